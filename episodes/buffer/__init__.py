@@ -1,0 +1,3 @@
+from episodes.buffer.lookback_buffer import InfiniteLookbackBuffer
+
+__all__ = ["InfiniteLookbackBuffer"]

@@ -1,0 +1,129 @@
+"""Growable numpy storage for a finalized buffer: amortised O(1) appends.
+
+Each leaf of the item structure is one numpy array with spare capacity along axis 0; appending
+writes into the next free row and doubles the capacity when it runs out, instead of
+concatenating the whole column on every step.
+
+Example:
+    >>> cols = Columns.from_batch(np.zeros((2, 3), np.float32))
+    >>> cols.append(np.ones(3, np.float32))
+    >>> cols.view().shape
+    (3, 3)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.structs import flatten, unflatten
+
+_MIN_CAPACITY = 8
+
+
+class Columns:
+    """Leaf arrays with spare capacity plus the item structure that joins them."""
+
+    __slots__ = ("leaves", "structure", "size", "typed")
+
+    def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
+        self.leaves = leaves
+        self.structure = structure
+        self.size = size
+        # An untyped column holds no item yet: its first item decides the leaf shapes and
+        # dtypes (an empty batch only shapes reads until then).
+        self.typed = typed
+
+    @classmethod
+    def from_batch(cls, batch: Any) -> Columns:
+        """Wraps a batched struct (leaves share their leading length) without copying."""
+        leaves, structure = flatten(batch)
+        arrays = [np.asarray(leaf) for leaf in leaves]
+        sizes = {len(a) if a.ndim else -1 for a in arrays}
+        if len(sizes) != 1 or -1 in sizes:
+            raise ValueError(
+                "a batched struct needs every leaf to be an array with the same leading length, "
+                f"got leading lengths {sorted(sizes)}"
+            )
+        size = sizes.pop()
+        return cls(arrays, structure, size, typed=size > 0)
+
+    @classmethod
+    def untyped(cls) -> Columns:
+        """An empty column whose layout is set by the first appended item."""
+        return cls([np.zeros((0,), np.float64)], None, 0, typed=False)
+
+    def view(self) -> Any:
+        """The stored items as a struct of array views (no copy)."""
+        size = self.size
+        if self.structure is None:
+            return self.leaves[0][:size]
+        return unflatten(self.structure, [leaf[:size] for leaf in self.leaves])
+
+    def leaf_views(self) -> list[np.ndarray]:
+        """Views of every leaf, trimmed to the stored length."""
+        size = self.size
+        return [leaf[:size] for leaf in self.leaves]
+
+    def copy(self) -> Columns:
+        """A trimmed, independent copy."""
+        return Columns([v.copy() for v in self.leaf_views()], self.structure, self.size, self.typed)
+
+    def _reserve(self, needed: int) -> None:
+        capacity = len(self.leaves[0])
+        if needed <= capacity:
+            return
+        new_capacity = max(needed, 2 * capacity, _MIN_CAPACITY)
+        grown = []
+        for leaf in self.leaves:
+            bigger = np.empty((new_capacity, *leaf.shape[1:]), dtype=leaf.dtype)
+            bigger[: self.size] = leaf[: self.size]
+            grown.append(bigger)
+        self.leaves = grown
+
+    def _adopt_layout(self, leaves: list[Any], structure: Any) -> None:
+        arrays = [np.asarray(leaf) for leaf in leaves]
+        self.leaves = [np.empty((_MIN_CAPACITY, *a.shape), a.dtype) for a in arrays]
+        self.structure = structure
+        self.typed = True
+
+    def append(self, item: Any) -> None:
+        """Appends one item in amortised O(1)."""
+        leaves, structure = flatten(item)
+        if not self.typed:
+            self._adopt_layout(leaves, structure)
+        elif len(leaves) != len(self.leaves):
+            raise ValueError(
+                f"item has {len(leaves)} leaves but the column stores {len(self.leaves)}: "
+                f"structure mismatch ({item!r})"
+            )
+        self._reserve(self.size + 1)
+        size = self.size
+        for column, leaf in zip(self.leaves, leaves):
+            column[size] = leaf
+        self.size = size + 1
+
+    def extend_batch(self, batch: Any) -> None:
+        """Appends a batched struct (leaves with a leading axis) in one copy per leaf."""
+        leaves, structure = flatten(batch)
+        arrays = [np.asarray(leaf) for leaf in leaves]
+        n = len(arrays[0]) if arrays and arrays[0].ndim else 0
+        if n == 0:
+            return
+        if not self.typed:
+            self._adopt_layout([a[0] for a in arrays], structure)
+        elif len(arrays) != len(self.leaves):
+            raise ValueError(
+                f"batch has {len(arrays)} leaves but the column stores {len(self.leaves)}"
+            )
+        self._reserve(self.size + n)
+        for column, leaf in zip(self.leaves, arrays):
+            column[self.size : self.size + n] = leaf
+        self.size += n
+
+    def delete(self, position: int) -> None:
+        """Removes the item at storage ``position`` (0 <= position < size)."""
+        for leaf in self.leaves:
+            leaf[position : self.size - 1] = leaf[position + 1 : self.size]
+        self.size -= 1

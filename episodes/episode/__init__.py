@@ -1,0 +1,4 @@
+from episodes.episode.sample_batch import SampleBatch
+from episodes.episode.single_agent_episode import SingleAgentEpisode
+
+__all__ = ["SampleBatch", "SingleAgentEpisode"]

@@ -1,0 +1,208 @@
+"""Chunk operations on episodes: ``cut``, ``slice`` and ``concat``.
+
+They are free functions over a :class:`SingleAgentEpisode` so the class file stays about
+recording and reading; the episode's methods delegate here.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from episodes.indexing import as_int
+from episodes.structs import data_equal
+
+if TYPE_CHECKING:
+    from episodes.episode.single_agent_episode import SingleAgentEpisode
+
+
+def _successor(episode: SingleAgentEpisode, columns: dict[str, Any], **kwargs: Any) -> Any:
+    cls = type(episode)
+    successor = cls(
+        episode.id_,
+        observations=columns["observations"],
+        observation_space=episode.observation_space,
+        infos=columns["infos"],
+        actions=columns["actions"],
+        action_space=episode.action_space,
+        rewards=columns["rewards"],
+        extra_model_outputs=columns["extra_model_outputs"],
+        agent_id=episode.agent_id,
+        module_id=episode.module_id,
+        multi_agent_episode_id=episode.multi_agent_episode_id,
+        **kwargs,
+    )
+    successor._custom_data = copy.deepcopy(episode.custom_data)
+    return successor
+
+
+def cut(episode: SingleAgentEpisode, len_lookback_buffer: int = 0) -> SingleAgentEpisode:
+    """Starts the successor chunk of a not-done episode.
+
+    The successor has the same id, ``t_started == t == episode.t``, length 0 and is not done.
+    Its ``ts=0`` observation/info is the episode's last one, and the last
+    ``len_lookback_buffer`` items of every column (clamped to what exists) are its lookback.
+    It owns its data: appending to it never changes ``episode``.
+
+    Raises:
+        AssertionError: The episode is done.
+        ValueError: ``len_lookback_buffer`` is negative.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[0.0, 1.0],
+        ...                         len_lookback_buffer=0)
+        >>> nxt = cut(ep, 1)
+        >>> nxt.get_observations(), nxt.get_actions(-1, neg_index_as_lookback=True)
+        ([2], 1)
+    """
+    if episode.is_done:
+        raise AssertionError("cannot cut a done episode: it has no successor chunk")
+    lookback = as_int(len_lookback_buffer, what="len_lookback_buffer")
+    if lookback < 0:
+        raise ValueError(f"len_lookback_buffer must be >= 0, got {lookback}")
+
+    def tail(column: Any, extra: int) -> Any:
+        total = column.len_incl_lookback()
+        start = max(0, total - lookback - extra)
+        return column.copy_range(start, total, total - start - extra)
+
+    columns = {
+        "observations": tail(episode.observations, 1),
+        "infos": tail(episode.infos, 1),
+        "actions": tail(episode.actions, 0),
+        "rewards": tail(episode.rewards, 0),
+        "extra_model_outputs": {
+            key: tail(column, 0) for key, column in episode.extra_model_outputs.items()
+        },
+    }
+    return _successor(episode, columns, t_started=episode.t)
+
+
+def _resolve_bound(bound: Any, default: int, length: int) -> int:
+    if bound is None:
+        return default
+    value = as_int(bound, what="slice bound")
+    if value < 0:
+        value += length
+    return min(max(value, 0), length)
+
+
+def slice_episode(
+    episode: SingleAgentEpisode, slice_: slice, *, len_lookback_buffer: int | None = None
+) -> SingleAgentEpisode:
+    """A new episode for steps ``start .. stop`` of ``episode`` (negative bounds from the end).
+
+    Observations and infos get one item more than actions and rewards. The lookback in front of
+    the slice comes from the data before ``start`` (lookback included): ``len_lookback_buffer``
+    items, by default as many as each column had, clamped to what exists. Terminated/truncated
+    survive only if the slice reaches the end.
+
+    Raises:
+        ValueError: The slice has a step other than 1, or ``len_lookback_buffer`` < 0.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2, 3, 4], actions=[1, 2, 3, 4],
+        ...                         rewards=[1.0, 2.0, 3.0, 4.0], len_lookback_buffer=0)
+        >>> part = slice_episode(ep, slice(1, 3))
+        >>> part.get_observations(), part.get_actions(), part.t_started, part.t
+        ([1, 2, 3], [2, 3], 1, 3)
+    """
+    if not isinstance(slice_, slice):
+        raise TypeError(f"slice_ must be a slice, got {type(slice_).__name__}")
+    if slice_.step not in (None, 1):
+        raise ValueError(f"episode slices need step 1 or None, got {slice_.step}")
+    if len_lookback_buffer is not None and as_int(len_lookback_buffer) < 0:
+        raise ValueError(f"len_lookback_buffer must be >= 0, got {len_lookback_buffer}")
+    length = len(episode)
+    start = _resolve_bound(slice_.start, 0, length)
+    stop = max(_resolve_bound(slice_.stop, length, length), start)
+
+    def part(column: Any, extra: int) -> Any:
+        wanted = column.lookback if len_lookback_buffer is None else int(len_lookback_buffer)
+        lookback = min(wanted, column.lookback + start)
+        first = column.lookback + start - lookback
+        return column.copy_range(first, column.lookback + stop + extra, lookback)
+
+    columns = {
+        "observations": part(episode.observations, 1),
+        "infos": part(episode.infos, 1),
+        "actions": part(episode.actions, 0),
+        "rewards": part(episode.rewards, 0),
+        "extra_model_outputs": {
+            key: part(column, 0) for key, column in episode.extra_model_outputs.items()
+        },
+    }
+    keep_done = stop == length
+    return _successor(
+        episode,
+        columns,
+        t_started=episode.t_started + start,
+        terminated=episode.is_terminated and keep_done,
+        truncated=episode.is_truncated and keep_done,
+    )
+
+
+def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
+    """Appends the successor chunk ``other`` to ``episode`` in place.
+
+    Requires the same id, ``episode.t == other.t_started``, ``episode`` not done, the same
+    extra-model-output keys, and ``other``'s first observation equal (leaf-wise) to
+    ``episode``'s last. Afterwards ``episode.t == other.t``, the flags are ``other``'s,
+    ``custom_data`` is merged with ``other`` winning. Everything is checked before anything
+    changes.
+
+    Raises:
+        AssertionError: A requirement above does not hold (the message says which).
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> nxt = ep.cut(); nxt.add_env_step(2, 1, 1.0, terminated=True)
+        >>> concat(ep, nxt); ep.get_observations(), ep.is_terminated
+        ([0, 1, 2], True)
+    """
+    if not hasattr(other, "observations") or not hasattr(other, "t_started"):
+        raise TypeError(f"can only concat a SingleAgentEpisode, got {type(other).__name__}")
+    if other.id_ != episode.id_:
+        raise AssertionError(
+            f"cannot concat episodes with different ids: {episode.id_!r} vs {other.id_!r}"
+        )
+    if episode.is_done:
+        raise AssertionError("cannot concat onto a done episode")
+    if episode.t != other.t_started:
+        raise AssertionError(
+            f"cannot concat: self.t ({episode.t}) != other.t_started ({other.t_started})"
+        )
+    episode.validate()
+    other.validate()
+    if len(episode.observations) == 0 or len(other.observations) == 0:
+        raise AssertionError("cannot concat: both chunks need at least one observation")
+    if set(other.extra_model_outputs) != set(episode.extra_model_outputs) and len(other) > 0:
+        raise AssertionError(
+            "cannot concat: extra_model_outputs keys differ: "
+            f"{sorted(episode.extra_model_outputs)} vs {sorted(other.extra_model_outputs)}"
+        )
+    if not data_equal(other.observations.get(0), episode.observations.get(-1)):
+        raise AssertionError(
+            "cannot concat: other's first observation differs from self's last observation"
+        )
+    episode.observations.pop()
+    episode.infos.pop()
+    episode.observations.concat(other.observations)
+    episode.infos.concat(other.infos)
+    episode.actions.concat(other.actions)
+    episode.rewards.concat(other.rewards)
+    for key, column in other.extra_model_outputs.items():
+        episode.extra_model_outputs[key].concat(column)
+    episode.t = other.t
+    episode.is_terminated = other.is_terminated
+    episode.is_truncated = other.is_truncated
+    episode.custom_data.update(other.custom_data)
+    if other._last_step_time is not None:
+        episode._last_step_time = other._last_step_time
+        if episode._start_time is None:
+            episode._start_time = other._start_time
+    episode.validate()

@@ -1,0 +1,79 @@
+"""Training rows from an episode: ``data_dict`` and the light :class:`SampleBatch` type."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from episodes.episode.single_agent_episode import SingleAgentEpisode
+
+
+class SampleBatch(dict):  # type: ignore[type-arg]
+    """A dict of equally long columns; ``len()`` and ``count`` give the number of rows.
+
+    Example:
+        >>> batch = SampleBatch({"obs": [1, 2], "actions": [0, 1]})
+        >>> len(batch), batch.count, sorted(batch.keys())
+        (2, 2, ['actions', 'obs'])
+    """
+
+    @property
+    def count(self) -> int:
+        """Number of rows (the length of the first column; 0 when empty)."""
+        for value in self.values():
+            return len(value)
+        return 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return dict.__len__(self) > 0
+
+    def __repr__(self) -> str:
+        return f"SampleBatch(count={self.count}, keys={list(self.keys())})"
+
+
+def data_dict(episode: SingleAgentEpisode) -> dict[str, Any]:
+    """One row per step after the lookback: obs, actions, rewards, flags, t, eps_id, infos.
+
+    ``obs`` holds the observation each action was taken in (the final observation is not a
+    row); ``terminateds``/``truncateds`` are True only on the last row of a done episode. Every
+    extra-model-output key is a column too. Columns are arrays when the episode is numpy'd.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 2.0],
+        ...                         terminated=True, len_lookback_buffer=0)
+        >>> data_dict(ep)["terminateds"]
+        [False, True]
+    """
+    rows = len(episode)
+    terminateds = [False] * rows
+    truncateds = [False] * rows
+    if rows:
+        terminateds[-1] = episode.is_terminated
+        truncateds[-1] = episode.is_truncated
+    t: Any = list(range(episode.t_started, episode.t))
+    eps_id: Any = [episode.id_] * rows
+    if episode.is_numpy:
+        terminateds = np.asarray(terminateds, dtype=bool)  # type: ignore[assignment]
+        truncateds = np.asarray(truncateds, dtype=bool)  # type: ignore[assignment]
+        t = np.asarray(t, dtype=np.int64)
+        eps_id = np.asarray(eps_id)
+    before_last = slice(None, episode.observations.len_incl_lookback() - 1 - episode.observations.lookback)
+    columns = {
+        "obs": episode.observations.get(before_last),
+        "actions": episode.actions.get(),
+        "rewards": episode.rewards.get(),
+        "terminateds": terminateds,
+        "truncateds": truncateds,
+        "t": t,
+        "eps_id": eps_id,
+        "infos": episode.infos.get(before_last),
+    }
+    for key, column in episode.extra_model_outputs.items():
+        columns[key] = column.get()
+    return columns

@@ -1,0 +1,210 @@
+"""Pure index arithmetic shared by every getter and setter.
+
+A lookback buffer stores ``total`` items; the first ``lookback`` of them belong to the previous
+chunk, so the user's ``ts=0`` is the storage position ``lookback``. This module turns a user's
+index (int, slice or list of ints, read with or without ``neg_index_as_lookback``) into storage
+positions, and splits a slice into "filler on the left / stored window / filler on the right".
+Nothing here touches data, which keeps the rules in one place and property-testable on their own.
+
+Example:
+    >>> resolve_int(-1, lookback=3, total=6, neg_index_as_lookback=True)
+    2
+    >>> plan_slice(slice(-7, -2), lookback=2, total=5, neg_index_as_lookback=False, fill=True)
+    SlicePlan(fill_left=2, start=0, stop=3, fill_right=0, step=1)
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+Index = Union[int, slice, Sequence[int], None]
+
+
+def as_int(index: object, *, what: str = "index") -> int:
+    """Returns ``index`` as a Python int, accepting numpy integers but not bools or floats.
+
+    Example:
+        >>> as_int(np.int64(3))
+        3
+    """
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {type(index).__name__} ({index!r})")
+    return operator.index(index)
+
+
+def resolve_int(index: int, *, lookback: int, total: int, neg_index_as_lookback: bool) -> int:
+    """Maps a user's int index to a storage position (may fall outside ``[0, total)``).
+
+    Non-negative indices count from ``ts=0`` (the position ``lookback``). Negative ones count from
+    the end of the stored data, or, with ``neg_index_as_lookback``, leftwards from ``ts=0`` into
+    the lookback.
+
+    Example:
+        >>> resolve_int(0, lookback=3, total=6, neg_index_as_lookback=False)
+        3
+        >>> resolve_int(-1, lookback=3, total=6, neg_index_as_lookback=False)
+        5
+    """
+    if index >= 0 or neg_index_as_lookback:
+        return lookback + index
+    return total + index
+
+
+def in_range(position: int, total: int) -> bool:
+    """True if ``position`` addresses a stored item.
+
+    Example:
+        >>> in_range(6, 6)
+        False
+    """
+    return 0 <= position < total
+
+
+def _slice_bound(
+    bound: int | None, default: int, *, lookback: int, total: int, neg_index_as_lookback: bool
+) -> int:
+    if bound is None:
+        return default
+    return resolve_int(
+        as_int(bound, what="slice bound"),
+        lookback=lookback,
+        total=total,
+        neg_index_as_lookback=neg_index_as_lookback,
+    )
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """How a slice read is assembled: ``fill_left`` fillers, ``data[start:stop]``, ``fill_right``.
+
+    ``step`` is applied to the assembled sequence afterwards (``result[::step]``).
+    """
+
+    fill_left: int
+    start: int
+    stop: int
+    fill_right: int
+    step: int
+
+    @property
+    def stored(self) -> int:
+        """Number of stored items the plan reads."""
+        return self.stop - self.start
+
+    @property
+    def length(self) -> int:
+        """Number of items in the result, fillers included, before ``step`` is applied."""
+        return self.fill_left + self.stored + self.fill_right
+
+
+def plan_slice(
+    slice_: slice, *, lookback: int, total: int, neg_index_as_lookback: bool, fill: bool
+) -> SlicePlan:
+    """Resolves a user's slice into a :class:`SlicePlan` over storage positions.
+
+    ``start=None`` means ``ts=0`` (not the start of the lookback); ``stop=None`` means the end.
+    Without ``fill`` the window is clipped like a Python slice; with ``fill`` the missing
+    positions on either side become fillers, so the result has ``stop - start`` items.
+
+    Example:
+        >>> plan_slice(slice(1, 6), lookback=2, total=5, neg_index_as_lookback=False, fill=True)
+        SlicePlan(fill_left=0, start=3, stop=5, fill_right=3, step=1)
+    """
+    step = 1 if slice_.step is None else as_int(slice_.step, what="slice step")
+    if step <= 0:
+        raise ValueError(f"slice step must be a positive int, got {step}")
+    kwargs = dict(lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback)
+    start = _slice_bound(slice_.start, lookback, **kwargs)
+    stop = _slice_bound(slice_.stop, total, **kwargs)
+    stored_start = min(max(start, 0), total)
+    stored_stop = max(min(max(stop, 0), total), stored_start)
+    if not fill:
+        return SlicePlan(0, stored_start, stored_stop, 0, step)
+    length = max(stop - start, 0)
+    if length == 0:
+        return SlicePlan(0, stored_start, stored_start, 0, step)
+    fill_left = min(max(-start, 0), length)
+    stored = max(min(stop, total) - max(start, 0), 0)
+    if stored == 0:
+        # Entirely outside the data: everything is filler; keep it on the side it lies on.
+        if start >= total:
+            return SlicePlan(0, total, total, length, step)
+        return SlicePlan(length, 0, 0, 0, step)
+    return SlicePlan(fill_left, stored_start, stored_start + stored, length - fill_left - stored, step)
+
+
+def resolve_list(
+    indices: Sequence[int], *, lookback: int, total: int, neg_index_as_lookback: bool
+) -> np.ndarray:
+    """Maps a list of user indices to an int64 array of storage positions (possibly out of range).
+
+    Example:
+        >>> resolve_list([0, -1], lookback=3, total=6, neg_index_as_lookback=False).tolist()
+        [3, 5]
+    """
+    positions = np.fromiter(
+        (
+            resolve_int(
+                as_int(i), lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+            )
+            for i in indices
+        ),
+        dtype=np.int64,
+        count=len(indices),
+    )
+    return positions
+
+
+def set_positions(
+    at_indices: int | slice | Sequence[int] | None,
+    *,
+    lookback: int,
+    total: int,
+    neg_index_as_lookback: bool,
+) -> range | list[int] | int:
+    """Storage positions a ``set()`` writes, raising ``IndexError`` for any out-of-range int.
+
+    Returns an int for an int index, a ``range`` for a slice (clipped like a Python slice) or
+    ``None``, and a list of ints for a list of indices.
+
+    Example:
+        >>> set_positions(slice(0, 2), lookback=1, total=4, neg_index_as_lookback=False)
+        range(1, 3)
+    """
+    if at_indices is None:
+        return range(lookback, total)
+    if isinstance(at_indices, slice):
+        plan = plan_slice(
+            at_indices,
+            lookback=lookback,
+            total=total,
+            neg_index_as_lookback=neg_index_as_lookback,
+            fill=False,
+        )
+        return range(plan.start, plan.stop, plan.step)
+    if isinstance(at_indices, (list, tuple, np.ndarray)):
+        positions = resolve_list(
+            list(at_indices), lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+        ).tolist()
+        bad = [i for i, p in zip(at_indices, positions) if not in_range(p, total)]
+        if bad:
+            raise IndexError(
+                f"cannot set at indices {bad}: out of range for a buffer with {total - lookback} "
+                f"items and a lookback of {lookback} (neg_index_as_lookback={neg_index_as_lookback})"
+            )
+        return positions
+    index = as_int(at_indices)
+    position = resolve_int(
+        index, lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+    )
+    if not in_range(position, total):
+        raise IndexError(
+            f"cannot set at index {index}: out of range for a buffer with {total - lookback} "
+            f"items and a lookback of {lookback} (neg_index_as_lookback={neg_index_as_lookback})"
+        )
+    return position

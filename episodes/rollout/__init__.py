@@ -1,0 +1,43 @@
+"""Torch on-policy rollout storage: GAE, trajectory padding, mini-batch generators.
+
+This subpackage needs torch; ``import episodes`` does not import it.
+"""
+
+from .circular_buffer import CircularBuffer, HistoryWindows
+from .gae import bootstrap_time_outs, compute_gae
+from .generators import (
+    DistillationBatch,
+    RLBatch,
+    distillation_generator,
+    mini_batch_generator,
+    recurrent_mini_batch_generator,
+)
+from .storage import RolloutStorage
+from .trajectories import (
+    TrajectoryLayout,
+    pad_with_layout,
+    split_and_pad_trajectories,
+    trajectory_layout,
+    unpad_trajectories,
+)
+from .transition import HiddenState, Transition
+
+__all__ = [
+    "CircularBuffer",
+    "DistillationBatch",
+    "HiddenState",
+    "HistoryWindows",
+    "RLBatch",
+    "RolloutStorage",
+    "TrajectoryLayout",
+    "Transition",
+    "bootstrap_time_outs",
+    "compute_gae",
+    "distillation_generator",
+    "mini_batch_generator",
+    "pad_with_layout",
+    "recurrent_mini_batch_generator",
+    "split_and_pad_trajectories",
+    "trajectory_layout",
+    "unpad_trajectories",
+]

@@ -1,0 +1,185 @@
+"""A fixed-length per-env history of batched tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import torch
+
+__all__ = ["CircularBuffer", "HistoryWindows"]
+
+
+class HistoryWindows(NamedTuple):
+    """Windows sampled by :meth:`CircularBuffer.mini_batch_generator`.
+
+    Attributes:
+        data: ``[seq_len, batch_size, ...]``, oldest item first.
+        env_ids: ``[batch_size]`` env of each window.
+        lags: ``[batch_size]`` how many steps before the newest item each window ends.
+    """
+
+    data: torch.Tensor
+    env_ids: torch.Tensor
+    lags: torch.Tensor
+
+
+class CircularBuffer:
+    """Ring buffer holding the last ``max_len`` items of each of ``batch_size`` envs.
+
+    All envs append together (``append(x)`` with ``x`` ``[batch_size, ...]``); ``reset`` clears
+    the history of some envs, after which their ``current_length`` restarts at 0. The storage is
+    allocated on the first ``append`` with ``x``'s trailing shape and dtype.
+
+    Args:
+        max_len: number of items kept per env (>= 1).
+        batch_size: number of envs.
+        device: where the history lives.
+
+    Example:
+        >>> buf = CircularBuffer(max_len=2, batch_size=1, device="cpu")
+        >>> for v in (1.0, 2.0, 3.0):
+        ...     buf.append(torch.tensor([v]))
+        >>> buf[0].item(), buf[1].item(), buf.current_length.tolist()
+        (3.0, 2.0, [2])
+    """
+
+    def __init__(self, max_len: int, batch_size: int, device: str | torch.device = "cpu") -> None:
+        if max_len < 1:
+            raise ValueError(f"max_len must be >= 1, got {max_len}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self._max_len = max_len
+        self._batch_size = batch_size
+        self.device = torch.device(device)
+        self._buffer: torch.Tensor | None = None
+        self._pointer = -1  # slot of the newest item, shared by all envs
+        self._length = torch.zeros(batch_size, dtype=torch.long, device=self.device)
+        self._envs = torch.arange(batch_size, device=self.device)
+
+    @property
+    def max_length(self) -> int:
+        """The capacity per env."""
+        return self._max_len
+
+    @property
+    def batch_size(self) -> int:
+        """The number of envs."""
+        return self._batch_size
+
+    @property
+    def current_length(self) -> torch.Tensor:
+        """``[batch_size]`` number of items appended since each env's last reset (capped)."""
+        return self._length.clone()
+
+    @property
+    def buffer(self) -> torch.Tensor:
+        """The history as ``[batch_size, max_len, ...]``, oldest slot first (a copy)."""
+        if self._buffer is None:
+            raise RuntimeError("the buffer is empty: append() has not been called yet")
+        order = torch.arange(self._max_len, device=self.device) + self._pointer + 1
+        order %= self._max_len
+        return self._buffer[order].transpose(0, 1).clone()
+
+    def append(self, data: torch.Tensor) -> None:
+        """Append one item per env, overwriting each env's oldest item when full.
+
+        Args:
+            data: ``[batch_size, ...]``.
+        """
+        if data.dim() == 0 or data.shape[0] != self._batch_size:
+            raise ValueError(
+                f"data must be [batch_size={self._batch_size}, ...], got {tuple(data.shape)}"
+            )
+        data = data.to(self.device)
+        if self._buffer is None:
+            self._buffer = torch.zeros(
+                self._max_len, *data.shape, dtype=data.dtype, device=self.device
+            )
+        elif data.shape != self._buffer.shape[1:]:
+            raise ValueError(f"data shape {tuple(data.shape)} != {tuple(self._buffer.shape[1:])}")
+        self._pointer = (self._pointer + 1) % self._max_len
+        self._buffer[self._pointer].copy_(data)
+        self._length.add_(1).clamp_(max=self._max_len)
+
+    def reset(self, batch_ids: Sequence[int] | torch.Tensor | None = None) -> None:
+        """Forget the history of ``batch_ids`` (all envs when ``None``)."""
+        if batch_ids is None:
+            self._length.zero_()
+        else:
+            ids = torch.as_tensor(batch_ids, dtype=torch.long, device=self.device)
+            self._length[ids] = 0
+
+    def __getitem__(self, key: int | torch.Tensor) -> torch.Tensor:
+        """Item ``key`` steps back for every env (``0`` is the newest).
+
+        ``key`` is an int or a ``[batch_size]`` long tensor (one lag per env). Envs with fewer
+        than ``key + 1`` items since their last reset return their oldest item; envs with no item
+        since their reset return zeros.
+
+        Raises:
+            IndexError: if an int ``key`` is outside ``[0, max_length)``.
+            RuntimeError: if nothing was appended yet.
+        """
+        if self._buffer is None:
+            raise RuntimeError("the buffer is empty: append() has not been called yet")
+        if isinstance(key, torch.Tensor):
+            lag = key.to(device=self.device, dtype=torch.long)
+        else:
+            if not 0 <= key < self._max_len:
+                raise IndexError(f"lag {key} out of range [0, {self._max_len})")
+            lag = torch.full((self._batch_size,), key, dtype=torch.long, device=self.device)
+        lag = torch.minimum(lag, (self._length - 1).clamp(min=0))
+        slot = (self._pointer - lag) % self._max_len
+        out = self._buffer[slot, self._envs]
+        empty = (self._length == 0).view(-1, *([1] * (out.dim() - 1)))
+        return out.masked_fill(empty, 0)
+
+    def mini_batch_generator(
+        self,
+        seq_len: int,
+        batch_size: int,
+        num_batches: int,
+        generator: torch.Generator | None = None,
+    ) -> Iterator[HistoryWindows]:
+        """Yield random windows of ``seq_len`` consecutive items that do not cross a reset.
+
+        A window of env ``e`` ending ``j`` steps before the newest item is valid when
+        ``j + seq_len <= current_length[e]``; windows are drawn uniformly (with replacement) from
+        all valid ``(env, j)`` pairs. Sampling stays on the device: no host sync per batch.
+
+        Args:
+            seq_len: window length (``1 <= seq_len <= max_length``).
+            batch_size: windows per batch.
+            num_batches: number of batches.
+            generator: optional ``torch.Generator`` on the buffer's device.
+
+        Raises:
+            ValueError: on a bad ``seq_len`` or if no env has ``seq_len`` items since its reset.
+
+        Example:
+            >>> buf = CircularBuffer(4, 2)
+            >>> for v in range(3):
+            ...     buf.append(torch.full((2,), float(v)))
+            >>> w = next(buf.mini_batch_generator(seq_len=3, batch_size=5, num_batches=1))
+            >>> w.data[:, 0].tolist()
+            [0.0, 1.0, 2.0]
+        """
+        if not 1 <= seq_len <= self._max_len:
+            raise ValueError(f"seq_len must be in [1, {self._max_len}], got {seq_len}")
+        if self._buffer is None:
+            raise ValueError("the buffer is empty: append() has not been called yet")
+        counts = (self._length - seq_len + 1).clamp(min=0)
+        cum = torch.cumsum(counts, 0)
+        total = cum[-1]
+        if int(total) == 0:  # one check before sampling
+            raise ValueError(f"no env has {seq_len} items since its last reset")
+        buf = self._buffer
+        steps = torch.arange(seq_len - 1, -1, -1, device=self.device)  # lags, oldest first
+        for _ in range(num_batches):
+            u = torch.rand(batch_size, device=self.device, generator=generator, dtype=torch.float64)
+            flat = (u * total).long().clamp(max=total - 1)
+            env = torch.searchsorted(cum, flat, right=True)
+            lag_end = flat - (cum[env] - counts[env])
+            slots = (self._pointer - (lag_end.unsqueeze(0) + steps.unsqueeze(1))) % self._max_len
+            yield HistoryWindows(buf[slots, env.unsqueeze(0)], env, lag_end)

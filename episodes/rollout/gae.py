@@ -1,0 +1,147 @@
+"""Generalised advantage estimation (GAE) as pure tensor functions.
+
+The backward recursion ``A_t = delta_t + c_t * A_{t+1}`` (with ``c_t = gamma * lam * (1 - done_t)``)
+is a first-order linear scan. For short horizons it is evaluated with one fused in-place
+``addcmul`` per step over preallocated views; for long horizons with a log-step (Hillis-Steele)
+scan that needs ``O(log T)`` vectorised operations. Neither path synchronises with the host, so
+on a GPU the whole computation is queued without waiting.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["bootstrap_time_outs", "compute_gae"]
+
+#: The per-step loop pays a fixed dispatch cost per step; the log-step scan touches all T * N
+#: elements ``ceil(log2 T)`` times. This many elements per step cost about one dispatch.
+_ELEMENTS_PER_DISPATCH = 512
+
+
+def _as_time_major(x: torch.Tensor, name: str, like: torch.Size) -> torch.Tensor:
+    if x.shape != like:
+        try:
+            x = x.reshape(like)
+        except RuntimeError as exc:
+            raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {tuple(like)}") from exc
+    return x
+
+
+def _loop_scan(delta: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
+    """Sequential backward scan: one fused ``addcmul`` per step, written in place."""
+    adv = torch.empty_like(delta)
+    num_steps = delta.shape[0]
+    adv[num_steps - 1].copy_(delta[num_steps - 1])
+    for t in range(num_steps - 2, -1, -1):
+        torch.addcmul(delta[t], coef[t], adv[t + 1], out=adv[t])
+    return adv
+
+
+def _log_scan(delta: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
+    """Hillis-Steele backward scan in ``ceil(log2 T)`` rounds with ping-pong buffers.
+
+    Invariant after the round with offset ``d``:
+    ``b_t = sum_{k<2d} (prod_{i<k} a_{t+i}) delta_{t+k}`` (terms past the end vanish because ``A_T = 0``), and ``a_t`` is the product of the
+    ``2d`` coefficients starting at ``t`` (only kept where a later round reads it).
+    """
+    num_steps = delta.shape[0]
+    b, b_next = delta.clone(), torch.empty_like(delta)
+    a, a_next = coef.clone(), torch.empty_like(coef)
+    d = 1
+    while d < num_steps:
+        keep = num_steps - d
+        torch.addcmul(b[:keep], a[:keep], b[d:], out=b_next[:keep])
+        b_next[keep:].copy_(b[keep:])
+        keep_a = num_steps - 2 * d  # later rounds only read the products at t < T - 2d
+        if keep_a > 0:
+            torch.mul(a[:keep_a], a[d : d + keep_a], out=a_next[:keep_a])
+            a, a_next = a_next, a
+        b, b_next = b_next, b
+        d *= 2
+    return b
+
+
+def compute_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    last_values: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """Compute GAE advantages for time-major rollout data.
+
+    ``delta_t = r_t + gamma * V_{t+1} * (1 - done_t) - V_t`` with ``V_T = last_values`` and
+    ``A_t = delta_t + gamma * lam * (1 - done_t) * A_{t+1}``. Returns are ``A + V``.
+
+    Args:
+        rewards: ``[T, N]`` or ``[T, N, 1]`` floating tensor.
+        values: value estimates with the same number of elements as ``rewards``.
+        dones: episode ends (bool, integer or float), same number of elements as ``rewards``.
+        last_values: ``[N]`` or ``[N, 1]`` values of the state after the last step.
+        gamma: discount factor.
+        lam: GAE lambda.
+
+    Returns:
+        A new tensor of advantages shaped and typed like ``rewards``.
+
+    Example:
+        >>> r = torch.ones(3, 2, 1)
+        >>> v = torch.zeros(3, 2, 1)
+        >>> d = torch.zeros(3, 2, 1, dtype=torch.bool)
+        >>> compute_gae(r, v, d, torch.zeros(2, 1), gamma=1.0, lam=1.0)[:, 0, 0]
+        tensor([3., 2., 1.])
+    """
+    if rewards.dim() < 2:
+        raise ValueError(f"rewards must be [T, N] or [T, N, 1], got {tuple(rewards.shape)}")
+    if not rewards.is_floating_point():
+        raise TypeError(f"rewards must be floating point, got {rewards.dtype}")
+    shape = rewards.shape
+    values = _as_time_major(values, "values", shape).to(rewards.dtype)
+    dones = _as_time_major(dones, "dones", shape)
+    last_values = _as_time_major(last_values, "last_values", shape[1:]).to(rewards.dtype)
+    num_steps = shape[0]
+    if num_steps == 0:
+        return torch.empty_like(rewards)
+
+    not_done = 1.0 - dones.to(rewards.dtype)
+    next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0)
+    # Same association as the textbook loop: r + ((1 - d) * gamma) * V' - V.
+    delta = rewards + not_done * gamma * next_values - values
+    coef = not_done * gamma * lam
+    num_envs = delta[0].numel()
+    rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
+    if rounds * num_envs > _ELEMENTS_PER_DISPATCH * num_steps:
+        return _loop_scan(delta, coef)
+    return _log_scan(delta, coef)
+
+
+def bootstrap_time_outs(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    time_outs: torch.Tensor,
+    gamma: float,
+) -> torch.Tensor:
+    """Apply rsl_rl's time-out bootstrap ``rewards + gamma * values * time_outs``.
+
+    This approximates the value of the true next state of a truncated episode by the value of
+    the current state. The exact form (with the real next value) lives in the converter layer.
+
+    Args:
+        rewards: ``[N]``, ``[N, 1]`` or ``[T, N(, 1)]`` rewards.
+        values: value estimates with the same number of elements as ``rewards``.
+        time_outs: truncation flags with the same number of elements (bool/int/float).
+        gamma: discount factor.
+
+    Returns:
+        A **new** tensor shaped like ``rewards``; the input is not modified.
+
+    Example:
+        >>> bootstrap_time_outs(torch.zeros(2), torch.ones(2, 1), torch.tensor([True, False]), 0.5)
+        tensor([0.5000, 0.0000])
+    """
+    values = _as_time_major(values, "values", rewards.shape).to(rewards.dtype)
+    time_outs = _as_time_major(time_outs, "time_outs", rewards.shape).to(rewards.dtype)
+    return rewards + gamma * (values * time_outs)

@@ -1,0 +1,254 @@
+"""Mini-batch generators over a :class:`RolloutStorage`.
+
+None of the loops below copies data to the host: every host synchronisation (learning the
+number of trajectories) happens once per call, before the first batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .trajectories import pad_with_layout, trajectory_layout
+from .transition import HiddenState
+
+if TYPE_CHECKING:
+    from .storage import RolloutStorage
+
+__all__ = [
+    "DistillationBatch",
+    "RLBatch",
+    "distillation_generator",
+    "mini_batch_generator",
+    "recurrent_mini_batch_generator",
+    "split_sizes",
+]
+
+
+@dataclass
+class RLBatch:
+    """A mini-batch for PPO-style updates.
+
+    Flat batches hold ``[B, ...]`` tensors; recurrent batches hold padded ``[T, num_traj, ...]``
+    observations with ``masks`` and ``[T, n_envs, ...]`` for the other fields.
+    """
+
+    observations: Any
+    actions: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    old_actions_log_prob: torch.Tensor
+    old_distribution_params: tuple[torch.Tensor, ...]
+    hidden_states: tuple[HiddenState, HiddenState] = (None, None)
+    masks: torch.Tensor | None = None
+    privileged_observations: Any = None
+
+
+@dataclass
+class DistillationBatch:
+    """One time step of a distillation rollout: ``[N, ...]`` tensors."""
+
+    observations: Any
+    actions: torch.Tensor
+    privileged_actions: torch.Tensor
+    dones: torch.Tensor
+    privileged_observations: Any = None
+
+
+def split_sizes(total: int, parts: int) -> list[int]:
+    """Sizes of ``parts`` near-equal parts of ``total`` (``np.array_split`` style).
+
+    Example:
+        >>> split_sizes(10, 3)
+        [4, 3, 3]
+    """
+    if not 1 <= parts <= total:
+        raise ValueError(f"cannot split {total} items into {parts} non-empty parts")
+    base, rem = divmod(total, parts)
+    return [base + (i < rem) for i in range(parts)]
+
+
+def _normalized(adv: torch.Tensor) -> torch.Tensor:
+    return (adv - adv.mean()) / (adv.std() + 1e-8)
+
+
+def _tree(x: Any, fn: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {k: _tree(v, fn) for k, v in x.items()}
+    return None if x is None else fn(x)
+
+
+def _require(storage: RolloutStorage, training_type: str, what: str) -> None:
+    if storage.training_type != training_type:
+        raise ValueError(
+            f"{what} needs training_type {training_type!r}, got {storage.training_type!r}"
+        )
+
+
+def mini_batch_generator(
+    storage: RolloutStorage,
+    num_mini_batches: int,
+    num_epochs: int = 8,
+    *,
+    generator: torch.Generator | None = None,
+    normalize_advantage_per_mini_batch: bool | None = None,
+) -> Iterator[RLBatch]:
+    """Yield shuffled flat mini-batches of the ``T * N`` samples, ``num_epochs`` times.
+
+    Every epoch draws a fresh ``torch.randperm`` on the storage's device and splits it into
+    ``num_mini_batches`` parts whose sizes differ by at most one (the remainder is spread over
+    the first batches), so every sample is used exactly once per epoch.
+
+    Args:
+        storage: an ``"rl"`` storage with returns computed.
+        num_mini_batches: number of mini-batches per epoch (``1 <= . <= T * N``).
+        num_epochs: number of passes.
+        generator: optional ``torch.Generator`` on the storage's device, for determinism.
+        normalize_advantage_per_mini_batch: normalise each batch's advantages; defaults to the
+            storage's setting.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 5, 2, (3,), (1,))
+        >>> [b.actions.shape[0] for b in st.mini_batch_generator(3, num_epochs=1)]
+        [4, 3, 3]
+    """
+    _require(storage, "rl", "mini_batch_generator")
+    total = storage.num_transitions_per_env * storage.num_envs
+    split_sizes(total, num_mini_batches)  # validates
+    normalize = storage.normalize_advantage_per_mini_batch
+    if normalize_advantage_per_mini_batch is not None:
+        normalize = normalize_advantage_per_mini_batch
+    packer, slots = storage._packer, storage._slots
+    for _ in range(num_epochs):
+        perm = torch.randperm(total, device=storage.device, generator=generator)
+        for index in perm.tensor_split(num_mini_batches):
+            g = packer.gather("batch", index)
+            adv = packer.field(g, slots["advantages"])
+            yield RLBatch(
+                observations=_tree(storage._obs_slots, lambda s, g=g: packer.field(g, s)),
+                actions=packer.field(g, slots["actions"]),
+                values=packer.field(g, slots["values"]),
+                advantages=_normalized(adv) if normalize else adv,
+                returns=packer.field(g, slots["returns"]),
+                old_actions_log_prob=packer.field(g, slots["actions_log_prob"]),
+                old_distribution_params=tuple(packer.field(g, s) for s in storage._dist_slots),
+                privileged_observations=_tree(
+                    storage._priv_slots, lambda s, g=g: packer.field(g, s)
+                ),
+            )
+
+
+def _first_states(
+    saved: list[torch.Tensor] | None,
+    start_time: torch.Tensor,
+    start_env: torch.Tensor,
+    traj_bounds: list[int],
+) -> list[HiddenState]:
+    """Per mini-batch ``[num_layers, num_traj, hidden]`` states at trajectory starts."""
+    if saved is None:
+        return [None] * (len(traj_bounds) - 1)
+    # [T, L, N, H] indexed at (t_j, :, n_j) -> [num_traj, L, H]: one gather for all batches.
+    firsts = [s[start_time, :, start_env] for s in saved]
+    out: list[HiddenState] = []
+    for a, b in zip(traj_bounds[:-1], traj_bounds[1:], strict=True):
+        comps = tuple(f[a:b].transpose(0, 1).contiguous() for f in firsts)
+        out.append(comps[0] if len(comps) == 1 else comps)
+    return out
+
+
+def recurrent_mini_batch_generator(
+    storage: RolloutStorage,
+    num_mini_batches: int,
+    num_epochs: int = 8,
+    *,
+    normalize_advantage_per_mini_batch: bool | None = None,
+) -> Iterator[RLBatch]:
+    """Yield mini-batches of whole envs with their trajectories split at dones and padded.
+
+    Envs are grouped in order into ``num_mini_batches`` groups. With ``N`` not divisible by
+    ``num_mini_batches`` the ``N % num_mini_batches`` remainder envs are **spread**: the first
+    groups get one extra env each (``np.array_split`` style), so no env is dropped (rsl_rl drops
+    them). When divisible the grouping equals rsl_rl's ``N // num_mini_batches`` per group.
+    The grouping is the same every epoch.
+
+    The split/pad, the hidden-state gather and the batch boundaries are computed once per call
+    (one host synchronisation); the loops only slice.
+
+    Each batch has ``observations`` ``[T, num_traj, ...]`` (zero-padded) with ``masks``
+    ``[T, num_traj]``, the other fields ``[T, n_envs, ...]`` and ``hidden_states`` ``(actor,
+    critic)``, each the state at every trajectory's first step, ``[num_layers, num_traj,
+    hidden]`` (a tensor for GRU, a tuple for LSTM, ``None`` when not stored).
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 4, 3, (2,), (1,))
+        >>> [b.masks.shape for b in st.recurrent_mini_batch_generator(2, num_epochs=1)]
+        [torch.Size([3, 2]), torch.Size([3, 2])]
+    """
+    _require(storage, "rl", "recurrent_mini_batch_generator")
+    normalize = storage.normalize_advantage_per_mini_batch
+    if normalize_advantage_per_mini_batch is not None:
+        normalize = normalize_advantage_per_mini_batch
+    sizes = split_sizes(storage.num_envs, num_mini_batches)
+    env_bounds = [0]
+    for s in sizes:
+        env_bounds.append(env_bounds[-1] + s)
+    layout = trajectory_layout(storage.dones)
+    obs = pad_with_layout(storage.observations, layout)
+    priv = None
+    if storage.privileged_observations is not None:
+        priv = pad_with_layout(storage.privileged_observations, layout)
+    bounds_t = torch.tensor(env_bounds, device=layout.traj_offsets.device)
+    traj_bounds: list[int] = layout.traj_offsets[bounds_t].tolist()  # once, before the loops
+    h_actor = _first_states(
+        storage.saved_hidden_states_actor, layout.start_time, layout.start_env, traj_bounds
+    )
+    h_critic = _first_states(
+        storage.saved_hidden_states_critic, layout.start_time, layout.start_env, traj_bounds
+    )
+    assert storage.values is not None and storage.advantages is not None
+    assert storage.returns is not None and storage.actions_log_prob is not None
+    dist = storage.distribution_params or ()
+    for _ in range(num_epochs):
+        for i in range(num_mini_batches):
+            e0, e1 = env_bounds[i], env_bounds[i + 1]
+            j0, j1 = traj_bounds[i], traj_bounds[i + 1]
+            adv = storage.advantages[:, e0:e1]
+            yield RLBatch(
+                observations=_tree(obs, lambda x, j0=j0, j1=j1: x[:, j0:j1]),
+                actions=storage.actions[:, e0:e1],
+                values=storage.values[:, e0:e1],
+                advantages=_normalized(adv) if normalize else adv,
+                returns=storage.returns[:, e0:e1],
+                old_actions_log_prob=storage.actions_log_prob[:, e0:e1],
+                old_distribution_params=tuple(p[:, e0:e1] for p in dist),
+                hidden_states=(h_actor[i], h_critic[i]),
+                masks=layout.masks[:, j0:j1],
+                privileged_observations=_tree(priv, lambda x, j0=j0, j1=j1: x[:, j0:j1]),
+            )
+
+
+def distillation_generator(storage: RolloutStorage) -> Iterator[DistillationBatch]:
+    """Yield one :class:`DistillationBatch` per time step, in time order.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("distillation", 2, 3, (4,), (1,))
+        >>> [b.privileged_actions.shape for b in st.generator()][0]
+        torch.Size([2, 1])
+    """
+    _require(storage, "distillation", "generator")
+    assert storage.privileged_actions is not None
+    for t in range(storage.num_transitions_per_env):
+        yield DistillationBatch(
+            observations=_tree(storage.observations, lambda x, t=t: x[t]),
+            actions=storage.actions[t],
+            privileged_actions=storage.privileged_actions[t],
+            dones=storage.dones[t],
+            privileged_observations=_tree(storage.privileged_observations, lambda x, t=t: x[t]),
+        )

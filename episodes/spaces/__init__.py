@@ -1,0 +1,20 @@
+"""Gymnasium space helpers: serialization, one-hot encoding, filler items and batching."""
+
+from episodes.spaces.batching import batch, is_flat, map_leaves, map_leaves_with_space, unbatch
+from episodes.spaces.filler import filler_batch, filler_item
+from episodes.spaces.one_hot import one_hot, one_hot_size
+from episodes.spaces.serialization import space_from_dict, space_to_dict
+
+__all__ = [
+    "batch",
+    "filler_batch",
+    "filler_item",
+    "is_flat",
+    "map_leaves",
+    "map_leaves_with_space",
+    "one_hot",
+    "one_hot_size",
+    "space_from_dict",
+    "space_to_dict",
+    "unbatch",
+]

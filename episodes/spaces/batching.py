@@ -1,0 +1,183 @@
+"""Stacking nested items along a new leading axis and splitting them again.
+
+Nesting follows dm-tree: dicts, tuples (incl. namedtuples) and lists are structure, anything
+else is a leaf. Flat items skip dm-tree entirely because that is the common, hot case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from collections.abc import Sequence as SequenceABC
+from functools import singledispatch
+from typing import Any
+
+import numpy as np
+import tree
+from gymnasium import spaces as gs
+
+from episodes.spaces.filler import filler_batch
+
+__all__ = ["batch", "is_flat", "map_leaves", "map_leaves_with_space", "unbatch"]
+
+
+def is_flat(item: Any) -> bool:
+    """Tell whether ``item`` is a single leaf rather than a dict/tuple/list structure.
+
+    Args:
+        item: Anything.
+
+    Returns:
+        ``True`` for scalars, arrays, strings, ``None`` ...; ``False`` for mappings, tuples
+        and lists.
+
+    Example:
+        >>> is_flat(3), is_flat(np.zeros(2)), is_flat({"a": 1}), is_flat((1, 2))
+        (True, True, False, False)
+    """
+    return not isinstance(item, (Mapping, tuple, list))
+
+
+def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any:
+    """Stack items leaf-wise along a new axis 0.
+
+    Every leaf becomes ``np.asarray([leaf_0, leaf_1, ...])``, so Python ints turn into int64,
+    Python floats into float64 and numpy scalars/arrays keep their dtype. Dicts stay dicts
+    (same key order), tuples stay tuples.
+
+    Args:
+        items: The items, all of the same structure.
+        space: Optional space of one item. Only used when ``items`` is empty, to build an
+            empty struct whose leaves have shape ``(0, *leaf_shape)`` and the leaf dtype.
+
+    Returns:
+        The batched structure; ``np.asarray([])`` for no items and no space.
+
+    Raises:
+        ValueError: If the items differ in structure or a leaf's shapes differ.
+
+    Example:
+        >>> b = batch([{"a": 1, "b": (0.5, 2)}, {"a": 3, "b": (1.5, 4)}])
+        >>> b["a"], b["b"][0]
+        (array([1, 3]), array([0.5, 1.5]))
+    """
+    if len(items) == 0:
+        if space is None:
+            return np.asarray([])
+        return filler_batch(space, 0, 0)
+    if is_flat(items[0]):
+        return np.asarray(items)
+    try:
+        return tree.map_structure(_stack, *items)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"Cannot batch items of differing structure or shape: {e}") from e
+
+
+def _stack(*leaves: Any) -> np.ndarray:
+    return np.asarray(leaves)
+
+
+def unbatch(struct: Any) -> list[Any]:
+    """Split a batched structure into its items along axis 0 (the inverse of :func:`batch`).
+
+    Args:
+        struct: A leaf array or a dict/tuple/list structure of arrays, all with the same
+            length along axis 0.
+
+    Returns:
+        ``[item_0, item_1, ...]``, each item the structure indexed at ``i`` on every leaf.
+
+    Raises:
+        ValueError: If the leaves have different lengths.
+
+    Example:
+        >>> unbatch({"a": np.array([1, 2]), "b": (np.array([3.0, 4.0]),)})
+        [{'a': np.int64(1), 'b': (np.float64(3.0),)}, {'a': np.int64(2), 'b': (np.float64(4.0),)}]
+    """
+    if is_flat(struct):
+        return list(struct)
+    leaves = tree.flatten(struct)
+    if not leaves:
+        return []
+    lengths = {len(leaf) for leaf in leaves}
+    if len(lengths) != 1:
+        raise ValueError(f"Cannot unbatch: leaves have different lengths {sorted(lengths)}")
+    # Split every leaf once (C speed), then regroup row by row.
+    columns = [list(leaf) for leaf in leaves]
+    return [tree.unflatten_as(struct, list(row)) for row in zip(*columns, strict=True)]
+
+
+def map_leaves(fn: Callable[[Any], Any], struct: Any) -> Any:
+    """Apply ``fn`` to every leaf of a (possibly flat) structure, keeping the structure.
+
+    Args:
+        fn: Called once per leaf.
+        struct: A leaf or a dict/tuple/list structure.
+
+    Returns:
+        The same structure with ``fn(leaf)`` at each leaf.
+
+    Example:
+        >>> map_leaves(lambda x: x * 2, {"a": 1, "b": (2, 3)})
+        {'a': 2, 'b': (4, 6)}
+    """
+    if is_flat(struct):
+        return fn(struct)
+    return tree.map_structure(fn, struct)
+
+
+def map_leaves_with_space(
+    fn: Callable[[Any, gs.Space[Any]], Any], struct: Any, space: gs.Space[Any]
+) -> Any:
+    """Walk a value together with its space and apply ``fn(leaf, leaf_space)`` at the leaves.
+
+    ``Dict`` spaces are walked by key (in the value's key order), ``Tuple`` spaces by
+    position; every other space is a leaf, whatever its value looks like (so a batched value
+    works as well as a single item).
+
+    Args:
+        fn: Called as ``fn(leaf_value, leaf_space)``.
+        struct: A value of ``space`` (or a batch of them, batched leaf-wise).
+        space: The space describing ``struct``.
+
+    Returns:
+        The value's structure (dicts as dicts, tuples as tuples) with ``fn``'s results.
+
+    Raises:
+        KeyError: If a dict value has a key the ``Dict`` space lacks.
+        ValueError: If a ``Tuple`` value has the wrong length or type.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> sp = gym.spaces.Dict({"a": gym.spaces.Discrete(2), "b": gym.spaces.Box(0, 1)})
+        >>> map_leaves_with_space(lambda v, s: type(s).__name__, {"a": 0, "b": 0.5}, sp)
+        {'a': 'Discrete', 'b': 'Box'}
+    """
+    return _walk(space, struct, fn)
+
+
+@singledispatch
+def _walk(space: gs.Space[Any], value: Any, fn: Callable[[Any, gs.Space[Any]], Any]) -> Any:
+    return fn(value, space)
+
+
+@_walk.register
+def _(space: gs.Dict, value: Any, fn: Callable[[Any, gs.Space[Any]], Any]) -> Any:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"Dict space expects a mapping value, got {type(value).__name__}")
+    out = {}
+    for key, sub in value.items():
+        if key not in space.spaces:
+            raise KeyError(f"key {key!r} not in Dict space; known keys {list(space.spaces)}")
+        out[key] = _walk(space.spaces[key], sub, fn)
+    return out
+
+
+@_walk.register
+def _(space: gs.Tuple, value: Any, fn: Callable[[Any, gs.Space[Any]], Any]) -> Any:
+    if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+        raise ValueError(
+            f"Tuple space of {len(space.spaces)} expects a tuple/list of that length, "
+            f"got {type(value).__name__}"
+            + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
+        )
+    return tuple(_walk(s, v, fn) for s, v in zip(space.spaces, value, strict=True))

@@ -1,0 +1,118 @@
+"""Filler items: placeholders shaped like a space's items, used to pad out-of-range reads."""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces as gs
+
+__all__ = ["filler_batch", "filler_item"]
+
+
+def filler_item(space: gs.Space[Any] | None, fill: Any, *, one_hot_discrete: bool = False) -> Any:
+    """Build one item of ``space``'s structure whose every leaf is ``fill``.
+
+    Leaves take the shape and dtype of their space: ``Box``/``MultiBinary``/``MultiDiscrete``
+    give ``np.full(shape, fill, dtype)``, ``Discrete`` a 0-dim array of its dtype. With
+    ``one_hot_discrete`` a ``Discrete``/``MultiDiscrete`` leaf is instead an all-zero
+    ("zero-hot") float32 vector of its one-hot length. Leaves of other spaces (``Text``,
+    ``Sequence``, ``Graph``, ``OneOf``) are ``fill`` itself. ``Dict`` gives a dict, ``Tuple``
+    a tuple.
+
+    Args:
+        space: The space of one item, or ``None``.
+        fill: The fill value, e.g. ``0`` or ``np.nan``.
+        one_hot_discrete: Whether discrete leaves are filled as zero-hot vectors.
+
+    Returns:
+        The filler item; ``fill`` itself when ``space`` is ``None``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> sp = gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,)), "k": gym.spaces.Discrete(3)})
+        >>> filler_item(sp, 0)
+        {'k': array(0), 'pos': array([0., 0.], dtype=float32)}
+        >>> filler_item(sp, 0, one_hot_discrete=True)["k"]
+        array([0., 0., 0.], dtype=float32)
+    """
+    if space is None:
+        return fill
+    return _fill(space, fill, (), one_hot_discrete)
+
+
+def filler_batch(
+    space: gs.Space[Any] | None, fill: Any, n: int, *, one_hot_discrete: bool = False
+) -> Any:
+    """Build ``n`` filler items stacked leaf-wise along a new axis 0.
+
+    The result equals batching ``n`` copies of :func:`filler_item`, built directly with one
+    ``np.full`` per leaf (shape ``(n, *leaf_shape)``).
+
+    Args:
+        space: The space of one item, or ``None`` (then ``fill`` is the item).
+        fill: The fill value.
+        n: How many items.
+        one_hot_discrete: Whether discrete leaves are filled as zero-hot vectors.
+
+    Returns:
+        The batched filler structure.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> filler_batch(gym.spaces.Discrete(4), -1, 2)
+        array([-1, -1])
+        >>> filler_batch(gym.spaces.MultiDiscrete([2, 3]), 0, 1, one_hot_discrete=True)
+        array([[0., 0., 0., 0., 0.]], dtype=float32)
+    """
+    if n < 0:
+        raise ValueError(f"n must be non-negative, got {n}")
+    if space is None:
+        return _repeat(fill, (n,))
+    return _fill(space, fill, (n,), one_hot_discrete)
+
+
+def _repeat(fill: Any, lead: tuple[int, ...]) -> np.ndarray:
+    leaf = np.asarray(fill)
+    return np.array(np.broadcast_to(leaf, lead + leaf.shape))
+
+
+@singledispatch
+def _fill(space: gs.Space[Any], fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    # Spaces without a fixed leaf shape (Text, Sequence, Graph, OneOf): the item is ``fill``.
+    return fill if not lead else _repeat(fill, lead)
+
+
+@_fill.register
+def _(space: gs.Box, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    return np.full(lead + space.shape, fill, dtype=space.dtype)
+
+
+@_fill.register
+def _(space: gs.MultiBinary, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    return np.full(lead + space.shape, fill, dtype=space.dtype)
+
+
+@_fill.register
+def _(space: gs.Discrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    if one_hot:
+        return np.zeros(lead + (int(space.n),), dtype=np.float32)
+    return np.full(lead, fill, dtype=space.dtype)
+
+
+@_fill.register
+def _(space: gs.MultiDiscrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    if one_hot:
+        return np.zeros(lead + (int(space.nvec.sum()),), dtype=np.float32)
+    return np.full(lead + space.nvec.shape, fill, dtype=space.dtype)
+
+
+@_fill.register
+def _(space: gs.Dict, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    return {key: _fill(sub, fill, lead, one_hot) for key, sub in space.spaces.items()}
+
+
+@_fill.register
+def _(space: gs.Tuple, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    return tuple(_fill(sub, fill, lead, one_hot) for sub in space.spaces)

@@ -1,0 +1,143 @@
+"""One-hot encoding of the discrete leaves of (possibly batched) values."""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces as gs
+
+from episodes.spaces.batching import map_leaves_with_space
+
+__all__ = ["one_hot", "one_hot_size"]
+
+
+def one_hot(value: Any, space: gs.Space[Any] | None) -> Any:
+    """One-hot encode every ``Discrete``/``MultiDiscrete`` leaf of ``value``.
+
+    The value is walked together with its space (``Dict`` by key, ``Tuple`` by position). A
+    ``Discrete(n, start)`` leaf ``v`` becomes a float32 vector of length ``n`` with a 1 at
+    ``v - start``; a ``MultiDiscrete`` leaf becomes the concatenation of its components'
+    one-hots (length ``sum(nvec)``, per-component ``start``). Other leaves are returned as
+    given. Leaves may carry any number of leading batch dimensions: a ``Discrete`` leaf of
+    shape ``[B]`` gives ``[B, n]``, a ``MultiDiscrete`` leaf ``[B, *nvec.shape]`` gives
+    ``[B, sum(nvec)]``. A list of ints at a ``Discrete`` leaf is a batch.
+
+    Args:
+        value: A value of ``space`` (or a leaf-wise batch of them).
+        space: The space describing one item.
+
+    Returns:
+        The value with its discrete leaves one-hot encoded.
+
+    Raises:
+        ValueError: If ``space`` is ``None``, a discrete leaf is out of range or not
+            integral, or the value does not match the space's structure.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> one_hot(2, gym.spaces.Discrete(3, start=1))
+        array([0., 1., 0.], dtype=float32)
+        >>> one_hot([0, 1], gym.spaces.MultiDiscrete([2, 2]))
+        array([1., 0., 0., 1.], dtype=float32)
+        >>> one_hot(np.array([0, 2]), gym.spaces.Discrete(3)).shape
+        (2, 3)
+    """
+    if space is None:
+        raise ValueError("one_hot needs a space to know which leaves are discrete; got None")
+    return map_leaves_with_space(_encode_leaf_fn, value, space)
+
+
+def one_hot_size(space: gs.Space[Any]) -> int:
+    """Length of the one-hot vector of a ``Discrete`` or ``MultiDiscrete`` space.
+
+    Args:
+        space: A ``Discrete`` or ``MultiDiscrete`` space.
+
+    Returns:
+        ``n`` for ``Discrete``, ``sum(nvec)`` for ``MultiDiscrete``.
+
+    Raises:
+        TypeError: For any other space.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> one_hot_size(gym.spaces.Discrete(5)), one_hot_size(gym.spaces.MultiDiscrete([2, 3]))
+        (5, 5)
+    """
+    return _size(space)
+
+
+@singledispatch
+def _size(space: gs.Space[Any]) -> int:
+    raise TypeError(f"one_hot_size needs a Discrete or MultiDiscrete space, got {space}")
+
+
+@_size.register
+def _(space: gs.Discrete) -> int:
+    return int(space.n)
+
+
+@_size.register
+def _(space: gs.MultiDiscrete) -> int:
+    return int(space.nvec.sum())
+
+
+@singledispatch
+def _encode_leaf(space: gs.Space[Any], value: Any) -> Any:
+    return value
+
+
+# ``map_leaves_with_space`` calls ``fn(leaf, space)``; dispatch needs the space first.
+def _encode_leaf_fn(value: Any, space: gs.Space[Any]) -> Any:
+    return _encode_leaf(space, value)
+
+
+def _as_indices(value: Any, start: Any, space: gs.Space[Any]) -> np.ndarray:
+    """``value - start`` as int64, rejecting non-integral values."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iub":
+        if arr.dtype.kind != "f" or not np.all(np.mod(arr, 1) == 0):
+            raise ValueError(f"one_hot: {space} needs integer values, got {arr!r}")
+    return arr.astype(np.int64) - np.asarray(start, dtype=np.int64)
+
+
+def _scatter_ones(rows_cols: np.ndarray, width: int) -> np.ndarray:
+    """Float32 ``[m, width]`` zeros with a 1 at each row's listed column(s)."""
+    m = rows_cols.shape[0]
+    out = np.zeros((m, width), dtype=np.float32)
+    # A 1 per (row, column) pair; no identity matrix, so huge ``n`` costs only the output.
+    out[np.arange(m)[:, None], rows_cols] = 1.0
+    return out
+
+
+@_encode_leaf.register
+def _(space: gs.Discrete, value: Any) -> Any:
+    idx = _as_indices(value, space.start, space)
+    n = int(space.n)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"one_hot: value out of range for {space}: {np.asarray(value)!r}")
+    return _scatter_ones(idx.reshape(-1, 1), n).reshape(idx.shape + (n,))
+
+
+@_encode_leaf.register
+def _(space: gs.MultiDiscrete, value: Any) -> Any:
+    comp_shape = space.nvec.shape
+    shape = np.shape(value)
+    n_batch = len(shape) - len(comp_shape)
+    # Checked before subtracting ``start``, which would silently broadcast a bad shape.
+    if n_batch < 0 or shape[n_batch:] != comp_shape:
+        raise ValueError(
+            f"one_hot: {space} expects values ending in shape {comp_shape}, got {shape}"
+        )
+    idx = _as_indices(value, space.start, space)
+    if idx.size and (np.any(idx < 0) or np.any(idx >= space.nvec)):
+        raise ValueError(f"one_hot: value out of range for {space}: {np.asarray(value)!r}")
+    batch_shape = idx.shape[:n_batch]
+    nvec = space.nvec.ravel().astype(np.int64)
+    # Component j's one-hot block starts where the blocks of components < j end.
+    offsets = np.concatenate(([0], np.cumsum(nvec)[:-1]))
+    cols = idx.reshape(-1, nvec.size) + offsets
+    width = int(nvec.sum())
+    return _scatter_ones(cols, width).reshape(batch_shape + (width,))

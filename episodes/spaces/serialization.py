@@ -1,0 +1,424 @@
+"""JSON-safe dicts for gymnasium spaces, and back.
+
+The dicts are meant for files written by strangers, so decoding only ever builds spaces from
+checked plain values (ints, floats, strings, lists); nothing is evaluated or unpickled.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import singledispatch
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces as gs
+
+__all__ = ["space_from_dict", "space_to_dict"]
+
+# JSON has no inf/nan (``json.dumps(..., allow_nan=False)`` refuses them), so non-finite
+# bounds travel as these strings.
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------------------------
+
+
+def space_to_dict(space: gs.Space[Any] | None) -> dict[str, Any] | None:
+    """Describe a gymnasium space as a JSON-safe dict.
+
+    The dict has a ``"type"`` key naming the space class and only plain values (ints, floats,
+    strings, bools, lists, dicts), so ``json.dumps(d, allow_nan=False)`` works. Infinite bounds
+    are written as the strings ``"inf"`` / ``"-inf"``. The space's seed is not kept.
+
+    Args:
+        space: The space to describe, or ``None``.
+
+    Returns:
+        The dict, or ``None`` when ``space`` is ``None``.
+
+    Raises:
+        TypeError: If the space (or a nested one) is of a kind this module does not know.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> space_to_dict(gym.spaces.Discrete(3, start=1))
+        {'type': 'Discrete', 'n': 3, 'start': 1, 'dtype': 'int64'}
+    """
+    if space is None:
+        return None
+    return _encode(space)
+
+
+@singledispatch
+def _encode(space: gs.Space[Any]) -> dict[str, Any]:
+    raise TypeError(
+        f"Cannot serialize space of type {type(space).__name__!r}; supported: {sorted(_DECODERS)}"
+    )
+
+
+def _bound_list(values: np.ndarray, bounded: np.ndarray, marker: str) -> list[Any]:
+    """Flatten a Box bound to JSON-safe scalars, unbounded entries as ``marker``.
+
+    Signed-int boxes store an infinite bound as the dtype's min/max and only remember the
+    infinity in ``bounded_below/above``; writing the marker keeps that distinction.
+    """
+    flat = values.ravel()
+    # float64 first so float16/32 entries become exact Python floats, not numpy scalars.
+    out = (flat.astype(np.float64) if flat.dtype.kind == "f" else flat).astype(object)
+    if flat.dtype.kind == "f":
+        out[np.isnan(flat)] = "nan"
+        out[np.isposinf(flat)] = "inf"
+    out[~np.asarray(bounded, dtype=bool).ravel()] = marker
+    return out.tolist()
+
+
+@_encode.register
+def _(space: gs.Box) -> dict[str, Any]:
+    return {
+        "type": "Box",
+        "shape": list(space.shape),
+        "dtype": space.dtype.name,
+        "low": _bound_list(space.low, space.bounded_below, "-inf"),
+        "high": _bound_list(space.high, space.bounded_above, "inf"),
+    }
+
+
+@_encode.register
+def _(space: gs.Discrete) -> dict[str, Any]:
+    return {
+        "type": "Discrete",
+        "n": int(space.n),
+        "start": int(space.start),
+        "dtype": np.dtype(space.dtype).name,
+    }
+
+
+@_encode.register
+def _(space: gs.MultiDiscrete) -> dict[str, Any]:
+    return {
+        "type": "MultiDiscrete",
+        "nvec": space.nvec.tolist(),
+        "start": space.start.tolist(),
+        "dtype": np.dtype(space.dtype).name,
+    }
+
+
+@_encode.register
+def _(space: gs.MultiBinary) -> dict[str, Any]:
+    n = space.n
+    return {
+        "type": "MultiBinary",
+        "n": int(n) if isinstance(n, (int, np.integer)) else [int(x) for x in n],
+        "dtype": np.dtype(space.dtype).name,
+    }
+
+
+@_encode.register
+def _(space: gs.Text) -> dict[str, Any]:
+    # ``character_list`` keeps the user's order, which fixes the char -> index mapping.
+    return {
+        "type": "Text",
+        "max_length": int(space.max_length),
+        "min_length": int(space.min_length),
+        "charset": "".join(space.character_list),
+    }
+
+
+@_encode.register
+def _(space: gs.Dict) -> dict[str, Any]:
+    # Pairs, not a JSON object: JSON objects force string keys and readers may reorder them.
+    items = []
+    for key, sub in space.spaces.items():
+        if not isinstance(key, (str, int)) or isinstance(key, bool):
+            raise TypeError(f"Dict space key {key!r} is not a str or int; cannot serialize it")
+        items.append([key, _encode(sub)])
+    return {"type": "Dict", "spaces": items}
+
+
+@_encode.register
+def _(space: gs.Tuple) -> dict[str, Any]:
+    return {"type": "Tuple", "spaces": [_encode(s) for s in space.spaces]}
+
+
+@_encode.register
+def _(space: gs.Sequence) -> dict[str, Any]:
+    return {
+        "type": "Sequence",
+        "feature_space": _encode(space.feature_space),
+        "stack": bool(space.stack),
+    }
+
+
+@_encode.register
+def _(space: gs.Graph) -> dict[str, Any]:
+    return {
+        "type": "Graph",
+        "node_space": _encode(space.node_space),
+        "edge_space": None if space.edge_space is None else _encode(space.edge_space),
+    }
+
+
+@_encode.register
+def _(space: gs.OneOf) -> dict[str, Any]:
+    return {"type": "OneOf", "spaces": [_encode(s) for s in space.spaces]}
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------------
+
+
+def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
+    """Rebuild a gymnasium space from a dict made by :func:`space_to_dict`.
+
+    Safe on untrusted input: every field is type- and range-checked before a space is built.
+
+    Args:
+        d: The dict, or ``None``.
+
+    Returns:
+        The space, or ``None`` when ``d`` is ``None``.
+
+    Raises:
+        ValueError: If ``d`` is malformed or names an unknown space type; the message says
+            which field was wrong and what was expected.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> box = gym.spaces.Box(-1.0, float("inf"), (2,))
+        >>> space_from_dict(space_to_dict(box)) == box
+        True
+    """
+    if d is None:
+        return None
+    return _decode(d, "space")
+
+
+def _decode(d: Any, where: str) -> gs.Space[Any]:
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a dict describing a space, got {type(d).__name__}")
+    kind = d.get("type")
+    decoder = _DECODERS.get(kind) if isinstance(kind, str) else None
+    if decoder is None:
+        raise ValueError(
+            f"{where}: unknown space type {kind!r}; expected one of {sorted(_DECODERS)}"
+        )
+    try:
+        return decoder(d, f"{where}<{kind}>")
+    except ValueError:
+        raise
+    except (TypeError, OverflowError, AssertionError, RecursionError) as e:
+        # gymnasium constructors complain with assorted exception types; unify them.
+        raise ValueError(f"{where}<{kind}>: invalid space description: {e}") from e
+
+
+def _field(d: dict[str, Any], key: str, where: str) -> Any:
+    if key not in d:
+        raise ValueError(f"{where}: missing field {key!r}")
+    return d[key]
+
+
+def _int(d: dict[str, Any], key: str, where: str) -> int:
+    value = _field(d, key, where)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{where}: field {key!r} must be an int, got {value!r}")
+    return value
+
+
+def _bool(d: dict[str, Any], key: str, where: str) -> bool:
+    value = _field(d, key, where)
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}: field {key!r} must be a bool, got {value!r}")
+    return value
+
+
+def _list(d: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = _field(d, key, where)
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: field {key!r} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _dtype(d: dict[str, Any], where: str, kinds: str) -> np.dtype[Any]:
+    name = _field(d, "dtype", where)
+    if not isinstance(name, str):
+        raise ValueError(f"{where}: field 'dtype' must be a string, got {name!r}")
+    try:
+        dtype = np.dtype(name)
+    except TypeError as e:
+        raise ValueError(f"{where}: unknown dtype {name!r}") from e
+    if dtype.kind not in kinds or dtype.fields is not None or dtype.subdtype is not None:
+        raise ValueError(f"{where}: dtype {name!r} not allowed here (kinds {kinds!r})")
+    return dtype
+
+
+def _int_array(d: dict[str, Any], key: str, where: str) -> np.ndarray:
+    """A (possibly nested) list of ints as an int64 array."""
+    value = _list(d, key, where)
+    try:
+        arr = np.asarray(value, dtype=object)
+    except ValueError as e:
+        raise ValueError(f"{where}: field {key!r} is ragged") from e
+    flat = arr.ravel()
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
+        raise ValueError(f"{where}: field {key!r} must hold only ints")
+    return arr.astype(np.int64)
+
+
+def _bound_array(
+    values: Any, shape: tuple[int, ...], dtype: np.dtype[Any], marker: str, what: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parse a flat list of Box bounds; returns the array and a mask of ``marker`` entries."""
+    if not isinstance(values, list):
+        raise ValueError(f"{what}: expected a flat list of numbers")
+    size = math.prod(shape)
+    if len(values) != size:
+        raise ValueError(f"{what}: expected {size} values for shape {shape}, got {len(values)}")
+    unbounded = np.zeros(size, dtype=bool)
+    try:
+        raw = np.asarray(values)
+    except ValueError as e:
+        raise ValueError(f"{what}: expected a flat list of numbers") from e
+    # Fast path: plain numbers of a fitting kind (the usual, large, case).
+    fits = {"b": "b", "i": "iu", "u": "iu", "f": "iuf"}[dtype.kind]
+    if raw.ndim != 1 or raw.dtype.kind not in fits:
+        raw, unbounded = _checked_objects(values, dtype, marker, what)
+    out = raw.astype(dtype)
+    if dtype.kind in "iu" and not np.array_equal(out, raw):
+        raise ValueError(f"{what}: values out of range for dtype {dtype.name}")
+    return out.reshape(shape), unbounded.reshape(shape)
+
+
+def _checked_objects(
+    values: list[Any], dtype: np.dtype[Any], marker: str, what: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slow path for lists holding the non-finite markers, checked item by item."""
+    converted: list[Any] = []
+    unbounded: list[bool] = []
+    for x in values:
+        is_marker = isinstance(x, str) and x in _NON_FINITE
+        if is_marker and dtype.kind == "f":
+            converted.append(_NON_FINITE[x])
+        elif is_marker and dtype.kind == "i" and x == marker:
+            info = np.iinfo(dtype)
+            converted.append(int(info.min) if marker == "-inf" else int(info.max))
+        elif isinstance(x, bool) and dtype.kind == "b":
+            converted.append(x)
+        elif isinstance(x, int) and not isinstance(x, bool) and dtype.kind in "iuf":
+            converted.append(x)
+        elif isinstance(x, float) and dtype.kind == "f":
+            converted.append(x)
+        else:
+            raise ValueError(f"{what}: value {x!r} does not fit dtype {dtype.name}")
+        unbounded.append(is_marker and x == marker)
+    return np.asarray(converted, dtype=object), np.asarray(unbounded, dtype=bool)
+
+
+def _shape(d: dict[str, Any], where: str) -> tuple[int, ...]:
+    raw = _list(d, "shape", where)
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in raw):
+        raise ValueError(f"{where}: field 'shape' must be a list of non-negative ints")
+    return tuple(raw)
+
+
+def _decode_box(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    shape = _shape(d, where)
+    dtype = _dtype(d, where, "biuf")
+    low, no_low = _bound_array(_field(d, "low", where), shape, dtype, "-inf", f"{where}.low")
+    high, no_high = _bound_array(_field(d, "high", where), shape, dtype, "inf", f"{where}.high")
+    box = gs.Box(low=low, high=high, shape=shape, dtype=dtype)
+    if dtype.kind == "i":
+        # Box only learns an int bound was infinite from an inf argument; restore that here.
+        box.bounded_below &= ~no_low
+        box.bounded_above &= ~no_high
+    return box
+
+
+def _decode_discrete(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    n = _int(d, "n", where)
+    if n <= 0:
+        raise ValueError(f"{where}: field 'n' must be positive, got {n}")
+    dtype = _dtype(d, where, "iu") if "dtype" in d else np.dtype(np.int64)
+    return gs.Discrete(n, start=_int(d, "start", where), dtype=dtype.name)
+
+
+def _decode_multi_discrete(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    nvec = _int_array(d, "nvec", where)
+    start = _int_array(d, "start", where) if "start" in d else np.zeros_like(nvec)
+    if start.shape != nvec.shape:
+        raise ValueError(f"{where}: 'start' shape {start.shape} != 'nvec' shape {nvec.shape}")
+    if np.any(nvec <= 0):
+        raise ValueError(f"{where}: every entry of 'nvec' must be positive")
+    dtype = _dtype(d, where, "iu") if "dtype" in d else np.dtype(np.int64)
+    return gs.MultiDiscrete(nvec, dtype=dtype.name, start=start)
+
+
+def _decode_multi_binary(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    n = _field(d, "n", where)
+    if isinstance(n, list):
+        return gs.MultiBinary([int(x) for x in _int_array(d, "n", where).ravel()])
+    return gs.MultiBinary(_int(d, "n", where))
+
+
+def _decode_text(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    charset = _field(d, "charset", where)
+    if not isinstance(charset, str) or not charset:
+        raise ValueError(f"{where}: field 'charset' must be a non-empty string")
+    return gs.Text(
+        _int(d, "max_length", where),
+        min_length=_int(d, "min_length", where),
+        charset=charset,
+    )
+
+
+def _decode_dict(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    pairs: list[tuple[Any, gs.Space[Any]]] = []
+    for i, pair in enumerate(_list(d, "spaces", where)):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise ValueError(f"{where}: 'spaces'[{i}] must be a [key, space] pair")
+        key, sub = pair
+        if not isinstance(key, (str, int)) or isinstance(key, bool):
+            raise ValueError(f"{where}: 'spaces'[{i}] key {key!r} must be a str or int")
+        pairs.append((key, _decode(sub, f"{where}[{key!r}]")))
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError(f"{where}: duplicate keys in 'spaces'")
+    # A sequence of pairs keeps our order (a plain dict would be re-sorted by gymnasium).
+    return gs.Dict(pairs)
+
+
+def _decode_tuple(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    subs = _list(d, "spaces", where)
+    return gs.Tuple([_decode(s, f"{where}[{i}]") for i, s in enumerate(subs)])
+
+
+def _decode_sequence(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    feature = _decode(_field(d, "feature_space", where), f"{where}.feature_space")
+    return gs.Sequence(feature, stack=_bool(d, "stack", where))
+
+
+def _decode_graph(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    node = _decode(_field(d, "node_space", where), f"{where}.node_space")
+    edge_raw = _field(d, "edge_space", where)
+    edge = None if edge_raw is None else _decode(edge_raw, f"{where}.edge_space")
+    return gs.Graph(node_space=node, edge_space=edge)
+
+
+def _decode_one_of(d: dict[str, Any], where: str) -> gs.Space[Any]:
+    subs = _list(d, "spaces", where)
+    return gs.OneOf([_decode(s, f"{where}[{i}]") for i, s in enumerate(subs)])
+
+
+_DECODERS = {
+    "Box": _decode_box,
+    "Discrete": _decode_discrete,
+    "MultiDiscrete": _decode_multi_discrete,
+    "MultiBinary": _decode_multi_binary,
+    "Text": _decode_text,
+    "Dict": _decode_dict,
+    "Tuple": _decode_tuple,
+    "Sequence": _decode_sequence,
+    "Graph": _decode_graph,
+    "OneOf": _decode_one_of,
+}

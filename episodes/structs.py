@@ -1,0 +1,107 @@
+"""Small helpers for nested items (dict / tuple / list nesting, dm-tree semantics).
+
+Flat items (a scalar or an array) take fast paths that never call dm-tree, because most columns
+in practice are flat and these helpers sit on hot paths.
+
+Example:
+    >>> leaves, structure = flatten({"a": 1, "b": (2, 3)})
+    >>> leaves
+    [1, 2, 3]
+    >>> unflatten(structure, [4, 5, 6])
+    {'a': 4, 'b': (5, 6)}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tree
+
+NESTED_TYPES = (dict, tuple, list)
+
+
+def is_nested(item: Any) -> bool:
+    """True if ``item`` is a dict, tuple or list structure rather than a single leaf.
+
+    Example:
+        >>> is_nested(np.zeros(3)), is_nested((1, 2))
+        (False, True)
+    """
+    return isinstance(item, NESTED_TYPES)
+
+
+def flatten(item: Any) -> tuple[list[Any], Any]:
+    """Returns ``(leaves, structure)``; ``structure`` is None for a flat item.
+
+    Example:
+        >>> flatten(3.0)
+        ([3.0], None)
+    """
+    if not is_nested(item):
+        return [item], None
+    return tree.flatten(item), item
+
+
+def unflatten(structure: Any, leaves: list[Any]) -> Any:
+    """Inverse of :func:`flatten`.
+
+    Example:
+        >>> unflatten(None, [7])
+        7
+    """
+    if structure is None:
+        return leaves[0]
+    return tree.unflatten_as(structure, leaves)
+
+
+def map_leaves(fn: Any, item: Any) -> Any:
+    """Applies ``fn`` to every leaf of ``item``.
+
+    Example:
+        >>> map_leaves(lambda x: x * 2, {"a": 1, "b": [2]})
+        {'a': 2, 'b': [4]}
+    """
+    if not is_nested(item):
+        return fn(item)
+    return tree.map_structure(fn, item)
+
+
+def data_equal(a: Any, b: Any) -> bool:
+    """Leaf-wise, dtype-aware equality of two (nested) items; NaNs compare equal.
+
+    Numpy arrays must agree in dtype and shape. A Python scalar and a 0-d array compare by value.
+
+    Example:
+        >>> data_equal({"x": np.zeros(2, np.float32)}, {"x": np.zeros(2, np.float32)})
+        True
+        >>> data_equal(np.zeros(2, np.float32), np.zeros(2, np.float64))
+        False
+    """
+    if isinstance(a, dict) or isinstance(b, dict):
+        if not (isinstance(a, dict) and isinstance(b, dict)) or list(a) != list(b):
+            return False
+        return all(data_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        return all(data_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
+        return type(a) is type(b) and a == b
+    try:
+        aa, bb = np.asarray(a), np.asarray(b)
+    except Exception:  # noqa: BLE001 - objects numpy cannot read fall back to ==
+        return bool(a == b)
+    if aa.dtype == object or bb.dtype == object:
+        return bool(a == b)
+    if aa.shape != bb.shape:
+        return False
+    if aa.dtype.kind in "fc" or bb.dtype.kind in "fc":
+        return bool(np.array_equal(aa, bb, equal_nan=True))
+    return bool(np.array_equal(aa, bb))
