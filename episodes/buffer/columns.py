@@ -20,6 +20,7 @@ import numpy as np
 from episodes.structs import flatten, unflatten
 
 _MIN_CAPACITY = 8
+_NESTED = frozenset((dict, tuple, list))
 
 
 class Columns:
@@ -90,6 +91,15 @@ class Columns:
 
     def append(self, item: Any) -> None:
         """Appends one item in amortised O(1)."""
+        if self.structure is None and self.typed and item.__class__ not in _NESTED:
+            leaf = self.leaves[0]
+            size = self.size
+            if size == leaf.shape[0]:
+                self._reserve(size + 1)
+                leaf = self.leaves[0]
+            leaf[size] = item
+            self.size = size + 1
+            return
         leaves, structure = flatten(item)
         if not self.typed:
             self._adopt_layout(leaves, structure)

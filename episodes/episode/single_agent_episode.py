@@ -13,8 +13,11 @@ import numpy as np
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import chunks, state
 from episodes.episode.sample_batch import SampleBatch, data_dict
+from episodes.spaces.contains import Checker, make_checker
 
 Indices = Union[int, slice, Sequence[int], None]
+
+_now = time.perf_counter
 
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
@@ -80,6 +83,8 @@ class SingleAgentEpisode:
         "t",
         "_observation_space",
         "_action_space",
+        "_obs_check",
+        "_action_check",
         "_custom_data",
         "_start_time",
         "_last_step_time",
@@ -131,8 +136,8 @@ class SingleAgentEpisode:
         self.extra_model_outputs = {
             key: _column(value, lookback) for key, value in (extra_model_outputs or {}).items()
         }
-        self._observation_space = observation_space
-        self._action_space = action_space
+        self.observation_space = observation_space if observation_space is not None else self.observations.space
+        self.action_space = action_space if action_space is not None else self.actions.space
         self.is_terminated = bool(terminated)
         self.is_truncated = bool(truncated)
         self.t_started = int(t_started or 0)
@@ -151,6 +156,7 @@ class SingleAgentEpisode:
     @observation_space.setter
     def observation_space(self, value: gym.Space[Any] | None) -> None:
         self._observation_space = self.observations.space = value
+        self._obs_check = make_checker(value) if value is not None else None
 
     @property
     def action_space(self) -> gym.Space[Any] | None:
@@ -160,6 +166,7 @@ class SingleAgentEpisode:
     @action_space.setter
     def action_space(self, value: gym.Space[Any] | None) -> None:
         self._action_space = self.actions.space = value
+        self._action_check = make_checker(value) if value is not None else None
 
     @property
     def custom_data(self) -> dict[str, Any]:
@@ -214,7 +221,8 @@ class SingleAgentEpisode:
                 f"t_started={self.t_started}"
             )
         if self.is_numpy:
-            _check_space(self._observation_space, observation, "observation")
+            if self._obs_check is not None and not self._obs_check(observation):
+                _raise_not_in_space(self._observation_space, observation, "observation")
         self.observations.append(observation)
         self.infos.append(infos if infos is not None else {})
         self._start_time = time.perf_counter()
@@ -251,30 +259,59 @@ class SingleAgentEpisode:
                 self._check_new_keys(extra_model_outputs)
         elif emo:
             self._check_new_keys({})
-        if self.rewards.finalized:
-            if self.observations.len_incl_lookback() == 0:
+        if infos is None:
+            infos = {}
+        obs_items = self.observations._items
+        act_items = self.actions._items
+        reward_items = self.rewards._items
+        info_items = self.infos._items
+        if obs_items is not None and act_items is not None and reward_items is not None:
+            # List mode (the common case while sampling): append straight to the lists.
+            if not obs_items:
                 raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-            _check_space(self._observation_space, observation, "observation")
-            _check_space(self._action_space, action, "action")
-        elif not self.observations._items:
-            raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-        self.observations.append(observation)
-        self.actions.append(action)
-        self.rewards.append(reward)
-        self.infos.append(infos if infos is not None else {})
+            obs_items.append(observation)
+            act_items.append(action)
+            reward_items.append(reward)
+        else:
+            self._append_checked(observation, action, reward)
+        if info_items is not None:
+            info_items.append(infos)
+        else:
+            self.infos.append(infos)
         if extra_model_outputs is not None:
             for key, value in extra_model_outputs.items():
                 column = emo.get(key)
                 if column is None:
                     emo[key] = InfiniteLookbackBuffer([value])
-                else:
-                    column.append(value)
+                elif column._items is not None:
+                    column._items.append(value)
+                elif column._columns is not None:
+                    column._columns.append(value)
         self.t += 1
-        self.is_terminated = bool(terminated)
-        self.is_truncated = bool(truncated)
-        self._last_step_time = now = time.perf_counter()
+        self.is_terminated = terminated if terminated.__class__ is bool else bool(terminated)
+        self.is_truncated = truncated if truncated.__class__ is bool else bool(truncated)
+        self._last_step_time = now = _now()
         if self._start_time is None:
             self._start_time = now
+
+    def _append_checked(self, observation: Any, action: Any, reward: Any) -> None:
+        # Numpy (or mixed) mode: check against the spaces before anything is written.
+        if self.observations.len_incl_lookback() == 0:
+            raise AssertionError("add_env_step needs add_env_reset (or observations) first")
+        if self.rewards.finalized:
+            if self._obs_check is not None and not self._obs_check(observation):
+                _raise_not_in_space(self._observation_space, observation, "observation")
+            if self._action_check is not None and not self._action_check(action):
+                _raise_not_in_space(self._action_space, action, "action")
+        for column, item in (
+            (self.observations, observation),
+            (self.actions, action),
+            (self.rewards, reward),
+        ):
+            if column._columns is not None:
+                column._columns.append(item)
+            else:
+                column.append(item)
 
     def _check_new_keys(self, given: dict[str, Any]) -> None:
         known, new = set(self.extra_model_outputs), set(given)
@@ -637,6 +674,5 @@ class SingleAgentEpisode:
         )
 
 
-def _check_space(space: gym.Space[Any] | None, value: Any, what: str) -> None:
-    if space is not None and not space.contains(value):
-        raise ValueError(f"{what} {value!r} is not in the episode's {what} space {space}")
+def _raise_not_in_space(space: Any, value: Any, what: str) -> None:
+    raise ValueError(f"{what} {value!r} is not in the episode's {what} space {space}")

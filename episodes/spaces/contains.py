@@ -1,0 +1,110 @@
+"""Cheap per-step membership checks: a checker built once per space, called on every step.
+
+``space.contains`` in gymnasium re-derives dtypes and runs several numpy reductions per call,
+which dominates a numpy'd episode's ``add_env_step``. A checker precomputes what it can and
+compares small boxes in plain Python, where a handful of floats is faster than a ufunc call.
+Checkers accept exactly what ``space.contains`` accepts for array inputs and defer to it for
+anything else (lists, Python scalars of a Box, exotic spaces).
+
+Example:
+    >>> import gymnasium as gym
+    >>> check = make_checker(gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
+    >>> check(np.zeros(3, np.float32)), check(np.full(3, 2.0, np.float32))
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import singledispatch
+from operator import le
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces as gs
+
+Checker = Callable[[Any], bool]
+# Below this many elements, Python comparisons of a ``tolist()`` beat numpy's ufunc overhead.
+_SMALL = 16
+
+
+@singledispatch
+def make_checker(space: gs.Space[Any]) -> Checker:
+    """Builds a fast ``item -> bool`` membership test equivalent to ``space.contains``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> make_checker(gym.spaces.Discrete(3, start=1))(3)
+        True
+    """
+    return space.contains
+
+
+@make_checker.register
+def _(space: gs.Box) -> Checker:
+    shape, dtype = space.shape, space.dtype
+    low, high = space.low, space.high
+    check_low = bool(np.any(space.bounded_below))
+    check_high = bool(np.any(space.bounded_above))
+    if dtype.kind in "iu":
+        # Bounds at the dtype's own limits (uint8 images in [0, 255]) can never be violated.
+        info = np.iinfo(dtype)
+        check_low = check_low and bool(np.any(low > info.min))
+        check_high = check_high and bool(np.any(high < info.max))
+    small = space.low.size <= _SMALL
+    low_list, high_list = low.ravel().tolist(), high.ravel().tolist()
+    fallback = space.contains
+
+    def check(item: Any) -> bool:
+        if type(item) is not np.ndarray or item.shape != shape:
+            return bool(fallback(item))
+        if item.dtype != dtype and not np.can_cast(item.dtype, dtype):
+            return False
+        if small:
+            values = item.ravel().tolist()
+            # C-level loops over a few floats; ``<=`` is False for NaN, as in gymnasium.
+            return all(map(le, low_list, values)) and all(map(le, values, high_list))
+        if check_low and not (item >= low).all():
+            return False
+        if check_high and not (item <= high).all():
+            return False
+        return not (item.dtype.kind == "f" and np.isnan(item).any())
+
+    return check
+
+
+@make_checker.register
+def _(space: gs.Discrete) -> Checker:
+    start, stop = int(space.start), int(space.start + space.n)
+    fallback = space.contains
+
+    def check(item: Any) -> bool:
+        if type(item) is int or isinstance(item, np.integer):
+            return start <= item < stop
+        return bool(fallback(item))
+
+    return check
+
+
+@make_checker.register
+def _(space: gs.Dict) -> Checker:
+    checkers = {key: make_checker(sub) for key, sub in space.spaces.items()}
+
+    def check(item: Any) -> bool:
+        if not isinstance(item, dict) or item.keys() != checkers.keys():
+            return False
+        return all(checkers[key](value) for key, value in item.items())
+
+    return check
+
+
+@make_checker.register
+def _(space: gs.Tuple) -> Checker:
+    checkers = [make_checker(sub) for sub in space.spaces]
+
+    def check(item: Any) -> bool:
+        if not isinstance(item, tuple) or len(item) != len(checkers):
+            return False
+        return all(c(v) for c, v in zip(checkers, item))
+
+    return check

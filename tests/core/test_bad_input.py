@@ -1,0 +1,185 @@
+"""SPEC sections 2 and 8: every precondition raises the right type, names the problem, and
+leaves the object exactly as it was (check first, then mutate)."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
+
+OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+ACT_SPACE = gym.spaces.Discrete(2)
+ZERO = np.zeros(2, np.float32)
+
+
+def episode(n=3, *, numpy=False, done=False, extra=True):
+    ep = SingleAgentEpisode("ep", observation_space=OBS_SPACE, action_space=ACT_SPACE)
+    ep.add_env_reset(ZERO)
+    for i in range(n):
+        ep.add_env_step(
+            ZERO, i % 2, 1.0, terminated=done and i == n - 1,
+            extra_model_outputs={"vf": 0.0} if extra else None,
+        )
+    return ep.to_numpy() if numpy else ep
+
+
+def successor_of(ep, obs=ZERO, **kwargs):
+    nxt = ep.cut()
+    nxt.add_env_step(obs, 0, 1.0, extra_model_outputs={"vf": 0.0}, **kwargs)
+    return nxt
+
+
+EPISODE_CASES = [
+    ("reset_twice", lambda: episode(0), lambda ep: ep.add_env_reset(ZERO), AssertionError, "empty"),
+    ("reset_nonzero_t", lambda: SingleAgentEpisode(t_started=5),
+     lambda ep: ep.add_env_reset(ZERO), AssertionError, "t == t_started == 0"),
+    ("step_when_done", lambda: episode(done=True),
+     lambda ep: ep.add_env_step(ZERO, 0, 0.0, extra_model_outputs={"vf": 0.0}), AssertionError, "done"),
+    ("step_before_reset", lambda: SingleAgentEpisode(),
+     lambda ep: ep.add_env_step(ZERO, 0, 0.0), AssertionError, "add_env_reset"),
+    ("step_late_new_key", lambda: episode(),
+     lambda ep: ep.add_env_step(ZERO, 0, 0.0, extra_model_outputs={"vf": 0.0, "new": 1}),
+     AssertionError, "new"),
+    ("step_missing_key", lambda: episode(),
+     lambda ep: ep.add_env_step(ZERO, 0, 0.0), AssertionError, "missing keys"),
+    ("step_obs_outside_space_numpy", lambda: episode(numpy=True),
+     lambda ep: ep.add_env_step(np.full(2, 5, np.float32), 0, 0.0, extra_model_outputs={"vf": 0.0}),
+     ValueError, "observation"),
+    ("step_action_outside_space_numpy", lambda: episode(numpy=True),
+     lambda ep: ep.add_env_step(ZERO, 7, 0.0, extra_model_outputs={"vf": 0.0}), ValueError, "action"),
+    ("cut_done", lambda: episode(done=True), lambda ep: ep.cut(), AssertionError, "done"),
+    ("cut_negative_lookback", lambda: episode(), lambda ep: ep.cut(-1), ValueError, ">= 0"),
+    ("slice_with_step", lambda: episode(), lambda ep: ep[0:2:2], ValueError, "step"),
+    ("getitem_int", lambda: episode(), lambda ep: ep[0], TypeError, "slices"),
+    ("concat_other_id", lambda: episode(),
+     lambda ep: ep.concat_episode(_renamed(successor_of(ep))), AssertionError, "different ids"),
+    ("concat_wrong_t", lambda: episode(),
+     lambda ep: ep.concat_episode(_shifted(successor_of(ep))), AssertionError, "t_started"),
+    ("concat_onto_done", lambda: episode(done=True),
+     lambda ep: ep.concat_episode(episode(done=True)), AssertionError, "done"),
+    ("concat_obs_mismatch", lambda: episode(),
+     lambda ep: ep.concat_episode(_first_obs_changed(successor_of(ep))), AssertionError,
+     "first observation"),
+    ("set_unknown_extra_key", lambda: episode(),
+     lambda ep: ep.set_extra_model_outputs(key="nope", new_data=[1, 2, 3]), AssertionError, "vf"),
+    ("get_unknown_extra_key", lambda: episode(),
+     lambda ep: ep.get_extra_model_outputs("nope"), KeyError, "known keys"),
+    ("set_obs_out_of_range", lambda: episode(),
+     lambda ep: ep.set_observations(new_data=ZERO, at_indices=10), IndexError, "out of range"),
+    ("set_actions_size_mismatch", lambda: episode(),
+     lambda ep: ep.set_actions(new_data=[0], at_indices=slice(0, 3)), IndexError, "address"),
+    ("set_rewards_size_mismatch_list_mode", lambda: episode(),
+     lambda ep: ep.set_rewards(new_data=[1.0, 2.0]), IndexError, "address"),
+    ("set_actions_outside_space_numpy", lambda: episode(numpy=True),
+     lambda ep: ep.set_actions(new_data=5, at_indices=0), ValueError, "space"),
+    ("bad_len_lookback_buffer", None,
+     lambda _: SingleAgentEpisode(len_lookback_buffer="many"), ValueError, "len_lookback_buffer"),
+]
+
+
+def _renamed(ep):
+    ep.id_ = "other"
+    return ep
+
+
+def _shifted(ep):
+    ep.t_started += 1
+    ep.t += 1
+    return ep
+
+
+def _first_obs_changed(ep):
+    ep.observations.set(np.full(2, 0.5, np.float32), at_indices=0)
+    return ep
+
+
+@pytest.mark.parametrize(
+    "name,make,call,error,message", EPISODE_CASES, ids=[c[0] for c in EPISODE_CASES]
+)
+def test_episode_preconditions(name, make, call, error, message):
+    ep = make() if make else None
+    before = copy.deepcopy(ep)
+    with pytest.raises(error, match=message):
+        call(ep)
+    if ep is not None:
+        assert ep == before, f"{name} changed the episode"
+
+
+BUFFER_CASES = [
+    ("get_out_of_range", lambda b: b.get(5), IndexError, "out of range"),
+    ("get_list_out_of_range", lambda b: b.get([0, 9]), IndexError, "out of range"),
+    ("get_float_index", lambda b: b.get(1.5), TypeError, "int"),
+    ("get_one_hot_without_space", lambda b: b.get(one_hot_discrete=True), ValueError, "space"),
+    ("set_out_of_range", lambda b: b.set(1, at_indices=3), IndexError, "out of range"),
+    ("set_list_out_of_range", lambda b: b.set([1, 2], at_indices=[0, 7]), IndexError, "out of range"),
+    ("set_size_mismatch", lambda b: b.set([1, 2, 3, 4]), IndexError, "address"),
+    ("set_slice_size_mismatch", lambda b: b.set([1], at_indices=slice(0, 2)), IndexError, "address"),
+    ("slice_negative_step", lambda b: b.get(slice(None, None, -1)), ValueError, "step"),
+    ("pop_out_of_range", lambda b: b.pop(10), IndexError, "pop index"),
+    ("concat_non_buffer", lambda b: b.concat([1, 2]), TypeError, "InfiniteLookbackBuffer"),
+]
+
+
+@pytest.mark.parametrize("mode", ["list", "numpy"])
+@pytest.mark.parametrize("name,call,error,message", BUFFER_CASES, ids=[c[0] for c in BUFFER_CASES])
+def test_buffer_preconditions(name, call, error, message, mode):
+    buf = InfiniteLookbackBuffer([1, 2, 3, 4], lookback=1)
+    if mode == "numpy":
+        buf.finalize()
+    before = copy.deepcopy(buf)
+    with pytest.raises(error, match=message):
+        call(buf)
+    assert buf == before
+
+
+def test_set_outside_space_on_finalized_buffer_changes_nothing():
+    buf = InfiniteLookbackBuffer([0, 1, 0], space=gym.spaces.Discrete(2))
+    buf.finalize()
+    before = copy.deepcopy(buf)
+    with pytest.raises(ValueError, match="space"):
+        buf.set([1, 5, 1])
+    assert buf == before
+
+
+@pytest.mark.parametrize(
+    "name,mutate,error,message",
+    [
+        ("missing_key", lambda s: s.pop("t"), KeyError, "missing keys"),
+        ("inconsistent_lengths", lambda s: s["actions"]["data"].pop(), ValueError, "inconsistent"),
+        ("wrong_t", lambda s: s.__setitem__("t", 99), ValueError, "t=99"),
+        ("not_a_dict", None, TypeError, "dict"),
+    ],
+    ids=["missing_key", "inconsistent_lengths", "wrong_t", "not_a_dict"],
+)
+def test_from_state_refuses_broken_states(name, mutate, error, message):
+    state = episode().get_state()
+    if mutate is None:
+        state = [state]
+    else:
+        mutate(state)
+    with pytest.raises(error, match=message):
+        SingleAgentEpisode.from_state(state)
+
+
+def test_validate_raises_assertion_error_naming_the_column():
+    ep = episode()
+    ep.actions.append(1)
+    with pytest.raises(AssertionError, match="actions"):
+        ep.validate()
+
+
+def test_errors_survive_python_O():
+    import subprocess
+    import sys
+
+    code = (
+        "from episodes import SingleAgentEpisode\n"
+        "ep = SingleAgentEpisode(); ep.add_env_reset(0)\n"
+        "try:\n    ep.add_env_reset(0)\nexcept AssertionError:\n    print('raised')\n"
+    )
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "raised", out.stderr

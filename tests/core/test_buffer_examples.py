@@ -1,0 +1,254 @@
+"""SPEC section 1 as a table of named cases, run in list mode and numpy mode."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from episodes import InfiniteLookbackBuffer
+from tests.core._helpers import MODES, assert_same, make_buffer
+
+# (name, call kwargs, expected) on data [4, 5, 6, 7, 8, 9] with lookback 3 (ts=0 is 7).
+SPEC_TABLE = [
+    ("all_after_lookback", dict(), [7, 8, 9]),
+    ("int_from_ts0", dict(indices=0), 7),
+    ("negative_from_end", dict(indices=-1), 9),
+    ("negative_into_lookback", dict(indices=-1, neg_index_as_lookback=True), 6),
+    ("slice_into_lookback", dict(indices=slice(-2, 1), neg_index_as_lookback=True), [5, 6, 7]),
+    ("list_gathers", dict(indices=[0, -1]), [7, 9]),
+    ("out_of_range_fill", dict(indices=10, fill=0), 0),
+    ("left_of_lookback_fill", dict(indices=-5, neg_index_as_lookback=True, fill=-1), -1),
+    ("negative_from_end_reaches_lookback", dict(indices=-4), 6),
+    ("slice_none_start_is_ts0", dict(indices=slice(None, 2)), [7, 8]),
+    ("slice_none_stop_is_end", dict(indices=slice(1, None)), [8, 9]),
+    ("slice_whole_lookback", dict(indices=slice(-3, 0), neg_index_as_lookback=True), [4, 5, 6]),
+    ("list_with_fill", dict(indices=[-4, 0, 5], neg_index_as_lookback=True, fill=0), [0, 7, 0]),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name,kwargs,expected", SPEC_TABLE, ids=[c[0] for c in SPEC_TABLE])
+def test_spec_index_table(name, kwargs, expected, mode):
+    buf = make_buffer([4, 5, 6, 7, 8, 9], lookback=3, mode=mode)
+    assert_same(buf.get(**kwargs), expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "indices,kwargs",
+    [(10, {}), (3, {}), (-7, {}), (-4, {"neg_index_as_lookback": True}), ([0, 3], {})],
+    ids=["past_end", "exactly_len", "before_start", "left_of_lookback", "list_member"],
+)
+def test_out_of_range_raises_index_error(indices, kwargs, mode):
+    buf = make_buffer([4, 5, 6, 7, 8, 9], lookback=3, mode=mode)
+    with pytest.raises(IndexError, match="out of range"):
+        buf.get(indices, **kwargs)
+
+
+FILL_TABLE = [
+    ("left_padding", slice(-7, -2), 0.0, [0.0, 0.0, 10, 11, 12]),
+    ("left_clipped_without_fill", slice(-7, -2), None, [10, 11, 12]),
+    ("right_padding", slice(1, 6), 0, [13, 14, 0, 0, 0]),
+    ("right_clipped_without_fill", slice(1, 6), None, [13, 14]),
+    ("both_sides_padding", slice(-8, 5), 0, [0, 0, 0, 10, 11, 12, 13, 14, 0, 0]),
+    ("entirely_right", slice(5, 7), -1, [-1, -1]),
+    ("empty_slice", slice(2, 1), 0, []),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name,slice_,fill,expected", FILL_TABLE, ids=[c[0] for c in FILL_TABLE])
+def test_fill_slices(name, slice_, fill, expected, mode):
+    buf = make_buffer([10, 11, 12, 13, 14], lookback=2, mode=mode)
+    result = buf.get(slice_, fill=fill)
+    assert_same(result, expected)
+    if fill is not None:
+        assert len(result) == max(0, len(expected))
+
+
+def test_fill_entirely_left_with_lookback_flag():
+    buf = make_buffer([10, 11, 12, 13, 14], lookback=2)
+    assert buf.get(slice(-6, -4), neg_index_as_lookback=True, fill=9) == [9, 9]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_filler_with_space_has_shape_and_dtype(mode):
+    space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    items = [np.full(2, i, np.float32) * 0.1 for i in range(3)]
+    buf = make_buffer(items, lookback=1, space=space, mode=mode)
+    out = buf.get(slice(-3, 1), neg_index_as_lookback=True, fill=0.5)
+    arr = np.asarray(out)
+    assert arr.shape == (4, 2) and arr.dtype == np.float32
+    np.testing.assert_allclose(arr[:2], 0.5)
+    single = buf.get(7, fill=0.5)
+    assert single.dtype == np.float32 and single.shape == (2,)
+
+
+ONE_HOT_TABLE = [
+    ("discrete", gym.spaces.Discrete(3), [0, 2, 1], [[1, 0, 0], [0, 0, 1], [0, 1, 0]]),
+    ("discrete_start", gym.spaces.Discrete(3, start=-1), [-1, 1], [[1, 0, 0], [0, 0, 1]]),
+    (
+        "multidiscrete",
+        gym.spaces.MultiDiscrete([2, 3]),
+        [np.array([1, 0]), np.array([0, 2])],
+        [[0, 1, 1, 0, 0], [1, 0, 0, 0, 1]],
+    ),
+    (
+        "multidiscrete_start",
+        gym.spaces.MultiDiscrete([2, 2], start=[1, 5]),
+        [np.array([2, 5])],
+        [[0, 1, 1, 0]],
+    ),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name,space,items,expected", ONE_HOT_TABLE, ids=[c[0] for c in ONE_HOT_TABLE])
+def test_one_hot(name, space, items, expected, mode):
+    buf = make_buffer(items, space=space, mode=mode)
+    out = buf.get(one_hot_discrete=True)
+    assert_same(out, expected)
+    assert np.asarray(out).dtype == np.float32
+    assert_same(buf.get(0, one_hot_discrete=True), expected[0])
+    assert_same(buf.get([0], one_hot_discrete=True), expected[:1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_hot_fill_is_zero_hot(mode):
+    buf = make_buffer([1, 0], lookback=1, space=gym.spaces.Discrete(2), mode=mode)
+    out = buf.get(slice(-3, 1), neg_index_as_lookback=True, fill=0.0, one_hot_discrete=True)
+    assert_same(out, [[0, 0], [0, 0], [0, 1], [1, 0]])
+
+
+def test_one_hot_needs_space():
+    with pytest.raises(ValueError, match="space"):
+        make_buffer([0, 1]).get(one_hot_discrete=True)
+
+
+DICT_SPACE = gym.spaces.Dict(
+    {"pos": gym.spaces.Box(-5, 5, (2,), np.float32), "key": gym.spaces.Discrete(3, start=1)}
+)
+TUPLE_SPACE = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Box(0, 1, (1,), np.float32)))
+
+
+def _dict_item(i):
+    return {"key": 1 + i % 3, "pos": np.full(2, i, np.float32)}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nested_dict_items(mode):
+    buf = make_buffer([_dict_item(i) for i in range(5)], lookback=2, space=DICT_SPACE, mode=mode)
+    item = buf.get(0)
+    assert item["key"] == 3 and np.array_equal(item["pos"], np.full(2, 2, np.float32))
+    window = buf.get(slice(-3, 1), neg_index_as_lookback=True, fill=0, one_hot_discrete=True)
+    if mode == "numpy":
+        assert window["key"].shape == (4, 3) and window["pos"].shape == (4, 2)
+        assert np.array_equal(window["key"][0], np.zeros(3)) and window["key"][3].tolist() == [0, 0, 1]
+    else:
+        assert len(window) == 4 and window[0]["key"].tolist() == [0, 0, 0]
+        assert window[3]["key"].tolist() == [0, 0, 1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nested_tuple_items_keep_tuples(mode):
+    items = [(i % 2, np.full(1, 0.5, np.float32)) for i in range(3)]
+    buf = make_buffer(items, space=TUPLE_SPACE, mode=mode)
+    assert isinstance(buf.get(0), tuple)
+    if mode == "numpy":
+        assert isinstance(buf.data, tuple) and buf.data[0].dtype == np.int64
+    out = buf.get(1, one_hot_discrete=True)
+    assert out[0].tolist() == [0, 1]
+
+
+def test_finalize_dtypes():
+    ints = make_buffer([0, 1, 2], mode="numpy")
+    floats32 = make_buffer([np.float32(0.5)], mode="numpy")
+    floats = make_buffer([0.5, 1.5], mode="numpy")
+    assert ints.data.dtype == np.int64
+    assert floats32.data.dtype == np.float32
+    assert floats.data.dtype == np.float64
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_append_extend_pop_concat(mode):
+    buf = make_buffer([1, 2, 3], lookback=1, mode=mode)
+    buf.append(4)
+    buf.extend([5, 6])
+    assert_same(buf.get(), [2, 3, 4, 5, 6])
+    assert int(buf.pop()) == 6
+    other = make_buffer([99, 7, 8], lookback=1, mode=mode)
+    buf.concat(other)
+    assert_same(buf.get(), [2, 3, 4, 5, 7, 8])
+    assert len(buf) == 6 and buf.len_incl_lookback() == 7
+
+
+def test_finalized_appends_are_amortised():
+    buf = make_buffer([0.0], mode="numpy")
+    capacities = set()
+    for i in range(1000):
+        buf.append(float(i))
+        capacities.add(len(buf._columns.leaves[0]))
+    # Capacity doubles: a handful of reallocations for 1000 appends, not one per append.
+    assert len(capacities) <= 10
+    assert buf.get(-1) == 999.0
+
+
+def test_add_operator():
+    buf = make_buffer([1, 2], lookback=1)
+    assert (buf + 1).get() == [3]
+    assert (buf + [5]).get() == [2, 5]
+    assert (buf + make_buffer([0, 9], lookback=1)).get() == [2, 9]
+    with pytest.raises(RuntimeError, match="finalized"):
+        make_buffer([1], mode="numpy") + 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_set_rules(mode):
+    buf = make_buffer([4, 5, 6, 7, 8, 9], lookback=3, mode=mode)
+    buf.set(70, at_indices=0)
+    buf.set(60, at_indices=-1, neg_index_as_lookback=True)
+    buf.set([80, 90], at_indices=slice(1, 3))
+    buf[-1] = 91
+    assert_same(buf.get(slice(-1, None), neg_index_as_lookback=True), [60, 70, 80, 91])
+    buf.set([1, 2, 3])
+    assert_same(buf.get(), [1, 2, 3])
+    buf.set([11, 12], at_indices=[0, 1])
+    assert_same(buf.get(), [11, 12, 3])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_protocols(mode):
+    buf = make_buffer([1, 2, 3, 4], lookback=1, mode=mode)
+    assert np.asarray(buf).tolist() == [2, 3, 4]
+    assert [int(x) for x in buf] == [2, 3, 4]
+    with pytest.raises(IndexError):
+        buf[len(buf)]
+    clone = copy.deepcopy(buf)
+    assert clone == buf and clone is not buf
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_state_round_trip(mode):
+    buf = make_buffer([_dict_item(i) for i in range(4)], lookback=1, space=DICT_SPACE, mode=mode)
+    state = buf.get_state()
+    assert set(state) == {"data", "lookback", "finalized", "space"}
+    assert isinstance(state["space"], dict)
+    again = InfiniteLookbackBuffer.from_state(state)
+    assert again == buf
+    again.append(_dict_item(9))
+    assert again != buf
+
+
+def test_equality_is_dtype_aware():
+    a = make_buffer([np.zeros(2, np.float32)], mode="numpy")
+    b = make_buffer([np.zeros(2, np.float64)], mode="numpy")
+    assert a != b
+    assert make_buffer([1, 2], lookback=1) != make_buffer([1, 2], lookback=0)
+    assert make_buffer([1, 2]) != make_buffer([1, 2], mode="numpy")
+
+
+def test_lookback_is_clamped():
+    assert make_buffer([1, 2], lookback=5).lookback == 2
