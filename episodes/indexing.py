@@ -22,7 +22,7 @@ from typing import Union
 
 import numpy as np
 
-Index = Union[int, slice, Sequence[int], None]
+Index = Union[int, slice, Sequence[int], None]  # noqa: UP007 - a runtime alias on 3.10
 
 
 def as_int(index: object, *, what: str = "index") -> int:
@@ -118,9 +118,20 @@ def plan_slice(
     step = 1 if slice_.step is None else as_int(slice_.step, what="slice step")
     if step <= 0:
         raise ValueError(f"slice step must be a positive int, got {step}")
-    kwargs = dict(lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback)
-    start = _slice_bound(slice_.start, lookback, **kwargs)
-    stop = _slice_bound(slice_.stop, total, **kwargs)
+    start = _slice_bound(
+        slice_.start,
+        lookback,
+        lookback=lookback,
+        total=total,
+        neg_index_as_lookback=neg_index_as_lookback,
+    )
+    stop = _slice_bound(
+        slice_.stop,
+        total,
+        lookback=lookback,
+        total=total,
+        neg_index_as_lookback=neg_index_as_lookback,
+    )
     stored_start = min(max(start, 0), total)
     stored_stop = max(min(max(stop, 0), total), stored_start)
     if not fill:
@@ -135,7 +146,9 @@ def plan_slice(
         if start >= total:
             return SlicePlan(0, total, total, length, step)
         return SlicePlan(length, 0, 0, 0, step)
-    return SlicePlan(fill_left, stored_start, stored_start + stored, length - fill_left - stored, step)
+    return SlicePlan(
+        fill_left, stored_start, stored_start + stored, length - fill_left - stored, step
+    )
 
 
 def resolve_list(
@@ -150,7 +163,10 @@ def resolve_list(
     positions = np.fromiter(
         (
             resolve_int(
-                as_int(i), lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+                as_int(i),
+                lookback=lookback,
+                total=total,
+                neg_index_as_lookback=neg_index_as_lookback,
             )
             for i in indices
         ),
@@ -189,13 +205,17 @@ def set_positions(
         return range(plan.start, plan.stop, plan.step)
     if isinstance(at_indices, (list, tuple, np.ndarray)):
         positions = resolve_list(
-            list(at_indices), lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+            list(at_indices),
+            lookback=lookback,
+            total=total,
+            neg_index_as_lookback=neg_index_as_lookback,
         ).tolist()
         bad = [i for i, p in zip(at_indices, positions) if not in_range(p, total)]
         if bad:
             raise IndexError(
                 f"cannot set at indices {bad}: out of range for a buffer with {total - lookback} "
-                f"items and a lookback of {lookback} (neg_index_as_lookback={neg_index_as_lookback})"
+                f"items and a lookback of {lookback} "
+                f"(neg_index_as_lookback={neg_index_as_lookback})"
             )
         return positions
     index = as_int(at_indices)

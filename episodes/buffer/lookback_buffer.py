@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, Union
+from collections.abc import Iterator
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from episodes import indexing
 from episodes.buffer.columns import Columns
-from episodes.spaces import batch, filler_batch, filler_item, one_hot, space_from_dict, space_to_dict
+from episodes.indexing import Index as Indices
+from episodes.spaces import (
+    batch,
+    filler_batch,
+    filler_item,
+    one_hot,
+    space_from_dict,
+    space_to_dict,
+)
 from episodes.structs import data_equal, flatten, is_nested, map_leaves, unflatten
-
-Indices = Union[int, slice, Sequence[int], None]
 
 _NOT_GIVEN = object()
 
@@ -355,11 +361,15 @@ class InfiniteLookbackBuffer:
     def _pad(self, stored: Any, plan: indexing.SlicePlan, fill: Any, one_hot_discrete: bool) -> Any:
         parts = []
         if plan.fill_left:
-            parts.append(filler_batch(self._space, fill, plan.fill_left, one_hot_discrete=one_hot_discrete))
+            parts.append(
+                filler_batch(self._space, fill, plan.fill_left, one_hot_discrete=one_hot_discrete)
+            )
         if plan.stored:
             parts.append(stored)
         if plan.fill_right:
-            parts.append(filler_batch(self._space, fill, plan.fill_right, one_hot_discrete=one_hot_discrete))
+            parts.append(
+                filler_batch(self._space, fill, plan.fill_right, one_hot_discrete=one_hot_discrete)
+            )
         if len(parts) == 1:
             return parts[0]
         _, structure = flatten(parts[0])
@@ -520,8 +530,7 @@ class InfiniteLookbackBuffer:
         data, finalized = state["data"], bool(state["finalized"])
         if finalized == isinstance(data, list):
             raise ValueError(
-                f"buffer state says finalized={finalized} but its data is a "
-                f"{type(data).__name__}"
+                f"buffer state says finalized={finalized} but its data is a {type(data).__name__}"
             )
         lookback = indexing.as_int(state["lookback"], what="lookback")
         space = space_from_dict(state["space"])
@@ -561,7 +570,9 @@ def _unbatch_range(columns: Columns, start: int) -> list[Any]:
     if columns.structure is None:
         return list(columns.leaves[0][start : columns.size])
     leaves = [leaf[start : columns.size] for leaf in columns.leaves]
-    return [unflatten(columns.structure, [leaf[i] for leaf in leaves]) for i in range(len(leaves[0]))]
+    return [
+        unflatten(columns.structure, [leaf[i] for leaf in leaves]) for i in range(len(leaves[0]))
+    ]
 
 
 def _one_hot_items(items: list[Any], space: gym.Space[Any] | None) -> list[Any]:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
 
 
-class SampleBatch(dict):  # type: ignore[type-arg]
+class SampleBatch(dict[str, Any]):
     """A dict of equally long columns; ``len()`` and ``count`` give the number of rows.
 
     Example:
@@ -63,7 +63,9 @@ def data_dict(episode: SingleAgentEpisode) -> dict[str, Any]:
         truncateds = np.asarray(truncateds, dtype=bool)  # type: ignore[assignment]
         t = np.asarray(t, dtype=np.int64)
         eps_id = np.asarray(eps_id)
-    before_last = slice(None, episode.observations.len_incl_lookback() - 1 - episode.observations.lookback)
+    before_last = slice(
+        None, episode.observations.len_incl_lookback() - 1 - episode.observations.lookback
+    )
     columns = {
         "obs": episode.observations.get(before_last),
         "actions": episode.actions.get(),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -13,16 +13,17 @@ import numpy as np
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import chunks, state
 from episodes.episode.sample_batch import SampleBatch, data_dict
-from episodes.spaces.contains import Checker, make_checker
-
-Indices = Union[int, slice, Sequence[int], None]
+from episodes.indexing import Index as Indices
+from episodes.spaces.contains import make_checker
 
 _now = time.perf_counter
 
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
 
-def _column(data: Any, lookback: int, space: gym.Space[Any] | None = None) -> InfiniteLookbackBuffer:
+def _column(
+    data: Any, lookback: int, space: gym.Space[Any] | None = None
+) -> InfiniteLookbackBuffer:
     if isinstance(data, InfiniteLookbackBuffer):
         if space is not None and data.space is None:
             data.space = space
@@ -136,7 +137,9 @@ class SingleAgentEpisode:
         self.extra_model_outputs = {
             key: _column(value, lookback) for key, value in (extra_model_outputs or {}).items()
         }
-        self.observation_space = observation_space if observation_space is not None else self.observations.space
+        self.observation_space = (
+            observation_space if observation_space is not None else self.observations.space
+        )
         self.action_space = action_space if action_space is not None else self.actions.space
         self.is_terminated = bool(terminated)
         self.is_truncated = bool(truncated)
@@ -461,7 +464,9 @@ class SingleAgentEpisode:
             >>> ep.set_actions(new_data=[1]); ep.get_actions()
             [1]
         """
-        self.actions.set(new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback)
+        self.actions.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
 
     def set_rewards(
         self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
@@ -473,7 +478,9 @@ class SingleAgentEpisode:
             >>> ep.set_rewards(new_data=2.0, at_indices=-1); ep.get_rewards()
             [2.0]
         """
-        self.rewards.set(new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback)
+        self.rewards.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
 
     def set_extra_model_outputs(
         self,
@@ -518,9 +525,15 @@ class SingleAgentEpisode:
             "actions": len(self.actions) + 1,
             "rewards": len(self.rewards) + 1,
         }
-        lengths.update({f"extra_model_outputs[{k!r}]": len(v) + 1 for k, v in self.extra_model_outputs.items()})
+        lengths.update(
+            {f"extra_model_outputs[{k!r}]": len(v) + 1 for k, v in self.extra_model_outputs.items()}
+        )
         if n_obs == 0:
-            bad = {k: v - (0 if k == "infos" else 1) for k, v in lengths.items() if v != (0 if k == "infos" else 1)}
+            bad = {
+                k: v - (0 if k == "infos" else 1)
+                for k, v in lengths.items()
+                if v != (0 if k == "infos" else 1)
+            }
             if bad:
                 raise AssertionError(
                     f"an episode without observations must hold no other items, found {bad}"
@@ -609,7 +622,9 @@ class SingleAgentEpisode:
         """
         return chunks.cut(self, len_lookback_buffer)
 
-    def slice(self, slice_: slice, *, len_lookback_buffer: int | None = None) -> SingleAgentEpisode:
+    def slice(
+        self, slice_: builtins.slice, *, len_lookback_buffer: int | None = None
+    ) -> SingleAgentEpisode:
         """A new episode for steps ``slice_.start .. slice_.stop`` (see ``chunks.slice_episode``).
 
         Example:
@@ -620,7 +635,7 @@ class SingleAgentEpisode:
         """
         return chunks.slice_episode(self, slice_, len_lookback_buffer=len_lookback_buffer)
 
-    def __getitem__(self, item: slice) -> SingleAgentEpisode:
+    def __getitem__(self, item: builtins.slice) -> SingleAgentEpisode:
         if not isinstance(item, slice):
             raise TypeError(
                 f"episodes support only slices (ep[a:b]), got {type(item).__name__}; use the "

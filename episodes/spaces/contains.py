@@ -48,7 +48,7 @@ def _(space: gs.Box) -> Checker:
     check_high = bool(np.any(space.bounded_above))
     if dtype.kind in "iu":
         # Bounds at the dtype's own limits (uint8 images in [0, 255]) can never be violated.
-        info = np.iinfo(dtype)
+        info = np.iinfo(dtype)  # type: ignore[type-var]
         check_low = check_low and bool(np.any(low > info.min))
         check_high = check_high and bool(np.any(high < info.max))
     small = space.low.size <= _SMALL
@@ -80,7 +80,7 @@ def _(space: gs.Discrete) -> Checker:
 
     def check(item: Any) -> bool:
         if type(item) is int or isinstance(item, np.integer):
-            return start <= item < stop
+            return bool(start <= item < stop)
         return bool(fallback(item))
 
     return check

@@ -106,7 +106,9 @@ ONE_HOT_TABLE = [
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name,space,items,expected", ONE_HOT_TABLE, ids=[c[0] for c in ONE_HOT_TABLE])
+@pytest.mark.parametrize(
+    "name,space,items,expected", ONE_HOT_TABLE, ids=[c[0] for c in ONE_HOT_TABLE]
+)
 def test_one_hot(name, space, items, expected, mode):
     buf = make_buffer(items, space=space, mode=mode)
     out = buf.get(one_hot_discrete=True)
@@ -146,7 +148,11 @@ def test_nested_dict_items(mode):
     window = buf.get(slice(-3, 1), neg_index_as_lookback=True, fill=0, one_hot_discrete=True)
     if mode == "numpy":
         assert window["key"].shape == (4, 3) and window["pos"].shape == (4, 2)
-        assert np.array_equal(window["key"][0], np.zeros(3)) and window["key"][3].tolist() == [0, 0, 1]
+        assert np.array_equal(window["key"][0], np.zeros(3)) and window["key"][3].tolist() == [
+            0,
+            0,
+            1,
+        ]
     else:
         assert len(window) == 4 and window[0]["key"].tolist() == [0, 0, 0]
         assert window[3]["key"].tolist() == [0, 0, 1]

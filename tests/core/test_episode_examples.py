@@ -136,7 +136,9 @@ def test_extra_model_outputs_lookback(mode):
 def test_connector_idiom(mode):
     ep = recorded(6, mode=mode)
     windows = [
-        ep.get_actions(slice(ts - 4, ts), neg_index_as_lookback=True, fill=0.0, one_hot_discrete=True)
+        ep.get_actions(
+            slice(ts - 4, ts), neg_index_as_lookback=True, fill=0.0, one_hot_discrete=True
+        )
         for ts in range(len(ep))
     ]
     assert_same(windows[0], np.zeros((4, 3)))
@@ -167,8 +169,11 @@ def test_cut_lookback_is_clamped():
 @pytest.mark.parametrize("mode", MODES)
 def test_slice_example(mode):
     ep = SingleAgentEpisode(
-        observations=[0, 1, 2, 3, 4], actions=[1, 2, 3, 4], rewards=[1.0, 2.0, 3.0, 4.0],
-        len_lookback_buffer=0, terminated=True,
+        observations=[0, 1, 2, 3, 4],
+        actions=[1, 2, 3, 4],
+        rewards=[1.0, 2.0, 3.0, 4.0],
+        len_lookback_buffer=0,
+        terminated=True,
     )
     if mode == "numpy":
         ep.to_numpy()
