@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -32,6 +31,8 @@ def as_int(index: object, *, what: str = "index") -> int:
         >>> as_int(np.int64(3))
         3
     """
+    if type(index) is int:
+        return index
     if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
         raise TypeError(f"{what} must be an int, got {type(index).__name__} ({index!r})")
     return operator.index(index)
@@ -65,24 +66,11 @@ def in_range(position: int, total: int) -> bool:
     return 0 <= position < total
 
 
-def _slice_bound(
-    bound: int | None, default: int, *, lookback: int, total: int, neg_index_as_lookback: bool
-) -> int:
-    if bound is None:
-        return default
-    return resolve_int(
-        as_int(bound, what="slice bound"),
-        lookback=lookback,
-        total=total,
-        neg_index_as_lookback=neg_index_as_lookback,
-    )
-
-
-@dataclass(frozen=True)
-class SlicePlan:
+class SlicePlan(NamedTuple):
     """How a slice read is assembled: ``fill_left`` fillers, ``data[start:stop]``, ``fill_right``.
 
-    ``step`` is applied to the assembled sequence afterwards (``result[::step]``).
+    ``step`` is applied to the assembled sequence afterwards (``result[::step]``). A named
+    tuple rather than a dataclass: it is built on every slice read.
     """
 
     fill_left: int
@@ -118,37 +106,35 @@ def plan_slice(
     step = 1 if slice_.step is None else as_int(slice_.step, what="slice step")
     if step <= 0:
         raise ValueError(f"slice step must be a positive int, got {step}")
-    start = _slice_bound(
-        slice_.start,
-        lookback,
-        lookback=lookback,
-        total=total,
-        neg_index_as_lookback=neg_index_as_lookback,
-    )
-    stop = _slice_bound(
-        slice_.stop,
-        total,
-        lookback=lookback,
-        total=total,
-        neg_index_as_lookback=neg_index_as_lookback,
-    )
-    stored_start = min(max(start, 0), total)
-    stored_stop = max(min(max(stop, 0), total), stored_start)
+    # Inlined bound resolution: this runs once per getter call in connector loops.
+    start, stop = slice_.start, slice_.stop
+    if start is None:
+        start = lookback
+    else:
+        start = as_int(start, what="slice bound")
+        start = lookback + start if (start >= 0 or neg_index_as_lookback) else total + start
+    if stop is None:
+        stop = total
+    else:
+        stop = as_int(stop, what="slice bound")
+        stop = lookback + stop if (stop >= 0 or neg_index_as_lookback) else total + stop
+    stored_start = 0 if start < 0 else (total if start > total else start)
+    stored_stop = 0 if stop < 0 else (total if stop > total else stop)
+    if stored_stop < stored_start:
+        stored_stop = stored_start
     if not fill:
         return SlicePlan(0, stored_start, stored_stop, 0, step)
-    length = max(stop - start, 0)
-    if length == 0:
+    length = stop - start
+    if length <= 0:
         return SlicePlan(0, stored_start, stored_start, 0, step)
-    fill_left = min(max(-start, 0), length)
-    stored = max(min(stop, total) - max(start, 0), 0)
+    stored = stored_stop - stored_start
     if stored == 0:
         # Entirely outside the data: everything is filler; keep it on the side it lies on.
         if start >= total:
             return SlicePlan(0, total, total, length, step)
         return SlicePlan(length, 0, 0, 0, step)
-    return SlicePlan(
-        fill_left, stored_start, stored_start + stored, length - fill_left - stored, step
-    )
+    fill_left = stored_start - start
+    return SlicePlan(fill_left, stored_start, stored_stop, length - fill_left - stored, step)
 
 
 def resolve_list(

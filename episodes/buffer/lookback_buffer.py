@@ -10,6 +10,7 @@ import numpy as np
 
 from episodes import indexing
 from episodes.buffer.columns import Columns
+from episodes.buffer.discrete_window import window_one_hot
 from episodes.indexing import Index as Indices
 from episodes.spaces import (
     batch,
@@ -334,6 +335,9 @@ class InfiniteLookbackBuffer:
         return _unbatch_range(self._columns, self.lookback)
 
     def _read_plan(self, plan: indexing.SlicePlan, fill: Any, one_hot_discrete: bool) -> Any:
+        space = self._space
+        if one_hot_discrete and type(space) is gym.spaces.Discrete:
+            return self._read_plan_discrete(plan, space)
         if self._columns is None:
             assert self._items is not None
             window = self._items[plan.start : plan.stop]
@@ -357,6 +361,23 @@ class InfiniteLookbackBuffer:
         if plan.step != 1:
             stored = map_leaves(lambda leaf: leaf[:: plan.step], stored)
         return stored
+
+    def _read_plan_discrete(self, plan: indexing.SlicePlan, space: gym.spaces.Discrete) -> Any:
+        if self._columns is None:
+            assert self._items is not None
+            values: Any = self._items[plan.start : plan.stop]
+        else:
+            values = self._columns.leaves[0][plan.start : plan.stop]
+        out = window_one_hot(
+            values,
+            n=int(space.n),
+            start=int(space.start),
+            fill_left=plan.fill_left,
+            fill_right=plan.fill_right,
+        )
+        if plan.step != 1:
+            out = out[:: plan.step]
+        return out if self._columns is not None else list(out)
 
     def _pad(self, stored: Any, plan: indexing.SlicePlan, fill: Any, one_hot_discrete: bool) -> Any:
         parts = []
