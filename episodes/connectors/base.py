@@ -1,0 +1,146 @@
+"""Connector protocol, pipeline, and the row/batch helpers the shipped connectors share.
+
+A connector is any callable ``(episodes, batch) -> batch``: it reads the episodes through their
+lookback-aware getters and adds (or replaces) columns of ``batch``, a dict of arrays whose rows
+are the episodes' rows concatenated in order. Rows are, per episode:
+
+* learner rows (``inference=False``): one per step after the lookback, ``ts = 0 .. len-1``, the
+  rows of ``get_data_dict()``;
+* inference rows (``inference=True``): one per episode, ``ts = len(ep)``, its latest
+  observation, the row a policy acts on next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import tree
+
+from episodes.episode import SingleAgentEpisode
+from episodes.spaces import batch as batch_items
+
+__all__ = ["Connector", "ConnectorPipeline", "EpisodeConnector", "concat_rows", "sliding_rows"]
+
+Batch = dict[str, Any]
+
+
+class Connector(Protocol):
+    """``connector(episodes, batch) -> batch``."""
+
+    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch: ...  # noqa: D102
+
+
+class ConnectorPipeline:
+    """Runs connectors in order, each getting the batch the previous one returned.
+
+    Args:
+        connectors: The connectors.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[1], rewards=[1.0])
+        >>> pipe = ConnectorPipeline([lambda eps, b: {**b, "n": len(eps)}])
+        >>> pipe([ep])
+        {'n': 1}
+    """
+
+    def __init__(self, connectors: Sequence[Connector] = ()):
+        self.connectors: list[Connector] = list(connectors)
+
+    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch | None = None) -> Batch:
+        """Runs every connector on ``episodes``, starting from ``batch`` (or ``{}``)."""
+        out: Batch = {} if batch is None else batch
+        for connector in self.connectors:
+            out = connector(episodes, out)
+        return out
+
+    def append(self, connector: Connector) -> None:
+        """Adds a connector at the end."""
+        self.connectors.append(connector)
+
+    def insert(self, index: int, connector: Connector) -> None:
+        """Adds a connector before position ``index``."""
+        self.connectors.insert(index, connector)
+
+    def __len__(self) -> int:
+        return len(self.connectors)
+
+    def __iter__(self) -> Iterator[Connector]:
+        return iter(self.connectors)
+
+    def __getitem__(self, index: int) -> Connector:
+        return self.connectors[index]
+
+    def __repr__(self) -> str:
+        names = ", ".join(type(c).__name__ for c in self.connectors)
+        return f"ConnectorPipeline([{names}])"
+
+
+class EpisodeConnector:
+    """Base of the shipped connectors: knows which rows an episode contributes.
+
+    Args:
+        inference: One row per episode at ``ts = len(ep)`` instead of one per step.
+    """
+
+    def __init__(self, *, inference: bool = False):
+        self.inference = inference
+
+    def rows(self, episode: SingleAgentEpisode) -> tuple[int, int]:
+        """The row time steps ``[a, b)`` of ``episode`` (relative to its ``ts=0``).
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 0], rewards=[0, 0],
+            ...                         len_lookback_buffer=0)
+            >>> EpisodeConnector().rows(ep), EpisodeConnector(inference=True).rows(ep)
+            ((0, 2), (2, 3))
+        """
+        n = len(episode)
+        return (n, n + 1) if self.inference else (0, n)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
+
+def as_arrays(value: Any) -> Any:
+    """A getter result as a struct of arrays (lists of items are batched leaf-wise).
+
+    Example:
+        >>> as_arrays([np.zeros(2), np.ones(2)]).shape
+        (2, 2)
+    """
+    return batch_items(value) if isinstance(value, list) else value
+
+
+def sliding_rows(value: Any, window: int) -> Any:
+    """``[L + window - 1, ...]`` leaves -> ``[L, window, ...]`` windows (row ``r``: ``r..r+w-1``).
+
+    Example:
+        >>> sliding_rows(np.arange(4), 2)
+        array([[0, 1],
+               [1, 2],
+               [2, 3]])
+    """
+
+    def leaf(x: Any) -> np.ndarray:
+        x = np.asarray(x)
+        windows = np.lib.stride_tricks.sliding_window_view(x, window, axis=0)
+        return np.ascontiguousarray(np.moveaxis(windows, -1, 1))
+
+    return tree.map_structure(leaf, value)
+
+
+def concat_rows(parts: list[Any]) -> Any:
+    """Concatenates per-episode structs of arrays along axis 0.
+
+    Example:
+        >>> concat_rows([np.zeros((1, 2)), np.ones((2, 2))]).shape
+        (3, 2)
+    """
+    if len(parts) == 1:
+        return parts[0]
+    return tree.map_structure(lambda *xs: np.concatenate(xs, axis=0), *parts)

@@ -1,0 +1,70 @@
+"""AddLearnerColumns: the per-step columns a learner needs, from ``get_data_dict`` rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from episodes.connectors.base import Batch, as_arrays, concat_rows
+from episodes.episode import SingleAgentEpisode
+
+__all__ = ["AddLearnerColumns"]
+
+_DEFAULT = ("obs", "actions", "rewards", "terminateds", "truncateds", "t", "eps_id")
+
+
+class AddLearnerColumns:
+    """Adds the learner columns, one row per step (the rows of ``ep.get_data_dict()``).
+
+    Columns: ``obs`` (the observation each action was taken in), ``actions``, ``rewards``
+    (float32), ``terminateds``/``truncateds`` (True only on the last row of a done episode),
+    ``t``, ``eps_id``, every extra-model-output key, and ``infos`` (a list) on request. Columns
+    already in the batch (e.g. an ``obs`` written by :class:`FrameStack`) are left alone.
+
+    Args:
+        columns: Which of the standard columns to add (default all but ``infos``).
+        extra_model_outputs: Add every extra-model-output column.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[5, 6, 7], actions=[0, 1], rewards=[1.0, 0.0],
+        ...                         terminated=True, len_lookback_buffer=0)
+        >>> out = AddLearnerColumns()([ep], {"obs": "kept"})
+        >>> out["obs"], out["actions"], out["terminateds"]
+        ('kept', array([0, 1]), array([False,  True]))
+    """
+
+    def __init__(self, columns: Sequence[str] = _DEFAULT, *, extra_model_outputs: bool = True):
+        self.columns = tuple(columns)
+        self.extra_model_outputs = extra_model_outputs
+
+    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
+        """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
+        parts: dict[str, list[object]] = {}
+        for episode in episodes:
+            if len(episode) == 0:
+                continue
+            data = episode.get_data_dict()
+            keys = list(self.columns)
+            if self.extra_model_outputs:
+                keys += list(episode.extra_model_outputs)
+            for key in keys:
+                if key in batch:
+                    continue
+                value = data[key]
+                if key == "infos":
+                    parts.setdefault(key, []).append(list(value))
+                elif key == "rewards":
+                    parts.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
+                else:
+                    parts.setdefault(key, []).append(as_arrays(value))
+        for key, values in parts.items():
+            if key == "infos":
+                batch[key] = [info for part in values for info in part]  # type: ignore[attr-defined]
+            else:
+                batch[key] = concat_rows(values)
+        return batch
+
+    def __repr__(self) -> str:
+        return f"AddLearnerColumns(columns={self.columns!r})"

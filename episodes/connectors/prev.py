@@ -1,0 +1,89 @@
+"""Previous-n actions and rewards for each row, read across chunk borders through the lookback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.connectors.base import Batch, EpisodeConnector, as_arrays, concat_rows, sliding_rows
+from episodes.episode import SingleAgentEpisode
+
+__all__ = ["PrevActionsPrevRewards"]
+
+
+class PrevActionsPrevRewards(EpisodeConnector):
+    """Adds ``prev_n_actions`` ``[rows, n_actions, *A]`` and ``prev_n_rewards`` ``[rows, n]``.
+
+    Row ``ts`` gets actions/rewards ``ts-n .. ts-1`` (oldest first), the values of
+    ``ep.get_actions(slice(ts - n, ts), neg_index_as_lookback=True, fill=fill,
+    one_hot_discrete=...)``, but each episode's whole window range is read once and cut into
+    windows with numpy. Positions before the episode (or beyond the lookback) are ``fill``-ed;
+    with one-hot, discrete actions fill as all-zero vectors. ``n_actions=0``/``n_rewards=0``
+    leaves the column out.
+
+    Args:
+        n_actions: How many previous actions.
+        n_rewards: How many previous rewards.
+        fill: Filler value (default 0.0).
+        one_hot_discrete: One-hot Discrete/MultiDiscrete actions (needs the action space).
+        inference: Rows per episode (see :mod:`episodes.connectors.base`).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 0, 0], actions=[1, 0], rewards=[1.0, 2.0],
+        ...                         action_space=gym.spaces.Discrete(2), len_lookback_buffer=0)
+        >>> out = PrevActionsPrevRewards(1, 2)([ep], {})
+        >>> out["prev_n_actions"][:, 0], out["prev_n_rewards"]
+        (array([[0., 0.],
+               [0., 1.]], dtype=float32), array([[0., 0.],
+               [0., 1.]], dtype=float32))
+    """
+
+    def __init__(
+        self,
+        n_actions: int = 1,
+        n_rewards: int = 1,
+        *,
+        fill: Any = 0.0,
+        one_hot_discrete: bool = True,
+        inference: bool = False,
+    ):
+        if n_actions < 0 or n_rewards < 0:
+            raise ValueError(f"n_actions and n_rewards must be >= 0, got {n_actions}, {n_rewards}")
+        super().__init__(inference=inference)
+        self.n_actions = int(n_actions)
+        self.n_rewards = int(n_rewards)
+        self.fill = fill
+        self.one_hot_discrete = one_hot_discrete
+
+    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
+        """Adds ``prev_n_actions``/``prev_n_rewards`` for ``episodes`` to ``batch``."""
+        actions, rewards = [], []
+        for episode in episodes:
+            start, stop = self.rows(episode)
+            if stop <= start:
+                continue
+            if self.n_actions:
+                one_hot = self.one_hot_discrete and episode.action_space is not None
+                value = episode.get_actions(
+                    slice(start - self.n_actions, stop - 1),
+                    neg_index_as_lookback=True,
+                    fill=self.fill,
+                    one_hot_discrete=one_hot,
+                )
+                actions.append(sliding_rows(as_arrays(value), self.n_actions))
+            if self.n_rewards:
+                value = episode.get_rewards(
+                    slice(start - self.n_rewards, stop - 1),
+                    neg_index_as_lookback=True,
+                    fill=self.fill,
+                )
+                rows = np.asarray(as_arrays(value), dtype=np.float32)
+                rewards.append(sliding_rows(rows, self.n_rewards))
+        if actions:
+            batch["prev_n_actions"] = concat_rows(actions)
+        if rewards:
+            batch["prev_n_rewards"] = concat_rows(rewards)
+        return batch

@@ -1,0 +1,25 @@
+"""Collecting episodes from gymnasium vector envs (SPEC section 5).
+
+Example:
+    >>> import gymnasium as gym
+    >>> from episodes.runner import EnvRunner, RandomPolicy
+    >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    >>> sum(len(ep) for ep in runner.sample(10))
+    20
+"""
+
+from episodes.runner.env_runner import EnvRunner, autoreset_mode_of
+from episodes.runner.infos import env_info
+from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.policy import Policy, RandomPolicy, RecurrentPolicy
+
+__all__ = [
+    "EnvRunner",
+    "Policy",
+    "RandomPolicy",
+    "RecurrentPolicy",
+    "RunnerMetrics",
+    "autoreset_mode_of",
+    "env_info",
+]

@@ -1,0 +1,75 @@
+"""Sampling metrics of an env runner: finished-episode returns and lengths, throughput."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RunnerMetrics"]
+
+
+@dataclass
+class RunnerMetrics:
+    """Counters an :class:`~episodes.runner.EnvRunner` fills while it samples.
+
+    ``episode_returns``/``episode_lengths`` list the episodes that finished since the last
+    :meth:`reduce` (full-episode figures, summed over all chunks). ``env_steps`` counts recorded
+    transitions (a next-step reset step is not one), ``vector_steps`` calls of ``env.step``.
+
+    Example:
+        >>> m = RunnerMetrics()
+        >>> m.add_episode(10.0, 10); m.add_time(5, 5, 0.5)
+        >>> out = m.reduce()
+        >>> out["mean_episode_return"], out["env_steps_per_s"], out["total_episodes"]
+        (10.0, 10.0, 1)
+    """
+
+    episode_returns: list[float] = field(default_factory=list)
+    episode_lengths: list[int] = field(default_factory=list)
+    env_steps: int = 0
+    vector_steps: int = 0
+    sample_time_s: float = 0.0
+    total_env_steps: int = 0
+    total_episodes: int = 0
+
+    def add_episode(self, episode_return: float, length: int) -> None:
+        """Records one finished episode."""
+        self.episode_returns.append(float(episode_return))
+        self.episode_lengths.append(int(length))
+        self.total_episodes += 1
+
+    def add_time(self, env_steps: int, vector_steps: int, seconds: float) -> None:
+        """Records the steps and wall time of one ``sample`` call."""
+        self.env_steps += env_steps
+        self.total_env_steps += env_steps
+        self.vector_steps += vector_steps
+        self.sample_time_s += seconds
+
+    def reduce(self, *, reset: bool = True) -> dict[str, Any]:
+        """A plain dict of the figures since the last reset; clears them unless ``reset=False``.
+
+        Keys: ``episode_returns``, ``episode_lengths``, ``num_episodes``,
+        ``mean_episode_return`` and ``mean_episode_length`` (NaN without finished episodes),
+        ``num_env_steps``, ``num_vector_steps``, ``sample_time_s``, ``env_steps_per_s``,
+        ``total_env_steps``, ``total_episodes``.
+        """
+        n = len(self.episode_returns)
+        out = {
+            "episode_returns": list(self.episode_returns),
+            "episode_lengths": list(self.episode_lengths),
+            "num_episodes": n,
+            "mean_episode_return": sum(self.episode_returns) / n if n else math.nan,
+            "mean_episode_length": sum(self.episode_lengths) / n if n else math.nan,
+            "num_env_steps": self.env_steps,
+            "num_vector_steps": self.vector_steps,
+            "sample_time_s": self.sample_time_s,
+            "env_steps_per_s": self.env_steps / self.sample_time_s if self.sample_time_s else 0.0,
+            "total_env_steps": self.total_env_steps,
+            "total_episodes": self.total_episodes,
+        }
+        if reset:
+            self.episode_returns, self.episode_lengths = [], []
+            self.env_steps = self.vector_steps = 0
+            self.sample_time_s = 0.0
+        return out

@@ -1,0 +1,59 @@
+"""What an env runner expects of a policy, plus a random policy for demos and tests."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = ["Policy", "RandomPolicy", "RecurrentPolicy"]
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A feed-forward policy: ``policy(obs_batch) -> (actions, extra_model_outputs)``.
+
+    ``obs_batch`` is the vector env's batched observation; ``actions`` a batch the vector env
+    accepts; ``extra_model_outputs`` a dict of arrays with the env axis first (e.g.
+    ``{"action_logp": [N], "vf_preds": [N]}``), possibly empty.
+    """
+
+    def __call__(self, obs: Any) -> tuple[Any, dict[str, Any]]: ...  # noqa: D102
+
+
+@runtime_checkable
+class RecurrentPolicy(Protocol):
+    """A recurrent policy: ``policy(obs_batch, state) -> (actions, extra_model_outputs, state)``.
+
+    ``initial_state(num_envs)`` returns a fresh state batch: an array/tensor or a tuple/dict of
+    them, each with the env axis at the runner's ``state_batch_axis``.
+    """
+
+    def initial_state(self, num_envs: int) -> Any: ...  # noqa: D102
+
+    def __call__(self, obs: Any, state: Any) -> tuple[Any, dict[str, Any], Any]: ...  # noqa: D102
+
+
+class RandomPolicy:
+    """Samples uniformly from a vector env's batched action space; records no extra outputs.
+
+    Args:
+        action_space: The vector env's (batched) ``action_space``.
+        seed: Seed for the action space's sampler.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> policy = RandomPolicy(gym.spaces.MultiDiscrete([2, 2]), seed=0)
+        >>> actions, extras = policy(None); actions.shape, extras
+        ((2,), {})
+    """
+
+    def __init__(self, action_space: gym.Space[Any], seed: int | None = None):
+        self.action_space = action_space
+        if seed is not None:
+            self.action_space.seed(seed)
+
+    def __call__(self, obs: Any) -> tuple[Any, dict[str, np.ndarray]]:
+        """One random action per sub-env (``obs`` is ignored) and no extra outputs."""
+        return self.action_space.sample(), {}

@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from episodes import SingleAgentEpisode
+from episodes.connectors import (
+    AddLearnerColumns,
+    ConnectorPipeline,
+    FlattenObservations,
+    FrameStack,
+    PrevActionsPrevRewards,
+)
+
+OBS_SPACE = gym.spaces.Box(-100, 100, (2,), np.float32)
+ACT_SPACE = gym.spaces.Discrete(3)
+
+
+def obs(t):
+    return np.array([t, 10 * t], dtype=np.float32)
+
+
+def act(t):
+    return t % 3
+
+
+def rew(t):
+    return t + 0.5
+
+
+def record(steps, *, cut_at=None, lookback=4, terminated=False, numpy=False):
+    """An episode of ``steps`` steps; with ``cut_at``, also the chunk after a cut there."""
+    ep = SingleAgentEpisode(observation_space=OBS_SPACE, action_space=ACT_SPACE)
+    ep.add_env_reset(obs(0), {"t": 0})
+    chunks = [ep]
+    for t in range(steps):
+        if cut_at is not None and t == cut_at:
+            chunks.append(chunks[-1].cut(len_lookback_buffer=lookback))
+        chunks[-1].add_env_step(
+            obs(t + 1),
+            act(t),
+            rew(t),
+            {"t": t + 1},
+            terminated=terminated and t == steps - 1,
+            extra_model_outputs={"vf": np.float32(t / 10)},
+        )
+    if numpy:
+        for chunk in chunks:
+            chunk.to_numpy()
+    return chunks
+
+
+def one_hot(a, n=3):
+    out = np.zeros(n, np.float32)
+    out[a] = 1
+    return out
+
+
+ZERO = np.zeros(3, np.float32)
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_prev_actions_rewards_hand_made(numpy):
+    (ep,) = record(3, numpy=numpy)
+    out = PrevActionsPrevRewards(2, 3)([ep], {})
+    expected_actions = np.array(
+        [[ZERO, ZERO], [ZERO, one_hot(0)], [one_hot(0), one_hot(1)]], dtype=np.float32
+    )
+    np.testing.assert_array_equal(out["prev_n_actions"], expected_actions)
+    assert out["prev_n_actions"].dtype == np.float32
+    np.testing.assert_array_equal(out["prev_n_rewards"], [[0, 0, 0], [0, 0, 0.5], [0, 0.5, 1.5]])
+    plain = PrevActionsPrevRewards(1, 0, one_hot_discrete=False, fill=-1)([ep], {})
+    np.testing.assert_array_equal(plain["prev_n_actions"], [[-1], [0], [1]])
+    assert "prev_n_rewards" not in plain
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_frame_stack_hand_made(numpy):
+    (ep,) = record(3, numpy=numpy)
+    out = FrameStack(3)([ep], {})
+    z = np.zeros(2, np.float32)
+    expected = np.array([[z, z, obs(0)], [z, obs(0), obs(1)], [obs(0), obs(1), obs(2)]])
+    np.testing.assert_array_equal(out["obs"], expected)
+    assert out["obs"].shape == (3, 3, 2) and out["obs"].dtype == np.float32
+    flat = FrameStack(2, flatten=True, out_key="stacked")([ep], {})
+    np.testing.assert_array_equal(flat["stacked"], expected[:, 1:].reshape(3, 4))
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+@pytest.mark.parametrize("cut_at", [1, 4, 6])
+def test_rows_across_a_cut_equal_uncut(numpy, cut_at):
+    (full,) = record(7, numpy=numpy)
+    first, second = record(7, cut_at=cut_at, lookback=4, numpy=numpy)
+    pipe = ConnectorPipeline([FrameStack(4), PrevActionsPrevRewards(4, 4), AddLearnerColumns()])
+    whole = pipe([full])
+    parts = pipe([second])
+    chunked = pipe([first, second])
+    for key in ("obs", "prev_n_actions", "prev_n_rewards", "actions", "rewards", "t", "vf"):
+        np.testing.assert_array_equal(parts[key], whole[key][cut_at:], err_msg=key)
+        np.testing.assert_array_equal(chunked[key], whole[key], err_msg=key)
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_short_lookback_fills_beyond_it(numpy):
+    _, second = record(5, cut_at=3, lookback=1, numpy=numpy)
+    out = ConnectorPipeline([FrameStack(3), PrevActionsPrevRewards(2, 2)])([second], {})
+    z = np.zeros(2, np.float32)
+    np.testing.assert_array_equal(out["obs"][0], [z, obs(2), obs(3)])
+    np.testing.assert_array_equal(out["prev_n_actions"][0], [ZERO, one_hot(act(2))])
+    np.testing.assert_array_equal(out["prev_n_rewards"][0], [0, rew(2)])
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_inference_rows(numpy):
+    _, second = record(5, cut_at=3, lookback=4, numpy=numpy)
+    out = ConnectorPipeline(
+        [FrameStack(2, inference=True), PrevActionsPrevRewards(3, 1, inference=True)]
+    )([second], {})
+    np.testing.assert_array_equal(out["obs"], [[obs(4), obs(5)]])
+    np.testing.assert_array_equal(
+        out["prev_n_actions"], [[one_hot(act(2)), one_hot(act(3)), one_hot(act(4))]]
+    )
+    np.testing.assert_array_equal(out["prev_n_rewards"], [[rew(4)]])
+    flat = FlattenObservations(inference=True)([second], {})
+    np.testing.assert_array_equal(flat["obs"], [obs(5)])
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_add_learner_columns_hand_made(numpy):
+    (done,) = record(2, terminated=True, numpy=numpy)
+    _, ongoing = record(3, cut_at=1, numpy=numpy)
+    out = AddLearnerColumns(
+        ("obs", "actions", "rewards", "terminateds", "truncateds", "t", "eps_id", "infos")
+    )([done, ongoing], {})
+    np.testing.assert_array_equal(out["obs"], [obs(0), obs(1), obs(1), obs(2)])
+    np.testing.assert_array_equal(out["actions"], [0, 1, 1, 2])
+    np.testing.assert_array_equal(out["rewards"], np.float32([0.5, 1.5, 1.5, 2.5]))
+    assert out["rewards"].dtype == np.float32
+    np.testing.assert_array_equal(out["terminateds"], [False, True, False, False])
+    np.testing.assert_array_equal(out["truncateds"], [False] * 4)
+    np.testing.assert_array_equal(out["t"], [0, 1, 1, 2])
+    assert list(out["eps_id"]) == [done.id_] * 2 + [ongoing.id_] * 2
+    np.testing.assert_allclose(out["vf"], np.float32([0.0, 0.1, 0.1, 0.2]))
+    assert [i["t"] for i in out["infos"]] == [0, 1, 1, 2]
+    kept = AddLearnerColumns(extra_model_outputs=False)([done], {"obs": "mine"})
+    assert kept["obs"] == "mine" and "vf" not in kept and "infos" not in kept
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_flatten_observations_dict_space_one_hot(numpy):
+    space = gym.spaces.Dict(
+        {"pos": gym.spaces.Box(-5, 5, (2,), np.float32), "key": gym.spaces.Discrete(3)}
+    )
+    ep = SingleAgentEpisode(observation_space=space, action_space=ACT_SPACE)
+    items = [{"key": k, "pos": np.float32([k, -k])} for k in (2, 0, 1)]
+    ep.add_env_reset(items[0])
+    ep.add_env_step(items[1], 0, 0.0)
+    ep.add_env_step(items[2], 0, 0.0)
+    if numpy:
+        ep.to_numpy()
+    out = FlattenObservations()([ep], {})
+    # dm-tree order: keys sorted, "key" (one-hot) before "pos".
+    np.testing.assert_array_equal(out["obs"], [[0, 0, 1, 2, -2], [1, 0, 0, 0, 0]])
+    stacked = FrameStack(2, flatten=True)([ep], {})
+    np.testing.assert_array_equal(
+        stacked["obs"], [[0, 0, 0, 0, 0, 0, 0, 1, 2, -2], [0, 0, 1, 2, -2, 1, 0, 0, 0, 0]]
+    )
+
+
+def test_empty_episodes_add_nothing_and_pipeline_protocol():
+    ep = SingleAgentEpisode(observation_space=OBS_SPACE, action_space=ACT_SPACE)
+    ep.add_env_reset(obs(0))
+    pipe = ConnectorPipeline([FrameStack(2)])
+    pipe.append(PrevActionsPrevRewards(1, 1))
+    pipe.insert(0, AddLearnerColumns())
+    assert len(pipe) == 3 and isinstance(pipe[0], AddLearnerColumns)
+    assert "FrameStack" in repr(pipe)
+    assert pipe([ep]) == {}
+    with pytest.raises(ValueError):
+        FrameStack(0)
+    with pytest.raises(ValueError):
+        PrevActionsPrevRewards(-1, 0)

@@ -1,0 +1,261 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from episodes import SingleAgentEpisode
+from episodes.runner import EnvRunner, RandomPolicy, autoreset_mode_of
+from tests.runner._runner_env import ScriptedEnv, action_policy, make_vec, obs_of, reward_of, stitch
+
+MODES = ["NextStep", "SameStep", "Disabled"]
+SCRIPTS = [
+    [(3, "term"), (5, "trunc"), (1, "term")],
+    [(7, "trunc"), (2, "term")],
+    [(4, "term")],
+]
+
+
+def expected_episodes(script, total_steps):
+    """(k, length, ending-or-None) of the episodes covering the first ``total_steps`` steps."""
+    out, k, left = [], 0, total_steps
+    while left > 0:
+        length, ending = script[k % len(script)]
+        if length <= left:
+            out.append((k, length, ending))
+        else:
+            out.append((k, left, None))
+        left -= length
+        k += 1
+    return out
+
+
+def sample_all(runner, sizes):
+    calls = []
+    for n in sizes:
+        chunks = runner.sample(n)
+        calls.append(chunks)
+    return calls
+
+
+def by_env(calls, num_envs):
+    per_env = [[] for _ in range(num_envs)]
+    for chunks in calls:
+        for ep in chunks:
+            per_env[ep.custom_data["env_index"]].append(ep)
+    return per_env
+
+
+def check_episode(ep: SingleAgentEpisode, env_id, k, length, ending):
+    assert len(ep) == length and ep.t_started == 0 and ep.t == length
+    obs = np.asarray(ep.get_observations())
+    np.testing.assert_array_equal(obs, np.stack([obs_of(env_id, k, t) for t in range(length + 1)]))
+    np.testing.assert_array_equal(ep.get_actions(), [t % 5 for t in range(length)])
+    np.testing.assert_array_equal(ep.get_rewards(), [reward_of(k, t + 1) for t in range(length)])
+    np.testing.assert_array_equal(
+        ep.get_extra_model_outputs("vf"), [100 * k + t for t in range(length)]
+    )
+    assert [(int(i["k"]), int(i["t"])) for i in ep.get_infos()] == [
+        (k, t) for t in range(length + 1)
+    ]
+    assert ep.is_terminated == (ending == "term")
+    assert ep.is_truncated == (ending == "trunc")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("lookback", [0, 1, 3])
+@pytest.mark.parametrize("sizes", [[4] * 6, [3, 7, 1, 5, 8]])
+def test_boundaries_and_stream(mode, lookback, sizes):
+    env = make_vec(SCRIPTS, mode)
+    runner = EnvRunner(env, action_policy, len_lookback_buffer=lookback, seed=0)
+    assert runner.autoreset_mode == autoreset_mode_of(env)
+    calls = sample_all(runner, sizes)
+    for chunks, n in zip(calls, sizes, strict=True):
+        envs_in_order = [ep.custom_data["env_index"] for ep in chunks]
+        assert envs_in_order == sorted(envs_in_order)
+        for i in range(len(SCRIPTS)):
+            assert sum(len(ep) for ep in chunks if ep.custom_data["env_index"] == i) == n
+            assert all(ep.is_numpy for ep in chunks)
+    total = sum(sizes)
+    for i, chunks in enumerate(by_env(calls, len(SCRIPTS))):
+        # Chunk-to-chunk continuity: same id => t continues, lookback holds the previous steps.
+        for prev, nxt in zip(chunks, chunks[1:], strict=False):
+            if prev.id_ == nxt.id_:
+                assert not prev.is_done and nxt.t_started == prev.t
+            else:
+                assert prev.is_done and nxt.t_started == 0
+        for ep in chunks:
+            k = int(ep.get_observations(0)[1])
+            lb = ep.observations.lookback
+            assert lb == min(lookback, ep.t_started)
+            assert ep.actions.lookback == ep.rewards.lookback == lb
+            for j in range(1, lb + 1):
+                t = ep.t_started - j
+                np.testing.assert_array_equal(
+                    ep.get_observations(-j, neg_index_as_lookback=True), obs_of(i, k, t)
+                )
+                assert ep.get_actions(-j, neg_index_as_lookback=True) == t % 5
+                assert ep.get_rewards(-j, neg_index_as_lookback=True) == reward_of(k, t + 1)
+                assert ep.get_extra_model_outputs("vf", -j, neg_index_as_lookback=True) == (
+                    100 * k + t
+                )
+        stitched = stitch(chunks)
+        expected = expected_episodes(SCRIPTS[i], total)
+        assert len(stitched) == len(expected)
+        assert len({ep.id_ for ep in stitched}) == len(stitched)
+        for ep, (k, length, ending) in zip(stitched, expected, strict=True):
+            check_episode(ep, i, k, length, ending)
+        # The env saw exactly the recorded actions, in order (next-step reset steps excluded).
+        recorded = [(k, t, t % 5) for k, length, _ in expected for t in range(length)]
+        assert env.envs[i].actions[: len(recorded)] == recorded
+
+
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_metrics_match_finished_episodes(mode):
+    env = make_vec(SCRIPTS, mode)
+    runner = EnvRunner(env, action_policy, seed=0)
+    calls = sample_all(runner, [5, 5, 5])
+    metrics = runner.get_metrics()
+    finished = [ep for chunks in by_env(calls, 3) for ep in stitch(chunks) if ep.is_done]
+    assert sorted(metrics["episode_lengths"]) == sorted(len(ep) for ep in finished)
+    assert sorted(metrics["episode_returns"]) == sorted(ep.get_return() for ep in finished)
+    assert metrics["num_env_steps"] == metrics["total_env_steps"] == 45
+    assert metrics["num_vector_steps"] == 15
+    assert metrics["env_steps_per_s"] > 0
+    again = runner.get_metrics()
+    assert again["num_episodes"] == 0 and math.isnan(again["mean_episode_return"])
+    assert again["total_episodes"] == len(finished)
+
+
+def test_next_step_metrics_and_reset_steps_not_counted():
+    env = make_vec([[(1, "term")], [(2, "trunc")]], "NextStep")
+    runner = EnvRunner(env, action_policy, seed=0)
+    runner.sample(3)
+    metrics = runner.get_metrics()
+    # Env 0 needs 5 vector steps (3 steps, 2 reset steps); env 1 records 4 transitions there
+    # (one reset step), one more than asked for.
+    assert metrics["num_vector_steps"] == 5
+    assert metrics["num_env_steps"] == 3 + 4
+    assert sorted(metrics["episode_lengths"]) == [1, 1, 1, 2, 2]
+    assert metrics["episode_returns"][:1] == [reward_of(0, 1)]
+
+
+def test_next_step_overflow_is_returned_by_next_call():
+    scripts = [[(1, "term")], [(50, "trunc")]]
+    env = make_vec(scripts, "NextStep")
+    runner = EnvRunner(env, action_policy, len_lookback_buffer=2, seed=0)
+    calls = sample_all(runner, [5, 5, 2, 9])
+    per_env = by_env(calls, 2)
+    for chunks, n in zip(calls, [5, 5, 2, 9], strict=True):
+        assert [sum(len(c) for c in chunks if c.custom_data["env_index"] == i) for i in (0, 1)] == [
+            n,
+            n,
+        ]
+    (long_ep,) = stitch(per_env[1])
+    check_episode(long_ep, 1, 0, 21, None)
+    assert [len(ep) for ep in stitch(per_env[0])] == [1] * 21
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_recurrent_state_resets_per_env(mode):
+    class Counter:
+        """State = steps since the episode began, shaped [1, N] (env axis 1)."""
+
+        def initial_state(self, n):
+            return np.zeros((1, n), dtype=np.int64)
+
+        def __call__(self, obs, state):
+            actions, extras = action_policy(obs)
+            extras["h"] = state[0].copy()
+            return actions, extras, state + 1
+
+    env = make_vec(SCRIPTS, mode)
+    runner = EnvRunner(env, Counter(), state_batch_axis=1, seed=0)
+    assert runner.is_recurrent
+    calls = sample_all(runner, [4, 6, 5])
+    for chunks in by_env(calls, 3):
+        for ep in stitch(chunks):
+            np.testing.assert_array_equal(ep.get_extra_model_outputs("h"), np.arange(len(ep)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_final_obs_is_kept_apart_from_next_reset_obs(mode):
+    env = make_vec([[(2, "term")]], mode)
+    runner = EnvRunner(env, action_policy, seed=0, numpy_episodes=False)
+    (only,) = runner.sample(2)  # the new episode has no step yet: it starts the next call
+    assert only.is_terminated
+    np.testing.assert_array_equal(only.get_observations(-1), obs_of(0, 0, 2))
+    first, second = runner.sample(3)
+    assert first.is_terminated and second.t_started == 0 and len(second) == 1
+    np.testing.assert_array_equal(first.get_observations(0), obs_of(0, 1, 0))
+    np.testing.assert_array_equal(first.get_observations(-1), obs_of(0, 1, 2))
+    np.testing.assert_array_equal(second.get_observations(0), obs_of(0, 2, 0))
+    assert not first.is_numpy and isinstance(first.get_observations(), list)
+
+
+def test_rejects_bad_arguments():
+    env = make_vec([[(2, "term")]], "SameStep")
+    with pytest.raises(ValueError, match="len_lookback_buffer"):
+        EnvRunner(env, action_policy, len_lookback_buffer=-1)
+    runner = EnvRunner(env, action_policy)
+    with pytest.raises(ValueError, match="num_steps"):
+        runner.sample(0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cartpole_random_policy(mode):
+    import gymnasium as gym
+
+    env = gym.make_vec(
+        "CartPole-v1", 3, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}
+    )
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=1), len_lookback_buffer=4, seed=1)
+    total_done = 0
+    for _ in range(3):
+        chunks = runner.sample(60)
+        for i in range(3):
+            assert sum(len(c) for c in chunks if c.custom_data["env_index"] == i) == 60
+        for c in chunks:
+            c.validate()
+            if c.is_terminated:
+                # CartPole terminates when the pole or cart leaves its bounds.
+                final = c.get_observations(-1)
+                assert abs(final[2]) > 0.2095 or abs(final[0]) > 2.4
+            total_done += c.is_done
+    assert total_done == runner.get_metrics()["num_episodes"] or mode == "NextStep"
+    assert total_done > 0
+
+
+def test_scripted_env_is_deterministic():
+    env = ScriptedEnv(0, [(2, "trunc")])
+    env.reset()
+    assert env.step(0)[1:4] == (1.0, False, False)
+    assert env.step(0)[1:4] == (2.0, False, True)
+
+
+def test_recurrent_tuple_state_env_axis_0_not_mutated_in_place():
+    returned = []
+
+    class Pair:
+        def initial_state(self, n):
+            return (np.zeros(n), np.full(n, 5.0))
+
+        def __call__(self, obs, state):
+            actions, extras = action_policy(obs)
+            extras["h"], extras["c"] = state[0], state[1]
+            new = (state[0] + 1, state[1] + 1)
+            returned.append((new, tuple(x.copy() for x in new)))
+            return actions, extras, new
+
+    env = make_vec(SCRIPTS, "SameStep")
+    runner = EnvRunner(env, Pair(), seed=0, len_lookback_buffer=2)
+    calls = sample_all(runner, [5, 5])
+    for chunks in by_env(calls, 3):
+        for ep in stitch(chunks):
+            np.testing.assert_array_equal(ep.get_extra_model_outputs("h"), np.arange(len(ep)))
+            np.testing.assert_array_equal(ep.get_extra_model_outputs("c"), 5 + np.arange(len(ep)))
+    # The states the policy returned were never reset in place.
+    for new, snapshot in returned:
+        for leaf, copied in zip(new, snapshot, strict=True):
+            np.testing.assert_array_equal(leaf, copied)
