@@ -29,13 +29,12 @@ def _as_time_major(x: torch.Tensor, name: str, like: torch.Size) -> torch.Tensor
     return x
 
 
-def _loop_scan(delta: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
-    """Sequential backward scan: one fused ``addcmul`` per step, written in place."""
-    adv = torch.empty_like(delta)
-    num_steps = delta.shape[0]
-    adv[num_steps - 1].copy_(delta[num_steps - 1])
-    for t in range(num_steps - 2, -1, -1):
-        torch.addcmul(delta[t], coef[t], adv[t + 1], out=adv[t])
+def _loop_scan(delta: torch.Tensor, coef: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
+    """Sequential backward scan into ``adv``: one fused ``addcmul`` per step."""
+    d, c, a = delta.unbind(0), coef.unbind(0), adv.unbind(0)  # views, made in one call each
+    a[-1].copy_(d[-1])
+    for t in range(len(d) - 2, -1, -1):
+        torch.addcmul(d[t], c[t], a[t + 1], out=a[t])
     return adv
 
 
@@ -43,8 +42,9 @@ def _log_scan(delta: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
     """Hillis-Steele backward scan in ``ceil(log2 T)`` rounds with ping-pong buffers.
 
     Invariant after the round with offset ``d``:
-    ``b_t = sum_{k<2d} (prod_{i<k} a_{t+i}) delta_{t+k}`` (terms past the end vanish because ``A_T = 0``), and ``a_t`` is the product of the
-    ``2d`` coefficients starting at ``t`` (only kept where a later round reads it).
+    ``b_t = sum_{k<2d} (prod_{i<k} c_{t+i}) delta_{t+k}`` (terms past the end vanish because
+    ``A_T = 0``), and ``a_t`` is the product of the ``2d`` coefficients starting at ``t`` (only
+    kept where a later round reads it).
     """
     num_steps = delta.shape[0]
     b, b_next = delta.clone(), torch.empty_like(delta)
@@ -70,6 +70,8 @@ def compute_gae(
     last_values: torch.Tensor,
     gamma: float,
     lam: float,
+    *,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Compute GAE advantages for time-major rollout data.
 
@@ -83,9 +85,10 @@ def compute_gae(
         last_values: ``[N]`` or ``[N, 1]`` values of the state after the last step.
         gamma: discount factor.
         lam: GAE lambda.
+        out: optional tensor (any strides) shaped like ``rewards`` to write the advantages into.
 
     Returns:
-        A new tensor of advantages shaped and typed like ``rewards``.
+        The advantages shaped and typed like ``rewards``: ``out`` if given, else a new tensor.
 
     Example:
         >>> r = torch.ones(3, 2, 1)
@@ -102,20 +105,24 @@ def compute_gae(
     values = _as_time_major(values, "values", shape).to(rewards.dtype)
     dones = _as_time_major(dones, "dones", shape)
     last_values = _as_time_major(last_values, "last_values", shape[1:]).to(rewards.dtype)
+    if out is None:
+        out = torch.empty_like(rewards, memory_format=torch.contiguous_format)
+    elif out.shape != shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(shape)}")
     num_steps = shape[0]
     if num_steps == 0:
-        return torch.empty_like(rewards)
+        return out
 
-    not_done = 1.0 - dones.to(rewards.dtype)
-    next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0)
-    # Same association as the textbook loop: r + ((1 - d) * gamma) * V' - V.
-    delta = rewards + not_done * gamma * next_values - values
-    coef = not_done * gamma * lam
+    not_done = torch.empty_like(rewards, memory_format=torch.contiguous_format)
+    torch.logical_not(dones, out=not_done)  # 1.0 where the episode continues
+    next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0).mul_(not_done)
+    delta = torch.sub(rewards, values).add_(next_values, alpha=gamma)
+    coef = not_done.mul_(gamma * lam)
     num_envs = delta[0].numel()
     rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
     if rounds * num_envs > _ELEMENTS_PER_DISPATCH * num_steps:
-        return _loop_scan(delta, coef)
-    return _log_scan(delta, coef)
+        return _loop_scan(delta, coef, out)
+    return out.copy_(_log_scan(delta, coef))
 
 
 def bootstrap_time_outs(

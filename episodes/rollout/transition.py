@@ -5,16 +5,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 import torch
 
 __all__ = ["HiddenState", "Observation", "Transition"]
 
 #: A recurrent state: ``None``, a GRU tensor ``[num_layers, N, hidden]`` or an LSTM ``(h, c)``.
-HiddenState = Union[torch.Tensor, tuple[torch.Tensor, ...], None]
+HiddenState: TypeAlias = torch.Tensor | tuple[torch.Tensor, ...] | None
 #: Observations: a ``[N, ...]`` tensor or a (nested) mapping of them.
-Observation = Union[torch.Tensor, Mapping[str, Any]]
+Observation: TypeAlias = torch.Tensor | Mapping[str, Any]
 
 
 @dataclass

@@ -1,0 +1,29 @@
+"""Shared benchmark timing helper: interleaved repeats, median seconds per name."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def interleaved(
+    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1
+) -> dict[str, float]:
+    """Time each callable ``repeats`` times, interleaving them per repeat.
+
+    Interleaving (a, b, a, b, ...) spreads machine noise evenly over the contenders.
+
+    Returns:
+        Median wall-clock seconds of one call, per name.
+    """
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(s) for name, s in samples.items()}

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from episodes.rollout import CircularBuffer
+
+
+def push(buf, values, device):
+    for v in values:
+        buf.append(torch.full((buf.batch_size, 2), float(v), device=device))
+
+
+def test_lifo_and_overwrite(device):
+    buf = CircularBuffer(3, 2, device)
+    assert buf.max_length == 3
+    push(buf, [1, 2], device)
+    assert buf[0][:, 0].tolist() == [2.0, 2.0] and buf[1][:, 0].tolist() == [1.0, 1.0]
+    assert buf.current_length.tolist() == [2, 2]
+    push(buf, [3, 4, 5], device)  # overwrites 1 and 2
+    assert [buf[k][0, 0].item() for k in range(3)] == [5.0, 4.0, 3.0]
+    assert buf.current_length.tolist() == [3, 3]
+    assert buf[0].device.type == device.type
+    assert buf.buffer[0, :, 0].tolist() == [3.0, 4.0, 5.0]  # oldest first
+
+
+@pytest.mark.parametrize("k", [-1, 3, 10])
+def test_out_of_range(device, k):
+    buf = CircularBuffer(3, 2, device)
+    with pytest.raises(RuntimeError, match="empty"):
+        buf[0]
+    push(buf, [1], device)
+    with pytest.raises(IndexError, match="out of range"):
+        buf[k]
+
+
+def test_bad_construction_and_append():
+    with pytest.raises(ValueError):
+        CircularBuffer(0, 2)
+    buf = CircularBuffer(2, 2)
+    with pytest.raises(ValueError):
+        buf.append(torch.zeros(3, 1))
+
+
+def test_per_env_reset(device):
+    buf = CircularBuffer(4, 3, device)
+    push(buf, [1, 2, 3], device)
+    buf.reset([1])
+    assert buf.current_length.tolist() == [3, 0, 3]
+    assert buf[0][1].tolist() == [0.0, 0.0]  # nothing since the reset reads as zeros
+    push(buf, [4], device)
+    assert buf.current_length.tolist() == [4, 1, 4]
+    # lags beyond an env's history clamp to its oldest item since the reset
+    assert buf[2][:, 0].tolist() == [2.0, 4.0, 2.0]
+    lag = torch.tensor([0, 0, 3], device=device)
+    assert buf[lag][:, 0].tolist() == [4.0, 4.0, 1.0]
+    buf.reset()
+    assert buf.current_length.tolist() == [0, 0, 0]
+
+
+def test_dtype_preserved(device):
+    buf = CircularBuffer(2, 2, device)
+    buf.append(torch.tensor([[1], [2]], dtype=torch.int16, device=device))
+    assert buf[0].dtype == torch.int16
+
+
+def test_windows_never_cross_reset(device):
+    n = 4
+    buf = CircularBuffer(6, n, device)
+    # item value = global step; env e is reset after step e (so shorter histories)
+    for step in range(10):
+        buf.append(torch.full((n, 1), float(step), device=device))
+        if step < n:
+            buf.reset([step])
+    # env e was reset after step e, so its history is steps e+1..9 (capped at 6 items)
+    seq = 3
+    g = torch.Generator(device=device).manual_seed(0)
+    seen = set()
+    for w in buf.mini_batch_generator(seq, batch_size=64, num_batches=5, generator=g):
+        assert w.data.shape == (seq, 64, 1) and w.data.device.type == device.type
+        vals = w.data[..., 0].T.cpu()
+        for env, lag, row in zip(w.env_ids.tolist(), w.lags.tolist(), vals, strict=True):
+            assert row.tolist() == [float(9 - lag - seq + 1 + i) for i in range(seq)]
+            assert row[0] >= env + 1  # starts after the env's reset
+            seen.add((env, lag))
+    lengths = buf.current_length.tolist()
+    valid = {(e, j) for e in range(n) for j in range(lengths[e] - seq + 1)}
+    assert seen == valid  # uniform sampling hits every valid window
+
+
+def test_windows_errors():
+    buf = CircularBuffer(4, 2)
+    with pytest.raises(ValueError):
+        next(buf.mini_batch_generator(2, 1, 1))
+    push(buf, [1], "cpu")
+    with pytest.raises(ValueError, match="no env"):
+        next(buf.mini_batch_generator(2, 1, 1))
+    with pytest.raises(ValueError):
+        next(buf.mini_batch_generator(5, 1, 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(max_len=st.integers(1, 5), n=st.integers(1, 3),
+       ops=st.lists(st.one_of(st.just("append"), st.integers(0, 2)), max_size=15))
+def test_property_matches_python_deques(max_len, n, ops):
+    buf = CircularBuffer(max_len, n)
+    hist: list[list[float]] = [[] for _ in range(n)]
+    counter = 0
+    for op in ops:
+        if op == "append":
+            counter += 1
+            buf.append(torch.arange(n, dtype=torch.float32) + 100 * counter)
+            for e in range(n):
+                hist[e] = (hist[e] + [100.0 * counter + e])[-max_len:]
+        elif op < n:
+            buf.reset([op])
+            hist[op] = []
+    assert buf.current_length.tolist() == [len(h) for h in hist]
+    if counter:
+        for k in range(max_len):
+            want = [h[-1 - min(k, len(h) - 1)] if h else 0.0 for h in hist]
+            assert buf[k].tolist() == want

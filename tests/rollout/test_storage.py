@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from episodes.rollout import RolloutStorage, Transition, compute_gae
+from tests.rollout._helpers import random_steps, stack_steps
+
+
+def fill(storage, steps):
+    for s in steps:
+        storage.add_transition(Transition(**s))
+
+
+def make_rl(device, t=5, n=4, **kw):
+    return RolloutStorage("rl", n, t, (3,), (2,), device=device, **kw)
+
+
+def test_transition_alias_and_clear():
+    assert RolloutStorage.Transition is Transition
+    tr = Transition(rewards=torch.zeros(2), hidden_states=(torch.zeros(1), None))
+    tr.clear()
+    assert tr.rewards is None and tr.hidden_states == (None, None)
+
+
+@pytest.mark.parametrize("bad", ["ppo", "RL", "", "distill"])
+def test_bad_training_type(bad):
+    with pytest.raises(ValueError, match="'rl', 'distillation'"):
+        RolloutStorage(bad, 2, 3, (1,), (1,))
+
+
+def test_allocation_by_training_type(device):
+    rl = make_rl(device)
+    assert rl.values is not None and rl.returns is not None and rl.privileged_actions is None
+    assert len(rl.distribution_params) == 2
+    dis = RolloutStorage("distillation", 4, 5, (3,), (2,), device=device)
+    assert dis.values is None and dis.advantages is None and dis.distribution_params is None
+    assert dis.privileged_actions.shape == (5, 4, 2)
+    for x in (rl.observations, rl.actions, rl.rewards, rl.dones, dis.privileged_actions):
+        assert x.device.type == device.type
+
+
+def test_observation_specs(device):
+    spec = {"img": ((2, 2), torch.uint8), "vec": torch.zeros(4, 5, dtype=torch.float64),
+            "nested": {"x": (3,)}}
+    st = RolloutStorage("rl", 4, 2, spec, (1,), device=device, distribution_params=[(1,)])
+    assert st.observations["img"].shape == (2, 4, 2, 2)
+    assert st.observations["img"].dtype == torch.uint8
+    assert st.observations["vec"].dtype == torch.float64
+    assert st.observations["nested"]["x"].shape == (2, 4, 3)
+    with pytest.raises(ValueError):
+        RolloutStorage("rl", 4, 2, torch.zeros(3, 5), (1,))
+    with pytest.raises(TypeError):
+        RolloutStorage("rl", 4, 2, "obs", (1,))
+
+
+@pytest.mark.parametrize("obs_dict", [False, True], ids=["tensor_obs", "dict_obs"])
+@pytest.mark.parametrize("hidden", [None, "gru", "lstm"])
+def test_add_transition_stores_everything(device, obs_dict, hidden):
+    t, n = 5, 4
+    steps = random_steps(t, n, device, obs_dict=obs_dict, hidden=hidden)
+    obs = steps[0]["observations"]
+    st = RolloutStorage("rl", n, t, obs, (2,), device=device)
+    fill(st, steps)
+    assert st.step == t
+    if obs_dict:
+        assert torch.equal(st.observations["policy"], stack_steps(steps, "observations")["policy"])
+        assert st.observations["extra"]["ids"].dtype == torch.int64
+        assert torch.equal(st.observations["extra"]["ids"],
+                           stack_steps(steps, "observations")["extra"]["ids"])
+    else:
+        assert torch.equal(st.observations, stack_steps(steps, "observations"))
+    assert torch.equal(st.actions, stack_steps(steps, "actions"))
+    assert torch.equal(st.rewards.squeeze(-1), stack_steps(steps, "rewards"))
+    assert torch.equal(st.dones.squeeze(-1), stack_steps(steps, "dones").bool())
+    assert torch.equal(st.values, stack_steps(steps, "values"))
+    assert torch.equal(st.actions_log_prob.squeeze(-1), stack_steps(steps, "actions_log_prob"))
+    for got, want in zip(st.distribution_params, stack_steps(steps, "distribution_params"),
+                         strict=True):
+        assert torch.equal(got, want)
+    if hidden is None:
+        assert st.saved_hidden_states_actor is None
+    else:
+        ha = stack_steps([{"h": s["hidden_states"][0]} for s in steps], "h")
+        ha = ha if isinstance(ha, tuple) else (ha,)
+        assert len(st.saved_hidden_states_actor) == len(ha)
+        for got, want in zip(st.saved_hidden_states_actor, ha, strict=True):
+            assert got.shape == (t, 2, n, 4) and torch.equal(got, want)
+
+
+def test_overflow_and_clear(device):
+    st = make_rl(device, t=2)
+    steps = random_steps(3, 4, device)
+    fill(st, steps[:2])
+    with pytest.raises(OverflowError):
+        st.add_transition(Transition(**steps[2]))
+    st.clear()
+    assert st.step == 0
+    st.add_transition(Transition(**steps[2]))
+    assert torch.equal(st.actions[0], steps[2]["actions"])
+
+
+def test_write_block_bit_identical(device):
+    t, n = 6, 4
+    steps = random_steps(t, n, device, obs_dict=True, hidden="lstm")
+    a = RolloutStorage("rl", n, t, steps[0]["observations"], (2,), device=device,
+                       actor_hidden_state=((2, 4), (2, 4)), critic_hidden_state=((2, 4), (2, 4)))
+    b = RolloutStorage("rl", n, t, steps[0]["observations"], (2,), device=device)
+    fill(a, steps)
+    fields = {k: stack_steps(steps, k) for k in
+              ("observations", "actions", "rewards", "dones", "values", "actions_log_prob",
+               "distribution_params")}
+    hid = tuple(stack_steps([{"h": s["hidden_states"][i]} for s in steps], "h") for i in (0, 1))
+    assert b.write_block(0, **{k: (v[:2] if not isinstance(v, (dict, tuple)) else v)
+                               for k, v in fields.items() if k == "rewards"}) == 2
+    b.write_block(0, hidden_states=tuple(tuple(c[:4] for c in h) for h in hid),
+                  **{k: _head(v, 4) for k, v in fields.items()})
+    b.write_block(4, hidden_states=tuple(tuple(c[4:] for c in h) for h in hid),
+                  **{k: _tail(v, 4) for k, v in fields.items()})
+    assert b.step == t
+    last = torch.randn(n, 1, device=device)
+    a.compute_returns(last, 0.99, 0.95)
+    b.compute_returns(last, 0.99, 0.95)
+    for name in ("actions", "rewards", "dones", "values", "returns", "advantages"):
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+    assert torch.equal(a.observations["policy"], b.observations["policy"])
+    for x, y in zip(a.saved_hidden_states_actor + a.saved_hidden_states_critic,
+                    b.saved_hidden_states_actor + b.saved_hidden_states_critic, strict=True):
+        assert torch.equal(x, y)
+    with pytest.raises(OverflowError):
+        b.write_block(5, rewards=torch.zeros(2, n))
+    with pytest.raises(ValueError, match="unknown"):
+        b.write_block(0, advantages=torch.zeros(1, n))
+    with pytest.raises(ValueError, match="same leading length"):
+        b.write_block(0, rewards=torch.zeros(1, n), values=torch.zeros(2, n, 1))
+
+
+def _head(v, k):
+    if isinstance(v, dict):
+        return {kk: _head(vv, k) for kk, vv in v.items()}
+    if isinstance(v, tuple):
+        return tuple(_head(vv, k) for vv in v)
+    return v[:k]
+
+
+def _tail(v, k):
+    if isinstance(v, dict):
+        return {kk: _tail(vv, k) for kk, vv in v.items()}
+    if isinstance(v, tuple):
+        return tuple(_tail(vv, k) for vv in v)
+    return v[k:]
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_compute_returns(device, normalize):
+    t, n = 7, 5
+    steps = random_steps(t, n, device)
+    st = make_rl(device, t=t, n=n)
+    fill(st, steps)
+    last = torch.randn(n, 1, device=device)
+    st.compute_returns(last, 0.9, 0.8, normalize_advantage=normalize)
+    adv = compute_gae(st.rewards, st.values, st.dones, last, 0.9, 0.8)
+    torch.testing.assert_close(st.returns, adv + st.values)
+    if normalize:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        assert abs(float(st.advantages.mean())) < 1e-5
+    torch.testing.assert_close(st.advantages, adv)
+    dis = RolloutStorage("distillation", n, t, (3,), (2,), device=device)
+    with pytest.raises(ValueError):
+        dis.compute_returns(last, 0.9, 0.8)
+
+
+def test_distillation_ignores_rl_fields(device):
+    steps = random_steps(3, 4, device)
+    st = RolloutStorage("distillation", 4, 3, (3,), (2,), device=device)
+    fill(st, steps)
+    assert torch.equal(st.privileged_actions, stack_steps(steps, "privileged_actions"))
+
+
+def test_dtypes_preserved(device):
+    st = RolloutStorage("rl", 3, 2, (2,), (1,), device=device, dtype=torch.float64,
+                        actions_dtype=torch.int64)
+    assert st.values.dtype == torch.float64 and st.actions.dtype == torch.int64
+    assert st.dones.dtype == torch.bool
