@@ -1,0 +1,48 @@
+"""Pure bootstrap arithmetic for episodes that end by truncation.
+
+A truncated (time-limit) episode did not reach a terminal state: its last step should be
+credited with the discounted value of the state it was cut off in. Because an episode keeps its
+final observation, that value is known exactly, ``V(s_T)``, so the converter folds it into the
+reward of the last step and marks the step done:
+
+    r'_T = r_T + gamma * V(s_T)        (truncated)
+    r'_T = r_T                         (terminated: the value of a terminal state is 0)
+
+GAE over ``r'`` with ``done_T = 1`` then gives exactly the advantages and returns of GAE with a
+true next value at the border. rsl_rl's approximation ``r_T + gamma * V(s_{T-1})`` uses the
+value of the state *before* the last action instead (see docs/deviations.md).
+
+Example:
+    >>> import numpy as np
+    >>> bootstrap_truncated_rewards(np.array([1.0, 1.0]), np.array([False, True]),
+    ...                             np.array([0.0, 5.0]), gamma=0.9).tolist()
+    [1.0, 5.5]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def bootstrap_truncated_rewards(
+    rewards: np.ndarray, truncated: np.ndarray, final_values: np.ndarray, gamma: float
+) -> np.ndarray:
+    """Returns ``rewards + gamma * final_values`` where ``truncated``, else ``rewards``.
+
+    Args:
+        rewards: Rewards of any shape.
+        truncated: Bool mask of the same shape: True on the last step of a truncated episode.
+        final_values: ``V(s_T)`` of each truncated step's final observation (ignored elsewhere).
+        gamma: Discount factor.
+
+    Returns:
+        A new array with the rewards' dtype.
+
+    Example:
+        >>> bootstrap_truncated_rewards(np.zeros(3, np.float32), np.array([0, 0, 1], bool),
+        ...                             np.full(3, 2.0), 0.5).tolist()
+        [0.0, 0.0, 1.0]
+    """
+    rewards = np.asarray(rewards)
+    bonus = np.where(truncated, gamma * np.asarray(final_values, dtype=np.float64), 0.0)
+    return (rewards + bonus).astype(rewards.dtype, copy=False)

@@ -1,0 +1,271 @@
+"""Episode chunks -> time-major numpy columns ``[T, N, ...]`` (no torch here).
+
+Chunks of the same env are laid end to end along T; ``dones`` mark the last step of every
+episode that ended inside the window. Each chunk also reports which observations still need a
+value for bootstrapping: the final observation of a truncated episode, and the last observation
+of an env whose last chunk is still running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.spaces import batch
+from episodes.structs import is_nested, map_leaves
+
+ObsFn = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class ColumnKeys:
+    """Which extra-model-outputs hold what the learner needs.
+
+    Attributes:
+        values: Value predictions ``V(o_t)`` for the observation each action was taken in.
+        log_probs: Log-probabilities of the taken actions.
+        distribution: Keys of the action-distribution parameters (e.g. ``("mean", "std")`` or
+            ``("logits",)``); empty to store none.
+        privileged_actions: Teacher actions, for distillation.
+        actor_hidden: Keys of the actor's recurrent state components at each step (``("h",)``
+            for a GRU, ``("h", "c")`` for an LSTM), each ``[num_layers, hidden]`` per step.
+        critic_hidden: The same for the critic.
+        bootstrap_value: ``custom_data`` key holding ``V`` of a chunk's last observation, used
+            when no value function is given.
+    """
+
+    values: str = "vf_preds"
+    log_probs: str = "action_logp"
+    distribution: tuple[str, ...] = ()
+    privileged_actions: str | None = None
+    actor_hidden: tuple[str, ...] = ()
+    critic_hidden: tuple[str, ...] = ()
+    bootstrap_value: str = "bootstrap_value"
+
+
+@dataclass
+class TimeMajorColumns:
+    """The columns of ``N`` envs over ``T`` steps, plus what still needs a bootstrap value."""
+
+    observations: Any
+    actions: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    truncated: np.ndarray
+    extras: dict[str, np.ndarray]
+    #: (t, n, chunk) for the last step of every truncated episode.
+    truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = field(default_factory=list)
+    #: chunk per env whose episode is still running at the end of the window (else None).
+    ongoing: list[SingleAgentEpisode | None] = field(default_factory=list)
+    #: ``[T, N]`` bool, True on real steps, when columns were padded.
+    mask: np.ndarray | None = None
+
+
+def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
+    """Per-env lists of chunks in time order.
+
+    Accepts a list of per-env lists, or a flat list whose chunks name their env in
+    ``custom_data["env_index"]`` (as the env runner returns them), or a flat list of chunks
+    from different envs without that key (one env each).
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> a, b = SingleAgentEpisode("a"), SingleAgentEpisode("b")
+        >>> [len(g) for g in group_by_env([a, b])]
+        [1, 1]
+    """
+    if all(isinstance(group, (list, tuple)) for group in episodes):
+        return [list(group) for group in episodes]
+    if not all(isinstance(ep, SingleAgentEpisode) for ep in episodes):
+        raise TypeError("episodes must be SingleAgentEpisode chunks or per-env lists of them")
+    if episodes and all("env_index" in ep.custom_data for ep in episodes):
+        groups: dict[int, list[SingleAgentEpisode]] = {}
+        for ep in episodes:
+            groups.setdefault(int(ep.custom_data["env_index"]), []).append(ep)
+        return [groups[k] for k in sorted(groups)]
+    return [[ep] for ep in episodes]
+
+
+def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
+    """One row per step of ``chunk`` as a batched numpy struct (observations: o_t before a_t).
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 0.0],
+        ...                         len_lookback_buffer=0)
+        >>> rows(ep, "observations").tolist(), rows(ep, "actions").tolist()
+        ([0, 1], [1, 0])
+    """
+    n = len(chunk)
+    if column == "observations":
+        data = chunk.get_observations(slice(0, n))
+    elif column == "extra":
+        assert key is not None
+        if key not in chunk.extra_model_outputs:
+            raise KeyError(
+                f"episode {chunk.id_} has no extra-model-output {key!r}; it records "
+                f"{sorted(chunk.extra_model_outputs)} (configure ColumnKeys)"
+            )
+        data = chunk.get_extra_model_outputs(key)
+    else:
+        data = getattr(chunk, f"get_{column}")()
+    if isinstance(data, list):
+        data = batch(data)
+    return data
+
+
+def _concat(parts: list[Any]) -> Any:
+    if len(parts) == 1:
+        return parts[0]
+    if is_nested(parts[0]):
+        import tree
+
+        return tree.map_structure(lambda *leaves: np.concatenate(leaves), *parts)
+    return np.concatenate(parts)
+
+
+def _stack_envs(per_env: list[Any]) -> Any:
+    if is_nested(per_env[0]):
+        import tree
+
+        return tree.map_structure(lambda *leaves: np.stack(leaves, axis=1), *per_env)
+    return np.stack(per_env, axis=1)
+
+
+def extra_keys_for(keys: ColumnKeys, training_type: str) -> list[str]:
+    """The extra-model-output keys a training type reads.
+
+    Example:
+        >>> extra_keys_for(ColumnKeys(distribution=("logits",)), "rl")
+        ['vf_preds', 'action_logp', 'logits']
+    """
+    if training_type == "distillation":
+        if keys.privileged_actions is None:
+            raise ValueError("distillation needs ColumnKeys(privileged_actions=...)")
+        wanted = [keys.privileged_actions]
+    else:
+        wanted = [keys.values, keys.log_probs, *keys.distribution]
+    return wanted + list(keys.actor_hidden) + list(keys.critic_hidden)
+
+
+def _pad(array: Any, length: int, value: Any = 0) -> Any:
+    def pad_leaf(leaf: np.ndarray) -> np.ndarray:
+        missing = length - len(leaf)
+        if missing == 0:
+            return leaf
+        filler = np.full((missing, *leaf.shape[1:]), value, dtype=leaf.dtype)
+        return np.concatenate([leaf, filler])
+
+    return map_leaves(pad_leaf, array)
+
+
+def time_major(
+    groups: list[list[SingleAgentEpisode]],
+    keys: ColumnKeys,
+    obs_fn: ObsFn | None = None,
+    *,
+    training_type: str = "rl",
+    pad: bool = False,
+) -> TimeMajorColumns:
+    """Lays out per-env chunk lists as ``[T, N, ...]`` numpy columns.
+
+    With ``pad=True`` the groups may differ in length: each is zero-padded to the longest, its
+    padding marked done, and a group whose episode is still running ends with a done step that
+    needs a bootstrap value (reported in ``truncated_steps``), since no column-wide
+    ``last_values`` can serve columns that end at different steps. ``mask`` is then set.
+
+    Raises:
+        ValueError: Without ``pad``, the envs hold different numbers of steps; or no steps.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 0.0],
+        ...     extra_model_outputs={"vf_preds": [0.5, 0.5], "action_logp": [-1.0, -1.0]},
+        ...     terminated=True, len_lookback_buffer=0)
+        >>> cols = time_major([[ep]], ColumnKeys())
+        >>> cols.rewards.shape, cols.dones[:, 0].tolist()
+        ((2, 1), [False, True])
+    """
+    lengths = [sum(len(c) for c in group) for group in groups]
+    if not lengths or min(lengths) == 0 or (len(set(lengths)) != 1 and not pad):
+        raise ValueError(
+            f"every env needs the same, non-zero number of steps; got {lengths}. Pass one "
+            "chunk per env column with layout='per_chunk' for uneven chunks"
+        )
+    horizon = max(lengths)
+    extra_keys = extra_keys_for(keys, training_type)
+    per_env: dict[str, list[Any]] = {name: [] for name in ("obs", "act", "rew", "done", "trunc")}
+    per_env_extra: dict[str, list[Any]] = {k: [] for k in extra_keys}
+    truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = []
+    ongoing: list[SingleAgentEpisode | None] = []
+    for n, group in enumerate(groups):
+        parts: dict[str, list[Any]] = {name: [] for name in per_env}
+        extra_parts: dict[str, list[Any]] = {k: [] for k in extra_keys}
+        offset = 0
+        chunks = [c for c in group if len(c)]
+        for chunk in chunks:
+            length = len(chunk)
+            parts["obs"].append(rows(chunk, "observations"))
+            parts["act"].append(rows(chunk, "actions"))
+            parts["rew"].append(np.asarray(rows(chunk, "rewards")))
+            done = np.zeros(length, bool)
+            trunc = np.zeros(length, bool)
+            done[-1] = chunk.is_done
+            trunc[-1] = chunk.is_truncated
+            parts["done"].append(done)
+            parts["trunc"].append(trunc)
+            for key in extra_keys:
+                extra_parts[key].append(np.asarray(rows(chunk, "extra", key)))
+            offset += length
+            if chunk.is_truncated:
+                truncated_steps.append((offset - 1, n, chunk))
+        last = chunks[-1]
+        if pad and not last.is_done and offset < horizon:
+            # This column ends before the others: close it with a bootstrapped done step.
+            parts["done"][-1][-1] = True
+            parts["trunc"][-1][-1] = True
+            truncated_steps.append((offset - 1, n, last))
+            ongoing.append(None)
+        else:
+            ongoing.append(None if last.is_done else last)
+        for name in per_env:
+            joined = _concat(parts[name])
+            per_env[name].append(_pad(joined, horizon, name == "done") if pad else joined)
+        for key in extra_keys:
+            joined = np.concatenate(extra_parts[key])
+            per_env_extra[key].append(_pad(joined, horizon) if pad else joined)
+    observations = _stack_envs(per_env["obs"])
+    if obs_fn is not None:
+        observations = obs_fn(observations)
+    return TimeMajorColumns(
+        observations=observations,
+        actions=_stack_envs(per_env["act"]),
+        rewards=_stack_envs(per_env["rew"]),
+        dones=_stack_envs(per_env["done"]),
+        truncated=_stack_envs(per_env["trunc"]),
+        extras={k: np.stack(v, axis=1) for k, v in per_env_extra.items()},
+        truncated_steps=truncated_steps,
+        ongoing=ongoing,
+        mask=np.arange(horizon)[:, None] < np.asarray(lengths)[None, :] if pad else None,
+    )
+
+
+def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None) -> Any:
+    """The last observation of every chunk, batched (and transformed by ``obs_fn``).
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 7], actions=[1], rewards=[1.0])
+        >>> last_observations([ep], None).tolist()
+        [7]
+    """
+    observations = batch([chunk.get_observations(-1) for chunk in chunks])
+    if obs_fn is None:
+        return observations
+    # obs_fn works on [T, N, ...] columns: present the batch as T=1.
+    transformed = obs_fn(map_leaves(lambda leaf: leaf[np.newaxis], observations))
+    return map_leaves(lambda leaf: leaf[0], transformed)

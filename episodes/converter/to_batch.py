@@ -1,0 +1,79 @@
+"""Episodes -> a flat batch: a dict of columns, one row per step, for any learner."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from episodes.converter.columns import ColumnKeys, ObsFn, rows
+from episodes.episode import SingleAgentEpisode
+from episodes.structs import is_nested
+
+
+def _concat(parts: list[Any]) -> Any:
+    if is_nested(parts[0]):
+        import tree
+
+        return tree.map_structure(lambda *leaves: np.concatenate(leaves), *parts)
+    return np.concatenate(parts)
+
+
+def episodes_to_batch(
+    episodes: Sequence[SingleAgentEpisode],
+    *,
+    keys: ColumnKeys | None = None,
+    extra_model_outputs: bool = True,
+    obs_fn: ObsFn | None = None,
+) -> dict[str, Any]:
+    """Concatenates the steps of all chunks into flat columns (no torch).
+
+    Columns: ``obs`` (the observation each action was taken in), ``next_obs``, ``actions``,
+    ``rewards``, ``terminateds``, ``truncateds``, ``dones``, ``t``, ``eps_id``, ``chunk`` (the
+    chunk's index in ``episodes``) and, with ``extra_model_outputs``, every key the chunks share.
+    ``obs_fn`` transforms the batched observations.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 2.0],
+        ...                         terminated=True, len_lookback_buffer=0)
+        >>> b = episodes_to_batch([ep])
+        >>> b["obs"].tolist(), b["next_obs"].tolist(), b["dones"].tolist()
+        ([0, 1], [1, 2], [False, True])
+    """
+    del keys  # reserved: the flat batch keeps every extra column under its own name
+    chunks = [c for c in episodes if len(c)]
+    if not chunks:
+        raise ValueError("episodes hold no steps to batch")
+    shared = set.intersection(*(set(c.extra_model_outputs) for c in chunks))
+    columns: dict[str, list[Any]] = {}
+
+    def add(name: str, value: Any) -> None:
+        columns.setdefault(name, []).append(value)
+
+    for index, chunk in enumerate(chunks):
+        n = len(chunk)
+        add("obs", rows(chunk, "observations"))
+        next_obs = chunk.get_observations(slice(1, n + 1))
+        if isinstance(next_obs, list):
+            from episodes.spaces import batch
+
+            next_obs = batch(next_obs)
+        add("next_obs", next_obs)
+        add("actions", rows(chunk, "actions"))
+        add("rewards", np.asarray(rows(chunk, "rewards")))
+        data = chunk.get_data_dict()
+        for flag in ("terminateds", "truncateds"):
+            add(flag, np.asarray(data[flag], dtype=bool))
+        add("dones", np.asarray(data["terminateds"]) | np.asarray(data["truncateds"]))
+        add("t", np.arange(chunk.t_started, chunk.t))
+        add("eps_id", np.asarray([chunk.id_] * n))
+        add("chunk", np.full(n, index))
+        if extra_model_outputs:
+            for key in sorted(shared):
+                add(key, np.asarray(rows(chunk, "extra", key)))
+    batch_columns = {name: _concat(parts) for name, parts in columns.items()}
+    if obs_fn is not None:
+        batch_columns["obs"] = obs_fn(batch_columns["obs"])
+        batch_columns["next_obs"] = obs_fn(batch_columns["next_obs"])
+    return batch_columns

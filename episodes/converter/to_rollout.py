@@ -1,0 +1,247 @@
+"""Episodes -> a filled torch :class:`~episodes.rollout.RolloutStorage`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from episodes.converter.bootstrap import bootstrap_truncated_rewards
+from episodes.converter.columns import (
+    ColumnKeys,
+    ObsFn,
+    TimeMajorColumns,
+    extra_keys_for,
+    group_by_env,
+    last_observations,
+    time_major,
+)
+from episodes.episode import SingleAgentEpisode
+from episodes.rollout import RolloutStorage
+from episodes.structs import map_leaves
+
+ValueFn = Callable[[Any], Any]
+
+
+@dataclass
+class Rollout:
+    """A filled storage plus what ``compute_returns`` and the learner need next.
+
+    Attributes:
+        storage: The filled storage (``step == T``).
+        last_values: ``[N, 1]`` values of each env's last observation (0 where the env's last
+            episode ended inside the window); pass to ``storage.compute_returns``.
+        mask: ``[T, N]`` bool of real (not padded) steps for ``layout="per_chunk"``, else None.
+        groups: The chunks of each column, in time order.
+    """
+
+    storage: RolloutStorage
+    last_values: torch.Tensor
+    mask: torch.Tensor | None
+    groups: list[list[SingleAgentEpisode]]
+
+
+def bootstrap_values(
+    chunks: Sequence[SingleAgentEpisode],
+    *,
+    value_fn: ValueFn | None,
+    keys: ColumnKeys,
+    obs_fn: ObsFn | None = None,
+) -> np.ndarray:
+    """``V`` of each chunk's last observation, float64 ``[len(chunks)]``.
+
+    From ``value_fn`` (called once on the batched, ``obs_fn``-transformed observations), or,
+    without one, from ``chunk.custom_data[keys.bootstrap_value]``.
+
+    Raises:
+        ValueError: Neither source is available for some chunk.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 3], actions=[1], rewards=[1.0])
+        >>> bootstrap_values([ep], value_fn=lambda obs: obs * 2.0, keys=ColumnKeys()).tolist()
+        [6.0]
+    """
+    if not chunks:
+        return np.zeros(0)
+    if value_fn is not None:
+        values = value_fn(last_observations(chunks, obs_fn))
+        if isinstance(values, torch.Tensor):
+            values = values.detach().to("cpu").double().numpy()
+        return np.asarray(values, dtype=np.float64).reshape(len(chunks))
+    missing = [c.id_ for c in chunks if keys.bootstrap_value not in c.custom_data]
+    if missing:
+        raise ValueError(
+            f"chunks {missing} need a bootstrap value: pass value_fn, or store "
+            f"custom_data[{keys.bootstrap_value!r}]"
+        )
+    return np.asarray([float(c.custom_data[keys.bootstrap_value]) for c in chunks])
+
+
+def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) -> Any:
+    def convert(leaf: Any) -> torch.Tensor:
+        t = torch.from_numpy(np.ascontiguousarray(leaf))
+        return t.to(device=device, dtype=dtype or t.dtype)
+
+    return map_leaves(convert, array)
+
+
+def _hidden(extras: dict[str, np.ndarray], names: tuple[str, ...], device: torch.device) -> Any:
+    if not names:
+        return None
+    # Stored per step as [num_layers, hidden]; the storage wants [T, num_layers, N, hidden].
+    parts = [_tensor(extras[k], device, torch.float32).permute(0, 2, 1, 3) for k in names]
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def _new_storage(
+    cols: TimeMajorColumns,
+    obs: Any,
+    actions: torch.Tensor,
+    training_type: str,
+    keys: ColumnKeys,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> RolloutStorage:
+    horizon, num_envs = cols.dones.shape
+    example_obs = map_leaves(lambda leaf: leaf[0], obs)
+    dist_shapes = tuple(tuple(cols.extras[k].shape[2:]) for k in keys.distribution) or None
+
+    def hidden_spec(names: tuple[str, ...]) -> Any:
+        if not names:
+            return None
+        specs = tuple(tuple(cols.extras[k].shape[2:]) for k in names)
+        return specs[0] if len(specs) == 1 else specs
+
+    return RolloutStorage(
+        training_type,
+        num_envs,
+        horizon,
+        example_obs,
+        tuple(actions.shape[2:]),
+        device,
+        distribution_params=dist_shapes if training_type == "rl" else None,
+        actor_hidden_state=hidden_spec(keys.actor_hidden),
+        critic_hidden_state=hidden_spec(keys.critic_hidden),
+        dtype=dtype,
+        actions_dtype=actions.dtype,
+    )
+
+
+def episodes_to_rollout(
+    episodes: Sequence[Any],
+    *,
+    gamma: float,
+    value_fn: ValueFn | None = None,
+    keys: ColumnKeys | None = None,
+    training_type: str = "rl",
+    device: str | torch.device = "cpu",
+    obs_fn: ObsFn | None = None,
+    layout: str = "per_env",
+    storage: RolloutStorage | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Rollout:
+    """Flattens episode chunks into a ``[T, N, ...]`` rollout storage, bootstrapped exactly.
+
+    Layouts: ``"per_env"`` lays the chunks of each env end to end along T (every env must hold
+    the same number of steps, as the env runner guarantees), with ``dones`` at episode ends;
+    ``"per_chunk"`` gives each chunk its own column, zero-padded, with a mask.
+
+    Bootstrapping: a truncated episode's last reward gets ``gamma * V(final observation)``
+    (computed in float64, then cast), a terminated one nothing; an env whose last chunk is still
+    running contributes ``V(last observation)`` to ``last_values``. ``V`` comes from
+    ``value_fn`` (one batched call on ``obs_fn``-transformed observations) or from
+    ``custom_data[keys.bootstrap_value]``.
+
+    Args:
+        episodes: Chunks (a flat list as the env runner returns, or per-env lists).
+        gamma: Discount factor used for the bootstrap.
+        value_fn: Batched observations -> values (numpy or torch), for the bootstrap.
+        keys: Which extra-model-outputs hold values, log-probs, distribution parameters,
+            privileged actions and hidden states.
+        training_type: ``"rl"`` or ``"distillation"``.
+        device: Where the storage lives.
+        obs_fn: Transforms the ``[T, N, ...]`` observation columns (flatten, one-hot, ...).
+        layout: ``"per_env"`` or ``"per_chunk"``.
+        storage: An existing storage of matching size to fill (cleared first).
+        dtype: Float dtype of the storage.
+
+    Returns:
+        A :class:`Rollout`: the storage, ``last_values`` and the mask.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...     rewards=[1.0, 1.0], truncated=True, len_lookback_buffer=0,
+        ...     extra_model_outputs={"vf_preds": [0.0, 0.0], "action_logp": [-0.7, -0.7],
+        ...                          "logits": [[0.0, 0.0], [0.0, 0.0]]})
+        >>> r = episodes_to_rollout([ep], gamma=0.5, value_fn=lambda obs: obs * 10,
+        ...                         keys=ColumnKeys(distribution=("logits",)))
+        >>> r.storage.rewards[:, 0, 0].tolist()
+        [1.0, 11.0]
+    """
+    if layout not in ("per_env", "per_chunk"):
+        raise ValueError(f"layout must be 'per_env' or 'per_chunk', got {layout!r}")
+    if training_type not in ("rl", "distillation"):
+        raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
+    keys = keys or ColumnKeys()
+    extra_keys_for(keys, training_type)
+    device = torch.device(device)
+    if layout == "per_env":
+        groups = group_by_env(episodes)
+    else:
+        flat = [c for group in group_by_env(episodes) for c in group if len(c)]
+        groups = [[c] for c in flat]
+    cols = time_major(groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk")
+    rewards = cols.rewards.astype(np.float64)
+    needs_value = [c for _, _, c in cols.truncated_steps]
+    ongoing = [(n, c) for n, c in enumerate(cols.ongoing) if c is not None]
+    values = bootstrap_values(
+        needs_value + [c for _, c in ongoing], value_fn=value_fn, keys=keys, obs_fn=obs_fn
+    )
+    if needs_value and training_type == "rl":
+        final_values = np.zeros_like(rewards)
+        for (t, n, _), value in zip(cols.truncated_steps, values[: len(needs_value)]):
+            final_values[t, n] = value
+        rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
+    last_values = np.zeros((cols.dones.shape[1], 1))
+    for (n, _), value in zip(ongoing, values[len(needs_value) :]):
+        last_values[n, 0] = value
+
+    obs = _tensor(cols.observations, device)
+    actions = _tensor(cols.actions, device)
+    if actions.dim() == 2:
+        actions = actions.unsqueeze(-1)
+    if storage is None:
+        storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
+    else:
+        storage.clear()
+    fields: dict[str, Any] = {
+        "observations": obs,
+        "actions": actions,
+        "rewards": _tensor(rewards, device, dtype).unsqueeze(-1),
+        "dones": _tensor(cols.dones, device),
+    }
+    if training_type == "rl":
+        fields["values"] = _tensor(cols.extras[keys.values], device, dtype).reshape(
+            *cols.dones.shape, 1
+        )
+        fields["actions_log_prob"] = _tensor(cols.extras[keys.log_probs], device, dtype).reshape(
+            *cols.dones.shape, 1
+        )
+        if keys.distribution:
+            fields["distribution_params"] = tuple(
+                _tensor(cols.extras[k], device, dtype) for k in keys.distribution
+            )
+    else:
+        privileged = _tensor(cols.extras[str(keys.privileged_actions)], device, actions.dtype)
+        fields["privileged_actions"] = privileged.reshape(actions.shape)
+    if keys.actor_hidden or keys.critic_hidden:
+        fields["hidden_states"] = (
+            _hidden(cols.extras, keys.actor_hidden, device),
+            _hidden(cols.extras, keys.critic_hidden, device),
+        )
+    storage.write_block(0, **fields)
+    mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
+    return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
