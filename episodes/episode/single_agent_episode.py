@@ -256,40 +256,48 @@ class SingleAgentEpisode:
         """
         if self.is_terminated or self.is_truncated:
             raise AssertionError("the episode is done: it accepts no more steps")
-        emo = self.extra_model_outputs
-        if extra_model_outputs is not None:
-            if extra_model_outputs.keys() != emo.keys():
-                self._check_new_keys(extra_model_outputs)
-        elif emo:
-            self._check_new_keys({})
-        if infos is None:
-            infos = {}
         obs_items = self.observations._items
         act_items = self.actions._items
         reward_items = self.rewards._items
-        info_items = self.infos._items
-        if obs_items is not None and act_items is not None and reward_items is not None:
-            # List mode (the common case while sampling): append straight to the lists.
+        list_mode = obs_items is not None and act_items is not None and reward_items is not None
+        if list_mode:
             if not obs_items:
                 raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-            obs_items.append(observation)
-            act_items.append(action)
-            reward_items.append(reward)
         else:
-            self._append_checked(observation, action, reward)
-        if info_items is not None:
-            info_items.append(infos)
-        else:
-            self.infos.append(infos)
+            self._check_step(observation, action)
+        # Every check that can fail runs before the first write. Extra outputs are appended
+        # optimistically (one dict lookup per key, no key-set comparison) and rolled back if a
+        # key turns out to be new, which then takes the checked path.
+        emo = self.extra_model_outputs
         if extra_model_outputs is not None:
-            for key, value in extra_model_outputs.items():
-                column = emo.get(key)
-                if column is None:
-                    emo[key] = InfiniteLookbackBuffer([value])
-                elif column._items is not None:
-                    column._items.append(value)
-                elif column._columns is not None:
-                    column._columns.append(value)
+            if len(extra_model_outputs) != len(emo) or not _append_extras(emo, extra_model_outputs):
+                self._check_new_keys(extra_model_outputs)
+                for key, value in extra_model_outputs.items():
+                    if key in emo:
+                        emo[key].append(value)
+                    else:
+                        emo[key] = InfiniteLookbackBuffer([value])
+        elif emo:
+            self._check_new_keys({})
+        if list_mode:
+            obs_items.append(observation)  # type: ignore[union-attr]
+            act_items.append(action)  # type: ignore[union-attr]
+            reward_items.append(reward)  # type: ignore[union-attr]
+        else:
+            for column, item in (
+                (self.observations, observation),
+                (self.actions, action),
+                (self.rewards, reward),
+            ):
+                if column._columns is not None:
+                    column._columns.append(item)
+                else:
+                    column.append(item)
+        info_items = self.infos._items
+        if info_items is not None:
+            info_items.append(infos if infos is not None else {})
+        else:
+            self.infos.append(infos if infos is not None else {})
         self.t += 1
         self.is_terminated = terminated if terminated.__class__ is bool else bool(terminated)
         self.is_truncated = truncated if truncated.__class__ is bool else bool(truncated)
@@ -297,7 +305,7 @@ class SingleAgentEpisode:
         if self._start_time is None:
             self._start_time = now
 
-    def _append_checked(self, observation: Any, action: Any, reward: Any) -> None:
+    def _check_step(self, observation: Any, action: Any) -> None:
         # Numpy (or mixed) mode: check against the spaces before anything is written.
         if self.observations.len_incl_lookback() == 0:
             raise AssertionError("add_env_step needs add_env_reset (or observations) first")
@@ -306,15 +314,6 @@ class SingleAgentEpisode:
                 _raise_not_in_space(self._observation_space, observation, "observation")
             if self._action_check is not None and not self._action_check(action):
                 _raise_not_in_space(self._action_space, action, "action")
-        for column, item in (
-            (self.observations, observation),
-            (self.actions, action),
-            (self.rewards, reward),
-        ):
-            if column._columns is not None:
-                column._columns.append(item)
-            else:
-                column.append(item)
 
     def _check_new_keys(self, given: dict[str, Any]) -> None:
         known, new = set(self.extra_model_outputs), set(given)
@@ -687,6 +686,24 @@ class SingleAgentEpisode:
             f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, "
             f"return={self.get_return():.4g}, id_={self.id_})"
         )
+
+
+def _append_extras(emo: dict[str, InfiniteLookbackBuffer], values: dict[str, Any]) -> bool:
+    """Appends each value to its existing column; on an unknown key undoes and returns False."""
+    for key, value in values.items():
+        column = emo.get(key)
+        if column is None:
+            for done in values:
+                if done == key:
+                    break
+                emo[done].pop()
+            return False
+        items = column._items
+        if items is not None:
+            items.append(value)
+        else:
+            column.append(value)
+    return True
 
 
 def _raise_not_in_space(space: Any, value: Any, what: str) -> None:
