@@ -1,0 +1,221 @@
+"""Disk format throughput and streaming memory.
+
+Writes a dataset of ``--steps`` env steps (84x84x3 uint8 observations, int64 actions, float32
+rewards; episodes of ``--episode-len`` steps) with ``EpisodeWriter`` and reads it back with
+``read_episodes``, against raw ``np.save``/``np.load`` of the same arrays (with and without
+fsync) and against pickling ``get_state()``. Then streams the whole dataset and a 10% prefix,
+reporting peak traced Python/numpy allocations and peak RSS, to show memory does not grow with
+the dataset. Data lives under a temp dir in /tmp and is deleted.
+
+    .venv/bin/python benchmarks/bench_io.py            # 100k steps (~2.1 GB)
+    .venv/bin/python benchmarks/bench_io.py --quick    # 10k steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _timing import interleaved  # noqa: E402
+
+from episodes import SingleAgentEpisode  # noqa: E402
+from episodes.io import EpisodeWriter, read_episodes  # noqa: E402
+
+OBS_SHAPE = (84, 84, 3)
+
+
+def make_frames(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (n, *OBS_SHAPE), dtype=np.uint8)
+
+
+def episodes(total: int, ep_len: int, frames: np.ndarray):
+    rng = np.random.default_rng(1)
+    done = 0
+    i = 0
+    while done < total:
+        n = min(ep_len, total - done)
+        start = (i * 97) % (len(frames) - n - 1)
+        ep = SingleAgentEpisode(
+            f"ep{i}",
+            observations=frames[start : start + n + 1],
+            actions=list(rng.integers(0, 6, n)),
+            rewards=list(rng.normal(size=n).astype(np.float32)),
+            len_lookback_buffer=0,
+        )
+        yield ep.to_numpy()
+        done += n
+        i += 1
+
+
+def nbytes(ep: SingleAgentEpisode) -> int:
+    return sum(np.asarray(c.data).nbytes for c in (ep.observations, ep.actions, ep.rewards))
+
+
+def touch(a: np.ndarray) -> int:
+    """Reads one byte per 4 KiB page so lazily mapped data is actually brought in."""
+    flat = (
+        a.reshape(-1).view(np.uint8)
+        if a.flags.c_contiguous
+        else np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    )
+    return int(flat[::4096].sum())
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def bench(total: int, ep_len: int, tmp: Path, repeats: int) -> None:
+    frames = make_frames(min(total, 3 * ep_len) + 2)
+    eps = list(episodes(total, ep_len, frames))  # frames are shared, so this is cheap
+    mb = sum(nbytes(e) for e in eps) / 1e6
+    print(f"dataset: {total} steps, {len(eps)} episodes, {mb:.0f} MB of arrays")
+    results = {}
+
+    ds = tmp / "ours"
+
+    def write_ours(dest: Path, sync: bool = True) -> None:
+        with EpisodeWriter(dest, sync=sync) as w:
+            for ep in eps:
+                w.write(ep)
+
+    def write_raw(dest: Path, sync: bool) -> None:
+        dest.mkdir()
+        for i, ep in enumerate(eps):
+            for name, col in (("o", ep.observations), ("a", ep.actions), ("r", ep.rewards)):
+                p = dest / f"{i}{name}.npy"
+                np.save(p, col.data)
+                if sync:
+                    fsync_file(p)
+
+    def write_pickle(dest: Path) -> None:
+        dest.mkdir()
+        for i, ep in enumerate(eps):
+            with open(dest / f"{i}.pkl", "wb") as f:
+                pickle.dump(ep.get_state(), f, protocol=5)
+
+    writers = {
+        "episodes.io write (fsync)": write_ours,
+        "episodes.io write (sync=False)": lambda d: write_ours(d, False),
+        "raw np.save": lambda d: write_raw(d, False),
+        "raw np.save + fsync": lambda d: write_raw(d, True),
+        "pickle get_state() write": write_pickle,
+    }
+    samples: dict[str, list[float]] = {k: [] for k in writers}
+    for rep in range(repeats):  # interleaved; every run writes a fresh directory
+        for name, fn in writers.items():
+            dest = tmp / f"w{rep}-{len(samples[name])}-{abs(hash(name))}"
+            t0 = time.perf_counter()
+            fn(dest)
+            samples[name].append(time.perf_counter() - t0)
+            if rep == repeats - 1 and name == "episodes.io write (fsync)":
+                dest.rename(ds)
+            elif rep == repeats - 1 and name in ("raw np.save", "pickle get_state() write"):
+                dest.rename(tmp / ("raw" if name == "raw np.save" else "pickle"))
+            else:
+                shutil.rmtree(dest)
+    results = {k: statistics.median(v) for k, v in samples.items()}
+    raw, pk = tmp / "raw", tmp / "pickle"
+
+    def read_ours() -> None:
+        for ep in read_episodes(ds):
+            touch(ep.observations.data)
+            touch(ep.actions.data)
+            touch(ep.rewards.data)
+
+    def read_verify() -> None:
+        for _ep in read_episodes(ds, verify=True):
+            pass
+
+    def read_raw(mmap: bool) -> None:
+        for i in range(len(eps)):
+            for name in "oar":
+                touch(np.load(raw / f"{i}{name}.npy", mmap_mode="r" if mmap else None))
+
+    def read_pickle() -> None:
+        for i in range(len(eps)):
+            with open(pk / f"{i}.pkl", "rb") as f:
+                SingleAgentEpisode.from_state(pickle.load(f))  # noqa: S301 - our own file
+
+    results.update(
+        interleaved(
+            {
+                "episodes.io read (mmap, touch pages)": read_ours,
+                "episodes.io read + CRC verify": read_verify,
+                "raw np.load": lambda: read_raw(False),
+                "raw np.load mmap (touch pages)": lambda: read_raw(True),
+                "pickle read + from_state": read_pickle,
+            },
+            repeats=repeats,
+        )
+    )
+    shutil.rmtree(raw)
+    shutil.rmtree(pk)
+
+    print(f"{'':40s} {'seconds':>8s} {'MB/s':>8s}")
+    for name, sec in results.items():
+        print(f"{name:40s} {sec:8.2f} {mb / sec:8.0f}")
+    w_ratio = results["raw np.save"] / results["episodes.io write (fsync)"]
+    ws_ratio = results["raw np.save + fsync"] / results["episodes.io write (fsync)"]
+    r_ratio = results["raw np.load"] / results["episodes.io read (mmap, touch pages)"]
+    nos_ratio = results["raw np.save"] / results["episodes.io write (sync=False)"]
+    print(f"write vs raw np.save: {w_ratio:.2f}x (vs np.save+fsync: {ws_ratio:.2f}x)")
+    print(f"write without fsync vs raw np.save: {nos_ratio:.2f}x  (target >= 0.7x)")
+    print(f"read vs raw np.load:  {r_ratio:.2f}x  (target >= 0.7x)")
+
+    # --- streaming memory: a 10% prefix vs the whole dataset
+    n = len(eps)
+    for label, stop in (("10% of the dataset", max(1, n // 10)), ("the whole dataset", n)):
+        base_rss = rss_mb()
+        peak_rss = base_rss
+        tracemalloc.start()
+        steps = 0
+        for ep in read_episodes(ds, stop=stop):
+            touch(ep.observations.data)
+            steps += len(ep)
+            peak_rss = max(peak_rss, rss_mb())
+            del ep
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(
+            f"streaming {label:18s} ({steps:6d} steps): peak traced {peak / 1e6:7.1f} MB, "
+            f"peak RSS growth {peak_rss - base_rss:7.1f} MB"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="10k steps")
+    parser.add_argument("--episode-len", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per contender")
+    args = parser.parse_args()
+    total = 10_000 if args.quick else args.steps
+    tmp = Path(tempfile.mkdtemp(prefix="episodes-bench-", dir="/tmp"))
+    try:
+        bench(total, args.episode_len, tmp, args.repeats)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Error types of the on-disk dataset format.
+
+Every problem found while reading a dataset raises a :class:`DatasetError` subclass, so callers
+can catch one type for files that are missing, damaged, unsafe or from an unknown format
+version. Values that cannot be stored safely are refused at write time with
+:class:`UnstorableValueError` (also a ``TypeError``), before anything touches the disk.
+
+Example:
+    >>> issubclass(CorruptDatasetError, DatasetError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CorruptDatasetError",
+    "DatasetError",
+    "DatasetLockedError",
+    "EpisodeNotFoundError",
+    "NotADatasetError",
+    "UnsafeDataError",
+    "UnstorableValueError",
+    "UnsupportedVersionError",
+]
+
+
+class DatasetError(Exception):
+    """Base type of every dataset error (read and write)."""
+
+
+class NotADatasetError(DatasetError):
+    """The path does not exist or is not an episodes dataset directory."""
+
+
+class UnsupportedVersionError(DatasetError):
+    """The dataset (or one of its files) declares a format version this library cannot read."""
+
+
+class CorruptDatasetError(DatasetError):
+    """A file is missing, truncated, malformed, or disagrees with its checksum or metadata."""
+
+
+class UnsafeDataError(CorruptDatasetError):
+    """A file could run code when loaded (pickles, object arrays) or points outside the dataset.
+
+    Such files are refused without being loaded.
+    """
+
+
+class EpisodeNotFoundError(DatasetError):
+    """No committed chunk carries the requested episode id."""
+
+
+class DatasetLockedError(DatasetError):
+    """Another writer holds the dataset's lock."""
+
+
+class UnstorableValueError(DatasetError, TypeError):
+    """A value cannot be stored safely (refused at write time, nothing is written)."""

@@ -1,0 +1,330 @@
+"""Dataset layout: names, the format version, ``format.json`` and the append-only manifest.
+
+A dataset is a directory::
+
+    DATASET/
+      format.json        {"format": "episodes-dataset", "version": 1}
+      manifest.jsonl     one JSON object per committed chunk, appended and fsynced
+      .lock              held (flock) by the one writer allowed at a time
+      chunks/
+        00000000-1a2b3c4d/   one committed chunk: meta.json + .npy files
+        .tmp-...             a chunk being written (invisible to readers)
+
+Only chunks listed in the manifest exist for readers. See ``docs/format.md``.
+
+Example:
+    >>> FORMAT_VERSION
+    1
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from episodes.io.errors import (
+    CorruptDatasetError,
+    NotADatasetError,
+    UnsafeDataError,
+    UnsupportedVersionError,
+)
+
+__all__ = [
+    "CHUNKS_DIR",
+    "FORMAT_FILE",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "LOCK_FILE",
+    "MANIFEST_FILE",
+    "META_FILE",
+    "ManifestEntry",
+    "check_format",
+    "chunk_path",
+    "fsync_dir",
+    "read_manifest",
+    "write_json_atomic",
+]
+
+FORMAT_NAME = "episodes-dataset"
+FORMAT_VERSION = 1
+FORMAT_FILE = "format.json"
+MANIFEST_FILE = "manifest.jsonl"
+LOCK_FILE = ".lock"
+CHUNKS_DIR = "chunks"
+META_FILE = "meta.json"
+TMP_PREFIX = ".tmp-"
+CHUNK_NAME = re.compile(r"^[0-9]{8,}-[0-9a-f]{8}$")
+FILE_NAME = re.compile(r"^[a-z0-9]+(\.[0-9]+)?\.npy$")
+_MAX_JSON_BYTES = 1 << 30
+
+
+def fsync_dir(path: Path) -> None:
+    """Flushes a directory entry (new names, renames) to disk.
+
+    Example:
+        >>> import tempfile; fsync_dir(Path(tempfile.gettempdir()))
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """Writes JSON to a temporary name, fsyncs it and renames it over ``path``.
+
+    Example:
+        >>> import tempfile; p = Path(tempfile.mkdtemp()) / "x.json"
+        >>> write_json_atomic(p, {"a": 1}); p.read_text()
+        '{"a": 1}'
+    """
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(value, allow_nan=False))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def load_json_file(path: Path, what: str) -> Any:
+    """Reads a JSON file strictly (no code runs), raising :class:`CorruptDatasetError`.
+
+    Example:
+        >>> import tempfile; p = Path(tempfile.mkdtemp()) / "x.json"; _ = p.write_text("[1]")
+        >>> load_json_file(p, "test file")
+        [1]
+    """
+    try:
+        size = path.stat().st_size
+        if size > _MAX_JSON_BYTES:
+            raise CorruptDatasetError(f"{what} {path} is implausibly large ({size} bytes)")
+        text = path.read_bytes().decode("utf-8")
+        return json.loads(text)
+    except FileNotFoundError as err:
+        raise CorruptDatasetError(f"{what} {path} is missing") from err
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise CorruptDatasetError(f"{what} {path} is not valid JSON: {err}") from err
+    except OSError as err:
+        raise CorruptDatasetError(f"cannot read {what} {path}: {err}") from err
+
+
+def check_version(value: Any, where: str) -> None:
+    """Raises :class:`UnsupportedVersionError` unless ``value`` is a version we can read.
+
+    Example:
+        >>> check_version(1, "meta.json")
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise CorruptDatasetError(f"{where}: format version must be an int, got {value!r}")
+    if value != FORMAT_VERSION:
+        raise UnsupportedVersionError(
+            f"{where}: format version {value} is not supported (this library reads version "
+            f"{FORMAT_VERSION})"
+        )
+
+
+def check_format(root: Path) -> None:
+    """Checks that ``root`` is a dataset directory of a supported version.
+
+    Raises:
+        NotADatasetError: ``root`` is missing or has no ``format.json``.
+        UnsupportedVersionError: The version is not one we read.
+        CorruptDatasetError: ``format.json`` is malformed.
+
+    Example:
+        >>> check_format(Path("/nonexistent"))
+        Traceback (most recent call last):
+        ...
+        episodes.io.errors.NotADatasetError: /nonexistent does not exist
+    """
+    if not root.exists():
+        raise NotADatasetError(f"{root} does not exist")
+    if not root.is_dir():
+        raise NotADatasetError(f"{root} is not a directory")
+    path = root / FORMAT_FILE
+    if not path.exists():
+        raise NotADatasetError(f"{root} is not an episodes dataset (no {FORMAT_FILE})")
+    info = load_json_file(path, FORMAT_FILE)
+    if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
+        raise CorruptDatasetError(f"{path} does not describe an {FORMAT_NAME!r}")
+    check_version(info.get("version"), str(path))
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One committed chunk, as listed in ``manifest.jsonl``.
+
+    Attributes:
+        chunk: Relative path of the chunk directory (``chunks/NAME``).
+        id_: The episode id (JSON value).
+        t_started: The chunk's ``t_started``.
+        t: The chunk's ``t``.
+        ret: Sum of the chunk's rewards after the lookback.
+        terminated: The chunk's terminated flag.
+        truncated: The chunk's truncated flag.
+        meta_sha256: SHA-256 (hex) of the chunk's ``meta.json``.
+        nbytes: Total size of the chunk's files.
+    """
+
+    chunk: str
+    id_: Any
+    t_started: int
+    t: int
+    ret: float
+    terminated: bool
+    truncated: bool
+    meta_sha256: str
+    nbytes: int
+
+    @property
+    def length(self) -> int:
+        """Number of steps in the chunk (``t - t_started``)."""
+        return self.t - self.t_started
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest line's object."""
+        return {
+            "v": FORMAT_VERSION,
+            "chunk": self.chunk,
+            "id": self.id_,
+            "t_started": self.t_started,
+            "t": self.t,
+            "return": self.ret,
+            "terminated": self.terminated,
+            "truncated": self.truncated,
+            "meta_sha256": self.meta_sha256,
+            "nbytes": self.nbytes,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str) -> ManifestEntry:
+        """Parses and checks a manifest line's object (raises our errors, never builds junk)."""
+        if not isinstance(obj, dict):
+            raise CorruptDatasetError(f"{where}: expected a JSON object")
+        check_version(obj.get("v"), where)
+        for key, types in (
+            ("chunk", str),
+            ("t_started", int),
+            ("t", int),
+            ("return", (int, float)),
+            ("terminated", bool),
+            ("truncated", bool),
+            ("meta_sha256", str),
+            ("nbytes", int),
+        ):
+            if key not in obj:
+                raise CorruptDatasetError(f"{where}: missing key {key!r}")
+            if not isinstance(obj[key], types) or (types is int and isinstance(obj[key], bool)):
+                raise CorruptDatasetError(f"{where}: {key!r} has the wrong type ({obj[key]!r})")
+        if "id" not in obj:
+            raise CorruptDatasetError(f"{where}: missing key 'id'")
+        if not re.fullmatch(r"[0-9a-f]{64}", obj["meta_sha256"]):
+            raise CorruptDatasetError(f"{where}: meta_sha256 is not a SHA-256 hex digest")
+        if obj["t"] < obj["t_started"] or obj["t_started"] < 0 or obj["nbytes"] < 0:
+            raise CorruptDatasetError(f"{where}: inconsistent t_started/t/nbytes")
+        return cls(
+            chunk=obj["chunk"],
+            id_=obj["id"],
+            t_started=obj["t_started"],
+            t=obj["t"],
+            ret=float(obj["return"]),
+            terminated=obj["terminated"],
+            truncated=obj["truncated"],
+            meta_sha256=obj["meta_sha256"],
+            nbytes=obj["nbytes"],
+        )
+
+
+def chunk_path(root: Path, relative: str) -> Path:
+    """Resolves a manifest's chunk path, refusing anything outside ``root/chunks``.
+
+    Only ``chunks/NAME`` with a writer-made ``NAME`` is accepted: no absolute paths, no ``..``,
+    no other directories, and no symlink that leads out of the dataset.
+
+    Raises:
+        UnsafeDataError: The path is not a plain chunk name inside the dataset.
+
+    Example:
+        >>> chunk_path(Path("/d"), "../etc")
+        Traceback (most recent call last):
+        ...
+        episodes.io.errors.UnsafeDataError: manifest chunk path '../etc' is not a plain \
+chunks/NAME path inside the dataset
+    """
+    parts = relative.split("/")
+    if len(parts) != 2 or parts[0] != CHUNKS_DIR or not CHUNK_NAME.match(parts[1]):
+        raise UnsafeDataError(
+            f"manifest chunk path {relative!r} is not a plain {CHUNKS_DIR}/NAME path inside "
+            "the dataset"
+        )
+    path = root / CHUNKS_DIR / parts[1]
+    check_inside(root, path)
+    return path
+
+
+def check_inside(root: Path, path: Path) -> None:
+    """Raises :class:`UnsafeDataError` if ``path`` (symlinks resolved) leaves ``root``.
+
+    Example:
+        >>> check_inside(Path("/d"), Path("/d/chunks/x"))
+    """
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise UnsafeDataError(f"{path} resolves to {real}, outside the dataset {real_root}")
+
+
+def read_manifest(root: Path) -> tuple[list[ManifestEntry], int, bool]:
+    """Reads the committed entries of ``root/manifest.jsonl``.
+
+    A final line that is incomplete or unparseable (a writer killed mid-append) is ignored;
+    a bad line before it is corruption.
+
+    Returns:
+        ``(entries, good_bytes, torn)``: the entries, the byte length of the valid prefix and
+        whether a torn tail was ignored.
+
+    Raises:
+        CorruptDatasetError: A middle line is malformed, or a chunk is listed twice.
+
+    Example:
+        >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / MANIFEST_FILE).write_text("")
+        >>> read_manifest(d)
+        ([], 0, False)
+    """
+    path = root / MANIFEST_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as err:
+        raise CorruptDatasetError(f"{path} is missing") from err
+    except OSError as err:
+        raise CorruptDatasetError(f"cannot read {path}: {err}") from err
+    lines = raw.split(b"\n")
+    # ``raw`` ends with "\n" when complete, so the last element is b"" (or a torn tail).
+    complete, tail = lines[:-1], lines[-1]
+    entries: list[ManifestEntry] = []
+    good = 0
+    torn = bool(tail)
+    for number, line in enumerate(complete, start=1):
+        where = f"{MANIFEST_FILE} line {number}"
+        try:
+            obj = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as err:
+            if number == len(complete) and not tail:
+                torn = True  # a damaged final line: the append never completed
+                break
+            raise CorruptDatasetError(f"{where} is not valid JSON: {err}") from err
+        entries.append(ManifestEntry.from_json(obj, where))
+        good += len(line) + 1
+    seen: set[str] = set()
+    for entry in entries:
+        if entry.chunk in seen:
+            raise CorruptDatasetError(f"{MANIFEST_FILE} lists chunk {entry.chunk!r} twice")
+        seen.add(entry.chunk)
+    return entries, good, torn

@@ -1,0 +1,403 @@
+"""Reading datasets: stream episodes, load one episode by id, summarise a dataset.
+
+Reading never unpickles and never runs code from the files: ``.npy`` headers are parsed by
+numpy's literal-only parser, object dtypes are refused before any data is read, JSON is parsed
+with :mod:`json`, and every path is checked to stay inside the dataset. Large arrays are
+memory-mapped copy-on-write (the file never changes; writes stay in memory). Every problem
+raises a :class:`~episodes.io.errors.DatasetError`.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import EpisodeWriter
+    >>> path = tempfile.mkdtemp()
+    >>> ep = SingleAgentEpisode("a", observations=[0, 1], actions=[1], rewards=[2.0],
+    ...                         len_lookback_buffer=0)
+    >>> with EpisodeWriter(path) as w:
+    ...     _ = w.write(ep)
+    >>> load_episode(path, "a") == ep, dataset_info(path).num_steps
+    (True, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.encoding import decode_episode
+from episodes.io.errors import (
+    CorruptDatasetError,
+    DatasetError,
+    EpisodeNotFoundError,
+    UnsafeDataError,
+)
+from episodes.io.format import (
+    FILE_NAME,
+    FORMAT_VERSION,
+    META_FILE,
+    ManifestEntry,
+    check_format,
+    check_inside,
+    chunk_path,
+    load_json_file,
+    read_manifest,
+)
+from episodes.io.values import SAFE_KINDS, crc32_of, decode_value
+from episodes.spaces import space_from_dict
+
+__all__ = [
+    "DatasetInfo",
+    "EpisodeSummary",
+    "dataset_info",
+    "iter_chunks",
+    "load_chunk",
+    "load_episode",
+    "read_episodes",
+]
+
+PathLike = str | os.PathLike[str]
+MMAP_THRESHOLD = 1 << 20  # arrays of at least 1 MiB are memory-mapped
+
+
+def iter_chunks(path: PathLike) -> tuple[Path, list[ManifestEntry], bool]:
+    """Checks the dataset and returns ``(root, committed manifest entries, torn_tail)``.
+
+    Example:
+        >>> iter_chunks("/nonexistent")
+        Traceback (most recent call last):
+        ...
+        episodes.io.errors.NotADatasetError: /nonexistent does not exist
+    """
+    root = Path(path)
+    check_format(root)
+    entries, _, torn = read_manifest(root)
+    return root, entries, torn
+
+
+def read_episodes(
+    path: PathLike,
+    *,
+    ids: Iterable[Any] | None = None,
+    start: int | None = None,
+    stop: int | None = None,
+    numpy: bool | None = None,
+    verify: bool = False,
+) -> Iterator[SingleAgentEpisode]:
+    """Streams the committed chunks of a dataset as episodes, one at a time.
+
+    The manifest is read once, when this is called; chunks committed later are not seen.
+
+    Args:
+        path: The dataset directory.
+        ids: Only chunks of these episode ids.
+        start: First chunk (manifest order, Python slice semantics), applied before ``ids``.
+        stop: End of the chunk range (exclusive).
+        numpy: ``None`` returns each chunk as stored; ``True`` numpy'd; ``False`` list mode.
+        verify: Also check every file's CRC-32 (reads all data; off by default).
+
+    Raises:
+        DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
+            Dataset-level problems raise here; a bad chunk raises when it is reached.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as w:
+        ...     _ = w.write_many(SingleAgentEpisode(str(i), observations=[i]) for i in range(4))
+        >>> [ep.id_ for ep in read_episodes(path, start=1, stop=3)]
+        ['1', '2']
+    """
+    root, entries, _ = iter_chunks(path)
+    selected = entries[slice(start, stop)]
+    if ids is not None:
+        wanted = list(ids)
+        selected = [e for e in selected if _entry_id(e) in wanted]
+    return _stream(root, selected, numpy, verify)
+
+
+def _stream(
+    root: Path, entries: list[ManifestEntry], numpy: bool | None, verify: bool
+) -> Iterator[SingleAgentEpisode]:
+    for entry in entries:
+        yield load_chunk(root, entry, numpy=numpy, verify=verify)
+
+
+def load_episode(
+    path: PathLike, id_: Any, *, numpy: bool | None = None, verify: bool = False
+) -> SingleAgentEpisode:
+    """Loads every chunk of episode ``id_`` and joins them with ``concat_episode``.
+
+    Raises:
+        EpisodeNotFoundError: No committed chunk has this id.
+        CorruptDatasetError: The chunks do not join (gaps, overlaps, a done chunk in between).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> ep = SingleAgentEpisode("e"); ep.add_env_reset(0); ep.add_env_step(1, 0, 1.0)
+        >>> nxt = ep.cut(); nxt.add_env_step(2, 1, 1.0)
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as w:
+        ...     _ = w.write_many([ep, nxt])
+        >>> len(load_episode(path, "e"))
+        2
+    """
+    root, entries, _ = iter_chunks(path)
+    mine = sorted((e for e in entries if _entry_id(e) == id_), key=lambda e: e.t_started)
+    if not mine:
+        raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
+    episode = load_chunk(root, mine[0], numpy=numpy, verify=verify)
+    for entry in mine[1:]:
+        chunk = load_chunk(root, entry, numpy=numpy, verify=verify)
+        try:
+            episode.concat_episode(chunk)
+        except (AssertionError, ValueError) as err:
+            raise CorruptDatasetError(
+                f"chunks of episode {id_!r} do not join at t={entry.t_started} "
+                f"({entry.chunk}): {err}"
+            ) from err
+    return episode
+
+
+def _entry_id(entry: ManifestEntry) -> Any:
+    return decode_value(entry.id_, blob=None, where=f"manifest id of {entry.chunk}")
+
+
+# ------------------------------------------------------------------------------ one chunk
+def load_chunk(
+    root: Path, entry: ManifestEntry, *, numpy: bool | None = None, verify: bool = False
+) -> SingleAgentEpisode:
+    """Loads and checks one committed chunk (see :func:`read_episodes` for the arguments).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as w:
+        ...     _ = w.write(SingleAgentEpisode("x", observations=[0]))
+        >>> root, entries, _ = iter_chunks(path)
+        >>> load_chunk(root, entries[0], verify=True).id_
+        'x'
+    """
+    where = entry.chunk
+    chunk_dir = chunk_path(root, entry.chunk)
+    if not chunk_dir.is_dir():
+        raise CorruptDatasetError(f"{where}: listed in the manifest but missing on disk")
+    meta_path = chunk_dir / META_FILE
+    check_inside(root, meta_path)
+    try:
+        raw = meta_path.read_bytes()
+    except FileNotFoundError as err:
+        raise CorruptDatasetError(f"{where}/{META_FILE} is missing") from err
+    except OSError as err:
+        raise CorruptDatasetError(f"cannot read {where}/{META_FILE}: {err}") from err
+    if hashlib.sha256(raw).hexdigest() != entry.meta_sha256:
+        raise CorruptDatasetError(
+            f"{where}/{META_FILE} does not match its manifest checksum (modified or corrupted)"
+        )
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise CorruptDatasetError(f"{where}/{META_FILE} is not valid JSON: {err}") from err
+    files = _files_table(meta, where)
+    loaded: dict[str, np.ndarray] = {}
+
+    def load(name: str) -> np.ndarray:
+        if name not in loaded:
+            loaded[name] = _load_array(root, chunk_dir, name, files, verify, where)
+        return loaded[name]
+
+    if verify:
+        for name in files:
+            load(name)
+    episode = decode_episode(meta, load, where=where, numpy=numpy)
+    if episode.t_started != entry.t_started or episode.t != entry.t:
+        raise CorruptDatasetError(f"{where}: t_started/t disagree with the manifest")
+    if episode.id_ != _entry_id(entry):
+        raise CorruptDatasetError(f"{where}: episode id disagrees with the manifest")
+    return episode
+
+
+def _files_table(meta: Any, where: str) -> dict[str, dict[str, int]]:
+    files = meta.get("files") if isinstance(meta, dict) else None
+    if not isinstance(files, dict):
+        raise CorruptDatasetError(f"{where}/{META_FILE} has no 'files' table")
+    for name, info in files.items():
+        if not FILE_NAME.match(name):
+            raise UnsafeDataError(f"{where}: file name {name!r} is not a plain .npy name")
+        ok = isinstance(info, dict) and all(
+            isinstance(info.get(k), int) and not isinstance(info.get(k), bool) and info[k] >= 0
+            for k in ("size", "crc32")
+        )
+        if not ok:
+            raise CorruptDatasetError(f"{where}: malformed 'files' entry for {name}")
+    return files
+
+
+def _load_array(
+    root: Path,
+    chunk_dir: Path,
+    name: str,
+    files: dict[str, dict[str, int]],
+    verify: bool,
+    where: str,
+) -> np.ndarray:
+    label = f"{where}/{name}"
+    if name not in files:
+        raise CorruptDatasetError(f"{label}: not listed in {META_FILE}")
+    path = chunk_dir / name
+    check_inside(root, path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError as err:
+        raise CorruptDatasetError(f"{label} is missing") from err
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeDataError(f"{label} is not a regular file (symlinks are refused)")
+    if st.st_size != files[name]["size"]:
+        raise CorruptDatasetError(
+            f"{label} is {st.st_size} bytes, expected {files[name]['size']} (truncated or altered)"
+        )
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise CorruptDatasetError(f"{label}: unsupported .npy version {version}")
+            if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
+                raise UnsafeDataError(
+                    f"{label} holds dtype {dtype}; object and structured arrays (which may "
+                    "carry pickles) are refused"
+                )
+            offset = f.tell()
+            count = math.prod(shape)
+            if offset + count * dtype.itemsize != st.st_size:
+                raise CorruptDatasetError(f"{label}: header and file size disagree (truncated?)")
+            order: Literal["C", "F"] = "F" if fortran else "C"
+            if count * dtype.itemsize >= MMAP_THRESHOLD:
+                array: np.ndarray = np.memmap(
+                    str(path), dtype=dtype, mode="c", offset=offset, shape=tuple(shape), order=order
+                )
+            else:
+                data = f.read(count * dtype.itemsize)
+                flat = np.frombuffer(data, dtype=dtype, count=count)
+                array = flat.reshape(tuple(shape), order=order)
+                array = array.copy(order="C")
+    except DatasetError:
+        raise
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, OverflowError) as err:
+        raise CorruptDatasetError(f"{label} is not a valid .npy file: {err}") from err
+    if verify:
+        if crc32_of(array) != files[name]["crc32"]:
+            raise CorruptDatasetError(f"{label}: CRC-32 mismatch (the data is corrupted)")
+    return array
+
+
+# ---------------------------------------------------------------------------- dataset info
+@dataclass
+class EpisodeSummary:
+    """One episode of a dataset (all its chunks), from the manifest alone."""
+
+    id_: Any
+    num_chunks: int
+    length: int
+    ret: float
+    terminated: bool
+    truncated: bool
+
+
+@dataclass
+class DatasetInfo:
+    """Summary of a dataset, computed from the manifest (plus one ``meta.json`` for spaces).
+
+    Attributes:
+        path: The dataset directory.
+        version: The format version.
+        num_chunks: Committed chunks.
+        num_steps: Steps over all chunks (lookback excluded).
+        nbytes: Bytes of all committed chunk files.
+        episodes: One summary per episode id, in order of first appearance.
+        observation_space: From the first chunk (None for an empty dataset).
+        action_space: From the first chunk.
+        torn_manifest: Whether a torn final manifest line (a killed writer) was ignored.
+    """
+
+    path: str
+    version: int
+    num_chunks: int
+    num_steps: int
+    nbytes: int
+    episodes: list[EpisodeSummary] = field(default_factory=list)
+    observation_space: gym.Space[Any] | None = None
+    action_space: gym.Space[Any] | None = None
+    torn_manifest: bool = False
+
+    @property
+    def num_episodes(self) -> int:
+        """Number of distinct episode ids."""
+        return len(self.episodes)
+
+    @property
+    def num_done(self) -> int:
+        """Episodes whose last chunk is terminated or truncated."""
+        return sum(e.terminated or e.truncated for e in self.episodes)
+
+
+def dataset_info(path: PathLike) -> DatasetInfo:
+    """Summarises a dataset: chunk/episode/step counts, per-episode returns and lengths, spaces.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> EpisodeWriter(path).close()
+        >>> dataset_info(path).num_chunks
+        0
+    """
+    root, entries, torn = iter_chunks(path)
+    by_id: dict[str, EpisodeSummary] = {}
+    last_t: dict[str, int] = {}
+    for entry in entries:
+        key = json.dumps(entry.id_, sort_keys=True)
+        summary = by_id.get(key)
+        if summary is None:
+            summary = by_id[key] = EpisodeSummary(_entry_id(entry), 0, 0, 0.0, False, False)
+        summary.num_chunks += 1
+        summary.length += entry.length
+        summary.ret += entry.ret
+        if entry.t >= last_t.get(key, -1):
+            last_t[key] = entry.t
+            summary.terminated, summary.truncated = entry.terminated, entry.truncated
+    info = DatasetInfo(
+        path=str(root),
+        version=FORMAT_VERSION,
+        num_chunks=len(entries),
+        num_steps=sum(e.length for e in entries),
+        nbytes=sum(e.nbytes for e in entries),
+        episodes=list(by_id.values()),
+        torn_manifest=torn,
+    )
+    if entries:
+        meta_path = chunk_path(root, entries[0].chunk) / META_FILE
+        meta = load_json_file(meta_path, "chunk metadata")
+        if isinstance(meta, dict):
+            info.observation_space = space_from_dict(meta.get("observation_space"))
+            info.action_space = space_from_dict(meta.get("action_space"))
+    return info

@@ -1,0 +1,259 @@
+"""JSON encoding of free-form values (infos, ids, custom_data) with numpy arrays on the side.
+
+Plain JSON values are written as they are. What JSON cannot say is written as a one-key object
+whose key starts with ``__ep_``: tuples, non-finite floats, dicts with non-string keys (or
+keys that look like our tags), and numpy arrays / numpy scalars, which live in a side "blob"
+(one ``uint8`` array per chunk) described by an offset, a plain dtype string and a shape.
+Anything else (arbitrary objects, object arrays, bytes, sets, namedtuples) is refused with
+:class:`UnstorableValueError` when encoding, so a reader only ever sees plain data.
+
+Example:
+    >>> blob = BlobWriter()
+    >>> enc = encode_value({"x": (1, float("inf")), "a": np.arange(3)}, blob=blob, where="info")
+    >>> enc["x"]
+    {'__ep_tuple__': [1, {'__ep_float__': 'inf'}]}
+    >>> data, table = blob.finish()
+    >>> decode_value(enc, blob=BlobReader(data, table, "blob"), where="info")["a"]
+    array([0, 1, 2])
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from typing import Any
+
+import numpy as np
+
+from episodes.io.errors import CorruptDatasetError, UnstorableValueError
+
+__all__ = [
+    "BlobReader",
+    "BlobWriter",
+    "check_array_dtype",
+    "crc32_of",
+    "decode_value",
+    "encode_value",
+]
+
+SAFE_KINDS = "biufcUSmM"
+_TAG = "__ep_"
+_DTYPE_STR = re.compile(r"^[<>|=][biufcUSmM][0-9]{1,6}(\[[0-9]*[a-zA-Z]{1,2}\])?$")
+_MAX_DEPTH = 64
+_ALIGN = 16
+
+
+def check_array_dtype(dtype: np.dtype[Any], where: str) -> None:
+    """Refuses dtypes that are not plain numbers, strings, bytes or datetimes.
+
+    Raises:
+        UnstorableValueError: ``dtype`` is an object, void/structured or otherwise unsafe dtype.
+
+    Example:
+        >>> check_array_dtype(np.dtype("float32"), "obs")
+    """
+    if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
+        raise UnstorableValueError(
+            f"{where}: numpy dtype {dtype} cannot be stored safely (only bool, int, uint, "
+            "float, complex, str, bytes and datetime dtypes are allowed)"
+        )
+
+
+def crc32_of(array: np.ndarray) -> int:
+    """CRC-32 of an array's bytes in C order (what a ``.npy`` file stores after its header).
+
+    Example:
+        >>> crc32_of(np.zeros(0, np.uint8))
+        0
+    """
+    flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    return zlib.crc32(flat.data)
+
+
+class BlobWriter:
+    """Collects numpy arrays into one aligned byte buffer."""
+
+    def __init__(self) -> None:
+        self._parts: list[np.ndarray] = []
+        self._table: list[list[Any]] = []
+        self._size = 0
+
+    def add(self, array: np.ndarray, where: str) -> int:
+        """Stores ``array`` and returns its index in the table."""
+        check_array_dtype(array.dtype, where)
+        if not _DTYPE_STR.match(array.dtype.str):
+            raise UnstorableValueError(f"{where}: numpy dtype {array.dtype} cannot be stored")
+        flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        pad = (-self._size) % _ALIGN
+        if pad:
+            self._parts.append(np.zeros(pad, np.uint8))
+            self._size += pad
+        self._table.append([self._size, array.dtype.str, list(array.shape)])
+        self._parts.append(flat)
+        self._size += flat.nbytes
+        return len(self._table) - 1
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def finish(self) -> tuple[np.ndarray, list[list[Any]]]:
+        """Returns ``(bytes as a uint8 array, table)``."""
+        data = np.concatenate(self._parts) if self._parts else np.zeros(0, np.uint8)
+        return data, self._table
+
+
+class BlobReader:
+    """Reads arrays back out of a blob, checking every table entry against the bytes."""
+
+    def __init__(self, data: np.ndarray, table: Any, where: str):
+        if not isinstance(table, list):
+            raise CorruptDatasetError(f"{where}: blob table must be a list")
+        self._data = data
+        self._table = table
+        self._where = where
+
+    def get(self, index: Any, scalar: bool) -> Any:
+        """The array (or numpy scalar) number ``index``, as an independent copy."""
+        where = self._where
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise CorruptDatasetError(f"{where}: blob index must be an int, got {index!r}")
+        if not 0 <= index < len(self._table):
+            raise CorruptDatasetError(f"{where}: blob index {index} out of range")
+        entry = self._table[index]
+        if not (isinstance(entry, list) and len(entry) == 3):
+            raise CorruptDatasetError(f"{where}: blob entry {index} is malformed")
+        offset, dtype_str, shape = entry
+        if not isinstance(dtype_str, str) or not _DTYPE_STR.match(dtype_str):
+            raise CorruptDatasetError(f"{where}: blob entry {index} has a bad dtype {dtype_str!r}")
+        try:
+            dtype = np.dtype(dtype_str)
+        except TypeError as err:
+            raise CorruptDatasetError(f"{where}: blob entry {index}: {err}") from err
+        if dtype.hasobject or dtype.kind not in SAFE_KINDS:
+            raise CorruptDatasetError(f"{where}: blob entry {index} has unsafe dtype {dtype}")
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
+            raise CorruptDatasetError(f"{where}: blob entry {index} has a bad shape {shape!r}")
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise CorruptDatasetError(f"{where}: blob entry {index} has a bad offset")
+        count = math.prod(shape)
+        if offset + count * dtype.itemsize > self._data.nbytes:
+            raise CorruptDatasetError(f"{where}: blob entry {index} runs past the blob's end")
+        flat = np.frombuffer(self._data, dtype=dtype, count=count, offset=offset)
+        array = flat.reshape(shape).copy()
+        if scalar:
+            if shape:
+                raise CorruptDatasetError(f"{where}: blob scalar {index} is not 0-d")
+            return array[()]
+        return array
+
+
+def encode_value(value: Any, *, blob: BlobWriter | None, where: str, _depth: int = 0) -> Any:
+    """Encodes ``value`` as JSON-safe data (arrays go to ``blob``; None refuses arrays).
+
+    Raises:
+        UnstorableValueError: ``value`` holds something that cannot be stored safely; the
+            message names where (e.g. ``infos[3]['pos']``).
+
+    Example:
+        >>> encode_value([1, "a", None], blob=None, where="x")
+        [1, 'a', None]
+    """
+    if _depth > _MAX_DEPTH:
+        raise UnstorableValueError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
+    kind = type(value)
+    if value is None or kind is bool or kind is str or kind is int:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        return {f"{_TAG}float__": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+    if kind is list:
+        return [
+            encode_value(v, blob=blob, where=f"{where}[{i}]", _depth=_depth + 1)
+            for i, v in enumerate(value)
+        ]
+    if kind is tuple:
+        items = [
+            encode_value(v, blob=blob, where=f"{where}[{i}]", _depth=_depth + 1)
+            for i, v in enumerate(value)
+        ]
+        return {f"{_TAG}tuple__": items}
+    if isinstance(value, dict):
+        plain = all(type(k) is str and not k.startswith(_TAG) for k in value)
+        if plain:
+            return {
+                k: encode_value(v, blob=blob, where=f"{where}[{k!r}]", _depth=_depth + 1)
+                for k, v in value.items()
+            }
+        pairs = [
+            [
+                encode_value(k, blob=None, where=f"{where} key {k!r}", _depth=_depth + 1),
+                encode_value(v, blob=blob, where=f"{where}[{k!r}]", _depth=_depth + 1),
+            ]
+            for k, v in value.items()
+        ]
+        return {f"{_TAG}dict__": pairs}
+    if isinstance(value, (np.ndarray, np.generic)):
+        if blob is None:
+            raise UnstorableValueError(
+                f"{where}: numpy values are not allowed here (only JSON values: dict, list, "
+                f"tuple, str, int, float, bool, None), got {type(value).__name__}"
+            )
+        if isinstance(value, np.ndarray):
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
+            return {f"{_TAG}nd__": blob.add(value, where)}
+        return {f"{_TAG}np__": blob.add(np.asarray(value), where)}
+    raise UnstorableValueError(
+        f"{where}: a value of type {kind.__module__}.{kind.__qualname__} cannot be stored safely "
+        "(allowed: dict, list, tuple, str, int, float, bool, None"
+        + (", numpy arrays and numpy scalars of plain dtypes)" if blob is not None else ")")
+    )
+
+
+def decode_value(obj: Any, *, blob: BlobReader | None, where: str, _depth: int = 0) -> Any:
+    """Inverse of :func:`encode_value`; malformed input raises :class:`CorruptDatasetError`.
+
+    Example:
+        >>> decode_value({"__ep_tuple__": [1, 2]}, blob=None, where="x")
+        (1, 2)
+    """
+    if _depth > _MAX_DEPTH:
+        raise CorruptDatasetError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
+    if obj is None or isinstance(obj, (bool, str, int, float)):
+        return obj
+    if isinstance(obj, list):
+        return [decode_value(v, blob=blob, where=where, _depth=_depth + 1) for v in obj]
+    if not isinstance(obj, dict):
+        raise CorruptDatasetError(f"{where}: unexpected JSON value {obj!r}")
+    tags = [k for k in obj if k.startswith(_TAG)]
+    if not tags:
+        return {
+            k: decode_value(v, blob=blob, where=where, _depth=_depth + 1) for k, v in obj.items()
+        }
+    if len(obj) != 1:
+        raise CorruptDatasetError(f"{where}: a tagged value must have exactly one key: {list(obj)}")
+    tag, payload = tags[0], obj[tags[0]]
+    if tag == f"{_TAG}tuple__" and isinstance(payload, list):
+        return tuple(decode_value(v, blob=blob, where=where, _depth=_depth + 1) for v in payload)
+    if tag == f"{_TAG}float__" and payload in ("nan", "inf", "-inf"):
+        return float(payload)
+    if tag == f"{_TAG}dict__" and isinstance(payload, list):
+        out: dict[Any, Any] = {}
+        for pair in payload:
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise CorruptDatasetError(f"{where}: malformed dict pair {pair!r}")
+            key = decode_value(pair[0], blob=None, where=where, _depth=_depth + 1)
+            try:
+                out[key] = decode_value(pair[1], blob=blob, where=where, _depth=_depth + 1)
+            except TypeError as err:  # an unhashable key, e.g. a list
+                raise CorruptDatasetError(f"{where}: unusable dict key {key!r}") from err
+        return out
+    if tag in (f"{_TAG}nd__", f"{_TAG}np__"):
+        if blob is None:
+            raise CorruptDatasetError(f"{where}: numpy values are not allowed here")
+        return blob.get(payload, scalar=tag == f"{_TAG}np__")
+    raise CorruptDatasetError(f"{where}: unknown or malformed tag {tag!r}")

@@ -1,0 +1,255 @@
+"""EpisodeWriter: appends episodes to a dataset directory, crash-safely.
+
+Each episode becomes one chunk: its files are written under a temporary name inside
+``chunks/``, fsynced, the directory is renamed to its final name, and only then is one line
+appended (and fsynced) to ``manifest.jsonl``. A writer killed at any moment therefore leaves
+every earlier chunk readable and nothing half-written visible; the next writer removes the
+leftovers and carries on.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import read_episodes
+    >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[1], rewards=[1.0])
+    >>> path = tempfile.mkdtemp() + "/data"
+    >>> with EpisodeWriter(path) as writer:
+    ...     _ = writer.write(ep)
+    >>> [e == ep for e in read_episodes(path)]
+    [True]
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.encoding import encode_episode
+from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError
+from episodes.io.format import (
+    CHUNK_NAME,
+    CHUNKS_DIR,
+    FORMAT_FILE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    META_FILE,
+    TMP_PREFIX,
+    ManifestEntry,
+    check_format,
+    fsync_dir,
+    read_manifest,
+    write_json_atomic,
+)
+from episodes.io.values import crc32_of
+
+__all__ = ["EpisodeWriter"]
+
+_FRESH_OK = {CHUNKS_DIR, MANIFEST_FILE, LOCK_FILE, f"{TMP_PREFIX}{FORMAT_FILE}"}
+
+
+class EpisodeWriter:
+    """Writes episodes into a dataset directory (created if needed, appended to otherwise).
+
+    One writer at a time holds a dataset (an ``flock`` on ``DATASET/.lock``). Use it as a
+    context manager, or call :meth:`close`.
+
+    Args:
+        path: The dataset directory.
+        sync: fsync files and directories (keep True unless losing data on a crash is fine).
+
+    Raises:
+        NotADatasetError: ``path`` exists, is not empty, and is not a dataset.
+        DatasetLockedError: Another writer holds the dataset.
+        DatasetError: The existing dataset is of an unsupported version or corrupt.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> with EpisodeWriter(tempfile.mkdtemp()) as w:
+        ...     names = w.write_many([SingleAgentEpisode(observations=[0])] * 2)
+        >>> len(names)
+        2
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, sync: bool = True):
+        self.path = Path(path)
+        self._sync = sync
+        self._lock_fd: int | None = None
+        self._manifest_fd: int | None = None
+        self.path.mkdir(parents=True, exist_ok=True)
+        fresh = not (self.path / FORMAT_FILE).exists()
+        if fresh:
+            extra = {p.name for p in self.path.iterdir()} - _FRESH_OK
+            if extra:
+                raise NotADatasetError(
+                    f"{self.path} is not empty and not an episodes dataset (found "
+                    f"{sorted(extra)[:5]}); choose a new or empty directory"
+                )
+        self._lock()
+        try:
+            if fresh:
+                self._create()
+            check_format(self.path)
+            self._recover()
+        except BaseException:
+            self.close()
+            raise
+
+    # --------------------------------------------------------------------------- lifecycle
+    def _lock(self) -> None:
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            raise DatasetLockedError(f"{self.path} is being written by another writer") from err
+        self._lock_fd = fd
+
+    def _create(self) -> None:
+        (self.path / CHUNKS_DIR).mkdir(exist_ok=True)
+        manifest = self.path / MANIFEST_FILE
+        if not manifest.exists():
+            with open(manifest, "wb") as f:
+                os.fsync(f.fileno())
+        fsync_dir(self.path)
+        info = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
+        write_json_atomic(self.path / FORMAT_FILE, info)
+
+    def _recover(self) -> None:
+        """Drops a torn manifest tail and chunk directories no manifest line lists."""
+        entries, good, torn = read_manifest(self.path)
+        manifest = self.path / MANIFEST_FILE
+        if torn:
+            with open(manifest, "r+b") as f:
+                f.truncate(good)
+                os.fsync(f.fileno())
+        listed = {e.chunk.split("/", 1)[1] for e in entries}
+        chunks = self.path / CHUNKS_DIR
+        chunks.mkdir(exist_ok=True)
+        for child in chunks.iterdir():
+            name = child.name
+            orphan = name.startswith(TMP_PREFIX) or (CHUNK_NAME.match(name) and name not in listed)
+            if orphan and child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+        self._seq = 1 + max((int(n.split("-", 1)[0]) for n in listed), default=-1)
+        self._manifest_fd = os.open(manifest, os.O_WRONLY | os.O_APPEND)
+
+    def close(self) -> None:
+        """Releases the dataset (idempotent)."""
+        if self._manifest_fd is not None:
+            os.close(self._manifest_fd)
+            self._manifest_fd = None
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> EpisodeWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------- writing
+    def write(self, episode: SingleAgentEpisode) -> str:
+        """Commits one episode chunk; returns its relative path (``chunks/NAME``).
+
+        Everything is encoded and checked first: an unstorable value raises
+        :class:`~episodes.io.errors.UnstorableValueError` and nothing is written.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> with EpisodeWriter(tempfile.mkdtemp()) as w:
+            ...     w.write(SingleAgentEpisode(observations=[0])).startswith("chunks/")
+            True
+        """
+        if self._manifest_fd is None:
+            raise DatasetError(f"the writer for {self.path} is closed")
+        meta, arrays = encode_episode(episode)
+        name = f"{self._seq:08d}-{secrets.token_hex(4)}"
+        chunks = self.path / CHUNKS_DIR
+        tmp = chunks / f"{TMP_PREFIX}{name}"
+        tmp.mkdir()
+        try:
+            files: dict[str, Any] = {}
+            for file_name, array in arrays.items():
+                files[file_name] = self._write_array(tmp / file_name, array)
+            meta["files"] = files
+            meta_bytes = json.dumps(meta, allow_nan=False).encode("utf-8")
+            with open(tmp / META_FILE, "wb") as f:
+                f.write(meta_bytes)
+                self._fsync(f.fileno())
+            if self._sync:
+                fsync_dir(tmp)
+            os.rename(tmp, chunks / name)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if self._sync:
+            fsync_dir(chunks)
+        entry = ManifestEntry(
+            chunk=f"{CHUNKS_DIR}/{name}",
+            id_=meta["id"],
+            t_started=meta["t_started"],
+            t=meta["t"],
+            ret=_return(episode),
+            terminated=meta["is_terminated"],
+            truncated=meta["is_truncated"],
+            meta_sha256=hashlib.sha256(meta_bytes).hexdigest(),
+            nbytes=len(meta_bytes) + sum(f["size"] for f in files.values()),
+        )
+        line = (json.dumps(entry.to_json()) + "\n").encode("utf-8")
+        os.write(self._manifest_fd, line)
+        self._fsync(self._manifest_fd)
+        self._seq += 1
+        return entry.chunk
+
+    def write_many(self, episodes: Iterable[SingleAgentEpisode]) -> list[str]:
+        """Commits several episodes, one chunk each, in order; returns their paths.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> with EpisodeWriter(tempfile.mkdtemp()) as w:
+            ...     len(w.write_many(SingleAgentEpisode(observations=[i]) for i in range(3)))
+            3
+        """
+        return [self.write(episode) for episode in episodes]
+
+    def _fsync(self, fd: int) -> None:
+        if self._sync:
+            os.fsync(fd)
+
+    def _write_array(self, path: Path, array: np.ndarray) -> dict[str, int]:
+        array = np.ascontiguousarray(array)
+        with open(path, "wb") as f:
+            np.lib.format.write_array(f, array, allow_pickle=False)
+            f.flush()
+            self._fsync(f.fileno())
+            size = f.tell()
+        return {"size": size, "crc32": crc32_of(array)}
+
+
+def _return(episode: SingleAgentEpisode) -> float:
+    try:
+        return float(episode.get_return())
+    except (TypeError, ValueError):
+        return 0.0

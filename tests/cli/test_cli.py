@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(*args, check_rc=None):
+    proc = subprocess.run(
+        [sys.executable, "-m", "episodes", *args], capture_output=True, text=True, timeout=300
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if check_rc is not None:
+        assert proc.returncode == check_rc, (proc.stdout, proc.stderr)
+    return proc
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "ds"
+    proc = run(
+        "record",
+        "CartPole-v1",
+        "--steps",
+        "300",
+        "--out",
+        str(out),
+        "--num-envs",
+        "3",
+        "--seed",
+        "1",
+        check_rc=0,
+    )
+    assert "recorded 300 steps" in proc.stdout
+    return out
+
+
+def test_help_everywhere():
+    for args in ([], ["record"], ["info"], ["validate"], ["plot"]):
+        proc = run(*args, "--help", check_rc=0)
+        assert "usage: episodes" in proc.stdout
+
+
+def test_no_command_is_a_usage_error():
+    proc = run(check_rc=2)
+    assert "usage" in proc.stderr
+
+
+def test_record_and_info(recorded):
+    proc = run("info", str(recorded), check_rc=0)
+    assert "steps:    300" in proc.stdout
+    assert "Discrete(2)" in proc.stdout and "return:" in proc.stdout
+    data = json.loads(run("info", str(recorded), "--json", check_rc=0).stdout)
+    assert data["steps"] == 300 and sum(data["lengths"]) == 300
+    assert data["episodes"] == data["chunks"] >= 3
+
+
+def test_record_is_deterministic_with_a_seed(recorded, tmp_path):
+    out = tmp_path / "again"
+    run(
+        "record",
+        "CartPole-v1",
+        "--steps",
+        "300",
+        "--out",
+        str(out),
+        "--num-envs",
+        "3",
+        "--seed",
+        "1",
+        check_rc=0,
+    )
+    a = json.loads(run("info", str(recorded), "--json").stdout)
+    b = json.loads(run("info", str(out), "--json").stdout)
+    assert a["returns"] == b["returns"] and a["lengths"] == b["lengths"]
+
+
+def test_record_appends(recorded, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(recorded, copy)
+    run("record", "CartPole-v1", "--steps", "50", "--out", str(copy), check_rc=0)
+    assert json.loads(run("info", str(copy), "--json").stdout)["steps"] == 350
+
+
+def test_validate_ok_and_bad(recorded, tmp_path):
+    import shutil
+
+    assert "ok:" in run("validate", str(recorded), check_rc=0).stdout
+    bad = tmp_path / "bad"
+    shutil.copytree(recorded, bad)
+    chunks = sorted((bad / "chunks").iterdir())
+    (chunks[0] / "obs.0.npy").write_bytes(b"\x93NUMPY garbage")
+    npy = chunks[1] / "rew.0.npy"
+    data = bytearray(npy.read_bytes())
+    data[-1] ^= 0x55
+    npy.write_bytes(bytes(data))
+    proc = run("validate", str(bad), check_rc=1)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("BAD ")]
+    assert len(lines) == 2
+    assert chunks[0].name in lines[0] and "obs.0.npy" in lines[0]
+    assert chunks[1].name in lines[1] and "CRC-32" in lines[1]
+
+
+def test_plot(recorded, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "plot.png"
+    run("plot", str(recorded), "--out", str(out), check_rc=0)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib(recorded, tmp_path):
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "matplotlib.py").write_text("raise ImportError('blocked for the test')\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "episodes", "plot", str(recorded), "--out", str(tmp_path / "x.png")],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(blocker)},
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "episodes: error: plotting needs matplotlib: pip install 'episodes[plot]' (or pip "
+        "install matplotlib)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["info", "/nonexistent/ds"], "does not exist"),
+        (["validate", "/nonexistent/ds"], "does not exist"),
+        (["plot", "/nonexistent/ds", "--out", "/tmp/x.png"], "does not exist"),
+        (["record", "NoSuchEnv-v0", "--steps", "5", "--out", "/tmp/never"], "cannot create env"),
+        (["record", "CartPole-v1", "--steps", "0", "--out", "/tmp/never"], "must be >= 1"),
+    ],
+)
+def test_errors_are_one_line(args, message):
+    proc = run(*args, check_rc=1)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("episodes: error:") and message in lines[0]
+
+
+def test_info_on_a_foreign_or_broken_dir(tmp_path):
+    (tmp_path / "format.json").write_text('{"format": "episodes-dataset", "version": 3}')
+    proc = run("info", str(tmp_path), check_rc=1)
+    assert "version 3 is not supported" in proc.stderr
+    (tmp_path / "format.json").write_text("{oops")
+    proc = run("validate", str(tmp_path), check_rc=1)
+    assert "not valid JSON" in proc.stderr
+
+
+def test_unknown_flag_is_usage_error():
+    proc = run("info", "--bogus", check_rc=2)
+    assert "unrecognized arguments" in proc.stderr or "required" in proc.stderr
+
+
+def test_console_script_entry_point_matches(tmp_path):
+    # `episodes` is declared as episodes.cli:main; main returns an int exit code.
+    from episodes.cli import main
+
+    assert main(["info", str(tmp_path / "missing")]) == 1
+    assert Path(sys.executable).exists()

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _gen import make_episode
+
+from episodes.io import EpisodeWriter, dataset_info, read_episodes
+
+HERE = Path(__file__).parent
+
+CHILD = """
+import sys
+sys.path.insert(0, {here!r})
+from _gen import make_episode
+from episodes.io import EpisodeWriter
+seed = {seed}
+with EpisodeWriter({path!r}) as w:
+    print("ready", flush=True)
+    for i in range(10_000):
+        w.write(episode(seed, i))
+"""
+
+EPISODE_FN = """
+def episode(seed, i):
+    from _gen import make_episode
+    kinds = ["box_u8", "dict", "discrete", "text"]
+    return make_episode(seed * 100_000 + i, obs_space=kinds[i % 4], steps=5 + (i * 7) % 40,
+                        lookback=i % 3, numpy=bool(i % 2), id_=f"{seed}-{i}")
+"""
+
+
+def expected_episode(seed: int, i: int):
+    namespace: dict = {}
+    exec(EPISODE_FN, namespace)  # noqa: S102 - our own test code
+    return namespace["episode"](seed, i)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
+def test_sigkill_leaves_committed_episodes_intact(tmp_path, seed):
+    path = str(tmp_path / "ds")
+    code = EPISODE_FN + CHILD.format(here=str(HERE), seed=seed, path=path)
+    rng = random.Random(seed)
+    rounds = 3
+    for _round in range(rounds):
+        child = subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"ready", child.stderr.read()
+        time.sleep(rng.uniform(0.0, 0.6))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        # Every committed episode loads equal to what was written; ids form a prefix of the
+        # child's sequence for each round (a killed round may have committed nothing).
+        episodes = list(read_episodes(path, verify=True))
+        info = dataset_info(path)
+        assert info.num_chunks == len(episodes)
+        counts: dict[int, int] = {}
+        for ep in episodes:
+            s, i = (int(x) for x in ep.id_.split("-"))
+            assert s == seed
+            assert ep == expected_episode(seed, i), ep.id_
+            counts[i] = counts.get(i, 0) + 1
+        # Each round restarts at i=0, so episode i appears once per round that reached it.
+        assert all(counts.get(i, 0) >= counts.get(i + 1, 0) for i in range(max(counts, default=0)))
+    # The dataset accepts new writers; leftovers of the killed ones are gone.
+    with EpisodeWriter(path) as w:
+        w.write(make_episode(123, id_="after"))
+    leftovers = [p.name for p in (Path(path) / "chunks").iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+    listed = {e.id_ for e in read_episodes(path)}
+    assert "after" in listed
+    on_disk = len([p for p in (Path(path) / "chunks").iterdir()])
+    assert on_disk == dataset_info(path).num_chunks
+
+
+def test_torn_manifest_line_is_ignored_and_repaired(tmp_path):
+    path = tmp_path / "ds"
+    with EpisodeWriter(path) as w:
+        w.write(make_episode(1))
+        w.write(make_episode(2))
+    manifest = path / "manifest.jsonl"
+    data = manifest.read_bytes()
+    manifest.write_bytes(data[: len(data) - 25])  # tear the last line
+    assert [e.id_ for e in read_episodes(path)] == ["ep-1"]
+    assert dataset_info(path).torn_manifest
+    with EpisodeWriter(path) as w:
+        w.write(make_episode(3))
+    assert [e.id_ for e in read_episodes(path)] == ["ep-1", "ep-3"]
+    assert not dataset_info(path).torn_manifest
