@@ -124,6 +124,8 @@ def bench(total: int, ep_len: int, tmp: Path, repeats: int) -> None:
     for rep in range(repeats):  # interleaved; every run writes a fresh directory
         for name, fn in writers.items():
             dest = tmp / f"w{rep}-{len(samples[name])}-{abs(hash(name))}"
+            # Flush what earlier runs left dirty, so no contender pays another's writeback.
+            os.sync()
             t0 = time.perf_counter()
             fn(dest)
             samples[name].append(time.perf_counter() - t0)
