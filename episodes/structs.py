@@ -79,7 +79,8 @@ def data_equal(a: Any, b: Any) -> bool:
         False
     """
     if isinstance(a, dict) or isinstance(b, dict):
-        if not (isinstance(a, dict) and isinstance(b, dict)) or list(a) != list(b):
+        # Key order does not matter, as for Python dicts (dm-tree and gymnasium sort keys).
+        if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
             return False
         return all(data_equal(a[k], b[k]) for k in a)
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):

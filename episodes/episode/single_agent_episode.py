@@ -674,6 +674,20 @@ class SingleAgentEpisode:
         """
         return state.from_state(cls, episode_state)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The space checkers are closures (not picklable); they are rebuilt on unpickling.
+        return {
+            name: getattr(self, name)
+            for name in self.__slots__
+            if name not in ("_obs_check", "_action_check")
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self.observation_space = state["_observation_space"]
+        self.action_space = state["_action_space"]
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SingleAgentEpisode):
             return NotImplemented

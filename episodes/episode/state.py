@@ -143,7 +143,7 @@ def episodes_equal(a: SingleAgentEpisode, b: SingleAgentEpisode) -> bool:
         and a.observation_space == b.observation_space
         and a.action_space == b.action_space
         and all(getattr(a, name) == getattr(b, name) for name in COLUMNS)
-        and list(a.extra_model_outputs) == list(b.extra_model_outputs)
+        and a.extra_model_outputs.keys() == b.extra_model_outputs.keys()
         and all(a.extra_model_outputs[k] == b.extra_model_outputs[k] for k in a.extra_model_outputs)
         and data_equal(a.custom_data, b.custom_data)
     )

@@ -1,0 +1,462 @@
+"""Reusable contract tests for connectors.
+
+A connector is a callable ``(episodes: list[SingleAgentEpisode], batch: dict) -> dict``. Every
+connector should:
+
+- not mutate its input episodes (:func:`check_does_not_mutate`);
+- handle no episodes, empty and just-reset episodes (:func:`check_handles_empty_and_reset`);
+- give the same rows on a chunk with enough lookback as on the un-cut episode
+  (:func:`check_lookback_across_cuts`);
+- be deterministic (:func:`check_deterministic`);
+- give the same result on list and numpy episodes (:func:`check_list_numpy_agree`).
+
+Use them as plain functions on your own episodes, all at once with :func:`check_connector`
+(hypothesis draws the episodes), or as a pytest mixin, :class:`ConnectorContract`.
+
+Example:
+    >>> import gymnasium as gym
+    >>> def count_steps(episodes, batch):
+    ...     return {**batch, "steps": [len(ep) for ep in episodes]}
+    >>> check_connector(count_steps, observation_space=gym.spaces.Discrete(3), max_examples=5)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from episodes.episode import SingleAgentEpisode
+from episodes.testing.strategies import episodes
+
+__all__ = [
+    "Connector",
+    "ConnectorContract",
+    "ConnectorContractError",
+    "check_connector",
+    "check_deterministic",
+    "check_does_not_mutate",
+    "check_handles_empty_and_reset",
+    "check_list_numpy_agree",
+    "check_lookback_across_cuts",
+    "outputs_equal",
+]
+
+Connector = Callable[[list[SingleAgentEpisode], dict[str, Any]], dict[str, Any]]
+
+
+class ConnectorContractError(AssertionError):
+    """A connector broke one of the contracts (the message says which and how)."""
+
+
+def _to_numpy(value: Any) -> Any:
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without torch
+        return value.detach().cpu().numpy()
+    return value
+
+
+def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
+    a, b = _to_numpy(a), _to_numpy(b)
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        if not (isinstance(a, Mapping) and isinstance(b, Mapping)) or set(a) != set(b):
+            keys_a = sorted(a) if isinstance(a, Mapping) else type(a).__name__
+            keys_b = sorted(b) if isinstance(b, Mapping) else type(b).__name__
+            return f"{path}: keys differ: {keys_a} vs {keys_b}"
+        for key in a:
+            found = _diff(a[key], b[key], check_dtype, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)) or a is None or b is None:
+        return None if a == b else f"{path}: {a!r} != {b!r}"
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        try:
+            ragged = np.asarray(a).dtype == object or np.asarray(b).dtype == object
+        except ValueError:  # ragged: compare element by element
+            ragged = True
+        if ragged:
+            if len(a) != len(b):
+                return f"{path}: lengths differ: {len(a)} vs {len(b)}"
+            for i, (x, y) in enumerate(zip(a, b)):
+                found = _diff(x, y, check_dtype, f"{path}[{i}]")
+                if found:
+                    return found
+            return None
+    try:
+        aa, bb = np.asarray(a), np.asarray(b)
+    except ValueError:
+        return None if a == b else f"{path}: {a!r} != {b!r}"
+    if aa.dtype == object or bb.dtype == object:
+        return None if bool(np.all(aa == bb)) else f"{path}: {a!r} != {b!r}"
+    if aa.shape != bb.shape:
+        return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
+    if check_dtype and aa.dtype != bb.dtype:
+        return f"{path}: dtypes differ: {aa.dtype} vs {bb.dtype}"
+    equal_nan = aa.dtype.kind in "fc" and bb.dtype.kind in "fc"
+    if not np.array_equal(aa, bb, equal_nan=equal_nan):
+        return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"
+    return None
+
+
+def outputs_equal(a: Any, b: Any, *, check_dtype: bool = False) -> bool:
+    """Leaf-wise equality of two connector outputs (dicts, lists, tuples, arrays, tensors).
+
+    Lists and arrays with the same values compare equal; dtypes only matter with
+    ``check_dtype``. NaNs compare equal.
+
+    Example:
+        >>> outputs_equal({"x": [1.0, 2.0]}, {"x": np.array([1.0, 2.0], np.float32)})
+        True
+        >>> outputs_equal({"x": [1.0]}, {"x": np.array([1.0], np.float32)}, check_dtype=True)
+        False
+    """
+    return _diff(a, b, check_dtype, "output") is None
+
+
+def _assert_same(a: Any, b: Any, what: str, check_dtype: bool = False) -> None:
+    found = _diff(a, b, check_dtype, "output")
+    if found:
+        raise ConnectorContractError(f"{what}: {found}")
+
+
+def _call(connector: Connector, episodes_: list[SingleAgentEpisode], batch: Any = None) -> Any:
+    return connector(episodes_, {} if batch is None else batch)
+
+
+def check_does_not_mutate(
+    connector: Connector, episodes_: list[SingleAgentEpisode], batch: dict[str, Any] | None = None
+) -> None:
+    """Checks that calling the connector leaves every input episode unchanged.
+
+    Compares every field (data, lookback, flags, spaces, ``custom_data``) with a deep copy
+    taken before the call.
+
+    Raises:
+        ConnectorContractError: An episode changed.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> check_does_not_mutate(lambda eps, batch: {"n": len(eps)}, [ep])
+    """
+    before = copy.deepcopy(episodes_)
+    _call(connector, episodes_, copy.deepcopy(batch))
+    for i, (old, new) in enumerate(zip(before, episodes_)):
+        if not old == new:
+            raise ConnectorContractError(
+                f"the connector mutated input episode {i}: before {old!r} "
+                f"(observations {old.get_observations()!r}), after {new!r} "
+                f"(observations {new.get_observations()!r})"
+            )
+
+
+def _just_reset(
+    observation_space: gym.Space[Any], action_space: gym.Space[Any] | None, numpy: bool
+) -> SingleAgentEpisode:
+    episode = SingleAgentEpisode(observation_space=observation_space, action_space=action_space)
+    episode.add_env_reset(observation_space.sample())
+    return episode.to_numpy() if numpy else episode
+
+
+def check_handles_empty_and_reset(
+    connector: Connector,
+    observation_space: gym.Space[Any] | None,
+    action_space: gym.Space[Any] | None = None,
+) -> None:
+    """Checks the connector accepts no episodes and just-reset (length 0) episodes.
+
+    Calls it with ``[]``, then with one and two just-reset episodes, in list and numpy mode.
+
+    Raises:
+        ConnectorContractError: The connector raised (the original error is chained).
+
+    Example:
+        >>> check_handles_empty_and_reset(lambda eps, batch: {}, gym.spaces.Discrete(2))
+    """
+    if observation_space is None:
+        raise ValueError("check_handles_empty_and_reset needs an observation space")
+    cases: list[tuple[str, list[SingleAgentEpisode]]] = [("no episodes", [])]
+    for numpy in (False, True):
+        mode = "numpy" if numpy else "list"
+        one = _just_reset(observation_space, action_space, numpy)
+        two = _just_reset(observation_space, action_space, numpy)
+        cases += [
+            (f"one just-reset {mode} episode", [one]),
+            (f"two just-reset {mode} episodes", [one, two]),
+        ]
+    for what, eps in cases:
+        try:
+            _call(connector, eps)
+        except Exception as err:
+            raise ConnectorContractError(f"the connector failed on {what}: {err!r}") from err
+
+
+def _rows(
+    full: Any, part: Any, start: int, stop: int, n_full: int, strict: bool, path: str
+) -> str | None:
+    full, part = _to_numpy(full), _to_numpy(part)
+    if isinstance(full, Mapping):
+        if not isinstance(part, Mapping) or set(full) != set(part):
+            return f"{path}: keys differ"
+        for key in full:
+            found = _rows(full[key], part[key], start, stop, n_full, strict, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+    sized = hasattr(full, "__len__") and not isinstance(full, (str, bytes))
+    rows = len(full) if sized else None
+    extra = -1 if rows is None else rows - n_full
+    aligned = extra in (0, 1) and hasattr(part, "__len__") and len(part) == stop - start + extra
+    if not aligned:
+        if strict:
+            return f"{path}: not one row per step or per observation"
+        return None  # per-episode or per-batch values legitimately differ on a chunk
+    expected = full[start : stop + extra]
+    return _diff(expected, part, False, f"{path} (rows {start}:{stop + extra} of the whole)")
+
+
+def check_lookback_across_cuts(
+    connector: Connector,
+    episode: SingleAgentEpisode,
+    start: int,
+    stop: int,
+    lookback: int,
+    *,
+    row_keys: Collection[str] | None = None,
+) -> None:
+    """Checks that the connector's output on a chunk equals its rows of the un-cut episode.
+
+    The chunk is ``episode.slice(slice(start, stop), len_lookback_buffer=lookback)``. Each
+    output leaf with ``len(episode)`` rows (one per step) or ``len(episode) + 1`` (one per
+    observation) is compared with rows ``start:stop`` (``start:stop + 1``) of the output on
+    the whole episode. ``lookback`` must cover what the connector reads into the past (e.g.
+    ``k - 1`` for a ``k``-frame stack).
+
+    Args:
+        connector: The connector under test; it gets one episode.
+        episode: The un-cut episode.
+        start: First step of the chunk.
+        stop: End (exclusive) of the chunk's steps.
+        lookback: Lookback the chunk gets.
+        row_keys: Top-level output keys that hold rows; every leaf under them must have one
+            row per step or per observation. None: compare every leaf whose row count lines
+            up with both the episode and the chunk, and skip the others (per-episode values).
+
+    Raises:
+        ConnectorContractError: The rows differ.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[0, 0, 0],
+        ...                         rewards=[0.0] * 3, len_lookback_buffer=0)
+        >>> def prev_obs(eps, batch):
+        ...     ep = eps[0]
+        ...     return {"prev": [ep.get_observations(t - 1, neg_index_as_lookback=True, fill=-1)
+        ...                      for t in range(len(ep))]}
+        >>> check_lookback_across_cuts(prev_obs, ep, 1, 3, lookback=1)
+    """
+    chunk = episode.slice(slice(start, stop), len_lookback_buffer=lookback)
+    full = _call(connector, [copy.deepcopy(episode)])
+    part = _call(connector, [chunk])
+    if row_keys is not None:
+        full = {k: full[k] for k in row_keys}
+        part = {k: part[k] for k in row_keys}
+    found = _rows(full, part, start, stop, len(episode), row_keys is not None, "output")
+    if found:
+        raise ConnectorContractError(
+            f"output on the chunk [{start}:{stop}] with lookback {lookback} differs from the "
+            f"un-cut episode's rows: {found}"
+        )
+
+
+def check_deterministic(
+    connector: Connector, episodes_: list[SingleAgentEpisode], batch: dict[str, Any] | None = None
+) -> None:
+    """Checks that two calls on equal inputs give equal outputs.
+
+    Raises:
+        ConnectorContractError: The outputs differ.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> check_deterministic(lambda eps, batch: {"n": len(eps)}, [ep])
+    """
+    first = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
+    second = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
+    _assert_same(first, second, "the connector is not deterministic", check_dtype=True)
+
+
+def check_list_numpy_agree(
+    connector: Connector, episodes_: list[SingleAgentEpisode], batch: dict[str, Any] | None = None
+) -> None:
+    """Checks the output is the same (values, not dtypes) for list and numpy'd episodes.
+
+    Raises:
+        ConnectorContractError: The outputs differ.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> check_list_numpy_agree(lambda eps, b: {"o": [e.get_observations() for e in eps]}, [ep])
+    """
+    if any(ep.is_numpy for ep in episodes_):
+        raise ValueError("check_list_numpy_agree needs list-mode episodes (not numpy'd)")
+    as_list = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
+    as_numpy = _call(
+        connector, [copy.deepcopy(ep).to_numpy() for ep in episodes_], copy.deepcopy(batch)
+    )
+    _assert_same(as_list, as_numpy, "list and numpy episodes give different outputs")
+
+
+# --------------------------------------------------------------------- all at once (hypothesis)
+def _episode_kwargs(
+    observation_space: Any, action_space: Any, max_len: int, **extra: Any
+) -> dict[str, Any]:
+    kwargs = {"observation_space": observation_space, "action_space": action_space}
+    return {**kwargs, "max_len": max_len, **extra}
+
+
+def check_connector(
+    connector: Connector,
+    *,
+    observation_space: Any = None,
+    action_space: Any = None,
+    lookback: int = 3,
+    max_len: int = 6,
+    max_examples: int = 25,
+    row_keys: Collection[str] | None = None,
+) -> None:
+    """Runs every contract on episodes drawn by hypothesis (spaces, strategies or None).
+
+    Args:
+        connector: The connector under test.
+        observation_space: A space, a strategy of spaces, or None (any small batchable space).
+        action_space: The same for actions.
+        lookback: Steps the connector reads into the past; chunks are cut with this lookback.
+        max_len: Longest drawn episode.
+        max_examples: Hypothesis examples per contract.
+        row_keys: See :func:`check_lookback_across_cuts`.
+
+    Raises:
+        ConnectorContractError: A contract failed (hypothesis reports the minimal example).
+
+    Example:
+        >>> check_connector(lambda eps, batch: dict(batch), max_examples=3)
+    """
+    kwargs = _episode_kwargs(observation_space, action_space, max_len)
+    run = settings(max_examples=max_examples, deadline=None, database=None)
+
+    @run
+    @given(st.lists(episodes(**kwargs), max_size=3))
+    def mutate_and_determinism(eps: list[SingleAgentEpisode]) -> None:
+        check_does_not_mutate(connector, eps)
+        check_deterministic(connector, eps)
+
+    @run
+    @given(st.lists(episodes(**kwargs, numpy=False), max_size=3))
+    def list_numpy(eps: list[SingleAgentEpisode]) -> None:
+        check_list_numpy_agree(connector, eps)
+
+    @run
+    @given(episodes(**kwargs), st.data())
+    def cuts(ep: SingleAgentEpisode, data: st.DataObject) -> None:
+        start = data.draw(st.integers(0, len(ep)), label="start")
+        stop = data.draw(st.integers(start, len(ep)), label="stop")
+        check_lookback_across_cuts(connector, ep, start, stop, lookback, row_keys=row_keys)
+
+    @run
+    @given(episodes(**{**kwargs, "max_len": 0}))
+    def empty(ep: SingleAgentEpisode) -> None:
+        check_handles_empty_and_reset(connector, ep.observation_space, ep.action_space)
+
+    for test in (empty, mutate_and_determinism, list_numpy, cuts):
+        test()
+
+
+class ConnectorContract:
+    """A pytest mixin with one test per connector contract.
+
+    Subclass it in a ``Test*`` class and implement :meth:`make_connector`; optionally set
+    ``observation_space``, ``action_space`` (spaces or strategies; None draws any small
+    space), ``lookback`` (steps the connector reads into the past), ``row_keys`` (see
+    :func:`check_lookback_across_cuts`) and ``max_len``.
+    Hypothesis settings come from your active profile.
+
+    Example:
+        >>> class TestMyConnector(ConnectorContract):
+        ...     observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
+        ...     def make_connector(self):
+        ...         return lambda episodes, batch: {**batch, "n": len(episodes)}
+    """
+
+    observation_space: Any = None
+    action_space: Any = None
+    lookback: int = 3
+    max_len: int = 6
+    row_keys: Collection[str] | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Each subclass gets its own hypothesis-wrapped copy of every contract test: sharing one
+        # wrapped function between classes trips hypothesis' differing-executors health check.
+        for name in _CONTRACT_TESTS:
+            setattr(cls, name, given(data=st.data())(_fresh_test(getattr(ConnectorContract, name))))
+
+    def make_connector(self) -> Connector:
+        """Returns a fresh connector under test."""
+        raise NotImplementedError("ConnectorContract subclasses must implement make_connector()")
+
+    def _kwargs(self, **extra: Any) -> dict[str, Any]:
+        return _episode_kwargs(
+            self.observation_space, self.action_space, **{"max_len": self.max_len, **extra}
+        )
+
+    def test_does_not_mutate(self, data: st.DataObject) -> None:
+        """The connector leaves its input episodes unchanged."""
+        eps = data.draw(st.lists(episodes(**self._kwargs()), max_size=3), label="episodes")
+        check_does_not_mutate(self.make_connector(), eps)
+
+    def test_handles_empty_and_reset(self, data: st.DataObject) -> None:
+        """The connector accepts no episodes and just-reset episodes."""
+        ep = data.draw(episodes(**self._kwargs(max_len=0)), label="episode")
+        check_handles_empty_and_reset(self.make_connector(), ep.observation_space, ep.action_space)
+
+    def test_lookback_across_cuts(self, data: st.DataObject) -> None:
+        """A chunk with enough lookback gives the un-cut episode's rows."""
+        ep = data.draw(episodes(**self._kwargs()), label="episode")
+        start = data.draw(st.integers(0, len(ep)), label="start")
+        stop = data.draw(st.integers(start, len(ep)), label="stop")
+        check_lookback_across_cuts(
+            self.make_connector(), ep, start, stop, self.lookback, row_keys=self.row_keys
+        )
+
+    def test_deterministic(self, data: st.DataObject) -> None:
+        """Equal inputs give equal outputs."""
+        eps = data.draw(st.lists(episodes(**self._kwargs()), max_size=3), label="episodes")
+        check_deterministic(self.make_connector(), eps)
+
+    def test_list_numpy_agree(self, data: st.DataObject) -> None:
+        """List and numpy episodes give the same output."""
+        kwargs = self._kwargs(numpy=False)
+        eps = data.draw(st.lists(episodes(**kwargs), max_size=3), label="episodes")
+        check_list_numpy_agree(self.make_connector(), eps)
+
+
+_CONTRACT_TESTS = (
+    "test_does_not_mutate",
+    "test_handles_empty_and_reset",
+    "test_lookback_across_cuts",
+    "test_deterministic",
+    "test_list_numpy_agree",
+)
+
+
+def _fresh_test(body: Callable[[Any, st.DataObject], None]) -> Callable[[Any, st.DataObject], None]:
+    def test(self: Any, data: st.DataObject) -> None:
+        body(self, data)
+
+    test.__name__ = test.__qualname__ = body.__name__
+    test.__doc__ = body.__doc__
+    return test

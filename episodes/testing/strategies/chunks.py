@@ -1,0 +1,143 @@
+"""Strategies for an episode together with the chunks an env runner would have produced.
+
+Chunks are made the way an env runner makes them: replay the episode step by step with
+``add_env_step`` and ``cut(len_lookback_buffer=k)`` at the drawn cut points. Concatenating the
+chunks back (``concat_episode``) must give the original episode.
+
+Example:
+    >>> from hypothesis import find
+    >>> ce = find(chunked_episodes(), lambda ce: True)
+    >>> len(ce.chunks), ce.cuts
+    (1, ())
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from episodes.episode import SingleAgentEpisode
+from episodes.structs import map_leaves
+from episodes.testing.strategies.episodes import episodes
+
+__all__ = ["ChunkedEpisode", "chunked_episodes", "replay_in_chunks"]
+
+
+@dataclass(frozen=True)
+class ChunkedEpisode:
+    """An episode and its chunks.
+
+    Attributes:
+        episode: The whole episode.
+        chunks: Chunks covering it, in order; ``chunks[i + 1].t_started == chunks[i].t``.
+        cuts: Steps (relative to ``episode.t_started``) where a new chunk starts.
+        lookbacks: The ``len_lookback_buffer`` used for each cut.
+    """
+
+    episode: SingleAgentEpisode
+    chunks: tuple[SingleAgentEpisode, ...]
+    cuts: tuple[int, ...]
+    lookbacks: tuple[int, ...]
+
+
+def _as_array(leaf: Any) -> Any:
+    # numpy'd columns return numpy scalars for 0-d items; gymnasium's Box.contains warns on
+    # those, so hand 0-d arrays back (same dtype, same stored value).
+    return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
+
+
+def _step(episode: SingleAgentEpisode, i: int) -> dict[str, Any]:
+    return {
+        "observation": map_leaves(_as_array, episode.get_observations(i + 1)),
+        "action": map_leaves(_as_array, episode.get_actions(i)),
+        "reward": episode.get_rewards(i),
+        "infos": episode.get_infos(i + 1),
+        "extra_model_outputs": {
+            key: episode.get_extra_model_outputs(key, i) for key in episode.extra_model_outputs
+        }
+        or None,
+    }
+
+
+def replay_in_chunks(
+    episode: SingleAgentEpisode, cuts: tuple[int, ...], lookbacks: tuple[int, ...]
+) -> tuple[SingleAgentEpisode, ...]:
+    """Re-records ``episode`` step by step, cutting at ``cuts`` with the given lookbacks.
+
+    The first chunk keeps ``episode``'s own lookback. Chunks are numpy'd iff ``episode`` is.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[0.0, 1.0],
+        ...                         len_lookback_buffer=0)
+        >>> [c.get_observations() for c in replay_in_chunks(ep, (1,), (1,))]
+        [[0, 1], [1, 2]]
+    """
+    if len(cuts) != len(lookbacks) or list(cuts) != sorted(set(cuts)):
+        raise ValueError(f"cuts must be sorted and unique, one lookback each: {cuts}, {lookbacks}")
+    if cuts and not (0 < cuts[0] and cuts[-1] < len(episode)):
+        raise ValueError(f"cuts must lie strictly inside 0..{len(episode)}, got {cuts}")
+    current = episode.slice(slice(0, 0))
+    current.is_terminated = current.is_truncated = False
+    chunks = []
+    pending = dict(zip(cuts, lookbacks))
+    last = len(episode) - 1
+    for i in range(len(episode)):
+        if i in pending:
+            chunks.append(current)
+            current = current.cut(len_lookback_buffer=pending[i])
+        done = i == last
+        current.add_env_step(
+            **_step(episode, i),
+            terminated=done and episode.is_terminated,
+            truncated=done and episode.is_truncated,
+        )
+    chunks.append(current)
+    for chunk in chunks:
+        chunk.custom_data.update(episode.custom_data)
+        if episode.is_numpy:
+            chunk.to_numpy()
+    return tuple(chunks)
+
+
+@st.composite
+def chunked_episodes(
+    draw: st.DrawFn,
+    *,
+    max_chunks: int = 3,
+    max_cut_lookback: int = 3,
+    **episode_kwargs: Any,
+) -> ChunkedEpisode:
+    """Draws an episode (``episode_kwargs`` go to :func:`episodes`) and its chunks.
+
+    Args:
+        draw: Supplied by hypothesis (``@composite``); do not pass it.
+        max_chunks: At most this many chunks.
+        max_cut_lookback: Each cut keeps between 0 and this many steps of lookback.
+        **episode_kwargs: Passed to :func:`episodes` (spaces, lengths, ``numpy`` ...).
+
+    Example:
+        >>> from hypothesis import given
+        >>> @given(chunked_episodes(min_len=2))
+        ... def test(ce):
+        ...     assert sum(len(c) for c in ce.chunks) == len(ce.episode)
+        >>> test()
+    """
+    episode = draw(episodes(**episode_kwargs))
+    inner = list(range(1, len(episode)))
+    n_cuts = draw(st.integers(0, min(max_chunks - 1, len(inner))))
+    cuts = (
+        tuple(
+            sorted(
+                draw(
+                    st.lists(st.sampled_from(inner), min_size=n_cuts, max_size=n_cuts, unique=True)
+                )
+            )
+        )
+        if n_cuts
+        else ()
+    )
+    lookbacks = tuple(draw(st.integers(0, max_cut_lookback)) for _ in cuts)
+    return ChunkedEpisode(episode, replay_in_chunks(episode, cuts, lookbacks), cuts, lookbacks)

@@ -1,0 +1,171 @@
+"""Strategies for :class:`~episodes.SingleAgentEpisode` objects.
+
+Episodes are built from drawn spaces and items through the public constructor, so every drawn
+episode passes ``validate()``. Short episodes, no lookback, not done and list mode come first,
+so failures shrink to the smallest episode that still shows them.
+
+Example:
+    >>> from hypothesis import find
+    >>> ep = find(episodes(), lambda ep: True)
+    >>> len(ep), ep.is_done, ep.is_numpy
+    (0, False, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Union
+
+import gymnasium as gym
+import numpy as np
+from hypothesis import strategies as st
+
+from episodes.episode import SingleAgentEpisode
+from episodes.testing.strategies.spaces import BATCHABLE_KINDS, items, spaces
+
+__all__ = ["DEFAULT_EXTRA_MODEL_OUTPUTS", "SpaceLike", "episodes", "infos", "resolve_space"]
+
+#: A space, a strategy drawing spaces, or None (draw a small batchable space).
+SpaceLike = Union[gym.Space[Any], st.SearchStrategy[gym.Space[Any]], None]  # noqa: UP007 - a runtime alias
+
+#: Extra-model-output columns :func:`episodes` may add when not told otherwise.
+DEFAULT_EXTRA_MODEL_OUTPUTS: dict[str, gym.Space[Any]] = {
+    "action_logp": gym.spaces.Box(-10.0, 0.0, (), np.float32),
+    "vf_preds": gym.spaces.Box(-10.0, 10.0, (), np.float32),
+}
+
+_REWARDS = st.floats(-10.0, 10.0, allow_nan=False, width=32)
+_DONE_OPTIONS = (False, "terminated", "truncated")
+
+
+def infos() -> st.SearchStrategy[dict[str, Any]]:
+    """Draws info dicts: mostly ``{}``, sometimes a small int entry.
+
+    Example:
+        >>> from hypothesis import find
+        >>> find(infos(), lambda info: True)
+        {}
+    """
+    # builds(dict), not just({}): every info must be its own object.
+    return st.builds(dict) | st.fixed_dictionaries({"step": st.integers(0, 3)})
+
+
+def resolve_space(draw: st.DrawFn, space: SpaceLike) -> gym.Space[Any]:
+    """Turns a :data:`SpaceLike` into a space inside a ``@composite`` strategy.
+
+    Example:
+        >>> from hypothesis import find
+        >>> find(st.composite(lambda draw: resolve_space(draw, gym.spaces.Discrete(2)))(),
+        ...      lambda s: True)
+        Discrete(2)
+    """
+    if space is None:
+        return draw(spaces(BATCHABLE_KINDS, max_depth=1, max_children=2))
+    if isinstance(space, st.SearchStrategy):
+        return draw(space)
+    if isinstance(space, gym.Space):
+        return space
+    raise TypeError(f"expected a gymnasium space, a strategy or None, got {type(space).__name__}")
+
+
+def _int_range(draw: st.DrawFn, value: int | tuple[int, int], what: str) -> int:
+    if isinstance(value, tuple):
+        low, high = value
+        return draw(st.integers(low, high))
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValueError(f"{what} must be an int >= 0 or a (low, high) tuple, got {value!r}")
+
+
+@st.composite
+def episodes(
+    draw: st.DrawFn,
+    observation_space: SpaceLike = None,
+    action_space: SpaceLike = None,
+    *,
+    min_len: int = 0,
+    max_len: int = 5,
+    lookback: int | tuple[int, int] = (0, 3),
+    done: bool | str | None = None,
+    extra_model_outputs: Mapping[str, gym.Space[Any]] | None = None,
+    numpy: bool | None = None,
+    t_started: int | tuple[int, int] | None = None,
+    id_: str | None = None,
+) -> SingleAgentEpisode:
+    """Draws a valid, reset :class:`~episodes.SingleAgentEpisode` chunk.
+
+    Args:
+        draw: Supplied by hypothesis (``@composite``); do not pass it.
+        observation_space: The observation space, a strategy for it, or None to draw a small
+            batchable one (Box/Discrete/MultiDiscrete/MultiBinary, maybe in a Dict/Tuple).
+        action_space: The same for actions.
+        min_len: Fewest steps after the lookback.
+        max_len: Most steps after the lookback.
+        lookback: Steps of lookback, an int or an inclusive ``(low, high)`` range.
+        done: ``False``, ``True`` (terminated or truncated), ``"terminated"``, ``"truncated"``,
+            or None for any; an episode of length 0 is never done.
+        extra_model_outputs: Dict of key -> space of one value; None draws a subset of
+            :data:`DEFAULT_EXTRA_MODEL_OUTPUTS`; ``{}`` for none.
+        numpy: Whether the episode is numpy'd (``to_numpy()``); None for either.
+        t_started: The step of ``ts=0``; an int, a range, or None (= the lookback length, as
+            for a chunk cut from a fresh episode).
+        id_: The episode id; None draws one of a few fixed ids (kept deterministic).
+
+    Example:
+        >>> from hypothesis import given
+        >>> @given(episodes(gym.spaces.Discrete(3), gym.spaces.Discrete(2), min_len=1))
+        ... def test(ep):
+        ...     ep.validate()
+        ...     assert len(ep.get_actions()) == len(ep) >= 1
+        >>> test()
+    """
+    if not 0 <= min_len <= max_len:
+        raise ValueError(f"need 0 <= min_len <= max_len, got {min_len}, {max_len}")
+    obs_space = resolve_space(draw, observation_space)
+    act_space = resolve_space(draw, action_space)
+    n_lookback = _int_range(draw, lookback, "lookback")
+    length = draw(st.integers(min_len, max_len))
+    steps = n_lookback + length
+    if extra_model_outputs is None:
+        keys = draw(st.lists(st.sampled_from(sorted(DEFAULT_EXTRA_MODEL_OUTPUTS)), unique=True))
+        emo_spaces = {k: DEFAULT_EXTRA_MODEL_OUTPUTS[k] for k in sorted(keys)}
+    else:
+        emo_spaces = dict(extra_model_outputs)
+    observations = draw(st.lists(items(obs_space), min_size=steps + 1, max_size=steps + 1))
+    actions = draw(st.lists(items(act_space), min_size=steps, max_size=steps))
+    rewards = draw(st.lists(_REWARDS, min_size=steps, max_size=steps))
+    info_list = draw(st.lists(infos(), min_size=steps + 1, max_size=steps + 1))
+    emos = {
+        key: draw(st.lists(items(space), min_size=steps, max_size=steps))
+        for key, space in emo_spaces.items()
+    }
+    if length == 0:
+        flag: bool | str = False
+    elif done is None:
+        flag = draw(st.sampled_from(_DONE_OPTIONS))  # type: ignore[assignment]
+    elif done is True:
+        flag = draw(st.sampled_from(_DONE_OPTIONS[1:]))
+    elif done in ("terminated", "truncated") or done is False:
+        flag = bool(done) and str(done)
+    else:
+        raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
+    start = n_lookback if t_started is None else _int_range(draw, t_started, "t_started")
+    episode = SingleAgentEpisode(
+        id_ if id_ is not None else draw(st.sampled_from(("ep-0", "ep-1"))),
+        observations=observations,
+        observation_space=obs_space,
+        infos=info_list,
+        actions=actions,
+        action_space=act_space,
+        rewards=rewards,
+        terminated=flag == "terminated",
+        truncated=flag == "truncated",
+        extra_model_outputs=emos,
+        t_started=start,
+        len_lookback_buffer=n_lookback,
+    )
+    if numpy is None:
+        numpy = draw(st.booleans())
+    if numpy:
+        episode.to_numpy()
+    return episode

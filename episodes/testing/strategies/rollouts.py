@@ -1,0 +1,116 @@
+"""A strategy for the contents of an on-policy rollout storage (``[T, N, ...]`` tensors).
+
+torch is imported only when the strategy draws, so importing the strategies never imports it.
+
+Example:
+    >>> from hypothesis import find
+    >>> r = find(rollouts(2, 3), lambda r: True)
+    >>> tuple(r["rewards"].shape), bool(r["dones"].any())
+    ((2, 3, 1), False)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+__all__ = ["rollouts"]
+
+IntLike = Union[int, tuple[int, int], st.SearchStrategy[int]]  # noqa: UP007 - a runtime alias
+
+_VALUES = st.floats(-4.0, 4.0, allow_nan=False, width=32)
+
+
+def _size(draw: st.DrawFn, value: IntLike, what: str) -> int:
+    if isinstance(value, st.SearchStrategy):
+        result = draw(value)
+    elif isinstance(value, tuple):
+        result = draw(st.integers(*value))
+    else:
+        result = value
+    if not isinstance(result, int) or result < 1:
+        raise ValueError(f"{what} must be a positive int, got {result!r}")
+    return result
+
+
+def _floats(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
+    import torch
+
+    return torch.from_numpy(draw(hnp.arrays(np.float32, shape, elements=_VALUES)))
+
+
+def _flags(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
+    import torch
+
+    return torch.from_numpy(draw(hnp.arrays(np.bool_, shape, elements=st.booleans())))
+
+
+@st.composite
+def rollouts(
+    draw: st.DrawFn,
+    T: IntLike = (1, 4),  # noqa: N803 - the project's notation for steps per env
+    N: IntLike = (1, 4),  # noqa: N803
+    *,
+    obs_dim: IntLike = (1, 3),
+    action_dim: IntLike = (1, 2),
+    hidden: str | None = None,
+    num_layers: int = 1,
+    hidden_size: int = 2,
+) -> dict[str, Any]:
+    """Draws the tensors one rollout of ``T`` steps of ``N`` envs fills into a storage.
+
+    Args:
+        draw: Supplied by hypothesis (``@composite``); do not pass it.
+        T: Steps per env: an int, an inclusive ``(low, high)`` range or a strategy.
+        N: Number of envs, the same way.
+        obs_dim: Observation size, the same way.
+        action_dim: Action size, the same way.
+        hidden: None, ``"gru"`` (one state component) or ``"lstm"`` (two: h and c), or
+            ``"any"`` to draw one of the three.
+        num_layers: Layers of the recurrent state.
+        hidden_size: Width of the recurrent state.
+
+    Returns:
+        A dict of float32 tensors ``observations [T, N, obs]``, ``actions [T, N, act]``,
+        ``rewards``, ``values``, ``actions_log_prob`` (each ``[T, N, 1]``),
+        ``distribution_params`` (mean and std, ``[T, N, act]``, std > 0), bool ``dones`` and
+        ``time_outs`` ``[T, N, 1]`` (every time-out is also a done), ``last_values [N, 1]``,
+        and ``hidden_states``: ``(actor, critic)``, each None or a tuple of
+        ``[T, num_layers, N, hidden_size]`` tensors.
+
+    Example:
+        >>> from hypothesis import given
+        >>> @given(rollouts(3, 2, hidden="lstm"))
+        ... def test(r):
+        ...     assert len(r["hidden_states"][0]) == 2
+        ...     assert not (r["time_outs"] & ~r["dones"]).any()
+        >>> test()
+    """
+    t, n = _size(draw, T, "T"), _size(draw, N, "N")
+    obs, act = _size(draw, obs_dim, "obs_dim"), _size(draw, action_dim, "action_dim")
+    kind = draw(st.sampled_from((None, "gru", "lstm"))) if hidden == "any" else hidden
+    if kind not in (None, "gru", "lstm"):
+        raise ValueError(f"hidden must be None, 'gru', 'lstm' or 'any', got {hidden!r}")
+    dones = _flags(draw, (t, n, 1))
+    time_outs = _flags(draw, (t, n, 1)) & dones
+    std = _floats(draw, (t, n, act)).abs() + 0.1
+    states: list[Any] = [None, None]
+    if kind is not None:
+        comps = 1 if kind == "gru" else 2
+        for i in range(2):
+            states[i] = tuple(_floats(draw, (t, num_layers, n, hidden_size)) for _ in range(comps))
+    return {
+        "observations": _floats(draw, (t, n, obs)),
+        "actions": _floats(draw, (t, n, act)),
+        "rewards": _floats(draw, (t, n, 1)),
+        "dones": dones,
+        "time_outs": time_outs,
+        "values": _floats(draw, (t, n, 1)),
+        "actions_log_prob": _floats(draw, (t, n, 1)),
+        "distribution_params": (_floats(draw, (t, n, act)), std),
+        "last_values": _floats(draw, (n, 1)),
+        "hidden_states": (states[0], states[1]),
+    }

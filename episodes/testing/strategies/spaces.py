@@ -1,0 +1,304 @@
+"""Strategies for gymnasium spaces and for valid items of a space.
+
+Leaf kinds are tried simple-first (``Discrete`` before ``Box`` before ``Text`` ...), containers
+come last and nest at most ``max_depth`` levels, so a failing example shrinks towards a small,
+flat space and towards the simplest items of it (zeros, short strings, the lowest integers).
+
+Example:
+    >>> from hypothesis import find
+    >>> find(spaces(), lambda space: True)
+    Discrete(1)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from functools import singledispatch
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces as gs
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+__all__ = [
+    "ALL_KINDS",
+    "BATCHABLE_KINDS",
+    "CONTAINER_KINDS",
+    "LEAF_KINDS",
+    "items",
+    "spaces",
+]
+
+#: Leaf space kinds, simplest first (this order is also the shrinking order).
+LEAF_KINDS = ("discrete", "box", "multi_binary", "multi_discrete", "text", "sequence", "graph")
+#: Container kinds; ``one_of`` needs gymnasium's ``OneOf``.
+CONTAINER_KINDS = ("dict", "tuple", "one_of")
+#: Every kind :func:`spaces` knows.
+ALL_KINDS = LEAF_KINDS + CONTAINER_KINDS
+#: Kinds whose items stack into fixed-shape numpy arrays, i.e. what ``to_numpy()`` can batch.
+BATCHABLE_KINDS = ("discrete", "box", "multi_binary", "multi_discrete", "dict", "tuple")
+
+_BOX_DTYPES = (np.float32, np.float64, np.int64, np.uint8)
+_KEYS = ("a", "b", "c", "d")
+
+
+def _shapes(min_dims: int, max_dims: int, max_side: int) -> st.SearchStrategy[tuple[int, ...]]:
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=1, max_side=max_side)
+
+
+@st.composite
+def _box(
+    draw: st.DrawFn, max_dims: int, max_side: int, min_dims: int = 0, floats: bool = False
+) -> gs.Box:
+    dtype = draw(st.sampled_from(_BOX_DTYPES[:2] if floats else _BOX_DTYPES))
+    shape = draw(_shapes(min(min_dims, max_dims), max_dims, max_side))
+    if np.issubdtype(dtype, np.unsignedinteger):
+        low = draw(st.integers(0, 2))
+        return gs.Box(low, low + draw(st.integers(0, 3)), shape, dtype)
+    low = draw(st.integers(-3, 0))
+    high = low + draw(st.integers(0, 4))
+    if np.issubdtype(dtype, np.floating) and draw(st.booleans()):
+        # Unbounded float boxes (like the reward space) are common in RL and must work too.
+        return gs.Box(-np.inf, np.inf, shape, dtype)
+    return gs.Box(low, high, shape, dtype)
+
+
+def _leaf(kind: str, max_dims: int, max_side: int) -> st.SearchStrategy[gs.Space[Any]]:
+    if kind == "discrete":
+        # Plain Discrete(n) first so it shrinks to Discrete(1); a shifted start after.
+        with_start = st.builds(gs.Discrete, st.integers(1, 4), start=st.integers(-2, 2))
+        return st.integers(1, 4).map(gs.Discrete) | with_start
+    if kind == "box":
+        return _box(max_dims, max_side)
+    if kind == "multi_binary":
+        return st.builds(gs.MultiBinary, st.integers(1, max_side))
+    if kind == "multi_discrete":
+        nvec = st.lists(st.integers(1, 4), min_size=1, max_size=max_side)
+        return nvec.map(gs.MultiDiscrete)
+    if kind == "text":
+        return st.builds(gs.Text, st.integers(1, 4), min_length=st.just(0))
+    if kind == "sequence":
+        feature = st.builds(gs.Discrete, st.integers(1, 3)) | _box(1, 2)
+        return st.builds(gs.Sequence, feature)
+    if kind == "graph":
+        # Gymnasium's Graph needs node shapes of at least one dimension.
+        node = _box(1, 2, min_dims=1, floats=True)
+        edge = st.none() | st.builds(gs.Discrete, st.integers(1, 3))
+        return st.builds(gs.Graph, node_space=node, edge_space=edge)
+    raise ValueError(f"unknown leaf space kind {kind!r}; known: {LEAF_KINDS}")
+
+
+def spaces(
+    kinds: Sequence[str] = ALL_KINDS,
+    *,
+    max_depth: int = 2,
+    max_children: int = 3,
+    max_dims: int = 2,
+    max_side: int = 3,
+) -> st.SearchStrategy[gs.Space[Any]]:
+    """Draws gymnasium spaces: leaves of the given ``kinds``, nested in Dict/Tuple/OneOf.
+
+    Args:
+        kinds: Which kinds may appear (see ``ALL_KINDS``); leaf kinds and container kinds
+            (``"dict"``, ``"tuple"``, ``"one_of"``). Pass ``BATCHABLE_KINDS`` for spaces whose
+            items ``to_numpy()`` can stack.
+        max_depth: Containers nest at most this deep (0: leaves only).
+        max_children: At most this many sub-spaces per container.
+        max_dims: At most this many dimensions for Box shapes.
+        max_side: At most this many entries along any dimension.
+
+    Example:
+        >>> from hypothesis import given
+        >>> @given(spaces(("discrete", "dict"), max_depth=1))
+        ... def test(space):
+        ...     assert space.contains(space.sample())
+        >>> test()
+    """
+    unknown = set(kinds) - set(ALL_KINDS)
+    if unknown:
+        raise ValueError(f"unknown space kinds {sorted(unknown)}; known: {ALL_KINDS}")
+    leaf_kinds = [k for k in LEAF_KINDS if k in kinds]
+    if not leaf_kinds:
+        raise ValueError("spaces() needs at least one leaf kind")
+    leaves = st.one_of([_leaf(k, max_dims, max_side) for k in leaf_kinds])
+    containers = [k for k in CONTAINER_KINDS if k in kinds]
+    if max_depth <= 0 or not containers:
+        return leaves
+
+    def extend(children: st.SearchStrategy[gs.Space[Any]]) -> st.SearchStrategy[gs.Space[Any]]:
+        options: list[st.SearchStrategy[gs.Space[Any]]] = []
+        if "dict" in containers:
+            keys = st.lists(st.sampled_from(_KEYS), min_size=1, max_size=max_children, unique=True)
+            options.append(keys.flatmap(functools.partial(_dict_of, children)))
+        if "tuple" in containers:
+            options.append(st.lists(children, min_size=1, max_size=max_children).map(_tuple_space))
+        if "one_of" in containers:
+            options.append(st.lists(children, min_size=1, max_size=max_children).map(_one_of_space))
+        return st.one_of(options)
+
+    strategy: st.SearchStrategy[gs.Space[Any]] = leaves
+    for _ in range(max_depth):
+        strategy = leaves | extend(strategy)
+    return strategy
+
+
+def _dict_of(
+    children: st.SearchStrategy[gs.Space[Any]], keys: list[str]
+) -> st.SearchStrategy[gs.Space[Any]]:
+    return st.tuples(*[children] * len(keys)).map(functools.partial(_dict_space, keys))
+
+
+def _dict_space(keys: Sequence[str], subs: Sequence[gs.Space[Any]]) -> gs.Space[Any]:
+    return gs.Dict(dict(zip(keys, subs)))
+
+
+def _tuple_space(subs: list[gs.Space[Any]]) -> gs.Space[Any]:
+    return gs.Tuple(subs)
+
+
+def _one_of_space(subs: list[gs.Space[Any]]) -> gs.Space[Any]:
+    return gs.OneOf(subs)
+
+
+# ------------------------------------------------------------------------------------- items
+def items(space: gs.Space[Any]) -> st.SearchStrategy[Any]:
+    """Draws valid values of ``space`` (``space.contains(value)`` always holds).
+
+    Values have the types gymnasium's own ``sample()`` gives (numpy scalars and arrays of the
+    space's dtype, dicts, tuples, strings, ``GraphInstance``). They shrink towards the lowest
+    integers, zeros and empty strings/sequences.
+
+    Example:
+        >>> from hypothesis import find
+        >>> find(items(gym.spaces.Discrete(3, start=1)), lambda x: True)
+        np.int64(1)
+    """
+    return _items(space)
+
+
+@singledispatch
+def _items(space: gs.Space[Any]) -> st.SearchStrategy[Any]:
+    raise TypeError(f"items() does not know how to draw values of {type(space).__name__}")
+
+
+@_items.register
+def _(space: gs.Discrete) -> st.SearchStrategy[Any]:
+    start, n = int(space.start), int(space.n)
+    return st.integers(start, start + n - 1).map(space.dtype.type)
+
+
+def _box_elements(dtype: np.dtype[Any], low: float, high: float) -> st.SearchStrategy[Any]:
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        lo = int(max(low, info.min)) if np.isfinite(low) else int(info.min)
+        hi = int(min(high, info.max)) if np.isfinite(high) else int(info.max)
+        return st.integers(lo, hi)
+    width: Literal[32, 64] = 32 if dtype == np.float32 else 64
+    return st.floats(
+        min_value=float(low) if np.isfinite(low) else None,
+        max_value=float(high) if np.isfinite(high) else None,
+        allow_nan=False,
+        allow_infinity=False,
+        width=width,
+    )
+
+
+@_items.register
+def _(space: gs.Box) -> st.SearchStrategy[Any]:
+    low, high = space.low, space.high
+    if np.all(low == low.flat[0]) and np.all(high == high.flat[0]):
+        elements = _box_elements(space.dtype, float(low.flat[0]), float(high.flat[0]))
+        return hnp.arrays(space.dtype, space.shape, elements=elements)
+    # Per-entry bounds: draw each entry within its own bounds.
+    per_entry = [
+        _box_elements(space.dtype, float(lo), float(hi)) for lo, hi in zip(low.flat, high.flat)
+    ]
+    return st.tuples(*per_entry).map(
+        lambda values: np.array(values, dtype=space.dtype).reshape(space.shape)
+    )
+
+
+@_items.register
+def _(space: gs.MultiBinary) -> st.SearchStrategy[Any]:
+    return hnp.arrays(space.dtype, space.shape, elements=st.integers(0, 1))
+
+
+@_items.register
+def _(space: gs.MultiDiscrete) -> st.SearchStrategy[Any]:
+    starts, nvec = space.start.flat, space.nvec.flat
+    entries = [st.integers(int(s), int(s) + int(n) - 1) for s, n in zip(starts, nvec)]
+    return st.tuples(*entries).map(
+        lambda values: np.array(values, dtype=space.dtype).reshape(space.shape)
+    )
+
+
+@_items.register
+def _(space: gs.Text) -> st.SearchStrategy[Any]:
+    alphabet = sorted(space.character_set)
+    return st.text(st.sampled_from(alphabet), min_size=space.min_length, max_size=space.max_length)
+
+
+@_items.register
+def _(space: gs.Dict) -> st.SearchStrategy[Any]:
+    return st.fixed_dictionaries({key: _items(sub) for key, sub in space.spaces.items()})
+
+
+@_items.register
+def _(space: gs.Tuple) -> st.SearchStrategy[Any]:
+    return st.tuples(*[_items(sub) for sub in space.spaces])
+
+
+@_items.register
+def _(space: gs.Sequence) -> st.SearchStrategy[Any]:
+    values = st.lists(_items(space.feature_space), max_size=3)
+    if space.stack:
+        return values.map(functools.partial(_stacked, space.feature_space))
+    return values.map(tuple)
+
+
+def _stacked(feature: gs.Space[Any], values: list[Any]) -> Any:
+    empty: Any = gym.vector.utils.create_empty_array(feature, len(values))
+    return gym.vector.utils.concatenate(feature, values, empty)
+
+
+def _tagged(index: int, value: Any) -> tuple[int, Any]:
+    return (index, value)
+
+
+@_items.register
+def _(space: gs.OneOf) -> st.SearchStrategy[Any]:
+    branches = [
+        _items(sub).map(functools.partial(_tagged, i)) for i, sub in enumerate(space.spaces)
+    ]
+    return st.one_of(branches)
+
+
+@st.composite
+def _graph(draw: st.DrawFn, space: gs.Graph) -> gs.GraphInstance:
+    num_nodes = draw(st.integers(1, 3))
+    nodes = _stack(
+        space.node_space,
+        draw(st.lists(_items(space.node_space), min_size=num_nodes, max_size=num_nodes)),
+    )
+    if space.edge_space is None:
+        return gs.GraphInstance(nodes, None, None)
+    num_edges = draw(st.integers(0, 3))
+    edges = _stack(
+        space.edge_space,
+        draw(st.lists(_items(space.edge_space), min_size=num_edges, max_size=num_edges)),
+    )
+    links = draw(hnp.arrays(np.int64, (num_edges, 2), elements=st.integers(0, num_nodes - 1)))
+    return gs.GraphInstance(nodes, edges, links)
+
+
+def _stack(space: gs.Space[Any], values: list[Any]) -> np.ndarray:
+    shape = getattr(space, "shape", None) or ()
+    return np.array(values, dtype=space.dtype).reshape((len(values), *shape))
+
+
+@_items.register
+def _(space: gs.Graph) -> st.SearchStrategy[Any]:
+    return _graph(space)

@@ -1,0 +1,137 @@
+"""The connector contracts pass good connectors and catch bad ones."""
+
+from __future__ import annotations
+
+import itertools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from episodes import SingleAgentEpisode
+from episodes.testing import (
+    ConnectorContract,
+    ConnectorContractError,
+    check_connector,
+    check_deterministic,
+    check_does_not_mutate,
+    check_handles_empty_and_reset,
+    check_list_numpy_agree,
+    check_lookback_across_cuts,
+    outputs_equal,
+)
+
+OBS = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+def prev_obs(episodes, batch):
+    """A good connector: each step's previous observation (lookback-aware)."""
+    rows = [
+        np.asarray(ep.get_observations(t - 1, neg_index_as_lookback=True, fill=0.0))
+        for ep in episodes
+        for t in range(len(ep))
+    ]
+    return {**batch, "prev_obs": np.stack(rows) if rows else np.zeros((0, 2), np.float32)}
+
+
+def _episode() -> SingleAgentEpisode:
+    obs = [np.full(2, i / 10, np.float32) for i in range(5)]
+    return SingleAgentEpisode(
+        observations=obs,
+        observation_space=OBS,
+        actions=[0] * 4,
+        rewards=[0.0] * 4,
+        len_lookback_buffer=0,
+    )
+
+
+def test_good_connector_passes_every_check():
+    check_connector(prev_obs, observation_space=OBS, lookback=1, max_examples=10)
+
+
+def test_mutating_connector_is_caught():
+    def mutating(episodes, batch):
+        for ep in episodes:
+            ep.custom_data["seen"] = True
+        return batch
+
+    with pytest.raises(ConnectorContractError, match="mutated input episode 0"):
+        check_does_not_mutate(mutating, [_episode()])
+
+
+def test_in_place_write_through_a_numpy_view_is_caught():
+    def scaling(episodes, batch):
+        obs = episodes[0].get_observations()
+        obs *= 2  # writes through the getter's view into the episode
+        return {"obs": obs}
+
+    with pytest.raises(ConnectorContractError, match="mutated"):
+        check_does_not_mutate(scaling, [_episode().to_numpy()])
+
+
+def test_nondeterministic_connector_is_caught():
+    counter = itertools.count()
+
+    def noisy(episodes, batch):
+        return {"noise": next(counter)}
+
+    with pytest.raises(ConnectorContractError, match="not deterministic"):
+        check_deterministic(noisy, [_episode()])
+    with pytest.raises(ConnectorContractError, match="not deterministic"):
+        check_connector(noisy, observation_space=OBS, max_examples=5)
+
+
+def test_connector_without_lookback_is_caught():
+    def forgets_lookback(episodes, batch):
+        ep = episodes[0]
+        return {
+            "prev": [
+                ep.get_observations(t - 1, fill=0.0) if t else np.zeros(2, np.float32)
+                for t in range(len(ep))
+            ]
+        }
+
+    with pytest.raises(ConnectorContractError, match="differs from the un-cut"):
+        check_lookback_across_cuts(forgets_lookback, _episode(), 2, 4, lookback=1)
+    check_lookback_across_cuts(prev_obs, _episode(), 2, 4, lookback=1)
+
+
+def test_row_keys_make_alignment_strict():
+    def per_episode(episodes, batch):
+        return {"n": [len(ep) for ep in episodes]}
+
+    check_lookback_across_cuts(per_episode, _episode(), 1, 3, lookback=1)  # skipped: not rows
+    with pytest.raises(ConnectorContractError, match="not one row"):
+        check_lookback_across_cuts(per_episode, _episode(), 1, 3, lookback=1, row_keys=["n"])
+
+
+def test_connector_that_fails_on_reset_episodes_is_caught():
+    def needs_a_step(episodes, batch):
+        return {"last_action": [ep.get_actions(-1) for ep in episodes]}
+
+    with pytest.raises(ConnectorContractError, match="just-reset"):
+        check_handles_empty_and_reset(needs_a_step, OBS)
+
+
+def test_list_numpy_disagreement_is_caught():
+    def mode_dependent(episodes, batch):
+        return {"numpy": [ep.is_numpy for ep in episodes]}
+
+    with pytest.raises(ConnectorContractError, match="list and numpy"):
+        check_list_numpy_agree(mode_dependent, [_episode()])
+
+
+def test_outputs_equal_handles_tensors_and_nesting():
+    import torch
+
+    assert outputs_equal({"a": (torch.ones(2), [1, 2])}, {"a": (np.ones(2), np.array([1, 2]))})
+    assert not outputs_equal({"a": 1}, {"b": 1})
+    assert outputs_equal([np.nan], np.array([np.nan]))
+
+
+class TestPrevObsContract(ConnectorContract):
+    observation_space = OBS
+    lookback = 1
+
+    def make_connector(self):
+        return prev_obs
