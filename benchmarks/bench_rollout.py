@@ -54,8 +54,12 @@ def make_steps(t: int, n: int, done_p: float, hidden: bool, seed: int = 0) -> li
 def ours_transitions(steps: list[dict]) -> list[Transition]:
     return [
         Transition(
-            observations=s["obs"], actions=s["actions"], rewards=s["rewards"], dones=s["dones"],
-            values=s["values"], actions_log_prob=s["log_prob"],
+            observations=s["obs"],
+            actions=s["actions"],
+            rewards=s["rewards"],
+            dones=s["dones"],
+            values=s["values"],
+            actions_log_prob=s["log_prob"],
             distribution_params=(s["mean"], s["std"]),
             hidden_states=(s.get("ha"), s.get("hc")),
         )
@@ -93,7 +97,10 @@ def build(t: int, n: int, done_p: float, hidden: bool):
 def theirs_compute_returns(storage, last_values: torch.Tensor) -> None:
     """Run rsl_rl's PPO.compute_returns code on a minimal stand-in for the algorithm."""
     alg = SimpleNamespace(
-        storage=storage, gamma=GAMMA, lam=LAM, normalize_advantage_per_mini_batch=False,
+        storage=storage,
+        gamma=GAMMA,
+        lam=LAM,
+        normalize_advantage_per_mini_batch=False,
         critic=_Critic(last_values),
     )
     PPO.compute_returns(alg, None)  # type: ignore[arg-type]
@@ -139,16 +146,22 @@ def main() -> None:
     ours, theirs, ot, tt, last = build(T, N, 0.02, hidden=False)
     ours.compute_returns(last, GAMMA, LAM)
     theirs_compute_returns(theirs, last)
-    r = interleaved({
-        "ours": lambda: consume_flat(ours.mini_batch_generator(4, 5), "advantages"),
-        "theirs": lambda: consume_flat(theirs.mini_batch_generator(4, 5), "advantages"),
-    }, args.repeats)
+    r = interleaved(
+        {
+            "ours": lambda: consume_flat(ours.mini_batch_generator(4, 5), "advantages"),
+            "theirs": lambda: consume_flat(theirs.mini_batch_generator(4, 5), "advantages"),
+        },
+        args.repeats,
+    )
     rows.append(("mini_batch_generator 4x5", r, 0.4))
 
-    r = interleaved({
-        "ours": lambda: ours.compute_returns(last, GAMMA, LAM),
-        "theirs": lambda: theirs_compute_returns(theirs, last),
-    }, args.repeats)
+    r = interleaved(
+        {
+            "ours": lambda: ours.compute_returns(last, GAMMA, LAM),
+            "theirs": lambda: theirs_compute_returns(theirs, last),
+        },
+        args.repeats,
+    )
     rows.append((f"GAE T={T} N={N}", r, 0.5))
 
     def add_ours(ours=ours, ot=ot):
@@ -166,29 +179,39 @@ def main() -> None:
     del ours, theirs, ot, tt
 
     ours, theirs, _, _, last = build(1000, 64, 0.02, hidden=False)
-    r = interleaved({
-        "ours": lambda: ours.compute_returns(last, GAMMA, LAM),
-        "theirs": lambda: theirs_compute_returns(theirs, last),
-    }, args.repeats)
+    r = interleaved(
+        {
+            "ours": lambda: ours.compute_returns(last, GAMMA, LAM),
+            "theirs": lambda: theirs_compute_returns(theirs, last),
+        },
+        args.repeats,
+    )
     rows.append(("GAE T=1000 N=64", r, 0.1))
     del ours, theirs
 
     ours, theirs, _, _, last = build(T, N, 0.02, hidden=True)
     ours.compute_returns(last, GAMMA, LAM)
     theirs_compute_returns(theirs, last)
-    r = interleaved({
-        "ours": lambda: consume_obs(ours.recurrent_mini_batch_generator(4, 5)),
-        "theirs": lambda: consume_obs(theirs.recurrent_mini_batch_generator(4, 5)),
-    }, max(3, args.repeats // 3))
+    r = interleaved(
+        {
+            "ours": lambda: consume_obs(ours.recurrent_mini_batch_generator(4, 5)),
+            "theirs": lambda: consume_obs(theirs.recurrent_mini_batch_generator(4, 5)),
+        },
+        max(3, args.repeats // 3),
+    )
     rows.append(("recurrent 4x5 GRU(1x256) 2% dones", r, 0.6))
 
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, T={T} N={N} "
-          f"obs={OBS} act={ACT}; medians of interleaved repeats")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, T={T} N={N} "
+        f"obs={OBS} act={ACT}; medians of interleaved repeats"
+    )
     print(f"{'operation':<36} {'ours ms':>9} {'theirs ms':>10} {'ratio':>7} {'target':>7}  ok")
     for name, r, target in rows:
         ratio = r["ours"] / r["theirs"]
-        print(f"{name:<36} {r['ours'] * 1e3:9.3f} {r['theirs'] * 1e3:10.3f} {ratio:7.3f} "
-              f"{'<=' + str(target):>7}  {'yes' if ratio <= target else 'NO'}")
+        print(
+            f"{name:<36} {r['ours'] * 1e3:9.3f} {r['theirs'] * 1e3:10.3f} {ratio:7.3f} "
+            f"{'<=' + str(target):>7}  {'yes' if ratio <= target else 'NO'}"
+        )
 
 
 if __name__ == "__main__":

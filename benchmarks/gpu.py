@@ -54,11 +54,18 @@ def build(n: int, dev: torch.device, hidden: bool) -> tuple[RolloutStorage, list
     trs = []
     for _ in range(T):
         hs = (r(1, n, HIDDEN), r(1, n, HIDDEN)) if hidden else (None, None)
-        trs.append(Transition(
-            observations=r(n, OBS), actions=r(n, ACT), rewards=r(n),
-            dones=(torch.rand(n, device=dev, generator=g) < 0.02).float(), values=r(n, 1),
-            actions_log_prob=r(n), distribution_params=(r(n, ACT), r(n, ACT)), hidden_states=hs,
-        ))
+        trs.append(
+            Transition(
+                observations=r(n, OBS),
+                actions=r(n, ACT),
+                rewards=r(n),
+                dones=(torch.rand(n, device=dev, generator=g) < 0.02).float(),
+                values=r(n, 1),
+                actions_log_prob=r(n),
+                distribution_params=(r(n, ACT), r(n, ACT)),
+                hidden_states=hs,
+            )
+        )
     for tr in trs:
         st.add_transition(tr)
     st.compute_returns(r(n, 1), 0.99, 0.95)
@@ -81,8 +88,10 @@ def main() -> None:
         return
     dev = torch.device("cuda")
     bw = copy_bandwidth(dev)
-    print(f"device: {torch.cuda.get_device_name(dev)}, torch {torch.__version__}, "
-          f"measured D2D copy bandwidth {bw:.0f} GB/s")
+    print(
+        f"device: {torch.cuda.get_device_name(dev)}, torch {torch.__version__}, "
+        f"measured D2D copy bandwidth {bw:.0f} GB/s"
+    )
     per_sample = (OBS + 3 * ACT + 4) * 4  # bytes gathered per flat sample (float32)
     print(f"{'pass':<30} {'N':>6} {'ms':>9} {'Msamples/s':>11} {'GB/s':>8} {'% copy bw':>9}")
     for n in (4096, 65536):
@@ -95,8 +104,9 @@ def main() -> None:
                 moved = 2 * 5 * T * n * per_sample
                 rows.append(("mini_batch_generator 4x5", sec, 5 * T * n, moved))
                 last = torch.randn(n, 1, device=dev)
-                sec = timed(lambda st=st, last=last: st.compute_returns(last, 0.99, 0.95),
-                            args.repeats)
+                sec = timed(
+                    lambda st=st, last=last: st.compute_returns(last, 0.99, 0.95), args.repeats
+                )
                 rows.append(("GAE + normalise", sec, T * n, 6 * T * n * 4))
 
                 def add(st=st, trs=trs) -> None:
@@ -105,18 +115,22 @@ def main() -> None:
                         st.add_transition(tr)
 
                 sec = timed(add, args.repeats)
-                rows.append((f"{T} x add_transition", sec, T * n,
-                             2 * T * n * (OBS + 3 * ACT + 4) * 4))
+                rows.append(
+                    (f"{T} x add_transition", sec, T * n, 2 * T * n * (OBS + 3 * ACT + 4) * 4)
+                )
             else:
-                sec = timed(lambda st=st: consume(st.recurrent_mini_batch_generator(4, 5)),
-                            args.repeats)
+                sec = timed(
+                    lambda st=st: consume(st.recurrent_mini_batch_generator(4, 5)), args.repeats
+                )
                 # split/pad obs (read+write) + hidden gather; slices afterwards are views
                 moved = 2 * T * n * OBS * 4 + 2 * 2 * n * HIDDEN * 4
                 rows.append(("recurrent 4x5 GRU(1x256)", sec, 5 * T * n, moved))
             for name, sec, samples, nbytes in rows:
                 gbs = nbytes / sec / 1e9
-                print(f"{name:<30} {n:>6} {sec * 1e3:9.3f} {samples / sec / 1e6:11.1f} "
-                      f"{gbs:8.1f} {100 * gbs / bw:8.1f}%")
+                print(
+                    f"{name:<30} {n:>6} {sec * 1e3:9.3f} {samples / sec / 1e6:11.1f} "
+                    f"{gbs:8.1f} {100 * gbs / bw:8.1f}%"
+                )
             del st, trs
             torch.cuda.empty_cache()
 

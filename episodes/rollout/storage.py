@@ -465,7 +465,10 @@ class RolloutStorage:
     ) -> Iterator[RLBatch]:
         """Shuffled flat mini-batches; see :func:`.generators.mini_batch_generator`."""
         return mini_batch_generator(
-            self, num_mini_batches, num_epochs, generator=generator,
+            self,
+            num_mini_batches,
+            num_epochs,
+            generator=generator,
             normalize_advantage_per_mini_batch=normalize_advantage_per_mini_batch,
         )
 
@@ -478,7 +481,9 @@ class RolloutStorage:
     ) -> Iterator[RLBatch]:
         """Padded trajectories; see :func:`.generators.recurrent_mini_batch_generator`."""
         return recurrent_mini_batch_generator(
-            self, num_mini_batches, num_epochs,
+            self,
+            num_mini_batches,
+            num_epochs,
             normalize_advantage_per_mini_batch=normalize_advantage_per_mini_batch,
         )
 

@@ -127,9 +127,7 @@ def pad_with_layout(tensor: _T, layout: TrajectoryLayout) -> _T:
     return out.view(t, layout.num_traj, *feat)
 
 
-def split_and_pad_trajectories(
-    tensor: _T, dones: torch.Tensor
-) -> tuple[_T, torch.Tensor]:
+def split_and_pad_trajectories(tensor: _T, dones: torch.Tensor) -> tuple[_T, torch.Tensor]:
     """Split ``[T, N, ...]`` data at dones into zero-padded trajectories.
 
     Same semantics as rsl_rl's function of the same name: env-major trajectory order, the last

@@ -51,32 +51,41 @@ class _Critic:
 
 def rsl_compute_returns(storage, last_values, gamma, lam, per_mini_batch=False) -> None:
     """Run rsl_rl's own PPO.compute_returns code on a minimal stand-in algorithm."""
-    alg = SimpleNamespace(storage=storage, gamma=gamma, lam=lam, critic=_Critic(last_values),
-                          normalize_advantage_per_mini_batch=per_mini_batch)
+    alg = SimpleNamespace(
+        storage=storage,
+        gamma=gamma,
+        lam=lam,
+        critic=_Critic(last_values),
+        normalize_advantage_per_mini_batch=per_mini_batch,
+    )
     PPO.compute_returns(alg, None)  # type: ignore[arg-type]
 
 
 def build_pair(t, n, seed, done_p, hidden=None, layers=2, hid=4):
     g = torch.Generator().manual_seed(seed)
-    obs_example = TensorDict({"policy": torch.zeros(n, OBS), "critic": torch.zeros(n, OBS + 1)},
-                             batch_size=[n])
+    obs_example = TensorDict(
+        {"policy": torch.zeros(n, OBS), "critic": torch.zeros(n, OBS + 1)}, batch_size=[n]
+    )
     theirs = RslStorage("rl", n, t, obs_example, [ACT])
     ours = RolloutStorage("rl", n, t, {"policy": (OBS,), "critic": (OBS + 1,)}, (ACT,))
     for _ in range(t):
-        obs = {"policy": torch.randn(n, OBS, generator=g),
-               "critic": torch.randn(n, OBS + 1, generator=g)}
+        obs = {
+            "policy": torch.randn(n, OBS, generator=g),
+            "critic": torch.randn(n, OBS + 1, generator=g),
+        }
         fields = dict(
             actions=torch.randn(n, ACT, generator=g),
             rewards=torch.randn(n, generator=g),
             dones=(torch.rand(n, generator=g) < done_p).float(),
             values=torch.randn(n, 1, generator=g),
             actions_log_prob=torch.randn(n, generator=g),
-            distribution_params=(torch.randn(n, ACT, generator=g),
-                                 torch.rand(n, ACT, generator=g)),
+            distribution_params=(torch.randn(n, ACT, generator=g), torch.rand(n, ACT, generator=g)),
         )
         if hidden is not None:
+
             def h():
                 return torch.randn(layers, n, hid, generator=g)
+
             fields["hidden_states"] = (h(), h()) if hidden == "gru" else ((h(), h()), (h(), h()))
         tr = RslStorage.Transition()
         tr.observations = TensorDict(obs, batch_size=[n])
@@ -92,9 +101,15 @@ def close(a, b, atol=1e-5):
 
 
 @settings(max_examples=20, deadline=None)
-@given(t=st.integers(1, 40), n=st.integers(2, 8), seed=st.integers(0, 10**6),
-       done_p=st.sampled_from([0.0, 0.1, 0.5, 1.0]), gamma=st.sampled_from([0.0, 0.9, 0.99, 1.0]),
-       lam=st.sampled_from([0.0, 0.95, 1.0]), per_mb=st.booleans())
+@given(
+    t=st.integers(1, 40),
+    n=st.integers(2, 8),
+    seed=st.integers(0, 10**6),
+    done_p=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
+    gamma=st.sampled_from([0.0, 0.9, 0.99, 1.0]),
+    lam=st.sampled_from([0.0, 0.95, 1.0]),
+    per_mb=st.booleans(),
+)
 def test_returns_and_advantages(t, n, seed, done_p, gamma, lam, per_mb):
     ours, theirs, last = build_pair(t, n, seed, done_p)
     rsl_compute_returns(theirs, last, gamma, lam, per_mini_batch=per_mb)
@@ -111,9 +126,13 @@ def test_time_out_bootstrap_matches_process_env_step():
     time_outs = torch.tensor([1, 0, 1, 0, 0])
     captured = {}
     alg = SimpleNamespace(
-        transition=RslStorage.Transition(), rnd=None, gamma=0.97, device="cpu",
+        transition=RslStorage.Transition(),
+        rnd=None,
+        gamma=0.97,
+        device="cpu",
         storage=SimpleNamespace(add_transition=lambda tr: captured.update(r=tr.rewards.clone())),
-        actor=_Critic(values), critic=_Critic(values),
+        actor=_Critic(values),
+        critic=_Critic(values),
     )
     alg.transition.values = values
     PPO.process_env_step(alg, None, rewards, torch.zeros(n), {"time_outs": time_outs})
@@ -122,8 +141,12 @@ def test_time_out_bootstrap_matches_process_env_step():
 
 
 @settings(max_examples=30, deadline=None)
-@given(t=st.integers(1, 12), n=st.integers(1, 6), seed=st.integers(0, 10**6),
-       p=st.sampled_from([0.0, 0.2, 0.6, 1.0]))
+@given(
+    t=st.integers(1, 12),
+    n=st.integers(1, 6),
+    seed=st.integers(0, 10**6),
+    p=st.sampled_from([0.0, 0.2, 0.6, 1.0]),
+)
 def test_split_and_pad_and_unpad(t, n, seed, p):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(t, n, 3, generator=g)

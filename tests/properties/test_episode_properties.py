@@ -7,7 +7,6 @@ import pickle
 
 import gymnasium as gym
 import numpy as np
-import pytest
 import tree
 from hypothesis import given
 from hypothesis import strategies as st

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 
 
-def random_steps(t, n, device, *, obs_dict=False, hidden=None, done_p=0.2, seed=0,
-                 act_dim=2, obs_dim=3):
+def random_steps(
+    t, n, device, *, obs_dict=False, hidden=None, done_p=0.2, seed=0, act_dim=2, obs_dim=3
+):
     """Random per-step data: list of dicts of [N, ...] tensors on ``device``.
 
     ``hidden`` is None, "gru" or "lstm" (actor and critic, 2 layers, hidden 4).
@@ -25,12 +26,16 @@ def random_steps(t, n, device, *, obs_dict=False, hidden=None, done_p=0.2, seed=
             "dones": (torch.rand(n, generator=g) < done_p).float(),
             "values": torch.randn(n, 1, generator=g),
             "actions_log_prob": torch.randn(n, generator=g),
-            "distribution_params": (torch.randn(n, act_dim, generator=g),
-                                    torch.rand(n, act_dim, generator=g)),
+            "distribution_params": (
+                torch.randn(n, act_dim, generator=g),
+                torch.rand(n, act_dim, generator=g),
+            ),
         }
         if hidden is not None:
+
             def h():
                 return torch.randn(2, n, 4, generator=g)
+
             s["hidden_states"] = (h(), h()) if hidden == "gru" else ((h(), h()), (h(), h()))
         steps.append(to_device(s, device))
     return steps

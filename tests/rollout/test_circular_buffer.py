@@ -102,8 +102,11 @@ def test_windows_errors():
 
 
 @settings(max_examples=40, deadline=None)
-@given(max_len=st.integers(1, 5), n=st.integers(1, 3),
-       ops=st.lists(st.one_of(st.just("append"), st.integers(0, 2)), max_size=15))
+@given(
+    max_len=st.integers(1, 5),
+    n=st.integers(1, 3),
+    ops=st.lists(st.one_of(st.just("append"), st.integers(0, 2)), max_size=15),
+)
 def test_property_matches_python_deques(max_len, n, ops):
     buf = CircularBuffer(max_len, n)
     hist: list[list[float]] = [[] for _ in range(n)]

@@ -41,8 +41,14 @@ DONE_PATTERNS = {
     "random": lambda t, n: torch.rand(t, n, generator=torch.Generator().manual_seed(1)) < 0.2,
 }
 SIZES = {"T1": (1, 3), "T2": (2, 5), "T24": (24, 16), "T300_scan": (300, 4), "T70": (70, 2)}
-GAMMA_LAM = {"std": (0.99, 0.95), "g0": (0.0, 0.95), "l0": (0.99, 0.0), "g1l1": (1.0, 1.0),
-             "g0l0": (0.0, 0.0), "g1l0": (1.0, 0.0)}
+GAMMA_LAM = {
+    "std": (0.99, 0.95),
+    "g0": (0.0, 0.95),
+    "l0": (0.99, 0.0),
+    "g1l1": (1.0, 1.0),
+    "g0l0": (0.0, 0.0),
+    "g1l0": (1.0, 0.0),
+}
 
 
 @pytest.mark.parametrize("pattern", DONE_PATTERNS.values(), ids=DONE_PATTERNS.keys())
@@ -63,8 +69,9 @@ def test_matches_reference_loop(device, pattern, size, gl):
 def test_done_at_every_position(device, pos):
     r, v, d, lv = make(6, 3, lambda t, n: torch.arange(t).unsqueeze(1).expand(t, n) == pos, device)
     got = compute_gae(r, v, d, lv, 0.9, 0.8)
-    torch.testing.assert_close(got.cpu().double(), reference_gae(r, v, d, lv, 0.9, 0.8).cpu(),
-                               atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(
+        got.cpu().double(), reference_gae(r, v, d, lv, 0.9, 0.8).cpu(), atol=1e-6, rtol=1e-6
+    )
 
 
 def test_two_dim_inputs_and_dtypes(device):
@@ -98,8 +105,12 @@ def test_bad_shapes():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    t=st.integers(1, 150), n=st.integers(1, 6), p=st.floats(0, 1),
-    gamma=st.floats(0, 1), lam=st.floats(0, 1), seed=st.integers(0, 2**16),
+    t=st.integers(1, 150),
+    n=st.integers(1, 6),
+    p=st.floats(0, 1),
+    gamma=st.floats(0, 1),
+    lam=st.floats(0, 1),
+    seed=st.integers(0, 2**16),
 )
 def test_property_matches_reference(t, n, p, gamma, lam, seed):
     g = torch.Generator().manual_seed(seed)
@@ -108,8 +119,9 @@ def test_property_matches_reference(t, n, p, gamma, lam, seed):
     lv = torch.randn(n, 1, generator=g)
     want = reference_gae(r, v, d, lv, gamma, lam)
     scale = max(1.0, float(want.abs().max()))
-    torch.testing.assert_close(compute_gae(r, v, d, lv, gamma, lam).double(), want,
-                               atol=2e-6 * scale, rtol=1e-5)
+    torch.testing.assert_close(
+        compute_gae(r, v, d, lv, gamma, lam).double(), want, atol=2e-6 * scale, rtol=1e-5
+    )
 
 
 def test_bootstrap_time_outs(device):

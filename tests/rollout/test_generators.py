@@ -15,8 +15,9 @@ from episodes.rollout import (
 from tests.rollout._helpers import random_steps, stack_steps
 
 
-def filled(device, t, n, *, obs_dict=False, hidden=None, training_type="rl", done_p=0.2,
-           seed=0, **kw):
+def filled(
+    device, t, n, *, obs_dict=False, hidden=None, training_type="rl", done_p=0.2, seed=0, **kw
+):
     steps = random_steps(t, n, device, obs_dict=obs_dict, hidden=hidden, done_p=done_p, seed=seed)
     s = RolloutStorage(training_type, n, t, steps[0]["observations"], (2,), device=device, **kw)
     for x in steps:
@@ -38,8 +39,13 @@ def all_tensors(x):
 
 
 # ------------------------------------------------------------------ flat generator
-SIZES = {"divisible": (4, 6, 3), "remainder": (5, 3, 4), "one_batch": (3, 2, 1),
-         "one_sample_per_batch": (2, 3, 6), "prime": (7, 3, 5)}
+SIZES = {
+    "divisible": (4, 6, 3),
+    "remainder": (5, 3, 4),
+    "one_batch": (3, 2, 1),
+    "one_sample_per_batch": (2, 3, 6),
+    "prime": (7, 3, 5),
+}
 
 
 @pytest.mark.parametrize("t,n,m", SIZES.values(), ids=SIZES.keys())
@@ -146,18 +152,25 @@ def test_recurrent(device, hidden, n, m):
         assert torch.equal(b.advantages, s.advantages[:, e0:e1])
         # the envs' trajectories, padded; masks; unpad gives the envs' data back
         padded, masks = split_and_pad_trajectories(
-            {"policy": s.observations["policy"][:, e0:e1]}, s.dones[:, e0:e1])
+            {"policy": s.observations["policy"][:, e0:e1]}, s.dones[:, e0:e1]
+        )
         assert torch.equal(b.masks, masks)
         assert torch.equal(b.observations["policy"], padded["policy"])
         j1 = j0 + masks.shape[1]
         assert torch.equal(b.observations["policy"], padded_all["policy"][:, j0:j1])
-        assert torch.equal(unpad_trajectories(b.observations["policy"], b.masks),
-                           s.observations["policy"][:, e0:e1])
+        assert torch.equal(
+            unpad_trajectories(b.observations["policy"], b.masks),
+            s.observations["policy"][:, e0:e1],
+        )
         # hidden states at trajectory starts
-        starts = [(tt, e) for e in range(e0, e1) for tt in range(t)
-                  if tt == 0 or bool(dones[tt - 1, e])]
-        for which, saved in zip(b.hidden_states, (s.saved_hidden_states_actor,
-                                                   s.saved_hidden_states_critic), strict=True):
+        starts = [
+            (tt, e) for e in range(e0, e1) for tt in range(t) if tt == 0 or bool(dones[tt - 1, e])
+        ]
+        for which, saved in zip(
+            b.hidden_states,
+            (s.saved_hidden_states_actor, s.saved_hidden_states_critic),
+            strict=True,
+        ):
             comps = which if isinstance(which, tuple) else (which,)
             assert isinstance(which, tuple) == (hidden == "lstm")
             for comp, sv in zip(comps, saved, strict=True):

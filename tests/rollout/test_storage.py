@@ -41,8 +41,11 @@ def test_allocation_by_training_type(device):
 
 
 def test_observation_specs(device):
-    spec = {"img": ((2, 2), torch.uint8), "vec": torch.zeros(4, 5, dtype=torch.float64),
-            "nested": {"x": (3,)}}
+    spec = {
+        "img": ((2, 2), torch.uint8),
+        "vec": torch.zeros(4, 5, dtype=torch.float64),
+        "nested": {"x": (3,)},
+    }
     st = RolloutStorage("rl", 4, 2, spec, (1,), device=device, distribution_params=[(1,)])
     assert st.observations["img"].shape == (2, 4, 2, 2)
     assert st.observations["img"].dtype == torch.uint8
@@ -66,8 +69,9 @@ def test_add_transition_stores_everything(device, obs_dict, hidden):
     if obs_dict:
         assert torch.equal(st.observations["policy"], stack_steps(steps, "observations")["policy"])
         assert st.observations["extra"]["ids"].dtype == torch.int64
-        assert torch.equal(st.observations["extra"]["ids"],
-                           stack_steps(steps, "observations")["extra"]["ids"])
+        assert torch.equal(
+            st.observations["extra"]["ids"], stack_steps(steps, "observations")["extra"]["ids"]
+        )
     else:
         assert torch.equal(st.observations, stack_steps(steps, "observations"))
     assert torch.equal(st.actions, stack_steps(steps, "actions"))
@@ -75,8 +79,9 @@ def test_add_transition_stores_everything(device, obs_dict, hidden):
     assert torch.equal(st.dones.squeeze(-1), stack_steps(steps, "dones").bool())
     assert torch.equal(st.values, stack_steps(steps, "values"))
     assert torch.equal(st.actions_log_prob.squeeze(-1), stack_steps(steps, "actions_log_prob"))
-    for got, want in zip(st.distribution_params, stack_steps(steps, "distribution_params"),
-                         strict=True):
+    for got, want in zip(
+        st.distribution_params, stack_steps(steps, "distribution_params"), strict=True
+    ):
         assert torch.equal(got, want)
     if hidden is None:
         assert st.saved_hidden_states_actor is None
@@ -103,20 +108,52 @@ def test_overflow_and_clear(device):
 def test_write_block_bit_identical(device):
     t, n = 6, 4
     steps = random_steps(t, n, device, obs_dict=True, hidden="lstm")
-    a = RolloutStorage("rl", n, t, steps[0]["observations"], (2,), device=device,
-                       actor_hidden_state=((2, 4), (2, 4)), critic_hidden_state=((2, 4), (2, 4)))
+    a = RolloutStorage(
+        "rl",
+        n,
+        t,
+        steps[0]["observations"],
+        (2,),
+        device=device,
+        actor_hidden_state=((2, 4), (2, 4)),
+        critic_hidden_state=((2, 4), (2, 4)),
+    )
     b = RolloutStorage("rl", n, t, steps[0]["observations"], (2,), device=device)
     fill(a, steps)
-    fields = {k: stack_steps(steps, k) for k in
-              ("observations", "actions", "rewards", "dones", "values", "actions_log_prob",
-               "distribution_params")}
+    fields = {
+        k: stack_steps(steps, k)
+        for k in (
+            "observations",
+            "actions",
+            "rewards",
+            "dones",
+            "values",
+            "actions_log_prob",
+            "distribution_params",
+        )
+    }
     hid = tuple(stack_steps([{"h": s["hidden_states"][i]} for s in steps], "h") for i in (0, 1))
-    assert b.write_block(0, **{k: (v[:2] if not isinstance(v, (dict, tuple)) else v)
-                               for k, v in fields.items() if k == "rewards"}) == 2
-    b.write_block(0, hidden_states=tuple(tuple(c[:4] for c in h) for h in hid),
-                  **{k: _head(v, 4) for k, v in fields.items()})
-    b.write_block(4, hidden_states=tuple(tuple(c[4:] for c in h) for h in hid),
-                  **{k: _tail(v, 4) for k, v in fields.items()})
+    assert (
+        b.write_block(
+            0,
+            **{
+                k: (v[:2] if not isinstance(v, (dict, tuple)) else v)
+                for k, v in fields.items()
+                if k == "rewards"
+            },
+        )
+        == 2
+    )
+    b.write_block(
+        0,
+        hidden_states=tuple(tuple(c[:4] for c in h) for h in hid),
+        **{k: _head(v, 4) for k, v in fields.items()},
+    )
+    b.write_block(
+        4,
+        hidden_states=tuple(tuple(c[4:] for c in h) for h in hid),
+        **{k: _tail(v, 4) for k, v in fields.items()},
+    )
     assert b.step == t
     last = torch.randn(n, 1, device=device)
     a.compute_returns(last, 0.99, 0.95)
@@ -124,8 +161,11 @@ def test_write_block_bit_identical(device):
     for name in ("actions", "rewards", "dones", "values", "returns", "advantages"):
         assert torch.equal(getattr(a, name), getattr(b, name)), name
     assert torch.equal(a.observations["policy"], b.observations["policy"])
-    for x, y in zip(a.saved_hidden_states_actor + a.saved_hidden_states_critic,
-                    b.saved_hidden_states_actor + b.saved_hidden_states_critic, strict=True):
+    for x, y in zip(
+        a.saved_hidden_states_actor + a.saved_hidden_states_critic,
+        b.saved_hidden_states_actor + b.saved_hidden_states_critic,
+        strict=True,
+    ):
         assert torch.equal(x, y)
     with pytest.raises(OverflowError):
         b.write_block(5, rewards=torch.zeros(2, n))
@@ -178,7 +218,8 @@ def test_distillation_ignores_rl_fields(device):
 
 
 def test_dtypes_preserved(device):
-    st = RolloutStorage("rl", 3, 2, (2,), (1,), device=device, dtype=torch.float64,
-                        actions_dtype=torch.int64)
+    st = RolloutStorage(
+        "rl", 3, 2, (2,), (1,), device=device, dtype=torch.float64, actions_dtype=torch.int64
+    )
     assert st.values.dtype == torch.float64 and st.actions.dtype == torch.int64
     assert st.dones.dtype == torch.bool

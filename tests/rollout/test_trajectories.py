@@ -54,8 +54,10 @@ def test_split_matches_naive_and_roundtrips(device, dones, feat, dtype):
 
 def test_dict_and_nested(device):
     dones = CASES["mixed"].to(device)
-    obs = {"a": torch.randn(4, 3, 2, device=device),
-           "b": {"c": torch.randint(0, 9, (4, 3), device=device)}}
+    obs = {
+        "a": torch.randn(4, 3, 2, device=device),
+        "b": {"c": torch.randint(0, 9, (4, 3), device=device)},
+    }
     padded, masks = split_and_pad_trajectories(obs, dones)
     pa, ma = split_and_pad_trajectories(obs["a"], dones)
     assert torch.equal(padded["a"], pa) and torch.equal(masks, ma)
