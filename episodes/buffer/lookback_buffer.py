@@ -556,7 +556,9 @@ class InfiniteLookbackBuffer:
         lookback = indexing.as_int(state["lookback"], what="lookback")
         space = space_from_dict(state["space"])
         if finalized:
-            buffer = cls(Columns.from_batch(data).copy(), space=space)
+            # The buffer takes over the state's arrays (as after unpickling, where nobody else
+            # holds them); appends reallocate, so they never write past the given arrays.
+            buffer = cls(Columns.from_batch(data), space=space)
         else:
             buffer = cls(list(data), space=space)
         if lookback > buffer.len_incl_lookback():

@@ -16,23 +16,39 @@ if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
 
 
-def _successor(episode: SingleAgentEpisode, columns: dict[str, Any], **kwargs: Any) -> Any:
+def _successor(
+    episode: SingleAgentEpisode,
+    columns: dict[str, Any],
+    *,
+    t_started: int,
+    terminated: bool = False,
+    truncated: bool = False,
+) -> Any:
+    # Built without __init__: the columns are fresh copies cut from a valid episode, so the
+    # checks and wrapping the constructor does for user input would only repeat work; the
+    # parent's space checkers are reused rather than rebuilt.
     cls = type(episode)
-    successor = cls(
-        episode.id_,
-        observations=columns["observations"],
-        observation_space=episode.observation_space,
-        infos=columns["infos"],
-        actions=columns["actions"],
-        action_space=episode.action_space,
-        rewards=columns["rewards"],
-        extra_model_outputs=columns["extra_model_outputs"],
-        agent_id=episode.agent_id,
-        module_id=episode.module_id,
-        multi_agent_episode_id=episode.multi_agent_episode_id,
-        **kwargs,
-    )
-    successor._custom_data = copy.deepcopy(episode.custom_data)
+    successor = cls.__new__(cls)
+    successor.id_ = episode.id_
+    successor.agent_id = episode.agent_id
+    successor.module_id = episode.module_id
+    successor.multi_agent_episode_id = episode.multi_agent_episode_id
+    successor.observations = columns["observations"]
+    successor.infos = columns["infos"]
+    successor.actions = columns["actions"]
+    successor.rewards = columns["rewards"]
+    successor.extra_model_outputs = columns["extra_model_outputs"]
+    successor._observation_space = episode._observation_space
+    successor._action_space = episode._action_space
+    successor._obs_check = episode._obs_check
+    successor._action_check = episode._action_check
+    successor.is_terminated = terminated
+    successor.is_truncated = truncated
+    successor.t_started = t_started
+    successor.t = t_started + len(successor.rewards)
+    successor._custom_data = copy.deepcopy(episode.custom_data) if episode.custom_data else {}
+    successor._start_time = None
+    successor._last_step_time = None
     return successor
 
 

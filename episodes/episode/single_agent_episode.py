@@ -14,7 +14,7 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import chunks, state
 from episodes.episode.sample_batch import SampleBatch, data_dict
 from episodes.indexing import Index as Indices
-from episodes.spaces.contains import make_checker
+from episodes.spaces.contains import checker_for
 
 _now = time.perf_counter
 
@@ -159,7 +159,7 @@ class SingleAgentEpisode:
     @observation_space.setter
     def observation_space(self, value: gym.Space[Any] | None) -> None:
         self._observation_space = self.observations.space = value
-        self._obs_check = make_checker(value) if value is not None else None
+        self._obs_check = checker_for(value) if value is not None else None
 
     @property
     def action_space(self) -> gym.Space[Any] | None:
@@ -169,7 +169,7 @@ class SingleAgentEpisode:
     @action_space.setter
     def action_space(self, value: gym.Space[Any] | None) -> None:
         self._action_space = self.actions.space = value
-        self._action_check = make_checker(value) if value is not None else None
+        self._action_check = checker_for(value) if value is not None else None
 
     @property
     def custom_data(self) -> dict[str, Any]:
@@ -519,38 +519,37 @@ class SingleAgentEpisode:
             >>> SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[0.0]).validate()
         """
         n_obs = len(self.observations)
-        lengths = {
-            "infos": len(self.infos),
-            "actions": len(self.actions) + 1,
-            "rewards": len(self.rewards) + 1,
-        }
-        lengths.update(
-            {f"extra_model_outputs[{k!r}]": len(v) + 1 for k, v in self.extra_model_outputs.items()}
+        expected = n_obs - 1 if n_obs else 0
+        consistent = (
+            len(self.infos) == n_obs
+            and len(self.actions) == expected
+            and len(self.rewards) == expected
+            and all(len(column) == expected for column in self.extra_model_outputs.values())
         )
-        if n_obs == 0:
-            bad = {
-                k: v - (0 if k == "infos" else 1)
-                for k, v in lengths.items()
-                if v != (0 if k == "infos" else 1)
-            }
-            if bad:
-                raise AssertionError(
-                    f"an episode without observations must hold no other items, found {bad}"
-                )
-            return
-        expected = {"infos": n_obs}
-        bad = {k: v for k, v in lengths.items() if v != expected.get(k, n_obs)}
-        if bad:
-            raise AssertionError(
-                f"column lengths disagree with {n_obs} observations (expected infos == "
-                f"observations == actions + 1 == rewards + 1 == each extra-model-output + 1): "
-                f"{ {k: (v if k == 'infos' else v - 1) for k, v in bad.items()} }"
-            )
+        if not consistent:
+            self._raise_inconsistent(n_obs)
         if len(self.rewards) != self.t - self.t_started:
             raise AssertionError(
                 f"t - t_started = {self.t - self.t_started} but there are {len(self.rewards)} "
                 "rewards after the lookback"
             )
+
+    def _raise_inconsistent(self, n_obs: int) -> None:
+        lengths = {
+            "infos": len(self.infos),
+            "actions": len(self.actions),
+            "rewards": len(self.rewards),
+            **{f"extra_model_outputs[{k!r}]": len(v) for k, v in self.extra_model_outputs.items()},
+        }
+        if n_obs == 0:
+            raise AssertionError(
+                f"an episode without observations must hold no other items, found {lengths}"
+            )
+        raise AssertionError(
+            f"column lengths disagree with {n_obs} observations (expected infos == "
+            "observations == actions + 1 == rewards + 1 == each extra-model-output + 1): "
+            f"{lengths}"
+        )
 
     # -------------------------------------------------------------------------- conversions
     def to_numpy(self) -> SingleAgentEpisode:

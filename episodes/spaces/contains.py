@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Callable
 from functools import singledispatch
 from operator import le
@@ -28,6 +30,42 @@ Checker = Callable[[Any], bool]
 _SMALL = 16
 
 
+def checker_for(space: gs.Space[Any]) -> Checker:
+    """The cached checker of ``space`` (built on first use, dropped when the space dies).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> box = gym.spaces.Box(0.0, 1.0, (2,))
+        >>> checker_for(box) is checker_for(box)
+        True
+    """
+    key = id(space)
+    entry = _CHECKERS.get(key)
+    if entry is not None and entry[0]() is space:
+        return entry[1]
+    checker = make_checker(space)
+    try:
+        ref = weakref.ref(space, functools.partial(_forget, _CHECKERS, key))
+    except TypeError:
+        return checker
+    _CHECKERS[key] = (ref, checker)
+    return checker
+
+
+# Checkers hold no strong reference to their space, so this cache cannot keep spaces alive.
+_CHECKERS: dict[int, tuple[weakref.ref[Any], Checker]] = {}
+
+
+def _fallback(space: gs.Space[Any]) -> Checker:
+    contains, ref = type(space).contains, weakref.ref(space)
+
+    def check(item: Any) -> bool:
+        owner = ref()
+        return owner is not None and bool(contains(owner, item))
+
+    return check
+
+
 @singledispatch
 def make_checker(space: gs.Space[Any]) -> Checker:
     """Builds a fast ``item -> bool`` membership test equivalent to ``space.contains``.
@@ -37,7 +75,7 @@ def make_checker(space: gs.Space[Any]) -> Checker:
         >>> make_checker(gym.spaces.Discrete(3, start=1))(3)
         True
     """
-    return space.contains
+    return _fallback(space)
 
 
 @make_checker.register
@@ -53,7 +91,7 @@ def _(space: gs.Box) -> Checker:
         check_high = check_high and bool(np.any(high < info.max))
     small = space.low.size <= _SMALL
     low_list, high_list = low.ravel().tolist(), high.ravel().tolist()
-    fallback = space.contains
+    fallback = _fallback(space)
 
     def check(item: Any) -> bool:
         if type(item) is not np.ndarray or item.shape != shape:
@@ -76,7 +114,7 @@ def _(space: gs.Box) -> Checker:
 @make_checker.register
 def _(space: gs.Discrete) -> Checker:
     start, stop = int(space.start), int(space.start + space.n)
-    fallback = space.contains
+    fallback = _fallback(space)
 
     def check(item: Any) -> bool:
         if type(item) is int or isinstance(item, np.integer):
@@ -108,3 +146,7 @@ def _(space: gs.Tuple) -> Checker:
         return all(c(v) for c, v in zip(checkers, item))
 
     return check
+
+
+def _forget(cache: dict[int, Any], key: int, _ref: object) -> None:
+    cache.pop(key, None)

@@ -6,7 +6,11 @@ checked plain values (ints, floats, strings, lists); nothing is evaluated or unp
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 import math
+import weakref
 from functools import singledispatch
 from typing import Any
 
@@ -48,7 +52,22 @@ def space_to_dict(space: gs.Space[Any] | None) -> dict[str, Any] | None:
     """
     if space is None:
         return None
-    return _encode(space)
+    key = id(space)
+    cached = _ENCODED.get(key)
+    if cached is not None and cached[0]() is space:
+        return copy.deepcopy(cached[1])
+    encoded = _encode(space)
+    try:
+        # Forget the entry when the space dies, so a new object at the same id is re-encoded.
+        ref = weakref.ref(space, functools.partial(_forget, _ENCODED, key))
+    except TypeError:
+        return encoded
+    _ENCODED[key] = (ref, encoded)
+    return copy.deepcopy(encoded)
+
+
+# Encoding a Box walks its bounds; episodes encode the same few space objects over and over.
+_ENCODED: dict[int, tuple[weakref.ref[Any], dict[str, Any]]] = {}
 
 
 @singledispatch
@@ -193,7 +212,18 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     """
     if d is None:
         return None
-    return _decode(d, "space")
+    try:
+        key = json.dumps(d, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return _decode(d, "space")  # not JSON-safe: let the decoder name the problem
+    return _decode_cached(key)
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_cached(key: str) -> gs.Space[Any]:
+    # Building a gymnasium Box is slow (bounds checks, dtype probing) and the same few spaces
+    # come back in every loaded episode; equal dicts share one space object.
+    return _decode(json.loads(key), "space")
 
 
 def _decode(d: Any, where: str) -> gs.Space[Any]:
@@ -422,3 +452,7 @@ _DECODERS = {
     "Graph": _decode_graph,
     "OneOf": _decode_one_of,
 }
+
+
+def _forget(cache: dict[int, Any], key: int, _ref: object) -> None:
+    cache.pop(key, None)
