@@ -284,15 +284,9 @@ class SingleAgentEpisode:
             act_items.append(action)  # type: ignore[union-attr]
             reward_items.append(reward)  # type: ignore[union-attr]
         else:
-            for column, item in (
-                (self.observations, observation),
-                (self.actions, action),
-                (self.rewards, reward),
-            ):
-                if column._columns is not None:
-                    column._columns.append(item)
-                else:
-                    column.append(item)
+            _append(self.observations, observation)
+            _append(self.actions, action)
+            _append(self.rewards, reward)
         info_items = self.infos._items
         if info_items is not None:
             info_items.append(infos if infos is not None else {})
@@ -307,9 +301,9 @@ class SingleAgentEpisode:
 
     def _check_step(self, observation: Any, action: Any) -> None:
         # Numpy (or mixed) mode: check against the spaces before anything is written.
-        if self.observations.len_incl_lookback() == 0:
+        if not self.observations.len_incl_lookback():
             raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-        if self.rewards.finalized:
+        if self.rewards._columns is not None:
             if self._obs_check is not None and not self._obs_check(observation):
                 _raise_not_in_space(self._observation_space, observation, "observation")
             if self._action_check is not None and not self._action_check(action):
@@ -715,8 +709,17 @@ def _append_extras(emo: dict[str, InfiniteLookbackBuffer], values: dict[str, Any
         if items is not None:
             items.append(value)
         else:
-            column.append(value)
+            _append(column, value)
     return True
+
+
+def _append(column: InfiniteLookbackBuffer, item: Any) -> None:
+    # Straight to the numpy storage when there is one; skips a method layer per column.
+    storage = column._columns
+    if storage is not None:
+        storage.append(item)
+    else:
+        column.append(item)
 
 
 def _raise_not_in_space(space: Any, value: Any, what: str) -> None:

@@ -64,7 +64,16 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         if space is None:
             return np.asarray([])
         return filler_batch(space, 0, 0)
-    if is_flat(items[0]):
+    first = items[0]
+    if type(first) is float:
+        # Python floats (rewards, scalar model outputs) become float64 either way; fromiter
+        # skips asarray's per-element type discovery. Anything that is not a real number
+        # (a complex, an array) raises here and takes the general path.
+        try:
+            return np.fromiter(items, np.float64, len(items))
+        except (TypeError, ValueError):
+            pass
+    if is_flat(first):
         return np.asarray(items)
     try:
         return tree.map_structure(_stack, *items)
