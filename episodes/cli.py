@@ -42,52 +42,32 @@ def _progress(total: int | None, desc: str) -> Any:
 def _record(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
-    from episodes import SingleAgentEpisode
+    from episodes.runner import EnvRunner, RandomPolicy
 
     if args.steps < 1 or args.num_envs < 1:
         raise CliError("--steps and --num-envs must be >= 1")
     try:
-        envs = [gym.make(args.env_id) for _ in range(args.num_envs)]
+        env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
     except Exception as err:  # noqa: BLE001 - gymnasium raises many types for a bad id
         raise CliError(f"cannot create env {args.env_id!r}: {err}") from err
-    episodes_written = steps_done = 0
-    with EpisodeWriter(args.out) as writer, _progress(args.steps, "record") as bar:
-        current = []
-        for k, env in enumerate(envs):
-            env.action_space.seed(None if args.seed is None else args.seed + 7919 * k)
-            obs, info = env.reset(seed=None if args.seed is None else args.seed + k)
-            ep = SingleAgentEpisode(
-                observation_space=env.observation_space, action_space=env.action_space
-            )
-            ep.add_env_reset(obs, info)
-            current.append(ep)
-        while steps_done < args.steps:
-            for k, env in enumerate(envs):
-                if steps_done >= args.steps:
-                    break
-                action = env.action_space.sample()
-                obs, reward, terminated, truncated, info = env.step(action)
-                current[k].add_env_step(
-                    obs, action, float(reward), info, terminated=terminated, truncated=truncated
-                )
-                steps_done += 1
-                bar.update(1)
-                if terminated or truncated:
-                    writer.write(current[k].to_numpy())
-                    episodes_written += 1
-                    obs, info = env.reset()
-                    ep = SingleAgentEpisode(
-                        observation_space=env.observation_space, action_space=env.action_space
-                    )
-                    ep.add_env_reset(obs, info)
-                    current[k] = ep
-        for ep in current:
-            if len(ep):
-                writer.write(ep.to_numpy())
-                episodes_written += 1
-    for env in envs:
-        env.close()
-    print(f"recorded {steps_done} steps in {episodes_written} episodes to {args.out}")
+    # The runner records the same number of steps in every env: round up to a multiple.
+    per_env = -(-args.steps // args.num_envs)
+    policy = RandomPolicy(env.action_space, seed=args.seed)
+    runner = EnvRunner(env, policy, len_lookback_buffer=0, seed=args.seed)
+    ids: set[str] = set()
+    done = 0
+    with EpisodeWriter(args.out) as writer, _progress(per_env * args.num_envs, "record") as bar:
+        while done < per_env:
+            block = min(256, per_env - done)
+            # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
+            for chunk in runner.sample(block):
+                if len(chunk) or chunk.is_done:
+                    writer.write(chunk)
+                    ids.add(chunk.id_)
+            done += block
+            bar.update(block * args.num_envs)
+    env.close()
+    print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
     return 0
 
 
@@ -203,7 +183,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Record a random policy in a gymnasium env into DIR.",
     )
     rec.add_argument("env_id", metavar="ENV_ID", help="gymnasium env id, e.g. CartPole-v1")
-    rec.add_argument("--steps", type=int, required=True, help="total env steps to record")
+    rec.add_argument(
+        "--steps",
+        type=int,
+        required=True,
+        help="total env steps to record (rounded up to a multiple of --num-envs)",
+    )
     rec.add_argument("--out", required=True, metavar="DIR", help="dataset directory")
     rec.add_argument("--num-envs", type=int, default=1, help="envs stepped side by side")
     rec.add_argument("--seed", type=int, default=None, help="seed for envs and actions")
