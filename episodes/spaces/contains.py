@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Callable
 from functools import singledispatch
@@ -24,6 +23,8 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces as gs
+
+from episodes.spaces.per_space_cache import PerSpaceCache
 
 Checker = Callable[[Any], bool]
 # Below this many elements, Python comparisons of a ``tolist()`` beat numpy's ufunc overhead.
@@ -39,21 +40,7 @@ def checker_for(space: gs.Space[Any]) -> Checker:
         >>> checker_for(box) is checker_for(box)
         True
     """
-    key = id(space)
-    entry = _CHECKERS.get(key)
-    if entry is not None and entry[0]() is space:
-        return entry[1]
-    checker = make_checker(space)
-    try:
-        ref = weakref.ref(space, functools.partial(_forget, _CHECKERS, key))
-    except TypeError:
-        return checker
-    _CHECKERS[key] = (ref, checker)
-    return checker
-
-
-# Checkers hold no strong reference to their space, so this cache cannot keep spaces alive.
-_CHECKERS: dict[int, tuple[weakref.ref[Any], Checker]] = {}
+    return _CHECKERS.get(space)
 
 
 def _fallback(space: gs.Space[Any]) -> Checker:
@@ -148,5 +135,5 @@ def _(space: gs.Tuple) -> Checker:
     return check
 
 
-def _forget(cache: dict[int, Any], key: int, _ref: object) -> None:
-    cache.pop(key, None)
+# Checkers hold no strong reference to their space, so this cache cannot keep spaces alive.
+_CHECKERS: PerSpaceCache[Checker] = PerSpaceCache(lambda space: make_checker(space))

@@ -10,12 +10,13 @@ import copy
 import functools
 import json
 import math
-import weakref
 from functools import singledispatch
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces as gs
+
+from episodes.spaces.per_space_cache import PerSpaceCache
 
 __all__ = ["space_from_dict", "space_to_dict"]
 
@@ -52,22 +53,8 @@ def space_to_dict(space: gs.Space[Any] | None) -> dict[str, Any] | None:
     """
     if space is None:
         return None
-    key = id(space)
-    cached = _ENCODED.get(key)
-    if cached is not None and cached[0]() is space:
-        return copy.deepcopy(cached[1])
-    encoded = _encode(space)
-    try:
-        # Forget the entry when the space dies, so a new object at the same id is re-encoded.
-        ref = weakref.ref(space, functools.partial(_forget, _ENCODED, key))
-    except TypeError:
-        return encoded
-    _ENCODED[key] = (ref, encoded)
-    return copy.deepcopy(encoded)
-
-
-# Encoding a Box walks its bounds; episodes encode the same few space objects over and over.
-_ENCODED: dict[int, tuple[weakref.ref[Any], dict[str, Any]]] = {}
+    # Callers may edit the dict they get, so each gets its own copy of the cached encoding.
+    return copy.deepcopy(_ENCODED.get(space))
 
 
 @singledispatch
@@ -454,5 +441,5 @@ _DECODERS = {
 }
 
 
-def _forget(cache: dict[int, Any], key: int, _ref: object) -> None:
-    cache.pop(key, None)
+# Encoding a Box walks its bounds; episodes encode the same few space objects over and over.
+_ENCODED: PerSpaceCache[dict[str, Any]] = PerSpaceCache(lambda space: _encode(space))
