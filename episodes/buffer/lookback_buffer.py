@@ -20,6 +20,7 @@ from episodes.spaces import (
     space_from_dict,
     space_to_dict,
 )
+from episodes.spaces.contains import checker_for
 from episodes.structs import data_equal, flatten, is_nested, map_leaves, unflatten
 
 _NOT_GIVEN = object()
@@ -499,8 +500,9 @@ class InfiniteLookbackBuffer:
     def _check_in_space(self, items: list[Any]) -> None:
         if self._columns is None or self._space is None:
             return
+        check = checker_for(self._space)
         for item in items:
-            if not self._space.contains(item):
+            if not check(item):
                 raise ValueError(f"value {item!r} is not in the buffer's space {self._space}")
 
     def _write(self, position: int, item: Any) -> None:

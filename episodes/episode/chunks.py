@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from episodes.buffer import InfiniteLookbackBuffer
 from episodes.indexing import as_int
 from episodes.structs import data_equal
 
@@ -196,7 +197,10 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     other.validate()
     if len(episode.observations) == 0 or len(other.observations) == 0:
         raise AssertionError("cannot concat: both chunks need at least one observation")
-    if set(other.extra_model_outputs) != set(episode.extra_model_outputs) and len(other) > 0:
+    mine, theirs = set(episode.extra_model_outputs), set(other.extra_model_outputs)
+    # Keys may only be new if this chunk has no steps yet (a chunk cut before the first step
+    # that recorded them); otherwise its existing steps would lack them.
+    if len(other) > 0 and (mine - theirs or (theirs - mine and len(episode) > 0)):
         raise AssertionError(
             "cannot concat: extra_model_outputs keys differ: "
             f"{sorted(episode.extra_model_outputs)} vs {sorted(other.extra_model_outputs)}"
@@ -212,6 +216,11 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     episode.actions.concat(other.actions)
     episode.rewards.concat(other.rewards)
     for key, column in other.extra_model_outputs.items():
+        if key not in episode.extra_model_outputs:
+            fresh = InfiniteLookbackBuffer([], space=column.space)
+            if episode.is_numpy:
+                fresh.finalize()
+            episode.extra_model_outputs[key] = fresh
         episode.extra_model_outputs[key].concat(column)
     episode.t = other.t
     episode.is_terminated = other.is_terminated

@@ -29,6 +29,7 @@ from episodes.spaces.per_space_cache import PerSpaceCache
 Checker = Callable[[Any], bool]
 # Below this many elements, Python comparisons of a ``tolist()`` beat numpy's ufunc overhead.
 _SMALL = 16
+_REAL_SCALARS = (int, float, np.integer, np.floating)
 
 
 def checker_for(space: gs.Space[Any]) -> Checker:
@@ -80,7 +81,17 @@ def _(space: gs.Box) -> Checker:
     low_list, high_list = low.ravel().tolist(), high.ravel().tolist()
     fallback = _fallback(space)
 
+    scalar_bounds = (low_list[0], high_list[0]) if shape == () else None
+    integral = dtype.kind in "iu"
+
     def check(item: Any) -> bool:
+        if scalar_bounds is not None and isinstance(item, _REAL_SCALARS):
+            # A number for a scalar Box (a reward) is judged by value: Python floats are
+            # float64, and gymnasium would refuse them for a float32 Box after a warning.
+            value = float(item)
+            if integral and not value.is_integer():
+                return False
+            return bool(scalar_bounds[0] <= value <= scalar_bounds[1])
         if type(item) is not np.ndarray or item.shape != shape:
             return bool(fallback(item))
         if item.dtype != dtype and not np.can_cast(item.dtype, dtype):

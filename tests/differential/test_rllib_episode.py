@@ -342,8 +342,22 @@ def nested_numpy_clamp(ep: Any, lookback: int) -> bool:
     return obs.finalized and isinstance(obs.data, dict) and lookback > len(obs.data)
 
 
+def new_keys_into_empty_chunk(ep: Any, other: Any) -> bool:
+    """A chunk with no steps yet concatenating a successor that records extra-model-output keys
+    it lacks: RLlib asserts, we adopt the keys (deviation "concat-new-keys-into-empty";
+    see test_concat_new_keys_into_empty_chunk)."""
+    return (
+        len(ep) == 0
+        and len(other) > 0
+        and bool(set(other.extra_model_outputs) - set(ep.extra_model_outputs))
+    )
+
+
 def concat_both(prev: Twin, cur: Twin, where: str) -> bool:
     """Concats on both sides; True if both refused (then RLlib's side may be half-mutated)."""
+    if new_keys_into_empty_chunk(prev.ours, cur.ours):
+        prev.ours.concat_episode(cur.ours)
+        return True  # RLlib refused (and may be half-mutated): nothing left to compare
     before = copy.deepcopy(prev.ours)
     ours = call(prev.ours.concat_episode, cur.ours)
     theirs = call(prev.theirs.concat_episode, cur.theirs)
@@ -663,6 +677,7 @@ def test_refused_concat_changes_nothing() -> None:  # "concat-partial-mutation"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
     ob = np.zeros(4, np.float32)
     twin.both("add_env_reset", ob)
+    twin.both("add_env_step", ob, 0, 1.0)  # a step without the key "v"
     succ = Twin(twin.ours.cut(), twin.theirs.cut())
     succ.both("add_env_step", ob, 0, 1.0, extra_model_outputs={"v": 0.0})
     before = copy.deepcopy(twin.ours)
@@ -671,7 +686,20 @@ def test_refused_concat_changes_nothing() -> None:  # "concat-partial-mutation"
     assert twin.ours == before
     with pytest.raises(AssertionError):
         twin.theirs.concat_episode(succ.theirs)
-    assert twin.theirs.t == 1  # RLlib had already concatenated most columns
+    assert twin.theirs.t == 2  # RLlib had already concatenated most columns
+
+
+def test_concat_new_keys_into_empty_chunk() -> None:  # "concat-new-keys-into-empty"
+    twin = new_twin(BOX_OBS, DISCRETE_ACT)
+    ob = np.zeros(4, np.float32)
+    twin.both("add_env_reset", ob)
+    succ = Twin(twin.ours.cut(), twin.theirs.cut())
+    succ.both("add_env_step", ob, 0, 1.0, extra_model_outputs={"v": 0.5})
+    twin.ours.concat_episode(succ.ours)
+    assert twin.ours.get_extra_model_outputs("v") == [0.5]
+    twin.ours.validate()
+    with pytest.raises(AssertionError):
+        twin.theirs.concat_episode(succ.theirs)
 
 
 def test_state_with_empty_extra_model_output() -> None:  # "state-empty-emo"
