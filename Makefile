@@ -21,7 +21,7 @@ ref-venv: .venv-ref/.installed
 	bash scripts/make_ref_venv.sh
 
 demo: $(VENV)/.installed
-	$(PY) examples/connector_demo.py
+	$(PY) examples/ppo_cartpole.py
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check episodes tests examples benchmarks scripts

@@ -195,12 +195,14 @@ def episodes_to_rollout(
         groups = [[c] for c in flat]
     cols = time_major(groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk")
     rewards = cols.rewards.astype(np.float64)
-    needs_value = [c for _, _, c in cols.truncated_steps]
-    ongoing = [(n, c) for n, c in enumerate(cols.ongoing) if c is not None]
+    # Distillation has no returns to bootstrap: no value is asked for.
+    bootstrap = training_type == "rl"
+    needs_value = [c for _, _, c in cols.truncated_steps] if bootstrap else []
+    ongoing = [(n, c) for n, c in enumerate(cols.ongoing) if c is not None] if bootstrap else []
     values = bootstrap_values(
         needs_value + [c for _, c in ongoing], value_fn=value_fn, keys=keys, obs_fn=obs_fn
     )
-    if needs_value and training_type == "rl":
+    if needs_value:
         final_values = np.zeros_like(rewards)
         for (t, n, _), value in zip(cols.truncated_steps, values[: len(needs_value)]):
             final_values[t, n] = value

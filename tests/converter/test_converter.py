@@ -297,3 +297,20 @@ def test_runner_chunks_convert(tmp_path):
         assert rollout.storage.observations.shape == (32, 4, 4)
         assert rollout.storage.step == 32
     env.close()
+
+
+def test_distillation_needs_no_bootstrap_value():
+    ongoing = SingleAgentEpisode(
+        observations=[0, 1],
+        actions=[1],
+        rewards=[0.0],
+        len_lookback_buffer=0,
+        extra_model_outputs={"teacher": [0]},
+    )
+    rollout = episodes_to_rollout(
+        [ongoing],
+        gamma=GAMMA,
+        training_type="distillation",
+        keys=ColumnKeys(privileged_actions="teacher"),
+    )
+    assert rollout.last_values.abs().sum().item() == 0.0

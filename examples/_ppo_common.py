@@ -1,0 +1,191 @@
+"""Small pieces shared by the training examples: command line, logging, saving, PPO loss.
+
+Each example stays readable on its own; only the plumbing that is identical across them lives
+here (the networks and the training loops stay in the examples).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+try:  # The disk format ships with the library; guard anyway so the examples never need it.
+    from episodes.io import EpisodeWriter
+except ImportError:  # pragma: no cover - only without episodes.io
+    EpisodeWriter = None  # type: ignore[assignment,misc]
+
+#: How many finished episodes ``final_mean_return`` averages over (the issue's definition).
+RECENT_EPISODES = 20
+
+
+def make_parser(description: str, *, total_steps: int, num_envs: int) -> argparse.ArgumentParser:
+    """The flags every example accepts (each example may add its own)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--total-steps", type=int, default=total_steps, help="env steps in all")
+    parser.add_argument("--num-envs", type=int, default=num_envs)
+    parser.add_argument("--device", default="cpu", help="torch device of the learner")
+    parser.add_argument(
+        "--save-dir",
+        default=None,
+        help="save every collected episode chunk there with episodes.io (a new or empty "
+        "directory, or an existing dataset to append to); 'none' disables saving",
+    )
+    parser.add_argument(
+        "--stop-at-return",
+        type=float,
+        default=None,
+        help="stop early once the mean of the last 20 episodes reaches this",
+    )
+    parser.add_argument("--log-every", type=int, default=5, help="iterations per curve line")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    return parser
+
+
+def default_save_dir(name: str, seed: int) -> str:
+    """A fresh ``out/`` folder per run (``out/`` is git-ignored), so runs never mix."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("out", name, f"seed{seed}-{stamp}-{os.getpid()}")
+
+
+def seed_everything(seed: int, threads: int) -> None:
+    """Seeds torch and numpy and pins the torch thread count (small nets gain nothing more)."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    torch.set_num_threads(max(1, threads))
+
+
+@contextlib.contextmanager
+def episode_writer(save_dir: str | None) -> Iterator[Any]:
+    """``EpisodeWriter(save_dir)`` or None when saving is off or ``episodes.io`` is missing.
+
+    ``sync=False``: the demo's data is cheap to regenerate, and an fsync per chunk would cost
+    more than the training itself on a slow disk.
+    """
+    if save_dir is None or save_dir.lower() == "none":
+        yield None
+        return
+    if EpisodeWriter is None:  # pragma: no cover - only without episodes.io
+        print(f"episodes.io is not available: not saving episodes to {save_dir}")
+        yield None
+        return
+    with EpisodeWriter(save_dir, sync=False) as writer:
+        yield writer
+
+
+class ReturnTracker:
+    """Keeps the returns of finished episodes; the learning curve reads the recent ones."""
+
+    def __init__(self, window: int = RECENT_EPISODES):
+        self.recent: deque[float] = deque(maxlen=window)
+        self.num_episodes = 0
+
+    def add(self, returns: Sequence[float]) -> None:
+        """Adds the returns of newly finished episodes, in the order they finished."""
+        self.recent.extend(float(r) for r in returns)
+        self.num_episodes += len(returns)
+
+    @property
+    def mean(self) -> float:
+        """Mean of the last ``window`` finished episodes (NaN before the first one)."""
+        return float(np.mean(self.recent)) if self.recent else math.nan
+
+
+def ppo_loss(
+    new_log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    new_values: torch.Tensor,
+    *,
+    old_log_prob: torch.Tensor,
+    old_values: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    clip: float,
+    value_coef: float,
+    entropy_coef: float,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The clipped PPO objective (policy surrogate, clipped value loss, entropy bonus).
+
+    All tensors share one shape (``[B]`` or ``[T, N]``); ``mask`` (same shape, bool) marks the
+    real steps when the batch is padded.
+
+    Returns:
+        The scalar loss to minimise and float statistics for the learning curve.
+    """
+    if mask is None:
+        mask = torch.ones_like(advantages, dtype=torch.bool)
+    weight = mask.to(advantages.dtype)
+    count = weight.sum().clamp_min(1.0)
+
+    def mean(x: torch.Tensor) -> torch.Tensor:
+        return (x * weight).sum() / count
+
+    log_ratio = new_log_prob - old_log_prob
+    ratio = log_ratio.exp()
+    surrogate = torch.min(ratio * advantages, ratio.clamp(1 - clip, 1 + clip) * advantages)
+    policy_loss = -mean(surrogate)
+    # Clipping the value change like the policy keeps the critic from jumping on one batch.
+    clipped_values = old_values + (new_values - old_values).clamp(-clip, clip)
+    value_loss = mean(torch.max((new_values - returns).pow(2), (clipped_values - returns).pow(2)))
+    entropy_mean = mean(entropy)
+    loss = policy_loss + value_coef * value_loss - entropy_coef * entropy_mean
+    with torch.no_grad():
+        # The low-variance KL estimator (Schulman's k3), only for the curve.
+        approx_kl = mean(ratio - 1 - log_ratio)
+    stats = {
+        "policy_loss": float(policy_loss.detach()),
+        "value_loss": float(value_loss.detach()),
+        "entropy": float(entropy_mean.detach()),
+        "approx_kl": float(approx_kl),
+    }
+    return loss, stats
+
+
+def mean_stats(stats: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Averages per-mini-batch statistics key by key."""
+    if not stats:
+        return {}
+    return {key: float(np.mean([s[key] for s in stats])) for key in stats[0]}
+
+
+def init_layer(layer: nn.Linear, gain: float) -> nn.Linear:
+    """Orthogonal weights and zero biases: the usual PPO initialisation (stable early updates)."""
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def mlp(in_dim: int, out_dim: int, hidden: int, out_gain: float) -> nn.Sequential:
+    """A two-hidden-layer tanh MLP."""
+    return nn.Sequential(
+        init_layer(nn.Linear(in_dim, hidden), math.sqrt(2)),
+        nn.Tanh(),
+        init_layer(nn.Linear(hidden, hidden), math.sqrt(2)),
+        nn.Tanh(),
+        init_layer(nn.Linear(hidden, out_dim), out_gain),
+    )
+
+
+def curve_line(iteration: int, env_steps: int, tracker: ReturnTracker, extra: str = "") -> str:
+    """One line of the learning curve."""
+    return (
+        f"iter {iteration:4d}  env_steps {env_steps:7d}  episodes {tracker.num_episodes:5d}  "
+        f"mean_return(last {tracker.recent.maxlen}) {tracker.mean:6.1f}{extra}"
+    )
+
+
+def print_final(value: float) -> None:
+    """The one line scripts and tests parse."""
+    print(f"final_mean_return={value:.2f}", flush=True)
