@@ -189,3 +189,75 @@ def curve_line(iteration: int, env_steps: int, tracker: ReturnTracker, extra: st
 def print_final(value: float) -> None:
     """The one line scripts and tests parse."""
     print(f"final_mean_return={value:.2f}", flush=True)
+
+
+def log_iteration(
+    bar: Any,
+    tracker: ReturnTracker,
+    *,
+    iteration: int,
+    num_iters: int,
+    log_every: int,
+    env_steps: int,
+    steps: int,
+    postfix: dict[str, str],
+    curve_extra: str,
+) -> None:
+    """Advances the progress bar and prints a learning-curve line every ``log_every`` iterations."""
+    bar.update(steps)
+    bar.set_postfix(ret=f"{tracker.mean:.1f}", **postfix)
+    if log_every and (iteration % log_every == 0 or iteration == num_iters):
+        from tqdm import tqdm
+
+        tqdm.write(curve_line(iteration, env_steps, tracker, curve_extra))
+
+
+def summary(
+    tracker: ReturnTracker,
+    *,
+    env_steps: int,
+    start: float,
+    history: list[dict[str, Any]],
+    shapes: dict[str, Any],
+    config: dict[str, Any],
+) -> dict[str, Any]:
+    """What ``train`` returns: the final mean return, steps, time, curve, shapes and config."""
+    return {
+        "final_mean_return": tracker.mean,
+        "env_steps": env_steps,
+        "wall_s": time.perf_counter() - start,
+        "history": history,
+        "shapes": shapes,
+        "config": config,
+    }
+
+
+def run_cli(
+    train: Any,
+    description: str,
+    *,
+    total_steps: int,
+    num_envs: int,
+    save_by_default: str | None,
+    argv: list[str] | None = None,
+) -> None:
+    """Parses the shared flags, trains, and prints the closing ``final_mean_return=`` line."""
+    args = make_parser(description, total_steps=total_steps, num_envs=num_envs).parse_args(argv)
+    save_dir = args.save_dir or (
+        default_save_dir(save_by_default, args.seed) if save_by_default else "none"
+    )
+    result = train(
+        args.seed,
+        args.total_steps,
+        num_envs=args.num_envs,
+        device=args.device,
+        save_dir=save_dir,
+        stop_at_return=args.stop_at_return,
+        log_every=args.log_every,
+        progress=not args.no_progress,
+        threads=args.threads,
+    )
+    if save_dir.lower() != "none":
+        print(f"saved the collected episodes to {save_dir}")
+    print(f"{result['env_steps']} env steps in {result['wall_s']:.1f} s")
+    print_final(result["final_mean_return"])

@@ -40,12 +40,12 @@ from episodes.runner import EnvRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helpers beside this file
 from _ppo_common import (  # noqa: E402
     ReturnTracker,
-    curve_line,
     episode_writer,
-    make_parser,
+    log_iteration,
     mlp,
-    print_final,
+    run_cli,
     seed_everything,
+    summary,
 )
 
 #: The teacher's gains on (x, x_dot, theta, theta_dot): balances CartPole for 500 steps.
@@ -232,52 +232,45 @@ def train(
             history.append(
                 {"env_steps": env_steps, "beta": policy.beta, "mean_return": tracker.mean, **stats}
             )
-            bar.update(steps_per_iter)
-            bar.set_postfix(ret=f"{tracker.mean:.1f}", beta=f"{policy.beta:.2f}")
-            if log_every and (iteration % log_every == 0 or iteration == num_iters):
-                tqdm.write(
-                    curve_line(
-                        iteration,
-                        env_steps,
-                        tracker,
-                        f"  beta {policy.beta:.2f}  loss {stats['loss']:.4f}"
-                        f"  agreement {stats['accuracy']:.3f}",
-                    )
-                )
+            log_iteration(
+                bar,
+                tracker,
+                iteration=iteration,
+                num_iters=num_iters,
+                log_every=log_every,
+                env_steps=env_steps,
+                steps=steps_per_iter,
+                postfix=dict(beta=f"{policy.beta:.2f}"),
+                curve_extra=(
+                    f"  beta {policy.beta:.2f}  loss {stats['loss']:.4f}"
+                    f"  agreement {stats['accuracy']:.3f}"
+                ),
+            )
             if stop_at_return is not None and policy.beta == 0.0 and tracker.mean >= stop_at_return:
                 tqdm.write(f"reached {tracker.mean:.1f} >= {stop_at_return}: stopping early")
                 break
     bar.close()
     env.close()
-    return {
-        "final_mean_return": tracker.mean,
-        "env_steps": env_steps,
-        "wall_s": time.perf_counter() - start,
-        "history": history,
-        "shapes": shapes,
-        "config": asdict(cfg),
-    }
+    return summary(
+        tracker,
+        env_steps=env_steps,
+        start=start,
+        history=history,
+        shapes=shapes,
+        config=asdict(cfg),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = make_parser(__doc__.splitlines()[0], total_steps=100_000, num_envs=16)
-    args = parser.parse_args(argv)
-    save_dir = args.save_dir or "none"  # opt-in here; the demo (ppo_cartpole) saves by default
-    result = train(
-        args.seed,
-        args.total_steps,
-        num_envs=args.num_envs,
-        device=args.device,
-        save_dir=save_dir,
-        stop_at_return=args.stop_at_return,
-        log_every=args.log_every,
-        progress=not args.no_progress,
-        threads=args.threads,
+    # Saving is opt-in here; the demo (ppo_cartpole) saves by default.
+    run_cli(
+        train,
+        __doc__.splitlines()[0],
+        total_steps=100_000,
+        num_envs=16,
+        save_by_default=None,
+        argv=argv,
     )
-    if save_dir.lower() != "none":
-        print(f"saved the collected episodes to {save_dir}")
-    print(f"{result['env_steps']} env steps in {result['wall_s']:.1f} s")
-    print_final(result["final_mean_return"])
 
 
 if __name__ == "__main__":

@@ -34,15 +34,14 @@ from episodes.runner import EnvRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helpers beside this file
 from _ppo_common import (  # noqa: E402
     ReturnTracker,
-    curve_line,
-    default_save_dir,
     episode_writer,
-    make_parser,
+    log_iteration,
     mean_stats,
     mlp,
     ppo_loss,
-    print_final,
+    run_cli,
     seed_everything,
+    summary,
 )
 
 
@@ -214,52 +213,45 @@ def train(
             metrics = runner.get_metrics()
             tracker.add(metrics["episode_returns"])
             history.append({"env_steps": env_steps, "mean_return": tracker.mean, **stats})
-            bar.update(steps_per_iter)
-            bar.set_postfix(ret=f"{tracker.mean:.1f}", kl=f"{stats['approx_kl']:.4f}")
-            if log_every and (iteration % log_every == 0 or iteration == num_iters):
-                tqdm.write(
-                    curve_line(
-                        iteration,
-                        env_steps,
-                        tracker,
-                        f"  value_loss {stats['value_loss']:8.4g}  kl {stats['approx_kl']:.4f}"
-                        f"  {env_steps / (time.perf_counter() - start):5.0f} steps/s",
-                    )
-                )
+            log_iteration(
+                bar,
+                tracker,
+                iteration=iteration,
+                num_iters=num_iters,
+                log_every=log_every,
+                env_steps=env_steps,
+                steps=steps_per_iter,
+                postfix=dict(kl=f"{stats['approx_kl']:.4f}"),
+                curve_extra=(
+                    f"  value_loss {stats['value_loss']:8.4g}  kl {stats['approx_kl']:.4f}"
+                    f"  {env_steps / (time.perf_counter() - start):5.0f} steps/s"
+                ),
+            )
             if stop_at_return is not None and tracker.mean >= stop_at_return:
                 tqdm.write(f"reached {tracker.mean:.1f} >= {stop_at_return}: stopping early")
                 break
     bar.close()
     env.close()
-    return {
-        "final_mean_return": tracker.mean,
-        "env_steps": env_steps,
-        "wall_s": time.perf_counter() - start,
-        "history": history,
-        "shapes": shapes,
-        "config": asdict(cfg),
-    }
+    return summary(
+        tracker,
+        env_steps=env_steps,
+        start=start,
+        history=history,
+        shapes=shapes,
+        config=asdict(cfg),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = make_parser(__doc__.splitlines()[0], total_steps=200_000, num_envs=8)
-    args = parser.parse_args(argv)
-    save_dir = args.save_dir or default_save_dir("ppo_cartpole", args.seed)
-    result = train(
-        args.seed,
-        args.total_steps,
-        num_envs=args.num_envs,
-        device=args.device,
-        save_dir=save_dir,
-        stop_at_return=args.stop_at_return,
-        log_every=args.log_every,
-        progress=not args.no_progress,
-        threads=args.threads,
+    # The demo: saves what it collects unless --save-dir none.
+    run_cli(
+        train,
+        __doc__.splitlines()[0],
+        total_steps=200_000,
+        num_envs=8,
+        save_by_default="ppo_cartpole",
+        argv=argv,
     )
-    if save_dir.lower() != "none":
-        print(f"saved the collected episodes to {save_dir}")
-    print(f"{result['env_steps']} env steps in {result['wall_s']:.1f} s")
-    print_final(result["final_mean_return"])
 
 
 if __name__ == "__main__":
