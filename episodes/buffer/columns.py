@@ -2,7 +2,9 @@
 
 Each leaf of the item structure is one numpy array with spare capacity along axis 0; appending
 writes into the next free row and doubles the capacity when it runs out, instead of
-concatenating the whole column on every step.
+concatenating the whole column on every step. Plain numbers appended to a scalar column (rewards,
+scalar model outputs) wait in a short Python list and are written in one bulk assignment the
+next time anything reads the arrays: a numpy scalar store costs several list appends.
 
 Example:
     >>> cols = Columns.from_batch(np.zeros((2, 3), np.float32))
@@ -21,20 +23,41 @@ from episodes.structs import flatten, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
+# Exactly these classes may wait in the pending list: they always assign to a numeric leaf.
+_NUMBERS = frozenset((float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_))
+_MAX_PENDING = 4096
 
 
 class Columns:
     """Leaf arrays with spare capacity plus the item structure that joins them."""
 
-    __slots__ = ("leaves", "structure", "size", "typed")
+    __slots__ = ("_leaves", "structure", "size", "typed", "_pending")
 
     def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
-        self.leaves = leaves
+        self._leaves = leaves
         self.structure = structure
+        #: Stored items, pending ones included.
         self.size = size
         # An untyped column holds no item yet: its first item decides the leaf shapes and
         # dtypes (an empty batch only shapes reads until then).
         self.typed = typed
+        self._pending: list[Any] = []
+
+    @property
+    def leaves(self) -> list[np.ndarray]:
+        """The leaf arrays (with spare capacity), every pending number written in."""
+        if self._pending:
+            self._flush()
+        return self._leaves
+
+    def _flush(self) -> None:
+        pending = self._pending
+        stop = self.size
+        start = stop - len(pending)
+        self._reserve(stop)
+        self._pending = []
+        # Same casting as one-by-one item assignment; only real numbers are ever pending.
+        self._leaves[0][start:stop] = pending
 
     @classmethod
     def from_batch(cls, batch: Any) -> Columns:
@@ -72,34 +95,46 @@ class Columns:
         return Columns([v.copy() for v in self.leaf_views()], self.structure, self.size, self.typed)
 
     def _reserve(self, needed: int) -> None:
-        capacity = len(self.leaves[0])
+        capacity = len(self._leaves[0])
         if needed <= capacity:
             return
         new_capacity = max(needed, 2 * capacity, _MIN_CAPACITY)
         grown = []
-        for leaf in self.leaves:
+        for leaf in self._leaves:
             bigger = np.empty((new_capacity, *leaf.shape[1:]), dtype=leaf.dtype)
-            bigger[: self.size] = leaf[: self.size]
+            kept = self.size - len(self._pending)
+            bigger[:kept] = leaf[:kept]
             grown.append(bigger)
-        self.leaves = grown
+        self._leaves = grown
 
     def _adopt_layout(self, leaves: list[Any], structure: Any) -> None:
         arrays = [np.asarray(leaf) for leaf in leaves]
-        self.leaves = [np.empty((_MIN_CAPACITY, *a.shape), a.dtype) for a in arrays]
+        self._leaves = [np.empty((_MIN_CAPACITY, *a.shape), a.dtype) for a in arrays]
         self.structure = structure
         self.typed = True
 
     def append(self, item: Any) -> None:
         """Appends one item in amortised O(1)."""
-        if self.structure is None and self.typed and item.__class__ not in _NESTED:
-            leaf = self.leaves[0]
-            size = self.size
-            if size == leaf.shape[0]:
-                self._reserve(size + 1)
-                leaf = self.leaves[0]
-            leaf[size] = item
-            self.size = size + 1
-            return
+        if self.structure is None and self.typed:
+            leaf = self._leaves[0]
+            if item.__class__ in _NUMBERS and leaf.ndim == 1:
+                pending = self._pending
+                pending.append(item)
+                self.size += 1
+                if len(pending) >= _MAX_PENDING:
+                    self._flush()
+                return
+            if item.__class__ not in _NESTED:
+                if self._pending:
+                    self._flush()
+                    leaf = self._leaves[0]
+                size = self.size
+                if size == leaf.shape[0]:
+                    self._reserve(size + 1)
+                    leaf = self._leaves[0]
+                leaf[size] = item
+                self.size = size + 1
+                return
         leaves, structure = flatten(item)
         if not self.typed:
             self._adopt_layout(leaves, structure)

@@ -306,18 +306,23 @@ class InfiniteLookbackBuffer:
             >>> InfiniteLookbackBuffer([1, 2, 3, 4], lookback=2).copy_range(1, 4, 1).get()
             [3, 4]
         """
-        total = self.len_incl_lookback()
-        start, stop = max(0, min(start, total)), max(0, min(stop, total))
-        stop = max(start, stop)
-        if self._columns is None:
-            assert self._items is not None
-            data: Any = self._items[start:stop]
+        # Built field by field: this runs for every column of every cut and slice.
+        columns = self._columns
+        items = self._items
+        total = columns.size if columns is not None else len(items)  # type: ignore[arg-type]
+        start = 0 if start < 0 else (total if start > total else start)
+        stop = start if stop < start else (total if stop > total else stop)
+        size = stop - start
+        copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
+        copy._space = self._space
+        if columns is None:
+            copy._items = items[start:stop]  # type: ignore[index]
+            copy._columns = None
         else:
-            columns = self._columns
+            copy._items = None
             leaves = [leaf[start:stop].copy() for leaf in columns.leaves]
-            data = Columns(leaves, columns.structure, stop - start, typed=columns.typed)
-        copy = InfiniteLookbackBuffer(data, lookback=0, space=self._space)
-        copy.lookback = max(0, min(lookback, stop - start))
+            copy._columns = Columns(leaves, columns.structure, size, columns.typed)
+        copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
         return copy
 
     def _stored(self, position: int) -> Any:

@@ -259,45 +259,68 @@ class SingleAgentEpisode:
         obs_items = self.observations._items
         act_items = self.actions._items
         reward_items = self.rewards._items
-        list_mode = obs_items is not None and act_items is not None and reward_items is not None
-        if list_mode:
+        if obs_items is not None and act_items is not None and reward_items is not None:
+            # List mode, the common case while sampling: append straight to the lists.
             if not obs_items:
                 raise AssertionError("add_env_step needs add_env_reset (or observations) first")
+            obs_items.append(observation)
+            act_items.append(action)
+            reward_items.append(reward)
         else:
-            self._check_step(observation, action)
-        # Every check that can fail runs before the first write. Extra outputs are appended
-        # optimistically (one dict lookup per key, no key-set comparison) and rolled back if a
-        # key turns out to be new, which then takes the checked path.
-        emo = self.extra_model_outputs
-        if extra_model_outputs is not None:
-            if len(extra_model_outputs) != len(emo) or not _append_extras(emo, extra_model_outputs):
-                self._check_new_keys(extra_model_outputs)
-                for key, value in extra_model_outputs.items():
-                    if key in emo:
-                        emo[key].append(value)
-                    else:
-                        emo[key] = InfiniteLookbackBuffer([value])
-        elif emo:
-            self._check_new_keys({})
-        if list_mode:
-            obs_items.append(observation)  # type: ignore[union-attr]
-            act_items.append(action)  # type: ignore[union-attr]
-            reward_items.append(reward)  # type: ignore[union-attr]
-        else:
+            self._check_step(observation, action)  # every space check before any write
             _append(self.observations, observation)
             _append(self.actions, action)
             _append(self.rewards, reward)
+        emo = self.extra_model_outputs
+        if extra_model_outputs is not None:
+            # Optimistic: one dict lookup per key instead of comparing key sets every step.
+            # A new or missing key undoes this step's writes and takes the checked path.
+            complete = len(extra_model_outputs) == len(emo)
+            if complete:
+                for key, value in extra_model_outputs.items():
+                    column = emo.get(key)
+                    if column is None:
+                        _undo_appends(emo, extra_model_outputs, key)
+                        complete = False
+                        break
+                    items = column._items
+                    if items is not None:
+                        items.append(value)
+                    else:
+                        _append(column, value)
+            if not complete:
+                self._add_new_extras(extra_model_outputs)
+        elif emo:
+            self._add_new_extras({})
         info_items = self.infos._items
         if info_items is not None:
             info_items.append(infos if infos is not None else {})
         else:
             self.infos.append(infos if infos is not None else {})
         self.t += 1
-        self.is_terminated = terminated if terminated.__class__ is bool else bool(terminated)
-        self.is_truncated = truncated if truncated.__class__ is bool else bool(truncated)
+        # Both flags are False here (checked above), so only a finishing step writes them.
+        if terminated or truncated:
+            self.is_terminated = bool(terminated)
+            self.is_truncated = bool(truncated)
         self._last_step_time = now = _now()
         if self._start_time is None:
             self._start_time = now
+
+    def _add_new_extras(self, extra_model_outputs: dict[str, Any]) -> None:
+        try:
+            # This step's action is already appended: the steps before it are one fewer.
+            self._check_new_keys(extra_model_outputs, len(self.actions) - 1)
+        except AssertionError:
+            # Leave the episode as it was: take back this step's observation/action/reward.
+            for column in (self.observations, self.actions, self.rewards):
+                column.pop()
+            raise
+        emo = self.extra_model_outputs
+        for key, value in extra_model_outputs.items():
+            if key in emo:
+                emo[key].append(value)
+            else:
+                emo[key] = InfiniteLookbackBuffer([value])
 
     def _check_step(self, observation: Any, action: Any) -> None:
         # Numpy (or mixed) mode: check against the spaces before anything is written.
@@ -309,7 +332,7 @@ class SingleAgentEpisode:
             if self._action_check is not None and not self._action_check(action):
                 _raise_not_in_space(self._action_space, action, "action")
 
-    def _check_new_keys(self, given: dict[str, Any]) -> None:
+    def _check_new_keys(self, given: dict[str, Any], steps_before: int) -> None:
         known, new = set(self.extra_model_outputs), set(given)
         missing = known - new
         if missing:
@@ -317,10 +340,10 @@ class SingleAgentEpisode:
                 f"extra_model_outputs is missing keys {sorted(missing)} that this episode "
                 f"records; every step must give all of {sorted(known)}"
             )
-        if len(self.actions) > 0:
+        if steps_before > 0:
             raise AssertionError(
                 f"extra_model_outputs keys {sorted(new - known)} are new, but the episode "
-                f"already holds {len(self.actions)} steps without them; give every key from "
+                f"already holds {steps_before} steps without them; give every key from "
                 "the first step of the chunk"
             )
 
@@ -695,22 +718,14 @@ class SingleAgentEpisode:
         )
 
 
-def _append_extras(emo: dict[str, InfiniteLookbackBuffer], values: dict[str, Any]) -> bool:
-    """Appends each value to its existing column; on an unknown key undoes and returns False."""
-    for key, value in values.items():
-        column = emo.get(key)
-        if column is None:
-            for done in values:
-                if done == key:
-                    break
-                emo[done].pop()
-            return False
-        items = column._items
-        if items is not None:
-            items.append(value)
-        else:
-            _append(column, value)
-    return True
+def _undo_appends(
+    emo: dict[str, InfiniteLookbackBuffer], values: dict[str, Any], stop: str
+) -> None:
+    """Pops what the optimistic append loop wrote for the keys before ``stop``."""
+    for key in values:
+        if key == stop:
+            return
+        emo[key].pop()
 
 
 def _append(column: InfiniteLookbackBuffer, item: Any) -> None:

@@ -81,32 +81,40 @@ def _(space: gs.Box) -> Checker:
     low_list, high_list = low.ravel().tolist(), high.ravel().tolist()
     fallback = _fallback(space)
 
-    scalar_bounds = (low_list[0], high_list[0]) if shape == () else None
-    integral = dtype.kind in "iu"
+    ndarray, can_cast = np.ndarray, np.can_cast
 
-    def check(item: Any) -> bool:
-        if scalar_bounds is not None and isinstance(item, _REAL_SCALARS):
-            # A number for a scalar Box (a reward) is judged by value: Python floats are
-            # float64, and gymnasium would refuse them for a float32 Box after a warning.
-            value = float(item)
-            if integral and not value.is_integer():
-                return False
-            return bool(scalar_bounds[0] <= value <= scalar_bounds[1])
-        if type(item) is not np.ndarray or item.shape != shape:
+    if shape == ():
+        lowest, highest = low_list[0], high_list[0]
+        integral = dtype.kind in "iu"
+
+        def check_scalar(item: Any) -> bool:
+            if isinstance(item, _REAL_SCALARS):
+                # A number for a scalar Box (a reward) is judged by value: Python floats are
+                # float64, and gymnasium would refuse them for a float32 Box after a warning.
+                value = float(item)
+                if integral and not value.is_integer():
+                    return False
+                return bool(lowest <= value <= highest)
+            return _check_array(item)
+
+    def _check_array(item: Any) -> bool:
+        if item.__class__ is not ndarray or item.shape != shape:
             return bool(fallback(item))
-        if item.dtype != dtype and not np.can_cast(item.dtype, dtype):
+        item_dtype = item.dtype
+        if item_dtype is not dtype and item_dtype != dtype and not can_cast(item_dtype, dtype):
             return False
         if small:
-            values = item.ravel().tolist()
+            values = item.tolist() if one_dim else item.ravel().tolist()
             # C-level loops over a few floats; ``<=`` is False for NaN, as in gymnasium.
             return all(map(le, low_list, values)) and all(map(le, values, high_list))
         if check_low and not (item >= low).all():
             return False
         if check_high and not (item <= high).all():
             return False
-        return not (item.dtype.kind == "f" and np.isnan(item).any())
+        return not (item_dtype.kind == "f" and np.isnan(item).any())
 
-    return check
+    one_dim = len(shape) == 1
+    return check_scalar if shape == () else _check_array
 
 
 @make_checker.register
