@@ -3,8 +3,9 @@
 Each leaf of the item structure is one numpy array with spare capacity along axis 0; appending
 writes into the next free row and doubles the capacity when it runs out, instead of
 concatenating the whole column on every step. Plain numbers appended to a scalar column (rewards,
-scalar model outputs) wait in a short Python list and are written in one bulk assignment the
-next time anything reads the arrays: a numpy scalar store costs several list appends.
+scalar model outputs), and rows of exactly the stored dtype and shape (as bytes), wait in a short
+Python list and are written in one bulk assignment the next time anything reads the arrays: a
+numpy item store costs several list appends.
 
 Example:
     >>> cols = Columns.from_batch(np.zeros((2, 3), np.float32))
@@ -26,12 +27,23 @@ _NESTED = frozenset((dict, tuple, list))
 # Exactly these classes may wait in the pending list: they always assign to a numeric leaf.
 _NUMBERS = frozenset((float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_))
 _MAX_PENDING = 4096
+# Append paths by layout: a flat column of numbers, a flat column of rows, anything else.
+_SCALARS, _ROWS, _NESTED_LAYOUT = 1, 2, 3
 
 
 class Columns:
     """Leaf arrays with spare capacity plus the item structure that joins them."""
 
-    __slots__ = ("_leaves", "structure", "size", "typed", "_pending")
+    __slots__ = (
+        "_leaves",
+        "structure",
+        "size",
+        "typed",
+        "_pending",
+        "_kind",
+        "_row_dtype",
+        "_row_shape",
+    )
 
     def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
         self._leaves = leaves
@@ -42,6 +54,17 @@ class Columns:
         # dtypes (an empty batch only shapes reads until then).
         self.typed = typed
         self._pending: list[Any] = []
+        self._set_kind()
+
+    def _set_kind(self) -> None:
+        # Which append path fits the layout; recomputed whenever the layout is decided.
+        leaf = self._leaves[0]
+        if self.structure is not None or not self.typed:
+            self._kind = _NESTED_LAYOUT
+        else:
+            self._kind = _SCALARS if leaf.ndim == 1 else _ROWS
+        self._row_dtype = leaf.dtype
+        self._row_shape = leaf.shape[1:]
 
     @property
     def leaves(self) -> list[np.ndarray]:
@@ -56,8 +79,14 @@ class Columns:
         start = stop - len(pending)
         self._reserve(stop)
         self._pending = []
-        # Same casting as one-by-one item assignment; only real numbers are ever pending.
-        self._leaves[0][start:stop] = pending
+        leaf = self._leaves[0]
+        if leaf.ndim == 1:
+            # Same casting as one-by-one item assignment; only real numbers are ever pending.
+            leaf[start:stop] = pending
+        else:
+            # Rows were taken as bytes of exactly the leaf's dtype and row shape.
+            rows = np.frombuffer(b"".join(pending), dtype=leaf.dtype)
+            leaf[start:stop] = rows.reshape(stop - start, *leaf.shape[1:])
 
     @classmethod
     def from_batch(cls, batch: Any) -> Columns:
@@ -112,29 +141,43 @@ class Columns:
         self._leaves = [np.empty((_MIN_CAPACITY, *a.shape), a.dtype) for a in arrays]
         self.structure = structure
         self.typed = True
+        self._set_kind()
 
     def append(self, item: Any) -> None:
         """Appends one item in amortised O(1)."""
-        if self.structure is None and self.typed:
+        kind = self._kind
+        if kind == _SCALARS and item.__class__ in _NUMBERS:
+            pending = self._pending
+            pending.append(item)
+            self.size += 1
+            if len(pending) >= _MAX_PENDING:
+                self._flush()
+            return
+        if (
+            kind == _ROWS
+            and item.__class__ is np.ndarray
+            and item.dtype is self._row_dtype
+            and item.shape == self._row_shape
+        ):
+            # A row of exactly the stored dtype and shape: keep a copy of its bytes; the next
+            # read writes all pending rows in one go.
+            pending = self._pending
+            pending.append(item.tobytes())
+            self.size += 1
+            if len(pending) >= _MAX_PENDING:
+                self._flush()
+            return
+        if kind != _NESTED_LAYOUT and item.__class__ not in _NESTED:
+            if self._pending:
+                self._flush()
             leaf = self._leaves[0]
-            if item.__class__ in _NUMBERS and leaf.ndim == 1:
-                pending = self._pending
-                pending.append(item)
-                self.size += 1
-                if len(pending) >= _MAX_PENDING:
-                    self._flush()
-                return
-            if item.__class__ not in _NESTED:
-                if self._pending:
-                    self._flush()
-                    leaf = self._leaves[0]
-                size = self.size
-                if size == leaf.shape[0]:
-                    self._reserve(size + 1)
-                    leaf = self._leaves[0]
-                leaf[size] = item
-                self.size = size + 1
-                return
+            size = self.size
+            if size == leaf.shape[0]:
+                self._reserve(size + 1)
+                leaf = self._leaves[0]
+            leaf[size] = item
+            self.size = size + 1
+            return
         leaves, structure = flatten(item)
         if not self.typed:
             self._adopt_layout(leaves, structure)

@@ -267,10 +267,26 @@ class SingleAgentEpisode:
             act_items.append(action)
             reward_items.append(reward)
         else:
-            self._check_step(observation, action)  # every space check before any write
-            _append(self.observations, observation)
-            _append(self.actions, action)
-            _append(self.rewards, reward)
+            obs_cols = self.observations._columns
+            act_cols = self.actions._columns
+            reward_cols = self.rewards._columns
+            if obs_cols is not None and act_cols is not None and reward_cols is not None:
+                # Numpy mode: the space checks, then straight into the growable columns.
+                if not obs_cols.size:
+                    raise AssertionError("add_env_step needs add_env_reset (or observations) first")
+                obs_check, action_check = self._obs_check, self._action_check
+                if obs_check is not None and not obs_check(observation):
+                    _raise_not_in_space(self._observation_space, observation, "observation")
+                if action_check is not None and not action_check(action):
+                    _raise_not_in_space(self._action_space, action, "action")
+                obs_cols.append(observation)
+                act_cols.append(action)
+                reward_cols.append(reward)
+            else:
+                self._check_step(observation, action)  # every space check before any write
+                _append(self.observations, observation)
+                _append(self.actions, action)
+                _append(self.rewards, reward)
         emo = self.extra_model_outputs
         if extra_model_outputs is not None:
             # Optimistic: one dict lookup per key instead of comparing key sets every step.
