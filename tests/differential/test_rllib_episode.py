@@ -355,10 +355,13 @@ def new_keys_into_empty_chunk(ep: Any, other: Any) -> bool:
 
 def concat_both(prev: Twin, cur: Twin, where: str) -> bool:
     """Concats on both sides; True if both refused (then RLlib's side may be half-mutated)."""
-    if new_keys_into_empty_chunk(prev.ours, cur.ours):
-        prev.ours.concat_episode(cur.ours)
-        return True  # RLlib refused (and may be half-mutated): nothing left to compare
     before = copy.deepcopy(prev.ours)
+    if new_keys_into_empty_chunk(prev.ours, cur.ours):
+        # RLlib refuses (and may be half-mutated): nothing left to compare. Ours may still
+        # refuse for another reason (e.g. a changed first observation), without side effects.
+        if call(prev.ours.concat_episode, cur.ours).error:
+            assert prev.ours == before, "a refused concat_episode changed our episode"
+        return True
     ours = call(prev.ours.concat_episode, cur.ours)
     theirs = call(prev.theirs.concat_episode, cur.theirs)
     assert_same_outcome(ours, theirs, where + "concat_episode")
