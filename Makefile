@@ -38,6 +38,7 @@ test: lint test-fast differential
 bench: $(VENV)/.installed .venv-ref/.installed
 	$(REF_PY) benchmarks/bench_episode.py
 	$(REF_PY) benchmarks/bench_rollout.py
+	$(PY) benchmarks/bench_io.py --quick
 
 clean:
 	rm -rf $(VENV) .venv-ref .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -8,11 +8,12 @@ from collections.abc import Callable
 
 
 def interleaved(
-    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1
+    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1, number: int = 1
 ) -> dict[str, float]:
     """Time each callable ``repeats`` times, interleaving them per repeat.
 
-    Interleaving (a, b, a, b, ...) spreads machine noise evenly over the contenders.
+    Interleaving (a, b, a, b, ...) spreads machine noise evenly over the contenders. Each sample
+    times ``number`` back-to-back calls (for sub-millisecond operations), divided by ``number``.
 
     Returns:
         Median wall-clock seconds of one call, per name.
@@ -24,6 +25,7 @@ def interleaved(
     for _ in range(repeats):
         for name, fn in fns.items():
             t0 = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - t0)
+            for _ in range(number):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / number)
     return {name: statistics.median(s) for name, s in samples.items()}

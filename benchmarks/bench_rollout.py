@@ -161,6 +161,7 @@ def main() -> None:
             "theirs": lambda: theirs_compute_returns(theirs, last),
         },
         args.repeats,
+        number=10,
     )
     rows.append((f"GAE T={T} N={N}", r, 0.5))
 
@@ -185,6 +186,7 @@ def main() -> None:
             "theirs": lambda: theirs_compute_returns(theirs, last),
         },
         args.repeats,
+        number=10,
     )
     rows.append(("GAE T=1000 N=64", r, 0.1))
     del ours, theirs

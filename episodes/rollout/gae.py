@@ -115,8 +115,9 @@ def compute_gae(
 
     not_done = torch.empty_like(rewards, memory_format=torch.contiguous_format)
     torch.logical_not(dones, out=not_done)  # 1.0 where the episode continues
-    next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0).mul_(not_done)
-    delta = torch.sub(rewards, values).add_(next_values, alpha=gamma)
+    next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0)
+    # One fused pass: delta = (r - V) + gamma * V' * (1 - done).
+    delta = torch.addcmul(torch.sub(rewards, values), next_values, not_done, value=gamma)
     coef = not_done.mul_(gamma * lam)
     num_envs = delta[0].numel()
     rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
