@@ -27,6 +27,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -240,12 +241,19 @@ class EpisodeWriter:
 
     def _write_array(self, path: Path, array: np.ndarray) -> dict[str, int]:
         array = np.ascontiguousarray(array)
+        # The checksum of a large array runs on a second thread while this one writes the file:
+        # zlib and the file write both release the GIL, so the CRC costs little wall time.
+        crc = _CRC_POOL.submit(crc32_of, array) if array.nbytes >= _OVERLAP_BYTES else None
         with open(path, "wb") as f:
             np.lib.format.write_array(f, array, allow_pickle=False)
             f.flush()
             self._fsync(f.fileno())
             size = f.tell()
-        return {"size": size, "crc32": crc32_of(array)}
+        return {"size": size, "crc32": crc.result() if crc is not None else crc32_of(array)}
+
+
+_OVERLAP_BYTES = 1 << 20
+_CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-crc")
 
 
 def _return(episode: SingleAgentEpisode) -> float:
