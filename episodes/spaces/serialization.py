@@ -6,7 +6,6 @@ checked plain values (ints, floats, strings, lists); nothing is evaluated or unp
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import math
@@ -54,7 +53,7 @@ def space_to_dict(space: gs.Space[Any] | None) -> dict[str, Any] | None:
     if space is None:
         return None
     # Callers may edit the dict they get, so each gets its own copy of the cached encoding.
-    return copy.deepcopy(_ENCODED.get(space))
+    return _plain_copy(_ENCODED.get(space))
 
 
 @singledispatch
@@ -439,6 +438,15 @@ _DECODERS = {
     "Graph": _decode_graph,
     "OneOf": _decode_one_of,
 }
+
+
+def _plain_copy(value: Any) -> Any:
+    # The encodings hold only dicts, lists and scalars: a much cheaper copy than deepcopy.
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(v) for v in value]
+    return value
 
 
 # Encoding a Box walks its bounds; episodes encode the same few space objects over and over.
