@@ -210,9 +210,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10k steps")
     parser.add_argument("--episode-len", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per contender")
+    parser.add_argument(
+        "--dir",
+        default="/tmp",
+        help="where to write; a tmpfs such as /dev/shm takes the disk out of the comparison",
+    )
     args = parser.parse_args()
     total = 10_000 if args.quick else args.steps
-    tmp = Path(tempfile.mkdtemp(prefix="episodes-bench-", dir="/tmp"))
+    tmp = Path(tempfile.mkdtemp(prefix="episodes-bench-", dir=args.dir))
     try:
         bench(total, args.episode_len, tmp, args.repeats)
     finally:

@@ -224,7 +224,11 @@ def _encode_column(
             leaf_meta.append({"file": name, "kind": kind})
         meta.update(layout="arrays", structure=struct_enc, leaves=leaf_meta)
         return meta
-    items = [encode_value(v, blob=blob, where=f"{where}[{i}]") for i, v in enumerate(data)]
+    # Most infos are empty dicts: they encode to themselves, without the per-item walk.
+    items = [
+        {} if v.__class__ is dict and not v else encode_value(v, blob=blob, where=f"{where}[{i}]")
+        for i, v in enumerate(data)
+    ]
     meta.update(layout="json", items=items)
     return meta
 

@@ -26,6 +26,7 @@ import json
 import os
 import secrets
 import shutil
+import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -53,7 +54,6 @@ from episodes.io.format import (
     read_manifest,
     write_json_atomic,
 )
-from episodes.io.values import crc32_of
 
 __all__ = ["EpisodeWriter"]
 
@@ -241,19 +241,39 @@ class EpisodeWriter:
 
     def _write_array(self, path: Path, array: np.ndarray) -> dict[str, int]:
         array = np.ascontiguousarray(array)
-        # The checksum of a large array runs on a second thread while this one writes the file:
-        # zlib and the file write both release the GIL, so the CRC costs little wall time.
-        crc = _CRC_POOL.submit(crc32_of, array) if array.nbytes >= _OVERLAP_BYTES else None
         with open(path, "wb") as f:
-            np.lib.format.write_array(f, array, allow_pickle=False)
+            header = np.lib.format.header_data_from_array_1_0(array)
+            try:
+                np.lib.format.write_array_header_1_0(f, header)
+            except ValueError:  # a header too long for format 1.0
+                np.lib.format.write_array_header_2_0(f, header)
+            data = memoryview(array.reshape(-1).view(np.uint8).data)
+            if len(data) >= _PARALLEL_BYTES:
+                # The checksum runs on a second thread over the same bytes while this one
+                # writes them (zlib and file writes both release the GIL).
+                pending = _CRC_POOL.submit(_crc32_slices, data)
+                for start in range(0, len(data), _WRITE_SLICE):
+                    f.write(data[start : start + _WRITE_SLICE])
+                crc = pending.result()
+            else:
+                f.write(data)
+                crc = zlib.crc32(data)
             f.flush()
             self._fsync(f.fileno())
             size = f.tell()
-        return {"size": size, "crc32": crc.result() if crc is not None else crc32_of(array)}
+        return {"size": size, "crc32": crc}
 
 
-_OVERLAP_BYTES = 1 << 20
+_WRITE_SLICE = 1 << 20
+_PARALLEL_BYTES = 4 << 20
 _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-crc")
+
+
+def _crc32_slices(data: memoryview) -> int:
+    crc = 0
+    for start in range(0, len(data), _WRITE_SLICE):
+        crc = zlib.crc32(data[start : start + _WRITE_SLICE], crc)
+    return crc
 
 
 def _return(episode: SingleAgentEpisode) -> float:
