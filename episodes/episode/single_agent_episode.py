@@ -291,20 +291,19 @@ class SingleAgentEpisode:
         if extra_model_outputs is not None:
             # Optimistic: one dict lookup per key instead of comparing key sets every step.
             # A new or missing key undoes this step's writes and takes the checked path.
-            complete = len(extra_model_outputs) == len(emo)
-            if complete:
-                for key, value in extra_model_outputs.items():
-                    column = emo.get(key)
-                    if column is None:
-                        _undo_appends(emo, extra_model_outputs, key)
-                        complete = False
-                        break
-                    items = column._items
-                    if items is not None:
-                        items.append(value)
-                    else:
-                        _append(column, value)
-            if not complete:
+            if len(extra_model_outputs) == len(emo):
+                try:
+                    for key, value in extra_model_outputs.items():
+                        column = emo[key]
+                        items = column._items
+                        if items is not None:
+                            items.append(value)
+                        else:
+                            _append(column, value)
+                except KeyError as unknown:
+                    _undo_appends(emo, extra_model_outputs, unknown.args[0])
+                    self._add_new_extras(extra_model_outputs)
+            else:
                 self._add_new_extras(extra_model_outputs)
         elif emo:
             self._add_new_extras({})
