@@ -56,6 +56,8 @@ SETTINGS = settings(
     deadline=None,
     max_examples=600,
     report_multiple_bugs=False,
+    # Each example drives a long random operation sequence through two libraries: slow
+    # generation and large draws are the point of this test, not a symptom.
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from _gen import ACTION_SPACES, SPACES, make_episode
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from episodes import SingleAgentEpisode
@@ -44,9 +44,7 @@ def test_every_space_kind_round_trips(tmp_path, obs_space, numpy):
         assert list(a.extra_model_outputs) == list(b.extra_model_outputs)
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     obs_space=st.sampled_from(sorted(SPACES)),
@@ -91,9 +89,7 @@ json_values = st.recursive(
 )
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=60, deadline=None)
 @given(custom=st.dictionaries(st.text(max_size=8), json_values, max_size=4), info=json_values)
 def test_json_values_in_custom_data_and_infos(tmp_path_factory, custom, info):
     ep = SingleAgentEpisode(
@@ -242,3 +238,18 @@ def test_one_writer_at_a_time_and_foreign_dirs(tmp_path):
         EpisodeWriter(other)
     with pytest.raises(NotADatasetError):
         list(read_episodes(tmp_path / "missing"))
+
+
+def test_writer_without_checksums(tmp_path):
+    obs = [np.full((64, 64, 3), i, np.uint8) for i in range(100)]  # > 1 MiB: the sliced path
+    ep = SingleAgentEpisode(
+        "fast", observations=obs, actions=[0] * 99, rewards=[0.0] * 99, len_lookback_buffer=0
+    ).to_numpy()
+    path = tmp_path / "ds"
+    with EpisodeWriter(path, checksums=False) as w:
+        w.write(ep)
+    (back,) = read_episodes(path, verify=True)  # nothing to verify, nothing refused
+    assert back == ep
+    with EpisodeWriter(path) as w:  # checksums again for the next chunk
+        w.write(ep.cut())
+    assert len(list(read_episodes(path, verify=True))) == 2
