@@ -93,8 +93,8 @@ def bench(total: int, ep_len: int, tmp: Path, repeats: int) -> None:
 
     ds = tmp / "ours"
 
-    def write_ours(dest: Path, sync: bool = True) -> None:
-        with EpisodeWriter(dest, sync=sync) as w:
+    def write_ours(dest: Path, sync: bool = True, checksums: bool = True) -> None:
+        with EpisodeWriter(dest, sync=sync, checksums=checksums) as w:
             for ep in eps:
                 w.write(ep)
 
@@ -116,6 +116,7 @@ def bench(total: int, ep_len: int, tmp: Path, repeats: int) -> None:
     writers = {
         "episodes.io write (fsync)": write_ours,
         "episodes.io write (sync=False)": lambda d: write_ours(d, False),
+        "episodes.io write (sync=False, checksums=False)": lambda d: write_ours(d, False, False),
         "raw np.save": lambda d: write_raw(d, False),
         "raw np.save + fsync": lambda d: write_raw(d, True),
         "pickle get_state() write": write_pickle,
@@ -182,6 +183,8 @@ def bench(total: int, ep_len: int, tmp: Path, repeats: int) -> None:
     nos_ratio = results["raw np.save"] / results["episodes.io write (sync=False)"]
     print(f"write vs raw np.save: {w_ratio:.2f}x (vs np.save+fsync: {ws_ratio:.2f}x)")
     print(f"write without fsync vs raw np.save: {nos_ratio:.2f}x  (target >= 0.7x)")
+    fast = results["raw np.save"] / results["episodes.io write (sync=False, checksums=False)"]
+    print(f"write without fsync or checksums vs raw np.save: {fast:.2f}x")
     print(f"read vs raw np.load:  {r_ratio:.2f}x  (target >= 0.7x)")
 
     # --- streaming memory: a 10% prefix vs the whole dataset
