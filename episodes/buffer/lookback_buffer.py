@@ -320,8 +320,7 @@ class InfiniteLookbackBuffer:
             copy._columns = None
         else:
             copy._items = None
-            leaves = [leaf[start:stop].copy() for leaf in columns.leaves]
-            copy._columns = Columns(leaves, columns.structure, size, columns.typed)
+            copy._columns = columns.slice_copy(start, stop)
         copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
         return copy
 
