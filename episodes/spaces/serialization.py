@@ -6,8 +6,6 @@ checked plain values (ints, floats, strings, lists); nothing is evaluated or unp
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from functools import singledispatch
 from typing import Any
@@ -198,18 +196,21 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     """
     if d is None:
         return None
-    try:
-        key = json.dumps(d, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
-        return _decode(d, "space")  # not JSON-safe: let the decoder name the problem
-    return _decode_cached(key)
-
-
-@functools.lru_cache(maxsize=256)
-def _decode_cached(key: str) -> gs.Space[Any]:
     # Building a gymnasium Box is slow (bounds checks, dtype probing) and the same few spaces
-    # come back in every loaded episode; equal dicts share one space object.
-    return _decode(json.loads(key), "space")
+    # come back in every loaded episode: equal dicts share one decoded space. repr() is a
+    # cheap exact key for these plain dicts (a different key order only costs a cache miss).
+    key = repr(d)
+    space = _DECODED.get(key)
+    if space is None:
+        space = _decode(d, "space")
+        if len(_DECODED) >= _MAX_DECODED:
+            _DECODED.clear()
+        _DECODED[key] = space
+    return space
+
+
+_DECODED: dict[str, gs.Space[Any]] = {}
+_MAX_DECODED = 256
 
 
 def _decode(d: Any, where: str) -> gs.Space[Any]:
