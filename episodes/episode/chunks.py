@@ -230,4 +230,3 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         episode._last_step_time = other._last_step_time
         if episode._start_time is None:
             episode._start_time = other._start_time
-    episode.validate()
