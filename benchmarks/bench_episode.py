@@ -32,8 +32,9 @@ except ImportError:  # pragma: no cover
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT_SPACE = gym.spaces.Discrete(2)
 RNG = np.random.default_rng(0)
-# Pre-drawn step data, so the timings hold only episode work.
-OBS = RNG.uniform(-1, 1, (20_000, 4)).astype(np.float32)
+# Pre-drawn step data, so the timings hold only episode work: one array per step, as an env
+# hands them over (indexing a 2-D array inside the timed loop would time numpy's view creation).
+OBS = [row.copy() for row in RNG.uniform(-1, 1, (20_000, 4)).astype(np.float32)]
 ACTS = [int(a) for a in RNG.integers(0, 2, 20_000)]
 REWS = [float(r) for r in RNG.normal(size=20_000)]
 EMO = [{"vf_preds": float(v), "action_logp": float(lp)} for v, lp in RNG.normal(size=(20_000, 2))]
@@ -175,6 +176,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller scaling")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--only", metavar="TEXT", help="run only the operations whose name contains TEXT"
+    )
     args = parser.parse_args()
     reps = 7 if args.quick else 31
 
@@ -206,6 +210,8 @@ def main() -> None:
     ]
     results = []
     print(f"{'operation':50s} {'ours':>11s} {'RLlib':>11s} {'ratio':>7s} {'target':>7s}  ok")
+    if args.only:
+        cases = [case for case in cases if args.only in case[0]]
     for name, target, factory, per in cases:
         res = timed({"ours": factory(Ours), "rllib": factory(Theirs)}, reps)
         ours, theirs = res["ours"] / per, res["rllib"] / per
@@ -219,6 +225,8 @@ def main() -> None:
             f"{'PASS' if ok else 'FAIL'}"
         )
 
+    if args.only:
+        return
     # Scaling: N appends to a numpy'd episode, time per step; ours must stay flat.
     sizes = (1000, 2000, 4000) if args.quick else (1000, 2000, 4000, 8000)
     print(f"\nappend N steps to a numpy'd episode (per step), repeats={3 if args.quick else 5}")

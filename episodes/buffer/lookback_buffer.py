@@ -91,7 +91,11 @@ class InfiniteLookbackBuffer:
         return self._items
 
     def __len__(self) -> int:
-        return self.len_incl_lookback() - self.lookback
+        # Inlined rather than via len_incl_lookback(): episodes take lengths on every check.
+        columns = self._columns
+        if columns is not None:
+            return columns.size - self.lookback
+        return len(self._items) - self.lookback  # type: ignore[arg-type]
 
     def len_incl_lookback(self) -> int:
         """Number of stored items, lookback included."""
@@ -162,6 +166,10 @@ class InfiniteLookbackBuffer:
             >>> buf = InfiniteLookbackBuffer([1, 2, 3]); buf.pop(), buf.get()
             (3, [1, 2])
         """
+        items = self._items
+        if type(index) is int and index == -1 and items and len(items) > self.lookback:
+            # The common case (concat drops the last observation): a plain list pop.
+            return items.pop()
         index = indexing.as_int(index)
         total = self.len_incl_lookback()
         position = index + total if index < 0 else index

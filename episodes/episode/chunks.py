@@ -205,7 +205,10 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
             "cannot concat: extra_model_outputs keys differ: "
             f"{sorted(episode.extra_model_outputs)} vs {sorted(other.extra_model_outputs)}"
         )
-    if not data_equal(other.observations.get(0), episode.observations.get(-1)):
+    # Storage positions rather than getters: both chunks were just validated as non-empty.
+    first_of_other = other.observations._stored(other.observations.lookback)
+    last_of_mine = episode.observations._stored(episode.observations.len_incl_lookback() - 1)
+    if not data_equal(first_of_other, last_of_mine):
         raise AssertionError(
             "cannot concat: other's first observation differs from self's last observation"
         )

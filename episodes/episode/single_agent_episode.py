@@ -299,7 +299,7 @@ class SingleAgentEpisode:
                         if items is not None:
                             items.append(value)
                         else:
-                            _append(column, value)
+                            column._columns.append(value)  # type: ignore[union-attr]
                 except KeyError as unknown:
                     _undo_appends(emo, extra_model_outputs, unknown.args[0])
                     self._add_new_extras(extra_model_outputs)

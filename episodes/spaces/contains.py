@@ -18,7 +18,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from functools import singledispatch
-from operator import le
 from typing import Any
 
 import numpy as np
@@ -105,8 +104,17 @@ def _(space: gs.Box) -> Checker:
             return False
         if small:
             values = item.tolist() if one_dim else item.ravel().tolist()
-            # C-level loops over a few floats; ``<=`` is False for NaN, as in gymnasium.
-            return all(map(le, low_list, values)) and all(map(le, values, high_list))
+            # A plain loop over a few Python numbers beats building map objects; a chained
+            # ``<=`` is False for NaN, as in gymnasium.
+            if uniform:
+                for value in values:
+                    if not uniform_low <= value <= uniform_high:
+                        return False
+                return True
+            for value, lowest_i, highest_i in zip(values, low_list, high_list):
+                if not lowest_i <= value <= highest_i:
+                    return False
+            return True
         if check_low and not (item >= low).all():
             return False
         if check_high and not (item <= high).all():
@@ -114,6 +122,10 @@ def _(space: gs.Box) -> Checker:
         return not (item_dtype.kind == "f" and np.isnan(item).any())
 
     one_dim = len(shape) == 1
+    # Most boxes share one bound across elements (Box(-1, 1, (4,))): compare against scalars.
+    uniform = len(set(low_list)) <= 1 and len(set(high_list)) <= 1
+    uniform_low = low_list[0] if low_list else 0.0
+    uniform_high = high_list[0] if high_list else 0.0
     return check_scalar if shape == () else _check_array
 
 
@@ -123,7 +135,9 @@ def _(space: gs.Discrete) -> Checker:
     fallback = _fallback(space)
 
     def check(item: Any) -> bool:
-        if type(item) is int or isinstance(item, np.integer):
+        if type(item) is int:
+            return start <= item < stop
+        if isinstance(item, np.integer):
             return bool(start <= item < stop)
         return bool(fallback(item))
 
@@ -147,6 +161,8 @@ def _(space: gs.Tuple) -> Checker:
     checkers = [make_checker(sub) for sub in space.spaces]
 
     def check(item: Any) -> bool:
+        if isinstance(item, (list, np.ndarray)):
+            item = tuple(item)  # gymnasium promotes lists and arrays the same way
         if not isinstance(item, tuple) or len(item) != len(checkers):
             return False
         return all(c(v) for c, v in zip(checkers, item))
