@@ -73,12 +73,32 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
             return np.fromiter(items, np.float64, len(items))
         except (TypeError, ValueError):
             pass
+    if first.__class__ is np.ndarray and first.ndim:
+        joined = _join_rows(items)
+        if joined is not None:
+            return joined
     if is_flat(first):
         return np.asarray(items)
     try:
         return tree.map_structure(_stack, *items)
     except (TypeError, ValueError) as e:
         raise ValueError(f"Cannot batch items of differing structure or shape: {e}") from e
+
+
+def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
+    # Equal-shaped arrays (observations) in one C call instead of asarray's per-item shape
+    # discovery. concatenate insists on equal trailing dims and ndim, the length set on equal
+    # leading ones, so the result is exactly what asarray would build; None otherwise.
+    if set(map(type, items)) != {np.ndarray}:
+        return None
+    lengths = set(map(len, items))
+    if len(lengths) != 1:
+        return None
+    try:
+        joined = np.concatenate(items)
+    except ValueError:
+        return None
+    return joined.reshape(len(items), lengths.pop(), *joined.shape[1:])
 
 
 def _stack(*leaves: Any) -> np.ndarray:

@@ -88,6 +88,44 @@ def test_batch_rejects_mismatched_items(items):
         batch(items)
 
 
+_ROW_SHAPES = [(2,), (3,), (2, 2), (2, 3), (3, 2), (1, 4), (4,)]
+_ROW_DTYPES = [np.float32, np.float64, np.int8, np.int64, np.bool_, np.uint8]
+
+
+@st.composite
+def _array_rows(draw):
+    """Lists of arrays that mostly share one shape and dtype, sometimes not."""
+    n = draw(st.integers(1, 6))
+    shape = draw(st.sampled_from(_ROW_SHAPES))
+    dtype = draw(st.sampled_from(_ROW_DTYPES))
+    rows = []
+    for i in range(n):
+        row_shape = draw(st.sampled_from(_ROW_SHAPES)) if draw(st.integers(0, 4)) == 0 else shape
+        row_dtype = draw(st.sampled_from(_ROW_DTYPES)) if draw(st.integers(0, 4)) == 0 else dtype
+        row = np.arange(int(np.prod(row_shape)), dtype=np.int64).reshape(row_shape) + i
+        rows.append(row.astype(row_dtype))
+    if draw(st.booleans()):
+        rows[-1] = rows[-1].T  # a non-contiguous view among the rows
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(_array_rows())
+def test_batch_of_array_rows_matches_asarray(rows):
+    """The joined fast path builds exactly what np.asarray builds, or refuses alike."""
+    try:
+        expected = np.asarray(rows)
+    except ValueError:
+        with pytest.raises(ValueError):
+            batch(rows)
+        return
+    got = batch(rows)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    assert got.flags.writeable
+    assert not any(np.shares_memory(got, row) for row in rows)
+
+
 UNBATCH_CASES = {
     "flat": (np.array([1, 2]), [np.int64(1), np.int64(2)]),
     "rows": (np.arange(4.0).reshape(2, 2), [np.array([0.0, 1.0]), np.array([2.0, 3.0])]),
