@@ -227,3 +227,9 @@ class Columns:
         for leaf in self.leaves:
             leaf[position : self.size - 1] = leaf[position + 1 : self.size]
         self.size -= 1
+
+    def truncate(self, size: int) -> None:
+        """Drops every stored item from position ``size`` on (0 <= size <= self.size)."""
+        if self._pending:
+            self._flush()
+        self.size = size

@@ -159,6 +159,23 @@ class InfiniteLookbackBuffer:
             leaves = [leaf[other.lookback :] for leaf in other._columns.leaf_views()]
             self._columns.extend_batch(unflatten(other._columns.structure, leaves))
 
+    def truncate(self, length: int) -> None:
+        """Keeps only the first ``length`` stored items (lookback included).
+
+        Example:
+            >>> buf = InfiniteLookbackBuffer([1, 2, 3, 4], lookback=1); buf.truncate(2); buf.get()
+            [2]
+        """
+        length = indexing.as_int(length, what="length")
+        total = self.len_incl_lookback()
+        if not 0 <= length <= total:
+            raise IndexError(f"truncate length {length} out of range for {total} stored items")
+        if self._columns is None:
+            del self._items[length:]  # type: ignore[union-attr]
+        else:
+            self._columns.truncate(length)
+        self.lookback = min(self.lookback, length)
+
     def pop(self, index: int = -1) -> Any:
         """Removes and returns the item at storage ``index`` (Python indexing, lookback included).
 

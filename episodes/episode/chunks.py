@@ -212,19 +212,7 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         raise AssertionError(
             "cannot concat: other's first observation differs from self's last observation"
         )
-    episode.observations.pop()
-    episode.infos.pop()
-    episode.observations.concat(other.observations)
-    episode.infos.concat(other.infos)
-    episode.actions.concat(other.actions)
-    episode.rewards.concat(other.rewards)
-    for key, column in other.extra_model_outputs.items():
-        if key not in episode.extra_model_outputs:
-            fresh = InfiniteLookbackBuffer([], space=column.space)
-            if episode.is_numpy:
-                fresh.finalize()
-            episode.extra_model_outputs[key] = fresh
-        episode.extra_model_outputs[key].concat(column)
+    _join_columns(episode, other)
     episode.t = other.t
     episode.is_terminated = other.is_terminated
     episode.is_truncated = other.is_truncated
@@ -233,3 +221,45 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         episode._last_step_time = other._last_step_time
         if episode._start_time is None:
             episode._start_time = other._start_time
+
+
+def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
+    """Appends ``other``'s columns; if a numpy column refuses them, restores ``episode``."""
+    extras = episode.extra_model_outputs
+    # ``other`` starts with the observation/info this chunk ends with: its copy replaces ours.
+    last_observation = episode.observations.pop()
+    last_info = episode.infos.pop()
+    joined: list[tuple[InfiniteLookbackBuffer, InfiniteLookbackBuffer]] = []
+    new_keys: list[str] = []
+    name = "observations"
+    try:
+        for name, mine, theirs in (  # noqa: B007 - the handler below reports `name`
+            ("observations", episode.observations, other.observations),
+            ("infos", episode.infos, other.infos),
+            ("actions", episode.actions, other.actions),
+            ("rewards", episode.rewards, other.rewards),
+        ):
+            mine.concat(theirs)
+            joined.append((mine, theirs))
+        for key, theirs in other.extra_model_outputs.items():
+            name = f"extra_model_outputs[{key!r}]"
+            if key not in extras:
+                fresh = InfiniteLookbackBuffer([], space=theirs.space)
+                if episode.is_numpy:
+                    fresh.finalize()
+                extras[key] = fresh
+                new_keys.append(key)
+            extras[key].concat(theirs)
+            joined.append((extras[key], theirs))
+    except (ValueError, TypeError) as error:
+        # Each joined column grew by exactly the other's visible items: cut those off again.
+        for mine, theirs in joined:
+            mine.truncate(mine.len_incl_lookback() - len(theirs))
+        for key in new_keys:
+            del extras[key]
+        episode.observations.append(last_observation)
+        episode.infos.append(last_info)
+        raise ValueError(
+            f"cannot concat: other's {name} do not fit this episode's numpy column ({error}); "
+            "nothing was changed"
+        ) from error

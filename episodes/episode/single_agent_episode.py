@@ -256,62 +256,71 @@ class SingleAgentEpisode:
         """
         if self.is_terminated or self.is_truncated:
             raise AssertionError("the episode is done: it accepts no more steps")
-        obs_items = self.observations._items
-        act_items = self.actions._items
-        reward_items = self.rewards._items
-        if obs_items is not None and act_items is not None and reward_items is not None:
-            # List mode, the common case while sampling: append straight to the lists.
-            if not obs_items:
-                raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-            obs_items.append(observation)
-            act_items.append(action)
-            reward_items.append(reward)
-        else:
-            obs_cols = self.observations._columns
-            act_cols = self.actions._columns
-            reward_cols = self.rewards._columns
-            if obs_cols is not None and act_cols is not None and reward_cols is not None:
-                # Numpy mode: the space checks, then straight into the growable columns.
-                if not obs_cols.size:
+        try:
+            obs_items = self.observations._items
+            act_items = self.actions._items
+            reward_items = self.rewards._items
+            if obs_items is not None and act_items is not None and reward_items is not None:
+                # List mode, the common case while sampling: append straight to the lists.
+                if not obs_items:
                     raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-                obs_check, action_check = self._obs_check, self._action_check
-                if obs_check is not None and not obs_check(observation):
-                    _raise_not_in_space(self._observation_space, observation, "observation")
-                if action_check is not None and not action_check(action):
-                    _raise_not_in_space(self._action_space, action, "action")
-                obs_cols.append(observation)
-                act_cols.append(action)
-                reward_cols.append(reward)
+                obs_items.append(observation)
+                act_items.append(action)
+                reward_items.append(reward)
             else:
-                self._check_step(observation, action)  # every space check before any write
-                _append(self.observations, observation)
-                _append(self.actions, action)
-                _append(self.rewards, reward)
-        emo = self.extra_model_outputs
-        if extra_model_outputs is not None:
-            # Optimistic: one dict lookup per key instead of comparing key sets every step.
-            # A new or missing key undoes this step's writes and takes the checked path.
-            if len(extra_model_outputs) == len(emo):
-                try:
-                    for key, value in extra_model_outputs.items():
-                        column = emo[key]
-                        items = column._items
-                        if items is not None:
-                            items.append(value)
-                        else:
-                            column._columns.append(value)  # type: ignore[union-attr]
-                except KeyError as unknown:
-                    _undo_appends(emo, extra_model_outputs, unknown.args[0])
+                obs_cols = self.observations._columns
+                act_cols = self.actions._columns
+                reward_cols = self.rewards._columns
+                if obs_cols is not None and act_cols is not None and reward_cols is not None:
+                    # Numpy mode: the space checks, then straight into the growable columns.
+                    if not obs_cols.size:
+                        raise AssertionError(
+                            "add_env_step needs add_env_reset (or observations) first"
+                        )
+                    obs_check, action_check = self._obs_check, self._action_check
+                    if obs_check is not None and not obs_check(observation):
+                        _raise_not_in_space(self._observation_space, observation, "observation")
+                    if action_check is not None and not action_check(action):
+                        _raise_not_in_space(self._action_space, action, "action")
+                    obs_cols.append(observation)
+                    act_cols.append(action)
+                    reward_cols.append(reward)
+                else:  # mixed modes (a column finalized on its own): through the buffers
+                    self._check_step(observation, action)  # every space check before any write
+                    _append(self.observations, observation)
+                    _append(self.actions, action)
+                    _append(self.rewards, reward)
+            emo = self.extra_model_outputs
+            if extra_model_outputs is not None:
+                # Optimistic: one dict lookup per key instead of comparing key sets every
+                # step. A new or missing key undoes this step's writes and takes the checked
+                # path.
+                if len(extra_model_outputs) == len(emo):
+                    try:
+                        for key, value in extra_model_outputs.items():
+                            column = emo[key]
+                            items = column._items
+                            if items is not None:
+                                items.append(value)
+                            else:
+                                column._columns.append(value)  # type: ignore[union-attr]
+                    except KeyError as unknown:
+                        _undo_appends(emo, extra_model_outputs, unknown.args[0])
+                        self._add_new_extras(extra_model_outputs)
+                else:
                     self._add_new_extras(extra_model_outputs)
+            elif emo:
+                self._add_new_extras({})
+            info_items = self.infos._items
+            if info_items is not None:
+                info_items.append(infos if infos is not None else {})
             else:
-                self._add_new_extras(extra_model_outputs)
-        elif emo:
-            self._add_new_extras({})
-        info_items = self.infos._items
-        if info_items is not None:
-            info_items.append(infos if infos is not None else {})
-        else:
-            self.infos.append(infos if infos is not None else {})
+                self.infos.append(infos if infos is not None else {})
+        except NotInSpaceError:
+            raise  # raised before any write
+        except (ValueError, TypeError) as error:
+            # A numpy column refused its value (wrong shape or type) after others took theirs.
+            self._undo_partial_step(error)
         self.t += 1
         # Both flags are False here (checked above), so only a finishing step writes them.
         if terminated or truncated:
@@ -342,10 +351,36 @@ class SingleAgentEpisode:
         if not self.observations.len_incl_lookback():
             raise AssertionError("add_env_step needs add_env_reset (or observations) first")
         if self.rewards._columns is not None:
-            if self._obs_check is not None and not self._obs_check(observation):
+            obs_check, action_check = self._obs_check, self._action_check
+            if obs_check is not None and not obs_check(observation):
                 _raise_not_in_space(self._observation_space, observation, "observation")
-            if self._action_check is not None and not self._action_check(action):
+            if action_check is not None and not action_check(action):
                 _raise_not_in_space(self._action_space, action, "action")
+
+    def _undo_partial_step(self, error: Exception) -> None:
+        """Takes back what a failed step wrote, then raises a ValueError naming the column.
+
+        Each column got at most one item this step, so the columns holding more steps than
+        the fewest are exactly the ones written to.
+        """
+        # In write order, so the first column left short is the one that refused its value.
+        columns = {
+            "observations": (self.observations, 1),
+            "actions": (self.actions, 0),
+            "rewards": (self.rewards, 0),
+            **{f"extra_model_outputs[{k!r}]": (c, 0) for k, c in self.extra_model_outputs.items()},
+            "infos": (self.infos, 1),
+        }
+        steps = {name: len(column) - extra for name, (column, extra) in columns.items()}
+        before = min(steps.values())
+        refused = [name for name, n in steps.items() if n == before]
+        for name, n in steps.items():
+            if n > before:
+                columns[name][0].pop()
+        raise ValueError(
+            f"add_env_step: the value for {refused[0]} cannot be stored in the episode's "
+            f"numpy column ({error}); nothing was recorded"
+        ) from error
 
     def _check_new_keys(self, given: dict[str, Any], steps_before: int) -> None:
         known, new = set(self.extra_model_outputs), set(given)
@@ -752,5 +787,9 @@ def _append(column: InfiniteLookbackBuffer, item: Any) -> None:
         column.append(item)
 
 
+class NotInSpaceError(ValueError):
+    """A value given to a numpy'd episode lies outside the episode's space."""
+
+
 def _raise_not_in_space(space: Any, value: Any, what: str) -> None:
-    raise ValueError(f"{what} {value!r} is not in the episode's {what} space {space}")
+    raise NotInSpaceError(f"{what} {value!r} is not in the episode's {what} space {space}")

@@ -30,6 +30,22 @@ def episode(n=3, *, numpy=False, done=False, extra=True):
     return ep.to_numpy() if numpy else ep
 
 
+def _numpy_without_spaces():
+    ep = SingleAgentEpisode("ep")
+    ep.add_env_reset(ZERO)
+    ep.add_env_step(ZERO, np.zeros(2), 1.0)
+    return ep.to_numpy()
+
+
+def _successor_with(ep, action=0, vf=0.0):
+    """A list-mode successor of ``ep`` whose action or extra output misfits ``ep``'s columns."""
+    nxt = episode(len(ep)).cut()
+    nxt.action_space = None  # let the mismatching action in
+    nxt.add_env_step(ZERO, action, 1.0, extra_model_outputs={"vf": vf})
+    nxt.add_env_step(ZERO, action, 1.0, extra_model_outputs={"vf": vf})
+    return nxt
+
+
 def successor_of(ep, obs=ZERO, **kwargs):
     nxt = ep.cut()
     nxt.add_env_step(obs, 0, 1.0, extra_model_outputs={"vf": 0.0}, **kwargs)
@@ -122,6 +138,20 @@ EPISODE_CASES = [
         "first observation",
     ),
     (
+        "concat_numpy_extra_output_shape_mismatch",
+        lambda: episode(numpy=True),
+        lambda ep: ep.concat_episode(_successor_with(ep, vf=np.zeros(2))),
+        ValueError,
+        r"extra_model_outputs\['vf'\] do not fit.*nothing was changed",
+    ),
+    (
+        "concat_numpy_action_shape_mismatch_numpy_other",
+        lambda: episode(numpy=True),
+        lambda ep: ep.concat_episode(_successor_with(ep, action=np.zeros(3)).to_numpy()),
+        ValueError,
+        "actions do not fit",
+    ),
+    (
         "set_unknown_extra_key",
         lambda: episode(),
         lambda ep: ep.set_extra_model_outputs(key="nope", new_data=[1, 2, 3]),
@@ -162,6 +192,34 @@ EPISODE_CASES = [
         lambda ep: ep.set_actions(new_data=5, at_indices=0),
         ValueError,
         "space",
+    ),
+    (
+        "numpy_reward_not_a_number",
+        lambda: episode(numpy=True),
+        lambda ep: ep.add_env_step(ZERO, 0, "high", extra_model_outputs={"vf": 0.0}),
+        ValueError,
+        r"rewards cannot be stored.*nothing was recorded",
+    ),
+    (
+        "numpy_extra_output_wrong_shape",
+        lambda: episode(numpy=True),
+        lambda ep: ep.add_env_step(ZERO, 0, 1.0, extra_model_outputs={"vf": np.zeros(3)}),
+        ValueError,
+        r"extra_model_outputs\['vf'\] cannot be stored",
+    ),
+    (
+        "numpy_action_wrong_shape_without_spaces",
+        lambda: _numpy_without_spaces(),
+        lambda ep: ep.add_env_step(ZERO, np.zeros(5), 1.0),
+        ValueError,
+        "actions cannot be stored",
+    ),
+    (
+        "numpy_observation_wrong_shape_without_spaces",
+        lambda: _numpy_without_spaces(),
+        lambda ep: ep.add_env_step(np.zeros(3), np.zeros(2), 1.0),
+        ValueError,
+        "observations cannot be stored",
     ),
     (
         "bad_len_lookback_buffer",
@@ -223,6 +281,8 @@ BUFFER_CASES = [
     ("slice_negative_step", lambda b: b.get(slice(None, None, -1)), ValueError, "step"),
     ("pop_out_of_range", lambda b: b.pop(10), IndexError, "pop index"),
     ("concat_non_buffer", lambda b: b.concat([1, 2]), TypeError, "InfiniteLookbackBuffer"),
+    ("truncate_beyond_the_end", lambda b: b.truncate(99), IndexError, "out of range"),
+    ("truncate_negative", lambda b: b.truncate(-1), IndexError, "out of range"),
 ]
 
 

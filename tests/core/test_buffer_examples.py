@@ -191,6 +191,30 @@ def test_append_extend_pop_concat(mode):
     assert len(buf) == 6 and buf.len_incl_lookback() == 7
 
 
+TRUNCATE_TABLE = [
+    # (name, keep, visible after, lookback after) on [1, 2, 3, 4] + appended 5.0, 6.0, lookback 2
+    ("keep_everything", 6, [3, 4, 5, 6], 2),
+    ("drop_the_appended_items", 4, [3, 4], 2),
+    ("into_the_lookback", 1, [], 1),
+    ("nothing_left", 0, [], 0),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "name,keep,visible,lookback", TRUNCATE_TABLE, ids=[c[0] for c in TRUNCATE_TABLE]
+)
+def test_truncate(name, keep, visible, lookback, mode):
+    buf = make_buffer([1, 2, 3, 4], lookback=2, mode=mode)
+    buf.append(5)  # in numpy mode these wait in the pending list: truncate writes them first
+    buf.append(6)
+    buf.truncate(keep)
+    assert_same(buf.get(), visible)
+    assert buf.lookback == lookback and buf.len_incl_lookback() == keep
+    buf.append(7)
+    assert_same(buf.get(), [*visible, 7])
+
+
 def test_finalized_appends_are_amortised():
     buf = make_buffer([0.0], mode="numpy")
     capacities = set()
