@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -230,15 +230,26 @@ class InfiniteLookbackBuffer:
         """
         if self._columns is not None:
             return
+        self.adopt_columns(self.stacked())
+
+    def stacked(self) -> Columns:
+        """What :meth:`finalize` would store, built without changing this list-mode buffer.
+
+        Raises:
+            ValueError: The items cannot be stacked (differing structures or shapes).
+        """
         assert self._items is not None
         if self._items:
-            self._columns = Columns.from_batch(batch(self._items))
-        elif self._space is not None:
+            return Columns.from_batch(batch(self._items))
+        if self._space is not None:
             # Shaped for reads, but the first appended item still decides the dtypes, so an
             # episode numpy'd before its first step stores what it would have stored after.
-            self._columns = Columns.from_batch(batch([], space=self._space))
-        else:
-            self._columns = Columns.untyped()
+            return Columns.from_batch(batch([], space=self._space))
+        return Columns.untyped()
+
+    def adopt_columns(self, columns: Columns) -> None:
+        """Switches a list-mode buffer to ``columns`` (from :meth:`stacked`)."""
+        self._columns = columns
         self._items = None
 
     # -------------------------------------------------------------------------------- reading
@@ -497,7 +508,7 @@ class InfiniteLookbackBuffer:
         )
         if isinstance(targets, int):
             self._check_in_space([new_data])
-            self._write(targets, new_data)
+            self._write([targets], [new_data])
             return
         items = self._as_item_list(new_data)
         if len(items) != len(targets):
@@ -506,8 +517,7 @@ class InfiniteLookbackBuffer:
                 f"{len(targets)} items (neg_index_as_lookback={neg_index_as_lookback})"
             )
         self._check_in_space(items)
-        for position, item in zip(targets, items):
-            self._write(position, item)
+        self._write(targets, items)
 
     def __setitem__(self, indices: Indices, value: Any) -> None:
         self.set(value, at_indices=indices)
@@ -534,16 +544,37 @@ class InfiniteLookbackBuffer:
             if not check(item):
                 raise ValueError(f"value {item!r} is not in the buffer's space {self._space}")
 
-    def _write(self, position: int, item: Any) -> None:
+    def _write(self, positions: Sequence[int], items: list[Any]) -> None:
         if self._columns is None:
             assert self._items is not None
-            self._items[position] = item
+            for position, item in zip(positions, items):
+                self._items[position] = item
             return
+        columns = self._columns.leaves
+        # Every value is cast into a scratch row first (the same casting and broadcasting as
+        # the real assignment), so a value that does not fit raises before anything changes.
+        staged = [self._staged_row(columns, item) for item in items]
+        for position, rows in zip(positions, staged):
+            for column, row in zip(columns, rows):
+                column[position] = row
+
+    @staticmethod
+    def _staged_row(columns: list[np.ndarray], item: Any) -> list[np.ndarray]:
         leaves, _ = flatten(item)
-        if len(leaves) != len(self._columns.leaves):
+        if len(leaves) != len(columns):
             raise ValueError(f"item {item!r} does not match the buffer's item structure")
-        for column, leaf in zip(self._columns.leaves, leaves):
-            column[position] = leaf
+        rows = []
+        for column, leaf in zip(columns, leaves):
+            row = np.empty(column.shape[1:], column.dtype)
+            try:
+                row[...] = leaf
+            except (ValueError, TypeError) as error:
+                raise ValueError(
+                    f"item {item!r} does not fit the buffer's numpy column "
+                    f"(shape {column.shape[1:]}, dtype {column.dtype}): {error}"
+                ) from error
+            rows.append(row)
+        return rows
 
     # ------------------------------------------------------------------------- state, equality
     def get_state(self) -> dict[str, Any]:

@@ -622,16 +622,33 @@ class SingleAgentEpisode:
     def to_numpy(self) -> SingleAgentEpisode:
         """Turns every column but infos into numpy arrays; returns ``self``.
 
+        Raises:
+            ValueError: A column's items cannot be stacked (differing shapes or structures);
+                the episode stays in list mode.
+
         Example:
             >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[1], rewards=[0.5])
             >>> ep.to_numpy().get_observations(slice(None, None), neg_index_as_lookback=False)
             array([1])
         """
         self.validate()
-        for column in (self.observations, self.actions, self.rewards):
-            column.finalize()
-        for column in self.extra_model_outputs.values():
-            column.finalize()
+        named = {
+            "observations": self.observations,
+            "actions": self.actions,
+            "rewards": self.rewards,
+            **{f"extra_model_outputs[{k!r}]": c for k, c in self.extra_model_outputs.items()},
+        }
+        # Every column is stacked before any is switched, so a column that cannot be stacked
+        # leaves the whole episode in list mode.
+        stacked = []
+        for name, column in named.items():
+            if not column.finalized:
+                try:
+                    stacked.append((column, column.stacked()))
+                except ValueError as error:
+                    raise ValueError(f"to_numpy: {name} cannot be stacked: {error}") from error
+        for column, columns in stacked:
+            column.adopt_columns(columns)
         return self
 
     def get_return(self) -> float:

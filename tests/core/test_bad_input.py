@@ -37,6 +37,14 @@ def _numpy_without_spaces():
     return ep.to_numpy()
 
 
+def _ragged_actions():
+    ep = SingleAgentEpisode("ep")
+    ep.add_env_reset(ZERO)
+    ep.add_env_step(ZERO, np.zeros(3), 1.0)
+    ep.add_env_step(ZERO, np.zeros(4), 1.0)  # observations stack fine, actions do not
+    return ep
+
+
 def _successor_with(ep, action=0, vf=0.0):
     """A list-mode successor of ``ep`` whose action or extra output misfits ``ep``'s columns."""
     nxt = episode(len(ep)).cut()
@@ -150,6 +158,13 @@ EPISODE_CASES = [
         lambda ep: ep.concat_episode(_successor_with(ep, action=np.zeros(3)).to_numpy()),
         ValueError,
         "actions do not fit",
+    ),
+    (
+        "to_numpy_ragged_actions_stays_in_list_mode",
+        lambda: _ragged_actions(),
+        lambda ep: ep.to_numpy(),
+        ValueError,
+        "actions cannot be stacked",
     ),
     (
         "set_unknown_extra_key",
@@ -295,6 +310,28 @@ def test_buffer_preconditions(name, call, error, message, mode):
     before = copy.deepcopy(buf)
     with pytest.raises(error, match=message):
         call(buf)
+    assert buf == before
+
+
+NESTED_ROW = {"a": np.zeros(2), "b": np.zeros(3)}
+MISFITS = {
+    # The first leaf fits, a later one does not: nothing may be written.
+    "int_index": (0, {"a": np.ones(2), "b": np.ones(5)}),
+    "slice_second_item": (
+        slice(0, 2),
+        [{"a": np.ones(2), "b": np.ones(3)}, {"a": np.ones(2), "b": np.ones(4)}],
+    ),
+    "string_into_float": (1, {"a": np.ones(2), "b": np.array(["x", "y", "z"])}),
+}
+
+
+@pytest.mark.parametrize("at, value", MISFITS.values(), ids=MISFITS.keys())
+def test_set_of_a_misfit_on_a_nested_numpy_buffer_changes_nothing(at, value):
+    buf = InfiniteLookbackBuffer([NESTED_ROW] * 3)
+    buf.finalize()
+    before = copy.deepcopy(buf)
+    with pytest.raises(ValueError, match="does not fit the buffer's numpy column"):
+        buf.set(value, at_indices=at)
     assert buf == before
 
 
