@@ -24,8 +24,21 @@ from episodes.structs import flatten, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
-# Exactly these classes may wait in the pending list: they always assign to a numeric leaf.
-_NUMBERS = frozenset((float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_))
+# A number may wait in the pending list only if writing it cannot fail, so that a value the
+# column cannot hold (inf into ints, -1 into uints, 10**400 into floats) is refused at append
+# time, exactly as a one-by-one assignment refuses it, and never surfaces at a later read.
+_INTEGERS = frozenset((int, np.int64, np.int32))
+_FLOATS = frozenset((float, np.float64, np.float32))
+_BOOLS = frozenset((bool, np.bool_))
+# Per leaf dtype kind: classes that always convert, and the integer range that does.
+_HUGE = 1 << 1023
+_ALWAYS_FIT = {
+    "b": _INTEGERS | _FLOATS | _BOOLS,
+    "f": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
+    "c": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
+    "i": _BOOLS,
+    "u": _BOOLS,
+}
 _MAX_PENDING = 4096
 # Append paths by layout: a flat column of numbers, a flat column of rows, anything else.
 _SCALARS, _ROWS, _NESTED_LAYOUT = 1, 2, 3
@@ -43,7 +56,14 @@ class Columns:
         "_kind",
         "_row_dtype",
         "_row_shape",
+        "_before_adoption",
+        "_always_fit",
+        "_int_low",
+        "_int_high",
     )
+
+    _int_low: int
+    _int_high: int
 
     def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
         self._leaves = leaves
@@ -54,6 +74,8 @@ class Columns:
         # dtypes (an empty batch only shapes reads until then).
         self.typed = typed
         self._pending: list[Any] = []
+        # The empty layout an untyped column had before its first item chose one.
+        self._before_adoption: tuple[list[np.ndarray], Any] | None = None
         self._set_kind()
 
     def _set_kind(self) -> None:
@@ -63,8 +85,17 @@ class Columns:
             self._kind = _NESTED_LAYOUT
         else:
             self._kind = _SCALARS if leaf.ndim == 1 else _ROWS
-        self._row_dtype = leaf.dtype
+        dtype = leaf.dtype
+        self._row_dtype = dtype
         self._row_shape = leaf.shape[1:]
+        self._always_fit = _ALWAYS_FIT.get(dtype.kind, frozenset())
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            self._int_low, self._int_high = int(info.min), int(info.max)
+        elif dtype.kind in "fc":
+            self._int_low, self._int_high = -_HUGE, _HUGE
+        else:  # integers take the checked path
+            self._int_low, self._int_high = 1, 0
 
     @property
     def leaves(self) -> list[np.ndarray]:
@@ -129,6 +160,12 @@ class Columns:
         copy.typed = self.typed
         copy._pending = []
         copy._kind, copy._row_dtype, copy._row_shape = self._kind, self._row_dtype, self._row_shape
+        copy._always_fit, copy._int_low, copy._int_high = (
+            self._always_fit,
+            self._int_low,
+            self._int_high,
+        )
+        copy._before_adoption = None
         return copy
 
     def copy(self) -> Columns:
@@ -149,6 +186,7 @@ class Columns:
         self._leaves = grown
 
     def _adopt_layout(self, leaves: list[Any], structure: Any) -> None:
+        self._before_adoption = (self._leaves, self.structure)
         arrays = [np.asarray(leaf) for leaf in leaves]
         self._leaves = [np.empty((_MIN_CAPACITY, *a.shape), a.dtype) for a in arrays]
         self.structure = structure
@@ -158,7 +196,10 @@ class Columns:
     def append(self, item: Any) -> None:
         """Appends one item in amortised O(1)."""
         kind = self._kind
-        if kind == _SCALARS and item.__class__ in _NUMBERS:
+        if kind == _SCALARS and (
+            item.__class__ in self._always_fit
+            or (item.__class__ in _INTEGERS and self._int_low <= item <= self._int_high)  # type: ignore[operator]
+        ):
             pending = self._pending
             pending.append(item)
             self.size += 1
@@ -187,10 +228,18 @@ class Columns:
             if size == leaf.shape[0]:
                 self._reserve(size + 1)
                 leaf = self._leaves[0]
-            leaf[size] = item
+            try:
+                leaf[size] = item
+            except _MISFIT_ERRORS as error:
+                raise _misfit(item, leaf, error) from error
             self.size = size + 1
             return
         leaves, structure = flatten(item)
+        if not leaves:
+            raise ValueError(
+                f"{item!r} holds no values (an empty dict, list or tuple): a numpy column "
+                "cannot store it"
+            )
         if not self.typed:
             self._adopt_layout(leaves, structure)
         elif len(leaves) != len(self.leaves):
@@ -201,14 +250,28 @@ class Columns:
         self._reserve(self.size + 1)
         size = self.size
         for column, leaf in zip(self.leaves, leaves):
-            column[size] = leaf
+            try:
+                column[size] = leaf
+            except _MISFIT_ERRORS as error:
+                # Leaves written so far lie beyond ``size``: unseen, and overwritten next time.
+                self._forget_adopted_layout()
+                raise _misfit(item, column, error) from error
         self.size = size + 1
 
-    def extend_batch(self, batch: Any) -> None:
-        """Appends a batched struct (leaves with a leading axis) in one copy per leaf."""
+    def extend_batch(self, batch: Any, count: int | None = None) -> None:
+        """Appends a batched struct (leaves with a leading axis) in one copy per leaf.
+
+        ``count``, when given, is how many items the batch must hold; a batch of items without
+        values (empty dicts or lists) holds none and is refused.
+        """
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
         n = len(arrays[0]) if arrays and arrays[0].ndim else 0
+        if count is not None and n != count:
+            raise ValueError(
+                f"{count} items hold no values a numpy column can store (empty dicts, lists "
+                "or tuples)"
+            )
         if n == 0:
             return
         if not self.typed:
@@ -219,7 +282,11 @@ class Columns:
             )
         self._reserve(self.size + n)
         for column, leaf in zip(self.leaves, arrays):
-            column[self.size : self.size + n] = leaf
+            try:
+                column[self.size : self.size + n] = leaf
+            except _MISFIT_ERRORS as error:
+                self._forget_adopted_layout()
+                raise _misfit(leaf, column, error) from error
         self.size += n
 
     def delete(self, position: int) -> None:
@@ -227,9 +294,34 @@ class Columns:
         for leaf in self.leaves:
             leaf[position : self.size - 1] = leaf[position + 1 : self.size]
         self.size -= 1
+        self._forget_adopted_layout()
 
     def truncate(self, size: int) -> None:
         """Drops every stored item from position ``size`` on (0 <= size <= self.size)."""
         if self._pending:
             self._flush()
         self.size = size
+        self._forget_adopted_layout()
+
+    def _forget_adopted_layout(self) -> None:
+        # Emptied again after the first item chose the layout: the next first item chooses anew,
+        # so taking back a step leaves the column exactly as it was.
+        if self.size == 0 and self._before_adoption is not None:
+            self._leaves, self.structure = self._before_adoption
+            self._before_adoption = None
+            self.typed = False
+            self._set_kind()
+
+
+_MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
+
+
+def _misfit(value: Any, leaf: np.ndarray, error: Exception) -> ValueError:
+    if isinstance(value, np.ndarray):
+        what = f"an array of shape {value.shape} and dtype {value.dtype}"
+    else:
+        what = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+    return ValueError(
+        f"{what} does not fit a numpy column of dtype {leaf.dtype} and item shape "
+        f"{leaf.shape[1:]} ({error})"
+    )

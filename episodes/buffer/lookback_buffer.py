@@ -130,7 +130,7 @@ class InfiniteLookbackBuffer:
             self._items.extend(items)
         elif isinstance(items, list):
             if items:
-                self._columns.extend_batch(batch(items))
+                self._columns.extend_batch(batch(items), count=len(items))
         else:
             self._columns.extend_batch(items)
 
@@ -154,7 +154,8 @@ class InfiniteLookbackBuffer:
             else:
                 self._items.extend(_unbatch_range(other._columns, other.lookback))
         elif other._columns is None:
-            self._columns.extend_batch(batch(other.get()))
+            items = other.get()
+            self._columns.extend_batch(batch(items), count=len(items))
         else:
             leaves = [leaf[other.lookback :] for leaf in other._columns.leaf_views()]
             self._columns.extend_batch(unflatten(other._columns.structure, leaves))

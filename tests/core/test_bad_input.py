@@ -335,6 +335,56 @@ def test_set_of_a_misfit_on_a_nested_numpy_buffer_changes_nothing(at, value):
     assert buf == before
 
 
+UNSTORABLE_NUMBERS = {
+    # (column dtype, value): one-by-one assignment refuses these, so append must refuse them
+    # at once rather than queue them for a bulk write that would fail at a later read.
+    "inf_into_int64": (np.int64, float("inf")),
+    "nan_into_int32": (np.int32, float("nan")),
+    "huge_float_into_int64": (np.int64, 1e300),
+    "huge_int_into_int64": (np.int64, 2**70),
+    "int_over_int8": (np.int8, 300),
+    "numpy_int_over_int8": (np.int8, np.int64(2**40)),
+    "negative_into_uint8": (np.uint8, -1),
+    "numpy_nan_into_int64": (np.int64, np.float64("nan")),
+    "int_beyond_float64": (np.float64, 10**400),
+    "int_beyond_float32": (np.float32, 10**400),
+}
+
+
+@pytest.mark.parametrize("dtype, value", UNSTORABLE_NUMBERS.values(), ids=UNSTORABLE_NUMBERS.keys())
+def test_append_of_an_unstorable_number_fails_at_once(dtype, value):
+    buf = InfiniteLookbackBuffer([dtype(1), dtype(2)])
+    buf.finalize()
+    buf.append(dtype(3))  # a pending number ahead of the bad one
+    before = copy.deepcopy(buf)
+    with pytest.raises(ValueError, match="does not fit a numpy column"):
+        buf.append(value)
+    assert buf == before
+    assert buf.get().tolist() == [1, 2, 3]  # still readable: nothing bad was queued
+
+
+def test_extend_of_items_without_values_is_refused():
+    buf = InfiniteLookbackBuffer([1, 2])
+    buf.finalize()
+    before = copy.deepcopy(buf)
+    with pytest.raises(ValueError, match="hold no values"):
+        buf.extend([{}, {}])
+    assert buf == before
+
+
+def test_a_refused_first_step_leaves_the_numpy_columns_undecided():
+    ep = SingleAgentEpisode("ep")
+    ep.add_env_reset(ZERO)
+    ep.add_env_step(ZERO, 1, 1.0, extra_model_outputs={"vf": 0.0})
+    chunk = ep.cut().to_numpy()  # no steps yet: the first one will choose the dtypes
+    before = copy.deepcopy(chunk)
+    with pytest.raises(AssertionError, match="missing keys"):
+        chunk.add_env_step(ZERO, 0.5, 1.0)  # a float action, and no "vf"
+    assert chunk == before
+    chunk.add_env_step(ZERO, 2, 1.0, extra_model_outputs={"vf": 0.0})
+    assert chunk.get_actions().dtype == np.int64  # chosen by this step, not the refused one
+
+
 def test_set_outside_space_on_finalized_buffer_changes_nothing():
     buf = InfiniteLookbackBuffer([0, 1, 0], space=gym.spaces.Discrete(2))
     buf.finalize()

@@ -1,0 +1,231 @@
+"""SPEC section 8 as a property: whatever an operation is handed, it either succeeds and leaves a
+valid episode, or raises one of the documented exception types and leaves the episode exactly as
+it was. The tables in tests/core/test_bad_input.py name the known cases; this draws hostile
+arguments (wrong shapes, dtypes, strings, NaN, unknown keys, out-of-range indices) for every
+writing and reading operation, in list and numpy mode, with and without spaces.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from episodes import SingleAgentEpisode
+
+OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+ACT_SPACES = {
+    "discrete": gym.spaces.Discrete(3),
+    "box": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+}
+# What the SPEC allows an operation to raise on bad input; anything else is a bug.
+DOCUMENTED = (AssertionError, IndexError, ValueError, TypeError, KeyError)
+
+
+def _obs(i: int) -> np.ndarray:
+    return np.full(2, (i % 10) / 10, np.float32)
+
+
+def _action(kind: str, i: int) -> Any:
+    return i % 3 if kind == "discrete" else np.full(2, (i % 5) / 5, np.float32)
+
+
+@st.composite
+def recorded(draw: st.DrawFn) -> SingleAgentEpisode:
+    """A valid episode: list or numpy mode, spaces or none, an optional lookback."""
+    kind = draw(st.sampled_from(sorted(ACT_SPACES)))
+    with_spaces = draw(st.booleans())
+    ep = SingleAgentEpisode(
+        "ep",
+        observation_space=OBS_SPACE if with_spaces else None,
+        action_space=ACT_SPACES[kind] if with_spaces else None,
+    )
+    ep.add_env_reset(_obs(0))
+    n = draw(st.integers(0, 5))
+    for i in range(1, n + 1):
+        ep.add_env_step(
+            _obs(i), _action(kind, i), float(i), {"i": i}, extra_model_outputs={"vf": i / 2}
+        )
+    if n and draw(st.booleans()):
+        ep = ep.cut(len_lookback_buffer=draw(st.integers(0, 3)))
+        for i in range(n + 1, n + 1 + draw(st.integers(0, 3))):
+            ep.add_env_step(_obs(i), _action(kind, i), float(i), extra_model_outputs={"vf": 0.5})
+    if draw(st.booleans()):
+        ep.to_numpy()
+    ep.custom_data["kind"] = kind
+    return ep
+
+
+def hostile_values() -> st.SearchStrategy[Any]:
+    """Values that may or may not fit a column: right and wrong shapes, dtypes and kinds."""
+    return st.one_of(
+        st.sampled_from(
+            [
+                np.zeros(2, np.float32),
+                np.full(2, 0.5, np.float32),
+                np.zeros(3, np.float32),
+                np.zeros((2, 2), np.float32),
+                np.zeros(0),
+                np.array(["a", "b"]),
+                np.array([np.nan, 0.0], np.float32),
+                np.full(2, 7.0, np.float32),
+                np.zeros(2, np.int64),
+                0,
+                2,
+                7,
+                -1,
+                0.5,
+                float("nan"),
+                float("inf"),
+                True,
+                "x",
+                None,
+                {"k": 1},
+                [1, 2],
+                (1, 2),
+                [],
+            ]
+        ),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-5, 5),
+    )
+
+
+def indices() -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.none(),
+        st.integers(-8, 8),
+        st.builds(slice, st.integers(-8, 8) | st.none(), st.integers(-8, 8) | st.none()),
+        st.lists(st.integers(-8, 8), max_size=3),
+        st.sampled_from([1.5, "0", slice(0, 4, -1), slice(0, 2, 2)]),
+    )
+
+
+@st.composite
+def operations(draw: st.DrawFn, ep: SingleAgentEpisode) -> tuple[str, Any]:
+    """One operation on ``ep`` with drawn, possibly hostile, arguments."""
+    name = draw(
+        st.sampled_from(
+            [
+                "add_env_step",
+                "add_env_reset",
+                "set",
+                "set_extra",
+                "concat",
+                "to_numpy",
+                "cut",
+                "slice",
+                "get",
+            ]
+        )
+    )
+    value = draw(hostile_values())
+    if name == "add_env_step":
+        kind = ep.custom_data["kind"]
+        i = ep.t + 1
+        observation = draw(st.sampled_from([_obs(i), value]))
+        action = draw(st.sampled_from([_action(kind, i), value]))
+        reward = draw(st.sampled_from([1.0, value]))
+        extras = draw(
+            st.sampled_from(
+                [{"vf": 0.5}, {"vf": value}, None, {}, {"vf": 0.5, "new": 1.0}, {"new": 1.0}]
+            )
+        )
+        flags = draw(st.sampled_from([{}, {"terminated": True}, {"truncated": True}]))
+        infos = draw(st.sampled_from([None, {"i": i}]))
+        return name, lambda e: e.add_env_step(
+            observation, action, reward, infos, extra_model_outputs=extras, **flags
+        )
+    if name == "add_env_reset":
+        return name, lambda e: e.add_env_reset(value)
+    if name in ("set", "set_extra"):
+        at = draw(indices())
+        new_data = draw(st.one_of(st.just(value), st.lists(hostile_values(), max_size=4)))
+        lookback = draw(st.booleans())
+        if name == "set_extra":
+            key = draw(st.sampled_from(["vf", "nope"]))
+            return name, lambda e: e.set_extra_model_outputs(
+                key=key, new_data=new_data, at_indices=at, neg_index_as_lookback=lookback
+            )
+        setter = draw(st.sampled_from(["set_observations", "set_actions", "set_rewards"]))
+        return setter, lambda e: getattr(e, setter)(
+            new_data=new_data, at_indices=at, neg_index_as_lookback=lookback
+        )
+    if name == "concat":
+        return name, lambda e: e.concat_episode(draw(successors(e)))
+    if name == "to_numpy":
+        return name, lambda e: e.to_numpy()
+    if name == "cut":
+        lookback = draw(st.sampled_from([0, 2, -1, 1.5, "2"]))
+        return name, lambda e: e.cut(len_lookback_buffer=lookback)
+    if name == "slice":
+        part = draw(indices())
+        return name, lambda e: e.slice(part)
+    getter = draw(
+        st.sampled_from(["get_observations", "get_actions", "get_rewards", "get_infos", "vf"])
+    )
+    at = draw(indices())
+    kwargs = dict(
+        neg_index_as_lookback=draw(st.booleans()),
+        fill=draw(st.sampled_from([None, 0.0, value])),
+    )
+    if getter in ("get_observations", "get_actions"):
+        kwargs["one_hot_discrete"] = draw(st.booleans())
+    if getter == "get_infos":
+        kwargs.pop("fill")
+    if getter == "vf":
+        return getter, lambda e: e.get_extra_model_outputs("vf", at, **kwargs)
+    return getter, lambda e: getattr(e, getter)(at, **kwargs)
+
+
+@st.composite
+def successors(draw: st.DrawFn, ep: SingleAgentEpisode) -> SingleAgentEpisode:
+    """A chunk to concat onto ``ep``: usually a proper successor, sometimes a misfit one."""
+    kind = ep.custom_data["kind"]
+    base = SingleAgentEpisode("ep", t_started=ep.t, len_lookback_buffer=0)
+    first = ep.get_observations(-1) if len(ep.observations) else _obs(0)
+    base.observations.append(first)
+    base.infos.append({})
+    value = draw(hostile_values())
+    for i in range(draw(st.integers(0, 2))):
+        base.add_env_step(
+            draw(st.sampled_from([_obs(i), value])),
+            draw(st.sampled_from([_action(kind, i), value])),
+            draw(st.sampled_from([1.0, value])),
+            extra_model_outputs=draw(st.sampled_from([{"vf": 0.5}, {"vf": value}, {"x": 0.5}])),
+        )
+    if draw(st.booleans()):
+        try:
+            base.to_numpy()
+        except ValueError:
+            pass  # a misfit chunk that cannot be numpy'd stays in list mode
+    return base
+
+
+@settings(
+    max_examples=1000,  # cheap examples; many operations and modes to cover
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(data=st.data())
+def test_an_operation_either_succeeds_validly_or_changes_nothing(data):
+    ep = data.draw(recorded())
+    name, call = data.draw(operations(ep))
+    before = copy.deepcopy(ep)
+    try:
+        result = call(ep)
+    except DOCUMENTED as error:
+        event(f"{name} raised {type(error).__name__}")
+        assert ep == before, f"{name} raised {error!r} and changed the episode"
+        ep.validate()
+        return
+    event(f"{name} succeeded")
+    ep.validate()
+    if isinstance(result, SingleAgentEpisode):
+        result.validate()
+    if name.startswith("get") or name in ("vf", "cut", "slice"):
+        assert ep == before, f"{name} is a read but changed the episode"
