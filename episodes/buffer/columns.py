@@ -88,14 +88,10 @@ class Columns:
         dtype = leaf.dtype
         self._row_dtype = dtype
         self._row_shape = leaf.shape[1:]
-        self._always_fit = _ALWAYS_FIT.get(dtype.kind, frozenset())
-        if dtype.kind in "iu":
-            info = np.iinfo(dtype)
-            self._int_low, self._int_high = int(info.min), int(info.max)
-        elif dtype.kind in "fc":
-            self._int_low, self._int_high = -_HUGE, _HUGE
-        else:  # integers take the checked path
-            self._int_low, self._int_high = 1, 0
+        fit = _FIT_BY_DTYPE.get(dtype)
+        if fit is None:
+            fit = _FIT_BY_DTYPE[dtype] = _fit_of(dtype)
+        self._always_fit, self._int_low, self._int_high = fit
 
     @property
     def leaves(self) -> list[np.ndarray]:
@@ -154,7 +150,11 @@ class Columns:
         """An independent copy of stored items ``start:stop`` (0 <= start <= stop <= size)."""
         # Built field by field: this runs for every column of every cut and slice.
         copy = Columns.__new__(Columns)
-        copy._leaves = [leaf[start:stop].copy() for leaf in self.leaves]
+        leaves = self.leaves if self._pending else self._leaves
+        if len(leaves) == 1:
+            copy._leaves = [leaves[0][start:stop].copy()]
+        else:
+            copy._leaves = [leaf[start:stop].copy() for leaf in leaves]
         copy.structure = self.structure
         copy.size = stop - start
         copy.typed = self.typed
@@ -312,6 +312,19 @@ class Columns:
             self.typed = False
             self._set_kind()
 
+
+def _fit_of(dtype: np.dtype[Any]) -> tuple[frozenset[type], int, int]:
+    # Which numbers can wait in the pending list of a scalar column of this dtype.
+    always_fit = _ALWAYS_FIT.get(dtype.kind, frozenset())
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return always_fit, int(info.min), int(info.max)
+    if dtype.kind in "fc":
+        return always_fit, -_HUGE, _HUGE
+    return always_fit, 1, 0  # an empty range: integers take the checked path
+
+
+_FIT_BY_DTYPE: dict[np.dtype[Any], tuple[frozenset[type], int, int]] = {}
 
 _MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
 

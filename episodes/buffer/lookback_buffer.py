@@ -608,22 +608,29 @@ class InfiniteLookbackBuffer:
         """
         if not isinstance(state, dict):
             raise TypeError(f"a buffer state must be a dict, got {type(state).__name__}")
-        missing = {"data", "lookback", "finalized", "space"} - set(state)
-        if missing:
-            raise KeyError(f"buffer state is missing keys {sorted(missing)}")
-        data, finalized = state["data"], bool(state["finalized"])
+        try:
+            data, finalized = state["data"], bool(state["finalized"])
+            lookback, space_dict = state["lookback"], state["space"]
+        except KeyError:
+            missing = {"data", "lookback", "finalized", "space"} - set(state)
+            raise KeyError(f"buffer state is missing keys {sorted(missing)}") from None
         if finalized == isinstance(data, list):
             raise ValueError(
                 f"buffer state says finalized={finalized} but its data is a {type(data).__name__}"
             )
-        lookback = indexing.as_int(state["lookback"], what="lookback")
-        space = space_from_dict(state["space"])
+        lookback = indexing.as_int(lookback, what="lookback")
+        if lookback < 0:
+            raise ValueError(f"lookback must be >= 0, got {lookback}")
+        space = space_from_dict(space_dict)
+        # Built field by field: every loaded or unpickled episode rebuilds several buffers.
+        buffer = cls.__new__(cls)
+        buffer._space = space
         if finalized:
             # The buffer takes over the state's arrays (as after unpickling, where nobody else
             # holds them); appends reallocate, so they never write past the given arrays.
-            buffer = cls(Columns.from_batch(data), space=space)
+            buffer._items, buffer._columns = None, Columns.from_batch(data)
         else:
-            buffer = cls(list(data), space=space)
+            buffer._items, buffer._columns = list(data), None
         if lookback > buffer.len_incl_lookback():
             raise ValueError(
                 f"buffer state has lookback {lookback} but only {buffer.len_incl_lookback()} items"

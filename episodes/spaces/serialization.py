@@ -6,6 +6,7 @@ checked plain values (ints, floats, strings, lists); nothing is evaluated or unp
 
 from __future__ import annotations
 
+import marshal
 import math
 from functools import singledispatch
 from typing import Any
@@ -50,8 +51,10 @@ def space_to_dict(space: gs.Space[Any] | None) -> dict[str, Any] | None:
     """
     if space is None:
         return None
-    # Callers may edit the dict they get, so each gets its own copy of the cached encoding.
-    return _plain_copy(_ENCODED.get(space))
+    # Callers may edit the dict they get, so each gets its own copy of the cached encoding:
+    # the encoding is cached marshalled (plain dicts, lists and scalars), and unmarshalling is
+    # a C-speed deep copy.
+    return marshal.loads(_ENCODED.get(space))
 
 
 @singledispatch
@@ -197,9 +200,13 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     if d is None:
         return None
     # Building a gymnasium Box is slow (bounds checks, dtype probing) and the same few spaces
-    # come back in every loaded episode: equal dicts share one decoded space. repr() is a
-    # cheap exact key for these plain dicts (a different key order only costs a cache miss).
-    key = repr(d)
+    # come back in every loaded episode: equal dicts share one decoded space. marshal is a
+    # cheap exact key for these plain dicts (a different key order only costs a cache miss);
+    # anything it cannot serialise is no valid encoding and goes to the checked decoder.
+    try:
+        key: bytes | str = marshal.dumps(d)
+    except ValueError:
+        key = repr(d)
     space = _DECODED.get(key)
     if space is None:
         space = _decode(d, "space")
@@ -209,7 +216,7 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     return space
 
 
-_DECODED: dict[str, gs.Space[Any]] = {}
+_DECODED: dict[bytes | str, gs.Space[Any]] = {}
 _MAX_DECODED = 256
 
 
@@ -441,14 +448,5 @@ _DECODERS = {
 }
 
 
-def _plain_copy(value: Any) -> Any:
-    # The encodings hold only dicts, lists and scalars: a much cheaper copy than deepcopy.
-    if isinstance(value, dict):
-        return {k: _plain_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain_copy(v) for v in value]
-    return value
-
-
 # Encoding a Box walks its bounds; episodes encode the same few space objects over and over.
-_ENCODED: PerSpaceCache[dict[str, Any]] = PerSpaceCache(lambda space: _encode(space))
+_ENCODED: PerSpaceCache[bytes] = PerSpaceCache(lambda space: marshal.dumps(_encode(space)))
