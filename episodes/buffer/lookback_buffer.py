@@ -437,8 +437,18 @@ class InfiniteLookbackBuffer:
             return parts[0]
         _, structure = flatten(parts[0])
         all_leaves = [flatten(p)[0] for p in parts]
-        joined = [np.concatenate(group) for group in zip(*all_leaves)]
+        try:
+            joined = [np.concatenate(group) for group in zip(*all_leaves)]
+        except ValueError as error:
+            raise self._filler_mismatch(fill) from error
         return unflatten(structure, joined) if structure is not None else joined[0]
+
+    def _filler_mismatch(self, fill: Any) -> ValueError:
+        return ValueError(
+            f"fill={fill!r} cannot pad this buffer's items: without a space the filler is "
+            "fill itself, which does not stack with them; give the buffer a space (fillers "
+            "then take the items' shape and dtype) or a fill shaped like one item"
+        )
 
     def _read_positions(
         self, positions: np.ndarray, fill: Any, one_hot_discrete: bool, indices: Any
@@ -473,7 +483,10 @@ class InfiniteLookbackBuffer:
         ]
         if not items:
             return self._read_plan(indexing.SlicePlan(0, 0, 0, 0, 1), fill, one_hot_discrete)
-        return batch(items)
+        try:
+            return batch(items)
+        except ValueError as error:
+            raise self._filler_mismatch(fill) from error
 
     # -------------------------------------------------------------------------------- setting
     def set(
@@ -569,7 +582,7 @@ class InfiniteLookbackBuffer:
             row = np.empty(column.shape[1:], column.dtype)
             try:
                 row[...] = leaf
-            except (ValueError, TypeError) as error:
+            except (ValueError, TypeError, OverflowError) as error:
                 raise ValueError(
                     f"item {item!r} does not fit the buffer's numpy column "
                     f"(shape {column.shape[1:]}, dtype {column.dtype}): {error}"

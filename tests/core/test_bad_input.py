@@ -385,6 +385,19 @@ def test_a_refused_first_step_leaves_the_numpy_columns_undecided():
     assert chunk.get_actions().dtype == np.int64  # chosen by this step, not the refused one
 
 
+@pytest.mark.parametrize("at", [slice(2, 6), [0, 7]], ids=["slice", "index_list"])
+def test_scalar_fill_for_numpy_rows_without_a_space_says_what_to_do(at):
+    buf = InfiniteLookbackBuffer([np.full(2, i, np.float32) for i in range(4)])
+    buf.finalize()
+    with pytest.raises(ValueError, match="give the buffer a space"):
+        buf.get(at, fill=0.0)
+    spaced = InfiniteLookbackBuffer(
+        [np.full(2, i, np.float32) for i in range(4)], space=gym.spaces.Box(0, 9, (2,))
+    )
+    spaced.finalize()
+    assert spaced.get(at, fill=0.0).shape == (4 if isinstance(at, slice) else 2, 2)
+
+
 def test_set_outside_space_on_finalized_buffer_changes_nothing():
     buf = InfiniteLookbackBuffer([0, 1, 0], space=gym.spaces.Discrete(2))
     buf.finalize()

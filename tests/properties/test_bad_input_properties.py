@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from episodes import SingleAgentEpisode
+from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 ACT_SPACES = {
@@ -229,3 +229,84 @@ def test_an_operation_either_succeeds_validly_or_changes_nothing(data):
         result.validate()
     if name.startswith("get") or name in ("vf", "cut", "slice"):
         assert ep == before, f"{name} is a read but changed the episode"
+
+
+# ------------------------------------------------------------------------------ buffers alone
+BUFFER_ITEMS = {
+    "ints": [1, 2, 3, 4],
+    "floats": [0.5, 1.5, 2.5, 3.5],
+    "rows": [np.full(2, i, np.float32) for i in range(4)],
+    "dicts": [{"a": i, "b": np.full(2, i, np.float32)} for i in range(4)],
+    "tuples": [(i, float(i)) for i in range(4)],
+}
+
+
+@st.composite
+def buffers(draw: st.DrawFn) -> InfiniteLookbackBuffer:
+    items = copy.deepcopy(BUFFER_ITEMS[draw(st.sampled_from(sorted(BUFFER_ITEMS)))])
+    buf = InfiniteLookbackBuffer(items, lookback=draw(st.integers(0, 3)))
+    if draw(st.booleans()):
+        buf.finalize()
+    return buf
+
+
+def _buffer_values() -> st.SearchStrategy[Any]:
+    return st.one_of(
+        hostile_values(),
+        st.sampled_from(
+            [
+                {"a": 1, "b": np.zeros(2, np.float32)},
+                {"a": 1},
+                {"a": 1, "b": np.zeros(3)},
+                (1, 2.0),
+                (1,),
+                InfiniteLookbackBuffer([5, 6], lookback=1),
+            ]
+        ),
+    )
+
+
+@settings(
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(data=st.data())
+def test_a_buffer_operation_either_succeeds_or_changes_nothing(data):
+    buf = data.draw(buffers())
+    name = data.draw(
+        st.sampled_from(["get", "set", "append", "extend", "pop", "concat", "truncate", "item"])
+    )
+    value = data.draw(_buffer_values())
+    at = data.draw(indices())
+    lookback = data.draw(st.booleans())
+    calls = {
+        "get": lambda b: b.get(
+            at,
+            neg_index_as_lookback=lookback,
+            fill=data.draw(st.sampled_from([None, 0.0, value])),
+        ),
+        "set": lambda b: b.set(
+            data.draw(st.one_of(st.just(value), st.lists(_buffer_values(), max_size=4))),
+            at_indices=at,
+            neg_index_as_lookback=lookback,
+        ),
+        "append": lambda b: b.append(value),
+        "extend": lambda b: b.extend(data.draw(st.lists(_buffer_values(), max_size=3))),
+        "pop": lambda b: b.pop(data.draw(st.sampled_from([-1, 0, 2, 9, -9, 1.5]))),
+        "concat": lambda b: b.concat(value),
+        "truncate": lambda b: b.truncate(data.draw(st.sampled_from([0, 2, 4, 9, -1, 1.5]))),
+        "item": lambda b: b[at],
+    }
+    before = copy.deepcopy(buf)
+    try:
+        calls[name](buf)
+    except DOCUMENTED as error:
+        event(f"buffer {name} raised {type(error).__name__}")
+        assert buf == before, f"{name} raised {error!r} and changed the buffer"
+        return
+    event(f"buffer {name} succeeded")
+    buf.get()  # still readable (a pending bad value would fail here)
+    assert buf.lookback <= buf.len_incl_lookback()
+    if name in ("get", "item"):
+        assert buf == before, f"{name} is a read but changed the buffer"
