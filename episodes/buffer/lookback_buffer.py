@@ -627,7 +627,8 @@ class InfiniteLookbackBuffer:
         except KeyError:
             missing = {"data", "lookback", "finalized", "space"} - set(state)
             raise KeyError(f"buffer state is missing keys {sorted(missing)}") from None
-        if finalized == isinstance(data, list):
+        # A finalized buffer's data may be a list too: the batch of list-structured items.
+        if not finalized and not isinstance(data, list):
             raise ValueError(
                 f"buffer state says finalized={finalized} but its data is a {type(data).__name__}"
             )

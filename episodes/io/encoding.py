@@ -30,6 +30,7 @@ import numpy as np
 import tree
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.buffer.columns import Columns
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
 from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
@@ -138,13 +139,13 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
     except UnstorableValueError:
         return None
     kinds = [_leaf_kind(leaf) for leaf in first]
-    if any(k is None for k in kinds):
-        return None
+    if not kinds or any(k is None for k in kinds):
+        return None  # no leaves (empty dicts or lists) or unstackable ones: the json layout
     columns: list[list[Any]] = [[leaf] for leaf in first]
     for item in items[1:]:
         leaves, st = flatten(item)
-        if len(leaves) != len(kinds):
-            return None
+        if len(leaves) != len(kinds) or (st is None) != (structure is None):
+            return None  # a leaf among nested items (or the reverse) is no column of its kind
         if structure is not None:
             try:
                 if _encode_structure(st, where) != struct_enc:
@@ -282,6 +283,13 @@ def _decode_column(
         raise CorruptDatasetError(f"{where}: unknown column layout {layout!r}")
     if not finalized and len(data) != size:
         raise CorruptDatasetError(f"{where}: holds {len(data)} items, expected {size}")
+    # A finalized column of list-structured items is a list of arrays: wrap it as columns so
+    # it is not mistaken for a list of items.
+    if finalized:
+        try:
+            data = Columns.from_batch(data)
+        except ValueError as error:
+            raise CorruptDatasetError(f"{where}: leaves of different lengths ({error})") from None
     buf = InfiniteLookbackBuffer(data, space=space)
     buf.lookback = lookback
     return buf

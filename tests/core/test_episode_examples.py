@@ -276,6 +276,27 @@ def test_state_round_trip_through_pickle(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_list_structured_items_survive_state_and_disk(mode, tmp_path):
+    # Numpy'd, a column of list items is a *list* of arrays: it must not be read back as a
+    # list-mode column.
+    from episodes.io import EpisodeWriter, read_episodes
+
+    ep = SingleAgentEpisode("ep", observations=[obs(0)], len_lookback_buffer=0)
+    for i in range(3):
+        ep.add_env_step(obs(i + 1), 0, 1.0, extra_model_outputs={"pair": [float(i), i]})
+    if mode == "numpy":
+        ep.to_numpy()
+        assert isinstance(ep.extra_model_outputs["pair"].data, list)  # [floats, ints]
+    again = SingleAgentEpisode.from_state(pickle.loads(pickle.dumps(ep.get_state())))
+    assert again == ep and again.is_numpy == ep.is_numpy
+    with EpisodeWriter(tmp_path / "ds") as writer:
+        writer.write(ep)
+    (loaded,) = read_episodes(tmp_path / "ds", verify=True)
+    assert loaded == ep and loaded.is_numpy == ep.is_numpy
+    assert_same(loaded.get_extra_model_outputs("pair", 1), [1.0, 1])
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_deepcopy_len_repr(mode):
     ep = recorded(3, mode=mode)
     clone = copy.deepcopy(ep)
