@@ -361,6 +361,37 @@ class InfiniteLookbackBuffer:
         copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
         return copy
 
+    def copy_tail(self, count: int, visible: int) -> InfiniteLookbackBuffer:
+        """A new buffer owning copies of the last ``count`` stored items (all, if fewer).
+
+        All but the last ``visible`` of them are its lookback; it keeps this buffer's mode and
+        space. This is what ``cut`` takes from every column.
+
+        Example:
+            >>> tail = InfiniteLookbackBuffer([1, 2, 3, 4]).copy_tail(3, 1)
+            >>> tail.get(), tail.lookback
+            ([4], 2)
+        """
+        # Built field by field: this runs for every column of every cut.
+        copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
+        copy._space = self._space
+        columns = self._columns
+        if columns is None:
+            items = self._items
+            start = len(items) - count  # type: ignore[arg-type]
+            copy._items = part = items[start if start > 0 else 0 :]  # type: ignore[index]
+            copy._columns = None
+            size = len(part)
+        else:
+            total = columns.size
+            start = total - count if total > count else 0
+            copy._items = None
+            copy._columns = columns.slice_copy(start, total)
+            size = total - start
+        lookback = size - visible
+        copy.lookback = lookback if lookback > 0 else 0
+        return copy
+
     def _stored(self, position: int) -> Any:
         if self._columns is None:
             assert self._items is not None

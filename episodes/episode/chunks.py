@@ -79,18 +79,16 @@ def cut(episode: SingleAgentEpisode, len_lookback_buffer: int = 0) -> SingleAgen
     if lookback < 0:
         raise ValueError(f"len_lookback_buffer must be >= 0, got {lookback}")
 
-    def tail(column: Any, extra: int) -> Any:
-        total = column.len_incl_lookback()
-        start = max(0, total - lookback - extra)
-        return column.copy_range(start, total, total - start - extra)
-
+    # Observations and infos keep their last item visible: the successor's ts=0.
+    with_last = lookback + 1
     columns = {
-        "observations": tail(episode.observations, 1),
-        "infos": tail(episode.infos, 1),
-        "actions": tail(episode.actions, 0),
-        "rewards": tail(episode.rewards, 0),
+        "observations": episode.observations.copy_tail(with_last, 1),
+        "infos": episode.infos.copy_tail(with_last, 1),
+        "actions": episode.actions.copy_tail(lookback, 0),
+        "rewards": episode.rewards.copy_tail(lookback, 0),
         "extra_model_outputs": {
-            key: tail(column, 0) for key, column in episode.extra_model_outputs.items()
+            key: column.copy_tail(lookback, 0)
+            for key, column in episode.extra_model_outputs.items()
         },
     }
     return _successor(episode, columns, t_started=episode.t)

@@ -585,17 +585,23 @@ class SingleAgentEpisode:
         Example:
             >>> SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[0.0]).validate()
         """
-        n_obs = len(self.observations)
+        # Runs on every concat, to_numpy and constructor: lengths without len()'s dispatch.
+        n_obs = _visible(self.observations)
         expected = n_obs - 1 if n_obs else 0
+        n_rewards = _visible(self.rewards)
         consistent = (
-            len(self.infos) == n_obs
-            and len(self.actions) == expected
-            and len(self.rewards) == expected
-            and all(len(column) == expected for column in self.extra_model_outputs.values())
+            _visible(self.infos) == n_obs
+            and _visible(self.actions) == expected
+            and n_rewards == expected
         )
+        if consistent:
+            for column in self.extra_model_outputs.values():
+                if _visible(column) != expected:
+                    consistent = False
+                    break
         if not consistent:
             self._raise_inconsistent(n_obs)
-        if len(self.rewards) != self.t - self.t_started:
+        if n_rewards != self.t - self.t_started:
             raise AssertionError(
                 f"t - t_started = {self.t - self.t_started} but there are {len(self.rewards)} "
                 "rewards after the lookback"
@@ -783,6 +789,14 @@ class SingleAgentEpisode:
             f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, "
             f"return={self.get_return():.4g}, id_={self.id_})"
         )
+
+
+def _visible(column: InfiniteLookbackBuffer) -> int:
+    # len(column), inlined.
+    columns = column._columns
+    if columns is not None:
+        return columns.size - column.lookback
+    return len(column._items) - column.lookback  # type: ignore[arg-type]
 
 
 def _undo_appends(

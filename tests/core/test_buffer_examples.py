@@ -215,6 +215,28 @@ def test_truncate(name, keep, visible, lookback, mode):
     assert_same(buf.get(), [*visible, 7])
 
 
+COPY_TAIL_TABLE = [
+    # (name, count, visible, visible items after, lookback after) on [1, 2, 3, 4], lookback 1
+    ("two_visible_of_three", 3, 2, [3, 4], 1),
+    ("more_than_stored", 9, 1, [4], 3),
+    ("nothing", 0, 0, [], 0),
+    ("all_lookback", 2, 0, [], 2),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "name,count,visible,items,lookback", COPY_TAIL_TABLE, ids=[c[0] for c in COPY_TAIL_TABLE]
+)
+def test_copy_tail(name, count, visible, items, lookback, mode):
+    buf = make_buffer([1, 2, 3, 4], lookback=1, mode=mode)
+    tail = buf.copy_tail(count, visible)
+    assert_same(tail.get(), items)
+    assert tail.lookback == lookback and tail.finalized == buf.finalized
+    tail.append(9)  # owns its data
+    assert_same(buf.get(), [2, 3, 4])
+
+
 def test_finalized_appends_are_amortised():
     buf = make_buffer([0.0], mode="numpy")
     capacities = set()
