@@ -777,3 +777,44 @@ def test_mixed_mode_concat(obs_space: Any, first_numpy: bool) -> None:
             assert len(twin.ours.get_observations()) == 4
             return
         assert_episodes_match(twin.ours, twin.theirs)
+
+
+def test_numpy_step_a_column_cannot_hold() -> None:  # "numpy-step-misfit"
+    twin = _stepped_twin(n=2)
+    twin.ours.to_numpy()
+    twin.theirs.to_numpy()
+    ob = np.zeros(4, np.float32)
+    before = copy.deepcopy(twin.ours)
+    with pytest.raises(ValueError, match="rewards cannot be stored"):
+        twin.ours.add_env_step(ob, 0, "high")
+    assert twin.ours == before
+    twin.theirs.add_env_step(ob, 0, "high")  # concatenated: the rewards turn into strings
+    assert twin.theirs.get_rewards().dtype.kind == "U"
+
+
+def test_to_numpy_that_cannot_stack_a_column() -> None:  # "to_numpy-partial"
+    ob = np.zeros(4, np.float32)
+    ours, theirs = OSAE(), RSAE()
+    for ep in (ours, theirs):
+        ep.add_env_reset(ob)
+        ep.add_env_step(ob, np.zeros(2), 1.0)
+        ep.add_env_step(ob, np.zeros(3), 1.0)  # actions of two shapes
+    with pytest.raises(ValueError, match="actions cannot be stacked"):
+        ours.to_numpy()
+    assert not ours.observations.finalized and not ours.is_numpy
+    with pytest.raises(ValueError):
+        theirs.to_numpy()
+    assert theirs.observations.finalized and not theirs.actions.finalized  # half numpy'd
+
+
+def test_scalar_fill_on_numpy_rows_without_space() -> None:  # "fill-rows-no-space"
+    rows = [np.full(2, i, np.float32) for i in range(4)]
+    ours, theirs = OBuf(list(rows)), RBuf(list(rows))
+    ours.finalize()
+    theirs.finalize()
+    for at in ([0, 7], slice(2, 6)):
+        with pytest.raises(ValueError, match="give the buffer a space"):
+            ours.get(at, fill=0)
+    assert theirs.get([0, 7], fill=0).shape == (2, 2)  # broadcast for an index list ...
+    with pytest.raises(ValueError):
+        theirs.get(slice(2, 6), fill=0)  # ... but not for a slice
