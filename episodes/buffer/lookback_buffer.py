@@ -238,6 +238,10 @@ class InfiniteLookbackBuffer:
 
         Raises:
             ValueError: The items cannot be stacked (differing structures or shapes).
+
+        Example:
+            >>> buf = InfiniteLookbackBuffer([1, 2]); buf.stacked().view(), buf.finalized
+            (array([1, 2]), False)
         """
         assert self._items is not None
         if self._items:
@@ -249,7 +253,13 @@ class InfiniteLookbackBuffer:
         return Columns.untyped()
 
     def adopt_columns(self, columns: Columns) -> None:
-        """Switches a list-mode buffer to ``columns`` (from :meth:`stacked`)."""
+        """Switches a list-mode buffer to ``columns`` (from :meth:`stacked`).
+
+        Example:
+            >>> buf = InfiniteLookbackBuffer([1, 2]); buf.adopt_columns(buf.stacked())
+            >>> buf.finalized, buf.get()
+            (True, array([1, 2]))
+        """
         self._columns = columns
         self._items = None
 
