@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -288,6 +289,38 @@ class Columns:
                 self._forget_adopted_layout()
                 raise _misfit(leaf, column, error) from error
         self.size += n
+
+    def overwrite(self, positions: Sequence[int], items: list[Any]) -> None:
+        """Writes ``items[k]`` at stored position ``positions[k]``, all or nothing.
+
+        Every value is first cast into a scratch row (the same casting and broadcasting as the
+        real assignment), so one that does not fit raises before anything changes.
+
+        Example:
+            >>> cols = Columns.from_batch(np.zeros(3, np.int64)); cols.overwrite([0, 2], [5, 7])
+            >>> cols.view()
+            array([5, 0, 7])
+        """
+        leaves = self.leaves
+        staged = [self._staged_rows(leaves, item) for item in items]
+        for position, rows in zip(positions, staged):
+            for leaf, row in zip(leaves, rows):
+                leaf[position] = row
+
+    @staticmethod
+    def _staged_rows(leaves: list[np.ndarray], item: Any) -> list[np.ndarray]:
+        values, _ = flatten(item)
+        if len(values) != len(leaves):
+            raise ValueError(f"item {item!r} does not match the column's item structure")
+        rows = []
+        for leaf, value in zip(leaves, values):
+            row = np.empty(leaf.shape[1:], leaf.dtype)
+            try:
+                row[...] = value
+            except _MISFIT_ERRORS as error:
+                raise _misfit(value, leaf, error) from error
+            rows.append(row)
+        return rows
 
     def delete(self, position: int) -> None:
         """Removes the item at storage ``position`` (0 <= position < size)."""

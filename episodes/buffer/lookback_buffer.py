@@ -605,31 +605,7 @@ class InfiniteLookbackBuffer:
             for position, item in zip(positions, items):
                 self._items[position] = item
             return
-        columns = self._columns.leaves
-        # Every value is cast into a scratch row first (the same casting and broadcasting as
-        # the real assignment), so a value that does not fit raises before anything changes.
-        staged = [self._staged_row(columns, item) for item in items]
-        for position, rows in zip(positions, staged):
-            for column, row in zip(columns, rows):
-                column[position] = row
-
-    @staticmethod
-    def _staged_row(columns: list[np.ndarray], item: Any) -> list[np.ndarray]:
-        leaves, _ = flatten(item)
-        if len(leaves) != len(columns):
-            raise ValueError(f"item {item!r} does not match the buffer's item structure")
-        rows = []
-        for column, leaf in zip(columns, leaves):
-            row = np.empty(column.shape[1:], column.dtype)
-            try:
-                row[...] = leaf
-            except (ValueError, TypeError, OverflowError) as error:
-                raise ValueError(
-                    f"item {item!r} does not fit the buffer's numpy column "
-                    f"(shape {column.shape[1:]}, dtype {column.dtype}): {error}"
-                ) from error
-            rows.append(row)
-        return rows
+        self._columns.overwrite(positions, items)
 
     # ------------------------------------------------------------------------- state, equality
     def get_state(self) -> dict[str, Any]:

@@ -316,7 +316,7 @@ class SingleAgentEpisode:
                 info_items.append(infos if infos is not None else {})
             else:
                 self.infos.append(infos if infos is not None else {})
-        except NotInSpaceError:
+        except _NotInSpaceError:
             raise  # raised before any write
         except (ValueError, TypeError) as error:
             # A numpy column refused its value (wrong shape or type) after others took theirs.
@@ -364,23 +364,31 @@ class SingleAgentEpisode:
         the fewest are exactly the ones written to.
         """
         # In write order, so the first column left short is the one that refused its value.
-        columns = {
-            "observations": (self.observations, 1),
-            "actions": (self.actions, 0),
-            "rewards": (self.rewards, 0),
-            **{f"extra_model_outputs[{k!r}]": (c, 0) for k, c in self.extra_model_outputs.items()},
-            "infos": (self.infos, 1),
+        columns = self._named_columns()
+        # Observations and infos hold one item more than the steps (the reset observation).
+        steps = {
+            name: len(column) - (name in ("observations", "infos"))
+            for name, column in columns.items()
         }
-        steps = {name: len(column) - extra for name, (column, extra) in columns.items()}
         before = min(steps.values())
         refused = [name for name, n in steps.items() if n == before]
         for name, n in steps.items():
             if n > before:
-                columns[name][0].pop()
+                columns[name].pop()
         raise ValueError(
             f"add_env_step: the value for {refused[0]} cannot be stored in the episode's "
             f"numpy column ({error}); nothing was recorded"
         ) from error
+
+    def _named_columns(self) -> dict[str, InfiniteLookbackBuffer]:
+        """Every column under the name errors use, in the order ``add_env_step`` writes them."""
+        return {
+            "observations": self.observations,
+            "actions": self.actions,
+            "rewards": self.rewards,
+            **{f"extra_model_outputs[{k!r}]": c for k, c in self.extra_model_outputs.items()},
+            "infos": self.infos,
+        }
 
     def _check_new_keys(self, given: dict[str, Any], steps_before: int) -> None:
         known, new = set(self.extra_model_outputs), set(given)
@@ -585,20 +593,15 @@ class SingleAgentEpisode:
         Example:
             >>> SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[0.0]).validate()
         """
-        # Runs on every concat, to_numpy and constructor: lengths without len()'s dispatch.
-        n_obs = _visible(self.observations)
+        n_obs = len(self.observations)
         expected = n_obs - 1 if n_obs else 0
-        n_rewards = _visible(self.rewards)
+        n_rewards = len(self.rewards)
         consistent = (
-            _visible(self.infos) == n_obs
-            and _visible(self.actions) == expected
+            len(self.infos) == n_obs
+            and len(self.actions) == expected
             and n_rewards == expected
+            and all(len(column) == expected for column in self.extra_model_outputs.values())
         )
-        if consistent:
-            for column in self.extra_model_outputs.values():
-                if _visible(column) != expected:
-                    consistent = False
-                    break
         if not consistent:
             self._raise_inconsistent(n_obs)
         if n_rewards != self.t - self.t_started:
@@ -638,17 +641,11 @@ class SingleAgentEpisode:
             array([1])
         """
         self.validate()
-        named = {
-            "observations": self.observations,
-            "actions": self.actions,
-            "rewards": self.rewards,
-            **{f"extra_model_outputs[{k!r}]": c for k, c in self.extra_model_outputs.items()},
-        }
         # Every column is stacked before any is switched, so a column that cannot be stacked
-        # leaves the whole episode in list mode.
+        # leaves the whole episode in list mode. Infos stay lists.
         stacked = []
-        for name, column in named.items():
-            if not column.finalized:
+        for name, column in self._named_columns().items():
+            if name != "infos" and not column.finalized:
                 try:
                     stacked.append((column, column.stacked()))
                 except ValueError as error:
@@ -791,14 +788,6 @@ class SingleAgentEpisode:
         )
 
 
-def _visible(column: InfiniteLookbackBuffer) -> int:
-    # len(column), inlined.
-    columns = column._columns
-    if columns is not None:
-        return columns.size - column.lookback
-    return len(column._items) - column.lookback  # type: ignore[arg-type]
-
-
 def _undo_appends(
     emo: dict[str, InfiniteLookbackBuffer], values: dict[str, Any], stop: str
 ) -> None:
@@ -818,9 +807,9 @@ def _append(column: InfiniteLookbackBuffer, item: Any) -> None:
         column.append(item)
 
 
-class NotInSpaceError(ValueError):
+class _NotInSpaceError(ValueError):
     """A value given to a numpy'd episode lies outside the episode's space."""
 
 
 def _raise_not_in_space(space: Any, value: Any, what: str) -> None:
-    raise NotInSpaceError(f"{what} {value!r} is not in the episode's {what} space {space}")
+    raise _NotInSpaceError(f"{what} {value!r} is not in the episode's {what} space {space}")

@@ -330,7 +330,7 @@ def test_set_of_a_misfit_on_a_nested_numpy_buffer_changes_nothing(at, value):
     buf = InfiniteLookbackBuffer([NESTED_ROW] * 3)
     buf.finalize()
     before = copy.deepcopy(buf)
-    with pytest.raises(ValueError, match="does not fit the buffer's numpy column"):
+    with pytest.raises(ValueError, match="does not fit a numpy column"):
         buf.set(value, at_indices=at)
     assert buf == before
 
