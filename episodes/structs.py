@@ -92,6 +92,9 @@ def data_equal(a: Any, b: Any) -> bool:
             return False
         if a.dtype.kind in "fc":
             return bool(np.array_equal(a, b, equal_nan=True))
+        if a.dtype == object:
+            # Elements may be arrays themselves (a column whose first item was 2**70).
+            return all(data_equal(x, y) for x, y in zip(a.flat, b.flat))
         return bool(np.array_equal(a, b))
     if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
         return type(a) is type(b) and a == b
@@ -100,7 +103,10 @@ def data_equal(a: Any, b: Any) -> bool:
     except Exception:  # noqa: BLE001 - objects numpy cannot read fall back to ==
         return bool(a == b)
     if aa.dtype == object or bb.dtype == object:
-        return bool(a == b)
+        try:
+            return bool(a == b)
+        except ValueError:  # an array against an object numpy cannot hold (2**70): unequal
+            return False
     if aa.shape != bb.shape:
         return False
     if aa.dtype.kind in "fc" or bb.dtype.kind in "fc":

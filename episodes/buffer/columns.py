@@ -87,12 +87,22 @@ class Columns:
         else:
             self._kind = _SCALARS if leaf.ndim == 1 else _ROWS
         dtype = leaf.dtype
-        self._row_dtype = dtype
+        # The row fast path compares dtypes by identity: prefer numpy's shared instance, which
+        # arrays built with ``np.float32`` carry, over an equal copy (unpickled arrays have one).
+        canonical = np.dtype(dtype.type)
+        self._row_dtype = canonical if canonical == dtype else dtype
         self._row_shape = leaf.shape[1:]
         fit = _FIT_BY_DTYPE.get(dtype)
         if fit is None:
             fit = _FIT_BY_DTYPE[dtype] = _fit_of(dtype)
         self._always_fit, self._int_low, self._int_high = fit
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        # copy.deepcopy and pickle restore the slots, then the layout facts are derived again:
+        # a copied dtype is a new object, and the row fast path compares dtypes by identity.
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        self._set_kind()
 
     @property
     def leaves(self) -> list[np.ndarray]:

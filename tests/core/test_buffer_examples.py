@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -304,3 +305,13 @@ def test_equality_is_dtype_aware():
 
 def test_lookback_is_clamped():
     assert make_buffer([1, 2], lookback=5).lookback == 2
+
+
+@pytest.mark.parametrize("copier", [copy.deepcopy, lambda b: pickle.loads(pickle.dumps(b))])
+def test_copied_numpy_buffers_keep_the_row_fast_path(copier):
+    # Rows of the stored dtype wait as bytes for one bulk write; the check compares dtypes by
+    # identity, and a copied or unpickled array carries a new (equal) dtype object.
+    buf = copier(make_buffer([np.zeros(3, np.float32)] * 2, mode="numpy"))
+    buf.append(np.ones(3, np.float32))
+    assert len(buf._columns._pending) == 1
+    np.testing.assert_array_equal(buf.get(-1), np.ones(3, np.float32))
