@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import inspect
 import time
 import uuid
 from typing import Any
@@ -10,7 +11,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from episodes import _accel
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.buffer import columns as _columns
 from episodes.episode import chunks, state
 from episodes.episode.sample_batch import SampleBatch, data_dict
 from episodes.indexing import Index as Indices
@@ -813,3 +816,34 @@ class _NotInSpaceError(ValueError):
 
 def _raise_not_in_space(space: Any, value: Any, what: str) -> None:
     raise _NotInSpaceError(f"{what} {value!r} is not in the episode's {what} space {space}")
+
+
+def _install_speedups() -> None:
+    """Puts the C ``add_env_step`` in place when the accelerator is built.
+
+    The C method handles the plain list-mode and numpy-mode step and passes every other call,
+    unchanged, to the Python method above, which stays reachable as ``_add_env_step_python``
+    (the reference the tests compare the C path against).
+    """
+    python_step = SingleAgentEpisode.add_env_step
+    setattr(SingleAgentEpisode, "_add_env_step_python", python_step)  # noqa: B010
+    if _accel.speedups is None:
+        return
+    signature = (
+        "add_env_step($self, observation, action, reward, infos=None, *, terminated=False, "
+        "truncated=False, extra_model_outputs=None)\n--\n\n"
+    )
+    fast_step = _accel.speedups.bind(
+        episode_type=SingleAgentEpisode,
+        buffer_type=InfiniteLookbackBuffer,
+        columns_type=_columns.Columns,
+        slow=python_step,
+        clock=_now,
+        integers=_columns._INTEGERS,
+        max_pending=_columns._MAX_PENDING,
+        doc=signature + inspect.cleandoc(python_step.__doc__ or ""),
+    )
+    setattr(SingleAgentEpisode, "add_env_step", fast_step)  # noqa: B010
+
+
+_install_speedups()

@@ -15,6 +15,7 @@ import numpy as np
 import tree
 from gymnasium import spaces as gs
 
+from episodes import _accel
 from episodes.spaces.filler import filler_batch
 
 __all__ = ["batch", "is_flat", "map_leaves", "map_leaves_with_space", "unbatch"]
@@ -86,6 +87,17 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
 
 
 def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
+    first = items[0]
+    if _accel.speedups is not None and items.__class__ is list and first.dtype.kind in "biuf":
+        # Rows of one plain dtype and shape, copied byte for byte in C; anything else (other
+        # dtypes, shapes, classes, non-contiguous rows) returns False and takes the path below.
+        joined = np.empty((len(items), *first.shape), first.dtype)
+        if _accel.speedups.join_rows(items, joined):
+            return joined
+    return _join_rows_python(items)
+
+
+def _join_rows_python(items: SequenceABC[Any]) -> np.ndarray | None:
     # Equal-shaped arrays (observations) in one C call instead of asarray's per-item shape
     # discovery. concatenate insists on equal trailing dims and ndim, the length set on equal
     # leading ones, so the result is exactly what asarray would build; None otherwise.

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces as gs
 
+from episodes import _accel
 from episodes.spaces.per_space_cache import PerSpaceCache
 
 Checker = Callable[[Any], bool]
@@ -126,7 +127,29 @@ def _(space: gs.Box) -> Checker:
     uniform = len(set(low_list)) <= 1 and len(set(high_list)) <= 1
     uniform_low = low_list[0] if low_list else 0.0
     uniform_high = high_list[0] if high_list else 0.0
-    return check_scalar if shape == () else _check_array
+    if shape == ():
+        return check_scalar
+    return _compiled_box_check(space, uniform, _check_array) or _check_array
+
+
+# dtype.char -> the buffer-protocol element code the C checker reads (native byte order only).
+_C_FORMATS = {"f": "f", "d": "d", "b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I"}
+
+
+def _compiled_box_check(space: gs.Box, uniform: bool, python_check: Checker) -> Checker | None:
+    # The C checker reads arrays of exactly the space's dtype and shape straight from their
+    # buffer; every other input goes to ``python_check``, so both accept exactly the same items.
+    dtype = space.dtype
+    element = _C_FORMATS.get(dtype.char) if dtype.isnative else None
+    if _accel.speedups is None or element is None or space.low.size > _SMALL:
+        return None
+    low, high = space.low.ravel().tolist(), space.high.ravel().tolist()
+    if uniform:
+        low, high = low[:1], high[:1]
+    check: Checker = _accel.speedups.BoxCheck(
+        element, tuple(space.shape), tuple(low), tuple(high), python_check
+    )
+    return check
 
 
 @make_checker.register
