@@ -22,8 +22,8 @@
 #define MAX_EXTRAS 16
 #define MAX_COLUMNS (MAX_EXTRAS + 3)
 
-/* Slot offsets and collaborators, set once by bind(). */
-static struct {
+/* Slot offsets and collaborators, set by bind(). */
+typedef struct {
     int bound;
     PyTypeObject *episode_type, *buffer_type, *columns_type, *ndarray_type;
     Py_ssize_t ep_obs, ep_infos, ep_act, ep_rew, ep_emo, ep_term, ep_trunc, ep_t, ep_obs_check,
@@ -35,7 +35,8 @@ static struct {
     PyObject *clock;        /* time.perf_counter */
     PyObject *integers;     /* classes a scalar column range-checks instead of refusing */
     Py_ssize_t max_pending; /* flush threshold of a column's pending list */
-} S;
+} State;
+static State S;
 
 static PyObject *one;
 static PyObject *str_dtype, *str_shape, *str_tobytes, *str_flush, *str_infos, *str_terminated,
@@ -476,59 +477,80 @@ bind(PyObject *module, PyObject *args, PyObject *kwargs)
                                      &max_pending, &doc)) {
         return NULL;
     }
-    if (S.bound) {
-        PyErr_SetString(PyExc_RuntimeError, "bind() runs once per process");
-        return NULL;
-    }
+    /* Measured into a copy: a failed bind (or a reloaded module binding its new class)
+     * leaves the current binding working until everything is known. */
+    State next = S;
     struct {
         PyTypeObject *type;
         const char *name;
         Py_ssize_t *offset;
     } slots[] = {
-        {episode_type, "observations", &S.ep_obs},
-        {episode_type, "infos", &S.ep_infos},
-        {episode_type, "actions", &S.ep_act},
-        {episode_type, "rewards", &S.ep_rew},
-        {episode_type, "extra_model_outputs", &S.ep_emo},
-        {episode_type, "is_terminated", &S.ep_term},
-        {episode_type, "is_truncated", &S.ep_trunc},
-        {episode_type, "t", &S.ep_t},
-        {episode_type, "_obs_check", &S.ep_obs_check},
-        {episode_type, "_action_check", &S.ep_act_check},
-        {episode_type, "_start_time", &S.ep_start},
-        {episode_type, "_last_step_time", &S.ep_last},
-        {buffer_type, "_items", &S.buf_items},
-        {buffer_type, "_columns", &S.buf_columns},
-        {columns_type, "_kind", &S.col_kind},
-        {columns_type, "_pending", &S.col_pending},
-        {columns_type, "size", &S.col_size},
-        {columns_type, "_always_fit", &S.col_always_fit},
-        {columns_type, "_int_low", &S.col_int_low},
-        {columns_type, "_int_high", &S.col_int_high},
-        {columns_type, "_row_dtype", &S.col_row_dtype},
-        {columns_type, "_row_shape", &S.col_row_shape},
+        {episode_type, "observations", &next.ep_obs},
+        {episode_type, "infos", &next.ep_infos},
+        {episode_type, "actions", &next.ep_act},
+        {episode_type, "rewards", &next.ep_rew},
+        {episode_type, "extra_model_outputs", &next.ep_emo},
+        {episode_type, "is_terminated", &next.ep_term},
+        {episode_type, "is_truncated", &next.ep_trunc},
+        {episode_type, "t", &next.ep_t},
+        {episode_type, "_obs_check", &next.ep_obs_check},
+        {episode_type, "_action_check", &next.ep_act_check},
+        {episode_type, "_start_time", &next.ep_start},
+        {episode_type, "_last_step_time", &next.ep_last},
+        {buffer_type, "_items", &next.buf_items},
+        {buffer_type, "_columns", &next.buf_columns},
+        {columns_type, "_kind", &next.col_kind},
+        {columns_type, "_pending", &next.col_pending},
+        {columns_type, "size", &next.col_size},
+        {columns_type, "_always_fit", &next.col_always_fit},
+        {columns_type, "_int_low", &next.col_int_low},
+        {columns_type, "_int_high", &next.col_int_high},
+        {columns_type, "_row_dtype", &next.col_row_dtype},
+        {columns_type, "_row_shape", &next.col_row_shape},
     };
     for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
         if (slot_offset(slots[i].type, slots[i].name, slots[i].offset) < 0) {
             return NULL;
         }
     }
-    /* The method's docstring lives as long as the process (the descriptor points at it). */
+    /* Every descriptor made here shares the one method definition and reads its docstring
+     * from it, so the text is replaced, never freed while in use. */
     char *doc_copy = PyMem_RawMalloc(strlen(doc) + 1);
     if (doc_copy == NULL) {
         return PyErr_NoMemory();
     }
     strcpy(doc_copy, doc);
+    PyObject *method = PyDescr_NewMethod(episode_type, &add_env_step_def);
+    if (method == NULL) {
+        PyMem_RawFree(doc_copy);
+        return NULL;
+    }
+    char *old_doc = (char *)add_env_step_def.ml_doc;
     add_env_step_def.ml_doc = doc_copy;
-    S.episode_type = (PyTypeObject *)Py_NewRef(episode_type);
-    S.buffer_type = (PyTypeObject *)Py_NewRef(buffer_type);
-    S.columns_type = (PyTypeObject *)Py_NewRef(columns_type);
-    S.slow = Py_NewRef(slow);
-    S.clock = Py_NewRef(clock);
-    S.integers = Py_NewRef(integers);
+    PyMem_RawFree(old_doc);
+    Py_INCREF(episode_type);
+    Py_INCREF(buffer_type);
+    Py_INCREF(columns_type);
+    Py_INCREF(slow);
+    Py_INCREF(clock);
+    Py_INCREF(integers);
+    State old = S;
+    S = next;
+    S.episode_type = episode_type;
+    S.buffer_type = buffer_type;
+    S.columns_type = columns_type;
+    S.slow = slow;
+    S.clock = clock;
+    S.integers = integers;
     S.max_pending = max_pending;
     S.bound = 1;
-    return PyDescr_NewMethod(episode_type, &add_env_step_def);
+    Py_XDECREF(old.episode_type);
+    Py_XDECREF(old.buffer_type);
+    Py_XDECREF(old.columns_type);
+    Py_XDECREF(old.slow);
+    Py_XDECREF(old.clock);
+    Py_XDECREF(old.integers);
+    return method;
 }
 
 /* ---------------------------------------------------------------------------------- BoxCheck */
@@ -643,7 +665,7 @@ boxcheck_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     double probe;
     char zero[8] = {0};
     if (strlen(format) != 1 || !read_element(zero, format[0], &probe)) {
-        PyErr_Format(PyExc_ValueError, "unsupported element format %R", PyTuple_GET_ITEM(args, 0));
+        PyErr_Format(PyExc_ValueError, "unsupported element format '%s'", format);
         return NULL;
     }
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape), size = 1;

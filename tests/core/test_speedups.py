@@ -58,11 +58,11 @@ def test_the_c_method_keeps_the_python_signature_and_docs():
 
 
 @needs_speedups
-def test_bind_runs_once():
-    with pytest.raises(RuntimeError, match="once"):
+def test_a_failed_bind_leaves_the_c_step_working():
+    with pytest.raises((AttributeError, TypeError)):
         speedups.bind(  # type: ignore[union-attr]
             episode_type=SingleAgentEpisode,
-            buffer_type=object,
+            buffer_type=object,  # no ``_items`` slot to read
             columns_type=object,
             slow=PYTHON_STEP,
             clock=lambda: 0.0,
@@ -70,6 +70,10 @@ def test_bind_runs_once():
             max_pending=1,
             doc="",
         )
+    ep = SingleAgentEpisode()
+    ep.add_env_reset(0)
+    assert not traced(ep.add_env_step, 1, 0, 1.0)[0]
+    assert ep.get_observations() == [0, 1] and ep.t == 1
 
 
 # ---------------------------------------------------------------------------- add_env_step
@@ -421,3 +425,20 @@ def test_batch_of_rows_is_what_asarray_builds(rows):
             continue
         assert joined.dtype == expected.dtype and joined.shape == expected.shape
         np.testing.assert_array_equal(joined, expected)
+
+
+BAD_BOX_CHECKS = {
+    "64_bit_integers": dict(format="q", shape=(2,), low=(0.0,), high=(1.0,)),
+    "two_char_format": dict(format="<f", shape=(2,), low=(0.0,), high=(1.0,)),
+    "scalar_shape": dict(format="f", shape=(), low=(0.0,), high=(1.0,)),
+    "negative_dimension": dict(format="f", shape=(-1,), low=(0.0,), high=(1.0,)),
+    "bounds_count": dict(format="f", shape=(3,), low=(0.0, 1.0), high=(1.0, 2.0)),
+    "low_high_lengths": dict(format="f", shape=(2,), low=(0.0,), high=(1.0, 2.0)),
+}
+
+
+@needs_speedups
+@pytest.mark.parametrize("kwargs", BAD_BOX_CHECKS.values(), ids=BAD_BOX_CHECKS.keys())
+def test_box_check_refuses_layouts_it_cannot_read(kwargs):
+    with pytest.raises(ValueError):
+        speedups.BoxCheck(fallback=bool, **kwargs)  # type: ignore[union-attr]
