@@ -60,6 +60,9 @@ class PPOConfig:
     entropy_coef: float = 0.0
     max_grad_norm: float = 0.5
     hidden: int = 64
+    # Stop an update's remaining mini-batches once the policy has moved this far (approx. KL):
+    # late in training a few large steps can otherwise undo a solved policy.
+    target_kl: float | None = 0.02
 
 
 class ActorCritic(nn.Module):
@@ -128,11 +131,13 @@ def update(
             value_coef=cfg.value_coef,
             entropy_coef=cfg.entropy_coef,
         )
+        stats.append(batch_stats)
+        if cfg.target_kl is not None and batch_stats["approx_kl"] > 1.5 * cfg.target_kl:
+            break
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         optimizer.step()
-        stats.append(batch_stats)
     return mean_stats(stats)
 
 
