@@ -9,7 +9,7 @@ PIP_QUIET := -q --disable-pip-version-check
 
 .PHONY: demo test test-fast test-pure lint typecheck differential ref-venv bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py episodes/_speedups.c
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard episodes/_csrc/*.c episodes/_csrc/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first: the CPU wheel on disk, so pip never pulls a multi-GB CUDA build.
 	$(PY) -m pip install $(PIP_QUIET) torch==2.13.0

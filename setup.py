@@ -4,15 +4,19 @@
 runs its pure-Python code paths (the reference behaviour the accelerator is tested against).
 """
 
+import glob
+
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension(
             "episodes._speedups",
-            sources=["episodes/_speedups.c"],
+            sources=sorted(glob.glob("episodes/_csrc/*.c")),
+            depends=sorted(glob.glob("episodes/_csrc/*.h")),
             optional=True,
-            extra_compile_args=["-O2"],
+            # Only the module's init function is exported: the shared state stays private.
+            extra_compile_args=["-O2", "-fvisibility=hidden"],
         )
     ]
 )

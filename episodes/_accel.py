@@ -1,4 +1,4 @@
-"""The optional C accelerator (``episodes/_speedups.c``), or None.
+"""The optional C accelerator (``episodes/_csrc/``), or None.
 
 The compiled module speeds up the per-step paths (``add_env_step``, small Box checks, stacking
 rows in ``to_numpy``); the pure-Python code it mirrors stays the reference and runs wherever

@@ -1,7 +1,7 @@
 """The C accelerator does exactly what the pure-Python code it mirrors does.
 
-``episodes/_speedups.c`` speeds up ``add_env_step``, small Box checks and row stacking; the
-Python implementations stay the reference. Here:
+The module ``episodes._speedups`` (sources in ``episodes/_csrc/``) speeds up ``add_env_step``,
+small Box checks and row stacking; the Python implementations stay the reference. Here:
 
 - a property runs drawn step sequences (good and hostile arguments, every call style, list and
   numpy mode, done and unreset episodes) through the C method and through the Python one on

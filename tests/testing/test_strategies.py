@@ -150,7 +150,11 @@ def test_done_episodes_shrink_to_length_one():
 
 def test_chunked_episodes_shrink_to_two_chunks():
     ce = find(chunked_episodes(), lambda ce: len(ce.chunks) >= 2)
-    assert len(ce.chunks) == 2 and len(ce.episode) == 2 and ce.lookbacks == (0,)
+    # The cut shrinks to the first step with no lookback. The episode's length usually shrinks
+    # to 2 as well, but the shrinker promises a local minimum only: one CI run (under load)
+    # stopped at a 5-step episode cut at 1, so the length is not asserted.
+    assert len(ce.chunks) == 2 and ce.cuts == (1,) and ce.lookbacks == (0,)
+    assert len(ce.chunks[0]) == 1
 
 
 def test_rollouts_shrink_to_one_step_one_env():
