@@ -829,10 +829,12 @@ def _install_speedups() -> None:
     setattr(SingleAgentEpisode, "_add_env_step_python", python_step)  # noqa: B010
     if _accel.speedups is None:
         return
-    signature = (
-        "add_env_step($self, observation, action, reward, infos=None, *, terminated=False, "
-        "truncated=False, extra_model_outputs=None)\n--\n\n"
-    )
+    # A C method states its signature in a leading "name($self, ...)\n--\n\n" line, without
+    # annotations (inspect cannot parse them there).
+    parameters = list(inspect.signature(python_step).parameters.values())[1:]
+    bare = [p.replace(annotation=inspect.Parameter.empty) for p in parameters]
+    arguments = str(inspect.Signature(bare))[1:]
+    signature = f"add_env_step($self, {arguments}\n--\n\n"
     fast_step = _accel.speedups.bind(
         episode_type=SingleAgentEpisode,
         buffer_type=InfiniteLookbackBuffer,

@@ -132,16 +132,22 @@ def _(space: gs.Box) -> Checker:
     return _compiled_box_check(space, uniform, _check_array) or _check_array
 
 
-# dtype.char -> the buffer-protocol element code the C checker reads (native byte order only).
-_C_FORMATS = {"f": "f", "d": "d", "b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I"}
+# dtype.char values the C checker reads; for native byte order they are also the buffer
+# protocol's element codes.
+_C_ELEMENTS = frozenset("fdbBhHiI")
 
 
 def _compiled_box_check(space: gs.Box, uniform: bool, python_check: Checker) -> Checker | None:
     # The C checker reads arrays of exactly the space's dtype and shape straight from their
     # buffer; every other input goes to ``python_check``, so both accept exactly the same items.
     dtype = space.dtype
-    element = _C_FORMATS.get(dtype.char) if dtype.isnative else None
-    if _accel.speedups is None or element is None or space.low.size > _SMALL:
+    element = dtype.char
+    if (
+        _accel.speedups is None
+        or element not in _C_ELEMENTS
+        or not dtype.isnative
+        or space.low.size > _SMALL
+    ):
         return None
     low, high = space.low.ravel().tolist(), space.high.ravel().tolist()
     if uniform:
