@@ -7,9 +7,9 @@ PY := $(VENV)/bin/python
 REF_PY := .venv-ref/bin/python
 PIP_QUIET := -q --disable-pip-version-check
 
-.PHONY: demo test test-fast test-pure lint typecheck differential ref-venv bench clean
+.PHONY: demo test test-fast lint typecheck differential ref-venv bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard episodes/_csrc/*.c episodes/_csrc/*.h)
+$(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first: the CPU wheel on disk, so pip never pulls a multi-GB CUDA build.
 	$(PY) -m pip install $(PIP_QUIET) torch==2.13.0
@@ -30,14 +30,10 @@ lint: $(VENV)/.installed
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q
 
-# The pure-Python paths the C accelerator mirrors (what runs where it was not built).
-test-pure: $(VENV)/.installed
-	EPISODES_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider tests/core tests/spaces tests/properties tests/io
-
 differential: $(VENV)/.installed .venv-ref/.installed
 	$(REF_PY) -m pytest -q -p no:cacheprovider tests/differential
 
-test: lint test-fast test-pure differential
+test: lint test-fast differential
 
 bench: $(VENV)/.installed .venv-ref/.installed
 	$(REF_PY) benchmarks/bench_episode.py
@@ -46,4 +42,3 @@ bench: $(VENV)/.installed .venv-ref/.installed
 
 clean:
 	rm -rf $(VENV) .venv-ref .pytest_cache .mypy_cache .ruff_cache .hypothesis build
-	rm -f episodes/_speedups*.so

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces as gs
 
-from episodes import _accel
 from episodes.spaces.per_space_cache import PerSpaceCache
 
 Checker = Callable[[Any], bool]
@@ -129,33 +128,7 @@ def _(space: gs.Box) -> Checker:
     uniform_high = high_list[0] if high_list else 0.0
     if shape == ():
         return check_scalar
-    return _compiled_box_check(space, uniform, _check_array) or _check_array
-
-
-# dtype.char values the C checker reads; for native byte order they are also the buffer
-# protocol's element codes.
-_C_ELEMENTS = frozenset("fdbBhHiI")
-
-
-def _compiled_box_check(space: gs.Box, uniform: bool, python_check: Checker) -> Checker | None:
-    # The C checker reads arrays of exactly the space's dtype and shape straight from their
-    # buffer; every other input goes to ``python_check``, so both accept exactly the same items.
-    dtype = space.dtype
-    element = dtype.char
-    if (
-        _accel.speedups is None
-        or element not in _C_ELEMENTS
-        or not dtype.isnative
-        or space.low.size > _SMALL
-    ):
-        return None
-    low, high = space.low.ravel().tolist(), space.high.ravel().tolist()
-    if uniform:
-        low, high = low[:1], high[:1]
-    check: Checker = _accel.speedups.BoxCheck(
-        element, tuple(space.shape), tuple(low), tuple(high), python_check
-    )
-    return check
+    return _check_array
 
 
 @make_checker.register
