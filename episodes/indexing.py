@@ -104,8 +104,10 @@ def plan_slice(
         SlicePlan(fill_left=0, start=3, stop=5, fill_right=3, step=1)
     """
     step = 1 if slice_.step is None else as_int(slice_.step, what="slice step")
-    if step <= 0:
-        raise ValueError(f"slice step must be a positive int, got {step}")
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    if step < 0:
+        raise ValueError(f"plan_slice takes positive steps (see slice_positions), got {step}")
     # Inlined bound resolution: this runs once per getter call in connector loops.
     start, stop = slice_.start, slice_.stop
     if start is None:
@@ -135,6 +137,51 @@ def plan_slice(
         return SlicePlan(length, 0, 0, 0, step)
     fill_left = stored_start - start
     return SlicePlan(fill_left, stored_start, stored_stop, length - fill_left - stored, step)
+
+
+def slice_positions(
+    slice_: slice, *, lookback: int, total: int, neg_index_as_lookback: bool, fill: bool
+) -> np.ndarray:
+    """Storage positions a slice with any non-zero step addresses, in the order it reads them.
+
+    Bounds resolve as in :func:`plan_slice`. For a negative step, ``start=None`` is the last
+    stored item and ``stop=None`` stops after ``ts=0`` (the lookback is left out, as it is for
+    positive steps). Without ``fill`` the positions are clipped like a Python slice; with
+    ``fill`` the positions outside ``[0, total)`` stay in the result (the caller fills them).
+
+    Example:
+        >>> slice_positions(slice(3, 1, -1), lookback=2, total=6, neg_index_as_lookback=True,
+        ...                 fill=False).tolist()
+        [5, 4]
+    """
+    step = 1 if slice_.step is None else as_int(slice_.step, what="slice step")
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    if step > 0:
+        plan = plan_slice(
+            slice_, lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback,
+            fill=fill,
+        )
+        first = plan.start - plan.fill_left
+        return np.arange(first, plan.stop + plan.fill_right, step, dtype=np.int64)
+    start, stop = slice_.start, slice_.stop
+    if start is None:
+        start = total - 1
+    else:
+        start = resolve_int(
+            as_int(start, what="slice bound"), lookback=lookback, total=total,
+            neg_index_as_lookback=neg_index_as_lookback,
+        )
+    if stop is None:
+        stop = lookback - 1
+    else:
+        stop = resolve_int(
+            as_int(stop, what="slice bound"), lookback=lookback, total=total,
+            neg_index_as_lookback=neg_index_as_lookback,
+        )
+    if not fill:
+        start, stop = min(start, total - 1), max(stop, -1)
+    return np.arange(start, stop, step, dtype=np.int64)
 
 
 def resolve_list(
@@ -171,8 +218,9 @@ def set_positions(
 ) -> range | list[int] | int:
     """Storage positions a ``set()`` writes, raising ``IndexError`` for any out-of-range int.
 
-    Returns an int for an int index, a ``range`` for a slice (clipped like a Python slice) or
-    ``None``, and a list of ints for a list of indices.
+    Returns an int for an int index, a ``range`` for a slice with a positive step (clipped like
+    a Python slice) or ``None``, and a list of ints for a list of indices or a slice with a
+    negative step.
 
     Example:
         >>> set_positions(slice(0, 2), lookback=1, total=4, neg_index_as_lookback=False)
@@ -181,6 +229,14 @@ def set_positions(
     if at_indices is None:
         return range(lookback, total)
     if isinstance(at_indices, slice):
+        if at_indices.step is not None and as_int(at_indices.step, what="slice step") < 0:
+            return slice_positions(
+                at_indices,
+                lookback=lookback,
+                total=total,
+                neg_index_as_lookback=neg_index_as_lookback,
+                fill=False,
+            ).tolist()
         plan = plan_slice(
             at_indices,
             lookback=lookback,

@@ -1,16 +1,18 @@
-"""Growable numpy storage for a finalized buffer: amortised O(1) appends.
+"""The numpy store: one growable array per leaf of the item structure, time axis first.
 
-Each leaf of the item structure is one numpy array with spare capacity along axis 0; appending
-writes into the next free row and doubles the capacity when it runs out, instead of
-concatenating the whole column on every step. Plain numbers appended to a scalar column (rewards,
+Appending writes into the next free row and doubles the capacity when it runs out, instead of
+concatenating the whole column on every step. Plain numbers appended to a scalar store (rewards,
 scalar model outputs), and rows of exactly the stored dtype and shape (as bytes), wait in a short
 Python list and are written in one bulk assignment the next time anything reads the arrays: a
 numpy item store costs several list appends.
 
+Its batches (what windows, gathers and fillers are) are structs of arrays with a leading time
+axis; windows are views.
+
 Example:
-    >>> cols = Columns.from_batch(np.zeros((2, 3), np.float32))
-    >>> cols.append(np.ones(3, np.float32))
-    >>> cols.view().shape
+    >>> store = ArrayStore.from_batch(np.zeros((2, 3), np.float32))
+    >>> store.append(np.ones(3, np.float32))
+    >>> store.data.shape
     (3, 3)
 """
 
@@ -19,9 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
-from episodes.structs import flatten, unflatten
+from episodes.spaces import batch as stack_items
+from episodes.spaces import filler_batch, one_hot
+from episodes.structs import flatten, map_leaves, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
@@ -45,8 +50,11 @@ _MAX_PENDING = 4096
 _SCALARS, _ROWS, _NESTED_LAYOUT = 1, 2, 3
 
 
-class Columns:
+class ArrayStore:
     """Leaf arrays with spare capacity plus the item structure that joins them."""
+
+    #: Stores of this class hold numpy arrays (the buffer is "finalized").
+    is_numpy = True
 
     __slots__ = (
         "_leaves",
@@ -127,7 +135,7 @@ class Columns:
             leaf[start:stop] = rows.reshape(stop - start, *leaf.shape[1:])
 
     @classmethod
-    def from_batch(cls, batch: Any) -> Columns:
+    def from_batch(cls, batch: Any) -> ArrayStore:
         """Wraps a batched struct (leaves share their leading length) without copying."""
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
@@ -141,26 +149,97 @@ class Columns:
         return cls(arrays, structure, size, typed=size > 0)
 
     @classmethod
-    def untyped(cls) -> Columns:
+    def untyped(cls) -> ArrayStore:
         """An empty column whose layout is set by the first appended item."""
         return cls([np.zeros((0,), np.float64)], None, 0, typed=False)
 
-    def view(self) -> Any:
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def data(self) -> Any:
         """The stored items as a struct of array views (no copy)."""
-        size = self.size
-        if self.structure is None:
-            return self.leaves[0][:size]
-        return unflatten(self.structure, [leaf[:size] for leaf in self.leaves])
+        return self.window(0, self.size)
 
     def leaf_views(self) -> list[np.ndarray]:
         """Views of every leaf, trimmed to the stored length."""
         size = self.size
         return [leaf[:size] for leaf in self.leaves]
 
-    def slice_copy(self, start: int, stop: int) -> Columns:
+    # ------------------------------------------------------------------------- reading
+    def get(self, position: int) -> Any:
+        """The item at storage ``position`` (0 <= position < len), leaves as array scalars/views."""
+        leaves = self.leaves
+        if self.structure is None:
+            return leaves[0][position]
+        return unflatten(self.structure, [leaf[position] for leaf in leaves])
+
+    def window(self, start: int, stop: int) -> Any:
+        """Items ``start:stop`` (0 <= start <= stop <= len) as a struct of views."""
+        leaves = self.leaves
+        if self.structure is None:
+            return leaves[0][start:stop]
+        return unflatten(self.structure, [leaf[start:stop] for leaf in leaves])
+
+    def gather(self, positions: np.ndarray) -> Any:
+        """Items at in-range storage ``positions`` (an int array) as a struct of new arrays."""
+        return unflatten(self.structure, [leaf[positions] for leaf in self.leaf_views()])
+
+    def items(self, start: int, stop: int | None = None) -> list[Any]:
+        """Items ``start:stop`` as a list of separate items (one struct of views each)."""
+        stop = self.size if stop is None else stop
+        leaves = [leaf[start:stop] for leaf in self.leaves]
+        if self.structure is None:
+            return list(leaves[0])
+        structure = self.structure
+        return [unflatten(structure, [leaf[i] for leaf in leaves]) for i in range(stop - start)]
+
+    def copy_data(self) -> Any:
+        """An independent, trimmed copy of every item, as a struct of arrays."""
+        return self.copy().data
+
+    # ----------------------------------------------------------------- batch operations
+    # The buffer assembles reads from these; a store's batches are structs of arrays.
+    @staticmethod
+    def encode_one_hot(window: Any, space: gym.Space[Any] | None) -> Any:
+        """One-hot encodes the Discrete/MultiDiscrete leaves of a batch."""
+        return one_hot(window, space)
+
+    @staticmethod
+    def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool) -> Any:
+        """``count`` filler items as a batch."""
+        return filler_batch(space, fill, count, one_hot_discrete=one_hot_discrete)
+
+    @staticmethod
+    def join(parts: list[Any]) -> Any:
+        """Concatenates batches along time; ValueError if their leaves do not stack."""
+        if len(parts) == 1:
+            return parts[0]
+        leaves_of = [flatten(part)[0] for part in parts]
+        structure = flatten(parts[0])[1]
+        joined = [np.concatenate(group) for group in zip(*leaves_of)]
+        return unflatten(structure, joined)
+
+    @staticmethod
+    def stride(window: Any, step: int) -> Any:
+        """Every ``step``-th item of a batch."""
+        return map_leaves(lambda leaf: leaf[::step], window)
+
+    @staticmethod
+    def from_rows(rows: np.ndarray) -> Any:
+        """A batch from an array of rows (the one-hot window path builds one)."""
+        return rows
+
+    @staticmethod
+    def from_items(items: list[Any]) -> Any:
+        """A batch from a list of items (gathers that mix fillers in build one)."""
+        return stack_items(items)
+
+    # ------------------------------------------------------------------------- writing
+    def copy_range(self, start: int, stop: int) -> ArrayStore:
         """An independent copy of stored items ``start:stop`` (0 <= start <= stop <= size)."""
         # Built field by field: this runs for every column of every cut and slice.
-        copy = Columns.__new__(Columns)
+        copy = ArrayStore.__new__(ArrayStore)
         leaves = self.leaves if self._pending else self._leaves
         if len(leaves) == 1:
             copy._leaves = [leaves[0][start:stop].copy()]
@@ -179,9 +258,10 @@ class Columns:
         copy._before_adoption = None
         return copy
 
-    def copy(self) -> Columns:
+    def copy(self) -> ArrayStore:
         """A trimmed, independent copy."""
-        return Columns([v.copy() for v in self.leaf_views()], self.structure, self.size, self.typed)
+        leaves = [v.copy() for v in self.leaf_views()]
+        return ArrayStore(leaves, self.structure, self.size, self.typed)
 
     def _reserve(self, needed: int) -> None:
         capacity = len(self._leaves[0])
@@ -300,15 +380,27 @@ class Columns:
                 raise _misfit(leaf, column, error) from error
         self.size += n
 
-    def overwrite(self, positions: Sequence[int], items: list[Any]) -> None:
+    def extend(self, items: list[Any]) -> None:
+        """Appends a list of items, stacked into one copy per leaf."""
+        if items:
+            self.extend_batch(stack_items(items), count=len(items))
+
+    def extend_from(self, other: Any, start: int) -> None:
+        """Appends the items of store ``other`` from position ``start`` on."""
+        if other.is_numpy:
+            self.extend_batch(other.window(start, len(other)))
+        else:
+            self.extend(other.items(start))
+
+    def set(self, positions: Sequence[int], items: list[Any]) -> None:
         """Writes ``items[k]`` at stored position ``positions[k]``, all or nothing.
 
         Every value is first cast into a scratch row (the same casting and broadcasting as the
         real assignment), so one that does not fit raises before anything changes.
 
         Example:
-            >>> cols = Columns.from_batch(np.zeros(3, np.int64)); cols.overwrite([0, 2], [5, 7])
-            >>> cols.view()
+            >>> store = ArrayStore.from_batch(np.zeros(3, np.int64)); store.set([0, 2], [5, 7])
+            >>> store.data
             array([5, 0, 7])
         """
         leaves = self.leaves
@@ -331,6 +423,13 @@ class Columns:
                 raise _misfit(value, leaf, error) from error
             rows.append(row)
         return rows
+
+    def pop(self, position: int) -> Any:
+        """Removes the item at storage ``position`` and returns it as new arrays."""
+        item = self.get(position)
+        item = np.array(item) if self.structure is None else map_leaves(np.array, item)
+        self.delete(position)
+        return item
 
     def delete(self, position: int) -> None:
         """Removes the item at storage ``position`` (0 <= position < size)."""

@@ -10,6 +10,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.episode.fields import FIELDS
 from episodes.indexing import as_int
 from episodes.structs import data_equal
 
@@ -25,31 +26,30 @@ def _successor(
     terminated: bool = False,
     truncated: bool = False,
 ) -> Any:
-    # Built without __init__: the columns are fresh copies cut from a valid episode, so the
-    # checks and wrapping the constructor does for user input would only repeat work; the
-    # parent's space checkers are reused rather than rebuilt.
+    # Built without __init__, field by field from the field table: the columns are fresh
+    # copies cut from a valid episode, so the checks and wrapping the constructor does for
+    # user input would only repeat work; the parent's space checkers are reused.
     cls = type(episode)
     successor = cls.__new__(cls)
-    successor.id_ = episode.id_
-    successor.agent_id = episode.agent_id
-    successor.module_id = episode.module_id
-    successor.multi_agent_episode_id = episode.multi_agent_episode_id
-    successor.observations = columns["observations"]
-    successor.infos = columns["infos"]
-    successor.actions = columns["actions"]
-    successor.rewards = columns["rewards"]
-    successor.extra_model_outputs = columns["extra_model_outputs"]
-    successor._observation_space = episode._observation_space
-    successor._action_space = episode._action_space
+    flags = {"is_terminated": terminated, "is_truncated": truncated}
+    for field in FIELDS:
+        kind = field.kind
+        if kind in ("column", "columns"):
+            value = columns[field.name]
+        elif kind == "flag":
+            value = flags[field.name]
+        elif kind == "time":
+            value = t_started
+        elif kind == "clock":
+            value = None
+        elif kind == "custom":
+            value = copy.deepcopy(episode.custom_data) if episode.custom_data else {}
+        else:
+            value = getattr(episode, field.slot)
+        object.__setattr__(successor, field.slot, value)
+    successor.t = t_started + len(successor.rewards)
     successor._obs_check = episode._obs_check
     successor._action_check = episode._action_check
-    successor.is_terminated = terminated
-    successor.is_truncated = truncated
-    successor.t_started = t_started
-    successor.t = t_started + len(successor.rewards)
-    successor._custom_data = copy.deepcopy(episode.custom_data) if episode.custom_data else {}
-    successor._start_time = None
-    successor._last_step_time = None
     return successor
 
 
@@ -204,8 +204,8 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
             f"{sorted(episode.extra_model_outputs)} vs {sorted(other.extra_model_outputs)}"
         )
     # Storage positions rather than getters: both chunks were just validated as non-empty.
-    first_of_other = other.observations._stored(other.observations.lookback)
-    last_of_mine = episode.observations._stored(episode.observations.len_incl_lookback() - 1)
+    first_of_other = other.observations.get(0)
+    last_of_mine = episode.observations.get(-1)
     if not data_equal(first_of_other, last_of_mine):
         raise AssertionError(
             "cannot concat: other's first observation differs from self's last observation"

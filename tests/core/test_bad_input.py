@@ -1,4 +1,4 @@
-"""SPEC sections 2 and 8: every precondition raises the right type, names the problem, and
+"""docs/contract.md §8 (and §3-§7): every precondition raises the right type, names the problem, and
 leaves the object exactly as it was (check first, then mutate)."""
 
 from __future__ import annotations
@@ -293,7 +293,8 @@ BUFFER_CASES = [
         IndexError,
         "address",
     ),
-    ("slice_negative_step", lambda b: b.get(slice(None, None, -1)), ValueError, "step"),
+    ("slice_zero_step", lambda b: b.get(slice(None, None, 0)), ValueError, "step"),
+    ("set_slice_zero_step", lambda b: b.set([], at_indices=slice(0, 2, 0)), ValueError, "step"),
     ("pop_out_of_range", lambda b: b.pop(10), IndexError, "pop index"),
     ("concat_non_buffer", lambda b: b.concat([1, 2]), TypeError, "InfiniteLookbackBuffer"),
     ("truncate_beyond_the_end", lambda b: b.truncate(99), IndexError, "out of range"),

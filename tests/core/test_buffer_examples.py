@@ -1,4 +1,4 @@
-"""SPEC section 1 as a table of named cases, run in list mode and numpy mode."""
+"""docs/contract.md §2-§3 as tables of named cases, run in list mode and numpy mode."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from episodes import InfiniteLookbackBuffer
 from tests.core._helpers import MODES, assert_same, make_buffer
 
 # (name, call kwargs, expected) on data [4, 5, 6, 7, 8, 9] with lookback 3 (ts=0 is 7).
-SPEC_TABLE = [
+INDEX_TABLE = [
     ("all_after_lookback", dict(), [7, 8, 9]),
     ("int_from_ts0", dict(indices=0), 7),
     ("negative_from_end", dict(indices=-1), 9),
@@ -31,7 +31,7 @@ SPEC_TABLE = [
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name,kwargs,expected", SPEC_TABLE, ids=[c[0] for c in SPEC_TABLE])
+@pytest.mark.parametrize("name,kwargs,expected", INDEX_TABLE, ids=[c[0] for c in INDEX_TABLE])
 def test_spec_index_table(name, kwargs, expected, mode):
     buf = make_buffer([4, 5, 6, 7, 8, 9], lookback=3, mode=mode)
     assert_same(buf.get(**kwargs), expected)
@@ -243,7 +243,7 @@ def test_finalized_appends_are_amortised():
     capacities = set()
     for i in range(1000):
         buf.append(float(i))
-        capacities.add(len(buf._columns.leaves[0]))
+        capacities.add(len(buf.store.leaves[0]))
     # Capacity doubles: a handful of reallocations for 1000 appends, not one per append.
     assert len(capacities) <= 10
     assert buf.get(-1) == 999.0
@@ -313,5 +313,5 @@ def test_copied_numpy_buffers_keep_the_row_fast_path(copier):
     # identity, and a copied or unpickled array carries a new (equal) dtype object.
     buf = copier(make_buffer([np.zeros(3, np.float32)] * 2, mode="numpy"))
     buf.append(np.ones(3, np.float32))
-    assert len(buf._columns._pending) == 1
+    assert len(buf.store._pending) == 1
     np.testing.assert_array_equal(buf.get(-1), np.ones(3, np.float32))

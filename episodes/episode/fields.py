@@ -1,0 +1,90 @@
+"""The episode's fields, declared once.
+
+Every field of :class:`~episodes.episode.SingleAgentEpisode` is one row of :data:`FIELDS`: its
+name (the attribute and the state key), its kind, its default and, for columns, whether it holds
+one item per observation or one per step. The kind decides how each field behaves everywhere:
+
+| kind | on ``cut``/``slice`` | in ``get_state`` | in ``==`` |
+|---|---|---|---|
+| ``"id"`` | copied | as is | compared |
+| ``"column"`` | the cut column | the buffer's state | compared |
+| ``"columns"`` | the cut columns | a dict of buffer states | compared |
+| ``"flag"`` | False after ``cut``; kept by a slice reaching the end | ``bool`` | compared |
+| ``"time"`` | set by the cut | ``int`` | compared |
+| ``"space"`` | copied | a JSON-safe dict | compared |
+| ``"clock"`` | reset to None | as is | ignored |
+| ``"custom"`` | deep-copied | deep-copied | compared |
+
+``__slots__``, the successor built by ``cut`` and ``slice``, ``get_state``/``from_state``,
+equality and the disk encoding all walk this table, so a new field is one new row here.
+
+Example:
+    >>> [f.name for f in FIELDS if f.kind == "column"]
+    ['observations', 'infos', 'actions', 'rewards']
+    >>> FIELDS_BY_NAME["infos"].per
+    'observation'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+
+Kind = Literal["id", "column", "columns", "flag", "time", "space", "clock", "custom"]
+
+
+class Field(NamedTuple):
+    """One field of the episode."""
+
+    #: Attribute name and state key.
+    name: str
+    #: How the field is copied, stored and compared (see the module docstring).
+    kind: Kind
+    #: The value of a new episode (columns: None, an empty buffer is made).
+    default: Any = None
+    #: For columns: ``"observation"`` (one item per observation) or ``"step"`` (one per step).
+    per: Literal["observation", "step"] | None = None
+
+    @property
+    def slot(self) -> str:
+        """The instance slot holding the value.
+
+        Spaces, clocks and custom data sit behind properties, so their slots are private.
+        """
+        return f"_{self.name}" if self.kind in ("space", "clock", "custom") else self.name
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("id_", "id"),
+    Field("agent_id", "id"),
+    Field("module_id", "id"),
+    Field("multi_agent_episode_id", "id"),
+    Field("observations", "column", per="observation"),
+    Field("infos", "column", per="observation"),
+    Field("actions", "column", per="step"),
+    Field("rewards", "column", per="step"),
+    Field("extra_model_outputs", "columns", per="step"),
+    Field("is_terminated", "flag", False),
+    Field("is_truncated", "flag", False),
+    Field("t_started", "time", 0),
+    Field("t", "time", 0),
+    Field("observation_space", "space"),
+    Field("action_space", "space"),
+    Field("start_time", "clock"),
+    Field("last_step_time", "clock"),
+    Field("custom_data", "custom"),
+)
+
+FIELDS_BY_NAME: dict[str, Field] = {field.name: field for field in FIELDS}
+
+#: The single-buffer columns, in the order ``add_env_step`` writes them.
+COLUMNS: tuple[str, ...] = tuple(f.name for f in FIELDS if f.kind == "column")
+
+
+def fields_of(*kinds: Kind) -> tuple[Field, ...]:
+    """The fields of the given kinds, in table order.
+
+    Example:
+        >>> [f.name for f in fields_of("flag")]
+        ['is_terminated', 'is_truncated']
+    """
+    return tuple(field for field in FIELDS if field.kind in kinds)

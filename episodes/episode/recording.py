@@ -1,0 +1,251 @@
+"""Recording steps: ``add_env_reset`` and ``add_env_step``, mixed into the episode class.
+
+Every check runs before the first write, except one: a numpy column judges the value it is
+given (shape, dtype) only when it stores it, so a step that a column refuses is taken back
+column by column and reported as a ``ValueError`` naming that column.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from episodes.buffer import InfiniteLookbackBuffer
+
+if TYPE_CHECKING:
+    from episodes.spaces.contains import Checker
+
+_now = time.perf_counter
+
+
+def as_flag(value: Any, name: str) -> bool:
+    """``value`` as a ``bool``; only ``bool`` and numpy booleans are flags.
+
+    Raises:
+        TypeError: ``value`` is anything else (``1``, ``"yes"``, ``None``).
+
+    Example:
+        >>> as_flag(np.True_, "terminated")
+        True
+    """
+    if value.__class__ is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {type(value).__name__} ({value!r})")
+
+
+class StepRecorder:
+    """``add_env_reset`` / ``add_env_step`` over the episode's column buffers."""
+
+    # Empty slots keep the episode free of a __dict__; hidden from type checkers, which would
+    # otherwise refuse the assignments to the episode's own slots below.
+    if not TYPE_CHECKING:
+        __slots__ = ()
+
+    # Provided by the episode class.
+    observations: InfiniteLookbackBuffer
+    infos: InfiniteLookbackBuffer
+    actions: InfiniteLookbackBuffer
+    rewards: InfiniteLookbackBuffer
+    extra_model_outputs: dict[str, InfiniteLookbackBuffer]
+    is_terminated: bool
+    is_truncated: bool
+    t: int
+    t_started: int
+    _obs_check: Checker | None
+    _action_check: Checker | None
+    _observation_space: Any
+    _action_space: Any
+    _start_time: float | None
+    _last_step_time: float | None
+
+    @property
+    def is_done(self) -> bool:
+        """True if terminated or truncated."""
+        return self.is_terminated or self.is_truncated
+
+    def add_env_reset(self, observation: Any, infos: dict[str, Any] | None = None) -> None:
+        """Records the reset observation ``o_0``; only on an empty, fresh episode.
+
+        Raises:
+            AssertionError: The episode already holds data, is done, or ``t != 0``.
+            ValueError: A numpy'd episode with a space gets an observation outside it.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode(); ep.add_env_reset([0.0, 1.0]); ep.is_reset
+            True
+        """
+        stored = len(self.observations.store)
+        if stored or self.is_done:
+            raise AssertionError(
+                "add_env_reset needs an empty, not-done episode; this one already holds "
+                f"{stored} observations (done={self.is_done})"
+            )
+        if not (self.t == self.t_started == 0):
+            raise AssertionError(
+                f"add_env_reset needs t == t_started == 0, got t={self.t}, "
+                f"t_started={self.t_started}"
+            )
+        if self.observations.store.is_numpy:
+            self._check_in_space(
+                self._obs_check, self._observation_space, observation, "observation"
+            )
+        self.observations.append(observation)
+        self.infos.append(infos if infos is not None else {})
+        self._start_time = _now()
+
+    def add_env_step(
+        self,
+        observation: Any,
+        action: Any,
+        reward: Any,
+        infos: dict[str, Any] | None = None,
+        *,
+        terminated: bool = False,
+        truncated: bool = False,
+        extra_model_outputs: dict[str, Any] | None = None,
+    ) -> None:
+        """Records one env step: the action taken, the reward and the next observation.
+
+        Raises:
+            AssertionError: The episode is done or not reset, or ``extra_model_outputs`` keys
+                differ from the keys the episode already records. Nothing is changed.
+            TypeError: ``terminated`` or ``truncated`` is not a bool. Nothing is changed.
+            ValueError: A numpy'd episode with spaces gets an observation or action outside
+                them, or a numpy column cannot hold a value. Nothing is changed.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode(); ep.add_env_reset(0)
+            >>> ep.add_env_step(1, 0, 1.0, extra_model_outputs={"vf_preds": 0.3}); ep.t
+            1
+        """
+        if self.is_terminated or self.is_truncated:
+            raise AssertionError("the episode is done: it accepts no more steps")
+        if terminated.__class__ is not bool or truncated.__class__ is not bool:
+            terminated = as_flag(terminated, "terminated")
+            truncated = as_flag(truncated, "truncated")
+        obs, act, rew = self.observations.store, self.actions.store, self.rewards.store
+        if not obs:
+            raise AssertionError("add_env_step needs add_env_reset (or observations) first")
+        if rew.is_numpy or obs.is_numpy or act.is_numpy:
+            self._check_in_space(
+                self._obs_check, self._observation_space, observation, "observation"
+            )
+            self._check_in_space(self._action_check, self._action_space, action, "action")
+        try:
+            obs.append(observation)
+            act.append(action)
+            rew.append(reward)
+            self._append_extras(extra_model_outputs)
+            self.infos.store.append(infos if infos is not None else {})
+        except (ValueError, TypeError) as error:
+            # A numpy column refused its value (wrong shape or type) after others took theirs.
+            self._undo_partial_step(error)
+        self.t += 1
+        # Both flags are False here (checked above), so only a finishing step writes them.
+        if terminated or truncated:
+            self.is_terminated = terminated
+            self.is_truncated = truncated
+        self._last_step_time = now = _now()
+        if self._start_time is None:
+            self._start_time = now
+
+    @staticmethod
+    def _check_in_space(check: Checker | None, space: Any, value: Any, what: str) -> None:
+        if check is not None and not check(value):
+            raise ValueError(f"{what} {value!r} is not in the episode's {what} space {space}")
+
+    def _append_extras(self, given: dict[str, Any] | None) -> None:
+        recorded = self.extra_model_outputs
+        if given is None:
+            if recorded:
+                self._add_new_extras({})
+            return
+        if len(given) != len(recorded):
+            self._add_new_extras(given)
+            return
+        # Optimistic: one dict lookup per key instead of comparing key sets every step. A new
+        # key undoes this step's extra writes and takes the checked path.
+        done = []
+        try:
+            for key, value in given.items():
+                recorded[key].store.append(value)
+                done.append(key)
+        except KeyError:
+            for key in done:
+                recorded[key].store.pop(len(recorded[key].store) - 1)
+            self._add_new_extras(given)
+
+    def _add_new_extras(self, given: dict[str, Any]) -> None:
+        try:
+            # This step's action is already appended: the steps before it are one fewer.
+            self._check_new_keys(given, len(self.actions) - 1)
+        except AssertionError:
+            # Leave the episode as it was: take back this step's observation/action/reward.
+            for column in (self.observations, self.actions, self.rewards):
+                column.pop()
+            raise
+        recorded = self.extra_model_outputs
+        for key, value in given.items():
+            if key in recorded:
+                recorded[key].append(value)
+            else:
+                recorded[key] = InfiniteLookbackBuffer([value])
+
+    def _check_new_keys(self, given: dict[str, Any], steps_before: int) -> None:
+        known, new = set(self.extra_model_outputs), set(given)
+        missing = known - new
+        if missing:
+            raise AssertionError(
+                f"extra_model_outputs is missing keys {sorted(missing)} that this episode "
+                f"records; every step must give all of {sorted(known)}"
+            )
+        if steps_before > 0:
+            raise AssertionError(
+                f"extra_model_outputs keys {sorted(new - known)} are new, but the episode "
+                f"already holds {steps_before} steps without them; give every key from "
+                "the first step of the chunk"
+            )
+
+    def _undo_partial_step(self, error: Exception) -> None:
+        """Takes back what a failed step wrote, then raises a ValueError naming the column.
+
+        Each column got at most one item this step, so the columns holding more steps than
+        the fewest are exactly the ones written to.
+        """
+        columns = self.named_columns()
+        # Observations and infos hold one item more than the steps (the reset observation).
+        steps = {
+            name: len(column) - (name in ("observations", "infos"))
+            for name, column in columns.items()
+        }
+        before = min(steps.values())
+        refused = [name for name, n in steps.items() if n == before]
+        for name, n in steps.items():
+            if n > before:
+                columns[name].pop()
+        raise ValueError(
+            f"add_env_step: the value for {refused[0]} cannot be stored in the episode's "
+            f"numpy column ({error}); nothing was recorded"
+        ) from error
+
+    def named_columns(self) -> dict[str, InfiniteLookbackBuffer]:
+        """Every column under the name errors use, in the order ``add_env_step`` writes them.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> list(SingleAgentEpisode().named_columns())
+            ['observations', 'actions', 'rewards', 'infos']
+        """
+        return {
+            "observations": self.observations,
+            "actions": self.actions,
+            "rewards": self.rewards,
+            **{f"extra_model_outputs[{k!r}]": c for k, c in self.extra_model_outputs.items()},
+            "infos": self.infos,
+        }

@@ -1,0 +1,310 @@
+"""One column (an :class:`InfiniteLookbackBuffer`) <-> (column metadata, named numpy arrays).
+
+A column is written in one of two layouts:
+
+- ``"arrays"``: one ``.npy`` file per leaf of the item structure (time axis first). Used for
+  finalized (numpy) columns, and for list columns whose items share one structure and whose
+  leaves share one kind (``ndarray`` of one dtype/shape, numpy scalars of one dtype, or plain
+  Python ``int``/``float``/``bool``/``complex``/``str``), so they come back as the same types.
+- ``"json"``: every item JSON-encoded (see :mod:`episodes.io.values`), numpy arrays in the
+  chunk's blob. Used for infos and for list columns of mixed items.
+
+Only the buffer's public API is used: its ``data``, ``lookback``, ``finalized`` and ``space``
+to encode, and :meth:`InfiniteLookbackBuffer.from_state` to rebuild.
+
+Example:
+    >>> from episodes.io.values import BlobWriter
+    >>> arrays = {}
+    >>> meta = encode_column(InfiniteLookbackBuffer([1, 2]), "act", arrays, BlobWriter(), "x")
+    >>> decode_column(meta, arrays.__getitem__, BlobWriter, "x", as_list=False).get()
+    [1, 2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tree
+
+from episodes.buffer import InfiniteLookbackBuffer
+from episodes.io.errors import CorruptDatasetError, UnstorableValueError
+from episodes.io.values import (
+    BlobReader,
+    BlobWriter,
+    check_array_dtype,
+    decode_value,
+    encode_value,
+)
+from episodes.spaces import space_to_dict, unbatch
+from episodes.structs import flatten
+
+__all__ = ["decode_column", "encode_column"]
+
+_LEAF = "*"
+_SCALAR_KINDS: dict[type, tuple[str, Any]] = {
+    bool: ("bool", np.bool_),
+    int: ("int", np.int64),
+    float: ("float", np.float64),
+    complex: ("complex", np.complex128),
+    str: ("str", None),
+}
+
+
+# ---------------------------------------------------------------------------- structures
+def _encode_structure(item: Any, where: str, depth: int = 0) -> Any:
+    if depth > 64:
+        raise UnstorableValueError(f"{where}: item nested deeper than 64 levels")
+    if isinstance(item, dict):
+        if not all(type(k) is str for k in item):
+            raise UnstorableValueError(f"{where}: dict items need string keys, got {list(item)}")
+        return {"dict": [[k, _encode_structure(v, where, depth + 1)] for k, v in item.items()]}
+    if isinstance(item, tuple):
+        if type(item) is not tuple:
+            raise UnstorableValueError(
+                f"{where}: {type(item).__name__} (a namedtuple or tuple subclass) cannot be "
+                "stored; use a plain tuple or dict"
+            )
+        return {"tuple": [_encode_structure(v, where, depth + 1) for v in item]}
+    if isinstance(item, list):
+        return {"list": [_encode_structure(v, where, depth + 1) for v in item]}
+    if not isinstance(item, (np.ndarray, np.generic, bool, int, float, complex, str)) and (
+        tree.is_nested(item)
+    ):
+        raise UnstorableValueError(f"{where}: nested type {type(item).__name__} cannot be stored")
+    return _LEAF
+
+
+def _skeleton(enc: Any, where: str, depth: int = 0) -> tuple[Any, int]:
+    """Rebuilds an item structure (leaves are 0) from its encoding; returns (skeleton, leaves)."""
+    if depth > 64:
+        raise CorruptDatasetError(f"{where}: structure nested too deeply")
+    if enc == _LEAF:
+        return 0, 1
+    if isinstance(enc, dict) and len(enc) == 1:
+        ((kind, body),) = enc.items()
+        if isinstance(body, list):
+            if kind == "dict":
+                out: dict[str, Any] = {}
+                count = 0
+                for pair in body:
+                    if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+                        raise CorruptDatasetError(f"{where}: malformed structure entry {pair!r}")
+                    out[pair[0]], n = _skeleton(pair[1], where, depth + 1)
+                    count += n
+                return out, count
+            if kind in ("tuple", "list"):
+                parts = [_skeleton(v, where, depth + 1) for v in body]
+                seq = [p for p, _ in parts]
+                return (tuple(seq) if kind == "tuple" else seq), sum(n for _, n in parts)
+    raise CorruptDatasetError(f"{where}: malformed item structure {enc!r}")
+
+
+# ---------------------------------------------------------------------------- leaf kinds
+def _leaf_kind(leaf: Any) -> tuple[Any, ...] | None:
+    kind = type(leaf)
+    if kind is np.ndarray:
+        return ("ndarray", leaf.dtype.str, leaf.shape) if _plain(leaf.dtype) else None
+    if isinstance(leaf, np.generic):
+        return ("npscalar", leaf.dtype.str, ()) if _plain(leaf.dtype) else None
+    if kind in _SCALAR_KINDS:
+        if kind is str and leaf.endswith("\x00"):
+            return None  # numpy strips trailing NULs
+        return (_SCALAR_KINDS[kind][0],)
+    return None
+
+
+def _plain(dtype: np.dtype[Any]) -> bool:
+    try:
+        check_array_dtype(dtype, "")
+    except UnstorableValueError:
+        return False
+    return True
+
+
+def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.ndarray]]] | None:
+    """Stacks a list column leaf-wise if every item has the same structure and leaf kinds."""
+    if not items:
+        return None
+    first, structure = flatten(items[0])
+    try:
+        struct_enc = _encode_structure(structure, where) if structure is not None else _LEAF
+    except UnstorableValueError:
+        return None
+    kinds = [_leaf_kind(leaf) for leaf in first]
+    if not kinds or any(k is None for k in kinds):
+        return None  # no leaves (empty dicts or lists) or unstackable ones: the json layout
+    columns: list[list[Any]] = [[leaf] for leaf in first]
+    for item in items[1:]:
+        leaves, st = flatten(item)
+        if len(leaves) != len(kinds) or (st is None) != (structure is None):
+            return None  # a leaf among nested items (or the reverse) is no column of its kind
+        if structure is not None:
+            try:
+                if _encode_structure(st, where) != struct_enc:
+                    return None
+            except UnstorableValueError:
+                return None
+        for j, leaf in enumerate(leaves):
+            if _leaf_kind(leaf) != kinds[j]:
+                return None
+            columns[j].append(leaf)
+    out = []
+    for kind, col in zip(kinds, columns, strict=True):
+        assert kind is not None
+        name = kind[0]
+        try:
+            if name == "ndarray":
+                arr = np.stack(col)
+            elif name == "npscalar":
+                arr = np.asarray(col, dtype=np.dtype(kind[1]))
+            else:
+                arr = np.asarray(col, dtype=_SCALAR_KINDS[type(col[0])][1])
+        except (OverflowError, ValueError):
+            return None
+        out.append((name, arr))
+    return struct_enc, out
+
+
+def _unstack_list(kinds: list[str], arrays: list[np.ndarray], skeleton: Any) -> list[Any]:
+    n = len(arrays[0]) if arrays else 0
+    columns: list[list[Any]] = []
+    for kind, arr in zip(kinds, arrays, strict=True):
+        if kind == "ndarray":
+            columns.append([arr[i, ...] for i in range(n)])
+        elif kind == "npscalar":
+            columns.append([arr[i] for i in range(n)])
+        else:
+            columns.append(arr.tolist())
+    if skeleton is None:
+        return columns[0]
+    return [tree.unflatten_as(skeleton, [c[i] for c in columns]) for i in range(n)]
+
+
+# ------------------------------------------------------------------------------- columns
+def encode_column(
+    buf: InfiniteLookbackBuffer,
+    prefix: str,
+    arrays: dict[str, np.ndarray],
+    blob: BlobWriter,
+    where: str,
+) -> dict[str, Any]:
+    """Encodes a column as metadata, adding its ``.npy`` arrays to ``arrays``.
+
+    Raises:
+        UnstorableValueError: A value cannot be stored safely (the message says where).
+    """
+    meta: dict[str, Any] = {
+        "lookback": buf.lookback,
+        "finalized": buf.finalized,
+        "space": space_to_dict(buf.space),
+        "size": buf.len_incl_lookback(),
+    }
+    data = buf.data
+    if buf.finalized:
+        leaves, structure = flatten(data)
+        struct_enc = _encode_structure(structure, where) if structure is not None else _LEAF
+        leaf_meta = []
+        for i, leaf in enumerate(leaves):
+            arr = np.asarray(leaf)
+            check_array_dtype(arr.dtype, f"{where} leaf {i}")
+            name = f"{prefix}.{i}.npy"
+            arrays[name] = arr
+            leaf_meta.append({"file": name, "kind": "batched"})
+        meta.update(layout="arrays", structure=struct_enc, leaves=leaf_meta)
+        return meta
+    stacked = _stack_list(data, where) if prefix != "info" else None
+    if stacked is not None:
+        struct_enc, kinded = stacked
+        leaf_meta = []
+        for i, (kind, arr) in enumerate(kinded):
+            name = f"{prefix}.{i}.npy"
+            arrays[name] = arr
+            leaf_meta.append({"file": name, "kind": kind})
+        meta.update(layout="arrays", structure=struct_enc, leaves=leaf_meta)
+        return meta
+    # Most infos are empty dicts: they encode to themselves, without the per-item walk.
+    items = [
+        {} if v.__class__ is dict and not v else encode_value(v, blob=blob, where=f"{where}[{i}]")
+        for i, v in enumerate(data)
+    ]
+    meta.update(layout="json", items=items)
+    return meta
+
+
+def decode_column(
+    meta: Any,
+    load: Callable[[str], np.ndarray],
+    blob: Callable[[], BlobReader],
+    where: str,
+    *,
+    as_list: bool,
+) -> InfiniteLookbackBuffer:
+    """Rebuilds a column from :func:`encode_column`'s metadata and a file loader.
+
+    ``as_list`` turns a stored numpy column into list mode (one item per row).
+
+    Raises:
+        CorruptDatasetError: The metadata or the arrays are malformed or inconsistent.
+    """
+    if not isinstance(meta, dict):
+        raise CorruptDatasetError(f"{where}: column metadata must be an object")
+    lookback, size, finalized = meta.get("lookback"), meta.get("size"), meta.get("finalized")
+    if not (isinstance(lookback, int) and isinstance(size, int) and 0 <= lookback <= size):
+        raise CorruptDatasetError(f"{where}: bad lookback/size {lookback!r}/{size!r}")
+    if not isinstance(finalized, bool):
+        raise CorruptDatasetError(f"{where}: 'finalized' must be a bool")
+    layout = meta.get("layout")
+    if layout == "json":
+        if finalized or not isinstance(meta.get("items"), list):
+            raise CorruptDatasetError(f"{where}: malformed json-layout column")
+        reader = blob()
+        data: Any = [
+            decode_value(v, blob=reader, where=f"{where}[{i}]") for i, v in enumerate(meta["items"])
+        ]
+    elif layout == "arrays":
+        data = _decode_arrays_layout(meta, load, where, size, finalized)
+    else:
+        raise CorruptDatasetError(f"{where}: unknown column layout {layout!r}")
+    if not finalized and len(data) != size:
+        raise CorruptDatasetError(f"{where}: holds {len(data)} items, expected {size}")
+    if finalized and as_list:
+        data, finalized = (unbatch(data) if size else []), False
+    state = {"data": data, "lookback": lookback, "finalized": finalized, "space": meta.get("space")}
+    try:
+        return InfiniteLookbackBuffer.from_state(state)
+    except ValueError as error:
+        raise CorruptDatasetError(f"{where}: {error}") from None
+
+
+def _decode_arrays_layout(
+    meta: dict[str, Any], load: Callable[[str], np.ndarray], where: str, size: int, finalized: bool
+) -> Any:
+    leaves = meta.get("leaves")
+    skeleton, n_leaves = _skeleton(meta.get("structure"), where)
+    if not isinstance(leaves, list) or len(leaves) != n_leaves or not leaves:
+        raise CorruptDatasetError(f"{where}: leaf list does not match the item structure")
+    kinds, arrays = [], []
+    for leaf in leaves:
+        if not isinstance(leaf, dict) or not isinstance(leaf.get("file"), str):
+            raise CorruptDatasetError(f"{where}: malformed leaf entry {leaf!r}")
+        kind = leaf.get("kind")
+        allowed = ("batched",) if finalized else ("ndarray", "npscalar", *_KIND_NAMES)
+        if kind not in allowed:
+            raise CorruptDatasetError(f"{where}: unknown leaf kind {kind!r}")
+        arr = load(leaf["file"])
+        if arr.ndim == 0 or len(arr) != size:
+            raise CorruptDatasetError(
+                f"{where}: {leaf['file']} holds {len(arr) if arr.ndim else 0} items, "
+                f"expected {size}"
+            )
+        kinds.append(kind)
+        arrays.append(arr)
+    is_flat = not isinstance(skeleton, (dict, list, tuple))
+    if finalized:
+        return arrays[0] if is_flat else tree.unflatten_as(skeleton, arrays)
+    return _unstack_list(kinds, arrays, None if is_flat else skeleton)
+
+
+_KIND_NAMES = tuple(name for name, _ in _SCALAR_KINDS.values())

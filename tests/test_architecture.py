@@ -1,0 +1,111 @@
+"""The package's shape, pinned: layers, private names, module sizes, no compiled code.
+
+Walks every module of ``episodes/`` with ``ast``:
+
+- a package imports only the layers before it (the order in docs/index.md); ``rollout``
+  knows nothing of episodes;
+- no module imports another package's underscored name or private module;
+- no module grows past about 500 lines;
+- the package holds no C sources and no compiled extension.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "episodes"
+MAX_LINES = 500
+
+# Each group may import itself and every group before it.
+LAYERS: list[set[str]] = [
+    {"spaces", "indexing", "structs"},
+    {"buffer"},
+    {"episode"},
+    {"connectors"},
+    {"io"},
+    {"runner"},
+    {"replay"},
+    {"testing"},
+    {"rollout"},
+    {"converter"},
+    {"distributed", "minari"},
+    {"cli", "__main__", "__init__"},
+]
+# rollout works on tensors only: it may use the pure helpers and nothing that knows episodes.
+ONLY = {"rollout": {"rollout", "spaces", "indexing", "structs"}}
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _package_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return parts[0]
+
+
+def _layer_of(package: str) -> int:
+    for i, group in enumerate(LAYERS):
+        if package in group:
+            return i
+    raise AssertionError(f"episodes.{package} is in no layer: add it to LAYERS and docs/index.md")
+
+
+def _imports(path: Path) -> list[tuple[list[str], list[str]]]:
+    """(module path parts after ``episodes``, imported names) for every absolute import."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            parts = node.module.split(".")
+            if parts[0] == "episodes":
+                found.append((parts[1:], [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "episodes":
+                    found.append((parts[1:], []))
+    return found
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_layers_and_private_names(path: Path) -> None:
+    own = _package_of(path)
+    own_layer = _layer_of(own)
+    for parts, names in _imports(path):
+        if not parts:
+            # ``from episodes import X``: a top-level name or subpackage.
+            parts = [names[0]] if names else []
+            names = names[1:] if len(names) > 1 else []
+        if not parts:
+            continue
+        target = parts[0]
+        if target.startswith("__") and target != "__main__":
+            continue  # package metadata such as ``__version__``
+        allowed = ONLY.get(own)
+        if allowed is not None:
+            assert target in allowed, f"{path.name}: episodes.{own} may not import {target}"
+        assert _layer_of(target) <= own_layer, (
+            f"{path.relative_to(PACKAGE)} (layer {own}) imports episodes.{target}, a later layer"
+        )
+        if target == own:
+            continue
+        private = [p for p in parts[1:] if p.startswith("_")] + [
+            n for n in names if n.startswith("_") and not n.startswith("__")
+        ]
+        assert not private, f"{path.relative_to(PACKAGE)} imports private {private} of {target}"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_stay_small(path: Path) -> None:
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {lines} lines: split it"
+
+
+def test_no_compiled_code() -> None:
+    compiled = [
+        p for p in PACKAGE.rglob("*") if p.suffix in {".c", ".h", ".cpp", ".pyx", ".so", ".pyd"}
+    ]
+    assert not compiled, f"compiled code in the package: {compiled}"
