@@ -198,59 +198,77 @@ def time_major(
         )
     horizon = max(lengths)
     extra_keys = extra_keys_for(keys, training_type)
-    per_env: dict[str, list[Any]] = {name: [] for name in ("obs", "act", "rew", "done", "trunc")}
-    per_env_extra: dict[str, list[Any]] = {k: [] for k in extra_keys}
-    truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = []
-    ongoing: list[SingleAgentEpisode | None] = []
-    for n, group in enumerate(groups):
-        parts: dict[str, list[Any]] = {name: [] for name in per_env}
-        extra_parts: dict[str, list[Any]] = {k: [] for k in extra_keys}
-        offset = 0
-        chunks = [c for c in group if len(c)]
-        for chunk in chunks:
-            length = len(chunk)
-            parts["obs"].append(rows(chunk, "observations"))
-            parts["act"].append(rows(chunk, "actions"))
-            parts["rew"].append(np.asarray(rows(chunk, "rewards")))
-            done = np.zeros(length, bool)
-            trunc = np.zeros(length, bool)
-            done[-1] = chunk.is_done
-            trunc[-1] = chunk.is_truncated
-            parts["done"].append(done)
-            parts["trunc"].append(trunc)
-            for key in extra_keys:
-                extra_parts[key].append(np.asarray(rows(chunk, "extra", key)))
-            offset += length
-            if chunk.is_truncated:
-                truncated_steps.append((offset - 1, n, chunk))
-        last = chunks[-1]
-        if pad and not last.is_done and offset < horizon:
-            # This column ends before the others: close it with a bootstrapped done step.
-            parts["done"][-1][-1] = True
-            parts["trunc"][-1][-1] = True
-            truncated_steps.append((offset - 1, n, last))
-            ongoing.append(None)
-        else:
-            ongoing.append(None if last.is_done else last)
-        for name in per_env:
-            joined = _concat(parts[name])
-            per_env[name].append(_pad(joined, horizon, name == "done") if pad else joined)
-        for key in extra_keys:
-            joined = np.concatenate(extra_parts[key])
-            per_env_extra[key].append(_pad(joined, horizon) if pad else joined)
-    observations = _stack_envs(per_env["obs"])
+    columns = [
+        _env_column(n, group, extra_keys, horizon if pad else None)
+        for n, group in enumerate(groups)
+    ]
+    observations = _stack_envs([c.observations for c in columns])
     if obs_fn is not None:
         observations = obs_fn(observations)
     return TimeMajorColumns(
         observations=observations,
-        actions=_stack_envs(per_env["act"]),
-        rewards=_stack_envs(per_env["rew"]),
-        dones=_stack_envs(per_env["done"]),
-        truncated=_stack_envs(per_env["trunc"]),
-        extras={k: np.stack(v, axis=1) for k, v in per_env_extra.items()},
-        truncated_steps=truncated_steps,
-        ongoing=ongoing,
+        actions=_stack_envs([c.actions for c in columns]),
+        rewards=_stack_envs([c.rewards for c in columns]),
+        dones=_stack_envs([c.dones for c in columns]),
+        truncated=_stack_envs([c.truncated for c in columns]),
+        extras={k: np.stack([c.extras[k] for c in columns], axis=1) for k in extra_keys},
+        truncated_steps=[step for c in columns for step in c.truncated_steps],
+        ongoing=[c.ongoing[0] for c in columns],
         mask=np.arange(horizon)[:, None] < np.asarray(lengths)[None, :] if pad else None,
+    )
+
+
+def _env_column(
+    n: int, group: list[SingleAgentEpisode], extra_keys: list[str], horizon: int | None
+) -> TimeMajorColumns:
+    """Column ``n``: its chunks end to end along T, zero-padded to ``horizon`` if given.
+
+    Returned as a one-env :class:`TimeMajorColumns` without the env axis (``[T, ...]``
+    leaves, ``ongoing`` of length one).
+    """
+    parts: dict[str, list[Any]] = {name: [] for name in ("obs", "act", "rew", "done", "trunc")}
+    extra_parts: dict[str, list[Any]] = {k: [] for k in extra_keys}
+    truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = []
+    offset = 0
+    chunks = [c for c in group if len(c)]
+    for chunk in chunks:
+        length = len(chunk)
+        parts["obs"].append(rows(chunk, "observations"))
+        parts["act"].append(rows(chunk, "actions"))
+        parts["rew"].append(np.asarray(rows(chunk, "rewards")))
+        done = np.zeros(length, bool)
+        trunc = np.zeros(length, bool)
+        done[-1] = chunk.is_done
+        trunc[-1] = chunk.is_truncated
+        parts["done"].append(done)
+        parts["trunc"].append(trunc)
+        for key in extra_keys:
+            extra_parts[key].append(np.asarray(rows(chunk, "extra", key)))
+        offset += length
+        if chunk.is_truncated:
+            truncated_steps.append((offset - 1, n, chunk))
+    last = chunks[-1]
+    ongoing: SingleAgentEpisode | None = None if last.is_done else last
+    if horizon is not None and not last.is_done and offset < horizon:
+        # This column ends before the others: close it with a bootstrapped done step.
+        parts["done"][-1][-1] = True
+        parts["trunc"][-1][-1] = True
+        truncated_steps.append((offset - 1, n, last))
+        ongoing = None
+
+    def join(pieces: list[Any], fill: Any = 0) -> Any:
+        joined = _concat(pieces)
+        return joined if horizon is None else _pad(joined, horizon, fill)
+
+    return TimeMajorColumns(
+        observations=join(parts["obs"]),
+        actions=join(parts["act"]),
+        rewards=join(parts["rew"]),
+        dones=join(parts["done"], True),
+        truncated=join(parts["trunc"]),
+        extras={k: join(v) for k, v in extra_parts.items()},
+        truncated_steps=truncated_steps,
+        ongoing=[ongoing],
     )
 
 

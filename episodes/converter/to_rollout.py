@@ -188,29 +188,12 @@ def episodes_to_rollout(
     keys = keys or ColumnKeys()
     extra_keys_for(keys, training_type)
     device = torch.device(device)
-    if layout == "per_env":
-        groups = group_by_env(episodes)
-    else:
-        flat = [c for group in group_by_env(episodes) for c in group if len(c)]
-        groups = [[c] for c in flat]
+    groups = _column_groups(episodes, layout)
     cols = time_major(groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk")
     rewards = cols.rewards.astype(np.float64)
-    # Distillation has no returns to bootstrap: no value is asked for.
-    bootstrap = training_type == "rl"
-    needs_value = [c for _, _, c in cols.truncated_steps] if bootstrap else []
-    ongoing = [(n, c) for n, c in enumerate(cols.ongoing) if c is not None] if bootstrap else []
-    values = bootstrap_values(
-        needs_value + [c for _, c in ongoing], value_fn=value_fn, keys=keys, obs_fn=obs_fn
-    )
-    if needs_value:
-        final_values = np.zeros_like(rewards)
-        for (t, n, _), value in zip(cols.truncated_steps, values[: len(needs_value)]):
-            final_values[t, n] = value
-        rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
     last_values = np.zeros((cols.dones.shape[1], 1))
-    for (n, _), value in zip(ongoing, values[len(needs_value) :]):
-        last_values[n, 0] = value
-
+    if training_type == "rl":  # distillation has no returns to bootstrap: no value is asked for
+        rewards = _bootstrap(cols, rewards, last_values, gamma, value_fn, keys, obs_fn)
     obs = _tensor(cols.observations, device)
     actions = _tensor(cols.actions, device)
     if actions.dim() == 2:
@@ -219,18 +202,67 @@ def episodes_to_rollout(
         storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
     else:
         storage.clear()
+    fields = _storage_fields(cols, rewards, actions, training_type, keys, dtype)
+    storage.write_block(0, observations=obs, actions=actions, **fields)
+    mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
+    return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
+
+
+def _column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgentEpisode]]:
+    """The chunks of each storage column: per env, or one non-empty chunk per column."""
+    if layout == "per_env":
+        return group_by_env(episodes)
+    return [[c] for group in group_by_env(episodes) for c in group if len(c)]
+
+
+def _bootstrap(
+    cols: TimeMajorColumns,
+    rewards: np.ndarray,
+    last_values: np.ndarray,
+    gamma: float,
+    value_fn: ValueFn | None,
+    keys: ColumnKeys,
+    obs_fn: ObsFn | None,
+) -> np.ndarray:
+    """Bootstrapped float64 rewards; fills ``last_values`` ``[N, 1]`` of still-running envs.
+
+    One batched value call serves both: truncated episodes' final observations first, then
+    the last observations of the envs whose episode is still running.
+    """
+    needs_value = [c for _, _, c in cols.truncated_steps]
+    ongoing = [(n, c) for n, c in enumerate(cols.ongoing) if c is not None]
+    values = bootstrap_values(
+        needs_value + [c for _, c in ongoing], value_fn=value_fn, keys=keys, obs_fn=obs_fn
+    )
+    for (n, _), value in zip(ongoing, values[len(needs_value) :]):
+        last_values[n, 0] = value
+    if not needs_value:
+        return rewards
+    final_values = np.zeros_like(rewards)
+    for (t, n, _), value in zip(cols.truncated_steps, values[: len(needs_value)]):
+        final_values[t, n] = value
+    return bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
+
+
+def _storage_fields(
+    cols: TimeMajorColumns,
+    rewards: np.ndarray,
+    actions: torch.Tensor,
+    training_type: str,
+    keys: ColumnKeys,
+    dtype: torch.dtype,
+) -> dict[str, Any]:
+    """``write_block`` fields other than observations and actions, as ``[T, N, ...]`` tensors."""
+    device = actions.device
+    shape = (*cols.dones.shape, 1)
     fields: dict[str, Any] = {
-        "observations": obs,
-        "actions": actions,
         "rewards": _tensor(rewards, device, dtype).unsqueeze(-1),
         "dones": _tensor(cols.dones, device),
     }
     if training_type == "rl":
-        fields["values"] = _tensor(cols.extras[keys.values], device, dtype).reshape(
-            *cols.dones.shape, 1
-        )
+        fields["values"] = _tensor(cols.extras[keys.values], device, dtype).reshape(shape)
         fields["actions_log_prob"] = _tensor(cols.extras[keys.log_probs], device, dtype).reshape(
-            *cols.dones.shape, 1
+            shape
         )
         if keys.distribution:
             fields["distribution_params"] = tuple(
@@ -244,6 +276,4 @@ def episodes_to_rollout(
             _hidden(cols.extras, keys.actor_hidden, device),
             _hidden(cols.extras, keys.critic_hidden, device),
         )
-    storage.write_block(0, **fields)
-    mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
-    return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
+    return fields

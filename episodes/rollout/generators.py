@@ -1,17 +1,20 @@
 """Mini-batch generators over a :class:`RolloutStorage`.
 
+They read the storage through its public fields, ``field_names`` and ``gather`` only.
 None of the loops below copies data to the host: every host synchronisation (learning the
 number of trajectories) happens once per call, before the first batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .nested import map_tree
 from .trajectories import pad_with_layout, trajectory_layout
 from .transition import HiddenState
 
@@ -76,12 +79,6 @@ def _normalized(adv: torch.Tensor) -> torch.Tensor:
     return (adv - adv.mean()) / (adv.std() + 1e-8)
 
 
-def _tree(x: Any, fn: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {k: _tree(v, fn) for k, v in x.items()}
-    return None if x is None else fn(x)
-
-
 def _require(storage: RolloutStorage, training_type: str, what: str) -> None:
     if storage.training_type != training_type:
         raise ValueError(
@@ -123,23 +120,24 @@ def mini_batch_generator(
     normalize = storage.normalize_advantage_per_mini_batch
     if normalize_advantage_per_mini_batch is not None:
         normalize = normalize_advantage_per_mini_batch
-    packer, slots = storage._packer, storage._slots
+    names = storage.field_names
+    # Rewards and dones are not part of a batch: gather everything else.
+    wanted = [name for name in storage.tensors if name not in ("rewards", "dones")]
     for _ in range(num_epochs):
         perm = torch.randperm(total, device=storage.device, generator=generator)
         for index in perm.tensor_split(num_mini_batches):
-            g = packer.gather("batch", index)
-            adv = packer.field(g, slots["advantages"])
+            rows = storage.gather(index, wanted)
+            pick = rows.__getitem__
+            adv = rows["advantages"]
             yield RLBatch(
-                observations=_tree(storage._obs_slots, lambda s, g=g: packer.field(g, s)),
-                actions=packer.field(g, slots["actions"]),
-                values=packer.field(g, slots["values"]),
+                observations=map_tree(pick, names["observations"]),
+                actions=rows["actions"],
+                values=rows["values"],
                 advantages=_normalized(adv) if normalize else adv,
-                returns=packer.field(g, slots["returns"]),
-                old_actions_log_prob=packer.field(g, slots["actions_log_prob"]),
-                old_distribution_params=tuple(packer.field(g, s) for s in storage._dist_slots),
-                privileged_observations=_tree(
-                    storage._priv_slots, lambda s, g=g: packer.field(g, s)
-                ),
+                returns=rows["returns"],
+                old_actions_log_prob=rows["actions_log_prob"],
+                old_distribution_params=tuple(map(pick, names["distribution_params"])),
+                privileged_observations=map_tree(pick, names.get("privileged_observations")),
             )
 
 
@@ -219,8 +217,9 @@ def recurrent_mini_batch_generator(
             e0, e1 = env_bounds[i], env_bounds[i + 1]
             j0, j1 = traj_bounds[i], traj_bounds[i + 1]
             adv = storage.advantages[:, e0:e1]
+            trajectories = itemgetter((slice(None), slice(j0, j1)))  # x[:, j0:j1]
             yield RLBatch(
-                observations=_tree(obs, lambda x, j0=j0, j1=j1: x[:, j0:j1]),
+                observations=map_tree(trajectories, obs),
                 actions=storage.actions[:, e0:e1],
                 values=storage.values[:, e0:e1],
                 advantages=_normalized(adv) if normalize else adv,
@@ -229,7 +228,7 @@ def recurrent_mini_batch_generator(
                 old_distribution_params=tuple(p[:, e0:e1] for p in dist),
                 hidden_states=(h_actor[i], h_critic[i]),
                 masks=layout.masks[:, j0:j1],
-                privileged_observations=_tree(priv, lambda x, j0=j0, j1=j1: x[:, j0:j1]),
+                privileged_observations=map_tree(trajectories, priv),
             )
 
 
@@ -245,10 +244,11 @@ def distillation_generator(storage: RolloutStorage) -> Iterator[DistillationBatc
     _require(storage, "distillation", "generator")
     assert storage.privileged_actions is not None
     for t in range(storage.num_transitions_per_env):
+        step = itemgetter(t)
         yield DistillationBatch(
-            observations=_tree(storage.observations, lambda x, t=t: x[t]),
+            observations=map_tree(step, storage.observations),
             actions=storage.actions[t],
             privileged_actions=storage.privileged_actions[t],
             dones=storage.dones[t],
-            privileged_observations=_tree(storage.privileged_observations, lambda x, t=t: x[t]),
+            privileged_observations=map_tree(step, storage.privileged_observations),
         )

@@ -1,15 +1,19 @@
 """On-policy rollout storage in ``[T, N, ...]`` layout.
 
-Every public field is a view of its own contiguous ``[T, N, F]`` buffer, so whole-column
-writes (``compute_returns``, ``write_block``) never stride, and the flat mini-batch generator
-gathers each buffer with one ``index_select`` (1-wide buffers through a 1-D view, which is
-several times cheaper than gathering ``[T * N, 1]`` rows).
+The storage is a plain mapping of named tensors (:attr:`RolloutStorage.tensors`): one
+contiguous ``[T, N, ...]`` tensor per stored leaf, named by its path (``"actions"``,
+``"observations/policy"``, ``"distribution_params/0"``). The public attributes
+(``observations``, ``actions``, ``values``, ...) are those very tensors, so whole-column writes
+(``compute_returns``, ``write_block``) never stride, and the flat mini-batch generator gathers
+each tensor with one ``index_select`` (:meth:`RolloutStorage.gather`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, TypeAlias
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import torch
 
@@ -21,60 +25,22 @@ from .generators import (
     mini_batch_generator,
     recurrent_mini_batch_generator,
 )
+from .nested import map_tree
+from .specs import (
+    HiddenSpec,
+    Leaf,
+    ObsSpec,
+    Shape,
+    name_leaves,
+    parse_hidden,
+    parse_observations,
+)
 from .transition import HiddenState
 from .transition import Transition as _Transition
 
 __all__ = ["RolloutStorage"]
 
 TRAINING_TYPES = ("rl", "distillation")
-Shape: TypeAlias = Sequence[int] | torch.Size
-#: A leaf: a shape (``float`` dtype of the storage), ``(shape, dtype)`` or an example
-#: ``[N, ...]`` tensor; or a (nested) mapping of those.
-ObsSpec: TypeAlias = Shape | tuple[Shape, torch.dtype] | torch.Tensor | Mapping[str, Any]
-#: A hidden state spec: an example ``[num_layers, N, hidden]`` tensor or a
-#: ``(num_layers, hidden)`` shape, or a tuple of those (LSTM ``(h, c)``).
-HiddenSpec: TypeAlias = torch.Tensor | Sequence[Any] | None
-
-
-_Key = tuple[str, torch.dtype]
-
-
-class _Leaf(NamedTuple):
-    shape: tuple[int, ...]
-    dtype: torch.dtype
-
-
-class _Slot(NamedTuple):
-    key: tuple[str, torch.dtype]
-    offset: int
-    numel: int
-    shape: tuple[int, ...]
-
-
-def _is_shape(x: Any) -> bool:
-    return isinstance(x, (tuple, list, torch.Size)) and all(isinstance(i, int) for i in x)
-
-
-def _parse_obs(spec: Any, num_envs: int, dtype: torch.dtype) -> Any:
-    if isinstance(spec, torch.Tensor):
-        if spec.dim() == 0 or spec.shape[0] != num_envs:
-            raise ValueError(
-                f"example tensors must be [num_envs={num_envs}, ...], got {tuple(spec.shape)}"
-            )
-        return _Leaf(tuple(spec.shape[1:]), spec.dtype)
-    if isinstance(spec, Mapping):
-        return {str(k): _parse_obs(v, num_envs, dtype) for k, v in spec.items()}
-    if _is_shape(spec):
-        return _Leaf(tuple(spec), dtype)
-    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], torch.dtype):
-        return _Leaf(tuple(spec[0]), spec[1])
-    raise TypeError(f"cannot interpret observation spec {spec!r}")
-
-
-def _map_tree(tree: Any, fn: Callable[[Any], Any]) -> Any:
-    if isinstance(tree, Mapping):
-        return {k: _map_tree(v, fn) for k, v in tree.items()}
-    return fn(tree)
 
 
 def _zip_copy(dst: Any, src: Any, name: str) -> None:
@@ -86,76 +52,28 @@ def _zip_copy(dst: Any, src: Any, name: str) -> None:
         for k in dst:
             _zip_copy(dst[k], src[k], f"{name}[{k!r}]")
         return
-    dst.copy_(src.reshape(dst.shape))
+    _copy_rows(dst, src)
 
 
-def _parse_hidden(spec: HiddenSpec, num_envs: int) -> list[_Leaf] | None:
-    """Return one ``_Leaf((num_layers, hidden), dtype)`` per state component."""
-    if spec is None:
-        return None
-    comps = [spec] if isinstance(spec, torch.Tensor) or _is_shape(spec) else list(spec)
-    out = []
-    for c in comps:
-        if isinstance(c, torch.Tensor):
-            if c.dim() != 3 or c.shape[1] != num_envs:
-                raise ValueError(
-                    f"hidden states must be [num_layers, {num_envs}, hidden], got {tuple(c.shape)}"
-                )
-            out.append(_Leaf((c.shape[0], c.shape[2]), c.dtype))
-        elif _is_shape(c) and len(c) == 2:
-            out.append(_Leaf(tuple(c), torch.float32))
-        else:
-            raise TypeError(f"cannot interpret hidden-state spec {c!r}")
-    return out
+def _copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
+    # Rewards and log-probs arrive as [N] for [N, 1] rows: reshape only when the shapes differ.
+    dst.copy_(src if src.shape == dst.shape else src.reshape(dst.shape))
 
 
-class _Packer:
-    """Packs ``[T, N, *shape]`` fields into one ``[T, N, F]`` buffer per (group, dtype)."""
-
-    def __init__(self) -> None:
-        self._widths: dict[tuple[str, torch.dtype], int] = {}
-        self.buffers: dict[tuple[str, torch.dtype], torch.Tensor] = {}
-
-    def add(self, group: str, leaf: _Leaf) -> _Slot:
-        key = (group, leaf.dtype)
-        numel = 1
-        for s in leaf.shape:
-            numel *= s
-        offset = self._widths.get(key, 0)
-        self._widths[key] = offset + numel
-        return _Slot(key, offset, numel, leaf.shape)
-
-    def allocate(self, num_steps: int, num_envs: int, device: torch.device) -> None:
-        self.buffers = {
-            key: torch.zeros(num_steps, num_envs, width, dtype=key[1], device=device)
-            for key, width in self._widths.items()
-        }
-
-    def view(self, slot: _Slot) -> torch.Tensor:
-        buf = self.buffers[slot.key]
-        return buf[..., slot.offset : slot.offset + slot.numel].view(*buf.shape[:2], *slot.shape)
-
-    def gather(self, group: str, index: torch.Tensor) -> dict[_Key, torch.Tensor]:
-        """Gather flat ``[T * N]`` rows of every buffer whose group starts with ``group``."""
-        # A 1-wide buffer gathers through a 1-D view: several times cheaper than [T * N, 1].
-        return {
-            key: (
-                buf.view(-1).index_select(0, index).unsqueeze(-1)
-                if buf.shape[-1] == 1
-                else buf.view(-1, buf.shape[-1]).index_select(0, index)
-            )
-            for key, buf in self.buffers.items()
-            if key[0].startswith(group)
-        }
-
-    @staticmethod
-    def field(gathered: dict[_Key, torch.Tensor], slot: _Slot) -> torch.Tensor:
-        rows = gathered[slot.key]
-        return rows[:, slot.offset : slot.offset + slot.numel].view(rows.shape[0], *slot.shape)
+def _check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int) -> None:
+    if training_type not in TRAINING_TYPES:
+        raise ValueError(f"training_type must be one of {TRAINING_TYPES}, got {training_type!r}")
+    if num_envs <= 0 or num_transitions_per_env <= 0:
+        raise ValueError("num_envs and num_transitions_per_env must be positive")
 
 
 class RolloutStorage:
     """Storage for one on-policy rollout of ``T`` steps of ``N`` envs.
+
+    Every stored leaf is one contiguous ``[T, N, ...]`` tensor in :attr:`tensors`; the public
+    fields are the same tensors (nested dicts of them for dict observations), and
+    :attr:`field_names` says which names make up each field. Recurrent states are kept apart,
+    as ``[T, num_layers, N, hidden]`` tensors in ``saved_hidden_states_actor`` / ``_critic``.
 
     Args:
         training_type: ``"rl"`` (values, log-probs, distribution parameters, returns,
@@ -179,11 +97,18 @@ class RolloutStorage:
         normalize_advantage_per_mini_batch: default for the generators' per-mini-batch
             advantage normalisation.
 
+    Raises:
+        ValueError: an unknown ``training_type``, non-positive sizes, an example tensor of the
+            wrong size, or two observation leaves whose names collide.
+        TypeError: a spec that is neither a shape, ``(shape, dtype)``, tensor nor mapping.
+
     Example:
         >>> st = RolloutStorage("rl", num_envs=2, num_transitions_per_env=3,
         ...                     observations=(4,), actions_shape=(1,))
         >>> st.observations.shape, st.distribution_params[0].shape
         (torch.Size([3, 2, 4]), torch.Size([3, 2, 1]))
+        >>> st.tensors["actions"] is st.actions, st.field_names["distribution_params"]
+        (True, ('distribution_params/0', 'distribution_params/1'))
     """
 
     Transition: ClassVar[type[_Transition]] = _Transition
@@ -205,12 +130,7 @@ class RolloutStorage:
         actions_dtype: torch.dtype | None = None,
         normalize_advantage_per_mini_batch: bool = False,
     ) -> None:
-        if training_type not in TRAINING_TYPES:
-            raise ValueError(
-                f"training_type must be one of {TRAINING_TYPES}, got {training_type!r}"
-            )
-        if num_envs <= 0 or num_transitions_per_env <= 0:
-            raise ValueError("num_envs and num_transitions_per_env must be positive")
+        _check_sizes(training_type, num_envs, num_transitions_per_env)
         self.training_type = training_type
         self.num_envs = num_envs
         self.num_transitions_per_env = num_transitions_per_env
@@ -218,73 +138,80 @@ class RolloutStorage:
         self.actions_shape = tuple(actions_shape)
         self.normalize_advantage_per_mini_batch = normalize_advantage_per_mini_batch
         self.step = 0
-        n, t = num_envs, num_transitions_per_env
-        act_dtype = actions_dtype or dtype
-        scalar = _Leaf((1,), dtype)
-        p = self._packer = _Packer()
-        rl = training_type == "rl"
-        # Groups starting with "batch" are gathered by the flat generator; every field has its
-        # own contiguous buffer.
-        prefix = "batch" if rl else "aux"  # distillation never gathers flat mini-batches
-        counter = iter(range(1 << 30))
-
-        def own(leaf: _Leaf) -> _Slot:
-            return p.add(f"{prefix}:{next(counter)}", leaf)
-
-        obs_slots = _map_tree(_parse_obs(observations, n, dtype), own)
-        priv_slots = None
-        if privileged_observations is not None:
-            priv_slots = _map_tree(_parse_obs(privileged_observations, n, dtype), own)
-        slots: dict[str, _Slot] = {
-            "actions": own(_Leaf(self.actions_shape, act_dtype)),
-            "rewards": p.add("aux:rewards", scalar),
-            "dones": p.add("aux:dones", _Leaf((1,), torch.bool)),
-        }
-        dist_slots: list[_Slot] = []
-        if rl:
-            # Each scalar gets its own contiguous buffer: compute_returns writes whole columns
-            # (strided writes cost several contiguous passes), and a 1-wide buffer is gathered
-            # through a 1-D view, which is cheaper than one gather of a packed [T, N, 4] buffer.
-            for name in ("values", "actions_log_prob", "returns", "advantages"):
-                slots[name] = own(scalar)
-            shapes = distribution_params
-            if shapes is None:
-                shapes = (self.actions_shape, self.actions_shape)
-            dist_slots = [own(_Leaf(tuple(s), dtype)) for s in shapes]
-        else:
-            slots["privileged_actions"] = own(_Leaf(self.actions_shape, act_dtype))
-        p.allocate(t, n, self.device)
-
-        self._obs_slots, self._priv_slots, self._dist_slots = obs_slots, priv_slots, dist_slots
-        self._slots = slots
-        self.observations: Any = _map_tree(obs_slots, p.view)
-        self.privileged_observations: Any = (
-            None if priv_slots is None else _map_tree(priv_slots, p.view)
+        specs = self._field_specs(
+            observations, privileged_observations, distribution_params, dtype, actions_dtype
         )
-        self.actions = p.view(slots["actions"])
-        self.rewards = p.view(slots["rewards"])
-        self.dones = p.view(slots["dones"])
-        self.values: torch.Tensor | None = None
-        self.actions_log_prob: torch.Tensor | None = None
-        self.returns: torch.Tensor | None = None
-        self.advantages: torch.Tensor | None = None
-        self.distribution_params: tuple[torch.Tensor, ...] | None = None
-        self.privileged_actions: torch.Tensor | None = None
-        if rl:
-            self.values = p.view(slots["values"])
-            self.actions_log_prob = p.view(slots["actions_log_prob"])
-            self.returns = p.view(slots["returns"])
-            self.advantages = p.view(slots["advantages"])
-            self.distribution_params = tuple(p.view(s) for s in dist_slots)
-        else:
-            self.privileged_actions = p.view(slots["privileged_actions"])
+        self._allocate(specs)
+        self._bind_fields()
         #: Per state component ``[T, num_layers, N, hidden]`` tensors (GRU: 1, LSTM: 2).
         self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state)
         self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state)
 
-    # ------------------------------------------------------------------ writing
+    # ------------------------------------------------------------------ layout
+    def _field_specs(
+        self,
+        observations: ObsSpec,
+        privileged_observations: ObsSpec | None,
+        distribution_params: Sequence[Shape] | None,
+        dtype: torch.dtype,
+        actions_dtype: torch.dtype | None,
+    ) -> dict[str, Any]:
+        """Public field -> its leaf spec (a :class:`Leaf`, a dict of them, or a tuple)."""
+        n = self.num_envs
+        scalar = Leaf((1,), dtype)
+        action = Leaf(self.actions_shape, actions_dtype or dtype)
+        specs: dict[str, Any] = {"observations": parse_observations(observations, n, dtype)}
+        if privileged_observations is not None:
+            specs["privileged_observations"] = parse_observations(privileged_observations, n, dtype)
+        specs.update(actions=action, rewards=scalar, dones=Leaf((1,), torch.bool))
+        if self.training_type == "rl":
+            # One tensor per scalar: compute_returns writes whole columns (strided writes cost
+            # several contiguous passes), and a 1-wide tensor gathers through a 1-D view.
+            for name in ("values", "actions_log_prob", "returns", "advantages"):
+                specs[name] = scalar
+            shapes = distribution_params
+            if shapes is None:
+                shapes = (self.actions_shape, self.actions_shape)
+            specs["distribution_params"] = tuple(Leaf(tuple(s), dtype) for s in shapes)
+        else:
+            specs["privileged_actions"] = action
+        return specs
+
+    def _allocate(self, specs: dict[str, Any]) -> None:
+        leaves: dict[str, Leaf] = {}
+        #: Public field -> the name (or dict / tuple of names) of its tensors in :attr:`tensors`.
+        self.field_names: Mapping[str, Any] = MappingProxyType(
+            {field: name_leaves(field, spec, leaves) for field, spec in specs.items()}
+        )
+        t, n = self.num_transitions_per_env, self.num_envs
+        self._tensors = {
+            name: torch.zeros(t, n, *leaf.shape, dtype=leaf.dtype, device=self.device)
+            for name, leaf in leaves.items()
+        }
+        #: Name -> contiguous ``[T, N, ...]`` tensor; read-only (write into the tensors).
+        self.tensors: Mapping[str, torch.Tensor] = MappingProxyType(self._tensors)
+
+    def _bind_fields(self) -> None:
+        def field(name: str) -> Any:
+            return map_tree(self._tensors.__getitem__, self.field_names.get(name))
+
+        self.observations: Any = field("observations")
+        self.privileged_observations: Any = field("privileged_observations")
+        self.actions: torch.Tensor = field("actions")
+        self.rewards: torch.Tensor = field("rewards")
+        self.dones: torch.Tensor = field("dones")
+        self.values: torch.Tensor | None = field("values")
+        self.actions_log_prob: torch.Tensor | None = field("actions_log_prob")
+        self.returns: torch.Tensor | None = field("returns")
+        self.advantages: torch.Tensor | None = field("advantages")
+        self.privileged_actions: torch.Tensor | None = field("privileged_actions")
+        dist = self.field_names.get("distribution_params")
+        self.distribution_params: tuple[torch.Tensor, ...] | None = (
+            None if dist is None else tuple(self._tensors[name] for name in dist)
+        )
+
     def _alloc_hidden(self, spec: HiddenSpec) -> list[torch.Tensor] | None:
-        leaves = _parse_hidden(spec, self.num_envs)
+        leaves = parse_hidden(spec, self.num_envs)
         if leaves is None:
             return None
         t, n = self.num_transitions_per_env, self.num_envs
@@ -293,6 +220,64 @@ class RolloutStorage:
             for leaf in leaves
         ]
 
+    # ------------------------------------------------------------------ flat access
+    def _names(self, names: str | Iterable[str] | None) -> list[str]:
+        if names is None:
+            return list(self._tensors)
+        wanted = [names] if isinstance(names, str) else list(names)
+        unknown = [name for name in wanted if name not in self._tensors]
+        if unknown:
+            raise KeyError(f"no stored tensors {unknown}; stored: {list(self._tensors)}")
+        return wanted
+
+    def flat(self, names: str | Iterable[str] | None = None) -> dict[str, torch.Tensor]:
+        """``[T * N, ...]`` views of the named tensors (all by default); row ``t * N + n``.
+
+        Raises:
+            KeyError: a name that is not in :attr:`tensors`.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> {k: tuple(v.shape) for k, v in st.flat(["observations", "values"]).items()}
+            {'observations': (6, 4), 'values': (6, 1)}
+        """
+        rows = self.num_transitions_per_env * self.num_envs
+        out = {}
+        for name in self._names(names):
+            tensor = self._tensors[name]
+            out[name] = tensor.view(rows, *tensor.shape[2:])
+        return out
+
+    def gather(
+        self, index: torch.Tensor, names: str | Iterable[str] | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Rows ``index`` (flat ``t * N + n``, a 1-D tensor) of the named tensors, ``[B, ...]``.
+
+        Each tensor is gathered with one ``index_select``; a tensor one element wide per row
+        goes through a 1-D view, which is several times cheaper than selecting ``[T * N, 1]``
+        rows.
+
+        Raises:
+            KeyError: a name that is not in :attr:`tensors`.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> _ = st.rewards.view(-1).copy_(torch.arange(6.0))
+            >>> st.gather(torch.tensor([5, 0]), "rewards")["rewards"].tolist()
+            [[5.0], [0.0]]
+        """
+        rows = self.num_transitions_per_env * self.num_envs
+        size = index.shape[0]
+        out = {}
+        for name in self._names(names):
+            tensor = self._tensors[name]
+            shape = tensor.shape[2:]
+            width = math.prod(shape)
+            source = tensor.view(rows) if width == 1 else tensor.view(rows, width)
+            out[name] = source.index_select(0, index).view(size, *shape)
+        return out
+
+    # ------------------------------------------------------------------ writing
     def _write_hidden(self, which: str, state: HiddenState, rows: slice | int) -> None:
         if state is None:
             return
@@ -313,33 +298,31 @@ class RolloutStorage:
         for name, value in fields.items():
             if value is None:
                 continue
-            if name == "observations":
-                _zip_copy(_map_tree(self.observations, lambda v: v[rows]), value, name)
-            elif name == "privileged_observations":
-                if self.privileged_observations is None:
-                    raise ValueError("this storage was built without privileged_observations")
-                dst = _map_tree(self.privileged_observations, lambda v: v[rows])
-                _zip_copy(dst, value, name)
-            elif name == "distribution_params":
-                if self.distribution_params is None:
-                    raise ValueError("distribution_params are only stored for training_type 'rl'")
-                if len(value) != len(self.distribution_params):
-                    raise ValueError(
-                        f"expected {len(self.distribution_params)} distribution params, "
-                        f"got {len(value)}"
-                    )
-                for dst_p, src_p in zip(self.distribution_params, value, strict=True):
-                    dst_p[rows].copy_(src_p.reshape(dst_p[rows].shape))
+            dst = self._tensors.get(name)
+            if dst is not None:  # a field held in one tensor (the common, hot case)
+                _copy_rows(dst[rows], value)
             elif name == "hidden_states":
                 self._write_hidden("actor", value[0], rows)
                 self._write_hidden("critic", value[1], rows)
+            elif name == "distribution_params":
+                self._write_distribution(rows, value)
+            elif name in ("observations", "privileged_observations"):
+                views = getattr(self, name)
+                if views is None:
+                    raise ValueError(f"this storage was built without {name}")
+                _zip_copy(map_tree(lambda v: v[rows], views), value, name)
             else:
-                dst_t = getattr(self, name)
-                if dst_t is None:
-                    raise ValueError(
-                        f"{name} is not stored for training_type {self.training_type!r}"
-                    )
-                dst_t[rows].copy_(value.reshape(dst_t[rows].shape))
+                raise ValueError(f"{name} is not stored for training_type {self.training_type!r}")
+
+    def _write_distribution(self, rows: slice | int, value: Sequence[torch.Tensor]) -> None:
+        if self.distribution_params is None:
+            raise ValueError("distribution_params are only stored for training_type 'rl'")
+        if len(value) != len(self.distribution_params):
+            raise ValueError(
+                f"expected {len(self.distribution_params)} distribution params, got {len(value)}"
+            )
+        for dst, src in zip(self.distribution_params, value, strict=True):
+            _copy_rows(dst[rows], src)
 
     def _fields_of(self, t: _Transition) -> dict[str, Any]:
         fields: dict[str, Any] = {

@@ -15,8 +15,8 @@ import numpy as np
 import tree
 from gymnasium import spaces as gs
 
-from episodes import _accel
 from episodes.spaces.filler import filler_batch
+from episodes.structs import map_leaves
 
 __all__ = ["batch", "is_flat", "map_leaves", "map_leaves_with_space", "unbatch"]
 
@@ -87,17 +87,6 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
 
 
 def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
-    first = items[0]
-    if _accel.speedups is not None and items.__class__ is list and first.dtype.kind in "biuf":
-        # Rows of one plain dtype and shape, copied byte for byte in C; anything else (other
-        # dtypes, shapes, classes, non-contiguous rows) returns False and takes the path below.
-        joined = np.empty((len(items), *first.shape), first.dtype)
-        if _accel.speedups.join_rows(items, joined):
-            return joined
-    return _join_rows_python(items)
-
-
-def _join_rows_python(items: SequenceABC[Any]) -> np.ndarray | None:
     # Equal-shaped arrays (observations) in one C call instead of asarray's per-item shape
     # discovery. concatenate insists on equal trailing dims and ndim, the length set on equal
     # leading ones, so the result is exactly what asarray would build; None otherwise.
@@ -145,25 +134,6 @@ def unbatch(struct: Any) -> list[Any]:
     # Split every leaf once (C speed), then regroup row by row.
     columns = [list(leaf) for leaf in leaves]
     return [tree.unflatten_as(struct, list(row)) for row in zip(*columns, strict=True)]
-
-
-def map_leaves(fn: Callable[[Any], Any], struct: Any) -> Any:
-    """Apply ``fn`` to every leaf of a (possibly flat) structure, keeping the structure.
-
-    Args:
-        fn: Called once per leaf.
-        struct: A leaf or a dict/tuple/list structure.
-
-    Returns:
-        The same structure with ``fn(leaf)`` at each leaf.
-
-    Example:
-        >>> map_leaves(lambda x: x * 2, {"a": 1, "b": (2, 3)})
-        {'a': 2, 'b': (4, 6)}
-    """
-    if is_flat(struct):
-        return fn(struct)
-    return tree.map_structure(fn, struct)
 
 
 def map_leaves_with_space(

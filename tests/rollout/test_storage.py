@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as hst
 
 from episodes.rollout import RolloutStorage, Transition, compute_gae
 from tests.rollout._helpers import random_steps, stack_steps
@@ -223,3 +225,158 @@ def test_dtypes_preserved(device):
     )
     assert st.values.dtype == torch.float64 and st.actions.dtype == torch.int64
     assert st.dones.dtype == torch.bool
+
+
+# ---------------------------------------------------------------- named tensors and flat access
+
+LAYOUT_CASES = {
+    "rl_tensor_obs": (
+        dict(training_type="rl", observations=(3,)),
+        {
+            "observations": "observations",
+            "actions": "actions",
+            "rewards": "rewards",
+            "dones": "dones",
+            "values": "values",
+            "actions_log_prob": "actions_log_prob",
+            "returns": "returns",
+            "advantages": "advantages",
+            "distribution_params": ("distribution_params/0", "distribution_params/1"),
+        },
+    ),
+    "rl_dict_obs_privileged": (
+        dict(
+            training_type="rl",
+            observations={"img": ((2, 2), torch.uint8), "nested": {"x": ()}},
+            privileged_observations=(5,),
+            distribution_params=[(4,)],
+        ),
+        {
+            "observations": {"img": "observations/img", "nested": {"x": "observations/nested/x"}},
+            "privileged_observations": "privileged_observations",
+            "actions": "actions",
+            "rewards": "rewards",
+            "dones": "dones",
+            "values": "values",
+            "actions_log_prob": "actions_log_prob",
+            "returns": "returns",
+            "advantages": "advantages",
+            "distribution_params": ("distribution_params/0",),
+        },
+    ),
+    "distillation": (
+        dict(training_type="distillation", observations={"policy": (3,)}),
+        {
+            "observations": {"policy": "observations/policy"},
+            "actions": "actions",
+            "rewards": "rewards",
+            "dones": "dones",
+            "privileged_actions": "privileged_actions",
+        },
+    ),
+}
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        return [leaf for v in tree.values() for leaf in _leaves(v)]
+    if isinstance(tree, tuple):
+        return [leaf for v in tree for leaf in _leaves(v)]
+    return [tree]
+
+
+def _public(storage, field, names):
+    """The public attribute for ``field`` rebuilt from ``storage.tensors`` by ``names``."""
+    if isinstance(names, dict):
+        return {k: _public(storage, field, v) for k, v in names.items()}
+    if isinstance(names, tuple):
+        return tuple(storage.tensors[n] for n in names)
+    return storage.tensors[names]
+
+
+def _same_objects(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_objects(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return a is b
+
+
+@pytest.mark.parametrize("case", list(LAYOUT_CASES))
+def test_tensors_are_the_public_fields(device, case):
+    kwargs, want_names = LAYOUT_CASES[case]
+    training_type = kwargs.pop("training_type")
+    observations = kwargs.pop("observations")
+    st = RolloutStorage(training_type, 4, 3, observations, (2,), device=device, **kwargs)
+    assert dict(st.field_names) == want_names
+    assert sorted(st.tensors) == sorted(n for v in want_names.values() for n in _leaves(v))
+    for field, names in want_names.items():
+        assert _same_objects(_public(st, field, names), getattr(st, field)), field
+    for name, tensor in st.tensors.items():
+        assert tensor.shape[:2] == (3, 4) and tensor.is_contiguous(), name
+        assert tensor.device.type == device.type
+    with pytest.raises(TypeError):
+        st.tensors["actions"] = torch.zeros(3, 4, 2)  # read-only: write into the tensors
+
+
+def test_flat_views_write_through(device):
+    st = RolloutStorage("rl", 4, 3, {"img": ((2, 2), torch.uint8)}, (2,), device=device)
+    flat = st.flat()
+    assert set(flat) == set(st.tensors)
+    assert flat["observations/img"].shape == (12, 2, 2) and flat["rewards"].shape == (12, 1)
+    flat["actions"][4 * 2 + 1] = 7.0  # row t * N + n
+    assert torch.equal(st.actions[2, 1], torch.full((2,), 7.0, device=device))
+    assert list(st.flat("values")) == ["values"]
+
+
+GATHER_CASES = {
+    "scalar_obs": (),
+    "vector_obs": (3,),
+    "matrix_obs": (2, 2),
+    "one_wide_matrix": (1, 1),
+    "empty_obs": (0,),
+}
+
+
+@pytest.mark.parametrize("case", list(GATHER_CASES))
+def test_gather_equals_indexing_the_flat_views(device, case):
+    st = RolloutStorage("rl", 4, 3, GATHER_CASES[case], (2,), device=device)
+    for tensor in st.tensors.values():
+        tensor.copy_(torch.arange(tensor.numel(), device=device).reshape(tensor.shape))
+    index = torch.tensor([11, 0, 5, 5, 7], device=device)
+    got = st.gather(index)
+    assert set(got) == set(st.tensors)
+    for name, rows in st.flat().items():
+        assert torch.equal(got[name], rows[index]), name
+    empty = st.gather(torch.zeros(0, dtype=torch.long, device=device), ["observations"])
+    assert empty["observations"].shape == (0, *GATHER_CASES[case])
+
+
+def test_flat_access_rejects_unknown_names():
+    st = RolloutStorage("rl", 2, 3, {"a": (1,)}, (1,))
+    with pytest.raises(KeyError, match="'observations'"):
+        st.flat(["observations"])  # dict observations are stored per key
+    with pytest.raises(KeyError, match="privileged_actions"):
+        st.gather(torch.tensor([0]), ["actions", "privileged_actions"])
+
+
+def test_colliding_observation_names_are_an_error():
+    with pytest.raises(ValueError, match="'observations/a/b'"):
+        RolloutStorage("rl", 2, 3, {"a/b": (1,), "a": {"b": (2,)}}, (1,))
+
+
+@given(
+    t=hst.integers(1, 4),
+    n=hst.integers(1, 4),
+    obs_shape=hst.lists(hst.integers(0, 3), max_size=3).map(tuple),
+    data=hst.data(),
+)
+def test_gather_is_row_indexing_of_flat(t, n, obs_shape, data):
+    st = RolloutStorage("rl", n, t, {"o": obs_shape}, (1,), distribution_params=[(2, 1)])
+    for tensor in st.tensors.values():
+        tensor.copy_(torch.randn(tensor.shape).to(tensor.dtype))
+    picks = data.draw(hst.lists(hst.integers(0, t * n - 1), max_size=2 * t * n), label="index")
+    index = torch.tensor(picks, dtype=torch.long)
+    got = st.gather(index)
+    for name, rows in st.flat().items():
+        assert torch.equal(got[name], rows[index]), name

@@ -1,0 +1,126 @@
+"""What a :class:`RolloutStorage` allocates: field specs parsed into named ``[T, N, ...]`` leaves.
+
+Every stored field becomes one or more leaves, each named by its path: ``"actions"``,
+``"observations/policy"``, ``"observations/extra/ids"``, ``"distribution_params/0"``. The
+storage allocates one contiguous tensor per name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, TypeAlias
+
+import torch
+
+__all__ = [
+    "HiddenSpec",
+    "Leaf",
+    "ObsSpec",
+    "Shape",
+    "name_leaves",
+    "parse_hidden",
+    "parse_observations",
+]
+
+Shape: TypeAlias = Sequence[int] | torch.Size
+#: A leaf: a shape (``float`` dtype of the storage), ``(shape, dtype)`` or an example
+#: ``[N, ...]`` tensor; or a (nested) mapping of those.
+ObsSpec: TypeAlias = Shape | tuple[Shape, torch.dtype] | torch.Tensor | Mapping[str, Any]
+#: A hidden state spec: an example ``[num_layers, N, hidden]`` tensor or a
+#: ``(num_layers, hidden)`` shape, or a tuple of those (LSTM ``(h, c)``).
+HiddenSpec: TypeAlias = torch.Tensor | Sequence[Any] | None
+
+
+class Leaf(NamedTuple):
+    """The per-env shape and the dtype of one stored tensor."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+def _is_shape(x: Any) -> bool:
+    return isinstance(x, (tuple, list, torch.Size)) and all(isinstance(i, int) for i in x)
+
+
+def parse_observations(spec: Any, num_envs: int, dtype: torch.dtype) -> Any:
+    """Turn an observation spec into a :class:`Leaf` or a (nested) dict of them.
+
+    Args:
+        spec: A shape, ``(shape, dtype)``, an example ``[num_envs, ...]`` tensor, or a
+            (nested) mapping of those.
+        num_envs: ``N``, checked against example tensors.
+        dtype: The dtype of leaves given as bare shapes.
+
+    Raises:
+        ValueError: An example tensor is not ``[num_envs, ...]``.
+        TypeError: Something else that is not a spec.
+
+    Example:
+        >>> parse_observations({"x": (3,)}, 2, torch.float32)
+        {'x': Leaf(shape=(3,), dtype=torch.float32)}
+    """
+    if isinstance(spec, torch.Tensor):
+        if spec.dim() == 0 or spec.shape[0] != num_envs:
+            raise ValueError(
+                f"example tensors must be [num_envs={num_envs}, ...], got {tuple(spec.shape)}"
+            )
+        return Leaf(tuple(spec.shape[1:]), spec.dtype)
+    if isinstance(spec, Mapping):
+        return {str(k): parse_observations(v, num_envs, dtype) for k, v in spec.items()}
+    if _is_shape(spec):
+        return Leaf(tuple(spec), dtype)
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], torch.dtype):
+        return Leaf(tuple(spec[0]), spec[1])
+    raise TypeError(f"cannot interpret observation spec {spec!r}")
+
+
+def parse_hidden(spec: HiddenSpec, num_envs: int) -> list[Leaf] | None:
+    """One ``Leaf((num_layers, hidden), dtype)`` per recurrent state component.
+
+    Example:
+        >>> parse_hidden((1, 8), 4)
+        [Leaf(shape=(1, 8), dtype=torch.float32)]
+    """
+    if spec is None:
+        return None
+    comps = [spec] if isinstance(spec, torch.Tensor) or _is_shape(spec) else list(spec)
+    out = []
+    for c in comps:
+        if isinstance(c, torch.Tensor):
+            if c.dim() != 3 or c.shape[1] != num_envs:
+                raise ValueError(
+                    f"hidden states must be [num_layers, {num_envs}, hidden], got {tuple(c.shape)}"
+                )
+            out.append(Leaf((c.shape[0], c.shape[2]), c.dtype))
+        elif _is_shape(c) and len(c) == 2:
+            out.append(Leaf(tuple(c), torch.float32))
+        else:
+            raise TypeError(f"cannot interpret hidden-state spec {c!r}")
+    return out
+
+
+def name_leaves(prefix: str, tree: Any, out: dict[str, Leaf]) -> Any:
+    """Name every leaf of ``tree`` by its path under ``prefix``, recording it in ``out``.
+
+    Mappings nest by key and tuples by position. Returns the tree with each leaf replaced by
+    its name, which is how the storage later finds a field's tensors.
+
+    Raises:
+        ValueError: Two leaves get the same name (a key containing ``"/"`` that collides with
+            a nested key).
+
+    Example:
+        >>> names = {}
+        >>> name_leaves("obs", {"a": Leaf((2,), torch.int64)}, names)
+        {'a': 'obs/a'}
+        >>> list(names)
+        ['obs/a']
+    """
+    if isinstance(tree, Mapping):
+        return {k: name_leaves(f"{prefix}/{k}", v, out) for k, v in tree.items()}
+    if isinstance(tree, tuple) and not isinstance(tree, Leaf):
+        return tuple(name_leaves(f"{prefix}/{i}", v, out) for i, v in enumerate(tree))
+    if prefix in out:
+        raise ValueError(f"two stored fields would share the name {prefix!r}; rename a key")
+    out[prefix] = tree
+    return prefix
