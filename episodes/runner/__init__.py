@@ -1,4 +1,4 @@
-"""Collecting episodes from gymnasium vector envs (SPEC section 5).
+"""Collecting episodes from gymnasium vector envs (docs/contract.md §11).
 
 Example:
     >>> import gymnasium as gym

@@ -1,4 +1,4 @@
-"""SingleAgentEpisode behaviour from SPEC section 2, as named cases in list and numpy mode."""
+"""SingleAgentEpisode behaviour (docs/contract.md §4-§7) as named cases in list and numpy mode."""
 
 from __future__ import annotations
 

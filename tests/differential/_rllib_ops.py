@@ -200,7 +200,7 @@ def assert_episodes_match(
 
 # ------------------------------------------------------------------------- index resolution
 def resolve(index: int | None, default: int, lookback: int, total: int, neg: bool) -> int:
-    """The storage position of a user index (SPEC section 1), None -> ``default``."""
+    """The storage position of a user index (docs/contract.md §3.2), None -> ``default``."""
     if index is None:
         return default
     if index >= 0 or neg:
@@ -219,7 +219,7 @@ def getter_deviation(buf: Any, indices: Any, *, neg: bool, fill: Any, one_hot: b
     """Name of the docs/deviations.md entry that makes RLlib's answer differ, if any."""
     lookback, total = buf.lookback, buf.len_incl_lookback()
     if one_hot and fill not in (None, 0):
-        return "one-hot-filler"  # RLlib fills the one-hot vector with `fill`, SPEC says zeros
+        return "one-hot-filler"  # RLlib fills with `fill`, docs/contract.md §3.5 says zeros
     if isinstance(indices, slice) and total == 0:
         start, stop = slice_bounds(indices, lookback, total, neg)
         if stop < 0 <= start:

@@ -1,7 +1,7 @@
 """Differential tests: our SingleAgentEpisode / InfiniteLookbackBuffer against RLlib 2.60.
 
 Random operation sequences run through both libraries; every result is compared leaf by leaf.
-Cases where RLlib is wrong per SPEC are excluded from the random comparison by
+Cases where RLlib is wrong per docs/contract.md are excluded from the random comparison by
 ``_rllib_ops.getter_deviation`` (each names its docs/deviations.md entry) and pinned below by
 tests that assert OUR behaviour. Run with the reference venv:
 
