@@ -184,10 +184,10 @@ def main() -> None:
 
     # name, target ratio, factory(cls) -> callable, per-call divisor (for per-step numbers)
     cases: list[tuple[str, float, Callable[[type], Callable[[], object]], int]] = [
-        ("add_env_step, list mode (per step)", 0.6, lambda c: op_add_step_list(c, 1000), 1000),
+        ("add_env_step, list mode (per step)", 0.8, lambda c: op_add_step_list(c, 1000), 1000),
         (
             "add_env_step, numpy'd 1000-step ep (per step)",
-            0.1,
+            0.2,
             lambda c: op_add_step_numpy(c, 1000, 100),
             100,
         ),
@@ -203,10 +203,10 @@ def main() -> None:
             lambda c: op_connector(c, True, 1000),
             1,
         ),
-        ("2000 steps in 50-step chunks, cut(4) + concat", 0.4, lambda c: op_chunks(c, 2000, 50), 1),
+        ("2000 steps in 50-step chunks, cut(4) + concat", 0.5, lambda c: op_chunks(c, 2000, 50), 1),
         ("ep[100:200] on numpy'd 1000-step ep", 0.5, lambda c: op_slice(c, 1000), 1),
-        ("get_state/pickle/from_state, numpy'd 1000 steps", 0.3, lambda c: op_state(c, 1000), 1),
-        ("to_numpy of a 1000-step episode", 0.7, lambda c: op_to_numpy(c, 1000), 1),
+        ("get_state/pickle/from_state, numpy'd 1000 steps", 0.35, lambda c: op_state(c, 1000), 1),
+        ("to_numpy of a 1000-step episode", 0.9, lambda c: op_to_numpy(c, 1000), 1),
     ]
     results = []
     print(f"{'operation':50s} {'ours':>11s} {'RLlib':>11s} {'ratio':>7s} {'target':>7s}  ok")

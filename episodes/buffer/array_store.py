@@ -55,6 +55,8 @@ class ArrayStore:
 
     #: Stores of this class hold numpy arrays (the buffer is "finalized").
     is_numpy = True
+    #: Only list stores hold a Python list of items.
+    pylist: list[Any] | None = None
 
     __slots__ = (
         "_leaves",

@@ -1,8 +1,8 @@
 """The list store: items kept as they were given, in a Python list.
 
-This is where an episode records while sampling: the store's ``append`` *is* the bound
-``list.append`` of its list, so the per-step call costs what a list append costs. Its batches
-are plain lists of items, and ``data`` is the list itself.
+This is where an episode records while sampling: hot paths append straight to its list
+(``pylist``), so a step costs what a list append costs. Its batches are plain lists of items,
+and ``data`` is the list itself.
 
 Example:
     >>> store = ListStore([1, 2]); store.append(3)
@@ -30,21 +30,23 @@ class ListStore:
         data: The list to hold (taken over, not copied).
     """
 
-    __slots__ = ("data", "append", "extend")
+    __slots__ = ("data", "pylist")
 
     #: Stores of this class hold Python items (the buffer is not "finalized").
     is_numpy = False
 
     def __init__(self, data: list[Any] | None = None):
         self.data: list[Any] = [] if data is None else data
-        # The list's own bound methods: appending costs one C call. The list object never
-        # changes (truncation deletes in place), so they stay bound to it.
-        self.append = self.data.append
-        self.extend = self.data.extend
+        #: The same list, under the name every store has (None for array stores): hot paths
+        #: append straight to it.
+        self.pylist: list[Any] | None = self.data
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Only the list is state; copies and unpickled stores bind their own methods.
-        return (ListStore, (self.data,))
+    @classmethod
+    def _of(cls, data: list[Any]) -> ListStore:
+        # Without __init__: cuts and slices make one per list column.
+        store = cls.__new__(cls)
+        store.data = store.pylist = data
+        return store
 
     def __len__(self) -> int:
         return len(self.data)
@@ -75,6 +77,14 @@ class ListStore:
         return list(self.data)
 
     # ------------------------------------------------------------------------- writing
+    def append(self, item: Any) -> None:
+        """Appends one item."""
+        self.data.append(item)
+
+    def extend(self, items: Any) -> None:
+        """Appends every item of an iterable."""
+        self.data.extend(items)
+
     def extend_batch(self, batch_: Any, count: int | None = None) -> None:
         """Appends the items of a batched struct (leaves with a leading time axis)."""
         self.extend(unbatch(batch_))
@@ -99,7 +109,7 @@ class ListStore:
 
     def copy_range(self, start: int, stop: int) -> ListStore:
         """A new store holding items ``start:stop``."""
-        return ListStore(self.data[start:stop])
+        return ListStore._of(self.data[start:stop])
 
     def stacked(self, space: gym.Space[Any] | None) -> ArrayStore:
         """The numpy store holding the same items (what ``to_numpy`` switches to).

@@ -312,10 +312,17 @@ class InfiniteLookbackBuffer:
             >>> InfiniteLookbackBuffer([1, 2, 3, 4], lookback=2).copy_range(1, 4, 1).get()
             [3, 4]
         """
-        total = len(self.store)
+        store = self.store
+        total = len(store)
         start = 0 if start < 0 else (total if start > total else start)
         stop = start if stop < start else (total if stop > total else stop)
-        return self._with_store(self.store.copy_range(start, stop), lookback)
+        size = stop - start
+        # Built field by field: this runs for every column of every cut and slice.
+        copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
+        copy.store = store.copy_range(start, stop)
+        copy._space = self._space
+        copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
+        return copy
 
     def copy_tail(self, count: int, visible: int) -> InfiniteLookbackBuffer:
         """A new buffer owning copies of the last ``count`` stored items (all, if fewer).
@@ -328,16 +335,17 @@ class InfiniteLookbackBuffer:
             >>> tail.get(), tail.lookback
             ([4], 2)
         """
-        total = len(self.store)
+        store = self.store
+        total = len(store)
         start = total - count if total > count else 0
-        return self._with_store(self.store.copy_range(start, total), total - start - visible)
+        size = total - start
+        return self._with_store(store.copy_range(start, total), size, size - visible)
 
-    def _with_store(self, store: Store, lookback: int) -> InfiniteLookbackBuffer:
+    def _with_store(self, store: Store, size: int, lookback: int) -> InfiniteLookbackBuffer:
         # Built field by field: this runs for every column of every cut and slice.
         copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
         copy.store = store
         copy._space = self._space
-        size = len(store)
         copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
         return copy
 

@@ -34,6 +34,9 @@ class Store(Protocol):
 
     #: True for stores of numpy arrays (the buffer reports itself "finalized").
     is_numpy: bool
+    #: The Python list holding the items for a list store, None otherwise (a cheap test for
+    #: hot paths that append straight to the list).
+    pylist: list[Any] | None
 
     def __len__(self) -> int: ...
 

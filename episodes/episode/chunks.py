@@ -18,6 +18,50 @@ if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
 
 
+def _successor_builder() -> Any:
+    """Generates ``build(cls, episode, columns, t_started, flags)`` from the field table.
+
+    A successor is built without ``__init__``: its columns are fresh copies cut from a valid
+    episode, so the checks and wrapping the constructor does for user input would only repeat
+    work, and the parent's space checkers are reused. It runs for every cut and slice, and a
+    dynamic ``setattr`` per field costs ten times a plain assignment, so the assignments are
+    generated once from the table (as dataclasses generate ``__init__``): a new field needs no
+    edit here.
+    """
+    lines = ["def build(cls, episode, columns, t_started, flags):", "    s = cls.__new__(cls)"]
+    for field in FIELDS:
+        slot, kind = field.slot, field.kind
+        if kind in ("id", "space"):
+            value = f"episode.{slot}"
+        elif kind in ("column", "columns"):
+            value = f"columns[{field.name!r}]"
+        elif kind == "flag":
+            value = f"flags.get({field.name!r}, False)"
+        elif kind == "clock":
+            value = "None"
+        elif kind == "custom":
+            value = f"deepcopy(episode.{slot}) if episode.{slot} else {{}}"
+        elif field.name == "t_started":
+            value = "t_started"
+        elif field.name == "t":
+            continue  # set below, from the rewards
+        else:
+            raise ValueError(f"no successor rule for the {kind} field {field.name!r}")
+        lines.append(f"    s.{slot} = {value}")
+    lines += [
+        "    s.t = t_started + len(s.rewards)",
+        "    s._obs_check = episode._obs_check",
+        "    s._action_check = episode._action_check",
+        "    return s",
+    ]
+    namespace: dict[str, Any] = {"deepcopy": copy.deepcopy}
+    exec("\n".join(lines), namespace)  # noqa: S102 - our own field names, not input
+    return namespace["build"]
+
+
+_build_successor = _successor_builder()
+
+
 def _successor(
     episode: SingleAgentEpisode,
     columns: dict[str, Any],
@@ -26,31 +70,8 @@ def _successor(
     terminated: bool = False,
     truncated: bool = False,
 ) -> Any:
-    # Built without __init__, field by field from the field table: the columns are fresh
-    # copies cut from a valid episode, so the checks and wrapping the constructor does for
-    # user input would only repeat work; the parent's space checkers are reused.
-    cls = type(episode)
-    successor = cls.__new__(cls)
     flags = {"is_terminated": terminated, "is_truncated": truncated}
-    for field in FIELDS:
-        kind = field.kind
-        if kind in ("column", "columns"):
-            value = columns[field.name]
-        elif kind == "flag":
-            value = flags[field.name]
-        elif kind == "time":
-            value = t_started
-        elif kind == "clock":
-            value = None
-        elif kind == "custom":
-            value = copy.deepcopy(episode.custom_data) if episode.custom_data else {}
-        else:
-            value = getattr(episode, field.slot)
-        object.__setattr__(successor, field.slot, value)
-    successor.t = t_started + len(successor.rewards)
-    successor._obs_check = episode._obs_check
-    successor._action_check = episode._action_check
-    return successor
+    return _build_successor(type(episode), episode, columns, t_started, flags)
 
 
 def cut(episode: SingleAgentEpisode, len_lookback_buffer: int = 0) -> SingleAgentEpisode:

@@ -33,7 +33,7 @@ Kind = Literal["id", "column", "columns", "flag", "time", "space", "clock", "cus
 
 
 class Field(NamedTuple):
-    """One field of the episode."""
+    """One field of the episode (build it with :func:`field`, which derives ``slot``)."""
 
     #: Attribute name and state key.
     name: str
@@ -43,36 +43,48 @@ class Field(NamedTuple):
     default: Any = None
     #: For columns: ``"observation"`` (one item per observation) or ``"step"`` (one per step).
     per: Literal["observation", "step"] | None = None
+    #: The instance slot holding the value: spaces, clocks and custom data sit behind
+    #: properties, so their slots are private.
+    slot: str = ""
 
-    @property
-    def slot(self) -> str:
-        """The instance slot holding the value.
 
-        Spaces, clocks and custom data sit behind properties, so their slots are private.
-        """
-        return f"_{self.name}" if self.kind in ("space", "clock", "custom") else self.name
+def field(
+    name: str,
+    kind: Kind,
+    default: Any = None,
+    per: Literal["observation", "step"] | None = None,
+) -> Field:
+    """A row of the field table.
+
+    Example:
+        >>> field("start_time", "clock").slot
+        '_start_time'
+    """
+    slot = f"_{name}" if kind in ("space", "clock", "custom") else name
+    return Field(name, kind, default, per, slot)
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("id_", "id"),
-    Field("agent_id", "id"),
-    Field("module_id", "id"),
-    Field("multi_agent_episode_id", "id"),
-    Field("observations", "column", per="observation"),
-    Field("infos", "column", per="observation"),
-    Field("actions", "column", per="step"),
-    Field("rewards", "column", per="step"),
-    Field("extra_model_outputs", "columns", per="step"),
-    Field("is_terminated", "flag", False),
-    Field("is_truncated", "flag", False),
-    Field("t_started", "time", 0),
-    Field("t", "time", 0),
-    Field("observation_space", "space"),
-    Field("action_space", "space"),
-    Field("start_time", "clock"),
-    Field("last_step_time", "clock"),
-    Field("custom_data", "custom"),
+    field("id_", "id"),
+    field("agent_id", "id"),
+    field("module_id", "id"),
+    field("multi_agent_episode_id", "id"),
+    field("observations", "column", per="observation"),
+    field("infos", "column", per="observation"),
+    field("actions", "column", per="step"),
+    field("rewards", "column", per="step"),
+    field("extra_model_outputs", "columns", per="step"),
+    field("is_terminated", "flag", False),
+    field("is_truncated", "flag", False),
+    field("t_started", "time", 0),
+    field("t", "time", 0),
+    field("observation_space", "space"),
+    field("action_space", "space"),
+    field("start_time", "clock"),
+    field("last_step_time", "clock"),
+    field("custom_data", "custom"),
 )
+
 
 FIELDS_BY_NAME: dict[str, Field] = {field.name: field for field in FIELDS}
 

@@ -126,60 +126,77 @@ class StepRecorder:
         """
         if self.is_terminated or self.is_truncated:
             raise AssertionError("the episode is done: it accepts no more steps")
-        if terminated.__class__ is not bool or truncated.__class__ is not bool:
+        finishing = False
+        if terminated is not False or truncated is not False:
             terminated = as_flag(terminated, "terminated")
             truncated = as_flag(truncated, "truncated")
-        obs, act, rew = self.observations.store, self.actions.store, self.rewards.store
-        if not obs:
+            finishing = terminated or truncated
+        obs_store = self.observations.store
+        act_store = self.actions.store
+        rew_store = self.rewards.store
+        obs: Any = obs_store.pylist
+        act: Any = act_store.pylist
+        rew: Any = rew_store.pylist
+        if obs is None or act is None or rew is None:
+            # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
+            self._check_numpy_step(obs_store, observation, action)
+            obs, act, rew = obs_store, act_store, rew_store
+        elif not obs:
             raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-        if rew.is_numpy or obs.is_numpy or act.is_numpy:
-            self._check_in_space(
-                self._obs_check, self._observation_space, observation, "observation"
-            )
-            self._check_in_space(self._action_check, self._action_space, action, "action")
+        # List mode, the common case while sampling, appends straight to the lists.
         try:
             obs.append(observation)
             act.append(action)
             rew.append(reward)
-            self._append_extras(extra_model_outputs)
-            self.infos.store.append(infos if infos is not None else {})
+            recorded = self.extra_model_outputs
+            if extra_model_outputs is not None and len(extra_model_outputs) == len(recorded):
+                # Optimistic: one dict lookup per key instead of comparing key sets every
+                # step; a new key undoes this step's extra writes and takes the checked path.
+                try:
+                    for key, value in extra_model_outputs.items():
+                        store = recorded[key].store
+                        items = store.pylist
+                        (store if items is None else items).append(value)
+                except KeyError as unknown:
+                    self._undo_extras(extra_model_outputs, unknown.args[0])
+                    self._add_new_extras(extra_model_outputs)
+            elif extra_model_outputs is not None or recorded:
+                self._add_new_extras(extra_model_outputs or {})
+            info_store = self.infos.store
+            info_list = info_store.pylist
+            (info_store if info_list is None else info_list).append(
+                infos if infos is not None else {}
+            )
         except (ValueError, TypeError) as error:
             # A numpy column refused its value (wrong shape or type) after others took theirs.
             self._undo_partial_step(error)
         self.t += 1
-        # Both flags are False here (checked above), so only a finishing step writes them.
-        if terminated or truncated:
+        # Both flags are False until a finishing step writes them (checked above).
+        if finishing:
             self.is_terminated = terminated
             self.is_truncated = truncated
         self._last_step_time = now = _now()
         if self._start_time is None:
             self._start_time = now
 
+    def _check_numpy_step(self, obs: Any, observation: Any, action: Any) -> None:
+        if not obs:
+            raise AssertionError("add_env_step needs add_env_reset (or observations) first")
+        self._check_in_space(self._obs_check, self._observation_space, observation, "observation")
+        self._check_in_space(self._action_check, self._action_space, action, "action")
+
     @staticmethod
     def _check_in_space(check: Checker | None, space: Any, value: Any, what: str) -> None:
         if check is not None and not check(value):
             raise ValueError(f"{what} {value!r} is not in the episode's {what} space {space}")
 
-    def _append_extras(self, given: dict[str, Any] | None) -> None:
+    def _undo_extras(self, given: dict[str, Any], stop: Any) -> None:
+        # Pops what the optimistic loop wrote for the keys before ``stop``.
         recorded = self.extra_model_outputs
-        if given is None:
-            if recorded:
-                self._add_new_extras({})
-            return
-        if len(given) != len(recorded):
-            self._add_new_extras(given)
-            return
-        # Optimistic: one dict lookup per key instead of comparing key sets every step. A new
-        # key undoes this step's extra writes and takes the checked path.
-        done = []
-        try:
-            for key, value in given.items():
-                recorded[key].store.append(value)
-                done.append(key)
-        except KeyError:
-            for key in done:
-                recorded[key].store.pop(len(recorded[key].store) - 1)
-            self._add_new_extras(given)
+        for key in given:
+            if key == stop:
+                return
+            recorded[key].pop()
 
     def _add_new_extras(self, given: dict[str, Any]) -> None:
         try:
