@@ -184,7 +184,7 @@ def store_bootstrap_values(
         for ep, value in zip(ongoing, values[0].tolist()):
             ep.custom_data["bootstrap_value"] = value
     for ep in episodes:
-        if ep.is_truncated:
+        if ep.is_truncated and not ep.is_terminated:  # terminated wins: V = 0
             obs = np.asarray(ep.get_observations(), dtype=np.float32)  # o_0 .. o_final
             h0 = np.asarray(ep.get_extra_model_outputs("hc", 0))  # [num_layers, hidden]
             x = torch.as_tensor(obs, device=device).unsqueeze(1)

@@ -314,19 +314,26 @@ class ArrayStore:
                 self._flush()
             return
         if kind != _NESTED_LAYOUT and item.__class__ not in _NESTED:
-            if self._pending:
-                self._flush()
+            self._append_flat(item)
+        else:
+            self._append_nested(item)
+
+    def _append_flat(self, item: Any) -> None:
+        # One leaf, a value numpy must judge (cast, broadcast or refuse) as it is written.
+        if self._pending:
+            self._flush()
+        leaf = self._leaves[0]
+        size = self.size
+        if size == leaf.shape[0]:
+            self._reserve(size + 1)
             leaf = self._leaves[0]
-            size = self.size
-            if size == leaf.shape[0]:
-                self._reserve(size + 1)
-                leaf = self._leaves[0]
-            try:
-                leaf[size] = item
-            except _MISFIT_ERRORS as error:
-                raise _misfit(item, leaf, error) from error
-            self.size = size + 1
-            return
+        try:
+            leaf[size] = item
+        except _MISFIT_ERRORS as error:
+            raise _misfit(item, leaf, error) from error
+        self.size = size + 1
+
+    def _append_nested(self, item: Any) -> None:
         leaves, structure = flatten(item)
         if not leaves:
             raise ValueError(

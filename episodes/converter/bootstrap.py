@@ -8,6 +8,9 @@ reward of the last step and marks the step done:
     r'_T = r_T + gamma * V(s_T)        (truncated)
     r'_T = r_T                         (terminated: the value of a terminal state is 0)
 
+An episode both terminated and truncated (a time limit that coincides with a terminal state)
+is terminated: its final value is 0, as RLlib's ``1 - terminateds`` gate has it.
+
 GAE over ``r'`` with ``done_T = 1`` then gives exactly the advantages and returns of GAE with a
 true next value at the border. rsl_rl's approximation ``r_T + gamma * V(s_{T-1})`` uses the
 value of the state *before* the last action instead (see docs/deviations.md).

@@ -239,13 +239,16 @@ def _env_column(
         done = np.zeros(length, bool)
         trunc = np.zeros(length, bool)
         done[-1] = chunk.is_done
-        trunc[-1] = chunk.is_truncated
+        # Terminated wins over truncated (gymnasium reports both when a time limit coincides
+        # with a terminal state): a terminal state's value is 0, nothing to bootstrap.
+        bootstrapped = chunk.is_truncated and not chunk.is_terminated
+        trunc[-1] = bootstrapped
         parts["done"].append(done)
         parts["trunc"].append(trunc)
         for key in extra_keys:
             extra_parts[key].append(np.asarray(rows(chunk, "extra", key)))
         offset += length
-        if chunk.is_truncated:
+        if bootstrapped:
             truncated_steps.append((offset - 1, n, chunk))
     last = chunks[-1]
     ongoing: SingleAgentEpisode | None = None if last.is_done else last

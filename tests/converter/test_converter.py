@@ -201,6 +201,23 @@ def test_truncation_uses_the_true_final_value_not_rsl_rl_approximation():
     assert rollout.storage.rewards.item() == pytest.approx(10.0)
 
 
+def test_terminated_and_truncated_is_terminated_not_bootstrapped():
+    calls = []
+
+    def counting_value_fn(obs):
+        calls.append(np.asarray(obs).shape[0])
+        return value_fn(obs)
+
+    both = _episode([1.0, 1.0], terminated=True, truncated=True, final_obs=2.0)
+    rollout = episodes_to_rollout([both], gamma=GAMMA, value_fn=counting_value_fn)
+    # Terminated wins: no gamma * V(final obs) = 0.5 * 20 is added to the last reward.
+    assert rollout.storage.rewards[:, 0, 0].tolist() == [1.0, 1.0]
+    assert rollout.storage.dones[:, 0, 0].tolist() == [False, True]
+    assert sum(calls) == 0
+    batch = episodes_to_batch([both])
+    assert batch["terminateds"].tolist()[-1] and batch["dones"].tolist()[-1]
+
+
 def test_stored_bootstrap_value_and_missing_value():
     ep = _episode([1.0, 1.0])
     ep.custom_data["bootstrap_value"] = 4.0
