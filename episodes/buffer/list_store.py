@@ -41,13 +41,6 @@ class ListStore:
         #: append straight to it.
         self.pylist: list[Any] | None = self.data
 
-    @classmethod
-    def _of(cls, data: list[Any]) -> ListStore:
-        # Without __init__: cuts and slices make one per list column.
-        store = cls.__new__(cls)
-        store.data = store.pylist = data
-        return store
-
     def __len__(self) -> int:
         return len(self.data)
 
@@ -109,7 +102,10 @@ class ListStore:
 
     def copy_range(self, start: int, stop: int) -> ListStore:
         """A new store holding items ``start:stop``."""
-        return ListStore._of(self.data[start:stop])
+        # Without __init__: cuts and slices make one per list column.
+        store = ListStore.__new__(ListStore)
+        store.data = store.pylist = self.data[start:stop]
+        return store
 
     def stacked(self, space: gym.Space[Any] | None) -> ArrayStore:
         """The numpy store holding the same items (what ``to_numpy`` switches to).

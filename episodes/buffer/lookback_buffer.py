@@ -84,11 +84,14 @@ class InfiniteLookbackBuffer:
         return self.store.data
 
     def __len__(self) -> int:
-        return len(self.store) - self.lookback
+        # Lengths are taken on every check: a list store's list answers without a Python call.
+        items = self.store.pylist
+        return (len(items) if items is not None else len(self.store)) - self.lookback
 
     def len_incl_lookback(self) -> int:
         """Number of stored items, lookback included."""
-        return len(self.store)
+        items = self.store.pylist
+        return len(items) if items is not None else len(self.store)
 
     # -------------------------------------------------------------------------------- writing
     def append(self, item: Any) -> None:
@@ -313,7 +316,8 @@ class InfiniteLookbackBuffer:
             [3, 4]
         """
         store = self.store
-        total = len(store)
+        items = store.pylist
+        total = len(items) if items is not None else len(store)
         start = 0 if start < 0 else (total if start > total else start)
         stop = start if stop < start else (total if stop > total else stop)
         size = stop - start
@@ -336,17 +340,16 @@ class InfiniteLookbackBuffer:
             ([4], 2)
         """
         store = self.store
-        total = len(store)
+        items = store.pylist
+        total = len(items) if items is not None else len(store)
         start = total - count if total > count else 0
         size = total - start
-        return self._with_store(store.copy_range(start, total), size, size - visible)
-
-    def _with_store(self, store: Store, size: int, lookback: int) -> InfiniteLookbackBuffer:
-        # Built field by field: this runs for every column of every cut and slice.
+        lookback = size - visible
+        # Built field by field: this runs for every column of every cut.
         copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
-        copy.store = store
+        copy.store = store.copy_range(start, total)
         copy._space = self._space
-        copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
+        copy.lookback = lookback if lookback > 0 else 0
         return copy
 
     # -------------------------------------------------------------------------------- setting
