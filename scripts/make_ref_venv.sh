@@ -11,5 +11,7 @@ python3 -m venv "$VENV"
 # torch first, so nothing pulls a multi-GB CUDA build.
 "$VENV/bin/python" -m pip install -q torch==2.13.0
 "$VENV/bin/python" -m pip install -q "ray[rllib]==2.60.0" "rsl-rl-lib==5.5.1" pytest hypothesis
+# TorchRL for bench_replay.py: without its dependencies, so it keeps the torch above.
+"$VENV/bin/python" -m pip install -q --no-deps torchrl==0.14.1 tensordict==0.15.3
 "$VENV/bin/python" -m pip install -q --no-deps -e .
 touch "$VENV/.installed"

@@ -1,0 +1,229 @@
+"""Replay buffers: ours vs RLlib 2.60 (and TorchRL where installed), one process, interleaved.
+
+The issue's workload: 500 episodes x 200 steps, 4-dim float32 observations, discrete actions.
+Run with the reference venv:
+
+    .venv-ref/bin/python benchmarks/bench_replay.py [--repeats 15] [--quick] [--no-flat]
+
+Prints medians (ms) and the ratios of the issue's targets, then the flatness curve: our
+sampling cost for buffers of 10k, 100k and 1M steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import interleaved  # noqa: E402
+
+from episodes import SingleAgentEpisode  # noqa: E402
+from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer  # noqa: E402
+
+try:
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RLlibEpisode
+    from ray.rllib.utils.replay_buffers.episode_replay_buffer import (
+        EpisodeReplayBuffer as RLlibBuffer,
+    )
+    from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import (
+        PrioritizedEpisodeReplayBuffer as RLlibPrioritized,
+    )
+except ImportError:  # pragma: no cover
+    sys.exit("RLlib is not installed: run with .venv-ref/bin/python")
+
+try:
+    import torch
+    from tensordict import TensorDict
+    from torchrl.data import LazyTensorStorage, ReplayBuffer
+    from torchrl.data.replay_buffers.samplers import RandomSampler, SliceSampler
+
+    HAVE_TORCHRL = True
+except ImportError:  # pragma: no cover
+    HAVE_TORCHRL = False
+
+EPISODES, LENGTH, OBS = 500, 200, 4
+
+
+def make_data(num: int, length: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "obs": rng.normal(size=(length + 1, OBS)).astype(np.float32),
+            "actions": rng.integers(0, 2, length),
+            "rewards": rng.normal(size=length).astype(np.float32),
+        }
+        for _ in range(num)
+    ]
+
+
+def ours(data: list[dict[str, np.ndarray]]) -> list[SingleAgentEpisode]:
+    eps = []
+    for i, d in enumerate(data):
+        ep = SingleAgentEpisode(
+            f"e{i}",
+            observations=list(d["obs"]),
+            actions=list(d["actions"]),
+            rewards=list(d["rewards"]),
+            terminated=True,
+            len_lookback_buffer=0,
+        )
+        eps.append(ep.to_numpy())
+    return eps
+
+
+def rllib(data: list[dict[str, np.ndarray]]) -> list[RLlibEpisode]:
+    eps = []
+    for i, d in enumerate(data):
+        ep = RLlibEpisode(
+            id_=f"e{i}",
+            observations=list(d["obs"]),
+            actions=list(d["actions"]),
+            rewards=list(d["rewards"]),
+            terminated=True,
+            len_lookback_buffer=0,
+        )
+        eps.append(ep.to_numpy())
+    return eps
+
+
+def torchrl_buffer(data: list[dict[str, np.ndarray]], sampler: object, batch: int) -> object:
+    steps = sum(len(d["rewards"]) for d in data)
+    td = TensorDict(
+        {
+            "obs": torch.from_numpy(np.concatenate([d["obs"][:-1] for d in data])),
+            "next_obs": torch.from_numpy(np.concatenate([d["obs"][1:] for d in data])),
+            "action": torch.from_numpy(np.concatenate([d["actions"] for d in data])),
+            "reward": torch.from_numpy(np.concatenate([d["rewards"] for d in data])),
+            "episode": torch.from_numpy(
+                np.concatenate([np.full(len(d["rewards"]), i) for i, d in enumerate(data)])
+            ),
+        },
+        batch_size=[steps],
+    )
+    rb = ReplayBuffer(storage=LazyTensorStorage(steps), sampler=sampler, batch_size=batch)
+    rb.extend(td)
+    return rb
+
+
+def targets(repeats: int) -> None:
+    data = make_data(EPISODES, LENGTH)
+    our_eps, rl_eps = ours(data), rllib(data)
+    cap = EPISODES * LENGTH
+    mine, mine_p = EpisodeReplayBuffer(cap, seed=0), PrioritizedEpisodeReplayBuffer(cap, seed=0)
+    rl, rl_p = RLlibBuffer(cap), RLlibPrioritized(cap)
+    for buf in (mine, mine_p):
+        buf.add(our_eps)
+    for buf in (rl, rl_p):
+        buf.add(rl_eps)
+    prio = np.random.default_rng(0).uniform(0.1, 2.0, 256)
+
+    def ours_per() -> None:
+        mine_p.sample(256, n_step=3, beta=0.4)
+        mine_p.update_priorities(prio)
+
+    def rl_per() -> None:
+        rl_p.sample(256, n_step=3, beta=0.4)
+        rl_p.update_priorities(prio)
+
+    fns = {
+        "ours add 100k": lambda: EpisodeReplayBuffer(cap).add(our_eps),
+        "ours prioritized add 100k": lambda: PrioritizedEpisodeReplayBuffer(cap).add(our_eps),
+        "rllib add 100k": lambda: RLlibBuffer(cap).add(rl_eps),
+        "rllib prioritized add 100k": lambda: RLlibPrioritized(cap).add(rl_eps),
+    }
+    slow = interleaved(fns, repeats=max(3, repeats // 3))
+    fns = {
+        "ours sample 256 n3": lambda: mine.sample(256, n_step=3),
+        "rllib sample 256 n3": lambda: rl.sample(256, n_step=3),
+        "ours per sample+update": ours_per,
+        "rllib per sample+update": rl_per,
+        "ours seq 32x64": lambda: mine.sample(32, batch_length_T=64),
+        "rllib seq 32x64": lambda: rl.sample(batch_size_B=32, batch_length_T=64),
+    }
+    if HAVE_TORCHRL:
+        uniform = torchrl_buffer(data, RandomSampler(), 256)
+        slices = torchrl_buffer(data, SliceSampler(slice_len=64, traj_key="episode"), 32 * 64)
+        fns["torchrl sample 256 1-step"] = uniform.sample
+        fns["torchrl slice 32x64"] = slices.sample
+    fast = interleaved(fns, repeats=repeats, number=5)
+    print_targets({**slow, **fast})
+
+
+def print_targets(times: dict[str, float]) -> None:
+    for name, sec in times.items():
+        print(f"{name:32s} {sec * 1e3:10.3f} ms")
+    print()
+    print("| target | measured | goal |")
+    print("|---|---|---|")
+
+    def ratio(a: str, b: str) -> float:
+        return times[a] / times[b]
+
+    rows = [
+        ("sample 256 n3 / RLlib", ratio("ours sample 256 n3", "rllib sample 256 n3"), 0.03),
+        ("PER / RLlib", ratio("ours per sample+update", "rllib per sample+update"), 0.01),
+        ("PER / our uniform n3", ratio("ours per sample+update", "ours sample 256 n3"), 3.0),
+        ("add 100k / RLlib", ratio("ours add 100k", "rllib add 100k"), 0.3),
+        (
+            "PER add / RLlib PER add",
+            ratio("ours prioritized add 100k", "rllib prioritized add 100k"),
+            None,
+        ),
+        ("seq 32x64 / RLlib", ratio("ours seq 32x64", "rllib seq 32x64"), None),
+    ]
+    if HAVE_TORCHRL:
+        rows += [
+            ("n3 / TorchRL 1-step", ratio("ours sample 256 n3", "torchrl sample 256 1-step"), 2.0),
+            ("seq 32x64 / TorchRL slices", ratio("ours seq 32x64", "torchrl slice 32x64"), 1.0),
+        ]
+    for name, ratio, goal in rows:
+        print(f"| {name} | {ratio:.4f}x | {'<= ' + str(goal) + 'x' if goal else '-'} |")
+
+
+def flatness(repeats: int, sizes: tuple[int, ...]) -> None:
+    print()
+    print("| buffer steps | uniform 256 n3 (ms) | PER 256 + update (ms) | seq 32x64 (ms) |")
+    print("|---|---|---|---|")
+    prio = np.random.default_rng(0).uniform(0.1, 2.0, 256)
+    for steps in sizes:
+        eps = ours(make_data(steps // LENGTH, LENGTH, seed=1))
+        uni, per = EpisodeReplayBuffer(steps, seed=0), PrioritizedEpisodeReplayBuffer(steps, seed=0)
+        uni.add(eps)
+        per.add(eps)
+        del eps
+
+        def per_step(per: PrioritizedEpisodeReplayBuffer = per) -> None:
+            per.sample(256, n_step=3, beta=0.4)
+            per.update_priorities(prio)
+
+        t = interleaved(
+            {
+                "uni": lambda uni=uni: uni.sample(256, n_step=3),
+                "per": per_step,
+                "seq": lambda uni=uni: uni.sample(32, batch_length_T=64),
+            },
+            repeats=repeats,
+            number=5,
+        )
+        print(f"| {steps:,} | {t['uni'] * 1e3:.3f} | {t['per'] * 1e3:.3f} | {t['seq'] * 1e3:.3f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="few repeats, flatness to 100k")
+    parser.add_argument("--no-flat", action="store_true", help="skip the flatness curve")
+    args = parser.parse_args()
+    repeats = 5 if args.quick else args.repeats
+    torch.set_num_threads(1) if HAVE_TORCHRL else None
+    print(f"TorchRL: {'yes' if HAVE_TORCHRL else 'not installed (RLlib only)'}")
+    targets(repeats)
+    if not args.no_flat:
+        flatness(repeats, (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Deterministic reads, counters and persistence entry points of the replay buffers."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.replay import sampling
+from episodes.replay.sequences import build_episode
+from episodes.replay.store import StepStore
+from episodes.replay.table import EpisodeTable
+from episodes.replay.transitions import transition_batch
+
+if TYPE_CHECKING:
+    from episodes.replay.buffer import EpisodeReplayBuffer
+
+__all__ = ["BufferAccess"]
+
+
+class BufferAccess:
+    """Reads by stable item index, episode copies, counters, save/load (mixed into the buffers)."""
+
+    _store: StepStore
+    _table: EpisodeTable
+    _spaces: tuple[Any, Any]
+    _evicted: set[str]
+    _num_added: int
+    _num_sampled: int
+    _num_episodes_evicted: int
+
+    def get_episode_indices(self, episode_id: str) -> np.ndarray:
+        """Stable item indices of every stored step of one episode, in time order.
+
+        Raises:
+            KeyError: The episode is not stored.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            terminated=True, len_lookback_buffer=0))
+            >>> buf.get_episode_indices("a").tolist()
+            [0, 1, 2]
+        """
+        row = self._table.order[episode_id]
+        return self._store.uid[sampling.episode_slots(self._store, self._table, row)]
+
+    def get_episodes(self) -> list[SingleAgentEpisode]:
+        """Copies of the stored episodes as numpy'd ``SingleAgentEpisode`` s, oldest first.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            terminated=True, len_lookback_buffer=0))
+            >>> [(ep.id_, len(ep), ep.is_terminated) for ep in buf.get_episodes()]
+            [('a', 3, True)]
+        """
+        store, table = self._store, self._table
+        return [
+            build_episode(store, table, sampling.episode_slots(store, table, row), 0, self._spaces)
+            for row in table.order.values()
+        ]
+
+    def get_evicted_ids(self) -> list[str]:
+        """Ids of the evicted episodes (chunks continuing them are refused)."""
+        return sorted(self._evicted)
+
+    def get_counters(self) -> dict[str, int]:
+        """Added and sampled steps and evicted episodes (what a restart must carry over)."""
+        return {
+            "added_timesteps": self._num_added,
+            "sampled_timesteps": self._num_sampled,
+            "episodes_evicted": self._num_episodes_evicted,
+        }
+
+    def set_counters(self, counters: dict[str, int], evicted: list[str]) -> None:
+        """Restores :meth:`get_counters` and the evicted ids (after a reload)."""
+        self._num_added = int(counters["added_timesteps"])
+        self._num_sampled = int(counters["sampled_timesteps"])
+        self._num_episodes_evicted = int(counters["episodes_evicted"])
+        self._evicted = set(evicted)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the buffer to a new directory (see ``episodes.replay.persistence``)."""
+        from episodes.replay.persistence import save_buffer
+
+        save_buffer(cast("EpisodeReplayBuffer", self), path)
+
+    @staticmethod
+    def load(path: str | os.PathLike[str], *, seed: int | None = None) -> EpisodeReplayBuffer:
+        """Reads a buffer written by :meth:`save` (of the class it was saved as)."""
+        from episodes.replay.persistence import load_buffer
+
+        return load_buffer(path, seed=seed)
+
+    @staticmethod
+    def from_dataset(
+        path: str | os.PathLike[str], *, capacity: int | None = None, **kwargs: Any
+    ) -> EpisodeReplayBuffer:
+        """A buffer holding every chunk of an ``episodes.io`` dataset (offline RL)."""
+        from episodes.replay.persistence import buffer_from_dataset
+
+        return buffer_from_dataset(path, capacity=capacity, **kwargs)
+
+    def locate(self, episode_id: str, t: np.ndarray | list[int] | int) -> np.ndarray:
+        """Stable item indices (as in a batch's ``indices``) of an episode's steps at times ``t``.
+
+        Raises:
+            KeyError: The episode is not stored, or a time is outside its stored steps.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            terminated=True, len_lookback_buffer=0))
+            >>> buf.locate("a", [2, 0]).tolist()
+            [2, 0]
+        """
+        return sampling.locate(self._store, self._table, episode_id, np.atleast_1d(t))
+
+    def get_transitions(
+        self, indices: np.ndarray, *, n_step: int = 1, gamma: float = 0.99
+    ) -> dict[str, np.ndarray]:
+        """The transition batch of the given item indices (deterministic; no sampling).
+
+        Raises:
+            KeyError: Indices no longer stored. ``ValueError``: bad ``n_step`` or ``gamma``.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            terminated=True, len_lookback_buffer=0))
+            >>> batch = buf.get_transitions(buf.locate("a", [0, 2]), n_step=2, gamma=0.5)
+            >>> batch["rewards"].tolist(), batch["terminateds"].tolist()
+            ([2.0, 3.0], [False, True])
+        """
+        n = np.full(len(indices), sampling.check_positive(n_step, "n_step"))
+        sampling.check_gamma(gamma)
+        slots = sampling.slots_of(self._store, np.asarray(indices, np.int64))
+        return transition_batch(self._store, self._table, slots, n, float(gamma), False, False)
+
+    # ------------------------------------------------------------------------------- state

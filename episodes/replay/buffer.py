@@ -1,0 +1,349 @@
+"""``EpisodeReplayBuffer``: episode chunks in, transitions, sequences or episodes out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.replay import sampling
+from episodes.replay.access import BufferAccess
+from episodes.replay.errors import EmptyBufferError
+from episodes.replay.ingest import Chunk, plan_add, prepare
+from episodes.replay.sequences import sample_chunks, sample_sequences
+from episodes.replay.store import StepStore
+from episodes.replay.table import EpisodeTable
+from episodes.replay.transitions import transition_batch
+
+__all__ = ["EpisodeReplayBuffer"]
+
+
+class _Known(Mapping[str, tuple[int, bool, int]]):
+    """Stored episode id -> (t_end, done, length), read from the table on demand."""
+
+    def __init__(self, table: EpisodeTable):
+        self._table = table
+
+    def __getitem__(self, id_: str) -> tuple[int, bool, int]:
+        row = self._table.order[id_]
+        t = self._table
+        done = bool(t.terminated[row] or t.truncated[row])
+        return int(t.t_end[row]), done, int(t.t_end[row] - t.t_begin[row])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table.order)
+
+    def __len__(self) -> int:
+        return len(self._table.order)
+
+
+class EpisodeReplayBuffer(BufferAccess):
+    """Replay over episodes with capacity in timesteps and uniform sampling.
+
+    Chunks are added with :meth:`add`; a chunk whose id is stored continues that episode (its
+    ``t_started`` must be where the stored part ends). When more than ``capacity`` steps are
+    stored, whole episodes are evicted, oldest first (one always stays). Data lives in
+    contiguous columns, so a sample is a few numpy gathers whatever the buffer's size.
+
+    :meth:`sample` draws one of three units: transitions with n-step returns (the default),
+    fixed-length sequences (``batch_length_T``) or :class:`SingleAgentEpisode` chunks
+    (``sample_episodes=True``). See ``docs/replay.md``.
+
+    Args:
+        capacity: Steps to keep.
+        batch_size_B: Default batch size of :meth:`sample`.
+        seed: Seed of the sampling generator.
+
+    Example:
+        >>> buf = EpisodeReplayBuffer(capacity=100, seed=0)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                            rewards=[1.0, 1.0], terminated=True, len_lookback_buffer=0))
+        >>> batch = buf.sample(4, n_step=2, gamma=0.5)
+        >>> buf.get_num_timesteps(), sorted(set(batch["rewards"].tolist()))
+        (2, [1.0, 1.5])
+    """
+
+    def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: int | None = None):
+        if (
+            not isinstance(capacity, (int, np.integer))
+            or isinstance(capacity, bool)
+            or capacity < 1
+        ):
+            raise ValueError(f"capacity must be an int >= 1, got {capacity!r}")
+        self.capacity = int(capacity)
+        self.batch_size_B = sampling.check_positive(batch_size_B, "batch_size_B")
+        self.rng = np.random.default_rng(seed)
+        self._store = StepStore()
+        self._table = EpisodeTable()
+        self._evicted: set[str] = set()
+        self._spaces: tuple[Any, Any] = (None, None)
+        self._num_added = 0
+        self._num_sampled = 0
+        self._num_episodes_evicted = 0
+
+    # --------------------------------------------------------------------------------- add
+    def add(self, episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode]) -> None:
+        """Adds a chunk or an iterable of chunks; continuing chunks extend their stored episode.
+
+        Chunks without steps are ignored. Every chunk is checked before anything is stored.
+
+        Raises:
+            TypeError: Not episodes, or values that are not numeric arrays.
+            ValueError: Rows that do not fit the stored columns; a chunk continuing a done
+                episode or leaving a gap in time; ``EvictedEpisodeError`` (a ``ValueError``)
+                for a chunk continuing an evicted episode. The buffer is then unchanged.
+        """
+        if isinstance(episodes, SingleAgentEpisode):
+            given = [episodes]
+        elif isinstance(episodes, Iterable) and not isinstance(episodes, (str, bytes)):
+            given = list(episodes)  # a list, or any sequence such as the runner's chunks
+        else:
+            raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episodes).__name__}")
+        chunks = [c for c in (prepare(ep) for ep in given) if c is not None]
+        self._check_fit(chunks)
+        plan = plan_add(
+            chunks,
+            _Known(self._table),
+            iter(self._table.order),
+            self._evicted,
+            self._store.num_live,
+            self.capacity,
+        )
+        if self._spaces == (None, None):  # sampled episodes carry the first known spaces
+            known = [ep for ep in given if (ep.observation_space, ep.action_space) != (None, None)]
+            if known:
+                self._spaces = (known[0].observation_space, known[0].action_space)
+        remap = self._store.reserve(sum(chunk.n for chunk in chunks))  # the one move, if any
+        if remap is not None:
+            self._remap(remap)
+        pending: list[Chunk] = []
+        for kind, item in plan.steps:
+            if kind == "chunk":
+                pending.append(item)
+            else:
+                self._write(pending)  # an eviction reads the rows written before it
+                pending = []
+                self._evict(item)
+        self._write(pending)
+        if self._store.needs_compaction():
+            self._remap(self._store.compact())
+
+    def _check_fit(self, chunks: list[Chunk]) -> None:
+        store = self._store
+        if store.obs is None and chunks:
+            # No columns yet: the first chunk fixes them; the others must match it.
+            first = chunks[0]
+            probe = StepStore()
+            probe.reserve(first.n)
+            probe.append(first.rows(), first.extras, first.infos[:-1], ep_row=0, t0=0, prev_slot=-1)
+            store = probe
+        for chunk in chunks:
+            store.check_rows(chunk.rows(), chunk.extras)
+
+    def _write(self, chunks: list[Chunk]) -> None:
+        if not chunks:
+            return
+        table, store = self._table, self._store
+        rows = np.empty(len(chunks), np.int64)
+        prev = np.empty(len(chunks), np.int64)
+        start = store.end
+        for i, chunk in enumerate(chunks):
+            row = table.order.get(chunk.id_)
+            if row is None:
+                row = table.open(
+                    chunk.id_,
+                    t_begin=chunk.t0,
+                    final_obs=chunk.obs[-1:],
+                    final_info=chunk.infos[-1],
+                )
+            rows[i], prev[i] = row, table.last_slot[row]
+            if prev[i] < 0:
+                table.first_slot[row] = start
+            start += chunk.n
+            table.last_slot[row] = start - 1
+            table.t_end[row] = chunk.t0 + chunk.n
+            table.terminated[row] = chunk.terminated
+            table.truncated[row] = chunk.truncated
+            table.set_final(row, chunk.obs[-1:], chunk.infos[-1])
+        parts = [(chunk.rows(), chunk.extras, chunk.infos[:-1]) for chunk in chunks]
+        slots = store.append_many(parts, rows, np.array([c.t0 for c in chunks]), prev)
+        self._num_added += len(slots)
+        self._on_append(slots)
+
+    def _evict(self, id_: str) -> None:
+        row = self._table.order[id_]
+        slots = sampling.episode_slots(self._store, self._table, row)
+        self._store.kill(slots)
+        self._on_kill(slots)
+        self._table.close(id_)
+        self._evicted.add(id_)
+        self._num_episodes_evicted += 1
+
+    def _remap(self, remap: np.ndarray) -> None:
+        self._table.remap_slots(remap)
+        self._on_remap(remap)
+
+    # Hooks for the prioritized subclass.
+    def _on_append(self, slots: np.ndarray) -> None:
+        pass
+
+    def _on_kill(self, slots: np.ndarray) -> None:
+        pass
+
+    def _on_remap(self, remap: np.ndarray) -> None:
+        pass
+
+    # ------------------------------------------------------------------------------ sample
+    def sample(
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        batch_length_T: int | None = None,
+        n_step: int | tuple[int, int] | range = 1,
+        gamma: float = 0.99,
+        include_infos: bool = False,
+        include_extra_model_outputs: bool = False,
+        sample_episodes: bool = False,
+        lookback: int = 0,
+        pad: bool = False,
+        device: Any = None,
+    ) -> Any:
+        """Samples transitions (default), sequences (``batch_length_T``) or episode chunks.
+
+        Args:
+            num_items: Items to draw (``batch_size_B`` is the same; give at most one).
+            batch_size_B: Alias of ``num_items`` (RLlib's name).
+            batch_length_T: Sequence length; sequences never cross an episode border unless
+                ``pad`` (then steps past the end are zeros with ``mask`` False).
+            n_step: Steps per transition's return: an int, or ``(lo, hi)`` / ``range(lo, hi)``
+                drawn per item with ``hi`` exclusive (RLlib's convention).
+            gamma: Discount of the n-step returns.
+            include_infos: Add ``infos`` (of the next observation for transitions).
+            include_extra_model_outputs: Add every extra-model-output column (at ``o_t``).
+            sample_episodes: Return ``SingleAgentEpisode`` chunks: whole stored episodes
+                without ``batch_length_T``, else chunks of that length.
+            lookback: Steps of context before each sequence / chunk (burn-in); padded with
+                ``mask`` False before the episode's first stored step.
+            pad: Let sequences run past their episode's end (padded).
+            device: Return torch tensors on this device (torch is imported only then).
+
+        Raises:
+            EmptyBufferError: Nothing stored, or no start from which a sequence of
+                ``batch_length_T`` fits without crossing an episode border.
+            ValueError: Bad arguments.
+        """
+        size = sampling.batch_size(num_items, batch_size_B, self.batch_size_B)
+        if self._store.num_live == 0:
+            raise EmptyBufferError("cannot sample from an empty buffer")
+        lookback = sampling.check_non_negative(lookback, "lookback")
+        if sample_episodes and device is not None:
+            raise ValueError("device applies to batches; sample_episodes returns episodes")
+        gamma = sampling.check_gamma(gamma)
+        if (batch_length_T or sample_episodes) and n_step != 1:
+            raise ValueError("n_step applies to transitions, not to sequences or episodes")
+        rng_state = self.rng.bit_generator.state
+        try:  # a refused sample leaves the generator as it was
+            out = self._sample(
+                size,
+                batch_length_T,
+                n_step,
+                gamma,
+                include_infos,
+                include_extra_model_outputs,
+                sample_episodes,
+                lookback,
+                pad,
+            )
+        except Exception:
+            self.rng.bit_generator.state = rng_state
+            raise
+        self._num_sampled += size
+        return sampling.to_device(out, device) if device is not None else out
+
+    def _sample(
+        self,
+        size: int,
+        batch_length_T: int | None,
+        n_step: Any,
+        gamma: float,
+        include_infos: bool,
+        include_extra_model_outputs: bool,
+        sample_episodes: bool,
+        lookback: int,
+        pad: bool,
+    ) -> Any:
+        if sample_episodes:
+            return sample_chunks(
+                self._store, self._table, self.rng, size, batch_length_T, lookback, self._spaces
+            )
+        if batch_length_T:
+            return sample_sequences(
+                self._store,
+                self._table,
+                self.rng,
+                size,
+                sampling.check_positive(batch_length_T, "batch_length_T"),
+                lookback,
+                pad,
+                include_infos,
+                include_extra_model_outputs,
+            )
+        n = sampling.n_steps(n_step, size, self.rng)
+        slots, weights = self._draw_transitions(size)
+        out = transition_batch(
+            self._store,
+            self._table,
+            slots,
+            n,
+            float(gamma),
+            include_infos,
+            include_extra_model_outputs,
+        )
+        out["weights"] = weights
+        return out
+
+    def _draw_transitions(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        return sampling.draw_live(self._store, self.rng, size), np.ones(size, np.float32)
+
+    # ------------------------------------------------------------------------------ counts
+    def __len__(self) -> int:
+        return self._store.num_live
+
+    def get_num_episodes(self) -> int:
+        """Episodes stored."""
+        return len(self._table)
+
+    def get_num_episodes_evicted(self) -> int:
+        """Episodes evicted so far."""
+        return self._num_episodes_evicted
+
+    def get_num_timesteps(self) -> int:
+        """Steps stored."""
+        return self._store.num_live
+
+    def get_added_timesteps(self) -> int:
+        """Steps ever added (evicted ones included)."""
+        return self._num_added
+
+    def get_sampled_timesteps(self) -> int:
+        """Items ever sampled."""
+        return self._num_sampled
+
+    def get_episode_ids(self) -> list[str]:
+        """Stored episode ids, oldest first (the eviction order)."""
+        return list(self._table.order)
+
+    def get_state(self) -> dict[str, Any]:
+        """A snapshot of contents, counters and the sampling generator (numpy arrays)."""
+        from episodes.replay.state import buffer_state
+
+        return buffer_state(self)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores a :meth:`get_state` snapshot (the capacity too)."""
+        from episodes.replay.state import restore_buffer
+
+        restore_buffer(self, state)

@@ -1,0 +1,71 @@
+"""Growable numpy columns: one row per stored item, rows gathered in bulk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Column", "as_rows"]
+
+
+def as_rows(values: Any, what: str) -> np.ndarray:
+    """Stacks a sequence of per-step values into one numeric array of rows.
+
+    Raises:
+        TypeError: The values do not stack into a numeric array (nested or ragged items).
+
+    Example:
+        >>> as_rows([[0.0, 1.0], [2.0, 3.0]], "obs").shape
+        (2, 2)
+    """
+    try:
+        rows = np.asarray(values)
+    except ValueError as err:  # ragged items
+        raise TypeError(f"{what}: the items do not stack into one array ({err})") from None
+    if rows.dtype.kind not in "biufc" or rows.ndim == 0:
+        raise TypeError(
+            f"{what}: replay stores numeric arrays only (got dtype {rows.dtype}); nested "
+            "spaces are not supported, flatten them with a connector first"
+        )
+    return rows
+
+
+class Column:
+    """A numpy array of rows whose row dtype and shape are fixed by the first write.
+
+    Args:
+        size: Rows to allocate.
+        example: Rows whose dtype and trailing shape the column takes.
+
+    Example:
+        >>> col = Column(4, np.zeros((1, 2), np.float32))
+        >>> col.data.shape, col.accepts(np.ones((3, 2), np.float32))
+        ((4, 2), True)
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, size: int, example: np.ndarray):
+        self.data = np.zeros((size, *example.shape[1:]), example.dtype)
+
+    def accepts(self, rows: np.ndarray) -> bool:
+        """Whether ``rows`` can be written without changing the row shape or kind."""
+        return rows.shape[1:] == self.data.shape[1:] and np.can_cast(
+            rows.dtype, self.data.dtype, casting="same_kind"
+        )
+
+    def describe(self) -> str:
+        """The row layout, for error messages."""
+        return f"shape {self.data.shape[1:]} dtype {self.data.dtype}"
+
+    def resize(self, size: int) -> None:
+        """Reallocates to ``size`` rows, keeping the first ``min(size, old)`` rows."""
+        new = np.zeros((size, *self.data.shape[1:]), self.data.dtype)
+        keep = min(size, len(self.data))
+        new[:keep] = self.data[:keep]
+        self.data = new
+
+    def keep(self, rows: np.ndarray) -> None:
+        """Moves the given rows, in order, to the front (a compaction)."""
+        self.data[: len(rows)] = self.data[rows]

@@ -1,0 +1,168 @@
+"""Turning added chunks into rows, and planning an ``add`` so that bad input changes nothing.
+
+``plan_add`` checks every chunk and simulates the evictions the add will cause before the
+buffer is touched: a chunk that continues an episode evicted earlier in the same call is
+refused as surely as one continuing an episode evicted long ago.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.replay.columns import as_rows
+from episodes.replay.errors import EvictedEpisodeError
+
+__all__ = ["Chunk", "Plan", "plan_add", "prepare"]
+
+
+@dataclass
+class Chunk:
+    """One added chunk as rows: ``n`` steps and ``n + 1`` observations and infos."""
+
+    id_: str
+    t0: int
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    extras: dict[str, np.ndarray]
+    infos: list[Any]
+    terminated: bool
+    truncated: bool
+
+    @property
+    def n(self) -> int:
+        """Number of steps."""
+        return len(self.rewards)
+
+    def rows(self) -> dict[str, np.ndarray]:
+        """The per-step columns (observations without the last one)."""
+        return {"obs": self.obs[:-1], "actions": self.actions, "rewards": self.rewards}
+
+
+def prepare(episode: SingleAgentEpisode) -> Chunk | None:
+    """Reads a chunk through the public getters; None for a chunk with no steps.
+
+    Raises:
+        TypeError: Not a ``SingleAgentEpisode``, or values that are not numeric arrays.
+
+    Example:
+        >>> ep = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[1], rewards=[0.5],
+        ...                         len_lookback_buffer=0)
+        >>> chunk = prepare(ep)
+        >>> chunk.n, chunk.obs.tolist(), chunk.rewards.dtype
+        (1, [0.0, 1.0], dtype('float32'))
+    """
+    if not isinstance(episode, SingleAgentEpisode):
+        raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episode).__name__}")
+    if len(episode) == 0:
+        return None
+    extras = {
+        str(key): as_rows(episode.get_extra_model_outputs(key), f"extra_model_outputs[{key!r}]")
+        for key in episode.extra_model_outputs
+    }
+    rewards = as_rows(episode.get_rewards(), "rewards")
+    if rewards.ndim != 1:
+        raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
+    return Chunk(
+        id_=episode.id_,
+        t0=int(episode.t_started),
+        obs=as_rows(episode.get_observations(), "observations"),
+        actions=as_rows(episode.get_actions(), "actions"),
+        rewards=rewards.astype(np.float32, copy=False),
+        extras=extras,
+        infos=list(episode.get_infos()),
+        terminated=bool(episode.is_terminated),
+        truncated=bool(episode.is_truncated),
+    )
+
+
+@dataclass
+class Plan:
+    """What an ``add`` does, in order: ``("chunk", Chunk)`` and ``("evict", id)`` steps."""
+
+    steps: list[tuple[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Known:
+    t_end: int
+    done: bool
+    length: int
+
+
+def plan_add(
+    chunks: list[Chunk],
+    known: Mapping[str, tuple[int, bool, int]],
+    order: Iterator[str],
+    evicted: set[str],
+    num_timesteps: int,
+    capacity: int,
+) -> Plan:
+    """Checks the chunks against the stored episodes and simulates eviction.
+
+    Args:
+        chunks: The chunks, in add order.
+        known: Stored episode id -> ``(t_end, done, length)`` (read lazily per id).
+        order: The stored ids, oldest first.
+        evicted: Ids evicted before.
+        num_timesteps: Steps stored now.
+        capacity: The buffer's capacity in steps.
+
+    Raises:
+        EvictedEpisodeError: A chunk continues an evicted episode.
+        ValueError: A chunk continues a finished episode or leaves a gap in time.
+    """
+    plan = Plan()
+    state: dict[str, _Known] = {}
+    gone: set[str] = set()
+    newer: list[str] = []
+    existing_left = len(known)
+    for chunk in chunks:
+        entry = state.get(chunk.id_)
+        if entry is None and chunk.id_ in known and chunk.id_ not in gone:
+            entry = state[chunk.id_] = _Known(*known[chunk.id_])
+        if chunk.id_ in evicted or chunk.id_ in gone:
+            raise EvictedEpisodeError(
+                f"chunk of episode {chunk.id_!r} continues an episode this buffer has evicted"
+            )
+        if entry is None:
+            state[chunk.id_] = _Known(chunk.t0 + chunk.n, False, 0)
+            entry = state[chunk.id_]
+            newer.append(chunk.id_)
+        elif entry.done:
+            raise ValueError(f"episode {chunk.id_!r} is already done; cannot append a chunk")
+        elif chunk.t0 != entry.t_end:
+            raise ValueError(
+                f"chunk of episode {chunk.id_!r} starts at t={chunk.t0}, but the buffer holds "
+                f"it up to t={entry.t_end}"
+            )
+        entry.t_end = chunk.t0 + chunk.n
+        entry.done = chunk.terminated or chunk.truncated
+        entry.length += chunk.n
+        num_timesteps += chunk.n
+        plan.steps.append(("chunk", chunk))
+        # RLlib's rule: after each chunk, evict the oldest while over capacity, keeping one.
+        while num_timesteps > capacity and existing_left + len(newer) > 1:
+            victim = _next_victim(order, gone, newer)
+            if victim in newer:
+                newer.remove(victim)
+            else:
+                existing_left -= 1
+            vic = state.get(victim) or _Known(*known[victim])
+            num_timesteps -= vic.length
+            gone.add(victim)
+            state.pop(victim, None)
+            plan.steps.append(("evict", victim))
+    return plan
+
+
+def _next_victim(order: Iterator[str], gone: set[str], newer: list[str]) -> str:
+    for id_ in order:
+        if id_ not in gone:
+            return id_
+    return newer[0]

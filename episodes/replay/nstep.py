@@ -1,0 +1,134 @@
+"""Vectorized n-step returns over linked slots, and the walks that sequences are built from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from episodes.replay.store import StepStore
+from episodes.replay.table import EpisodeTable
+
+__all__ = ["NStepResult", "n_step_returns", "next_observations", "walk"]
+
+
+@dataclass
+class NStepResult:
+    """Per sampled slot: the discounted reward sum and where the window ended.
+
+    Attributes:
+        rewards: ``sum_{k<m} gamma^k r_{t+k+1}`` over the ``m`` steps taken (float64).
+        steps: ``m``, the steps taken: ``n``, or fewer where the stored episode ended first.
+        last: The slot of the window's last step (its next observation is the bootstrap one).
+        terminated: The window ended in a terminal state (bootstrap value 0).
+        truncated: The window ended at the last step of a truncated episode.
+    """
+
+    rewards: np.ndarray
+    steps: np.ndarray
+    last: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+
+
+def n_step_returns(
+    store: StepStore, table: EpisodeTable, slots: np.ndarray, n: np.ndarray, gamma: float
+) -> NStepResult:
+    """Walks ``n[i]`` steps from each slot (stopping at the episode's stored end) in bulk.
+
+    A window stops early at a termination (nothing follows), at the last step of a truncated
+    episode (bootstrapped from the true final observation) and at the last stored step of an
+    ongoing episode (bootstrapped from its latest observation); each is a shorter horizon with
+    discount ``gamma^m``.
+
+    Example:
+        >>> store, table = StepStore(), EpisodeTable()
+        >>> row = table.open("a", t_begin=0, final_obs=np.zeros((1, 1)), final_info={})
+        >>> store.reserve(3)
+        >>> rows = {"obs": np.zeros((3, 1)), "actions": np.zeros(3), "rewards": np.ones(3)}
+        >>> slots = store.append(rows, {}, [{}] * 3, ep_row=row, t0=0, prev_slot=-1)
+        >>> res = n_step_returns(store, table, np.array([0, 2]), np.array([2, 2]), 0.5)
+        >>> res.rewards.tolist(), res.steps.tolist(), res.last.tolist()
+        ([1.5, 1.0], [2, 1], [1, 2])
+    """
+    last = slots
+    rewards = store.rewards[slots].astype(np.float64)
+    steps = np.ones(len(slots), np.int64)
+    width = int(n.max(initial=1))
+    same_n = width == int(n.min(initial=1))
+    for k in range(1, width):
+        nxt = store.nxt[last]
+        go = nxt >= 0  # once a window stops at its episode's stored end it stays stopped
+        if not same_n:
+            go &= k < n
+        last = np.where(go, nxt, last)
+        rewards += (gamma**k) * (store.rewards[last] * go)
+        steps += go
+    at_end = store.nxt[last] < 0
+    rows = store.ep[last]
+    return NStepResult(
+        rewards=rewards,
+        steps=steps,
+        last=last,
+        terminated=at_end & table.terminated[rows],
+        truncated=at_end & table.truncated[rows],
+    )
+
+
+def next_observations(store: StepStore, table: EpisodeTable, slots: np.ndarray) -> np.ndarray:
+    """The observation after each slot's step: the next slot's, or the episode's latest one.
+
+    Example:
+        >>> store, table = StepStore(), EpisodeTable()
+        >>> row = table.open("a", t_begin=0, final_obs=np.full((1, 1), 9.0), final_info={})
+        >>> store.reserve(2)
+        >>> rows = {"obs": np.array([[0.0], [1.0]]), "actions": np.zeros(2), "rewards": np.ones(2)}
+        >>> _ = store.append(rows, {}, [{}] * 2, ep_row=row, t0=0, prev_slot=-1)
+        >>> next_observations(store, table, np.array([0, 1]))[:, 0].tolist()
+        [1.0, 9.0]
+    """
+    assert store.obs is not None and table.final_obs is not None
+    nxt = store.nxt[slots]
+    out = store.obs.data[np.maximum(nxt, 0)]
+    ends = nxt < 0
+    if ends.any():
+        out[ends] = table.final_obs.data[store.ep[slots[ends]]]
+    return out
+
+
+def walk(
+    store: StepStore, starts: np.ndarray, length: int, *, backward: bool = False
+) -> np.ndarray:
+    """``[B, length]`` slots reached by following the episode links from each start.
+
+    Forward walks begin at the start itself; backward walks end just before it (so they hold
+    the ``length`` steps preceding it, oldest first). Positions past the episode's stored
+    range are -1. Rows whose steps are adjacent slots (the usual case) take one check; the
+    rest follow the links one vectorized step at a time.
+
+    Example:
+        >>> store = StepStore(); store.reserve(3)
+        >>> rows = {"obs": np.zeros((3, 1)), "actions": np.zeros(3), "rewards": np.ones(3)}
+        >>> _ = store.append(rows, {}, [{}] * 3, ep_row=0, t0=0, prev_slot=-1)
+        >>> walk(store, np.array([1]), 3).tolist(), walk(store, np.array([1]), 2, backward=True)
+        ([[1, 2, -1]], array([[-1,  0]]))
+    """
+    step = -1 if backward else 1
+    offsets = np.arange(length) * step - (1 if backward else 0)
+    out = starts[:, None] + offsets
+    far = out[:, -1]
+    near = np.clip(far, 0, max(store.end - 1, 0))
+    # Adjacent slots hold adjacent steps of one episode iff the far end does (slot order is
+    # time order within an episode).
+    ok = (far == near) & (store.ep[near] == store.ep[starts]) & store.live[near]
+    ok &= store.t[near] - store.t[starts] == far - starts
+    slow = np.flatnonzero(~ok)
+    if len(slow):
+        link = store.prv if backward else store.nxt
+        cur = starts[slow] if not backward else store.prv[starts[slow]]
+        for k in range(length):
+            out[slow, k] = cur
+            cur = np.where(cur >= 0, link[np.maximum(cur, 0)], -1)
+    if backward:
+        out = out[:, ::-1]
+    return out

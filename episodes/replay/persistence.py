@@ -1,0 +1,168 @@
+"""Saving a replay buffer to disk and building one from a dataset, through ``episodes.io``.
+
+A saved buffer is a directory: ``episodes/``, an ``episodes.io`` dataset holding every stored
+episode (oldest first, so reloading keeps the eviction order), and ``replay.json`` with the
+buffer's settings, counters, evicted ids and generator state, plus ``priorities.npy`` for a
+prioritized buffer. The directory is written under a temporary name and renamed into place,
+so a crash never leaves a half-written buffer under the final name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from episodes.io import EpisodeWriter, dataset_info, read_episodes
+from episodes.replay.errors import EvictedEpisodeError
+
+if TYPE_CHECKING:
+    from episodes.replay.buffer import EpisodeReplayBuffer
+
+__all__ = ["buffer_from_dataset", "load_buffer", "save_buffer"]
+
+_META = "replay.json"
+_VERSION = 1
+
+
+def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> None:
+    """Writes ``buffer`` to a new directory ``path`` (which must not exist).
+
+    Raises:
+        FileExistsError: ``path`` exists.
+        episodes.io.UnstorableValueError: An info or output the disk format cannot hold.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10, seed=0)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[0],
+        ...                            rewards=[1.0], len_lookback_buffer=0))
+        >>> path = tempfile.mkdtemp() + "/buf"
+        >>> save_buffer(buf, path)
+        >>> load_buffer(path).get_episode_ids()
+        ['a']
+    """
+    from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
+
+    final = Path(path)
+    if final.exists():
+        raise FileExistsError(f"{final} exists; save a buffer to a new directory")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        with EpisodeWriter(tmp / "episodes") as writer:
+            writer.write_many(buffer.get_episodes())
+        meta: dict[str, Any] = {
+            "version": _VERSION,
+            "kind": "prioritized"
+            if isinstance(buffer, PrioritizedEpisodeReplayBuffer)
+            else "uniform",
+            "capacity": buffer.capacity,
+            "batch_size_B": buffer.batch_size_B,
+            "counters": buffer.get_counters(),
+            "evicted": buffer.get_evicted_ids(),
+            "rng": buffer.rng.bit_generator.state,
+        }
+        if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
+            meta["alpha"] = buffer.alpha
+            meta["max_priority"] = buffer.max_priority
+            order = np.concatenate(
+                [buffer.get_episode_indices(i) for i in buffer.get_episode_ids()]
+                or [np.zeros(0, np.int64)]
+            )
+            np.save(tmp / "priorities.npy", buffer.get_priorities(order), allow_pickle=False)
+        (tmp / _META).write_text(json.dumps(meta))
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> EpisodeReplayBuffer:
+    """Reads a buffer written by :func:`save_buffer` (its class, contents and counters).
+
+    The stable item indices are renumbered (``0..N-1`` in the saved order).
+
+    Raises:
+        ValueError: ``path`` holds no saved buffer of a known version.
+    """
+    from episodes.replay.buffer import EpisodeReplayBuffer
+    from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
+
+    root = Path(path)
+    try:
+        meta = json.loads((root / _META).read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{root} holds no saved replay buffer ({err})") from None
+    if not isinstance(meta, dict) or meta.get("version") != _VERSION:
+        raise ValueError(f"{root}: unsupported replay buffer version {meta.get('version')!r}")
+    buffer: EpisodeReplayBuffer
+    if meta["kind"] == "prioritized":
+        buffer = PrioritizedEpisodeReplayBuffer(
+            meta["capacity"], batch_size_B=meta["batch_size_B"], alpha=meta["alpha"], seed=seed
+        )
+    else:
+        buffer = EpisodeReplayBuffer(meta["capacity"], batch_size_B=meta["batch_size_B"], seed=seed)
+    buffer.add(list(read_episodes(root / "episodes", numpy=True)))
+    buffer.set_counters(meta["counters"], meta["evicted"])
+    if seed is None:
+        buffer.rng.bit_generator.state = meta["rng"]
+    if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
+        priorities = np.load(root / "priorities.npy", allow_pickle=False)
+        buffer.update_priorities(priorities, np.arange(len(priorities)))
+        buffer.max_priority = float(meta["max_priority"])
+    return buffer
+
+
+def buffer_from_dataset(
+    path: str | os.PathLike[str],
+    *,
+    capacity: int | None = None,
+    prioritized: bool = False,
+    seed: int | None = None,
+    **kwargs: Any,
+) -> EpisodeReplayBuffer:
+    """A buffer filled with every chunk of an ``episodes.io`` dataset (offline RL).
+
+    Chunks are added in the dataset's order, so continuing chunks join their episode. With a
+    capacity below the dataset's size the oldest whole episodes give way, as in training, and
+    later chunks of an evicted episode are skipped.
+
+    Args:
+        path: The dataset directory.
+        capacity: Steps to keep (default: all steps of the dataset).
+        prioritized: Build a :class:`PrioritizedEpisodeReplayBuffer`.
+        seed: Seed of the sampling generator.
+        **kwargs: More constructor arguments (``alpha``, ``batch_size_B``).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as writer:
+        ...     _ = writer.write(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0],
+        ...                      actions=[0, 1], rewards=[1.0, 1.0], len_lookback_buffer=0))
+        >>> buffer_from_dataset(path).get_num_timesteps()
+        2
+    """
+    from episodes.replay.buffer import EpisodeReplayBuffer
+    from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
+
+    if capacity is None:
+        capacity = max(1, dataset_info(path).num_steps)
+    cls = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
+    buffer = cls(capacity, seed=seed, **kwargs)
+    for episode in read_episodes(path, numpy=True):
+        try:
+            buffer.add(episode)
+        except EvictedEpisodeError:
+            continue  # a later chunk of an episode that no longer fits: dropped with it
+    return buffer

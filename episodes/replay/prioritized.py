@@ -1,0 +1,193 @@
+"""``PrioritizedEpisodeReplayBuffer``: proportional prioritized replay (PER) over episodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.replay.buffer import EpisodeReplayBuffer
+from episodes.replay.sum_tree import SumTree
+
+__all__ = ["PrioritizedEpisodeReplayBuffer"]
+
+
+class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
+    """Transitions drawn with probability ``p_i^alpha / sum_j p_j^alpha``.
+
+    New steps get the largest priority seen so far. Batches carry ``weights``, the importance
+    weights ``(N P(i))^-beta`` divided by their maximum over the whole buffer (the PER paper's
+    normalization), and ``indices`` for :meth:`update_priorities`. Sequences and episode chunks
+    are drawn uniformly, as in :class:`EpisodeReplayBuffer`.
+
+    Args:
+        capacity: Steps to keep.
+        batch_size_B: Default batch size.
+        alpha: Priority exponent (0: uniform).
+        seed: Seed of the sampling generator.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> buf = PrioritizedEpisodeReplayBuffer(100, alpha=1.0, seed=0)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                            rewards=[0.0, 1.0], len_lookback_buffer=0))
+        >>> batch = buf.sample(2, beta=0.4)
+        >>> buf.update_priorities(np.array([3.0, 1.0]), batch["indices"][:1].repeat(2))
+        >>> buf.get_priorities(batch["indices"][:1]).tolist()
+        [1.0]
+    """
+
+    def __init__(
+        self,
+        capacity: int = 10_000,
+        *,
+        batch_size_B: int = 16,
+        alpha: float = 1.0,
+        seed: int | None = None,
+    ):
+        super().__init__(capacity, batch_size_B=batch_size_B, seed=seed)
+        if not np.isfinite(alpha) or alpha < 0:
+            raise ValueError(f"alpha must be a finite float >= 0, got {alpha!r}")
+        self.alpha = float(alpha)
+        self._tree = SumTree(64)
+        self._max_priority = 1.0
+        self._beta = 0.0
+        self._last_indices: np.ndarray | None = None
+        self._last_slots: tuple[np.ndarray, int] | None = None
+
+    @property
+    def max_priority(self) -> float:
+        """The priority new steps get: the largest ever set (1.0 at first)."""
+        return self._max_priority
+
+    @max_priority.setter
+    def max_priority(self, value: float) -> None:
+        if not np.isfinite(value) or value <= 0:
+            raise ValueError(f"max_priority must be finite and > 0, got {value!r}")
+        self._max_priority = float(value)
+
+    # ------------------------------------------------------------------------- store hooks
+    def _on_append(self, slots: np.ndarray) -> None:
+        if self._store.size > self._tree.capacity:
+            leaves = self._tree.leaves()
+            self._tree = SumTree(self._store.size)
+            self._tree.rebuild(leaves)
+        self._tree.update(slots, np.full(len(slots), self._max_priority**self.alpha))
+
+    def _on_kill(self, slots: np.ndarray) -> None:
+        self._tree.update(slots, np.zeros(len(slots)))
+
+    def _on_remap(self, remap: np.ndarray) -> None:
+        leaves = self._tree.leaves()
+        old = np.flatnonzero(remap[:-1] >= 0)
+        moved = np.zeros(self._tree.capacity)
+        moved[remap[old]] = leaves[old]
+        self._tree.rebuild(moved)
+
+    # ------------------------------------------------------------------------------ sample
+    def sample(self, num_items: int | None = None, *, beta: float = 0.0, **kwargs: Any) -> Any:
+        """:meth:`EpisodeReplayBuffer.sample` with prioritized transitions.
+
+        Args:
+            num_items: Items to draw.
+            beta: Importance-weight exponent (0: all weights 1; 1: full correction).
+            **kwargs: As :meth:`EpisodeReplayBuffer.sample`.
+        """
+        if not np.isfinite(beta) or beta < 0:
+            raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
+        self._beta = float(beta)
+        return super().sample(num_items, **kwargs)
+
+    def _draw_transitions(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        tree = self._tree
+        total = tree.total
+        slots = tree.find(self.rng.random(size) * total)
+        probs = tree.leaves(slots) / total
+        count = self._store.num_live
+        # Dividing by the largest weight, that of the smallest priority, keeps weights <= 1.
+        weights = (probs * count) ** -self._beta / (tree.min / total * count) ** -self._beta
+        self._last_indices = self._store.uid[slots]
+        self._last_slots = (slots, self._store.moves)
+        return slots, weights.astype(np.float32)
+
+    # -------------------------------------------------------------------------- priorities
+    def update_priorities(self, priorities: Any, indices: Any = None) -> None:
+        """Sets the priorities of sampled items (the last sample's items by default).
+
+        Items evicted since they were sampled are skipped; a repeated index keeps its last
+        priority.
+
+        Raises:
+            ValueError: No indices (nothing sampled yet), lengths differ, priorities that are
+                not finite and > 0, or indices this buffer never issued. Nothing changes then.
+        """
+        cached = None
+        if indices is None:
+            indices, cached = self._last_indices, self._last_slots
+        if indices is None:
+            raise ValueError("update_priorities needs indices: nothing was sampled yet")
+        idx = np.asarray(indices)
+        prio = np.asarray(priorities, np.float64)
+        if idx.ndim != 1 or prio.ndim != 1 or len(idx) != len(prio):
+            raise ValueError(
+                f"priorities (shape {prio.shape}) and indices (shape {idx.shape}) must be 1-d "
+                "and equally long"
+            )
+        if idx.dtype.kind not in "iu" and len(idx):
+            raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
+        if not np.isfinite(prio).all() or (prio <= 0).any():
+            bad = prio[~(np.isfinite(prio) & (prio > 0))][:5]
+            raise ValueError(f"priorities must be finite and > 0, got {bad.tolist()}")
+        idx = idx.astype(np.int64)
+        if ((idx < 0) | (idx >= self._store.next_uid)).any():
+            raise ValueError("indices the buffer never issued (use a batch's 'indices')")
+        if cached is not None and cached[1] == self._store.moves:
+            slots, found = cached[0], self._store.live[cached[0]]  # no search needed
+        else:
+            slots, found = self._find(idx)
+        if not found.all():
+            slots, prio = slots[found], prio[found]
+        self._tree.update(slots, prio**self.alpha if self.alpha != 1.0 else prio)
+        self._max_priority = max(self._max_priority, float(prio.max(initial=0.0)))
+
+    def get_priorities(self, indices: Any) -> np.ndarray:
+        """Current priorities (before ``alpha``) of stored items; ``KeyError`` for evicted ones."""
+        slots, found = self._find(np.asarray(indices, np.int64))
+        if not found.all():
+            raise KeyError("some indices are no longer stored")
+        return self._tree.leaves(slots) ** (1.0 / self.alpha if self.alpha else 1.0)
+
+    def _find(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        store = self._store
+        slots = np.searchsorted(store.uid[: store.end], idx)
+        found = slots < store.end
+        found[found] = (store.uid[slots[found]] == idx[found]) & store.live[slots[found]]
+        return slots, found
+
+    # ------------------------------------------------------------------------------- state
+    def get_state(self) -> dict[str, Any]:
+        """:meth:`EpisodeReplayBuffer.get_state` plus priorities and ``alpha``."""
+        state = super().get_state()
+        keep = np.flatnonzero(self._store.live[: self._store.end])
+        state["prioritized"] = {
+            "alpha": self.alpha,
+            "max_priority": self._max_priority,
+            "leaves": self._tree.leaves(keep),
+        }
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`get_state` (a uniform buffer's state gets priority 1 everywhere)."""
+        super().set_state(state)
+        extra = state.get("prioritized")
+        n = self._store.end
+        self._tree = SumTree(max(self._store.size, 1))
+        if extra is None:
+            self._max_priority = 1.0
+            self._tree.rebuild(np.ones(n))
+        else:
+            self.alpha = float(extra["alpha"])
+            self._max_priority = float(extra["max_priority"])
+            self._tree.rebuild(np.asarray(extra["leaves"], np.float64))
+        self._last_indices = None
+        self._last_slots = None

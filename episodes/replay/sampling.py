@@ -1,0 +1,201 @@
+"""Drawing slots, checking sampling arguments, and mapping between slots and stable indices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from episodes.replay.store import StepStore
+from episodes.replay.table import EpisodeTable
+
+__all__ = [
+    "batch_size",
+    "check_gamma",
+    "check_non_negative",
+    "check_positive",
+    "draw_live",
+    "episode_slots",
+    "locate",
+    "n_steps",
+    "slots_of",
+    "to_device",
+]
+
+_ROUNDS = 4
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_positive(value: Any, name: str) -> int:
+    """``value`` as an int, or ``ValueError`` unless it is an int >= 1.
+
+    Example:
+        >>> check_positive(3, "n_step")
+        3
+    """
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+def check_non_negative(value: Any, name: str) -> int:
+    """``value`` as an int, or ``ValueError`` unless it is an int >= 0.
+
+    Example:
+        >>> check_non_negative(0, "lookback")
+        0
+    """
+    if not _is_int(value) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
+def check_gamma(gamma: Any) -> float:
+    """``gamma`` as a float, or ``ValueError`` unless it is a number in ``[0, 1]``.
+
+    Example:
+        >>> check_gamma(0.99)
+        0.99
+    """
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating)):
+        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
+    if not 0.0 <= gamma <= 1.0:  # NaN fails this too
+        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
+    return float(gamma)
+
+
+def batch_size(num_items: Any, batch_size_B: Any, default: int) -> int:
+    """The batch size from RLlib's two spellings.
+
+    Example:
+        >>> batch_size(None, 8, 16), batch_size(None, None, 16)
+        (8, 16)
+    """
+    if num_items is not None and batch_size_B is not None:
+        raise ValueError("give num_items or batch_size_B, not both")
+    given = num_items if num_items is not None else batch_size_B
+    return check_positive(default if given is None else given, "num_items")
+
+
+def n_steps(n_step: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-item horizons: an int for all, or drawn from ``(lo, hi)`` / ``range`` (hi exclusive).
+
+    Example:
+        >>> n_steps(3, 2, np.random.default_rng(0)).tolist()
+        [3, 3]
+    """
+    if isinstance(n_step, range):
+        if n_step.step != 1:
+            raise ValueError(f"n_step range must have step 1, got {n_step!r}")
+        n_step = (n_step.start, n_step.stop)
+    if isinstance(n_step, tuple):
+        if (
+            len(n_step) != 2
+            or not all(_is_int(v) for v in n_step)
+            or not 1 <= n_step[0] < n_step[1]
+        ):
+            raise ValueError(f"n_step range must be (lo, hi) with 1 <= lo < hi, got {n_step!r}")
+        return rng.integers(n_step[0], n_step[1], size)
+    return np.full(size, check_positive(n_step, "n_step"), np.int64)
+
+
+def draw_live(
+    store: StepStore,
+    rng: np.random.Generator,
+    size: int,
+    accept: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """``size`` live slots drawn uniformly with replacement (among those ``accept`` keeps).
+
+    Draws over the whole slot range and drops dead (and refused) slots, which keeps the cost
+    independent of the buffer's size because compaction holds dead slots under half. After
+    a few rounds without enough accepted slots the candidates are listed exactly.
+
+    Returns:
+        The slots, or an empty array when no slot is acceptable.
+    """
+    picked: list[np.ndarray] = []
+    have = 0
+    rate = max(store.num_live / max(store.end, 1), 1e-3)
+    for _ in range(_ROUNDS):
+        draw = rng.integers(0, store.end, int((size - have) / rate * 1.2) + 16)
+        draw = draw[store.live[draw]]
+        if accept is not None and len(draw):
+            draw = draw[accept(draw)]
+        picked.append(draw)
+        have += len(draw)
+        if have >= size:
+            return np.concatenate(picked)[:size]
+        rate *= 0.25  # low acceptance: draw more next round
+    candidates = np.flatnonzero(store.live[: store.end])
+    if accept is not None and len(candidates):
+        candidates = candidates[accept(candidates)]
+    if not len(candidates):
+        return candidates
+    return np.concatenate([*picked, candidates[rng.integers(0, len(candidates), size - have)]])
+
+
+def episode_slots(store: StepStore, table: EpisodeTable, row: int) -> np.ndarray:
+    """Every slot of one stored episode, in time order."""
+    first = int(table.first_slot[row])
+    length = int(table.t_end[row] - table.t_begin[row])
+    last = first + length - 1
+    if (
+        last < store.end
+        and store.live[last]
+        and store.ep[last] == row
+        and store.t[last] == store.t[first] + length - 1
+    ):
+        return np.arange(first, first + length)
+    slots = np.empty(length, np.int64)
+    cur = first
+    for i in range(length):  # an interleaved episode: follow its links
+        slots[i] = cur
+        cur = int(store.nxt[cur])
+    return slots
+
+
+def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
+    """Slots of stable item indices (a batch's ``indices``); ``KeyError`` for evicted ones.
+
+    Stable indices grow with every added step and compaction keeps slot order, so the
+    ``uid`` column is sorted over ``[0, end)`` and a binary search finds them.
+    """
+    slots = np.searchsorted(store.uid[: store.end], indices)
+    ok = slots < store.end
+    ok[ok] = (store.uid[slots[ok]] == indices[ok]) & store.live[slots[ok]]
+    if not ok.all():
+        raise KeyError(f"indices not stored (evicted or never added): {indices[~ok][:5].tolist()}")
+    return slots
+
+
+def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: np.ndarray) -> np.ndarray:
+    """Stable indices of one episode's steps at env times ``t``."""
+    row = table.order.get(episode_id)
+    if row is None:
+        raise KeyError(f"episode {episode_id!r} is not stored")
+    t = np.asarray(t, np.int64)
+    if ((t < table.t_begin[row]) | (t >= table.t_end[row])).any():
+        raise KeyError(
+            f"times {t.tolist()} outside episode {episode_id!r}'s stored steps "
+            f"[{table.t_begin[row]}, {table.t_end[row]})"
+        )
+    slots = episode_slots(store, table, row)
+    return store.uid[slots[t - table.t_begin[row]]]
+
+
+def to_device(batch: Any, device: Any) -> Any:
+    """Numeric numpy arrays of a batch dict as torch tensors on ``device`` (lazy torch import)."""
+    import torch
+
+    out = {}
+    for key, value in batch.items():
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            out[key] = torch.from_numpy(np.ascontiguousarray(value)).to(device)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,195 @@
+"""Fixed-length sequences (``[B, lookback + T]`` columns) and ``SingleAgentEpisode`` chunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.replay.errors import EmptyBufferError
+from episodes.replay.nstep import next_observations, walk
+from episodes.replay.sampling import check_positive, draw_live, episode_slots
+from episodes.replay.store import StepStore, fresh_infos
+from episodes.replay.table import EpisodeTable
+
+__all__ = [
+    "build_episode",
+    "draw_starts",
+    "sample_chunks",
+    "sample_sequences",
+    "sequence_batch",
+]
+
+
+def draw_starts(
+    store: StepStore,
+    table: EpisodeTable,
+    rng: np.random.Generator,
+    size: int,
+    length: int,
+    pad: bool,
+) -> np.ndarray:
+    """Start slots drawn uniformly among those with ``length`` steps left in their episode.
+
+    Raises:
+        EmptyBufferError: No stored episode holds ``length`` steps (and ``pad`` is off).
+    """
+
+    def fits(slots: np.ndarray) -> np.ndarray:
+        return table.t_end[store.ep[slots]] - store.t[slots] >= length
+
+    starts = draw_live(store, rng, size, None if pad else fits)
+    if not len(starts):
+        raise EmptyBufferError(
+            f"no stored episode holds {length} steps, so no sequence of batch_length_T="
+            f"{length} fits inside one; add longer episodes or pass pad=True"
+        )
+    return starts
+
+
+def _gather(column: np.ndarray, pos: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    out = column[np.maximum(pos, 0)]
+    out[~mask] = 0
+    return out
+
+
+def sequence_batch(
+    store: StepStore,
+    table: EpisodeTable,
+    starts: np.ndarray,
+    length: int,
+    lookback: int,
+    include_infos: bool = False,
+    include_extra_model_outputs: bool = False,
+) -> dict[str, np.ndarray]:
+    """``[B, lookback + length]`` columns of the sequences beginning at ``starts``.
+
+    The first ``lookback`` columns are context (``is_lookback``), taken from the same episode
+    and padded where it began later. Every step is a transition ``(o_t, a_t, r_{t+1},
+    o_{t+1})``: ``is_first`` marks the episode's first stored step, ``is_last`` its last stored
+    step, ``is_terminated``/``is_truncated`` a last step that ended the episode; padded steps
+    are zeros with ``mask`` False and ``indices`` -1.
+    """
+    assert store.obs is not None and store.actions is not None
+    parts = [walk(store, starts, lookback, backward=True)] if lookback else []
+    pos = np.concatenate([*parts, walk(store, starts, length)], axis=1)
+    mask = pos >= 0
+    flat = np.maximum(pos, 0)
+    at_end = (store.nxt[flat] < 0) & mask
+    rows = store.ep[flat]
+    next_obs = next_observations(store, table, flat.ravel()).reshape(store.obs.data[flat].shape)
+    next_obs[~mask] = 0
+    is_lookback = np.zeros(pos.shape, bool)
+    is_lookback[:, :lookback] = True
+    batch = {
+        "obs": _gather(store.obs.data, pos, mask),
+        "actions": _gather(store.actions.data, pos, mask),
+        "rewards": _gather(store.rewards, pos, mask),
+        "next_obs": next_obs,
+        "is_first": (store.prv[flat] < 0) & mask,
+        "is_last": at_end,
+        "is_terminated": at_end & table.terminated[rows],
+        "is_truncated": at_end & table.truncated[rows],
+        "is_lookback": is_lookback,
+        "mask": mask,
+        "indices": np.where(mask, store.uid[flat], -1),
+    }
+    if include_infos:
+        infos = fresh_infos(store.read_infos(flat))
+        infos[~mask] = None
+        batch["infos"] = infos
+    if include_extra_model_outputs:
+        for key, column in store.extras.items():
+            batch[key] = _gather(column.data, pos, mask)
+    return batch
+
+
+def sample_sequences(
+    store: StepStore,
+    table: EpisodeTable,
+    rng: np.random.Generator,
+    size: int,
+    length: int,
+    lookback: int,
+    pad: bool,
+    include_infos: bool,
+    include_extra_model_outputs: bool,
+) -> dict[str, np.ndarray]:
+    """Draws ``size`` starts and returns their :func:`sequence_batch`."""
+    starts = draw_starts(store, table, rng, size, length, pad)
+    return sequence_batch(
+        store, table, starts, length, lookback, include_infos, include_extra_model_outputs
+    )
+
+
+def sample_chunks(
+    store: StepStore,
+    table: EpisodeTable,
+    rng: np.random.Generator,
+    size: int,
+    length: int | None,
+    lookback: int,
+    spaces: tuple[Any, Any],
+) -> list[SingleAgentEpisode]:
+    """``size`` numpy'd episode chunks: whole stored episodes, or ``length``-step chunks.
+
+    Whole episodes are drawn uniformly among stored episodes; chunks start uniformly among
+    the steps with ``length`` steps left in their episode, and carry up to ``lookback`` earlier
+    steps of the same episode as their lookback.
+    """
+    if length is None:
+        ids = np.fromiter(table.order.values(), np.int64, len(table.order))
+        rows = ids[rng.integers(0, len(ids), size)]
+        return [
+            build_episode(store, table, episode_slots(store, table, r), 0, spaces) for r in rows
+        ]
+    length = check_positive(length, "batch_length_T")
+    starts = draw_starts(store, table, rng, size, length, pad=False)
+    pos = walk(store, starts, length)
+    if lookback:
+        pos = np.concatenate([walk(store, starts, lookback, backward=True), pos], axis=1)
+    out = []
+    for row in pos:
+        slots = row[row >= 0]
+        out.append(build_episode(store, table, slots, len(slots) - length, spaces))
+    return out
+
+
+def build_episode(
+    store: StepStore,
+    table: EpisodeTable,
+    slots: np.ndarray,
+    lookback: int,
+    spaces: tuple[Any, Any],
+) -> SingleAgentEpisode:
+    """A numpy'd episode of the given slots of one episode, the first ``lookback`` as lookback."""
+    assert store.obs is not None and store.actions is not None
+    row = int(store.ep[slots[0]])
+    last = slots[-1]
+    at_end = store.nxt[last] < 0
+    nxt = store.nxt[last]
+    final_info = table.final_info[row] if at_end else store.read_infos(np.array([nxt]))[0]
+    raw_infos = np.empty(len(slots) + 1, object)
+    raw_infos[:-1] = store.read_infos(slots)
+    raw_infos[-1] = final_info
+    observations = np.concatenate(
+        [store.obs.data[slots], next_observations(store, table, slots[-1:])]
+    )
+    episode = SingleAgentEpisode(
+        table.ids[row],
+        observations=list(observations),
+        observation_space=spaces[0],
+        infos=list(fresh_infos(raw_infos)),
+        actions=list(store.actions.data[slots]),
+        action_space=spaces[1],
+        rewards=list(store.rewards[slots]),
+        terminated=bool(at_end and table.terminated[row]),
+        truncated=bool(at_end and table.truncated[row]),
+        extra_model_outputs={k: list(c.data[slots]) for k, c in store.extras.items()},
+        t_started=int(store.t[slots[lookback]])
+        if lookback < len(slots)
+        else int(store.t[last]) + 1,
+        len_lookback_buffer=lookback,
+    )
+    return episode.to_numpy()

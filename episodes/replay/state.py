@@ -1,0 +1,128 @@
+"""``get_state``/``set_state`` of the replay buffers: compacted columns and counters."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from episodes.replay.columns import Column
+from episodes.replay.store import StepStore
+from episodes.replay.table import EpisodeTable
+
+if TYPE_CHECKING:
+    from episodes.replay.buffer import EpisodeReplayBuffer
+
+__all__ = ["buffer_state", "restore_buffer"]
+
+_VERSION = 1
+
+
+def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
+    """A snapshot that shares nothing with the buffer: live rows only, in slot order.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buffer_state(EpisodeReplayBuffer(5))["num_timesteps"]
+        0
+    """
+    store, table = buffer._store, buffer._table
+    keep = np.flatnonzero(store.live[: store.end])
+    remap = np.full(store.end + 1, -1, np.int64)
+    remap[keep] = np.arange(len(keep))
+    rows = np.fromiter(table.order.values(), np.int64, len(table.order))
+    row_of = np.full(max(table.size, 1), -1, np.int64)
+    row_of[rows] = np.arange(len(rows))
+    state: dict[str, Any] = {
+        "version": _VERSION,
+        "capacity": buffer.capacity,
+        "batch_size_B": buffer.batch_size_B,
+        "num_timesteps": int(store.num_live),
+        "num_added": buffer._num_added,
+        "num_sampled": buffer._num_sampled,
+        "num_episodes_evicted": buffer._num_episodes_evicted,
+        "evicted": sorted(buffer._evicted),
+        "rng": buffer.rng.bit_generator.state,
+        "spaces": buffer._spaces,
+        "next_uid": store.next_uid,
+        "steps": {
+            "obs": store.obs.data[keep] if store.obs is not None else None,
+            "actions": store.actions.data[keep] if store.actions is not None else None,
+            "rewards": store.rewards[keep],
+            "extras": {k: c.data[keep] for k, c in store.extras.items()},
+            "infos": list(store.infos[keep]),
+            "ep": row_of[store.ep[keep]],
+            "t": store.t[keep],
+            "nxt": remap[store.nxt[keep]],
+            "prv": remap[store.prv[keep]],
+            "uid": store.uid[keep],
+        },
+        "episodes": {
+            "ids": list(table.order),
+            "final_obs": table.final_obs.data[rows] if table.final_obs is not None else None,
+            "final_info": list(table.final_info[rows]),
+            "terminated": table.terminated[rows],
+            "truncated": table.truncated[rows],
+            "t_begin": table.t_begin[rows],
+            "t_end": table.t_end[rows],
+            "first_slot": remap[table.first_slot[rows]],
+            "last_slot": remap[table.last_slot[rows]],
+        },
+    }
+    return state
+
+
+def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
+    """Rebuilds ``buffer`` from :func:`buffer_state`'s output.
+
+    Raises:
+        ValueError: Not a state of this version.
+    """
+    if not isinstance(state, dict) or state.get("version") != _VERSION:
+        raise ValueError("not a replay buffer state of version 1")
+    store, table = _restore_store(state["steps"], state["next_uid"]), EpisodeTable()
+    eps = state["episodes"]
+    for i, id_ in enumerate(eps["ids"]):
+        row = table.open(
+            id_,
+            t_begin=int(eps["t_begin"][i]),
+            final_obs=eps["final_obs"][i : i + 1],
+            final_info=eps["final_info"][i],
+        )
+        assert row == i
+    n = len(eps["ids"])
+    for name in ("terminated", "truncated", "t_end", "first_slot", "last_slot"):
+        getattr(table, name)[:n] = eps[name]
+    buffer.capacity = int(state["capacity"])
+    buffer.batch_size_B = int(state["batch_size_B"])
+    buffer._store, buffer._table = store, table
+    buffer._num_added = int(state["num_added"])
+    buffer._num_sampled = int(state["num_sampled"])
+    buffer._num_episodes_evicted = int(state["num_episodes_evicted"])
+    buffer._evicted = set(state["evicted"])
+    buffer._spaces = (state["spaces"][0], state["spaces"][1])
+    buffer.rng = np.random.default_rng()
+    buffer.rng.bit_generator.state = state["rng"]
+
+
+def _restore_store(steps: dict[str, Any], next_uid: int) -> StepStore:
+    store = StepStore()
+    n = len(steps["rewards"])
+    store.reserve(max(n, 1))
+    if steps["obs"] is not None:
+        store.obs = Column(store.size, steps["obs"])
+        store.actions = Column(store.size, steps["actions"])
+        store.obs.data[:n] = steps["obs"]
+        store.actions.data[:n] = steps["actions"]
+        for key, values in steps["extras"].items():
+            store.extras[key] = Column(store.size, values)
+            store.extras[key].data[:n] = values
+    store.rewards[:n] = steps["rewards"]
+    for i, info in enumerate(steps["infos"]):
+        store.infos[i] = info
+    for name in ("ep", "t", "nxt", "prv", "uid"):
+        getattr(store, name)[:n] = steps[name]
+    store.live[:n] = True
+    store.end = store.num_live = n
+    store.next_uid = int(next_uid)
+    return store

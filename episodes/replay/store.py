@@ -1,0 +1,233 @@
+"""Per-step storage: contiguous columns, appended at the end, compacted when full.
+
+Every stored transition ``(o_t, a_t, r_{t+1}, extras_t)`` is one row ("slot"). The rows of one
+episode are in increasing slot order but need not be adjacent: chunks of several episodes
+arrive interleaved. ``nxt``/``prv`` link each slot to its episode's next and previous slot (-1
+at the ends), so a walk along an episode is one vectorized gather per step, and a walk over
+adjacent slots (the usual case) is checked in one go. Evicted rows are only marked dead; once
+dead rows outnumber live ones (or the end is reached) the live rows move to the front in
+order, which keeps slot order equal to add order and costs O(1) per added step amortized.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.replay.columns import Column
+
+__all__ = ["StepStore", "fresh_infos"]
+
+_MIN_SIZE = 64
+
+
+class StepStore:
+    """Columns of steps plus the links that thread them into episodes.
+
+    Example:
+        >>> store = StepStore()
+        >>> rows = {"obs": np.zeros((3, 2)), "actions": np.arange(3), "rewards": np.ones(3)}
+        >>> store.reserve(3)
+        >>> store.append(rows, {}, [{}] * 3, ep_row=0, t0=5, prev_slot=-1).tolist()
+        [0, 1, 2]
+        >>> store.nxt[:3].tolist(), store.t[:3].tolist()
+        ([1, 2, -1], [5, 6, 7])
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.end = 0
+        self.num_live = 0
+        self.next_uid = 0
+        self.moves = 0  # compactions so far: slots remembered across one are stale
+        self.obs: Column | None = None
+        self.actions: Column | None = None
+        self.rewards = np.zeros(0, np.float32)
+        self.extras: dict[str, Column] = {}
+        self.infos = np.empty(0, object)
+        self.live = np.zeros(0, bool)
+        self.ep = np.zeros(0, np.int64)
+        self.t = np.zeros(0, np.int64)
+        self.nxt = np.zeros(0, np.int64)
+        self.prv = np.zeros(0, np.int64)
+        self.uid = np.zeros(0, np.int64)
+
+    # ------------------------------------------------------------------------------ checks
+    def check_rows(self, rows: dict[str, np.ndarray], extras: dict[str, np.ndarray]) -> None:
+        """Raises ``ValueError`` when rows do not fit the columns fixed by earlier writes."""
+        for name, column in (("observations", self.obs), ("actions", self.actions)):
+            given = rows["obs" if name == "observations" else name]
+            if column is not None and not column.accepts(given):
+                raise ValueError(
+                    f"{name} of shape {given.shape[1:]} dtype {given.dtype} do not fit the "
+                    f"buffer's {column.describe()}"
+                )
+        if self.obs is not None and set(extras) != set(self.extras):
+            raise ValueError(
+                f"extra_model_outputs keys {sorted(extras)} differ from the buffer's "
+                f"{sorted(self.extras)}"
+            )
+        for key, values in extras.items():
+            column = self.extras.get(key)
+            if column is not None and not column.accepts(values):
+                raise ValueError(
+                    f"extra_model_outputs[{key!r}] of shape {values.shape[1:]} do not fit the "
+                    f"buffer's {column.describe()}"
+                )
+
+    # ------------------------------------------------------------------------------ writes
+    def append(
+        self,
+        rows: dict[str, np.ndarray],
+        extras: dict[str, np.ndarray],
+        infos: list[Any],
+        *,
+        ep_row: int,
+        t0: int,
+        prev_slot: int,
+    ) -> np.ndarray:
+        """Writes ``n`` steps of one episode at the end; returns their slots.
+
+        ``prev_slot`` is the episode's last slot so far (-1 for a new episode); it is linked to
+        the first new slot. Call :meth:`check_rows` and :meth:`reserve` first: this method
+        does not validate.
+        """
+        return self.append_many(
+            [(rows, extras, infos)], np.array([ep_row]), np.array([t0]), np.array([prev_slot])
+        )
+
+    def append_many(
+        self,
+        parts: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[Any]]],
+        ep_rows: np.ndarray,
+        t0s: np.ndarray,
+        prev_slots: np.ndarray,
+    ) -> np.ndarray:
+        """Writes several chunks back to back at the end; returns all their slots.
+
+        Data columns take one slice copy per chunk; the links, times and ids are written for
+        all chunks at once. ``prev_slots[i]`` is the slot chunk ``i`` continues (-1: none); it
+        may be the last slot of an earlier chunk of the same call.
+        """
+        lengths = np.array([len(p[0]["rewards"]) for p in parts], np.int64)
+        total = int(lengths.sum())
+        if self.end + total > self.size:
+            raise AssertionError("call reserve() before append()")
+        if self.obs is None or self.actions is None:
+            self._init_columns(parts[0][0], parts[0][1])
+        assert self.obs is not None and self.actions is not None
+        starts = self.end + np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        for (rows, extras, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
+            self.obs.data[a : a + n] = rows["obs"]
+            self.actions.data[a : a + n] = rows["actions"]
+            self.rewards[a : a + n] = rows["rewards"]
+            for key, values in extras.items():
+                self.extras[key].data[a : a + n] = values
+            if any(infos):  # empty infos (the common case) stay None: no per-step object work
+                self.infos[a : a + n] = _object_rows(infos)
+        slots = np.arange(self.end, self.end + total)
+        window = slice(self.end, self.end + total)
+        self.live[window] = True
+        self.ep[window] = np.repeat(ep_rows, lengths)
+        self.t[window] = np.repeat(np.asarray(t0s) - starts, lengths) + slots
+        nxt, prv = slots + 1, slots - 1
+        nxt[starts + lengths - 1 - self.end] = -1
+        prv[starts - self.end] = prev_slots
+        self.nxt[window], self.prv[window] = nxt, prv
+        linked = prev_slots >= 0
+        self.nxt[prev_slots[linked]] = starts[linked]
+        self.uid[window] = np.arange(self.next_uid, self.next_uid + total)
+        self.next_uid += total
+        self.end += total
+        self.num_live += total
+        return slots
+
+    def read_infos(self, slots: np.ndarray) -> np.ndarray:
+        """The infos of slots as an object array (None for an empty one)."""
+        return self.infos[slots]
+
+    def kill(self, slots: np.ndarray) -> None:
+        """Marks slots dead (eviction); their rows stay until the next compaction."""
+        self.live[slots] = False
+        self.num_live -= len(slots)
+
+    def needs_compaction(self) -> bool:
+        """Whether dead rows outnumber live ones (rejection sampling stays cheap below)."""
+        return self.end - self.num_live > max(self.num_live, _MIN_SIZE)
+
+    def compact(self) -> np.ndarray:
+        """Moves live rows to the front in order; returns old slot -> new slot (-1 dead)."""
+        keep = np.flatnonzero(self.live[: self.end])
+        self.moves += 1
+        remap = np.full(self.end + 1, -1, np.int64)  # index -1 maps -1 to -1
+        remap[keep] = np.arange(len(keep))
+        for column in (self.obs, self.actions, *self.extras.values()):
+            if column is not None:
+                column.keep(keep)
+        for name in ("rewards", "infos", "ep", "t", "uid"):
+            array = getattr(self, name)
+            array[: len(keep)] = array[keep]
+        self.nxt[: len(keep)] = remap[self.nxt[keep]]
+        self.prv[: len(keep)] = remap[self.prv[keep]]
+        self.live[: len(keep)] = True
+        self.live[len(keep) :] = False
+        self.infos[len(keep) : self.end] = None
+        self.end = len(keep)
+        return remap
+
+    def reserve(self, n: int) -> np.ndarray | None:
+        """Makes room for ``n`` more rows at the end: compacts or grows.
+
+        Returns:
+            The compaction's old slot -> new slot map (callers remap what holds slots), or
+            None when no row moved.
+        """
+        if self.end + n <= self.size:
+            return None
+        remap = self.compact() if self.end - self.num_live >= n else None
+        if self.end + n > self.size:
+            self._resize(max(2 * self.size, self.end + n, _MIN_SIZE))
+        return remap
+
+    # ---------------------------------------------------------------------------- internals
+
+    def _resize(self, size: int) -> None:
+        for column in (self.obs, self.actions, *self.extras.values()):
+            if column is not None:
+                column.resize(size)
+        self.rewards = _resized(self.rewards, size, 0)
+        self.infos = _resized(self.infos, size, None)
+        self.live = _resized(self.live, size, False)
+        for name in ("ep", "t", "nxt", "prv", "uid"):
+            setattr(self, name, _resized(getattr(self, name), size, -1))
+        self.size = size
+
+    def _init_columns(self, rows: dict[str, np.ndarray], extras: dict[str, np.ndarray]) -> None:
+        self.obs = Column(self.size, rows["obs"])
+        self.actions = Column(self.size, rows["actions"])
+        self.extras = {key: Column(self.size, values) for key, values in extras.items()}
+
+
+def _resized(array: np.ndarray, size: int, fill: Any) -> np.ndarray:
+    new = np.full(size, fill, array.dtype)
+    new[: len(array)] = array
+    return new
+
+
+def fresh_infos(infos: np.ndarray) -> np.ndarray:
+    """Shallow copies of stored infos (``{}`` for None), so callers cannot change the buffer."""
+    out = np.empty(infos.shape, object)
+    for i, info in enumerate(infos.flat):
+        out.flat[i] = {} if info is None else dict(info) if isinstance(info, dict) else info
+    return out
+
+
+def _object_rows(items: list[Any]) -> np.ndarray:
+    rows = np.empty(len(items), object)
+    try:
+        rows[:] = items  # one C loop for dicts; items numpy would unpack take the slow path
+    except (ValueError, TypeError):
+        for i, item in enumerate(items):
+            rows[i] = item
+    return rows

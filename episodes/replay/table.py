@@ -1,0 +1,99 @@
+"""Per-episode records: ids, flags, time range, slot range and the latest observation."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from episodes.replay.columns import Column
+
+__all__ = ["EpisodeTable"]
+
+
+class EpisodeTable:
+    """One row per stored episode, in numpy arrays so sampled slots look their episode up in bulk.
+
+    ``final_obs[row]`` is the episode's latest observation ``o_{t_end}``: the next observation
+    of its last stored step (the true final observation once the episode is done). Rows of
+    evicted episodes are reused. ``order`` keeps episode ids in first-add order (the eviction
+    order).
+
+    Example:
+        >>> table = EpisodeTable()
+        >>> row = table.open("a", t_begin=0, final_obs=np.zeros((1, 2)), final_info={})
+        >>> int(table.t_end[row]), table.order["a"] == row
+        (0, True)
+    """
+
+    def __init__(self) -> None:
+        self.order: OrderedDict[str, int] = OrderedDict()
+        self.size = 0
+        self.free: list[int] = []
+        self.final_obs: Column | None = None
+        self.final_info = np.empty(0, object)
+        self.terminated = np.zeros(0, bool)
+        self.truncated = np.zeros(0, bool)
+        self.t_begin = np.zeros(0, np.int64)
+        self.t_end = np.zeros(0, np.int64)
+        self.first_slot = np.zeros(0, np.int64)
+        self.last_slot = np.zeros(0, np.int64)
+        self.ids = np.empty(0, object)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def lengths(self, rows: np.ndarray) -> np.ndarray:
+        """Stored steps of the given rows."""
+        return self.t_end[rows] - self.t_begin[rows]
+
+    def open(self, id_: str, *, t_begin: int, final_obs: np.ndarray, final_info: Any) -> int:
+        """Registers a new episode with no steps yet; returns its row."""
+        if not self.free:
+            self._grow(max(2 * self.size, 16), final_obs)
+        row = self.free.pop()
+        self.order[id_] = row
+        self.ids[row] = id_
+        self.t_begin[row] = self.t_end[row] = t_begin
+        self.first_slot[row] = self.last_slot[row] = -1
+        self.terminated[row] = self.truncated[row] = False
+        self.set_final(row, final_obs, final_info)
+        return row
+
+    def set_final(self, row: int, final_obs: np.ndarray, final_info: Any) -> None:
+        """Stores the latest observation (``final_obs`` has one row) and its info."""
+        assert self.final_obs is not None
+        self.final_obs.data[row] = final_obs[0]
+        self.final_info[row] = final_info
+
+    def close(self, id_: str) -> int:
+        """Forgets an episode (eviction); returns the freed row."""
+        row = self.order.pop(id_)
+        self.ids[row] = None
+        self.final_info[row] = None
+        self.free.append(row)
+        return row
+
+    def remap_slots(self, remap: np.ndarray) -> None:
+        """Applies a store compaction's old -> new slot map to every live row."""
+        rows = np.fromiter(self.order.values(), np.int64, len(self.order))
+        self.first_slot[rows] = remap[self.first_slot[rows]]
+        self.last_slot[rows] = remap[self.last_slot[rows]]
+
+    def _grow(self, size: int, example: np.ndarray) -> None:
+        if self.final_obs is None:
+            self.final_obs = Column(size, example)
+        else:
+            self.final_obs.resize(size)
+        for name in ("final_info", "ids"):
+            new = np.empty(size, object)
+            new[: self.size] = getattr(self, name)
+            setattr(self, name, new)
+        for name in ("terminated", "truncated", "t_begin", "t_end", "first_slot", "last_slot"):
+            old = getattr(self, name)
+            new = np.zeros(size, old.dtype)
+            new[: self.size] = old
+            setattr(self, name, new)
+        self.free.extend(range(size - 1, self.size - 1, -1))
+        self.size = size

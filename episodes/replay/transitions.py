@@ -1,0 +1,67 @@
+"""Transition batches: ``(o_t, a_t, R^n_t, o_{t+m})`` with n-step returns, as numpy columns."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from episodes.replay.nstep import n_step_returns, next_observations
+from episodes.replay.store import StepStore, fresh_infos
+from episodes.replay.table import EpisodeTable
+
+__all__ = ["transition_batch"]
+
+
+def transition_batch(
+    store: StepStore,
+    table: EpisodeTable,
+    slots: np.ndarray,
+    n: np.ndarray,
+    gamma: float,
+    include_infos: bool,
+    include_extra_model_outputs: bool,
+) -> dict[str, np.ndarray]:
+    """The batch of the given slots.
+
+    Columns: ``obs``, ``actions``, ``rewards`` (the discounted sum over the ``n_step`` steps
+    taken), ``next_obs`` (the observation after them), ``terminateds``, ``truncateds``,
+    ``n_step`` (steps taken: fewer than asked where the stored episode ends first),
+    ``discounts`` (``gamma ** n_step``; the bootstrap target is
+    ``rewards + discounts * (1 - terminateds) * V(next_obs)``) and ``indices`` (stable item
+    ids for ``update_priorities``); ``infos`` (of ``next_obs``) and every extra-model-output
+    (at ``o_t``) on request.
+
+    Example:
+        >>> from episodes.replay.table import EpisodeTable
+        >>> store, table = StepStore(), EpisodeTable()
+        >>> row = table.open("a", t_begin=0, final_obs=np.full((1, 1), 3.0), final_info={})
+        >>> table.terminated[row] = True
+        >>> store.reserve(3)
+        >>> rows = {"obs": np.arange(3.0)[:, None], "actions": np.zeros(3), "rewards": np.ones(3)}
+        >>> _ = store.append(rows, {}, [{}] * 3, ep_row=row, t0=0, prev_slot=-1)
+        >>> b = transition_batch(store, table, np.array([1]), np.array([3]), 0.5, False, False)
+        >>> b["rewards"].tolist(), b["n_step"].tolist(), b["terminateds"].tolist()
+        ([1.5], [2], [True])
+    """
+    assert store.obs is not None and store.actions is not None
+    res = n_step_returns(store, table, slots, n, gamma)
+    batch: dict[str, np.ndarray] = {
+        "obs": store.obs.data[slots],
+        "actions": store.actions.data[slots],
+        "rewards": res.rewards.astype(np.float32),
+        "next_obs": next_observations(store, table, res.last),
+        "terminateds": res.terminated,
+        "truncateds": res.truncated,
+        "n_step": res.steps,
+        "discounts": np.power(gamma, res.steps).astype(np.float32),
+        "indices": store.uid[slots],
+    }
+    if include_infos:
+        nxt = store.nxt[res.last]
+        infos = store.read_infos(np.maximum(nxt, 0))
+        ends = nxt < 0
+        infos[ends] = table.final_info[store.ep[res.last[ends]]]
+        batch["infos"] = fresh_infos(infos)
+    if include_extra_model_outputs:
+        for key, column in store.extras.items():
+            batch[key] = column.data[slots]
+    return batch

@@ -1,0 +1,79 @@
+"""Saving and reloading buffers through episodes.io, and buffers built from datasets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from episodes.io import EpisodeWriter
+from episodes.replay import EpisodeReplayBuffer, EvictedEpisodeError, PrioritizedEpisodeReplayBuffer
+
+from ._episodes import chunk, episode, make_episode_data
+
+
+def _filled(cls, **kwargs):
+    buf = cls(40, seed=4, **kwargs)
+    datas = [make_episode_data(i, 12) for i in range(5)]
+    for a in (0, 6):
+        buf.add(
+            [
+                chunk(f"e{i}", d, a, a + 6, truncated=a == 6 and i % 2 == 0)
+                for i, d in enumerate(datas)
+            ]
+        )
+    buf.sample(10)
+    return buf
+
+
+@pytest.mark.parametrize("cls", [EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer])
+def test_save_load_round_trip(cls, tmp_path):
+    buf = _filled(cls)
+    if cls is PrioritizedEpisodeReplayBuffer:
+        batch = buf.sample(16)
+        buf.update_priorities(np.linspace(0.5, 4.0, 16), batch["indices"])
+    buf.save(tmp_path / "buf")
+    back = EpisodeReplayBuffer.load(tmp_path / "buf")
+    assert type(back) is cls
+    assert back.get_episode_ids() == buf.get_episode_ids()
+    assert back.get_counters() == buf.get_counters()
+    assert back.get_evicted_ids() == buf.get_evicted_ids() == ["e0", "e1"]
+    for a, b in zip(buf.get_episodes(), back.get_episodes()):
+        assert a == b
+    old = np.concatenate([buf.get_episode_indices(i) for i in buf.get_episode_ids()])
+    new = np.concatenate([back.get_episode_indices(i) for i in back.get_episode_ids()])
+    x, y = buf.get_transitions(old, n_step=3), back.get_transitions(new, n_step=3)
+    for key in ("obs", "next_obs", "rewards", "terminateds", "truncateds", "n_step"):
+        np.testing.assert_array_equal(x[key], y[key])
+    if cls is PrioritizedEpisodeReplayBuffer:
+        np.testing.assert_allclose(back.get_priorities(new), buf.get_priorities(old), rtol=1e-9)
+        assert back.max_priority == buf.max_priority
+    with pytest.raises(EvictedEpisodeError):  # the evicted ids survive the restart
+        back.add(_continuation())
+    with pytest.raises(FileExistsError):
+        buf.save(tmp_path / "buf")
+
+
+def _continuation():
+    data = make_episode_data(0, 14)
+    return chunk("e0", data, 12, 14)
+
+
+def test_load_refuses_other_directories(tmp_path):
+    with pytest.raises(ValueError, match="no saved replay buffer"):
+        EpisodeReplayBuffer.load(tmp_path)
+
+
+def test_buffer_from_dataset(tmp_path):
+    data = make_episode_data(0, 10)
+    with EpisodeWriter(tmp_path / "ds") as writer:
+        writer.write_many(
+            [chunk("a", data, 0, 4), episode("b", 1, 5), chunk("a", data, 4, 10, terminated=True)]
+        )
+    buf = EpisodeReplayBuffer.from_dataset(tmp_path / "ds", seed=0)
+    assert buf.capacity == 15 and buf.get_num_timesteps() == 15
+    assert buf.get_episode_ids() == ["a", "b"]
+    got = buf.get_transitions(buf.locate("a", [3]), n_step=2, gamma=1.0)
+    assert got["next_obs"][:, 1].tolist() == [5.0]  # across the stored chunk border
+    per = EpisodeReplayBuffer.from_dataset(tmp_path / "ds", capacity=8, prioritized=True, alpha=0.5)
+    # a (4 steps) gives way to b; a's later chunk is skipped.
+    assert isinstance(per, PrioritizedEpisodeReplayBuffer) and per.get_episode_ids() == ["b"]

@@ -1,0 +1,96 @@
+"""Prioritized buffer: priorities follow their items through evictions and compactions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from episodes.replay import EvictedEpisodeError, PrioritizedEpisodeReplayBuffer
+
+from ._episodes import chunk_streams, episode
+from .reference import RefBuffer, assert_states_equal
+
+
+@given(
+    stream=chunk_streams(max_episodes=8),
+    capacity=st.integers(3, 30),
+    alpha=st.sampled_from([1.0, 0.5]),
+    seed=st.integers(0, 3),
+)
+def test_priorities_follow_items(stream, capacity, alpha, seed):
+    buf = PrioritizedEpisodeReplayBuffer(capacity, alpha=alpha, seed=seed)
+    ref = RefBuffer(capacity)
+    want: dict[int, float] = {}  # uid -> priority
+    rng = np.random.default_rng(seed)
+    max_p = 1.0
+    for part in np.array_split(np.arange(len(stream)), 4):
+        chunks = [stream[i] for i in part]
+        try:
+            ref.add(chunks)
+        except ValueError:
+            with pytest.raises(EvictedEpisodeError):
+                buf.add(chunks)
+            return
+        buf.add(chunks)
+        live = {u for ep in ref.episodes.values() for u in ep.uids}
+        for u in live - set(want):
+            want[u] = max_p
+        batch = buf.sample(8, beta=0.5)
+        assert set(batch["indices"].tolist()) <= live
+        new = rng.uniform(0.1, 3.0, 8)
+        buf.update_priorities(new)  # the last sample's items
+        for u, p in zip(batch["indices"].tolist(), new):
+            want[u] = p
+        max_p = max(max_p, float(new.max()))
+        uids = np.array(sorted(live))
+        np.testing.assert_allclose(buf.get_priorities(uids), [want[u] for u in uids], rtol=1e-9)
+        assert buf.max_priority == pytest.approx(max_p)
+
+
+@pytest.mark.parametrize(
+    ("name", "priorities", "indices"),
+    [
+        ("wrong length", [1.0, 2.0], [0]),
+        ("NaN", [float("nan")], [0]),
+        ("infinite", [float("inf")], [0]),
+        ("negative", [-1.0], [0]),
+        ("zero", [0.0], [0]),
+        ("never issued", [1.0], [10_000]),
+        ("two-dimensional", [[1.0]], [[0]]),
+        ("float indices", [1.0], [0.5]),
+    ],
+)
+def test_bad_priorities_change_nothing(name, priorities, indices):
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 10))
+    buf.sample(4)
+    before = buf.get_state()
+    with pytest.raises(ValueError):
+        buf.update_priorities(np.array(priorities), np.array(indices))
+    assert_states_equal(buf.get_state(), before)
+
+
+def test_update_before_any_sample_is_an_error():
+    buf = PrioritizedEpisodeReplayBuffer(100)
+    buf.add(episode("a", 0, 3))
+    with pytest.raises(ValueError, match="nothing was sampled"):
+        buf.update_priorities(np.ones(2))
+
+
+def test_evicted_items_are_skipped():
+    buf = PrioritizedEpisodeReplayBuffer(10, seed=0)
+    buf.add(episode("a", 0, 6))
+    batch = buf.sample(4)
+    buf.add(episode("b", 1, 6))  # evicts "a"
+    buf.update_priorities(np.full(4, 5.0), batch["indices"])
+    assert buf.get_episode_ids() == ["b"]
+    np.testing.assert_allclose(buf.get_priorities(buf.get_episode_indices("b")), 1.0)
+
+
+def test_device_with_sample_episodes_is_refused():
+    buf = PrioritizedEpisodeReplayBuffer(10, seed=0)
+    buf.add(episode("a", 0, 6))
+    with pytest.raises(ValueError, match="device"):
+        buf.sample(2, sample_episodes=True, device="cpu")
