@@ -1,4 +1,4 @@
-"""Disk format throughput and streaming memory.
+"""Disk format throughput and streaming memory, format v1 (chunks) and v2 (shards).
 
 Writes a dataset of ``--steps`` env steps (84x84x3 uint8 observations, int64 actions, float32
 rewards; episodes of ``--episode-len`` steps) with ``EpisodeWriter`` and reads it back with
@@ -7,8 +7,15 @@ fsync) and against pickling ``get_state()``. Then streams the whole dataset and 
 reporting peak traced Python/numpy allocations and peak RSS, to show memory does not grow with
 the dataset. Data lives under a temp dir in /tmp and is deleted.
 
-    .venv/bin/python benchmarks/bench_io.py            # 100k steps (~2.1 GB)
-    .venv/bin/python benchmarks/bench_io.py --quick    # 10k steps
+The v2 part writes the same frames with ``DatasetWriter`` (Arrow shards, CRC-32 over every
+byte, fsync) against raw ``np.save``, reads them back sequentially against ``np.load``, reads
+10k random steps with ``Dataset.steps``, counts files and shards for CartPole-sized data and
+runs a shuffled 2-worker ``DataLoader`` pass (batch 256) over CartPole-sized transitions,
+reporting peak RSS of the main process and of the workers.
+
+    .venv/bin/python benchmarks/bench_io.py            # 100k steps (~2.1 GB), 1M CartPole
+    .venv/bin/python benchmarks/bench_io.py --quick    # 10k steps, 100k CartPole
+    .venv/bin/python benchmarks/bench_io.py --quick --only v2
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _timing import interleaved  # noqa: E402
 
 from episodes import SingleAgentEpisode  # noqa: E402
-from episodes.io import EpisodeWriter, read_episodes  # noqa: E402
+from episodes.io import Dataset, DatasetWriter, EpisodeWriter, read_episodes  # noqa: E402
 
 OBS_SHAPE = (84, 84, 3)
 
@@ -210,12 +217,158 @@ def bench(total: int, ep_len: int, tmp: Path, repeats: int) -> None:
         )
 
 
+def bench_v2_frames(eps: list[SingleAgentEpisode], tmp: Path, repeats: int) -> None:
+    mb = sum(nbytes(e) for e in eps) / 1e6
+    total = sum(len(e) for e in eps)
+    print(f"\n== format v2: {total} steps of 84x84x3 frames, {len(eps)} episodes, {mb:.0f} MB")
+
+    def write_v2(dest: Path) -> None:
+        with DatasetWriter(dest) as w:
+            w.write_many(eps)
+
+    def write_raw(dest: Path) -> None:
+        dest.mkdir()
+        for i, ep in enumerate(eps):
+            for name, col in (("o", ep.observations), ("a", ep.actions), ("r", ep.rewards)):
+                np.save(dest / f"{i}{name}.npy", col.data)
+
+    def write_raw_sync(dest: Path) -> None:
+        write_raw(dest)
+        for p in dest.iterdir():
+            fsync_file(p)
+
+    def write_v2_nosync(dest: Path) -> None:
+        with DatasetWriter(dest, sync=False) as w:
+            w.write_many(eps)
+
+    fns = {
+        "v2 write (fsync, CRC)": write_v2,
+        "raw np.save": write_raw,
+        "v2 write (sync=False, CRC)": write_v2_nosync,
+        "raw np.save + fsync": write_raw_sync,
+    }
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for rep in range(repeats):
+        for name, fn in fns.items():
+            dest = tmp / f"v2w-{rep}-{len(samples[name])}-{name[:2]}"
+            os.sync()
+            t0 = time.perf_counter()
+            fn(dest)
+            samples[name].append(time.perf_counter() - t0)
+            keep = {"v2 write (fsync, CRC)": "v2", "raw np.save": "v2raw"}.get(name)
+            if rep < repeats - 1 or keep is None:
+                shutil.rmtree(dest)
+            else:
+                dest.rename(tmp / keep)
+    res = {k: statistics.median(v) for k, v in samples.items()}
+    ds_path, raw = tmp / "v2", tmp / "v2raw"
+
+    def read_v2() -> None:
+        for ep in Dataset(ds_path, max_open_shards=1):
+            touch(ep.observations.data)
+
+    def read_raw() -> None:
+        for i in range(len(eps)):
+            for name in "oar":
+                touch(np.load(raw / f"{i}{name}.npy"))
+
+    res.update(interleaved({"v2 sequential read": read_v2, "raw np.load": read_raw}, repeats))
+    ds = Dataset(ds_path)
+    rng = np.random.default_rng(0)
+    picks = [(int(i), int(rng.integers(len(eps[i])))) for i in rng.integers(len(ds), size=10_000)]
+
+    def random_steps() -> None:
+        for i, t in picks:
+            touch(ds.steps(i, t, t + 1)["observations"])
+
+    res.update(interleaved({"v2 10k random steps": random_steps}, repeats))
+    for name, sec in res.items():
+        print(f"{name:40s} {sec:8.3f} s")
+    print(
+        f"v2 write vs raw np.save: {res['raw np.save'] / res['v2 write (fsync, CRC)']:.2f}x "
+        f"(target >= 0.7x; vs np.save+fsync: "
+        f"{res['raw np.save + fsync'] / res['v2 write (fsync, CRC)']:.2f}x; without fsync "
+        f"vs np.save: {res['raw np.save'] / res['v2 write (sync=False, CRC)']:.2f}x)"
+    )
+    print(
+        f"v2 sequential read vs raw np.load: {res['raw np.load'] / res['v2 sequential read']:.2f}x "
+        "(target >= 1.0x)"
+    )
+    print(
+        f"v2 random access: {10_000 / res['v2 10k random steps']:,.0f} steps/s "
+        "(target >= 50k steps/s)"
+    )
+    files = [p for p in ds_path.rglob("*") if p.is_file()]
+    print(f"v2 files: {len(files)} for {len(ds.shards)} shards")
+    shutil.rmtree(raw)
+
+
+def cartpole_episodes(total: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    done, i = 0, 0
+    while done < total:
+        n = min(int(rng.integers(10, 200)), total - done)
+        ep = SingleAgentEpisode(
+            f"cp{i}",
+            observations=rng.normal(size=(n + 1, 4)).astype(np.float32),
+            actions=rng.integers(0, 2, n),
+            rewards=np.ones(n, np.float32),
+            terminated=True,
+            len_lookback_buffer=0,
+        )
+        yield ep.to_numpy()
+        done += n
+        i += 1
+
+
+def bench_v2_cartpole(total: int, tmp: Path) -> None:
+    import resource
+
+    from torch.utils.data import DataLoader
+
+    from episodes.io.torch_data import TransitionDataset
+
+    print(f"\n== format v2: {total} CartPole-sized steps")
+    path = tmp / "cartpole"
+    t0 = time.perf_counter()
+    with DatasetWriter(path) as w:
+        w.write_many(cartpole_episodes(total))
+    write_s = time.perf_counter() - t0
+    files = [p for p in path.rglob("*") if p.is_file()]
+    ds = Dataset(path)
+    print(
+        f"write {write_s:.1f} s; {len(ds)} episodes in {len(ds.shards)} shards, "
+        f"{len(files)} files, {sum(p.stat().st_size for p in files) / 1e6:.1f} MB on disk"
+    )
+    data = TransitionDataset(path)
+    base = rss_mb()
+    loader = DataLoader(data, batch_size=256, shuffle=True, num_workers=2)
+    t0 = time.perf_counter()
+    seen, peak = 0, base
+    for batch in loader:
+        seen += len(batch["rewards"])
+        peak = max(peak, rss_mb())
+    sec = time.perf_counter() - t0
+    child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(
+        f"shuffled DataLoader pass (2 workers, batch 256): {seen} transitions in {sec:.1f} s "
+        f"({seen / sec:,.0f}/s); main RSS {base:.0f} -> peak {peak:.0f} MB, "
+        f"largest worker peak RSS {child_kb / 1e3:.0f} MB"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="10k steps")
     parser.add_argument("--episode-len", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per contender")
+    parser.add_argument(
+        "--only",
+        choices=["v1", "v2", "cartpole"],
+        default=None,
+        help="one part only (cartpole: the v2 DataLoader pass alone, for a clean RSS figure)",
+    )
     parser.add_argument(
         "--dir",
         default="/tmp",
@@ -225,7 +378,15 @@ def main() -> None:
     total = 10_000 if args.quick else args.steps
     tmp = Path(tempfile.mkdtemp(prefix="episodes-bench-", dir=args.dir))
     try:
-        bench(total, args.episode_len, tmp, args.repeats)
+        if args.only in (None, "v1"):
+            bench(total, args.episode_len, tmp, args.repeats)
+        if args.only in (None, "v2"):
+            frames = make_frames(min(total, 3 * args.episode_len) + 2)
+            eps = list(episodes(total, args.episode_len, frames))
+            bench_v2_frames(eps, tmp, args.repeats)
+            del eps
+        if args.only in (None, "v2", "cartpole"):
+            bench_v2_cartpole(10 * total, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

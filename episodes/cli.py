@@ -1,4 +1,4 @@
-"""The ``episodes`` command line: record, info, validate and plot datasets.
+"""The ``episodes`` command line: record, inspect, validate, plot, migrate, merge, split, filter.
 
 Example:
     >>> main(["--help"])  # doctest: +SKIP
@@ -46,6 +46,8 @@ def _record(args: argparse.Namespace) -> int:
 
     if args.steps < 1 or args.num_envs < 1:
         raise CliError("--steps and --num-envs must be >= 1")
+    if args.shard_mb <= 0:
+        raise CliError("--shard-mb must be > 0")
     try:
         env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
     except Exception as err:  # noqa: BLE001 - gymnasium raises many types for a bad id
@@ -56,7 +58,21 @@ def _record(args: argparse.Namespace) -> int:
     runner = EnvRunner(env, policy, len_lookback_buffer=0, seed=args.seed)
     ids: set[str] = set()
     done = 0
-    with EpisodeWriter(args.out) as writer, _progress(per_env * args.num_envs, "record") as bar:
+    writer: Any
+    if args.format == 1:
+        writer = EpisodeWriter(args.out)
+    else:
+        from episodes.io import DatasetMetadata, DatasetWriter
+
+        metadata = DatasetMetadata.from_env(
+            env,
+            seeds=None if args.seed is None else [args.seed],
+            policy="random",
+            user={"num_envs": args.num_envs, "command": "episodes record"},
+        )
+        metadata.env_id = metadata.env_id or args.env_id
+        writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=int(args.shard_mb * 2**20))
+    with writer, _progress(per_env * args.num_envs, "record") as bar:
         while done < per_env:
             block = min(256, per_env - done)
             # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
@@ -99,11 +115,23 @@ def _info(args: argparse.Namespace) -> int:
                     "observation_space": str(info.observation_space),
                     "action_space": str(info.action_space),
                     "torn_manifest": info.torn_manifest,
+                    "shards": info.num_shards,
+                    "created": info.created,
+                    "library_version": info.library_version,
+                    "metadata": info.metadata,
                 }
             )
         )
         return 0
     print(f"dataset:  {info.path} (format version {info.version})")
+    if info.version >= 2:
+        print(f"shards:   {info.num_shards}  ({info.nbytes / 1e6:.2f} MB)")
+        print(f"created:  {info.created} by episodes {info.library_version}")
+        for key, value in (info.metadata or {}).items():
+            if value not in (None, {}, []) and key != "env_spec":
+                print(
+                    f"{key + ':':<9} {json.dumps(value) if not isinstance(value, str) else value}"
+                )
     print(f"chunks:   {info.num_chunks}  ({info.nbytes / 1e6:.2f} MB)")
     print(f"episodes: {info.num_episodes}  ({info.num_done} done)")
     print(f"steps:    {info.num_steps}")
@@ -117,7 +145,36 @@ def _info(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------- validate
+def _validate_v2(path: str) -> int:
+    from episodes.io import Dataset
+
+    ds = Dataset(path, verify=True, max_open_shards=1)
+    problems = []
+    with _progress(len(ds), "validate") as bar:
+        for i in range(len(ds)):
+            try:
+                ds.episode(i)
+            except DatasetError as err:
+                problems.append(str(err))
+            bar.update(1)
+    for message in problems:
+        print(f"BAD {message}", file=sys.stderr)
+    if ds.torn_manifest:
+        print("note: an incomplete last manifest line (a killed writer) was ignored")
+    if problems:
+        print(f"{len(problems)} of {len(ds)} episodes are bad", file=sys.stderr)
+        return 1
+    print(f"ok: {len(ds)} episodes in {len(ds.shards)} shards verified")
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from episodes.io.shards import is_v2
+
+    if is_v2(Path(args.dir)):
+        return _validate_v2(args.dir)
     root, entries, torn = iter_chunks(args.dir)
     problems = []
     with _progress(len(entries), "validate") as bar:
@@ -171,10 +228,168 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------- migrate, merge, split, filter
+def _migrate(args: argparse.Namespace) -> int:
+    from episodes.io import migrate
+
+    if args.shard_mb <= 0:
+        raise CliError("--shard-mb must be > 0")
+    n = migrate(
+        args.src,
+        args.dst,
+        shard_bytes=int(args.shard_mb * 2**20),
+        data_format=args.data_format,
+        compression=None if args.compression == "none" else args.compression,
+    )
+    print(f"migrated {n} episode pieces to {args.dst} (format version 2)")
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from episodes.io import merge
+
+    n = merge(args.sources, args.out)
+    print(f"merged {n} episode pieces from {len(args.sources)} datasets into {args.out}")
+    return 0
+
+
+def _split(args: argparse.Namespace) -> int:
+    from episodes.io import split
+
+    if not 0.0 <= args.fraction <= 1.0:
+        raise CliError("--fraction must be in [0, 1]")
+    n_train, n_val = split(args.src, args.train, args.val, fraction=args.fraction, seed=args.seed)
+    print(f"split: {n_train} pieces to {args.train}, {n_val} to {args.val}")
+    return 0
+
+
+def _key_value(item: str) -> tuple[str, Any]:
+    key, sep, text = item.partition("=")
+    if not sep or not key:
+        raise CliError(f"--custom takes KEY=VALUE, got {item!r}")
+    try:
+        return key, json.loads(text)  # 0 -> int, "a" -> str, true -> bool
+    except ValueError:
+        return key, text
+
+
+def _filter(args: argparse.Namespace) -> int:
+    from episodes.io import filter_dataset
+
+    n = filter_dataset(
+        args.src,
+        args.out,
+        min_return=args.min_return,
+        max_return=args.max_return,
+        min_length=args.min_length,
+        max_length=args.max_length,
+        done_only=args.done_only,
+        custom_data=dict(_key_value(item) for item in args.custom),
+    )
+    print(f"kept {n} episode pieces in {args.out}")
+    return 0
+
+
+def _minari_module() -> Any:
+    try:
+        import minari  # noqa: F401 - only checks that the extra is installed
+
+        from episodes.io import minari_io
+    except ImportError as err:
+        raise CliError(
+            "Minari interop needs minari: pip install 'episodes[minari]' (or pip install minari)"
+        ) from err
+    return minari_io
+
+
+def _export(args: argparse.Namespace) -> int:
+    n = _minari_module().export_minari(args.src, args.dataset_id, root=args.root)
+    print(f"exported {n} episodes to Minari dataset {args.dataset_id}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    n = _minari_module().import_minari(args.dataset, args.out, root=args.root)
+    print(f"imported {n} episodes into {args.out}")
+    return 0
+
+
+def _add_minari(sub: Any) -> None:
+    exp = sub.add_parser(
+        "export",
+        help="export a dataset to Minari (needs minari)",
+        description="Write the episodes of SRC as a Minari dataset on local disk.",
+    )
+    exp.add_argument("src", metavar="SRC")
+    exp.add_argument("--to", choices=["minari"], required=True, help="target format")
+    exp.add_argument("--dataset-id", required=True, help="Minari id, e.g. me/cartpole-random-v0")
+    exp.add_argument("--root", default=None, help="Minari datasets directory")
+    exp.set_defaults(func=_export)
+    imp = sub.add_parser(
+        "import",
+        help="import a Minari dataset (needs minari)",
+        description="Copy a local Minari dataset (id or directory) into a new dataset.",
+    )
+    imp.add_argument("source", choices=["minari"], help="source format")
+    imp.add_argument("dataset", metavar="ID_OR_DIR")
+    imp.add_argument("--out", required=True, metavar="DIR")
+    imp.add_argument("--root", default=None, help="Minari datasets directory")
+    imp.set_defaults(func=_import)
+
+
+def _add_tools(sub: Any) -> None:
+    mig = sub.add_parser(
+        "migrate", help="convert a dataset to format v2", description="Convert SRC into DST (v2)."
+    )
+    mig.add_argument("src", metavar="SRC")
+    mig.add_argument("dst", metavar="DST")
+    mig.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MB)")
+    mig.add_argument("--data-format", choices=["arrow", "parquet"], default="arrow")
+    mig.add_argument("--compression", choices=["none", "zstd"], default="none")
+    mig.set_defaults(func=_migrate)
+    mer = sub.add_parser("merge", help="concatenate datasets", description="Merge datasets.")
+    mer.add_argument("sources", nargs="+", metavar="SRC")
+    mer.add_argument("--out", required=True, metavar="DIR")
+    mer.set_defaults(func=_merge)
+    spl = sub.add_parser(
+        "split",
+        help="split into train/validation by episode",
+        description="Split SRC by episode id (deterministic for a seed).",
+    )
+    spl.add_argument("src", metavar="SRC")
+    spl.add_argument("--train", required=True, metavar="DIR")
+    spl.add_argument("--val", required=True, metavar="DIR")
+    spl.add_argument("--fraction", type=float, default=0.1, help="share of episodes to --val")
+    spl.add_argument("--seed", type=int, default=0)
+    spl.set_defaults(func=_split)
+    fil = sub.add_parser(
+        "filter",
+        help="keep episodes by return, length, done",
+        description="Copy the episodes of SRC that pass every given test into --out.",
+    )
+    fil.add_argument("src", metavar="SRC")
+    fil.add_argument("--out", required=True, metavar="DIR")
+    fil.add_argument("--min-return", type=float)
+    fil.add_argument("--max-return", type=float)
+    fil.add_argument("--min-length", type=int)
+    fil.add_argument("--max-length", type=int)
+    fil.add_argument("--done-only", action="store_true", help="only terminated/truncated ones")
+    fil.add_argument(
+        "--custom",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only pieces whose custom_data has KEY equal to VALUE (JSON or text); repeatable",
+    )
+    fil.set_defaults(func=_filter)
+
+
 # ----------------------------------------------------------------------------------- main
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="episodes", description="Record, inspect, validate and plot episode datasets."
+        prog="episodes",
+        description="Record, inspect, validate, plot, migrate, merge, split and filter episode "
+        "datasets.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     rec = sub.add_parser(
@@ -192,6 +407,8 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--out", required=True, metavar="DIR", help="dataset directory")
     rec.add_argument("--num-envs", type=int, default=1, help="envs stepped side by side")
     rec.add_argument("--seed", type=int, default=None, help="seed for envs and actions")
+    rec.add_argument("--format", type=int, choices=[1, 2], default=2, help="dataset format")
+    rec.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MB, v2)")
     rec.set_defaults(func=_record)
     inf = sub.add_parser(
         "info",
@@ -216,6 +433,8 @@ def _parser() -> argparse.ArgumentParser:
     plo.add_argument("dir", metavar="DIR")
     plo.add_argument("--out", required=True, metavar="FILE.png")
     plo.set_defaults(func=_plot)
+    _add_tools(sub)
+    _add_minari(sub)
     return parser
 
 
@@ -228,13 +447,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
     except (CliError, DatasetError, OSError) as err:
         print(f"episodes: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("episodes: interrupted", file=sys.stderr)
         return 130
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (``episodes info DIR | head -1``): stop quietly."""
+    import os
+
+    # Python would flush stdout again at exit and complain; point it at /dev/null first.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141  # what a shell reports for a command killed by SIGPIPE
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """Episodes on disk: a pickle-free, crash-safe, versioned dataset format.
 
+Format v2 (:class:`DatasetWriter`, :class:`Dataset`) packs episodes into large Arrow/Parquet
+shards with dataset metadata, random access and concurrent writers; format v1
+(:class:`EpisodeWriter`) keeps one folder per episode chunk. The reading functions read both.
+
 Example:
     >>> import tempfile
     >>> from episodes import SingleAgentEpisode
@@ -10,6 +14,8 @@ Example:
     >>> [len(ep) for ep in read_episodes(path, numpy=True)]
     [0]
 """
+
+from typing import Any
 
 from episodes.io.errors import (
     CorruptDatasetError,
@@ -22,6 +28,7 @@ from episodes.io.errors import (
     UnsupportedVersionError,
 )
 from episodes.io.format import FORMAT_VERSION
+from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import (
     DatasetInfo,
     EpisodeSummary,
@@ -31,11 +38,36 @@ from episodes.io.reader import (
 )
 from episodes.io.writer import EpisodeWriter
 
+# Format v2 needs pyarrow: its names load on first use, so `import episodes.io` stays light.
+_LAZY = {
+    "Dataset": "episodes.io.shard_reader",
+    "DatasetWriter": "episodes.io.shard_writer",
+    "migrate": "episodes.io.tools",
+    "merge": "episodes.io.tools",
+    "split": "episodes.io.tools",
+    "filter_dataset": "episodes.io.tools",
+    "export_minari": "episodes.io.minari_io",
+    "import_minari": "episodes.io.minari_io",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'episodes.io' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "FORMAT_VERSION",
     "CorruptDatasetError",
+    "Dataset",
     "DatasetError",
     "DatasetInfo",
+    "DatasetMetadata",
+    "DatasetWriter",
     "DatasetLockedError",
     "EpisodeNotFoundError",
     "EpisodeSummary",
@@ -45,6 +77,12 @@ __all__ = [
     "UnstorableValueError",
     "UnsupportedVersionError",
     "dataset_info",
+    "export_minari",
+    "filter_dataset",
+    "import_minari",
     "load_episode",
+    "merge",
+    "migrate",
     "read_episodes",
+    "split",
 ]

@@ -260,8 +260,12 @@ def decode_column(
         if finalized or not isinstance(meta.get("items"), list):
             raise CorruptDatasetError(f"{where}: malformed json-layout column")
         reader = blob()
+        # Most infos are empty dicts: they decode to themselves, without the per-item walk.
         data: Any = [
-            decode_value(v, blob=reader, where=f"{where}[{i}]") for i, v in enumerate(meta["items"])
+            {}
+            if v.__class__ is dict and not v
+            else decode_value(v, blob=reader, where=f"{where}[{i}]")
+            for i, v in enumerate(meta["items"])
         ]
     elif layout == "arrays":
         data = _decode_arrays_layout(meta, load, where, size, finalized)

@@ -19,9 +19,11 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ __all__ = [
     "ManifestEntry",
     "check_format",
     "chunk_path",
+    "read_regular_file",
     "fsync_dir",
     "read_manifest",
     "write_json_atomic",
@@ -60,6 +63,63 @@ TMP_PREFIX = ".tmp-"
 CHUNK_NAME = re.compile(r"^[0-9]{8,}-[0-9a-f]{8}$")
 FILE_NAME = re.compile(r"^[a-z0-9]+(\.[0-9]+)?\.npy$")
 _MAX_JSON_BYTES = 1 << 30
+MAX_META_BYTES = 256 << 20
+MAX_FORMAT_BYTES = 1 << 20
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once (and is then refused), never blocks
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def read_regular_file(path: Path, what: str, max_bytes: int) -> bytes:
+    """Reads a whole file that must be a regular file (not a symlink, FIFO or device).
+
+    The size is checked before reading, so a huge or endless file is refused instead of
+    filling memory, and a FIFO is refused instead of blocking.
+
+    Raises:
+        CorruptDatasetError: The file is missing, unreadable or larger than ``max_bytes``.
+        UnsafeDataError: The path is a symlink or not a regular file.
+
+    Example:
+        >>> import tempfile; p = Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"ab")
+        >>> read_regular_file(p, "test file", 10)
+        b'ab'
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError as err:
+        raise CorruptDatasetError(f"{what} {path} is missing") from err
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.EMLINK):
+            raise UnsafeDataError(f"{what} {path} is a symlink (refused)") from err
+        raise CorruptDatasetError(f"cannot read {what} {path}: {err}") from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeDataError(f"{what} {path} is not a regular file (refused)")
+        if st.st_size > max_bytes:
+            raise CorruptDatasetError(
+                f"{what} {path} is implausibly large ({st.st_size} bytes, limit {max_bytes})"
+            )
+        parts = []
+        left = st.st_size + 1  # one byte more tells a file that grew while being read
+        while left > 0:
+            part = os.read(fd, min(left, 1 << 24))
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+        data = b"".join(parts)
+        if len(data) > max_bytes:
+            raise CorruptDatasetError(f"{what} {path} grew beyond {max_bytes} bytes")
+        return data
+    except OSError as err:
+        raise CorruptDatasetError(f"cannot read {what} {path}: {err}") from err
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
@@ -92,7 +152,7 @@ def write_json_atomic(path: Path, value: Any) -> None:
     fsync_dir(path.parent)
 
 
-def load_json_file(path: Path, what: str) -> Any:
+def load_json_file(path: Path, what: str, max_bytes: int = _MAX_JSON_BYTES) -> Any:
     """Reads a JSON file strictly (no code runs), raising :class:`CorruptDatasetError`.
 
     Example:
@@ -100,18 +160,21 @@ def load_json_file(path: Path, what: str) -> Any:
         >>> load_json_file(p, "test file")
         [1]
     """
+    raw = read_regular_file(path, what, max_bytes)
+    return parse_json(raw, f"{what} {path}")
+
+
+def parse_json(raw: bytes, what: str) -> Any:
+    """Parses JSON bytes strictly, raising :class:`CorruptDatasetError`.
+
+    Example:
+        >>> parse_json(b'{"a": 1}', "x")
+        {'a': 1}
+    """
     try:
-        size = path.stat().st_size
-        if size > _MAX_JSON_BYTES:
-            raise CorruptDatasetError(f"{what} {path} is implausibly large ({size} bytes)")
-        text = path.read_bytes().decode("utf-8")
-        return json.loads(text)
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"{what} {path} is missing") from err
+        return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise CorruptDatasetError(f"{what} {path} is not valid JSON: {err}") from err
-    except OSError as err:
-        raise CorruptDatasetError(f"cannot read {what} {path}: {err}") from err
+        raise CorruptDatasetError(f"{what} is not valid JSON: {err}") from err
 
 
 def check_version(value: Any, where: str) -> None:
@@ -150,7 +213,7 @@ def check_format(root: Path) -> None:
     path = root / FORMAT_FILE
     if not path.exists():
         raise NotADatasetError(f"{root} is not an episodes dataset (no {FORMAT_FILE})")
-    info = load_json_file(path, FORMAT_FILE)
+    info = load_json_file(path, FORMAT_FILE, MAX_FORMAT_BYTES)
     if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
         raise CorruptDatasetError(f"{path} does not describe an {FORMAT_NAME!r}")
     check_version(info.get("version"), str(path))
@@ -212,7 +275,7 @@ class ManifestEntry:
             ("chunk", str),
             ("t_started", int),
             ("t", int),
-            ("return", (int, float)),
+            ("return", float),
             ("terminated", bool),
             ("truncated", bool),
             ("meta_sha256", str),
@@ -220,7 +283,14 @@ class ManifestEntry:
         ):
             if key not in obj:
                 raise CorruptDatasetError(f"{where}: missing key {key!r}")
-            if not isinstance(obj[key], types) or (types is int and isinstance(obj[key], bool)):
+            value = obj[key]
+            # JSON numbers come back as int or float; true/false are no numbers.
+            wrong = (
+                isinstance(value, bool) != (types is bool)
+                or (types is float and not isinstance(value, (int, float)))
+                or (types is not float and not isinstance(value, types))
+            )
+            if wrong:
                 raise CorruptDatasetError(f"{where}: {key!r} has the wrong type ({obj[key]!r})")
         if "id" not in obj:
             raise CorruptDatasetError(f"{where}: missing key 'id'")
@@ -299,12 +369,7 @@ def read_manifest(root: Path) -> tuple[list[ManifestEntry], int, bool]:
         ([], 0, False)
     """
     path = root / MANIFEST_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"{path} is missing") from err
-    except OSError as err:
-        raise CorruptDatasetError(f"cannot read {path}: {err}") from err
+    raw = read_regular_file(path, MANIFEST_FILE, _MAX_JSON_BYTES)
     lines = raw.split(b"\n")
     # ``raw`` ends with "\n" when complete, so the last element is b"" (or a torn tail).
     complete, tail = lines[:-1], lines[-1]

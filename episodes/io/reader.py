@@ -26,6 +26,8 @@ import json
 import math
 import os
 import stat
+import tokenize
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,15 +47,18 @@ from episodes.io.errors import (
 from episodes.io.format import (
     FILE_NAME,
     FORMAT_VERSION,
+    MAX_META_BYTES,
     META_FILE,
     ManifestEntry,
     check_format,
     check_inside,
     chunk_path,
-    load_json_file,
+    parse_json,
     read_manifest,
+    read_regular_file,
 )
-from episodes.io.values import SAFE_KINDS, crc32_of, decode_value
+from episodes.io.shards import is_v2
+from episodes.io.values import SAFE_KINDS, check_code_points, crc32_of, decode_value
 from episodes.spaces import space_from_dict
 
 __all__ = [
@@ -68,6 +73,7 @@ __all__ = [
 
 PathLike = str | os.PathLike[str]
 MMAP_THRESHOLD = 1 << 20  # arrays of at least 1 MiB are memory-mapped
+_FILE_KEYS = ("size", "crc32", "hcrc32")
 
 
 def iter_chunks(path: PathLike) -> tuple[Path, list[ManifestEntry], bool]:
@@ -120,6 +126,10 @@ def read_episodes(
         >>> [ep.id_ for ep in read_episodes(path, start=1, stop=3)]
         ['1', '2']
     """
+    if is_v2(Path(path)):
+        from episodes.io.v2_read import read_episodes_v2
+
+        return read_episodes_v2(path, ids=ids, start=start, stop=stop, numpy=numpy, verify=verify)
     root, entries, _ = iter_chunks(path)
     selected = entries[slice(start, stop)]
     if ids is not None:
@@ -156,6 +166,10 @@ def load_episode(
         >>> len(load_episode(path, "e"))
         2
     """
+    if is_v2(Path(path)):
+        from episodes.io.v2_read import load_episode_v2
+
+        return load_episode_v2(path, id_, numpy=numpy, verify=verify)
     root, entries, _ = iter_chunks(path)
     mine = sorted((e for e in entries if _entry_id(e) == id_), key=lambda e: e.t_started)
     if not mine:
@@ -195,25 +209,7 @@ def load_chunk(
         'x'
     """
     where = entry.chunk
-    chunk_dir = chunk_path(root, entry.chunk)
-    if not chunk_dir.is_dir():
-        raise CorruptDatasetError(f"{where}: listed in the manifest but missing on disk")
-    meta_path = chunk_dir / META_FILE
-    check_inside(root, meta_path)
-    try:
-        raw = meta_path.read_bytes()
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"{where}/{META_FILE} is missing") from err
-    except OSError as err:
-        raise CorruptDatasetError(f"cannot read {where}/{META_FILE}: {err}") from err
-    if hashlib.sha256(raw).hexdigest() != entry.meta_sha256:
-        raise CorruptDatasetError(
-            f"{where}/{META_FILE} does not match its manifest checksum (modified or corrupted)"
-        )
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise CorruptDatasetError(f"{where}/{META_FILE} is not valid JSON: {err}") from err
+    chunk_dir, meta = read_chunk_meta(root, entry)
     files = _files_table(meta, where)
     loaded: dict[str, np.ndarray] = {}
 
@@ -233,6 +229,37 @@ def load_chunk(
     return episode
 
 
+def read_chunk_meta(root: Path, entry: ManifestEntry) -> tuple[Path, Any]:
+    """Reads a committed chunk's ``meta.json``, checked against the manifest's SHA-256.
+
+    Returns:
+        ``(chunk directory, parsed meta)``; the meta's fields are not checked yet.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as w:
+        ...     _ = w.write(SingleAgentEpisode("x", observations=[0]))
+        >>> root, entries, _ = iter_chunks(path)
+        >>> read_chunk_meta(root, entries[0])[1]["id"]
+        'x'
+    """
+    where = entry.chunk
+    chunk_dir = chunk_path(root, entry.chunk)
+    if not chunk_dir.is_dir():
+        raise CorruptDatasetError(f"{where}: listed in the manifest but missing on disk")
+    meta_path = chunk_dir / META_FILE
+    check_inside(root, meta_path)
+    raw = read_regular_file(meta_path, f"{where}/{META_FILE}", MAX_META_BYTES)
+    if hashlib.sha256(raw).hexdigest() != entry.meta_sha256:
+        raise CorruptDatasetError(
+            f"{where}/{META_FILE} does not match its manifest checksum (modified or corrupted)"
+        )
+    return chunk_dir, parse_json(raw, f"{where}/{META_FILE}")
+
+
 def _files_table(meta: Any, where: str) -> dict[str, dict[str, int]]:
     files = meta.get("files") if isinstance(meta, dict) else None
     if not isinstance(files, dict):
@@ -241,10 +268,11 @@ def _files_table(meta: Any, where: str) -> dict[str, dict[str, int]]:
         if not FILE_NAME.match(name):
             raise UnsafeDataError(f"{where}: file name {name!r} is not a plain .npy name")
         # crc32 is null for a chunk written with checksums=False.
+        # hcrc32 (the header's CRC-32) is absent in chunks written before it existed.
         ok = isinstance(info, dict) and all(
-            (k == "crc32" and info.get(k, 0) is None)
-            or (isinstance(info.get(k), int) and not isinstance(info.get(k), bool) and info[k] >= 0)
-            for k in ("size", "crc32")
+            (k != "size" and v is None)
+            or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+            for k, v in ((k, info.get(k, None if k == "hcrc32" else -1)) for k in _FILE_KEYS)
         )
         if not ok:
             raise CorruptDatasetError(f"{where}: malformed 'files' entry for {name}")
@@ -275,42 +303,76 @@ def _load_array(
             f"{label} is {st.st_size} bytes, expected {files[name]['size']} (truncated or altered)"
         )
     try:
-        with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            else:
-                raise CorruptDatasetError(f"{label}: unsupported .npy version {version}")
-            if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
-                raise UnsafeDataError(
-                    f"{label} holds dtype {dtype}; object and structured arrays (which may "
-                    "carry pickles) are refused"
-                )
-            offset = f.tell()
-            count = math.prod(shape)
-            if offset + count * dtype.itemsize != st.st_size:
-                raise CorruptDatasetError(f"{label}: header and file size disagree (truncated?)")
-            order: Literal["C", "F"] = "F" if fortran else "C"
-            if count * dtype.itemsize >= MMAP_THRESHOLD:
-                array: np.ndarray = np.memmap(
-                    str(path), dtype=dtype, mode="c", offset=offset, shape=tuple(shape), order=order
-                )
-            else:
-                data = f.read(count * dtype.itemsize)
-                flat = np.frombuffer(data, dtype=dtype, count=count)
-                array = flat.reshape(tuple(shape), order=order)
-                array = array.copy(order="C")
+        array = _read_npy(path, st.st_size, files[name].get("hcrc32"), label)
     except DatasetError:
         raise
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError, OverflowError) as err:
+    except _NPY_ERRORS as err:
         raise CorruptDatasetError(f"{label} is not a valid .npy file: {err}") from err
     expected = files[name]["crc32"]
     if verify and expected is not None:
         if crc32_of(array) != expected:
             raise CorruptDatasetError(f"{label}: CRC-32 mismatch (the data is corrupted)")
     return array
+
+
+# What numpy's header parser and reading a damaged file can raise (a damaged closing brace
+# makes the literal parser's tokenizer raise TokenError).
+_NPY_ERRORS = (
+    ValueError,
+    OSError,
+    EOFError,
+    SyntaxError,
+    TypeError,
+    OverflowError,
+    MemoryError,
+    RecursionError,
+    tokenize.TokenError,
+)
+
+
+def _read_npy(path: Path, size: int, header_crc: int | None, label: str) -> np.ndarray:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise UnsafeDataError(f"{label} is not a regular file (refused)")
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise CorruptDatasetError(f"{label}: unsupported .npy version {version}")
+        if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
+            raise UnsafeDataError(
+                f"{label} holds dtype {dtype}; object and structured arrays (which may "
+                "carry pickles) are refused"
+            )
+        offset = f.tell()
+        _check_header(f, offset, header_crc, label)
+        count = math.prod(shape)
+        if offset + count * dtype.itemsize != size:
+            raise CorruptDatasetError(f"{label}: header and file size disagree (truncated?)")
+        order: Literal["C", "F"] = "F" if fortran else "C"
+        if count * dtype.itemsize >= MMAP_THRESHOLD:
+            array: np.ndarray = np.memmap(
+                str(path), dtype=dtype, mode="c", offset=offset, shape=tuple(shape), order=order
+            )
+        else:
+            data = f.read(count * dtype.itemsize)
+            flat = np.frombuffer(data, dtype=dtype, count=count)
+            array = flat.reshape(tuple(shape), order=order).copy(order="C")
+        check_code_points(array, label)
+        return array
+
+
+def _check_header(f: Any, offset: int, expected: int | None, label: str) -> None:
+    """Compares the header bytes with their recorded CRC-32 (cheap, so always checked)."""
+    if expected is None:
+        return
+    f.seek(0)
+    header = f.read(offset)
+    if zlib.crc32(header) != expected:
+        raise CorruptDatasetError(f"{label}: header CRC-32 mismatch (the .npy header is damaged)")
 
 
 # ---------------------------------------------------------------------------- dataset info
@@ -340,6 +402,10 @@ class DatasetInfo:
         observation_space: From the first chunk (None for an empty dataset).
         action_space: From the first chunk.
         torn_manifest: Whether a torn final manifest line (a killed writer) was ignored.
+        num_shards: Shards (format v2; 0 for v1).
+        metadata: What the dataset is (env, seeds, policy...; v2, None for v1).
+        created: Creation time, UTC ISO 8601 (v2).
+        library_version: Version of the library that created the dataset (v2).
     """
 
     path: str
@@ -351,6 +417,10 @@ class DatasetInfo:
     observation_space: gym.Space[Any] | None = None
     action_space: gym.Space[Any] | None = None
     torn_manifest: bool = False
+    num_shards: int = 0
+    metadata: dict[str, Any] | None = None
+    created: str | None = None
+    library_version: str | None = None
 
     @property
     def num_episodes(self) -> int:
@@ -374,6 +444,10 @@ def dataset_info(path: PathLike) -> DatasetInfo:
         >>> dataset_info(path).num_chunks
         0
     """
+    if is_v2(Path(path)):
+        from episodes.io.v2_read import dataset_info_v2
+
+        return dataset_info_v2(path)
     root, entries, torn = iter_chunks(path)
     by_id: dict[str, EpisodeSummary] = {}
     last_t: dict[str, int] = {}
@@ -397,10 +471,23 @@ def dataset_info(path: PathLike) -> DatasetInfo:
         episodes=list(by_id.values()),
         torn_manifest=torn,
     )
+    for entry in entries:
+        # A chunk deleted from disk is damage even when only the manifest is summarised.
+        if not chunk_path(root, entry.chunk).is_dir():
+            raise CorruptDatasetError(f"{entry.chunk}: listed in the manifest but missing on disk")
     if entries:
-        meta_path = chunk_path(root, entries[0].chunk) / META_FILE
-        meta = load_json_file(meta_path, "chunk metadata")
-        if isinstance(meta, dict):
-            info.observation_space = space_from_dict(meta.get("observation_space"))
-            info.action_space = space_from_dict(meta.get("action_space"))
+        _, meta = read_chunk_meta(root, entries[0])
+        if not isinstance(meta, dict):
+            raise CorruptDatasetError(f"{entries[0].chunk}/{META_FILE} must hold an object")
+        info.observation_space = _space(meta.get("observation_space"), entries[0].chunk)
+        info.action_space = _space(meta.get("action_space"), entries[0].chunk)
     return info
+
+
+def _space(value: Any, where: str) -> gym.Space[Any] | None:
+    try:
+        return space_from_dict(value)
+    except DatasetError:
+        raise
+    except (ValueError, TypeError, KeyError, AssertionError, RecursionError) as err:
+        raise CorruptDatasetError(f"{where}/{META_FILE} holds an invalid space: {err}") from err

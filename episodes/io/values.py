@@ -32,6 +32,7 @@ __all__ = [
     "BlobReader",
     "BlobWriter",
     "check_array_dtype",
+    "check_code_points",
     "crc32_of",
     "decode_value",
     "encode_value",
@@ -58,6 +59,26 @@ def check_array_dtype(dtype: np.dtype[Any], where: str) -> None:
             f"{where}: numpy dtype {dtype} cannot be stored safely (only bool, int, uint, "
             "float, complex, str, bytes and datetime dtypes are allowed)"
         )
+
+
+def check_code_points(array: np.ndarray, where: str) -> None:
+    r"""Refuses a ``<U``/``>U`` array holding a code point beyond U+10FFFF.
+
+    numpy would build such an array, but turning an item into a Python ``str`` raises
+    ``SystemError``; a damaged file must raise :class:`CorruptDatasetError` instead.
+
+    Example:
+        >>> check_code_points(np.array(["ok"]), "x")
+        >>> check_code_points(np.frombuffer(b"\x00\x00\x11\x00", "<U1"), "x")
+        Traceback (most recent call last):
+        ...
+        episodes.io.errors.CorruptDatasetError: x: a string holds an invalid code point
+    """
+    if array.dtype.kind != "U" or array.size == 0:
+        return
+    codes = np.ascontiguousarray(array).view(array.dtype.byteorder.replace("|", "=") + "u4")
+    if codes.max() > 0x10FFFF:
+        raise CorruptDatasetError(f"{where}: a string holds an invalid code point")
 
 
 def crc32_of(array: np.ndarray) -> int:
@@ -142,6 +163,7 @@ class BlobReader:
         if offset + count * dtype.itemsize > self._data.nbytes:
             raise CorruptDatasetError(f"{where}: blob entry {index} runs past the blob's end")
         flat = np.frombuffer(self._data, dtype=dtype, count=count, offset=offset)
+        check_code_points(flat, f"{where}: blob entry {index}")
         array = flat.reshape(shape).copy()
         if scalar:
             if shape:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
 import os
 import secrets
@@ -95,6 +96,12 @@ class EpisodeWriter:
         self._manifest_fd: int | None = None
         self.path.mkdir(parents=True, exist_ok=True)
         fresh = not (self.path / FORMAT_FILE).exists()
+        manifest = self.path / MANIFEST_FILE
+        if fresh and manifest.is_file() and manifest.stat().st_size:
+            raise NotADatasetError(
+                f"{self.path} holds a manifest but no {FORMAT_FILE} (a format v2 dataset?); "
+                "EpisodeWriter writes format v1 only, use DatasetWriter"
+            )
         if fresh:
             extra = {p.name for p in self.path.iterdir()} - _FRESH_OK
             if extra:
@@ -246,11 +253,8 @@ class EpisodeWriter:
     def _write_array(self, path: Path, array: np.ndarray) -> dict[str, int | None]:
         array = np.ascontiguousarray(array)
         with open(path, "wb") as f:
-            header = np.lib.format.header_data_from_array_1_0(array)
-            try:
-                np.lib.format.write_array_header_1_0(f, header)
-            except ValueError:  # a header too long for format 1.0
-                np.lib.format.write_array_header_2_0(f, header)
+            header = _npy_header(array)
+            f.write(header)
             data = memoryview(array.reshape(-1).view(np.uint8).data)
             crc: int | None = None
             if not self._checksums:
@@ -269,7 +273,19 @@ class EpisodeWriter:
             f.flush()
             self._fsync(f.fileno())
             size = f.tell()
-        return {"size": size, "crc32": crc}
+        # The header's CRC-32 is recorded even without data checksums: it is tiny, and a
+        # flipped bit in the dtype or shape would otherwise reinterpret every byte silently.
+        return {"size": size, "crc32": crc, "hcrc32": zlib.crc32(header)}
+
+
+def _npy_header(array: np.ndarray) -> bytes:
+    header = np.lib.format.header_data_from_array_1_0(array)
+    buf = io.BytesIO()
+    try:
+        np.lib.format.write_array_header_1_0(buf, header)
+    except ValueError:  # a header too long for format 1.0
+        np.lib.format.write_array_header_2_0(buf, header)
+    return buf.getvalue()
 
 
 _WRITE_SLICE = 1 << 20

@@ -87,12 +87,33 @@ def test_record_appends(recorded, tmp_path):
     assert json.loads(run("info", str(copy), "--json").stdout)["steps"] == 350
 
 
-def test_validate_ok_and_bad(recorded, tmp_path):
+@pytest.fixture(scope="module")
+def recorded_v1(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "ds1"
+    run(
+        "record",
+        "CartPole-v1",
+        "--steps",
+        "300",
+        "--out",
+        str(out),
+        "--num-envs",
+        "3",
+        "--seed",
+        "1",
+        "--format",
+        "1",
+        check_rc=0,
+    )
+    return out
+
+
+def test_validate_ok_and_bad(recorded_v1, tmp_path):
     import shutil
 
-    assert "ok:" in run("validate", str(recorded), check_rc=0).stdout
+    assert "ok:" in run("validate", str(recorded_v1), check_rc=0).stdout
     bad = tmp_path / "bad"
-    shutil.copytree(recorded, bad)
+    shutil.copytree(recorded_v1, bad)
     chunks = sorted((bad / "chunks").iterdir())
     (chunks[0] / "obs.0.npy").write_bytes(b"\x93NUMPY garbage")
     npy = chunks[1] / "rew.0.npy"
@@ -166,3 +187,62 @@ def test_console_script_entry_point_matches(tmp_path):
 
     assert main(["info", str(tmp_path / "missing")]) == 1
     assert Path(sys.executable).exists()
+
+
+def test_record_writes_v2_with_metadata(recorded):
+    files = sorted(p.name.rsplit(".", 1)[-1] for p in recorded.rglob("*") if p.is_file())
+    assert files == ["arrow", "json", "jsonl"]
+    out = run("info", str(recorded), check_rc=0).stdout
+    assert "format version 2" in out and "env_id:   CartPole-v1" in out
+    assert "policy:   random" in out and "seeds:    [1]" in out
+    data = json.loads(run("info", str(recorded), "--json", check_rc=0).stdout)
+    assert data["metadata"]["env_spec"]["id"] == "CartPole-v1" and data["shards"] == 1
+
+
+def test_validate_v2_ok_and_bad(recorded, tmp_path):
+    import shutil
+
+    assert "ok:" in run("validate", str(recorded), check_rc=0).stdout
+    bad = tmp_path / "bad"
+    shutil.copytree(recorded, bad)
+    (data,) = (bad / "shards").glob("*.arrow")
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x10
+    data.write_bytes(bytes(raw))
+    proc = run("validate", str(bad), check_rc=1)
+    assert "CRC-32 mismatch" in proc.stderr
+
+
+def test_migrate_merge_split_filter(recorded, recorded_v1, tmp_path):
+    v2 = tmp_path / "v2"
+    run("migrate", str(recorded_v1), str(v2), check_rc=0)
+    a = json.loads(run("info", str(recorded_v1), "--json", check_rc=0).stdout)
+    b = json.loads(run("info", str(v2), "--json", check_rc=0).stdout)
+    assert (b["version"], b["steps"], b["returns"]) == (2, a["steps"], a["returns"])
+    both = tmp_path / "both"
+    run("merge", str(recorded), str(v2), "--out", str(both), check_rc=0)
+    assert json.loads(run("info", str(both), "--json").stdout)["steps"] == 600
+    run(
+        "split",
+        str(both),
+        "--train",
+        str(tmp_path / "tr"),
+        "--val",
+        str(tmp_path / "va"),
+        "--fraction",
+        "0.3",
+        check_rc=0,
+    )
+    tr = json.loads(run("info", str(tmp_path / "tr"), "--json").stdout)
+    va = json.loads(run("info", str(tmp_path / "va"), "--json").stdout)
+    assert tr["steps"] + va["steps"] == 600 and va["episodes"] > 0 and tr["episodes"] > 0
+    run("filter", str(both), "--out", str(tmp_path / "long"), "--min-length", "20", check_rc=0)
+    long = json.loads(run("info", str(tmp_path / "long"), "--json").stdout)
+    assert long["lengths"] and min(long["lengths"]) >= 20
+    run("filter", str(both), "--out", str(tmp_path / "env0"), "--custom", "env_index=0", check_rc=0)
+    env0 = json.loads(run("info", str(tmp_path / "env0"), "--json").stdout)
+    assert 0 < env0["steps"] < 600 and env0["steps"] % 100 == 0  # one env's 100 steps per source
+    proc = run("filter", str(both), "--out", str(tmp_path / "x"), "--custom", "oops", check_rc=1)
+    assert "KEY=VALUE" in proc.stderr
+    proc = run("merge", str(recorded), "--out", str(both), check_rc=1)
+    assert "not empty" in proc.stderr

@@ -1,0 +1,207 @@
+"""numpy leaf arrays <-> Arrow columns, for format v2 shards.
+
+A *leaf* is one array of a column's items stacked along axis 0 (what a v1 chunk stores as
+one ``.npy`` file). In a shard it becomes one Arrow column, padded with null rows to the
+shard's row count:
+
+- ``"arrow"`` storage (native-endian bool/int/uint/float): a primitive column for scalar
+  items, else a ``fixed_size_list`` of the flattened item, so other tools read the values;
+- ``"raw"`` storage (any other plain dtype: strings, complex, datetimes, big-endian): a
+  ``fixed_size_binary`` column holding each item's bytes, the dtype recorded in the index;
+- ``"empty"`` storage (items of zero bytes): a ``null`` column.
+
+Reading returns numpy views over the Arrow buffers (no copy for uncompressed,
+memory-mapped shards), except for bool leaves, which Arrow packs into bits.
+
+Example:
+    >>> arr = np.arange(6, dtype=np.float32).reshape(3, 2)
+    >>> info = leaf_info(arr, ["observations"])
+    >>> col = leaf_to_arrow(arr, 4, info)
+    >>> col.null_count, leaf_from_arrow(col, info, 1, 2).tolist()
+    (1, [[2.0, 3.0], [4.0, 5.0]])
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from episodes.io.errors import CorruptDatasetError
+from episodes.io.values import SAFE_KINDS, check_code_points
+
+__all__ = ["check_leaf_info", "leaf_from_arrow", "leaf_info", "leaf_to_arrow", "leaf_type"]
+
+_NATIVE = "<" if sys.byteorder == "little" else ">"
+
+
+def _storage(dtype: np.dtype[Any], shape: tuple[int, ...]) -> str:
+    if dtype.itemsize * math.prod(shape) == 0:
+        return "empty"
+    native = dtype.byteorder in ("=", "|") or dtype.byteorder == _NATIVE
+    return "arrow" if dtype.kind in "biuf" and native else "raw"
+
+
+def leaf_info(array: np.ndarray, path: list[str]) -> dict[str, Any]:
+    """Describes how a stacked leaf is stored (its index entry, JSON-safe).
+
+    Example:
+        >>> leaf_info(np.zeros((5, 2), np.uint8), ["obs"])["storage"]
+        'arrow'
+    """
+    shape = tuple(array.shape[1:])
+    return {
+        "path": list(path),
+        "dtype": array.dtype.str,
+        "shape": list(shape),
+        "storage": _storage(array.dtype, shape),
+        "count": int(array.shape[0]),
+    }
+
+
+def check_leaf_info(info: Any, where: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """Checks an index leaf entry read from disk; returns ``(dtype, item shape)``.
+
+    Example:
+        >>> check_leaf_info({"path": ["x"], "dtype": "<f4", "shape": [2], "storage": "arrow",
+        ...                  "count": 3}, "x")
+        (dtype('float32'), (2,))
+    """
+    ok = (
+        isinstance(info, dict)
+        and isinstance(info.get("path"), list)
+        and all(isinstance(p, str) for p in info["path"])
+        and isinstance(info.get("dtype"), str)
+        and isinstance(info.get("shape"), list)
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in info["shape"])
+        and isinstance(info.get("count"), int)
+        and not isinstance(info.get("count"), bool)
+        and info["count"] >= 0
+    )
+    if not ok:
+        raise CorruptDatasetError(f"{where}: malformed leaf entry {info!r}")
+    try:
+        dtype = np.dtype(info["dtype"])
+    except (TypeError, ValueError) as err:
+        raise CorruptDatasetError(f"{where}: bad dtype {info['dtype']!r}") from err
+    if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
+        raise CorruptDatasetError(f"{where}: dtype {dtype} is not a plain dtype")
+    shape = tuple(info["shape"])
+    if math.prod(shape) > 1 << 40 or info.get("storage") != _storage(dtype, shape):
+        raise CorruptDatasetError(f"{where}: leaf storage disagrees with its dtype and shape")
+    return dtype, shape
+
+
+def leaf_type(dtype: np.dtype[Any], shape: tuple[int, ...]) -> pa.DataType:
+    """The Arrow type a leaf of this dtype and item shape is stored as.
+
+    Example:
+        >>> leaf_type(np.dtype("<U2"), ())
+        FixedSizeBinaryType(fixed_size_binary[8])
+    """
+    storage = _storage(dtype, shape)
+    if storage == "empty":
+        return pa.null()
+    if storage == "raw":
+        return pa.binary(dtype.itemsize * math.prod(shape))
+    base = pa.from_numpy_dtype(dtype)
+    return base if not shape else pa.list_(base, math.prod(shape))
+
+
+def leaf_to_arrow(array: np.ndarray, rows: int, info: dict[str, Any]) -> pa.Array:
+    """Stores a stacked leaf as an Arrow column of ``rows`` rows (the rest null).
+
+    Example:
+        >>> leaf_to_arrow(np.array([1, 2]), 3, leaf_info(np.array([1, 2]), ["r"])).to_pylist()
+        [1, 2, None]
+    """
+    n = len(array)
+    shape = tuple(info["shape"])
+    storage = info["storage"]
+    if storage == "empty":
+        return pa.nulls(rows)
+    flat = np.ascontiguousarray(array).reshape(-1)
+    kind = leaf_type(array.dtype, shape)
+    if storage == "raw":
+        data = pa.Array.from_buffers(kind, n, [None, pa.py_buffer(flat.view(np.uint8))])
+    elif not shape:
+        data = pa.array(flat)
+    else:
+        data = pa.FixedSizeListArray.from_arrays(pa.array(flat), math.prod(shape))
+    if n < rows:  # the shorter columns of an episode end in null rows (one copy, small ones)
+        data = pa.concat_arrays([data, pa.nulls(rows - n, kind)])
+    return data
+
+
+def _values_ignoring_nulls(
+    part: pa.Array, dtype: np.dtype[Any], shape: tuple[int, ...], count: int
+) -> np.ndarray:
+    width = math.prod(shape)
+    if dtype.kind == "b":
+        import pyarrow.compute as pc
+
+        # .values keeps the slots of null lists (flatten() would drop them).
+        values = part.values.slice(part.offset * width, count * width) if shape else part
+        filled = pc.fill_null(values, False)
+        return filled.to_numpy(zero_copy_only=False).reshape((count, *shape))
+    child = part.values if shape else part  # .values ignores the parent's offset
+    first = child.offset + (part.offset * width if shape else 0)
+    flat = np.frombuffer(child.buffers()[1], dtype, count=first + count * width)[first:]
+    return flat.reshape((count, *shape))
+
+
+def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:
+    # Parquet renames a list's child field ("item" -> "element"); only the shape matters.
+    if pa.types.is_fixed_size_list(actual) and pa.types.is_fixed_size_list(expected):
+        return actual.list_size == expected.list_size and actual.value_type == expected.value_type
+    return bool(actual == expected)
+
+
+def leaf_from_arrow(
+    column: pa.Array, info: dict[str, Any], start: int, count: int, *, nulls_ok: bool = False
+) -> np.ndarray:
+    """Items ``[start, start + count)`` of a stored leaf as a numpy array.
+
+    The array is a read-only view where Arrow allows it; copy it before modifying.
+
+    ``nulls_ok=True`` returns whatever null rows hold (zeros, as written) instead of raising:
+    a view over a whole shard column, episodes' padding rows included.
+
+    Raises:
+        CorruptDatasetError: The column's type or nulls disagree with ``info``.
+
+    Example:
+        >>> a = np.array(["ab", "c"])
+        >>> leaf_from_arrow(leaf_to_arrow(a, 2, leaf_info(a, ["x"])), leaf_info(a, ["x"]), 0, 2)
+        array(['ab', 'c'], dtype='<U2')
+    """
+    where = "/".join(info["path"])
+    dtype, shape = check_leaf_info(info, where)
+    if not _same_type(column.type, leaf_type(dtype, shape)):
+        raise CorruptDatasetError(
+            f"column {where} has Arrow type {column.type}, expected {leaf_type(dtype, shape)}"
+        )
+    if start < 0 or count < 0 or start + count > len(column):
+        raise CorruptDatasetError(f"column {where}: rows [{start}, {start + count}) out of range")
+    part = column.slice(start, count)
+    storage = info["storage"]
+    if storage == "empty":
+        return np.zeros((count, *shape), dtype)
+    if part.null_count:
+        if not nulls_ok:
+            raise CorruptDatasetError(f"column {where}: null in rows that must hold data")
+        if storage == "arrow":
+            return _values_ignoring_nulls(part, dtype, shape, count)
+    if storage == "raw":
+        nbytes = dtype.itemsize * math.prod(shape)
+        buf = part.buffers()[1]
+        raw = np.frombuffer(buf, np.uint8, count=(part.offset + count) * nbytes)
+        out = raw[part.offset * nbytes :].view(dtype).reshape((count, *shape))
+        check_code_points(out, f"column {where}")
+        return out
+    values = part if not shape else part.flatten()
+    out = values.to_numpy(zero_copy_only=dtype.kind != "b")
+    return out.astype(dtype, copy=False).reshape((count, *shape))

@@ -1,0 +1,113 @@
+"""What a dataset is: env id and spec, seeds, policy, algorithm, free-form user metadata.
+
+Stored in the v2 manifest's header line next to the library version and the wall-clock
+creation time. Every value must be JSON (checked when the writer is created, and again,
+type by type, when a reader parses it).
+
+Example:
+    >>> meta = DatasetMetadata(env_id="CartPole-v1", seeds=[1, 2], policy="random")
+    >>> DatasetMetadata.from_json(meta.to_json(), "x") == meta
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from episodes.io.errors import CorruptDatasetError, UnstorableValueError
+
+__all__ = ["DatasetMetadata"]
+
+_STR_FIELDS = ("env_id", "policy", "policy_version", "algorithm", "algorithm_version")
+
+
+@dataclass
+class DatasetMetadata:
+    """Describes how a dataset was made (all optional).
+
+    Attributes:
+        env_id: The gymnasium env id, e.g. ``"CartPole-v1"``.
+        env_spec: The env's ``EnvSpec`` as JSON (``json.loads(env.spec.to_json())``).
+        seeds: Seeds used for envs or the policy.
+        policy: Name of the policy that acted.
+        policy_version: Its version (a checkpoint name, a git hash...).
+        algorithm: Name of the training algorithm, if any.
+        algorithm_version: Its version.
+        user: Free-form JSON metadata.
+    """
+
+    env_id: str | None = None
+    env_spec: dict[str, Any] | None = None
+    seeds: list[int] | None = None
+    policy: str | None = None
+    policy_version: str | None = None
+    algorithm: str | None = None
+    algorithm_version: str | None = None
+    user: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Any, **kwargs: Any) -> DatasetMetadata:
+        """Fills ``env_id`` and ``env_spec`` from a gymnasium env (vector envs too).
+
+        Example:
+            >>> import gymnasium as gym
+            >>> DatasetMetadata.from_env(gym.make("CartPole-v1")).env_id
+            'CartPole-v1'
+        """
+        spec = getattr(env, "spec", None)
+        spec_json: dict[str, Any] | None = None
+        if spec is not None:
+            try:
+                spec_json = json.loads(spec.to_json())
+            except (TypeError, ValueError, AssertionError):
+                spec_json = None  # kwargs that are not JSON: the id alone still says a lot
+        return cls(env_id=getattr(spec, "id", None), env_spec=spec_json, **kwargs)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (raises :class:`UnstorableValueError` for non-JSON values).
+
+        Example:
+            >>> DatasetMetadata(user={"run": 3}).to_json()["user"]
+            {'run': 3}
+        """
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        try:
+            json.dumps(out, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise UnstorableValueError(f"dataset metadata must be plain JSON: {err}") from err
+        self._check(out, "dataset metadata", UnstorableValueError)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str) -> DatasetMetadata:
+        """Parses and checks stored metadata.
+
+        Example:
+            >>> DatasetMetadata.from_json({"seeds": [True]}, "x")
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.CorruptDatasetError: x: 'seeds' must be a list of ints or null
+        """
+        if not isinstance(obj, dict):
+            raise CorruptDatasetError(f"{where}: metadata must be an object")
+        known = {f.name for f in fields(cls)}
+        cls._check(obj, where, CorruptDatasetError)
+        return cls(**{k: v for k, v in obj.items() if k in known})
+
+    @staticmethod
+    def _check(obj: dict[str, Any], where: str, error: type[Exception]) -> None:
+        for key in _STR_FIELDS:
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                raise error(f"{where}: {key!r} must be a str or null")
+        seeds = obj.get("seeds")
+        if seeds is not None and not (
+            isinstance(seeds, list)
+            and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+        ):
+            raise error(f"{where}: 'seeds' must be a list of ints or null")
+        if obj.get("env_spec") is not None and not isinstance(obj["env_spec"], dict):
+            raise error(f"{where}: 'env_spec' must be an object or null")
+        if not isinstance(obj.get("user", {}), dict):
+            raise error(f"{where}: 'user' must be an object")

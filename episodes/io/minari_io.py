@@ -1,0 +1,234 @@
+"""Minari interop: export a dataset to a Minari dataset on local disk, import one back.
+
+Needs the ``minari`` extra (``pip install 'episodes[minari]'``), imported when a function here
+is called. Minari stores whole episodes as observations (``n + 1``), actions, rewards,
+terminations and truncations (``n`` each), with the env spec and spaces; a round trip keeps
+every step of those columns exactly. What Minari has no place for is not exported: our episode
+ids (Minari numbers episodes 0, 1, ...), infos, extra-model-outputs, lookback and
+``custom_data``; zero-step episodes are skipped.
+
+Example:
+    >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
+    >>> import tempfile
+    >>> import gymnasium as gym
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import DatasetWriter, dataset_info
+    >>> root = tempfile.mkdtemp()
+    >>> with DatasetWriter(root + "/ours") as w:
+    ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 0], actions=[1, 0],
+    ...                                rewards=[1.0, 1.0], terminated=True,
+    ...                                observation_space=gym.spaces.Discrete(2),
+    ...                                action_space=gym.spaces.Discrete(2),
+    ...                                len_lookback_buffer=0))
+    >>> export_minari(root + "/ours", "toy/ours-v0", root=root + "/minari")
+    1
+    >>> import_minari("toy/ours-v0", root + "/back", root=root + "/minari")
+    1
+    >>> dataset_info(root + "/back").num_steps
+    2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.errors import DatasetError
+from episodes.io.metadata import DatasetMetadata
+from episodes.io.reader import dataset_info, read_episodes
+from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
+from episodes.spaces import unbatch
+
+__all__ = ["export_minari", "import_minari"]
+
+PathLike = str | os.PathLike[str]
+
+
+@contextlib.contextmanager
+def _datasets_root(root: PathLike | None) -> Iterator[None]:
+    """Points minari at ``root`` for the duration (minari reads the variable on each call)."""
+    if root is None:
+        yield
+        return
+    old = os.environ.get("MINARI_DATASETS_PATH")
+    os.environ["MINARI_DATASETS_PATH"] = os.fspath(root)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MINARI_DATASETS_PATH", None)
+        else:
+            os.environ["MINARI_DATASETS_PATH"] = old
+
+
+def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:
+    """Streams the dataset's episodes with their pieces joined (pieces held until complete)."""
+    pieces_of = {json.dumps(e.id_, default=repr): e.num_chunks for e in dataset_info(src).episodes}
+    pending: dict[str, list[SingleAgentEpisode]] = {}
+    for piece in read_episodes(src):
+        key = json.dumps(piece.id_, default=repr)
+        pending.setdefault(key, []).append(piece)
+        if len(pending[key]) == pieces_of.get(key, 1):
+            parts = sorted(pending.pop(key), key=lambda p: p.t_started)
+            episode = parts[0]
+            for part in parts[1:]:
+                episode.concat_episode(part)
+            yield episode
+
+
+def _buffer(index: int, episode: SingleAgentEpisode) -> Any:
+    from minari.data_collector import EpisodeBuffer
+
+    episode.to_numpy()
+    n = len(episode)
+    ends = [False] * (n - 1)
+    return EpisodeBuffer(
+        id=index,
+        observations=episode.get_observations(),
+        actions=episode.get_actions(),
+        rewards=[float(r) for r in episode.get_rewards()],
+        terminations=[*ends, bool(episode.is_terminated)],
+        truncations=[*ends, bool(episode.is_truncated)],
+    )
+
+
+def export_minari(
+    src: PathLike,
+    dataset_id: str,
+    *,
+    root: PathLike | None = None,
+    description: str | None = None,
+) -> int:
+    """Writes the episodes of ``src`` (v1 or v2) as Minari dataset ``dataset_id``.
+
+    Args:
+        src: Our dataset.
+        dataset_id: Minari id, ``namespace/name-vN`` or ``name-vN``.
+        root: Minari's datasets directory (default: minari's, ``MINARI_DATASETS_PATH`` or
+            ``~/.minari/datasets``).
+        description: Stored in the Minari metadata.
+
+    Returns:
+        The number of episodes exported.
+
+    Raises:
+        DatasetError: ``src`` is unreadable, holds no episode with steps, or has no spaces.
+    """
+    import minari
+
+    info = dataset_info(src)
+    meta = DatasetMetadata.from_json(info.metadata or {}, f"{src} metadata")
+    buffers = [_buffer(i, ep) for i, ep in enumerate(e for e in _whole_episodes(src) if len(e) > 0)]
+    if not buffers:
+        raise DatasetError(f"{src} holds no episode with steps to export")
+    if info.observation_space is None or info.action_space is None:
+        raise DatasetError(f"{src} has no observation/action spaces; Minari needs them")
+    env: Any = None
+    if meta.env_id is not None:
+        with contextlib.suppress(gym.error.Error):
+            env = gym.spec(meta.env_id)
+    with _datasets_root(root), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # minari nags about optional fields
+        minari.create_dataset_from_buffers(
+            dataset_id,
+            buffers,
+            env=env,
+            observation_space=info.observation_space,
+            action_space=info.action_space,
+            algorithm_name=meta.algorithm or meta.policy,
+            description=description or f"exported by episodes from {os.fspath(src)}",
+            data_format="arrow",
+        )
+    return len(buffers)
+
+
+def _minari_data_dir(dataset: PathLike, root: PathLike | None) -> Path:
+    path = Path(dataset)
+    if path.is_dir():
+        return path / "data" if (path / "data").is_dir() else path
+    with _datasets_root(root):
+        from minari.storage import get_dataset_path
+
+        found = get_dataset_path(os.fspath(dataset)) / "data"
+    if not found.is_dir():
+        raise DatasetError(f"no local Minari dataset {os.fspath(dataset)!r} (looked in {found})")
+    return found
+
+
+def import_minari(
+    dataset: PathLike,
+    dst: PathLike,
+    *,
+    root: PathLike | None = None,
+    shard_bytes: int | None = None,
+) -> int:
+    """Copies a local Minari dataset (an id, or the path of its directory) into a new v2 dataset.
+
+    Episodes get ids ``"<minari id>/<episode number>"``; the env spec and algorithm name
+    become the dataset metadata. Returns the number of episodes imported.
+
+    Raises:
+        DatasetError: The Minari dataset is missing or unreadable, or ``dst`` is not empty.
+    """
+    import minari
+
+    data_dir = _minari_data_dir(dataset, root)
+    try:
+        source = minari.MinariDataset(data_dir)
+    except Exception as err:  # noqa: BLE001 - minari raises many types for a bad directory
+        raise DatasetError(f"cannot open Minari dataset {data_dir}: {err}") from err
+    if Path(dst).exists() and any(Path(dst).iterdir()):
+        raise DatasetError(f"{dst} exists and is not empty; choose a new directory")
+    spec = source.env_spec
+    metadata = DatasetMetadata(
+        env_id=getattr(spec, "id", None),
+        env_spec=_spec_json(spec),
+        algorithm=_algorithm(source),
+        user={"minari_dataset_id": source.id, "minari_version": str(source.minari_version)},
+    )
+    count = 0
+    target = DEFAULT_SHARD_BYTES if shard_bytes is None else shard_bytes
+    with DatasetWriter(dst, metadata=metadata, shard_bytes=target) as writer:
+        for data in source.iterate_episodes():
+            writer.write(_episode(source, data))
+            count += 1
+    return count
+
+
+def _algorithm(source: Any) -> str | None:
+    stored = getattr(source.storage, "metadata", {})
+    name = stored.get("algorithm_name") if isinstance(stored, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _spec_json(spec: Any) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(spec.to_json())) if spec is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _episode(source: Any, data: Any) -> SingleAgentEpisode:
+    terminations = np.asarray(data.terminations, dtype=bool)
+    truncations = np.asarray(data.truncations, dtype=bool)
+    episode = SingleAgentEpisode(
+        f"{source.id}/{data.id}",
+        observations=unbatch(data.observations),
+        observation_space=source.observation_space,
+        actions=unbatch(data.actions),
+        action_space=source.action_space,
+        rewards=[float(r) for r in np.asarray(data.rewards).reshape(-1)],
+        terminated=bool(terminations[-1]) if len(terminations) else False,
+        truncated=bool(truncations[-1]) if len(truncations) else False,
+        len_lookback_buffer=0,
+    )
+    return episode.to_numpy()

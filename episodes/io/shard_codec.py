@@ -1,0 +1,319 @@
+"""One episode <-> rows of a v2 shard (Arrow columns) plus its index entry.
+
+The episode is first encoded exactly as a v1 chunk (:func:`episodes.io.encoding.encode_episode`:
+a ``meta`` dict and named leaf arrays); each leaf then becomes an Arrow column instead of a
+``.npy`` file, nested item structures become nested ``struct`` columns, JSON-layout items
+(infos, mixed list columns) become one JSON text per row, and the blob becomes one binary
+value in the episode's first row. An episode occupies ``max(column sizes)`` consecutive rows
+(one per observation, lookback included); shorter columns (actions, rewards, extra model
+outputs) are null in their last rows.
+
+Example:
+    >>> from episodes import SingleAgentEpisode
+    >>> ep = SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 0.5])
+    >>> enc = encode_rows(ep)
+    >>> enc.rows, sorted(enc.columns)[:3]
+    (3, ['actions', 'blob', 'episode_id'])
+    >>> table = pa.table(enc.columns)
+    >>> decode_rows(enc.entry, table, 0, spaces=enc.spaces, where="x") == ep
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import tree
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.arrow_leaves import leaf_from_arrow, leaf_info, leaf_to_arrow
+from episodes.io.encoding import decode_episode, encode_episode
+from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
+
+__all__ = [
+    "EncodedEpisode",
+    "column_of",
+    "decode_rows",
+    "encode_rows",
+    "skeleton_of",
+    "skeleton_paths",
+]
+
+COLUMNS = ("observations", "infos", "actions", "rewards")
+EXTRAS = "extra_model_outputs"
+BLOB = "blob.npy"
+_SPACE_KEYS = ("observation_space", "action_space")
+_HELPER_COLUMNS = {EXTRAS, "blob", "episode_id", "t"}
+
+
+@dataclass
+class EncodedEpisode:
+    """An episode ready to be appended to a shard."""
+
+    columns: dict[str, pa.Array]
+    entry: dict[str, Any]
+    spaces: list[Any]
+    rows: int
+    nbytes: int
+    ret: float = 0.0
+
+
+# ----------------------------------------------------------------------------- structures
+def skeleton_paths(enc: Any, where: str, depth: int = 0) -> list[tuple[str, ...]]:
+    """Leaf paths of an encoded item structure, in the order its leaves are stored.
+
+    Example:
+        >>> skeleton_paths({"dict": [["b", "*"], ["a", {"tuple": ["*", "*"]}]]}, "x")
+        [('a', '0'), ('a', '1'), ('b',)]
+    """
+    skeleton = _skeleton(enc, where, depth)
+    if not isinstance(skeleton, (dict, list, tuple)):
+        return [()]
+    return [tuple(str(p) for p in path) for path, _ in tree.flatten_with_path(skeleton)]
+
+
+def skeleton_of(enc: Any, where: str) -> Any:
+    """An encoded item structure as a nested skeleton (leaves are 0), for ``tree.unflatten_as``.
+
+    Example:
+        >>> skeleton_of({"tuple": ["*", {"dict": [["x", "*"]]}]}, "x")
+        (0, {'x': 0})
+    """
+    return _skeleton(enc, where, 0)
+
+
+def _skeleton(enc: Any, where: str, depth: int) -> Any:
+    if depth > 64:
+        raise CorruptDatasetError(f"{where}: structure nested too deeply")
+    if enc == "*":
+        return 0
+    if isinstance(enc, dict) and len(enc) == 1:
+        ((kind, body),) = enc.items()
+        if kind == "dict" and isinstance(body, list):
+            out = {}
+            for pair in body:
+                if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+                    raise CorruptDatasetError(f"{where}: malformed structure entry {pair!r}")
+                out[pair[0]] = _skeleton(pair[1], where, depth + 1)
+            return out
+        if kind in ("tuple", "list") and isinstance(body, list):
+            parts = [_skeleton(v, where, depth + 1) for v in body]
+            return tuple(parts) if kind == "tuple" else parts
+    raise CorruptDatasetError(f"{where}: malformed item structure {enc!r}")
+
+
+def _nest(items: list[tuple[tuple[str, ...], pa.Array]]) -> pa.Array:
+    if len(items) == 1 and not items[0][0]:
+        return items[0][1]
+    groups: dict[str, list[tuple[tuple[str, ...], pa.Array]]] = {}
+    for path, array in items:
+        groups.setdefault(path[0], []).append((path[1:], array))
+    return pa.StructArray.from_arrays([_nest(g) for g in groups.values()], names=list(groups))
+
+
+def column_of(table: Any, path: list[str]) -> pa.Array:
+    """The (single-chunk) Arrow array at a leaf path (top-level name, then struct fields).
+
+    Example:
+        >>> column_of(pa.table({"x": [1, 2]}), ["x"]).to_pylist()
+        [1, 2]
+    """
+    try:
+        column = table.column(path[0])
+        array = column.chunk(0) if isinstance(column, pa.ChunkedArray) else column
+        if isinstance(column, pa.ChunkedArray) and column.num_chunks != 1:
+            array = column.combine_chunks()
+        for name in path[1:]:
+            array = array.field(name)
+    except (KeyError, IndexError, TypeError, pa.ArrowException) as err:
+        raise CorruptDatasetError(f"column {'/'.join(path)} is missing from the shard") from err
+    return array
+
+
+# ------------------------------------------------------------------------------- encoding
+def _encode_column(
+    meta: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+    rows: int,
+    path: list[str],
+    leaves: dict[str, Any],
+) -> pa.Array:
+    if meta["layout"] == "json":
+        # Most infos are empty dicts: their text is known without encoding them.
+        texts = [
+            "{}" if item == {} else json.dumps(item, allow_nan=False) for item in meta.pop("items")
+        ]
+        meta["items"] = None  # the items live in the column: one JSON text per row
+        return pa.array(texts + [None] * (rows - len(texts)), pa.large_string())
+    paths = skeleton_paths(meta["structure"], "/".join(path))
+    parts = []
+    for sub, leaf in zip(paths, meta["leaves"], strict=True):
+        info = leaf_info(arrays[leaf["file"]], [*path, *sub])
+        leaves[leaf["file"]] = info
+        parts.append((sub, leaf_to_arrow(arrays[leaf["file"]], rows, info)))
+    return _nest(parts)
+
+
+def _intern(value: Any, spaces: list[Any], lookup: dict[str, int]) -> dict[str, int]:
+    key = json.dumps(value, sort_keys=True)
+    if key not in lookup:
+        lookup[key] = len(spaces)
+        spaces.append(value)
+    return {"space_ref": lookup[key]}
+
+
+def encode_rows(
+    episode: SingleAgentEpisode,
+    spaces: list[Any] | None = None,
+    lookup: dict[str, int] | None = None,
+) -> EncodedEpisode:
+    """Encodes an episode as shard columns and an index entry (nothing is written).
+
+    Spaces are replaced by references into ``spaces`` (shared by a shard's episodes).
+
+    Raises:
+        UnstorableValueError: A value cannot be stored (see ``EpisodeWriter``).
+    """
+    spaces = [] if spaces is None else spaces
+    lookup = {} if lookup is None else lookup
+    meta, arrays = encode_episode(episode)
+    names = list(meta["columns"])  # every column field the episode declares
+    if set(names) & _HELPER_COLUMNS:
+        raise UnstorableValueError(f"column names {sorted(names)} clash with the shard's own")
+    metas = [meta["columns"][name] for name in names] + [c for _, c in meta[EXTRAS]]
+    rows = max([c["size"] for c in metas] + [1 if BLOB in arrays else 0])
+    leaves: dict[str, Any] = {}
+    columns = {
+        name: _encode_column(meta["columns"][name], arrays, rows, [name], leaves) for name in names
+    }
+    if meta[EXTRAS]:
+        keys = [key for key, _ in meta[EXTRAS]]
+        parts = [_encode_column(c, arrays, rows, [EXTRAS, k], leaves) for k, c in meta[EXTRAS]]
+        columns[EXTRAS] = pa.StructArray.from_arrays(parts, names=keys)
+    blob = arrays.get(BLOB)
+    columns["blob"] = pa.array(
+        [None if blob is None else blob.tobytes()] + [None] * (rows - 1) if rows else [],
+        pa.large_binary(),
+    )
+    id_ = episode.id_
+    columns["episode_id"] = pa.array(
+        [id_ if isinstance(id_, str) else json.dumps(meta["id"])] * rows, pa.string()
+    )
+    first_t = meta["t_started"] - meta["columns"]["observations"]["lookback"]
+    columns["t"] = pa.array(np.arange(first_t, first_t + rows, dtype=np.int64))
+    for c in metas:
+        c["space"] = _intern(c["space"], spaces, lookup)
+    for key in _SPACE_KEYS:
+        meta[key] = _intern(meta[key], spaces, lookup)
+    offset = time.time() - time.perf_counter()  # perf_counter readings -> wall clock
+    entry = {
+        "rows": rows,
+        "meta": meta,
+        "leaves": leaves,
+        "wall_start": None if meta["start_time"] is None else meta["start_time"] + offset,
+        "wall_end": None if meta["last_step_time"] is None else meta["last_step_time"] + offset,
+    }
+    nbytes = sum(a.nbytes for a in arrays.values())
+    return EncodedEpisode(columns, entry, spaces, rows, nbytes)
+
+
+# ------------------------------------------------------------------------------- decoding
+def _restore(value: Any, spaces: list[Any], where: str) -> Any:
+    ref = value.get("space_ref") if isinstance(value, dict) and len(value) == 1 else None
+    if not isinstance(ref, int) or isinstance(ref, bool) or not 0 <= ref < len(spaces):
+        raise CorruptDatasetError(f"{where}: bad space reference {value!r}")
+    return spaces[ref]
+
+
+def _column_metas(meta: dict[str, Any], where: str) -> list[tuple[list[str], Any]]:
+    columns = meta.get("columns")
+    extras = meta.get(EXTRAS)
+    if not isinstance(columns, dict) or not isinstance(extras, list):
+        raise CorruptDatasetError(f"{where}: malformed episode metadata")
+    out = [([name], col) for name, col in columns.items()]
+    for pair in extras:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise CorruptDatasetError(f"{where}: malformed extra_model_outputs entry")
+        out.append(([EXTRAS, pair[0]], pair[1]))
+    return out
+
+
+def prepare_meta(
+    entry: Any, table: Any, start: int, spaces: list[Any], where: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Rebuilds an episode's v1-style meta from its index entry (spaces, JSON items).
+
+    Returns ``(meta, leaves)``; the caller's ``entry`` is not modified.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("meta"), dict):
+        raise CorruptDatasetError(f"{where}: malformed index entry")
+    meta = json.loads(json.dumps(entry["meta"]))  # a private copy to fill in
+    leaves = entry.get("leaves")
+    if not isinstance(leaves, dict):
+        raise CorruptDatasetError(f"{where}: index entry has no leaf table")
+    for key in _SPACE_KEYS:
+        meta[key] = _restore(meta.get(key), spaces, where)
+    for path, col in _column_metas(meta, where):
+        if not isinstance(col, dict):
+            raise CorruptDatasetError(f"{where}: column {'/'.join(path)} metadata is malformed")
+        col["space"] = _restore(col.get("space"), spaces, where)
+        if col.get("layout") == "json":
+            size = col.get("size")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise CorruptDatasetError(f"{where}: bad size in column {'/'.join(path)}")
+            array = column_of(table, path)
+            if start + size > len(array) or not pa.types.is_large_string(array.type):
+                raise CorruptDatasetError(f"{where}: JSON column {'/'.join(path)} is malformed")
+            texts = array.slice(start, size).to_pylist()
+            try:
+                # Most infos are empty dicts: skip the parser for them.
+                col["items"] = [{} if t == "{}" else json.loads(t) for t in texts]
+            except (TypeError, ValueError, RecursionError) as err:
+                raise CorruptDatasetError(f"{where}: bad JSON item in {'/'.join(path)}") from err
+    return meta, leaves
+
+
+def decode_rows(
+    entry: Any,
+    table: Any,
+    start: int,
+    *,
+    spaces: list[Any],
+    where: str,
+    numpy: bool | None = None,
+    copy: Callable[[np.ndarray], np.ndarray] = np.array,
+) -> SingleAgentEpisode:
+    """Rebuilds the episode whose rows begin at ``start`` of ``table`` (see :func:`encode_rows`).
+
+    ``copy`` turns each leaf (a read-only view into the table) into the episode's own array.
+
+    Raises:
+        DatasetError: The index entry or the columns are malformed or inconsistent.
+    """
+    meta, leaves = prepare_meta(entry, table, start, spaces, where)
+
+    def load(name: str) -> np.ndarray:
+        if name == BLOB:
+            array = column_of(table, ["blob"])
+            value = array[start].as_py() if start < len(array) else None
+            if not isinstance(value, bytes):
+                raise CorruptDatasetError(f"{where}: the episode's blob is missing")
+            return np.frombuffer(value, np.uint8).copy()
+        info = leaves.get(name)
+        if not isinstance(info, dict) or not isinstance(info.get("path"), list) or not info["path"]:
+            raise CorruptDatasetError(f"{where}: leaf {name!r} is not in the index")
+        out = leaf_from_arrow(column_of(table, info["path"]), info, start, info.get("count", -1))
+        return copy(out)
+
+    try:
+        return decode_episode(meta, load, where=where, numpy=numpy)
+    except DatasetError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as err:
+        raise CorruptDatasetError(f"{where}: cannot rebuild the episode: {err}") from err

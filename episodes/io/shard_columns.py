@@ -1,0 +1,165 @@
+"""Where each column of one stored episode lives in its shard, checked once, for fast slicing.
+
+:func:`plan_columns` resolves an episode's index entry into one :class:`ColumnPlan` per column
+(numpy views over the shard's record batch, the first row, lookback and size), checking every
+leaf entry and row range once; step reads (``Dataset.steps``, the torch datasets) then only
+slice views.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import Dataset, DatasetWriter
+    >>> path = tempfile.mkdtemp()
+    >>> with DatasetWriter(path) as w:
+    ...     w.write(SingleAgentEpisode("a", observations=[7, 8, 9], actions=[1, 0],
+    ...                                rewards=[0.5, 0.25], len_lookback_buffer=1))
+    >>> shard, j = Dataset(path).locate(0)
+    >>> plans = plan_columns(shard, j)
+    >>> plans["observations"].take(0, 2).tolist(), plans["actions"].take(0)
+    ([8, 9], np.int64(0))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tree
+
+from episodes.io.arrow_leaves import check_leaf_info
+from episodes.io.errors import CorruptDatasetError
+from episodes.io.format import parse_json
+from episodes.io.shard_codec import EXTRAS, column_of, skeleton_of, skeleton_paths
+from episodes.io.values import BlobReader, decode_value
+
+__all__ = ["ColumnPlan", "plan_columns"]
+
+
+class ColumnPlan:
+    """One column of one episode: ``take`` reads visible items (lookback not counted).
+
+    Attributes:
+        lookback: Items before the first visible one.
+        size: Items stored, lookback included.
+        views: One numpy view per leaf over the whole record batch (None for JSON columns).
+        skeleton: The item structure (None for flat items).
+    """
+
+    def __init__(
+        self,
+        lookback: int,
+        size: int,
+        base: int,
+        views: list[np.ndarray] | None,
+        skeleton: Any,
+        json_items: Any = None,
+    ):
+        self.lookback = lookback
+        self.size = size
+        self._first = base + lookback
+        self.views = views
+        self.skeleton = skeleton
+        self._json_items = json_items
+
+    @property
+    def stored(self) -> bool:
+        """Whether the column is stored as arrays (so items are numpy views)."""
+        return self.views is not None
+
+    def take(self, start: int, stop: int | None = None, *, copy: bool = False) -> Any:
+        """Item ``start``, or items ``[start, stop)`` batched (views unless ``copy``)."""
+        end = start + 1 if stop is None else stop
+        if not 0 <= start <= end <= self.size - self.lookback:
+            raise IndexError(f"items [{start}, {end}) outside [0, {self.size - self.lookback}]")
+        if self.views is None:
+            items = self._json_items(self.lookback + start, self.lookback + end)
+            return items[0] if stop is None else items
+        a = self._first + start
+        if stop is None:
+            parts = [v[a] for v in self.views]
+        else:
+            parts = [v[a : self._first + stop] for v in self.views]
+        if copy:
+            parts = [np.array(p) for p in parts]
+        return parts[0] if self.skeleton is None else tree.unflatten_as(self.skeleton, parts)
+
+
+def plan_columns(shard: Any, j: int) -> dict[str, Any]:
+    """Plans for every column of the shard's episode ``j`` (extras under their own key).
+
+    Raises:
+        CorruptDatasetError: The index entry disagrees with itself or with the data file.
+    """
+    entry = shard.entry_of(j)
+    where = f"{shard.where} episode {j}"
+    meta = entry.get("meta") if isinstance(entry, dict) else None
+    columns = meta.get("columns") if isinstance(meta, dict) else None
+    extras = meta.get(EXTRAS) if isinstance(meta, dict) else None
+    if not isinstance(columns, dict) or not isinstance(extras, list):
+        raise CorruptDatasetError(f"{where}: malformed episode metadata")
+    k, base = shard.part_of(j)
+    context = (shard, k, base, entry, where)
+    plans: dict[str, Any] = {name: _plan(context, [name], col) for name, col in columns.items()}
+    plans[EXTRAS] = {}
+    for pair in extras:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise CorruptDatasetError(f"{where}: malformed extra_model_outputs entry")
+        plans[EXTRAS][pair[0]] = _plan(context, [EXTRAS, pair[0]], pair[1])
+    return plans
+
+
+def _plan(context: tuple[Any, ...], path: list[str], col: Any) -> ColumnPlan:
+    shard, k, base, entry, where = context
+    label = f"{where} column {'/'.join(path)}"
+    if not isinstance(col, dict):
+        raise CorruptDatasetError(f"{label}: malformed column metadata")
+    lookback, size = _count(col.get("lookback"), label), _count(col.get("size"), label)
+    if lookback > size:
+        raise CorruptDatasetError(f"{label}: lookback {lookback} exceeds size {size}")
+    part = shard.parts[k]
+    if base + size > part.num_rows:
+        raise CorruptDatasetError(f"{label}: rows out of range")
+    if col.get("layout") == "json":
+        texts = column_of(part, path)
+
+        def items(a: int, b: int) -> list[Any]:
+            blob = _blob(part, base, entry, where)
+            return [
+                decode_value(parse_json(t.encode("utf-8"), label), blob=blob, where=label)
+                for t in texts.slice(base + a, b - a).to_pylist()
+            ]
+
+        return ColumnPlan(lookback, size, base, None, None, items)
+    structure = col.get("structure")
+    paths = skeleton_paths(structure, label)
+    specs, leaves = col.get("leaves"), entry.get("leaves")
+    if not isinstance(specs, list) or len(specs) != len(paths) or not isinstance(leaves, dict):
+        raise CorruptDatasetError(f"{label}: leaf list does not match the item structure")
+    views = []
+    for spec in specs:
+        info = leaves.get(spec.get("file")) if isinstance(spec, dict) else None
+        if not isinstance(info, dict):
+            raise CorruptDatasetError(f"{label}: leaf {spec!r} is not in the index")
+        check_leaf_info(info, label)
+        if info["count"] != size:
+            raise CorruptDatasetError(f"{label}: leaf holds {info['count']} items, not {size}")
+        views.append(shard.view(info, k))
+    skeleton = skeleton_of(structure, label) if paths != [()] else None
+    return ColumnPlan(lookback, size, base, views, skeleton)
+
+
+def _count(value: Any, label: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise CorruptDatasetError(f"{label}: bad lookback/size {value!r}")
+    return value
+
+
+def _blob(part: Any, base: int, entry: dict[str, Any], where: str) -> BlobReader:
+    table = entry["meta"].get("blob", [])
+    data = np.zeros(0, np.uint8)
+    if table:
+        value = column_of(part, ["blob"])[base].as_py()
+        if not isinstance(value, bytes):
+            raise CorruptDatasetError(f"{where}: the episode's blob is missing")
+        data = np.frombuffer(value, np.uint8)
+    return BlobReader(data, table, where)

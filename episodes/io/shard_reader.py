@@ -1,0 +1,336 @@
+"""Reading format v2 datasets: random access by episode and by step range.
+
+:class:`Dataset` reads the manifest once; an episode's shard is opened on first use (its
+index checked against the manifest's SHA-256, its data file memory-mapped) and kept in a
+small LRU cache, so getting episode ``i`` or steps ``[a, b)`` of it costs O(1) file reads.
+Arrow shards are memory-mapped: step reads are numpy views, no copies; Parquet shards are
+read into memory one shard at a time. Every problem raises a ``DatasetError`` subclass.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import DatasetWriter
+    >>> path = tempfile.mkdtemp()
+    >>> with DatasetWriter(path) as w:
+    ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[5, 6],
+    ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+    >>> ds = Dataset(path)
+    >>> len(ds), ds.episode(0).id_, ds.steps(0, 1, 2)["actions"].tolist()
+    (1, 'a', [6])
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import stat
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.arrow_leaves import leaf_from_arrow
+from episodes.io.errors import CorruptDatasetError, NotADatasetError, UnsafeDataError
+from episodes.io.format import FORMAT_NAME, check_inside, parse_json, read_regular_file
+from episodes.io.metadata import DatasetMetadata
+from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
+from episodes.io.shard_columns import plan_columns
+from episodes.io.shards import (
+    DATA_SUFFIX,
+    INDEX_SUFFIX,
+    V2,
+    EpisodeRow,
+    ShardEntry,
+    read_v2_manifest,
+    shard_file,
+)
+
+__all__ = ["Dataset", "Shard"]
+
+MAX_INDEX_BYTES = 1 << 30
+MMAP_THRESHOLD = 1 << 20  # leaves of at least 1 MiB stay memory-mapped (copy-on-write)
+_READ_SLICE = 1 << 22
+
+
+class Shard:
+    """One opened shard: its checked index and its (memory-mapped) table."""
+
+    def __init__(self, root: Path, entry: ShardEntry, *, verify: bool = False):
+        self.entry = entry
+        self.where = f"shard {entry.name}"
+        index_path = shard_file(root, entry.name, INDEX_SUFFIX)
+        check_inside(root, index_path)
+        raw = read_regular_file(index_path, f"{self.where} index", MAX_INDEX_BYTES)
+        if len(raw) != entry.index_size or hashlib.sha256(raw).hexdigest() != entry.index_sha256:
+            raise CorruptDatasetError(
+                f"{self.where}: index does not match its manifest checksum (modified or corrupted)"
+            )
+        self.index = self._check_index(parse_json(raw, f"{self.where} index"))
+        self.spaces: list[Any] = self.index["spaces"]
+        data_path = shard_file(root, entry.name, DATA_SUFFIX[entry.data_format])
+        check_inside(root, data_path)
+        self._check_data_file(data_path, verify)
+        self.path = data_path
+        self._base: int | None = None
+        self.parts = self._open_table(data_path)
+        self._views: dict[tuple[Any, ...], np.ndarray] = {}
+        self._plans: dict[int, dict[str, Any]] = {}
+
+    def _check_index(self, index: Any) -> dict[str, Any]:
+        where = self.where
+        if not isinstance(index, dict) or index.get("format") != FORMAT_NAME:
+            raise CorruptDatasetError(f"{where}: the index is not an {FORMAT_NAME!r} shard index")
+        if index.get("version") != V2 or isinstance(index.get("version"), bool):
+            raise CorruptDatasetError(f"{where}: index version {index.get('version')!r} is not 2")
+        data, episodes = index.get("data"), index.get("episodes")
+        if not isinstance(data, dict) or not isinstance(episodes, list):
+            raise CorruptDatasetError(f"{where}: the index lacks 'data' or 'episodes'")
+        if not isinstance(index.get("spaces"), list):
+            raise CorruptDatasetError(f"{where}: the index lacks 'spaces'")
+        ints = all(
+            isinstance(data.get(k), int) and not isinstance(data.get(k), bool) and data[k] >= 0
+            for k in ("size", "crc32", "rows")
+        )
+        name = f"{self.entry.name}{DATA_SUFFIX[self.entry.data_format]}"
+        if not ints or data.get("file") != name or data.get("format") != self.entry.data_format:
+            raise CorruptDatasetError(f"{where}: malformed 'data' entry in the index")
+        if data["size"] != self.entry.data_size or len(episodes) != len(self.entry.episodes):
+            raise CorruptDatasetError(f"{where}: the index disagrees with the manifest")
+        start = 0
+        for i, ep in enumerate(episodes):
+            rows = ep.get("rows") if isinstance(ep, dict) else None
+            ok = (
+                isinstance(rows, list)
+                and len(rows) == 2
+                and all(isinstance(r, int) and not isinstance(r, bool) for r in rows)
+                and rows[0] == start
+                and rows[1] >= 0
+            )
+            if not ok or rows is None:
+                raise CorruptDatasetError(f"{where}: episode {i} has a malformed row range")
+            start += rows[1]
+        if start != data["rows"]:
+            raise CorruptDatasetError(f"{where}: episode rows do not add up to the shard's rows")
+        return index
+
+    def _check_data_file(self, path: Path, verify: bool) -> None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError as err:
+            raise CorruptDatasetError(f"{self.where}: data file {path.name} is missing") from err
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeDataError(f"{self.where}: {path.name} is not a regular file (refused)")
+        if st.st_size != self.entry.data_size:
+            raise CorruptDatasetError(
+                f"{self.where}: {path.name} is {st.st_size} bytes, expected "
+                f"{self.entry.data_size} (truncated or altered)"
+            )
+        if verify:
+            crc = 0
+            with open(path, "rb") as f:
+                while chunk := f.read(_READ_SLICE):
+                    crc = zlib.crc32(chunk, crc)
+            if crc != self.index["data"]["crc32"]:
+                raise CorruptDatasetError(f"{self.where}: CRC-32 mismatch (the data is corrupted)")
+
+    def _open_table(self, path: Path) -> list[Any]:
+        """The shard's record batches (Arrow: one per episode, memory-mapped)."""
+        try:
+            if self.entry.data_format == "arrow":
+                mapped = pa.memory_map(str(path))
+                self._base = mapped.read_buffer(1).address if self.entry.data_size else None
+                mapped.seek(0)
+                reader = pa.ipc.open_file(mapped)
+                parts: list[Any] = [reader.get_batch(k) for k in range(reader.num_record_batches)]
+            else:
+                import pyarrow.parquet as pq
+
+                parts = [pq.read_table(str(path)).combine_chunks()]
+        except (pa.ArrowException, OSError, ValueError) as err:
+            raise CorruptDatasetError(f"{self.where}: cannot read {path.name}: {err}") from err
+        offsets = [0]
+        for part in parts:
+            offsets.append(offsets[-1] + part.num_rows)
+        if offsets[-1] != self.index["data"]["rows"] or not parts:
+            raise CorruptDatasetError(f"{self.where}: {path.name} holds the wrong number of rows")
+        self._offsets = offsets[:-1]
+        return parts
+
+    def part_of(self, j: int) -> tuple[int, int]:
+        """``(record batch number, first row in it)`` of the shard's episode ``j``."""
+        start, count = self.index["episodes"][j]["rows"]
+        k = bisect.bisect_right(self._offsets, start) - 1
+        local = start - self._offsets[k]
+        if local + count > self.parts[k].num_rows:
+            raise CorruptDatasetError(f"{self.where}: episode {j} straddles record batches")
+        return k, local
+
+    def own(self, view: np.ndarray) -> np.ndarray:
+        """A writable array with ``view``'s contents for the episode to own.
+
+        A large leaf of an uncompressed, memory-mapped shard becomes a copy-on-write memory
+        map of the same file bytes: nothing is copied or read until used, writes stay in
+        memory and the file never changes (as v1 chunks do). Anything else is copied.
+        """
+        if self._base is None or view.nbytes < MMAP_THRESHOLD or not view.flags.c_contiguous:
+            return np.array(view)
+        offset = view.__array_interface__["data"][0] - self._base
+        if offset < 0 or offset + view.nbytes > self.entry.data_size:
+            return np.array(view)  # not inside the file's map (a decompressed buffer)
+        return np.memmap(self.path, dtype=view.dtype, mode="c", offset=offset, shape=view.shape)
+
+    def columns(self, j: int) -> dict[str, Any]:
+        """The checked column plans of the shard's episode ``j`` (cached; see shard_columns)."""
+        plans = self._plans.get(j)
+        if plans is None:
+            plans = self._plans[j] = plan_columns(self, j)
+        return plans
+
+    def entry_of(self, j: int) -> dict[str, Any]:
+        """The index entry of the shard's episode ``j``."""
+        entry: dict[str, Any] = self.index["episodes"][j]
+        return entry
+
+    def view(self, info: dict[str, Any], k: int) -> np.ndarray:
+        """A numpy view of one leaf column over all of record batch ``k`` (padding included)."""
+        key = (k, tuple(info["path"]), info["dtype"], tuple(info["shape"]))
+        view = self._views.get(key)
+        if view is None:
+            column = column_of(self.parts[k], info["path"])
+            full = {**info, "count": len(column)}
+            view = leaf_from_arrow(column, full, 0, len(column), nulls_ok=True)
+            self._views[key] = view
+        return view
+
+
+class Dataset:
+    """Random access to the committed episodes of a v2 dataset.
+
+    Args:
+        path: The dataset directory.
+        verify: Check every shard data file's CRC-32 when it is opened.
+        max_open_shards: Shards kept open at once (each an index in memory and a memory map:
+            address space, not resident memory).
+
+    Raises:
+        DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, verify: bool = False, max_open_shards: int = 64
+    ):
+        self.root = Path(path)
+        if not self.root.is_dir():
+            raise NotADatasetError(f"{self.root} does not exist or is not a directory")
+        self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
+        self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")
+        self._verify = verify
+        self._max_open = max(1, max_open_shards)
+        self._open: OrderedDict[int, Shard] = OrderedDict()
+        self.summaries: list[EpisodeRow] = [e for s in self.shards for e in s.episodes]
+        self._where: list[tuple[int, int]] = [
+            (s, j) for s, shard in enumerate(self.shards) for j in range(len(shard.episodes))
+        ]
+
+    def __len__(self) -> int:
+        return len(self.summaries)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_open"] = OrderedDict()  # memory maps stay in the process that made them
+        return state
+
+    def locate(self, i: int) -> tuple[Shard, int]:
+        """The opened shard holding episode ``i`` and the episode's position in it."""
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"episode index {i} out of range for {len(self)} episodes")
+        s, j = self._where[i]
+        shard = self._open.get(s)
+        if shard is None:
+            shard = Shard(self.root, self.shards[s], verify=self._verify)
+            self._open[s] = shard
+            while len(self._open) > self._max_open:
+                self._open.popitem(last=False)
+        else:
+            self._open.move_to_end(s)
+        return shard, j
+
+    def episode(self, i: int, *, numpy: bool | None = None) -> SingleAgentEpisode:
+        """Episode (piece) ``i`` in manifest order, as stored (or converted by ``numpy``).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode("a", observations=[0]))
+            >>> Dataset(path).episode(-1).id_
+            'a'
+        """
+        shard, j = self.locate(i)
+        entry = shard.entry_of(j)
+        where = f"{shard.where} episode {j}"
+        k, first = shard.part_of(j)
+        episode = decode_rows(
+            entry,
+            shard.parts[k],
+            first,
+            spaces=shard.spaces,
+            where=where,
+            numpy=numpy,
+            copy=shard.own,
+        )
+        summary = self.summaries[i]
+        if (episode.t_started, episode.t) != (summary.t_started, summary.t):
+            raise CorruptDatasetError(f"{where}: t_started/t disagree with the manifest")
+        return episode
+
+    def __iter__(self) -> Iterator[SingleAgentEpisode]:
+        for i in range(len(self)):
+            yield self.episode(i)
+
+    def steps(self, i: int, start: int, stop: int) -> dict[str, Any]:
+        """Steps ``[start, stop)`` of episode ``i`` (lookback not counted), read directly.
+
+        Returns a dict: ``observations`` (``stop - start + 1`` items: the one each step starts
+        from plus the last next observation), ``actions``, ``rewards`` and
+        ``extra_model_outputs`` (``stop - start`` items each), ``terminated`` and
+        ``truncated`` (whether the range ends the episode that way). Array columns come back
+        batched (numpy views; nested items as dicts/tuples of arrays); JSON-stored columns as
+        lists. Infos are left out (read the episode for them).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[5, 6],
+            ...                                rewards=[1.0, 2.0], terminated=True,
+            ...                                len_lookback_buffer=0))
+            >>> s = Dataset(path).steps(0, 0, 2)
+            >>> s["observations"].tolist(), s["rewards"].tolist(), s["terminated"]
+            ([0, 1, 2], [1.0, 2.0], True)
+        """
+        summary = self.summaries[i]
+        if not 0 <= start <= stop <= summary.length:
+            raise IndexError(f"step range [{start}, {stop}) outside [0, {summary.length}]")
+        shard, j = self.locate(i)
+        plans = shard.columns(j)
+        out: dict[str, Any] = {}
+        for name, plan in plans.items():
+            if name not in ("infos", EXTRAS):
+                extra = 1 if name == "observations" else 0
+                out[name] = plan.take(start, stop + extra)
+        out[EXTRAS] = {key: plan.take(start, stop) for key, plan in plans[EXTRAS].items()}
+        ends = stop == summary.length
+        out["terminated"] = ends and summary.terminated
+        out["truncated"] = ends and summary.truncated
+        return out

@@ -1,0 +1,286 @@
+r"""Format v2 layout: the manifest (header line + one line per shard), shard names, checks.
+
+A v2 dataset is a directory::
+
+    DATASET/
+      manifest.jsonl       line 1: the header (format, version, metadata); then one line per
+                           committed shard, appended under an flock and fsynced
+      shards/
+        NAME.arrow         the shard's rows (Arrow IPC file; or NAME.parquet)
+        NAME.json          the shard's index: one entry per episode (rows, fields, spaces)
+        .tmp-...           being written (invisible to readers)
+
+Every manifest line ends with ``"crc32":"xxxxxxxx"}``: the CRC-32 of the line's bytes before
+``,"crc32"``. This module imports no pyarrow. See ``docs/format.md``.
+
+Example:
+    >>> line = seal_line({"v": 2})
+    >>> line
+    b'{"v": 2,"crc32":"3161982c"}\n'
+    >>> unseal_line(line[:-1], "x")
+    {'v': 2}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from episodes.io.errors import CorruptDatasetError, UnsafeDataError, UnsupportedVersionError
+from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, read_regular_file
+
+__all__ = [
+    "SHARDS_DIR",
+    "V2",
+    "ShardEntry",
+    "read_v2_manifest",
+    "seal_line",
+    "shard_file",
+    "unseal_line",
+]
+
+V2 = 2
+SHARDS_DIR = "shards"
+SHARD_NAME = re.compile(r"^[0-9a-f]{16}$")
+DATA_SUFFIX = {"arrow": ".arrow", "parquet": ".parquet"}
+INDEX_SUFFIX = ".json"
+MAX_MANIFEST_BYTES = 1 << 30
+_HEADER_START = b'{"format": '
+_CRC_TAIL = re.compile(rb',"crc32":"([0-9a-f]{8})"\}$')
+
+
+def seal_line(obj: dict[str, Any]) -> bytes:
+    r"""One manifest line for ``obj``: JSON with its own CRC-32 appended, and a newline.
+
+    Example:
+        >>> seal_line({"a": 1}).endswith(b"}\n")
+        True
+    """
+    if not obj:
+        raise ValueError("a manifest line holds at least one key")
+    prefix = json.dumps(obj, allow_nan=False).encode("utf-8")[:-1]
+    return prefix + b',"crc32":"%08x"}\n' % zlib.crc32(prefix)
+
+
+def unseal_line(line: bytes, where: str) -> Any:
+    """Checks a manifest line's CRC-32 and returns its object (without the ``crc32`` key).
+
+    Raises:
+        CorruptDatasetError: The CRC is missing or wrong, or the line is not JSON.
+
+    Example:
+        >>> unseal_line(b'{"a": 1,"crc32":"00000000"}', "x")
+        Traceback (most recent call last):
+        ...
+        episodes.io.errors.CorruptDatasetError: x: CRC-32 mismatch (the line is damaged)
+    """
+    match = _CRC_TAIL.search(line)
+    if match is None:
+        raise CorruptDatasetError(f"{where}: no CRC-32 at the end of the line")
+    prefix = line[: match.start()]
+    if zlib.crc32(prefix) != int(match.group(1), 16):
+        raise CorruptDatasetError(f"{where}: CRC-32 mismatch (the line is damaged)")
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise CorruptDatasetError(f"{where} is not valid JSON: {err}") from err
+    if not isinstance(obj, dict):
+        raise CorruptDatasetError(f"{where}: expected a JSON object")
+    obj.pop("crc32", None)
+    return obj
+
+
+def is_v2(root: Path) -> bool:
+    """Whether ``root`` looks like a v2 dataset.
+
+    That is: no v1 ``format.json``, and a manifest that starts with a v2 header (or is no
+    regular file, which the v2 reader then refuses).
+
+    Example:
+        >>> is_v2(Path("/nonexistent"))
+        False
+    """
+    if (root / "format.json").exists() or not (root / MANIFEST_FILE).exists():
+        return False
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(root / MANIFEST_FILE, flags)
+    except OSError:
+        return True  # a symlink or unreadable: the v2 reader reports it
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        return os.read(fd, len(_HEADER_START)) == _HEADER_START
+    finally:
+        os.close(fd)
+
+
+def _int(obj: dict[str, Any], key: str, where: str) -> int:
+    value = obj.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise CorruptDatasetError(f"{where}: {key!r} must be a non-negative int, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One episode (piece) of a shard, as summarised in the manifest."""
+
+    id_: Any
+    t_started: int
+    t: int
+    ret: float
+    terminated: bool
+    truncated: bool
+
+    @property
+    def length(self) -> int:
+        """Steps in the piece."""
+        return self.t - self.t_started
+
+    def to_json(self) -> list[Any]:
+        """The compact manifest form."""
+        ret = self.ret if math.isfinite(self.ret) else None  # JSON has no inf/nan
+        return [self.id_, self.t_started, self.t, ret, self.terminated, self.truncated]
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str) -> EpisodeRow:
+        """Parses and checks one manifest episode summary."""
+        if not (isinstance(obj, list) and len(obj) == 6):
+            raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}")
+        id_, t0, t1, ret, term, trunc = obj
+        ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (t0, t1))
+        number = ret is None or (isinstance(ret, (int, float)) and not isinstance(ret, bool))
+        flags = isinstance(term, bool) and isinstance(trunc, bool)
+        if not (ints and number and flags) or not 0 <= t0 <= t1:
+            raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}")
+        return cls(id_, t0, t1, math.nan if ret is None else float(ret), term, trunc)
+
+
+@dataclass(frozen=True)
+class ShardEntry:
+    """One committed shard, as listed in the manifest."""
+
+    name: str
+    data_format: str
+    index_sha256: str
+    index_size: int
+    data_size: int
+    episodes: tuple[EpisodeRow, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the shard's two files."""
+        return self.index_size + self.data_size
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest line's object (before sealing)."""
+        return {
+            "v": V2,
+            "shard": self.name,
+            "data_format": self.data_format,
+            "index_sha256": self.index_sha256,
+            "index_size": self.index_size,
+            "data_size": self.data_size,
+            "episodes": [e.to_json() for e in self.episodes],
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], where: str) -> ShardEntry:
+        """Parses and checks a manifest shard line."""
+        version = obj.get("v")
+        if version != V2 or isinstance(version, bool):
+            raise UnsupportedVersionError(f"{where}: format version {version!r} is not 2")
+        name = obj.get("shard")
+        if not isinstance(name, str) or not SHARD_NAME.match(name):
+            raise UnsafeDataError(f"{where}: shard name {name!r} is not a plain shard name")
+        if obj.get("data_format") not in DATA_SUFFIX:
+            raise CorruptDatasetError(f"{where}: unknown data_format {obj.get('data_format')!r}")
+        sha = obj.get("index_sha256")
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise CorruptDatasetError(f"{where}: index_sha256 is not a SHA-256 hex digest")
+        rows = obj.get("episodes")
+        if not isinstance(rows, list):
+            raise CorruptDatasetError(f"{where}: 'episodes' must be a list")
+        return cls(
+            name=name,
+            data_format=obj["data_format"],
+            index_sha256=sha,
+            index_size=_int(obj, "index_size", where),
+            data_size=_int(obj, "data_size", where),
+            episodes=tuple(
+                EpisodeRow.from_json(r, f"{where} episode {i}") for i, r in enumerate(rows)
+            ),
+        )
+
+
+def shard_file(root: Path, name: str, suffix: str) -> Path:
+    """``root/shards/NAME+suffix`` for a checked shard name.
+
+    Example:
+        >>> shard_file(Path("/d"), "0123456789abcdef", ".json").as_posix()
+        '/d/shards/0123456789abcdef.json'
+    """
+    if not SHARD_NAME.match(name):
+        raise UnsafeDataError(f"shard name {name!r} is not a plain shard name")
+    return root / SHARDS_DIR / f"{name}{suffix}"
+
+
+def check_header(obj: Any, where: str) -> dict[str, Any]:
+    """Checks the manifest's header line; returns it.
+
+    Example:
+        >>> check_header({"format": "episodes-dataset", "version": 2, "created": 0.0,
+        ...               "library_version": "0", "metadata": {}}, "x")["version"]
+        2
+    """
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT_NAME:
+        raise CorruptDatasetError(f"{where}: the first line is not an {FORMAT_NAME!r} header")
+    version = obj.get("version")
+    if version != V2 or isinstance(version, bool):
+        raise UnsupportedVersionError(
+            f"{where}: format version {version!r} is not supported (this library reads 1 and 2)"
+        )
+    if not isinstance(obj.get("metadata"), dict):
+        raise CorruptDatasetError(f"{where}: header 'metadata' must be an object")
+    return obj
+
+
+def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int, bool]:
+    """Reads a v2 manifest: ``(header, committed shards, valid byte prefix, torn tail)``.
+
+    A last line without its newline (a writer killed mid-append, or one appending right now)
+    is ignored; any damaged complete line is corruption.
+
+    Example:
+        >>> import tempfile; d = Path(tempfile.mkdtemp())
+        >>> _ = (d / MANIFEST_FILE).write_bytes(seal_line({"format": "episodes-dataset",
+        ...     "version": 2, "metadata": {}}))
+        >>> read_v2_manifest(d)[1:]
+        ([], 80, False)
+    """
+    raw = read_regular_file(root / MANIFEST_FILE, MANIFEST_FILE, MAX_MANIFEST_BYTES)
+    lines = raw.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]
+    if not complete:
+        raise CorruptDatasetError(f"{root / MANIFEST_FILE} has no header line")
+    header = check_header(unseal_line(complete[0], f"{MANIFEST_FILE} line 1"), MANIFEST_FILE)
+    good = len(complete[0]) + 1
+    shards: list[ShardEntry] = []
+    seen: set[str] = set()
+    for number, line in enumerate(complete[1:], start=2):
+        where = f"{MANIFEST_FILE} line {number}"
+        entry = ShardEntry.from_json(unseal_line(line, where), where)
+        if entry.name in seen:
+            raise CorruptDatasetError(f"{MANIFEST_FILE} lists shard {entry.name!r} twice")
+        seen.add(entry.name)
+        shards.append(entry)
+        good += len(line) + 1
+    return header, shards, good, bool(tail)

@@ -1,0 +1,199 @@
+"""Whole-dataset operations: migrate v1 -> v2, merge, split (train/validation), filter.
+
+Each reads its sources with :func:`~episodes.io.read_episodes` (v1 or v2), streaming one
+episode at a time, and writes a new v2 dataset with :class:`~episodes.io.DatasetWriter`;
+sources are never modified. All pieces of one episode id stay together.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import EpisodeWriter, dataset_info
+    >>> root = tempfile.mkdtemp()
+    >>> with EpisodeWriter(root + "/v1") as w:
+    ...     _ = w.write_many(SingleAgentEpisode(str(i), observations=[0, 1], actions=[0],
+    ...                      rewards=[float(i)], len_lookback_buffer=0) for i in range(4))
+    >>> migrate(root + "/v1", root + "/v2")
+    4
+    >>> filter_dataset(root + "/v2", root + "/best", min_return=2.0)
+    2
+    >>> dataset_info(root + "/best").version
+    2
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.errors import DatasetError
+from episodes.io.metadata import DatasetMetadata
+from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
+from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
+
+__all__ = ["filter_dataset", "merge", "migrate", "split"]
+
+PathLike = str | os.PathLike[str]
+
+
+def _metadata_of(path: PathLike) -> DatasetMetadata:
+    info = dataset_info(path)
+    if info.metadata is None:
+        return DatasetMetadata()
+    return DatasetMetadata.from_json(info.metadata, f"{path} metadata")
+
+
+def _copy(
+    sources: Iterable[PathLike],
+    dst: PathLike,
+    metadata: DatasetMetadata,
+    keep: Callable[[SingleAgentEpisode], bool],
+    writer_kwargs: dict[str, Any],
+) -> int:
+    if Path(dst).exists() and any(Path(dst).iterdir()):
+        raise DatasetError(f"{dst} exists and is not empty; choose a new directory")
+    count = 0
+    with DatasetWriter(dst, metadata=metadata, **writer_kwargs) as writer:
+        for src in sources:
+            for episode in read_episodes(src):
+                if keep(episode):
+                    writer.write(episode)
+                    count += 1
+    return count
+
+
+def migrate(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    metadata: DatasetMetadata | None = None,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    data_format: str = "arrow",
+    compression: str | None = None,
+) -> int:
+    """Converts a dataset (v1 or v2) into a new v2 dataset; returns the episodes copied.
+
+    Every field of every episode piece is kept (the round trip is exact).
+    """
+    meta = metadata or _metadata_of(src)
+    kwargs = {"shard_bytes": shard_bytes, "data_format": data_format, "compression": compression}
+    return _copy([src], dst, meta, lambda _: True, kwargs)  # migrate
+
+
+def merge(
+    sources: Sequence[PathLike],
+    dst: PathLike,
+    *,
+    metadata: DatasetMetadata | None = None,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+) -> int:
+    """Concatenates datasets into a new v2 dataset; returns the episodes copied.
+
+    The metadata defaults to the first source's, with the sources listed in ``user``.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> root = tempfile.mkdtemp()
+        >>> for name in "ab":
+        ...     with DatasetWriter(f"{root}/{name}") as w:
+        ...         w.write(SingleAgentEpisode(name, observations=[0]))
+        >>> merge([f"{root}/a", f"{root}/b"], f"{root}/ab")
+        2
+    """
+    if not sources:
+        raise ValueError("merge needs at least one source")
+    meta = metadata or _metadata_of(sources[0])
+    if metadata is None:
+        meta.user = {**meta.user, "merged_from": [str(s) for s in sources]}
+    return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes})
+
+
+def _fraction(id_: Any, seed: int) -> float:
+    key = json.dumps([seed, id_ if isinstance(id_, (str, int)) else repr(id_)])
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def split(
+    src: PathLike,
+    train: PathLike,
+    validation: PathLike,
+    *,
+    fraction: float = 0.1,
+    seed: int = 0,
+) -> tuple[int, int]:
+    """Splits a dataset by episode id; returns the pieces written to each side.
+
+    An id goes to ``validation`` when a hash of ``(seed, id)`` falls below ``fraction``, so
+    the split is deterministic, and all pieces of one episode land on the same side.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> root = tempfile.mkdtemp()
+        >>> with DatasetWriter(f"{root}/all") as w:
+        ...     w.write_many(SingleAgentEpisode(str(i), observations=[0]) for i in range(50))
+        >>> sum(split(f"{root}/all", f"{root}/train", f"{root}/val", fraction=0.2))
+        50
+    """
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError("fraction must be in [0, 1]")
+    meta = _metadata_of(src)
+    in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
+    meta.user = {**meta.user, "split": {"from": str(src), "fraction": fraction, "seed": seed}}
+    n_train = _copy([src], train, meta, lambda ep: not in_val(ep.id_), {})
+    n_val = _copy([src], validation, meta, lambda ep: in_val(ep.id_), {})
+    return n_train, n_val
+
+
+def filter_dataset(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    min_return: float | None = None,
+    max_return: float | None = None,
+    min_length: int | None = None,
+    max_length: int | None = None,
+    done_only: bool = False,
+    custom_data: dict[str, Any] | None = None,
+    predicate: Callable[[EpisodeSummary], bool] | None = None,
+) -> int:
+    """Copies the episodes whose whole-episode summary passes every given test.
+
+    Returns the pieces written. ``custom_data`` keeps only pieces whose ``custom_data`` holds
+    every given key with an equal value (e.g. ``{"env_index": 0}`` from the env runner).
+    ``predicate`` receives the :class:`~episodes.io.EpisodeSummary` (id, pieces, length,
+    return, flags).
+    """
+
+    def passes(s: EpisodeSummary) -> bool:
+        return (
+            (min_return is None or s.ret >= min_return)
+            and (max_return is None or s.ret <= max_return)
+            and (min_length is None or s.length >= min_length)
+            and (max_length is None or s.length <= max_length)
+            and (not done_only or s.terminated or s.truncated)
+            and (predicate is None or predicate(s))
+        )
+
+    info = dataset_info(src)
+    kept = [json.dumps(s.id_, sort_keys=True, default=repr) for s in info.episodes if passes(s)]
+    wanted = set(kept)
+    meta = _metadata_of(src)
+    meta.user = {**meta.user, "filtered_from": str(src)}
+    wanted_data = dict(custom_data or {})
+
+    def keep(episode: SingleAgentEpisode) -> bool:
+        data = episode.custom_data
+        return json.dumps(episode.id_, sort_keys=True, default=repr) in wanted and all(
+            k in data and data[k] == v for k, v in wanted_data.items()
+        )
+
+    return _copy([src], dst, meta, keep, {})

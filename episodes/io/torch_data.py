@@ -1,0 +1,192 @@
+"""Map-style torch datasets over a v2 dataset: transitions, n-step transitions, sequences.
+
+Items are read on demand from memory-mapped shards (a few open at a time), so a dataset
+larger than RAM loads with ``DataLoader(..., shuffle=True, num_workers=k)`` in bounded
+memory: each worker opens its own memory maps (nothing large is pickled to the workers).
+Importing this module imports torch; ``episodes.io`` does not import it.
+
+Only columns stored as arrays can be sampled (numpy episodes, and list episodes whose items
+share one structure); a JSON-stored column raises :class:`~episodes.io.DatasetError`.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import DatasetWriter
+    >>> path = tempfile.mkdtemp()
+    >>> with DatasetWriter(path) as w:
+    ...     w.write(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+    ...                                rewards=[1.0, 1.0], terminated=True,
+    ...                                len_lookback_buffer=0))
+    >>> data = TransitionDataset(path, n_step=2, gamma=0.5)
+    >>> item = data[0]
+    >>> len(data), float(item["rewards"]), float(item["next_obs"]), item["terminated"]
+    (2, 1.5, 2.0, True)
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+import torch.utils.data
+
+from episodes.io.errors import DatasetError
+from episodes.io.shard_codec import EXTRAS
+from episodes.io.shard_reader import Dataset
+
+__all__ = ["SequenceDataset", "TransitionDataset"]
+
+_PLAN_CACHE = 4096
+
+
+class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
+    """Shared machinery: a reader opened lazily per process and an index of sample counts."""
+
+    def __init__(self, path: str | os.PathLike[str], *, max_open_shards: int = 64):
+        self._path = os.fspath(path)
+        self._max_open = max_open_shards
+        reader = Dataset(self._path, max_open_shards=max_open_shards)
+        self.lengths = np.array([s.length for s in reader.summaries], dtype=np.int64)
+        self.flags = [(s.terminated, s.truncated) for s in reader.summaries]
+        counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
+        self._ends = np.cumsum(counts)
+        self._reader: Dataset | None = None
+        self._plans: OrderedDict[int, dict[str, Any]] = OrderedDict()
+
+    def _count(self, length: int) -> int:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if len(self._ends) else 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_reader"] = None  # each worker opens its own memory maps
+        state["_plans"] = OrderedDict()
+        return state
+
+    def _locate(self, index: int) -> tuple[int, int]:
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} out of range for {len(self)} items")
+        episode = int(np.searchsorted(self._ends, index, side="right"))
+        start = int(self._ends[episode - 1]) if episode else 0
+        return episode, index - start
+
+    def _plan(self, i: int) -> dict[str, Any]:
+        plan = self._plans.get(i)
+        if plan is not None:
+            self._plans.move_to_end(i)
+            return plan
+        if self._reader is None:
+            self._reader = Dataset(self._path, max_open_shards=self._max_open)
+        shard, j = self._reader.locate(i)
+        columns = shard.columns(j)
+        needed = [columns[name] for name in ("observations", "actions", "rewards")]
+        if not all(c.stored for c in [*needed, *columns[EXTRAS].values()]):
+            raise DatasetError(
+                f"{shard.where} episode {j}: a column is stored as JSON (mixed or unstructured "
+                "items), which a torch dataset cannot batch; store numpy episodes "
+                "(episode.to_numpy())"
+            )
+        plan = {name: columns[name] for name in ("observations", "actions", "rewards")}
+        plan[EXTRAS] = columns[EXTRAS]
+        self._plans[i] = plan
+        while len(self._plans) > _PLAN_CACHE:
+            self._plans.popitem(last=False)
+        return plan
+
+
+class TransitionDataset(_EpisodeData):
+    """One item per step: ``obs``, ``actions``, ``rewards``, ``next_obs``, flags, extras.
+
+    With ``n_step > 1``, ``rewards`` is the discounted sum of up to ``n_step`` rewards,
+    ``next_obs`` the observation after them, and ``n`` how many were summed (fewer at the
+    end of an episode piece). ``terminated``/``truncated`` say whether that ``next_obs`` ends
+    the episode that way.
+
+    Args:
+        path: A v2 dataset.
+        n_step: Steps per transition.
+        gamma: Discount for n-step returns.
+        max_open_shards: Shards memory-mapped at once per process.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        n_step: int = 1,
+        gamma: float = 0.99,
+        max_open_shards: int = 64,
+    ):
+        if n_step < 1:
+            raise ValueError("n_step must be >= 1")
+        self.n_step = n_step
+        self.gamma = gamma
+        super().__init__(path, max_open_shards=max_open_shards)
+
+    def _count(self, length: int) -> int:
+        return length
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        i, t = self._locate(index)
+        plan = self._plan(i)
+        length = int(self.lengths[i])
+        k = min(self.n_step, length - t)
+        rewards = plan["rewards"]
+        if k == 1:
+            reward = rewards.take(t, copy=True)
+        else:
+            chunk = np.asarray(rewards.take(t, t + k), dtype=np.float64)
+            reward = np.float64(np.sum(chunk * self.gamma ** np.arange(k)))
+        ends = t + k == length
+        terminated, truncated = self.flags[i]
+        return {
+            "obs": plan["observations"].take(t, copy=True),
+            "actions": plan["actions"].take(t, copy=True),
+            "rewards": reward,
+            "next_obs": plan["observations"].take(t + k, copy=True),
+            "terminated": bool(ends and terminated),
+            "truncated": bool(ends and truncated),
+            "n": k,
+            EXTRAS: {key: col.take(t, copy=True) for key, col in plan[EXTRAS].items()},
+        }
+
+
+class SequenceDataset(_EpisodeData):
+    """One item per window of ``length`` consecutive steps inside an episode piece.
+
+    Items hold ``obs`` (``length + 1`` observations: each step's and the last next one),
+    ``actions``, ``rewards``, extras (``length`` each), and ``terminated``/``truncated``
+    (bool arrays, true at a window's last step if it ends the episode that way). Pieces
+    shorter than ``length`` give no items.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, length: int, max_open_shards: int = 64):
+        if length < 1:
+            raise ValueError("length must be >= 1")
+        self.length = length
+        super().__init__(path, max_open_shards=max_open_shards)
+
+    def _count(self, length: int) -> int:
+        return max(0, length - self.length + 1)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        i, t = self._locate(index)
+        plan = self._plan(i)
+        stop = t + self.length
+        terminated, truncated = self.flags[i]
+        ends = np.zeros(self.length, dtype=bool)
+        ends[-1] = stop == int(self.lengths[i])
+        return {
+            "obs": plan["observations"].take(t, stop + 1, copy=True),
+            "actions": plan["actions"].take(t, stop, copy=True),
+            "rewards": plan["rewards"].take(t, stop, copy=True),
+            "terminated": ends & terminated,
+            "truncated": ends & truncated,
+            EXTRAS: {key: col.take(t, stop, copy=True) for key, col in plan[EXTRAS].items()},
+        }

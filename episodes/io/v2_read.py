@@ -1,0 +1,129 @@
+"""The v1 reading functions (``read_episodes``, ``load_episode``, ``dataset_info``) for v2.
+
+:mod:`episodes.io.reader` sends v2 datasets here, so one API reads both versions.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import DatasetWriter, dataset_info
+    >>> path = tempfile.mkdtemp()
+    >>> with DatasetWriter(path) as w:
+    ...     w.write(SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[2.0],
+    ...                             len_lookback_buffer=0))
+    >>> info = dataset_info(path)
+    >>> info.version, info.num_steps, info.episodes[0].ret
+    (2, 1, 2.0)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError, UnsafeDataError
+from episodes.io.reader import DatasetInfo, EpisodeSummary
+from episodes.io.shard_reader import Dataset
+from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
+from episodes.io.values import decode_value
+
+__all__ = ["dataset_info_v2", "load_episode_v2", "read_episodes_v2"]
+
+
+def _ids(ds: Dataset) -> list[Any]:
+    return [decode_value(s.id_, blob=None, where="manifest id") for s in ds.summaries]
+
+
+def read_episodes_v2(
+    path: str | os.PathLike[str],
+    *,
+    ids: Iterable[Any] | None,
+    start: int | None,
+    stop: int | None,
+    numpy: bool | None,
+    verify: bool,
+) -> Iterator[SingleAgentEpisode]:
+    """``read_episodes`` for a v2 dataset (episodes in manifest order)."""
+    ds = Dataset(path, verify=verify, max_open_shards=1)
+    selected = list(range(len(ds)))[slice(start, stop)]
+    if ids is not None:
+        wanted = list(ids)
+        all_ids = _ids(ds)
+        selected = [i for i in selected if all_ids[i] in wanted]
+    return (ds.episode(i, numpy=numpy) for i in selected)
+
+
+def load_episode_v2(
+    path: str | os.PathLike[str], id_: Any, *, numpy: bool | None, verify: bool
+) -> SingleAgentEpisode:
+    """``load_episode`` for a v2 dataset: every piece of ``id_`` joined in time order."""
+    ds = Dataset(path, verify=verify)
+    mine = [i for i, x in enumerate(_ids(ds)) if x == id_]
+    if not mine:
+        raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
+    mine.sort(key=lambda i: ds.summaries[i].t_started)
+    episode = ds.episode(mine[0], numpy=numpy)
+    for i in mine[1:]:
+        try:
+            episode.concat_episode(ds.episode(i, numpy=numpy))
+        except (AssertionError, ValueError) as err:
+            raise CorruptDatasetError(
+                f"pieces of episode {id_!r} do not join at t={ds.summaries[i].t_started}: {err}"
+            ) from err
+    return episode
+
+
+def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
+    """``dataset_info`` for a v2 dataset (manifest, file sizes and one shard index)."""
+    ds = Dataset(path)
+    by_id: dict[str, EpisodeSummary] = {}
+    last_t: dict[str, int] = {}
+    for entry, id_ in zip(ds.summaries, _ids(ds), strict=True):
+        key = json.dumps(entry.id_, sort_keys=True)
+        summary = by_id.get(key)
+        if summary is None:
+            summary = by_id[key] = EpisodeSummary(id_, 0, 0, 0.0, False, False)
+        summary.num_chunks += 1
+        summary.length += entry.length
+        summary.ret += entry.ret
+        if entry.t >= last_t.get(key, -1):
+            last_t[key] = entry.t
+            summary.terminated, summary.truncated = entry.terminated, entry.truncated
+    for shard in ds.shards:
+        _check_files(ds.root, shard.name, DATA_SUFFIX[shard.data_format], shard.data_size)
+        _check_files(ds.root, shard.name, INDEX_SUFFIX, shard.index_size)
+    info = DatasetInfo(
+        path=str(ds.root),
+        version=V2,
+        num_chunks=len(ds),
+        num_steps=sum(e.length for e in ds.summaries),
+        nbytes=sum(s.nbytes for s in ds.shards),
+        episodes=list(by_id.values()),
+        torn_manifest=ds.torn_manifest,
+    )
+    info.num_shards = len(ds.shards)
+    info.metadata = ds.metadata.to_json()
+    info.created = ds.header.get("created_utc")
+    info.library_version = ds.header.get("library_version")
+    if len(ds):
+        first = ds.episode(0)
+        info.observation_space = first.observation_space
+        info.action_space = first.action_space
+    return info
+
+
+def _check_files(root: Path, name: str, suffix: str, size: int) -> None:
+    path = shard_file(root, name, suffix)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError as err:
+        raise CorruptDatasetError(f"shard {name}: {path.name} is missing") from err
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeDataError(f"shard {name}: {path.name} is not a regular file (refused)")
+    if st.st_size != size:
+        raise CorruptDatasetError(f"shard {name}: {path.name} has the wrong size")

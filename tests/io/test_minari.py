@@ -1,0 +1,118 @@
+"""Minari interop (the `minari` extra): export, import, round trips keep every step."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+pytest.importorskip("minari")
+
+from episodes import SingleAgentEpisode  # noqa: E402
+from episodes.io import (  # noqa: E402
+    DatasetError,
+    DatasetMetadata,
+    DatasetWriter,
+    EpisodeWriter,
+    export_minari,
+    import_minari,
+    load_episode,
+    read_episodes,
+)
+
+
+def cartpole_like(k: int, n: int, rng) -> SingleAgentEpisode:
+    ep = SingleAgentEpisode(
+        f"e{k}",
+        observations=list(rng.normal(size=(n + 1, 4)).astype(np.float32)),
+        observation_space=gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
+        actions=list(rng.integers(0, 2, n)),
+        action_space=gym.spaces.Discrete(2),
+        rewards=list(rng.normal(size=n)),
+        terminated=k % 2 == 0,
+        truncated=k % 2 == 1,
+        len_lookback_buffer=0,
+    )
+    return ep
+
+
+def same_steps(a: SingleAgentEpisode, b: SingleAgentEpisode) -> None:
+    np.testing.assert_array_equal(
+        np.asarray(a.get_observations()), np.asarray(b.get_observations())
+    )
+    np.testing.assert_array_equal(np.asarray(a.get_actions()), np.asarray(b.get_actions()))
+    np.testing.assert_array_equal(np.asarray(a.get_rewards(), np.float64), b.get_rewards())
+    assert (a.is_terminated, a.is_truncated) == (b.is_terminated, b.is_truncated)
+
+
+def test_round_trip_keeps_every_step(tmp_path):
+    rng = np.random.default_rng(0)
+    episodes = [cartpole_like(k, int(rng.integers(1, 30)), rng) for k in range(6)]
+    meta = DatasetMetadata(env_id="CartPole-v1", algorithm="ppo")
+    with DatasetWriter(tmp_path / "ours", metadata=meta) as w:
+        w.write_many(episodes)
+    root = tmp_path / "minari"
+    assert export_minari(tmp_path / "ours", "test/cartpole-v0", root=root) == 6
+    assert import_minari("test/cartpole-v0", tmp_path / "back", root=root) == 6
+    back = list(read_episodes(tmp_path / "back"))
+    assert [b.id_ for b in back] == [f"test/cartpole-v0/{k}" for k in range(6)]
+    for a, b in zip(episodes, back, strict=True):
+        same_steps(a, b)
+        assert b.observation_space == a.observation_space and b.action_space == a.action_space
+    from episodes.io import Dataset
+
+    imported = Dataset(tmp_path / "back").metadata
+    assert imported.env_id == "CartPole-v1" and imported.algorithm == "ppo"
+    # The Minari directory itself is accepted too.
+    again = import_minari(root / "test" / "cartpole-v0", tmp_path / "again")
+    assert again == 6
+
+
+def test_pieces_are_joined_and_v1_exports(tmp_path):
+    ep = SingleAgentEpisode(
+        "e", observation_space=gym.spaces.Discrete(5), action_space=gym.spaces.Discrete(2)
+    )
+    ep.add_env_reset(0)
+    ep.add_env_step(1, 0, 1.0)
+    nxt = ep.cut(len_lookback_buffer=1)
+    nxt.add_env_step(2, 1, 0.5)
+    nxt.add_env_step(3, 1, 0.25, terminated=True)
+    with EpisodeWriter(tmp_path / "v1") as w:
+        w.write_many([ep, nxt])
+    assert export_minari(tmp_path / "v1", "pieces-v0", root=tmp_path / "m") == 1
+    import_minari("pieces-v0", tmp_path / "back", root=tmp_path / "m")
+    (back,) = read_episodes(tmp_path / "back")
+    same_steps(load_episode(tmp_path / "v1", "e"), back)
+
+
+def test_errors(tmp_path):
+    with DatasetWriter(tmp_path / "empty") as w:
+        w.write(SingleAgentEpisode("x", observations=[0], len_lookback_buffer=0))
+    with pytest.raises(DatasetError, match="no episode with steps"):
+        export_minari(tmp_path / "empty", "x-v0", root=tmp_path / "m")
+    with pytest.raises(DatasetError, match="no local Minari dataset"):
+        import_minari("nope/missing-v0", tmp_path / "out", root=tmp_path / "m")
+
+
+def test_cli(tmp_path):
+    rng = np.random.default_rng(1)
+    with DatasetWriter(tmp_path / "ours") as w:
+        w.write_many(cartpole_like(k, 5, rng) for k in range(3))
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "episodes", *args], capture_output=True, text=True, timeout=300
+        )
+
+    root = str(tmp_path / "m")
+    proc = run(
+        "export", str(tmp_path / "ours"), "--to", "minari", "--dataset-id", "cli-v0", "--root", root
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = run("import", "minari", "cli-v0", "--out", str(tmp_path / "back"), "--root", root)
+    assert proc.returncode == 0 and "imported 3 episodes" in proc.stdout, proc.stderr
+    proc = run("import", "minari", "missing-v0", "--out", str(tmp_path / "x"), "--root", root)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1

@@ -1,0 +1,232 @@
+"""Format v2 read from damaged or hostile directories: every failure is a DatasetError."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc
+import pytest
+from _gen import make_episode
+
+from episodes.io import (
+    CorruptDatasetError,
+    Dataset,
+    DatasetError,
+    DatasetWriter,
+    UnsafeDataError,
+    UnsupportedVersionError,
+    dataset_info,
+    read_episodes,
+)
+from episodes.io.shards import seal_line
+
+
+@pytest.fixture
+def ds(tmp_path):
+    path = tmp_path / "ds"
+    with DatasetWriter(path, shard_bytes=1) as w:
+        w.write(make_episode(1, obs_space="box_u8", numpy=True))
+        w.write(make_episode(2, obs_space="dict", numpy=False))
+    return path
+
+
+def manifest_lines(path: Path) -> list[dict]:
+    out = []
+    for line in (path / "manifest.jsonl").read_bytes().splitlines():
+        obj = json.loads(line)
+        obj.pop("crc32")
+        out.append(obj)
+    return out
+
+
+def write_manifest(path: Path, objs: list[dict]) -> None:
+    (path / "manifest.jsonl").write_bytes(b"".join(seal_line(o) for o in objs))
+
+
+def shard(path: Path, k: int = 0) -> tuple[Path, Path]:
+    name = manifest_lines(path)[1 + k]["shard"]
+    return path / "shards" / f"{name}.arrow", path / "shards" / f"{name}.json"
+
+
+def reseal_index(path: Path, k: int, change) -> None:
+    """Edits shard k's index and updates the manifest so the checksums match again."""
+    _, index_path = shard(path, k)
+    index = json.loads(index_path.read_text())
+    change(index)
+    raw = json.dumps(index).encode()
+    index_path.write_bytes(raw)
+    lines = manifest_lines(path)
+    lines[1 + k].update(index_sha256=hashlib.sha256(raw).hexdigest(), index_size=len(raw))
+    write_manifest(path, lines)
+
+
+def read_all(path, **kw):
+    return list(read_episodes(path, **kw))
+
+
+def expect(path, error, match, **kw):
+    with pytest.raises(error, match=match):
+        read_all(path, **kw)
+
+
+def test_edited_index_fails_its_checksum(ds):
+    _, index = shard(ds)
+    index.write_text(index.read_text().replace('"lookback": 2', '"lookback": 1', 1))
+    expect(ds, CorruptDatasetError, "manifest checksum")
+
+
+def test_truncated_data_file(ds):
+    data, _ = shard(ds)
+    data.write_bytes(data.read_bytes()[:-100])
+    expect(ds, CorruptDatasetError, "truncated or altered")
+
+
+def test_flipped_data_byte_caught_by_verify(ds):
+    data, _ = shard(ds)
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    data.write_bytes(bytes(raw))
+    expect(ds, CorruptDatasetError, "CRC-32 mismatch", verify=True)
+
+
+def test_damaged_manifest_line(ds):
+    raw = bytearray((ds / "manifest.jsonl").read_bytes())
+    at = raw.index(b'"data_size": ') + len(b'"data_size": ')
+    raw[at] = ord("9") if raw[at] != ord("9") else ord("8")
+    (ds / "manifest.jsonl").write_bytes(bytes(raw))
+    with pytest.raises(CorruptDatasetError, match="CRC-32 mismatch"):
+        dataset_info(ds)
+
+
+def test_torn_manifest_tail_is_ignored_and_repaired(ds):
+    before = len(Dataset(ds))
+    with open(ds / "manifest.jsonl", "ab") as f:
+        f.write(b'{"v": 2, "shard": "00')
+    assert len(Dataset(ds)) == before and Dataset(ds).torn_manifest
+    with DatasetWriter(ds) as w:
+        w.write(make_episode(3))
+    assert len(Dataset(ds)) == before + 1 and not Dataset(ds).torn_manifest
+
+
+@pytest.mark.parametrize("bad", ["../../etc", "0123456789ABCDEF", "x" * 16, ""])
+def test_shard_names_are_checked(ds, bad):
+    lines = manifest_lines(ds)
+    lines[1]["shard"] = bad
+    write_manifest(ds, lines)
+    with pytest.raises(UnsafeDataError, match="not a plain shard name"):
+        dataset_info(ds)
+
+
+@pytest.mark.parametrize("which", ["data", "index"])
+def test_symlinks_and_fifos_are_refused(ds, tmp_path, which):
+    data, index = shard(ds)
+    target = data if which == "data" else index
+    outside = tmp_path / "outside"
+    shutil.copy(target, outside)
+    target.unlink()
+    target.symlink_to(outside)
+    expect(ds, UnsafeDataError, "symlink|not a regular file|outside")
+    target.unlink()
+    os.mkfifo(target)
+    expect(ds, UnsafeDataError, "not a regular file")
+
+
+def test_manifest_fifo_does_not_block(ds):
+    (ds / "manifest.jsonl").unlink()
+    os.mkfifo(ds / "manifest.jsonl")
+    with pytest.raises(UnsafeDataError, match="not a regular file"):
+        dataset_info(ds)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda ix: ix["episodes"][0].update(rows=[1, 5]), "row range"),
+        (lambda ix: ix["data"].update(rows=3), "add up"),
+        (
+            lambda ix: ix["episodes"][0]["meta"].update(observation_space={"space_ref": 99}),
+            "space reference",
+        ),
+        (
+            lambda ix: next(iter(ix["episodes"][0]["leaves"].values())).update(dtype="|O"),
+            "plain dtype|bad dtype",
+        ),
+        (
+            lambda ix: next(iter(ix["episodes"][0]["leaves"].values())).update(count=10**6),
+            "out of range",
+        ),
+        (
+            lambda ix: next(iter(ix["episodes"][0]["leaves"].values())).update(path=["nope"]),
+            "missing from the shard",
+        ),
+        (
+            lambda ix: ix["episodes"][0]["meta"]["columns"]["observations"].update(layout="pickle"),
+            "unknown column layout",
+        ),
+        (lambda ix: ix.update(version=3), "version"),
+    ],
+)
+def test_malformed_index_with_matching_checksum(ds, change, match):
+    reseal_index(ds, 0, change)
+    expect(ds, CorruptDatasetError, match)
+
+
+def test_foreign_arrow_file_with_wrong_types(ds):
+    data, _ = shard(ds)
+    table = pa.ipc.open_file(str(data)).read_all()
+    bad = table.set_column(
+        table.schema.get_field_index("observations"),
+        "observations",
+        pa.array(["x"] * table.num_rows),
+    )
+    with pa.OSFile(str(data), "wb") as f, pa.ipc.new_file(f, bad.schema) as w:
+        w.write_table(bad)
+    raw = data.read_bytes()
+
+    def fix(index):
+        index["data"].update(size=len(raw), crc32=zlib.crc32(raw))
+
+    reseal_index(ds, 0, fix)
+    lines = manifest_lines(ds)
+    lines[1]["data_size"] = len(raw)
+    write_manifest(ds, lines)
+    expect(ds, CorruptDatasetError, "Arrow type", verify=True)
+
+
+def test_unsupported_header_version(ds):
+    lines = manifest_lines(ds)
+    lines[0]["version"] = 3
+    write_manifest(ds, lines)
+    with pytest.raises(UnsupportedVersionError):
+        dataset_info(ds)
+    with pytest.raises(UnsupportedVersionError):
+        DatasetWriter(ds)
+
+
+def test_random_damage_only_raises_dataset_errors(ds):
+    rng = np.random.default_rng(1)
+    files = sorted(p for p in ds.rglob("*") if p.is_file())
+    originals = {p: p.read_bytes() for p in files}
+    for _ in range(80):
+        f = files[rng.integers(len(files))]
+        raw = bytearray(originals[f])
+        at = int(rng.integers(len(raw)))
+        raw[at] ^= 1 << int(rng.integers(8))
+        f.write_bytes(bytes(raw))
+        try:
+            dataset_info(ds)
+            read_all(ds, verify=True)
+            for i in range(len(Dataset(ds))):
+                Dataset(ds).steps(i, 0, 1)
+        except DatasetError:
+            pass
+        else:
+            pytest.fail(f"a flipped bit in {f.name} at byte {at} went unnoticed")
+        f.write_bytes(originals[f])
