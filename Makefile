@@ -38,7 +38,9 @@ test: lint test-fast differential
 bench: $(VENV)/.installed .venv-ref/.installed
 	$(REF_PY) benchmarks/bench_episode.py
 	$(REF_PY) benchmarks/bench_rollout.py
+	$(REF_PY) benchmarks/bench_collect.py
 	$(PY) benchmarks/bench_io.py --quick
+	$(REF_PY) benchmarks/bench_replay.py
 
 clean:
 	rm -rf $(VENV) .venv-ref .pytest_cache .mypy_cache .ruff_cache .hypothesis build

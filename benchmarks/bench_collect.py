@@ -1,0 +1,385 @@
+"""One on-policy rollout into a GAE-ready storage: env + policy floor vs rsl_rl vs episodes.
+
+Run with the reference venv (it holds rsl_rl 5.5.1 next to our package):
+
+    .venv-ref/bin/python benchmarks/bench_collect.py [--quick] [--repeats 5]
+
+Each workload steps ``N`` sub-envs ``T`` times with one small torch MLP (obs -> action
+distribution + value), torch at 1 thread, and times three contenders interleaved in this
+process (medians of the repeats):
+
+* ``floor``: ``env.step`` + the policy, nothing recorded;
+* ``rsl_rl``: the same loop feeding rsl_rl 5.5.1's ``RolloutStorage.add_transition`` once per
+  vector step through its ``PPO.process_env_step`` (timeout bootstrap included), then its
+  ``PPO.compute_returns`` (GAE + advantage normalisation);
+* ``episodes``: ``EnvRunner.sample(T)`` -> ``episodes_to_rollout`` -> ``compute_returns``.
+
+Every contender owns an env of its own (same seed) and keeps stepping it across repeats, as
+a training loop would. The rsl_rl loop records gymnasium's next-step reset steps as ordinary
+transitions (a user wiring a gymnasium env into rsl_rl gets exactly that); the runner drops
+them, so it steps the env a little more than ``T`` times per call (about 3-7% here: every
+sub-env must record ``T`` transitions). The workloads and targets (episodes / rsl_rl) are
+those of issue #12. The first line of the output says which ``episodes`` was imported: to
+time another version (a baseline), put its folder first on ``PYTHONPATH``.
+
+Memory: the peak that ``tracemalloc`` sees during one episodes rollout (runner, converter,
+GAE; after one warm-up rollout, with the result kept alive), over the bytes of the rollout's
+data (observations, actions, rewards, dones, values, log-probs and distribution parameters of
+the ``T x N`` steps). tracemalloc follows Python objects and numpy buffers (recording blocks,
+chunk columns, the converter's temporaries, and storage tensors that adopt numpy memory), not
+tensors torch allocates itself: a storage the converter copies into is not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import interleaved  # noqa: E402
+
+import episodes  # noqa: E402
+from episodes.converter import ColumnKeys, episodes_to_rollout  # noqa: E402
+from episodes.runner import EnvRunner  # noqa: E402
+
+try:
+    from rsl_rl.algorithms.ppo import PPO
+    from rsl_rl.storage import RolloutStorage as RslStorage
+    from tensordict import TensorDict
+except ImportError:  # pragma: no cover
+    sys.exit("rsl_rl is not installed: run with .venv-ref/bin/python")
+
+GAMMA, LAM, HIDDEN, SEED = 0.99, 0.95, 32, 0
+_HALF_LOG_2PI = 0.5 * float(np.log(2 * np.pi))
+
+
+# ------------------------------------------------------------------------------------ envs
+class NumpyBoxVectorEnv(gym.vector.VectorEnv):
+    """``N`` copies of a cheap continuous-control-like task, stepped as numpy arrays.
+
+    48-dim Box observations decay, follow the action (12-dim Box, clipped) and take noise from
+    a pre-drawn bank (fresh Gaussian draws would make the env the bottleneck), the reward is a
+    quadratic cost, and each sub-env is truncated at random (probability ``truncate_p`` per
+    step; never terminated). Next-step autoreset, like gymnasium's own vector envs: the step
+    after a truncation resets that sub-env, ignores its action and returns reward 0.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self, num_envs: int, obs_dim: int = 48, act_dim: int = 12, truncate_p: float = 0.02
+    ):
+        self.num_envs = num_envs
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+        self.single_action_space = gym.spaces.Box(-1.0, 1.0, (act_dim,), np.float32)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.truncate_p = truncate_p
+        self._rng = np.random.default_rng()
+        self._noise = np.random.default_rng(4321).normal(0, 0.05, (7, num_envs, obs_dim))
+        self._noise = self._noise.astype(np.float32)
+        self._t = 0
+        self._state = np.zeros((num_envs, obs_dim), np.float32)
+        self._needs_reset = np.zeros(num_envs, bool)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._state = self._rng.normal(0, 1, self._state.shape).astype(np.float32)
+        self._needs_reset[:] = False
+        return self._state.copy(), {}
+
+    def step(self, actions: np.ndarray) -> tuple:
+        n = self.num_envs
+        a = np.clip(np.asarray(actions, np.float32), -1.0, 1.0)
+        state, act_dim = self._state, a.shape[1]
+        # In place: the env should cost about what a fast simulator's step costs, little.
+        state *= 0.95
+        state[:, :act_dim] += 0.1 * a
+        state += self._noise[self._t % len(self._noise)]
+        self._t += 1
+        rewards = -0.01 * np.square(state[:, :act_dim]).sum(1) - 0.1 * np.square(a).sum(1)
+        truncated = self._rng.random(n) < self.truncate_p
+        resetting = self._needs_reset
+        if resetting.any():
+            fresh = self._rng.normal(0, 1, (int(resetting.sum()), self._state.shape[1]))
+            self._state[resetting] = fresh
+            rewards[resetting] = 0.0
+            truncated[resetting] = False
+        self._needs_reset = truncated.copy()
+        return self._state.copy(), rewards, np.zeros(n, bool), truncated, {}
+
+
+def flat_dim(space: gym.Space) -> int:
+    assert space.shape is not None, space
+    return int(np.prod(space.shape))
+
+
+def cartpole(n: int) -> gym.vector.VectorEnv:
+    return gym.make_vec("CartPole-v1", n, vectorization_mode="vector_entry_point")
+
+
+# ---------------------------------------------------------------------------------- policy
+class ActorCritic(nn.Module):
+    """Shared two-layer MLP trunk; a Gaussian (Box) or categorical (Discrete) head and a value."""
+
+    def __init__(self, obs_dim: int, act_dim: int, discrete: bool):
+        super().__init__()
+        self.discrete = discrete
+        self.trunk = nn.Sequential(
+            nn.Linear(obs_dim, HIDDEN), nn.ELU(), nn.Linear(HIDDEN, HIDDEN), nn.ELU()
+        )
+        self.head = nn.Linear(HIDDEN, act_dim)
+        self.value_head = nn.Linear(HIDDEN, 1)
+        self.log_std = nn.Parameter(torch.full((act_dim,), -0.5))
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple]:
+        """Samples actions; returns them with values, log-probs and distribution parameters.
+
+        Shapes: actions ``[N, A]`` (``[N, 1]`` float indices when discrete, as rsl_rl stores
+        them), values ``[N, 1]``, log-probs ``[N]``.
+        """
+        h = self.trunk(obs)
+        out, values = self.head(h), self.value_head(h)
+        # Sampled and scored by hand: torch.distributions' argument checks cost more than the
+        # math at these sizes, and would inflate the floor every contender shares.
+        if self.discrete:
+            logp_all = torch.log_softmax(out, -1)
+            index = torch.multinomial(logp_all.exp(), 1)
+            return index.float(), values, logp_all.gather(-1, index)[:, 0], (out,)
+        eps = torch.randn_like(out)
+        std = self.log_std.exp().expand_as(out)
+        log_prob = (-0.5 * eps.square() - self.log_std - _HALF_LOG_2PI).sum(-1)
+        return out + std * eps, values, log_prob, (out, std)
+
+    @torch.no_grad()
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.value_head(self.trunk(obs))
+
+
+def env_actions(model: ActorCritic, actions: torch.Tensor) -> np.ndarray:
+    return actions[:, 0].long().numpy() if model.discrete else actions.numpy()
+
+
+def as_obs(obs: Any) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(obs, dtype=np.float32))
+
+
+# ------------------------------------------------------------------------------ contenders
+def make_floor(env: gym.vector.VectorEnv, model: ActorCritic, t: int) -> Callable[[], None]:
+    obs = [env.reset(seed=SEED)[0]]
+
+    def run() -> None:
+        o = obs[0]
+        for _ in range(t):
+            actions = model.act(as_obs(o))[0]
+            o = env.step(env_actions(model, actions))[0]
+        obs[0] = o
+
+    return run
+
+
+class _RslCritic:
+    """What ``PPO.process_env_step`` / ``PPO.compute_returns`` ask of rsl_rl's actor/critic."""
+
+    def __init__(self, model: ActorCritic):
+        self.model = model
+
+    def __call__(self, obs: TensorDict) -> torch.Tensor:
+        return self.model.value(obs["policy"])
+
+    def get_hidden_state(self) -> None:
+        return None
+
+    def reset(self, dones: object = None, hidden_state: object = None) -> None:
+        return None
+
+
+def make_rsl(env: gym.vector.VectorEnv, model: ActorCritic, t: int) -> Callable[[], None]:
+    n = env.num_envs
+    obs_dim = flat_dim(env.single_observation_space)
+    act_shape = [1] if model.discrete else [flat_dim(env.single_action_space)]
+    example = TensorDict({"policy": torch.zeros(n, obs_dim)}, batch_size=[n])
+    critic = _RslCritic(model)
+    alg: Any = SimpleNamespace(
+        storage=RslStorage("rl", n, t, example, act_shape),
+        transition=RslStorage.Transition(),
+        gamma=GAMMA,
+        lam=LAM,
+        device="cpu",
+        rnd=None,
+        actor=critic,
+        critic=critic,
+        normalize_advantage_per_mini_batch=False,
+    )
+    first = env.reset(seed=SEED)[0]
+    obs = [TensorDict({"policy": as_obs(first)}, batch_size=[n])]
+
+    def run() -> None:
+        alg.storage.clear()
+        o = obs[0]
+        for _ in range(t):
+            # What PPO.act records, from our model.
+            tr = alg.transition
+            tr.hidden_states = (None, None)
+            actions, tr.values, tr.actions_log_prob, tr.distribution_params = model.act(o["policy"])
+            tr.actions, tr.observations = actions, o
+            np_obs, rewards, terminated, truncated, _ = env.step(env_actions(model, actions))
+            o = TensorDict({"policy": as_obs(np_obs)}, batch_size=[n])
+            dones = torch.from_numpy(terminated | truncated).float()
+            extras = {"time_outs": torch.from_numpy(truncated)}
+            rew = torch.from_numpy(np.asarray(rewards, np.float32))
+            PPO.process_env_step(alg, o, rew, dones, extras)
+        PPO.compute_returns(alg, o)
+        obs[0] = o
+
+    return run
+
+
+class RunnerPolicy:
+    """The runner-facing view of the model: numpy observations in, numpy actions + extras out."""
+
+    def __init__(self, model: ActorCritic):
+        self.model = model
+        self.dist_keys = ("logits",) if model.discrete else ("mean", "std")
+
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        actions, values, log_prob, params = self.model.act(as_obs(obs))
+        extras = {"vf_preds": values[:, 0].numpy(), "action_logp": log_prob.numpy()}
+        extras.update({k: p.numpy() for k, p in zip(self.dist_keys, params)})
+        return env_actions(self.model, actions), extras
+
+    def value_fn(self, obs: np.ndarray) -> torch.Tensor:
+        return self.model.value(as_obs(obs))[:, 0]
+
+
+def episodes_rollout(runner: EnvRunner, policy: RunnerPolicy, t: int) -> Any:
+    chunks = runner.sample(t)
+    keys = ColumnKeys(distribution=policy.dist_keys)
+    rollout = episodes_to_rollout(chunks, gamma=GAMMA, value_fn=policy.value_fn, keys=keys)
+    rollout.storage.compute_returns(rollout.last_values, GAMMA, LAM)
+    return rollout
+
+
+def make_episodes(env: gym.vector.VectorEnv, model: ActorCritic, t: int) -> Callable[[], None]:
+    policy = RunnerPolicy(model)
+    runner = EnvRunner(env, policy, seed=SEED)
+
+    def run() -> None:
+        episodes_rollout(runner, policy, t)
+
+    return run
+
+
+# -------------------------------------------------------------------------------- workloads
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    make_env: Callable[[int], gym.vector.VectorEnv]
+    n: int
+    t: int
+    target: float
+
+
+WORKLOADS = [
+    Workload("CartPoleVectorEnv", cartpole, 4096, 24, 1.2),
+    Workload("numpy 48-dim env", NumpyBoxVectorEnv, 4096, 24, 1.2),
+    Workload("numpy 48-dim env", NumpyBoxVectorEnv, 64, 256, 0.8),
+    Workload("numpy 48-dim env", NumpyBoxVectorEnv, 8, 128, 0.5),
+]
+
+
+def make_model(env: gym.vector.VectorEnv) -> ActorCritic:
+    space = env.single_action_space
+    discrete = isinstance(space, gym.spaces.Discrete)
+    act_dim = int(space.n) if isinstance(space, gym.spaces.Discrete) else flat_dim(space)
+    torch.manual_seed(SEED)
+    return ActorCritic(flat_dim(env.single_observation_space), act_dim, discrete)
+
+
+def time_workload(w: Workload, repeats: int, warmup: int) -> dict[str, float]:
+    model = make_model(w.make_env(1))
+    makers = {"floor": make_floor, "rsl_rl": make_rsl, "episodes": make_episodes}
+    fns: dict[str, Callable[[], object]] = {
+        name: make(w.make_env(w.n), model, w.t) for name, make in makers.items()
+    }
+    return interleaved(fns, repeats=repeats, warmup=warmup)
+
+
+def data_bytes(storage: Any) -> int:
+    tensors = [storage.observations, storage.actions, storage.rewards, storage.dones]
+    tensors += [storage.values, storage.actions_log_prob, *storage.distribution_params]
+    return sum(x.numel() * x.element_size() for x in tensors)
+
+
+def rollout_memory(w: Workload) -> tuple[int, int]:
+    """(peak bytes tracemalloc sees in one episodes rollout, bytes of the rollout's data)."""
+    env = w.make_env(w.n)
+    policy = RunnerPolicy(make_model(env))
+    runner = EnvRunner(env, policy, seed=SEED)
+    episodes_rollout(runner, policy, w.t)  # steady state: pending chunks, lazily built caches
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        rollout = episodes_rollout(runner, policy, w.t)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return peak, data_bytes(rollout.storage)
+
+
+# ------------------------------------------------------------------------------------ report
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1 warm-up, 2 repeats, 1 memory probe")
+    ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    repeats = args.repeats or (2 if args.quick else 5)
+    warmup = 1
+    start = time.perf_counter()
+    where = os.path.dirname(os.path.dirname(os.path.abspath(episodes.__file__)))
+    print(f"episodes from {where}; repeats={repeats} warmup={warmup} torch threads=1\n")
+    print("| env | N x T | floor | rsl_rl | episodes | episodes / rsl_rl | target | |")
+    print("|---|---|---|---|---|---|---|---|")
+    passed = []
+    for w in WORKLOADS:
+        r = time_workload(w, repeats, warmup)
+        ratio = r["episodes"] / r["rsl_rl"]
+        passed.append(ratio <= w.target)
+        print(
+            f"| {w.name} | {w.n} x {w.t} | {r['floor'] * 1e3:.1f} ms | {r['rsl_rl'] * 1e3:.1f} ms"
+            f" | {r['episodes'] * 1e3:.1f} ms | {ratio:.2f}x | <= {w.target}x"
+            f" | {'PASS' if passed[-1] else 'FAIL'} |",
+            flush=True,
+        )
+    print("\npeak extra memory of one episodes rollout (tracemalloc; target <= 2x the data):")
+    for w in WORKLOADS[1:2] if args.quick else WORKLOADS:
+        peak, data = rollout_memory(w)
+        ok = peak <= 2 * data
+        passed.append(ok)
+        print(
+            f"  {w.name} {w.n} x {w.t}: peak {peak / 2**20:.1f} MiB, data {data / 2**20:.2f} MiB"
+            f" -> {peak / data:.1f}x  {'PASS' if ok else 'FAIL'}",
+            flush=True,
+        )
+    print(f"\n{sum(passed)}/{len(passed)} targets met in {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
