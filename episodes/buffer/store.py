@@ -2,11 +2,13 @@
 
 A store holds a buffer's items by *storage position* (``0 .. len - 1``, lookback included) and
 knows nothing of lookback, negative indices or fill: the buffer resolves those with
-:mod:`episodes.indexing` and then calls the few operations below. Two stores implement it:
+:mod:`episodes.indexing` and then calls the few operations below. Three stores implement it:
 
 - :class:`~episodes.buffer.list_store.ListStore`: a Python list of items (list mode);
 - :class:`~episodes.buffer.array_store.ArrayStore`: one growable numpy array per leaf of the
-  item structure (numpy mode, after ``to_numpy``/``finalize``).
+  item structure (numpy mode, after ``to_numpy``/``finalize``);
+- :class:`~episodes.buffer.view_store.ViewStore`: an ``ArrayStore`` over views into the env
+  runner's recording blocks, copied before it grows or shrinks (setters write through).
 
 Each store has a *batch* type, what windows, gathers and fillers come back as: a list of items
 for the list store, a struct of arrays with a leading time axis for the numpy store. The batch

@@ -52,7 +52,7 @@ class TimeMajorColumns:
     """The columns of ``N`` envs over ``T`` steps, plus what still needs a bootstrap value."""
 
     observations: Any
-    actions: np.ndarray
+    actions: Any
     rewards: np.ndarray
     dones: np.ndarray
     truncated: np.ndarray
@@ -284,7 +284,16 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
         >>> last_observations([ep], None).tolist()
         [7]
     """
-    observations = batch([chunk.get_observations(-1) for chunk in chunks])
+    return transform_batch(batch([chunk.get_observations(-1) for chunk in chunks]), obs_fn)
+
+
+def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:
+    """``obs_fn`` applied to a ``[B, ...]`` batch of observations (None: unchanged).
+
+    Example:
+        >>> transform_batch(np.array([1, 2]), lambda cols: cols * 10).tolist()
+        [10, 20]
+    """
     if obs_fn is None:
         return observations
     # obs_fn works on [T, N, ...] columns: present the batch as T=1.

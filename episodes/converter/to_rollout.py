@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +19,16 @@ from episodes.converter.columns import (
     last_observations,
     time_major,
 )
+from episodes.converter.from_blocks import (
+    LazyGroups,
+    block_columns,
+    gather_into,
+    item_shape,
+    value_array,
+)
 from episodes.episode import SingleAgentEpisode
 from episodes.rollout import RolloutStorage
+from episodes.runner import SampledChunks
 from episodes.structs import map_leaves
 
 ValueFn = Callable[[Any], Any]
@@ -35,13 +43,14 @@ class Rollout:
         last_values: ``[N, 1]`` values of each env's last observation (0 where the env's last
             episode ended inside the window); pass to ``storage.compute_returns``.
         mask: ``[T, N]`` bool of real (not padded) steps for ``layout="per_chunk"``, else None.
-        groups: The chunks of each column, in time order.
+        groups: The chunks of each column, in time order (built when read, if the rollout
+            came straight from a runner's blocks).
     """
 
     storage: RolloutStorage
     last_values: torch.Tensor
     mask: torch.Tensor | None
-    groups: list[list[SingleAgentEpisode]]
+    groups: Sequence[Sequence[SingleAgentEpisode]]
 
 
 def bootstrap_values(
@@ -67,10 +76,7 @@ def bootstrap_values(
     if not chunks:
         return np.zeros(0)
     if value_fn is not None:
-        values = value_fn(last_observations(chunks, obs_fn))
-        if isinstance(values, torch.Tensor):
-            values = values.detach().to("cpu").double().numpy()
-        return np.asarray(values, dtype=np.float64).reshape(len(chunks))
+        return value_array(value_fn(last_observations(chunks, obs_fn)), len(chunks))
     missing = [c.id_ for c in chunks if keys.bootstrap_value not in c.custom_data]
     if missing:
         raise ValueError(
@@ -107,12 +113,12 @@ def _new_storage(
 ) -> RolloutStorage:
     horizon, num_envs = cols.dones.shape
     example_obs = map_leaves(lambda leaf: leaf[0], obs)
-    dist_shapes = tuple(tuple(cols.extras[k].shape[2:]) for k in keys.distribution) or None
+    dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution) or None
 
     def hidden_spec(names: tuple[str, ...]) -> Any:
         if not names:
             return None
-        specs = tuple(tuple(cols.extras[k].shape[2:]) for k in names)
+        specs = tuple(item_shape(cols.extras, k) for k in names)
         return specs[0] if len(specs) == 1 else specs
 
     return RolloutStorage(
@@ -148,6 +154,12 @@ def episodes_to_rollout(
     Layouts: ``"per_env"`` lays the chunks of each env end to end along T (every env must hold
     the same number of steps, as the env runner guarantees), with ``dones`` at episode ends;
     ``"per_chunk"`` gives each chunk its own column, zero-padded, with a mask.
+
+    Chunks straight from :meth:`EnvRunner.sample <episodes.runner.EnvRunner.sample>` (a
+    :class:`~episodes.runner.SampledChunks`) take a fast path with ``"per_env"``: the columns
+    are read from the runner's blocks, one copy per field and no chunk built, unless a chunk
+    was changed in a way the blocks do not see (see :mod:`episodes.converter.from_blocks`).
+    Both paths give the same storage.
 
     Bootstrapping: a truncated episode's last reward gets ``gamma * V(final observation)``
     (computed in float64, then cast), a terminated one nothing; an env whose last chunk is still
@@ -188,8 +200,35 @@ def episodes_to_rollout(
     keys = keys or ColumnKeys()
     extra_keys_for(keys, training_type)
     device = torch.device(device)
-    groups = _column_groups(episodes, layout)
-    cols = time_major(groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk")
+    fast = None
+    if layout == "per_env":
+        fast = block_columns(
+            episodes,
+            keys,
+            value_fn=value_fn,
+            gamma=gamma,
+            training_type=training_type,
+            obs_fn=obs_fn,
+            defer_observations=device.type == "cpu",
+        )
+    if fast is not None:
+        cols, rewards, last_values = fast
+        storage = _write_from_blocks(
+            episodes,  # type: ignore[arg-type]
+            cols,
+            rewards,
+            storage,
+            training_type=training_type,
+            keys=keys,
+            device=device,
+            dtype=dtype,
+        )
+        groups = LazyGroups(episodes)  # type: ignore[arg-type]
+        return Rollout(storage, _tensor(last_values, device, dtype), None, groups)
+    env_groups = _column_groups(episodes, layout)
+    cols = time_major(
+        env_groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk"
+    )
     rewards = cols.rewards.astype(np.float64)
     last_values = np.zeros((cols.dones.shape[1], 1))
     if training_type == "rl":  # distillation has no returns to bootstrap: no value is asked for
@@ -202,10 +241,81 @@ def episodes_to_rollout(
         storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
     else:
         storage.clear()
-    fields = _storage_fields(cols, rewards, actions, training_type, keys, dtype)
+    fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
     storage.write_block(0, observations=obs, actions=actions, **fields)
     mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
-    return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
+    return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
+
+
+def _write_from_blocks(
+    chunks: SampledChunks,
+    cols: TimeMajorColumns,
+    rewards: np.ndarray,
+    storage: RolloutStorage | None,
+    *,
+    training_type: str,
+    keys: ColumnKeys,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> RolloutStorage:
+    """Fills a storage from a runner's blocks (the fast path), field by field.
+
+    When ``block_columns`` deferred the observations (and actions), they and the extra
+    outputs are gathered straight into the storage's tensors; the rest is written one field
+    at a time, so at most one field's temporary columns exist at once.
+    """
+    deferred = cols.observations is None
+    obs = _tensor(chunks.example("observations") if deferred else cols.observations, device)
+    actions = _tensor(chunks.example("actions") if deferred else cols.actions, device)
+    if actions.dim() == 2:
+        actions = actions.unsqueeze(-1)
+    if storage is None:
+        storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
+    else:
+        storage.clear()
+    direct: dict[str, Any] = {}
+    if deferred:
+        obs = _gathered(chunks, "observations", storage.observations, device)
+        actions = _gathered(chunks, "actions", storage.actions, device)
+        if actions.dim() == 2:
+            actions = actions.unsqueeze(-1)
+        direct = _gather_extras(chunks, storage, keys, training_type)
+    storage.write_block(0, observations=obs, actions=actions)
+    cols.observations = cols.actions = obs = None
+    for name, value in _storage_fields(cols, rewards, actions, training_type, keys, dtype, direct):
+        storage.write_block(0, **{name: value})
+    for name, value in direct.items():
+        storage.write_block(0, **{name: value})  # its own tensors: nothing is copied
+    return storage
+
+
+def _gathered(chunks: SampledChunks, name: str, target: Any, device: torch.device) -> Any:
+    """Field ``name`` gathered into ``target`` (returned), or as new tensors if it does not fit."""
+    if gather_into(chunks, name, target):
+        return target
+    return _tensor(chunks.take(name), device)
+
+
+def _gather_extras(
+    chunks: SampledChunks, storage: RolloutStorage, keys: ColumnKeys, training_type: str
+) -> dict[str, Any]:
+    """The ``rl`` extra outputs gathered straight into the storage, by ``write_block`` name."""
+    if training_type != "rl":
+        return {}
+    direct: dict[str, Any] = {}
+    if gather_into(chunks, "extra:" + keys.values, storage.values):
+        direct["values"] = storage.values
+    if gather_into(chunks, "extra:" + keys.log_probs, storage.actions_log_prob):
+        direct["actions_log_prob"] = storage.actions_log_prob
+    params = storage.distribution_params
+    if (
+        keys.distribution
+        and params is not None
+        and len(params) == len(keys.distribution)
+        and all(gather_into(chunks, "extra:" + k, t) for k, t in zip(keys.distribution, params))
+    ):
+        direct["distribution_params"] = tuple(params)
+    return direct
 
 
 def _column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgentEpisode]]:
@@ -251,29 +361,34 @@ def _storage_fields(
     training_type: str,
     keys: ColumnKeys,
     dtype: torch.dtype,
-) -> dict[str, Any]:
-    """``write_block`` fields other than observations and actions, as ``[T, N, ...]`` tensors."""
+    skip: Collection[str] = (),
+) -> Iterator[tuple[str, Any]]:
+    """``write_block`` fields other than observations and actions, as ``[T, N, ...]`` tensors.
+
+    Built one at a time as they are iterated, so a caller writing each before asking for the
+    next holds one field's temporaries at a time; fields named in ``skip`` are not built.
+    """
     device = actions.device
     shape = (*cols.dones.shape, 1)
-    fields: dict[str, Any] = {
-        "rewards": _tensor(rewards, device, dtype).unsqueeze(-1),
-        "dones": _tensor(cols.dones, device),
-    }
+    yield "rewards", _tensor(rewards, device, dtype).unsqueeze(-1)
+    yield "dones", _tensor(cols.dones, device)
     if training_type == "rl":
-        fields["values"] = _tensor(cols.extras[keys.values], device, dtype).reshape(shape)
-        fields["actions_log_prob"] = _tensor(cols.extras[keys.log_probs], device, dtype).reshape(
-            shape
-        )
-        if keys.distribution:
-            fields["distribution_params"] = tuple(
-                _tensor(cols.extras[k], device, dtype) for k in keys.distribution
-            )
+        if "values" not in skip:
+            yield "values", _tensor(cols.extras[keys.values], device, dtype).reshape(shape)
+        if "actions_log_prob" not in skip:
+            logp = _tensor(cols.extras[keys.log_probs], device, dtype).reshape(shape)
+            yield "actions_log_prob", logp
+        if keys.distribution and "distribution_params" not in skip:
+            params = tuple(_tensor(cols.extras[k], device, dtype) for k in keys.distribution)
+            yield "distribution_params", params
     else:
         privileged = _tensor(cols.extras[str(keys.privileged_actions)], device, actions.dtype)
-        fields["privileged_actions"] = privileged.reshape(actions.shape)
+        yield "privileged_actions", privileged.reshape(actions.shape)
     if keys.actor_hidden or keys.critic_hidden:
-        fields["hidden_states"] = (
-            _hidden(cols.extras, keys.actor_hidden, device),
-            _hidden(cols.extras, keys.critic_hidden, device),
+        yield (
+            "hidden_states",
+            (
+                _hidden(cols.extras, keys.actor_hidden, device),
+                _hidden(cols.extras, keys.critic_hidden, device),
+            ),
         )
-    return fields

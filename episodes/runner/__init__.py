@@ -13,6 +13,7 @@ from episodes.runner.env_runner import EnvRunner, autoreset_mode_of
 from episodes.runner.infos import env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.policy import Policy, RandomPolicy, RecurrentPolicy
+from episodes.runner.sampled import SampledChunks
 
 __all__ = [
     "EnvRunner",
@@ -20,6 +21,7 @@ __all__ = [
     "RandomPolicy",
     "RecurrentPolicy",
     "RunnerMetrics",
+    "SampledChunks",
     "autoreset_mode_of",
     "env_info",
 ]

@@ -9,28 +9,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import tree
-from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import iterate
 
-from episodes.episode import SingleAgentEpisode
-from episodes.runner.infos import FINAL_KEYS, env_info
 from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.recorder import BatchedRecorder
+from episodes.runner.sampled import SampledChunks
+from episodes.structs import map_leaves
 
 __all__ = ["EnvRunner", "autoreset_mode_of"]
-
-
-def autoreset_mode_of(env: gym.vector.VectorEnv) -> AutoresetMode:
-    """The env's autoreset mode from ``env.metadata["autoreset_mode"]`` (next-step if unset).
-
-    Example:
-        >>> import gymnasium as gym
-        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync",
-        ...                    vector_kwargs={"autoreset_mode": "SameStep"})
-        >>> autoreset_mode_of(env)
-        <AutoresetMode.SAME_STEP: 'SameStep'>
-    """
-    mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-    return mode if isinstance(mode, AutoresetMode) else AutoresetMode(mode)
 
 
 class EnvRunner:
@@ -57,7 +43,15 @@ class EnvRunner:
     Because all sub-envs step together, in next-step mode a sub-env may need more vector steps
     than the others to reach ``num_steps``; the extra transitions the others record meanwhile
     are kept and returned first by the next call (so nothing is lost, and their extra outputs
-    such as ``action_logp`` are those of the policy that acted).
+    such as ``action_logp`` are those of the policy that acted). When sub-envs reset at random,
+    how many such transitions the luckiest sub-envs hold grows slowly (like the square root of
+    the number of calls), and every call carries them over.
+
+    Recording is batched: each vector step is written as one row per field into time-major
+    blocks (see :mod:`episodes.runner.recorder`), and :meth:`sample` returns a
+    :class:`~episodes.runner.sampled.SampledChunks`, a sequence whose chunks are built (as
+    views into the blocks) only when touched. Episode ids are a per-runner prefix plus the
+    episode's number.
 
     Recurrent policies (see :class:`~episodes.runner.policy.RecurrentPolicy`) get and return a
     state; the runner resets a sub-env's state (from ``initial_state``) whenever that sub-env
@@ -73,7 +67,7 @@ class EnvRunner:
         state_batch_axis: The env axis of every state leaf (0 for ``[N, H]``; 1 for torch RNN
             states ``[num_layers, N, H]``).
         seed: Seed of the first ``env.reset``.
-        numpy_episodes: Return the chunks ``to_numpy()``'d (recording itself stays in lists).
+        numpy_episodes: Return numpy'd chunks (False: list-mode chunks).
 
     Example:
         >>> import gymnasium as gym
@@ -112,13 +106,11 @@ class EnvRunner:
         self.seed = seed
         self.numpy_episodes = numpy_episodes
         self.metrics = RunnerMetrics()
-        n = self.num_envs
         self._obs: Any = None
         self.state: Any = None
-        self._pending: list[list[SingleAgentEpisode]] = [[] for _ in range(n)]
-        self._n_pending = np.zeros(n, dtype=np.int64)
-        self._awaiting_reset = np.zeros(n, dtype=bool)
-        self._returns = np.zeros(n, dtype=np.float64)
+        self._recorder = BatchedRecorder(
+            self.num_envs, self.autoreset_mode, self.len_lookback_buffer, self.metrics
+        )
 
     @property
     def is_recurrent(self) -> bool:
@@ -126,15 +118,15 @@ class EnvRunner:
         return self._initial_state is not None
 
     # --------------------------------------------------------------------------------- public
-    def sample(self, num_steps: int) -> list[SingleAgentEpisode]:
+    def sample(self, num_steps: int) -> SampledChunks:
         """Steps the env until every sub-env recorded ``num_steps`` transitions; returns them.
 
         Args:
             num_steps: Transitions per sub-env (>= 1).
 
         Returns:
-            The chunks, sub-env by sub-env, in time order; per sub-env their lengths sum to
-            ``num_steps``.
+            The chunks, sub-env by sub-env, in time order (a lazy sequence); per sub-env their
+            lengths sum to ``num_steps``.
 
         Raises:
             ValueError: ``num_steps < 1``.
@@ -143,18 +135,25 @@ class EnvRunner:
             raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
         num_steps = int(num_steps)
         start = time.perf_counter()
+        recorder = self._recorder
+        reset_infos = None
         if self._obs is None:
-            self._reset_all()
-        recorded = vector_steps = 0
-        while int(self._n_pending.min()) < num_steps:
-            recorded += self._step()
+            obs, reset_infos = self.env.reset(seed=self.seed)
+            self._obs = obs
+            if self._initial_state is not None:
+                self.state = self._initial_state(self.num_envs)
+        recorder.begin(num_steps, self._obs, reset_infos)
+        vector_steps = 0
+        while not recorder.full():
+            self._step()
             vector_steps += 1
-        chunks: list[SingleAgentEpisode] = []
-        for i in range(self.num_envs):
-            chunks.extend(self._split(i, num_steps))
-        if self.numpy_episodes:
-            for chunk in chunks:
-                chunk.to_numpy()
+        recorded = recorder.recorded
+        chunks = SampledChunks(
+            recorder.finish(),
+            self.env.single_observation_space,
+            self.env.single_action_space,
+            numpy_episodes=self.numpy_episodes,
+        )
         self.metrics.add_time(recorded, vector_steps, time.perf_counter() - start)
         return chunks
 
@@ -163,25 +162,6 @@ class EnvRunner:
         return self.metrics.reduce(reset=reset)
 
     # ------------------------------------------------------------------------------- internal
-    def _new_episode(self, index: int, obs: Any, info: dict[str, Any]) -> None:
-        episode = SingleAgentEpisode(
-            observation_space=self.env.single_observation_space,
-            action_space=self.env.single_action_space,
-        )
-        episode.custom_data["env_index"] = index
-        episode.add_env_reset(obs, info)
-        self._pending[index].append(episode)
-        self._returns[index] = 0.0
-
-    def _reset_all(self) -> None:
-        obs, infos = self.env.reset(seed=self.seed)
-        obs = _own(obs)
-        for i, item in enumerate(iterate(self.env.observation_space, obs)):
-            self._new_episode(i, item, env_info(infos, i))
-        self._obs = obs
-        if self._initial_state is not None:
-            self.state = self._initial_state(self.num_envs)
-
     def _act(self) -> tuple[Any, dict[str, np.ndarray]]:
         if self._initial_state is None:
             actions, extras = self.policy(self._obs)
@@ -189,71 +169,23 @@ class EnvRunner:
             actions, extras, self.state = self.policy(self._obs, self.state)
         return actions, {key: np.asarray(value) for key, value in (extras or {}).items()}
 
-    def _step(self) -> int:
-        """One vector step; returns how many transitions it recorded."""
+    def _step(self) -> None:
+        # The env's observation goes to the policy as is: the blocks keep their own copy, and
+        # the policy acts on it before the next env.step could reuse the env's buffer.
         actions, extras = self._act()
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
-        obs = _own(obs)
-        rewards = np.asarray(rewards, dtype=np.float64)
-        mode = self.autoreset_mode
-        started = np.zeros(self.num_envs, dtype=bool)
-        reset_mask = np.zeros(self.num_envs, dtype=bool)
-        recorded = 0
-        per_env = zip(
-            iterate(self.env.observation_space, obs),
-            iterate(self.env.action_space, actions),
-            strict=True,
+        self._obs, started = self._recorder.step(
+            _actions_array(actions),
+            extras,
+            obs,
+            np.asarray(rewards, dtype=np.float64),
+            np.asarray(terminateds, dtype=bool),
+            np.asarray(truncateds, dtype=bool),
+            infos,
+            reset=self.env.reset,
         )
-        for i, (item, action) in enumerate(per_env):
-            if mode is AutoresetMode.NEXT_STEP and self._awaiting_reset[i]:
-                # The reset step: its observation starts the next episode; action and reward
-                # belong to no episode.
-                self._awaiting_reset[i] = False
-                self._new_episode(i, item, env_info(infos, i))
-                started[i] = True
-                continue
-            terminated, truncated = bool(terminateds[i]), bool(truncateds[i])
-            done = terminated or truncated
-            same_step_done = done and mode is AutoresetMode.SAME_STEP
-            if same_step_done:
-                final_obs = infos["final_obs"][i]
-                info = env_info(infos.get("final_info", {}), i)
-            else:
-                final_obs, info = item, env_info(infos, i)
-            episode = self._pending[i][-1]
-            episode.add_env_step(
-                final_obs,
-                action,
-                float(rewards[i]),
-                info,
-                terminated=terminated,
-                truncated=truncated,
-                extra_model_outputs={k: v[i] for k, v in extras.items()} if extras else None,
-            )
-            self._returns[i] += rewards[i]
-            self._n_pending[i] += 1
-            recorded += 1
-            if not done:
-                continue
-            self.metrics.add_episode(self._returns[i], episode.t)
-            if same_step_done:
-                self._new_episode(i, item, env_info(infos, i, drop=FINAL_KEYS))
-                started[i] = True
-            elif mode is AutoresetMode.NEXT_STEP:
-                self._awaiting_reset[i] = True
-            else:
-                reset_mask[i] = True
-        if reset_mask.any():
-            obs, infos = self.env.reset(options={"reset_mask": reset_mask.copy()})
-            obs = _own(obs)
-            for i, item in enumerate(iterate(self.env.observation_space, obs)):
-                if reset_mask[i]:
-                    self._new_episode(i, item, env_info(infos, i))
-            started |= reset_mask
-        self._obs = obs
-        if self._initial_state is not None and started.any():
+        if self._initial_state is not None and started is not None:
             self.state = self._reset_state(self.state, started)
-        return recorded
 
     def _reset_state(self, state: Any, mask: np.ndarray) -> Any:
         assert self._initial_state is not None
@@ -269,31 +201,7 @@ class EnvRunner:
 
         return tree.map_structure(reset_leaf, state, fresh)
 
-    def _split(self, index: int, num_steps: int) -> list[SingleAgentEpisode]:
-        """Takes ``num_steps`` transitions of sub-env ``index`` off its pending chunks."""
-        out: list[SingleAgentEpisode] = []
-        keep: list[SingleAgentEpisode] = []
-        remaining = num_steps
-        lookback = self.len_lookback_buffer
-        for chunk in self._pending[index]:
-            length = len(chunk)
-            if remaining == 0:
-                keep.append(chunk)
-            elif length <= remaining:
-                # A chunk that fits is done, or it is the last (ongoing) one and fills the rest.
-                remaining -= length
-                out.append(chunk)
-                if not chunk.is_done:
-                    keep.append(chunk.cut(len_lookback_buffer=lookback))
-            else:
-                out.append(chunk.slice(slice(0, remaining)))
-                keep.append(chunk.slice(slice(remaining, None), len_lookback_buffer=lookback))
-                remaining = 0
-        self._pending[index] = keep
-        self._n_pending[index] = sum(len(chunk) for chunk in keep)
-        return out
 
-
-def _own(obs: Any) -> Any:
-    """A private copy of a batched observation (vector envs may reuse their buffers)."""
-    return tree.map_structure(np.array, obs) if isinstance(obs, (dict, tuple)) else np.array(obs)
+def _actions_array(actions: Any) -> Any:
+    """The batched actions as numpy leaves (what the blocks store)."""
+    return map_leaves(np.asarray, actions)

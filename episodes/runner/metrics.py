@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 __all__ = ["RunnerMetrics"]
 
 
@@ -38,6 +40,19 @@ class RunnerMetrics:
         self.episode_returns.append(float(episode_return))
         self.episode_lengths.append(int(length))
         self.total_episodes += 1
+
+    def add_episodes(self, episode_returns: Any, lengths: Any) -> None:
+        """Records several finished episodes (arrays of returns and lengths), in order.
+
+        Example:
+            >>> m = RunnerMetrics(); m.add_episodes(np.array([1.0, 2.0]), np.array([3, 4]))
+            >>> m.episode_lengths, m.total_episodes
+            ([3, 4], 2)
+        """
+        returns = np.asarray(episode_returns, dtype=np.float64).tolist()
+        self.episode_returns.extend(returns)
+        self.episode_lengths.extend(np.asarray(lengths, dtype=np.int64).tolist())
+        self.total_episodes += len(returns)
 
     def add_time(self, env_steps: int, vector_steps: int, seconds: float) -> None:
         """Records the steps and wall time of one ``sample`` call."""

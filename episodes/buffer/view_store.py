@@ -1,0 +1,87 @@
+"""The view store: an :class:`ArrayStore` whose leaves are views into someone else's block.
+
+The env runner records a whole ``sample()`` call into time-major blocks ``[rows, num_envs, ...]``
+and hands out chunks whose columns are views ``block[first:stop, env]`` of those blocks, so a
+chunk costs no copy until it is touched. The write rule that keeps chunks independent:
+
+- setters (``set``) write through into the viewed rows: no other chunk and no later ``sample()``
+  shares them, so that is safe and keeps the block (which the converter reads) in step;
+- anything that changes the number of items (append, extend, concat, pop, truncate) first copies
+  the leaves into arrays of the store's own (``detached`` then reads True), so it never writes
+  into the block.
+
+Example:
+    >>> block = np.arange(12.0).reshape(4, 3)  # 4 rows, 3 envs
+    >>> store = ViewStore.from_batch(block[1:3, 0])
+    >>> store.set([0], [40.0]); float(block[1, 0])
+    40.0
+    >>> store.append(99.0); store.detached, block[:, 0].tolist()
+    (True, [0.0, 40.0, 6.0, 9.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from episodes.buffer.array_store import ArrayStore
+
+
+class ViewStore(ArrayStore):
+    """An :class:`ArrayStore` over borrowed leaves that copies them before it grows or shrinks."""
+
+    __slots__ = ("detached", "written")
+
+    detached: bool
+    written: bool
+
+    def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
+        super().__init__(leaves, structure, size, typed)
+        #: True once the leaves were copied (an append, pop, truncate, ...): the store no
+        #: longer views the block.
+        self.detached = False
+        #: True once ``set`` wrote into the leaves.
+        self.written = False
+
+    @classmethod
+    def from_batch(cls, batch: Any) -> ViewStore:
+        """Wraps a batched struct of views (leaves share their leading length) without copying."""
+        store = ArrayStore.from_batch(batch)
+        return cls(store._leaves, store.structure, store.size, store.typed)
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        super().__setstate__(state)
+        # A copy (deepcopy, pickle) owns its arrays.
+        self.detached = True
+
+    def _detach(self) -> None:
+        if not self.detached:
+            self._leaves = [np.array(leaf) for leaf in self._leaves]
+            self.detached = True
+
+    def set(self, positions: Sequence[int], items: list[Any]) -> None:
+        """Writes through into the viewed rows (see the module docstring)."""
+        super().set(positions, items)
+        self.written = True
+
+    def append(self, item: Any) -> None:
+        """Appends one item into a private copy of the leaves."""
+        self._detach()
+        super().append(item)
+
+    def extend_batch(self, batch: Any, count: int | None = None) -> None:
+        """Appends a batch into a private copy of the leaves."""
+        self._detach()
+        super().extend_batch(batch, count)
+
+    def delete(self, position: int) -> None:
+        """Removes an item from a private copy of the leaves."""
+        self._detach()
+        super().delete(position)
+
+    def truncate(self, size: int) -> None:
+        """Shortens a private copy of the leaves."""
+        self._detach()
+        super().truncate(size)

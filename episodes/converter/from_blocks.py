@@ -1,0 +1,231 @@
+"""The converter's fast path: a runner's recorded blocks straight to time-major columns.
+
+``EnvRunner.sample()`` returns a :class:`~episodes.runner.SampledChunks` whose chunks are views
+into ``[rows, N, ...]`` blocks. When none of its built chunks was changed in a way the blocks do
+not see, the ``[T, N, ...]`` columns are read from the blocks: no chunk is built, nothing is
+restacked, and the truncation bootstrap is one batched value call. The result is exactly what
+the general path gives on the same chunks (see ``tests/runner/test_batched_equals_per_step.py``).
+
+Example:
+    >>> import gymnasium as gym
+    >>> from episodes.runner import EnvRunner
+    >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    >>> def policy(obs):
+    ...     n = len(obs)
+    ...     return np.zeros(n, np.int64), {"vf_preds": np.zeros(n), "action_logp": np.zeros(n)}
+    >>> chunks = EnvRunner(env, policy, seed=0).sample(4)
+    >>> cols = block_columns(chunks, ColumnKeys(), value_fn=lambda o: o[:, 0], gamma=0.9)
+    >>> cols[0].rewards.shape, chunks.built()
+    ((4, 2), [])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from episodes.converter.bootstrap import bootstrap_truncated_rewards
+from episodes.converter.columns import (
+    ColumnKeys,
+    ObsFn,
+    TimeMajorColumns,
+    extra_keys_for,
+    transform_batch,
+)
+from episodes.episode import SingleAgentEpisode
+from episodes.runner import SampledChunks
+
+ValueFn = Callable[[Any], Any]
+
+
+def value_array(values: Any, count: int) -> np.ndarray:
+    """A value function's output (numpy or torch) as float64 ``[count]``.
+
+    Example:
+        >>> value_array([[1.0], [2.0]], 2).tolist()
+        [1.0, 2.0]
+    """
+    if hasattr(values, "detach"):
+        values = values.detach().to("cpu").double().numpy()
+    return np.asarray(values, dtype=np.float64).reshape(count)
+
+
+def block_columns(
+    episodes: Any,
+    keys: ColumnKeys,
+    *,
+    value_fn: ValueFn | None,
+    gamma: float,
+    training_type: str = "rl",
+    obs_fn: ObsFn | None = None,
+    defer_observations: bool = False,
+) -> tuple[TimeMajorColumns, np.ndarray, np.ndarray] | None:
+    """Columns, bootstrapped float64 rewards and ``[N, 1]`` last values, read from the blocks.
+
+    Extra outputs are read when asked for (:class:`LazyExtras`). With ``defer_observations``
+    (and no ``obs_fn``), observations and actions that would need a gather are left out
+    (``None``): the caller gathers them straight into its storage with :func:`gather_into`.
+
+    Returns None when the fast path does not apply (not a :class:`SampledChunks`, a built
+    chunk changed, an extra key is missing, or ``rl`` without ``value_fn``): the caller takes
+    the general path, which gives the same result or the same error.
+    """
+    if not isinstance(episodes, SampledChunks) or (training_type == "rl" and value_fn is None):
+        return None
+    if len(episodes) == 0 or not episodes.unchanged():
+        return None
+    extra_keys = extra_keys_for(keys, training_type)
+    raw = episodes.time_major(extra_keys, lazy_extras=True, observations=False)
+    if raw is None:
+        return None
+    raw["extras"] = LazyExtras(episodes, extra_keys)
+    if defer_observations and obs_fn is None and episodes.gather_plan("observations"):
+        observations = raw["actions"] = None
+    else:
+        observations = episodes.take("observations")
+        raw["actions"] = episodes.take("actions")
+    if obs_fn is not None:
+        observations = obs_fn(observations)
+    cols = TimeMajorColumns(
+        observations=observations,
+        actions=raw["actions"],
+        rewards=raw["rewards"],
+        dones=raw["dones"],
+        truncated=raw["truncated"],
+        extras=raw["extras"],
+    )
+    rewards = np.asarray(cols.rewards, np.float64)
+    last_values = np.zeros((cols.dones.shape[1], 1))
+    if training_type != "rl":
+        return cols, rewards, last_values
+    assert value_fn is not None
+    steps, envs, ongoing, needs_value = episodes.bootstrap_observations()
+    count = len(steps) + len(ongoing)
+    if count == 0:
+        return cols, rewards, last_values
+    values = value_array(value_fn(transform_batch(needs_value, obs_fn)), count)
+    last_values[ongoing, 0] = values[len(steps) :]
+    if len(steps):
+        final_values = np.zeros_like(rewards)
+        final_values[steps, envs] = values[: len(steps)]
+        rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
+    return cols, rewards, last_values
+
+
+def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
+    """Gathers field ``name`` of the window into the ``[T, N, ...]`` CPU tensor(s) ``out``.
+
+    One ``index_select`` per leaf, straight into ``out`` (no temporary array). False, with
+    nothing written, when ``out`` does not match the field (structure, dtype) or the window
+    needs no gather.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space), seed=0).sample(3)
+        >>> gather_into(chunks, "observations", torch.zeros(3, 2, 4))  # aligned: views
+        False
+    """
+    import torch
+
+    from episodes.structs import flatten
+
+    plan = chunks.gather_plan(name)
+    if plan is None:
+        return False
+    leaves, index = plan
+    targets = flatten(out)[0]
+    if len(targets) != len(leaves) or any(
+        not isinstance(t, torch.Tensor)
+        or t.device.type != "cpu"
+        or not t.is_contiguous()
+        or t.dtype != torch.from_numpy(leaf[:0]).dtype
+        or t.numel() != index.size * int(np.prod(leaf.shape[1:], dtype=np.int64))
+        for t, leaf in zip(targets, leaves)
+    ):
+        return False
+    flat = torch.from_numpy(np.ascontiguousarray(index.reshape(-1)))
+    for target, leaf in zip(targets, leaves):
+        rows = target.view(index.size, *leaf.shape[1:])
+        torch.index_select(torch.from_numpy(leaf), 0, flat, out=rows)
+    return True
+
+
+def item_shape(extras: Mapping[str, Any], key: str) -> tuple[int, ...]:
+    """The per-step shape of extra output ``key`` of ``[T, N, ...]`` columns (not read if lazy).
+
+    Example:
+        >>> item_shape({"logits": np.zeros((4, 2, 3))}, "logits")
+        (3,)
+    """
+    if isinstance(extras, LazyExtras):
+        return extras.item_shape(key)
+    return tuple(extras[key].shape[2:])
+
+
+class LazyExtras(Mapping[str, Any]):
+    """Extra-output columns ``[T, N, ...]`` read from the blocks each time one is asked for.
+
+    Not cached: the converter writes each into the storage and drops it before the next.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> def policy(obs):
+        ...     return np.zeros(len(obs), np.int64), {"vf_preds": np.ones(len(obs))}
+        >>> extras = LazyExtras(EnvRunner(env, policy, seed=0).sample(3), ["vf_preds"])
+        >>> extras["vf_preds"].shape, extras.item_shape("vf_preds")
+        ((3, 2), ())
+    """
+
+    def __init__(self, chunks: SampledChunks, keys: Sequence[str]):
+        self._chunks = chunks
+        self._keys = list(keys)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys:
+            raise KeyError(key)
+        return self._chunks.take("extra:" + key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def item_shape(self, key: str) -> tuple[int, ...]:
+        """The per-step shape of ``key``."""
+        return self._chunks.item_shape("extra:" + key)
+
+
+class LazyGroups(Sequence[list[SingleAgentEpisode]]):
+    """The per-env chunk lists of a :class:`SampledChunks`, built when a group is read.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> groups = LazyGroups(EnvRunner(env, RandomPolicy(env.action_space), seed=0).sample(3))
+        >>> len(groups), sum(len(c) for c in groups[1])
+        (2, 3)
+    """
+
+    def __init__(self, chunks: SampledChunks):
+        self._chunks = chunks
+        envs = chunks.env_indices
+        self._bounds = np.searchsorted(envs, np.arange(chunks.num_envs + 1))
+
+    def __len__(self) -> int:
+        return len(self._bounds) - 1
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        n = int(index) + (len(self) if int(index) < 0 else 0)
+        if not 0 <= n < len(self):
+            raise IndexError(f"group {index} out of range for {len(self)} envs")
+        return self._chunks[int(self._bounds[n]) : int(self._bounds[n + 1])]

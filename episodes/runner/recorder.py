@@ -1,0 +1,324 @@
+"""Batched recording of vector-env steps into time-major blocks, in every autoreset mode.
+
+Vector step ``r`` of a call writes row ``r`` of every block with one slice assignment per field
+(see :mod:`episodes.runner.blocks`); ``obs[r + 1]`` gets the observations the step returned.
+Python work per sub-env happens only at episode boundaries (final observations, metrics) and for
+the sub-envs that reported an info.
+
+Where an episode's final observation goes depends on the autoreset mode:
+
+* next-step: the step returns it, so it stays in place (``obs[k + 1, i]`` for an episode ending
+  in row ``k``). Row ``k + 1`` is the reset step: it records no transition (``dead``), and
+  ``obs[k + 2, i]`` is the next episode's first observation.
+* same-step and disabled: ``obs[k + 1, i]`` is the next episode's first observation (the
+  step's, or the runner's ``env.reset``), the final observation is kept apart in
+  :class:`~episodes.runner.blocks.Finals`.
+
+Each sub-env's window is its first ``num_steps`` recorded transitions (dead rows skipped) from
+where the previous call left off; in next-step mode a sub-env may record more (the others wait
+for the ones that lost rows to reset steps): those rows are carried over to the next call.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from episodes.runner.metrics import RunnerMetrics
+    >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    >>> obs, infos = env.reset(seed=0)
+    >>> rec = BatchedRecorder(2, autoreset_mode_of(env), 1, RunnerMetrics())
+    >>> rec.begin(3, obs, infos)
+    >>> while not rec.full():
+    ...     actions = np.zeros(2, np.int64)
+    ...     obs = rec.step(actions, {}, *env.step(actions), reset=env.reset)[0]
+    >>> sum(rec.finish().chunk_lengths())
+    6
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from episodes.runner.blocks import Blocks, Finals
+from episodes.runner.infos import FINAL_KEYS, env_info
+from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.table import Recording, chunk_table
+from episodes.structs import flatten
+
+__all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
+
+Reset = Callable[..., tuple[Any, dict[str, Any]]]
+Infos = dict[tuple[int, int], dict[str, Any]]
+
+
+def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -> np.ndarray | None:
+    """Which sub-envs reported any info key (None: none did), from gymnasium's ``_key`` masks.
+
+    Keys in ``drop`` do not count (as ``env_info(..., drop=...)`` leaves them out).
+
+    Example:
+        >>> reported({"x": np.array([1, 2]), "_x": np.array([False, True])}, 2).tolist()
+        [False, True]
+    """
+    if not infos:
+        return None
+    mask: np.ndarray | None = None
+    for key in infos:
+        if key in drop or (isinstance(key, str) and key.startswith("_")):
+            continue
+        flags = infos.get("_" + key) if isinstance(key, str) else None
+        if flags is None:
+            return np.ones(num_envs, bool)
+        mask = np.array(flags, bool) if mask is None else mask | np.asarray(flags, bool)
+    return mask
+
+
+class BatchedRecorder:
+    """The blocks, per-env episode state and sparse side stores of a runner's recording.
+
+    Args:
+        num_envs: Sub-envs of the vector env.
+        mode: Its autoreset mode.
+        lookback: ``len_lookback_buffer`` of the chunks.
+        metrics: Where finished episodes are counted.
+    """
+
+    def __init__(self, num_envs: int, mode: AutoresetMode, lookback: int, metrics: RunnerMetrics):
+        n = num_envs
+        self.num_envs, self.mode, self.lookback, self.metrics = n, mode, lookback, metrics
+        self.uid = uuid.uuid4().hex[:24]
+        self.returns = np.zeros(n, np.float64)
+        self.lengths = np.zeros(n, np.int64)
+        self.awaiting = np.zeros(n, bool)
+        # Per env: the first row not yet handed out, and the start row and number of the
+        # episode holding it (rows of the current blocks; the start may be negative).
+        self.start = np.zeros(n, np.int64)
+        self.episode_start = np.zeros(n, np.int64)
+        self.episode_number = np.arange(n, dtype=np.int64)
+        self.next_number = n
+        self.infos: Infos = {}
+        self.final_infos: Infos = {}
+        self.finals: Finals | None = None
+        self.events: list[np.ndarray] = []  # [3, k]: done row, env, the next episode's number
+        self.blocks: Blocks | None = None
+        # The rows the next call continues from (copied by finish()).
+        self._next: Blocks | None = None
+        self.row = 0
+        self.num_steps = 0
+        self.recorded = 0
+        self._have = np.zeros(n, np.int64)
+        self._least = 0
+
+    # ------------------------------------------------------------------------------ a call
+    def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
+        """Allocates the call's blocks; ``reset_infos`` (first call only) go with ``obs``."""
+        carried = self.row
+        rows = carried + num_steps + self._slack(num_steps)
+        if self._next is None:
+            self.blocks = Blocks.allocate(obs, rows)
+            self.blocks.obs.put(0, obs)
+            self._store_infos(reset_infos or {}, None, 0)
+        else:
+            self.blocks = self._next.resized(rows)
+        self._next = None
+        if self.finals is None:
+            self.finals = Finals(self.blocks.obs.structure)
+        self.num_steps = num_steps
+        self.recorded = 0
+        # Transitions each env already holds for this call (carried next-step rows).
+        held = np.arange(carried)[:, None]
+        mine = (held >= self.start) & ~self.blocks.dead[:carried]
+        self._have = mine.sum(axis=0)
+        self._least = int(self._have.min()) if self.num_envs else num_steps
+
+    def full(self) -> bool:
+        """True once every sub-env recorded ``num_steps`` transitions for this call."""
+        return self._least >= self.num_steps
+
+    def step(
+        self,
+        actions: Any,
+        extras: dict[str, np.ndarray],
+        obs: Any,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+        infos: dict[str, Any],
+        *,
+        reset: Reset,
+    ) -> tuple[Any, np.ndarray | None]:
+        """Records one vector step; returns the policy's next observation and the started mask.
+
+        ``reset`` resets sub-envs in disabled mode (``reset(options={"reset_mask": mask})``).
+        The started mask (None when no sub-env started an episode) says whose recurrent state
+        to reset.
+        """
+        assert self.blocks is not None, "begin() first"
+        if self.row >= self.blocks.step_rows:
+            self.blocks = self.blocks.resized(2 * self.blocks.step_rows)
+        blocks = self.blocks
+        if blocks.actions is None or len(extras) != len(blocks.extras):
+            blocks.ensure_outputs(actions, extras)
+        r = self.row
+        blocks.actions.put(r, actions)  # type: ignore[union-attr]
+        for key, value in extras.items():
+            blocks.extras[key].put(r, value)
+        blocks.rewards[r] = rewards
+        blocks.terminated[r] = terminateds
+        blocks.truncated[r] = truncateds
+        blocks.obs.put(r + 1, obs)
+        self.row = r + 1
+        self.returns += rewards
+        self.lengths += 1
+        done = terminateds | truncateds
+        waiting = self.awaiting if self.mode is AutoresetMode.NEXT_STEP else None
+        if waiting is not None and waiting.any():
+            # The reset step of these envs: no transition, its observation starts an episode.
+            blocks.dead[r] = waiting
+            done &= ~waiting
+            self.returns[waiting] = 0.0
+            self.lengths[waiting] = 0
+            self._have += ~waiting
+            self.recorded += int(self.num_envs - waiting.sum())
+            self._least = int(self._have.min())
+            started: np.ndarray | None = waiting.copy()
+        else:
+            waiting = None
+            blocks.dead[r] = False
+            self._have += 1
+            self._least += 1
+            self.recorded += self.num_envs
+            started = None
+        ended = np.flatnonzero(done)
+        policy_obs = obs
+        if self.mode is AutoresetMode.NEXT_STEP:
+            self._store_infos(infos, None, r + 1)
+            self.awaiting = done
+        elif self.mode is AutoresetMode.SAME_STEP:
+            self._store_infos(infos, ~done, r + 1)
+            if ended.size:
+                self._add_finals(r, ended, _stack_items(infos["final_obs"], ended))
+                self._store_infos(infos.get("final_info", {}), done, r, self.final_infos)
+                self._store_infos(infos, done, r + 1, drop=FINAL_KEYS)
+                started = done
+        else:
+            self._store_infos(infos, ~done, r + 1)
+            if ended.size:
+                self._add_finals(r, ended, [leaf[r + 1, ended] for leaf in blocks.obs.leaves])
+                self._store_infos(infos, done, r, self.final_infos)
+                policy_obs, reset_infos = reset(options={"reset_mask": done.copy()})
+                blocks.obs.put_rows(np.full(len(ended), r + 1), ended, policy_obs)
+                self._store_infos(reset_infos, done, r + 1)
+                started = done
+        if ended.size:
+            self._end_episodes(r, ended)
+        return policy_obs, started
+
+    def _add_finals(self, row: int, ended: np.ndarray, leaves: list[np.ndarray]) -> None:
+        assert self.finals is not None
+        self.finals.add(np.full(len(ended), row, np.int64), ended, leaves)
+
+    def _end_episodes(self, row: int, ended: np.ndarray) -> None:
+        self.metrics.add_episodes(self.returns[ended], self.lengths[ended])
+        self.returns[ended] = 0.0
+        self.lengths[ended] = 0
+        numbers = self.next_number + np.arange(len(ended), dtype=np.int64)
+        self.next_number += len(ended)
+        self.events.append(np.stack([np.full(len(ended), row, np.int64), ended, numbers]))
+
+    def _store_infos(
+        self,
+        infos: dict[str, Any],
+        where: np.ndarray | None,
+        row: int,
+        into: Infos | None = None,
+        drop: tuple[str, ...] = (),
+    ) -> None:
+        """Stores the infos of the envs in ``where`` that reported one, at ``row``."""
+        mask = reported(infos, self.num_envs, drop)
+        if mask is None:
+            return
+        if where is not None:
+            mask &= where
+        store = self.infos if into is None else into
+        for i in np.flatnonzero(mask).tolist():
+            info = env_info(infos, i, drop=drop)
+            if info:
+                store[(row, i)] = info
+
+    def _slack(self, num_steps: int) -> int:
+        # Next-step sub-envs need a few extra vector steps (their reset steps); blocks that
+        # still run out of rows are doubled.
+        return num_steps // 16 + 2 if self.mode is AutoresetMode.NEXT_STEP else 0
+
+    # --------------------------------------------------------------------------- the end
+    def finish(self) -> Recording:
+        """The call's recording; carries lookback and leftover rows over to the next call."""
+        blocks, finals = self.blocks, self.finals
+        assert blocks is not None and finals is not None
+        finals.freeze()
+        events = np.concatenate(self.events, axis=1) if self.events else np.zeros((3, 0), int)
+        table, window, state = chunk_table(
+            blocks,
+            self.row,
+            self.num_steps,
+            self.lookback,
+            (self.start, self.episode_start, self.episode_number),
+            events,
+            finals if self.mode is not AutoresetMode.NEXT_STEP else None,
+        )
+        recording = Recording(
+            blocks=blocks,
+            lookback=self.lookback,
+            num_steps=self.num_steps,
+            table=table,
+            window=window,
+            infos=self.infos,
+            finals=finals,
+            final_infos=self.final_infos,
+            uid=self.uid,
+        )
+        self._carry_over(blocks, finals, events, window[:, -1] + 1, state)
+        return recording
+
+    def _carry_over(
+        self,
+        blocks: Blocks,
+        finals: Finals,
+        events: np.ndarray,
+        end: np.ndarray,
+        state: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        """Keeps the rows the next call needs: each env's lookback and leftover rows."""
+        start, episode_start, episode_number = state
+        age = start - episode_start
+        keep = int(min(self.row, (start - np.minimum(self.lookback, age)).min()))
+        # Copied now, before the chunks are handed out: setters on them never reach these rows.
+        # Only these rows: the next call's full blocks are allocated when it begins.
+        carried = self.row - keep
+        self._next = blocks.successor(keep, self.row, carried)
+        self.row = carried
+        self.start, self.episode_start = start - keep, episode_start - keep
+        self.episode_number = episode_number
+
+        def later(rows: np.ndarray, envs: np.ndarray) -> np.ndarray:
+            return rows >= end[envs]
+
+        self.infos = {(r - keep, i): v for (r, i), v in self.infos.items() if r >= keep}
+        self.final_infos = {
+            (r - keep, i): v for (r, i), v in self.final_infos.items() if r >= end[i]
+        }
+        self.finals = finals.kept(later(finals.rows, finals.envs), -keep)
+        late = later(events[0], events[1])
+        shift = np.array([[keep], [0], [0]])
+        self.events = [events[:, late] - shift] if late.any() else []
+        self.blocks = None
+
+
+def _stack_items(items: Any, ended: np.ndarray) -> list[np.ndarray]:
+    """Same-step final observations (one item per env) of the ended envs, as ``[k, ...]`` leaves."""
+    flat = [flatten(items[i])[0] for i in ended.tolist()]
+    return [np.stack([np.asarray(f[j]) for f in flat]) for j in range(len(flat[0]))]

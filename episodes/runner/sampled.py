@@ -1,0 +1,362 @@
+"""SampledChunks: what ``EnvRunner.sample()`` returns, a lazy sequence of block-backed chunks.
+
+The runner records a call into time-major blocks (see :mod:`episodes.runner.recorder`); a
+chunk is a row range of one sub-env's column. ``chunks[k]`` builds chunk ``k`` the first time it
+is touched (and caches it): an ordinary numpy'd :class:`SingleAgentEpisode` whose columns are
+:class:`~episodes.buffer.view_store.ViewStore` views into the blocks. Only the observation
+column of an episode whose final observation was kept apart (same-step and disabled modes) is a
+small copy.
+
+Write rule: setters write through into the block rows of that chunk, which no other chunk and no
+later ``sample()`` shares (each call records into its own blocks; rows carried over to the next
+call are copied before the chunks are handed out). Appending, ``concat_episode``, pop and
+truncate copy the column first, so they never write into a block.
+
+The converter reads the blocks directly (:meth:`SampledChunks.time_major`) when no chunk was
+changed in a way the blocks do not see (:meth:`SampledChunks.unchanged`).
+
+Example:
+    >>> import gymnasium as gym
+    >>> from episodes.runner import EnvRunner, RandomPolicy
+    >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(5)
+    >>> sum(len(c) for c in chunks), chunks[0].custom_data["env_index"]
+    (10, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import gymnasium as gym
+import numpy as np
+
+from episodes.buffer import InfiniteLookbackBuffer
+from episodes.buffer.list_store import ListStore
+from episodes.buffer.view_store import ViewStore
+from episodes.episode import SingleAgentEpisode
+from episodes.runner.blocks import Column
+from episodes.runner.table import Recording
+from episodes.structs import unflatten
+
+__all__ = ["SampledChunks"]
+
+
+class SampledChunks(Sequence[SingleAgentEpisode]):
+    """The chunks of one ``sample()`` call: env by env, in time order, built when touched.
+
+    A :class:`collections.abc.Sequence`: ``len``, indexing, iteration, slicing (to a list)
+    and ``==`` with any sequence of episodes work as on a list.
+
+    Args:
+        recording: The call's blocks, chunk table, infos and final observations.
+        observation_space: Space of one observation.
+        action_space: Space of one action.
+        numpy_episodes: False: chunks are switched to list mode as they are built.
+    """
+
+    def __init__(
+        self,
+        recording: Recording,
+        observation_space: gym.Space[Any] | None,
+        action_space: gym.Space[Any] | None,
+        *,
+        numpy_episodes: bool = True,
+    ):
+        self.recording = recording
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.numpy_episodes = numpy_episodes
+        # Built chunks: (chunk, its signature when built, whether its obs column is a copy).
+        self._cache: dict[int, tuple[SingleAgentEpisode, tuple[Any, ...], bool]] = {}
+        self._flat_index: np.ndarray | None = None
+        self._aligned: int | None = recording.aligned_start
+
+    # ---------------------------------------------------------------------------- sequence
+    def __len__(self) -> int:
+        return len(self.recording.table)
+
+    @overload
+    def __getitem__(self, index: int) -> SingleAgentEpisode: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SingleAgentEpisode]: ...
+
+    def __getitem__(self, index: int | slice) -> SingleAgentEpisode | list[SingleAgentEpisode]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        k = int(index)
+        n = len(self)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"chunk index {index} out of range for {n} chunks")
+        cached = self._cache.get(k)
+        if cached is not None:
+            return cached[0]
+        episode = self._build(k)
+        copied = bool(self.recording.table.final[k] >= 0)
+        self._cache[k] = (episode, _signature(episode), copied)
+        return episode
+
+    def __iter__(self) -> Iterator[SingleAgentEpisode]:
+        for k in range(len(self)):
+            yield self[k]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"SampledChunks({len(self)} chunks of {self.recording.num_steps} steps per env, "
+            f"{len(self._cache)} built)"
+        )
+
+    # ------------------------------------------------------------------------------- table
+    @property
+    def env_indices(self) -> np.ndarray:
+        """The sub-env of every chunk (what ``custom_data["env_index"]`` says), without building."""
+        return self.recording.table.env
+
+    def lengths(self) -> np.ndarray:
+        """The number of steps of every chunk, without building any."""
+        table = self.recording.table
+        return table.stop - table.first
+
+    def by_env(self) -> list[list[SingleAgentEpisode]]:
+        """The chunks grouped per sub-env, in time order (builds every chunk)."""
+        groups: list[list[SingleAgentEpisode]] = [[] for _ in range(self.num_envs)]
+        for k, env in enumerate(self.env_indices.tolist()):
+            groups[env].append(self[k])
+        return groups
+
+    @property
+    def num_envs(self) -> int:
+        """The number of sub-envs (columns of the blocks)."""
+        return int(self.recording.blocks.rewards.shape[1])
+
+    def built(self) -> list[int]:
+        """Indices of the chunks built so far."""
+        return sorted(self._cache)
+
+    # ------------------------------------------------------------------------- materialise
+    def _build(self, k: int) -> SingleAgentEpisode:
+        rec = self.recording
+        table, blocks = rec.table, rec.blocks
+        env, first, stop = int(table.env[k]), int(table.first[k]), int(table.stop[k])
+        lookback = int(table.lookback[k])
+        terminated, truncated = bool(table.terminated[k]), bool(table.truncated[k])
+        start = first - lookback
+        infos = rec.infos
+        entry = int(table.final[k])
+        if entry >= 0:
+            # The final observation was kept apart: this one column is a small copy.
+            final_info = rec.final_infos.get((stop - 1, env)) or {}
+            leaves = [
+                np.concatenate([leaf[start:stop, env], final[entry : entry + 1]])
+                for leaf, final in zip(blocks.obs.leaves, rec.finals.leaves)
+            ]
+            observations = unflatten(blocks.obs.structure, leaves)
+            info_list = [infos.get((r, env)) or {} for r in range(start, stop)] + [final_info]
+        else:
+            observations = blocks.obs.view(start, stop + 1, env)
+            info_list = [infos.get((r, env)) or {} for r in range(start, stop + 1)]
+        assert blocks.actions is not None
+
+        def column(data: Any, space: gym.Space[Any] | None = None) -> InfiniteLookbackBuffer:
+            return InfiniteLookbackBuffer(ViewStore.from_batch(data), lookback, space)
+
+        episode = SingleAgentEpisode.from_fields(
+            {
+                "id_": f"{rec.uid}{int(table.number[k]):08x}",
+                "observations": column(observations, self.observation_space),
+                "infos": InfiniteLookbackBuffer(ListStore(info_list), lookback),
+                "actions": column(blocks.actions.view(start, stop, env), self.action_space),
+                "rewards": column(blocks.rewards[start:stop, env]),
+                "extra_model_outputs": {
+                    key: column(block.view(start, stop, env))
+                    for key, block in blocks.extras.items()
+                },
+                "is_terminated": terminated,
+                "is_truncated": truncated,
+                "t_started": int(table.t_started[k]),
+                "observation_space": self.observation_space,
+                "action_space": self.action_space,
+                "custom_data": {"env_index": env},
+            }
+        )
+        if not self.numpy_episodes:
+            _to_lists(episode)
+        return episode
+
+    # --------------------------------------------------------------------------- converter
+    def unchanged(self) -> bool:
+        """True if the blocks still say what every built chunk says.
+
+        False once a built chunk grew or shrank (append, concat, pop: its columns were copied
+        off the blocks), had a column or flag replaced, had its (copied) final observation
+        column written, or was switched to list mode. Setters that wrote through do not count:
+        the blocks see them.
+        """
+        if not self.numpy_episodes and self._cache:
+            return False
+        return all(
+            _signature(ep) == sig and _intact(sig, copied)
+            for ep, sig, copied in self._cache.values()
+        )
+
+    def time_major(
+        self, extra_keys: Sequence[str], *, lazy_extras: bool = False, observations: bool = True
+    ) -> dict[str, Any] | None:
+        """The window as ``[T, N, ...]`` columns straight from the blocks (None: a key is missing).
+
+        Keys: ``observations`` (a struct), ``actions``, ``rewards`` (float64), ``dones``,
+        ``truncated`` (truncated and not terminated: the steps to bootstrap) and ``extras`` (a
+        dict by key; empty with ``lazy_extras``: read them with :meth:`take`; observations are
+        None with ``observations=False``, and so are actions). See
+        :meth:`take` for when these are views.
+        """
+        blocks = self.recording.blocks
+        if blocks.actions is None or any(k not in blocks.extras for k in extra_keys):
+            return None
+        terminated = self.take("terminated")
+        truncated = self.take("truncated")
+        return {
+            "observations": self.take("observations") if observations else None,
+            "actions": self.take("actions") if observations else None,
+            "rewards": self.take("rewards"),
+            "dones": terminated | truncated,
+            "truncated": truncated & ~terminated,
+            "extras": {} if lazy_extras else {k: self.take("extra:" + k) for k in extra_keys},
+        }
+
+    def take(self, name: str) -> Any:
+        """One field of the window as ``[T, N, ...]``, straight from the blocks.
+
+        A view when every env's window is the same row range, else gathered (one take per
+        leaf). Names: ``observations``, ``actions``, ``rewards``, ``terminated``, ``truncated`` and
+        ``extra:<key>``.
+        """
+        rec = self.recording
+        column = self._column(name)
+        first = self._aligned
+        if first is not None:
+            return column.window(first, first + rec.num_steps)
+        if self._flat_index is None:
+            self._flat_index = rec.window.T * self.num_envs + np.arange(self.num_envs)
+        return column.gather(self._flat_index)
+
+    def gather_plan(self, name: str) -> tuple[list[np.ndarray], np.ndarray] | None:
+        """What :meth:`take` gathers, for a caller that gathers into its own arrays.
+
+        Returns None when the windows are aligned (:meth:`take` gives views, nothing to
+        gather); else the field's leaves flattened to ``[rows * N, ...]`` (views) and the
+        ``[T, N]`` positions to take from them.
+        """
+        rec = self.recording
+        if self._aligned is not None:
+            return None
+        if self._flat_index is None:
+            self._flat_index = rec.window.T * self.num_envs + np.arange(self.num_envs)
+        leaves = [leaf.reshape(-1, *leaf.shape[2:]) for leaf in self._column(name).leaves]
+        return leaves, self._flat_index
+
+    def example(self, name: str) -> Any:
+        """A ``[1, N, ...]`` struct of views of a field (its layout, for allocating outputs)."""
+        return self._column(name).window(0, 1)
+
+    def item_shape(self, name: str) -> tuple[int, ...]:
+        """The per-step shape of a flat field (see :meth:`take`), without reading it."""
+        return tuple(self._column(name).leaves[0].shape[2:])
+
+    def _column(self, name: str) -> Column:
+        blocks = self.recording.blocks
+        if name.startswith("extra:"):
+            return blocks.extras[name[len("extra:") :]]
+        if name == "observations":
+            return blocks.obs
+        if name == "actions":
+            assert blocks.actions is not None
+            return blocks.actions
+        if name in ("rewards", "terminated", "truncated"):
+            return _flat(getattr(blocks, name))
+        raise KeyError(f"no field {name!r} in the blocks")
+
+    def bootstrap_observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+        """The observations whose values a truncation bootstrap needs, batched, in one struct.
+
+        First the final observation of every episode that ended truncated (not terminated) in
+        the window, env by env in time order; then the last observation of every env whose
+        episode is still running.
+
+        Returns:
+            ``(steps, envs, ongoing, observations)``: the window step and env of each truncated
+            ending, the envs still running, and the batched observations (truncated first).
+        """
+        rec = self.recording
+        table, blocks = rec.table, rec.blocks
+        cut = np.flatnonzero(table.truncated & ~table.terminated)
+        env, stop, entry = table.env[cut], table.stop[cut], table.final[cut]
+        last = np.flatnonzero(table.last_step == rec.num_steps - 1)
+        ongoing = table.env[last][~(table.terminated[last] | table.truncated[last])]
+        last_rows = rec.window[ongoing, -1] + 1
+        apart = entry >= 0
+        leaves = []
+        for j, leaf in enumerate(blocks.obs.leaves):
+            finals = leaf[stop, env]  # in place (next-step mode)
+            if apart.any():
+                finals[apart] = rec.finals.leaves[j][entry[apart]]
+            leaves.append(np.concatenate([finals, leaf[last_rows, ongoing]]))
+        return table.last_step[cut], env, ongoing, unflatten(blocks.obs.structure, leaves)
+
+
+def _flat(array: np.ndarray) -> Column:
+    return Column([array], None)
+
+
+def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
+    columns = [episode.observations, episode.actions, episode.rewards]
+    columns += list(episode.extra_model_outputs.values())
+    return (
+        tuple(columns),
+        tuple(c.store for c in columns),
+        tuple(c.lookback for c in columns),
+        tuple(episode.extra_model_outputs),
+        episode.is_terminated,
+        episode.is_truncated,
+        episode.t_started,
+        episode.t,
+    )
+
+
+def _intact(signature: tuple[Any, ...], copied: bool) -> bool:
+    stores = signature[1]
+    if not all(isinstance(s, ViewStore) and not s.detached for s in stores):
+        return False
+    # An observation column holding a final observation kept apart is a copy: a write there
+    # does not reach the blocks.
+    return not (copied and stores[0].written)
+
+
+def _to_lists(episode: SingleAgentEpisode) -> None:
+    """Switches every numpy column of a freshly built chunk to list mode."""
+    for name, column in episode.named_columns().items():
+        if not column.finalized:
+            continue
+        store = column.store
+        if name == "rewards":
+            items = np.asarray(store.data, np.float64).tolist()
+        else:
+            items = [_own(item) for item in store.items(0)]
+        column.adopt_store(ListStore(items))
+
+
+def _own(item: Any) -> Any:
+    from episodes.structs import map_leaves
+
+    return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, item)

@@ -1,0 +1,184 @@
+"""The chunk table of one recorded call: where every chunk lies in the blocks, computed with numpy.
+
+Sub-env ``i``'s window is its ``T`` transitions of the call (rows of its column, dead rows
+skipped); it splits after every row whose transition ended an episode. A chunk is one piece:
+its env, first and stop rows, lookback (its episode's age, at most ``L``), episode number,
+``t_started`` and end flags. Chunks come env by env, in time order; an episode that ends in the
+window's last row leaves no empty chunk behind.
+
+Example:
+    >>> from episodes.runner.blocks import Blocks
+    >>> blocks = Blocks.allocate(np.zeros((2, 1)), rows=3)
+    >>> blocks.terminated[1, 0] = True  # env 0 ends an episode in row 1
+    >>> events = np.array([[1], [0], [2]])  # (row, env, the next episode's number)
+    >>> state = (np.zeros(2, np.int64), np.zeros(2, np.int64), np.arange(2))
+    >>> table, window, _ = chunk_table(blocks, 3, 3, 0, state, events, None)
+    >>> table.env.tolist(), table.first.tolist(), table.stop.tolist(), table.number.tolist()
+    ([0, 0, 1], [0, 2, 0], [2, 3, 3], [0, 2, 1])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from episodes.runner.blocks import Blocks, Finals
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """One entry per chunk (numpy arrays of equal length)."""
+
+    env: np.ndarray
+    first: np.ndarray
+    stop: np.ndarray
+    lookback: np.ndarray
+    number: np.ndarray
+    t_started: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    #: The ending's entry in ``Recording.finals`` for a finished chunk whose final
+    #: observation is kept apart, -1 otherwise.
+    final: np.ndarray
+    #: The window step (0 .. T - 1) of the chunk's last transition.
+    last_step: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.env)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Everything one ``sample()`` call recorded: blocks, chunk table, sparse infos and finals.
+
+    ``window[i]`` lists the rows of sub-env ``i``'s ``num_steps`` transitions (dead rows
+    skipped); ``infos[(row, env)]`` is the info of observation row ``row`` (missing: ``{}``).
+    ``finals`` holds the final observations kept apart from the blocks (same-step and disabled
+    modes; ``table.final`` says which entry is whose), ``final_infos[(row, env)]`` the final
+    info of the episode ending in ``row``.
+    """
+
+    blocks: Blocks
+    lookback: int
+    num_steps: int
+    table: ChunkTable
+    window: np.ndarray
+    infos: dict[tuple[int, int], dict[str, Any]]
+    finals: Finals
+    final_infos: dict[tuple[int, int], dict[str, Any]]
+    uid: str
+
+    @property
+    def aligned_start(self) -> int | None:
+        """The first row when every env's window is the same row range, else None."""
+        first = int(self.window[0, 0]) if self.window.size else 0
+        expected = first + np.arange(self.num_steps)
+        return first if bool((self.window == expected).all()) else None
+
+    def chunk_lengths(self) -> list[int]:
+        """The number of steps of every chunk.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+            >>> sum(runner.sample(4).recording.chunk_lengths())
+            8
+        """
+        return (self.table.stop - self.table.first).tolist()
+
+
+State = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def chunk_table(
+    blocks: Blocks,
+    rows: int,
+    num_steps: int,
+    lookback: int,
+    state: State,
+    events: np.ndarray,
+    finals: Finals | None,
+) -> tuple[ChunkTable, np.ndarray, State]:
+    """The chunks of the call's window, and the per-env state the next call starts from.
+
+    Args:
+        blocks: The call's blocks.
+        rows: How many rows the call wrote.
+        num_steps: ``T``: transitions per env in the window.
+        lookback: ``L``: the chunks' lookback, clamped to their episode's age.
+        state: Per env, the first row not handed out yet, and the start row and number of the
+            episode holding it.
+        events: ``[3, k]``: (done row, env, number of the episode that follows) per ending.
+        finals: The (frozen) final observations kept apart, or None in next-step mode (final
+            observations stay in place and a dead row follows every ending).
+
+    Returns:
+        The table; per env the rows of its window ``[N, T]``; the next call's state.
+    """
+    start, episode_start, episode_number = state
+    num_envs = blocks.rewards.shape[1]
+    real = ~blocks.dead[:rows] & (np.arange(rows)[:, None] >= start)
+    in_window = real & (_running_count(real) <= num_steps)
+    window = np.nonzero(in_window.T)[1].reshape(num_envs, num_steps)
+    columns = np.arange(num_envs)
+    done_em = (blocks.terminated[:rows] | blocks.truncated[:rows])[window, columns[:, None]]
+    numbers = np.zeros((rows, num_envs), np.int64)
+    numbers[events[0], events[1]] = events[2]
+
+    ends = done_em.copy()
+    ends[:, -1] = True
+    env, t_end = np.nonzero(ends)
+    is_first = np.ones(len(env), bool)
+    is_first[1:] = env[1:] != env[:-1]
+    t_first = np.zeros_like(t_end)
+    t_first[1:] = t_end[:-1] + 1
+    t_first[is_first] = 0
+    first = window[env, t_first]
+    stop = window[env, t_end] + 1
+    previous_end = window[env, np.maximum(t_first - 1, 0)]
+    number = np.where(is_first, episode_number[env], numbers[previous_end, env])
+    started = np.where(is_first, episode_start[env], first)
+    t_started = first - started
+    terminated = blocks.terminated[stop - 1, env]
+    truncated = blocks.truncated[stop - 1, env]
+    final = np.full(len(env), -1, np.int64)
+    ended = terminated | truncated
+    if finals is not None and ended.any():
+        final[ended] = finals.index_of(stop[ended] - 1, env[ended], rows + 1)
+    table = ChunkTable(
+        env=env,
+        first=first,
+        stop=stop,
+        lookback=np.minimum(lookback, t_started),
+        number=number,
+        t_started=t_started,
+        terminated=terminated,
+        truncated=truncated,
+        final=final,
+        last_step=t_end,
+    )
+    last = np.flatnonzero(t_end == num_steps - 1)  # every env's last chunk, env by env
+    last_row = window[:, -1]
+    last_done = done_em[:, -1]
+    gap = 2 if finals is None else 1  # next-step: the reset step's dead row comes first
+    next_start = np.where(last_done, last_row + gap, last_row + 1)
+    next_state = (
+        next_start,
+        np.where(last_done, next_start, started[last]),
+        np.where(last_done, numbers[last_row, columns], number[last]),
+    )
+    return table, window, next_state
+
+
+def _running_count(flags: np.ndarray) -> np.ndarray:
+    """``np.cumsum(flags, axis=0)``; a loop over the (few) rows is many times faster here."""
+    out = np.empty(flags.shape, np.int32)
+    count = np.zeros(flags.shape[1:], np.int32)
+    for here, total in zip(flags, out):
+        count += here
+        total[...] = count
+    return out
