@@ -268,10 +268,14 @@ class RunnerPolicy:
         return self.model.value(as_obs(obs))[:, 0]
 
 
-def episodes_rollout(runner: EnvRunner, policy: RunnerPolicy, t: int) -> Any:
+def episodes_rollout(
+    runner: EnvRunner, policy: RunnerPolicy, t: int, storage: Any = None
+) -> Any:
     chunks = runner.sample(t)
     keys = ColumnKeys(distribution=policy.dist_keys)
-    rollout = episodes_to_rollout(chunks, gamma=GAMMA, value_fn=policy.value_fn, keys=keys)
+    rollout = episodes_to_rollout(
+        chunks, gamma=GAMMA, value_fn=policy.value_fn, keys=keys, storage=storage
+    )
     rollout.storage.compute_returns(rollout.last_values, GAMMA, LAM)
     return rollout
 
@@ -279,9 +283,11 @@ def episodes_rollout(runner: EnvRunner, policy: RunnerPolicy, t: int) -> Any:
 def make_episodes(env: gym.vector.VectorEnv, model: ActorCritic, t: int) -> Callable[[], None]:
     policy = RunnerPolicy(model)
     runner = EnvRunner(env, policy, seed=SEED)
+    # A training loop refills one storage, as rsl_rl's contender clears and refills its own.
+    kept: dict[str, Any] = {"storage": None}
 
     def run() -> None:
-        episodes_rollout(runner, policy, t)
+        kept["storage"] = episodes_rollout(runner, policy, t, kept["storage"]).storage
 
     return run
 

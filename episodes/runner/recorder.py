@@ -121,6 +121,8 @@ class BatchedRecorder:
             self.blocks = Blocks.allocate(obs, rows)
             self.blocks.obs.put(0, obs)
             self._store_infos(reset_infos or {}, None, 0)
+        elif self._next.step_rows >= rows:
+            self.blocks = self._next
         else:
             self.blocks = self._next.resized(rows)
         self._next = None
@@ -297,9 +299,11 @@ class BatchedRecorder:
         age = start - episode_start
         keep = int(min(self.row, (start - np.minimum(self.lookback, age)).min()))
         # Copied now, before the chunks are handed out: setters on them never reach these rows.
-        # Only these rows: the next call's full blocks are allocated when it begins.
+        # Sized for a next call of the same length (the usual loop), so that call starts
+        # without another copy; a longer one grows them when it begins.
         carried = self.row - keep
-        self._next = blocks.successor(keep, self.row, carried)
+        capacity = carried + self.num_steps + self._slack(self.num_steps)
+        self._next = blocks.successor(keep, self.row, capacity)
         self.row = carried
         self.start, self.episode_start = start - keep, episode_start - keep
         self.episode_number = episode_number
