@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first: the CPU wheel on disk, so pip never pulls a multi-GB CUDA build.
 	$(PY) -m pip install $(PIP_QUIET) torch==2.13.0
-	$(PY) -m pip install $(PIP_QUIET) -e '.[dev,plot]'
+	$(PY) -m pip install $(PIP_QUIET) -e '.[dev,plot,minari,ray]'
 	touch $@
 
 ref-venv: .venv-ref/.installed
@@ -41,6 +41,7 @@ bench: $(VENV)/.installed .venv-ref/.installed
 	$(REF_PY) benchmarks/bench_collect.py
 	$(PY) benchmarks/bench_io.py --quick
 	$(REF_PY) benchmarks/bench_replay.py
+	$(PY) benchmarks/bench_distributed.py --quick
 
 clean:
 	rm -rf $(VENV) .venv-ref .pytest_cache .mypy_cache .ruff_cache .hypothesis build

@@ -142,7 +142,9 @@ class DatasetWriter:
             )
         manifest = self.path / MANIFEST_FILE
         if not manifest.exists():
-            extra = {p.name for p in self.path.iterdir()} - {SHARDS_DIR}
+            # A writer starting at the same moment may create the manifest (and shards/)
+            # between the check above and this listing: both are ours.
+            extra = {p.name for p in self.path.iterdir()} - {SHARDS_DIR, MANIFEST_FILE}
             if any(not name.startswith(TMP_PREFIX) for name in extra):
                 raise NotADatasetError(
                     f"{self.path} is not empty and not an episodes dataset (found "

@@ -162,10 +162,10 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
                 for leaf, final in zip(blocks.obs.leaves, rec.finals.leaves)
             ]
             observations = unflatten(blocks.obs.structure, leaves)
-            info_list = [infos.get((r, env)) or {} for r in range(start, stop)] + [final_info]
+            info_list = _infos_of(infos, env, start, stop) + [final_info]
         else:
             observations = blocks.obs.view(start, stop + 1, env)
-            info_list = [infos.get((r, env)) or {} for r in range(start, stop + 1)]
+            info_list = _infos_of(infos, env, start, stop + 1)
         assert blocks.actions is not None
 
         def column(data: Any, space: gym.Space[Any] | None = None) -> InfiniteLookbackBuffer:
@@ -360,3 +360,11 @@ def _own(item: Any) -> Any:
     from episodes.structs import map_leaves
 
     return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, item)
+
+
+def _infos_of(infos: dict[tuple[int, int], Any], env: int, start: int, stop: int) -> list[Any]:
+    """Sub-env ``env``'s infos of rows ``start:stop``, ``{}`` (each its own) where none."""
+    if not infos:
+        # Most envs report nothing: skip the per-row lookups.
+        return [{} for _ in range(start, stop)]
+    return [infos.get((r, env)) or {} for r in range(start, stop)]

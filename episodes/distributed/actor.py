@@ -1,0 +1,146 @@
+"""The runner actor: one process owning a vector env, a policy and an ``EnvRunner``.
+
+:class:`RunnerActor` is a plain class; :class:`~episodes.distributed.RunnerGroup` turns it
+into a Ray actor (``ray.remote(RunnerActor)``), so it can also be built and tested in-process.
+Everything it owns is built on the actor from the factories (see
+:func:`~episodes.distributed.context.build_runner`): envs are never shipped.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from episodes.runner import RandomPolicy
+    >>> actor = RunnerActor(
+    ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+    ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+    ...     RunnerContext.create(seed=0, index=0))
+    >>> out = actor.sample(4, request=0)
+    >>> out.num_envs, out.env_steps, out.metrics["num_env_steps"]
+    (2, 8, 8)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from episodes.distributed.context import (
+    EnvFactory,
+    PolicyFactory,
+    RunnerContext,
+    build_runner,
+)
+from episodes.distributed.sample import RunnerSample
+
+__all__ = ["RunnerActor", "WriterSpec"]
+
+
+@dataclass(frozen=True)
+class WriterSpec:
+    """Where runners write what they sample: one shared format v2 dataset.
+
+    Attributes:
+        path: The dataset directory (created by the first writer; the others append).
+        metadata: A :class:`episodes.io.DatasetMetadata`, stored when the dataset is created.
+        options: Further ``episodes.io.DatasetWriter`` arguments (``data_format``, ...).
+    """
+
+    path: str
+    metadata: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class RunnerActor:
+    """Samples with its own runner; optionally writes every sample to a shared dataset.
+
+    Args:
+        env_factory: ``env_factory(context) -> VectorEnv``, called here.
+        policy_factory: ``policy_factory(env, context) -> policy``, called here. To receive
+            broadcast weights the policy needs ``set_weights(weights)``.
+        context: This runner's slot, generation and seed.
+        runner_kwargs: Further ``EnvRunner`` arguments.
+        writer: Where to write the chunks of every sample (None: nowhere).
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        policy_factory: PolicyFactory,
+        context: RunnerContext,
+        runner_kwargs: dict[str, Any] | None = None,
+        writer: WriterSpec | None = None,
+    ):
+        self.context = context
+        self.runner = build_runner(env_factory, policy_factory, context, **(runner_kwargs or {}))
+        self.weights_version = -1
+        self._writer_spec = writer
+        self._writer: Any = None
+
+    def info(self) -> dict[str, Any]:
+        """The runner's sub-env count, spaces, process id, and whether its policy takes weights."""
+        import os
+
+        env = self.runner.env
+        return {
+            "num_envs": self.runner.num_envs,
+            "observation_space": env.single_observation_space,
+            "action_space": env.single_action_space,
+            "pid": os.getpid(),
+            "takes_weights": callable(getattr(self.runner.policy, "set_weights", None)),
+        }
+
+    def set_weights(self, weights: Any, version: int) -> int:
+        """Loads ``weights`` into the policy (``policy.set_weights``); returns ``version``.
+
+        Raises:
+            TypeError: The policy has no ``set_weights``.
+        """
+        setter = getattr(self.runner.policy, "set_weights", None)
+        if setter is None:
+            raise TypeError(
+                f"{type(self.runner.policy).__name__} has no set_weights(weights): the group "
+                "cannot load broadcast weights into it"
+            )
+        setter(weights)
+        self.weights_version = int(version)
+        return self.weights_version
+
+    def sample(self, num_steps: int, request: int) -> RunnerSample:
+        """Samples ``num_steps`` per sub-env, writes them if asked, returns them whole.
+
+        The chunks are written and flushed before they are returned: a runner that dies in
+        between has committed a sample the caller never saw (the dataset is then a superset).
+        """
+        episodes = self.runner.sample(num_steps)
+        if self._writer_spec is not None:
+            writer = self._open_writer()
+            writer.write_many(episodes)
+            writer.flush()
+        return RunnerSample(
+            runner_index=self.context.index,
+            generation=self.context.generation,
+            request=int(request),
+            weights_version=self.weights_version,
+            num_envs=self.runner.num_envs,
+            episodes=episodes,
+            metrics=self.runner.get_metrics(),
+        )
+
+    def apply(self, fn: Callable[..., Any]) -> Any:
+        """``fn(runner, context)`` on this actor (inspection, custom setup, benchmarks)."""
+        return fn(self.runner, self.context)
+
+    def close(self) -> None:
+        """Commits and closes the writer, closes the env."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self.runner.env.close()
+
+    def _open_writer(self) -> Any:
+        if self._writer is None:
+            from episodes.io import DatasetWriter
+
+            spec = self._writer_spec
+            assert spec is not None
+            self._writer = DatasetWriter(spec.path, metadata=spec.metadata, **spec.options)
+        return self._writer

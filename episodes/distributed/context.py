@@ -1,0 +1,119 @@
+"""Who a remote runner is, and how it is built: the same recipe on an actor and locally.
+
+A :class:`RunnerContext` names one runner of a group (its index, its restart generation and the
+seed that follows from both). :func:`build_runner` is the recipe every runner actor follows, so
+calling it in the driver's process gives the runner that the actor runs, step for step.
+
+Example:
+    >>> RunnerContext.create(seed=7, index=1).seed
+    8
+    >>> ctx = RunnerContext.create(seed=7, index=1, generation=1)
+    >>> ctx.seed != 8 and ctx == RunnerContext.create(seed=7, index=1, generation=1)
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from episodes.runner import EnvRunner
+
+__all__ = ["EnvFactory", "PolicyFactory", "RunnerContext", "build_runner", "runner_seed"]
+
+EnvFactory = Callable[["RunnerContext"], gym.vector.VectorEnv]
+PolicyFactory = Callable[[gym.vector.VectorEnv, "RunnerContext"], Any]
+
+
+def runner_seed(seed: int | None, index: int, generation: int = 0) -> int | None:
+    """The env seed of runner ``index`` after ``generation`` restarts.
+
+    Generation 0 uses ``seed + index`` (what a user running the runners by hand would pick); a
+    restarted runner gets a seed mixed from all three numbers, so it never replays the
+    episodes its predecessor already delivered.
+
+    Example:
+        >>> runner_seed(0, 0), runner_seed(0, 1), runner_seed(None, 3)
+        (0, 1, None)
+    """
+    if seed is None:
+        return None
+    if generation == 0:
+        return int(seed) + int(index)
+    words = np.random.SeedSequence([int(seed), int(index), int(generation)]).generate_state(1)
+    return int(words[0])
+
+
+@dataclass(frozen=True)
+class RunnerContext:
+    """What an env or policy factory learns about the runner it builds for.
+
+    Attributes:
+        index: The runner's slot in its group (0-based).
+        generation: How many times this slot was restarted (0: the first actor).
+        seed: The seed of the runner's first ``env.reset`` (see :func:`runner_seed`).
+        num_runners: The size of the group.
+        config: Free-form settings passed to the group, forwarded unchanged.
+    """
+
+    index: int = 0
+    generation: int = 0
+    seed: int | None = None
+    num_runners: int = 1
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        seed: int | None,
+        index: int,
+        generation: int = 0,
+        num_runners: int = 1,
+        config: dict[str, Any] | None = None,
+    ) -> RunnerContext:
+        """The context of runner ``index`` in a group seeded with ``seed``."""
+        return cls(
+            index=int(index),
+            generation=int(generation),
+            seed=runner_seed(seed, index, generation),
+            num_runners=int(num_runners),
+            config=dict(config or {}),
+        )
+
+
+def build_runner(
+    env_factory: EnvFactory,
+    policy_factory: PolicyFactory,
+    context: RunnerContext,
+    **runner_kwargs: Any,
+) -> EnvRunner:
+    """Builds the env, the policy and the :class:`~episodes.runner.EnvRunner` of one runner.
+
+    Every runner actor of a :class:`~episodes.distributed.RunnerGroup` calls exactly this, so
+    calling it locally reproduces what a remote runner records.
+
+    Args:
+        env_factory: ``env_factory(context) -> VectorEnv``.
+        policy_factory: ``policy_factory(env, context) -> policy`` (what ``EnvRunner`` takes).
+        context: The runner's context; its ``seed`` seeds the first reset.
+        **runner_kwargs: Further ``EnvRunner`` arguments (``len_lookback_buffer``, ...).
+
+    Example:
+        >>> from episodes.runner import RandomPolicy
+        >>> runner = build_runner(
+        ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+        ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+        ...     RunnerContext.create(seed=0, index=0))
+        >>> sum(len(c) for c in runner.sample(5))
+        10
+    """
+    if "seed" in runner_kwargs:
+        raise ValueError("the runner's seed comes from its context: pass seed= to the group")
+    env = env_factory(context)
+    policy = policy_factory(env, context)
+    return EnvRunner(env, policy, seed=context.seed, **runner_kwargs)

@@ -1,0 +1,272 @@
+"""Datasets written by :mod:`episodes.io` as Ray Data pipelines, and back.
+
+Reading: an :class:`EpisodeDatasource` makes one read task per shard of a format v2 dataset
+(per range of chunks of a v1 dataset), each opening the dataset with ``episodes.io`` in its own
+worker and yielding one block: a table of steps (see :func:`~episodes.distributed.rows.
+step_columns`) or of episode rows (see :func:`~episodes.distributed.rows.episode_row`).
+
+Writing: an :class:`EpisodeDatasink` creates the dataset once on the driver; then every write
+task appends its blocks' episodes with its own ``episodes.io.DatasetWriter`` (the format's
+concurrent writers), committing them when the task ends.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from episodes.distributed.require import require_ray
+from episodes.distributed.rows import (
+    episode_from_row,
+    episode_row,
+    nstep_columns,
+    step_columns,
+)
+
+ray = require_ray()
+from ray.data import Datasink, Datasource, ReadTask  # noqa: E402
+from ray.data.block import BlockAccessor, BlockMetadata  # noqa: E402
+
+__all__ = [
+    "EpisodeDatasink",
+    "EpisodeDatasource",
+    "read_episodes",
+    "read_steps",
+    "read_transitions",
+    "write_episodes",
+]
+
+KINDS = ("steps", "transitions", "episodes")
+
+
+def _ranges(path: str, parallelism: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` chunk ranges: one per v2 shard, or ``parallelism`` even v1 ranges."""
+    from episodes import io
+
+    info = io.dataset_info(path)
+    if info.version >= 2:
+        bounds, start = [], 0
+        for shard in io.Dataset(path).shards:
+            bounds.append((start, start + len(shard.episodes)))
+            start += len(shard.episodes)
+        return [b for b in bounds if b[1] > b[0]]
+    count = info.num_chunks
+    parts = max(1, min(int(parallelism), count))
+    edges = np.linspace(0, count, parts + 1).round().astype(int).tolist()
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _read_block(
+    path: str, start: int, stop: int, kind: str, n_step: int = 1, gamma: float = 0.99
+) -> Iterator[Any]:
+    from episodes import io
+
+    episodes = list(io.read_episodes(path, start=start, stop=stop, numpy=True))
+    if kind == "episodes":
+        rows = [episode_row(ep) for ep in episodes]
+        batch = {key: _column([row[key] for row in rows]) for key in rows[0]}
+        yield BlockAccessor.batch_to_block(batch)
+        return
+    if kind == "transitions":
+        parts = [nstep_columns(ep, n_step, gamma) for ep in episodes if len(ep)]
+    else:
+        parts = [step_columns(ep) for ep in episodes if len(ep)]
+    if not parts:
+        return
+    names = list(parts[0])
+    for part in parts[1:]:
+        if list(part) != names:
+            raise ValueError(
+                f"chunks {start}-{stop} of {path} do not share step columns: "
+                f"{names} vs {list(part)} (read episodes instead)"
+            )
+    # Episode ids as a dictionary column: one string per chunk, not one per step.
+    index: dict[str, int] = {}
+    chunk_codes = [index.setdefault(str(part["episode_id"][0]), len(index)) for part in parts]
+    lengths = [len(part["t"]) for part in parts]
+    codes = np.repeat(np.asarray(chunk_codes, dtype=np.int32), lengths)
+    ids = list(index)
+    batch = {
+        name: np.concatenate([part[name] for part in parts])
+        for name in names
+        if name != "episode_id"
+    }
+    table = BlockAccessor.batch_to_block(batch)
+    id_column = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(ids, pa.string()))
+    yield table.add_column(0, "episode_id", id_column)
+
+
+def _column(values: list[Any]) -> np.ndarray:
+    if all(isinstance(v, (int, float, bool, str)) for v in values):
+        return np.asarray(values)
+    out = np.empty(len(values), dtype=object)  # episodes stay Python objects
+    out[:] = values
+    return out
+
+
+class EpisodeDatasource(Datasource):
+    """A dataset of :mod:`episodes.io` as a Ray Data source of steps or of episode rows.
+
+    Args:
+        path: The dataset directory (format v1 or v2).
+        kind: ``"steps"`` (one row per step), ``"transitions"`` (one ``n_step`` transition per
+            step, see :func:`~episodes.distributed.rows.nstep_columns`) or ``"episodes"`` (one
+            row per chunk).
+        n_step: Steps per transition (``"transitions"`` only).
+        gamma: Discount of the n-step rewards (``"transitions"`` only).
+
+    Raises:
+        ValueError: An unknown ``kind``, or ``n_step < 1``.
+        episodes.io.DatasetError: The path is not a readable dataset.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        kind: str = "steps",
+        *,
+        n_step: int = 1,
+        gamma: float = 0.99,
+    ):
+        super().__init__()
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if isinstance(n_step, bool) or int(n_step) < 1:
+            raise ValueError(f"n_step must be an int >= 1, got {n_step!r}")
+        from episodes import io
+
+        self.n_step = int(n_step)
+        self.gamma = float(gamma)
+        self.path = os.fspath(Path(path).resolve())
+        self.kind = kind
+        self.info = io.dataset_info(self.path)
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        """The bytes of the dataset's committed files."""
+        return int(self.info.nbytes)
+
+    def get_read_tasks(
+        self,
+        parallelism: int,
+        per_task_row_limit: int | None = None,
+        data_context: Any = None,
+    ) -> list[ReadTask]:
+        """One task per shard (v2) or per range of chunks (v1); see the module docstring."""
+        ranges = _ranges(self.path, parallelism)
+        total = max(1, self.info.num_chunks)
+        tasks = []
+        for start, stop in ranges:
+            share = (stop - start) / total
+            rows = (stop - start) if self.kind == "episodes" else None
+            metadata = BlockMetadata(
+                num_rows=rows,
+                size_bytes=int(self.info.nbytes * share),
+                input_files=None,
+                exec_stats=None,
+            )
+            read = functools.partial(
+                _read_block, self.path, start, stop, self.kind, self.n_step, self.gamma
+            )
+            tasks.append(ReadTask(read, metadata, per_task_row_limit=per_task_row_limit))
+        return tasks
+
+
+def read_steps(path: str | os.PathLike[str], **read_args: Any) -> Any:
+    """A ``ray.data.Dataset`` of the dataset's steps (one read task per shard).
+
+    Args:
+        path: The dataset directory.
+        **read_args: Further ``ray.data.read_datasource`` arguments.
+    """
+    return ray.data.read_datasource(EpisodeDatasource(path, "steps"), **read_args)
+
+
+def read_transitions(
+    path: str | os.PathLike[str], *, n_step: int = 1, gamma: float = 0.99, **read_args: Any
+) -> Any:
+    """A ``ray.data.Dataset`` of ``n_step`` transitions, one per step (one task per shard).
+
+    Columns: those of :func:`read_steps`, with ``reward`` the discounted n-step sum,
+    ``next_obs`` the observation ``n_steps`` later, plus ``discount`` (``gamma**n_steps``) and
+    ``n_steps`` (shorter at the end of a chunk; see
+    :func:`~episodes.distributed.rows.nstep_columns`).
+    """
+    source = EpisodeDatasource(path, "transitions", n_step=n_step, gamma=gamma)
+    return ray.data.read_datasource(source, **read_args)
+
+
+def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
+    """A ``ray.data.Dataset`` with one row per stored chunk (the ``episode`` column holds it).
+
+    Args:
+        path: The dataset directory.
+        **read_args: Further ``ray.data.read_datasource`` arguments.
+    """
+    return ray.data.read_datasource(EpisodeDatasource(path, "episodes"), **read_args)
+
+
+class EpisodeDatasink(Datasink[int]):
+    """Writes a Ray dataset of episode rows into one format v2 dataset.
+
+    Args:
+        path: The dataset directory (created if needed, else appended to).
+        metadata: An ``episodes.io.DatasetMetadata`` used when the dataset is created.
+        **writer_options: Further ``episodes.io.DatasetWriter`` arguments.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], metadata: Any = None, **writer_options: Any):
+        self.path = os.fspath(Path(path).resolve())
+        self.metadata = metadata
+        self.writer_options = writer_options
+        self.num_written = 0
+
+    def on_write_start(self, schema: Any = None) -> None:
+        """Creates the dataset once, so the write tasks only append."""
+        from episodes.io import DatasetWriter
+
+        DatasetWriter(self.path, metadata=self.metadata, **self.writer_options).close()
+
+    def write(self, blocks: Iterable[Any], ctx: Any) -> int:
+        """Appends the episodes of this task's blocks; returns how many."""
+        from episodes.io import DatasetWriter
+
+        count = 0
+        with DatasetWriter(self.path, **self.writer_options) as writer:
+            for block in blocks:
+                rows: Iterable[Any] = BlockAccessor.for_block(block).iter_rows(
+                    public_row_format=True
+                )
+                for row in rows:
+                    writer.write(episode_from_row(row))
+                    count += 1
+        return count
+
+    def on_write_complete(self, write_result: Any) -> None:
+        """Keeps the total count (``num_written``)."""
+        self.num_written = int(sum(write_result.write_returns))
+
+
+def write_episodes(
+    dataset: Any, path: str | os.PathLike[str], *, metadata: Any = None, **writer_options: Any
+) -> int:
+    """Writes a Ray dataset of episode rows (an ``episode`` column) as one format v2 dataset.
+
+    Args:
+        dataset: A ``ray.data.Dataset`` whose rows carry ``SingleAgentEpisode`` objects in an
+            ``episode`` column (what :func:`read_episodes` gives, or ``episode_row`` makes).
+        path: The target directory.
+        metadata: The new dataset's ``episodes.io.DatasetMetadata``.
+        **writer_options: Further ``episodes.io.DatasetWriter`` arguments.
+
+    Returns:
+        The number of episodes (chunks) written.
+    """
+    sink = EpisodeDatasink(path, metadata, **writer_options)
+    dataset.write_datasink(sink)
+    return sink.num_written

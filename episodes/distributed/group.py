@@ -1,0 +1,381 @@
+"""RunnerGroup: env runners as Ray actors, sampled in parallel, replaced when they die.
+
+Each runner is a :class:`~episodes.distributed.actor.RunnerActor` (one process, one vector
+env, one policy, one :class:`~episodes.runner.EnvRunner`). The driver keeps one *slot* per
+runner: the actor handle, its restart generation and at most one request in flight.
+
+Data path: a runner's sample is its actor's return value, so it lands in Ray's object store
+and reaches the caller through ``ray.get``; the numpy blocks inside travel as out-of-band
+buffers (memory-mapped on the caller's node, not unpickled element by element).
+
+Failure path: when a request fails (the actor was killed, its process crashed, the env or
+the policy raised), the request is recorded as a :class:`~episodes.distributed.LostSample`
+(counted in the metrics; none of its chunks is returned, so nothing is half-recorded), the
+actor is killed and a fresh one (fresh env, next generation's seed, the current weights) takes
+its slot. What was returned before stays valid: returned objects belong to the caller.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from episodes.distributed.actor import RunnerActor, WriterSpec
+from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext
+from episodes.distributed.metrics import GroupMetrics
+from episodes.distributed.require import require_ray
+from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
+
+__all__ = ["RunnerGroup"]
+
+
+@dataclass
+class _Slot:
+    index: int
+    generation: int
+    handle: Any
+    num_envs: int
+    request: int = -1
+    ref: Any = None
+    num_steps: int = 0
+    weights_ack: Any = None
+    failures: int = 0
+
+
+class RunnerGroup:
+    """A group of remote env runners: parallel, asynchronous and fault-tolerant sampling.
+
+    Runner ``i`` is built on its actor exactly as :func:`~episodes.distributed.build_runner`
+    builds it locally from ``RunnerContext.create(seed=seed, index=i, ...)``, so with the same
+    seeds it records the same transitions as that local runner.
+
+    Args:
+        env_factory: ``env_factory(context) -> VectorEnv``, called on each actor (must pickle:
+            a module-level function or a ``functools.partial`` of one).
+        policy_factory: ``policy_factory(env, context) -> policy``, called on each actor; the
+            policy needs ``set_weights(weights)`` if weights are broadcast.
+        num_runners: How many runner actors.
+        seed: Base seed (runner ``i`` resets with ``seed + i``; None: unseeded).
+        runner_kwargs: Further ``EnvRunner`` arguments.
+        config: Free-form settings handed to the factories in ``context.config``.
+        write_to: A format v2 dataset every runner writes its samples into (None: none).
+        write_metadata: The dataset's ``episodes.io.DatasetMetadata`` when it is created.
+        write_options: Further ``episodes.io.DatasetWriter`` arguments.
+        num_cpus_per_runner: Ray CPUs each actor reserves.
+        actor_options: Further ``ray.remote`` options of the actors.
+        max_consecutive_failures: A slot that fails this many times in a row raises instead
+            of restarting again (a factory or policy bug, not bad luck).
+        start_timeout_s: The longest wait for the first actors to start (they wait for free
+            CPUs: a cluster without ``num_runners * num_cpus_per_runner`` of them would hang).
+
+    Raises:
+        ImportError: Ray is not installed.
+        RuntimeError: An actor failed to start (the factories raised).
+
+    Example:
+        >>> import gymnasium as gym, ray
+        >>> from episodes.runner import RandomPolicy
+        >>> ray.init(num_cpus=2, include_dashboard=False)  # doctest: +SKIP
+        >>> group = RunnerGroup(
+        ...     lambda ctx: gym.make_vec("CartPole-v1", 4, vectorization_mode="sync"),
+        ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+        ...     num_runners=2, seed=0)  # doctest: +SKIP
+        >>> group.sample(16).env_steps  # doctest: +SKIP
+        128
+    """
+
+    def __init__(
+        self,
+        env_factory: EnvFactory,
+        policy_factory: PolicyFactory,
+        *,
+        num_runners: int = 2,
+        seed: int | None = None,
+        runner_kwargs: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+        write_to: str | os.PathLike[str] | None = None,
+        write_metadata: Any = None,
+        write_options: dict[str, Any] | None = None,
+        num_cpus_per_runner: float = 1.0,
+        actor_options: dict[str, Any] | None = None,
+        max_consecutive_failures: int = 3,
+        start_timeout_s: float | None = 300.0,
+    ):
+        if isinstance(num_runners, bool) or int(num_runners) < 1:
+            raise ValueError(f"num_runners must be an int >= 1, got {num_runners!r}")
+        if int(max_consecutive_failures) < 1:
+            raise ValueError("max_consecutive_failures must be >= 1")
+        self._ray = require_ray()
+        self.num_runners = int(num_runners)
+        self.seed = seed
+        self._env_factory = env_factory
+        self._policy_factory = policy_factory
+        self._runner_kwargs = dict(runner_kwargs or {})
+        self._config = dict(config or {})
+        self._writer = (
+            None
+            if write_to is None
+            else WriterSpec(os.fspath(write_to), write_metadata, dict(write_options or {}))
+        )
+        if self._writer is not None:
+            _create_dataset(self._writer)
+        options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0, **(actor_options or {})}
+        self._actor_cls = self._ray.remote(RunnerActor).options(**options)
+        self._max_failures = int(max_consecutive_failures)
+        self.metrics = GroupMetrics()
+        self.weights_version = -1
+        self._weights_ref: Any = None
+        self._next_request = 0
+        handles = [self._spawn(i, 0) for i in range(self.num_runners)]
+        try:
+            infos = self._ray.get([h.info.remote() for h in handles], timeout=start_timeout_s)
+        except self._ray.exceptions.GetTimeoutError as err:
+            for handle in handles:
+                self._ray.kill(handle)
+            raise RuntimeError(
+                f"the runner actors did not start within {start_timeout_s} s: does the cluster "
+                f"have {self.num_runners} x {num_cpus_per_runner} free CPUs?"
+            ) from err
+        except self._ray.exceptions.RayError as err:
+            for handle in handles:
+                self._ray.kill(handle)
+            raise RuntimeError(f"a runner actor failed to start: {err}") from err
+        self._slots = [
+            _Slot(i, 0, handle, int(info["num_envs"]))
+            for i, (handle, info) in enumerate(zip(handles, infos))
+        ]
+        self._takes_weights = all(info["takes_weights"] for info in infos)
+        self.observation_space = infos[0]["observation_space"]
+        self.action_space = infos[0]["action_space"]
+
+    # --------------------------------------------------------------------------- properties
+    @property
+    def actors(self) -> list[Any]:
+        """The current actor handles, slot by slot (a replaced actor's handle changes)."""
+        return [slot.handle for slot in self._slots]
+
+    @property
+    def generations(self) -> list[int]:
+        """How many times each slot was restarted."""
+        return [slot.generation for slot in self._slots]
+
+    @property
+    def num_envs(self) -> list[int]:
+        """Sub-envs per runner."""
+        return [slot.num_envs for slot in self._slots]
+
+    @property
+    def num_in_flight(self) -> int:
+        """Asynchronous requests not yet collected."""
+        return sum(slot.ref is not None for slot in self._slots)
+
+    # ------------------------------------------------------------------------------ weights
+    def set_weights(self, weights: Any) -> int:
+        """Broadcasts ``weights``: one ``ray.put``, its reference passed to every actor.
+
+        Each actor applies them (``policy.set_weights``) before its next sample; a request
+        already in flight keeps the weights it started with (its sample says which version).
+
+        Returns:
+            The new weights version (0, 1, 2, ...).
+
+        Raises:
+            TypeError: The runners' policies have no ``set_weights`` (nothing is sent).
+        """
+        if not self._takes_weights:
+            raise TypeError(
+                "the runners' policies have no set_weights(weights): give the policy built by "
+                "policy_factory one to receive broadcast weights"
+            )
+        self._weights_ref = self._ray.put(weights)
+        self.weights_version += 1
+        for slot in self._slots:
+            self._push_weights(slot)
+        return self.weights_version
+
+    def _push_weights(self, slot: _Slot) -> None:
+        if self._weights_ref is not None:
+            slot.weights_ack = slot.handle.set_weights.remote(
+                self._weights_ref, self.weights_version
+            )
+
+    # ----------------------------------------------------------------------------- sampling
+    def sample(self, num_steps: int, *, weights: Any = None) -> GroupSample:
+        """Every runner samples ``num_steps`` per sub-env in parallel; waits for all of them.
+
+        Args:
+            num_steps: Transitions per sub-env (>= 1).
+            weights: Broadcast these first (see :meth:`set_weights`); None: keep the current.
+
+        Returns:
+            The runners that answered, side by side; the requests lost to dead runners are in
+            ``.lost`` (their slots already hold fresh actors).
+
+        Raises:
+            RuntimeError: Asynchronous requests are still in flight, or a slot kept failing.
+        """
+        _check_steps(num_steps)
+        if self.num_in_flight:
+            raise RuntimeError(
+                f"{self.num_in_flight} asynchronous requests are in flight: collect them with "
+                "sample_async(..., launch=False) first"
+            )
+        if weights is not None:
+            self.set_weights(weights)
+        for slot in self._slots:
+            self._launch(slot, int(num_steps))
+        return self._collect(list(self._slots))
+
+    def sample_async(
+        self,
+        num_steps: int,
+        *,
+        weights: Any = None,
+        timeout_s: float | None = None,
+        launch: bool = True,
+    ) -> GroupSample:
+        """Starts a request on every idle runner; returns whatever requests have finished.
+
+        Waits (up to ``timeout_s``; None: as long as it takes) for at least one request, then
+        takes every request that is done by then. Runners whose request is still running keep
+        it; the next call collects it.
+
+        Args:
+            num_steps: Transitions per sub-env of the requests started now.
+            weights: Broadcast these first; requests in flight keep their weights.
+            timeout_s: The longest wait for a first finished request (0: just poll).
+            launch: False: start nothing, only collect (to drain before :meth:`sample`).
+
+        Returns:
+            The finished requests (possibly none), lost ones in ``.lost``.
+        """
+        _check_steps(num_steps)
+        if weights is not None:
+            self.set_weights(weights)
+        if launch:
+            for slot in self._slots:
+                if slot.ref is None:
+                    self._launch(slot, int(num_steps))
+        busy = [slot for slot in self._slots if slot.ref is not None]
+        if not busy:
+            return GroupSample([])
+        refs = [slot.ref for slot in busy]
+        ready, _ = self._ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if ready:
+            ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
+        done = set(ready)
+        return self._collect([slot for slot in busy if slot.ref in done])
+
+    def _launch(self, slot: _Slot, num_steps: int) -> None:
+        slot.request = self._next_request
+        self._next_request += 1
+        slot.num_steps = num_steps
+        slot.ref = slot.handle.sample.remote(num_steps, slot.request)
+
+    def _collect(self, slots: Sequence[_Slot]) -> GroupSample:
+        samples: list[RunnerSample] = []
+        lost: list[LostSample] = []
+        for slot in slots:
+            outcome = self._take(slot)
+            (samples if isinstance(outcome, RunnerSample) else lost).append(outcome)  # type: ignore[arg-type]
+        return GroupSample(samples, lost)
+
+    def _take(self, slot: _Slot) -> RunnerSample | LostSample:
+        ref, slot.ref = slot.ref, None
+        try:
+            if slot.weights_ack is not None:
+                self._ray.get(slot.weights_ack)
+                slot.weights_ack = None
+            sample: RunnerSample = self._ray.get(ref)
+        except self._ray.exceptions.RayError as err:
+            return self._lose(slot, err)
+        slot.failures = 0
+        self.metrics.add_sample(sample)
+        return sample
+
+    def _lose(self, slot: _Slot, err: Exception) -> LostSample:
+        text = f"runner {slot.index} generation {slot.generation}: {type(err).__name__}: {err}"
+        lost = LostSample(
+            slot.index, slot.generation, slot.request, slot.num_steps * slot.num_envs, text
+        )
+        self.metrics.add_lost(num_env_steps=lost.num_env_steps, error=text)
+        slot.failures += 1
+        if slot.failures >= self._max_failures:
+            raise RuntimeError(
+                f"runner {slot.index} failed {slot.failures} times in a row; last: {text}"
+            ) from err
+        self._restart(slot)
+        return lost
+
+    # ----------------------------------------------------------------------------- actors
+    def _spawn(self, index: int, generation: int) -> Any:
+        context = RunnerContext.create(
+            seed=self.seed,
+            index=index,
+            generation=generation,
+            num_runners=self.num_runners,
+            config=self._config,
+        )
+        return self._actor_cls.remote(
+            self._env_factory, self._policy_factory, context, self._runner_kwargs, self._writer
+        )
+
+    def _restart(self, slot: _Slot) -> None:
+        self._ray.kill(slot.handle, no_restart=True)
+        slot.generation += 1
+        slot.handle = self._spawn(slot.index, slot.generation)
+        slot.weights_ack = None
+        self._push_weights(slot)
+        self.metrics.num_restarts += 1
+
+    def restart_runner(self, index: int) -> None:
+        """Replaces runner ``index`` by a fresh actor now (a request in flight is lost)."""
+        slot = self._slots[index]
+        if slot.ref is not None:
+            slot.ref = None
+            self.metrics.add_lost(
+                num_env_steps=slot.num_steps * slot.num_envs, error=f"runner {index} restarted"
+            )
+        self._restart(slot)
+
+    def foreach_runner(self, fn: Callable[[Any, RunnerContext], Any]) -> list[Any]:
+        """``fn(runner, context)`` on every actor, in slot order (waits for all)."""
+        return list(self._ray.get([slot.handle.apply.remote(fn) for slot in self._slots]))
+
+    def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:
+        """The group's counters and the runners' merged metrics (see :class:`GroupMetrics`)."""
+        return self.metrics.reduce(reset=reset)
+
+    def stop(self) -> None:
+        """Closes every runner (committing what they wrote) and ends the actors."""
+        closing = [slot.handle.close.remote() for slot in self._slots]
+        try:
+            self._ray.get(closing, timeout=60)
+        except self._ray.exceptions.RayError:
+            pass  # a dead runner has nothing left to close
+        for slot in self._slots:
+            self._ray.kill(slot.handle, no_restart=True)
+            slot.ref = None
+
+    def __enter__(self) -> RunnerGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _create_dataset(spec: WriterSpec) -> None:
+    """Creates the shared dataset once, here, so the runners' writers only ever append.
+
+    Writers that create one dataset at the same moment can trip over each other's files.
+    """
+    from episodes.io import DatasetWriter
+
+    DatasetWriter(spec.path, metadata=spec.metadata, **spec.options).close()
+
+
+def _check_steps(num_steps: int) -> None:
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+        raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")

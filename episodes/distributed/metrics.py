@@ -1,0 +1,82 @@
+"""Counters of a runner group: what arrived, what was lost, how often a runner was replaced.
+
+Example:
+    >>> m = GroupMetrics()
+    >>> m.add_lost(num_env_steps=64, error="ActorDiedError"); m.num_restarts += 1
+    >>> out = m.reduce()
+    >>> out["num_lost_samples"], out["num_lost_env_steps"], out["num_restarts"]
+    (1, 64, 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from episodes.distributed.sample import RunnerSample, merge_runner_metrics
+
+__all__ = ["GroupMetrics"]
+
+MAX_ERRORS = 10
+
+
+@dataclass
+class GroupMetrics:
+    """What a :class:`~episodes.distributed.RunnerGroup` counted since the last reduce.
+
+    Attributes:
+        num_samples: Runner samples that arrived.
+        num_env_steps: Transitions in their chunks (the runners' own ``num_env_steps`` may
+            differ by the transitions they carry over to their next sample).
+        num_lost_samples: Requests whose runner died before answering (dropped whole).
+        num_lost_env_steps: Transitions those requests asked for.
+        num_restarts: Runner actors replaced by fresh ones.
+        errors: The latest failures, as text (at most 10).
+        runner_metrics: The arrived samples' runner metrics, in arrival order.
+    """
+
+    num_samples: int = 0
+    num_env_steps: int = 0
+    num_lost_samples: int = 0
+    num_lost_env_steps: int = 0
+    num_restarts: int = 0
+    errors: list[str] = field(default_factory=list)
+    runner_metrics: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_sample(self, sample: RunnerSample) -> None:
+        """Counts one arrived sample."""
+        self.num_samples += 1
+        self.num_env_steps += sample.env_steps
+        self.runner_metrics.append(sample.metrics)
+
+    def add_lost(self, *, num_env_steps: int, error: str) -> None:
+        """Counts one lost request."""
+        self.num_lost_samples += 1
+        self.num_lost_env_steps += int(num_env_steps)
+        self.errors = [*self.errors, error][-MAX_ERRORS:]
+
+    def reduce(self, *, reset: bool = True) -> dict[str, Any]:
+        """A plain dict: the counters plus the runners' merged metrics; clears unless asked not.
+
+        Keys: those of :func:`~episodes.distributed.sample.merge_runner_metrics` (returns,
+        lengths, means, ``num_vector_steps``, ``sample_time_s``: runner time summed) but
+        ``env_steps_per_s`` replaced by ``env_steps_per_runner_s`` (per runner, on average),
+        and ``num_samples``, ``num_env_steps``, ``num_lost_samples``, ``num_lost_env_steps``,
+        ``num_restarts``, ``errors``.
+        """
+        out = merge_runner_metrics(self.runner_metrics)
+        del out["env_steps_per_s"]  # a sum of rates is meaningless across rounds
+        seconds = out["sample_time_s"]
+        out["env_steps_per_runner_s"] = out["num_env_steps"] / seconds if seconds else 0.0
+        out.update(
+            num_samples=self.num_samples,
+            num_env_steps=self.num_env_steps,
+            num_lost_samples=self.num_lost_samples,
+            num_lost_env_steps=self.num_lost_env_steps,
+            num_restarts=self.num_restarts,
+            errors=list(self.errors),
+        )
+        if reset:
+            fresh = GroupMetrics()
+            self.__dict__.update(fresh.__dict__)
+        return out

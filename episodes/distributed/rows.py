@@ -1,0 +1,183 @@
+"""Episodes as table rows: one row per step, or one row per episode (chunk).
+
+Step rows are what a learner or a preprocessing job reads: per step ``episode_id``, ``t`` (the
+episode's time index of the step), ``obs`` (o_t), ``action``, ``reward``, ``next_obs``
+(o_{t+1}), ``terminated``/``truncated`` (true only on the step that ended the episode that way)
+and one ``extra.<key>`` column per extra-model-output. Nested observations or actions become
+one column per leaf, ``obs.0``, ``obs.1``, ... in ``episodes.structs.flatten`` order.
+
+Episode rows carry the episode object itself (``episode``) next to a few summary columns, so
+nothing (lookback, infos, spaces, custom data) is lost on the way.
+
+Example:
+    >>> from episodes import SingleAgentEpisode
+    >>> ep = SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[1, 0],
+    ...                         rewards=[1.0, 0.5], terminated=True, len_lookback_buffer=0)
+    >>> cols = step_columns(ep.to_numpy())
+    >>> cols["t"].tolist(), cols["next_obs"].tolist(), cols["terminated"].tolist()
+    ([0, 1], [1.0, 2.0], [False, True])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+from episodes.structs import flatten, is_nested, unflatten
+
+__all__ = [
+    "EPISODE_COLUMNS",
+    "episode_from_row",
+    "episode_row",
+    "nstep_columns",
+    "step_columns",
+]
+
+#: The columns of an episode row.
+EPISODE_COLUMNS = ("id", "t_started", "length", "return", "terminated", "truncated", "episode")
+
+
+def _leaf_columns(name: str, batch: Any, out: dict[str, Any]) -> None:
+    if is_nested(batch):
+        leaves, _ = flatten(batch)
+        for i, leaf in enumerate(leaves):
+            out[f"{name}.{i}"] = np.asarray(leaf)
+    else:
+        out[name] = np.asarray(batch)
+
+
+def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
+    """The steps of a chunk as equal-length columns (lookback not included).
+
+    Args:
+        episode: A numpy'd chunk (list-mode chunks: call ``to_numpy()`` first).
+
+    Returns:
+        A dict of numpy arrays, one entry per step each (see the module docstring).
+
+    Raises:
+        ValueError: The chunk is in list mode.
+    """
+    if not episode.is_numpy:
+        raise ValueError("step_columns needs a numpy'd episode: call to_numpy() first")
+    n = len(episode)
+    out: dict[str, Any] = {
+        "episode_id": np.full(n, str(episode.id_), dtype=object),
+        "t": np.arange(episode.t_started, episode.t_started + n, dtype=np.int64),
+    }
+    observations = episode.get_observations(slice(0, n + 1))
+    _leaf_columns("obs", _rows(observations, 0, n), out)
+    _leaf_columns("next_obs", _rows(observations, 1, n + 1), out)
+    _leaf_columns("action", episode.get_actions(slice(0, n)), out)
+    out["reward"] = np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float64)
+    last = np.zeros(n, dtype=bool)
+    if n:
+        last[-1] = True
+    out["terminated"] = last & episode.is_terminated
+    out["truncated"] = last & episode.is_truncated
+    for key in episode.extra_model_outputs:
+        _leaf_columns(f"extra.{key}", episode.get_extra_model_outputs(key, slice(0, n)), out)
+    return out
+
+
+def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dict[str, Any]:
+    """The chunk's steps as ``n_step``-step transitions, one per step.
+
+    Step ``k`` sums ``m = min(n_step, len - k)`` rewards: ``reward`` is
+    ``sum_{j<m} gamma**j * r_{k+j}``, ``next_obs`` is ``o_{k+m}``, ``discount`` is ``gamma**m``
+    and ``n_steps`` is ``m``; ``terminated``/``truncated`` say whether ``o_{k+m}`` ends the
+    episode that way. So ``reward + discount * (1 - terminated) * V(next_obs)`` is a valid
+    target for every step; near the end of a chunk that continues elsewhere the horizon is just
+    shorter. The other columns are those of :func:`step_columns`.
+
+    Raises:
+        ValueError: ``n_step < 1``, or the chunk is in list mode.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 0, 0],
+        ...                         rewards=[1.0, 1.0, 1.0], terminated=True,
+        ...                         len_lookback_buffer=0).to_numpy()
+        >>> cols = nstep_columns(ep, 2, 0.5)
+        >>> cols["reward"].tolist(), cols["next_obs"].tolist(), cols["terminated"].tolist()
+        ([1.5, 1.5, 1.0], [2.0, 3.0, 3.0], [False, True, True])
+    """
+    if isinstance(n_step, bool) or int(n_step) < 1:
+        raise ValueError(f"n_step must be an int >= 1, got {n_step!r}")
+    out = step_columns(episode)
+    n = len(episode)
+    rewards = out["reward"]
+    k = np.arange(n)
+    m = np.minimum(int(n_step), n - k)
+    total = np.zeros(n, dtype=np.float64)
+    for j in range(int(n_step)):
+        live = k + j < n
+        total[live] += gamma**j * rewards[k[live] + j]
+    out["reward"] = total
+    out["discount"] = np.power(float(gamma), m)
+    out["n_steps"] = m.astype(np.int64)
+    ends = k + m == n
+    out["terminated"] = ends & episode.is_terminated
+    out["truncated"] = ends & episode.is_truncated
+    observations = episode.get_observations(slice(0, n + 1))
+    for key in [key for key in out if key == "next_obs" or key.startswith("next_obs.")]:
+        del out[key]
+    _leaf_columns("next_obs", _take(observations, k + m), out)
+    return out
+
+
+def _take(batch: Any, rows: np.ndarray) -> Any:
+    if is_nested(batch):
+        leaves, structure = flatten(batch)
+        return unflatten(structure, [np.asarray(leaf)[rows] for leaf in leaves])
+    return np.asarray(batch)[rows]
+
+
+def _rows(batch: Any, start: int, stop: int) -> Any:
+    if is_nested(batch):
+        leaves, structure = flatten(batch)
+        return unflatten(structure, [leaf[start:stop] for leaf in leaves])
+    return batch[start:stop]
+
+
+def episode_row(episode: SingleAgentEpisode) -> dict[str, Any]:
+    """One row describing ``episode`` and carrying it whole.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> row = episode_row(SingleAgentEpisode("a", observations=[0, 1], actions=[0],
+        ...                                      rewards=[2.0], len_lookback_buffer=0))
+        >>> row["id"], row["length"], row["return"]
+        ('a', 1, 2.0)
+    """
+    return {
+        "id": str(episode.id_),
+        "t_started": int(episode.t_started),
+        "length": len(episode),
+        "return": float(episode.get_return()),
+        "terminated": bool(episode.is_terminated),
+        "truncated": bool(episode.is_truncated),
+        "episode": episode,
+    }
+
+
+def episode_from_row(row: Any) -> SingleAgentEpisode:
+    """The episode an episode row carries.
+
+    Raises:
+        TypeError: The row has no ``episode`` entry holding a ``SingleAgentEpisode``.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> episode_from_row({"episode": SingleAgentEpisode("a")}).id_
+        'a'
+    """
+    episode = row.get("episode") if hasattr(row, "get") else None
+    if not isinstance(episode, SingleAgentEpisode):
+        raise TypeError(
+            f"an episode row needs an 'episode' column holding a SingleAgentEpisode, got "
+            f"{type(episode).__name__}"
+        )
+    return episode

@@ -1,0 +1,196 @@
+"""What a runner group hands back: each runner's sample, the losses, and one gathered view.
+
+A :class:`RunnerSample` is what one runner actor returns for one ``sample`` request: the chunks
+its :class:`~episodes.runner.EnvRunner` recorded (whatever sequence ``sample()`` returned,
+moved through the object store as is: its numpy blocks travel as out-of-band buffers, not
+pickled element by element) and its metrics. A :class:`GroupSample` puts the samples of one
+round side by side as one flat sequence of chunks, renumbering the sub-envs so the converter
+sees one wide vector env: runner ``r``'s env ``i`` becomes column ``offset(r) + i``, where the
+offsets count the envs of the runners before it in this round.
+
+Gathered chunks may be read-only views of the object store (arrays of large results are mapped,
+not copied): read them, convert them, write them; to edit one in place, copy it first
+(``SingleAgentEpisode.from_state(chunk.get_state())``).
+
+Example:
+    >>> from episodes import SingleAgentEpisode
+    >>> a = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+    ...                        len_lookback_buffer=0)
+    >>> b = SingleAgentEpisode("b", observations=[0, 1], actions=[1], rewards=[2.0],
+    ...                        len_lookback_buffer=0)
+    >>> a.custom_data["env_index"] = b.custom_data["env_index"] = 0
+    >>> group = GroupSample([RunnerSample(0, 0, 0, 0, 1, [a]), RunnerSample(1, 0, 0, 0, 1, [b])])
+    >>> [c.custom_data["env_index"] for c in group], group.env_steps
+    ([0, 1], 2)
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from episodes.episode import SingleAgentEpisode
+
+__all__ = ["GroupSample", "LostSample", "RunnerSample", "merge_runner_metrics"]
+
+#: Keys a gathered chunk carries in ``custom_data`` (besides the global ``env_index``).
+RUNNER_INDEX = "runner_index"
+RUNNER_ENV_INDEX = "runner_env_index"
+
+
+@dataclass
+class RunnerSample:
+    """One runner's answer to one ``sample`` request.
+
+    Attributes:
+        runner_index: The runner's slot in the group.
+        generation: The slot's restart generation that recorded it.
+        request: The group's sequence number of the request.
+        weights_version: The weights version the policy acted with (-1: never set).
+        num_envs: Sub-envs of the runner's vector env.
+        episodes: The chunks ``EnvRunner.sample()`` returned, env by env, in time order.
+        metrics: The runner's metrics of this sample (``EnvRunner.get_metrics()``).
+    """
+
+    runner_index: int
+    generation: int
+    request: int
+    weights_version: int
+    num_envs: int
+    episodes: Sequence[SingleAgentEpisode]
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def env_steps(self) -> int:
+        """Recorded transitions over all chunks."""
+        return int(sum(len(ep) for ep in self.episodes))
+
+
+@dataclass
+class LostSample:
+    """A request whose runner died before answering: none of its chunks reached the caller.
+
+    Attributes:
+        runner_index: The runner's slot.
+        generation: The generation that died.
+        request: The request's sequence number.
+        num_env_steps: Transitions the request asked for (``num_steps * num_envs``).
+        error: What the caller saw (the exception, as text).
+    """
+
+    runner_index: int
+    generation: int
+    request: int
+    num_env_steps: int
+    error: str
+
+
+class GroupSample(Sequence[SingleAgentEpisode]):
+    """The samples of one round as one flat sequence of chunks (runner by runner).
+
+    Chunks name their column in ``custom_data["env_index"]`` (dense over this round's
+    runners), their runner in ``custom_data["runner_index"]`` and their runner-local sub-env in
+    ``custom_data["runner_env_index"]``; so ``episodes_to_rollout(group_sample, ...)`` lays the
+    runners' envs side by side as it lays out one runner's.
+
+    Args:
+        samples: The runners' samples (kept in runner order).
+        lost: Requests of this round that were lost.
+    """
+
+    def __init__(self, samples: Sequence[RunnerSample], lost: Sequence[LostSample] = ()):
+        self.samples = sorted(samples, key=lambda s: (s.runner_index, s.request))
+        self.lost = list(lost)
+        self._starts: list[int] = []
+        self._offsets: list[int] = []
+        start = offset = 0
+        for s in self.samples:
+            self._starts.append(start)
+            self._offsets.append(offset)
+            start += len(s.episodes)
+            offset += s.num_envs
+        self._len = start
+        self.num_envs = offset
+        self._stamped: set[int] = set()
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> SingleAgentEpisode: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SingleAgentEpisode]: ...
+
+    def __getitem__(self, index: int | slice) -> SingleAgentEpisode | list[SingleAgentEpisode]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        k = int(index) + (len(self) if int(index) < 0 else 0)
+        if not 0 <= k < len(self):
+            raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
+        r = _last_le(self._starts, k)
+        sample = self.samples[r]
+        chunk = sample.episodes[k - self._starts[r]]
+        if k not in self._stamped:
+            data = chunk.custom_data
+            local = int(data.get(RUNNER_ENV_INDEX, data.get("env_index", 0)))
+            data[RUNNER_ENV_INDEX] = local
+            data[RUNNER_INDEX] = sample.runner_index
+            data["env_index"] = self._offsets[r] + local
+            self._stamped.add(k)
+        return chunk
+
+    def __iter__(self) -> Iterator[SingleAgentEpisode]:
+        for k in range(len(self)):
+            yield self[k]
+
+    def __repr__(self) -> str:
+        return (
+            f"GroupSample({len(self.samples)} runners, {self.num_envs} envs, {len(self)} chunks, "
+            f"{len(self.lost)} lost)"
+        )
+
+    @property
+    def env_steps(self) -> int:
+        """Recorded transitions over all runners."""
+        return sum(s.env_steps for s in self.samples)
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The runners' metrics of this round merged (see :func:`merge_runner_metrics`)."""
+        return merge_runner_metrics([s.metrics for s in self.samples])
+
+
+def _last_le(starts: list[int], k: int) -> int:
+    # Runners that returned no chunk share a start with the next one: the last match is right.
+    return bisect.bisect_right(starts, k) - 1
+
+
+def merge_runner_metrics(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Sums runner metrics (``EnvRunner.get_metrics()`` dicts) as if one runner had sampled.
+
+    Returns and lengths are concatenated (runner by runner), counts and times summed, means
+    recomputed; ``env_steps_per_s`` sums the runners' own rates (they sample in parallel).
+
+    Example:
+        >>> a = {"episode_returns": [1.0], "episode_lengths": [1], "num_env_steps": 4,
+        ...      "env_steps_per_s": 10.0}
+        >>> m = merge_runner_metrics([a, a])
+        >>> m["mean_episode_return"], m["num_env_steps"], m["env_steps_per_s"]
+        (1.0, 8, 20.0)
+    """
+    returns = [float(r) for p in parts for r in p.get("episode_returns", [])]
+    lengths = [int(n) for p in parts for n in p.get("episode_lengths", [])]
+    out: dict[str, Any] = {
+        "episode_returns": returns,
+        "episode_lengths": lengths,
+        "num_episodes": len(returns),
+        "mean_episode_return": sum(returns) / len(returns) if returns else math.nan,
+        "mean_episode_length": sum(lengths) / len(lengths) if lengths else math.nan,
+    }
+    for key in ("num_env_steps", "num_vector_steps", "sample_time_s", "env_steps_per_s"):
+        out[key] = sum(p.get(key, 0) for p in parts)
+    return out

@@ -1,0 +1,13 @@
+"""One local Ray instance for the whole directory (starting one costs seconds on 2 cores)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="package")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()

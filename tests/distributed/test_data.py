@@ -1,0 +1,132 @@
+"""Ray Data over ``episodes.io`` datasets: one read task per shard; round trips keep every step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from episodes import SingleAgentEpisode  # noqa: E402
+from episodes.distributed import (  # noqa: E402
+    EpisodeDatasource,
+    nstep_columns,
+    read_episodes,
+    read_steps,
+    read_transitions,
+    step_columns,
+    write_episodes,
+)
+from episodes.io import DatasetWriter, EpisodeWriter  # noqa: E402
+from episodes.io import read_episodes as read_local  # noqa: E402
+from episodes.runner import EnvRunner, RandomPolicy  # noqa: E402
+
+
+def recorded_chunks(num_steps: int = 40, rounds: int = 3) -> list[SingleAgentEpisode]:
+    env = gym.make_vec("CartPole-v1", 3, vectorization_mode="sync")
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    out = []
+    for _ in range(rounds):
+        for chunk in runner.sample(num_steps):
+            chunk.extra_model_outputs  # noqa: B018
+            out.append(SingleAgentEpisode.from_state(chunk.get_state()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def chunks() -> list[SingleAgentEpisode]:
+    return recorded_chunks()
+
+
+@pytest.fixture(scope="module")
+def v2_path(tmp_path_factory, chunks) -> Path:
+    path = tmp_path_factory.mktemp("v2") / "data"
+    with DatasetWriter(path, shard_bytes=4096, sync=False) as writer:
+        writer.write_many(chunks)
+    return path
+
+
+def by_step(columns: dict[str, np.ndarray]) -> dict[tuple[str, int], dict[str, object]]:
+    n = len(columns["t"])
+    return {
+        (str(columns["episode_id"][k]), int(columns["t"][k])): {
+            name: np.asarray(col[k]).tolist() for name, col in columns.items()
+        }
+        for k in range(n)
+    }
+
+
+def test_read_steps_gives_every_step_once_one_task_per_shard(ray_local, v2_path, chunks):
+    from episodes.io import Dataset
+
+    num_shards = len(Dataset(v2_path).shards)
+    assert num_shards > 1
+    source = EpisodeDatasource(v2_path, "steps")
+    assert len(source.get_read_tasks(parallelism=1)) == num_shards
+    ds = read_steps(v2_path).materialize()
+    rows = ds.take_all()
+    assert len(rows) == sum(len(c) for c in chunks) == ds.count()
+    got = by_step({name: np.array([r[name] for r in rows], dtype=object) for name in rows[0]})
+    want: dict = {}
+    for chunk in chunks:
+        want.update(by_step(step_columns(chunk)))
+    assert got.keys() == want.keys()
+    for key, row in want.items():
+        other = got[key]
+        for name, value in row.items():
+            if name == "episode_id":
+                assert other[name] == value
+                continue
+            assert np.allclose(np.asarray(other[name], dtype=float), np.asarray(value, dtype=float))
+
+
+def test_read_transitions_matches_the_local_columns(ray_local, v2_path, chunks):
+    rows = read_transitions(v2_path, n_step=3, gamma=0.9).take_all()
+    want: dict = {}
+    for chunk in chunks:
+        want.update(by_step(nstep_columns(chunk, 3, 0.9)))
+    assert len(rows) == len(want)
+    for r in rows:
+        other = want[(str(r["episode_id"]), int(r["t"]))]
+        assert r["reward"] == pytest.approx(other["reward"])
+        assert np.allclose(r["next_obs"], other["next_obs"])
+        assert (r["n_steps"], bool(r["terminated"])) == (other["n_steps"], other["terminated"])
+    with pytest.raises(ValueError, match="n_step"):
+        read_transitions(v2_path, n_step=0)
+
+
+def test_episode_round_trip_through_ray_data_keeps_every_step(ray_local, v2_path, chunks, tmp_path):
+    ds = read_episodes(v2_path)
+    assert ds.count() == len(chunks)
+    written = write_episodes(ds, tmp_path / "copy")
+    assert written == len(chunks)
+    back = list(read_local(tmp_path / "copy", numpy=True))
+    original = {(c.id_, c.t_started): c for c in chunks}
+    assert sorted((c.id_, c.t_started) for c in back) == sorted(original)
+    assert all(c == original[(c.id_, c.t_started)] for c in back)
+
+
+def test_v1_datasets_read_in_parallel_ranges(ray_local, tmp_path, chunks):
+    path = tmp_path / "v1"
+    with EpisodeWriter(path, sync=False) as writer:
+        writer.write_many(chunks[:10])
+    source = EpisodeDatasource(path, "episodes")
+    tasks = source.get_read_tasks(parallelism=3)
+    assert len(tasks) == 3 and sum(t.metadata.num_rows for t in tasks) == 10
+    rows = read_episodes(path).take_all()
+    assert [r["episode"] for r in rows] == chunks[:10]
+    assert [r["length"] for r in rows] == [len(c) for c in chunks[:10]]
+
+
+def test_bad_input_is_refused(ray_local, v2_path, tmp_path):
+    with pytest.raises(ValueError, match="kind"):
+        EpisodeDatasource(v2_path, "frames")
+    from episodes.io import DatasetError
+
+    with pytest.raises(DatasetError):
+        EpisodeDatasource(tmp_path / "missing")
+    with pytest.raises(ValueError, match="numpy"):
+        step_columns(SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0]))
