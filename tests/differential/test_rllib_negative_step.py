@@ -19,7 +19,9 @@ pytest.importorskip("ray.rllib")
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RllibEpisode  # noqa: E402
 
+from episodes import SingleAgentEpisode  # noqa: E402
 from tests.differential._rllib_ops import OBuf, RBuf, assert_same, assert_same_outcome, call  # noqa: E402
 
 pytestmark = pytest.mark.differential
@@ -78,3 +80,25 @@ def test_the_issue_example_writes_positions_3_and_2() -> None:
     ours = OBuf(list(range(6)), lookback=2)
     ours.set([-1, -4], at_indices=slice(3, 1, -1), neg_index_as_lookback=True)
     assert ours.data == [0, 1, 2, 3, -4, -1]
+
+
+def test_deviation_negative_step_defaults() -> None:
+    # docs/deviations.md "negative-step-defaults": RLlib reads nothing, we read backwards.
+    data = list(range(10, 16))
+    theirs = RBuf(list(data), lookback=2)
+    ours = OBuf(list(data), lookback=2)
+    assert list(theirs.get(slice(None, None, -1))) == []
+    assert ours.get(slice(None, None, -1)) == [15, 14, 13, 12]
+
+
+def test_deviation_flag_types() -> None:
+    # docs/deviations.md "flag-types": RLlib stores a string flag, we refuse it unchanged.
+    theirs = RllibEpisode()
+    theirs.add_env_reset(0)
+    theirs.add_env_step(1, 0, 0.0, terminated="yes")
+    assert theirs.is_terminated == "yes"
+    ours = SingleAgentEpisode()
+    ours.add_env_reset(0)
+    with pytest.raises(TypeError, match="terminated must be a bool"):
+        ours.add_env_step(1, 0, 0.0, terminated="yes")
+    assert len(ours) == 0 and not ours.is_done
