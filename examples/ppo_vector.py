@@ -26,7 +26,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import nn
 from tqdm import tqdm
 
 from episodes.converter import ColumnKeys, episodes_to_rollout
@@ -37,13 +36,12 @@ from _ppo_common import (  # noqa: E402
     ReturnTracker,
     episode_writer,
     log_iteration,
-    mean_stats,
-    mlp,
-    ppo_loss,
     run_cli,
     seed_everything,
     summary,
 )
+# The model, the runner-facing policy and the PPO update are ppo_cartpole's own.
+from ppo_cartpole import ActorCritic, SamplingPolicy, update  # noqa: E402
 
 
 @dataclass
@@ -63,78 +61,6 @@ class VectorPPOConfig:
     hidden: int = 64
     # Stop an update's remaining mini-batches once the policy has moved this far (approx. KL).
     target_kl: float | None = 0.02
-
-
-class ActorCritic(nn.Module):
-    """Separate MLP actor (logits) and critic (value)."""
-
-    def __init__(self, obs_dim: int, num_actions: int, hidden: int):
-        super().__init__()
-        self.actor = mlp(obs_dim, num_actions, hidden, out_gain=0.01)
-        self.critic = mlp(obs_dim, 1, hidden, out_gain=1.0)
-
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        """``V(obs)``, shape ``[B]``."""
-        return self.critic(obs).squeeze(-1)
-
-    def distribution(self, obs: torch.Tensor) -> torch.distributions.Categorical:
-        """The action distribution at ``obs``."""
-        return torch.distributions.Categorical(logits=self.actor(obs))
-
-
-class SamplingPolicy:
-    """The runner-facing policy: numpy observations in, actions plus extra outputs out."""
-
-    def __init__(self, model: ActorCritic, device: torch.device):
-        self.model = model
-        self.device = device
-
-    @torch.no_grad()
-    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Samples actions and records what the PPO update needs (log-prob, value)."""
-        x = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
-        dist = self.model.distribution(x)
-        actions = dist.sample()
-        extras = {
-            "action_logp": dist.log_prob(actions).cpu().numpy(),
-            "vf_preds": self.model.value(x).cpu().numpy(),
-        }
-        return actions.cpu().numpy(), extras
-
-    @torch.no_grad()
-    def value_fn(self, obs: np.ndarray) -> torch.Tensor:
-        """Batched ``V`` for the converter's bootstrap (final / last observations)."""
-        return self.model.value(torch.as_tensor(obs, dtype=torch.float32, device=self.device))
-
-
-def update(
-    model: ActorCritic, optimizer: torch.optim.Optimizer, storage: Any, cfg: VectorPPOConfig
-) -> dict[str, float]:
-    """``num_epochs`` passes of clipped PPO over the storage's shuffled mini-batches."""
-    stats = []
-    for batch in storage.mini_batch_generator(cfg.num_mini_batches, cfg.num_epochs):
-        dist = model.distribution(batch.observations)
-        actions = batch.actions.squeeze(-1).long()
-        loss, batch_stats = ppo_loss(
-            dist.log_prob(actions),
-            dist.entropy(),
-            model.value(batch.observations),
-            old_log_prob=batch.old_actions_log_prob.squeeze(-1),
-            old_values=batch.values.squeeze(-1),
-            advantages=batch.advantages.squeeze(-1),
-            returns=batch.returns.squeeze(-1),
-            clip=cfg.clip,
-            value_coef=cfg.value_coef,
-            entropy_coef=cfg.entropy_coef,
-        )
-        stats.append(batch_stats)
-        if cfg.target_kl is not None and batch_stats["approx_kl"] > 1.5 * cfg.target_kl:
-            break
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-        optimizer.step()
-    return mean_stats(stats)
 
 
 def make_env(num_envs: int) -> gym.vector.VectorEnv:
