@@ -40,6 +40,7 @@ from _ppo_common import (  # noqa: E402
     seed_everything,
     summary,
 )
+
 # The model, the runner-facing policy and the PPO update are ppo_cartpole's own.
 from ppo_cartpole import ActorCritic, SamplingPolicy, update  # noqa: E402
 
