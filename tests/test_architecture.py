@@ -21,7 +21,7 @@ MAX_LINES = 500
 
 # Each group may import itself and every group before it.
 LAYERS: list[set[str]] = [
-    {"spaces", "indexing", "structs"},
+    {"spaces", "indexing", "structs", "envs"},
     {"buffer"},
     {"episode"},
     {"connectors"},

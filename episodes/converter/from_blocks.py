@@ -77,6 +77,19 @@ def block_columns(
     if len(episodes) == 0 or not episodes.unchanged():
         return None
     extra_keys = extra_keys_for(keys, training_type)
+    if episodes.recording.device is not None:
+        from episodes.converter.from_device_blocks import device_block_columns
+
+        lazy = LazyExtras(episodes, extra_keys)
+        return device_block_columns(  # type: ignore[return-value]
+            episodes,
+            keys,
+            value_fn=value_fn,
+            gamma=gamma,
+            training_type=training_type,
+            obs_fn=obs_fn,
+            lazy_extras=lazy,
+        )
     raw = episodes.time_major(extra_keys, lazy_extras=True, observations=False)
     if raw is None:
         return None

@@ -88,6 +88,8 @@ def bootstrap_values(
 
 def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) -> Any:
     def convert(leaf: Any) -> torch.Tensor:
+        if isinstance(leaf, torch.Tensor):  # from blocks on a device: moved or cast only
+            return leaf.to(device=device, dtype=dtype or leaf.dtype)
         t = torch.from_numpy(np.ascontiguousarray(leaf))
         return t.to(device=device, dtype=dtype or t.dtype)
 

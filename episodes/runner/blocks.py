@@ -37,7 +37,7 @@ class Column:
 
     __slots__ = ("leaves", "structure")
 
-    def __init__(self, leaves: list[np.ndarray], structure: Any):
+    def __init__(self, leaves: list[Any], structure: Any):  # numpy (tensors: TensorColumn)
         self.leaves = leaves
         self.structure = structure
 
@@ -113,10 +113,11 @@ class Blocks:
     """
 
     obs: Column
-    rewards: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    dead: np.ndarray
+    # numpy ``[rows, N]`` arrays here; torch tensors in the device blocks' subclass.
+    rewards: Any
+    terminated: Any
+    truncated: Any
+    dead: Any
     actions: Column | None = None
     extras: dict[str, Column] = field(default_factory=dict)
 
@@ -145,6 +146,28 @@ class Blocks:
         for key, value in extras.items():
             if key not in self.extras:
                 self.extras[key] = Column.for_batch(value, rows)
+
+    def put_step(
+        self,
+        row: int,
+        actions: Any,
+        extras: dict[str, Any],
+        obs: Any,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+    ) -> None:
+        """Writes one vector step: row ``row`` of the step fields, row ``row + 1`` of ``obs``."""
+        if self.actions is None or len(extras) != len(self.extras):
+            self.ensure_outputs(actions, extras)
+        assert self.actions is not None
+        self.actions.put(row, actions)
+        for key, value in extras.items():
+            self.extras[key].put(row, value)
+        self.rewards[row] = rewards
+        self.terminated[row] = terminateds
+        self.truncated[row] = truncateds
+        self.obs.put(row + 1, obs)
 
     def resized(self, step_rows: int) -> Blocks:
         """Blocks with ``step_rows`` step rows holding these blocks' first rows."""

@@ -14,7 +14,7 @@ from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
-from episodes.structs import map_leaves
+from episodes.structs import flatten
 
 __all__ = ["EnvRunner", "autoreset_mode_of"]
 
@@ -140,6 +140,10 @@ class EnvRunner:
         if self._obs is None:
             obs, reset_infos = self.env.reset(seed=self.seed)
             self._obs = obs
+            if _holds_tensors(obs) and not recorder.recorded_anything:
+                recorder = self._recorder = _device_recorder(
+                    self.num_envs, self.autoreset_mode, self.len_lookback_buffer, self.metrics
+                )
             if self._initial_state is not None:
                 self.state = self._initial_state(self.num_envs)
         recorder.begin(num_steps, self._obs, reset_infos)
@@ -147,9 +151,10 @@ class EnvRunner:
         while not recorder.full():
             self._step()
             vector_steps += 1
-        recorded = recorder.recorded
+        recording = recorder.finish()
+        recorded = recorder.recorded  # known once finished (a device recorder counts then)
         chunks = SampledChunks(
-            recorder.finish(),
+            recording,
             self.env.single_observation_space,
             self.env.single_action_space,
             numpy_episodes=self.numpy_episodes,
@@ -167,7 +172,7 @@ class EnvRunner:
             actions, extras = self.policy(self._obs)
         else:
             actions, extras, self.state = self.policy(self._obs, self.state)
-        return actions, {key: np.asarray(value) for key, value in (extras or {}).items()}
+        return actions, dict(extras or {})
 
     def _step(self) -> None:
         # The env's observation goes to the policy as is: the blocks keep their own copy, and
@@ -175,21 +180,16 @@ class EnvRunner:
         actions, extras = self._act()
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         self._obs, started = self._recorder.step(
-            _actions_array(actions),
-            extras,
-            obs,
-            np.asarray(rewards, dtype=np.float64),
-            np.asarray(terminateds, dtype=bool),
-            np.asarray(truncateds, dtype=bool),
-            infos,
-            reset=self.env.reset,
+            actions, extras, obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
         )
         if self._initial_state is not None and started is not None:
             self.state = self._reset_state(self.state, started)
 
-    def _reset_state(self, state: Any, mask: np.ndarray) -> Any:
+    def _reset_state(self, state: Any, mask: Any) -> Any:
         assert self._initial_state is not None
         fresh = self._initial_state(self.num_envs)
+        if _holds_tensors(mask):
+            return _where_started(state, fresh, mask, self.state_batch_axis)
         rows = [int(i) for i in np.flatnonzero(mask)]
         where = (slice(None),) * self.state_batch_axis + (rows,)
 
@@ -202,6 +202,27 @@ class EnvRunner:
         return tree.map_structure(reset_leaf, state, fresh)
 
 
-def _actions_array(actions: Any) -> Any:
-    """The batched actions as numpy leaves (what the blocks store)."""
-    return map_leaves(np.asarray, actions)
+def _holds_tensors(batch: Any) -> bool:
+    """True when the first leaf of a batch is a torch tensor (checked without importing torch)."""
+    leaf = flatten(batch)[0][0]
+    return type(leaf).__module__.startswith("torch")
+
+
+def _device_recorder(
+    num_envs: int, mode: Any, lookback: int, metrics: RunnerMetrics
+) -> BatchedRecorder:
+    # Imported here: torch is needed only by envs that yield tensors.
+    from episodes.runner.device_recorder import DeviceRecorder
+
+    return DeviceRecorder(num_envs, mode, lookback, metrics)
+
+
+def _where_started(state: Any, fresh: Any, mask: Any, axis: int) -> Any:
+    """The state with the started envs' entries taken from ``fresh``, on the device (no sync)."""
+
+    def reset_leaf(old: Any, new: Any) -> Any:
+        shape = [1] * old.dim()
+        shape[axis] = -1
+        return new.where(mask.reshape(shape), old)
+
+    return tree.map_structure(reset_leaf, state, fresh)

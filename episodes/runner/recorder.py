@@ -46,7 +46,7 @@ from episodes.runner.infos import FINAL_KEYS, env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.table import Recording, chunk_table
-from episodes.structs import flatten
+from episodes.structs import flatten, map_leaves
 
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
 
@@ -136,6 +136,11 @@ class BatchedRecorder:
         self._have = mine.sum(axis=0)
         self._least = int(self._have.min()) if self.num_envs else num_steps
 
+    @property
+    def recorded_anything(self) -> bool:
+        """True once a call began (the blocks exist or rows were carried over)."""
+        return self.blocks is not None or self._next is not None
+
     def full(self) -> bool:
         """True once every sub-env recorded ``num_steps`` transitions for this call."""
         return self._least >= self.num_steps
@@ -159,20 +164,31 @@ class BatchedRecorder:
         to reset.
         """
         assert self.blocks is not None, "begin() first"
+        actions = map_leaves(np.asarray, actions)
+        extras = {key: np.asarray(value) for key, value in extras.items()}
+        rewards = np.asarray(rewards, dtype=np.float64)
+        terminateds = np.asarray(terminateds, dtype=bool)
+        truncateds = np.asarray(truncateds, dtype=bool)
         if self.row >= self.blocks.step_rows:
             self.blocks = self.blocks.resized(2 * self.blocks.step_rows)
-        blocks = self.blocks
-        if blocks.actions is None or len(extras) != len(blocks.extras):
-            blocks.ensure_outputs(actions, extras)
         r = self.row
-        blocks.actions.put(r, actions)  # type: ignore[union-attr]
-        for key, value in extras.items():
-            blocks.extras[key].put(r, value)
-        blocks.rewards[r] = rewards
-        blocks.terminated[r] = terminateds
-        blocks.truncated[r] = truncateds
-        blocks.obs.put(r + 1, obs)
+        self.blocks.put_step(r, actions, extras, obs, rewards, terminateds, truncateds)
         self.row = r + 1
+        return self._account(r, obs, rewards, terminateds, truncateds, infos, reset)
+
+    def _account(
+        self,
+        r: int,
+        obs: Any,
+        rewards: np.ndarray,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        infos: dict[str, Any],
+        reset: Reset | None,
+    ) -> tuple[Any, np.ndarray | None]:
+        """The bookkeeping of row ``r`` (written already): endings, dead rows, infos, finals."""
+        assert self.blocks is not None
+        blocks = self.blocks
         self.returns += rewards
         self.lengths += 1
         done = terminateds | truncateds
@@ -202,13 +218,14 @@ class BatchedRecorder:
         elif self.mode is AutoresetMode.SAME_STEP:
             self._store_infos(infos, ~done, r + 1)
             if ended.size:
-                self._add_finals(r, ended, _stack_items(infos["final_obs"], ended))
+                self._add_finals(r, ended, self._final_leaves(infos, ended))
                 self._store_infos(infos.get("final_info", {}), done, r, self.final_infos)
                 self._store_infos(infos, done, r + 1, drop=FINAL_KEYS)
                 started = done
         else:
             self._store_infos(infos, ~done, r + 1)
             if ended.size:
+                assert reset is not None
                 self._add_finals(r, ended, [leaf[r + 1, ended] for leaf in blocks.obs.leaves])
                 self._store_infos(infos, done, r, self.final_infos)
                 policy_obs, reset_infos = reset(options={"reset_mask": done.copy()})
@@ -218,6 +235,10 @@ class BatchedRecorder:
         if ended.size:
             self._end_episodes(r, ended)
         return policy_obs, started
+
+    def _final_leaves(self, infos: dict[str, Any], ended: np.ndarray) -> list[np.ndarray]:
+        """Same-step final observations of the ``ended`` envs as ``[k, ...]`` leaves."""
+        return _stack_items(infos["final_obs"], ended)
 
     def _add_finals(self, row: int, ended: np.ndarray, leaves: list[np.ndarray]) -> None:
         assert self.finals is not None
@@ -286,6 +307,10 @@ class BatchedRecorder:
         self._carry_over(blocks, finals, events, window[:, -1] + 1, state)
         return recording
 
+    def _keep_rows(self, blocks: Blocks, keep: int, capacity: int) -> None:
+        """Copies rows ``keep:row`` into the blocks the next call starts with."""
+        self._next = blocks.successor(keep, self.row, capacity)
+
     def _carry_over(
         self,
         blocks: Blocks,
@@ -303,7 +328,7 @@ class BatchedRecorder:
         # without another copy; a longer one grows them when it begins.
         carried = self.row - keep
         capacity = carried + self.num_steps + self._slack(self.num_steps)
-        self._next = blocks.successor(keep, self.row, capacity)
+        self._keep_rows(blocks, keep, capacity)
         self.row = carried
         self.start, self.episode_start = start - keep, episode_start - keep
         self.episode_number = episode_number

@@ -70,7 +70,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         self.numpy_episodes = numpy_episodes
         # Built chunks: (chunk, its signature when built, whether its obs column is a copy).
         self._cache: dict[int, tuple[SingleAgentEpisode, tuple[Any, ...], bool]] = {}
-        self._flat_index: np.ndarray | None = None
+        self._flat_index: Any = None  # numpy, or a tensor on the blocks' device
         self._aligned: int | None = recording.aligned_start
 
     # ---------------------------------------------------------------------------- sequence
@@ -205,8 +205,12 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         """
         if not self.numpy_episodes and self._cache:
             return False
+        # Device blocks do not see writes into their host mirror.
+        on_device = self.recording.device is not None
         return all(
-            _signature(ep) == sig and _intact(sig, copied)
+            _signature(ep) == sig
+            and _intact(sig, copied)
+            and not (on_device and any(store.written for store in sig[1]))
             for ep, sig, copied in self._cache.values()
         )
 
@@ -249,17 +253,21 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             return column.window(first, first + rec.num_steps)
         if self._flat_index is None:
             self._flat_index = rec.window.T * self.num_envs + np.arange(self.num_envs)
+            if rec.device is not None:
+                # Moved to the device once; every field's gather reuses it.
+                self._flat_index = rec.device.index(self._flat_index)
         return column.gather(self._flat_index)
 
     def gather_plan(self, name: str) -> tuple[list[np.ndarray], np.ndarray] | None:
         """What :meth:`take` gathers, for a caller that gathers into its own arrays.
 
         Returns None when the windows are aligned (:meth:`take` gives views, nothing to
-        gather); else the field's leaves flattened to ``[rows * N, ...]`` (views) and the
+        gather) or the blocks are on a torch device (:meth:`take` gathers there); else the
+        field's leaves flattened to ``[rows * N, ...]`` (views) and the
         ``[T, N]`` positions to take from them.
         """
         rec = self.recording
-        if self._aligned is not None:
+        if self._aligned is not None or rec.device is not None:
             return None
         if self._flat_index is None:
             self._flat_index = rec.window.T * self.num_envs + np.arange(self.num_envs)
@@ -275,7 +283,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return tuple(self._column(name).leaves[0].shape[2:])
 
     def _column(self, name: str) -> Column:
-        blocks = self.recording.blocks
+        """A field's column: on the device when the env yields tensors, else the host blocks."""
+        rec = self.recording
+        blocks = rec.blocks if rec.device is None else rec.device
         if name.startswith("extra:"):
             return blocks.extras[name[len("extra:") :]]
         if name == "observations":
@@ -284,7 +294,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             assert blocks.actions is not None
             return blocks.actions
         if name in ("rewards", "terminated", "truncated"):
-            return _flat(getattr(blocks, name))
+            return type(blocks.obs)([getattr(blocks, name)], None)  # a numpy or tensor column
         raise KeyError(f"no field {name!r} in the blocks")
 
     def bootstrap_observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
@@ -306,6 +316,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         ongoing = table.env[last][~(table.terminated[last] | table.truncated[last])]
         last_rows = rec.window[ongoing, -1] + 1
         apart = entry >= 0
+        if rec.device is not None:
+            rows = (stop, env, stop - 1, apart, last_rows, ongoing)
+            return table.last_step[cut], env, ongoing, rec.device.bootstrap_observations(*rows)
         leaves = []
         for j, leaf in enumerate(blocks.obs.leaves):
             finals = leaf[stop, env]  # in place (next-step mode)
@@ -313,10 +326,6 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
                 finals[apart] = rec.finals.leaves[j][entry[apart]]
             leaves.append(np.concatenate([finals, leaf[last_rows, ongoing]]))
         return table.last_step[cut], env, ongoing, unflatten(blocks.obs.structure, leaves)
-
-
-def _flat(array: np.ndarray) -> Column:
-    return Column([array], None)
 
 
 def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:

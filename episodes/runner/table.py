@@ -57,7 +57,8 @@ class Recording:
     skipped); ``infos[(row, env)]`` is the info of observation row ``row`` (missing: ``{}``).
     ``finals`` holds the final observations kept apart from the blocks (same-step and disabled
     modes; ``table.final`` says which entry is whose), ``final_infos[(row, env)]`` the final
-    info of the episode ending in ``row``.
+    info of the episode ending in ``row``. ``device`` holds the blocks on the env's torch
+    device when the env yields tensors (see :mod:`episodes.runner.device_recorder`).
     """
 
     blocks: Blocks
@@ -69,6 +70,9 @@ class Recording:
     finals: Finals
     final_infos: dict[tuple[int, int], dict[str, Any]]
     uid: str
+    #: The blocks on the env's device when the env yields torch tensors (``blocks`` is then
+    #: their host mirror), else None.
+    device: Any = None
 
     @property
     def aligned_start(self) -> int | None:

@@ -1,0 +1,131 @@
+"""CartPole as a gymnasium vector env of torch tensors, every sub-env stepped in one batch.
+
+The dynamics, bounds and rewards are gymnasium's CartPole-v1 (Euler integration, 500-step
+time limit); the sub-envs live as ``[N, 4]`` state on one device, so N can be in the tens of
+thousands on a GPU. Autoreset is next-step (gymnasium's default: the step after an episode's
+last one is its reset step, with reward 0) or same-step (the step that ends an episode also
+resets it; its final observation is ``infos["final_obs"]``, a ``[N, 4]`` tensor whose rows of
+unfinished sub-envs are not meaningful, with the mask ``infos["_final_obs"]``).
+
+Example:
+    >>> import torch
+    >>> env = TorchCartPole(4, device="cpu", autoreset_mode="SameStep")
+    >>> obs, _ = env.reset(seed=0)
+    >>> obs, rewards, terminated, truncated, infos = env.step(torch.ones(4, dtype=torch.long))
+    >>> rewards.tolist(), sorted(infos)
+    ([1.0, 1.0, 1.0, 1.0], ['_final_obs', 'final_obs'])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+
+__all__ = ["TorchCartPole"]
+
+GRAVITY, CART_MASS, POLE_MASS, POLE_HALF_LENGTH = 9.8, 1.0, 0.1, 0.5
+FORCE, TAU, X_LIMIT, THETA_LIMIT = 10.0, 0.02, 2.4, 12 * 2 * math.pi / 360
+
+
+class TorchCartPole(gym.vector.VectorEnv):
+    """``num_envs`` CartPole-v1 sub-envs as ``[N, 4]`` float32 tensors on ``device``.
+
+    Args:
+        num_envs: Sub-envs.
+        device: Where the state and every returned tensor live.
+        autoreset_mode: ``"NextStep"`` (default) or ``"SameStep"``.
+        max_episode_steps: Time limit (truncation).
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        device: str | torch.device = "cpu",
+        autoreset_mode: str = "NextStep",
+        max_episode_steps: int = 500,
+    ):
+        self.num_envs = int(num_envs)
+        self.device = torch.device(device)
+        mode = AutoresetMode(autoreset_mode)
+        if mode is AutoresetMode.DISABLED:
+            raise ValueError("TorchCartPole resets its sub-envs itself: NextStep or SameStep")
+        self.metadata = {"autoreset_mode": mode}
+        self.max_episode_steps = int(max_episode_steps)
+        high = np.array([X_LIMIT * 2, np.inf, THETA_LIMIT * 2, np.inf], np.float32)
+        self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        self._generator = torch.Generator(device=self.device)
+        self._state = torch.zeros((self.num_envs, 4), device=self.device)
+        self._steps = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        self._needs_reset = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+
+    def _fresh(self) -> torch.Tensor:
+        noise = torch.rand((self.num_envs, 4), generator=self._generator, device=self.device)
+        return noise * 0.1 - 0.05
+
+    def reset(
+        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Resets every sub-env; ``seed`` seeds the env's generator."""
+        if seed is not None:
+            self._generator.manual_seed(int(seed if isinstance(seed, int) else seed[0]))
+        self._state = self._fresh()
+        self._steps.zero_()
+        self._needs_reset.zero_()
+        return self._state.clone(), {}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Steps every sub-env with ``actions`` (``[N]`` of 0/1, tensor or array)."""
+        push = torch.as_tensor(actions, device=self.device).reshape(self.num_envs)
+        x, x_dot, theta, theta_dot = self._state.unbind(1)
+        force = torch.where(push == 1, FORCE, -FORCE)
+        cos, sin = torch.cos(theta), torch.sin(theta)
+        total = CART_MASS + POLE_MASS
+        temp = (force + POLE_MASS * POLE_HALF_LENGTH * theta_dot**2 * sin) / total
+        theta_acc = (GRAVITY * sin - cos * temp) / (
+            POLE_HALF_LENGTH * (4.0 / 3.0 - POLE_MASS * cos**2 / total)
+        )
+        x_acc = temp - POLE_MASS * POLE_HALF_LENGTH * theta_acc * cos / total
+        moved = torch.stack(
+            [
+                x + TAU * x_dot,
+                x_dot + TAU * x_acc,
+                theta + TAU * theta_dot,
+                theta_dot + TAU * theta_acc,
+            ],
+            dim=1,
+        )
+        steps = self._steps + 1
+        terminated = (moved[:, 0].abs() > X_LIMIT) | (moved[:, 2].abs() > THETA_LIMIT)
+        truncated = steps >= self.max_episode_steps
+        rewards = torch.ones(self.num_envs, device=self.device)
+        fresh = self._fresh()
+        infos: dict[str, Any] = {}
+        if self.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP:
+            resetting = self._needs_reset
+            moved = torch.where(resetting[:, None], fresh, moved)
+            steps = torch.where(resetting, 0, steps)
+            rewards = torch.where(resetting, 0.0, rewards)
+            terminated &= ~resetting
+            truncated &= ~resetting
+            self._needs_reset = terminated | truncated
+            obs = moved
+        else:
+            done = terminated | truncated
+            infos = {"final_obs": moved, "_final_obs": done}
+            obs = torch.where(done[:, None], fresh, moved)
+            steps = torch.where(done, 0, steps)
+        self._state, self._steps = obs, steps
+        return obs.clone(), rewards, terminated, truncated, infos

@@ -1,0 +1,295 @@
+"""Time-major blocks as torch tensors on the env's device, for vector envs that yield tensors.
+
+GPU simulators step thousands of sub-envs and return torch tensors on their device. Recording
+them into numpy blocks would copy every step to the host and wait for the device each time;
+these blocks stay where the env's tensors are. A vector step is still one slice assignment per
+field (queued on the device, no host sync), and the host gets one copy per call: the flags and
+rewards the chunk table needs at the end of ``sample()``, and the other fields only when a
+chunk is built (:class:`HostColumn`).
+
+Same-step envs report the final observations of finished sub-envs as a batched tensor
+``infos["final_obs"]`` (``[N, ...]``; rows of sub-envs that did not finish are ignored), which
+is written to the ``finals`` block row by row, like any other field.
+
+Example:
+    >>> import torch
+    >>> blocks = DeviceBlocks.allocate(torch.zeros(2, 3), rows=4, with_finals=False)
+    >>> blocks.obs.put(1, torch.ones(2, 3))
+    >>> blocks.obs.view(1, 2, 0).tolist(), blocks.host(4).obs.leaves[0].shape
+    ([[1.0, 1.0, 1.0]], (5, 2, 3))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from episodes.runner.blocks import Blocks, Column
+from episodes.structs import flatten, map_leaves, unflatten
+
+__all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host"]
+
+
+def to_host(item: Any) -> Any:
+    """A struct (dicts, tuples, lists) with every torch tensor leaf copied to a numpy array.
+
+    Example:
+        >>> to_host({"x": torch.tensor([1, 2]), "y": 3})
+        {'x': array([1, 2]), 'y': 3}
+    """
+    if isinstance(item, torch.Tensor):
+        return item.detach().cpu().numpy()
+    if isinstance(item, dict):
+        return {key: to_host(value) for key, value in item.items()}
+    if isinstance(item, (tuple, list)):
+        return type(item)(to_host(value) for value in item)
+    return item
+
+
+class TensorColumn(Column):
+    """A :class:`~episodes.runner.blocks.Column` of ``[rows, num_envs, ...]`` torch tensors.
+
+    Example:
+        >>> col = TensorColumn.for_batch(torch.zeros(2, 3), rows=4)
+        >>> col.put(0, torch.ones(2, 3)); col.leaves[0].shape, col.leaves[0].device.type
+        (torch.Size([4, 2, 3]), 'cpu')
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def for_batch(cls, batch: Any, rows: int, device: Any = None) -> TensorColumn:
+        """An uninitialised column shaped and typed like ``batch`` (numpy leaves are converted).
+
+        ``device`` defaults to the batch's own device.
+        """
+        leaves, structure = flatten(batch)
+        tensors = [torch.as_tensor(leaf, device=device) for leaf in leaves]
+        return cls(
+            [torch.empty((rows, *t.shape), dtype=t.dtype, device=t.device) for t in tensors],
+            structure,
+        )
+
+    @property
+    def device(self) -> torch.device:
+        """Where the leaves live."""
+        leaf: torch.Tensor = self.leaves[0]
+        return leaf.device
+
+    def gather(self, flat: Any) -> Any:
+        """The items at flat positions ``row * num_envs + env`` (any index shape), on the device."""
+        index = torch.as_tensor(flat, device=self.device)
+        return unflatten(
+            self.structure,
+            [
+                leaf.reshape(-1, *leaf.shape[2:])[index.reshape(-1)].reshape(
+                    *index.shape, *leaf.shape[2:]
+                )
+                for leaf in self.leaves
+            ],
+        )
+
+    def put_rows(self, rows: np.ndarray, envs: np.ndarray, batch: Any) -> None:
+        """Writes the ``envs`` items of a batched struct at ``(rows, envs)``."""
+        values = [batch] if self.structure is None else flatten(batch)[0]
+        where_rows = torch.as_tensor(rows, device=self.device)
+        where_envs = torch.as_tensor(envs, device=self.device)
+        for leaf, value in zip(self.leaves, values):
+            leaf[where_rows, where_envs] = torch.as_tensor(value, device=self.device)[where_envs]
+
+    def resized(self, rows: int) -> TensorColumn:
+        """A new column of ``rows`` rows holding this one's first rows (as many as fit)."""
+        keep = min(rows, self.rows)
+        grown = []
+        for leaf in self.leaves:
+            bigger = torch.empty((rows, *leaf.shape[1:]), dtype=leaf.dtype, device=leaf.device)
+            bigger[:keep] = leaf[:keep]
+            grown.append(bigger)
+        return TensorColumn(grown, self.structure)
+
+    def shifted(self, first: int, stop: int, rows: int) -> TensorColumn:
+        """A new column of ``rows`` rows starting with rows ``first:stop`` of this one."""
+        out = []
+        for leaf in self.leaves:
+            new = torch.empty((rows, *leaf.shape[1:]), dtype=leaf.dtype, device=leaf.device)
+            count = min(stop, leaf.shape[0]) - first
+            new[:count] = leaf[first : first + count]
+            out.append(new)
+        return TensorColumn(out, self.structure)
+
+
+class HostColumn(Column):
+    """A host (numpy) mirror of a :class:`TensorColumn`, copied when its leaves are first read.
+
+    On a CPU device the mirror shares the tensors' memory; elsewhere it is one copy per leaf.
+
+    Example:
+        >>> mirror = HostColumn(TensorColumn([torch.arange(4).reshape(2, 2)], None))
+        >>> mirror.leaves[0].tolist()
+        [[0, 1], [2, 3]]
+    """
+
+    __slots__ = ("_source", "_host")
+
+    def __init__(self, source: TensorColumn):  # noqa: D107 - no leaves are copied here
+        self._source = source
+        self._host: list[np.ndarray] | None = None
+        self.structure = source.structure
+
+    @property
+    def leaves(self) -> list[np.ndarray]:  # type: ignore[override]
+        """The numpy leaves (copied from the device the first time)."""
+        if self._host is None:
+            tensors: list[torch.Tensor] = list(self._source.leaves)
+            self._host = [leaf.detach().cpu().numpy() for leaf in tensors]
+        return self._host
+
+
+@dataclass
+class DeviceBlocks(Blocks):
+    """:class:`~episodes.runner.blocks.Blocks` whose fields are torch tensors on one device.
+
+    ``finals[r, i]`` is the final observation of sub-env ``i``'s episode that ended in row
+    ``r`` (same-step envs only; other rows hold whatever the env reported there).
+    """
+
+    finals: TensorColumn | None = None
+
+    @classmethod
+    def allocate(cls, obs: Any, rows: int, *, with_finals: bool = False) -> DeviceBlocks:
+        """Blocks of ``rows`` step rows on the observations' device, shaped like ``obs``."""
+        first = torch.as_tensor(flatten(obs)[0][0])
+        device, num_envs = first.device, len(first)
+
+        def zeros(dtype: torch.dtype) -> torch.Tensor:
+            return torch.zeros((rows, num_envs), dtype=dtype, device=device)
+
+        return cls(
+            obs=TensorColumn.for_batch(obs, rows + 1),
+            rewards=zeros(torch.float64),
+            terminated=zeros(torch.bool),
+            truncated=zeros(torch.bool),
+            dead=zeros(torch.bool),
+            finals=TensorColumn.for_batch(obs, rows) if with_finals else None,
+        )
+
+    @property
+    def device(self) -> torch.device:
+        """Where the blocks live."""
+        rewards: torch.Tensor = self.rewards
+        return rewards.device
+
+    def ensure_outputs(self, actions: Any, extras: dict[str, Any]) -> None:
+        """Allocates the action and extra-output blocks (on the blocks' device)."""
+        rows = self.step_rows
+        if self.actions is None:
+            self.actions = TensorColumn.for_batch(actions, rows, self.device)
+        for key, value in extras.items():
+            if key not in self.extras:
+                self.extras[key] = TensorColumn.for_batch(value, rows, self.device)
+
+    def resized(self, step_rows: int) -> DeviceBlocks:
+        """Blocks with ``step_rows`` step rows holding these blocks' first rows."""
+
+        def flat(array: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros((step_rows, *array.shape[1:]), dtype=array.dtype, device=array.device)
+            keep = min(step_rows, len(array))
+            out[:keep] = array[:keep]
+            return out
+
+        return self._remade(flat, lambda column, extra: column.resized(step_rows + extra))
+
+    def successor(self, first: int, stop: int, rows: int) -> DeviceBlocks:
+        """New blocks of ``rows`` step rows starting with rows ``first:stop`` (one copy each)."""
+
+        def flat(array: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros((rows, *array.shape[1:]), dtype=array.dtype, device=array.device)
+            out[: stop - first] = array[first:stop]
+            return out
+
+        return self._remade(
+            flat, lambda column, extra: column.shifted(first, stop + extra, rows + extra)
+        )
+
+    def _remade(
+        self,
+        flat: Callable[[torch.Tensor], torch.Tensor],
+        column: Callable[[TensorColumn, int], TensorColumn],
+    ) -> DeviceBlocks:
+        def field(col: Column, extra: int = 0) -> TensorColumn:
+            assert isinstance(col, TensorColumn)
+            return column(col, extra)
+
+        return DeviceBlocks(
+            obs=field(self.obs, 1),
+            rewards=flat(self.rewards),
+            terminated=flat(self.terminated),
+            truncated=flat(self.truncated),
+            dead=flat(self.dead),
+            actions=None if self.actions is None else field(self.actions),
+            extras={key: field(col) for key, col in self.extras.items()},
+            finals=None if self.finals is None else field(self.finals),
+        )
+
+    def index(self, positions: np.ndarray) -> torch.Tensor:
+        """Host index positions as a tensor on the blocks' device."""
+        return torch.as_tensor(positions, device=self.device)
+
+    def bootstrap_observations(
+        self,
+        stop: np.ndarray,
+        env: np.ndarray,
+        final_rows: np.ndarray,
+        apart: np.ndarray,
+        last_rows: np.ndarray,
+        ongoing: np.ndarray,
+    ) -> Any:
+        """The observations a bootstrap needs, batched on the device.
+
+        ``obs[stop, env]`` (from ``finals[final_rows, env]`` where ``apart``), then
+        ``obs[last_rows, ongoing]``; see ``SampledChunks.bootstrap_observations``.
+        """
+        index = self.index
+        leaves = []
+        for j, leaf in enumerate(self.obs.leaves):
+            finals = leaf[index(stop), index(env)]
+            if apart.any():
+                assert self.finals is not None
+                kept = self.finals.leaves[j][index(final_rows[apart]), index(env[apart])]
+                finals[index(np.flatnonzero(apart))] = kept
+            leaves.append(torch.cat([finals, leaf[index(last_rows), index(ongoing)]]))
+        return unflatten(self.obs.structure, leaves)
+
+    def host(self, rows: int) -> Blocks:
+        """A host mirror: flags and rewards copied now, the other fields when first read.
+
+        Only the first ``rows`` step rows are meaningful; the flags are copied whole.
+        """
+        del rows  # the flags are small: copied whole so that row numbers stay the same
+
+        def copy(array: Any) -> np.ndarray:
+            return np.asarray(array.detach().cpu().numpy())
+
+        return Blocks(
+            obs=HostColumn(self.obs),  # type: ignore[arg-type]
+            rewards=copy(self.rewards),
+            terminated=copy(self.terminated),
+            truncated=copy(self.truncated),
+            dead=copy(self.dead),
+            actions=None if self.actions is None else HostColumn(self.actions),  # type: ignore[arg-type]
+            extras={key: HostColumn(col) for key, col in self.extras.items()},  # type: ignore[arg-type]
+        )
+
+
+def as_device_batch(batch: Any, device: torch.device) -> Any:
+    """A struct with every leaf a tensor on ``device`` (no copy for tensors already there).
+
+    Example:
+        >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
+        torch.float64
+    """
+    return map_leaves(lambda leaf: torch.as_tensor(leaf, device=device), batch)

@@ -1,0 +1,242 @@
+"""Batched recording for vector envs that yield torch tensors, without a host sync per step.
+
+A vector step only queues writes on the env's device (one slice assignment per field into
+:class:`~episodes.runner.device_blocks.DeviceBlocks`). Everything that needs to know which
+sub-env did what (episode ends, returns, ids, infos, final observations) is worked out once
+per ``sample()`` call, after the last step: the flags and rewards come to the host in one copy
+and the bookkeeping of :class:`~episodes.runner.recorder.BatchedRecorder` runs over the rows,
+so the chunks are exactly those the numpy path records for the same env.
+
+What a step may not do without the host is decide when the call is over in next-step mode
+(reset steps record nothing, so some sub-envs need extra steps): the recorder counts without
+looking until enough steps were taken for every sub-env to be done in the best case, then
+looks once per extra step. Same-step envs never make it look.
+
+Supported autoreset modes: next-step and same-step (``infos["final_obs"]`` a batched tensor).
+In disabled mode the runner would have to ask, every step, which sub-envs to reset: not
+supported on this path (ValueError).
+
+Infos are kept as the env returned them (the dicts and their tensors are not copied) and read
+at the end of the call: an env that writes its info tensors in place must hand out new ones.
+
+Example:
+    >>> import torch
+    >>> from gymnasium.vector import AutoresetMode
+    >>> from episodes.runner.metrics import RunnerMetrics
+    >>> rec = DeviceRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+    >>> rec.begin(3, torch.zeros(2, 4))
+    >>> while not rec.full():
+    ...     ends = torch.tensor([False, True])  # sub-env 1 terminates every step
+    ...     infos = {"final_obs": torch.ones(2, 4)}
+    ...     _ = rec.step(torch.zeros(2), {}, torch.zeros(2, 4), torch.ones(2), ends, ends & False,
+    ...                  infos, reset=None)
+    >>> recording = rec.finish()
+    >>> recording.chunk_lengths(), recording.finals.leaves[0].shape
+    ([3, 1, 1, 1], (3, 4))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+
+from episodes.runner.blocks import Blocks, Finals
+from episodes.runner.device_blocks import DeviceBlocks, as_device_batch, to_host
+from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.recorder import BatchedRecorder, Reset
+from episodes.runner.table import Recording
+
+__all__ = ["DeviceRecorder"]
+
+_FINAL_OBS = ("final_obs", "_final_obs")
+
+
+class DeviceRecorder(BatchedRecorder):
+    """A :class:`~episodes.runner.recorder.BatchedRecorder` whose blocks live on a torch device.
+
+    Args:
+        num_envs: Sub-envs of the vector env.
+        mode: Its autoreset mode (next-step or same-step).
+        lookback: ``len_lookback_buffer`` of the chunks.
+        metrics: Where finished episodes are counted.
+
+    Raises:
+        ValueError: ``mode`` is disabled.
+    """
+
+    def __init__(self, num_envs: int, mode: AutoresetMode, lookback: int, metrics: RunnerMetrics):
+        if mode is AutoresetMode.DISABLED:
+            raise ValueError(
+                "vector envs yielding torch tensors are recorded in next-step or same-step "
+                "autoreset mode; disabled mode would need the host every step to pick the "
+                "sub-envs to reset"
+            )
+        super().__init__(num_envs, mode, lookback, metrics)
+        self.device_blocks: DeviceBlocks | None = None
+        self._next_device: DeviceBlocks | None = None
+        self._carried_dead = np.zeros((0, num_envs), bool)
+        self._awaiting_device: torch.Tensor | None = None
+        self._pending: dict[int, dict[str, Any]] = {}
+        self._final_rows: set[int] = set()
+        self._endings: list[tuple[int, np.ndarray]] = []
+        self._begin_row = 0
+        self._synced_row = 0
+        self._have_device: torch.Tensor | None = None
+
+    # ------------------------------------------------------------------------------ a call
+    def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
+        """Allocates (or takes over) the call's device blocks."""
+        carried = self.row
+        rows = carried + num_steps + self._slack(num_steps)
+        if self._next_device is None:
+            blocks = DeviceBlocks.allocate(
+                obs, rows, with_finals=self.mode is AutoresetMode.SAME_STEP
+            )
+            blocks.obs.put(0, obs)
+            self._store_infos(to_host(reset_infos or {}), None, 0)
+        elif self._next_device.step_rows >= rows:
+            blocks = self._next_device
+        else:
+            blocks = self._next_device.resized(rows)
+        self.device_blocks, self._next_device = blocks, None
+        if self.finals is None:
+            self.finals = Finals(blocks.obs.structure)
+        if self._awaiting_device is None:
+            self._awaiting_device = torch.zeros(
+                self.num_envs, dtype=torch.bool, device=blocks.device
+            )
+        self.num_steps = num_steps
+        self.recorded = 0
+        held = np.arange(carried)[:, None]
+        self._have = ((held >= self.start) & ~self._carried_dead[:carried]).sum(axis=0)
+        self._least = int(self._have.min()) if self.num_envs else num_steps
+        self._begin_row = self._synced_row = carried
+        self._have_device = None
+
+    def full(self) -> bool:
+        """True once every sub-env recorded ``num_steps`` transitions for this call.
+
+        Without a look at the device while even the best case falls short; after that, one
+        look per step in next-step mode (reset steps record nothing).
+        """
+        if self._least + (self.row - self._synced_row) < self.num_steps:
+            return False
+        if self.mode is AutoresetMode.SAME_STEP:
+            return True
+        blocks = self.device_blocks
+        assert blocks is not None
+        live: torch.Tensor = ~blocks.dead[self._synced_row : self.row]
+        if self._have_device is None:
+            self._have_device = torch.as_tensor(self._have, device=blocks.device)
+        self._have_device = self._have_device + live.sum(dim=0)
+        self._synced_row = self.row
+        self._least = int(self._have_device.min())
+        return self._least >= self.num_steps
+
+    def step(
+        self,
+        actions: Any,
+        extras: dict[str, Any],
+        obs: Any,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+        infos: dict[str, Any],
+        *,
+        reset: Reset | None,
+    ) -> tuple[Any, Any]:
+        """Queues one vector step's writes on the device; returns ``(obs, started mask)``.
+
+        The started mask is a bool tensor on the device (all False when no sub-env started an
+        episode): which sub-envs' recurrent state to reset.
+        """
+        del reset  # disabled mode is refused at construction
+        blocks = self.device_blocks
+        assert blocks is not None, "begin() first"
+        if self.row >= blocks.step_rows:
+            blocks = self.device_blocks = blocks.resized(2 * blocks.step_rows)
+        device = blocks.device
+        r = self.row
+        terminateds = torch.as_tensor(terminateds, dtype=torch.bool, device=device)
+        truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
+        blocks.put_step(
+            r,
+            as_device_batch(actions, device),
+            {key: as_device_batch(value, device) for key, value in extras.items()},
+            obs,
+            torch.as_tensor(rewards, device=device),
+            terminateds,
+            truncateds,
+        )
+        done = terminateds | truncateds
+        if self.mode is AutoresetMode.NEXT_STEP:
+            waiting = self._awaiting_device
+            assert waiting is not None
+            blocks.dead[r] = waiting
+            self._awaiting_device = done & ~waiting
+            started = waiting
+        else:
+            final_obs = infos.get("final_obs")
+            if final_obs is not None:
+                assert blocks.finals is not None
+                blocks.finals.put(r, final_obs)
+                self._final_rows.add(r)
+            started = done
+        rest = {key: value for key, value in infos.items() if key not in _FINAL_OBS}
+        if rest:
+            self._pending[r] = rest
+        self.row = r + 1
+        return obs, started
+
+    # --------------------------------------------------------------------------- the end
+    def finish(self) -> Recording:
+        """Brings flags and rewards to the host once, does the call's bookkeeping, records."""
+        device = self.device_blocks
+        assert device is not None
+        host = device.host(self.row)
+        self.blocks = host
+        for r in range(self._begin_row, self.row):
+            infos = to_host(self._pending.pop(r, {}))
+            self._account(
+                r, None, host.rewards[r], host.terminated[r], host.truncated[r], infos, None
+            )
+        self._collect_finals(device)
+        recording = super().finish()
+        self.device_blocks = None
+        self._final_rows = set()
+        return dataclasses.replace(recording, device=device)
+
+    def _final_leaves(self, infos: dict[str, Any], ended: np.ndarray) -> list[np.ndarray]:
+        return []  # read from the device's finals block, all endings at once
+
+    def _add_finals(self, row: int, ended: np.ndarray, leaves: list[np.ndarray]) -> None:
+        if row not in self._final_rows:
+            raise ValueError(
+                f"sub-envs {ended.tolist()} finished in a same-step vector step whose infos "
+                "hold no 'final_obs': a same-step env yielding tensors must report the final "
+                "observations as a batched tensor infos['final_obs']"
+            )
+        self._endings.append((row, ended))
+
+    def _collect_finals(self, device: DeviceBlocks) -> None:
+        """Copies the final observations of the call's endings to the host in one gather."""
+        if not self._endings:
+            return
+        assert device.finals is not None and self.finals is not None
+        rows = np.concatenate([np.full(len(e), r, np.int64) for r, e in self._endings])
+        envs = np.concatenate([e for _, e in self._endings]).astype(np.int64)
+        self._endings = []
+        where_rows = torch.as_tensor(rows, device=device.device)
+        where_envs = torch.as_tensor(envs, device=device.device)
+        leaves = [leaf[where_rows, where_envs].cpu().numpy() for leaf in device.finals.leaves]
+        self.finals.add(rows, envs, leaves)
+
+    def _keep_rows(self, blocks: Blocks, keep: int, capacity: int) -> None:
+        device = self.device_blocks
+        assert device is not None
+        self._next_device = device.successor(keep, self.row, capacity)
+        self._carried_dead = np.array(blocks.dead[keep : self.row])

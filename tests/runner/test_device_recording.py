@@ -1,0 +1,200 @@
+"""Envs that yield torch tensors: device blocks record what numpy blocks record, sync-free.
+
+A runner on ``TensorVectorEnv`` (a numpy env seen through torch, on the CPU here; the same code
+runs on a GPU) and a runner on the numpy env itself, same seeds and policy, must return the same
+episodes and fill a bit-identical rollout storage, in next-step and same-step modes, for every
+space kind, lookback and recurrent or not. Stepping must never wait for the device.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.overrides import TorchFunctionMode
+
+from episodes.converter import episodes_to_rollout
+from episodes.envs.torch_cartpole import TorchCartPole
+from episodes.runner import EnvRunner, SampledChunks
+from tests.runner._random_env import EnvSpec, Policy, make_vec, obs_fn_for, value_fn
+from tests.runner._tensor_env import TensorPolicy, TensorVectorEnv, to_arrays
+from tests.runner.test_batched_equals_per_step import KEYS, assert_same_chunks, assert_same_storage
+
+cases = st.fixed_dictionaries(
+    {
+        "obs": st.sampled_from(["box", "discrete", "dict", "tuple"]),
+        "action": st.sampled_from(["discrete", "box"]),
+        "p_terminate": st.sampled_from([0.0, 0.1, 0.3]),
+        "p_truncate": st.sampled_from([0.0, 0.1, 0.4]),
+        "p_info": st.sampled_from([0.0, 0.3, 1.0]),
+        "num_envs": st.integers(1, 3),
+        "mode": st.sampled_from(["NextStep", "SameStep"]),
+        "lookback": st.integers(0, 4),
+        "recurrent": st.booleans(),
+        "seed": st.integers(0, 2**16),
+        "sizes": st.lists(st.integers(1, 7), min_size=1, max_size=4),
+    }
+)
+
+
+def tensor_value_fn(obs):
+    return torch.from_numpy(value_fn(to_arrays(obs)))
+
+
+def tensor_obs_fn(kind):
+    obs_fn = obs_fn_for(kind)
+    if obs_fn is None:
+        return None
+    return lambda obs: torch.from_numpy(obs_fn(to_arrays(obs)))
+
+
+def make_runners(case):
+    spec = EnvSpec(
+        case["obs"], case["action"], case["p_terminate"], case["p_truncate"], case["p_info"]
+    )
+    made = []
+    for on_device in (False, True):
+        env = make_vec(spec, case["num_envs"], case["mode"])
+        policy = Policy(env.single_action_space, case["recurrent"])
+        made.append(
+            EnvRunner(
+                TensorVectorEnv(env) if on_device else env,
+                TensorPolicy(policy) if on_device else policy,
+                len_lookback_buffer=case["lookback"],
+                seed=case["seed"],
+            )
+        )
+    return made
+
+
+@settings(deadline=None)
+@given(case=cases)
+def test_device_blocks_record_what_numpy_blocks_record(case):
+    host, device = make_runners(case)
+    ids: dict[str, str] = {}
+    for size in case["sizes"]:
+        expected = host.sample(size)
+        got = device.sample(size)
+        assert isinstance(got, SampledChunks) and got.recording.device is not None
+        kwargs = dict(gamma=0.9, keys=KEYS)
+        want = episodes_to_rollout(
+            expected, value_fn=value_fn, obs_fn=obs_fn_for(case["obs"]), **kwargs
+        )
+        fast = episodes_to_rollout(
+            got, value_fn=tensor_value_fn, obs_fn=tensor_obs_fn(case["obs"]), **kwargs
+        )
+        assert got.built() == []  # straight from the device blocks
+        assert_same_storage(fast, want)
+        assert_same_chunks(expected, got, ids)
+    timing = {"sample_time_s": 0, "env_steps_per_s": 0}
+    want_metrics, got_metrics = host.get_metrics() | timing, device.get_metrics() | timing
+    assert want_metrics.keys() == got_metrics.keys()
+    for key, value in want_metrics.items():
+        np.testing.assert_equal(got_metrics[key], value, err_msg=key)
+
+
+def test_a_written_chunk_sends_the_converter_down_the_general_path():
+    env = TorchCartPole(3, max_episode_steps=6)
+    runner = EnvRunner(
+        env, lambda obs: ((obs[:, 2] > 0).long(), {"vf_preds": obs[:, 0], "action_logp": obs[:, 1]})
+    )
+    chunks = runner.sample(10)
+    chunks[0].set_rewards(new_data=100.0, at_indices=0)
+    assert not chunks.unchanged()
+    rollout = episodes_to_rollout(chunks, gamma=0.9, value_fn=lambda obs: obs[:, 0])
+    assert rollout.storage.rewards[0, 0, 0] == 100.0
+    again = episodes_to_rollout(list(chunks), gamma=0.9, value_fn=lambda obs: obs[:, 0])
+    assert_same_storage(rollout, again)
+
+
+class SyncCounter(TorchFunctionMode):
+    """Counts the tensor calls that make the host wait for the device."""
+
+    WAITS = {
+        "item",
+        "tolist",
+        "numpy",
+        "cpu",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "nonzero",
+        "any",
+        "all",
+        "__array__",
+    }
+
+    def __init__(self):
+        super().__init__()
+        self.calls: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in self.WAITS:
+            self.calls.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_stepping_never_waits_for_the_device(mode, recurrent):
+    env = TorchCartPole(64, autoreset_mode=mode, max_episode_steps=7)
+
+    class Recurrent:
+        def initial_state(self, n):
+            return torch.zeros(n, 3)
+
+        def __call__(self, obs, state):
+            return (obs[:, 2] > 0).long(), {"vf_preds": obs[:, 0]}, state + 1
+
+    policy = Recurrent() if recurrent else (lambda obs: ((obs[:, 2] > 0).long(), {}))
+    runner = EnvRunner(env, policy, seed=0)
+    runner.sample(5)  # first call: allocation and reset infos
+    recorder = runner._recorder  # noqa: SLF001 - the test watches the recorder's steps
+    recorder.begin(16, runner._obs)  # noqa: SLF001
+    counter = SyncCounter()
+    with counter:
+        for _ in range(16 - recorder._least):  # noqa: SLF001 - the steps no sub-env can skip
+            assert not recorder.full()
+            runner._step()  # noqa: SLF001
+    assert counter.calls == []
+    while not recorder.full():
+        runner._step()  # noqa: SLF001
+    assert sum(recorder.finish().chunk_lengths()) == 64 * 16
+
+
+def test_disabled_mode_is_refused_for_tensor_envs():
+    env = TensorVectorEnv(
+        gym.make_vec(
+            "CartPole-v1",
+            2,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": "Disabled"},
+        )
+    )
+    runner = EnvRunner(env, lambda obs: (torch.zeros(2, dtype=torch.long), {}))
+    with pytest.raises(ValueError, match="disabled"):
+        runner.sample(3)
+
+
+def test_recurrent_state_restarts_with_each_episode():
+    env = TorchCartPole(4, autoreset_mode="SameStep", max_episode_steps=3)
+    seen = []
+
+    class Counter:
+        def initial_state(self, n):
+            return torch.zeros(n)
+
+        def __call__(self, obs, state):
+            seen.append(state.clone())
+            return torch.zeros(len(obs), dtype=torch.long), {}, state + 1
+
+    EnvRunner(env, Counter(), seed=0).sample(7)
+    # Episodes of 3 steps: the state counts 0, 1, 2 and restarts with every episode.
+    assert torch.stack(seen)[:, 0].tolist() == [0, 1, 2, 0, 1, 2, 0]
+    np.testing.assert_array_equal(
+        torch.stack(seen).numpy(), torch.stack(seen)[:, :1].expand(7, 4).numpy()
+    )
