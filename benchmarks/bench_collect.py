@@ -268,9 +268,7 @@ class RunnerPolicy:
         return self.model.value(as_obs(obs))[:, 0]
 
 
-def episodes_rollout(
-    runner: EnvRunner, policy: RunnerPolicy, t: int, storage: Any = None
-) -> Any:
+def episodes_rollout(runner: EnvRunner, policy: RunnerPolicy, t: int, storage: Any = None) -> Any:
     chunks = runner.sample(t)
     keys = ColumnKeys(distribution=policy.dist_keys)
     rollout = episodes_to_rollout(

@@ -159,7 +159,10 @@ def slice_positions(
         raise ValueError("slice step cannot be zero")
     if step > 0:
         plan = plan_slice(
-            slice_, lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback,
+            slice_,
+            lookback=lookback,
+            total=total,
+            neg_index_as_lookback=neg_index_as_lookback,
             fill=fill,
         )
         first = plan.start - plan.fill_left
@@ -169,14 +172,18 @@ def slice_positions(
         start = total - 1
     else:
         start = resolve_int(
-            as_int(start, what="slice bound"), lookback=lookback, total=total,
+            as_int(start, what="slice bound"),
+            lookback=lookback,
+            total=total,
             neg_index_as_lookback=neg_index_as_lookback,
         )
     if stop is None:
         stop = lookback - 1
     else:
         stop = resolve_int(
-            as_int(stop, what="slice bound"), lookback=lookback, total=total,
+            as_int(stop, what="slice bound"),
+            lookback=lookback,
+            total=total,
             neg_index_as_lookback=neg_index_as_lookback,
         )
     if not fill:

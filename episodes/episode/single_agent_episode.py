@@ -434,11 +434,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     def __getstate__(self) -> dict[str, Any]:
         # The space checkers are closures (not picklable); they are rebuilt on unpickling.
-        return {
-            name: getattr(self, name)
-            for name in self.__slots__
-            if name not in _DERIVED_SLOTS
-        }
+        return {name: getattr(self, name) for name in self.__slots__ if name not in _DERIVED_SLOTS}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
