@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/gpu.py [--repeats 10]
 
 Runs the passes of bench_rollout.py (flat 4x5, recurrent GRU 1x256 4x5, GAE, 24 x
-add_transition) at N=4096 and N=65536 (T=24, obs 48, act 12). Exits cleanly without CUDA.
+add_transition) at N=4096 and N=65536 (T=24, obs 48, act 12), then collection from a
+torch-tensor vector env on the device (``gpu_collect.py``: runner -> converter -> GAE against
+rsl_rl's per-step pattern, N=4096..65536, host syncs per sample). Exits cleanly without CUDA.
 """
 
 from __future__ import annotations
@@ -133,6 +135,10 @@ def main() -> None:
                 )
             del st, trs
             torch.cuda.empty_cache()
+    print()
+    import gpu_collect
+
+    gpu_collect.main(["--device", "cuda", "--repeats", str(args.repeats)])
 
 
 if __name__ == "__main__":

@@ -83,10 +83,12 @@ class TensorColumn(Column):
     def gather(self, flat: Any) -> Any:
         """The items at flat positions ``row * num_envs + env`` (any index shape), on the device."""
         index = torch.as_tensor(flat, device=self.device)
+        flat_index = index.reshape(-1)
         return unflatten(
             self.structure,
             [
-                leaf.reshape(-1, *leaf.shape[2:])[index.reshape(-1)].reshape(
+                # index_select moves whole rows: several times faster than advanced indexing.
+                torch.index_select(leaf.reshape(-1, *leaf.shape[2:]), 0, flat_index).reshape(
                     *index.shape, *leaf.shape[2:]
                 )
                 for leaf in self.leaves
