@@ -8,7 +8,7 @@ knows nothing of lookback, negative indices or fill: the buffer resolves those w
 - :class:`~episodes.buffer.array_store.ArrayStore`: one growable numpy array per leaf of the
   item structure (numpy mode, after ``to_numpy``/``finalize``);
 - :class:`~episodes.buffer.view_store.ViewStore`: an ``ArrayStore`` over views into the env
-  runner's recording blocks, copied before it grows or shrinks (setters write through).
+  runner's recording blocks, copied before any change (copy on write).
 
 Each store has a *batch* type, what windows, gathers and fillers come back as: a list of items
 for the list store, a struct of arrays with a leading time axis for the numpy store. The batch

@@ -4,19 +4,17 @@ The env runner records a whole ``sample()`` call into time-major blocks ``[rows,
 and hands out chunks whose columns are views ``block[first:stop, env]`` of those blocks, so a
 chunk costs no copy until it is touched. The write rule that keeps chunks independent:
 
-- setters (``set``) write through into the viewed rows: no other chunk and no later ``sample()``
-  shares them, so that is safe and keeps the block (which the converter reads) in step;
-- anything that changes the number of items (append, extend, concat, pop, truncate) first copies
-  the leaves into arrays of the store's own (``detached`` then reads True), so it never writes
-  into the block.
+- every change (``set``, append, extend, concat, pop, truncate) first copies the leaves into
+  arrays of the store's own (``detached`` then reads True): a store never writes into the
+  block, whose rows other chunks (their lookback) and the recorder share.
 
 Example:
     >>> block = np.arange(12.0).reshape(4, 3)  # 4 rows, 3 envs
     >>> store = ViewStore.from_batch(block[1:3, 0])
-    >>> store.set([0], [40.0]); float(block[1, 0])
-    40.0
-    >>> store.append(99.0); store.detached, block[:, 0].tolist()
-    (True, [0.0, 40.0, 6.0, 9.0])
+    >>> store.set([0], [40.0]); store.detached, float(block[1, 0])
+    (True, 3.0)
+    >>> store.items(0)
+    [np.float64(40.0), np.float64(6.0)]
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from episodes.buffer.array_store import ArrayStore
 
 
 class ViewStore(ArrayStore):
-    """An :class:`ArrayStore` over borrowed leaves that copies them before it grows or shrinks."""
+    """An :class:`ArrayStore` over borrowed leaves that copies them before any change."""
 
     __slots__ = ("detached", "written")
 
@@ -39,10 +37,10 @@ class ViewStore(ArrayStore):
 
     def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
         super().__init__(leaves, structure, size, typed)
-        #: True once the leaves were copied (an append, pop, truncate, ...): the store no
+        #: True once the leaves were copied (a set, append, pop, truncate, ...): the store no
         #: longer views the block.
         self.detached = False
-        #: True once ``set`` wrote into the leaves.
+        #: True once ``set`` wrote into the (copied) leaves.
         self.written = False
 
     @classmethod
@@ -62,7 +60,8 @@ class ViewStore(ArrayStore):
             self.detached = True
 
     def set(self, positions: Sequence[int], items: list[Any]) -> None:
-        """Writes through into the viewed rows (see the module docstring)."""
+        """Writes into a private copy of the leaves (see the module docstring)."""
+        self._detach()
         super().set(positions, items)
         self.written = True
 

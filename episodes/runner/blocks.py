@@ -185,6 +185,28 @@ class Blocks:
             extras={key: column.resized(step_rows) for key, column in self.extras.items()},
         )
 
+    def rows_between(self, first: int, stop: int) -> Blocks:
+        """Step rows ``first:stop`` (``obs``: one more) as blocks of views, renumbered from 0.
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros((2, 3)), rows=5)
+            >>> blocks.rows_between(1, 3).obs.rows, blocks.rows_between(1, 3).step_rows
+            (3, 2)
+        """
+
+        def cut(column: Column, extra: int = 0) -> Column:
+            return Column([leaf[first : stop + extra] for leaf in column.leaves], column.structure)
+
+        return Blocks(
+            obs=cut(self.obs, 1),
+            rewards=self.rewards[first:stop],
+            terminated=self.terminated[first:stop],
+            truncated=self.truncated[first:stop],
+            dead=self.dead[first:stop],
+            actions=None if self.actions is None else cut(self.actions),
+            extras={key: cut(column) for key, column in self.extras.items()},
+        )
+
     def successor(self, first: int, stop: int, rows: int) -> Blocks:
         """New blocks of ``rows`` step rows (same layouts) starting with rows ``first:stop``.
 

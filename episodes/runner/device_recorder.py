@@ -235,6 +235,9 @@ class DeviceRecorder(BatchedRecorder):
         leaves = [leaf[where_rows, where_envs].cpu().numpy() for leaf in device.finals.leaves]
         self.finals.add(rows, envs, leaves)
 
+    def _append_in_place(self, blocks: Blocks, room: int) -> bool:
+        return False  # device blocks are copied on the device, where that is cheap
+
     def _keep_rows(self, blocks: Blocks, keep: int, capacity: int) -> None:
         device = self.device_blocks
         assert device is not None

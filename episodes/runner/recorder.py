@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -311,6 +312,10 @@ class BatchedRecorder:
         """Copies rows ``keep:row`` into the blocks the next call starts with."""
         self._next = blocks.successor(keep, self.row, capacity)
 
+    def _append_in_place(self, blocks: Blocks, room: int) -> bool:
+        """Whether the next call records into these blocks, after the rows of this one."""
+        return blocks.step_rows - self.row >= room
+
     def _carry_over(
         self,
         blocks: Blocks,
@@ -319,31 +324,49 @@ class BatchedRecorder:
         end: np.ndarray,
         state: tuple[np.ndarray, np.ndarray, np.ndarray],
     ) -> None:
-        """Keeps the rows the next call needs: each env's lookback and leftover rows."""
+        """Keeps the rows the next call needs: each env's lookback and leftover rows.
+
+        The next call appends after this call's rows while the blocks have room for it: chunks
+        copy a column before they write to it, so no chunk writes into a block, and the rows a
+        call hands out are never written again. Only when the room runs out are the rows still
+        needed copied into new blocks: room for one call, and, once the carried rows are more
+        than a quarter of a call, room for as many rows again as were carried. The leftover
+        rows of next-step mode grow like the square root of the number of calls; copying them
+        every call would make every call cost more than the one before, and this way a call
+        copies at most about one call's rows on average, however many are carried, while
+        short carries (the usual case) keep the blocks one call long.
+        """
         start, episode_start, episode_number = state
         age = start - episode_start
         keep = int(min(self.row, (start - np.minimum(self.lookback, age)).min()))
-        # Copied now, before the chunks are handed out: setters on them never reach these rows.
-        # Sized for a next call of the same length (the usual loop), so that call starts
-        # without another copy; a longer one grows them when it begins.
         carried = self.row - keep
-        capacity = carried + self.num_steps + self._slack(self.num_steps)
-        self._keep_rows(blocks, keep, capacity)
-        self.row = carried
-        self.start, self.episode_start = start - keep, episode_start - keep
+        room = self.num_steps + self._slack(self.num_steps)
+        if self._append_in_place(blocks, room):
+            shift = 0
+            # A shallow copy: a new extra output of the policy is added to the next call's
+            # blocks only, not to the ones this call's recording reads.
+            self._next = dataclasses.replace(blocks, extras=dict(blocks.extras))
+        else:
+            shift = keep
+            # Room for the next call, plus as many rows again as are carried once they are
+            # many: then a copy serves several calls (see the docstring).
+            extra = carried if 4 * carried > room else 0
+            self._keep_rows(blocks, keep, carried + room + extra)
+        self.row -= shift
+        self.start, self.episode_start = start - shift, episode_start - shift
         self.episode_number = episode_number
 
         def later(rows: np.ndarray, envs: np.ndarray) -> np.ndarray:
             return rows >= end[envs]
 
-        self.infos = {(r - keep, i): v for (r, i), v in self.infos.items() if r >= keep}
+        self.infos = {(r - shift, i): v for (r, i), v in self.infos.items() if r >= keep}
         self.final_infos = {
-            (r - keep, i): v for (r, i), v in self.final_infos.items() if r >= end[i]
+            (r - shift, i): v for (r, i), v in self.final_infos.items() if r >= end[i]
         }
-        self.finals = finals.kept(later(finals.rows, finals.envs), -keep)
+        self.finals = finals.kept(later(finals.rows, finals.envs), -shift)
         late = later(events[0], events[1])
-        shift = np.array([[keep], [0], [0]])
-        self.events = [events[:, late] - shift] if late.any() else []
+        moved = np.array([[shift], [0], [0]])
+        self.events = [events[:, late] - moved] if late.any() else []
         self.blocks = None
 
 

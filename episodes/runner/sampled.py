@@ -7,10 +7,10 @@ is touched (and caches it): an ordinary numpy'd :class:`SingleAgentEpisode` whos
 column of an episode whose final observation was kept apart (same-step and disabled modes) is a
 small copy.
 
-Write rule: setters write through into the block rows of that chunk, which no other chunk and no
-later ``sample()`` shares (each call records into its own blocks; rows carried over to the next
-call are copied before the chunks are handed out). Appending, ``concat_episode``, pop and
-truncate copy the column first, so they never write into a block.
+Write rule: copy on write. A setter, append, ``concat_episode``, pop or truncate first copies
+the column it changes, so no chunk ever writes into a block: rows are shared (a chunk's lookback
+is the previous chunk's tail, and later calls append to the same blocks while there is room),
+and a row, once handed out, is never written again.
 
 The converter reads the blocks directly (:meth:`SampledChunks.time_major`) when no chunk was
 changed in a way the blocks do not see (:meth:`SampledChunks.unchanged`).
@@ -110,6 +110,17 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Only this call's rows travel (the blocks may hold earlier calls' rows too).
+        state = dict(self.__dict__)
+        state["recording"] = self.recording.compact()
+        state["_flat_index"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._aligned = self.recording.aligned_start
 
     def __repr__(self) -> str:
         return (

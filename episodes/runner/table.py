@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +81,43 @@ class Recording:
         first = int(self.window[0, 0]) if self.window.size else 0
         expected = first + np.arange(self.num_steps)
         return first if bool((self.window == expected).all()) else None
+
+    def compact(self) -> Recording:
+        """The recording cut to the rows its chunks read (views), renumbered from row 0.
+
+        The blocks a call records into may also hold earlier calls' rows (calls append while
+        there is room): what is pickled or sent to another process is only this call's.
+        Recordings on a torch device are returned as they are.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+            >>> _ = runner.sample(4); rec = runner.sample(4).recording
+            >>> rec.blocks.step_rows > rec.compact().blocks.step_rows
+            True
+        """
+        table = self.table
+        if self.device is not None or not len(table):
+            return self
+        first = int((table.first - table.lookback).min())
+        stop = int(table.stop.max())
+        if first == 0 and stop == self.blocks.step_rows:
+            return self
+
+        def moved(infos: dict[tuple[int, int], Any]) -> dict[tuple[int, int], Any]:
+            return {(r - first, i): v for (r, i), v in infos.items() if first <= r <= stop}
+
+        return dataclasses.replace(
+            self,
+            blocks=self.blocks.rows_between(first, stop),
+            table=dataclasses.replace(table, first=table.first - first, stop=table.stop - first),
+            window=self.window - first,
+            infos=moved(self.infos),
+            finals=self.finals.kept(np.ones(len(self.finals.rows), bool), -first),
+            final_infos=moved(self.final_infos),
+        )
 
     def chunk_lengths(self) -> list[int]:
         """The number of steps of every chunk.

@@ -135,7 +135,11 @@ def test_writes_stay_in_their_chunk(mode):
     target.rewards.set(123.0, at_indices=0)
     assert first[0].get_rewards(0) == 123.0
     assert all(a == b for a, b in zip(list(first)[1:], before[1:], strict=True))
-    assert first.unchanged()  # a write-through the blocks see
+    # Copy on write: the column left the block, so the converter takes the general path.
+    assert target.rewards.store.detached and not first.unchanged()
+    rollout = episodes_to_rollout(first, gamma=0.9, value_fn=value_fn, keys=KEYS)
+    env0 = target.custom_data["env_index"]
+    assert rollout.storage.rewards[0, env0, 0] == 123.0 or target.t_started > 0
     # Writing into the chunk a later call continues never reaches that call.
     last = [c for c in first if not c.is_done][-1]
     env = last.custom_data["env_index"]
@@ -147,6 +151,9 @@ def test_writes_stay_in_their_chunk(mode):
     if following.id_ == last.id_ and following.rewards.lookback:
         assert following.get_rewards(-1, neg_index_as_lookback=True) == kept[0]
         np.testing.assert_array_equal(following.get_observations(0), kept[1])
+        # ... and writing into the later chunk's lookback never reaches the earlier chunk.
+        following.rewards.set(55.0, at_indices=-1, neg_index_as_lookback=True)
+        assert last.get_rewards(-1) == -7.0
     # Growing a chunk copies its columns off the blocks: the fast path then steps aside.
     ongoing = [c for c in second if not c.is_done][0]
     extras = {k: ongoing.get_extra_model_outputs(k, -1) for k in ongoing.extra_model_outputs}
