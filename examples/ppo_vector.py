@@ -17,6 +17,7 @@ and of collection alone (runner + converter + GAE); the run ends with one line
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -29,6 +30,7 @@ import torch
 from tqdm import tqdm
 
 from episodes.converter import ColumnKeys, episodes_to_rollout
+from episodes.envs.torch_cartpole import TorchCartPole
 from episodes.runner import EnvRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helpers beside this file
@@ -64,9 +66,31 @@ class VectorPPOConfig:
     target_kl: float | None = 0.02
 
 
-def make_env(num_envs: int) -> gym.vector.VectorEnv:
-    """gymnasium's numpy-vectorized CartPole (one array op per step for all sub-envs)."""
+def make_env(num_envs: int, torch_env: bool = False, device: str = "cpu") -> gym.vector.VectorEnv:
+    """gymnasium's numpy-vectorized CartPole (one array op per step for all sub-envs).
+
+    With ``torch_env``, the same task as batched torch tensors on ``device`` (what a GPU
+    simulator hands over): the runner then records on that device.
+    """
+    if torch_env:
+        return TorchCartPole(num_envs, device=device)
     return gym.make_vec("CartPole-v1", num_envs, vectorization_mode="vector_entry_point")
+
+
+class TensorSamplingPolicy(SamplingPolicy):
+    """The policy for a torch-tensor env: tensors in, tensors out, nothing leaves the device."""
+
+    @torch.no_grad()
+    def __call__(self, obs: Any) -> tuple[Any, dict[str, Any]]:  # type: ignore[override]
+        """Samples actions; the extra outputs stay tensors on the env's device."""
+        dist = self.model.distribution(obs)
+        actions = dist.sample()
+        extras = {
+            "action_logp": dist.log_prob(actions),
+            "vf_preds": self.model.value(obs),
+            "logits": dist.logits,
+        }
+        return actions, extras
 
 
 def collect(
@@ -101,6 +125,7 @@ def train(
     log_every: int = 1,
     progress: bool = True,
     threads: int = 1,
+    torch_env: bool = False,
 ) -> dict[str, Any]:
     """Trains PPO on ``CartPoleVectorEnv`` and returns the learning curve and final figures.
 
@@ -115,6 +140,8 @@ def train(
         log_every: Print a curve line every this many iterations (0: never).
         progress: Show a tqdm progress bar.
         threads: Torch CPU threads.
+        torch_env: Step ``TorchCartPole`` (torch tensors on ``device``) instead of the numpy
+            env: collection, conversion, GAE and the update all stay on the device.
 
     Returns:
         ``final_mean_return``, ``env_steps``, ``wall_s``, ``history`` (one dict per iteration:
@@ -124,12 +151,12 @@ def train(
     cfg = config or VectorPPOConfig()
     seed_everything(seed, threads)
     dev = torch.device(device)
-    env = make_env(num_envs)
+    env = make_env(num_envs, torch_env, device)
     obs_shape, action_space = env.single_observation_space.shape, env.single_action_space
     assert obs_shape is not None and isinstance(action_space, gym.spaces.Discrete)
     model = ActorCritic(int(np.prod(obs_shape)), int(action_space.n), cfg.hidden).to(dev)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
-    policy = SamplingPolicy(model, dev)
+    policy = (TensorSamplingPolicy if torch_env else SamplingPolicy)(model, dev)
     runner = EnvRunner(env, policy, seed=seed)
     steps_per_iter = num_envs * cfg.num_steps
     num_iters = max(1, -(-total_steps // steps_per_iter))
@@ -189,12 +216,13 @@ def train(
     )
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, torch_env: bool = False, doc: str = __doc__) -> None:
+    """The command line: ``torch_env`` selects the torch-tensor env (``ppo_torch_env.py``)."""
     # A curve line every iteration unless --log-every says otherwise (a later flag wins).
     args = ["--log-every", "1", *(sys.argv[1:] if argv is None else argv)]
     run_cli(
-        train,
-        __doc__.splitlines()[0],
+        functools.partial(train, torch_env=torch_env),
+        doc.splitlines()[0],
         total_steps=2_000_000,
         num_envs=512,
         save_by_default=None,

@@ -85,3 +85,35 @@ def test_cli_prints_steps_per_second_and_the_final_line(tmp_path: Path) -> None:
 
     saved = list(read_episodes(tmp_path / "data", numpy=True))
     assert sum(len(ep) for ep in saved) == num_envs * 32
+
+
+def test_torch_env_iterations_record_on_the_device() -> None:
+    ppo = load_example()
+    cfg = ppo.VectorPPOConfig(num_steps=8, num_epochs=2, num_mini_batches=4)
+    result = ppo.train(
+        0, 2 * 64 * 8, num_envs=64, config=cfg, progress=False, log_every=0, torch_env=True
+    )
+    assert result["env_steps"] == 2 * 64 * 8
+    assert result["shapes"]["observations"] == (8, 64, 4)
+    for entry in result["history"]:
+        assert math.isfinite(entry["policy_loss"]) and math.isfinite(entry["value_loss"])
+
+
+def test_torch_env_cli_prints_the_final_line() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLES / "ppo_torch_env.py"),
+            "--total-steps",
+            "4096",
+            "--num-envs",
+            "128",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("final_mean_return=")
