@@ -53,7 +53,7 @@ def read_episodes_v2(
         wanted = list(ids)
         all_ids = _ids(ds)
         selected = [i for i in selected if all_ids[i] in wanted]
-    return (ds.episode(i, numpy=numpy) for i in selected)
+    return ds.iter_episodes(selected, numpy=numpy)
 
 
 def load_episode_v2(
