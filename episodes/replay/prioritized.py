@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._max_priority = 1.0
         self._beta = 0.0
         self._last_indices: np.ndarray | None = None
-        self._last_slots: tuple[np.ndarray, int] | None = None
+        self._last_slots: tuple[np.ndarray, int, int] | None = None  # slots, moves, kills
+        self._kills = 0
 
     @property
     def max_priority(self) -> float:
@@ -76,6 +78,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     def _on_kill(self, slots: np.ndarray) -> None:
         self._tree.update(slots, np.zeros(len(slots)))
+        self._kills += 1  # sampled slots may be dead now
 
     def _on_remap(self, remap: np.ndarray) -> None:
         leaves = self._tree.leaves()
@@ -93,22 +96,26 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             beta: Importance-weight exponent (0: all weights 1; 1: full correction).
             **kwargs: As :meth:`EpisodeReplayBuffer.sample`.
         """
-        if not np.isfinite(beta) or beta < 0:
+        if not math.isfinite(beta) or beta < 0:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
         self._beta = float(beta)
         return super().sample(num_items, **kwargs)
 
     def _draw_transitions(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         tree = self._tree
-        total = tree.total
-        slots = tree.find(self.rng.random(size) * total)
-        probs = tree.leaves(slots) / total
-        count = self._store.num_live
-        # Dividing by the largest weight, that of the smallest priority, keeps weights <= 1.
-        weights = (probs * count) ** -self._beta / (tree.min / total * count) ** -self._beta
+        masses = self.rng.random(size)
+        masses *= tree.total
+        slots = tree.find(masses)
+        if self._beta:
+            # (N P(i))^-beta over the largest weight, that of the smallest priority: the N and
+            # the total cancel, leaving (p_i / p_min)^-beta <= 1.
+            ratio = tree.leaves(slots) / tree.min  # float64: extreme ratios stay finite
+            weights = np.power(ratio, -self._beta, out=ratio).astype(np.float32)
+        else:
+            weights = np.ones(size, np.float32)
         self._last_indices = self._store.uid[slots]
-        self._last_slots = (slots, self._store.moves)
-        return slots, weights.astype(np.float32)
+        self._last_slots = (slots, self._store.moves, self._kills)
+        return slots, weights
 
     # -------------------------------------------------------------------------- priorities
     def update_priorities(self, priorities: Any, indices: Any = None) -> None:
@@ -133,22 +140,26 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 f"priorities (shape {prio.shape}) and indices (shape {idx.shape}) must be 1-d "
                 "and equally long"
             )
-        if idx.dtype.kind not in "iu" and len(idx):
+        if not len(idx):
+            return
+        if idx.dtype.kind not in "iu":
             raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
-        if not np.isfinite(prio).all() or (prio <= 0).any():
+        top = float(prio.max())
+        if not (prio.min() > 0 and top < np.inf):  # NaN fails both
             bad = prio[~(np.isfinite(prio) & (prio > 0))][:5]
             raise ValueError(f"priorities must be finite and > 0, got {bad.tolist()}")
-        idx = idx.astype(np.int64)
-        if ((idx < 0) | (idx >= self._store.next_uid)).any():
-            raise ValueError("indices the buffer never issued (use a batch's 'indices')")
-        if cached is not None and cached[1] == self._store.moves:
-            slots, found = cached[0], self._store.live[cached[0]]  # no search needed
+        if cached is not None and cached[1:] == (self._store.moves, self._kills):
+            slots = cached[0]  # the sampled slots, all still live: no search needed
         else:
+            idx = idx.astype(np.int64, copy=False)
+            if idx.min() < 0 or idx.max() >= self._store.next_uid:
+                raise ValueError("indices the buffer never issued (use a batch's 'indices')")
             slots, found = self._find(idx)
-        if not found.all():
-            slots, prio = slots[found], prio[found]
+            if not found.all():  # evicted items: skipped, their priorities too
+                slots, prio = slots[found], prio[found]
+                top = float(prio.max(initial=0.0))
         self._tree.update(slots, prio**self.alpha if self.alpha != 1.0 else prio)
-        self._max_priority = max(self._max_priority, float(prio.max(initial=0.0)))
+        self._max_priority = max(self._max_priority, top)
 
     def get_priorities(self, indices: Any) -> np.ndarray:
         """Current priorities (before ``alpha``) of stored items; ``KeyError`` for evicted ones."""

@@ -6,15 +6,30 @@ import numpy as np
 
 __all__ = ["SumTree"]
 
+# Eight children per node: their inclusive-comparison mask is 8 bytes, one uint64, so counting
+# the children left of a mass is a multiply and a shift (see ``find``). Each level stands for
+# three binary levels at about the numpy-call cost of one.
+_FANOUT = 8
+_SHIFT = 3
+# The top level is searched with ``np.searchsorted`` over its prefix sums, which are
+# recomputed on every update: a few microseconds for this many nodes, less than a level.
+_TOP = 2048
+# Byte sum of a uint64 holding 0/1 bytes: the product's top byte adds them all up.
+_BYTE_SUM = np.uint64(0x0101010101010101)
+_STRICT = np.triu(np.ones((_FANOUT, _FANOUT)), 1)  # row @ _STRICT: sums before each child
+_ONES = np.ones(_FANOUT)
+
 
 class SumTree:
     """Sums and minima over ``capacity`` non-negative leaf values.
 
-    Both trees live in flat arrays (node ``i`` has children ``2i`` and ``2i+1``, leaves start at
-    ``leaf0``), so updating ``k`` leaves costs ``O(k log n)`` numpy work in ``log n`` calls, and
-    finding the leaves of ``k`` prefix masses descends all ``k`` at once. (Wider nodes were
-    measured slower: numpy reduces short rows poorly.) Zero leaves count as absent for the
-    minimum.
+    Levels have fanout 8 (level 0 holds the leaves; node ``i``'s children are ``8i..8i+7``
+    one level down), and the top level, at most 2048 nodes, keeps its prefix sums, so a
+    search is one ``np.searchsorted`` plus one step per level below the top (two for 100k
+    leaves, three for 1M). Updating ``k`` leaves recomputes the ``k`` touched parents of
+    each level from their children (one gather and one product per level), then the top's
+    prefix sums; parents are recomputed rather than adjusted, so no rounding drift builds up.
+    Zero leaves count as absent for the minimum and are never returned by :meth:`find`.
 
     Args:
         capacity: Number of leaves.
@@ -30,86 +45,142 @@ class SumTree:
 
     def __init__(self, capacity: int):
         self.capacity = int(capacity)
-        self.leaf0 = 1 << max(0, int(self.capacity - 1).bit_length())
-        self.sums = np.zeros(2 * self.leaf0, np.float64)
-        self.mins = np.full(2 * self.leaf0, np.inf, np.float64)
+        depth = 0
+        while -(-self.capacity // _FANOUT**depth) > _TOP:
+            depth += 1
+        width = max(1, -(-self.capacity // _FANOUT**depth))
+        sizes = [width * _FANOUT ** (depth - level) for level in range(depth + 1)]
+        self._sums = [np.zeros(size) for size in sizes]
+        self._mins = [np.full(size, np.inf) for size in sizes]
+        self._starts = np.zeros(width + 1)  # prefix sums of the top level, from 0 to total
+        self._min = np.inf
+
+    @property
+    def depth(self) -> int:
+        """Levels below the top (0 when the leaves are the top)."""
+        return len(self._sums) - 1
 
     @property
     def total(self) -> float:
         """Sum of all leaves."""
-        return float(self.sums[1])
+        return float(self._starts[-1])
 
     @property
     def min(self) -> float:
         """Smallest non-zero leaf (``inf`` when all are zero)."""
-        return float(self.mins[1])
+        return self._min
 
     def leaves(self, indices: np.ndarray | None = None) -> np.ndarray:
-        """Leaf values (all ``capacity`` of them when ``indices`` is None)."""
+        """Leaf values (all ``capacity`` of them when ``indices`` is None).
+
+        Example:
+            >>> tree = SumTree(3)
+            >>> tree.update(np.array([1]), np.array([2.0]))
+            >>> tree.leaves().tolist(), tree.leaves(np.array([1, 1])).tolist()
+            ([0.0, 2.0, 0.0], [2.0, 2.0])
+        """
         if indices is None:
-            return self.sums[self.leaf0 : self.leaf0 + self.capacity].copy()
-        return self.sums[self.leaf0 + np.asarray(indices)]
+            return self._sums[0][: self.capacity].copy()
+        return self._sums[0][indices]
 
     def update(self, indices: np.ndarray, values: np.ndarray) -> None:
-        """Sets leaves (the last value wins for repeated indices) and refreshes their parents."""
-        nodes = self.leaf0 + np.asarray(indices, np.int64)
+        """Sets leaves (the last value wins for repeated indices) and refreshes their parents.
+
+        Example:
+            >>> tree = SumTree(10_000)
+            >>> tree.update(np.array([7, 9_000, 7]), np.array([1.0, 3.0, 0.5]))
+            >>> tree.total, tree.min, tree.depth
+            (3.5, 0.5, 1)
+        """
+        nodes = np.asarray(indices, np.int64)
         values = np.asarray(values, np.float64)
-        self.sums[nodes] = values
-        self.mins[nodes] = np.where(values > 0, values, np.inf)
-        if len(nodes) > self.leaf0 // 16:  # many leaves: refreshing every level is cheaper
+        sums, mins = self._sums, self._mins
+        sums[0][nodes] = values
+        mins[0][nodes] = np.where(values > 0, values, np.inf)
+        if len(nodes) * _FANOUT > len(sums[0]) // 4:  # many leaves: recompute every level
             self._refresh()
             return
-        sums, mins = self.sums, self.mins
-        for _ in range(self.leaf0.bit_length() - 1):
-            # Repeated parents are written twice with the same value: cheaper than unique().
-            nodes >>= 1
-            left = nodes << 1
-            sums[nodes] = sums[left] + sums[left + 1]
-            mins[nodes] = np.minimum(mins[left], mins[left + 1])
+        for level in range(1, len(sums)):
+            # Repeated parents are recomputed twice to the same value: cheaper than unique().
+            nodes = nodes >> _SHIFT
+            children = np.take(sums[level - 1].reshape(-1, _FANOUT), nodes, axis=0)
+            sums[level][nodes] = children @ _ONES
+            children = np.take(mins[level - 1].reshape(-1, _FANOUT), nodes, axis=0)
+            mins[level][nodes] = children.T.copy().min(axis=0)  # fast axis: one pass per child
+        self._refresh_top()
 
     def rebuild(self, values: np.ndarray) -> None:
-        """Replaces every leaf at once (``len(values) <= capacity``; the rest become 0)."""
-        leaves = self.sums[self.leaf0 :]
+        """Replaces every leaf at once (``len(values) <= capacity``; the rest become 0).
+
+        Example:
+            >>> tree = SumTree(3)
+            >>> tree.rebuild(np.array([1.0, 0.0, 2.0]))
+            >>> tree.total, tree.min, tree.find(np.array([1.0])).tolist()
+            (3.0, 1.0, [2])
+        """
+        leaves = self._sums[0]
         leaves[:] = 0.0
         leaves[: len(values)] = values
-        self.mins[self.leaf0 :] = np.where(leaves > 0, leaves, np.inf)
+        self._mins[0][:] = np.where(leaves > 0, leaves, np.inf)
         self._refresh()
 
     def _refresh(self) -> None:
-        width = self.leaf0 // 2
-        while width >= 1:  # level by level, on contiguous slices
-            lo, hi = 2 * width, 4 * width
-            self.sums[width:lo] = self.sums[lo:hi:2] + self.sums[lo + 1 : hi : 2]
-            self.mins[width:lo] = np.minimum(self.mins[lo:hi:2], self.mins[lo + 1 : hi : 2])
-            width //= 2
+        for level in range(1, len(self._sums)):
+            self._sums[level][:] = self._sums[level - 1].reshape(-1, _FANOUT) @ _ONES
+            children = self._mins[level - 1].reshape(-1, _FANOUT)
+            out = self._mins[level]
+            out[:] = children[:, 0]
+            for j in range(1, _FANOUT):  # column by column: numpy reduces short rows slowly
+                np.minimum(out, children[:, j], out=out)
+        self._refresh_top()
+
+    def _refresh_top(self) -> None:
+        np.cumsum(self._sums[-1], out=self._starts[1:])
+        self._min = float(self._mins[-1].min())
 
     def find(self, masses: np.ndarray) -> np.ndarray:
         """For each mass in ``[0, total)``, the leaf whose prefix-sum interval holds it.
 
-        Rounding can leave a mass on a zero leaf at an interval's edge; those few masses are
-        searched again on a path that only enters subtrees with a non-zero sum, so every
-        returned leaf is non-zero.
-        """
-        given = masses = np.asarray(masses, np.float64)
-        nodes = np.ones(len(masses), np.int64)
-        sums = self.sums
-        for _ in range(self.leaf0.bit_length() - 1):
-            nodes <<= 1
-            left_sum = sums[nodes]
-            right = masses >= left_sum
-            masses = masses - left_sum * right
-            nodes += right
-        bad = sums[nodes] <= 0
-        if bad.any():
-            nodes[bad] = self._find_safe(given[bad])
-        return nodes - self.leaf0
+        That is ``np.searchsorted(np.cumsum(leaves), masses, side="right")``: a mass on an
+        interval's edge belongs to the next non-zero leaf. Rounding can leave a mass past the
+        last child of a node (and masses outside ``[0, total)`` are past every leaf); those few
+        are searched again over all leaves and land on the nearest non-zero leaf, so every
+        returned leaf is non-zero (when any is).
 
-    def _find_safe(self, masses: np.ndarray) -> np.ndarray:
-        nodes = np.ones(len(masses), np.int64)
-        while len(nodes) and nodes[0] < self.leaf0:
-            left = 2 * nodes
-            left_sum = self.sums[left]
-            right = ((masses >= left_sum) & (self.sums[left + 1] > 0)) | (left_sum <= 0)
-            masses = np.where(right, masses - left_sum, masses)
-            nodes = np.where(right, left + 1, left)
+        Example:
+            >>> tree = SumTree(5)
+            >>> tree.update(np.arange(5), np.array([1.0, 0.0, 2.0, 0.0, 0.0]))
+            >>> tree.find(np.array([0.0, 1.0, 2.9, 3.0, -1.0])).tolist()
+            [0, 2, 2, 2, 0]
+        """
+        given = np.asarray(masses, np.float64)
+        starts = self._starts
+        nodes = np.searchsorted(starts, given, "right")
+        nodes -= 1  # the last top node starting at or before the mass
+        np.minimum(np.maximum(nodes, 0, out=nodes), len(starts) - 2, out=nodes)
+        rest = given - starts[nodes]
+        np.fmax(rest, 0.0, out=rest)  # masses below 0 (or NaN) go to the first child
+        rows = np.arange(0, len(given) * _FANOUT, _FANOUT)
+        for level in range(self.depth - 1, -1, -1):
+            children = np.take(self._sums[level].reshape(-1, _FANOUT), nodes, axis=0)
+            before = children @ _STRICT
+            at_or_left = (before <= rest[:, None]).view(np.uint64)[:, 0]
+            child = (at_or_left * _BYTE_SUM >> np.uint64(56)).astype(np.int64)  # >= 1
+            child -= 1
+            nodes <<= _SHIFT
+            nodes += child
+            if level:
+                rest -= before.ravel()[rows + child]
+        leaves = self._sums[0]
+        bad = leaves[nodes] <= 0
+        if bad.any():
+            nodes[bad] = self._find_exact(given[bad])
         return nodes
+
+    def _find_exact(self, masses: np.ndarray) -> np.ndarray:
+        leaves = self._sums[0]
+        found = np.searchsorted(np.cumsum(leaves), masses, "right")
+        nonzero = np.flatnonzero(leaves > 0)
+        if not len(nonzero):
+            return np.minimum(found, len(leaves) - 1)
+        return np.clip(found, nonzero[0], nonzero[-1])
