@@ -145,7 +145,7 @@ def episodes_to_rollout(
     value_fn: ValueFn | None = None,
     keys: ColumnKeys | None = None,
     training_type: str = "rl",
-    device: str | torch.device = "cpu",
+    device: str | torch.device | None = None,
     obs_fn: ObsFn | None = None,
     layout: str = "per_env",
     storage: RolloutStorage | None = None,
@@ -176,7 +176,8 @@ def episodes_to_rollout(
         keys: Which extra-model-outputs hold values, log-probs, distribution parameters,
             privileged actions and hidden states.
         training_type: ``"rl"`` or ``"distillation"``.
-        device: Where the storage lives.
+        device: Where the storage lives; None: the given ``storage``'s device, else the
+            device the runner recorded on (a torch-tensor env's), else the CPU.
         obs_fn: Transforms the ``[T, N, ...]`` observation columns (flatten, one-hot, ...).
         layout: ``"per_env"`` or ``"per_chunk"``.
         storage: An existing storage of matching size to fill (cleared first).
@@ -201,7 +202,7 @@ def episodes_to_rollout(
         raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
     keys = keys or ColumnKeys()
     extra_keys_for(keys, training_type)
-    device = torch.device(device)
+    device = torch.device(device if device is not None else _default_device(episodes, storage))
     fast = None
     if layout == "per_env":
         fast = block_columns(
@@ -247,6 +248,15 @@ def episodes_to_rollout(
     storage.write_block(0, observations=obs, actions=actions, **fields)
     mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
     return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
+
+
+def _default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> torch.device:
+    """The storage's device, else the recording's (blocks on a torch device), else the CPU."""
+    if storage is not None:
+        return torch.device(storage.device)
+    if isinstance(episodes, SampledChunks) and episodes.recording.device is not None:
+        return torch.device(episodes.recording.device.device)
+    return torch.device("cpu")
 
 
 def _write_from_blocks(
