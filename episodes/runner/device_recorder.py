@@ -82,7 +82,7 @@ class DeviceRecorder(BatchedRecorder):
         self._awaiting_device: torch.Tensor | None = None
         self._pending: dict[int, dict[str, Any]] = {}
         self._final_rows: set[int] = set()
-        self._endings: list[tuple[int, np.ndarray]] = []
+        self._final_rows_envs: list[tuple[int, np.ndarray]] = []
         self._begin_row = 0
         self._synced_row = 0
         self._have_device: torch.Tensor | None = None
@@ -220,16 +220,16 @@ class DeviceRecorder(BatchedRecorder):
                 "hold no 'final_obs': a same-step env yielding tensors must report the final "
                 "observations as a batched tensor infos['final_obs']"
             )
-        self._endings.append((row, ended))
+        self._final_rows_envs.append((row, ended))
 
     def _collect_finals(self, device: DeviceBlocks) -> None:
         """Copies the final observations of the call's endings to the host in one gather."""
-        if not self._endings:
+        if not self._final_rows_envs:
             return
         assert device.finals is not None and self.finals is not None
-        rows = np.concatenate([np.full(len(e), r, np.int64) for r, e in self._endings])
-        envs = np.concatenate([e for _, e in self._endings]).astype(np.int64)
-        self._endings = []
+        rows = np.concatenate([np.full(len(e), r, np.int64) for r, e in self._final_rows_envs])
+        envs = np.concatenate([e for _, e in self._final_rows_envs]).astype(np.int64)
+        self._final_rows_envs = []
         where_rows = torch.as_tensor(rows, device=device.device)
         where_envs = torch.as_tensor(envs, device=device.device)
         leaves = [leaf[where_rows, where_envs].cpu().numpy() for leaf in device.finals.leaves]

@@ -104,6 +104,8 @@ class BatchedRecorder:
         self.final_infos: Infos = {}
         self.finals: Finals | None = None
         self.events: list[np.ndarray] = []  # [3, k]: done row, env, the next episode's number
+        # This call's endings so far: (row, envs, their returns, their lengths).
+        self._endings: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
         self.blocks: Blocks | None = None
         # The rows the next call continues from (copied by finish()).
         self._next: Blocks | None = None
@@ -194,14 +196,16 @@ class BatchedRecorder:
         self.lengths += 1
         done = terminateds | truncateds
         waiting = self.awaiting if self.mode is AutoresetMode.NEXT_STEP else None
-        if waiting is not None and waiting.any():
+        resetting = 0 if waiting is None else np.count_nonzero(waiting)
+        if resetting:
+            assert waiting is not None
             # The reset step of these envs: no transition, its observation starts an episode.
             blocks.dead[r] = waiting
             done &= ~waiting
             self.returns[waiting] = 0.0
             self.lengths[waiting] = 0
             self._have += ~waiting
-            self.recorded += int(self.num_envs - waiting.sum())
+            self.recorded += self.num_envs - resetting
             self._least = int(self._have.min())
             started: np.ndarray | None = waiting.copy()
         else:
@@ -211,7 +215,7 @@ class BatchedRecorder:
             self._least += 1
             self.recorded += self.num_envs
             started = None
-        ended = np.flatnonzero(done)
+        ended = done.nonzero()[0]
         policy_obs = obs
         if self.mode is AutoresetMode.NEXT_STEP:
             self._store_infos(infos, None, r + 1)
@@ -246,12 +250,27 @@ class BatchedRecorder:
         self.finals.add(np.full(len(ended), row, np.int64), ended, leaves)
 
     def _end_episodes(self, row: int, ended: np.ndarray) -> None:
-        self.metrics.add_episodes(self.returns[ended], self.lengths[ended])
+        # Numbered and counted once per call (_number_endings): a stack per step costs more.
+        self._endings.append((row, ended, self.returns[ended], self.lengths[ended]))
         self.returns[ended] = 0.0
         self.lengths[ended] = 0
-        numbers = self.next_number + np.arange(len(ended), dtype=np.int64)
-        self.next_number += len(ended)
-        self.events.append(np.stack([np.full(len(ended), row, np.int64), ended, numbers]))
+
+    def _number_endings(self) -> None:
+        """Numbers the call's endings in order (the next episodes' ids) and counts them."""
+        if not self._endings:
+            return
+        endings, self._endings = self._endings, []
+        rows = np.repeat(
+            np.array([r for r, _, _, _ in endings], np.int64), [len(e) for _, e, _, _ in endings]
+        )
+        envs = np.concatenate([e for _, e, _, _ in endings]).astype(np.int64)
+        self.metrics.add_episodes(
+            np.concatenate([x for _, _, x, _ in endings]),
+            np.concatenate([x for _, _, _, x in endings]),
+        )
+        numbers = self.next_number + np.arange(len(envs), dtype=np.int64)
+        self.next_number += len(envs)
+        self.events.append(np.stack([rows, envs, numbers]))
 
     def _store_infos(
         self,
@@ -283,6 +302,7 @@ class BatchedRecorder:
         """The call's recording; carries lookback and leftover rows over to the next call."""
         blocks, finals = self.blocks, self.finals
         assert blocks is not None and finals is not None
+        self._number_endings()
         finals.freeze()
         events = np.concatenate(self.events, axis=1) if self.events else np.zeros((3, 0), int)
         table, window, state = chunk_table(
