@@ -134,8 +134,9 @@ class BatchedRecorder:
         self.num_steps = num_steps
         self.recorded = 0
         # Transitions each env already holds for this call (carried next-step rows).
-        held = np.arange(carried)[:, None]
-        mine = (held >= self.start) & ~self.blocks.dead[:carried]
+        lo = min(int(self.start.min()), carried) if self.num_envs else carried
+        held = np.arange(lo, carried)[:, None]
+        mine = (held >= self.start) & ~self.blocks.dead[lo:carried]
         self._have = mine.sum(axis=0)
         self._least = int(self._have.min()) if self.num_envs else num_steps
 

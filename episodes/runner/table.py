@@ -163,13 +163,17 @@ def chunk_table(
     """
     start, episode_start, episode_number = state
     num_envs = blocks.rewards.shape[1]
-    real = ~blocks.dead[:rows] & (np.arange(rows)[:, None] >= start)
+    # Rows before every env's start were handed out already (calls append to the same blocks):
+    # only rows lo:rows are looked at; ``local`` arrays count from lo.
+    lo = int(start.min()) if num_envs else 0
+    real = ~blocks.dead[lo:rows] & (np.arange(lo, rows)[:, None] >= start)
     in_window = real & (_running_count(real) <= num_steps)
-    window = np.nonzero(in_window.T)[1].reshape(num_envs, num_steps)
+    window = np.nonzero(in_window.T)[1].reshape(num_envs, num_steps) + lo
     columns = np.arange(num_envs)
-    done_em = (blocks.terminated[:rows] | blocks.truncated[:rows])[window, columns[:, None]]
-    numbers = np.zeros((rows, num_envs), np.int64)
-    numbers[events[0], events[1]] = events[2]
+    done_local = blocks.terminated[lo:rows] | blocks.truncated[lo:rows]
+    done_em = done_local[window - lo, columns[:, None]]
+    numbers_local = np.zeros((rows - lo, num_envs), np.int64)
+    numbers_local[events[0] - lo, events[1]] = events[2]
 
     ends = done_em.copy()
     ends[:, -1] = True
@@ -182,7 +186,7 @@ def chunk_table(
     first = window[env, t_first]
     stop = window[env, t_end] + 1
     previous_end = window[env, np.maximum(t_first - 1, 0)]
-    number = np.where(is_first, episode_number[env], numbers[previous_end, env])
+    number = np.where(is_first, episode_number[env], numbers_local[previous_end - lo, env])
     started = np.where(is_first, episode_start[env], first)
     t_started = first - started
     terminated = blocks.terminated[stop - 1, env]
@@ -211,7 +215,7 @@ def chunk_table(
     next_state = (
         next_start,
         np.where(last_done, next_start, started[last]),
-        np.where(last_done, numbers[last_row, columns], number[last]),
+        np.where(last_done, numbers_local[last_row - lo, columns], number[last]),
     )
     return table, window, next_state
 
