@@ -350,12 +350,12 @@ class BatchedRecorder:
         The next call appends after this call's rows while the blocks have room for it: chunks
         copy a column before they write to it, so no chunk writes into a block, and the rows a
         call hands out are never written again. Only when the room runs out are the rows still
-        needed copied into new blocks: room for one call, and, once the carried rows are more
-        than a quarter of a call, room for as many rows again as were carried. The leftover
-        rows of next-step mode grow like the square root of the number of calls; copying them
-        every call would make every call cost more than the one before, and this way a call
-        copies at most about one call's rows on average, however many are carried, while
-        short carries (the usual case) keep the blocks one call long.
+        needed copied into new blocks: room for one call, and, once more rows are carried than
+        a call records, room for as many rows again as were carried. The leftover rows of
+        next-step mode grow like the square root of the number of calls; copying them every
+        call would make every call cost more than the one before, and this way a call copies
+        at most about one call's rows on average, however many are carried, while shorter
+        carries keep the blocks (and the memory a call allocates) one call long.
         """
         start, episode_start, episode_number = state
         age = start - episode_start
@@ -371,7 +371,7 @@ class BatchedRecorder:
             shift = keep
             # Room for the next call, plus as many rows again as are carried once they are
             # many: then a copy serves several calls (see the docstring).
-            extra = carried if 4 * carried > room else 0
+            extra = carried if carried > room else 0
             self._keep_rows(blocks, keep, carried + room + extra)
         self.row -= shift
         self.start, self.episode_start = start - shift, episode_start - shift
