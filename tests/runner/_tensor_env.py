@@ -17,26 +17,27 @@ import tree
 from episodes.structs import map_leaves
 
 
-def to_tensors(item: Any) -> Any:
+def to_tensors(item: Any, device: str = "cpu") -> Any:
     """Numeric numpy leaves (and dicts of them) as tensors; object arrays left alone."""
     if isinstance(item, dict):
-        return {key: to_tensors(value) for key, value in item.items()}
+        return {key: to_tensors(value, device) for key, value in item.items()}
     if isinstance(item, tuple):
-        return tuple(to_tensors(value) for value in item)
+        return tuple(to_tensors(value, device) for value in item)
     if isinstance(item, np.ndarray) and item.dtype != object:
-        return torch.from_numpy(item.copy())
+        return torch.from_numpy(item.copy()).to(device)
     return item
 
 
 def to_arrays(item: Any) -> Any:
-    return map_leaves(lambda x: x.numpy() if isinstance(x, torch.Tensor) else x, item)
+    return map_leaves(lambda x: x.cpu().numpy() if isinstance(x, torch.Tensor) else x, item)
 
 
 class TensorVectorEnv(gym.vector.VectorEnv):  # type: ignore[type-arg]
     """The wrapped vector env with torch tensors in and out."""
 
-    def __init__(self, env: gym.vector.VectorEnv):
+    def __init__(self, env: gym.vector.VectorEnv, device: str = "cpu"):
         self.env = env
+        self.device = device
         self.num_envs = env.num_envs
         self.metadata = env.metadata
         self.single_observation_space = env.single_observation_space
@@ -46,7 +47,7 @@ class TensorVectorEnv(gym.vector.VectorEnv):  # type: ignore[type-arg]
 
     def reset(self, **kwargs: Any) -> Any:
         obs, infos = self.env.reset(**kwargs)
-        return to_tensors(obs), to_tensors(infos)
+        return to_tensors(obs, self.device), to_tensors(infos, self.device)
 
     def step(self, actions: Any) -> Any:
         obs, rewards, terminated, truncated, infos = self.env.step(to_arrays(actions))
@@ -60,25 +61,30 @@ class TensorVectorEnv(gym.vector.VectorEnv):  # type: ignore[type-arg]
             stacked = [f if f is not None else zeros for f in finals]
             infos["final_obs"] = tree.map_structure(lambda *leaves: np.stack(leaves), *stacked)
         return (
-            to_tensors(obs),
-            torch.from_numpy(np.asarray(rewards, np.float64)),
-            torch.from_numpy(np.asarray(terminated, bool)),
-            torch.from_numpy(np.asarray(truncated, bool)),
-            to_tensors(infos),
+            to_tensors(obs, self.device),
+            to_tensors(np.asarray(rewards, np.float64), self.device),
+            to_tensors(np.asarray(terminated, bool), self.device),
+            to_tensors(np.asarray(truncated, bool), self.device),
+            to_tensors(infos, self.device),
         )
 
 
 class TensorPolicy:
     """A numpy policy (``tests.runner._random_env.Policy``) acting on and returning tensors."""
 
-    def __init__(self, policy: Any):
+    def __init__(self, policy: Any, device: str = "cpu"):
         self.policy = policy
+        self.device = device
         if hasattr(policy, "initial_state"):
-            self.initial_state = lambda n: torch.from_numpy(policy.initial_state(n))
+            self.initial_state = lambda n: to_tensors(policy.initial_state(n), device)
 
     def __call__(self, obs: Any, state: Any = None) -> Any:
         if state is None:
             actions, extras = self.policy(to_arrays(obs))
-            return to_tensors(actions), to_tensors(extras)
-        actions, extras, state = self.policy(to_arrays(obs), state.numpy())
-        return to_tensors(actions), to_tensors(extras), torch.from_numpy(state)
+            return to_tensors(actions, self.device), to_tensors(extras, self.device)
+        actions, extras, state = self.policy(to_arrays(obs), state.cpu().numpy())
+        return (
+            to_tensors(actions, self.device),
+            to_tensors(extras, self.device),
+            to_tensors(state, self.device),
+        )

@@ -40,18 +40,22 @@ cases = st.fixed_dictionaries(
 )
 
 
-def tensor_value_fn(obs):
-    return torch.from_numpy(value_fn(to_arrays(obs)))
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 
 
-def tensor_obs_fn(kind):
+def tensor_value_fn(device="cpu"):
+    return lambda obs: torch.from_numpy(value_fn(to_arrays(obs))).to(device)
+
+
+def tensor_obs_fn(kind, device="cpu"):
     obs_fn = obs_fn_for(kind)
     if obs_fn is None:
         return None
-    return lambda obs: torch.from_numpy(obs_fn(to_arrays(obs)))
+    return lambda obs: torch.from_numpy(obs_fn(to_arrays(obs))).to(device)
 
 
-def make_runners(case):
+def make_runners(case, device="cpu"):
     spec = EnvSpec(
         case["obs"], case["action"], case["p_terminate"], case["p_truncate"], case["p_info"]
     )
@@ -61,8 +65,8 @@ def make_runners(case):
         policy = Policy(env.single_action_space, case["recurrent"])
         made.append(
             EnvRunner(
-                TensorVectorEnv(env) if on_device else env,
-                TensorPolicy(policy) if on_device else policy,
+                TensorVectorEnv(env, device) if on_device else env,
+                TensorPolicy(policy, device) if on_device else policy,
                 len_lookback_buffer=case["lookback"],
                 seed=case["seed"],
             )
@@ -70,10 +74,11 @@ def make_runners(case):
     return made
 
 
+@pytest.mark.parametrize("where", DEVICES)
 @settings(deadline=None)
 @given(case=cases)
-def test_device_blocks_record_what_numpy_blocks_record(case):
-    host, device = make_runners(case)
+def test_device_blocks_record_what_numpy_blocks_record(where, case):
+    host, device = make_runners(case, where)
     ids: dict[str, str] = {}
     for size in case["sizes"]:
         expected = host.sample(size)
@@ -84,9 +89,14 @@ def test_device_blocks_record_what_numpy_blocks_record(case):
             expected, value_fn=value_fn, obs_fn=obs_fn_for(case["obs"]), **kwargs
         )
         fast = episodes_to_rollout(
-            got, value_fn=tensor_value_fn, obs_fn=tensor_obs_fn(case["obs"]), **kwargs
+            got,
+            value_fn=tensor_value_fn(where),
+            obs_fn=tensor_obs_fn(case["obs"], where),
+            device="cpu",
+            **kwargs,
         )
         assert got.built() == []  # straight from the device blocks
+        assert got.recording.device.device.type == where
         assert_same_storage(fast, want)
         assert_same_chunks(expected, got, ids)
     timing = {"sample_time_s": 0, "env_steps_per_s": 0}
@@ -164,6 +174,28 @@ def test_stepping_never_waits_for_the_device(mode, recurrent):
     while not recorder.full():
         runner._step()  # noqa: SLF001
     assert sum(recorder.finish().chunk_lengths()) == 64 * 16
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@CUDA
+def test_stepping_on_a_gpu_never_synchronizes(mode):
+    env = TorchCartPole(4096, device="cuda", autoreset_mode=mode, max_episode_steps=7)
+    runner = EnvRunner(env, lambda obs: ((obs[:, 2] > 0).long(), {"vf_preds": obs[:, 0]}))
+    runner.sample(5)
+    recorder = runner._recorder  # noqa: SLF001 - the test watches the recorder's steps
+    recorder.begin(16, runner._obs)  # noqa: SLF001
+    torch.cuda.set_sync_debug_mode("error")  # any host sync raises
+    try:
+        for _ in range(16 - recorder._least):  # noqa: SLF001
+            assert not recorder.full()
+            runner._step()  # noqa: SLF001
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    while not recorder.full():
+        runner._step()  # noqa: SLF001
+    recording = recorder.finish()
+    assert sum(recording.chunk_lengths()) == 4096 * 16
+    assert recording.device.device.type == "cuda"
 
 
 def test_disabled_mode_is_refused_for_tensor_envs():
