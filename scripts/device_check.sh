@@ -20,7 +20,7 @@ prepare)
     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 -d .whl \
-        gymnasium==1.2.2 farama-notifications==0.0.4 dm-tree==0.1.9 tqdm
+        gymnasium==1.4.0 farama-notifications==0.0.4 dm-tree==0.1.9 tqdm
     ls -l .whl
     ;;
 run)
