@@ -168,16 +168,20 @@ def chunk_table(
     lo = int(start.min()) if num_envs else 0
     real = ~blocks.dead[lo:rows] & (np.arange(lo, rows)[:, None] >= start)
     in_window = real & (_running_count(real) <= num_steps)
-    window = np.nonzero(in_window.T)[1].reshape(num_envs, num_steps) + lo
+    # Row of every in-window cell, env by env (a flat nonzero of the transposed copy is about
+    # twice as fast as a 2-D nonzero here).
+    span = rows - lo
+    flat = np.flatnonzero(np.ascontiguousarray(in_window.T))
+    window = (flat % span).reshape(num_envs, num_steps) + lo
     columns = np.arange(num_envs)
     done_local = blocks.terminated[lo:rows] | blocks.truncated[lo:rows]
-    done_em = done_local[window - lo, columns[:, None]]
+    done_em = np.take(done_local.reshape(-1), (window - lo) * num_envs + columns[:, None])
     numbers_local = np.zeros((rows - lo, num_envs), np.int64)
     numbers_local[events[0] - lo, events[1]] = events[2]
 
     ends = done_em.copy()
     ends[:, -1] = True
-    env, t_end = np.nonzero(ends)
+    env, t_end = np.divmod(np.flatnonzero(ends), num_steps)
     is_first = np.ones(len(env), bool)
     is_first[1:] = env[1:] != env[:-1]
     t_first = np.zeros_like(t_end)
