@@ -78,9 +78,9 @@ def block_columns(
         return None
     extra_keys = extra_keys_for(keys, training_type)
     if episodes.recording.device is not None:
+        # Imported here: that module imports LazyExtras from this one.
         from episodes.converter.from_device_blocks import device_block_columns
 
-        lazy = LazyExtras(episodes, extra_keys)
         return device_block_columns(  # type: ignore[return-value]
             episodes,
             keys,
@@ -88,7 +88,6 @@ def block_columns(
             gamma=gamma,
             training_type=training_type,
             obs_fn=obs_fn,
-            lazy_extras=lazy,
         )
     raw = episodes.time_major(extra_keys, lazy_extras=True, observations=False)
     if raw is None:

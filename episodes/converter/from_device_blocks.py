@@ -37,6 +37,7 @@ from episodes.converter.columns import (
     extra_keys_for,
     transform_batch,
 )
+from episodes.converter.from_blocks import LazyExtras
 from episodes.runner import SampledChunks
 
 ValueFn = Callable[[Any], Any]
@@ -50,16 +51,15 @@ def device_block_columns(
     gamma: float,
     training_type: str = "rl",
     obs_fn: ObsFn | None = None,
-    lazy_extras: Any = None,
 ) -> tuple[TimeMajorColumns, torch.Tensor, torch.Tensor] | None:
     """Columns, bootstrapped float64 rewards and ``[N, 1]`` last values, all on the device.
 
-    ``value_fn`` and ``obs_fn`` get torch tensors on the env's device. ``lazy_extras`` is the
-    mapping the columns read extra outputs from (default: every extra read at once). Returns
-    None when an extra key is missing (the caller takes the general path).
+    ``value_fn`` and ``obs_fn`` get torch tensors on the env's device; extra outputs are read
+    from the blocks when the storage asks for them. Returns None when an extra key is missing
+    (the caller takes the general path).
     """
     extra_keys = extra_keys_for(keys, training_type)
-    raw = chunks.time_major(extra_keys, lazy_extras=lazy_extras is not None)
+    raw = chunks.time_major(extra_keys, lazy_extras=True)
     if raw is None:
         return None
     observations = raw["observations"]
@@ -71,7 +71,7 @@ def device_block_columns(
         rewards=raw["rewards"],
         dones=raw["dones"],
         truncated=raw["truncated"],
-        extras=raw["extras"] if lazy_extras is None else lazy_extras,
+        extras=LazyExtras(chunks, extra_keys),  # type: ignore[arg-type]
     )
     recorded_rewards: torch.Tensor = cols.rewards  # type: ignore[assignment]
     rewards = recorded_rewards.to(torch.float64)

@@ -15,7 +15,7 @@ Example:
     >>> import torch
     >>> blocks = DeviceBlocks.allocate(torch.zeros(2, 3), rows=4, with_finals=False)
     >>> blocks.obs.put(1, torch.ones(2, 3))
-    >>> blocks.obs.view(1, 2, 0).tolist(), blocks.host(4).obs.leaves[0].shape
+    >>> blocks.obs.view(1, 2, 0).tolist(), blocks.host().obs.leaves[0].shape
     ([[1.0, 1.0, 1.0]], (5, 2, 3))
 """
 
@@ -94,14 +94,6 @@ class TensorColumn(Column):
                 for leaf in self.leaves
             ],
         )
-
-    def put_rows(self, rows: np.ndarray, envs: np.ndarray, batch: Any) -> None:
-        """Writes the ``envs`` items of a batched struct at ``(rows, envs)``."""
-        values = [batch] if self.structure is None else flatten(batch)[0]
-        where_rows = torch.as_tensor(rows, device=self.device)
-        where_envs = torch.as_tensor(envs, device=self.device)
-        for leaf, value in zip(self.leaves, values):
-            leaf[where_rows, where_envs] = torch.as_tensor(value, device=self.device)[where_envs]
 
     def resized(self, rows: int) -> TensorColumn:
         """A new column of ``rows`` rows holding this one's first rows (as many as fit)."""
@@ -266,12 +258,11 @@ class DeviceBlocks(Blocks):
             leaves.append(torch.cat([finals, leaf[index(last_rows), index(ongoing)]]))
         return unflatten(self.obs.structure, leaves)
 
-    def host(self, rows: int) -> Blocks:
+    def host(self) -> Blocks:
         """A host mirror: flags and rewards copied now, the other fields when first read.
 
-        Only the first ``rows`` step rows are meaningful; the flags are copied whole.
+        The flags are copied whole, so that row numbers stay the same.
         """
-        del rows  # the flags are small: copied whole so that row numbers stay the same
 
         def copy(array: Any) -> np.ndarray:
             return np.asarray(array.detach().cpu().numpy())

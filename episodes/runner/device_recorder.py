@@ -197,7 +197,7 @@ class DeviceRecorder(BatchedRecorder):
         """Brings flags and rewards to the host once, does the call's bookkeeping, records."""
         device = self.device_blocks
         assert device is not None
-        host = device.host(self.row)
+        host = device.host()
         self.blocks = host
         for r in range(self._begin_row, self.row):
             infos = to_host(self._pending.pop(r, {}))

@@ -140,7 +140,7 @@ class EnvRunner:
         if self._obs is None:
             obs, reset_infos = self.env.reset(seed=self.seed)
             self._obs = obs
-            if _holds_tensors(obs) and not recorder.recorded_anything:
+            if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
                 recorder = self._recorder = _device_recorder(
                     self.num_envs, self.autoreset_mode, self.len_lookback_buffer, self.metrics
                 )

@@ -140,11 +140,6 @@ class BatchedRecorder:
         self._have = mine.sum(axis=0)
         self._least = int(self._have.min()) if self.num_envs else num_steps
 
-    @property
-    def recorded_anything(self) -> bool:
-        """True once a call began (the blocks exist or rows were carried over)."""
-        return self.blocks is not None or self._next is not None
-
     def full(self) -> bool:
         """True once every sub-env recorded ``num_steps`` transitions for this call."""
         return self._least >= self.num_steps
