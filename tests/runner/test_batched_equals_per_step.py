@@ -23,22 +23,23 @@ from tests.runner.per_step_runner import PerStepRunner
 MODES = ["NextStep", "SameStep", "Disabled"]
 KEYS = ColumnKeys(values="vf", log_probs="logp", distribution=("logits",))
 
-cases = st.fixed_dictionaries(
-    {
-        "obs": st.sampled_from(["box", "discrete", "dict", "tuple"]),
-        "action": st.sampled_from(["discrete", "box"]),
-        "p_terminate": st.sampled_from([0.0, 0.1, 0.3]),
-        "p_truncate": st.sampled_from([0.0, 0.1, 0.4]),
-        "p_info": st.sampled_from([0.0, 0.3, 1.0]),
-        "num_envs": st.integers(1, 3),
-        "mode": st.sampled_from(MODES),
-        "lookback": st.integers(0, 4),
-        "recurrent": st.booleans(),
-        "numpy_episodes": st.booleans(),
-        "seed": st.integers(0, 2**16),
-        "sizes": st.lists(st.integers(1, 7), min_size=1, max_size=4),
-    }
-)
+# One random env, runner and call sequence (test_device_recording.py draws the same, minus the
+# modes and options a torch env does not have).
+CASE_FIELDS = {
+    "obs": st.sampled_from(["box", "discrete", "dict", "tuple"]),
+    "action": st.sampled_from(["discrete", "box"]),
+    "p_terminate": st.sampled_from([0.0, 0.1, 0.3]),
+    "p_truncate": st.sampled_from([0.0, 0.1, 0.4]),
+    "p_info": st.sampled_from([0.0, 0.3, 1.0]),
+    "num_envs": st.integers(1, 3),
+    "mode": st.sampled_from(MODES),
+    "lookback": st.integers(0, 4),
+    "recurrent": st.booleans(),
+    "numpy_episodes": st.booleans(),
+    "seed": st.integers(0, 2**16),
+    "sizes": st.lists(st.integers(1, 7), min_size=1, max_size=4),
+}
+cases = st.fixed_dictionaries(CASE_FIELDS)
 
 
 def runners(case: dict) -> tuple[PerStepRunner, EnvRunner]:

@@ -21,22 +21,16 @@ from episodes.envs.torch_cartpole import TorchCartPole
 from episodes.runner import EnvRunner, SampledChunks
 from tests.runner._random_env import EnvSpec, Policy, make_vec, obs_fn_for, value_fn
 from tests.runner._tensor_env import TensorPolicy, TensorVectorEnv, to_arrays
-from tests.runner.test_batched_equals_per_step import KEYS, assert_same_chunks, assert_same_storage
+from tests.runner.test_batched_equals_per_step import (
+    CASE_FIELDS,
+    KEYS,
+    assert_same_chunks,
+    assert_same_storage,
+)
 
 cases = st.fixed_dictionaries(
-    {
-        "obs": st.sampled_from(["box", "discrete", "dict", "tuple"]),
-        "action": st.sampled_from(["discrete", "box"]),
-        "p_terminate": st.sampled_from([0.0, 0.1, 0.3]),
-        "p_truncate": st.sampled_from([0.0, 0.1, 0.4]),
-        "p_info": st.sampled_from([0.0, 0.3, 1.0]),
-        "num_envs": st.integers(1, 3),
-        "mode": st.sampled_from(["NextStep", "SameStep"]),
-        "lookback": st.integers(0, 4),
-        "recurrent": st.booleans(),
-        "seed": st.integers(0, 2**16),
-        "sizes": st.lists(st.integers(1, 7), min_size=1, max_size=4),
-    }
+    {key: value for key, value in CASE_FIELDS.items() if key != "numpy_episodes"}
+    | {"mode": st.sampled_from(["NextStep", "SameStep"])}
 )
 
 
