@@ -375,12 +375,43 @@ def rollout_memory(w: Workload, first: int = 3, later: int = 8) -> Memory:
     )
 
 
+def call_growth(calls: int = 400, n: int = 4096, t: int = 24) -> dict[int, float]:
+    """CPU seconds of ``EnvRunner.sample(t)`` alone over a run of calls (48-dim env, a constant
+    policy), as medians of the 20 calls ending at call 30, at the middle and at the end.
+
+    Next-step mode's leftover rows grow like the square root of the number of calls; this
+    shows whether a call's cost grows with them.
+    """
+    env = NumpyBoxVectorEnv(n)
+    actions = np.zeros((n, 12), np.float32)
+
+    def policy(obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return actions, {"vf_preds": obs[:, 0], "action_logp": obs[:, 1]}
+
+    runner = EnvRunner(env, policy, seed=SEED)
+    seconds = []
+    for _ in range(calls):
+        begin = time.process_time()
+        runner.sample(t)
+        seconds.append(time.process_time() - begin)
+    ends = (30, calls // 2, calls)
+    return {end: float(np.median(seconds[end - 20 : end])) for end in ends}
+
+
 # ------------------------------------------------------------------------------------ report
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 warm-up, 2 repeats, 1 memory probe")
     ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5)")
+    ap.add_argument(
+        "--growth", action="store_true", help="only: cost of a call over 400 calls (48-dim env)"
+    )
     args = ap.parse_args()
+    if args.growth:
+        medians = call_growth()
+        print("EnvRunner.sample(24), 48-dim env, N=4096: CPU ms per call, medians of 20 calls")
+        print("  " + ", ".join(f"to call {k}: {v * 1e3:.1f}" for k, v in medians.items()))
+        return
     torch.set_num_threads(1)
     repeats = args.repeats or (2 if args.quick else 5)
     warmup = 1
