@@ -8,11 +8,12 @@ Run: ``.venv/bin/python benchmarks/bench_distributed.py [--quick] [--repeats 5]`
    group >= 1.6x the local runner.
 2. Transport: 2 runners each hold a sample of 500k steps of 48-dim float32 observations (a
    numpy vector env of 10 never-ending sub-envs, 50k steps); the time to gather both samples
-   into the caller (the actors' return values through the object store, chunks still lazy)
-   vs the floors: one ``np.copyto`` of the same observation bytes into warm memory, one copy
-   into fresh memory, and Ray returning plain arrays of that size from the same actors. Also
-   reported: gather + building every chunk + reading every observation once. Target: gather
-   <= 1.5x the memcpy floor.
+   into the caller (chunks still lazy) through shared memory, the group's path on one node,
+   vs the floors: one ``np.copyto`` of the same bytes (every array of the samples as they
+   travel: observations, actions, rewards, flags) into warm memory, of the observations alone,
+   and one copy into fresh memory. Also reported: the same gather through Ray's object store (the
+   path between nodes) and Ray returning plain arrays of that size, and gather + building
+   every chunk + reading every observation once. Target: gather <= 1.5x the memcpy floor.
 3. Ray Data: a 1M-step format v2 dataset (48-dim float32 observations, 1000-step episodes)
    read as a ``ray.data.Dataset`` of steps (``read_steps(...).materialize()``) vs our local
    reader producing the same step columns (``episodes.io.read_episodes`` + ``step_columns``),
@@ -28,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,54 +158,89 @@ def kept_raw(runner: Any, ctx: Any) -> Any:
     return runner.kept_raw
 
 
+def sample_bytes(runner: Any, ctx: Any) -> int:
+    """Bytes of the kept sample's arrays as they travel (pickle protocol 5 buffers)."""
+    import pickle
+
+    buffers: list[pickle.PickleBuffer] = []
+    pickle.dumps(runner.kept_sample, protocol=5, buffer_callback=buffers.append)
+    return sum(buffer.raw().nbytes for buffer in buffers)
+
+
 def bench_transport(repeats: int, total_steps: int) -> dict[str, float]:
     from episodes.distributed import RunnerGroup
 
     num_envs = 10  # 10 long chunks per runner: the bytes dominate, not the chunk count
     num_steps = total_steps // (2 * num_envs)
-    group = RunnerGroup(wide_env, zero_policy, num_runners=2, config={"num_envs": num_envs})
+    # Two groups side by side (half a CPU per actor, so both fit on 2 cores): one hands
+    # samples over through shared memory (the default on one node), one through Ray's object
+    # store (what runners on other nodes use).
+    groups = {
+        name: RunnerGroup(
+            wide_env,
+            zero_policy,
+            num_runners=2,
+            config={"num_envs": num_envs},
+            num_cpus_per_runner=0.5,
+            shared_memory=shared,
+        )
+        for name, shared in (("shm", True), ("store", False))
+    }
     try:
-        assert group.foreach_runner(keep_sample(num_steps)) == [num_envs, num_envs]
-        nbytes = 2 * num_envs * num_steps * OBS_DIM * 4
-        group.foreach_runner(keep_raw(nbytes // 2))
-        src = np.ones(nbytes // 4, np.float32)
+        for group in groups.values():
+            assert group.foreach_runner(keep_sample(num_steps)) == [num_envs, num_envs]
+        nbytes = 2 * num_envs * num_steps * OBS_DIM * 4  # the observations alone
+        payload = sum(groups["shm"].foreach_runner(sample_bytes))  # every column
+        groups["store"].foreach_runner(keep_raw(nbytes // 2))
+        src = np.ones(payload // 4, np.float32)
         dst = np.empty_like(src)
+        obs_src, obs_dst = src[: nbytes // 4], dst[: nbytes // 4]
         checksum: list[float] = []
 
-        def gather() -> None:
-            # The transport: both samples in this process (their blocks mapped, chunks lazy).
-            samples = group.foreach_runner(kept_sample)
-            checksum.append(float(len(samples)))
+        def gather(group: Any) -> Callable[[], None]:
+            def run() -> None:
+                # The transport: both samples in this process (their blocks mapped, chunks
+                # lazy); dropped afterwards, as a training loop drops the previous sample.
+                samples = group.foreach_runner(kept_sample)
+                checksum.append(float(len(samples)))
+
+            return run
 
         def gather_build() -> None:
             # ... then every chunk built and every observation read once.
             total = 0.0
-            for chunks in group.foreach_runner(kept_sample):
+            for chunks in groups["shm"].foreach_runner(kept_sample):
                 for chunk in chunks:
                     total += float(chunk.get_observations(slice(0, len(chunk)))[:, 0].sum())
             checksum.append(total)
 
         def ray_raw() -> None:
-            checksum.append(sum(float(a[0]) for a in group.foreach_runner(kept_raw)))
+            checksum.append(sum(float(a[0]) for a in groups["store"].foreach_runner(kept_raw)))
 
         times = interleaved(
             {
                 "copy_warm": lambda: np.copyto(dst, src),
+                "copy_warm_obs": lambda: np.copyto(obs_dst, obs_src),
                 "copy_fresh": lambda: src.copy(),
                 "ray_raw": ray_raw,
-                "gather": gather,
+                "gather": gather(groups["shm"]),
+                "gather_store": gather(groups["store"]),
                 "gather_build": gather_build,
             },
             repeats,
         )
     finally:
-        group.stop()
+        for group in groups.values():
+            group.stop()
     return {
         "obs_mb": nbytes / 1e6,
+        "payload_mb": payload / 1e6,
         **{f"{name}_s": value for name, value in times.items()},
         "ratio_warm": times["gather"] / times["copy_warm"],
+        "ratio_warm_obs": times["gather"] / times["copy_warm_obs"],
         "ratio_fresh": times["gather"] / times["copy_fresh"],
-        "ratio_ray_raw": times["gather"] / times["ray_raw"],
+        "ratio_store_warm": times["gather_store"] / times["copy_warm"],
+        "ratio_store_ray_raw": times["gather_store"] / times["ray_raw"],
         "ratio_build_warm": times["gather_build"] / times["copy_warm"],
     }
 
@@ -284,15 +321,31 @@ def main(argv: list[str] | None = None) -> None:
         t = bench_transport(repeats, steps)
         ms = {k: f"{v * 1e3:.1f} ms" for k, v in t.items() if k.endswith("_s")}
         details = (
-            f"{t['obs_mb']:.0f} MB obs: gather {ms['gather_s']}, gather + build chunks + read "
-            f"obs {ms['gather_build_s']}; copyto into warm memory "
-            f"{ms['copy_warm_s']}, copy into fresh memory {ms['copy_fresh_s']}, "
-            f"Ray returning the raw arrays {ms['ray_raw_s']}"
+            f"{t['payload_mb']:.0f} MB of arrays ({t['obs_mb']:.0f} MB obs): gather "
+            f"{ms['gather_s']}; copyto into warm memory {ms['copy_warm_s']} (obs alone "
+            f"{ms['copy_warm_obs_s']}), into fresh memory {ms['copy_fresh_s']}"
         )
         rows.append(("transport (gather / warm memcpy)", t["ratio_warm"], "<= 1.5", details))
+        rows.append(("transport (gather / warm memcpy of obs)", t["ratio_warm_obs"], "-", ""))
         rows.append(("transport (gather / fresh copy)", t["ratio_fresh"], "<= 1.5", ""))
-        rows.append(("transport (gather / Ray raw arrays)", t["ratio_ray_raw"], "-", ""))
-        rows.append(("gather + build chunks / warm memcpy", t["ratio_build_warm"], "-", ""))
+        rows.append(
+            (
+                "object store path (gather / warm memcpy)",
+                t["ratio_store_warm"],
+                "-",
+                f"gather {ms['gather_store_s']}; Ray returning plain arrays of the obs size "
+                f"{ms['ray_raw_s']}",
+            )
+        )
+        rows.append(("object store path / Ray raw arrays", t["ratio_store_ray_raw"], "-", ""))
+        rows.append(
+            (
+                "gather + build chunks / warm memcpy",
+                t["ratio_build_warm"],
+                "-",
+                f"gather + build chunks + read obs {ms['gather_build_s']}",
+            )
+        )
     if args.only in (None, "data"):
         d = bench_data(repeats, steps)
         rows.append(

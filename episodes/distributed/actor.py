@@ -30,6 +30,7 @@ from episodes.distributed.context import (
     build_runner,
 )
 from episodes.distributed.sample import RunnerSample
+from episodes.distributed.shared_memory import ActorSegments, Request
 
 __all__ = ["RunnerActor", "WriterSpec"]
 
@@ -74,6 +75,7 @@ class RunnerActor:
         self.weights_version = -1
         self._writer_spec = writer
         self._writer: Any = None
+        self._segments = ActorSegments()
 
     def info(self) -> dict[str, Any]:
         """The runner's sub-env count, spaces, process id, and whether its policy takes weights."""
@@ -104,18 +106,24 @@ class RunnerActor:
         self.weights_version = int(version)
         return self.weights_version
 
-    def sample(self, num_steps: int, request: int) -> RunnerSample:
+    def sample(self, num_steps: int, request: int, shared: Request | None = None) -> Any:
         """Samples ``num_steps`` per sub-env, writes them if asked, returns them whole.
 
         The chunks are written and flushed before they are returned: a runner that dies in
         between has committed a sample the caller never saw (the dataset is then a superset).
+
+        Args:
+            num_steps: Transitions per sub-env.
+            request: The caller's sequence number of the request.
+            shared: Where to put the reply (see :mod:`episodes.distributed.shared_memory`);
+                None: return the :class:`RunnerSample` itself.
         """
         episodes = self.runner.sample(num_steps)
         if self._writer_spec is not None:
             writer = self._open_writer()
             writer.write_many(episodes)
             writer.flush()
-        return RunnerSample(
+        sample = RunnerSample(
             runner_index=self.context.index,
             generation=self.context.generation,
             request=int(request),
@@ -124,10 +132,15 @@ class RunnerActor:
             episodes=episodes,
             metrics=self.runner.get_metrics(),
         )
+        return sample if shared is None else self._segments.reply(sample, shared)
 
-    def apply(self, fn: Callable[..., Any]) -> Any:
-        """``fn(runner, context)`` on this actor (inspection, custom setup, benchmarks)."""
-        return fn(self.runner, self.context)
+    def apply(self, fn: Callable[..., Any], shared: Request | None = None) -> Any:
+        """``fn(runner, context)`` on this actor (inspection, custom setup, benchmarks).
+
+        ``shared``: as in :meth:`sample`.
+        """
+        value = fn(self.runner, self.context)
+        return value if shared is None else self._segments.reply(value, shared)
 
     def close(self) -> None:
         """Commits and closes the writer, closes the env."""

@@ -4,8 +4,11 @@ Each runner is a :class:`~episodes.distributed.actor.RunnerActor` (one process, 
 env, one policy, one :class:`~episodes.runner.EnvRunner`). The driver keeps one *slot* per
 runner: the actor handle, its restart generation and at most one request in flight.
 
-Data path: a runner's sample is its actor's return value, so it lands in Ray's object store
-and reaches the caller through ``ray.get``; the numpy blocks inside travel as out-of-band
+Data path: a runner on the caller's node writes its sample's numpy blocks into a shared-memory
+segment the caller leased to the request (one copy, into pages both processes keep mapped;
+see :mod:`episodes.distributed.shared_memory`), and only the pickle stream goes through Ray.
+Elsewhere, or when the sample does not fit, the sample is the actor's return value: it lands
+in Ray's object store and reaches the caller through ``ray.get``, its blocks as out-of-band
 buffers (memory-mapped on the caller's node, not unpickled element by element).
 
 Failure path: when a request fails (the actor was killed, its process crashed, the env or
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from episodes.distributed.actor import RunnerActor, WriterSpec
@@ -27,6 +30,7 @@ from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContex
 from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
+from episodes.distributed.shared_memory import SHM_DIR, Reply, Segment, SlotSegments
 
 __all__ = ["RunnerGroup"]
 
@@ -42,6 +46,8 @@ class _Slot:
     num_steps: int = 0
     weights_ack: Any = None
     failures: int = 0
+    segments: SlotSegments = field(default_factory=lambda: SlotSegments(None))
+    lease: Segment | None = None
 
 
 class RunnerGroup:
@@ -69,6 +75,8 @@ class RunnerGroup:
             of restarting again (a factory or policy bug, not bad luck).
         start_timeout_s: The longest wait for the first actors to start (they wait for free
             CPUs: a cluster without ``num_runners * num_cpus_per_runner`` of them would hang).
+        shared_memory: Let runners on this node hand samples over through shared-memory
+            segments in ``/dev/shm`` (False: always through Ray's object store).
 
     Raises:
         ImportError: Ray is not installed.
@@ -102,6 +110,7 @@ class RunnerGroup:
         actor_options: dict[str, Any] | None = None,
         max_consecutive_failures: int = 3,
         start_timeout_s: float | None = 300.0,
+        shared_memory: bool = True,
     ):
         if isinstance(num_runners, bool) or int(num_runners) < 1:
             raise ValueError(f"num_runners must be an int >= 1, got {num_runners!r}")
@@ -128,6 +137,7 @@ class RunnerGroup:
         self.weights_version = -1
         self._weights_ref: Any = None
         self._next_request = 0
+        self._shm_dir = SHM_DIR if shared_memory else None
         handles = [self._spawn(i, 0) for i in range(self.num_runners)]
         try:
             infos = self._ray.get([h.info.remote() for h in handles], timeout=start_timeout_s)
@@ -143,7 +153,7 @@ class RunnerGroup:
                 self._ray.kill(handle)
             raise RuntimeError(f"a runner actor failed to start: {err}") from err
         self._slots = [
-            _Slot(i, 0, handle, int(info["num_envs"]))
+            _Slot(i, 0, handle, int(info["num_envs"]), segments=SlotSegments(self._shm_dir))
             for i, (handle, info) in enumerate(zip(handles, infos))
         ]
         self._takes_weights = all(info["takes_weights"] for info in infos)
@@ -272,7 +282,8 @@ class RunnerGroup:
         slot.request = self._next_request
         self._next_request += 1
         slot.num_steps = num_steps
-        slot.ref = slot.handle.sample.remote(num_steps, slot.request)
+        shared, slot.lease = slot.segments.request()
+        slot.ref = slot.handle.sample.remote(num_steps, slot.request, shared)
 
     def _collect(self, slots: Sequence[_Slot]) -> GroupSample:
         samples: list[RunnerSample] = []
@@ -284,15 +295,20 @@ class RunnerGroup:
 
     def _take(self, slot: _Slot) -> RunnerSample | LostSample:
         ref, slot.ref = slot.ref, None
+        lease, slot.lease = slot.lease, None
         try:
             if slot.weights_ack is not None:
                 self._ray.get(slot.weights_ack)
                 slot.weights_ack = None
-            sample: RunnerSample = self._ray.get(ref)
+            reply = self._ray.get(ref)
         except self._ray.exceptions.RayError as err:
+            if lease is not None:
+                lease.release()
             return self._lose(slot, err)
+        shared = isinstance(reply, Reply) and reply.stream is not None
+        sample: RunnerSample = slot.segments.receive(reply, lease)
         slot.failures = 0
-        self.metrics.add_sample(sample)
+        self.metrics.add_sample(sample, shared_memory=shared)
         return sample
 
     def _lose(self, slot: _Slot, err: Exception) -> LostSample:
@@ -324,6 +340,12 @@ class RunnerGroup:
 
     def _restart(self, slot: _Slot) -> None:
         self._ray.kill(slot.handle, no_restart=True)
+        # The old actor may still be writing: its segments are never leased again.
+        if slot.lease is not None:
+            slot.lease.release()
+            slot.lease = None
+        slot.segments.close()
+        slot.segments = SlotSegments(self._shm_dir, hint=slot.segments.hint)
         slot.generation += 1
         slot.handle = self._spawn(slot.index, slot.generation)
         slot.weights_ack = None
@@ -341,8 +363,25 @@ class RunnerGroup:
         self._restart(slot)
 
     def foreach_runner(self, fn: Callable[[Any, RunnerContext], Any]) -> list[Any]:
-        """``fn(runner, context)`` on every actor, in slot order (waits for all)."""
-        return list(self._ray.get([slot.handle.apply.remote(fn) for slot in self._slots]))
+        """``fn(runner, context)`` on every actor, in slot order (waits for all).
+
+        Results travel as samples do (through shared memory on this node).
+        """
+        leases = [slot.segments.request() for slot in self._slots]
+        refs = [
+            slot.handle.apply.remote(fn, shared) for slot, (shared, _) in zip(self._slots, leases)
+        ]
+        try:
+            replies = self._ray.get(refs)
+        except BaseException:
+            for _, lease in leases:
+                if lease is not None:
+                    lease.release()
+            raise
+        return [
+            slot.segments.receive(reply, lease)
+            for slot, reply, (_, lease) in zip(self._slots, replies, leases)
+        ]
 
     def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:
         """The group's counters and the runners' merged metrics (see :class:`GroupMetrics`)."""
@@ -358,6 +397,10 @@ class RunnerGroup:
         for slot in self._slots:
             self._ray.kill(slot.handle, no_restart=True)
             slot.ref = None
+            if slot.lease is not None:
+                slot.lease.release()
+                slot.lease = None
+            slot.segments.close()
 
     def __enter__(self) -> RunnerGroup:
         return self

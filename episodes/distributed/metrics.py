@@ -31,6 +31,8 @@ class GroupMetrics:
         num_lost_samples: Requests whose runner died before answering (dropped whole).
         num_lost_env_steps: Transitions those requests asked for.
         num_restarts: Runner actors replaced by fresh ones.
+        num_shared_memory_samples: Arrived samples whose arrays came through shared memory
+            (the rest came through Ray's object store).
         errors: The latest failures, as text (at most 10).
         runner_metrics: The arrived samples' runner metrics, in arrival order.
     """
@@ -40,12 +42,14 @@ class GroupMetrics:
     num_lost_samples: int = 0
     num_lost_env_steps: int = 0
     num_restarts: int = 0
+    num_shared_memory_samples: int = 0
     errors: list[str] = field(default_factory=list)
     runner_metrics: list[dict[str, Any]] = field(default_factory=list)
 
-    def add_sample(self, sample: RunnerSample) -> None:
-        """Counts one arrived sample."""
+    def add_sample(self, sample: RunnerSample, *, shared_memory: bool = False) -> None:
+        """Counts one arrived sample (``shared_memory``: its arrays came that way)."""
         self.num_samples += 1
+        self.num_shared_memory_samples += bool(shared_memory)
         self.num_env_steps += sample.env_steps
         self.runner_metrics.append(sample.metrics)
 
@@ -62,7 +66,7 @@ class GroupMetrics:
         lengths, means, ``num_vector_steps``, ``sample_time_s``: runner time summed) but
         ``env_steps_per_s`` replaced by ``env_steps_per_runner_s`` (per runner, on average),
         and ``num_samples``, ``num_env_steps``, ``num_lost_samples``, ``num_lost_env_steps``,
-        ``num_restarts``, ``errors``.
+        ``num_restarts``, ``num_shared_memory_samples``, ``errors``.
         """
         out = merge_runner_metrics(self.runner_metrics)
         del out["env_steps_per_s"]  # a sum of rates is meaningless across rounds
@@ -74,6 +78,7 @@ class GroupMetrics:
             num_lost_samples=self.num_lost_samples,
             num_lost_env_steps=self.num_lost_env_steps,
             num_restarts=self.num_restarts,
+            num_shared_memory_samples=self.num_shared_memory_samples,
             errors=list(self.errors),
         )
         if reset:

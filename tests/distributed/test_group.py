@@ -216,3 +216,33 @@ def test_gathered_chunks_report_per_round_metrics(group):
     assert abs(metrics["num_env_steps"] - out.env_steps) <= 2 * 3
     assert metrics["num_episodes"] == len(metrics["episode_returns"])
     assert np.isfinite(metrics["env_steps_per_s"])
+
+
+def test_samples_travel_through_shared_memory_and_held_ones_stay_intact(ray_local):
+    # A quarter CPU each: both groups fit beside the module's group on ray.init(num_cpus=2).
+    kwargs = dict(num_runners=2, seed=5, config={"num_envs": 3}, num_cpus_per_runner=0.25)
+    shared = RunnerGroup(cartpole, random_policy, **kwargs)
+    store = RunnerGroup(cartpole, random_policy, shared_memory=False, **kwargs)
+    try:
+        rounds = [(shared.sample(12), store.sample(12)) for _ in range(5)]
+        for via_shm, via_store in rounds:
+            assert len(via_shm) == len(via_store)
+            assert all(same_content(a, b) for a, b in zip(via_shm, via_store))
+        # The first round sizes the segments; the later ones use them.
+        assert shared.get_metrics()["num_shared_memory_samples"] == 8
+        assert store.get_metrics()["num_shared_memory_samples"] == 0
+        # Arrays of a held sample view read-only shared pages, never rewritten.
+        held = rounds[1][0]
+        assert not held[0].get_observations(slice(0, 1)).flags.writeable
+        kept = snapshot(held)
+        for _ in range(3):
+            shared.sample(12)
+        assert all(same_content(a, b) for a, b in zip(held, kept))
+        # foreach_runner results travel the same way.
+        samples = shared.foreach_runner(lambda runner, ctx: runner.sample(4))
+        assert [len(s) for s in samples] == [
+            len(s) for s in store.foreach_runner(lambda runner, ctx: runner.sample(4))
+        ]
+    finally:
+        shared.stop()
+        store.stop()
