@@ -130,3 +130,32 @@ def test_bad_input_is_refused(ray_local, v2_path, tmp_path):
         EpisodeDatasource(tmp_path / "missing")
     with pytest.raises(ValueError, match="numpy"):
         step_columns(SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0]))
+
+
+def test_step_blocks_have_the_types_and_values_ray_would_give_them(ray_local, tmp_path):
+    from ray.data.block import BlockAccessor
+
+    rng = np.random.default_rng(0)
+    n = 30
+    chunk = SingleAgentEpisode(
+        "nested",
+        observations=[
+            {"img": rng.random((3, 4), dtype=np.float32), "pos": rng.random(2)}
+            for _ in range(n + 1)
+        ],
+        actions=list(rng.integers(0, 3, n)),
+        rewards=list(rng.random(n)),
+        terminated=True,
+        len_lookback_buffer=0,
+    ).to_numpy()
+    with DatasetWriter(tmp_path / "nested", sync=False) as writer:
+        writer.write(chunk)
+    ds = read_steps(tmp_path / "nested").materialize()
+    columns = step_columns(chunk)
+    del columns["episode_id"]
+    want = BlockAccessor.batch_to_block(columns).schema
+    got = ds.schema().base_schema
+    assert {f.name: f.type for f in want} == {f.name: got.field(f.name).type for f in want}
+    batch = ds.take_batch(n, batch_format="numpy")
+    for name, column in columns.items():
+        assert batch[name].shape == column.shape and np.array_equal(batch[name], column), name
