@@ -189,3 +189,17 @@ def test_every_held_reply_keeps_what_was_sent(steps):
         assert sum(s.leased for s in caller._segments) <= len(held)
     finally:
         caller.close()
+
+
+def test_a_full_shm_falls_back_to_rays_path(sides, monkeypatch):
+    caller, actor = sides
+    roundtrip(caller, actor, payload(0))
+
+    def no_space(fd: int, offset: int, length: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", no_space)
+    value, reply = roundtrip(caller, actor, payload(1))
+    assert reply.stream is None and equal(value, payload(1))
+    mine = f"episodes-{os.getpid()}-"
+    assert not caller._segments and not [p for p in os.listdir(SHM_DIR) if p.startswith(mine)]
