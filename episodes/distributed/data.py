@@ -195,14 +195,23 @@ class EpisodeDatasource(Datasource):
         return tasks
 
 
+def _read(source: EpisodeDatasource, read_args: dict[str, Any]) -> Any:
+    if source.info.version >= 2 and "override_num_blocks" not in read_args:
+        # One block per read task: Ray's default asks for 200 blocks and slices every shard's
+        # block into dozens, each stored apart (0.75 of 2 s reading 1M steps in 4 shards).
+        read_args = {**read_args, "override_num_blocks": max(1, len(_ranges(source.path, 1)))}
+    return ray.data.read_datasource(source, **read_args)
+
+
 def read_steps(path: str | os.PathLike[str], **read_args: Any) -> Any:
-    """A ``ray.data.Dataset`` of the dataset's steps (one read task per shard).
+    """A ``ray.data.Dataset`` of the dataset's steps (one read task and block per shard).
 
     Args:
         path: The dataset directory.
-        **read_args: Further ``ray.data.read_datasource`` arguments.
+        **read_args: Further ``ray.data.read_datasource`` arguments (``override_num_blocks``
+            to have Ray split the shards' blocks further).
     """
-    return ray.data.read_datasource(EpisodeDatasource(path, "steps"), **read_args)
+    return _read(EpisodeDatasource(path, "steps"), read_args)
 
 
 def read_transitions(
@@ -216,7 +225,7 @@ def read_transitions(
     :func:`~episodes.distributed.rows.nstep_columns`).
     """
     source = EpisodeDatasource(path, "transitions", n_step=n_step, gamma=gamma)
-    return ray.data.read_datasource(source, **read_args)
+    return _read(source, read_args)
 
 
 def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
@@ -226,7 +235,7 @@ def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
         path: The dataset directory.
         **read_args: Further ``ray.data.read_datasource`` arguments.
     """
-    return ray.data.read_datasource(EpisodeDatasource(path, "episodes"), **read_args)
+    return _read(EpisodeDatasource(path, "episodes"), read_args)
 
 
 class EpisodeDatasink(Datasink[int]):

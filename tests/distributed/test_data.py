@@ -67,6 +67,10 @@ def test_read_steps_gives_every_step_once_one_task_per_shard(ray_local, v2_path,
     source = EpisodeDatasource(v2_path, "steps")
     assert len(source.get_read_tasks(parallelism=1)) == num_shards
     ds = read_steps(v2_path).materialize()
+    assert ds.num_blocks() == num_shards  # one block per task: Ray does not slice them
+    assert read_steps(v2_path, override_num_blocks=2 * num_shards).materialize().num_blocks() > (
+        num_shards
+    )
     rows = ds.take_all()
     assert len(rows) == sum(len(c) for c in chunks) == ds.count()
     got = by_step({name: np.array([r[name] for r in rows], dtype=object) for name in rows[0]})
