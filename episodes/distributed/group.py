@@ -345,7 +345,7 @@ class RunnerGroup:
             slot.lease.release()
             slot.lease = None
         slot.segments.close()
-        slot.segments = SlotSegments(self._shm_dir, hint=slot.segments.hint)
+        slot.segments = SlotSegments(self._shm_dir, hints=dict(slot.segments.hints))
         slot.generation += 1
         slot.handle = self._spawn(slot.index, slot.generation)
         slot.weights_ack = None
@@ -367,7 +367,7 @@ class RunnerGroup:
 
         Results travel as samples do (through shared memory on this node).
         """
-        leases = [slot.segments.request() for slot in self._slots]
+        leases = [slot.segments.request("apply") for slot in self._slots]
         refs = [
             slot.handle.apply.remote(fn, shared) for slot, (shared, _) in zip(self._slots, leases)
         ]
@@ -379,7 +379,7 @@ class RunnerGroup:
                     lease.release()
             raise
         return [
-            slot.segments.receive(reply, lease)
+            slot.segments.receive(reply, lease, "apply")
             for slot, reply, (_, lease) in zip(self._slots, replies, leases)
         ]
 

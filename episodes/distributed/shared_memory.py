@@ -140,10 +140,11 @@ class SlotSegments:
 
     Args:
         directory: Where files are created (None: nowhere, every reply takes Ray's path).
+        hints: Per kind of request (``"sample"``, ...), the bytes its last reply needed.
     """
 
     directory: str | None = SHM_DIR
-    hint: int = 0
+    hints: dict[str, int] = field(default_factory=dict)
     enabled: bool = field(init=False)
     _segments: list[Segment] = field(default_factory=list)
     _retired: list[str] = field(default_factory=list)
@@ -151,8 +152,8 @@ class SlotSegments:
     def __post_init__(self) -> None:
         self.enabled = self.directory is not None and os.access(self.directory, os.W_OK)
 
-    def request(self) -> tuple[Request | None, Segment | None]:
-        """A free segment that fits the last reply (created when none does), leased.
+    def request(self, kind: str = "sample") -> tuple[Request | None, Segment | None]:
+        """A free segment that fits the last reply of this kind (created when none does).
 
         Returns:
             What to send with the request (None: nothing, the reply takes Ray's path) and the
@@ -161,22 +162,23 @@ class SlotSegments:
         if not self.enabled:
             return None, None
         retired, self._retired = tuple(self._retired), []
-        if self.hint == 0:
+        hint = self.hints.get(kind, 0)
+        if hint == 0:
             return Request(None, retired=retired), None
-        free = [s for s in self._segments if not s.leased and s.size >= self.hint]
-        segment = min(free, key=lambda s: s.size) if free else self._create()
+        free = [s for s in self._segments if not s.leased and s.size >= hint]
+        segment = min(free, key=lambda s: s.size) if free else self._create(hint)
         if segment is None:
             return Request(None, retired=retired), None
         segment.leased = True
         return Request(segment.path, segment.size, retired), segment
 
-    def receive(self, reply: Any, segment: Segment | None) -> Any:
+    def receive(self, reply: Any, segment: Segment | None, kind: str = "sample") -> Any:
         """The value of ``reply`` (unpickled over the segment when it was written there)."""
         if not isinstance(reply, Reply):
             if segment is not None:
                 segment.release()
             return reply
-        self.hint = reply.needed
+        self.hints[kind] = reply.needed
         if segment is not None and reply.mapped and segment.linked:
             segment.linked = False
             _unlink(segment.path)
@@ -207,9 +209,9 @@ class SlotSegments:
         self._segments = []
         self.enabled = False
 
-    def _create(self) -> Segment | None:
+    def _create(self, hint: int) -> Segment | None:
         assert self.directory is not None
-        size = -(-int(self.hint * _GROWTH) // _ROUND) * _ROUND
+        size = -(-int(hint * _GROWTH) // _ROUND) * _ROUND
         path = os.path.join(self.directory, f"episodes-{os.getpid()}-{uuid.uuid4().hex}")
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
@@ -231,11 +233,11 @@ class SlotSegments:
         return segment
 
     def _trim(self) -> None:
-        """Drops free segments too small for the last reply, and free ones beyond two."""
+        """Drops the free segments beyond the two largest (smaller ones fit fewer replies)."""
         keep: list[Segment] = []
         free = 0
         for segment in sorted(self._segments, key=lambda s: -s.size):
-            if not segment.leased and (segment.size < self.hint or free >= _KEEP_FREE):
+            if not segment.leased and free >= _KEEP_FREE:
                 self._retire(segment)
                 continue
             free += not segment.leased

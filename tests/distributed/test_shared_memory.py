@@ -117,7 +117,7 @@ def test_a_larger_reply_falls_back_then_gets_a_larger_segment(sides):
     del value
     value, reply = roundtrip(caller, actor, big)
     assert reply.stream is not None and equal(value, big)
-    assert all(s.size >= reply.needed for s in caller._segments)
+    assert any(s.leased and s.size >= reply.needed for s in caller._segments)
 
 
 def test_files_are_removed_once_the_actor_mapped_them(sides):
@@ -154,18 +154,36 @@ def test_disabled_slots_send_nothing():
     assert caller.receive(5, None) == 5
 
 
-def test_retired_segments_are_unmapped_by_the_actor(sides):
+def test_free_segments_beyond_two_are_retired_and_unmapped_by_the_actor(sides):
     caller, actor = sides
-    roundtrip(caller, actor, payload(0, size=100))
-    small, _ = roundtrip(caller, actor, payload(1, size=100))
-    old = caller._segments[0].path
-    del small
-    roundtrip(caller, actor, payload(2, size=400_000))  # falls back, sizes up
-    assert old not in [s.path for s in caller._segments]  # too small: dropped
+    roundtrip(caller, actor, payload(0))
+    held = [roundtrip(caller, actor, payload(seed))[0] for seed in range(1, 5)]
+    paths = {s.path for s in caller._segments}
+    assert len(paths) == 4
+    del held
+    roundtrip(caller, actor, payload(5))  # one leased while it is received, two kept free
+    assert len(caller._segments) == 3
+    (old,) = paths - {s.path for s in caller._segments}
     request, _ = caller.request()
     assert request is not None and old in request.retired
-    actor.reply(payload(3), request)
+    actor.reply(payload(6), request)
     assert old not in actor._mappings
+
+
+def test_kinds_of_request_are_sized_apart(sides):
+    caller, actor = sides
+    big, small = payload(0, size=300_000), payload(1, size=10)
+    for _ in range(3):
+        request, lease = caller.request("sample")
+        assert request is not None
+        value = caller.receive(actor.reply(big, request), lease, "sample")
+        assert equal(value, big)
+        request, lease = caller.request("apply")
+        assert request is not None
+        assert equal(caller.receive(actor.reply(small, request), lease, "apply"), small)
+        del value
+    # After the first of each kind, every reply came through a segment of its own size.
+    assert caller.hints["sample"] > 1 << 20 > caller.hints["apply"]
 
 
 @settings(max_examples=30, deadline=None)
