@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from episodes.episode import SingleAgentEpisode
+from episodes.runner import SampledChunks
 
 __all__ = ["GroupSample", "LostSample", "RunnerSample", "merge_runner_metrics"]
 
@@ -65,7 +66,9 @@ class RunnerSample:
 
     @property
     def env_steps(self) -> int:
-        """Recorded transitions over all chunks."""
+        """Recorded transitions over all chunks (a runner's lazy chunks are not built)."""
+        if isinstance(self.episodes, SampledChunks):
+            return int(self.episodes.lengths().sum())
         return int(sum(len(ep) for ep in self.episodes))
 
 

@@ -246,3 +246,13 @@ def test_samples_travel_through_shared_memory_and_held_ones_stay_intact(ray_loca
     finally:
         shared.stop()
         store.stop()
+
+
+def test_a_runner_sample_counts_its_steps_without_building_chunks():
+    from episodes.distributed import RunnerSample
+
+    ctx = RunnerContext.create(seed=0, index=0, config={"num_envs": 3})
+    chunks = build_runner(cartpole, random_policy, ctx).sample(20)
+    sample = RunnerSample(0, 0, 0, 0, 3, chunks)
+    assert sample.env_steps == 60 and repr(chunks).endswith(", 0 built)")
+    assert GroupSample([sample]).env_steps == 60 == sum(len(c) for c in chunks)
