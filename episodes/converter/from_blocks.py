@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -162,7 +163,10 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
     flat = torch.from_numpy(np.ascontiguousarray(index.reshape(-1)))
     for target, leaf in zip(targets, leaves):
         rows = target.view(index.size, *leaf.shape[1:])
-        torch.index_select(torch.from_numpy(leaf), 0, flat, out=rows)
+        with warnings.catch_warnings():  # read-only shared blocks are only read here
+            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+            source = torch.from_numpy(leaf)
+        torch.index_select(source, 0, flat, out=rows)
     return True
 
 

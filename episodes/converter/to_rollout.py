@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,7 +91,15 @@ def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) 
     def convert(leaf: Any) -> torch.Tensor:
         if isinstance(leaf, torch.Tensor):  # from blocks on a device: moved or cast only
             return leaf.to(device=device, dtype=dtype or leaf.dtype)
-        t = torch.from_numpy(np.ascontiguousarray(leaf))
+        leaf = np.ascontiguousarray(leaf)
+        if leaf.flags.writeable:
+            t = torch.from_numpy(leaf)
+        else:
+            # Chunks gathered from runners view read-only shared memory. These tensors are
+            # only read (copied into the storage), so torch's warning about writing is moot.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+                t = torch.from_numpy(leaf)
         return t.to(device=device, dtype=dtype or t.dtype)
 
     return map_leaves(convert, array)

@@ -64,6 +64,8 @@ def test_parallel_sampling_equals_the_same_runners_run_locally(group):
     assert {c.id_ for c in first if not c.is_done} & {c.id_ for c in second}
 
 
+# Gathered arrays are read-only views of shared memory: converting them must not warn.
+@pytest.mark.filterwarnings("error::UserWarning")
 def test_gathered_episodes_convert_like_local_ones(group):
     gathered = group.sample(8)
     assert isinstance(gathered, GroupSample) and gathered.num_envs == 6
