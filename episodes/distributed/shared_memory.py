@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import math
 import mmap
 import os
 import pickle
@@ -146,6 +147,8 @@ class SlotSegments:
     directory: str | None = SHM_DIR
     hints: dict[str, int] = field(default_factory=dict)
     enabled: bool = field(init=False)
+    #: The smallest size that could not be allocated (a small ``/dev/shm``): not tried again.
+    refused: float = math.inf
     _segments: list[Segment] = field(default_factory=list)
     _retired: list[str] = field(default_factory=list)
 
@@ -166,7 +169,10 @@ class SlotSegments:
         if hint == 0:
             return Request(None, retired=retired), None
         free = [s for s in self._segments if not s.leased and s.size >= hint]
-        segment = min(free, key=lambda s: s.size) if free else self._create(hint)
+        if free:
+            segment: Segment | None = min(free, key=lambda s: s.size)
+        else:
+            segment = self._create(hint)
         if segment is None:
             return Request(None, retired=retired), None
         segment.leased = True
@@ -212,6 +218,8 @@ class SlotSegments:
     def _create(self, hint: int) -> Segment | None:
         assert self.directory is not None
         size = -(-int(hint * _GROWTH) // _ROUND) * _ROUND
+        if size >= self.refused:
+            return None
         path = os.path.join(self.directory, f"episodes-{os.getpid()}-{uuid.uuid4().hex}")
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
@@ -225,6 +233,7 @@ class SlotSegments:
             mapping = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ)
         except OSError:
             _unlink(path)
+            self.refused = min(self.refused, size)
             return None
         finally:
             os.close(fd)

@@ -219,5 +219,9 @@ def test_a_full_shm_falls_back_to_rays_path(sides, monkeypatch):
     monkeypatch.setattr(os, "posix_fallocate", no_space)
     value, reply = roundtrip(caller, actor, payload(1))
     assert reply.stream is None and equal(value, payload(1))
+    # A size that did not fit is not tried again (each try costs an allocation).
+    monkeypatch.setattr(os, "posix_fallocate", lambda *args: pytest.fail("tried again"))
+    value, reply = roundtrip(caller, actor, payload(2))
+    assert reply.stream is None and equal(value, payload(2))
     mine = f"episodes-{os.getpid()}-"
     assert not caller._segments and not [p for p in os.listdir(SHM_DIR) if p.startswith(mine)]
