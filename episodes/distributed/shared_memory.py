@@ -279,7 +279,10 @@ class ActorSegments:
         for path in request.retired:
             mapping = self._mappings.pop(path, None)
             if mapping is not None:
-                mapping.close()
+                try:
+                    mapping.close()
+                except BufferError:  # a view outlived a failed write: unmapped with it
+                    pass
         buffers: list[pickle.PickleBuffer] = []
         try:
             stream = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
@@ -297,9 +300,11 @@ class ActorSegments:
         except OSError:
             return Reply(value=value, needed=offset, reachable=False)
         target = np.frombuffer(mapping, np.uint8)
-        for (start, nbytes), raw in zip(spans, raws):
-            target[start : start + nbytes] = np.frombuffer(raw, np.uint8)
-        del target
+        try:
+            for (start, nbytes), raw in zip(spans, raws):
+                target[start : start + nbytes] = np.frombuffer(raw, np.uint8)
+        finally:
+            del target
         return Reply(stream=stream, spans=tuple(spans), needed=offset, mapped=True)
 
     def _map(self, path: str, size: int) -> mmap.mmap:
