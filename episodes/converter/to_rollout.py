@@ -27,6 +27,11 @@ from episodes.converter.from_blocks import (
     item_shape,
     value_array,
 )
+from episodes.converter.side_by_side import (
+    SideBySideGroups,
+    side_by_side_columns,
+    side_by_side_parts,
+)
 from episodes.episode import SingleAgentEpisode
 from episodes.rollout import RolloutStorage
 from episodes.runner import SampledChunks
@@ -237,6 +242,22 @@ def episodes_to_rollout(
         )
         groups = LazyGroups(episodes)  # type: ignore[arg-type]
         return Rollout(storage, _tensor(last_values, device, dtype), None, groups)
+    if layout == "per_env":
+        joined = side_by_side_columns(
+            episodes,
+            keys,
+            value_fn=value_fn,
+            gamma=gamma,
+            training_type=training_type,
+            obs_fn=obs_fn,
+        )
+        if joined is not None:
+            cols, rewards, last_values = joined
+            parts = side_by_side_parts(episodes)
+            assert parts is not None
+            storage = _write_columns(cols, rewards, storage, training_type, keys, device, dtype)
+            joined_groups = SideBySideGroups(episodes, parts)
+            return Rollout(storage, _tensor(last_values, device, dtype), None, joined_groups)
     env_groups = _column_groups(episodes, layout)
     cols = time_major(
         env_groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk"
@@ -245,6 +266,21 @@ def episodes_to_rollout(
     last_values = np.zeros((cols.dones.shape[1], 1))
     if training_type == "rl":  # distillation has no returns to bootstrap: no value is asked for
         rewards = _bootstrap(cols, rewards, last_values, gamma, value_fn, keys, obs_fn)
+    storage = _write_columns(cols, rewards, storage, training_type, keys, device, dtype)
+    mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
+    return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
+
+
+def _write_columns(
+    cols: TimeMajorColumns,
+    rewards: np.ndarray,
+    storage: RolloutStorage | None,
+    training_type: str,
+    keys: ColumnKeys,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> RolloutStorage:
+    """Fills a new storage, or clears and fills ``storage``, from ``[T, N, ...]`` columns."""
     obs = _tensor(cols.observations, device)
     actions = _tensor(cols.actions, device)
     if actions.dim() == 2:
@@ -255,8 +291,7 @@ def episodes_to_rollout(
         storage.clear()
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
     storage.write_block(0, observations=obs, actions=actions, **fields)
-    mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
-    return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
+    return storage
 
 
 def _default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> torch.device:

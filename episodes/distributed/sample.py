@@ -156,6 +156,14 @@ class GroupSample(Sequence[SingleAgentEpisode]):
             f"{len(self.lost)} lost)"
         )
 
+    def side_by_side(self) -> list[Sequence[SingleAgentEpisode]]:
+        """The runners' own chunk sequences, in the order their envs are numbered here.
+
+        ``episodes_to_rollout`` reads each runner's columns from its blocks through this,
+        without building chunks, and joins them along the env axis.
+        """
+        return [s.episodes for s in self.samples]
+
     @property
     def env_steps(self) -> int:
         """Recorded transitions over all runners."""

@@ -1,0 +1,145 @@
+"""The fast path for several runners' samples laid side by side (a gathered group sample).
+
+A sequence of chunks may offer ``side_by_side()``: the runners' own samples, in the order their
+sub-envs are numbered in it (the first sample's envs first). When every part is a
+:class:`~episodes.runner.SampledChunks` whose fast path applies, the converter reads each
+part's columns from its blocks (see :mod:`episodes.converter.from_blocks`) and joins them
+along the env axis, instead of building every chunk. Any part that cannot, parts of different
+lengths or an ``obs_fn`` (which may look at the whole batch) send the whole sequence down the
+general path, which gives the same storage or the error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from episodes.converter.columns import ColumnKeys, ObsFn, TimeMajorColumns
+from episodes.converter.from_blocks import ValueFn, block_columns
+from episodes.episode import SingleAgentEpisode
+from episodes.runner import SampledChunks
+from episodes.structs import flatten, unflatten
+
+__all__ = ["SideBySideGroups", "side_by_side_columns", "side_by_side_parts"]
+
+
+def side_by_side_parts(episodes: Any) -> list[SampledChunks] | None:
+    """The parts a sequence offers through ``side_by_side()``, if all are runner samples."""
+    offer = getattr(episodes, "side_by_side", None)
+    if not callable(offer):
+        return None
+    parts = list(offer())
+    if not parts or not all(
+        isinstance(p, SampledChunks) and len(p) and p.recording.device is None for p in parts
+    ):
+        return None  # torch-device recordings take the general path when side by side
+    return parts
+
+
+def _join(items: list[Any]) -> Any:
+    """``[T, N_r, ...]`` structs (same structure) joined along the env axis."""
+    leaves = [flatten(item) for item in items]
+    structure = leaves[0][1]
+    joined = [
+        np.concatenate([np.asarray(parts[0][j]) for parts in leaves], axis=1)
+        for j in range(len(leaves[0][0]))
+    ]
+    return unflatten(structure, joined)
+
+
+def side_by_side_columns(
+    episodes: Any,
+    keys: ColumnKeys,
+    *,
+    value_fn: ValueFn | None,
+    gamma: float,
+    training_type: str,
+    obs_fn: ObsFn | None,
+) -> tuple[TimeMajorColumns, np.ndarray, np.ndarray] | None:
+    """Columns, bootstrapped float64 rewards and last values of every part, joined; or None.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.converter import ColumnKeys
+        >>> from episodes.runner import EnvRunner
+        >>> def runner(seed):
+        ...     env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        ...     zeros = lambda obs: np.zeros(len(obs))
+        ...     policy = lambda obs: (zeros(obs).astype(np.int64),
+        ...                           {"vf_preds": zeros(obs), "action_logp": zeros(obs)})
+        ...     return EnvRunner(env, policy, seed=seed)
+        >>> class Gathered(list):
+        ...     def side_by_side(self):
+        ...         return self.parts
+        >>> gathered = Gathered()
+        >>> gathered.parts = [runner(0).sample(4), runner(1).sample(4)]
+        >>> cols, rewards, last = side_by_side_columns(
+        ...     gathered, ColumnKeys(values="vf_preds", log_probs="action_logp"),
+        ...     value_fn=lambda obs: np.zeros(len(obs)), gamma=0.9, training_type="rl",
+        ...     obs_fn=None)
+        >>> cols.observations.shape, rewards.shape, last.shape
+        ((4, 4, 4), (4, 4), (4, 1))
+    """
+    parts = side_by_side_parts(episodes)
+    if parts is None or obs_fn is not None:
+        return None
+    pieces = []
+    for part in parts:
+        fast = block_columns(
+            part, keys, value_fn=value_fn, gamma=gamma, training_type=training_type
+        )
+        if fast is None:
+            return None
+        pieces.append(fast)
+    steps = {cols.rewards.shape[0] for cols, _, _ in pieces}
+    names = {tuple(cols.extras) for cols, _, _ in pieces}
+    structures = {repr(flatten(cols.observations)[1]) for cols, _, _ in pieces}
+    if len(steps) != 1 or len(names) != 1 or len(structures) != 1:
+        return None
+    columns = [cols for cols, _, _ in pieces]
+    joined = TimeMajorColumns(
+        observations=_join([c.observations for c in columns]),
+        actions=_join([c.actions for c in columns]),
+        rewards=np.concatenate([c.rewards for c in columns], axis=1),
+        dones=np.concatenate([c.dones for c in columns], axis=1),
+        truncated=np.concatenate([c.truncated for c in columns], axis=1),
+        extras={
+            key: np.concatenate([np.asarray(c.extras[key]) for c in columns], axis=1)
+            for key in columns[0].extras
+        },
+    )
+    rewards = np.concatenate([r for _, r, _ in pieces], axis=1)
+    last_values = np.concatenate([v for _, _, v in pieces], axis=0)
+    return joined, rewards, last_values
+
+
+class SideBySideGroups(Sequence[list[SingleAgentEpisode]]):
+    """Per-env chunk lists of a side-by-side sequence, built (through it) when one is read.
+
+    Env ``offset(r) + i`` is part ``r``'s env ``i``; its chunks are read from ``episodes``,
+    where part ``r``'s chunks follow those of the parts before it, so the sequence's own
+    ``__getitem__`` (which may renumber the chunks) hands them out.
+    """
+
+    def __init__(self, episodes: Sequence[SingleAgentEpisode], parts: list[SampledChunks]):
+        self._episodes = episodes
+        self._where: list[tuple[int, int]] = []  # per env: its chunks' range in episodes
+        first = 0
+        for part in parts:
+            bounds = np.searchsorted(part.env_indices, np.arange(part.num_envs + 1)) + first
+            self._where += list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+            first += len(part)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        n = int(index) + (len(self) if int(index) < 0 else 0)
+        if not 0 <= n < len(self):
+            raise IndexError(f"group {index} out of range for {len(self)} envs")
+        start, stop = self._where[n]
+        return [self._episodes[k] for k in range(start, stop)]

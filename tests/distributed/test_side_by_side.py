@@ -1,0 +1,102 @@
+"""Converting several runners' samples side by side: the block fast path equals the general one.
+
+The samples come from local runners (no Ray needed): a ``GroupSample`` of them is what a
+``RunnerGroup`` returns. The fast path reads each runner's columns from its blocks and joins
+them; converting a plain list of the same (built) chunks takes the general path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("ray")
+
+from episodes.converter import ColumnKeys, episodes_to_rollout  # noqa: E402
+from episodes.distributed import GroupSample, RunnerSample  # noqa: E402
+from episodes.runner import EnvRunner  # noqa: E402
+from tests.runner._random_env import EnvSpec, Policy, make_vec, obs_fn_for, value_fn  # noqa: E402
+
+KEYS = ColumnKeys(values="vf", log_probs="logp", distribution=("logits",))
+FIELDS = ("observations", "actions", "rewards", "dones", "values", "actions_log_prob")
+
+
+def gathered(spec: EnvSpec, mode: str, envs: list[int], steps: int, calls: int) -> GroupSample:
+    runners = [
+        EnvRunner(
+            make_vec(spec, n, mode),
+            Policy(make_vec(spec, 1, mode).action_space, False),
+            seed=10 * r,
+        )
+        for r, n in enumerate(envs)
+    ]
+    for runner in runners:
+        for _ in range(calls - 1):  # leftover rows and lookback from earlier calls
+            runner.sample(steps)
+    samples = [
+        RunnerSample(r, 0, 0, 0, n, runner.sample(steps))
+        for r, (n, runner) in enumerate(zip(envs, runners))
+    ]
+    return GroupSample(samples)
+
+
+def same_rollouts(a, b) -> None:
+    for name in FIELDS:
+        x, y = getattr(a.storage, name), getattr(b.storage, name)
+        assert x.shape == y.shape and torch.equal(x, y), name
+    for x, y in zip(a.storage.distribution_params, b.storage.distribution_params):
+        assert torch.equal(x, y)
+    assert torch.equal(a.last_values, b.last_values)
+    assert len(a.groups) == len(b.groups)
+    for ga, gb in zip(a.groups, b.groups):
+        assert [(c.id_, len(c), c.custom_data["env_index"]) for c in ga] == [
+            (c.id_, len(c), c.custom_data["env_index"]) for c in gb
+        ]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    obs=st.sampled_from(["box", "box", "dict", "discrete"]),
+    action=st.sampled_from(["discrete", "box"]),
+    mode=st.sampled_from(["NextStep", "SameStep"]),
+    envs=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    steps=st.integers(1, 12),
+    calls=st.integers(1, 3),
+    p_end=st.sampled_from([0.0, 0.1, 0.4]),
+)
+def test_side_by_side_equals_the_general_path(obs, action, mode, envs, steps, calls, p_end):
+    spec = EnvSpec(obs, action, p_terminate=p_end, p_truncate=p_end / 2, p_info=0.2)
+    group = gathered(spec, mode, envs, steps, calls)
+    kwargs = dict(gamma=0.9, value_fn=value_fn, keys=KEYS, obs_fn=obs_fn_for(obs))
+    fast = episodes_to_rollout(group, **kwargs)  # first: no chunk built yet
+    # Box observations need no obs_fn: the fast path applies and builds no chunk.
+    built = [not repr(s.episodes).endswith(", 0 built)") for s in group.samples]
+    assert not any(built) if obs == "box" else all(built)
+    general = episodes_to_rollout(list(group), **kwargs)
+    same_rollouts(fast, general)
+    # Each runner's own fast path gives its columns of the joined storage.
+    start = 0
+    for sample in group.samples:
+        own = episodes_to_rollout(sample.episodes, **kwargs)
+        cols = slice(start, start + sample.num_envs)
+        assert torch.equal(fast.storage.observations[:, cols], own.storage.observations)
+        assert torch.equal(fast.storage.rewards[:, cols], own.storage.rewards)
+        start += sample.num_envs
+
+
+def test_the_fast_path_builds_no_chunk_and_falls_back_when_a_chunk_changed():
+    spec = EnvSpec("box", "discrete", p_terminate=0.2, p_truncate=0.1, p_info=0.0)
+    group = gathered(spec, "NextStep", [3, 2], 10, 2)
+    kwargs = dict(gamma=0.9, value_fn=value_fn, keys=KEYS)
+    fast = episodes_to_rollout(group, **kwargs)
+    assert all(repr(s.episodes).endswith(", 0 built)") for s in group.samples)
+    same_rollouts(fast, episodes_to_rollout(list(group), **kwargs))
+    # A chunk written to is not what the blocks hold: the general path reads the chunks.
+    chunk = group[0]
+    chunk.set_rewards(new_data=np.full(len(chunk), 5.0), at_indices=slice(0, len(chunk)))
+    changed = episodes_to_rollout(group, **kwargs)
+    assert not torch.equal(changed.storage.rewards, fast.storage.rewards)
+    same_rollouts(changed, episodes_to_rollout(list(group), **kwargs))
