@@ -171,11 +171,13 @@ def chunk_table(
     # Row of every in-window cell, env by env (a flat nonzero of the transposed copy is about
     # twice as fast as a 2-D nonzero here).
     span = rows - lo
-    flat = np.flatnonzero(np.ascontiguousarray(in_window.T))
-    window = (flat % span).reshape(num_envs, num_steps) + lo
+    flat = np.flatnonzero(np.ascontiguousarray(in_window.T)).reshape(num_envs, num_steps)
     columns = np.arange(num_envs)
+    # Env-major positions: a subtraction finds the row (cheaper than a modulo), and the done
+    # flags are read at the same positions of their transposed copy.
+    window = flat - (columns * span - lo)[:, None]
     done_local = blocks.terminated[lo:rows] | blocks.truncated[lo:rows]
-    done_em = np.take(done_local.reshape(-1), (window - lo) * num_envs + columns[:, None])
+    done_em = np.take(np.ascontiguousarray(done_local.T).reshape(-1), flat)
     numbers_local = np.zeros((rows - lo, num_envs), np.int64)
     numbers_local[events[0] - lo, events[1]] = events[2]
 
