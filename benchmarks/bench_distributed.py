@@ -1,4 +1,4 @@
-"""Issue #15's three targets for ``episodes.distributed``, on a local Ray instance.
+"""Issue #15's three targets for ``episodes.distributed`` (plus one figure), on a local Ray.
 
 Run: ``.venv/bin/python benchmarks/bench_distributed.py [--quick] [--repeats 5]``
 
@@ -14,7 +14,9 @@ Run: ``.venv/bin/python benchmarks/bench_distributed.py [--quick] [--repeats 5]`
    and one copy into fresh memory. Also reported: the same gather through Ray's object store (the
    path between nodes) and Ray returning plain arrays of that size, and gather + building
    every chunk + reading every observation once. Target: gather <= 1.5x the memcpy floor.
-3. Ray Data: a 1M-step format v2 dataset (48-dim float32 observations, 1000-step episodes)
+3. Conversion (no target): ``episodes_to_rollout`` of a gathered group sample (2 runners x 64
+   CartPoles x 128 steps) through the per-runner block fast path vs the general path.
+4. Ray Data: a 1M-step format v2 dataset (48-dim float32 observations, 1000-step episodes)
    read as a ``ray.data.Dataset`` of steps (``read_steps(...).materialize()``) vs our local
    reader producing the same step columns (``episodes.io.read_episodes`` + ``step_columns``),
    in steps/s. Target: Ray Data within 2x of the local reader.
@@ -264,6 +266,36 @@ def write_wide_dataset(path: Path, total_steps: int, length: int = 1000) -> None
             )
 
 
+def bench_convert(repeats: int, num_envs: int = 64, num_steps: int = 128) -> dict[str, float]:
+    """``episodes_to_rollout`` of a fresh gathered group sample: the per-runner block fast path
+    vs the general path (which builds every chunk first), alternating, each on its own sample
+    (sampling not timed)."""
+    from episodes.converter import ColumnKeys, episodes_to_rollout
+    from episodes.distributed import RunnerGroup
+
+    keys = ColumnKeys(values="vf_preds", log_probs="action_logp")
+
+    def value_fn(obs: np.ndarray) -> np.ndarray:
+        return np.zeros(len(obs))
+
+    group = RunnerGroup(
+        cartpole_env, mlp_policy, num_runners=2, seed=0, config={"num_envs": num_envs}
+    )
+    samples: dict[str, list[float]] = {"fast": [], "general": []}
+    try:
+        for _ in range(repeats + 1):  # the first round warms up
+            for name in samples:
+                gathered = group.sample(num_steps)
+                start = time.perf_counter()
+                chunks = gathered if name == "fast" else list(gathered)
+                episodes_to_rollout(chunks, gamma=0.99, value_fn=value_fn, keys=keys)
+                samples[name].append(time.perf_counter() - start)
+    finally:
+        group.stop()
+    times = {name: statistics.median(s[1:]) for name, s in samples.items()}
+    return {**{f"{k}_s": v for k, v in times.items()}, "ratio": times["fast"] / times["general"]}
+
+
 def bench_data(repeats: int, total_steps: int) -> dict[str, float]:
     from episodes import io
     from episodes.distributed import read_steps, step_columns
@@ -293,7 +325,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller workloads, 3 repeats")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=("sampling", "transport", "data"), default=None)
+    parser.add_argument(
+        "--only", choices=("sampling", "transport", "convert", "data"), default=None
+    )
     args = parser.parse_args(argv)
     import ray
     import ray.data
@@ -344,6 +378,17 @@ def main(argv: list[str] | None = None) -> None:
                 t["ratio_build_warm"],
                 "-",
                 f"gather + build chunks + read obs {ms['gather_build_s']}",
+            )
+        )
+    if args.only in (None, "convert"):
+        c = bench_convert(repeats)
+        rows.append(
+            (
+                "convert a group sample (fast / general path)",
+                c["ratio"],
+                "-",
+                f"2 runners x 64 CartPoles x 128 steps: {c['fast_s'] * 1e3:.1f} ms vs "
+                f"{c['general_s'] * 1e3:.1f} ms (chunks built and converted)",
             )
         )
     if args.only in (None, "data"):
