@@ -56,7 +56,7 @@ _ROUND = 1 << 20
 _GROWTH = 1.25  # headroom, so that a reply a little larger than the last one still fits
 _KEEP_FREE = 2  # free segments a slot keeps mapped: one being read, one being written
 
-_linked: set[str] = set()  # names not yet removed (after an actor mapped them)
+_linked: set[str] = set()  # names still in /dev/shm (removed once an actor has mapped them)
 
 
 @atexit.register
