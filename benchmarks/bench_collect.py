@@ -375,12 +375,15 @@ def rollout_memory(w: Workload, first: int = 3, later: int = 8) -> Memory:
     )
 
 
-def call_growth(calls: int = 400, n: int = 4096, t: int = 24) -> dict[int, float]:
+def call_growth(
+    calls: int = 400, n: int = 4096, t: int = 24
+) -> tuple[dict[int, float], dict[int, int]]:
     """CPU seconds of ``EnvRunner.sample(t)`` alone over a run of calls (48-dim env, a constant
-    policy), as medians of the 20 calls ending at call 30, at the middle and at the end.
+    policy), as medians of the 20 calls ending at call 30, at the middle and at the end; and
+    the rows of the blocks the runner records into at those calls.
 
     Next-step mode's leftover rows grow like the square root of the number of calls; this
-    shows whether a call's cost grows with them.
+    shows whether a call's cost grows with them, and how much memory they hold.
     """
     env = NumpyBoxVectorEnv(n)
     actions = np.zeros((n, 12), np.float32)
@@ -390,12 +393,15 @@ def call_growth(calls: int = 400, n: int = 4096, t: int = 24) -> dict[int, float
 
     runner = EnvRunner(env, policy, seed=SEED)
     seconds = []
-    for _ in range(calls):
-        begin = time.process_time()
-        runner.sample(t)
-        seconds.append(time.process_time() - begin)
     ends = (30, calls // 2, calls)
-    return {end: float(np.median(seconds[end - 20 : end])) for end in ends}
+    rows = {}
+    for call in range(1, calls + 1):
+        begin = time.process_time()
+        chunks = runner.sample(t)
+        seconds.append(time.process_time() - begin)
+        if call in ends:
+            rows[call] = int(chunks.recording.blocks.step_rows)
+    return {end: float(np.median(seconds[end - 20 : end])) for end in ends}, rows
 
 
 # ------------------------------------------------------------------------------------ report
@@ -406,11 +412,14 @@ def main() -> None:
     ap.add_argument(
         "--growth", action="store_true", help="only: cost of a call over 400 calls (48-dim env)"
     )
+    ap.add_argument("--calls", type=int, default=400, help="calls of --growth")
     args = ap.parse_args()
     if args.growth:
-        medians = call_growth()
+        medians, rows = call_growth(args.calls)
         print("EnvRunner.sample(24), 48-dim env, N=4096: CPU ms per call, medians of 20 calls")
         print("  " + ", ".join(f"to call {k}: {v * 1e3:.1f}" for k, v in medians.items()))
+        print("rows of the blocks it records into (24 per call; the rest carried over):")
+        print("  " + ", ".join(f"at call {k}: {v}" for k, v in rows.items()))
         return
     torch.set_num_threads(1)
     repeats = args.repeats or (2 if args.quick else 5)
