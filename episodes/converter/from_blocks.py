@@ -221,6 +221,9 @@ class LazyExtras(Mapping[str, Any]):
 class LazyGroups(Sequence[list[SingleAgentEpisode]]):
     """The per-env chunk lists of a :class:`SampledChunks`, built when a group is read.
 
+    ``bounds`` (optional) gives env ``n``'s chunks as ``chunks[bounds[n]:bounds[n + 1]]`` of
+    any sequence (chunks laid out env by env); by default they come from ``env_indices``.
+
     Example:
         >>> import gymnasium as gym
         >>> from episodes.runner import EnvRunner, RandomPolicy
@@ -230,10 +233,12 @@ class LazyGroups(Sequence[list[SingleAgentEpisode]]):
         (2, 3)
     """
 
-    def __init__(self, chunks: SampledChunks):
+    def __init__(self, chunks: Sequence[SingleAgentEpisode], bounds: np.ndarray | None = None):
         self._chunks = chunks
-        envs = chunks.env_indices
-        self._bounds = np.searchsorted(envs, np.arange(chunks.num_envs + 1))
+        if bounds is None:
+            assert isinstance(chunks, SampledChunks)
+            bounds = env_bounds(chunks)
+        self._bounds = bounds
 
     def __len__(self) -> int:
         return len(self._bounds) - 1
@@ -244,4 +249,9 @@ class LazyGroups(Sequence[list[SingleAgentEpisode]]):
         n = int(index) + (len(self) if int(index) < 0 else 0)
         if not 0 <= n < len(self):
             raise IndexError(f"group {index} out of range for {len(self)} envs")
-        return self._chunks[int(self._bounds[n]) : int(self._bounds[n + 1])]
+        return list(self._chunks[int(self._bounds[n]) : int(self._bounds[n + 1])])
+
+
+def env_bounds(chunks: SampledChunks) -> np.ndarray:
+    """``[N + 1]``: env ``n``'s chunks are ``chunks[bounds[n]:bounds[n + 1]]`` (none built)."""
+    return np.searchsorted(chunks.env_indices, np.arange(chunks.num_envs + 1))

@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -37,10 +36,8 @@ from episodes.converter.columns import (
     extra_keys_for,
     transform_batch,
 )
-from episodes.converter.from_blocks import LazyExtras
+from episodes.converter.from_blocks import LazyExtras, ValueFn
 from episodes.runner import SampledChunks
-
-ValueFn = Callable[[Any], Any]
 
 
 def device_block_columns(

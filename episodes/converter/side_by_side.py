@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from episodes.converter.columns import ColumnKeys, ObsFn, TimeMajorColumns
-from episodes.converter.from_blocks import ValueFn, block_columns
+from episodes.converter.from_blocks import LazyGroups, ValueFn, block_columns, env_bounds
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
 from episodes.structs import flatten, unflatten
 
-__all__ = ["SideBySideGroups", "side_by_side_columns", "side_by_side_parts"]
+__all__ = ["side_by_side_columns", "side_by_side_groups", "side_by_side_parts"]
 
 
 def side_by_side_parts(episodes: Any) -> list[SampledChunks] | None:
@@ -50,7 +50,7 @@ def _join(items: list[Any]) -> Any:
 
 
 def side_by_side_columns(
-    episodes: Any,
+    parts: list[SampledChunks],
     keys: ColumnKeys,
     *,
     value_fn: ValueFn | None,
@@ -58,7 +58,7 @@ def side_by_side_columns(
     training_type: str,
     obs_fn: ObsFn | None,
 ) -> tuple[TimeMajorColumns, np.ndarray, np.ndarray] | None:
-    """Columns, bootstrapped float64 rewards and last values of every part, joined; or None.
+    """Columns, bootstrapped float64 rewards and last values of the parts, joined; or None.
 
     Example:
         >>> import gymnasium as gym
@@ -70,20 +70,15 @@ def side_by_side_columns(
         ...     policy = lambda obs: (zeros(obs).astype(np.int64),
         ...                           {"vf_preds": zeros(obs), "action_logp": zeros(obs)})
         ...     return EnvRunner(env, policy, seed=seed)
-        >>> class Gathered(list):
-        ...     def side_by_side(self):
-        ...         return self.parts
-        >>> gathered = Gathered()
-        >>> gathered.parts = [runner(0).sample(4), runner(1).sample(4)]
+        >>> parts = [runner(0).sample(4), runner(1).sample(4)]
         >>> cols, rewards, last = side_by_side_columns(
-        ...     gathered, ColumnKeys(values="vf_preds", log_probs="action_logp"),
+        ...     parts, ColumnKeys(values="vf_preds", log_probs="action_logp"),
         ...     value_fn=lambda obs: np.zeros(len(obs)), gamma=0.9, training_type="rl",
         ...     obs_fn=None)
         >>> cols.observations.shape, rewards.shape, last.shape
         ((4, 4, 4), (4, 4), (4, 1))
     """
-    parts = side_by_side_parts(episodes)
-    if parts is None or obs_fn is not None:
+    if obs_fn is not None:
         return None
     pieces = []
     for part in parts:
@@ -115,31 +110,15 @@ def side_by_side_columns(
     return joined, rewards, last_values
 
 
-class SideBySideGroups(Sequence[list[SingleAgentEpisode]]):
-    """Per-env chunk lists of a side-by-side sequence, built (through it) when one is read.
+def side_by_side_groups(
+    episodes: Sequence[SingleAgentEpisode], parts: list[SampledChunks]
+) -> LazyGroups:
+    """Per-env chunk lists of a side-by-side sequence, read through it when one is read.
 
-    Env ``offset(r) + i`` is part ``r``'s env ``i``; its chunks are read from ``episodes``,
-    where part ``r``'s chunks follow those of the parts before it, so the sequence's own
-    ``__getitem__`` (which may renumber the chunks) hands them out.
+    Env ``offset(r) + i`` is part ``r``'s env ``i``; in ``episodes`` part ``r``'s chunks follow
+    those of the parts before it, so its own ``__getitem__`` (which may renumber the chunks)
+    hands them out.
     """
-
-    def __init__(self, episodes: Sequence[SingleAgentEpisode], parts: list[SampledChunks]):
-        self._episodes = episodes
-        self._where: list[tuple[int, int]] = []  # per env: its chunks' range in episodes
-        first = 0
-        for part in parts:
-            bounds = np.searchsorted(part.env_indices, np.arange(part.num_envs + 1)) + first
-            self._where += list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-            first += len(part)
-
-    def __len__(self) -> int:
-        return len(self._where)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[k] for k in range(*index.indices(len(self)))]
-        n = int(index) + (len(self) if int(index) < 0 else 0)
-        if not 0 <= n < len(self):
-            raise IndexError(f"group {index} out of range for {len(self)} envs")
-        start, stop = self._where[n]
-        return [self._episodes[k] for k in range(start, stop)]
+    offsets = np.cumsum([0] + [len(part) for part in parts[:-1]])
+    bounds = [env_bounds(part)[:-1] + offset for part, offset in zip(parts, offsets)]
+    return LazyGroups(episodes, np.concatenate([*bounds, [len(episodes)]]))

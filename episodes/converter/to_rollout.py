@@ -28,8 +28,8 @@ from episodes.converter.from_blocks import (
     value_array,
 )
 from episodes.converter.side_by_side import (
-    SideBySideGroups,
     side_by_side_columns,
+    side_by_side_groups,
     side_by_side_parts,
 )
 from episodes.episode import SingleAgentEpisode
@@ -240,11 +240,12 @@ def episodes_to_rollout(
             device=device,
             dtype=dtype,
         )
-        groups = LazyGroups(episodes)  # type: ignore[arg-type]
+        groups = LazyGroups(episodes)
         return Rollout(storage, _tensor(last_values, device, dtype), None, groups)
-    if layout == "per_env":
+    parts = side_by_side_parts(episodes) if layout == "per_env" else None
+    if parts is not None:
         joined = side_by_side_columns(
-            episodes,
+            parts,
             keys,
             value_fn=value_fn,
             gamma=gamma,
@@ -253,11 +254,9 @@ def episodes_to_rollout(
         )
         if joined is not None:
             cols, rewards, last_values = joined
-            parts = side_by_side_parts(episodes)
-            assert parts is not None
             storage = _write_columns(cols, rewards, storage, training_type, keys, device, dtype)
-            joined_groups = SideBySideGroups(episodes, parts)
-            return Rollout(storage, _tensor(last_values, device, dtype), None, joined_groups)
+            groups = side_by_side_groups(episodes, parts)
+            return Rollout(storage, _tensor(last_values, device, dtype), None, groups)
     env_groups = _column_groups(episodes, layout)
     cols = time_major(
         env_groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk"

@@ -22,6 +22,8 @@ Example:
     >>> group = GroupSample([RunnerSample(0, 0, 0, 0, 1, [a]), RunnerSample(1, 0, 0, 0, 1, [b])])
     >>> [c.custom_data["env_index"] for c in group], group.env_steps
     ([0, 1], 2)
+    >>> [len(part) for part in group.side_by_side()]  # each runner's own chunks
+    [1, 1]
 """
 
 from __future__ import annotations
