@@ -302,8 +302,7 @@ class RunnerGroup:
                 slot.weights_ack = None
             reply = self._ray.get(ref)
         except self._ray.exceptions.RayError as err:
-            if lease is not None:
-                lease.release()
+            slot.segments.abandon(lease)
             return self._lose(slot, err)
         shared = isinstance(reply, Reply) and reply.stream is not None
         sample: RunnerSample = slot.segments.receive(reply, lease)
@@ -341,10 +340,7 @@ class RunnerGroup:
     def _restart(self, slot: _Slot) -> None:
         self._ray.kill(slot.handle, no_restart=True)
         # The old actor may still be writing: its segments are never leased again.
-        if slot.lease is not None:
-            slot.lease.release()
-            slot.lease = None
-        slot.segments.close()
+        self._drop_segments(slot)
         slot.segments = SlotSegments(self._shm_dir, hints=dict(slot.segments.hints))
         slot.generation += 1
         slot.handle = self._spawn(slot.index, slot.generation)
@@ -374,9 +370,8 @@ class RunnerGroup:
         try:
             replies = self._ray.get(refs)
         except BaseException:
-            for _, lease in leases:
-                if lease is not None:
-                    lease.release()
+            for slot, (_, lease) in zip(self._slots, leases):
+                slot.segments.abandon(lease)
             raise
         return [
             slot.segments.receive(reply, lease, "apply")
@@ -397,10 +392,14 @@ class RunnerGroup:
         for slot in self._slots:
             self._ray.kill(slot.handle, no_restart=True)
             slot.ref = None
-            if slot.lease is not None:
-                slot.lease.release()
-                slot.lease = None
-            slot.segments.close()
+            self._drop_segments(slot)
+
+    @staticmethod
+    def _drop_segments(slot: _Slot) -> None:
+        """Frees the slot's lease and closes its segments (for a dead or stopped actor)."""
+        slot.segments.abandon(slot.lease)
+        slot.lease = None
+        slot.segments.close()
 
     def __enter__(self) -> RunnerGroup:
         return self

@@ -181,8 +181,7 @@ class SlotSegments:
     def receive(self, reply: Any, segment: Segment | None, kind: str = "sample") -> Any:
         """The value of ``reply`` (unpickled over the segment when it was written there)."""
         if not isinstance(reply, Reply):
-            if segment is not None:
-                segment.release()
+            self.abandon(segment)
             return reply
         self.hints[kind] = reply.needed
         if segment is not None and reply.mapped and segment.linked:
@@ -191,8 +190,7 @@ class SlotSegments:
         if not reply.reachable:
             self.close()
         if reply.stream is None or segment is None:
-            if segment is not None:
-                segment.release()
+            self.abandon(segment)
             self._trim()
             return reply.value
         total = max((offset + nbytes for offset, nbytes in reply.spans), default=0)
@@ -207,6 +205,11 @@ class SlotSegments:
             del anchor, buffers
         self._trim()
         return value
+
+    def abandon(self, segment: Segment | None) -> None:
+        """The request that leased ``segment`` failed or was dropped: it is free again."""
+        if segment is not None:
+            segment.release()
 
     def close(self) -> None:
         """Drops every segment: free ones now, leased ones once their reply is gone."""

@@ -225,3 +225,14 @@ def test_a_full_shm_falls_back_to_rays_path(sides, monkeypatch):
     assert reply.stream is None and equal(value, payload(2))
     mine = f"episodes-{os.getpid()}-"
     assert not caller._segments and not [p for p in os.listdir(SHM_DIR) if p.startswith(mine)]
+
+
+def test_an_abandoned_lease_is_free_again(sides):
+    caller, actor = sides
+    roundtrip(caller, actor, payload(0))
+    request, lease = caller.request()  # the request fails before its reply arrives
+    assert request is not None and lease is not None and lease.leased
+    caller.abandon(lease)
+    assert not lease.leased
+    assert caller.request()[1] is lease
+    caller.abandon(None)  # nothing leased: nothing to do
