@@ -66,12 +66,25 @@ class InfiniteLookbackBuffer:
     # ----------------------------------------------------------------------------- properties
     @property
     def finalized(self) -> bool:
-        """True once the data is a numpy struct rather than a list."""
+        """True once the data is a numpy struct rather than a list.
+
+        Example:
+            >>> buf = InfiniteLookbackBuffer([1, 2])
+            >>> before = buf.finalized
+            >>> buf.finalize()
+            >>> before, buf.finalized
+            (False, True)
+        """
         return self.store.is_numpy
 
     @property
     def space(self) -> gym.Space[Any] | None:
-        """The gymnasium space of one item, if known."""
+        """The gymnasium space of one item, if known (used by ``one_hot_discrete`` and fills).
+
+        Example:
+            >>> InfiniteLookbackBuffer([1], space=gym.spaces.Discrete(4)).space
+            Discrete(4)
+        """
         return self._space
 
     @space.setter
@@ -80,7 +93,12 @@ class InfiniteLookbackBuffer:
 
     @property
     def data(self) -> Any:
-        """All stored items, lookback included: a list, or a struct of array views."""
+        """All stored items, lookback included: a list, or a struct of array views.
+
+        Example:
+            >>> InfiniteLookbackBuffer([1, 2, 3], lookback=1).data
+            [1, 2, 3]
+        """
         return self.store.data
 
     def __len__(self) -> int:
@@ -89,7 +107,13 @@ class InfiniteLookbackBuffer:
         return (len(items) if items is not None else len(self.store)) - self.lookback
 
     def len_incl_lookback(self) -> int:
-        """Number of stored items, lookback included."""
+        """Number of stored items, lookback included.
+
+        Example:
+            >>> buf = InfiniteLookbackBuffer([1, 2, 3], lookback=1)
+            >>> len(buf), buf.len_incl_lookback()
+            (2, 3)
+        """
         items = self.store.pylist
         return len(items) if items is not None else len(self.store)
 

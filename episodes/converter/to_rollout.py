@@ -51,6 +51,14 @@ class Rollout:
         mask: ``[T, N]`` bool of real (not padded) steps for ``layout="per_chunk"``, else None.
         groups: The chunks of each column, in time order (built when read, if the rollout
             came straight from a runner's blocks).
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...     rewards=[1.0, 1.0], terminated=True, len_lookback_buffer=0,
+        ...     extra_model_outputs={"vf_preds": [0.5, 0.5], "action_logp": [-0.7, -0.7]})
+        >>> r = episodes_to_rollout([ep], gamma=0.9, value_fn=lambda obs: obs)
+        >>> r.storage.step, r.last_values.tolist(), r.mask, len(r.groups[0])
+        (2, [[0.0]], None, 1)
     """
 
     storage: RolloutStorage

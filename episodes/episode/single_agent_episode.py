@@ -210,7 +210,13 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     # ----------------------------------------------------------------------------- properties
     @property
     def observation_space(self) -> gym.Space[Any] | None:
-        """Space of one observation."""
+        """Space of one observation (also the observation buffer's, used to check items).
+
+        Example:
+            >>> ep = SingleAgentEpisode(observation_space=gym.spaces.Discrete(3))
+            >>> ep.observation_space, ep.observations.space
+            (Discrete(3), Discrete(3))
+        """
         return self._observation_space
 
     @observation_space.setter
@@ -220,7 +226,12 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     @property
     def action_space(self) -> gym.Space[Any] | None:
-        """Space of one action."""
+        """Space of one action (also the action buffer's, used to check items).
+
+        Example:
+            >>> SingleAgentEpisode(action_space=gym.spaces.Discrete(2)).action_space
+            Discrete(2)
+        """
         return self._action_space
 
     @action_space.setter
@@ -230,28 +241,63 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     @property
     def custom_data(self) -> dict[str, Any]:
-        """A free dict carried through cut, slice, concat and state."""
+        """A free dict carried through cut, slice, concat and state.
+
+        Example:
+            >>> ep = SingleAgentEpisode(observations=[0])
+            >>> ep.custom_data["seed"] = 7
+            >>> SingleAgentEpisode.from_state(ep.get_state()).custom_data
+            {'seed': 7}
+        """
         return self._custom_data
 
     @property
     def is_reset(self) -> bool:
-        """True once the episode holds an observation."""
+        """True once the episode holds an observation.
+
+        Example:
+            >>> SingleAgentEpisode().is_reset, SingleAgentEpisode(observations=[0]).is_reset
+            (False, True)
+        """
         return self.observations.len_incl_lookback() > self.observations.lookback
 
     @property
     def is_numpy(self) -> bool:
-        """True after :meth:`to_numpy`."""
+        """True after :meth:`to_numpy`.
+
+        Example:
+            >>> ep = SingleAgentEpisode(observations=[0])
+            >>> ep.is_numpy, ep.to_numpy().is_numpy
+            (False, True)
+        """
         return self.rewards.finalized
 
     def __len__(self) -> int:
         return self.t - self.t_started
 
     def env_steps(self) -> int:
-        """Number of env steps in this chunk (``len(self)``)."""
+        """Number of env steps in this chunk (``len(self)``).
+
+        Example:
+            >>> ep = SingleAgentEpisode(
+            ...     observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0],
+            ...     len_lookback_buffer=0,
+            ... )
+            >>> ep.env_steps(), ep.cut().env_steps()
+            (2, 0)
+        """
         return self.t - self.t_started
 
     def agent_steps(self) -> int:
-        """Number of agent steps in this chunk (``len(self)``)."""
+        """Number of agent steps in this chunk (``len(self)``; one agent acts every env step).
+
+        Example:
+            >>> ep = SingleAgentEpisode(
+            ...     observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=0
+            ... )
+            >>> ep.agent_steps()
+            1
+        """
         return self.t - self.t_started
 
     # --------------------------------------------------------------------------------- checks

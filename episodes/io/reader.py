@@ -378,7 +378,22 @@ def _check_header(f: Any, offset: int, expected: int | None, label: str) -> None
 # ---------------------------------------------------------------------------- dataset info
 @dataclass
 class EpisodeSummary:
-    """One episode of a dataset (all its chunks), from the manifest alone."""
+    """One episode of a dataset (all its chunks), from the manifest alone.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> ep = SingleAgentEpisode(
+        ...     "a", observations=[0, 1], actions=[1], rewards=[2.0], terminated=True,
+        ...     len_lookback_buffer=0,
+        ... )
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as writer:
+        ...     _ = writer.write(ep)
+        >>> dataset_info(path).episodes
+        [EpisodeSummary(id_='a', num_chunks=1, length=1, ret=2.0, terminated=True, truncated=False)]
+    """
 
     id_: Any
     num_chunks: int
@@ -424,12 +439,26 @@ class DatasetInfo:
 
     @property
     def num_episodes(self) -> int:
-        """Number of distinct episode ids."""
+        """Number of distinct episode ids.
+
+        Example:
+            >>> first = EpisodeSummary("a", 2, 3, 1.0, False, False)
+            >>> second = EpisodeSummary("b", 1, 1, 0.0, True, False)
+            >>> DatasetInfo("d", 1, 3, 4, 0, [first, second]).num_episodes
+            2
+        """
         return len(self.episodes)
 
     @property
     def num_done(self) -> int:
-        """Episodes whose last chunk is terminated or truncated."""
+        """Episodes whose last chunk is terminated or truncated.
+
+        Example:
+            >>> done = EpisodeSummary("a", 1, 1, 0.0, True, False)
+            >>> running = EpisodeSummary("b", 1, 1, 0.0, False, False)
+            >>> DatasetInfo("d", 1, 2, 2, 0, [done, running]).num_done
+            1
+        """
         return sum(e.terminated or e.truncated for e in self.episodes)
 
 

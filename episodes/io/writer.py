@@ -159,7 +159,15 @@ class EpisodeWriter:
         self._manifest_fd = os.open(manifest, os.O_WRONLY | os.O_APPEND)
 
     def close(self) -> None:
-        """Releases the dataset (idempotent)."""
+        """Releases the dataset (idempotent): another writer may open it afterwards.
+
+        Example:
+            >>> import tempfile
+            >>> path = tempfile.mkdtemp()
+            >>> writer = EpisodeWriter(path)
+            >>> writer.close(); writer.close()
+            >>> EpisodeWriter(path).close()
+        """
         if self._manifest_fd is not None:
             os.close(self._manifest_fd)
             self._manifest_fd = None

@@ -35,6 +35,15 @@ class ChunkedEpisode:
         chunks: Chunks covering it, in order; ``chunks[i + 1].t_started == chunks[i].t``.
         cuts: Steps (relative to ``episode.t_started``) where a new chunk starts.
         lookbacks: The ``len_lookback_buffer`` used for each cut.
+
+    Example:
+        >>> from hypothesis import given, settings
+        >>> @settings(max_examples=5)
+        ... @given(chunked_episodes(min_len=3))
+        ... def test(ce):
+        ...     assert [c.t_started for c in ce.chunks[1:]] == [c.t for c in ce.chunks[:-1]]
+        ...     assert len(ce.cuts) == len(ce.lookbacks) == len(ce.chunks) - 1
+        >>> test()
     """
 
     episode: SingleAgentEpisode
