@@ -17,6 +17,15 @@ class HistoryWindows(NamedTuple):
         data: ``[seq_len, batch_size, ...]``, oldest item first.
         env_ids: ``[batch_size]`` env of each window.
         lags: ``[batch_size]`` how many steps before the newest item each window ends.
+
+    Example:
+        >>> buf = CircularBuffer(3, 2)
+        >>> for v in range(3):
+        ...     buf.append(torch.tensor([v, 10 + v]))
+        >>> g = torch.Generator().manual_seed(0)
+        >>> w = next(buf.mini_batch_generator(2, batch_size=4, num_batches=1, generator=g))
+        >>> tuple(w.data.shape), w.env_ids.tolist(), w.lags.tolist(), w.data[-1].tolist()
+        ((2, 4), [1, 1, 0, 1], [1, 0, 1, 1], [11, 12, 1, 11])
     """
 
     data: torch.Tensor
@@ -59,22 +68,48 @@ class CircularBuffer:
 
     @property
     def max_length(self) -> int:
-        """The capacity per env."""
+        """The capacity per env.
+
+        Example:
+            >>> CircularBuffer(max_len=5, batch_size=2).max_length
+            5
+        """
         return self._max_len
 
     @property
     def batch_size(self) -> int:
-        """The number of envs."""
+        """The number of envs.
+
+        Example:
+            >>> CircularBuffer(max_len=5, batch_size=2).batch_size
+            2
+        """
         return self._batch_size
 
     @property
     def current_length(self) -> torch.Tensor:
-        """``[batch_size]`` number of items appended since each env's last reset (capped)."""
+        """``[batch_size]`` number of items appended since each env's last reset (capped).
+
+        Example:
+            >>> buf = CircularBuffer(3, 2)
+            >>> for _ in range(4):
+            ...     buf.append(torch.zeros(2))
+            >>> buf.current_length.tolist()
+            [3, 3]
+        """
         return self._length.clone()
 
     @property
     def buffer(self) -> torch.Tensor:
-        """The history as ``[batch_size, max_len, ...]``, oldest slot first (a copy)."""
+        """The history as ``[batch_size, max_len, ...]``, oldest slot first (a copy).
+
+        Example:
+            >>> buf = CircularBuffer(2, 1)
+            >>> for v in (1, 2, 3):
+            ...     buf.append(torch.tensor([v]))
+            >>> buf.buffer.tolist()
+            [[2, 3]]
+        """
         if self._buffer is None:
             raise RuntimeError("the buffer is empty: append() has not been called yet")
         order = torch.arange(self._max_len, device=self.device) + self._pointer + 1
@@ -86,6 +121,12 @@ class CircularBuffer:
 
         Args:
             data: ``[batch_size, ...]``.
+
+        Example:
+            >>> buf = CircularBuffer(4, 2)
+            >>> buf.append(torch.ones(2, 3, dtype=torch.int64))
+            >>> tuple(buf.buffer.shape), buf.buffer.dtype, buf.current_length.tolist()
+            ((2, 4, 3), torch.int64, [1, 1])
         """
         if data.dim() == 0 or data.shape[0] != self._batch_size:
             raise ValueError(
@@ -103,7 +144,15 @@ class CircularBuffer:
         self._length.add_(1).clamp_(max=self._max_len)
 
     def reset(self, batch_ids: Sequence[int] | torch.Tensor | None = None) -> None:
-        """Forget the history of ``batch_ids`` (all envs when ``None``)."""
+        """Forget the history of ``batch_ids`` (all envs when ``None``).
+
+        Example:
+            >>> buf = CircularBuffer(3, 2)
+            >>> buf.append(torch.tensor([5, 7]))
+            >>> buf.reset([0])
+            >>> buf.current_length.tolist(), buf[0].tolist()
+            ([0, 1], [0, 7])
+        """
         if batch_ids is None:
             self._length.zero_()
         else:

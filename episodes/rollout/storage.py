@@ -352,6 +352,12 @@ class RolloutStorage:
 
         Raises:
             OverflowError: if all ``T`` slots are already written (call :meth:`clear`).
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> st.add_transition(RolloutStorage.Transition(rewards=torch.tensor([1.0, 2.0])))
+            >>> st.step, st.rewards[0].tolist()
+            (1, [[1.0], [2.0]])
         """
         if self.step >= self.num_transitions_per_env:
             raise OverflowError(
@@ -410,7 +416,15 @@ class RolloutStorage:
         return k
 
     def clear(self) -> None:
-        """Reset the write cursor; the next rollout overwrites the old data."""
+        """Reset the write cursor; the next rollout overwrites the old data.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 1, (4,), (1,))
+            >>> st.add_transition(RolloutStorage.Transition(rewards=torch.ones(2)))
+            >>> st.clear()
+            >>> st.step, st.rewards.flatten().tolist()
+            (0, [1.0, 1.0])
+        """
         self.step = 0
 
     # ------------------------------------------------------------------ returns
@@ -429,6 +443,13 @@ class RolloutStorage:
             lam: GAE lambda.
             normalize_advantage: normalise advantages over the whole batch (zero mean, unit
                 std, ``+1e-8``). Pass ``False`` when normalising per mini-batch instead.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> _ = st.rewards.fill_(1.0)
+            >>> st.compute_returns(torch.zeros(2), gamma=1.0, lam=1.0, normalize_advantage=False)
+            >>> st.returns[:, 0, 0].tolist()
+            [3.0, 2.0, 1.0]
         """
         if self.values is None or self.returns is None or self.advantages is None:
             raise ValueError("compute_returns is only available for training_type 'rl'")
@@ -452,7 +473,15 @@ class RolloutStorage:
         generator: torch.Generator | None = None,
         normalize_advantage_per_mini_batch: bool | None = None,
     ) -> Iterator[RLBatch]:
-        """Shuffled flat mini-batches; see :func:`.generators.mini_batch_generator`."""
+        """Shuffled flat mini-batches; see :func:`.generators.mini_batch_generator`.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> g = torch.Generator().manual_seed(0)
+            >>> batches = list(st.mini_batch_generator(2, num_epochs=2, generator=g))
+            >>> len(batches), tuple(batches[0].observations.shape)
+            (4, (3, 4))
+        """
         return mini_batch_generator(
             self,
             num_mini_batches,
@@ -468,7 +497,15 @@ class RolloutStorage:
         *,
         normalize_advantage_per_mini_batch: bool | None = None,
     ) -> Iterator[RLBatch]:
-        """Padded trajectories; see :func:`.generators.recurrent_mini_batch_generator`."""
+        """Padded trajectories; see :func:`.generators.recurrent_mini_batch_generator`.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> st.dones[0, 0] = True  # env 0 splits into trajectories of 1 and 2 steps
+            >>> (batch,) = st.recurrent_mini_batch_generator(1, num_epochs=1)
+            >>> batch.masks.sum(0).tolist(), tuple(batch.actions.shape)
+            ([1, 2, 3], (3, 2, 1))
+        """
         return recurrent_mini_batch_generator(
             self,
             num_mini_batches,
@@ -477,5 +514,12 @@ class RolloutStorage:
         )
 
     def generator(self) -> Iterator[DistillationBatch]:
-        """One batch per time step; see :func:`.generators.distillation_generator`."""
+        """One batch per time step; see :func:`.generators.distillation_generator`.
+
+        Example:
+            >>> st = RolloutStorage("distillation", 2, 3, (4,), (1,))
+            >>> _ = st.observations[:, :, 0].copy_(torch.arange(3.0).view(3, 1))
+            >>> [b.observations[:, 0].tolist() for b in st.generator()]
+            [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+        """
         return distillation_generator(self)

@@ -114,7 +114,17 @@ class EnvRunner:
 
     @property
     def is_recurrent(self) -> bool:
-        """True when the policy gets and returns a state."""
+        """True when the policy gets and returns a state.
+
+        Example:
+            >>> from episodes.runner import RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> policy = RandomPolicy(env.action_space, seed=0)
+            >>> EnvRunner(env, policy).is_recurrent
+            False
+            >>> EnvRunner(env, policy, initial_state=lambda n: np.zeros((n, 1))).is_recurrent
+            True
+        """
         return self._initial_state is not None
 
     # --------------------------------------------------------------------------------- public
@@ -130,6 +140,16 @@ class EnvRunner:
 
         Raises:
             ValueError: ``num_steps < 1``.
+
+        Example:
+            >>> from episodes.runner import RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+            >>> first, second = runner.sample(3), runner.sample(3)
+            >>> [len(c) for c in first], [c.custom_data["env_index"] for c in first]
+            ([3, 3], [0, 1])
+            >>> second[0].id_ == first[0].id_, second[0].t_started
+            (True, 3)
         """
         if isinstance(num_steps, bool) or int(num_steps) < 1:
             raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
@@ -163,7 +183,17 @@ class EnvRunner:
         return chunks
 
     def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:
-        """Returns (and by default clears) the metrics; see :meth:`RunnerMetrics.reduce`."""
+        """Returns (and by default clears) the metrics; see :meth:`RunnerMetrics.reduce`.
+
+        Example:
+            >>> from episodes.runner import RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+            >>> _ = runner.sample(3)
+            >>> m = runner.get_metrics()
+            >>> m["num_env_steps"], m["num_vector_steps"], runner.get_metrics()["num_env_steps"]
+            (6, 3, 0)
+        """
         return self.metrics.reduce(reset=reset)
 
     # ------------------------------------------------------------------------------- internal
