@@ -263,7 +263,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         if first is not None:
             return column.window(first, first + rec.num_steps)
         if self._flat_index is None:
-            self._flat_index = rec.window.T * self.num_envs + np.arange(self.num_envs)
+            self._flat_index = self._window_positions()
             if rec.device is not None:
                 # Moved to the device once; every field's gather reuses it.
                 self._flat_index = rec.device.index(self._flat_index)
@@ -281,9 +281,18 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         if self._aligned is not None or rec.device is not None:
             return None
         if self._flat_index is None:
-            self._flat_index = rec.window.T * self.num_envs + np.arange(self.num_envs)
+            self._flat_index = self._window_positions()
         leaves = [leaf.reshape(-1, *leaf.shape[2:]) for leaf in self._column(name).leaves]
         return leaves, self._flat_index
+
+    def _window_positions(self) -> np.ndarray:
+        """``[T, N]`` flat block positions ``row * N + env`` of the window, C-ordered.
+
+        ``window`` is ``[N, T]``; arithmetic on its transpose would keep the transposed memory
+        order, and every gather (and every array gathered with it) would then pay a reorder.
+        """
+        rows = np.ascontiguousarray(self.recording.window.T)  # may be the window itself
+        return rows * self.num_envs + np.arange(self.num_envs)
 
     def example(self, name: str) -> Any:
         """A ``[1, N, ...]`` struct of views of a field (its layout, for allocating outputs)."""
