@@ -94,6 +94,18 @@ class EpisodeReplayBuffer(BufferAccess):
             ValueError: Rows that do not fit the stored columns; a chunk continuing a done
                 episode or leaving a gap in time; ``EvictedEpisodeError`` (a ``ValueError``)
                 for a chunk continuing an evicted episode. The buffer is then unchanged.
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(5, seed=0)
+            >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0],
+            ...                             rewards=[1.0] * 3, terminated=True,
+            ...                             len_lookback_buffer=0) for i in "ab"])
+            >>> buf.get_episode_ids(), buf.get_num_timesteps()  # 6 steps > 5: "a" was evicted
+            (['b'], 3)
+            >>> buf.add("b")
+            Traceback (most recent call last):
+            ...
+            TypeError: add() takes SingleAgentEpisode chunks, got str
         """
         if isinstance(episodes, SingleAgentEpisode):
             given = [episodes]
@@ -234,6 +246,16 @@ class EpisodeReplayBuffer(BufferAccess):
             EmptyBufferError: Nothing stored, or no start from which a sequence of
                 ``batch_length_T`` fits without crossing an episode border.
             ValueError: Bad arguments.
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            terminated=True, len_lookback_buffer=0))
+            >>> buf.sample(4)["obs"].shape, buf.sample(2, batch_length_T=2)["obs"].shape
+            ((4,), (2, 2))
+            >>> [(ep.id_, len(ep)) for ep in buf.sample(1, sample_episodes=True)]
+            [('a', 3)]
         """
         size = sampling.batch_size(num_items, batch_size_B, self.batch_size_B)
         if self._store.num_live == 0:
@@ -313,37 +335,110 @@ class EpisodeReplayBuffer(BufferAccess):
         return self._store.num_live
 
     def get_num_episodes(self) -> int:
-        """Episodes stored."""
+        """Episodes stored.
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0], actions=[0], rewards=[1.0],
+            ...                             len_lookback_buffer=0) for i in "ab"])
+            >>> buf.get_num_episodes()
+            2
+        """
         return len(self._table)
 
     def get_num_episodes_evicted(self) -> int:
-        """Episodes evicted so far."""
+        """Episodes evicted so far.
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(2)
+            >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                             rewards=[1.0, 1.0], len_lookback_buffer=0)
+            ...          for i in "ab"])
+            >>> buf.get_num_episodes_evicted(), buf.get_num_episodes()
+            (1, 1)
+        """
         return self._num_episodes_evicted
 
     def get_num_timesteps(self) -> int:
-        """Steps stored."""
+        """Steps stored.
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            len_lookback_buffer=0))
+            >>> buf.get_num_timesteps()  # 4 observations, 3 steps
+            3
+        """
         return self._store.num_live
 
     def get_added_timesteps(self) -> int:
-        """Steps ever added (evicted ones included)."""
+        """Steps ever added (evicted ones included).
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(2)
+            >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                             rewards=[1.0, 1.0], len_lookback_buffer=0)
+            ...          for i in "ab"])
+            >>> buf.get_added_timesteps(), buf.get_num_timesteps()
+            (4, 2)
+        """
         return self._num_added
 
     def get_sampled_timesteps(self) -> int:
-        """Items ever sampled."""
+        """Items ever sampled.
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            len_lookback_buffer=0))
+            >>> _ = buf.sample(4), buf.sample(2, batch_length_T=3)
+            >>> buf.get_sampled_timesteps()  # items, not steps: 4 transitions + 2 sequences
+            6
+        """
         return self._num_sampled
 
     def get_episode_ids(self) -> list[str]:
-        """Stored episode ids, oldest first (the eviction order)."""
+        """Stored episode ids, oldest first (the eviction order).
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(4)
+            >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                             rewards=[1.0, 1.0], len_lookback_buffer=0)
+            ...          for i in "abc"])
+            >>> buf.get_episode_ids()
+            ['b', 'c']
+        """
         return list(self._table.order)
 
     def get_state(self) -> dict[str, Any]:
-        """A snapshot of contents, counters and the sampling generator (numpy arrays)."""
+        """A snapshot of contents, counters and the sampling generator (numpy arrays).
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> state = buf.get_state()
+            >>> state["num_timesteps"], state["episodes"]["ids"], state["steps"]["rewards"].tolist()
+            (2, ['a'], [1.0, 2.0])
+        """
         from episodes.replay.state import buffer_state
 
         return buffer_state(self)
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores a :meth:`get_state` snapshot (the capacity too)."""
+        """Restores a :meth:`get_state` snapshot (the capacity too).
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> copy = EpisodeReplayBuffer(3)
+            >>> copy.set_state(buf.get_state())
+            >>> copy.capacity, copy.get_episode_ids(), copy.get_num_timesteps()
+            (10, ['a'], 2)
+        """
         from episodes.replay.state import restore_buffer
 
         restore_buffer(self, state)

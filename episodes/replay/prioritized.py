@@ -59,7 +59,21 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     @property
     def max_priority(self) -> float:
-        """The priority new steps get: the largest ever set (1.0 at first)."""
+        """The priority new steps get: the largest ever set (1.0 at first); settable.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> buf = PrioritizedEpisodeReplayBuffer(10)
+            >>> buf.max_priority = 4.0
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[0], rewards=[1.0],
+            ...                            len_lookback_buffer=0))
+            >>> buf.get_priorities([0]).tolist()
+            [4.0]
+            >>> buf.max_priority = 0.0
+            Traceback (most recent call last):
+            ...
+            ValueError: max_priority must be finite and > 0, got 0.0
+        """
         return self._max_priority
 
     @max_priority.setter
@@ -95,6 +109,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             num_items: Items to draw.
             beta: Importance-weight exponent (0: all weights 1; 1: full correction).
             **kwargs: As :meth:`EpisodeReplayBuffer.sample`.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> buf = PrioritizedEpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0))
+            >>> buf.update_priorities([4.0, 1.0], [0, 1])
+            >>> batch = buf.sample(1000, beta=1.0)  # item 0 drawn with probability 4/5
+            >>> round(float((batch["indices"] == 0).mean()), 1)
+            0.8
+            >>> sorted(set(batch["weights"].tolist()))  # (p_i / p_min) ** -beta
+            [0.25, 1.0]
         """
         if not math.isfinite(beta) or beta < 0:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
@@ -127,6 +153,16 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         Raises:
             ValueError: No indices (nothing sampled yet), lengths differ, priorities that are
                 not finite and > 0, or indices this buffer never issued. Nothing changes then.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> buf = PrioritizedEpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0))
+            >>> batch = buf.sample(1)
+            >>> buf.update_priorities([5.0])  # the last sample's items
+            >>> buf.get_priorities(batch["indices"]).tolist(), buf.max_priority
+            ([5.0], 5.0)
         """
         cached = None
         if indices is None:
@@ -162,7 +198,17 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._max_priority = max(self._max_priority, top)
 
     def get_priorities(self, indices: Any) -> np.ndarray:
-        """Current priorities (before ``alpha``) of stored items; ``KeyError`` for evicted ones."""
+        """Current priorities (before ``alpha``) of stored items; ``KeyError`` for evicted ones.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> buf = PrioritizedEpisodeReplayBuffer(10, alpha=0.5)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0))
+            >>> buf.update_priorities([4.0, 9.0], [0, 1])
+            >>> buf.get_priorities([1, 0]).tolist()
+            [9.0, 4.0]
+        """
         slots, found = self._find(np.asarray(indices, np.int64))
         if not found.all():
             raise KeyError("some indices are no longer stored")
@@ -177,7 +223,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     # ------------------------------------------------------------------------------- state
     def get_state(self) -> dict[str, Any]:
-        """:meth:`EpisodeReplayBuffer.get_state` plus priorities and ``alpha``."""
+        """:meth:`EpisodeReplayBuffer.get_state` plus priorities and ``alpha``.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> buf = PrioritizedEpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0))
+            >>> buf.update_priorities([2.0, 1.0], [0, 1])
+            >>> extra = buf.get_state()["prioritized"]
+            >>> extra["alpha"], extra["max_priority"], extra["leaves"].tolist()
+            (1.0, 2.0, [2.0, 1.0])
+        """
         state = super().get_state()
         keep = np.flatnonzero(self._store.live[: self._store.end])
         state["prioritized"] = {
@@ -188,7 +245,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         return state
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores :meth:`get_state` (a uniform buffer's state gets priority 1 everywhere)."""
+        """Restores :meth:`get_state` (a uniform buffer's state gets priority 1 everywhere).
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> uniform = EpisodeReplayBuffer(10)
+            >>> uniform.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                                rewards=[1.0, 1.0], len_lookback_buffer=0))
+            >>> buf = PrioritizedEpisodeReplayBuffer(10)
+            >>> buf.set_state(uniform.get_state())
+            >>> buf.get_priorities([0, 1]).tolist(), buf.get_num_timesteps()
+            ([1.0, 1.0], 2)
+        """
         super().set_state(state)
         extra = state.get("prioritized")
         n = self._store.end
