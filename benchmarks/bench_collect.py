@@ -139,16 +139,22 @@ def cartpole(n: int) -> gym.vector.VectorEnv:
 
 # ---------------------------------------------------------------------------------- policy
 class ActorCritic(nn.Module):
-    """Shared two-layer MLP trunk; a Gaussian (Box) or categorical (Discrete) head and a value."""
+    """Shared two-layer MLP trunk; a Gaussian (Box) or categorical (Discrete) head and a value.
+
+    With ``HIDDEN = 0`` (``--hidden 0``) there is no trunk: linear heads on the observation.
+    """
 
     def __init__(self, obs_dim: int, act_dim: int, discrete: bool):
         super().__init__()
         self.discrete = discrete
-        self.trunk = nn.Sequential(
-            nn.Linear(obs_dim, HIDDEN), nn.ELU(), nn.Linear(HIDDEN, HIDDEN), nn.ELU()
-        )
-        self.head = nn.Linear(HIDDEN, act_dim)
-        self.value_head = nn.Linear(HIDDEN, 1)
+        hidden = HIDDEN or obs_dim
+        self.trunk: nn.Module = nn.Identity()
+        if HIDDEN:
+            self.trunk = nn.Sequential(
+                nn.Linear(obs_dim, hidden), nn.ELU(), nn.Linear(hidden, hidden), nn.ELU()
+            )
+        self.head = nn.Linear(hidden, act_dim)
+        self.value_head = nn.Linear(hidden, 1)
         self.log_std = nn.Parameter(torch.full((act_dim,), -0.5))
 
     @torch.no_grad()
@@ -406,6 +412,7 @@ def call_growth(
 
 # ------------------------------------------------------------------------------------ report
 def main() -> None:
+    global HIDDEN
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 warm-up, 2 repeats, 1 memory probe")
     ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5)")
@@ -413,7 +420,15 @@ def main() -> None:
         "--growth", action="store_true", help="only: cost of a call over 400 calls (48-dim env)"
     )
     ap.add_argument("--calls", type=int, default=400, help="calls of --growth")
+    ap.add_argument(
+        "--hidden",
+        type=int,
+        default=HIDDEN,
+        help=f"width of the policy's two hidden layers (default {HIDDEN}); 0: linear heads only,"
+        " a near-free policy that leaves the recording's own cost exposed",
+    )
     args = ap.parse_args()
+    HIDDEN = args.hidden
     if args.growth:
         medians, rows = call_growth(args.calls)
         print("EnvRunner.sample(24), 48-dim env, N=4096: CPU ms per call, medians of 20 calls")
@@ -426,7 +441,10 @@ def main() -> None:
     warmup = 1
     start = time.perf_counter()
     where = os.path.dirname(os.path.dirname(os.path.abspath(episodes.__file__)))
-    print(f"episodes from {where}; repeats={repeats} warmup={warmup} torch threads=1\n")
+    print(
+        f"episodes from {where}; repeats={repeats} warmup={warmup} torch threads=1 "
+        f"hidden={HIDDEN}\n"
+    )
     print("| env | N x T | floor | rsl_rl | episodes | episodes / rsl_rl | target | |")
     print("|---|---|---|---|---|---|---|---|")
     passed = []
