@@ -25,7 +25,16 @@ __all__ = [
 
 
 class DatasetError(Exception):
-    """Base type of every dataset error (read and write)."""
+    """Base type of every dataset error (read and write).
+
+    Example:
+        >>> from episodes.io import dataset_info
+        >>> try:
+        ...     dataset_info("/nonexistent/dataset")
+        ... except DatasetError as err:
+        ...     print(type(err).__name__)
+        NotADatasetError
+    """
 
 
 class NotADatasetError(DatasetError):
@@ -33,7 +42,19 @@ class NotADatasetError(DatasetError):
 
 
 class UnsupportedVersionError(DatasetError):
-    """The dataset (or one of its files) declares a format version this library cannot read."""
+    """The dataset (or one of its files) declares a format version this library cannot read.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter, EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> EpisodeWriter(path).close()  # a format v1 dataset
+        >>> try:
+        ...     DatasetWriter(path)
+        ... except UnsupportedVersionError:
+        ...     print("v1: use EpisodeWriter or migrate")
+        v1: use EpisodeWriter or migrate
+    """
 
 
 class CorruptDatasetError(DatasetError):
@@ -44,16 +65,51 @@ class UnsafeDataError(CorruptDatasetError):
     """A file could run code when loaded (pickles, object arrays) or points outside the dataset.
 
     Such files are refused without being loaded.
+
+    Example:
+        >>> issubclass(UnsafeDataError, CorruptDatasetError)
+        True
     """
 
 
 class EpisodeNotFoundError(DatasetError):
-    """No committed chunk carries the requested episode id."""
+    """No committed chunk carries the requested episode id.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter, load_episode
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0]))
+        >>> try:
+        ...     load_episode(path, "b")
+        ... except EpisodeNotFoundError:
+        ...     print("no episode 'b'")
+        no episode 'b'
+    """
 
 
 class DatasetLockedError(DatasetError):
-    """Another writer holds the dataset's lock."""
+    """Another writer holds the dataset's lock.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path):
+        ...     try:
+        ...         EpisodeWriter(path)
+        ...     except DatasetLockedError:
+        ...         print("locked")
+        locked
+    """
 
 
 class UnstorableValueError(DatasetError, TypeError):
-    """A value cannot be stored safely (refused at write time, nothing is written)."""
+    """A value cannot be stored safely (refused at write time, nothing is written).
+
+    Example:
+        >>> issubclass(UnstorableValueError, TypeError)
+        True
+    """

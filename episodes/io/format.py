@@ -233,6 +233,11 @@ class ManifestEntry:
         truncated: The chunk's truncated flag.
         meta_sha256: SHA-256 (hex) of the chunk's ``meta.json``.
         nbytes: Total size of the chunk's files.
+
+    Example:
+        >>> e = ManifestEntry("chunks/c", "ep", 2, 5, 1.5, True, False, "0" * 64, 100)
+        >>> ManifestEntry.from_json(e.to_json(), "manifest line 1") == e
+        True
     """
 
     chunk: str
@@ -247,11 +252,22 @@ class ManifestEntry:
 
     @property
     def length(self) -> int:
-        """Number of steps in the chunk (``t - t_started``)."""
+        """Number of steps in the chunk (``t - t_started``).
+
+        Example:
+            >>> ManifestEntry("chunks/c", "ep", 2, 5, 1.5, True, False, "0" * 64, 100).length
+            3
+        """
         return self.t - self.t_started
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest line's object."""
+        """The manifest line's object.
+
+        Example:
+            >>> obj = ManifestEntry("chunks/c", 7, 0, 1, 1.5, True, False, "0" * 64, 9).to_json()
+            >>> obj["v"], obj["id"], obj["return"]
+            (1, 7, 1.5)
+        """
         return {
             "v": FORMAT_VERSION,
             "chunk": self.chunk,
@@ -267,7 +283,17 @@ class ManifestEntry:
 
     @classmethod
     def from_json(cls, obj: Any, where: str) -> ManifestEntry:
-        """Parses and checks a manifest line's object (raises our errors, never builds junk)."""
+        """Parses and checks a manifest line's object (raises our errors, never builds junk).
+
+        Example:
+            >>> e = ManifestEntry("chunks/c", "ep", 0, 2, 1.0, False, True, "ab" * 32, 64)
+            >>> ManifestEntry.from_json(json.loads(json.dumps(e.to_json())), "line 1") == e
+            True
+            >>> ManifestEntry.from_json({**e.to_json(), "t": True}, "line 2")
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.CorruptDatasetError: line 2: 't' has the wrong type (True)
+        """
         if not isinstance(obj, dict):
             raise CorruptDatasetError(f"{where}: expected a JSON object")
         check_version(obj.get("v"), where)

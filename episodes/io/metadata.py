@@ -36,6 +36,15 @@ class DatasetMetadata:
         algorithm: Name of the training algorithm, if any.
         algorithm_version: Its version.
         user: Free-form JSON metadata.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter, dataset_info
+        >>> path = tempfile.mkdtemp()
+        >>> DatasetWriter(path, metadata=DatasetMetadata(env_id="Toy-v0", seeds=[7])).close()
+        >>> stored = dataset_info(path).metadata
+        >>> stored["env_id"], stored["seeds"]
+        ('Toy-v0', [7])
     """
 
     env_id: str | None = None

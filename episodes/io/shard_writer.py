@@ -212,7 +212,16 @@ class DatasetWriter:
             fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
 
     def close(self) -> None:
-        """Commits buffered episodes and releases the dataset (idempotent)."""
+        """Commits buffered episodes and releases the dataset (idempotent).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> w = DatasetWriter(tempfile.mkdtemp())
+            >>> w.write(SingleAgentEpisode(observations=[0]))
+            >>> len(w.committed), w.close(), w.close(), len(w.committed)
+            (0, None, None, 1)
+        """
         try:
             if self._manifest_fd is not None and self._pending:
                 self.flush()
@@ -269,7 +278,17 @@ class DatasetWriter:
             self.flush()
 
     def write_many(self, episodes: Iterable[SingleAgentEpisode]) -> None:
-        """Writes several episodes in order (see :meth:`write`)."""
+        """Writes several episodes in order (see :meth:`write`).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import read_episodes
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write_many(SingleAgentEpisode(str(i), observations=[i]) for i in range(3))
+            >>> [e.id_ for e in read_episodes(path)]
+            ['0', '1', '2']
+        """
         for episode in episodes:
             self.write(episode)
 

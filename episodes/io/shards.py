@@ -131,7 +131,13 @@ def _int(obj: dict[str, Any], key: str, where: str) -> int:
 
 @dataclass(frozen=True)
 class EpisodeRow:
-    """One episode (piece) of a shard, as summarised in the manifest."""
+    """One episode (piece) of a shard, as summarised in the manifest.
+
+    Example:
+        >>> row = EpisodeRow("ep", 0, 3, 2.5, True, False)
+        >>> EpisodeRow.from_json(row.to_json(), "row") == row
+        True
+    """
 
     id_: Any
     t_started: int
@@ -142,17 +148,37 @@ class EpisodeRow:
 
     @property
     def length(self) -> int:
-        """Steps in the piece."""
+        """Steps in the piece.
+
+        Example:
+            >>> EpisodeRow("ep", 4, 10, 0.0, False, False).length
+            6
+        """
         return self.t - self.t_started
 
     def to_json(self) -> list[Any]:
-        """The compact manifest form."""
+        """The compact manifest form.
+
+        Example:
+            >>> EpisodeRow("ep", 0, 3, float("inf"), True, False).to_json()  # no inf in JSON
+            ['ep', 0, 3, None, True, False]
+        """
         ret = self.ret if math.isfinite(self.ret) else None  # JSON has no inf/nan
         return [self.id_, self.t_started, self.t, ret, self.terminated, self.truncated]
 
     @classmethod
     def from_json(cls, obj: Any, where: str) -> EpisodeRow:
-        """Parses and checks one manifest episode summary."""
+        """Parses and checks one manifest episode summary.
+
+        Example:
+            >>> math.isnan(EpisodeRow.from_json(["ep", 0, 3, None, True, False], "row").ret)
+            True
+            >>> try:
+            ...     EpisodeRow.from_json(["ep", 3, 1, 0.0, True, False], "row")  # t < t_started
+            ... except CorruptDatasetError:
+            ...     print("refused")
+            refused
+        """
         if not (isinstance(obj, list) and len(obj) == 6):
             raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}")
         id_, t0, t1, ret, term, trunc = obj
@@ -166,7 +192,14 @@ class EpisodeRow:
 
 @dataclass(frozen=True)
 class ShardEntry:
-    """One committed shard, as listed in the manifest."""
+    """One committed shard, as listed in the manifest.
+
+    Example:
+        >>> rows = (EpisodeRow("a", 0, 2, 1.0, True, False), EpisodeRow(3, 0, 1, 0.5, False, True))
+        >>> entry = ShardEntry("0123456789abcdef", "arrow", "0" * 64, 10, 90, rows)
+        >>> ShardEntry.from_json(entry.to_json(), "line 2") == entry
+        True
+    """
 
     name: str
     data_format: str
@@ -177,11 +210,23 @@ class ShardEntry:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the shard's two files."""
+        """Bytes of the shard's two files.
+
+        Example:
+            >>> ShardEntry("0123456789abcdef", "arrow", "0" * 64, 10, 90, ()).nbytes
+            100
+        """
         return self.index_size + self.data_size
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest line's object (before sealing)."""
+        """The manifest line's object (before sealing).
+
+        Example:
+            >>> rows = (EpisodeRow("a", 0, 2, 1.0, True, False),)
+            >>> obj = ShardEntry("0123456789abcdef", "arrow", "0" * 64, 10, 90, rows).to_json()
+            >>> obj["v"], obj["shard"], obj["episodes"]
+            (2, '0123456789abcdef', [['a', 0, 2, 1.0, True, False]])
+        """
         return {
             "v": V2,
             "shard": self.name,
@@ -194,7 +239,17 @@ class ShardEntry:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any], where: str) -> ShardEntry:
-        """Parses and checks a manifest shard line."""
+        """Parses and checks a manifest shard line.
+
+        Example:
+            >>> entry = ShardEntry("0123456789abcdef", "parquet", "0" * 64, 10, 90, ())
+            >>> ShardEntry.from_json(unseal_line(seal_line(entry.to_json()), "l"), "l") == entry
+            True
+            >>> ShardEntry.from_json({**entry.to_json(), "shard": "../x"}, "line 2")
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.UnsafeDataError: line 2: shard name '../x' is not a plain shard name
+        """
         version = obj.get("v")
         if version != V2 or isinstance(version, bool):
             raise UnsupportedVersionError(f"{where}: format version {version!r} is not 2")

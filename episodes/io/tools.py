@@ -78,6 +78,20 @@ def migrate(
     """Converts a dataset (v1 or v2) into a new v2 dataset; returns the episodes copied.
 
     Every field of every episode piece is kept (the round trip is exact).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> root = tempfile.mkdtemp()
+        >>> ep = SingleAgentEpisode("a", observations=[0, 1], actions=[1], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> with EpisodeWriter(root + "/v1") as w:
+        ...     _ = w.write(ep)
+        >>> migrate(root + "/v1", root + "/v2"), dataset_info(root + "/v2").version
+        (1, 2)
+        >>> [e == ep for e in read_episodes(root + "/v2")]
+        [True]
     """
     meta = metadata or _metadata_of(src)
     kwargs = {"shard_bytes": shard_bytes, "data_format": data_format, "compression": compression}
@@ -171,6 +185,19 @@ def filter_dataset(
     every given key with an equal value (e.g. ``{"env_index": 0}`` from the env runner).
     ``predicate`` receives the :class:`~episodes.io.EpisodeSummary` (id, pieces, length,
     return, flags).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> root = tempfile.mkdtemp()
+        >>> with DatasetWriter(root + "/all") as w:
+        ...     w.write_many(SingleAgentEpisode(str(n), observations=[0] * (n + 1),
+        ...                  actions=[0] * n, rewards=[1.0] * n, len_lookback_buffer=0)
+        ...                  for n in range(1, 4))
+        >>> filter_dataset(root + "/all", root + "/long", min_length=2)
+        2
+        >>> sorted(s.length for s in dataset_info(root + "/long").episodes)
+        [2, 3]
     """
 
     def passes(s: EpisodeSummary) -> bool:

@@ -113,6 +113,18 @@ class TransitionDataset(_EpisodeData):
         n_step: Steps per transition.
         gamma: Discount for n-step returns.
         max_open_shards: Shards memory-mapped at once per process.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode(observations=[0, 1, 2], actions=[5, 6],
+        ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+        >>> data = TransitionDataset(path)
+        >>> [(int(d["obs"]), int(d["actions"]), int(d["next_obs"])) for d in data]
+        [(0, 5, 1), (1, 6, 2)]
     """
 
     def __init__(
@@ -164,6 +176,18 @@ class SequenceDataset(_EpisodeData):
     ``actions``, ``rewards``, extras (``length`` each), and ``terminated``/``truncated``
     (bool arrays, true at a window's last step if it ends the episode that way). Pieces
     shorter than ``length`` give no items.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[0, 0, 0],
+        ...             rewards=[1.0, 2.0, 3.0], terminated=True, len_lookback_buffer=0))
+        >>> data = SequenceDataset(path, length=2)
+        >>> len(data), data[1]["obs"].tolist(), data[1]["terminated"].tolist()
+        (2, [1, 2, 3], [False, True])
     """
 
     def __init__(self, path: str | os.PathLike[str], *, length: int, max_open_shards: int = 64):

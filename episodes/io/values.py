@@ -93,7 +93,13 @@ def crc32_of(array: np.ndarray) -> int:
 
 
 class BlobWriter:
-    """Collects numpy arrays into one aligned byte buffer."""
+    """Collects numpy arrays into one aligned byte buffer.
+
+    Example:
+        >>> blob = BlobWriter()
+        >>> blob.add(np.zeros(3, np.uint8), "a"), blob.add(np.ones(2, np.int64), "b"), len(blob)
+        (0, 1, 2)
+    """
 
     def __init__(self) -> None:
         self._parts: list[np.ndarray] = []
@@ -101,7 +107,18 @@ class BlobWriter:
         self._size = 0
 
     def add(self, array: np.ndarray, where: str) -> int:
-        """Stores ``array`` and returns its index in the table."""
+        """Stores ``array`` and returns its index in the table.
+
+        Example:
+            >>> blob = BlobWriter()
+            >>> blob.add(np.arange(4, dtype=np.int32), "x"), blob.add(np.float32(1.5), "y")
+            (0, 1)
+            >>> try:
+            ...     blob.add(np.array([None]), "z")
+            ... except UnstorableValueError:
+            ...     print("refused: object dtype")
+            refused: object dtype
+        """
         check_array_dtype(array.dtype, where)
         if not _DTYPE_STR.match(array.dtype.str):
             raise UnstorableValueError(f"{where}: numpy dtype {array.dtype} cannot be stored")
@@ -119,13 +136,30 @@ class BlobWriter:
         return len(self._table)
 
     def finish(self) -> tuple[np.ndarray, list[list[Any]]]:
-        """Returns ``(bytes as a uint8 array, table)``."""
+        """Returns ``(bytes as a uint8 array, table)``.
+
+        Each array starts at a multiple of 16 bytes; the table holds offset, dtype and shape.
+
+        Example:
+            >>> blob = BlobWriter()
+            >>> _ = blob.add(np.zeros(3, np.uint8), "a"), blob.add(np.zeros((2, 2), np.int16), "b")
+            >>> data, table = blob.finish()
+            >>> data.nbytes, [(offset, shape) for offset, _, shape in table]
+            (24, [(0, [3]), (16, [2, 2])])
+        """
         data = np.concatenate(self._parts) if self._parts else np.zeros(0, np.uint8)
         return data, self._table
 
 
 class BlobReader:
-    """Reads arrays back out of a blob, checking every table entry against the bytes."""
+    """Reads arrays back out of a blob, checking every table entry against the bytes.
+
+    Example:
+        >>> BlobReader(np.zeros(0, np.uint8), {}, "blob")
+        Traceback (most recent call last):
+        ...
+        episodes.io.errors.CorruptDatasetError: blob: blob table must be a list
+    """
 
     def __init__(self, data: np.ndarray, table: Any, where: str):
         if not isinstance(table, list):
@@ -135,7 +169,19 @@ class BlobReader:
         self._where = where
 
     def get(self, index: Any, scalar: bool) -> Any:
-        """The array (or numpy scalar) number ``index``, as an independent copy."""
+        """The array (or numpy scalar) number ``index``, as an independent copy.
+
+        Example:
+            >>> blob = BlobWriter()
+            >>> i, j = blob.add(np.arange(6).reshape(2, 3), "a"), blob.add(np.float32(1.5), "s")
+            >>> reader = BlobReader(*blob.finish(), "blob")
+            >>> reader.get(i, scalar=False).tolist(), reader.get(j, scalar=True).item()
+            ([[0, 1, 2], [3, 4, 5]], 1.5)
+            >>> reader.get(2, scalar=False)
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.CorruptDatasetError: blob: blob index 2 out of range
+        """
         where = self._where
         if not isinstance(index, int) or isinstance(index, bool):
             raise CorruptDatasetError(f"{where}: blob index must be an int, got {index!r}")
