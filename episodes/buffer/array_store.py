@@ -51,7 +51,14 @@ _SCALARS, _ROWS, _NESTED_LAYOUT = 1, 2, 3
 
 
 class ArrayStore:
-    """Leaf arrays with spare capacity plus the item structure that joins them."""
+    """Leaf arrays with spare capacity plus the item structure that joins them.
+
+    Example:
+        >>> store = ArrayStore.from_batch({"obs": np.zeros((2, 3)), "t": np.arange(2)})
+        >>> store.append({"obs": np.ones(3), "t": 2})
+        >>> len(store), store.data["obs"].shape, store.data["t"].tolist()
+        (3, (3, 3), [0, 1, 2])
+    """
 
     #: Stores of this class hold numpy arrays (the buffer is "finalized").
     is_numpy = True
@@ -116,7 +123,13 @@ class ArrayStore:
 
     @property
     def leaves(self) -> list[np.ndarray]:
-        """The leaf arrays (with spare capacity), every pending number written in."""
+        """The leaf arrays (with spare capacity), every pending number written in.
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.zeros(2)); store.append(1.0)
+            >>> [leaf.shape for leaf in store.leaves], store.leaves[0][:3].tolist()
+            ([(8,)], [0.0, 0.0, 1.0])
+        """
         if self._pending:
             self._flush()
         return self._leaves
@@ -138,7 +151,13 @@ class ArrayStore:
 
     @classmethod
     def from_batch(cls, batch: Any) -> ArrayStore:
-        """Wraps a batched struct (leaves share their leading length) without copying."""
+        """Wraps a batched struct (leaves share their leading length) without copying.
+
+        Example:
+            >>> batch = {"x": np.arange(3)}; store = ArrayStore.from_batch(batch)
+            >>> len(store), np.shares_memory(store.data["x"], batch["x"])
+            (3, True)
+        """
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
         sizes = {len(a) if a.ndim else -1 for a in arrays}
@@ -152,7 +171,13 @@ class ArrayStore:
 
     @classmethod
     def untyped(cls) -> ArrayStore:
-        """An empty column whose layout is set by the first appended item."""
+        """An empty column whose layout is set by the first appended item.
+
+        Example:
+            >>> store = ArrayStore.untyped(); store.append((1, 2.5))
+            >>> store.typed, [leaf.tolist() for leaf in store.leaf_views()]
+            (True, [[1], [2.5]])
+        """
         return cls([np.zeros((0,), np.float64)], None, 0, typed=False)
 
     def __len__(self) -> int:
@@ -160,35 +185,71 @@ class ArrayStore:
 
     @property
     def data(self) -> Any:
-        """The stored items as a struct of array views (no copy)."""
+        """The stored items as a struct of array views (no copy).
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.arange(3)); store.data[0] = 9
+            >>> store.window(0, 3).tolist()
+            [9, 1, 2]
+        """
         return self.window(0, self.size)
 
     def leaf_views(self) -> list[np.ndarray]:
-        """Views of every leaf, trimmed to the stored length."""
+        """Views of every leaf, trimmed to the stored length.
+
+        Example:
+            >>> store = ArrayStore.from_batch({"a": np.arange(2), "b": np.ones(2)})
+            >>> store.append({"a": 2, "b": 0.0}); [leaf.tolist() for leaf in store.leaf_views()]
+            [[0, 1, 2], [1.0, 1.0, 0.0]]
+        """
         size = self.size
         return [leaf[:size] for leaf in self.leaves]
 
     # ------------------------------------------------------------------------- reading
     def get(self, position: int) -> Any:
-        """The item at storage ``position`` (0 <= position < len), leaves as array scalars/views."""
+        """The item at storage ``position`` (0 <= position < len), leaves as array scalars/views.
+
+        Example:
+            >>> store = ArrayStore.from_batch({"x": np.arange(3), "y": np.eye(3)})
+            >>> item = store.get(2); int(item["x"]), item["y"].tolist()
+            (2, [0.0, 0.0, 1.0])
+        """
         leaves = self.leaves
         if self.structure is None:
             return leaves[0][position]
         return unflatten(self.structure, [leaf[position] for leaf in leaves])
 
     def window(self, start: int, stop: int) -> Any:
-        """Items ``start:stop`` (0 <= start <= stop <= len) as a struct of views."""
+        """Items ``start:stop`` (0 <= start <= stop <= len) as a struct of views.
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.arange(5)); window = store.window(1, 4)
+            >>> window.tolist(), np.shares_memory(window, store.data)
+            ([1, 2, 3], True)
+        """
         leaves = self.leaves
         if self.structure is None:
             return leaves[0][start:stop]
         return unflatten(self.structure, [leaf[start:stop] for leaf in leaves])
 
     def gather(self, positions: np.ndarray) -> Any:
-        """Items at in-range storage ``positions`` (an int array) as a struct of new arrays."""
+        """Items at in-range storage ``positions`` (an int array) as a struct of new arrays.
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.arange(10, 15))
+            >>> store.gather(np.array([4, 0, 4])).tolist()
+            [14, 10, 14]
+        """
         return unflatten(self.structure, [leaf[positions] for leaf in self.leaf_views()])
 
     def items(self, start: int, stop: int | None = None) -> list[Any]:
-        """Items ``start:stop`` as a list of separate items (one struct of views each)."""
+        """Items ``start:stop`` as a list of separate items (one struct of views each).
+
+        Example:
+            >>> store = ArrayStore.from_batch({"x": np.arange(3)})
+            >>> [int(item["x"]) for item in store.items(1)]
+            [1, 2]
+        """
         stop = self.size if stop is None else stop
         leaves = [leaf[start:stop] for leaf in self.leaves]
         if self.structure is None:
@@ -197,24 +258,46 @@ class ArrayStore:
         return [unflatten(structure, [leaf[i] for leaf in leaves]) for i in range(stop - start)]
 
     def copy_data(self) -> Any:
-        """An independent, trimmed copy of every item, as a struct of arrays."""
+        """An independent, trimmed copy of every item, as a struct of arrays.
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.zeros(2)); store.append(1.0)
+            >>> copy = store.copy_data(); copy[0] = 5.0
+            >>> copy.tolist(), store.data.tolist()
+            ([5.0, 0.0, 1.0], [0.0, 0.0, 1.0])
+        """
         return self.copy().data
 
     # ----------------------------------------------------------------- batch operations
     # The buffer assembles reads from these; a store's batches are structs of arrays.
     @staticmethod
     def encode_one_hot(window: Any, space: gym.Space[Any] | None) -> Any:
-        """One-hot encodes the Discrete/MultiDiscrete leaves of a batch."""
+        """One-hot encodes the Discrete/MultiDiscrete leaves of a batch.
+
+        Example:
+            >>> ArrayStore.encode_one_hot(np.array([2, 0]), gym.spaces.Discrete(3)).tolist()
+            [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+        """
         return one_hot(window, space)
 
     @staticmethod
     def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool) -> Any:
-        """``count`` filler items as a batch."""
+        """``count`` filler items as a batch.
+
+        Example:
+            >>> ArrayStore.fillers(gym.spaces.Box(0, 1, (2,)), -1.0, 3, False).tolist()
+            [[-1.0, -1.0], [-1.0, -1.0], [-1.0, -1.0]]
+        """
         return filler_batch(space, fill, count, one_hot_discrete=one_hot_discrete)
 
     @staticmethod
     def join(parts: list[Any]) -> Any:
-        """Concatenates batches along time; ValueError if their leaves do not stack."""
+        """Concatenates batches along time; ValueError if their leaves do not stack.
+
+        Example:
+            >>> ArrayStore.join([{"x": np.zeros(1)}, {"x": np.ones(2)}])["x"].tolist()
+            [0.0, 1.0, 1.0]
+        """
         if len(parts) == 1:
             return parts[0]
         leaves_of = [flatten(part)[0] for part in parts]
@@ -224,22 +307,46 @@ class ArrayStore:
 
     @staticmethod
     def stride(window: Any, step: int) -> Any:
-        """Every ``step``-th item of a batch."""
+        """Every ``step``-th item of a batch.
+
+        Example:
+            >>> ArrayStore.stride({"x": np.arange(6)}, 2)["x"].tolist()
+            [0, 2, 4]
+        """
         return map_leaves(lambda leaf: leaf[::step], window)
 
     @staticmethod
     def from_rows(rows: np.ndarray) -> Any:
-        """A batch from an array of rows (the one-hot window path builds one)."""
+        """A batch from an array of rows (the one-hot window path builds one).
+
+        Example:
+            >>> rows = np.eye(2)
+            >>> ArrayStore.from_rows(rows) is rows
+            True
+        """
         return rows
 
     @staticmethod
     def from_items(items: list[Any]) -> Any:
-        """A batch from a list of items (gathers that mix fillers in build one)."""
+        """A batch from a list of items (gathers that mix fillers in build one).
+
+        Example:
+            >>> batch = ArrayStore.from_items([{"x": 1, "y": 0.5}, {"x": 2, "y": 1.5}])
+            >>> batch["x"].tolist(), batch["y"].tolist()
+            ([1, 2], [0.5, 1.5])
+        """
         return stack_items(items)
 
     # ------------------------------------------------------------------------- writing
     def copy_range(self, start: int, stop: int) -> ArrayStore:
-        """An independent copy of stored items ``start:stop`` (0 <= start <= stop <= size)."""
+        """An independent copy of stored items ``start:stop`` (0 <= start <= stop <= size).
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.arange(5))
+            >>> part = store.copy_range(1, 3); part.set([0], [9])
+            >>> part.data.tolist(), store.data.tolist()
+            ([9, 2], [0, 1, 2, 3, 4])
+        """
         # Built field by field: this runs for every column of every cut and slice.
         copy = ArrayStore.__new__(ArrayStore)
         leaves = self.leaves if self._pending else self._leaves
@@ -261,7 +368,14 @@ class ArrayStore:
         return copy
 
     def copy(self) -> ArrayStore:
-        """A trimmed, independent copy."""
+        """A trimmed, independent copy.
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.zeros(2)); store.append(1.0)
+            >>> copy = store.copy(); copy.truncate(1)
+            >>> len(copy), len(store), copy.leaves[0].shape, store.leaves[0].shape
+            (1, 3, (3,), (8,))
+        """
         leaves = [v.copy() for v in self.leaf_views()]
         return ArrayStore(leaves, self.structure, self.size, self.typed)
 
@@ -287,7 +401,14 @@ class ArrayStore:
         self._set_kind()
 
     def append(self, item: Any) -> None:
-        """Appends one item in amortised O(1)."""
+        """Appends one item in amortised O(1).
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.zeros((1, 2), np.float32))
+            >>> store.append(np.ones(2, np.float32)); store.append(np.full(2, 2))
+            >>> store.data.tolist()
+            [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+        """
         kind = self._kind
         if kind == _SCALARS and (
             item.__class__ in self._always_fit
@@ -363,6 +484,11 @@ class ArrayStore:
 
         ``count``, when given, is how many items the batch must hold; a batch of items without
         values (empty dicts or lists) holds none and is refused.
+
+        Example:
+            >>> store = ArrayStore.from_batch({"x": np.arange(2)})
+            >>> store.extend_batch({"x": np.array([7, 8, 9])}); store.data["x"].tolist()
+            [0, 1, 7, 8, 9]
         """
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
@@ -390,12 +516,25 @@ class ArrayStore:
         self.size += n
 
     def extend(self, items: list[Any]) -> None:
-        """Appends a list of items, stacked into one copy per leaf."""
+        """Appends a list of items, stacked into one copy per leaf.
+
+        Example:
+            >>> store = ArrayStore.untyped(); store.extend([(1, 0.5), (2, 1.5)])
+            >>> [leaf.tolist() for leaf in store.leaf_views()]
+            [[1, 2], [0.5, 1.5]]
+        """
         if items:
             self.extend_batch(stack_items(items), count=len(items))
 
     def extend_from(self, other: Any, start: int) -> None:
-        """Appends the items of store ``other`` from position ``start`` on."""
+        """Appends the items of store ``other`` from position ``start`` on.
+
+        Example:
+            >>> from episodes.buffer.list_store import ListStore
+            >>> store = ArrayStore.from_batch(np.arange(2))
+            >>> store.extend_from(ListStore([5, 6, 7]), 1); store.data.tolist()
+            [0, 1, 6, 7]
+        """
         if other.is_numpy:
             self.extend_batch(other.window(start, len(other)))
         else:
@@ -434,21 +573,39 @@ class ArrayStore:
         return rows
 
     def pop(self, position: int) -> Any:
-        """Removes the item at storage ``position`` and returns it as new arrays."""
+        """Removes the item at storage ``position`` and returns it as new arrays.
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.arange(4))
+            >>> store.pop(1).tolist(), store.data.tolist()
+            (1, [0, 2, 3])
+        """
         item = self.get(position)
         item = np.array(item) if self.structure is None else map_leaves(np.array, item)
         self.delete(position)
         return item
 
     def delete(self, position: int) -> None:
-        """Removes the item at storage ``position`` (0 <= position < size)."""
+        """Removes the item at storage ``position`` (0 <= position < size).
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.arange(4)); store.delete(0)
+            >>> len(store), store.data.tolist()
+            (3, [1, 2, 3])
+        """
         for leaf in self.leaves:
             leaf[position : self.size - 1] = leaf[position + 1 : self.size]
         self.size -= 1
         self._forget_adopted_layout()
 
     def truncate(self, size: int) -> None:
-        """Drops every stored item from position ``size`` on (0 <= size <= self.size)."""
+        """Drops every stored item from position ``size`` on (0 <= size <= self.size).
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.arange(4)); store.truncate(2)
+            >>> len(store), store.data.tolist()
+            (2, [0, 1])
+        """
         if self._pending:
             self._flush()
         self.size = size

@@ -28,6 +28,11 @@ class ListStore:
 
     Args:
         data: The list to hold (taken over, not copied).
+
+    Example:
+        >>> items = [1, 2]; store = ListStore(items); store.append(3)
+        >>> items, len(store), store.pylist is store.data
+        ([1, 2, 3], 3, True)
     """
 
     __slots__ = ("data", "pylist")
@@ -49,59 +54,134 @@ class ListStore:
 
     # ------------------------------------------------------------------------- reading
     def get(self, position: int) -> Any:
-        """The item at storage ``position``."""
+        """The item at storage ``position``.
+
+        Example:
+            >>> ListStore(["a", "b"]).get(1)
+            'b'
+        """
         return self.data[position]
 
     def window(self, start: int, stop: int) -> list[Any]:
-        """Items ``start:stop`` as a new list."""
+        """Items ``start:stop`` as a new list.
+
+        Example:
+            >>> store = ListStore([1, 2, 3]); window = store.window(0, 2); window.append(9)
+            >>> window, store.data
+            ([1, 2, 9], [1, 2, 3])
+        """
         return self.data[start:stop]
 
     def gather(self, positions: np.ndarray) -> list[Any]:
-        """Items at in-range storage ``positions`` (an int array), as a list."""
+        """Items at in-range storage ``positions`` (an int array), as a list.
+
+        Example:
+            >>> ListStore(["a", "b", "c"]).gather(np.array([2, 0, 2]))
+            ['c', 'a', 'c']
+        """
         data = self.data
         return [data[p] for p in positions.tolist()]
 
     def items(self, start: int, stop: int | None = None) -> list[Any]:
-        """Items ``start:stop`` as a new list."""
+        """Items ``start:stop`` as a new list.
+
+        Example:
+            >>> ListStore([1, 2, 3]).items(1)
+            [2, 3]
+        """
         return self.data[start:stop]
 
     def copy_data(self) -> list[Any]:
-        """A shallow copy of the items, as a plain list."""
+        """A shallow copy of the items, as a plain list.
+
+        Example:
+            >>> store = ListStore([[0], [1]]); copy = store.copy_data(); copy.append([2])
+            >>> len(copy), len(store), copy[0] is store.data[0]
+            (3, 2, True)
+        """
         return list(self.data)
 
     # ------------------------------------------------------------------------- writing
     def append(self, item: Any) -> None:
-        """Appends one item."""
+        """Appends one item.
+
+        Example:
+            >>> store = ListStore(); store.append({"obs": 1})
+            >>> store.data
+            [{'obs': 1}]
+        """
         self.data.append(item)
 
     def extend(self, items: Any) -> None:
-        """Appends every item of an iterable."""
+        """Appends every item of an iterable.
+
+        Example:
+            >>> store = ListStore([1]); store.extend(range(2, 4))
+            >>> store.data
+            [1, 2, 3]
+        """
         self.data.extend(items)
 
     def extend_batch(self, batch_: Any, count: int | None = None) -> None:
-        """Appends the items of a batched struct (leaves with a leading time axis)."""
+        """Appends the items of a batched struct (leaves with a leading time axis).
+
+        Example:
+            >>> store = ListStore(); store.extend_batch({"x": np.array([4, 5])})
+            >>> [int(item["x"]) for item in store.data]
+            [4, 5]
+        """
         self.extend(unbatch(batch_))
 
     def extend_from(self, other: Any, start: int) -> None:
-        """Appends the items of store ``other`` from position ``start`` on."""
+        """Appends the items of store ``other`` from position ``start`` on.
+
+        Example:
+            >>> store = ListStore([0]); store.extend_from(ArrayStore.from_batch(np.arange(3)), 1)
+            >>> [int(item) for item in store.data]
+            [0, 1, 2]
+        """
         self.extend(other.items(start))
 
     def set(self, positions: Sequence[int], items: list[Any]) -> None:
-        """Writes ``items[k]`` at storage position ``positions[k]``."""
+        """Writes ``items[k]`` at storage position ``positions[k]``.
+
+        Example:
+            >>> store = ListStore([1, 2, 3]); store.set([0, 2], ["a", "c"])
+            >>> store.data
+            ['a', 2, 'c']
+        """
         data = self.data
         for position, item in zip(positions, items):
             data[position] = item
 
     def truncate(self, size: int) -> None:
-        """Drops every item from position ``size`` on."""
+        """Drops every item from position ``size`` on.
+
+        Example:
+            >>> store = ListStore([1, 2, 3]); store.truncate(1)
+            >>> store.data
+            [1]
+        """
         del self.data[size:]
 
     def pop(self, position: int) -> Any:
-        """Removes and returns the item at ``position``."""
+        """Removes and returns the item at ``position``.
+
+        Example:
+            >>> store = ListStore([1, 2, 3])
+            >>> store.pop(1), store.data
+            (2, [1, 3])
+        """
         return self.data.pop(position)
 
     def copy_range(self, start: int, stop: int) -> ListStore:
-        """A new store holding items ``start:stop``."""
+        """A new store holding items ``start:stop``.
+
+        Example:
+            >>> store = ListStore([1, 2, 3]); part = store.copy_range(1, 3); part.append(4)
+            >>> part, store
+            (ListStore([2, 3, 4]), ListStore([1, 2, 3]))
+        """
         # Without __init__: cuts and slices make one per list column.
         store = ListStore.__new__(ListStore)
         store.data = store.pylist = self.data[start:stop]
@@ -112,6 +192,13 @@ class ListStore:
 
         Raises:
             ValueError: The items cannot be stacked (differing structures or shapes).
+
+        Example:
+            >>> stacked = ListStore([{"x": 1}, {"x": 2}]).stacked(None)
+            >>> type(stacked).__name__, stacked.data["x"].tolist()
+            ('ArrayStore', [1, 2])
+            >>> ListStore().stacked(gym.spaces.Box(0, 1, (2,))).data.shape
+            (0, 2)
         """
         if self.data:
             return ArrayStore.from_batch(batch(self.data))
@@ -124,7 +211,13 @@ class ListStore:
     # ----------------------------------------------------------------- batch operations
     @staticmethod
     def encode_one_hot(window: list[Any], space: gym.Space[Any] | None) -> list[Any]:
-        """One-hot encodes every item of a window."""
+        """One-hot encodes every item of a window.
+
+        Example:
+            >>> window = ListStore.encode_one_hot([2, 0], gym.spaces.Discrete(3))
+            >>> [row.tolist() for row in window]
+            [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+        """
         if not window:
             return window
         # Flat discrete items: encode the whole window in one numpy call, then split into rows.
@@ -136,12 +229,23 @@ class ListStore:
     def fillers(
         space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool
     ) -> list[Any]:
-        """``count`` references to one filler item."""
+        """``count`` references to one filler item.
+
+        Example:
+            >>> fillers = ListStore.fillers(gym.spaces.Box(0, 1, (2,)), -1.0, 2, False)
+            >>> len(fillers), fillers[0].tolist(), fillers[0] is fillers[1]
+            (2, [-1.0, -1.0], True)
+        """
         return [filler_item(space, fill, one_hot_discrete=one_hot_discrete)] * count
 
     @staticmethod
     def join(parts: list[list[Any]]) -> list[Any]:
-        """Concatenates windows."""
+        """Concatenates windows.
+
+        Example:
+            >>> ListStore.join([[0, 0], [1, 2], []])
+            [0, 0, 1, 2]
+        """
         joined: list[Any] = []
         for part in parts:
             joined += part
@@ -149,15 +253,31 @@ class ListStore:
 
     @staticmethod
     def stride(window: list[Any], step: int) -> list[Any]:
-        """Every ``step``-th item of a window."""
+        """Every ``step``-th item of a window.
+
+        Example:
+            >>> ListStore.stride([0, 1, 2, 3, 4], 2)
+            [0, 2, 4]
+        """
         return window[::step]
 
     @staticmethod
     def from_rows(rows: np.ndarray) -> list[Any]:
-        """A window from an array of rows: one item per row."""
+        """A window from an array of rows: one item per row.
+
+        Example:
+            >>> [row.tolist() for row in ListStore.from_rows(np.eye(2, dtype=int))]
+            [[1, 0], [0, 1]]
+        """
         return list(rows)
 
     @staticmethod
     def from_items(items: list[Any]) -> list[Any]:
-        """A window from a list of items (the list itself)."""
+        """A window from a list of items (the list itself).
+
+        Example:
+            >>> items = [1, 2]
+            >>> ListStore.from_items(items) is items
+            True
+        """
         return items

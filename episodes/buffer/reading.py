@@ -31,7 +31,14 @@ def read_plan(
     fill: Any,
     one_hot_discrete: bool,
 ) -> Any:
-    """The batch a slice plan describes: fillers, the stored window, fillers, then the step."""
+    """The batch a slice plan describes: fillers, the stored window, fillers, then the step.
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> plan = indexing.SlicePlan(fill_left=0, start=1, stop=5, fill_right=2, step=2)
+        >>> read_plan(ArrayStore.from_batch(np.arange(5)), None, plan, -1, False).tolist()
+        [1, 3, -1]
+    """
     if one_hot_discrete and type(space) is gym.spaces.Discrete:
         # The connector hot path: one zero matrix and one scatter.
         rows = window_one_hot(
@@ -72,6 +79,14 @@ def read_positions(
     Raises:
         IndexError: A position is out of range and ``fill`` is None (``indices``, the user's
             indices, name the bad ones).
+
+    Example:
+        >>> from episodes.buffer.list_store import ListStore
+        >>> read_positions(ListStore([5, 6, 7]), None, np.array([2, 3, 0]), -1, False, 0)
+        [7, -1, 5]
+        >>> read_positions(ListStore([5, 6]), None, np.array([3]), None, False, 1, indices=[2])
+        Traceback (most recent call last):
+        IndexError: indices [2] are out of range for a buffer with 1 items and a lookback of 1
     """
     total = len(store)
     valid = (positions >= 0) & (positions < total)
@@ -101,7 +116,15 @@ def read_positions(
 
 
 def filler_mismatch(fill: Any) -> ValueError:
-    """The error for fillers that do not stack with the stored items."""
+    """The error for fillers that do not stack with the stored items.
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> rows = ArrayStore.from_batch(np.zeros((2, 3)))  # a scalar fill cannot pad rows
+        >>> read_plan(rows, None, indexing.SlicePlan(1, 0, 2, 0, 1), 0, False)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: fill=0 cannot pad this buffer's items: ... or a fill shaped like one item
+    """
     return ValueError(
         f"fill={fill!r} cannot pad this buffer's items: without a space the filler is "
         "fill itself, which does not stack with them; give the buffer a space (fillers "

@@ -28,7 +28,14 @@ from episodes.buffer.array_store import ArrayStore
 
 
 class ViewStore(ArrayStore):
-    """An :class:`ArrayStore` over borrowed leaves that copies them before any change."""
+    """An :class:`ArrayStore` over borrowed leaves that copies them before any change.
+
+    Example:
+        >>> block = np.zeros((3, 2))  # 3 rows, 2 envs
+        >>> store = ViewStore.from_batch(block[:, 1]); block[0, 1] = 7.0  # reads see the block
+        >>> store.set([1], [9.0]); store.data.tolist(), block[:, 1].tolist()
+        ([7.0, 9.0, 0.0], [7.0, 0.0, 0.0])
+    """
 
     __slots__ = ("detached", "written")
 
@@ -45,7 +52,14 @@ class ViewStore(ArrayStore):
 
     @classmethod
     def from_batch(cls, batch: Any) -> ViewStore:
-        """Wraps a batched struct of views (leaves share their leading length) without copying."""
+        """Wraps a batched struct of views (leaves share their leading length) without copying.
+
+        Example:
+            >>> block = np.arange(6).reshape(3, 2)
+            >>> store = ViewStore.from_batch({"obs": block[:, 0]})
+            >>> np.shares_memory(store.data["obs"], block), store.detached
+            (True, False)
+        """
         store = ArrayStore.from_batch(batch)
         return cls(store._leaves, store.structure, store.size, store.typed)
 
@@ -60,27 +74,58 @@ class ViewStore(ArrayStore):
             self.detached = True
 
     def set(self, positions: Sequence[int], items: list[Any]) -> None:
-        """Writes into a private copy of the leaves (see the module docstring)."""
+        """Writes into a private copy of the leaves (see the module docstring).
+
+        Example:
+            >>> block = np.zeros((2, 2)); store = ViewStore.from_batch(block[:, 0])
+            >>> store.set([0], [1.0]); store.data.tolist(), block.tolist(), store.written
+            ([1.0, 0.0], [[0.0, 0.0], [0.0, 0.0]], True)
+        """
         self._detach()
         super().set(positions, items)
         self.written = True
 
     def append(self, item: Any) -> None:
-        """Appends one item into a private copy of the leaves."""
+        """Appends one item into a private copy of the leaves.
+
+        Example:
+            >>> block = np.arange(4.0).reshape(2, 2); store = ViewStore.from_batch(block[:, 0])
+            >>> store.append(9.0); store.data.tolist(), block[:, 0].tolist(), store.detached
+            ([0.0, 2.0, 9.0], [0.0, 2.0], True)
+        """
         self._detach()
         super().append(item)
 
     def extend_batch(self, batch: Any, count: int | None = None) -> None:
-        """Appends a batch into a private copy of the leaves."""
+        """Appends a batch into a private copy of the leaves.
+
+        Example:
+            >>> block = np.arange(4.0).reshape(2, 2); store = ViewStore.from_batch(block[:, 1])
+            >>> store.extend_batch(np.array([7.0, 8.0])); store.data.tolist(), block[:, 1].tolist()
+            ([1.0, 3.0, 7.0, 8.0], [1.0, 3.0])
+        """
         self._detach()
         super().extend_batch(batch, count)
 
     def delete(self, position: int) -> None:
-        """Removes an item from a private copy of the leaves."""
+        """Removes an item from a private copy of the leaves.
+
+        Example:
+            >>> block = np.arange(6.0).reshape(3, 2); store = ViewStore.from_batch(block[:, 1])
+            >>> store.delete(0); store.data.tolist(), block[:, 1].tolist()
+            ([3.0, 5.0], [1.0, 3.0, 5.0])
+        """
         self._detach()
         super().delete(position)
 
     def truncate(self, size: int) -> None:
-        """Shortens a private copy of the leaves."""
+        """Shortens a private copy of the leaves.
+
+        Example:
+            >>> block = np.arange(6.0).reshape(3, 2); store = ViewStore.from_batch(block[:, 1])
+            >>> store.truncate(1); store.append(-1.0)  # writes past the cut, into the copy
+            >>> store.data.tolist(), block[:, 1].tolist()
+            ([1.0, -1.0], [1.0, 3.0, 5.0])
+        """
         self._detach()
         super().truncate(size)

@@ -6,8 +6,27 @@ __all__ = ["EmptyBufferError", "EvictedEpisodeError"]
 
 
 class EmptyBufferError(ValueError):
-    """Nothing to sample: an empty buffer, or no start that fits the asked sequence length."""
+    """Nothing to sample: an empty buffer, or no start that fits the asked sequence length.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> EpisodeReplayBuffer(10).sample(1)
+        Traceback (most recent call last):
+        episodes.replay.errors.EmptyBufferError: cannot sample from an empty buffer
+    """
 
 
 class EvictedEpisodeError(ValueError):
-    """A chunk continues an episode that the buffer has already evicted."""
+    """A chunk continues an episode that the buffer has already evicted.
+
+    Example:
+        >>> from functools import partial
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> Episode = partial(SingleAgentEpisode, actions=[0], rewards=[1.0], len_lookback_buffer=0)
+        >>> buf = EpisodeReplayBuffer(1)  # room for one step: adding "b" evicts "a"
+        >>> buf.add(Episode("a", observations=[0, 1])); buf.add(Episode("b", observations=[0, 1]))
+        >>> buf.add(Episode("a", observations=[1, 2], t_started=1))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        episodes.replay.errors.EvictedEpisodeError: chunk of episode 'a' continues an episode ...
+    """

@@ -92,6 +92,19 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
 
     Raises:
         ValueError: ``path`` holds no saved buffer of a known version.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import PrioritizedEpisodeReplayBuffer
+        >>> buf = PrioritizedEpisodeReplayBuffer(10, seed=0)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                            rewards=[1.0, 1.0], len_lookback_buffer=0))
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     save_buffer(buf, tmp + "/buf")
+        ...     back = load_buffer(tmp + "/buf")
+        >>> type(back).__name__, back.get_episode_ids(), back.get_num_timesteps()
+        ('PrioritizedEpisodeReplayBuffer', ['a'], 2)
     """
     from episodes.replay.buffer import EpisodeReplayBuffer
     from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer

@@ -57,17 +57,34 @@ class SumTree:
 
     @property
     def depth(self) -> int:
-        """Levels below the top (0 when the leaves are the top)."""
+        """Levels below the top (0 when the leaves are the top).
+
+        Example:
+            >>> SumTree(2048).depth, SumTree(2049).depth, SumTree(1_000_000).depth
+            (0, 1, 3)
+        """
         return len(self._sums) - 1
 
     @property
     def total(self) -> float:
-        """Sum of all leaves."""
+        """Sum of all leaves.
+
+        Example:
+            >>> tree = SumTree(3); tree.update(np.array([0, 2]), np.array([0.5, 2.0]))
+            >>> tree.total
+            2.5
+        """
         return float(self._starts[-1])
 
     @property
     def min(self) -> float:
-        """Smallest non-zero leaf (``inf`` when all are zero)."""
+        """Smallest non-zero leaf (``inf`` when all are zero).
+
+        Example:
+            >>> tree = SumTree(3); empty = tree.min; tree.rebuild(np.array([0.0, 2.0, 0.5]))
+            >>> empty, tree.min
+            (inf, 0.5)
+        """
         return self._min
 
     def leaves(self, indices: np.ndarray | None = None) -> np.ndarray:
