@@ -27,7 +27,18 @@ Batch = dict[str, Any]
 
 
 class Connector(Protocol):
-    """``connector(episodes, batch) -> batch``."""
+    """``connector(episodes, batch) -> batch``.
+
+    Example:
+        >>> def add_rewards(episodes, batch):  # any such callable is a connector
+        ...     rows = [np.asarray(ep.get_rewards(), np.float32) for ep in episodes]
+        ...     return {**batch, "rewards": concat_rows(rows)}
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 2.0],
+        ...                         len_lookback_buffer=0)
+        >>> out = add_rewards([ep, ep], {"n": 2})
+        >>> out["n"], out["rewards"].tolist()
+        (2, [1.0, 2.0, 1.0, 2.0])
+    """
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch: ...  # noqa: D102
 
@@ -57,11 +68,25 @@ class ConnectorPipeline:
         return out
 
     def append(self, connector: Connector) -> None:
-        """Adds a connector at the end."""
+        """Adds a connector at the end.
+
+        Example:
+            >>> pipe = ConnectorPipeline([lambda eps, b: {**b, "x": 1}])
+            >>> pipe.append(lambda eps, b: {**b, "x": b["x"] + 1})
+            >>> len(pipe), pipe([])
+            (2, {'x': 2})
+        """
         self.connectors.append(connector)
 
     def insert(self, index: int, connector: Connector) -> None:
-        """Adds a connector before position ``index``."""
+        """Adds a connector before position ``index``.
+
+        Example:
+            >>> pipe = ConnectorPipeline([lambda eps, b: {**b, "x": b["x"] * 10}])
+            >>> pipe.insert(0, lambda eps, b: {**b, "x": 1})
+            >>> pipe([])
+            {'x': 10}
+        """
         self.connectors.insert(index, connector)
 
     def __len__(self) -> int:
@@ -83,6 +108,17 @@ class EpisodeConnector:
 
     Args:
         inference: One row per episode at ``ts = len(ep)`` instead of one per step.
+
+    Example:
+        >>> class Obs(EpisodeConnector):
+        ...     def __call__(self, episodes, batch):
+        ...         rows = [np.asarray(ep.get_observations(slice(*self.rows(ep))))
+        ...                 for ep in episodes]
+        ...         return {**batch, "obs": concat_rows(rows)}
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 0], rewards=[0, 0],
+        ...                         len_lookback_buffer=0)
+        >>> Obs()([ep], {})["obs"].tolist(), Obs(inference=True)([ep, ep], {})["obs"].tolist()
+        ([0, 1], [2, 2])
     """
 
     def __init__(self, *, inference: bool = False):

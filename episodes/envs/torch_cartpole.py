@@ -40,6 +40,14 @@ class TorchCartPole(gym.vector.VectorEnv):
         device: Where the state and every returned tensor live.
         autoreset_mode: ``"NextStep"`` (default) or ``"SameStep"``.
         max_episode_steps: Time limit (truncation).
+
+    Example:
+        >>> env = TorchCartPole(3, max_episode_steps=2)
+        >>> env.observation_space.shape, env.metadata["autoreset_mode"].value
+        ((3, 4), 'NextStep')
+        >>> _ = env.reset(seed=0)
+        >>> [env.step(torch.ones(3, dtype=torch.long))[3].tolist() for _ in range(2)]
+        [[False, False, False], [True, True, True]]
     """
 
     def __init__(
@@ -76,7 +84,16 @@ class TorchCartPole(gym.vector.VectorEnv):
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Resets every sub-env; ``seed`` seeds the env's generator."""
+        """Resets every sub-env; ``seed`` seeds the env's generator.
+
+        Example:
+            >>> env = TorchCartPole(2)
+            >>> obs, infos = env.reset(seed=0)
+            >>> obs.shape, obs.dtype, infos, bool(obs.abs().max() <= 0.05)
+            (torch.Size([2, 4]), torch.float32, {}, True)
+            >>> torch.equal(obs, env.reset(seed=0)[0])
+            True
+        """
         if seed is not None:
             self._generator.manual_seed(int(seed if isinstance(seed, int) else seed[0]))
         self._state = self._fresh()
@@ -87,7 +104,18 @@ class TorchCartPole(gym.vector.VectorEnv):
     def step(
         self, actions: Any
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """Steps every sub-env with ``actions`` (``[N]`` of 0/1, tensor or array)."""
+        """Steps every sub-env with ``actions`` (``[N]`` of 0/1, tensor or array).
+
+        Example:
+            >>> env = TorchCartPole(2, max_episode_steps=1)  # next-step autoreset
+            >>> _ = env.reset(seed=0)
+            >>> _, rewards, _, truncated, _ = env.step(torch.zeros(2, dtype=torch.long))
+            >>> rewards.tolist(), truncated.tolist()
+            ([1.0, 1.0], [True, True])
+            >>> _, rewards, _, truncated, _ = env.step(np.array([0, 1]))  # the reset step
+            >>> rewards.tolist(), truncated.tolist()
+            ([0.0, 0.0], [False, False])
+        """
         push = torch.as_tensor(actions, device=self.device).reshape(self.num_envs)
         x, x_dot, theta, theta_dot = self._state.unbind(1)
         force = torch.where(push == 1, FORCE, -FORCE)

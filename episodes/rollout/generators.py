@@ -37,6 +37,16 @@ class RLBatch:
 
     Flat batches hold ``[B, ...]`` tensors; recurrent batches hold padded ``[T, num_traj, ...]``
     observations with ``masks`` and ``[T, n_envs, ...]`` for the other fields.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 4, 2, (3,), (1,))  # 4 envs, 2 steps
+        >>> flat = next(st.mini_batch_generator(2, num_epochs=1))
+        >>> flat.observations.shape, flat.returns.shape, flat.masks, flat.hidden_states
+        (torch.Size([4, 3]), torch.Size([4, 1]), None, (None, None))
+        >>> rec = next(st.recurrent_mini_batch_generator(2, num_epochs=1))
+        >>> rec.observations.shape, rec.actions.shape, rec.masks.shape
+        (torch.Size([2, 2, 3]), torch.Size([2, 2, 1]), torch.Size([2, 2]))
     """
 
     observations: Any
@@ -53,7 +63,15 @@ class RLBatch:
 
 @dataclass
 class DistillationBatch:
-    """One time step of a distillation rollout: ``[N, ...]`` tensors."""
+    """One time step of a distillation rollout: ``[N, ...]`` tensors.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("distillation", 2, 3, (4,), (1,))  # 2 envs, 3 steps
+        >>> batches = list(st.generator())  # one per time step
+        >>> len(batches), batches[0].observations.shape, batches[0].privileged_actions.shape
+        (3, torch.Size([2, 4]), torch.Size([2, 1]))
+    """
 
     observations: Any
     actions: torch.Tensor

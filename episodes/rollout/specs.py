@@ -32,7 +32,13 @@ HiddenSpec: TypeAlias = torch.Tensor | Sequence[Any] | None
 
 
 class Leaf(NamedTuple):
-    """The per-env shape and the dtype of one stored tensor."""
+    """The per-env shape and the dtype of one stored tensor.
+
+    Example:
+        >>> leaf = parse_observations(torch.zeros(4, 3, dtype=torch.uint8), 4, torch.float32)
+        >>> leaf.shape, leaf.dtype  # the env axis is dropped, the example's dtype kept
+        ((3,), torch.uint8)
+    """
 
     shape: tuple[int, ...]
     dtype: torch.dtype

@@ -42,6 +42,11 @@ class TrajectoryLayout(NamedTuple):
         start_env: ``[num_traj]`` long, the env of each trajectory.
         traj_offsets: ``[N + 1]`` long, trajectories of env ``n`` are
             ``traj_offsets[n]:traj_offsets[n + 1]``.
+
+    Example:
+        >>> lay = trajectory_layout(torch.tensor([[0, 0], [1, 0], [0, 0]]))  # env 0 done at t=1
+        >>> lay.num_traj, lay.traj_offsets.tolist(), lay.masks.tolist()
+        (3, [0, 2, 3], [[True, True, True], [True, False, True], [False, False, True]])
     """
 
     num_steps: int

@@ -57,6 +57,13 @@ class Transition:
     time_outs: torch.Tensor | None = None
 
     def clear(self) -> None:
-        """Reset every field to its default (``None``; hidden states ``(None, None)``)."""
+        """Reset every field to its default (``None``; hidden states ``(None, None)``).
+
+        Example:
+            >>> t = Transition(actions=torch.ones(2, 1), hidden_states=(torch.zeros(1, 2, 4), None))
+            >>> t.clear()
+            >>> t.actions, t.hidden_states
+            (None, (None, None))
+        """
         for f in dataclasses.fields(self):
             setattr(self, f.name, f.default)

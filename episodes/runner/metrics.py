@@ -36,7 +36,14 @@ class RunnerMetrics:
     total_episodes: int = 0
 
     def add_episode(self, episode_return: float, length: int) -> None:
-        """Records one finished episode."""
+        """Records one finished episode.
+
+        Example:
+            >>> m = RunnerMetrics()
+            >>> m.add_episode(np.float32(9.5), 10); m.add_episode(3.0, 3)
+            >>> m.episode_returns, m.episode_lengths, m.total_episodes
+            ([9.5, 3.0], [10, 3], 2)
+        """
         self.episode_returns.append(float(episode_return))
         self.episode_lengths.append(int(length))
         self.total_episodes += 1
@@ -55,7 +62,14 @@ class RunnerMetrics:
         self.total_episodes += len(returns)
 
     def add_time(self, env_steps: int, vector_steps: int, seconds: float) -> None:
-        """Records the steps and wall time of one ``sample`` call."""
+        """Records the steps and wall time of one ``sample`` call.
+
+        Example:
+            >>> m = RunnerMetrics()
+            >>> m.add_time(6, 3, 0.25); m.add_time(6, 3, 0.25)
+            >>> m.env_steps, m.vector_steps, m.sample_time_s, m.total_env_steps
+            (12, 6, 0.5, 12)
+        """
         self.env_steps += env_steps
         self.total_env_steps += env_steps
         self.vector_steps += vector_steps
@@ -68,6 +82,15 @@ class RunnerMetrics:
         ``mean_episode_return`` and ``mean_episode_length`` (NaN without finished episodes),
         ``num_env_steps``, ``num_vector_steps``, ``sample_time_s``, ``env_steps_per_s``,
         ``total_env_steps``, ``total_episodes``.
+
+        Example:
+            >>> m = RunnerMetrics()
+            >>> m.add_episode(4.0, 4); m.add_time(8, 4, 2.0)
+            >>> m.reduce(reset=False)["mean_episode_length"], m.reduce()["num_env_steps"]
+            (4.0, 8)
+            >>> out = m.reduce()  # cleared, but the totals are kept
+            >>> math.isnan(out["mean_episode_return"]), out["num_env_steps"], out["total_episodes"]
+            (True, 0, 1)
         """
         n = len(self.episode_returns)
         out = {

@@ -17,6 +17,18 @@ class Policy(Protocol):
     ``obs_batch`` is the vector env's batched observation; ``actions`` a batch the vector env
     accepts; ``extra_model_outputs`` a dict of arrays with the env axis first (e.g.
     ``{"action_logp": [N], "vf_preds": [N]}``), possibly empty.
+
+    Example:
+        >>> from episodes.runner import EnvRunner
+        >>> class PushLeft:
+        ...     def __call__(self, obs):
+        ...         return np.zeros(len(obs), np.int64), {"vf_preds": obs[:, 0]}
+        >>> isinstance(PushLeft(), Policy), isinstance(PushLeft(), RecurrentPolicy)
+        (True, False)
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> chunk = EnvRunner(env, PushLeft(), seed=0).sample(3)[0]
+        >>> chunk.get_actions().tolist(), list(chunk.extra_model_outputs)
+        ([0, 0, 0], ['vf_preds'])
     """
 
     def __call__(self, obs: Any) -> tuple[Any, dict[str, Any]]: ...  # noqa: D102
@@ -28,9 +40,33 @@ class RecurrentPolicy(Protocol):
 
     ``initial_state(num_envs)`` returns a fresh state batch: an array/tensor or a tuple/dict of
     them, each with the env axis at the runner's ``state_batch_axis``.
+
+    Example:
+        >>> class StepCounter:  # its state counts the steps of each sub-env's episode
+        ...     def initial_state(self, num_envs):
+        ...         return np.zeros(num_envs, np.int64)
+        ...     def __call__(self, obs, state):
+        ...         return np.zeros(len(obs), np.int64), {"t": state}, state + 1
+        >>> isinstance(StepCounter(), RecurrentPolicy)
+        True
     """
 
-    def initial_state(self, num_envs: int) -> Any: ...  # noqa: D102
+    def initial_state(self, num_envs: int) -> Any:
+        """A fresh state batch; the runner also resets a sub-env's state from it at each reset.
+
+        Example:
+            >>> from episodes.runner import EnvRunner
+            >>> class StepCounter:
+            ...     def initial_state(self, num_envs):
+            ...         return np.zeros(num_envs, np.int64)
+            ...     def __call__(self, obs, state):
+            ...         return np.zeros(len(obs), np.int64), {"t": state}, state + 1
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, StepCounter(), seed=0).sample(12)  # sub-env 0 resets
+            >>> [c.get_extra_model_outputs("t").tolist() for c in chunks.by_env()[0]]
+            [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [0]]
+        """
+        ...
 
     def __call__(self, obs: Any, state: Any) -> tuple[Any, dict[str, Any], Any]: ...  # noqa: D102
 

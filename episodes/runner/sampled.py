@@ -54,6 +54,15 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         observation_space: Space of one observation.
         action_space: Space of one action.
         numpy_episodes: False: chunks are switched to list mode as they are built.
+
+    Example:
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+        >>> len(chunks), chunks.built()
+        (2, [])
+        >>> chunks[1].custom_data["env_index"], chunks.built(), chunks[1] is chunks[1]
+        (1, [1], True)
     """
 
     def __init__(
@@ -131,16 +140,40 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     # ------------------------------------------------------------------------------- table
     @property
     def env_indices(self) -> np.ndarray:
-        """The sub-env of every chunk (what ``custom_data["env_index"]`` says), without building."""
+        """The sub-env of every chunk (what ``custom_data["env_index"]`` says), without building.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+            >>> chunks.env_indices.tolist(), chunks.built()
+            ([0, 0, 1], [])
+        """
         return self.recording.table.env
 
     def lengths(self) -> np.ndarray:
-        """The number of steps of every chunk, without building any."""
+        """The number of steps of every chunk, without building any.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+            >>> chunks.lengths().tolist()  # sub-env 0's first episode ended after 10 steps
+            [10, 2, 12]
+        """
         table = self.recording.table
         return table.stop - table.first
 
     def by_env(self) -> list[list[SingleAgentEpisode]]:
-        """The chunks grouped per sub-env, in time order (builds every chunk)."""
+        """The chunks grouped per sub-env, in time order (builds every chunk).
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+            >>> [[len(c) for c in group] for group in chunks.by_env()], chunks.built()
+            ([[10, 2], [12]], [0, 1, 2])
+        """
         groups: list[list[SingleAgentEpisode]] = [[] for _ in range(self.num_envs)]
         for k, env in enumerate(self.env_indices.tolist()):
             groups[env].append(self[k])
@@ -148,11 +181,28 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
 
     @property
     def num_envs(self) -> int:
-        """The number of sub-envs (columns of the blocks)."""
+        """The number of sub-envs (columns of the blocks).
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+            >>> chunks.num_envs, len(chunks)
+            (2, 3)
+        """
         return int(self.recording.blocks.rewards.shape[1])
 
     def built(self) -> list[int]:
-        """Indices of the chunks built so far."""
+        """Indices of the chunks built so far.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+            >>> _ = chunks[2], chunks[0]
+            >>> chunks.built()
+            [0, 2]
+        """
         return sorted(self._cache)
 
     # ------------------------------------------------------------------------- materialise
@@ -213,6 +263,16 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         off the blocks), had a column or flag replaced, had its (copied) final observation
         column written, or was switched to list mode. Setters that wrote through do not count:
         the blocks see them.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+            >>> chunks.unchanged()
+            True
+            >>> chunks[0].set_rewards(new_data=5.0, at_indices=0)  # copies the column first
+            >>> chunks.unchanged(), chunks.take("rewards")[0].tolist()
+            (False, [1.0, 1.0])
         """
         if not self.numpy_episodes and self._cache:
             return False
@@ -235,6 +295,16 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         dict by key; empty with ``lazy_extras``: read them with :meth:`take`; observations are
         None with ``observations=False``, and so are actions). See
         :meth:`take` for when these are views.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+            >>> window = chunks.time_major([])
+            >>> window["observations"].shape, window["dones"].sum(0).tolist()
+            ((12, 2, 4), [1, 0])
+            >>> chunks.time_major(["vf_preds"]) is None  # the policy recorded no such output
+            True
         """
         blocks = self.recording.blocks
         if blocks.actions is None or any(k not in blocks.extras for k in extra_keys):
@@ -256,6 +326,14 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         A view when every env's window is the same row range, else gathered (one take per
         leaf). Names: ``observations``, ``actions``, ``rewards``, ``terminated``, ``truncated`` and
         ``extra:<key>``.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+            >>> rewards = chunks.take("rewards")
+            >>> rewards.shape, np.shares_memory(rewards, chunks.recording.blocks.rewards)
+            ((3, 2), True)
         """
         rec = self.recording
         column = self._column(name)
@@ -276,6 +354,14 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         gather) or the blocks are on a torch device (:meth:`take` gathers there); else the
         field's leaves flattened to ``[rows * N, ...]`` (views) and the
         ``[T, N]`` positions to take from them.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+            >>> leaves, positions = chunks.gather_plan("rewards")  # sub-env 0 skipped a reset step
+            >>> leaves[0].shape, positions.shape, positions[-1].tolist()
+            ((28,), (12, 2), [24, 23])
         """
         rec = self.recording
         if self._aligned is not None or rec.device is not None:
@@ -295,11 +381,27 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return rows * self.num_envs + np.arange(self.num_envs)
 
     def example(self, name: str) -> Any:
-        """A ``[1, N, ...]`` struct of views of a field (its layout, for allocating outputs)."""
+        """A ``[1, N, ...]`` struct of views of a field (its layout, for allocating outputs).
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+            >>> chunks.example("observations").shape, chunks.example("observations").dtype
+            ((1, 2, 4), dtype('float32'))
+        """
         return self._column(name).window(0, 1)
 
     def item_shape(self, name: str) -> tuple[int, ...]:
-        """The per-step shape of a flat field (see :meth:`take`), without reading it."""
+        """The per-step shape of a flat field (see :meth:`take`), without reading it.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+            >>> chunks.item_shape("observations"), chunks.item_shape("actions")
+            ((4,), ())
+        """
         return tuple(self._column(name).leaves[0].shape[2:])
 
     def _column(self, name: str) -> Column:
@@ -327,6 +429,14 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         Returns:
             ``(steps, envs, ongoing, observations)``: the window step and env of each truncated
             ending, the envs still running, and the batched observations (truncated first).
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync", max_episode_steps=2)
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+            >>> steps, envs, ongoing, obs = chunks.bootstrap_observations()
+            >>> steps.tolist(), envs.tolist(), ongoing.tolist(), obs.shape
+            ([1, 1], [0, 1], [0, 1], (4, 4))
         """
         rec = self.recording
         table, blocks = rec.table, rec.blocks

@@ -51,7 +51,19 @@ Connector = Callable[[list[SingleAgentEpisode], dict[str, Any]], dict[str, Any]]
 
 
 class ConnectorContractError(AssertionError):
-    """A connector broke one of the contracts (the message says which and how)."""
+    """A connector broke one of the contracts (the message says which and how).
+
+    Example:
+        >>> calls = []
+        >>> def counting(episodes, batch):
+        ...     calls.append(1)
+        ...     return {"calls": len(calls)}
+        >>> try:
+        ...     check_deterministic(counting, [])
+        ... except ConnectorContractError as err:
+        ...     print(str(err).splitlines()[0])
+        the connector is not deterministic: output['calls']: values differ:
+    """
 
 
 def _to_numpy(value: Any) -> Any:
@@ -389,6 +401,11 @@ class ConnectorContract:
         ...     observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
         ...     def make_connector(self):
         ...         return lambda episodes, batch: {**batch, "n": len(episodes)}
+
+        pytest collects the ``test_*`` methods; each also runs on its own (hypothesis draws):
+
+        >>> check = settings(max_examples=5, database=None)(TestMyConnector.test_deterministic)
+        >>> check(TestMyConnector())
     """
 
     observation_space: Any = None
@@ -405,7 +422,13 @@ class ConnectorContract:
             setattr(cls, name, given(data=st.data())(_fresh_test(getattr(ConnectorContract, name))))
 
     def make_connector(self) -> Connector:
-        """Returns a fresh connector under test."""
+        """Returns a fresh connector under test.
+
+        Example:
+            >>> ConnectorContract().make_connector()
+            Traceback (most recent call last):
+            NotImplementedError: ConnectorContract subclasses must implement make_connector()
+        """
         raise NotImplementedError("ConnectorContract subclasses must implement make_connector()")
 
     def _kwargs(self, **extra: Any) -> dict[str, Any]:
