@@ -21,7 +21,16 @@ __all__ = ["BufferAccess"]
 
 
 class BufferAccess:
-    """Reads by stable item index, episode copies, counters, save/load (mixed into the buffers)."""
+    """Reads by stable item index, episode copies, counters, save/load (mixed into the buffers).
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                            rewards=[1.0, 2.0], len_lookback_buffer=0))
+        >>> buf.locate("a", 1).tolist(), buf.get_evicted_ids(), len(buf.get_episodes())
+        ([1], [], 1)
+    """
 
     _store: StepStore
     _table: EpisodeTable
@@ -68,11 +77,31 @@ class BufferAccess:
         ]
 
     def get_evicted_ids(self) -> list[str]:
-        """Ids of the evicted episodes (chunks continuing them are refused)."""
+        """Ids of the evicted episodes (chunks continuing them are refused).
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(2)
+            >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                             rewards=[1.0, 1.0], len_lookback_buffer=0)
+            ...          for i in "abc"])
+            >>> buf.get_evicted_ids(), buf.get_episode_ids()
+            (['a', 'b'], ['c'])
+        """
         return sorted(self._evicted)
 
     def get_counters(self) -> dict[str, int]:
-        """Added and sampled steps and evicted episodes (what a restart must carry over)."""
+        """Added and sampled steps and evicted episodes (what a restart must carry over).
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> _ = buf.sample(5)
+            >>> buf.get_counters()
+            {'added_timesteps': 2, 'sampled_timesteps': 5, 'episodes_evicted': 0}
+        """
         return {
             "added_timesteps": self._num_added,
             "sampled_timesteps": self._num_sampled,
@@ -80,21 +109,55 @@ class BufferAccess:
         }
 
     def set_counters(self, counters: dict[str, int], evicted: list[str]) -> None:
-        """Restores :meth:`get_counters` and the evicted ids (after a reload)."""
+        """Restores :meth:`get_counters` and the evicted ids (after a reload).
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> counters = {"added_timesteps": 7, "sampled_timesteps": 3, "episodes_evicted": 1}
+            >>> buf.set_counters(counters, ["old"])
+            >>> buf.get_added_timesteps(), buf.get_num_episodes_evicted(), buf.get_evicted_ids()
+            (7, 1, ['old'])
+        """
         self._num_added = int(counters["added_timesteps"])
         self._num_sampled = int(counters["sampled_timesteps"])
         self._num_episodes_evicted = int(counters["episodes_evicted"])
         self._evicted = set(evicted)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes the buffer to a new directory (see ``episodes.replay.persistence``)."""
+        """Writes the buffer to a new directory (see ``episodes.replay.persistence``).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     buf.save(tmp + "/buf")
+            ...     EpisodeReplayBuffer.load(tmp + "/buf").get_num_timesteps()
+            2
+        """
         from episodes.replay.persistence import save_buffer
 
         save_buffer(cast("EpisodeReplayBuffer", self), path)
 
     @staticmethod
     def load(path: str | os.PathLike[str], *, seed: int | None = None) -> EpisodeReplayBuffer:
-        """Reads a buffer written by :meth:`save` (of the class it was saved as)."""
+        """Reads a buffer written by :meth:`save` (of the class it was saved as).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+            >>> buf = PrioritizedEpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     buf.save(tmp + "/buf")
+            ...     back = EpisodeReplayBuffer.load(tmp + "/buf", seed=1)
+            >>> type(back).__name__, back.get_episode_ids()
+            ('PrioritizedEpisodeReplayBuffer', ['a'])
+        """
         from episodes.replay.persistence import load_buffer
 
         return load_buffer(path, seed=seed)
@@ -103,7 +166,20 @@ class BufferAccess:
     def from_dataset(
         path: str | os.PathLike[str], *, capacity: int | None = None, **kwargs: Any
     ) -> EpisodeReplayBuffer:
-        """A buffer holding every chunk of an ``episodes.io`` dataset (offline RL)."""
+        """A buffer holding every chunk of an ``episodes.io`` dataset (offline RL).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import EpisodeWriter
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     with EpisodeWriter(tmp) as writer:
+            ...         _ = writer.write(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0],
+            ...                          actions=[0, 1], rewards=[1.0, 1.0], len_lookback_buffer=0))
+            ...     buf = EpisodeReplayBuffer.from_dataset(tmp)
+            >>> buf.capacity, buf.get_episode_ids()  # capacity defaults to the dataset's steps
+            (2, ['a'])
+        """
         from episodes.replay.persistence import buffer_from_dataset
 
         return buffer_from_dataset(path, capacity=capacity, **kwargs)

@@ -50,22 +50,51 @@ class Column:
         self.data = np.zeros((size, *example.shape[1:]), example.dtype)
 
     def accepts(self, rows: np.ndarray) -> bool:
-        """Whether ``rows`` can be written without changing the row shape or kind."""
+        """Whether ``rows`` can be written without changing the row shape or kind.
+
+        Example:
+            >>> col = Column(4, np.zeros((1, 2), np.int64))
+            >>> col.accepts(np.ones((3, 2), np.int32)), col.accepts(np.ones((3, 3), np.int64))
+            (True, False)
+            >>> col.accepts(np.ones((3, 2), np.float32))  # floats would lose their fraction
+            False
+        """
         return rows.shape[1:] == self.data.shape[1:] and np.can_cast(
             rows.dtype, self.data.dtype, casting="same_kind"
         )
 
     def describe(self) -> str:
-        """The row layout, for error messages."""
+        """The row layout, for error messages.
+
+        Example:
+            >>> Column(4, np.zeros((1, 2, 3), np.float32)).describe()
+            'shape (2, 3) dtype float32'
+        """
         return f"shape {self.data.shape[1:]} dtype {self.data.dtype}"
 
     def resize(self, size: int) -> None:
-        """Reallocates to ``size`` rows, keeping the first ``min(size, old)`` rows."""
+        """Reallocates to ``size`` rows, keeping the first ``min(size, old)`` rows.
+
+        Example:
+            >>> col = Column(2, np.zeros(1))
+            >>> col.data[:] = [1.0, 2.0]
+            >>> col.resize(3)
+            >>> col.data.tolist()
+            [1.0, 2.0, 0.0]
+        """
         new = np.zeros((size, *self.data.shape[1:]), self.data.dtype)
         keep = min(size, len(self.data))
         new[:keep] = self.data[:keep]
         self.data = new
 
     def keep(self, rows: np.ndarray) -> None:
-        """Moves the given rows, in order, to the front (a compaction)."""
+        """Moves the given rows, in order, to the front (a compaction).
+
+        Example:
+            >>> col = Column(4, np.zeros(1))
+            >>> col.data[:] = [0.0, 1.0, 2.0, 3.0]
+            >>> col.keep(np.array([1, 3]))
+            >>> col.data.tolist()  # rows past the kept ones are stale
+            [1.0, 3.0, 2.0, 3.0]
+        """
         self.data[: len(rows)] = self.data[rows]

@@ -22,7 +22,15 @@ __all__ = ["Chunk", "Plan", "plan_add", "prepare"]
 
 @dataclass
 class Chunk:
-    """One added chunk as rows: ``n`` steps and ``n + 1`` observations and infos."""
+    """One added chunk as rows: ``n`` steps and ``n + 1`` observations and infos.
+
+    Example:
+        >>> chunk = prepare(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                                    rewards=[1.0, 2.0], t_started=5, terminated=True,
+        ...                                    len_lookback_buffer=0))
+        >>> chunk.id_, chunk.t0, chunk.terminated, chunk.truncated, len(chunk.infos)
+        ('a', 5, True, False, 3)
+    """
 
     id_: str
     t0: int
@@ -36,11 +44,26 @@ class Chunk:
 
     @property
     def n(self) -> int:
-        """Number of steps."""
+        """Number of steps.
+
+        Example:
+            >>> chunk = prepare(SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                                    rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> chunk.n, len(chunk.obs)
+            (2, 3)
+        """
         return len(self.rewards)
 
     def rows(self) -> dict[str, np.ndarray]:
-        """The per-step columns (observations without the last one)."""
+        """The per-step columns (observations without the last one).
+
+        Example:
+            >>> chunk = prepare(SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                                    rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> rows = chunk.rows()
+            >>> sorted(rows), rows["obs"].tolist(), rows["actions"].tolist()
+            (['actions', 'obs', 'rewards'], [0.0, 1.0], [0, 1])
+        """
         return {"obs": self.obs[:-1], "actions": self.actions, "rewards": self.rewards}
 
 
@@ -83,7 +106,15 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
 
 @dataclass
 class Plan:
-    """What an ``add`` does, in order: ``("chunk", Chunk)`` and ``("evict", id)`` steps."""
+    """What an ``add`` does, in order: ``("chunk", Chunk)`` and ``("evict", id)`` steps.
+
+    Example:
+        >>> ep = SingleAgentEpisode("b", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                         rewards=[1.0, 1.0], len_lookback_buffer=0)
+        >>> plan = plan_add([prepare(ep)], {"old": (3, True, 3)}, iter(["old"]), set(), 3, 4)
+        >>> [(kind, getattr(item, "id_", item)) for kind, item in plan.steps]  # 5 steps > 4
+        [('chunk', 'b'), ('evict', 'old')]
+    """
 
     steps: list[tuple[str, Any]] = field(default_factory=list)
 
@@ -116,6 +147,16 @@ def plan_add(
     Raises:
         EvictedEpisodeError: A chunk continues an evicted episode.
         ValueError: A chunk continues a finished episode or leaves a gap in time.
+
+    Example:
+        >>> ep = SingleAgentEpisode("b", observations=[2.0, 3.0], actions=[0], rewards=[1.0],
+        ...                         t_started=2, len_lookback_buffer=0)
+        >>> plan_add([prepare(ep)], {"b": (2, False, 2)}, iter(["b"]), set(), 2, 10).steps[0][0]
+        'chunk'
+        >>> plan_add([prepare(ep)], {"b": (2, True, 2)}, iter(["b"]), set(), 2, 10)
+        Traceback (most recent call last):
+        ...
+        ValueError: episode 'b' is already done; cannot append a chunk
     """
     plan = Plan()
     state: dict[str, _Known] = {}

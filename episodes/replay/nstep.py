@@ -22,6 +22,16 @@ class NStepResult:
         last: The slot of the window's last step (its next observation is the bootstrap one).
         terminated: The window ended in a terminal state (bootstrap value 0).
         truncated: The window ended at the last step of a truncated episode.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                            rewards=[1.0, 4.0], terminated=True, len_lookback_buffer=0))
+        >>> res = n_step_returns(buf._store, buf._table, np.array([0, 1]), np.array([3, 1]), 0.5)
+        >>> res.rewards.tolist(), res.steps.tolist(), res.terminated.tolist()
+        ([3.0, 4.0], [2, 1], [True, True])
     """
 
     rewards: np.ndarray

@@ -117,6 +117,17 @@ def draw_live(
 
     Returns:
         The slots, or an empty array when no slot is acceptable.
+
+    Example:
+        >>> store = StepStore()
+        >>> rows = {"obs": np.zeros((4, 1)), "actions": np.zeros(4), "rewards": np.ones(4)}
+        >>> store.reserve(4)
+        >>> _ = store.append(rows, {}, [{}] * 4, ep_row=0, t0=0, prev_slot=-1)
+        >>> store.kill(np.array([0, 1]))
+        >>> sorted(set(draw_live(store, np.random.default_rng(0), 20).tolist()))
+        [2, 3]
+        >>> draw_live(store, np.random.default_rng(0), 5, accept=lambda s: s < 2).tolist()
+        []
     """
     picked: list[np.ndarray] = []
     have = 0
@@ -140,7 +151,19 @@ def draw_live(
 
 
 def episode_slots(store: StepStore, table: EpisodeTable, row: int) -> np.ndarray:
-    """Every slot of one stored episode, in time order."""
+    """Every slot of one stored episode, in time order.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> def chunk(id_, t0, n):
+        ...     return SingleAgentEpisode(id_, observations=[0.0] * (n + 1), actions=[0] * n,
+        ...                               rewards=[1.0] * n, t_started=t0, len_lookback_buffer=0)
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add([chunk("a", 0, 2), chunk("b", 0, 1), chunk("a", 2, 2)])  # interleaved
+        >>> episode_slots(buf._store, buf._table, buf._table.order["a"]).tolist()
+        [0, 1, 3, 4]
+    """
     first = int(table.first_slot[row])
     length = int(table.t_end[row] - table.t_begin[row])
     last = first + length - 1
@@ -164,6 +187,16 @@ def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
 
     Stable indices grow with every added step and compaction keeps slot order, so the
     ``uid`` column is sorted over ``[0, end)`` and a binary search finds them.
+
+    Example:
+        >>> store = StepStore()
+        >>> rows = {"obs": np.zeros((4, 1)), "actions": np.zeros(4), "rewards": np.ones(4)}
+        >>> store.reserve(4)
+        >>> _ = store.append(rows, {}, [{}] * 4, ep_row=0, t0=0, prev_slot=-1)
+        >>> store.kill(np.array([0, 1]))
+        >>> _ = store.compact()  # the rows of indices 2 and 3 move to slots 0 and 1
+        >>> slots_of(store, np.array([3, 2])).tolist()
+        [1, 0]
     """
     slots = np.searchsorted(store.uid[: store.end], indices)
     ok = slots < store.end
@@ -174,7 +207,21 @@ def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
 
 
 def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: np.ndarray) -> np.ndarray:
-    """Stable indices of one episode's steps at env times ``t``."""
+    """Stable indices of one episode's steps at env times ``t``.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                            rewards=[1.0, 1.0], t_started=5, len_lookback_buffer=0))
+        >>> locate(buf._store, buf._table, "a", np.array([6, 5])).tolist()
+        [1, 0]
+        >>> locate(buf._store, buf._table, "a", np.array([7]))
+        Traceback (most recent call last):
+        ...
+        KeyError: "times [7] outside episode 'a''s stored steps [5, 7)"
+    """
     row = table.order.get(episode_id)
     if row is None:
         raise KeyError(f"episode {episode_id!r} is not stored")
@@ -189,7 +236,14 @@ def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: np.ndarray
 
 
 def to_device(batch: Any, device: Any) -> Any:
-    """Numeric numpy arrays of a batch dict as torch tensors on ``device`` (lazy torch import)."""
+    """Numeric numpy arrays of a batch dict as torch tensors on ``device`` (lazy torch import).
+
+    Example:
+        >>> batch = {"obs": np.zeros((2, 3), np.float32), "infos": np.array([{}, {}])}
+        >>> out = to_device(batch, "cpu")
+        >>> type(out["obs"]).__name__, tuple(out["obs"].shape), type(out["infos"]).__name__
+        ('Tensor', (2, 3), 'ndarray')
+    """
     import torch
 
     out = {}

@@ -34,6 +34,20 @@ def draw_starts(
 
     Raises:
         EmptyBufferError: No stored episode holds ``length`` steps (and ``pad`` is off).
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0],
+        ...                            rewards=[1.0, 2.0, 3.0], terminated=True,
+        ...                            len_lookback_buffer=0))
+        >>> store, table, rng = buf._store, buf._table, np.random.default_rng(0)
+        >>> sorted(set(draw_starts(store, table, rng, 20, 2, pad=False).tolist()))
+        [0, 1]
+        >>> draw_starts(store, table, rng, 1, 4, pad=False)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        episodes.replay.errors.EmptyBufferError: no stored episode holds 4 steps, ...
     """
 
     def fits(slots: np.ndarray) -> np.ndarray:
@@ -70,6 +84,18 @@ def sequence_batch(
     o_{t+1})``: ``is_first`` marks the episode's first stored step, ``is_last`` its last stored
     step, ``is_terminated``/``is_truncated`` a last step that ended the episode; padded steps
     are zeros with ``mask`` False and ``indices`` -1.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0],
+        ...                            rewards=[1.0, 2.0, 3.0], terminated=True,
+        ...                            len_lookback_buffer=0))
+        >>> batch = sequence_batch(buf._store, buf._table, np.array([1]), length=3, lookback=1)
+        >>> batch["obs"].tolist(), batch["mask"].tolist()
+        ([[0.0, 1.0, 2.0, 0.0]], [[True, True, True, False]])
+        >>> batch["is_lookback"].tolist(), batch["is_terminated"].tolist()
+        ([[True, False, False, False]], [[False, False, True, False]])
     """
     assert store.obs is not None and store.actions is not None
     parts = [walk(store, starts, lookback, backward=True)] if lookback else []
@@ -116,7 +142,19 @@ def sample_sequences(
     include_infos: bool,
     include_extra_model_outputs: bool,
 ) -> dict[str, np.ndarray]:
-    """Draws ``size`` starts and returns their :func:`sequence_batch`."""
+    """Draws ``size`` starts and returns their :func:`sequence_batch`.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0],
+        ...                            rewards=[1.0, 2.0, 3.0], terminated=True,
+        ...                            len_lookback_buffer=0))
+        >>> rng = np.random.default_rng(0)
+        >>> batch = sample_sequences(buf._store, buf._table, rng, 4, 2, 0, False, False, False)
+        >>> batch["indices"].tolist(), "infos" in batch
+        ([[1, 2], [1, 2], [0, 1], [0, 1]], False)
+    """
     starts = draw_starts(store, table, rng, size, length, pad)
     return sequence_batch(
         store, table, starts, length, lookback, include_infos, include_extra_model_outputs
@@ -137,6 +175,17 @@ def sample_chunks(
     Whole episodes are drawn uniformly among stored episodes; chunks start uniformly among
     the steps with ``length`` steps left in their episode, and carry up to ``lookback`` earlier
     steps of the same episode as their lookback.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0],
+        ...                            rewards=[1.0, 2.0, 3.0], terminated=True,
+        ...                            len_lookback_buffer=0))
+        >>> rng = np.random.default_rng(0)
+        >>> eps = sample_chunks(buf._store, buf._table, rng, 3, 2, 1, (None, None))
+        >>> [(len(ep), ep.t_started, ep.observations.lookback) for ep in eps]
+        [(2, 1, 1), (2, 1, 1), (2, 0, 0)]
     """
     if length is None:
         ids = np.fromiter(table.order.values(), np.int64, len(table.order))
@@ -163,7 +212,20 @@ def build_episode(
     lookback: int,
     spaces: tuple[Any, Any],
 ) -> SingleAgentEpisode:
-    """A numpy'd episode of the given slots of one episode, the first ``lookback`` as lookback."""
+    """A numpy'd episode of the given slots of one episode, the first ``lookback`` as lookback.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0],
+        ...                            rewards=[1.0, 2.0, 3.0], terminated=True,
+        ...                            len_lookback_buffer=0))
+        >>> ep = build_episode(buf._store, buf._table, np.array([0, 1, 2]), 1, (None, None))
+        >>> ep.id_, len(ep), ep.t_started, ep.is_terminated
+        ('a', 2, 1, True)
+        >>> ep.get_observations().tolist(), ep.get_rewards().tolist()
+        ([1.0, 2.0, 3.0], [2.0, 3.0])
+    """
     assert store.obs is not None and store.actions is not None
     row = int(store.ep[slots[0]])
     last = slots[-1]

@@ -77,6 +77,17 @@ def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
 
     Raises:
         ValueError: Not a state of this version.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> copy = EpisodeReplayBuffer(3)
+        >>> restore_buffer(copy, buffer_state(EpisodeReplayBuffer(10, batch_size_B=4)))
+        >>> copy.capacity, copy.batch_size_B, copy.get_num_timesteps()
+        (10, 4, 0)
+        >>> restore_buffer(copy, {"version": 0})
+        Traceback (most recent call last):
+        ...
+        ValueError: not a replay buffer state of version 1
     """
     if not isinstance(state, dict) or state.get("version") != _VERSION:
         raise ValueError("not a replay buffer state of version 1")

@@ -55,7 +55,19 @@ class StepStore:
 
     # ------------------------------------------------------------------------------ checks
     def check_rows(self, rows: dict[str, np.ndarray], extras: dict[str, np.ndarray]) -> None:
-        """Raises ``ValueError`` when rows do not fit the columns fixed by earlier writes."""
+        """Raises ``ValueError`` when rows do not fit the columns fixed by earlier writes.
+
+        Example:
+            >>> store = StepStore()
+            >>> rows = {"obs": np.zeros((2, 3)), "actions": np.arange(2), "rewards": np.ones(2)}
+            >>> store.reserve(2)
+            >>> _ = store.append(rows, {}, [{}] * 2, ep_row=0, t0=0, prev_slot=-1)
+            >>> store.check_rows(rows, {})  # fits: nothing happens
+            >>> store.check_rows(rows, {"logp": np.zeros(2)})
+            Traceback (most recent call last):
+            ...
+            ValueError: extra_model_outputs keys ['logp'] differ from the buffer's []
+        """
         for name, column in (("observations", self.obs), ("actions", self.actions)):
             given = rows["obs" if name == "observations" else name]
             if column is not None and not column.accepts(given):
@@ -92,6 +104,16 @@ class StepStore:
         ``prev_slot`` is the episode's last slot so far (-1 for a new episode); it is linked to
         the first new slot. Call :meth:`check_rows` and :meth:`reserve` first: this method
         does not validate.
+
+        Example:
+            >>> store = StepStore()
+            >>> rows = {"obs": np.zeros((2, 1)), "actions": np.arange(2), "rewards": np.ones(2)}
+            >>> store.reserve(4)
+            >>> first = store.append(rows, {}, [{}] * 2, ep_row=0, t0=0, prev_slot=-1)
+            >>> store.append(rows, {}, [{}] * 2, ep_row=0, t0=2, prev_slot=int(first[-1])).tolist()
+            [2, 3]
+            >>> store.prv[:4].tolist(), store.t[:4].tolist()
+            ([-1, 0, 1, 2], [0, 1, 2, 3])
         """
         return self.append_many(
             [(rows, extras, infos)], np.array([ep_row]), np.array([t0]), np.array([prev_slot])
@@ -109,6 +131,16 @@ class StepStore:
         Data columns take one slice copy per chunk; the links, times and ids are written for
         all chunks at once. ``prev_slots[i]`` is the slot chunk ``i`` continues (-1: none); it
         may be the last slot of an earlier chunk of the same call.
+
+        Example:
+            >>> store = StepStore()
+            >>> rows = {"obs": np.zeros((2, 1)), "actions": np.arange(2), "rewards": np.ones(2)}
+            >>> store.reserve(6)
+            >>> ep_rows, t0s, prev = np.array([0, 1, 0]), np.array([0, 0, 2]), np.array([-1, -1, 1])
+            >>> store.append_many([(rows, {}, [{}] * 2)] * 3, ep_rows, t0s, prev).tolist()
+            [0, 1, 2, 3, 4, 5]
+            >>> store.nxt[:6].tolist(), store.t[:6].tolist()  # episode 0: slots 0, 1, 4, 5
+            ([1, 4, 3, -1, 5, -1], [0, 1, 0, 1, 2, 3])
         """
         lengths = np.array([len(p[0]["rewards"]) for p in parts], np.int64)
         total = int(lengths.sum())
@@ -144,20 +176,65 @@ class StepStore:
         return slots
 
     def read_infos(self, slots: np.ndarray) -> np.ndarray:
-        """The infos of slots as an object array (None for an empty one)."""
+        """The infos of slots as an object array (None for an empty one).
+
+        Example:
+            >>> store = StepStore()
+            >>> rows = {"obs": np.zeros((2, 1)), "actions": np.arange(2), "rewards": np.ones(2)}
+            >>> store.reserve(4)
+            >>> _ = store.append(rows, {}, [{}, {}], ep_row=0, t0=0, prev_slot=-1)
+            >>> _ = store.append(rows, {}, [{"k": 1}, {}], ep_row=1, t0=0, prev_slot=-1)
+            >>> store.read_infos(np.arange(4)).tolist()
+            [None, None, {'k': 1}, {}]
+        """
         return self.infos[slots]
 
     def kill(self, slots: np.ndarray) -> None:
-        """Marks slots dead (eviction); their rows stay until the next compaction."""
+        """Marks slots dead (eviction); their rows stay until the next compaction.
+
+        Example:
+            >>> store = StepStore()
+            >>> rows = {"obs": np.zeros((3, 1)), "actions": np.arange(3), "rewards": np.ones(3)}
+            >>> store.reserve(3)
+            >>> _ = store.append(rows, {}, [{}] * 3, ep_row=0, t0=0, prev_slot=-1)
+            >>> store.kill(np.array([0, 1]))
+            >>> store.num_live, store.end, store.live[:3].tolist()
+            (1, 3, [False, False, True])
+        """
         self.live[slots] = False
         self.num_live -= len(slots)
 
     def needs_compaction(self) -> bool:
-        """Whether dead rows outnumber live ones (rejection sampling stays cheap below)."""
+        """Whether dead rows outnumber live ones (rejection sampling stays cheap below).
+
+        Example:
+            >>> store = StepStore()
+            >>> zeros = np.zeros(100)
+            >>> rows = {"obs": zeros[:, None], "actions": zeros, "rewards": zeros}
+            >>> store.reserve(100)
+            >>> _ = store.append(rows, {}, [{}] * 100, ep_row=0, t0=0, prev_slot=-1)
+            >>> store.kill(np.arange(50))
+            >>> store.needs_compaction()  # 50 dead, 50 live
+            False
+            >>> store.kill(np.arange(50, 90))
+            >>> store.needs_compaction()  # 90 dead, 10 live
+            True
+        """
         return self.end - self.num_live > max(self.num_live, _MIN_SIZE)
 
     def compact(self) -> np.ndarray:
-        """Moves live rows to the front in order; returns old slot -> new slot (-1 dead)."""
+        """Moves live rows to the front in order; returns old slot -> new slot (-1 dead).
+
+        Example:
+            >>> store = StepStore()
+            >>> rows = {"obs": np.zeros((2, 1)), "actions": np.arange(2), "rewards": np.ones(2)}
+            >>> store.reserve(4)
+            >>> for ep_row in (0, 1):
+            ...     _ = store.append(rows, {}, [{}] * 2, ep_row=ep_row, t0=0, prev_slot=-1)
+            >>> store.kill(np.array([0, 1]))  # evict episode 0
+            >>> store.compact()[:4].tolist(), store.end, store.ep[:2].tolist()
+            ([-1, -1, 0, 1], 2, [1, 1])
+        """
         keep = np.flatnonzero(self.live[: self.end])
         self.moves += 1
         remap = np.full(self.end + 1, -1, np.int64)  # index -1 maps -1 to -1
@@ -182,6 +259,16 @@ class StepStore:
         Returns:
             The compaction's old slot -> new slot map (callers remap what holds slots), or
             None when no row moved.
+
+        Example:
+            >>> store = StepStore()
+            >>> store.reserve(3) is None, store.size  # grows to at least 64 rows
+            (True, 64)
+            >>> rows = {"obs": np.zeros((64, 1)), "actions": np.zeros(64), "rewards": np.ones(64)}
+            >>> _ = store.append(rows, {}, [{}] * 64, ep_row=0, t0=0, prev_slot=-1)
+            >>> store.kill(np.arange(64))
+            >>> store.reserve(10)[:3].tolist(), store.end, store.size  # compacts instead
+            ([-1, -1, -1], 0, 64)
         """
         if self.end + n <= self.size:
             return None
@@ -216,7 +303,14 @@ def _resized(array: np.ndarray, size: int, fill: Any) -> np.ndarray:
 
 
 def fresh_infos(infos: np.ndarray) -> np.ndarray:
-    """Shallow copies of stored infos (``{}`` for None), so callers cannot change the buffer."""
+    """Shallow copies of stored infos (``{}`` for None), so callers cannot change the buffer.
+
+    Example:
+        >>> stored = np.array([None, {"k": 1}], object)
+        >>> out = fresh_infos(stored)
+        >>> out.tolist(), out[1] is stored[1]
+        ([{}, {'k': 1}], False)
+    """
     out = np.empty(infos.shape, object)
     for i, info in enumerate(infos.flat):
         out.flat[i] = {} if info is None else dict(info) if isinstance(info, dict) else info

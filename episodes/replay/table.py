@@ -45,11 +45,27 @@ class EpisodeTable:
         return len(self.order)
 
     def lengths(self, rows: np.ndarray) -> np.ndarray:
-        """Stored steps of the given rows."""
+        """Stored steps of the given rows.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> row = table.open("a", t_begin=3, final_obs=np.zeros((1, 1)), final_info={})
+            >>> table.t_end[row] = 7
+            >>> table.lengths(np.array([row])).tolist()
+            [4]
+        """
         return self.t_end[rows] - self.t_begin[rows]
 
     def open(self, id_: str, *, t_begin: int, final_obs: np.ndarray, final_info: Any) -> int:
-        """Registers a new episode with no steps yet; returns its row."""
+        """Registers a new episode with no steps yet; returns its row.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> [table.open(i, t_begin=0, final_obs=np.zeros((1, 2)), final_info={}) for i in "ab"]
+            [0, 1]
+            >>> len(table), table.size, int(table.first_slot[0])  # 16 rows allocated, no slots
+            (2, 16, -1)
+        """
         if not self.free:
             self._grow(max(2 * self.size, 16), final_obs)
         row = self.free.pop()
@@ -62,13 +78,31 @@ class EpisodeTable:
         return row
 
     def set_final(self, row: int, final_obs: np.ndarray, final_info: Any) -> None:
-        """Stores the latest observation (``final_obs`` has one row) and its info."""
+        """Stores the latest observation (``final_obs`` has one row) and its info.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> row = table.open("a", t_begin=0, final_obs=np.zeros((1, 2)), final_info={})
+            >>> table.set_final(row, np.array([[1.0, 2.0]]), {"done": True})
+            >>> table.final_obs.data[row].tolist(), table.final_info[row]
+            ([1.0, 2.0], {'done': True})
+        """
         assert self.final_obs is not None
         self.final_obs.data[row] = final_obs[0]
         self.final_info[row] = final_info
 
     def close(self, id_: str) -> int:
-        """Forgets an episode (eviction); returns the freed row."""
+        """Forgets an episode (eviction); returns the freed row.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> for id_ in "ab":
+            ...     _ = table.open(id_, t_begin=0, final_obs=np.zeros((1, 1)), final_info={})
+            >>> table.close("a"), list(table.order)
+            (0, ['b'])
+            >>> table.open("c", t_begin=0, final_obs=np.zeros((1, 1)), final_info={})  # reused
+            0
+        """
         row = self.order.pop(id_)
         self.ids[row] = None
         self.final_info[row] = None
@@ -76,7 +110,16 @@ class EpisodeTable:
         return row
 
     def remap_slots(self, remap: np.ndarray) -> None:
-        """Applies a store compaction's old -> new slot map to every live row."""
+        """Applies a store compaction's old -> new slot map to every live row.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> row = table.open("a", t_begin=0, final_obs=np.zeros((1, 1)), final_info={})
+            >>> table.first_slot[row], table.last_slot[row] = 2, 5
+            >>> table.remap_slots(np.array([-1, -1, 0, 1, 2, 3, -1]))
+            >>> int(table.first_slot[row]), int(table.last_slot[row])
+            (0, 3)
+        """
         rows = np.fromiter(self.order.values(), np.int64, len(self.order))
         self.first_slot[rows] = remap[self.first_slot[rows]]
         self.last_slot[rows] = remap[self.last_slot[rows]]
