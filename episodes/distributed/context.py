@@ -58,6 +58,11 @@ class RunnerContext:
         seed: The seed of the runner's first ``env.reset`` (see :func:`runner_seed`).
         num_runners: The size of the group.
         config: Free-form settings passed to the group, forwarded unchanged.
+
+    Example:
+        >>> ctx = RunnerContext(index=2, num_runners=4, config={"level": "hard"})
+        >>> ctx.seed, ctx.generation, ctx.config["level"]
+        (None, 0, 'hard')
     """
 
     index: int = 0
@@ -76,7 +81,15 @@ class RunnerContext:
         num_runners: int = 1,
         config: dict[str, Any] | None = None,
     ) -> RunnerContext:
-        """The context of runner ``index`` in a group seeded with ``seed``."""
+        """The context of runner ``index`` in a group seeded with ``seed``.
+
+        Example:
+            >>> ctx = RunnerContext.create(seed=10, index=3, num_runners=4, config={"level": 1})
+            >>> ctx.seed, ctx.generation, ctx.num_runners, ctx.config
+            (13, 0, 4, {'level': 1})
+            >>> RunnerContext.create(seed=None, index=3).seed is None
+            True
+        """
         return cls(
             index=int(index),
             generation=int(generation),

@@ -35,6 +35,12 @@ class GroupMetrics:
             (the rest came through Ray's object store).
         errors: The latest failures, as text (at most 10).
         runner_metrics: The arrived samples' runner metrics, in arrival order.
+
+    Example:
+        >>> m = GroupMetrics()
+        >>> m.add_lost(num_env_steps=8, error="ActorDiedError")
+        >>> m.num_samples, m.num_lost_samples, m.num_lost_env_steps, m.errors
+        (0, 1, 8, ['ActorDiedError'])
     """
 
     num_samples: int = 0
@@ -47,14 +53,32 @@ class GroupMetrics:
     runner_metrics: list[dict[str, Any]] = field(default_factory=list)
 
     def add_sample(self, sample: RunnerSample, *, shared_memory: bool = False) -> None:
-        """Counts one arrived sample (``shared_memory``: its arrays came that way)."""
+        """Counts one arrived sample (``shared_memory``: its arrays came that way).
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode("a", observations=[0, 1, 2], actions=[0, 1],
+            ...                         rewards=[1.0, 1.0], len_lookback_buffer=0)
+            >>> m, sample = GroupMetrics(), RunnerSample(0, 0, 0, 0, 1, [ep], {"num_env_steps": 2})
+            >>> m.add_sample(sample, shared_memory=True)
+            >>> m.num_samples, m.num_env_steps, m.num_shared_memory_samples, m.runner_metrics
+            (1, 2, 1, [{'num_env_steps': 2}])
+        """
         self.num_samples += 1
         self.num_shared_memory_samples += bool(shared_memory)
         self.num_env_steps += sample.env_steps
         self.runner_metrics.append(sample.metrics)
 
     def add_lost(self, *, num_env_steps: int, error: str) -> None:
-        """Counts one lost request."""
+        """Counts one lost request.
+
+        Example:
+            >>> m = GroupMetrics()
+            >>> for k in range(12):
+            ...     m.add_lost(num_env_steps=4, error=f"lost {k}")
+            >>> m.num_lost_samples, m.num_lost_env_steps, len(m.errors), m.errors[0]  # latest 10
+            (12, 48, 10, 'lost 2')
+        """
         self.num_lost_samples += 1
         self.num_lost_env_steps += int(num_env_steps)
         self.errors = [*self.errors, error][-MAX_ERRORS:]
@@ -67,6 +91,16 @@ class GroupMetrics:
         ``env_steps_per_s`` replaced by ``env_steps_per_runner_s`` (per runner, on average),
         and ``num_samples``, ``num_env_steps``, ``num_lost_samples``, ``num_lost_env_steps``,
         ``num_restarts``, ``num_shared_memory_samples``, ``errors``.
+
+        Example:
+            >>> m = GroupMetrics()
+            >>> runner_metrics = {"num_env_steps": 100, "sample_time_s": 2.0}
+            >>> m.add_sample(RunnerSample(0, 0, 0, 0, 1, [], runner_metrics))
+            >>> m.reduce(reset=False)["num_samples"], m.num_samples  # kept
+            (1, 1)
+            >>> out = m.reduce()
+            >>> out["env_steps_per_runner_s"], "env_steps_per_s" in out, m.num_samples  # cleared
+            (50.0, False, 0)
         """
         out = merge_runner_metrics(self.runner_metrics)
         del out["env_steps_per_s"]  # a sum of rates is meaningless across rounds

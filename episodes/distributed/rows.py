@@ -59,6 +59,17 @@ def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
 
     Raises:
         ValueError: The chunk is in list mode.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode("a", observations=[(0.0, 1), (1.0, 2)], actions=[0],
+        ...                         rewards=[1.0], extra_model_outputs={"logp": [-0.5]},
+        ...                         len_lookback_buffer=0)
+        >>> cols = step_columns(ep.to_numpy())
+        >>> [name for name in cols if "." in name]  # one column per leaf of a nested observation
+        ['obs.0', 'obs.1', 'next_obs.0', 'next_obs.1', 'extra.logp']
+        >>> cols["next_obs.1"].tolist(), cols["extra.logp"].tolist()
+        ([2], [-0.5])
     """
     if not episode.is_numpy:
         raise ValueError("step_columns needs a numpy'd episode: call to_numpy() first")

@@ -56,6 +56,14 @@ class RunnerSample:
         num_envs: Sub-envs of the runner's vector env.
         episodes: The chunks ``EnvRunner.sample()`` returned, env by env, in time order.
         metrics: The runner's metrics of this sample (``EnvRunner.get_metrics()``).
+
+    Example:
+        >>> ep = SingleAgentEpisode("a", observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0],
+        ...                         len_lookback_buffer=0)
+        >>> sample = RunnerSample(runner_index=3, generation=0, request=7, weights_version=-1,
+        ...                       num_envs=1, episodes=[ep])
+        >>> sample.env_steps, sample.metrics
+        (2, {})
     """
 
     runner_index: int
@@ -68,7 +76,16 @@ class RunnerSample:
 
     @property
     def env_steps(self) -> int:
-        """Recorded transitions over all chunks (a runner's lazy chunks are not built)."""
+        """Recorded transitions over all chunks (a runner's lazy chunks are not built).
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+            >>> RunnerSample(0, 0, 0, 0, 2, runner.sample(5)).env_steps  # 5 steps of 2 sub-envs
+            10
+        """
         if isinstance(self.episodes, SampledChunks):
             return int(self.episodes.lengths().sum())
         return int(sum(len(ep) for ep in self.episodes))
@@ -84,6 +101,12 @@ class LostSample:
         request: The request's sequence number.
         num_env_steps: Transitions the request asked for (``num_steps * num_envs``).
         error: What the caller saw (the exception, as text).
+
+    Example:
+        >>> lost = LostSample(runner_index=1, generation=0, request=4, num_env_steps=64,
+        ...                   error="ActorDiedError")
+        >>> GroupSample([], [lost]), lost.num_env_steps
+        (GroupSample(0 runners, 0 envs, 0 chunks, 1 lost), 64)
     """
 
     runner_index: int
@@ -104,6 +127,15 @@ class GroupSample(Sequence[SingleAgentEpisode]):
     Args:
         samples: The runners' samples (kept in runner order).
         lost: Requests of this round that were lost.
+
+    Example:
+        >>> a = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                        len_lookback_buffer=0)
+        >>> a.custom_data["env_index"] = 1  # sub-env 1 of runner 1, after runner 0's 3 envs
+        >>> group = GroupSample([RunnerSample(1, 0, 0, 0, 2, [a]), RunnerSample(0, 0, 0, 0, 3, [])])
+        >>> keys = ("env_index", "runner_index", "runner_env_index")
+        >>> group, [group[0].custom_data[k] for k in keys]
+        (GroupSample(2 runners, 5 envs, 1 chunks, 0 lost), [4, 1, 1])
     """
 
     def __init__(self, samples: Sequence[RunnerSample], lost: Sequence[LostSample] = ()):
@@ -163,17 +195,43 @@ class GroupSample(Sequence[SingleAgentEpisode]):
 
         ``episodes_to_rollout`` reads each runner's columns from its blocks through this,
         without building chunks, and joins them along the env axis.
+
+        Example:
+            >>> a, b = (SingleAgentEpisode(n, observations=[0, 1], actions=[0], rewards=[1.0],
+            ...                            len_lookback_buffer=0) for n in "ab")
+            >>> group = GroupSample([RunnerSample(1, 0, 0, 0, 1, [b]),
+            ...                      RunnerSample(0, 0, 0, 0, 1, [a])])
+            >>> [[chunk.id_ for chunk in part] for part in group.side_by_side()]  # runner 0 first
+            [['a'], ['b']]
         """
         return [s.episodes for s in self.samples]
 
     @property
     def env_steps(self) -> int:
-        """Recorded transitions over all runners."""
+        """Recorded transitions over all runners.
+
+        Example:
+            >>> a, b = (SingleAgentEpisode(n, observations=[0] * (k + 1), actions=[0] * k,
+            ...                            rewards=[1.0] * k, len_lookback_buffer=0)
+            ...         for n, k in (("a", 2), ("b", 3)))
+            >>> group = GroupSample([RunnerSample(0, 0, 0, 0, 1, [a]),
+            ...                      RunnerSample(1, 0, 0, 0, 1, [b])])
+            >>> group.env_steps
+            5
+        """
         return sum(s.env_steps for s in self.samples)
 
     @property
     def metrics(self) -> dict[str, Any]:
-        """The runners' metrics of this round merged (see :func:`merge_runner_metrics`)."""
+        """The runners' metrics of this round merged (see :func:`merge_runner_metrics`).
+
+        Example:
+            >>> parts = [RunnerSample(r, 0, 0, 0, 1, [], {"episode_returns": [float(r)],
+            ...                                           "num_env_steps": 4}) for r in (0, 1)]
+            >>> m = GroupSample(parts).metrics
+            >>> m["episode_returns"], m["num_env_steps"], m["mean_episode_return"]
+            ([0.0, 1.0], 8, 0.5)
+        """
         return merge_runner_metrics([s.metrics for s in self.samples])
 
 

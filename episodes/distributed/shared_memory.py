@@ -81,6 +81,11 @@ class Request:
         path: The segment's file (None: no segment; the actor still reports ``needed``).
         size: Its size in bytes.
         retired: Segments the actor should unmap (the caller dropped them).
+
+    Example:
+        >>> reply = ActorSegments().reply(np.zeros(16), Request(None))  # no segment offered
+        >>> reply.needed, reply.mapped, reply.value.shape  # still sizes the next segment
+        (128, False, (16,))
     """
 
     path: str | None
@@ -100,6 +105,11 @@ class Reply:
         mapped: The actor mapped the segment (its file name can go).
         reachable: False when the actor could not open the segment (it runs on another
             node, or has no ``/dev/shm``): the caller stops offering segments.
+
+    Example:
+        >>> reply = ActorSegments().reply({"x": np.zeros(100)}, Request(None))
+        >>> reply.stream is None, reply.value["x"].shape, reply.needed  # 800 bytes, 64-aligned
+        (True, (100,), 832)
     """
 
     value: Any = None
@@ -112,7 +122,13 @@ class Reply:
 
 @dataclass(eq=False)
 class Segment:
-    """One shared file as the caller sees it: a read-only mapping, and whether it is leased."""
+    """One shared file as the caller sees it: a read-only mapping, and whether it is leased.
+
+    Example:
+        >>> segment = Segment("unused", 4096, mmap.mmap(-1, 4096))
+        >>> segment.leased, segment.retired, segment.mapping.closed
+        (True, False, False)
+    """
 
     path: str
     size: int
@@ -122,13 +138,30 @@ class Segment:
     linked: bool = True
 
     def release(self) -> None:
-        """Marks the segment free (unmaps it when its slot dropped it meanwhile)."""
+        """Marks the segment free (unmaps it when its slot dropped it meanwhile).
+
+        Example:
+            >>> kept = Segment("kept", 4096, mmap.mmap(-1, 4096))
+            >>> dropped = Segment("dropped", 4096, mmap.mmap(-1, 4096), retired=True)
+            >>> kept.release(); dropped.release()
+            >>> kept.leased, kept.mapping.closed, dropped.leased, dropped.mapping.closed
+            (False, False, False, True)
+        """
         self.leased = False
         if self.retired:
             self.close()
 
     def close(self) -> None:
-        """Unmaps now, or, while a dying reply still holds the mapping, when it lets go."""
+        """Unmaps now, or, while a dying reply still holds the mapping, when it lets go.
+
+        Example:
+            >>> segment = Segment("unused", 4096, mmap.mmap(-1, 4096))
+            >>> view = np.frombuffer(segment.mapping, np.uint8)
+            >>> segment.close(); segment.mapping.closed  # a view still holds the mapping
+            False
+            >>> del view; segment.close(); segment.mapping.closed
+            True
+        """
         try:
             self.mapping.close()
         except BufferError:  # called from the reply's finalizer: the unmap follows it
@@ -142,6 +175,11 @@ class SlotSegments:
     Args:
         directory: Where files are created (None: nowhere, every reply takes Ray's path).
         hints: Per kind of request (``"sample"``, ...), the bytes its last reply needed.
+
+    Example:
+        >>> slot = SlotSegments(directory=None)  # no shared memory: every reply takes Ray's path
+        >>> slot.enabled, slot.request()
+        (False, (None, None))
     """
 
     directory: str | None = SHM_DIR
@@ -161,6 +199,13 @@ class SlotSegments:
         Returns:
             What to send with the request (None: nothing, the reply takes Ray's path) and the
             leased segment (None when there is none).
+
+        Example:
+            >>> slot = SlotSegments(hints={"sample": 1000})  # the last reply needed 1000 bytes
+            >>> request, lease = slot.request()
+            >>> request.size, request.path == lease.path, lease.leased  # whole MiB, with headroom
+            (1048576, True, True)
+            >>> slot.abandon(lease); slot.close()
         """
         if not self.enabled:
             return None, None
@@ -179,7 +224,19 @@ class SlotSegments:
         return Request(segment.path, segment.size, retired), segment
 
     def receive(self, reply: Any, segment: Segment | None, kind: str = "sample") -> Any:
-        """The value of ``reply`` (unpickled over the segment when it was written there)."""
+        """The value of ``reply`` (unpickled over the segment when it was written there).
+
+        Example:
+            >>> slot, actor = SlotSegments(hints={"sample": 1024}), ActorSegments()
+            >>> request, lease = slot.request()
+            >>> value = slot.receive(actor.reply(np.arange(4), request), lease)
+            >>> value.tolist(), lease.leased, slot.hints["sample"]
+            ([0, 1, 2, 3], True, 64)
+            >>> del value; lease.leased  # free once the reply's arrays are gone
+            False
+            >>> slot.receive("not a Reply", None), slot.close()
+            ('not a Reply', None)
+        """
         if not isinstance(reply, Reply):
             self.abandon(segment)
             return reply
@@ -207,12 +264,30 @@ class SlotSegments:
         return value
 
     def abandon(self, segment: Segment | None) -> None:
-        """The request that leased ``segment`` failed or was dropped: it is free again."""
+        """The request that leased ``segment`` failed or was dropped: it is free again.
+
+        Example:
+            >>> slot = SlotSegments(hints={"sample": 1024})
+            >>> request, lease = slot.request()
+            >>> slot.abandon(lease); lease.leased
+            False
+            >>> slot.request()[1] is lease  # it serves the next request
+            True
+            >>> slot.abandon(lease); slot.close()
+        """
         if segment is not None:
             segment.release()
 
     def close(self) -> None:
-        """Drops every segment: free ones now, leased ones once their reply is gone."""
+        """Drops every segment: free ones now, leased ones once their reply is gone.
+
+        Example:
+            >>> slot = SlotSegments(hints={"sample": 1024})
+            >>> request, lease = slot.request()
+            >>> slot.abandon(lease); slot.close()
+            >>> slot.enabled, lease.mapping.closed, slot.request()
+            (False, True, (None, None))
+        """
         for segment in self._segments:
             self._retire(segment)
         self._segments = []
@@ -278,7 +353,18 @@ class ActorSegments:
         self._mappings: dict[str, mmap.mmap] = {}
 
     def reply(self, value: Any, request: Request) -> Reply:
-        """``value`` written into the request's segment when it fits, else carried as is."""
+        """``value`` written into the request's segment when it fits, else carried as is.
+
+        Example:
+            >>> slot, actor = SlotSegments(hints={"sample": 64}), ActorSegments()
+            >>> request, lease = slot.request()
+            >>> reply = actor.reply(np.zeros(8), request)
+            >>> reply.mapped, reply.value is None, reply.spans  # written into the segment
+            (True, True, ((0, 64),))
+            >>> actor.reply(lambda: 0, request).needed  # not plain-picklable: carried as is
+            0
+            >>> slot.abandon(lease); slot.close()
+        """
         for path in request.retired:
             mapping = self._mappings.pop(path, None)
             if mapping is not None:

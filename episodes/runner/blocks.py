@@ -43,18 +43,36 @@ class Column:
 
     @classmethod
     def for_batch(cls, batch: Any, rows: int) -> Column:
-        """An uninitialised column shaped and typed like the batched struct ``batch``."""
+        """An uninitialised column shaped and typed like the batched struct ``batch``.
+
+        Example:
+            >>> col = Column.for_batch(np.zeros((2, 3), np.float32), rows=4)
+            >>> col.leaves[0].shape, col.leaves[0].dtype.name, col.structure is None
+            ((4, 2, 3), 'float32', True)
+        """
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
         return cls([np.empty((rows, *a.shape), a.dtype) for a in arrays], structure)
 
     @property
     def rows(self) -> int:
-        """The capacity in rows."""
+        """The capacity in rows.
+
+        Example:
+            >>> Column.for_batch(np.zeros(2), rows=7).rows
+            7
+        """
         return len(self.leaves[0])
 
     def put(self, row: int, batch: Any) -> None:
-        """Writes a batched struct (``[num_envs, ...]`` leaves) into row ``row``."""
+        """Writes a batched struct (``[num_envs, ...]`` leaves) into row ``row``.
+
+        Example:
+            >>> col = Column.for_batch({"a": np.zeros(2), "b": np.zeros(2)}, rows=3)
+            >>> col.put(1, {"a": np.array([1.0, 2.0]), "b": np.array([3.0, 4.0])})
+            >>> col.leaves[0][1].tolist(), col.leaves[1][1].tolist()
+            ([1.0, 2.0], [3.0, 4.0])
+        """
         if self.structure is None:
             self.leaves[0][row] = batch
             return
@@ -67,6 +85,11 @@ class Column:
 
         A take along the first axis of the (row, env)-flattened leaf moves whole items: about
         twice as fast as numpy's two-array fancy indexing.
+
+        Example:
+            >>> col = Column([np.arange(6).reshape(3, 2) * 10], None)  # 3 rows, 2 envs
+            >>> col.gather(np.array([[5, 0], [3, 1]])).tolist()  # 5: row 2, env 1
+            [[50, 0], [30, 10]]
         """
         return unflatten(
             self.structure,
@@ -74,21 +97,48 @@ class Column:
         )
 
     def put_rows(self, rows: np.ndarray, envs: np.ndarray, batch: Any) -> None:
-        """Writes the ``envs`` items of a batched struct at ``(rows, envs)``."""
+        """Writes the ``envs`` items of a batched struct at ``(rows, envs)``.
+
+        Example:
+            >>> col = Column([np.zeros((3, 2), np.int64)], None)
+            >>> col.put_rows(np.array([2]), np.array([1]), np.array([7, 8]))  # env 1's item, row 2
+            >>> col.leaves[0].tolist()
+            [[0, 0], [0, 0], [0, 8]]
+        """
         values = [batch] if self.structure is None else flatten(batch)[0]
         for leaf, value in zip(self.leaves, values):
             leaf[rows, envs] = np.asarray(value)[envs]
 
     def view(self, first: int, stop: int, env: int) -> Any:
-        """Rows ``first:stop`` of sub-env ``env`` as a struct of views."""
+        """Rows ``first:stop`` of sub-env ``env`` as a struct of views.
+
+        Example:
+            >>> col = Column([np.arange(6).reshape(3, 2)], None)
+            >>> col.view(1, 3, 0).tolist(), np.shares_memory(col.view(0, 3, 1), col.leaves[0])
+            ([2, 4], True)
+        """
         return unflatten(self.structure, [leaf[first:stop, env] for leaf in self.leaves])
 
     def window(self, first: int, stop: int) -> Any:
-        """Rows ``first:stop`` of every env (``[stop - first, N, ...]``) as a struct of views."""
+        """Rows ``first:stop`` of every env (``[stop - first, N, ...]``) as a struct of views.
+
+        Example:
+            >>> col = Column([np.arange(6).reshape(3, 2)], None)
+            >>> col.window(1, 3).tolist()
+            [[2, 3], [4, 5]]
+        """
         return unflatten(self.structure, [leaf[first:stop] for leaf in self.leaves])
 
     def resized(self, rows: int) -> Column:
-        """A new column of ``rows`` rows holding this one's first rows (as many as fit)."""
+        """A new column of ``rows`` rows holding this one's first rows (as many as fit).
+
+        Example:
+            >>> col = Column([np.arange(6).reshape(3, 2)], None)
+            >>> col.resized(5).rows, col.resized(5).leaves[0][:3].tolist()
+            (5, [[0, 1], [2, 3], [4, 5]])
+            >>> col.resized(1).leaves[0].tolist()
+            [[0, 1]]
+        """
         keep = min(rows, self.rows)
         grown = []
         for leaf in self.leaves:
@@ -110,6 +160,11 @@ class Blocks:
     ``i`` acted on in row ``r``. ``dead[r, i]`` marks a next-step reset step, which records no
     transition. ``actions`` and ``extras`` are allocated by the first vector step (their dtypes
     are the policy's).
+
+    Example:
+        >>> blocks = Blocks.allocate(np.zeros((2, 3)), rows=4)
+        >>> blocks.obs.rows, blocks.rewards.shape, blocks.actions is None
+        (5, (4, 2), True)
     """
 
     obs: Column
@@ -123,7 +178,13 @@ class Blocks:
 
     @classmethod
     def allocate(cls, obs: Any, rows: int) -> Blocks:
-        """Blocks of ``rows`` step rows, shaped like the batched ``obs``."""
+        """Blocks of ``rows`` step rows, shaped like the batched ``obs``.
+
+        Example:
+            >>> blocks = Blocks.allocate({"pos": np.zeros((3, 2), np.float32)}, rows=2)
+            >>> blocks.obs.leaves[0].shape, blocks.dead.shape, blocks.rewards.dtype.name
+            ((3, 3, 2), (2, 3), 'float64')
+        """
         num_envs = len(np.asarray(flatten(obs)[0][0]))
         return cls(
             obs=Column.for_batch(obs, rows + 1),
@@ -135,11 +196,23 @@ class Blocks:
 
     @property
     def step_rows(self) -> int:
-        """The capacity in step rows (``obs`` has one more)."""
+        """The capacity in step rows (``obs`` has one more).
+
+        Example:
+            >>> Blocks.allocate(np.zeros((2, 3)), rows=4).step_rows
+            4
+        """
         return len(self.rewards)
 
     def ensure_outputs(self, actions: Any, extras: dict[str, np.ndarray]) -> None:
-        """Allocates the action and extra-output blocks from the policy's first outputs."""
+        """Allocates the action and extra-output blocks from the policy's first outputs.
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros((2, 3)), rows=4)
+            >>> blocks.ensure_outputs(np.zeros(2, np.int64), {"logp": np.zeros(2, np.float32)})
+            >>> blocks.actions.leaves[0].shape, blocks.extras["logp"].leaves[0].dtype.name
+            ((4, 2), 'float32')
+        """
         rows = self.step_rows
         if self.actions is None:
             self.actions = Column.for_batch(actions, rows)
@@ -157,7 +230,17 @@ class Blocks:
         terminateds: Any,
         truncateds: Any,
     ) -> None:
-        """Writes one vector step: row ``row`` of the step fields, row ``row + 1`` of ``obs``."""
+        """Writes one vector step: row ``row`` of the step fields, row ``row + 1`` of ``obs``.
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros(2), rows=3)
+            >>> no, ends = np.zeros(2, bool), np.array([False, True])
+            >>> blocks.put_step(0, np.array([1, 0]), {}, np.array([0.5, 0.7]), np.ones(2), ends, no)
+            >>> blocks.actions.leaves[0][0].tolist(), blocks.obs.leaves[0][1].tolist()
+            ([1, 0], [0.5, 0.7])
+            >>> blocks.terminated[0].tolist()
+            [False, True]
+        """
         if self.actions is None or len(extras) != len(self.extras):
             self.ensure_outputs(actions, extras)
         assert self.actions is not None
@@ -170,7 +253,15 @@ class Blocks:
         self.obs.put(row + 1, obs)
 
     def resized(self, step_rows: int) -> Blocks:
-        """Blocks with ``step_rows`` step rows holding these blocks' first rows."""
+        """Blocks with ``step_rows`` step rows holding these blocks' first rows.
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros(2), rows=2)
+            >>> blocks.rewards[:] = [[1.0, 2.0], [3.0, 4.0]]
+            >>> grown = blocks.resized(3)
+            >>> grown.step_rows, grown.obs.rows, grown.rewards[:2].tolist()
+            (3, 4, [[1.0, 2.0], [3.0, 4.0]])
+        """
 
         def grow(array: np.ndarray) -> np.ndarray:
             return _flat(array).resized(step_rows).leaves[0]
@@ -211,6 +302,13 @@ class Blocks:
         """New blocks of ``rows`` step rows (same layouts) starting with rows ``first:stop``.
 
         One copy per field: what the next call continues from (``stop - first <= rows``).
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros(2), rows=4)
+            >>> blocks.rewards[:, 0] = [1.0, 2.0, 3.0, 4.0]
+            >>> nxt = blocks.successor(2, 4, rows=3)
+            >>> nxt.step_rows, nxt.rewards[:, 0].tolist()
+            (3, [3.0, 4.0, 0.0])
         """
 
         def like(column: Column, count: int) -> Column:
@@ -257,11 +355,27 @@ class Finals:
         self._parts: list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = []
 
     def add(self, rows: np.ndarray, envs: np.ndarray, leaves: list[np.ndarray]) -> None:
-        """Appends the endings of one step (``leaves``: ``[k, ...]`` arrays)."""
+        """Appends the endings of one step (``leaves``: ``[k, ...]`` arrays).
+
+        Example:
+            >>> finals = Finals(None)
+            >>> finals.add(np.array([2, 2]), np.array([0, 1]), [np.array([[1.0], [2.0]])])
+            >>> finals.rows.tolist()  # joined by freeze()
+            []
+        """
         self._parts.append((rows, envs, leaves))
 
     def freeze(self) -> None:
-        """Joins the appended batches into ``rows``, ``envs`` and ``leaves``."""
+        """Joins the appended batches into ``rows``, ``envs`` and ``leaves``.
+
+        Example:
+            >>> finals = Finals(None)
+            >>> finals.add(np.array([1]), np.array([0]), [np.array([[1.0]])])
+            >>> finals.add(np.array([4]), np.array([1]), [np.array([[2.0]])])
+            >>> finals.freeze()
+            >>> finals.rows.tolist(), finals.envs.tolist(), finals.leaves[0].tolist()
+            ([1, 4], [0, 1], [[1.0], [2.0]])
+        """
         if not self._parts:
             return
         parts = self._parts
@@ -273,18 +387,42 @@ class Finals:
         self._parts = []
 
     def item(self, k: int) -> Any:
-        """Ending ``k``'s final observation (views)."""
+        """Ending ``k``'s final observation (views).
+
+        Example:
+            >>> leaves, structure = flatten({"x": np.array([[1.0, 2.0]])})
+            >>> finals = Finals(structure)
+            >>> finals.add(np.array([0]), np.array([0]), leaves); finals.freeze()
+            >>> finals.item(0)["x"].tolist()
+            [1.0, 2.0]
+        """
         return unflatten(self.structure, [leaf[k] for leaf in self.leaves])
 
     def index_of(self, rows: np.ndarray, envs: np.ndarray, width: int) -> np.ndarray:
-        """The entry of each (row, env) ending (``width`` > every row), vectorised."""
+        """The entry of each (row, env) ending (``width`` > every row), vectorised.
+
+        Example:
+            >>> finals = Finals(None)
+            >>> finals.add(np.array([3, 1]), np.array([0, 1]), [np.zeros((2, 1))]); finals.freeze()
+            >>> finals.index_of(np.array([1, 3]), np.array([1, 0]), width=10).tolist()
+            [1, 0]
+        """
         keys = self.envs * width + self.rows
         order = np.argsort(keys, kind="stable")
         found = np.searchsorted(keys[order], envs * width + rows)
         return order[np.minimum(found, max(len(order) - 1, 0))]
 
     def kept(self, mask: np.ndarray, row_shift: int) -> Finals:
-        """A new store of the entries in ``mask``, their rows moved by ``row_shift``."""
+        """A new store of the entries in ``mask``, their rows moved by ``row_shift``.
+
+        Example:
+            >>> finals = Finals(None)
+            >>> finals.add(np.array([3, 5]), np.array([0, 1]), [np.array([[1.0], [2.0]])])
+            >>> finals.freeze()
+            >>> kept = finals.kept(np.array([False, True]), row_shift=-4)
+            >>> kept.rows.tolist(), kept.envs.tolist(), kept.leaves[0].tolist()
+            ([1], [1], [[2.0]])
+        """
         out = Finals(self.structure)
         if mask.any():
             out.add(self.rows[mask] + row_shift, self.envs[mask], [x[mask] for x in self.leaves])

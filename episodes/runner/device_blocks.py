@@ -66,6 +66,11 @@ class TensorColumn(Column):
         """An uninitialised column shaped and typed like ``batch`` (numpy leaves are converted).
 
         ``device`` defaults to the batch's own device.
+
+        Example:
+            >>> col = TensorColumn.for_batch(np.zeros((2, 3), np.float32), rows=4)
+            >>> tuple(col.leaves[0].shape), col.leaves[0].dtype
+            ((4, 2, 3), torch.float32)
         """
         leaves, structure = flatten(batch)
         tensors = [torch.as_tensor(leaf, device=device) for leaf in leaves]
@@ -76,12 +81,23 @@ class TensorColumn(Column):
 
     @property
     def device(self) -> torch.device:
-        """Where the leaves live."""
+        """Where the leaves live.
+
+        Example:
+            >>> TensorColumn.for_batch(torch.zeros(2), rows=3).device
+            device(type='cpu')
+        """
         leaf: torch.Tensor = self.leaves[0]
         return leaf.device
 
     def gather(self, flat: Any) -> Any:
-        """The items at flat positions ``row * num_envs + env`` (any index shape), on the device."""
+        """The items at flat positions ``row * num_envs + env`` (any index shape), on the device.
+
+        Example:
+            >>> col = TensorColumn([torch.arange(6).reshape(3, 2) * 10], None)  # 3 rows, 2 envs
+            >>> col.gather(np.array([[5, 0], [3, 1]])).tolist()
+            [[50, 0], [30, 10]]
+        """
         index = torch.as_tensor(flat, device=self.device)
         flat_index = index.reshape(-1)
         return unflatten(
@@ -96,7 +112,13 @@ class TensorColumn(Column):
         )
 
     def resized(self, rows: int) -> TensorColumn:
-        """A new column of ``rows`` rows holding this one's first rows (as many as fit)."""
+        """A new column of ``rows`` rows holding this one's first rows (as many as fit).
+
+        Example:
+            >>> col = TensorColumn([torch.arange(6).reshape(3, 2)], None)
+            >>> col.resized(2).leaves[0].tolist(), col.resized(5).rows
+            ([[0, 1], [2, 3]], 5)
+        """
         keep = min(rows, self.rows)
         grown = []
         for leaf in self.leaves:
@@ -106,7 +128,14 @@ class TensorColumn(Column):
         return TensorColumn(grown, self.structure)
 
     def shifted(self, first: int, stop: int, rows: int) -> TensorColumn:
-        """A new column of ``rows`` rows starting with rows ``first:stop`` of this one."""
+        """A new column of ``rows`` rows starting with rows ``first:stop`` of this one.
+
+        Example:
+            >>> col = TensorColumn([torch.arange(6).reshape(3, 2)], None)
+            >>> shifted = col.shifted(1, 3, rows=4)
+            >>> shifted.rows, shifted.leaves[0][:2].tolist()
+            (4, [[2, 3], [4, 5]])
+        """
         out = []
         for leaf in self.leaves:
             new = torch.empty((rows, *leaf.shape[1:]), dtype=leaf.dtype, device=leaf.device)
@@ -136,7 +165,13 @@ class HostColumn(Column):
 
     @property
     def leaves(self) -> list[np.ndarray]:  # type: ignore[override]
-        """The numpy leaves (copied from the device the first time)."""
+        """The numpy leaves (copied from the device the first time).
+
+        Example:
+            >>> mirror = HostColumn(TensorColumn([torch.zeros(2, 2)], None))
+            >>> type(mirror.leaves[0]).__name__, mirror.leaves[0] is mirror.leaves[0]  # copied once
+            ('ndarray', True)
+        """
         if self._host is None:
             tensors: list[torch.Tensor] = list(self._source.leaves)
             self._host = [leaf.detach().cpu().numpy() for leaf in tensors]
@@ -149,13 +184,24 @@ class DeviceBlocks(Blocks):
 
     ``finals[r, i]`` is the final observation of sub-env ``i``'s episode that ended in row
     ``r`` (same-step envs only; other rows hold whatever the env reported there).
+
+    Example:
+        >>> blocks = DeviceBlocks.allocate(torch.zeros(2, 3), rows=4, with_finals=True)
+        >>> tuple(blocks.finals.leaves[0].shape), blocks.rewards.dtype, blocks.device.type
+        ((4, 2, 3), torch.float64, 'cpu')
     """
 
     finals: TensorColumn | None = None
 
     @classmethod
     def allocate(cls, obs: Any, rows: int, *, with_finals: bool = False) -> DeviceBlocks:
-        """Blocks of ``rows`` step rows on the observations' device, shaped like ``obs``."""
+        """Blocks of ``rows`` step rows on the observations' device, shaped like ``obs``.
+
+        Example:
+            >>> blocks = DeviceBlocks.allocate(np.zeros((3, 2), np.float32), rows=2)
+            >>> tuple(blocks.obs.leaves[0].shape), tuple(blocks.dead.shape), blocks.finals is None
+            ((3, 3, 2), (2, 3), True)
+        """
         first = torch.as_tensor(flatten(obs)[0][0])
         device, num_envs = first.device, len(first)
 
@@ -173,12 +219,26 @@ class DeviceBlocks(Blocks):
 
     @property
     def device(self) -> torch.device:
-        """Where the blocks live."""
+        """Where the blocks live.
+
+        Example:
+            >>> DeviceBlocks.allocate(torch.zeros(2), rows=3).device
+            device(type='cpu')
+        """
         rewards: torch.Tensor = self.rewards
         return rewards.device
 
     def ensure_outputs(self, actions: Any, extras: dict[str, Any]) -> None:
-        """Allocates the action and extra-output blocks (on the blocks' device)."""
+        """Allocates the action and extra-output blocks (on the blocks' device).
+
+        Example:
+            >>> blocks = DeviceBlocks.allocate(torch.zeros(2, 3), rows=4)
+            >>> blocks.ensure_outputs(np.array([0, 1]), {"logp": torch.zeros(2)})
+            >>> type(blocks.actions).__name__, blocks.actions.leaves[0].dtype
+            ('TensorColumn', torch.int64)
+            >>> blocks.extras["logp"].rows
+            4
+        """
         rows = self.step_rows
         if self.actions is None:
             self.actions = TensorColumn.for_batch(actions, rows, self.device)
@@ -187,7 +247,15 @@ class DeviceBlocks(Blocks):
                 self.extras[key] = TensorColumn.for_batch(value, rows, self.device)
 
     def resized(self, step_rows: int) -> DeviceBlocks:
-        """Blocks with ``step_rows`` step rows holding these blocks' first rows."""
+        """Blocks with ``step_rows`` step rows holding these blocks' first rows.
+
+        Example:
+            >>> blocks = DeviceBlocks.allocate(torch.zeros(2), rows=2)
+            >>> blocks.rewards[:] = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+            >>> grown = blocks.resized(3)
+            >>> grown.step_rows, grown.obs.rows, grown.rewards.tolist()
+            (3, 4, [[1.0, 2.0], [3.0, 4.0], [0.0, 0.0]])
+        """
 
         def flat(array: torch.Tensor) -> torch.Tensor:
             out = torch.zeros((step_rows, *array.shape[1:]), dtype=array.dtype, device=array.device)
@@ -198,7 +266,15 @@ class DeviceBlocks(Blocks):
         return self._remade(flat, lambda column, extra: column.resized(step_rows + extra))
 
     def successor(self, first: int, stop: int, rows: int) -> DeviceBlocks:
-        """New blocks of ``rows`` step rows starting with rows ``first:stop`` (one copy each)."""
+        """New blocks of ``rows`` step rows starting with rows ``first:stop`` (one copy each).
+
+        Example:
+            >>> blocks = DeviceBlocks.allocate(torch.zeros(2), rows=4)
+            >>> blocks.rewards[:, 0] = torch.tensor([1.0, 2.0, 3.0, 4.0])
+            >>> nxt = blocks.successor(2, 4, rows=3)
+            >>> nxt.step_rows, nxt.rewards[:, 0].tolist()
+            (3, [3.0, 4.0, 0.0])
+        """
 
         def flat(array: torch.Tensor) -> torch.Tensor:
             out = torch.zeros((rows, *array.shape[1:]), dtype=array.dtype, device=array.device)
@@ -230,7 +306,13 @@ class DeviceBlocks(Blocks):
         )
 
     def index(self, positions: np.ndarray) -> torch.Tensor:
-        """Host index positions as a tensor on the blocks' device."""
+        """Host index positions as a tensor on the blocks' device.
+
+        Example:
+            >>> index = DeviceBlocks.allocate(torch.zeros(2), rows=2).index(np.array([1, 0]))
+            >>> index.tolist(), index.dtype, index.device.type
+            ([1, 0], torch.int64, 'cpu')
+        """
         return torch.as_tensor(positions, device=self.device)
 
     def bootstrap_observations(
@@ -246,6 +328,17 @@ class DeviceBlocks(Blocks):
 
         ``obs[stop, env]`` (from ``finals[final_rows, env]`` where ``apart``), then
         ``obs[last_rows, ongoing]``; see ``SampledChunks.bootstrap_observations``.
+
+        Example:
+            >>> blocks = DeviceBlocks.allocate(torch.zeros(2), rows=3, with_finals=True)
+            >>> blocks.obs.leaves[0][:] = torch.arange(8.0).reshape(4, 2)
+            >>> blocks.finals.leaves[0][:] = 100 + torch.arange(6.0).reshape(3, 2)
+            >>> stop, env, final_rows = np.array([2, 1]), np.array([0, 1]), np.array([1, 0])
+            >>> apart, last_rows, ongoing = np.array([False, True]), np.array([3]), np.array([0])
+            >>> out = blocks.bootstrap_observations(stop, env, final_rows, apart, last_rows,
+            ...                                     ongoing)
+            >>> out.tolist()  # obs[2, 0], finals[0, 1], then obs[3, 0]
+            [4.0, 101.0, 6.0]
         """
         index = self.index
         leaves = []
@@ -262,6 +355,13 @@ class DeviceBlocks(Blocks):
         """A host mirror: flags and rewards copied now, the other fields when first read.
 
         The flags are copied whole, so that row numbers stay the same.
+
+        Example:
+            >>> blocks = DeviceBlocks.allocate(torch.zeros(2, 3), rows=2)
+            >>> blocks.rewards[1, 0] = 1.5
+            >>> mirror = blocks.host()
+            >>> type(mirror).__name__, type(mirror.rewards).__name__, mirror.rewards[1].tolist()
+            ('Blocks', 'ndarray', [1.5, 0.0])
         """
 
         def copy(array: Any) -> np.ndarray:

@@ -66,6 +66,11 @@ class DeviceRecorder(BatchedRecorder):
 
     Raises:
         ValueError: ``mode`` is disabled.
+
+    Example:
+        >>> DeviceRecorder(2, AutoresetMode.DISABLED, 0, RunnerMetrics())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: vector envs yielding torch tensors are recorded in next-step or same-step ...
     """
 
     def __init__(self, num_envs: int, mode: AutoresetMode, lookback: int, metrics: RunnerMetrics):
@@ -89,7 +94,14 @@ class DeviceRecorder(BatchedRecorder):
 
     # ------------------------------------------------------------------------------ a call
     def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
-        """Allocates (or takes over) the call's device blocks."""
+        """Allocates (or takes over) the call's device blocks.
+
+        Example:
+            >>> rec = DeviceRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+            >>> rec.begin(4, torch.zeros(2, 3))
+            >>> rec.device_blocks.step_rows, tuple(rec.device_blocks.finals.leaves[0].shape)
+            (4, (4, 2, 3))
+        """
         carried = self.row
         rows = carried + num_steps + self._slack(num_steps)
         if self._next_device is None:
@@ -122,6 +134,16 @@ class DeviceRecorder(BatchedRecorder):
 
         Without a look at the device while even the best case falls short; after that, one
         look per step in next-step mode (reset steps record nothing).
+
+        Example:
+            >>> rec = DeviceRecorder(1, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
+            >>> rec.begin(2, torch.zeros(1, 2))
+            >>> act, obs, one = torch.zeros(1), torch.ones(1, 2), torch.ones(1)
+            >>> done, no = torch.tensor([True]), torch.tensor([False])
+            >>> _ = rec.step(act, {}, obs, one, done, no, {}, reset=None)
+            >>> _ = rec.step(act, {}, obs, one, no, no, {}, reset=None)
+            >>> rec.full()  # the second step was the reset step: it recorded nothing
+            False
         """
         if self._least + (self.row - self._synced_row) < self.num_steps:
             return False
@@ -153,6 +175,16 @@ class DeviceRecorder(BatchedRecorder):
 
         The started mask is a bool tensor on the device (all False when no sub-env started an
         episode): which sub-envs' recurrent state to reset.
+
+        Example:
+            >>> rec = DeviceRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
+            >>> rec.begin(2, torch.zeros(2, 3))
+            >>> act, obs, one = torch.zeros(2), torch.ones(2, 3), torch.ones(2)
+            >>> no, ends = torch.tensor([False, False]), torch.tensor([False, True])
+            >>> rec.step(act, {}, obs, one, ends, no, {}, reset=None)[1].tolist()
+            [False, False]
+            >>> rec.step(act, {}, obs, one, no, no, {}, reset=None)[1].tolist()  # env 1 resets
+            [False, True]
         """
         del reset  # disabled mode is refused at construction
         blocks = self.device_blocks
@@ -194,7 +226,19 @@ class DeviceRecorder(BatchedRecorder):
 
     # --------------------------------------------------------------------------- the end
     def finish(self) -> Recording:
-        """Brings flags and rewards to the host once, does the call's bookkeeping, records."""
+        """Brings flags and rewards to the host once, does the call's bookkeeping, records.
+
+        Example:
+            >>> rec = DeviceRecorder(1, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
+            >>> rec.begin(2, torch.zeros(1, 2))
+            >>> act, obs, one = torch.zeros(1), torch.ones(1, 2), torch.ones(1)
+            >>> no = torch.tensor([False])
+            >>> for ends in ([True], [False], [False]):  # row 1 is the reset step
+            ...     _ = rec.step(act, {}, obs, one, torch.tensor(ends), no, {}, reset=None)
+            >>> recording = rec.finish()
+            >>> recording.chunk_lengths(), recording.window.tolist(), recording.device.device.type
+            ([1, 1], [[0, 2]], 'cpu')
+        """
         device = self.device_blocks
         assert device is not None
         host = device.host()

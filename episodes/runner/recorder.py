@@ -85,6 +85,11 @@ class BatchedRecorder:
         mode: Its autoreset mode.
         lookback: ``len_lookback_buffer`` of the chunks.
         metrics: Where finished episodes are counted.
+
+    Example:
+        >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 1, RunnerMetrics())
+        >>> rec.episode_number.tolist(), rec.next_number, rec.blocks is None  # begin() allocates
+        ([0, 1], 2, True)
     """
 
     def __init__(self, num_envs: int, mode: AutoresetMode, lookback: int, metrics: RunnerMetrics):
@@ -117,7 +122,16 @@ class BatchedRecorder:
 
     # ------------------------------------------------------------------------------ a call
     def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
-        """Allocates the call's blocks; ``reset_infos`` (first call only) go with ``obs``."""
+        """Allocates the call's blocks; ``reset_infos`` (first call only) go with ``obs``.
+
+        Example:
+            >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
+            >>> rec.begin(4, np.zeros((2, 3)), {"seed": np.array([5, 6])})
+            >>> rec.blocks.step_rows, rec.blocks.obs.rows  # 2 spare rows for reset steps
+            (6, 7)
+            >>> sorted(rec.infos), int(rec.infos[(0, 1)]["seed"])  # keyed by (row, env)
+            ([(0, 0), (0, 1)], 6)
+        """
         carried = self.row
         rows = carried + num_steps + self._slack(num_steps)
         if self._next is None:
@@ -141,7 +155,16 @@ class BatchedRecorder:
         self._least = int(self._have.min()) if self.num_envs else num_steps
 
     def full(self) -> bool:
-        """True once every sub-env recorded ``num_steps`` transitions for this call."""
+        """True once every sub-env recorded ``num_steps`` transitions for this call.
+
+        Example:
+            >>> rec = BatchedRecorder(1, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+            >>> rec.begin(1, np.zeros((1, 2)))
+            >>> no = np.zeros(1, bool)
+            >>> rec.full(), rec.step(np.zeros(1), {}, np.ones((1, 2)), np.ones(1), no, no, {},
+            ...                      reset=None)[1], rec.full()
+            (False, None, True)
+        """
         return self._least >= self.num_steps
 
     def step(
@@ -161,6 +184,16 @@ class BatchedRecorder:
         ``reset`` resets sub-envs in disabled mode (``reset(options={"reset_mask": mask})``).
         The started mask (None when no sub-env started an episode) says whose recurrent state
         to reset.
+
+        Example:
+            >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
+            >>> rec.begin(2, np.zeros((2, 3)))
+            >>> act, obs, one, no = np.zeros(2), np.ones((2, 3)), np.ones(2), np.zeros(2, bool)
+            >>> ends = np.array([False, True])
+            >>> rec.step(act, {}, obs, one, ends, no, {}, reset=None)[1] is None
+            True
+            >>> rec.step(act, {}, obs, one, no, no, {}, reset=None)[1].tolist()  # env 1 resets
+            [False, True]
         """
         assert self.blocks is not None, "begin() first"
         actions = map_leaves(np.asarray, actions)
@@ -295,7 +328,18 @@ class BatchedRecorder:
 
     # --------------------------------------------------------------------------- the end
     def finish(self) -> Recording:
-        """The call's recording; carries lookback and leftover rows over to the next call."""
+        """The call's recording; carries lookback and leftover rows over to the next call.
+
+        Example:
+            >>> rec = BatchedRecorder(1, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
+            >>> rec.begin(3, np.zeros((1, 2)))
+            >>> act, obs, one, no = np.zeros(1), np.ones((1, 2)), np.ones(1), np.zeros(1, bool)
+            >>> for ends in ([True], [False], [False], [False]):  # row 1 is the reset step
+            ...     _ = rec.step(act, {}, obs, one, np.array(ends), no, {}, reset=None)
+            >>> recording = rec.finish()
+            >>> recording.chunk_lengths(), recording.window.tolist(), rec.metrics.episode_returns
+            ([1, 2], [[0, 2, 3]], [1.0])
+        """
         blocks, finals = self.blocks, self.finals
         assert blocks is not None and finals is not None
         self._number_endings()

@@ -30,7 +30,16 @@ from episodes.runner.blocks import Blocks, Finals
 
 @dataclass(frozen=True)
 class ChunkTable:
-    """One entry per chunk (numpy arrays of equal length)."""
+    """One entry per chunk (numpy arrays of equal length).
+
+    Example:
+        >>> blocks = Blocks.allocate(np.zeros((1, 1)), rows=4)
+        >>> blocks.truncated[1, 0] = blocks.dead[2, 0] = True  # next-step: row 2 resets
+        >>> state = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
+        >>> table = chunk_table(blocks, 4, 3, 0, state, np.array([[1], [0], [1]]), None)[0]
+        >>> len(table), table.truncated.tolist(), table.last_step.tolist()
+        (2, [True, False], [1, 2])
+    """
 
     env: np.ndarray
     first: np.ndarray
@@ -60,6 +69,15 @@ class Recording:
     modes; ``table.final`` says which entry is whose), ``final_infos[(row, env)]`` the final
     info of the episode ending in ``row``. ``device`` holds the blocks on the env's torch
     device when the env yields tensors (see :mod:`episodes.runner.device_recorder`).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+        >>> rec = runner.sample(3).recording
+        >>> rec.num_steps, rec.window.tolist(), rec.table.env.tolist()
+        (3, [[0, 1, 2], [0, 1, 2]], [0, 1])
     """
 
     blocks: Blocks
@@ -77,7 +95,18 @@ class Recording:
 
     @property
     def aligned_start(self) -> int | None:
-        """The first row when every env's window is the same row range, else None."""
+        """The first row when every env's window is the same row range, else None.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+            >>> runner.sample(4).recording.aligned_start  # no episode ended: rows 0..3 for both
+            0
+            >>> print(runner.sample(30).recording.aligned_start)  # reset steps shifted the windows
+            None
+        """
         first = int(self.window[0, 0]) if self.window.size else 0
         expected = first + np.arange(self.num_steps)
         return first if bool((self.window == expected).all()) else None
@@ -160,6 +189,16 @@ def chunk_table(
 
     Returns:
         The table; per env the rows of its window ``[N, T]``; the next call's state.
+
+    Example:
+        >>> blocks = Blocks.allocate(np.zeros((1, 1)), rows=4)
+        >>> blocks.terminated[1, 0] = True  # next-step mode: row 2 is the reset step
+        >>> blocks.dead[2, 0] = True
+        >>> state = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
+        >>> table, window, (start, _, number) = chunk_table(
+        ...     blocks, 4, 3, 0, state, np.array([[1], [0], [1]]), None)
+        >>> window.tolist(), table.number.tolist(), start.tolist(), number.tolist()
+        ([[0, 1, 3]], [0, 1], [4], [1])
     """
     start, episode_start, episode_number = state
     num_envs = blocks.rewards.shape[1]
