@@ -22,7 +22,17 @@ __all__ = ["main"]
 
 
 class CliError(Exception):
-    """A user-facing error: printed as one line, exit code 1."""
+    """A user-facing error: printed as one line, exit code 1.
+
+    Example:
+        >>> import contextlib, io
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     main(["record", "CartPole-v1", "--steps", "0", "--out", "unused"])
+        1
+        >>> print(err.getvalue(), end="")
+        episodes: error: --steps and --num-envs must be >= 1
+    """
 
 
 def _progress(total: int | None, desc: str) -> Any:

@@ -71,6 +71,12 @@ class SlicePlan(NamedTuple):
 
     ``step`` is applied to the assembled sequence afterwards (``result[::step]``). A named
     tuple rather than a dataclass: it is built on every slice read.
+
+    Example:
+        >>> plan = plan_slice(slice(-1, 2), lookback=0, total=3, neg_index_as_lookback=True,
+        ...                   fill=True)
+        >>> plan.fill_left, (plan.start, plan.stop), plan.fill_right
+        (1, (0, 2), 0)
     """
 
     fill_left: int
@@ -81,12 +87,22 @@ class SlicePlan(NamedTuple):
 
     @property
     def stored(self) -> int:
-        """Number of stored items the plan reads."""
+        """Number of stored items the plan reads.
+
+        Example:
+            >>> SlicePlan(fill_left=2, start=1, stop=4, fill_right=0, step=1).stored
+            3
+        """
         return self.stop - self.start
 
     @property
     def length(self) -> int:
-        """Number of items in the result, fillers included, before ``step`` is applied."""
+        """Number of items in the result, fillers included, before ``step`` is applied.
+
+        Example:
+            >>> SlicePlan(fill_left=2, start=1, stop=4, fill_right=1, step=2).length
+            6
+        """
         return self.fill_left + self.stored + self.fill_right
 
 

@@ -36,6 +36,11 @@ class ColumnKeys:
         critic_hidden: The same for the critic.
         bootstrap_value: ``custom_data`` key holding ``V`` of a chunk's last observation, used
             when no value function is given.
+
+    Example:
+        >>> keys = ColumnKeys(distribution=("mean", "std"), actor_hidden=("h",))
+        >>> keys.values, extra_keys_for(keys, "rl")
+        ('vf_preds', ['vf_preds', 'action_logp', 'mean', 'std', 'h'])
     """
 
     values: str = "vf_preds"
@@ -49,7 +54,19 @@ class ColumnKeys:
 
 @dataclass
 class TimeMajorColumns:
-    """The columns of ``N`` envs over ``T`` steps, plus what still needs a bootstrap value."""
+    """The columns of ``N`` envs over ``T`` steps, plus what still needs a bootstrap value.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 0.0],
+        ...     extra_model_outputs={"vf_preds": [0.5, 0.5], "action_logp": [-1.0, -1.0]},
+        ...     truncated=True, len_lookback_buffer=0)
+        >>> cols = time_major([[ep]], ColumnKeys())
+        >>> cols.observations[:, 0].tolist(), cols.truncated[:, 0].tolist(), cols.ongoing
+        ([0, 1], [False, True], [None])
+        >>> [(t, n) for t, n, _ in cols.truncated_steps]  # step 1 of env 0 needs V(o_2)
+        [(1, 0)]
+    """
 
     observations: Any
     actions: Any

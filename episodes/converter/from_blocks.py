@@ -72,6 +72,20 @@ def block_columns(
     Returns None when the fast path does not apply (not a :class:`SampledChunks`, a built
     chunk changed, an extra key is missing, or ``rl`` without ``value_fn``): the caller takes
     the general path, which gives the same result or the same error.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> def policy(obs):
+        ...     return np.zeros(len(obs), np.int64), {"vf_preds": np.ones(len(obs)),
+        ...                                           "action_logp": np.zeros(len(obs))}
+        >>> cols, rewards, last = block_columns(EnvRunner(env, policy, seed=0).sample(3),
+        ...     ColumnKeys(), value_fn=lambda obs: np.full(len(obs), 2.0), gamma=0.5)
+        >>> rewards.dtype, last.tolist()  # both envs still running: V(last obs) each
+        (dtype('float64'), [[2.0], [2.0]])
+        >>> block_columns([], ColumnKeys(), value_fn=None, gamma=0.5) is None  # general path
+        True
     """
     if not isinstance(episodes, SampledChunks) or (training_type == "rl" and value_fn is None):
         return None
@@ -214,7 +228,18 @@ class LazyExtras(Mapping[str, Any]):
         return len(self._keys)
 
     def item_shape(self, key: str) -> tuple[int, ...]:
-        """The per-step shape of ``key``."""
+        """The per-step shape of ``key``.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import EnvRunner
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> def policy(obs):
+            ...     return np.zeros(len(obs), np.int64), {"logits": np.zeros((len(obs), 2))}
+            >>> extras = LazyExtras(EnvRunner(env, policy, seed=0).sample(3), ["logits"])
+            >>> extras.item_shape("logits")
+            (2,)
+        """
         return self._chunks.item_shape("extra:" + key)
 
 
@@ -253,5 +278,14 @@ class LazyGroups(Sequence[list[SingleAgentEpisode]]):
 
 
 def env_bounds(chunks: SampledChunks) -> np.ndarray:
-    """``[N + 1]``: env ``n``'s chunks are ``chunks[bounds[n]:bounds[n + 1]]`` (none built)."""
+    """``[N + 1]``: env ``n``'s chunks are ``chunks[bounds[n]:bounds[n + 1]]`` (none built).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(20)
+        >>> chunks.env_indices.tolist(), env_bounds(chunks).tolist()  # env 0's episode ended
+        ([0, 0, 1], [0, 2, 3])
+    """
     return np.searchsorted(chunks.env_indices, np.arange(chunks.num_envs + 1))

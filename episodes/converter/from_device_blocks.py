@@ -54,6 +54,21 @@ def device_block_columns(
     ``value_fn`` and ``obs_fn`` get torch tensors on the env's device; extra outputs are read
     from the blocks when the storage asks for them. Returns None when an extra key is missing
     (the caller takes the general path).
+
+    Example:
+        >>> from episodes.envs.torch_cartpole import TorchCartPole
+        >>> from episodes.runner import EnvRunner
+        >>> def policy(obs):
+        ...     zeros = torch.zeros(len(obs))
+        ...     return zeros.long(), {"vf_preds": zeros, "action_logp": zeros}
+        >>> chunks = EnvRunner(TorchCartPole(2, device="cpu"), policy, seed=0).sample(3)
+        >>> _, _, last = device_block_columns(chunks, ColumnKeys(), gamma=0.9,
+        ...                                   value_fn=lambda obs: torch.full((len(obs),), 2.0))
+        >>> last.tolist(), last.device.type  # both envs still running: V(last obs) each
+        ([[2.0], [2.0]], 'cpu')
+        >>> keys = ColumnKeys(distribution=("logits",))  # not recorded: the general path
+        >>> device_block_columns(chunks, keys, value_fn=None, gamma=0.9) is None
+        True
     """
     extra_keys = extra_keys_for(keys, training_type)
     raw = chunks.time_major(extra_keys, lazy_extras=True)

@@ -26,7 +26,19 @@ __all__ = ["side_by_side_columns", "side_by_side_groups", "side_by_side_parts"]
 
 
 def side_by_side_parts(episodes: Any) -> list[SampledChunks] | None:
-    """The parts a sequence offers through ``side_by_side()``, if all are runner samples."""
+    """The parts a sequence offers through ``side_by_side()``, if all are runner samples.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> sample = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+        >>> class Gathered(list):
+        ...     def side_by_side(self):
+        ...         return [sample]
+        >>> [p is sample for p in side_by_side_parts(Gathered(sample))], side_by_side_parts([])
+        ([True], None)
+    """
     offer = getattr(episodes, "side_by_side", None)
     if not callable(offer):
         return None
@@ -118,6 +130,18 @@ def side_by_side_groups(
     Env ``offset(r) + i`` is part ``r``'s env ``i``; in ``episodes`` part ``r``'s chunks follow
     those of the parts before it, so its own ``__getitem__`` (which may renumber the chunks)
     hands them out.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> def sample(seed):
+        ...     env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        ...     policy = RandomPolicy(env.action_space, seed=seed)
+        ...     return EnvRunner(env, policy, seed=seed).sample(20)
+        >>> parts = [sample(0), sample(1)]
+        >>> groups = side_by_side_groups([c for p in parts for c in p], parts)
+        >>> len(groups), [len(g) for g in groups], [sum(len(c) for c in g) for g in groups]
+        (4, [2, 1, 1, 1], [20, 20, 20, 20])
     """
     offsets = np.cumsum([0] + [len(part) for part in parts[:-1]])
     bounds = [env_bounds(part)[:-1] + offset for part, offset in zip(parts, offsets)]

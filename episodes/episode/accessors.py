@@ -15,7 +15,16 @@ from episodes.indexing import Index as Indices
 
 
 class ColumnAccessors:
-    """Getters and setters over the episode's column buffers."""
+    """Getters and setters over the episode's column buffers.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 2.0],
+        ...                         len_lookback_buffer=1)
+        >>> ep.set_actions(new_data=[5], at_indices=[0])
+        >>> ep.get_actions(), ep.get_actions(-1, neg_index_as_lookback=True), ep.get_rewards()
+        ([5], 1, [2.0])
+    """
 
     __slots__ = ()
 

@@ -33,7 +33,14 @@ Kind = Literal["id", "column", "columns", "flag", "time", "space", "clock", "cus
 
 
 class Field(NamedTuple):
-    """One field of the episode (build it with :func:`field`, which derives ``slot``)."""
+    """One field of the episode (build it with :func:`field`, which derives ``slot``).
+
+    Example:
+        >>> FIELDS_BY_NAME["actions"]
+        Field(name='actions', kind='column', default=None, per='step', slot='actions')
+        >>> FIELDS_BY_NAME["custom_data"].slot
+        '_custom_data'
+    """
 
     #: Attribute name and state key.
     name: str

@@ -38,7 +38,15 @@ def as_flag(value: Any, name: str) -> bool:
 
 
 class StepRecorder:
-    """``add_env_reset`` / ``add_env_step`` over the episode's column buffers."""
+    """``add_env_reset`` / ``add_env_step`` over the episode's column buffers.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(); ep.add_env_reset(0)
+        >>> ep.add_env_step(1, 0, 1.0, terminated=True)
+        >>> ep.get_observations(), ep.get_rewards(), ep.is_done
+        ([0, 1], [1.0], True)
+    """
 
     # Empty slots keep the episode free of a __dict__; hidden from type checkers, which would
     # otherwise refuse the assignments to the episode's own slots below.
@@ -64,7 +72,15 @@ class StepRecorder:
 
     @property
     def is_done(self) -> bool:
-        """True if terminated or truncated."""
+        """True if terminated or truncated.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0],
+            ...                         truncated=True)
+            >>> ep.is_done, ep.is_terminated, SingleAgentEpisode().is_done
+            (True, False, False)
+        """
         return self.is_terminated or self.is_truncated
 
     def add_env_reset(self, observation: Any, infos: dict[str, Any] | None = None) -> None:

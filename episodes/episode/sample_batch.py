@@ -21,7 +21,14 @@ class SampleBatch(dict[str, Any]):
 
     @property
     def count(self) -> int:
-        """Number of rows (the length of the first column; 0 when empty)."""
+        """Number of rows (the length of the first column; 0 when empty).
+
+        Example:
+            >>> SampleBatch({"obs": np.zeros((3, 2)), "actions": [0, 1, 1]}).count
+            3
+            >>> SampleBatch().count
+            0
+        """
         for value in self.values():
             return len(value)
         return 0

@@ -194,6 +194,15 @@ def encode_column(
 
     Raises:
         UnstorableValueError: A value cannot be stored safely (the message says where).
+
+    Example:
+        >>> arrays = {}
+        >>> buf = InfiniteLookbackBuffer([1.0, 2.0, 3.0], lookback=1)
+        >>> meta = encode_column(buf, "rew", arrays, BlobWriter(), "x")
+        >>> meta["layout"], meta["leaves"], arrays["rew.0.npy"].tolist()
+        ('arrays', [{'file': 'rew.0.npy', 'kind': 'float'}], [1.0, 2.0, 3.0])
+        >>> encode_column(InfiniteLookbackBuffer([1, "a"]), "x", {}, BlobWriter(), "x")["items"]
+        [1, 'a']
     """
     meta: dict[str, Any] = {
         "lookback": buf.lookback,
@@ -247,6 +256,14 @@ def decode_column(
 
     Raises:
         CorruptDatasetError: The metadata or the arrays are malformed or inconsistent.
+
+    Example:
+        >>> buf, arrays = InfiniteLookbackBuffer([1, 2, 3], lookback=1), {}
+        >>> buf.finalize()
+        >>> meta = encode_column(buf, "obs", arrays, BlobWriter(), "x")
+        >>> back = decode_column(meta, arrays.__getitem__, BlobWriter, "x", as_list=True)
+        >>> back.finalized, back.lookback, [int(x) for x in back.get()]
+        (False, 1, [2, 3])
     """
     if not isinstance(meta, dict):
         raise CorruptDatasetError(f"{where}: column metadata must be an object")

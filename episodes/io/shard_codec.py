@@ -54,7 +54,15 @@ _HELPER_COLUMNS = {EXTRAS, "blob", "episode_id", "t"}
 
 @dataclass
 class EncodedEpisode:
-    """An episode ready to be appended to a shard."""
+    """An episode ready to be appended to a shard.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> enc = encode_rows(SingleAgentEpisode("a", observations=[0, 1], actions=[1],
+        ...                                      rewards=[1.0]))
+        >>> enc.rows, enc.columns["episode_id"].to_pylist(), enc.columns["actions"].to_pylist()
+        (2, ['a', 'a'], [1, None])
+    """
 
     columns: dict[str, pa.Array]
     entry: dict[str, Any]
@@ -179,6 +187,15 @@ def encode_rows(
 
     Raises:
         UnstorableValueError: A value cannot be stored (see ``EpisodeWriter``).
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> spaces, lookup = [], {}
+        >>> [encode_rows(SingleAgentEpisode(observations=[i]), spaces, lookup).rows
+        ...  for i in range(3)]
+        [1, 1, 1]
+        >>> len(spaces), spaces[0]  # shared: no observation space, the rewards' default Box
+        (2, None)
     """
     spaces = [] if spaces is None else spaces
     lookup = {} if lookup is None else lookup
@@ -250,6 +267,14 @@ def prepare_meta(
     """Rebuilds an episode's v1-style meta from its index entry (spaces, JSON items).
 
     Returns ``(meta, leaves)``; the caller's ``entry`` is not modified.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> enc = encode_rows(SingleAgentEpisode(observations=[0, 1], actions=[1],
+        ...                                      rewards=[1.0], infos=[{"k": 1}, {}]))
+        >>> meta, leaves = prepare_meta(enc.entry, pa.table(enc.columns), 0, enc.spaces, "x")
+        >>> meta["columns"]["infos"]["items"], sorted(leaves)
+        ([{'k': 1}, {}], ['act.0.npy', 'obs.0.npy', 'rew.0.npy'])
     """
     if not isinstance(entry, dict) or not isinstance(entry.get("meta"), dict):
         raise CorruptDatasetError(f"{where}: malformed index entry")
@@ -295,6 +320,15 @@ def decode_rows(
 
     Raises:
         DatasetError: The index entry or the columns are malformed or inconsistent.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> enc = encode_rows(SingleAgentEpisode("a", observations=[0, 1], actions=[1],
+        ...                                      rewards=[1.0], len_lookback_buffer=0))
+        >>> ep = decode_rows(enc.entry, pa.table(enc.columns), 0, spaces=enc.spaces, where="x",
+        ...                  numpy=True)
+        >>> ep.id_, ep.is_numpy, ep.get_observations().tolist()
+        ('a', True, [0, 1])
     """
     meta, leaves = prepare_meta(entry, table, start, spaces, where)
 

@@ -43,6 +43,12 @@ class ColumnPlan:
         size: Items stored, lookback included.
         views: One numpy view per leaf over the whole record batch (None for JSON columns).
         skeleton: The item structure (None for flat items).
+
+    Example:
+        >>> plan = ColumnPlan(lookback=1, size=3, base=0, views=[np.array([7, 8, 9])],
+        ...                   skeleton=None)
+        >>> plan.take(0, 2).tolist(), int(plan.take(1))
+        ([8, 9], 9)
     """
 
     def __init__(
@@ -63,11 +69,26 @@ class ColumnPlan:
 
     @property
     def stored(self) -> bool:
-        """Whether the column is stored as arrays (so items are numpy views)."""
+        """Whether the column is stored as arrays (so items are numpy views).
+
+        Example:
+            >>> json_items = lambda a, b: [{}] * (b - a)
+            >>> ColumnPlan(0, 2, 0, [np.zeros(2)], None).stored, ColumnPlan(
+            ...     0, 2, 0, None, None, json_items).stored
+            (True, False)
+        """
         return self.views is not None
 
     def take(self, start: int, stop: int | None = None, *, copy: bool = False) -> Any:
-        """Item ``start``, or items ``[start, stop)`` batched (views unless ``copy``)."""
+        """Item ``start``, or items ``[start, stop)`` batched (views unless ``copy``).
+
+        Example:
+            >>> plan = ColumnPlan(0, 2, 0, [np.array([1, 2]), np.array([3, 4])], {"a": 0, "b": 0})
+            >>> {k: v.tolist() for k, v in plan.take(0, 2).items()}
+            {'a': [1, 2], 'b': [3, 4]}
+            >>> plan.take(0, 2, copy=True)["a"].base is None  # a copy, not a view
+            True
+        """
         end = start + 1 if stop is None else stop
         if not 0 <= start <= end <= self.size - self.lookback:
             raise IndexError(f"items [{start}, {end}) outside [0, {self.size - self.lookback}]")
@@ -89,6 +110,18 @@ def plan_columns(shard: Any, j: int) -> dict[str, Any]:
 
     Raises:
         CorruptDatasetError: The index entry disagrees with itself or with the data file.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import Dataset, DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode(observations=[0, 1], actions=[1], rewards=[1.0],
+        ...             extra_model_outputs={"vf": [0.5]}, len_lookback_buffer=0))
+        >>> plans = plan_columns(*Dataset(path).locate(0))
+        >>> plans["extra_model_outputs"]["vf"].take(0, 1).tolist(), plans["infos"].stored
+        ([0.5], False)
     """
     entry = shard.entry_of(j)
     where = f"{shard.where} episode {j}"

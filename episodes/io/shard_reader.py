@@ -70,7 +70,18 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
 
 
 class Shard:
-    """One opened shard: its checked index and its (memory-mapped) table."""
+    """One opened shard: its checked index and its (memory-mapped) table.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1], actions=[3], rewards=[1.0]))
+        >>> shard = Shard(Path(path), Dataset(path).shards[0])
+        >>> len(shard.parts), shard.index["data"]["rows"], shard.where.startswith("shard ")
+        (1, 2, True)
+    """
 
     def __init__(self, root: Path, entry: ShardEntry, *, verify: bool = False):
         self.entry = entry
@@ -199,7 +210,19 @@ class Shard:
         return parts
 
     def part_of(self, j: int) -> tuple[int, int]:
-        """``(record batch number, first row in it)`` of the shard's episode ``j``."""
+        """``(record batch number, first row in it)`` of the shard's episode ``j``.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[3],
+            ...                                      rewards=[1.0]) for x in "ab"])
+            >>> shard, j = Dataset(path).locate(1)
+            >>> shard.part_of(j)
+            (1, 0)
+        """
         start, count = self.index["episodes"][j]["rows"]
         k = bisect.bisect_right(self._offsets, start) - 1
         local = start - self._offsets[k]
@@ -215,6 +238,18 @@ class Shard:
         changes (as v1 chunks do). Anything else is copied. ``populate`` (for a reader about
         to go through every item) maps the leaf's cached pages at once; otherwise nothing is
         read until used.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[3],
+            ...                                      rewards=[1.0]) for x in "ab"])
+            >>> shard, j = Dataset(path).locate(0)
+            >>> view = shard.view(shard.entry_of(j)["leaves"]["obs.0.npy"], 0)
+            >>> view.flags.writeable, shard.own(view).flags.writeable, shard.own(view).tolist()
+            (False, True, [0, 1])
         """
         if self._base is None or view.nbytes < MMAP_THRESHOLD or not view.flags.c_contiguous:
             return np.array(view)
@@ -239,19 +274,57 @@ class Shard:
         return np.frombuffer(mapped, view.dtype, view.size, offset - start).reshape(view.shape)
 
     def columns(self, j: int) -> dict[str, Any]:
-        """The checked column plans of the shard's episode ``j`` (cached; see shard_columns)."""
+        """The checked column plans of the shard's episode ``j`` (cached; see shard_columns).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[3],
+            ...                                      rewards=[1.0]) for x in "ab"])
+            >>> shard, j = Dataset(path).locate(1)
+            >>> plans = shard.columns(j)
+            >>> sorted(plans)[:3], plans["observations"].size, plans is shard.columns(j)
+            (['actions', 'extra_model_outputs', 'infos'], 2, True)
+        """
         plans = self._plans.get(j)
         if plans is None:
             plans = self._plans[j] = plan_columns(self, j)
         return plans
 
     def entry_of(self, j: int) -> dict[str, Any]:
-        """The index entry of the shard's episode ``j``."""
+        """The index entry of the shard's episode ``j``.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[3],
+            ...                                      rewards=[1.0]) for x in "ab"])
+            >>> shard, j = Dataset(path).locate(1)
+            >>> shard.entry_of(j)["meta"]["id"], shard.entry_of(j)["rows"]  # rows: [first, count]
+            ('b', [2, 2])
+        """
         entry: dict[str, Any] = self.index["episodes"][j]
         return entry
 
     def view(self, info: dict[str, Any], k: int) -> np.ndarray:
-        """A numpy view of one leaf column over all of record batch ``k`` (padding included)."""
+        """A numpy view of one leaf column over all of record batch ``k`` (padding included).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[3],
+            ...                                      rewards=[1.0]) for x in "ab"])
+            >>> shard, j = Dataset(path).locate(0)
+            >>> view = shard.view(shard.entry_of(j)["leaves"]["act.0.npy"], 0)
+            >>> view.shape, int(view[0])  # one action, padded to the episode's two rows
+            ((2,), 3)
+        """
         key = (k, tuple(info["path"]), info["dtype"], tuple(info["shape"]))
         view = self._views.get(key)
         if view is None:
@@ -273,6 +346,17 @@ class Dataset:
 
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[3],
+        ...                                      rewards=[1.0]) for x in "ab"])
+        >>> ds = Dataset(path)
+        >>> len(ds), len(ds.shards), [row.id_ for row in ds.summaries]
+        (2, 1, ['a', 'b'])
     """
 
     def __init__(
@@ -300,7 +384,20 @@ class Dataset:
         return state
 
     def locate(self, i: int) -> tuple[Shard, int]:
-        """The opened shard holding episode ``i`` and the episode's position in it."""
+        """The opened shard holding episode ``i`` and the episode's position in it.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[3],
+            ...                                      rewards=[1.0]) for x in "ab"])
+            >>> ds = Dataset(path)
+            >>> (shard, j), (same, _) = ds.locate(-1), ds.locate(0)
+            >>> j, shard is same  # the shard is opened once, then served from the cache
+            (1, True)
+        """
         if not -len(self) <= i < len(self):
             raise IndexError(f"episode index {i} out of range for {len(self)} episodes")
         s, j = self._where[i]

@@ -46,7 +46,19 @@ def read_episodes_v2(
     numpy: bool | None,
     verify: bool,
 ) -> Iterator[SingleAgentEpisode]:
-    """``read_episodes`` for a v2 dataset (episodes in manifest order)."""
+    """``read_episodes`` for a v2 dataset (episodes in manifest order).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([SingleAgentEpisode(x, observations=[0]) for x in "abc"])
+        >>> eps = read_episodes_v2(path, ids=["c", "a"], start=None, stop=None, numpy=None,
+        ...                        verify=False)
+        >>> [e.id_ for e in eps]  # manifest order, not the order of ``ids``
+        ['a', 'c']
+    """
     ds = Dataset(path, verify=verify, max_open_shards=1)
     selected = list(range(len(ds)))[slice(start, stop)]
     if ids is not None:
@@ -59,7 +71,20 @@ def read_episodes_v2(
 def load_episode_v2(
     path: str | os.PathLike[str], id_: Any, *, numpy: bool | None, verify: bool
 ) -> SingleAgentEpisode:
-    """``load_episode`` for a v2 dataset: every piece of ``id_`` joined in time order."""
+    """``load_episode`` for a v2 dataset: every piece of ``id_`` joined in time order.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> ep = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> nxt = ep.cut(); nxt.add_env_step(2, 1, 2.0)
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([nxt, ep])
+        >>> load_episode_v2(path, "a", numpy=None, verify=False).get_observations()
+        [0, 1, 2]
+    """
     ds = Dataset(path, verify=verify)
     mine = [i for i, x in enumerate(_ids(ds)) if x == id_]
     if not mine:
@@ -77,7 +102,20 @@ def load_episode_v2(
 
 
 def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
-    """``dataset_info`` for a v2 dataset (manifest, file sizes and one shard index)."""
+    """``dataset_info`` for a v2 dataset (manifest, file sizes and one shard index).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> ep = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> nxt = ep.cut(); nxt.add_env_step(2, 1, 2.0, terminated=True)
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([ep, nxt])
+        >>> dataset_info_v2(path).episodes  # the two pieces summed up as one episode
+        [EpisodeSummary(id_='a', num_chunks=2, length=2, ret=3.0, terminated=True, truncated=False)]
+    """
     ds = Dataset(path)
     by_id: dict[str, EpisodeSummary] = {}
     last_t: dict[str, int] = {}

@@ -24,14 +24,37 @@ V = TypeVar("V")
 
 
 class PerSpaceCache(Generic[V]):
-    """Memoises ``derive(space)`` per live space object."""
+    """Memoises ``derive(space)`` per live space object.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> cache = PerSpaceCache(lambda space: space.shape)
+        >>> space = gym.spaces.Box(0.0, 1.0, (2,))
+        >>> cache.get(space), len(cache)
+        ((2,), 1)
+        >>> del space; len(cache)  # the entry goes with its space
+        0
+    """
 
     def __init__(self, derive: Callable[[Any], V]):
         self._derive = derive
         self._entries: dict[int, tuple[weakref.ref[Any], V]] = {}
 
     def get(self, space: Any) -> V:
-        """The derived value for ``space``, computed on first use."""
+        """The derived value for ``space``, computed on first use.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> def derive(space):
+            ...     print("derived")
+            ...     return int(space.n) * 2
+            >>> cache, space = PerSpaceCache(derive), gym.spaces.Discrete(4)
+            >>> cache.get(space), cache.get(space)
+            derived
+            (8, 8)
+            >>> PerSpaceCache(len).get((1, 2))  # not weak-referenceable: computed, not kept
+            2
+        """
         key = id(space)
         entry = self._entries.get(key)
         if entry is not None and entry[0]() is space:
