@@ -24,27 +24,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from episodes.buffer import array_batches
+from episodes.buffer.value_fit import INTEGERS, MISFIT_ERRORS, fit_of, misfit, staged_rows
 from episodes.spaces import batch as stack_items
-from episodes.spaces import filler_batch, one_hot
 from episodes.structs import flatten, map_leaves, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
-# A number may wait in the pending list only if writing it cannot fail, so that a value the
-# column cannot hold (inf into ints, -1 into uints, 10**400 into floats) is refused at append
-# time, exactly as a one-by-one assignment refuses it, and never surfaces at a later read.
-_INTEGERS = frozenset((int, np.int64, np.int32))
-_FLOATS = frozenset((float, np.float64, np.float32))
-_BOOLS = frozenset((bool, np.bool_))
-# Per leaf dtype kind: classes that always convert, and the integer range that does.
-_HUGE = 1 << 1023
-_ALWAYS_FIT = {
-    "b": _INTEGERS | _FLOATS | _BOOLS,
-    "f": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
-    "c": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
-    "i": _BOOLS,
-    "u": _BOOLS,
-}
+# Numbers and rows wait in a pending list (see the module docstring) up to this many.
 _MAX_PENDING = 4096
 # Append paths by layout: a flat column of numbers, a flat column of rows, anything else.
 _SCALARS, _ROWS, _NESTED_LAYOUT = 1, 2, 3
@@ -109,10 +96,7 @@ class ArrayStore:
         canonical = np.dtype(dtype.type)
         self._row_dtype = canonical if canonical == dtype else dtype
         self._row_shape = leaf.shape[1:]
-        fit = _FIT_BY_DTYPE.get(dtype)
-        if fit is None:
-            fit = _FIT_BY_DTYPE[dtype] = _fit_of(dtype)
-        self._always_fit, self._int_low, self._int_high = fit
+        self._always_fit, self._int_low, self._int_high = fit_of(dtype)
 
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
         # copy.deepcopy and pickle restore the slots, then the layout facts are derived again:
@@ -270,72 +254,37 @@ class ArrayStore:
 
     # ----------------------------------------------------------------- batch operations
     # The buffer assembles reads from these; a store's batches are structs of arrays.
+    # Each is the function of the same name in :mod:`episodes.buffer.array_batches` (examples
+    # there).
     @staticmethod
     def encode_one_hot(window: Any, space: gym.Space[Any] | None) -> Any:
-        """One-hot encodes the Discrete/MultiDiscrete leaves of a batch.
-
-        Example:
-            >>> ArrayStore.encode_one_hot(np.array([2, 0]), gym.spaces.Discrete(3)).tolist()
-            [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
-        """
-        return one_hot(window, space)
+        """:func:`~episodes.buffer.array_batches.encode_one_hot`."""
+        return array_batches.encode_one_hot(window, space)
 
     @staticmethod
     def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool) -> Any:
-        """``count`` filler items as a batch.
-
-        Example:
-            >>> ArrayStore.fillers(gym.spaces.Box(0, 1, (2,)), -1.0, 3, False).tolist()
-            [[-1.0, -1.0], [-1.0, -1.0], [-1.0, -1.0]]
-        """
-        return filler_batch(space, fill, count, one_hot_discrete=one_hot_discrete)
+        """:func:`~episodes.buffer.array_batches.fillers`."""
+        return array_batches.fillers(space, fill, count, one_hot_discrete)
 
     @staticmethod
     def join(parts: list[Any]) -> Any:
-        """Concatenates batches along time; ValueError if their leaves do not stack.
-
-        Example:
-            >>> ArrayStore.join([{"x": np.zeros(1)}, {"x": np.ones(2)}])["x"].tolist()
-            [0.0, 1.0, 1.0]
-        """
-        if len(parts) == 1:
-            return parts[0]
-        leaves_of = [flatten(part)[0] for part in parts]
-        structure = flatten(parts[0])[1]
-        joined = [np.concatenate(group) for group in zip(*leaves_of)]
-        return unflatten(structure, joined)
+        """:func:`~episodes.buffer.array_batches.join`."""
+        return array_batches.join(parts)
 
     @staticmethod
     def stride(window: Any, step: int) -> Any:
-        """Every ``step``-th item of a batch.
-
-        Example:
-            >>> ArrayStore.stride({"x": np.arange(6)}, 2)["x"].tolist()
-            [0, 2, 4]
-        """
-        return map_leaves(lambda leaf: leaf[::step], window)
+        """:func:`~episodes.buffer.array_batches.stride`."""
+        return array_batches.stride(window, step)
 
     @staticmethod
     def from_rows(rows: np.ndarray) -> Any:
-        """A batch from an array of rows (the one-hot window path builds one).
-
-        Example:
-            >>> rows = np.eye(2)
-            >>> ArrayStore.from_rows(rows) is rows
-            True
-        """
+        """:func:`~episodes.buffer.array_batches.from_rows`."""
         return rows
 
     @staticmethod
     def from_items(items: list[Any]) -> Any:
-        """A batch from a list of items (gathers that mix fillers in build one).
-
-        Example:
-            >>> batch = ArrayStore.from_items([{"x": 1, "y": 0.5}, {"x": 2, "y": 1.5}])
-            >>> batch["x"].tolist(), batch["y"].tolist()
-            ([1, 2], [0.5, 1.5])
-        """
-        return stack_items(items)
+        """:func:`~episodes.buffer.array_batches.from_items`."""
+        return array_batches.from_items(items)
 
     # ------------------------------------------------------------------------- writing
     def copy_range(self, start: int, stop: int) -> ArrayStore:
@@ -412,7 +361,7 @@ class ArrayStore:
         kind = self._kind
         if kind == _SCALARS and (
             item.__class__ in self._always_fit
-            or (item.__class__ in _INTEGERS and self._int_low <= item <= self._int_high)  # type: ignore[operator]
+            or (item.__class__ in INTEGERS and self._int_low <= item <= self._int_high)  # type: ignore[operator]
         ):
             pending = self._pending
             pending.append(item)
@@ -450,8 +399,8 @@ class ArrayStore:
             leaf = self._leaves[0]
         try:
             leaf[size] = item
-        except _MISFIT_ERRORS as error:
-            raise _misfit(item, leaf, error) from error
+        except MISFIT_ERRORS as error:
+            raise misfit(item, leaf, error) from error
         self.size = size + 1
 
     def _append_nested(self, item: Any) -> None:
@@ -473,10 +422,10 @@ class ArrayStore:
         for column, leaf in zip(self.leaves, leaves):
             try:
                 column[size] = leaf
-            except _MISFIT_ERRORS as error:
+            except MISFIT_ERRORS as error:
                 # Leaves written so far lie beyond ``size``: unseen, and overwritten next time.
                 self._forget_adopted_layout()
-                raise _misfit(item, column, error) from error
+                raise misfit(item, column, error) from error
         self.size = size + 1
 
     def extend_batch(self, batch: Any, count: int | None = None) -> None:
@@ -510,9 +459,9 @@ class ArrayStore:
         for column, leaf in zip(self.leaves, arrays):
             try:
                 column[self.size : self.size + n] = leaf
-            except _MISFIT_ERRORS as error:
+            except MISFIT_ERRORS as error:
                 self._forget_adopted_layout()
-                raise _misfit(leaf, column, error) from error
+                raise misfit(leaf, column, error) from error
         self.size += n
 
     def extend(self, items: list[Any]) -> None:
@@ -552,25 +501,10 @@ class ArrayStore:
             array([5, 0, 7])
         """
         leaves = self.leaves
-        staged = [self._staged_rows(leaves, item) for item in items]
+        staged = [staged_rows(leaves, item) for item in items]
         for position, rows in zip(positions, staged):
             for leaf, row in zip(leaves, rows):
                 leaf[position] = row
-
-    @staticmethod
-    def _staged_rows(leaves: list[np.ndarray], item: Any) -> list[np.ndarray]:
-        values, _ = flatten(item)
-        if len(values) != len(leaves):
-            raise ValueError(f"item {item!r} does not match the column's item structure")
-        rows = []
-        for leaf, value in zip(leaves, values):
-            row = np.empty(leaf.shape[1:], leaf.dtype)
-            try:
-                row[...] = value
-            except _MISFIT_ERRORS as error:
-                raise _misfit(value, leaf, error) from error
-            rows.append(row)
-        return rows
 
     def pop(self, position: int) -> Any:
         """Removes the item at storage ``position`` and returns it as new arrays.
@@ -619,30 +553,3 @@ class ArrayStore:
             self._before_adoption = None
             self.typed = False
             self._set_kind()
-
-
-def _fit_of(dtype: np.dtype[Any]) -> tuple[frozenset[type], int, int]:
-    # Which numbers can wait in the pending list of a scalar column of this dtype.
-    always_fit = _ALWAYS_FIT.get(dtype.kind, frozenset())
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return always_fit, int(info.min), int(info.max)
-    if dtype.kind in "fc":
-        return always_fit, -_HUGE, _HUGE
-    return always_fit, 1, 0  # an empty range: integers take the checked path
-
-
-_FIT_BY_DTYPE: dict[np.dtype[Any], tuple[frozenset[type], int, int]] = {}
-
-_MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
-
-
-def _misfit(value: Any, leaf: np.ndarray, error: Exception) -> ValueError:
-    if isinstance(value, np.ndarray):
-        what = f"an array of shape {value.shape} and dtype {value.dtype}"
-    else:
-        what = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
-    return ValueError(
-        f"{what} does not fit a numpy column of dtype {leaf.dtype} and item shape "
-        f"{leaf.shape[1:]} ({error})"
-    )

@@ -1,0 +1,90 @@
+"""The numpy store's batch operations: a batch is a struct of arrays with a leading time axis.
+
+The buffer assembles its reads (windows, fillers, one-hot encodings, strided and joined
+windows) from these; :class:`~episodes.buffer.array_store.ArrayStore` offers them as its static
+methods, the list store has list versions.
+
+Example:
+    >>> join([stride({"x": np.arange(4)}, 2), {"x": np.array([9])}])["x"].tolist()
+    [0, 2, 9]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from episodes.spaces import batch as stack_items
+from episodes.spaces import filler_batch, one_hot
+from episodes.structs import flatten, map_leaves, unflatten
+
+__all__ = ["encode_one_hot", "fillers", "from_items", "from_rows", "join", "stride"]
+
+
+def encode_one_hot(window: Any, space: gym.Space[Any] | None) -> Any:
+    """One-hot encodes the Discrete/MultiDiscrete leaves of a batch.
+
+    Example:
+        >>> encode_one_hot(np.array([2, 0]), gym.spaces.Discrete(3)).tolist()
+        [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    return one_hot(window, space)
+
+
+def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool) -> Any:
+    """``count`` filler items as a batch.
+
+    Example:
+        >>> fillers(gym.spaces.Box(0, 1, (2,)), -1.0, 3, False).tolist()
+        [[-1.0, -1.0], [-1.0, -1.0], [-1.0, -1.0]]
+    """
+    return filler_batch(space, fill, count, one_hot_discrete=one_hot_discrete)
+
+
+def join(parts: list[Any]) -> Any:
+    """Concatenates batches along time; ValueError if their leaves do not stack.
+
+    Example:
+        >>> join([{"x": np.zeros(1)}, {"x": np.ones(2)}])["x"].tolist()
+        [0.0, 1.0, 1.0]
+    """
+    if len(parts) == 1:
+        return parts[0]
+    leaves_of = [flatten(part)[0] for part in parts]
+    structure = flatten(parts[0])[1]
+    joined = [np.concatenate(group) for group in zip(*leaves_of)]
+    return unflatten(structure, joined)
+
+
+def stride(window: Any, step: int) -> Any:
+    """Every ``step``-th item of a batch.
+
+    Example:
+        >>> stride({"x": np.arange(6)}, 2)["x"].tolist()
+        [0, 2, 4]
+    """
+    return map_leaves(lambda leaf: leaf[::step], window)
+
+
+def from_rows(rows: np.ndarray) -> Any:
+    """A batch from an array of rows (the one-hot window path builds one).
+
+    Example:
+        >>> rows = np.eye(2)
+        >>> from_rows(rows) is rows
+        True
+    """
+    return rows
+
+
+def from_items(items: list[Any]) -> Any:
+    """A batch from a list of items (gathers that mix fillers in build one).
+
+    Example:
+        >>> batch = from_items([{"x": 1, "y": 0.5}, {"x": 2, "y": 1.5}])
+        >>> batch["x"].tolist(), batch["y"].tolist()
+        ([1, 2], [0.5, 1.5])
+    """
+    return stack_items(items)

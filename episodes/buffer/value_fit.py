@@ -1,0 +1,105 @@
+"""Which values a numpy column can hold, and the error for those it cannot.
+
+A number may wait in a scalar column's pending list (written in bulk at the next read) only if
+writing it cannot fail, so that a value the column cannot hold (inf into ints, -1 into uints,
+10**400 into floats) is refused at append time, exactly as a one-by-one assignment refuses
+it, and never surfaces at a later read.
+
+Example:
+    >>> always, low, high = fit_of(np.dtype(np.uint8))
+    >>> bool in always, int in always, (low, high)
+    (True, False, (0, 255))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.structs import flatten
+
+__all__ = ["INTEGERS", "MISFIT_ERRORS", "fit_of", "misfit", "staged_rows"]
+
+INTEGERS = frozenset((int, np.int64, np.int32))
+_FLOATS = frozenset((float, np.float64, np.float32))
+_BOOLS = frozenset((bool, np.bool_))
+# Per leaf dtype kind: classes that always convert, and the integer range that does.
+_HUGE = 1 << 1023
+_ALWAYS_FIT = {
+    "b": INTEGERS | _FLOATS | _BOOLS,
+    "f": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
+    "c": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
+    "i": _BOOLS,
+    "u": _BOOLS,
+}
+_FIT_BY_DTYPE: dict[np.dtype[Any], tuple[frozenset[type], int, int]] = {}
+
+#: What numpy raises when a value does not fit a column.
+MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
+
+
+def fit_of(dtype: np.dtype[Any]) -> tuple[frozenset[type], int, int]:
+    """Number classes that always fit a scalar column of ``dtype``, and the int range that does.
+
+    Example:
+        >>> always, low, high = fit_of(np.dtype(np.float32))
+        >>> float in always, int in always, low < -(10**300) and high > 10**300
+        (True, False, True)
+    """
+    fit = _FIT_BY_DTYPE.get(dtype)
+    if fit is not None:
+        return fit
+    always_fit = _ALWAYS_FIT.get(dtype.kind, frozenset())
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        fit = always_fit, int(info.min), int(info.max)
+    elif dtype.kind in "fc":
+        fit = always_fit, -_HUGE, _HUGE
+    else:
+        fit = always_fit, 1, 0  # an empty range: integers take the checked path
+    _FIT_BY_DTYPE[dtype] = fit
+    return fit
+
+
+def misfit(value: Any, leaf: np.ndarray, error: Exception) -> ValueError:
+    """The error for ``value`` that does not fit column ``leaf`` (``error``: numpy's).
+
+    Example:
+        >>> column = np.zeros((4, 2), np.int8)
+        >>> str(misfit(1000, column, OverflowError("out of bounds")))
+        '1000 does not fit a numpy column of dtype int8 and item shape (2,) (out of bounds)'
+    """
+    if isinstance(value, np.ndarray):
+        what = f"an array of shape {value.shape} and dtype {value.dtype}"
+    else:
+        what = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+    return ValueError(
+        f"{what} does not fit a numpy column of dtype {leaf.dtype} and item shape "
+        f"{leaf.shape[1:]} ({error})"
+    )
+
+
+def staged_rows(leaves: list[np.ndarray], item: Any) -> list[np.ndarray]:
+    """``item`` cast into one new row per leaf, or the misfit error before anything is written.
+
+    Example:
+        >>> leaves = [np.zeros((3,), np.int64), np.zeros((3, 2))]
+        >>> [row.tolist() for row in staged_rows(leaves, (True, np.array([1, 2])))]
+        [1, [1.0, 2.0]]
+        >>> staged_rows(leaves, (1,))
+        Traceback (most recent call last):
+        ValueError: item (1,) does not match the column's item structure
+    """
+    values, _ = flatten(item)
+    if len(values) != len(leaves):
+        raise ValueError(f"item {item!r} does not match the column's item structure")
+    rows = []
+    for leaf, value in zip(leaves, values):
+        row = np.empty(leaf.shape[1:], leaf.dtype)
+        try:
+            row[...] = value
+        except MISFIT_ERRORS as error:
+            raise misfit(value, leaf, error) from error
+        rows.append(row)
+    return rows
