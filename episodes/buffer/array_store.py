@@ -279,7 +279,7 @@ class ArrayStore:
     @staticmethod
     def from_rows(rows: np.ndarray) -> Any:
         """:func:`~episodes.buffer.array_batches.from_rows`."""
-        return rows
+        return array_batches.from_rows(rows)
 
     @staticmethod
     def from_items(items: list[Any]) -> Any:

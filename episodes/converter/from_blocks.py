@@ -113,16 +113,7 @@ def block_columns(
     else:
         observations = episodes.take("observations")
         raw["actions"] = episodes.take("actions")
-    if obs_fn is not None:
-        observations = obs_fn(observations)
-    cols = TimeMajorColumns(
-        observations=observations,
-        actions=raw["actions"],
-        rewards=raw["rewards"],
-        dones=raw["dones"],
-        truncated=raw["truncated"],
-        extras=raw["extras"],
-    )
+    cols = raw_columns(raw, observations, obs_fn)
     rewards = np.asarray(cols.rewards, np.float64)
     last_values = np.zeros((cols.dones.shape[1], 1))
     if training_type != "rl":
@@ -139,6 +130,26 @@ def block_columns(
         final_values[steps, envs] = values[: len(steps)]
         rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
     return cols, rewards, last_values
+
+
+def raw_columns(raw: dict[str, Any], observations: Any, obs_fn: ObsFn | None) -> TimeMajorColumns:
+    """``TimeMajorColumns`` of a :meth:`SampledChunks.time_major` dict, ``obs_fn`` applied.
+
+    Example:
+        >>> raw = {"actions": np.zeros((2, 1)), "rewards": np.ones((2, 1)),
+        ...        "dones": np.zeros((2, 1), bool), "truncated": np.zeros((2, 1), bool),
+        ...        "extras": {}}
+        >>> raw_columns(raw, np.arange(2.0)[:, None], lambda obs: obs * 10).observations.tolist()
+        [[0.0], [10.0]]
+    """
+    return TimeMajorColumns(
+        observations=observations if obs_fn is None else obs_fn(observations),
+        actions=raw["actions"],
+        rewards=raw["rewards"],
+        dones=raw["dones"],
+        truncated=raw["truncated"],
+        extras=raw["extras"],
+    )
 
 
 def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:

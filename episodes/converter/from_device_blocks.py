@@ -36,7 +36,7 @@ from episodes.converter.columns import (
     extra_keys_for,
     transform_batch,
 )
-from episodes.converter.from_blocks import LazyExtras, ValueFn
+from episodes.converter.from_blocks import LazyExtras, ValueFn, raw_columns
 from episodes.runner import SampledChunks
 
 
@@ -74,17 +74,8 @@ def device_block_columns(
     raw = chunks.time_major(extra_keys, lazy_extras=True)
     if raw is None:
         return None
-    observations = raw["observations"]
-    if obs_fn is not None:
-        observations = obs_fn(observations)
-    cols = TimeMajorColumns(
-        observations=observations,
-        actions=raw["actions"],
-        rewards=raw["rewards"],
-        dones=raw["dones"],
-        truncated=raw["truncated"],
-        extras=LazyExtras(chunks, extra_keys),  # type: ignore[arg-type]
-    )
+    raw["extras"] = LazyExtras(chunks, extra_keys)
+    cols = raw_columns(raw, raw["observations"], obs_fn)
     recorded_rewards: torch.Tensor = cols.rewards  # type: ignore[assignment]
     rewards = recorded_rewards.to(torch.float64)
     last_values = torch.zeros((rewards.shape[1], 1), dtype=torch.float64, device=rewards.device)
