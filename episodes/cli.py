@@ -1,7 +1,8 @@
 """The ``episodes`` command line: record, inspect, validate, plot, migrate, merge, split, filter.
 
 Example:
-    >>> main(["--help"])  # doctest: +SKIP
+    >>> main(["info", "/nonexistent"])  # the error goes to stderr
+    1
 """
 
 from __future__ import annotations
@@ -452,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit code (0 ok, 1 error, 2 usage).
 
     Example:
-        >>> main(["info", "/nonexistent"])  # doctest: +SKIP
+        >>> main(["info", "/nonexistent"])  # not a dataset: a one-line error on stderr
         1
     """
     args = _parser().parse_args(argv)

@@ -43,6 +43,20 @@ class WriterSpec:
         path: The dataset directory (created by the first writer; the others append).
         metadata: A :class:`episodes.io.DatasetMetadata`, stored when the dataset is created.
         options: Further ``episodes.io.DatasetWriter`` arguments (``data_format``, ...).
+
+    Example:
+        >>> import tempfile
+        >>> import gymnasium as gym
+        >>> from episodes.io import dataset_info
+        >>> from episodes.runner import RandomPolicy
+        >>> path = tempfile.mkdtemp() + "/data"
+        >>> actor = RunnerActor(
+        ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+        ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+        ...     RunnerContext.create(seed=0, index=0), writer=WriterSpec(path))
+        >>> actor.sample(3, request=0).env_steps, dataset_info(path).num_steps  # 3 x 2 envs
+        (6, 6)
+        >>> actor.close()
     """
 
     path: str
@@ -60,6 +74,16 @@ class RunnerActor:
         context: This runner's slot, generation and seed.
         runner_kwargs: Further ``EnvRunner`` arguments.
         writer: Where to write the chunks of every sample (None: nowhere).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import RandomPolicy
+        >>> actor = RunnerActor(
+        ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+        ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+        ...     RunnerContext.create(seed=5, index=1))
+        >>> actor.context.seed, actor.runner.num_envs, actor.weights_version
+        (6, 2, -1)
     """
 
     def __init__(
@@ -78,7 +102,19 @@ class RunnerActor:
         self._segments = ActorSegments()
 
     def info(self) -> dict[str, Any]:
-        """The runner's sub-env count, spaces, process id, and whether its policy takes weights."""
+        """The runner's sub-env count, spaces, process id, and whether its policy takes weights.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import RandomPolicy
+            >>> actor = RunnerActor(
+            ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...     RunnerContext.create(seed=0, index=0))
+            >>> info = actor.info()
+            >>> info["num_envs"], info["action_space"], info["takes_weights"]
+            (2, Discrete(2), False)
+        """
         import os
 
         env = self.runner.env
@@ -95,6 +131,24 @@ class RunnerActor:
 
         Raises:
             TypeError: The policy has no ``set_weights``.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> import numpy as np
+            >>> class Constant:  # a policy whose weights are the action it always takes
+            ...     action = 0
+            ...     def set_weights(self, weights):
+            ...         self.action = weights
+            ...     def __call__(self, obs):
+            ...         return np.full(len(obs), self.action), {}
+            >>> actor = RunnerActor(
+            ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...     lambda env, ctx: Constant(), RunnerContext.create(seed=0, index=0))
+            >>> actor.set_weights(1, version=3)
+            3
+            >>> out = actor.sample(2, request=0)
+            >>> out.weights_version, [chunk.get_actions().tolist() for chunk in out.episodes]
+            (3, [[1, 1], [1, 1]])
         """
         setter = getattr(self.runner.policy, "set_weights", None)
         if setter is None:
@@ -117,6 +171,17 @@ class RunnerActor:
             request: The caller's sequence number of the request.
             shared: Where to put the reply (see :mod:`episodes.distributed.shared_memory`);
                 None: return the :class:`RunnerSample` itself.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import RandomPolicy
+            >>> actor = RunnerActor(
+            ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...     RunnerContext.create(seed=0, index=0))
+            >>> out = actor.sample(5, request=7)
+            >>> type(out).__name__, out.request, out.env_steps, len(out.episodes)
+            ('RunnerSample', 7, 10, 2)
         """
         episodes = self.runner.sample(num_steps)
         if self._writer_spec is not None:
@@ -138,12 +203,34 @@ class RunnerActor:
         """``fn(runner, context)`` on this actor (inspection, custom setup, benchmarks).
 
         ``shared``: as in :meth:`sample`.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import RandomPolicy
+            >>> actor = RunnerActor(
+            ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...     RunnerContext.create(seed=0, index=0))
+            >>> actor.apply(lambda runner, ctx: (ctx.index, ctx.seed, runner.num_envs))
+            (0, 0, 2)
         """
         value = fn(self.runner, self.context)
         return value if shared is None else self._segments.reply(value, shared)
 
     def close(self) -> None:
-        """Commits and closes the writer, closes the env."""
+        """Commits and closes the writer, closes the env.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import RandomPolicy
+            >>> actor = RunnerActor(
+            ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...     RunnerContext.create(seed=0, index=0))
+            >>> actor.close()
+            >>> actor.runner.env.closed
+            True
+        """
         if self._writer is not None:
             self._writer.close()
             self._writer = None

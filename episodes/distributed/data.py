@@ -142,6 +142,20 @@ class EpisodeDatasource(Datasource):
     Raises:
         ValueError: An unknown ``kind``, or ``n_step < 1``.
         episodes.io.DatasetError: The path is not a readable dataset.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0],
+        ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+        >>> source = EpisodeDatasource(path, "transitions", n_step=2, gamma=0.5)
+        >>> source.kind, source.n_step, source.info.num_steps
+        ('transitions', 2, 2)
+        >>> [block["reward"].to_pylist() for task in source.get_read_tasks(1) for block in task()]
+        [[2.0, 2.0]]
     """
 
     def __init__(
@@ -166,7 +180,21 @@ class EpisodeDatasource(Datasource):
         self.info = io.dataset_info(self.path)
 
     def estimate_inmemory_data_size(self) -> int | None:
-        """The bytes of the dataset's committed files."""
+        """The bytes of the dataset's committed files.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0],
+            ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> from episodes.io import dataset_info
+            >>> size = EpisodeDatasource(path).estimate_inmemory_data_size()
+            >>> size > 0, size == dataset_info(path).nbytes
+            (True, True)
+        """
         return int(self.info.nbytes)
 
     def get_read_tasks(
@@ -175,7 +203,21 @@ class EpisodeDatasource(Datasource):
         per_task_row_limit: int | None = None,
         data_context: Any = None,
     ) -> list[ReadTask]:
-        """One task per shard (v2) or per range of chunks (v1); see the module docstring."""
+        """One task per shard (v2) or per range of chunks (v1); see the module docstring.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path, shard_bytes=1) as w:  # one chunk per shard
+            ...     for name in "ab":
+            ...         w.write(SingleAgentEpisode(name, observations=[0, 1, 2], actions=[1, 0],
+            ...                                    rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> tasks = EpisodeDatasource(path).get_read_tasks(parallelism=8)
+            >>> [[block.num_rows for block in task()] for task in tasks]  # run here, not on Ray
+            [[2], [2]]
+        """
         ranges = _ranges(self.path, parallelism)
         total = max(1, self.info.num_chunks)
         tasks = []
@@ -210,6 +252,21 @@ def read_steps(path: str | os.PathLike[str], **read_args: Any) -> Any:
         path: The dataset directory.
         **read_args: Further ``ray.data.read_datasource`` arguments (``override_num_blocks``
             to have Ray split the shards' blocks further).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0],
+        ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+        >>> import ray
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> rows = read_steps(path).take_all()
+        >>> [(r["episode_id"], r["t"], r["obs"], r["reward"], r["next_obs"]) for r in rows]
+        [('a', 0, 0, 1.0, 1), ('a', 1, 1, 2.0, 2)]
     """
     return _read(EpisodeDatasource(path, "steps"), read_args)
 
@@ -223,6 +280,21 @@ def read_transitions(
     ``next_obs`` the observation ``n_steps`` later, plus ``discount`` (``gamma**n_steps``) and
     ``n_steps`` (shorter at the end of a chunk; see
     :func:`~episodes.distributed.rows.nstep_columns`).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0],
+        ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+        >>> import ray
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> rows = read_transitions(path, n_step=2, gamma=0.5).take_all()
+        >>> [(r["t"], r["reward"], r["next_obs"], r["discount"], r["n_steps"]) for r in rows]
+        [(0, 2.0, 2, 0.25, 2), (1, 2.0, 2, 0.5, 1)]
     """
     source = EpisodeDatasource(path, "transitions", n_step=n_step, gamma=gamma)
     return _read(source, read_args)
@@ -234,6 +306,21 @@ def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
     Args:
         path: The dataset directory.
         **read_args: Further ``ray.data.read_datasource`` arguments.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0],
+        ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+        >>> import ray
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> rows = read_episodes(path).take_all()
+        >>> [(r["id"], r["length"], r["return"], r["episode"].get_actions().tolist()) for r in rows]
+        [('a', 2, 3.0, [1, 0])]
     """
     return _read(EpisodeDatasource(path, "episodes"), read_args)
 
@@ -245,6 +332,23 @@ class EpisodeDatasink(Datasink[int]):
         path: The dataset directory (created if needed, else appended to).
         metadata: An ``episodes.io.DatasetMetadata`` used when the dataset is created.
         **writer_options: Further ``episodes.io.DatasetWriter`` arguments.
+
+    Example:
+        >>> import tempfile
+        >>> import pandas as pd
+        >>> import ray
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.distributed import episode_row
+        >>> from episodes.io import dataset_info
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> rows = [episode_row(SingleAgentEpisode(name, observations=[0, 1], actions=[1],
+        ...                                         rewards=[1.0], len_lookback_buffer=0))
+        ...         for name in "abc"]
+        >>> sink = EpisodeDatasink(tempfile.mkdtemp())
+        >>> ray.data.from_pandas(pd.DataFrame(rows)).write_datasink(sink)
+        >>> sink.num_written, dataset_info(sink.path).num_episodes
+        (3, 3)
     """
 
     def __init__(self, path: str | os.PathLike[str], metadata: Any = None, **writer_options: Any):
@@ -254,13 +358,38 @@ class EpisodeDatasink(Datasink[int]):
         self.num_written = 0
 
     def on_write_start(self, schema: Any = None) -> None:
-        """Creates the dataset once, so the write tasks only append."""
+        """Creates the dataset once, so the write tasks only append.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import dataset_info
+            >>> sink = EpisodeDatasink(tempfile.mkdtemp())
+            >>> sink.on_write_start()
+            >>> info = dataset_info(sink.path)
+            >>> info.version, info.num_chunks  # an empty format v2 dataset
+            (2, 0)
+        """
         from episodes.io import DatasetWriter
 
         DatasetWriter(self.path, metadata=self.metadata, **self.writer_options).close()
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> int:
-        """Appends the episodes of this task's blocks; returns how many."""
+        """Appends the episodes of this task's blocks; returns how many.
+
+        Example:
+            >>> import tempfile
+            >>> import pandas as pd
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import dataset_info
+            >>> sink = EpisodeDatasink(tempfile.mkdtemp())
+            >>> sink.on_write_start()
+            >>> block = pd.DataFrame({"episode": [SingleAgentEpisode(
+            ...     "a", observations=[0, 1], actions=[1], rewards=[1.0], len_lookback_buffer=0)]})
+            >>> sink.write([block, block], ctx=None)  # a Ray block per item: two chunks
+            2
+            >>> dataset_info(sink.path).num_steps
+            2
+        """
         from episodes.io import DatasetWriter
 
         count = 0
@@ -275,7 +404,15 @@ class EpisodeDatasink(Datasink[int]):
         return count
 
     def on_write_complete(self, write_result: Any) -> None:
-        """Keeps the total count (``num_written``)."""
+        """Keeps the total count (``num_written``).
+
+        Example:
+            >>> from ray.data.datasource import WriteResult
+            >>> sink = EpisodeDatasink("unused")
+            >>> sink.on_write_complete(WriteResult(num_rows=5, size_bytes=0, write_returns=[2, 3]))
+            >>> sink.num_written  # the write tasks' counts, summed
+            5
+        """
         self.num_written = int(sum(write_result.write_returns))
 
 
@@ -293,6 +430,24 @@ def write_episodes(
 
     Returns:
         The number of episodes (chunks) written.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0],
+        ...                                rewards=[1.0, 2.0], len_lookback_buffer=0))
+        >>> from episodes.io import dataset_info
+        >>> import ray
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> copy = tempfile.mkdtemp()
+        >>> write_episodes(read_episodes(path), copy)
+        1
+        >>> dataset_info(copy).num_steps, dataset_info(copy).episodes[0].id_
+        (2, 'a')
     """
     sink = EpisodeDatasink(path, metadata, **writer_options)
     dataset.write_datasink(sink)

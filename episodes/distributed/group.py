@@ -85,13 +85,15 @@ class RunnerGroup:
     Example:
         >>> import gymnasium as gym, ray
         >>> from episodes.runner import RandomPolicy
-        >>> ray.init(num_cpus=2, include_dashboard=False)  # doctest: +SKIP
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
         >>> group = RunnerGroup(
         ...     lambda ctx: gym.make_vec("CartPole-v1", 4, vectorization_mode="sync"),
         ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
-        ...     num_runners=2, seed=0)  # doctest: +SKIP
-        >>> group.sample(16).env_steps  # doctest: +SKIP
+        ...     num_runners=2, seed=0)
+        >>> group.sample(16).env_steps  # 2 runners x 4 sub-envs x 16 steps
         128
+        >>> group.stop()
     """
 
     def __init__(
@@ -163,22 +165,82 @@ class RunnerGroup:
     # --------------------------------------------------------------------------- properties
     @property
     def actors(self) -> list[Any]:
-        """The current actor handles, slot by slot (a replaced actor's handle changes)."""
+        """The current actor handles, slot by slot (a replaced actor's handle changes).
+
+        Example:
+            >>> import os
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=2, seed=0) as group:
+            ...     infos = ray.get([actor.info.remote() for actor in group.actors])
+            ...     pids = [info["pid"] for info in infos]
+            ...     print(len(set(pids)), os.getpid() in pids)  # two processes, neither this one
+            2 False
+        """
         return [slot.handle for slot in self._slots]
 
     @property
     def generations(self) -> list[int]:
-        """How many times each slot was restarted."""
+        """How many times each slot was restarted.
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=2, seed=0) as group:
+            ...     group.restart_runner(1)
+            ...     print(group.generations)
+            [0, 1]
+        """
         return [slot.generation for slot in self._slots]
 
     @property
     def num_envs(self) -> list[int]:
-        """Sub-envs per runner."""
+        """Sub-envs per runner.
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=2, seed=0) as group:
+            ...     print(group.num_envs)
+            [2, 2]
+        """
         return [slot.num_envs for slot in self._slots]
 
     @property
     def num_in_flight(self) -> int:
-        """Asynchronous requests not yet collected."""
+        """Asynchronous requests not yet collected.
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=1, seed=0) as group:
+            ...     done = group.sample_async(4, timeout_s=0)  # launch; take it if already done
+            ...     print(len(done.samples) + group.num_in_flight)  # returned, or in flight
+            ...     _ = group.sample_async(4, launch=False)  # collect, launch nothing
+            ...     print(group.num_in_flight)
+            1
+            0
+        """
         return sum(slot.ref is not None for slot in self._slots)
 
     # ------------------------------------------------------------------------------ weights
@@ -193,6 +255,26 @@ class RunnerGroup:
 
         Raises:
             TypeError: The runners' policies have no ``set_weights`` (nothing is sent).
+
+        Example:
+            >>> import gymnasium as gym, numpy as np, ray
+            >>> class Constant:  # a policy whose weights are the action it always takes
+            ...     action = 0
+            ...     def set_weights(self, weights):
+            ...         self.action = weights
+            ...     def __call__(self, obs):
+            ...         return np.full(len(obs), self.action), {}
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: Constant(), num_runners=1) as group:
+            ...     print(group.set_weights(1), group.set_weights(1))  # versions 0 and 1
+            ...     sample = group.sample(3)
+            ...     print(sample.samples[0].weights_version,
+            ...           [chunk.get_actions().tolist() for chunk in sample])
+            0 1
+            1 [[1, 1, 1], [1, 1, 1]]
         """
         if not self._takes_weights:
             raise TypeError(
@@ -225,6 +307,19 @@ class RunnerGroup:
 
         Raises:
             RuntimeError: Asynchronous requests are still in flight, or a slot kept failing.
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=2, seed=0) as group:
+            ...     sample = group.sample(8)
+            ...     print(len(sample.samples), sample.num_envs, sample.env_steps, sample.lost)
+            2 4 32 []
         """
         _check_steps(num_steps)
         if self.num_in_flight:
@@ -260,6 +355,19 @@ class RunnerGroup:
 
         Returns:
             The finished requests (possibly none), lost ones in ``.lost``.
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=1, seed=0) as group:
+            ...     out = group.sample_async(8)  # waits for the first request: the only one
+            ...     print(len(out.samples), out.env_steps, group.num_in_flight)
+            1 16 0
         """
         _check_steps(num_steps)
         if weights is not None:
@@ -349,7 +457,23 @@ class RunnerGroup:
         self.metrics.num_restarts += 1
 
     def restart_runner(self, index: int) -> None:
-        """Replaces runner ``index`` by a fresh actor now (a request in flight is lost)."""
+        """Replaces runner ``index`` by a fresh actor now (a request in flight is lost).
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=1, seed=0) as group:
+            ...     group.restart_runner(0)
+            ...     sample = group.sample(4)  # from the fresh actor
+            ...     print(group.generations, sample.samples[0].generation,
+            ...           group.get_metrics()["num_restarts"])
+            [1] 1 1
+        """
         slot = self._slots[index]
         if slot.ref is not None:
             slot.ref = None
@@ -362,6 +486,18 @@ class RunnerGroup:
         """``fn(runner, context)`` on every actor, in slot order (waits for all).
 
         Results travel as samples do (through shared memory on this node).
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=2, seed=10) as group:
+            ...     print(group.foreach_runner(lambda r, ctx: (ctx.index, ctx.seed, r.num_envs)))
+            [(0, 10, 2), (1, 11, 2)]
         """
         leases = [slot.segments.request("apply") for slot in self._slots]
         refs = [
@@ -379,11 +515,45 @@ class RunnerGroup:
         ]
 
     def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:
-        """The group's counters and the runners' merged metrics (see :class:`GroupMetrics`)."""
+        """The group's counters and the runners' merged metrics (see :class:`GroupMetrics`).
+
+        Example:
+            >>> import gymnasium as gym, ray
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> with RunnerGroup(
+            ...         lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...         num_runners=1, seed=0) as group:
+            ...     _ = group.sample(8)
+            ...     m = group.get_metrics()
+            ...     print(m["num_samples"], m["num_env_steps"], m["num_lost_samples"],
+            ...           group.get_metrics()["num_samples"])  # the first call reset them
+            1 16 0 0
+        """
         return self.metrics.reduce(reset=reset)
 
     def stop(self) -> None:
-        """Closes every runner (committing what they wrote) and ends the actors."""
+        """Closes every runner (committing what they wrote) and ends the actors.
+
+        Example:
+            >>> import tempfile
+            >>> import gymnasium as gym, ray
+            >>> from episodes.io import dataset_info
+            >>> from episodes.runner import RandomPolicy
+            >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+            ...              configure_logging=False, ignore_reinit_error=True)
+            >>> path = tempfile.mkdtemp() + "/data"
+            >>> group = RunnerGroup(
+            ...     lambda ctx: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"),
+            ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
+            ...     num_runners=1, seed=0, write_to=path)
+            >>> sample = group.sample(4)
+            >>> group.stop()  # what leaving a ``with RunnerGroup(...)`` block does
+            >>> dataset_info(path).num_steps, sample.env_steps  # every sample committed
+            (8, 8)
+        """
         closing = [slot.handle.close.remote() for slot in self._slots]
         try:
             self._ray.get(closing, timeout=60)

@@ -19,6 +19,11 @@ def require_ray() -> Any:
 
     Raises:
         ImportError: Ray is not installed; the message says how to install it.
+
+    Example:
+        >>> ray = require_ray()
+        >>> ray.__name__, ray.exceptions.RayActorError.__name__  # the submodule is loaded
+        ('ray', 'RayActorError')
     """
     try:
         import ray

@@ -38,7 +38,17 @@ class DatasetError(Exception):
 
 
 class NotADatasetError(DatasetError):
-    """The path does not exist or is not an episodes dataset directory."""
+    """The path does not exist or is not an episodes dataset directory.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import dataset_info
+        >>> try:
+        ...     dataset_info(tempfile.mkdtemp())  # an empty directory
+        ... except NotADatasetError:
+        ...     print("not a dataset")
+        not a dataset
+    """
 
 
 class UnsupportedVersionError(DatasetError):
@@ -58,7 +68,23 @@ class UnsupportedVersionError(DatasetError):
 
 
 class CorruptDatasetError(DatasetError):
-    """A file is missing, truncated, malformed, or disagrees with its checksum or metadata."""
+    """A file is missing, truncated, malformed, or disagrees with its checksum or metadata.
+
+    Example:
+        >>> import os, tempfile
+        >>> from pathlib import Path
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter, read_episodes
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1], actions=[1], rewards=[1.0]))
+        >>> os.truncate(next(Path(path, "shards").glob("*.arrow")), 100)  # damage the shard
+        >>> try:
+        ...     list(read_episodes(path))
+        ... except CorruptDatasetError:
+        ...     print("truncated shard")
+        truncated shard
+    """
 
 
 class UnsafeDataError(CorruptDatasetError):

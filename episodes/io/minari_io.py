@@ -122,6 +122,26 @@ def export_minari(
 
     Raises:
         DatasetError: ``src`` is unreadable, holds no episode with steps, or has no spaces.
+
+    Example:
+        >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
+        >>> import tempfile
+        >>> import gymnasium as gym
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> root = tempfile.mkdtemp()
+        >>> with DatasetWriter(root + "/ours") as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 0], actions=[1, 0],
+        ...                                rewards=[1.0, 1.0], terminated=True,
+        ...                                observation_space=gym.spaces.Discrete(2),
+        ...                                action_space=gym.spaces.Discrete(2),
+        ...                                len_lookback_buffer=0))
+        >>> export_minari(root + "/ours", "toy/ours-v0", root=root + "/minari")
+        1
+        >>> from minari import MinariDataset
+        >>> stored = MinariDataset(root + "/minari/toy/ours-v0/data")  # read by Minari itself
+        >>> stored.total_episodes, stored.total_steps, stored[0].actions.tolist()
+        (1, 2, [1, 0])
     """
     import minari
 
@@ -178,6 +198,26 @@ def import_minari(
 
     Raises:
         DatasetError: The Minari dataset is missing or unreadable, or ``dst`` is not empty.
+
+    Example:
+        >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
+        >>> import tempfile
+        >>> import gymnasium as gym
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter, read_episodes
+        >>> root = tempfile.mkdtemp()
+        >>> with DatasetWriter(root + "/ours") as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 0], actions=[1, 0],
+        ...                                rewards=[1.0, 1.0], terminated=True,
+        ...                                observation_space=gym.spaces.Discrete(2),
+        ...                                action_space=gym.spaces.Discrete(2),
+        ...                                len_lookback_buffer=0))
+        >>> export_minari(root + "/ours", "toy/ours-v0", root=root + "/minari")
+        1
+        >>> import_minari(root + "/minari/toy/ours-v0", root + "/back")  # or an id with root=
+        1
+        >>> [(ep.id_, ep.get_actions().tolist()) for ep in read_episodes(root + "/back")]
+        [('toy/ours-v0/0', [1, 0])]
     """
     import minari
 

@@ -421,6 +421,18 @@ class DatasetInfo:
         metadata: What the dataset is (env, seeds, policy...; v2, None for v1).
         created: Creation time, UTC ISO 8601 (v2).
         library_version: Version of the library that created the dataset (v2).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0, 1, 2], actions=[1, 0],
+        ...                                rewards=[1.0, 0.5], len_lookback_buffer=0))
+        >>> info = dataset_info(path)
+        >>> info.version, info.num_chunks, info.num_steps, info.num_shards, info.episodes[0].ret
+        (2, 1, 2, 1, 1.5)
     """
 
     path: str

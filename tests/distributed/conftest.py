@@ -8,6 +8,12 @@ import pytest
 @pytest.fixture(scope="package")
 def ray_local():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        ignore_reinit_error=True,
+    )  # the docstring examples may have started it
     yield ray
     ray.shutdown()
