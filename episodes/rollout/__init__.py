@@ -10,6 +10,7 @@ from .generators import (
     RLBatch,
     distillation_generator,
     mini_batch_generator,
+    normalize_over,
     recurrent_mini_batch_generator,
 )
 from .storage import RolloutStorage
@@ -35,6 +36,7 @@ __all__ = [
     "compute_gae",
     "distillation_generator",
     "mini_batch_generator",
+    "normalize_over",
     "pad_with_layout",
     "recurrent_mini_batch_generator",
     "split_and_pad_trajectories",

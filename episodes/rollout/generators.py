@@ -26,6 +26,7 @@ __all__ = [
     "RLBatch",
     "distillation_generator",
     "mini_batch_generator",
+    "normalize_over",
     "recurrent_mini_batch_generator",
     "split_sizes",
 ]
@@ -59,6 +60,10 @@ class RLBatch:
     hidden_states: tuple[HiddenState, HiddenState] = (None, None)
     masks: torch.Tensor | None = None
     privileged_observations: Any = None
+    #: Recurrent batches of a storage with ``valid`` cells: ``[T, n_envs]``, False where a
+    #: cell holds no transition (weight the loss with it); None otherwise (flat batches hold
+    #: valid cells only).
+    valid: torch.Tensor | None = None
 
 
 @dataclass
@@ -78,6 +83,9 @@ class DistillationBatch:
     privileged_actions: torch.Tensor
     dones: torch.Tensor
     privileged_observations: Any = None
+    #: ``[N]`` bool, False where this step holds no transition (the storage's ``valid``);
+    #: None when every step does.
+    valid: torch.Tensor | None = None
 
 
 def split_sizes(total: int, parts: int) -> list[int]:
@@ -93,8 +101,28 @@ def split_sizes(total: int, parts: int) -> list[int]:
     return [base + (i < rem) for i in range(parts)]
 
 
-def _normalized(adv: torch.Tensor) -> torch.Tensor:
-    return (adv - adv.mean()) / (adv.std() + 1e-8)
+def _normalized(adv: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+    if valid is None:
+        return (adv - adv.mean()) / (adv.std() + 1e-8)
+    return normalize_over(adv.clone(), valid)
+
+
+def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Normalises ``values`` in place to zero mean and unit std over the ``valid`` cells.
+
+    The unbiased std (as ``torch.std``) plus ``1e-8``, from masked sums: no boolean indexing,
+    so nothing waits for the device. Cells outside ``valid`` are shifted and scaled alike.
+
+    Example:
+        >>> values = torch.tensor([[1.0, 100.0], [3.0, -100.0]])
+        >>> normalize_over(values, torch.tensor([[True, False], [True, False]]))[:, 0].tolist()
+        [-0.7071067690849304, 0.7071067690849304]
+    """
+    weight = valid.reshape(values.shape).to(values.dtype)
+    count = weight.sum()
+    values.sub_((values * weight).sum() / count)
+    spread = (values * values * weight).sum().div_((count - 1).clamp_(min=1)).sqrt_()
+    return values.div_(spread.add_(1e-8))
 
 
 def _require(storage: RolloutStorage, training_type: str, what: str) -> None:
@@ -116,7 +144,9 @@ def mini_batch_generator(
 
     Every epoch draws a fresh ``torch.randperm`` on the storage's device and splits it into
     ``num_mini_batches`` parts whose sizes differ by at most one (the remainder is spread over
-    the first batches), so every sample is used exactly once per epoch.
+    the first batches), so every sample is used exactly once per epoch. When the storage has
+    ``valid`` cells, only those are samples (learning how many takes one host
+    synchronisation per call).
 
     Args:
         storage: an ``"rl"`` storage with returns computed.
@@ -133,7 +163,8 @@ def mini_batch_generator(
         [4, 3, 3]
     """
     _require(storage, "rl", "mini_batch_generator")
-    total = storage.num_transitions_per_env * storage.num_envs
+    cells = None if storage.valid is None else storage.valid.reshape(-1).nonzero().squeeze(1)
+    total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
     split_sizes(total, num_mini_batches)  # validates
     normalize = storage.normalize_advantage_per_mini_batch
     if normalize_advantage_per_mini_batch is not None:
@@ -143,6 +174,8 @@ def mini_batch_generator(
     wanted = [name for name in storage.tensors if name not in ("rewards", "dones")]
     for _ in range(num_epochs):
         perm = torch.randperm(total, device=storage.device, generator=generator)
+        if cells is not None:
+            perm = cells[perm]
         for index in perm.tensor_split(num_mini_batches):
             rows = storage.gather(index, wanted)
             pick = rows.__getitem__
@@ -198,7 +231,10 @@ def recurrent_mini_batch_generator(
     Each batch has ``observations`` ``[T, num_traj, ...]`` (zero-padded) with ``masks``
     ``[T, num_traj]``, the other fields ``[T, n_envs, ...]`` and ``hidden_states`` ``(actor,
     critic)``, each the state at every trajectory's first step, ``[num_layers, num_traj,
-    hidden]`` (a tensor for GRU, a tuple for LSTM, ``None`` when not stored).
+    hidden]`` (a tensor for GRU, a tuple for LSTM, ``None`` when not stored). With the
+    storage's ``valid`` cells set, ``valid`` is their ``[T, n_envs]`` slice (a cell without a
+    transition ends its trajectory: its ``dones`` is set) and the per-batch advantage
+    normalisation uses valid cells only.
 
     Example:
         >>> from episodes.rollout import RolloutStorage
@@ -235,18 +271,20 @@ def recurrent_mini_batch_generator(
             e0, e1 = env_bounds[i], env_bounds[i + 1]
             j0, j1 = traj_bounds[i], traj_bounds[i + 1]
             adv = storage.advantages[:, e0:e1]
+            valid = None if storage.valid is None else storage.valid[:, e0:e1]
             trajectories = itemgetter((slice(None), slice(j0, j1)))  # x[:, j0:j1]
             yield RLBatch(
                 observations=map_tree(trajectories, obs),
                 actions=storage.actions[:, e0:e1],
                 values=storage.values[:, e0:e1],
-                advantages=_normalized(adv) if normalize else adv,
+                advantages=_normalized(adv, valid) if normalize else adv,
                 returns=storage.returns[:, e0:e1],
                 old_actions_log_prob=storage.actions_log_prob[:, e0:e1],
                 old_distribution_params=tuple(p[:, e0:e1] for p in dist),
                 hidden_states=(h_actor[i], h_critic[i]),
                 masks=layout.masks[:, j0:j1],
                 privileged_observations=map_tree(trajectories, priv),
+                valid=valid,
             )
 
 
@@ -269,4 +307,5 @@ def distillation_generator(storage: RolloutStorage) -> Iterator[DistillationBatc
             privileged_actions=storage.privileged_actions[t],
             dones=storage.dones[t],
             privileged_observations=map_tree(step, storage.privileged_observations),
+            valid=None if storage.valid is None else storage.valid[t],
         )

@@ -23,6 +23,7 @@ from .generators import (
     RLBatch,
     distillation_generator,
     mini_batch_generator,
+    normalize_over,
     recurrent_mini_batch_generator,
 )
 from .nested import map_tree
@@ -146,6 +147,11 @@ class RolloutStorage:
         #: Per state component ``[T, num_layers, N, hidden]`` tensors (GRU: 1, LSTM: 2).
         self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state)
         self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state)
+        #: ``[T, N]`` bool, False on cells that hold no transition (padding, a next-step
+        #: reset step); None when every cell holds one. The generators hand out only valid
+        #: cells (flat) or the mask with the batch (recurrent, distillation), and the
+        #: advantages are normalised over valid cells. ``clear`` resets it.
+        self.valid: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ layout
     def _field_specs(
@@ -426,6 +432,7 @@ class RolloutStorage:
             (0, [1.0, 1.0])
         """
         self.step = 0
+        self.valid = None
 
     # ------------------------------------------------------------------ returns
     def compute_returns(
@@ -442,7 +449,8 @@ class RolloutStorage:
             gamma: discount factor.
             lam: GAE lambda.
             normalize_advantage: normalise advantages over the whole batch (zero mean, unit
-                std, ``+1e-8``). Pass ``False`` when normalising per mini-batch instead.
+                std, ``+1e-8``; over the valid cells when :attr:`valid` is set). Pass
+                ``False`` when normalising per mini-batch instead.
 
         Example:
             >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
@@ -456,7 +464,9 @@ class RolloutStorage:
         values = self.values
         adv = compute_gae(self.rewards, values, self.dones, last_values, gamma, lam)
         torch.add(adv, values, out=self.returns)
-        if normalize_advantage:
+        if normalize_advantage and self.valid is not None:
+            normalize_over(self.advantages.copy_(adv), self.valid)
+        elif normalize_advantage:
             # Two-pass unbiased std (as torch.std), with the sum of squares as one BLAS dot.
             centered = adv.sub_(adv.mean()).view(-1)
             std = torch.dot(centered, centered).div_(max(centered.numel() - 1, 0)).sqrt_()
