@@ -114,7 +114,7 @@ def block_columns(
         observations = episodes.take("observations")
         raw["actions"] = episodes.take("actions")
     cols = raw_columns(raw, observations, obs_fn)
-    rewards = np.asarray(cols.rewards, np.float64)
+    rewards = mask_dead_cells(episodes, cols, np.asarray(cols.rewards, np.float64))
     last_values = np.zeros((cols.dones.shape[1], 1))
     if training_type != "rl":
         return cols, rewards, last_values
@@ -130,6 +130,39 @@ def block_columns(
         final_values[steps, envs] = values[: len(steps)]
         rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
     return cols, rewards, last_values
+
+
+def mask_dead_cells(chunks: SampledChunks, cols: TimeMajorColumns, rewards: Any) -> Any:
+    """Masks the window's cells that hold no transition; returns the rewards with them zeroed.
+
+    Only a runner recording vector steps (``window="vector_steps"``) has such cells: the
+    next-step reset steps. They get ``dones`` (so GAE neither reads nor feeds them), reward 0
+    and ``mask`` False. numpy columns or tensors on a device alike; nothing is written in place.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0,
+        ...                    window="vector_steps")
+        >>> chunks = runner.sample(40)
+        >>> raw = chunks.time_major([])
+        >>> cols = raw_columns(raw, raw["observations"], None)
+        >>> rewards = mask_dead_cells(chunks, cols, raw["rewards"])
+        >>> dead = ~cols.mask  # the reset steps
+        >>> int(dead.sum()), float(rewards[dead].sum()), bool(cols.dones[dead].all())
+        (5, 0.0, True)
+    """
+    dead = chunks.recording.dead_cells()
+    if dead is None:
+        return rewards
+    cols.dones = cols.dones | dead
+    cols.mask = ~dead
+    if isinstance(dead, np.ndarray):
+        return np.where(dead, 0.0, rewards)
+    import torch
+
+    return torch.where(dead, 0.0, rewards)
 
 
 def raw_columns(raw: dict[str, Any], observations: Any, obs_fn: ObsFn | None) -> TimeMajorColumns:

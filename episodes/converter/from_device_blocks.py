@@ -36,7 +36,7 @@ from episodes.converter.columns import (
     extra_keys_for,
     transform_batch,
 )
-from episodes.converter.from_blocks import LazyExtras, ValueFn, raw_columns
+from episodes.converter.from_blocks import LazyExtras, ValueFn, mask_dead_cells, raw_columns
 from episodes.runner import SampledChunks
 
 
@@ -77,7 +77,7 @@ def device_block_columns(
     raw["extras"] = LazyExtras(chunks, extra_keys)
     cols = raw_columns(raw, raw["observations"], obs_fn)
     recorded_rewards: torch.Tensor = cols.rewards  # type: ignore[assignment]
-    rewards = recorded_rewards.to(torch.float64)
+    rewards = mask_dead_cells(chunks, cols, recorded_rewards.to(torch.float64))
     last_values = torch.zeros((rewards.shape[1], 1), dtype=torch.float64, device=rewards.device)
     if training_type != "rl":
         return cols, rewards, last_values

@@ -116,10 +116,20 @@ def side_by_side_columns(
             key: np.concatenate([np.asarray(c.extras[key]) for c in columns], axis=1)
             for key in columns[0].extras
         },
+        mask=_joined_mask(columns),
     )
     rewards = np.concatenate([r for _, r, _ in pieces], axis=1)
     last_values = np.concatenate([v for _, _, v in pieces], axis=0)
     return joined, rewards, last_values
+
+
+def _joined_mask(columns: list[TimeMajorColumns]) -> np.ndarray | None:
+    """The parts' masks joined along the env axis (a part without one: all True), or None."""
+    if all(c.mask is None for c in columns):
+        return None
+    return np.concatenate(
+        [np.ones(c.dones.shape, bool) if c.mask is None else c.mask for c in columns], axis=1
+    )
 
 
 def side_by_side_groups(

@@ -48,7 +48,10 @@ class Rollout:
         storage: The filled storage (``step == T``).
         last_values: ``[N, 1]`` values of each env's last observation (0 where the env's last
             episode ended inside the window); pass to ``storage.compute_returns``.
-        mask: ``[T, N]`` bool of real (not padded) steps for ``layout="per_chunk"``, else None.
+        mask: ``[T, N]`` bool, True on cells that hold a transition: the real (not padded)
+            steps of ``layout="per_chunk"``, the steps other than next-step reset steps of a
+            runner recording vector steps (``EnvRunner(window="vector_steps")``); None when
+            every cell holds one. The storage's ``valid`` is the same tensor.
         groups: The chunks of each column, in time order (built when read, if the rollout
             came straight from a runner's blocks).
 
@@ -249,7 +252,8 @@ def episodes_to_rollout(
             dtype=dtype,
         )
         groups = LazyGroups(episodes)
-        return Rollout(storage, _tensor(last_values, device, dtype), None, groups)
+        mask = _valid_cells(storage, cols.mask, device)
+        return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
     parts = side_by_side_parts(episodes) if layout == "per_env" else None
     if parts is not None:
         joined = side_by_side_columns(
@@ -264,7 +268,10 @@ def episodes_to_rollout(
             cols, rewards, last_values = joined
             storage = _write_columns(cols, rewards, storage, training_type, keys, device, dtype)
             groups = side_by_side_groups(episodes, parts)
-            return Rollout(storage, _tensor(last_values, device, dtype), None, groups)
+            mask = _valid_cells(storage, cols.mask, device)
+            return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
+    if layout == "per_env":
+        _refuse_masked_windows([episodes] if parts is None else parts)
     env_groups = _column_groups(episodes, layout)
     cols = time_major(
         env_groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk"
@@ -274,8 +281,31 @@ def episodes_to_rollout(
     if training_type == "rl":  # distillation has no returns to bootstrap: no value is asked for
         rewards = _bootstrap(cols, rewards, last_values, gamma, value_fn, keys, obs_fn)
     storage = _write_columns(cols, rewards, storage, training_type, keys, device, dtype)
-    mask = None if cols.mask is None else torch.from_numpy(cols.mask).to(device)
+    mask = _valid_cells(storage, cols.mask, device)
     return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
+
+
+def _refuse_masked_windows(samples: Sequence[Any]) -> None:
+    """A vector-step window with reset steps is only laid out from the runner's blocks."""
+    if any(
+        isinstance(sample, SampledChunks)
+        and sample.recording.vector_steps
+        and sample.recording.dead_cells() is not None
+        for sample in samples
+    ):
+        raise ValueError(
+            "these chunks come from a runner recording vector steps, and their window holds "
+            "reset steps: only the fast path lays it out (the chunks' lengths differ per "
+            "env). It needs value_fn for training_type 'rl' and chunks left as sampled (no "
+            "append, concat, pop or replaced column); copy the chunks you want to change, or "
+            "use layout='per_chunk'"
+        )
+
+
+def _valid_cells(storage: RolloutStorage, mask: Any, device: torch.device) -> torch.Tensor | None:
+    """The ``[T, N]`` mask of cells holding a transition (None: all), also the storage's."""
+    storage.valid = None if mask is None else _tensor(mask, device)
+    return storage.valid
 
 
 def _write_columns(

@@ -73,14 +73,22 @@ class DeviceRecorder(BatchedRecorder):
         ValueError: vector envs yielding torch tensors are recorded in next-step or same-step ...
     """
 
-    def __init__(self, num_envs: int, mode: AutoresetMode, lookback: int, metrics: RunnerMetrics):
+    def __init__(
+        self,
+        num_envs: int,
+        mode: AutoresetMode,
+        lookback: int,
+        metrics: RunnerMetrics,
+        *,
+        vector_steps: bool = False,
+    ):
         if mode is AutoresetMode.DISABLED:
             raise ValueError(
                 "vector envs yielding torch tensors are recorded in next-step or same-step "
                 "autoreset mode; disabled mode would need the host every step to pick the "
                 "sub-envs to reset"
             )
-        super().__init__(num_envs, mode, lookback, metrics)
+        super().__init__(num_envs, mode, lookback, metrics, vector_steps=vector_steps)
         self.device_blocks: DeviceBlocks | None = None
         self._next_device: DeviceBlocks | None = None
         self._carried_dead = np.zeros((0, num_envs), bool)
@@ -145,6 +153,8 @@ class DeviceRecorder(BatchedRecorder):
             >>> rec.full()  # the second step was the reset step: it recorded nothing
             False
         """
+        if self.vector_steps:
+            return self.row - self._begin_row >= self.num_steps
         if self._least + (self.row - self._synced_row) < self.num_steps:
             return False
         if self.mode is AutoresetMode.SAME_STEP:

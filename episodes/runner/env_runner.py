@@ -18,6 +18,9 @@ from episodes.structs import flatten
 
 __all__ = ["EnvRunner", "autoreset_mode_of"]
 
+#: What ``EnvRunner.sample(num_steps)`` counts (see ``EnvRunner``'s ``window``).
+WINDOWS = ("transitions", "vector_steps")
+
 
 class EnvRunner:
     """Samples fixed-size per-env episode chunks from a vector env in any autoreset mode.
@@ -68,6 +71,16 @@ class EnvRunner:
             states ``[num_layers, N, H]``).
         seed: Seed of the first ``env.reset``.
         numpy_episodes: Return numpy'd chunks (False: list-mode chunks).
+        window: What ``sample(num_steps)`` counts. ``"transitions"`` (default): every sub-env
+            records ``num_steps`` transitions (see above). ``"vector_steps"``: the call takes
+            exactly ``num_steps`` vector steps and every sub-env's window is those steps; in
+            next-step mode a sub-env's reset steps are cells of its window that hold no
+            transition (its chunks sum to ``num_steps`` less its reset steps), nothing is
+            carried over, and the converter masks those cells (``Rollout.mask``,
+            ``RolloutStorage.valid``). Same-step and disabled modes record the same either way.
+
+    Raises:
+        ValueError: A negative ``len_lookback_buffer`` or an unknown ``window``.
 
     Example:
         >>> import gymnasium as gym
@@ -77,6 +90,11 @@ class EnvRunner:
         >>> chunks = runner.sample(50)
         >>> [sum(len(c) for c in chunks if c.custom_data["env_index"] == i) for i in range(2)]
         [50, 50]
+        >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0,
+        ...                    window="vector_steps")
+        >>> chunks = runner.sample(50)  # 50 vector steps; reset steps record no transition
+        >>> [sum(len(c) for c in chunks if c.custom_data["env_index"] == i) for i in range(2)]
+        [47, 48]
     """
 
     def __init__(
@@ -89,11 +107,15 @@ class EnvRunner:
         state_batch_axis: int = 0,
         seed: int | None = None,
         numpy_episodes: bool = True,
+        window: str = "transitions",
     ):
         if isinstance(len_lookback_buffer, bool) or int(len_lookback_buffer) < 0:
             raise ValueError(
                 f"len_lookback_buffer must be an int >= 0, got {len_lookback_buffer!r}"
             )
+        if window not in WINDOWS:
+            raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
+        self.window = window
         self.env = env
         self.policy = policy
         self.num_envs = int(env.num_envs)
@@ -109,7 +131,11 @@ class EnvRunner:
         self._obs: Any = None
         self.state: Any = None
         self._recorder = BatchedRecorder(
-            self.num_envs, self.autoreset_mode, self.len_lookback_buffer, self.metrics
+            self.num_envs,
+            self.autoreset_mode,
+            self.len_lookback_buffer,
+            self.metrics,
+            vector_steps=window == "vector_steps",
         )
 
     @property
@@ -131,15 +157,18 @@ class EnvRunner:
     def sample(self, num_steps: int) -> SampledChunks:
         """Steps the env until every sub-env recorded ``num_steps`` transitions; returns them.
 
+        With ``window="vector_steps"`` the call takes exactly ``num_steps`` vector steps.
+
         Args:
-            num_steps: Transitions per sub-env (>= 1).
+            num_steps: Transitions per sub-env, or vector steps (>= 1; >= 2 for vector steps
+                of a next-step env, whose one step could be a sub-env's reset step).
 
         Returns:
             The chunks, sub-env by sub-env, in time order (a lazy sequence); per sub-env their
-            lengths sum to ``num_steps``.
+            lengths sum to ``num_steps`` (less the sub-env's reset steps with vector steps).
 
         Raises:
-            ValueError: ``num_steps < 1``.
+            ValueError: ``num_steps`` too small.
 
         Example:
             >>> from episodes.runner import RandomPolicy
@@ -151,8 +180,9 @@ class EnvRunner:
             >>> second[0].id_ == first[0].id_, second[0].t_started
             (True, 3)
         """
-        if isinstance(num_steps, bool) or int(num_steps) < 1:
-            raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
+        least = 2 if self.window == "vector_steps" and self._carries_resets() else 1
+        if isinstance(num_steps, bool) or int(num_steps) < least:
+            raise ValueError(f"num_steps must be an int >= {least}, got {num_steps!r}")
         num_steps = int(num_steps)
         start = time.perf_counter()
         recorder = self._recorder
@@ -162,7 +192,11 @@ class EnvRunner:
             self._obs = obs
             if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
                 recorder = self._recorder = _device_recorder(
-                    self.num_envs, self.autoreset_mode, self.len_lookback_buffer, self.metrics
+                    self.num_envs,
+                    self.autoreset_mode,
+                    self.len_lookback_buffer,
+                    self.metrics,
+                    vector_steps=self.window == "vector_steps",
                 )
             if self._initial_state is not None:
                 self.state = self._initial_state(self.num_envs)
@@ -197,6 +231,9 @@ class EnvRunner:
         return self.metrics.reduce(reset=reset)
 
     # ------------------------------------------------------------------------------- internal
+    def _carries_resets(self) -> bool:
+        return bool(self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP)
+
     def _act(self) -> tuple[Any, dict[str, np.ndarray]]:
         if self._initial_state is None:
             actions, extras = self.policy(self._obs)
@@ -239,12 +276,12 @@ def _holds_tensors(batch: Any) -> bool:
 
 
 def _device_recorder(
-    num_envs: int, mode: Any, lookback: int, metrics: RunnerMetrics
+    num_envs: int, mode: Any, lookback: int, metrics: RunnerMetrics, *, vector_steps: bool
 ) -> BatchedRecorder:
     # Imported here: torch is needed only by envs that yield tensors.
     from episodes.runner.device_recorder import DeviceRecorder
 
-    return DeviceRecorder(num_envs, mode, lookback, metrics)
+    return DeviceRecorder(num_envs, mode, lookback, metrics, vector_steps=vector_steps)
 
 
 def _where_started(state: Any, fresh: Any, mask: Any, axis: int) -> Any:

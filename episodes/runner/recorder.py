@@ -46,7 +46,7 @@ from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.infos import FINAL_KEYS, env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
-from episodes.runner.table import Recording, chunk_table
+from episodes.runner.table import Recording, chunk_table, vector_chunk_table
 from episodes.structs import flatten, map_leaves
 
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
@@ -85,6 +85,9 @@ class BatchedRecorder:
         mode: Its autoreset mode.
         lookback: ``len_lookback_buffer`` of the chunks.
         metrics: Where finished episodes are counted.
+        vector_steps: A call is ``num_steps`` vector steps, every env's window the same rows
+            (next-step reset steps in it hold no transition), instead of ``num_steps``
+            transitions per env.
 
     Example:
         >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 1, RunnerMetrics())
@@ -92,9 +95,18 @@ class BatchedRecorder:
         ([0, 1], 2, True)
     """
 
-    def __init__(self, num_envs: int, mode: AutoresetMode, lookback: int, metrics: RunnerMetrics):
+    def __init__(
+        self,
+        num_envs: int,
+        mode: AutoresetMode,
+        lookback: int,
+        metrics: RunnerMetrics,
+        *,
+        vector_steps: bool = False,
+    ):
         n = num_envs
         self.num_envs, self.mode, self.lookback, self.metrics = n, mode, lookback, metrics
+        self.vector_steps = vector_steps
         self.uid = uuid.uuid4().hex[:24]
         self.returns = np.zeros(n, np.float64)
         self.lengths = np.zeros(n, np.int64)
@@ -119,6 +131,7 @@ class BatchedRecorder:
         self.recorded = 0
         self._have = np.zeros(n, np.int64)
         self._least = 0
+        self._begin_row = 0
 
     # ------------------------------------------------------------------------------ a call
     def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
@@ -147,6 +160,9 @@ class BatchedRecorder:
             self.finals = Finals(self.blocks.obs.structure)
         self.num_steps = num_steps
         self.recorded = 0
+        self._begin_row = carried
+        if self.vector_steps:
+            return  # a call is num_steps vector steps: nothing to count per env
         # Transitions each env already holds for this call (carried next-step rows).
         lo = min(int(self.start.min()), carried) if self.num_envs else carried
         held = np.arange(lo, carried)[:, None]
@@ -165,6 +181,8 @@ class BatchedRecorder:
             ...                      reset=None)[1], rec.full()
             (False, None, True)
         """
+        if self.vector_steps:
+            return self.row - self._begin_row >= self.num_steps
         return self._least >= self.num_steps
 
     def step(
@@ -324,7 +342,9 @@ class BatchedRecorder:
     def _slack(self, num_steps: int) -> int:
         # Next-step sub-envs need a few extra vector steps (their reset steps); blocks that
         # still run out of rows are doubled.
-        return num_steps // 16 + 2 if self.mode is AutoresetMode.NEXT_STEP else 0
+        if self.vector_steps or self.mode is not AutoresetMode.NEXT_STEP:
+            return 0
+        return num_steps // 16 + 2
 
     # --------------------------------------------------------------------------- the end
     def finish(self) -> Recording:
@@ -345,15 +365,16 @@ class BatchedRecorder:
         self._number_endings()
         finals.freeze()
         events = np.concatenate(self.events, axis=1) if self.events else np.zeros((3, 0), int)
-        table, window, state = chunk_table(
-            blocks,
-            self.row,
-            self.num_steps,
-            self.lookback,
-            (self.start, self.episode_start, self.episode_number),
-            events,
-            finals if self.mode is not AutoresetMode.NEXT_STEP else None,
-        )
+        state = (self.start, self.episode_start, self.episode_number)
+        apart = finals if self.mode is not AutoresetMode.NEXT_STEP else None
+        if self.vector_steps:
+            table, window, state = vector_chunk_table(
+                blocks, self._begin_row, self.num_steps, self.lookback, state, events, apart
+            )
+        else:
+            table, window, state = chunk_table(
+                blocks, self.row, self.num_steps, self.lookback, state, events, apart
+            )
         recording = Recording(
             blocks=blocks,
             lookback=self.lookback,
@@ -364,6 +385,8 @@ class BatchedRecorder:
             finals=finals,
             final_infos=self.final_infos,
             uid=self.uid,
+            # Only next-step windows can hold reset steps; the others are transitions only.
+            vector_steps=self.vector_steps and self.mode is AutoresetMode.NEXT_STEP,
         )
         self._carry_over(blocks, finals, events, window[:, -1] + 1, state)
         return recording

@@ -125,6 +125,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         state = dict(self.__dict__)
         state["recording"] = self.recording.compact()
         state["_flat_index"] = None
+        state["_aligned"] = state["recording"].aligned_start  # compacting renumbers the rows
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -92,6 +92,9 @@ class Recording:
     #: The blocks on the env's device when the env yields torch tensors (``blocks`` is then
     #: their host mirror), else None.
     device: Any = None
+    #: The window is ``num_steps`` vector steps, the same rows for every env; next-step reset
+    #: steps in it hold no transition (see :meth:`dead_cells`).
+    vector_steps: bool = False
 
     @property
     def aligned_start(self) -> int | None:
@@ -110,6 +113,31 @@ class Recording:
         first = int(self.window[0, 0]) if self.window.size else 0
         expected = first + np.arange(self.num_steps)
         return first if bool((self.window == expected).all()) else None
+
+    def dead_cells(self) -> Any:
+        """``[T, N]`` bool, True where the window holds no transition; None when it has none.
+
+        Only a window of vector steps (``vector_steps``) can hold such cells: the next-step
+        reset steps. A numpy array, or a tensor on the env's device for device recordings.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0,
+            ...                    window="vector_steps")
+            >>> dead = runner.sample(40).recording.dead_cells()
+            >>> dead.shape, bool(dead.any())  # an episode ended, its env's reset step follows
+            ((40, 2), True)
+        """
+        if not self.vector_steps:
+            return None
+        first = int(self.window[0, 0]) if self.window.size else 0
+        blocks = self.device if self.device is not None else self.blocks
+        dead = blocks.dead[first : first + self.num_steps]
+        if self.device is not None:
+            return dead  # asking the device whether any is set would wait for it
+        return dead if dead.any() else None
 
     def compact(self) -> Recording:
         """The recording cut to the rows its chunks read (views), renumbered from row 0.
@@ -132,6 +160,9 @@ class Recording:
             return self
         first = int((table.first - table.lookback).min())
         stop = int(table.stop.max())
+        if self.vector_steps:  # the window's first or last rows may be reset steps only
+            first = min(first, int(self.window[:, 0].min()))
+            stop = max(stop, int(self.window[:, -1].max()) + 1)
         if first == 0 and stop == self.blocks.step_rows:
             return self
 
@@ -273,3 +304,104 @@ def _running_count(flags: np.ndarray) -> np.ndarray:
         count += here
         total[...] = count
     return out
+
+
+def vector_chunk_table(
+    blocks: Blocks,
+    first: int,
+    num_steps: int,
+    lookback: int,
+    state: State,
+    events: np.ndarray,
+    finals: Finals | None,
+) -> tuple[ChunkTable, np.ndarray, State]:
+    """The chunks of a window of ``num_steps`` vector steps from row ``first``, for every env.
+
+    Every env's window is the same rows ``first:first + num_steps``; a next-step reset step
+    in it (a dead row) holds no transition, so an env's chunks cover the window's rows less
+    its reset steps. Arguments and results are those of :func:`chunk_table`.
+
+    Example:
+        >>> blocks = Blocks.allocate(np.zeros((1, 1)), rows=4)
+        >>> blocks.terminated[1, 0] = True  # next-step mode: row 2 is the reset step
+        >>> blocks.dead[2, 0] = True
+        >>> state = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
+        >>> table, window, (start, _, number) = vector_chunk_table(
+        ...     blocks, 0, 4, 0, state, np.array([[1], [0], [1]]), None)
+        >>> table.first.tolist(), table.stop.tolist(), table.number.tolist()
+        ([0, 3], [2, 4], [0, 1])
+        >>> window.tolist(), start.tolist(), number.tolist()
+        ([[0, 1, 2, 3]], [4], [1])
+    """
+    start, episode_start, episode_number = state
+    num_envs = blocks.rewards.shape[1]
+    stop_row = first + num_steps
+    here = np.arange(first, stop_row)
+    live = ~blocks.dead[first:stop_row] & (here[:, None] >= start)
+    done = (blocks.terminated[first:stop_row] | blocks.truncated[first:stop_row]) & live
+    # The live cells env by env, in time order; a chunk ends at an ending or its env's last cell.
+    cells = np.flatnonzero(np.ascontiguousarray(live.T))
+    cell_env, cell_t = np.divmod(cells, num_steps)
+    ends = np.ascontiguousarray(done.T).reshape(-1)[cells]
+    if len(cells):
+        ends[-1] = True
+        ends[:-1] |= cell_env[1:] != cell_env[:-1]
+    last_cell = np.flatnonzero(ends)
+    first_cell = np.zeros_like(last_cell)
+    first_cell[1:] = last_cell[:-1] + 1
+    env = cell_env[last_cell]
+    chunk_first = first + cell_t[first_cell]
+    chunk_stop = first + cell_t[last_cell] + 1
+    is_first = np.ones(len(env), bool)
+    is_first[1:] = env[1:] != env[:-1]
+    number = episode_number[env]
+    started = episode_start[env]
+    later = np.flatnonzero(~is_first)
+    if len(later):
+        # A later chunk starts the episode that the ending of the chunk before it numbered.
+        number[later] = _event_numbers(events, chunk_stop[later - 1] - 1, env[later])
+        started[later] = chunk_first[later]
+    t_started = chunk_first - started
+    terminated = blocks.terminated[chunk_stop - 1, env]
+    truncated = blocks.truncated[chunk_stop - 1, env]
+    final = np.full(len(env), -1, np.int64)
+    ended = terminated | truncated
+    if finals is not None and ended.any():
+        final[ended] = finals.index_of(chunk_stop[ended] - 1, env[ended], stop_row + 1)
+    table = ChunkTable(
+        env=env,
+        first=chunk_first,
+        stop=chunk_stop,
+        lookback=np.minimum(lookback, t_started),
+        number=number,
+        t_started=t_started,
+        terminated=terminated,
+        truncated=truncated,
+        final=final,
+        last_step=cell_t[last_cell],
+    )
+    window = np.repeat(here[None, :], num_envs, axis=0)
+    # Each env's latest ending in the window starts the episode the next call continues.
+    gap = 2 if finals is None else 1  # next-step: the reset step's dead row comes first
+    any_done = done.any(axis=0)
+    done_row = stop_row - 1 - np.argmax(done[::-1], axis=0)
+    numbers = episode_number.copy()
+    ending = np.flatnonzero(any_done)
+    if len(ending):
+        numbers[ending] = _event_numbers(events, done_row[ending], ending)
+    next_state = (
+        np.where(any_done, np.maximum(stop_row, done_row + gap), np.maximum(stop_row, start)),
+        np.where(any_done, done_row + gap, episode_start),
+        numbers,
+    )
+    return table, window, next_state
+
+
+def _event_numbers(events: np.ndarray, rows: np.ndarray, envs: np.ndarray) -> np.ndarray:
+    """The number of the episode that follows each ending ``(row, env)`` (all recorded)."""
+    width = int(max(events[0].max(initial=0), rows.max(initial=0))) + 1
+    keys = events[1] * width + events[0]
+    order = np.argsort(keys, kind="stable")
+    found = np.searchsorted(keys[order], envs * width + rows)
+    assert (keys[order][np.minimum(found, len(keys) - 1)] == envs * width + rows).all()
+    return events[2][order[found]]
