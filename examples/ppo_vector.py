@@ -17,6 +17,7 @@ and of collection alone (runner + converter + GAE); the run ends with one line
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 import time
@@ -32,6 +33,7 @@ from tqdm import tqdm
 from episodes.converter import ColumnKeys, episodes_to_rollout
 from episodes.envs.torch_cartpole import TorchCartPole
 from episodes.runner import EnvRunner
+from episodes.runner.env_runner import WINDOWS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helpers beside this file
 from _ppo_common import (  # noqa: E402
@@ -126,6 +128,7 @@ def train(
     progress: bool = True,
     threads: int = 1,
     torch_env: bool = False,
+    window: str = "transitions",
 ) -> dict[str, Any]:
     """Trains PPO on ``CartPoleVectorEnv`` and returns the learning curve and final figures.
 
@@ -142,6 +145,8 @@ def train(
         threads: Torch CPU threads.
         torch_env: Step ``TorchCartPole`` (torch tensors on ``device``) instead of the numpy
             env: collection, conversion, GAE and the update all stay on the device.
+        window: The runner's ``window``: ``"vector_steps"`` takes ``T`` vector steps per
+            iteration and masks the reset steps in the storage (``--window vector_steps``).
 
     Returns:
         ``final_mean_return``, ``env_steps``, ``wall_s``, ``history`` (one dict per iteration:
@@ -157,7 +162,7 @@ def train(
     model = ActorCritic(int(np.prod(obs_shape)), int(action_space.n), cfg.hidden).to(dev)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     policy = (TensorSamplingPolicy if torch_env else SamplingPolicy)(model, dev)
-    runner = EnvRunner(env, policy, seed=seed)
+    runner = EnvRunner(env, policy, seed=seed, window=window)
     steps_per_iter = num_envs * cfg.num_steps
     num_iters = max(1, -(-total_steps // steps_per_iter))
     tracker = ReturnTracker()
@@ -217,11 +222,18 @@ def train(
 
 
 def main(argv: list[str] | None = None, *, torch_env: bool = False, doc: str = __doc__) -> None:
-    """The command line: ``torch_env`` selects the torch-tensor env (``ppo_torch_env.py``)."""
+    """The command line: ``torch_env`` selects the torch-tensor env (``ppo_torch_env.py``).
+
+    Besides the shared flags, ``--window vector_steps`` records ``T`` vector steps per
+    iteration (next-step reset steps masked) instead of ``T`` transitions per sub-env.
+    """
+    choose = argparse.ArgumentParser(add_help=False)
+    choose.add_argument("--window", choices=WINDOWS, default="transitions")
+    chosen, rest = choose.parse_known_args(sys.argv[1:] if argv is None else argv)
     # A curve line every iteration unless --log-every says otherwise (a later flag wins).
-    args = ["--log-every", "1", *(sys.argv[1:] if argv is None else argv)]
+    args = ["--log-every", "1", *rest]
     run_cli(
-        functools.partial(train, torch_env=torch_env),
+        functools.partial(train, torch_env=torch_env, window=chosen.window),
         doc.splitlines()[0],
         total_steps=2_000_000,
         num_envs=512,
