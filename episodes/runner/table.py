@@ -92,8 +92,9 @@ class Recording:
     #: The blocks on the env's device when the env yields torch tensors (``blocks`` is then
     #: their host mirror), else None.
     device: Any = None
-    #: The window is ``num_steps`` vector steps, the same rows for every env; next-step reset
-    #: steps in it hold no transition (see :meth:`dead_cells`).
+    #: A next-step window of ``num_steps`` vector steps, the same rows for every env, whose
+    #: reset steps hold no transition (see :meth:`dead_cells`); other modes' windows of vector
+    #: steps hold transitions only and leave this False.
     vector_steps: bool = False
 
     @property

@@ -87,7 +87,7 @@ def assert_same_prefix(a: SingleAgentEpisode, b: SingleAgentEpisode) -> None:
 def check_window(chunks: SampledChunks, size: int) -> None:
     """Every sub-env's chunks and reset steps fill the call's ``size`` rows, in order."""
     recording = chunks.recording
-    assert recording.vector_steps and recording.aligned_start is not None
+    assert recording.aligned_start is not None
     dead = recording.dead_cells()
     dead = np.zeros((size, chunks.num_envs), bool) if dead is None else dead
     table = recording.table
@@ -267,3 +267,21 @@ def test_a_pickled_vector_window_lays_out_the_same_even_ending_in_reset_steps():
         assert_same_storage(got, want)
         assert (want.mask is None and got.mask is None) or torch.equal(got.mask, want.mask)
     assert endings  # some window ended in a reset step
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_a_device_call_of_vector_steps_never_waits_for_the_device(mode):
+    from episodes.envs.torch_cartpole import TorchCartPole
+    from tests.runner.test_device_recording import SyncCounter
+
+    env = TorchCartPole(64, autoreset_mode=mode, max_episode_steps=7)
+    runner = EnvRunner(env, lambda obs: ((obs[:, 2] > 0).long(), {}), seed=0, window="vector_steps")
+    runner.sample(5)  # first call: allocation and reset infos
+    counter = SyncCounter()
+    with counter:
+        recorder = runner._recorder  # noqa: SLF001 - the test watches the recorder's steps
+        recorder.begin(16, runner._obs)  # noqa: SLF001
+        while not recorder.full():  # the call's end is known without asking the device
+            runner._step()  # noqa: SLF001
+    assert counter.calls == []
+    assert recorder.row - recorder._begin_row == 16  # noqa: SLF001
