@@ -265,25 +265,7 @@ def chunk_table(
     previous_end = window[env, np.maximum(t_first - 1, 0)]
     number = np.where(is_first, episode_number[env], numbers_local[previous_end - lo, env])
     started = np.where(is_first, episode_start[env], first)
-    t_started = first - started
-    terminated = blocks.terminated[stop - 1, env]
-    truncated = blocks.truncated[stop - 1, env]
-    final = np.full(len(env), -1, np.int64)
-    ended = terminated | truncated
-    if finals is not None and ended.any():
-        final[ended] = finals.index_of(stop[ended] - 1, env[ended], rows + 1)
-    table = ChunkTable(
-        env=env,
-        first=first,
-        stop=stop,
-        lookback=np.minimum(lookback, t_started),
-        number=number,
-        t_started=t_started,
-        terminated=terminated,
-        truncated=truncated,
-        final=final,
-        last_step=t_end,
-    )
+    table = _table(blocks, finals, rows + 1, lookback, env, first, stop, started, number, t_end)
     last = np.flatnonzero(t_end == num_steps - 1)  # every env's last chunk, env by env
     last_row = window[:, -1]
     last_done = done_em[:, -1]
@@ -362,24 +344,17 @@ def vector_chunk_table(
         # A later chunk starts the episode that the ending of the chunk before it numbered.
         number[later] = _event_numbers(events, chunk_stop[later - 1] - 1, env[later])
         started[later] = chunk_first[later]
-    t_started = chunk_first - started
-    terminated = blocks.terminated[chunk_stop - 1, env]
-    truncated = blocks.truncated[chunk_stop - 1, env]
-    final = np.full(len(env), -1, np.int64)
-    ended = terminated | truncated
-    if finals is not None and ended.any():
-        final[ended] = finals.index_of(chunk_stop[ended] - 1, env[ended], stop_row + 1)
-    table = ChunkTable(
-        env=env,
-        first=chunk_first,
-        stop=chunk_stop,
-        lookback=np.minimum(lookback, t_started),
-        number=number,
-        t_started=t_started,
-        terminated=terminated,
-        truncated=truncated,
-        final=final,
-        last_step=cell_t[last_cell],
+    table = _table(
+        blocks,
+        finals,
+        stop_row + 1,
+        lookback,
+        env,
+        chunk_first,
+        chunk_stop,
+        started,
+        number,
+        cell_t[last_cell],
     )
     window = np.repeat(here[None, :], num_envs, axis=0)
     # Each env's latest ending in the window starts the episode the next call continues.
@@ -396,6 +371,44 @@ def vector_chunk_table(
         numbers,
     )
     return table, window, next_state
+
+
+def _table(
+    blocks: Blocks,
+    finals: Finals | None,
+    width: int,
+    lookback: int,
+    env: np.ndarray,
+    first: np.ndarray,
+    stop: np.ndarray,
+    started: np.ndarray,
+    number: np.ndarray,
+    last_step: np.ndarray,
+) -> ChunkTable:
+    """The table of chunks given by env, rows, episode start row and number, last step.
+
+    The end flags are read at each chunk's last row; ``width`` exceeds every row (for looking
+    up the final observations kept apart).
+    """
+    t_started = first - started
+    terminated = blocks.terminated[stop - 1, env]
+    truncated = blocks.truncated[stop - 1, env]
+    final = np.full(len(env), -1, np.int64)
+    ended = terminated | truncated
+    if finals is not None and ended.any():
+        final[ended] = finals.index_of(stop[ended] - 1, env[ended], width)
+    return ChunkTable(
+        env=env,
+        first=first,
+        stop=stop,
+        lookback=np.minimum(lookback, t_started),
+        number=number,
+        t_started=t_started,
+        terminated=terminated,
+        truncated=truncated,
+        final=final,
+        last_step=last_step,
+    )
 
 
 def _event_numbers(events: np.ndarray, rows: np.ndarray, envs: np.ndarray) -> np.ndarray:

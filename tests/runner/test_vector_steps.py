@@ -33,6 +33,18 @@ cases = st.fixed_dictionaries(
     CASE_FIELDS | {"sizes": st.lists(st.integers(2, 9), min_size=1, max_size=4)}
 )
 GAMMA, LAM = 0.9, 0.8
+SMALL_CASE = dict(
+    obs="box",
+    action="discrete",
+    p_terminate=0.3,
+    p_truncate=0.0,
+    p_info=0.0,
+    num_envs=2,
+    mode="NextStep",
+    lookback=1,
+    recurrent=False,
+    seed=3,
+)
 
 
 def make_runner(case: dict, window: str, on_device: bool = False) -> EnvRunner:
@@ -195,18 +207,7 @@ def test_device_blocks_record_vector_steps_as_numpy_blocks_do(case):
 
 
 def test_a_changed_window_with_reset_steps_is_refused_not_misplaced():
-    case = dict(
-        obs="box",
-        action="discrete",
-        p_terminate=0.3,
-        p_truncate=0.0,
-        p_info=0.0,
-        num_envs=2,
-        mode="NextStep",
-        lookback=1,
-        recurrent=False,
-        seed=3,
-    )
+    case = dict(SMALL_CASE)
     runner = make_runner(case, "vector_steps")
     chunks = runner.sample(12)
     assert chunks.recording.dead_cells() is not None
@@ -220,18 +221,7 @@ def test_a_changed_window_with_reset_steps_is_refused_not_misplaced():
 
 
 def test_vector_steps_need_two_steps_in_next_step_mode():
-    case = dict(
-        obs="box",
-        action="discrete",
-        p_terminate=0.3,
-        p_truncate=0.0,
-        p_info=0.0,
-        num_envs=2,
-        mode="NextStep",
-        lookback=1,
-        recurrent=False,
-        seed=3,
-    )
+    case = dict(SMALL_CASE)
     with pytest.raises(ValueError, match=">= 2"):
         make_runner(case, "vector_steps").sample(1)
     with pytest.raises(ValueError, match="window must be one of"):
