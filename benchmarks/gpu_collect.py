@@ -108,8 +108,10 @@ def make_rsl_style(env: TorchCartPole, model: ActorCritic) -> Callable[[], None]
     return run
 
 
-def make_episodes(env: TorchCartPole, model: ActorCritic) -> tuple[Callable[[], None], EnvRunner]:
-    runner = EnvRunner(env, model.act, seed=0, len_lookback_buffer=0)
+def make_episodes(
+    env: TorchCartPole, model: ActorCritic, window: str = "transitions"
+) -> tuple[Callable[[], None], EnvRunner]:
+    runner = EnvRunner(env, model.act, seed=0, len_lookback_buffer=0, window=window)
     keys = ColumnKeys(distribution=("logits",))
     storage: list[Any] = [None]
 
@@ -172,15 +174,20 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(1)  # as the other benchmarks: one thread, comparable ratios
     print(f"collection on {device}, T={T}, TorchCartPole, 2x64 actor-critic; medians ms")
     print(
-        f"{'mode':<9} {'N':>6} {'floor':>8} {'rsl-style':>10} {'episodes':>9} "
+        f"{'mode':<10} {'N':>6} {'floor':>8} {'rsl-style':>10} {'episodes':>9} "
         f"{'eps/rsl':>8} {'eps/floor':>9} {'Msteps/s':>9} {'step syncs':>10}"
     )
-    for mode in ("SameStep", "NextStep"):
+    # "NextStep/v": the runner's vector-steps window (T vector steps, reset steps masked).
+    for label, mode, window in (
+        ("SameStep", "SameStep", "transitions"),
+        ("NextStep", "NextStep", "transitions"),
+        ("NextStep/v", "NextStep", "vector_steps"),
+    ):
         for n in args.sizes:
             torch.manual_seed(0)
             model = ActorCritic().to(device)
             envs = [TorchCartPole(n, device=device, autoreset_mode=mode) for _ in range(3)]
-            episodes, runner = make_episodes(envs[2], model)
+            episodes, runner = make_episodes(envs[2], model, window)
             fns = {
                 "floor": make_floor(envs[0], model),
                 "rsl": make_rsl_style(envs[1], model),
@@ -189,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
             ms = {k: v * 1e3 for k, v in interleaved(fns, device, args.repeats).items()}
             syncs = count_step_syncs(runner, device)
             print(
-                f"{mode:<9} {n:>6} {ms['floor']:8.2f} {ms['rsl']:10.2f} {ms['episodes']:9.2f} "
+                f"{label:<10} {n:>6} {ms['floor']:8.2f} {ms['rsl']:10.2f} {ms['episodes']:9.2f} "
                 f"{ms['episodes'] / ms['rsl']:7.2f}x {ms['episodes'] / ms['floor']:8.2f}x "
                 f"{T * n / ms['episodes'] / 1e3:9.2f} {'-' if syncs is None else syncs:>10}"
             )
