@@ -275,3 +275,32 @@ def test_a_device_call_of_vector_steps_never_waits_for_the_device(mode):
             runner._step()  # noqa: SLF001
     assert counter.calls == []
     assert recorder.row - recorder._begin_row == 16  # noqa: SLF001
+
+
+def test_side_by_side_windows_join_their_masks():
+    class Gathered(list):
+        def __init__(self, parts):
+            super().__init__(c for part in parts for c in part)
+            self.parts = parts
+
+        def side_by_side(self):
+            return self.parts
+
+    runners = [make_runner(SMALL_CASE | {"seed": seed}, "vector_steps") for seed in (1, 2)]
+    masked = 0
+    for _ in range(3):
+        parts = [runner.sample(8) for runner in runners]
+        kwargs = dict(gamma=GAMMA, value_fn=value_fn, keys=KEYS)
+        joined = episodes_to_rollout(Gathered(parts), **kwargs)
+        alone = [episodes_to_rollout(part, **kwargs) for part in parts]
+        masks = [torch.ones(8, 2, dtype=torch.bool) if r.mask is None else r.mask for r in alone]
+        want = torch.cat(masks, dim=1)
+        if joined.mask is None:
+            assert bool(want.all())
+        else:
+            masked += 1
+            assert torch.equal(joined.mask, want) and joined.storage.valid is joined.mask
+        for name in ("observations", "rewards", "dones", "values"):
+            together = torch.cat([getattr(r.storage, name) for r in alone], dim=1)
+            assert torch.equal(getattr(joined.storage, name), together), name
+    assert masked  # some window held reset steps, and took the joined fast path
