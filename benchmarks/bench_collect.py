@@ -414,7 +414,7 @@ def rollout_memory(
 
 
 def call_growth(
-    calls: int = 400, n: int = 4096, t: int = 24
+    calls: int = 400, n: int = 4096, t: int = 24, window: str = "transitions"
 ) -> tuple[dict[int, float], dict[int, int]]:
     """CPU seconds of ``EnvRunner.sample(t)`` alone over a run of calls (48-dim env, a constant
     policy), as medians of the 20 calls ending at call 30, at the middle and at the end; and
@@ -429,7 +429,7 @@ def call_growth(
     def policy(obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         return actions, {"vf_preds": obs[:, 0], "action_logp": obs[:, 1]}
 
-    runner = EnvRunner(env, policy, seed=SEED)
+    runner = EnvRunner(env, policy, seed=SEED, window=window)
     seconds = []
     ends = (30, calls // 2, calls)
     rows = {}
@@ -452,6 +452,7 @@ def main() -> None:
         "--growth", action="store_true", help="only: cost of a call over 400 calls (48-dim env)"
     )
     ap.add_argument("--calls", type=int, default=400, help="calls of --growth")
+    ap.add_argument("--window", default="transitions", help="the runner's window for --growth")
     ap.add_argument(
         "--hidden",
         type=int,
@@ -462,8 +463,11 @@ def main() -> None:
     args = ap.parse_args()
     HIDDEN = args.hidden
     if args.growth:
-        medians, rows = call_growth(args.calls)
-        print("EnvRunner.sample(24), 48-dim env, N=4096: CPU ms per call, medians of 20 calls")
+        medians, rows = call_growth(args.calls, window=args.window)
+        print(
+            f"EnvRunner(window={args.window!r}).sample(24), 48-dim env, N=4096: CPU ms per "
+            "call, medians of 20 calls"
+        )
         print("  " + ", ".join(f"to call {k}: {v * 1e3:.1f}" for k, v in medians.items()))
         print("rows of the blocks it records into (24 per call; the rest carried over):")
         print("  " + ", ".join(f"at call {k}: {v}" for k, v in rows.items()))

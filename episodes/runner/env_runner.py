@@ -180,7 +180,9 @@ class EnvRunner:
             >>> second[0].id_ == first[0].id_, second[0].t_started
             (True, 3)
         """
-        least = 2 if self.window == "vector_steps" and self._carries_resets() else 1
+        # One vector step of a next-step env could be every sub-env's reset step.
+        resets = self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP
+        least = 2 if self.window == "vector_steps" and resets else 1
         if isinstance(num_steps, bool) or int(num_steps) < least:
             raise ValueError(f"num_steps must be an int >= {least}, got {num_steps!r}")
         num_steps = int(num_steps)
@@ -231,9 +233,6 @@ class EnvRunner:
         return self.metrics.reduce(reset=reset)
 
     # ------------------------------------------------------------------------------- internal
-    def _carries_resets(self) -> bool:
-        return bool(self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP)
-
     def _act(self) -> tuple[Any, dict[str, np.ndarray]]:
         if self._initial_state is None:
             actions, extras = self.policy(self._obs)
