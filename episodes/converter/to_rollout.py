@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,14 +107,9 @@ def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) 
         if isinstance(leaf, torch.Tensor):  # from blocks on a device: moved or cast only
             return leaf.to(device=device, dtype=dtype or leaf.dtype)
         leaf = np.ascontiguousarray(leaf)
-        if leaf.flags.writeable:
-            t = torch.from_numpy(leaf)
-        else:
-            # Chunks gathered from runners view read-only shared memory. These tensors are
-            # only read (copied into the storage), so torch's warning about writing is moot.
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-                t = torch.from_numpy(leaf)
+        # Read-only memory (a dataset's map, shared memory a pickle arrived in) is copied: the
+        # storage may take this tensor as its own, and torch cannot mark a tensor read-only.
+        t = torch.from_numpy(leaf if leaf.flags.writeable else leaf.copy())
         return t.to(device=device, dtype=dtype or t.dtype)
 
     return map_leaves(convert, array)
@@ -175,6 +169,7 @@ def episodes_to_rollout(
     layout: str = "per_env",
     storage: RolloutStorage | None = None,
     dtype: torch.dtype = torch.float32,
+    copy: bool = False,
 ) -> Rollout:
     """Flattens episode chunks into a ``[T, N, ...]`` rollout storage, bootstrapped exactly.
 
@@ -207,6 +202,13 @@ def episodes_to_rollout(
         layout: ``"per_env"`` or ``"per_chunk"``.
         storage: An existing storage of matching size to fill (cleared first).
         dtype: Float dtype of the storage.
+        copy: Copy every field into the storage's own tensors. By default a ``[T, N, ...]``
+            column that already has the storage's dtype, device and layout is taken as it is
+            (:meth:`RolloutStorage.write_block` with ``share=True``): on the fast path with
+            aligned windows (the runner's vector-steps window, same-step and disabled
+            autoreset) observations, actions and extra outputs are then views of the runner's
+            blocks, which the chunks view too. Read such a storage; write into its fields only
+            after :meth:`RolloutStorage.own` (nothing in the library writes into them).
 
     Returns:
         A :class:`Rollout`: the storage, ``last_values`` and the mask.
@@ -250,6 +252,7 @@ def episodes_to_rollout(
             keys=keys,
             device=device,
             dtype=dtype,
+            share=not copy,
         )
         groups = LazyGroups(episodes)
         mask = _valid_cells(storage, cols.mask, device)
@@ -266,7 +269,9 @@ def episodes_to_rollout(
         )
         if joined is not None:
             cols, rewards, last_values = joined
-            storage = _write_columns(cols, rewards, storage, training_type, keys, device, dtype)
+            storage = _write_columns(
+                cols, rewards, storage, training_type, keys, device, dtype, share=not copy
+            )
             groups = side_by_side_groups(episodes, parts)
             mask = _valid_cells(storage, cols.mask, device)
             return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
@@ -280,7 +285,9 @@ def episodes_to_rollout(
     last_values = np.zeros((cols.dones.shape[1], 1))
     if training_type == "rl":  # distillation has no returns to bootstrap: no value is asked for
         rewards = _bootstrap(cols, rewards, last_values, gamma, value_fn, keys, obs_fn)
-    storage = _write_columns(cols, rewards, storage, training_type, keys, device, dtype)
+    storage = _write_columns(
+        cols, rewards, storage, training_type, keys, device, dtype, share=not copy
+    )
     mask = _valid_cells(storage, cols.mask, device)
     return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
 
@@ -316,8 +323,13 @@ def _write_columns(
     keys: ColumnKeys,
     device: torch.device,
     dtype: torch.dtype,
+    *,
+    share: bool,
 ) -> RolloutStorage:
-    """Fills a new storage, or clears and fills ``storage``, from ``[T, N, ...]`` columns."""
+    """Fills a new storage, or clears and fills ``storage``, from ``[T, N, ...]`` columns.
+
+    With ``share`` the columns that fit are taken rather than copied (``write_block``).
+    """
     obs = _tensor(cols.observations, device)
     actions = _tensor(cols.actions, device)
     if actions.dim() == 2:
@@ -327,7 +339,7 @@ def _write_columns(
     else:
         storage.clear()
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
-    storage.write_block(0, observations=obs, actions=actions, **fields)
+    storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
     return storage
 
 
@@ -350,12 +362,14 @@ def _write_from_blocks(
     keys: ColumnKeys,
     device: torch.device,
     dtype: torch.dtype,
+    share: bool,
 ) -> RolloutStorage:
     """Fills a storage from a runner's blocks (the fast path), field by field.
 
     When ``block_columns`` deferred the observations (and actions), they and the extra
-    outputs are gathered straight into the storage's tensors; the rest is written one field
-    at a time, so at most one field's temporary columns exist at once.
+    outputs are gathered straight into the storage's tensors (which it must own for that);
+    the rest is written one field at a time, so at most one field's temporary columns exist
+    at once. With ``share``, aligned windows' views of the blocks are taken, not copied.
     """
     deferred = cols.observations is None
     obs = _tensor(chunks.example("observations") if deferred else cols.observations, device)
@@ -368,15 +382,16 @@ def _write_from_blocks(
         storage.clear()
     direct: dict[str, Any] = {}
     if deferred:
+        storage.own()  # gathered in place: never into blocks an earlier rollout shares
         obs = _gathered(chunks, "observations", storage.observations, device)
         actions = _gathered(chunks, "actions", storage.actions, device)
         if actions.dim() == 2:
             actions = actions.unsqueeze(-1)
         direct = _gather_extras(chunks, storage, keys, training_type)
-    storage.write_block(0, observations=obs, actions=actions)
+    storage.write_block(0, share=share, observations=obs, actions=actions)
     cols.observations = cols.actions = obs = None
     for name, value in _storage_fields(cols, rewards, actions, training_type, keys, dtype, direct):
-        storage.write_block(0, **{name: value})
+        storage.write_block(0, share=share, **{name: value})
     for name, value in direct.items():
         storage.write_block(0, **{name: value})  # its own tensors: nothing is copied
     return storage

@@ -26,6 +26,7 @@ from .generators import (
     normalize_over,
     recurrent_mini_batch_generator,
 )
+from .leaves import paired, put_leaf
 from .nested import map_tree
 from .specs import (
     HiddenSpec,
@@ -42,23 +43,6 @@ from .transition import Transition as _Transition
 __all__ = ["RolloutStorage"]
 
 TRAINING_TYPES = ("rl", "distillation")
-
-
-def _zip_copy(dst: Any, src: Any, name: str) -> None:
-    """Copy a tensor tree ``src`` into the matching views ``dst`` (same keys required)."""
-    if isinstance(dst, Mapping):
-        if not isinstance(src, Mapping) or set(src) != set(dst):
-            got = sorted(src) if isinstance(src, Mapping) else type(src).__name__
-            raise KeyError(f"{name}: expected keys {sorted(dst)}, got {got}")
-        for k in dst:
-            _zip_copy(dst[k], src[k], f"{name}[{k!r}]")
-        return
-    _copy_rows(dst, src)
-
-
-def _copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
-    # Rewards and log-probs arrive as [N] for [N, 1] rows: reshape only when the shapes differ.
-    dst.copy_(src if src.shape == dst.shape else src.reshape(dst.shape))
 
 
 def _check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int) -> None:
@@ -152,6 +136,7 @@ class RolloutStorage:
         #: cells (flat) or the mask with the batch (recurrent, distillation), and the
         #: advantages are normalised over valid cells. ``clear`` resets it.
         self.valid: torch.Tensor | None = None
+        self._shared: set[str] = set()  # tensors taken from a caller: never written here
 
     # ------------------------------------------------------------------ layout
     def _field_specs(
@@ -300,35 +285,31 @@ class RolloutStorage:
         for dst, src in zip(saved, comps, strict=True):
             dst[rows].copy_(src)
 
-    def _write(self, rows: slice | int, fields: dict[str, Any]) -> None:
+    def _write(self, rows: slice | int, fields: dict[str, Any], share: bool = False) -> None:
+        rebind = False
+        share = share and rows == slice(0, self.num_transitions_per_env)  # whole tensors only
         for name, value in fields.items():
             if value is None:
                 continue
-            dst = self._tensors.get(name)
-            if dst is not None:  # a field held in one tensor (the common, hot case)
-                _copy_rows(dst[rows], value)
-            elif name == "hidden_states":
+            if name == "hidden_states":
                 self._write_hidden("actor", value[0], rows)
                 self._write_hidden("critic", value[1], rows)
-            elif name == "distribution_params":
-                self._write_distribution(rows, value)
-            elif name in ("observations", "privileged_observations"):
-                views = getattr(self, name)
-                if views is None:
+                continue
+            names = self.field_names.get(name)
+            if names is None:
+                if name in ("observations", "privileged_observations"):
                     raise ValueError(f"this storage was built without {name}")
-                _zip_copy(map_tree(lambda v: v[rows], views), value, name)
-            else:
+                if name == "distribution_params":
+                    raise ValueError("distribution_params are only stored for training_type 'rl'")
                 raise ValueError(f"{name} is not stored for training_type {self.training_type!r}")
-
-    def _write_distribution(self, rows: slice | int, value: Sequence[torch.Tensor]) -> None:
-        if self.distribution_params is None:
-            raise ValueError("distribution_params are only stored for training_type 'rl'")
-        if len(value) != len(self.distribution_params):
-            raise ValueError(
-                f"expected {len(self.distribution_params)} distribution params, got {len(value)}"
-            )
-        for dst, src in zip(self.distribution_params, value, strict=True):
-            _copy_rows(dst[rows], src)
+            if name == "distribution_params" and len(value) != len(names):
+                raise ValueError(f"expected {len(names)} distribution params, got {len(value)}")
+            for tensor_name, leaf in paired(names, value, name):
+                rebind |= put_leaf(
+                    self._tensors, self._shared, tensor_name, rows, leaf, share=share
+                )
+        if rebind:  # a tensor was taken or replaced: the fields must name the new ones
+            self._bind_fields()
 
     def _fields_of(self, t: _Transition) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -373,7 +354,7 @@ class RolloutStorage:
         self._write(self.step, self._fields_of(transition))
         self.step += 1
 
-    def write_block(self, start: int, **fields: Any) -> int:
+    def write_block(self, start: int, *, share: bool = False, **fields: Any) -> int:
         """Write whole ``[k, N, ...]`` blocks at time steps ``start:start + k`` in one copy each.
 
         Accepts the :class:`Transition` field names (``observations``, ``actions``, ``rewards``,
@@ -382,6 +363,13 @@ class RolloutStorage:
         with ``[k, num_layers, N, hidden]`` components). The copies are exact, so the result is
         bit-identical to ``k`` calls of :meth:`add_transition`. ``step`` becomes
         ``max(step, start + k)``.
+
+        With ``share=True`` a block covering all ``T`` steps whose dtype and device match and
+        which is contiguous (after dropping a trailing 1: ``[T, N]`` for ``[T, N, 1]``) is
+        taken as the storage's tensor instead of copied: the field then shares memory with
+        the caller's tensor (see :attr:`shared`). The storage never writes into a taken tensor
+        (a later write replaces it with a copy first); writing into it from outside changes
+        both.
 
         Returns:
             ``k``, the number of steps written.
@@ -394,6 +382,10 @@ class RolloutStorage:
             >>> st = RolloutStorage("rl", 2, 4, (3,), (1,))
             >>> st.write_block(0, rewards=torch.ones(4, 2), dones=torch.zeros(4, 2))
             4
+            >>> values = torch.ones(4, 2)
+            >>> _ = st.write_block(0, share=True, values=values)
+            >>> st.values.data_ptr() == values.data_ptr(), sorted(st.shared)
+            (True, ['values'])
         """
         allowed = set(self._fields_of(_Transition()))
         unknown = set(fields) - allowed
@@ -417,9 +409,42 @@ class RolloutStorage:
             raise OverflowError(
                 f"block [{start}, {start + k}) exceeds the {self.num_transitions_per_env} steps"
             )
-        self._write(slice(start, start + k), fields)
+        self._write(slice(start, start + k), fields, share)
         self.step = max(self.step, start + k)
         return k
+
+    @property
+    def shared(self) -> frozenset[str]:
+        """Names (as in :attr:`tensors`) of the tensors taken by ``write_block(share=True)``.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> _ = st.write_block(0, share=True, observations=torch.zeros(3, 2, 4))
+            >>> sorted(st.shared)
+            ['observations']
+            >>> st.own(); sorted(st.shared)
+            []
+        """
+        return frozenset(self._shared)
+
+    def own(self) -> None:
+        """Replaces every shared tensor with a copy, so writing into it changes only this storage.
+
+        Example:
+            >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+            >>> outside = torch.zeros(3, 2, 4)
+            >>> _ = st.write_block(0, share=True, observations=outside)
+            >>> st.own()
+            >>> _ = st.observations.fill_(1.0)
+            >>> float(outside.sum()), float(st.observations.sum())
+            (0.0, 24.0)
+        """
+        if not self._shared:
+            return
+        for name in self._shared:
+            self._tensors[name] = self._tensors[name].clone()
+        self._shared.clear()
+        self._bind_fields()
 
     def clear(self) -> None:
         """Reset the write cursor; the next rollout overwrites the old data.

@@ -1,0 +1,114 @@
+"""How a written field meets the storage's tensors: paired leaf by leaf, copied or taken.
+
+A field (observations, distribution parameters, ...) is stored as one tensor per leaf, named
+by its path. A write pairs the given value with those names, then copies each leaf's rows, or,
+when asked to share, takes a whole ``[T, N, ...]`` leaf as the tensor itself. A taken tensor is
+the caller's memory, so it is never written: the next write into it takes a copy first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+__all__ = ["can_take", "copy_rows", "paired", "put_leaf"]
+
+
+def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
+    """``(tensor name, leaf)`` pairs of a field's name tree and a value of the same structure.
+
+    Raises:
+        KeyError: A mapping whose keys differ from the field's.
+
+    Example:
+        >>> list(paired({"a": "obs/a", "b": "obs/b"}, {"b": 2, "a": 1}, "obs"))
+        [('obs/a', 1), ('obs/b', 2)]
+        >>> list(paired(("d/0", "d/1"), (3, 4), "d")), list(paired("x", 5, "x"))
+        ([('d/0', 3), ('d/1', 4)], [('x', 5)])
+    """
+    if isinstance(names, Mapping):
+        if not isinstance(value, Mapping) or set(value) != set(names):
+            got = sorted(value) if isinstance(value, Mapping) else type(value).__name__
+            raise KeyError(f"{label}: expected keys {sorted(names)}, got {got}")
+        for k in names:
+            yield from paired(names[k], value[k], f"{label}[{k!r}]")
+    elif isinstance(names, tuple):
+        yield from zip(names, value, strict=True)
+    else:
+        yield names, value
+
+
+def can_take(dst: torch.Tensor, src: Any) -> bool:
+    """Whether ``src`` can stand in for ``dst`` as it is (its steps and envs, dtype, device).
+
+    Example:
+        >>> dst = torch.zeros(3, 2, 1)
+        >>> can_take(dst, torch.ones(3, 2)), can_take(dst, torch.ones(3, 2).double())
+        (True, False)
+        >>> can_take(dst, torch.ones(2, 3).T)  # not contiguous
+        False
+    """
+    return (
+        isinstance(src, torch.Tensor)
+        and src.dtype == dst.dtype
+        and src.device == dst.device
+        and not src.requires_grad
+        and src.shape[:2] == dst.shape[:2]
+        and src.numel() == dst.numel()
+        and src.is_contiguous()
+    )
+
+
+def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Copies ``src`` into ``dst``, reshaped when only the trailing 1s differ.
+
+    Example:
+        >>> dst = torch.zeros(2, 1)
+        >>> copy_rows(dst, torch.tensor([1.0, 2.0])); dst.flatten().tolist()
+        [1.0, 2.0]
+    """
+    # Rewards and log-probs arrive as [N] for [N, 1] rows: reshape only when the shapes differ.
+    dst.copy_(src if src.shape == dst.shape else src.reshape(dst.shape))
+
+
+def put_leaf(
+    tensors: dict[str, torch.Tensor],
+    shared: set[str],
+    name: str,
+    rows: slice | int,
+    value: Any,
+    *,
+    share: bool,
+) -> bool:
+    """Writes ``value`` into rows ``rows`` of ``tensors[name]``, or takes it (``share``).
+
+    ``share`` means: take ``value`` as the tensor when :func:`can_take` allows (the caller
+    asks only for writes of every row). ``shared`` names the taken tensors; writing into one
+    of them replaces it with a copy first. Returns True when ``tensors[name]`` was replaced.
+
+    Example:
+        >>> tensors, shared = {"r": torch.zeros(2, 1)}, set()
+        >>> mine = torch.ones(2, 1)
+        >>> put_leaf(tensors, shared, "r", slice(0, 2), mine, share=True), shared
+        (True, {'r'})
+        >>> put_leaf(tensors, shared, "r", 0, torch.tensor([5.0]), share=False), shared
+        (True, set())
+        >>> mine.flatten().tolist(), tensors["r"].flatten().tolist()  # the taken one is unchanged
+        ([1.0, 1.0], [5.0, 1.0])
+    """
+    dst = tensors[name]
+    if value is dst:  # filled in place already (gathered straight into the storage)
+        return False
+    if share and can_take(dst, value):
+        tensors[name] = value.view(dst.shape)
+        shared.add(name)
+        return True
+    replaced = name in shared
+    if replaced:  # the caller's memory is never written: take a copy first
+        whole = rows == slice(0, len(dst))
+        dst = tensors[name] = torch.empty_like(dst) if whole else dst.clone()
+        shared.discard(name)
+    copy_rows(dst[rows], value)
+    return replaced

@@ -1,0 +1,117 @@
+"""The converter takes aligned block windows as the storage's tensors (no copy), safely.
+
+An aligned window (the vector-steps window, same-step or disabled autoreset) is a slice of
+the runner's blocks, so the storage can use it as it is; ``copy=True`` asks for copies. Either
+way the storage holds the same values, nothing writes into the blocks, and a storage reused
+for a window that has to be gathered first gets tensors of its own again.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from episodes.converter import ColumnKeys, episodes_to_rollout
+from episodes.runner import EnvRunner, SampledChunks
+
+GAMMA = 0.9
+KEYS = ColumnKeys(distribution=("logits",))
+
+
+def policy(obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    n = len(obs)
+    actions = (obs[:, 2] > 0).astype(np.int64)  # deterministic: the same steps every run
+    logits = np.stack([obs[:, 0], -obs[:, 0]], axis=1).astype(np.float32)
+    extras = {"vf_preds": obs[:, 1].astype(np.float32), "action_logp": np.zeros(n, np.float32)}
+    return actions, extras | {"logits": logits}
+
+
+def value_fn(obs: np.ndarray) -> np.ndarray:
+    return obs.sum(axis=-1)
+
+
+def runner(mode: str, window: str) -> EnvRunner:
+    env = gym.make_vec(
+        "CartPole-v1",
+        3,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode[mode]},
+    )
+    return EnvRunner(env, policy, seed=0, window=window)
+
+
+def convert(chunks: SampledChunks, **kw: object) -> object:
+    return episodes_to_rollout(chunks, gamma=GAMMA, value_fn=value_fn, keys=KEYS, **kw)
+
+
+def block_memory(chunks: SampledChunks) -> list[np.ndarray]:
+    blocks = chunks.recording.blocks
+    return [*blocks.obs.leaves, *blocks.actions.leaves] + [
+        leaf for column in blocks.extras.values() for leaf in column.leaves
+    ]
+
+
+def shares_blocks(tensor: torch.Tensor, chunks: SampledChunks) -> bool:
+    view = tensor.numpy()
+    return any(np.shares_memory(view, leaf) for leaf in block_memory(chunks))
+
+
+CASES = [  # (case, autoreset mode, window)
+    ("vector steps, next-step", "NEXT_STEP", "vector_steps"),
+    ("transitions, same-step", "SAME_STEP", "transitions"),
+    ("transitions, disabled", "DISABLED", "transitions"),
+]
+
+
+@pytest.mark.parametrize(("mode", "window"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_aligned_windows_are_taken_and_equal_copies(mode, window):
+    shared, copied = runner(mode, window), runner(mode, window)
+    storage = None
+    for _ in range(3):
+        chunks, twin = shared.sample(30), copied.sample(30)
+        before = [leaf.copy() for leaf in block_memory(chunks)]
+        rollout = convert(chunks, storage=storage)
+        reference = convert(twin, copy=True)
+        storage = rollout.storage
+        assert {"observations", "actions", "values", "actions_log_prob"} <= storage.shared
+        assert reference.storage.shared <= {"rewards", "dones"}  # fresh arrays, not blocks
+        assert shares_blocks(storage.observations, chunks)
+        assert not shares_blocks(reference.storage.observations, twin)
+        storage.compute_returns(rollout.last_values, GAMMA, 0.95)
+        reference.storage.compute_returns(reference.last_values, GAMMA, 0.95)
+        for name, tensor in reference.storage.tensors.items():
+            assert torch.equal(storage.tensors[name], tensor), name
+        for leaf, was in zip(block_memory(chunks), before, strict=True):
+            np.testing.assert_array_equal(leaf, was)  # nothing wrote into the blocks
+
+
+def test_a_reused_storage_owns_its_tensors_before_gathering():
+    """An aligned call shares the blocks; a later call that must gather writes into the
+    storage's tensors, so they are copied first and the earlier chunks keep their data."""
+    run = runner("NEXT_STEP", "transitions")
+    first = run.sample(8)  # no CartPole episode ends in 8 steps: an aligned window
+    assert first.gather_plan("observations") is None
+    rollout = convert(first)
+    assert "observations" in rollout.storage.shared
+    kept = [chunk.get_observations().copy() for chunk in first]
+    second = run.sample(8)
+    while second.gather_plan("observations") is None:  # until the windows differ per env
+        second = run.sample(8)
+    again = convert(second, storage=rollout.storage)
+    assert "observations" not in again.storage.shared
+    for chunk, observations in zip(first, kept, strict=True):
+        np.testing.assert_array_equal(chunk.get_observations(), observations)
+    fresh = convert(second, copy=True)
+    assert torch.equal(again.storage.observations, fresh.storage.observations)
+
+
+def test_read_only_blocks_are_copied():
+    """Memory that arrived read-only (shared memory, a map) is never taken, only a copy of it:
+    torch could not keep a tensor over it read-only."""
+    chunks = runner("SAME_STEP", "transitions").sample(10)
+    for leaf in block_memory(chunks):
+        leaf.setflags(write=False)
+    storage = convert(chunks).storage
+    assert not shares_blocks(storage.observations, chunks)
