@@ -115,3 +115,18 @@ def test_read_only_blocks_are_copied():
         leaf.setflags(write=False)
     storage = convert(chunks).storage
     assert not shares_blocks(storage.observations, chunks)
+
+
+def test_writing_into_a_chunk_leaves_a_sharing_storage_alone():
+    """Chunks copy a column before they write it, so a storage that shares the blocks keeps
+    the data it was filled with."""
+    chunks = runner("NEXT_STEP", "vector_steps").sample(30)
+    storage = convert(chunks).storage
+    assert {"observations", "values"} <= storage.shared
+    observations, values = storage.observations.clone(), storage.values.clone()
+    for chunk in chunks:
+        chunk.set_observations(new_data=np.full(4, 0.25, np.float32), at_indices=0)
+        chunk.set_extra_model_outputs(key="vf_preds", new_data=np.float32(7.0), at_indices=0)
+        assert chunk.get_observations(0)[0] == 0.25
+    assert torch.equal(storage.observations, observations)
+    assert torch.equal(storage.values, values)
