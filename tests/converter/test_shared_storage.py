@@ -130,3 +130,29 @@ def test_writing_into_a_chunk_leaves_a_sharing_storage_alone():
         assert chunk.get_observations(0)[0] == 0.25
     assert torch.equal(storage.observations, observations)
     assert torch.equal(storage.values, values)
+
+
+def test_device_blocks_are_taken_too():
+    """A torch-tensor env's blocks (here on the CPU, as a GPU simulator's would be on its
+    device): an aligned window's fields are the blocks' own tensors in the storage."""
+    from tests.runner._tensor_env import TensorPolicy, TensorVectorEnv
+
+    def make() -> EnvRunner:
+        env = runner("SAME_STEP", "transitions").env
+        return EnvRunner(TensorVectorEnv(env), TensorPolicy(policy), seed=0)
+
+    def tensor_value_fn(obs: torch.Tensor) -> torch.Tensor:
+        return obs.sum(dim=-1)
+
+    shared, copied = make(), make()
+    for _ in range(2):
+        chunks, twin = shared.sample(20), copied.sample(20)
+        kwargs = dict(gamma=GAMMA, value_fn=tensor_value_fn, keys=KEYS)
+        storage = episodes_to_rollout(chunks, **kwargs).storage
+        reference = episodes_to_rollout(twin, copy=True, **kwargs).storage
+        assert {"observations", "actions", "values", "actions_log_prob"} <= storage.shared
+        obs_block = chunks.recording.device.obs.leaves[0]  # the blocks on the env's device
+        start = storage.observations.data_ptr() - obs_block.data_ptr()
+        assert 0 <= start < obs_block.numel() * obs_block.element_size()  # inside the block
+        for name, tensor in reference.tensors.items():
+            assert torch.equal(storage.tensors[name], tensor), name
