@@ -26,7 +26,7 @@ from .generators import (
     normalize_over,
     recurrent_mini_batch_generator,
 )
-from .leaves import paired, put_leaf
+from .leaves import copy_rows, paired, put_leaf
 from .nested import map_tree
 from .specs import (
     HiddenSpec,
@@ -288,8 +288,13 @@ class RolloutStorage:
     def _write(self, rows: slice | int, fields: dict[str, Any], share: bool = False) -> None:
         rebind = False
         share = share and rows == slice(0, self.num_transitions_per_env)  # whole tensors only
+        shared = self._shared
         for name, value in fields.items():
             if value is None:
+                continue
+            dst = self._tensors.get(name)
+            if dst is not None and not share and name not in shared:
+                copy_rows(dst[rows], value)  # one own tensor: the hot add_transition case
                 continue
             if name == "hidden_states":
                 self._write_hidden("actor", value[0], rows)
@@ -299,15 +304,11 @@ class RolloutStorage:
             if names is None:
                 if name in ("observations", "privileged_observations"):
                     raise ValueError(f"this storage was built without {name}")
-                if name == "distribution_params":
-                    raise ValueError("distribution_params are only stored for training_type 'rl'")
                 raise ValueError(f"{name} is not stored for training_type {self.training_type!r}")
             if name == "distribution_params" and len(value) != len(names):
                 raise ValueError(f"expected {len(names)} distribution params, got {len(value)}")
             for tensor_name, leaf in paired(names, value, name):
-                rebind |= put_leaf(
-                    self._tensors, self._shared, tensor_name, rows, leaf, share=share
-                )
+                rebind |= put_leaf(self._tensors, shared, tensor_name, rows, leaf, share=share)
         if rebind:  # a tensor was taken or replaced: the fields must name the new ones
             self._bind_fields()
 
