@@ -26,6 +26,7 @@ __all__ = [
     "RLBatch",
     "distillation_generator",
     "mini_batch_generator",
+    "normalize_into",
     "normalize_over",
     "recurrent_mini_batch_generator",
     "split_sizes",
@@ -123,6 +124,27 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     values.sub_((values * weight).sum() / count)
     spread = (values * values * weight).sum().div_((count - 1).clamp_(min=1)).sqrt_()
     return values.div_(spread.add_(1e-8))
+
+
+def normalize_into(
+    out: torch.Tensor, advantages: torch.Tensor, valid: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Writes ``advantages`` normalised over all cells (or the ``valid`` ones) into ``out``.
+
+    Zero mean and unit unbiased std (as ``torch.std``) plus ``1e-8``. ``advantages`` may be
+    used as scratch space.
+
+    Example:
+        >>> out = torch.empty(4)
+        >>> [round(x, 4) for x in normalize_into(out, torch.tensor([1.0, 2.0, 3.0, 4.0])).tolist()]
+        [-1.1619, -0.3873, 0.3873, 1.1619]
+    """
+    if valid is not None:
+        return normalize_over(out.copy_(advantages), valid)
+    # Two-pass unbiased std, with the sum of squares as one BLAS dot.
+    centered = advantages.sub_(advantages.mean()).view(-1)
+    std = torch.dot(centered, centered).div_(max(centered.numel() - 1, 0)).sqrt_()
+    return torch.div(advantages, std.add_(1e-8), out=out)
 
 
 def _require(storage: RolloutStorage, training_type: str, what: str) -> None:

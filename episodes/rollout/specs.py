@@ -17,6 +17,8 @@ __all__ = [
     "Leaf",
     "ObsSpec",
     "Shape",
+    "TRAINING_TYPES",
+    "check_sizes",
     "name_leaves",
     "parse_hidden",
     "parse_observations",
@@ -29,6 +31,23 @@ ObsSpec: TypeAlias = Shape | tuple[Shape, torch.dtype] | torch.Tensor | Mapping[
 #: A hidden state spec: an example ``[num_layers, N, hidden]`` tensor or a
 #: ``(num_layers, hidden)`` shape, or a tuple of those (LSTM ``(h, c)``).
 HiddenSpec: TypeAlias = torch.Tensor | Sequence[Any] | None
+
+TRAINING_TYPES = ("rl", "distillation")
+
+
+def check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int) -> None:
+    """``ValueError`` for an unknown training type or a non-positive size.
+
+    Example:
+        >>> check_sizes("rl", 0, 24)
+        Traceback (most recent call last):
+        ...
+        ValueError: num_envs and num_transitions_per_env must be positive
+    """
+    if training_type not in TRAINING_TYPES:
+        raise ValueError(f"training_type must be one of {TRAINING_TYPES}, got {training_type!r}")
+    if num_envs <= 0 or num_transitions_per_env <= 0:
+        raise ValueError("num_envs and num_transitions_per_env must be positive")
 
 
 class Leaf(NamedTuple):

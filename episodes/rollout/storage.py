@@ -23,7 +23,7 @@ from .generators import (
     RLBatch,
     distillation_generator,
     mini_batch_generator,
-    normalize_over,
+    normalize_into,
     recurrent_mini_batch_generator,
 )
 from .leaves import copy_rows, paired, put_leaf
@@ -33,6 +33,7 @@ from .specs import (
     Leaf,
     ObsSpec,
     Shape,
+    check_sizes,
     name_leaves,
     parse_hidden,
     parse_observations,
@@ -41,15 +42,6 @@ from .transition import HiddenState
 from .transition import Transition as _Transition
 
 __all__ = ["RolloutStorage"]
-
-TRAINING_TYPES = ("rl", "distillation")
-
-
-def _check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int) -> None:
-    if training_type not in TRAINING_TYPES:
-        raise ValueError(f"training_type must be one of {TRAINING_TYPES}, got {training_type!r}")
-    if num_envs <= 0 or num_transitions_per_env <= 0:
-        raise ValueError("num_envs and num_transitions_per_env must be positive")
 
 
 class RolloutStorage:
@@ -115,7 +107,7 @@ class RolloutStorage:
         actions_dtype: torch.dtype | None = None,
         normalize_advantage_per_mini_batch: bool = False,
     ) -> None:
-        _check_sizes(training_type, num_envs, num_transitions_per_env)
+        check_sizes(training_type, num_envs, num_transitions_per_env)
         self.training_type = training_type
         self.num_envs = num_envs
         self.num_transitions_per_env = num_transitions_per_env
@@ -447,6 +439,19 @@ class RolloutStorage:
         self._shared.clear()
         self._bind_fields()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickles copies of shared tensors: one may view a bigger block, which it would write whole.
+        state = {k: v for k, v in self.__dict__.items() if k not in self.field_names}
+        own = {k: t.clone() if k in self._shared else t for k, t in self._tensors.items()}
+        state.update(_tensors=own, _shared=set(), field_names=dict(self.field_names), tensors=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.field_names = MappingProxyType(self.field_names)
+        self.tensors = MappingProxyType(self._tensors)
+        self._bind_fields()
+
     def clear(self) -> None:
         """Reset the write cursor; the next rollout overwrites the old data.
 
@@ -490,13 +495,8 @@ class RolloutStorage:
         values = self.values
         adv = compute_gae(self.rewards, values, self.dones, last_values, gamma, lam)
         torch.add(adv, values, out=self.returns)
-        if normalize_advantage and self.valid is not None:
-            normalize_over(self.advantages.copy_(adv), self.valid)
-        elif normalize_advantage:
-            # Two-pass unbiased std (as torch.std), with the sum of squares as one BLAS dot.
-            centered = adv.sub_(adv.mean()).view(-1)
-            std = torch.dot(centered, centered).div_(max(centered.numel() - 1, 0)).sqrt_()
-            torch.div(adv, std.add_(1e-8), out=self.advantages)
+        if normalize_advantage:
+            normalize_into(self.advantages, adv, self.valid)
         else:
             self.advantages.copy_(adv)
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import io
+import pickle
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -143,3 +147,40 @@ def test_sharing_never_changes_what_is_stored(ops):
     assert torch.equal(sharing.observations, copying.observations)
     for given_block, snapshot in handed:
         assert torch.equal(given_block, snapshot)
+
+
+@pytest.mark.parametrize(
+    "copier",
+    [
+        pytest.param(lambda st: pickle.loads(pickle.dumps(st)), id="pickle"),
+        pytest.param(copy.deepcopy, id="deepcopy"),
+        pytest.param(
+            lambda st: torch.load(_saved(st), weights_only=False, map_location=st.device),
+            id="torch.save",
+        ),
+    ],
+)
+def test_copies_of_a_sharing_storage_are_compact_and_own_their_tensors(device, copier):
+    st = make(device, obs={"pos": (2,), "vel": (1,)})
+    block = torch.randn(T + 6, N, device=device)  # the caller's block, bigger than the window
+    st.write_block(0, share=True, values=block[3 : 3 + T])
+    st.write_block(0, observations={"pos": torch.randn(T, N, 2), "vel": torch.randn(T, N, 1)})
+    st.compute_returns(torch.zeros(N, device=device), gamma=0.9, lam=0.95)
+    twin = copier(st)
+    assert twin.shared == frozenset()
+    assert set(twin.tensors) == set(st.tensors)
+    for name, tensor in st.tensors.items():
+        assert torch.equal(twin.tensors[name], tensor), name
+        assert not same_memory(twin.tensors[name], tensor), name
+    assert twin.values.untyped_storage().nbytes() == T * N * 4  # the window only, not the block
+    assert twin.observations["pos"] is twin.tensors["observations/pos"]
+    twin.values.fill_(7.0)  # the copy is its own: the caller's block is left alone
+    assert not (block == 7.0).any()
+    assert st.shared == frozenset({"values"})  # and the original still shares
+
+
+def _saved(st: RolloutStorage) -> io.BytesIO:
+    buffer = io.BytesIO()
+    torch.save(st, buffer)
+    buffer.seek(0)
+    return buffer
