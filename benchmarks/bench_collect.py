@@ -487,11 +487,12 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     passed, passed_vector = [], []
-    resets = []
+    resets, budgets = [], []
     for w in WORKLOADS:
         r, share = time_workload(w, repeats, warmup)
         v, _ = time_workload(w, repeats, warmup, window="vector_steps")
         resets.append((w, share, r["episodes"] / r["rsl_rl"]))
+        budgets.append((w, r, v))
         ratio = r["episodes"] / r["rsl_rl"]
         vector = v["episodes"] / v["rsl_rl"]
         passed.append(ratio <= w.target)
@@ -511,6 +512,20 @@ def main() -> None:
     )
     for w, share, ratio in resets:
         print(f"  {w.name} {w.n} x {w.t}: {share:.1%}; {ratio * (1 - share):.2f}x")
+    print(
+        "\nwhat a target leaves beyond the floor (env.step + policy, which every contender pays),"
+        " per vector step (context, not a target):"
+    )
+    for w, r, v in budgets:
+        per_step = 1e6 / w.t
+        allowed = (w.target * r["rsl_rl"] - r["floor"]) * per_step
+        print(
+            f"  {w.name} {w.n} x {w.t}: floor {r['floor'] / r['rsl_rl']:.2f}x of rsl_rl; "
+            f"the target leaves {allowed:.0f} us, rsl_rl takes "
+            f"{(r['rsl_rl'] - r['floor']) * per_step:.0f} us, episodes "
+            f"{(r['episodes'] - r['floor']) * per_step:.0f} us "
+            f"(vector steps {(v['episodes'] - v['floor']) * per_step:.0f} us)"
+        )
     print(
         "\npeak extra memory of an episodes rollout (tracemalloc; target <= 2x the data): "
         "steady state (largest and median of 8), the first 3 rollouts, held between calls"
