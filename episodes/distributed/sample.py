@@ -244,7 +244,8 @@ def merge_runner_metrics(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Sums runner metrics (``EnvRunner.get_metrics()`` dicts) as if one runner had sampled.
 
     Returns and lengths are concatenated (runner by runner), counts and times summed, means
-    recomputed; ``env_steps_per_s`` sums the runners' own rates (they sample in parallel).
+    weighted by each runner's episode count (a runner lists only its latest episodes, but its
+    means cover all); ``env_steps_per_s`` sums the runners' own rates (they sample in parallel).
 
     Example:
         >>> a = {"episode_returns": [1.0], "episode_lengths": [1], "num_env_steps": 4,
@@ -255,12 +256,23 @@ def merge_runner_metrics(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """
     returns = [float(r) for p in parts for r in p.get("episode_returns", [])]
     lengths = [int(n) for p in parts for n in p.get("episode_lengths", [])]
+    counts = [p.get("num_episodes", len(p.get("episode_returns", []))) for p in parts]
+    total = sum(counts)
+
+    def mean(key: str, listed: str) -> float:
+        if not total:
+            return math.nan
+        sums = [
+            p[key] * n if key in p else sum(p.get(listed, [])) for p, n in zip(parts, counts) if n
+        ]
+        return float(sum(sums) / total)
+
     out: dict[str, Any] = {
         "episode_returns": returns,
         "episode_lengths": lengths,
-        "num_episodes": len(returns),
-        "mean_episode_return": sum(returns) / len(returns) if returns else math.nan,
-        "mean_episode_length": sum(lengths) / len(lengths) if lengths else math.nan,
+        "num_episodes": total,
+        "mean_episode_return": mean("mean_episode_return", "episode_returns"),
+        "mean_episode_length": mean("mean_episode_length", "episode_lengths"),
     }
     for key in ("num_env_steps", "num_vector_steps", "sample_time_s", "env_steps_per_s"):
         out[key] = sum(p.get(key, 0) for p in parts)

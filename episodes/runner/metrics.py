@@ -16,7 +16,9 @@ class RunnerMetrics:
     """Counters an :class:`~episodes.runner.EnvRunner` fills while it samples.
 
     ``episode_returns``/``episode_lengths`` list the episodes that finished since the last
-    :meth:`reduce` (full-episode figures, summed over all chunks). ``env_steps`` counts recorded
+    :meth:`reduce` (full-episode figures, summed over all chunks), the latest ``max_listed`` of
+    them: a loop that never reads its metrics keeps a bounded list, while the counts and means
+    :meth:`reduce` reports cover every episode since the reset. ``env_steps`` counts recorded
     transitions (a next-step reset step is not one), ``vector_steps`` calls of ``env.step``.
 
     Example:
@@ -34,6 +36,11 @@ class RunnerMetrics:
     sample_time_s: float = 0.0
     total_env_steps: int = 0
     total_episodes: int = 0
+    max_listed: int = 100_000
+    # Every episode since the reset, listed or not: what the means and counts are made of.
+    num_episodes: int = 0
+    return_sum: float = 0.0
+    length_sum: int = 0
 
     def add_episode(self, episode_return: float, length: int) -> None:
         """Records one finished episode.
@@ -44,9 +51,7 @@ class RunnerMetrics:
             >>> m.episode_returns, m.episode_lengths, m.total_episodes
             ([9.5, 3.0], [10, 3], 2)
         """
-        self.episode_returns.append(float(episode_return))
-        self.episode_lengths.append(int(length))
-        self.total_episodes += 1
+        self.add_episodes([episode_return], [length])
 
     def add_episodes(self, episode_returns: Any, lengths: Any) -> None:
         """Records several finished episodes (arrays of returns and lengths), in order.
@@ -56,10 +61,17 @@ class RunnerMetrics:
             >>> m.episode_lengths, m.total_episodes
             ([3, 4], 2)
         """
-        returns = np.asarray(episode_returns, dtype=np.float64).tolist()
-        self.episode_returns.extend(returns)
-        self.episode_lengths.extend(np.asarray(lengths, dtype=np.int64).tolist())
+        returns = np.asarray(episode_returns, dtype=np.float64)
+        counts = np.asarray(lengths, dtype=np.int64)
+        self.num_episodes += len(returns)
         self.total_episodes += len(returns)
+        self.return_sum += float(returns.sum())
+        self.length_sum += int(counts.sum())
+        self.episode_returns.extend(returns[-self.max_listed :].tolist())
+        self.episode_lengths.extend(counts[-self.max_listed :].tolist())
+        if len(self.episode_returns) > 2 * self.max_listed:  # trimmed now and then: amortized
+            del self.episode_returns[: -self.max_listed]
+            del self.episode_lengths[: -self.max_listed]
 
     def add_time(self, env_steps: int, vector_steps: int, seconds: float) -> None:
         """Records the steps and wall time of one ``sample`` call.
@@ -78,8 +90,9 @@ class RunnerMetrics:
     def reduce(self, *, reset: bool = True) -> dict[str, Any]:
         """A plain dict of the figures since the last reset; clears them unless ``reset=False``.
 
-        Keys: ``episode_returns``, ``episode_lengths``, ``num_episodes``,
-        ``mean_episode_return`` and ``mean_episode_length`` (NaN without finished episodes),
+        Keys: ``episode_returns``, ``episode_lengths`` (the latest ``max_listed``),
+        ``num_episodes``, ``mean_episode_return`` and ``mean_episode_length`` (over every
+        episode since the reset; NaN without finished episodes),
         ``num_env_steps``, ``num_vector_steps``, ``sample_time_s``, ``env_steps_per_s``,
         ``total_env_steps``, ``total_episodes``.
 
@@ -92,13 +105,13 @@ class RunnerMetrics:
             >>> math.isnan(out["mean_episode_return"]), out["num_env_steps"], out["total_episodes"]
             (True, 0, 1)
         """
-        n = len(self.episode_returns)
+        n = self.num_episodes
         out = {
-            "episode_returns": list(self.episode_returns),
-            "episode_lengths": list(self.episode_lengths),
+            "episode_returns": self.episode_returns[-self.max_listed :],
+            "episode_lengths": self.episode_lengths[-self.max_listed :],
             "num_episodes": n,
-            "mean_episode_return": sum(self.episode_returns) / n if n else math.nan,
-            "mean_episode_length": sum(self.episode_lengths) / n if n else math.nan,
+            "mean_episode_return": self.return_sum / n if n else math.nan,
+            "mean_episode_length": self.length_sum / n if n else math.nan,
             "num_env_steps": self.env_steps,
             "num_vector_steps": self.vector_steps,
             "sample_time_s": self.sample_time_s,
@@ -108,6 +121,7 @@ class RunnerMetrics:
         }
         if reset:
             self.episode_returns, self.episode_lengths = [], []
+            self.num_episodes, self.return_sum, self.length_sum = 0, 0.0, 0
             self.env_steps = self.vector_steps = 0
             self.sample_time_s = 0.0
         return out

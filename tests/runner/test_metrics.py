@@ -1,0 +1,50 @@
+"""Runner metrics: bounded episode lists, exact counts and means."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from episodes.runner import RunnerMetrics
+
+
+def fill(metrics: RunnerMetrics, returns: np.ndarray, batch: int) -> None:
+    for start in range(0, len(returns), batch):
+        part = returns[start : start + batch]
+        metrics.add_episodes(part, np.arange(start, start + len(part)) % 7 + 1)
+
+
+# (case, episodes added, batch size per add_episodes call, max_listed)
+CASES = [
+    ("none", 0, 1, 4),
+    ("fewer than listed", 3, 1, 4),
+    ("exactly listed", 4, 2, 4),
+    ("more, one at a time", 11, 1, 4),
+    ("more, in one batch", 11, 11, 4),
+    ("batches bigger than the list", 30, 9, 4),
+]
+
+
+@pytest.mark.parametrize(
+    ("count", "batch", "listed"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_lists_keep_the_latest_while_counts_and_means_cover_all(count, batch, listed):
+    returns = np.random.default_rng(count).normal(size=count)
+    lengths = np.arange(count) % 7 + 1
+    metrics = RunnerMetrics(max_listed=listed)
+    fill(metrics, returns, batch)
+    assert len(metrics.episode_returns) <= 2 * listed  # bounded between reads too
+    out = metrics.reduce()
+    assert out["episode_returns"] == returns[len(returns) - min(count, listed) :].tolist()
+    assert out["episode_lengths"] == lengths[len(lengths) - min(count, listed) :].tolist()
+    assert out["num_episodes"] == count and out["total_episodes"] == count
+    if count:
+        assert out["mean_episode_return"] == pytest.approx(returns.mean(), rel=1e-12)
+        assert out["mean_episode_length"] == pytest.approx(lengths.mean(), rel=1e-12)
+    else:
+        assert math.isnan(out["mean_episode_return"])
+    again = metrics.reduce()
+    assert again["num_episodes"] == 0 and again["episode_returns"] == []
+    assert again["total_episodes"] == count
