@@ -262,8 +262,11 @@ def merge_runner_metrics(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def mean(key: str, listed: str) -> float:
         if not total:
             return math.nan
+        # A runner that lists all its episodes (or gives no mean) adds their sum, as one list
+        # of them all would.
         sums = [
-            p[key] * n if key in p else sum(p.get(listed, [])) for p, n in zip(parts, counts) if n
+            p[key] * n if key in p and len(p.get(listed, [])) != n else sum(p.get(listed, []))
+            for p, n in zip(parts, counts)
         ]
         return float(sum(sums) / total)
 

@@ -106,11 +106,15 @@ class RunnerMetrics:
             (True, 0, 1)
         """
         n = self.num_episodes
+        returns = self.episode_returns[-self.max_listed :]
+        # While every episode is listed the mean is the list's: the same float however the
+        # episodes were added (one by one or in batches sum in another order).
+        return_sum = sum(returns) if len(returns) == n else self.return_sum
         out = {
-            "episode_returns": self.episode_returns[-self.max_listed :],
+            "episode_returns": returns,
             "episode_lengths": self.episode_lengths[-self.max_listed :],
             "num_episodes": n,
-            "mean_episode_return": self.return_sum / n if n else math.nan,
+            "mean_episode_return": return_sum / n if n else math.nan,
             "mean_episode_length": self.length_sum / n if n else math.nan,
             "num_env_steps": self.env_steps,
             "num_vector_steps": self.vector_steps,
