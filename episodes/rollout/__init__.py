@@ -10,6 +10,7 @@ from .generators import (
     RLBatch,
     distillation_generator,
     mini_batch_generator,
+    normalize_into,
     normalize_over,
     recurrent_mini_batch_generator,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "compute_gae",
     "distillation_generator",
     "mini_batch_generator",
+    "normalize_into",
     "normalize_over",
     "pad_with_layout",
     "recurrent_mini_batch_generator",
