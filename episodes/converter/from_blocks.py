@@ -202,6 +202,7 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
     """
     import torch
 
+    from episodes.rollout import select_rows
     from episodes.structs import flatten
 
     plan = chunks.gather_plan(name)
@@ -227,7 +228,7 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
         with warnings.catch_warnings():  # read-only shared blocks are only read here
             warnings.filterwarnings("ignore", "The given NumPy array is not writable")
             source = torch.from_numpy(leaf)
-        torch.index_select(source, 0, flat, out=rows)
+        select_rows(source, flat, out=rows)
     return True
 
 

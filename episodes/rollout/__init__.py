@@ -14,6 +14,7 @@ from .generators import (
     normalize_over,
     recurrent_mini_batch_generator,
 )
+from .select import select_rows
 from .storage import RolloutStorage
 from .trajectories import (
     TrajectoryLayout,
@@ -41,6 +42,7 @@ __all__ = [
     "normalize_over",
     "pad_with_layout",
     "recurrent_mini_batch_generator",
+    "select_rows",
     "split_and_pad_trajectories",
     "trajectory_layout",
     "unpad_trajectories",

@@ -1,0 +1,74 @@
+"""Row selection that moves small rows as single wide elements."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["select_rows"]
+
+# A row of this many bytes moves as one element of this dtype: torch's index_select copies
+# multi-element rows with a loop per row, single elements in a plain loop (at 4096 x 24 rows
+# of 4 float32 about 1.5x, of 2 float32 about 2x faster). Integer and complex types only copy
+# bits: no value is read as a float and canonicalised.
+_WIDE = {2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
+
+
+def select_rows(
+    source: torch.Tensor, index: torch.Tensor, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``torch.index_select(source, 0, index)``, each row moved as one element where it can.
+
+    A row of one element goes through a 1-D view (selecting ``[M, 1]`` rows costs several
+    times more than selecting from ``[M]``). On the CPU, rows of 2, 4, 8 or 16 bytes (a
+    CartPole observation, a pair of logits) are reinterpreted as one ``int16`` / ``int32`` /
+    ``int64`` / ``complex128`` element each for the copy: the same bits come out. Other rows
+    and non-contiguous tensors take ``index_select`` as it is.
+
+    Args:
+        source: ``[M, ...]`` rows.
+        index: 1-D integer positions in ``[0, M)``.
+        out: Optional ``[len(index), ...]`` tensor of ``source``'s dtype to write into.
+
+    Returns:
+        The selected rows (``out`` when given).
+
+    Example:
+        >>> src = torch.arange(12.0).view(6, 2)
+        >>> select_rows(src, torch.tensor([5, 0, 5])).tolist()
+        [[10.0, 11.0], [0.0, 1.0], [10.0, 11.0]]
+        >>> out = torch.empty(2, 2)
+        >>> select_rows(src, torch.tensor([1, 2]), out=out) is out, out.tolist()
+        (True, [[2.0, 3.0], [4.0, 5.0]])
+    """
+    flat = _one_per_row(source)
+    if out is None:
+        if flat is None:
+            return source.index_select(0, index)
+        picked = flat.index_select(0, index)
+        return picked.view(source.dtype).view(len(index), *source.shape[1:])
+    target = _one_per_row(out)
+    if flat is None or target is None or target.dtype != flat.dtype:
+        return torch.index_select(source, 0, index, out=out)
+    torch.index_select(flat, 0, index, out=target)
+    return out
+
+
+def _one_per_row(tensor: torch.Tensor) -> torch.Tensor | None:
+    """A 1-D view of ``tensor`` holding each row as one element, or None."""
+    if tensor.dim() < 1 or not tensor.is_contiguous():
+        return None
+    rows, width = tensor.shape[0], math.prod(tensor.shape[1:])
+    if width == 1:
+        return tensor.view(rows)
+    nbytes = tensor.element_size() * width
+    wide = _WIDE.get(nbytes)
+    # A view that starts mid-element of the wide type cannot be reinterpreted.
+    if (
+        wide is None
+        or tensor.device.type != "cpu"
+        or tensor.storage_offset() * tensor.element_size() % nbytes
+    ):
+        return None
+    return tensor.view(rows, width).view(wide).view(rows)
