@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -216,7 +217,7 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
             not isinstance(t, torch.Tensor)
             or t.device.type != "cpu"
             or not t.is_contiguous()
-            or t.dtype != torch.from_numpy(np.empty(0, leaf.dtype)).dtype  # leaf: maybe read-only
+            or t.dtype != _torch_dtype(leaf.dtype)
             or t.numel() != index.size * int(np.prod(leaf.shape[1:], dtype=np.int64))
             for t, leaf in zip(targets, leaves)
         )
@@ -225,11 +226,22 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
     flat = torch.from_numpy(np.ascontiguousarray(index.reshape(-1)))
     for target, leaf in zip(targets, leaves):
         rows = target.view(index.size, *leaf.shape[1:])
-        with warnings.catch_warnings():  # read-only shared blocks are only read here
-            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        if leaf.flags.writeable:
             source = torch.from_numpy(leaf)
+        else:
+            with warnings.catch_warnings():  # read-only shared blocks are only read here
+                warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+                source = torch.from_numpy(leaf)
         select_rows(source, flat, out=rows)
     return True
+
+
+@functools.cache
+def _torch_dtype(dtype: np.dtype) -> Any:
+    """The torch dtype ``torch.from_numpy`` gives an array of numpy ``dtype``."""
+    import torch
+
+    return torch.from_numpy(np.empty(0, dtype)).dtype
 
 
 def item_shape(extras: Mapping[str, Any], key: str) -> tuple[int, ...]:
