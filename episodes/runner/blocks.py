@@ -245,8 +245,13 @@ class Blocks:
             self.ensure_outputs(actions, extras)
         assert self.actions is not None
         self.actions.put(row, actions)
+        columns = self.extras
         for key, value in extras.items():
-            self.extras[key].put(row, value)
+            column = columns[key]
+            if column.structure is None:  # the usual flat output: no call per step
+                column.leaves[0][row] = value
+            else:
+                column.put(row, value)
         self.rewards[row] = rewards
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds

@@ -214,9 +214,12 @@ class BatchedRecorder:
             [False, True]
         """
         assert self.blocks is not None, "begin() first"
-        actions = map_leaves(np.asarray, actions)
+        if type(actions) is not np.ndarray:
+            actions = map_leaves(np.asarray, actions)
         extras = {key: np.asarray(value) for key, value in extras.items()}
-        rewards = np.asarray(rewards, dtype=np.float64)
+        # Not cast to float64 here: the block row and the running returns are float64, and
+        # numpy widens each value exactly on the way in (a float32 copy per step saved).
+        rewards = np.asarray(rewards)
         terminateds = np.asarray(terminateds, dtype=bool)
         truncateds = np.asarray(truncateds, dtype=bool)
         if self.row >= self.blocks.step_rows:
@@ -265,7 +268,8 @@ class BatchedRecorder:
         ended = done.nonzero()[0]
         policy_obs = obs
         if self.mode is AutoresetMode.NEXT_STEP:
-            self._store_infos(infos, None, r + 1)
+            if infos:
+                self._store_infos(infos, None, r + 1)
             self.awaiting = done
         elif self.mode is AutoresetMode.SAME_STEP:
             self._store_infos(infos, ~done, r + 1)
