@@ -23,8 +23,8 @@ def select_rows(
     A row of one element goes through a 1-D view (selecting ``[M, 1]`` rows costs several
     times more than selecting from ``[M]``). On the CPU, rows of 2, 4, 8 or 16 bytes (a
     CartPole observation, a pair of logits) are reinterpreted as one ``int16`` / ``int32`` /
-    ``int64`` / ``complex128`` element each for the copy: the same bits come out. Other rows
-    and non-contiguous tensors take ``index_select`` as it is.
+    ``int64`` / ``complex128`` element each for the copy: the same bits come out. Other rows,
+    non-contiguous tensors and tensors that require grad take ``index_select`` as it is.
 
     Args:
         source: ``[M, ...]`` rows.
@@ -68,6 +68,7 @@ def _one_per_row(tensor: torch.Tensor) -> torch.Tensor | None:
     if (
         wide is None
         or tensor.device.type != "cpu"
+        or tensor.requires_grad  # a dtype view would cut the graph
         or tensor.storage_offset() * tensor.element_size() % nbytes
     ):
         return None

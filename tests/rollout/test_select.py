@@ -96,3 +96,11 @@ def test_which_rows_move_as_one_element(dtype, shape, wide):
 
     flat = _one_per_row(torch.zeros(6, *shape, dtype=dtype))
     assert (flat is None) if wide is None else (flat.dtype == wide and flat.shape == (6,))
+
+
+def test_a_tensor_that_requires_grad_keeps_its_graph():
+    source = torch.randn(5, 2, requires_grad=True)
+    picked = select_rows(source, torch.tensor([1, 1, 4]))
+    picked.sum().backward()
+    assert source.grad is not None
+    assert source.grad[:, 0].tolist() == [0.0, 2.0, 0.0, 0.0, 1.0]
