@@ -155,11 +155,20 @@ def slice_episode(
     start = _resolve_bound(slice_.start, 0, length)
     stop = max(_resolve_bound(slice_.stop, length, length), start)
 
-    def part(column: Any, extra: int) -> Any:
-        wanted = column.lookback if len_lookback_buffer is None else int(len_lookback_buffer)
-        lookback = min(wanted, column.lookback + start)
-        first = column.lookback + start - lookback
-        return column.copy_range(first, column.lookback + stop + extra, lookback)
+    if len_lookback_buffer is None:
+
+        def part(column: Any, extra: int) -> Any:
+            # Each column keeps its own lookback: all of it exists in front of ``start >= 0``.
+            lookback = column.lookback
+            return column.copy_range(start, lookback + stop + extra, lookback)
+
+    else:
+        wanted = int(len_lookback_buffer)
+
+        def part(column: Any, extra: int) -> Any:
+            lookback = min(wanted, column.lookback + start)
+            first = column.lookback + start - lookback
+            return column.copy_range(first, column.lookback + stop + extra, lookback)
 
     columns = {
         "observations": part(episode.observations, 1),
