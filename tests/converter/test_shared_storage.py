@@ -117,6 +117,21 @@ def test_read_only_blocks_are_copied():
     assert not shares_blocks(storage.observations, chunks)
 
 
+@pytest.mark.filterwarnings("error::UserWarning")
+def test_read_only_blocks_gather_like_writable_ones_without_warning():
+    """A window that has to be gathered (next-step transitions) reads read-only blocks as it
+    reads writable ones, and torch's warning about non-writable arrays never reaches the user."""
+    first, second = runner("NEXT_STEP", "transitions"), runner("NEXT_STEP", "transitions")
+    for _ in range(3):  # a few calls: envs reset, windows stop being aligned
+        writable, read_only = first.sample(12), second.sample(12)
+    assert read_only.gather_plan("observations") is not None  # the gather path
+    for leaf in block_memory(read_only):
+        leaf.setflags(write=False)
+    want, got = convert(writable).storage, convert(read_only).storage
+    for name, tensor in want.tensors.items():
+        assert torch.equal(got.tensors[name], tensor), name
+
+
 def test_writing_into_a_chunk_leaves_a_sharing_storage_alone():
     """Chunks copy a column before they write it, so a storage that shares the blocks keeps
     the data it was filled with."""
