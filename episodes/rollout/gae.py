@@ -115,9 +115,11 @@ def compute_gae(
 
     not_done = torch.empty_like(rewards, memory_format=torch.contiguous_format)
     torch.logical_not(dones, out=not_done)  # 1.0 where the episode continues
-    next_values = torch.cat((values[1:], last_values.unsqueeze(0)), dim=0)
-    # One fused pass: delta = (r - V) + gamma * V' * (1 - done).
-    delta = torch.addcmul(torch.sub(rewards, values), next_values, not_done, value=gamma)
+    # delta = (r - V) + gamma * V' * (1 - done), V' being the values one step on and
+    # last_values after the last step: two in-place passes, no concatenated copy of V'.
+    delta = torch.sub(rewards, values)
+    delta[:-1].addcmul_(values[1:], not_done[:-1], value=gamma)
+    delta[-1].addcmul_(last_values, not_done[-1], value=gamma)
     coef = not_done.mul_(gamma * lam)
     num_envs = delta[0].numel()
     rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
