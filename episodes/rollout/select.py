@@ -47,7 +47,9 @@ def select_rows(
         if flat is None:
             return source.index_select(0, index)
         picked = flat.index_select(0, index)
-        return picked.view(source.dtype).view(len(index), *source.shape[1:])
+        if picked.dtype != source.dtype:  # a dtype view, even to the same dtype, has no grad
+            picked = picked.view(source.dtype)
+        return picked.view(len(index), *source.shape[1:])
     target = _one_per_row(out)
     if flat is None or target is None or target.dtype != flat.dtype:
         return torch.index_select(source, 0, index, out=out)

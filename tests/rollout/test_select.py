@@ -98,9 +98,12 @@ def test_which_rows_move_as_one_element(dtype, shape, wide):
     assert (flat is None) if wide is None else (flat.dtype == wide and flat.shape == (6,))
 
 
-def test_a_tensor_that_requires_grad_keeps_its_graph():
-    source = torch.randn(5, 2, requires_grad=True)
+@pytest.mark.parametrize(
+    "row_shape", [(2,), (1,), (), (3,)], ids=["8 bytes", "one", "1-D", "12 bytes"]
+)
+def test_a_tensor_that_requires_grad_keeps_its_graph(row_shape):
+    source = torch.randn(5, *row_shape, requires_grad=True)
     picked = select_rows(source, torch.tensor([1, 1, 4]))
     picked.sum().backward()
     assert source.grad is not None
-    assert source.grad[:, 0].tolist() == [0.0, 2.0, 0.0, 0.0, 1.0]
+    assert source.grad.reshape(5, -1)[:, 0].tolist() == [0.0, 2.0, 0.0, 0.0, 1.0]
