@@ -233,17 +233,8 @@ def test_vector_steps_need_two_steps_in_next_step_mode():
 def test_a_pickled_vector_window_lays_out_the_same_even_ending_in_reset_steps():
     import pickle
 
-    case = dict(
-        obs="box",
-        action="discrete",
-        p_terminate=0.5,
-        p_truncate=0.2,
-        p_info=0.3,
-        num_envs=3,
-        mode="NextStep",
-        lookback=2,
-        recurrent=False,
-        seed=0,
+    case = SMALL_CASE | dict(
+        p_terminate=0.5, p_truncate=0.2, p_info=0.3, num_envs=3, lookback=2, seed=0
     )
     runner = make_runner(case, "vector_steps")
     endings = 0
