@@ -7,7 +7,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from episodes.rollout import select as select_module
 from episodes.rollout import select_rows
+
+
+@pytest.fixture(autouse=True)
+def _every_selection_takes_the_wide_path(monkeypatch):
+    # Small selections skip the reinterpretation; these tests check it on small tensors.
+    monkeypatch.setattr(select_module, "_MIN_ROWS", 0)
+
 
 DTYPES = [torch.bool, torch.uint8, torch.int16, torch.int32, torch.int64, torch.float16,
           torch.float32, torch.float64]  # fmt: skip
@@ -107,3 +115,12 @@ def test_a_tensor_that_requires_grad_keeps_its_graph(row_shape):
     picked.sum().backward()
     assert source.grad is not None
     assert source.grad.reshape(5, -1)[:, 0].tolist() == [0.0, 2.0, 0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("row_shape", [(4,), (2,), (1,), (3,)])
+def test_large_selections_take_the_wide_path_as_they_are(row_shape, monkeypatch):
+    monkeypatch.undo()  # the real threshold
+    source = _rows(torch.float32, row_shape, 20_000, seed=1)
+    index = torch.randperm(20_000, generator=torch.Generator().manual_seed(0))[:9_000]
+    assert len(index) >= select_module._MIN_ROWS
+    assert _same_bits(select_rows(source, index), source.index_select(0, index))
