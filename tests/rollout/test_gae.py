@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from episodes.rollout import bootstrap_time_outs, compute_gae
+from episodes.rollout import gae as gae_module
 
 
 def reference_gae(rewards, values, dones, last_values, gamma, lam):
@@ -51,10 +52,22 @@ GAMMA_LAM = {
 }
 
 
+# compute_gae picks one of two scans from the shape: a log-depth scan over all envs at once
+# (long T, few envs) or a loop over T (many envs: rsl_rl's T=24, N=4096). The threshold is
+# forced both ways so that every case below runs through both.
+SCANS = {"log_scan": 10**12, "loop_scan": 0}
+
+
+@pytest.fixture(params=SCANS.values(), ids=SCANS.keys())
+def scan(request, monkeypatch):
+    monkeypatch.setattr(gae_module, "_ELEMENTS_PER_DISPATCH", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("pattern", DONE_PATTERNS.values(), ids=DONE_PATTERNS.keys())
 @pytest.mark.parametrize("size", SIZES.values(), ids=SIZES.keys())
 @pytest.mark.parametrize("gl", GAMMA_LAM.values(), ids=GAMMA_LAM.keys())
-def test_matches_reference_loop(device, pattern, size, gl):
+def test_matches_reference_loop(device, pattern, size, gl, scan):
     t, n = size
     gamma, lam = gl
     r, v, d, lv = make(t, n, pattern, device)
@@ -66,7 +79,7 @@ def test_matches_reference_loop(device, pattern, size, gl):
 
 
 @pytest.mark.parametrize("pos", range(6), ids=lambda p: f"done_at_{p}")
-def test_done_at_every_position(device, pos):
+def test_done_at_every_position(device, pos, scan):
     r, v, d, lv = make(6, 3, lambda t, n: torch.arange(t).unsqueeze(1).expand(t, n) == pos, device)
     got = compute_gae(r, v, d, lv, 0.9, 0.8)
     torch.testing.assert_close(
@@ -85,7 +98,28 @@ def test_two_dim_inputs_and_dtypes(device):
     torch.testing.assert_close(got64.cpu(), want, atol=1e-12, rtol=1e-12)
 
 
-def test_out_and_inputs_untouched(device):
+@pytest.mark.parametrize("size", [(24, 4096), (300, 4)], ids=["T24_N4096", "T300_N4"])
+def test_unforced_choice_matches_reference(device, size):
+    """At rsl_rl's shape and at a long, narrow one, with the threshold as shipped."""
+    t, n = size
+    r, v, d, lv = make(t, n, DONE_PATTERNS["random"], device)
+    want = reference_gae(r.cpu(), v.cpu(), d.cpu(), lv.cpu(), 0.99, 0.95)
+    got = compute_gae(r, v, d, lv, 0.99, 0.95)
+    torch.testing.assert_close(got.cpu().double(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_scans_agree_bit_for_bit_where_no_episode_continues(monkeypatch):
+    """With every step done, both scans reduce to advantages = delta: no rounding differs."""
+    r, v, d, lv = make(24, 64, DONE_PATTERNS["all"], "cpu")
+    outs = []
+    for threshold in SCANS.values():
+        monkeypatch.setattr(gae_module, "_ELEMENTS_PER_DISPATCH", threshold)
+        outs.append(compute_gae(r, v, d, lv, 0.99, 0.95))
+    assert torch.equal(outs[0], outs[1])
+    assert torch.equal(outs[0], r - v)
+
+
+def test_out_and_inputs_untouched(device, scan):
     r, v, d, lv = make(8, 3, DONE_PATTERNS["random"], device)
     r0, v0 = r.clone(), v.clone()
     out = torch.empty(8, 3, 4, device=device)[..., 1:2]  # strided destination
@@ -101,6 +135,16 @@ def test_bad_shapes():
         compute_gae(r, torch.zeros(4, 2), torch.zeros(3, 2), torch.zeros(2), 0.9, 0.9)
     with pytest.raises(TypeError):
         compute_gae(r.long(), r, r, torch.zeros(2), 0.9, 0.9)
+    with pytest.raises(ValueError, match=r"\[T, N\]"):
+        compute_gae(torch.zeros(3), torch.zeros(3), torch.zeros(3), torch.zeros(()), 0.9, 0.9)
+    with pytest.raises(ValueError, match="out has shape"):
+        compute_gae(r, r, r, torch.zeros(2, 1), 0.9, 0.9, out=torch.zeros(3, 2))
+
+
+def test_zero_steps_give_an_empty_result():
+    r = torch.zeros(0, 4, 1)
+    out = compute_gae(r, r, r.bool(), torch.zeros(4, 1), 0.99, 0.95)
+    assert out.shape == (0, 4, 1)
 
 
 @settings(max_examples=40, deadline=None)
@@ -111,17 +155,19 @@ def test_bad_shapes():
     gamma=st.floats(0, 1),
     lam=st.floats(0, 1),
     seed=st.integers(0, 2**16),
+    loop=st.booleans(),
 )
-def test_property_matches_reference(t, n, p, gamma, lam, seed):
+def test_property_matches_reference(t, n, p, gamma, lam, seed, loop):
     g = torch.Generator().manual_seed(seed)
     r, v = torch.randn(t, n, 1, generator=g), torch.randn(t, n, 1, generator=g)
     d = torch.rand(t, n, 1, generator=g) < p
     lv = torch.randn(n, 1, generator=g)
     want = reference_gae(r, v, d, lv, gamma, lam)
     scale = max(1.0, float(want.abs().max()))
-    torch.testing.assert_close(
-        compute_gae(r, v, d, lv, gamma, lam).double(), want, atol=2e-6 * scale, rtol=1e-5
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gae_module, "_ELEMENTS_PER_DISPATCH", 0 if loop else 10**12)
+        got = compute_gae(r, v, d, lv, gamma, lam)
+    torch.testing.assert_close(got.double(), want, atol=2e-6 * scale, rtol=1e-5)
 
 
 def test_bootstrap_time_outs(device):
