@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from episodes.replay import EvictedEpisodeError, PrioritizedEpisodeReplayBuffer
 
-from ._episodes import chunk_streams, episode
+from ._episodes import chunk, chunk_streams, episode, make_episode_data
 from .reference import RefBuffer, assert_states_equal
 
 
@@ -94,3 +94,33 @@ def test_device_with_sample_episodes_is_refused():
     buf.add(episode("a", 0, 6))
     with pytest.raises(ValueError, match="device"):
         buf.sample(2, sample_episodes=True, device="cpu")
+
+
+def test_priorities_survive_compactions():
+    """Interleaved chunks scatter each episode's slots; evictions then compact the store.
+
+    Every live item's priority is set to a value derived from its id, so a compaction that
+    moved a leaf to the wrong slot (or lost it) shows in ``get_priorities`` and in sampling.
+    """
+    buf = PrioritizedEpisodeReplayBuffer(100, alpha=1.0, seed=3)
+    datas = {i: make_episode_data(i, 30) for i in range(24)}
+    compactions = 0
+    for group in range(0, 24, 3):
+        for a in range(0, 30, 5):
+            moves = buf._store.moves
+            buf.add(
+                [
+                    chunk(f"e{i}", datas[i], a, a + 5, terminated=a == 25)
+                    for i in range(group, group + 3)
+                ]
+            )
+            compactions += buf._store.moves - moves
+            uids = np.concatenate([buf.get_episode_indices(e) for e in buf.get_episode_ids()])
+            buf.update_priorities(1.0 + uids % 7, uids)
+            np.testing.assert_array_equal(buf.get_priorities(uids), 1.0 + uids % 7)
+            batch = buf.sample(256, beta=1.0)
+            drawn = batch["indices"]
+            assert np.isin(drawn, uids).all()
+            # Importance weights are (p / p_min)^-1 with p_min = 1: they name each item's priority.
+            np.testing.assert_allclose(batch["weights"], 1.0 / (1.0 + drawn % 7), rtol=1e-6)
+    assert compactions >= 3  # the scenario must keep exercising the remapping of the tree
