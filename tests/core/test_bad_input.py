@@ -446,3 +446,63 @@ def test_errors_survive_python_O():
     )
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "raised", out.stderr
+
+
+def _buffer_state(**changes):
+    state = InfiniteLookbackBuffer([1, 2, 3], lookback=1).get_state()
+    state.update(changes)
+    return state
+
+
+BUFFER_BUILD_CASES = {
+    "negative_lookback": (lambda: InfiniteLookbackBuffer([1], lookback=-1), ValueError, ">= 0"),
+    "float_lookback": (lambda: InfiniteLookbackBuffer([1], lookback=1.0), TypeError, "int"),
+    "space_not_a_space": (
+        lambda: InfiniteLookbackBuffer([1], space="Discrete(2)"),
+        TypeError,
+        "gymnasium Space",
+    ),
+    "state_not_a_dict": (
+        lambda: InfiniteLookbackBuffer.from_state([1, 2]),
+        TypeError,
+        "must be a dict",
+    ),
+    "state_missing_keys": (
+        lambda: InfiniteLookbackBuffer.from_state({"data": [1]}),
+        KeyError,
+        r"\['finalized', 'lookback', 'space'\]",
+    ),
+    "state_list_mode_with_an_array": (
+        lambda: InfiniteLookbackBuffer.from_state(_buffer_state(data=np.arange(3))),
+        ValueError,
+        "finalized=False",
+    ),
+    "state_negative_lookback": (
+        lambda: InfiniteLookbackBuffer.from_state(_buffer_state(lookback=-1)),
+        ValueError,
+        ">= 0",
+    ),
+    "state_lookback_beyond_data": (
+        lambda: InfiniteLookbackBuffer.from_state(_buffer_state(lookback=4)),
+        ValueError,
+        "lookback 4 but only 3 items",
+    ),
+    "plus_a_string": (
+        lambda: InfiniteLookbackBuffer([1]) + "x",
+        TypeError,
+        "cannot add str",
+    ),
+    "stacked_twice": (
+        lambda: InfiniteLookbackBuffer(np.arange(2)).stacked(),
+        ValueError,
+        "finalized already",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "build, error, message", BUFFER_BUILD_CASES.values(), ids=BUFFER_BUILD_CASES.keys()
+)
+def test_buffer_construction_refuses_bad_input(build, error, message):
+    with pytest.raises(error, match=message):
+        build()

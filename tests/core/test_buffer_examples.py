@@ -8,6 +8,7 @@ import pickle
 import gymnasium as gym
 import numpy as np
 import pytest
+import tree
 
 from episodes import InfiniteLookbackBuffer
 from tests.core._helpers import MODES, assert_same, make_buffer
@@ -315,3 +316,52 @@ def test_copied_numpy_buffers_keep_the_row_fast_path(copier):
     buf.append(np.ones(3, np.float32))
     assert len(buf.store._pending) == 1
     np.testing.assert_array_equal(buf.get(-1), np.ones(3, np.float32))
+
+
+BATCHES = {
+    "ints": np.arange(5),
+    "rows": np.arange(10.0).reshape(5, 2),
+    "dict": {"a": np.arange(5), "b": np.zeros((5, 3), np.float32)},
+}
+
+
+@pytest.mark.parametrize("batch", BATCHES.values(), ids=BATCHES.keys())
+def test_a_batch_builds_a_numpy_buffer(batch):
+    """RLlib's rule: data that is not a list is a finalized batch, taken as it is."""
+    items = [tree.map_structure(lambda leaf, i=i: leaf[i], batch) for i in range(5)]
+    built = InfiniteLookbackBuffer(batch, lookback=2)
+    assert built.finalized and len(built) == 3
+    assert built == make_buffer(items, lookback=2, mode="numpy")
+
+
+@pytest.mark.parametrize("batch", BATCHES.values(), ids=BATCHES.keys())
+def test_extend_of_a_finalized_buffer_takes_a_batch_or_a_list(batch):
+    items = [tree.map_structure(lambda leaf, i=i: leaf[i], batch) for i in range(5)]
+    by_batch = make_buffer(items[:2], lookback=1, mode="numpy")
+    by_list = copy.deepcopy(by_batch)
+    by_batch.extend(tree.map_structure(lambda leaf: leaf[2:], batch))
+    by_list.extend(items[2:])
+    assert by_batch == by_list == make_buffer(items, lookback=1, mode="numpy")
+
+
+PLUS = {
+    "number": (2, [3, 4, 5]),
+    "list": ([9], [1, 2, 3, 9]),
+    "buffer_without_its_lookback": (InfiniteLookbackBuffer([7, 8], lookback=1), [1, 2, 3, 8]),
+}
+
+
+@pytest.mark.parametrize("other, items", PLUS.values(), ids=PLUS.keys())
+def test_plus_makes_a_new_list_buffer(other, items):
+    buf = InfiniteLookbackBuffer([1, 2, 3], lookback=1)
+    out = buf + other
+    assert out.store.items(0) == items and out.lookback == 1
+    assert buf.get() == [2, 3]  # the operand is unchanged
+
+
+def test_repr_and_comparison_with_other_types():
+    buf = InfiniteLookbackBuffer([1, 2], lookback=1)
+    assert repr(buf) == "InfiniteLookbackBuffer(len=1, lookback=1, list, space=None)"
+    buf.finalize()
+    assert "numpy" in repr(buf)
+    assert buf != [2] and not (buf == "buffer")

@@ -106,3 +106,39 @@ def test_steps_apply_after_the_plan(step, size, start, stop):
         fill=False,
     )
     assert plan.step == step
+
+
+steps = st.integers(-3, 3).filter(lambda s: s != 0)
+
+
+@given(sizes, bounds, bounds, steps, st.booleans())
+def test_slice_positions_are_python_slicing_of_resolved_positions(size, start, stop, step, neg):
+    lookback, total = size
+    kw = dict(lookback=lookback, total=total, neg_index_as_lookback=neg)
+    forward = step > 0
+    # Open bounds cover ts=0 .. the last item, in either direction (the lookback stays out).
+    default_lo, default_hi = (lookback, total) if forward else (total - 1, lookback - 1)
+    lo = default_lo if start is None else indexing.resolve_int(start, **kw)
+    hi = default_hi if stop is None else indexing.resolve_int(stop, **kw)
+    got = indexing.slice_positions(slice(start, stop, step), fill=False, **kw).tolist()
+    positions = list(range(total))
+    if forward:
+        expected = positions[max(lo, 0) : max(hi, 0) : step]
+    else:  # a resolved stop below 0 runs through position 0, which Python spells as None
+        expected = [] if lo < 0 else positions[lo : hi if hi >= 0 else None : step]
+    assert got == expected
+
+    # With fill every position of the resolved range is kept; the out-of-range ones (filled by
+    # the caller) only need to stay out of range.
+    def marked(ps):
+        return [p if 0 <= p < total else None for p in ps]
+
+    filled = indexing.slice_positions(slice(start, stop, step), fill=True, **kw).tolist()
+    assert marked(filled) == marked(range(lo, hi, step))
+
+
+def test_slice_positions_refuse_a_zero_step():
+    with pytest.raises(ValueError, match="zero"):
+        indexing.slice_positions(
+            slice(0, 2, 0), lookback=0, total=3, neg_index_as_lookback=False, fill=False
+        )
