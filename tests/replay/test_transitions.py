@@ -135,3 +135,20 @@ def test_empty_infos_come_back_as_fresh_dicts():
     assert buf.sample(6, include_infos=True)["infos"].tolist() == [{}] * 6
     seq = buf.sample(2, batch_length_T=2, include_infos=True)["infos"]
     assert seq.tolist() == [[{}, {}], [{}, {}]]
+
+
+@pytest.mark.parametrize("cls", [EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer])
+def test_episodes_near_capacity_compact_after_their_write(cls):
+    """Long episodes evict more than they keep: the rows go dead while the store still has
+    room, so the store compacts after writing, not while reserving."""
+    buf, ref = cls(100, seed=0), RefBuffer(100)
+    moves = []
+    for i, length in enumerate([10] * 10 + [90, 95, 30, 99]):
+        ep = episode(f"e{i}", i, length)
+        buf.add(ep)
+        ref.add([ep])
+        moves.append(buf._store.moves)
+        check_transition_batch(ref, buf.sample(64, n_step=3, gamma=0.9), 3, 3, 0.9)
+        assert buf.get_episode_ids() == list(ref.episodes)
+        assert buf._store.end - buf._store.num_live <= max(buf._store.num_live, 64)
+    assert moves[-1] >= 2
