@@ -331,3 +331,21 @@ def test_distillation_needs_no_bootstrap_value():
         keys=ColumnKeys(privileged_actions="teacher"),
     )
     assert rollout.last_values.abs().sum().item() == 0.0
+
+
+def test_hand_built_chunks_refill_a_given_storage():
+    """storage= on the general path: cleared and refilled in place, as a fresh one would be."""
+    first = [_episode([1.0, 2.0], terminated=True), _episode([3.0, 4.0], truncated=True)]
+    second = [_episode([5.0, 6.0]), _episode([7.0, 8.0], terminated=True, final_obs=2.0)]
+    rollout = episodes_to_rollout(first, gamma=GAMMA, value_fn=value_fn, keys=ColumnKeys())
+    storage = rollout.storage
+    rollout.storage.compute_returns(rollout.last_values, GAMMA, 0.95)
+    again = episodes_to_rollout(
+        second, gamma=GAMMA, value_fn=value_fn, keys=ColumnKeys(), storage=storage
+    )
+    fresh = episodes_to_rollout(second, gamma=GAMMA, value_fn=value_fn, keys=ColumnKeys())
+    assert again.storage is storage
+    assert torch.equal(again.last_values, fresh.last_values)
+    for name, tensor in fresh.storage.tensors.items():
+        if name not in ("returns", "advantages"):  # computed later, by compute_returns
+            assert torch.equal(storage.tensors[name], tensor), name

@@ -32,14 +32,17 @@ def value_fn(obs: np.ndarray) -> np.ndarray:
     return obs.sum(axis=-1)
 
 
-def runner(mode: str, window: str) -> EnvRunner:
-    env = gym.make_vec(
+def _cartpole(mode: str = "NEXT_STEP") -> gym.vector.VectorEnv:
+    return gym.make_vec(
         "CartPole-v1",
         3,
         vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode[mode]},
     )
-    return EnvRunner(env, policy, seed=0, window=window)
+
+
+def runner(mode: str, window: str) -> EnvRunner:
+    return EnvRunner(_cartpole(mode), policy, seed=0, window=window)
 
 
 def convert(chunks: SampledChunks, **kw: object) -> object:
@@ -105,6 +108,27 @@ def test_a_reused_storage_owns_its_tensors_before_gathering():
         np.testing.assert_array_equal(chunk.get_observations(), observations)
     fresh = convert(second, copy=True)
     assert torch.equal(again.storage.observations, fresh.storage.observations)
+
+
+def test_a_reused_storage_of_another_dtype_takes_a_converted_copy():
+    """Windows that need a gather go straight into the storage's tensors only when the dtypes
+    match; float64 observations into a float32 storage take the copying path, same values."""
+    run32 = runner("NEXT_STEP", "transitions")
+    env64 = gym.wrappers.vector.DtypeObservation(_cartpole(), np.float64)
+    run64 = EnvRunner(env64, policy, seed=0)
+    storage = convert(run32.sample(8)).storage
+    assert storage.observations.dtype == torch.float32
+    chunks = run64.sample(8)
+    while chunks.gather_plan("observations") is None:  # until the windows differ per env
+        chunks = run64.sample(8)
+    again = convert(chunks, storage=storage)
+    assert again.storage is storage and storage.observations.dtype == torch.float32
+    fresh = convert(chunks)
+    assert fresh.storage.observations.dtype == torch.float64
+    assert torch.equal(storage.observations, fresh.storage.observations.float())
+    for name, tensor in fresh.storage.tensors.items():
+        if name != "observations":
+            assert torch.equal(storage.tensors[name], tensor), name
 
 
 def test_read_only_blocks_are_copied():
