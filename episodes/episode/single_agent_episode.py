@@ -34,6 +34,14 @@ def _column(
     return InfiniteLookbackBuffer(data, lookback=lookback, space=space)
 
 
+def _default_infos(observations: Any) -> Any:
+    """One ``{}`` per observation; for a ready buffer, a buffer with the same lookback."""
+    if isinstance(observations, InfiniteLookbackBuffer):
+        count = observations.len_incl_lookback()
+        return InfiniteLookbackBuffer([{} for _ in range(count)], lookback=observations.lookback)
+    return [{} for _ in range(len(observations) if observations is not None else 0)]
+
+
 def _lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
     if len_lookback_buffer == "auto":
         return len_rewards
@@ -124,7 +132,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     ):
         lookback = _lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
         if infos is None:
-            infos = [{} for _ in range(len(observations) if observations is not None else 0)]
+            infos = _default_infos(observations)
         self._assign(
             {
                 "id_": id_ if id_ is not None else uuid.uuid4().hex,

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from episodes import SampleBatch, SingleAgentEpisode
+from episodes import InfiniteLookbackBuffer, SampleBatch, SingleAgentEpisode
 from tests.core._helpers import MODES, assert_same
 
 OBS_SPACE = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
@@ -325,3 +325,41 @@ def test_is_reset_and_done_flags():
     assert ep.is_reset and not ep.is_done
     ep.add_env_step(1, 0, 0.0, terminated=True)
     assert ep.is_done and ep.is_terminated and not ep.is_truncated
+
+
+def _ready(items, lookback=1):
+    return InfiniteLookbackBuffer(list(items), lookback=lookback)
+
+
+CONSTRUCTOR_INPUTS = {
+    "lists": lambda: {"observations": [0.0, 1.0, 2.0], "actions": [0, 1], "rewards": [1.0, 2.0]},
+    "tuples": lambda: {"observations": (0.0, 1.0, 2.0), "actions": (0, 1), "rewards": (1.0, 2.0)},
+    "arrays": lambda: {
+        "observations": np.array([0.0, 1.0, 2.0]),
+        "actions": np.array([0, 1]),
+        "rewards": np.array([1.0, 2.0]),
+    },
+    "ready_buffers_without_infos": lambda: {
+        "observations": _ready([0.0, 1.0, 2.0]),
+        "actions": _ready([0, 1]),
+        "rewards": _ready([1.0, 2.0]),
+    },
+    "ready_buffers_with_infos": lambda: {
+        "observations": _ready([0.0, 1.0, 2.0]),
+        "infos": _ready([{}, {}, {}]),
+        "actions": _ready([0, 1]),
+        "rewards": _ready([1.0, 2.0]),
+    },
+}
+
+
+@pytest.mark.parametrize("inputs", CONSTRUCTOR_INPUTS.values(), ids=CONSTRUCTOR_INPUTS.keys())
+def test_constructor_takes_any_sequence_or_ready_buffers(inputs):
+    """Ready buffers keep their own lookback (here 1, as len_lookback_buffer=1 gives lists)."""
+    ep = SingleAgentEpisode("a", len_lookback_buffer=1, **inputs())
+    want = SingleAgentEpisode(
+        "a", observations=[0.0, 1.0, 2.0], actions=[0, 1], rewards=[1.0, 2.0], len_lookback_buffer=1
+    )
+    assert ep == want
+    assert len(ep) == 1 and ep.get_observations(-1, neg_index_as_lookback=True) == 0.0
+    assert ep.get_infos() == [{}, {}]

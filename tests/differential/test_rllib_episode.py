@@ -818,3 +818,28 @@ def test_scalar_fill_on_numpy_rows_without_space() -> None:  # "fill-rows-no-spa
     assert theirs.get([0, 7], fill=0).shape == (2, 2)  # broadcast for an index list ...
     with pytest.raises(ValueError):
         theirs.get(slice(2, 6), fill=0)  # ... but not for a slice
+
+
+CONSTRUCTOR_INPUTS = {
+    "tuples": lambda B: {"observations": (0.0, 1.0), "actions": (0,), "rewards": (1.0,)},
+    "arrays": lambda B: {
+        "observations": np.array([0.0, 1.0]),
+        "actions": np.array([0]),
+        "rewards": np.array([1.0]),
+    },
+    "ready_buffers": lambda B: {
+        "observations": B([0.0, 1.0, 2.0], lookback=1),
+        "actions": B([0, 1], lookback=1),
+        "rewards": B([1.0, 2.0], lookback=1),
+    },
+}
+
+
+@pytest.mark.parametrize("inputs", CONSTRUCTOR_INPUTS.values(), ids=CONSTRUCTOR_INPUTS.keys())
+def test_constructor_takes_sequences_and_ready_buffers(inputs: Any) -> None:  # "constructor-data"
+    ours = OSAE(**inputs(OBuf))  # len_lookback_buffer="auto", the default
+    ours.validate()
+    assert ours.infos.len_incl_lookback() == ours.observations.len_incl_lookback()
+    assert ours.infos.lookback == ours.observations.lookback
+    with pytest.raises((ValueError, TypeError, AssertionError)):
+        RSAE(**inputs(RBuf))
