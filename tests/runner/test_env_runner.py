@@ -259,3 +259,18 @@ def test_recurrent_tuple_state_env_axis_0_not_mutated_in_place():
     for new, snapshot in returned:
         for leaf, copied in zip(new, snapshot, strict=True):
             np.testing.assert_array_equal(leaf, copied)
+
+
+def test_sampled_chunks_are_a_sequence():
+    """Negative indices, slices, equality with a list of the same chunks, the range check."""
+    runner = EnvRunner(make_vec(SCRIPTS, "NextStep"), action_policy, seed=0)
+    chunks = runner.sample(6)
+    as_list = list(chunks)
+    n = len(as_list)
+    assert n > len(SCRIPTS)  # an episode ended inside the window: more chunks than envs
+    assert chunks[-1] is chunks[n - 1] and chunks[-n] is chunks[0]
+    assert chunks[1:3] == as_list[1:3] and chunks[::-1] == as_list[::-1]
+    assert chunks == as_list and chunks != as_list[:-1] and chunks != "chunks"
+    for bad in (n, -n - 1):
+        with pytest.raises(IndexError, match="out of range"):
+            chunks[bad]
