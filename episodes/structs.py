@@ -67,6 +67,24 @@ def map_leaves(fn: Any, item: Any) -> Any:
     return tree.map_structure(fn, item)
 
 
+def map_batch(fn: Any, batch: Any) -> Any:
+    """Applies ``fn`` to every leaf of a batched struct: dicts and tuples nest, lists do not.
+
+    A batch holds one entry per sub-env along its first axis, so a list is the batch of one
+    leaf (``[0, 1]``: two sub-envs' actions), not a structure of scalars as in an item.
+
+    Example:
+        >>> map_batch(np.asarray, {"a": [1, 2], "b": ([0.5, 0.7],)})
+        {'a': array([1, 2]), 'b': (array([0.5, 0.7]),)}
+    """
+    if isinstance(batch, dict):
+        return {key: map_batch(fn, value) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        items = [map_batch(fn, value) for value in batch]
+        return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
+    return fn(batch)
+
+
 def data_equal(a: Any, b: Any) -> bool:
     """Leaf-wise, dtype-aware equality of two (nested) items; NaNs compare equal.
 

@@ -331,7 +331,7 @@ def _write_columns(
     With ``share`` the columns that fit are taken rather than copied (``write_block``).
     """
     obs = _tensor(cols.observations, device)
-    actions = _tensor(cols.actions, device)
+    actions = _flat_actions(_tensor(cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
     if storage is None:
@@ -341,6 +341,17 @@ def _write_columns(
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
     storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
     return storage
+
+
+def _flat_actions(actions: Any) -> torch.Tensor:
+    """The actions as one tensor, or a clear error for Dict/Tuple actions."""
+    if isinstance(actions, torch.Tensor):
+        return actions
+    raise ValueError(
+        "RolloutStorage holds one action tensor per step, but these chunks' actions are a "
+        f"{type(actions).__name__} of leaves: flatten them into one array per step first "
+        "(e.g. gymnasium.spaces.flatten), or use episodes_to_batch"
+    )
 
 
 def _default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> torch.device:
@@ -373,7 +384,9 @@ def _write_from_blocks(
     """
     deferred = cols.observations is None
     obs = _tensor(chunks.example("observations") if deferred else cols.observations, device)
-    actions = _tensor(chunks.example("actions") if deferred else cols.actions, device)
+    actions = _flat_actions(
+        _tensor(chunks.example("actions") if deferred else cols.actions, device)
+    )
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
     if storage is None:

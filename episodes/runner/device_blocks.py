@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from episodes.runner.blocks import Blocks, Column
-from episodes.structs import flatten, map_leaves, unflatten
+from episodes.structs import flatten, map_batch, unflatten
 
 __all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host"]
 
@@ -385,4 +385,4 @@ def as_device_batch(batch: Any, device: torch.device) -> Any:
         >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
         torch.float64
     """
-    return map_leaves(lambda leaf: torch.as_tensor(leaf, device=device), batch)
+    return map_batch(lambda leaf: torch.as_tensor(leaf, device=device), batch)

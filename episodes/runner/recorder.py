@@ -47,7 +47,7 @@ from episodes.runner.infos import FINAL_KEYS, env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
-from episodes.structs import flatten, map_leaves
+from episodes.structs import flatten, map_batch
 
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
 
@@ -215,8 +215,11 @@ class BatchedRecorder:
         """
         assert self.blocks is not None, "begin() first"
         if type(actions) is not np.ndarray:
-            actions = map_leaves(np.asarray, actions)
-        extras = {key: np.asarray(value) for key, value in extras.items()}
+            actions = map_batch(np.asarray, actions)
+        extras = {
+            key: value if type(value) is np.ndarray else map_batch(np.asarray, value)
+            for key, value in extras.items()
+        }
         # Not cast to float64 here: the block row and the running returns are float64, and
         # numpy widens each value exactly on the way in (a float32 copy per step saved).
         rewards = np.asarray(rewards)

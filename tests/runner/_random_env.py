@@ -21,6 +21,9 @@ OBS_SPACES: dict[str, gym.Space[Any]] = {
 ACTION_SPACES: dict[str, gym.Space[Any]] = {
     "discrete": gym.spaces.Discrete(3),
     "box": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+    "dict": gym.spaces.Dict(
+        {"move": gym.spaces.Box(-1.0, 1.0, (2,), np.float32), "jump": gym.spaces.Discrete(2)}
+    ),
 }
 
 
@@ -75,7 +78,8 @@ class RandomEnv(gym.Env):  # type: ignore[type-arg]
         self.t += 1
         terminated = bool(self.np_random.random() < self.spec_.p_terminate)
         truncated = bool(self.np_random.random() < self.spec_.p_truncate)
-        reward = float(self.np_random.normal()) + float(np.sum(action))
+        leaves = action.values() if isinstance(action, dict) else [action]
+        reward = float(self.np_random.normal()) + sum(float(np.sum(a)) for a in leaves)
         obs = draw(self.observation_space, self.np_random)
         return obs, reward, terminated, truncated, self._info()
 
@@ -107,8 +111,9 @@ def value_fn(obs: Any) -> np.ndarray:
 class Policy:
     """Deterministic actions and extras from the observations (optionally with a state)."""
 
-    def __init__(self, action_space: gym.Space[Any], recurrent: bool):
+    def __init__(self, action_space: gym.Space[Any], recurrent: bool, nested_extras: bool = False):
         self.action_space = action_space
+        self.nested_extras = nested_extras
         if recurrent:
             self.initial_state = self._initial_state
 
@@ -119,15 +124,22 @@ class Policy:
     def _act(self, obs: Any) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         x = features(obs)
         score = x.sum(1)
+        index = (np.floor(np.abs(score) * 7)).astype(np.int64)
+        vector = np.stack([np.tanh(score), np.cos(score)], 1).astype(np.float32)
+        actions: Any
         if isinstance(self.action_space, gym.spaces.Discrete):
-            actions = (np.floor(np.abs(score) * 7) % self.action_space.n).astype(np.int64)
+            actions = index % self.action_space.n
+        elif isinstance(self.action_space, gym.spaces.Dict):
+            actions = {"jump": index % 2, "move": vector}
         else:
-            actions = np.stack([np.tanh(score), np.cos(score)], 1).astype(np.float32)
-        extras = {
+            actions = vector
+        extras: dict[str, Any] = {
             "vf": value_fn(obs).astype(np.float32),
             "logp": -np.abs(score),
             "logits": np.stack([score, -score], 1).astype(np.float32),
         }
+        if self.nested_extras:  # a distribution's parameters as one structured output
+            extras["dist"] = {"mean": vector, "scale": (np.abs(vector) + 0.5, index % 3)}
         return actions, extras
 
     def __call__(self, obs: Any, state: Any = None) -> Any:

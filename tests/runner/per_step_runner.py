@@ -177,7 +177,9 @@ class PerStepRunner:
             actions, extras = self.policy(self._obs)
         else:
             actions, extras, self.state = self.policy(self._obs, self.state)
-        return actions, {key: np.asarray(value) for key, value in (extras or {}).items()}
+        return actions, {
+            key: tree.map_structure(np.asarray, value) for key, value in (extras or {}).items()
+        }
 
     def _step(self) -> int:
         """One vector step; returns how many transitions it recorded."""
@@ -218,7 +220,11 @@ class PerStepRunner:
                 info,
                 terminated=terminated,
                 truncated=truncated,
-                extra_model_outputs={k: v[i] for k, v in extras.items()} if extras else None,
+                extra_model_outputs=(
+                    {k: tree.map_structure(lambda leaf: leaf[i], v) for k, v in extras.items()}  # noqa: B023
+                    if extras
+                    else None
+                ),
             )
             self._returns[i] += rewards[i]
             self._n_pending[i] += 1

@@ -190,3 +190,44 @@ def test_fast_path_fills_a_reused_storage(mode):
         general = episodes_to_rollout(list(ref_chunks), gamma=0.9, value_fn=value_fn, keys=keys)
         assert_same_storage(fast, general)
         assert chunks.built() == []
+
+
+@given(
+    case=st.fixed_dictionaries(
+        CASE_FIELDS | {"action": st.sampled_from(["dict", "box"]), "num_envs": st.integers(1, 3)}
+    )
+)
+def test_nested_actions_and_extra_outputs_record_like_per_step(case):
+    """Dict actions and a structured extra output (a dict holding a tuple) are written leaf
+    by leaf into their blocks; the chunks must equal the per-step runner's."""
+    made = []
+    for cls in (PerStepRunner, EnvRunner):
+        spec = EnvSpec(
+            case["obs"], case["action"], case["p_terminate"], case["p_truncate"], case["p_info"]
+        )
+        env = make_vec(spec, case["num_envs"], case["mode"])
+        policy = Policy(env.single_action_space, case["recurrent"], nested_extras=True)
+        made.append(
+            cls(
+                env,
+                policy,
+                len_lookback_buffer=case["lookback"],
+                seed=case["seed"],
+                numpy_episodes=case["numpy_episodes"],
+            )
+        )
+    reference, batched = made
+    ids: dict[str, str] = {}
+    for size in case["sizes"]:
+        assert_same_chunks(reference.sample(size), batched.sample(size), ids)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["blocks", "chunks"])
+def test_dict_actions_get_a_clear_error_from_the_rollout_converter(fast):
+    spec = EnvSpec("box", "dict", 0.2, 0.2, 0.0)
+    env = make_vec(spec, 2, "NextStep")
+    chunks = EnvRunner(env, Policy(env.single_action_space, False), seed=0).sample(4)
+    with pytest.raises(ValueError, match="one action tensor per step"):
+        episodes_to_rollout(
+            chunks if fast else list(chunks), gamma=0.9, value_fn=value_fn, keys=KEYS
+        )

@@ -274,3 +274,52 @@ def test_sampled_chunks_are_a_sequence():
     for bad in (n, -n - 1):
         with pytest.raises(IndexError, match="out of range"):
             chunks[bad]
+
+
+def _cartpole_policy(as_lists: bool):
+    """Deterministic actions and extras from the observations, as arrays or as Python lists."""
+
+    def policy(obs):
+        actions = (obs[:, 2] > 0).astype(np.int64)
+        logp = obs[:, 0].astype(np.float32)
+        dist = {"mean": obs[:, :2]}  # a structured extra output
+        if as_lists:
+            return actions.tolist(), {"logp": logp.tolist(), "dist": dist}
+        return actions, {"logp": logp, "dist": dist}
+
+    return policy
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_policies_may_return_python_lists(mode):
+    """A list is the batch of one leaf (one entry per sub-env), as gymnasium's vector envs
+    take it; only dicts and tuples are structures."""
+    import gymnasium as gym
+
+    def runner(as_lists):
+        env = gym.make_vec(
+            "CartPole-v1",
+            3,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode(mode)},
+        )
+        return EnvRunner(env, _cartpole_policy(as_lists), seed=0)
+
+    runs = [runner(False), runner(True)]
+    for _ in range(3):
+        arrays, lists = (run.sample(5) for run in runs)
+        assert len(arrays) == len(lists)
+        for a, b in zip(arrays, lists, strict=True):
+            for key in ("logp", "dist"):
+                assert_same_item(a.get_extra_model_outputs(key), b.get_extra_model_outputs(key))
+            np.testing.assert_array_equal(a.get_actions(), b.get_actions())
+            assert a.get_actions().dtype == np.int64
+
+
+def assert_same_item(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert_same_item(a[key], b[key])
+    else:
+        np.testing.assert_array_equal(a, b)  # a list of float32 values comes back float64
