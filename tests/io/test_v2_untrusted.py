@@ -171,6 +171,31 @@ def test_manifest_fifo_does_not_block(ds):
             "unknown column layout",
         ),
         (lambda ix: ix.update(version=3), "version"),
+        (lambda ix: ix["episodes"][0]["meta"].update(columns=[]), "malformed episode metadata"),
+        (
+            lambda ix: ix["episodes"][0]["meta"].update(extra_model_outputs={"a": 1}),
+            "malformed episode metadata",
+        ),
+        (
+            lambda ix: ix["episodes"][0]["meta"]["extra_model_outputs"].append([1, {}]),
+            "malformed extra_model_outputs entry",
+        ),
+        (
+            lambda ix: ix["episodes"][0]["meta"]["columns"].update(actions="pickle"),
+            "column actions metadata is malformed",
+        ),
+        (
+            lambda ix: ix["episodes"][0]["meta"]["columns"]["rewards"].update(lookback=-1),
+            "bad lookback/size",
+        ),
+        (
+            lambda ix: ix["episodes"][0]["meta"]["columns"]["rewards"].update(size=True),
+            "bad lookback/size",
+        ),
+        (
+            lambda ix: ix["episodes"][0]["meta"]["columns"]["actions"]["leaves"].append({}),
+            "leaf list does not match",
+        ),
     ],
 )
 def test_malformed_index_with_matching_checksum(ds, change, match):
@@ -230,3 +255,40 @@ def test_random_damage_only_raises_dataset_errors(ds):
         else:
             pytest.fail(f"a flipped bit in {f.name} at byte {at} went unnoticed")
         f.write_bytes(originals[f])
+
+
+@pytest.mark.parametrize(
+    "change, error, match",
+    [
+        (lambda lines: lines.append(dict(lines[1])), CorruptDatasetError, "twice"),
+        (lambda lines: lines[0].update(format="pickle"), CorruptDatasetError, "header"),
+        (lambda lines: lines[1].update(v=True), UnsupportedVersionError, "not 2"),
+        (lambda lines: lines[1].update(data_size=-1), CorruptDatasetError, "non-negative int"),
+        (lambda lines: lines[1].update(index_size="3107"), CorruptDatasetError, "non-negative int"),
+        (lambda lines: lines[1]["episodes"].append(["x", 0]), CorruptDatasetError, "summary"),
+        (lambda lines: lines[1].update(shard="../../x"), UnsafeDataError, "plain shard name"),
+    ],
+    ids=[
+        "shard_listed_twice",
+        "not_a_header",
+        "bool_version",
+        "negative_size",
+        "size_a_string",
+        "short_summary",
+        "path_in_the_name",
+    ],
+)
+def test_hostile_manifest_lines_with_valid_seals(ds, change, error, match):
+    """Each line's CRC is right (a hostile writer can compute it): the content is checked."""
+    lines = manifest_lines(ds)
+    change(lines)
+    write_manifest(ds, lines)
+    with pytest.raises(error, match=match):
+        dataset_info(ds)
+        read_all(ds)
+
+
+def test_manifest_without_a_complete_line(ds):
+    (ds / "manifest.jsonl").write_bytes(b'{"format": "episodes-dataset"')  # torn, no newline
+    with pytest.raises(CorruptDatasetError, match="no header line"):
+        dataset_info(ds)
