@@ -108,6 +108,24 @@ def torchrl_buffer(data: list[dict[str, np.ndarray]], sampler: object, batch: in
     return rb
 
 
+def gathers(steps: int, calls: int) -> object:
+    """``calls`` random gathers of 256 float64 from arrays of ``steps``: a floor, no logic.
+
+    A prioritized step needs a few dozen such numpy calls (tree levels down and up, the
+    n-step walk, the batch's columns); timed among the contenders, this shows what that many
+    calls cost from the caches the others leave behind.
+    """
+    rng = np.random.default_rng(2)
+    columns = [rng.random(steps) for _ in range(16)]
+
+    def run() -> None:
+        index = rng.integers(0, steps, 256)
+        for k in range(calls):
+            columns[k % 16][index]
+
+    return run
+
+
 def targets(repeats: int) -> None:
     data = make_data(EPISODES, LENGTH)
     our_eps, rl_eps = ours(data), rllib(data)
@@ -142,6 +160,7 @@ def targets(repeats: int) -> None:
         "rllib per sample+update": rl_per,
         "ours seq 32x64": lambda: mine.sample(32, batch_length_T=64),
         "rllib seq 32x64": lambda: rl.sample(batch_size_B=32, batch_length_T=64),
+        "numpy floor: 64 gathers of 256": gathers(cap, 64),
     }
     if HAVE_TORCHRL:
         uniform = torchrl_buffer(data, RandomSampler(), 256)
@@ -173,6 +192,11 @@ def print_targets(times: dict[str, float]) -> None:
             None,
         ),
         ("seq 32x64 / RLlib", ratio("ours seq 32x64", "rllib seq 32x64"), None),
+        (
+            "64 bare gathers / RLlib PER",
+            ratio("numpy floor: 64 gathers of 256", "rllib per sample+update"),
+            None,
+        ),
     ]
     if HAVE_TORCHRL:
         rows += [
