@@ -97,3 +97,14 @@ def test_big_update_refreshes_every_level():
     values[:10] = 0.0
     tree.update(np.arange(10), np.zeros(10))  # then the per-parent path
     _check(tree, values, rng)
+
+
+@pytest.mark.parametrize("capacity", [5, 2049, 20_000, 1_000_000])
+def test_masses_outside_the_total_land_on_the_edge_leaves(capacity):
+    """Every leaf non-zero (so a search that strays lands on a real leaf, not a zero one that
+    a second search would catch): below 0 is the first leaf, from the total on the last."""
+    values = np.random.default_rng(0).uniform(0.5, 1.5, capacity)
+    tree = SumTree(capacity)
+    tree.rebuild(values)
+    masses = np.array([-1e-9, -1.0, -1e300, -np.inf, tree.total, tree.total + 1.0, np.inf])
+    assert tree.find(masses).tolist() == [0] * 4 + [capacity - 1] * 3
