@@ -27,8 +27,13 @@ def _check_sequences(ref, batch, T, lookback, pad):
             i = k - lookback + j
             inside = 0 <= i < len(ep)
             assert bool(batch["mask"][b, j]) == inside
-            if not inside:
-                assert batch["indices"][b, j] == -1 and not batch["obs"][b, j].any()
+            if not inside:  # padding: zeros, every flag False, no item, no info
+                assert batch["indices"][b, j] == -1
+                for key in ("obs", "next_obs", "actions", "rewards", "logp"):
+                    assert not np.any(batch[key][b, j]), key
+                for key in ("is_first", "is_last", "is_terminated", "is_truncated"):
+                    assert not batch[key][b, j], key
+                assert batch["infos"][b, j] is None
                 continue
             assert batch["indices"][b, j] == ep.uids[i]
             np.testing.assert_array_equal(batch["obs"][b, j], ep.obs[i])
