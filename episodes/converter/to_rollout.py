@@ -276,7 +276,9 @@ def episodes_to_rollout(
             mask = _valid_cells(storage, cols.mask, device)
             return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
     if layout == "per_env":
-        _refuse_masked_windows([episodes] if parts is None else parts)
+        _refuse_masked_windows(
+            [episodes] if parts is None else parts, extra_keys_for(keys, training_type)
+        )
     env_groups = _column_groups(episodes, layout)
     cols = time_major(
         env_groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk"
@@ -292,14 +294,28 @@ def episodes_to_rollout(
     return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
 
 
-def _refuse_masked_windows(samples: Sequence[Any]) -> None:
-    """A vector-step window with reset steps is only laid out from the runner's blocks."""
-    if any(
-        isinstance(sample, SampledChunks)
+def _refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
+    """A vector-step window with reset steps is only laid out from the runner's blocks.
+
+    ``wanted`` are the extra outputs the keys ask for: the usual reason the fast path stepped
+    aside is that the policy did not record one of them, which is what the error then says.
+    """
+    masked = [
+        sample
+        for sample in samples
+        if isinstance(sample, SampledChunks)
         and sample.recording.vector_steps
         and sample.recording.dead_cells() is not None
-        for sample in samples
-    ):
+    ]
+    for sample in masked:
+        recorded = sorted(sample.recording.blocks.extras)
+        missing = [key for key in wanted if key not in recorded]
+        if missing:
+            raise KeyError(
+                f"the policy recorded no extra output {missing[0]!r}; it records {recorded} "
+                "(configure ColumnKeys)"
+            )
+    if masked:
         raise ValueError(
             "these chunks come from a runner recording vector steps, and their window holds "
             "reset steps: only the fast path lays it out (the chunks' lengths differ per "

@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector.utils import batch_space
 
 from episodes import SingleAgentEpisode
 
@@ -80,3 +81,32 @@ def stitch(chunks: list[SingleAgentEpisode]) -> list[SingleAgentEpisode]:
         else:
             episodes.append(copy.deepcopy(chunk))
     return episodes
+
+
+class RewardOnResetEnv(gym.vector.VectorEnv):
+    """Next-step autoreset; sub-env ``i`` terminates every ``3 + i`` steps, reward 1 a step,
+    and, unlike gymnasium's own envs, it pays 100 on the reset step after an ending."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int):
+        self.num_envs = num_envs
+        self.single_observation_space = gym.spaces.Box(-1e9, 1e9, (1,), np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.t = np.zeros(num_envs, np.int64)
+        self.ended = np.zeros(num_envs, bool)
+
+    def reset(self, *, seed=None, options=None):
+        self.t[:] = 0
+        self.ended[:] = False
+        return self.t[:, None].astype(np.float32), {}
+
+    def step(self, actions):
+        resetting = self.ended
+        self.t = np.where(resetting, 0, self.t + 1)
+        rewards = np.where(resetting, 100.0, 1.0)
+        self.ended = ~resetting & (self.t == 3 + np.arange(self.num_envs))
+        obs = self.t[:, None].astype(np.float32)
+        return obs, rewards, self.ended.copy(), np.zeros(self.num_envs, bool), {}

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 
-import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.vector.utils import batch_space
 
 from episodes.runner import EnvRunner, RandomPolicy, RunnerMetrics
+from tests.runner._runner_env import RewardOnResetEnv
 
 
 def fill(metrics: RunnerMetrics, returns: np.ndarray, batch: int) -> None:
@@ -50,35 +49,6 @@ def test_lists_keep_the_latest_while_counts_and_means_cover_all(count, batch, li
     again = metrics.reduce()
     assert again["num_episodes"] == 0 and again["episode_returns"] == []
     assert again["total_episodes"] == count
-
-
-class RewardOnResetEnv(gym.vector.VectorEnv):
-    """Next-step autoreset; sub-env ``i`` terminates every ``3 + i`` steps, reward 1 a step,
-    and, unlike gymnasium's own envs, it pays 100 on the reset step after an ending."""
-
-    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-
-    def __init__(self, num_envs: int):
-        self.num_envs = num_envs
-        self.single_observation_space = gym.spaces.Box(-1e9, 1e9, (1,), np.float32)
-        self.single_action_space = gym.spaces.Discrete(2)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
-        self.t = np.zeros(num_envs, np.int64)
-        self.ended = np.zeros(num_envs, bool)
-
-    def reset(self, *, seed=None, options=None):
-        self.t[:] = 0
-        self.ended[:] = False
-        return self.t[:, None].astype(np.float32), {}
-
-    def step(self, actions):
-        resetting = self.ended
-        self.t = np.where(resetting, 0, self.t + 1)
-        rewards = np.where(resetting, 100.0, 1.0)
-        self.ended = ~resetting & (self.t == 3 + np.arange(self.num_envs))
-        obs = self.t[:, None].astype(np.float32)
-        return obs, rewards, self.ended.copy(), np.zeros(self.num_envs, bool), {}
 
 
 def test_next_step_reset_rewards_belong_to_no_episode():

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from episodes import SingleAgentEpisode
 from episodes.converter import episodes_to_rollout
-from episodes.runner import EnvRunner, SampledChunks
+from episodes.runner import EnvRunner, RandomPolicy, SampledChunks
 from tests.runner._random_env import EnvSpec, Policy, make_vec, obs_fn_for, value_fn
+from tests.runner._runner_env import RewardOnResetEnv
 from tests.runner._tensor_env import TensorPolicy, TensorVectorEnv, to_arrays
 from tests.runner.test_batched_equals_per_step import (
     CASE_FIELDS,
@@ -295,3 +296,33 @@ def test_side_by_side_windows_join_their_masks():
             together = torch.cat([getattr(r.storage, name) for r in alone], dim=1)
             assert torch.equal(getattr(joined.storage, name), together), name
     assert masked  # some window held reset steps, and took the joined fast path
+
+
+def test_reset_steps_hold_reward_zero_whatever_the_env_paid():
+    """A vector env may pay a reward on a next-step reset step (gymnasium's pay 0): the cell
+    holds no transition, so the storage has reward 0 and ``dones`` there."""
+
+    def policy(obs):
+        n = len(obs)
+        extras = {"vf_preds": np.zeros(n, np.float32), "action_logp": np.zeros(n, np.float32)}
+        return np.zeros(n, np.int64), extras
+
+    env = RewardOnResetEnv(3)
+    runner = EnvRunner(env, policy, seed=0, window="vector_steps")
+    for _ in range(2):
+        rollout = episodes_to_rollout(runner.sample(10), gamma=0.9, value_fn=lambda o: o[..., 0])
+        dead = ~rollout.mask
+        assert dead.any()
+        rewards = rollout.storage.rewards[..., 0]
+        assert (rewards[dead] == 0).all() and (rewards[~dead] == 1).all()
+        assert rollout.storage.dones[..., 0][dead].all()
+
+
+def test_a_missing_extra_output_is_named_for_a_window_with_reset_steps():
+    """Such a window is laid out only from the blocks; when the policy did not record what the
+    keys ask for, the error names the output, as it does for any chunks."""
+    env = RewardOnResetEnv(2)
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0, window="vector_steps")
+    chunks = runner.sample(10)
+    with pytest.raises(KeyError, match="no extra output 'vf_preds'"):
+        episodes_to_rollout(chunks, gamma=0.9, value_fn=lambda o: o[..., 0])
