@@ -26,6 +26,7 @@ from episodes.converter.from_blocks import (
     item_shape,
     value_array,
 )
+from episodes.converter.refusals import flat_actions, refuse_masked_windows
 from episodes.converter.side_by_side import (
     side_by_side_columns,
     side_by_side_groups,
@@ -276,7 +277,7 @@ def episodes_to_rollout(
             mask = _valid_cells(storage, cols.mask, device)
             return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
     if layout == "per_env":
-        _refuse_masked_windows(
+        refuse_masked_windows(
             [episodes] if parts is None else parts, extra_keys_for(keys, training_type)
         )
     env_groups = _column_groups(episodes, layout)
@@ -292,37 +293,6 @@ def episodes_to_rollout(
     )
     mask = _valid_cells(storage, cols.mask, device)
     return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
-
-
-def _refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
-    """A vector-step window with reset steps is only laid out from the runner's blocks.
-
-    ``wanted`` are the extra outputs the keys ask for: the usual reason the fast path stepped
-    aside is that the policy did not record one of them, which is what the error then says.
-    """
-    masked = [
-        sample
-        for sample in samples
-        if isinstance(sample, SampledChunks)
-        and sample.recording.vector_steps
-        and sample.recording.dead_cells() is not None
-    ]
-    for sample in masked:
-        recorded = sorted(sample.recording.blocks.extras)
-        missing = [key for key in wanted if key not in recorded]
-        if missing:
-            raise KeyError(
-                f"the policy recorded no extra output {missing[0]!r}; it records {recorded} "
-                "(configure ColumnKeys)"
-            )
-    if masked:
-        raise ValueError(
-            "these chunks come from a runner recording vector steps, and their window holds "
-            "reset steps: only the fast path lays it out (the chunks' lengths differ per "
-            "env). It needs value_fn for training_type 'rl' and chunks left as sampled (no "
-            "append, concat, pop or replaced column); copy the chunks you want to change, or "
-            "use layout='per_chunk'"
-        )
 
 
 def _valid_cells(storage: RolloutStorage, mask: Any, device: torch.device) -> torch.Tensor | None:
@@ -347,7 +317,7 @@ def _write_columns(
     With ``share`` the columns that fit are taken rather than copied (``write_block``).
     """
     obs = _tensor(cols.observations, device)
-    actions = _flat_actions(_tensor(cols.actions, device))
+    actions = flat_actions(_tensor(cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
     if storage is None:
@@ -357,17 +327,6 @@ def _write_columns(
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
     storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
     return storage
-
-
-def _flat_actions(actions: Any) -> torch.Tensor:
-    """The actions as one tensor, or a clear error for Dict/Tuple actions."""
-    if isinstance(actions, torch.Tensor):
-        return actions
-    raise ValueError(
-        "RolloutStorage holds one action tensor per step, but these chunks' actions are a "
-        f"{type(actions).__name__} of leaves: flatten them into one array per step first "
-        "(e.g. gymnasium.spaces.flatten), or use episodes_to_batch"
-    )
 
 
 def _default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> torch.device:
@@ -400,9 +359,7 @@ def _write_from_blocks(
     """
     deferred = cols.observations is None
     obs = _tensor(chunks.example("observations") if deferred else cols.observations, device)
-    actions = _flat_actions(
-        _tensor(chunks.example("actions") if deferred else cols.actions, device)
-    )
+    actions = flat_actions(_tensor(chunks.example("actions") if deferred else cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
     if storage is None:
