@@ -17,7 +17,14 @@ from episodes.runner import SampledChunks
 
 
 def flat_actions(actions: Any) -> torch.Tensor:
-    """The actions as one tensor, or a clear error for Dict/Tuple actions."""
+    """The actions as one tensor, or a clear error for Dict/Tuple actions.
+
+    Example:
+        >>> flat_actions({"move": torch.zeros(2)})
+        Traceback (most recent call last):
+        ...
+        ValueError: RolloutStorage holds one action tensor per step, but these chunks' ...
+    """
     if isinstance(actions, torch.Tensor):
         return actions
     raise ValueError(
@@ -32,6 +39,9 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
 
     ``wanted`` are the extra outputs the keys ask for: the usual reason the fast path stepped
     aside is that the policy did not record one of them, which is what the error then says.
+
+    Example:
+        >>> refuse_masked_windows([], ["vf_preds"])  # nothing sampled with reset steps: fine
     """
     masked = [
         sample
