@@ -141,3 +141,35 @@ def test_other_observation_kinds(tmp_path, obs_space):
     assert len(data) == sum(len(e) for e in episodes)
     for idx, (k, t) in enumerate((k, t) for k, e in enumerate(episodes) for t in range(len(e))):
         np.testing.assert_equal(data[idx]["next_obs"], episodes[k].get_observations(t + 1))
+
+
+def test_a_full_plan_cache_evicts_and_replans(tmp_path, monkeypatch):
+    """Column plans are cached per episode up to a bound; past it, the oldest are dropped and
+    planned again when needed: the items stay the same, in any reading order."""
+    import episodes.io.torch_data as torch_data
+
+    monkeypatch.setattr(torch_data, "_PLAN_CACHE", 2)
+    path, episodes = make_data(tmp_path)
+    data = TransitionDataset(path, n_step=2, gamma=0.9)
+    want = expected_transitions(episodes, 2, 0.9)
+    order = np.random.default_rng(1).permutation(len(data))
+    for idx in [*order, *order[:10]]:
+        item = data[int(idx)]
+        np.testing.assert_array_equal(item["obs"], want[idx][0])
+        assert item["rewards"] == pytest.approx(want[idx][2])
+        np.testing.assert_array_equal(item["next_obs"], want[idx][3])
+    assert len(data._plans) <= 2
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda path: TransitionDataset(path, n_step=0, gamma=0.9),
+        lambda path: SequenceDataset(path, length=0),
+    ],
+    ids=["n_step_0", "length_0"],
+)
+def test_bad_sizes_are_refused(tmp_path, make):
+    path, _ = make_data(tmp_path, n_episodes=2)
+    with pytest.raises(ValueError, match=">= 1"):
+        make(path)
