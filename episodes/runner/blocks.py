@@ -246,12 +246,18 @@ class Blocks:
         assert self.actions is not None
         self.actions.put(row, actions)
         columns = self.extras
-        for key, value in extras.items():
-            column = columns[key]
-            if column.structure is None:  # the usual flat output: no call per step
-                column.leaves[0][row] = value
-            else:
-                column.put(row, value)
+        try:
+            for key, value in extras.items():
+                column = columns[key]
+                if column.structure is None:  # the usual flat output: no call per step
+                    column.leaves[0][row] = value
+                else:
+                    column.put(row, value)
+        except KeyError as err:  # the same number of outputs under another key
+            raise ValueError(
+                f"the policy's extra outputs changed from {sorted(columns)} to "
+                f"{sorted(extras)}: a runner records the same extra outputs at every step"
+            ) from err
         self.rewards[row] = rewards
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds

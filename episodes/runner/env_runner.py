@@ -12,6 +12,7 @@ import tree
 
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.policy import check_outputs
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.structs import flatten
@@ -130,6 +131,8 @@ class EnvRunner:
         self.metrics = RunnerMetrics()
         self._obs: Any = None
         self.state: Any = None
+        self._output_keys: tuple[str, ...] | None = None  # the policy's extra outputs
+        self._failure: str | None = None  # why a sample() stopped part-way, if one did
         self._recorder = BatchedRecorder(
             self.num_envs,
             self.autoreset_mode,
@@ -168,7 +171,11 @@ class EnvRunner:
             lengths sum to ``num_steps`` (less the sub-env's reset steps with vector steps).
 
         Raises:
-            ValueError: ``num_steps`` too small.
+            ValueError: ``num_steps`` too small, or the policy's outputs do not fit (a batch
+                without one entry per sub-env, extra outputs whose keys change).
+            RuntimeError: An earlier call failed part-way (whatever raised: the env, the
+                policy, an interrupt): the env had stepped past what was recorded, so this
+                runner cannot go on; create a new one.
 
         Example:
             >>> from episodes.runner import RandomPolicy
@@ -202,12 +209,22 @@ class EnvRunner:
                 )
             if self._initial_state is not None:
                 self.state = self._initial_state(self.num_envs)
+        if self._failure is not None:
+            raise RuntimeError(
+                f"an earlier sample() of this runner failed part-way ({self._failure}): the "
+                "env had stepped and its episodes cannot continue consistently; create a new "
+                "EnvRunner"
+            )
         recorder.begin(num_steps, self._obs, reset_infos)
         vector_steps = 0
-        while not recorder.full():
-            self._step()
-            vector_steps += 1
-        recording = recorder.finish()
+        try:
+            while not recorder.full():
+                self._step()
+                vector_steps += 1
+            recording = recorder.finish()
+        except BaseException as err:  # Ctrl-C too: the recorder holds a half-recorded call
+            self._failure = f"{type(err).__name__}: {err}"
+            raise
         recorded = recorder.recorded  # known once finished (a device recorder counts then)
         chunks = SampledChunks(
             recording,
@@ -244,6 +261,9 @@ class EnvRunner:
         # The env's observation goes to the policy as is: the blocks keep their own copy, and
         # the policy acts on it before the next env.step could reuse the env's buffer.
         actions, extras = self._act()
+        keys = self._output_keys
+        if keys is None or len(extras) != len(keys):  # checked before the env steps
+            self._output_keys = check_outputs(actions, extras, self.num_envs, keys)
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         self._obs, started = self._recorder.step(
             actions, extras, obs, rewards, terminateds, truncateds, infos, reset=self.env.reset

@@ -7,7 +7,9 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["Policy", "RandomPolicy", "RecurrentPolicy"]
+from episodes.structs import map_batch
+
+__all__ = ["Policy", "RandomPolicy", "RecurrentPolicy", "check_outputs"]
 
 
 @runtime_checkable
@@ -93,3 +95,55 @@ class RandomPolicy:
     def __call__(self, obs: Any) -> tuple[Any, dict[str, np.ndarray]]:
         """One random action per sub-env (``obs`` is ignored) and no extra outputs."""
         return self.action_space.sample(), {}
+
+
+def check_outputs(
+    actions: Any, extras: dict[str, Any], num_envs: int, keys: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    """Checks a policy's outputs against the sub-envs and the keys it returned before.
+
+    Every leaf of ``actions`` and of each extra output must be a batch with one entry per
+    sub-env, and the extra outputs' keys may not change once recorded (an episode's columns
+    run the whole episode: a key that appears later has no values for the earlier steps).
+
+    Args:
+        actions: The policy's actions.
+        extras: Its extra model outputs.
+        num_envs: The vector env's sub-envs.
+        keys: The keys returned so far, or None at the first step.
+
+    Returns:
+        The keys, sorted.
+
+    Raises:
+        ValueError: A batch of the wrong length, or keys that changed; nothing is recorded.
+
+    Example:
+        >>> check_outputs(np.zeros(2), {"vf_preds": np.zeros(2)}, 2, None)
+        ('vf_preds',)
+        >>> check_outputs(np.zeros(2), {}, 2, ("vf_preds",))
+        Traceback (most recent call last):
+        ...
+        ValueError: the policy's extra outputs changed from ['vf_preds'] to []: ...
+    """
+    if keys is not None:
+        now = sorted(extras)
+        if now != list(keys):
+            raise ValueError(
+                f"the policy's extra outputs changed from {list(keys)} to {now}: a runner "
+                "records the same extra outputs at every step (each is a column of the "
+                "episodes, with a value for every step)"
+            )
+        return keys
+    named = [("actions", actions), *((f"extra output {k!r}", v) for k, v in extras.items())]
+    for name, batch in named:
+        leaves: list[Any] = []
+        map_batch(leaves.append, batch)  # a list is one leaf here: a batch, not a structure
+        for leaf in leaves:
+            shape = tuple(getattr(leaf, "shape", np.shape(leaf)))
+            if not shape or shape[0] != num_envs:
+                raise ValueError(
+                    f"the policy's {name} must hold one entry per sub-env ({num_envs}) along "
+                    f"the first axis, got shape {shape}"
+                )
+    return tuple(sorted(extras))

@@ -323,3 +323,57 @@ def assert_same_item(a, b):
             assert_same_item(a[key], b[key])
     else:
         np.testing.assert_array_equal(a, b)  # a list of float32 values comes back float64
+
+
+def _outputs_at(step_outputs):
+    """A policy returning ``step_outputs(k, n)`` at its ``k``-th call (``n`` sub-envs)."""
+    calls = {"k": 0}
+
+    def policy(obs):
+        calls["k"] += 1
+        return step_outputs(calls["k"], len(obs))
+
+    return policy
+
+
+BAD_OUTPUTS = {
+    "scalar_extra": (lambda k, n: (np.zeros(n, np.int64), {"v": 0.5}), "one entry per sub-env"),
+    "short_extra": (
+        lambda k, n: (np.zeros(n, np.int64), {"v": np.zeros(n - 1)}),
+        "one entry per sub-env",
+    ),
+    "long_extra": (
+        lambda k, n: (np.zeros(n, np.int64), {"v": np.zeros(n + 1)}),
+        "one entry per sub-env",
+    ),
+    "short_actions": (lambda k, n: (np.zeros(n - 1, np.int64), {}), "actions must hold"),
+    "nested_leaf_short": (
+        lambda k, n: (np.zeros(n, np.int64), {"d": {"a": np.zeros(n), "b": np.zeros(1)}}),
+        "extra output 'd'",
+    ),
+    "key_appears_later": (
+        lambda k, n: (np.zeros(n, np.int64), {"v": np.zeros(n)} if k > 2 else {}),
+        r"changed from \[\] to \['v'\]",
+    ),
+    "key_vanishes": (
+        lambda k, n: (np.zeros(n, np.int64), {"v": np.zeros(n)} if k <= 2 else {}),
+        r"changed from \['v'\] to \[\]",
+    ),
+    "key_renamed": (
+        lambda k, n: (np.zeros(n, np.int64), {"v" if k <= 2 else "w": np.zeros(n)}),
+        r"changed from \['v'\] to \['w'\]",
+    ),
+}
+
+
+@pytest.mark.parametrize(("outputs", "message"), BAD_OUTPUTS.values(), ids=BAD_OUTPUTS.keys())
+def test_policy_outputs_that_do_not_fit_are_refused(outputs, message):
+    """Refused with the reason (a key that appeared later would have no values for the
+    earlier steps: the blocks once handed out uninitialised memory there); the runner then
+    refuses to go on, since the env stepped past what it recorded."""
+    env = make_vec(SCRIPTS, "NextStep")
+    runner = EnvRunner(env, _outputs_at(outputs), seed=0)
+    with pytest.raises(ValueError, match=message):
+        runner.sample(5)
+    with pytest.raises(RuntimeError, match="failed part-way"):
+        runner.sample(5)
