@@ -104,6 +104,9 @@ def test_bad_input_leaves_buffer_unchanged(name, chunks, error):
         ("gamma NaN", {"gamma": float("nan")}, ValueError),
         ("n_step with sequences", {"batch_length_T": 2, "n_step": 3}, ValueError),
         ("float n_step", {"n_step": 2.0}, ValueError),
+        ("n_step range with a step", {"n_step": range(1, 5, 2)}, ValueError),
+        ("n_step range empty", {"n_step": range(3, 3)}, ValueError),
+        ("n_step tuple of three", {"n_step": (1, 2, 3)}, ValueError),
     ],
 )
 def test_bad_sample_arguments(name, kwargs, error):

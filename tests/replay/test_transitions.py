@@ -61,7 +61,11 @@ def test_truncated_bootstrap_uses_true_final_observation():
 @given(
     stream=chunk_streams(),
     capacity=st.integers(1, 40),
-    n_step=st.one_of(st.integers(1, 5), st.tuples(st.integers(1, 3), st.integers(4, 6))),
+    n_step=st.one_of(
+        st.integers(1, 5),
+        st.tuples(st.integers(1, 3), st.integers(4, 6)),
+        st.builds(range, st.integers(1, 3), st.integers(4, 6)),  # the same, as a range
+    ),
     gamma=st.sampled_from([0.0, 0.5, 0.99, 1.0]),
     prioritized=st.booleans(),
 )
@@ -86,7 +90,12 @@ def test_every_sampled_row_matches_reference(stream, capacity, n_step, gamma, pr
         batch = buf.sample(
             64, n_step=n_step, gamma=gamma, include_infos=True, include_extra_model_outputs=True
         )
-        lo, hi = (n_step, n_step) if isinstance(n_step, int) else (n_step[0], n_step[1] - 1)
+        if isinstance(n_step, int):
+            lo, hi = n_step, n_step
+        elif isinstance(n_step, range):
+            lo, hi = n_step.start, n_step.stop - 1
+        else:
+            lo, hi = n_step[0], n_step[1] - 1
         check_transition_batch(ref, batch, lo, hi, gamma)
         assert batch["logp"].shape == (64,)
     assert buf.get_added_timesteps() == ref.next_uid
