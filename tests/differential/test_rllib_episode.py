@@ -272,7 +272,10 @@ def test_random_episode_sequences(data: Any) -> None:
                 assert ours.error is theirs.error, (where, ours.error, theirs.error)
                 continue
             ours.value.custom_data["chunk"] = theirs.value.custom_data["chunk"] = len(stack)
-            stack.append(Twin(ours.value, theirs.value))
+            # RLlib's numpy'd successor views the original's arrays, so a later write into it
+            # also rewrites the original (deviation "numpy-chunks-share-data"): a copy keeps
+            # the comparison about everything else.
+            stack.append(Twin(ours.value, copy.deepcopy(theirs.value)))
         elif op == "concat" and len(stack) > 1:
             prev = stack[-2]
             if mixed_nested_concat(prev.ours, o):
@@ -843,3 +846,25 @@ def test_constructor_takes_sequences_and_ready_buffers(inputs: Any) -> None:  # 
     assert ours.infos.lookback == ours.observations.lookback
     with pytest.raises((ValueError, TypeError, AssertionError)):
         RSAE(**inputs(RBuf))
+
+
+def test_numpy_cut_and_slice_own_their_data() -> None:  # "numpy-chunks-share-data"
+    twin = _stepped_twin(n=4)
+    for ep in (twin.ours, twin.theirs):
+        ep.to_numpy()
+    rewards = twin.ours.get_rewards().tolist()
+    for side in ("ours", "theirs"):
+        ep = getattr(twin, side)
+        part = ep[1:3]
+        part.set_rewards(new_data=5.0, at_indices=0)
+        successor = ep.cut(len_lookback_buffer=2)
+        successor.set_rewards(new_data=7.0, at_indices=-1, neg_index_as_lookback=True)
+    assert twin.ours.get_rewards().tolist() == rewards
+    assert twin.theirs.get_rewards().tolist() == [rewards[0], 5.0, rewards[2], 7.0]
+    # A successor whose first observation was rewritten no longer continues its predecessor.
+    successor = twin.ours.cut()
+    successor.set_observations(new_data=sample_obs(BOX_OBS, np.random.default_rng(1)), at_indices=0)
+    before = copy.deepcopy(twin.ours)
+    with pytest.raises(AssertionError, match="first observation"):
+        twin.ours.concat_episode(successor)
+    assert twin.ours == before
