@@ -363,3 +363,24 @@ def test_constructor_takes_any_sequence_or_ready_buffers(inputs):
     assert ep == want
     assert len(ep) == 1 and ep.get_observations(-1, neg_index_as_lookback=True) == 0.0
     assert ep.get_infos() == [{}, {}]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_return_the_stored_data_itself(mode):
+    """Contract §3.1: reads hand out the stored data (numpy views, list items), as RLlib's
+    do; a copy is what a caller must take before changing a result in place."""
+    ep = SingleAgentEpisode(
+        observations=[np.full(2, i, np.float32) for i in range(4)],
+        actions=[0, 1, 0],
+        rewards=[1.0, 2.0, 3.0],
+        len_lookback_buffer=0,
+    )
+    if mode == "numpy":
+        ep.to_numpy()
+    first = ep.get_observations(0)
+    first[0] = 99.0
+    assert ep.get_observations(0)[0] == 99.0
+    kept = ep.get_observations(slice(0, 2))
+    copied = np.array(kept, copy=True)
+    copied[1][0] = -1.0
+    assert ep.get_observations(1)[0] == 1.0
