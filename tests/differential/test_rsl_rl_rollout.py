@@ -118,6 +118,20 @@ def test_returns_and_advantages(t, n, seed, done_p, gamma, lam, per_mb):
     close(ours.advantages, theirs.advantages, atol=1e-4 if not per_mb else 1e-5)
 
 
+@pytest.mark.parametrize(
+    ("t", "n"), [(24, 4096), (2, 3000), (64, 1024)], ids=["T24_N4096", "T2_N3000", "T64_N1024"]
+)
+@pytest.mark.parametrize("per_mb", [False, True])
+def test_returns_at_rsl_rl_scale(t, n, per_mb):
+    """Many envs over few steps: the shapes rsl_rl trains with (and for which compute_gae loops
+    over T instead of scanning in log depth; the property above stays below them)."""
+    ours, theirs, last = build_pair(t, n, 7, 0.05)
+    rsl_compute_returns(theirs, last, 0.99, 0.95, per_mini_batch=per_mb)
+    ours.compute_returns(last, 0.99, 0.95, normalize_advantage=not per_mb)
+    close(ours.returns, theirs.returns)
+    close(ours.advantages, theirs.advantages, atol=1e-4)
+
+
 def test_time_out_bootstrap_matches_process_env_step():
     n = 5
     g = torch.Generator().manual_seed(3)
