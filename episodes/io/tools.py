@@ -32,8 +32,11 @@ from typing import Any
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError
 from episodes.io.metadata import DatasetMetadata
-from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
+from episodes.io.reader import EpisodeSummary, dataset_info, iter_chunks, read_episodes
+from episodes.io.shard_reader import Dataset
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
+from episodes.io.shards import is_v2
+from episodes.io.values import decode_value
 
 __all__ = ["filter_dataset", "merge", "migrate", "split"]
 
@@ -109,6 +112,10 @@ def merge(
 
     The metadata defaults to the first source's, with the sources listed in ``user``.
 
+    Raises:
+        DatasetError: ``dst`` is not empty, or two sources hold the same steps of an episode
+            (checked from their manifests before anything is written).
+
     Example:
         >>> import tempfile
         >>> from episodes import SingleAgentEpisode
@@ -122,10 +129,42 @@ def merge(
     """
     if not sources:
         raise ValueError("merge needs at least one source")
+    _refuse_overlaps(sources)
     meta = metadata or _metadata_of(sources[0])
     if metadata is None:
         meta.user = {**meta.user, "merged_from": [str(s) for s in sources]}
     return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes})
+
+
+def _pieces(src: PathLike) -> list[tuple[Any, int, int]]:
+    """``(id, t_started, t)`` of every piece, from the manifest (no episode data is read)."""
+    root = Path(src)
+    if is_v2(root):
+        ds = Dataset(root, max_open_shards=1)
+        ids = [decode_value(s.id_, blob=None, where="manifest id") for s in ds.summaries]
+        return [(id_, s.t_started, s.t) for id_, s in zip(ids, ds.summaries, strict=True)]
+    return [(e.id_, e.t_started, e.t) for e in iter_chunks(root)[1]]
+
+
+def _refuse_overlaps(sources: Sequence[PathLike]) -> None:
+    """Refuses sources that hold the same steps of an episode.
+
+    Merging a dataset with itself, or with a copy of it, would store those steps twice, and
+    ``load_episode`` could not join the pieces again.
+    """
+    seen: dict[str, list[tuple[int, int, PathLike]]] = {}
+    for src in sources:
+        for id_, a, b in _pieces(src):
+            if b <= a:
+                continue  # a piece without steps (a reset) overlaps nothing
+            spans = seen.setdefault(repr(id_), [])
+            for c, d, other in spans:
+                if a < d and c < b:
+                    raise DatasetError(
+                        f"episode {id_!r}: steps [{a}, {b}) of {src} overlap steps [{c}, {d}) "
+                        f"of {other}; merged, they would be stored twice"
+                    )
+            spans.append((a, b, src))
 
 
 def _fraction(id_: Any, seed: int) -> float:

@@ -1,0 +1,68 @@
+"""merge: sources holding the same steps of an episode are refused before anything is written.
+
+A merged dataset must still join every episode's pieces (``load_episode``): the same steps
+stored twice (a dataset merged with itself, or with a migrated copy) cannot be joined.
+Different pieces of one episode in different sources are what merge is for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from episodes import SingleAgentEpisode
+from episodes.io import DatasetError, DatasetWriter, EpisodeWriter, load_episode, merge, migrate
+
+
+def episode(id_: str, length: int = 6, *, terminated: bool = True) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        id_,
+        observations=[np.float32([t]) for t in range(length + 1)],
+        actions=[t % 2 for t in range(length)],
+        rewards=[float(t) for t in range(length)],
+        terminated=terminated,
+        len_lookback_buffer=0,
+    )
+
+
+def write(path, episodes, *, v1=False):
+    if v1:
+        with EpisodeWriter(path) as writer:
+            writer.write_many(episodes)
+    else:
+        with DatasetWriter(path) as writer:
+            writer.write_many(episodes)
+    return path
+
+
+def test_a_dataset_merged_with_itself_is_refused(tmp_path):
+    src = write(tmp_path / "a", [episode("x"), episode("y")])
+    with pytest.raises(DatasetError, match=r"episode 'x': steps \[0, 6\)"):
+        merge([src, src], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_migrated_copy_overlaps_its_original(tmp_path):
+    v1 = write(tmp_path / "v1", [episode("x")], v1=True)
+    migrate(v1, tmp_path / "v2")
+    with pytest.raises(DatasetError, match="stored twice"):
+        merge([tmp_path / "v2", v1], tmp_path / "out")
+
+
+def test_pieces_of_one_episode_from_two_sources_join(tmp_path):
+    whole = episode("x", 8)
+    first = whole[0:5]
+    second = whole[5:8]
+    a = write(tmp_path / "a", [first, episode("y")])
+    b = write(tmp_path / "b", [second, SingleAgentEpisode("z", observations=[0.0])])
+    assert merge([a, b], tmp_path / "out") == 4
+    joined = load_episode(tmp_path / "out", "x")
+    assert (joined.t_started, joined.t, joined.is_terminated) == (0, 8, True)
+    np.testing.assert_array_equal(joined.get_rewards(), whole.get_rewards())
+
+
+def test_pieces_without_steps_overlap_nothing(tmp_path):
+    reset_only = SingleAgentEpisode("r", observations=[np.float32([0])])
+    a = write(tmp_path / "a", [reset_only])
+    b = write(tmp_path / "b", [reset_only, episode("s")])
+    assert merge([a, b], tmp_path / "out") == 3
