@@ -157,10 +157,10 @@ def _info(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------- validate
 def _validate_v2(path: str) -> int:
-    from episodes.io import Dataset
+    from episodes.io import Dataset, piece_problems
 
     ds = Dataset(path, verify=True, max_open_shards=1)
-    problems = []
+    problems = piece_problems(path)
     with _progress(len(ds), "validate") as bar:
         for i in range(len(ds)):
             try:
@@ -186,8 +186,10 @@ def _validate(args: argparse.Namespace) -> int:
 
     if is_v2(Path(args.dir)):
         return _validate_v2(args.dir)
+    from episodes.io import piece_problems
+
     root, entries, torn = iter_chunks(args.dir)
-    problems = []
+    problems = piece_problems(args.dir)
     with _progress(len(entries), "validate") as bar:
         for entry in entries:
             try:

@@ -46,6 +46,7 @@ _LAZY = {
     "merge": "episodes.io.tools",
     "split": "episodes.io.tools",
     "filter_dataset": "episodes.io.tools",
+    "piece_problems": "episodes.io.tools",
     "export_minari": "episodes.io.minari_io",
     "import_minari": "episodes.io.minari_io",
 }
@@ -83,6 +84,7 @@ __all__ = [
     "load_episode",
     "merge",
     "migrate",
+    "piece_problems",
     "read_episodes",
     "split",
 ]

@@ -38,7 +38,7 @@ from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
 from episodes.io.values import decode_value
 
-__all__ = ["filter_dataset", "merge", "migrate", "split"]
+__all__ = ["filter_dataset", "merge", "migrate", "piece_problems", "split"]
 
 PathLike = str | os.PathLike[str]
 
@@ -136,14 +136,57 @@ def merge(
     return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes})
 
 
-def _pieces(src: PathLike) -> list[tuple[Any, int, int]]:
-    """``(id, t_started, t)`` of every piece, from the manifest (no episode data is read)."""
+def _pieces(src: PathLike, *, with_flags: bool = False) -> list[tuple[Any, ...]]:
+    """``(id, t_started, t)`` of every piece, from the manifest (no episode data is read).
+
+    With ``with_flags`` each tuple also says whether the piece ended its episode.
+    """
     root = Path(src)
     if is_v2(root):
         ds = Dataset(root, max_open_shards=1)
         ids = [decode_value(s.id_, blob=None, where="manifest id") for s in ds.summaries]
-        return [(id_, s.t_started, s.t) for id_, s in zip(ids, ds.summaries, strict=True)]
-    return [(e.id_, e.t_started, e.t) for e in iter_chunks(root)[1]]
+        rows: list[Any] = ds.summaries
+    else:
+        rows = iter_chunks(root)[1]
+        ids = [e.id_ for e in rows]
+    out = []
+    for id_, row in zip(ids, rows, strict=True):
+        done = (row.terminated or row.truncated,) if with_flags else ()
+        out.append((id_, row.t_started, row.t, *done))
+    return out
+
+
+def piece_problems(path: PathLike) -> list[str]:
+    """What keeps an episode's pieces in ``path`` from joining, from the manifest alone.
+
+    Pieces of one id must not hold the same steps twice and must not continue a piece that
+    ended the episode (``load_episode`` could not join them).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> ep = SingleAgentEpisode("x", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([ep, ep])
+        >>> piece_problems(path)
+        ["episode 'x': steps [0, 1) are stored twice"]
+    """
+    problems = []
+    by_id: dict[str, list[tuple[int, int, bool, Any]]] = {}
+    for id_, a, b, done in _pieces(path, with_flags=True):
+        by_id.setdefault(repr(id_), []).append((a, b, done, id_))
+    for spans in by_id.values():
+        spans.sort(key=lambda span: (span[0], span[1]))
+        end, ended = spans[0][1], spans[0][2]
+        for a, b, done, id_ in spans[1:]:
+            if b > a and a < end:
+                problems.append(f"episode {id_!r}: steps [{a}, {min(b, end)}) are stored twice")
+            elif ended and b > a:
+                problems.append(f"episode {id_!r}: steps from t={a} follow its end")
+            end, ended = max(end, b), ended or done
+    return problems
 
 
 def _refuse_overlaps(sources: Sequence[PathLike]) -> None:

@@ -66,3 +66,46 @@ def test_pieces_without_steps_overlap_nothing(tmp_path):
     a = write(tmp_path / "a", [reset_only])
     b = write(tmp_path / "b", [reset_only, episode("s")])
     assert merge([a, b], tmp_path / "out") == 3
+
+
+PIECES = {
+    "whole_episodes": (lambda: [episode("x"), episode("y")], []),
+    "consecutive_pieces": (lambda: [episode("x", 8)[0:3], episode("x", 8)[3:8]], []),
+    "reset_only_piece_twice": (
+        lambda: [SingleAgentEpisode("r", observations=[0.0])] * 2 + [episode("r")],
+        [],
+    ),
+    "same_piece_twice": (lambda: [episode("x"), episode("x")], ["steps [0, 6) are stored twice"]),
+    "partly_overlapping": (
+        lambda: [episode("x", 8)[0:5], episode("x", 8)[3:8]],
+        ["steps [3, 5) are stored twice"],
+    ),
+    "piece_after_the_end": (
+        lambda: [
+            episode("x", 4),
+            SingleAgentEpisode(
+                "x",
+                observations=[4.0, 5.0],
+                actions=[0],
+                rewards=[1.0],
+                t_started=4,
+                len_lookback_buffer=0,
+            ),
+        ],
+        ["steps from t=4 follow its end"],
+    ),
+}
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+@pytest.mark.parametrize(("pieces", "problems"), PIECES.values(), ids=PIECES.keys())
+def test_piece_problems_and_validate(tmp_path, pieces, problems, v1):
+    from episodes.cli import main
+    from episodes.io import piece_problems
+
+    path = write(tmp_path / "ds", pieces(), v1=v1)
+    got = piece_problems(path)
+    assert len(got) == len(problems)
+    for message, fragment in zip(got, problems, strict=True):
+        assert fragment in message
+    assert main(["validate", str(path)]) == (1 if problems else 0)
