@@ -192,6 +192,12 @@ class EnvRunner:
         least = 2 if self.window == "vector_steps" and resets else 1
         if isinstance(num_steps, bool) or int(num_steps) < least:
             raise ValueError(f"num_steps must be an int >= {least}, got {num_steps!r}")
+        if self._failure is not None:
+            raise RuntimeError(
+                f"an earlier sample() of this runner failed part-way ({self._failure}): the "
+                "env had stepped and its episodes cannot continue consistently; create a new "
+                "EnvRunner"
+            )
         num_steps = int(num_steps)
         start = time.perf_counter()
         recorder = self._recorder
@@ -209,12 +215,6 @@ class EnvRunner:
                 )
             if self._initial_state is not None:
                 self.state = self._initial_state(self.num_envs)
-        if self._failure is not None:
-            raise RuntimeError(
-                f"an earlier sample() of this runner failed part-way ({self._failure}): the "
-                "env had stepped and its episodes cannot continue consistently; create a new "
-                "EnvRunner"
-            )
         recorder.begin(num_steps, self._obs, reset_infos)
         vector_steps = 0
         try:
