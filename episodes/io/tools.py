@@ -136,11 +136,8 @@ def merge(
     return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes})
 
 
-def _pieces(src: PathLike, *, with_flags: bool = False) -> list[tuple[Any, ...]]:
-    """``(id, t_started, t)`` of every piece, from the manifest (no episode data is read).
-
-    With ``with_flags`` each tuple also says whether the piece ended its episode.
-    """
+def _pieces(src: PathLike) -> list[tuple[Any, int, int, bool]]:
+    """``(id, t_started, t, done)`` of every piece, from the manifest (no episode data read)."""
     root = Path(src)
     if is_v2(root):
         ds = Dataset(root, max_open_shards=1)
@@ -149,11 +146,28 @@ def _pieces(src: PathLike, *, with_flags: bool = False) -> list[tuple[Any, ...]]
     else:
         rows = iter_chunks(root)[1]
         ids = [e.id_ for e in rows]
-    out = []
-    for id_, row in zip(ids, rows, strict=True):
-        done = (row.terminated or row.truncated,) if with_flags else ()
-        out.append((id_, row.t_started, row.t, *done))
-    return out
+    return [
+        (id_, row.t_started, row.t, row.terminated or row.truncated)
+        for id_, row in zip(ids, rows, strict=True)
+    ]
+
+
+def _join_problems(pieces: Iterable[tuple[Any, int, int, bool]]) -> list[str]:
+    """Per id, pieces that repeat steps or continue past the end, as messages."""
+    problems = []
+    by_id: dict[str, list[tuple[int, int, bool, Any]]] = {}
+    for id_, a, b, done in pieces:
+        by_id.setdefault(repr(id_), []).append((a, b, done, id_))
+    for spans in by_id.values():
+        spans.sort(key=lambda span: (span[0], span[1]))
+        end, ended = spans[0][1], spans[0][2]
+        for a, b, done, id_ in spans[1:]:
+            if b > a and a < end:
+                problems.append(f"episode {id_!r}: steps [{a}, {min(b, end)}) are stored twice")
+            elif ended and b > a:
+                problems.append(f"episode {id_!r}: steps from t={a} follow its end")
+            end, ended = max(end, b), ended or done
+    return problems
 
 
 def piece_problems(path: PathLike) -> list[str]:
@@ -173,41 +187,19 @@ def piece_problems(path: PathLike) -> list[str]:
         >>> piece_problems(path)
         ["episode 'x': steps [0, 1) are stored twice"]
     """
-    problems = []
-    by_id: dict[str, list[tuple[int, int, bool, Any]]] = {}
-    for id_, a, b, done in _pieces(path, with_flags=True):
-        by_id.setdefault(repr(id_), []).append((a, b, done, id_))
-    for spans in by_id.values():
-        spans.sort(key=lambda span: (span[0], span[1]))
-        end, ended = spans[0][1], spans[0][2]
-        for a, b, done, id_ in spans[1:]:
-            if b > a and a < end:
-                problems.append(f"episode {id_!r}: steps [{a}, {min(b, end)}) are stored twice")
-            elif ended and b > a:
-                problems.append(f"episode {id_!r}: steps from t={a} follow its end")
-            end, ended = max(end, b), ended or done
-    return problems
+    return _join_problems(_pieces(path))
 
 
 def _refuse_overlaps(sources: Sequence[PathLike]) -> None:
-    """Refuses sources that hold the same steps of an episode.
+    """Refuses sources whose pieces would not join once merged.
 
-    Merging a dataset with itself, or with a copy of it, would store those steps twice, and
-    ``load_episode`` could not join the pieces again.
+    The same steps twice, or steps after an episode's end: merging a dataset with itself, or
+    with a copy of it.
     """
-    seen: dict[str, list[tuple[int, int, PathLike]]] = {}
-    for src in sources:
-        for id_, a, b in _pieces(src):
-            if b <= a:
-                continue  # a piece without steps (a reset) overlaps nothing
-            spans = seen.setdefault(repr(id_), [])
-            for c, d, other in spans:
-                if a < d and c < b:
-                    raise DatasetError(
-                        f"episode {id_!r}: steps [{a}, {b}) of {src} overlap steps [{c}, {d}) "
-                        f"of {other}; merged, they would be stored twice"
-                    )
-            spans.append((a, b, src))
+    problems = _join_problems(piece for src in sources for piece in _pieces(src))
+    if problems:
+        names = ", ".join(str(src) for src in sources)
+        raise DatasetError(f"{problems[0]} once {names} are merged; nothing was written")
 
 
 def _fraction(id_: Any, seed: int) -> float:
