@@ -1,9 +1,11 @@
-"""data_equal: the leaf-wise equality episodes and buffers compare with."""
+"""data_equal (the leaf-wise equality episodes and buffers compare with) and map_batch."""
+
+from collections import namedtuple
 
 import numpy as np
 import pytest
 
-from episodes.structs import data_equal
+from episodes.structs import data_equal, map_batch
 
 F32 = np.float32
 
@@ -40,3 +42,24 @@ CASES = {
 def test_data_equal_cases(a, b, expected):
     assert data_equal(a, b) is expected
     assert data_equal(b, a) is expected
+
+
+Pair = namedtuple("Pair", "a b")
+
+BATCHES = {
+    "array": (np.zeros(3), np.zeros(3)),
+    "list_is_one_leaf": ([1, 2, 3], np.array([1, 2, 3])),
+    "dict_of_lists": (
+        {"a": [1.0, 2.0], "b": np.ones(2)},
+        {"a": np.array([1.0, 2.0]), "b": np.ones(2)},
+    ),
+    "tuple_in_dict": ({"d": ([0, 1], [2, 3])}, {"d": (np.array([0, 1]), np.array([2, 3]))}),
+    "namedtuple_kept": (Pair([0, 1], [2, 3]), Pair(np.array([0, 1]), np.array([2, 3]))),
+}
+
+
+@pytest.mark.parametrize(("batch", "expected"), BATCHES.values(), ids=BATCHES.keys())
+def test_map_batch_nests_dicts_and_tuples_only(batch, expected):
+    out = map_batch(np.asarray, batch)
+    assert type(out) is type(expected)
+    assert data_equal(out, expected)

@@ -377,3 +377,17 @@ def test_policy_outputs_that_do_not_fit_are_refused(outputs, message):
         runner.sample(5)
     with pytest.raises(RuntimeError, match="failed part-way"):
         runner.sample(5)
+
+
+def test_check_outputs_reads_any_batch_with_a_shape():
+    """Tensors, tuples of arrays and lists count entries along the first axis alike."""
+    import torch
+
+    from episodes.runner.policy import check_outputs
+
+    ok = {"vf": torch.zeros(3), "dist": ({"m": np.zeros((3, 2))}, [0.1, 0.2, 0.3])}
+    assert check_outputs(torch.zeros(3, 2), ok, 3, None) == ("dist", "vf")
+    assert check_outputs([0, 1, 2], {}, 3, None) == ()
+    with pytest.raises(ValueError, match=r"extra output 'dist'.*shape \(2,\)"):
+        check_outputs(np.zeros(3), {"dist": (np.zeros(3), [0.1, 0.2])}, 3, None)
+    assert check_outputs(np.zeros(3), {"b": 1, "a": 2}, 3, ("a", "b")) == ("a", "b")
