@@ -25,6 +25,7 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check episodes tests examples benchmarks scripts
+	$(VENV)/bin/ruff format --check episodes tests examples benchmarks
 	$(VENV)/bin/mypy
 
 test-fast: $(VENV)/.installed

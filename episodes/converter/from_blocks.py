@@ -211,16 +211,13 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
         return False
     leaves, index = plan
     targets = flatten(out)[0]
-    if (
-        len(targets) != len(leaves)
-        or any(
-            not isinstance(t, torch.Tensor)
-            or t.device.type != "cpu"
-            or not t.is_contiguous()
-            or t.dtype != _torch_dtype(leaf.dtype)
-            or t.numel() != index.size * int(np.prod(leaf.shape[1:], dtype=np.int64))
-            for t, leaf in zip(targets, leaves)
-        )
+    if len(targets) != len(leaves) or any(
+        not isinstance(t, torch.Tensor)
+        or t.device.type != "cpu"
+        or not t.is_contiguous()
+        or t.dtype != _torch_dtype(leaf.dtype)
+        or t.numel() != index.size * int(np.prod(leaf.shape[1:], dtype=np.int64))
+        for t, leaf in zip(targets, leaves)
     ):
         return False
     flat = torch.from_numpy(np.ascontiguousarray(index.reshape(-1)))
