@@ -20,17 +20,18 @@ from episodes.replay.transitions import transition_batch
 __all__ = ["EpisodeReplayBuffer"]
 
 
-class _Known(Mapping[str, tuple[int, bool, int]]):
-    """Stored episode id -> (t_end, done, length), read from the table on demand."""
+class _Known(Mapping[str, tuple[int, bool, int, np.ndarray]]):
+    """Stored episode id -> (t_end, done, length, latest observation), read on demand."""
 
     def __init__(self, table: EpisodeTable):
         self._table = table
 
-    def __getitem__(self, id_: str) -> tuple[int, bool, int]:
+    def __getitem__(self, id_: str) -> tuple[int, bool, int, np.ndarray]:
         row = self._table.order[id_]
         t = self._table
+        assert t.final_obs is not None  # an episode is stored, so its observation is
         done = bool(t.terminated[row] or t.truncated[row])
-        return int(t.t_end[row]), done, int(t.t_end[row] - t.t_begin[row])
+        return int(t.t_end[row]), done, int(t.t_end[row] - t.t_begin[row]), t.final_obs.data[row]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._table.order)
@@ -92,7 +93,8 @@ class EpisodeReplayBuffer(BufferAccess):
         Raises:
             TypeError: Not episodes, or values that are not numeric arrays.
             ValueError: Rows that do not fit the stored columns; a chunk continuing a done
-                episode or leaving a gap in time; ``EvictedEpisodeError`` (a ``ValueError``)
+                episode, leaving a gap in time or starting with another observation than the
+                stored one; ``EvictedEpisodeError`` (a ``ValueError``)
                 for a chunk continuing an evicted episode. The buffer is then unchanged.
 
         Example:

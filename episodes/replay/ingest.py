@@ -111,7 +111,8 @@ class Plan:
     Example:
         >>> ep = SingleAgentEpisode("b", observations=[0.0, 1.0, 2.0], actions=[0, 1],
         ...                         rewards=[1.0, 1.0], len_lookback_buffer=0)
-        >>> plan = plan_add([prepare(ep)], {"old": (3, True, 3)}, iter(["old"]), set(), 3, 4)
+        >>> old = (3, True, 3, np.zeros(()))
+        >>> plan = plan_add([prepare(ep)], {"old": old}, iter(["old"]), set(), 3, 4)
         >>> [(kind, getattr(item, "id_", item)) for kind, item in plan.steps]  # 5 steps > 4
         [('chunk', 'b'), ('evict', 'old')]
     """
@@ -124,11 +125,18 @@ class _Known:
     t_end: int
     done: bool
     length: int
+    last_obs: np.ndarray
+
+
+def _same_observation(a: np.ndarray, b: np.ndarray) -> bool:
+    # NaNs compare equal, as in ``concat_episode``; the dtypes were checked against the columns.
+    nan_aware = a.dtype.kind in "fc" and b.dtype.kind in "fc"
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=nan_aware))
 
 
 def plan_add(
     chunks: list[Chunk],
-    known: Mapping[str, tuple[int, bool, int]],
+    known: Mapping[str, tuple[int, bool, int, np.ndarray]],
     order: Iterator[str],
     evicted: set[str],
     num_timesteps: int,
@@ -138,7 +146,8 @@ def plan_add(
 
     Args:
         chunks: The chunks, in add order.
-        known: Stored episode id -> ``(t_end, done, length)`` (read lazily per id).
+        known: Stored episode id -> ``(t_end, done, length, latest observation)`` (read
+            lazily per id).
         order: The stored ids, oldest first.
         evicted: Ids evicted before.
         num_timesteps: Steps stored now.
@@ -146,14 +155,17 @@ def plan_add(
 
     Raises:
         EvictedEpisodeError: A chunk continues an evicted episode.
-        ValueError: A chunk continues a finished episode or leaves a gap in time.
+        ValueError: A chunk continues a finished episode, leaves a gap in time, or starts
+            with an observation other than the one its episode's stored part ends with.
 
     Example:
         >>> ep = SingleAgentEpisode("b", observations=[2.0, 3.0], actions=[0], rewards=[1.0],
         ...                         t_started=2, len_lookback_buffer=0)
-        >>> plan_add([prepare(ep)], {"b": (2, False, 2)}, iter(["b"]), set(), 2, 10).steps[0][0]
+        >>> last = np.array(2.0, np.float32)
+        >>> plan = plan_add([prepare(ep)], {"b": (2, False, 2, last)}, iter(["b"]), set(), 2, 10)
+        >>> plan.steps[0][0]
         'chunk'
-        >>> plan_add([prepare(ep)], {"b": (2, True, 2)}, iter(["b"]), set(), 2, 10)
+        >>> plan_add([prepare(ep)], {"b": (2, True, 2, last)}, iter(["b"]), set(), 2, 10)
         Traceback (most recent call last):
         ...
         ValueError: episode 'b' is already done; cannot append a chunk
@@ -172,7 +184,7 @@ def plan_add(
                 f"chunk of episode {chunk.id_!r} continues an episode this buffer has evicted"
             )
         if entry is None:
-            state[chunk.id_] = _Known(chunk.t0 + chunk.n, False, 0)
+            state[chunk.id_] = _Known(chunk.t0 + chunk.n, False, 0, chunk.obs[0])
             entry = state[chunk.id_]
             newer.append(chunk.id_)
         elif entry.done:
@@ -182,9 +194,17 @@ def plan_add(
                 f"chunk of episode {chunk.id_!r} starts at t={chunk.t0}, but the buffer holds "
                 f"it up to t={entry.t_end}"
             )
+        elif not _same_observation(chunk.obs[0], entry.last_obs):
+            # RLlib's concat_episode refuses this too: the stored step before the border would
+            # otherwise get a next observation its chunk never saw.
+            raise ValueError(
+                f"chunk of episode {chunk.id_!r} starts at t={chunk.t0} with an observation "
+                "that differs from the one the buffer holds for that step"
+            )
         entry.t_end = chunk.t0 + chunk.n
         entry.done = chunk.terminated or chunk.truncated
         entry.length += chunk.n
+        entry.last_obs = chunk.obs[-1]
         num_timesteps += chunk.n
         plan.steps.append(("chunk", chunk))
         # RLlib's rule: after each chunk, evict the oldest while over capacity, keeping one.

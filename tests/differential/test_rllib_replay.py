@@ -152,3 +152,30 @@ def test_rllib_deviation_short_terminal_window():
     assert short and not short[0].is_terminated  # RLlib
     got = ours.get_transitions(ours.locate("e0", 4), n_step=3)
     assert got["terminateds"].tolist() == [True] and got["n_step"].tolist() == [1]
+
+
+@pytest.mark.parametrize("prioritized", [False, True], ids=["uniform", "prioritized"])
+def test_continuation_with_another_border_observation_is_refused_by_both(prioritized):
+    """A chunk whose first observation is not the stored last one: both buffers refuse it.
+
+    Ours is unchanged afterwards; RLlib's has already counted the refused chunk's steps.
+    """
+    first, _ = _twin_chunks(0, 4, [2], "terminated")
+    kwargs = dict(
+        observations=[np.array([9, t], np.float32) for t in (2, 3)],  # e0 has [0, 2] at t=2
+        actions=[0],
+        rewards=[1.0],
+        t_started=2,
+        len_lookback_buffer=0,
+    )
+    wrong = (OSAE("e0", **kwargs), RSAE(id_="e0", **kwargs))
+    ours = (PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer)(100)
+    theirs = (RPrioritized if prioritized else RBuffer)(100)
+    ours.add(first[0])
+    theirs.add(first[1])
+    with pytest.raises(ValueError, match="differs"):
+        ours.add(wrong[0])
+    with pytest.raises(AssertionError):
+        theirs.add(wrong[1])
+    assert ours.get_num_timesteps() == 2 and ours.get_episode_ids() == ["e0"]
+    assert theirs.get_num_timesteps() == 3  # RLlib: 2 stored + 1 refused

@@ -43,6 +43,17 @@ def test_continuing_chunks_extend_their_episode():
     assert got["terminateds"].tolist() == [False, True]
 
 
+def test_continuation_border_compares_nan_observations_as_equal():
+    nan_first = make_episode_data(0, 4)
+    nan_first["obs"][2] = np.array([np.nan, 2.0], np.float32)  # the border observation
+    buf = EpisodeReplayBuffer(100)
+    buf.add([chunk("a", nan_first, 0, 2), chunk("b", nan_first, 0, 2)])
+    buf.add(chunk("a", nan_first, 2, 4))  # the same NaN on both sides of the border
+    assert len(buf) == 6
+    with pytest.raises(ValueError, match="differs"):
+        buf.add(chunk("b", make_episode_data(0, 4), 2, 4))  # 0.0 where the buffer holds NaN
+
+
 def _bad_cases():
     data = make_episode_data(0, 6)
     wide = SingleAgentEpisode(
@@ -62,8 +73,15 @@ def _bad_cases():
         rewards=[0.0],
         len_lookback_buffer=0,
     )
+    other = make_episode_data(7, 6)  # observations [7, t] where "a" has [0, t]
     return [
         ("gap in time", [chunk("a", data, 4, 6)], ValueError),
+        ("continues with another observation", [chunk("a", other, 2, 4)], ValueError),
+        (
+            "new episode continued with another observation in the same add",
+            [chunk("n", data, 0, 2), chunk("n", other, 2, 4)],
+            ValueError,
+        ),
         ("continues a done episode", [chunk("d", data, 3, 4)], ValueError),
         ("continues an evicted episode", [chunk("old", data, 2, 3)], EvictedEpisodeError),
         ("observation shape differs", [wide], ValueError),
