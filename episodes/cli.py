@@ -157,14 +157,15 @@ def _info(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------- validate
 def _validate_v2(path: str) -> int:
-    from episodes.io import Dataset, piece_problems
+    from episodes.io import Dataset, PieceJoins, piece_problems
 
     ds = Dataset(path, verify=True, max_open_shards=1)
     problems = piece_problems(path)
+    joins = PieceJoins.of(path)
     with _progress(len(ds), "validate") as bar:
         for i in range(len(ds)):
             try:
-                ds.episode(i)
+                problems += joins.check(i, ds.episode(i))
             except DatasetError as err:
                 problems.append(str(err))
             bar.update(1)
@@ -186,14 +187,15 @@ def _validate(args: argparse.Namespace) -> int:
 
     if is_v2(Path(args.dir)):
         return _validate_v2(args.dir)
-    from episodes.io import piece_problems
+    from episodes.io import PieceJoins, piece_problems
 
     root, entries, torn = iter_chunks(args.dir)
     problems = piece_problems(args.dir)
+    joins = PieceJoins.of(args.dir)
     with _progress(len(entries), "validate") as bar:
-        for entry in entries:
+        for i, entry in enumerate(entries):
             try:
-                load_chunk(root, entry, verify=True)
+                problems += joins.check(i, load_chunk(root, entry, verify=True))
             except DatasetError as err:
                 problems.append(str(err))
             bar.update(1)

@@ -46,7 +46,8 @@ _LAZY = {
     "merge": "episodes.io.tools",
     "split": "episodes.io.tools",
     "filter_dataset": "episodes.io.tools",
-    "piece_problems": "episodes.io.tools",
+    "piece_problems": "episodes.io.joins",
+    "PieceJoins": "episodes.io.joins",
     "export_minari": "episodes.io.minari_io",
     "import_minari": "episodes.io.minari_io",
 }
@@ -74,6 +75,7 @@ __all__ = [
     "EpisodeSummary",
     "EpisodeWriter",
     "NotADatasetError",
+    "PieceJoins",
     "UnsafeDataError",
     "UnstorableValueError",
     "UnsupportedVersionError",

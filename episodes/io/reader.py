@@ -171,7 +171,8 @@ def load_episode(
 
         return load_episode_v2(path, id_, numpy=numpy, verify=verify)
     root, entries, _ = iter_chunks(path)
-    mine = sorted((e for e in entries if _entry_id(e) == id_), key=lambda e: e.t_started)
+    # (t_started, t): a piece without steps goes before the one that starts where it is.
+    mine = sorted((e for e in entries if _entry_id(e) == id_), key=lambda e: (e.t_started, e.t))
     if not mine:
         raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
     episode = load_chunk(root, mine[0], numpy=numpy, verify=verify)

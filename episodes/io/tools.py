@@ -31,14 +31,12 @@ from typing import Any
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError
+from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata
-from episodes.io.reader import EpisodeSummary, dataset_info, iter_chunks, read_episodes
-from episodes.io.shard_reader import Dataset
+from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
-from episodes.io.shards import is_v2
-from episodes.io.values import decode_value
 
-__all__ = ["filter_dataset", "merge", "migrate", "piece_problems", "split"]
+__all__ = ["filter_dataset", "merge", "migrate", "split"]
 
 PathLike = str | os.PathLike[str]
 
@@ -136,67 +134,13 @@ def merge(
     return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes})
 
 
-def _pieces(src: PathLike) -> list[tuple[Any, int, int, bool]]:
-    """``(id, t_started, t, done)`` of every piece, from the manifest (no episode data read)."""
-    root = Path(src)
-    if is_v2(root):
-        ds = Dataset(root, max_open_shards=1)
-        ids = [decode_value(s.id_, blob=None, where="manifest id") for s in ds.summaries]
-        rows: list[Any] = ds.summaries
-    else:
-        rows = iter_chunks(root)[1]
-        ids = [e.id_ for e in rows]
-    return [
-        (id_, row.t_started, row.t, row.terminated or row.truncated)
-        for id_, row in zip(ids, rows, strict=True)
-    ]
-
-
-def _join_problems(pieces: Iterable[tuple[Any, int, int, bool]]) -> list[str]:
-    """Per id, pieces that repeat steps or continue past the end, as messages."""
-    problems = []
-    by_id: dict[str, list[tuple[int, int, bool, Any]]] = {}
-    for id_, a, b, done in pieces:
-        by_id.setdefault(repr(id_), []).append((a, b, done, id_))
-    for spans in by_id.values():
-        spans.sort(key=lambda span: (span[0], span[1]))
-        end, ended = spans[0][1], spans[0][2]
-        for a, b, done, id_ in spans[1:]:
-            if b > a and a < end:
-                problems.append(f"episode {id_!r}: steps [{a}, {min(b, end)}) are stored twice")
-            elif ended and b > a:
-                problems.append(f"episode {id_!r}: steps from t={a} follow its end")
-            end, ended = max(end, b), ended or done
-    return problems
-
-
-def piece_problems(path: PathLike) -> list[str]:
-    """What keeps an episode's pieces in ``path`` from joining, from the manifest alone.
-
-    Pieces of one id must not hold the same steps twice and must not continue a piece that
-    ended the episode (``load_episode`` could not join them).
-
-    Example:
-        >>> import tempfile
-        >>> from episodes.io import DatasetWriter
-        >>> ep = SingleAgentEpisode("x", observations=[0, 1], actions=[0], rewards=[1.0],
-        ...                         len_lookback_buffer=0)
-        >>> path = tempfile.mkdtemp()
-        >>> with DatasetWriter(path) as w:
-        ...     w.write_many([ep, ep])
-        >>> piece_problems(path)
-        ["episode 'x': steps [0, 1) are stored twice"]
-    """
-    return _join_problems(_pieces(path))
-
-
 def _refuse_overlaps(sources: Sequence[PathLike]) -> None:
     """Refuses sources whose pieces would not join once merged.
 
     The same steps twice, or steps after an episode's end: merging a dataset with itself, or
     with a copy of it.
     """
-    problems = _join_problems(piece for src in sources for piece in _pieces(src))
+    problems = join_problems(piece for src in sources for piece in manifest_pieces(src))
     if problems:
         names = ", ".join(str(src) for src in sources)
         raise DatasetError(f"{problems[0]} once {names} are merged; nothing was written")

@@ -89,7 +89,8 @@ def load_episode_v2(
     mine = [i for i, x in enumerate(_ids(ds)) if x == id_]
     if not mine:
         raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
-    mine.sort(key=lambda i: ds.summaries[i].t_started)
+    # (t_started, t): a piece without steps goes before the one that starts where it is.
+    mine.sort(key=lambda i: (ds.summaries[i].t_started, ds.summaries[i].t))
     episode = ds.episode(mine[0], numpy=numpy)
     for i in mine[1:]:
         try:

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 
 from episodes import SingleAgentEpisode
-from episodes.io import DatasetError, DatasetWriter, EpisodeWriter, load_episode, merge, migrate
+from episodes.io import (
+    CorruptDatasetError,
+    DatasetError,
+    DatasetWriter,
+    EpisodeWriter,
+    load_episode,
+    merge,
+    migrate,
+)
 
 
 def episode(id_: str, length: int = 6, *, terminated: bool = True) -> SingleAgentEpisode:
@@ -68,11 +76,75 @@ def test_pieces_without_steps_overlap_nothing(tmp_path):
     assert merge([a, b], tmp_path / "out") == 3
 
 
+def shifted(piece: SingleAgentEpisode) -> SingleAgentEpisode:
+    """The piece with every observation moved by 100."""
+    return SingleAgentEpisode(
+        piece.id_,
+        observations=[o + 100 for o in piece.get_observations()],
+        actions=list(piece.get_actions()),
+        rewards=list(piece.get_rewards()),
+        terminated=piece.is_terminated,
+        t_started=piece.t_started,
+        len_lookback_buffer=0,
+    )
+
+
+def with_logp(piece: SingleAgentEpisode) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        piece.id_,
+        observations=list(piece.get_observations()),
+        actions=list(piece.get_actions()),
+        rewards=list(piece.get_rewards()),
+        extra_model_outputs={"logp": [0.0] * len(piece)},
+        terminated=piece.is_terminated,
+        t_started=piece.t_started,
+        len_lookback_buffer=0,
+    )
+
+
+def with_nan_at(whole: SingleAgentEpisode, t: int) -> SingleAgentEpisode:
+    whole.set_observations(new_data=np.float32([np.nan]), at_indices=t)
+    return whole
+
+
 PIECES = {
     "whole_episodes": (lambda: [episode("x"), episode("y")], []),
     "consecutive_pieces": (lambda: [episode("x", 8)[0:3], episode("x", 8)[3:8]], []),
     "reset_only_piece_twice": (
-        lambda: [SingleAgentEpisode("r", observations=[0.0])] * 2 + [episode("r")],
+        lambda: [SingleAgentEpisode("r", observations=[np.float32([0])])] * 2 + [episode("r")],
+        [],
+    ),
+    "reset_only_piece_after_the_whole_episode": (
+        lambda: [episode("r"), SingleAgentEpisode("r", observations=[np.float32([0])])],
+        [],
+    ),
+    "reset_only_piece_with_another_observation": (
+        lambda: [SingleAgentEpisode("r", observations=[np.float32([7])]), episode("r")],
+        ["piece at t=0 does not start with its predecessor's last observation"],
+    ),
+    "pieces_in_reverse_order": (
+        lambda: [episode("x", 8)[5:8], episode("x", 8)[0:5], episode("y")],
+        [],
+    ),
+    "reset_only_piece_after_the_end": (
+        lambda: [episode("x", 4), episode("x", 4)[4:4]],
+        ["a piece at t=4 follows its end"],
+    ),
+    "a_gap": (lambda: [episode("x", 8)[0:3], episode("x", 8)[5:8]], ["steps [3, 5) are missing"]),
+    "next_piece_starts_with_another_observation": (
+        lambda: [episode("x", 8)[0:3], shifted(episode("x", 8)[3:8])],
+        ["piece at t=3 does not start with its predecessor's last observation"],
+    ),
+    "the_same_border_problem_read_in_reverse": (
+        lambda: [shifted(episode("x", 8)[3:8]), episode("x", 8)[0:3]],
+        ["piece at t=3 does not start with its predecessor's last observation"],
+    ),
+    "next_piece_with_other_extra_outputs": (
+        lambda: [episode("x", 8)[0:3], with_logp(episode("x", 8)[3:8])],
+        ["piece at t=3 has other extra-model-output keys"],
+    ),
+    "nan_observation_at_the_border": (
+        lambda: [with_nan_at(episode("x", 8), 3)[0:3], with_nan_at(episode("x", 8), 3)[3:8]],
         [],
     ),
     "same_piece_twice": (lambda: [episode("x"), episode("x")], ["steps [0, 6) are stored twice"]),
@@ -99,13 +171,25 @@ PIECES = {
 
 @pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
 @pytest.mark.parametrize(("pieces", "problems"), PIECES.values(), ids=PIECES.keys())
-def test_piece_problems_and_validate(tmp_path, pieces, problems, v1):
+def test_piece_problems_and_validate(tmp_path, capsys, pieces, problems, v1):
     from episodes.cli import main
     from episodes.io import piece_problems
 
     path = write(tmp_path / "ds", pieces(), v1=v1)
+    manifest_only = [p for p in problems if not p.startswith("piece at")]  # borders need data
     got = piece_problems(path)
-    assert len(got) == len(problems)
-    for message, fragment in zip(got, problems, strict=True):
+    assert len(got) == len(manifest_only)
+    for message, fragment in zip(got, manifest_only, strict=True):
         assert fragment in message
     assert main(["validate", str(path)]) == (1 if problems else 0)
+    reported = capsys.readouterr().err
+    for fragment in problems:
+        assert fragment in reported
+    # validate's verdict is load_episode's: it calls a dataset OK when every id loads.
+    failing = set()
+    for id_ in {piece.id_ for piece in pieces()}:
+        try:
+            load_episode(path, id_)
+        except CorruptDatasetError:
+            failing.add(id_)
+    assert bool(failing) == bool(problems)

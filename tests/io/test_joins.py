@@ -1,0 +1,123 @@
+"""PieceJoins: the border check of ``episodes validate`` agrees with ``load_episode``.
+
+Random episodes cut into random pieces, written in a random order (v1 and v2): the checker
+reports nothing and every id loads back whole; with one piece's observations moved, it reports
+exactly that piece's border and loading that id fails. Checked in time order, it holds one
+border per running episode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from episodes import SingleAgentEpisode
+from episodes.io import (
+    CorruptDatasetError,
+    DatasetWriter,
+    EpisodeWriter,
+    PieceJoins,
+    load_episode,
+    read_episodes,
+)
+
+
+def whole(id_: str, length: int) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        id_,
+        observations=[np.float32([ord(id_[-1]), t]) for t in range(length + 1)],
+        actions=[t % 3 for t in range(length)],
+        rewards=[float(t) for t in range(length)],
+        terminated=True,
+        len_lookback_buffer=0,
+    )
+
+
+def moved(piece: SingleAgentEpisode) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        piece.id_,
+        observations=[o + 100 for o in piece.get_observations()],
+        actions=list(piece.get_actions()),
+        rewards=list(piece.get_rewards()),
+        terminated=piece.is_terminated,
+        t_started=piece.t_started,
+        len_lookback_buffer=0,
+    )
+
+
+@st.composite
+def cut_datasets(draw):
+    """Pieces of 1-4 episodes (cut at random steps, zero-length pieces allowed), shuffled."""
+    pieces = []
+    for k in range(draw(st.integers(1, 4))):
+        length = draw(st.integers(1, 12))
+        # Cuts before the last step: a piece after the terminated one would not join.
+        cuts = sorted(draw(st.lists(st.integers(0, length - 1), max_size=4)))
+        episode = whole(f"e{k}", length)
+        bounds = [0, *cuts, length]
+        pieces += [episode[a:b] for a, b in zip(bounds, bounds[1:])]
+    order = draw(st.permutations(range(len(pieces))))
+    return [pieces[i] for i in order]
+
+
+def write(path, pieces, v1):
+    with EpisodeWriter(path) if v1 else DatasetWriter(path) as writer:
+        writer.write_many(pieces)
+
+
+def check_all(path, order):
+    pieces = list(read_episodes(path))
+    joins = PieceJoins.of(path)
+    return [message for i in order for message in joins.check(i, pieces[i])], joins
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+@settings(max_examples=40, deadline=None)
+@given(pieces=cut_datasets(), data=st.data())
+def test_cut_pieces_join_in_any_order_and_a_moved_piece_is_reported(
+    tmp_path_factory, v1, pieces, data
+):
+    path = tmp_path_factory.mktemp("ds")
+    write(path, pieces, v1)
+    order = data.draw(st.permutations(range(len(pieces))), label="check order")
+    problems, joins = check_all(path, order)
+    assert problems == [] and joins.pending == 0
+    for id_ in {p.id_ for p in pieces}:
+        loaded = load_episode(path, id_)
+        assert np.asarray(loaded.get_observations()).tolist() == [
+            [ord(id_[-1]), t] for t in range(loaded.t + 1)
+        ]
+
+    later = [i for i, p in enumerate(pieces) if p.t_started > 0]  # has a predecessor
+    if not later:
+        return
+    bad = data.draw(st.sampled_from(later), label="moved piece")
+    broken = list(pieces)
+    broken[bad] = moved(pieces[bad])
+    path = tmp_path_factory.mktemp("broken")
+    write(path, broken, v1)
+    problems, _ = check_all(path, order)
+    assert any(f"piece at t={pieces[bad].t_started} " in m for m in problems)
+    assert all(repr(pieces[bad].id_) in m for m in problems)
+    with pytest.raises(CorruptDatasetError):
+        load_episode(path, pieces[bad].id_)
+
+
+def test_checked_in_time_order_one_border_per_running_episode_is_held():
+    runs = [whole(f"e{k}", 20) for k in range(3)]
+    pieces = [run[a : a + 5] for a in range(0, 20, 5) for run in runs]  # as a runner writes
+    joins = PieceJoins([(p.id_, p.t_started, p.t, p.is_done) for p in pieces])
+    held = []
+    for i, piece in enumerate(pieces):
+        assert joins.check(i, piece) == []
+        held.append(joins.pending)
+    assert max(held) == 3 and held[-1] == 0
+
+
+def test_a_piece_checked_twice_counts_once():
+    episode = whole("e1", 4)
+    joins = PieceJoins([("e1", 0, 2, False), ("e1", 2, 4, True)])
+    assert joins.check(0, episode[0:2]) == [] and joins.check(0, episode[0:2]) == []
+    assert joins.check(1, moved(episode[2:4])) != []
