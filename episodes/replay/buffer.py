@@ -136,6 +136,8 @@ class EpisodeReplayBuffer(BufferAccess):
         for kind, item in plan.steps:
             if kind == "chunk":
                 pending.append(item)
+            elif kind == "drop":
+                self._num_added += item.n  # added and evicted with its episode in this call
             else:
                 self._write(pending)  # an eviction reads the rows written before it
                 pending = []
@@ -153,8 +155,10 @@ class EpisodeReplayBuffer(BufferAccess):
             probe.reserve(first.n)
             probe.append(first.rows(), first.extras, first.infos[:-1], ep_row=0, t0=0, prev_slot=-1)
             store = probe
-        for chunk in chunks:
-            store.check_rows(chunk.rows(), chunk.extras)
+        for chunk in chunks:  # from here on every chunk holds the columns' dtypes
+            chunk.obs, chunk.actions, chunk.extras = store.fit_rows(
+                chunk.obs, chunk.actions, chunk.extras
+            )
 
     def _write(self, chunks: list[Chunk]) -> None:
         if not chunks:
@@ -266,7 +270,7 @@ class EpisodeReplayBuffer(BufferAccess):
         if sample_episodes and device is not None:
             raise ValueError("device applies to batches; sample_episodes returns episodes")
         gamma = sampling.check_gamma(gamma)
-        if (batch_length_T or sample_episodes) and n_step != 1:
+        if (batch_length_T is not None or sample_episodes) and n_step != 1:
             raise ValueError("n_step applies to transitions, not to sequences or episodes")
         rng_state = self.rng.bit_generator.state
         try:  # a refused sample leaves the generator as it was
@@ -303,7 +307,7 @@ class EpisodeReplayBuffer(BufferAccess):
             return sample_chunks(
                 self._store, self._table, self.rng, size, batch_length_T, lookback, self._spaces
             )
-        if batch_length_T:
+        if batch_length_T is not None:
             return sample_sequences(
                 self._store,
                 self._table,

@@ -63,6 +63,45 @@ class Column:
             rows.dtype, self.data.dtype, casting="same_kind"
         )
 
+    def fit(self, rows: np.ndarray, what: str) -> np.ndarray:
+        """``rows`` in the column's dtype, refusing rows that do not fit or would change.
+
+        Rows of another dtype of the same kind are cast (float64 observations into a float32
+        column, as a torch learner would), but only if every value survives: an integer
+        that would wrap or a float that would overflow to infinity is refused.
+
+        Raises:
+            ValueError: Another row shape or kind, or values the column's dtype cannot hold.
+
+        Example:
+            >>> col = Column(4, np.zeros((1,), np.int8))
+            >>> col.fit(np.array([1, -3]), "actions").dtype
+            dtype('int8')
+            >>> col.fit(np.array([1, 300]), "actions")
+            Traceback (most recent call last):
+            ...
+            ValueError: actions of dtype int64 hold values the buffer's int8 column cannot
+        """
+        if not self.accepts(rows):
+            raise ValueError(
+                f"{what} of shape {rows.shape[1:]} dtype {rows.dtype} do not fit the buffer's "
+                f"{self.describe()}"
+            )
+        dtype = self.data.dtype
+        if rows.dtype == dtype:
+            return rows
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = rows.astype(dtype)
+        if dtype.kind in "fc":  # a float column: values that overflow become infinite
+            changed = bool(np.any(np.isinf(cast) & ~np.isinf(rows)))
+        else:  # an integer or bool column: values that wrap around
+            changed = not np.array_equal(cast, rows)
+        if changed:
+            raise ValueError(
+                f"{what} of dtype {rows.dtype} hold values the buffer's {dtype} column cannot"
+            )
+        return cast
+
     def describe(self) -> str:
         """The row layout, for error messages.
 

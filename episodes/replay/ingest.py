@@ -7,6 +7,7 @@ refused as surely as one continuing an episode evicted long ago.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,15 +99,25 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         actions=as_rows(episode.get_actions(), "actions"),
         rewards=rewards.astype(np.float32, copy=False),
         extras=extras,
-        infos=list(episode.get_infos()),
+        infos=_owned(list(episode.get_infos())),
         terminated=bool(episode.is_terminated),
         truncated=bool(episode.is_truncated),
     )
 
 
+def _owned(infos: list[Any]) -> list[Any]:
+    # Deep copies, so that the caller changing an info dict later cannot reach into the
+    # buffer; empty infos (the common case) cost one C-level scan.
+    if not any(infos):
+        return infos
+    return [copy.deepcopy(info) if info else info for info in infos]
+
+
 @dataclass
 class Plan:
-    """What an ``add`` does, in order: ``("chunk", Chunk)`` and ``("evict", id)`` steps.
+    """What an ``add`` does, in order: ``("chunk", Chunk)``, ``("evict", id)``, ``("drop", Chunk)``.
+
+    A dropped chunk continues an episode that an earlier chunk of the same add evicted.
 
     Example:
         >>> ep = SingleAgentEpisode("b", observations=[0.0, 1.0, 2.0], actions=[0, 1],
@@ -154,7 +165,7 @@ def plan_add(
         capacity: The buffer's capacity in steps.
 
     Raises:
-        EvictedEpisodeError: A chunk continues an evicted episode.
+        EvictedEpisodeError: A chunk continues an episode evicted by an earlier add.
         ValueError: A chunk continues a finished episode, leaves a gap in time, or starts
             with an observation other than the one its episode's stored part ends with.
 
@@ -179,10 +190,16 @@ def plan_add(
         entry = state.get(chunk.id_)
         if entry is None and chunk.id_ in known and chunk.id_ not in gone:
             entry = state[chunk.id_] = _Known(*known[chunk.id_])
-        if chunk.id_ in evicted or chunk.id_ in gone:
+        if chunk.id_ in evicted:
             raise EvictedEpisodeError(
                 f"chunk of episode {chunk.id_!r} continues an episode this buffer has evicted"
             )
+        if chunk.id_ in gone:
+            # Its episode was stored when this add began and an earlier chunk of it evicted the
+            # episode: the chunk goes with it, as it would had it come first (a vector env's
+            # chunks arrive in no particular order).
+            plan.steps.append(("drop", chunk))
+            continue
         if entry is None:
             state[chunk.id_] = _Known(chunk.t0 + chunk.n, False, 0, chunk.obs[0])
             entry = state[chunk.id_]

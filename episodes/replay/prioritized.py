@@ -51,6 +51,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(f"alpha must be a finite float >= 0, got {alpha!r}")
         self.alpha = float(alpha)
         self._tree = SumTree(64)
+        # The priorities as set, per slot: the tree holds p ** alpha, which alpha = 0 (or a tiny
+        # alpha, through rounding) cannot be turned back into p.
+        self._raw = np.zeros(64)
         self._max_priority = 1.0
         self._beta = 0.0
         self._last_indices: np.ndarray | None = None
@@ -88,7 +91,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             leaves = self._tree.leaves()
             self._tree = SumTree(self._store.size)
             self._tree.rebuild(leaves)
+        if self._store.size > len(self._raw):
+            self._raw = np.concatenate([self._raw, np.zeros(self._store.size - len(self._raw))])
         self._tree.update(slots, np.full(len(slots), self._max_priority**self.alpha))
+        self._raw[slots] = self._max_priority
 
     def _on_kill(self, slots: np.ndarray) -> None:
         self._tree.update(slots, np.zeros(len(slots)))
@@ -100,6 +106,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         moved = np.zeros(self._tree.capacity)
         moved[remap[old]] = leaves[old]
         self._tree.rebuild(moved)
+        raw = np.zeros(len(self._raw))
+        raw[remap[old]] = self._raw[old]
+        self._raw = raw
 
     # ------------------------------------------------------------------------------ sample
     def sample(self, num_items: int | None = None, *, beta: float = 0.0, **kwargs: Any) -> Any:
@@ -125,7 +134,15 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if not math.isfinite(beta) or beta < 0:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
         self._beta = float(beta)
-        return super().sample(num_items, **kwargs)
+        previous = self._last_indices, self._last_slots
+        # A sequence or episode sample has no items to update: an update_priorities() without
+        # indices after it must not reach back to an older transition batch.
+        self._last_indices = self._last_slots = None
+        try:
+            return super().sample(num_items, **kwargs)
+        except Exception:
+            self._last_indices, self._last_slots = previous  # a refused sample changes nothing
+            raise
 
     def _draw_transitions(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         tree = self._tree
@@ -145,13 +162,14 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     # -------------------------------------------------------------------------- priorities
     def update_priorities(self, priorities: Any, indices: Any = None) -> None:
-        """Sets the priorities of sampled items (the last sample's items by default).
+        """Sets the priorities of sampled items (the last sample's transitions by default).
 
         Items evicted since they were sampled are skipped; a repeated index keeps its last
         priority.
 
         Raises:
-            ValueError: No indices (nothing sampled yet), lengths differ, priorities that are
+            ValueError: No indices (nothing sampled yet, or the last sample drew sequences or
+                episodes), lengths differ, priorities that are
                 not finite and > 0, or indices this buffer never issued. Nothing changes then.
 
         Example:
@@ -168,7 +186,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if indices is None:
             indices, cached = self._last_indices, self._last_slots
         if indices is None:
-            raise ValueError("update_priorities needs indices: nothing was sampled yet")
+            raise ValueError(
+                "update_priorities needs indices: the last sample drew no transitions (nothing "
+                "sampled yet, or sequences or episodes)"
+            )
         idx = np.asarray(indices)
         prio = np.asarray(priorities, np.float64)
         if idx.ndim != 1 or prio.ndim != 1 or len(idx) != len(prio):
@@ -195,6 +216,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 slots, prio = slots[found], prio[found]
                 top = float(prio.max(initial=0.0))
         self._tree.update(slots, prio**self.alpha if self.alpha != 1.0 else prio)
+        self._raw[slots] = prio  # a repeated slot keeps its last priority, as in the tree
         self._max_priority = max(self._max_priority, top)
 
     def get_priorities(self, indices: Any) -> np.ndarray:
@@ -212,7 +234,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         slots, found = self._find(np.asarray(indices, np.int64))
         if not found.all():
             raise KeyError("some indices are no longer stored")
-        return self._tree.leaves(slots) ** (1.0 / self.alpha if self.alpha else 1.0)
+        return self._raw[slots]
 
     def _find(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         store = self._store
@@ -241,6 +263,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             "alpha": self.alpha,
             "max_priority": self._max_priority,
             "leaves": self._tree.leaves(keep),
+            "priorities": self._raw[keep].copy(),
         }
         return state
 
@@ -259,14 +282,22 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         """
         super().set_state(state)
         extra = state.get("prioritized")
-        n = self._store.end
-        self._tree = SumTree(max(self._store.size, 1))
+        store = self._store
+        self._tree = SumTree(max(store.size, 1))
+        leaves = np.zeros(store.end)
+        self._raw = np.zeros(max(store.size, 1))
+        live = np.flatnonzero(store.live[: store.end])  # where the state's rows were placed
         if extra is None:
             self._max_priority = 1.0
-            self._tree.rebuild(np.ones(n))
+            leaves[live] = self._raw[live] = 1.0
         else:
             self.alpha = float(extra["alpha"])
             self._max_priority = float(extra["max_priority"])
-            self._tree.rebuild(np.asarray(extra["leaves"], np.float64))
+            leaves[live] = np.asarray(extra["leaves"], np.float64)
+            if "priorities" in extra:
+                self._raw[live] = np.asarray(extra["priorities"], np.float64)
+            else:  # a state from before the priorities were kept as set
+                self._raw[live] = leaves[live] ** (1.0 / self.alpha if self.alpha else 1.0)
+        self._tree.rebuild(leaves)
         self._last_indices = None
         self._last_slots = None

@@ -1,7 +1,13 @@
-"""``get_state``/``set_state`` of the replay buffers: compacted columns and counters."""
+"""``get_state``/``set_state`` of the replay buffers: compacted columns, layout and counters.
+
+The live rows are stored compacted; ``layout`` says where each sat (and where the columns
+ended), so that a restored buffer has the same dead rows in the same places and draws the same
+samples from the same generator state. A state without ``layout`` restores compacted.
+"""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,7 +56,7 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
             "actions": store.actions.data[keep] if store.actions is not None else None,
             "rewards": store.rewards[keep],
             "extras": {k: c.data[keep] for k, c in store.extras.items()},
-            "infos": list(store.infos[keep]),
+            "infos": copy.deepcopy(list(store.infos[keep])),
             "ep": row_of[store.ep[keep]],
             "t": store.t[keep],
             "nxt": remap[store.nxt[keep]],
@@ -60,13 +66,20 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         "episodes": {
             "ids": list(table.order),
             "final_obs": table.final_obs.data[rows] if table.final_obs is not None else None,
-            "final_info": list(table.final_info[rows]),
+            "final_info": copy.deepcopy(list(table.final_info[rows])),
             "terminated": table.terminated[rows],
             "truncated": table.truncated[rows],
             "t_begin": table.t_begin[rows],
             "t_end": table.t_end[rows],
             "first_slot": remap[table.first_slot[rows]],
             "last_slot": remap[table.last_slot[rows]],
+        },
+        # The dead slots' uids too: item ids are searched in slot order.
+        "layout": {
+            "slots": keep,
+            "end": store.end,
+            "size": store.size,
+            "uid": store.uid[: store.end].copy(),
         },
     }
     return state
@@ -91,19 +104,22 @@ def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
     """
     if not isinstance(state, dict) or state.get("version") != _VERSION:
         raise ValueError("not a replay buffer state of version 1")
-    store, table = _restore_store(state["steps"], state["next_uid"]), EpisodeTable()
+    store = _restore_store(state["steps"], state["next_uid"], state.get("layout"))
+    table = EpisodeTable()
     eps = state["episodes"]
     for i, id_ in enumerate(eps["ids"]):
         row = table.open(
             id_,
             t_begin=int(eps["t_begin"][i]),
             final_obs=eps["final_obs"][i : i + 1],
-            final_info=eps["final_info"][i],
+            final_info=copy.deepcopy(eps["final_info"][i]),
         )
         assert row == i
     n = len(eps["ids"])
-    for name in ("terminated", "truncated", "t_end", "first_slot", "last_slot"):
+    for name in ("terminated", "truncated", "t_end"):
         getattr(table, name)[:n] = eps[name]
+    for name in ("first_slot", "last_slot"):
+        getattr(table, name)[:n] = _placed(eps[name], state.get("layout"))
     buffer.capacity = int(state["capacity"])
     buffer.batch_size_B = int(state["batch_size_B"])
     buffer._store, buffer._table = store, table
@@ -116,24 +132,41 @@ def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
     buffer.rng.bit_generator.state = state["rng"]
 
 
-def _restore_store(steps: dict[str, Any], next_uid: int) -> StepStore:
+def _placed(compact: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:
+    """Compact row numbers (-1: none) as the slots the rows sat in."""
+    compact = np.asarray(compact, np.int64)
+    if layout is None:
+        return compact
+    slots = np.asarray(layout["slots"], np.int64)
+    return np.where(compact >= 0, slots[np.maximum(compact, 0)] if len(slots) else -1, -1)
+
+
+def _restore_store(
+    steps: dict[str, Any], next_uid: int, layout: dict[str, Any] | None
+) -> StepStore:
     store = StepStore()
     n = len(steps["rewards"])
-    store.reserve(max(n, 1))
+    end = n if layout is None else int(layout["end"])
+    store.reserve(max(end, 1) if layout is None else max(int(layout["size"]), end, 1))
+    at = np.arange(n) if layout is None else np.asarray(layout["slots"], np.int64)
     if steps["obs"] is not None:
         store.obs = Column(store.size, steps["obs"])
         store.actions = Column(store.size, steps["actions"])
-        store.obs.data[:n] = steps["obs"]
-        store.actions.data[:n] = steps["actions"]
+        store.obs.data[at] = steps["obs"]
+        store.actions.data[at] = steps["actions"]
         for key, values in steps["extras"].items():
             store.extras[key] = Column(store.size, values)
-            store.extras[key].data[:n] = values
-    store.rewards[:n] = steps["rewards"]
-    for i, info in enumerate(steps["infos"]):
+            store.extras[key].data[at] = values
+    store.rewards[at] = steps["rewards"]
+    for i, info in zip(at.tolist(), copy.deepcopy(list(steps["infos"]))):
         store.infos[i] = info
-    for name in ("ep", "t", "nxt", "prv", "uid"):
-        getattr(store, name)[:n] = steps[name]
-    store.live[:n] = True
-    store.end = store.num_live = n
+    for name in ("ep", "t", "uid"):
+        getattr(store, name)[at] = steps[name]
+    for name in ("nxt", "prv"):
+        getattr(store, name)[at] = _placed(steps[name], layout)
+    if layout is not None:
+        store.uid[:end] = layout["uid"]
+    store.live[at] = True
+    store.end, store.num_live = end, n
     store.next_uid = int(next_uid)
     return store

@@ -11,6 +11,7 @@ order, which keeps slot order equal to add order and costs O(1) per added step a
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -54,39 +55,42 @@ class StepStore:
         self.uid = np.zeros(0, np.int64)
 
     # ------------------------------------------------------------------------------ checks
-    def check_rows(self, rows: dict[str, np.ndarray], extras: dict[str, np.ndarray]) -> None:
-        """Raises ``ValueError`` when rows do not fit the columns fixed by earlier writes.
+    def fit_rows(
+        self, obs: np.ndarray, actions: np.ndarray, extras: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """A chunk's observations (all ``n + 1``), actions and extras in the columns' dtypes.
+
+        Raises:
+            ValueError: Rows that do not fit the columns fixed by earlier writes (another
+                shape or kind, or values their dtype cannot hold), or other extra keys.
 
         Example:
             >>> store = StepStore()
             >>> rows = {"obs": np.zeros((2, 3)), "actions": np.arange(2), "rewards": np.ones(2)}
             >>> store.reserve(2)
             >>> _ = store.append(rows, {}, [{}] * 2, ep_row=0, t0=0, prev_slot=-1)
-            >>> store.check_rows(rows, {})  # fits: nothing happens
-            >>> store.check_rows(rows, {"logp": np.zeros(2)})
+            >>> obs, _, _ = store.fit_rows(np.zeros((3, 3), np.float32), np.arange(2), {})
+            >>> obs.dtype  # float32 rows into the float64 column
+            dtype('float64')
+            >>> store.fit_rows(np.zeros((3, 3)), np.arange(2), {"logp": np.zeros(2)})
             Traceback (most recent call last):
             ...
             ValueError: extra_model_outputs keys ['logp'] differ from the buffer's []
         """
-        for name, column in (("observations", self.obs), ("actions", self.actions)):
-            given = rows["obs" if name == "observations" else name]
-            if column is not None and not column.accepts(given):
-                raise ValueError(
-                    f"{name} of shape {given.shape[1:]} dtype {given.dtype} do not fit the "
-                    f"buffer's {column.describe()}"
-                )
-        if self.obs is not None and set(extras) != set(self.extras):
+        if self.obs is None or self.actions is None:
+            return obs, actions, extras
+        obs = self.obs.fit(obs, "observations")
+        actions = self.actions.fit(actions, "actions")
+        if set(extras) != set(self.extras):
             raise ValueError(
                 f"extra_model_outputs keys {sorted(extras)} differ from the buffer's "
                 f"{sorted(self.extras)}"
             )
-        for key, values in extras.items():
-            column = self.extras.get(key)
-            if column is not None and not column.accepts(values):
-                raise ValueError(
-                    f"extra_model_outputs[{key!r}] of shape {values.shape[1:]} do not fit the "
-                    f"buffer's {column.describe()}"
-                )
+        fitted = {
+            key: self.extras[key].fit(values, f"extra_model_outputs[{key!r}]")
+            for key, values in extras.items()
+        }
+        return obs, actions, fitted
 
     # ------------------------------------------------------------------------------ writes
     def append(
@@ -102,7 +106,7 @@ class StepStore:
         """Writes ``n`` steps of one episode at the end; returns their slots.
 
         ``prev_slot`` is the episode's last slot so far (-1 for a new episode); it is linked to
-        the first new slot. Call :meth:`check_rows` and :meth:`reserve` first: this method
+        the first new slot. Call :meth:`fit_rows` and :meth:`reserve` first: this method
         does not validate.
 
         Example:
@@ -303,17 +307,17 @@ def _resized(array: np.ndarray, size: int, fill: Any) -> np.ndarray:
 
 
 def fresh_infos(infos: np.ndarray) -> np.ndarray:
-    """Shallow copies of stored infos (``{}`` for None), so callers cannot change the buffer.
+    """Deep copies of stored infos (``{}`` for None), so callers cannot change the buffer.
 
     Example:
-        >>> stored = np.array([None, {"k": 1}], object)
+        >>> stored = np.array([None, {"k": [1]}], object)
         >>> out = fresh_infos(stored)
-        >>> out.tolist(), out[1] is stored[1]
-        ([{}, {'k': 1}], False)
+        >>> out.tolist(), out[1]["k"] is stored[1]["k"]
+        ([{}, {'k': [1]}], False)
     """
     out = np.empty(infos.shape, object)
     for i, info in enumerate(infos.flat):
-        out.flat[i] = {} if info is None else dict(info) if isinstance(info, dict) else info
+        out.flat[i] = {} if info is None else copy.deepcopy(info)
     return out
 
 

@@ -34,6 +34,7 @@ class RefBuffer:
         self.episodes: OrderedDict[str, RefEpisode] = OrderedDict()
         self.evicted: list[str] = []
         self.next_uid = 0
+        self.added = 0  # steps added, those dropped with an episode evicted in their add too
 
     @property
     def num_timesteps(self) -> int:
@@ -46,12 +47,16 @@ class RefBuffer:
         self.__dict__.update(trial.__dict__)
 
     def _add(self, chunks: list[Any]) -> None:
+        evicted_before = set(self.evicted)
         for chunk in chunks:
             n = len(chunk)
             if n == 0:
                 continue
-            if chunk.id_ in self.evicted:
+            if chunk.id_ in evicted_before:
                 raise ValueError(f"{chunk.id_} was evicted")
+            self.added += n
+            if chunk.id_ in self.evicted:  # by an earlier chunk of this add: goes with it
+                continue
             ep = self.episodes.get(chunk.id_)
             if ep is None:
                 ep = self.episodes[chunk.id_] = RefEpisode(chunk.id_, chunk.t_started)

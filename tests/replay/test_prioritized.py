@@ -75,8 +75,47 @@ def test_bad_priorities_change_nothing(name, priorities, indices):
 def test_update_before_any_sample_is_an_error():
     buf = PrioritizedEpisodeReplayBuffer(100)
     buf.add(episode("a", 0, 3))
-    with pytest.raises(ValueError, match="nothing was sampled"):
+    with pytest.raises(ValueError, match="nothing sampled yet"):
         buf.update_priorities(np.ones(2))
+
+
+@pytest.mark.parametrize(
+    "other_sample",
+    [{"batch_length_T": 2}, {"sample_episodes": True}],
+    ids=["sequences", "episodes"],
+)
+def test_update_after_a_sequence_or_episode_sample_does_not_reach_an_older_batch(other_sample):
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 6))
+    older = buf.sample(4)["indices"]
+    buf.sample(2, **other_sample)
+    with pytest.raises(ValueError, match="drew no transitions"):
+        buf.update_priorities(np.full(4, 9.0))
+    assert buf.get_priorities(older).tolist() == [1.0] * 4
+
+
+def test_a_refused_sample_keeps_the_last_batch_for_update_priorities():
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 6))
+    batch = buf.sample(3)
+    with pytest.raises(ValueError):
+        buf.sample(2, batch_length_T=2, n_step=3)  # refused: n_step is for transitions
+    buf.update_priorities([5.0, 6.0, 7.0])
+    assert buf.get_priorities(batch["indices"][-1:]).tolist() == [7.0]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.01, 0.5, 1.0])
+def test_priorities_read_back_as_set_whatever_alpha(tmp_path, alpha):
+    buf = PrioritizedEpisodeReplayBuffer(100, alpha=alpha, seed=0)
+    buf.add(episode("a", 0, 3))
+    buf.update_priorities([5.0, 2.0, 0.5], [0, 1, 2])
+    assert buf.get_priorities([0, 1, 2]).tolist() == [5.0, 2.0, 0.5]
+    copy = PrioritizedEpisodeReplayBuffer(1)
+    copy.set_state(buf.get_state())
+    assert copy.get_priorities([0, 1, 2]).tolist() == [5.0, 2.0, 0.5]
+    buf.save(tmp_path / "saved")
+    loaded = PrioritizedEpisodeReplayBuffer.load(tmp_path / "saved")
+    assert loaded.get_priorities([0, 1, 2]).tolist() == [5.0, 2.0, 0.5]
 
 
 def test_evicted_items_are_skipped():

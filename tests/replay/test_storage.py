@@ -54,6 +54,84 @@ def test_continuation_border_compares_nan_observations_as_equal():
         buf.add(chunk("b", make_episode_data(0, 4), 2, 4))  # 0.0 where the buffer holds NaN
 
 
+def _scalar_chunk(id_, values, dtype, t0=0):
+    n = len(values) - 1
+    return SingleAgentEpisode(
+        id_,
+        observations=[dtype(v) for v in values],
+        actions=[0] * n,
+        rewards=[1.0] * n,
+        t_started=t0,
+        len_lookback_buffer=0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "stored", "given", "values"),
+    [
+        ("int64 into int8 column, wraps", np.int8, np.int64, [1, 300]),
+        ("int64 into int8 column, final observation wraps", np.int8, np.int64, [1, 2, -200]),
+        ("uint16 into uint8 column, wraps", np.uint8, np.uint16, [1, 300]),
+        ("float64 into float32 column, overflows", np.float32, np.float64, [0.0, 1e300]),
+    ],
+)
+def test_rows_whose_values_the_columns_cannot_hold_are_refused(name, stored, given, values):
+    buf = EpisodeReplayBuffer(100)
+    buf.add(_scalar_chunk("a", [0, 1, 2], stored))
+    before = buf.get_state()
+    for bad in (_scalar_chunk("b", values, given), _scalar_chunk("a", [2, *values], given, 2)):
+        with pytest.raises(ValueError, match="cannot"):
+            buf.add(bad)
+        assert_states_equal(buf.get_state(), before)
+    assert buf.get_episode_ids() == ["a"] and len(buf.get_episodes()[0]) == 2
+
+
+def test_rows_of_a_wider_dtype_that_fit_are_stored_in_the_columns_dtype():
+    buf = EpisodeReplayBuffer(100)
+    buf.add(_scalar_chunk("x", [0.5, 1.5], np.float32))  # the column: float32
+    # A float64 env continuing the episode, across calls and within one call alike.
+    buf.add(_scalar_chunk("x", [1.5, 2.5], np.float64, 1))
+    buf.add(
+        [_scalar_chunk("y", [0.1, 0.2], np.float64), _scalar_chunk("y", [0.2, 0.3], np.float64, 1)]
+    )
+    assert buf.get_num_timesteps() == 4
+    batch = buf.sample(8)
+    assert batch["obs"].dtype == np.float32 and batch["next_obs"].dtype == np.float32
+
+
+def test_infos_are_copied_in_and_out():
+    data = make_episode_data(0, 3)
+    added = chunk("a", data, 0, 3)
+    added.get_infos(1)["nested"] = [1]  # a mutable value inside an info
+    buf = EpisodeReplayBuffer(100, seed=0)
+    buf.add(added)
+    added.get_infos(1)["nested"].append(2)  # the caller changes its chunk afterwards
+    added.get_infos(2)["new"] = True
+    out = buf.sample(16, include_infos=True)["infos"]
+    for info in out:
+        info["t"] = -1  # a learner changes a batch
+    state = buf.get_state()
+    state["steps"]["infos"][0]["t"] = -2  # and a snapshot
+    stored = buf.get_episodes()[0].get_infos()
+    assert stored[1] == {"t": 1, "nested": [1]} and "new" not in stored[2]
+    assert [info["t"] for info in stored] == [0, 1, 2, 3]
+
+
+def test_chunk_order_within_one_add_does_not_decide_refusal():
+    """A continuation of an episode that an earlier chunk of the same add evicts goes with it."""
+    data, new_data = make_episode_data(0, 8), make_episode_data(1, 6)
+    ends = []
+    for reverse in (False, True):
+        buf = EpisodeReplayBuffer(10, seed=0)
+        buf.add(chunk("old", data, 0, 6))
+        batch = [chunk("old", data, 6, 8), chunk("new", new_data, 0, 6)]
+        buf.add(batch[::-1] if reverse else batch)
+        ends.append((buf.get_episode_ids(), buf.get_num_timesteps(), buf.get_added_timesteps()))
+    assert ends[0] == ends[1] == (["new"], 6, 14)
+    with pytest.raises(EvictedEpisodeError):  # a later add still refuses it
+        buf.add(chunk("old", data, 6, 8))
+
+
 def _bad_cases():
     data = make_episode_data(0, 6)
     wide = SingleAgentEpisode(
@@ -154,6 +232,10 @@ def test_state_round_trip(stream, capacity, prioritized):
     copy = cls(1)
     copy.set_state(state)
     assert_states_equal(copy.get_state(), state)
+    # The layout and the generator came along: both draw the same samples from here on.
+    for kwargs in ({"n_step": 2}, {"batch_length_T": 2, "pad": True}):
+        a, b = buf.sample(5, **kwargs), copy.sample(5, **kwargs)
+        np.testing.assert_array_equal(a["indices"], b["indices"])
     # Same answers for every stored item.
     uids = state["steps"]["uid"]
     if len(uids):

@@ -98,7 +98,7 @@ def test_every_sampled_row_matches_reference(stream, capacity, n_step, gamma, pr
             lo, hi = n_step[0], n_step[1] - 1
         check_transition_batch(ref, batch, lo, hi, gamma)
         assert batch["logp"].shape == (64,)
-    assert buf.get_added_timesteps() == ref.next_uid
+    assert buf.get_added_timesteps() == ref.added
     assert buf.get_num_episodes_evicted() == len(ref.evicted)
 
 
