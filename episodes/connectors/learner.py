@@ -19,12 +19,13 @@ class AddLearnerColumns:
 
     Columns: ``obs`` (the observation each action was taken in), ``actions``, ``rewards``
     (float32), ``terminateds``/``truncateds`` (True only on the last row of a done episode),
-    ``t``, ``eps_id``, every extra-model-output key, and ``infos`` (a list) on request. Columns
+    ``t``, ``eps_id``, the extra-model-output keys every episode with steps has (a key only
+    some have would give a column of another length), and ``infos`` (a list) on request. Columns
     already in the batch (e.g. an ``obs`` written by :class:`FrameStack`) are left alone.
 
     Args:
         columns: Which of the standard columns to add (default all but ``infos``).
-        extra_model_outputs: Add every extra-model-output column.
+        extra_model_outputs: Add the extra-model-output columns the episodes share.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -42,13 +43,14 @@ class AddLearnerColumns:
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
         parts: dict[str, list[object]] = {}
-        for episode in episodes:
-            if len(episode) == 0:
-                continue
+        with_steps = [episode for episode in episodes if len(episode)]
+        shared: list[str] = []
+        if self.extra_model_outputs and with_steps:
+            common = set.intersection(*(set(ep.extra_model_outputs) for ep in with_steps))
+            shared = [key for key in with_steps[0].extra_model_outputs if key in common]
+        for episode in with_steps:
             data = episode.get_data_dict()
-            keys = list(self.columns)
-            if self.extra_model_outputs:
-                keys += list(episode.extra_model_outputs)
+            keys = [*self.columns, *shared]
             for key in keys:
                 if key in batch:
                     continue

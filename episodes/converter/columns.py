@@ -166,7 +166,8 @@ def extra_keys_for(keys: ColumnKeys, training_type: str) -> list[str]:
         wanted = [keys.privileged_actions]
     else:
         wanted = [keys.values, keys.log_probs, *keys.distribution]
-    return wanted + list(keys.actor_hidden) + list(keys.critic_hidden)
+    # Once each: a recurrent actor and critic may share one hidden state.
+    return list(dict.fromkeys([*wanted, *keys.actor_hidden, *keys.critic_hidden]))
 
 
 def _pad(array: Any, length: int, value: Any = 0) -> Any:
@@ -248,7 +249,19 @@ def _env_column(
     truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = []
     offset = 0
     chunks = [c for c in group if len(c)]
-    for chunk in chunks:
+    for prev, chunk in zip([None, *chunks], chunks):
+        if prev is not None and not prev.is_done:
+            if chunk.id_ == prev.id_ and chunk.t_started != prev.t:
+                raise ValueError(
+                    f"env {n}: a chunk of episode {chunk.id_!r} starting at t={chunk.t_started} "
+                    f"follows its chunk ending at t={prev.t}; an env's chunks go in time order"
+                )
+            if chunk.id_ != prev.id_:
+                # Another episode follows a chunk that is not done: that chunk ends here as a
+                # column's last one would, bootstrapped from its last observation.
+                parts["done"][-1][-1] = True
+                parts["trunc"][-1][-1] = True
+                truncated_steps.append((offset - 1, n, prev))
         length = len(chunk)
         parts["obs"].append(rows(chunk, "observations"))
         parts["act"].append(rows(chunk, "actions"))

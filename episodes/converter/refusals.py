@@ -66,3 +66,26 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
             "append, concat, pop or replaced column); copy the chunks you want to change, or "
             "use layout='per_chunk'"
         )
+
+
+def check_storage_size(storage: Any, num_steps: int, num_envs: int) -> None:
+    """Refuses a given storage that is not ``num_steps`` x ``num_envs`` transitions.
+
+    A longer storage would keep an earlier rollout's rows past ``num_steps`` and hand them
+    to the generators as if they were this rollout's.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> storage = RolloutStorage("rl", 2, 5, [3], [1])
+        >>> check_storage_size(storage, 5, 2)
+        >>> check_storage_size(storage, 3, 2)
+        Traceback (most recent call last):
+        ...
+        ValueError: the given storage holds T=5 x N=2 transitions, but these chunks make T=3 x N=2
+    """
+    have = (storage.num_transitions_per_env, storage.num_envs)
+    if have != (num_steps, num_envs):
+        raise ValueError(
+            f"the given storage holds T={have[0]} x N={have[1]} transitions, but these chunks "
+            f"make T={num_steps} x N={num_envs}"
+        )

@@ -42,7 +42,8 @@ def episodes_to_batch(
         ([0, 1], [1, 2], [False, True])
     """
     del keys  # reserved: the flat batch keeps every extra column under its own name
-    chunks = [c for c in episodes if len(c)]
+    indices = [i for i, c in enumerate(episodes) if len(c)]  # "chunk" numbers all episodes
+    chunks = [episodes[i] for i in indices]
     if not chunks:
         raise ValueError("episodes hold no steps to batch")
     shared = set.intersection(*(set(c.extra_model_outputs) for c in chunks))
@@ -51,7 +52,7 @@ def episodes_to_batch(
     def add(name: str, value: Any) -> None:
         columns.setdefault(name, []).append(value)
 
-    for index, chunk in enumerate(chunks):
+    for index, chunk in zip(indices, chunks):
         n = len(chunk)
         add("obs", rows(chunk, "observations"))
         next_obs = chunk.get_observations(slice(1, n + 1))

@@ -26,7 +26,7 @@ from episodes.converter.from_blocks import (
     item_shape,
     value_array,
 )
-from episodes.converter.refusals import flat_actions, refuse_masked_windows
+from episodes.converter.refusals import check_storage_size, flat_actions, refuse_masked_windows
 from episodes.converter.side_by_side import (
     side_by_side_columns,
     side_by_side_groups,
@@ -323,6 +323,7 @@ def _write_columns(
     if storage is None:
         storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
     else:
+        check_storage_size(storage, *rewards.shape[:2])
         storage.clear()
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
     storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
@@ -365,6 +366,7 @@ def _write_from_blocks(
     if storage is None:
         storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
     else:
+        check_storage_size(storage, *rewards.shape[:2])
         storage.clear()
     direct: dict[str, Any] = {}
     if deferred:

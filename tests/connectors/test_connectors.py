@@ -181,3 +181,21 @@ def test_empty_episodes_add_nothing_and_pipeline_protocol():
         FrameStack(0)
     with pytest.raises(ValueError):
         PrevActionsPrevRewards(-1, 0)
+
+
+def test_add_learner_columns_keeps_only_the_extra_outputs_every_episode_has():
+    def ep(extras):
+        return SingleAgentEpisode(
+            observations=[0.0, 1.0, 2.0],
+            actions=[0, 1],
+            rewards=[1.0, 1.0],
+            extra_model_outputs=extras,
+            len_lookback_buffer=0,
+        )
+
+    batch = AddLearnerColumns()(
+        [ep({"vf_preds": [0.5, 0.5], "logp": [0.1, 0.2]}), ep({"logp": [0.3, 0.4]})], {}
+    )
+    assert "vf_preds" not in batch
+    assert batch["logp"].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    assert {len(v) for v in batch.values()} == {4}

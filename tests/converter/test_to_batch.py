@@ -44,7 +44,7 @@ def test_rows_are_the_steps_they_came_from(chunks, numpy):
         return
     batch = episodes_to_batch(chunks)
     row = 0
-    for index, chunk in enumerate(c for c in chunks if len(c)):
+    for index, chunk in enumerate(chunks):  # "chunk" is the index among all given chunks
         for j in range(len(chunk)):
             at = tree.map_structure(lambda leaf, r=row: leaf[r], batch)
             assert_equal_trees(at["obs"], chunk.get_observations(j))

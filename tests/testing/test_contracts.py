@@ -9,6 +9,12 @@ import numpy as np
 import pytest
 
 from episodes import SingleAgentEpisode
+from episodes.connectors import (
+    AddLearnerColumns,
+    FlattenObservations,
+    FrameStack,
+    PrevActionsPrevRewards,
+)
 from episodes.testing import (
     ConnectorContract,
     ConnectorContractError,
@@ -135,3 +141,40 @@ class TestPrevObsContract(ConnectorContract):
 
     def make_connector(self):
         return prev_obs
+
+
+SHIPPED = {
+    "flatten_observations": (lambda: FlattenObservations(), 0),
+    "frame_stack": (lambda: FrameStack(3), 2),
+    "prev_actions_prev_rewards": (lambda: PrevActionsPrevRewards(2, 2), 2),
+    "add_learner_columns": (lambda: AddLearnerColumns(), 0),
+}
+
+
+@pytest.mark.parametrize(("make", "lookback"), SHIPPED.values(), ids=SHIPPED.keys())
+def test_the_shipped_connectors_pass_check_connector(make, lookback):
+    # Chunks without steps (start == stop) are drawn too: a connector leaves its empty
+    # columns out there, which the cut check accepts.
+    check_connector(
+        make(),
+        observation_space=OBS,
+        action_space=gym.spaces.Discrete(3),
+        lookback=lookback,
+        max_examples=8,
+    )
+
+
+def test_one_drawn_batch_shares_one_space():
+    # With no space given, each example draws one; every episode of a batch must have it
+    # (a real batch never mixes observation shapes), or FlattenObservations cannot stack.
+    check_connector(FlattenObservations(), max_examples=8)
+
+
+def test_cut_check_accepts_a_chunk_without_steps_leaving_its_columns_out():
+    ep = _episode()
+    for k in range(len(ep) + 1):
+        check_lookback_across_cuts(FlattenObservations(), ep, k, k, lookback=0)
+    with pytest.raises(ConnectorContractError, match="keys differ"):
+        check_lookback_across_cuts(
+            lambda eps, batch: {} if sum(map(len, eps)) else {"x": 1}, ep, 1, 1, 0
+        )

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from hypothesis import find, given
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from episodes import SingleAgentEpisode
@@ -174,3 +174,10 @@ def test_importing_episodes_does_not_import_hypothesis_and_strategies_not_torch(
 def test_kinds_constants_are_consistent():
     assert set(BATCHABLE_KINDS) <= set(ALL_KINDS)
     assert issubclass(SingleAgentEpisode, object)
+
+
+@settings(max_examples=20, deadline=None)
+@given(episodes(gym.spaces.Sequence(gym.spaces.Discrete(3)), gym.spaces.Discrete(2), max_len=3))
+def test_spaces_whose_items_do_not_stack_give_list_mode_episodes(ep):
+    assert not ep.is_numpy
+    ep.validate()

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Union
 
@@ -165,7 +166,32 @@ def episodes(
         len_lookback_buffer=n_lookback,
     )
     if numpy is None:
-        numpy = draw(st.booleans())
+        stackable = all(map(_stacks, [obs_space, act_space, *emo_spaces.values()]))
+        numpy = stackable and draw(st.booleans())  # Sequence or Graph items do not stack
     if numpy:
         episode.to_numpy()
     return episode
+
+
+@functools.singledispatch
+def _stacks(space: gym.Space[Any]) -> bool:
+    """Whether ``to_numpy`` can stack items of ``space`` into arrays."""
+    return False
+
+
+@_stacks.register(gym.spaces.Discrete)
+@_stacks.register(gym.spaces.Box)
+@_stacks.register(gym.spaces.MultiBinary)
+@_stacks.register(gym.spaces.MultiDiscrete)
+def _(space: gym.Space[Any]) -> bool:
+    return True
+
+
+@_stacks.register
+def _(space: gym.spaces.Dict) -> bool:
+    return all(_stacks(sub) for sub in space.spaces.values())
+
+
+@_stacks.register
+def _(space: gym.spaces.Tuple) -> bool:
+    return all(_stacks(sub) for sub in space.spaces)
