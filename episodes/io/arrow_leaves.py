@@ -42,7 +42,9 @@ def _storage(dtype: np.dtype[Any], shape: tuple[int, ...]) -> str:
     if dtype.itemsize * math.prod(shape) == 0:
         return "empty"
     native = dtype.byteorder in ("=", "|") or dtype.byteorder == _NATIVE
-    return "arrow" if dtype.kind in "biuf" and native else "raw"
+    # Arrow has no float128 (nor longdouble of any size): such leaves go as raw bytes.
+    arrow_type = dtype.kind in "biu" or (dtype.kind == "f" and dtype.itemsize in (2, 4, 8))
+    return "arrow" if arrow_type and native else "raw"
 
 
 def leaf_info(array: np.ndarray, path: list[str]) -> dict[str, Any]:
@@ -198,10 +200,15 @@ def leaf_from_arrow(
     if storage == "raw":
         nbytes = dtype.itemsize * math.prod(shape)
         buf = part.buffers()[1]
+        if buf is None or buf.size < (part.offset + count) * nbytes:
+            raise CorruptDatasetError(f"column {where}: raw bytes shorter than its rows")
         raw = np.frombuffer(buf, np.uint8, count=(part.offset + count) * nbytes)
         out = raw[part.offset * nbytes :].view(dtype).reshape((count, *shape))
         check_code_points(out, f"column {where}")
         return out
     values = part if not shape else part.flatten()
-    out = values.to_numpy(zero_copy_only=dtype.kind != "b")
+    try:
+        out = values.to_numpy(zero_copy_only=dtype.kind != "b")
+    except pa.ArrowException as err:  # nulls inside the items: written by no writer of ours
+        raise CorruptDatasetError(f"column {where}: {err}") from err
     return out.astype(dtype, copy=False).reshape((count, *shape))

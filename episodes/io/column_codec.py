@@ -156,7 +156,8 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
         name = kind[0]
         try:
             if name == "ndarray":
-                arr = np.stack(col)
+                # np.stack gives native byte order; the items' own dtype must come back.
+                arr = np.stack(col).astype(np.dtype(kind[1]), copy=False)
             elif name == "npscalar":
                 arr = np.asarray(col, dtype=np.dtype(kind[1]))
             else:

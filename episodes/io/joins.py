@@ -30,7 +30,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.io.reader import iter_chunks
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import is_v2
-from episodes.io.values import decode_value
+from episodes.io.values import decode_value, id_key
 from episodes.structs import data_equal
 
 __all__ = ["PieceJoins", "manifest_pieces", "piece_problems"]
@@ -59,7 +59,7 @@ def manifest_pieces(path: PathLike) -> list[Piece]:
         rows: list[Any] = ds.summaries
     else:
         rows = iter_chunks(root)[1]
-        ids = [e.id_ for e in rows]
+        ids = [decode_value(e.id_, blob=None, where=f"manifest id of {e.chunk}") for e in rows]
     return [
         (id_, row.t_started, row.t, row.terminated or row.truncated)
         for id_, row in zip(ids, rows, strict=True)
@@ -67,10 +67,10 @@ def manifest_pieces(path: PathLike) -> list[Piece]:
 
 
 def _by_id(pieces: Iterable[Piece]) -> dict[str, list[tuple[int, int, bool, Any, int]]]:
-    """Per id (its repr), ``(t_started, t, done, id, index)`` of its pieces in time order."""
+    """Per id (its ``id_key``), ``(t_started, t, done, id, index)`` of its pieces in time order."""
     by_id: dict[str, list[tuple[int, int, bool, Any, int]]] = {}
     for index, (id_, a, b, done) in enumerate(pieces):
-        by_id.setdefault(repr(id_), []).append((a, b, done, id_, index))
+        by_id.setdefault(id_key(id_), []).append((a, b, done, id_, index))
     for spans in by_id.values():
         spans.sort(key=lambda span: (span[0], span[1], span[4]))
     return by_id

@@ -42,7 +42,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.errors import DatasetError
+from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
@@ -78,10 +78,16 @@ def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:
         key = json.dumps(piece.id_, default=repr)
         pending.setdefault(key, []).append(piece)
         if len(pending[key]) == pieces_of.get(key, 1):
-            parts = sorted(pending.pop(key), key=lambda p: p.t_started)
+            # (t_started, t), as load_episode: a piece without steps goes first where it is.
+            parts = sorted(pending.pop(key), key=lambda p: (p.t_started, p.t))
             episode = parts[0]
             for part in parts[1:]:
-                episode.concat_episode(part)
+                try:
+                    episode.concat_episode(part)
+                except (AssertionError, ValueError) as err:
+                    raise CorruptDatasetError(
+                        f"pieces of episode {piece.id_!r} do not join at t={part.t_started}: {err}"
+                    ) from err
             yield episode
 
 

@@ -58,7 +58,7 @@ from episodes.io.format import (
     read_regular_file,
 )
 from episodes.io.shards import is_v2
-from episodes.io.values import SAFE_KINDS, check_code_points, crc32_of, decode_value
+from episodes.io.values import SAFE_KINDS, check_code_points, crc32_of, decode_value, id_key
 from episodes.spaces import space_from_dict
 
 __all__ = [
@@ -133,8 +133,8 @@ def read_episodes(
     root, entries, _ = iter_chunks(path)
     selected = entries[slice(start, stop)]
     if ids is not None:
-        wanted = list(ids)
-        selected = [e for e in selected if _entry_id(e) in wanted]
+        wanted = {id_key(x) for x in ids}
+        selected = [e for e in selected if id_key(_entry_id(e)) in wanted]
     return _stream(root, selected, numpy, verify)
 
 
@@ -172,7 +172,10 @@ def load_episode(
         return load_episode_v2(path, id_, numpy=numpy, verify=verify)
     root, entries, _ = iter_chunks(path)
     # (t_started, t): a piece without steps goes before the one that starts where it is.
-    mine = sorted((e for e in entries if _entry_id(e) == id_), key=lambda e: (e.t_started, e.t))
+    key = id_key(id_)
+    mine = sorted(
+        (e for e in entries if id_key(_entry_id(e)) == key), key=lambda e: (e.t_started, e.t)
+    )
     if not mine:
         raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
     episode = load_chunk(root, mine[0], numpy=numpy, verify=verify)

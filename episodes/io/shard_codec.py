@@ -138,8 +138,10 @@ def column_of(table: Any, path: list[str]) -> pa.Array:
         if isinstance(column, pa.ChunkedArray) and column.num_chunks != 1:
             array = column.combine_chunks()
         for name in path[1:]:
+            if not pa.types.is_struct(array.type):
+                raise TypeError(f"{'/'.join(path)} passes through a non-struct column")
             array = array.field(name)
-    except (KeyError, IndexError, TypeError, pa.ArrowException) as err:
+    except (KeyError, IndexError, TypeError, OverflowError, pa.ArrowException) as err:
         raise CorruptDatasetError(f"column {'/'.join(path)} is missing from the shard") from err
     return array
 

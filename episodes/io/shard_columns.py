@@ -170,7 +170,8 @@ def _plan(context: tuple[Any, ...], path: list[str], col: Any) -> ColumnPlan:
         raise CorruptDatasetError(f"{label}: leaf list does not match the item structure")
     views = []
     for spec in specs:
-        info = leaves.get(spec.get("file")) if isinstance(spec, dict) else None
+        name = spec.get("file") if isinstance(spec, dict) else None
+        info = leaves.get(name) if isinstance(name, str) else None
         if not isinstance(info, dict):
             raise CorruptDatasetError(f"{label}: leaf {spec!r} is not in the index")
         check_leaf_info(info, label)

@@ -195,10 +195,16 @@ class Shard:
                 mapped.seek(0)
                 reader = pa.ipc.open_file(mapped)
                 parts: list[Any] = [reader.get_batch(k) for k in range(reader.num_record_batches)]
+                if self._base is not None:
+                    self._check_buffers_inside(parts, path)
             else:
                 import pyarrow.parquet as pq
 
                 parts = [pq.read_table(str(path)).combine_chunks()]
+            # Offsets, lengths and UTF-8 checked before any value is read: a damaged or forged
+            # file (checksums recomputed) must raise, not crash the interpreter in Arrow's C++.
+            for part in parts:
+                part.validate(full=True)
         except (pa.ArrowException, OSError, ValueError) as err:
             raise CorruptDatasetError(f"{self.where}: cannot read {path.name}: {err}") from err
         offsets = [0]
@@ -208,6 +214,26 @@ class Shard:
             raise CorruptDatasetError(f"{self.where}: {path.name} holds the wrong number of rows")
         self._offsets = offsets[:-1]
         return parts
+
+    def _check_buffers_inside(self, parts: list[Any], path: Path) -> None:
+        """Every buffer sliced from the memory map lies inside the data file.
+
+        Buffers with a parent are slices of the map; decompressed ones (zstd) have none.
+        """
+        assert self._base is not None
+        low, high = self._base, self._base + self.entry.data_size
+        for part in parts:
+            for column in part.columns:
+                for buffer in column.buffers():
+                    if (
+                        buffer is not None
+                        and buffer.size
+                        and buffer.parent is not None
+                        and not (low <= buffer.address and buffer.address + buffer.size <= high)
+                    ):
+                        raise CorruptDatasetError(
+                            f"{self.where}: {path.name} points outside itself (damaged)"
+                        )
 
     def part_of(self, j: int) -> tuple[int, int]:
         """``(record batch number, first row in it)`` of the shard's episode ``j``.

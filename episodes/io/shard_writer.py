@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -165,16 +166,24 @@ class DatasetWriter:
             raise
 
     def _create_manifest(self, manifest: Path, header: dict[str, Any]) -> None:
-        tmp = self.path / f"{TMP_PREFIX}{secrets.token_hex(8)}-{MANIFEST_FILE}"
-        with open(tmp, "wb") as f:
-            f.write(seal_line(header))
-            self._fsync(f.fileno())
-        try:
-            os.link(tmp, manifest)  # atomic, and fails if another writer created it first
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
+        for _ in range(8):
+            tmp = self.path / f"{TMP_PREFIX}{secrets.token_hex(8)}-{MANIFEST_FILE}"
+            with open(tmp, "wb") as f:
+                f.write(seal_line(header))
+                self._fsync(f.fileno())
+            try:
+                os.link(tmp, manifest)  # atomic, and fails if another writer created it first
+            except FileExistsError:
+                pass
+            except FileNotFoundError:
+                # A writer that created the manifest first and believes itself alone removed
+                # our temporary file as a leftover: the manifest exists now, or we try again.
+                if not manifest.exists():
+                    continue
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            break
         (self.path / SHARDS_DIR).mkdir(exist_ok=True)
         if self._sync:
             fsync_dir(self.path)

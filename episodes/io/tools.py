@@ -25,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,36 @@ def _metadata_of(path: PathLike) -> DatasetMetadata:
     return DatasetMetadata.from_json(info.metadata, f"{path} metadata")
 
 
+def _check_new(dst: PathLike) -> Path:
+    final = Path(dst)
+    if final.exists() and (not final.is_dir() or any(final.iterdir())):
+        raise DatasetError(f"{dst} exists and is not empty; choose a new directory")
+    return final
+
+
+def _stage(final: Path) -> Path:
+    """An empty directory next to ``final`` to write into, renamed into place when done."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+
+
+def _fill(
+    sources: Iterable[PathLike],
+    into: Path,
+    metadata: DatasetMetadata,
+    keep: Callable[[SingleAgentEpisode], bool],
+    writer_kwargs: dict[str, Any],
+) -> int:
+    count = 0
+    with DatasetWriter(into, metadata=metadata, **writer_kwargs) as writer:
+        for src in sources:
+            for episode in read_episodes(src):
+                if keep(episode):
+                    writer.write(episode)
+                    count += 1
+    return count
+
+
 def _copy(
     sources: Iterable[PathLike],
     dst: PathLike,
@@ -55,15 +87,18 @@ def _copy(
     keep: Callable[[SingleAgentEpisode], bool],
     writer_kwargs: dict[str, Any],
 ) -> int:
-    if Path(dst).exists() and any(Path(dst).iterdir()):
-        raise DatasetError(f"{dst} exists and is not empty; choose a new directory")
-    count = 0
-    with DatasetWriter(dst, metadata=metadata, **writer_kwargs) as writer:
-        for src in sources:
-            for episode in read_episodes(src):
-                if keep(episode):
-                    writer.write(episode)
-                    count += 1
+    """Writes the kept episodes into a staged directory, renamed to ``dst`` once complete.
+
+    A copy that fails part-way leaves no ``dst`` behind (a retry is not refused).
+    """
+    final = _check_new(dst)
+    staged = _stage(final)
+    try:
+        count = _fill(sources, staged, metadata, keep, writer_kwargs)
+        os.replace(staged, final)  # also over an empty directory
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
     return count
 
 
@@ -180,8 +215,21 @@ def split(
     meta = _metadata_of(src)
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
     meta.user = {**meta.user, "split": {"from": str(src), "fraction": fraction, "seed": seed}}
-    n_train = _copy([src], train, meta, lambda ep: not in_val(ep.id_), {})
-    n_val = _copy([src], validation, meta, lambda ep: in_val(ep.id_), {})
+    finals = [_check_new(train), _check_new(validation)]
+    if finals[0].resolve() == finals[1].resolve():
+        raise ValueError(f"train and validation are the same directory: {train}")
+    staged: list[Path] = []
+    try:  # both or neither: a failure part-way leaves neither directory behind
+        for final in finals:
+            staged.append(_stage(final))
+        n_train = _fill([src], staged[0], meta, lambda ep: not in_val(ep.id_), {})
+        n_val = _fill([src], staged[1], meta, lambda ep: in_val(ep.id_), {})
+        for part, final in zip(staged, finals):
+            os.replace(part, final)
+    except BaseException:
+        for part in staged:
+            shutil.rmtree(part, ignore_errors=True)
+        raise
     return n_train, n_val
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch.utils.data
 
-from episodes.io.errors import DatasetError
+from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.shard_codec import EXTRAS
 from episodes.io.shard_reader import Dataset
 
@@ -85,6 +85,11 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             self._reader = Dataset(self._path, max_open_shards=self._max_open)
         shard, j = self._reader.locate(i)
         columns = shard.columns(j)
+        missing = [n for n in ("observations", "actions", "rewards") if n not in columns]
+        if missing or EXTRAS not in columns:
+            raise CorruptDatasetError(
+                f"{shard.where} episode {j}: columns {missing or [EXTRAS]} are missing"
+            )
         needed = [columns[name] for name in ("observations", "actions", "rewards")]
         if not all(c.stored for c in [*needed, *columns[EXTRAS].values()]):
             raise DatasetError(

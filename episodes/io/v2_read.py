@@ -28,7 +28,7 @@ from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError, Unsafe
 from episodes.io.reader import DatasetInfo, EpisodeSummary
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
-from episodes.io.values import decode_value
+from episodes.io.values import decode_value, id_key
 
 __all__ = ["dataset_info_v2", "load_episode_v2", "read_episodes_v2"]
 
@@ -62,9 +62,9 @@ def read_episodes_v2(
     ds = Dataset(path, verify=verify, max_open_shards=1)
     selected = list(range(len(ds)))[slice(start, stop)]
     if ids is not None:
-        wanted = list(ids)
+        wanted = {id_key(x) for x in ids}
         all_ids = _ids(ds)
-        selected = [i for i in selected if all_ids[i] in wanted]
+        selected = [i for i in selected if id_key(all_ids[i]) in wanted]
     return ds.iter_episodes(selected, numpy=numpy)
 
 
@@ -86,7 +86,8 @@ def load_episode_v2(
         [0, 1, 2]
     """
     ds = Dataset(path, verify=verify)
-    mine = [i for i, x in enumerate(_ids(ds)) if x == id_]
+    key = id_key(id_)
+    mine = [i for i, x in enumerate(_ids(ds)) if id_key(x) == key]
     if not mine:
         raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
     # (t_started, t): a piece without steps goes before the one that starts where it is.

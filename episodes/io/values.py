@@ -36,6 +36,7 @@ __all__ = [
     "crc32_of",
     "decode_value",
     "encode_value",
+    "id_key",
 ]
 
 SAFE_KINDS = "biufcUSmM"
@@ -325,3 +326,25 @@ def decode_value(obj: Any, *, blob: BlobReader | None, where: str, _depth: int =
             raise CorruptDatasetError(f"{where}: numpy values are not allowed here")
         return blob.get(payload, scalar=tag == f"{_TAG}np__")
     raise CorruptDatasetError(f"{where}: unknown or malformed tag {tag!r}")
+
+
+def id_key(id_: Any) -> str:
+    """A string two episode ids share exactly when they are the same id, types included.
+
+    Python's ``==`` makes ``1``, ``1.0`` and ``True`` one id; a dataset keeps them apart (they
+    are stored as different JSON values), so lookups by id compare these keys.
+
+    Example:
+        >>> id_key(1) == id_key(1.0), id_key(("a", 1)) == id_key(("a", 1))
+        (False, True)
+        >>> id_key({"b": 1, "a": 2}) == id_key({"a": 2, "b": 1})
+        True
+    """
+    if isinstance(id_, tuple):
+        return "(" + ",".join(id_key(item) for item in id_) + ")"
+    if isinstance(id_, list):
+        return "[" + ",".join(id_key(item) for item in id_) + "]"
+    if isinstance(id_, dict):
+        pairs = sorted(id_key(k) + ":" + id_key(v) for k, v in id_.items())
+        return "{" + ",".join(pairs) + "}"
+    return f"{type(id_).__name__}:{id_!r}"

@@ -116,3 +116,13 @@ def test_cli(tmp_path):
     assert proc.returncode == 0 and "imported 3 episodes" in proc.stdout, proc.stderr
     proc = run("import", "minari", "missing-v0", "--out", str(tmp_path / "x"), "--root", root)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+
+
+def test_a_piece_without_steps_written_last_joins_where_load_episode_puts_it(tmp_path):
+    whole = cartpole_like(0, 3, np.random.default_rng(0))  # terminated
+    with DatasetWriter(tmp_path / "ds") as w:
+        w.write_many([whole[0:2], whole[2:3], whole[2:2]])  # [2, 2) after the episode's end
+    assert export_minari(tmp_path / "ds", "late-v0", root=tmp_path / "m") == 1
+    import_minari("late-v0", tmp_path / "back", root=tmp_path / "m")
+    (back,) = read_episodes(tmp_path / "back")
+    same_steps(load_episode(tmp_path / "ds", "e0"), back)

@@ -15,6 +15,7 @@ import pyarrow.ipc
 import pytest
 from _gen import make_episode
 
+from episodes import SingleAgentEpisode
 from episodes.io import (
     CorruptDatasetError,
     Dataset,
@@ -196,6 +197,22 @@ def test_manifest_fifo_does_not_block(ds):
             lambda ix: ix["episodes"][0]["meta"]["columns"]["actions"]["leaves"].append({}),
             "leaf list does not match",
         ),
+        (
+            lambda ix: ix["episodes"][0]["meta"]["columns"]["actions"]["leaves"][0].update(
+                file=["a", "list"]
+            ),
+            "malformed leaf entry",
+        ),
+        (
+            lambda ix: next(iter(ix["episodes"][0]["leaves"].values())).update(
+                path=["rewards", "x"]
+            ),
+            "missing from the shard",
+        ),
+        (
+            lambda ix: next(iter(ix["episodes"][0]["leaves"].values())).update(path=[10**20]),
+            "cannot rebuild",
+        ),
     ],
 )
 def test_malformed_index_with_matching_checksum(ds, change, match):
@@ -292,3 +309,106 @@ def test_manifest_without_a_complete_line(ds):
     (ds / "manifest.jsonl").write_bytes(b'{"format": "episodes-dataset"')  # torn, no newline
     with pytest.raises(CorruptDatasetError, match="no header line"):
         dataset_info(ds)
+
+
+def _forge_data(path: Path, data: bytes) -> None:
+    """Replaces shard 0's data file and recomputes every checksum that covers it."""
+    data_path, _ = shard(path)
+    data_path.write_bytes(data)
+    reseal_index(path, 0, lambda ix: ix["data"].update(crc32=zlib.crc32(data)))
+    lines = manifest_lines(path)
+    lines[1].update(data_size=len(data))
+    write_manifest(path, lines)
+
+
+def test_forged_invalid_utf8_in_a_text_column_is_corrupt_data(tmp_path):
+    path = tmp_path / "ds"
+    with DatasetWriter(path) as w:
+        w.write(
+            SingleAgentEpisode(
+                "a",
+                observations=[np.zeros(2, np.float32)] * 3,
+                actions=[0, 1],
+                rewards=[1.0, 2.0],
+                infos=[{"k": "abc"}, {}, {}],
+                len_lookback_buffer=0,
+            )
+        )
+    data = bytearray(shard(path)[0].read_bytes())
+    data[data.index(b'"abc"') + 2] = 0xFF
+    _forge_data(path, bytes(data))
+    expect(path, CorruptDatasetError, "UTF8", verify=True)
+
+
+_FLIP_EVERY_BYTE = """
+import os, sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from test_v2_untrusted import _forge_data
+from episodes.io import Dataset, DatasetError
+root = Path({root!r})
+original = (root / "original.arrow").read_bytes()
+for pos in range(0, len(original), {stride}):
+    data = bytearray(original)
+    data[pos] ^= 0x01
+    _forge_data(root / "ds", bytes(data))
+    try:
+        ds = Dataset(root / "ds", verify=True)
+        for i in range(len(ds)):
+            ds.episode(i)
+            ds.steps(i, 0, 1)
+    except DatasetError:
+        pass
+print("survived")
+"""
+
+
+def test_forged_bit_flips_in_the_data_file_raise_dataset_errors_only(tmp_path):
+    # With every checksum recomputed a flip reaches Arrow's reader: it must not crash the
+    # interpreter (SIGBUS / SIGABRT in C++) nor leak another exception. Run in a child so a
+    # crash fails this test instead of killing pytest.
+    import subprocess
+    import sys
+
+    path = tmp_path / "ds"
+    with DatasetWriter(path) as w:
+        w.write(make_episode(1, obs_space="box_u8", numpy=True))
+    (tmp_path / "original.arrow").write_bytes(shard(path)[0].read_bytes())
+    code = _FLIP_EVERY_BYTE.format(tests=str(Path(__file__).parent), root=str(tmp_path), stride=1)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "survived" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda ix: ix["episodes"][0]["meta"]["columns"]["rewards"]["leaves"][0].update(
+            file=["a", "list"]
+        ),
+        lambda ix: next(iter(ix["episodes"][0]["leaves"].values())).update(path=["rewards", "x"]),
+        lambda ix: next(iter(ix["episodes"][0]["leaves"].values())).update(path=[10**20]),
+    ],
+    ids=["leaf file is a list", "path through a non-struct column", "huge int in a path"],
+)
+def test_malformed_leaves_with_matching_checksum_on_every_read_path(ds, change):
+    from episodes.io import Dataset, dataset_info
+
+    reseal_index(ds, 0, change)
+    for read in (
+        lambda: Dataset(ds).steps(0, 0, 1),
+        lambda: Dataset(ds).episode(0),
+        lambda: dataset_info(ds),
+        lambda: read_all(ds),
+    ):
+        try:
+            read()
+        except CorruptDatasetError:
+            pass  # any DatasetError subclass is the promise; no other exception may escape
+
+
+def test_torch_datasets_refuse_an_episode_without_a_rewards_column(ds):
+    from episodes.io.torch_data import TransitionDataset
+
+    reseal_index(ds, 0, lambda ix: ix["episodes"][0]["meta"]["columns"].pop("rewards"))
+    with pytest.raises(CorruptDatasetError):
+        TransitionDataset(ds)[0]

@@ -1,0 +1,137 @@
+"""Dataset edge cases a bug hunt found: whole-dataset copies that fail part-way, ids that
+Python's ``==`` confuses, dtypes that did not round-trip, writers racing to create a dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from episodes import SingleAgentEpisode
+from episodes.io import (
+    DatasetError,
+    DatasetWriter,
+    EpisodeWriter,
+    load_episode,
+    merge,
+    migrate,
+    read_episodes,
+    split,
+)
+
+
+def episode(id_, obs=(0.0, 1.0), **kwargs):
+    n = len(obs) - 1
+    return SingleAgentEpisode(
+        id_,
+        observations=list(obs),
+        actions=[0] * n,
+        rewards=[1.0] * n,
+        len_lookback_buffer=0,
+        **kwargs,
+    )
+
+
+def write(path, episodes, v1=False):
+    with EpisodeWriter(path) if v1 else DatasetWriter(path) as writer:
+        writer.write_many(episodes)
+    return path
+
+
+def test_split_refuses_before_writing_either_half(tmp_path):
+    src = write(tmp_path / "src", [episode(str(i)) for i in range(20)])
+    (tmp_path / "val").mkdir()
+    (tmp_path / "val" / "keep.txt").write_text("x")
+    with pytest.raises(DatasetError, match="not empty"):
+        split(src, tmp_path / "train", tmp_path / "val", fraction=0.5)
+    assert not (tmp_path / "train").exists()
+    with pytest.raises(ValueError, match="same directory"):
+        split(src, tmp_path / "both", tmp_path / "both")
+    assert not (tmp_path / "both").exists()
+
+
+@pytest.mark.parametrize("tool", ["migrate", "merge", "split"])
+def test_a_copy_failing_part_way_leaves_no_destination(tmp_path, tool):
+    src = write(tmp_path / "src", [episode(str(i), obs=(0.0, 1.0, 2.0)) for i in range(5)], v1=True)
+    victim = sorted((src / "chunks").iterdir())[3]
+    saved = tmp_path / "saved"
+    shutil.copytree(victim, saved)
+    for npy in victim.glob("*.npy"):
+        npy.unlink()  # the fourth piece cannot be read
+    run = {
+        "migrate": lambda: migrate(src, tmp_path / "out"),
+        "merge": lambda: merge([src], tmp_path / "out"),
+        "split": lambda: split(src, tmp_path / "out", tmp_path / "out_val"),
+    }[tool]
+    with pytest.raises(DatasetError):
+        run()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["saved", "src"]
+    shutil.rmtree(victim)
+    shutil.copytree(saved, victim)
+    run()  # the retry is not refused by a half-made destination
+    assert (tmp_path / "out").exists()
+
+
+def test_an_empty_destination_directory_is_used():
+    import tempfile
+
+    root = tempfile.mkdtemp()
+    src = write(os.path.join(root, "src"), [episode("a")])
+    os.mkdir(os.path.join(root, "out"))
+    assert migrate(src, os.path.join(root, "out")) == 1
+    assert [ep.id_ for ep in read_episodes(os.path.join(root, "out"))] == ["a"]
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+def test_ids_equal_by_python_but_not_by_type_stay_apart(tmp_path, v1):
+    path = write(tmp_path / "ds", [episode(1, obs=(0.0, 1.0)), episode(True, obs=(5.0, 6.0))], v1)
+    assert [ep.id_ for ep in read_episodes(path, ids=[1])] == [1]
+    assert [ep.id_ for ep in read_episodes(path, ids=[True])] == [True]
+    assert list(load_episode(path, 1).get_observations()) == [0.0, 1.0]
+    assert list(load_episode(path, True).get_observations()) == [5.0, 6.0]
+
+
+@pytest.mark.parametrize(
+    "id_", [(7, "run"), float("inf"), 3], ids=["tuple", "infinite float", "int"]
+)
+def test_a_v1_dataset_merged_with_its_migrated_copy_is_refused(tmp_path, id_):
+    v1 = write(tmp_path / "v1", [episode(id_)], v1=True)
+    migrate(v1, tmp_path / "v2")
+    with pytest.raises(DatasetError, match="stored twice"):
+        merge([v1, tmp_path / "v2"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+@pytest.mark.parametrize("dtype", [">i4", ">f8", "<f2", np.longdouble], ids=str)
+def test_list_mode_items_keep_their_dtype(tmp_path, v1, dtype):
+    obs = [np.arange(3).astype(dtype), (np.arange(3) + 1).astype(dtype)]
+    ep = SingleAgentEpisode(
+        "a", observations=obs, actions=[np.array(1, dtype)], rewards=[1.0], len_lookback_buffer=0
+    )
+    back = next(read_episodes(write(tmp_path / "ds", [ep], v1)))
+    for got, want in zip(back.get_observations(), obs):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert back.get_actions()[0].dtype == np.dtype(dtype)
+
+
+def test_writers_opening_a_new_dataset_together_both_succeed(tmp_path, monkeypatch):
+    """A writer that finds itself alone cleans up temporary files; one that was still
+    creating the manifest must not fail because its temporary file went."""
+    path = tmp_path / "ds"
+    real_link = os.link
+    state = {"inside": False}
+
+    def link(src, dst, *args, **kwargs):
+        if not state["inside"]:
+            state["inside"] = True
+            DatasetWriter(path).close()  # another writer opens the new dataset right now
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", link)
+    with DatasetWriter(path) as writer:
+        writer.write(episode("a"))
+    assert [ep.id_ for ep in read_episodes(path)] == ["a"]
