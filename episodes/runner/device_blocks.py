@@ -163,6 +163,11 @@ class HostColumn(Column):
         self._host: list[np.ndarray] | None = None
         self.structure = source.structure
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as the plain host column it mirrors: its leaves are a read-only property
+        # here, which the default slot pickling would try to set.
+        return (Column, (self.leaves, self.structure))
+
     @property
     def leaves(self) -> list[np.ndarray]:  # type: ignore[override]
         """The numpy leaves (copied from the device the first time).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable
 from typing import Any
@@ -110,10 +111,7 @@ class EnvRunner:
         numpy_episodes: bool = True,
         window: str = "transitions",
     ):
-        if isinstance(len_lookback_buffer, bool) or int(len_lookback_buffer) < 0:
-            raise ValueError(
-                f"len_lookback_buffer must be an int >= 0, got {len_lookback_buffer!r}"
-            )
+        lookback = _whole_number(len_lookback_buffer, "len_lookback_buffer", 0)
         if window not in WINDOWS:
             raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
         self.window = window
@@ -121,7 +119,7 @@ class EnvRunner:
         self.policy = policy
         self.num_envs = int(env.num_envs)
         self.autoreset_mode = autoreset_mode_of(env)
-        self.len_lookback_buffer = int(len_lookback_buffer)
+        self.len_lookback_buffer = lookback
         if initial_state is None:
             initial_state = getattr(policy, "initial_state", None)
         self._initial_state = initial_state
@@ -132,6 +130,7 @@ class EnvRunner:
         self._obs: Any = None
         self.state: Any = None
         self._output_keys: tuple[str, ...] | None = None  # the policy's extra outputs
+        self._output_key_set: frozenset[str] = frozenset()
         self._failure: str | None = None  # why a sample() stopped part-way, if one did
         self._recorder = BatchedRecorder(
             self.num_envs,
@@ -190,15 +189,13 @@ class EnvRunner:
         # One vector step of a next-step env could be every sub-env's reset step.
         resets = self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP
         least = 2 if self.window == "vector_steps" and resets else 1
-        if isinstance(num_steps, bool) or int(num_steps) < least:
-            raise ValueError(f"num_steps must be an int >= {least}, got {num_steps!r}")
+        num_steps = _whole_number(num_steps, "num_steps", least)
         if self._failure is not None:
             raise RuntimeError(
                 f"an earlier sample() of this runner failed part-way ({self._failure}): the "
                 "env had stepped and its episodes cannot continue consistently; create a new "
                 "EnvRunner"
             )
-        num_steps = int(num_steps)
         start = time.perf_counter()
         recorder = self._recorder
         reset_infos = None
@@ -262,8 +259,10 @@ class EnvRunner:
         # the policy acts on it before the next env.step could reuse the env's buffer.
         actions, extras = self._act()
         keys = self._output_keys
-        if keys is None or len(extras) != len(keys):  # checked before the env steps
+        # Checked before the env steps; a set comparison per step (a renamed key as well).
+        if keys is None or extras.keys() != self._output_key_set:
             self._output_keys = check_outputs(actions, extras, self.num_envs, keys)
+            self._output_key_set = frozenset(self._output_keys)
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         self._obs, started = self._recorder.step(
             actions, extras, obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
@@ -312,3 +311,14 @@ def _where_started(state: Any, fresh: Any, mask: Any, axis: int) -> Any:
         return new.where(mask.reshape(shape), old)
 
     return tree.map_structure(reset_leaf, state, fresh)
+
+
+def _whole_number(value: Any, what: str, least: int) -> int:
+    """``value`` as an int >= ``least``; floats and bools are refused, numpy ints taken."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or isinstance(value, bool) or number < least:
+        raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
+    return number

@@ -114,6 +114,34 @@ def test_a_written_chunk_sends_the_converter_down_the_general_path():
     assert_same_storage(rollout, again)
 
 
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_chunks_of_a_tensor_env_pickle_and_deep_copy(mode):
+    import copy
+    import pickle
+
+    env = TorchCartPole(
+        3, autoreset_mode=getattr(gym.vector.AutoresetMode, _MODES[mode]), max_episode_steps=4
+    )
+    runner = EnvRunner(env, lambda obs: ((obs[:, 2] > 0).long(), {"vf_preds": obs[:, 0]}))
+    chunks = runner.sample(6)
+    for twin in (pickle.loads(pickle.dumps(chunks)), copy.deepcopy(chunks)):
+        assert len(twin) == len(chunks)
+        for a, b in zip(chunks, twin):
+            np.testing.assert_array_equal(a.get_observations(), b.get_observations())
+            np.testing.assert_array_equal(
+                a.get_extra_model_outputs("vf_preds"), b.get_extra_model_outputs("vf_preds")
+            )
+            assert (a.id_, a.t_started, a.is_terminated, a.is_truncated) == (
+                b.id_,
+                b.t_started,
+                b.is_terminated,
+                b.is_truncated,
+            )
+
+
+_MODES = {"NextStep": "NEXT_STEP", "SameStep": "SAME_STEP"}
+
+
 class SyncCounter(TorchFunctionMode):
     """Counts the tensor calls that make the host wait for the device."""
 

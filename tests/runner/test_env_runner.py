@@ -366,6 +366,49 @@ BAD_OUTPUTS = {
 }
 
 
+@pytest.mark.parametrize("bad", ["key_appears_later", "key_vanishes", "key_renamed"])
+def test_changed_output_keys_are_refused_before_the_env_steps(bad):
+    env = make_vec(SCRIPTS, "NextStep")
+    counts = {"policy": 0, "env": 0}
+    real_step = env.step
+
+    def step(actions):
+        counts["env"] += 1
+        return real_step(actions)
+
+    def policy(obs):
+        counts["policy"] += 1
+        return BAD_OUTPUTS[bad][0](counts["policy"], len(obs))
+
+    env.step = step
+    with pytest.raises(ValueError, match="changed from"):
+        EnvRunner(env, policy, seed=0).sample(5)
+    assert counts["env"] == counts["policy"] - 1  # the env did not take the refused step
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "steps"),
+    [({"len_lookback_buffer": 1.7}, 2), ({}, 2.9), ({}, True), ({"len_lookback_buffer": -1}, 2)],
+    ids=["float lookback", "float num_steps", "bool num_steps", "negative lookback"],
+)
+def test_counts_must_be_whole_numbers(kwargs, steps):
+    with pytest.raises(ValueError, match="must be an int"):
+        EnvRunner(
+            make_vec(SCRIPTS, "NextStep"),
+            _outputs_at(lambda k, n: (np.zeros(n, np.int64), {})),
+            **kwargs,
+        ).sample(steps)
+
+
+def test_numpy_integers_are_whole_numbers():
+    runner = EnvRunner(
+        make_vec(SCRIPTS, "NextStep"),
+        _outputs_at(lambda k, n: (np.zeros(n, np.int64), {})),
+        len_lookback_buffer=np.int64(2),
+    )
+    assert sum(len(c) for c in runner.sample(np.int32(3))) == 3 * runner.num_envs
+
+
 @pytest.mark.parametrize(("outputs", "message"), BAD_OUTPUTS.values(), ids=BAD_OUTPUTS.keys())
 def test_policy_outputs_that_do_not_fit_are_refused(outputs, message):
     """Refused with the reason (a key that appeared later would have no values for the
