@@ -130,3 +130,30 @@ def data_equal(a: Any, b: Any) -> bool:
     if aa.dtype.kind in "fc" or bb.dtype.kind in "fc":
         return bool(np.array_equal(aa, bb, equal_nan=True))
     return bool(np.array_equal(aa, bb))
+
+
+def same_nesting(a: Any, b: Any) -> bool:
+    """Whether ``b`` nests like ``a``: the same dict keys, sequences of the same lengths.
+
+    Tuples and lists stand for each other (a Tuple space's item may come as either); leaves
+    are not compared.
+
+    Example:
+        >>> same_nesting({"a": 1, "b": (2, 3)}, {"b": [0, 0], "a": 5})
+        True
+        >>> same_nesting({"a": 1, "b": 2}, {"a": 1, "c": 2}), same_nesting({"a": 1}, (1,))
+        (False, False)
+    """
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(same_nesting(a[key], b[key]) for key in a)
+        )
+    if isinstance(a, (tuple, list)):
+        return (
+            isinstance(b, (tuple, list))
+            and len(a) == len(b)
+            and all(same_nesting(x, y) for x, y in zip(a, b))
+        )
+    return not is_nested(b)

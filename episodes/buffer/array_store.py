@@ -25,9 +25,16 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer import array_batches
-from episodes.buffer.value_fit import INTEGERS, MISFIT_ERRORS, fit_of, misfit, staged_rows
+from episodes.buffer.value_fit import (
+    INTEGERS,
+    MISFIT_ERRORS,
+    appended_row,
+    fit_of,
+    misfit,
+    staged_rows,
+)
 from episodes.spaces import batch as stack_items
-from episodes.structs import flatten, map_leaves, unflatten
+from episodes.structs import flatten, map_leaves, same_nesting, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
@@ -397,10 +404,7 @@ class ArrayStore:
         if size == leaf.shape[0]:
             self._reserve(size + 1)
             leaf = self._leaves[0]
-        try:
-            leaf[size] = item
-        except MISFIT_ERRORS as error:
-            raise misfit(item, leaf, error) from error
+        leaf[size] = appended_row(leaf, item)
         self.size = size + 1
 
     def _append_nested(self, item: Any) -> None:
@@ -412,20 +416,20 @@ class ArrayStore:
             )
         if not self.typed:
             self._adopt_layout(leaves, structure)
-        elif len(leaves) != len(self.leaves):
+        elif len(leaves) != len(self.leaves) or not same_nesting(self.structure, item):
             raise ValueError(
-                f"item has {len(leaves)} leaves but the column stores {len(self.leaves)}: "
-                f"structure mismatch ({item!r})"
+                f"item {item!r} does not nest like the column's items "
+                f"({self.structure!r}): structure mismatch"
             )
+        try:
+            rows = [appended_row(column, leaf) for column, leaf in zip(self.leaves, leaves)]
+        except ValueError:
+            self._forget_adopted_layout()
+            raise
         self._reserve(self.size + 1)
         size = self.size
-        for column, leaf in zip(self.leaves, leaves):
-            try:
-                column[size] = leaf
-            except MISFIT_ERRORS as error:
-                # Leaves written so far lie beyond ``size``: unseen, and overwritten next time.
-                self._forget_adopted_layout()
-                raise misfit(item, column, error) from error
+        for column, row in zip(self.leaves, rows):
+            column[size] = row
         self.size = size + 1
 
     def extend_batch(self, batch: Any, count: int | None = None) -> None:
@@ -451,10 +455,22 @@ class ArrayStore:
             return
         if not self.typed:
             self._adopt_layout([a[0] for a in arrays], structure)
-        elif len(arrays) != len(self.leaves):
+        elif len(arrays) != len(self.leaves) or not same_nesting(self.structure, batch):
             raise ValueError(
-                f"batch has {len(arrays)} leaves but the column stores {len(self.leaves)}"
+                f"batch has {len(arrays)} leaves but the column stores {len(self.leaves)} "
+                f"(or they nest otherwise): structure mismatch"
             )
+        for column, leaf in zip(self.leaves, arrays):
+            if leaf.shape[1:] != column.shape[1:] or len(leaf) != n:
+                self._forget_adopted_layout()
+                raise misfit(leaf, column, ValueError(f"batch of shape {leaf.shape}"))
+            narrowing = column.dtype.kind in "iub" and leaf.dtype.kind in "iufcb"
+            if narrowing and leaf.dtype != column.dtype:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    cast = leaf.astype(column.dtype)
+                if not np.array_equal(cast, leaf):  # 0.5 into ints, 300 into int8
+                    self._forget_adopted_layout()
+                    raise misfit(leaf, column, ValueError("values change in that dtype"))
         self._reserve(self.size + n)
         for column, leaf in zip(self.leaves, arrays):
             try:
@@ -501,7 +517,7 @@ class ArrayStore:
             array([5, 0, 7])
         """
         leaves = self.leaves
-        staged = [staged_rows(leaves, item) for item in items]
+        staged = [staged_rows(leaves, item, self.structure) for item in items]
         for position, rows in zip(positions, staged):
             for leaf, row in zip(leaves, rows):
                 leaf[position] = row

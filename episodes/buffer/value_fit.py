@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from episodes.structs import flatten
+from episodes.structs import flatten, same_nesting
 
-__all__ = ["INTEGERS", "MISFIT_ERRORS", "fit_of", "misfit", "staged_rows"]
+__all__ = ["INTEGERS", "MISFIT_ERRORS", "appended_row", "fit_of", "misfit", "staged_rows"]
 
 INTEGERS = frozenset((int, np.int64, np.int32))
 _FLOATS = frozenset((float, np.float64, np.float32))
@@ -80,8 +80,43 @@ def misfit(value: Any, leaf: np.ndarray, error: Exception) -> ValueError:
     )
 
 
-def staged_rows(leaves: list[np.ndarray], item: Any) -> list[np.ndarray]:
+def appended_row(leaf: np.ndarray, value: Any) -> np.ndarray:
+    """``value`` as one new row of column ``leaf``, or the misfit error.
+
+    An appended item must have the column's item shape (no broadcasting: a scalar is not a
+    row of two), and a float written into an integer or bool column must survive the cast
+    (0.5 is not the int 0).
+
+    Example:
+        >>> appended_row(np.zeros((3, 2)), [1, 2]).tolist()
+        [1.0, 2.0]
+        >>> appended_row(np.zeros((3, 2)), 5.0)
+        Traceback (most recent call last):
+        ValueError: 5.0 does not fit a numpy column of dtype float64 and item shape (2,) ...
+        >>> appended_row(np.zeros(3, np.int64), 0.5)
+        Traceback (most recent call last):
+        ValueError: 0.5 does not fit a numpy column of dtype int64 and item shape () ...
+    """
+    row = np.empty(leaf.shape[1:], leaf.dtype)
+    try:
+        given = np.asarray(value)
+        if given.shape != row.shape:
+            raise ValueError(f"item shape {given.shape}")
+        row[...] = value  # numpy's own checks for Python numbers (300 into int8 raises)
+    except MISFIT_ERRORS as error:
+        raise misfit(value, leaf, error) from error
+    # Arrays and numpy scalars are cast without those checks: the value must survive.
+    lossy = row.dtype.kind in "iub" and given.dtype.kind in "iufcb" and given.dtype != row.dtype
+    if lossy and not np.array_equal(row, given):
+        raise misfit(value, leaf, ValueError("the value changes in that dtype"))
+    return row
+
+
+def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> list[np.ndarray]:
     """``item`` cast into one new row per leaf, or the misfit error before anything is written.
+
+    ``structure`` (the column's item structure, if nested) must nest like ``item``: the same
+    dict keys, so that no value lands under another key.
 
     Example:
         >>> leaves = [np.zeros((3,), np.int64), np.zeros((3, 2))]
@@ -90,9 +125,12 @@ def staged_rows(leaves: list[np.ndarray], item: Any) -> list[np.ndarray]:
         >>> staged_rows(leaves, (1,))
         Traceback (most recent call last):
         ValueError: item (1,) does not match the column's item structure
+        >>> staged_rows(leaves, {"a": 1, "c": [0, 0]}, structure={"a": 0, "b": [0, 0]})
+        Traceback (most recent call last):
+        ValueError: item {'a': 1, 'c': [0, 0]} does not match the column's item structure
     """
     values, _ = flatten(item)
-    if len(values) != len(leaves):
+    if len(values) != len(leaves) or (structure is not None and not same_nesting(structure, item)):
         raise ValueError(f"item {item!r} does not match the column's item structure")
     rows = []
     for leaf, value in zip(leaves, values):

@@ -226,9 +226,10 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     if len(episode.observations) == 0 or len(other.observations) == 0:
         raise AssertionError("cannot concat: both chunks need at least one observation")
     mine, theirs = set(episode.extra_model_outputs), set(other.extra_model_outputs)
-    # Keys may only be new if this chunk has no steps yet (a chunk cut before the first step
-    # that recorded them); otherwise its existing steps would lack them.
-    if len(other) > 0 and (mine - theirs or (theirs - mine and len(episode) > 0)):
+    # Keys may only be new where this episode has no steps yet (a chunk cut before the first
+    # step that recorded them), or its existing steps would lack them; and a successor with
+    # steps must give every key this episode records.
+    if (theirs - mine and len(episode) > 0) or (len(other) > 0 and mine - theirs):
         raise AssertionError(
             "cannot concat: extra_model_outputs keys differ: "
             f"{sorted(episode.extra_model_outputs)} vs {sorted(other.extra_model_outputs)}"

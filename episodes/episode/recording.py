@@ -142,6 +142,11 @@ class StepRecorder:
         """
         if self.is_terminated or self.is_truncated:
             raise AssertionError("the episode is done: it accepts no more steps")
+        if extra_model_outputs is not None and not isinstance(extra_model_outputs, dict):
+            raise TypeError(
+                "extra_model_outputs must be a dict of key -> value, got "
+                f"{type(extra_model_outputs).__name__}"
+            )
         finishing = False
         if terminated is not False or truncated is not False:
             terminated = as_flag(terminated, "terminated")
@@ -228,7 +233,10 @@ class StepRecorder:
             if key in recorded:
                 recorded[key].append(value)
             else:
-                recorded[key] = InfiniteLookbackBuffer([value])
+                fresh = InfiniteLookbackBuffer([value])
+                if self.rewards.finalized:  # a numpy'd episode's columns are all numpy (§7)
+                    fresh.finalize()
+                recorded[key] = fresh
 
     def _check_new_keys(self, given: dict[str, Any], steps_before: int) -> None:
         known, new = set(self.extra_model_outputs), set(given)

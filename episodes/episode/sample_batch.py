@@ -28,8 +28,13 @@ class SampleBatch(dict[str, Any]):
             3
             >>> SampleBatch().count
             0
+            >>> SampleBatch({"obs": {"a": np.zeros(5), "b": np.zeros(5)}}).count
+            5
         """
         for value in self.values():
+            # A numpy'd Dict/Tuple column is a dict/tuple of arrays: count its first leaf's rows.
+            while isinstance(value, (dict, tuple)) and value:
+                value = next(iter(value.values())) if isinstance(value, dict) else value[0]
             return len(value)
         return 0
 

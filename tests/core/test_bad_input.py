@@ -506,3 +506,116 @@ BUFFER_BUILD_CASES = {
 def test_buffer_construction_refuses_bad_input(build, error, message):
     with pytest.raises(error, match=message):
         build()
+
+
+def _numpyd(obs, action=0, reward=1.0, extras=None):
+    """A numpy'd episode of two steps built from the given first items."""
+    ep = SingleAgentEpisode()
+    ep.add_env_reset(obs)
+    ep.add_env_step(obs, action, reward, extra_model_outputs=extras)
+    ep.add_env_step(obs, action, reward, extra_model_outputs=extras)
+    return ep.to_numpy()
+
+
+NUMPY_STEP_MISFITS = {
+    # (episode, add_env_step kwargs): a numpy column refuses an item it would have to
+    # broadcast, rename into or truncate; the episode keeps what it had.
+    "scalar_observation_for_a_row": (
+        lambda: _numpyd(np.zeros(2, np.float32)),
+        {"observation": 5.0, "action": 0, "reward": 1.0},
+    ),
+    "row_of_one_for_a_row_of_two": (
+        lambda: _numpyd(np.zeros(2, np.float32)),
+        {"observation": np.zeros(1, np.float32), "action": 0, "reward": 1.0},
+    ),
+    "scalar_action_for_an_action_row": (
+        lambda: _numpyd(np.zeros(2, np.float32), action=np.zeros(3)),
+        {"observation": np.zeros(2, np.float32), "action": 1.0, "reward": 1.0},
+    ),
+    "extra_output_of_another_shape": (
+        lambda: _numpyd(0.0, extras={"v": np.zeros(2)}),
+        {"observation": 0.0, "action": 0, "reward": 1.0, "extra_model_outputs": {"v": 1.0}},
+    ),
+    "dict_observation_with_a_renamed_key": (
+        lambda: _numpyd({"pos": np.zeros(2), "vel": 0.0}),
+        {"observation": {"pos": np.ones(2), "WRONG": 1.0}, "action": 0, "reward": 1.0},
+    ),
+    "tuple_for_a_dict_observation": (
+        lambda: _numpyd({"pos": np.zeros(2), "vel": 0.0}),
+        {"observation": (np.ones(2), 1.0), "action": 0, "reward": 1.0},
+    ),
+    "fractional_reward_into_int_rewards": (
+        lambda: _numpyd(0.0, reward=0),
+        {"observation": 0.0, "action": 0, "reward": 0.5},
+    ),
+    "wide_int_array_into_int8_actions": (
+        lambda: _numpyd(0.0, action=np.int8(1)),
+        {"observation": 0.0, "action": np.array(300), "reward": 1.0},
+    ),
+}
+
+
+@pytest.mark.parametrize("make, step", NUMPY_STEP_MISFITS.values(), ids=NUMPY_STEP_MISFITS.keys())
+def test_numpy_columns_refuse_items_they_would_broadcast_rename_or_truncate(make, step):
+    ep = make()
+    before = copy.deepcopy(ep)
+    with pytest.raises(ValueError):
+        ep.add_env_step(**step)
+    assert ep == before
+    ep.validate()
+
+
+@pytest.mark.parametrize("extras", [[], "logp", [("logp", 0.1)]], ids=["list", "str", "pairs"])
+def test_extra_model_outputs_that_are_not_a_dict_change_nothing(extras):
+    ep = SingleAgentEpisode()
+    ep.add_env_reset(0)
+    before = copy.deepcopy(ep)
+    with pytest.raises(TypeError, match="must be a dict"):
+        ep.add_env_step(1, 0, 1.0, extra_model_outputs=extras)
+    assert ep == before
+    ep.validate()
+
+
+def test_concat_refuses_a_stepless_successor_bringing_a_key_the_episode_lacks():
+    ep = SingleAgentEpisode(
+        "x", observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0], len_lookback_buffer=0
+    )
+    # A successor at t=2 without steps whose lookback holds an extra output "v".
+    other = SingleAgentEpisode(
+        "x",
+        observations=[1, 2],
+        actions=[1],
+        rewards=[1.0],
+        extra_model_outputs={"v": [0.3]},
+        t_started=2,
+    )
+    assert len(other) == 0
+    before = copy.deepcopy(ep)
+    with pytest.raises(AssertionError, match="keys differ"):
+        ep.concat_episode(other)
+    assert ep == before
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["reset_only", "cut_successor"])
+def test_a_numpy_episode_records_a_new_extra_output_as_a_numpy_column(cut):
+    ep = SingleAgentEpisode()
+    ep.add_env_reset(np.zeros(2, np.float32))
+    ep.to_numpy()
+    if cut:
+        ep.add_env_step(np.zeros(2, np.float32), 0, 1.0)
+        ep = ep.cut()
+    ep.add_env_step(np.ones(2, np.float32), 1, 1.0, extra_model_outputs={"logp": -0.5})
+    assert ep.is_numpy
+    assert isinstance(ep.get_data_dict()["logp"], np.ndarray)
+    ep.validate()
+
+
+def test_sample_batch_counts_rows_of_nested_numpy_columns():
+    obs = {"a": np.zeros(2, np.float32), "b": np.zeros(3, np.float32), "c": 0.0}
+    ep = SingleAgentEpisode()
+    ep.add_env_reset(obs)
+    for _ in range(5):
+        ep.add_env_step(obs, 0, 1.0)
+    ep.to_numpy()
+    batch = ep.get_sample_batch()
+    assert batch.count == len(batch) == 5
