@@ -164,6 +164,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         default, ``t`` defaults to ``t_started`` plus the number of rewards.
 
         Raises:
+            TypeError: A column that is not an ``InfiniteLookbackBuffer`` (extra model outputs:
+                a dict of them), or ``custom_data`` that is not a dict.
             ValueError: The values are inconsistent (column lengths, ``t``).
 
         Example:
@@ -193,6 +195,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                 value = {}
             elif field.kind == "column" and value is None:
                 value = InfiniteLookbackBuffer()
+            _check_field_type(field.name, field.kind, value)
             object.__setattr__(self, field.slot, value)
         if "t" not in values:
             self.t = self.t_started + len(self.rewards)
@@ -508,3 +511,16 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, "
             f"return={self.get_return():.4g}, id_={self.id_})"
         )
+
+
+def _check_field_type(name: str, kind: str, value: Any) -> None:
+    """``from_fields`` takes buffers as they are: refuse what later reads would trip over."""
+    if kind == "column" and not isinstance(value, InfiniteLookbackBuffer):
+        raise TypeError(f"{name} must be an InfiniteLookbackBuffer, got {type(value).__name__}")
+    if kind == "columns" and not (
+        isinstance(value, dict)
+        and all(isinstance(column, InfiniteLookbackBuffer) for column in value.values())
+    ):
+        raise TypeError(f"{name} must be a dict of InfiniteLookbackBuffers")
+    if kind == "custom" and not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict, got {type(value).__name__}")

@@ -619,3 +619,24 @@ def test_sample_batch_counts_rows_of_nested_numpy_columns():
     ep.to_numpy()
     batch = ep.get_sample_batch()
     assert batch.count == len(batch) == 5
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"observations": [0, 1], "actions": InfiniteLookbackBuffer([0])},
+        {"extra_model_outputs": {"v": [1.0]}},
+        {"custom_data": [1]},
+    ],
+    ids=["list_column", "list_extra_output", "custom_data_list"],
+)
+def test_from_fields_refuses_values_of_the_wrong_type(values):
+    fields = {
+        "observations": InfiniteLookbackBuffer([0, 1]),
+        "infos": InfiniteLookbackBuffer([{}, {}]),
+        "actions": InfiniteLookbackBuffer([0]),
+        "rewards": InfiniteLookbackBuffer([1.0]),
+        **values,
+    }
+    with pytest.raises(TypeError, match="must be"):
+        SingleAgentEpisode.from_fields(fields)
