@@ -99,3 +99,16 @@ def make_episode(
     if numpy:
         ep.to_numpy()
     return ep
+
+
+def moved(piece: SingleAgentEpisode) -> SingleAgentEpisode:
+    """The piece with every observation moved by 100 (a piece that no longer joins)."""
+    return SingleAgentEpisode(
+        piece.id_,
+        observations=[o + 100 for o in piece.get_observations()],
+        actions=list(piece.get_actions()),
+        rewards=list(piece.get_rewards()),
+        terminated=piece.is_terminated,
+        t_started=piece.t_started,
+        len_lookback_buffer=0,
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _gen import moved
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,18 +32,6 @@ def whole(id_: str, length: int) -> SingleAgentEpisode:
         actions=[t % 3 for t in range(length)],
         rewards=[float(t) for t in range(length)],
         terminated=True,
-        len_lookback_buffer=0,
-    )
-
-
-def moved(piece: SingleAgentEpisode) -> SingleAgentEpisode:
-    return SingleAgentEpisode(
-        piece.id_,
-        observations=[o + 100 for o in piece.get_observations()],
-        actions=list(piece.get_actions()),
-        rewards=list(piece.get_rewards()),
-        terminated=piece.is_terminated,
-        t_started=piece.t_started,
         len_lookback_buffer=0,
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _gen import moved
 
 from episodes import SingleAgentEpisode
 from episodes.io import (
@@ -76,19 +77,6 @@ def test_pieces_without_steps_overlap_nothing(tmp_path):
     assert merge([a, b], tmp_path / "out") == 3
 
 
-def shifted(piece: SingleAgentEpisode) -> SingleAgentEpisode:
-    """The piece with every observation moved by 100."""
-    return SingleAgentEpisode(
-        piece.id_,
-        observations=[o + 100 for o in piece.get_observations()],
-        actions=list(piece.get_actions()),
-        rewards=list(piece.get_rewards()),
-        terminated=piece.is_terminated,
-        t_started=piece.t_started,
-        len_lookback_buffer=0,
-    )
-
-
 def with_logp(piece: SingleAgentEpisode) -> SingleAgentEpisode:
     return SingleAgentEpisode(
         piece.id_,
@@ -132,11 +120,11 @@ PIECES = {
     ),
     "a_gap": (lambda: [episode("x", 8)[0:3], episode("x", 8)[5:8]], ["steps [3, 5) are missing"]),
     "next_piece_starts_with_another_observation": (
-        lambda: [episode("x", 8)[0:3], shifted(episode("x", 8)[3:8])],
+        lambda: [episode("x", 8)[0:3], moved(episode("x", 8)[3:8])],
         ["piece at t=3 does not start with its predecessor's last observation"],
     ),
     "the_same_border_problem_read_in_reverse": (
-        lambda: [shifted(episode("x", 8)[3:8]), episode("x", 8)[0:3]],
+        lambda: [moved(episode("x", 8)[3:8]), episode("x", 8)[0:3]],
         ["piece at t=3 does not start with its predecessor's last observation"],
     ),
     "next_piece_with_other_extra_outputs": (
