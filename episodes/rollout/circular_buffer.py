@@ -63,6 +63,7 @@ class CircularBuffer:
         self.device = torch.device(device)
         self._buffer: torch.Tensor | None = None
         self._pointer = -1  # slot of the newest item, shared by all envs
+        self._changes = 0  # appends and resets: a generator in use must not see them
         self._length = torch.zeros(batch_size, dtype=torch.long, device=self.device)
         self._envs = torch.arange(batch_size, device=self.device)
 
@@ -139,6 +140,7 @@ class CircularBuffer:
             )
         elif data.shape != self._buffer.shape[1:]:
             raise ValueError(f"data shape {tuple(data.shape)} != {tuple(self._buffer.shape[1:])}")
+        self._changes += 1
         self._pointer = (self._pointer + 1) % self._max_len
         self._buffer[self._pointer].copy_(data)
         self._length.add_(1).clamp_(max=self._max_len)
@@ -146,18 +148,31 @@ class CircularBuffer:
     def reset(self, batch_ids: Sequence[int] | torch.Tensor | None = None) -> None:
         """Forget the history of ``batch_ids`` (all envs when ``None``).
 
+        ``batch_ids`` holds env indices, or is a ``[batch_size]`` bool mask (the dones).
+
         Example:
             >>> buf = CircularBuffer(3, 2)
             >>> buf.append(torch.tensor([5, 7]))
             >>> buf.reset([0])
             >>> buf.current_length.tolist(), buf[0].tolist()
             ([0, 1], [0, 7])
+            >>> buf.append(torch.tensor([6, 8])); buf.reset(torch.tensor([False, True]))
+            >>> buf.current_length.tolist()
+            [1, 0]
         """
+        self._changes += 1
         if batch_ids is None:
             self._length.zero_()
-        else:
-            ids = torch.as_tensor(batch_ids, dtype=torch.long, device=self.device)
+            return
+        ids = torch.as_tensor(batch_ids, device=self.device)
+        if ids.dtype == torch.bool:
+            if ids.shape != self._length.shape:
+                raise ValueError(
+                    f"a bool mask must have shape ({len(self._length)},), got {tuple(ids.shape)}"
+                )
             self._length[ids] = 0
+        else:
+            self._length[ids.long()] = 0
 
     def __getitem__(self, key: int | torch.Tensor) -> torch.Tensor:
         """Item ``key`` steps back for every env (``0`` is the newest).
@@ -205,6 +220,8 @@ class CircularBuffer:
 
         Raises:
             ValueError: on a bad ``seq_len`` or if no env has ``seq_len`` items since its reset.
+            RuntimeError: when the next batch is asked for after an ``append`` or ``reset``
+                (its windows were planned on the buffer as it was; make a new generator).
 
         Example:
             >>> buf = CircularBuffer(4, 2)
@@ -225,7 +242,13 @@ class CircularBuffer:
             raise ValueError(f"no env has {seq_len} items since its last reset")
         buf = self._buffer
         steps = torch.arange(seq_len - 1, -1, -1, device=self.device)  # lags, oldest first
+        planned_on = self._changes
         for _ in range(num_batches):
+            if self._changes != planned_on:
+                raise RuntimeError(
+                    "the buffer changed (append or reset) while its mini_batch_generator was in "
+                    "use; make a new generator"
+                )
             u = torch.rand(batch_size, device=self.device, generator=generator, dtype=torch.float64)
             flat = (u * total).long().clamp(max=total - 1)
             env = torch.searchsorted(cum, flat, right=True)

@@ -8,12 +8,12 @@ the caller's memory, so it is never written: the next write into it takes a copy
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
 
-__all__ = ["can_take", "copy_rows", "paired", "put_leaf"]
+__all__ = ["can_take", "copy_rows", "paired", "put_leaf", "same_but_trailing_ones"]
 
 
 def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
@@ -56,9 +56,24 @@ def can_take(dst: torch.Tensor, src: Any) -> bool:
         and src.device == dst.device
         and not src.requires_grad
         and src.shape[:2] == dst.shape[:2]
-        and src.numel() == dst.numel()
+        and same_but_trailing_ones(src.shape, dst.shape)
         and src.is_contiguous()
     )
+
+
+def same_but_trailing_ones(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Whether two shapes differ at most in trailing 1s (``[T, N]`` serves ``[T, N, 1]``).
+
+    Example:
+        >>> same_but_trailing_ones((3, 2), (3, 2, 1)), same_but_trailing_ones((3, 2), (2, 3))
+        (True, False)
+    """
+    a, b = list(a), list(b)
+    while a and a[-1] == 1:
+        a.pop()
+    while b and b[-1] == 1:
+        b.pop()
+    return a == b
 
 
 def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -69,8 +84,16 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
         >>> copy_rows(dst, torch.tensor([1.0, 2.0])); dst.flatten().tolist()
         [1.0, 2.0]
     """
-    # Rewards and log-probs arrive as [N] for [N, 1] rows: reshape only when the shapes differ.
-    dst.copy_(src if src.shape == dst.shape else src.reshape(dst.shape))
+    # Rewards and log-probs arrive as [N] for [N, 1] rows: reshape only when the shapes differ,
+    # and only by trailing 1s: a [3, 2] batch of [2, 3] rows has the right size but is wrong.
+    if src.shape != dst.shape:
+        if not same_but_trailing_ones(src.shape, dst.shape):
+            raise ValueError(
+                f"a block of shape {tuple(src.shape)} does not fit rows of shape "
+                f"{tuple(dst.shape)}"
+            )
+        src = src.reshape(dst.shape)
+    dst.copy_(src)
 
 
 def put_leaf(

@@ -379,15 +379,9 @@ class RolloutStorage:
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"unknown fields {sorted(unknown)}; accepted: {sorted(allowed)}")
-        lengths = set()
-        for value in fields.values():
-            if value is None:
-                continue
-            leaf = value
-            while isinstance(leaf, (Mapping, tuple, list)):
-                leaf = next(iter(leaf.values())) if isinstance(leaf, Mapping) else leaf[0]
-            if leaf is not None:
-                lengths.add(int(leaf.shape[0]))
+        # Every leaf of every field (dict observations, both parts of a hidden-state pair, an
+        # LSTM's h and c): a shorter one would be broadcast over the block's rows.
+        lengths = {int(leaf.shape[0]) for leaf in _block_leaves(fields)}
         if len(lengths) != 1:
             raise ValueError(f"all blocks must have the same leading length, got {sorted(lengths)}")
         k = lengths.pop()
@@ -554,3 +548,17 @@ class RolloutStorage:
             [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
         """
         return distillation_generator(self)
+
+
+def _block_leaves(value: Any) -> Iterator[Any]:
+    """The arrays of a (nested) block, skipping ``None`` parts (a critic without a state)."""
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _block_leaves(item)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _block_leaves(item)
+    else:
+        yield value

@@ -125,3 +125,26 @@ def test_property_matches_python_deques(max_len, n, ops):
         for k in range(max_len):
             want = [h[-1 - min(k, len(h) - 1)] if h else 0.0 for h in hist]
             assert buf[k].tolist() == want
+
+
+def test_reset_takes_a_bool_mask_of_the_done_envs():
+    buf = CircularBuffer(3, 3)
+    buf.append(torch.tensor([1.0, 2.0, 3.0]))
+    buf.reset(torch.tensor([False, False, True]))
+    assert buf.current_length.tolist() == [1, 1, 0]
+    buf.reset([True, False, False])  # a list of bools is a mask too
+    assert buf.current_length.tolist() == [0, 1, 0]
+    with pytest.raises(ValueError, match="bool mask"):
+        buf.reset(torch.tensor([True, False]))
+
+
+@pytest.mark.parametrize("change", ["append", "reset"])
+def test_a_generator_refuses_to_go_on_after_the_buffer_changed(change):
+    buf = CircularBuffer(4, 2)
+    for v in range(4):
+        buf.append(torch.full((2,), float(v)))
+    batches = buf.mini_batch_generator(seq_len=2, batch_size=3, num_batches=3)
+    next(batches)
+    buf.append(torch.full((2,), 100.0)) if change == "append" else buf.reset([0])
+    with pytest.raises(RuntimeError, match="changed"):
+        next(batches)

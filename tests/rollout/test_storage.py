@@ -380,3 +380,50 @@ def test_gather_is_row_indexing_of_flat(t, n, obs_shape, data):
     got = st.gather(index)
     for name, rows in st.flat().items():
         assert torch.equal(got[name], rows[index]), name
+
+
+@pytest.mark.parametrize(
+    ("name", "write"),
+    [
+        (
+            "transposed actions in add_transition",
+            lambda st: st.add_transition(
+                Transition(
+                    observations=torch.zeros(3, 4),
+                    actions=torch.zeros(2, 3),
+                    rewards=torch.zeros(3),
+                    dones=torch.zeros(3),
+                    values=torch.zeros(3),
+                    actions_log_prob=torch.zeros(3),
+                    distribution_params=(torch.zeros(3, 2), torch.zeros(3, 2)),
+                )
+            ),
+        ),
+        (
+            "observations of another item shape",
+            lambda st: st.write_block(0, observations=torch.zeros(2, 3, 2, 2)),
+        ),
+        (
+            "the same, shared",
+            lambda st: st.write_block(0, share=True, observations=torch.zeros(2, 3, 2, 2)),
+        ),
+    ],
+)
+def test_blocks_of_the_right_size_but_the_wrong_shape_are_refused(name, write):
+    st = RolloutStorage("rl", 3, 2, (4,), (2,))
+    with pytest.raises(ValueError, match="does not fit rows"):
+        write(st)
+    assert not st.shared
+
+
+def test_write_block_measures_every_leaf_of_every_field():
+    st = RolloutStorage("rl", 2, 4, {"a": (2,), "b": (3,)}, (1,))
+    with pytest.raises(ValueError, match="same leading length"):
+        st.write_block(0, observations={"a": torch.ones(4, 2, 2), "b": torch.ones(1, 2, 3)})
+    assert st.observations["a"].abs().sum() == 0  # nothing written
+    h = torch.ones(4, 1, 2, 5)
+    with pytest.raises(ValueError, match="same leading length"):
+        st.write_block(0, rewards=torch.ones(4, 2), hidden_states=(None, h[:1]))
+    with pytest.raises(ValueError, match="same leading length"):
+        st.write_block(0, rewards=torch.ones(4, 2), hidden_states=((h, h[:1]), None))
+    assert st.write_block(0, hidden_states=(None, h)) == 4  # a critic-only state is a block
