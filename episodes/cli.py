@@ -50,6 +50,28 @@ def _progress(total: int | None, desc: str) -> Any:
 
 
 # --------------------------------------------------------------------------------- record
+def _shard_bytes(megabytes: float) -> int:
+    """``--shard-mb`` in bytes: a finite number of at least one byte."""
+    import math
+
+    if not math.isfinite(megabytes) or int(megabytes * 2**20) < 1:
+        raise CliError(f"--shard-mb must be a finite number > 0, got {megabytes}")
+    return int(megabytes * 2**20)
+
+
+def _refuse_other_env(out: str, env_id: str) -> None:
+    """``record`` appends to a dataset of the same env only: its metadata names one env."""
+    from pathlib import Path
+
+    from episodes.io.shards import is_v2
+
+    if not is_v2(Path(out)):
+        return
+    recorded = (dataset_info(out).metadata or {}).get("env_id")
+    if recorded not in (None, env_id):
+        raise CliError(f"{out} holds {recorded} episodes; record {env_id} into a new directory")
+
+
 def _record(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
@@ -57,8 +79,11 @@ def _record(args: argparse.Namespace) -> int:
 
     if args.steps < 1 or args.num_envs < 1:
         raise CliError("--steps and --num-envs must be >= 1")
-    if args.shard_mb <= 0:
-        raise CliError("--shard-mb must be > 0")
+    if args.seed is not None and args.seed < 0:
+        raise CliError("--seed must be >= 0")
+    shard_bytes = _shard_bytes(args.shard_mb)
+    if args.format != 1:
+        _refuse_other_env(args.out, args.env_id)
     try:
         env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
     except Exception as err:  # noqa: BLE001 - gymnasium raises many types for a bad id
@@ -82,7 +107,7 @@ def _record(args: argparse.Namespace) -> int:
             user={"num_envs": args.num_envs, "command": "episodes record"},
         )
         metadata.env_id = metadata.env_id or args.env_id
-        writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=int(args.shard_mb * 2**20))
+        writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_bytes)
     with writer, _progress(per_env * args.num_envs, "record") as bar:
         while done < per_env:
             block = min(256, per_env - done)
@@ -247,12 +272,11 @@ def _plot(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from episodes.io import migrate
 
-    if args.shard_mb <= 0:
-        raise CliError("--shard-mb must be > 0")
+    shard_bytes = _shard_bytes(args.shard_mb)
     n = migrate(
         args.src,
         args.dst,
-        shard_bytes=int(args.shard_mb * 2**20),
+        shard_bytes=shard_bytes,
         data_format=args.data_format,
         compression=None if args.compression == "none" else args.compression,
     )
@@ -289,7 +313,14 @@ def _key_value(item: str) -> tuple[str, Any]:
 
 
 def _filter(args: argparse.Namespace) -> int:
+    import math
+
     from episodes.io import filter_dataset
+
+    for name in ("min_return", "max_return"):
+        value = getattr(args, name)
+        if value is not None and math.isnan(value):
+            raise CliError(f"--{name.replace('_', '-')} must be a number, got nan")
 
     n = filter_dataset(
         args.src,
@@ -467,7 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return _closed_pipe()
-    except (CliError, DatasetError, OSError) as err:
+    except (CliError, DatasetError, OSError, ValueError) as err:
+        # ValueError: the library's refusal of a bad argument (split into one directory).
         print(f"episodes: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -72,6 +72,11 @@ class DatasetMetadata:
                 spec_json = json.loads(spec.to_json())
             except (TypeError, ValueError, AssertionError):
                 spec_json = None  # kwargs that are not JSON: the id alone still says a lot
+        if spec_json is not None and hasattr(env, "num_envs"):
+            # gym.make_vec puts its own arguments into the spec's kwargs; the stored spec is
+            # the single env's, which gym.make(EnvSpec.from_json(...)) must rebuild.
+            for key in ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers"):
+                spec_json.get("kwargs", {}).pop(key, None)
         return cls(env_id=getattr(spec, "id", None), env_spec=spec_json, **kwargs)
 
     def to_json(self) -> dict[str, Any]:

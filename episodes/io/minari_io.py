@@ -60,7 +60,8 @@ def _datasets_root(root: PathLike | None) -> Iterator[None]:
         yield
         return
     old = os.environ.get("MINARI_DATASETS_PATH")
-    os.environ["MINARI_DATASETS_PATH"] = os.fspath(root)
+    # Absolute: minari resolves a relative root differently in its writer and its reader.
+    os.environ["MINARI_DATASETS_PATH"] = os.path.abspath(os.fspath(root))
     try:
         yield
     finally:

@@ -89,8 +89,7 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
     if src.shape != dst.shape:
         if not same_but_trailing_ones(src.shape, dst.shape):
             raise ValueError(
-                f"a block of shape {tuple(src.shape)} does not fit rows of shape "
-                f"{tuple(dst.shape)}"
+                f"a block of shape {tuple(src.shape)} does not fit rows of shape {tuple(dst.shape)}"
             )
         src = src.reshape(dst.shape)
     dst.copy_(src)

@@ -66,14 +66,8 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
             return np.asarray([])
         return filler_batch(space, 0, 0)
     first = items[0]
-    if type(first) is float:
-        # Python floats (rewards, scalar model outputs) become float64 either way; fromiter
-        # skips asarray's per-element type discovery. Anything that is not a real number
-        # (a complex, an array) raises here and takes the general path.
-        try:
-            return np.fromiter(items, np.float64, len(items))
-        except (TypeError, ValueError):
-            pass
+    # No float64 shortcut for a first Python float: np.fromiter would call float() on every
+    # item, turning None into nan and "2.5" into 2.5 where np.asarray keeps what they are.
     if first.__class__ is np.ndarray and first.ndim:
         joined = _join_rows(items)
         if joined is not None:

@@ -136,11 +136,13 @@ def _(space: gs.Discrete) -> Checker:
     start, stop = int(space.start), int(space.start + space.n)
     fallback = _fallback(space)
 
+    dtype = space.dtype
+
     def check(item: Any) -> bool:
         if type(item) is int:
             return start <= item < stop
-        if isinstance(item, np.integer):
-            return bool(start <= item < stop)
+        if isinstance(item, np.integer) and np.can_cast(item.dtype, dtype):
+            return bool(start <= item < stop)  # as space.contains: the dtype must cast safely
         return bool(fallback(item))
 
     return check

@@ -138,6 +138,8 @@ def _(space: gs.MultiDiscrete, value: Any) -> Any:
     nvec = space.nvec.ravel().astype(np.int64)
     # Component j's one-hot block starts where the blocks of components < j end.
     offsets = np.concatenate(([0], np.cumsum(nvec)[:-1]))
-    cols = idx.reshape(-1, nvec.size) + offsets
     width = int(nvec.sum())
+    if nvec.size == 0:  # MultiDiscrete([]): every item is an empty one-hot
+        return np.zeros(batch_shape + (0,), np.float32)
+    cols = idx.reshape(-1, nvec.size) + offsets
     return _scatter_ones(cols, width).reshape(batch_shape + (width,))

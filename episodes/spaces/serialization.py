@@ -76,6 +76,7 @@ def _bound_list(values: np.ndarray, bounded: np.ndarray, marker: str) -> list[An
     if flat.dtype.kind == "f":
         out[np.isnan(flat)] = "nan"
         out[np.isposinf(flat)] = "inf"
+        out[np.isneginf(flat)] = "-inf"
     out[~np.asarray(bounded, dtype=bool).ravel()] = marker
     return out.tolist()
 
@@ -206,10 +207,16 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     try:
         key: bytes | str = marshal.dumps(d)
     except ValueError:
-        key = repr(d)
+        try:
+            key = repr(d)
+        except RecursionError:
+            raise ValueError("space: nested too deeply") from None
     space = _DECODED.get(key)
     if space is None:
-        space = _decode(d, "space")
+        try:
+            space = _decode(d, "space")
+        except RecursionError:
+            raise ValueError("space: nested too deeply") from None
         if len(_DECODED) >= _MAX_DECODED:
             _DECODED.clear()
         _DECODED[key] = space
@@ -307,7 +314,9 @@ def _bound_array(
         raise ValueError(f"{what}: expected a flat list of numbers") from e
     # Fast path: plain numbers of a fitting kind (the usual, large, case).
     fits = {"b": "b", "i": "iu", "u": "iu", "f": "iuf"}[dtype.kind]
-    if raw.ndim != 1 or raw.dtype.kind not in fits:
+    # A bool mixed with numbers becomes a number in np.asarray; JSON true is not a number.
+    mixed_bools = dtype.kind != "b" and any(isinstance(x, bool) for x in values)
+    if raw.ndim != 1 or raw.dtype.kind not in fits or mixed_bools:
         raw, unbounded = _checked_objects(values, dtype, marker, what)
     out = raw.astype(dtype)
     if dtype.kind in "iu" and not np.array_equal(out, raw):
@@ -376,6 +385,12 @@ def _decode_multi_discrete(d: dict[str, Any], where: str) -> gs.Space[Any]:
     if np.any(nvec <= 0):
         raise ValueError(f"{where}: every entry of 'nvec' must be positive")
     dtype = _dtype(d, where, "iu") if "dtype" in d else np.dtype(np.int64)
+    # Every value start .. start + nvec - 1 must fit the dtype (300 would wrap to 44 in uint8).
+    info = np.iinfo(dtype)
+    low = [int(x) for x in start.ravel()]
+    high = [int(a) + int(n) - 1 for a, n in zip(start.ravel(), nvec.ravel())]
+    if any(x < info.min for x in low) or any(x > info.max for x in high):
+        raise ValueError(f"{where}: 'start' and 'nvec' give values outside {dtype.name}")
     return gs.MultiDiscrete(nvec, dtype=dtype.name, start=start)
 
 

@@ -246,3 +246,81 @@ def test_migrate_merge_split_filter(recorded, recorded_v1, tmp_path):
     assert "KEY=VALUE" in proc.stderr
     proc = run("merge", str(recorded), "--out", str(both), check_rc=1)
     assert "not empty" in proc.stderr
+
+
+def _main(*args):
+    from episodes.cli import main
+
+    return main(list(args))
+
+
+BAD_ARGUMENTS = {
+    # Each a user error: exit code 1 and one "episodes: error:" line, no traceback.
+    "shard_mb_nan": (
+        "record",
+        "CartPole-v1",
+        "--steps",
+        "5",
+        "--out",
+        "{tmp}/a",
+        "--shard-mb",
+        "nan",
+    ),
+    "shard_mb_inf": (
+        "record",
+        "CartPole-v1",
+        "--steps",
+        "5",
+        "--out",
+        "{tmp}/a",
+        "--shard-mb",
+        "inf",
+    ),
+    "shard_mb_below_a_byte": (
+        "record",
+        "CartPole-v1",
+        "--steps",
+        "5",
+        "--out",
+        "{tmp}/a",
+        "--shard-mb",
+        "1e-9",
+    ),
+    "negative_seed": ("record", "CartPole-v1", "--steps", "5", "--out", "{tmp}/a", "--seed", "-1"),
+    "migrate_shard_mb_nan": ("migrate", "{ds}", "{tmp}/m", "--shard-mb", "nan"),
+    "split_into_one_directory": ("split", "{ds}", "--train", "{tmp}/x", "--val", "{tmp}/x"),
+    "filter_min_return_nan": ("filter", "{ds}", "--out", "{tmp}/f", "--min-return", "nan"),
+    "record_another_env_into_a_dataset": (
+        "record",
+        "Pendulum-v1",
+        "--steps",
+        "5",
+        "--out",
+        "{ds_copy}",
+    ),
+}
+
+
+@pytest.mark.parametrize("args", BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS.keys())
+def test_bad_arguments_are_one_error_line(recorded, tmp_path, capsys, args):
+    import shutil
+
+    shutil.copytree(recorded, tmp_path / "copy")
+    where = {"tmp": tmp_path, "ds": recorded, "ds_copy": tmp_path / "copy"}
+    before = sorted(p.name for p in (tmp_path / "copy").rglob("*"))
+    assert _main(*(a.format(**where) for a in args)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("episodes: error:") and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in (tmp_path / "copy").rglob("*")) == before
+
+
+def test_record_stores_the_single_env_spec(recorded):
+    import gymnasium as gym
+
+    from episodes.io import dataset_info
+
+    spec = gym.envs.registration.EnvSpec.from_json(
+        json.dumps(dataset_info(recorded).metadata["env_spec"])
+    )
+    assert spec.kwargs == {}
+    gym.make(spec).close()  # the stored spec rebuilds one env

@@ -126,3 +126,12 @@ def test_a_piece_without_steps_written_last_joins_where_load_episode_puts_it(tmp
     import_minari("late-v0", tmp_path / "back", root=tmp_path / "m")
     (back,) = read_episodes(tmp_path / "back")
     same_steps(load_episode(tmp_path / "ds", "e0"), back)
+
+
+def test_a_relative_root_is_the_same_directory_for_export_and_import(tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    with DatasetWriter(tmp_path / "ds") as w:
+        w.write_many([cartpole_like(k, 4, rng) for k in range(2)])
+    monkeypatch.chdir(tmp_path)
+    assert export_minari(tmp_path / "ds", "rel-v0", root="minari_root") == 2
+    assert import_minari("rel-v0", tmp_path / "back", root="minari_root") == 2

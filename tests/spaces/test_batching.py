@@ -235,3 +235,14 @@ def test_batch_unbatch_round_trip(space, n, seed):
     space.seed(seed)
     batched = batch([space.sample() for _ in range(n)])
     _assert_equal(batch(unbatch(batched)), batched)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [[1.0, None], [1.0, "2.5"], [1.0, 2**70]],
+    ids=["none", "string", "huge_int"],
+)
+def test_a_first_python_float_does_not_turn_other_items_into_floats(items):
+    got = batch(items)
+    want = np.asarray(items)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()

@@ -125,3 +125,16 @@ def test_checker_agrees_with_gymnasium(data):
         if not isinstance(space, (gs.Dict, gs.Tuple)):
             other = data.draw(_perturbed(item))
             assert check(other) == bool(space.contains(other)), (space, other)
+
+
+@pytest.mark.parametrize(
+    ("space", "item"),
+    [
+        (gs.Discrete(3), np.uint64(1)),
+        (gs.Discrete(3, dtype=np.uint8), np.int64(1)),
+        (gs.Discrete(3, dtype=np.int32), np.int64(1)),
+    ],
+    ids=["uint64_into_int64", "int64_into_uint8", "int64_into_int32"],
+)
+def test_discrete_checker_agrees_with_contains_on_numpy_integers(space, item):
+    assert make_checker(space)(item) == space.contains(item)

@@ -158,3 +158,8 @@ def test_multi_discrete_matches_per_component_concat(nvec, start, batch, seed):
     np.testing.assert_array_equal(got, expected.reshape(batch, sum(nvec)))
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got.sum(-1), np.full(batch, len(nvec)))
+
+
+def test_an_empty_multi_discrete_one_hots_to_nothing():
+    space = gs.MultiDiscrete([])
+    assert one_hot(np.zeros(0, np.int64), space).shape == (0,)

@@ -132,6 +132,13 @@ def test_unknown_space_type_to_dict_raises():
         space_to_dict(Custom())
 
 
+def _deep_tuple(depth):
+    d = {"type": "Discrete", "n": 2, "start": 0}
+    for _ in range(depth):
+        d = {"type": "Tuple", "spaces": [d]}
+    return d
+
+
 BAD = {
     "not_a_dict": ([1, 2], "expected a dict"),
     "no_type": ({"n": 3}, "unknown space type"),
@@ -211,6 +218,19 @@ BAD = {
         "bool",
     ),
     "graph_bad_node": ({"type": "Graph", "node_space": None, "edge_space": None}, "node_space"),
+    "multi_discrete_wraps_its_dtype": (
+        {"type": "MultiDiscrete", "nvec": [300], "start": [0], "dtype": "uint8"},
+        "outside uint8",
+    ),
+    "multi_discrete_start_plus_nvec_beyond_int64": (
+        {"type": "MultiDiscrete", "nvec": [10], "start": [2**63 - 5], "dtype": "int64"},
+        "outside int64",
+    ),
+    "box_bound_true_among_numbers": (
+        {"type": "Box", "shape": [2], "dtype": "float32", "low": [True, 0], "high": [1, 1]},
+        "does not fit",
+    ),
+    "nested_too_deeply": (_deep_tuple(1500), "too deeply|nested|space"),
 }
 
 
@@ -287,3 +307,12 @@ MODULES = [
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, extraglobs={"np": np}, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_negative_infinite_float_bounds_are_json_safe():
+    box = gs.Box(low=np.array([-np.inf, 0.0]), high=np.array([1.0, np.inf]), dtype=np.float64)
+    box.high[0] = -np.inf  # -inf in high too: an empty interval, but a legal array
+    encoded = json.dumps(space_to_dict(box), allow_nan=False)
+    back = space_from_dict(json.loads(encoded))
+    np.testing.assert_array_equal(back.low, box.low)
+    np.testing.assert_array_equal(back.high, box.high)
