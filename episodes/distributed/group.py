@@ -159,6 +159,7 @@ class RunnerGroup:
             for i, (handle, info) in enumerate(zip(handles, infos))
         ]
         self._takes_weights = all(info["takes_weights"] for info in infos)
+        self._stopped = False
         self.observation_space = infos[0]["observation_space"]
         self.action_space = infos[0]["action_space"]
 
@@ -276,6 +277,7 @@ class RunnerGroup:
             0 1
             1 [[1, 1, 1], [1, 1, 1]]
         """
+        self._check_running()
         if not self._takes_weights:
             raise TypeError(
                 "the runners' policies have no set_weights(weights): give the policy built by "
@@ -321,6 +323,7 @@ class RunnerGroup:
             ...     print(len(sample.samples), sample.num_envs, sample.env_steps, sample.lost)
             2 4 32 []
         """
+        self._check_running()
         _check_steps(num_steps)
         if self.num_in_flight:
             raise RuntimeError(
@@ -369,6 +372,7 @@ class RunnerGroup:
             ...     print(len(out.samples), out.env_steps, group.num_in_flight)
             1 16 0
         """
+        self._check_running()
         _check_steps(num_steps)
         if weights is not None:
             self.set_weights(weights)
@@ -393,12 +397,25 @@ class RunnerGroup:
         shared, slot.lease = slot.segments.request()
         slot.ref = slot.handle.sample.remote(num_steps, slot.request, shared)
 
+    def _check_running(self) -> None:
+        if self._stopped:
+            raise RuntimeError("this RunnerGroup was stopped; create a new one")
+
     def _collect(self, slots: Sequence[_Slot]) -> GroupSample:
         samples: list[RunnerSample] = []
         lost: list[LostSample] = []
+        failed: RuntimeError | None = None
         for slot in slots:
-            outcome = self._take(slot)
+            # Every slot is collected even after one gave up: no request stays in flight
+            # behind the error, and no sample counted in the metrics is thrown away.
+            try:
+                outcome = self._take(slot)
+            except RuntimeError as err:
+                failed = failed or err
+                continue
             (samples if isinstance(outcome, RunnerSample) else lost).append(outcome)  # type: ignore[arg-type]
+        if failed is not None:
+            raise failed
         return GroupSample(samples, lost)
 
     def _take(self, slot: _Slot) -> RunnerSample | LostSample:
@@ -474,6 +491,7 @@ class RunnerGroup:
             ...           group.get_metrics()["num_restarts"])
             [1] 1 1
         """
+        self._check_running()
         slot = self._slots[index]
         if slot.ref is not None:
             slot.ref = None
@@ -499,6 +517,7 @@ class RunnerGroup:
             ...     print(group.foreach_runner(lambda r, ctx: (ctx.index, ctx.seed, r.num_envs)))
             [(0, 10, 2), (1, 11, 2)]
         """
+        self._check_running()
         leases = [slot.segments.request("apply") for slot in self._slots]
         refs = [
             slot.handle.apply.remote(fn, shared) for slot, (shared, _) in zip(self._slots, leases)
@@ -554,6 +573,9 @@ class RunnerGroup:
             >>> dataset_info(path).num_steps, sample.env_steps  # every sample committed
             (8, 8)
         """
+        if self._stopped:
+            return  # a second stop (an explicit one, then leaving the with block)
+        self._stopped = True
         closing = [slot.handle.close.remote() for slot in self._slots]
         try:
             self._ray.get(closing, timeout=60)

@@ -382,12 +382,17 @@ class ActorSegments:
         for raw in raws:
             spans.append((offset, raw.nbytes))
             offset += -(-raw.nbytes // _ALIGN) * _ALIGN
-        if request.path is None or offset > request.size or not raws:
+        if request.path is None or not raws:
             return Reply(value=value, needed=offset)
         try:
+            # Mapped even when the reply will not fit: a mapped segment's file name can go at
+            # once, and a name the actor never mapped would stay in /dev/shm for the group's
+            # life (and after a driver killed by SIGKILL).
             mapping = self._map(request.path, request.size)
         except OSError:
             return Reply(value=value, needed=offset, reachable=False)
+        if offset > request.size:
+            return Reply(value=value, needed=offset, mapped=True)
         target = np.frombuffer(mapping, np.uint8)
         try:
             for (start, nbytes), raw in zip(spans, raws):

@@ -186,6 +186,43 @@ def test_an_env_crash_drops_that_sample_whole_and_the_runner_comes_back(ray_loca
     assert all(same_content(c, by_key[(c.id_, c.t_started)]) for c in returned)
 
 
+def test_a_slot_that_keeps_failing_raises_with_nothing_left_in_flight(ray_local):
+    group = RunnerGroup(
+        cartpole,
+        weighted_policy,
+        num_runners=2,
+        seed=1,
+        config={"num_envs": 2, "crash_at": 1, "crash_runner": 0, "crash_always": True},
+        max_consecutive_failures=2,
+        num_cpus_per_runner=0.5,
+    )
+    try:
+        first = group.sample(2)
+        assert [s.runner_index for s in first.samples] == [1] and len(first.lost) == 1
+        with pytest.raises(RuntimeError, match="failed 2 times in a row"):
+            group.sample(2)
+        # The healthy runner's request of that round was collected, not left in flight.
+        assert group.num_in_flight == 0
+    finally:
+        group.stop()
+
+
+def test_a_stopped_group_refuses_to_sample(ray_local):
+    group = RunnerGroup(cartpole, random_policy, num_runners=1, num_cpus_per_runner=0.5)
+    group.sample(2)
+    group.stop()
+    group.stop()  # twice is fine (a with block after an explicit stop)
+    for call in (
+        lambda: group.sample(2),
+        lambda: group.sample_async(2),
+        lambda: group.set_weights(1),
+        lambda: group.restart_runner(0),
+    ):
+        with pytest.raises(RuntimeError, match="stopped"):
+            call()
+    assert group.metrics.num_restarts == 0
+
+
 def test_a_runner_that_always_fails_raises_instead_of_looping(ray_local):
     def broken_policy(env, ctx):
         raise ValueError("no policy")

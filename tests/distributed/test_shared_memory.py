@@ -129,6 +129,18 @@ def test_files_are_removed_once_the_actor_mapped_them(sides):
     assert not os.path.exists(lease.path)
 
 
+def test_a_segment_too_small_for_the_reply_is_unlinked_all_the_same(sides):
+    """The actor maps an offered segment even when the reply goes through Ray: a name it never
+    mapped would stay in /dev/shm for the group's life, and after a SIGKILLed driver."""
+    caller, actor = sides
+    roundtrip(caller, actor, payload(0, size=100))
+    request, lease = caller.request()
+    reply = actor.reply(payload(1, size=400_000), request)  # beyond the offered segment
+    assert reply.stream is None and reply.mapped
+    caller.receive(reply, lease)
+    assert not os.path.exists(lease.path)
+
+
 def test_an_actor_that_cannot_open_the_segment_turns_the_slot_to_rays_path(sides):
     caller, actor = sides
     roundtrip(caller, actor, payload(0))
