@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,8 +53,6 @@ def _progress(total: int | None, desc: str) -> Any:
 # --------------------------------------------------------------------------------- record
 def _shard_bytes(megabytes: float) -> int:
     """``--shard-mb`` in bytes: a finite number of at least one byte."""
-    import math
-
     if not math.isfinite(megabytes) or int(megabytes * 2**20) < 1:
         raise CliError(f"--shard-mb must be a finite number > 0, got {megabytes}")
     return int(megabytes * 2**20)
@@ -61,8 +60,6 @@ def _shard_bytes(megabytes: float) -> int:
 
 def _refuse_other_env(out: str, env_id: str) -> None:
     """``record`` appends to a dataset of the same env only: its metadata names one env."""
-    from pathlib import Path
-
     from episodes.io.shards import is_v2
 
     if not is_v2(Path(out)):
@@ -206,8 +203,6 @@ def _validate_v2(path: str) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from episodes.io.shards import is_v2
 
     if is_v2(Path(args.dir)):
@@ -313,14 +308,7 @@ def _key_value(item: str) -> tuple[str, Any]:
 
 
 def _filter(args: argparse.Namespace) -> int:
-    import math
-
     from episodes.io import filter_dataset
-
-    for name in ("min_return", "max_return"):
-        value = getattr(args, name)
-        if value is not None and math.isnan(value):
-            raise CliError(f"--{name.replace('_', '-')} must be a number, got nan")
 
     n = filter_dataset(
         args.src,

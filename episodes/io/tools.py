@@ -252,6 +252,9 @@ def filter_dataset(
     ``predicate`` receives the :class:`~episodes.io.EpisodeSummary` (id, pieces, length,
     return, flags).
 
+    Raises:
+        ValueError: A NaN return bound (it would keep nothing, silently).
+
     Example:
         >>> import tempfile
         >>> from episodes.io import DatasetWriter
@@ -265,6 +268,9 @@ def filter_dataset(
         >>> sorted(s.length for s in dataset_info(root + "/long").episodes)
         [2, 3]
     """
+    for name, bound in (("min_return", min_return), ("max_return", max_return)):
+        if bound is not None and bound != bound:
+            raise ValueError(f"{name} must be a number, got nan")
 
     def passes(s: EpisodeSummary) -> bool:
         return (

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["can_take", "copy_rows", "paired", "put_leaf", "same_but_trailing_ones"]
+__all__ = ["block_leaves", "can_take", "copy_rows", "paired", "put_leaf", "same_but_trailing_ones"]
 
 
 def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
@@ -134,3 +134,24 @@ def put_leaf(
         shared.discard(name)
     copy_rows(dst[rows], value)
     return replaced
+
+
+def block_leaves(value: Any) -> Iterator[Any]:
+    """The arrays of a (nested) block, skipping ``None`` parts (a critic without a state).
+
+    Example:
+        >>> import torch
+        >>> block = {"a": torch.zeros(2), "h": (None, torch.zeros(3))}
+        >>> [tuple(x.shape) for x in block_leaves(block)]
+        [(2,), (3,)]
+    """
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from block_leaves(item)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from block_leaves(item)
+    else:
+        yield value

@@ -25,7 +25,7 @@ from .generators import (
     normalize_into,
     recurrent_mini_batch_generator,
 )
-from .leaves import copy_rows, paired, put_leaf
+from .leaves import block_leaves, copy_rows, paired, put_leaf
 from .nested import map_tree
 from .select import select_rows
 from .specs import (
@@ -381,7 +381,7 @@ class RolloutStorage:
             raise ValueError(f"unknown fields {sorted(unknown)}; accepted: {sorted(allowed)}")
         # Every leaf of every field (dict observations, both parts of a hidden-state pair, an
         # LSTM's h and c): a shorter one would be broadcast over the block's rows.
-        lengths = {int(leaf.shape[0]) for leaf in _block_leaves(fields)}
+        lengths = {int(leaf.shape[0]) for leaf in block_leaves(fields)}
         if len(lengths) != 1:
             raise ValueError(f"all blocks must have the same leading length, got {sorted(lengths)}")
         k = lengths.pop()
@@ -548,17 +548,3 @@ class RolloutStorage:
             [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
         """
         return distillation_generator(self)
-
-
-def _block_leaves(value: Any) -> Iterator[Any]:
-    """The arrays of a (nested) block, skipping ``None`` parts (a critic without a state)."""
-    if value is None:
-        return
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _block_leaves(item)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _block_leaves(item)
-    else:
-        yield value
