@@ -59,9 +59,10 @@ class Column:
             >>> col.accepts(np.ones((3, 2), np.float32))  # floats would lose their fraction
             False
         """
-        return rows.shape[1:] == self.data.shape[1:] and np.can_cast(
-            rows.dtype, self.data.dtype, casting="same_kind"
-        )
+        kinds = {rows.dtype.kind, self.data.dtype.kind}
+        # Signed and unsigned integers are one kind here (value checks follow in ``fit``).
+        same_kind = len(kinds) == 1 or kinds == {"i", "u"}
+        return rows.shape[1:] == self.data.shape[1:] and same_kind
 
     def fit(self, rows: np.ndarray, what: str) -> np.ndarray:
         """``rows`` in the column's dtype, refusing rows that do not fit or would change.
@@ -94,8 +95,8 @@ class Column:
             cast = rows.astype(dtype)
         if dtype.kind in "fc":  # a float column: values that overflow become infinite
             changed = bool(np.any(np.isinf(cast) & ~np.isinf(rows)))
-        else:  # an integer or bool column: values that wrap around
-            changed = not np.array_equal(cast, rows)
+        else:  # an integer column: values that wrap around (-1 into uint8 too)
+            changed = not np.array_equal(cast.astype(rows.dtype), rows)
         if changed:
             raise ValueError(
                 f"{what} of dtype {rows.dtype} hold values the buffer's {dtype} column cannot"

@@ -92,12 +92,16 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     rewards = as_rows(episode.get_rewards(), "rewards")
     if rewards.ndim != 1:
         raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
+    with np.errstate(over="ignore"):
+        stored = rewards.astype(np.float32, copy=False)
+    if np.any(np.isinf(stored) & ~np.isinf(rewards)):
+        raise ValueError("rewards hold values a float32 column cannot (they overflow to inf)")
     return Chunk(
         id_=episode.id_,
         t0=int(episode.t_started),
         obs=as_rows(episode.get_observations(), "observations"),
         actions=as_rows(episode.get_actions(), "actions"),
-        rewards=rewards.astype(np.float32, copy=False),
+        rewards=stored,
         extras=extras,
         infos=_owned(list(episode.get_infos())),
         terminated=bool(episode.is_terminated),
@@ -183,7 +187,7 @@ def plan_add(
     """
     plan = Plan()
     state: dict[str, _Known] = {}
-    gone: set[str] = set()
+    gone: dict[str, _Known] = {}  # evicted by this add: later chunks are checked, then dropped
     newer: list[str] = []
     existing_left = len(known)
     for chunk in chunks:
@@ -197,31 +201,15 @@ def plan_add(
         if chunk.id_ in gone:
             # Its episode was stored when this add began and an earlier chunk of it evicted the
             # episode: the chunk goes with it, as it would had it come first (a vector env's
-            # chunks arrive in no particular order).
+            # chunks arrive in no particular order), checked as it would have been there.
+            _continue(gone[chunk.id_], chunk)
             plan.steps.append(("drop", chunk))
             continue
         if entry is None:
-            state[chunk.id_] = _Known(chunk.t0 + chunk.n, False, 0, chunk.obs[0])
+            state[chunk.id_] = _Known(chunk.t0, False, 0, chunk.obs[0])
             entry = state[chunk.id_]
             newer.append(chunk.id_)
-        elif entry.done:
-            raise ValueError(f"episode {chunk.id_!r} is already done; cannot append a chunk")
-        elif chunk.t0 != entry.t_end:
-            raise ValueError(
-                f"chunk of episode {chunk.id_!r} starts at t={chunk.t0}, but the buffer holds "
-                f"it up to t={entry.t_end}"
-            )
-        elif not _same_observation(chunk.obs[0], entry.last_obs):
-            # RLlib's concat_episode refuses this too: the stored step before the border would
-            # otherwise get a next observation its chunk never saw.
-            raise ValueError(
-                f"chunk of episode {chunk.id_!r} starts at t={chunk.t0} with an observation "
-                "that differs from the one the buffer holds for that step"
-            )
-        entry.t_end = chunk.t0 + chunk.n
-        entry.done = chunk.terminated or chunk.truncated
-        entry.length += chunk.n
-        entry.last_obs = chunk.obs[-1]
+        _continue(entry, chunk)
         num_timesteps += chunk.n
         plan.steps.append(("chunk", chunk))
         # RLlib's rule: after each chunk, evict the oldest while over capacity, keeping one.
@@ -233,13 +221,34 @@ def plan_add(
                 existing_left -= 1
             vic = state.get(victim) or _Known(*known[victim])
             num_timesteps -= vic.length
-            gone.add(victim)
-            state.pop(victim, None)
+            gone[victim] = vic
             plan.steps.append(("evict", victim))
     return plan
 
 
-def _next_victim(order: Iterator[str], gone: set[str], newer: list[str]) -> str:
+def _continue(entry: _Known, chunk: Chunk) -> None:
+    """Checks that ``chunk`` continues the episode ``entry`` describes, then extends it."""
+    if entry.done:
+        raise ValueError(f"episode {chunk.id_!r} is already done; cannot append a chunk")
+    if chunk.t0 != entry.t_end:
+        raise ValueError(
+            f"chunk of episode {chunk.id_!r} starts at t={chunk.t0}, but the buffer holds "
+            f"it up to t={entry.t_end}"
+        )
+    if not _same_observation(chunk.obs[0], entry.last_obs):
+        # RLlib's concat_episode refuses this too: the stored step before the border would
+        # otherwise get a next observation its chunk never saw.
+        raise ValueError(
+            f"chunk of episode {chunk.id_!r} starts at t={chunk.t0} with an observation "
+            "that differs from the one the buffer holds for that step"
+        )
+    entry.t_end = chunk.t0 + chunk.n
+    entry.done = chunk.terminated or chunk.truncated
+    entry.length += chunk.n
+    entry.last_obs = chunk.obs[-1]
+
+
+def _next_victim(order: Iterator[str], gone: Mapping[str, _Known], newer: list[str]) -> str:
     for id_ in order:
         if id_ not in gone:
             return id_

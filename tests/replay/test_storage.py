@@ -117,6 +117,48 @@ def test_infos_are_copied_in_and_out():
     assert [info["t"] for info in stored] == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda data: chunk("a", data, 6, 7),  # a gap: "a" is stored up to t=5
+        lambda data: chunk("a", make_episode_data(9, 8), 5, 7),  # another first observation
+    ],
+    ids=["gap", "other_first_observation"],
+)
+def test_a_bad_chunk_is_refused_in_either_order_even_when_its_episode_goes(bad):
+    data = make_episode_data(0, 8)
+    for order in (0, 1):
+        buf = EpisodeReplayBuffer(10, seed=0)
+        buf.add(chunk("a", data, 0, 5))
+        before = buf.get_state()
+        batch = [bad(data), chunk("b", make_episode_data(1, 8), 0, 8)]
+        with pytest.raises(ValueError):
+            buf.add(batch[::-1] if order else batch)  # "b" evicts "a" when it comes first
+        assert_states_equal(buf.get_state(), before)
+
+
+@pytest.mark.parametrize(
+    ("stored", "given", "value"),
+    [(np.float32, np.int64, 2**24 + 1), (np.int64, np.bool_, True), (np.float32, np.bool_, True)],
+    ids=["int_into_float", "bool_into_int", "bool_into_float"],
+)
+def test_rows_of_another_kind_are_refused(stored, given, value):
+    buf = EpisodeReplayBuffer(100)
+    buf.add(_scalar_chunk("a", [0, 1], stored))
+    with pytest.raises(ValueError, match="do not fit"):
+        buf.add(_scalar_chunk("b", [value, value], given))
+
+
+def test_rewards_that_overflow_float32_are_refused():
+    ep = SingleAgentEpisode(
+        "a", observations=[0.0, 1.0], actions=[0], rewards=[1e39], len_lookback_buffer=0
+    )
+    buf = EpisodeReplayBuffer(100)
+    with pytest.raises(ValueError, match="overflow"):
+        buf.add(ep)
+    assert buf.get_num_timesteps() == 0
+
+
 def test_chunk_order_within_one_add_does_not_decide_refusal():
     """A continuation of an episode that an earlier chunk of the same add evicts goes with it."""
     data, new_data = make_episode_data(0, 8), make_episode_data(1, 6)
