@@ -50,7 +50,7 @@ class AddLearnerColumns:
             shared = [key for key in with_steps[0].extra_model_outputs if key in common]
         for episode in with_steps:
             data = episode.get_data_dict()
-            keys = [*self.columns, *shared]
+            keys = list(dict.fromkeys([*self.columns, *shared]))  # a key listed in both: once
             for key in keys:
                 if key in batch:
                     continue

@@ -109,6 +109,8 @@ class FrameStack(EpisodeConnector):
     ):
         if n < 1:
             raise ValueError(f"FrameStack needs n >= 1, got {n}")
+        if fill is None:  # the getter would clip the window: fewer rows than steps
+            raise ValueError("FrameStack needs a fill value for frames before the episode")
         super().__init__(inference=inference)
         self.n = int(n)
         self.fill = fill

@@ -52,6 +52,10 @@ class PrevActionsPrevRewards(EpisodeConnector):
     ):
         if n_actions < 0 or n_rewards < 0:
             raise ValueError(f"n_actions and n_rewards must be >= 0, got {n_actions}, {n_rewards}")
+        if fill is None:  # the getter would clip the window: fewer rows than steps
+            raise ValueError(
+                "PrevActionsPrevRewards needs a fill value for steps before the episode"
+            )
         super().__init__(inference=inference)
         self.n_actions = int(n_actions)
         self.n_rewards = int(n_rewards)

@@ -199,3 +199,23 @@ def test_add_learner_columns_keeps_only_the_extra_outputs_every_episode_has():
     assert "vf_preds" not in batch
     assert batch["logp"].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
     assert {len(v) for v in batch.values()} == {4}
+
+
+def test_add_learner_columns_adds_an_extra_output_listed_in_columns_once():
+    ep = SingleAgentEpisode(
+        observations=[0.0, 1.0, 2.0],
+        actions=[0, 1],
+        rewards=[1.0, 1.0],
+        extra_model_outputs={"vf_preds": [0.5, 0.6]},
+        len_lookback_buffer=0,
+    )
+    batch = AddLearnerColumns(columns=("obs", "actions", "vf_preds"))([ep, ep], {})
+    assert batch["vf_preds"].tolist() == pytest.approx([0.5, 0.6, 0.5, 0.6])
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: FrameStack(3, fill=None), lambda: PrevActionsPrevRewards(1, 1, fill=None)]
+)
+def test_stacking_connectors_need_a_fill_value(make):
+    with pytest.raises(ValueError, match="needs a fill value"):
+        make()

@@ -178,3 +178,39 @@ def test_cut_check_accepts_a_chunk_without_steps_leaving_its_columns_out():
         check_lookback_across_cuts(
             lambda eps, batch: {} if sum(map(len, eps)) else {"x": 1}, ep, 1, 1, 0
         )
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [({"x": np.zeros(3)}, {"x": None}), ({"x": np.array(["a"])}, {"x": "a"}), ("a", b"a")],
+    ids=["array_vs_none", "array_vs_str", "str_vs_bytes"],
+)
+def test_outputs_of_different_types_are_unequal_without_crashing(a, b):
+    assert not outputs_equal(a, b) and not outputs_equal(b, a)
+
+
+def test_row_keys_accept_a_chunk_without_steps_leaving_its_columns_out():
+    check_lookback_across_cuts(FrameStack(3), _episode(), 1, 1, 2, row_keys=["obs"])
+    with pytest.raises(ConnectorContractError, match="not in the output"):
+        check_lookback_across_cuts(lambda eps, b: {}, _episode(), 1, 2, 0, row_keys=["obs"])
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        gym.spaces.Sequence(gym.spaces.Discrete(3)),
+        gym.spaces.Graph(gym.spaces.Box(0, 1, (2,)), None),
+    ],
+    ids=["sequence", "graph"],
+)
+def test_spaces_without_a_numpy_mode_are_not_compared_across_modes(space):
+    check_connector(lambda eps, batch: dict(batch), observation_space=space, max_examples=5)
+
+
+class TestFlattenWithDrawnSpaces(ConnectorContract):
+    """The mixin draws one space per batch too (FlattenObservations stacks one space only)."""
+
+    lookback = 0
+
+    def make_connector(self):
+        return FlattenObservations()

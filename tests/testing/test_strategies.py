@@ -181,3 +181,19 @@ def test_kinds_constants_are_consistent():
 def test_spaces_whose_items_do_not_stack_give_list_mode_episodes(ep):
     assert not ep.is_numpy
     ep.validate()
+
+
+def _boxes(space):
+    if isinstance(space, gym.spaces.Box):
+        yield space
+    for child in getattr(space, "spaces", None) or ():
+        yield from _boxes(space.spaces[child] if isinstance(space.spaces, dict) else child)
+    for attr in ("feature_space", "node_space", "edge_space"):
+        if getattr(space, attr, None) is not None:
+            yield from _boxes(getattr(space, attr))
+
+
+@settings(max_examples=60, deadline=None)
+@given(spaces(["sequence", "graph"], max_side=1))
+def test_max_side_holds_inside_sequence_and_graph_spaces(space):
+    assert all(max(box.shape, default=1) <= 1 for box in _boxes(space))

@@ -24,7 +24,14 @@ from hypothesis import strategies as st
 from episodes.episode import SingleAgentEpisode
 from episodes.testing.strategies.spaces import BATCHABLE_KINDS, items, spaces
 
-__all__ = ["DEFAULT_EXTRA_MODEL_OUTPUTS", "SpaceLike", "episodes", "infos", "resolve_space"]
+__all__ = [
+    "DEFAULT_EXTRA_MODEL_OUTPUTS",
+    "SpaceLike",
+    "episodes",
+    "infos",
+    "resolve_space",
+    "stacks",
+]
 
 #: A space, a strategy drawing spaces, or None (draw a small batchable space).
 SpaceLike = Union[gym.Space[Any], st.SearchStrategy[gym.Space[Any]], None]  # noqa: UP007 - a runtime alias
@@ -166,7 +173,7 @@ def episodes(
         len_lookback_buffer=n_lookback,
     )
     if numpy is None:
-        stackable = all(map(_stacks, [obs_space, act_space, *emo_spaces.values()]))
+        stackable = all(map(stacks, [obs_space, act_space, *emo_spaces.values()]))
         numpy = stackable and draw(st.booleans())  # Sequence or Graph items do not stack
     if numpy:
         episode.to_numpy()
@@ -174,24 +181,31 @@ def episodes(
 
 
 @functools.singledispatch
-def _stacks(space: gym.Space[Any]) -> bool:
-    """Whether ``to_numpy`` can stack items of ``space`` into arrays."""
+def stacks(space: gym.Space[Any]) -> bool:
+    """Whether ``to_numpy`` can stack items of ``space`` into arrays (not Sequence, Graph...).
+
+    Example:
+        >>> stacks(gym.spaces.Dict({"a": gym.spaces.Discrete(2)}))
+        True
+        >>> stacks(gym.spaces.Sequence(gym.spaces.Discrete(2)))
+        False
+    """
     return False
 
 
-@_stacks.register(gym.spaces.Discrete)
-@_stacks.register(gym.spaces.Box)
-@_stacks.register(gym.spaces.MultiBinary)
-@_stacks.register(gym.spaces.MultiDiscrete)
+@stacks.register(gym.spaces.Discrete)
+@stacks.register(gym.spaces.Box)
+@stacks.register(gym.spaces.MultiBinary)
+@stacks.register(gym.spaces.MultiDiscrete)
 def _(space: gym.Space[Any]) -> bool:
     return True
 
 
-@_stacks.register
+@stacks.register
 def _(space: gym.spaces.Dict) -> bool:
-    return all(_stacks(sub) for sub in space.spaces.values())
+    return all(stacks(sub) for sub in space.spaces.values())
 
 
-@_stacks.register
+@stacks.register
 def _(space: gym.spaces.Tuple) -> bool:
-    return all(_stacks(sub) for sub in space.spaces)
+    return all(stacks(sub) for sub in space.spaces)

@@ -81,11 +81,13 @@ def _leaf(kind: str, max_dims: int, max_side: int) -> st.SearchStrategy[gs.Space
     if kind == "text":
         return st.builds(gs.Text, st.integers(1, 4), min_length=st.just(0))
     if kind == "sequence":
-        feature = st.builds(gs.Discrete, st.integers(1, 3)) | _box(1, 2)
+        feature = st.builds(gs.Discrete, st.integers(1, 3)) | _box(
+            min(1, max_dims), min(2, max_side)
+        )
         return st.builds(gs.Sequence, feature)
     if kind == "graph":
         # Gymnasium's Graph needs node shapes of at least one dimension.
-        node = _box(1, 2, min_dims=1, floats=True)
+        node = _box(1, min(2, max_side), min_dims=1, floats=True)
         edge = st.none() | st.builds(gs.Discrete, st.integers(1, 3))
         return st.builds(gs.Graph, node_space=node, edge_space=edge)
     raise ValueError(f"unknown leaf space kind {kind!r}; known: {LEAF_KINDS}")
