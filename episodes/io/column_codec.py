@@ -208,7 +208,7 @@ def encode_column(
     meta: dict[str, Any] = {
         "lookback": buf.lookback,
         "finalized": buf.finalized,
-        "space": space_to_dict(buf.space),
+        "space": _space_dict(buf.space, where),
         "size": buf.len_incl_lookback(),
     }
     data = buf.data
@@ -330,3 +330,10 @@ def _decode_arrays_layout(
 
 
 _KIND_NAMES = tuple(name for name, _ in _SCALAR_KINDS.values())
+
+
+def _space_dict(space: Any, where: str) -> Any:
+    try:
+        return space_to_dict(space)
+    except TypeError as err:  # a space kind the format cannot describe
+        raise UnstorableValueError(f"{where}: {err}") from None

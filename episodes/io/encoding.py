@@ -104,7 +104,7 @@ def _encode_scalar(field: Field, value: Any) -> Any:
     if kind == "time":
         return int(value)
     if kind == "space":
-        return space_to_dict(value)
+        return _space_dict(value, field.name)
     if kind == "clock":
         return None if value is None else float(value)
     return encode_value(value, blob=None, where=field.name)
@@ -244,3 +244,11 @@ def _decode_scalar(field: Field, meta: dict[str, Any], where: str) -> Any:
     if kind == "custom":
         return decode_value(_get(meta, key, dict, where), blob=None, where=f"{where}/{key}")
     return decode_value(meta.get(key), blob=None, where=f"{where}/{key}")
+
+
+def _space_dict(space: Any, where: str) -> Any:
+    """``space_to_dict``, a space kind the format cannot describe being unstorable."""
+    try:
+        return space_to_dict(space)
+    except TypeError as err:
+        raise UnstorableValueError(f"{where}: {err}") from None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import stat
@@ -274,7 +275,8 @@ class ManifestEntry:
             "id": self.id_,
             "t_started": self.t_started,
             "t": self.t,
-            "return": self.ret,
+            # Strict JSON has no NaN/Infinity tokens (other tools could not read the line).
+            "return": self.ret if math.isfinite(self.ret) else None,
             "terminated": self.terminated,
             "truncated": self.truncated,
             "meta_sha256": self.meta_sha256,
@@ -311,6 +313,8 @@ class ManifestEntry:
                 raise CorruptDatasetError(f"{where}: missing key {key!r}")
             value = obj[key]
             # JSON numbers come back as int or float; true/false are no numbers.
+            if key == "return" and value is None:
+                continue  # a non-finite return (written as null)
             wrong = (
                 isinstance(value, bool) != (types is bool)
                 or (types is float and not isinstance(value, (int, float)))
@@ -329,7 +333,7 @@ class ManifestEntry:
             id_=obj["id"],
             t_started=obj["t_started"],
             t=obj["t"],
-            ret=float(obj["return"]),
+            ret=_as_return(obj["return"], where),
             terminated=obj["terminated"],
             truncated=obj["truncated"],
             meta_sha256=obj["meta_sha256"],
@@ -419,3 +423,13 @@ def read_manifest(root: Path) -> tuple[list[ManifestEntry], int, bool]:
             raise CorruptDatasetError(f"{MANIFEST_FILE} lists chunk {entry.chunk!r} twice")
         seen.add(entry.chunk)
     return entries, good, torn
+
+
+def _as_return(value: Any, where: str) -> float:
+    """A manifest's ``return``: a JSON number, or null for a non-finite one (NaN)."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond float: no return this format writes
+        raise CorruptDatasetError(f"{where}: 'return' is out of range ({value!r})") from None

@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import secrets
 import time
@@ -471,5 +472,7 @@ class _CrcFile:
 def _return(episode: SingleAgentEpisode) -> float:
     try:
         return float(episode.get_return())
+    except OverflowError:  # int rewards beyond float: stored (JSON layout), return unknown
+        return math.nan
     except (TypeError, ValueError):
         return 0.0

@@ -187,7 +187,11 @@ class EpisodeRow:
         flags = isinstance(term, bool) and isinstance(trunc, bool)
         if not (ints and number and flags) or not 0 <= t0 <= t1:
             raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}")
-        return cls(id_, t0, t1, math.nan if ret is None else float(ret), term, trunc)
+        try:
+            number_ret = math.nan if ret is None else float(ret)
+        except OverflowError:  # an integer beyond float: no summary this format writes
+            raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}") from None
+        return cls(id_, t0, t1, number_ret, term, trunc)
 
 
 @dataclass(frozen=True)

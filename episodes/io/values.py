@@ -233,7 +233,18 @@ def encode_value(value: Any, *, blob: BlobWriter | None, where: str, _depth: int
     if _depth > _MAX_DEPTH:
         raise UnstorableValueError(f"{where}: nested deeper than {_MAX_DEPTH} levels")
     kind = type(value)
-    if value is None or kind is bool or kind is str or kind is int:
+    if value is None or kind is bool:
+        return value
+    if kind is int:
+        # JSON text of an int beyond Python's 4300-digit conversion limit cannot be written.
+        if value.bit_length() > 14_000:
+            raise UnstorableValueError(f"{where}: an int of {value.bit_length()} bits")
+        return value
+    if kind is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UnstorableValueError(f"{where}: a str with a lone surrogate") from None
         return value
     if kind is float:
         if math.isfinite(value):

@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import io
 import json
+import math
 import os
 import secrets
 import shutil
@@ -311,5 +312,7 @@ def _crc32_slices(data: memoryview) -> int:
 def _return(episode: SingleAgentEpisode) -> float:
     try:
         return float(episode.get_return())
+    except OverflowError:  # int rewards beyond float: stored (JSON layout), return unknown
+        return math.nan
     except (TypeError, ValueError):
         return 0.0

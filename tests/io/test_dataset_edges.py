@@ -135,3 +135,68 @@ def test_writers_opening_a_new_dataset_together_both_succeed(tmp_path, monkeypat
     with DatasetWriter(path) as writer:
         writer.write(episode("a"))
     assert [ep.id_ for ep in read_episodes(path)] == ["a"]
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: _with_custom(episode("x"), {"n": 10**5000}),
+        lambda: episode("a\udc80b"),
+        lambda: SingleAgentEpisode(
+            "s",
+            observations=[0, 1],
+            observation_space=_Unknown(),
+            actions=[0],
+            rewards=[1.0],
+            len_lookback_buffer=0,
+        ),
+    ],
+    ids=["huge_int", "lone_surrogate", "unknown_space"],
+)
+def test_unstorable_values_are_refused_and_the_writer_goes_on(tmp_path, v1, bad):
+    from episodes.io import UnstorableValueError
+
+    with EpisodeWriter(tmp_path / "ds") if v1 else DatasetWriter(tmp_path / "ds") as writer:
+        with pytest.raises(UnstorableValueError):
+            writer.write(bad())
+        writer.write(episode("good"))
+    assert [ep.id_ for ep in read_episodes(tmp_path / "ds")] == ["good"]
+
+
+def _with_custom(ep, data):
+    ep.custom_data.update(data)
+    return ep
+
+
+class _Unknown(__import__("gymnasium").spaces.Space):
+    """A space kind the format cannot describe."""
+
+    def contains(self, x):
+        return True
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+def test_returns_that_are_not_finite_are_json_null(tmp_path, v1):
+    import json
+
+    from episodes.io import dataset_info
+
+    eps = [
+        SingleAgentEpisode(
+            "nan",
+            observations=[0.0, 1.0],
+            actions=[0],
+            rewards=[float("nan")],
+            len_lookback_buffer=0,
+        ),
+        SingleAgentEpisode(
+            "big", observations=[0.0, 1.0], actions=[0], rewards=[10**400], len_lookback_buffer=0
+        ),
+    ]
+    path = write(tmp_path / "ds", eps, v1)
+    for line in (path / "manifest.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=lambda token: pytest.fail(f"non-JSON token {token}"))
+    summaries = dataset_info(path).episodes
+    assert [np.isnan(s.ret) for s in summaries] == [True, True]
+    assert list(read_episodes(path))[1].get_rewards() == [10**400]
