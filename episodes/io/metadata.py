@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -87,10 +88,11 @@ class DatasetMetadata:
             {'run': 3}
         """
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        try:
-            json.dumps(out, allow_nan=False)
-        except (TypeError, ValueError) as err:
-            raise UnstorableValueError(f"dataset metadata must be plain JSON: {err}") from err
+        # json.dumps would quietly turn keys into strings (1 and "1" collapse), tuples into
+        # lists and numpy floats into floats: only values that come back as they are pass.
+        problem = _not_plain_json(out, "metadata")
+        if problem:
+            raise UnstorableValueError(f"dataset metadata must be plain JSON: {problem}")
         self._check(out, "dataset metadata", UnstorableValueError)
         return out
 
@@ -125,3 +127,27 @@ class DatasetMetadata:
             raise error(f"{where}: 'env_spec' must be an object or null")
         if not isinstance(obj.get("user", {}), dict):
             raise error(f"{where}: 'user' must be an object")
+
+
+def _not_plain_json(value: Any, where: str) -> str | None:
+    """Where ``value`` holds something JSON would not give back as it is (None: nowhere)."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return None
+    if kind is float:
+        return None if math.isfinite(value) else f"{where} is {value!r}"
+    if kind is list:
+        for i, item in enumerate(value):
+            found = _not_plain_json(item, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return f"{where} has the key {key!r} (keys must be str)"
+            found = _not_plain_json(item, f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+    return f"{where} is a {kind.__name__}"

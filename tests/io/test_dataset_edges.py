@@ -200,3 +200,16 @@ def test_returns_that_are_not_finite_are_json_null(tmp_path, v1):
     summaries = dataset_info(path).episodes
     assert [np.isnan(s.ret) for s in summaries] == [True, True]
     assert list(read_episodes(path))[1].get_rewards() == [10**400]
+
+
+@pytest.mark.parametrize(
+    "user",
+    [{1: "a", "1": "b"}, {"t": (1, 2)}, {"x": np.float64(0.5)}, {None: 1}, {"f": float("inf")}],
+    ids=["int_key", "tuple", "numpy_float", "none_key", "infinite"],
+)
+def test_metadata_that_would_not_come_back_as_it_is_is_refused(tmp_path, user):
+    from episodes.io import DatasetMetadata, UnstorableValueError
+
+    with pytest.raises(UnstorableValueError, match="plain JSON"):
+        DatasetWriter(tmp_path / "ds", metadata=DatasetMetadata(user=user))
+    assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").iterdir())
