@@ -40,7 +40,7 @@ from episodes.io.values import (
 from episodes.spaces import space_to_dict, unbatch
 from episodes.structs import flatten
 
-__all__ = ["decode_column", "encode_column"]
+__all__ = ["decode_column", "encode_column", "space_dict"]
 
 _LEAF = "*"
 _SCALAR_KINDS: dict[type, tuple[str, Any]] = {
@@ -208,7 +208,7 @@ def encode_column(
     meta: dict[str, Any] = {
         "lookback": buf.lookback,
         "finalized": buf.finalized,
-        "space": _space_dict(buf.space, where),
+        "space": space_dict(buf.space, where),
         "size": buf.len_incl_lookback(),
     }
     data = buf.data
@@ -332,8 +332,15 @@ def _decode_arrays_layout(
 _KIND_NAMES = tuple(name for name, _ in _SCALAR_KINDS.values())
 
 
-def _space_dict(space: Any, where: str) -> Any:
+def space_dict(space: Any, where: str) -> Any:
+    """``space_to_dict``, a space kind the format cannot describe being unstorable.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> space_dict(gym.spaces.Discrete(2), "x")["n"]
+        2
+    """
     try:
         return space_to_dict(space)
-    except TypeError as err:  # a space kind the format cannot describe
+    except TypeError as err:
         raise UnstorableValueError(f"{where}: {err}") from None

@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import FIELDS, Field, SingleAgentEpisode
-from episodes.io.column_codec import decode_column, encode_column
+from episodes.io.column_codec import decode_column, encode_column, space_dict
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
 from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
 from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value
-from episodes.spaces import space_from_dict, space_to_dict
+from episodes.spaces import space_from_dict
 
 __all__ = ["BLOB_FILE", "decode_episode", "encode_episode"]
 
@@ -104,7 +104,7 @@ def _encode_scalar(field: Field, value: Any) -> Any:
     if kind == "time":
         return int(value)
     if kind == "space":
-        return _space_dict(value, field.name)
+        return space_dict(value, field.name)
     if kind == "clock":
         return None if value is None else float(value)
     return encode_value(value, blob=None, where=field.name)
@@ -244,11 +244,3 @@ def _decode_scalar(field: Field, meta: dict[str, Any], where: str) -> Any:
     if kind == "custom":
         return decode_value(_get(meta, key, dict, where), blob=None, where=f"{where}/{key}")
     return decode_value(meta.get(key), blob=None, where=f"{where}/{key}")
-
-
-def _space_dict(space: Any, where: str) -> Any:
-    """``space_to_dict``, a space kind the format cannot describe being unstorable."""
-    try:
-        return space_to_dict(space)
-    except TypeError as err:
-        raise UnstorableValueError(f"{where}: {err}") from None

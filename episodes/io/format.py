@@ -47,9 +47,10 @@ __all__ = [
     "ManifestEntry",
     "check_format",
     "chunk_path",
-    "read_regular_file",
     "fsync_dir",
+    "piece_return",
     "read_manifest",
+    "read_regular_file",
     "write_json_atomic",
 ]
 
@@ -433,3 +434,20 @@ def _as_return(value: Any, where: str) -> float:
         return float(value)
     except OverflowError:  # an integer beyond float: no return this format writes
         raise CorruptDatasetError(f"{where}: 'return' is out of range ({value!r})") from None
+
+
+def piece_return(episode: Any) -> float:
+    """The sum of a piece's rewards after its lookback, for the manifest (NaN if unknowable).
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> piece_return(SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 0],
+        ...                                 rewards=[1.0, 10**400], len_lookback_buffer=0))
+        nan
+    """
+    try:
+        return float(episode.get_return())
+    except OverflowError:  # int rewards beyond float: stored (JSON layout), return unknown
+        return math.nan
+    except (TypeError, ValueError):
+        return 0.0

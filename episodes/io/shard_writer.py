@@ -25,7 +25,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import math
 import os
 import secrets
 import time
@@ -40,7 +39,7 @@ import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError, NotADatasetError, UnsupportedVersionError
-from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, TMP_PREFIX, fsync_dir
+from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, TMP_PREFIX, fsync_dir, piece_return
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
 from episodes.io.shards import (
@@ -274,13 +273,13 @@ class DatasetWriter:
             raise DatasetError(f"the writer for {self.path} is closed")
         spaces, lookup = list(self._spaces), dict(self._lookup)
         encoded = encode_rows(episode, spaces, lookup)
-        encoded.ret = _return(episode)
+        encoded.ret = piece_return(episode)
         schema = pa.schema([(k, v.type) for k, v in encoded.columns.items()])
         if self._pending and self._schema is not None and not schema.equals(self._schema):
             self.flush()  # a shard holds one schema; changed column types start a new one
             spaces, lookup = [], {}
             encoded = encode_rows(episode, spaces, lookup)
-            encoded.ret = _return(episode)
+            encoded.ret = piece_return(episode)
         self._spaces, self._lookup, self._schema = spaces, lookup, schema
         self._pending.append(encoded)
         self._pending_bytes += encoded.nbytes
@@ -467,12 +466,3 @@ class _CrcFile:
 
     def writable(self) -> bool:
         return True
-
-
-def _return(episode: SingleAgentEpisode) -> float:
-    try:
-        return float(episode.get_return())
-    except OverflowError:  # int rewards beyond float: stored (JSON layout), return unknown
-        return math.nan
-    except (TypeError, ValueError):
-        return 0.0

@@ -24,7 +24,6 @@ import fcntl
 import hashlib
 import io
 import json
-import math
 import os
 import secrets
 import shutil
@@ -53,6 +52,7 @@ from episodes.io.format import (
     ManifestEntry,
     check_format,
     fsync_dir,
+    piece_return,
     read_manifest,
     write_json_atomic,
 )
@@ -231,7 +231,7 @@ class EpisodeWriter:
             id_=meta["id"],
             t_started=meta["t_started"],
             t=meta["t"],
-            ret=_return(episode),
+            ret=piece_return(episode),
             terminated=meta["is_terminated"],
             truncated=meta["is_truncated"],
             meta_sha256=hashlib.sha256(meta_bytes).hexdigest(),
@@ -307,12 +307,3 @@ def _crc32_slices(data: memoryview) -> int:
     for start in range(0, len(data), _WRITE_SLICE):
         crc = zlib.crc32(data[start : start + _WRITE_SLICE], crc)
     return crc
-
-
-def _return(episode: SingleAgentEpisode) -> float:
-    try:
-        return float(episode.get_return())
-    except OverflowError:  # int rewards beyond float: stored (JSON layout), return unknown
-        return math.nan
-    except (TypeError, ValueError):
-        return 0.0

@@ -254,50 +254,17 @@ def _main(*args):
     return main(list(args))
 
 
+_RECORD = "record CartPole-v1 --steps 5 --out {tmp}/a"
 BAD_ARGUMENTS = {
     # Each a user error: exit code 1 and one "episodes: error:" line, no traceback.
-    "shard_mb_nan": (
-        "record",
-        "CartPole-v1",
-        "--steps",
-        "5",
-        "--out",
-        "{tmp}/a",
-        "--shard-mb",
-        "nan",
-    ),
-    "shard_mb_inf": (
-        "record",
-        "CartPole-v1",
-        "--steps",
-        "5",
-        "--out",
-        "{tmp}/a",
-        "--shard-mb",
-        "inf",
-    ),
-    "shard_mb_below_a_byte": (
-        "record",
-        "CartPole-v1",
-        "--steps",
-        "5",
-        "--out",
-        "{tmp}/a",
-        "--shard-mb",
-        "1e-9",
-    ),
-    "negative_seed": ("record", "CartPole-v1", "--steps", "5", "--out", "{tmp}/a", "--seed", "-1"),
-    "migrate_shard_mb_nan": ("migrate", "{ds}", "{tmp}/m", "--shard-mb", "nan"),
-    "split_into_one_directory": ("split", "{ds}", "--train", "{tmp}/x", "--val", "{tmp}/x"),
-    "filter_min_return_nan": ("filter", "{ds}", "--out", "{tmp}/f", "--min-return", "nan"),
-    "record_another_env_into_a_dataset": (
-        "record",
-        "Pendulum-v1",
-        "--steps",
-        "5",
-        "--out",
-        "{ds_copy}",
-    ),
+    "shard_mb_nan": f"{_RECORD} --shard-mb nan",
+    "shard_mb_inf": f"{_RECORD} --shard-mb inf",
+    "shard_mb_below_a_byte": f"{_RECORD} --shard-mb 1e-9",
+    "negative_seed": f"{_RECORD} --seed -1",
+    "migrate_shard_mb_nan": "migrate {ds} {tmp}/m --shard-mb nan",
+    "split_into_one_directory": "split {ds} --train {tmp}/x --val {tmp}/x",
+    "filter_min_return_nan": "filter {ds} --out {tmp}/f --min-return nan",
+    "record_another_env_into_a_dataset": "record Pendulum-v1 --steps 5 --out {ds_copy}",
 }
 
 
@@ -308,7 +275,7 @@ def test_bad_arguments_are_one_error_line(recorded, tmp_path, capsys, args):
     shutil.copytree(recorded, tmp_path / "copy")
     where = {"tmp": tmp_path, "ds": recorded, "ds_copy": tmp_path / "copy"}
     before = sorted(p.name for p in (tmp_path / "copy").rglob("*"))
-    assert _main(*(a.format(**where) for a in args)) == 1
+    assert _main(*(a.format(**where) for a in args.split())) == 1
     err = capsys.readouterr().err
     assert err.startswith("episodes: error:") and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in (tmp_path / "copy").rglob("*")) == before

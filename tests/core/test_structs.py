@@ -5,7 +5,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from episodes.structs import data_equal, map_batch
+from episodes.structs import data_equal, map_batch, same_nesting
 
 F32 = np.float32
 
@@ -63,3 +63,19 @@ def test_map_batch_nests_dicts_and_tuples_only(batch, expected):
     out = map_batch(np.asarray, batch)
     assert type(out) is type(expected)
     assert data_equal(out, expected)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ({"a": 1, "b": (2, 3)}, {"b": [0, 0], "a": 5}, True),  # tuples and lists interchange
+        ({"a": 1, "b": 2}, {"a": 1, "c": 2}, False),  # a renamed key
+        ({"a": 1}, (1,), False),  # a tuple for a dict
+        ((1, 2), (1, 2, 3), False),  # another length
+        ({"a": (1, {"x": 0})}, {"a": (1, {"y": 0})}, False),  # deep
+        (1.0, np.zeros(2), True),  # leaves are not compared
+        (1.0, {"a": 1}, False),  # a nested item for a leaf
+    ],
+)
+def test_same_nesting_cases(a, b, expected):
+    assert same_nesting(a, b) is expected
