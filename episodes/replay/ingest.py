@@ -92,10 +92,12 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     rewards = as_rows(episode.get_rewards(), "rewards")
     if rewards.ndim != 1:
         raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
-    with np.errstate(over="ignore"):
-        stored = rewards.astype(np.float32, copy=False)
-    if np.any(np.isinf(stored) & ~np.isinf(rewards)):
-        raise ValueError("rewards hold values a float32 column cannot (they overflow to inf)")
+    stored = rewards
+    if rewards.dtype != np.float32:  # float32 rewards (numpy'd episodes) need no check
+        with np.errstate(over="ignore"):
+            stored = rewards.astype(np.float32)
+        if np.any(np.isinf(stored) & ~np.isinf(rewards)):
+            raise ValueError("rewards hold values a float32 column cannot (they overflow to inf)")
     return Chunk(
         id_=episode.id_,
         t0=int(episode.t_started),
@@ -205,11 +207,13 @@ def plan_add(
             _continue(gone[chunk.id_], chunk)
             plan.steps.append(("drop", chunk))
             continue
-        if entry is None:
-            state[chunk.id_] = _Known(chunk.t0, False, 0, chunk.obs[0])
-            entry = state[chunk.id_]
+        if entry is None:  # a new episode: nothing to continue, nothing to compare
+            entry = state[chunk.id_] = _Known(
+                chunk.t0 + chunk.n, chunk.terminated or chunk.truncated, chunk.n, chunk.obs[-1]
+            )
             newer.append(chunk.id_)
-        _continue(entry, chunk)
+        else:
+            _continue(entry, chunk)
         num_timesteps += chunk.n
         plan.steps.append(("chunk", chunk))
         # RLlib's rule: after each chunk, evict the oldest while over capacity, keeping one.
