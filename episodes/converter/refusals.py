@@ -8,11 +8,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from episodes.converter.from_blocks import item_shape
+from episodes.rollout.leaves import same_but_trailing_ones
 from episodes.runner import SampledChunks
 
 
@@ -89,3 +92,78 @@ def check_storage_size(storage: Any, num_steps: int, num_envs: int) -> None:
             f"the given storage holds T={have[0]} x N={have[1]} transitions, but these chunks "
             f"make T={num_steps} x N={num_envs}"
         )
+
+
+def check_storage_layout(storage: Any, wanted: Any) -> None:
+    """Refuses a given storage whose fields cannot take these chunks'.
+
+    Checked before the storage is touched, so a refused conversion leaves it as it was.
+
+    ``wanted`` is the storage a conversion would make for the chunks (on the ``meta`` device:
+    shapes without memory). Fields the given storage has beyond ``wanted``'s stay as they are.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> storage = RolloutStorage("rl", 2, 5, [3], [1])
+        >>> check_storage_layout(storage, RolloutStorage("rl", 2, 5, [3], [1], device="meta"))
+        >>> check_storage_layout(storage, RolloutStorage("rl", 2, 5, [4], [1], device="meta"))
+        Traceback (most recent call last):
+        ...
+        ValueError: the given storage's observations hold steps of shape (3,), these chunks' ...
+    """
+    if storage.training_type != wanted.training_type:
+        raise ValueError(
+            f"the given storage is for training_type {storage.training_type!r}, "
+            f"not {wanted.training_type!r}"
+        )
+    have = storage.tensors
+    for name, tensor in wanted.tensors.items():
+        mine = have.get(name)
+        if mine is None:
+            raise ValueError(f"the given storage has no {name} field, which these chunks fill")
+        if not same_but_trailing_ones(mine.shape, tensor.shape):
+            raise ValueError(
+                f"the given storage's {name} hold steps of shape {tuple(mine.shape[2:])}, "
+                f"these chunks' are {tuple(tensor.shape[2:])}"
+            )
+    for which in ("actor", "critic"):
+        mine, theirs = (getattr(s, f"saved_hidden_states_{which}") for s in (storage, wanted))
+        if mine is None or theirs is None:
+            continue  # none to write, or allocated on the first write
+        have, want = ([tuple(t.shape) for t in states] for states in (mine, theirs))
+        if have != want:
+            raise ValueError(
+                f"the given storage's {which} hidden states are {have}, these chunks' {want}"
+            )
+
+
+def check_extra_steps(extras: Any, actions: torch.Tensor, training_type: str, keys: Any) -> None:
+    """Refuses extra outputs whose steps do not hold what their storage field takes.
+
+    Values and log-probabilities take one number a step, privileged actions as many as the
+    actions (``[T, N, ...]`` ``actions``). Missing outputs are refused where they are read.
+
+    Example:
+        >>> import numpy as np
+        >>> from episodes.converter import ColumnKeys
+        >>> check_extra_steps({"vf_preds": np.zeros((3, 2, 2)), "action_logp": np.zeros((3, 2))},
+        ...                   torch.zeros(3, 2, 1), "rl", ColumnKeys())
+        Traceback (most recent call last):
+        ...
+        ValueError: extra output 'vf_preds' has steps of shape (2,), but values take 1 number(s) ...
+    """
+    if training_type == "rl":
+        fields = [(keys.values, "values", 1), (keys.log_probs, "actions_log_prob", 1)]
+    else:
+        size = math.prod(actions.shape[2:])
+        fields = [(str(keys.privileged_actions), "privileged_actions", size)]
+    for key, field, size in fields:
+        try:
+            shape = item_shape(extras, key)
+        except KeyError:
+            continue
+        if math.prod(shape) != size:
+            raise ValueError(
+                f"extra output {key!r} has steps of shape {tuple(shape)}, but {field} take {size} "
+                "number(s) per step"
+            )

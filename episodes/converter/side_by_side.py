@@ -20,7 +20,7 @@ from episodes.converter.columns import ColumnKeys, ObsFn, TimeMajorColumns
 from episodes.converter.from_blocks import LazyGroups, ValueFn, block_columns, env_bounds
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
-from episodes.structs import flatten, unflatten
+from episodes.structs import flatten, map_leaves, unflatten
 
 __all__ = ["side_by_side_columns", "side_by_side_groups", "side_by_side_parts"]
 
@@ -102,7 +102,7 @@ def side_by_side_columns(
         pieces.append(fast)
     steps = {cols.rewards.shape[0] for cols, _, _ in pieces}
     names = {tuple(cols.extras) for cols, _, _ in pieces}
-    structures = {repr(flatten(cols.observations)[1]) for cols, _, _ in pieces}
+    structures = {_layout(cols.observations) for cols, _, _ in pieces}
     if len(steps) != 1 or len(names) != 1 or len(structures) != 1:
         return None
     columns = [cols for cols, _, _ in pieces]
@@ -121,6 +121,13 @@ def side_by_side_columns(
     rewards = np.concatenate([r for _, r, _ in pieces], axis=1)
     last_values = np.concatenate([v for _, _, v in pieces], axis=0)
     return joined, rewards, last_values
+
+
+def _layout(observations: Any) -> str:
+    """What joining along the env axis needs alike: the nesting, each leaf's dtype and row shape."""
+    leaves, _ = flatten(observations)
+    skeleton = map_leaves(lambda _: None, observations)
+    return repr((skeleton, [(np.asarray(x).dtype.str, np.shape(x)[2:]) for x in leaves]))
 
 
 def _joined_mask(columns: list[TimeMajorColumns]) -> np.ndarray | None:

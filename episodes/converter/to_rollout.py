@@ -26,7 +26,13 @@ from episodes.converter.from_blocks import (
     item_shape,
     value_array,
 )
-from episodes.converter.refusals import check_storage_size, flat_actions, refuse_masked_windows
+from episodes.converter.refusals import (
+    check_extra_steps,
+    check_storage_layout,
+    check_storage_size,
+    flat_actions,
+    refuse_masked_windows,
+)
 from episodes.converter.side_by_side import (
     side_by_side_columns,
     side_by_side_groups,
@@ -135,7 +141,9 @@ def _new_storage(
 ) -> RolloutStorage:
     horizon, num_envs = cols.dones.shape
     example_obs = map_leaves(lambda leaf: leaf[0], obs)
-    dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution) or None
+    dist_shapes = None
+    if training_type == "rl":  # distillation stores no distribution parameters
+        dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution) or None
 
     def hidden_spec(names: tuple[str, ...]) -> Any:
         if not names:
@@ -150,12 +158,38 @@ def _new_storage(
         example_obs,
         tuple(actions.shape[2:]),
         device,
-        distribution_params=dist_shapes if training_type == "rl" else None,
+        distribution_params=dist_shapes,
         actor_hidden_state=hidden_spec(keys.actor_hidden),
         critic_hidden_state=hidden_spec(keys.critic_hidden),
         dtype=dtype,
         actions_dtype=actions.dtype,
     )
+
+
+def _ready_storage(
+    storage: RolloutStorage | None,
+    cols: TimeMajorColumns,
+    obs: Any,
+    actions: torch.Tensor,
+    training_type: str,
+    keys: ColumnKeys,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> RolloutStorage:
+    """A new storage for the columns, or the given one, cleared once it is known to take them.
+
+    Everything that could refuse the columns is checked here, before a storage is touched.
+    """
+    check_extra_steps(cols.extras, actions, training_type, keys)
+    if storage is None:
+        return _new_storage(cols, obs, actions, training_type, keys, device, dtype)
+    check_storage_size(storage, *cols.dones.shape)
+    meta = torch.device("meta")
+    check_storage_layout(
+        storage, _new_storage(cols, obs, actions, training_type, keys, meta, dtype)
+    )
+    storage.clear()
+    return storage
 
 
 def episodes_to_rollout(
@@ -320,11 +354,7 @@ def _write_columns(
     actions = flat_actions(_tensor(cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
-    if storage is None:
-        storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
-    else:
-        check_storage_size(storage, *rewards.shape[:2])
-        storage.clear()
+    storage = _ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
     storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
     return storage
@@ -363,11 +393,7 @@ def _write_from_blocks(
     actions = flat_actions(_tensor(chunks.example("actions") if deferred else cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
-    if storage is None:
-        storage = _new_storage(cols, obs, actions, training_type, keys, device, dtype)
-    else:
-        check_storage_size(storage, *rewards.shape[:2])
-        storage.clear()
+    storage = _ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
     direct: dict[str, Any] = {}
     if deferred:
         storage.own()  # gathered in place: never into blocks an earlier rollout shares

@@ -171,24 +171,35 @@ class CircularBuffer:
                     f"a bool mask must have shape ({len(self._length)},), got {tuple(ids.shape)}"
                 )
             self._length[ids] = 0
+        elif ids.is_floating_point() or ids.is_complex():
+            raise TypeError(f"env ids must be integers or a bool mask, got {ids.dtype}")
         else:
             self._length[ids.long()] = 0
 
     def __getitem__(self, key: int | torch.Tensor) -> torch.Tensor:
         """Item ``key`` steps back for every env (``0`` is the newest).
 
-        ``key`` is an int or a ``[batch_size]`` long tensor (one lag per env). Envs with fewer
+        ``key`` is an int or a ``[batch_size]`` integer tensor (one lag per env). Envs with fewer
         than ``key + 1`` items since their last reset return their oldest item; envs with no item
-        since their reset return zeros.
+        since their reset return zeros. A tensor's lags are clamped into each env's history
+        (below 0 reads the newest item): checking them would wait for the device.
 
         Raises:
             IndexError: if an int ``key`` is outside ``[0, max_length)``.
+            TypeError: a tensor ``key`` that is not of an integer dtype.
+            ValueError: a tensor ``key`` not of shape ``[batch_size]``.
             RuntimeError: if nothing was appended yet.
         """
         if self._buffer is None:
             raise RuntimeError("the buffer is empty: append() has not been called yet")
         if isinstance(key, torch.Tensor):
-            lag = key.to(device=self.device, dtype=torch.long)
+            if key.is_floating_point() or key.is_complex() or key.dtype == torch.bool:
+                raise TypeError(f"lags must be integers, got {key.dtype}")
+            if tuple(key.shape) != (self._batch_size,):
+                raise ValueError(
+                    f"lags must have shape ({self._batch_size},), got {tuple(key.shape)}"
+                )
+            lag = key.to(device=self.device, dtype=torch.long).clamp(min=0)
         else:
             if not 0 <= key < self._max_len:
                 raise IndexError(f"lag {key} out of range [0, {self._max_len})")

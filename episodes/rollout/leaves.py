@@ -8,12 +8,22 @@ the caller's memory, so it is never written: the next write into it takes a copy
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
 
-__all__ = ["block_leaves", "can_take", "copy_rows", "paired", "put_leaf", "same_but_trailing_ones"]
+__all__ = [
+    "block_leaves",
+    "block_length",
+    "can_take",
+    "checked_rows",
+    "copy_rows",
+    "hidden_writes",
+    "paired",
+    "put_leaf",
+    "same_but_trailing_ones",
+]
 
 
 def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
@@ -74,6 +84,31 @@ def same_but_trailing_ones(a: Sequence[int], b: Sequence[int]) -> bool:
     while b and b[-1] == 1:
         b.pop()
     return a == b
+
+
+def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
+    """Returns ``dst`` once ``src`` is known to fit it (:func:`copy_rows` will not refuse it).
+
+    Raises:
+        TypeError: ``src`` is not a tensor.
+        ValueError: its shape differs from ``dst``'s by more than trailing 1s.
+
+    Example:
+        >>> checked_rows(torch.zeros(2, 1), torch.ones(2), "rewards").shape
+        torch.Size([2, 1])
+        >>> checked_rows(torch.zeros(2, 1), [1.0, 2.0], "rewards")
+        Traceback (most recent call last):
+        ...
+        TypeError: rewards: expected a torch.Tensor, got list
+    """
+    if not isinstance(src, torch.Tensor):
+        raise TypeError(f"{label}: expected a torch.Tensor, got {type(src).__name__}")
+    if src.shape != dst.shape and not same_but_trailing_ones(src.shape, dst.shape):
+        raise ValueError(
+            f"{label}: a value of shape {tuple(src.shape)} does not fit rows of shape "
+            f"{tuple(dst.shape)}"
+        )
+    return dst
 
 
 def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
@@ -155,3 +190,60 @@ def block_leaves(value: Any) -> Iterator[Any]:
             yield from block_leaves(item)
     else:
         yield value
+
+
+def block_length(fields: Any) -> int:
+    """The leading length every leaf of ``fields`` shares (the ``k`` of a block write).
+
+    Every leaf counts (dict observations, both parts of a hidden-state pair, an LSTM's h and
+    c): a shorter one would be broadcast over the block's rows.
+
+    Raises:
+        TypeError: a leaf that is not a tensor.
+        ValueError: leaves of different lengths.
+
+    Example:
+        >>> block_length({"rewards": torch.zeros(4, 2), "h": (torch.zeros(4, 1, 2, 3), None)})
+        4
+    """
+    leaves = list(block_leaves(fields))
+    for leaf in leaves:
+        if not isinstance(leaf, torch.Tensor):
+            raise TypeError(f"blocks must be torch tensors, got {type(leaf).__name__}")
+    lengths = {int(leaf.shape[0]) for leaf in leaves}
+    if len(lengths) != 1:
+        raise ValueError(f"all blocks must have the same leading length, got {sorted(lengths)}")
+    return lengths.pop()
+
+
+def hidden_writes(
+    saved: list[torch.Tensor] | None,
+    state: Any,
+    allocate: Callable[[tuple[Any, ...]], list[torch.Tensor] | None],
+    which: str,
+    one_step: bool,
+) -> tuple[list[torch.Tensor], list[Any]]:
+    """A hidden state's saved tensors and its components, paired for writing.
+
+    ``saved`` is None until the first state is seen; then ``allocate`` makes the tensors from
+    one example component per component (a step's, or a block's first step). Nothing is
+    stored here: the caller keeps the tensors once every field of the write is checked.
+
+    Raises:
+        ValueError: a state with another number of components (an LSTM pair for a GRU).
+
+    Example:
+        >>> lstm = (torch.ones(1, 3, 4),) * 2
+        >>> hidden_writes([torch.zeros(2, 1, 3, 4)], lstm, None, "actor", one_step=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: actor hidden state has 2 components, expected 1
+    """
+    comps: list[Any] = list(state) if isinstance(state, (tuple, list)) else [state]
+    if saved is None:
+        example = comps[0] if one_step else comps[0][0]
+        saved = allocate(tuple(example for _ in comps))
+        assert saved is not None
+    if len(comps) != len(saved):
+        raise ValueError(f"{which} hidden state has {len(comps)} components, expected {len(saved)}")
+    return saved, comps

@@ -25,7 +25,7 @@ from .generators import (
     normalize_into,
     recurrent_mini_batch_generator,
 )
-from .leaves import block_leaves, copy_rows, paired, put_leaf
+from .leaves import block_length, checked_rows, copy_rows, hidden_writes, paired, put_leaf
 from .nested import map_tree
 from .select import select_rows
 from .specs import (
@@ -38,7 +38,6 @@ from .specs import (
     parse_hidden,
     parse_observations,
 )
-from .transition import HiddenState
 from .transition import Transition as _Transition
 
 __all__ = ["RolloutStorage"]
@@ -256,36 +255,35 @@ class RolloutStorage:
         return out
 
     # ------------------------------------------------------------------ writing
-    def _write_hidden(self, which: str, state: HiddenState, rows: slice | int) -> None:
-        if state is None:
-            return
-        attr = f"saved_hidden_states_{which}"
-        comps = state if isinstance(state, (tuple, list)) else (state,)
-        if getattr(self, attr) is None:  # lazy allocation from the first state seen
-            example = comps[0] if isinstance(rows, int) else comps[0][0]
-            setattr(self, attr, self._alloc_hidden(tuple(example for _ in comps)))
-        saved: list[torch.Tensor] = getattr(self, attr)
-        if len(comps) != len(saved):
-            raise ValueError(
-                f"{which} hidden state has {len(comps)} components, expected {len(saved)}"
-            )
-        for dst, src in zip(saved, comps, strict=True):
-            dst[rows].copy_(src)
-
     def _write(self, rows: slice | int, fields: dict[str, Any], share: bool = False) -> None:
-        rebind = False
+        # Every leaf is checked before any is written, so a refused call changes nothing.
         share = share and rows == slice(0, self.num_transitions_per_env)  # whole tensors only
         shared = self._shared
+        copies: list[tuple[torch.Tensor, Any]] = []  # (rows of an own tensor, leaf)
+        puts: list[tuple[str, Any]] = []  # (tensor name, leaf): maybe taken or shared
+        hidden: dict[str, list[torch.Tensor]] = {}
         for name, value in fields.items():
             if value is None:
                 continue
             dst = self._tensors.get(name)
             if dst is not None and not share and name not in shared:
-                copy_rows(dst[rows], value)  # one own tensor: the hot add_transition case
+                copies.append((checked_rows(dst[rows], value, name), value))  # the hot case
                 continue
             if name == "hidden_states":
-                self._write_hidden("actor", value[0], rows)
-                self._write_hidden("critic", value[1], rows)
+                for which, state in zip(("actor", "critic"), value):
+                    if state is not None:
+                        saved, comps = hidden_writes(
+                            getattr(self, f"saved_hidden_states_{which}"),
+                            state,
+                            lambda example: self._alloc_hidden(example),
+                            which,
+                            isinstance(rows, int),
+                        )
+                        hidden[which] = saved
+                        copies.extend(
+                            (checked_rows(d[rows], c, f"{which} hidden state"), c)
+                            for d, c in zip(saved, comps)
+                        )
                 continue
             names = self.field_names.get(name)
             if names is None:
@@ -295,7 +293,15 @@ class RolloutStorage:
             if name == "distribution_params" and len(value) != len(names):
                 raise ValueError(f"expected {len(names)} distribution params, got {len(value)}")
             for tensor_name, leaf in paired(names, value, name):
-                rebind |= put_leaf(self._tensors, shared, tensor_name, rows, leaf, share=share)
+                checked_rows(self._tensors[tensor_name][rows], leaf, tensor_name)
+                puts.append((tensor_name, leaf))
+        for which, saved in hidden.items():
+            setattr(self, f"saved_hidden_states_{which}", saved)
+        for dst, leaf in copies:
+            copy_rows(dst, leaf)
+        rebind = False
+        for tensor_name, leaf in puts:
+            rebind |= put_leaf(self._tensors, shared, tensor_name, rows, leaf, share=share)
         if rebind:  # a tensor was taken or replaced: the fields must name the new ones
             self._bind_fields()
 
@@ -364,7 +370,10 @@ class RolloutStorage:
 
         Raises:
             OverflowError: if ``start + k > T``.
-            ValueError: on a negative ``start``, unknown field names or mismatched ``k``.
+            TypeError: a block that is not a tensor.
+            ValueError: on a negative ``start``, unknown field names, mismatched ``k`` or a
+                block whose shape does not fit its field; every field is checked before any
+                is written, so a refused call leaves the storage unchanged.
 
         Example:
             >>> st = RolloutStorage("rl", 2, 4, (3,), (1,))
@@ -379,12 +388,7 @@ class RolloutStorage:
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"unknown fields {sorted(unknown)}; accepted: {sorted(allowed)}")
-        # Every leaf of every field (dict observations, both parts of a hidden-state pair, an
-        # LSTM's h and c): a shorter one would be broadcast over the block's rows.
-        lengths = {int(leaf.shape[0]) for leaf in block_leaves(fields)}
-        if len(lengths) != 1:
-            raise ValueError(f"all blocks must have the same leading length, got {sorted(lengths)}")
-        k = lengths.pop()
+        k = block_length(fields)
         if start < 0:
             raise ValueError(f"start must be >= 0, got {start}")
         if start + k > self.num_transitions_per_env:

@@ -148,3 +148,21 @@ def test_a_generator_refuses_to_go_on_after_the_buffer_changed(change):
     buf.append(torch.full((2,), 100.0)) if change == "append" else buf.reset([0])
     with pytest.raises(RuntimeError, match="changed"):
         next(batches)
+
+
+def test_tensor_lags_stay_inside_each_envs_history():
+    # A negative lag wrapped to the oldest ring slot: an item from before env 0's reset.
+    buf = CircularBuffer(3, 2)
+    for value in (1, 2, 3):
+        buf.append(torch.tensor([value, 10 + value]))
+    buf.reset([0])
+    buf.append(torch.tensor([4, 14]))
+    assert buf[torch.tensor([-1, 0])].tolist() == [4, 14]  # clamped to the newest
+    assert buf[torch.tensor([5, 5])].tolist() == [4, 12]  # clamped to the oldest
+    with pytest.raises(TypeError, match="integers"):
+        buf[torch.tensor([0.0, 1.0])]
+    with pytest.raises(ValueError, match="shape"):
+        buf[torch.tensor([0, 0, 0])]
+    with pytest.raises(TypeError, match="integers or a bool mask"):
+        buf.reset(torch.tensor([0.9]))  # was truncated to env 0
+    assert buf.current_length.tolist() == [1, 3]

@@ -427,3 +427,64 @@ def test_write_block_measures_every_leaf_of_every_field():
     with pytest.raises(ValueError, match="same leading length"):
         st.write_block(0, rewards=torch.ones(4, 2), hidden_states=((h, h[:1]), None))
     assert st.write_block(0, hidden_states=(None, h)) == 4  # a critic-only state is a block
+
+
+def _filled_gru_storage(share: bool) -> RolloutStorage:
+    """3 envs x 4 steps, obs (2,), a GRU actor state (1 layer, 4 units), rewards all 1."""
+    st = RolloutStorage("rl", 3, 4, (2,), (1,), distribution_params=((1,), (1,)))
+    st.write_block(
+        0,
+        share=share,
+        observations=torch.ones(4, 3, 2),
+        rewards=torch.ones(4, 3),
+        values=torch.ones(4, 3),
+        hidden_states=(torch.ones(4, 1, 3, 4), None),
+    )
+    return st
+
+
+# Each write is refused; the fields before the bad one used to be written already, and a bad
+# write into a shared tensor replaced it with uninitialised memory.
+REFUSED_WRITES = {
+    "values of the wrong shape after rewards": lambda st: st.write_block(
+        0, rewards=torch.zeros(4, 3), values=torch.zeros(4, 3, 2)
+    ),
+    "one distribution param of two": lambda st: st.write_block(
+        0, rewards=torch.zeros(4, 3), distribution_params=(torch.zeros(4, 3, 1),)
+    ),
+    "an LSTM pair for a GRU storage": lambda st: st.write_block(
+        0, rewards=torch.zeros(4, 3), hidden_states=((torch.zeros(4, 1, 3, 4),) * 2, None)
+    ),
+    "a hidden state of one env, broadcast before": lambda st: st.write_block(
+        0, rewards=torch.zeros(4, 3), hidden_states=(torch.zeros(4, 1, 1, 4), None)
+    ),
+    "a hidden state of one unit, broadcast before": lambda st: st.add_transition(
+        Transition(rewards=torch.zeros(3), hidden_states=(torch.zeros(1, 3, 1), None))
+    ),
+    "observations of another size into a shared tensor": lambda st: st.write_block(
+        0, rewards=torch.zeros(4, 3), observations=torch.zeros(4, 3, 5)
+    ),
+    "a list instead of a tensor": lambda st: st.write_block(0, rewards=[[0.0] * 3] * 4),
+    "a list in add_transition": lambda st: st.add_transition(
+        Transition(rewards=torch.zeros(3), values=[0.0] * 3)
+    ),
+}
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["own", "shared"])
+@pytest.mark.parametrize("case", list(REFUSED_WRITES))
+def test_a_refused_write_leaves_the_storage_unchanged(case, share):
+    st = _filled_gru_storage(share)
+    if case.endswith("add_transition") or "unit" in case:
+        st.clear()
+    before = {name: tensor.clone() for name, tensor in st.tensors.items()}
+    hidden = [t.clone() for t in st.saved_hidden_states_actor]
+    shared, step = set(st.shared), st.step
+    with pytest.raises((ValueError, TypeError)):
+        REFUSED_WRITES[case](st)
+    assert st.step == step and set(st.shared) == shared
+    for name, tensor in st.tensors.items():
+        assert torch.equal(tensor, before[name]), name
+        assert getattr(st, name.split("/")[0]) is not None
+    assert st.observations is st.tensors["observations"]
+    assert all(torch.equal(a, b) for a, b in zip(st.saved_hidden_states_actor, hidden))
