@@ -198,21 +198,24 @@ class EnvRunner:
             )
         start = time.perf_counter()
         recorder = self._recorder
-        reset_infos = None
         if self._obs is None:
+            # Kept in locals until the recorder has begun: a refused first call (a torch env
+            # in disabled mode, a size that cannot be allocated) leaves the runner unstarted,
+            # and the next call resets the env again instead of losing the reset's infos.
             obs, reset_infos = self.env.reset(seed=self.seed)
-            self._obs = obs
             if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
-                recorder = self._recorder = _device_recorder(
+                recorder = _device_recorder(
                     self.num_envs,
                     self.autoreset_mode,
                     self.len_lookback_buffer,
                     self.metrics,
                     vector_steps=self.window == "vector_steps",
                 )
-            if self._initial_state is not None:
-                self.state = self._initial_state(self.num_envs)
-        recorder.begin(num_steps, self._obs, reset_infos)
+            state = None if self._initial_state is None else self._initial_state(self.num_envs)
+            recorder.begin(num_steps, obs, reset_infos)
+            self._recorder, self._obs, self.state = recorder, obs, state
+        else:
+            recorder.begin(num_steps, self._obs, None)
         vector_steps = 0
         try:
             while not recorder.full():
@@ -276,11 +279,11 @@ class EnvRunner:
         if _holds_tensors(mask):
             return _where_started(state, fresh, mask, self.state_batch_axis)
         rows = [int(i) for i in np.flatnonzero(mask)]
-        where = (slice(None),) * self.state_batch_axis + (rows,)
 
         def reset_leaf(old: Any, new: Any) -> Any:
             # Copy first: the policy may still hold (or have logged) the state it returned.
             out = old.clone() if hasattr(old, "clone") else np.array(old, copy=True)
+            where = (slice(None),) * (self.state_batch_axis % out.ndim) + (rows,)  # -1 too
             out[where] = new[where]
             return out
 

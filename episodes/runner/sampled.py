@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
@@ -95,7 +96,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     def __getitem__(self, index: int | slice) -> SingleAgentEpisode | list[SingleAgentEpisode]:
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
-        k = int(index)
+        if isinstance(index, (bool, np.bool_)):
+            raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
+        k = operator.index(index)
         n = len(self)
         if k < 0:
             k += n
@@ -126,6 +129,11 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         state["recording"] = self.recording.compact()
         state["_flat_index"] = None
         state["_aligned"] = state["recording"].aligned_start  # compacting renumbers the rows
+        # A built chunk the blocks still describe is rebuilt from them on the other side: its
+        # copy would own its arrays (no longer views), so unchanged() would turn False.
+        state["_cache"] = {
+            k: entry for k, entry in self._cache.items() if not _intact(entry[1], entry[2])
+        }
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

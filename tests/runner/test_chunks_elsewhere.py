@@ -74,3 +74,22 @@ def test_async_envs_record_like_sync_ones(mode, shared_memory):
                 assert a == b
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_a_copy_of_read_chunks_is_still_unchanged(how):
+    # Built chunks travelled as copies that own their arrays: unchanged() turned False, and
+    # the converter (or a distributed learner) took the general path, refusing masked windows.
+    import copy
+    import pickle
+
+    chunks = EnvRunner(cartpole("NextStep"), policy, seed=0, window="vector_steps").sample(8)
+    chunks[0].get_rewards()  # read only
+    chunks[1].set_rewards(new_data=5.0, at_indices=0)  # a changed one travels as it is
+    assert not chunks.unchanged()
+    clone = pickle.loads(pickle.dumps(chunks)) if how == "pickle" else copy.deepcopy(chunks)
+    assert list(clone) == list(chunks) and not clone.unchanged()
+    fresh = EnvRunner(cartpole("NextStep"), policy, seed=0, window="vector_steps").sample(8)
+    fresh[0].get_rewards()
+    clone = pickle.loads(pickle.dumps(fresh)) if how == "pickle" else copy.deepcopy(fresh)
+    assert clone.unchanged() and list(clone) == list(fresh)

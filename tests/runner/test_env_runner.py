@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -274,6 +275,43 @@ def test_sampled_chunks_are_a_sequence():
     for bad in (n, -n - 1):
         with pytest.raises(IndexError, match="out of range"):
             chunks[bad]
+    assert chunks[np.int64(1)] is chunks[1]
+    for bad in (1.5, "0", True, np.bool_(False)):  # were read as int(index)
+        with pytest.raises(TypeError):
+            chunks[bad]
+
+
+def test_a_refused_first_call_leaves_the_runner_unstarted():
+    # The first call reset the env, then failed to allocate: the retry lost the reset infos.
+    class ResetInfos(gym.vector.SyncVectorEnv):
+        def reset(self, *, seed=None, options=None):
+            obs, _ = super().reset(seed=seed, options=options)
+            return obs, {"reset_seed": np.array([3, 4]), "_reset_seed": np.ones(2, bool)}
+
+    env = ResetInfos([lambda: gym.make("CartPole-v1")] * 2)
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    with pytest.raises((MemoryError, ValueError)):
+        runner.sample(2**40)
+    chunks = runner.sample(2)
+    assert [chunks[k].get_infos(0) for k in range(2)] == [{"reset_seed": 3}, {"reset_seed": 4}]
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_recurrent_state_axis_may_count_from_the_end(axis):
+    # axis -1 reset row i of the state (unit i of every env) instead of env i's column.
+    class Counter:
+        def initial_state(self, n):
+            return np.zeros((2, n), dtype=np.int64)  # [units, envs]
+
+        def __call__(self, obs, state):
+            actions, extras = action_policy(obs)
+            extras["h"] = state[0].copy()
+            return actions, extras, state + 1
+
+    runner = EnvRunner(make_vec(SCRIPTS, "NextStep"), Counter(), state_batch_axis=axis, seed=0)
+    for chunks in by_env(sample_all(runner, [4, 6, 5]), 3):
+        for ep in stitch(chunks):
+            np.testing.assert_array_equal(ep.get_extra_model_outputs("h"), np.arange(len(ep)))
 
 
 def _cartpole_policy(as_lists: bool):
