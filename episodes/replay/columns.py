@@ -82,6 +82,10 @@ class Column:
             Traceback (most recent call last):
             ...
             ValueError: actions of dtype int64 hold values the buffer's int8 column cannot
+            >>> Column(4, np.zeros((1,), np.uint8)).fit(np.array([-1, 5], np.int8), "observations")
+            Traceback (most recent call last):
+            ...
+            ValueError: observations of dtype int8 hold values the buffer's uint8 column cannot
         """
         if not self.accepts(rows):
             raise ValueError(
@@ -95,8 +99,9 @@ class Column:
             cast = rows.astype(dtype)
         if dtype.kind in "fc":  # a float column: values that overflow become infinite
             changed = bool(np.any(np.isinf(cast) & ~np.isinf(rows)))
-        else:  # an integer column: values that wrap around (-1 into uint8 too)
-            changed = not np.array_equal(cast.astype(rows.dtype), rows)
+        else:  # an integer column: values that would wrap (-1 into uint8, 2**63 into int64)
+            info = np.iinfo(dtype)  # a range check: a same-width round trip would not see it
+            changed = rows.size > 0 and (int(rows.min()) < info.min or int(rows.max()) > info.max)
         if changed:
             raise ValueError(
                 f"{what} of dtype {rows.dtype} hold values the buffer's {dtype} column cannot"

@@ -92,6 +92,8 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     rewards = as_rows(episode.get_rewards(), "rewards")
     if rewards.ndim != 1:
         raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
+    if rewards.dtype.kind not in "biuf":  # complex ones would lose their imaginary part
+        raise TypeError(f"rewards must be real numbers, got dtype {rewards.dtype}")
     stored = rewards
     if rewards.dtype != np.float32:  # float32 rewards (numpy'd episodes) need no check
         with np.errstate(over="ignore"):

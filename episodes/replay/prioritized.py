@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from episodes.replay.buffer import EpisodeReplayBuffer
+from episodes.replay.state import parsed_state
+from episodes.replay.store import StepStore
 from episodes.replay.sum_tree import SumTree
 
 __all__ = ["PrioritizedEpisodeReplayBuffer"]
@@ -215,7 +217,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             if not found.all():  # evicted items: skipped, their priorities too
                 slots, prio = slots[found], prio[found]
                 top = float(prio.max(initial=0.0))
-        self._tree.update(slots, prio**self.alpha if self.alpha != 1.0 else prio)
+        with np.errstate(over="ignore", under="ignore"):
+            leaves = prio**self.alpha if self.alpha != 1.0 else prio
+        if not (leaves.min(initial=np.inf) > 0 and leaves.max(initial=0.0) < np.inf):
+            bad = prio[~(np.isfinite(leaves) & (leaves > 0))][:5]
+            raise ValueError(
+                f"priorities {bad.tolist()} to the power alpha={self.alpha} are 0 or infinite"
+            )
+        old = self._tree.leaves(slots)
+        self._tree.update(slots, leaves)
+        if not np.isfinite(self._tree.total):  # the sum overflows: put the old leaves back
+            self._tree.update(slots, old)
+            raise ValueError("these priorities would make the sum of all priorities infinite")
         self._raw[slots] = prio  # a repeated slot keeps its last priority, as in the tree
         self._max_priority = max(self._max_priority, top)
 
@@ -280,24 +293,36 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             >>> buf.get_priorities([0, 1]).tolist(), buf.get_num_timesteps()
             ([1.0, 1.0], 2)
         """
-        super().set_state(state)
-        extra = state.get("prioritized")
-        store = self._store
-        self._tree = SumTree(max(store.size, 1))
+        parts = parsed_state(state)  # checked before anything of this buffer changes
+        store: StepStore = parts["_store"]
         leaves = np.zeros(store.end)
-        self._raw = np.zeros(max(store.size, 1))
+        raw = np.zeros(max(store.size, 1))
         live = np.flatnonzero(store.live[: store.end])  # where the state's rows were placed
+        extra = state.get("prioritized")
+        alpha, top = self.alpha, 1.0
         if extra is None:
-            self._max_priority = 1.0
-            leaves[live] = self._raw[live] = 1.0
+            leaves[live] = raw[live] = 1.0
         else:
-            self.alpha = float(extra["alpha"])
-            self._max_priority = float(extra["max_priority"])
-            leaves[live] = np.asarray(extra["leaves"], np.float64)
+            alpha, top = float(extra["alpha"]), float(extra["max_priority"])
+            given = np.asarray(extra["leaves"], np.float64)
+            kept = np.asarray(extra.get("priorities", given), np.float64)
+            for name, values in (("leaves", given), ("priorities", kept)):
+                if values.shape != live.shape or not np.all(np.isfinite(values) & (values > 0)):
+                    raise ValueError(
+                        f"a broken replay buffer state: its {name} must be {len(live)} finite "
+                        "values > 0, one per stored step"
+                    )
+            if not (np.isfinite(alpha) and alpha >= 0 and np.isfinite(top) and top > 0):
+                raise ValueError(f"a broken replay buffer state: alpha={alpha}, max_priority={top}")
+            leaves[live] = given
             if "priorities" in extra:
-                self._raw[live] = np.asarray(extra["priorities"], np.float64)
+                raw[live] = kept
             else:  # a state from before the priorities were kept as set
-                self._raw[live] = leaves[live] ** (1.0 / self.alpha if self.alpha else 1.0)
-        self._tree.rebuild(leaves)
+                raw[live] = given ** (1.0 / alpha if alpha else 1.0)
+        tree = SumTree(max(store.size, 1))
+        tree.rebuild(leaves)
+        for name, value in parts.items():
+            setattr(self, name, value)
+        self.alpha, self._max_priority, self._tree, self._raw = alpha, top, tree, raw
         self._last_indices = None
         self._last_slots = None

@@ -19,7 +19,7 @@ from episodes.replay.table import EpisodeTable
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
 
-__all__ = ["buffer_state", "restore_buffer"]
+__all__ = ["buffer_state", "parsed_state", "restore_buffer"]
 
 _VERSION = 1
 
@@ -86,10 +86,10 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
 
 
 def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
-    """Rebuilds ``buffer`` from :func:`buffer_state`'s output.
+    """Rebuilds ``buffer`` from :func:`buffer_state`'s output (nothing changes if it raises).
 
     Raises:
-        ValueError: Not a state of this version.
+        ValueError: Not a state of this version, or a broken one.
 
     Example:
         >>> from episodes.replay import EpisodeReplayBuffer
@@ -102,11 +102,45 @@ def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
         ...
         ValueError: not a replay buffer state of version 1
     """
+    for name, value in parsed_state(state).items():
+        setattr(buffer, name, value)
+
+
+def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
+    """The buffer attributes :func:`buffer_state`'s output stands for, checked, not yet set.
+
+    Raises:
+        ValueError: Not a state of this version, or a broken one (missing keys, columns of
+            different lengths, steps of episodes the state does not hold).
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> parsed = parsed_state(buffer_state(EpisodeReplayBuffer(10)))
+        >>> parsed["capacity"], parsed["_num_added"]
+        (10, 0)
+    """
     if not isinstance(state, dict) or state.get("version") != _VERSION:
         raise ValueError("not a replay buffer state of version 1")
-    store = _restore_store(state["steps"], state["next_uid"], state.get("layout"))
+    try:
+        return _parsed(state)
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as err:
+        raise ValueError(f"a broken replay buffer state: {type(err).__name__}: {err}") from err
+
+
+def _parsed(state: dict[str, Any]) -> dict[str, Any]:
+    steps, eps = state["steps"], state["episodes"]
+    n, rows = len(eps["ids"]), len(steps["rewards"])
+    for name in ("terminated", "truncated", "t_end", "t_begin", "first_slot", "last_slot"):
+        if len(eps[name]) != n:
+            raise ValueError(f"episodes[{name!r}] holds {len(eps[name])} rows for {n} ids")
+    for name in ("ep", "t", "uid", "nxt", "prv", "infos"):
+        if len(steps[name]) != rows:
+            raise ValueError(f"steps[{name!r}] holds {len(steps[name])} rows for {rows} rewards")
+    owners = np.asarray(steps["ep"], np.int64)
+    if rows and (owners.min() < 0 or owners.max() >= n):
+        raise ValueError(f"steps of episode rows {sorted(set(owners.tolist()))} for {n} ids")
+    store = _restore_store(steps, state["next_uid"], state.get("layout"))
     table = EpisodeTable()
-    eps = state["episodes"]
     for i, id_ in enumerate(eps["ids"]):
         row = table.open(
             id_,
@@ -115,21 +149,24 @@ def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
             final_info=copy.deepcopy(eps["final_info"][i]),
         )
         assert row == i
-    n = len(eps["ids"])
     for name in ("terminated", "truncated", "t_end"):
         getattr(table, name)[:n] = eps[name]
     for name in ("first_slot", "last_slot"):
         getattr(table, name)[:n] = _placed(eps[name], state.get("layout"))
-    buffer.capacity = int(state["capacity"])
-    buffer.batch_size_B = int(state["batch_size_B"])
-    buffer._store, buffer._table = store, table
-    buffer._num_added = int(state["num_added"])
-    buffer._num_sampled = int(state["num_sampled"])
-    buffer._num_episodes_evicted = int(state["num_episodes_evicted"])
-    buffer._evicted = set(state["evicted"])
-    buffer._spaces = (state["spaces"][0], state["spaces"][1])
-    buffer.rng = np.random.default_rng()
-    buffer.rng.bit_generator.state = state["rng"]
+    rng = np.random.default_rng()
+    rng.bit_generator.state = state["rng"]
+    return {
+        "capacity": int(state["capacity"]),
+        "batch_size_B": int(state["batch_size_B"]),
+        "_store": store,
+        "_table": table,
+        "_num_added": int(state["num_added"]),
+        "_num_sampled": int(state["num_sampled"]),
+        "_num_episodes_evicted": int(state["num_episodes_evicted"]),
+        "_evicted": set(state["evicted"]),
+        "_spaces": (state["spaces"][0], state["spaces"][1]),
+        "rng": rng,
+    }
 
 
 def _placed(compact: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:

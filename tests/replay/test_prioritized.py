@@ -72,6 +72,27 @@ def test_bad_priorities_change_nothing(name, priorities, indices):
     assert_states_equal(buf.get_state(), before)
 
 
+@pytest.mark.parametrize(
+    ("name", "alpha", "priorities"),
+    [
+        # Finite and > 0, but 1e-200 ** 2 is 0 in the tree: sampling gave rows -1, weights inf.
+        ("p ** alpha underflows to 0", 2.0, [1e-200] * 4),
+        ("p ** alpha overflows", 2.0, [1e200, 1.0, 1.0, 1.0]),
+        # Each finite, the sum infinite: every draw went to the last item.
+        ("the sum overflows", 1.0, [1e308, 1e308, 1.0, 1.0]),
+    ],
+)
+def test_priorities_the_tree_cannot_hold_change_nothing(name, alpha, priorities):
+    buf = PrioritizedEpisodeReplayBuffer(100, alpha=alpha, seed=0)
+    buf.add(episode("a", 0, 4))
+    buf.sample(4)
+    before = buf.get_state()
+    with pytest.raises(ValueError, match="infinite|0 or"):
+        buf.update_priorities(np.array(priorities), np.arange(4))
+    assert_states_equal(buf.get_state(), before)
+    assert (buf.sample(64)["weights"] <= 1.0).all()
+
+
 def test_update_before_any_sample_is_an_error():
     buf = PrioritizedEpisodeReplayBuffer(100)
     buf.add(episode("a", 0, 3))

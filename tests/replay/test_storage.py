@@ -73,6 +73,9 @@ def _scalar_chunk(id_, values, dtype, t0=0):
         ("int64 into int8 column, final observation wraps", np.int8, np.int64, [1, 2, -200]),
         ("uint16 into uint8 column, wraps", np.uint8, np.uint16, [1, 300]),
         ("float64 into float32 column, overflows", np.float32, np.float64, [0.0, 1e300]),
+        # A same-width round trip (int8 -> uint8 -> int8) gives the values back: wraps hid.
+        ("int8 into uint8 column, -1 wraps to 255", np.uint8, np.int8, [-1, 5]),
+        ("uint64 into int64 column, 2**63 wraps", np.int64, np.uint64, [5, 2**63 + 5]),
     ],
 )
 def test_rows_whose_values_the_columns_cannot_hold_are_refused(name, stored, given, values):
@@ -155,6 +158,21 @@ def test_rewards_that_overflow_float32_are_refused():
     )
     buf = EpisodeReplayBuffer(100)
     with pytest.raises(ValueError, match="overflow"):
+        buf.add(ep)
+    assert buf.get_num_timesteps() == 0
+
+
+def test_complex_rewards_are_refused():
+    # They were stored as their real part, with only a numpy ComplexWarning.
+    ep = SingleAgentEpisode(
+        "a",
+        observations=[0.0, 1.0, 2.0],
+        actions=[0, 1],
+        rewards=[1 + 2j, 3 - 4j],
+        len_lookback_buffer=0,
+    )
+    buf = EpisodeReplayBuffer(100)
+    with pytest.raises(TypeError, match="real numbers"):
         buf.add(ep)
     assert buf.get_num_timesteps() == 0
 
@@ -290,3 +308,39 @@ def test_state_round_trip(stream, capacity, prioritized):
 def test_set_state_refuses_garbage():
     with pytest.raises(ValueError, match="version"):
         EpisodeReplayBuffer(10).set_state({"version": 99})
+
+
+def _broken(state, change):
+    import copy
+
+    state = copy.deepcopy(state)
+    change(state)
+    return state
+
+
+BROKEN_STATES = {
+    # The contents were swapped in before the generator's state was read.
+    "no generator state": lambda s: s.pop("rng"),
+    "steps but no episodes": lambda s: s["episodes"].update(
+        {k: v[:0] for k, v in s["episodes"].items()}
+    ),
+    "steps of an episode it does not hold": lambda s: s["steps"]["ep"].__setitem__(0, 7),
+    "a missing column": lambda s: s["steps"].pop("uid"),
+    "negative leaves": lambda s: s["prioritized"]["leaves"].__setitem__(0, -1.0),
+    "one leaf for every step": lambda s: s["prioritized"].update(leaves=np.ones(1)),
+    "a NaN alpha": lambda s: s["prioritized"].update(alpha=float("nan")),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_STATES))
+def test_a_broken_state_is_refused_and_changes_nothing(case):
+    source = PrioritizedEpisodeReplayBuffer(100, seed=1)
+    source.add([episode("a", 0, 4), episode("b", 1, 3)])
+    broken = _broken(source.get_state(), BROKEN_STATES[case])
+    target = PrioritizedEpisodeReplayBuffer(50, seed=2)
+    target.add(episode("z", 9, 5))
+    before = target.get_state()
+    with pytest.raises(ValueError, match="broken"):
+        target.set_state(broken)
+    assert_states_equal(target.get_state(), before)
+    assert target.get_episode_ids() == ["z"]
