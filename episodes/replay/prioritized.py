@@ -224,11 +224,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(
                 f"priorities {bad.tolist()} to the power alpha={self.alpha} are 0 or infinite"
             )
-        old = self._tree.leaves(slots)
-        self._tree.update(slots, leaves)
-        if not np.isfinite(self._tree.total):  # the sum overflows: put the old leaves back
-            self._tree.update(slots, old)
+        if not math.isfinite(self._tree.total + float(leaves.sum())):  # a bound on the new sum
             raise ValueError("these priorities would make the sum of all priorities infinite")
+        self._tree.update(slots, leaves)
         self._raw[slots] = prio  # a repeated slot keeps its last priority, as in the tree
         self._max_priority = max(self._max_priority, top)
 
