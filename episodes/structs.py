@@ -157,3 +157,33 @@ def same_nesting(a: Any, b: Any) -> bool:
             and all(same_nesting(x, y) for x, y in zip(a, b))
         )
     return not is_nested(b)
+
+
+def leaves_up_to(structure: Any, item: Any) -> list[Any] | None:
+    """``item``'s values at ``structure``'s leaves (in :func:`flatten`'s order), or None.
+
+    None when ``item`` does not nest like ``structure`` down to its leaves (other dict keys,
+    sequences of other lengths; tuples and lists stand for each other). Below a leaf of
+    ``structure`` anything goes: a list there is one value (a row given as a list).
+
+    Example:
+        >>> leaves_up_to({"b": 0, "a": 0}, {"a": [1, 2], "b": 3})
+        [[1, 2], 3]
+        >>> leaves_up_to({"a": 0}, {"c": 1}) is None, leaves_up_to((0, 0), [1]) is None
+        (True, True)
+    """
+    out: list[Any] = []
+    return out if _collect_up_to(structure, item, out) else None
+
+
+def _collect_up_to(structure: Any, item: Any, out: list[Any]) -> bool:
+    if isinstance(structure, dict):
+        if not isinstance(item, dict) or structure.keys() != item.keys():
+            return False
+        return all(_collect_up_to(structure[key], item[key], out) for key in sorted(structure))
+    if isinstance(structure, (tuple, list)):
+        if not isinstance(item, (tuple, list)) or len(structure) != len(item):
+            return False
+        return all(_collect_up_to(sub, value, out) for sub, value in zip(structure, item))
+    out.append(item)
+    return True

@@ -34,7 +34,7 @@ from episodes.buffer.value_fit import (
     staged_rows,
 )
 from episodes.spaces import batch as stack_items
-from episodes.structs import flatten, map_leaves, same_nesting, unflatten
+from episodes.structs import flatten, leaves_up_to, map_leaves, same_nesting, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
@@ -390,7 +390,7 @@ class ArrayStore:
             if len(pending) >= _MAX_PENDING:
                 self._flush()
             return
-        if kind != _NESTED_LAYOUT and item.__class__ not in _NESTED:
+        if kind != _NESTED_LAYOUT:  # a flat column: a list or tuple item is a row too
             self._append_flat(item)
         else:
             self._append_nested(item)
@@ -408,24 +408,28 @@ class ArrayStore:
         self.size = size + 1
 
     def _append_nested(self, item: Any) -> None:
-        leaves, structure = flatten(item)
-        if not leaves:
-            raise ValueError(
-                f"{item!r} holds no values (an empty dict, list or tuple): a numpy column "
-                "cannot store it"
-            )
-        if not self.typed:
+        if self.typed:
+            # Values at the column's leaves: a list there is a row (a Box part given as a list).
+            values = leaves_up_to(self.structure, item)
+            if values is None:
+                raise ValueError(
+                    f"item {item!r} does not nest like the column's items "
+                    f"({self.structure!r}): structure mismatch"
+                )
+            rows = [appended_row(column, value) for column, value in zip(self.leaves, values)]
+        else:
+            leaves, structure = flatten(item)
+            if not leaves:
+                raise ValueError(
+                    f"{item!r} holds no values (an empty dict, list or tuple): a numpy column "
+                    "cannot store it"
+                )
             self._adopt_layout(leaves, structure)
-        elif len(leaves) != len(self.leaves) or not same_nesting(self.structure, item):
-            raise ValueError(
-                f"item {item!r} does not nest like the column's items "
-                f"({self.structure!r}): structure mismatch"
-            )
-        try:
-            rows = [appended_row(column, leaf) for column, leaf in zip(self.leaves, leaves)]
-        except ValueError:
-            self._forget_adopted_layout()
-            raise
+            try:
+                rows = [appended_row(column, leaf) for column, leaf in zip(self.leaves, leaves)]
+            except ValueError:
+                self._forget_adopted_layout()
+                raise
         self._reserve(self.size + 1)
         size = self.size
         for column, row in zip(self.leaves, rows):
@@ -465,6 +469,8 @@ class ArrayStore:
                 self._forget_adopted_layout()
                 raise misfit(leaf, column, ValueError(f"batch of shape {leaf.shape}"))
             narrowing = column.dtype.kind in "iub" and leaf.dtype.kind in "iufcb"
+            # Strings longer than the column's width would be cut ("hello" into <U2).
+            narrowing |= column.dtype.kind in "US" and leaf.dtype.kind in "US"
             if narrowing and leaf.dtype != column.dtype:
                 with np.errstate(invalid="ignore", over="ignore"):
                     cast = leaf.astype(column.dtype)

@@ -50,8 +50,8 @@ def window_one_hot(
         out[:] = 0.0
     if stored:
         idx = np.asarray(values)
-        if idx.dtype.kind not in "iu":
-            if idx.dtype.kind != "f" or not np.array_equal(idx, np.floor(idx)):
+        if idx.dtype.kind not in "iu":  # bools are Discrete(2) members: False 0, True 1
+            if idx.dtype.kind not in "fb" or not np.array_equal(idx, np.floor(idx)):
                 raise ValueError(
                     f"one-hot needs integer values in [{start}, {start + n}), got {idx}"
                 )

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.array_store import ArrayStore
-from episodes.spaces import batch, filler_item, one_hot, unbatch
+from episodes.spaces import batch, batch_in_space, filler_item, one_hot, unbatch
 from episodes.structs import is_nested
 
 
@@ -201,7 +201,7 @@ class ListStore:
             (0, 2)
         """
         if self.data:
-            return ArrayStore.from_batch(batch(self.data))
+            return ArrayStore.from_batch(batch_in_space(self.data, space))
         if space is not None:
             # Shaped for reads, but the first appended item still decides the dtypes, so an
             # episode numpy'd before its first step stores what it would have stored after.

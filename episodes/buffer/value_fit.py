@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.structs import flatten, same_nesting
+from episodes.structs import leaves_up_to
 
 __all__ = ["INTEGERS", "MISFIT_ERRORS", "appended_row", "fit_of", "misfit", "staged_rows"]
 
@@ -27,7 +27,7 @@ _BOOLS = frozenset((bool, np.bool_))
 # Per leaf dtype kind: classes that always convert, and the integer range that does.
 _HUGE = 1 << 1023
 _ALWAYS_FIT = {
-    "b": INTEGERS | _FLOATS | _BOOLS,
+    "b": _BOOLS,  # other numbers take the checked path: 0.5 or 5 is not a bool
     "f": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
     "c": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
     "i": _BOOLS,
@@ -85,7 +85,8 @@ def appended_row(leaf: np.ndarray, value: Any) -> np.ndarray:
 
     An appended item must have the column's item shape (no broadcasting: a scalar is not a
     row of two), and a float written into an integer or bool column must survive the cast
-    (0.5 is not the int 0).
+    (0.5 is not the int 0), as must a string written into a string column ("hello" does not
+    fit ``<U2``).
 
     Example:
         >>> appended_row(np.zeros((3, 2)), [1, 2]).tolist()
@@ -107,6 +108,7 @@ def appended_row(leaf: np.ndarray, value: Any) -> np.ndarray:
         raise misfit(value, leaf, error) from error
     # Arrays and numpy scalars are cast without those checks: the value must survive.
     lossy = row.dtype.kind in "iub" and given.dtype.kind in "iufcb" and given.dtype != row.dtype
+    lossy |= row.dtype.kind in "US"  # a longer string is cut to the column's width
     if lossy and not np.array_equal(row, given):
         raise misfit(value, leaf, ValueError("the value changes in that dtype"))
     return row
@@ -120,7 +122,7 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
 
     Example:
         >>> leaves = [np.zeros((3,), np.int64), np.zeros((3, 2))]
-        >>> [row.tolist() for row in staged_rows(leaves, (True, np.array([1, 2])))]
+        >>> [row.tolist() for row in staged_rows(leaves, (1, np.array([1, 2])))]
         [1, [1.0, 2.0]]
         >>> staged_rows(leaves, (1,))
         Traceback (most recent call last):
@@ -129,15 +131,10 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
         Traceback (most recent call last):
         ValueError: item {'a': 1, 'c': [0, 0]} does not match the column's item structure
     """
-    values, _ = flatten(item)
-    if len(values) != len(leaves) or (structure is not None and not same_nesting(structure, item)):
+    # A flat column's item is one row, whatever it is (a list of two for a row of two); a
+    # nested column's values are read at its leaves (where a list is a row too).
+    values = [item] if structure is None else leaves_up_to(structure, item)
+    if values is None or len(values) != len(leaves):
         raise ValueError(f"item {item!r} does not match the column's item structure")
-    rows = []
-    for leaf, value in zip(leaves, values):
-        row = np.empty(leaf.shape[1:], leaf.dtype)
-        try:
-            row[...] = value
-        except MISFIT_ERRORS as error:
-            raise misfit(value, leaf, error) from error
-        rows.append(row)
-    return rows
+    # The checks of an append: the item shape exactly (no broadcasting), values that survive.
+    return [appended_row(leaf, value) for leaf, value in zip(leaves, values)]

@@ -4,9 +4,11 @@ from episodes.spaces.batching import batch, is_flat, map_leaves, map_leaves_with
 from episodes.spaces.filler import filler_batch, filler_item
 from episodes.spaces.one_hot import one_hot, one_hot_size
 from episodes.spaces.serialization import space_from_dict, space_to_dict
+from episodes.spaces.stacking import batch_in_space
 
 __all__ = [
     "batch",
+    "batch_in_space",
     "filler_batch",
     "filler_item",
     "is_flat",
