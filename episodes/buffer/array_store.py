@@ -29,6 +29,7 @@ from episodes.buffer.value_fit import (
     INTEGERS,
     MISFIT_ERRORS,
     appended_row,
+    batch_misfit,
     fit_of,
     misfit,
     staged_rows,
@@ -465,18 +466,10 @@ class ArrayStore:
                 f"(or they nest otherwise): structure mismatch"
             )
         for column, leaf in zip(self.leaves, arrays):
-            if leaf.shape[1:] != column.shape[1:] or len(leaf) != n:
+            error = batch_misfit(column, leaf, n)
+            if error is not None:
                 self._forget_adopted_layout()
-                raise misfit(leaf, column, ValueError(f"batch of shape {leaf.shape}"))
-            narrowing = column.dtype.kind in "iub" and leaf.dtype.kind in "iufcb"
-            # Strings longer than the column's width would be cut ("hello" into <U2).
-            narrowing |= column.dtype.kind in "US" and leaf.dtype.kind in "US"
-            if narrowing and leaf.dtype != column.dtype:
-                with np.errstate(invalid="ignore", over="ignore"):
-                    cast = leaf.astype(column.dtype)
-                if not np.array_equal(cast, leaf):  # 0.5 into ints, 300 into int8
-                    self._forget_adopted_layout()
-                    raise misfit(leaf, column, ValueError("values change in that dtype"))
+                raise error
         self._reserve(self.size + n)
         for column, leaf in zip(self.leaves, arrays):
             try:

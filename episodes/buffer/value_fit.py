@@ -19,7 +19,15 @@ import numpy as np
 
 from episodes.structs import leaves_up_to
 
-__all__ = ["INTEGERS", "MISFIT_ERRORS", "appended_row", "fit_of", "misfit", "staged_rows"]
+__all__ = [
+    "INTEGERS",
+    "MISFIT_ERRORS",
+    "appended_row",
+    "batch_misfit",
+    "fit_of",
+    "misfit",
+    "staged_rows",
+]
 
 INTEGERS = frozenset((int, np.int64, np.int32))
 _FLOATS = frozenset((float, np.float64, np.float32))
@@ -138,3 +146,28 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
         raise ValueError(f"item {item!r} does not match the column's item structure")
     # The checks of an append: the item shape exactly (no broadcasting), values that survive.
     return [appended_row(leaf, value) for leaf, value in zip(leaves, values)]
+
+
+def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError | None:
+    """The error for a batch ``leaf`` of ``count`` rows that column ``column`` cannot take.
+
+    The rows must have the column's item shape, and values of a narrower kind must survive
+    the cast (0.5 into ints, 300 into int8, "hello" into ``<U2``); None when they fit.
+
+    Example:
+        >>> print(batch_misfit(np.zeros((4, 2), np.int8), np.full((2, 2), 300), 2))
+        an array of shape (2, 2) and dtype int64 does not fit a numpy column of dtype int8 ...
+        >>> batch_misfit(np.zeros((4, 2), np.int8), np.ones((2, 2)), 2) is None
+        True
+    """
+    if leaf.shape[1:] != column.shape[1:] or len(leaf) != count:
+        return misfit(leaf, column, ValueError(f"batch of shape {leaf.shape}"))
+    narrowing = column.dtype.kind in "iub" and leaf.dtype.kind in "iufcb"
+    # Strings longer than the column's width would be cut ("hello" into <U2).
+    narrowing |= column.dtype.kind in "US" and leaf.dtype.kind in "US"
+    if narrowing and leaf.dtype != column.dtype:
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = leaf.astype(column.dtype)
+        if not np.array_equal(cast, leaf):
+            return misfit(leaf, column, ValueError("values change in that dtype"))
+    return None
