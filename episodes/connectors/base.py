@@ -171,12 +171,14 @@ def sliding_rows(value: Any, window: int) -> Any:
 
 
 def concat_rows(parts: list[Any]) -> Any:
-    """Concatenates per-episode structs of arrays along axis 0.
+    """Concatenates per-episode structs of arrays along axis 0, into new writable arrays.
+
+    One part is copied too: a batch never shares memory with the episodes it was read from.
 
     Example:
         >>> concat_rows([np.zeros((1, 2)), np.ones((2, 2))]).shape
         (3, 2)
     """
-    if len(parts) == 1:
-        return parts[0]
+    if len(parts) == 1:  # a copy still: the batch owns its rows, as with several episodes
+        return tree.map_structure(np.array, parts[0])
     return tree.map_structure(lambda *xs: np.concatenate(xs, axis=0), *parts)

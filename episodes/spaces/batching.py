@@ -73,7 +73,12 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         if joined is not None:
             return joined
     if is_flat(first):
-        return np.asarray(items)
+        stacked = np.asarray(items)
+        # An object array may hide a dict or list among flat items: refuse it as the
+        # reverse order is refused (checked only for object results, so at no other cost).
+        if stacked.dtype == object and not all(is_flat(item) for item in items):
+            raise ValueError("Cannot batch items of differing structure: flat and nested items")
+        return stacked
     try:
         return tree.map_structure(_stack, *items)
     except (TypeError, ValueError) as e:
@@ -84,8 +89,8 @@ def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
     # Equal-shaped arrays (observations) in one C call instead of asarray's per-item shape
     # discovery. concatenate insists on equal trailing dims and ndim, the length set on equal
     # leading ones, so the result is exactly what asarray would build; None otherwise.
-    if set(map(type, items)) != {np.ndarray}:
-        return None
+    if set(map(type, items)) != {np.ndarray} or any(item.ndim == 0 for item in items):
+        return None  # 0-d arrays have no len(): asarray's general path judges them
     lengths = set(map(len, items))
     if len(lengths) != 1:
         return None
@@ -174,6 +179,9 @@ def _(space: gs.Dict, value: Any, fn: Callable[[Any, gs.Space[Any]], Any]) -> An
         if key not in space.spaces:
             raise KeyError(f"key {key!r} not in Dict space; known keys {list(space.spaces)}")
         out[key] = _walk(space.spaces[key], sub, fn)
+    if len(out) != len(space.spaces):  # a missing key would make flattened rows shorter
+        missing = [key for key in space.spaces if key not in out]
+        raise ValueError(f"Dict value lacks the space's keys {missing}")
     return out
 
 

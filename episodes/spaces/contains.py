@@ -90,6 +90,8 @@ def _(space: gs.Box) -> Checker:
             if isinstance(item, _REAL_SCALARS):
                 # A number for a scalar Box (a reward) is judged by value: Python floats are
                 # float64, and gymnasium would refuse them for a float32 Box after a warning.
+                if integral and isinstance(item, (int, np.integer)):
+                    return bool(lowest <= int(item) <= highest)  # exact: 2**62 + 1 is no float
                 value = float(item)
                 if integral and not value.is_integer():
                     return False

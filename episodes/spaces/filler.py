@@ -78,6 +78,23 @@ def _repeat(fill: Any, lead: tuple[int, ...]) -> np.ndarray:
     return np.array(np.broadcast_to(leaf, lead + leaf.shape))
 
 
+def _full(shape: tuple[int, ...], fill: Any, dtype: np.dtype[Any]) -> np.ndarray:
+    """``np.full``, refusing a number the dtype would change, as the columns refuse it.
+
+    NaN or 2.7 into ints, -1 into uint8.
+    """
+    try:
+        given = np.asarray(fill)
+        if given.dtype.kind in "iufcb" and np.dtype(dtype).kind in "iub":
+            with np.errstate(invalid="ignore", over="ignore"):
+                cast = given.astype(dtype)
+            if not np.array_equal(cast, given):
+                raise ValueError("the value changes in that dtype")
+        return np.full(shape, fill, dtype=dtype)
+    except (ValueError, TypeError, OverflowError) as err:
+        raise ValueError(f"fill={fill!r} cannot fill a leaf of dtype {dtype} ({err})") from err
+
+
 @singledispatch
 def _fill(space: gs.Space[Any], fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     # Spaces without a fixed leaf shape (Text, Sequence, Graph, OneOf): the item is ``fill``.
@@ -86,26 +103,26 @@ def _fill(space: gs.Space[Any], fill: Any, lead: tuple[int, ...], one_hot: bool)
 
 @_fill.register
 def _(space: gs.Box, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
-    return np.full(lead + space.shape, fill, dtype=space.dtype)
+    return _full(lead + space.shape, fill, dtype=space.dtype)
 
 
 @_fill.register
 def _(space: gs.MultiBinary, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
-    return np.full(lead + space.shape, fill, dtype=space.dtype)
+    return _full(lead + space.shape, fill, dtype=space.dtype)
 
 
 @_fill.register
 def _(space: gs.Discrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     if one_hot:
         return np.zeros(lead + (int(space.n),), dtype=np.float32)
-    return np.full(lead, fill, dtype=space.dtype)
+    return _full(lead, fill, dtype=space.dtype)
 
 
 @_fill.register
 def _(space: gs.MultiDiscrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     if one_hot:
         return np.zeros(lead + (int(space.nvec.sum()),), dtype=np.float32)
-    return np.full(lead + space.nvec.shape, fill, dtype=space.dtype)
+    return _full(lead + space.nvec.shape, fill, dtype=space.dtype)
 
 
 @_fill.register

@@ -46,7 +46,10 @@ def one_hot(value: Any, space: gs.Space[Any] | None) -> Any:
     """
     if space is None:
         raise ValueError("one_hot needs a space to know which leaves are discrete; got None")
-    return map_leaves_with_space(_encode_leaf_fn, value, space)
+    try:
+        return map_leaves_with_space(_encode_leaf_fn, value, space)
+    except KeyError as err:  # a key the Dict space lacks: the value does not match it
+        raise ValueError(f"the value does not match the space's structure: {err}") from err
 
 
 def one_hot_size(space: gs.Space[Any]) -> int:

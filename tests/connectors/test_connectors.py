@@ -219,3 +219,27 @@ def test_add_learner_columns_adds_an_extra_output_listed_in_columns_once():
 def test_stacking_connectors_need_a_fill_value(make):
     with pytest.raises(ValueError, match="needs a fill value"):
         make()
+
+
+@pytest.mark.parametrize(
+    ("connector", "key"),
+    [
+        (FlattenObservations(), "obs"),
+        (AddLearnerColumns(), "obs"),
+        (AddLearnerColumns(), "actions"),
+        (AddLearnerColumns(), "rewards"),
+        (FrameStack(1), "obs"),
+        (PrevActionsPrevRewards(1, 1), "prev_n_rewards"),
+    ],
+    ids=["flatten-obs", "learner-obs", "learner-actions", "learner-rewards", "stack-1", "prev-1"],
+)
+def test_a_batch_of_one_episode_owns_its_rows(connector, key):
+    # With one episode the batch was a view of its arrays (an in-place edit rewrote the
+    # episode), or a read-only sliding window.
+    (ep,) = record(4, numpy=True)
+    before = {name: np.array(column.get()) for name, column in ep.named_columns().items()}
+    out = connector([ep], {})
+    assert out[key].flags.writeable
+    out[key][...] = 0
+    for name, column in ep.named_columns().items():
+        np.testing.assert_array_equal(np.asarray(column.get()), before[name])

@@ -79,6 +79,12 @@ BAD_BATCHES = {
     "dict_vs_tuple": [{"a": 1}, (1,)],
     "ragged_leaf": [{"a": np.zeros(2)}, {"a": np.zeros(3)}],
     "ragged_flat": [np.zeros(2), np.zeros(3)],
+    # Refused in the other order; with a flat item first it became an object array.
+    "flat_then_dict": [0, {"a": 1}],
+    "row_then_dict": [np.zeros(2), {"a": np.zeros(2)}],
+    # A TypeError (len() of a 0-d array) instead of the ValueError of the other order.
+    "row_then_0d": [np.zeros(2), np.array(5.0)],
+    "0d_then_row": [np.array(5.0), np.zeros(2)],
 }
 
 

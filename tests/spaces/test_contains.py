@@ -60,6 +60,9 @@ CASES = {
     "tuple_inside": (gs.Tuple([gs.Discrete(2), UNIFORM]), (0, np.ones(4, F32)), True),
     "tuple_given_as_list": (gs.Tuple([gs.Discrete(2), gs.Discrete(2)]), [0, 1], True),
     "tuple_wrong_length": (gs.Tuple([gs.Discrete(2), gs.Discrete(2)]), (0,), False),
+    # Compared as floats, 2**62 + 1 rounded to the bound 2**62 and passed.
+    "big_int_above_scalar_int_box": (gs.Box(0, 2**62, (), np.int64), 2**62 + 1, False),
+    "big_int_at_scalar_int_box_bound": (gs.Box(0, 2**62, (), np.int64), 2**62, True),
 }
 
 

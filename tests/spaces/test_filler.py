@@ -104,3 +104,23 @@ def test_filler_batch_shapes():
 def test_filler_batch_negative_n():
     with pytest.raises(ValueError):
         filler_batch(gs.Discrete(2), 0, -1)
+
+
+@pytest.mark.parametrize(
+    ("space", "fill"),
+    [
+        (gs.Discrete(3), np.nan),  # was -9223372036854775808
+        (gs.MultiDiscrete([2, 3]), np.nan),
+        (gs.Box(0, 5, (2,), np.int64), 2.7),  # was truncated to 2
+        (gs.Box(0, 5, (2,), np.int64), -0.5),
+        (gs.Box(0, 255, (2,), np.uint8), 300),  # was an OverflowError
+        (gs.Box(0, 255, (2,), np.uint8), -1),
+    ],
+    ids=["nan-discrete", "nan-multidiscrete", "2.7-int", "-0.5-int", "300-uint8", "-1-uint8"],
+)
+def test_fill_values_an_integer_leaf_cannot_hold_are_refused(space, fill):
+    with pytest.raises(ValueError, match="cannot fill"):
+        filler_item(space, fill)
+    with pytest.raises(ValueError, match="cannot fill"):
+        filler_batch(space, fill, 3)
+    assert filler_item(space, 0.0).dtype == space.dtype  # a whole float still fills

@@ -103,7 +103,9 @@ BAD = {
     "md_wrong_trailing_shape": (gs.MultiDiscrete([2, 3]), [1, 0, 0], ValueError),
     "md_scalar": (gs.MultiDiscrete([2, 3]), 1, ValueError),
     "no_space": (None, 1, ValueError),
-    "dict_unknown_key": (gs.Dict({"a": gs.Discrete(2)}), {"b": 0}, KeyError),
+    "dict_unknown_key": (gs.Dict({"a": gs.Discrete(2)}), {"b": 0}, ValueError),
+    # Encoded silently without the key: flattened rows came out shorter.
+    "dict_missing_key": (gs.Dict({"a": gs.Discrete(2), "b": gs.Discrete(3)}), {"a": 1}, ValueError),
     "dict_not_mapping": (gs.Dict({"a": gs.Discrete(2)}), 0, ValueError),
     "tuple_wrong_length": (gs.Tuple([gs.Discrete(2)]), (0, 1), ValueError),
 }
