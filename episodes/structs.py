@@ -95,6 +95,8 @@ def data_equal(a: Any, b: Any) -> bool:
         True
         >>> data_equal(np.zeros(2, np.float32), np.zeros(2, np.float64))
         False
+        >>> data_equal("ab", np.str_("ab")), data_equal("ab", b"ab")
+        (True, False)
     """
     if isinstance(a, dict) or isinstance(b, dict):
         # Key order does not matter, as for Python dicts (dm-tree and gymnasium sort keys).
@@ -115,7 +117,9 @@ def data_equal(a: Any, b: Any) -> bool:
             return all(data_equal(x, y) for x, y in zip(a.flat, b.flat))
         return bool(np.array_equal(a, b))
     if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
-        return type(a) is type(b) and a == b
+        # numpy's str_ and bytes_ are str and bytes (a numpy'd Text column's items): only
+        # text against bytes differs by type.
+        return isinstance(a, str) == isinstance(b, str) and a == b
     try:
         aa, bb = np.asarray(a), np.asarray(b)
     except Exception:  # noqa: BLE001 - objects numpy cannot read fall back to ==

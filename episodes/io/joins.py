@@ -93,6 +93,8 @@ def join_problems(pieces: Iterable[Piece]) -> list[str]:
                 problems.append(f"episode {id_!r}: steps from t={a} follow its end")
             elif ended:  # concat_episode refuses even a piece without steps there
                 problems.append(f"episode {id_!r}: a piece at t={a} follows its end")
+            elif a < end:  # a piece without steps inside stored ones joins nowhere
+                problems.append(f"episode {id_!r}: a piece at t={a} lies inside stored steps")
             elif a > end:
                 problems.append(f"episode {id_!r}: steps [{end}, {a}) are missing")
             end, ended = max(end, b), ended or done
@@ -206,15 +208,21 @@ class PieceJoins:
         has_steps = len(piece) > 0
         problems = []
         prev = self._before.get(index)
+        inherited = None
         if prev is not None:
             first = _Border(piece.observations.get(0), keys, has_steps)
             if prev in self._read:
-                problems += self._compare(self._last.pop(prev), first, index)
+                inherited = self._last.pop(prev)
+                problems += self._compare(inherited, first, index)
             else:
                 self._first[index] = first
         after = self._after.get(index)
         if after is not None:
             last = _Border(piece.observations.get(-1), keys, has_steps)
+            if not has_steps and inherited is not None:
+                # A piece without steps passes its predecessor's keys on: the successor joins
+                # the episode built so far (checked when the pieces come in time order).
+                last = _Border(last.observation, inherited.keys, inherited.has_steps)
             if after in self._read:
                 problems += self._compare(last, self._first.pop(after), after)
             else:

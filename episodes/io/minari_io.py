@@ -46,6 +46,7 @@ from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
+from episodes.io.values import id_key
 from episodes.spaces import unbatch
 
 __all__ = ["export_minari", "import_minari"]
@@ -73,10 +74,10 @@ def _datasets_root(root: PathLike | None) -> Iterator[None]:
 
 def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:
     """Streams the dataset's episodes with their pieces joined (pieces held until complete)."""
-    pieces_of = {json.dumps(e.id_, default=repr): e.num_chunks for e in dataset_info(src).episodes}
+    pieces_of = {id_key(e.id_): e.num_chunks for e in dataset_info(src).episodes}
     pending: dict[str, list[SingleAgentEpisode]] = {}
     for piece in read_episodes(src):
-        key = json.dumps(piece.id_, default=repr)
+        key = id_key(piece.id_)
         pending.setdefault(key, []).append(piece)
         if len(pending[key]) == pieces_of.get(key, 1):
             # (t_started, t), as load_episode: a piece without steps goes first where it is.

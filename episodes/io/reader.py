@@ -228,7 +228,7 @@ def load_chunk(
     episode = decode_episode(meta, load, where=where, numpy=numpy)
     if episode.t_started != entry.t_started or episode.t != entry.t:
         raise CorruptDatasetError(f"{where}: t_started/t disagree with the manifest")
-    if episode.id_ != _entry_id(entry):
+    if id_key(episode.id_) != id_key(_entry_id(entry)):  # NaN ids are equal here
         raise CorruptDatasetError(f"{where}: episode id disagrees with the manifest")
     return episode
 

@@ -37,6 +37,7 @@ from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
+from episodes.io.values import id_key
 
 __all__ = ["filter_dataset", "merge", "migrate", "split"]
 
@@ -283,7 +284,7 @@ def filter_dataset(
         )
 
     info = dataset_info(src)
-    kept = [json.dumps(s.id_, sort_keys=True, default=repr) for s in info.episodes if passes(s)]
+    kept = [id_key(s.id_) for s in info.episodes if passes(s)]
     wanted = set(kept)
     meta = _metadata_of(src)
     meta.user = {**meta.user, "filtered_from": str(src)}
@@ -291,7 +292,7 @@ def filter_dataset(
 
     def keep(episode: SingleAgentEpisode) -> bool:
         data = episode.custom_data
-        return json.dumps(episode.id_, sort_keys=True, default=repr) in wanted and all(
+        return id_key(episode.id_) in wanted and all(
             k in data and data[k] == v for k, v in wanted_data.items()
         )
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from episodes.io import EpisodeWriter, dataset_info, read_episodes
+from episodes.io.joins import manifest_pieces
+from episodes.io.values import id_key
 from episodes.replay.errors import EvictedEpisodeError
 
 if TYPE_CHECKING:
@@ -173,9 +175,36 @@ def buffer_from_dataset(
         capacity = max(1, dataset_info(path).num_steps)
     cls = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
     buffer = cls(capacity, seed=seed, **kwargs)
-    for episode in read_episodes(path, numpy=True):
-        try:
-            buffer.add(episode)
-        except EvictedEpisodeError:
-            continue  # a later chunk of an episode that no longer fits: dropped with it
+    # Writers store pieces as given, so an episode's pieces may come out of time order: a
+    # piece is held until the ones before it (by t_started, t) were added.
+    rank_of, waiting = _time_ranks(path), {}
+    expected: dict[Any, int] = {}
+    for index, episode in enumerate(read_episodes(path, numpy=True)):
+        key, rank = rank_of.get(index, (None, 0))
+        if key is None:  # committed after the manifest was read: as it comes
+            _add(buffer, episode)
+            continue
+        waiting[key, rank] = episode
+        while (key, expected.get(key, 0)) in waiting:
+            _add(buffer, waiting.pop((key, expected.get(key, 0))))
+            expected[key] = expected.get(key, 0) + 1
     return buffer
+
+
+def _add(buffer: Any, episode: Any) -> None:
+    try:
+        buffer.add(episode)
+    except EvictedEpisodeError:
+        pass  # a later chunk of an episode that no longer fits: dropped with it
+
+
+def _time_ranks(path: str | os.PathLike[str]) -> dict[int, tuple[Any, int]]:
+    """Per manifest index, its episode's key and the piece's place in the episode's time order."""
+    spans: dict[Any, list[tuple[int, int, int]]] = {}
+    for index, (id_, t_started, t, _) in enumerate(manifest_pieces(path)):
+        spans.setdefault(id_key(id_), []).append((t_started, t, index))
+    return {
+        index: (key, rank)
+        for key, pieces in spans.items()
+        for rank, (_, _, index) in enumerate(sorted(pieces))
+    }

@@ -110,3 +110,60 @@ def test_a_piece_checked_twice_counts_once():
     joins = PieceJoins([("e1", 0, 2, False), ("e1", 2, 4, True)])
     assert joins.check(0, episode[0:2]) == [] and joins.check(0, episode[0:2]) == []
     assert joins.check(1, moved(episode[2:4])) != []
+
+
+def _steps(id_, key=None, n=5):
+    extras = {key: [0.0] * n} if key else None
+    return SingleAgentEpisode(
+        id_,
+        observations=list(range(n + 1)),
+        actions=[0] * n,
+        rewards=[1.0] * n,
+        extra_model_outputs=extras,
+        len_lookback_buffer=0,
+    )
+
+
+def _validate_agrees_with_load(path, id_="x"):
+    from episodes.io import piece_problems
+
+    problems = list(piece_problems(path))
+    joins = PieceJoins.of(path)
+    problems += [p for i, piece in enumerate(read_episodes(path)) for p in joins.check(i, piece)]
+    try:
+        load_episode(path, id_)
+        loads = True
+    except CorruptDatasetError:
+        loads = False
+    return problems, loads
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+def test_a_stepless_piece_inside_stored_steps_is_reported(tmp_path, v1):
+    # Neither check saw it, and load_episode could not join it (validate said OK).
+    write(tmp_path / "d", [_steps("x"), _steps("x")[3:3]], v1)
+    problems, loads = _validate_agrees_with_load(tmp_path / "d")
+    assert not loads and any("inside stored steps" in p for p in problems)
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+def test_extra_output_keys_changing_across_a_stepless_piece_are_reported(tmp_path, v1):
+    empty = SingleAgentEpisode("x", observations=[3], t_started=3, len_lookback_buffer=0)
+    write(tmp_path / "d", [_steps("x", "a")[0:3], empty, _steps("x", "b")[3:5]], v1)
+    problems, loads = _validate_agrees_with_load(tmp_path / "d")
+    assert not loads and any("extra-model-output keys" in p for p in problems)
+    same = tmp_path / "same"
+    write(same, [_steps("x", "a")[0:3], empty, _steps("x", "a")[3:5]], v1)
+    assert _validate_agrees_with_load(same) == ([], True)
+
+
+def test_pieces_of_text_in_both_modes_join(tmp_path):
+    # A numpy'd piece's last observation is a numpy str_, its successor's a str: not equal.
+    first = SingleAgentEpisode(
+        "x", observations=["ab", "cd"], actions=[0], rewards=[1.0], len_lookback_buffer=0
+    )
+    second = first.cut()
+    second.add_env_step("ef", 1, 1.0)
+    first.to_numpy()
+    write(tmp_path / "d", [first, second], False)
+    assert list(load_episode(tmp_path / "d", "x").get_observations()) == ["ab", "cd", "ef"]
