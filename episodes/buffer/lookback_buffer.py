@@ -477,11 +477,14 @@ class InfiniteLookbackBuffer:
         if not isinstance(state, dict):
             raise TypeError(f"a buffer state must be a dict, got {type(state).__name__}")
         try:
-            data, finalized = state["data"], bool(state["finalized"])
+            data, finalized = state["data"], state["finalized"]
             lookback, space_dict = state["lookback"], state["space"]
         except KeyError:
             missing = {"data", "lookback", "finalized", "space"} - set(state)
             raise KeyError(f"buffer state is missing keys {sorted(missing)}") from None
+        if not isinstance(finalized, (bool, np.bool_)):  # "no" would read as True
+            raise ValueError(f"buffer state's finalized must be a bool, got {finalized!r}")
+        finalized = bool(finalized)
         # A finalized buffer's data may be a list too: the batch of list-structured items.
         if not finalized and not isinstance(data, list):
             raise ValueError(

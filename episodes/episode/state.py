@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode.fields import FIELDS, Field
 from episodes.spaces import space_from_dict, space_to_dict
@@ -66,7 +68,9 @@ def _value_from_state(field: Field, value: Any) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"{field.name} must be a dict, got {type(value).__name__}")
         return copy.deepcopy(value)
-    if kind == "time":
+    if kind == "time":  # 0.5 is no time step, and None no integer
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"episode state's {field.name} must be an integer, got {value!r}")
         return int(value)
     return value
 

@@ -415,8 +415,26 @@ def test_set_outside_space_on_finalized_buffer_changes_nothing():
         ("inconsistent_lengths", lambda s: s["actions"]["data"].pop(), ValueError, "inconsistent"),
         ("wrong_t", lambda s: s.__setitem__("t", 99), ValueError, "t=99"),
         ("not_a_dict", None, TypeError, "dict"),
+        # Read as int(): 0.5 became t_started 0, None a bare TypeError.
+        ("fractional_t_started", lambda s: s.__setitem__("t_started", 0.5), ValueError, "integer"),
+        ("t_none", lambda s: s.__setitem__("t", None), ValueError, "integer"),
+        # Read as bool(): "no" made a list-mode column look finalized.
+        (
+            "finalized_a_string",
+            lambda s: s["rewards"].__setitem__("finalized", "no"),
+            ValueError,
+            "must be a bool",
+        ),
     ],
-    ids=["missing_key", "inconsistent_lengths", "wrong_t", "not_a_dict"],
+    ids=[
+        "missing_key",
+        "inconsistent_lengths",
+        "wrong_t",
+        "not_a_dict",
+        "fractional_t_started",
+        "t_none",
+        "finalized_a_string",
+    ],
 )
 def test_from_state_refuses_broken_states(name, mutate, error, message):
     state = episode().get_state()
