@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
+
+import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
@@ -165,7 +168,10 @@ class GroupSample(Sequence[SingleAgentEpisode]):
     def __getitem__(self, index: int | slice) -> SingleAgentEpisode | list[SingleAgentEpisode]:
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
-        k = int(index) + (len(self) if int(index) < 0 else 0)
+        if isinstance(index, (bool, np.bool_)):
+            raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
+        k = operator.index(index)
+        k += len(self) if k < 0 else 0
         if not 0 <= k < len(self):
             raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
         r = _last_le(self._starts, k)

@@ -82,6 +82,8 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         self._cache: dict[int, tuple[SingleAgentEpisode, tuple[Any, ...], bool]] = {}
         self._flat_index: Any = None  # numpy, or a tensor on the blocks' device
         self._aligned: int | None = recording.aligned_start
+        # custom_data of chunks to be rebuilt (a copy dropped their unchanged columns).
+        self._custom: dict[int, dict[Any, Any]] = {}
 
     # ---------------------------------------------------------------------------- sequence
     def __len__(self) -> int:
@@ -108,6 +110,10 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         if cached is not None:
             return cached[0]
         episode = self._build(k)
+        custom = self._custom.pop(k, None)
+        if custom is not None:
+            episode.custom_data.clear()
+            episode.custom_data.update(custom)
         copied = bool(self.recording.table.final[k] >= 0)
         self._cache[k] = (episode, _signature(episode), copied)
         return episode
@@ -131,13 +137,19 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         state["_aligned"] = state["recording"].aligned_start  # compacting renumbers the rows
         # A built chunk the blocks still describe is rebuilt from them on the other side: its
         # copy would own its arrays (no longer views), so unchanged() would turn False.
-        state["_cache"] = {
-            k: entry for k, entry in self._cache.items() if not _intact(entry[1], entry[2])
-        }
+        # Its custom_data travels on its own (a user's keys, a group's stamps).
+        state["_cache"], state["_custom"] = {}, dict(self._custom)
+        envs = self.recording.table.env
+        for k, entry in self._cache.items():
+            if not _intact(entry[1], entry[2]):
+                state["_cache"][k] = entry
+            elif entry[0].custom_data != {"env_index": int(envs[k])}:
+                state["_custom"][k] = entry[0].custom_data
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_custom", {})
         self._aligned = self.recording.aligned_start
 
     def __repr__(self) -> str:

@@ -140,3 +140,23 @@ def test_nested_observations_take_the_fast_path(window):
         start += sample.num_envs
     if window == "transitions":
         same_rollouts(fast, episodes_to_rollout(list(group), **kwargs))
+
+
+def test_a_pickled_group_sample_keeps_each_chunks_env_index():
+    # Read chunks were rebuilt from the blocks after pickling without the group's stamps:
+    # the second runner's chunks came back as envs 0 and 1 again (a [2T, 2] rollout).
+    import pickle
+
+    spec = EnvSpec("box", "discrete", p_terminate=0.2, p_truncate=0.1, p_info=0.0)
+    group = gathered(spec, "NextStep", [2, 2], 8, 1)
+    stamps = [(c.custom_data["env_index"], c.custom_data.get("runner_index")) for c in group]
+    assert sorted({s[0] for s in stamps}) == [0, 1, 2, 3]
+    clone = pickle.loads(pickle.dumps(group))
+    assert [
+        (c.custom_data["env_index"], c.custom_data.get("runner_index")) for c in clone
+    ] == stamps
+    kwargs = dict(gamma=0.9, value_fn=value_fn, keys=KEYS)
+    same_rollouts(episodes_to_rollout(clone, **kwargs), episodes_to_rollout(group, **kwargs))
+    for bad in (1.5, "1", True):
+        with pytest.raises(TypeError):
+            group[bad]

@@ -93,3 +93,12 @@ def test_a_copy_of_read_chunks_is_still_unchanged(how):
     fresh[0].get_rewards()
     clone = pickle.loads(pickle.dumps(fresh)) if how == "pickle" else copy.deepcopy(fresh)
     assert clone.unchanged() and list(clone) == list(fresh)
+
+
+def test_custom_data_of_read_chunks_survives_a_copy():
+    import pickle
+
+    chunks = EnvRunner(cartpole("NextStep"), policy, seed=0).sample(8)
+    chunks[0].custom_data["tag"] = "mine"  # a key of the user's on an unchanged chunk
+    clone = pickle.loads(pickle.dumps(chunks))
+    assert clone[0].custom_data == {"env_index": 0, "tag": "mine"} and clone.unchanged()
