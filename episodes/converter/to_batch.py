@@ -9,7 +9,7 @@ import numpy as np
 
 from episodes.converter.columns import ColumnKeys, ObsFn, rows
 from episodes.episode import SingleAgentEpisode
-from episodes.structs import is_nested
+from episodes.structs import is_nested, map_leaves
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -72,7 +72,7 @@ def episodes_to_batch(
         add("chunk", np.full(n, index))
         if extra_model_outputs:
             for key in sorted(shared):
-                add(key, np.asarray(rows(chunk, "extra", key)))
+                add(key, map_leaves(np.asarray, rows(chunk, "extra", key)))  # dicts too
     batch_columns = {name: _concat(parts) for name, parts in columns.items()}
     if obs_fn is not None:
         batch_columns["obs"] = obs_fn(batch_columns["obs"])

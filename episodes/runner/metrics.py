@@ -67,11 +67,12 @@ class RunnerMetrics:
         self.total_episodes += len(returns)
         self.return_sum += float(returns.sum())
         self.length_sum += int(counts.sum())
-        self.episode_returns.extend(returns[-self.max_listed :].tolist())
-        self.episode_lengths.extend(counts[-self.max_listed :].tolist())
-        if len(self.episode_returns) > 2 * self.max_listed:  # trimmed now and then: amortized
-            del self.episode_returns[: -self.max_listed]
-            del self.episode_lengths[: -self.max_listed]
+        keep = self.max_listed  # [-0:] would be all of them: cut from the front instead
+        self.episode_returns.extend(returns[max(len(returns) - keep, 0) :].tolist())
+        self.episode_lengths.extend(counts[max(len(counts) - keep, 0) :].tolist())
+        if len(self.episode_returns) > 2 * keep:  # trimmed now and then: amortized
+            del self.episode_returns[: len(self.episode_returns) - keep]
+            del self.episode_lengths[: len(self.episode_lengths) - keep]
 
     def add_time(self, env_steps: int, vector_steps: int, seconds: float) -> None:
         """Records the steps and wall time of one ``sample`` call.
@@ -106,13 +107,14 @@ class RunnerMetrics:
             (True, 0, 1)
         """
         n = self.num_episodes
-        returns = self.episode_returns[-self.max_listed :]
+        first = max(len(self.episode_returns) - self.max_listed, 0)
+        returns = self.episode_returns[first:]
         # While every episode is listed the mean is the list's: the same float however the
         # episodes were added (one by one or in batches sum in another order).
         return_sum = sum(returns) if len(returns) == n else self.return_sum
         out = {
             "episode_returns": returns,
-            "episode_lengths": self.episode_lengths[-self.max_listed :],
+            "episode_lengths": self.episode_lengths[first:],
             "num_episodes": n,
             "mean_episode_return": return_sum / n if n else math.nan,
             "mean_episode_length": self.length_sum / n if n else math.nan,

@@ -69,12 +69,28 @@ class ConnectorContractError(AssertionError):
 
 def _to_numpy(value: Any) -> Any:
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without torch
-        return value.detach().cpu().numpy()
+        tensor = value.detach().cpu()
+        try:
+            return tensor.numpy()
+        except TypeError:  # a dtype numpy lacks (bfloat16): compared as float32, dtype kept
+            return _Widened(tensor.float().numpy(), str(tensor.dtype))
     return value
+
+
+class _Widened:
+    """A tensor of a dtype numpy lacks, as float32 values and the tensor's dtype name."""
+
+    def __init__(self, values: np.ndarray, dtype: str):
+        self.values, self.dtype = values, dtype
 
 
 def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     a, b = _to_numpy(a), _to_numpy(b)
+    if isinstance(a, _Widened) or isinstance(b, _Widened):
+        kinds = [x.dtype if isinstance(x, _Widened) else type(x).__name__ for x in (a, b)]
+        if check_dtype and kinds[0] != kinds[1]:
+            return f"{path}: dtypes differ: {kinds[0]} vs {kinds[1]}"
+        a, b = (x.values if isinstance(x, _Widened) else x for x in (a, b))
     if isinstance(a, Mapping) or isinstance(b, Mapping):
         if not (isinstance(a, Mapping) and isinstance(b, Mapping)) or set(a) != set(b):
             keys_a = sorted(a) if isinstance(a, Mapping) else type(a).__name__
@@ -91,7 +107,12 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         return None if same else f"{path}: {a!r} != {b!r}"
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         try:
-            ragged = np.asarray(a).dtype == object or np.asarray(b).dtype == object
+            dtype_kinds = {np.asarray(a).dtype.kind, np.asarray(b).dtype.kind}
+            # numpy turns ("a", 3) into strings: mixed items are compared one by one too.
+            ragged = "O" in dtype_kinds or (
+                bool({"U", "S"} & dtype_kinds)
+                and not all(isinstance(x, (str, bytes)) for x in [*a, *b])
+            )
         except ValueError:  # ragged: compare element by element
             ragged = True
         if ragged:
@@ -159,7 +180,13 @@ def check_does_not_mutate(
         >>> check_does_not_mutate(lambda eps, batch: {"n": len(eps)}, [ep])
     """
     before = copy.deepcopy(episodes_)
+    objects = list(episodes_)
     _call(connector, episodes_, copy.deepcopy(batch))
+    if len(episodes_) != len(before) or any(a is not b for a, b in zip(objects, episodes_)):
+        raise ConnectorContractError(
+            f"the connector changed the list of input episodes ({len(before)} episodes before, "
+            f"{len(episodes_)} after, or others in their places)"
+        )
     for i, (old, new) in enumerate(zip(before, episodes_)):
         if not old == new:
             raise ConnectorContractError(
@@ -288,7 +315,12 @@ def check_lookback_across_cuts(
             raise ConnectorContractError(f"row keys {absent} are not in the output")
         # Outputs without steps may leave their (empty) columns out, as connectors do.
         full = {k: full[k] for k in row_keys if k in full}
-        part = {k: part[k] for k in row_keys if k in part or start != stop}
+        missing = [k for k in row_keys if k not in part and start != stop]
+        if missing:
+            raise ConnectorContractError(
+                f"row keys {missing} are not in the output on the chunk [{start}:{stop}]"
+            )
+        part = {k: part[k] for k in row_keys if k in part}
     found = _rows(full, part, start, stop, len(episode), row_keys is not None, "output")
     if found:
         raise ConnectorContractError(
@@ -455,6 +487,8 @@ class ConnectorContract:
         # Each subclass gets its own hypothesis-wrapped copy of every contract test: sharing one
         # wrapped function between classes trips hypothesis' differing-executors health check.
         for name in _CONTRACT_TESTS:
+            if name in cls.__dict__:  # the subclass's own version wins, as in any subclass
+                continue
             setattr(cls, name, given(data=st.data())(_fresh_test(getattr(ConnectorContract, name))))
 
     def make_connector(self) -> Connector:

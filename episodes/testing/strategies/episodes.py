@@ -79,6 +79,10 @@ def resolve_space(draw: st.DrawFn, space: SpaceLike) -> gym.Space[Any]:
 def _int_range(draw: st.DrawFn, value: int | tuple[int, int], what: str) -> int:
     if isinstance(value, tuple):
         low, high = value
+        if not (isinstance(low, int) and isinstance(high, int) and 0 <= low <= high):
+            raise ValueError(
+                f"{what} range must be (low, high) with 0 <= low <= high, got {value!r}"
+            )
         return draw(st.integers(low, high))
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
@@ -129,6 +133,8 @@ def episodes(
     """
     if not 0 <= min_len <= max_len:
         raise ValueError(f"need 0 <= min_len <= max_len, got {min_len}, {max_len}")
+    if done not in (None, True, False, "terminated", "truncated"):  # before any draw
+        raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
     obs_space = resolve_space(draw, observation_space)
     act_space = resolve_space(draw, action_space)
     n_lookback = _int_range(draw, lookback, "lookback")

@@ -193,6 +193,8 @@ def _(space: gs.Discrete) -> st.SearchStrategy[Any]:
 
 
 def _box_elements(dtype: np.dtype[Any], low: float, high: float) -> st.SearchStrategy[Any]:
+    if np.dtype(dtype).kind == "b":  # a bool Box holds False and True (within its bounds)
+        return st.sampled_from([v for v in (False, True) if low <= v <= high] or [False])
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
         lo = int(max(low, info.min)) if np.isfinite(low) else int(info.min)
@@ -263,6 +265,8 @@ def _(space: gs.Sequence) -> st.SearchStrategy[Any]:
 
 def _stacked(feature: gs.Space[Any], values: list[Any]) -> Any:
     empty: Any = gym.vector.utils.create_empty_array(feature, len(values))
+    if not values:  # concatenate cannot stack nothing; the empty array is a valid value
+        return empty
     return gym.vector.utils.concatenate(feature, values, empty)
 
 

@@ -1,0 +1,130 @@
+"""Edges of the testing helpers and of what they compare (each case failed before its fix)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from episodes import SingleAgentEpisode
+from episodes.converter import episodes_to_batch
+from episodes.runner import RunnerMetrics
+from episodes.testing import (
+    ConnectorContract,
+    ConnectorContractError,
+    check_deterministic,
+    check_does_not_mutate,
+    check_lookback_across_cuts,
+    outputs_equal,
+)
+from episodes.testing.strategies import episodes, items
+
+
+def _episode(id_="a"):
+    return SingleAgentEpisode(
+        id_, observations=[0, 1, 2, 3], actions=[0, 0, 0], rewards=[0.0] * 3, len_lookback_buffer=0
+    )
+
+
+def test_a_subclass_override_of_a_contract_test_wins():
+    ran = []
+
+    class TestMine(ConnectorContract):
+        observation_space = gym.spaces.Discrete(3)
+
+        def make_connector(self):
+            return lambda eps, batch: dict(batch)
+
+        def test_lookback_across_cuts(self, data=None):
+            ran.append("mine")
+
+    TestMine().test_lookback_across_cuts()
+    assert ran == ["mine"]
+
+
+def test_a_connector_that_changes_the_input_list_is_caught():
+    def drops(eps, batch):
+        eps.pop()
+        return {}
+
+    with pytest.raises(ConnectorContractError, match="list of input episodes"):
+        check_does_not_mutate(drops, [_episode("a"), _episode("b")])
+
+
+def test_a_row_key_missing_on_a_chunk_is_a_contract_error():
+    def forgets(eps, batch):
+        ep = eps[0]
+        return {"obs": list(ep.get_observations(slice(0, len(ep))))} if ep.t_started == 0 else {}
+
+    with pytest.raises(ConnectorContractError, match="row keys"):
+        check_lookback_across_cuts(forgets, _episode(), 1, 3, 1, row_keys=["obs"])
+
+
+def test_bfloat16_outputs_compare():
+    out = {"x": torch.zeros(2, dtype=torch.bfloat16)}
+    assert outputs_equal(out, {"x": torch.zeros(2, dtype=torch.bfloat16)})
+    assert not outputs_equal(out, {"x": torch.ones(2, dtype=torch.bfloat16)})
+    assert not outputs_equal(out, {"x": torch.zeros(2)}, check_dtype=True)
+    check_deterministic(
+        lambda eps, batch: {"x": torch.zeros(2, dtype=torch.bfloat16)}, [_episode()]
+    )
+
+
+@pytest.mark.parametrize(
+    ("a", "b"), [(("a", 3), ("a", "3")), (["x", 1.5], ["x", "1.5"])], ids=["int-str", "float-str"]
+)
+def test_numbers_and_their_strings_differ(a, b):
+    assert not outputs_equal(a, b) and outputs_equal(a, a)
+
+
+def test_structured_extra_outputs_batch_as_dicts():
+    ep = SingleAgentEpisode(
+        observations=[0.0, 1.0, 2.0],
+        actions=[0, 1],
+        rewards=[1.0, 1.0],
+        extra_model_outputs={"dist": [{"mean": 0.5, "std": 1.0}, {"mean": 1.5, "std": 2.0}]},
+        len_lookback_buffer=0,
+    )
+    for chunk in (ep, SingleAgentEpisode.from_state(ep.get_state()).to_numpy()):
+        batch = episodes_to_batch([chunk, chunk])
+        assert batch["dist"]["mean"].tolist() == [0.5, 1.5, 0.5, 1.5]
+
+
+def test_no_episodes_listed_with_max_listed_zero():
+    metrics = RunnerMetrics(max_listed=0)
+    metrics.add_episodes(np.ones(1000), np.full(1000, 3))
+    out = metrics.reduce()
+    assert out["episode_returns"] == [] and out["num_episodes"] == 1000
+    assert metrics.episode_returns == [] and out["mean_episode_return"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "space",
+    [gym.spaces.Sequence(gym.spaces.Discrete(3), stack=True), gym.spaces.Box(0, 1, (2,), bool)],
+    ids=["stacked-sequence", "bool-box"],
+)
+def test_items_of_these_spaces_are_drawn(space):
+    @settings(max_examples=30, database=None)
+    @given(items(space))
+    def drawn(value):
+        assert space.contains(value)
+
+    drawn()
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"done": "yes", "max_len": 0}, {"lookback": (3, 1)}, {"lookback": (-2, 0)}]
+)
+def test_bad_episode_strategy_arguments_are_refused_up_front(kwargs):
+    # done="yes" passed whenever a length-0 episode was drawn; bad ranges failed inside
+    # hypothesis.
+    @settings(max_examples=5, database=None)
+    @given(st.data())
+    def draw(data):
+        data.draw(episodes(gym.spaces.Discrete(2), gym.spaces.Discrete(2), **kwargs))
+
+    with pytest.raises(ValueError, match="done|range"):
+        draw()
