@@ -19,6 +19,7 @@ import numpy as np
 
 from episodes.io import DatasetError, EpisodeWriter, dataset_info
 from episodes.io.reader import iter_chunks, load_chunk
+from episodes.io.tools import other_env_problem
 
 __all__ = ["main"]
 
@@ -58,17 +59,6 @@ def _shard_bytes(megabytes: float) -> int:
     return int(megabytes * 2**20)
 
 
-def _refuse_other_env(out: str, env_id: str) -> None:
-    """``record`` appends to a dataset of the same env only: its metadata names one env."""
-    from episodes.io.shards import is_v2
-
-    if not is_v2(Path(out)):
-        return
-    recorded = (dataset_info(out).metadata or {}).get("env_id")
-    if recorded not in (None, env_id):
-        raise CliError(f"{out} holds {recorded} episodes; record {env_id} into a new directory")
-
-
 def _record(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
@@ -79,12 +69,15 @@ def _record(args: argparse.Namespace) -> int:
     if args.seed is not None and args.seed < 0:
         raise CliError("--seed must be >= 0")
     shard_bytes = _shard_bytes(args.shard_mb)
-    if args.format != 1:
-        _refuse_other_env(args.out, args.env_id)
     try:
         env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
     except Exception as err:  # noqa: BLE001 - gymnasium raises many types for a bad id
         raise CliError(f"cannot create env {args.env_id!r}: {err}") from err
+    other = other_env_problem(
+        args.out, args.env_id, env.single_observation_space, env.single_action_space
+    )
+    if other:
+        raise CliError(other)
     # The runner records the same number of steps in every env: round up to a multiple.
     per_env = -(-args.steps // args.num_envs)
     policy = RandomPolicy(env.action_space, seed=args.seed)
@@ -254,6 +247,10 @@ def _plot(args: argparse.Namespace) -> int:
     fig.suptitle(f"{info.path}: {info.num_episodes} episodes, {info.num_steps} steps")
     fig.tight_layout()
     try:
+        known = fig.canvas.get_supported_filetypes()
+        if Path(args.out).suffix.lstrip(".").lower() not in known or Path(args.out).is_dir():
+            # Without an extension matplotlib writes NAME.png, not the file we would report.
+            raise ValueError(f"--out needs a file name ending in one of .{', .'.join(known)}")
         fig.savefig(args.out)
     except (OSError, ValueError) as err:
         raise CliError(f"cannot write {args.out}: {err}") from err

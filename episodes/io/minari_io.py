@@ -33,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,11 +74,15 @@ def _datasets_root(root: PathLike | None) -> Iterator[None]:
             os.environ["MINARI_DATASETS_PATH"] = old
 
 
+# Minari's ids: an optional namespace path, a name and a version.
+_DATASET_ID = re.compile(r"(?:[\w.-]+/)*[\w.-]+-v\d+")
+
+
 def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:
     """Streams the dataset's episodes with their pieces joined (pieces held until complete)."""
     pieces_of = {id_key(e.id_): e.num_chunks for e in dataset_info(src).episodes}
     pending: dict[str, list[SingleAgentEpisode]] = {}
-    for piece in read_episodes(src):
+    for piece in read_episodes(src, verify=True):  # no damaged data into another format
         key = id_key(piece.id_)
         pending.setdefault(key, []).append(piece)
         if len(pending[key]) == pieces_of.get(key, 1):
@@ -153,6 +159,10 @@ def export_minari(
     """
     import minari
 
+    if not _DATASET_ID.fullmatch(dataset_id) or ".." in dataset_id.split("/"):
+        raise ValueError(
+            f"dataset_id must look like 'name-v0' or 'namespace/name-v0', got {dataset_id!r}"
+        )
     info = dataset_info(src)
     meta = DatasetMetadata.from_json(info.metadata or {}, f"{src} metadata")
     buffers = [_buffer(i, ep) for i, ep in enumerate(e for e in _whole_episodes(src) if len(e) > 0)]
@@ -166,16 +176,27 @@ def export_minari(
             env = gym.spec(meta.env_id)
     with _datasets_root(root), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # minari nags about optional fields
-        minari.create_dataset_from_buffers(
-            dataset_id,
-            buffers,
-            env=env,
-            observation_space=info.observation_space,
-            action_space=info.action_space,
-            algorithm_name=meta.algorithm or meta.policy,
-            description=description or f"exported by episodes from {os.fspath(src)}",
-            data_format="arrow",
-        )
+        from minari.storage import get_dataset_path
+
+        target = get_dataset_path(dataset_id)
+        existed = target.exists()
+        try:
+            minari.create_dataset_from_buffers(
+                dataset_id,
+                buffers,
+                env=env,
+                observation_space=info.observation_space,
+                action_space=info.action_space,
+                algorithm_name=meta.algorithm or meta.policy,
+                description=description or f"exported by episodes from {os.fspath(src)}",
+                data_format="arrow",
+            )
+        except (AssertionError, TypeError, ValueError) as err:
+            if not existed:  # no half-written Minari dataset left to refuse the retry
+                shutil.rmtree(target, ignore_errors=True)
+            if isinstance(err, ValueError) and "already exists" in str(err):
+                raise
+            raise DatasetError(f"Minari refused the export of {src}: {err!r}") from err
     return len(buffers)
 
 

@@ -39,7 +39,7 @@ from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.values import id_key
 
-__all__ = ["filter_dataset", "merge", "migrate", "split"]
+__all__ = ["filter_dataset", "merge", "migrate", "other_env_problem", "split"]
 
 PathLike = str | os.PathLike[str]
 
@@ -74,7 +74,8 @@ def _fill(
     count = 0
     with DatasetWriter(into, metadata=metadata, **writer_kwargs) as writer:
         for src in sources:
-            for episode in read_episodes(src):
+            # Checksums verified: a copy must not give damaged data fresh ones.
+            for episode in read_episodes(src, verify=True):
                 if keep(episode):
                     writer.write(episode)
                     count += 1
@@ -219,6 +220,9 @@ def split(
     finals = [_check_new(train), _check_new(validation)]
     if finals[0].resolve() == finals[1].resolve():
         raise ValueError(f"train and validation are the same directory: {train}")
+    a, b = (final.resolve() for final in finals)
+    if a.is_relative_to(b) or b.is_relative_to(a):  # renaming one in would fill the other
+        raise ValueError(f"train and validation lie one inside the other: {train}, {validation}")
     staged: list[Path] = []
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:
@@ -297,3 +301,42 @@ def filter_dataset(
         )
 
     return _copy([src], dst, meta, keep, {})
+
+
+def other_env_problem(
+    path: PathLike, env_id: str, observation_space: Any, action_space: Any
+) -> str:
+    """Why episodes of ``env_id`` may not be appended to the dataset at ``path`` ("" if they may).
+
+    A v2 dataset's metadata names its env; a v1 dataset's chunks name their spaces. A
+    directory that holds no dataset yet takes any env.
+
+    Example:
+        >>> import tempfile
+        >>> import gymnasium as gym
+        >>> from episodes import SingleAgentEpisode
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path, metadata=DatasetMetadata(env_id="CartPole-v1")) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0]))
+        >>> other_env_problem(path, "Pendulum-v1", None, None)[-42:]
+        'record Pendulum-v1 into a new directory'
+    """
+    from episodes.io.shards import is_v2
+
+    root = Path(path)
+    if is_v2(root):
+        recorded = (dataset_info(root).metadata or {}).get("env_id")
+        if recorded not in (None, env_id):
+            return f"{path} holds {recorded} episodes; record {env_id} into a new directory"
+        return ""
+    if not (root / "manifest.jsonl").exists():
+        return ""
+    info = dataset_info(root)
+    if info.num_episodes and (info.observation_space, info.action_space) != (
+        observation_space,
+        action_space,
+    ):
+        return (
+            f"{path} holds episodes of other spaces than {env_id}'s; record it into a new directory"
+        )
+    return ""

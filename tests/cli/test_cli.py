@@ -265,20 +265,69 @@ BAD_ARGUMENTS = {
     "split_into_one_directory": "split {ds} --train {tmp}/x --val {tmp}/x",
     "filter_min_return_nan": "filter {ds} --out {tmp}/f --min-return nan",
     "record_another_env_into_a_dataset": "record Pendulum-v1 --steps 5 --out {ds_copy}",
+    # v1 datasets have no env id: their spaces were not compared, Pendulum went in.
+    "record_another_env_into_a_v1_dataset": "record Pendulum-v1 --steps 5 --out {v1_copy} --format 1",
+    # The train split was renamed into place before the validation split failed.
+    "split_one_inside_the_other": "split {ds} --train {tmp}/n/t --val {tmp}/n",
+    "split_the_other_inside_one": "split {ds} --train {tmp}/n --val {tmp}/n/v",
+    # matplotlib wrote NAME.png and the command said it wrote NAME.
+    "plot_without_an_extension": "plot {ds} --out {tmp}/figure",
+    # minari's own parser raised a TypeError (a traceback) after making folders.
+    "export_an_id_without_a_version": "export {ds} --to minari --dataset-id t/cartpole --root {tmp}/m",
+    "export_an_id_leaving_the_root": "export {ds} --to minari --dataset-id ../../out-v0 --root {tmp}/m",
 }
 
 
 @pytest.mark.parametrize("args", BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS.keys())
-def test_bad_arguments_are_one_error_line(recorded, tmp_path, capsys, args):
+def test_bad_arguments_are_one_error_line(recorded, recorded_v1, tmp_path, capsys, args):
     import shutil
 
+    if "plot" in args:
+        pytest.importorskip("matplotlib")
+    if "minari" in args:
+        pytest.importorskip("minari")
     shutil.copytree(recorded, tmp_path / "copy")
-    where = {"tmp": tmp_path, "ds": recorded, "ds_copy": tmp_path / "copy"}
-    before = sorted(p.name for p in (tmp_path / "copy").rglob("*"))
+    shutil.copytree(recorded_v1, tmp_path / "v1")
+    where = {
+        "tmp": tmp_path,
+        "ds": recorded,
+        "ds_copy": tmp_path / "copy",
+        "v1_copy": tmp_path / "v1",
+    }
+    before = sorted(p.name for p in tmp_path.rglob("*"))
     assert _main(*(a.format(**where) for a in args.split())) == 1
     err = capsys.readouterr().err
     assert err.startswith("episodes: error:") and len(err.strip().splitlines()) == 1
-    assert sorted(p.name for p in (tmp_path / "copy").rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing made or changed
+
+
+def test_copies_of_a_damaged_dataset_are_refused(recorded, tmp_path):
+    # They read without checksums and wrote the damaged value with fresh ones: validate then
+    # called the copies OK.
+    import shutil
+
+    import numpy as np
+
+    from episodes.io import read_episodes
+
+    src = tmp_path / "src"
+    shutil.copytree(recorded, src)
+    episode = next(iter(read_episodes(src, numpy=True)))
+    needle = np.ascontiguousarray(episode.get_observations()[3], np.float32).tobytes()
+    (shard,) = sorted((src / "shards").glob("*.arrow"))[:1]
+    data = bytearray(shard.read_bytes())
+    data[data.find(needle) + 2] ^= 0x40
+    shard.write_bytes(bytes(data))
+    run("validate", str(src), check_rc=1)
+    for args in (
+        ["filter", str(src), "--out", str(tmp_path / "f")],
+        ["migrate", str(src), str(tmp_path / "m")],
+        ["merge", str(src), "--out", str(tmp_path / "g")],
+        ["split", str(src), "--train", str(tmp_path / "t"), "--val", str(tmp_path / "v")],
+    ):
+        proc = run(*args)
+        assert proc.returncode == 1 and "CRC" in proc.stderr, (args, proc.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
 def test_record_stores_the_single_env_spec(recorded):

@@ -135,3 +135,30 @@ def test_a_relative_root_is_the_same_directory_for_export_and_import(tmp_path, m
     monkeypatch.chdir(tmp_path)
     assert export_minari(tmp_path / "ds", "rel-v0", root="minari_root") == 2
     assert import_minari("rel-v0", tmp_path / "back", root="minari_root") == 2
+
+
+def test_a_refused_export_leaves_no_half_written_dataset(tmp_path):
+    # Minari asserted on the second episode after writing the first: the leftover made the
+    # retry "already exist" and imported as a dataset of one episode.
+    import gymnasium as gym
+
+    from episodes.io import DatasetError, DatasetWriter, export_minari
+
+    def episode(id_, dim):
+        return SingleAgentEpisode(
+            id_,
+            observations=[np.zeros(dim, np.float32)] * 3,
+            actions=[0, 1],
+            rewards=[1.0, 1.0],
+            observation_space=gym.spaces.Box(-1, 1, (dim,), np.float32),
+            action_space=gym.spaces.Discrete(2),
+            len_lookback_buffer=0,
+        )
+
+    with DatasetWriter(tmp_path / "src") as writer:
+        writer.write_many([episode("a", 2), episode("b", 3)])
+    with pytest.raises(DatasetError, match="Minari refused"):
+        export_minari(tmp_path / "src", "test/mixed-v0", root=tmp_path / "m")
+    assert not (tmp_path / "m" / "test" / "mixed-v0").exists()
+    with pytest.raises(ValueError, match="dataset_id"):
+        export_minari(tmp_path / "src", "test/mixed", root=tmp_path / "m")
