@@ -130,9 +130,9 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
 
     Example:
         >>> leaves = [np.zeros((3,), np.int64), np.zeros((3, 2))]
-        >>> [row.tolist() for row in staged_rows(leaves, (1, np.array([1, 2])))]
+        >>> [row.tolist() for row in staged_rows(leaves, (1, [1, 2]), structure=(0, 0))]
         [1, [1.0, 2.0]]
-        >>> staged_rows(leaves, (1,))
+        >>> staged_rows(leaves, (1,), structure=(0, 0))
         Traceback (most recent call last):
         ValueError: item (1,) does not match the column's item structure
         >>> staged_rows(leaves, {"a": 1, "c": [0, 0]}, structure={"a": 0, "b": [0, 0]})

@@ -23,13 +23,9 @@ from episodes.converter.from_blocks import (
     LazyGroups,
     block_columns,
     gather_into,
-    item_shape,
     value_array,
 )
 from episodes.converter.refusals import (
-    check_extra_steps,
-    check_storage_layout,
-    check_storage_size,
     flat_actions,
     refuse_masked_windows,
 )
@@ -38,6 +34,7 @@ from episodes.converter.side_by_side import (
     side_by_side_groups,
     side_by_side_parts,
 )
+from episodes.converter.storage_for import ready_storage
 from episodes.episode import SingleAgentEpisode
 from episodes.rollout import RolloutStorage
 from episodes.runner import SampledChunks
@@ -128,68 +125,6 @@ def _hidden(extras: dict[str, np.ndarray], names: tuple[str, ...], device: torch
     # Stored per step as [num_layers, hidden]; the storage wants [T, num_layers, N, hidden].
     parts = [_tensor(extras[k], device, torch.float32).permute(0, 2, 1, 3) for k in names]
     return parts[0] if len(parts) == 1 else tuple(parts)
-
-
-def _new_storage(
-    cols: TimeMajorColumns,
-    obs: Any,
-    actions: torch.Tensor,
-    training_type: str,
-    keys: ColumnKeys,
-    device: torch.device,
-    dtype: torch.dtype,
-) -> RolloutStorage:
-    horizon, num_envs = cols.dones.shape
-    example_obs = map_leaves(lambda leaf: leaf[0], obs)
-    dist_shapes = None
-    if training_type == "rl":  # distillation stores no distribution parameters
-        dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution) or None
-
-    def hidden_spec(names: tuple[str, ...]) -> Any:
-        if not names:
-            return None
-        specs = tuple(item_shape(cols.extras, k) for k in names)
-        return specs[0] if len(specs) == 1 else specs
-
-    return RolloutStorage(
-        training_type,
-        num_envs,
-        horizon,
-        example_obs,
-        tuple(actions.shape[2:]),
-        device,
-        distribution_params=dist_shapes,
-        actor_hidden_state=hidden_spec(keys.actor_hidden),
-        critic_hidden_state=hidden_spec(keys.critic_hidden),
-        dtype=dtype,
-        actions_dtype=actions.dtype,
-    )
-
-
-def _ready_storage(
-    storage: RolloutStorage | None,
-    cols: TimeMajorColumns,
-    obs: Any,
-    actions: torch.Tensor,
-    training_type: str,
-    keys: ColumnKeys,
-    device: torch.device,
-    dtype: torch.dtype,
-) -> RolloutStorage:
-    """A new storage for the columns, or the given one, cleared once it is known to take them.
-
-    Everything that could refuse the columns is checked here, before a storage is touched.
-    """
-    check_extra_steps(cols.extras, actions, training_type, keys)
-    if storage is None:
-        return _new_storage(cols, obs, actions, training_type, keys, device, dtype)
-    check_storage_size(storage, *cols.dones.shape)
-    meta = torch.device("meta")
-    check_storage_layout(
-        storage, _new_storage(cols, obs, actions, training_type, keys, meta, dtype)
-    )
-    storage.clear()
-    return storage
 
 
 def episodes_to_rollout(
@@ -354,7 +289,7 @@ def _write_columns(
     actions = flat_actions(_tensor(cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
-    storage = _ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
+    storage = ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
     storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
     return storage
@@ -393,7 +328,7 @@ def _write_from_blocks(
     actions = flat_actions(_tensor(chunks.example("actions") if deferred else cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
-    storage = _ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
+    storage = ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
     direct: dict[str, Any] = {}
     if deferred:
         storage.own()  # gathered in place: never into blocks an earlier rollout shares

@@ -1,0 +1,126 @@
+"""The storage a rollout is written into: a new one, or the caller's once it fits.
+
+A given storage is checked against the one a conversion would make (built on the ``meta``
+device: shapes without memory) before it is cleared, so a refused conversion leaves it as it
+was; the layout it was last found to take is remembered, so a storage reused rollout after
+rollout is checked once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+from episodes.converter.columns import ColumnKeys, TimeMajorColumns
+from episodes.converter.from_blocks import item_shape
+from episodes.converter.refusals import check_extra_steps, check_storage_layout, check_storage_size
+from episodes.rollout import RolloutStorage
+from episodes.structs import map_leaves
+
+__all__ = ["ready_storage"]
+
+
+def _new_storage(
+    cols: TimeMajorColumns,
+    obs: Any,
+    actions: torch.Tensor,
+    training_type: str,
+    keys: ColumnKeys,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> RolloutStorage:
+    horizon, num_envs = cols.dones.shape
+    example_obs = map_leaves(lambda leaf: leaf[0], obs)
+    dist_shapes = None
+    if training_type == "rl":  # distillation stores no distribution parameters
+        dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution) or None
+
+    def hidden_spec(names: tuple[str, ...]) -> Any:
+        if not names:
+            return None
+        specs = tuple(item_shape(cols.extras, k) for k in names)
+        return specs[0] if len(specs) == 1 else specs
+
+    return RolloutStorage(
+        training_type,
+        num_envs,
+        horizon,
+        example_obs,
+        tuple(actions.shape[2:]),
+        device,
+        distribution_params=dist_shapes,
+        actor_hidden_state=hidden_spec(keys.actor_hidden),
+        critic_hidden_state=hidden_spec(keys.critic_hidden),
+        dtype=dtype,
+        actions_dtype=actions.dtype,
+    )
+
+
+def ready_storage(
+    storage: RolloutStorage | None,
+    cols: TimeMajorColumns,
+    obs: Any,
+    actions: torch.Tensor,
+    training_type: str,
+    keys: ColumnKeys,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> RolloutStorage:
+    """A new storage for the columns, or the given one, cleared once it is known to take them.
+
+    Everything that could refuse the columns is checked here, before a storage is touched.
+
+    Example:
+        >>> import numpy as np
+        >>> cols = TimeMajorColumns(observations=np.zeros((3, 2, 4), np.float32),
+        ...     actions=np.zeros((3, 2), np.int64), rewards=np.zeros((3, 2)),
+        ...     dones=np.zeros((3, 2), bool), truncated=np.zeros((3, 2), bool),
+        ...     extras={"vf_preds": np.zeros((3, 2)), "action_logp": np.zeros((3, 2))})
+        >>> obs, actions = torch.zeros(3, 2, 4), torch.zeros(3, 2, 1, dtype=torch.long)
+        >>> st = ready_storage(None, cols, obs, actions, "rl", ColumnKeys(),
+        ...                    torch.device("cpu"), torch.float32)
+        >>> ready_storage(st, cols, obs, actions, "rl", ColumnKeys(),
+        ...               torch.device("cpu"), torch.float32) is st
+        True
+    """
+    check_extra_steps(cols.extras, actions, training_type, keys)
+    if storage is None:
+        return _new_storage(cols, obs, actions, training_type, keys, device, dtype)
+    check_storage_size(storage, *cols.dones.shape)
+    # The layout a storage was last found to take is remembered: a storage reused rollout
+    # after rollout is checked once (building the meta storage costs about 80 us).
+    layout = _layout_of(cols, obs, actions, training_type, keys, dtype)
+    if _CHECKED.get(storage) != layout:
+        meta = torch.device("meta")
+        check_storage_layout(
+            storage, _new_storage(cols, obs, actions, training_type, keys, meta, dtype)
+        )
+        _CHECKED[storage] = layout
+    storage.clear()
+    return storage
+
+
+_CHECKED: weakref.WeakKeyDictionary[RolloutStorage, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+def _layout_of(
+    cols: TimeMajorColumns,
+    obs: Any,
+    actions: torch.Tensor,
+    training_type: str,
+    keys: ColumnKeys,
+    dtype: torch.dtype,
+) -> tuple[Any, ...]:
+    """What decides the storage ``_new_storage`` would make for these columns."""
+    extras = [*keys.distribution, *keys.actor_hidden, *keys.critic_hidden]
+    return (
+        training_type,
+        keys,
+        dtype,
+        repr(map_leaves(lambda leaf: (tuple(leaf.shape[2:]), leaf.dtype), obs)),
+        tuple(actions.shape[2:]),
+        actions.dtype,
+        tuple(item_shape(cols.extras, k) for k in extras),
+    )
