@@ -266,15 +266,21 @@ BAD_ARGUMENTS = {
     "filter_min_return_nan": "filter {ds} --out {tmp}/f --min-return nan",
     "record_another_env_into_a_dataset": "record Pendulum-v1 --steps 5 --out {ds_copy}",
     # v1 datasets have no env id: their spaces were not compared, Pendulum went in.
-    "record_another_env_into_a_v1_dataset": "record Pendulum-v1 --steps 5 --out {v1_copy} --format 1",
+    "record_another_env_into_a_v1_dataset": (
+        "record Pendulum-v1 --steps 5 --out {v1_copy} --format 1"
+    ),
     # The train split was renamed into place before the validation split failed.
     "split_one_inside_the_other": "split {ds} --train {tmp}/n/t --val {tmp}/n",
     "split_the_other_inside_one": "split {ds} --train {tmp}/n --val {tmp}/n/v",
     # matplotlib wrote NAME.png and the command said it wrote NAME.
     "plot_without_an_extension": "plot {ds} --out {tmp}/figure",
     # minari's own parser raised a TypeError (a traceback) after making folders.
-    "export_an_id_without_a_version": "export {ds} --to minari --dataset-id t/cartpole --root {tmp}/m",
-    "export_an_id_leaving_the_root": "export {ds} --to minari --dataset-id ../../out-v0 --root {tmp}/m",
+    "export_an_id_without_a_version": (
+        "export {ds} --to minari --dataset-id t/cartpole --root {tmp}/m"
+    ),
+    "export_an_id_leaving_the_root": (
+        "export {ds} --to minari --dataset-id ../../out-v0 --root {tmp}/m"
+    ),
 }
 
 
