@@ -649,6 +649,25 @@ def test_slice_bounds_past_the_ends() -> None:  # "slice-out-of-range"
     assert twin.theirs[-10:2].t_started == -6
 
 
+def test_reversed_slice_holds_its_start_observation() -> None:  # "reversed-episode-slice"
+    twin = _stepped_twin(n=6)
+    ours, theirs = twin.ours[4:2], twin.theirs[4:2]
+    assert len(ours) == len(theirs) == 0
+    assert (ours.t_started, len(ours.get_observations())) == (4, 1)
+    assert len(theirs.get_observations()) == 0 and not theirs.is_reset
+
+
+def test_concat_keeps_both_flags_of_the_successor() -> None:  # "concat-both-flags"
+    twin = _stepped_twin(n=2)
+    nxt = Twin(twin.ours.cut(), twin.theirs.cut())
+    obs = sample_obs(BOX_OBS, np.random.default_rng(2))
+    nxt.both("add_env_step", obs, 0, 1.0, terminated=True, truncated=True)
+    twin.ours.concat_episode(nxt.ours)
+    twin.theirs.concat_episode(nxt.theirs)
+    assert twin.ours.is_terminated and twin.ours.is_truncated
+    assert twin.theirs.is_terminated and not twin.theirs.is_truncated
+
+
 @pytest.mark.parametrize("op", ["cut", "slice"])
 def test_nested_numpy_cut_and_slice_keep_lookback(op: str) -> None:  # "nested-numpy-lookback"
     twin = _stepped_twin(DICT_OBS, n=6)
