@@ -20,6 +20,7 @@ its slot. What was returned before stays valid: returned objects belong to the c
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -492,6 +493,8 @@ class RunnerGroup:
             [1] 1 1
         """
         self._check_running()
+        if isinstance(index, bool) or not 0 <= operator.index(index) < len(self._slots):
+            raise IndexError(f"runner index {index!r} is not in [0, {len(self._slots)})")
         slot = self._slots[index]
         if slot.ref is not None:
             slot.ref = None

@@ -239,6 +239,10 @@ def test_bad_arguments_raise(ray_local):
         with pytest.raises(TypeError, match="set_weights"):
             group.sample(4, weights={"p_right": 1.0})
         assert group.weights_version == -1 and group.sample(4).env_steps == 16
+        for bad in (-1, 1, True):  # -1 restarted the last slot, reported as "runner -1"
+            with pytest.raises(IndexError, match="runner index"):
+                group.restart_runner(bad)
+        assert group.generations == [0]
     finally:
         group.stop()
     with pytest.raises(RuntimeError, match="did not start"):
