@@ -94,6 +94,11 @@ def _copy(
     A copy that fails part-way leaves no ``dst`` behind (a retry is not refused).
     """
     final = _check_new(dst)
+    sources = list(sources)
+    for src in sources:  # a copy inside its source (or around it) would change the source
+        a, b = final.resolve(), Path(src).resolve()
+        if a.is_relative_to(b) or b.is_relative_to(a):
+            raise ValueError(f"the destination {dst} lies inside the source {src} or around it")
     staged = _stage(final)
     try:
         count = _fill(sources, staged, metadata, keep, writer_kwargs)

@@ -272,6 +272,9 @@ BAD_ARGUMENTS = {
     # The train split was renamed into place before the validation split failed.
     "split_one_inside_the_other": "split {ds} --train {tmp}/n/t --val {tmp}/n",
     "split_the_other_inside_one": "split {ds} --train {tmp}/n --val {tmp}/n/v",
+    # It wrote a new dataset into the source's folder.
+    "merge_into_its_source": "merge {ds_copy} --out {ds_copy}/sub",
+    "migrate_into_its_source": "migrate {ds_copy} {ds_copy}/sub",
     # matplotlib wrote NAME.png and the command said it wrote NAME.
     "plot_without_an_extension": "plot {ds} --out {tmp}/figure",
     # minari's own parser raised a TypeError (a traceback) after making folders.
