@@ -25,10 +25,7 @@ from episodes.converter.from_blocks import (
     gather_into,
     value_array,
 )
-from episodes.converter.refusals import (
-    flat_actions,
-    refuse_masked_windows,
-)
+from episodes.converter.refusals import flat_actions, refuse_masked_windows
 from episodes.converter.side_by_side import (
     side_by_side_columns,
     side_by_side_groups,

@@ -579,6 +579,19 @@ def test_reversed_slice_with_fill_is_empty() -> None:  # "reversed-slice-fill"
     assert theirs.get(slice(-1, -3), **kw) == [0, 0]
 
 
+@pytest.mark.parametrize("fill", [2.7, float("nan")], ids=["fraction", "nan"])
+def test_fill_an_integer_leaf_cannot_hold(fill: float) -> None:  # "fill-unrepresentable"
+    space = gym.spaces.Discrete(3)
+    ours, theirs = OBuf([0, 1, 2], space=space), RBuf([0, 1, 2], space=space)
+    ours.finalize()
+    theirs.finalize()
+    kw = dict(neg_index_as_lookback=True, fill=fill)
+    with pytest.raises(ValueError, match="cannot fill"):
+        ours.get(slice(-2, 2), **kw)
+    padded = theirs.get(slice(-2, 2), **kw)
+    assert padded.dtype == np.int64 and padded[0] != fill  # cast: truncated or garbage
+
+
 def test_fill_with_step() -> None:  # "fill-with-step"
     ours, theirs = OBuf([1, 2, 3, 4]), RBuf([1, 2, 3, 4])
     kw = dict(neg_index_as_lookback=True, fill=0)

@@ -7,7 +7,14 @@ import tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from episodes.spaces import batch, is_flat, map_leaves, map_leaves_with_space, unbatch
+from episodes.spaces import (
+    batch,
+    batch_in_space,
+    is_flat,
+    map_leaves,
+    map_leaves_with_space,
+    unbatch,
+)
 
 Point = namedtuple("Point", ["x", "y"])
 
@@ -252,3 +259,42 @@ def test_a_first_python_float_does_not_turn_other_items_into_floats(items):
     got = batch(items)
     want = np.asarray(items)
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+_BOX2 = gs.Box(-5, 5, (2,))
+IN_SPACE_CASES = {
+    # (items, space, what comes back)
+    "box_rows_as_lists": ([[0.0, 0.5], [1.0, 2.0]], _BOX2, np.array([[0.0, 0.5], [1.0, 2.0]])),
+    "box_rows_as_tuples": ([(0.0, 0.5), (1.0, 2.0)], _BOX2, np.array([[0.0, 0.5], [1.0, 2.0]])),
+    "multidiscrete_lists": ([[0, 1], [2, 0]], gs.MultiDiscrete([3, 3]), np.array([[0, 1], [2, 0]])),
+    "arrays_as_batch_does": ([np.zeros(2), np.ones(2)], _BOX2, np.array([[0.0, 0.0], [1.0, 1.0]])),
+    "dict_of_box_lists": (
+        [{"p": [0, 1], "n": 2}, {"p": [1, 1], "n": 0}],
+        gs.Dict({"p": _BOX2, "n": gs.Discrete(3)}),
+        {"p": np.array([[0, 1], [1, 1]]), "n": np.array([2, 0])},
+    ),
+    "tuple_given_as_lists": (
+        [[[0, 1], 2], [[1, 1], 0]],
+        gs.Tuple([_BOX2, gs.Discrete(3)]),
+        [np.array([[0, 1], [1, 1]]), np.array([2, 0])],
+    ),
+    "no_space_nests_lists": ([[0, 1], [2, 3]], None, [np.array([0, 2]), np.array([1, 3])]),
+}
+
+
+@pytest.mark.parametrize(
+    ("items", "space", "expected"), IN_SPACE_CASES.values(), ids=IN_SPACE_CASES.keys()
+)
+def test_batch_in_space(items, space, expected):
+    got = batch_in_space(items, space)
+    assert type(got) is type(expected)
+    for g, e in zip(tree.flatten(got), tree.flatten(expected)):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize(
+    "items", [[[0.0, 1.0], [1.0]], [[0.0, None], [1.0, 2.0]]], ids=["ragged", "none_inside"]
+)
+def test_batch_in_space_refuses_rows_it_cannot_stack(items):
+    with pytest.raises(ValueError, match="Cannot batch"):
+        batch_in_space(items, _BOX2)
