@@ -95,6 +95,26 @@ def test_add_transition_stores_everything(device, obs_dict, hidden):
             assert got.shape == (t, 2, n, 4) and torch.equal(got, want)
 
 
+@pytest.mark.parametrize("how", ["add_transition", "write_block", "write_block share"])
+def test_values_that_require_grad_are_stored_as_data(device, how):
+    # A policy's outputs may still carry their graph; the storage must not keep it, or
+    # returns and mini-batches would backpropagate into the rollout's forward passes.
+    t, n = 3, 2
+    weight = torch.ones(1, device=device, requires_grad=True)
+    values = torch.randn(t, n, 1, device=device) * weight
+    hidden = torch.randn(t, 1, n, 4, device=device) * weight
+    st = RolloutStorage("rl", n, t, (3,), (2,), device=device, actor_hidden_state=(1, 4))
+    if how == "add_transition":
+        for k in range(t):
+            st.add_transition(Transition(values=values[k], hidden_states=(hidden[k], None)))
+    else:
+        st.write_block(0, share=how.endswith("share"), values=values, hidden_states=(hidden, None))
+    st.compute_returns(torch.zeros(n, 1, device=device), gamma=0.9, lam=0.95)
+    stored = [st.values, st.returns, st.advantages, *st.saved_hidden_states_actor]
+    assert not any(x.requires_grad for x in stored)
+    assert torch.equal(st.values, values.detach())
+
+
 def test_overflow_and_clear(device):
     st = make_rl(device, t=2)
     steps = random_steps(3, 4, device)
