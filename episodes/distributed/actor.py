@@ -102,7 +102,7 @@ class RunnerActor:
         self._segments = ActorSegments()
 
     def info(self) -> dict[str, Any]:
-        """The runner's sub-env count, spaces, process id, and whether its policy takes weights.
+        """Sub-env count, spaces, pid, least ``num_steps``, and whether the policy takes weights.
 
         Example:
             >>> import gymnasium as gym
@@ -124,6 +124,7 @@ class RunnerActor:
             "action_space": env.single_action_space,
             "pid": os.getpid(),
             "takes_weights": callable(getattr(self.runner.policy, "set_weights", None)),
+            "least_num_steps": self.runner.least_num_steps,
         }
 
     def set_weights(self, weights: Any, version: int) -> int:

@@ -160,6 +160,8 @@ class RunnerGroup:
             for i, (handle, info) in enumerate(zip(handles, infos))
         ]
         self._takes_weights = all(info["takes_weights"] for info in infos)
+        # Refused here, not by the actors: a refused request would count as a failure.
+        self._least_num_steps = max(int(info["least_num_steps"]) for info in infos)
         self._stopped = False
         self.observation_space = infos[0]["observation_space"]
         self.action_space = infos[0]["action_space"]
@@ -325,7 +327,7 @@ class RunnerGroup:
             2 4 32 []
         """
         self._check_running()
-        _check_steps(num_steps)
+        num_steps = _checked_steps(num_steps, self._least_num_steps)
         if self.num_in_flight:
             raise RuntimeError(
                 f"{self.num_in_flight} asynchronous requests are in flight: collect them with "
@@ -374,7 +376,7 @@ class RunnerGroup:
             1 16 0
         """
         self._check_running()
-        _check_steps(num_steps)
+        num_steps = _checked_steps(num_steps, self._least_num_steps)
         if weights is not None:
             self.set_weights(weights)
         if launch:
@@ -613,6 +615,12 @@ def _create_dataset(spec: WriterSpec) -> None:
     DatasetWriter(spec.path, metadata=spec.metadata, **spec.options).close()
 
 
-def _check_steps(num_steps: int) -> None:
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
+def _checked_steps(num_steps: Any, least: int) -> int:
+    """``num_steps`` as an int >= ``least`` (numpy integers taken; floats and bools refused)."""
+    try:
+        number = operator.index(num_steps)
+    except TypeError:
+        number = None
+    if number is None or isinstance(num_steps, bool) or number < least:
+        raise ValueError(f"num_steps must be an int >= {least}, got {num_steps!r}")
+    return number

@@ -155,6 +155,23 @@ class EnvRunner:
         """
         return self._initial_state is not None
 
+    @property
+    def least_num_steps(self) -> int:
+        """The smallest ``num_steps`` :meth:`sample` takes (2 for vector steps of a next-step env).
+
+        Example:
+            >>> from episodes.runner import RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> policy = RandomPolicy(env.action_space, seed=0)
+            >>> EnvRunner(env, policy).least_num_steps
+            1
+            >>> EnvRunner(env, policy, window="vector_steps").least_num_steps
+            2
+        """
+        # One vector step of a next-step env could be every sub-env's reset step.
+        resets = self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP
+        return 2 if self.window == "vector_steps" and resets else 1
+
     # --------------------------------------------------------------------------------- public
     def sample(self, num_steps: int) -> SampledChunks:
         """Steps the env until every sub-env recorded ``num_steps`` transitions; returns them.
@@ -186,10 +203,7 @@ class EnvRunner:
             >>> second[0].id_ == first[0].id_, second[0].t_started
             (True, 3)
         """
-        # One vector step of a next-step env could be every sub-env's reset step.
-        resets = self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP
-        least = 2 if self.window == "vector_steps" and resets else 1
-        num_steps = _whole_number(num_steps, "num_steps", least)
+        num_steps = _whole_number(num_steps, "num_steps", self.least_num_steps)
         if self._failure is not None:
             raise RuntimeError(
                 f"an earlier sample() of this runner failed part-way ({self._failure}): the "

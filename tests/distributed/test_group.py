@@ -117,6 +117,41 @@ def test_async_sampling_collects_every_request_once(group):
         group.sample(0)
 
 
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None])
+def test_bad_step_counts_are_refused_before_any_request(group, bad):
+    restarts = group.get_metrics()["num_restarts"]
+    with pytest.raises(ValueError, match="num_steps must be an int >= 1"):
+        group.sample(bad)
+    with pytest.raises(ValueError, match="num_steps must be an int >= 1"):
+        group.sample_async(bad)
+    assert group.num_in_flight == 0 and group.get_metrics()["num_restarts"] == restarts
+
+
+def test_numpy_step_counts_are_whole_numbers(group):
+    assert group.sample(np.int64(3)).env_steps == 3 * 6
+
+
+def test_one_vector_step_of_a_next_step_env_is_refused_not_a_failure(ray_local):
+    # The runners refuse it too; asked of them, each refusal would count as a failed request
+    # and restart the actor, losing its episodes.
+    group = RunnerGroup(
+        cartpole,
+        random_policy,
+        num_runners=1,
+        seed=0,
+        runner_kwargs={"window": "vector_steps"},
+        config={"num_envs": 2},
+        num_cpus_per_runner=0.5,
+    )
+    try:
+        with pytest.raises(ValueError, match="num_steps must be an int >= 2"):
+            group.sample(1)
+        assert group.generations == [0] and group.get_metrics()["num_restarts"] == 0
+        assert group.sample(2).samples[0].generation == 0
+    finally:
+        group.stop()
+
+
 def test_killing_an_actor_mid_sample_loses_nothing_returned_and_duplicates_nothing(ray_local):
     group = RunnerGroup(
         cartpole,
