@@ -6,6 +6,7 @@ checked plain values (ints, floats, strings, lists); nothing is evaluated or unp
 
 from __future__ import annotations
 
+import json
 import marshal
 import math
 from functools import singledispatch
@@ -201,29 +202,30 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     if d is None:
         return None
     # Building a gymnasium Box is slow (bounds checks, dtype probing) and the same few spaces
-    # come back in every loaded episode: equal dicts share one decoded space. marshal is a
-    # cheap exact key for these plain dicts (a different key order only costs a cache miss);
-    # anything it cannot serialise is no valid encoding and goes to the checked decoder.
+    # come back in every loaded episode: equal dicts share one decoded space. The JSON text is
+    # the key: equal plain dicts give equal text (marshal's bytes depend on object identity);
+    # a different key order only costs a cache miss. Anything JSON cannot write is no valid
+    # encoding and goes to the checked decoder uncached.
     try:
-        key: bytes | str = marshal.dumps(d)
-    except ValueError:
-        try:
-            key = repr(d)
-        except RecursionError:
-            raise ValueError("space: nested too deeply") from None
-    space = _DECODED.get(key)
+        key: str | None = json.dumps(d, allow_nan=True)
+    except (TypeError, ValueError):
+        key = None
+    except RecursionError:
+        raise ValueError("space: nested too deeply") from None
+    space = None if key is None else _DECODED.get(key)
     if space is None:
         try:
             space = _decode(d, "space")
         except RecursionError:
             raise ValueError("space: nested too deeply") from None
-        if len(_DECODED) >= _MAX_DECODED:
-            _DECODED.clear()
-        _DECODED[key] = space
+        if key is not None:
+            if len(_DECODED) >= _MAX_DECODED:
+                _DECODED.clear()
+            _DECODED[key] = space
     return space
 
 
-_DECODED: dict[bytes | str, gs.Space[Any]] = {}
+_DECODED: dict[str, gs.Space[Any]] = {}
 _MAX_DECODED = 256
 
 

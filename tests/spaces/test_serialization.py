@@ -316,3 +316,21 @@ def test_negative_infinite_float_bounds_are_json_safe():
     back = space_from_dict(json.loads(encoded))
     np.testing.assert_array_equal(back.low, box.low)
     np.testing.assert_array_equal(back.high, box.high)
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        gs.Dict({"a": gs.Discrete(3, start=1), "b": gs.Box(-1.0, 1.0, (2,))}),
+        gs.Tuple([gs.MultiDiscrete([2, 3]), gs.MultiBinary(4)]),
+        gs.Box(low=np.array([-np.inf, 0.0]), high=np.array([1.0, np.inf])),
+    ],
+    ids=["dict", "tuple", "infinite box"],
+)
+def test_equal_dicts_decode_to_one_shared_space(space):
+    # What a reader parses is a fresh dict each time: equal, never the same object.
+    encoded = space_to_dict(space)
+    decoded = [space_from_dict(json.loads(json.dumps(encoded))) for _ in range(3)]
+    assert decoded[0] == space
+    assert all(d is decoded[0] for d in decoded)
+    assert space_from_dict(encoded) is decoded[0]
