@@ -189,10 +189,14 @@ def _validate_v2(path: str) -> int:
     if ds.torn_manifest:
         print("note: an incomplete last manifest line (a killed writer) was ignored")
     if problems:
-        print(f"{len(problems)} of {len(ds)} episodes are bad", file=sys.stderr)
+        print(f"{_count(len(problems), 'problem')} in {len(ds)} episode pieces", file=sys.stderr)
         return 1
-    print(f"ok: {len(ds)} episodes in {len(ds.shards)} shards verified")
+    print(f"ok: {len(ds)} episode pieces in {len(ds.shards)} shards verified")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -217,9 +221,11 @@ def _validate(args: argparse.Namespace) -> int:
     if torn:
         print("note: an incomplete last manifest line (a killed writer) was ignored")
     if problems:
-        print(f"{len(problems)} of {len(entries)} chunks are bad", file=sys.stderr)
+        print(
+            f"{_count(len(problems), 'problem')} in {len(entries)} episode pieces", file=sys.stderr
+        )
         return 1
-    print(f"ok: {len(entries)} chunks verified")
+    print(f"ok: {len(entries)} episode pieces verified")
     return 0
 
 
@@ -475,8 +481,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     Example:
         >>> main(["info", "/nonexistent"])  # not a dataset: a one-line error on stderr
         1
+        >>> main(["info"])  # no DIR: argparse's usage and error lines on stderr
+        2
     """
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as done:  # --help (0) or a usage error (2): returned, as documented
+        return done.code if isinstance(done.code, int) else 2
     try:
         code = int(args.func(args))
         sys.stdout.flush()

@@ -118,7 +118,7 @@ def migrate(
     data_format: str = "arrow",
     compression: str | None = None,
 ) -> int:
-    """Converts a dataset (v1 or v2) into a new v2 dataset; returns the episodes copied.
+    """Converts a dataset (v1 or v2) into a new v2 dataset; returns the episode pieces copied.
 
     Every field of every episode piece is kept (the round trip is exact).
 
@@ -148,7 +148,7 @@ def merge(
     metadata: DatasetMetadata | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
 ) -> int:
-    """Concatenates datasets into a new v2 dataset; returns the episodes copied.
+    """Concatenates datasets into a new v2 dataset; returns the episode pieces copied.
 
     The metadata defaults to the first source's, with the sources listed in ``user``.
 

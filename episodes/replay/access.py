@@ -164,7 +164,12 @@ class BufferAccess:
 
     @staticmethod
     def from_dataset(
-        path: str | os.PathLike[str], *, capacity: int | None = None, **kwargs: Any
+        path: str | os.PathLike[str],
+        *,
+        capacity: int | None = None,
+        prioritized: bool = False,
+        seed: int | None = None,
+        **kwargs: Any,
     ) -> EpisodeReplayBuffer:
         """A buffer holding every chunk of an ``episodes.io`` dataset (offline RL).
 
@@ -182,7 +187,9 @@ class BufferAccess:
         """
         from episodes.replay.persistence import buffer_from_dataset
 
-        return buffer_from_dataset(path, capacity=capacity, **kwargs)
+        return buffer_from_dataset(
+            path, capacity=capacity, prioritized=prioritized, seed=seed, **kwargs
+        )
 
     def locate(self, episode_id: str, t: np.ndarray | list[int] | int) -> np.ndarray:
         """Stable item indices (as in a batch's ``indices``) of an episode's steps at times ``t``.

@@ -3,7 +3,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -181,12 +180,36 @@ def test_unknown_flag_is_usage_error():
     assert "unrecognized arguments" in proc.stderr or "required" in proc.stderr
 
 
-def test_console_script_entry_point_matches(tmp_path):
-    # `episodes` is declared as episodes.cli:main; main returns an int exit code.
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["info", "missing"], 1),
+        (["info"], 2),
+        (["info", "--bogus", "x"], 2),
+        (["no-such-command"], 2),
+        (["info", "--help"], 0),
+    ],
+    ids=["error", "missing argument", "unknown flag", "unknown command", "help"],
+)
+def test_main_returns_the_exit_code(tmp_path, capsys, args, code):
+    # `episodes` is declared as episodes.cli:main; main returns the code, usage errors included.
     from episodes.cli import main
 
-    assert main(["info", str(tmp_path / "missing")]) == 1
-    assert Path(sys.executable).exists()
+    args = [str(tmp_path / a) if a == "missing" else a for a in args]
+    assert main(args) == code
+
+
+def test_validate_counts_problems_and_pieces(tmp_path):
+    from episodes import SingleAgentEpisode
+    from episodes.io import DatasetWriter
+
+    ep = SingleAgentEpisode(
+        "x", observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=0
+    )
+    with DatasetWriter(tmp_path / "ds") as writer:
+        writer.write_many([ep, ep])  # one episode, its step stored twice
+    proc = run("validate", str(tmp_path / "ds"), check_rc=1)
+    assert proc.stderr.splitlines()[-1] == "1 problem in 2 episode pieces"
 
 
 def test_record_writes_v2_with_metadata(recorded):
