@@ -39,7 +39,12 @@ import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.arrow_leaves import leaf_from_arrow
-from episodes.io.errors import CorruptDatasetError, NotADatasetError, UnsafeDataError
+from episodes.io.errors import (
+    CorruptDatasetError,
+    NotADatasetError,
+    UnsafeDataError,
+    UnsupportedVersionError,
+)
 from episodes.io.format import FORMAT_NAME, check_inside, parse_json, read_regular_file
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
@@ -391,6 +396,11 @@ class Dataset:
         self.root = Path(path)
         if not self.root.is_dir():
             raise NotADatasetError(f"{self.root} does not exist or is not a directory")
+        if (self.root / "format.json").exists():
+            raise UnsupportedVersionError(
+                f"{self.root} is a format v1 dataset; Dataset reads v2 (read it with "
+                "read_episodes / load_episode, or convert it with `episodes migrate`)"
+            )
         self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
         self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")
         self._verify = verify

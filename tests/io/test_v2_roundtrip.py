@@ -241,6 +241,18 @@ def test_load_episode_joins_pieces(tmp_path):
     assert [e.id_ for e in read_episodes(path, ids=["e"], start=1)] == ["e"]
 
 
+@pytest.mark.parametrize("chunks", [0, 1], ids=["empty v1", "v1 with a chunk"])
+def test_random_access_names_a_v1_dataset_as_such(tmp_path, chunks):
+    # It said "corrupt" (it parsed the v1 manifest as a v2 one), of a dataset validate calls OK.
+    from episodes.io import EpisodeWriter
+
+    with EpisodeWriter(tmp_path / "v1") as writer:
+        for _ in range(chunks):
+            writer.write(make_episode(1))
+    with pytest.raises(UnsupportedVersionError, match="format v1 dataset"):
+        Dataset(tmp_path / "v1")
+
+
 def test_v1_and_v2_writers_refuse_each_other(tmp_path):
     from episodes.io import EpisodeWriter
 
