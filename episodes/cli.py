@@ -416,7 +416,7 @@ def _add_tools(sub: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="only pieces whose custom_data has KEY equal to VALUE (JSON or text); repeatable",
+        help="only episodes whose custom_data has KEY equal to VALUE (JSON or text); repeatable",
     )
     fil.set_defaults(func=_filter)
 

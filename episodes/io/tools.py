@@ -257,8 +257,10 @@ def filter_dataset(
 ) -> int:
     """Copies the episodes whose whole-episode summary passes every given test.
 
-    Returns the pieces written. ``custom_data`` keeps only pieces whose ``custom_data`` holds
-    every given key with an equal value (e.g. ``{"env_index": 0}`` from the env runner).
+    Returns the pieces written. ``custom_data`` keeps only episodes whose ``custom_data`` (their
+    pieces' merged in time order, as :func:`load_episode` gives it) holds every given key with
+    an equal value (e.g. ``{"env_index": 0}`` from the env runner); all pieces of an episode
+    are kept or dropped together.
     ``predicate`` receives the :class:`~episodes.io.EpisodeSummary` (id, pieces, length,
     return, flags).
 
@@ -298,14 +300,35 @@ def filter_dataset(
     meta = _metadata_of(src)
     meta.user = {**meta.user, "filtered_from": str(src)}
     wanted_data = dict(custom_data or {})
+    if wanted_data:
+        # Decided per episode, on the custom_data load_episode gives it (its pieces' merged in
+        # time order, the later winning), so all pieces of an id stay together.
+        merged = _merged_custom_data(src, wanted)
+        wanted = {
+            key
+            for key, data in merged.items()
+            if all(k in data and data[k] == v for k, v in wanted_data.items())
+        }
 
     def keep(episode: SingleAgentEpisode) -> bool:
-        data = episode.custom_data
-        return id_key(episode.id_) in wanted and all(
-            k in data and data[k] == v for k, v in wanted_data.items()
-        )
+        return id_key(episode.id_) in wanted
 
     return _copy([src], dst, meta, keep, {})
+
+
+def _merged_custom_data(src: PathLike, ids: set[Any]) -> dict[Any, dict[Any, Any]]:
+    """Per id key in ``ids``: its pieces' ``custom_data`` merged in time order (later wins)."""
+    pieces: dict[Any, list[tuple[int, dict[Any, Any]]]] = {}
+    for piece in read_episodes(src):
+        key = id_key(piece.id_)
+        if key in ids:
+            pieces.setdefault(key, []).append((piece.t_started, piece.custom_data))
+    merged: dict[Any, dict[Any, Any]] = {}
+    for key, parts in pieces.items():
+        merged[key] = {}
+        for _, data in sorted(parts, key=lambda part: part[0]):
+            merged[key].update(data)
+    return merged
 
 
 def other_env_problem(

@@ -17,6 +17,7 @@ from episodes.io import (
     DatasetError,
     DatasetWriter,
     EpisodeWriter,
+    filter_dataset,
     load_episode,
     merge,
     migrate,
@@ -68,6 +69,24 @@ def test_pieces_of_one_episode_from_two_sources_join(tmp_path):
     joined = load_episode(tmp_path / "out", "x")
     assert (joined.t_started, joined.t, joined.is_terminated) == (0, 8, True)
     np.testing.assert_array_equal(joined.get_rewards(), whole.get_rewards())
+
+
+@pytest.mark.parametrize(
+    ("wanted", "kept"),
+    [({"k": 2}, 2), ({"k": 1}, 0), ({"first": True}, 2), ({"first": False}, 0)],
+    ids=["the later piece's value", "an overwritten value", "a key of one piece", "no match"],
+)
+def test_filtering_on_custom_data_keeps_or_drops_an_episode_whole(tmp_path, wanted, kept):
+    # Decided piece by piece, {"k": 2} kept the second piece alone: an episode starting at t=5.
+    whole = episode("x", 8)
+    first, second = whole[0:5], whole[5:8]
+    first.custom_data.update(k=1, first=True)
+    second.custom_data.update(k=2)
+    src = write(tmp_path / "src", [first, second])
+    assert filter_dataset(src, tmp_path / "out", custom_data=wanted) == kept
+    if kept:
+        joined = load_episode(tmp_path / "out", "x")
+        assert (joined.t_started, joined.t, joined.custom_data) == (0, 8, {"k": 2, "first": True})
 
 
 def test_pieces_without_steps_overlap_nothing(tmp_path):
