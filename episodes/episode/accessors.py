@@ -160,9 +160,7 @@ class ColumnAccessors:
             >>> ep.set_observations(new_data=5, at_indices=0); ep.get_observations(0)
             5
         """
-        self.observations.set(
-            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
-        )
+        _set_naming(self.observations, "observations", new_data, at_indices, neg_index_as_lookback)
 
     def set_actions(
         self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
@@ -175,9 +173,7 @@ class ColumnAccessors:
             >>> ep.set_actions(new_data=[1]); ep.get_actions()
             [1]
         """
-        self.actions.set(
-            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
-        )
+        _set_naming(self.actions, "actions", new_data, at_indices, neg_index_as_lookback)
 
     def set_rewards(
         self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
@@ -190,9 +186,7 @@ class ColumnAccessors:
             >>> ep.set_rewards(new_data=2.0, at_indices=-1); ep.get_rewards()
             [2.0]
         """
-        self.rewards.set(
-            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
-        )
+        _set_naming(self.rewards, "rewards", new_data, at_indices, neg_index_as_lookback)
 
     def set_extra_model_outputs(
         self,
@@ -220,7 +214,9 @@ class ColumnAccessors:
                 f"cannot set unknown extra-model-output {key!r}; known keys: "
                 f"{sorted(self.extra_model_outputs)}"
             )
-        column.set(new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback)
+        _set_naming(
+            column, f"extra-model-output {key!r}", new_data, at_indices, neg_index_as_lookback
+        )
 
     # ------------------------------------------------------------------ temporary step data
     def add_temporary_timestep_data(self, *args: Any, **kwargs: Any) -> NoReturn:
@@ -254,3 +250,18 @@ class ColumnAccessors:
             ValueError: get_temporary_timestep_data was removed: read episode.custom_data[key]
         """
         raise ValueError("get_temporary_timestep_data was removed: read episode.custom_data[key]")
+
+
+def _set_naming(
+    column: InfiniteLookbackBuffer,
+    name: str,
+    new_data: Any,
+    at_indices: Indices,
+    neg_index_as_lookback: bool,
+) -> None:
+    """``column.set(...)``; a refused value's ``ValueError`` names the column (same type)."""
+    try:
+        column.set(new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback)
+    except ValueError as err:
+        err.args = (f"set {name}: {err}", *err.args[1:])
+        raise

@@ -237,6 +237,27 @@ EPISODE_CASES = [
         "observations cannot be stored",
     ),
     (
+        "numpy_set_rewards_misfit",
+        lambda: episode(numpy=True),
+        lambda ep: ep.set_rewards(new_data="x", at_indices=0),
+        ValueError,
+        "set rewards: ",
+    ),
+    (
+        "numpy_set_observations_misfit",
+        lambda: episode(numpy=True),
+        lambda ep: ep.set_observations(new_data=np.zeros(3), at_indices=0),
+        ValueError,
+        "set observations: ",
+    ),
+    (
+        "numpy_set_extra_model_outputs_misfit",
+        lambda: episode(numpy=True),
+        lambda ep: ep.set_extra_model_outputs(key="vf", new_data="x", at_indices=0),
+        ValueError,
+        "set extra-model-output 'vf': ",
+    ),
+    (
         "bad_len_lookback_buffer",
         None,
         lambda _: SingleAgentEpisode(len_lookback_buffer="many"),
