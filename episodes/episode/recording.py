@@ -162,7 +162,7 @@ class StepRecorder:
             # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
             self._check_numpy_step(obs_store, observation, action)
             obs, act, rew = obs_store, act_store, rew_store
-        elif not obs:
+        elif len(obs) <= self.observations.lookback:  # lookback alone is no reset
             raise AssertionError("add_env_step needs add_env_reset (or observations) first")
         # List mode, the common case while sampling, appends straight to the lists.
         try:
@@ -201,7 +201,7 @@ class StepRecorder:
             self._start_time = now
 
     def _check_numpy_step(self, obs: Any, observation: Any, action: Any) -> None:
-        if not obs:
+        if len(obs) <= self.observations.lookback:
             raise AssertionError("add_env_step needs add_env_reset (or observations) first")
         self._check_in_space(self._obs_check, self._observation_space, observation, "observation")
         self._check_in_space(self._action_check, self._action_space, action, "action")
@@ -229,14 +229,22 @@ class StepRecorder:
                 column.pop()
             raise
         recorded = self.extra_model_outputs
+        # New columns are built whole before any joins the episode: a refused one leaves no
+        # empty column behind.
+        fresh: dict[str, InfiniteLookbackBuffer] = {}
+        for key, value in given.items():
+            if key not in recorded:
+                column = InfiniteLookbackBuffer([value])
+                if self.rewards.finalized:  # a numpy'd episode's columns are all numpy (§7)
+                    try:
+                        column.finalize()
+                    except (ValueError, TypeError) as error:
+                        raise _RefusedColumn(f"extra-model-output {key!r}", error) from error
+                fresh[key] = column
         for key, value in given.items():
             if key in recorded:
                 recorded[key].append(value)
-            else:
-                fresh = InfiniteLookbackBuffer([value])
-                if self.rewards.finalized:  # a numpy'd episode's columns are all numpy (§7)
-                    fresh.finalize()
-                recorded[key] = fresh
+        recorded.update(fresh)
 
     def _check_new_keys(self, given: dict[str, Any], steps_before: int) -> None:
         known, new = set(self.extra_model_outputs), set(given)
@@ -270,6 +278,8 @@ class StepRecorder:
         for name, n in steps.items():
             if n > before:
                 columns[name].pop()
+        if isinstance(error, _RefusedColumn):
+            refused, error = [error.column], error.error
         raise ValueError(
             f"add_env_step: the value for {refused[0]} cannot be stored in the episode's "
             f"numpy column ({error}); nothing was recorded"
@@ -290,3 +300,12 @@ class StepRecorder:
             **{f"extra_model_outputs[{k!r}]": c for k, c in self.extra_model_outputs.items()},
             "infos": self.infos,
         }
+
+
+class _RefusedColumn(ValueError):
+    """A new column refused its first value (it is not in the episode, so it cannot be found)."""
+
+    def __init__(self, column: str, error: Exception):
+        super().__init__(column, error)
+        self.column = column
+        self.error = error

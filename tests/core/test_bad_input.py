@@ -30,6 +30,16 @@ def episode(n=3, *, numpy=False, done=False, extra=True):
     return ep.to_numpy() if numpy else ep
 
 
+def _lookback_only():
+    # Every item is lookback: not reset (RLlib's add_env_step appends, then fails validate).
+    return SingleAgentEpisode(
+        observations=InfiniteLookbackBuffer([ZERO, ZERO], lookback=2),
+        infos=InfiniteLookbackBuffer([{}, {}], lookback=2),
+        actions=InfiniteLookbackBuffer([0], lookback=1),
+        rewards=InfiniteLookbackBuffer([1.0], lookback=1),
+    )
+
+
 def _numpy_without_spaces():
     ep = SingleAgentEpisode("ep")
     ep.add_env_reset(ZERO)
@@ -235,6 +245,34 @@ EPISODE_CASES = [
         lambda ep: ep.add_env_step(np.zeros(3), np.zeros(2), 1.0),
         ValueError,
         "observations cannot be stored",
+    ),
+    (
+        "step_on_lookback_only",
+        lambda: _lookback_only(),
+        lambda ep: ep.add_env_step(ZERO, 0, 1.0),
+        AssertionError,
+        "needs add_env_reset",
+    ),
+    (
+        "numpy_step_on_lookback_only",
+        lambda: _lookback_only().to_numpy(),
+        lambda ep: ep.add_env_step(ZERO, 0, 1.0),
+        AssertionError,
+        "needs add_env_reset",
+    ),
+    (
+        "numpy_step_new_extra_refused",
+        lambda: SingleAgentEpisode(observations=[ZERO], len_lookback_buffer=0).to_numpy(),
+        lambda ep: ep.add_env_step(ZERO, 0, 1.0, extra_model_outputs={"a": 1.0, "b": {}}),
+        ValueError,
+        "the value for extra-model-output 'b' cannot be stored",
+    ),
+    (
+        "numpy_step_new_extra_refused_first",
+        lambda: SingleAgentEpisode(observations=[ZERO], len_lookback_buffer=0).to_numpy(),
+        lambda ep: ep.add_env_step(ZERO, 0, 1.0, extra_model_outputs={"b": {}, "a": 1.0}),
+        ValueError,
+        "the value for extra-model-output 'b' cannot be stored",
     ),
     (
         "numpy_set_rewards_misfit",
