@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from episodes.io import DatasetError, EpisodeWriter, dataset_info
-from episodes.io.reader import iter_chunks, load_chunk
 from episodes.io.tools import other_env_problem
 
 __all__ = ["main"]
@@ -171,61 +170,23 @@ def _info(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------- validate
-def _validate_v2(path: str) -> int:
-    from episodes.io import Dataset, PieceJoins, piece_problems
-
-    ds = Dataset(path, verify=True, max_open_shards=1)
-    problems = piece_problems(path)
-    joins = PieceJoins.of(path)
-    with _progress(len(ds), "validate") as bar:
-        for i in range(len(ds)):
-            try:
-                problems += joins.check(i, ds.episode(i))
-            except DatasetError as err:
-                problems.append(str(err))
-            bar.update(1)
-    for message in problems:
-        print(f"BAD {message}", file=sys.stderr)
-    if ds.torn_manifest:
-        print("note: an incomplete last manifest line (a killed writer) was ignored")
-    if problems:
-        print(f"{_count(len(problems), 'problem')} in {len(ds)} episode pieces", file=sys.stderr)
-        return 1
-    print(f"ok: {len(ds)} episode pieces in {len(ds.shards)} shards verified")
-    return 0
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _validate(args: argparse.Namespace) -> int:
-    from episodes.io.shards import is_v2
+    from episodes.io import validate_dataset
 
-    if is_v2(Path(args.dir)):
-        return _validate_v2(args.dir)
-    from episodes.io import PieceJoins, piece_problems
-
-    root, entries, torn = iter_chunks(args.dir)
-    problems = piece_problems(args.dir)
-    joins = PieceJoins.of(args.dir)
-    with _progress(len(entries), "validate") as bar:
-        for i, entry in enumerate(entries):
-            try:
-                problems += joins.check(i, load_chunk(root, entry, verify=True))
-            except DatasetError as err:
-                problems.append(str(err))
-            bar.update(1)
-    for message in problems:
+    with _progress(None, "validate") as bar:
+        report = validate_dataset(args.dir, on_piece=lambda: bar.update(1))
+    for message in report.problems:
         print(f"BAD {message}", file=sys.stderr)
-    if torn:
+    if report.torn_manifest:
         print("note: an incomplete last manifest line (a killed writer) was ignored")
-    if problems:
-        print(
-            f"{_count(len(problems), 'problem')} in {len(entries)} episode pieces", file=sys.stderr
-        )
+    count = report.pieces
+    if not report.ok:
+        problems = len(report.problems)
+        noun = "problem" if problems == 1 else "problems"
+        print(f"{problems} {noun} in {count} episode pieces", file=sys.stderr)
         return 1
-    print(f"ok: {len(entries)} episode pieces verified")
+    shards = "" if report.shards is None else f" in {report.shards} shards"
+    print(f"ok: {count} episode pieces{shards} verified")
     return 0
 
 

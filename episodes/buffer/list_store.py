@@ -140,6 +140,9 @@ class ListStore:
             >>> [int(item) for item in store.data]
             [0, 1, 2]
         """
+        if other.is_numpy:  # its items are views: a list buffer must not share its arrays
+            other = other.copy_range(start, len(other))
+            start = 0
         self.extend(other.items(start))
 
     def set(self, positions: Sequence[int], items: list[Any]) -> None:

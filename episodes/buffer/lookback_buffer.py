@@ -192,7 +192,7 @@ class InfiniteLookbackBuffer:
         if isinstance(other, (int, float, complex)) and not isinstance(other, bool):
             data = [d + other if isinstance(d, (int, float, complex)) else d for d in items]
         elif isinstance(other, InfiniteLookbackBuffer):
-            data = items + other.store.items(other.lookback)
+            data = items + _owned_items(other)
         elif isinstance(other, list):
             data = items + other
         else:
@@ -429,7 +429,7 @@ class InfiniteLookbackBuffer:
         if isinstance(new_data, list):
             return new_data
         if isinstance(new_data, InfiniteLookbackBuffer):
-            return new_data.store.items(new_data.lookback)
+            return _owned_items(new_data)
         try:
             store = ArrayStore.from_batch(new_data)
         except (ValueError, TypeError) as err:
@@ -521,3 +521,11 @@ class InfiniteLookbackBuffer:
             f"InfiniteLookbackBuffer(len={len(self)}, lookback={self.lookback}, {mode}, "
             f"space={self._space})"
         )
+
+
+def _owned_items(buffer: InfiniteLookbackBuffer) -> list[Any]:
+    """The visible items of ``buffer``, sharing no memory with it (a numpy store's are views)."""
+    store = buffer.store
+    if store.is_numpy:
+        return store.copy_range(buffer.lookback, len(store)).items(0)
+    return store.items(buffer.lookback)

@@ -48,6 +48,8 @@ _LAZY = {
     "filter_dataset": "episodes.io.tools",
     "piece_problems": "episodes.io.joins",
     "PieceJoins": "episodes.io.joins",
+    "validate_dataset": "episodes.io.validation",
+    "ValidationReport": "episodes.io.validation",
     "export_minari": "episodes.io.minari_io",
     "import_minari": "episodes.io.minari_io",
 }
@@ -76,6 +78,8 @@ __all__ = [
     "EpisodeWriter",
     "NotADatasetError",
     "PieceJoins",
+    "ValidationReport",
+    "validate_dataset",
     "UnsafeDataError",
     "UnstorableValueError",
     "UnsupportedVersionError",

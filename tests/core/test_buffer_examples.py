@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tree
 
-from episodes import InfiniteLookbackBuffer
+from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
 from tests.core._helpers import MODES, assert_same, make_buffer
 
 # (name, call kwargs, expected) on data [4, 5, 6, 7, 8, 9] with lookback 3 (ts=0 is 7).
@@ -365,3 +365,36 @@ def test_repr_and_comparison_with_other_types():
     buf.finalize()
     assert "numpy" in repr(buf)
     assert buf != [2] and not (buf == "buffer")
+
+
+ROW = np.float32([0.5, 0.6])
+# (case, how a list-mode buffer takes a numpy'd buffer's items) -- each then holds copies.
+TAKES_NUMPY_ITEMS = [
+    ("concat", lambda mine, other: mine.concat(other) or mine),
+    ("plus", lambda mine, other: mine + other),
+    ("set from a buffer", lambda mine, other: mine.set(other, at_indices=[0]) or mine),
+]
+
+
+@pytest.mark.parametrize(
+    "take", [c[1] for c in TAKES_NUMPY_ITEMS], ids=[c[0] for c in TAKES_NUMPY_ITEMS]
+)
+def test_a_list_buffer_never_shares_a_numpy_buffers_arrays(take):
+    # The items of a numpy store are views: taken as they are, a write into the numpy buffer
+    # (a chunk's setter) rewrote the list buffer (the episode it was concatenated into).
+    other = InfiniteLookbackBuffer([ROW.copy()])
+    other.finalize()
+    mine = take(InfiniteLookbackBuffer([np.zeros(2, np.float32)]), other)
+    other.set(np.float32([9, 9]), at_indices=0)
+    np.testing.assert_array_equal(mine.get(-1), ROW)
+
+
+def test_a_list_episode_never_shares_a_numpy_successors_arrays():
+    ep = SingleAgentEpisode("a")
+    ep.add_env_reset(np.zeros(2, np.float32))
+    successor = ep.cut()
+    successor.to_numpy()
+    successor.add_env_step(ROW.copy(), 0, 1.0)
+    ep.concat_episode(successor)
+    successor.set_observations(new_data=np.float32([9, 9]), at_indices=-1)
+    np.testing.assert_array_equal(ep.get_observations(-1), ROW)

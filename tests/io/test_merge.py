@@ -180,9 +180,12 @@ PIECES = {
 @pytest.mark.parametrize(("pieces", "problems"), PIECES.values(), ids=PIECES.keys())
 def test_piece_problems_and_validate(tmp_path, capsys, pieces, problems, v1):
     from episodes.cli import main
-    from episodes.io import piece_problems
+    from episodes.io import piece_problems, validate_dataset
 
     path = write(tmp_path / "ds", pieces(), v1=v1)
+    report = validate_dataset(path)
+    assert report.ok is not problems and report.pieces == len(pieces())
+    assert (report.shards is None) is v1 and len(report.problems) == len(problems)
     manifest_only = [p for p in problems if not p.startswith("piece at")]  # borders need data
     got = piece_problems(path)
     assert len(got) == len(manifest_only)
