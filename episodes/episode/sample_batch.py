@@ -21,7 +21,7 @@ class SampleBatch(dict[str, Any]):
 
     @property
     def count(self) -> int:
-        """Number of rows (the length of the first column; 0 when empty).
+        """Rows: the length of ``t`` or ``rewards``, else of the first column (0 if empty).
 
         Example:
             >>> SampleBatch({"obs": np.zeros((3, 2)), "actions": [0, 1, 1]}).count
@@ -31,7 +31,10 @@ class SampleBatch(dict[str, Any]):
             >>> SampleBatch({"obs": {"a": np.zeros(5), "b": np.zeros(5)}}).count
             5
         """
-        for value in self.values():
+        # An episode's flat columns first: a numpy'd Tuple column recorded from lists is a list
+        # of leaf arrays, whose len() is its number of parts.
+        flat = [self[key] for key in ("t", "rewards") if key in self]
+        for value in (*flat, *self.values()):
             # A numpy'd Dict/Tuple column is a dict/tuple of arrays: count its first leaf's rows.
             while isinstance(value, (dict, tuple)) and value:
                 value = next(iter(value.values())) if isinstance(value, dict) else value[0]

@@ -398,3 +398,35 @@ def test_a_list_episode_never_shares_a_numpy_successors_arrays():
     ep.concat_episode(successor)
     successor.set_observations(new_data=np.float32([9, 9]), at_indices=-1)
     np.testing.assert_array_equal(ep.get_observations(-1), ROW)
+
+
+BOX2 = gym.spaces.Box(-1, 1, (2,), np.float32)
+# (case, space, first item, list-valued items extend/concat must take as append does)
+LIST_ROWS = [
+    ("flat Box", BOX2, np.zeros(2, np.float32), [[0.3, 0.4], [0.5, 0.6]]),
+    ("MultiDiscrete", gym.spaces.MultiDiscrete([2, 3]), np.array([0, 1]), [[1, 0], [1, 2]]),
+    (
+        "Dict with a Box part",
+        gym.spaces.Dict({"p": BOX2, "k": gym.spaces.Discrete(3)}),
+        {"p": np.zeros(2, np.float32), "k": 1},
+        [{"p": [0.5, 0.6], "k": 0}],
+    ),
+]
+
+
+@pytest.mark.parametrize("how", ["extend", "concat"])
+@pytest.mark.parametrize(
+    ("space", "first", "items"), [c[1:] for c in LIST_ROWS], ids=[c[0] for c in LIST_ROWS]
+)
+def test_a_numpy_buffer_extends_by_list_rows_as_it_appends_them(space, first, items, how):
+    appended = InfiniteLookbackBuffer([first], 0, space)
+    appended.finalize()
+    for item in items:
+        appended.append(item)
+    extended = InfiniteLookbackBuffer([first], 0, space)
+    extended.finalize()
+    if how == "extend":
+        extended.extend(items)
+    else:
+        extended.concat(InfiniteLookbackBuffer(list(items), 0, space))
+    assert extended == appended

@@ -257,6 +257,20 @@ def test_data_dict(mode):
     assert isinstance(batch, SampleBatch) and len(batch) == 3
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("container", [list, tuple])
+def test_a_sample_batch_counts_steps_of_tuple_observations(mode, container):
+    # Recorded as lists, a numpy'd Tuple column is a list of leaf arrays: not 2 rows.
+    space = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,), np.float32)))
+    ep = SingleAgentEpisode(observation_space=space)
+    ep.add_env_reset(container([0, np.zeros(2, np.float32)]))
+    for _ in range(5):
+        ep.add_env_step(container([1, np.zeros(2, np.float32)]), 0, 1.0)
+    if mode == "numpy":
+        ep.to_numpy()
+    assert len(ep.get_sample_batch()) == ep.get_sample_batch().count == 5
+
+
 def test_data_dict_of_empty_episode_has_no_rows():
     ep = SingleAgentEpisode()
     ep.add_env_reset(0)
