@@ -32,6 +32,7 @@ from episodes.buffer.value_fit import (
     batch_misfit,
     fit_of,
     misfit,
+    staged_batch,
     staged_rows,
 )
 from episodes.spaces import batch as stack_items
@@ -487,27 +488,9 @@ class ArrayStore:
             >>> [leaf.tolist() for leaf in store.leaf_views()]
             [[1, 2], [0.5, 1.5]]
         """
-        if not items:
-            return
-        if not self.typed:
-            self.extend_batch(stack_items(items), count=len(items))
-            return
-        # Each item is judged as append judges it (a list at a leaf is a row, not structure),
-        # all before any is written.
-        rows: list[list[np.ndarray]] = [[] for _ in self.leaves]
-        for item in items:
-            if self._kind != _NESTED_LAYOUT:
-                values = [item]
-            else:
-                values = leaves_up_to(self.structure, item)
-                if values is None:
-                    raise ValueError(
-                        f"item {item!r} does not nest like the column's items "
-                        f"({self.structure!r}): structure mismatch"
-                    )
-            for column, value, out in zip(self.leaves, values, rows):
-                out.append(appended_row(column, value))
-        self.extend_batch(unflatten(self.structure, [np.stack(r) for r in rows]), count=len(items))
+        if items:  # typed, each item is judged as append judges it (a list at a leaf is a row)
+            fit = staged_batch(self.leaves, self.structure, items) if self.typed else None
+            self.extend_batch(stack_items(items) if fit is None else fit, count=len(items))
 
     def extend_from(self, other: Any, start: int) -> None:
         """Appends the items of store ``other`` from position ``start`` on.

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.structs import leaves_up_to
+from episodes.structs import leaves_up_to, unflatten
 
 __all__ = [
     "INTEGERS",
@@ -26,6 +26,7 @@ __all__ = [
     "batch_misfit",
     "fit_of",
     "misfit",
+    "staged_batch",
     "staged_rows",
 ]
 
@@ -146,6 +147,17 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
         raise ValueError(f"item {item!r} does not match the column's item structure")
     # The checks of an append: the item shape exactly (no broadcasting), values that survive.
     return [appended_row(leaf, value) for leaf, value in zip(leaves, values)]
+
+
+def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> Any:
+    """``items`` as one batch in the column's layout, each cast as :func:`staged_rows` casts it.
+
+    Example:
+        >>> staged_batch([np.zeros((3, 2))], None, [[1, 2], [3, 4]]).tolist()
+        [[1.0, 2.0], [3.0, 4.0]]
+    """
+    staged = [staged_rows(leaves, item, structure) for item in items]
+    return unflatten(structure, [np.stack(rows) for rows in zip(*staged)])
 
 
 def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError | None:
