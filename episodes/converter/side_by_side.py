@@ -90,12 +90,11 @@ def side_by_side_columns(
         >>> cols.observations.shape, rewards.shape, last.shape
         ((4, 4, 4), (4, 4), (4, 1))
     """
-    if obs_fn is not None:
-        return None
     pieces = []
     for part in parts:
+        # obs_fn acts row by row (documented), so each part's rows may take it on their own.
         fast = block_columns(
-            part, keys, value_fn=value_fn, gamma=gamma, training_type=training_type
+            part, keys, value_fn=value_fn, gamma=gamma, training_type=training_type, obs_fn=obs_fn
         )
         if fast is None:
             return None

@@ -165,7 +165,8 @@ def episodes_to_rollout(
         training_type: ``"rl"`` or ``"distillation"``.
         device: Where the storage lives; None: the given ``storage``'s device, else the
             device the runner recorded on (a torch-tensor env's), else the CPU.
-        obs_fn: Transforms the ``[T, N, ...]`` observation columns (flatten, one-hot, ...).
+        obs_fn: Transforms the ``[T, N, ...]`` observation columns row by row (flatten,
+            one-hot, ...): the result for a row may not depend on the other rows.
         layout: ``"per_env"`` or ``"per_chunk"``.
         storage: An existing storage of matching size to fill (cleared first).
         dtype: Float dtype of the storage.

@@ -76,9 +76,8 @@ def test_side_by_side_equals_the_general_path(obs, action, mode, envs, steps, ca
     group = gathered(spec, mode, envs, steps, calls)
     kwargs = dict(gamma=0.9, value_fn=value_fn, keys=KEYS, obs_fn=obs_fn_for(obs))
     fast = episodes_to_rollout(group, **kwargs)  # first: no chunk built yet
-    # Box observations need no obs_fn: the fast path applies and builds no chunk.
-    built = [not repr(s.episodes).endswith(", 0 built)") for s in group.samples]
-    assert not any(built) if obs == "box" else all(built)
+    # The fast path applies, an obs_fn or not (it acts row by row), and builds no chunk.
+    assert all(repr(s.episodes).endswith(", 0 built)") for s in group.samples)
     general = episodes_to_rollout(list(group), **kwargs)
     same_rollouts(fast, general)
     # Each runner's own fast path gives its columns of the joined storage.
@@ -106,11 +105,12 @@ def test_the_fast_path_builds_no_chunk_and_falls_back_when_a_chunk_changed():
     same_rollouts(changed, episodes_to_rollout(list(group), **kwargs))
 
 
+@pytest.mark.parametrize("obs_fn", [False, True], ids=["no obs_fn", "obs_fn"])
 @pytest.mark.parametrize("window", ["transitions", "vector_steps"])
-def test_nested_observations_take_the_fast_path(window):
+def test_nested_observations_take_the_fast_path(window, obs_fn):
     # The parts' structures were compared by the repr of their data, which always differs:
     # Dict observations fell back (and a vector-steps window, which only the fast path lays
-    # out, was refused).
+    # out, was refused). With an obs_fn the fast path stepped aside: the same refusal.
     spec = EnvSpec("dict", "discrete", p_terminate=0.3, p_truncate=0.1, p_info=0.0)
     runners = [
         EnvRunner(
@@ -127,14 +127,18 @@ def test_nested_observations_take_the_fast_path(window):
             for r, runner in enumerate(runners)
         ]
     )
-    kwargs = dict(gamma=0.9, value_fn=value_fn, keys=KEYS)
+    kwargs = dict(
+        gamma=0.9, value_fn=value_fn, keys=KEYS, obs_fn=obs_fn_for("dict") if obs_fn else None
+    )
     fast = episodes_to_rollout(group, **kwargs)
     assert all(repr(s.episodes).endswith(", 0 built)") for s in group.samples)
     start = 0
     for sample in group.samples:
         own = episodes_to_rollout(sample.episodes, **kwargs)
         cols = slice(start, start + sample.num_envs)
-        for key, leaf in own.storage.observations.items():
+        if obs_fn:
+            assert torch.equal(fast.storage.observations[:, cols], own.storage.observations)
+        for key, leaf in ({} if obs_fn else own.storage.observations).items():
             assert torch.equal(fast.storage.observations[key][:, cols], leaf)
         assert torch.equal(fast.storage.rewards[:, cols], own.storage.rewards)
         start += sample.num_envs
