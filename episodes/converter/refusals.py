@@ -116,6 +116,15 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
             f"the given storage is for training_type {storage.training_type!r}, "
             f"not {wanted.training_type!r}"
         )
+    for field, names in wanted.field_names.items():
+        # A write fills a field's every leaf: other dict keys or another number of parts
+        # would fail part-way.
+        mine = storage.field_names.get(field)
+        if mine is not None and _shape_of(mine) != _shape_of(names):
+            raise ValueError(
+                f"the given storage's {field} are {_shape_of(mine)}, these chunks' "
+                f"{_shape_of(names)}"
+            )
     have = storage.tensors
     for name, tensor in wanted.tensors.items():
         mine = have.get(name)
@@ -135,6 +144,15 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
             raise ValueError(
                 f"the given storage's {which} hidden states are {have}, these chunks' {want}"
             )
+
+
+def _shape_of(names: Any) -> Any:
+    """The nesting of a field's tensor names: dict keys and part counts, not the names."""
+    if isinstance(names, dict):
+        return {key: _shape_of(value) for key, value in names.items()}
+    if isinstance(names, (tuple, list)):
+        return f"{len(names)} parts"
+    return "one tensor"
 
 
 def check_extra_steps(extras: Any, actions: torch.Tensor, training_type: str, keys: Any) -> None:

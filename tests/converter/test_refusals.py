@@ -89,6 +89,20 @@ REFUSALS = [
         "distribution_params",
     ),
     (
+        "one distribution parameter for a storage of two",
+        ColumnKeys(distribution=("logits",)),
+        "rl",
+        lambda: _storage(dist=((2,), (2,))),
+        "distribution_params are 2 parts, these chunks' 1 parts",
+    ),
+    (
+        "dict observations for a storage of one tensor",
+        ColumnKeys(distribution=("logits",)),
+        "rl",
+        lambda: _storage(obs={"policy": (4,), "extra": (1,)}),
+        "observations are",
+    ),
+    (
         "a storage of the other training type",
         ColumnKeys(privileged_actions="teacher"),
         "distillation",
