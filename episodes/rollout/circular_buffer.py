@@ -160,21 +160,26 @@ class CircularBuffer:
             >>> buf.current_length.tolist()
             [1, 0]
         """
-        self._changes += 1
         if batch_ids is None:
+            self._changes += 1
             self._length.zero_()
             return
         ids = torch.as_tensor(batch_ids, device=self.device)
+        if ids.numel() == 0 and not isinstance(batch_ids, torch.Tensor):
+            ids = ids.long()  # [] is "no env", not a float tensor
         if ids.dtype == torch.bool:
             if ids.shape != self._length.shape:
                 raise ValueError(
                     f"a bool mask must have shape ({len(self._length)},), got {tuple(ids.shape)}"
                 )
-            self._length[ids] = 0
         elif ids.is_floating_point() or ids.is_complex():
             raise TypeError(f"env ids must be integers or a bool mask, got {ids.dtype}")
         else:
-            self._length[ids.long()] = 0
+            ids = ids.long()
+        self._length[ids] = 0
+        # Counted once the write went through: a refused call changes nothing (a generator
+        # reading this buffer goes on).
+        self._changes += 1
 
     def __getitem__(self, key: int | torch.Tensor) -> torch.Tensor:
         """Item ``key`` steps back for every env (``0`` is the newest).

@@ -72,7 +72,8 @@ class EnvRunner:
         state_batch_axis: The env axis of every state leaf (0 for ``[N, H]``; 1 for torch RNN
             states ``[num_layers, N, H]``).
         seed: Seed of the first ``env.reset``.
-        numpy_episodes: Return numpy'd chunks (False: list-mode chunks).
+        numpy_episodes: Return numpy'd chunks (False: list-mode chunks, which the converter
+            reads through its general path once one is built).
         window: What ``sample(num_steps)`` counts. ``"transitions"`` (default): every sub-env
             records ``num_steps`` transitions (see above). ``"vector_steps"``: the call takes
             exactly ``num_steps`` vector steps and every sub-env's window is those steps; in

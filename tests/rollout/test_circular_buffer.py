@@ -166,3 +166,28 @@ def test_tensor_lags_stay_inside_each_envs_history():
     with pytest.raises(TypeError, match="integers or a bool mask"):
         buf.reset(torch.tensor([0.9]))  # was truncated to env 0
     assert buf.current_length.tolist() == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("ids", "error"),
+    [(torch.tensor([0.5]), TypeError), (torch.tensor([True]), ValueError), ([7], IndexError)],
+    ids=["float ids", "short mask", "out of range"],
+)
+def test_a_refused_reset_changes_nothing_and_a_generator_goes_on(ids, error):
+    buf = CircularBuffer(4, 2)
+    for v in range(4):
+        buf.append(torch.full((2,), float(v)))
+    batches = buf.mini_batch_generator(seq_len=2, batch_size=3, num_batches=3)
+    next(batches)
+    with pytest.raises(error):
+        buf.reset(ids)
+    assert buf.current_length.tolist() == [4, 4]
+    next(batches)
+
+
+@pytest.mark.parametrize("ids", [[], (), torch.tensor([], dtype=torch.long)], ids=repr)
+def test_resetting_no_env_is_allowed(ids):
+    buf = CircularBuffer(3, 2)
+    buf.append(torch.tensor([1.0, 2.0]))
+    buf.reset(ids)
+    assert buf.current_length.tolist() == [1, 1]
