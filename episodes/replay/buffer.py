@@ -285,11 +285,13 @@ class EpisodeReplayBuffer(BufferAccess):
                 lookback,
                 pad,
             )
+            if device is not None:  # a device torch refuses is refused here, nothing counted
+                out = sampling.to_device(out, device)
         except Exception:
             self.rng.bit_generator.state = rng_state
             raise
         self._num_sampled += size
-        return sampling.to_device(out, device) if device is not None else out
+        return out
 
     def _sample(
         self,

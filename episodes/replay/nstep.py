@@ -71,6 +71,8 @@ def n_step_returns(
         go = nxt >= 0  # once a window stops at its episode's stored end it stays stopped
         if not same_n:
             go &= k < n
+        if k % 8 == 0 and not go.any():
+            break  # every window stopped: a huge n (Monte-Carlo returns) costs episode lengths
         last = np.where(go, nxt, last)
         rewards += (gamma**k) * (store.rewards[last] * go)
         steps += go

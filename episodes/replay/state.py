@@ -130,12 +130,26 @@ def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
 def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     steps, eps = state["steps"], state["episodes"]
     n, rows = len(eps["ids"]), len(steps["rewards"])
-    for name in ("terminated", "truncated", "t_end", "t_begin", "first_slot", "last_slot"):
+    names = ("terminated", "truncated", "t_end", "t_begin", "first_slot", "last_slot")
+    for name in (*names, "final_obs", "final_info"):
         if len(eps[name]) != n:
             raise ValueError(f"episodes[{name!r}] holds {len(eps[name])} rows for {n} ids")
-    for name in ("ep", "t", "uid", "nxt", "prv", "infos"):
-        if len(steps[name]) != rows:
-            raise ValueError(f"steps[{name!r}] holds {len(steps[name])} rows for {rows} rewards")
+    # Columns written with numpy broadcast: a column of one row would fill every step.
+    columns = [(name, steps[name]) for name in ("ep", "t", "uid", "nxt", "prv", "infos")]
+    if steps["obs"] is not None:
+        columns += [("obs", steps["obs"]), ("actions", steps["actions"])]
+        columns += [(f"extras[{k!r}]", v) for k, v in steps["extras"].items()]
+        obs, finals = np.asarray(steps["obs"]), np.asarray(eps["final_obs"])
+        if finals.shape[1:] != obs.shape[1:] or finals.dtype != obs.dtype:
+            raise ValueError(
+                f"final observations of shape {finals.shape[1:]} and dtype {finals.dtype} "
+                f"for observations of {obs.shape[1:]} and {obs.dtype}"
+            )
+    if state.get("layout") is not None:
+        columns.append(("layout['slots']", state["layout"]["slots"]))
+    for name, column in columns:
+        if len(column) != rows:
+            raise ValueError(f"steps[{name}] holds {len(column)} rows for {rows} rewards")
     owners = np.asarray(steps["ep"], np.int64)
     if rows and (owners.min() < 0 or owners.max() >= n):
         raise ValueError(f"steps of episode rows {sorted(set(owners.tolist()))} for {n} ids")

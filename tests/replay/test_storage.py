@@ -263,6 +263,7 @@ def test_bad_input_leaves_buffer_unchanged(name, chunks, error):
         ("n_step range with a step", {"n_step": range(1, 5, 2)}, ValueError),
         ("n_step range empty", {"n_step": range(3, 3)}, ValueError),
         ("n_step tuple of three", {"n_step": (1, 2, 3)}, ValueError),
+        ("a device torch does not know", {"device": "nonsense"}, RuntimeError),
     ],
 )
 def test_bad_sample_arguments(name, kwargs, error):
@@ -329,6 +330,15 @@ BROKEN_STATES = {
     "negative leaves": lambda s: s["prioritized"]["leaves"].__setitem__(0, -1.0),
     "one leaf for every step": lambda s: s["prioritized"].update(leaves=np.ones(1)),
     "a NaN alpha": lambda s: s["prioritized"].update(alpha=float("nan")),
+    # Columns of one row were broadcast over every step.
+    "one observation for every step": lambda s: s["steps"].update(obs=s["steps"]["obs"][:1]),
+    "one action for every step": lambda s: s["steps"].update(actions=s["steps"]["actions"][:1]),
+    "final observations of another shape": lambda s: s["episodes"].update(
+        final_obs=s["episodes"]["final_obs"][:, :1]
+    ),
+    "one final observation for two episodes": lambda s: s["episodes"].update(
+        final_obs=s["episodes"]["final_obs"][:1]
+    ),
 }
 
 

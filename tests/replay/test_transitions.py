@@ -45,6 +45,22 @@ def test_n_step_examples(name, end, n, t, want_m, want_term, want_trunc):
     np.testing.assert_array_equal(got["next_obs"][0], [0, t + want_m])
 
 
+@pytest.mark.parametrize("n", [12, 10**7], ids=["n past the episode", "Monte-Carlo n"])
+def test_an_n_beyond_every_episode_gives_monte_carlo_returns(n):
+    # The walk stops once every window reached its episode's end: n=10**7 took minutes.
+    buf = EpisodeReplayBuffer(100)
+    ref = RefBuffer(100)
+    eps = [episode("a", 0, 5, "terminated"), episode("b", 0, 9, "truncated")]
+    buf.add(eps)
+    ref.add(eps)
+    uids = np.concatenate([buf.locate("a", range(5)), buf.locate("b", range(9))])
+    got = buf.get_transitions(uids, n_step=n, gamma=0.9)
+    assert got["n_step"].tolist() == [5, 4, 3, 2, 1, 9, 8, 7, 6, 5, 4, 3, 2, 1]
+    for row, uid in enumerate(uids):
+        want = ref.transition(int(uid), 14, 0.9)
+        np.testing.assert_allclose(got["rewards"][row], want["rewards"], rtol=1e-6)
+
+
 def test_truncated_bootstrap_uses_true_final_observation():
     data = make_episode_data(7, 3)
     data["obs"][3] = np.array([99.0, 99.0], np.float32)  # the true final observation
