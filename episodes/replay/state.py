@@ -132,7 +132,7 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     n, rows = len(eps["ids"]), len(steps["rewards"])
     names = ("terminated", "truncated", "t_end", "t_begin", "first_slot", "last_slot")
     for name in (*names, "final_obs", "final_info"):
-        if len(eps[name]) != n:
+        if not (name == "final_obs" and eps[name] is None) and len(eps[name]) != n:
             raise ValueError(f"episodes[{name!r}] holds {len(eps[name])} rows for {n} ids")
     # Columns written with numpy broadcast: a column of one row would fill every step.
     columns = [(name, steps[name]) for name in ("ep", "t", "uid", "nxt", "prv", "infos")]
