@@ -41,7 +41,7 @@ def window_one_hot(
         for row, value in enumerate(values, fill_left):
             if type(value) is not int and not isinstance(value, np.integer):
                 break
-            index = value - start
+            index = int(value) - start  # a small numpy int would wrap
             if not 0 <= index < n:
                 raise ValueError(f"one-hot value out of range [{start}, {start + n}): {value}")
             out[row, index] = 1.0
@@ -56,8 +56,8 @@ def window_one_hot(
                     f"one-hot needs integer values in [{start}, {start + n}), got {idx}"
                 )
             idx = idx.astype(np.int64)
-        if start:
-            idx = idx - start
+        if start:  # in int64: int8 99 - (-100) wraps to -57, uint8 0 - (-2) overflows
+            idx = idx.astype(np.int64, copy=False) - start
         # Negative indices would wrap silently; too-large ones raise IndexError below.
         if idx.min() < 0:
             raise ValueError(f"one-hot value out of range [{start}, {start + n}): {values}")

@@ -39,6 +39,11 @@ CASES = {
     "list_with_a_float": ([1, 2.0], 3, 0, 0, 0),
     "space_start_small": ([5, 3], 3, 3, 1, 0),
     "space_start_long": (np.array([-2, -1, 0] * 4), 3, -2, 0, 0),
+    # value - start in the stored dtype wrapped (int8 99 + 100) or overflowed (uint8 0 + 2).
+    "int8_past_its_range_after_start": (np.full(9, 99, np.int8), 200, -100, 0, 0),
+    "uint8_with_a_negative_start": (np.zeros(9, np.uint8), 3, -2, 0, 0),
+    "few_uint8_scalars_negative_start": ([np.uint8(0), np.uint8(1)], 4, -2, 0, 0),
+    "few_int8_scalars_past_range": ([np.int8(99)], 200, -100, 0, 0),
 }
 
 
