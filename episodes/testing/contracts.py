@@ -400,9 +400,11 @@ class ConnectorContract:
         # Each subclass gets its own hypothesis-wrapped copy of every contract test: sharing one
         # wrapped function between classes trips hypothesis' differing-executors health check.
         for name in _CONTRACT_TESTS:
-            if name in cls.__dict__:  # the subclass's own version wins, as in any subclass
+            if _overridden(cls, name):  # a subclass's own version wins, as in any subclass
                 continue
-            setattr(cls, name, given(data=st.data())(_fresh_test(getattr(ConnectorContract, name))))
+            copy = given(data=st.data())(_fresh_test(getattr(ConnectorContract, name)))
+            copy._contract_copy = True  # type: ignore[attr-defined]
+            setattr(cls, name, copy)
 
     def make_connector(self) -> Connector:
         """Returns a fresh connector under test.
@@ -466,3 +468,14 @@ def _fresh_test(body: Callable[[Any, st.DataObject], None]) -> Callable[[Any, st
     test.__name__ = test.__qualname__ = body.__name__
     test.__doc__ = body.__doc__
     return test
+
+
+def _overridden(cls: type, name: str) -> bool:
+    """Whether a class between ``cls`` and ConnectorContract defines its own ``name``."""
+    for klass in cls.__mro__:
+        if klass is ConnectorContract:
+            return False
+        own = klass.__dict__.get(name)
+        if own is not None and not getattr(own, "_contract_copy", False):
+            return True
+    return False

@@ -45,6 +45,30 @@ def test_a_subclass_override_of_a_contract_test_wins():
     assert ran == ["mine"]
 
 
+def test_an_override_in_an_intermediate_base_wins_too():
+    # Only the class's own __dict__ was looked at: the base's override gave way to the
+    # mixin's contract test again one class down.
+    ran = []
+
+    class Adapted(ConnectorContract):
+        observation_space = gym.spaces.Discrete(3)
+
+        def test_lookback_across_cuts(self, data=None):
+            ran.append("base")
+
+    class TestMine(Adapted):
+        def make_connector(self):
+            return lambda eps, batch: dict(batch)
+
+    class TestDeeper(TestMine):
+        pass
+
+    TestMine().test_lookback_across_cuts()
+    TestDeeper().test_lookback_across_cuts()
+    assert ran == ["base", "base"]
+    assert TestMine.test_deterministic is not ConnectorContract.test_deterministic  # wrapped
+
+
 def test_a_connector_that_changes_the_input_list_is_caught():
     def drops(eps, batch):
         eps.pop()
