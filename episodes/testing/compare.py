@@ -54,29 +54,35 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         same = type(a) is type(b) and a == b
         return None if same else f"{path}: {a!r} != {b!r}"
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        # Tensors inside (bfloat16, needing grad, on a GPU) are converted one by one.
+        ragged = any(hasattr(x, "detach") for x in [*a, *b])
         try:
             dtype_kinds = {np.asarray(a).dtype.kind, np.asarray(b).dtype.kind}
             # numpy turns ("a", 3) into strings: mixed items are compared one by one too.
-            ragged = "O" in dtype_kinds or (
-                bool({"U", "S"} & dtype_kinds)
-                and not all(isinstance(x, (str, bytes)) for x in [*a, *b])
+            ragged = (
+                ragged
+                or "O" in dtype_kinds
+                or (
+                    bool({"U", "S"} & dtype_kinds)
+                    and not all(isinstance(x, (str, bytes)) for x in [*a, *b])
+                )
             )
-        except ValueError:  # ragged: compare element by element
+        except (ValueError, TypeError, RuntimeError):  # ragged: compare element by element
             ragged = True
         if ragged:
-            if len(a) != len(b):
-                return f"{path}: lengths differ: {len(a)} vs {len(b)}"
-            for i, (x, y) in enumerate(zip(a, b)):
-                found = _diff(x, y, check_dtype, f"{path}[{i}]")
-                if found:
-                    return found
-            return None
+            return _diff_items(a, b, check_dtype, path)
     try:
         aa, bb = np.asarray(a), np.asarray(b)
     except ValueError:
         return None if a == b else f"{path}: {a!r} != {b!r}"
     if aa.dtype == object or bb.dtype == object:
-        return None if bool(np.all(aa == bb)) else f"{path}: {a!r} != {b!r}"
+        # Item by item: == would broadcast ([x] equal to [x, x]), call NaN unequal and fail
+        # on arrays inside.
+        if aa.shape != bb.shape:
+            return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
+        if aa.ndim == 0:  # two objects numpy knows nothing about
+            return None if a is b or bool(a == b) else f"{path}: {a!r} != {b!r}"
+        return _diff_items(list(aa.flat), list(bb.flat), check_dtype, path)
     if aa.shape != bb.shape:
         return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
     if check_dtype and aa.dtype != bb.dtype:
@@ -84,6 +90,16 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     equal_nan = aa.dtype.kind in "fc" and bb.dtype.kind in "fc"
     if not np.array_equal(aa, bb, equal_nan=equal_nan):
         return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"
+    return None
+
+
+def _diff_items(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
+    if len(a) != len(b):
+        return f"{path}: lengths differ: {len(a)} vs {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        found = _diff(x, y, check_dtype, f"{path}[{i}]")
+        if found:
+            return found
     return None
 
 

@@ -135,6 +135,50 @@ def test_outputs_equal_handles_tensors_and_nesting():
     assert outputs_equal([np.nan], np.array([np.nan]))
 
 
+def _objects(*items):
+    out = np.empty(len(items), object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
+# (case, a, b, equal) -- object arrays item by item, tensors inside sequences one by one.
+EQUALITY = [
+    (
+        "object arrays of ragged arrays",
+        _objects(np.zeros(2), np.ones(3)),
+        _objects(np.zeros(2), np.ones(3)),
+        True,
+    ),
+    ("one object against three", _objects(np.zeros(2)), _objects(*[np.zeros(2)] * 3), False),
+    ("NaN inside an object array", _objects(np.nan, "x"), _objects(np.nan, "x"), True),
+    ("an object array of other values", _objects(1.0, "x"), _objects(2.0, "x"), False),
+    ("a list of bfloat16 tensors", "bf16", "bf16", True),
+    ("a list of tensors needing grad", "grad", "plain", True),
+]
+
+
+def _maybe_tensors(value):
+    import torch
+
+    if not isinstance(value, str):
+        return value
+    if value == "bf16":
+        return [torch.ones(2, dtype=torch.bfloat16), torch.zeros(1, dtype=torch.bfloat16)]
+    if value == "grad":
+        return (torch.ones(2, requires_grad=True),)
+    return (torch.ones(2),)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"), [c[1:] for c in EQUALITY], ids=[c[0] for c in EQUALITY]
+)
+def test_outputs_equal_of_objects_and_tensor_sequences(a, b, equal):
+    a, b = _maybe_tensors(a), _maybe_tensors(b)
+    assert outputs_equal(a, b) is equal
+    assert outputs_equal(b, a) is equal
+
+
 class TestPrevObsContract(ConnectorContract):
     observation_space = OBS
     lookback = 1
