@@ -88,7 +88,8 @@ def map_batch(fn: Any, batch: Any) -> Any:
 def data_equal(a: Any, b: Any) -> bool:
     """Leaf-wise, dtype-aware equality of two (nested) items; NaNs compare equal.
 
-    Numpy arrays must agree in dtype and shape. A Python scalar and a 0-d array compare by value.
+    Numpy arrays and scalars must agree in dtype and shape (``np.int32(1)`` is not
+    ``np.int64(1)``). A Python scalar and a numpy one compare by value.
 
     Example:
         >>> data_equal({"x": np.zeros(2, np.float32)}, {"x": np.zeros(2, np.float32)})
@@ -97,6 +98,8 @@ def data_equal(a: Any, b: Any) -> bool:
         False
         >>> data_equal("ab", np.str_("ab")), data_equal("ab", b"ab")
         (True, False)
+        >>> data_equal(np.int32(1), np.int64(1)), data_equal(1, np.int64(1))
+        (False, True)
     """
     if isinstance(a, dict) or isinstance(b, dict):
         # Key order does not matter, as for Python dicts (dm-tree and gymnasium sort keys).
@@ -131,6 +134,9 @@ def data_equal(a: Any, b: Any) -> bool:
             return False
     if aa.shape != bb.shape:
         return False
+    numpy_values = (np.ndarray, np.generic)
+    if isinstance(a, numpy_values) and isinstance(b, numpy_values) and aa.dtype != bb.dtype:
+        return False  # dtypes included, as for arrays; a Python number compares by value
     if aa.dtype.kind in "fc" or bb.dtype.kind in "fc":
         return bool(np.array_equal(aa, bb, equal_nan=True))
     return bool(np.array_equal(aa, bb))

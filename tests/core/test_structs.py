@@ -35,6 +35,12 @@ CASES = {
         True,
     ),
     "object_arrays_rows_differ": (_objects(2**70, np.zeros(2)), _objects(2**70, np.ones(2)), False),
+    # numpy scalars keep their dtype, as rows do (a list column and its numpy'd one agree).
+    "numpy_scalar_dtypes_differ": (np.int32(1), np.int64(1), False),
+    "numpy_scalar_vs_0d_array_other_dtype": (np.float32(1.5), np.array(1.5), False),
+    "numpy_scalar_vs_0d_array_same_dtype": (np.float32(1.5), np.array(1.5, F32), True),
+    "python_number_vs_numpy_scalar": (1, np.int64(1), True),
+    "lists_of_numpy_scalars_of_other_dtypes": ([np.int32(1)], [np.int64(1)], False),
 }
 
 
