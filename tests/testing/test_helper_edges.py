@@ -127,14 +127,40 @@ def test_no_episodes_listed_with_max_listed_zero():
 
 @pytest.mark.parametrize(
     "space",
-    [gym.spaces.Sequence(gym.spaces.Discrete(3), stack=True), gym.spaces.Box(0, 1, (2,), bool)],
-    ids=["stacked-sequence", "bool-box"],
+    [
+        gym.spaces.Sequence(gym.spaces.Discrete(3), stack=True),
+        gym.spaces.Box(0, 1, (2,), bool),
+        gym.spaces.Box(0, 1, (0,)),  # low.flat[0] of no entries
+        gym.spaces.Box(2**53 + 1, 2**53 + 1, (), np.int64),  # the bound went through a float
+        gym.spaces.Box(np.array([2**62, 0]), np.array([2**62 + 3, 1]), dtype=np.int64),
+    ],
+    ids=[
+        "stacked-sequence",
+        "bool-box",
+        "box-of-no-entries",
+        "int64-above-2**53",
+        "per-entry-int64",
+    ],
 )
 def test_items_of_these_spaces_are_drawn(space):
     @settings(max_examples=30, database=None)
     @given(items(space))
     def drawn(value):
         assert space.contains(value)
+
+    drawn()
+
+
+@pytest.mark.parametrize(
+    "space", [gym.spaces.Dict({}), gym.spaces.Tuple(())], ids=["dict", "tuple"]
+)
+def test_episodes_of_spaces_without_values_are_list_mode(space):
+    # They were drawn in numpy mode, whose columns cannot hold items without values.
+    @settings(max_examples=10, database=None)
+    @given(episodes(space, gym.spaces.Discrete(2), max_len=3))
+    def drawn(ep):
+        assert not ep.is_numpy
+        ep.validate()
 
     drawn()
 

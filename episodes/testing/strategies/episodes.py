@@ -209,9 +209,10 @@ def _(space: gym.Space[Any]) -> bool:
 
 @stacks.register
 def _(space: gym.spaces.Dict) -> bool:
-    return all(stacks(sub) for sub in space.spaces.values())
+    # An empty Dict holds no values: a numpy column has nothing to stack.
+    return bool(space.spaces) and all(stacks(sub) for sub in space.spaces.values())
 
 
 @stacks.register
 def _(space: gym.spaces.Tuple) -> bool:
-    return all(stacks(sub) for sub in space.spaces)
+    return bool(space.spaces) and all(stacks(sub) for sub in space.spaces)

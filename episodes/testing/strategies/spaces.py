@@ -192,13 +192,14 @@ def _(space: gs.Discrete) -> st.SearchStrategy[Any]:
     return st.integers(start, start + n - 1).map(space.dtype.type)
 
 
-def _box_elements(dtype: np.dtype[Any], low: float, high: float) -> st.SearchStrategy[Any]:
+def _box_elements(dtype: np.dtype[Any], low: Any, high: Any) -> st.SearchStrategy[Any]:
     if np.dtype(dtype).kind == "b":  # a bool Box holds False and True (within its bounds)
         return st.sampled_from([v for v in (False, True) if low <= v <= high] or [False])
     if np.issubdtype(dtype, np.integer):
+        # Python ints: an int64 bound above 2**53 must not pass through a float.
         info = np.iinfo(dtype)
-        lo = int(max(low, info.min)) if np.isfinite(low) else int(info.min)
-        hi = int(min(high, info.max)) if np.isfinite(high) else int(info.max)
+        lo = max(int(low), int(info.min)) if np.isfinite(low) else int(info.min)
+        hi = min(int(high), int(info.max)) if np.isfinite(high) else int(info.max)
         return st.integers(lo, hi)
     width: Literal[32, 64] = 32 if dtype == np.float32 else 64
     return st.floats(
@@ -213,13 +214,13 @@ def _box_elements(dtype: np.dtype[Any], low: float, high: float) -> st.SearchStr
 @_items.register
 def _(space: gs.Box) -> st.SearchStrategy[Any]:
     low, high = space.low, space.high
+    if low.size == 0:  # a Box of no entries holds one value
+        return st.just(np.zeros(space.shape, space.dtype))
     if np.all(low == low.flat[0]) and np.all(high == high.flat[0]):
-        elements = _box_elements(space.dtype, float(low.flat[0]), float(high.flat[0]))
+        elements = _box_elements(space.dtype, low.flat[0], high.flat[0])
         return hnp.arrays(space.dtype, space.shape, elements=elements)
     # Per-entry bounds: draw each entry within its own bounds.
-    per_entry = [
-        _box_elements(space.dtype, float(lo), float(hi)) for lo, hi in zip(low.flat, high.flat)
-    ]
+    per_entry = [_box_elements(space.dtype, lo, hi) for lo, hi in zip(low.flat, high.flat)]
     return st.tuples(*per_entry).map(
         lambda values: np.array(values, dtype=space.dtype).reshape(space.shape)
     )
