@@ -168,16 +168,24 @@ def _rows(
             if found:
                 return found
         return None
-    sized = hasattr(full, "__len__") and not isinstance(full, (str, bytes))
-    rows = len(full) if sized else None
+    rows = _row_count(full)
     extra = -1 if rows is None else rows - n_full
-    aligned = extra in (0, 1) and hasattr(part, "__len__") and len(part) == stop - start + extra
+    aligned = extra in (0, 1) and _row_count(part) == stop - start + extra
     if not aligned:
         if strict:
             return f"{path}: not one row per step or per observation"
         return None  # per-episode or per-batch values legitimately differ on a chunk
     expected = full[start : stop + extra]
     return _diff(expected, part, False, f"{path} (rows {start}:{stop + extra} of the whole)")
+
+
+def _row_count(value: Any) -> int | None:
+    """``len(value)``, or None for what has no rows (a number, text, a 0-d array or tensor)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return None
+    if getattr(value, "ndim", 1) == 0:  # a 0-d array or tensor has __len__ but no rows
+        return None
+    return len(value)
 
 
 def check_lookback_across_cuts(

@@ -102,6 +102,24 @@ def test_connector_without_lookback_is_caught():
     check_lookback_across_cuts(prev_obs, _episode(), 2, 4, lookback=1)
 
 
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_a_0d_summary_value_is_not_rows(kind):
+    # A 0-d array or tensor has __len__, which raises: the check crashed instead of skipping it.
+    import torch
+
+    wrap = np.asarray if kind == "numpy" else torch.tensor
+
+    def mean_reward(episodes, batch):
+        rewards = [r for ep in episodes for r in ep.get_rewards()]
+        return {"mean_reward": wrap(float(np.mean(rewards)) if rewards else 0.0)}
+
+    check_lookback_across_cuts(mean_reward, _episode(), 1, 3, lookback=1)
+    with pytest.raises(ConnectorContractError, match="not one row"):
+        check_lookback_across_cuts(
+            mean_reward, _episode(), 1, 3, lookback=1, row_keys=["mean_reward"]
+        )
+
+
 def test_row_keys_make_alignment_strict():
     def per_episode(episodes, batch):
         return {"n": [len(ep) for ep in episodes]}
