@@ -82,6 +82,14 @@ def _fill(
     return count
 
 
+def _check_apart(final: Path, sources: Iterable[PathLike]) -> None:
+    """Refuses a destination inside a source or around one (the copy would change it)."""
+    for src in sources:
+        a, b = final.resolve(), Path(src).resolve()
+        if a.is_relative_to(b) or b.is_relative_to(a):
+            raise ValueError(f"the destination {final} lies inside the source {src} or around it")
+
+
 def _copy(
     sources: Iterable[PathLike],
     dst: PathLike,
@@ -95,10 +103,7 @@ def _copy(
     """
     final = _check_new(dst)
     sources = list(sources)
-    for src in sources:  # a copy inside its source (or around it) would change the source
-        a, b = final.resolve(), Path(src).resolve()
-        if a.is_relative_to(b) or b.is_relative_to(a):
-            raise ValueError(f"the destination {dst} lies inside the source {src} or around it")
+    _check_apart(final, sources)
     staged = _stage(final)
     try:
         count = _fill(sources, staged, metadata, keep, writer_kwargs)
@@ -228,6 +233,8 @@ def split(
     a, b = (final.resolve() for final in finals)
     if a.is_relative_to(b) or b.is_relative_to(a):  # renaming one in would fill the other
         raise ValueError(f"train and validation lie one inside the other: {train}, {validation}")
+    for final in finals:
+        _check_apart(final, [src])
     staged: list[Path] = []
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:

@@ -298,6 +298,8 @@ BAD_ARGUMENTS = {
     # It wrote a new dataset into the source's folder.
     "merge_into_its_source": "merge {ds_copy} --out {ds_copy}/sub",
     "migrate_into_its_source": "migrate {ds_copy} {ds_copy}/sub",
+    "split_into_its_source": "split {ds_copy} --train {ds_copy}/train --val {tmp}/val",
+    "split_around_its_source": "split {ds_copy} --train {tmp}/t --val {tmp}",
     # matplotlib wrote NAME.png and the command said it wrote NAME.
     "plot_without_an_extension": "plot {ds} --out {tmp}/figure",
     # minari's own parser raised a TypeError (a traceback) after making folders.
