@@ -266,10 +266,18 @@ def import_minari(
     )
     count = 0
     target = DEFAULT_SHARD_BYTES if shard_bytes is None else shard_bytes
-    with DatasetWriter(dst, metadata=metadata, shard_bytes=target) as writer:
-        for data in source.iterate_episodes():
-            writer.write(_episode(source, data))
-            count += 1
+    created = not Path(dst).exists()
+    try:
+        with DatasetWriter(dst, metadata=metadata, shard_bytes=target) as writer:
+            for data in source.iterate_episodes():
+                writer.write(_episode(source, data))
+                count += 1
+    except BaseException:
+        # A refused import leaves DST as it found it, so that a retry is not refused.
+        shutil.rmtree(dst, ignore_errors=True)
+        if not created:
+            Path(dst).mkdir(exist_ok=True)
+        raise
     return count
 
 
@@ -291,9 +299,9 @@ def _episode(source: Any, data: Any) -> SingleAgentEpisode:
     truncations = np.asarray(data.truncations, dtype=bool)
     episode = SingleAgentEpisode(
         f"{source.id}/{data.id}",
-        observations=unbatch(data.observations),
+        observations=_steps(data.observations, source.observation_space),
         observation_space=source.observation_space,
-        actions=unbatch(data.actions),
+        actions=_steps(data.actions, source.action_space),
         action_space=source.action_space,
         rewards=[float(r) for r in np.asarray(data.rewards).reshape(-1)],
         terminated=bool(terminations[-1]) if len(terminations) else False,
@@ -301,3 +309,10 @@ def _episode(source: Any, data: Any) -> SingleAgentEpisode:
         len_lookback_buffer=0,
     )
     return episode.to_numpy()
+
+
+def _steps(batched: Any, space: Any) -> list[Any]:
+    """Minari's per-step values as a list of items (its Text steps are a list of strings)."""
+    if isinstance(space, gym.spaces.Text) and isinstance(batched, (list, tuple)):
+        return list(batched)
+    return unbatch(batched)

@@ -162,3 +162,43 @@ def test_a_refused_export_leaves_no_half_written_dataset(tmp_path):
     assert not (tmp_path / "m" / "test" / "mixed-v0").exists()
     with pytest.raises(ValueError, match="dataset_id"):
         export_minari(tmp_path / "src", "test/mixed", root=tmp_path / "m")
+
+
+def test_text_observations_round_trip(tmp_path):
+    # Minari hands Text steps back as a list of strings; each string was taken for a leaf.
+    text = gym.spaces.Text(8)
+    ep = SingleAgentEpisode(
+        "t",
+        observations=["ab", "abc", "", "xyzzy"],
+        observation_space=text,
+        actions=[0, 1, 0],
+        action_space=gym.spaces.Discrete(2),
+        rewards=[1.0, 0.0, 1.0],
+        terminated=True,
+        len_lookback_buffer=0,
+    )
+    with DatasetWriter(tmp_path / "ours") as writer:
+        writer.write(ep)
+    export_minari(tmp_path / "ours", "test/text-v0", root=tmp_path / "m")
+    assert import_minari("test/text-v0", tmp_path / "back", root=tmp_path / "m") == 1
+    (back,) = read_episodes(tmp_path / "back")
+    assert [str(o) for o in back.get_observations()] == ["ab", "abc", "", "xyzzy"]
+    same_steps(ep, back)
+
+
+def test_a_refused_import_leaves_its_destination_as_it_was(tmp_path, monkeypatch):
+    from episodes.io import minari_io
+
+    with DatasetWriter(tmp_path / "ours") as writer:
+        writer.write_many([cartpole_like(k, 3, np.random.default_rng(k)) for k in range(2)])
+    export_minari(tmp_path / "ours", "test/cp-v0", root=tmp_path / "m")
+
+    def refuses(source, data):
+        raise DatasetError("refused")
+
+    monkeypatch.setattr(minari_io, "_episode", refuses)
+    with pytest.raises(DatasetError, match="refused"):
+        import_minari("test/cp-v0", tmp_path / "back", root=tmp_path / "m")
+    assert not (tmp_path / "back").exists()
+    monkeypatch.undo()
+    assert import_minari("test/cp-v0", tmp_path / "back", root=tmp_path / "m") == 2
