@@ -108,7 +108,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
 class TransitionDataset(_EpisodeData):
     """One item per step: ``obs``, ``actions``, ``rewards``, ``next_obs``, flags, extras.
 
-    With ``n_step > 1``, ``rewards`` is the discounted sum of up to ``n_step`` rewards,
+    With ``n_step > 1``, ``rewards`` is the discounted sum (float64) of up to ``n_step`` rewards,
     ``next_obs`` the observation after them, and ``n`` how many were summed (fewer at the
     end of an episode piece). ``terminated``/``truncated`` say whether that ``next_obs`` ends
     the episode that way.
@@ -155,7 +155,7 @@ class TransitionDataset(_EpisodeData):
         length = int(self.lengths[i])
         k = min(self.n_step, length - t)
         rewards = plan["rewards"]
-        if k == 1:
+        if self.n_step == 1:  # the stored reward; n-step sums are float64 at every t
             reward = rewards.take(t, copy=True)
         else:
             chunk = np.asarray(rewards.take(t, t + k), dtype=np.float64)

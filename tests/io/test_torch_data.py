@@ -78,6 +78,22 @@ def test_transitions_match_the_episodes(tmp_path, n_step):
         data[len(data)]
 
 
+@pytest.mark.parametrize(("n_step", "dtype"), [(1, np.float32), (3, np.float64)])
+def test_every_reward_of_a_dataset_has_one_type(tmp_path, n_step, dtype):
+    # A last step (one reward left) gave the stored float32 among n-step float64 sums.
+    ep = SingleAgentEpisode(
+        "f32",
+        observations=[np.float32([k]) for k in range(6)],
+        actions=[0] * 5,
+        rewards=list(np.arange(5, dtype=np.float32)),
+        len_lookback_buffer=0,
+    )
+    with DatasetWriter(tmp_path / "ds") as writer:
+        writer.write(ep.to_numpy())
+    data = TransitionDataset(tmp_path / "ds", n_step=n_step)
+    assert {np.asarray(data[i]["rewards"]).dtype for i in range(len(data))} == {np.dtype(dtype)}
+
+
 def test_shuffled_multi_worker_loader_sees_every_transition_once(tmp_path):
     path, episodes = make_data(tmp_path, n_episodes=20)
     data = TransitionDataset(path)
