@@ -138,7 +138,24 @@ def plan_columns(shard: Any, j: int) -> dict[str, Any]:
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
             raise CorruptDatasetError(f"{where}: malformed extra_model_outputs entry")
         plans[EXTRAS][pair[0]] = _plan(context, [EXTRAS, pair[0]], pair[1])
+    _check_steps(plans, meta, where)
     return plans
+
+
+def _check_steps(plans: dict[str, Any], meta: dict[str, Any], where: str) -> None:
+    """Every column holds the piece's steps after its lookback (one more observation, info)."""
+    t0, t1 = meta.get("t_started"), meta.get("t")
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in (t0, t1)) or t1 < t0:
+        raise CorruptDatasetError(f"{where}: bad t_started/t {t0!r}, {t1!r}")
+    steps = t1 - t0
+    columns = [(n, p) for n, p in plans.items() if n != EXTRAS] + list(plans[EXTRAS].items())
+    for name, plan in columns:
+        want = steps + (name in ("observations", "infos"))
+        if plan.size - plan.lookback != want:
+            raise CorruptDatasetError(
+                f"{where} column {name}: {plan.size - plan.lookback} items after the lookback "
+                f"for {steps} steps (the sizes disagree with the index)"
+            )
 
 
 def _plan(context: tuple[Any, ...], path: list[str], col: Any) -> ColumnPlan:

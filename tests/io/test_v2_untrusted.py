@@ -412,3 +412,28 @@ def test_torch_datasets_refuse_an_episode_without_a_rewards_column(ds):
     reseal_index(ds, 0, lambda ix: ix["episodes"][0]["meta"]["columns"].pop("rewards"))
     with pytest.raises(CorruptDatasetError):
         TransitionDataset(ds)[0]
+
+
+def _fewer_actions(index):
+    entry = index["episodes"][0]
+    column = entry["meta"]["columns"]["actions"]
+    column["size"] -= 1
+    for spec in column["leaves"]:
+        entry["leaves"][spec["file"]]["count"] -= 1
+
+
+@pytest.mark.parametrize("read", ["steps", "episode", "transitions"])
+def test_column_sizes_that_disagree_with_the_steps_are_corrupt_on_every_read(ds, read):
+    # Each leaf matched its column's size, but the size was not checked against the steps:
+    # steps() and the torch datasets raised a bare IndexError.
+    reseal_index(ds, 0, _fewer_actions)
+    data = Dataset(ds)
+    with pytest.raises(CorruptDatasetError, match="disagree"):
+        if read == "steps":
+            data.steps(0, 0, 1)
+        elif read == "episode":
+            data.episode(0)
+        else:
+            from episodes.io.torch_data import TransitionDataset
+
+            TransitionDataset(ds)[0]
