@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -127,6 +128,28 @@ class _Border:
     observation: Any
     keys: frozenset[str]
     has_steps: bool
+    piece: SingleAgentEpisode  # held until the neighbour is read (numpy reads are mmap views)
+    columns: tuple[Any, ...]  # what decides whether columns take each other's items
+
+
+def _columns_of(piece: SingleAgentEpisode) -> tuple[Any, ...]:
+    """Per column: list mode, or the numpy layout (nesting, leaf dtypes and item shapes)."""
+    out = []
+    for name, column in piece.named_columns().items():
+        store = column.store
+        if not store.is_numpy:
+            out.append((name, None))
+        else:
+            leaves = tuple((leaf.dtype.str, leaf.shape[1:]) for leaf in store.leaf_views())
+            out.append((name, repr(store.structure), leaves))
+    return tuple(out)
+
+
+def _edge(piece: SingleAgentEpisode, first: bool) -> SingleAgentEpisode:
+    """The piece's first or last step as a piece of its own (a copy to try the join on)."""
+    n = len(piece)
+    edge = piece if n == 0 else piece[0:1] if first else piece[n - 1 : n]
+    return copy.deepcopy(edge)
 
 
 class PieceJoins:
@@ -135,9 +158,11 @@ class PieceJoins:
     Neighbours are the pieces of one id in time order whose manifest ranges meet
     (``t == t_started``; other pairs are :func:`piece_problems`' to report). Like
     ``concat_episode``, the later piece's first observation must equal the earlier one's last
-    (leaf-wise, NaNs equal) and two pieces with steps must have the same extra-model-output
-    keys. Pieces may be checked in any order; a border is kept only until its neighbour is
-    checked, so reading a dataset in time order holds one border per running episode.
+    (leaf-wise, NaNs equal), two pieces with steps must have the same extra-model-output
+    keys, and their numpy columns must take each other's items (where the layouts differ, the
+    two border steps are joined on trial). Pieces may be checked in any order; a piece is kept
+    only until its neighbour is checked, so reading a dataset in time order holds one piece
+    per running episode.
 
     Example:
         >>> ep = SingleAgentEpisode("x", observations=[0, 1, 2], actions=[0, 1],
@@ -208,21 +233,28 @@ class PieceJoins:
         has_steps = len(piece) > 0
         problems = []
         prev = self._before.get(index)
+        after = self._after.get(index)
+        columns = _columns_of(piece) if prev is not None or after is not None else ()
         inherited = None
         if prev is not None:
-            first = _Border(piece.observations.get(0), keys, has_steps)
+            first = _Border(piece.observations.get(0), keys, has_steps, piece, columns)
             if prev in self._read:
                 inherited = self._last.pop(prev)
                 problems += self._compare(inherited, first, index)
             else:
                 self._first[index] = first
-        after = self._after.get(index)
         if after is not None:
-            last = _Border(piece.observations.get(-1), keys, has_steps)
+            last = _Border(piece.observations.get(-1), keys, has_steps, piece, columns)
             if not has_steps and inherited is not None:
                 # A piece without steps passes its predecessor's keys on: the successor joins
                 # the episode built so far (checked when the pieces come in time order).
-                last = _Border(last.observation, inherited.keys, inherited.has_steps)
+                last = _Border(
+                    last.observation,
+                    inherited.keys,
+                    inherited.has_steps,
+                    inherited.piece,
+                    inherited.columns,
+                )
             if after in self._read:
                 problems += self._compare(last, self._first.pop(after), after)
             else:
@@ -241,4 +273,13 @@ class PieceJoins:
                 f"episode {id_!r}: piece at t={t} has other extra-model-output keys "
                 f"({sorted(first.keys)}) than its predecessor ({sorted(last.keys)})"
             ]
+        if last.columns == first.columns:
+            return []  # the same column layouts take each other's items
+        # Otherwise the columns must still take each other's items (another shape or dtype
+        # kind cannot): tried on the two border steps, as load_episode's concat would.
+        trial = _edge(last.piece, first=False)
+        try:
+            trial.concat_episode(_edge(first.piece, first=True))
+        except (AssertionError, ValueError, TypeError) as err:
+            return [f"episode {id_!r}: piece at t={t} does not join its predecessor: {err}"]
         return []

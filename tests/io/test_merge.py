@@ -155,6 +155,27 @@ PIECES = {
         [],
     ),
     "same_piece_twice": (lambda: [episode("x"), episode("x")], ["steps [0, 6) are stored twice"]),
+    # validate said OK; load_episode's concat refused the actions' other shape.
+    "actions_of_another_shape": (
+        lambda: [
+            SingleAgentEpisode(
+                "x",
+                observations=[0.0, 1.0],
+                actions=[np.zeros(2)],
+                rewards=[1.0],
+                len_lookback_buffer=0,
+            ).to_numpy(),
+            SingleAgentEpisode(
+                "x",
+                observations=[1.0, 2.0],
+                actions=[np.zeros(3)],
+                rewards=[1.0],
+                t_started=1,
+                len_lookback_buffer=0,
+            ).to_numpy(),
+        ],
+        ["piece at t=1 does not join its predecessor"],
+    ),
     "partly_overlapping": (
         lambda: [episode("x", 8)[0:5], episode("x", 8)[3:8]],
         ["steps [3, 5) are stored twice"],
