@@ -32,7 +32,7 @@ from episodes.io.reader import iter_chunks
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import is_v2
 from episodes.io.values import decode_value, id_key
-from episodes.structs import data_equal
+from episodes.structs import data_equal, flatten
 
 __all__ = ["PieceJoins", "manifest_pieces", "piece_problems"]
 
@@ -134,14 +134,14 @@ class _Border:
 
 def _columns_of(piece: SingleAgentEpisode) -> tuple[Any, ...]:
     """Per column: list mode, or the numpy layout (nesting, leaf dtypes and item shapes)."""
-    out = []
+    out: list[Any] = []
     for name, column in piece.named_columns().items():
         store = column.store
         if not store.is_numpy:
             out.append((name, None))
-        else:
-            leaves = tuple((leaf.dtype.str, leaf.shape[1:]) for leaf in store.leaf_views())
-            out.append((name, repr(store.structure), leaves))
+        else:  # no items, but the column's nesting, dtypes and item shapes
+            leaves, structure = flatten(store.window(0, 0))
+            out.append((name, repr(structure), [(x.dtype.str, x.shape[1:]) for x in leaves]))
     return tuple(out)
 
 

@@ -142,10 +142,10 @@ def plan_columns(shard: Any, j: int) -> dict[str, Any]:
     return plans
 
 
-def _check_steps(plans: dict[str, Any], meta: dict[str, Any], where: str) -> None:
+def _check_steps(plans: dict[str, Any], meta: Any, where: str) -> None:
     """Every column holds the piece's steps after its lookback (one more observation, info)."""
     t0, t1 = meta.get("t_started"), meta.get("t")
-    if not all(isinstance(t, int) and not isinstance(t, bool) for t in (t0, t1)) or t1 < t0:
+    if not (isinstance(t0, int) and isinstance(t1, int)) or isinstance(t0 or t1, bool) or t1 < t0:
         raise CorruptDatasetError(f"{where}: bad t_started/t {t0!r}, {t1!r}")
     steps = t1 - t0
     columns = [(n, p) for n, p in plans.items() if n != EXTRAS] + list(plans[EXTRAS].items())
