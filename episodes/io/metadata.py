@@ -90,7 +90,12 @@ class DatasetMetadata:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         # json.dumps would quietly turn keys into strings (1 and "1" collapse), tuples into
         # lists and numpy floats into floats: only values that come back as they are pass.
-        problem = _not_plain_json(out, "metadata")
+        try:
+            problem = _not_plain_json(out, "metadata")
+            # What only writing finds: an int too long for text, nesting too deep to write.
+            json.dumps(out, allow_nan=False)
+        except (ValueError, RecursionError) as err:
+            problem = f"it cannot be written as JSON ({type(err).__name__}: {err})"
         if problem:
             raise UnstorableValueError(f"dataset metadata must be plain JSON: {problem}")
         self._check(out, "dataset metadata", UnstorableValueError)

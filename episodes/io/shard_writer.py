@@ -166,10 +166,11 @@ class DatasetWriter:
             raise
 
     def _create_manifest(self, manifest: Path, header: dict[str, Any]) -> None:
+        line = seal_line(header)  # before any file is made: a header it refuses leaves none
         for _ in range(8):
             tmp = self.path / f"{TMP_PREFIX}{secrets.token_hex(8)}-{MANIFEST_FILE}"
             with open(tmp, "wb") as f:
-                f.write(seal_line(header))
+                f.write(line)
                 self._fsync(f.fileno())
             try:
                 os.link(tmp, manifest)  # atomic, and fails if another writer created it first

@@ -204,8 +204,15 @@ def test_returns_that_are_not_finite_are_json_null(tmp_path, v1):
 
 @pytest.mark.parametrize(
     "user",
-    [{1: "a", "1": "b"}, {"t": (1, 2)}, {"x": np.float64(0.5)}, {None: 1}, {"f": float("inf")}],
-    ids=["int_key", "tuple", "numpy_float", "none_key", "infinite"],
+    [
+        {1: "a", "1": "b"},
+        {"t": (1, 2)},
+        {"x": np.float64(0.5)},
+        {None: 1},
+        {"f": float("inf")},
+        {"x": 2**20000},  # json.dumps refuses an int this long (a bare ValueError, a stray file)
+    ],
+    ids=["int_key", "tuple", "numpy_float", "none_key", "infinite", "int_too_long_for_text"],
 )
 def test_metadata_that_would_not_come_back_as_it_is_is_refused(tmp_path, user):
     from episodes.io import DatasetMetadata, UnstorableValueError
