@@ -64,6 +64,10 @@ def encode_episode(episode: SingleAgentEpisode) -> tuple[dict[str, Any], dict[st
         episode.validate()
     except AssertionError as err:
         raise UnstorableValueError(f"episode {episode.id_!r} is inconsistent: {err}") from err
+    if episode.t_started < 0:  # the readers refuse it: the whole dataset would not read
+        raise UnstorableValueError(
+            f"episode {episode.id_!r}: t_started must be >= 0, got {episode.t_started}"
+        )
     arrays: dict[str, np.ndarray] = {}
     blob = BlobWriter()
     meta: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "columns": {}}

@@ -225,6 +225,10 @@ def encode_rows(
         [id_ if isinstance(id_, str) else json.dumps(meta["id"])] * rows, pa.string()
     )
     first_t = meta["t_started"] - meta["columns"]["observations"]["lookback"]
+    if first_t < -(2**63) or first_t + rows - 1 > 2**63 - 1:  # the t column is int64
+        raise UnstorableValueError(
+            f"episode {id_!r}: time steps from {first_t} do not fit the shard's int64 t column"
+        )
     columns["t"] = pa.array(np.arange(first_t, first_t + rows, dtype=np.int64))
     for c in metas:
         c["space"] = _intern(c["space"], spaces, lookup)

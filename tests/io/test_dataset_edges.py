@@ -220,3 +220,32 @@ def test_metadata_that_would_not_come_back_as_it_is_is_refused(tmp_path, user):
     with pytest.raises(UnstorableValueError, match="plain JSON"):
         DatasetWriter(tmp_path / "ds", metadata=DatasetMetadata(user=user))
     assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").iterdir())
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+@pytest.mark.parametrize(
+    "t_started",
+    [-3, 2**63 - 2, 2**70],
+    ids=["negative (the readers refuse it)", "steps past int64", "far past int64"],
+)
+def test_time_steps_a_dataset_cannot_hold_are_refused_before_writing(tmp_path, v1, t_started):
+    from episodes.io import EpisodeWriter, UnstorableValueError
+
+    good = SingleAgentEpisode("good", observations=[0, 1], actions=[0], rewards=[1.0])
+    bad = SingleAgentEpisode(
+        "bad",
+        observations=[0, 1, 2],
+        actions=[0, 1],
+        rewards=[1.0, 1.0],
+        t_started=t_started,
+        len_lookback_buffer=0,
+    )
+    writer = EpisodeWriter(tmp_path / "ds") if v1 else DatasetWriter(tmp_path / "ds")
+    with writer:
+        writer.write(good)
+        if v1 and t_started > 0:  # v1 stores t as JSON: any int reads back
+            writer.write(bad)
+        else:
+            with pytest.raises(UnstorableValueError, match="t_started|int64"):
+                writer.write(bad)
+    assert [e.id_ for e in read_episodes(tmp_path / "ds")][0] == "good"
