@@ -92,8 +92,8 @@ class DatasetMetadata:
         # lists and numpy floats into floats: only values that come back as they are pass.
         try:
             problem = _not_plain_json(out, "metadata")
-            # What only writing finds: an int too long for text, nesting too deep to write.
-            json.dumps(out, allow_nan=False)
+            if not problem:  # what only writing finds: an int too long for text
+                json.dumps(out, allow_nan=False)
         except (ValueError, RecursionError) as err:
             problem = f"it cannot be written as JSON ({type(err).__name__}: {err})"
         if problem:
