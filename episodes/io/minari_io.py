@@ -105,11 +105,17 @@ def _buffer(index: int, episode: SingleAgentEpisode) -> Any:
     episode.to_numpy()
     n = len(episode)
     ends = [False] * (n - 1)
+    rewards = np.asarray(episode.get_rewards())
+    if rewards.shape != (n,) or rewards.dtype.kind not in "biuf":
+        raise DatasetError(
+            f"Minari stores one float reward per step; episode {episode.id_!r} has rewards of "
+            f"shape {rewards.shape[1:]} and dtype {rewards.dtype}"
+        )
     return EpisodeBuffer(
         id=index,
         observations=episode.get_observations(),
         actions=episode.get_actions(),
-        rewards=[float(r) for r in episode.get_rewards()],
+        rewards=rewards.astype(np.float64).tolist(),
         terminations=[*ends, bool(episode.is_terminated)],
         truncations=[*ends, bool(episode.is_truncated)],
     )

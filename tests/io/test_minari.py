@@ -202,3 +202,21 @@ def test_a_refused_import_leaves_its_destination_as_it_was(tmp_path, monkeypatch
     assert not (tmp_path / "back").exists()
     monkeypatch.undo()
     assert import_minari("test/cp-v0", tmp_path / "back", root=tmp_path / "m") == 2
+
+
+def test_vector_rewards_are_refused_with_a_dataset_error(tmp_path):
+    # float(r) of a reward row raised a TypeError (a traceback from the CLI).
+    ep = SingleAgentEpisode(
+        "v",
+        observations=[np.zeros(2, np.float32)] * 3,
+        observation_space=gym.spaces.Box(-1, 1, (2,), np.float32),
+        actions=[0, 1],
+        action_space=gym.spaces.Discrete(2),
+        rewards=[np.ones(2), np.ones(2)],
+        len_lookback_buffer=0,
+    )
+    with DatasetWriter(tmp_path / "src") as writer:
+        writer.write(ep)
+    with pytest.raises(DatasetError, match="one float reward per step"):
+        export_minari(tmp_path / "src", "test/vector-v0", root=tmp_path / "m")
+    assert not (tmp_path / "m" / "test" / "vector-v0").exists()
