@@ -74,8 +74,9 @@ def _datasets_root(root: PathLike | None) -> Iterator[None]:
             os.environ["MINARI_DATASETS_PATH"] = old
 
 
-# Minari's ids: an optional namespace path, a name and a version.
-_DATASET_ID = re.compile(r"(?:[\w.-]+/)*[\w.-]+-v\d+")
+# Minari's own form: a namespace of two or more characters (slashes inside), a name without
+# dots, a version; checked here so an id it would refuse is refused before anything is read.
+_DATASET_ID = re.compile(r"(?:[-\w][-\w/]*[-\w]/)?[-\w]+-v\d+")
 
 
 def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:

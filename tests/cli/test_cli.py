@@ -306,6 +306,11 @@ BAD_ARGUMENTS = {
     "export_an_id_without_a_version": (
         "export {ds} --to minari --dataset-id t/cartpole --root {tmp}/m"
     ),
+    # Minari refused these only after every episode was read and converted.
+    "export_an_id_with_a_one_letter_namespace": (
+        "export {ds} --to minari --dataset-id t/x-v0 --root {tmp}/m"
+    ),
+    "export_an_id_with_a_dot": "export {ds} --to minari --dataset-id a.b-v0 --root {tmp}/m",
     "export_an_id_leaving_the_root": (
         "export {ds} --to minari --dataset-id ../../out-v0 --root {tmp}/m"
     ),
