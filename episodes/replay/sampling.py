@@ -68,6 +68,31 @@ def check_gamma(gamma: Any) -> float:
     return float(gamma)
 
 
+def add_extras(
+    batch: dict[str, Any], extras: dict[str, Any], reserved: tuple[str, ...] = ()
+) -> None:
+    """Adds extra-model-output columns to ``batch``; a name the batch uses is refused.
+
+    ``reserved`` names columns added after this call (a prioritized batch's ``weights``).
+
+    Example:
+        >>> batch = {"obs": np.zeros(2)}
+        >>> add_extras(batch, {"vf": np.ones(2)}); sorted(batch)
+        ['obs', 'vf']
+        >>> add_extras(batch, {"obs": np.ones(2)})
+        Traceback (most recent call last):
+        ...
+        ValueError: extra-model-output 'obs' has the name of a batch column: rename it ...
+    """
+    for key, values in extras.items():
+        if key in batch or key in reserved:
+            raise ValueError(
+                f"extra-model-output {key!r} has the name of a batch column: rename it to "
+                "sample it with include_extra_model_outputs"
+            )
+        batch[key] = values
+
+
 def batch_size(num_items: Any, batch_size_B: Any, default: int) -> int:
     """The batch size from RLlib's two spellings.
 

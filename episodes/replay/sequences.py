@@ -9,7 +9,7 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.nstep import next_observations, walk
-from episodes.replay.sampling import check_positive, draw_live, episode_slots
+from episodes.replay.sampling import add_extras, check_positive, draw_live, episode_slots
 from episodes.replay.store import StepStore, fresh_infos
 from episodes.replay.table import EpisodeTable
 
@@ -126,8 +126,8 @@ def sequence_batch(
         infos[~mask] = None
         batch["infos"] = infos
     if include_extra_model_outputs:
-        for key, column in store.extras.items():
-            batch[key] = _gather(column.data, pos, mask)
+        extras = {key: _gather(column.data, pos, mask) for key, column in store.extras.items()}
+        add_extras(batch, extras)
     return batch
 
 

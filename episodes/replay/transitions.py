@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from episodes.replay.nstep import n_step_returns, next_observations
+from episodes.replay.sampling import add_extras
 from episodes.replay.store import StepStore, fresh_infos
 from episodes.replay.table import EpisodeTable
 
@@ -62,6 +63,6 @@ def transition_batch(
         infos[ends] = table.final_info[store.ep[res.last[ends]]]
         batch["infos"] = fresh_infos(infos)
     if include_extra_model_outputs:
-        for key, column in store.extras.items():
-            batch[key] = column.data[slots]
+        extras = {key: column.data[slots] for key, column in store.extras.items()}
+        add_extras(batch, extras, reserved=("weights",))
     return batch

@@ -354,3 +354,32 @@ def test_a_broken_state_is_refused_and_changes_nothing(case):
         target.set_state(broken)
     assert_states_equal(target.get_state(), before)
     assert target.get_episode_ids() == ["z"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "prioritized"),
+    [
+        ("n_step", {}, False),
+        ("obs", {"batch_length_T": 2}, False),
+        ("mask", {"batch_length_T": 2}, False),
+        ("weights", {}, True),
+    ],
+)
+def test_an_extra_output_named_like_a_batch_column_is_refused(name, kwargs, prioritized):
+    # It overwrote the column (an RLlib-style "n_step" extra replaced the steps taken).
+    cls = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
+    buf = cls(100, seed=0)
+    ep = SingleAgentEpisode(
+        "a",
+        observations=[np.zeros(2, np.float32)] * 5,
+        actions=[0] * 4,
+        rewards=[1.0] * 4,
+        extra_model_outputs={name: [7.0] * 4},
+        len_lookback_buffer=0,
+    )
+    buf.add(ep)
+    before = buf.get_state()
+    with pytest.raises(ValueError, match=f"extra-model-output '{name}' has the name"):
+        buf.sample(3, include_extra_model_outputs=True, **kwargs)
+    assert_states_equal(buf.get_state(), before)
+    buf.sample(3, **kwargs)  # without the extras: sampled as ever
