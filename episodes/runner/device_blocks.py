@@ -74,6 +74,14 @@ class TensorColumn(Column):
         """
         leaves, structure = flatten(batch)
         tensors = [torch.as_tensor(leaf, device=device) for leaf in leaves]
+        for tensor in tensors:
+            try:  # chunks are numpy'd episodes: each leaf needs a numpy dtype
+                torch.empty(0, dtype=tensor.dtype).numpy()
+            except TypeError:
+                raise ValueError(
+                    f"a torch env or policy gave {tensor.dtype} values, which have no numpy "
+                    "dtype for the episodes: cast them (float32) before they are recorded"
+                ) from None
         return cls(
             [torch.empty((rows, *t.shape), dtype=t.dtype, device=t.device) for t in tensors],
             structure,

@@ -235,6 +235,17 @@ def test_disabled_mode_is_refused_for_tensor_envs():
             runner.sample(3)
 
 
+def test_outputs_without_a_numpy_dtype_are_refused_clearly():
+    # bfloat16 (a policy under autocast) failed with a TypeError from .numpy() at the end of
+    # the call, leaving the runner unusable.
+    def policy(obs):
+        return (obs[:, 2] > 0).long(), {"logits": obs[:, :2].to(torch.bfloat16)}
+
+    runner = EnvRunner(TorchCartPole(3, max_episode_steps=6), policy)
+    with pytest.raises(ValueError, match="bfloat16 values, which have no numpy dtype"):
+        runner.sample(4)
+
+
 def test_recurrent_state_restarts_with_each_episode():
     env = TorchCartPole(4, autoreset_mode="SameStep", max_episode_steps=3)
     seen = []
