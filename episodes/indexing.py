@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import NamedTuple, Union
+from typing import Any, NamedTuple, Union
 
 import numpy as np
 
@@ -36,6 +36,28 @@ def as_int(index: object, *, what: str = "index") -> int:
     if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
         raise TypeError(f"{what} must be an int, got {type(index).__name__} ({index!r})")
     return operator.index(index)
+
+
+def whole_number(value: Any, what: str, least: int) -> int:
+    """``value`` as an int >= ``least`` (numpy ints taken), else a ``ValueError`` naming it.
+
+    Floats and bools are refused, even whole ones: a count given as ``2.0`` is a caller's bug.
+
+    Example:
+        >>> whole_number(np.int64(3), "num_steps", 1)
+        3
+        >>> whole_number(1.0, "num_steps", 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: num_steps must be an int >= 1, got 1.0
+    """
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or isinstance(value, (bool, np.bool_)) or number < least:
+        raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
+    return number
 
 
 def resolve_int(index: int, *, lookback: int, total: int, neg_index_as_lookback: bool) -> int:

@@ -32,6 +32,7 @@ from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
 from episodes.distributed.shared_memory import SHM_DIR, Reply, Segment, SlotSegments
+from episodes.indexing import whole_number
 
 __all__ = ["RunnerGroup"]
 
@@ -327,7 +328,7 @@ class RunnerGroup:
             2 4 32 []
         """
         self._check_running()
-        num_steps = _checked_steps(num_steps, self._least_num_steps)
+        num_steps = whole_number(num_steps, "num_steps", self._least_num_steps)
         if self.num_in_flight:
             raise RuntimeError(
                 f"{self.num_in_flight} asynchronous requests are in flight: collect them with "
@@ -376,7 +377,7 @@ class RunnerGroup:
             1 16 0
         """
         self._check_running()
-        num_steps = _checked_steps(num_steps, self._least_num_steps)
+        num_steps = whole_number(num_steps, "num_steps", self._least_num_steps)
         if weights is not None:
             self.set_weights(weights)
         if launch:
@@ -613,14 +614,3 @@ def _create_dataset(spec: WriterSpec) -> None:
     from episodes.io import DatasetWriter
 
     DatasetWriter(spec.path, metadata=spec.metadata, **spec.options).close()
-
-
-def _checked_steps(num_steps: Any, least: int) -> int:
-    """``num_steps`` as an int >= ``least`` (numpy integers taken; floats and bools refused)."""
-    try:
-        number = operator.index(num_steps)
-    except TypeError:
-        number = None
-    if number is None or isinstance(num_steps, bool) or number < least:
-        raise ValueError(f"num_steps must be an int >= {least}, got {num_steps!r}")
-    return number

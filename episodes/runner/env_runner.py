@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from episodes.indexing import whole_number
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.policy import check_outputs
@@ -112,7 +112,7 @@ class EnvRunner:
         numpy_episodes: bool = True,
         window: str = "transitions",
     ):
-        lookback = _whole_number(len_lookback_buffer, "len_lookback_buffer", 0)
+        lookback = whole_number(len_lookback_buffer, "len_lookback_buffer", 0)
         if window not in WINDOWS:
             raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
         self.window = window
@@ -204,7 +204,7 @@ class EnvRunner:
             >>> second[0].id_ == first[0].id_, second[0].t_started
             (True, 3)
         """
-        num_steps = _whole_number(num_steps, "num_steps", self.least_num_steps)
+        num_steps = whole_number(num_steps, "num_steps", self.least_num_steps)
         if self._failure is not None:
             raise RuntimeError(
                 f"an earlier sample() of this runner failed part-way ({self._failure}): the "
@@ -329,14 +329,3 @@ def _where_started(state: Any, fresh: Any, mask: Any, axis: int) -> Any:
         return new.where(mask.reshape(shape), old)
 
     return tree.map_structure(reset_leaf, state, fresh)
-
-
-def _whole_number(value: Any, what: str, least: int) -> int:
-    """``value`` as an int >= ``least``; floats and bools are refused, numpy ints taken."""
-    try:
-        number = operator.index(value)
-    except TypeError:
-        number = None
-    if number is None or isinstance(value, bool) or number < least:
-        raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
-    return number
