@@ -141,7 +141,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         state["_cache"], state["_custom"] = {}, dict(self._custom)
         envs = self.recording.table.env
         for k, entry in self._cache.items():
-            if not _intact(entry[1], entry[2]):
+            # A chunk changed since it was built (a flag, a column, its id or spaces) travels
+            # as it is: rebuilt from the blocks, the change would be lost.
+            if _signature(entry[0]) != entry[1] or not _intact(entry[1], entry[2]):
                 state["_cache"][k] = entry
             elif entry[0].custom_data != {"env_index": int(envs[k])}:
                 state["_custom"][k] = entry[0].custom_data
@@ -491,6 +493,9 @@ def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
         episode.is_truncated,
         episode.t_started,
         episode.t,
+        episode.id_,
+        episode.observation_space,
+        episode.action_space,
     )
 
 

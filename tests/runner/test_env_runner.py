@@ -472,3 +472,37 @@ def test_check_outputs_reads_any_batch_with_a_shape():
     with pytest.raises(ValueError, match=r"extra output 'dist'.*shape \(2,\)"):
         check_outputs(np.zeros(3), {"dist": (np.zeros(3), [0.1, 0.2])}, 3, None)
     assert check_outputs(np.zeros(3), {"b": 1, "a": 2}, 3, ("a", "b")) == ("a", "b")
+
+
+def _add_column(chunk):
+    from episodes import InfiniteLookbackBuffer
+
+    chunk.extra_model_outputs["x"] = InfiniteLookbackBuffer([0.0] * len(chunk))
+
+
+# (case, a change made to a built chunk outside its setters) -- a copy must keep it.
+CHUNK_CHANGES = [
+    ("a flag", lambda c: setattr(c, "is_truncated", True)),
+    ("a new extra column", _add_column),
+    ("the id", lambda c: setattr(c, "id_", "renamed")),
+    (
+        "the observation space",
+        lambda c: setattr(c, "observation_space", gym.spaces.Box(-9, 9, (4,))),
+    ),
+]
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+@pytest.mark.parametrize("change", [c[1] for c in CHUNK_CHANGES], ids=[c[0] for c in CHUNK_CHANGES])
+def test_a_copied_sample_keeps_changes_made_to_its_chunks(change, how):
+    # A built chunk was rebuilt from the blocks on the other side: the change was lost.
+    import copy
+    import pickle
+
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(5)
+    change(chunks[0])
+    assert not chunks.unchanged()
+    dup = pickle.loads(pickle.dumps(chunks)) if how == "pickle" else copy.deepcopy(chunks)
+    assert list(dup) == list(chunks)
+    assert dup[0].id_ == chunks[0].id_ and dup[0].observation_space == chunks[0].observation_space
