@@ -30,13 +30,14 @@ from episodes.buffer.value_fit import (
     MISFIT_ERRORS,
     appended_row,
     batch_misfit,
+    first_leaves,
     fit_of,
     misfit,
     staged_batch,
     staged_rows,
 )
 from episodes.spaces import batch as stack_items
-from episodes.structs import flatten, leaves_up_to, map_leaves, same_nesting, unflatten
+from episodes.structs import flatten, map_leaves, same_nesting, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
@@ -412,15 +413,9 @@ class ArrayStore:
     def _append_nested(self, item: Any) -> None:
         if self.typed:
             # Values at the column's leaves: a list there is a row (a Box part given as a list).
-            values = leaves_up_to(self.structure, item)
-            if values is None:
-                raise ValueError(
-                    f"item {item!r} does not nest like the column's items "
-                    f"({self.structure!r}): structure mismatch"
-                )
-            rows = [appended_row(column, value) for column, value in zip(self.leaves, values)]
+            rows = staged_rows(self.leaves, item, self.structure)
         else:
-            leaves, structure = flatten(item)
+            leaves, structure = first_leaves(self.structure, self._leaves[0].ndim, item)
             if not leaves:
                 raise ValueError(
                     f"{item!r} holds no values (an empty dict, list or tuple): a numpy column "

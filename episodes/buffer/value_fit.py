@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from episodes.structs import leaves_up_to, unflatten
+from episodes.structs import flatten, leaves_up_to, unflatten
 
 __all__ = [
     "INTEGERS",
     "MISFIT_ERRORS",
     "appended_row",
     "batch_misfit",
+    "first_leaves",
     "fit_of",
     "misfit",
     "staged_batch",
@@ -147,6 +148,25 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
         raise ValueError(f"item {item!r} does not match the column's item structure")
     # The checks of an append: the item shape exactly (no broadcasting), values that survive.
     return [appended_row(leaf, value) for leaf, value in zip(leaves, values)]
+
+
+def first_leaves(structure: Any, leaf_ndim: int, item: Any) -> tuple[list[Any], Any]:
+    """The leaves and structure an empty, untyped column takes from its first ``item``.
+
+    A column shaped by a space (``structure``, or rows: ``leaf_ndim > 1``) reads a list at a
+    leaf as a row, as stacking the same item later would; one without a shape flattens it.
+
+    Example:
+        >>> [x.tolist() for x in first_leaves(None, 2, [0.5, 1.5])[0]]  # a Box row
+        [[0.5, 1.5]]
+        >>> first_leaves(None, 1, (1, 2.5))[0]  # no shape: the tuple is structure
+        [1, 2.5]
+    """
+    if structure is not None or leaf_ndim > 1:
+        values = [item] if structure is None else leaves_up_to(structure, item)
+        if values is not None:
+            return [np.asarray(value) for value in values], structure
+    return flatten(item)
 
 
 def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> Any:

@@ -398,3 +398,30 @@ def test_reads_return_the_stored_data_itself(mode):
     copied = np.array(kept, copy=True)
     copied[1][0] = -1.0
     assert ep.get_observations(1)[0] == 1.0
+
+
+BOX2 = gym.spaces.Box(-1, 1, (2,), np.float32)
+LIST_ACTIONS = [
+    ("Box", BOX2, [0.5, 0.25]),
+    ("MultiDiscrete", gym.spaces.MultiDiscrete([3, 3]), [1, 2]),
+    ("Dict with a Box", gym.spaces.Dict({"x": BOX2}), {"x": [0.5, 0.25]}),
+]
+
+
+@pytest.mark.parametrize(
+    ("space", "action"), [c[1:] for c in LIST_ACTIONS], ids=[c[0] for c in LIST_ACTIONS]
+)
+def test_numpy_before_the_first_step_stores_list_actions_as_rows(space, action):
+    # The empty column took the list as structure: one array per component.
+    after = SingleAgentEpisode(action_space=space)
+    after.add_env_reset(0)
+    after.add_env_step(1, action, 1.0)
+    after.to_numpy()
+    before = SingleAgentEpisode(action_space=space)
+    before.add_env_reset(0)
+    before.to_numpy()
+    before.add_env_step(1, action, 1.0)
+    from episodes.structs import data_equal, flatten
+
+    assert all(leaf.shape == (1, 2) for leaf in flatten(before.actions.data)[0])
+    assert data_equal(before.actions.data, after.actions.data)
