@@ -144,7 +144,7 @@ class ArrayStore:
             leaf[start:stop] = rows.reshape(stop - start, *leaf.shape[1:])
 
     @classmethod
-    def from_batch(cls, batch: Any) -> ArrayStore:
+    def from_batch(cls, batch: Any, *, typed: bool | None = None) -> ArrayStore:
         """Wraps a batched struct (leaves share their leading length) without copying.
 
         Example:
@@ -161,7 +161,8 @@ class ArrayStore:
                 f"got leading lengths {sorted(sizes)}"
             )
         size = sizes.pop()
-        return cls(arrays, structure, size, typed=size > 0)
+        # An empty batch decides no dtypes, unless told (a state of a column that had them).
+        return cls(arrays, structure, size, typed=size > 0 or bool(typed))
 
     @classmethod
     def untyped(cls) -> ArrayStore:

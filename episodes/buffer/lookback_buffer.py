@@ -449,7 +449,10 @@ class InfiniteLookbackBuffer:
 
     # ------------------------------------------------------------------------- state, equality
     def get_state(self) -> dict[str, Any]:
-        """A plain-dict snapshot: ``data``, ``lookback``, ``finalized`` and ``space`` (a dict).
+        """A plain-dict snapshot: ``data``, ``lookback``, ``finalized``, ``space``, ``typed``.
+
+        ``space`` is a JSON-safe dict; ``typed`` says whether a numpy column's dtypes are
+        decided (an empty one cannot show it).
 
         Example:
             >>> InfiniteLookbackBuffer([1, 2], lookback=1).get_state()["lookback"]
@@ -460,6 +463,7 @@ class InfiniteLookbackBuffer:
             "lookback": self.lookback,
             "finalized": self.finalized,
             "space": space_to_dict(self._space),
+            "typed": bool(getattr(self.store, "typed", False)),
         }
 
     @classmethod
@@ -493,7 +497,11 @@ class InfiniteLookbackBuffer:
         lookback = indexing.as_int(lookback, what="lookback")
         if lookback < 0:
             raise ValueError(f"lookback must be >= 0, got {lookback}")
-        store: Store = ArrayStore.from_batch(data) if finalized else ListStore(data)
+        typed = state.get("typed")  # optional: older states, and RLlib's, lack it
+        if typed is not None and not isinstance(typed, (bool, np.bool_)):
+            raise ValueError(f"buffer state's typed must be a bool, got {typed!r}")
+        typed = None if typed is None else bool(typed)
+        store: Store = ArrayStore.from_batch(data, typed=typed) if finalized else ListStore(data)
         if lookback > len(store):
             raise ValueError(f"buffer state has lookback {lookback} but only {len(store)} items")
         buffer = cls.__new__(cls)

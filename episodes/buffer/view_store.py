@@ -51,7 +51,7 @@ class ViewStore(ArrayStore):
         self.written = False
 
     @classmethod
-    def from_batch(cls, batch: Any) -> ViewStore:
+    def from_batch(cls, batch: Any, *, typed: bool | None = None) -> ViewStore:
         """Wraps a batched struct of views (leaves share their leading length) without copying.
 
         Example:
@@ -60,7 +60,7 @@ class ViewStore(ArrayStore):
             >>> np.shares_memory(store.data["obs"], block), store.detached
             (True, False)
         """
-        store = ArrayStore.from_batch(batch)
+        store = ArrayStore.from_batch(batch, typed=typed)
         return cls(store._leaves, store.structure, store.size, store.typed)
 
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:

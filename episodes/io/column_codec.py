@@ -211,6 +211,9 @@ def encode_column(
         "space": space_dict(buf.space, where),
         "size": buf.len_incl_lookback(),
     }
+    if buf.finalized and buf.len_incl_lookback() == 0:
+        # An empty numpy column may have its dtypes decided (a cut successor's): keep that.
+        meta["typed"] = bool(buf.get_state()["typed"])
     data = buf.data
     if buf.finalized:
         leaves, structure = flatten(data)
@@ -294,6 +297,8 @@ def decode_column(
     if finalized and as_list:
         data, finalized = (unbatch(data) if size else []), False
     state = {"data": data, "lookback": lookback, "finalized": finalized, "space": meta.get("space")}
+    if finalized and isinstance(meta.get("typed"), bool):
+        state["typed"] = meta["typed"]
     try:
         return InfiniteLookbackBuffer.from_state(state)
     except ValueError as error:

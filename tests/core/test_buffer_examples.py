@@ -288,8 +288,8 @@ def test_protocols(mode):
 def test_state_round_trip(mode):
     buf = make_buffer([_dict_item(i) for i in range(4)], lookback=1, space=DICT_SPACE, mode=mode)
     state = buf.get_state()
-    assert set(state) == {"data", "lookback", "finalized", "space"}
-    assert isinstance(state["space"], dict)
+    assert set(state) == {"data", "lookback", "finalized", "space", "typed"}
+    assert isinstance(state["space"], dict) and state["typed"] is (mode == "numpy")
     again = InfiniteLookbackBuffer.from_state(state)
     assert again == buf
     again.append(_dict_item(9))
@@ -430,3 +430,24 @@ def test_a_numpy_buffer_extends_by_list_rows_as_it_appends_them(space, first, it
     else:
         extended.concat(InfiniteLookbackBuffer(list(items), 0, space))
     assert extended == appended
+
+
+@pytest.mark.parametrize("how", ["state", "io"])
+def test_an_empty_numpy_column_keeps_its_decided_dtype(how, tmp_path):
+    # A cut successor's empty columns keep the parent's dtypes; rebuilt from a state they
+    # chose again from the first item (an int reward made the column int64, 0.25 refused).
+    from episodes.io import EpisodeWriter, load_episode
+
+    ep = SingleAgentEpisode("e", observations=[0.0, 1.0], actions=[0], rewards=[0.5])
+    ep.to_numpy()
+    successor = ep.cut()
+    if how == "state":
+        back = SingleAgentEpisode.from_state(successor.get_state())
+    else:
+        with EpisodeWriter(tmp_path / "ds") as writer:
+            writer.write(successor)
+        back = load_episode(tmp_path / "ds", "e", numpy=True)
+    for chunk in (successor, back):
+        chunk.add_env_step(2.0, 1, 1)  # an int reward into the float column
+        chunk.add_env_step(3.0, 0, 0.25)
+    assert back.get_rewards().dtype == successor.get_rewards().dtype == np.float64
