@@ -15,6 +15,7 @@ from episodes.episode.accessors import ColumnAccessors
 from episodes.episode.fields import FIELDS
 from episodes.episode.recording import StepRecorder, as_flag
 from episodes.episode.sample_batch import SampleBatch, data_dict
+from episodes.indexing import as_int
 from episodes.spaces.contains import checker_for
 
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
@@ -149,7 +150,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                 },
                 "is_terminated": terminated,
                 "is_truncated": truncated,
-                "t_started": int(t_started or 0),
+                "t_started": 0 if t_started is None else as_int(t_started, what="t_started"),
                 "observation_space": observation_space,
                 "action_space": action_space,
             }

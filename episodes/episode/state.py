@@ -72,6 +72,18 @@ def _value_from_state(field: Field, value: Any) -> Any:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise ValueError(f"episode state's {field.name} must be an integer, got {value!r}")
         return int(value)
+    if kind == "flag":  # "no" or 1 would read as a flag of another meaning
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"episode state's {field.name} must be a bool, got {value!r}")
+        return bool(value)
+    if kind == "clock":  # a wall-clock reading, or None before the first step
+        if value is None:
+            return None
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise ValueError(
+                f"episode state's {field.name} must be a number or None, got {value!r}"
+            )
+        return float(value)
     return value
 
 

@@ -484,6 +484,16 @@ def test_set_outside_space_on_finalized_buffer_changes_nothing():
             ValueError,
             "must be a bool",
         ),
+        # Taken as they were: get_duration_s() then raised TypeError, "no" was a flag.
+        (
+            "clock_a_string",
+            lambda s: s.__setitem__("start_time", "yesterday"),
+            ValueError,
+            "number",
+        ),
+        ("clock_a_list", lambda s: s.__setitem__("last_step_time", [1.0]), ValueError, "number"),
+        ("flag_an_int", lambda s: s.__setitem__("is_terminated", 1), ValueError, "must be a bool"),
+        ("flag_none", lambda s: s.__setitem__("is_truncated", None), ValueError, "must be a bool"),
     ],
     ids=[
         "missing_key",
@@ -493,6 +503,10 @@ def test_set_outside_space_on_finalized_buffer_changes_nothing():
         "fractional_t_started",
         "t_none",
         "finalized_a_string",
+        "clock_a_string",
+        "clock_a_list",
+        "flag_an_int",
+        "flag_none",
     ],
 )
 def test_from_state_refuses_broken_states(name, mutate, error, message):
@@ -503,6 +517,13 @@ def test_from_state_refuses_broken_states(name, mutate, error, message):
         mutate(state)
     with pytest.raises(error, match=message):
         SingleAgentEpisode.from_state(state)
+
+
+@pytest.mark.parametrize("t_started", [2.7, "3", b"5", True], ids=repr)
+def test_the_constructor_refuses_a_t_started_that_is_no_int(t_started):
+    # int() made 2.7 into 2, "3" into 3 and True into 1.
+    with pytest.raises(TypeError, match="t_started must be an int"):
+        SingleAgentEpisode(t_started=t_started)
 
 
 def test_validate_raises_assertion_error_naming_the_column():
