@@ -89,9 +89,12 @@ def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
     # Equal-shaped arrays (observations) in one C call instead of asarray's per-item shape
     # discovery. concatenate insists on equal trailing dims and ndim, the length set on equal
     # leading ones, so the result is exactly what asarray would build; None otherwise.
-    if set(map(type, items)) != {np.ndarray} or any(item.ndim == 0 for item in items):
-        return None  # 0-d arrays have no len(): asarray's general path judges them
-    lengths = set(map(len, items))
+    if set(map(type, items)) != {np.ndarray}:
+        return None
+    try:
+        lengths = set(map(len, items))
+    except TypeError:  # a 0-d array has no len(): asarray's general path judges it
+        return None
     if len(lengths) != 1:
         return None
     try:

@@ -25,7 +25,7 @@ from episodes.spaces.batching import batch
 
 __all__ = ["batch_in_space"]
 
-_SEQUENCES = (list, tuple)
+_SEQUENCES = frozenset((list, tuple))
 
 
 def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
@@ -60,7 +60,9 @@ def _batch(space: gs.Space[Any], items: SequenceABC[Any]) -> Any:
 @_batch.register(gs.MultiDiscrete)
 @_batch.register(gs.MultiBinary)
 def _(space: gs.Space[Any], items: SequenceABC[Any]) -> Any:
-    if not any(item.__class__ in _SEQUENCES for item in items):
+    # Only a first list or tuple misleads batch(), which reads it as structure: after an array
+    # or a number it stacks later lists as rows (np.asarray), so one look decides.
+    if items[0].__class__ not in _SEQUENCES:
         return batch(items)
     try:
         stacked = np.asarray(items)

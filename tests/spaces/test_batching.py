@@ -268,6 +268,9 @@ IN_SPACE_CASES = {
     "box_rows_as_tuples": ([(0.0, 0.5), (1.0, 2.0)], _BOX2, np.array([[0.0, 0.5], [1.0, 2.0]])),
     "multidiscrete_lists": ([[0, 1], [2, 0]], gs.MultiDiscrete([3, 3]), np.array([[0, 1], [2, 0]])),
     "arrays_as_batch_does": ([np.zeros(2), np.ones(2)], _BOX2, np.array([[0.0, 0.0], [1.0, 1.0]])),
+    # Only a first list decides: after an array, lists are rows too (one look, not a scan).
+    "array_then_list": ([np.zeros(2), [1.0, 2.0]], _BOX2, np.array([[0.0, 0.0], [1.0, 2.0]])),
+    "list_then_array": ([[1.0, 2.0], np.zeros(2)], _BOX2, np.array([[1.0, 2.0], [0.0, 0.0]])),
     "dict_of_box_lists": (
         [{"p": [0, 1], "n": 2}, {"p": [1, 1], "n": 0}],
         gs.Dict({"p": _BOX2, "n": gs.Discrete(3)}),
