@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import stat
@@ -478,6 +477,37 @@ class DatasetInfo:
         return sum(e.terminated or e.truncated for e in self.episodes)
 
 
+def summaries_of(pieces: Iterable[tuple[Any, Any]]) -> list[EpisodeSummary]:
+    """One summary per episode of ``(decoded id, manifest row)`` pieces, in first-seen order.
+
+    Ids are grouped as :func:`load_episode` groups them (equal ids, whatever their JSON form);
+    the flags are those of the piece the joined episode ends with: the latest
+    ``(t_started, t)``, the later piece in the manifest on a tie (``load_episode``'s order).
+
+    Example:
+        >>> from episodes.io.shards import EpisodeRow
+        >>> end = EpisodeRow("a", 3, 3, 0.0, True, False)  # no steps; written first
+        >>> start = EpisodeRow("a", 0, 3, 2.0, False, False)
+        >>> summaries_of([(row.id_, row) for row in (end, start)])
+        [EpisodeSummary(id_='a', num_chunks=2, length=3, ret=2.0, terminated=True, truncated=False)]
+    """
+    by_id: dict[Any, EpisodeSummary] = {}
+    last: dict[Any, tuple[int, int, int]] = {}
+    for i, (id_, row) in enumerate(pieces):
+        key = id_key(id_)
+        summary = by_id.get(key)
+        if summary is None:
+            summary = by_id[key] = EpisodeSummary(id_, 0, 0, 0.0, False, False)
+        summary.num_chunks += 1
+        summary.length += row.t - row.t_started
+        summary.ret += row.ret
+        order = (row.t_started, row.t, i)
+        if key not in last or order > last[key]:
+            last[key] = order
+            summary.terminated, summary.truncated = row.terminated, row.truncated
+    return list(by_id.values())
+
+
 def dataset_info(path: PathLike) -> DatasetInfo:
     """Summarises a dataset: chunk/episode/step counts, per-episode returns and lengths, spaces.
 
@@ -494,26 +524,13 @@ def dataset_info(path: PathLike) -> DatasetInfo:
 
         return dataset_info_v2(path)
     root, entries, torn = iter_chunks(path)
-    by_id: dict[str, EpisodeSummary] = {}
-    last_t: dict[str, int] = {}
-    for entry in entries:
-        key = json.dumps(entry.id_, sort_keys=True)
-        summary = by_id.get(key)
-        if summary is None:
-            summary = by_id[key] = EpisodeSummary(_entry_id(entry), 0, 0, 0.0, False, False)
-        summary.num_chunks += 1
-        summary.length += entry.length
-        summary.ret += entry.ret
-        if entry.t >= last_t.get(key, -1):
-            last_t[key] = entry.t
-            summary.terminated, summary.truncated = entry.terminated, entry.truncated
     info = DatasetInfo(
         path=str(root),
         version=FORMAT_VERSION,
         num_chunks=len(entries),
         num_steps=sum(e.length for e in entries),
         nbytes=sum(e.nbytes for e in entries),
-        episodes=list(by_id.values()),
+        episodes=summaries_of([(_entry_id(e), e) for e in entries]),
         torn_manifest=torn,
     )
     for entry in entries:

@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError, UnsafeDataError
-from episodes.io.reader import DatasetInfo, EpisodeSummary
+from episodes.io.reader import DatasetInfo, summaries_of
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
 from episodes.io.values import decode_value, id_key
@@ -119,19 +118,6 @@ def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
         [EpisodeSummary(id_='a', num_chunks=2, length=2, ret=3.0, terminated=True, truncated=False)]
     """
     ds = Dataset(path)
-    by_id: dict[str, EpisodeSummary] = {}
-    last_t: dict[str, int] = {}
-    for entry, id_ in zip(ds.summaries, _ids(ds), strict=True):
-        key = json.dumps(entry.id_, sort_keys=True)
-        summary = by_id.get(key)
-        if summary is None:
-            summary = by_id[key] = EpisodeSummary(id_, 0, 0, 0.0, False, False)
-        summary.num_chunks += 1
-        summary.length += entry.length
-        summary.ret += entry.ret
-        if entry.t >= last_t.get(key, -1):
-            last_t[key] = entry.t
-            summary.terminated, summary.truncated = entry.terminated, entry.truncated
     for shard in ds.shards:
         _check_files(ds.root, shard.name, DATA_SUFFIX[shard.data_format], shard.data_size)
         _check_files(ds.root, shard.name, INDEX_SUFFIX, shard.index_size)
@@ -141,7 +127,7 @@ def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
         num_chunks=len(ds),
         num_steps=sum(e.length for e in ds.summaries),
         nbytes=sum(s.nbytes for s in ds.shards),
-        episodes=list(by_id.values()),
+        episodes=summaries_of(list(zip(_ids(ds), ds.summaries, strict=True))),
         torn_manifest=ds.torn_manifest,
     )
     info.num_shards = len(ds.shards)

@@ -60,3 +60,28 @@ def test_a_buffer_from_a_dataset_with_pieces_out_of_time_order(tmp_path, writer)
     assert buffer.get_num_timesteps() == 6 and sorted(buffer.get_episode_ids()) == ["a", "b"]
     (stored,) = [e for e in buffer.get_episodes() if e.id_ == "a"]
     assert list(stored.get_observations()) == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("writer", [EpisodeWriter, DatasetWriter], ids=["v1", "v2"])
+def test_summaries_take_the_flags_of_the_piece_the_episode_ends_with(tmp_path, writer):
+    # A stepless terminated piece at t=3 written before [0, 3): a tie on t went by manifest
+    # order, so the summary said not done while load_episode's episode is terminated.
+    from episodes.io import load_episode
+
+    end = SingleAgentEpisode(
+        "e", observations=[3.0], t_started=3, terminated=True, len_lookback_buffer=0
+    )
+    with writer(tmp_path / "d") as w:
+        w.write_many([end, _episode("e", 3)])
+    (summary,) = dataset_info(tmp_path / "d").episodes
+    joined = load_episode(tmp_path / "d", "e")
+    assert (summary.terminated, summary.length) == (joined.is_terminated, len(joined)) == (True, 3)
+
+
+@pytest.mark.parametrize("writer", [EpisodeWriter, DatasetWriter], ids=["v1", "v2"])
+def test_a_dict_id_stored_in_two_key_orders_is_one_episode(tmp_path, writer):
+    # Grouped by json.dumps of the stored form, whose pairs keep the key order: two summaries.
+    with writer(tmp_path / "d") as w:
+        w.write_many([_episode({1: "a", 2: "b"}, 2), _episode({2: "b", 1: "a"}, 2, t_started=2)])
+    (summary,) = dataset_info(tmp_path / "d").episodes
+    assert (summary.num_chunks, summary.length) == (2, 4)
