@@ -124,12 +124,13 @@ def piece_problems(path: PathLike) -> list[str]:
 
 
 @dataclass
-class _Border:
-    observation: Any
-    keys: frozenset[str]
-    has_steps: bool
-    piece: SingleAgentEpisode  # held until the neighbour is read (numpy reads are mmap views)
-    columns: tuple[Any, ...]  # what decides whether columns take each other's items
+class _Joined:
+    """An episode joined up to some piece, as far as the next join needs it."""
+
+    # Its last piece (held as read: numpy reads are memory-mapped views), or a one-step shell
+    # of it where the joined columns' layouts are not the last piece's.
+    end: SingleAgentEpisode
+    columns: tuple[Any, ...]  # the joined columns' layouts (see _columns_of)
 
 
 def _columns_of(piece: SingleAgentEpisode) -> tuple[Any, ...]:
@@ -145,24 +146,25 @@ def _columns_of(piece: SingleAgentEpisode) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _edge(piece: SingleAgentEpisode, first: bool) -> SingleAgentEpisode:
-    """The piece's first or last step as a piece of its own (a copy to try the join on)."""
+def _last_step(piece: SingleAgentEpisode) -> SingleAgentEpisode:
+    """The piece's last step as a piece of its own (a copy to try a join on)."""
     n = len(piece)
-    edge = piece if n == 0 else piece[0:1] if first else piece[n - 1 : n]
-    return copy.deepcopy(edge)
+    return copy.deepcopy(piece if n == 0 else piece[n - 1 : n])
 
 
 class PieceJoins:
     """Checks, one read piece at a time, that each piece starts where the one before it ended.
 
     Neighbours are the pieces of one id in time order whose manifest ranges meet
-    (``t == t_started``; other pairs are :func:`piece_problems`' to report). Like
-    ``concat_episode``, the later piece's first observation must equal the earlier one's last
-    (leaf-wise, NaNs equal), two pieces with steps must have the same extra-model-output
-    keys, and their numpy columns must take each other's items (where the layouts differ, the
-    two border steps are joined on trial). Pieces may be checked in any order; a piece is kept
-    only until its neighbour is checked, so reading a dataset in time order holds one piece
-    per running episode.
+    (``t == t_started``; other pairs are :func:`piece_problems`' to report). Each piece is
+    joined, as ``load_episode``'s ``concat_episode`` joins it, onto the episode built so far:
+    its first observation must equal the last one (leaf-wise, NaNs equal), its
+    extra-model-output keys must be the episode's (new ones only while it has no steps), and
+    the episode's columns (its first piece's layouts) must take every one of its items; where
+    the layouts differ, the join is tried on a one-step copy. Pieces may be checked in any
+    order: a piece read before its predecessor waits for it, and a joined episode is kept
+    (as its last piece) only until its successor is checked, so reading a dataset in time
+    order holds one piece per running episode.
 
     Example:
         >>> ep = SingleAgentEpisode("x", observations=[0, 1, 2], actions=[0, 1],
@@ -186,8 +188,8 @@ class PieceJoins:
                     self._before[cur[4]] = prev[4]
                     self._after[prev[4]] = cur[4]
                     self._where[cur[4]] = (cur[3], cur[0])
-        self._first: dict[int, _Border] = {}  # read pieces whose predecessor is not read yet
-        self._last: dict[int, _Border] = {}  # read pieces whose successor is not read yet
+        self._joined: dict[int, _Joined] = {}  # joined up to a piece whose successor waits
+        self._waiting: dict[int, SingleAgentEpisode] = {}  # read before their predecessor
         self._read: set[int] = set()
 
     @classmethod
@@ -207,7 +209,7 @@ class PieceJoins:
 
     @property
     def pending(self) -> int:
-        """Borders held, waiting for a neighbour to be checked.
+        """Pieces held (as a one-step shell, or whole), waiting for a neighbour to be checked.
 
         Example:
             >>> ep = SingleAgentEpisode("x", observations=[0, 1, 2], actions=[0, 1],
@@ -216,7 +218,7 @@ class PieceJoins:
             >>> _ = joins.check(0, ep[0:1]); joins.pending
             1
         """
-        return len(self._first) + len(self._last)
+        return len(self._joined) + len(self._waiting)
 
     def check(self, index: int, piece: SingleAgentEpisode) -> list[str]:
         """Records piece ``index`` (manifest order) and returns the joins it breaks.
@@ -229,57 +231,61 @@ class PieceJoins:
         if index in self._read:
             return []
         self._read.add(index)
-        keys = frozenset(str(k) for k in piece.extra_model_outputs)
-        has_steps = len(piece) > 0
-        problems = []
         prev = self._before.get(index)
-        after = self._after.get(index)
-        columns = _columns_of(piece) if prev is not None or after is not None else ()
-        inherited = None
-        if prev is not None:
-            first = _Border(piece.observations.get(0), keys, has_steps, piece, columns)
-            if prev in self._read:
-                inherited = self._last.pop(prev)
-                problems += self._compare(inherited, first, index)
-            else:
-                self._first[index] = first
-        if after is not None:
-            last = _Border(piece.observations.get(-1), keys, has_steps, piece, columns)
-            if not has_steps and inherited is not None:
-                # A piece without steps passes its predecessor's keys on: the successor joins
-                # the episode built so far (checked when the pieces come in time order).
-                last = _Border(
-                    last.observation,
-                    inherited.keys,
-                    inherited.has_steps,
-                    inherited.piece,
-                    inherited.columns,
-                )
-            if after in self._read:
-                problems += self._compare(last, self._first.pop(after), after)
-            else:
-                self._last[index] = last
-        return problems
+        if prev is not None and prev not in self._joined:
+            self._waiting[index] = piece  # joined once its predecessor is
+            return []
+        problems: list[str] = []
+        # Pieces join in time order: each onto the episode joined so far, then any successor
+        # that was read before it.
+        while True:
+            joined = self._joined.pop(prev) if prev is not None else None
+            result = self._join(joined, piece, index, problems)
+            after = self._after.get(index)
+            if after is None:
+                return problems
+            self._joined[index] = result
+            if after not in self._waiting:
+                return problems
+            prev, index, piece = index, after, self._waiting.pop(after)
 
-    def _compare(self, last: _Border, first: _Border, later: int) -> list[str]:
-        id_, t = self._where[later]
-        if not data_equal(first.observation, last.observation):
-            return [
+    def _join(
+        self,
+        joined: _Joined | None,
+        piece: SingleAgentEpisode,
+        index: int,
+        problems: list[str],
+    ) -> _Joined:
+        """``joined`` with ``piece`` appended, as load_episode's concat would (problems noted)."""
+        columns = _columns_of(piece)
+        own = _Joined(piece, columns)
+        if joined is None:
+            return own
+        id_, t = self._where[index]
+        shell = joined.end
+        if not data_equal(piece.observations.get(0), shell.observations.get(-1)):
+            problems.append(
                 f"episode {id_!r}: piece at t={t} does not start with its predecessor's last "
                 "observation"
-            ]
-        if last.has_steps and first.has_steps and last.keys != first.keys:
-            return [
+            )
+            return own
+        mine, theirs = set(shell.extra_model_outputs), set(piece.extra_model_outputs)
+        # concat's rule: new keys only while the episode has no steps; a piece with steps
+        # gives every key the episode records.
+        if (theirs - mine and len(shell) > 0) or (len(piece) > 0 and mine - theirs):
+            problems.append(
                 f"episode {id_!r}: piece at t={t} has other extra-model-output keys "
-                f"({sorted(first.keys)}) than its predecessor ({sorted(last.keys)})"
-            ]
-        if last.columns == first.columns:
-            return []  # the same column layouts take each other's items
-        # Otherwise the columns must still take each other's items (another shape or dtype
-        # kind cannot): tried on the two border steps, as load_episode's concat would.
-        trial = _edge(last.piece, first=False)
+                f"({sorted(map(str, theirs))}) than its predecessor ({sorted(map(str, mine))})"
+            )
+            return own
+        if columns == joined.columns and len(shell) > 0:
+            return own  # the same column layouts take each other's items
+        # Otherwise the joined episode's columns (its first piece's) must take this piece's
+        # items, every one (an int column refuses 0.5): tried, as load_episode would.
+        trial = _last_step(shell)
         try:
-            trial.concat_episode(_edge(first.piece, first=True))
+            trial.concat_episode(piece)
         except (AssertionError, ValueError, TypeError) as err:
-            return [f"episode {id_!r}: piece at t={t} does not join its predecessor: {err}"]
-        return []
+            problems.append(f"episode {id_!r}: piece at t={t} does not join its predecessor: {err}")
+            return own
+        return _Joined(_last_step(trial), _columns_of(trial))

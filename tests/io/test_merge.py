@@ -114,6 +114,18 @@ def with_nan_at(whole: SingleAgentEpisode, t: int) -> SingleAgentEpisode:
     return whole
 
 
+def _rewards_piece(rewards: list, t: int, *, numpy: bool) -> SingleAgentEpisode:
+    piece = SingleAgentEpisode(
+        "x",
+        observations=[float(t + k) for k in range(len(rewards) + 1)],
+        actions=[0] * len(rewards),
+        rewards=rewards,
+        t_started=t,
+        len_lookback_buffer=0,
+    )
+    return piece.to_numpy() if numpy else piece
+
+
 PIECES = {
     "whole_episodes": (lambda: [episode("x"), episode("y")], []),
     "consecutive_pieces": (lambda: [episode("x", 8)[0:3], episode("x", 8)[3:8]], []),
@@ -155,6 +167,26 @@ PIECES = {
         [],
     ),
     "same_piece_twice": (lambda: [episode("x"), episode("x")], ["steps [0, 6) are stored twice"]),
+    # A stepless piece passed its predecessor's keys on only when read after it: written
+    # first, the logp-less successor was compared with it alone and passed.
+    "stepless_piece_written_first_between_other_keys": (
+        lambda: [
+            episode("x", 8)[3:3],
+            with_logp(episode("x", 8)[0:3]),
+            episode("x", 8)[3:8],
+        ],
+        ["piece at t=3 has other extra-model-output keys"],
+    ),
+    # The joined episode keeps its first piece's int64 rewards; a list-mode piece in between
+    # hid the float piece after it, which the int column refuses.
+    "int_rewards_then_list_then_float": (
+        lambda: [
+            _rewards_piece([1], 0, numpy=True),
+            _rewards_piece([3], 1, numpy=False),
+            _rewards_piece([0.5], 2, numpy=True),
+        ],
+        ["piece at t=2 does not join its predecessor"],
+    ),
     # validate said OK; load_episode's concat refused the actions' other shape.
     "actions_of_another_shape": (
         lambda: [
