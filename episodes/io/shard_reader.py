@@ -41,6 +41,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import (
     CorruptDatasetError,
+    DatasetError,
     NotADatasetError,
     UnsafeDataError,
     UnsupportedVersionError,
@@ -406,6 +407,7 @@ class Dataset:
         self._verify = verify
         self._max_open = max(1, max_open_shards)
         self._open: OrderedDict[int, Shard] = OrderedDict()
+        self._failed: dict[int, DatasetError] = {}
         self.summaries: list[EpisodeRow] = [e for s in self.shards for e in s.episodes]
         self._where: list[tuple[int, int]] = [
             (s, j) for s, shard in enumerate(self.shards) for j in range(len(shard.episodes))
@@ -439,7 +441,14 @@ class Dataset:
         s, j = self._where[i]
         shard = self._open.get(s)
         if shard is None:
-            shard = Shard(self.root, self.shards[s], verify=self._verify)
+            failed = self._failed.get(s)
+            if failed is not None:  # a damaged shard is read and refused once, not per piece
+                raise failed
+            try:
+                shard = Shard(self.root, self.shards[s], verify=self._verify)
+            except DatasetError as err:
+                self._failed[s] = err
+                raise
             self._open[s] = shard
             while len(self._open) > self._max_open:
                 self._open.popitem(last=False)

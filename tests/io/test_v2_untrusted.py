@@ -437,3 +437,26 @@ def test_column_sizes_that_disagree_with_the_steps_are_corrupt_on_every_read(ds,
             from episodes.io.torch_data import TransitionDataset
 
             TransitionDataset(ds)[0]
+
+
+def test_a_damaged_shard_is_read_and_reported_once(tmp_path, monkeypatch):
+    # Its data file was read and checksummed again for every piece, each a report line.
+    from episodes.io import shard_reader, validate_dataset
+
+    path = tmp_path / "ds"
+    with DatasetWriter(path) as w:
+        w.write_many([make_episode(k, obs_space="box_u8", numpy=True) for k in range(20)])
+    data, _ = shard(path)
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x10
+    data.write_bytes(bytes(raw))
+    opened = []
+    real = shard_reader.Shard
+
+    def counting(*args, **kwargs):
+        opened.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(shard_reader, "Shard", counting)
+    report = validate_dataset(path)
+    assert len(opened) == 1 and len(report.problems) == 1 and "CRC" in report.problems[0]
