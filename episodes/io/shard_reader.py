@@ -408,6 +408,8 @@ class Dataset:
         self._max_open = max(1, max_open_shards)
         self._open: OrderedDict[int, Shard] = OrderedDict()
         self._failed: dict[int, DatasetError] = {}
+        #: Shards closed to stay within ``max_open_shards`` (views into them keep them mapped).
+        self.evictions = 0
         self.summaries: list[EpisodeRow] = [e for s in self.shards for e in s.episodes]
         self._where: list[tuple[int, int]] = [
             (s, j) for s, shard in enumerate(self.shards) for j in range(len(shard.episodes))
@@ -452,9 +454,26 @@ class Dataset:
             self._open[s] = shard
             while len(self._open) > self._max_open:
                 self._open.popitem(last=False)
+                self.evictions += 1
         else:
             self._open.move_to_end(s)
         return shard, j
+
+    def open_shards(self) -> list[Shard]:
+        """The shards open now (at most ``max_open_shards``, the most recently used last).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path, shard_bytes=1) as w:
+            ...     w.write_many([SingleAgentEpisode(x, observations=[0]) for x in "ab"])
+            >>> ds = Dataset(path, max_open_shards=1)
+            >>> first, _ = ds.locate(0); _ = ds.locate(1)
+            >>> first in ds.open_shards(), ds.evictions
+            (False, 1)
+        """
+        return list(self._open.values())
 
     def episode(self, i: int, *, numpy: bool | None = None) -> SingleAgentEpisode:
         """Episode (piece) ``i`` in manifest order, as stored (or converted by ``numpy``).

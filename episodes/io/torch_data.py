@@ -53,7 +53,10 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
         self._ends = np.cumsum(counts)
         self._reader: Dataset | None = None
-        self._plans: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        # Per episode: its shard and column plans. Plans view their shard's memory map, so
+        # those of closed shards go (or max_open_shards would not bound the maps).
+        self._plans: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
+        self._evictions = 0
 
     def _count(self, length: int) -> int:
         raise NotImplementedError
@@ -64,7 +67,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_reader"] = None  # each worker opens its own memory maps
-        state["_plans"] = OrderedDict()
+        state["_plans"], state["_evictions"] = OrderedDict(), 0
         return state
 
     def _locate(self, index: int) -> tuple[int, int]:
@@ -77,13 +80,19 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         return episode, index - start
 
     def _plan(self, i: int) -> dict[str, Any]:
-        plan = self._plans.get(i)
-        if plan is not None:
+        cached = self._plans.get(i)
+        if cached is not None:
             self._plans.move_to_end(i)
-            return plan
+            return cached[1]
         if self._reader is None:
             self._reader = Dataset(self._path, max_open_shards=self._max_open)
-        shard, j = self._reader.locate(i)
+        reader = self._reader
+        shard, j = reader.locate(i)
+        if reader.evictions != self._evictions:
+            self._evictions = reader.evictions
+            alive = {id(s) for s in reader.open_shards()}
+            for k in [k for k, (s, _) in self._plans.items() if id(s) not in alive]:
+                del self._plans[k]
         columns = shard.columns(j)
         missing = [n for n in ("observations", "actions", "rewards") if n not in columns]
         if missing or EXTRAS not in columns:
@@ -99,7 +108,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             )
         plan = {name: columns[name] for name in ("observations", "actions", "rewards")}
         plan[EXTRAS] = columns[EXTRAS]
-        self._plans[i] = plan
+        self._plans[i] = (shard, plan)
         while len(self._plans) > _PLAN_CACHE:
             self._plans.popitem(last=False)
         return plan

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,29 @@ def test_bad_sizes_are_refused(tmp_path, make):
     path, _ = make_data(tmp_path, n_episodes=2)
     with pytest.raises(ValueError, match=">= 1"):
         make(path)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc/self/maps")
+def test_the_torch_datasets_keep_at_most_max_open_shards_mapped(tmp_path):
+    # Their plan cache held views into every shard it had touched: all stayed mapped.
+    import gc
+
+    path = tmp_path / "ds"
+    with DatasetWriter(path, shard_bytes=1) as writer:
+        for k in range(30):
+            writer.write(
+                SingleAgentEpisode(
+                    f"e{k}",
+                    observations=list(np.arange(4, dtype=np.float32).reshape(4, 1) + k),
+                    actions=[0, 1, 0],
+                    rewards=[1.0, 2.0, 3.0],
+                    len_lookback_buffer=0,
+                ).to_numpy()
+            )
+    data = TransitionDataset(path, max_open_shards=2)
+    for i in range(len(data)):
+        data[i]
+    gc.collect()
+    with open("/proc/self/maps") as maps:
+        mapped = {line.split()[-1] for line in maps if str(path) in line}
+    assert 1 <= len(mapped) <= 2
