@@ -28,6 +28,7 @@ from episodes.distributed.rows import (
     nstep_columns,
     step_columns,
 )
+from episodes.indexing import whole_number
 
 ray = require_ray()
 from ray.data import Datasink, Datasource, ReadTask  # noqa: E402
@@ -169,8 +170,7 @@ class EpisodeDatasource(Datasource):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        if isinstance(n_step, bool) or int(n_step) < 1:
-            raise ValueError(f"n_step must be an int >= 1, got {n_step!r}")
+        n_step = whole_number(n_step, "n_step", 1)
         from episodes import io
 
         self.n_step = int(n_step)

@@ -24,6 +24,7 @@ import operator
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from episodes.distributed.actor import RunnerActor, WriterSpec
@@ -130,7 +131,10 @@ class RunnerGroup:
         self._writer = (
             None
             if write_to is None
-            else WriterSpec(os.fspath(write_to), write_metadata, dict(write_options or {}))
+            # Resolved here: the actors' working directory need not be the driver's.
+            else WriterSpec(
+                os.fspath(Path(write_to).resolve()), write_metadata, dict(write_options or {})
+            )
         )
         if self._writer is not None:
             _create_dataset(self._writer)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import whole_number
 from episodes.structs import flatten, is_nested, unflatten
 
 __all__ = [
@@ -115,15 +116,14 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
         >>> cols["reward"].tolist(), cols["next_obs"].tolist(), cols["terminated"].tolist()
         ([1.5, 1.5, 1.0], [2.0, 3.0, 3.0], [False, True, True])
     """
-    if isinstance(n_step, bool) or int(n_step) < 1:
-        raise ValueError(f"n_step must be an int >= 1, got {n_step!r}")
+    n_step = whole_number(n_step, "n_step", 1)  # 2.5 is no step count
     out = step_columns(episode)
     n = len(episode)
     rewards = out["reward"]
     k = np.arange(n)
-    m = np.minimum(int(n_step), n - k)
+    m = np.minimum(n_step, n - k)
     total = np.zeros(n, dtype=np.float64)
-    for j in range(int(n_step)):
+    for j in range(min(n_step, n)):  # no step has more than n rewards left (Monte-Carlo n)
         live = k + j < n
         total[live] += gamma**j * rewards[k[live] + j]
     out["reward"] = total

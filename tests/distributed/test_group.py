@@ -221,6 +221,28 @@ def test_an_env_crash_drops_that_sample_whole_and_the_runner_comes_back(ray_loca
     assert all(same_content(c, by_key[(c.id_, c.t_started)]) for c in returned)
 
 
+def test_a_relative_write_to_is_the_drivers_directory(ray_local, tmp_path, monkeypatch):
+    # The actors resolved it against their own working directory: the driver's dataset held
+    # nothing and another appeared where the workers started.
+    from episodes.io import dataset_info
+
+    monkeypatch.chdir(tmp_path)
+    group = RunnerGroup(
+        cartpole,
+        random_policy,
+        num_runners=1,
+        seed=0,
+        config={"num_envs": 2},
+        write_to="collected",
+        num_cpus_per_runner=0.5,
+    )
+    try:
+        sample = group.sample(4)
+    finally:
+        group.stop()
+    assert dataset_info(tmp_path / "collected").num_steps == sample.env_steps == 8
+
+
 def test_a_slot_that_keeps_failing_raises_with_nothing_left_in_flight(ray_local):
     group = RunnerGroup(
         cartpole,

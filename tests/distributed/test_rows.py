@@ -97,6 +97,14 @@ def test_nstep_sums_match_brute_force(rewards, n_step, gamma, terminated):
         assert np.array_equal(one[name], steps[name]), name
 
 
-def test_bad_n_step_is_refused():
+@pytest.mark.parametrize("n_step", [0, 2.5, True, "2"], ids=repr)
+def test_bad_n_step_is_refused(n_step):
+    # 2.5 was taken as 2.
     with pytest.raises(ValueError, match="n_step"):
-        nstep_columns(chunk([1.0]), 0, 0.9)
+        nstep_columns(chunk([1.0]), n_step, 0.9)
+
+
+def test_a_monte_carlo_n_step_sums_each_rest_of_the_chunk():
+    # The loop ran n_step times: 10**9 never ended.
+    cols = nstep_columns(chunk([1.0, 2.0, 4.0]), 10**9, 0.5)
+    assert cols["reward"].tolist() == [3.0, 4.0, 4.0] and cols["n_steps"].tolist() == [3, 2, 1]
