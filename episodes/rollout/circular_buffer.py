@@ -104,18 +104,26 @@ class CircularBuffer:
     def buffer(self) -> torch.Tensor:
         """The history as ``[batch_size, max_len, ...]``, oldest slot first (a copy).
 
+        Each env's row is what ``buf[k]`` reads, ``k = max_len - 1`` down to ``0``: since its
+        last reset, slots before its first item repeat that item, and an env with no item
+        since its reset is zeros.
+
         Example:
-            >>> buf = CircularBuffer(2, 1)
-            >>> for v in (1, 2, 3):
-            ...     buf.append(torch.tensor([v]))
+            >>> buf = CircularBuffer(3, 2)
+            >>> for v in (1, 2):
+            ...     buf.append(torch.tensor([v, 10 * v]))
+            >>> buf.reset([0]); buf.append(torch.tensor([7, 30]))
             >>> buf.buffer.tolist()
-            [[2, 3]]
+            [[7, 7, 7], [10, 20, 30]]
         """
         if self._buffer is None:
             raise RuntimeError("the buffer is empty: append() has not been called yet")
-        order = torch.arange(self._max_len, device=self.device) + self._pointer + 1
-        order %= self._max_len
-        return self._buffer[order].transpose(0, 1).clone()
+        lags = torch.arange(self._max_len - 1, -1, -1, device=self.device)  # oldest first
+        lag = torch.minimum(lags[None, :], (self._length - 1).clamp(min=0)[:, None])
+        slot = (self._pointer - lag) % self._max_len  # [batch, max_len]
+        out = self._buffer[slot, self._envs[:, None]]
+        empty = (self._length == 0).view(-1, *([1] * (out.dim() - 1)))
+        return out.masked_fill(empty, 0)
 
     def append(self, data: torch.Tensor) -> None:
         """Append one item per env, overwriting each env's oldest item when full.

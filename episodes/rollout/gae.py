@@ -102,9 +102,12 @@ def compute_gae(
     if not rewards.is_floating_point():
         raise TypeError(f"rewards must be floating point, got {rewards.dtype}")
     shape = rewards.shape
-    values = _as_time_major(values, "values", shape).to(rewards.dtype)
+    # Returns are data: a last value straight from the critic must not drag its graph in
+    # (the in-place scans refuse it).
+    rewards = rewards.detach()
+    values = _as_time_major(values.detach(), "values", shape).to(rewards.dtype)
     dones = _as_time_major(dones, "dones", shape)
-    last_values = _as_time_major(last_values, "last_values", shape[1:]).to(rewards.dtype)
+    last_values = _as_time_major(last_values.detach(), "last_values", shape[1:]).to(rewards.dtype)
     if out is None:
         out = torch.empty_like(rewards, memory_format=torch.contiguous_format)
     elif out.shape != shape:

@@ -119,11 +119,14 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         >>> normalize_over(values, torch.tensor([[True, False], [True, False]]))[:, 0].tolist()
         [-0.7071067690849304, 0.7071067690849304]
     """
-    weight = valid.reshape(values.shape).to(values.dtype)
+    # Sums in float32 at least: float16 overflows past 65504 (a count of 98304 cells is inf).
+    wide = values.dtype if values.element_size() >= 4 else torch.float32
+    weight = valid.reshape(values.shape).to(wide)
     count = weight.sum()
-    values.sub_((values * weight).sum() / count)
-    spread = (values * values * weight).sum().div_((count - 1).clamp_(min=1)).sqrt_()
-    return values.div_(spread.add_(1e-8))
+    values.sub_(((values.to(wide) * weight).sum() / count).to(values.dtype))
+    wide_values = values.to(wide)
+    spread = (wide_values * wide_values * weight).sum().div_((count - 1).clamp_(min=1)).sqrt_()
+    return values.div_(spread.add_(1e-8).to(values.dtype))
 
 
 def normalize_into(
@@ -141,10 +144,13 @@ def normalize_into(
     """
     if valid is not None:
         return normalize_over(out.copy_(advantages), valid)
-    # Two-pass unbiased std, with the sum of squares as one BLAS dot.
-    centered = advantages.sub_(advantages.mean()).view(-1)
-    std = torch.dot(centered, centered).div_(max(centered.numel() - 1, 0)).sqrt_()
-    return torch.div(advantages, std.add_(1e-8), out=out)
+    # Two-pass unbiased std, with the sum of squares as one BLAS dot (in float32 at least:
+    # float16 squares overflow past 65504). reshape: a recurrent batch's slice is no view.
+    wide = advantages.dtype if advantages.element_size() >= 4 else torch.float32
+    centered = advantages.sub_(advantages.to(wide).mean().to(advantages.dtype)).reshape(-1)
+    centered_wide = centered.to(wide)
+    std = torch.dot(centered_wide, centered_wide).div_(max(centered.numel() - 1, 0)).sqrt_()
+    return torch.div(advantages, std.add_(1e-8).to(advantages.dtype), out=out)
 
 
 def _require(storage: RolloutStorage, training_type: str, what: str) -> None:

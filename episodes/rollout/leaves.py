@@ -243,8 +243,8 @@ def hidden_writes(
     """
     comps: list[Any] = list(state) if isinstance(state, (tuple, list)) else [state]
     if saved is None:
-        example = comps[0] if one_step else comps[0][0]
-        saved = allocate(tuple(example for _ in comps))
+        # Each part sized by itself: an LSTM with proj_size has h and c of other sizes.
+        saved = allocate(tuple(c if one_step else c[0] for c in comps))
         assert saved is not None
     if len(comps) != len(saved):
         raise ValueError(f"{which} hidden state has {len(comps)} components, expected {len(saved)}")

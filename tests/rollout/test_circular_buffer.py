@@ -191,3 +191,17 @@ def test_resetting_no_env_is_allowed(ids):
     buf.append(torch.tensor([1.0, 2.0]))
     buf.reset(ids)
     assert buf.current_length.tolist() == [1, 1]
+
+
+def test_the_buffer_property_is_what_the_lags_read():
+    # It showed the raw ring: items from before a reset, while buf[k] read the new history.
+    buf = CircularBuffer(3, 3)
+    for v in (1.0, 2.0, 3.0, 4.0):
+        buf.append(torch.tensor([v, 10 * v, 100 * v]))
+    buf.reset([0])
+    buf.append(torch.tensor([7.0, 50.0, 500.0]))
+    buf.reset([2])
+    whole = buf.buffer
+    for k in range(3):
+        assert torch.equal(whole[:, 2 - k], buf[k])
+    assert whole.tolist() == [[7.0, 7.0, 7.0], [30.0, 40.0, 50.0], [0.0, 0.0, 0.0]]

@@ -28,3 +28,26 @@ def test_normalize_into_matches_torch_mean_and_std(shape, make_valid):
     assert torch.allclose(out, want, atol=1e-6)
     if valid is not None:
         assert torch.allclose(out, normalize_over(advantages.clone(), valid))
+
+
+def test_normalize_into_takes_a_non_contiguous_tensor():
+    # .view(-1) of a recurrent batch's [T, n, 1] slice raised "view size is not compatible".
+    base = torch.randn(6, 8, 1)
+    advantages = base[:, 2:5].transpose(0, 1)  # neither contiguous nor viewable as flat
+    want = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    got = normalize_into(torch.empty(3, 6, 1), advantages.clone().transpose(0, 1).transpose(0, 1))
+    assert not advantages.is_contiguous() and torch.allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["all cells", "valid cells"])
+def test_float16_advantages_normalise_without_overflow(masked):
+    # Sums of 98304 float16 cells overflowed: all zeros (no mask) or all NaN (masked).
+    torch.manual_seed(0)
+    advantages = torch.randn(24, 4096).to(torch.float16)
+    want = advantages.float()
+    want = (want - want.mean()) / (want.std() + 1e-8)
+    out = torch.empty_like(advantages)
+    valid = torch.ones(24, 4096, dtype=torch.bool) if masked else None
+    got = normalize_into(out, advantages.clone(), valid)
+    assert torch.isfinite(got).all()
+    assert torch.allclose(got.float(), want, atol=2e-2)

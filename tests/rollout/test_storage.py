@@ -508,3 +508,30 @@ def test_a_refused_write_leaves_the_storage_unchanged(case, share):
         assert getattr(st, name.split("/")[0]) is not None
     assert st.observations is st.tensors["observations"]
     assert all(torch.equal(a, b) for a, b in zip(st.saved_hidden_states_actor, hidden))
+
+
+@pytest.mark.parametrize("how", ["add_transition", "write_block"])
+def test_an_lstm_state_whose_parts_differ_in_size_is_stored(device, how):
+    # An LSTM with proj_size has h [L, N, proj] and c [L, N, hidden]: every part was sized
+    # like the first, and c was refused.
+    t, n = 3, 2
+    h, c = torch.randn(t, 1, n, 4, device=device), torch.randn(t, 1, n, 8, device=device)
+    st = RolloutStorage("rl", n, t, (3,), (2,), device=device)
+    if how == "add_transition":
+        for k in range(t):
+            st.add_transition(Transition(hidden_states=((h[k], c[k]), None)))
+    else:
+        st.write_block(0, hidden_states=((h, c), None))
+    saved_h, saved_c = st.saved_hidden_states_actor
+    assert torch.equal(saved_h, h) and torch.equal(saved_c, c)
+
+
+def test_last_values_straight_from_the_critic_are_taken(device):
+    # A last value needing grad broke the in-place scans ("functions with out=...").
+    st = make_rl(device, t=4, n=3)
+    st.write_block(
+        0, rewards=torch.ones(4, 3, device=device), values=torch.zeros(4, 3, device=device)
+    )
+    weight = torch.ones(1, device=device, requires_grad=True)
+    st.compute_returns(torch.full((3, 1), 0.5, device=device) * weight, gamma=0.9, lam=0.95)
+    assert not st.returns.requires_grad and torch.isfinite(st.advantages).all()
