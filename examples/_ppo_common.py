@@ -12,7 +12,7 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 try:  # The disk format ships with the library; guard anyway so the examples never need it.
-    from episodes.io import EpisodeWriter
+    from episodes.io import DatasetError, DatasetWriter, EpisodeWriter, dataset_info
 except ImportError:  # pragma: no cover - only without episodes.io
     EpisodeWriter = None  # type: ignore[assignment,misc]
 
@@ -28,18 +28,37 @@ except ImportError:  # pragma: no cover - only without episodes.io
 RECENT_EPISODES = 20
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (anything else is a usage error, exit 2)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 0 (anything else is a usage error, exit 2)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def make_parser(description: str, *, total_steps: int, num_envs: int) -> argparse.ArgumentParser:
     """The flags every example accepts (each example may add its own)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--total-steps", type=int, default=total_steps, help="env steps in all")
-    parser.add_argument("--num-envs", type=int, default=num_envs)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument(
+        "--total-steps", type=positive_int, default=total_steps, help="env steps in all"
+    )
+    parser.add_argument("--num-envs", type=positive_int, default=num_envs)
     parser.add_argument("--device", default="cpu", help="torch device of the learner")
     parser.add_argument(
         "--save-dir",
         default=None,
         help="save every collected episode chunk there with episodes.io (a new or empty "
-        "directory, or an existing dataset to append to); 'none' disables saving",
+        "directory gets a format v1 dataset; an existing format v1 or v2 dataset is "
+        "appended to); 'none' disables saving",
     )
     parser.add_argument(
         "--stop-at-return",
@@ -47,9 +66,11 @@ def make_parser(description: str, *, total_steps: int, num_envs: int) -> argpars
         default=None,
         help="stop early once the mean of the last 20 episodes reaches this",
     )
-    parser.add_argument("--log-every", type=int, default=5, help="iterations per curve line")
+    parser.add_argument(
+        "--log-every", type=non_negative_int, default=5, help="iterations per curve line"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
     return parser
 
 
@@ -66,9 +87,37 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.set_num_threads(max(1, threads))
 
 
+def _is_v2_dataset(path: str) -> bool:
+    """Whether ``path`` holds a format v2 dataset (one ``DatasetWriter`` appends to)."""
+    try:
+        return dataset_info(path).version >= 2
+    except (DatasetError, OSError, ValueError):
+        return False
+
+
+def open_writer(save_dir: str) -> Any:
+    """A writer for ``save_dir``: ``EpisodeWriter`` (format v1, also for a new directory) or
+    ``DatasetWriter`` for an existing format v2 dataset.
+
+    Raises:
+        SystemExit: ``save_dir`` can't be written to (not empty and not a dataset, an
+            unsupported version, locked, ...), with a one-line message instead of a traceback.
+    """
+    try:
+        return EpisodeWriter(save_dir, sync=False)
+    except DatasetError as error:
+        if _is_v2_dataset(save_dir):
+            try:
+                return DatasetWriter(save_dir, sync=False)
+            except DatasetError as v2_error:
+                error = v2_error
+        raise SystemExit(f"error: --save-dir {save_dir}: {error}") from None
+
+
 @contextlib.contextmanager
 def episode_writer(save_dir: str | None) -> Iterator[Any]:
-    """``EpisodeWriter(save_dir)`` or None when saving is off or ``episodes.io`` is missing.
+    """A writer for ``save_dir`` (see :func:`open_writer`), or None when saving is off or
+    ``episodes.io`` is missing.
 
     ``sync=False``: the demo's data is cheap to regenerate, and an fsync per chunk would cost
     more than the training itself on a slow disk.
@@ -80,7 +129,7 @@ def episode_writer(save_dir: str | None) -> Iterator[Any]:
         print(f"episodes.io is not available: not saving episodes to {save_dir}")
         yield None
         return
-    with EpisodeWriter(save_dir, sync=False) as writer:
+    with open_writer(save_dir) as writer:
         yield writer
 
 
@@ -240,9 +289,20 @@ def run_cli(
     num_envs: int,
     save_by_default: str | None,
     argv: list[str] | None = None,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> None:
-    """Parses the shared flags, trains, and prints the closing ``final_mean_return=`` line."""
-    args = make_parser(description, total_steps=total_steps, num_envs=num_envs).parse_args(argv)
+    """Parses the shared flags, trains, and prints the closing ``final_mean_return=`` line.
+
+    ``add_arguments(parser)`` may add an example's own flags (and change defaults with
+    ``parser.set_defaults``); the values of the flags it adds go to ``train`` as keyword
+    arguments named by their ``dest``, so ``--help`` lists them with the shared ones.
+    """
+    parser = make_parser(description, total_steps=total_steps, num_envs=num_envs)
+    shared = set(vars(parser.parse_args([])))
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    extra = {key: value for key, value in vars(args).items() if key not in shared}
     save_dir = args.save_dir or (
         default_save_dir(save_by_default, args.seed) if save_by_default else "none"
     )
@@ -256,6 +316,7 @@ def run_cli(
         log_every=args.log_every,
         progress=not args.no_progress,
         threads=args.threads,
+        **extra,
     )
     if save_dir.lower() != "none":
         print(f"saved the collected episodes to {save_dir}")

@@ -156,6 +156,10 @@ def train(
     cfg = config or VectorPPOConfig()
     seed_everything(seed, threads)
     dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        # Checked here: building TorchCartPole on a missing CUDA ends in a misleading
+        # linker hint from torch ("Cannot get CUDA generator without ATen_cuda ...").
+        raise SystemExit(f"error: --device {device}: CUDA is not available on this machine")
     env = make_env(num_envs, torch_env, device)
     obs_shape, action_space = env.single_observation_space.shape, env.single_action_space
     assert obs_shape is not None and isinstance(action_space, gym.spaces.Discrete)
@@ -227,20 +231,26 @@ def main(argv: list[str] | None = None, *, torch_env: bool = False, doc: str = _
     Besides the shared flags, ``--window vector_steps`` records ``T`` vector steps per
     iteration (next-step reset steps masked) instead of ``T`` transitions per sub-env.
     """
-    choose = argparse.ArgumentParser(add_help=False)
-    choose.add_argument("--window", choices=WINDOWS, default="transitions")
-    chosen, rest = choose.parse_known_args(sys.argv[1:] if argv is None else argv)
-    # A curve line every iteration unless --log-every says otherwise (a later flag wins).
-    args = ["--log-every", "1", *rest]
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--window",
+            choices=WINDOWS,
+            default="transitions",
+            help="transitions: T transitions per sub-env per iteration; vector_steps: T "
+            "vector steps (next-step reset steps masked in the storage)",
+        )
+        # A curve line every iteration unless --log-every says otherwise.
+        parser.set_defaults(log_every=1)
+
     run_cli(
-        functools.partial(train, torch_env=torch_env, window=chosen.window),
+        functools.partial(train, torch_env=torch_env),
         doc.splitlines()[0],
         total_steps=2_000_000,
         num_envs=512,
         save_by_default=None,
-        argv=args,
+        argv=argv,
+        add_arguments=add_arguments,
     )
-
 
 if __name__ == "__main__":
     main()

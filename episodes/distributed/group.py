@@ -75,7 +75,8 @@ class RunnerGroup:
         num_cpus_per_runner: Ray CPUs each actor reserves.
         actor_options: Further ``ray.remote`` options of the actors.
         max_consecutive_failures: A slot that fails this many times in a row raises instead
-            of restarting again (a factory or policy bug, not bad luck).
+            of restarting again (a factory or policy bug, not bad luck); a successful request
+            or :meth:`restart_runner` starts the count over.
         start_timeout_s: The longest wait for the first actors to start (they wait for free
             CPUs: a cluster without ``num_runners * num_cpus_per_runner`` of them would hang).
         shared_memory: Let runners on this node hand samples over through shared-memory
@@ -508,6 +509,7 @@ class RunnerGroup:
             self.metrics.add_lost(
                 num_env_steps=slot.num_steps * slot.num_envs, error=f"runner {index} restarted"
             )
+        slot.failures = 0  # a deliberate fresh start: its failures in a row start over
         self._restart(slot)
 
     def foreach_runner(self, fn: Callable[[Any, RunnerContext], Any]) -> list[Any]:

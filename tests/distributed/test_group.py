@@ -260,6 +260,10 @@ def test_a_slot_that_keeps_failing_raises_with_nothing_left_in_flight(ray_local)
             group.sample(2)
         # The healthy runner's request of that round was collected, not left in flight.
         assert group.num_in_flight == 0
+        # A restart by hand starts the count over: the next failure is a lost sample again.
+        group.restart_runner(0)
+        again = group.sample(2)
+        assert [s.runner_index for s in again.samples] == [1] and len(again.lost) == 1
     finally:
         group.stop()
 
