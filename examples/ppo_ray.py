@@ -39,6 +39,7 @@ from _ppo_common import (  # noqa: E402
     default_save_dir,
     log_iteration,
     make_parser,
+    positive_int,
     print_final,
     seed_everything,
     summary,
@@ -101,6 +102,8 @@ def train(
 
     from episodes.distributed import RunnerGroup
 
+    if num_runners < 1:
+        raise ValueError(f"num_runners must be >= 1, got {num_runners}")
     if num_envs % num_runners:
         raise ValueError(f"num_envs ({num_envs}) must split evenly over {num_runners} runners")
     cfg = config or PPOConfig()
@@ -194,8 +197,15 @@ def main(argv: list[str] | None = None) -> None:
     parser: argparse.ArgumentParser = make_parser(
         __doc__.splitlines()[0], total_steps=200_000, num_envs=8
     )
-    parser.add_argument("--num-runners", type=int, default=2, help="remote runner actors")
+    parser.add_argument(
+        "--num-runners", type=positive_int, default=2, help="remote runner actors"
+    )
     args = parser.parse_args(argv)
+    if args.num_envs % args.num_runners:
+        parser.error(
+            f"--num-envs ({args.num_envs}) must split evenly over --num-runners "
+            f"({args.num_runners})"
+        )
     save_dir = args.save_dir or default_save_dir("ppo_ray", args.seed)
     result = train(
         args.seed,
