@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (anything else is a usage error, exit 2)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def interleaved(

@@ -59,7 +59,7 @@ from gymnasium.vector.utils import batch_space
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import interleaved  # noqa: E402
+from _timing import interleaved, positive_int  # noqa: E402
 
 import episodes  # noqa: E402
 from episodes.converter import ColumnKeys, episodes_to_rollout  # noqa: E402
@@ -417,8 +417,9 @@ def call_growth(
     calls: int = 400, n: int = 4096, t: int = 24, window: str = "transitions"
 ) -> tuple[dict[int, float], dict[int, int]]:
     """CPU seconds of ``EnvRunner.sample(t)`` alone over a run of calls (48-dim env, a constant
-    policy), as medians of the 20 calls ending at call 30, at the middle and at the end; and
-    the rows of the blocks the runner records into at those calls.
+    policy), as medians of the 20 calls ending at call 30, at the middle and at the end
+    (those that ran, in order; fewer than 20 calls for the ends before call 20); and the rows
+    of the blocks the runner records into at those calls.
 
     Next-step mode's leftover rows grow like the square root of the number of calls; this
     shows whether a call's cost grows with them, and how much memory they hold.
@@ -431,7 +432,7 @@ def call_growth(
 
     runner = EnvRunner(env, policy, seed=SEED, window=window)
     seconds = []
-    ends = (30, calls // 2, calls)
+    ends = sorted({end for end in (30, calls // 2, calls) if 1 <= end <= calls})
     rows = {}
     for call in range(1, calls + 1):
         begin = time.process_time()
@@ -439,7 +440,7 @@ def call_growth(
         seconds.append(time.process_time() - begin)
         if call in ends:
             rows[call] = int(chunks.recording.blocks.step_rows)
-    return {end: float(np.median(seconds[end - 20 : end])) for end in ends}, rows
+    return {end: float(np.median(seconds[max(0, end - 20) : end])) for end in ends}, rows
 
 
 # ------------------------------------------------------------------------------------ report
@@ -447,11 +448,11 @@ def main() -> None:
     global HIDDEN
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 warm-up, 2 repeats, 1 memory probe")
-    ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5)")
+    ap.add_argument("--repeats", type=positive_int, default=None, help="timed repeats (default 5)")
     ap.add_argument(
         "--growth", action="store_true", help="only: cost of a call over 400 calls (48-dim env)"
     )
-    ap.add_argument("--calls", type=int, default=400, help="calls of --growth")
+    ap.add_argument("--calls", type=positive_int, default=400, help="calls of --growth")
     ap.add_argument("--window", default="transitions", help="the runner's window for --growth")
     ap.add_argument(
         "--hidden",
@@ -466,7 +467,7 @@ def main() -> None:
         medians, rows = call_growth(args.calls, window=args.window)
         print(
             f"EnvRunner(window={args.window!r}).sample(24), 48-dim env, N=4096: CPU ms per "
-            "call, medians of 20 calls"
+            "call, medians of 20 calls" + (" (fewer before call 20)" if min(medians) < 20 else "")
         )
         print("  " + ", ".join(f"to call {k}: {v * 1e3:.1f}" for k, v in medians.items()))
         print("rows of the blocks it records into (24 per call; the rest carried over):")

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import interleaved  # noqa: E402
+from _timing import interleaved, positive_int  # noqa: E402
 
 OBS_DIM = 48
 
@@ -323,8 +323,15 @@ def bench_data(repeats: int, total_steps: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller workloads, 3 repeats")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller workloads, 3 repeats (unless --repeats)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=None,
+        help="timed repeats (default 5; 3 with --quick)",
+    )
     parser.add_argument(
         "--only", choices=("sampling", "transport", "convert", "data"), default=None
     )
@@ -332,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     import ray
     import ray.data
 
-    repeats = 3 if args.quick else args.repeats
+    repeats = args.repeats or (3 if args.quick else 5)
     steps = 200_000 if args.quick else 1_000_000
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False

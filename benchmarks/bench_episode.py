@@ -208,10 +208,16 @@ def main() -> None:
         ("get_state/pickle/from_state, numpy'd 1000 steps", 0.35, lambda c: op_state(c, 1000), 1),
         ("to_numpy of a 1000-step episode", 0.9, lambda c: op_to_numpy(c, 1000), 1),
     ]
+    if args.only:
+        names = [case[0] for case in cases]
+        cases = [case for case in cases if args.only in case[0]]
+        if not cases:
+            parser.error(
+                f"--only {args.only!r} matches no operation; the operations are:\n  "
+                + "\n  ".join(names)
+            )
     results = []
     print(f"{'operation':50s} {'ours':>11s} {'RLlib':>11s} {'ratio':>7s} {'target':>7s}  ok")
-    if args.only:
-        cases = [case for case in cases if args.only in case[0]]
     for name, target, factory, per in cases:
         res = timed({"ours": factory(Ours), "rllib": factory(Theirs)}, reps)
         ours, theirs = res["ours"] / per, res["rllib"] / per
@@ -225,7 +231,8 @@ def main() -> None:
             f"{'PASS' if ok else 'FAIL'}"
         )
 
-    if args.only:
+    if args.only:  # just the selected operations: no scaling curve
+        write_json(args.json, {"cases": results, "only": args.only, "quick": args.quick})
         return
     # Scaling: N appends to a numpy'd episode, time per step; ours must stay flat.
     sizes = (1000, 2000, 4000) if args.quick else (1000, 2000, 4000, 8000)
@@ -248,13 +255,17 @@ def main() -> None:
         f"({'flat: PASS' if flat else 'grows: FAIL'})"
     )
 
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                {"cases": results, "scaling": scaling, "scaling_flat": flat, "quick": args.quick},
-                f,
-                indent=2,
-            )
+    write_json(
+        args.json,
+        {"cases": results, "scaling": scaling, "scaling_flat": flat, "quick": args.quick},
+    )
+
+
+def write_json(path: str | None, results: dict[str, object]) -> None:
+    """Writes ``results`` to ``path`` (``--json``); nothing when it is None."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f, indent=2)
 
 
 if __name__ == "__main__":

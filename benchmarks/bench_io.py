@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _timing import interleaved  # noqa: E402
+from _timing import interleaved, positive_int  # noqa: E402
 
 from episodes import SingleAgentEpisode  # noqa: E402
 from episodes.io import Dataset, DatasetWriter, EpisodeWriter, read_episodes  # noqa: E402
@@ -374,10 +374,15 @@ def bench_v2_cartpole(total: int, tmp: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100_000)
-    parser.add_argument("--quick", action="store_true", help="10k steps")
-    parser.add_argument("--episode-len", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per contender")
+    parser.add_argument(
+        "--steps",
+        type=positive_int,
+        default=None,
+        help="steps written (default 100k; 10k with --quick)",
+    )
+    parser.add_argument("--quick", action="store_true", help="10k steps (unless --steps)")
+    parser.add_argument("--episode-len", type=positive_int, default=1000)
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timed runs per contender")
     parser.add_argument(
         "--only",
         choices=["v1", "v2", "cartpole"],
@@ -390,7 +395,7 @@ def main() -> None:
         help="where to write; a tmpfs such as /dev/shm takes the disk out of the comparison",
     )
     args = parser.parse_args()
-    total = 10_000 if args.quick else args.steps
+    total = args.steps or (10_000 if args.quick else 100_000)
     tmp = Path(tempfile.mkdtemp(prefix="episodes-bench-", dir=args.dir))
     try:
         if args.only in (None, "v1"):

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import interleaved  # noqa: E402
+from _timing import interleaved, positive_int  # noqa: E402
 
 from episodes import SingleAgentEpisode  # noqa: E402
 from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer  # noqa: E402
@@ -237,11 +237,18 @@ def flatness(repeats: int, sizes: tuple[int, ...]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--quick", action="store_true", help="few repeats, flatness to 100k")
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=None,
+        help="timed repeats (default 15; 5 with --quick)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="5 repeats (unless --repeats), flatness to 100k"
+    )
     parser.add_argument("--no-flat", action="store_true", help="skip the flatness curve")
     args = parser.parse_args()
-    repeats = 5 if args.quick else args.repeats
+    repeats = args.repeats or (5 if args.quick else 15)
     torch.set_num_threads(1) if HAVE_TORCHRL else None
     print(f"TorchRL: {'yes' if HAVE_TORCHRL else 'not installed (RLlib only)'}")
     targets(repeats)

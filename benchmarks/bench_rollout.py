@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import interleaved  # noqa: E402
+from _timing import interleaved, positive_int  # noqa: E402
 
 from episodes.rollout import RolloutStorage, Transition  # noqa: E402
 
@@ -137,7 +137,7 @@ def consume_obs(gen) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--repeats", type=positive_int, default=15)
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)

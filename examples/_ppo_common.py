@@ -103,14 +103,10 @@ def open_writer(save_dir: str) -> Any:
         SystemExit: ``save_dir`` can't be written to (not empty and not a dataset, an
             unsupported version, locked, ...), with a one-line message instead of a traceback.
     """
+    v2 = _is_v2_dataset(save_dir)
     try:
-        return EpisodeWriter(save_dir, sync=False)
+        return DatasetWriter(save_dir, sync=False) if v2 else EpisodeWriter(save_dir, sync=False)
     except DatasetError as error:
-        if _is_v2_dataset(save_dir):
-            try:
-                return DatasetWriter(save_dir, sync=False)
-            except DatasetError as v2_error:
-                error = v2_error
         raise SystemExit(f"error: --save-dir {save_dir}: {error}") from None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import copy
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -26,15 +27,31 @@ from episodes.connectors import (
 from episodes.runner import EnvRunner, RandomPolicy
 
 
-def main() -> None:
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``low`` (anything else is a usage error, exit 2)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in "invalid ... value"
+    return parse
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num-envs", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=100, help="steps per env per sample")
+    parser.add_argument("--seed", type=at_least(0), default=0)
+    parser.add_argument("--num-envs", type=at_least(1), default=4)
+    # 2 at least: the cross-cut check needs a chunk of >= 2 steps that continues an episode.
+    parser.add_argument(
+        "--steps", type=at_least(2), default=100, help="steps per env per sample (>= 2)"
+    )
     parser.add_argument(
         "--autoreset-mode", default="NextStep", choices=["NextStep", "SameStep", "Disabled"]
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     start = time.perf_counter()
 
     env = gym.make_vec(
@@ -66,7 +83,14 @@ def main() -> None:
 
     # A chunk of the second sample that continues an episode of the first one.
     by_id = {ep.id_: ep for ep in first if not ep.is_done}
-    chunk = next(ep for ep in second if ep.id_ in by_id and len(ep) >= 2)
+    chunk = next((ep for ep in second if ep.id_ in by_id and len(ep) >= 2), None)
+    if chunk is None:
+        print(
+            "no chunk of the second sample continues an episode of the first one with >= 2 "
+            "steps (every episode ended at the cut): nothing to compare; try more --steps "
+            "or --num-envs"
+        )
+        return
     before = by_id[chunk.id_]
     print(
         f"chunk of env {chunk.custom_data['env_index']}: t_started={chunk.t_started}, "

@@ -28,7 +28,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ppo_common import default_save_dir, mlp  # noqa: E402
+from _ppo_common import default_save_dir, mlp, non_negative_int, positive_int  # noqa: E402
+
+#: The runner actors ``collect`` starts; ``--num-envs`` splits evenly over them.
+NUM_RUNNERS = 2
 
 
 def make_env(ctx: Any) -> gym.vector.VectorEnv:
@@ -44,15 +47,24 @@ def make_policy(env: gym.vector.VectorEnv, ctx: Any) -> Any:
 
 
 def collect(path: str, total_steps: int, num_envs: int, seed: int) -> int:
-    """Two remote runners write ``total_steps`` (rounded up) into one dataset."""
+    """Two remote runners write ``total_steps`` (rounded up) into one dataset.
+
+    Raises:
+        ValueError: ``num_envs`` does not split evenly over the two runners (odd or < 2).
+    """
     from episodes.distributed import RunnerGroup
     from episodes.io import DatasetMetadata
 
-    per_runner = num_envs // 2
+    if num_envs < NUM_RUNNERS or num_envs % NUM_RUNNERS:
+        raise ValueError(
+            f"num_envs ({num_envs}) must split evenly over {NUM_RUNNERS} runners "
+            f"(an even number >= {NUM_RUNNERS})"
+        )
+    per_runner = num_envs // NUM_RUNNERS
     group = RunnerGroup(
         make_env,
         make_policy,
-        num_runners=2,
+        num_runners=NUM_RUNNERS,
         seed=seed,
         config={"num_envs": per_runner},
         write_to=path,
@@ -102,13 +114,23 @@ def train(path: str, *, epochs: int, batch_size: int, gamma: float, seed: int) -
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--total-steps", type=int, default=20_000)
-    parser.add_argument("--num-envs", type=int, default=8, help="split over 2 runners")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--total-steps", type=positive_int, default=20_000)
+    parser.add_argument(
+        "--num-envs",
+        type=positive_int,
+        default=8,
+        help=f"split evenly over {NUM_RUNNERS} runners (an even number >= {NUM_RUNNERS})",
+    )
     parser.add_argument("--save-dir", default=None)
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--epochs", type=positive_int, default=3)
+    parser.add_argument("--batch-size", type=positive_int, default=512)
     args = parser.parse_args(argv)
+    if args.num_envs % NUM_RUNNERS:
+        parser.error(
+            f"argument --num-envs: {args.num_envs} does not split evenly over {NUM_RUNNERS} "
+            f"runners (an even number >= {NUM_RUNNERS})"
+        )
     import ray
     import ray.data
 
@@ -123,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     collected = collect(path, args.total_steps, args.num_envs, args.seed)
     info = dataset_info(path)
     print(
-        f"collected {collected} steps with 2 remote runners into {path}: "
+        f"collected {collected} steps with {NUM_RUNNERS} remote runners into {path}: "
         f"{info.num_chunks} chunks, {info.num_shards} shards, {info.num_steps} steps "
         f"({time.perf_counter() - start:.1f} s)"
     )

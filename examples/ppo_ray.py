@@ -197,9 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser: argparse.ArgumentParser = make_parser(
         __doc__.splitlines()[0], total_steps=200_000, num_envs=8
     )
-    parser.add_argument(
-        "--num-runners", type=positive_int, default=2, help="remote runner actors"
-    )
+    parser.add_argument("--num-runners", type=positive_int, default=2, help="remote runner actors")
     args = parser.parse_args(argv)
     if args.num_envs % args.num_runners:
         parser.error(

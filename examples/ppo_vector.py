@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None, *, torch_env: bool = False, doc: str = _
     Besides the shared flags, ``--window vector_steps`` records ``T`` vector steps per
     iteration (next-step reset steps masked) instead of ``T`` transitions per sub-env.
     """
+
     def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--window",
@@ -251,6 +252,7 @@ def main(argv: list[str] | None = None, *, torch_env: bool = False, doc: str = _
         argv=argv,
         add_arguments=add_arguments,
     )
+
 
 if __name__ == "__main__":
     main()

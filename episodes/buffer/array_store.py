@@ -108,6 +108,11 @@ class ArrayStore:
         self._row_shape = leaf.shape[1:]
         self._always_fit, self._int_low, self._int_high = fit_of(dtype)
 
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        leaves = self.leaves  # items only: a column cut from 1000 rows to 2 pickled all 1000
+        _, slots = super().__getstate__()  # type: ignore[misc]
+        return None, {**slots, "_leaves": [leaf[: self.size] for leaf in leaves]}
+
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
         # copy.deepcopy and pickle restore the slots, then the layout facts are derived again:
         # a copied dtype is a new object, and the row fast path compares dtypes by identity.

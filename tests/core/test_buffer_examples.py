@@ -451,3 +451,17 @@ def test_an_empty_numpy_column_keeps_its_decided_dtype(how, tmp_path):
         chunk.add_env_step(2.0, 1, 1)  # an int reward into the float column
         chunk.add_env_step(3.0, 0, 0.25)
     assert back.get_rewards().dtype == successor.get_rewards().dtype == np.float64
+
+
+def test_a_copy_of_a_numpy_column_carries_only_its_items():
+    # Its spare capacity travelled too: 2 rows of a once 1000-row column pickled 1000 rows.
+    buf = InfiniteLookbackBuffer([np.zeros(100)] * 1000)
+    buf.finalize()
+    whole = len(pickle.dumps(buf))
+    for _ in range(998):
+        buf.pop()
+    assert len(pickle.dumps(buf)) < whole / 100
+    for copied in (pickle.loads(pickle.dumps(buf)), copy.deepcopy(buf)):
+        assert copied == buf
+        copied.append(np.ones(100))
+        assert len(copied) == 3 and len(buf) == 2
