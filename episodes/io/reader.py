@@ -114,6 +114,7 @@ def read_episodes(
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
             Dataset-level problems raise here; a bad chunk raises when it is reached.
+        TypeError: ``ids`` is one string (a collection of ids is meant).
 
     Example:
         >>> import tempfile
@@ -125,6 +126,10 @@ def read_episodes(
         >>> [ep.id_ for ep in read_episodes(path, start=1, stop=3)]
         ['1', '2']
     """
+    if isinstance(ids, (str, bytes)):  # iterated, "e1" would ask for ids "e" and "1"
+        raise TypeError(
+            f"ids must be a collection of ids, got the single id {ids!r}: pass [{ids!r}]"
+        )
     if is_v2(Path(path)):
         from episodes.io.v2_read import read_episodes_v2
 

@@ -85,3 +85,13 @@ def test_a_dict_id_stored_in_two_key_orders_is_one_episode(tmp_path, writer):
         w.write_many([_episode({1: "a", 2: "b"}, 2), _episode({2: "b", 1: "a"}, 2, t_started=2)])
     (summary,) = dataset_info(tmp_path / "d").episodes
     assert (summary.num_chunks, summary.length) == (2, 4)
+
+
+@pytest.mark.parametrize("writer", [EpisodeWriter, DatasetWriter], ids=["v1", "v2"])
+def test_a_single_string_for_ids_is_refused(tmp_path, writer):
+    # Iterated, "e1" asked for the ids "e" and "1": nothing matched, silently.
+    with writer(tmp_path / "d") as w:
+        w.write(_episode("e1", 1))
+    with pytest.raises(TypeError, match=r"pass \['e1'\]"):
+        read_episodes(tmp_path / "d", ids="e1")
+    assert [e.id_ for e in read_episodes(tmp_path / "d", ids=["e1"])] == ["e1"]
