@@ -162,16 +162,20 @@ class BufferAccess:
 
         return load_buffer(path, seed=seed)
 
-    @staticmethod
+    @classmethod
     def from_dataset(
+        cls,
         path: str | os.PathLike[str],
         *,
         capacity: int | None = None,
-        prioritized: bool = False,
+        prioritized: bool | None = None,
         seed: int | None = None,
         **kwargs: Any,
     ) -> EpisodeReplayBuffer:
         """A buffer holding every chunk of an ``episodes.io`` dataset (offline RL).
+
+        ``prioritized=None`` builds the class it is called on: a
+        ``PrioritizedEpisodeReplayBuffer.from_dataset(path)`` is prioritized.
 
         Example:
             >>> import tempfile
@@ -186,7 +190,10 @@ class BufferAccess:
             (2, ['a'])
         """
         from episodes.replay.persistence import buffer_from_dataset
+        from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
 
+        if prioritized is None:  # the class it is called on
+            prioritized = issubclass(cls, PrioritizedEpisodeReplayBuffer)
         return buffer_from_dataset(
             path, capacity=capacity, prioritized=prioritized, seed=seed, **kwargs
         )

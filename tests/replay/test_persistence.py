@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from episodes import SingleAgentEpisode
 from episodes.io import EpisodeWriter
 from episodes.replay import EpisodeReplayBuffer, EvictedEpisodeError, PrioritizedEpisodeReplayBuffer
 
@@ -77,3 +78,29 @@ def test_buffer_from_dataset(tmp_path):
     per = EpisodeReplayBuffer.from_dataset(tmp_path / "ds", capacity=8, prioritized=True, alpha=0.5)
     # a (4 steps) gives way to b; a's later chunk is skipped.
     assert isinstance(per, PrioritizedEpisodeReplayBuffer) and per.get_episode_ids() == ["b"]
+
+
+@pytest.mark.parametrize(
+    ("cls", "prioritized", "want"),
+    [
+        (EpisodeReplayBuffer, None, EpisodeReplayBuffer),
+        (PrioritizedEpisodeReplayBuffer, None, PrioritizedEpisodeReplayBuffer),
+        (EpisodeReplayBuffer, True, PrioritizedEpisodeReplayBuffer),
+        (PrioritizedEpisodeReplayBuffer, False, EpisodeReplayBuffer),
+    ],
+    ids=["uniform", "prioritized by its class", "asked", "asked not to be"],
+)
+def test_from_dataset_builds_the_class_it_is_called_on(tmp_path, cls, prioritized, want):
+    # A staticmethod: PrioritizedEpisodeReplayBuffer.from_dataset(path) gave a uniform buffer.
+    with EpisodeWriter(tmp_path / "d") as writer:
+        writer.write(
+            SingleAgentEpisode(
+                "a",
+                observations=[0.0, 1.0, 2.0],
+                actions=[0, 1],
+                rewards=[1.0, 1.0],
+                len_lookback_buffer=0,
+            )
+        )
+    buffer = cls.from_dataset(tmp_path / "d", prioritized=prioritized)
+    assert type(buffer) is want and buffer.get_num_timesteps() == 2
