@@ -568,6 +568,9 @@ class RunnerGroup:
     def stop(self) -> None:
         """Closes every runner (committing what they wrote) and ends the actors.
 
+        Requests still in flight are counted as lost (``num_lost_samples``); with
+        ``write_to`` what they recorded is committed all the same.
+
         Example:
             >>> import tempfile
             >>> import gymnasium as gym, ray
@@ -588,6 +591,12 @@ class RunnerGroup:
         if self._stopped:
             return  # a second stop (an explicit one, then leaving the with block)
         self._stopped = True
+        for slot in self._slots:
+            if slot.ref is not None:  # never collected: lost to the caller (a writer commits it)
+                self.metrics.add_lost(
+                    num_env_steps=slot.num_steps * slot.num_envs,
+                    error=f"runner {slot.index}: stopped with a request in flight",
+                )
         closing = [slot.handle.close.remote() for slot in self._slots]
         try:
             self._ray.get(closing, timeout=60)

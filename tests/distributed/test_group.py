@@ -284,6 +284,24 @@ def test_a_stopped_group_refuses_to_sample(ray_local):
     assert group.metrics.num_restarts == 0
 
 
+def test_a_request_in_flight_at_stop_is_counted_lost(ray_local):
+    # It vanished from the counters: a writing group's dataset then held more than was
+    # returned, with nothing saying why.
+    group = RunnerGroup(
+        cartpole,
+        random_policy,
+        num_runners=1,
+        seed=0,
+        config={"num_envs": 2, "sleep": 0.02},
+        num_cpus_per_runner=0.5,
+    )
+    out = group.sample_async(20, timeout_s=0)
+    assert out.samples == [] and group.num_in_flight == 1
+    group.stop()
+    metrics = group.metrics
+    assert (metrics.num_lost_samples, metrics.num_lost_env_steps) == (1, 40)
+
+
 def test_a_runner_that_always_fails_raises_instead_of_looping(ray_local):
     def broken_policy(env, ctx):
         raise ValueError("no policy")
