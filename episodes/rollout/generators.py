@@ -122,7 +122,7 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     # Sums in float32 at least: float16 overflows past 65504 (a count of 98304 cells is inf).
     wide = values.dtype if values.element_size() >= 4 else torch.float32
     weight = valid.reshape(values.shape).to(wide)
-    count = weight.sum()
+    count = weight.sum().clamp_(min=1)  # a group without valid cells: finite, not NaN
     values.sub_(((values.to(wide) * weight).sum() / count).to(values.dtype))
     wide_values = values.to(wide)
     spread = (wide_values * wide_values * weight).sum().div_((count - 1).clamp_(min=1)).sqrt_()

@@ -51,3 +51,10 @@ def test_float16_advantages_normalise_without_overflow(masked):
     got = normalize_into(out, advantages.clone(), valid)
     assert torch.isfinite(got).all()
     assert torch.allclose(got.float(), want, atol=2e-2)
+
+
+def test_a_group_without_valid_cells_stays_finite():
+    # 0 / 0 made every cell NaN, and a loss weighted by the mask NaN too (0 * NaN).
+    values = torch.randn(4, 3)
+    out = normalize_over(values, torch.zeros(4, 3, dtype=torch.bool))
+    assert torch.isfinite(out).all()
