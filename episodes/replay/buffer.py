@@ -220,7 +220,7 @@ class EpisodeReplayBuffer(BufferAccess):
         *,
         batch_size_B: int | None = None,
         batch_length_T: int | None = None,
-        n_step: int | tuple[int, int] | range = 1,
+        n_step: int | tuple[int, int] | range | None = 1,
         gamma: float = 0.99,
         include_infos: bool = False,
         include_extra_model_outputs: bool = False,
@@ -237,7 +237,7 @@ class EpisodeReplayBuffer(BufferAccess):
             batch_length_T: Sequence length; sequences never cross an episode border unless
                 ``pad`` (then steps past the end are zeros with ``mask`` False).
             n_step: Steps per transition's return: an int, or ``(lo, hi)`` / ``range(lo, hi)``
-                drawn per item with ``hi`` exclusive (RLlib's convention).
+                drawn per item with ``hi`` exclusive (RLlib's convention); None is 1.
             gamma: Discount of the n-step returns.
             include_infos: Add ``infos`` (of the next observation for transitions).
             include_extra_model_outputs: Add every extra-model-output column (at ``o_t``).
@@ -264,6 +264,7 @@ class EpisodeReplayBuffer(BufferAccess):
             [('a', 3)]
         """
         size = sampling.batch_size(num_items, batch_size_B, self.batch_size_B)
+        n_step = 1 if n_step is None else n_step  # RLlib's default: one step
         if self._store.num_live == 0:
             raise EmptyBufferError("cannot sample from an empty buffer")
         lookback = sampling.check_non_negative(lookback, "lookback")

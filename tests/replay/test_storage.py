@@ -275,6 +275,16 @@ def test_bad_sample_arguments(name, kwargs, error):
     assert_states_equal(buf.get_state(), before)
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"batch_length_T": 2}], ids=["transitions", "sequences"])
+def test_n_step_none_is_one_step_as_in_rllib(kwargs):
+    # It was refused ("n_step must be an int"); RLlib's default is None.
+    a, b = EpisodeReplayBuffer(100, seed=0), EpisodeReplayBuffer(100, seed=0)
+    for buf in (a, b):
+        buf.add(episode("a", 0, 10))
+    got, want = a.sample(4, n_step=None, **kwargs), b.sample(4, **kwargs)
+    assert all(np.array_equal(got[k], want[k]) for k in want if k != "infos")
+
+
 def test_sampling_an_empty_buffer_is_an_error():
     with pytest.raises(EmptyBufferError, match="empty"):
         EpisodeReplayBuffer(10).sample(4)
