@@ -299,6 +299,15 @@ def _default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> 
         return torch.device(storage.device)
     if isinstance(episodes, SampledChunks) and episodes.recording.device is not None:
         return torch.device(episodes.recording.device.device)
+    offer = getattr(episodes, "side_by_side", None)  # a GroupSample: its runners' samples
+    if callable(offer):
+        parts = list(offer())
+        if parts and all(
+            isinstance(p, SampledChunks) and p.recording.device is not None for p in parts
+        ):
+            devices = {torch.device(p.recording.device.device) for p in parts}
+            if len(devices) == 1:
+                return devices.pop()
     return torch.device("cpu")
 
 

@@ -264,3 +264,21 @@ def test_recurrent_state_restarts_with_each_episode():
     np.testing.assert_array_equal(
         torch.stack(seen).numpy(), torch.stack(seen)[:, :1].expand(7, 4).numpy()
     )
+
+
+@CUDA
+def test_a_group_sample_of_gpu_runners_converts_on_their_device():
+    # device=None looked at a runner's own sample only: a group of them went to the CPU.
+    from episodes.distributed import GroupSample, RunnerSample
+
+    def policy(obs):
+        return (obs[:, 2] > 0).long(), {"vf_preds": obs[:, 0], "action_logp": obs[:, 1]}
+
+    runners = [
+        EnvRunner(TorchCartPole(3, device="cuda", max_episode_steps=6), policy) for _ in range(2)
+    ]
+    group = GroupSample(
+        [RunnerSample(r, 0, 0, 0, 3, runner.sample(5)) for r, runner in enumerate(runners)]
+    )
+    rollout = episodes_to_rollout(group, gamma=0.9, value_fn=lambda obs: obs[:, 0])
+    assert rollout.storage.rewards.device.type == "cuda"
