@@ -99,8 +99,12 @@ def parse_observations(spec: Any, num_envs: int, dtype: torch.dtype) -> Any:
     raise TypeError(f"cannot interpret observation spec {spec!r}")
 
 
-def parse_hidden(spec: HiddenSpec, num_envs: int) -> list[Leaf] | None:
+def parse_hidden(
+    spec: HiddenSpec, num_envs: int, dtype: torch.dtype = torch.float32
+) -> list[Leaf] | None:
     """One ``Leaf((num_layers, hidden), dtype)`` per recurrent state component.
+
+    A tensor gives its own dtype; a ``(num_layers, hidden)`` shape takes ``dtype``.
 
     Example:
         >>> parse_hidden((1, 8), 4)
@@ -118,7 +122,7 @@ def parse_hidden(spec: HiddenSpec, num_envs: int) -> list[Leaf] | None:
                 )
             out.append(Leaf((c.shape[0], c.shape[2]), c.dtype))
         elif _is_shape(c) and len(c) == 2:
-            out.append(Leaf(tuple(c), torch.float32))
+            out.append(Leaf(tuple(c), dtype))
         else:
             raise TypeError(f"cannot interpret hidden-state spec {c!r}")
     return out

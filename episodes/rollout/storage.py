@@ -120,8 +120,9 @@ class RolloutStorage:
         self._allocate(specs)
         self._bind_fields()
         #: Per state component ``[T, num_layers, N, hidden]`` tensors (GRU: 1, LSTM: 2).
-        self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state)
-        self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state)
+        # A state given as a shape is stored in the storage's float dtype.
+        self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state, dtype)
+        self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state, dtype)
         #: ``[T, N]`` bool, False on cells that hold no transition (padding, a next-step
         #: reset step); None when every cell holds one. The generators hand out only valid
         #: cells (flat) or the mask with the batch (recurrent, distillation), and the
@@ -192,8 +193,10 @@ class RolloutStorage:
             None if dist is None else tuple(self._tensors[name] for name in dist)
         )
 
-    def _alloc_hidden(self, spec: HiddenSpec) -> list[torch.Tensor] | None:
-        leaves = parse_hidden(spec, self.num_envs)
+    def _alloc_hidden(
+        self, spec: HiddenSpec, dtype: torch.dtype = torch.float32
+    ) -> list[torch.Tensor] | None:
+        leaves = parse_hidden(spec, self.num_envs, dtype)
         if leaves is None:
             return None
         t, n = self.num_transitions_per_env, self.num_envs

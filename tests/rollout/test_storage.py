@@ -535,3 +535,12 @@ def test_last_values_straight_from_the_critic_are_taken(device):
     weight = torch.ones(1, device=device, requires_grad=True)
     st.compute_returns(torch.full((3, 1), 0.5, device=device) * weight, gamma=0.9, lam=0.95)
     assert not st.returns.requires_grad and torch.isfinite(st.advantages).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16])
+def test_a_hidden_state_given_as_a_shape_takes_the_storages_dtype(device, dtype):
+    # It was float32 whatever the storage's dtype (a state given as a tensor keeps its own).
+    st = RolloutStorage(
+        "rl", 2, 3, (3,), (1,), device=device, actor_hidden_state=(1, 4), dtype=dtype
+    )
+    assert st.saved_hidden_states_actor[0].dtype == dtype == st.values.dtype
