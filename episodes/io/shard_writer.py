@@ -236,11 +236,14 @@ class DatasetWriter:
             if self._manifest_fd is not None and self._pending:
                 self.flush()
         finally:
-            for name in ("_manifest_fd", "_dir_fd"):
-                fd = getattr(self, name)
+            fds = [self._manifest_fd, self._dir_fd]
+            self._manifest_fd = self._dir_fd = None
+            for fd in fds:  # closing the fd also drops its flock
                 if fd is not None:
-                    os.close(fd)  # closing the fd also drops its flock
-                    setattr(self, name, None)
+                    # Committed lines were fsync'd: a failing close loses nothing, and must
+                    # not leave the other fd (the lock) open for the process's life.
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
 
     def __enter__(self) -> DatasetWriter:
         return self

@@ -169,13 +169,17 @@ class EpisodeWriter:
             >>> writer.close(); writer.close()
             >>> EpisodeWriter(path).close()
         """
-        if self._manifest_fd is not None:
-            os.close(self._manifest_fd)
-            self._manifest_fd = None
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        manifest_fd, self._manifest_fd = self._manifest_fd, None
+        lock_fd, self._lock_fd = self._lock_fd, None
+        try:
+            if manifest_fd is not None:
+                os.close(manifest_fd)
+        finally:  # a failing close must not keep the dataset locked for the process's life
+            if lock_fd is not None:
+                try:
+                    fcntl.flock(lock_fd, fcntl.LOCK_UN)
+                finally:
+                    os.close(lock_fd)
 
     def __enter__(self) -> EpisodeWriter:
         return self

@@ -95,3 +95,30 @@ def test_torn_manifest_line_is_ignored_and_repaired(tmp_path):
         w.write(make_episode(3))
     assert [e.id_ for e in read_episodes(path)] == ["ep-1", "ep-3"]
     assert not dataset_info(path).torn_manifest
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_failing_close_does_not_keep_the_dataset_locked(tmp_path, monkeypatch, version):
+    # v1 closed the manifest fd first: when that raised, the lock fd stayed open and the
+    # dataset was "being written by another writer" for the rest of the process.
+    from episodes.io import DatasetWriter, EpisodeWriter
+
+    make = EpisodeWriter if version == 1 else DatasetWriter
+    writer = make(tmp_path / "ds")
+    real_close, failed = os.close, []
+
+    def close_failing_once(fd):
+        if not failed:
+            failed.append(fd)
+            real_close(fd)
+            raise OSError(5, "Input/output error")
+        real_close(fd)
+
+    monkeypatch.setattr(os, "close", close_failing_once)
+    try:
+        writer.close()
+    except OSError:
+        pass
+    monkeypatch.undo()
+    assert failed
+    make(tmp_path / "ds").close()  # not locked
