@@ -265,6 +265,8 @@ class DatasetWriter:
 
         Raises:
             UnstorableValueError: A value cannot be stored; nothing is buffered.
+            OSError: Committing the full shard failed; this episode is not buffered (retry
+                the write), the ones before it still are.
 
         Example:
             >>> import tempfile
@@ -288,7 +290,14 @@ class DatasetWriter:
         self._pending.append(encoded)
         self._pending_bytes += encoded.nbytes
         if self._pending_bytes >= self._target:
-            self.flush()
+            try:
+                self.flush()
+            except BaseException:
+                # The failed commit put every episode back; this call's goes out again, so a
+                # caller who retries write() does not store it twice.
+                self._pending.pop()
+                self._pending_bytes -= encoded.nbytes
+                raise
 
     def write_many(self, episodes: Iterable[SingleAgentEpisode]) -> None:
         """Writes several episodes in order (see :meth:`write`).

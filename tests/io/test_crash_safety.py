@@ -122,3 +122,27 @@ def test_a_failing_close_does_not_keep_the_dataset_locked(tmp_path, monkeypatch,
     monkeypatch.undo()
     assert failed
     make(tmp_path / "ds").close()  # not locked
+
+
+def test_a_write_whose_commit_failed_can_be_retried_without_a_second_copy(tmp_path, monkeypatch):
+    # The failed commit put the episode back into the buffer and write() raised: a caller
+    # retrying write() buffered it twice, and close() committed both.
+    from episodes import SingleAgentEpisode
+    from episodes.io import DatasetWriter, read_episodes
+
+    writer = DatasetWriter(tmp_path / "ds", shard_bytes=1)  # every write commits a shard
+    real, calls = DatasetWriter._write_shard, []
+
+    def failing_once(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DatasetWriter, "_write_shard", failing_once)
+    episode = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[0], rewards=[1.0])
+    with pytest.raises(OSError, match="No space"):
+        writer.write(episode)
+    writer.write(episode)  # the retry
+    writer.close()
+    assert [e.id_ for e in read_episodes(tmp_path / "ds")] == ["a"]
