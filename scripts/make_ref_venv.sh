@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${REF_VENV:-.venv-ref}
-if [ -f "$VENV/.installed" ]; then exit 0; fi
+# Done already, unless this script changed since (make's rule runs it then).
+if [ -f "$VENV/.installed" ] && [ "$VENV/.installed" -nt scripts/make_ref_venv.sh ]; then exit 0; fi
 python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # torch first, so nothing pulls a multi-GB CUDA build.
