@@ -729,6 +729,30 @@ def test_refused_concat_changes_nothing() -> None:  # "concat-partial-mutation"
     assert twin.theirs.t == 2  # RLlib had already concatenated most columns
 
 
+def test_a_step_without_a_reset_is_refused() -> None:  # "step-without-reset"
+    def lookback_only(cls: Any, buf: Any) -> Any:
+        return cls(
+            observations=buf([0, 1], lookback=2),
+            infos=buf([{}, {}], lookback=2),
+            actions=buf([5], lookback=1),
+            rewards=buf([1.0], lookback=1),
+        )
+
+    ours, theirs = lookback_only(OSAE, OBuf), lookback_only(RSAE, RBuf)
+    before = copy.deepcopy(ours)
+    with pytest.raises(AssertionError, match="needs add_env_reset"):
+        ours.add_env_step(2, 0, 1.0)
+    assert ours == before
+    theirs.add_env_step(2, 0, 1.0)
+    assert theirs.t == 1  # RLlib counted the lookback observations as a reset
+
+
+def test_a_t_started_that_is_no_int_is_refused() -> None:  # "t-started-not-int"
+    with pytest.raises(TypeError, match="t_started"):
+        OSAE(t_started=2.7)
+    assert RSAE(t_started=2.7).t_started == 2.7
+
+
 def test_concat_new_keys_into_empty_chunk() -> None:  # "concat-new-keys-into-empty"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
     ob = np.zeros(4, np.float32)
