@@ -306,3 +306,11 @@ def test_steps_of_json_stored_columns(tmp_path):
     with pytest.raises(IndexError):
         ds.steps(0, 1, 3)
     assert ds.episode(0).get_infos(1)["arr"].tolist() == [0, 1, 2]
+
+
+def test_open_shards_stay_within_max_open_shards(tmp_path):
+    with DatasetWriter(tmp_path / "ds", shard_bytes=1) as writer:
+        writer.write_many([make_episode(k) for k in range(5)])
+    ds = Dataset(tmp_path / "ds", max_open_shards=2)
+    shards = [ds.locate(i)[0] for i in range(5)]
+    assert ds.open_shards() == shards[-2:] and ds.evictions == 3
