@@ -47,6 +47,7 @@ __all__ = [
     "ManifestEntry",
     "check_format",
     "chunk_path",
+    "append_line",
     "fsync_dir",
     "piece_return",
     "read_manifest",
@@ -135,6 +136,32 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def append_line(fd: int, line: bytes, sync: bool = True) -> None:
+    r"""Appends ``line`` whole to the file open at ``fd``, or leaves the file as it was.
+
+    ``os.write`` may write only part of its bytes (a full disk, a signal, more than 2 GiB); the
+    rest is written in further calls. With ``sync`` the line is fsynced too. If a call fails, the
+    file is cut back to its old end: no torn line stays before the next writer's, and a line
+    whose fsync failed is not half committed.
+
+    Example:
+        >>> import tempfile
+        >>> fd, name = tempfile.mkstemp()
+        >>> append_line(fd, b"{}\n"); os.close(fd); open(name, "rb").read()
+        b'{}\n'
+    """
+    end = os.lseek(fd, 0, os.SEEK_END)
+    view = memoryview(line)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.ftruncate(fd, end)
+        raise
 
 
 def write_json_atomic(path: Path, value: Any) -> None:

@@ -39,7 +39,14 @@ import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError, NotADatasetError, UnsupportedVersionError
-from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, TMP_PREFIX, fsync_dir, piece_return
+from episodes.io.format import (
+    FORMAT_NAME,
+    MANIFEST_FILE,
+    TMP_PREFIX,
+    append_line,
+    fsync_dir,
+    piece_return,
+)
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
 from episodes.io.shards import (
@@ -332,13 +339,13 @@ class DatasetWriter:
         name = secrets.token_hex(8)
         try:
             entry = self._write_shard(name, saved[0], saved[1])
+            self._append(seal_line(entry.to_json()))
         except BaseException:
-            # Nothing was committed: the episodes stay buffered for a retry (a file left
+            # Nothing was committed: the episodes stay buffered for a retry (a shard left
             # behind is unlisted, and removed by the next writer that opens alone).
             self._pending, self._spaces, self._lookup, self._schema = saved[:4]
             self._pending_bytes = saved[4]
             raise
-        self._append(seal_line(entry.to_json()))
         self.committed.append(name)
         return name
 
@@ -434,8 +441,7 @@ class DatasetWriter:
                 # A writer died mid-append: its torn line goes before ours is added.
                 data = os.pread(fd, end, 0)
                 os.ftruncate(fd, data.rfind(b"\n") + 1)
-            os.write(fd, line)
-            self._fsync(fd)
+            append_line(fd, line, sync=self._sync)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 

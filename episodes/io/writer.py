@@ -50,6 +50,7 @@ from episodes.io.format import (
     META_FILE,
     TMP_PREFIX,
     ManifestEntry,
+    append_line,
     check_format,
     fsync_dir,
     piece_return,
@@ -242,8 +243,7 @@ class EpisodeWriter:
             nbytes=len(meta_bytes) + sum(f["size"] for f in files.values()),
         )
         line = (json.dumps(entry.to_json()) + "\n").encode("utf-8")
-        os.write(self._manifest_fd, line)
-        self._fsync(self._manifest_fd)
+        append_line(self._manifest_fd, line, sync=self._sync)
         self._seq += 1
         return entry.chunk
 

@@ -146,3 +146,35 @@ def test_a_write_whose_commit_failed_can_be_retried_without_a_second_copy(tmp_pa
     writer.write(episode)  # the retry
     writer.close()
     assert [e.id_ for e in read_episodes(tmp_path / "ds")] == ["a"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("failure", ["short writes", "disk full mid-line"])
+def test_manifest_lines_are_appended_whole(tmp_path, monkeypatch, version, failure):
+    # os.write may write part of a line; the writers took one call as the whole line, so a
+    # short write lost the rest and a failure mid-line left a torn line before the next one.
+    from episodes.io import DatasetWriter
+
+    make = EpisodeWriter if version == 1 else lambda p: DatasetWriter(p, shard_bytes=1)
+    real_write, calls = os.write, []
+
+    def partial_write(fd, data):
+        calls.append(len(data))
+        if failure == "disk full mid-line" and len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, bytes(data[:7]))
+
+    with make(tmp_path / "ds") as writer:
+        writer.write(make_episode(1, id_="a"))
+        monkeypatch.setattr(os, "write", partial_write)
+        if failure == "short writes":
+            writer.write(make_episode(2, id_="b"))
+        else:
+            with pytest.raises(OSError, match="No space"):
+                writer.write(make_episode(2, id_="b"))
+        monkeypatch.undo()
+        writer.write(make_episode(3, id_="c"))
+    assert len(calls) >= 2
+    expected = ["a", "b", "c"] if failure == "short writes" else ["a", "c"]
+    assert [e.id_ for e in read_episodes(tmp_path / "ds")] == expected
+    assert not dataset_info(tmp_path / "ds").torn_manifest
