@@ -20,12 +20,20 @@ __all__ = ["bootstrap_time_outs", "compute_gae"]
 _ELEMENTS_PER_DISPATCH = 512
 
 
+def _without_trailing_ones(shape: torch.Size) -> tuple[int, ...]:
+    dims = list(shape)
+    while dims and dims[-1] == 1:
+        dims.pop()
+    return tuple(dims)
+
+
 def _as_time_major(x: torch.Tensor, name: str, like: torch.Size) -> torch.Tensor:
+    # Only a trailing unit dimension may differ ([T, N] against [T, N, 1]): reshaping any
+    # tensor with the right count would take a [N, T] tensor as [T, N] and mix envs and steps.
     if x.shape != like:
-        try:
-            x = x.reshape(like)
-        except RuntimeError as exc:
-            raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {tuple(like)}") from exc
+        if _without_trailing_ones(x.shape) != _without_trailing_ones(like):
+            raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {tuple(like)}")
+        x = x.reshape(like)
     return x
 
 
@@ -80,8 +88,9 @@ def compute_gae(
 
     Args:
         rewards: ``[T, N]`` or ``[T, N, 1]`` floating tensor.
-        values: value estimates with the same number of elements as ``rewards``.
-        dones: episode ends (bool, integer or float), same number of elements as ``rewards``.
+        values: value estimates shaped like ``rewards`` (a trailing unit dimension may be
+            missing or extra).
+        dones: episode ends (bool, integer or float), shaped like ``values``.
         last_values: ``[N]`` or ``[N, 1]`` values of the state after the last step.
         gamma: discount factor.
         lam: GAE lambda.
@@ -144,8 +153,8 @@ def bootstrap_time_outs(
 
     Args:
         rewards: ``[N]``, ``[N, 1]`` or ``[T, N(, 1)]`` rewards.
-        values: value estimates with the same number of elements as ``rewards``.
-        time_outs: truncation flags with the same number of elements (bool/int/float).
+        values: value estimates shaped like ``rewards`` (up to a trailing unit dimension).
+        time_outs: truncation flags (bool/int/float) shaped like ``values``.
         gamma: discount factor.
 
     Returns:

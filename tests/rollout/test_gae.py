@@ -141,6 +141,36 @@ def test_bad_shapes():
         compute_gae(r, r, r, torch.zeros(2, 1), 0.9, 0.9, out=torch.zeros(3, 2))
 
 
+@pytest.mark.parametrize(
+    "field, shape",
+    [
+        ("values", (2, 3)),  # [N, T] for [T, N]: the same count, envs and steps mixed
+        ("values", (6,)),
+        ("dones", (2, 3, 1)),
+        ("last_values", (1, 2)),
+    ],
+)
+def test_same_count_in_another_shape_is_refused(field, shape):
+    args = {
+        "rewards": torch.zeros(3, 2),
+        "values": torch.zeros(3, 2),
+        "dones": torch.zeros(3, 2),
+        "last_values": torch.zeros(2),
+    }
+    args[field] = torch.zeros(shape)
+    with pytest.raises(ValueError, match=field):
+        compute_gae(**args, gamma=0.9, lam=0.9)
+    with pytest.raises(ValueError, match="values"):
+        bootstrap_time_outs(torch.zeros(3, 2), torch.zeros(2, 3), torch.zeros(3, 2), 0.9)
+
+
+@pytest.mark.parametrize("values_shape", [(3, 2), (3, 2, 1), (3, 2, 1, 1)])
+def test_a_trailing_unit_dimension_may_differ(values_shape):
+    r = torch.ones(3, 2, 1)
+    got = compute_gae(r, torch.zeros(values_shape), torch.zeros(3, 2), torch.zeros(2), 1.0, 1.0)
+    assert got[:, 0, 0].tolist() == [3.0, 2.0, 1.0]
+
+
 def test_zero_steps_give_an_empty_result():
     r = torch.zeros(0, 4, 1)
     out = compute_gae(r, r, r.bool(), torch.zeros(4, 1), 0.99, 0.95)
