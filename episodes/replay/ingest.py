@@ -85,11 +85,12 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episode).__name__}")
     if len(episode) == 0:
         return None
+    n = len(episode)
     extras = {
-        str(key): as_rows(episode.get_extra_model_outputs(key), f"extra_model_outputs[{key!r}]")
+        str(key): _rows(episode.get_extra_model_outputs(key), f"extra_model_outputs[{key!r}]", n)
         for key in episode.extra_model_outputs
     }
-    rewards = as_rows(episode.get_rewards(), "rewards")
+    rewards = _rows(episode.get_rewards(), "rewards", n)
     if rewards.ndim != 1:
         raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
     if rewards.dtype.kind not in "biuf":  # complex ones would lose their imaginary part
@@ -103,8 +104,8 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     return Chunk(
         id_=episode.id_,
         t0=int(episode.t_started),
-        obs=as_rows(episode.get_observations(), "observations"),
-        actions=as_rows(episode.get_actions(), "actions"),
+        obs=_rows(episode.get_observations(), "observations", n + 1),
+        actions=_rows(episode.get_actions(), "actions", n),
         rewards=stored,
         extras=extras,
         infos=_owned(list(episode.get_infos())),
@@ -113,12 +114,30 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     )
 
 
+def _rows(values: Any, what: str, count: int) -> np.ndarray:
+    # A numpy'd episode returns a nested column as a tuple or dict of per-leaf columns, which
+    # np.asarray would stack leaf-major ([leaves, steps, ...]) and the store then broadcast.
+    # A list-mode one holds tuples or dicts per step: stacking equal-shaped tuple members
+    # would store them as one array, no longer in their space.
+    nested = isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
+    if nested or isinstance(values, (tuple, dict)):
+        raise TypeError(
+            f"{what}: replay stores numeric arrays only; nested spaces are not supported, "
+            "flatten them with a connector first"
+        )
+    rows = as_rows(values, what)
+    if len(rows) != count:
+        raise TypeError(f"{what}: {len(rows)} rows, expected {count} (nested items?)")
+    return rows
+
+
 def _owned(infos: list[Any]) -> list[Any]:
     # Deep copies, so that the caller changing an info dict later cannot reach into the
-    # buffer; empty infos (the common case) cost one C-level scan.
+    # buffer; an empty one is stored as None (read back as a new {}), and all empty (the
+    # common case) cost one C-level scan.
     if not any(infos):
-        return infos
-    return [copy.deepcopy(info) if info else info for info in infos]
+        return [None] * len(infos)
+    return [copy.deepcopy(info) if info else None for info in infos]
 
 
 @dataclass

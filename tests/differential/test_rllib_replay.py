@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("ray.rllib")
 
-from hypothesis import given  # noqa: E402
+from hypothesis import assume, given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RSAE  # noqa: E402
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import (  # noqa: E402
@@ -112,6 +112,15 @@ def test_n_step_values_of_rllib_samples(stream, n_step, gamma):
     for mine, rl in stream:
         ours.add(mine)
         theirs.add(rl)
+    # RLlib counts an item whose window runs past its episode's end as
+    # `len - ts - (n - 1) + 1` items, negative for the last steps of a short episode: where
+    # those outweigh the rest its count drifts down and sample() never returns.
+    drift = [
+        (min(len(ep), ts + n_step - 1) - ts - (n_step - 1) + 1) or 1
+        for ep in theirs.episodes
+        for ts in range(len(ep))
+    ]
+    assume(np.mean(drift) >= 0.5)
     theirs.rng = np.random.default_rng(0)
     sampled = theirs.sample(64, n_step=n_step, gamma=gamma, sample_episodes=True)
     lengths = {ep.id_: len(ep) for ep in theirs.episodes}

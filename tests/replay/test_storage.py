@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import given
@@ -120,6 +121,25 @@ def test_infos_are_copied_in_and_out():
     assert [info["t"] for info in stored] == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("some_info", [False, True])
+def test_empty_infos_of_an_added_chunk_are_not_the_buffers(some_info):
+    # Empty infos were kept as the caller's own dicts: filling them later changed the buffer.
+    infos = [{}, {"x": 1} if some_info else {}, {}, {}]
+    added = SingleAgentEpisode(
+        "a", observations=[np.zeros(2, np.float32)] * 4, actions=[0] * 3, rewards=[0.0] * 3,
+        infos=infos, terminated=True, len_lookback_buffer=0,
+    )  # fmt: skip
+    buf = EpisodeReplayBuffer(100, seed=0)
+    buf.add(added)
+    before = buf.get_episodes()[0].get_infos()
+    added.get_infos(0)["late"] = True
+    added.get_infos(-1)["late"] = True
+    assert buf.get_episodes()[0].get_infos() == before
+    chunk_infos = buf.sample(1, sample_episodes=True, batch_length_T=3)[0].get_infos()
+    assert not any("late" in info for info in chunk_infos)
+    assert all("late" not in info for info in buf.sample(32, include_infos=True)["infos"])
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -212,6 +232,20 @@ def _bad_cases():
         len_lookback_buffer=0,
     )
     other = make_episode_data(7, 6)  # observations [7, t] where "a" has [0, t]
+    pair = gym.spaces.Tuple([gym.spaces.Box(-9, 9, (2,)), gym.spaces.Box(-9, 9, (2,))])
+    pairs = [(np.full(2, t, np.float32), np.full(2, -t, np.float32)) for t in range(4)]
+
+    def tuple_obs(numpy: bool) -> SingleAgentEpisode:
+        ep = SingleAgentEpisode(
+            "t", observations=pairs, actions=[0] * 3, rewards=[0.0] * 3,
+            observation_space=pair, len_lookback_buffer=0,
+        )  # fmt: skip
+        return ep.to_numpy() if numpy else ep
+
+    numpy_tuple_actions = SingleAgentEpisode(
+        "u", observations=[np.zeros(2, np.float32)] * 3, actions=pairs[:2], rewards=[0.0] * 2,
+        action_space=pair, len_lookback_buffer=0,
+    ).to_numpy()  # fmt: skip
     return [
         ("gap in time", [chunk("a", data, 4, 6)], ValueError),
         ("continues with another observation", [chunk("a", other, 2, 4)], ValueError),
@@ -224,6 +258,11 @@ def _bad_cases():
         ("continues an evicted episode", [chunk("old", data, 2, 3)], EvictedEpisodeError),
         ("observation shape differs", [wide], ValueError),
         ("nested observations", [nested], TypeError),
+        # Equal-shaped members stacked into one array (list mode), or numpy'd members
+        # stacked leaf-major and broadcast over the steps: stored, wrong.
+        ("tuple observations", [tuple_obs(numpy=False)], TypeError),
+        ("numpy'd tuple observations", [tuple_obs(numpy=True)], TypeError),
+        ("numpy'd tuple actions", [numpy_tuple_actions], TypeError),
         ("extra-model-output keys differ", [other_keys], ValueError),
         ("not an episode", ["x"], TypeError),
         ("a string", "abc", TypeError),
