@@ -135,7 +135,8 @@ def _(space: gs.Box) -> Checker:
 
 @make_checker.register
 def _(space: gs.Discrete) -> Checker:
-    start, stop = int(space.start), int(space.start + space.n)
+    # Python ints: start + n may not fit the space's dtype (Discrete(2, start=254) in uint8).
+    start, stop = int(space.start), int(space.start) + int(space.n)
     fallback = _fallback(space)
 
     dtype = space.dtype

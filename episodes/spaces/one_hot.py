@@ -97,12 +97,21 @@ def _encode_leaf_fn(value: Any, space: gs.Space[Any]) -> Any:
     return _encode_leaf(space, value)
 
 
-def _as_indices(value: Any, start: Any, space: gs.Space[Any]) -> np.ndarray:
-    """``value - start`` as int64, rejecting non-integral values."""
+def _as_indices(value: Any, start: Any, stop: Any, space: gs.Space[Any]) -> np.ndarray:
+    """``value - start`` as int64, rejecting non-integral values.
+
+    Values outside ``[min(start), max(stop))`` are refused before the cast: a uint64 above
+    2**63 or a float beyond the int64 range would wrap and could land back in range.
+    """
     arr = np.asarray(value)
     if arr.dtype.kind not in "iub":
         if arr.dtype.kind != "f" or not np.all(np.mod(arr, 1) == 0):
             raise ValueError(f"one_hot: {space} needs integer values, got {arr!r}")
+    if arr.size:
+        # Python ints compare uint64, int64 and integral floats exactly.
+        lowest, highest = int(arr.min()), int(arr.max())
+        if lowest < int(np.min(start)) or highest >= int(np.max(stop)):
+            raise ValueError(f"one_hot: value out of range for {space}: {arr!r}")
     return arr.astype(np.int64) - np.asarray(start, dtype=np.int64)
 
 
@@ -117,7 +126,7 @@ def _scatter_ones(rows_cols: np.ndarray, width: int) -> np.ndarray:
 
 @_encode_leaf.register
 def _(space: gs.Discrete, value: Any) -> Any:
-    idx = _as_indices(value, space.start, space)
+    idx = _as_indices(value, space.start, int(space.start) + int(space.n), space)
     n = int(space.n)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ValueError(f"one_hot: value out of range for {space}: {np.asarray(value)!r}")
@@ -134,7 +143,8 @@ def _(space: gs.MultiDiscrete, value: Any) -> Any:
         raise ValueError(
             f"one_hot: {space} expects values ending in shape {comp_shape}, got {shape}"
         )
-    idx = _as_indices(value, space.start, space)
+    stop = space.start.astype(object) + space.nvec.astype(object) if space.nvec.size else 0
+    idx = _as_indices(value, space.start, stop, space)
     if idx.size and (np.any(idx < 0) or np.any(idx >= space.nvec)):
         raise ValueError(f"one_hot: value out of range for {space}: {np.asarray(value)!r}")
     batch_shape = idx.shape[:n_batch]

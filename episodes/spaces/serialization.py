@@ -58,6 +58,29 @@ def space_to_dict(space: gs.Space[Any] | None) -> dict[str, Any] | None:
     return marshal.loads(_ENCODED.get(space))
 
 
+def _dtype_text(dtype: np.dtype[Any]) -> str:
+    # The name drops a non-native byte order ('>f4' would come back as native float32).
+    return dtype.name if dtype.isnative else dtype.str
+
+
+def _checked_encoding(space: gs.Space[Any]) -> bytes:
+    encoded = _encode(space)
+    level, depth = [encoded], 0
+    while level:  # what the decoder would refuse is not written
+        if depth > MAX_DEPTH:
+            raise TypeError(f"space nested more than {MAX_DEPTH} deep; cannot serialize it")
+        level = [sub for d in level for sub in _nested(d)]
+        depth += 1
+    return marshal.dumps(encoded)
+
+
+def _nested(d: dict[str, Any]) -> list[dict[str, Any]]:
+    subs = [d[k] for k in ("feature_space", "node_space", "edge_space") if d.get(k)]
+    for item in d.get("spaces", ()):
+        subs.append(item[1] if isinstance(item, list) else item)  # Dict pairs, Tuple items
+    return subs
+
+
 @singledispatch
 def _encode(space: gs.Space[Any]) -> dict[str, Any]:
     raise TypeError(
@@ -87,7 +110,7 @@ def _(space: gs.Box) -> dict[str, Any]:
     return {
         "type": "Box",
         "shape": list(space.shape),
-        "dtype": space.dtype.name,
+        "dtype": _dtype_text(space.dtype),
         "low": _bound_list(space.low, space.bounded_below, "-inf"),
         "high": _bound_list(space.high, space.bounded_above, "inf"),
     }
@@ -99,7 +122,7 @@ def _(space: gs.Discrete) -> dict[str, Any]:
         "type": "Discrete",
         "n": int(space.n),
         "start": int(space.start),
-        "dtype": np.dtype(space.dtype).name,
+        "dtype": _dtype_text(np.dtype(space.dtype)),
     }
 
 
@@ -109,7 +132,7 @@ def _(space: gs.MultiDiscrete) -> dict[str, Any]:
         "type": "MultiDiscrete",
         "nvec": space.nvec.tolist(),
         "start": space.start.tolist(),
-        "dtype": np.dtype(space.dtype).name,
+        "dtype": _dtype_text(np.dtype(space.dtype)),
     }
 
 
@@ -119,7 +142,7 @@ def _(space: gs.MultiBinary) -> dict[str, Any]:
     return {
         "type": "MultiBinary",
         "n": int(n) if isinstance(n, (int, np.integer)) else [int(x) for x in n],
-        "dtype": np.dtype(space.dtype).name,
+        "dtype": _dtype_text(np.dtype(space.dtype)),
     }
 
 
@@ -141,7 +164,9 @@ def _(space: gs.Dict) -> dict[str, Any]:
     for key, sub in space.spaces.items():
         if not isinstance(key, (str, int)) or isinstance(key, bool):
             raise TypeError(f"Dict space key {key!r} is not a str or int; cannot serialize it")
-        items.append([key, _encode(sub)])
+        # A plain copy: np.str_ or enum keys are no JSON (or marshal) values themselves.
+        plain = str.__str__(key) if isinstance(key, str) else int(key)
+        items.append([plain, _encode(sub)])
     return {"type": "Dict", "spaces": items}
 
 
@@ -227,9 +252,14 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
 
 _DECODED: dict[str, gs.Space[Any]] = {}
 _MAX_DECODED = 256
+#: Deeper nesting is refused on both sides: a space near Python's recursion limit decodes but
+#: then fails in ``repr``, ``==`` or ``sample``, depending on the caller's own stack depth.
+MAX_DEPTH = 32
 
 
-def _decode(d: Any, where: str) -> gs.Space[Any]:
+def _decode(d: Any, where: str, depth: int = 0) -> gs.Space[Any]:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{where}: spaces nested more than {MAX_DEPTH} deep")
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a dict describing a space, got {type(d).__name__}")
     kind = d.get("type")
@@ -239,7 +269,7 @@ def _decode(d: Any, where: str) -> gs.Space[Any]:
             f"{where}: unknown space type {kind!r}; expected one of {sorted(_DECODERS)}"
         )
     try:
-        return decoder(d, f"{where}<{kind}>")
+        return decoder(d, f"{where}<{kind}>", depth)
     except ValueError:
         raise
     except (TypeError, OverflowError, AssertionError, RecursionError) as e:
@@ -288,8 +318,10 @@ def _dtype(d: dict[str, Any], where: str, kinds: str) -> np.dtype[Any]:
 
 
 def _int_array(d: dict[str, Any], key: str, where: str) -> np.ndarray:
-    """A (possibly nested) list of ints as an int64 array."""
-    value = _list(d, key, where)
+    """A (possibly nested) list of ints, or one int (a 0-d array), as an object array."""
+    value = _field(d, key, where)
+    if not isinstance(value, (list, int)) or isinstance(value, bool):
+        raise ValueError(f"{where}: field {key!r} must be a list, got {type(value).__name__}")
     try:
         arr = np.asarray(value, dtype=object)
     except ValueError as e:
@@ -297,7 +329,7 @@ def _int_array(d: dict[str, Any], key: str, where: str) -> np.ndarray:
     flat = arr.ravel()
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
         raise ValueError(f"{where}: field {key!r} must hold only ints")
-    return arr.astype(np.int64)
+    return arr
 
 
 def _bound_array(
@@ -358,7 +390,7 @@ def _shape(d: dict[str, Any], where: str) -> tuple[int, ...]:
     return tuple(raw)
 
 
-def _decode_box(d: dict[str, Any], where: str) -> gs.Space[Any]:
+def _decode_box(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     shape = _shape(d, where)
     dtype = _dtype(d, where, "biuf")
     low, no_low = _bound_array(_field(d, "low", where), shape, dtype, "-inf", f"{where}.low")
@@ -371,17 +403,21 @@ def _decode_box(d: dict[str, Any], where: str) -> gs.Space[Any]:
     return box
 
 
-def _decode_discrete(d: dict[str, Any], where: str) -> gs.Space[Any]:
+def _decode_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     n = _int(d, "n", where)
     if n <= 0:
         raise ValueError(f"{where}: field 'n' must be positive, got {n}")
     dtype = _dtype(d, where, "iu") if "dtype" in d else np.dtype(np.int64)
-    return gs.Discrete(n, start=_int(d, "start", where), dtype=dtype.name)
+    start = _int(d, "start", where)
+    info = np.iinfo(dtype)  # every value start .. start + n - 1 must fit (as MultiDiscrete)
+    if start < info.min or start + n - 1 > info.max:
+        raise ValueError(f"{where}: 'start' and 'n' give values outside {dtype.name}")
+    return gs.Discrete(n, start=start, dtype=dtype)
 
 
-def _decode_multi_discrete(d: dict[str, Any], where: str) -> gs.Space[Any]:
-    nvec = _int_array(d, "nvec", where)
-    start = _int_array(d, "start", where) if "start" in d else np.zeros_like(nvec)
+def _decode_multi_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
+    nvec = _int_array(d, "nvec", where).astype(np.int64)
+    start = _int_array(d, "start", where) if "start" in d else np.zeros(nvec.shape, object)
     if start.shape != nvec.shape:
         raise ValueError(f"{where}: 'start' shape {start.shape} != 'nvec' shape {nvec.shape}")
     if np.any(nvec <= 0):
@@ -393,17 +429,18 @@ def _decode_multi_discrete(d: dict[str, Any], where: str) -> gs.Space[Any]:
     high = [int(a) + int(n) - 1 for a, n in zip(start.ravel(), nvec.ravel())]
     if any(x < info.min for x in low) or any(x > info.max for x in high):
         raise ValueError(f"{where}: 'start' and 'nvec' give values outside {dtype.name}")
-    return gs.MultiDiscrete(nvec, dtype=dtype.name, start=start)
+    # Built in the space's dtype: a uint64 start beyond int64 holds there.
+    return gs.MultiDiscrete(nvec.astype(dtype), dtype=dtype, start=start.astype(dtype))
 
 
-def _decode_multi_binary(d: dict[str, Any], where: str) -> gs.Space[Any]:
+def _decode_multi_binary(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     n = _field(d, "n", where)
     if isinstance(n, list):
         return gs.MultiBinary([int(x) for x in _int_array(d, "n", where).ravel()])
     return gs.MultiBinary(_int(d, "n", where))
 
 
-def _decode_text(d: dict[str, Any], where: str) -> gs.Space[Any]:
+def _decode_text(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     charset = _field(d, "charset", where)
     if not isinstance(charset, str) or not charset:
         raise ValueError(f"{where}: field 'charset' must be a non-empty string")
@@ -414,7 +451,7 @@ def _decode_text(d: dict[str, Any], where: str) -> gs.Space[Any]:
     )
 
 
-def _decode_dict(d: dict[str, Any], where: str) -> gs.Space[Any]:
+def _decode_dict(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     pairs: list[tuple[Any, gs.Space[Any]]] = []
     for i, pair in enumerate(_list(d, "spaces", where)):
         if not (isinstance(pair, list) and len(pair) == 2):
@@ -422,33 +459,33 @@ def _decode_dict(d: dict[str, Any], where: str) -> gs.Space[Any]:
         key, sub = pair
         if not isinstance(key, (str, int)) or isinstance(key, bool):
             raise ValueError(f"{where}: 'spaces'[{i}] key {key!r} must be a str or int")
-        pairs.append((key, _decode(sub, f"{where}[{key!r}]")))
+        pairs.append((key, _decode(sub, f"{where}[{key!r}]", depth + 1)))
     if len({key for key, _ in pairs}) != len(pairs):
         raise ValueError(f"{where}: duplicate keys in 'spaces'")
     # A sequence of pairs keeps our order (a plain dict would be re-sorted by gymnasium).
     return gs.Dict(pairs)
 
 
-def _decode_tuple(d: dict[str, Any], where: str) -> gs.Space[Any]:
+def _decode_tuple(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     subs = _list(d, "spaces", where)
-    return gs.Tuple([_decode(s, f"{where}[{i}]") for i, s in enumerate(subs)])
+    return gs.Tuple([_decode(s, f"{where}[{i}]", depth + 1) for i, s in enumerate(subs)])
 
 
-def _decode_sequence(d: dict[str, Any], where: str) -> gs.Space[Any]:
-    feature = _decode(_field(d, "feature_space", where), f"{where}.feature_space")
+def _decode_sequence(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
+    feature = _decode(_field(d, "feature_space", where), f"{where}.feature_space", depth + 1)
     return gs.Sequence(feature, stack=_bool(d, "stack", where))
 
 
-def _decode_graph(d: dict[str, Any], where: str) -> gs.Space[Any]:
-    node = _decode(_field(d, "node_space", where), f"{where}.node_space")
+def _decode_graph(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
+    node = _decode(_field(d, "node_space", where), f"{where}.node_space", depth + 1)
     edge_raw = _field(d, "edge_space", where)
-    edge = None if edge_raw is None else _decode(edge_raw, f"{where}.edge_space")
+    edge = None if edge_raw is None else _decode(edge_raw, f"{where}.edge_space", depth + 1)
     return gs.Graph(node_space=node, edge_space=edge)
 
 
-def _decode_one_of(d: dict[str, Any], where: str) -> gs.Space[Any]:
+def _decode_one_of(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     subs = _list(d, "spaces", where)
-    return gs.OneOf([_decode(s, f"{where}[{i}]") for i, s in enumerate(subs)])
+    return gs.OneOf([_decode(s, f"{where}[{i}]", depth + 1) for i, s in enumerate(subs)])
 
 
 _DECODERS = {
@@ -466,4 +503,4 @@ _DECODERS = {
 
 
 # Encoding a Box walks its bounds; episodes encode the same few space objects over and over.
-_ENCODED: PerSpaceCache[bytes] = PerSpaceCache(lambda space: marshal.dumps(_encode(space)))
+_ENCODED: PerSpaceCache[bytes] = PerSpaceCache(_checked_encoding)
