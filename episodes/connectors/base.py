@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import tree
 
+from episodes.buffer.reading import filler_mismatch
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch as batch_items
 
@@ -142,14 +143,24 @@ class EpisodeConnector:
         return f"{type(self).__name__}({fields})"
 
 
-def as_arrays(value: Any) -> Any:
+def as_arrays(value: Any, fill: Any = None) -> Any:
     """A getter result as a struct of arrays (lists of items are batched leaf-wise).
+
+    ``fill``, the one the getter padded with, goes into the error when the items do not stack:
+    without a space a list-mode read pads with ``fill`` itself, which may not fit the items.
 
     Example:
         >>> as_arrays([np.zeros(2), np.ones(2)]).shape
         (2, 2)
     """
-    return batch_items(value) if isinstance(value, list) else value
+    if not isinstance(value, list):
+        return value
+    try:
+        return batch_items(value)
+    except ValueError as err:
+        if fill is None:
+            raise
+        raise ValueError(f"the rows read do not stack ({err}); {filler_mismatch(fill)}") from err
 
 
 def sliding_rows(value: Any, window: int) -> Any:

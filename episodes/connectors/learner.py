@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,17 +57,23 @@ class AddLearnerColumns:
                 if key in batch:
                     continue
                 value = data[key]
-                if key == "infos":
-                    parts.setdefault(key, []).append(list(value))
+                if key == "infos":  # copies: changing a batch never reaches the episodes
+                    parts.setdefault(key, []).append(copy.deepcopy(list(value)))
                 elif key == "rewards":
                     parts.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
                 else:
                     parts.setdefault(key, []).append(as_arrays(value))
+        # Every column is joined before the batch changes: a refusal leaves it as it was.
+        joined: dict[str, Any] = {}
         for key, values in parts.items():
             if key == "infos":
-                batch[key] = [info for part in values for info in part]  # type: ignore[attr-defined]
-            else:
-                batch[key] = concat_rows(values)
+                joined[key] = [info for part in values for info in part]  # type: ignore[attr-defined]
+                continue
+            try:
+                joined[key] = concat_rows(values)
+            except ValueError as err:
+                raise ValueError(f"the episodes' {key!r} rows do not join: {err}") from err
+        batch.update(joined)
         return batch
 
     def __repr__(self) -> str:

@@ -34,7 +34,7 @@ def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
     )
-    return as_arrays(value)
+    return as_arrays(value, fill)
 
 
 class FlattenObservations(EpisodeConnector):

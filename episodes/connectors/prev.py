@@ -77,14 +77,14 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     fill=self.fill,
                     one_hot_discrete=one_hot,
                 )
-                actions.append(sliding_rows(as_arrays(value), self.n_actions))
+                actions.append(sliding_rows(as_arrays(value, self.fill), self.n_actions))
             if self.n_rewards:
                 value = episode.get_rewards(
                     slice(start - self.n_rewards, stop - 1),
                     neg_index_as_lookback=True,
                     fill=self.fill,
                 )
-                rows = np.asarray(as_arrays(value), dtype=np.float32)
+                rows = np.asarray(as_arrays(value, self.fill), dtype=np.float32)
                 rewards.append(sliding_rows(rows, self.n_rewards))
         if actions:
             batch["prev_n_actions"] = concat_rows(actions)

@@ -78,19 +78,24 @@ def _repeat(fill: Any, lead: tuple[int, ...]) -> np.ndarray:
     return np.array(np.broadcast_to(leaf, lead + leaf.shape))
 
 
-def _full(shape: tuple[int, ...], fill: Any, dtype: np.dtype[Any]) -> np.ndarray:
-    """``np.full``, refusing a number the dtype would change, as the columns refuse it.
+def _full(
+    lead: tuple[int, ...], item: tuple[int, ...], fill: Any, dtype: np.dtype[Any]
+) -> np.ndarray:
+    """``np.full(lead + item)``, refusing a number the dtype would change, as the columns do.
 
-    NaN or 2.7 into ints, -1 into uint8.
+    NaN or 2.7 into ints, -1 into uint8; and a fill that is not shaped like one item (or
+    broadcasts to one): ``np.full`` would spread it over the items instead.
     """
     try:
         given = np.asarray(fill)
+        if given.ndim > len(item) or np.broadcast_shapes(given.shape, item) != item:
+            raise ValueError(f"its shape {given.shape} does not fit an item of shape {item}")
         if given.dtype.kind in "iufcb" and np.dtype(dtype).kind in "iub":
             with np.errstate(invalid="ignore", over="ignore"):
                 cast = given.astype(dtype)
             if not np.array_equal(cast, given):
                 raise ValueError("the value changes in that dtype")
-        return np.full(shape, fill, dtype=dtype)
+        return np.full(lead + item, fill, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as err:
         raise ValueError(f"fill={fill!r} cannot fill a leaf of dtype {dtype} ({err})") from err
 
@@ -103,26 +108,26 @@ def _fill(space: gs.Space[Any], fill: Any, lead: tuple[int, ...], one_hot: bool)
 
 @_fill.register
 def _(space: gs.Box, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
-    return _full(lead + space.shape, fill, dtype=space.dtype)
+    return _full(lead, space.shape, fill, dtype=space.dtype)
 
 
 @_fill.register
 def _(space: gs.MultiBinary, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
-    return _full(lead + space.shape, fill, dtype=space.dtype)
+    return _full(lead, space.shape, fill, dtype=space.dtype)
 
 
 @_fill.register
 def _(space: gs.Discrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     if one_hot:
         return np.zeros(lead + (int(space.n),), dtype=np.float32)
-    return _full(lead, fill, dtype=space.dtype)
+    return _full(lead, (), fill, dtype=space.dtype)
 
 
 @_fill.register
 def _(space: gs.MultiDiscrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     if one_hot:
         return np.zeros(lead + (int(space.nvec.sum()),), dtype=np.float32)
-    return _full(lead + space.nvec.shape, fill, dtype=space.dtype)
+    return _full(lead, space.nvec.shape, fill, dtype=space.dtype)
 
 
 @_fill.register

@@ -243,3 +243,56 @@ def test_a_batch_of_one_episode_owns_its_rows(connector, key):
     out[key][...] = 0
     for name, column in ep.named_columns().items():
         np.testing.assert_array_equal(np.asarray(column.get()), before[name])
+
+
+@pytest.mark.parametrize("numpy", [False, True], ids=["list", "numpy"])
+def test_a_batchs_infos_are_not_the_episodes(numpy):
+    # The infos column held the episode's own dicts: a learner changing it changed the episode.
+    ep = SingleAgentEpisode(
+        observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0],
+        infos=[{"k": [0]}, {"k": [1]}, {"k": [2]}], len_lookback_buffer=0,
+    )  # fmt: skip
+    if numpy:
+        ep.to_numpy()
+    batch = AddLearnerColumns(columns=("infos",))([ep], {})
+    batch["infos"][0]["k"].append("changed")
+    batch["infos"][1]["new"] = True
+    assert ep.get_infos() == [{"k": [0]}, {"k": [1]}, {"k": [2]}]
+
+
+def _vector_episode(numpy: bool) -> SingleAgentEpisode:
+    ep = SingleAgentEpisode(
+        observations=[np.full(2, i, np.float32) for i in range(3)],
+        actions=[np.float32([1, 1]), np.float32([2, 2])], rewards=[1.0, 2.0],
+        len_lookback_buffer=0,
+    )  # fmt: skip
+    return ep.to_numpy() if numpy else ep
+
+
+@pytest.mark.parametrize("numpy", [False, True], ids=["list", "numpy"])
+@pytest.mark.parametrize(
+    "connector",
+    [
+        FrameStack(2),  # a scalar fill for spaceless vector observations
+        PrevActionsPrevRewards(2, 0),  # ... and actions
+        PrevActionsPrevRewards(2, 2, fill=np.float32([5, 6])),  # an action-shaped fill
+    ],
+    ids=["frame stack", "prev actions", "action-shaped fill for rewards"],
+)
+def test_a_fill_that_does_not_fit_is_named_in_both_modes(connector, numpy):
+    # List mode failed with numpy's bare "inhomogeneous shape"; numpy mode spread an
+    # action-shaped fill over the padded reward slots (5 in one row, 6 in the next).
+    with pytest.raises(ValueError, match="fill="):
+        connector([_vector_episode(numpy)], {})
+
+
+def test_a_refused_learner_batch_is_left_as_it_was():
+    # Columns were written one by one: a refusal left obs added and the rest missing.
+    a = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=0)
+    b = SingleAgentEpisode(
+        observations=[0, 1], actions=[np.zeros(3)], rewards=[1.0], len_lookback_buffer=0
+    )
+    batch = {"kept": 1}
+    with pytest.raises(ValueError, match="'actions' rows do not join"):
+        AddLearnerColumns()([a, b], batch)
+    assert batch == {"kept": 1}
