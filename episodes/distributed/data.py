@@ -68,7 +68,10 @@ def _read_block(
 ) -> Iterator[Any]:
     from episodes import io
 
-    episodes = list(io.read_episodes(path, start=start, stop=stop, numpy=True))
+    # Episode rows carry each chunk as stored (what ``episodes.io.read_episodes`` gives: a
+    # list-mode chunk stays one, ragged ones included); step columns need numpy'd chunks.
+    numpy = None if kind == "episodes" else True
+    episodes = list(io.read_episodes(path, start=start, stop=stop, numpy=numpy))
     if kind == "episodes":
         rows = [episode_row(ep) for ep in episodes]
         batch = {key: _column([row[key] for row in rows]) for key in rows[0]}
@@ -87,20 +90,18 @@ def _read_block(
                 f"chunks {start}-{stop} of {path} do not share step columns: "
                 f"{names} vs {list(part)} (read episodes instead)"
             )
-    # Episode ids as a dictionary column: one string per chunk, not one per step.
-    index: dict[str, int] = {}
-    chunk_codes = [index.setdefault(str(part["episode_id"][0]), len(index)) for part in parts]
+    # Episode ids as a plain string column, taken from one string per chunk. Not an Arrow
+    # dictionary column: Ray Data can neither sort one nor group it across blocks.
+    ids = pa.array([str(part["episode_id"][0]) for part in parts], pa.string())
     lengths = [len(part["t"]) for part in parts]
-    codes = np.repeat(np.asarray(chunk_codes, dtype=np.int32), lengths)
-    ids = list(index)
+    codes = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
     batch = {
         name: np.concatenate([part[name] for part in parts])
         for name in names
         if name != "episode_id"
     }
     table = _numeric_block(batch)
-    id_column = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(ids, pa.string()))
-    yield table.add_column(0, "episode_id", id_column)
+    yield table.add_column(0, "episode_id", ids.take(pa.array(codes)))
 
 
 def _numeric_block(batch: dict[str, np.ndarray]) -> Any:
@@ -303,6 +304,9 @@ def read_transitions(
 def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
     """A ``ray.data.Dataset`` with one row per stored chunk (the ``episode`` column holds it).
 
+    Each chunk comes as stored, as ``episodes.io.read_episodes(path)`` gives it (a list-mode
+    chunk stays one).
+
     Args:
         path: The dataset directory.
         **read_args: Further ``ray.data.read_datasource`` arguments.
@@ -319,8 +323,10 @@ def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
         >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
         ...              configure_logging=False, ignore_reinit_error=True)
         >>> rows = read_episodes(path).take_all()
-        >>> [(r["id"], r["length"], r["return"], r["episode"].get_actions().tolist()) for r in rows]
+        >>> [(r["id"], r["length"], r["return"], r["episode"].get_actions()) for r in rows]
         [('a', 2, 3.0, [1, 0])]
+        >>> rows[0]["episode"].is_numpy  # each chunk as stored: this one in list mode
+        False
     """
     return _read(EpisodeDatasource(path, "episodes"), read_args)
 
@@ -404,15 +410,27 @@ class EpisodeDatasink(Datasink[int]):
         return count
 
     def on_write_complete(self, write_result: Any) -> None:
-        """Keeps the total count (``num_written``).
+        """Keeps the total count (``num_written``); creates the dataset if no block came.
+
+        Ray Data starts a sink (``on_write_start``) when the first block arrives: a Ray dataset
+        without blocks (one read from an empty dataset) has none, and still makes an empty
+        dataset here.
 
         Example:
+            >>> import tempfile
             >>> from ray.data.datasource import WriteResult
+            >>> from episodes.io import dataset_info
             >>> sink = EpisodeDatasink("unused")
             >>> sink.on_write_complete(WriteResult(num_rows=5, size_bytes=0, write_returns=[2, 3]))
             >>> sink.num_written  # the write tasks' counts, summed
             5
+            >>> sink = EpisodeDatasink(tempfile.mkdtemp())
+            >>> sink.on_write_complete(WriteResult(num_rows=0, size_bytes=0, write_returns=[]))
+            >>> sink.num_written, dataset_info(sink.path).num_chunks  # no block: empty, readable
+            (0, 0)
         """
+        if not write_result.write_returns:
+            self.on_write_start()
         self.num_written = int(sum(write_result.write_returns))
 
 

@@ -361,8 +361,9 @@ class ActorSegments:
             >>> reply = actor.reply(np.zeros(8), request)
             >>> reply.mapped, reply.value is None, reply.spans  # written into the segment
             (True, True, ((0, 64),))
-            >>> actor.reply(lambda: 0, request).needed  # not plain-picklable: carried as is
-            0
+            >>> refused = actor.reply(lambda: 0, request)  # not plain-picklable: carried as is
+            >>> refused.needed, refused.mapped  # the segment mapped all the same (its name goes)
+            (0, True)
             >>> slot.abandon(lease); slot.close()
         """
         for path in request.retired:
@@ -372,27 +373,28 @@ class ActorSegments:
                     mapping.close()
                 except BufferError:  # a view outlived a failed write: unmapped with it
                     pass
+        mapping, reachable = None, True
+        if request.path is not None:
+            try:
+                # Mapped whatever the reply (no arrays, too large, refused by pickle): a mapped
+                # segment's file name can go at once, and a name the actor never mapped would
+                # stay in /dev/shm for the group's life (and after a driver killed by SIGKILL).
+                mapping = self._map(request.path, request.size)
+            except OSError:
+                reachable = False
+        mapped = mapping is not None
         buffers: list[pickle.PickleBuffer] = []
         try:
             stream = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
             raws = [buffer.raw() for buffer in buffers]
         except Exception:  # not plain-picklable (Ray's cloudpickle may manage) or odd buffers
-            return Reply(value=value)
+            return Reply(value=value, mapped=mapped, reachable=reachable)
         spans, offset = [], 0
         for raw in raws:
             spans.append((offset, raw.nbytes))
             offset += -(-raw.nbytes // _ALIGN) * _ALIGN
-        if request.path is None or not raws:
-            return Reply(value=value, needed=offset)
-        try:
-            # Mapped even when the reply will not fit: a mapped segment's file name can go at
-            # once, and a name the actor never mapped would stay in /dev/shm for the group's
-            # life (and after a driver killed by SIGKILL).
-            mapping = self._map(request.path, request.size)
-        except OSError:
-            return Reply(value=value, needed=offset, reachable=False)
-        if offset > request.size:
-            return Reply(value=value, needed=offset, mapped=True)
+        if mapping is None or not raws or offset > request.size:
+            return Reply(value=value, needed=offset, mapped=mapped, reachable=reachable)
         target = np.frombuffer(mapping, np.uint8)
         try:
             for (start, nbytes), raw in zip(spans, raws):

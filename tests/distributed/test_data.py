@@ -6,6 +6,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pyarrow as pa
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -20,7 +21,7 @@ from episodes.distributed import (  # noqa: E402
     step_columns,
     write_episodes,
 )
-from episodes.io import DatasetWriter, EpisodeWriter  # noqa: E402
+from episodes.io import DatasetWriter, EpisodeWriter, dataset_info  # noqa: E402
 from episodes.io import read_episodes as read_local  # noqa: E402
 from episodes.runner import EnvRunner, RandomPolicy  # noqa: E402
 
@@ -113,6 +114,69 @@ def test_episode_round_trip_through_ray_data_keeps_every_step(ray_local, v2_path
     assert all(c == original[(c.id_, c.t_started)] for c in back)
 
 
+def test_episode_rows_carry_each_chunk_as_stored(ray_local, tmp_path):
+    """List-mode chunks come back as ``episodes.io`` reads them: not numpy'd, ragged ones too."""
+    stored = [
+        SingleAgentEpisode(
+            "plain",
+            observations=[0, 1, 2],
+            actions=[0, 1],
+            rewards=[1.0, 2.0],
+            len_lookback_buffer=0,
+        ),
+        SingleAgentEpisode(  # observations of varying length: list mode only
+            "ragged",
+            observations=[[1], [1, 2], [1, 2, 3]],
+            actions=[0, 1],
+            rewards=[1.0, 2.0],
+            len_lookback_buffer=0,
+        ),
+    ]
+    path = tmp_path / "lists"
+    with DatasetWriter(path, sync=False) as writer:
+        writer.write_many(stored)
+    want = {chunk.id_: chunk for chunk in read_local(path)}
+    got = {row["id"]: row["episode"] for row in read_episodes(path).take_all()}
+    assert got.keys() == want.keys() == {"plain", "ragged"}
+    for key, chunk in want.items():
+        assert not chunk.is_numpy
+        assert not got[key].is_numpy and got[key] == chunk, key
+
+
+def test_step_rows_sort_and_group_by_episode_id_across_shards(ray_local, tmp_path):
+    """``episode_id`` is a plain string column: Ray Data sorts it and groups it across blocks."""
+    path = tmp_path / "two_shards"
+    with DatasetWriter(path, shard_bytes=1, sync=False) as writer:  # one chunk per shard
+        writer.write_many(
+            [
+                SingleAgentEpisode(
+                    x,
+                    observations=[0.0, 1.0, 2.0],
+                    actions=[0, 1],
+                    rewards=[1.0, 2.0],
+                    len_lookback_buffer=0,
+                )
+                for x in "ba"
+            ]
+        )
+    for ds in (read_steps(path), read_transitions(path, n_step=2)):
+        assert ds.schema().base_schema.field("episode_id").type == pa.string()
+    steps = read_steps(path)
+    rows = steps.sort(["episode_id", "t"]).take_all()
+    assert [(r["episode_id"], r["t"]) for r in rows] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    counts = steps.groupby("episode_id").count().take_all()
+    assert {r["episode_id"]: r["count()"] for r in counts} == {"a": 2, "b": 2}
+
+
+def test_copying_an_empty_dataset_gives_an_empty_dataset(ray_local, tmp_path):
+    """A Ray dataset without blocks (Ray then never starts the sink) still makes a dataset."""
+    DatasetWriter(tmp_path / "empty").close()
+    assert write_episodes(read_episodes(tmp_path / "empty"), tmp_path / "copy") == 0
+    info = dataset_info(tmp_path / "copy")
+    assert (info.version, info.num_chunks) == (2, 0)
+    assert list(read_local(tmp_path / "copy")) == []
+
+
 def test_v1_datasets_read_in_parallel_ranges(ray_local, tmp_path, chunks):
     path = tmp_path / "v1"
     with EpisodeWriter(path, sync=False) as writer:
@@ -120,9 +184,11 @@ def test_v1_datasets_read_in_parallel_ranges(ray_local, tmp_path, chunks):
     source = EpisodeDatasource(path, "episodes")
     tasks = source.get_read_tasks(parallelism=3)
     assert len(tasks) == 3 and sum(t.metadata.num_rows for t in tasks) == 10
-    rows = read_episodes(path).take_all()
-    assert [r["episode"] for r in rows] == chunks[:10]
-    assert [r["length"] for r in rows] == [len(c) for c in chunks[:10]]
+    # Rows come in Ray Data's order (read tasks finish in any order), not the manifest's.
+    rows = sorted(read_episodes(path).take_all(), key=lambda r: (r["id"], r["t_started"]))
+    want = sorted(chunks[:10], key=lambda c: (str(c.id_), c.t_started))
+    assert [r["episode"] for r in rows] == want
+    assert [r["length"] for r in rows] == [len(c) for c in want]
 
 
 def test_bad_input_is_refused(ray_local, v2_path, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -365,6 +366,13 @@ def test_samples_travel_through_shared_memory_and_held_ones_stay_intact(ray_loca
         assert [len(s) for s in samples] == [
             len(s) for s in store.foreach_runner(lambda runner, ctx: runner.sample(4))
         ]
+        # A result without arrays leaves no segment's file in /dev/shm either: a larger
+        # result sizes a segment larger than any so far, offered to the next (arrayless) one.
+        shared.foreach_runner(lambda runner, ctx: np.zeros(300_000))
+        assert shared.foreach_runner(lambda runner, ctx: ctx.index) == [0, 1]
+        segments = [s for slot in shared._slots for s in slot.segments._segments]
+        assert any(s.size > 300_000 * 8 for s in segments)
+        assert not [s.path for s in segments if os.path.exists(s.path)]
     finally:
         shared.stop()
         store.stop()

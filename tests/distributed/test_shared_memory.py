@@ -141,6 +141,24 @@ def test_a_segment_too_small_for_the_reply_is_unlinked_all_the_same(sides):
     assert not os.path.exists(lease.path)
 
 
+@pytest.mark.parametrize("value", [42, lambda: 42], ids=["no arrays", "refused by pickle"])
+def test_a_segment_a_reply_leaves_unused_is_unlinked_all_the_same(value):
+    """A reply without arrays, or one plain pickle refuses, still maps the offered segment, so
+    its name goes: nothing is left in /dev/shm when the caller dies."""
+    caller, actor = SlotSegments(), ActorSegments()
+    try:
+        roundtrip(caller, actor, payload(0))  # sizes the next request's segment
+        request, lease = caller.request()
+        assert request is not None and lease is not None and os.path.exists(lease.path)
+        reply = actor.reply(value, request)
+        assert reply.stream is None and reply.mapped and reply.reachable
+        received = caller.receive(reply, lease)
+        assert (received() if callable(received) else received) == 42
+        assert not os.path.exists(lease.path) and not lease.leased
+    finally:
+        caller.close()
+
+
 def test_an_actor_that_cannot_open_the_segment_turns_the_slot_to_rays_path(sides):
     caller, actor = sides
     roundtrip(caller, actor, payload(0))
