@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from episodes.io import DatasetError, EpisodeWriter, dataset_info
-from episodes.io.tools import other_env_problem
+from episodes.io.tools import other_env_problem, removed_if_failed
 
 __all__ = ["main"]
 
@@ -51,32 +51,54 @@ def _progress(total: int | None, desc: str) -> Any:
 
 
 # --------------------------------------------------------------------------------- record
+MAX_SHARD_MB = 2**20  # 1 TiB: a shard is buffered in memory before it is written
+MAX_NUM_ENVS = 2**16
+
+
 def _shard_bytes(megabytes: float) -> int:
-    """``--shard-mb`` in bytes: a finite number of at least one byte."""
-    if not math.isfinite(megabytes) or int(megabytes * 2**20) < 1:
-        raise CliError(f"--shard-mb must be a finite number > 0, got {megabytes}")
+    """``--shard-mb`` in bytes: at least one byte, at most ``MAX_SHARD_MB``."""
+    if not 0 < megabytes <= MAX_SHARD_MB or int(megabytes * 2**20) < 1:  # NaN fails too
+        raise CliError(f"--shard-mb must be > 0 and <= {MAX_SHARD_MB} (1 TiB), got {megabytes}")
     return int(megabytes * 2**20)
 
 
 def _record(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
-    from episodes.runner import EnvRunner, RandomPolicy
+    from episodes.runner import unrecordable_kind
 
     if args.steps < 1 or args.num_envs < 1:
         raise CliError("--steps and --num-envs must be >= 1")
+    if args.num_envs > min(args.steps, MAX_NUM_ENVS):
+        raise CliError(f"--num-envs must be <= --steps (every env steps) and <= {MAX_NUM_ENVS}")
     if args.seed is not None and args.seed < 0:
         raise CliError("--seed must be >= 0")
     shard_bytes = _shard_bytes(args.shard_mb)
     try:
         env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
+    except MemoryError:
+        raise
     except Exception as err:  # noqa: BLE001 - gymnasium raises many types for a bad id
         raise CliError(f"cannot create env {args.env_id!r}: {err}") from err
-    other = other_env_problem(
-        args.out, args.env_id, env.single_observation_space, env.single_action_space
-    )
-    if other:
-        raise CliError(other)
+    try:
+        env_id = getattr(env.spec, "id", None) or args.env_id  # "module:Env-v0" stores Env-v0
+        spaces = (env.single_observation_space, env.single_action_space)
+        for name, kind in zip(("observation", "action"), map(unrecordable_kind, spaces)):
+            if kind:
+                raise CliError(f"cannot record {env_id}: the runner cannot batch {kind} {name}s")
+        other = other_env_problem(args.out, env_id, *spaces)
+        if other:
+            raise CliError(other)
+        with removed_if_failed(args.out):  # a directory it made, unless an episode went in
+            _record_into(args, env, env_id, shard_bytes)
+    finally:
+        env.close()
+    return 0
+
+
+def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_bytes: int) -> None:
+    from episodes.runner import EnvRunner, RandomPolicy
+
     # The runner records the same number of steps in every env: round up to a multiple.
     per_env = -(-args.steps // args.num_envs)
     policy = RandomPolicy(env.action_space, seed=args.seed)
@@ -95,7 +117,7 @@ def _record(args: argparse.Namespace) -> int:
             policy="random",
             user={"num_envs": args.num_envs, "command": "episodes record"},
         )
-        metadata.env_id = metadata.env_id or args.env_id
+        metadata.env_id = env_id
         writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_bytes)
     with writer, _progress(per_env * args.num_envs, "record") as bar:
         while done < per_env:
@@ -107,9 +129,7 @@ def _record(args: argparse.Namespace) -> int:
                     ids.add(chunk.id_)
             done += block
             bar.update(block * args.num_envs)
-    env.close()
     print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
-    return 0
 
 
 # ----------------------------------------------------------------------------------- info
@@ -219,8 +239,8 @@ def _plot(args: argparse.Namespace) -> int:
             # Without an extension matplotlib writes NAME.png, not the file we would report.
             raise ValueError(f"--out needs a file name ending in one of .{', .'.join(known)}")
         fig.savefig(args.out)
-    except (OSError, ValueError) as err:
-        raise CliError(f"cannot write {args.out}: {err}") from err
+    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: pgf without TeX
+        raise CliError(f"cannot write {args.out}: {' '.join(str(err).split())}") from err
     finally:
         plt.close(fig)
     print(f"wrote {args.out}")
@@ -265,10 +285,24 @@ def _key_value(item: str) -> tuple[str, Any]:
     key, sep, text = item.partition("=")
     if not sep or not key:
         raise CliError(f"--custom takes KEY=VALUE, got {item!r}")
-    try:
-        return key, json.loads(text)  # 0 -> int, "a" -> str, true -> bool
+
+    def refuse(token: str) -> Any:
+        raise CliError(
+            f"--custom {key}: {token} is not a finite number, so no stored value equals it "
+            f'(for the text, write "{token}" with the quotes)'
+        )
+
+    try:  # 0 -> int, "a" -> str, true -> bool
+        return key, json.loads(
+            text, parse_constant=refuse, parse_float=lambda t: _finite(t, refuse)
+        )
     except ValueError:
         return key, text
+
+
+def _finite(text: str, refuse: Any) -> float:
+    value = float(text)
+    return value if math.isfinite(value) else refuse(text)
 
 
 def _filter(args: argparse.Namespace) -> int:

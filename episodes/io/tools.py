@@ -22,14 +22,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
+import secrets
 import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError
@@ -39,7 +43,14 @@ from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.values import id_key
 
-__all__ = ["filter_dataset", "merge", "migrate", "other_env_problem", "split"]
+__all__ = [
+    "filter_dataset",
+    "merge",
+    "migrate",
+    "other_env_problem",
+    "removed_if_failed",
+    "split",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -59,9 +70,19 @@ def _check_new(dst: PathLike) -> Path:
 
 
 def _stage(final: Path) -> Path:
-    """An empty directory next to ``final`` to write into, renamed into place when done."""
+    """An empty directory next to ``final`` to write into, renamed into place when done.
+
+    Made with ``mkdir``, so it gets the mode any new directory gets (``0o777`` less the
+    umask), not ``mkdtemp``'s ``0o700``: the renamed copy is as readable as a recorded one.
+    """
     final.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    while True:
+        staged = final.parent / f".{final.name}.partial-{secrets.token_hex(8)}"
+        try:
+            staged.mkdir()
+        except FileExistsError:  # pragma: no cover - 64 random bits taken already
+            continue
+        return staged
 
 
 def _fill(
@@ -158,8 +179,10 @@ def merge(
     The metadata defaults to the first source's, with the sources listed in ``user``.
 
     Raises:
-        DatasetError: ``dst`` is not empty, or two sources hold the same steps of an episode
-            (checked from their manifests before anything is written).
+        DatasetError: ``dst`` is not empty, two sources hold the same steps of an episode
+            (checked from their manifests before anything is written), or the sources are of
+            different envs: other observation or action spaces, or (when ``metadata`` is not
+            given, so the first source's would describe them all) other metadata env ids.
 
     Example:
         >>> import tempfile
@@ -175,6 +198,7 @@ def merge(
     if not sources:
         raise ValueError("merge needs at least one source")
     _refuse_overlaps(sources)
+    _refuse_other_envs(sources, by_id=metadata is None)
     meta = metadata or _metadata_of(sources[0])
     if metadata is None:
         meta.user = {**meta.user, "merged_from": [str(s) for s in sources]}
@@ -191,6 +215,31 @@ def _refuse_overlaps(sources: Sequence[PathLike]) -> None:
     if problems:
         names = ", ".join(str(src) for src in sources)
         raise DatasetError(f"{problems[0]} once {names} are merged; nothing was written")
+
+
+def _refuse_other_envs(sources: Sequence[PathLike], *, by_id: bool) -> None:
+    """Refuses sources of different envs: other spaces, or other env ids (when ``by_id``).
+
+    What a source does not say (no env id in its metadata, no episodes, episodes stored
+    without spaces) is not compared.
+    """
+    first: dict[str, tuple[PathLike, Any]] = {}
+    for src in sources:
+        info = dataset_info(src)
+        facts: dict[str, Any] = {"env id": (info.metadata or {}).get("env_id") if by_id else None}
+        if info.num_episodes:
+            facts["observation space"] = info.observation_space
+            facts["action space"] = info.action_space
+        for name, value in facts.items():
+            if value is None:
+                continue
+            seen, known = first.setdefault(name, (src, value))
+            if known != value:
+                what = f"env ids {known} and {value}" if name == "env id" else f"other {name}s"
+                raise DatasetError(
+                    f"{seen} and {src} hold episodes of different envs ({what}); "
+                    "nothing was written"
+                )
 
 
 def _fraction(id_: Any, seed: int) -> float:
@@ -271,8 +320,12 @@ def filter_dataset(
     ``predicate`` receives the :class:`~episodes.io.EpisodeSummary` (id, pieces, length,
     return, flags).
 
+    Values compare as JSON values do: ``True`` equals no number (nor ``1`` ``True``), ``1``
+    equals ``1.0``, ``"1"`` no number; lists and tuples compare item by item.
+
     Raises:
-        ValueError: A NaN return bound (it would keep nothing, silently).
+        ValueError: A NaN return bound, or a NaN in ``custom_data`` (either would keep nothing,
+            silently).
 
     Example:
         >>> import tempfile
@@ -290,6 +343,9 @@ def filter_dataset(
     for name, bound in (("min_return", min_return), ("max_return", max_return)):
         if bound is not None and bound != bound:
             raise ValueError(f"{name} must be a number, got nan")
+    for key, value in (custom_data or {}).items():
+        if _holds_nan(value):
+            raise ValueError(f"custom_data[{key!r}] holds a NaN, which equals nothing")
 
     def passes(s: EpisodeSummary) -> bool:
         return (
@@ -314,13 +370,55 @@ def filter_dataset(
         wanted = {
             key
             for key, data in merged.items()
-            if all(k in data and data[k] == v for k, v in wanted_data.items())
+            if all(k in data and _same_json_value(data[k], v) for k, v in wanted_data.items())
         }
 
     def keep(episode: SingleAgentEpisode) -> bool:
         return id_key(episode.id_) in wanted
 
     return _copy([src], dst, meta, keep, {})
+
+
+def _holds_nan(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_holds_nan(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nan(v) for v in value)
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _same_json_value(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are equal JSON values (``==``, but a bool equals no number).
+
+    Numpy scalars and arrays count as the numbers, bools and lists they hold.
+
+    Example:
+        >>> _same_json_value(True, 1), _same_json_value(1, 1.0), _same_json_value([1], (1,))
+        (False, True, True)
+    """
+    a, b = (x.tolist() if isinstance(x, (np.ndarray, np.generic)) else x for x in (a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) or isinstance(b, (int, float)):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (
+            isinstance(a, (list, tuple))
+            and isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(_same_json_value(x, y) for x, y in zip(a, b))
+        )
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_same_json_value(a[k], b[k]) for k in a)
+        )
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # objects whose == is not a yes or no
+        return False
 
 
 def _merged_custom_data(src: PathLike, ids: set[Any]) -> dict[Any, dict[Any, Any]]:
@@ -343,8 +441,10 @@ def other_env_problem(
 ) -> str:
     """Why episodes of ``env_id`` may not be appended to the dataset at ``path`` ("" if they may).
 
-    A v2 dataset's metadata names its env; a v1 dataset's chunks name their spaces. A
-    directory that holds no dataset yet takes any env.
+    A v2 dataset's metadata names its env (``env_id`` is compared with it: pass the id the
+    env's spec holds, which a ``module:`` prefix does not reach); where it does not (v1, or v2
+    without an env id) the spaces of its first episode are compared. A directory that holds
+    no dataset yet, or a dataset of no episodes, takes any env.
 
     Example:
         >>> import tempfile
@@ -359,19 +459,62 @@ def other_env_problem(
     from episodes.io.shards import is_v2
 
     root = Path(path)
-    if is_v2(root):
-        recorded = (dataset_info(root).metadata or {}).get("env_id")
-        if recorded not in (None, env_id):
-            return f"{path} holds {recorded} episodes; record {env_id} into a new directory"
-        return ""
-    if not (root / "manifest.jsonl").exists():
+    if not is_v2(root) and not (root / "manifest.jsonl").exists():
         return ""
     info = dataset_info(root)
-    if info.num_episodes and (info.observation_space, info.action_space) != (
-        observation_space,
-        action_space,
-    ):
+    if not info.num_episodes:
+        return ""
+    recorded = (info.metadata or {}).get("env_id")
+    if recorded is not None:
+        if recorded != env_id:
+            return f"{path} holds {recorded} episodes; record {env_id} into a new directory"
+        return ""
+    if (info.observation_space, info.action_space) != (observation_space, action_space):
         return (
             f"{path} holds episodes of other spaces than {env_id}'s; record it into a new directory"
         )
     return ""
+
+
+@contextlib.contextmanager
+def removed_if_failed(path: PathLike) -> Iterator[None]:
+    """Removes what the block made at ``path`` if it fails with no episode stored there.
+
+    That is ``path`` and its parents that did not exist when the block began, or, for a
+    ``path`` that was an empty directory, what is in it now. A block that fails after some
+    episode was committed at ``path`` (by it or by another writer) leaves everything in place.
+
+    Example:
+        >>> import tempfile
+        >>> root = tempfile.mkdtemp()
+        >>> with contextlib.suppress(KeyError), removed_if_failed(root + "/new/ds"):
+        ...     DatasetWriter(root + "/new/ds").close()
+        ...     raise KeyError("the env failed")
+        >>> os.listdir(root)
+        []
+    """
+    root = Path(path)
+    made = None
+    for part in [root, *root.parents]:
+        if os.path.lexists(part):
+            break
+        made = part
+    was_empty = made is None and root.is_dir() and not any(root.iterdir())
+    try:
+        yield
+    except BaseException:
+        if (made is not None or was_empty) and not _holds_episodes(root):
+            with contextlib.suppress(OSError):  # the block's own error is the one to see
+                for item in [made] if made is not None else list(root.iterdir()):
+                    if item.is_dir() and not item.is_symlink():
+                        shutil.rmtree(item)
+                    else:
+                        item.unlink()
+        raise
+
+
+def _holds_episodes(path: PathLike) -> bool:
+    try:
+        return dataset_info(path).num_chunks > 0
+    except (DatasetError, OSError):
+        return False  # no dataset was started there

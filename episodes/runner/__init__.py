@@ -13,6 +13,7 @@ from episodes.runner.env_runner import EnvRunner, autoreset_mode_of
 from episodes.runner.infos import env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.policy import Policy, RandomPolicy, RecurrentPolicy
+from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.sampled import SampledChunks
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "SampledChunks",
     "autoreset_mode_of",
     "env_info",
+    "unrecordable_kind",
 ]

@@ -14,6 +14,7 @@ from episodes.indexing import whole_number
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.policy import check_outputs
+from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.structs import flatten
@@ -115,6 +116,13 @@ class EnvRunner:
         lookback = whole_number(len_lookback_buffer, "len_lookback_buffer", 0)
         if window not in WINDOWS:
             raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
+        for name in ("observation", "action"):
+            kind = unrecordable_kind(getattr(env, f"single_{name}_space", None))
+            if kind:
+                raise TypeError(
+                    f"EnvRunner cannot record {kind} {name}s: their items have no fixed shape "
+                    "to batch (Box, Discrete, MultiBinary, MultiDiscrete, in Dict/Tuple, can)"
+                )
         self.window = window
         self.env = env
         self.policy = policy

@@ -314,24 +314,86 @@ BAD_ARGUMENTS = {
     "export_an_id_leaving_the_root": (
         "export {ds} --to minari --dataset-id ../../out-v0 --root {tmp}/m"
     ),
+    # OverflowError: 1e308 MB is a finite number whose byte count is not.
+    "shard_mb_overflowing": f"{_RECORD} --shard-mb 1e308",
+    "shard_mb_above_a_tebibyte": f"{_RECORD} --shard-mb 1048577",
+    "migrate_shard_mb_overflowing": "migrate {ds} {tmp}/m --shard-mb 1e308",
+    # Envs that would take no step (and, far above, envs by the billion) were built.
+    "num_envs_above_steps": "record CartPole-v1 --steps 5 --num-envs 6 --out {tmp}/a",
+    # A migrated v1 dataset has no env id: Pendulum steps went into CartPole's dataset.
+    "record_another_env_into_a_v2_dataset_without_env_id": (
+        "record Pendulum-v1 --steps 5 --out {migrated_copy}"
+    ),
+    # The runner failed with a TypeError traceback (Graph: after making the dataset).
+    **{
+        f"record_{kind}_{where}": f"record EpisodesCli{kind}{where.title()}-v0 --steps 5 "
+        "--out {tmp}/new/a"
+        for kind, where in [
+            ("Text", "observation"),
+            ("Sequence", "observation"),
+            ("Graph", "observation"),
+            ("OneOf", "observation"),
+            ("Text", "nested"),
+            ("Text", "action"),
+        ]
+    },
+    # merge wrote CartPole and Pendulum episodes under CartPole's metadata.
+    "merge_two_envs": "merge {ds} {pendulum} --out {tmp}/m",
+    "merge_another_env_into_a_dataset_without_env_id": "merge {v1_copy} {pendulum} --out {tmp}/m",
+    "merge_a_dataset_without_env_id_into_another_env": "merge {pendulum} {v1_copy} --out {tmp}/m",
+    # NaN equals nothing: the filter kept no episode, silently.
+    **{
+        f"filter_custom_{name}": f"filter {{ds}} --out {{tmp}}/f --custom env_index={value}"
+        for name, value in [
+            ("nan", "NaN"),
+            ("infinity", "Infinity"),
+            ("minus_infinity", "-Infinity"),
+            ("overflowing", "1e999"),
+            ("nested_nan", "[0,NaN]"),
+        ]
+    },
+    # matplotlib's pgf backend raised a RuntimeError traceback without TeX.
+    "plot_pgf_without_tex": "plot {ds} --out {tmp}/figure.pgf",
 }
 
 
+@pytest.fixture(scope="module")
+def recorded_pendulum(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "pendulum"
+    run("record", "Pendulum-v1", "--steps", "20", "--out", str(out), check_rc=0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def migrated(recorded_v1, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "migrated"
+    run("migrate", str(recorded_v1), str(out), check_rc=0)
+    assert json.loads(run("info", str(out), "--json").stdout)["metadata"]["env_id"] is None
+    return out
+
+
 @pytest.mark.parametrize("args", BAD_ARGUMENTS.values(), ids=BAD_ARGUMENTS.keys())
-def test_bad_arguments_are_one_error_line(recorded, recorded_v1, tmp_path, capsys, args):
+def test_bad_arguments_are_one_error_line(
+    recorded, recorded_v1, recorded_pendulum, migrated, space_envs, tmp_path, capsys, args
+):
     import shutil
 
     if "plot" in args:
         pytest.importorskip("matplotlib")
+        if args.endswith(".pgf") and shutil.which("xelatex"):
+            pytest.skip("TeX is installed: the pgf figure is written")
     if "minari" in args:
         pytest.importorskip("minari")
     shutil.copytree(recorded, tmp_path / "copy")
     shutil.copytree(recorded_v1, tmp_path / "v1")
+    shutil.copytree(migrated, tmp_path / "migrated")
     where = {
         "tmp": tmp_path,
         "ds": recorded,
         "ds_copy": tmp_path / "copy",
         "v1_copy": tmp_path / "v1",
+        "migrated_copy": tmp_path / "migrated",
+        "pendulum": recorded_pendulum,
     }
     before = sorted(p.name for p in tmp_path.rglob("*"))
     assert _main(*(a.format(**where) for a in args.split())) == 1
@@ -379,3 +441,241 @@ def test_record_stores_the_single_env_spec(recorded):
     )
     assert spec.kwargs == {}
     gym.make(spec).close()  # the stored spec rebuilds one env
+
+
+# --------------------------------------------------------------- envs registered for the tests
+def _toy_env(observation_space, action_space=None, fail=None):
+    import gymnasium as gym
+    from gymnasium import spaces
+
+    class Toy(gym.Env):
+        def __init__(self):
+            self.observation_space = observation_space
+            self.action_space = action_space or spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            if fail is not None and fail["now"]:
+                raise ValueError("the env broke down")
+            return self.observation_space.sample(), 1.0, False, False, {}
+
+    return Toy
+
+
+FAILING = {"now": True}  # EpisodesCliFailing-v0 raises in step() while this says so
+
+
+@pytest.fixture(scope="module")
+def space_envs():
+    import gymnasium as gym
+    from gymnasium import spaces
+
+    box = spaces.Box(0.0, 1.0, (2,))
+    envs = {
+        "EpisodesCliTextObservation-v0": _toy_env(spaces.Text(5)),
+        "EpisodesCliSequenceObservation-v0": _toy_env(spaces.Sequence(spaces.Discrete(3))),
+        "EpisodesCliGraphObservation-v0": _toy_env(spaces.Graph(box, spaces.Discrete(2))),
+        "EpisodesCliOneOfObservation-v0": _toy_env(spaces.OneOf([spaces.Discrete(2), box])),
+        "EpisodesCliTextNested-v0": _toy_env(spaces.Dict(a=box, b=spaces.Tuple([spaces.Text(3)]))),
+        "EpisodesCliTextAction-v0": _toy_env(box, spaces.Text(3)),
+        "EpisodesCliFailing-v0": _toy_env(box, fail=FAILING),
+    }
+    for env_id, entry_point in envs.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=entry_point, max_episode_steps=4)
+    return envs
+
+
+# ------------------------------------------------------------------ record: refusals, cleanup
+@pytest.mark.parametrize(
+    ("steps", "num_envs"),
+    [("5", "6"), ("100000", "65537"), ("2000000000", "1000000000")],
+    ids=["more_envs_than_steps", "above_the_cap", "a_billion"],
+)
+def test_num_envs_is_refused_before_any_env_is_made(tmp_path, steps, num_envs):
+    # A billion envs were built one by one until the memory ran out ("cannot create env").
+    import resource
+
+    def limit():  # the old code must fail here, not take the machine down
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+    args = ["record", "CartPole-v1", "--steps", steps, "--num-envs", num_envs]
+    proc = subprocess.run(
+        [sys.executable, "-m", "episodes", *args, "--out", str(tmp_path / "a")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "episodes: error: --num-envs must be <= --steps (every env steps) and <= 65536"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--out", "{tmp}/new/ds"],
+        ["--out", "{tmp}/new/ds", "--format", "1"],
+        ["--out", "{tmp}/empty"],
+        ["--out", "{tmp}/empty", "--format", "1"],
+    ],
+    ids=["v2_new", "v1_new", "v2_empty_dir", "v1_empty_dir"],
+)
+def test_a_record_failing_before_any_episode_leaves_nothing(
+    space_envs, tmp_path, capsys, monkeypatch, args
+):
+    # The failed record left a manifest naming its env: the directory was "not empty" for the
+    # copies, and `record OTHER_ENV` was refused for a dataset holding no episode.
+    monkeypatch.setitem(FAILING, "now", True)
+    (tmp_path / "empty").mkdir()
+    args = [a.format(tmp=tmp_path) for a in args]
+    assert _main("record", "EpisodesCliFailing-v0", "--steps", "5", *args) == 1
+    assert capsys.readouterr().err == "episodes: error: the env broke down\n"
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["empty"]
+    assert _main("record", "CartPole-v1", "--steps", "5", *args) == 0
+
+
+@pytest.mark.parametrize("fmt", ["2", "1"])
+def test_a_record_failing_while_appending_leaves_the_dataset(
+    space_envs, tmp_path, capsys, monkeypatch, fmt
+):
+    out = str(tmp_path / "ds")
+    monkeypatch.setitem(FAILING, "now", False)
+    assert (
+        _main("record", "EpisodesCliFailing-v0", "--steps", "8", "--out", out, "--format", fmt) == 0
+    )
+    before = json.loads(run("info", out, "--json", check_rc=0).stdout)
+    monkeypatch.setitem(FAILING, "now", True)
+    assert (
+        _main("record", "EpisodesCliFailing-v0", "--steps", "5", "--out", out, "--format", fmt) == 1
+    )
+    assert json.loads(run("info", out, "--json", check_rc=0).stdout) == before
+
+
+APPENDS = {
+    # The metadata stores the registered id; the raw "module:Env-v0" argument was compared.
+    "module_prefixed_id": ("gymnasium.envs.classic_control:CartPole-v1", "ds_copy", 300),
+    # Datasets of no episodes took no other env.
+    "v2_of_no_episodes": ("CartPole-v1", "empty_v2", 0),
+    "v1_of_no_episodes": ("CartPole-v1", "empty_v1", 0),
+    # A v2 dataset without an env id takes the env of its spaces.
+    "v2_without_env_id_same_spaces": ("CartPole-v1", "migrated_copy", 300),
+}
+
+
+@pytest.mark.parametrize(("env_id", "into", "steps"), APPENDS.values(), ids=APPENDS.keys())
+def test_record_appends_where_it_may(recorded, migrated, tmp_path, env_id, into, steps):
+    import shutil
+
+    from episodes.io import DatasetMetadata, DatasetWriter, EpisodeWriter
+
+    shutil.copytree(recorded, tmp_path / "ds_copy")
+    shutil.copytree(migrated, tmp_path / "migrated_copy")
+    DatasetWriter(tmp_path / "empty_v2", metadata=DatasetMetadata(env_id="Pendulum-v1")).close()
+    EpisodeWriter(tmp_path / "empty_v1").close()
+    fmt = "1" if into == "empty_v1" else "2"
+    out = str(tmp_path / into)
+    run("record", env_id, "--steps", "10", "--out", out, "--format", fmt, check_rc=0)
+    assert json.loads(run("info", out, "--json", check_rc=0).stdout)["steps"] == steps + 10
+
+
+# ------------------------------------------------------------------------------ copies
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002], ids=oct)
+@pytest.mark.parametrize("tool", ["migrate", "merge", "split", "filter"])
+def test_copies_get_the_mode_of_a_new_directory(recorded, tmp_path, umask, tool):
+    # They were tempfile.mkdtemp's 0o700, renamed into place: unreadable to the group.
+    import os
+    import stat
+
+    args = {
+        "migrate": ["migrate", str(recorded), "{tmp}/out"],
+        "merge": ["merge", str(recorded), "--out", "{tmp}/out"],
+        "split": ["split", str(recorded), "--train", "{tmp}/out", "--val", "{tmp}/val"],
+        "filter": ["filter", str(recorded), "--out", "{tmp}/out"],
+    }[tool]
+    old = os.umask(umask)
+    try:
+        assert _main(*(a.format(tmp=tmp_path) for a in args)) == 0
+    finally:
+        os.umask(old)
+    made = sorted(p for p in tmp_path.iterdir())
+    assert made and all(stat.S_IMODE(p.stat().st_mode) == 0o777 & ~umask for p in made)
+
+
+CUSTOM = {
+    # JSON values: true is no number, "0" no number; 0 and 0.0 the same number.
+    "int": ("env_index=0", [0]),
+    "float": ("env_index=1.0", [1]),
+    "true": ("env_index=true", []),
+    "false": ("env_index=false", []),
+    "string": ('env_index="0"', []),
+    "text": ("env_index=zero", []),
+    "list": ("env_index=[0]", []),
+}
+
+
+@pytest.mark.parametrize(("custom", "kept"), CUSTOM.values(), ids=CUSTOM.keys())
+def test_filter_custom_compares_json_values(recorded, tmp_path, custom, kept):
+    # --custom env_index=true kept env 1's episodes (True == 1), false env 0's.
+    from episodes.io import read_episodes
+
+    out = tmp_path / "out"
+    run("filter", str(recorded), "--out", str(out), "--custom", custom, check_rc=0)
+    assert sorted({e.custom_data["env_index"] for e in read_episodes(out)}) == kept
+
+
+FILTER_VALUES = {
+    "bool_is_no_int": ({"v": 1}, {"v": True}, 0),
+    "int_is_no_bool": ({"v": True}, {"v": 1}, 0),
+    "bool": ({"v": True}, {"v": True}, 1),
+    "int_equals_float": ({"v": 2}, {"v": 2.0}, 1),
+    "nested_bool": ({"v": [1, {"w": 0}]}, {"v": [1, {"w": False}]}, 0),
+    "nested": ({"v": [1, {"w": 0}]}, {"v": [1.0, {"w": 0}]}, 1),
+    "tuple_as_list": ({"v": (1, "a")}, {"v": [1, "a"]}, 1),
+    "none": ({"v": None}, {"v": 0}, 0),
+}
+
+
+@pytest.mark.parametrize(("stored", "wanted", "kept"), FILTER_VALUES.values(), ids=FILTER_VALUES)
+def test_filter_dataset_custom_data_compares_json_values(tmp_path, stored, wanted, kept):
+    from episodes import SingleAgentEpisode
+    from episodes.io import DatasetWriter, filter_dataset
+
+    episode = SingleAgentEpisode("x", observations=[0])
+    episode.custom_data.update(stored)
+    with DatasetWriter(tmp_path / "src") as writer:
+        writer.write(episode)
+    assert filter_dataset(tmp_path / "src", tmp_path / "out", custom_data=wanted) == kept
+
+
+def test_filter_dataset_refuses_a_nan_custom_value(tmp_path):
+    from episodes import SingleAgentEpisode
+    from episodes.io import DatasetWriter, filter_dataset
+
+    with DatasetWriter(tmp_path / "src") as writer:
+        writer.write(SingleAgentEpisode("x", observations=[0]))
+    with pytest.raises(ValueError, match="NaN"):
+        filter_dataset(tmp_path / "src", tmp_path / "out", custom_data={"v": [float("nan")]})
+    assert not (tmp_path / "out").exists()
+
+
+def test_merge_compares_env_ids_only_for_its_own_metadata(tmp_path):
+    # Given metadata describes the result: env ids may differ (the spaces may not).
+    from episodes import SingleAgentEpisode
+    from episodes.io import DatasetError, DatasetMetadata, DatasetWriter, merge
+
+    for name in ("a", "b"):
+        meta = DatasetMetadata(env_id=f"Env{name.upper()}-v0")
+        with DatasetWriter(tmp_path / name, metadata=meta) as writer:
+            writer.write(SingleAgentEpisode(name, observations=[0]))
+    sources = [tmp_path / "a", tmp_path / "b"]
+    with pytest.raises(DatasetError, match="env ids EnvA-v0 and EnvB-v0"):
+        merge(sources, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert merge(sources, tmp_path / "out", metadata=DatasetMetadata(env_id="Both-v0")) == 2

@@ -506,3 +506,36 @@ def test_a_copied_sample_keeps_changes_made_to_its_chunks(change, how):
     dup = pickle.loads(pickle.dumps(chunks)) if how == "pickle" else copy.deepcopy(chunks)
     assert list(dup) == list(chunks)
     assert dup[0].id_ == chunks[0].id_ and dup[0].observation_space == chunks[0].observation_space
+
+
+class _SpaceEnv(gym.Env):
+    def __init__(self, observation_space, action_space):
+        self.observation_space, self.action_space = observation_space, action_space
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize(
+    "observation_space, action_space, kind",
+    [
+        (gym.spaces.Text(5), gym.spaces.Discrete(2), "Text observations"),
+        (gym.spaces.Sequence(gym.spaces.Discrete(2)), gym.spaces.Discrete(2), "Sequence obs"),
+        (gym.spaces.Box(0, 1, (2,)), gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Text(3)]),
+         "Text actions"),
+        (gym.spaces.Dict(a=gym.spaces.OneOf([gym.spaces.Discrete(2)])), gym.spaces.Discrete(2),
+         "OneOf observations"),
+    ],
+    ids=["text", "sequence", "text in a tuple", "one-of in a dict"],
+)  # fmt: skip
+def test_spaces_without_fixed_shaped_items_are_refused_up_front(
+    observation_space, action_space, kind
+):
+    # The runner failed inside its first sample() with "len() of unsized object".
+    env = gym.vector.SyncVectorEnv([lambda: _SpaceEnv(observation_space, action_space)] * 2)
+    with pytest.raises(TypeError, match=kind.split()[0]):
+        EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
