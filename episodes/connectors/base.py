@@ -163,6 +163,31 @@ def as_arrays(value: Any, fill: Any = None) -> Any:
         raise ValueError(f"the rows read do not stack ({err}); {filler_mismatch(fill)}") from err
 
 
+def with_fill_dtype(value: Any, fill: Any) -> Any:
+    """Leaves cast to the dtype a read padded with ``fill`` has, padded or not.
+
+    Without a space a padded read promotes its leaves with ``fill`` (int actions padded with
+    0.0 come back float64), so a batch's dtype would depend on whether its rows needed padding:
+    a cut chunk's rows and the same rows of the whole episode would differ.
+
+    Example:
+        >>> with_fill_dtype(np.array([1, 2]), 0.0).dtype
+        dtype('float64')
+        >>> with_fill_dtype(np.float32([1]), 0.0).dtype  # a Python float keeps float32
+        dtype('float32')
+    """
+    fill_type = fill if isinstance(fill, (bool, int, float, complex)) else np.asarray(fill).dtype
+
+    def leaf(x: Any) -> Any:
+        x = np.asarray(x)
+        try:
+            return x.astype(np.result_type(x.dtype, fill_type), copy=False)
+        except TypeError:  # no common dtype (strings and a number): the read would have failed
+            return x
+
+    return tree.map_structure(leaf, value)
+
+
 def sliding_rows(value: Any, window: int) -> Any:
     """``[L + window - 1, ...]`` leaves -> ``[L, window, ...]`` windows (row ``r``: ``r..r+w-1``).
 

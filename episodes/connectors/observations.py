@@ -7,7 +7,14 @@ from typing import Any
 import numpy as np
 import tree
 
-from episodes.connectors.base import Batch, EpisodeConnector, as_arrays, concat_rows, sliding_rows
+from episodes.connectors.base import (
+    Batch,
+    EpisodeConnector,
+    as_arrays,
+    concat_rows,
+    sliding_rows,
+    with_fill_dtype,
+)
 from episodes.episode import SingleAgentEpisode
 
 __all__ = ["FlattenObservations", "FrameStack", "flatten_rows"]
@@ -34,7 +41,8 @@ def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
     )
-    return as_arrays(value, fill)
+    rows = as_arrays(value, fill)
+    return with_fill_dtype(rows, fill) if episode.observation_space is None else rows
 
 
 class FlattenObservations(EpisodeConnector):

@@ -6,7 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from episodes.connectors.base import Batch, EpisodeConnector, as_arrays, concat_rows, sliding_rows
+from episodes.connectors.base import (
+    Batch,
+    EpisodeConnector,
+    as_arrays,
+    concat_rows,
+    sliding_rows,
+    with_fill_dtype,
+)
 from episodes.episode import SingleAgentEpisode
 
 __all__ = ["PrevActionsPrevRewards"]
@@ -77,7 +84,10 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     fill=self.fill,
                     one_hot_discrete=one_hot,
                 )
-                actions.append(sliding_rows(as_arrays(value, self.fill), self.n_actions))
+                rows = as_arrays(value, self.fill)
+                if episode.action_space is None:
+                    rows = with_fill_dtype(rows, self.fill)
+                actions.append(sliding_rows(rows, self.n_actions))
             if self.n_rewards:
                 value = episode.get_rewards(
                     slice(start - self.n_rewards, stop - 1),

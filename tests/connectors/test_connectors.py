@@ -296,3 +296,38 @@ def test_a_refused_learner_batch_is_left_as_it_was():
     with pytest.raises(ValueError, match="'actions' rows do not join"):
         AddLearnerColumns()([a, b], batch)
     assert batch == {"kept": 1}
+
+
+@pytest.mark.parametrize("numpy", [False, True], ids=["list", "numpy"])
+@pytest.mark.parametrize(
+    "connector, key",
+    [(FrameStack(2), "obs"), (PrevActionsPrevRewards(2, 0), "prev_n_actions")],
+    ids=["frame stack", "prev actions"],
+)
+def test_spaceless_rows_have_one_dtype_padded_or_not(connector, key, numpy):
+    # Without a space a padded read was promoted by the 0.0 fill and an unpadded one was not:
+    # a cut chunk's rows were int64 where the same rows of the whole episode were float64.
+    ep = SingleAgentEpisode(
+        observations=[0, 1, 2, 3, 4], actions=[0, 1, 2, 0], rewards=[1.0] * 4,
+        len_lookback_buffer=0,
+    )  # fmt: skip
+    if numpy:
+        ep.to_numpy()
+    later = ep.cut(len_lookback_buffer=3)
+    later.add_env_step(5, 1, 1.0)
+    whole = connector([ep], {})[key]
+    chunk = connector([later], {})[key]
+    assert whole.dtype == chunk.dtype == np.float64
+
+
+def test_eps_ids_of_other_types_stay_apart():
+    # 1 and True were joined into int64 [1, 1], 1 and "a" into strings.
+    def ep(id_):
+        return SingleAgentEpisode(
+            id_, observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=0
+        )
+
+    assert AddLearnerColumns()([ep(1), ep(True)], {})["eps_id"].tolist() == [1, True]
+    assert [type(i) for i in AddLearnerColumns()([ep(1), ep(True)], {})["eps_id"]] == [int, bool]
+    assert AddLearnerColumns()([ep(1), ep("a")], {})["eps_id"].tolist() == [1, "a"]
+    assert AddLearnerColumns()([ep("b"), ep("a")], {})["eps_id"].dtype.kind == "U"
