@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from episodes.io import EpisodeWriter, dataset_info, read_episodes
+from episodes.io import DatasetError, EpisodeWriter, dataset_info, read_episodes
 from episodes.io.joins import manifest_pieces
-from episodes.io.values import id_key
+from episodes.io.values import decode_value, encode_value, id_key
 from episodes.replay.errors import EvictedEpisodeError
 
 if TYPE_CHECKING:
@@ -69,7 +69,10 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             "capacity": buffer.capacity,
             "batch_size_B": buffer.batch_size_B,
             "counters": buffer.get_counters(),
-            "evicted": buffer.get_evicted_ids(),
+            # Typed as the datasets store ids: a tuple id is no JSON list on the way back.
+            "evicted": [
+                encode_value(i, blob=None, where="evicted id") for i in buffer.get_evicted_ids()
+            ],
             "rng": buffer.rng.bit_generator.state,
         }
         if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
@@ -117,7 +120,9 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
     except (OSError, ValueError) as err:
         raise ValueError(f"{root} holds no saved replay buffer ({err})") from None
     if not isinstance(meta, dict) or meta.get("version") != _VERSION:
-        raise ValueError(f"{root}: unsupported replay buffer version {meta.get('version')!r}")
+        version = meta.get("version") if isinstance(meta, dict) else None
+        raise ValueError(f"{root}: unsupported replay buffer version {version!r}")
+    _check_meta(meta, root)
     buffer: EpisodeReplayBuffer
     if meta["kind"] == "prioritized":
         buffer = PrioritizedEpisodeReplayBuffer(
@@ -125,15 +130,54 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         )
     else:
         buffer = EpisodeReplayBuffer(meta["capacity"], batch_size_B=meta["batch_size_B"], seed=seed)
-    buffer.add(list(read_episodes(root / "episodes", numpy=True)))
-    buffer.set_counters(meta["counters"], meta["evicted"])
+    # verify: the episodes were written with checksums; a damaged file is refused, not read.
+    episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))
+    buffer.add(episodes)
+    if buffer.get_num_timesteps() != sum(len(ep) for ep in episodes):
+        raise ValueError(f"{root}: damaged replay buffer (its episodes exceed its capacity)")
+    try:
+        evicted = [decode_value(i, blob=None, where="evicted id") for i in meta["evicted"]]
+        buffer.set_counters(meta["counters"], evicted)
+    except (DatasetError, TypeError, ValueError, KeyError) as err:
+        raise ValueError(f"{root}: damaged replay buffer (counters: {err})") from None
     if seed is None:
-        buffer.rng.bit_generator.state = meta["rng"]
+        try:
+            buffer.rng.bit_generator.state = meta["rng"]
+        except (TypeError, ValueError, KeyError) as err:
+            raise ValueError(f"{root}: damaged replay buffer (generator: {err})") from None
     if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
-        priorities = np.load(root / "priorities.npy", allow_pickle=False)
+        try:
+            priorities = np.load(root / "priorities.npy", allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{root}: damaged replay buffer (priorities: {err})") from None
+        if priorities.shape != (buffer.get_num_timesteps(),):
+            raise ValueError(
+                f"{root}: damaged replay buffer ({priorities.shape} priorities for "
+                f"{buffer.get_num_timesteps()} steps)"
+            )
         buffer.update_priorities(priorities, np.arange(len(priorities)))
         buffer.max_priority = float(meta["max_priority"])
     return buffer
+
+
+def _check_meta(meta: dict[str, Any], root: Path) -> None:
+    """Refuses a replay.json whose fields are missing or of the wrong type (nothing built)."""
+    fields: dict[str, Any] = {
+        "kind": str,
+        "capacity": int,
+        "batch_size_B": int,
+        "counters": dict,
+        "evicted": list,
+        "rng": dict,
+    }
+    if meta.get("kind") == "prioritized":
+        fields.update(alpha=(int, float), max_priority=(int, float))
+    for key, kind in fields.items():
+        value = meta.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"{root}: damaged replay buffer ({key}: {value!r})")
+    if meta["kind"] not in ("uniform", "prioritized"):
+        raise ValueError(f"{root}: damaged replay buffer (unknown kind {meta['kind']!r})")
 
 
 def buffer_from_dataset(

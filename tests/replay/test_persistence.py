@@ -104,3 +104,62 @@ def test_from_dataset_builds_the_class_it_is_called_on(tmp_path, cls, prioritize
         )
     buffer = cls.from_dataset(tmp_path / "d", prioritized=prioritized)
     assert type(buffer) is want and buffer.get_num_timesteps() == 2
+
+
+def test_tuple_evicted_ids_survive_a_restart(tmp_path):
+    # The evicted ids went into replay.json as plain JSON: (1, 2) came back a list, unhashable.
+    buf = EpisodeReplayBuffer(4, seed=0)
+    buf.add(episode((1, 2), 0, 3))
+    buf.add(episode((3, 4), 10, 3))
+    assert buf.get_evicted_ids() == [(1, 2)]
+    buf.save(tmp_path / "buf")
+    back = EpisodeReplayBuffer.load(tmp_path / "buf")
+    assert back.get_evicted_ids() == [(1, 2)] and back.get_episode_ids() == [(3, 4)]
+
+
+def _damage(path, name, change):
+    import json
+
+    meta = json.loads((path / "replay.json").read_text())
+    if name == "replay.json":
+        meta = change(meta)
+        (path / "replay.json").write_text(json.dumps(meta))
+    else:
+        change(path)
+
+
+def _flip_a_stored_byte(path):
+    import os
+
+    files = [os.path.join(r, f) for r, _, fs in os.walk(path / "episodes") for f in fs]
+    target = next(f for f in sorted(files) if os.path.basename(f).startswith("obs"))
+    data = bytearray(open(target, "rb").read())
+    data[-8] ^= 0xFF
+    open(target, "wb").write(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "name, change, message",
+    [
+        ("replay.json", lambda m: [m], "version"),
+        ("replay.json", lambda m: {k: v for k, v in m.items() if k != "alpha"}, "alpha"),
+        ("replay.json", lambda m: {**m, "kind": "foo"}, "unknown kind"),
+        ("replay.json", lambda m: {**m, "capacity": 3}, "capacity"),
+        ("replay.json", lambda m: {**m, "counters": {}}, "counters"),
+        ("priorities", lambda p: np.save(p / "priorities.npy", np.ones(3)), "priorities"),
+        ("priorities", lambda p: (p / "priorities.npy").unlink(), "priorities"),
+        ("episodes", _flip_a_stored_byte, "crc|CRC|checksum"),
+    ],
+    ids=["not an object", "no alpha", "unknown kind", "capacity below the steps",
+         "counters missing", "too few priorities", "priorities missing", "a flipped byte"],
+)  # fmt: skip
+def test_a_damaged_save_is_refused_with_a_value_error(tmp_path, name, change, message):
+    # Each loaded silently (unknown kind as uniform, short priorities padded with 1s, a flipped
+    # byte as other data) or raised AttributeError, KeyError, FileNotFoundError.
+    from episodes.io import DatasetError
+
+    buf = _filled(PrioritizedEpisodeReplayBuffer)
+    buf.save(tmp_path / "buf")
+    _damage(tmp_path / "buf", name, change)
+    with pytest.raises((ValueError, DatasetError), match=message):
+        EpisodeReplayBuffer.load(tmp_path / "buf")
