@@ -101,6 +101,7 @@ class DeviceRecorder(BatchedRecorder):
         self._have_device: torch.Tensor | None = None
 
     # ------------------------------------------------------------------------------ a call
+    @torch.no_grad()  # the blocks are data: no graph of an env or policy
     def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
         """Allocates (or takes over) the call's device blocks.
 
@@ -169,6 +170,7 @@ class DeviceRecorder(BatchedRecorder):
         self._least = int(self._have_device.min())
         return self._least >= self.num_steps
 
+    @torch.no_grad()  # the blocks are data: no graph of an env or policy
     def step(
         self,
         actions: Any,
@@ -235,6 +237,7 @@ class DeviceRecorder(BatchedRecorder):
         return obs, started
 
     # --------------------------------------------------------------------------- the end
+    @torch.no_grad()  # the blocks are data: no graph of an env or policy
     def finish(self) -> Recording:
         """Brings flags and rewards to the host once, does the call's bookkeeping, records.
 

@@ -282,3 +282,23 @@ def test_a_group_sample_of_gpu_runners_converts_on_their_device():
     )
     rollout = episodes_to_rollout(group, gamma=0.9, value_fn=lambda obs: obs[:, 0])
     assert rollout.storage.rewards.device.type == "cuda"
+
+
+def test_a_policy_outside_no_grad_leaves_no_graph_in_the_blocks():
+    # Extras with autograd history were copied with tracking: the blocks joined the policy's
+    # graph, and the rows carried into the next call chained every call's graph to it.
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 2)
+
+    def policy(obs):
+        logits = net(obs)
+        return logits.argmax(1), {"vf_preds": logits[:, 0], "logits": logits}
+
+    runner = EnvRunner(TorchCartPole(4), policy, seed=0)
+    for _ in range(3):
+        chunks = runner.sample(8)
+        device = chunks.recording.device
+        blocks = [device.obs.leaves[0], device.rewards, *device.actions.leaves]
+        blocks += [leaf for column in device.extras.values() for leaf in column.leaves]
+        assert not any(block.requires_grad for block in blocks)
+    assert all(isinstance(c.get_extra_model_outputs("vf_preds"), np.ndarray) for c in chunks)
