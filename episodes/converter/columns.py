@@ -119,7 +119,7 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
     """
     n = len(chunk)
     if column == "observations":
-        data = chunk.get_observations(slice(0, n))
+        buffer, data = chunk.observations, chunk.get_observations(slice(0, n))
     elif column == "extra":
         assert key is not None
         if key not in chunk.extra_model_outputs:
@@ -127,12 +127,12 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
                 f"episode {chunk.id_} has no extra-model-output {key!r}; it records "
                 f"{sorted(chunk.extra_model_outputs)} (configure ColumnKeys)"
             )
-        data = chunk.get_extra_model_outputs(key)
+        buffer, data = chunk.extra_model_outputs[key], chunk.get_extra_model_outputs(key)
     else:
-        data = getattr(chunk, f"get_{column}")()
-    if isinstance(data, list):
-        data = batch(data)
-    return data
+        buffer, data = getattr(chunk, column), getattr(chunk, f"get_{column}")()
+    # By the column's mode, not the type read: a numpy'd column of list-structured items
+    # (an observation [x, y]) reads a list of leaves, already batched.
+    return data if buffer.finalized else batch(data)
 
 
 def _concat(parts: list[Any]) -> Any:

@@ -56,7 +56,7 @@ def episodes_to_batch(
         n = len(chunk)
         add("obs", rows(chunk, "observations"))
         next_obs = chunk.get_observations(slice(1, n + 1))
-        if isinstance(next_obs, list):
+        if not chunk.observations.finalized:  # a list of items (numpy'd: batched leaves)
             from episodes.spaces import batch
 
             next_obs = batch(next_obs)

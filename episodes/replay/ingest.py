@@ -87,7 +87,12 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         return None
     n = len(episode)
     extras = {
-        str(key): _rows(episode.get_extra_model_outputs(key), f"extra_model_outputs[{key!r}]", n)
+        str(key): _rows(
+            episode.get_extra_model_outputs(key),
+            f"extra_model_outputs[{key!r}]",
+            n,
+            episode.extra_model_outputs[key].finalized,
+        )
         for key in episode.extra_model_outputs
     }
     rewards = _rows(episode.get_rewards(), "rewards", n)
@@ -104,8 +109,10 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     return Chunk(
         id_=episode.id_,
         t0=int(episode.t_started),
-        obs=_rows(episode.get_observations(), "observations", n + 1),
-        actions=_rows(episode.get_actions(), "actions", n),
+        obs=_rows(
+            episode.get_observations(), "observations", n + 1, episode.observations.finalized
+        ),
+        actions=_rows(episode.get_actions(), "actions", n, episode.actions.finalized),
         rewards=stored,
         extras=extras,
         infos=_owned(list(episode.get_infos())),
@@ -114,13 +121,14 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     )
 
 
-def _rows(values: Any, what: str, count: int) -> np.ndarray:
+def _rows(values: Any, what: str, count: int, finalized: bool = False) -> np.ndarray:
     # A numpy'd episode returns a nested column as a tuple or dict of per-leaf columns, which
     # np.asarray would stack leaf-major ([leaves, steps, ...]) and the store then broadcast.
     # A list-mode one holds tuples or dicts per step: stacking equal-shaped tuple members
     # would store them as one array, no longer in their space.
+    # A numpy'd column of list-structured items ([x, y] observations) reads a list of leaves.
     nested = isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
-    if nested or isinstance(values, (tuple, dict)):
+    if nested or isinstance(values, (tuple, dict)) or (finalized and isinstance(values, list)):
         raise TypeError(
             f"{what}: replay stores numeric arrays only; nested spaces are not supported, "
             "flatten them with a connector first"

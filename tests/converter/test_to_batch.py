@@ -94,3 +94,36 @@ def test_extra_outputs_only_where_every_chunk_has_them():
     batch = episodes_to_batch(both)
     assert batch["a"].tolist() == [1.0, 3.0] and "b" not in batch
     assert "a" not in episodes_to_batch(both, extra_model_outputs=False)
+
+
+def _list_obs_chunks(numpy: bool, space=None, make_obs=None):
+    make_obs = make_obs or (lambda i: [i, 10 + i, 20 + i])
+    out = []
+    for k in ("a", "b"):
+        ep = SingleAgentEpisode(
+            k, observations=[make_obs(i) for i in range(3)], actions=[0, 1], rewards=[1.0, 1.0],
+            observation_space=space, len_lookback_buffer=0,
+        )  # fmt: skip
+        out.append(ep.to_numpy() if numpy else ep)
+    return out
+
+
+@pytest.mark.parametrize(
+    "space, make_obs",
+    [
+        (None, None),  # same-shaped leaves: were stacked [leaves, T] and joined on that axis
+        (  # leaves of other shapes: a ValueError in numpy mode only
+            gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,), np.float32))),
+            lambda i: [i % 3, np.full(2, i / 10, np.float32)],
+        ),
+    ],
+    ids=["same-shaped leaves", "tuple of other shapes"],
+)
+def test_list_structured_observations_batch_alike_in_both_modes(space, make_obs):
+    want = episodes_to_batch(_list_obs_chunks(False, space, make_obs))
+    got = episodes_to_batch(_list_obs_chunks(True, space, make_obs))
+    for key in ("obs", "next_obs"):
+        w, g = tree.flatten(want[key]), tree.flatten(got[key])
+        assert [x.shape for x in g] == [x.shape for x in w] and w[0].shape[0] == 4
+        for x, y in zip(w, g):
+            np.testing.assert_array_equal(x, y)
