@@ -143,17 +143,21 @@ class EpisodeConnector:
         return f"{type(self).__name__}({fields})"
 
 
-def as_arrays(value: Any, fill: Any = None) -> Any:
+def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False) -> Any:
     """A getter result as a struct of arrays (lists of items are batched leaf-wise).
 
-    ``fill``, the one the getter padded with, goes into the error when the items do not stack:
-    without a space a list-mode read pads with ``fill`` itself, which may not fit the items.
+    ``finalized``: the read is of a numpy'd column, already a struct of arrays (a list of
+    leaves for list-structured items, which must not be batched again). ``fill``, the one the
+    getter padded with, goes into the error when the items do not stack: without a space a
+    list-mode read pads with ``fill`` itself, which may not fit the items.
 
     Example:
         >>> as_arrays([np.zeros(2), np.ones(2)]).shape
         (2, 2)
+        >>> len(as_arrays([np.zeros(3), np.ones(3)], finalized=True))  # two leaves of 3 steps
+        2
     """
-    if not isinstance(value, list):
+    if finalized or not isinstance(value, list):
         return value
     try:
         return batch_items(value)

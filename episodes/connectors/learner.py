@@ -13,6 +13,8 @@ from episodes.episode import SingleAgentEpisode
 
 __all__ = ["AddLearnerColumns"]
 
+# The data-dict keys whose values are read from a column (numpy'd: batched already).
+_COLUMNS = {"obs": "observations", "actions": "actions"}
 _DEFAULT = ("obs", "actions", "rewards", "terminateds", "truncateds", "t", "eps_id")
 
 
@@ -62,7 +64,12 @@ class AddLearnerColumns:
                 elif key == "rewards":
                     parts.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
                 else:
-                    parts.setdefault(key, []).append(as_arrays(value))
+                    column = _COLUMNS.get(key)
+                    buffer = (
+                        getattr(episode, column) if column else episode.extra_model_outputs.get(key)
+                    )
+                    finalized = buffer is not None and buffer.finalized
+                    parts.setdefault(key, []).append(as_arrays(value, finalized=finalized))
         # Every column is joined before the batch changes: a refusal leaves it as it was.
         joined: dict[str, Any] = {}
         for key, values in parts.items():

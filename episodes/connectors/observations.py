@@ -41,7 +41,7 @@ def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
     )
-    rows = as_arrays(value, fill)
+    rows = as_arrays(value, fill, finalized=episode.observations.finalized)
     return with_fill_dtype(rows, fill) if episode.observation_space is None else rows
 
 

@@ -84,7 +84,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     fill=self.fill,
                     one_hot_discrete=one_hot,
                 )
-                rows = as_arrays(value, self.fill)
+                rows = as_arrays(value, self.fill, finalized=episode.actions.finalized)
                 if episode.action_space is None:
                     rows = with_fill_dtype(rows, self.fill)
                 actions.append(sliding_rows(rows, self.n_actions))
@@ -94,7 +94,10 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     neg_index_as_lookback=True,
                     fill=self.fill,
                 )
-                rows = np.asarray(as_arrays(value, self.fill), dtype=np.float32)
+                rows = np.asarray(
+                    as_arrays(value, self.fill, finalized=episode.rewards.finalized),
+                    dtype=np.float32,
+                )
                 rewards.append(sliding_rows(rows, self.n_rewards))
         if actions:
             batch["prev_n_actions"] = concat_rows(actions)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import tree
 
 from episodes import SingleAgentEpisode
 from episodes.connectors import (
@@ -331,3 +332,32 @@ def test_eps_ids_of_other_types_stay_apart():
     assert [type(i) for i in AddLearnerColumns()([ep(1), ep(True)], {})["eps_id"]] == [int, bool]
     assert AddLearnerColumns()([ep(1), ep("a")], {})["eps_id"].tolist() == [1, "a"]
     assert AddLearnerColumns()([ep("b"), ep("a")], {})["eps_id"].dtype.kind == "U"
+
+
+@pytest.mark.parametrize(
+    "connector, key",
+    [
+        (AddLearnerColumns(), "obs"),
+        (AddLearnerColumns(), "actions"),
+        (AddLearnerColumns(), "h"),
+        (FrameStack(1), "obs"),
+        (FlattenObservations(), "obs"),
+    ],
+    ids=["learner obs", "learner actions", "learner extra", "frame stack", "flatten"],
+)
+def test_list_structured_items_give_the_same_rows_in_both_modes(connector, key):
+    # A numpy'd column of [x, y, z] items reads as a list of leaves, which was batched again
+    # into one [leaves, T] array: the rows came out transposed.
+    def make(numpy: bool) -> SingleAgentEpisode:
+        ep = SingleAgentEpisode(
+            observations=[[t, 10 + t, 20 + t] for t in range(4)], actions=[[0, 1], [1, 1], [0, 0]],
+            rewards=[1.0] * 3, extra_model_outputs={"h": [[1, 2], [3, 4], [5, 6]]},
+            len_lookback_buffer=0,
+        )  # fmt: skip
+        return ep.to_numpy() if numpy else ep
+
+    want, got = connector([make(False)], {})[key], connector([make(True)], {})[key]
+    want, got = tree.flatten(want), tree.flatten(got)
+    assert [x.shape for x in got] == [x.shape for x in want]
+    for x, y in zip(want, got):
+        np.testing.assert_array_equal(x, y)
