@@ -29,6 +29,7 @@ from episodes.buffer.value_fit import (
     INTEGERS,
     MISFIT_ERRORS,
     appended_row,
+    batch_leaves,
     batch_misfit,
     first_leaves,
     fit_of,
@@ -450,9 +451,8 @@ class ArrayStore:
             >>> store.extend_batch({"x": np.array([7, 8, 9])}); store.data["x"].tolist()
             [0, 1, 7, 8, 9]
         """
-        leaves, structure = flatten(batch)
-        arrays = [np.asarray(leaf) for leaf in leaves]
-        n = len(arrays[0]) if arrays and arrays[0].ndim else 0
+        arrays, structure = batch_leaves(batch)
+        n = len(arrays[0]) if arrays else 0
         if count is not None and n != count:
             raise ValueError(
                 f"{count} items hold no values a numpy column can store (empty dicts, lists "

@@ -89,6 +89,8 @@ class InfiniteLookbackBuffer:
 
     @space.setter
     def space(self, value: gym.Space[Any] | None) -> None:
+        if value is not None and not isinstance(value, gym.Space):
+            raise TypeError(f"space must be a gymnasium Space or None, got {type(value).__name__}")
         self._space = value
 
     @property

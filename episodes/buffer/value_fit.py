@@ -23,6 +23,7 @@ __all__ = [
     "INTEGERS",
     "MISFIT_ERRORS",
     "appended_row",
+    "batch_leaves",
     "batch_misfit",
     "first_leaves",
     "fit_of",
@@ -178,6 +179,28 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
     """
     staged = [staged_rows(leaves, item, structure) for item in items]
     return unflatten(structure, [np.stack(rows) for rows in zip(*staged)])
+
+
+def batch_leaves(batch: Any) -> tuple[list[np.ndarray], Any]:
+    """A batched struct's leaves as arrays (and its structure), checked to share a leading axis.
+
+    A scalar, a tuple of scalars or a ragged batch would otherwise count as no items.
+
+    Example:
+        >>> [a.shape for a in batch_leaves({"x": np.zeros((2, 3)), "y": np.ones(2)})[0]]
+        [(2, 3), (2,)]
+        >>> batch_leaves((3, 4))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: extend takes a list of items or a batch whose leaves share ... [(), ()]
+    """
+    leaves, structure = flatten(batch)
+    arrays = [np.asarray(leaf) for leaf in leaves]
+    if any(a.ndim == 0 for a in arrays) or len({len(a) for a in arrays}) > 1:
+        raise ValueError(
+            "extend takes a list of items or a batch whose leaves share a leading axis, "
+            f"got leaves of shapes {[a.shape for a in arrays]}"
+        )
+    return arrays, structure
 
 
 def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError | None:

@@ -211,6 +211,8 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     """
     if not hasattr(other, "observations") or not hasattr(other, "t_started"):
         raise TypeError(f"can only concat a SingleAgentEpisode, got {type(other).__name__}")
+    if other is episode:  # a 0-step chunk passes every check below, then pops its own items
+        raise AssertionError("cannot concat an episode with itself")
     if other.id_ != episode.id_:
         raise AssertionError(
             f"cannot concat episodes with different ids: {episode.id_!r} vs {other.id_!r}"

@@ -161,6 +161,11 @@ class StepRecorder:
         if obs is None or act is None or rew is None:
             # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
             self._check_numpy_step(obs_store, observation, action)
+            if not _is_real(reward):  # an untyped column (no step yet) would take its dtype
+                raise ValueError(
+                    "add_env_step: the value for rewards cannot be stored in the episode's "
+                    f"numpy column ({reward!r} is no real number); nothing was recorded"
+                )
             obs, act, rew = obs_store, act_store, rew_store
         elif len(obs) <= self.observations.lookback:  # lookback alone is no reset
             raise AssertionError("add_env_step needs add_env_reset (or observations) first")
@@ -309,3 +314,9 @@ class _RefusedColumn(ValueError):
         super().__init__(column, error)
         self.column = column
         self.error = error
+
+
+def _is_real(value: Any) -> bool:
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return True
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -55,6 +57,28 @@ def _lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
     raise ValueError(
         f"len_lookback_buffer must be 'auto' or an int >= 0, got {len_lookback_buffer!r}"
     )
+
+
+def _checked_space(value: Any) -> Any:
+    """The membership checker of an episode's space (None for None); TypeError for a non-space."""
+    if value is None:
+        return None
+    if not isinstance(value, gym.Space):
+        raise TypeError(f"a space must be a gymnasium Space or None, got {type(value).__name__}")
+    return checker_for(value)
+
+
+@contextlib.contextmanager
+def _spaces_kept_if_refused(given: list[Any]) -> Iterator[None]:
+    # The columns are given their spaces before the episode is validated: a refused episode
+    # leaves the caller's buffers with the spaces they had.
+    saved = [(c, c.space) for c in given if isinstance(c, InfiniteLookbackBuffer)]
+    try:
+        yield
+    except BaseException:
+        for column, space in saved:
+            column.space = space
+        raise
 
 
 class SingleAgentEpisode(StepRecorder, ColumnAccessors):
@@ -134,28 +158,30 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         lookback = _lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
         if infos is None:
             infos = _default_infos(observations)
-        self._assign(
-            {
-                "id_": id_ if id_ is not None else uuid.uuid4().hex,
-                "agent_id": agent_id,
-                "module_id": module_id,
-                "multi_agent_episode_id": multi_agent_episode_id,
-                "observations": _column(observations, lookback, observation_space),
-                "infos": _column(infos, lookback),
-                "actions": _column(actions, lookback, action_space),
-                "rewards": _column(rewards, lookback),
-                "extra_model_outputs": {
-                    key: _column(value, lookback)
-                    for key, value in (extra_model_outputs or {}).items()
-                },
-                "is_terminated": terminated,
-                "is_truncated": truncated,
-                "t_started": 0 if t_started is None else as_int(t_started, what="t_started"),
-                "observation_space": observation_space,
-                "action_space": action_space,
-            }
-        )
-        self.validate()
+        given = [observations, infos, actions, rewards, *(extra_model_outputs or {}).values()]
+        with _spaces_kept_if_refused(given):
+            self._assign(
+                {
+                    "id_": id_ if id_ is not None else uuid.uuid4().hex,
+                    "agent_id": agent_id,
+                    "module_id": module_id,
+                    "multi_agent_episode_id": multi_agent_episode_id,
+                    "observations": _column(observations, lookback, observation_space),
+                    "infos": _column(infos, lookback),
+                    "actions": _column(actions, lookback, action_space),
+                    "rewards": _column(rewards, lookback),
+                    "extra_model_outputs": {
+                        key: _column(value, lookback)
+                        for key, value in (extra_model_outputs or {}).items()
+                    },
+                    "is_terminated": terminated,
+                    "is_truncated": truncated,
+                    "t_started": 0 if t_started is None else as_int(t_started, what="t_started"),
+                    "observation_space": observation_space,
+                    "action_space": action_space,
+                }
+            )
+            self.validate()
 
     @classmethod
     def from_fields(cls, values: dict[str, Any]) -> SingleAgentEpisode:
@@ -178,9 +204,12 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             ('a', 1, [1])
         """
         episode = cls.__new__(cls)
+        extras = values.get("extra_model_outputs")
+        given = [*values.values(), *(extras.values() if isinstance(extras, dict) else ())]
         try:
-            episode._assign(values)
-            episode.validate()
+            with _spaces_kept_if_refused(given):
+                episode._assign(values)
+                episode.validate()
         except AssertionError as err:
             raise ValueError(f"inconsistent episode state: {err}") from err
         return episode
@@ -233,8 +262,9 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     @observation_space.setter
     def observation_space(self, value: gym.Space[Any] | None) -> None:
-        self._observation_space = self.observations.space = value
-        self._obs_check = checker_for(value) if value is not None else None
+        check = _checked_space(value)  # before anything changes
+        self.observations.space = value
+        self._observation_space, self._obs_check = value, check
 
     @property
     def action_space(self) -> gym.Space[Any] | None:
@@ -248,8 +278,9 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     @action_space.setter
     def action_space(self, value: gym.Space[Any] | None) -> None:
-        self._action_space = self.actions.space = value
-        self._action_check = checker_for(value) if value is not None else None
+        check = _checked_space(value)
+        self.actions.space = value
+        self._action_space, self._action_check = value, check
 
     @property
     def custom_data(self) -> dict[str, Any]:

@@ -219,6 +219,34 @@ EPISODE_CASES = [
         "space",
     ),
     (
+        "concat_with_itself",  # a 0-step chunk passed every check, then popped its own items
+        lambda: episode(0),
+        lambda ep: ep.concat_episode(ep),
+        AssertionError,
+        "itself",
+    ),
+    (
+        "observation_space_not_a_space",  # was stored, then get_state() failed
+        lambda: episode(),
+        lambda ep: setattr(ep, "observation_space", "x"),
+        TypeError,
+        "gymnasium Space",
+    ),
+    (
+        "action_space_not_a_space",
+        lambda: episode(),
+        lambda ep: setattr(ep, "action_space", 3),
+        TypeError,
+        "gymnasium Space",
+    ),
+    (
+        "numpy_string_reward_on_the_first_step",  # the undecided column took dtype <U1
+        lambda: episode(0, numpy=True),
+        lambda ep: ep.add_env_step(ZERO, 0, "x"),
+        ValueError,
+        r"rewards cannot be stored.*nothing was recorded",
+    ),
+    (
         "numpy_reward_not_a_number",
         lambda: episode(numpy=True),
         lambda ep: ep.add_env_step(ZERO, 0, "high", extra_model_outputs={"vf": 0.0}),
@@ -738,3 +766,31 @@ def test_from_fields_refuses_values_of_the_wrong_type(values):
     }
     with pytest.raises(TypeError, match="must be"):
         SingleAgentEpisode.from_fields(fields)
+
+
+@pytest.mark.parametrize(
+    "items", [(3, 4), 5, None, "ab", {"a": 1}, {"a": np.zeros(0, np.int64), "b": np.zeros(3)}]
+)
+def test_extend_of_a_numpy_buffer_refuses_what_is_no_batch(items):
+    # A scalar, a tuple of scalars or a ragged batch counted as 0 items and was dropped.
+    buf = InfiniteLookbackBuffer([{"a": 1, "b": 2.0}] if isinstance(items, dict) else [1, 2])
+    buf.finalize()
+    before = copy.deepcopy(buf)
+    with pytest.raises(ValueError, match="leading axis"):
+        buf.extend(items)
+    assert buf == before
+
+
+def test_a_refused_constructor_leaves_the_given_buffers_spaces_alone():
+    obs, rewards = InfiniteLookbackBuffer([ZERO, ZERO]), InfiniteLookbackBuffer([1.0, 2.0])
+    with pytest.raises(AssertionError):  # two rewards for one step
+        SingleAgentEpisode(
+            observations=obs, actions=InfiniteLookbackBuffer([0]), rewards=rewards,
+            observation_space=OBS_SPACE,
+        )  # fmt: skip
+    assert obs.space is None and rewards.space is None
+    with pytest.raises(ValueError):
+        SingleAgentEpisode.from_fields(
+            {"observations": obs, "actions": InfiniteLookbackBuffer([0]), "rewards": rewards}
+        )
+    assert obs.space is None and rewards.space is None
