@@ -16,7 +16,9 @@ past to act well: GRUs carry that memory. The loop is the feed-forward one
   GRU from its stored initial state;
 * bootstrap values need the GRU state too, so instead of a stateless ``value_fn`` the example
   stores ``V`` of each ongoing or truncated chunk's last observation in
-  ``chunk.custom_data["bootstrap_value"]``, which the converter reads.
+  ``chunk.custom_data["bootstrap_value"]``, which the converter reads (the critic GRU replayed
+  over the chunk from its first step's recorded state: the runner's live state has moved past
+  an env's window by the end of a next-step-mode call).
 
 Ends with one line ``final_mean_return=<float>`` (mean return of the last 20 episodes).
 """
@@ -171,26 +173,24 @@ def store_bootstrap_values(
 ) -> None:
     """Puts ``V(last observation)`` of every ongoing or truncated chunk into its custom_data.
 
-    A recurrent value needs the GRU state. For an ongoing chunk that is the runner's live
-    state of its env (exact: nothing reset it). A truncated episode's state was reset by the
-    runner, so the GRU is replayed over the chunk from the state recorded at its first step.
+    A recurrent value needs the GRU state after the chunk's observations, so the critic GRU
+    is replayed over the chunk from the state recorded at its first step. The runner's live
+    state is not it: in next-step mode the runner steps on past an env's window (reset steps
+    record no transition) and its state has moved on, or was reset, by the end of the call.
     """
-    ongoing = [ep for ep in episodes if not ep.is_done]
-    if ongoing:
-        index = [int(ep.custom_data["env_index"]) for ep in ongoing]
-        obs = np.stack([ep.get_observations(-1) for ep in ongoing])
-        x = torch.as_tensor(obs, dtype=torch.float32, device=device).unsqueeze(0)
-        values, _ = model.value(x, runner.state[1][:, index])
-        for ep, value in zip(ongoing, values[0].tolist()):
-            ep.custom_data["bootstrap_value"] = value
+    del runner  # its live state is past the windows (see above)
     for ep in episodes:
-        if ep.is_truncated and not ep.is_terminated:  # terminated wins: V = 0
-            obs = np.asarray(ep.get_observations(), dtype=np.float32)  # o_0 .. o_final
+        if ep.is_terminated:  # terminated wins over truncated: V = 0
+            continue
+        obs = np.asarray(ep.get_observations(), dtype=np.float32)  # o_0 .. o_last (or final)
+        if len(ep):
             h0 = np.asarray(ep.get_extra_model_outputs("hc", 0))  # [num_layers, hidden]
-            x = torch.as_tensor(obs, device=device).unsqueeze(1)
             state = torch.as_tensor(h0, dtype=torch.float32, device=device).unsqueeze(1)
-            values, _ = model.value(x, state)
-            ep.custom_data["bootstrap_value"] = float(values[-1, 0])
+        else:  # a chunk of just a reset: the state a reset gives
+            state = model.initial_state(1)[1].to(device)
+        x = torch.as_tensor(obs, device=device).unsqueeze(1)
+        values, _ = model.value(x, state)
+        ep.custom_data["bootstrap_value"] = float(values[-1, 0])
 
 
 def update(

@@ -189,11 +189,13 @@ def train(
                     "returns": tuple(storage.returns.shape),
                 }
             stats = update(model, optimizer, storage, cfg)
-            env_steps += steps_per_iter
+            # Transitions trained on: with window="vector_steps" a reset step is a masked cell.
+            recorded = steps_per_iter if storage.valid is None else int(storage.valid.sum())
+            env_steps += recorded
             tracker.add(runner.get_metrics()["episode_returns"])
             rates = {
-                "steps_per_s": steps_per_iter / (time.perf_counter() - iter_start),
-                "collect_steps_per_s": steps_per_iter / collect_s,
+                "steps_per_s": recorded / (time.perf_counter() - iter_start),
+                "collect_steps_per_s": recorded / collect_s,
             }
             history.append({"env_steps": env_steps, "mean_return": tracker.mean, **rates, **stats})
             log_iteration(
