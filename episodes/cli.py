@@ -286,23 +286,18 @@ def _key_value(item: str) -> tuple[str, Any]:
     if not sep or not key:
         raise CliError(f"--custom takes KEY=VALUE, got {item!r}")
 
-    def refuse(token: str) -> Any:
-        raise CliError(
-            f"--custom {key}: {token} is not a finite number, so no stored value equals it "
-            f'(for the text, write "{token}" with the quotes)'
-        )
+    def constant(token: str) -> float:
+        if token == "NaN":  # Infinity and -Infinity are values custom_data can hold
+            raise CliError(
+                f"--custom {key}: NaN equals no value, so the filter would keep nothing "
+                '(for the text, write "NaN" with the quotes)'
+            )
+        return float(token)
 
     try:  # 0 -> int, "a" -> str, true -> bool
-        return key, json.loads(
-            text, parse_constant=refuse, parse_float=lambda t: _finite(t, refuse)
-        )
+        return key, json.loads(text, parse_constant=constant)
     except ValueError:
         return key, text
-
-
-def _finite(text: str, refuse: Any) -> float:
-    value = float(text)
-    return value if math.isfinite(value) else refuse(text)
 
 
 def _filter(args: argparse.Namespace) -> int:

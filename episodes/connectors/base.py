@@ -170,17 +170,18 @@ def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False) -> Any:
 def with_fill_dtype(value: Any, fill: Any) -> Any:
     """Leaves cast to the dtype a read padded with ``fill`` has, padded or not.
 
-    Without a space a padded read promotes its leaves with ``fill`` (int actions padded with
-    0.0 come back float64), so a batch's dtype would depend on whether its rows needed padding:
-    a cut chunk's rows and the same rows of the whole episode would differ.
+    Without a space a padded read stacks ``fill`` itself with the items, which promotes them
+    as ``np.asarray(fill)`` does (int actions or float32 observations padded with 0.0 come back
+    float64), so a batch's dtype would depend on whether its rows needed padding: a cut
+    chunk's rows and the same rows of the whole episode would differ.
 
     Example:
         >>> with_fill_dtype(np.array([1, 2]), 0.0).dtype
         dtype('float64')
-        >>> with_fill_dtype(np.float32([1]), 0.0).dtype  # a Python float keeps float32
+        >>> with_fill_dtype(np.float32([1]), np.float32(0)).dtype  # a float32 fill keeps it
         dtype('float32')
     """
-    fill_type = fill if isinstance(fill, (bool, int, float, complex)) else np.asarray(fill).dtype
+    fill_type = np.asarray(fill).dtype
 
     def leaf(x: Any) -> Any:
         x = np.asarray(x)

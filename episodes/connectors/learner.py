@@ -76,7 +76,7 @@ class AddLearnerColumns:
             if key == "infos":
                 joined[key] = [info for part in values for info in part]  # type: ignore[attr-defined]
                 continue
-            if key == "eps_id" and len({np.asarray(v).dtype for v in values}) > 1:
+            if key == "eps_id" and len({np.asarray(v).dtype.kind for v in values}) > 1:
                 # Ids of other types (1 and True, 1 and "a") would be cast to one and merge.
                 values = [np.asarray(v).astype(object) for v in values]
             try:

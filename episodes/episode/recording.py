@@ -161,7 +161,8 @@ class StepRecorder:
         if obs is None or act is None or rew is None:
             # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
             self._check_numpy_step(obs_store, observation, action)
-            if not _is_real(reward):  # an untyped column (no step yet) would take its dtype
+            if not getattr(rew_store, "typed", True) and not _is_real(reward):
+                # The first step decides an untyped column's dtype: a string would make it <U1.
                 raise ValueError(
                     "add_env_step: the value for rewards cannot be stored in the episode's "
                     f"numpy column ({reward!r} is no real number); nothing was recorded"
@@ -317,6 +318,10 @@ class _RefusedColumn(ValueError):
 
 
 def _is_real(value: Any) -> bool:
-    if isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
         return True
-    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf"
+    try:  # 0-d arrays and tensors
+        array = np.asarray(value)
+    except Exception:  # noqa: BLE001 - anything numpy cannot read is no real number
+        return False
+    return array.ndim == 0 and array.dtype.kind in "biuf"

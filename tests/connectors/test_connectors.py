@@ -332,6 +332,7 @@ def test_eps_ids_of_other_types_stay_apart():
     assert [type(i) for i in AddLearnerColumns()([ep(1), ep(True)], {})["eps_id"]] == [int, bool]
     assert AddLearnerColumns()([ep(1), ep("a")], {})["eps_id"].tolist() == [1, "a"]
     assert AddLearnerColumns()([ep("b"), ep("a")], {})["eps_id"].dtype.kind == "U"
+    assert AddLearnerColumns()([ep("ep1"), ep("ep10")], {})["eps_id"].dtype.kind == "U"
 
 
 @pytest.mark.parametrize(
@@ -361,3 +362,22 @@ def test_list_structured_items_give_the_same_rows_in_both_modes(connector, key):
     assert [x.shape for x in got] == [x.shape for x in want]
     for x, y in zip(want, got):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("numpy", [False, True], ids=["list", "numpy"])
+@pytest.mark.parametrize(
+    "fill, want", [(0.0, np.float64), (np.float32(0), np.float32)], ids=["python", "float32"]
+)
+def test_spaceless_float32_rows_follow_the_fill_padded_or_not(numpy, fill, want):
+    # float32 rows stayed float32 when unpadded and became float64 when padded with 0.0.
+    ep = SingleAgentEpisode(
+        observations=[np.float32(t) for t in range(5)], actions=[0, 1, 2, 0],
+        rewards=[1.0] * 4, len_lookback_buffer=0,
+    )  # fmt: skip
+    if numpy:
+        ep.to_numpy()
+    later = ep.cut(len_lookback_buffer=3)
+    later.add_env_step(np.float32(5), 1, 1.0)
+    whole = FrameStack(2, fill=fill)([ep], {})["obs"]
+    chunk = FrameStack(2, fill=fill)([later], {})["obs"]
+    assert whole.dtype == chunk.dtype == want

@@ -794,3 +794,21 @@ def test_a_refused_constructor_leaves_the_given_buffers_spaces_alone():
             {"observations": obs, "actions": InfiniteLookbackBuffer([0]), "rewards": rewards}
         )
     assert obs.space is None and rewards.space is None
+
+
+@pytest.mark.parametrize(
+    "reward", [np.bool_(True), np.float32(0.5), np.array(2.0), 3, 1.5], ids=repr
+)
+def test_numpy_mode_takes_every_real_reward_on_the_first_step_and_after(reward):
+    ep = episode(0, numpy=True)
+    ep.add_env_step(ZERO, 0, reward)
+    ep.add_env_step(ZERO, 1, reward)
+    assert ep.get_rewards().dtype.kind in "biuf" and len(ep) == 2
+
+
+def test_numpy_mode_takes_torch_scalar_rewards():
+    torch = pytest.importorskip("torch")
+    ep = episode(0, numpy=True)
+    ep.add_env_step(ZERO, 0, torch.tensor(1.5))
+    ep.add_env_step(ZERO, 1, torch.tensor(1))
+    assert ep.get_rewards().tolist() == [1.5, 1.0]
