@@ -753,6 +753,27 @@ def test_a_t_started_that_is_no_int_is_refused() -> None:  # "t-started-not-int"
     assert RSAE(t_started=2.7).t_started == 2.7
 
 
+def test_concat_with_itself_is_refused() -> None:  # "concat-with-itself"
+    ours, theirs = OSAE(), RSAE()
+    ours.add_env_reset(0)
+    theirs.add_env_reset(0)
+    with pytest.raises(AssertionError, match="itself"):
+        ours.concat_episode(ours)
+    assert ours.get_observations() == [0] and ours.is_reset
+    theirs.concat_episode(theirs)
+    assert theirs.get_observations() == [] and not theirs.is_reset
+
+
+@pytest.mark.parametrize("field", ["observation_space", "action_space"])
+def test_a_space_that_is_no_space_is_refused(field) -> None:  # "space-not-a-space"
+    ours, theirs = OSAE(), RSAE()
+    with pytest.raises(TypeError, match="gymnasium Space"):
+        setattr(ours, field, "x")
+    assert getattr(ours, field) is None
+    setattr(theirs, field, "x")
+    assert getattr(theirs, field) == "x"
+
+
 def test_concat_new_keys_into_empty_chunk() -> None:  # "concat-new-keys-into-empty"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
     ob = np.zeros(4, np.float32)
