@@ -394,13 +394,8 @@ class DeviceBlocks(Blocks):
 def as_device_batch(batch: Any, device: torch.device) -> Any:
     """A struct with every leaf a tensor on ``device`` (no copy for tensors already there).
 
-    Leaves are detached: a policy run outside ``torch.no_grad`` would otherwise make the blocks
-    part of its graph, and the rows carried into the next call would chain every call's graph.
-
     Example:
         >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
         torch.float64
-        >>> as_device_batch(torch.ones(2, requires_grad=True), torch.device("cpu")).requires_grad
-        False
     """
-    return map_batch(lambda leaf: torch.as_tensor(leaf, device=device).detach(), batch)
+    return map_batch(lambda leaf: torch.as_tensor(leaf, device=device), batch)
