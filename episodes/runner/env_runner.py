@@ -13,7 +13,7 @@ import tree
 from episodes.indexing import whole_number
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
-from episodes.runner.policy import check_outputs
+from episodes.runner.policy import check_outputs, check_shapes, output_shapes
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
@@ -140,6 +140,7 @@ class EnvRunner:
         self.state: Any = None
         self._output_keys: tuple[str, ...] | None = None  # the policy's extra outputs
         self._output_key_set: frozenset[str] = frozenset()
+        self._output_shapes: dict[str | None, Any] = {}
         self._failure: str | None = None  # why a sample() stopped part-way, if one did
         self._recorder = BatchedRecorder(
             self.num_envs,
@@ -289,6 +290,9 @@ class EnvRunner:
         if keys is None or extras.keys() != self._output_key_set:
             self._output_keys = check_outputs(actions, extras, self.num_envs, keys)
             self._output_key_set = frozenset(self._output_keys)
+            if keys is None:
+                self._output_shapes = output_shapes(actions, extras)
+        check_shapes(actions, extras, self._output_shapes)
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         self._obs, started = self._recorder.step(
             actions, extras, obs, rewards, terminateds, truncateds, infos, reset=self.env.reset

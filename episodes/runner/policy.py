@@ -147,3 +147,49 @@ def check_outputs(
                     f"the first axis, got shape {shape}"
                 )
     return tuple(sorted(extras))
+
+
+def output_shapes(actions: Any, extras: dict[str, Any]) -> dict[str | None, Any]:
+    """The shapes of a step's array outputs (None for structured ones), actions under None.
+
+    Every later step must repeat them: a block row takes a batch that lost its env axis or
+    has a unit dimension by broadcasting it over the sub-envs, without an error.
+
+    Example:
+        >>> output_shapes(np.zeros(2), {"vf_preds": np.zeros((2, 1)), "s": {"h": np.zeros(2)}})
+        {None: (2,), 'vf_preds': (2, 1), 's': None}
+    """
+    shapes: dict[str | None, Any] = {None: getattr(actions, "shape", None)}
+    for key, value in extras.items():
+        shapes[key] = getattr(value, "shape", None)
+    return shapes
+
+
+def check_shapes(actions: Any, extras: dict[str, Any], shapes: dict[str | None, Any]) -> None:
+    """Raises a ``ValueError`` when an output's shape differs from ``output_shapes``'s.
+
+    Example:
+        >>> shapes = output_shapes(np.zeros(2), {"vf_preds": np.zeros(2)})
+        >>> check_shapes(np.zeros(2), {"vf_preds": np.zeros(2)}, shapes)
+        >>> check_shapes(np.zeros(2), {"vf_preds": np.float64(0.0)}, shapes)
+        Traceback (most recent call last):
+        ...
+        ValueError: the policy's extra output 'vf_preds' changed shape from (2,) to (): ...
+    """
+    # One attribute read and one comparison per output: this runs at every vector step.
+    if getattr(actions, "shape", None) != shapes[None]:
+        _shape_changed("actions", shapes[None], actions)
+    for key, value in extras.items():
+        if getattr(value, "shape", None) != shapes[key]:
+            _shape_changed(f"extra output {key!r}", shapes[key], value)
+
+
+def _shape_changed(name: str, before: Any, value: Any) -> None:
+    now = getattr(value, "shape", None)
+    if now is None:
+        now = np.shape(value)
+    raise ValueError(
+        f"the policy's {name} changed shape from {tuple(before) if before is not None else None}"
+        f" to {tuple(now)}: every step's outputs keep the first step's shapes (one row per "
+        "sub-env)"
+    )

@@ -401,11 +401,34 @@ BAD_OUTPUTS = {
         lambda k, n: (np.zeros(n, np.int64), {"v" if k <= 2 else "w": np.zeros(n)}),
         r"changed from \['v'\] to \['w'\]",
     ),
+    # Later steps that lose the env axis or gain a unit one would broadcast into the blocks.
+    "extra_loses_env_axis": (
+        lambda k, n: (np.zeros(n, np.int64), {"v": np.zeros(n) if k <= 2 else np.float64(1)}),
+        r"extra output 'v' changed shape from \(\d+,\) to \(\)",
+    ),
+    "extra_gains_unit_axis": (
+        lambda k, n: (np.zeros(n, np.int64), {"v": np.zeros((n, 3) if k <= 2 else (n, 1))}),
+        r"changed shape from \(\d+, 3\) to \(\d+, 1\)",
+    ),
+    "actions_lose_env_axis": (
+        lambda k, n: (np.zeros(n, np.int64) if k <= 2 else np.int64(0), {}),
+        r"actions changed shape",
+    ),
 }
 
 
-@pytest.mark.parametrize("bad", ["key_appears_later", "key_vanishes", "key_renamed"])
-def test_changed_output_keys_are_refused_before_the_env_steps(bad):
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "key_appears_later",
+        "key_vanishes",
+        "key_renamed",
+        "extra_loses_env_axis",
+        "extra_gains_unit_axis",
+        "actions_lose_env_axis",
+    ],
+)
+def test_changed_outputs_are_refused_before_the_env_steps(bad):
     env = make_vec(SCRIPTS, "NextStep")
     counts = {"policy": 0, "env": 0}
     real_step = env.step
@@ -419,7 +442,7 @@ def test_changed_output_keys_are_refused_before_the_env_steps(bad):
         return BAD_OUTPUTS[bad][0](counts["policy"], len(obs))
 
     env.step = step
-    with pytest.raises(ValueError, match="changed from"):
+    with pytest.raises(ValueError, match=BAD_OUTPUTS[bad][1]):
         EnvRunner(env, policy, seed=0).sample(5)
     assert counts["env"] == counts["policy"] - 1  # the env did not take the refused step
 
