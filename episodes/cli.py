@@ -170,14 +170,14 @@ def _info(args: argparse.Namespace) -> int:
         return 0
     print(f"dataset:  {info.path} (format version {info.version})")
     if info.version >= 2:
-        print(f"shards:   {info.num_shards}  ({info.nbytes / 1e6:.2f} MB)")
+        print(f"shards:   {info.num_shards}  ({info.nbytes / 2**20:.2f} MiB)")
         print(f"created:  {info.created} by episodes {info.library_version}")
         for key, value in (info.metadata or {}).items():
             if value not in (None, {}, []) and key != "env_spec":
                 print(
                     f"{key + ':':<9} {json.dumps(value) if not isinstance(value, str) else value}"
                 )
-    print(f"chunks:   {info.num_chunks}  ({info.nbytes / 1e6:.2f} MB)")
+    print(f"chunks:   {info.num_chunks}  ({info.nbytes / 2**20:.2f} MiB)")
     print(f"episodes: {info.num_episodes}  ({info.num_done} done)")
     print(f"steps:    {info.num_steps}")
     print(f"return:   {_stats(returns)}")
@@ -370,7 +370,7 @@ def _add_tools(sub: Any) -> None:
     )
     mig.add_argument("src", metavar="SRC")
     mig.add_argument("dst", metavar="DST")
-    mig.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MB)")
+    mig.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MiB)")
     mig.add_argument("--data-format", choices=["arrow", "parquet"], default="arrow")
     mig.add_argument("--compression", choices=["none", "zstd"], default="none")
     mig.set_defaults(func=_migrate)
@@ -435,7 +435,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--num-envs", type=int, default=1, help="envs stepped side by side")
     rec.add_argument("--seed", type=int, default=None, help="seed for envs and actions")
     rec.add_argument("--format", type=int, choices=[1, 2], default=2, help="dataset format")
-    rec.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MB, v2)")
+    rec.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MiB, v2)")
     rec.set_defaults(func=_record)
     inf = sub.add_parser(
         "info",
