@@ -48,10 +48,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         alpha: float = 1.0,
         seed: int | None = None,
     ):
-        super().__init__(capacity, batch_size_B=batch_size_B, seed=seed)
-        if not np.isfinite(alpha) or alpha < 0:
+        if not _is_real(alpha) or not 0 <= alpha < math.inf:
             raise ValueError(f"alpha must be a finite float >= 0, got {alpha!r}")
-        self.alpha = float(alpha)
+        super().__init__(capacity, batch_size_B=batch_size_B, seed=seed)
+        self._alpha = float(alpha)
         self._tree = SumTree(64)
         # The priorities as set, per slot: the tree holds p ** alpha, which alpha = 0 (or a tiny
         # alpha, through rounding) cannot be turned back into p.
@@ -61,6 +61,16 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._last_indices: np.ndarray | None = None
         self._last_slots: tuple[np.ndarray, int, int] | None = None  # slots, moves, kills
         self._kills = 0
+
+    @property
+    def alpha(self) -> float:
+        """The priority exponent (read-only: the tree holds every priority to its power).
+
+        Example:
+            >>> PrioritizedEpisodeReplayBuffer(10, alpha=0.6).alpha
+            0.6
+        """
+        return self._alpha
 
     @property
     def max_priority(self) -> float:
@@ -83,9 +93,22 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     @max_priority.setter
     def max_priority(self, value: float) -> None:
-        if not np.isfinite(value) or value <= 0:
+        if not _is_real(value) or not 0 < value < math.inf:
             raise ValueError(f"max_priority must be finite and > 0, got {value!r}")
+        self._leaf_of(float(value), self._alpha)  # new steps get it: refused if unusable
         self._max_priority = float(value)
+
+    @staticmethod
+    def _leaf_of(priority: float, alpha: float) -> float:
+        """``priority ** alpha`` as the tree holds it; a ``ValueError`` when that is 0 or inf."""
+        with np.errstate(over="ignore", under="ignore"):
+            leaf = float(np.float64(priority) ** alpha)
+        if not 0 < leaf < math.inf:
+            raise ValueError(
+                f"priority {priority!r} to the power alpha={alpha} is {leaf}: new steps would "
+                "never be drawn (0) or swamp every other step (inf)"
+            )
+        return leaf
 
     # ------------------------------------------------------------------------- store hooks
     def _on_append(self, slots: np.ndarray) -> None:
@@ -95,8 +118,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             self._tree.rebuild(leaves)
         if self._store.size > len(self._raw):
             self._raw = np.concatenate([self._raw, np.zeros(self._store.size - len(self._raw))])
-        self._tree.update(slots, np.full(len(slots), self._max_priority**self.alpha))
+        self._tree.update(slots, np.full(len(slots), self._leaf_of(self._max_priority, self.alpha)))
         self._raw[slots] = self._max_priority
+
+    def _check_fit(self, chunks: list[Any]) -> None:
+        super()._check_fit(chunks)
+        # Checked before anything is stored: the new steps get the max priority each.
+        leaf = self._leaf_of(self._max_priority, self.alpha)
+        if not math.isfinite(self._tree.total + sum(chunk.n for chunk in chunks) * leaf):
+            raise ValueError(
+                f"adding these steps at max_priority={self._max_priority} would make the sum of "
+                "all priorities infinite"
+            )
 
     def _on_kill(self, slots: np.ndarray) -> None:
         self._tree.update(slots, np.zeros(len(slots)))
@@ -192,8 +225,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 "update_priorities needs indices: the last sample drew no transitions (nothing "
                 "sampled yet, or sequences or episodes)"
             )
-        idx = np.asarray(indices)
-        prio = np.asarray(priorities, np.float64)
+        idx = _host(indices)
+        prio = _host(priorities, np.float64)
         if idx.ndim != 1 or prio.ndim != 1 or len(idx) != len(prio):
             raise ValueError(
                 f"priorities (shape {prio.shape}) and indices (shape {idx.shape}) must be 1-d "
@@ -201,8 +234,6 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             )
         if not len(idx):
             return
-        if idx.dtype.kind not in "iu":
-            raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
         top = float(prio.max())
         if not (prio.min() > 0 and top < np.inf):  # NaN fails both
             bad = prio[~(np.isfinite(prio) & (prio > 0))][:5]
@@ -210,9 +241,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if cached is not None and cached[1:] == (self._store.moves, self._kills):
             slots = cached[0]  # the sampled slots, all still live: no search needed
         else:
-            idx = idx.astype(np.int64, copy=False)
-            if idx.min() < 0 or idx.max() >= self._store.next_uid:
-                raise ValueError("indices the buffer never issued (use a batch's 'indices')")
+            idx = _issued(idx, self._store.next_uid)
             slots, found = self._find(idx)
             if not found.all():  # evicted items: skipped, their priorities too
                 slots, prio = slots[found], prio[found]
@@ -224,8 +253,16 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(
                 f"priorities {bad.tolist()} to the power alpha={self.alpha} are 0 or infinite"
             )
-        if not math.isfinite(self._tree.total + float(leaves.sum())):  # a bound on the new sum
-            raise ValueError("these priorities would make the sum of all priorities infinite")
+        with np.errstate(over="ignore"):
+            added = float(leaves.sum())
+        if not math.isfinite(self._tree.total + added):  # a bound on the new sum
+            # The bound counts the replaced leaves twice; the exact new sum decides.
+            last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
+            replaced = float(self._tree.leaves(slots[last]).sum())
+            with np.errstate(over="ignore"):
+                added = float(leaves[last].sum())
+            if not math.isfinite(self._tree.total - replaced + added):
+                raise ValueError("these priorities would make the sum of all priorities infinite")
         self._tree.update(slots, leaves)
         self._raw[slots] = prio  # a repeated slot keeps its last priority, as in the tree
         self._max_priority = max(self._max_priority, top)
@@ -242,10 +279,11 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             >>> buf.get_priorities([1, 0]).tolist()
             [9.0, 4.0]
         """
-        slots, found = self._find(np.asarray(indices, np.int64))
+        idx = _issued(indices, self._store.next_uid)
+        slots, found = self._find(idx.ravel())
         if not found.all():
             raise KeyError("some indices are no longer stored")
-        return self._raw[slots]
+        return self._raw[slots].reshape(idx.shape)
 
     def _find(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         store = self._store
@@ -312,6 +350,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                     )
             if not (np.isfinite(alpha) and alpha >= 0 and np.isfinite(top) and top > 0):
                 raise ValueError(f"a broken replay buffer state: alpha={alpha}, max_priority={top}")
+            try:
+                self._leaf_of(top, alpha)
+            except ValueError as err:
+                raise ValueError(f"a broken replay buffer state: {err}") from None
             leaves[live] = given
             if "priorities" in extra:
                 raw[live] = kept
@@ -321,6 +363,32 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         tree.rebuild(leaves)
         for name, value in parts.items():
             setattr(self, name, value)
-        self.alpha, self._max_priority, self._tree, self._raw = alpha, top, tree, raw
+        self._alpha, self._max_priority, self._tree, self._raw = alpha, top, tree, raw
         self._last_indices = None
         self._last_slots = None
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _host(values: Any, dtype: Any = None) -> np.ndarray:
+    """Numpy values of a list, array or torch tensor (any device or dtype, with grad too)."""
+    if hasattr(values, "detach") and hasattr(values, "cpu"):  # a torch tensor (no import)
+        values = values.detach().cpu()
+        if dtype is not None or values.is_floating_point():  # bfloat16 has no numpy dtype
+            values = values.double()
+        values = values.numpy()
+    return np.asarray(values, dtype)
+
+
+def _issued(indices: Any, next_uid: int) -> np.ndarray:
+    """Item indices as int64, refused unless integers this buffer may have issued."""
+    idx = _host(indices)
+    if idx.dtype.kind not in "iu":
+        raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
+    if idx.size and (idx.min() < 0 or idx.max() >= next_uid):
+        raise ValueError("indices the buffer never issued (use a batch's 'indices')")
+    return idx.astype(np.int64)

@@ -184,3 +184,101 @@ def test_priorities_survive_compactions():
             # Importance weights are (p / p_min)^-1 with p_min = 1: they name each item's priority.
             np.testing.assert_allclose(batch["weights"], 1.0 / (1.0 + drawn % 7), rtol=1e-6)
     assert compactions >= 3  # the scenario must keep exercising the remapping of the tree
+
+
+@pytest.mark.parametrize(
+    ("name", "alpha", "max_priority"),
+    [
+        # 1e-7 ** 50 is 0: new steps were never drawn (sampling gave index -1, weight inf).
+        ("new steps' p ** alpha underflows", 50.0, 1e-7),
+        # 1e7 ** 50 overflowed in add(), after the rows were stored (OverflowError).
+        ("new steps' p ** alpha overflows", 50.0, 1e7),
+        ("zero", 1.0, 0.0),
+        ("a string", 1.0, "2"),
+        ("a bool", 1.0, True),
+    ],
+)
+def test_a_max_priority_new_steps_cannot_get_is_refused(name, alpha, max_priority):
+    buf = PrioritizedEpisodeReplayBuffer(100, alpha=alpha, seed=0)
+    buf.add(episode("a", 0, 3))
+    before = buf.get_state()
+    with pytest.raises(ValueError, match="max_priority|alpha"):
+        buf.max_priority = max_priority
+    assert_states_equal(buf.get_state(), before)
+    state = buf.get_state()
+    state["prioritized"]["max_priority"] = max_priority
+    if isinstance(max_priority, float) and max_priority > 0:  # the state's own check
+        with pytest.raises(ValueError, match="broken replay buffer state"):
+            buf.set_state(state)
+        assert_states_equal(buf.get_state(), before)
+
+
+def test_an_add_that_would_make_the_sum_infinite_is_refused_before_storing():
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 2))
+    buf.sample(2)
+    buf.update_priorities([1e308], [0])  # new steps now get 1e308 each
+    before = buf.get_state()
+    with pytest.raises(ValueError, match="infinite"):
+        buf.add(episode("b", 0, 2))
+    assert_states_equal(buf.get_state(), before)
+    assert np.isfinite(buf.sample(8)["weights"]).all()
+
+
+def test_an_update_is_judged_by_the_sum_it_makes():
+    """Setting an item's priority again to the same huge value leaves the sum as it is."""
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 2))
+    buf.update_priorities([1e308], [0])
+    buf.update_priorities([1e308, 1e308], [0, 0])  # refused before: total + new > max float
+    assert buf.get_priorities([0, 1]).tolist() == [1e308, 1.0]
+    with pytest.raises(ValueError, match="infinite"):
+        buf.update_priorities([1e308], [1])
+
+
+@pytest.mark.parametrize(
+    ("name", "indices", "error"),
+    [
+        ("float index", [1.5], ValueError),  # was truncated to item 1
+        ("never issued", [10**6], ValueError),
+        ("negative", [-1], ValueError),
+        ("evicted-looking but too big for int64", np.array([2**63], np.uint64), ValueError),
+    ],
+)
+def test_get_priorities_refuses_what_is_not_an_issued_index(name, indices, error):
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 3))
+    with pytest.raises(error):
+        buf.get_priorities(indices)
+
+
+def test_get_priorities_keeps_the_indices_shape():
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 3))
+    buf.update_priorities([2.0, 3.0], [1, 2])
+    assert buf.get_priorities(np.int64(2)).shape == ()  # a scalar index: was a TypeError
+    assert float(buf.get_priorities(2)) == 3.0
+    assert buf.get_priorities([[1], [2]]).tolist() == [[2.0], [3.0]]
+
+
+def test_torch_priorities_of_any_float_dtype_and_with_grad_are_taken():
+    torch = pytest.importorskip("torch")
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buf.add(episode("a", 0, 4))
+    loss = torch.tensor([0.5, 1.5, 2.5], requires_grad=True) * 2
+    buf.update_priorities(loss.to(torch.bfloat16), torch.tensor([0, 1, 2]))  # autocast's dtype
+    assert buf.get_priorities([0, 1, 2]).tolist() == [1.0, 3.0, 5.0]
+    buf.update_priorities(loss + 1, torch.tensor([1, 2, 3]))
+    assert buf.get_priorities([0, 1, 2, 3]).tolist() == [1.0, 2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("alpha", ["1", None, True, float("nan"), -1.0])
+def test_alpha_must_be_a_real_number(alpha):
+    with pytest.raises(ValueError, match="alpha"):
+        PrioritizedEpisodeReplayBuffer(100, alpha=alpha)
+
+
+def test_alpha_is_read_only():
+    buf = PrioritizedEpisodeReplayBuffer(100, alpha=0.5)
+    with pytest.raises(AttributeError):
+        buf.alpha = 2.0
