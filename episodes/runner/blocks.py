@@ -74,11 +74,36 @@ class Column:
             ([1.0, 2.0], [3.0, 4.0])
         """
         if self.structure is None:
-            self.leaves[0][row] = batch
+            leaf = self.leaves[0]
+            if batch.dtype is not leaf.dtype:
+                leaf = self.widened(0, batch)
+            leaf[row] = batch
             return
         values = flatten(batch)[0]
-        for leaf, value in zip(self.leaves, values):
+        for j, value in enumerate(values):
+            leaf = self.leaves[j]
+            if getattr(value, "dtype", None) is not leaf.dtype:
+                leaf = self.widened(j, value)
             leaf[row] = value
+
+    def widened(self, j: int, value: Any) -> Any:
+        """Leaf ``j``, retyped first if ``value`` does not fit its dtype; returns the leaf.
+
+        A later batch of a wider type (floats after ints, int64 after int8) would be cast
+        into the first batch's dtype by the row write, changing values. The leaf is widened
+        to the type both promote to, which is what stacking the values would give.
+
+        Example:
+            >>> col = Column.for_batch(np.zeros(2, np.int64), rows=2)
+            >>> col.put(0, np.array([1, 2])); col.put(1, np.array([0.5, 1.5]))
+            >>> col.leaves[0].dtype.name, col.leaves[0].tolist()
+            ('float64', [[1.0, 2.0], [0.5, 1.5]])
+        """
+        leaf = self.leaves[j]
+        dtype = np.asarray(value).dtype
+        if not np.can_cast(dtype, leaf.dtype, "safe"):
+            leaf = self.leaves[j] = leaf.astype(np.result_type(leaf.dtype, dtype))
+        return leaf
 
     def gather(self, flat: np.ndarray) -> Any:
         """The items at flat positions ``row * num_envs + env`` (any index shape), as new arrays.
@@ -249,8 +274,9 @@ class Blocks:
         try:
             for key, value in extras.items():
                 column = columns[key]
-                if column.structure is None:  # the usual flat output: no call per step
-                    column.leaves[0][row] = value
+                leaf = column.leaves[0]
+                if column.structure is None and value.dtype is leaf.dtype:  # no call per step
+                    leaf[row] = value
                 else:
                     column.put(row, value)
         except KeyError as err:  # the same number of outputs under another key

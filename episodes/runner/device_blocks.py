@@ -119,6 +119,21 @@ class TensorColumn(Column):
             ],
         )
 
+    def widened(self, j: int, value: Any) -> Any:
+        """:meth:`Column.widened` with torch's type promotion.
+
+        Example:
+            >>> col = TensorColumn.for_batch(torch.zeros(2, dtype=torch.int64), rows=2)
+            >>> col.put(0, torch.tensor([0.5, 1.5])); col.leaves[0].dtype
+            torch.float32
+        """
+        leaf: torch.Tensor = self.leaves[j]
+        dtype = torch.as_tensor(value).dtype
+        wide = torch.promote_types(leaf.dtype, dtype)
+        if wide != leaf.dtype:
+            leaf = self.leaves[j] = leaf.to(wide)
+        return leaf
+
     def resized(self, rows: int) -> TensorColumn:
         """A new column of ``rows`` rows holding this one's first rows (as many as fit).
 

@@ -562,3 +562,45 @@ def test_spaces_without_fixed_shaped_items_are_refused_up_front(
     env = gym.vector.SyncVectorEnv([lambda: _SpaceEnv(observation_space, action_space)] * 2)
     with pytest.raises(TypeError, match=kind.split()[0]):
         EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+
+
+class _DtypeDriftEnv(gym.vector.VectorEnv):
+    """Next-step env whose reset observations are int8 and step observations float64."""
+
+    def __init__(self, num_envs: int = 2):
+        self.num_envs = num_envs
+        self.single_observation_space = gym.spaces.Box(-100, 100, (2,), np.float64)
+        self.single_action_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, 2)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, 2)
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.full((self.num_envs, 2), -3, np.int8), {}
+
+    def step(self, actions):
+        self.t += 1
+        no = np.zeros(self.num_envs, bool)
+        return np.full((self.num_envs, 2), self.t + 0.5), np.ones(self.num_envs), no, no, {}
+
+
+@pytest.mark.parametrize("numpy_episodes", [True, False])
+def test_later_steps_of_a_wider_dtype_are_recorded_exactly(numpy_episodes):
+    """The blocks took the first step's dtype and cast later steps into it: 0.7 float actions
+    after int zeros were recorded as 0, float observations after int8 ones were truncated."""
+    calls = {"k": 0}
+
+    def policy(obs):
+        calls["k"] += 1
+        if calls["k"] == 1:  # a no-op first action of integer zeros, then real actions
+            return np.zeros((len(obs), 3), np.int64), {"logp": np.zeros(len(obs), np.int64)}
+        return np.full((len(obs), 3), 0.7, np.float32), {"logp": np.full(len(obs), -0.5)}
+
+    chunks = EnvRunner(_DtypeDriftEnv(), policy, seed=0, numpy_episodes=numpy_episodes).sample(3)
+    for chunk in chunks:
+        obs, actions = np.asarray(chunk.get_observations()), np.asarray(chunk.get_actions())
+        assert obs[:, 0].tolist() == [-3.0, 1.5, 2.5, 3.5]
+        assert actions[:, 0].tolist() == [0.0, np.float32(0.7), np.float32(0.7)]
+        assert np.asarray(chunk.get_extra_model_outputs("logp")).tolist() == [0.0, -0.5, -0.5]
