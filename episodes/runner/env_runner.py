@@ -226,6 +226,9 @@ class EnvRunner:
             # Kept in locals until the recorder has begun: a refused first call (a torch env
             # in disabled mode, a size that cannot be allocated) leaves the runner unstarted,
             # and the next call resets the env again instead of losing the reset's infos.
+            state = None if self._initial_state is None else self._initial_state(self.num_envs)
+            if state is not None:
+                _check_state_axis(state, self.num_envs, self.state_batch_axis)
             obs, reset_infos = self.env.reset(seed=self.seed)
             if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
                 recorder = _device_recorder(
@@ -235,7 +238,6 @@ class EnvRunner:
                     self.metrics,
                     vector_steps=self.window == "vector_steps",
                 )
-            state = None if self._initial_state is None else self._initial_state(self.num_envs)
             recorder.begin(num_steps, obs, reset_infos)
             self._recorder, self._obs, self.state = recorder, obs, state
         else:
@@ -315,6 +317,17 @@ class EnvRunner:
             return out
 
         return tree.map_structure(reset_leaf, state, fresh)
+
+
+def _check_state_axis(state: Any, num_envs: int, axis: int) -> None:
+    """Every state leaf must hold one entry per sub-env along ``axis`` (reset picks by it)."""
+    for leaf in flatten(state)[0]:
+        shape = tuple(getattr(leaf, "shape", np.shape(leaf)))
+        if not -len(shape) <= axis < len(shape) or shape[axis] != num_envs:
+            raise ValueError(
+                f"a recurrent state leaf of shape {shape} has no axis {axis} of {num_envs} "
+                "entries, one per sub-env: set state_batch_axis to the state's env axis"
+            )
 
 
 def _holds_tensors(batch: Any) -> bool:

@@ -41,5 +41,11 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         mask = infos.get("_" + key) if isinstance(key, str) else None
         if mask is not None and not bool(np.asarray(mask)[index]):
             continue
-        out[key] = env_info(value, index) if isinstance(value, dict) else value[index]
+        if isinstance(value, dict):
+            out[key] = env_info(value, index)
+            continue
+        item = value[index]
+        # A row of a batched array is a view: an env may write its next infos into the same
+        # array, which would change the recorded ones.
+        out[key] = item.copy() if isinstance(item, np.ndarray) and item.ndim else item
     return out

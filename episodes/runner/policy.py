@@ -150,18 +150,19 @@ def check_outputs(
 
 
 def output_shapes(actions: Any, extras: dict[str, Any]) -> dict[str | None, Any]:
-    """The shapes of a step's array outputs (None for structured ones), actions under None.
+    """The shapes of a step's outputs, actions under None: what each later step must repeat.
 
-    Every later step must repeat them: a block row takes a batch that lost its env axis or
-    has a unit dimension by broadcasting it over the sub-envs, without an error.
+    An array's shape, or for a structure or a list the tuple of its leaves' shapes. A block
+    row takes a batch that lost its env axis or has a unit dimension by broadcasting it over
+    the sub-envs, without an error.
 
     Example:
         >>> output_shapes(np.zeros(2), {"vf_preds": np.zeros((2, 1)), "s": {"h": np.zeros(2)}})
-        {None: (2,), 'vf_preds': (2, 1), 's': None}
+        {None: (2,), 'vf_preds': (2, 1), 's': ((2,),)}
     """
-    shapes: dict[str | None, Any] = {None: getattr(actions, "shape", None)}
+    shapes: dict[str | None, Any] = {None: _shape_of(actions)}
     for key, value in extras.items():
-        shapes[key] = getattr(value, "shape", None)
+        shapes[key] = _shape_of(value)
     return shapes
 
 
@@ -176,20 +177,27 @@ def check_shapes(actions: Any, extras: dict[str, Any], shapes: dict[str | None, 
         ...
         ValueError: the policy's extra output 'vf_preds' changed shape from (2,) to (): ...
     """
-    # One attribute read and one comparison per output: this runs at every vector step.
-    if getattr(actions, "shape", None) != shapes[None]:
-        _shape_changed("actions", shapes[None], actions)
+    # An array costs one attribute read and one comparison: this runs at every vector step.
+    expected = shapes[None]
+    if getattr(actions, "shape", None) != expected and _shape_of(actions) != expected:
+        _shape_changed("actions", expected, actions)
     for key, value in extras.items():
-        if getattr(value, "shape", None) != shapes[key]:
-            _shape_changed(f"extra output {key!r}", shapes[key], value)
+        expected = shapes[key]
+        if getattr(value, "shape", None) != expected and _shape_of(value) != expected:
+            _shape_changed(f"extra output {key!r}", expected, value)
+
+
+def _shape_of(batch: Any) -> Any:
+    shape = getattr(batch, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    leaves: list[Any] = []
+    map_batch(leaves.append, batch)  # a list is one leaf here: a batch, not a structure
+    return tuple(tuple(getattr(leaf, "shape", None) or np.shape(leaf)) for leaf in leaves)
 
 
 def _shape_changed(name: str, before: Any, value: Any) -> None:
-    now = getattr(value, "shape", None)
-    if now is None:
-        now = np.shape(value)
     raise ValueError(
-        f"the policy's {name} changed shape from {tuple(before) if before is not None else None}"
-        f" to {tuple(now)}: every step's outputs keep the first step's shapes (one row per "
-        "sub-env)"
+        f"the policy's {name} changed shape from {before} to {_shape_of(value)}: every step's "
+        "outputs keep the first step's shapes (one row per sub-env)"
     )

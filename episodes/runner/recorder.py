@@ -66,6 +66,11 @@ def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -
     """
     if not infos:
         return None
+    if not isinstance(infos, dict):
+        raise TypeError(
+            f"the env gave its infos as a {type(infos).__name__}: the runner reads gymnasium's "
+            "batched dict of infos (no DictInfoToList wrapper)"
+        )
     mask: np.ndarray | None = None
     for key in infos:
         if key in drop or (isinstance(key, str) and key.startswith("_")):
@@ -75,6 +80,21 @@ def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -
             return np.ones(num_envs, bool)
         mask = np.array(flags, bool) if mask is None else mask | np.asarray(flags, bool)
     return mask
+
+
+def host_array(value: Any) -> np.ndarray:
+    """A numpy array of ``value``; a torch tensor is detached and moved to the host first.
+
+    A policy's outputs may carry its autograd graph: recorded, they are data.
+
+    Example:
+        >>> host_array([1, 2]).tolist()
+        [1, 2]
+    """
+    detach = getattr(value, "detach", None)
+    if detach is not None and hasattr(value, "cpu"):  # a torch tensor, without importing torch
+        value = detach().cpu()
+    return np.asarray(value)
 
 
 class BatchedRecorder:
@@ -215,9 +235,9 @@ class BatchedRecorder:
         """
         assert self.blocks is not None, "begin() first"
         if type(actions) is not np.ndarray:
-            actions = map_batch(np.asarray, actions)
+            actions = map_batch(host_array, actions)
         extras = {
-            key: value if type(value) is np.ndarray else map_batch(np.asarray, value)
+            key: value if type(value) is np.ndarray else map_batch(host_array, value)
             for key, value in extras.items()
         }
         # Not cast to float64 here: the block row and the running returns are float64, and

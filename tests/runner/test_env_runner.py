@@ -414,6 +414,18 @@ BAD_OUTPUTS = {
         lambda k, n: (np.zeros(n, np.int64) if k <= 2 else np.int64(0), {}),
         r"actions changed shape",
     ),
+    # Lists and structures have no .shape: their leaves are compared.
+    "list_extra_shrinks": (
+        lambda k, n: (np.zeros(n, np.int64), {"v": [1.0] * (n if k <= 2 else 1)}),
+        r"extra output 'v' changed shape",
+    ),
+    "nested_leaf_loses_env_axis": (
+        lambda k, n: (
+            np.zeros(n, np.int64),
+            {"d": {"a": np.zeros((n, 2)) if k <= 2 else np.zeros(2)}},
+        ),
+        r"extra output 'd' changed shape from \(\(\d+, 2\),\) to \(\(2,\),\)",
+    ),
 }
 
 
@@ -426,6 +438,8 @@ BAD_OUTPUTS = {
         "extra_loses_env_axis",
         "extra_gains_unit_axis",
         "actions_lose_env_axis",
+        "list_extra_shrinks",
+        "nested_leaf_loses_env_axis",
     ],
 )
 def test_changed_outputs_are_refused_before_the_env_steps(bad):
@@ -604,3 +618,80 @@ def test_later_steps_of_a_wider_dtype_are_recorded_exactly(numpy_episodes):
         assert obs[:, 0].tolist() == [-3.0, 1.5, 2.5, 3.5]
         assert actions[:, 0].tolist() == [0.0, np.float32(0.7), np.float32(0.7)]
         assert np.asarray(chunk.get_extra_model_outputs("logp")).tolist() == [0.0, -0.5, -0.5]
+
+
+@pytest.mark.parametrize("axis", [1, 3, -1])
+def test_a_state_batch_axis_without_one_entry_per_sub_env_is_refused(axis):
+    """Axis 1 of a [N, H] state reset unit i of every env instead of env i's row (silently);
+    an axis beyond the state's dimensions wrapped around."""
+
+    class Recurrent:
+        def initial_state(self, n):
+            return np.zeros((n, 4))
+
+        def __call__(self, obs, state):
+            return np.zeros(len(obs), np.int64), {}, state + 1
+
+    runner = EnvRunner(make_vec(SCRIPTS, "NextStep"), Recurrent(), state_batch_axis=axis, seed=0)
+    with pytest.raises(ValueError, match="state_batch_axis"):
+        runner.sample(3)
+
+
+def test_torch_extras_with_grad_are_recorded_detached():
+    """They raised numpy's 'requires grad' RuntimeError after the env had stepped, and the
+    runner refused every later call."""
+    torch = pytest.importorskip("torch")
+    weight = torch.ones(1, requires_grad=True)
+
+    def policy(obs):
+        n = len(obs)
+        return np.zeros(n, np.int64), {"v": weight * torch.arange(n, dtype=torch.float32)}
+
+    runner = EnvRunner(make_vec(SCRIPTS, "NextStep"), policy, seed=0)
+    for _ in range(2):
+        chunks = runner.sample(3)
+    assert [chunk.get_extra_model_outputs("v", 0) for chunk in chunks[:2]] == [0.0, 1.0]
+
+
+class _InfoBufferEnv(gym.vector.VectorEnv):
+    """Reuses one info array across steps, as envs that avoid allocations do."""
+
+    def __init__(self, num_envs: int = 2):
+        self.num_envs = num_envs
+        self.single_observation_space = gym.spaces.Box(-1e6, 1e6, (1,), np.float64)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, 2)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, 2)
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+        self.pos = np.zeros((num_envs, 2))
+        self.t = 0
+
+    def _infos(self):
+        self.pos[:] = self.t
+        return {"pos": self.pos, "_pos": np.ones(self.num_envs, bool)}
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros((self.num_envs, 1)), self._infos()
+
+    def step(self, actions):
+        self.t += 1
+        no = np.zeros(self.num_envs, bool)
+        return np.full((self.num_envs, 1), self.t), np.ones(self.num_envs), no, no, self._infos()
+
+
+def test_info_arrays_an_env_reuses_are_recorded_as_they_were():
+    """Each info was a view of the env's array: later steps and calls rewrote earlier
+    chunks' infos (contract: a later call never changes a chunk)."""
+    runner = EnvRunner(_InfoBufferEnv(), lambda obs: (np.zeros(len(obs), np.int64), {}), seed=0)
+    first = runner.sample(3)[0]
+    runner.sample(2)
+    assert [info["pos"][0] for info in first.get_infos()] == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_infos_as_a_list_of_dicts_are_refused_with_a_clear_error():
+    env = gym.wrappers.vector.DictInfoToList(
+        gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point")
+    )
+    with pytest.raises(TypeError, match="DictInfoToList"):
+        EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
