@@ -33,9 +33,10 @@ def _new_storage(
 ) -> RolloutStorage:
     horizon, num_envs = cols.dones.shape
     example_obs = map_leaves(lambda leaf: leaf[0], obs)
-    dist_shapes = None
+    dist_shapes: tuple[tuple[int, ...], ...] | None = None
     if training_type == "rl":  # distillation stores no distribution parameters
-        dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution) or None
+        # No keys, no parameters: () keeps the storage from making up a zero mean and std.
+        dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution)
 
     def hidden_spec(names: tuple[str, ...]) -> Any:
         if not names:

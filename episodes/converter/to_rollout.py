@@ -116,11 +116,13 @@ def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) 
     return map_leaves(convert, array)
 
 
-def _hidden(extras: dict[str, np.ndarray], names: tuple[str, ...], device: torch.device) -> Any:
+def _hidden(
+    extras: dict[str, np.ndarray], names: tuple[str, ...], device: torch.device, dtype: torch.dtype
+) -> Any:
     if not names:
         return None
     # Stored per step as [num_layers, hidden]; the storage wants [T, num_layers, N, hidden].
-    parts = [_tensor(extras[k], device, torch.float32).permute(0, 2, 1, 3) for k in names]
+    parts = [_tensor(extras[k], device, dtype).permute(0, 2, 1, 3) for k in names]
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
@@ -452,7 +454,7 @@ def _storage_fields(
         yield (
             "hidden_states",
             (
-                _hidden(cols.extras, keys.actor_hidden, device),
-                _hidden(cols.extras, keys.critic_hidden, device),
+                _hidden(cols.extras, keys.actor_hidden, device, dtype),
+                _hidden(cols.extras, keys.critic_hidden, device, dtype),
             ),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
@@ -141,7 +142,14 @@ class CircularBuffer:
             raise ValueError(
                 f"data must be [batch_size={self._batch_size}, ...], got {tuple(data.shape)}"
             )
-        data = data.to(self.device)
+        # Stored as data: a policy output's autograd graph would be kept alive (and chained)
+        # for as long as the item is in the buffer.
+        data = data.detach().to(self.device)
+        if self._buffer is not None and not torch.can_cast(data.dtype, self._buffer.dtype):
+            raise ValueError(
+                f"data of dtype {data.dtype} does not fit the buffer's {self._buffer.dtype} "
+                "(it would be truncated)"
+            )
         if self._buffer is None:
             self._buffer = torch.zeros(
                 self._max_len, *data.shape, dtype=data.dtype, device=self.device
@@ -214,6 +222,8 @@ class CircularBuffer:
                 )
             lag = key.to(device=self.device, dtype=torch.long).clamp(min=0)
         else:
+            if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)):
+                raise TypeError(f"a lag is an int or an integer tensor, got {key!r}")
             if not 0 <= key < self._max_len:
                 raise IndexError(f"lag {key} out of range [0, {self._max_len})")
             lag = torch.full((self._batch_size,), key, dtype=torch.long, device=self.device)
@@ -257,6 +267,10 @@ class CircularBuffer:
         """
         if not 1 <= seq_len <= self._max_len:
             raise ValueError(f"seq_len must be in [1, {self._max_len}], got {seq_len}")
+        if batch_size < 1 or num_batches < 0:
+            raise ValueError(
+                f"batch_size must be >= 1 and num_batches >= 0, got {batch_size}, {num_batches}"
+            )
         if self._buffer is None:
             raise ValueError("the buffer is empty: append() has not been called yet")
         counts = (self._length - seq_len + 1).clamp(min=0)

@@ -212,6 +212,11 @@ def block_length(fields: Any) -> int:
     for leaf in leaves:
         if not isinstance(leaf, torch.Tensor):
             raise TypeError(f"blocks must be torch tensors, got {type(leaf).__name__}")
+    if not leaves:
+        raise ValueError("no blocks given: name at least one field")
+    for leaf in leaves:
+        if leaf.dim() == 0:
+            raise ValueError("a block is [k, num_envs, ...]: got a 0-d tensor")
     lengths = {int(leaf.shape[0]) for leaf in leaves}
     if len(lengths) != 1:
         raise ValueError(f"all blocks must have the same leading length, got {sorted(lengths)}")

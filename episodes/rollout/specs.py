@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TypeAlias
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -46,6 +47,10 @@ def check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int)
     """
     if training_type not in TRAINING_TYPES:
         raise ValueError(f"training_type must be one of {TRAINING_TYPES}, got {training_type!r}")
+    sizes = {"num_envs": num_envs, "num_transitions_per_env": num_transitions_per_env}
+    for name, size in sizes.items():
+        if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
+            raise ValueError(f"{name} must be an int, got {size!r}")
     if num_envs <= 0 or num_transitions_per_env <= 0:
         raise ValueError("num_envs and num_transitions_per_env must be positive")
 

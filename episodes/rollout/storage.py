@@ -111,7 +111,10 @@ class RolloutStorage:
         self.num_envs = num_envs
         self.num_transitions_per_env = num_transitions_per_env
         self.device = torch.device(device)
-        self.actions_shape = tuple(actions_shape)
+        # An int is the shape of a flat action (rsl_rl passes a list or tuple).
+        self.actions_shape = (
+            (actions_shape,) if isinstance(actions_shape, int) else tuple(actions_shape)
+        )
         self.normalize_advantage_per_mini_batch = normalize_advantage_per_mini_batch
         self.step = 0
         specs = self._field_specs(
@@ -273,6 +276,12 @@ class RolloutStorage:
                 copies.append((checked_rows(dst[rows], value, name), value))  # the hot case
                 continue
             if name == "hidden_states":
+                if not isinstance(value, (tuple, list)) or len(value) != 2:
+                    raise ValueError(
+                        "hidden_states is a pair (actor, critic), each a state or None; got "
+                        f"{type(value).__name__}"
+                        + (f" of {len(value)}" if isinstance(value, (tuple, list)) else "")
+                    )
                 for which, state in zip(("actor", "critic"), value):
                     if state is not None:
                         saved, comps = hidden_writes(
@@ -316,6 +325,8 @@ class RolloutStorage:
             "dones": t.dones,
             "hidden_states": t.hidden_states,
         }
+        # Skipped by a storage built without them, as rsl_rl's add_transition does (its PPO
+        # sets them on every transition); write_block refuses them by name.
         if self.privileged_observations is not None:
             fields["privileged_observations"] = t.privileged_observations
         if self.training_type == "rl":

@@ -208,3 +208,12 @@ def test_bootstrap_time_outs(device):
     assert torch.equal(out, torch.tensor([6.0, 2.0, 18.0], device=device))
     assert torch.equal(r, torch.tensor([1.0, 2.0, 3.0], device=device))  # not in place
     assert bootstrap_time_outs(r.unsqueeze(1), v, to.float(), 0.5).shape == (3, 1)
+
+
+def test_bootstrap_of_integer_rewards_is_floating():
+    """Integer rewards cast the bootstrapped values to integers: 1 + 0.99 * 0.7 came out 1."""
+    out = bootstrap_time_outs(
+        torch.tensor([1, 1]), torch.tensor([0.7, 0.7]), torch.tensor([True, False]), 0.99
+    )
+    assert out.dtype == torch.float32
+    assert out.tolist() == pytest.approx([1 + 0.99 * 0.7, 1.0])
