@@ -41,8 +41,9 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         a, b = (x.values if isinstance(x, _Widened) else x for x in (a, b))
     if isinstance(a, Mapping) or isinstance(b, Mapping):
         if not (isinstance(a, Mapping) and isinstance(b, Mapping)) or set(a) != set(b):
-            keys_a = sorted(a) if isinstance(a, Mapping) else type(a).__name__
-            keys_b = sorted(b) if isinstance(b, Mapping) else type(b).__name__
+            # Sorted by repr: keys of mixed types (0 and "total") do not compare.
+            keys_a = sorted(a, key=repr) if isinstance(a, Mapping) else type(a).__name__
+            keys_b = sorted(b, key=repr) if isinstance(b, Mapping) else type(b).__name__
             return f"{path}: keys differ: {keys_a} vs {keys_b}"
         for key in a:
             found = _diff(a[key], b[key], check_dtype, f"{path}[{key!r}]")
@@ -54,8 +55,9 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         same = type(a) is type(b) and a == b
         return None if same else f"{path}: {a!r} != {b!r}"
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        # Tensors inside (bfloat16, needing grad, on a GPU) are converted one by one.
-        ragged = any(hasattr(x, "detach") for x in [*a, *b])
+        # Tensors inside (bfloat16, needing grad, on a GPU) are converted one by one; with
+        # check_dtype every item is, since stacking would promote them to one dtype.
+        ragged = check_dtype or any(hasattr(x, "detach") for x in [*a, *b])
         try:
             dtype_kinds = {np.asarray(a).dtype.kind, np.asarray(b).dtype.kind}
             # numpy turns ("a", 3) into strings: mixed items are compared one by one too.

@@ -27,6 +27,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,7 +114,10 @@ def _just_reset(
     observation_space: gym.Space[Any], action_space: gym.Space[Any] | None, numpy: bool
 ) -> SingleAgentEpisode:
     episode = SingleAgentEpisode(observation_space=observation_space, action_space=action_space)
-    episode.add_env_reset(observation_space.sample())
+    # A seeded copy: the user's space keeps its generator, and a failure replays the same way.
+    sampler = copy.deepcopy(observation_space)
+    sampler.seed(0)
+    episode.add_env_reset(sampler.sample())
     return episode.to_numpy() if numpy else episode
 
 
@@ -217,6 +221,8 @@ def check_lookback_across_cuts(
 
     Raises:
         ConnectorContractError: The rows differ.
+        ValueError: ``start``/``stop`` outside ``0 <= start <= stop <= len(episode)``, or a
+            negative ``lookback``.
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[0, 0, 0],
@@ -227,6 +233,15 @@ def check_lookback_across_cuts(
         ...                      for t in range(len(ep))]}
         >>> check_lookback_across_cuts(prev_obs, ep, 1, 3, lookback=1)
     """
+    for name, value in (("start", start), ("stop", stop), ("lookback", lookback)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be an int, got {value!r}")
+    if not 0 <= start <= stop <= len(episode) or lookback < 0:
+        # slice() would clamp them: the check would then compare other rows, or none.
+        raise ValueError(
+            f"need 0 <= start <= stop <= len(episode) = {len(episode)} and lookback >= 0, got "
+            f"start={start}, stop={stop}, lookback={lookback}"
+        )
     chunk = episode.slice(slice(start, stop), len_lookback_buffer=lookback)
     full = _call(connector, [copy.deepcopy(episode)])
     part = _call(connector, [chunk])

@@ -20,7 +20,7 @@ from episodes.testing import (
     check_lookback_across_cuts,
     outputs_equal,
 )
-from episodes.testing.strategies import episodes, items
+from episodes.testing.strategies import chunked_episodes, episodes, items, rollouts, spaces
 
 
 def _episode(id_="a"):
@@ -178,3 +178,113 @@ def test_bad_episode_strategy_arguments_are_refused_up_front(kwargs):
 
     with pytest.raises(ValueError, match="done|range"):
         draw()
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b"),
+    [
+        # Stacking the list promoted both sides to one dtype before dtypes were compared.
+        ("arrays of another dtype in a list", [np.zeros(2, np.float32)], [np.zeros(2)]),
+        ("a numpy scalar in a list", {"x": [np.int32(1), 2]}, {"x": [1, 2]}),
+    ],
+)
+def test_check_dtype_sees_into_lists(name, a, b):
+    assert outputs_equal(a, b)
+    assert not outputs_equal(a, b, check_dtype=True)
+
+
+def test_dicts_with_keys_of_mixed_types_compare():
+    """Sorting the keys for the message raised TypeError ('<' between str and int)."""
+    assert not outputs_equal({1: 0, "a": 0}, {1: 0})
+    calls = iter([{"per_env": {0: 1.0, "total": 1.0}}, {"per_env": {0: 1.0}}])
+    with pytest.raises(ConnectorContractError, match="keys differ"):
+        check_deterministic(lambda eps, batch: next(calls), [_episode()])
+
+
+@pytest.mark.parametrize(
+    ("start", "stop", "lookback"), [(3, 1, 0), (1, 10, 0), (-1, 2, 0), (0, 2, -1)]
+)
+def test_check_lookback_across_cuts_refuses_rows_it_would_not_compare(start, stop, lookback):
+    """slice() clamped them, so a connector wrong on every chunk passed."""
+    with pytest.raises(ValueError, match="start <= stop"):
+        check_lookback_across_cuts(lambda eps, batch: {}, _episode(), start, stop, lookback)
+
+
+def test_check_handles_empty_and_reset_leaves_the_users_space_generator_alone():
+    from episodes.testing import check_handles_empty_and_reset
+
+    space, twin = gym.spaces.Box(-1, 1, (2,)), gym.spaces.Box(-1, 1, (2,))
+    space.seed(5)
+    twin.seed(5)
+    check_handles_empty_and_reset(lambda eps, batch: {}, space)
+    np.testing.assert_array_equal(space.sample(), twin.sample())
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("done=1", {"done": 1, "min_len": 1}),
+        ("done=0", {"done": 0, "max_len": 0}),
+        ("done=np.True_", {"done": np.True_}),
+        ("numpy='no'", {"numpy": "no"}),
+        (
+            "numpy=True for Sequence items",
+            {"observation_space": gym.spaces.Sequence(gym.spaces.Discrete(2)), "numpy": True},
+        ),
+        ("float min_len", {"min_len": 1.0}),
+    ],
+)
+def test_episodes_refuses_bad_parameters_on_every_draw(name, kwargs):
+    """They passed on some draws (empty episodes, items that happened to stack) and failed on
+    others, which hypothesis reports as flaky failures of the user's own test."""
+
+    @settings(max_examples=20, database=None)
+    @given(episodes(**kwargs))
+    def draw(ep):
+        pass
+
+    with pytest.raises(ValueError):
+        draw()
+
+
+def _draw(strategy):
+    """One example, drawn as a test would (``.example()`` is for interactive use)."""
+    drawn = []
+
+    @settings(max_examples=1, database=None)
+    @given(strategy)
+    def keep(value):
+        drawn.append(value)
+
+    keep()
+    return drawn[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "make"),
+    [
+        ("a string of kinds", lambda: spaces("box")),  # was split into letters
+        ("max_children=0", lambda: spaces(max_children=0)),
+        ("max_side=0", lambda: spaces(max_side=0)),
+        ("max_chunks=0", lambda: _draw(chunked_episodes(max_chunks=0))),
+        ("max_cut_lookback=-1", lambda: _draw(chunked_episodes(max_cut_lookback=-1))),
+        ("T=True", lambda: _draw(rollouts(T=True))),
+        ("T=(3, 1)", lambda: _draw(rollouts(T=(3, 1)))),
+        ("num_layers=-1", lambda: _draw(rollouts(num_layers=-1))),
+    ],
+)
+def test_strategies_refuse_bad_parameters_by_name(name, make):
+    with pytest.raises(ValueError, match=name.split("=")[0].split()[-1]):
+        make()
+
+
+def test_numpy_ints_are_sizes_too():
+    assert _draw(rollouts(T=np.int64(2), N=2))["rewards"].shape[:2] == (2, 2)
+    assert len(_draw(episodes(min_len=np.int64(2), max_len=2, lookback=np.int64(1)))) == 2
+
+
+@settings(max_examples=200, database=None)
+@given(items(gym.spaces.Box(-np.inf, np.inf, (4,), np.float16)))
+def test_unbounded_float16_items_are_finite(value):
+    """Drawn as float64 and cast, over half of them were inf."""
+    assert value.dtype == np.float16 and np.isfinite(value).all()

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from episodes.episode import SingleAgentEpisode
 from episodes.structs import map_leaves
-from episodes.testing.strategies.episodes import episodes
+from episodes.testing.strategies.episodes import episodes, whole
 
 __all__ = ["ChunkedEpisode", "chunked_episodes", "replay_in_chunks"]
 
@@ -134,6 +134,13 @@ def chunked_episodes(
         ...     assert sum(len(c) for c in ce.chunks) == len(ce.episode)
         >>> test()
     """
+    if not (whole(max_chunks) and max_chunks >= 1 and whole(max_cut_lookback)) or (
+        max_cut_lookback < 0
+    ):
+        raise ValueError(
+            "need ints max_chunks >= 1 and max_cut_lookback >= 0, got "
+            f"{max_chunks!r}, {max_cut_lookback!r}"
+        )
     episode = draw(episodes(**episode_kwargs))
     inner = list(range(1, len(episode)))
     n_cuts = draw(st.integers(0, min(max_chunks - 1, len(inner))))

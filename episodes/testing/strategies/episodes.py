@@ -76,16 +76,26 @@ def resolve_space(draw: st.DrawFn, space: SpaceLike) -> gym.Space[Any]:
     raise TypeError(f"expected a gymnasium space, a strategy or None, got {type(space).__name__}")
 
 
+def whole(value: Any) -> bool:
+    """Whether ``value`` is an int (numpy's too), not a bool.
+
+    Example:
+        >>> whole(3), whole(np.int64(3)), whole(True), whole(3.0)
+        (True, True, False, False)
+    """
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _int_range(draw: st.DrawFn, value: int | tuple[int, int], what: str) -> int:
     if isinstance(value, tuple):
         low, high = value
-        if not (isinstance(low, int) and isinstance(high, int) and 0 <= low <= high):
+        if not (whole(low) and whole(high) and 0 <= low <= high):
             raise ValueError(
                 f"{what} range must be (low, high) with 0 <= low <= high, got {value!r}"
             )
-        return draw(st.integers(low, high))
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
+        return draw(st.integers(int(low), int(high)))
+    if whole(value) and value >= 0:
+        return int(value)
     raise ValueError(f"{what} must be an int >= 0 or a (low, high) tuple, got {value!r}")
 
 
@@ -131,10 +141,19 @@ def episodes(
         ...     assert len(ep.get_actions()) == len(ep) >= 1
         >>> test()
     """
-    if not 0 <= min_len <= max_len:
-        raise ValueError(f"need 0 <= min_len <= max_len, got {min_len}, {max_len}")
-    if done not in (None, True, False, "terminated", "truncated"):  # before any draw
+    if not (whole(min_len) and whole(max_len) and 0 <= min_len <= max_len):
+        raise ValueError(f"need ints 0 <= min_len <= max_len, got {min_len!r}, {max_len!r}")
+    # Checked by identity, before any draw: 0 == False and np.True_ == True would pass an
+    # "in" test here and fail later, on the draws that are not empty.
+    if not (
+        done is None
+        or done is True
+        or done is False
+        or (isinstance(done, str) and done in ("terminated", "truncated"))
+    ):
         raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
+    if not (numpy is None or numpy is True or numpy is False):
+        raise ValueError(f"numpy must be None or a bool, got {numpy!r}")
     obs_space = resolve_space(draw, observation_space)
     act_space = resolve_space(draw, action_space)
     n_lookback = _int_range(draw, lookback, "lookback")
@@ -145,6 +164,12 @@ def episodes(
         emo_spaces = {k: DEFAULT_EXTRA_MODEL_OUTPUTS[k] for k in sorted(keys)}
     else:
         emo_spaces = dict(extra_model_outputs)
+    stackable = all(map(stacks, [obs_space, act_space, *emo_spaces.values()]))
+    if numpy and not stackable:  # refused on every draw, not only on those that do not stack
+        raise ValueError(
+            "numpy=True needs spaces whose items stack into arrays (not Sequence, Graph, "
+            f"OneOf...): got {obs_space}, {act_space} and extra outputs {emo_spaces}"
+        )
     observations = draw(st.lists(items(obs_space), min_size=steps + 1, max_size=steps + 1))
     actions = draw(st.lists(items(act_space), min_size=steps, max_size=steps))
     rewards = draw(st.lists(_REWARDS, min_size=steps, max_size=steps))
@@ -159,10 +184,8 @@ def episodes(
         flag = draw(st.sampled_from(_DONE_OPTIONS))  # type: ignore[assignment]
     elif done is True:
         flag = draw(st.sampled_from(_DONE_OPTIONS[1:]))
-    elif done in ("terminated", "truncated") or done is False:
-        flag = bool(done) and str(done)
     else:
-        raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
+        flag = bool(done) and str(done)
     start = n_lookback if t_started is None else _int_range(draw, t_started, "t_started")
     episode = SingleAgentEpisode(
         id_ if id_ is not None else draw(st.sampled_from(("ep-0", "ep-1"))),
@@ -179,7 +202,6 @@ def episodes(
         len_lookback_buffer=n_lookback,
     )
     if numpy is None:
-        stackable = all(map(stacks, [obs_space, act_space, *emo_spaces.values()]))
         numpy = stackable and draw(st.booleans())  # Sequence or Graph items do not stack
     if numpy:
         episode.to_numpy()
@@ -200,6 +222,7 @@ def stacks(space: gym.Space[Any]) -> bool:
 
 
 @stacks.register(gym.spaces.Discrete)
+@stacks.register(gym.spaces.Text)  # strings of any length stack into one str_ array
 @stacks.register(gym.spaces.Box)
 @stacks.register(gym.spaces.MultiBinary)
 @stacks.register(gym.spaces.MultiDiscrete)

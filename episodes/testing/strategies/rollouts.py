@@ -17,6 +17,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from episodes.testing.strategies.episodes import whole
+
 __all__ = ["rollouts"]
 
 IntLike = Union[int, tuple[int, int], st.SearchStrategy[int]]  # noqa: UP007 - a runtime alias
@@ -28,12 +30,14 @@ def _size(draw: st.DrawFn, value: IntLike, what: str) -> int:
     if isinstance(value, st.SearchStrategy):
         result = draw(value)
     elif isinstance(value, tuple):
-        result = draw(st.integers(*value))
+        if not (len(value) == 2 and all(map(whole, value)) and 1 <= value[0] <= value[1]):
+            raise ValueError(f"{what} range must be (low, high), 1 <= low <= high: got {value!r}")
+        result = draw(st.integers(int(value[0]), int(value[1])))
     else:
         result = value
-    if not isinstance(result, int) or result < 1:
+    if not whole(result) or result < 1:
         raise ValueError(f"{what} must be a positive int, got {result!r}")
-    return result
+    return int(result)
 
 
 def _floats(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
@@ -90,6 +94,8 @@ def rollouts(
         >>> test()
     """
     t, n = _size(draw, T, "T"), _size(draw, N, "N")
+    num_layers = _size(draw, num_layers, "num_layers")
+    hidden_size = _size(draw, hidden_size, "hidden_size")
     obs, act = _size(draw, obs_dim, "obs_dim"), _size(draw, action_dim, "action_dim")
     kind = draw(st.sampled_from((None, "gru", "lstm"))) if hidden == "any" else hidden
     if kind not in (None, "gru", "lstm"):

@@ -119,6 +119,16 @@ def spaces(
         ...     assert space.contains(space.sample())
         >>> test()
     """
+    if isinstance(kinds, str):  # a string is a sequence of letters, not of kinds
+        raise ValueError(f"kinds is a sequence of kinds such as ('box',), got {kinds!r}")
+    for name, value, least in (
+        ("max_depth", max_depth, 0),
+        ("max_children", max_children, 1),
+        ("max_dims", max_dims, 0),
+        ("max_side", max_side, 1),
+    ):
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
+            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
     unknown = set(kinds) - set(ALL_KINDS)
     if unknown:
         raise ValueError(f"unknown space kinds {sorted(unknown)}; known: {ALL_KINDS}")
@@ -201,7 +211,8 @@ def _box_elements(dtype: np.dtype[Any], low: Any, high: Any) -> st.SearchStrateg
         lo = max(int(low), int(info.min)) if np.isfinite(low) else int(info.min)
         hi = min(int(high), int(info.max)) if np.isfinite(high) else int(info.max)
         return st.integers(lo, hi)
-    width: Literal[32, 64] = 32 if dtype == np.float32 else 64
+    # The dtype's own width: a float16 Box drew float64 values that overflowed to inf.
+    width: Literal[16, 32, 64] = {2: 16, 4: 32}.get(np.dtype(dtype).itemsize, 64)  # type: ignore[assignment]
     return st.floats(
         min_value=float(low) if np.isfinite(low) else None,
         max_value=float(high) if np.isfinite(high) else None,
