@@ -60,6 +60,27 @@ def whole_number(value: Any, what: str, least: int) -> int:
     return number
 
 
+def discount_factor(gamma: Any) -> float:
+    """``gamma`` as a float, else a ``ValueError`` unless it is a real number in ``[0, 1]``.
+
+    Every n-step computation checks its discount with this (the buffer, the torch datasets,
+    the Ray Data rows), so they refuse the same values.
+
+    Example:
+        >>> discount_factor(0.99)
+        0.99
+        >>> discount_factor(2.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: gamma must be a float in [0, 1], got 2.0
+    """
+    if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, (int, float, np.number)):
+        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
+    if not 0.0 <= gamma <= 1.0:  # NaN fails this too
+        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
+    return float(gamma)
+
+
 def resolve_int(index: int, *, lookback: int, total: int, neg_index_as_lookback: bool) -> int:
     """Maps a user's int index to a storage position (may fall outside ``[0, total)``).
 

@@ -28,7 +28,7 @@ from episodes.distributed.rows import (
     nstep_columns,
     step_columns,
 )
-from episodes.indexing import whole_number
+from episodes.indexing import discount_factor, whole_number
 
 ray = require_ray()
 from ray.data import Datasink, Datasource, ReadTask  # noqa: E402
@@ -175,7 +175,7 @@ class EpisodeDatasource(Datasource):
         from episodes import io
 
         self.n_step = int(n_step)
-        self.gamma = float(gamma)
+        self.gamma = discount_factor(gamma)
         self.path = os.fspath(Path(path).resolve())
         self.kind = kind
         self.info = io.dataset_info(self.path)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.indexing import whole_number
+from episodes.indexing import discount_factor, whole_number
 from episodes.structs import flatten, is_nested, unflatten
 
 __all__ = [
@@ -105,7 +105,7 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
     shorter. The other columns are those of :func:`step_columns`.
 
     Raises:
-        ValueError: ``n_step < 1``, or the chunk is in list mode.
+        ValueError: ``n_step < 1``, ``gamma`` outside ``[0, 1]``, or the chunk is in list mode.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -117,6 +117,7 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
         ([1.5, 1.5, 1.0], [2.0, 3.0, 3.0], [False, True, True])
     """
     n_step = whole_number(n_step, "n_step", 1)  # 2.5 is no step count
+    gamma = discount_factor(gamma)
     out = step_columns(episode)
     n = len(episode)
     rewards = out["reward"]

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch.utils.data
 
+from episodes.indexing import discount_factor, whole_number
 from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.shard_codec import EXTRAS
 from episodes.io.shard_reader import Dataset
@@ -149,10 +150,9 @@ class TransitionDataset(_EpisodeData):
         gamma: float = 0.99,
         max_open_shards: int = 64,
     ):
-        if n_step < 1:
-            raise ValueError("n_step must be >= 1")
-        self.n_step = n_step
-        self.gamma = gamma
+        # Checked here, not at the first item inside a DataLoader worker.
+        self.n_step = whole_number(n_step, "n_step", 1)
+        self.gamma = discount_factor(gamma)
         super().__init__(path, max_open_shards=max_open_shards)
 
     def _count(self, length: int) -> int:
@@ -205,9 +205,7 @@ class SequenceDataset(_EpisodeData):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, length: int, max_open_shards: int = 64):
-        if length < 1:
-            raise ValueError("length must be >= 1")
-        self.length = length
+        self.length = whole_number(length, "length", 1)
         super().__init__(path, max_open_shards=max_open_shards)
 
     def _count(self, length: int) -> int:

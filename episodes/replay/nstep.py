@@ -74,7 +74,9 @@ def n_step_returns(
         if k % 8 == 0 and not go.any():
             break  # every window stopped: a huge n (Monte-Carlo returns) costs episode lengths
         last = np.where(go, nxt, last)
-        rewards += (gamma**k) * (store.rewards[last] * go)
+        weight = gamma**k
+        if weight:  # a stopped window adds 0, not 0 * its last reward (NaN for an inf reward)
+            rewards += weight * np.where(go, store.rewards[last], 0.0)
         steps += go
     at_end = store.nxt[last] < 0
     rows = store.ep[last]

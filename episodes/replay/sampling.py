@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.indexing import discount_factor
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 
@@ -61,11 +62,7 @@ def check_gamma(gamma: Any) -> float:
         >>> check_gamma(0.99)
         0.99
     """
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating)):
-        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
-    if not 0.0 <= gamma <= 1.0:  # NaN fails this too
-        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
-    return float(gamma)
+    return discount_factor(gamma)
 
 
 def add_extras(
@@ -106,6 +103,10 @@ def batch_size(num_items: Any, batch_size_B: Any, default: int) -> int:
     return check_positive(default if given is None else given, "num_items")
 
 
+# Horizons beyond any episode (Monte-Carlo returns) are capped here, within int64.
+_LONGEST = 2**62
+
+
 def n_steps(n_step: Any, size: int, rng: np.random.Generator) -> np.ndarray:
     """Per-item horizons: an int for all, or drawn from ``(lo, hi)`` / ``range`` (hi exclusive).
 
@@ -124,8 +125,9 @@ def n_steps(n_step: Any, size: int, rng: np.random.Generator) -> np.ndarray:
             or not 1 <= n_step[0] < n_step[1]
         ):
             raise ValueError(f"n_step range must be (lo, hi) with 1 <= lo < hi, got {n_step!r}")
-        return rng.integers(n_step[0], n_step[1], size)
-    return np.full(size, check_positive(n_step, "n_step"), np.int64)
+        lo, hi = (min(int(v), _LONGEST) for v in n_step)
+        return rng.integers(lo, max(hi, lo + 1), size)
+    return np.full(size, min(check_positive(n_step, "n_step"), _LONGEST), np.int64)
 
 
 def draw_live(

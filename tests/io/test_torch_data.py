@@ -217,3 +217,21 @@ def test_the_torch_datasets_keep_at_most_max_open_shards_mapped(tmp_path):
     with open("/proc/self/maps") as maps:
         mapped = {line.split()[-1] for line in maps if str(path) in line}
     assert 1 <= len(mapped) <= 2
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs"),
+    [
+        (TransitionDataset, {"gamma": 2.0}),  # was taken: rewards summed with weights 1, 2, 4
+        (TransitionDataset, {"gamma": float("nan")}),
+        (TransitionDataset, {"n_step": 2.5}),  # failed at the first item, in a worker
+        (TransitionDataset, {"n_step": True}),
+        (SequenceDataset, {"length": 2.0}),
+    ],
+)
+def test_bad_arguments_are_refused_when_the_dataset_is_made(tmp_path, cls, kwargs):
+    path, _ = make_data(tmp_path)
+    if cls is SequenceDataset:
+        kwargs = {"length": 2, **kwargs}
+    with pytest.raises(ValueError, match="gamma|n_step|length"):
+        cls(path, **kwargs)

@@ -177,3 +177,38 @@ def test_episodes_near_capacity_compact_after_their_write(cls):
         assert buf.get_episode_ids() == list(ref.episodes)
         assert buf._store.end - buf._store.num_live <= max(buf._store.num_live, 64)
     assert moves[-1] >= 2
+
+
+def test_an_infinite_reward_sums_to_infinity_not_nan():
+    """A window that stopped added 0 * its last reward: NaN for an inf reward."""
+    buf = EpisodeReplayBuffer(100, seed=0)
+    buf.add(
+        SingleAgentEpisode(
+            "a",
+            observations=[0.0, 1.0, 2.0, 3.0],
+            actions=[0, 0, 0],
+            rewards=[1.0, 1.0, -np.inf],
+            terminated=True,
+            len_lookback_buffer=0,
+        )
+    )
+    for n_step in (3, 5):
+        rewards = buf.get_transitions(buf.locate("a", [0, 1, 2]), n_step=n_step, gamma=0.5)
+        assert rewards["rewards"].tolist() == [-np.inf] * 3
+
+
+@pytest.mark.parametrize("n_step", [2**63, (1, 2**63 + 1), (2**63, 2**64)])
+def test_a_horizon_beyond_int64_is_a_monte_carlo_return(n_step):
+    buf = EpisodeReplayBuffer(100, seed=0)
+    buf.add(
+        SingleAgentEpisode(
+            "a",
+            observations=[0.0, 1.0, 2.0],
+            actions=[0, 0],
+            rewards=[1.0, 1.0],
+            terminated=True,
+            len_lookback_buffer=0,
+        )
+    )
+    batch = buf.sample(8, n_step=n_step, gamma=0.5)
+    assert set(batch["rewards"].tolist()) <= {1.0, 1.5}
