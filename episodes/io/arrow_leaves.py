@@ -126,6 +126,11 @@ def leaf_to_arrow(array: np.ndarray, rows: int, info: dict[str, Any]) -> pa.Arra
     if storage == "empty":
         return pa.nulls(rows)
     flat = np.ascontiguousarray(array).reshape(-1)
+    if n >= rows and np.may_share_memory(flat, array):
+        # Arrow takes numpy memory without a copy, and a column that needs no null rows is
+        # not copied by concat_arrays: the shard would hold the episode's own rows, written
+        # at flush with whatever the caller put in them after write().
+        flat = flat.copy()
     kind = leaf_type(array.dtype, shape)
     if storage == "raw":
         data = pa.Array.from_buffers(kind, n, [None, pa.py_buffer(flat.view(np.uint8))])

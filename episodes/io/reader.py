@@ -126,7 +126,11 @@ def read_episodes(
         >>> [ep.id_ for ep in read_episodes(path, start=1, stop=3)]
         ['1', '2']
     """
-    if isinstance(ids, (str, bytes)):  # iterated, "e1" would ask for ids "e" and "1"
+    # Iterated, "e1" would ask for ids "e" and "1"; an int id is not iterable at all. (A
+    # tuple is a collection of ids here, as a list is.)
+    if isinstance(ids, (str, bytes)) or (
+        ids is not None and not hasattr(ids, "__iter__")
+    ):
         raise TypeError(
             f"ids must be a collection of ids, got the single id {ids!r}: pass [{ids!r}]"
         )

@@ -557,10 +557,10 @@ class Dataset:
             >>> s["observations"].tolist(), s["rewards"].tolist(), s["terminated"]
             ([0, 1, 2], [1.0, 2.0], True)
         """
+        shard, j = self.locate(i)  # an index out of range is the same IndexError as episode()
         summary = self.summaries[i]
         if not 0 <= start <= stop <= summary.length:
             raise IndexError(f"step range [{start}, {stop}) outside [0, {summary.length}]")
-        shard, j = self.locate(i)
         plans = shard.columns(j)
         out: dict[str, Any] = {}
         for name, plan in plans.items():

@@ -347,17 +347,25 @@ def filter_dataset(
         if _holds_nan(value):
             raise ValueError(f"custom_data[{key!r}] holds a NaN, which equals nothing")
 
+    info = dataset_info(src)
+    # The manifest holds no inf (JSON): such returns read back as NaN and are summed from the
+    # rewards here, so an episode of return inf passes min_return.
+    exact: dict[Any, float] = {}
+    if min_return is not None or max_return is not None:
+        unknown = {id_key(s.id_) for s in info.episodes if math.isnan(s.ret)}
+        exact = _returns_from_rewards(src, unknown) if unknown else {}
+
     def passes(s: EpisodeSummary) -> bool:
+        ret = exact.get(id_key(s.id_), s.ret) if math.isnan(s.ret) else s.ret
         return (
-            (min_return is None or s.ret >= min_return)
-            and (max_return is None or s.ret <= max_return)
+            (min_return is None or ret >= min_return)
+            and (max_return is None or ret <= max_return)
             and (min_length is None or s.length >= min_length)
             and (max_length is None or s.length <= max_length)
             and (not done_only or s.terminated or s.truncated)
             and (predicate is None or predicate(s))
         )
 
-    info = dataset_info(src)
     kept = [id_key(s.id_) for s in info.episodes if passes(s)]
     wanted = set(kept)
     meta = _metadata_of(src)
@@ -421,13 +429,26 @@ def _same_json_value(a: Any, b: Any) -> bool:
         return False
 
 
-def _merged_custom_data(src: PathLike, ids: set[Any]) -> dict[Any, dict[Any, Any]]:
-    """Per id key in ``ids``: its pieces' ``custom_data`` merged in time order (later wins)."""
-    pieces: dict[Any, list[tuple[int, dict[Any, Any]]]] = {}
+def _returns_from_rewards(src: PathLike, ids: set[Any]) -> dict[Any, float]:
+    """Per id key in ``ids``: the sum of its pieces' returns (pieces hold disjoint steps)."""
+    returns: dict[Any, float] = {}
     for piece in read_episodes(src):
         key = id_key(piece.id_)
         if key in ids:
-            pieces.setdefault(key, []).append((piece.t_started, piece.custom_data))
+            returns[key] = returns.get(key, 0.0) + float(piece.get_return())
+    return returns
+
+
+def _merged_custom_data(src: PathLike, ids: set[Any]) -> dict[Any, dict[Any, Any]]:
+    """Per id key in ``ids``: its pieces' ``custom_data`` merged in time order (later wins)."""
+    pieces: dict[Any, list[tuple[tuple[int, int, int], dict[Any, Any]]]] = {}
+    for i, piece in enumerate(read_episodes(src)):
+        key = id_key(piece.id_)
+        if key in ids:
+            # load_episode's order: (t_started, t), so a piece without steps comes before the
+            # one starting where it is; the later piece on a tie.
+            order = (piece.t_started, piece.t, i)
+            pieces.setdefault(key, []).append((order, piece.custom_data))
     merged: dict[Any, dict[Any, Any]] = {}
     for key, parts in pieces.items():
         merged[key] = {}

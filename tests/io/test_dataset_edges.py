@@ -249,3 +249,65 @@ def test_time_steps_a_dataset_cannot_hold_are_refused_before_writing(tmp_path, v
             with pytest.raises(UnstorableValueError, match="t_started|int64"):
                 writer.write(bad)
     assert [e.id_ for e in read_episodes(tmp_path / "ds")][0] == "good"
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+def test_filter_by_return_reads_an_infinite_return_from_the_rewards(tmp_path, v1):
+    """The manifest holds no inf: the summary said NaN, and min_return=0 dropped the episode."""
+    from episodes.io import filter_dataset
+
+    infinite = SingleAgentEpisode(
+        "inf", observations=[0.0, 1.0], actions=[0], rewards=[float("inf")], len_lookback_buffer=0
+    )
+    eps = [infinite, episode("one")]
+    src = write(tmp_path / "src", eps, v1)
+    assert filter_dataset(src, tmp_path / "hi", min_return=5.0) == 1
+    assert [ep.id_ for ep in read_episodes(tmp_path / "hi")] == ["inf"]
+    assert filter_dataset(src, tmp_path / "lo", max_return=5.0) == 1
+
+
+@pytest.mark.parametrize("v1", [False, True], ids=["v2", "v1"])
+def test_filter_by_custom_data_merges_pieces_as_load_episode_does(tmp_path, v1):
+    """A piece without steps written after its successor won in filter (sorted by t_started
+    only), while load_episode puts it first ((t_started, t))."""
+    from episodes.io import filter_dataset
+
+    first = SingleAgentEpisode("e")
+    first.add_env_reset(0)
+    for i in range(3):
+        first.add_env_step(i + 1, 0, 1.0)
+    empty = first.cut()
+    last = empty.cut()
+    last.add_env_step(9, 0, 1.0)
+    for k, piece in enumerate((first, empty, last), start=1):
+        piece.custom_data["k"] = k
+    src = write(tmp_path / "src", [first, last, empty], v1)
+    assert load_episode(src, "e").custom_data == {"k": 3}
+    assert filter_dataset(src, tmp_path / "k3", custom_data={"k": 3}) == 3
+    assert filter_dataset(src, tmp_path / "k2", custom_data={"k": 2}) == 0
+
+
+def test_a_written_episode_changed_afterwards_is_stored_as_written(tmp_path):
+    """The observations column was a zero-copy view of the episode's array until flush."""
+    ep = SingleAgentEpisode(
+        "a",
+        observations=[np.full(2, i, np.float32) for i in range(3)],
+        actions=[0, 1],
+        rewards=[1.0, 2.0],
+        len_lookback_buffer=0,
+    ).to_numpy()
+    with DatasetWriter(tmp_path / "ds") as writer:
+        writer.write(ep)
+        ep.get_observations()[...] = -1.0  # e.g. normalised in place
+    stored = list(read_episodes(tmp_path / "ds"))[0]
+    assert np.asarray(stored.get_observations())[:, 0].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_bad_episode_index_and_single_ids_are_clear_errors(tmp_path):
+    from episodes.io import Dataset
+
+    path = write(tmp_path / "ds", [episode("a")])
+    with pytest.raises(IndexError, match="out of range"):
+        Dataset(path).steps(1, 0, 1)  # was a bare "list index out of range"
+    with pytest.raises(TypeError, match="single id 0"):
+        list(read_episodes(path, ids=0))  # was "'int' object is not iterable"
