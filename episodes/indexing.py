@@ -81,6 +81,25 @@ def discount_factor(gamma: Any) -> float:
     return float(gamma)
 
 
+def index_list(indices: list[Any] | tuple[Any, ...] | np.ndarray) -> list[Any]:
+    """A list, tuple or 1-d array of indices as a list; a ``TypeError`` for other arrays.
+
+    Example:
+        >>> index_list(np.array([2, -1]))
+        [np.int64(2), np.int64(-1)]
+        >>> index_list(np.array(1))
+        Traceback (most recent call last):
+        ...
+        TypeError: an index array must be 1-d (a list of indices), got shape (); pass an int
+    """
+    if isinstance(indices, np.ndarray) and indices.ndim != 1:
+        hint = "; pass an int" if indices.ndim == 0 else ""
+        raise TypeError(
+            f"an index array must be 1-d (a list of indices), got shape {indices.shape}{hint}"
+        )
+    return list(indices)
+
+
 def resolve_int(index: int, *, lookback: int, total: int, neg_index_as_lookback: bool) -> int:
     """Maps a user's int index to a storage position (may fall outside ``[0, total)``).
 
@@ -313,7 +332,7 @@ def set_positions(
         return range(plan.start, plan.stop, plan.step)
     if isinstance(at_indices, (list, tuple, np.ndarray)):
         positions = resolve_list(
-            list(at_indices),
+            index_list(at_indices),
             lookback=lookback,
             total=total,
             neg_index_as_lookback=neg_index_as_lookback,

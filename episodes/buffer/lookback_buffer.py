@@ -298,7 +298,7 @@ class InfiniteLookbackBuffer:
             return reading.read_plan(self.store, self._space, plan, fill, one_hot_discrete)
         if isinstance(indices, (list, tuple, np.ndarray)):
             positions = indexing.resolve_list(
-                list(indices),
+                indexing.index_list(indices),
                 lookback=self.lookback,
                 total=total,
                 neg_index_as_lookback=neg_index_as_lookback,

@@ -149,7 +149,10 @@ def slice_episode(
         raise TypeError(f"slice_ must be a slice, got {type(slice_).__name__}")
     if slice_.step not in (None, 1):
         raise ValueError(f"episode slices need step 1 or None, got {slice_.step}")
-    if len_lookback_buffer is not None and as_int(len_lookback_buffer) < 0:
+    if (
+        len_lookback_buffer is not None
+        and as_int(len_lookback_buffer, what="len_lookback_buffer") < 0
+    ):
         raise ValueError(f"len_lookback_buffer must be >= 0, got {len_lookback_buffer}")
     length = len(episode)
     start = _resolve_bound(slice_.start, 0, length)

@@ -54,7 +54,8 @@ def _lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
         if len_lookback_buffer < 0:
             raise ValueError(f"len_lookback_buffer must be >= 0, got {len_lookback_buffer}")
         return min(int(len_lookback_buffer), len_rewards)
-    raise ValueError(
+    # A TypeError, as cut() and slice() give for the same value (contract section 8.2).
+    raise TypeError(
         f"len_lookback_buffer must be 'auto' or an int >= 0, got {len_lookback_buffer!r}"
     )
 

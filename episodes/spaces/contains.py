@@ -99,6 +99,13 @@ def _(space: gs.Box) -> Checker:
             return _check_array(item)
 
     def _check_array(item: Any) -> bool:
+        if not isinstance(item, ndarray):
+            # What gymnasium does with a list or any non-array (cast to the space's dtype),
+            # without its "Casting input x to numpy array" warning at every such write.
+            try:
+                item = np.asarray(item, dtype=dtype)
+            except (ValueError, TypeError, OverflowError):
+                return False
         if item.__class__ is not ndarray or item.shape != shape:
             return bool(fallback(item))
         item_dtype = item.dtype

@@ -327,7 +327,7 @@ EPISODE_CASES = [
         "bad_len_lookback_buffer",
         None,
         lambda _: SingleAgentEpisode(len_lookback_buffer="many"),
-        ValueError,
+        TypeError,  # as cut() and slice() refuse a lookback that is not an int
         "len_lookback_buffer",
     ),
 ]
@@ -812,3 +812,37 @@ def test_numpy_mode_takes_torch_scalar_rewards():
     ep.add_env_step(ZERO, 0, torch.tensor(1.5))
     ep.add_env_step(ZERO, 1, torch.tensor(1))
     assert ep.get_rewards().tolist() == [1.5, 1.0]
+
+
+@pytest.mark.parametrize("lookback", [1.5, True, "x"], ids=repr)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ep, lb: SingleAgentEpisode(
+            observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=lb
+        ),
+        lambda ep, lb: ep.cut(len_lookback_buffer=lb),
+        lambda ep, lb: ep.slice(slice(0, 1), len_lookback_buffer=lb),
+    ],
+    ids=["constructor", "cut", "slice"],
+)
+def test_a_lookback_length_that_is_no_int_is_one_type_error_everywhere(make, lookback):
+    """The constructor said ValueError, cut TypeError, slice a TypeError about an 'index'."""
+    ep = SingleAgentEpisode(
+        observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 2.0], len_lookback_buffer=0
+    )
+    with pytest.raises(TypeError, match="len_lookback_buffer"):
+        make(ep, lookback)
+
+
+@pytest.mark.parametrize("index", [np.array(1), np.array([[0, 1]])], ids=["0-d", "2-d"])
+def test_an_index_array_that_is_not_1d_is_a_clear_type_error(index):
+    """It was 'iteration over a 0-d array'."""
+    ep = SingleAgentEpisode(
+        observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 2.0], len_lookback_buffer=0
+    )
+    with pytest.raises(TypeError, match="index array must be 1-d"):
+        ep.get_observations(index)
+    with pytest.raises(TypeError, match="index array must be 1-d"):
+        ep.set_rewards(new_data=[5.0], at_indices=index)
+    assert ep.get_rewards() == [1.0, 2.0]

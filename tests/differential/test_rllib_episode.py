@@ -753,6 +753,14 @@ def test_a_t_started_that_is_no_int_is_refused() -> None:  # "t-started-not-int"
     assert RSAE(t_started=2.7).t_started == 2.7
 
 
+def test_pop_inside_the_lookback_shrinks_it() -> None:  # "pop-lookback"
+    ours, theirs = OBuf([1, 2, 3, 4, 5], lookback=3), RBuf([1, 2, 3, 4, 5], lookback=3)
+    assert ours.pop(1) == 2
+    theirs.pop(1)  # RLlib's pop returns nothing
+    assert (ours.lookback, ours.get()) == (2, [4, 5])
+    assert (theirs.lookback, theirs.get()) == (3, [5])
+
+
 def test_concat_with_itself_is_refused() -> None:  # "concat-with-itself"
     ours, theirs = OSAE(), RSAE()
     ours.add_env_reset(0)
