@@ -54,7 +54,7 @@ class ActorCritic(nn.Module):
     @torch.no_grad()
     def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         logits = self.actor(obs)
-        dist = torch.distributions.Categorical(logits=logits)
+        dist = torch.distributions.Categorical(logits=logits, validate_args=False)
         actions = dist.sample()
         extras = {
             "vf_preds": self.critic(obs)[:, 0],

@@ -79,7 +79,7 @@ class ActorCritic(nn.Module):
 
     def distribution(self, obs: torch.Tensor) -> torch.distributions.Categorical:
         """The action distribution at ``obs``."""
-        return torch.distributions.Categorical(logits=self.actor(obs))
+        return torch.distributions.Categorical(logits=self.actor(obs), validate_args=False)
 
 
 class SamplingPolicy:

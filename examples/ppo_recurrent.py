@@ -153,7 +153,7 @@ class RecurrentSamplingPolicy:
         h_actor, h_critic = state
         logits, new_actor = self.model.logits(x, h_actor)
         values, new_critic = self.model.value(x, h_critic)
-        dist = torch.distributions.Categorical(logits=logits[0])
+        dist = torch.distributions.Categorical(logits=logits[0], validate_args=False)
         actions = dist.sample()
         extras = {
             "action_logp": dist.log_prob(actions).cpu().numpy(),
@@ -208,7 +208,7 @@ def update(
         values, _ = model.value(batch.observations, h_critic)
         logits = unpad_trajectories(logits, batch.masks)  # [T, n_envs, A]
         values = unpad_trajectories(values, batch.masks)  # [T, n_envs]
-        dist = torch.distributions.Categorical(logits=logits)
+        dist = torch.distributions.Categorical(logits=logits, validate_args=False)
         loss, batch_stats = ppo_loss(
             dist.log_prob(batch.actions.squeeze(-1).long()),
             dist.entropy(),

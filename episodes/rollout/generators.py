@@ -2,7 +2,7 @@
 
 They read the storage through its public fields, ``field_names`` and ``gather`` only.
 None of the loops below copies data to the host: every host synchronisation (learning the
-number of trajectories) happens once per call, before the first batch.
+number of trajectories and where each mini-batch's end) happens at the first batch of a call.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def recurrent_mini_batch_generator(
     The grouping is the same every epoch.
 
     The split/pad, the hidden-state gather and the batch boundaries are computed once per call
-    (one host synchronisation); the loops only slice.
+    (two host synchronisations, at the first batch); the loops only slice.
 
     Each batch has ``observations`` ``[T, num_traj, ...]`` (zero-padded) with ``masks``
     ``[T, num_traj]``, the other fields ``[T, n_envs, ...]`` and ``hidden_states`` ``(actor,

@@ -50,6 +50,55 @@ def to_host(item: Any) -> Any:
     return item
 
 
+def to_host_all(items: list[Any]) -> list[Any]:
+    """:func:`to_host` of many structs, with one device-to-host copy per dtype and device.
+
+    Each copy makes the host wait for the device: a call's infos, one struct per recorded
+    row, would otherwise wait once per tensor.
+
+    Example:
+        >>> to_host_all([{"x": torch.tensor([1, 2])}, {"x": torch.tensor(3), "s": "a"}])
+        [{'x': array([1, 2])}, {'x': array(3), 's': 'a'}]
+    """
+    tensors: list[torch.Tensor] = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, torch.Tensor):
+            tensors.append(item)
+        elif isinstance(item, dict):
+            for value in item.values():
+                collect(value)
+        elif isinstance(item, (tuple, list)):
+            for value in item:
+                collect(value)
+
+    for item in items:
+        collect(item)
+    groups: dict[tuple[torch.dtype, torch.device], list[int]] = {}
+    for i, tensor in enumerate(tensors):
+        groups.setdefault((tensor.dtype, tensor.device), []).append(i)
+    host: list[Any] = [None] * len(tensors)
+    for members in groups.values():
+        joined = torch.cat([tensors[i].detach().reshape(-1) for i in members]).cpu().numpy()
+        start = 0
+        for i in members:
+            stop = start + tensors[i].numel()
+            host[i] = joined[start:stop].reshape(tuple(tensors[i].shape))
+            start = stop
+    leaves = iter(host)
+
+    def rebuild(item: Any) -> Any:
+        if isinstance(item, torch.Tensor):
+            return next(leaves)
+        if isinstance(item, dict):
+            return {key: rebuild(value) for key, value in item.items()}
+        if isinstance(item, (tuple, list)):
+            return type(item)(rebuild(value) for value in item)
+        return item
+
+    return [rebuild(item) for item in items]
+
+
 class TensorColumn(Column):
     """A :class:`~episodes.runner.blocks.Column` of ``[rows, num_envs, ...]`` torch tensors.
 

@@ -45,7 +45,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks, Finals
-from episodes.runner.device_blocks import DeviceBlocks, as_device_batch, to_host
+from episodes.runner.device_blocks import DeviceBlocks, as_device_batch, to_host, to_host_all
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.table import Recording
@@ -256,8 +256,9 @@ class DeviceRecorder(BatchedRecorder):
         assert device is not None
         host = device.host()
         self.blocks = host
-        for r in range(self._begin_row, self.row):
-            infos = to_host(self._pending.pop(r, {}))
+        rows = range(self._begin_row, self.row)
+        hosted = to_host_all([self._pending.pop(r, {}) for r in rows])  # a copy per dtype
+        for r, infos in zip(rows, hosted):
             self._account(
                 r, None, host.rewards[r], host.terminated[r], host.truncated[r], infos, None
             )

@@ -204,3 +204,20 @@ def test_distillation_generator(device):
         assert torch.equal(b.dones.squeeze(-1), steps[i]["dones"].bool())
         for x in all_tensors(b.__dict__):
             assert x.device.type == device.type
+
+
+def test_mini_batches_and_returns_never_wait_for_the_device():
+    """On a GPU a wait per mini-batch would serialise training: none may happen after the
+    first batch (counted on the CPU at the aten level: scalar reads, data-sized outputs)."""
+    from tests.runner.test_device_recording import SyncCounter
+
+    s, _ = filled("cpu", 8, 6, hidden="gru", done_p=0.3)
+    flat = s.mini_batch_generator(3, 2)
+    recurrent = s.recurrent_mini_batch_generator(3, 2)
+    next(flat), next(recurrent)  # the recurrent layout is planned at the first batch
+    counter = SyncCounter()
+    with counter:
+        s.compute_returns(torch.zeros(6, 1), 0.99, 0.95)
+        rest = list(flat) + list(recurrent)
+    assert len(rest) == 10
+    assert counter.calls == []
