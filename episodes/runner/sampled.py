@@ -143,7 +143,14 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         for k, entry in self._cache.items():
             # A chunk changed since it was built (a flag, a column, its id or spaces) travels
             # as it is: rebuilt from the blocks, the change would be lost.
-            if _signature(entry[0]) != entry[1] or not _intact(entry[1], entry[2]):
+            # Infos are plain dicts: one written in place, or replaced, differs from the
+            # recording's (a dict the recording holds is the same object, written or not).
+            chunk = entry[0]
+            if (
+                _signature(chunk) != entry[1]
+                or not _intact(entry[1], entry[2])
+                or not _same_infos(chunk.infos.store.items(0), self._info_list(k))
+            ):
                 state["_cache"][k] = entry
             elif entry[0].custom_data != {"env_index": int(envs[k])}:
                 state["_custom"][k] = entry[0].custom_data
@@ -229,6 +236,16 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return sorted(self._cache)
 
     # ------------------------------------------------------------------------- materialise
+    def _info_list(self, k: int) -> list[Any]:
+        """Chunk ``k``'s infos as the recording holds them (lookback rows included)."""
+        rec, table = self.recording, self.recording.table
+        env, stop = int(table.env[k]), int(table.stop[k])
+        start = int(table.first[k]) - int(table.lookback[k])
+        if int(table.final[k]) >= 0:  # the ending's info was kept apart with its observation
+            final_info = rec.final_infos.get((stop - 1, env)) or {}
+            return _infos_of(rec.infos, env, start, stop) + [final_info]
+        return _infos_of(rec.infos, env, start, stop + 1)
+
     def _build(self, k: int) -> SingleAgentEpisode:
         rec = self.recording
         table, blocks = rec.table, rec.blocks
@@ -236,20 +253,17 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         lookback = int(table.lookback[k])
         terminated, truncated = bool(table.terminated[k]), bool(table.truncated[k])
         start = first - lookback
-        infos = rec.infos
         entry = int(table.final[k])
         if entry >= 0:
             # The final observation was kept apart: this one column is a small copy.
-            final_info = rec.final_infos.get((stop - 1, env)) or {}
             leaves = [
                 np.concatenate([leaf[start:stop, env], final[entry : entry + 1]])
                 for leaf, final in zip(blocks.obs.leaves, rec.finals.leaves)
             ]
             observations = unflatten(blocks.obs.structure, leaves)
-            info_list = _infos_of(infos, env, start, stop) + [final_info]
         else:
             observations = blocks.obs.view(start, stop + 1, env)
-            info_list = _infos_of(infos, env, start, stop + 1)
+        info_list = self._info_list(k)
         assert blocks.actions is not None
 
         def column(data: Any, space: gym.Space[Any] | None = None) -> InfiniteLookbackBuffer:
@@ -494,6 +508,10 @@ def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
         episode.t_started,
         episode.t,
         episode.id_,
+        episode.agent_id,
+        episode.module_id,
+        episode.multi_agent_episode_id,
+        episode.infos,
         episode.observation_space,
         episode.action_space,
     )
@@ -525,6 +543,13 @@ def _own(item: Any) -> Any:
     from episodes.structs import map_leaves
 
     return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, item)
+
+
+def _same_infos(have: list[Any], want: list[Any]) -> bool:
+    """Whether a chunk's infos are still the recording's: its dicts, or empty where it has none."""
+    return len(have) == len(want) and all(
+        h is w or (type(h) is dict and not h and not w) for h, w in zip(have, want)
+    )
 
 
 def _infos_of(infos: dict[tuple[int, int], Any], env: int, start: int, stop: int) -> list[Any]:

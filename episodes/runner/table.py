@@ -144,8 +144,10 @@ class Recording:
         """The recording cut to the rows its chunks read (views), renumbered from row 0.
 
         The blocks a call records into may also hold earlier calls' rows (calls append while
-        there is room): what is pickled or sent to another process is only this call's.
-        Recordings on a torch device are returned as they are.
+        there is room): what is pickled or sent to another process is only this call's. A
+        recording on a torch device becomes a host recording of its host mirror (a view of a
+        device tensor would pickle all of the tensor's rows, and the other side may have no
+        such device).
 
         Example:
             >>> import gymnasium as gym
@@ -157,7 +159,9 @@ class Recording:
             True
         """
         table = self.table
-        if self.device is not None or not len(table):
+        if self.device is not None:
+            return dataclasses.replace(self, device=None).compact()
+        if not len(table):
             return self
         first = int((table.first - table.lookback).min())
         stop = int(table.stop.max())

@@ -695,3 +695,24 @@ def test_infos_as_a_list_of_dicts_are_refused_with_a_clear_error():
     )
     with pytest.raises(TypeError, match="DictInfoToList"):
         EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_edits_to_a_chunks_infos_and_ids_survive_a_copy_of_the_sample(copier):
+    """The copy rebuilt unchanged-looking chunks from the blocks, which do not hold these."""
+    import copy
+    import pickle
+
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point")
+    chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(4)
+    chunk = chunks[0]
+    chunk.get_infos(1)["note"] = "annotated"
+    chunk.module_id, chunk.agent_id, chunk.multi_agent_episode_id = "policy_b", "agent_1", "ma-7"
+    back = pickle.loads(pickle.dumps(chunks)) if copier == "pickle" else copy.deepcopy(chunks)
+    assert back[0].get_infos(1) == {"note": "annotated"}
+    assert (back[0].module_id, back[0].agent_id, back[0].multi_agent_episode_id) == (
+        "policy_b",
+        "agent_1",
+        "ma-7",
+    )
+    assert back == chunks
