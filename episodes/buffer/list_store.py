@@ -50,7 +50,9 @@ class ListStore:
         return len(self.data)
 
     def __repr__(self) -> str:
-        return f"ListStore({self.data!r})"
+        if len(self.data) <= 8:
+            return f"ListStore({self.data!r})"
+        return f"ListStore({len(self.data)} items)"  # a long column printed whole is no use
 
     # ------------------------------------------------------------------------- reading
     def get(self, position: int) -> Any:

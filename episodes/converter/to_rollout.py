@@ -69,6 +69,13 @@ class Rollout:
     mask: torch.Tensor | None
     groups: Sequence[Sequence[SingleAgentEpisode]]
 
+    def __repr__(self) -> str:  # the dataclass repr listed every group's chunks
+        storage = self.storage
+        return (
+            f"Rollout(T={storage.num_transitions_per_env}, N={storage.num_envs}, "
+            f"device={storage.device}, masked={self.mask is not None})"
+        )
+
 
 def bootstrap_values(
     chunks: Sequence[SingleAgentEpisode],

@@ -190,6 +190,14 @@ class GroupSample(Sequence[SingleAgentEpisode]):
         for k in range(len(self)):
             yield self[k]
 
+    def __eq__(self, other: object) -> bool:
+        # As SampledChunks: equal to any sequence of equal chunks (a copy of it, a list).
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
         return (
             f"GroupSample({len(self.samples)} runners, {self.num_envs} envs, {len(self)} chunks, "

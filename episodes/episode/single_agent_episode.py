@@ -540,9 +540,13 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        try:  # a list-mode episode may hold rewards that do not sum (None, a string)
+            ret = f"{self.get_return():.4g}"
+        except (TypeError, ValueError):
+            ret = "?"
         return (
-            f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, "
-            f"return={self.get_return():.4g}, id_={self.id_})"
+            f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, return={ret}, "
+            f"id_={self.id_})"
         )
 
 

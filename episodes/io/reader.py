@@ -128,9 +128,7 @@ def read_episodes(
     """
     # Iterated, "e1" would ask for ids "e" and "1"; an int id is not iterable at all. (A
     # tuple is a collection of ids here, as a list is.)
-    if isinstance(ids, (str, bytes)) or (
-        ids is not None and not hasattr(ids, "__iter__")
-    ):
+    if isinstance(ids, (str, bytes)) or (ids is not None and not hasattr(ids, "__iter__")):
         raise TypeError(
             f"ids must be a collection of ids, got the single id {ids!r}: pass [{ids!r}]"
         )

@@ -36,6 +36,35 @@ HiddenSpec: TypeAlias = torch.Tensor | Sequence[Any] | None
 TRAINING_TYPES = ("rl", "distillation")
 
 
+def hidden_pair(value: Any) -> tuple[Any, Any]:
+    """``hidden_states`` as its ``(actor, critic)`` pair, else a ``ValueError``.
+
+    A third part would be ignored by a ``zip``: it is refused instead.
+
+    Example:
+        >>> hidden_pair((None, None))
+        (None, None)
+    """
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        given = type(value).__name__
+        if isinstance(value, (tuple, list)):
+            given += f" of {len(value)}"
+        raise ValueError(
+            f"hidden_states is a pair (actor, critic), each a state or None; got {given}"
+        )
+    return value[0], value[1]
+
+
+def shape_of(shape: Any) -> tuple[int, ...]:
+    """A shape as a tuple; an int is a flat shape (rsl_rl passes lists or tuples).
+
+    Example:
+        >>> shape_of(4), shape_of([2, 3])
+        ((4,), (2, 3))
+    """
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+
+
 def check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int) -> None:
     """``ValueError`` for an unknown training type or a non-positive size.
 

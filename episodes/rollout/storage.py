@@ -34,9 +34,11 @@ from .specs import (
     ObsSpec,
     Shape,
     check_sizes,
+    hidden_pair,
     name_leaves,
     parse_hidden,
     parse_observations,
+    shape_of,
 )
 from .transition import Transition as _Transition
 
@@ -111,10 +113,7 @@ class RolloutStorage:
         self.num_envs = num_envs
         self.num_transitions_per_env = num_transitions_per_env
         self.device = torch.device(device)
-        # An int is the shape of a flat action (rsl_rl passes a list or tuple).
-        self.actions_shape = (
-            (actions_shape,) if isinstance(actions_shape, int) else tuple(actions_shape)
-        )
+        self.actions_shape = shape_of(actions_shape)
         self.normalize_advantage_per_mini_batch = normalize_advantage_per_mini_batch
         self.step = 0
         specs = self._field_specs(
@@ -276,13 +275,7 @@ class RolloutStorage:
                 copies.append((checked_rows(dst[rows], value, name), value))  # the hot case
                 continue
             if name == "hidden_states":
-                if not isinstance(value, (tuple, list)) or len(value) != 2:
-                    raise ValueError(
-                        "hidden_states is a pair (actor, critic), each a state or None; got "
-                        f"{type(value).__name__}"
-                        + (f" of {len(value)}" if isinstance(value, (tuple, list)) else "")
-                    )
-                for which, state in zip(("actor", "critic"), value):
+                for which, state in zip(("actor", "critic"), hidden_pair(value)):
                     if state is not None:
                         saved, comps = hidden_writes(
                             getattr(self, f"saved_hidden_states_{which}"),

@@ -42,6 +42,12 @@ class RunnerMetrics:
     return_sum: float = 0.0
     length_sum: int = 0
 
+    def __repr__(self) -> str:  # the dataclass repr listed up to max_listed returns
+        return (
+            f"RunnerMetrics(num_episodes={self.num_episodes}, env_steps={self.env_steps}, "
+            f"total_env_steps={self.total_env_steps}, total_episodes={self.total_episodes})"
+        )
+
     def add_episode(self, episode_return: float, length: int) -> None:
         """Records one finished episode.
 
@@ -83,10 +89,11 @@ class RunnerMetrics:
             >>> m.env_steps, m.vector_steps, m.sample_time_s, m.total_env_steps
             (12, 6, 0.5, 12)
         """
-        self.env_steps += env_steps
-        self.total_env_steps += env_steps
-        self.vector_steps += vector_steps
-        self.sample_time_s += seconds
+        # Python numbers: the figures go to loggers and JSON, which refuse numpy ints.
+        self.env_steps += int(env_steps)
+        self.total_env_steps += int(env_steps)
+        self.vector_steps += int(vector_steps)
+        self.sample_time_s += float(seconds)
 
     def reduce(self, *, reset: bool = True) -> dict[str, Any]:
         """A plain dict of the figures since the last reset; clears them unless ``reset=False``.

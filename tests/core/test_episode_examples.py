@@ -425,3 +425,19 @@ def test_numpy_before_the_first_step_stores_list_actions_as_rows(space, action):
 
     assert all(leaf.shape == (1, 2) for leaf in flatten(before.actions.data)[0])
     assert data_equal(before.actions.data, after.actions.data)
+
+
+@pytest.mark.parametrize("reward", [None, "1.0"], ids=repr)
+def test_repr_of_an_episode_whose_rewards_do_not_sum(reward):
+    """repr raised TypeError on rewards a list-mode episode accepts."""
+    ep = SingleAgentEpisode("a")
+    ep.add_env_reset(0)
+    ep.add_env_step(1, 0, reward)
+    assert repr(ep) == "SingleAgentEpisode(len=1, done=False, return=?, id_=a)"
+
+
+def test_long_list_store_reprs_are_short():
+    from episodes.buffer.list_store import ListStore
+
+    assert repr(ListStore([1, 2])) == "ListStore([1, 2])"
+    assert repr(ListStore(list(range(100_000)))) == "ListStore(100000 items)"

@@ -164,3 +164,14 @@ def test_a_pickled_group_sample_keeps_each_chunks_env_index():
     for bad in (1.5, "1", True):
         with pytest.raises(TypeError):
             group[bad]
+
+
+def test_a_group_sample_equals_its_copies_and_its_chunks():
+    """It compared by identity: a pickled copy or the list of its chunks was unequal."""
+    import copy
+    import pickle
+
+    group = gathered(EnvSpec("box", "discrete", 0.2, 0.2, 0.3), "NextStep", [2, 3], 4, 2)
+    assert group == pickle.loads(pickle.dumps(group)) == copy.deepcopy(group)
+    assert group == list(group)
+    assert group != list(group)[:-1]

@@ -716,3 +716,16 @@ def test_edits_to_a_chunks_infos_and_ids_survive_a_copy_of_the_sample(copier):
         "ma-7",
     )
     assert back == chunks
+
+
+def test_metrics_are_plain_python_numbers():
+    """num_env_steps and env_steps_per_s were numpy numbers: json.dumps refused them."""
+    import json
+
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point")
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    runner.sample(30)
+    metrics = runner.get_metrics()
+    json.dumps(metrics)
+    assert type(metrics["num_env_steps"]) is int and type(metrics["env_steps_per_s"]) is float
+    assert len(repr(runner.metrics)) < 200
