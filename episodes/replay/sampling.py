@@ -16,6 +16,7 @@ __all__ = [
     "check_gamma",
     "check_non_negative",
     "check_positive",
+    "draw_flagged",
     "draw_live",
     "episode_slots",
     "locate",
@@ -138,9 +139,9 @@ def draw_live(
 ) -> np.ndarray:
     """``size`` live slots drawn uniformly with replacement (among those ``accept`` keeps).
 
-    Draws over the whole slot range and drops dead (and refused) slots, which keeps the cost
-    independent of the buffer's size because compaction holds dead slots under half. After
-    a few rounds without enough accepted slots the candidates are listed exactly.
+    Draws over the whole slot range and drops dead (and refused) slots (see
+    :func:`draw_flagged`), which keeps the cost independent of the buffer's size because
+    compaction holds dead slots under half.
 
     Returns:
         The slots, or an empty array when no slot is acceptable.
@@ -156,12 +157,32 @@ def draw_live(
         >>> draw_live(store, np.random.default_rng(0), 5, accept=lambda s: s < 2).tolist()
         []
     """
+    return draw_flagged(store.live[: store.end], store.num_live, rng, size, accept)
+
+
+def draw_flagged(
+    flags: np.ndarray,
+    count: int,
+    rng: np.random.Generator,
+    size: int,
+    accept: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """``size`` positions of the ``count`` True ``flags``, drawn uniformly with replacement.
+
+    Candidates are drawn over the whole range and the False ones dropped; after a few rounds
+    without enough accepted positions they are listed exactly.
+
+    Example:
+        >>> draw_flagged(np.array([False, True, False]), 1, np.random.default_rng(0), 3).tolist()
+        [1, 1, 1]
+    """
     picked: list[np.ndarray] = []
     have = 0
-    rate = max(store.num_live / max(store.end, 1), 1e-3)
+    end = len(flags)
+    rate = max(count / max(end, 1), 1e-3)
     for _ in range(_ROUNDS):
-        draw = rng.integers(0, store.end, int((size - have) / rate * 1.2) + 16)
-        draw = draw[store.live[draw]]
+        draw = rng.integers(0, end, int((size - have) / rate * 1.2) + 16)
+        draw = draw[flags[draw]]
         if accept is not None and len(draw):
             draw = draw[accept(draw)]
         picked.append(draw)
@@ -169,7 +190,7 @@ def draw_live(
         if have >= size:
             return np.concatenate(picked)[:size]
         rate *= 0.25  # low acceptance: draw more next round
-    candidates = np.flatnonzero(store.live[: store.end])
+    candidates = np.flatnonzero(flags)
     if accept is not None and len(candidates):
         candidates = candidates[accept(candidates)]
     if not len(candidates):

@@ -9,7 +9,13 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.nstep import next_observations, walk
-from episodes.replay.sampling import add_extras, check_positive, draw_live, episode_slots
+from episodes.replay.sampling import (
+    add_extras,
+    check_positive,
+    draw_flagged,
+    draw_live,
+    episode_slots,
+)
 from episodes.replay.store import StepStore, fresh_infos
 from episodes.replay.table import EpisodeTable
 
@@ -188,8 +194,8 @@ def sample_chunks(
         [(2, 1, 1), (2, 1, 1), (2, 0, 0)]
     """
     if length is None:
-        ids = np.fromiter(table.order.values(), np.int64, len(table.order))
-        rows = ids[rng.integers(0, len(ids), size)]
+        # Uniform among stored episodes, drawn over the table's rows: no pass over every id.
+        rows = draw_flagged(table.live[: table.size], len(table), rng, size)
         return [
             build_episode(store, table, episode_slots(store, table, r), 0, spaces) for r in rows
         ]

@@ -40,6 +40,7 @@ class EpisodeTable:
         self.first_slot = np.zeros(0, np.int64)
         self.last_slot = np.zeros(0, np.int64)
         self.ids = np.empty(0, object)
+        self.live = np.zeros(0, bool)  # rows holding an episode: drawn from without a pass
 
     def __len__(self) -> int:
         return len(self.order)
@@ -71,6 +72,7 @@ class EpisodeTable:
         row = self.free.pop()
         self.order[id_] = row
         self.ids[row] = id_
+        self.live[row] = True
         self.t_begin[row] = self.t_end[row] = t_begin
         self.first_slot[row] = self.last_slot[row] = -1
         self.terminated[row] = self.truncated[row] = False
@@ -105,6 +107,7 @@ class EpisodeTable:
         """
         row = self.order.pop(id_)
         self.ids[row] = None
+        self.live[row] = False
         self.final_info[row] = None
         self.free.append(row)
         return row
@@ -133,7 +136,15 @@ class EpisodeTable:
             new = np.empty(size, object)
             new[: self.size] = getattr(self, name)
             setattr(self, name, new)
-        for name in ("terminated", "truncated", "t_begin", "t_end", "first_slot", "last_slot"):
+        for name in (
+            "terminated",
+            "truncated",
+            "t_begin",
+            "t_end",
+            "first_slot",
+            "last_slot",
+            "live",
+        ):
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
             new[: self.size] = old

@@ -47,6 +47,18 @@ def test_uniform_sequence_starts_chi_square():
     assert chi_square_p(counts, np.full(len(counts), counts.sum() / len(counts))) > 1e-3
 
 
+def test_whole_episodes_are_drawn_uniformly_among_the_stored_ones():
+    """Drawn over the table's rows (evicted rows left free), not from a list of every id."""
+    buf = EpisodeReplayBuffer(40, seed=3)
+    for i in range(30):  # 30 episodes of 4 steps through a 40-step buffer: rows freed, reused
+        buf.add(episode(f"e{i}", i, 4))
+    stored = buf.get_episode_ids()
+    drawn = [ep.id_ for ep in buf.sample(4000, sample_episodes=True)]
+    values, counts = np.unique(drawn, return_counts=True)
+    assert sorted(values.tolist()) == sorted(stored)
+    assert chi_square_p(counts, np.full(len(counts), counts.sum() / len(counts))) > 1e-3
+
+
 @pytest.mark.parametrize("alpha", [1.0, 0.6])
 def test_prioritized_chi_square(alpha):
     buf = _interleaved_buffer(PrioritizedEpisodeReplayBuffer, alpha=alpha)
