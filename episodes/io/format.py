@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import math
 import os
@@ -200,10 +201,18 @@ def parse_json(raw: bytes, what: str) -> Any:
         >>> parse_json(b'{"a": 1}', "x")
         {'a': 1}
     """
+    # A shard index of many episodes is millions of small objects: the cyclic collector
+    # would run over and over while they are built (2 s instead of 0.4 s for 32k episodes).
+    pause = len(raw) > 1 << 20 and gc.isenabled()
+    if pause:
+        gc.disable()
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise CorruptDatasetError(f"{what} is not valid JSON: {err}") from err
+    finally:
+        if pause:
+            gc.enable()
 
 
 def check_version(value: Any, where: str) -> None:
