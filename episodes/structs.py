@@ -101,6 +101,10 @@ def data_equal(a: Any, b: Any) -> bool:
         >>> data_equal(np.int32(1), np.int64(1)), data_equal(1, np.int64(1))
         (False, True)
     """
+    kind = type(a)
+    if kind is type(b) and (kind is int or kind is float or kind is bool):
+        # Python numbers, a list-mode column's usual items: no arrays to build.
+        return a == b or (a != a and b != b)  # NaN equals NaN
     if isinstance(a, dict) or isinstance(b, dict):
         # Key order does not matter, as for Python dicts (dm-tree and gymnasium sort keys).
         if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
