@@ -389,7 +389,9 @@ def rollout_memory(
 
     The first rollouts and the later ones (a training loop's steady state) are reported
     apart, with what stays allocated between calls: a runner that cached or recycled memory
-    across calls would show it there.
+    across calls would show it there. tracemalloc sees numpy's and Python's allocations, not
+    torch's: each rollout refills the previous rollout's storage (as the timed runs and a
+    training loop do), so neither window allocates torch memory that would go uncounted.
     """
     tracemalloc.start()
     try:
@@ -402,7 +404,7 @@ def rollout_memory(
         for _ in range(first + later):
             base = tracemalloc.get_traced_memory()[0]
             tracemalloc.reset_peak()
-            rollout = episodes_rollout(runner, policy, w.t)
+            rollout = episodes_rollout(runner, policy, w.t, rollout.storage)
             peaks.append(tracemalloc.get_traced_memory()[1] - base)
         held = tracemalloc.get_traced_memory()[0] - start
     finally:

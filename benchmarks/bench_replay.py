@@ -155,7 +155,9 @@ def targets(repeats: int) -> None:
     slow = interleaved(fns, repeats=max(3, repeats // 3))
     fns = {
         "ours sample 256 n3": lambda: mine.sample(256, n_step=3),
-        "rllib sample 256 n3": lambda: rl.sample(256, n_step=3),
+        # RLlib's uniform buffer honours n_step only when it returns episodes (its DQN's path);
+        # without sample_episodes it would draw 64-step sequences and ignore n_step.
+        "rllib sample 256 n3": lambda: rl.sample(256, n_step=3, sample_episodes=True),
         "ours per sample+update": ours_per,
         "rllib per sample+update": rl_per,
         "ours seq 32x64": lambda: mine.sample(32, batch_length_T=64),
@@ -164,7 +166,9 @@ def targets(repeats: int) -> None:
     }
     if HAVE_TORCHRL:
         uniform = torchrl_buffer(data, RandomSampler(), 256)
-        slices = torchrl_buffer(data, SliceSampler(slice_len=64, traj_key="episode"), 32 * 64)
+        slices = torchrl_buffer(
+            data, SliceSampler(slice_len=64, traj_key="episode", cache_values=True), 32 * 64
+        )
         fns["torchrl sample 256 1-step"] = uniform.sample
         fns["torchrl slice 32x64"] = slices.sample
     fast = interleaved(fns, repeats=repeats, number=5)
