@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -288,6 +289,26 @@ class Blocks:
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds
         self.obs.put(row + 1, obs)
+
+    def sharing(self) -> Blocks:
+        """Blocks over the same arrays with columns of their own (see ``Column.widened``).
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros(2), rows=2)
+            >>> twin = blocks.sharing()
+            >>> twin.obs is blocks.obs, twin.obs.leaves[0] is blocks.obs.leaves[0]
+            (False, True)
+        """
+
+        def own(column: Column) -> Column:
+            return type(column)(list(column.leaves), column.structure)
+
+        return dataclasses.replace(
+            self,
+            obs=own(self.obs),
+            actions=None if self.actions is None else own(self.actions),
+            extras={key: own(column) for key, column in self.extras.items()},
+        )
 
     def resized(self, step_rows: int) -> Blocks:
         """Blocks with ``step_rows`` step rows holding these blocks' first rows.

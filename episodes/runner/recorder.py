@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -453,9 +452,10 @@ class BatchedRecorder:
         room = self.num_steps + self._slack(self.num_steps)
         if self._append_in_place(blocks, room):
             shift = 0
-            # A shallow copy: a new extra output of the policy is added to the next call's
-            # blocks only, not to the ones this call's recording reads.
-            self._next = dataclasses.replace(blocks, extras=dict(blocks.extras))
+            # The same arrays under new columns: a new extra output of the policy, or a leaf
+            # widened to a later dtype, changes the next call's blocks only, not the ones this
+            # call's recording (and its chunks) read.
+            self._next = blocks.sharing()
         else:
             shift = keep
             # Room for the next call, plus as many rows again as are carried once they are

@@ -192,7 +192,10 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             [10, 2, 12]
         """
         table = self.recording.table
-        return table.stop - table.first
+        lengths = table.stop - table.first
+        for k, entry in self._cache.items():  # a built chunk may have grown since
+            lengths[k] = len(entry[0])
+        return lengths
 
     def by_env(self) -> list[list[SingleAgentEpisode]]:
         """The chunks grouped per sub-env, in time order (builds every chunk).
@@ -512,6 +515,7 @@ def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
         episode.module_id,
         episode.multi_agent_episode_id,
         episode.infos,
+        episode.custom_data.get("env_index"),  # the converter groups columns by it
         episode.observation_space,
         episode.action_space,
     )

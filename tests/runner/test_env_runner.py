@@ -729,3 +729,61 @@ def test_metrics_are_plain_python_numbers():
     json.dumps(metrics)
     assert type(metrics["num_env_steps"]) is int and type(metrics["env_steps_per_s"]) is float
     assert len(repr(runner.metrics)) < 200
+
+
+def test_a_later_call_that_widens_a_column_leaves_earlier_chunks_as_they_were():
+    """Calls that append to the same blocks shared their column objects, so widening a
+    column in a later call retyped the earlier call's chunks."""
+    import copy
+
+    calls = {"k": 0}
+
+    def policy(obs):
+        dtype = np.float32 if calls["k"] < 2 else np.float64
+        return np.zeros(len(obs), np.int64), {"logp": np.full(len(obs), -0.5, dtype)}
+
+    # Sub-envs that reset unevenly in next-step mode: later calls append to the same blocks.
+    env = make_vec([[(1, "term")], [(5, "trunc"), (3, "term")], [(50, "trunc")]], "NextStep")
+    runner = EnvRunner(env, policy, seed=0, len_lookback_buffer=1)
+    runner.sample(3)
+    calls["k"] += 1
+    first = runner.sample(5)
+    calls["k"] += 1
+    before = copy.deepcopy(list(copy.deepcopy(first)))
+    second = runner.sample(2)
+    assert second.recording.blocks.rewards.base is first.recording.blocks.rewards.base
+    assert list(first) == before
+    assert first[0].get_extra_model_outputs("logp").dtype == np.float32
+    assert second[0].get_extra_model_outputs("logp").dtype == np.float64
+
+
+def test_lengths_follow_a_built_chunk_that_grew():
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point")
+    chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+    chunk = next(c for c in chunks if not c.is_done)
+    k = list(chunks).index(chunk)
+    chunk.add_env_step(chunk.get_observations(-1), 0, 1.0)
+    assert chunks.lengths()[k] == len(chunk)
+
+
+def test_a_changed_env_index_sends_the_converter_down_its_general_path():
+    """The fast path kept the recorded columns while the general path grouped by the edit."""
+    import torch
+
+    from episodes.converter import episodes_to_rollout
+
+    def policy(obs):
+        zeros = np.zeros(len(obs))
+        return np.zeros(len(obs), np.int64), {"vf_preds": obs[:, 0], "action_logp": zeros}
+
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point")
+    chunks = EnvRunner(env, policy, seed=0).sample(3)
+    for chunk in chunks:
+        chunk.custom_data["env_index"] = 1 - chunk.custom_data["env_index"]
+    assert not chunks.unchanged()
+
+    def convert(sample):
+        return episodes_to_rollout(sample, gamma=0.9, value_fn=lambda obs: obs[:, 0])
+
+    fast, general = convert(chunks), convert(list(chunks))
+    assert torch.equal(fast.storage.observations, general.storage.observations)
