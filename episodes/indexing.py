@@ -74,7 +74,9 @@ def discount_factor(gamma: Any) -> float:
         ...
         ValueError: gamma must be a float in [0, 1], got 2.0
     """
-    if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, (int, float, np.number)):
+    if isinstance(gamma, (bool, np.bool_)) or not isinstance(
+        gamma, (int, float, np.integer, np.floating)
+    ):
         raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
     if not 0.0 <= gamma <= 1.0:  # NaN fails this too
         raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")

@@ -125,8 +125,11 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
     m = np.minimum(n_step, n - k)
     total = np.zeros(n, dtype=np.float64)
     for j in range(min(n_step, n)):  # no step has more than n rewards left (Monte-Carlo n)
+        weight = gamma**j
+        if not weight:  # gamma = 0: nothing more to add (0 * an inf reward would be NaN)
+            break
         live = k + j < n
-        total[live] += gamma**j * rewards[k[live] + j]
+        total[live] += weight * rewards[k[live] + j]
     out["reward"] = total
     out["discount"] = np.power(float(gamma), m)
     out["n_steps"] = m.astype(np.int64)

@@ -168,7 +168,9 @@ class TransitionDataset(_EpisodeData):
             reward = rewards.take(t, copy=True)
         else:
             chunk = np.asarray(rewards.take(t, t + k), dtype=np.float64)
-            reward = np.float64(np.sum(chunk * self.gamma ** np.arange(k)))
+            weights = self.gamma ** np.arange(k)
+            # Terms of weight 0 (gamma = 0) are left out, not 0 * reward (NaN for inf).
+            reward = np.float64(np.sum(chunk[weights > 0] * weights[weights > 0]))
         ends = t + k == length
         terminated, truncated = self.flags[i]
         return {

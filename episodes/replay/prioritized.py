@@ -48,7 +48,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         alpha: float = 1.0,
         seed: int | None = None,
     ):
-        if not _is_real(alpha) or not 0 <= alpha < math.inf:
+        if not _is_real(alpha) or not 0 <= float(alpha) < math.inf:
             raise ValueError(f"alpha must be a finite float >= 0, got {alpha!r}")
         super().__init__(capacity, batch_size_B=batch_size_B, seed=seed)
         self._alpha = float(alpha)
@@ -93,7 +93,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     @max_priority.setter
     def max_priority(self, value: float) -> None:
-        if not _is_real(value) or not 0 < value < math.inf:
+        if not _is_real(value) or not 0 < float(value) < math.inf:
             raise ValueError(f"max_priority must be finite and > 0, got {value!r}")
         self._leaf_of(float(value), self._alpha)  # new steps get it: refused if unusable
         self._max_priority = float(value)
@@ -369,9 +369,17 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
 
 def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    )
+    """A real number that is not a bool: Python, numpy (0-d arrays too) or a 0-d tensor."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or str(getattr(value, "dtype", "")) in (
+        "bool",
+        "torch.bool",
+    ):
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError):  # complex numbers, strings, containers
+        return False
+    return True
 
 
 def _host(values: Any, dtype: Any = None) -> np.ndarray:
@@ -387,6 +395,8 @@ def _host(values: Any, dtype: Any = None) -> np.ndarray:
 def _issued(indices: Any, next_uid: int) -> np.ndarray:
     """Item indices as int64, refused unless integers this buffer may have issued."""
     idx = _host(indices)
+    if not idx.size:  # [] is a float64 array: no index to refuse
+        return idx.astype(np.int64)
     if idx.dtype.kind not in "iu":
         raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= next_uid):

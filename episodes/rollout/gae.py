@@ -158,17 +158,18 @@ def bootstrap_time_outs(
         gamma: discount factor.
 
     Returns:
-        A **new** tensor shaped like ``rewards`` (of the floating dtype rewards and values
-        promote to); the input is not modified.
+        A **new** tensor shaped and typed like ``rewards`` (integer rewards give a floating
+        result); the input is not modified.
 
     Example:
         >>> bootstrap_time_outs(torch.zeros(2), torch.ones(2, 1), torch.tensor([True, False]), 0.5)
         tensor([0.5000, 0.0000])
     """
-    # Integer rewards would truncate the bootstrapped values: the result is floating.
-    dtype = torch.promote_types(rewards.dtype, values.dtype)
+    # The rewards' dtype, as rsl_rl's in-place sum keeps it; integer rewards would truncate
+    # the bootstrapped values, so those give a floating result.
+    dtype = rewards.dtype
     if not dtype.is_floating_point:
-        dtype = torch.get_default_dtype()
+        dtype = torch.promote_types(torch.get_default_dtype(), values.dtype)
     values = _as_time_major(values, "values", rewards.shape).to(dtype)
     time_outs = _as_time_major(time_outs, "time_outs", rewards.shape).to(dtype)
     return rewards.to(dtype) + gamma * (values * time_outs)

@@ -27,6 +27,29 @@ import numpy as np
 from episodes.structs import flatten, unflatten
 
 
+def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
+    """Whether writing ``value`` into a ``dtype`` leaf keeps its values.
+
+    A float leaf takes any real value (rounding only: a float32 observation space holds float64
+    steps that way), an int leaf the ints within its range; floats into an int leaf, or ints
+    beyond its range, would change values.
+
+    Example:
+        >>> _fits(np.array([1.5]), np.dtype(np.float32)), _fits(np.array([1.5]), np.dtype(int))
+        (True, False)
+        >>> _fits(np.array([1000]), np.dtype(np.int8)), _fits(np.array([100]), np.dtype(np.int8))
+        (False, True)
+    """
+    if np.can_cast(value.dtype, dtype, "safe"):
+        return True
+    if dtype.kind == "f" and value.dtype.kind in "biuf":
+        return True
+    if dtype.kind in "iu" and value.dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return not value.size or bool(info.min <= value.min() and value.max() <= info.max)
+    return False
+
+
 class Column:
     """One field as ``[rows, num_envs, ...]`` leaf arrays plus the item structure joining them.
 
@@ -101,9 +124,10 @@ class Column:
             ('float64', [[1.0, 2.0], [0.5, 1.5]])
         """
         leaf = self.leaves[j]
-        dtype = np.asarray(value).dtype
-        if not np.can_cast(dtype, leaf.dtype, "safe"):
-            leaf = self.leaves[j] = leaf.astype(np.result_type(leaf.dtype, dtype))
+        value = np.asarray(value)
+        if _fits(value, leaf.dtype):
+            return leaf
+        leaf = self.leaves[j] = leaf.astype(np.result_type(leaf.dtype, value.dtype))
         return leaf
 
     def gather(self, flat: np.ndarray) -> Any:

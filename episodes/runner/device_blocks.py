@@ -31,7 +31,7 @@ import torch
 from episodes.runner.blocks import Blocks, Column
 from episodes.structs import flatten, map_batch, unflatten
 
-__all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host"]
+__all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host", "to_host_all"]
 
 
 def to_host(item: Any) -> Any:
@@ -178,6 +178,8 @@ class TensorColumn(Column):
         """
         leaf: torch.Tensor = self.leaves[j]
         dtype = torch.as_tensor(value).dtype
+        if leaf.is_floating_point() and not dtype.is_complex:
+            return leaf  # rounding only, as on the host (an int range check would sync)
         wide = torch.promote_types(leaf.dtype, dtype)
         if wide != leaf.dtype:
             leaf = self.leaves[j] = leaf.to(wide)

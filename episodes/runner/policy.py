@@ -191,6 +191,8 @@ def _shape_of(batch: Any) -> Any:
     shape = getattr(batch, "shape", None)
     if shape is not None:
         return tuple(shape)
+    if isinstance(batch, list):  # one leaf, a batch: shaped as the array it stands for
+        return tuple(np.shape(batch))
     leaves: list[Any] = []
     map_batch(leaves.append, batch)  # a list is one leaf here: a batch, not a structure
     return tuple(tuple(getattr(leaf, "shape", None) or np.shape(leaf)) for leaf in leaves)

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
@@ -130,9 +131,25 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     __hash__ = None  # type: ignore[assignment]
 
     def __getstate__(self) -> dict[str, Any]:
+        # Pickled for another process: a device recording travels as a host one.
+        return self._state(keep_device=False)
+
+    def __copy__(self) -> SampledChunks:
+        new = type(self).__new__(type(self))
+        new.__setstate__(self._state(keep_device=True))
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SampledChunks:
+        # A copy in this process keeps the device: the converter's device path still applies.
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__setstate__(copy.deepcopy(self._state(keep_device=True), memo))
+        return new
+
+    def _state(self, *, keep_device: bool) -> dict[str, Any]:
         # Only this call's rows travel (the blocks may hold earlier calls' rows too).
         state = dict(self.__dict__)
-        state["recording"] = self.recording.compact()
+        state["recording"] = self.recording.compact(keep_device=keep_device)
         state["_flat_index"] = None
         state["_aligned"] = state["recording"].aligned_start  # compacting renumbers the rows
         # A built chunk the blocks still describe is rebuilt from them on the other side: its

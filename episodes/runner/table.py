@@ -140,14 +140,15 @@ class Recording:
             return dead  # asking the device whether any is set would wait for it
         return dead if dead.any() else None
 
-    def compact(self) -> Recording:
+    def compact(self, *, keep_device: bool = False) -> Recording:
         """The recording cut to the rows its chunks read (views), renumbered from row 0.
 
         The blocks a call records into may also hold earlier calls' rows (calls append while
         there is room): what is pickled or sent to another process is only this call's. A
         recording on a torch device becomes a host recording of its host mirror (a view of a
         device tensor would pickle all of the tensor's rows, and the other side may have no
-        such device).
+        such device), unless ``keep_device`` (a copy within this process): then it is
+        returned as it is.
 
         Example:
             >>> import gymnasium as gym
@@ -160,6 +161,8 @@ class Recording:
         """
         table = self.table
         if self.device is not None:
+            if keep_device:
+                return self
             return dataclasses.replace(self, device=None).compact()
         if not len(table):
             return self

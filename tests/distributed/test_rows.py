@@ -104,7 +104,9 @@ def test_bad_n_step_is_refused(n_step):
         nstep_columns(chunk([1.0]), n_step, 0.9)
 
 
-@pytest.mark.parametrize("gamma", [2.0, -1.0, float("nan"), "0.5", True], ids=repr)
+@pytest.mark.parametrize(
+    "gamma", [2.0, -1.0, float("nan"), "0.5", True, np.complex128(0.5 + 2j)], ids=repr
+)
 def test_bad_gamma_is_refused(gamma):
     # 2.0 and -1.0 were summed with, NaN gave NaN rewards, "0.5" a TypeError from **.
     with pytest.raises(ValueError, match="gamma"):
@@ -115,3 +117,9 @@ def test_a_monte_carlo_n_step_sums_each_rest_of_the_chunk():
     # The loop ran n_step times: 10**9 never ended.
     cols = nstep_columns(chunk([1.0, 2.0, 4.0]), 10**9, 0.5)
     assert cols["reward"].tolist() == [3.0, 4.0, 4.0] and cols["n_steps"].tolist() == [3, 2, 1]
+
+
+def test_gamma_zero_with_an_infinite_reward_is_no_nan():
+    """0 ** j * inf was NaN: terms of weight 0 are left out."""
+    cols = nstep_columns(chunk([1.0, float("inf"), 1.0]), 3, 0.0)
+    assert cols["reward"].tolist() == [1.0, float("inf"), 1.0]

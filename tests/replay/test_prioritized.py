@@ -282,3 +282,12 @@ def test_alpha_is_read_only():
     buf = PrioritizedEpisodeReplayBuffer(100, alpha=0.5)
     with pytest.raises(AttributeError):
         buf.alpha = 2.0
+
+
+def test_priority_settings_take_numpy_and_torch_scalars():
+    torch = pytest.importorskip("torch")
+    buf = PrioritizedEpisodeReplayBuffer(100, alpha=np.array(0.5), seed=0)
+    buf.add(episode("a", 0, 3))
+    buf.max_priority = torch.tensor(2.0)
+    assert (buf.alpha, buf.max_priority) == (0.5, 2.0)
+    assert buf.get_priorities([]).shape == (0,)  # [] is a float array: was refused

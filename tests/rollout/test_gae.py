@@ -217,3 +217,10 @@ def test_bootstrap_of_integer_rewards_is_floating():
     )
     assert out.dtype == torch.float32
     assert out.tolist() == pytest.approx([1 + 0.99 * 0.7, 1.0])
+
+
+def test_bootstrap_keeps_float_rewards_dtype():
+    out = bootstrap_time_outs(
+        torch.ones(2), torch.ones(2, dtype=torch.float64), torch.tensor([True, False]), 0.5
+    )
+    assert out.dtype == torch.float32 and out.tolist() == [1.5, 1.0]

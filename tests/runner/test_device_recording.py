@@ -401,3 +401,13 @@ def test_a_pickled_device_sample_carries_only_its_rows_and_converts_the_same(mod
     for name, tensor in want.storage.tensors.items():
         assert torch.equal(tensor, got.storage.tensors[name]), name
     assert torch.equal(want.last_values, got.last_values)
+
+
+def test_a_copy_in_this_process_keeps_the_device():
+    """Only a pickle, which may cross to a process without the device, travels as a host sample."""
+    import copy
+
+    runner = EnvRunner(TorchCartPole(8), lambda obs: ((obs[:, 2] > 0).long(), {}), seed=0)
+    chunks = runner.sample(4)
+    for copied in (copy.copy(chunks), copy.deepcopy(chunks)):
+        assert copied.recording.device is not None and copied == chunks

@@ -739,8 +739,8 @@ def test_a_later_call_that_widens_a_column_leaves_earlier_chunks_as_they_were():
     calls = {"k": 0}
 
     def policy(obs):
-        dtype = np.float32 if calls["k"] < 2 else np.float64
-        return np.zeros(len(obs), np.int64), {"logp": np.full(len(obs), -0.5, dtype)}
+        value = np.zeros(len(obs), np.int32) if calls["k"] < 2 else np.full(len(obs), -0.5)
+        return np.zeros(len(obs), np.int64), {"logp": value}
 
     # Sub-envs that reset unevenly in next-step mode: later calls append to the same blocks.
     env = make_vec([[(1, "term")], [(5, "trunc"), (3, "term")], [(50, "trunc")]], "NextStep")
@@ -753,7 +753,7 @@ def test_a_later_call_that_widens_a_column_leaves_earlier_chunks_as_they_were():
     second = runner.sample(2)
     assert second.recording.blocks.rewards.base is first.recording.blocks.rewards.base
     assert list(first) == before
-    assert first[0].get_extra_model_outputs("logp").dtype == np.float32
+    assert first[0].get_extra_model_outputs("logp").dtype == np.int32
     assert second[0].get_extra_model_outputs("logp").dtype == np.float64
 
 
@@ -787,3 +787,37 @@ def test_a_changed_env_index_sends_the_converter_down_its_general_path():
 
     fast, general = convert(chunks), convert(list(chunks))
     assert torch.equal(fast.storage.observations, general.storage.observations)
+
+
+@pytest.mark.parametrize("first_list", [True, False], ids=["list then array", "array then list"])
+def test_outputs_may_switch_between_a_list_and_an_array(first_list):
+    """A list is one batch, shaped as the array it stands for (the shape check refused it)."""
+    calls = {"k": 0}
+
+    def policy(obs):
+        calls["k"] += 1
+        as_list = (calls["k"] == 1) == first_list
+        actions = [0] * len(obs) if as_list else np.zeros(len(obs), np.int64)
+        return actions, {"v": [0.5] * len(obs) if as_list else np.full(len(obs), 0.5)}
+
+    chunks = EnvRunner(make_vec(SCRIPTS, "NextStep"), policy, seed=0).sample(3)
+    assert all(c.get_extra_model_outputs("v").tolist() == [0.5] * len(c) for c in chunks)
+
+
+def test_float64_steps_of_a_float32_observation_space_stay_float32():
+    """Rounding only: the env's own space holds the column (widening made every observation
+    float64, outside the space)."""
+
+    class Float64Steps(_DtypeDriftEnv):
+        def __init__(self):
+            super().__init__()
+            self.single_observation_space = gym.spaces.Box(-100, 100, (2,), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            self.t = 0
+            return np.zeros((self.num_envs, 2), np.float32), {}
+
+    env = Float64Steps()
+    chunks = EnvRunner(env, lambda obs: (np.zeros((len(obs), 3), np.float32), {}), seed=0).sample(3)
+    obs = chunks[0].get_observations()
+    assert obs.dtype == np.float32 and env.single_observation_space.contains(obs[1])

@@ -288,3 +288,8 @@ def test_numpy_ints_are_sizes_too():
 def test_unbounded_float16_items_are_finite(value):
     """Drawn as float64 and cast, over half of them were inf."""
     assert value.dtype == np.float16 and np.isfinite(value).all()
+
+
+def test_numpy_scalars_are_parameters_too():
+    assert _draw(spaces(max_side=np.int64(3), max_depth=np.int64(1))) is not None
+    assert _draw(episodes(numpy=np.True_, min_len=1)).is_numpy

@@ -22,7 +22,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from episodes.episode import SingleAgentEpisode
-from episodes.testing.strategies.spaces import BATCHABLE_KINDS, items, spaces
+from episodes.testing.strategies.spaces import BATCHABLE_KINDS, items, spaces, whole
 
 __all__ = [
     "DEFAULT_EXTRA_MODEL_OUTPUTS",
@@ -74,16 +74,6 @@ def resolve_space(draw: st.DrawFn, space: SpaceLike) -> gym.Space[Any]:
     if isinstance(space, gym.Space):
         return space
     raise TypeError(f"expected a gymnasium space, a strategy or None, got {type(space).__name__}")
-
-
-def whole(value: Any) -> bool:
-    """Whether ``value`` is an int (numpy's too), not a bool.
-
-    Example:
-        >>> whole(3), whole(np.int64(3)), whole(True), whole(3.0)
-        (True, True, False, False)
-    """
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _int_range(draw: st.DrawFn, value: int | tuple[int, int], what: str) -> int:
@@ -152,7 +142,7 @@ def episodes(
         or (isinstance(done, str) and done in ("terminated", "truncated"))
     ):
         raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
-    if not (numpy is None or numpy is True or numpy is False):
+    if not (numpy is None or isinstance(numpy, (bool, np.bool_))):
         raise ValueError(f"numpy must be None or a bool, got {numpy!r}")
     obs_space = resolve_space(draw, observation_space)
     act_space = resolve_space(draw, action_space)

@@ -93,6 +93,16 @@ def _leaf(kind: str, max_dims: int, max_side: int) -> st.SearchStrategy[gs.Space
     raise ValueError(f"unknown leaf space kind {kind!r}; known: {LEAF_KINDS}")
 
 
+def whole(value: Any) -> bool:
+    """Whether ``value`` is an int (numpy's too), not a bool.
+
+    Example:
+        >>> whole(3), whole(np.int64(3)), whole(True), whole(3.0)
+        (True, True, False, False)
+    """
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def spaces(
     kinds: Sequence[str] = ALL_KINDS,
     *,
@@ -127,8 +137,11 @@ def spaces(
         ("max_dims", max_dims, 0),
         ("max_side", max_side, 1),
     ):
-        if not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
+        if not (whole(value) and value >= least):
             raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+    # Plain ints for hypothesis, which refuses numpy ones.
+    max_depth, max_children = int(max_depth), int(max_children)
+    max_dims, max_side = int(max_dims), int(max_side)
     unknown = set(kinds) - set(ALL_KINDS)
     if unknown:
         raise ValueError(f"unknown space kinds {sorted(unknown)}; known: {ALL_KINDS}")
