@@ -72,7 +72,12 @@ class EncodedEpisode:
     ret: float = 0.0
 
 
+_ENTRY_ALLOWANCE = 8 << 10  # bytes of index entry and Python objects per buffered episode
+
+
 # ----------------------------------------------------------------------------- structures
+
+
 def skeleton_paths(enc: Any, where: str, depth: int = 0) -> list[tuple[str, ...]]:
     """Leaf paths of an encoded item structure, in the order its leaves are stored.
 
@@ -242,7 +247,10 @@ def encode_rows(
         "wall_start": None if meta["start_time"] is None else meta["start_time"] + offset,
         "wall_end": None if meta["last_step_time"] is None else meta["last_step_time"] + offset,
     }
-    nbytes = sum(a.nbytes for a in arrays.values())
+    # What buffering the episode holds: every column (ids, infos and t repeat per row), plus
+    # an allowance for its index entry and Python objects, so that a writer of many short
+    # episodes flushes at about shard_bytes of memory, not at 7-145x that.
+    nbytes = sum(column.nbytes for column in columns.values()) + _ENTRY_ALLOWANCE
     return EncodedEpisode(columns, entry, spaces, rows, nbytes)
 
 

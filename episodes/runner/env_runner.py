@@ -280,7 +280,10 @@ class EnvRunner:
         if self._initial_state is None:
             actions, extras = self.policy(self._obs)
         else:
-            actions, extras, self.state = self.policy(self._obs, self.state)
+            actions, extras, state = self.policy(self._obs, self.state)
+            # Kept as data: a state that carries the policy's autograd graph would chain every
+            # step's graph (and observations) to the next, across calls, without bound.
+            self.state = _detached(state)
         return actions, dict(extras or {})
 
     def _step(self) -> None:
@@ -328,6 +331,17 @@ def _check_state_axis(state: Any, num_envs: int, axis: int) -> None:
                 f"a recurrent state leaf of shape {shape} has no axis {axis} of {num_envs} "
                 "entries, one per sub-env: set state_batch_axis to the state's env axis"
             )
+
+
+def _detached(state: Any) -> Any:
+    """The state with every torch tensor leaf detached (numpy leaves as they are)."""
+    if getattr(state, "requires_grad", False):  # the usual single tensor, no tree walk
+        return state.detach()
+    if hasattr(state, "detach") or isinstance(state, np.ndarray):
+        return state
+    return tree.map_structure(
+        lambda leaf: leaf.detach() if getattr(leaf, "requires_grad", False) else leaf, state
+    )
 
 
 def _holds_tensors(batch: Any) -> bool:

@@ -311,3 +311,13 @@ def test_bad_episode_index_and_single_ids_are_clear_errors(tmp_path):
         Dataset(path).steps(1, 0, 1)  # was a bare "list index out of range"
     with pytest.raises(TypeError, match="single id 0"):
         list(read_episodes(path, ids=0))  # was "'int' object is not iterable"
+
+
+def test_a_shard_is_cut_at_about_shard_bytes_of_buffered_memory(tmp_path):
+    """Only observations, actions and rewards were counted: short episodes buffered 7-145x
+    shard_bytes (per-row ids, infos and t, index entries) before a flush."""
+    from episodes.io import Dataset
+
+    with DatasetWriter(tmp_path / "ds", shard_bytes=64 << 10, sync=False) as writer:
+        writer.write_many(episode(f"e{i}", obs=(0.0,) * 6) for i in range(60))
+    assert len(Dataset(tmp_path / "ds").shards) >= 5
