@@ -80,7 +80,8 @@ class DatasetWriter:
         path: The dataset directory.
         metadata: Describes the dataset; stored when the dataset is created (ignored when
             appending to an existing one).
-        shard_bytes: Target data size of a shard (episodes are never split across shards).
+        shard_bytes: Buffered bytes at which a shard is written: every column plus 8 KiB per
+            episode, about the memory the buffer holds (episodes are never split across shards).
         data_format: ``"arrow"`` (Arrow IPC file: memory-mapped, zero-copy reads, the default)
             or ``"parquet"``.
         compression: ``None`` or ``"zstd"`` (compressed Arrow shards are no longer zero-copy).

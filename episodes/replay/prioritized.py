@@ -370,10 +370,12 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
 def _is_real(value: Any) -> bool:
     """A real number that is not a bool: Python, numpy (0-d arrays too) or a 0-d tensor."""
-    if isinstance(value, (bool, np.bool_, str, bytes)) or str(getattr(value, "dtype", "")) in (
-        "bool",
-        "torch.bool",
+    dtype = str(getattr(value, "dtype", ""))
+    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)) or (
+        dtype in ("bool", "torch.bool") or "complex" in dtype or dtype[:2] in ("<U", "|S")
     ):
+        return False
+    if getattr(value, "ndim", 0) != 0:  # one number, not an array of them
         return False
     try:
         float(value)

@@ -145,12 +145,10 @@ class CircularBuffer:
         # Stored as data: a policy output's autograd graph would be kept alive (and chained)
         # for as long as the item is in the buffer.
         data = data.detach().to(self.device)
-        # Refused unless the buffer's dtype holds every value of data's (torch's can_cast
-        # compares kinds only: int64 into int8 would wrap).
-        if (
-            self._buffer is not None
-            and torch.promote_types(data.dtype, self._buffer.dtype) != self._buffer.dtype
-        ):
+        # Floats into an int buffer (or ints into a bool one) are refused; a narrower dtype
+        # of the same kind is cast, as rsl_rl's buffer does (a range check would wait for
+        # the device).
+        if self._buffer is not None and not torch.can_cast(data.dtype, self._buffer.dtype):
             raise ValueError(
                 f"data of dtype {data.dtype} does not fit the buffer's {self._buffer.dtype} "
                 "(it would be truncated)"

@@ -30,20 +30,26 @@ from episodes.structs import flatten, unflatten
 def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
     """Whether writing ``value`` into a ``dtype`` leaf keeps its values.
 
-    A float leaf takes any real value (rounding only: a float32 observation space holds float64
-    steps that way), an int leaf the ints within its range; floats into an int leaf, or ints
-    beyond its range, would change values.
+    A float leaf takes any real value within its range (rounding only: a float32 observation
+    space holds float64 steps that way), an int leaf the ints within its range; floats into an
+    int leaf, or values beyond the leaf's range (inf, wrapped ints), would change values.
 
     Example:
         >>> _fits(np.array([1.5]), np.dtype(np.float32)), _fits(np.array([1.5]), np.dtype(int))
         (True, False)
+        >>> _fits(np.array([1e300]), np.dtype(np.float32))
+        False
         >>> _fits(np.array([1000]), np.dtype(np.int8)), _fits(np.array([100]), np.dtype(np.int8))
         (False, True)
     """
     if np.can_cast(value.dtype, dtype, "safe"):
         return True
     if dtype.kind == "f" and value.dtype.kind in "biuf":
-        return True
+        if not value.size or value.dtype.kind == "b":
+            return True
+        with np.errstate(invalid="ignore"):
+            largest = np.nanmax(np.abs(value)) if value.dtype.kind == "f" else np.abs(value).max()
+        return bool(not largest > np.finfo(dtype).max)  # inf stays inf; NaN compares False
     if dtype.kind in "iu" and value.dtype.kind in "iu":
         info = np.iinfo(dtype)
         return not value.size or bool(info.min <= value.min() and value.max() <= info.max)

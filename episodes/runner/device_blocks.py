@@ -178,8 +178,8 @@ class TensorColumn(Column):
         """
         leaf: torch.Tensor = self.leaves[j]
         dtype = torch.as_tensor(value).dtype
-        if leaf.is_floating_point() and not dtype.is_complex:
-            return leaf  # rounding only, as on the host (an int range check would sync)
+        # Without the host's rounding rule: checking the values' range would wait for the
+        # device, so any wider dtype widens the column.
         wide = torch.promote_types(leaf.dtype, dtype)
         if wide != leaf.dtype:
             leaf = self.leaves[j] = leaf.to(wide)

@@ -291,3 +291,9 @@ def test_priority_settings_take_numpy_and_torch_scalars():
     buf.max_priority = torch.tensor(2.0)
     assert (buf.alpha, buf.max_priority) == (0.5, 2.0)
     assert buf.get_priorities([]).shape == (0,)  # [] is a float array: was refused
+
+
+@pytest.mark.parametrize("alpha", [np.complex128(0.5 + 2j), np.array([0.5])], ids=repr)
+def test_alpha_is_one_real_number(alpha):
+    with pytest.raises(ValueError, match="alpha"):
+        PrioritizedEpisodeReplayBuffer(100, alpha=alpha)

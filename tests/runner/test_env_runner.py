@@ -842,3 +842,17 @@ def test_a_recurrent_state_with_grad_is_kept_detached():
     for _ in range(3):
         runner.sample(4)
     assert runner.state.grad_fn is None and not runner.state.requires_grad
+
+
+def test_a_float_column_widens_for_values_beyond_its_range():
+    """Rounding keeps a float32 space's column float32, but 1e300 into float16 became inf."""
+    calls = {"k": 0}
+
+    def policy(obs):
+        calls["k"] += 1
+        value = np.zeros(len(obs), np.float16) if calls["k"] == 1 else np.full(len(obs), 1e300)
+        return np.zeros(len(obs), np.int64), {"v": value}
+
+    chunks = EnvRunner(make_vec(SCRIPTS, "NextStep"), policy, seed=0).sample(3)
+    values = chunks[0].get_extra_model_outputs("v")
+    assert values.dtype == np.float64 and values.tolist()[1:] == [1e300] * (len(values) - 1)
