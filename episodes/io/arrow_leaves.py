@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -113,8 +114,16 @@ def leaf_type(dtype: np.dtype[Any], shape: tuple[int, ...]) -> pa.DataType:
     return base if not shape else pa.list_(base, math.prod(shape))
 
 
-def leaf_to_arrow(array: np.ndarray, rows: int, info: dict[str, Any]) -> pa.Array:
+def leaf_to_arrow(
+    array: np.ndarray,
+    rows: int,
+    info: dict[str, Any],
+    copy: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> pa.Array:
     """Stores a stacked leaf as an Arrow column of ``rows`` rows (the rest null).
+
+    ``copy`` makes the copy of rows the column would otherwise share with ``array`` (a
+    writer's :class:`~episodes.io.copy_arena.CopyArena`; ``np.copy`` by default).
 
     Example:
         >>> leaf_to_arrow(np.array([1, 2]), 3, leaf_info(np.array([1, 2]), ["r"])).to_pylist()
@@ -130,7 +139,7 @@ def leaf_to_arrow(array: np.ndarray, rows: int, info: dict[str, Any]) -> pa.Arra
         # Arrow takes numpy memory without a copy, and a column that needs no null rows is
         # not copied by concat_arrays: the shard would hold the episode's own rows, written
         # at flush with whatever the caller put in them after write().
-        flat = flat.copy()
+        flat = flat.copy() if copy is None else copy(flat)
     kind = leaf_type(array.dtype, shape)
     if storage == "raw":
         data = pa.Array.from_buffers(kind, n, [None, pa.py_buffer(flat.view(np.uint8))])

@@ -158,6 +158,7 @@ def _encode_column(
     rows: int,
     path: list[str],
     leaves: dict[str, Any],
+    copy: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> pa.Array:
     if meta["layout"] == "json":
         # Most infos are empty dicts: their text is known without encoding them.
@@ -171,7 +172,7 @@ def _encode_column(
     for sub, leaf in zip(paths, meta["leaves"], strict=True):
         info = leaf_info(arrays[leaf["file"]], [*path, *sub])
         leaves[leaf["file"]] = info
-        parts.append((sub, leaf_to_arrow(arrays[leaf["file"]], rows, info)))
+        parts.append((sub, leaf_to_arrow(arrays[leaf["file"]], rows, info, copy)))
     return _nest(parts)
 
 
@@ -187,10 +188,13 @@ def encode_rows(
     episode: SingleAgentEpisode,
     spaces: list[Any] | None = None,
     lookup: dict[str, int] | None = None,
+    *,
+    copy: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> EncodedEpisode:
     """Encodes an episode as shard columns and an index entry (nothing is written).
 
-    Spaces are replaced by references into ``spaces`` (shared by a shard's episodes).
+    Spaces are replaced by references into ``spaces`` (shared by a shard's episodes); rows the
+    columns would share with the episode are copied with ``copy`` (see ``leaf_to_arrow``).
 
     Raises:
         UnstorableValueError: A value cannot be stored (see ``EpisodeWriter``).
@@ -214,11 +218,14 @@ def encode_rows(
     rows = max([c["size"] for c in metas] + [1 if BLOB in arrays else 0])
     leaves: dict[str, Any] = {}
     columns = {
-        name: _encode_column(meta["columns"][name], arrays, rows, [name], leaves) for name in names
+        name: _encode_column(meta["columns"][name], arrays, rows, [name], leaves, copy)
+        for name in names
     }
     if meta[EXTRAS]:
         keys = [key for key, _ in meta[EXTRAS]]
-        parts = [_encode_column(c, arrays, rows, [EXTRAS, k], leaves) for k, c in meta[EXTRAS]]
+        parts = [
+            _encode_column(c, arrays, rows, [EXTRAS, k], leaves, copy) for k, c in meta[EXTRAS]
+        ]
         columns[EXTRAS] = pa.StructArray.from_arrays(parts, names=keys)
     blob = arrays.get(BLOB)
     columns["blob"] = pa.array(

@@ -38,6 +38,7 @@ from typing import Any
 import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
+from episodes.io.copy_arena import CopyArena
 from episodes.io.errors import DatasetError, NotADatasetError, UnsupportedVersionError
 from episodes.io.format import (
     FORMAT_NAME,
@@ -119,6 +120,7 @@ class DatasetWriter:
         self._target = shard_bytes
         self._pending: list[EncodedEpisode] = []
         self._pending_bytes = 0
+        self._arena = CopyArena()  # copies of the buffered episodes' rows, reused per shard
         self._spaces: list[Any] = []
         self._lookup: dict[str, int] = {}
         self._schema: pa.Schema | None = None
@@ -246,6 +248,7 @@ class DatasetWriter:
         finally:
             fds = [self._manifest_fd, self._dir_fd]
             self._manifest_fd = self._dir_fd = None
+            self._arena = CopyArena()  # its blocks go (buffered copies keep theirs alive)
             for fd in fds:  # closing the fd also drops its flock
                 if fd is not None:
                     # Committed lines were fsync'd: a failing close loses nothing, and must
@@ -286,13 +289,13 @@ class DatasetWriter:
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
         spaces, lookup = list(self._spaces), dict(self._lookup)
-        encoded = encode_rows(episode, spaces, lookup)
+        encoded = encode_rows(episode, spaces, lookup, copy=self._arena.copy)
         encoded.ret = piece_return(episode)
         schema = pa.schema([(k, v.type) for k, v in encoded.columns.items()])
         if self._pending and self._schema is not None and not schema.equals(self._schema):
             self.flush()  # a shard holds one schema; changed column types start a new one
             spaces, lookup = [], {}
-            encoded = encode_rows(episode, spaces, lookup)
+            encoded = encode_rows(episode, spaces, lookup, copy=self._arena.copy)
             encoded.ret = piece_return(episode)
         self._spaces, self._lookup, self._schema = spaces, lookup, schema
         self._pending.append(encoded)
@@ -348,6 +351,7 @@ class DatasetWriter:
             self._pending_bytes = saved[4]
             raise
         self.committed.append(name)
+        self._arena.release()  # the shard is written: its copies are no longer read
         return name
 
     def _write_shard(

@@ -321,3 +321,29 @@ def test_a_shard_is_cut_at_about_shard_bytes_of_buffered_memory(tmp_path):
     with DatasetWriter(tmp_path / "ds", shard_bytes=64 << 10, sync=False) as writer:
         writer.write_many(episode(f"e{i}", obs=(0.0,) * 6) for i in range(60))
     assert len(Dataset(tmp_path / "ds").shards) >= 5
+
+
+def test_copies_reused_across_shards_store_each_episode_as_written(tmp_path):
+    """The writer's copies live in blocks reused once a shard is committed."""
+    import copy
+
+    episodes = [
+        SingleAgentEpisode(
+            f"e{i}",
+            observations=[np.full(3, 10 * i + t, np.float32) for t in range(5)],
+            actions=[0] * 4,
+            rewards=[1.0] * 4,
+            len_lookback_buffer=0,
+        ).to_numpy()
+        for i in range(12)
+    ]
+    snapshots = copy.deepcopy(episodes)
+    with DatasetWriter(tmp_path / "ds", shard_bytes=40 << 10, sync=False) as writer:
+        for ep in episodes:
+            writer.write(ep)
+            ep.get_observations()[...] = -1.0  # changed after write: must not reach the file
+    stored = sorted(read_episodes(tmp_path / "ds"), key=lambda ep: int(ep.id_[1:]))
+    assert stored == snapshots
+    from episodes.io import Dataset
+
+    assert len(Dataset(tmp_path / "ds").shards) >= 3
