@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-import numpy as np
 import torch
+
+from episodes.indexing import as_int
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
@@ -225,8 +226,7 @@ class CircularBuffer:
                 )
             lag = key.to(device=self.device, dtype=torch.long).clamp(min=0)
         else:
-            if not isinstance(key, (int, np.integer)) or isinstance(key, (bool, np.bool_)):
-                raise TypeError(f"a lag is an int or an integer tensor, got {key!r}")
+            key = as_int(key, what="a lag (or an integer tensor of lags)")
             if not 0 <= key < self._max_len:
                 raise IndexError(f"lag {key} out of range [0, {self._max_len})")
             lag = torch.full((self._batch_size,), key, dtype=torch.long, device=self.device)

@@ -13,6 +13,8 @@ from typing import Any, NamedTuple, TypeAlias
 import numpy as np
 import torch
 
+from episodes.indexing import whole_number
+
 __all__ = [
     "HiddenSpec",
     "Leaf",
@@ -72,16 +74,12 @@ def check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int)
         >>> check_sizes("rl", 0, 24)
         Traceback (most recent call last):
         ...
-        ValueError: num_envs and num_transitions_per_env must be positive
+        ValueError: num_envs must be an int >= 1, got 0
     """
     if training_type not in TRAINING_TYPES:
         raise ValueError(f"training_type must be one of {TRAINING_TYPES}, got {training_type!r}")
-    sizes = {"num_envs": num_envs, "num_transitions_per_env": num_transitions_per_env}
-    for name, size in sizes.items():
-        if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
-            raise ValueError(f"{name} must be an int, got {size!r}")
-    if num_envs <= 0 or num_transitions_per_env <= 0:
-        raise ValueError("num_envs and num_transitions_per_env must be positive")
+    whole_number(num_envs, "num_envs", 1)
+    whole_number(num_transitions_per_env, "num_transitions_per_env", 1)
 
 
 class Leaf(NamedTuple):

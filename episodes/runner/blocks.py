@@ -119,9 +119,9 @@ class Column:
     def widened(self, j: int, value: Any) -> Any:
         """Leaf ``j``, retyped first if ``value`` does not fit its dtype; returns the leaf.
 
-        A later batch of a wider type (floats after ints, int64 after int8) would be cast
-        into the first batch's dtype by the row write, changing values. The leaf is widened
-        to the type both promote to, which is what stacking the values would give.
+        A later batch whose values the leaf's dtype cannot hold (see ``_fits``: floats after
+        ints, ints beyond its range) would be changed by the row write's cast. The leaf is
+        widened to the type both promote to, which is what stacking the values would give.
 
         Example:
             >>> col = Column.for_batch(np.zeros(2, np.int64), rows=2)

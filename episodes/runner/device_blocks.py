@@ -41,13 +41,7 @@ def to_host(item: Any) -> Any:
         >>> to_host({"x": torch.tensor([1, 2]), "y": 3})
         {'x': array([1, 2]), 'y': 3}
     """
-    if isinstance(item, torch.Tensor):
-        return item.detach().cpu().numpy()
-    if isinstance(item, dict):
-        return {key: to_host(value) for key, value in item.items()}
-    if isinstance(item, (tuple, list)):
-        return type(item)(to_host(value) for value in item)
-    return item
+    return to_host_all([item])[0]
 
 
 def to_host_all(items: list[Any]) -> list[Any]:
