@@ -753,6 +753,14 @@ def test_a_t_started_that_is_no_int_is_refused() -> None:  # "t-started-not-int"
     assert RSAE(t_started=2.7).t_started == 2.7
 
 
+def test_an_index_array_that_is_not_1d_is_a_type_error() -> None:  # "index-array-not-1d"
+    ours, theirs = OBuf([1, 2, 3]), RBuf([1, 2, 3])
+    with pytest.raises(TypeError, match="1-d"):
+        ours.get(np.array(1))
+    with pytest.raises(AssertionError):
+        theirs.get(np.array(1))
+
+
 def test_pop_inside_the_lookback_shrinks_it() -> None:  # "pop-lookback"
     ours, theirs = OBuf([1, 2, 3, 4, 5], lookback=3), RBuf([1, 2, 3, 4, 5], lookback=3)
     assert ours.pop(1) == 2
