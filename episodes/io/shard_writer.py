@@ -1,8 +1,10 @@
 """DatasetWriter: appends episodes to a format v2 dataset in large shards, crash-safely.
 
-Episodes are buffered in memory until about ``shard_bytes`` of data is pending (or the
-episodes' columns change type), then written as one shard: the data file (one Arrow record
-batch, or Parquet) and the index are written under temporary names and fsynced, renamed,
+Episodes gather in a shard until about ``shard_bytes`` of data is pending (or the episodes'
+columns change type), then the shard is committed. An Arrow shard's data file (one record
+batch per episode) is written under a temporary name as each episode arrives, so nothing is
+held in memory; Parquet episodes are buffered and written at once. The data file is
+fsynced, the index written under a temporary name and fsynced, both are renamed,
 the directory is fsynced, and only then is one line appended to ``manifest.jsonl`` under an
 ``flock`` (so several processes may write to one dataset at once) and fsynced. A writer
 killed at any moment leaves every committed shard readable and nothing half-written visible.
@@ -28,13 +30,12 @@ import json
 import os
 import secrets
 import time
-import zlib
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
@@ -50,6 +51,7 @@ from episodes.io.format import (
 )
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
+from episodes.io.shard_stream import ShardStream, WrittenFile, write_parquet
 from episodes.io.shards import (
     DATA_SUFFIX,
     INDEX_SUFFIX,
@@ -66,8 +68,11 @@ from episodes.io.shards import (
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter"]
 
 DEFAULT_SHARD_BYTES = 64 << 20
-_PARALLEL_BYTES = 4 << 20
-_CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-shard-crc")
+
+
+def _written_before_return(rows: np.ndarray) -> np.ndarray:
+    """The "copy" of a streamed episode's rows: none, they reach the file inside write()."""
+    return rows
 
 
 class DatasetWriter:
@@ -75,14 +80,15 @@ class DatasetWriter:
 
     Several writers, in one or several processes, may append to one dataset at the same
     time; readers see only committed shards. Episodes written but not yet flushed are lost
-    if the process dies: call :meth:`flush` to commit what is buffered.
+    if the process dies: call :meth:`flush` to commit what is pending.
 
     Args:
         path: The dataset directory.
         metadata: Describes the dataset; stored when the dataset is created (ignored when
             appending to an existing one).
-        shard_bytes: Buffered bytes at which a shard is written: every column plus 8 KiB per
-            episode, about the memory the buffer holds (episodes are never split across shards).
+        shard_bytes: Pending bytes at which a shard is committed: every column plus 8 KiB per
+            episode (episodes are never split across shards). Parquet holds them in memory
+            until then; Arrow has written them to the shard's file and holds the index only.
         data_format: ``"arrow"`` (Arrow IPC file: memory-mapped, zero-copy reads, the default)
             or ``"parquet"``.
         compression: ``None`` or ``"zstd"`` (compressed Arrow shards are no longer zero-copy).
@@ -121,6 +127,8 @@ class DatasetWriter:
         self._pending: list[EncodedEpisode] = []
         self._pending_bytes = 0
         self._arena = CopyArena()  # copies of the buffered episodes' rows, reused per shard
+        self._stream: ShardStream | None = None  # the Arrow shard being written
+        self._stream_name = ""
         self._spaces: list[Any] = []
         self._lookup: dict[str, int] = {}
         self._schema: pa.Schema | None = None
@@ -268,16 +276,25 @@ class DatasetWriter:
         if exc_type is not None:
             self._pending.clear()  # a failed block commits nothing more
             self._pending_bytes = 0
+            stream, self._stream = self._stream, None
+            if stream is not None:
+                stream.discard()
         self.close()
 
     # ----------------------------------------------------------------------------- writing
     def write(self, episode: SingleAgentEpisode) -> None:
-        """Buffers one episode (encoded and checked now); commits a shard when it is full.
+        """Adds one episode (encoded and checked now) to the shard; commits it when full.
+
+        An Arrow shard takes the episode into its file before this returns; Parquet copies
+        its rows. Either way, changing the episode afterwards does not change what is stored.
 
         Raises:
             UnstorableValueError: A value cannot be stored; nothing is buffered.
-            OSError: Committing the full shard failed; this episode is not buffered (retry
-                the write), the ones before it still are.
+            OSError: Writing the episode or committing the full shard failed (a full disk);
+                this episode is not buffered (retry the write), the shard's earlier ones
+                still are (read back into memory from the shard's file).
+            DatasetError: The shard's file could not even be read back: its episodes since
+                the last commit are lost (the writer goes on with a new shard).
 
         Example:
             >>> import tempfile
@@ -289,14 +306,21 @@ class DatasetWriter:
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
         spaces, lookup = list(self._spaces), dict(self._lookup)
-        encoded = encode_rows(episode, spaces, lookup, copy=self._arena.copy)
-        encoded.ret = piece_return(episode)
+        # An Arrow shard takes each episode into its file now, so its rows are neither copied
+        # nor held; after a failed commit the shard's episodes wait in memory, copied.
+        streaming = self._format == "arrow" and (self._stream is not None or not self._pending)
+        copy = _written_before_return if streaming else self._arena.copy
+        encoded = encode_rows(episode, spaces, lookup, copy=copy)
         schema = pa.schema([(k, v.type) for k, v in encoded.columns.items()])
         if self._pending and self._schema is not None and not schema.equals(self._schema):
             self.flush()  # a shard holds one schema; changed column types start a new one
             spaces, lookup = [], {}
-            encoded = encode_rows(episode, spaces, lookup, copy=self._arena.copy)
-            encoded.ret = piece_return(episode)
+            streaming = self._format == "arrow"
+            copy = _written_before_return if streaming else self._arena.copy
+            encoded = encode_rows(episode, spaces, lookup, copy=copy)
+        encoded.ret = piece_return(episode)
+        if streaming:
+            self._stream_episode(encoded, schema)
         self._spaces, self._lookup, self._schema = spaces, lookup, schema
         self._pending.append(encoded)
         self._pending_bytes += encoded.nbytes
@@ -309,6 +333,41 @@ class DatasetWriter:
                 self._pending.pop()
                 self._pending_bytes -= encoded.nbytes
                 raise
+
+    def _stream_episode(self, encoded: EncodedEpisode, schema: pa.Schema) -> None:
+        names = list(encoded.columns)
+        batch = pa.RecordBatch.from_arrays([encoded.columns[k] for k in names], names=names)
+        if self._stream is None:
+            name = secrets.token_hex(8)
+            path = self.path / SHARDS_DIR / f"{TMP_PREFIX}{name}{DATA_SUFFIX[self._format]}"
+            stream = ShardStream(path, schema, compression=self._compression, sync=self._sync)
+            self._stream, self._stream_name = stream, name
+        try:
+            self._stream.append(batch)
+        except BaseException:
+            self._unstream()  # the shard's earlier episodes stay buffered; this one is not
+            raise
+        encoded.columns = {}  # in the file now
+
+    def _unstream(self, published: bool = False) -> None:
+        """Moves the open shard's episodes from its file back into memory.
+
+        The file is removed, unless the commit failed after it was renamed into place.
+        """
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        try:
+            batches = stream.recover(remove=not published)
+        except BaseException as exc:
+            stream.discard(unlink=not published)
+            lost, self._pending, self._pending_bytes = len(self._pending), [], 0
+            raise DatasetError(
+                f"a shard's file could not be written or read back: its {lost} episodes written "
+                "since the last commit are lost"
+            ) from exc
+        for encoded, batch in zip(self._pending, batches, strict=False):
+            encoded.columns = dict(zip(batch.schema.names, batch.columns, strict=True))
 
     def write_many(self, episodes: Iterable[SingleAgentEpisode]) -> None:
         """Writes several episodes in order (see :meth:`write`).
@@ -338,37 +397,67 @@ class DatasetWriter:
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
         saved = (self._pending, self._spaces, self._lookup, self._schema, self._pending_bytes)
+        streamed = self._stream
+        name = self._stream_name if streamed is not None else secrets.token_hex(8)
         self._pending, self._spaces, self._lookup, self._schema = [], [], {}, None
-        self._pending_bytes = 0
-        name = secrets.token_hex(8)
+        self._pending_bytes, self._stream = 0, None
+        data: ShardStream | WrittenFile | None = streamed
+        published = False
         try:
-            entry = self._write_shard(name, saved[0], saved[1])
+            if data is None:
+                data = self._write_memory(name, saved[0])
+            entry = self._publish(name, data, saved[0], saved[1])
+            published = True
             self._append(seal_line(entry.to_json()))
         except BaseException:
             # Nothing was committed: the episodes stay buffered for a retry (a shard left
             # behind is unlisted, and removed by the next writer that opens alone).
             self._pending, self._spaces, self._lookup, self._schema = saved[:4]
-            self._pending_bytes = saved[4]
+            self._pending_bytes, self._stream = saved[4], streamed
+            if streamed is None and data is not None and not published:
+                data.discard()  # written from memory, where the episodes still are
+            self._unstream(published)
             raise
         self.committed.append(name)
         self._arena.release()  # the shard is written: its copies are no longer read
         return name
 
-    def _write_shard(
-        self, name: str, pending: list[EncodedEpisode], spaces: list[Any]
-    ) -> ShardEntry:
-        shards = self.path / SHARDS_DIR
-        suffix = DATA_SUFFIX[self._format]
+    def _write_memory(self, name: str, pending: list[EncodedEpisode]) -> ShardStream | WrittenFile:
+        """Writes buffered episodes as the data file (an Arrow one still to be finished)."""
+        path = self.path / SHARDS_DIR / f"{TMP_PREFIX}{name}{DATA_SUFFIX[self._format]}"
         names = list(pending[0].columns)
         # One record batch per episode: nothing is concatenated (copied) before writing, and
         # a reader finds an episode's rows inside one batch.
         batches = [
             pa.RecordBatch.from_arrays([e.columns[k] for k in names], names=names) for e in pending
         ]
-        tmp_data = shards / f"{TMP_PREFIX}{name}{suffix}"
+        if self._format == "arrow":
+            schema = batches[0].schema
+            stream = ShardStream(path, schema, compression=self._compression, sync=self._sync)
+            try:
+                for batch in batches:
+                    stream.append(batch)
+            except BaseException:
+                stream.discard()
+                raise
+            return stream
+        return write_parquet(path, batches, compression=self._compression, sync=self._sync)
+
+    def _publish(
+        self,
+        name: str,
+        data: ShardStream | WrittenFile,
+        pending: list[EncodedEpisode],
+        spaces: list[Any],
+    ) -> ShardEntry:
+        """Finishes the data file, writes the index, and renames both into place."""
+        shards = self.path / SHARDS_DIR
+        suffix = DATA_SUFFIX[self._format]
+        tmp_data = data.path
         tmp_index = shards / f"{TMP_PREFIX}{name}{INDEX_SUFFIX}"
+        final_data = shards / f"{name}{suffix}"
         try:
-            size, crc = self._write_data(tmp_data, batches)
+            size, crc = data.finish()
             start = 0
             episodes = []
             for e in pending:
@@ -383,7 +472,7 @@ class DatasetWriter:
                     "compression": self._compression,
                     "size": size,
                     "crc32": crc,
-                    "rows": sum(b.num_rows for b in batches),
+                    "rows": start,
                 },
                 "spaces": spaces,
                 "episodes": episodes,
@@ -392,11 +481,16 @@ class DatasetWriter:
             with open(tmp_index, "wb") as f:
                 f.write(raw)
                 self._fsync(f.fileno())
-            os.rename(tmp_data, shards / f"{name}{suffix}")
+            os.rename(tmp_data, final_data)
+            if isinstance(data, ShardStream):
+                data.path = final_data  # where a read-back after a failed commit looks
             os.rename(tmp_index, shards / f"{name}{INDEX_SUFFIX}")
         except BaseException:
-            for p in (tmp_data, tmp_index):
-                p.unlink(missing_ok=True)
+            tmp_index.unlink(missing_ok=True)
+            if final_data.exists() and not tmp_data.exists():
+                os.rename(final_data, tmp_data)  # back where the read-back and clean-up look
+                if isinstance(data, ShardStream):
+                    data.path = tmp_data
             raise
         if self._sync:
             fsync_dir(shards)
@@ -412,29 +506,6 @@ class DatasetWriter:
             for e in pending
         )
         return ShardEntry(name, self._format, hashlib.sha256(raw).hexdigest(), len(raw), size, rows)
-
-    def _write_data(self, path: Path, batches: list[pa.RecordBatch]) -> tuple[int, int]:
-        with open(path, "wb") as f:
-            sink = _CrcFile(f)
-            stream = pa.PythonFile(sink, mode="w")
-            if self._format == "arrow":
-                options = pa.ipc.IpcWriteOptions(compression=self._compression)
-                with pa.ipc.new_file(stream, batches[0].schema, options=options) as writer:
-                    for batch in batches:
-                        writer.write_batch(batch)
-            else:
-                import pyarrow.parquet as pq
-
-                pq.write_table(
-                    pa.Table.from_batches(batches),
-                    stream,
-                    compression=self._compression or "none",
-                    row_group_size=1 << 16,
-                )
-            stream.flush()
-            f.flush()
-            self._fsync(f.fileno())
-            return sink.size, sink.crc
 
     def _append(self, line: bytes) -> None:
         fd = self._manifest_fd
@@ -453,40 +524,3 @@ class DatasetWriter:
     def _fsync(self, fd: int) -> None:
         if self._sync:
             os.fsync(fd)
-
-
-class _CrcFile:
-    """A write-only file that computes the CRC-32 and size of what passes through."""
-
-    def __init__(self, f: Any):
-        self._f = f
-        self.crc = 0
-        self.size = 0
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        if len(view) >= _PARALLEL_BYTES:
-            # The checksum runs on a second thread while this one writes the same bytes
-            # (zlib and file writes both release the GIL); both end before we return, as
-            # the caller may reuse the buffer.
-            pending = _CRC_POOL.submit(zlib.crc32, view, self.crc)
-            self._f.write(view)
-            self.crc = pending.result()
-        else:
-            self.crc = zlib.crc32(view, self.crc)
-            self._f.write(view)
-        self.size += len(view)
-        return len(view)
-
-    def flush(self) -> None:
-        self._f.flush()
-
-    def tell(self) -> int:
-        return self.size
-
-    def close(self) -> None:
-        self.closed = True
-
-    def writable(self) -> bool:
-        return True

@@ -131,7 +131,7 @@ def test_a_write_whose_commit_failed_can_be_retried_without_a_second_copy(tmp_pa
     from episodes.io import DatasetWriter, read_episodes
 
     writer = DatasetWriter(tmp_path / "ds", shard_bytes=1)  # every write commits a shard
-    real, calls = DatasetWriter._write_shard, []
+    real, calls = DatasetWriter._publish, []
 
     def failing_once(self, *args, **kwargs):
         calls.append(1)
@@ -139,7 +139,7 @@ def test_a_write_whose_commit_failed_can_be_retried_without_a_second_copy(tmp_pa
             raise OSError(28, "No space left on device")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(DatasetWriter, "_write_shard", failing_once)
+    monkeypatch.setattr(DatasetWriter, "_publish", failing_once)
     episode = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[0], rewards=[1.0])
     with pytest.raises(OSError, match="No space"):
         writer.write(episode)

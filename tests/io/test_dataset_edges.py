@@ -323,8 +323,9 @@ def test_a_shard_is_cut_at_about_shard_bytes_of_buffered_memory(tmp_path):
     assert len(Dataset(tmp_path / "ds").shards) >= 5
 
 
-def test_copies_reused_across_shards_store_each_episode_as_written(tmp_path):
-    """The writer's copies live in blocks reused once a shard is committed."""
+@pytest.mark.parametrize("data_format", ["arrow", "parquet"])
+def test_copies_reused_across_shards_store_each_episode_as_written(tmp_path, data_format):
+    """Arrow shards take each episode at write(); Parquet copies into reused blocks."""
     import copy
 
     episodes = [
@@ -338,7 +339,9 @@ def test_copies_reused_across_shards_store_each_episode_as_written(tmp_path):
         for i in range(12)
     ]
     snapshots = copy.deepcopy(episodes)
-    with DatasetWriter(tmp_path / "ds", shard_bytes=40 << 10, sync=False) as writer:
+    with DatasetWriter(
+        tmp_path / "ds", shard_bytes=40 << 10, sync=False, data_format=data_format
+    ) as writer:
         for ep in episodes:
             writer.write(ep)
             ep.get_observations()[...] = -1.0  # changed after write: must not reach the file

@@ -120,22 +120,20 @@ def test_concurrent_writers_and_a_reader(tmp_path):
 def test_a_failed_shard_write_keeps_the_episodes_buffered(tmp_path, monkeypatch):
     from _gen import make_episode
 
-    import episodes.io.shard_writer as shard_writer
+    from episodes.io.shard_stream import ShardStream
 
     episodes = [make_episode(k, numpy=True) for k in range(3)]
     writer = DatasetWriter(tmp_path / "ds")
     writer.write_many(episodes)
-    real = shard_writer.DatasetWriter._write_data
 
-    def full_disk(self, path, batches):
-        path.write_bytes(b"partial")
-        raise OSError(28, "No space left on device")
+    def full_disk(self):
+        raise OSError(28, "No space left on device")  # the footer does not fit
 
-    monkeypatch.setattr(shard_writer.DatasetWriter, "_write_data", full_disk)
+    monkeypatch.setattr(ShardStream, "finish", full_disk)
     with pytest.raises(OSError, match="No space"):
         writer.flush()
     assert len(Dataset(tmp_path / "ds")) == 0  # nothing half-written is visible
-    monkeypatch.setattr(shard_writer.DatasetWriter, "_write_data", real)
+    monkeypatch.undo()
     writer.close()  # the retry commits the same episodes once
     assert list(read_episodes(tmp_path / "ds")) == episodes
     assert not [p for p in (tmp_path / "ds").rglob("*") if p.name.startswith(".tmp-")]

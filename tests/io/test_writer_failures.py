@@ -1,0 +1,178 @@
+"""A disk that fills while DatasetWriter writes: nothing half-written is visible, the episodes
+written since the last commit stay buffered for a retry, and each is stored exactly once."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from episodes import SingleAgentEpisode
+from episodes.io import Dataset, DatasetWriter, read_episodes
+from episodes.io.shard_stream import CrcFile
+
+FULL = OSError(28, "No space left on device")
+
+
+def episode(i: int, steps: int = 6) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        f"e{i}",
+        observations=[np.full(3, 10 * i + t, np.float32) for t in range(steps + 1)],
+        actions=[t % 2 for t in range(steps)],
+        rewards=[float(t) for t in range(steps)],
+        len_lookback_buffer=0,
+    ).to_numpy()
+
+
+def fill_disk_at(monkeypatch, call: int) -> list[int]:
+    """The ``call``-th data-file write from now on (0-based) fails with ENOSPC, once."""
+    real, calls = CrcFile.write, []
+
+    def write(self, data):
+        calls.append(1)
+        if len(calls) == call + 1:
+            raise FULL
+        return real(self, data)
+
+    monkeypatch.setattr(CrcFile, "write", write)
+    return calls
+
+
+def leftovers(path) -> list[str]:
+    return [p.name for p in path.rglob("*") if p.name.startswith(".tmp-")]
+
+
+# (name, shard_bytes, episodes written before the failing one, which data write fails)
+CASES = [
+    ("first write of a new shard", 1 << 30, 0, 0),
+    ("append to an open shard", 1 << 30, 3, 0),
+    ("the footer when the shard commits", 1, 0, -1),
+    ("a later piece of a shard's batch", 1 << 30, 2, 3),
+]
+
+
+@pytest.mark.parametrize("data_format", ["arrow", "parquet"])
+@pytest.mark.parametrize(
+    ("name", "shard_bytes", "before", "failing"), CASES, ids=[c[0] for c in CASES]
+)
+def test_a_full_disk_keeps_the_episodes_for_a_retry(
+    tmp_path, monkeypatch, data_format, name, shard_bytes, before, failing
+):
+    path = tmp_path / "ds"
+    episodes = [episode(i) for i in range(before + 3)]
+    writer = DatasetWriter(path, shard_bytes=shard_bytes, data_format=data_format, sync=False)
+    writer.write_many(episodes[:before])
+    if failing == -1:  # count the writes of one commit, then fail its last one (the footer)
+        probe = DatasetWriter(tmp_path / "probe", shard_bytes=1, data_format=data_format)
+        calls = fill_disk_at(monkeypatch, 10**9)
+        probe.write(episode(before))
+        monkeypatch.undo()
+        failing = len(calls) - 1
+    failed = episodes[before]
+    fill_disk_at(monkeypatch, failing)
+    try:
+        writer.write(failed)
+    except OSError as exc:
+        assert exc.errno == 28
+        write_raised = True  # this episode is not buffered
+    else:
+        write_raised = False
+        with pytest.raises(OSError, match="No space"):
+            writer.flush()  # the failure came with the commit: everything stays buffered
+    monkeypatch.undo()
+    assert len(Dataset(path)) == 0  # nothing half-written is visible
+    if write_raised:
+        writer.write(failed)  # the retry
+    failed.get_observations()[...] = -1.0  # changed after write: must not reach the file
+    later = episodes[before + 1 :]
+    writer.write_many(later)
+    for ep in later:
+        ep.get_observations()[...] = -2.0
+    writer.close()
+    expected = [episode(i) for i in range(before + 3)]
+    assert sorted(read_episodes(path), key=lambda e: int(e.id_[1:])) == expected
+    assert not leftovers(path)
+
+
+@pytest.mark.parametrize("data_format", ["arrow", "parquet"])
+@pytest.mark.parametrize("step", ["index file", "data rename", "index rename"])
+def test_a_commit_failing_after_the_data_file_keeps_the_episodes(
+    tmp_path, monkeypatch, data_format, step
+):
+    path = tmp_path / "ds"
+    episodes = [episode(i) for i in range(4)]
+    writer = DatasetWriter(path, data_format=data_format, sync=False)
+    writer.write_many(episodes[:3])
+    real_open, real_rename, renames = open, os.rename, []
+
+    def failing_open(file, mode="r", *args, **kwargs):
+        if step == "index file" and str(file).endswith(".json") and "w" in mode:
+            raise FULL
+        return real_open(file, mode, *args, **kwargs)
+
+    def failing_rename(src, dst):
+        renames.append(dst)
+        if len(renames) == {"data rename": 1, "index rename": 2}.get(step):
+            raise FULL
+        return real_rename(src, dst)
+
+    import builtins
+
+    monkeypatch.setattr(builtins, "open", failing_open)
+    monkeypatch.setattr(os, "rename", failing_rename)
+    with pytest.raises(OSError, match="No space"):
+        writer.flush()
+    monkeypatch.undo()
+    assert len(Dataset(path)) == 0
+    assert not [p for p in (path / "shards").iterdir() if not p.name.startswith(".tmp-")]
+    writer.write(episodes[3])
+    writer.close()
+    assert list(read_episodes(path)) == episodes
+    assert not leftovers(path)
+
+
+def test_a_shard_that_cannot_be_read_back_reports_its_lost_episodes(tmp_path, monkeypatch):
+    from episodes.io import DatasetError
+    from episodes.io.shard_stream import ShardStream
+
+    writer = DatasetWriter(tmp_path / "ds", sync=False)
+    writer.write_many([episode(0), episode(1)])
+
+    def unreadable(self):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(ShardStream, "recover", unreadable)
+    fill_disk_at(monkeypatch, 0)
+    with pytest.raises(DatasetError, match="2 episodes"):
+        writer.write(episode(2))
+    monkeypatch.undo()
+    writer.write(episode(3))  # the writer goes on with what comes next
+    writer.close()
+    assert [e.id_ for e in read_episodes(tmp_path / "ds")] == ["e3"]
+    assert not leftovers(tmp_path / "ds")
+
+
+def test_an_arrow_shard_holds_no_rows_in_memory_while_it_fills(tmp_path):
+    import tracemalloc
+
+    frames = [np.full((50, 64, 64), i, np.uint8) for i in range(8)]
+    eps = [
+        SingleAgentEpisode(
+            f"e{i}",
+            observations=list(f),
+            actions=[0] * 49,
+            rewards=[0.0] * 49,
+            len_lookback_buffer=0,
+        ).to_numpy()
+        for i, f in enumerate(frames)
+    ]
+    data = sum(ep.get_observations().nbytes for ep in eps)
+    with DatasetWriter(tmp_path / "ds", sync=False) as writer:  # one shard: 64 MiB
+        tracemalloc.start()
+        writer.write_many(eps)
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert writer.committed == []
+    assert held < data / 4, (held, data)
+    assert [e.id_ for e in read_episodes(tmp_path / "ds")] == [f"e{i}" for i in range(8)]
