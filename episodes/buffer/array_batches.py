@@ -18,7 +18,7 @@ import numpy as np
 
 from episodes.spaces import batch as stack_items
 from episodes.spaces import filler_batch, one_hot
-from episodes.structs import flatten, map_leaves, unflatten
+from episodes.structs import flatten, map_leaves, same_nesting, unflatten
 
 __all__ = ["encode_one_hot", "fillers", "from_items", "from_rows", "join", "stride"]
 
@@ -52,6 +52,9 @@ def join(parts: list[Any]) -> Any:
     """
     if len(parts) == 1:
         return parts[0]
+    if not all(same_nesting(parts[0], part) for part in parts[1:]):
+        # zip below would pair leaves of different structures and drop the extra ones.
+        raise ValueError("the batches do not nest alike")
     leaves_of = [flatten(part)[0] for part in parts]
     structure = flatten(parts[0])[1]
     joined = [np.concatenate(group) for group in zip(*leaves_of)]

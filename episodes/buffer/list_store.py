@@ -206,11 +206,16 @@ class ListStore:
             (0, 2)
         """
         if self.data:
-            return ArrayStore.from_batch(batch_in_space(self.data, space))
+            try:
+                return ArrayStore.from_batch(batch_in_space(self.data, space))
+            except TypeError as error:  # dm-tree sorting dict keys of mixed types, say
+                raise ValueError(f"the items cannot be stacked: {error}") from error
         if space is not None:
             # Shaped for reads, but the first appended item still decides the dtypes, so an
-            # episode numpy'd before its first step stores what it would have stored after.
-            return ArrayStore.from_batch(batch([], space=space))
+            # episode numpy'd before its first step stores what it would have stored after;
+            # a Text column is as wide as its space either way (the first string is not).
+            text = isinstance(space, gym.spaces.Text)
+            return ArrayStore.from_batch(batch([], space=space), typed=text)
         return ArrayStore.untyped()
 
     # ----------------------------------------------------------------- batch operations

@@ -4,7 +4,7 @@ from episodes.spaces.batching import batch, is_flat, map_leaves, map_leaves_with
 from episodes.spaces.filler import filler_batch, filler_item
 from episodes.spaces.one_hot import one_hot, one_hot_size
 from episodes.spaces.serialization import space_from_dict, space_to_dict
-from episodes.spaces.stacking import batch_in_space
+from episodes.spaces.stacking import batch_in_space, unstackable_space
 
 __all__ = [
     "batch",
@@ -19,4 +19,5 @@ __all__ = [
     "space_from_dict",
     "space_to_dict",
     "unbatch",
+    "unstackable_space",
 ]

@@ -17,9 +17,10 @@ def filler_item(space: gs.Space[Any] | None, fill: Any, *, one_hot_discrete: boo
     Leaves take the shape and dtype of their space: ``Box``/``MultiBinary``/``MultiDiscrete``
     give ``np.full(shape, fill, dtype)``, ``Discrete`` a 0-dim array of its dtype. With
     ``one_hot_discrete`` a ``Discrete``/``MultiDiscrete`` leaf is instead an all-zero
-    ("zero-hot") float32 vector of its one-hot length. Leaves of other spaces (``Text``,
-    ``Sequence``, ``Graph``, ``OneOf``) are ``fill`` itself. ``Dict`` gives a dict, ``Tuple``
-    a tuple.
+    ("zero-hot") float32 vector of its one-hot length. A ``Text`` leaf is ``fill``, which must
+    be a string (a number would be a string in a numpy'd column and a number in a list one).
+    Leaves of other spaces (``Sequence``, ``Graph``, ``OneOf``) are ``fill`` itself. ``Dict``
+    gives a dict, ``Tuple`` a tuple.
 
     Args:
         space: The space of one item, or ``None``.
@@ -104,6 +105,13 @@ def _full(
 def _fill(space: gs.Space[Any], fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     # Spaces without a fixed leaf shape (Text, Sequence, Graph, OneOf): the item is ``fill``.
     return fill if not lead else _repeat(fill, lead)
+
+
+@_fill.register
+def _(space: gs.Text, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
+    if not isinstance(fill, str) and (not lead or 0 not in lead):  # zero fillers hold no value
+        raise ValueError(f"fill={fill!r} cannot fill a Text leaf: give a string")
+    return fill if not lead else np.full(lead, fill, dtype=f"<U{max(space.max_length, 1)}")
 
 
 @_fill.register

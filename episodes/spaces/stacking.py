@@ -23,7 +23,7 @@ import numpy as np
 
 from episodes.spaces.batching import batch
 
-__all__ = ["batch_in_space"]
+__all__ = ["batch_in_space", "unstackable_space"]
 
 _SEQUENCES = frozenset((list, tuple))
 
@@ -32,10 +32,13 @@ def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
     """:func:`batch` of ``items``, with lists and tuples at array-space leaves taken as rows.
 
     Dict and Tuple spaces are walked (their items must nest like the space, or the items are
-    batched as :func:`batch` would); spaces this does not know are batched by :func:`batch`.
+    batched as :func:`batch` would); a Text space's strings get room for its ``max_length``
+    characters. Sequence, Graph and OneOf items have no fixed layout and are refused, whatever
+    the items at hand (equal-length sequences would stack, and refuse the next longer one).
 
     Raises:
-        ValueError: The items cannot be stacked (differing structures or shapes).
+        ValueError: The items cannot be stacked (differing structures or shapes, or a
+            Sequence, Graph or OneOf space).
 
     Example:
         >>> import gymnasium as gym
@@ -45,9 +48,44 @@ def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
         >>> stacked["pos"].shape, stacked["n"].tolist()
         ((2, 2), [2, 0])
     """
-    if space is None or len(items) == 0:
+    if space is None:
+        return batch(items, space=space)
+    unstackable = unstackable_space(space)
+    if unstackable is not None:
+        raise ValueError(f"{unstackable} items have no fixed layout and stay in list mode")
+    if len(items) == 0:
         return batch(items, space=space)
     return _batch(space, items)
+
+
+@singledispatch
+def unstackable_space(space: gs.Space[Any]) -> str | None:
+    """The name of a space in ``space`` whose items cannot form a numpy column, if any.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> seq, n = gym.spaces.Sequence(gym.spaces.Discrete(2)), gym.spaces.Discrete(2)
+        >>> unstackable_space(gym.spaces.Dict({"s": seq})), unstackable_space(n)
+        ('Sequence', None)
+    """
+    return None
+
+
+@unstackable_space.register(gs.Sequence)
+@unstackable_space.register(gs.Graph)
+@unstackable_space.register(gs.OneOf)
+def _(space: gs.Space[Any]) -> str | None:
+    return type(space).__name__
+
+
+@unstackable_space.register
+def _(space: gs.Dict) -> str | None:
+    return next(filter(None, map(unstackable_space, space.spaces.values())), None)
+
+
+@unstackable_space.register
+def _(space: gs.Tuple) -> str | None:
+    return next(filter(None, map(unstackable_space, space.spaces)), None)
 
 
 @singledispatch
@@ -71,6 +109,14 @@ def _(space: gs.Space[Any], items: SequenceABC[Any]) -> Any:
     if stacked.dtype == object:
         raise ValueError("Cannot batch items of differing shape or of no numeric type")
     return stacked
+
+
+@_batch.register
+def _(space: gs.Text, items: SequenceABC[Any]) -> Any:
+    if not all(isinstance(item, str) for item in items):
+        return batch(items)
+    # Width from the space, not the items: a later string up to max_length must fit.
+    return np.array(items, dtype=f"<U{max(space.max_length, 1)}")
 
 
 @_batch.register

@@ -139,7 +139,8 @@ def check_handles_empty_and_reset(
     if observation_space is None:
         raise ValueError("check_handles_empty_and_reset needs an observation space")
     cases: list[tuple[str, list[SingleAgentEpisode]]] = [("no episodes", [])]
-    for numpy in (False, True):
+    # Sequence, Graph and OneOf episodes have no numpy mode.
+    for numpy in (False, True) if stacks(observation_space) else (False,):
         mode = "numpy" if numpy else "list"
         one = _just_reset(observation_space, action_space, numpy)
         two = _just_reset(observation_space, action_space, numpy)

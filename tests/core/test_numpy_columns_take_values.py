@@ -27,7 +27,7 @@ def _int8_rows() -> InfiniteLookbackBuffer:
 
 
 def _text_episode() -> SingleAgentEpisode:
-    ep = SingleAgentEpisode(observation_space=gym.spaces.Text(10))
+    ep = SingleAgentEpisode()  # no Text space: the strings seen decide the column's width
     ep.add_env_reset("ab")
     ep.add_env_step("cd", 0, 1.0)
     return ep.to_numpy()

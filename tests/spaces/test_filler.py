@@ -26,7 +26,7 @@ ITEM_CASES = {
     "multi_binary_one_hot_ignored": (gs.MultiBinary(2), 1, True, np.ones(2, np.int8)),
     "box_one_hot_ignored": (gs.Box(0, 1, (1,)), 0, True, np.zeros(1, np.float32)),
     "no_space": (None, -1.0, False, -1.0),
-    "text_is_fill": (gs.Text(3), 0, False, 0),
+    "text_is_fill": (gs.Text(3), "ab", False, "ab"),
     "nested": (
         NESTED,
         0,
@@ -84,7 +84,9 @@ def test_filler_item_value_is_in_space():
 def test_filler_batch_equals_batched_items(space, fill, one_hot, n):
     item = filler_item(space, fill, one_hot_discrete=one_hot)
     got = filler_batch(space, fill, n, one_hot_discrete=one_hot)
-    if n:
+    if isinstance(space, gs.Text):  # as wide as the space's strings, not the filler's
+        assert got.dtype == np.dtype("<U3") and got.tolist() == [item] * n
+    elif n:
         _assert_equal(got, batch([item] * n))
     else:
         import tree
@@ -92,6 +94,16 @@ def test_filler_batch_equals_batched_items(space, fill, one_hot, n):
         for leaf, item_leaf in zip(tree.flatten(got), tree.flatten(item), strict=True):
             assert leaf.shape == (0, *np.shape(item_leaf))
             assert leaf.dtype == np.asarray(item_leaf).dtype
+
+
+@pytest.mark.parametrize("fill", [0, 1.5, None, b"x"])
+def test_a_text_leaf_takes_only_a_string_fill(fill):
+    # A number filled a list-mode read as itself and a numpy'd one as its string.
+    with pytest.raises(ValueError, match="give a string"):
+        filler_item(gs.Text(3), fill)
+    with pytest.raises(ValueError, match="give a string"):
+        filler_batch(gs.Dict({"t": gs.Text(3)}), fill, 2)
+    assert filler_batch(gs.Text(3), fill, 0).dtype == np.dtype("<U3")  # an empty column's layout
 
 
 def test_filler_batch_shapes():
