@@ -31,6 +31,16 @@ __all__ = ["CrcFile", "ShardStream", "WrittenFile", "write_parquet"]
 
 _PARALLEL_BYTES = 4 << 20
 _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-shard-crc")
+
+
+def _new_pool_after_fork() -> None:
+    # A forked child inherits the pool's bookkeeping but not its thread: work submitted to it
+    # would wait forever.
+    global _CRC_POOL
+    _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-shard-crc")
+
+
+os.register_at_fork(after_in_child=_new_pool_after_fork)
 # Arrow's IPC file format is a magic number padded to 8 bytes, then the stream format.
 _STREAM_OFFSET = 8
 
@@ -139,7 +149,10 @@ class ShardStream:
                 batches = [reader.read_next_batch() for _ in range(self.batches)]
         finally:
             if remove:
-                self.path.unlink(missing_ok=True)
+                # Batches read are kept even if the file stays (a writer opening alone
+                # removes it later).
+                with contextlib.suppress(OSError):
+                    self.path.unlink(missing_ok=True)
         return batches
 
     def discard(self, unlink: bool = True) -> None:

@@ -175,10 +175,17 @@ class DatasetWriter:
         read_v2_manifest(self.path)  # refuses a corrupt or unsupported dataset early
         shards = self.path / SHARDS_DIR
         shards.mkdir(exist_ok=True)
-        self._dir_fd = os.open(shards, os.O_RDONLY)
+        try:
+            # Not through a symlink: leftovers are removed here, which must never reach
+            # another directory's files.
+            self._dir_fd = os.open(shards, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as error:
+            raise NotADatasetError(
+                f"{shards} is not a plain directory (a symlink?): refusing to write through it"
+            ) from error
         try:
             self._recover_if_alone()
-            self._manifest_fd = os.open(manifest, os.O_RDWR | os.O_APPEND)
+            self._manifest_fd = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
         except BaseException:
             self.close()
             raise
@@ -278,7 +285,10 @@ class DatasetWriter:
             self._pending_bytes = 0
             stream, self._stream = self._stream, None
             if stream is not None:
-                stream.discard()
+                # The caller's error is the one to see, and the writer must close regardless;
+                # a file left behind is removed by the next writer that opens alone.
+                with contextlib.suppress(OSError):
+                    stream.discard()
         self.close()
 
     # ----------------------------------------------------------------------------- writing
@@ -330,8 +340,9 @@ class DatasetWriter:
             except BaseException:
                 # The failed commit put every episode back; this call's goes out again, so a
                 # caller who retries write() does not store it twice.
-                self._pending.pop()
-                self._pending_bytes -= encoded.nbytes
+                if self._pending and self._pending[-1] is encoded:  # not when all were lost
+                    self._pending.pop()
+                    self._pending_bytes -= encoded.nbytes
                 raise
 
     def _stream_episode(self, encoded: EncodedEpisode, schema: pa.Schema) -> None:
@@ -360,7 +371,8 @@ class DatasetWriter:
         try:
             batches = stream.recover(remove=not published)
         except BaseException as exc:
-            stream.discard(unlink=not published)
+            with contextlib.suppress(OSError):  # the DatasetError below is what matters
+                stream.discard(unlink=not published)
             lost, self._pending, self._pending_bytes = len(self._pending), [], 0
             raise DatasetError(
                 f"a shard's file could not be written or read back: its {lost} episodes written "
@@ -386,6 +398,11 @@ class DatasetWriter:
 
     def flush(self) -> str | None:
         """Commits the buffered episodes as one shard; returns its name (None if empty).
+
+        Raises:
+            OSError: The shard could not be written (a full disk); its episodes stay
+                buffered for a retry.
+            DatasetError: ...nor its Arrow file read back: its episodes are lost.
 
         Example:
             >>> import tempfile

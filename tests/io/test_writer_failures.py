@@ -176,3 +176,118 @@ def test_an_arrow_shard_holds_no_rows_in_memory_while_it_fills(tmp_path):
         assert writer.committed == []
     assert held < data / 4, (held, data)
     assert [e.id_ for e in read_episodes(tmp_path / "ds")] == [f"e{i}" for i in range(8)]
+
+
+def test_a_commit_whose_read_back_fails_raises_the_dataset_error(tmp_path, monkeypatch):
+    # write() then popped its episode from the list the failure had emptied: IndexError.
+    from episodes.io import DatasetError
+    from episodes.io.shard_stream import ShardStream
+
+    writer = DatasetWriter(tmp_path / "ds", shard_bytes=20000, sync=False)  # 3 episodes
+    writer.write_many([episode(0), episode(1)])
+
+    def unreadable(self, **kwargs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(ShardStream, "recover", unreadable)
+    monkeypatch.setattr(ShardStream, "finish", lambda self: (_ for _ in ()).throw(FULL))
+    with pytest.raises(DatasetError, match="are lost"):
+        writer.write(episode(2))  # fills the shard: its commit fails, and so does the read-back
+    monkeypatch.undo()
+    writer.write(episode(99))
+    writer.close()
+    assert [e.id_ for e in read_episodes(tmp_path / "ds")] == ["e99"]
+    assert not leftovers(tmp_path / "ds")
+
+
+def test_episodes_read_back_are_kept_when_the_file_cannot_be_removed(tmp_path, monkeypatch):
+    import pathlib
+
+    writer = DatasetWriter(tmp_path / "ds", sync=False)
+    writer.write_many([episode(0), episode(1)])
+    real_unlink, unlinks = pathlib.Path.unlink, []
+
+    def unlink_failing_once(self, missing_ok=False):
+        unlinks.append(self.name)
+        if len(unlinks) == 1:
+            raise OSError(30, "Read-only file system")
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(pathlib.Path, "unlink", unlink_failing_once)
+    fill_disk_at(monkeypatch, 0)
+    with pytest.raises(OSError, match="No space"):
+        writer.write(episode(2))
+    monkeypatch.undo()
+    writer.write(episode(2))
+    writer.close()
+    assert [e.id_ for e in read_episodes(tmp_path / "ds")] == ["e0", "e1", "e2"]
+
+
+def test_a_with_block_left_by_an_error_closes_the_writer_even_if_cleanup_fails(
+    tmp_path, monkeypatch
+):
+    import pathlib
+
+    from episodes.io import DatasetError
+
+    def read_only(self, missing_ok=False):
+        raise OSError(30, "Read-only file system")
+
+    with pytest.raises(RuntimeError, match="user code"):
+        with DatasetWriter(tmp_path / "ds", sync=False) as writer:
+            writer.write(episode(0))
+            monkeypatch.setattr(pathlib.Path, "unlink", read_only)
+            raise RuntimeError("user code failed")
+    monkeypatch.undo()
+    with pytest.raises(DatasetError, match="closed"):
+        writer.write(episode(1))
+    DatasetWriter(tmp_path / "ds").close()  # alone again: the leftover goes
+    assert not leftovers(tmp_path / "ds") and len(Dataset(tmp_path / "ds")) == 0
+
+
+def test_a_forked_child_writes_large_episodes(tmp_path):
+    # The checksum pool's thread does not survive fork: the child waited on it forever.
+    import multiprocessing
+
+    frames = np.zeros((64, 128, 128, 3), np.uint8)  # 3 MiB a column, 6 MiB an episode
+    big = SingleAgentEpisode(
+        "parent",
+        observations=list(frames),
+        actions=[0] * 63,
+        rewards=[0.0] * 63,
+        len_lookback_buffer=0,
+    ).to_numpy()
+    big.get_observations()[...] = 0
+    with DatasetWriter(tmp_path / "ds", sync=False) as writer:
+        writer.write(SingleAgentEpisode("p", observations=[np.zeros(5 << 20, np.uint8)]))
+    process = multiprocessing.get_context("fork").Process(target=_write_in_child, args=(tmp_path,))
+    process.start()
+    process.join(60)
+    alive = process.is_alive()
+    if alive:
+        process.kill()
+    assert not alive and process.exitcode == 0
+    assert sorted(e.id_ for e in read_episodes(tmp_path / "ds")) == ["child", "p"]
+
+
+def _write_in_child(tmp_path) -> None:
+    with DatasetWriter(tmp_path / "ds", sync=False) as writer:
+        writer.write(SingleAgentEpisode("child", observations=[np.zeros(5 << 20, np.uint8)]))
+
+
+def test_a_symlinked_shards_directory_is_refused(tmp_path):
+    victim = tmp_path / "victim"
+    with DatasetWriter(victim, sync=False) as writer:
+        writer.write(episode(0))
+    before = sorted(p.name for p in (victim / "shards").iterdir())
+    evil = tmp_path / "evil"
+    DatasetWriter(evil).close()
+    import shutil
+
+    shutil.rmtree(evil / "shards")
+    (evil / "shards").symlink_to(victim / "shards")
+    from episodes.io import NotADatasetError
+
+    with pytest.raises(NotADatasetError, match="symlink"):
+        DatasetWriter(evil)
+    assert sorted(p.name for p in (victim / "shards").iterdir()) == before
