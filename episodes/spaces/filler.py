@@ -84,8 +84,8 @@ def _full(
 ) -> np.ndarray:
     """``np.full(lead + item)``, refusing a number the dtype would change, as the columns do.
 
-    NaN or 2.7 into ints, -1 into uint8; and a fill that is not shaped like one item (or
-    broadcasts to one): ``np.full`` would spread it over the items instead.
+    NaN or 2.7 into ints, -1 into uint8, 1e40 into float32; and a fill that is not shaped
+    like one item (or broadcasts to one): ``np.full`` would spread it over the items instead.
     """
     try:
         given = np.asarray(fill)
@@ -96,6 +96,11 @@ def _full(
                 cast = given.astype(dtype)
             if not np.array_equal(cast, given):
                 raise ValueError("the value changes in that dtype")
+        elif given.dtype.kind in "iuf" and np.dtype(dtype).kind == "f":
+            with np.errstate(over="ignore"):
+                overflows = np.isfinite(given) & ~np.isfinite(given.astype(dtype))
+            if overflows.any():  # 1e40 into float32 would pad with inf
+                raise ValueError("the value is beyond the dtype's range")
         return np.full(lead + item, fill, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as err:
         raise ValueError(f"fill={fill!r} cannot fill a leaf of dtype {dtype} ({err})") from err

@@ -106,6 +106,14 @@ def test_a_text_leaf_takes_only_a_string_fill(fill):
     assert filler_batch(gs.Text(3), fill, 0).dtype == np.dtype("<U3")  # an empty column's layout
 
 
+def test_a_fill_beyond_a_float_leafs_range_is_refused():
+    box = gs.Box(0, 1, (2,), np.float32)
+    with pytest.raises(ValueError, match="beyond the dtype's range"):
+        filler_item(box, 1e40)  # was an item of inf
+    assert np.isinf(filler_item(box, np.inf)).all() and np.isnan(filler_item(box, np.nan)).all()
+    assert filler_item(gs.Box(0, 1, (2,), np.float16), 0.1).dtype == np.float16  # rounding is fine
+
+
 def test_filler_batch_shapes():
     got = filler_batch(NESTED, 0, 3, one_hot_discrete=True)
     assert got["pos"].shape == (3, 2)
