@@ -8,9 +8,11 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,14 +42,8 @@ class CliError(Exception):
 def _progress(total: int | None, desc: str) -> Any:
     from tqdm import tqdm
 
-    return tqdm(
-        total=total,
-        desc=desc,
-        unit="step" if desc == "record" else "chunk",
-        disable=None,
-        file=sys.stderr,
-        leave=False,
-    )
+    unit = "step" if desc == "record" else "chunk"
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, file=sys.stderr, leave=False)
 
 
 # --------------------------------------------------------------------------------- record
@@ -140,6 +136,11 @@ def _stats(values: list[float]) -> str:
     return f"mean {a.mean():.4g}  std {a.std():.4g}  min {a.min():.4g}  max {a.max():.4g}"
 
 
+def _say(line: str) -> None:
+    """Prints a line with control characters escaped: a dataset's strings could forge lines."""
+    print("".join(ascii(c)[1:-1] if unicodedata.category(c)[0] == "C" else c for c in line))
+
+
 def _info(args: argparse.Namespace) -> int:
     info = dataset_info(args.dir)
     lengths = [e.length for e in info.episodes]
@@ -168,24 +169,22 @@ def _info(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"dataset:  {info.path} (format version {info.version})")
+    _say(f"dataset:  {info.path} (format version {info.version})")
     if info.version >= 2:
-        print(f"shards:   {info.num_shards}  ({info.nbytes / 2**20:.2f} MiB)")
-        print(f"created:  {info.created} by episodes {info.library_version}")
+        _say(f"shards:   {info.num_shards}  ({info.nbytes / 2**20:.2f} MiB)")
+        _say(f"created:  {info.created} by episodes {info.library_version}")
         for key, value in (info.metadata or {}).items():
             if value not in (None, {}, []) and key != "env_spec":
-                print(
-                    f"{key + ':':<9} {json.dumps(value) if not isinstance(value, str) else value}"
-                )
-    print(f"chunks:   {info.num_chunks}  ({info.nbytes / 2**20:.2f} MiB)")
-    print(f"episodes: {info.num_episodes}  ({info.num_done} done)")
-    print(f"steps:    {info.num_steps}")
-    print(f"return:   {_stats(returns)}")
-    print(f"length:   {_stats([float(x) for x in lengths])}")
-    print(f"observation space: {info.observation_space}")
-    print(f"action space:      {info.action_space}")
+                _say(f"{key + ':':<9} {value if isinstance(value, str) else json.dumps(value)}")
+    _say(f"chunks:   {info.num_chunks}  ({info.nbytes / 2**20:.2f} MiB)")
+    _say(f"episodes: {info.num_episodes}  ({info.num_done} done)")
+    _say(f"steps:    {info.num_steps}")
+    _say(f"return:   {_stats(returns)}")
+    _say(f"length:   {_stats([float(x) for x in lengths])}")
+    _say(f"observation space: {info.observation_space}")
+    _say(f"action space:      {info.action_space}")
     if info.torn_manifest:
-        print("note: an incomplete last manifest line (a killed writer) was ignored")
+        _say("note: an incomplete last manifest line (a killed writer) was ignored")
     return 0
 
 
@@ -281,27 +280,9 @@ def _split(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_value(item: str) -> tuple[str, Any]:
-    key, sep, text = item.partition("=")
-    if not sep or not key:
-        raise CliError(f"--custom takes KEY=VALUE, got {item!r}")
-
-    def constant(token: str) -> float:
-        if token == "NaN":  # Infinity and -Infinity are values custom_data can hold
-            raise CliError(
-                f"--custom {key}: NaN equals no value, so the filter would keep nothing "
-                '(for the text, write "NaN" with the quotes)'
-            )
-        return float(token)
-
-    try:  # 0 -> int, "a" -> str, true -> bool
-        return key, json.loads(text, parse_constant=constant)
-    except ValueError:
-        return key, text
-
-
 def _filter(args: argparse.Namespace) -> int:
     from episodes.io import filter_dataset
+    from episodes.io.tools import parse_custom_data
 
     n = filter_dataset(
         args.src,
@@ -311,7 +292,7 @@ def _filter(args: argparse.Namespace) -> int:
         min_length=args.min_length,
         max_length=args.max_length,
         done_only=args.done_only,
-        custom_data=dict(_key_value(item) for item in args.custom),
+        custom_data=parse_custom_data(args.custom),
     )
     print(f"kept {n} episode pieces in {args.out}")
     return 0
@@ -465,6 +446,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _attach_numbers(argv: Sequence[str]) -> list[str]:
+    """``--max-return -1e3`` as ``--max-return=-1e3``, which argparse reads as the value.
+
+    Argparse takes ``-1`` and ``-1.5`` for values, but ``-1e3`` and ``-inf`` for options.
+    After a flag (``--json -1e3``) the number is a usage error either way.
+
+    Example:
+        >>> _attach_numbers(["filter", "--min-return", "-inf", "--out", "-x", "--", "--a", "-1"])
+        ['filter', '--min-return=-inf', '--out', '-x', '--', '--a', '-1']
+    """
+    out: list[str] = []
+    for token in argv:
+        last = out[-1] if out else ""
+        if last[:2] == "--" and "=" not in last and token[:1] == "-" and "--" not in out:
+            with contextlib.suppress(ValueError):
+                float(token)  # a number only: "--out -x" stays as argparse reads it
+                out[-1] = f"{last}={token}"
+                continue
+        out.append(token)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit code (0 ok, 1 error, 2 usage).
 
@@ -475,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         2
     """
     try:
-        args = _parser().parse_args(argv)
+        args = _parser().parse_args(_attach_numbers(sys.argv[1:] if argv is None else argv))
     except SystemExit as done:  # --help (0) or a usage error (2): returned, as documented
         return done.code if isinstance(done.code, int) else 2
     try:

@@ -263,6 +263,13 @@ class PieceJoins:
             return own
         id_, t = self._where[index]
         shell = joined.end
+        if len(piece.observations) == 0 or len(shell.observations) == 0:
+            # concat_episode refuses such a join, so load_episode fails on this id.
+            problems.append(
+                f"episode {id_!r}: piece at t={t} does not join its predecessor: both need at "
+                "least one observation"
+            )
+            return own
         if not data_equal(piece.observations.get(0), shell.observations.get(-1)):
             problems.append(
                 f"episode {id_!r}: piece at t={t} does not start with its predecessor's last "

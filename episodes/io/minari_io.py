@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -44,7 +45,8 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.errors import CorruptDatasetError, DatasetError
+from episodes.io.errors import CorruptDatasetError, DatasetError, UnsafeDataError
+from episodes.io.format import read_regular_file
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
@@ -180,13 +182,14 @@ def export_minari(
     env: Any = None
     if meta.env_id is not None:
         with contextlib.suppress(gym.error.Error):
-            env = gym.spec(meta.env_id)
+            env = gym.spec(meta.env_id)  # looks up registered ids only (imports nothing)
     with _datasets_root(root), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # minari nags about optional fields
         from minari.storage import get_dataset_path
 
-        target = get_dataset_path(dataset_id)
-        existed = target.exists()
+        target = get_dataset_path(dataset_id)  # (makes the datasets directory)
+        # The dataset's directory and the namespace's, where the export makes them.
+        made = list(itertools.takewhile(lambda p: not p.exists(), [target, *target.parents]))
         try:
             minari.create_dataset_from_buffers(
                 dataset_id,
@@ -198,11 +201,15 @@ def export_minari(
                 description=description or f"exported by episodes from {os.fspath(src)}",
                 data_format="arrow",
             )
-        except (AssertionError, TypeError, ValueError) as err:
-            if not existed:  # no half-written Minari dataset left to refuse the retry
-                shutil.rmtree(target, ignore_errors=True)
+        except BaseException as err:
+            if made:  # no half-written Minari dataset left to refuse the retry
+                shutil.rmtree(made[-1], ignore_errors=True)
+            if not isinstance(err, Exception) or isinstance(err, MemoryError):
+                raise
             if isinstance(err, ValueError) and "already exists" in str(err):
                 raise
+            # Minari fails in many ways on data it cannot store (an IndexError for
+            # observations of another shape than the space): all are refusals of this data.
             raise DatasetError(f"Minari refused the export of {src}: {err!r}") from err
     return len(buffers)
 
@@ -232,8 +239,12 @@ def import_minari(
     Episodes get ids ``"<minari id>/<episode number>"``; the env spec and algorithm name
     become the dataset metadata. Returns the number of episodes imported.
 
+    The Minari metadata must store both spaces: Minari makes a missing one by making the env
+    its ``env_spec`` names, which runs code the dataset chose, so such a dataset is refused.
+
     Raises:
-        DatasetError: The Minari dataset is missing or unreadable, or ``dst`` is not empty.
+        DatasetError: The Minari dataset is missing or unreadable, does not store its spaces
+            (``UnsafeDataError``), or ``dst`` is not empty.
 
     Example:
         >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
@@ -255,11 +266,12 @@ def import_minari(
         >>> [(ep.id_, ep.get_actions().tolist()) for ep in read_episodes(root + "/back")]
         [('toy/ours-v0/0', [1, 0])]
     """
-    import minari
+    import minari  # noqa: F401 - without the extra, an ImportError as before anything is read
 
     data_dir = _minari_data_dir(dataset, root)
+    checked = _checked_metadata(data_dir)
     try:
-        source = minari.MinariDataset(data_dir)
+        source = _open_checked(data_dir, checked)
     except Exception as err:  # noqa: BLE001 - minari raises many types for a bad directory
         raise DatasetError(f"cannot open Minari dataset {data_dir}: {err}") from err
     if Path(dst).exists() and any(Path(dst).iterdir()):
@@ -286,6 +298,63 @@ def import_minari(
             Path(dst).mkdir(exist_ok=True)
         raise
     return count
+
+
+MAX_MINARI_METADATA_BYTES = 64 << 20
+
+
+def _checked_metadata(data_dir: Path) -> dict[str, Any]:
+    """The Minari dataset's ``metadata.json``, refused unless it stores both spaces.
+
+    Read as a regular file (no symlink) of bounded size. Minari makes a space the metadata
+    lacks from the env its ``env_spec`` names (``gym.make`` imports and runs the entry point),
+    so that no dataset decides what code runs here, both must be stored.
+
+    Example:
+        >>> import tempfile
+        >>> data_dir = Path(tempfile.mkdtemp())
+        >>> _ = (data_dir / "metadata.json").write_text('{"env_spec": "{}"}')
+        >>> try:
+        ...     _checked_metadata(data_dir)
+        ... except UnsafeDataError as err:
+        ...     print(str(err).split(" (")[0].endswith("does not store both spaces"))
+        True
+    """
+    path = data_dir / "metadata.json"
+    raw = read_regular_file(path, "Minari metadata", MAX_MINARI_METADATA_BYTES)
+    try:
+        meta = json.loads(raw)
+    except ValueError as err:
+        raise CorruptDatasetError(f"Minari metadata {path} is not JSON: {err}") from err
+    spaces = ("observation_space", "action_space")
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in spaces):
+        raise UnsafeDataError(
+            f"Minari metadata {path} does not store both spaces (Minari would make the env "
+            "its env_spec names to get them, running code the dataset chose); refused"
+        )
+    return meta
+
+
+def _open_checked(data_dir: Path, meta: dict[str, Any]) -> Any:
+    """The Minari dataset at ``data_dir``, its storage opened on the spaces of checked ``meta``.
+
+    ``MinariDataset(path)`` would read the metadata again: one changed since the check could
+    still name an env to make.
+    """
+    import minari
+
+    try:
+        from minari.dataset._storages import get_minari_storage
+        from minari.serialization import deserialize_space
+    except ImportError:  # pragma: no cover - another minari layout: its reader, after the check
+        return minari.MinariDataset(data_dir)
+    storage = get_minari_storage(meta["data_format"])(
+        data_dir,
+        deserialize_space(meta["observation_space"]),
+        deserialize_space(meta["action_space"]),
+        jpeg_encoding=bool(meta.get("jpeg_encoding", True)),
+    )
+    return minari.MinariDataset(storage)
 
 
 def _algorithm(source: Any) -> str | None:

@@ -55,13 +55,13 @@ from episodes.io.shard_stream import ShardStream, WrittenFile, write_parquet
 from episodes.io.shards import (
     DATA_SUFFIX,
     INDEX_SUFFIX,
-    SHARD_NAME,
     SHARDS_DIR,
     V2,
     EpisodeRow,
     ShardEntry,
     is_v2,
     read_v2_manifest,
+    remove_leftovers,
     seal_line,
 )
 
@@ -227,22 +227,7 @@ class DatasetWriter:
             fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
             return
         try:
-            _, entries, good, torn = read_v2_manifest(self.path)
-            if torn:
-                with open(self.path / MANIFEST_FILE, "r+b") as f:
-                    f.truncate(good)
-                    self._fsync(f.fileno())
-            listed = {e.name for e in entries}
-            for child in (self.path / SHARDS_DIR).iterdir():
-                stem = child.name.split(".", 1)[0]
-                orphan = child.name.startswith(TMP_PREFIX) or (
-                    SHARD_NAME.match(stem) and stem not in listed
-                )
-                if orphan and child.is_file() and not child.is_symlink():
-                    child.unlink()
-            for child in self.path.iterdir():
-                if child.name.startswith(TMP_PREFIX) and child.is_file():
-                    child.unlink()
+            remove_leftovers(self.path, sync=self._sync)
         finally:
             fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
 

@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from episodes.io.errors import CorruptDatasetError, UnsafeDataError, UnsupportedVersionError
-from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, read_regular_file
+from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, TMP_PREFIX, read_regular_file
 
 __all__ = [
     "SHARDS_DIR",
     "V2",
     "ShardEntry",
     "read_v2_manifest",
+    "remove_leftovers",
     "seal_line",
     "shard_file",
     "unseal_line",
@@ -260,8 +261,10 @@ class ShardEntry:
         name = obj.get("shard")
         if not isinstance(name, str) or not SHARD_NAME.match(name):
             raise UnsafeDataError(f"{where}: shard name {name!r} is not a plain shard name")
-        if obj.get("data_format") not in DATA_SUFFIX:
-            raise CorruptDatasetError(f"{where}: unknown data_format {obj.get('data_format')!r}")
+        data_format = obj.get("data_format")
+        # A list or dict is unhashable: the type is checked before the dict lookup.
+        if not isinstance(data_format, str) or data_format not in DATA_SUFFIX:
+            raise CorruptDatasetError(f"{where}: unknown data_format {data_format!r}")
         sha = obj.get("index_sha256")
         if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
             raise CorruptDatasetError(f"{where}: index_sha256 is not a SHA-256 hex digest")
@@ -270,7 +273,7 @@ class ShardEntry:
             raise CorruptDatasetError(f"{where}: 'episodes' must be a list")
         return cls(
             name=name,
-            data_format=obj["data_format"],
+            data_format=data_format,
             index_sha256=sha,
             index_size=_int(obj, "index_size", where),
             data_size=_int(obj, "data_size", where),
@@ -343,3 +346,35 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
         shards.append(entry)
         good += len(line) + 1
     return header, shards, good, bool(tail)
+
+
+def remove_leftovers(path: Path, *, sync: bool = True) -> None:
+    """Removes what dead writers left in a v2 dataset: a torn manifest line, unlisted files.
+
+    Only safe while no other writer is active (the caller holds ``shards/`` exclusively).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = Path(tempfile.mkdtemp()); DatasetWriter(path).close()
+        >>> _ = (path / "shards" / ".tmp-left.arrow").write_bytes(b"x")
+        >>> remove_leftovers(path); sorted(p.name for p in (path / "shards").iterdir())
+        []
+    """
+    _, entries, good, torn = read_v2_manifest(path)
+    if torn:
+        with open(path / MANIFEST_FILE, "r+b") as f:
+            f.truncate(good)
+            if sync:
+                os.fsync(f.fileno())
+    listed = {e.name for e in entries}
+    for child in (path / SHARDS_DIR).iterdir():
+        stem = child.name.split(".", 1)[0]
+        orphan = child.name.startswith(TMP_PREFIX) or (
+            SHARD_NAME.match(stem) and stem not in listed
+        )
+        if orphan and child.is_file() and not child.is_symlink():
+            child.unlink()
+    for child in path.iterdir():
+        if child.name.startswith(TMP_PREFIX) and child.is_file():
+            child.unlink()

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import math
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,14 @@ from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.values import id_key
+from episodes.io.writer import removed_if_failed
 
 __all__ = [
     "filter_dataset",
     "merge",
     "migrate",
     "other_env_problem",
+    "parse_custom_data",
     "removed_if_failed",
     "split",
 ]
@@ -64,25 +67,41 @@ def _metadata_of(path: PathLike) -> DatasetMetadata:
 
 def _check_new(dst: PathLike) -> Path:
     final = Path(dst)
+    if final.is_symlink():  # renaming the copy into place would fail on it (or replace it)
+        raise DatasetError(f"{dst} is a symbolic link; choose a new directory")
     if final.exists() and (not final.is_dir() or any(final.iterdir())):
         raise DatasetError(f"{dst} exists and is not empty; choose a new directory")
     return final
 
 
-def _stage(final: Path) -> Path:
+def _stage(final: Path) -> tuple[Path, list[Path]]:
     """An empty directory next to ``final`` to write into, renamed into place when done.
 
     Made with ``mkdir``, so it gets the mode any new directory gets (``0o777`` less the
     umask), not ``mkdtemp``'s ``0o700``: the renamed copy is as readable as a recorded one.
+
+    Returns the directory and the parents of ``final`` made for it (a failed copy removes them).
     """
+    made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
     final.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        staged = final.parent / f".{final.name}.partial-{secrets.token_hex(8)}"
-        try:
-            staged.mkdir()
-        except FileExistsError:  # pragma: no cover - 64 random bits taken already
-            continue
-        return staged
+    try:
+        while True:
+            staged = final.parent / f".{final.name}.partial-{secrets.token_hex(8)}"
+            try:
+                staged.mkdir()
+            except FileExistsError:  # pragma: no cover - 64 random bits taken already
+                continue
+            return staged, made
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _remove_empty(dirs: Iterable[Path]) -> None:
+    """Removes those of ``dirs`` that are empty, deepest first (kept: one someone filled)."""
+    for path in sorted(set(dirs), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            path.rmdir()
 
 
 def _fill(
@@ -125,12 +144,13 @@ def _copy(
     final = _check_new(dst)
     sources = list(sources)
     _check_apart(final, sources)
-    staged = _stage(final)
+    staged, made = _stage(final)
     try:
         count = _fill(sources, staged, metadata, keep, writer_kwargs)
         os.replace(staged, final)  # also over an empty directory
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
+        _remove_empty(made)
         raise
     return count
 
@@ -285,16 +305,28 @@ def split(
     for final in finals:
         _check_apart(final, [src])
     staged: list[Path] = []
+    made: list[Path] = []
+    renamed: list[tuple[Path, Path, bool]] = []
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:
-            staged.append(_stage(final))
+            part, parents = _stage(final)
+            staged.append(part)
+            made += parents
         n_train = _fill([src], staged[0], meta, lambda ep: not in_val(ep.id_), {})
         n_val = _fill([src], staged[1], meta, lambda ep: in_val(ep.id_), {})
         for part, final in zip(staged, finals):
+            was_dir = final.is_dir()
             os.replace(part, final)
+            renamed.append((part, final, was_dir))
     except BaseException:
+        for part, final, was_dir in renamed:  # train goes back out: a retry is not refused
+            with contextlib.suppress(OSError):
+                os.replace(final, part)
+                if was_dir:
+                    final.mkdir()
         for part in staged:
             shutil.rmtree(part, ignore_errors=True)
+        _remove_empty(made)
         raise
     return n_train, n_val
 
@@ -387,6 +419,38 @@ def filter_dataset(
     return _copy([src], dst, meta, keep, {})
 
 
+def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
+    """:func:`filter_dataset`'s ``custom_data`` from ``KEY=VALUE`` texts (``filter --custom``).
+
+    ``VALUE`` is JSON (``0`` an int, ``true`` a bool, ``"a"`` a string), or else text.
+
+    Raises:
+        ValueError: An item is not ``KEY=VALUE``, holds a NaN (which equals nothing: the filter
+            would keep nothing), or repeats a key (a dict would keep the last test only).
+
+    Example:
+        >>> parse_custom_data(["env_index=0", "tag=fast", "ok=true", "pair=[1, 2]"])
+        {'env_index': 0, 'tag': 'fast', 'ok': True, 'pair': [1, 2]}
+    """
+    tests: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--custom takes KEY=VALUE, got {item!r}")
+        if key in tests:
+            raise ValueError(f"--custom {key}= is given twice; an episode's {key} is one value")
+        try:  # 0 -> int, "a" -> str, true -> bool; Infinity and -Infinity are values too
+            tests[key] = json.loads(text)
+        except ValueError:
+            tests[key] = text
+        if _holds_nan(tests[key]):
+            raise ValueError(
+                f"--custom {key}: NaN equals no value, so the filter would keep nothing "
+                '(for the text, write "NaN" with the quotes)'
+            )
+    return tests
+
+
 def _holds_nan(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_holds_nan(v) for v in value.values())
@@ -463,9 +527,10 @@ def other_env_problem(
     """Why episodes of ``env_id`` may not be appended to the dataset at ``path`` ("" if they may).
 
     A v2 dataset's metadata names its env (``env_id`` is compared with it: pass the id the
-    env's spec holds, which a ``module:`` prefix does not reach); where it does not (v1, or v2
-    without an env id) the spaces of its first episode are compared. A directory that holds
-    no dataset yet, or a dataset of no episodes, takes any env.
+    env's spec holds, which a ``module:`` prefix does not reach), also where it holds no
+    episodes yet; where it does not (v1, or v2 without an env id) the spaces of its first
+    episode are compared. A directory that holds no dataset yet, or a dataset of no episodes
+    whose metadata names no env, takes any env.
 
     Example:
         >>> import tempfile
@@ -483,59 +548,15 @@ def other_env_problem(
     if not is_v2(root) and not (root / "manifest.jsonl").exists():
         return ""
     info = dataset_info(root)
-    if not info.num_episodes:
-        return ""
     recorded = (info.metadata or {}).get("env_id")
-    if recorded is not None:
+    if recorded is not None:  # with no episodes too: its header says which env it takes
         if recorded != env_id:
-            return f"{path} holds {recorded} episodes; record {env_id} into a new directory"
+            return f"{path} is a dataset of {recorded}; record {env_id} into a new directory"
+        return ""
+    if not info.num_episodes:
         return ""
     if (info.observation_space, info.action_space) != (observation_space, action_space):
         return (
             f"{path} holds episodes of other spaces than {env_id}'s; record it into a new directory"
         )
     return ""
-
-
-@contextlib.contextmanager
-def removed_if_failed(path: PathLike) -> Iterator[None]:
-    """Removes what the block made at ``path`` if it fails with no episode stored there.
-
-    That is ``path`` and its parents that did not exist when the block began, or, for a
-    ``path`` that was an empty directory, what is in it now. A block that fails after some
-    episode was committed at ``path`` (by it or by another writer) leaves everything in place.
-
-    Example:
-        >>> import tempfile
-        >>> root = tempfile.mkdtemp()
-        >>> with contextlib.suppress(KeyError), removed_if_failed(root + "/new/ds"):
-        ...     DatasetWriter(root + "/new/ds").close()
-        ...     raise KeyError("the env failed")
-        >>> os.listdir(root)
-        []
-    """
-    root = Path(path)
-    made = None
-    for part in [root, *root.parents]:
-        if os.path.lexists(part):
-            break
-        made = part
-    was_empty = made is None and root.is_dir() and not any(root.iterdir())
-    try:
-        yield
-    except BaseException:
-        if (made is not None or was_empty) and not _holds_episodes(root):
-            with contextlib.suppress(OSError):  # the block's own error is the one to see
-                for item in [made] if made is not None else list(root.iterdir()):
-                    if item.is_dir() and not item.is_symlink():
-                        shutil.rmtree(item)
-                    else:
-                        item.unlink()
-        raise
-
-
-def _holds_episodes(path: PathLike) -> bool:
-    try:
-        return dataset_info(path).num_chunks > 0
-    except (DatasetError, OSError):
-        return False  # no dataset was started there

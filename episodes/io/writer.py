@@ -6,6 +6,9 @@ appended (and fsynced) to ``manifest.jsonl``. A writer killed at any moment ther
 every earlier chunk readable and nothing half-written visible; the next writer removes the
 leftovers and carries on.
 
+:func:`removed_if_failed` takes back what a failed write (``episodes record``) made, in
+either format, unless another writer still has the dataset open.
+
 Example:
     >>> import tempfile
     >>> from episodes import SingleAgentEpisode
@@ -20,6 +23,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import hashlib
 import io
@@ -27,8 +32,9 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -57,10 +63,40 @@ from episodes.io.format import (
     read_manifest,
     write_json_atomic,
 )
+from episodes.io.reader import dataset_info
+from episodes.io.shards import SHARDS_DIR
 
-__all__ = ["EpisodeWriter"]
+__all__ = ["EpisodeWriter", "removed_if_failed"]
 
 _FRESH_OK = {CHUNKS_DIR, MANIFEST_FILE, LOCK_FILE, f"{TMP_PREFIX}{FORMAT_FILE}"}
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _refuse_symlinks(path: Path) -> None:
+    """Refuses a dataset whose ``chunks/``, manifest, format file or lock is a symlink.
+
+    The writer removes leftovers in ``chunks/`` and appends to the manifest: through a link,
+    it would delete or change another directory's files.
+
+    Raises:
+        NotADatasetError: One of them is a symlink.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp())
+        >>> (path / CHUNKS_DIR).symlink_to(tempfile.mkdtemp())
+        >>> try:
+        ...     _refuse_symlinks(path)
+        ... except NotADatasetError as err:
+        ...     print(str(err).split("; ")[0].endswith("chunks is a symlink"))
+        True
+    """
+    for name in (CHUNKS_DIR, MANIFEST_FILE, FORMAT_FILE, LOCK_FILE):
+        if (path / name).is_symlink():
+            raise NotADatasetError(
+                f"{path / name} is a symlink; refused (a writer would change the files it "
+                "points to)"
+            )
 
 
 class EpisodeWriter:
@@ -97,6 +133,7 @@ class EpisodeWriter:
         self._lock_fd: int | None = None
         self._manifest_fd: int | None = None
         self.path.mkdir(parents=True, exist_ok=True)
+        _refuse_symlinks(self.path)
         fresh = not (self.path / FORMAT_FILE).exists()
         manifest = self.path / MANIFEST_FILE
         if fresh and manifest.is_file() and manifest.stat().st_size:
@@ -123,7 +160,12 @@ class EpisodeWriter:
 
     # --------------------------------------------------------------------------- lifecycle
     def _lock(self) -> None:
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+        except OSError as err:
+            if err.errno != errno.ELOOP:
+                raise
+            raise NotADatasetError(f"{self.path / LOCK_FILE} is a symlink (refused)") from err
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
@@ -152,13 +194,27 @@ class EpisodeWriter:
         listed = {e.chunk.split("/", 1)[1] for e in entries}
         chunks = self.path / CHUNKS_DIR
         chunks.mkdir(exist_ok=True)
-        for child in chunks.iterdir():
-            name = child.name
-            orphan = name.startswith(TMP_PREFIX) or (CHUNK_NAME.match(name) and name not in listed)
-            if orphan and child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
+        # Listed through a descriptor that cannot be a link: the leftovers removed below must
+        # be this dataset's, never those of a directory chunks/ points to.
+        try:
+            chunks_fd = os.open(chunks, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        except OSError as err:
+            if err.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            raise NotADatasetError(f"{chunks} is a symlink or not a directory (refused)") from err
+        try:
+            for name in os.listdir(chunks_fd):
+                orphan = name.startswith(TMP_PREFIX) or (
+                    CHUNK_NAME.match(name) and name not in listed
+                )
+                if orphan and stat.S_ISDIR(
+                    os.stat(name, dir_fd=chunks_fd, follow_symlinks=False).st_mode
+                ):
+                    shutil.rmtree(chunks / name)
+        finally:
+            os.close(chunks_fd)
         self._seq = 1 + max((int(n.split("-", 1)[0]) for n in listed), default=-1)
-        self._manifest_fd = os.open(manifest, os.O_WRONLY | os.O_APPEND)
+        self._manifest_fd = os.open(manifest, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
 
     def close(self) -> None:
         """Releases the dataset (idempotent): another writer may open it afterwards.
@@ -306,8 +362,99 @@ _PARALLEL_BYTES = 4 << 20
 _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-crc")
 
 
+def _new_pool_after_fork() -> None:
+    # A forked child inherits the pool's bookkeeping but not its thread (it would hang).
+    global _CRC_POOL
+    _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-crc")
+
+
+os.register_at_fork(after_in_child=_new_pool_after_fork)
+
+
 def _crc32_slices(data: memoryview) -> int:
     crc = 0
     for start in range(0, len(data), _WRITE_SLICE):
         crc = zlib.crc32(data[start : start + _WRITE_SLICE], crc)
     return crc
+
+
+# ------------------------------------------------------- a failed write, taken back
+@contextlib.contextmanager
+def removed_if_failed(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Removes what the block made at ``path`` if it fails with no episode stored there.
+
+    That is ``path`` and its parents that did not exist when the block began, or, for a
+    ``path`` that was an empty directory, what is in it now. A block that fails after some
+    episode was committed at ``path`` (by it or by another writer), or while another writer
+    still has the dataset open (it holds a flock on ``shards/`` or ``.lock``), leaves
+    everything in place.
+
+    Example:
+        >>> import contextlib, tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> root = tempfile.mkdtemp()
+        >>> with contextlib.suppress(KeyError), removed_if_failed(root + "/new/ds"):
+        ...     DatasetWriter(root + "/new/ds").close()
+        ...     raise KeyError("the env failed")
+        >>> os.listdir(root)
+        []
+    """
+    root = Path(path)
+    made = None
+    for part in [root, *root.parents]:
+        if os.path.lexists(part):
+            break
+        made = part
+    was_empty = made is None and root.is_dir() and not any(root.iterdir())
+    try:
+        yield
+    except BaseException:
+        locks = _alone_in(root) if made is not None or was_empty else None
+        try:
+            if locks is not None and not _holds_episodes(root):
+                with contextlib.suppress(OSError):  # the block's own error is the one to see
+                    for item in [made] if made is not None else list(root.iterdir()):
+                        if item.is_dir() and not item.is_symlink():
+                            shutil.rmtree(item)
+                        else:
+                            item.unlink()
+        finally:
+            for fd in locks or ():
+                os.close(fd)
+        raise
+
+
+def _alone_in(root: Path) -> list[int] | None:
+    """Exclusive flocks on ``shards/`` and ``.lock``, or None if a writer holds one (or a link).
+
+    Open v2 writers hold a shared flock on ``shards/``, a v1 writer an exclusive one on
+    ``.lock``: while the returned descriptors are open, no writer has the dataset open.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> root = Path(tempfile.mkdtemp())
+        >>> with DatasetWriter(root):
+        ...     print(_alone_in(root))
+        None
+        >>> fds = _alone_in(root); len(fds); [os.close(fd) for fd in fds] and None
+        1
+    """
+    fds: list[int] = []
+    try:
+        for name in (SHARDS_DIR, LOCK_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                fds.append(os.open(root / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)))
+                fcntl.flock(fds[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a writer holds it, or a symlink (ELOOP)
+        for fd in fds:
+            os.close(fd)
+        return None
+    return fds
+
+
+def _holds_episodes(path: str | os.PathLike[str]) -> bool:
+    try:
+        return dataset_info(path).num_chunks > 0
+    except (DatasetError, OSError):
+        return False  # no dataset was started there

@@ -574,7 +574,7 @@ def test_record_appends_where_it_may(recorded, migrated, tmp_path, env_id, into,
 
     shutil.copytree(recorded, tmp_path / "ds_copy")
     shutil.copytree(migrated, tmp_path / "migrated_copy")
-    DatasetWriter(tmp_path / "empty_v2", metadata=DatasetMetadata(env_id="Pendulum-v1")).close()
+    DatasetWriter(tmp_path / "empty_v2", metadata=DatasetMetadata(env_id="CartPole-v1")).close()
     EpisodeWriter(tmp_path / "empty_v1").close()
     fmt = "1" if into == "empty_v1" else "2"
     out = str(tmp_path / into)
