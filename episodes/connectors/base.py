@@ -20,9 +20,16 @@ import tree
 
 from episodes.buffer.reading import filler_mismatch
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch as batch_items
+from episodes.spaces import batch, batch_in_space, filler_batch, unstackable_space
 
-__all__ = ["Connector", "ConnectorPipeline", "EpisodeConnector", "concat_rows", "sliding_rows"]
+__all__ = [
+    "Connector",
+    "ConnectorPipeline",
+    "EpisodeConnector",
+    "concat_rows",
+    "id_rows",
+    "sliding_rows",
+]
 
 Batch = dict[str, Any]
 
@@ -143,54 +150,110 @@ class EpisodeConnector:
         return f"{type(self).__name__}({fields})"
 
 
-def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False) -> Any:
+def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False, space: Any = None) -> Any:
     """A getter result as a struct of arrays (lists of items are batched leaf-wise).
 
     ``finalized``: the read is of a numpy'd column, already a struct of arrays (a list of
     leaves for list-structured items, which must not be batched again). ``fill``, the one the
     getter padded with, goes into the error when the items do not stack: without a space a
-    list-mode read pads with ``fill`` itself, which may not fit the items.
+    list-mode read pads with ``fill`` itself, which may not fit the items. ``space``, the
+    column's, batches the items as ``to_numpy`` does: a Box item given as a Python list is a
+    row, not a struct of one leaf per component.
 
     Example:
         >>> as_arrays([np.zeros(2), np.ones(2)]).shape
         (2, 2)
         >>> len(as_arrays([np.zeros(3), np.ones(3)], finalized=True))  # two leaves of 3 steps
         2
+        >>> import gymnasium as gym
+        >>> as_arrays([[0.0, 1.0], [2.0, 3.0]], space=gym.spaces.Box(-5, 5, (2,))).shape
+        (2, 2)
     """
     if finalized or not isinstance(value, list):
         return value
+    # A space without a fixed layout (Sequence, Graph, OneOf) says nothing about rows.
+    if space is not None and unstackable_space(space) is not None:
+        space = None
     try:
-        return batch_items(value)
+        return batch_in_space(value, space) if space is not None else batch(value)
     except ValueError as err:
         if fill is None:
             raise
         raise ValueError(f"the rows read do not stack ({err}); {filler_mismatch(fill)}") from err
 
 
+def id_rows(parts: list[Any]) -> list[Any]:
+    """Per-episode ``eps_id`` arrays, as object arrays when the ids' kinds differ.
+
+    Joined as they are, ids of other types (1 and True, 1 and "1", 1 and 1.0) would be cast to
+    one type and merge, where the episode readers keep them apart.
+
+    Example:
+        >>> joined = np.concatenate(id_rows([np.asarray([1, 1]), np.asarray([True])]))
+        >>> joined.tolist(), joined.dtype
+        ([1, 1, True], dtype('O'))
+    """
+    arrays = [np.asarray(part) for part in parts]
+    if len({array.dtype.kind for array in arrays}) > 1:
+        return [array.astype(object) for array in arrays]
+    return arrays
+
+
 def with_fill_dtype(value: Any, fill: Any) -> Any:
     """Leaves cast to the dtype a read padded with ``fill`` has, padded or not.
 
-    Without a space a padded read stacks ``fill`` itself with the items, which promotes them
-    as ``np.asarray(fill)`` does (int actions or float32 observations padded with 0.0 come back
-    float64), so a batch's dtype would depend on whether its rows needed padding: a cut
-    chunk's rows and the same rows of the whole episode would differ.
+    A padded read stacks the filler with the items, which promotes them as the filler's dtype
+    does (int actions or float32 observations padded with 0.0 come back float64), so a batch's
+    dtype would depend on whether its rows needed padding: a cut chunk's rows and the same rows
+    of the whole episode would differ. ``fill`` is what :func:`filler_for` gives: the fill
+    value without a space; with one, a struct like the items whose leaves' dtypes cast the
+    matching leaves of ``value`` (None: nothing to cast).
 
     Example:
         >>> with_fill_dtype(np.array([1, 2]), 0.0).dtype
         dtype('float64')
         >>> with_fill_dtype(np.float32([1]), np.float32(0)).dtype  # a float32 fill keeps it
         dtype('float32')
+        >>> with_fill_dtype({"a": np.int32([1])}, {"a": np.int64(0)})["a"].dtype
+        dtype('int64')
     """
-    fill_type = np.asarray(fill).dtype
 
-    def leaf(x: Any) -> Any:
+    def leaf(x: Any, filler: Any) -> Any:
         x = np.asarray(x)
         try:
-            return x.astype(np.result_type(x.dtype, fill_type), copy=False)
+            return x.astype(np.result_type(x.dtype, np.asarray(filler).dtype), copy=False)
         except TypeError:  # no common dtype (strings and a number): the read would have failed
             return x
 
-    return tree.map_structure(leaf, value)
+    if fill is None:  # no filler to follow (see filler_for)
+        return value
+    if not tree.is_nested(fill):
+        return tree.map_structure(lambda x: leaf(x, fill), value)
+    try:
+        return tree.map_structure(leaf, value, fill)
+    except (TypeError, ValueError):  # items not shaped like their space: nothing to follow
+        return value
+
+
+def filler_for(space: Any, fill: Any, *, one_hot_discrete: bool = False) -> Any:
+    """What a read of a column of ``space`` pads with: ``fill`` itself without a space.
+
+    With a space every leaf takes its space's dtype (a Discrete space's ``int64``), whatever
+    the recorded items' dtype; only the dtypes matter, so the leaves hold no fillers (an image
+    space's is not built for every read). A ``fill`` that cannot fill the space gives ``None``:
+    a read that padded would have refused it, and one that did not pad has no filler to follow.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> filler_for(gym.spaces.Discrete(3), 0).dtype, filler_for(None, 0.5)
+        (dtype('int64'), 0.5)
+    """
+    if space is None:
+        return fill
+    try:
+        return filler_batch(space, fill, 0, one_hot_discrete=one_hot_discrete)
+    except ValueError:
+        return None
 
 
 def sliding_rows(value: Any, window: int) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.connectors.base import Batch, as_arrays, concat_rows
+from episodes.connectors.base import Batch, as_arrays, concat_rows, id_rows
 from episodes.episode import SingleAgentEpisode
 
 __all__ = ["AddLearnerColumns"]
@@ -69,16 +69,17 @@ class AddLearnerColumns:
                         getattr(episode, column) if column else episode.extra_model_outputs.get(key)
                     )
                     finalized = buffer is not None and buffer.finalized
-                    parts.setdefault(key, []).append(as_arrays(value, finalized=finalized))
+                    space = None if buffer is None else buffer.space
+                    rows = as_arrays(value, finalized=finalized, space=space)
+                    parts.setdefault(key, []).append(rows)
         # Every column is joined before the batch changes: a refusal leaves it as it was.
         joined: dict[str, Any] = {}
         for key, values in parts.items():
             if key == "infos":
                 joined[key] = [info for part in values for info in part]  # type: ignore[attr-defined]
                 continue
-            if key == "eps_id" and len({np.asarray(v).dtype.kind for v in values}) > 1:
-                # Ids of other types (1 and True, 1 and "a") would be cast to one and merge.
-                values = [np.asarray(v).astype(object) for v in values]
+            if key == "eps_id":
+                values = id_rows(values)
             try:
                 joined[key] = concat_rows(values)
             except ValueError as err:

@@ -12,6 +12,7 @@ from episodes.connectors.base import (
     EpisodeConnector,
     as_arrays,
     concat_rows,
+    filler_for,
     sliding_rows,
     with_fill_dtype,
 )
@@ -41,8 +42,13 @@ def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
     )
-    rows = as_arrays(value, fill, finalized=episode.observations.finalized)
-    return with_fill_dtype(rows, fill) if episode.observation_space is None else rows
+    space = episode.observation_space
+    rows = as_arrays(value, fill, finalized=episode.observations.finalized, space=space)
+    if fill is None:  # nothing padded: the rows keep their dtype
+        return rows
+    # Padded or not, the rows take the dtype the filler gives them (with a space, the
+    # space's), so a column's dtype does not depend on where a chunk was cut.
+    return with_fill_dtype(rows, filler_for(space, fill, one_hot_discrete=one_hot))
 
 
 class FlattenObservations(EpisodeConnector):

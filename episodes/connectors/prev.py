@@ -11,6 +11,7 @@ from episodes.connectors.base import (
     EpisodeConnector,
     as_arrays,
     concat_rows,
+    filler_for,
     sliding_rows,
     with_fill_dtype,
 )
@@ -84,9 +85,11 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     fill=self.fill,
                     one_hot_discrete=one_hot,
                 )
-                rows = as_arrays(value, self.fill, finalized=episode.actions.finalized)
-                if episode.action_space is None:
-                    rows = with_fill_dtype(rows, self.fill)
+                space = episode.action_space
+                rows = as_arrays(value, self.fill, finalized=episode.actions.finalized, space=space)
+                # Padded or not, the rows take the dtype the filler gives them (with a space,
+                # the space's), so a column's dtype does not depend on where a chunk was cut.
+                rows = with_fill_dtype(rows, filler_for(space, self.fill, one_hot_discrete=one_hot))
                 actions.append(sliding_rows(rows, self.n_actions))
             if self.n_rewards:
                 value = episode.get_rewards(

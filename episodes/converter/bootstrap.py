@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from episodes.indexing import discount_factor
+
 
 def bootstrap_truncated_rewards(
     rewards: np.ndarray, truncated: np.ndarray, final_values: np.ndarray, gamma: float
@@ -41,11 +43,15 @@ def bootstrap_truncated_rewards(
     Returns:
         A new array with the rewards' dtype.
 
+    Raises:
+        ValueError: ``gamma`` is not a real number in ``[0, 1]``.
+
     Example:
         >>> bootstrap_truncated_rewards(np.zeros(3, np.float32), np.array([0, 0, 1], bool),
         ...                             np.full(3, 2.0), 0.5).tolist()
         [0.0, 0.0, 1.0]
     """
+    gamma = discount_factor(gamma)  # the check every n-step computation makes
     rewards = np.asarray(rewards)
     bonus = np.where(truncated, gamma * np.asarray(final_values, dtype=np.float64), 0.0)
     return (rewards + bonus).astype(rewards.dtype, copy=False)

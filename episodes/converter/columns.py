@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch
+from episodes.spaces import batch, batch_in_space, unstackable_space
 from episodes.structs import is_nested, map_leaves
 
 ObsFn = Callable[[Any], Any]
@@ -132,7 +132,26 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
         buffer, data = getattr(chunk, column), getattr(chunk, f"get_{column}")()
     # By the column's mode, not the type read: a numpy'd column of list-structured items
     # (an observation [x, y]) reads a list of leaves, already batched.
-    return data if buffer.finalized else batch(data)
+    return data if buffer.finalized else stack_items(data, buffer.space)
+
+
+def stack_items(items: Sequence[Any], space: Any) -> Any:
+    """A list of items batched as ``to_numpy`` would: with their space, where it has a layout.
+
+    Without the space a Box item given as a Python list would read as structure, one column per
+    component, where the numpy'd episode holds rows. A space whose items have no fixed layout
+    (Sequence, Graph, OneOf) is not used: ``batch`` still stacks items that happen to fit.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> stack_items([[0.0, 1.0], [2.0, 3.0]], gym.spaces.Box(-5, 5, (2,))).shape
+        (2, 2)
+        >>> len(stack_items([[0.0, 1.0], [2.0, 3.0]], None))  # no space: two leaves
+        2
+    """
+    if space is None or unstackable_space(space) is not None:
+        return batch(items)
+    return batch_in_space(items, space)
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -250,18 +269,22 @@ def _env_column(
     offset = 0
     chunks = [c for c in group if len(c)]
     for prev, chunk in zip([None, *chunks], chunks):
-        if prev is not None and not prev.is_done:
-            if chunk.id_ == prev.id_ and chunk.t_started != prev.t:
+        # A chunk may only continue its episode where the one before it stopped, and never
+        # after the episode ended: a done chunk given twice would count its steps twice.
+        if prev is not None and chunk.id_ == prev.id_:
+            if prev.is_done or chunk.t_started != prev.t:
+                ended = " (which ended there)" if prev.is_done else ""
                 raise ValueError(
-                    f"env {n}: a chunk of episode {chunk.id_!r} starting at t={chunk.t_started} "
-                    f"follows its chunk ending at t={prev.t}; an env's chunks go in time order"
+                    f"env {n}: a chunk of episode {chunk.id_!r} starting at "
+                    f"t={chunk.t_started} follows its chunk ending at t={prev.t}{ended}; an "
+                    "env's chunks go in time order"
                 )
-            if chunk.id_ != prev.id_:
-                # Another episode follows a chunk that is not done: that chunk ends here as a
-                # column's last one would, bootstrapped from its last observation.
-                parts["done"][-1][-1] = True
-                parts["trunc"][-1][-1] = True
-                truncated_steps.append((offset - 1, n, prev))
+        elif prev is not None and not prev.is_done:
+            # Another episode follows a chunk that is not done: that chunk ends here as a
+            # column's last one would, bootstrapped from its last observation.
+            parts["done"][-1][-1] = True
+            parts["trunc"][-1][-1] = True
+            truncated_steps.append((offset - 1, n, prev))
         length = len(chunk)
         parts["obs"].append(rows(chunk, "observations"))
         parts["act"].append(rows(chunk, "actions"))
@@ -314,7 +337,11 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
         >>> last_observations([ep], None).tolist()
         [7]
     """
-    return transform_batch(batch([chunk.get_observations(-1) for chunk in chunks]), obs_fn)
+    items = [chunk.get_observations(-1) for chunk in chunks]
+    spaces = [chunk.observations.space for chunk in chunks]
+    # One space for all, or none: chunks of other spaces are batched as they come.
+    space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
+    return transform_batch(stack_items(items, space), obs_fn)
 
 
 def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:

@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -35,6 +35,55 @@ def flat_actions(actions: Any) -> torch.Tensor:
         f"{type(actions).__name__} of leaves: flatten them into one array per step first "
         "(e.g. gymnasium.spaces.flatten), or use episodes_to_batch"
     )
+
+
+def flat_observations(observations: Any) -> Any:
+    """The observations as they are if the storage can hold them, else a clear ``TypeError``.
+
+    A storage field is a tensor, or a (nested) dict of tensors for Dict observations; a
+    Tuple space's parts have no names to store them under.
+
+    Example:
+        >>> flat_observations((torch.zeros(2), torch.zeros(2)))
+        Traceback (most recent call last):
+        ...
+        TypeError: RolloutStorage holds a tensor or a dict of tensors per observation, but ...
+    """
+
+    def holds(leaf: Any) -> bool:
+        if isinstance(leaf, Mapping):
+            return all(holds(value) for value in leaf.values())
+        return isinstance(leaf, torch.Tensor)
+
+    if holds(observations):
+        return observations
+    raise TypeError(
+        "RolloutStorage holds a tensor or a dict of tensors per observation, but these chunks' "
+        f"observations are a {type(observations).__name__} of parts: pass obs_fn to make "
+        "them one array (or a dict of arrays) per step, or record them with a Dict space"
+    )
+
+
+def float_dtype(dtype: Any, storage: Any) -> torch.dtype:
+    """The float dtype of the storage's real-valued fields: ``dtype``, else the storage's.
+
+    Without ``dtype`` a given storage keeps its own (that of its rewards), as ``device=None``
+    keeps its device; without either, ``torch.float32``. Rewards, values and log-probs are real
+    numbers: an integer, bool or complex dtype would truncate or change them.
+
+    Example:
+        >>> float_dtype(None, None), float_dtype(torch.float64, None)
+        (torch.float32, torch.float64)
+        >>> float_dtype(torch.int64, None)
+        Traceback (most recent call last):
+        ...
+        ValueError: dtype must be a real floating-point torch dtype, got torch.int64
+    """
+    if dtype is None:
+        dtype = torch.float32 if storage is None else storage.rewards.dtype
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a real floating-point torch dtype, got {dtype!r}")
+    return dtype
 
 
 def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
@@ -97,7 +146,9 @@ def check_storage_size(storage: Any, num_steps: int, num_envs: int) -> None:
 def check_storage_layout(storage: Any, wanted: Any) -> None:
     """Refuses a given storage whose fields cannot take these chunks'.
 
-    Checked before the storage is touched, so a refused conversion leaves it as it was.
+    Checked before the storage is touched, so a refused conversion leaves it as it was. A
+    field must be as wide in kind as the chunks' (float chunks into an int field would be
+    truncated); a narrower dtype of the same kind is the storage's precision.
 
     ``wanted`` is the storage a conversion would make for the chunks (on the ``meta`` device:
     shapes without memory). Fields the given storage has beyond ``wanted``'s stay as they are.
@@ -135,6 +186,7 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
                 f"the given storage's {name} hold steps of shape {tuple(mine.shape[2:])}, "
                 f"these chunks' are {tuple(tensor.shape[2:])}"
             )
+        _check_dtype(name, mine.dtype, tensor.dtype)
     for which in ("actor", "critic"):
         mine, theirs = (getattr(s, f"saved_hidden_states_{which}") for s in (storage, wanted))
         if mine is None or theirs is None:
@@ -144,6 +196,21 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
             raise ValueError(
                 f"the given storage's {which} hidden states are {have}, these chunks' {want}"
             )
+        for held, written in zip(mine, theirs):
+            _check_dtype(f"{which} hidden states", held.dtype, written.dtype)
+
+
+def _check_dtype(name: str, mine: torch.dtype, theirs: torch.dtype) -> None:
+    """Refuses a field whose dtype is of a lower kind than the chunks' (float into int, ...).
+
+    A write casts into the field as it is, and would truncate 0.7 to 0 without a word. A
+    narrower dtype of the same kind (float64 into float32) is the storage's precision: taken.
+    """
+    if not torch.can_cast(theirs, mine):
+        raise ValueError(
+            f"the given storage's {name} are {mine}, which cannot hold these chunks' {theirs} "
+            "values without loss; give a storage of that kind, or none"
+        )
 
 
 def _shape_of(names: Any) -> Any:

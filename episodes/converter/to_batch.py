@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from episodes.converter.columns import ColumnKeys, ObsFn, rows
+from episodes.connectors.base import id_rows
+from episodes.converter.columns import ColumnKeys, ObsFn, rows, stack_items
 from episodes.episode import SingleAgentEpisode
 from episodes.structs import is_nested, map_leaves
 
@@ -57,9 +58,7 @@ def episodes_to_batch(
         add("obs", rows(chunk, "observations"))
         next_obs = chunk.get_observations(slice(1, n + 1))
         if not chunk.observations.finalized:  # a list of items (numpy'd: batched leaves)
-            from episodes.spaces import batch
-
-            next_obs = batch(next_obs)
+            next_obs = stack_items(next_obs, chunk.observations.space)
         add("next_obs", next_obs)
         add("actions", rows(chunk, "actions"))
         add("rewards", np.asarray(rows(chunk, "rewards")))
@@ -73,6 +72,8 @@ def episodes_to_batch(
         if extra_model_outputs:
             for key in sorted(shared):
                 add(key, map_leaves(np.asarray, rows(chunk, "extra", key)))  # dicts too
+    # Ids of other types (1 and True, 1 and "1") would be cast to one and merge.
+    columns["eps_id"] = id_rows(columns["eps_id"])
     batch_columns = {name: _concat(parts) for name, parts in columns.items()}
     if obs_fn is not None:
         batch_columns["obs"] = obs_fn(batch_columns["obs"])

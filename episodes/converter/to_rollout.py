@@ -25,7 +25,12 @@ from episodes.converter.from_blocks import (
     gather_into,
     value_array,
 )
-from episodes.converter.refusals import flat_actions, refuse_masked_windows
+from episodes.converter.refusals import (
+    flat_actions,
+    flat_observations,
+    float_dtype,
+    refuse_masked_windows,
+)
 from episodes.converter.side_by_side import (
     side_by_side_columns,
     side_by_side_groups,
@@ -33,6 +38,7 @@ from episodes.converter.side_by_side import (
 )
 from episodes.converter.storage_for import ready_storage
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import discount_factor
 from episodes.rollout import RolloutStorage
 from episodes.runner import SampledChunks
 from episodes.structs import map_leaves
@@ -144,7 +150,7 @@ def episodes_to_rollout(
     obs_fn: ObsFn | None = None,
     layout: str = "per_env",
     storage: RolloutStorage | None = None,
-    dtype: torch.dtype = torch.float32,
+    dtype: torch.dtype | None = None,
     copy: bool = False,
 ) -> Rollout:
     """Flattens episode chunks into a ``[T, N, ...]`` rollout storage, bootstrapped exactly.
@@ -167,7 +173,7 @@ def episodes_to_rollout(
 
     Args:
         episodes: Chunks (a flat list as the env runner returns, or per-env lists).
-        gamma: Discount factor used for the bootstrap.
+        gamma: Discount factor used for the bootstrap, in ``[0, 1]``.
         value_fn: Batched observations -> values (numpy or torch), for the bootstrap.
         keys: Which extra-model-outputs hold values, log-probs, distribution parameters,
             privileged actions and hidden states.
@@ -178,7 +184,8 @@ def episodes_to_rollout(
             one-hot, ...): the result for a row may not depend on the other rows.
         layout: ``"per_env"`` or ``"per_chunk"``.
         storage: An existing storage of matching size to fill (cleared first).
-        dtype: Float dtype of the storage.
+        dtype: Float dtype of the storage; None: the given storage's (its rewards'), else
+            ``torch.float32``, as ``device=None`` follows the given storage.
         copy: Copy every field into the storage's own tensors. By default a ``[T, N, ...]``
             column that already has the storage's dtype, device and layout is taken as it is
             (:meth:`RolloutStorage.write_block` with ``share=True``): on the fast path with
@@ -189,6 +196,12 @@ def episodes_to_rollout(
 
     Returns:
         A :class:`Rollout`: the storage, ``last_values`` and the mask.
+
+    Raises:
+        ValueError: ``gamma`` outside ``[0, 1]``, a ``dtype`` that is not a float dtype, chunks
+            of one episode out of time order, or a given storage that cannot take the chunks.
+        TypeError: Observations that are neither an array nor a dict of arrays (a Tuple
+            space's), which the storage cannot hold.
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
@@ -206,6 +219,8 @@ def episodes_to_rollout(
         raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
     keys = keys or ColumnKeys()
     extra_keys_for(keys, training_type)
+    gamma = discount_factor(gamma)  # the check every n-step computation makes
+    dtype = float_dtype(dtype, storage)
     device = torch.device(device if device is not None else _default_device(episodes, storage))
     fast = None
     if layout == "per_env":
@@ -292,7 +307,7 @@ def _write_columns(
 
     With ``share`` the columns that fit are taken rather than copied (``write_block``).
     """
-    obs = _tensor(cols.observations, device)
+    obs = flat_observations(_tensor(cols.observations, device))
     actions = flat_actions(_tensor(cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
@@ -341,6 +356,7 @@ def _write_from_blocks(
     """
     deferred = cols.observations is None
     obs = _tensor(chunks.example("observations") if deferred else cols.observations, device)
+    flat_observations(obs)
     actions = flat_actions(_tensor(chunks.example("actions") if deferred else cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)

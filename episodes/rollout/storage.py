@@ -76,8 +76,8 @@ class RolloutStorage:
             advantage normalisation.
 
     Raises:
-        ValueError: an unknown ``training_type``, non-positive sizes, an example tensor of the
-            wrong size, or two observation leaves whose names collide.
+        ValueError: an unknown ``training_type``, non-positive sizes, a non-float ``dtype``,
+            an example tensor of the wrong size, or two observation leaves whose names collide.
         TypeError: a spec that is neither a shape, ``(shape, dtype)``, tensor nor mapping.
 
     Example:
@@ -109,9 +109,10 @@ class RolloutStorage:
         normalize_advantage_per_mini_batch: bool = False,
     ) -> None:
         check_sizes(training_type, num_envs, num_transitions_per_env)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:  # ints truncate
+            raise ValueError(f"dtype must be a real floating-point torch dtype, got {dtype!r}")
         self.training_type = training_type
-        self.num_envs = num_envs
-        self.num_transitions_per_env = num_transitions_per_env
+        self.num_envs, self.num_transitions_per_env = num_envs, num_transitions_per_env
         self.device = torch.device(device)
         self.actions_shape = shape_of(actions_shape)
         self.normalize_advantage_per_mini_batch = normalize_advantage_per_mini_batch
@@ -121,8 +122,7 @@ class RolloutStorage:
         )
         self._allocate(specs)
         self._bind_fields()
-        #: Per state component ``[T, num_layers, N, hidden]`` tensors (GRU: 1, LSTM: 2).
-        # A state given as a shape is stored in the storage's float dtype.
+        #: Per state component ``[T, num_layers, N, hidden]`` (GRU: 1, LSTM: 2), shapes in dtype.
         self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state, dtype)
         self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state, dtype)
         #: ``[T, N]`` bool, False on cells that hold no transition (padding, a next-step
