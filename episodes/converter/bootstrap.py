@@ -41,7 +41,8 @@ def bootstrap_truncated_rewards(
         gamma: Discount factor.
 
     Returns:
-        A new array with the rewards' dtype.
+        A new array with the rewards' dtype, or float64 for integer or bool rewards (a
+        bonus of 4.5 would otherwise be truncated).
 
     Raises:
         ValueError: ``gamma`` is not a real number in ``[0, 1]``.
@@ -50,8 +51,12 @@ def bootstrap_truncated_rewards(
         >>> bootstrap_truncated_rewards(np.zeros(3, np.float32), np.array([0, 0, 1], bool),
         ...                             np.full(3, 2.0), 0.5).tolist()
         [0.0, 0.0, 1.0]
+        >>> bootstrap_truncated_rewards(np.array([1, 1]), np.array([0, 1], bool),
+        ...                             np.full(2, 5.0), 0.9).tolist()
+        [1.0, 5.5]
     """
     gamma = discount_factor(gamma)  # the check every n-step computation makes
     rewards = np.asarray(rewards)
     bonus = np.where(truncated, gamma * np.asarray(final_values, dtype=np.float64), 0.0)
-    return (rewards + bonus).astype(rewards.dtype, copy=False)
+    dtype = rewards.dtype if rewards.dtype.kind in "fc" else np.dtype(np.float64)
+    return (rewards + bonus).astype(dtype, copy=False)

@@ -370,3 +370,16 @@ def test_tuple_observations_say_what_the_storage_holds(path: str) -> None:
         chunks, gamma=GAMMA, value_fn=lambda o: np.zeros(len(o)), obs_fn=joined
     )
     assert tuple(rollout.storage.observations.shape) == (4, 2, 3)
+
+
+def test_bootstrapping_integer_rewards_keeps_the_fraction():
+    from episodes.converter import bootstrap_truncated_rewards
+
+    out = bootstrap_truncated_rewards(
+        np.array([1, 1]), np.array([False, True]), np.array([0.0, 5.0]), 0.9
+    )
+    assert out.dtype == np.float64 and out.tolist() == [1.0, 5.5]  # was [1, 5]
+    floats = np.array([1.0, 1.0], np.float32)
+    assert bootstrap_truncated_rewards(floats, np.array([0, 1], bool), np.ones(2), 0.5).dtype == (
+        np.float32
+    )

@@ -351,4 +351,3 @@ def test_a_refused_export_is_a_dataset_error_and_leaves_no_namespace(tmp_path):
         export_minari(tmp_path / "bad", "tt/d-v0", root=tmp_path / "mn")
     assert os.listdir(tmp_path / "mn") == []
     assert export_minari(v2(tmp_path / "ok"), "tt/d-v0", root=tmp_path / "mn") == 4
-
