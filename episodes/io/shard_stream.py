@@ -20,78 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import zlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-__all__ = ["CrcFile", "ShardStream", "WrittenFile", "write_parquet"]
+from episodes.io.checksums import CrcFile
 
-_PARALLEL_BYTES = 4 << 20
-_CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-shard-crc")
+__all__ = ["ShardStream", "WrittenFile", "write_parquet"]
 
-
-def _new_pool_after_fork() -> None:
-    # A forked child inherits the pool's bookkeeping but not its thread: work submitted to it
-    # would wait forever.
-    global _CRC_POOL
-    _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-shard-crc")
-
-
-os.register_at_fork(after_in_child=_new_pool_after_fork)
 # Arrow's IPC file format is a magic number padded to 8 bytes, then the stream format.
 _STREAM_OFFSET = 8
-
-
-class CrcFile:
-    """A write-only file that computes the CRC-32 and size of what passes through it.
-
-    Example:
-        >>> import io, zlib
-        >>> sink = CrcFile(io.BytesIO())
-        >>> sink.write(b"abc"), sink.size, sink.crc == zlib.crc32(b"abc")
-        (3, 3, True)
-    """
-
-    def __init__(self, f: Any):
-        self._f = f
-        self.crc = 0
-        self.size = 0
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        """Writes ``data`` and adds it to the checksum."""
-        view = memoryview(data).cast("B")
-        if len(view) >= _PARALLEL_BYTES:
-            # The checksum runs on a second thread while this one writes the same bytes
-            # (zlib and file writes both release the GIL); both end before we return, as
-            # the caller may reuse the buffer.
-            pending = _CRC_POOL.submit(zlib.crc32, view, self.crc)
-            self._f.write(view)
-            self.crc = pending.result()
-        else:
-            self.crc = zlib.crc32(view, self.crc)
-            self._f.write(view)
-        self.size += len(view)
-        return len(view)
-
-    def flush(self) -> None:
-        """Flushes the file."""
-        self._f.flush()
-
-    def tell(self) -> int:
-        """Bytes written so far."""
-        return self.size
-
-    def close(self) -> None:
-        """Marks it closed (the file itself belongs to the caller)."""
-        self.closed = True
-
-    def writable(self) -> bool:
-        """Always true."""
-        return True
 
 
 class ShardStream:

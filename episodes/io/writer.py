@@ -35,7 +35,6 @@ import shutil
 import stat
 import zlib
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.io.checksums import PARALLEL_BYTES, crc_pool
 from episodes.io.encoding import encode_episode
 from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError
 from episodes.io.format import (
@@ -329,10 +329,10 @@ class EpisodeWriter:
             if not self._checksums:
                 for start in range(0, len(data), _WRITE_SLICE):
                     f.write(data[start : start + _WRITE_SLICE])
-            elif len(data) >= _PARALLEL_BYTES:
+            elif len(data) >= PARALLEL_BYTES:
                 # The checksum runs on a second thread over the same bytes while this one
                 # writes them (zlib and file writes both release the GIL).
-                pending = _CRC_POOL.submit(_crc32_slices, data)
+                pending = crc_pool().submit(_crc32_slices, data)
                 for start in range(0, len(data), _WRITE_SLICE):
                     f.write(data[start : start + _WRITE_SLICE])
                 crc = pending.result()
@@ -358,17 +358,6 @@ def _npy_header(array: np.ndarray) -> bytes:
 
 
 _WRITE_SLICE = 1 << 20
-_PARALLEL_BYTES = 4 << 20
-_CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-crc")
-
-
-def _new_pool_after_fork() -> None:
-    # A forked child inherits the pool's bookkeeping but not its thread (it would hang).
-    global _CRC_POOL
-    _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-crc")
-
-
-os.register_at_fork(after_in_child=_new_pool_after_fork)
 
 
 def _crc32_slices(data: memoryview) -> int:

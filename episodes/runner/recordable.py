@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from functools import singledispatch
 from typing import Any
 
 from gymnasium import spaces
 
+from episodes.spaces import UNSTACKABLE_SPACES, find_space_kind
+
 __all__ = ["unrecordable_kind"]
 
 
-@singledispatch
 def unrecordable_kind(space: Any) -> str | None:
     """The name of the space kind inside ``space`` the runner cannot record (None: none).
 
@@ -24,22 +24,4 @@ def unrecordable_kind(space: Any) -> str | None:
         >>> unrecordable_kind(spaces.Tuple([spaces.Box(0, 1), spaces.MultiBinary(2)])) is None
         True
     """
-    return None
-
-
-@unrecordable_kind.register(spaces.Text)
-@unrecordable_kind.register(spaces.Sequence)
-@unrecordable_kind.register(spaces.Graph)
-@unrecordable_kind.register(spaces.OneOf)
-def _(space: spaces.Space[Any]) -> str | None:
-    return type(space).__name__
-
-
-@unrecordable_kind.register
-def _(space: spaces.Dict) -> str | None:
-    return next(filter(None, map(unrecordable_kind, space.spaces.values())), None)
-
-
-@unrecordable_kind.register
-def _(space: spaces.Tuple) -> str | None:
-    return next(filter(None, map(unrecordable_kind, space.spaces)), None)
+    return find_space_kind(space, (spaces.Text, *UNSTACKABLE_SPACES))

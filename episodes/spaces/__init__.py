@@ -4,13 +4,20 @@ from episodes.spaces.batching import batch, is_flat, map_leaves, map_leaves_with
 from episodes.spaces.filler import filler_batch, filler_item
 from episodes.spaces.one_hot import one_hot, one_hot_size
 from episodes.spaces.serialization import space_from_dict, space_to_dict
-from episodes.spaces.stacking import batch_in_space, unstackable_space
+from episodes.spaces.stacking import (
+    UNSTACKABLE_SPACES,
+    batch_in_space,
+    find_space_kind,
+    unstackable_space,
+)
 
 __all__ = [
+    "UNSTACKABLE_SPACES",
     "batch",
     "batch_in_space",
     "filler_batch",
     "filler_item",
+    "find_space_kind",
     "is_flat",
     "map_leaves",
     "map_leaves_with_space",

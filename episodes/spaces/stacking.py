@@ -23,7 +23,7 @@ import numpy as np
 
 from episodes.spaces.batching import batch
 
-__all__ = ["batch_in_space", "unstackable_space"]
+__all__ = ["UNSTACKABLE_SPACES", "batch_in_space", "find_space_kind", "unstackable_space"]
 
 _SEQUENCES = frozenset((list, tuple))
 
@@ -58,7 +58,6 @@ def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
     return _batch(space, items)
 
 
-@singledispatch
 def unstackable_space(space: gs.Space[Any]) -> str | None:
     """The name of a space in ``space`` whose items cannot form a numpy column, if any.
 
@@ -68,24 +67,33 @@ def unstackable_space(space: gs.Space[Any]) -> str | None:
         >>> unstackable_space(gym.spaces.Dict({"s": seq})), unstackable_space(n)
         ('Sequence', None)
     """
-    return None
+    return find_space_kind(space, UNSTACKABLE_SPACES)
 
 
-@unstackable_space.register(gs.Sequence)
-@unstackable_space.register(gs.Graph)
-@unstackable_space.register(gs.OneOf)
-def _(space: gs.Space[Any]) -> str | None:
-    return type(space).__name__
+#: Spaces whose items have no fixed layout (lengths, node counts or sub-spaces vary).
+UNSTACKABLE_SPACES: tuple[type[gs.Space[Any]], ...] = (gs.Sequence, gs.Graph, gs.OneOf)
 
 
-@unstackable_space.register
-def _(space: gs.Dict) -> str | None:
-    return next(filter(None, map(unstackable_space, space.spaces.values())), None)
+@singledispatch
+def find_space_kind(space: Any, kinds: tuple[type[Any], ...]) -> str | None:
+    """The type name of the first part of ``space`` (through Dict and Tuple) among ``kinds``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> find_space_kind(gym.spaces.Tuple([gym.spaces.Text(3)]), (gym.spaces.Text,))
+        'Text'
+    """
+    return type(space).__name__ if isinstance(space, kinds) else None
 
 
-@unstackable_space.register
-def _(space: gs.Tuple) -> str | None:
-    return next(filter(None, map(unstackable_space, space.spaces)), None)
+@find_space_kind.register
+def _(space: gs.Dict, kinds: tuple[type[Any], ...]) -> str | None:
+    return next(filter(None, (find_space_kind(s, kinds) for s in space.spaces.values())), None)
+
+
+@find_space_kind.register
+def _(space: gs.Tuple, kinds: tuple[type[Any], ...]) -> str | None:
+    return next(filter(None, (find_space_kind(s, kinds) for s in space.spaces)), None)
 
 
 @singledispatch

@@ -10,7 +10,7 @@ import pytest
 
 from episodes import SingleAgentEpisode
 from episodes.io import Dataset, DatasetWriter, read_episodes
-from episodes.io.shard_stream import CrcFile
+from episodes.io.checksums import CrcFile
 
 FULL = OSError(28, "No space left on device")
 
