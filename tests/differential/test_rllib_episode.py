@@ -961,3 +961,16 @@ def test_numpy_cut_and_slice_own_their_data() -> None:  # "numpy-chunks-share-da
     with pytest.raises(AssertionError, match="first observation"):
         twin.ours.concat_episode(successor)
     assert twin.ours == before
+
+
+def test_spaces_without_a_fixed_layout_stay_in_list_mode() -> None:  # "numpy-no-fixed-layout"
+    space = gym.spaces.Sequence(gym.spaces.Discrete(3))
+    ours, theirs = OSAE(observation_space=space), RSAE(observation_space=space)
+    for ep in (ours, theirs):
+        ep.add_env_reset((0, 1))
+        ep.add_env_step((1, 2), 0, 1.0)
+    theirs.to_numpy()  # equal-length sequences happen to stack...
+    assert np.asarray(theirs.get_observations()).shape == (2, 2)
+    with pytest.raises(ValueError, match="no fixed layout"):
+        ours.to_numpy()  # ...and the next, longer, valid one would not: refused whatever the items
+    assert not ours.is_numpy and ours.get_observations() == [(0, 1), (1, 2)]
