@@ -93,6 +93,7 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_bytes: int) -> None:
+    from episodes.io import DatasetMetadata, DatasetWriter
     from episodes.runner import EnvRunner, RandomPolicy
 
     # The runner records the same number of steps in every env: round up to a multiple.
@@ -105,8 +106,6 @@ def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_bytes: i
     if args.format == 1:
         writer = EpisodeWriter(args.out)
     else:
-        from episodes.io import DatasetMetadata, DatasetWriter
-
         metadata = DatasetMetadata.from_env(
             env,
             seeds=None if args.seed is None else [args.seed],
@@ -116,15 +115,22 @@ def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_bytes: i
         metadata.env_id = env_id
         writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_bytes)
     with writer, _progress(per_env * args.num_envs, "record") as bar:
-        while done < per_env:
-            block = min(256, per_env - done)
-            # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
-            for chunk in runner.sample(block):
-                if len(chunk) or chunk.is_done:
-                    writer.write(chunk)
-                    ids.add(chunk.id_)
-            done += block
-            bar.update(block * args.num_envs)
+        try:
+            while done < per_env:
+                block = min(256, per_env - done)
+                # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
+                for chunk in runner.sample(block):
+                    if len(chunk) or chunk.is_done:
+                        writer.write(chunk)
+                        ids.add(chunk.id_)
+                done += block
+                bar.update(block * args.num_envs)
+        except KeyboardInterrupt:
+            # Ctrl-C keeps what was recorded (a v1 writer has stored it already).
+            if isinstance(writer, DatasetWriter):
+                writer.flush()
+            print(f"the episodes recorded so far are kept in {args.out}", file=sys.stderr)
+            raise
     print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
 
 

@@ -220,3 +220,26 @@ def test_a_refused_export_is_one_error_line(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "Minari refused the export" in proc.stderr
     assert os.listdir(tmp_path / "mn") == []
+
+
+@pytest.mark.parametrize("fmt", ["1", "2"])
+def test_an_interrupted_record_keeps_what_it_recorded(tmp_path, monkeypatch, capsys, fmt):
+    # v2 cleared its uncommitted shard on the way out, and the directory was removed.
+    from episodes.io import read_episodes
+    from episodes.runner import EnvRunner
+
+    real, calls = EnvRunner.sample, []
+
+    def interrupted(self, num_steps):
+        calls.append(num_steps)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, num_steps)
+
+    monkeypatch.setattr(EnvRunner, "sample", interrupted)
+    out = tmp_path / "ds"
+    argv = ["record", "CartPole-v1", "--steps", "600", "--num-envs", "1", "--out", str(out)]
+    assert main([*argv, "--format", fmt, "--seed", "0"]) == 130
+    assert "kept" in capsys.readouterr().err
+    stored = list(read_episodes(out))
+    assert sum(len(e) for e in stored) == 256  # the first sample call's steps
