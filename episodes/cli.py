@@ -125,10 +125,8 @@ def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_bytes: i
                         ids.add(chunk.id_)
                 done += block
                 bar.update(block * args.num_envs)
-        except KeyboardInterrupt:
-            # Ctrl-C keeps what was recorded (a v1 writer has stored it already).
-            if isinstance(writer, DatasetWriter):
-                writer.flush()
+        except KeyboardInterrupt:  # Ctrl-C keeps what was recorded (v1 has stored it already)
+            getattr(writer, "flush", lambda: None)()
             print(f"the episodes recorded so far are kept in {args.out}", file=sys.stderr)
             raise
     print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
