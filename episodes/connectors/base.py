@@ -20,7 +20,7 @@ import tree
 
 from episodes.buffer.reading import filler_mismatch
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch, batch_in_space, filler_batch, unstackable_space
+from episodes.spaces import batch_with_layout, filler_batch
 
 __all__ = [
     "Connector",
@@ -171,11 +171,8 @@ def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False, space: A
     """
     if finalized or not isinstance(value, list):
         return value
-    # A space without a fixed layout (Sequence, Graph, OneOf) says nothing about rows.
-    if space is not None and unstackable_space(space) is not None:
-        space = None
     try:
-        return batch_in_space(value, space) if space is not None else batch(value)
+        return batch_with_layout(value, space)
     except ValueError as err:
         if fill is None:
             raise

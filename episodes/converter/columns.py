@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch, batch_in_space, unstackable_space
+from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
 
 ObsFn = Callable[[Any], Any]
@@ -132,26 +132,7 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
         buffer, data = getattr(chunk, column), getattr(chunk, f"get_{column}")()
     # By the column's mode, not the type read: a numpy'd column of list-structured items
     # (an observation [x, y]) reads a list of leaves, already batched.
-    return data if buffer.finalized else stack_items(data, buffer.space)
-
-
-def stack_items(items: Sequence[Any], space: Any) -> Any:
-    """A list of items batched as ``to_numpy`` would: with their space, where it has a layout.
-
-    Without the space a Box item given as a Python list would read as structure, one column per
-    component, where the numpy'd episode holds rows. A space whose items have no fixed layout
-    (Sequence, Graph, OneOf) is not used: ``batch`` still stacks items that happen to fit.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> stack_items([[0.0, 1.0], [2.0, 3.0]], gym.spaces.Box(-5, 5, (2,))).shape
-        (2, 2)
-        >>> len(stack_items([[0.0, 1.0], [2.0, 3.0]], None))  # no space: two leaves
-        2
-    """
-    if space is None or unstackable_space(space) is not None:
-        return batch(items)
-    return batch_in_space(items, space)
+    return data if buffer.finalized else batch_with_layout(data, buffer.space)
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -341,7 +322,7 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
     spaces = [chunk.observations.space for chunk in chunks]
     # One space for all, or none: chunks of other spaces are batched as they come.
     space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
-    return transform_batch(stack_items(items, space), obs_fn)
+    return transform_batch(batch_with_layout(items, space), obs_fn)
 
 
 def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:

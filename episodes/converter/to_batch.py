@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from episodes.connectors.base import id_rows
-from episodes.converter.columns import ColumnKeys, ObsFn, rows, stack_items
+from episodes.converter.columns import ColumnKeys, ObsFn, rows
 from episodes.episode import SingleAgentEpisode
+from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
 
 
@@ -58,7 +59,7 @@ def episodes_to_batch(
         add("obs", rows(chunk, "observations"))
         next_obs = chunk.get_observations(slice(1, n + 1))
         if not chunk.observations.finalized:  # a list of items (numpy'd: batched leaves)
-            next_obs = stack_items(next_obs, chunk.observations.space)
+            next_obs = batch_with_layout(next_obs, chunk.observations.space)
         add("next_obs", next_obs)
         add("actions", rows(chunk, "actions"))
         add("rewards", np.asarray(rows(chunk, "rewards")))

@@ -7,6 +7,7 @@ from episodes.spaces.serialization import space_from_dict, space_to_dict
 from episodes.spaces.stacking import (
     UNSTACKABLE_SPACES,
     batch_in_space,
+    batch_with_layout,
     find_space_kind,
     unstackable_space,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "UNSTACKABLE_SPACES",
     "batch",
     "batch_in_space",
+    "batch_with_layout",
     "filler_batch",
     "filler_item",
     "find_space_kind",

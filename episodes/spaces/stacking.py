@@ -23,7 +23,13 @@ import numpy as np
 
 from episodes.spaces.batching import batch
 
-__all__ = ["UNSTACKABLE_SPACES", "batch_in_space", "find_space_kind", "unstackable_space"]
+__all__ = [
+    "UNSTACKABLE_SPACES",
+    "batch_in_space",
+    "batch_with_layout",
+    "find_space_kind",
+    "unstackable_space",
+]
 
 _SEQUENCES = frozenset((list, tuple))
 
@@ -56,6 +62,26 @@ def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
     if len(items) == 0:
         return batch(items, space=space)
     return _batch(space, items)
+
+
+def batch_with_layout(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
+    """:func:`batch_in_space` where the space has a fixed layout, else :func:`batch`.
+
+    How list-mode items are read as columns (converter, connectors): a Box item given as a
+    Python list is a row; items of a Sequence, Graph or OneOf space stack only if they happen
+    to fit, as without a space.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> batch_with_layout([[0.0, 1.0], [2.0, 3.0]], gym.spaces.Box(-5, 5, (2,))).shape
+        (2, 2)
+        >>> seq = gym.spaces.Sequence(gym.spaces.Discrete(3))
+        >>> [leaf.tolist() for leaf in batch_with_layout([(0, 1), (1, 2)], seq)]
+        [[0, 1], [1, 2]]
+    """
+    if space is None or unstackable_space(space) is not None:
+        return batch(items)
+    return batch_in_space(items, space)
 
 
 def unstackable_space(space: gs.Space[Any]) -> str | None:
