@@ -26,7 +26,6 @@ import numpy as np
 
 from episodes.buffer import array_batches
 from episodes.buffer.value_fit import (
-    INTEGERS,
     MISFIT_ERRORS,
     appended_row,
     batch_leaves,
@@ -74,12 +73,13 @@ class ArrayStore:
         "_row_shape",
         "_before_adoption",
         "_always_fit",
-        "_int_low",
-        "_int_high",
+        "_ranged",
+        "_low",
+        "_high",
     )
 
-    _int_low: int
-    _int_high: int
+    _low: float
+    _high: float
 
     def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
         self._leaves = leaves
@@ -107,7 +107,7 @@ class ArrayStore:
         canonical = np.dtype(dtype.type)
         self._row_dtype = canonical if canonical == dtype else dtype
         self._row_shape = leaf.shape[1:]
-        self._always_fit, self._int_low, self._int_high = fit_of(dtype)
+        self._always_fit, self._ranged, self._low, self._high = fit_of(dtype)
 
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
         leaves = self.leaves  # items only: a column cut from 1000 rows to 2 pickled all 1000
@@ -325,11 +325,8 @@ class ArrayStore:
         copy.typed = self.typed
         copy._pending = []
         copy._kind, copy._row_dtype, copy._row_shape = self._kind, self._row_dtype, self._row_shape
-        copy._always_fit, copy._int_low, copy._int_high = (
-            self._always_fit,
-            self._int_low,
-            self._int_high,
-        )
+        copy._always_fit, copy._ranged = self._always_fit, self._ranged
+        copy._low, copy._high = self._low, self._high
         copy._before_adoption = None
         return copy
 
@@ -378,7 +375,7 @@ class ArrayStore:
         kind = self._kind
         if kind == _SCALARS and (
             item.__class__ in self._always_fit
-            or (item.__class__ in INTEGERS and self._int_low <= item <= self._int_high)  # type: ignore[operator]
+            or (item.__class__ in self._ranged and self._low <= item <= self._high)  # type: ignore[operator]
         ):
             pending = self._pending
             pending.append(item)

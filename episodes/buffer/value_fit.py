@@ -1,14 +1,14 @@
 """Which values a numpy column can hold, and the error for those it cannot.
 
 A number may wait in a scalar column's pending list (written in bulk at the next read) only if
-writing it cannot fail, so that a value the column cannot hold (inf into ints, -1 into uints,
-10**400 into floats) is refused at append time, exactly as a one-by-one assignment refuses
-it, and never surfaces at a later read.
+writing it cannot fail or change it, so that a value the column cannot hold (inf into ints, -1
+into uints, 10**400 or 1e40 into float32) is refused at append time, exactly as a one-by-one
+assignment refuses it, and never surfaces at a later read.
 
 Example:
-    >>> always, low, high = fit_of(np.dtype(np.uint8))
-    >>> bool in always, int in always, (low, high)
-    (True, False, (0, 255))
+    >>> always, ranged, low, high = fit_of(np.dtype(np.uint8))
+    >>> bool in always, int in ranged, (low, high)
+    (True, True, (0, 255))
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import numpy as np
 from episodes.structs import flatten, leaves_up_to, unflatten
 
 __all__ = [
-    "INTEGERS",
     "MISFIT_ERRORS",
     "appended_row",
     "batch_leaves",
@@ -32,43 +31,55 @@ __all__ = [
     "staged_rows",
 ]
 
-INTEGERS = frozenset((int, np.int64, np.int32))
+_INTEGERS = frozenset((int, np.int64, np.int32))
 _FLOATS = frozenset((float, np.float64, np.float32))
 _BOOLS = frozenset((bool, np.bool_))
-# Per leaf dtype kind: classes that always convert, and the integer range that does.
-_HUGE = 1 << 1023
-_ALWAYS_FIT = {
-    "b": _BOOLS,  # other numbers take the checked path: 0.5 or 5 is not a bool
-    "f": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
-    "c": frozenset((np.int64, np.int32)) | _FLOATS | _BOOLS,
-    "i": _BOOLS,
-    "u": _BOOLS,
+# The largest magnitude of each number class above (a Python int has none).
+_LARGEST = {
+    bool: 1,
+    np.bool_: 1,
+    np.int32: 2**31,
+    np.int64: 2**63,
+    np.float32: float(np.finfo(np.float32).max),
+    np.float64: float(np.finfo(np.float64).max),
+    float: float(np.finfo(np.float64).max),
 }
-_FIT_BY_DTYPE: dict[np.dtype[Any], tuple[frozenset[type], int, int]] = {}
+_FIT_BY_DTYPE: dict[np.dtype[Any], tuple[frozenset[type], frozenset[type], float, float]] = {}
+# Dtype kinds of numbers and bools. Such a column takes only values numpy reads as one of
+# them: numpy would parse "2.5" into 2.5, turn None into NaN and any string or dict into True.
+_NUMBER_KINDS = "biufc"
+_MAY_OVERFLOW: dict[tuple[np.dtype[Any], np.dtype[Any]], bool] = {}
 
 #: What numpy raises when a value does not fit a column.
 MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
 
 
-def fit_of(dtype: np.dtype[Any]) -> tuple[frozenset[type], int, int]:
-    """Number classes that always fit a scalar column of ``dtype``, and the int range that does.
+def fit_of(dtype: np.dtype[Any]) -> tuple[frozenset[type], frozenset[type], float, float]:
+    """Number classes a scalar column of ``dtype`` takes unchecked, and those it takes in a range.
+
+    Returns ``(always, ranged, low, high)``: a number of a class in ``always`` always keeps its
+    value in the column (up to a float's rounding); one of a class in ``ranged`` does if
+    ``low <= value <= high``. Any other number takes the checked path (:func:`appended_row`):
+    0.5 into ints, 1e40 into float32 (it would be inf), NaN or inf into floats.
 
     Example:
-        >>> always, low, high = fit_of(np.dtype(np.float32))
-        >>> float in always, int in always, low < -(10**300) and high > 10**300
-        (True, False, True)
+        >>> always, ranged, low, high = fit_of(np.dtype(np.float32))
+        >>> np.float32 in always, float in ranged, high == float(np.finfo(np.float32).max)
+        (True, True, True)
     """
     fit = _FIT_BY_DTYPE.get(dtype)
     if fit is not None:
         return fit
-    always_fit = _ALWAYS_FIT.get(dtype.kind, frozenset())
+    numbers = _INTEGERS | _FLOATS
     if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        fit = always_fit, int(info.min), int(info.max)
+        info = np.iinfo(dtype)  # floats take the checked path: 0.5 is no int
+        fit = _BOOLS, _INTEGERS, int(info.min), int(info.max)
     elif dtype.kind in "fc":
-        fit = always_fit, -_HUGE, _HUGE
-    else:
-        fit = always_fit, 1, 0  # an empty range: integers take the checked path
+        top = float(np.finfo(dtype).max)
+        always = frozenset(c for c in numbers if c is not int and _LARGEST[c] <= top)
+        fit = always | _BOOLS, numbers - always, -top, top
+    else:  # bools take bools only (0.5 or 5 is no bool); other kinds take no number unchecked
+        fit = (_BOOLS if dtype.kind == "b" else frozenset()), frozenset(), 1, 0
     _FIT_BY_DTYPE[dtype] = fit
     return fit
 
@@ -91,13 +102,16 @@ def misfit(value: Any, leaf: np.ndarray, error: Exception) -> ValueError:
     )
 
 
-def appended_row(leaf: np.ndarray, value: Any) -> np.ndarray:
+def appended_row(leaf: np.ndarray, value: Any) -> Any:
     """``value`` as one new row of column ``leaf``, or the misfit error.
 
     An appended item must have the column's item shape (no broadcasting: a scalar is not a
-    row of two), and a float written into an integer or bool column must survive the cast
-    (0.5 is not the int 0), as must a string written into a string column ("hello" does not
-    fit ``<U2``).
+    row of two), a column of numbers or bools takes numbers and bools only (no None, no
+    strings, not even "2.5"), and a float written into an integer or bool column must survive
+    the cast (0.5 is not the int 0), as must a finite number written into a narrower float
+    column (1e40 would be inf in float32) and a string written into a string column ("hello"
+    does not fit ``<U2``). The row of a flat object column is the value itself: assigned as a
+    0-d array, the array would be stored in the cell instead of the value.
 
     Example:
         >>> appended_row(np.zeros((3, 2)), [1, 2]).tolist()
@@ -108,24 +122,63 @@ def appended_row(leaf: np.ndarray, value: Any) -> np.ndarray:
         >>> appended_row(np.zeros(3, np.int64), 0.5)
         Traceback (most recent call last):
         ValueError: 0.5 does not fit a numpy column of dtype int64 and item shape () ...
+        >>> appended_row(np.zeros(3), "2.5")
+        Traceback (most recent call last):
+        ValueError: '2.5' does not fit a numpy column of dtype float64 ... (not a number: <U3)
     """
     row = np.empty(leaf.shape[1:], leaf.dtype)
+    kind = row.dtype.kind
     try:
         given = np.asarray(value)
         if given.shape != row.shape:
             raise ValueError(f"item shape {given.shape}")
-        row[...] = value  # numpy's own checks for Python numbers (300 into int8 raises)
+        # An int beyond int64 is an object to numpy, but a number the assignment judges.
+        if kind in _NUMBER_KINDS and given.dtype.kind not in _NUMBER_KINDS:
+            if not isinstance(value, int):
+                raise ValueError(f"not a number: {given.dtype}")
+        # Into a narrower float (1e40 into float32) a value may overflow to inf: numpy's
+        # overflow flag refuses it, no scan needed. (np.errstate costs more than the
+        # assignment: only where needed.)
+        overflowing = kind in "fc" and _may_overflow(given.dtype, row.dtype)
+        if overflowing:
+            with np.errstate(over="raise"):
+                row[...] = value
+        else:
+            row[...] = value  # numpy's own checks for Python numbers (300 into int8 raises)
+    except FloatingPointError as error:
+        raise misfit(value, leaf, ValueError(f"beyond the range of {leaf.dtype}")) from error
     except MISFIT_ERRORS as error:
         raise misfit(value, leaf, error) from error
     # Arrays and numpy scalars are cast without those checks: the value must survive.
-    lossy = row.dtype.kind in "iub" and given.dtype.kind in "iufcb" and given.dtype != row.dtype
-    lossy |= row.dtype.kind in "US"  # a longer string is cut to the column's width
+    lossy = kind in "iub" and given.dtype.kind in "iufcb" and given.dtype != row.dtype
+    lossy |= kind in "US"  # a longer string is cut to the column's width
     if lossy and not np.array_equal(row, given):
         raise misfit(value, leaf, ValueError("the value changes in that dtype"))
+    if overflowing and given.dtype.kind == "O" and _overflows(row, given):  # no flag
+        raise misfit(value, leaf, ValueError(f"beyond the range of {row.dtype}"))
+    if kind == "O" and not row.ndim:
+        return row[()]
     return row
 
 
-def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> list[np.ndarray]:
+def _may_overflow(given: np.dtype[Any], column: np.dtype[Any]) -> bool:
+    """Whether a value of dtype ``given`` may be beyond the range of float dtype ``column``."""
+    key = (given, column)
+    may = _MAY_OVERFLOW.get(key)
+    if may is None:
+        may = _MAY_OVERFLOW[key] = not np.can_cast(given, column)
+    return may
+
+
+def _overflows(cast: np.ndarray, given: np.ndarray) -> bool:
+    """Whether a finite value of ``given`` became inf in ``cast`` (1e40 into float32)."""
+    infinite = np.isinf(cast)
+    if not infinite.any():
+        return False
+    return given.dtype.kind == "O" or bool((infinite & ~np.isinf(given)).any())
+
+
+def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> list[Any]:
     """``item`` cast into one new row per leaf, or the misfit error before anything is written.
 
     ``structure`` (the column's item structure, if nested) must nest like ``item``: the same
@@ -206,8 +259,10 @@ def batch_leaves(batch: Any) -> tuple[list[np.ndarray], Any]:
 def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError | None:
     """The error for a batch ``leaf`` of ``count`` rows that column ``column`` cannot take.
 
-    The rows must have the column's item shape, and values of a narrower kind must survive
-    the cast (0.5 into ints, 300 into int8, "hello" into ``<U2``); None when they fit.
+    The rows must have the column's item shape, a column of numbers or bools takes numbers
+    and bools only (not strings or objects, as :func:`appended_row`), and values of a narrower
+    kind must survive the cast (0.5 into ints, 300 into int8, "hello" into ``<U2``, 1e40 into
+    float32); None when they fit.
 
     Example:
         >>> print(batch_misfit(np.zeros((4, 2), np.int8), np.full((2, 2), 300), 2))
@@ -217,6 +272,8 @@ def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError
     """
     if leaf.shape[1:] != column.shape[1:] or len(leaf) != count:
         return misfit(leaf, column, ValueError(f"batch of shape {leaf.shape}"))
+    if column.dtype.kind in _NUMBER_KINDS and leaf.dtype.kind not in _NUMBER_KINDS:
+        return misfit(leaf, column, ValueError(f"not numbers: {leaf.dtype}"))
     narrowing = column.dtype.kind in "iub" and leaf.dtype.kind in "iufcb"
     # Strings longer than the column's width would be cut ("hello" into <U2).
     narrowing |= column.dtype.kind in "US" and leaf.dtype.kind in "US"
@@ -225,4 +282,11 @@ def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError
             cast = leaf.astype(column.dtype)
         if not np.array_equal(cast, leaf):
             return misfit(leaf, column, ValueError("values change in that dtype"))
+    elif column.dtype.kind in "fc" and _may_overflow(leaf.dtype, column.dtype):
+        if leaf.dtype.kind == "c" and column.dtype.kind == "f":
+            return None  # the assignment drops the imaginary part (with numpy's warning)
+        with np.errstate(over="ignore"):
+            cast = leaf.astype(column.dtype)
+        if _overflows(cast, leaf):
+            return misfit(leaf, column, ValueError(f"beyond the range of {column.dtype}"))
     return None

@@ -974,3 +974,113 @@ def test_spaces_without_a_fixed_layout_stay_in_list_mode() -> None:  # "numpy-no
     with pytest.raises(ValueError, match="no fixed layout"):
         ours.to_numpy()  # ...and the next, longer, valid one would not: refused whatever the items
     assert not ours.is_numpy and ours.get_observations() == [(0, 1), (1, 2)]
+
+
+def test_numpy_column_takes_numbers_only() -> None:  # "numpy-step-misfit"
+    def finalized(buffer: Any, items: list[Any]) -> Any:
+        buf = buffer(items)
+        buf.finalize()
+        return buf
+
+    floats, bools = [1.0, 2.0], [np.bool_(False), np.bool_(False)]
+    narrow = [np.float32(1), np.float32(2)]
+    ours, theirs = finalized(OBuf, floats), finalized(RBuf, floats)
+    with pytest.raises(ValueError, match="numpy column"):
+        ours.append(None)
+    with pytest.raises(ValueError, match="numpy column"):
+        ours.set("2.5", at_indices=0)
+    assert ours.get().tolist() == floats
+    theirs.append(None)  # concatenated: the column turns into objects
+    assert theirs.get().dtype == object and theirs.get(-1) is None
+    theirs = finalized(RBuf, floats)
+    theirs.set("2.5", at_indices=0)  # numpy parses the string
+    assert theirs.get().tolist() == [2.5, 2.0]
+    ours, theirs = finalized(OBuf, bools), finalized(RBuf, bools)
+    with pytest.raises(ValueError, match="numpy column"):
+        ours.set("False", at_indices=0)
+    theirs.set("False", at_indices=0)  # a non-empty string is True
+    assert theirs.get().tolist() == [True, False]
+    ours = finalized(OBuf, narrow)
+    for write in (lambda b: b.append(1e40), lambda b: b.set(1e40, at_indices=0)):
+        with pytest.raises(ValueError, match="float32"):
+            write(ours)
+        assert ours.get().tolist() == [1.0, 2.0] and ours.get().dtype == np.float32
+    theirs = finalized(RBuf, narrow)
+    theirs.append(1e40)  # concatenated: float32 widens to float64
+    assert theirs.get().dtype == np.float64 and theirs.get(-1) == 1e40
+    theirs = finalized(RBuf, narrow)
+    with np.errstate(over="ignore"):
+        theirs.set(1e40, at_indices=0)  # cast: inf
+    assert np.isinf(theirs.get(0)) and theirs.get().dtype == np.float32
+
+
+def test_negative_step_with_fill() -> None:  # "negative-step-fill"
+    ours, theirs = OBuf([10, 11]), RBuf([10, 11])
+    # Positions 2 then 0 (stop -4 is position -2, exclusive): a filler, then 10.
+    assert ours.get(slice(2, -4, -2), fill=0) == [0, 10]
+    assert theirs.get(slice(2, -4, -2), fill=0) == [0, 11, 0]
+    ours, theirs = OBuf([10]), RBuf([10])
+    assert ours.get(slice(-4, -1, -1), fill=0) == []  # start < stop: nothing to read backwards
+    assert theirs.get(slice(-4, -1, -1), fill=0) == [0, 0, 0]
+
+
+def test_episode_slice_with_a_step() -> None:  # "episode-slice-step"
+    twin = _stepped_twin(n=6)
+    with pytest.raises(ValueError, match="step"):
+        twin.ours.slice(slice(0, 6, 2))
+    stepped = twin.theirs.slice(slice(0, 6, 2))
+    assert len(stepped.get_observations()) == 4 and len(stepped.get_actions()) == 3
+    assert stepped.get_actions() == twin.theirs.get_actions()[0:6:2]
+
+
+def _int_episodes() -> Twin:
+    twin = Twin(OSAE("x"), RSAE("x"))
+    twin.both("add_env_reset", 0)
+    for t in range(1, 7):
+        twin.both("add_env_step", t, t, float(t))
+    return twin
+
+
+def test_index_types() -> None:  # "index-types"
+    twin = _int_episodes()
+    ours, theirs = twin.ours, twin.theirs
+    assert ours.get_observations(np.int64(2)) == 2
+    assert ours.get_observations(np.array([0, 1])) == [0, 1]
+    assert ours.get_observations((0, 1)) == [0, 1]
+    with pytest.raises(TypeError, match="bool"):
+        ours.get_observations(True)
+    for index in (np.int64(2), np.array([0, 1]), (0, 1)):
+        with pytest.raises(AssertionError):
+            theirs.get_observations(index)
+    assert theirs.get_observations(True) == 1  # a bool read as the int 1
+
+
+def test_negative_constructor_lookback() -> None:  # "negative-lookback-arg"
+    kw = dict(observations=[0, 1, 2], actions=[0, 0], rewards=[1.0, 1.0], len_lookback_buffer=-1)
+    with pytest.raises(ValueError, match="len_lookback_buffer"):
+        OSAE(**kw)
+    theirs = RSAE(**kw)
+    assert len(theirs) == 3  # more steps than the two actions given
+
+
+def test_set_with_a_tuple_of_items() -> None:  # "set-tuple-new-data"
+    twin = _int_episodes()
+    with pytest.raises(TypeError, match="list of items"):
+        twin.ours.set_rewards(new_data=(8.0, 9.0), at_indices=slice(0, 2))
+    assert twin.ours.get_rewards(slice(0, 2)) == [1.0, 2.0]
+    twin.theirs.set_rewards(new_data=(8.0, 9.0), at_indices=slice(0, 2))
+    assert twin.theirs.get_rewards(slice(0, 2)) == [8.0, 9.0]
+
+
+def test_concat_with_nan_in_the_boundary_observation() -> None:  # "concat-nan-boundary"
+    for ep in (OSAE("x"), RSAE("x")):
+        ep.add_env_reset(np.zeros(2))
+        ep.add_env_step(np.array([np.nan, 1.0]), 0, 1.0)
+        successor = ep.cut()
+        successor.add_env_step(np.zeros(2), 0, 1.0)
+        if isinstance(ep, OSAE):
+            ep.concat_episode(successor)
+            assert len(ep) == 2 and np.isnan(ep.get_observations(1)[0])
+        else:
+            with pytest.raises(AssertionError):
+                ep.concat_episode(successor)  # NaN != NaN: its own successor is refused
