@@ -35,7 +35,7 @@ class BufferAccess:
     _store: StepStore
     _table: EpisodeTable
     _spaces: tuple[Any, Any]
-    _evicted: set[str]
+    _evicted: dict[Any, None]  # insertion-ordered: the eviction order
     _num_added: int
     _num_sampled: int
     _num_episodes_evicted: int
@@ -76,8 +76,11 @@ class BufferAccess:
             for row in table.order.values()
         ]
 
-    def get_evicted_ids(self) -> list[str]:
-        """Ids of the evicted episodes (chunks continuing them are refused).
+    def get_evicted_ids(self) -> list[Any]:
+        """Ids of the evicted episodes, in eviction order (chunks continuing them are refused).
+
+        The ids are not sorted: ids of different types (``7``, ``"a"``, ``("t", 1)``) do not
+        compare.
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
@@ -88,7 +91,7 @@ class BufferAccess:
             >>> buf.get_evicted_ids(), buf.get_episode_ids()
             (['a', 'b'], ['c'])
         """
-        return sorted(self._evicted)
+        return list(self._evicted)
 
     def get_counters(self) -> dict[str, int]:
         """Added and sampled steps and evicted episodes (what a restart must carry over).
@@ -108,8 +111,13 @@ class BufferAccess:
             "episodes_evicted": self._num_episodes_evicted,
         }
 
-    def set_counters(self, counters: dict[str, int], evicted: list[str]) -> None:
-        """Restores :meth:`get_counters` and the evicted ids (after a reload).
+    def set_counters(self, counters: dict[str, int], evicted: list[Any]) -> None:
+        """Restores :meth:`get_counters` and the evicted ids (after a reload), in that order.
+
+        Raises:
+            ValueError: A counter missing or not an int >= 0 (a bool is no count), fewer added
+                steps than are stored, or evicted ids that are not a list, repeat, or name a
+                stored episode. ``TypeError``: an unhashable evicted id. Nothing changes then.
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
@@ -118,11 +126,15 @@ class BufferAccess:
             >>> buf.set_counters(counters, ["old"])
             >>> buf.get_added_timesteps(), buf.get_num_episodes_evicted(), buf.get_evicted_ids()
             (7, 1, ['old'])
+            >>> buf.set_counters({**counters, "sampled_timesteps": -1}, [])
+            Traceback (most recent call last):
+            ...
+            ValueError: counters['sampled_timesteps'] must be an int >= 0, got -1
         """
-        self._num_added = int(counters["added_timesteps"])
-        self._num_sampled = int(counters["sampled_timesteps"])
-        self._num_episodes_evicted = int(counters["episodes_evicted"])
-        self._evicted = set(evicted)
+        from episodes.replay.state import checked_counts
+
+        checked = checked_counts(counters, evicted, self._table.order.keys(), self._store.num_live)
+        (self._num_added, self._num_sampled, self._num_episodes_evicted, self._evicted) = checked
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the buffer to a new directory (see ``episodes.replay.persistence``).
@@ -203,6 +215,8 @@ class BufferAccess:
 
         Raises:
             KeyError: The episode is not stored, or a time is outside its stored steps.
+            ValueError: Times that are not integers (floats, bools or strings are not
+                truncated).
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
@@ -212,6 +226,10 @@ class BufferAccess:
             ...                            terminated=True, len_lookback_buffer=0))
             >>> buf.locate("a", [2, 0]).tolist()
             [2, 0]
+            >>> buf.locate("a", 1.5)
+            Traceback (most recent call last):
+            ...
+            ValueError: times must be integers, got dtype float64
         """
         return sampling.locate(self._store, self._table, episode_id, np.atleast_1d(t))
 
@@ -221,7 +239,8 @@ class BufferAccess:
         """The transition batch of the given item indices (deterministic; no sampling).
 
         Raises:
-            KeyError: Indices no longer stored. ``ValueError``: bad ``n_step`` or ``gamma``.
+            KeyError: Indices no longer stored. ``ValueError``: bad ``n_step`` or ``gamma``, or
+                indices that are not integers (as :meth:`update_priorities` refuses them).
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
@@ -235,7 +254,7 @@ class BufferAccess:
         """
         n = np.full(len(indices), sampling.check_positive(n_step, "n_step"))
         sampling.check_gamma(gamma)
-        slots = sampling.slots_of(self._store, np.asarray(indices, np.int64))
+        slots = sampling.slots_of(self._store, sampling.int_array(indices, "indices"))
         return transition_batch(self._store, self._table, slots, n, float(gamma), False, False)
 
     # ------------------------------------------------------------------------------- state

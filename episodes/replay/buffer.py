@@ -78,7 +78,7 @@ class EpisodeReplayBuffer(BufferAccess):
         self.rng = np.random.default_rng(seed)
         self._store = StepStore()
         self._table = EpisodeTable()
-        self._evicted: set[str] = set()
+        self._evicted: dict[Any, None] = {}  # insertion-ordered: the eviction order
         self._spaces: tuple[Any, Any] = (None, None)
         self._num_added = 0
         self._num_sampled = 0
@@ -196,7 +196,7 @@ class EpisodeReplayBuffer(BufferAccess):
         self._store.kill(slots)
         self._on_kill(slots)
         self._table.close(id_)
-        self._evicted.add(id_)
+        self._evicted[id_] = None
         self._num_episodes_evicted += 1
 
     def _remap(self, remap: np.ndarray) -> None:
@@ -245,7 +245,9 @@ class EpisodeReplayBuffer(BufferAccess):
                 without ``batch_length_T``, else chunks of that length.
             lookback: Steps of context before each sequence / chunk (burn-in); padded with
                 ``mask`` False before the episode's first stored step.
-            pad: Let sequences run past their episode's end (padded).
+            pad: Let sequences run past their episode's end (padded); sequences only: with
+                ``sample_episodes`` or for transitions it is a ``ValueError`` (nothing is padded
+                there).
             device: Return torch tensors on this device (torch is imported only then).
 
         Raises:
@@ -273,6 +275,11 @@ class EpisodeReplayBuffer(BufferAccess):
         gamma = sampling.check_gamma(gamma)
         if (batch_length_T is not None or sample_episodes) and n_step != 1:
             raise ValueError("n_step applies to transitions, not to sequences or episodes")
+        if pad and (sample_episodes or batch_length_T is None):
+            raise ValueError(
+                "pad applies to sequences (batch_length_T without sample_episodes); episode "
+                "chunks and transitions are never padded"
+            )
         rng_state = self.rng.bit_generator.state
         try:  # a refused sample leaves the generator as it was
             out = self._sample(

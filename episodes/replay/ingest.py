@@ -8,7 +8,7 @@ refused as surely as one continuing an episode evicted long ago.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,8 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     """Reads a chunk through the public getters; None for a chunk with no steps.
 
     Raises:
-        TypeError: Not a ``SingleAgentEpisode``, or values that are not numeric arrays.
+        TypeError: Not a ``SingleAgentEpisode``, an unhashable id (the buffer finds episodes
+            by id), or values that are not numeric arrays.
 
     Example:
         >>> ep = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[1], rewards=[0.5],
@@ -83,6 +84,13 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     """
     if not isinstance(episode, SingleAgentEpisode):
         raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episode).__name__}")
+    try:
+        hash(episode.id_)
+    except TypeError:
+        raise TypeError(
+            f"episode id {episode.id_!r} is unhashable ({type(episode.id_).__name__}): the "
+            "replay buffer finds episodes by id; use a str, int or tuple id"
+        ) from None
     if len(episode) == 0:
         return None
     n = len(episode)
@@ -184,7 +192,7 @@ def plan_add(
     chunks: list[Chunk],
     known: Mapping[str, tuple[int, bool, int, np.ndarray]],
     order: Iterator[str],
-    evicted: set[str],
+    evicted: Container[str],
     num_timesteps: int,
     capacity: int,
 ) -> Plan:

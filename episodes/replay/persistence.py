@@ -96,7 +96,10 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
     The stable item indices are renumbered (``0..N-1`` in the saved order).
 
     Raises:
-        ValueError: ``path`` holds no saved buffer of a known version.
+        ValueError: ``path`` holds no saved buffer of a known version, or a damaged one:
+            counters that are not ints >= 0 or count fewer added steps than are stored,
+            evicted ids that repeat or name a stored episode, a generator state numpy
+            refuses, priorities that are not one real number > 0 per stored step.
 
     Example:
         >>> import tempfile
@@ -117,7 +120,7 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
     root = Path(path)
     try:
         meta = json.loads((root / _META).read_text())
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:  # RecursionError: nesting too deep
         raise ValueError(f"{root} holds no saved replay buffer ({err})") from None
     if not isinstance(meta, dict) or meta.get("version") != _VERSION:
         version = meta.get("version") if isinstance(meta, dict) else None
@@ -137,27 +140,37 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         raise ValueError(f"{root}: damaged replay buffer (its episodes exceed its capacity)")
     try:
         evicted = [decode_value(i, blob=None, where="evicted id") for i in meta["evicted"]]
-        buffer.set_counters(meta["counters"], evicted)
     except (DatasetError, TypeError, ValueError, KeyError) as err:
-        raise ValueError(f"{root}: damaged replay buffer (counters: {err})") from None
+        raise ValueError(f"{root}: damaged replay buffer (evicted ids: {err})") from None
+    try:  # the messages name the counter or the evicted id at fault
+        buffer.set_counters(meta["counters"], evicted)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     if seed is None:
         try:
             buffer.rng.bit_generator.state = meta["rng"]
-        except (TypeError, ValueError, KeyError) as err:
+        except (TypeError, ValueError, KeyError, OverflowError) as err:
             raise ValueError(f"{root}: damaged replay buffer (generator: {err})") from None
     if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
-        try:
-            priorities = np.load(root / "priorities.npy", allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise ValueError(f"{root}: damaged replay buffer (priorities: {err})") from None
-        if priorities.shape != (buffer.get_num_timesteps(),):
-            raise ValueError(
-                f"{root}: damaged replay buffer ({priorities.shape} priorities for "
-                f"{buffer.get_num_timesteps()} steps)"
-            )
-        buffer.update_priorities(priorities, np.arange(len(priorities)))
-        buffer.max_priority = float(meta["max_priority"])
+        _load_priorities(buffer, root, meta["max_priority"])
     return buffer
+
+
+def _load_priorities(buffer: Any, root: Path, max_priority: float) -> None:
+    try:
+        priorities = np.load(root / "priorities.npy", allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{root}: damaged replay buffer (priorities: {err})") from None
+    if priorities.shape != (buffer.get_num_timesteps(),) or priorities.dtype.kind not in "iuf":
+        raise ValueError(
+            f"{root}: damaged replay buffer ({priorities.shape} priorities of dtype "
+            f"{priorities.dtype} for {buffer.get_num_timesteps()} steps)"
+        )
+    try:
+        buffer.update_priorities(priorities, np.arange(len(priorities)))
+        buffer.max_priority = max_priority
+    except ValueError as err:
+        raise ValueError(f"{root}: damaged replay buffer (priorities: {err})") from None
 
 
 def _check_meta(meta: dict[str, Any], root: Path) -> None:
@@ -194,12 +207,20 @@ def buffer_from_dataset(
     capacity below the dataset's size the oldest whole episodes give way, as in training, and
     later chunks of an evicted episode are skipped.
 
+    A buffer finds episodes by Python equality, a dataset by value and type: ids that are
+    different episodes in a dataset but equal in Python (``1``, ``1.0`` and ``True``) are
+    refused, and so are unhashable ids (lists, dicts), which a buffer cannot key by.
+
     Args:
         path: The dataset directory.
         capacity: Steps to keep (default: all steps of the dataset).
         prioritized: Build a :class:`PrioritizedEpisodeReplayBuffer`.
         seed: Seed of the sampling generator.
         **kwargs: More constructor arguments (``alpha``, ``batch_size_B``).
+
+    Raises:
+        ValueError: Two ids that the dataset keeps apart are equal in Python.
+        TypeError: An unhashable id.
 
     Example:
         >>> import tempfile
@@ -211,6 +232,15 @@ def buffer_from_dataset(
         ...                      actions=[0, 1], rewards=[1.0, 1.0], len_lookback_buffer=0))
         >>> buffer_from_dataset(path).get_num_timesteps()
         2
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as writer:
+        ...     for id_ in (1, 1.0):
+        ...         _ = writer.write(SingleAgentEpisode(id_, observations=[0.0, 1.0],
+        ...                          actions=[0], rewards=[1.0], len_lookback_buffer=0))
+        >>> buffer_from_dataset(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: episode ids 1 and 1.0 are different episodes in the dataset but equal ...
     """
     from episodes.replay.buffer import EpisodeReplayBuffer
     from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
@@ -245,10 +275,30 @@ def _add(buffer: Any, episode: Any) -> None:
 def _time_ranks(path: str | os.PathLike[str]) -> dict[int, tuple[Any, int]]:
     """Per manifest index, its episode's key and the piece's place in the episode's time order."""
     spans: dict[Any, list[tuple[int, int, int]]] = {}
+    seen: dict[Any, tuple[Any, str]] = {}  # Python-equal id -> (the first such id, its key)
     for index, (id_, t_started, t, _) in enumerate(manifest_pieces(path)):
-        spans.setdefault(id_key(id_), []).append((t_started, t, index))
+        key = id_key(id_)
+        _check_id(id_, key, seen)
+        spans.setdefault(key, []).append((t_started, t, index))
     return {
         index: (key, rank)
         for key, pieces in spans.items()
         for rank, (_, _, index) in enumerate(sorted(pieces))
     }
+
+
+def _check_id(id_: Any, key: str, seen: dict[Any, tuple[Any, str]]) -> None:
+    """Refuses a dataset id the buffer cannot keep apart from another one, or cannot key by."""
+    try:
+        first, first_key = seen.setdefault(id_, (id_, key))
+    except TypeError:
+        raise TypeError(
+            f"episode id {id_!r} is unhashable ({type(id_).__name__}): a replay buffer finds "
+            "episodes by id, so it takes hashable ids only (a tuple, not a list)"
+        ) from None
+    if first_key != key:
+        raise ValueError(
+            f"episode ids {first!r} and {id_!r} are different episodes in the dataset but equal "
+            "in Python, and a replay buffer finds episodes by Python equality: it cannot hold "
+            "both (give them ids that differ in value)"
+        )

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.replay import sampling
 from episodes.replay.buffer import EpisodeReplayBuffer
 from episodes.replay.state import parsed_state
 from episodes.replay.store import StepStore
@@ -166,7 +167,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             >>> sorted(set(batch["weights"].tolist()))  # (p_i / p_min) ** -beta
             [0.25, 1.0]
         """
-        if not math.isfinite(beta) or beta < 0:
+        if isinstance(beta, (bool, np.bool_)) or not math.isfinite(beta) or beta < 0:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
         self._beta = float(beta)
         previous = self._last_indices, self._last_slots
@@ -226,7 +227,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 "sampled yet, or sequences or episodes)"
             )
         idx = _host(indices)
-        prio = _host(priorities, np.float64)
+        prio = _host(priorities)
+        if prio.size and prio.dtype.kind not in "iuf":  # no strings, bools or complex numbers
+            raise ValueError(f"priorities must be real numbers, got dtype {prio.dtype}")
+        prio = prio.astype(np.float64, copy=False)
         if idx.ndim != 1 or prio.ndim != 1 or len(idx) != len(prio):
             raise ValueError(
                 f"priorities (shape {prio.shape}) and indices (shape {idx.shape}) must be 1-d "
@@ -379,7 +383,7 @@ def _is_real(value: Any) -> bool:
         return False
     try:
         float(value)
-    except (TypeError, ValueError):  # complex numbers, strings, containers
+    except (TypeError, ValueError, OverflowError):  # complex, strings, containers, 10**400
         return False
     return True
 
@@ -396,11 +400,7 @@ def _host(values: Any, dtype: Any = None) -> np.ndarray:
 
 def _issued(indices: Any, next_uid: int) -> np.ndarray:
     """Item indices as int64, refused unless integers this buffer may have issued."""
-    idx = _host(indices)
-    if not idx.size:  # [] is a float64 array: no index to refuse
-        return idx.astype(np.int64)
-    if idx.dtype.kind not in "iu":
-        raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
+    idx = sampling.int_array(_host(indices), "indices")
     if idx.size and (idx.min() < 0 or idx.max() >= next_uid):
         raise ValueError("indices the buffer never issued (use a batch's 'indices')")
     return idx.astype(np.int64)

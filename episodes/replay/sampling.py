@@ -19,6 +19,7 @@ __all__ = [
     "draw_flagged",
     "draw_live",
     "episode_slots",
+    "int_array",
     "locate",
     "n_steps",
     "slots_of",
@@ -54,6 +55,25 @@ def check_non_negative(value: Any, name: str) -> int:
     if not _is_int(value) or value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
     return int(value)
+
+
+def int_array(values: Any, what: str) -> np.ndarray:
+    """``values`` as an int64 array, or ``ValueError`` unless they are integers.
+
+    Floats, bools and numeric strings are refused rather than truncated (``1.7`` is no index).
+
+    Example:
+        >>> int_array([3, 1], "indices").tolist(), int_array([], "indices").dtype
+        ([3, 1], dtype('int64'))
+        >>> int_array([1.7], "indices")
+        Traceback (most recent call last):
+        ...
+        ValueError: indices must be integers, got dtype float64
+    """
+    array = np.asarray(values)
+    if array.size and array.dtype.kind not in "iu":  # [] is a float64 array: nothing to refuse
+        raise ValueError(f"{what} must be integers, got dtype {array.dtype}")
+    return array.astype(np.int64, copy=False)
 
 
 def check_gamma(gamma: Any) -> float:
@@ -273,7 +293,7 @@ def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: np.ndarray
     row = table.order.get(episode_id)
     if row is None:
         raise KeyError(f"episode {episode_id!r} is not stored")
-    t = np.asarray(t, np.int64)
+    t = int_array(t, "times")
     if ((t < table.t_begin[row]) | (t >= table.t_end[row])).any():
         raise KeyError(
             f"times {t.tolist()} outside episode {episode_id!r}'s stored steps "

@@ -9,13 +9,7 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.nstep import next_observations, walk
-from episodes.replay.sampling import (
-    add_extras,
-    check_positive,
-    draw_flagged,
-    draw_live,
-    episode_slots,
-)
+from episodes.replay.sampling import add_extras, check_positive, draw_live, episode_slots
 from episodes.replay.store import StepStore, fresh_infos
 from episodes.replay.table import EpisodeTable
 
@@ -35,8 +29,12 @@ def draw_starts(
     size: int,
     length: int,
     pad: bool,
+    paddable: bool = True,
 ) -> np.ndarray:
     """Start slots drawn uniformly among those with ``length`` steps left in their episode.
+
+    ``paddable`` says whether the caller's unit can be padded (sequences, not episode chunks),
+    which decides the hint of the error.
 
     Raises:
         EmptyBufferError: No stored episode holds ``length`` steps (and ``pad`` is off).
@@ -61,9 +59,11 @@ def draw_starts(
 
     starts = draw_live(store, rng, size, None if pad else fits)
     if not len(starts):
+        hint = "add longer episodes or pass pad=True" if paddable else "add longer episodes"
+        what = "sequence" if paddable else "episode chunk (chunks are never padded)"
         raise EmptyBufferError(
-            f"no stored episode holds {length} steps, so no sequence of batch_length_T="
-            f"{length} fits inside one; add longer episodes or pass pad=True"
+            f"no stored episode holds {length} steps, so no {what} of batch_length_T="
+            f"{length} fits inside one; {hint}"
         )
     return starts
 
@@ -178,7 +178,9 @@ def sample_chunks(
 ) -> list[SingleAgentEpisode]:
     """``size`` numpy'd episode chunks: whole stored episodes, or ``length``-step chunks.
 
-    Whole episodes are drawn uniformly among stored episodes; chunks start uniformly among
+    Whole episodes are drawn uniformly among stored episodes (a position in their stored
+    order, oldest first, so the draw does not depend on which table rows they hold: a
+    restored buffer draws what the original would); chunks start uniformly among
     the steps with ``length`` steps left in their episode, and carry up to ``lookback`` earlier
     steps of the same episode as their lookback.
 
@@ -194,13 +196,13 @@ def sample_chunks(
         [(2, 1, 1), (2, 1, 1), (2, 0, 0)]
     """
     if length is None:
-        # Uniform among stored episodes, drawn over the table's rows: no pass over every id.
-        rows = draw_flagged(table.live[: table.size], len(table), rng, size)
+        # One vectorized draw of positions in the age order: no pass over every id.
+        rows = table.rows_by_age()[rng.integers(0, len(table), size)]
         return [
             build_episode(store, table, episode_slots(store, table, r), 0, spaces) for r in rows
         ]
     length = check_positive(length, "batch_length_T")
-    starts = draw_starts(store, table, rng, size, length, pad=False)
+    starts = draw_starts(store, table, rng, size, length, pad=False, paddable=False)
     pos = walk(store, starts, length)
     if lookback:
         pos = np.concatenate([walk(store, starts, lookback, backward=True), pos], axis=1)

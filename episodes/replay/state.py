@@ -2,24 +2,31 @@
 
 The live rows are stored compacted; ``layout`` says where each sat (and where the columns
 ended), so that a restored buffer has the same dead rows in the same places and draws the same
-samples from the same generator state. A state without ``layout`` restores compacted.
+samples from the same generator state. A state without ``layout`` restores compacted. Which
+episode-table row holds which episode is not part of the state: whole episodes are drawn by
+their position in the stored order, which the state keeps. Evicted ids are kept in eviction
+order (they need not be of one type, so they are not sorted).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from episodes.replay.columns import Column
+from episodes.replay.sampling import check_non_negative, check_positive
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
 
-__all__ = ["buffer_state", "parsed_state", "restore_buffer"]
+__all__ = ["buffer_state", "checked_counts", "parsed_state", "restore_buffer"]
+
+_COUNTERS = ("added_timesteps", "sampled_timesteps", "episodes_evicted")
 
 _VERSION = 1
 
@@ -47,7 +54,7 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         "num_added": buffer._num_added,
         "num_sampled": buffer._num_sampled,
         "num_episodes_evicted": buffer._num_episodes_evicted,
-        "evicted": sorted(buffer._evicted),
+        "evicted": list(buffer._evicted),  # eviction order
         "rng": buffer.rng.bit_generator.state,
         "spaces": buffer._spaces,
         "next_uid": store.next_uid,
@@ -123,13 +130,19 @@ def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
         raise ValueError("not a replay buffer state of version 1")
     try:
         return _parsed(state)
-    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as err:
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError) as err:
+        # OverflowError: a generator state out of its integers' range.
         raise ValueError(f"a broken replay buffer state: {type(err).__name__}: {err}") from err
 
 
 def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     steps, eps = state["steps"], state["episodes"]
     n, rows = len(eps["ids"]), len(steps["rewards"])
+    # The constructor's checks: a buffer could never have had other values.
+    capacity = check_positive(state["capacity"], "capacity")
+    batch_size_B = check_positive(state["batch_size_B"], "batch_size_B")
+    if len(set(eps["ids"])) != n:  # a repeated id would leave the first one's steps orphaned
+        raise ValueError(f"episode ids repeat: {list(eps['ids'])[:10]!r}")
     names = ("terminated", "truncated", "t_end", "t_begin", "first_slot", "last_slot")
     for name in (*names, "final_obs", "final_info"):
         if not (name == "final_obs" and eps[name] is None) and len(eps[name]) != n:
@@ -167,20 +180,86 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
         getattr(table, name)[:n] = eps[name]
     for name in ("first_slot", "last_slot"):
         getattr(table, name)[:n] = _placed(eps[name], state.get("layout"))
+    counters = [state["num_added"], state["num_sampled"], state["num_episodes_evicted"]]
+    added, sampled, num_evicted, evicted = checked_counts(
+        dict(zip(_COUNTERS, counters)), state["evicted"], table.order.keys(), rows
+    )
     rng = np.random.default_rng()
     rng.bit_generator.state = state["rng"]
     return {
-        "capacity": int(state["capacity"]),
-        "batch_size_B": int(state["batch_size_B"]),
+        "capacity": capacity,
+        "batch_size_B": batch_size_B,
         "_store": store,
         "_table": table,
-        "_num_added": int(state["num_added"]),
-        "_num_sampled": int(state["num_sampled"]),
-        "_num_episodes_evicted": int(state["num_episodes_evicted"]),
-        "_evicted": set(state["evicted"]),
+        "_num_added": added,
+        "_num_sampled": sampled,
+        "_num_episodes_evicted": num_evicted,
+        "_evicted": evicted,
         "_spaces": (state["spaces"][0], state["spaces"][1]),
         "rng": rng,
     }
+
+
+def checked_counts(
+    counters: Mapping[str, Any], evicted: Any, stored_ids: Collection[Any], num_timesteps: int
+) -> tuple[int, int, int, dict[Any, None]]:
+    """Counters and evicted ids a buffer storing ``stored_ids`` could have, checked.
+
+    Returns:
+        Added steps, sampled items, evicted episodes, and the evicted ids in their order (as
+        the insertion-ordered dict the buffers keep).
+
+    Raises:
+        ValueError: A counter missing or not an int >= 0 (a bool is no count), fewer added
+            steps than ``num_timesteps``, or evicted ids that are not a list or tuple, repeat,
+            or name a stored episode. ``TypeError``: an unhashable evicted id.
+
+    Example:
+        >>> counts = {"added_timesteps": 9, "sampled_timesteps": 0, "episodes_evicted": 2}
+        >>> checked_counts(counts, [7, "a"], {"b"}, 4)
+        (9, 0, 2, {7: None, 'a': None})
+        >>> checked_counts(counts, ["b"], {"b"}, 4)
+        Traceback (most recent call last):
+        ...
+        ValueError: evicted ids 'b' are stored episodes too: a stored episode was never evicted
+    """
+    if not isinstance(counters, Mapping) or any(key not in counters for key in _COUNTERS):
+        raise ValueError(f"counters must be a dict with keys {list(_COUNTERS)}, got {counters!r}")
+    added, sampled, num_evicted = (
+        check_non_negative(counters[key], f"counters[{key!r}]") for key in _COUNTERS
+    )
+    if added < num_timesteps:
+        raise ValueError(
+            f"counters['added_timesteps'] is {added}, below the {num_timesteps} steps stored"
+        )
+    if not isinstance(evicted, (list, tuple)):
+        raise ValueError(f"evicted ids must be a list, got {type(evicted).__name__}")
+    try:
+        ordered = dict.fromkeys(evicted)
+    except TypeError:
+        bad = next(i for i in evicted if not _hashable(i))
+        raise TypeError(f"evicted id {bad!r} is unhashable ({type(bad).__name__})") from None
+    if len(ordered) != len(evicted):
+        seen: set[Any] = set()
+        for id_ in evicted:
+            if id_ in seen:
+                raise ValueError(f"evicted id {id_!r} is listed twice")
+            seen.add(id_)
+    both = ordered.keys() & stored_ids
+    if both:
+        names = ", ".join(sorted(map(repr, both))[:5])
+        raise ValueError(
+            f"evicted ids {names} are stored episodes too: a stored episode was never evicted"
+        )
+    return added, sampled, num_evicted, ordered
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _placed(compact: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:

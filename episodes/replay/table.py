@@ -18,7 +18,9 @@ class EpisodeTable:
     ``final_obs[row]`` is the episode's latest observation ``o_{t_end}``: the next observation
     of its last stored step (the true final observation once the episode is done). Rows of
     evicted episodes are reused. ``order`` keeps episode ids in first-add order (the eviction
-    order).
+    order), and :meth:`rows_by_age` their rows in that order as an array, so that a draw among
+    the stored episodes depends on their order only, not on which rows they happen to hold
+    (a restored buffer holds them in other rows).
 
     Example:
         >>> table = EpisodeTable()
@@ -40,10 +42,29 @@ class EpisodeTable:
         self.first_slot = np.zeros(0, np.int64)
         self.last_slot = np.zeros(0, np.int64)
         self.ids = np.empty(0, object)
-        self.live = np.zeros(0, bool)  # rows holding an episode: drawn from without a pass
+        # The rows of ``order`` in its order sit at ``_by_age[_head : _head + len(order)]``.
+        self._by_age = np.zeros(0, np.int64)
+        self._head = 0
 
     def __len__(self) -> int:
         return len(self.order)
+
+    def rows_by_age(self) -> np.ndarray:
+        """The rows of the stored episodes, oldest first (as ``order``); a read-only view.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> for id_ in "abc":
+            ...     _ = table.open(id_, t_begin=0, final_obs=np.zeros((1, 1)), final_info={})
+            >>> _ = table.close("a"); table.open("d", t_begin=0, final_obs=np.zeros((1, 1)),
+            ...                                  final_info={})  # "a"'s row is reused
+            0
+            >>> table.rows_by_age().tolist(), list(table.order.values())
+            ([1, 2, 0], [1, 2, 0])
+        """
+        view = self._by_age[self._head : self._head + len(self.order)]
+        view.flags.writeable = False
+        return view
 
     def lengths(self, rows: np.ndarray) -> np.ndarray:
         """Stored steps of the given rows.
@@ -70,9 +91,16 @@ class EpisodeTable:
         if not self.free:
             self._grow(max(2 * self.size, 16), final_obs)
         row = self.free.pop()
+        count = len(self.order)
+        if self._head + count == len(self._by_age):  # full at the back: shift or grow
+            kept = self._by_age[self._head : self._head + count]
+            if 2 * count >= len(self._by_age):  # over half full: O(1) amortized per open
+                self._by_age = np.zeros(max(2 * len(self._by_age), 16), np.int64)
+            self._by_age[:count] = kept.copy()
+            self._head = 0
+        self._by_age[self._head + count] = row
         self.order[id_] = row
         self.ids[row] = id_
-        self.live[row] = True
         self.t_begin[row] = self.t_end[row] = t_begin
         self.first_slot[row] = self.last_slot[row] = -1
         self.terminated[row] = self.truncated[row] = False
@@ -106,8 +134,14 @@ class EpisodeTable:
             0
         """
         row = self.order.pop(id_)
+        count = len(self.order)  # after the pop
+        if self._by_age[self._head] == row:  # the oldest: how the buffers evict
+            self._head += 1
+        else:  # any other row: the younger ones move up by one
+            ages = self._by_age[self._head : self._head + count + 1]
+            at = int(np.flatnonzero(ages == row)[0])
+            ages[at:-1] = ages[at + 1 :].copy()
         self.ids[row] = None
-        self.live[row] = False
         self.final_info[row] = None
         self.free.append(row)
         return row
@@ -143,7 +177,6 @@ class EpisodeTable:
             "t_end",
             "first_slot",
             "last_slot",
-            "live",
         ):
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
