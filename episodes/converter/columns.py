@@ -170,12 +170,12 @@ def extra_keys_for(keys: ColumnKeys, training_type: str) -> list[str]:
     return list(dict.fromkeys([*wanted, *keys.actor_hidden, *keys.critic_hidden]))
 
 
-def _pad(array: Any, length: int, value: Any = 0) -> Any:
+def _pad(array: Any, length: int) -> Any:
     def pad_leaf(leaf: np.ndarray) -> np.ndarray:
         missing = length - len(leaf)
         if missing == 0:
             return leaf
-        filler = np.full((missing, *leaf.shape[1:]), value, dtype=leaf.dtype)
+        filler = np.zeros((missing, *leaf.shape[1:]), dtype=leaf.dtype)
         return np.concatenate([leaf, filler])
 
     return map_leaves(pad_leaf, array)
@@ -192,9 +192,10 @@ def time_major(
     """Lays out per-env chunk lists as ``[T, N, ...]`` numpy columns.
 
     With ``pad=True`` the groups may differ in length: each is zero-padded to the longest, its
-    padding marked done, and a group whose episode is still running ends with a done step that
-    needs a bootstrap value (reported in ``truncated_steps``), since no column-wide
-    ``last_values`` can serve columns that end at different steps. ``mask`` is then set.
+    padding one trajectory (done on its last cell only), and a group whose episode is still
+    running ends with a done step that needs a bootstrap value (reported in
+    ``truncated_steps``), since no column-wide ``last_values`` can serve columns that end at
+    different steps. ``mask`` is then set.
 
     Raises:
         ValueError: Without ``pad``, the envs hold different numbers of steps; or no steps.
@@ -249,18 +250,9 @@ def _env_column(
     truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = []
     offset = 0
     chunks = [c for c in group if len(c)]
+    check_time_order(n, chunks)
     for prev, chunk in zip([None, *chunks], chunks):
-        # A chunk may only continue its episode where the one before it stopped, and never
-        # after the episode ended: a done chunk given twice would count its steps twice.
-        if prev is not None and chunk.id_ == prev.id_:
-            if prev.is_done or chunk.t_started != prev.t:
-                ended = " (which ended there)" if prev.is_done else ""
-                raise ValueError(
-                    f"env {n}: a chunk of episode {chunk.id_!r} starting at "
-                    f"t={chunk.t_started} follows its chunk ending at t={prev.t}{ended}; an "
-                    "env's chunks go in time order"
-                )
-        elif prev is not None and not prev.is_done:
+        if prev is not None and chunk.id_ != prev.id_ and not prev.is_done:
             # Another episode follows a chunk that is not done: that chunk ends here as a
             # column's last one would, bootstrapped from its last observation.
             parts["done"][-1][-1] = True
@@ -293,20 +285,61 @@ def _env_column(
         truncated_steps.append((offset - 1, n, last))
         ongoing = None
 
-    def join(pieces: list[Any], fill: Any = 0) -> Any:
+    def join(pieces: list[Any]) -> Any:
         joined = _concat(pieces)
-        return joined if horizon is None else _pad(joined, horizon, fill)
+        return joined if horizon is None else _pad(joined, horizon)
 
+    dones = join(parts["done"])
+    if horizon is not None and offset < horizon:
+        # The padding is one trajectory, done on its last cell (the last real step is done
+        # already): a done on every cell made each its own trajectory in the recurrent
+        # generator, padded to T again. Zero rewards and values keep its GAE at 0.
+        dones[-1] = True
     return TimeMajorColumns(
         observations=join(parts["obs"]),
         actions=join(parts["act"]),
         rewards=join(parts["rew"]),
-        dones=join(parts["done"], True),
+        dones=dones,
         truncated=join(parts["trunc"]),
         extras={k: join(v) for k, v in extra_parts.items()},
         truncated_steps=truncated_steps,
         ongoing=[ongoing],
     )
+
+
+def check_time_order(n: int, chunks: Sequence[SingleAgentEpisode]) -> None:
+    """Refuses an env's chunks unless each episode's come in time order, never after its end.
+
+    A chunk of an episode seen earlier in the list (other episodes' chunks may lie between)
+    must start where that episode's last chunk stopped, and that chunk must not be done: a
+    chunk given twice, or an earlier one after a later one, would count steps twice or run
+    time backwards. One dict entry per episode: the work grows with the chunks, not the steps.
+
+    Raises:
+        ValueError: Naming env ``n``, the episode and both chunks' times.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> def chunk(id_, t0, done=False):
+        ...     return SingleAgentEpisode(id_, observations=[0, 1], actions=[0], rewards=[0.0],
+        ...                               t_started=t0, terminated=done, len_lookback_buffer=0)
+        >>> check_time_order(0, [chunk("A", 0), chunk("B", 0), chunk("A", 1)])  # fine
+        >>> check_time_order(0, [chunk("A", 0, True), chunk("B", 0), chunk("A", 0, True)])
+        Traceback (most recent call last):
+        ...
+        ValueError: env 0: a chunk of episode 'A' starting at t=0 follows its chunk ending at ...
+    """
+    last: dict[Any, tuple[int, bool]] = {}  # id -> (t where its latest chunk ended, done)
+    for chunk in chunks:
+        seen = last.get(chunk.id_)
+        if seen is not None and (seen[1] or chunk.t_started != seen[0]):
+            ended = " (which ended there)" if seen[1] else ""
+            raise ValueError(
+                f"env {n}: a chunk of episode {chunk.id_!r} starting at t={chunk.t_started} "
+                f"follows its chunk ending at t={seen[0]}{ended}; an env's chunks go in time "
+                "order"
+            )
+        last[chunk.id_] = (chunk.t, chunk.is_done)
 
 
 def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None) -> Any:

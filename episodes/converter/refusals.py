@@ -69,7 +69,8 @@ def float_dtype(dtype: Any, storage: Any) -> torch.dtype:
 
     Without ``dtype`` a given storage keeps its own (that of its rewards), as ``device=None``
     keeps its device; without either, ``torch.float32``. Rewards, values and log-probs are real
-    numbers: an integer, bool or complex dtype would truncate or change them.
+    numbers: an integer, bool or complex dtype would truncate or change them. A given storage
+    is filled as it is: a ``dtype`` other than its own is refused, as neither could be kept.
 
     Example:
         >>> float_dtype(None, None), float_dtype(torch.float64, None)
@@ -83,7 +84,53 @@ def float_dtype(dtype: Any, storage: Any) -> torch.dtype:
         dtype = torch.float32 if storage is None else storage.rewards.dtype
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"dtype must be a real floating-point torch dtype, got {dtype!r}")
+    if storage is not None and dtype != storage.rewards.dtype:
+        raise ValueError(
+            f"dtype={dtype} differs from the given storage's {storage.rewards.dtype}: the "
+            "storage is filled in its own dtype; pass dtype=None, or no storage"
+        )
     return dtype
+
+
+def storage_device(device: Any, storage: Any) -> torch.device | None:
+    """``device`` as a ``torch.device`` (None stays None), refused if a given storage is elsewhere.
+
+    A given storage is filled where it is: ``device`` may only name its device (``"cuda"`` is
+    the current CUDA device), and then the storage's own spelling is returned.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> storage = RolloutStorage("rl", 2, 3, [4], [1])
+        >>> storage_device("cpu", storage), storage_device(None, storage)
+        (device(type='cpu'), None)
+        >>> storage_device("meta", storage)
+        Traceback (most recent call last):
+        ...
+        ValueError: device=meta differs from the given storage's device cpu: the storage is ...
+    """
+    if device is None:
+        return None
+    device = torch.device(device)
+    if storage is None:
+        return device
+    held = torch.device(storage.device)
+    # Types first: resolving "cuda" asks CUDA for its current device, which may not exist.
+    if device.type != held.type or _resolved(device) != _resolved(held):
+        raise ValueError(
+            f"device={device} differs from the given storage's device {held}: the storage is "
+            "filled where it is; pass device=None, or no storage"
+        )
+    return held
+
+
+def _resolved(device: torch.device) -> torch.device:
+    """``device`` with the index a tensor created there would get (``cuda`` -> ``cuda:k``)."""
+    if device.index is not None or device.type in ("cpu", "meta"):
+        return device
+    module = getattr(torch, device.type, None)
+    current = getattr(module, "current_device", None)
+    index = current() if callable(current) else 0
+    return torch.device(device.type, index)
 
 
 def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:

@@ -30,6 +30,7 @@ from episodes.converter.refusals import (
     flat_observations,
     float_dtype,
     refuse_masked_windows,
+    storage_device,
 )
 from episodes.converter.side_by_side import (
     side_by_side_columns,
@@ -178,14 +179,15 @@ def episodes_to_rollout(
         keys: Which extra-model-outputs hold values, log-probs, distribution parameters,
             privileged actions and hidden states.
         training_type: ``"rl"`` or ``"distillation"``.
-        device: Where the storage lives; None: the given ``storage``'s device, else the
-            device the runner recorded on (a torch-tensor env's), else the CPU.
+        device: Where the storage lives; None: the given ``storage``'s device (another is
+            refused), else the device the runner recorded on (a torch-tensor env's), else the
+            CPU.
         obs_fn: Transforms the ``[T, N, ...]`` observation columns row by row (flatten,
             one-hot, ...): the result for a row may not depend on the other rows.
         layout: ``"per_env"`` or ``"per_chunk"``.
         storage: An existing storage of matching size to fill (cleared first).
-        dtype: Float dtype of the storage; None: the given storage's (its rewards'), else
-            ``torch.float32``, as ``device=None`` follows the given storage.
+        dtype: Float dtype of the storage; None: the given storage's (its rewards'; another
+            is refused), else ``torch.float32``, as ``device=None`` follows the given storage.
         copy: Copy every field into the storage's own tensors. By default a ``[T, N, ...]``
             column that already has the storage's dtype, device and layout is taken as it is
             (:meth:`RolloutStorage.write_block` with ``share=True``): on the fast path with
@@ -198,8 +200,9 @@ def episodes_to_rollout(
         A :class:`Rollout`: the storage, ``last_values`` and the mask.
 
     Raises:
-        ValueError: ``gamma`` outside ``[0, 1]``, a ``dtype`` that is not a float dtype, chunks
-            of one episode out of time order, or a given storage that cannot take the chunks.
+        ValueError: ``gamma`` outside ``[0, 1]``, a ``dtype`` that is not a float dtype, a
+            ``dtype`` or ``device`` other than a given storage's, chunks of one episode out of
+            time order, or a given storage that cannot take the chunks.
         TypeError: Observations that are neither an array nor a dict of arrays (a Tuple
             space's), which the storage cannot hold.
 
@@ -220,8 +223,9 @@ def episodes_to_rollout(
     keys = keys or ColumnKeys()
     extra_keys_for(keys, training_type)
     gamma = discount_factor(gamma)  # the check every n-step computation makes
+    # Both refused before anything is read or touched when they conflict with a given storage.
     dtype = float_dtype(dtype, storage)
-    device = torch.device(device if device is not None else _default_device(episodes, storage))
+    device = storage_device(device, storage) or _default_device(episodes, storage)
     fast = None
     if layout == "per_env":
         fast = block_columns(

@@ -13,6 +13,8 @@ import math
 
 import torch
 
+from episodes.indexing import discount_factor
+
 __all__ = ["bootstrap_time_outs", "compute_gae"]
 
 #: The per-step loop pays a fixed dispatch cost per step; the log-step scan touches all T * N
@@ -80,11 +82,17 @@ def compute_gae(
     lam: float,
     *,
     out: torch.Tensor | None = None,
+    valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Compute GAE advantages for time-major rollout data.
 
     ``delta_t = r_t + gamma * V_{t+1} * (1 - done_t) - V_t`` with ``V_T = last_values`` and
     ``A_t = delta_t + gamma * lam * (1 - done_t) * A_{t+1}``. Returns are ``A + V``.
+
+    With ``valid``, a cell where it is False holds no transition and is never read: whatever
+    its reward and value (NaN and inf included), it is taken as a reward and value of 0 that
+    ends its episode, and its advantage is 0. A valid cell right before one should be done
+    (the converter's are): otherwise it bootstraps from that 0.
 
     Args:
         rewards: ``[T, N]`` or ``[T, N, 1]`` floating tensor.
@@ -95,9 +103,15 @@ def compute_gae(
         gamma: discount factor.
         lam: GAE lambda.
         out: optional tensor (any strides) shaped like ``rewards`` to write the advantages into.
+        valid: optional bool tensor shaped like ``rewards`` (a trailing unit dimension may
+            differ), False on cells holding no transition (``RolloutStorage.valid``).
 
     Returns:
         The advantages shaped and typed like ``rewards``: ``out`` if given, else a new tensor.
+
+    Raises:
+        ValueError: ``gamma`` or ``lam`` is not a real number in ``[0, 1]``, or a tensor's shape
+            does not match ``rewards``.
 
     Example:
         >>> r = torch.ones(3, 2, 1)
@@ -105,7 +119,13 @@ def compute_gae(
         >>> d = torch.zeros(3, 2, 1, dtype=torch.bool)
         >>> compute_gae(r, v, d, torch.zeros(2, 1), gamma=1.0, lam=1.0)[:, 0, 0]
         tensor([3., 2., 1.])
+        >>> valid = torch.tensor([[True, True], [False, True], [True, True]])  # (1, 0): empty
+        >>> v[1, 0] = float("nan")  # a value no transition reads
+        >>> d[0, 0] = d[1, 0] = True
+        >>> compute_gae(r, v, d, torch.zeros(2, 1), 1.0, 1.0, valid=valid)[:, 0, 0]
+        tensor([1., 0., 1.])
     """
+    gamma, lam = discount_factor(gamma), _unit_interval(lam, "lam")
     if rewards.dim() < 2:
         raise ValueError(f"rewards must be [T, N] or [T, N, 1], got {tuple(rewards.shape)}")
     if not rewards.is_floating_point():
@@ -126,18 +146,36 @@ def compute_gae(
         return out
 
     not_done = torch.empty_like(rewards, memory_format=torch.contiguous_format)
-    torch.logical_not(dones, out=not_done)  # 1.0 where the episode continues
+    empty = None
+    if valid is None:
+        torch.logical_not(dones, out=not_done)  # 1.0 where the episode continues
+    else:
+        held = _as_time_major(valid, "valid", shape).to(torch.bool)
+        torch.gt(held, dones.to(torch.bool), out=not_done)  # an empty cell continues nothing
+        # Selected away, not multiplied by 0: 0 * NaN (a diverged state's value) is NaN.
+        empty = torch.logical_not(held)
+        values = values.masked_fill(empty, 0.0)
     # delta = (r - V) + gamma * V' * (1 - done), V' being the values one step on and
     # last_values after the last step: two in-place passes, no concatenated copy of V'.
     delta = torch.sub(rewards, values)
     delta[:-1].addcmul_(values[1:], not_done[:-1], value=gamma)
     delta[-1].addcmul_(last_values, not_done[-1], value=gamma)
+    if empty is not None:
+        delta.masked_fill_(empty, 0.0)  # its reward, and gamma * 0 * an inf V' or last value
     coef = not_done.mul_(gamma * lam)
     num_envs = delta[0].numel()
     rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
     if rounds * num_envs > _ELEMENTS_PER_DISPATCH * num_steps:
         return _loop_scan(delta, coef, out)
     return out.copy_(_log_scan(delta, coef))
+
+
+def _unit_interval(value: float, name: str) -> float:
+    """``value`` as a float in ``[0, 1]`` (NaN refused), else a ``ValueError`` naming it."""
+    try:
+        return discount_factor(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a float in [0, 1], got {value!r}") from None
 
 
 def bootstrap_time_outs(

@@ -112,20 +112,24 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """Normalises ``values`` in place to zero mean and unit std over the ``valid`` cells.
 
     The unbiased std (as ``torch.std``) plus ``1e-8``, from masked sums: no boolean indexing,
-    so nothing waits for the device. Cells outside ``valid`` are shifted and scaled alike.
+    so nothing waits for the device. Cells outside ``valid`` are never read (a NaN, an inf or a
+    1e20 there changes nothing); they are shifted and scaled alike.
 
     Example:
-        >>> values = torch.tensor([[1.0, 100.0], [3.0, -100.0]])
+        >>> values = torch.tensor([[1.0, float("nan")], [3.0, 1e20]])
         >>> normalize_over(values, torch.tensor([[True, False], [True, False]]))[:, 0].tolist()
         [-0.7071067690849304, 0.7071067690849304]
     """
     # Sums in float32 at least: float16 overflows past 65504 (a count of 98304 cells is inf).
     wide = values.dtype if values.element_size() >= 4 else torch.float32
-    weight = valid.reshape(values.shape).to(wide)
-    count = weight.sum().clamp_(min=1)  # a group without valid cells: finite, not NaN
-    values.sub_(((values.to(wide) * weight).sum() / count).to(values.dtype))
-    wide_values = values.to(wide)
-    spread = (wide_values * wide_values * weight).sum().div_((count - 1).clamp_(min=1)).sqrt_()
+    # Selected away before any arithmetic, not weighted by 0: 0 * NaN is NaN, and a 1e20
+    # squared is inf in float32.
+    empty = torch.logical_not(valid.reshape(values.shape))
+    count = (empty.numel() - empty.sum()).to(wide).clamp_(min=1)  # none valid: finite, not NaN
+    values.sub_((values.to(wide).masked_fill(empty, 0.0).sum() / count).to(values.dtype))
+    centred = values.to(wide).masked_fill(empty, 0.0).reshape(-1)
+    spread = torch.dot(centred, centred)
+    spread = spread.div_((count - 1).clamp_(min=1)).sqrt_()
     return values.div_(spread.add_(1e-8).to(values.dtype))
 
 
@@ -178,7 +182,8 @@ def mini_batch_generator(
 
     Args:
         storage: an ``"rl"`` storage with returns computed.
-        num_mini_batches: number of mini-batches per epoch (``1 <= . <= T * N``).
+        num_mini_batches: number of mini-batches per epoch, ``1 <= . <=`` the number of
+            samples: ``T * N``, or the valid cells when the storage's ``valid`` is set.
         num_epochs: number of passes.
         generator: optional ``torch.Generator`` on the storage's device, for determinism.
         normalize_advantage_per_mini_batch: normalise each batch's advantages; defaults to the

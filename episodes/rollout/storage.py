@@ -477,11 +477,11 @@ class RolloutStorage:
 
         Args:
             last_values: ``[N]`` or ``[N, 1]`` values of the states after the last step.
-            gamma: discount factor.
-            lam: GAE lambda.
+            gamma: discount factor, in ``[0, 1]`` (else a ``ValueError``, nothing written).
+            lam: GAE lambda, in ``[0, 1]`` (likewise).
             normalize_advantage: normalise advantages over the whole batch (zero mean, unit
-                std, ``+1e-8``; over the valid cells when :attr:`valid` is set). Pass
-                ``False`` when normalising per mini-batch instead.
+                std, ``+1e-8``; over the valid cells when :attr:`valid` is set, the others
+                never read). Pass ``False`` when normalising per mini-batch instead.
 
         Example:
             >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
@@ -492,11 +492,11 @@ class RolloutStorage:
         """
         if self.values is None or self.returns is None or self.advantages is None:
             raise ValueError("compute_returns is only available for training_type 'rl'")
-        values = self.values
-        adv = compute_gae(self.rewards, values, self.dones, last_values, gamma, lam)
+        values, valid = self.values, self.valid
+        adv = compute_gae(self.rewards, values, self.dones, last_values, gamma, lam, valid=valid)
         torch.add(adv, values, out=self.returns)
         if normalize_advantage:
-            normalize_into(self.advantages, adv, self.valid)
+            normalize_into(self.advantages, adv, valid)
         else:
             self.advantages.copy_(adv)
 
