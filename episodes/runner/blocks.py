@@ -65,11 +65,14 @@ class Column:
         [(5, 2), (5, 2, 3)]
     """
 
-    __slots__ = ("leaves", "structure")
+    __slots__ = ("leaves", "structure", "shapes")
 
     def __init__(self, leaves: list[Any], structure: Any):  # numpy (tensors: TensorColumn)
         self.leaves = leaves
         self.structure = structure
+        # Each leaf's ``[num_envs, ...]`` batch shape, which a write must match (widening and
+        # resizing keep it). Kept: a numpy ``.shape`` is a new tuple at every read.
+        self.shapes = [leaf.shape[1:] for leaf in leaves]
 
     @classmethod
     def for_batch(cls, batch: Any, rows: int) -> Column:
@@ -103,18 +106,91 @@ class Column:
             >>> col.leaves[0][1].tolist(), col.leaves[1][1].tolist()
             ([1.0, 2.0], [3.0, 4.0])
         """
-        if self.structure is None:
-            leaf = self.leaves[0]
-            if batch.dtype is not leaf.dtype:
-                leaf = self.widened(0, batch)
-            leaf[row] = batch
-            return
-        values = flatten(batch)[0]
+        if self.structure is None:  # the usual single leaf: no list, no call per row
+            if getattr(batch, "shape", None) == self.shapes[0]:
+                leaf = self.leaves[0]
+                if batch.dtype is not leaf.dtype:
+                    leaf = self.widened(0, batch)
+                leaf[row] = batch
+                return
+        self.put_leaves(row, self.leaves_of(batch))
+
+    def leaves_of(self, batch: Any, name: str = "a batch") -> list[Any]:
+        """The leaves of a batched struct, each checked against its ``[num_envs, ...]`` shape.
+
+        A row write would broadcast a leaf that lost an axis (or the env axis) over the row:
+        refused instead, before anything is written. One shape comparison per leaf.
+
+        Raises:
+            ValueError: A leaf's shape (or the number of leaves) is not the column's; the
+                message names ``name``.
+
+        Example:
+            >>> col = Column.for_batch(np.zeros((2, 3)), rows=2)
+            >>> col.leaves_of(np.zeros((2, 1)), "observations")  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ValueError: observations: got a batch of shape (2, 1), expected (2, 3) ...
+        """
+        values = [batch] if self.structure is None else flatten(batch)[0]
+        shapes = self.shapes
+        if len(values) != len(shapes):
+            raise ValueError(
+                f"{name}: got {len(values)} leaves, expected {len(shapes)} (the structure of "
+                "the first batch)"
+            )
+        for j, value in enumerate(values):
+            want = shapes[j]
+            if getattr(value, "shape", None) != want and np.shape(value) != want:
+                where = "" if self.structure is None else f" (leaf {j})"
+                raise ValueError(
+                    f"{name}{where}: got a batch of shape {tuple(np.shape(value))}, expected "
+                    f"{tuple(want)} (one item of shape {tuple(want[1:])} per sub-env)"
+                )
+        return values
+
+    def put_leaves(self, row: int, values: list[Any]) -> None:
+        """Writes checked leaves (see :meth:`leaves_of`) into row ``row``, widening as needed.
+
+        Example:
+            >>> col = Column.for_batch(np.zeros(2, np.int64), rows=2)
+            >>> col.put_leaves(0, [np.array([0.5, 1.0])]); col.leaves[0][0].tolist()
+            [0.5, 1.0]
+        """
         for j, value in enumerate(values):
             leaf = self.leaves[j]
             if getattr(value, "dtype", None) is not leaf.dtype:
                 leaf = self.widened(j, value)
             leaf[row] = value
+
+    def fitted(self, values: list[np.ndarray], name: str) -> list[np.ndarray]:
+        """Item leaves (``[k, ...]``) kept apart from the column, in the column's dtypes.
+
+        The rule of a row write (:meth:`widened`): values the leaf's dtype holds are rounded
+        into it, others widen the leaf first. Same-step final observations go through here, so
+        an episode's final observation has the dtype of its other observations.
+
+        Raises:
+            ValueError: An item's shape is not the column's; the message names ``name``.
+
+        Example:
+            >>> col = Column.for_batch(np.zeros((2, 2), np.float32), rows=2)
+            >>> col.fitted([np.array([[0.1, 0.2]])], "final observations")[0].dtype.name
+            'float32'
+            >>> col.fitted([np.array([[1e300, 0.0]])], "final observations")[0].dtype.name
+            'float64'
+            >>> col.leaves[0].dtype.name  # widened: the column holds that value too
+            'float64'
+        """
+        out = []
+        for j, value in enumerate(values):
+            if value.shape[1:] != self.leaves[j].shape[2:]:
+                raise ValueError(
+                    f"{name}: got items of shape {value.shape[1:]}, expected "
+                    f"{self.leaves[j].shape[2:]}"
+                )
+            leaf = self.widened(j, value)
+            out.append(value if value.dtype == leaf.dtype else value.astype(leaf.dtype))
+        return out
 
     def widened(self, j: int, value: Any) -> Any:
         """Leaf ``j``, retyped first if ``value`` does not fit its dtype; returns the leaf.
@@ -152,18 +228,27 @@ class Column:
             [np.take(leaf.reshape(-1, *leaf.shape[2:]), flat, axis=0) for leaf in self.leaves],
         )
 
-    def put_rows(self, rows: np.ndarray, envs: np.ndarray, batch: Any) -> None:
+    def put_rows(
+        self, rows: np.ndarray, envs: np.ndarray, batch: Any, name: str = "a batch"
+    ) -> None:
         """Writes the ``envs`` items of a batched struct at ``(rows, envs)``.
+
+        Checked and widened as :meth:`put` does (a ``ValueError`` naming ``name``).
 
         Example:
             >>> col = Column([np.zeros((3, 2), np.int64)], None)
             >>> col.put_rows(np.array([2]), np.array([1]), np.array([7, 8]))  # env 1's item, row 2
             >>> col.leaves[0].tolist()
             [[0, 0], [0, 0], [0, 8]]
+            >>> col.put_rows(np.array([0]), np.array([0]), np.array([0.5, 9]))  # widens
+            >>> col.leaves[0].dtype.name, col.leaves[0][0].tolist()
+            ('float64', [0.5, 0.0])
         """
-        values = [batch] if self.structure is None else flatten(batch)[0]
-        for leaf, value in zip(self.leaves, values):
-            leaf[rows, envs] = np.asarray(value)[envs]
+        for j, value in enumerate(self.leaves_of(batch, name)):
+            items = np.asarray(value)[envs]
+            # The rule of a row write: values the dtype cannot hold widen the leaf first.
+            leaf = self.leaves[j] if items.dtype is self.leaves[j].dtype else self.widened(j, items)
+            leaf[rows, envs] = items
 
     def view(self, first: int, stop: int, env: int) -> Any:
         """Rows ``first:stop`` of sub-env ``env`` as a struct of views.
@@ -288,6 +373,10 @@ class Blocks:
     ) -> None:
         """Writes one vector step: row ``row`` of the step fields, row ``row + 1`` of ``obs``.
 
+        Raises:
+            ValueError: The observations, rewards or flags do not hold one item per sub-env of
+                the blocks' shapes (checked before anything is written).
+
         Example:
             >>> blocks = Blocks.allocate(np.zeros(2), rows=3)
             >>> no, ends = np.zeros(2, bool), np.array([False, True])
@@ -297,6 +386,20 @@ class Blocks:
             >>> blocks.terminated[0].tolist()
             [False, True]
         """
+        # Checked before anything is written: a malformed batch would be broadcast over the
+        # row (one shape comparison per leaf; the policy's outputs are the runner's to check).
+        column = self.obs
+        obs_values = None  # a single leaf of the right shape: written without a list
+        if column.structure is not None or getattr(obs, "shape", None) != column.shapes[0]:
+            obs_values = column.leaves_of(obs, "the env's observations")
+        width = column.shapes[0][:1]  # (num_envs,)
+        if rewards.shape != width or terminateds.shape != width or truncateds.shape != width:
+            named = zip(("rewards", "terminated", "truncated"), (rewards, terminateds, truncateds))
+            name, value = next((n, v) for n, v in named if v.shape != width)
+            raise ValueError(
+                f"the env's {name}: got shape {tuple(value.shape)}, expected {tuple(width)} "
+                "(one per sub-env)"
+            )
         if self.actions is None or len(extras) != len(self.extras):
             self.ensure_outputs(actions, extras)
         assert self.actions is not None
@@ -304,12 +407,12 @@ class Blocks:
         columns = self.extras
         try:
             for key, value in extras.items():
-                column = columns[key]
-                leaf = column.leaves[0]
-                if column.structure is None and value.dtype is leaf.dtype:  # no call per step
+                extra = columns[key]
+                leaf = extra.leaves[0]
+                if extra.structure is None and value.dtype is leaf.dtype:  # no call per step
                     leaf[row] = value
                 else:
-                    column.put(row, value)
+                    extra.put(row, value)
         except KeyError as err:  # the same number of outputs under another key
             raise ValueError(
                 f"the policy's extra outputs changed from {sorted(columns)} to "
@@ -318,7 +421,13 @@ class Blocks:
         self.rewards[row] = rewards
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds
-        self.obs.put(row + 1, obs)
+        if obs_values is not None:
+            column.put_leaves(row + 1, obs_values)
+            return
+        leaf = column.leaves[0]
+        if obs.dtype is not leaf.dtype:
+            leaf = column.widened(0, obs)
+        leaf[row + 1] = obs
 
     def sharing(self) -> Blocks:
         """Blocks over the same arrays with columns of their own (see ``Column.widened``).

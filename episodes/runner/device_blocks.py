@@ -230,6 +230,7 @@ class HostColumn(Column):
         self._source = source
         self._host: list[np.ndarray] | None = None
         self.structure = source.structure
+        self.shapes = source.shapes
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as the plain host column it mirrors: its leaves are a read-only property
@@ -377,6 +378,28 @@ class DeviceBlocks(Blocks):
             extras={key: field(col) for key, col in self.extras.items()},
             finals=None if self.finals is None else field(self.finals),
         )
+
+    def match_finals(self) -> None:
+        """Gives the observation and final-observation leaves one dtype, the wider of the two.
+
+        An episode's final observation joins its other observations (a chunk's column, a
+        bootstrap batch): a final observation of a wider dtype widens the observation block,
+        as a wider observation widens the finals, by :meth:`TensorColumn.widened`'s rule (no
+        look at the values, which would wait for the device). Compares dtypes only.
+
+        Example:
+            >>> blocks = DeviceBlocks.allocate(torch.zeros(2), rows=2, with_finals=True)
+            >>> blocks.finals.put(0, torch.zeros(2, dtype=torch.float64))
+            >>> blocks.match_finals(); blocks.obs.leaves[0].dtype, blocks.finals.leaves[0].dtype
+            (torch.float64, torch.float64)
+        """
+        finals = self.finals
+        if finals is None:
+            return
+        obs = self.obs
+        for j, leaf in enumerate(finals.leaves):
+            if leaf.dtype is not obs.leaves[j].dtype:
+                finals.widened(j, obs.widened(j, leaf))
 
     def index(self, positions: np.ndarray) -> torch.Tensor:
         """Host index positions as a tensor on the blocks' device.

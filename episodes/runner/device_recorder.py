@@ -227,8 +227,10 @@ class DeviceRecorder(BatchedRecorder):
             final_obs = infos.get("final_obs")
             if final_obs is not None:
                 assert blocks.finals is not None
-                blocks.finals.put(r, final_obs)
+                finals = blocks.finals
+                finals.put_leaves(r, finals.leaves_of(final_obs, "the env's infos['final_obs']"))
                 self._final_rows.add(r)
+            blocks.match_finals()  # either may have widened: a final joins its observations
             started = done
         rest = {key: value for key, value in infos.items() if key not in _FINAL_OBS}
         if rest:

@@ -307,7 +307,9 @@ class BatchedRecorder:
                 self._add_finals(r, ended, [leaf[r + 1, ended] for leaf in blocks.obs.leaves])
                 self._store_infos(infos, done, r, self.final_infos)
                 policy_obs, reset_infos = reset(options={"reset_mask": done.copy()})
-                blocks.obs.put_rows(np.full(len(ended), r + 1), ended, policy_obs)
+                blocks.obs.put_rows(
+                    np.full(len(ended), r + 1), ended, policy_obs, "the env's reset observations"
+                )
                 self._store_infos(reset_infos, done, r + 1)
                 started = done
         if ended.size:
@@ -315,8 +317,15 @@ class BatchedRecorder:
         return policy_obs, started
 
     def _final_leaves(self, infos: dict[str, Any], ended: np.ndarray) -> list[np.ndarray]:
-        """Same-step final observations of the ``ended`` envs as ``[k, ...]`` leaves."""
-        return _stack_items(infos["final_obs"], ended)
+        """Same-step final observations of the ``ended`` envs as ``[k, ...]`` leaves.
+
+        In the observation block's dtypes (rounded, or the block widened: ``Column.fitted``), so
+        that the final observation joins its episode's others; gymnasium's vector envs pass
+        ``final_obs`` through as the sub-env gave it, not cast into the batched space.
+        """
+        assert self.blocks is not None
+        leaves = _stack_items(infos["final_obs"], ended)
+        return self.blocks.obs.fitted(leaves, "the env's final observations")
 
     def _add_finals(self, row: int, ended: np.ndarray, leaves: list[np.ndarray]) -> None:
         assert self.finals is not None

@@ -316,10 +316,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     def unchanged(self) -> bool:
         """True if the blocks still say what every built chunk says.
 
-        False once a built chunk grew or shrank (append, concat, pop: its columns were copied
-        off the blocks), had a column or flag replaced, had its (copied) final observation
-        column written, or was switched to list mode. Setters that wrote through do not count:
-        the blocks see them.
+        False once a built chunk was written in any way: a setter, append, concat or pop
+        (copy on write: the column was copied off the blocks first, so no write reaches them),
+        a column, flag, space or lookback replaced, or a switch to list mode.
 
         Example:
             >>> from episodes.runner import EnvRunner, RandomPolicy
@@ -518,10 +517,13 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
 def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
     columns = [episode.observations, episode.actions, episode.rewards]
     columns += list(episode.extra_model_outputs.values())
+    infos = episode.infos
     return (
         tuple(columns),
         tuple(c.store for c in columns),
         tuple(c.lookback for c in columns),
+        # Settable on a built chunk; a copy rebuilding it from the blocks would lose them.
+        (*(c.space for c in columns), infos.space, infos.lookback),
         tuple(episode.extra_model_outputs),
         episode.is_terminated,
         episode.is_truncated,
@@ -531,7 +533,7 @@ def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
         episode.agent_id,
         episode.module_id,
         episode.multi_agent_episode_id,
-        episode.infos,
+        infos,
         episode.custom_data.get("env_index"),  # the converter groups columns by it
         episode.observation_space,
         episode.action_space,
