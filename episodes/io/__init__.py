@@ -20,6 +20,7 @@ from typing import Any
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
+    DatasetIOError,
     DatasetLockedError,
     EpisodeNotFoundError,
     NotADatasetError,
@@ -70,6 +71,7 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "DatasetInfo",
+    "DatasetIOError",
     "DatasetMetadata",
     "DatasetWriter",
     "DatasetLockedError",

@@ -12,15 +12,19 @@ Example:
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "CorruptDatasetError",
     "DatasetError",
+    "DatasetIOError",
     "DatasetLockedError",
     "EpisodeNotFoundError",
     "NotADatasetError",
     "UnsafeDataError",
     "UnstorableValueError",
     "UnsupportedVersionError",
+    "read_failure",
 ]
 
 
@@ -96,6 +100,44 @@ class UnsafeDataError(CorruptDatasetError):
         >>> issubclass(UnsafeDataError, CorruptDatasetError)
         True
     """
+
+
+class DatasetIOError(DatasetError, OSError):
+    """The system failed a read (out of file descriptors or memory, an I/O error, no permission).
+
+    Nothing is known to be wrong with the dataset: the same read may succeed later, so such a
+    failure is never remembered as damage. Also an ``OSError`` (its ``errno`` is the system's).
+
+    Example:
+        >>> import errno
+        >>> err = DatasetIOError(errno.EMFILE, "cannot read shard x: Too many open files")
+        >>> isinstance(err, OSError), err.errno == errno.EMFILE
+        (True, True)
+    """
+
+
+def read_failure(err: OSError, what: str) -> DatasetError:
+    """The error to raise for an ``OSError`` met while reading ``what``.
+
+    A missing file (or a path through a non-directory) is damage, and so is an ``OSError``
+    without an errno (pyarrow raises those for a damaged Parquet file); a symlink is unsafe.
+    Any other errno (``EMFILE``, ``ENOMEM``, ``EIO``, ``EACCES``...) is about this process or
+    machine, not the data: :class:`DatasetIOError`, which readers do not remember as damage.
+
+    Example:
+        >>> import errno
+        >>> type(read_failure(OSError(errno.EMFILE, "Too many open files"), "x")).__name__
+        'DatasetIOError'
+        >>> type(read_failure(FileNotFoundError(errno.ENOENT, "No such file"), "x")).__name__
+        'CorruptDatasetError'
+    """
+    if err.errno in (errno.ENOENT, errno.ENOTDIR):
+        return CorruptDatasetError(f"{what} is missing")
+    if err.errno in (errno.ELOOP, errno.EMLINK):  # what O_NOFOLLOW reports for a symlink
+        return UnsafeDataError(f"{what} is a symlink (refused)")
+    if err.errno is None:
+        return CorruptDatasetError(f"cannot read {what}: {err}")
+    return DatasetIOError(err.errno, f"cannot read {what}: {err.strerror or err}")
 
 
 class EpisodeNotFoundError(DatasetError):

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import errno
 import gc
 import json
 import math
@@ -35,6 +34,7 @@ from episodes.io.errors import (
     NotADatasetError,
     UnsafeDataError,
     UnsupportedVersionError,
+    read_failure,
 )
 
 __all__ = [
@@ -84,8 +84,9 @@ def read_regular_file(path: Path, what: str, max_bytes: int) -> bytes:
     filling memory, and a FIFO is refused instead of blocking.
 
     Raises:
-        CorruptDatasetError: The file is missing, unreadable or larger than ``max_bytes``.
+        CorruptDatasetError: The file is missing or larger than ``max_bytes``.
         UnsafeDataError: The path is a symlink or not a regular file.
+        DatasetIOError: The system failed the read (out of file descriptors, an I/O error).
 
     Example:
         >>> import tempfile; p = Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"ab")
@@ -94,12 +95,8 @@ def read_regular_file(path: Path, what: str, max_bytes: int) -> bytes:
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"{what} {path} is missing") from err
-    except OSError as err:
-        if err.errno in (errno.ELOOP, errno.EMLINK):
-            raise UnsafeDataError(f"{what} {path} is a symlink (refused)") from err
-        raise CorruptDatasetError(f"cannot read {what} {path}: {err}") from err
+    except OSError as err:  # out of descriptors is no damage: DatasetIOError, not cached
+        raise read_failure(err, f"{what} {path}") from err
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -121,7 +118,7 @@ def read_regular_file(path: Path, what: str, max_bytes: int) -> bytes:
             raise CorruptDatasetError(f"{what} {path} grew beyond {max_bytes} bytes")
         return data
     except OSError as err:
-        raise CorruptDatasetError(f"cannot read {what} {path}: {err}") from err
+        raise read_failure(err, f"{what} {path}") from err
     finally:
         os.close(fd)
 

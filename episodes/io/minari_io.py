@@ -50,7 +50,7 @@ from episodes.io.format import read_regular_file
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
-from episodes.io.values import id_key
+from episodes.io.values import concat_piece, id_key
 from episodes.spaces import unbatch
 
 __all__ = ["export_minari", "import_minari"]
@@ -93,8 +93,8 @@ def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:
             parts = sorted(pending.pop(key), key=lambda p: (p.t_started, p.t))
             episode = parts[0]
             for part in parts[1:]:
-                try:
-                    episode.concat_episode(part)
+                try:  # one id_key, not always an equal id (NaN): concat_piece
+                    concat_piece(episode, part)
                 except (AssertionError, ValueError) as err:
                     raise CorruptDatasetError(
                         f"pieces of episode {piece.id_!r} do not join at t={part.t_started}: {err}"

@@ -3,8 +3,9 @@
 Reading never unpickles and never runs code from the files: ``.npy`` headers are parsed by
 numpy's literal-only parser, object dtypes are refused before any data is read, JSON is parsed
 with :mod:`json`, and every path is checked to stay inside the dataset. Large arrays are
-memory-mapped copy-on-write (the file never changes; writes stay in memory). Every problem
-raises a :class:`~episodes.io.errors.DatasetError`.
+memory-mapped copy-on-write (the file never changes; writes stay in memory), a bounded number
+at once (:mod:`episodes.io.leaf_maps`). Every problem raises a
+:class:`~episodes.io.errors.DatasetError`.
 
 Example:
     >>> import tempfile
@@ -22,15 +23,11 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import math
 import os
-import stat
-import tokenize
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -56,8 +53,14 @@ from episodes.io.format import (
     read_manifest,
     read_regular_file,
 )
+from episodes.io.npy_read import load_array
 from episodes.io.shards import is_v2
-from episodes.io.values import SAFE_KINDS, check_code_points, crc32_of, decode_value, id_key
+from episodes.io.values import (
+    SameIds,
+    concat_piece,
+    decode_value,
+    id_key,
+)
 from episodes.spaces import space_from_dict
 
 __all__ = [
@@ -71,7 +74,6 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
-MMAP_THRESHOLD = 1 << 20  # arrays of at least 1 MiB are memory-mapped
 _FILE_KEYS = ("size", "crc32", "hcrc32")
 
 
@@ -84,7 +86,8 @@ def iter_chunks(path: PathLike) -> tuple[Path, list[ManifestEntry], bool]:
         ...
         episodes.io.errors.NotADatasetError: /nonexistent does not exist
     """
-    root = Path(path)
+    # Absolute: chunks are read lazily, after the caller may have changed directory.
+    root = Path(path).absolute()
     check_format(root)
     entries, _, torn = read_manifest(root)
     return root, entries, torn
@@ -147,8 +150,9 @@ def read_episodes(
 def _stream(
     root: Path, entries: list[ManifestEntry], numpy: bool | None, verify: bool
 ) -> Iterator[SingleAgentEpisode]:
+    same_ids = SameIds()
     for entry in entries:
-        yield load_chunk(root, entry, numpy=numpy, verify=verify)
+        yield same_ids.of(load_chunk(root, entry, numpy=numpy, verify=verify))
 
 
 def load_episode(
@@ -187,8 +191,8 @@ def load_episode(
     episode = load_chunk(root, mine[0], numpy=numpy, verify=verify)
     for entry in mine[1:]:
         chunk = load_chunk(root, entry, numpy=numpy, verify=verify)
-        try:
-            episode.concat_episode(chunk)
+        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+            concat_piece(episode, chunk)
         except (AssertionError, ValueError) as err:
             raise CorruptDatasetError(
                 f"chunks of episode {id_!r} do not join at t={entry.t_started} "
@@ -225,7 +229,7 @@ def load_chunk(
 
     def load(name: str) -> np.ndarray:
         if name not in loaded:
-            loaded[name] = _load_array(root, chunk_dir, name, files, verify, where)
+            loaded[name] = load_array(root, chunk_dir, name, files, verify, where)
         return loaded[name]
 
     if verify:
@@ -287,102 +291,6 @@ def _files_table(meta: Any, where: str) -> dict[str, dict[str, int]]:
         if not ok:
             raise CorruptDatasetError(f"{where}: malformed 'files' entry for {name}")
     return files
-
-
-def _load_array(
-    root: Path,
-    chunk_dir: Path,
-    name: str,
-    files: dict[str, dict[str, int]],
-    verify: bool,
-    where: str,
-) -> np.ndarray:
-    label = f"{where}/{name}"
-    if name not in files:
-        raise CorruptDatasetError(f"{label}: not listed in {META_FILE}")
-    path = chunk_dir / name
-    check_inside(root, path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"{label} is missing") from err
-    if not stat.S_ISREG(st.st_mode):
-        raise UnsafeDataError(f"{label} is not a regular file (symlinks are refused)")
-    if st.st_size != files[name]["size"]:
-        raise CorruptDatasetError(
-            f"{label} is {st.st_size} bytes, expected {files[name]['size']} (truncated or altered)"
-        )
-    try:
-        array = _read_npy(path, st.st_size, files[name].get("hcrc32"), label)
-    except DatasetError:
-        raise
-    except _NPY_ERRORS as err:
-        raise CorruptDatasetError(f"{label} is not a valid .npy file: {err}") from err
-    expected = files[name]["crc32"]
-    if verify and expected is not None:
-        if crc32_of(array) != expected:
-            raise CorruptDatasetError(f"{label}: CRC-32 mismatch (the data is corrupted)")
-    return array
-
-
-# What numpy's header parser and reading a damaged file can raise (a damaged closing brace
-# makes the literal parser's tokenizer raise TokenError).
-_NPY_ERRORS = (
-    ValueError,
-    OSError,
-    EOFError,
-    SyntaxError,
-    TypeError,
-    OverflowError,
-    MemoryError,
-    RecursionError,
-    tokenize.TokenError,
-)
-
-
-def _read_npy(path: Path, size: int, header_crc: int | None, label: str) -> np.ndarray:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise UnsafeDataError(f"{label} is not a regular file (refused)")
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise CorruptDatasetError(f"{label}: unsupported .npy version {version}")
-        if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
-            raise UnsafeDataError(
-                f"{label} holds dtype {dtype}; object and structured arrays (which may "
-                "carry pickles) are refused"
-            )
-        offset = f.tell()
-        _check_header(f, offset, header_crc, label)
-        count = math.prod(shape)
-        if offset + count * dtype.itemsize != size:
-            raise CorruptDatasetError(f"{label}: header and file size disagree (truncated?)")
-        order: Literal["C", "F"] = "F" if fortran else "C"
-        if count * dtype.itemsize >= MMAP_THRESHOLD:
-            array: np.ndarray = np.memmap(
-                str(path), dtype=dtype, mode="c", offset=offset, shape=tuple(shape), order=order
-            )
-        else:
-            data = f.read(count * dtype.itemsize)
-            flat = np.frombuffer(data, dtype=dtype, count=count)
-            array = flat.reshape(tuple(shape), order=order).copy(order="C")
-        check_code_points(array, label)
-        return array
-
-
-def _check_header(f: Any, offset: int, expected: int | None, label: str) -> None:
-    """Compares the header bytes with their recorded CRC-32 (cheap, so always checked)."""
-    if expected is None:
-        return
-    f.seek(0)
-    header = f.read(offset)
-    if zlib.crc32(header) != expected:
-        raise CorruptDatasetError(f"{label}: header CRC-32 mismatch (the .npy header is damaged)")
 
 
 # ---------------------------------------------------------------------------- dataset info
@@ -532,7 +440,7 @@ def dataset_info(path: PathLike) -> DatasetInfo:
         return dataset_info_v2(path)
     root, entries, torn = iter_chunks(path)
     info = DatasetInfo(
-        path=str(root),
+        path=str(Path(path)),  # as given (root is absolute)
         version=FORMAT_VERSION,
         num_chunks=len(entries),
         num_steps=sum(e.length for e in entries),

@@ -143,7 +143,10 @@ def plan_columns(shard: Any, j: int) -> dict[str, Any]:
 
 
 def _check_steps(plans: dict[str, Any], meta: Any, where: str) -> None:
-    """Every column holds the piece's steps after its lookback (one more observation, info)."""
+    """Every column holds the piece's steps after its lookback (one more observation, info).
+
+    An episode not reset yet (no steps) may hold no observations and infos at all.
+    """
     t0, t1 = meta.get("t_started"), meta.get("t")
     if not (isinstance(t0, int) and isinstance(t1, int)) or isinstance(t0 or t1, bool) or t1 < t0:
         raise CorruptDatasetError(f"{where}: bad t_started/t {t0!r}, {t1!r}")
@@ -151,6 +154,8 @@ def _check_steps(plans: dict[str, Any], meta: Any, where: str) -> None:
     columns = [(n, p) for n, p in plans.items() if n != EXTRAS] + list(plans[EXTRAS].items())
     for name, plan in columns:
         want = steps + (name in ("observations", "infos"))
+        if steps == 0 and name in ("observations", "infos") and plan.size == 0:
+            continue
         if plan.size - plan.lookback != want:
             raise CorruptDatasetError(
                 f"{where} column {name}: {plan.size - plan.lookback} items after the lookback "

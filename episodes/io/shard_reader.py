@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 import bisect
-import errno
 import hashlib
 import mmap
 import os
@@ -38,15 +37,19 @@ import numpy as np
 import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import as_int
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
+    DatasetIOError,
     NotADatasetError,
     UnsafeDataError,
     UnsupportedVersionError,
+    read_failure,
 )
 from episodes.io.format import FORMAT_NAME, check_inside, parse_json, read_regular_file
+from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
 from episodes.io.shard_columns import plan_columns
@@ -56,6 +59,7 @@ from episodes.io.shards import (
     V2,
     EpisodeRow,
     ShardEntry,
+    piece_ends,
     read_v2_manifest,
     shard_file,
 )
@@ -150,15 +154,15 @@ class Shard:
     def _check_data_file(self, path: Path, verify: bool) -> None:
         try:
             st = os.lstat(path)
-        except FileNotFoundError as err:
-            raise CorruptDatasetError(f"{self.where}: data file {path.name} is missing") from err
+        except OSError as err:
+            raise read_failure(err, f"{self.where}: data file {path.name}") from err
         self._check_stat(st, path)
         if verify:
             fd = self._open_data(path)
             try:
                 crc = _crc_of_file(fd)
             except OSError as err:
-                raise CorruptDatasetError(f"{self.where}: cannot read {path.name}: {err}") from err
+                raise read_failure(err, f"{self.where}: {path.name}") from err
             finally:
                 os.close(fd)
             if crc != self.index["data"]["crc32"]:
@@ -181,10 +185,8 @@ class Shard:
         """
         try:
             fd = os.open(path, _OPEN_FLAGS)
-        except OSError as err:
-            if err.errno in (errno.ELOOP, errno.EMLINK):
-                raise UnsafeDataError(f"{self.where}: {path.name} is a symlink (refused)") from err
-            raise CorruptDatasetError(f"{self.where}: cannot open {path.name}: {err}") from err
+        except OSError as err:  # EMFILE is no damage: DatasetIOError, which is not cached
+            raise read_failure(err, f"{self.where}: {path.name}") from err
         try:
             self._check_stat(os.fstat(fd), path)
         except BaseException:
@@ -211,7 +213,9 @@ class Shard:
             # file (checksums recomputed) must raise, not crash the interpreter in Arrow's C++.
             for part in parts:
                 part.validate(full=True)
-        except (pa.ArrowException, OSError, ValueError) as err:
+        except OSError as err:  # with an errno: the system's (EMFILE...); without: pyarrow's
+            raise read_failure(err, f"{self.where}: {path.name}") from err
+        except (pa.ArrowException, ValueError) as err:
             raise CorruptDatasetError(f"{self.where}: cannot read {path.name}: {err}") from err
         offsets = [0]
         for part in parts:
@@ -286,18 +290,23 @@ class Shard:
         if self._base is None or view.nbytes < MMAP_THRESHOLD or not view.flags.c_contiguous:
             return np.array(view)
         offset = view.__array_interface__["data"][0] - self._base
-        if offset < 0 or offset + view.nbytes > self.entry.data_size:
-            return np.array(view)  # not inside the file's map (a decompressed buffer)
+        if offset < 0 or offset + view.nbytes > self.entry.data_size or not may_map():
+            # Not inside the file's map (a decompressed buffer), or too many maps alive: the
+            # bytes are read from the shard's own map, which needs no descriptor.
+            return np.array(view)
         start = offset - offset % mmap.ALLOCATIONGRANULARITY
-        fd = self._open_data(self.path)
         try:
-            mapped = mmap.mmap(
-                fd, offset + view.nbytes - start, access=mmap.ACCESS_COPY, offset=start
-            )
-        except (OSError, ValueError) as err:
+            fd = self._open_data(self.path)
+        except DatasetIOError:  # out of descriptors: read instead, as above
+            return np.array(view)
+        try:
+            mapped = map_copy_on_write(fd, start, offset + view.nbytes - start)
+        except ValueError as err:  # the file is shorter than checked: it changed
             raise CorruptDatasetError(f"{self.where}: cannot map {self.path.name}: {err}") from err
         finally:
             os.close(fd)
+        if mapped is None:
+            return np.array(view)
         if populate and _CAN_POPULATE:
             try:
                 mapped.madvise(_POPULATE_READ)
@@ -394,7 +403,8 @@ class Dataset:
     def __init__(
         self, path: str | os.PathLike[str], *, verify: bool = False, max_open_shards: int = 64
     ):
-        self.root = Path(path)
+        # Absolute: shards open lazily, maybe after the caller changed directory.
+        self.root = Path(path).absolute()
         if not self.root.is_dir():
             raise NotADatasetError(f"{self.root} does not exist or is not a directory")
         if (self.root / "format.json").exists():
@@ -408,6 +418,7 @@ class Dataset:
         self._max_open = max(1, max_open_shards)
         self._open: OrderedDict[int, Shard] = OrderedDict()
         self._failed: dict[int, DatasetError] = {}
+        self._ends: list[tuple[bool, bool]] | None = None  # piece_ends, on first use
         #: Shards closed to stay within ``max_open_shards`` (views into them keep them mapped).
         self.evictions = 0
         self.summaries: list[EpisodeRow] = [e for s in self.shards for e in s.episodes]
@@ -438,6 +449,7 @@ class Dataset:
             >>> j, shard is same  # the shard is opened once, then served from the cache
             (1, True)
         """
+        i = as_int(i, what="episode index")  # True is no episode 1, nor 1.0
         if not -len(self) <= i < len(self):
             raise IndexError(f"episode index {i} out of range for {len(self)} episodes")
         s, j = self._where[i]
@@ -448,7 +460,7 @@ class Dataset:
                 raise failed
             try:
                 shard = Shard(self.root, self.shards[s], verify=self._verify)
-            except DatasetError as err:
+            except CorruptDatasetError as err:  # damage stays; a DatasetIOError may pass
                 self._failed[s] = err
                 raise
             self._open[s] = shard
@@ -540,9 +552,11 @@ class Dataset:
         Returns a dict: ``observations`` (``stop - start + 1`` items: the one each step starts
         from plus the last next observation), ``actions``, ``rewards`` and
         ``extra_model_outputs`` (``stop - start`` items each), ``terminated`` and
-        ``truncated`` (whether the range ends the episode that way). Array columns come back
-        batched (numpy views; nested items as dicts/tuples of arrays); JSON-stored columns as
-        lists. Infos are left out (read the episode for them).
+        ``truncated`` (whether the range ends the episode that way, also where a later piece
+        without steps ended it: see ``piece_ends``). Array columns come back batched (numpy
+        views; nested items as dicts/tuples of arrays); JSON-stored columns as lists. Infos
+        are left out (read the episode for them). An episode not reset yet (no
+        observations) gives no observations.
 
         Example:
             >>> import tempfile
@@ -565,12 +579,15 @@ class Dataset:
         out: dict[str, Any] = {}
         for name, plan in plans.items():
             if name not in ("infos", EXTRAS):
-                extra = 1 if name == "observations" else 0
+                # The observation after the range (none in an episode not reset yet).
+                extra = 1 if name == "observations" and plan.size else 0
                 out[name] = plan.take(start, stop + extra)
         out[EXTRAS] = {key: plan.take(start, stop) for key, plan in plans[EXTRAS].items()}
+        if self._ends is None:
+            self._ends = piece_ends(self.summaries)
         ends = stop == summary.length
-        out["terminated"] = ends and summary.terminated
-        out["truncated"] = ends and summary.truncated
+        out["terminated"] = ends and self._ends[i][0]
+        out["truncated"] = ends and self._ends[i][1]
         return out
 
 

@@ -35,11 +35,13 @@ from typing import Any
 
 from episodes.io.errors import CorruptDatasetError, UnsafeDataError, UnsupportedVersionError
 from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, TMP_PREFIX, read_regular_file
+from episodes.io.values import decode_value, id_key
 
 __all__ = [
     "SHARDS_DIR",
     "V2",
     "ShardEntry",
+    "piece_ends",
     "read_v2_manifest",
     "remove_leftovers",
     "seal_line",
@@ -378,3 +380,32 @@ def remove_leftovers(path: Path, *, sync: bool = True) -> None:
     for child in path.iterdir():
         if child.name.startswith(TMP_PREFIX) and child.is_file():
             child.unlink()
+
+
+def piece_ends(rows: list[EpisodeRow]) -> list[tuple[bool, bool]]:
+    """Per piece, ``(terminated, truncated)``: how the episode ends where the piece's steps end.
+
+    A piece's own flags, except where a piece that is not done is followed by a piece of the
+    same id without steps, starting at its ``t``, that ended the episode (a valid layout,
+    which ``load_episode`` joins): the piece's last step is then the episode's last.
+
+    Example:
+        >>> steps = EpisodeRow("a", 0, 3, 3.0, False, False)
+        >>> end = EpisodeRow("a", 3, 3, 0.0, True, False)  # written once the episode ended
+        >>> piece_ends([steps, end, EpisodeRow("b", 0, 1, 1.0, False, False)])
+        [(True, False), (True, False), (False, False)]
+    """
+    ends = [(row.terminated, row.truncated) for row in rows]
+    enders: dict[tuple[str, int], tuple[bool, bool]] = {}
+    for row in rows:
+        if row.t == row.t_started and (row.terminated or row.truncated):
+            enders[_key(row), row.t] = (row.terminated, row.truncated)
+    if enders:  # rare: ids decoded only then
+        for i, row in enumerate(rows):
+            if not any(ends[i]) and (_key(row), row.t) in enders:
+                ends[i] = enders[_key(row), row.t]
+    return ends
+
+
+def _key(row: EpisodeRow) -> str:
+    return id_key(decode_value(row.id_, blob=None, where="manifest id"))

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 import os
 from collections import OrderedDict
 from typing import Any
@@ -36,6 +37,7 @@ from episodes.indexing import discount_factor, whole_number
 from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.shard_codec import EXTRAS
 from episodes.io.shard_reader import Dataset
+from episodes.io.shards import piece_ends
 
 __all__ = ["SequenceDataset", "TransitionDataset"]
 
@@ -46,11 +48,14 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     """Shared machinery: a reader opened lazily per process and an index of sample counts."""
 
     def __init__(self, path: str | os.PathLike[str], *, max_open_shards: int = 64):
-        self._path = os.fspath(path)
         self._max_open = max_open_shards
-        reader = Dataset(self._path, max_open_shards=max_open_shards)
+        reader = Dataset(path, max_open_shards=max_open_shards)
+        # Absolute (the reader's root): items are read lazily, in workers and after a chdir.
+        self._path = str(reader.root)
         self.lengths = np.array([s.length for s in reader.summaries], dtype=np.int64)
-        self.flags = [(s.terminated, s.truncated) for s in reader.summaries]
+        # How the episode ends after each piece's last step (a later piece without steps may
+        # have ended it).
+        self.flags = piece_ends(reader.summaries)
         counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
         self._ends = np.cumsum(counts)
         self._reader: Dataset | None = None
@@ -72,10 +77,15 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         return state
 
     def _locate(self, index: int) -> tuple[int, int]:
+        given = index
+        # True is no item 1 (nor 1.0): ints, numpy and torch integers only.
+        if isinstance(index, (bool, np.bool_)) or not hasattr(index, "__index__"):
+            raise TypeError(f"index must be an int, got {type(index).__name__} ({index!r})")
+        index = operator.index(index)
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
-            raise IndexError(f"index {index} out of range for {len(self)} items")
+            raise IndexError(f"index {given} out of range for {len(self)} items")
         episode = int(np.searchsorted(self._ends, index, side="right"))
         start = int(self._ends[episode - 1]) if episode else 0
         return episode, index - start

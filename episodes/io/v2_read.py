@@ -27,7 +27,7 @@ from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError, Unsafe
 from episodes.io.reader import DatasetInfo, summaries_of
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
-from episodes.io.values import decode_value, id_key
+from episodes.io.values import SameIds, concat_piece, decode_value, id_key
 
 __all__ = ["dataset_info_v2", "load_episode_v2", "read_episodes_v2"]
 
@@ -64,7 +64,8 @@ def read_episodes_v2(
         wanted = {id_key(x) for x in ids}
         all_ids = _ids(ds)
         selected = [i for i in selected if id_key(all_ids[i]) in wanted]
-    return ds.iter_episodes(selected, numpy=numpy)
+    same_ids = SameIds()  # one id object per NaN-holding id, so its pieces' ids are equal
+    return (same_ids.of(episode) for episode in ds.iter_episodes(selected, numpy=numpy))
 
 
 def load_episode_v2(
@@ -93,8 +94,8 @@ def load_episode_v2(
     mine.sort(key=lambda i: (ds.summaries[i].t_started, ds.summaries[i].t))
     episode = ds.episode(mine[0], numpy=numpy)
     for i in mine[1:]:
-        try:
-            episode.concat_episode(ds.episode(i, numpy=numpy))
+        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+            concat_piece(episode, ds.episode(i, numpy=numpy))
         except (AssertionError, ValueError) as err:
             raise CorruptDatasetError(
                 f"pieces of episode {id_!r} do not join at t={ds.summaries[i].t_started}: {err}"
@@ -122,7 +123,7 @@ def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
         _check_files(ds.root, shard.name, DATA_SUFFIX[shard.data_format], shard.data_size)
         _check_files(ds.root, shard.name, INDEX_SUFFIX, shard.index_size)
     info = DatasetInfo(
-        path=str(ds.root),
+        path=str(Path(path)),  # as given (the reader's root is absolute)
         version=V2,
         num_chunks=len(ds),
         num_steps=sum(e.length for e in ds.summaries),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.errors import DatasetError
+from episodes.io.errors import DatasetError, DatasetIOError
 from episodes.io.joins import PieceJoins, piece_problems
 from episodes.io.reader import iter_chunks, load_chunk
 from episodes.io.shards import is_v2
@@ -62,7 +62,8 @@ def validate_dataset(
 
     Raises:
         DatasetError: (a subclass) the dataset cannot be opened at all (not a dataset, a
-            damaged manifest); a damaged piece is a problem in the report instead.
+            damaged manifest), or the system failed a read (``DatasetIOError``: out of file
+            descriptors, an I/O error); a damaged piece is a problem in the report instead.
 
     Example:
         >>> validate_dataset("/nonexistent")
@@ -90,6 +91,8 @@ def validate_dataset(
     for i in range(report.pieces):
         try:
             report.problems += joins.check(i, read(i))
+        except DatasetIOError:
+            raise  # the system failed the read: nothing is known about the piece
         except DatasetError as err:
             if str(err) not in report.problems:  # a damaged shard refuses each of its pieces
                 report.problems.append(str(err))

@@ -31,11 +31,14 @@ from episodes.io.errors import CorruptDatasetError, UnstorableValueError
 __all__ = [
     "BlobReader",
     "BlobWriter",
+    "SameIds",
     "check_array_dtype",
     "check_code_points",
+    "concat_piece",
     "crc32_of",
     "decode_value",
     "encode_value",
+    "holds_nan",
     "id_key",
 ]
 
@@ -343,14 +346,20 @@ def id_key(id_: Any) -> str:
     """A string two episode ids share exactly when they are the same id, types included.
 
     Python's ``==`` makes ``1``, ``1.0`` and ``True`` one id; a dataset keeps them apart (they
-    are stored as different JSON values), so lookups by id compare these keys.
+    are stored as different JSON values), so lookups by id compare these keys. Writers refuse
+    numpy ids, so a numpy scalar (``np.str_``, ``np.int64``, ``np.float64``, ``np.bool_``)
+    is the Python value it holds: ``np.int64(3)`` finds the id ``3`` (not ``3.0``).
 
     Example:
         >>> id_key(1) == id_key(1.0), id_key(("a", 1)) == id_key(("a", 1))
         (False, True)
         >>> id_key({"b": 1, "a": 2}) == id_key({"a": 2, "b": 1})
         True
+        >>> id_key(np.str_("a")) == id_key("a"), id_key(np.int64(3)) == id_key(3.0)
+        (True, False)
     """
+    if isinstance(id_, (np.bool_, np.integer, np.floating, np.str_)):
+        id_ = id_.item()  # stored ids are never numpy values: look numpy scalars up as Python's
     if isinstance(id_, tuple):
         return "(" + ",".join(id_key(item) for item in id_) + ")"
     if isinstance(id_, list):
@@ -359,3 +368,83 @@ def id_key(id_: Any) -> str:
         pairs = sorted(id_key(k) + ":" + id_key(v) for k, v in id_.items())
         return "{" + ",".join(pairs) + "}"
     return f"{type(id_).__name__}:{id_!r}"
+
+
+class SameIds:
+    """Gives the pieces of an episode whose id holds a NaN one id object (the first seen).
+
+    Two NaNs read from two pieces are two objects, so a dict keyed by id (a replay buffer's)
+    would tell the pieces apart. One object finds them as one: dicts and tuple comparisons
+    check identity first (a bare NaN still fails ``==`` with itself: see
+    :func:`concat_piece`). Other ids already compare equal and are left alone, so nothing is
+    held for them.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> same = SameIds()
+        >>> a = SingleAgentEpisode(("x", float("nan")), observations=[0])
+        >>> b = SingleAgentEpisode(("x", float("nan")), observations=[0])
+        >>> a.id_ == b.id_, same.of(a).id_ == same.of(b).id_
+        (False, True)
+    """
+
+    def __init__(self) -> None:
+        self._first: dict[str, Any] = {}
+
+    def of(self, piece: Any) -> Any:
+        """``piece``, its id replaced by the first equal one seen if the id holds a NaN.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> SameIds().of(SingleAgentEpisode("a", observations=[0])).id_
+            'a'
+        """
+        if holds_nan(piece.id_):
+            piece.id_ = self._first.setdefault(id_key(piece.id_), piece.id_)
+        return piece
+
+
+def holds_nan(value: Any) -> bool:
+    """Whether a JSON-like value (an id) is or contains a float NaN.
+
+    Example:
+        >>> holds_nan(("a", float("nan"))), holds_nan({"k": [1.0]})
+        (True, False)
+    """
+    if isinstance(value, float):
+        return value != value
+    if isinstance(value, (tuple, list)):
+        return any(holds_nan(item) for item in value)
+    if isinstance(value, dict):
+        return any(holds_nan(k) or holds_nan(v) for k, v in value.items())
+    return False
+
+
+def concat_piece(episode: Any, piece: Any) -> None:
+    """``episode.concat_episode(piece)`` for two pieces of one stored id (one ``id_key``).
+
+    ``concat_episode`` compares ids with ``!=``, which a NaN id fails even against itself;
+    such pieces are joined under one stand-in id, and the episode gets its own id back.
+
+    Raises:
+        AssertionError: What ``concat_episode`` raises for pieces that do not join.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> nan = float("nan")
+        >>> ep = SingleAgentEpisode(nan, observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> nxt = SingleAgentEpisode(nan, observations=[1, 2], actions=[0], rewards=[1.0],
+        ...                          t_started=1, len_lookback_buffer=0)
+        >>> concat_piece(ep, nxt); len(ep), ep.id_ is nan
+        (2, True)
+    """
+    own = episode.id_
+    if not holds_nan(own):
+        episode.concat_episode(piece)
+        return
+    episode.id_ = piece.id_ = object()  # equal to itself, as no NaN is
+    try:
+        episode.concat_episode(piece)
+    finally:
+        episode.id_ = piece.id_ = own
