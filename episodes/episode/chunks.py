@@ -9,13 +9,10 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
-
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode.fields import FIELDS
 from episodes.indexing import as_int
-from episodes.spaces import batch_in_space
-from episodes.structs import data_equal
+from episodes.spaces import equal_in_space
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
@@ -246,9 +243,7 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     first_of_other = other.observations.get(0)
     last_of_mine = episode.observations.get(-1)
     space = episode.observation_space or other.observation_space
-    if not data_equal(first_of_other, last_of_mine) and not _equal_in_space(
-        first_of_other, last_of_mine, space
-    ):
+    if not equal_in_space(first_of_other, last_of_mine, space):
         raise AssertionError(
             "cannot concat: other's first observation differs from self's last observation"
         )
@@ -261,20 +256,6 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         episode._last_step_time = other._last_step_time
         if episode._start_time is None:
             episode._start_time = other._start_time
-
-
-def _equal_in_space(a: Any, b: Any, space: gym.Space[Any] | None) -> bool:
-    """Whether two items are equal once their space has said where the leaves are.
-
-    A Box item given as a list is a row (a numpy'd chunk holds it as an array), which
-    ``data_equal`` would read as structure.
-    """
-    if space is None:
-        return False
-    try:
-        return data_equal(batch_in_space([a], space), batch_in_space([b], space))
-    except ValueError:
-        return False
 
 
 def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:

@@ -27,17 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-
 from episodes.episode import SingleAgentEpisode
 from episodes.io.reader import iter_chunks
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import is_v2
 from episodes.io.values import concat_piece, decode_value, id_key
-from episodes.spaces import batch_in_space
-from episodes.structs import data_equal, flatten
+from episodes.spaces import equal_in_space
+from episodes.structs import flatten
 
-__all__ = ["PieceJoins", "manifest_pieces", "observations_equal", "piece_problems"]
+__all__ = ["PieceJoins", "manifest_pieces", "piece_problems"]
 
 PathLike = str | os.PathLike[str]
 Piece = tuple[Any, int, int, bool]
@@ -147,30 +145,6 @@ def _columns_of(piece: SingleAgentEpisode) -> tuple[Any, ...]:
             leaves, structure = flatten(store.window(0, 0))
             out.append((name, repr(structure), [(x.dtype.str, x.shape[1:]) for x in leaves]))
     return tuple(out)
-
-
-def observations_equal(a: Any, b: Any, space: gym.Space[Any] | None) -> bool:
-    """Whether two observations are equal as ``concat_episode`` compares them at a join.
-
-    Leaf-wise with NaNs equal; failing that, once ``space`` has said where the leaves are: a
-    Box item given as a list (a list-mode piece) is one row, as a numpy'd piece holds it.
-
-    Example:
-        >>> import numpy as np
-        >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float64)
-        >>> observations_equal([0.0, 1.0], np.float64([0.0, 1.0]), None)
-        False
-        >>> observations_equal([0.0, 1.0], np.float64([0.0, 1.0]), box)
-        True
-    """
-    if data_equal(a, b):
-        return True
-    if space is None:
-        return False
-    try:
-        return data_equal(batch_in_space([a], space), batch_in_space([b], space))
-    except ValueError:  # the items do not fit the space: not equal in it
-        return False
 
 
 def _last_step(piece: SingleAgentEpisode) -> SingleAgentEpisode:
@@ -298,7 +272,7 @@ class PieceJoins:
             )
             return own
         space = shell.observation_space or piece.observation_space
-        if not observations_equal(piece.observations.get(0), shell.observations.get(-1), space):
+        if not equal_in_space(piece.observations.get(0), shell.observations.get(-1), space):
             problems.append(
                 f"episode {id_!r}: piece at t={t} does not start with its predecessor's last "
                 "observation"

@@ -8,6 +8,7 @@ from episodes.spaces.stacking import (
     UNSTACKABLE_SPACES,
     batch_in_space,
     batch_with_layout,
+    equal_in_space,
     find_space_kind,
     unstackable_space,
 )
@@ -17,6 +18,7 @@ __all__ = [
     "batch",
     "batch_in_space",
     "batch_with_layout",
+    "equal_in_space",
     "filler_batch",
     "filler_item",
     "find_space_kind",

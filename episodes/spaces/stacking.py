@@ -22,11 +22,13 @@ import gymnasium.spaces as gs
 import numpy as np
 
 from episodes.spaces.batching import batch
+from episodes.structs import data_equal
 
 __all__ = [
     "UNSTACKABLE_SPACES",
     "batch_in_space",
     "batch_with_layout",
+    "equal_in_space",
     "find_space_kind",
     "unstackable_space",
 ]
@@ -62,6 +64,32 @@ def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
     if len(items) == 0:
         return batch(items, space=space)
     return _batch(space, items)
+
+
+def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
+    """Whether two items are equal leaf-wise (NaNs equal), the space saying where leaves are.
+
+    How ``concat_episode`` compares the observation at a join (and the dataset validator with
+    it): a Box item given as a list (a list-mode chunk) is one row, as a numpy'd chunk holds
+    it, which ``data_equal`` alone would read as structure. Items that do not fit the space
+    are not equal in it.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float64)
+        >>> equal_in_space([0.0, 1.0], np.float64([0.0, 1.0]), None)
+        False
+        >>> equal_in_space([0.0, 1.0], np.float64([0.0, 1.0]), box)
+        True
+    """
+    if data_equal(a, b):
+        return True
+    if space is None:
+        return False
+    try:
+        return data_equal(batch_in_space([a], space), batch_in_space([b], space))
+    except ValueError:
+        return False
 
 
 def batch_with_layout(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
@@ -149,8 +177,10 @@ def _(space: gs.Space[Any], items: SequenceABC[Any]) -> Any:
 def _(space: gs.Text, items: SequenceABC[Any]) -> Any:
     if not all(isinstance(item, str) for item in items):
         return batch(items)
-    # Width from the space, not the items: a later string up to max_length must fit.
-    return np.array(items, dtype=f"<U{max(space.max_length, 1)}")
+    # Width from the space, not the items: a later string up to max_length must fit. A longer
+    # item (list mode does not check spaces) widens it rather than being cut.
+    width = max(space.max_length, 1, *(len(item) for item in items))
+    return np.array(items, dtype=f"<U{width}")
 
 
 @_batch.register

@@ -118,3 +118,16 @@ def test_mixed_dict_keys_are_a_value_error_naming_the_column():
     with pytest.raises(ValueError, match="observations cannot be stacked"):
         ep.to_numpy()
     assert not ep.is_numpy
+
+
+def test_to_numpy_keeps_a_list_mode_string_longer_than_its_text_space():
+    # List mode checks no space, so a longer string may be there; to_numpy must not cut it
+    # (getters give the same values before and after).
+    ep = SingleAgentEpisode(
+        observation_space=gym.spaces.Text(3), action_space=gym.spaces.Discrete(2)
+    )
+    ep.add_env_reset("ab")
+    ep.add_env_step("abcdef", 0, 1.0)
+    before = ep.get_observations()
+    ep.to_numpy()
+    assert ep.get_observations().tolist() == before == ["ab", "abcdef"]
