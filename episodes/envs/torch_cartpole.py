@@ -73,6 +73,9 @@ class TorchCartPole(gym.vector.VectorEnv):
         )
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
         self._generator = torch.Generator(device=self.device)
+        # Fresh entropy, as gymnasium's first reset(seed=None) draws: a new generator's fixed
+        # default seed would give every unseeded env the same episodes.
+        self._generator.seed()
         self._state = torch.zeros((self.num_envs, 4), device=self.device)
         self._steps = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
         self._needs_reset = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
@@ -84,7 +87,9 @@ class TorchCartPole(gym.vector.VectorEnv):
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Resets every sub-env; ``seed`` seeds the env's generator.
+        """Resets every sub-env; ``seed`` seeds the env's generator (None: it continues).
+
+        The generator starts from fresh entropy, so unseeded envs differ (as gymnasium's).
 
         Example:
             >>> env = TorchCartPole(2)

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from episodes.runner.blocks import Blocks, Column
+from episodes.runner.policy import check_numpy_dtype
 from episodes.structs import flatten, map_batch, unflatten
 
 __all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host", "to_host_all"]
@@ -93,6 +94,28 @@ def to_host_all(items: list[Any]) -> list[Any]:
     return [rebuild(item) for item in items]
 
 
+def _promoted(a: torch.dtype, b: torch.dtype) -> torch.dtype:
+    """The dtype numpy's ``result_type`` gives the two dtypes' numpy equivalents, as torch's.
+
+    torch's own promotion keeps a float dtype's width (int64 and float32 give float32, which
+    rounds ints beyond 2**24); the host columns promote as numpy does. A dtype numpy lacks
+    (bfloat16) counts as float32, which holds all its values.
+
+    Example:
+        >>> _promoted(torch.int64, torch.float32), _promoted(torch.int32, torch.bfloat16)
+        (torch.float64, torch.float64)
+    """
+
+    def numpy_of(dtype: torch.dtype) -> np.dtype[Any]:
+        try:
+            return torch.empty(0, dtype=dtype).numpy().dtype
+        except TypeError:
+            return np.dtype(np.float32) if dtype.is_floating_point else np.dtype(np.complex64)
+
+    wide = np.result_type(numpy_of(a), numpy_of(b))
+    return torch.from_numpy(np.empty(0, wide)).dtype
+
+
 class TensorColumn(Column):
     """A :class:`~episodes.runner.blocks.Column` of ``[rows, num_envs, ...]`` torch tensors.
 
@@ -118,13 +141,7 @@ class TensorColumn(Column):
         leaves, structure = flatten(batch)
         tensors = [torch.as_tensor(leaf, device=device) for leaf in leaves]
         for tensor in tensors:
-            try:  # chunks are numpy'd episodes: each leaf needs a numpy dtype
-                torch.empty(0, dtype=tensor.dtype).numpy()
-            except TypeError:
-                raise ValueError(
-                    f"a torch env or policy gave {tensor.dtype} values, which have no numpy "
-                    "dtype for the episodes: cast them (float32) before they are recorded"
-                ) from None
+            check_numpy_dtype(tensor)  # chunks are numpy'd episodes: each leaf needs a dtype
         return cls(
             [torch.empty((rows, *t.shape), dtype=t.dtype, device=t.device) for t in tensors],
             structure,
@@ -163,18 +180,30 @@ class TensorColumn(Column):
         )
 
     def widened(self, j: int, value: Any) -> Any:
-        """:meth:`Column.widened` with torch's type promotion.
+        """:meth:`Column.widened` on the device: decided by the dtypes alone.
+
+        The host's rule looks at the values (floats are rounded into a float leaf whose range
+        holds them); here that look would wait for the device. So real values (bool, int,
+        float) written into a float leaf are rounded into its dtype, and values beyond its
+        range become ``inf`` (the host widens the leaf instead); an episode's observations
+        keep one dtype in every chunk that way. Other pairs (floats after ints, wider ints)
+        widen the leaf as numpy's type promotion does, which is the host's (int64 then
+        float32 gives float64, keeping every int64 value that float32 would round).
 
         Example:
             >>> col = TensorColumn.for_batch(torch.zeros(2, dtype=torch.int64), rows=2)
             >>> col.put(0, torch.tensor([0.5, 1.5])); col.leaves[0].dtype
-            torch.float32
+            torch.float64
+            >>> col = TensorColumn.for_batch(torch.zeros(2), rows=2)  # float32
+            >>> col.put(0, torch.tensor([0.5, 1e300], dtype=torch.float64))
+            >>> col.leaves[0].dtype, col.leaves[0][0].tolist()
+            (torch.float32, [0.5, inf])
         """
         leaf: torch.Tensor = self.leaves[j]
-        dtype = torch.as_tensor(value).dtype
-        # Without the host's rounding rule: checking the values' range would wait for the
-        # device, so any wider dtype widens the column.
-        wide = torch.promote_types(leaf.dtype, dtype)
+        dtype = value.dtype if isinstance(value, torch.Tensor) else torch.as_tensor(value).dtype
+        if dtype == leaf.dtype or (leaf.dtype.is_floating_point and not dtype.is_complex):
+            return leaf
+        wide = _promoted(leaf.dtype, dtype)
         if wide != leaf.dtype:
             leaf = self.leaves[j] = leaf.to(wide)
         return leaf
@@ -380,16 +409,19 @@ class DeviceBlocks(Blocks):
         )
 
     def match_finals(self) -> None:
-        """Gives the observation and final-observation leaves one dtype, the wider of the two.
+        """Gives the observation and final-observation leaves one dtype.
 
         An episode's final observation joins its other observations (a chunk's column, a
-        bootstrap batch): a final observation of a wider dtype widens the observation block,
-        as a wider observation widens the finals, by :meth:`TensorColumn.widened`'s rule (no
-        look at the values, which would wait for the device). Compares dtypes only.
+        bootstrap batch). Float finals are rounded into a float observation leaf when written
+        (:meth:`TensorColumn.widened`: a float64 ``final_obs`` of float32 observations keeps
+        the block float32, so an episode's chunks keep one dtype); what still differs here is
+        a leaf one of them widened from ints, which then widens the other the same way.
+        Compares dtypes only (no look at the values, which would wait for the device).
 
         Example:
-            >>> blocks = DeviceBlocks.allocate(torch.zeros(2), rows=2, with_finals=True)
-            >>> blocks.finals.put(0, torch.zeros(2, dtype=torch.float64))
+            >>> blocks = DeviceBlocks.allocate(torch.zeros(2, dtype=torch.int64), rows=2,
+            ...                                with_finals=True)
+            >>> blocks.finals.put(0, torch.tensor([0.5, 1.5]))
             >>> blocks.match_finals(); blocks.obs.leaves[0].dtype, blocks.finals.leaves[0].dtype
             (torch.float64, torch.float64)
         """

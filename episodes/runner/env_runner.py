@@ -17,7 +17,7 @@ from episodes.runner.policy import check_outputs, check_shapes, output_shapes
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
-from episodes.structs import flatten
+from episodes.structs import flatten, unflatten
 
 __all__ = ["EnvRunner", "autoreset_mode_of"]
 
@@ -71,7 +71,7 @@ class EnvRunner:
         initial_state: ``initial_state(num_envs) -> state`` for a recurrent policy; taken from
             ``policy.initial_state`` when the policy has one. None: feed-forward.
         state_batch_axis: The env axis of every state leaf (0 for ``[N, H]``; 1 for torch RNN
-            states ``[num_layers, N, H]``).
+            states ``[num_layers, N, H]``); an int.
         seed: Seed of the first ``env.reset``.
         numpy_episodes: Return numpy'd chunks (False: list-mode chunks, which the converter
             reads through its general path once one is built).
@@ -85,6 +85,7 @@ class EnvRunner:
 
     Raises:
         ValueError: A negative ``len_lookback_buffer`` or an unknown ``window``.
+        TypeError: ``state_batch_axis`` is not an int (a bool, a float, a string).
 
     Example:
         >>> import gymnasium as gym
@@ -132,12 +133,13 @@ class EnvRunner:
         if initial_state is None:
             initial_state = getattr(policy, "initial_state", None)
         self._initial_state = initial_state
-        self.state_batch_axis = int(state_batch_axis)
+        self.state_batch_axis = _axis(state_batch_axis)
         self.seed = seed
         self.numpy_episodes = numpy_episodes
         self.metrics = RunnerMetrics()
         self._obs: Any = None
         self.state: Any = None
+        self._state_layout: _StateLayout | None = None  # what every returned state must match
         self._output_keys: tuple[str, ...] | None = None  # the policy's extra outputs
         self._output_key_set: frozenset[str] = frozenset()
         self._output_shapes: dict[str | None, Any] = {}
@@ -226,9 +228,10 @@ class EnvRunner:
             # Kept in locals until the recorder has begun: a refused first call (a torch env
             # in disabled mode, a size that cannot be allocated) leaves the runner unstarted,
             # and the next call resets the env again instead of losing the reset's infos.
+            layout = None
             state = None if self._initial_state is None else self._initial_state(self.num_envs)
-            if state is not None:
-                _check_state_axis(state, self.num_envs, self.state_batch_axis)
+            if self._initial_state is not None:
+                layout = _StateLayout.of(state, self.num_envs, self.state_batch_axis)
             obs, reset_infos = self.env.reset(seed=self.seed)
             if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
                 recorder = _device_recorder(
@@ -240,6 +243,7 @@ class EnvRunner:
                 )
             recorder.begin(num_steps, obs, reset_infos)
             self._recorder, self._obs, self.state = recorder, obs, state
+            self._state_layout = layout
         else:
             recorder.begin(num_steps, self._obs, None)
         vector_steps = 0
@@ -281,6 +285,9 @@ class EnvRunner:
             actions, extras = self.policy(self._obs)
         else:
             actions, extras, state = self.policy(self._obs, self.state)
+            layout = self._state_layout
+            assert layout is not None
+            layout.check(state)  # before the env steps: a reset pairs its leaves with fresh ones
             # Kept as data: a state that carries the policy's autograd graph would chain every
             # step's graph (and observations) to the next, across calls, without bound.
             self.state = _detached(state)
@@ -306,26 +313,120 @@ class EnvRunner:
             self.state = self._reset_state(self.state, started)
 
     def _reset_state(self, state: Any, mask: Any) -> Any:
+        """The state with the started sub-envs' entries taken from a fresh ``initial_state``.
+
+        Leaf by leaf, in the structure the policy returned (``initial_state`` may give a
+        namedtuple where the policy returns a tuple: :class:`_StateLayout` checked that the
+        leaves pair up). Tensor leaves under a device mask are picked on the device (no sync);
+        other leaves by the mask's rows on the host (one copy of a device mask per step, which
+        only a policy keeping numpy state on a tensor env pays).
+        """
         assert self._initial_state is not None
         fresh = self._initial_state(self.num_envs)
-        if _holds_tensors(mask):
-            return _where_started(state, fresh, mask, self.state_batch_axis)
-        rows = [int(i) for i in np.flatnonzero(mask)]
+        olds, structure = flatten(state)
+        news = flatten(fresh)[0]
+        if len(news) != len(olds):
+            raise ValueError(
+                f"initial_state gave {len(news)} state leaves, the policy's state has "
+                f"{len(olds)}: a reset takes a sub-env's entries from initial_state"
+            )
+        axis = self.state_batch_axis
+        on_device = _is_tensor(mask)
+        rows: list[int] | None = None
+        out = []
+        for old, new in zip(olds, news):
+            if on_device and _is_tensor(old):
+                out.append(_where_started(old, new, mask, axis))
+                continue
+            if rows is None:
+                host = mask.detach().cpu().numpy() if on_device else mask
+                rows = [int(i) for i in np.flatnonzero(host)]
+            out.append(_with_rows(old, new, rows, axis))
+        return unflatten(structure, out)
 
-        def reset_leaf(old: Any, new: Any) -> Any:
-            # Copy first: the policy may still hold (or have logged) the state it returned.
-            out = old.clone() if hasattr(old, "clone") else np.array(old, copy=True)
-            where = (slice(None),) * (self.state_batch_axis % out.ndim) + (rows,)  # -1 too
-            out[where] = new[where]
-            return out
 
-        return tree.map_structure(reset_leaf, state, fresh)
+class _StateLayout:
+    """The leaf shapes of a recurrent policy's first state, which every later state repeats.
+
+    A reset pairs the state's leaves with a fresh ``initial_state``'s, leaf by leaf: a state
+    whose leaves differ in number or shape is refused before the env steps (a containers'
+    type may differ: a namedtuple and a tuple hold the same leaves).
+    """
+
+    __slots__ = ("shapes", "structure")
+
+    def __init__(self, shapes: list[tuple[int, ...]], structure: Any):
+        self.shapes = shapes
+        self.structure = structure
+
+    @classmethod
+    def of(cls, state: Any, num_envs: int, axis: int) -> _StateLayout:
+        """Checks a first state (leaves with ``num_envs`` entries along ``axis``); its layout."""
+        if state is None:
+            raise ValueError(
+                "initial_state returned None: a recurrent policy's state is an array/tensor or "
+                "a tuple/dict of them, with one entry per sub-env (the runner resets a "
+                "sub-env's entries when it starts an episode); a policy without a state is "
+                "a feed-forward policy(obs) -> (actions, extras)"
+            )
+        leaves, structure = flatten(state)
+        _check_state_axis(leaves, num_envs, axis)
+        return cls([_shape(leaf) for leaf in leaves], structure)
+
+    def check(self, state: Any) -> None:
+        """Raises a ``ValueError`` when ``state``'s leaves differ from the first state's."""
+        if self.structure is None and getattr(state, "shape", None) == self.shapes[0]:
+            return  # the usual single array or tensor: one comparison per step
+        leaves, structure = flatten(state)
+        shapes = [_shape(leaf) for leaf in leaves]
+        same = shapes == self.shapes
+        if same and structure is not None and self.structure is not None:
+            try:  # dict keys must match too; container types may differ
+                tree.assert_same_structure(structure, self.structure, check_types=False)
+            except (TypeError, ValueError):
+                same = False
+        if not same:
+            raise ValueError(
+                f"the policy returned a state of leaf shapes {shapes}, initial_state's are "
+                f"{self.shapes}: every step's state holds the same leaves (a sub-env's reset "
+                "takes its entries from initial_state, leaf by leaf)"
+            )
 
 
-def _check_state_axis(state: Any, num_envs: int, axis: int) -> None:
+def _axis(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"state_batch_axis must be an int, got {value!r}")
+    return int(value)
+
+
+def _shape(leaf: Any) -> tuple[int, ...]:
+    return tuple(getattr(leaf, "shape", None) or np.shape(leaf))
+
+
+def _is_tensor(value: Any) -> bool:
+    return type(value).__module__.startswith("torch")
+
+
+def _with_rows(old: Any, new: Any, rows: list[int], axis: int) -> Any:
+    """A copy of ``old`` with entries ``rows`` along ``axis`` taken from ``new`` (on the host)."""
+    # Copied first: the policy may still hold (or have logged) the state it returned.
+    tensor = _is_tensor(old)
+    out = old.clone() if tensor else np.array(old, copy=True)
+    if not rows:
+        return out
+    if tensor and not _is_tensor(new):
+        new = old.new_tensor(np.asarray(new))
+    elif not tensor and _is_tensor(new):
+        new = new.detach().cpu().numpy()
+    where = (slice(None),) * (axis % out.ndim) + (rows,)  # -1 too
+    out[where] = new[where]
+    return out
+
+
+def _check_state_axis(leaves: list[Any], num_envs: int, axis: int) -> None:
     """Every state leaf must hold one entry per sub-env along ``axis`` (reset picks by it)."""
-    for leaf in flatten(state)[0]:
-        shape = tuple(getattr(leaf, "shape", np.shape(leaf)))
+    for leaf in leaves:
+        shape = _shape(leaf)
         if not -len(shape) <= axis < len(shape) or shape[axis] != num_envs:
             raise ValueError(
                 f"a recurrent state leaf of shape {shape} has no axis {axis} of {num_envs} "
@@ -359,12 +460,12 @@ def _device_recorder(
     return DeviceRecorder(num_envs, mode, lookback, metrics, vector_steps=vector_steps)
 
 
-def _where_started(state: Any, fresh: Any, mask: Any, axis: int) -> Any:
-    """The state with the started envs' entries taken from ``fresh``, on the device (no sync)."""
-
-    def reset_leaf(old: Any, new: Any) -> Any:
-        shape = [1] * old.dim()
-        shape[axis] = -1
-        return new.where(mask.reshape(shape), old)
-
-    return tree.map_structure(reset_leaf, state, fresh)
+def _where_started(old: Any, new: Any, mask: Any, axis: int) -> Any:
+    """A state leaf with the started envs' entries taken from ``new``, on the device (no sync)."""
+    if not _is_tensor(new) or new.device != old.device:
+        new = old.new_tensor(np.asarray(new)) if not _is_tensor(new) else new.to(old.device)
+    if mask.device != old.device:
+        mask = mask.to(old.device)
+    shape = [1] * old.dim()
+    shape[axis] = -1
+    return new.where(mask.reshape(shape), old)

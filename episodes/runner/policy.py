@@ -9,7 +9,7 @@ import numpy as np
 
 from episodes.structs import map_batch
 
-__all__ = ["Policy", "RandomPolicy", "RecurrentPolicy", "check_outputs"]
+__all__ = ["Policy", "RandomPolicy", "RecurrentPolicy", "check_numpy_dtype", "check_outputs"]
 
 
 @runtime_checkable
@@ -103,7 +103,8 @@ def check_outputs(
     """Checks a policy's outputs against the sub-envs and the keys it returned before.
 
     Every leaf of ``actions`` and of each extra output must be a batch with one entry per
-    sub-env, and the extra outputs' keys may not change once recorded (an episode's columns
+    sub-env whose dtype numpy has (a torch ``bfloat16`` has none: the episodes are numpy),
+    and the extra outputs' keys may not change once recorded (an episode's columns
     run the whole episode: a key that appears later has no values for the earlier steps).
 
     Args:
@@ -116,7 +117,8 @@ def check_outputs(
         The keys, sorted.
 
     Raises:
-        ValueError: A batch of the wrong length, or keys that changed; nothing is recorded.
+        ValueError: A batch of the wrong length or without a numpy dtype, or keys that
+            changed; nothing is recorded.
 
     Example:
         >>> check_outputs(np.zeros(2), {"vf_preds": np.zeros(2)}, 2, None)
@@ -146,7 +148,34 @@ def check_outputs(
                     f"the policy's {name} must hold one entry per sub-env ({num_envs}) along "
                     f"the first axis, got shape {shape}"
                 )
+            check_numpy_dtype(leaf)
     return tuple(sorted(extras))
+
+
+def check_numpy_dtype(value: Any) -> None:
+    """Raises a ``ValueError`` for a torch tensor whose dtype numpy lacks (``bfloat16``).
+
+    Recorded values become numpy episodes: such a tensor could not be, and without this
+    check numpy's bare ``TypeError`` would come only after the env stepped.
+
+    Example:
+        >>> import torch
+        >>> check_numpy_dtype(torch.zeros(2)); check_numpy_dtype(np.zeros(2))
+        >>> check_numpy_dtype(torch.zeros(2, dtype=torch.bfloat16))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: a torch env or policy gave torch.bfloat16 values, which have no numpy ...
+    """
+    if not type(value).__module__.startswith("torch"):  # without importing torch
+        return
+    import torch  # already imported by whoever made the tensor
+
+    try:
+        torch.empty(0, dtype=value.dtype).numpy()
+    except TypeError:
+        raise ValueError(
+            f"a torch env or policy gave {value.dtype} values, which have no numpy dtype for "
+            "the episodes: cast them (float32) before they are recorded"
+        ) from None
 
 
 def output_shapes(actions: Any, extras: dict[str, Any]) -> dict[str | None, Any]:

@@ -45,6 +45,7 @@ from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.infos import FINAL_KEYS, env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.policy import check_numpy_dtype
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
 from episodes.structs import flatten, map_batch
 
@@ -93,6 +94,11 @@ def host_array(value: Any) -> np.ndarray:
     detach = getattr(value, "detach", None)
     if detach is not None and hasattr(value, "cpu"):  # a torch tensor, without importing torch
         value = detach().cpu()
+        try:
+            return np.asarray(value)
+        except TypeError:  # a later step's bfloat16 (the first is refused before env.step)
+            check_numpy_dtype(value)
+            raise
     return np.asarray(value)
 
 

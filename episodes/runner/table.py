@@ -116,10 +116,13 @@ class Recording:
         return first if bool((self.window == expected).all()) else None
 
     def dead_cells(self) -> Any:
-        """``[T, N]`` bool, True where the window holds no transition; None when it has none.
+        """``[T, N]`` bool, True where the window holds no transition; see below for None.
 
         Only a window of vector steps (``vector_steps``) can hold such cells: the next-step
-        reset steps. A numpy array, or a tensor on the env's device for device recordings.
+        reset steps; other windows give None. A host recording gives a numpy array, or None
+        when the window has no such cell; a device recording always gives its mask, a bool
+        tensor on the env's device (all False when no cell is dead: asking the device whether
+        any is set would wait for it).
 
         Example:
             >>> import gymnasium as gym

@@ -147,13 +147,13 @@ def test_device_final_observation_of_another_dtype_shares_the_observation_dtype(
     chunks = EnvRunner(TorchSameStep(), torch_policy, seed=0).sample(3)
     assert chunks.recording.device is not None
     dtypes = {str(c.get_observations().dtype) for c in chunks}
-    assert len(dtypes) == 1  # the finals widened the block (no look at the values on a device)
+    assert len(dtypes) == 1  # the finals are rounded into the block (no look at the values)
     fast = episodes_to_rollout(chunks, gamma=0.9, value_fn=value_fn)  # crashed: Float vs Double
     general = episodes_to_rollout(list(chunks), gamma=0.9, value_fn=value_fn)
     assert torch.equal(fast.storage.rewards, general.storage.rewards)
 
 
-def test_device_widening_for_final_observations_never_waits_for_the_device():
+def test_device_rounding_of_final_observations_never_waits_for_the_device():
     runner = EnvRunner(TorchSameStep(4), torch_policy, seed=0)
     runner.sample(1)  # allocation; the first finals arrive while counting
     recorder = runner._recorder  # noqa: SLF001 - the test watches the recorder's steps
@@ -163,7 +163,7 @@ def test_device_widening_for_final_observations_never_waits_for_the_device():
         while recorder.row - recorder._begin_row < 4:  # noqa: SLF001
             runner._step()  # noqa: SLF001
     assert counter.calls == []
-    assert recorder.device_blocks.obs.leaves[0].dtype == torch.float64
+    assert recorder.device_blocks.obs.leaves[0].dtype == torch.float32  # finals rounded in
     assert sum(recorder.finish().chunk_lengths()) == 4 * 4
 
 
