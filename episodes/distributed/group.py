@@ -20,10 +20,12 @@ its slot. What was returned before stays valid: returned objects belong to the c
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,8 @@ class RunnerGroup:
 
     Raises:
         ImportError: Ray is not installed.
+        ValueError: ``num_runners`` or ``max_consecutive_failures`` not an int >= 1 (floats
+            refused, not truncated), ``start_timeout_s`` not None or seconds >= 0.
         RuntimeError: An actor failed to start (the factories raised).
 
     Example:
@@ -118,12 +122,11 @@ class RunnerGroup:
         start_timeout_s: float | None = 300.0,
         shared_memory: bool = True,
     ):
-        if isinstance(num_runners, bool) or int(num_runners) < 1:
-            raise ValueError(f"num_runners must be an int >= 1, got {num_runners!r}")
-        if int(max_consecutive_failures) < 1:
-            raise ValueError("max_consecutive_failures must be >= 1")
+        # Checked before any actor starts (refused, nothing is left running).
+        self.num_runners = whole_number(num_runners, "num_runners", 1)
+        self._max_failures = whole_number(max_consecutive_failures, "max_consecutive_failures", 1)
+        start_timeout_s = _timeout(start_timeout_s, "start_timeout_s")
         self._ray = require_ray()
-        self.num_runners = int(num_runners)
         self.seed = seed
         self._env_factory = env_factory
         self._policy_factory = policy_factory
@@ -141,7 +144,6 @@ class RunnerGroup:
             _create_dataset(self._writer)
         options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0, **(actor_options or {})}
         self._actor_cls = self._ray.remote(RunnerActor).options(**options)
-        self._max_failures = int(max_consecutive_failures)
         self.metrics = GroupMetrics()
         self.weights_version = -1
         self._weights_ref: Any = None
@@ -368,6 +370,10 @@ class RunnerGroup:
         Returns:
             The finished requests (possibly none), lost ones in ``.lost``.
 
+        Raises:
+            ValueError: A ``num_steps`` the runners would refuse, a ``timeout_s`` not None
+                or seconds >= 0 (checked before a broadcast or a launch).
+
         Example:
             >>> import gymnasium as gym, ray
             >>> from episodes.runner import RandomPolicy
@@ -383,6 +389,8 @@ class RunnerGroup:
         """
         self._check_running()
         num_steps = whole_number(num_steps, "num_steps", self._least_num_steps)
+        # Before the broadcast and the launches: a refused call starts nothing.
+        timeout_s = _timeout(timeout_s, "timeout_s")
         if weights is not None:
             self.set_weights(weights)
         if launch:
@@ -619,6 +627,16 @@ class RunnerGroup:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _timeout(value: Any, what: str) -> float | None:
+    """``value`` as seconds to wait (None, or infinity: no limit), else a ``ValueError``."""
+    # numbers.Real takes numpy's ints and floats; NaN fails ">= 0".
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, Real) or not float(value) >= 0
+    ):
+        raise ValueError(f"{what} must be None or a number of seconds >= 0, got {value!r}")
+    return None if value is None or math.isinf(value) else float(value)
 
 
 def _create_dataset(spec: WriterSpec) -> None:

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodes.distributed.sample import RunnerSample, merge_runner_metrics
+from episodes.indexing import whole_number
 
 __all__ = ["GroupMetrics"]
 
 MAX_ERRORS = 10
+#: Runner metrics kept apart before the older ones are merged into one.
+MAX_PARTS = 64
 
 
 @dataclass
@@ -34,7 +37,12 @@ class GroupMetrics:
         num_shared_memory_samples: Arrived samples whose arrays came through shared memory
             (the rest came through Ray's object store).
         errors: The latest failures, as text (at most 10).
-        runner_metrics: The arrived samples' runner metrics, in arrival order.
+        runner_metrics: The arrived samples' runner metrics, in arrival order; past 64 of
+            them the older ones are merged into one entry (:func:`merge_runner_metrics`,
+            listing the latest ``max_listed``), so a loop that never reduces stays bounded.
+        max_listed: :meth:`reduce` lists the returns and lengths of the latest this many
+            episodes (an int >= 0; 100,000 as ``RunnerMetrics``); ``num_episodes`` and the
+            means cover every one. Kept by a reset.
 
     Example:
         >>> m = GroupMetrics()
@@ -51,6 +59,10 @@ class GroupMetrics:
     num_shared_memory_samples: int = 0
     errors: list[str] = field(default_factory=list)
     runner_metrics: list[dict[str, Any]] = field(default_factory=list)
+    max_listed: int = 100_000
+
+    def __post_init__(self) -> None:
+        self.max_listed = whole_number(self.max_listed, "max_listed", 0)
 
     def add_sample(self, sample: RunnerSample, *, shared_memory: bool = False) -> None:
         """Counts one arrived sample (``shared_memory``: its arrays came that way).
@@ -68,6 +80,9 @@ class GroupMetrics:
         self.num_shared_memory_samples += bool(shared_memory)
         self.num_env_steps += sample.env_steps
         self.runner_metrics.append(sample.metrics)
+        if len(self.runner_metrics) > MAX_PARTS:
+            # Merged now and then (amortized): one dict per sample would grow without end.
+            self.runner_metrics = [self._merged()]
 
     def add_lost(self, *, num_env_steps: int, error: str) -> None:
         """Counts one lost request.
@@ -86,8 +101,9 @@ class GroupMetrics:
     def reduce(self, *, reset: bool = True) -> dict[str, Any]:
         """A plain dict: the counters plus the runners' merged metrics; clears unless asked not.
 
-        Keys: those of :func:`~episodes.distributed.sample.merge_runner_metrics` (returns,
-        lengths, means, ``num_vector_steps``, ``sample_time_s``: runner time summed) but
+        Keys: those of :func:`~episodes.distributed.sample.merge_runner_metrics` (returns and
+        lengths of the latest ``max_listed`` episodes, ``num_episodes`` and means over all,
+        ``num_vector_steps``, ``sample_time_s``: runner time summed) but
         ``env_steps_per_s`` replaced by ``env_steps_per_runner_s`` (per runner, on average),
         and ``num_samples``, ``num_env_steps``, ``num_lost_samples``, ``num_lost_env_steps``,
         ``num_restarts``, ``num_shared_memory_samples``, ``errors``.
@@ -102,7 +118,7 @@ class GroupMetrics:
             >>> out["env_steps_per_runner_s"], "env_steps_per_s" in out, m.num_samples  # cleared
             (50.0, False, 0)
         """
-        out = merge_runner_metrics(self.runner_metrics)
+        out = self._merged()
         del out["env_steps_per_s"]  # a sum of rates is meaningless across rounds
         seconds = out["sample_time_s"]
         out["env_steps_per_runner_s"] = out["num_env_steps"] / seconds if seconds else 0.0
@@ -116,6 +132,14 @@ class GroupMetrics:
             errors=list(self.errors),
         )
         if reset:
-            fresh = GroupMetrics()
+            fresh = GroupMetrics(max_listed=self.max_listed)
             self.__dict__.update(fresh.__dict__)
+        return out
+
+    def _merged(self) -> dict[str, Any]:
+        """The runner metrics merged, listing the latest ``max_listed`` returns and lengths."""
+        out = merge_runner_metrics(self.runner_metrics)
+        for key in ("episode_returns", "episode_lengths"):
+            listed = out[key]
+            out[key] = listed[max(len(listed) - self.max_listed, 0) :]  # [-0:] would keep all
         return out

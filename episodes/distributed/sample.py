@@ -175,14 +175,18 @@ class GroupSample(Sequence[SingleAgentEpisode]):
         if not 0 <= k < len(self):
             raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
         r = _last_le(self._starts, k)
-        sample = self.samples[r]
-        chunk = sample.episodes[k - self._starts[r]]
+        sample, j = self.samples[r], k - self._starts[r]
+        chunk = sample.episodes[j]
         if k not in self._stamped:
             data = chunk.custom_data
             local = int(data.get(RUNNER_ENV_INDEX, data.get("env_index", 0)))
             data[RUNNER_ENV_INDEX] = local
             data[RUNNER_INDEX] = sample.runner_index
-            data["env_index"] = self._offsets[r] + local
+            if isinstance(sample.episodes, SampledChunks):
+                # Not an edit: the converter's fast path still reads the runner's blocks.
+                sample.episodes.renumber(j, self._offsets[r] + local)
+            else:
+                data["env_index"] = self._offsets[r] + local
             self._stamped.add(k)
         return chunk
 

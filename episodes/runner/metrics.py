@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from episodes.indexing import whole_number
+
 __all__ = ["RunnerMetrics"]
 
 
@@ -20,6 +22,7 @@ class RunnerMetrics:
     them: a loop that never reads its metrics keeps a bounded list, while the counts and means
     :meth:`reduce` reports cover every episode since the reset. ``env_steps`` counts recorded
     transitions (a next-step reset step is not one), ``vector_steps`` calls of ``env.step``.
+    ``max_listed`` must be an int >= 0 (0: list none), else a ``ValueError``.
 
     Example:
         >>> m = RunnerMetrics()
@@ -42,6 +45,9 @@ class RunnerMetrics:
     return_sum: float = 0.0
     length_sum: int = 0
 
+    def __post_init__(self) -> None:
+        self.max_listed = whole_number(self.max_listed, "max_listed", 0)
+
     def __repr__(self) -> str:  # the dataclass repr listed up to max_listed returns
         return (
             f"RunnerMetrics(num_episodes={self.num_episodes}, env_steps={self.env_steps}, "
@@ -49,7 +55,7 @@ class RunnerMetrics:
         )
 
     def add_episode(self, episode_return: float, length: int) -> None:
-        """Records one finished episode.
+        """Records one finished episode (a ``ValueError`` as :meth:`add_episodes` for bad input).
 
         Example:
             >>> m = RunnerMetrics()
@@ -62,13 +68,21 @@ class RunnerMetrics:
     def add_episodes(self, episode_returns: Any, lengths: Any) -> None:
         """Records several finished episodes (arrays of returns and lengths), in order.
 
+        Raises:
+            ValueError: The returns are not a 1-D array of real numbers, the lengths not one of
+                whole numbers >= 0 (a fractional length is refused, not truncated), or their
+                counts differ; nothing is recorded then.
+
         Example:
             >>> m = RunnerMetrics(); m.add_episodes(np.array([1.0, 2.0]), np.array([3, 4]))
             >>> m.episode_lengths, m.total_episodes
             ([3, 4], 2)
+            >>> m.add_episodes([1.0, 2.0], [3, 4, 5])
+            Traceback (most recent call last):
+            ...
+            ValueError: 2 episode returns but 3 lengths
         """
-        returns = np.asarray(episode_returns, dtype=np.float64)
-        counts = np.asarray(lengths, dtype=np.int64)
+        returns, counts = _checked(episode_returns, lengths)
         self.num_episodes += len(returns)
         self.total_episodes += len(returns)
         self.return_sum += float(returns.sum())
@@ -138,3 +152,32 @@ class RunnerMetrics:
             self.env_steps = self.vector_steps = 0
             self.sample_time_s = 0.0
         return out
+
+
+def _checked(episode_returns: Any, lengths: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Returns as float64 and lengths as int64 1-D arrays of one count, else a ``ValueError``.
+
+    Vectorized (the runner adds a call's episodes at once); a NaN return is taken as the env
+    gave it, a length must be a whole number >= 0.
+    """
+    returns, counts = np.asarray(episode_returns), np.asarray(lengths)
+    if returns.ndim != 1 or returns.dtype.kind not in "iuf":
+        raise ValueError(
+            f"episode returns must be a 1-D array of real numbers, got {returns.dtype} "
+            f"of shape {returns.shape}"
+        )
+    if counts.ndim != 1 or counts.dtype.kind not in "iuf":
+        raise ValueError(
+            f"episode lengths must be a 1-D array of whole numbers, got {counts.dtype} "
+            f"of shape {counts.shape}"
+        )
+    if len(returns) != len(counts):
+        raise ValueError(f"{len(returns)} episode returns but {len(counts)} lengths")
+    if counts.dtype.kind == "f":
+        whole = np.isfinite(counts) & (counts == np.floor(counts))
+        if not whole.all():
+            bad = counts[~whole][0]
+            raise ValueError(f"episode lengths must be whole numbers, got {float(bad)}")
+    if len(counts) and counts.min() < 0:
+        raise ValueError(f"episode lengths must be >= 0, got {int(counts.min())}")
+    return returns.astype(np.float64, copy=False), counts.astype(np.int64, copy=False)

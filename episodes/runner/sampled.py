@@ -38,9 +38,10 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.view_store import ViewStore
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import whole_number
 from episodes.runner.blocks import Column
 from episodes.runner.table import Recording
-from episodes.structs import unflatten
+from episodes.structs import map_leaves, unflatten
 
 __all__ = ["SampledChunks"]
 
@@ -102,11 +103,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         if isinstance(index, (bool, np.bool_)):
             raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
         k = operator.index(index)
-        n = len(self)
-        if k < 0:
-            k += n
-        if not 0 <= k < n:
-            raise IndexError(f"chunk index {index} out of range for {n} chunks")
+        k += len(self) if k < 0 else 0
+        if not 0 <= k < len(self):
+            raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
         cached = self._cache.get(k)
         if cached is not None:
             return cached[0]
@@ -130,8 +129,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Pickled for another process: a device recording travels as a host one.
+    def __getstate__(self) -> dict[str, Any]:  # for another process: device blocks go as host
         return self._state(keep_device=False)
 
     def __copy__(self) -> SampledChunks:
@@ -152,9 +150,8 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         state["recording"] = self.recording.compact(keep_device=keep_device)
         state["_flat_index"] = None
         state["_aligned"] = state["recording"].aligned_start  # compacting renumbers the rows
-        # A built chunk the blocks still describe is rebuilt from them on the other side: its
-        # copy would own its arrays (no longer views), so unchanged() would turn False.
-        # Its custom_data travels on its own (a user's keys, a group's stamps).
+        # A built chunk the blocks still describe is rebuilt from them on the other side (a copy
+        # would own its arrays: unchanged() False); its custom_data (user keys, stamps) travels.
         state["_cache"], state["_custom"] = {}, dict(self._custom)
         envs = self.recording.table.env
         for k, entry in self._cache.items():
@@ -271,11 +268,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         table, blocks = rec.table, rec.blocks
         env, first, stop = int(table.env[k]), int(table.first[k]), int(table.stop[k])
         lookback = int(table.lookback[k])
-        terminated, truncated = bool(table.terminated[k]), bool(table.truncated[k])
         start = first - lookback
         entry = int(table.final[k])
-        if entry >= 0:
-            # The final observation was kept apart: this one column is a small copy.
+        if entry >= 0:  # the final observation was kept apart: this one column is a small copy
             leaves = [
                 np.concatenate([leaf[start:stop, env], final[entry : entry + 1]])
                 for leaf, final in zip(blocks.obs.leaves, rec.finals.leaves)
@@ -283,7 +278,6 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             observations = unflatten(blocks.obs.structure, leaves)
         else:
             observations = blocks.obs.view(start, stop + 1, env)
-        info_list = self._info_list(k)
         assert blocks.actions is not None
 
         def column(data: Any, space: gym.Space[Any] | None = None) -> InfiniteLookbackBuffer:
@@ -293,15 +287,15 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             {
                 "id_": f"{rec.uid}{int(table.number[k]):08x}",
                 "observations": column(observations, self.observation_space),
-                "infos": InfiniteLookbackBuffer(ListStore(info_list), lookback),
+                "infos": InfiniteLookbackBuffer(ListStore(self._info_list(k)), lookback),
                 "actions": column(blocks.actions.view(start, stop, env), self.action_space),
                 "rewards": column(blocks.rewards[start:stop, env]),
                 "extra_model_outputs": {
                     key: column(block.view(start, stop, env))
                     for key, block in blocks.extras.items()
                 },
-                "is_terminated": terminated,
-                "is_truncated": truncated,
+                "is_terminated": bool(table.terminated[k]),
+                "is_truncated": bool(table.truncated[k]),
                 "t_started": int(table.t_started[k]),
                 "observation_space": self.observation_space,
                 "action_space": self.action_space,
@@ -310,6 +304,29 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         )
         if not self.numpy_episodes:
             _to_lists(episode)
+        return episode
+
+    def renumber(self, index: int, env_index: int) -> SingleAgentEpisode:
+        """Chunk ``index`` numbered ``env_index`` in a wider layout (a ``GroupSample``'s): no edit.
+
+        :meth:`unchanged` stays True; an edit of ``env_index`` before or after still counts.
+
+        Example:
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+            >>> chunks.renumber(1, 5).custom_data["env_index"], chunks.unchanged()
+            (5, True)
+            >>> chunks[1].custom_data["env_index"] = 6  # the caller's own edit
+            >>> chunks.unchanged()
+            False
+        """
+        number, episode = whole_number(env_index, "env_index", 0), self[index]
+        k = operator.index(index) % len(self)
+        chunk, signature, copied = self._cache[k]
+        if signature[-1] == episode.custom_data.get("env_index"):  # an earlier edit stays one
+            self._cache[k] = (chunk, (*signature[:-1], number), copied)
+        episode.custom_data["env_index"] = number
         return episode
 
     # --------------------------------------------------------------------------- converter
@@ -525,18 +542,11 @@ def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
         # Settable on a built chunk; a copy rebuilding it from the blocks would lose them.
         (*(c.space for c in columns), infos.space, infos.lookback),
         tuple(episode.extra_model_outputs),
-        episode.is_terminated,
-        episode.is_truncated,
-        episode.t_started,
-        episode.t,
-        episode.id_,
-        episode.agent_id,
-        episode.module_id,
-        episode.multi_agent_episode_id,
+        (episode.is_terminated, episode.is_truncated, episode.t_started, episode.t),
+        (episode.id_, episode.agent_id, episode.module_id, episode.multi_agent_episode_id),
         infos,
-        episode.custom_data.get("env_index"),  # the converter groups columns by it
-        episode.observation_space,
-        episode.action_space,
+        (episode.observation_space, episode.action_space),
+        episode.custom_data.get("env_index"),  # last (see renumber): the converter groups by it
     )
 
 
@@ -544,8 +554,7 @@ def _intact(signature: tuple[Any, ...], copied: bool) -> bool:
     stores = signature[1]
     if not all(isinstance(s, ViewStore) and not s.detached for s in stores):
         return False
-    # An observation column holding a final observation kept apart is a copy: a write there
-    # does not reach the blocks.
+    # An obs column holding a final observation kept apart is a copy: its writes miss the blocks.
     return not (copied and stores[0].written)
 
 
@@ -563,8 +572,6 @@ def _to_lists(episode: SingleAgentEpisode) -> None:
 
 
 def _own(item: Any) -> Any:
-    from episodes.structs import map_leaves
-
     return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, item)
 
 
@@ -577,7 +584,6 @@ def _same_infos(have: list[Any], want: list[Any]) -> bool:
 
 def _infos_of(infos: dict[tuple[int, int], Any], env: int, start: int, stop: int) -> list[Any]:
     """Sub-env ``env``'s infos of rows ``start:stop``, ``{}`` (each its own) where none."""
-    if not infos:
-        # Most envs report nothing: skip the per-row lookups.
+    if not infos:  # most envs report nothing: skip the per-row lookups
         return [{} for _ in range(start, stop)]
     return [infos.get((r, env)) or {} for r in range(start, stop)]
