@@ -42,6 +42,12 @@ def _new_storage(
         if not names:
             return None
         specs = tuple(item_shape(cols.extras, k) for k in names)
+        for key, shape in zip(names, specs):
+            if len(shape) != 2:  # rsl_rl's layout; RLlib's recurrent modules record [hidden]
+                raise ValueError(
+                    f"hidden-state column {key!r} holds items of shape {shape}: each step's "
+                    "state must be [num_layers, hidden] (add a layer axis to [hidden] states)"
+                )
         return specs[0] if len(specs) == 1 else specs
 
     return RolloutStorage(

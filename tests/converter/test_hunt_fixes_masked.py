@@ -270,3 +270,26 @@ def test_per_chunk_advantages_equal_each_chunk_alone():
         torch.testing.assert_close(
             together.storage.advantages[:n, k], alone.storage.advantages[:, 0]
         )
+
+
+@pytest.mark.parametrize("shape", [(3,), (), (1, 2, 3)], ids=["rllib-hidden", "scalar", "3d"])
+def test_a_hidden_state_column_not_layers_by_hidden_names_its_key(shape):
+    # RLlib's recurrent modules record [hidden] per step; the storage wants [layers, hidden].
+    ep = SingleAgentEpisode(
+        observations=[0.0, 1.0, 2.0],
+        actions=[0, 1],
+        rewards=[1.0, 1.0],
+        extra_model_outputs={
+            "state_h": [np.zeros(shape, np.float32)] * 2,
+            "vf_preds": [0.5, 0.5],
+            "action_logp": [-0.1, -0.1],
+        },
+        len_lookback_buffer=0,
+    )
+    with pytest.raises(ValueError, match=r"'state_h'.*\[num_layers, hidden\]"):
+        episodes_to_rollout(
+            [ep],
+            gamma=0.9,
+            value_fn=lambda o: np.zeros(len(o)),
+            keys=ColumnKeys(actor_hidden=("state_h",)),
+        )
