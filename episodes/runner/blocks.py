@@ -421,13 +421,10 @@ class Blocks:
         self.rewards[row] = rewards
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds
-        if obs_values is not None:
+        if obs_values is None:
+            column.put(row + 1, obs)  # its single-leaf path: checked above, one compare again
+        else:
             column.put_leaves(row + 1, obs_values)
-            return
-        leaf = column.leaves[0]
-        if obs.dtype is not leaf.dtype:
-            leaf = column.widened(0, obs)
-        leaf[row + 1] = obs
 
     def sharing(self) -> Blocks:
         """Blocks over the same arrays with columns of their own (see ``Column.widened``).
