@@ -24,36 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from episodes.runner.widening import widened_dtype
 from episodes.structs import flatten, unflatten
-
-
-def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
-    """Whether writing ``value`` into a ``dtype`` leaf keeps its values.
-
-    A float leaf takes any real value within its range (rounding only: a float32 observation
-    space holds float64 steps that way), an int leaf the ints within its range; floats into an
-    int leaf, or values beyond the leaf's range (inf, wrapped ints), would change values.
-
-    Example:
-        >>> _fits(np.array([1.5]), np.dtype(np.float32)), _fits(np.array([1.5]), np.dtype(int))
-        (True, False)
-        >>> _fits(np.array([1e300]), np.dtype(np.float32))
-        False
-        >>> _fits(np.array([1000]), np.dtype(np.int8)), _fits(np.array([100]), np.dtype(np.int8))
-        (False, True)
-    """
-    if np.can_cast(value.dtype, dtype, "safe"):
-        return True
-    if dtype.kind == "f" and value.dtype.kind in "biuf":
-        if not value.size or value.dtype.kind == "b":
-            return True
-        with np.errstate(invalid="ignore"):
-            largest = np.nanmax(np.abs(value)) if value.dtype.kind == "f" else np.abs(value).max()
-        return bool(not largest > np.finfo(dtype).max)  # inf stays inf; NaN compares False
-    if dtype.kind in "iu" and value.dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return not value.size or bool(info.min <= value.min() and value.max() <= info.max)
-    return False
 
 
 class Column:
@@ -97,8 +69,10 @@ class Column:
         """
         return len(self.leaves[0])
 
-    def put(self, row: int, batch: Any) -> None:
+    def put(self, row: int, batch: Any, name: str = "a batch") -> None:
         """Writes a batched struct (``[num_envs, ...]`` leaves) into row ``row``.
+
+        Checked and widened as :meth:`leaves_of` and :meth:`widened` say (errors name ``name``).
 
         Example:
             >>> col = Column.for_batch({"a": np.zeros(2), "b": np.zeros(2)}, rows=3)
@@ -110,10 +84,10 @@ class Column:
             if getattr(batch, "shape", None) == self.shapes[0]:
                 leaf = self.leaves[0]
                 if batch.dtype is not leaf.dtype:
-                    leaf = self.widened(0, batch)
+                    leaf = self.widened(0, batch, name)
                 leaf[row] = batch
                 return
-        self.put_leaves(row, self.leaves_of(batch))
+        self.put_leaves(row, self.leaves_of(batch, name), name)
 
     def leaves_of(self, batch: Any, name: str = "a batch") -> list[Any]:
         """The leaves of a batched struct, each checked against its ``[num_envs, ...]`` shape.
@@ -148,7 +122,7 @@ class Column:
                 )
         return values
 
-    def put_leaves(self, row: int, values: list[Any]) -> None:
+    def put_leaves(self, row: int, values: list[Any], name: str = "a batch") -> None:
         """Writes checked leaves (see :meth:`leaves_of`) into row ``row``, widening as needed.
 
         Example:
@@ -159,7 +133,7 @@ class Column:
         for j, value in enumerate(values):
             leaf = self.leaves[j]
             if getattr(value, "dtype", None) is not leaf.dtype:
-                leaf = self.widened(j, value)
+                leaf = self.widened(j, value, name)
             leaf[row] = value
 
     def fitted(self, values: list[np.ndarray], name: str) -> list[np.ndarray]:
@@ -170,7 +144,8 @@ class Column:
         an episode's final observation has the dtype of its other observations.
 
         Raises:
-            ValueError: An item's shape is not the column's; the message names ``name``.
+            ValueError: An item's shape or dtype is not one the column takes (see
+                :meth:`widened`); the message names ``name``.
 
         Example:
             >>> col = Column.for_batch(np.zeros((2, 2), np.float32), rows=2)
@@ -188,16 +163,21 @@ class Column:
                     f"{name}: got items of shape {value.shape[1:]}, expected "
                     f"{self.leaves[j].shape[2:]}"
                 )
-            leaf = self.widened(j, value)
+            leaf = self.widened(j, value, name)
             out.append(value if value.dtype == leaf.dtype else value.astype(leaf.dtype))
         return out
 
-    def widened(self, j: int, value: Any) -> Any:
+    def widened(self, j: int, value: Any, name: str = "a batch") -> Any:
         """Leaf ``j``, retyped first if ``value`` does not fit its dtype; returns the leaf.
 
-        A later batch whose values the leaf's dtype cannot hold (see ``_fits``: floats after
-        ints, ints beyond its range) would be changed by the row write's cast. The leaf is
-        widened to the type both promote to, which is what stacking the values would give.
+        A later batch whose values the leaf's dtype cannot hold (floats after ints, ints beyond
+        its range) would be changed by the row write's cast. The leaf is widened to the type
+        both promote to, among bools, ints and floats only (``widened_dtype``).
+
+        Raises:
+            ValueError: Values no such widening holds (strings, objects; int64 and uint64,
+                which only a float would hold), refused before they are written: the message
+                names ``name`` (and the leaf) and both dtypes.
 
         Example:
             >>> col = Column.for_batch(np.zeros(2, np.int64), rows=2)
@@ -206,10 +186,10 @@ class Column:
             ('float64', [[1.0, 2.0], [0.5, 1.5]])
         """
         leaf = self.leaves[j]
-        value = np.asarray(value)
-        if _fits(value, leaf.dtype):
-            return leaf
-        leaf = self.leaves[j] = leaf.astype(np.result_type(leaf.dtype, value.dtype))
+        named = name if self.structure is None else f"{name} (leaf {j})"
+        wide = widened_dtype(leaf.dtype, np.asarray(value), named)
+        if wide != leaf.dtype:
+            leaf = self.leaves[j] = leaf.astype(wide)
         return leaf
 
     def gather(self, flat: np.ndarray) -> Any:
@@ -247,7 +227,8 @@ class Column:
         for j, value in enumerate(self.leaves_of(batch, name)):
             items = np.asarray(value)[envs]
             # The rule of a row write: values the dtype cannot hold widen the leaf first.
-            leaf = self.leaves[j] if items.dtype is self.leaves[j].dtype else self.widened(j, items)
+            same = items.dtype is self.leaves[j].dtype
+            leaf = self.leaves[j] if same else self.widened(j, items, name)
             leaf[rows, envs] = items
 
     def view(self, first: int, stop: int, env: int) -> Any:
@@ -375,7 +356,8 @@ class Blocks:
 
         Raises:
             ValueError: The observations, rewards or flags do not hold one item per sub-env of
-                the blocks' shapes (checked before anything is written).
+                the blocks' shapes (checked before anything is written), or a field's values
+                are of a dtype its column cannot take (``Column.widened``).
 
         Example:
             >>> blocks = Blocks.allocate(np.zeros(2), rows=3)
@@ -403,7 +385,7 @@ class Blocks:
         if self.actions is None or len(extras) != len(self.extras):
             self.ensure_outputs(actions, extras)
         assert self.actions is not None
-        self.actions.put(row, actions)
+        self.actions.put(row, actions, "the policy's actions")
         columns = self.extras
         try:
             for key, value in extras.items():
@@ -412,7 +394,7 @@ class Blocks:
                 if extra.structure is None and value.dtype is leaf.dtype:  # no call per step
                     leaf[row] = value
                 else:
-                    extra.put(row, value)
+                    extra.put(row, value, f"the policy's extra output {key!r}")
         except KeyError as err:  # the same number of outputs under another key
             raise ValueError(
                 f"the policy's extra outputs changed from {sorted(columns)} to "
@@ -422,9 +404,9 @@ class Blocks:
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds
         if obs_values is None:
-            column.put(row + 1, obs)  # its single-leaf path: checked above, one compare again
+            column.put(row + 1, obs, "the env's observations")  # checked above: its fast path
         else:
-            column.put_leaves(row + 1, obs_values)
+            column.put_leaves(row + 1, obs_values, "the env's observations")
 
     def sharing(self) -> Blocks:
         """Blocks over the same arrays with columns of their own (see ``Column.widened``).

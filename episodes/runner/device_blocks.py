@@ -30,6 +30,7 @@ import torch
 
 from episodes.runner.blocks import Blocks, Column
 from episodes.runner.policy import check_numpy_dtype
+from episodes.runner.widening import promoted_dtype
 from episodes.structs import flatten, map_batch, unflatten
 
 __all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host", "to_host_all"]
@@ -94,12 +95,13 @@ def to_host_all(items: list[Any]) -> list[Any]:
     return [rebuild(item) for item in items]
 
 
-def _promoted(a: torch.dtype, b: torch.dtype) -> torch.dtype:
-    """The dtype numpy's ``result_type`` gives the two dtypes' numpy equivalents, as torch's.
+def _promoted(a: torch.dtype, b: torch.dtype, name: str = "a batch") -> torch.dtype:
+    """The dtype the host's rule (``promoted_dtype``) gives the two dtypes, as torch's.
 
     torch's own promotion keeps a float dtype's width (int64 and float32 give float32, which
     rounds ints beyond 2**24); the host columns promote as numpy does. A dtype numpy lacks
-    (bfloat16) counts as float32, which holds all its values.
+    (bfloat16) counts as float32, which holds all its values. Pairs the host refuses (a
+    complex dtype; int64 and uint64, which only a float holds) are a ``ValueError``.
 
     Example:
         >>> _promoted(torch.int64, torch.float32), _promoted(torch.int32, torch.bfloat16)
@@ -112,7 +114,7 @@ def _promoted(a: torch.dtype, b: torch.dtype) -> torch.dtype:
         except TypeError:
             return np.dtype(np.float32) if dtype.is_floating_point else np.dtype(np.complex64)
 
-    wide = np.result_type(numpy_of(a), numpy_of(b))
+    wide = promoted_dtype(numpy_of(a), numpy_of(b), name)
     return torch.from_numpy(np.empty(0, wide)).dtype
 
 
@@ -179,7 +181,7 @@ class TensorColumn(Column):
             ],
         )
 
-    def widened(self, j: int, value: Any) -> Any:
+    def widened(self, j: int, value: Any, name: str = "a batch") -> Any:
         """:meth:`Column.widened` on the device: decided by the dtypes alone.
 
         The host's rule looks at the values (floats are rounded into a float leaf whose range
@@ -187,8 +189,10 @@ class TensorColumn(Column):
         float) written into a float leaf are rounded into its dtype, and values beyond its
         range become ``inf`` (the host widens the leaf instead); an episode's observations
         keep one dtype in every chunk that way. Other pairs (floats after ints, wider ints)
-        widen the leaf as numpy's type promotion does, which is the host's (int64 then
-        float32 gives float64, keeping every int64 value that float32 would round).
+        widen the leaf as the host's rule does (int64 then float32 gives float64, keeping
+        every int64 value that float32 would round), and pairs it refuses are refused here
+        too, whatever the values (a complex dtype; int64 and uint64, which only a float holds):
+        a ``ValueError`` naming ``name`` and both dtypes.
 
         Example:
             >>> col = TensorColumn.for_batch(torch.zeros(2, dtype=torch.int64), rows=2)
@@ -203,7 +207,8 @@ class TensorColumn(Column):
         dtype = value.dtype if isinstance(value, torch.Tensor) else torch.as_tensor(value).dtype
         if dtype == leaf.dtype or (leaf.dtype.is_floating_point and not dtype.is_complex):
             return leaf
-        wide = _promoted(leaf.dtype, dtype)
+        named = name if self.structure is None else f"{name} (leaf {j})"
+        wide = _promoted(leaf.dtype, dtype, named)
         if wide != leaf.dtype:
             leaf = self.leaves[j] = leaf.to(wide)
         return leaf
@@ -506,11 +511,28 @@ class DeviceBlocks(Blocks):
         )
 
 
-def as_device_batch(batch: Any, device: torch.device) -> Any:
+def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> Any:
     """A struct with every leaf a tensor on ``device`` (no copy for tensors already there).
+
+    Raises:
+        ValueError: A leaf of values a tensor cannot hold (strings, objects), naming ``name``.
 
     Example:
         >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
         torch.float64
+        >>> as_device_batch(np.array(["a"]), torch.device("cpu"), "vf")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: vf: got <U1 values, which a torch device's blocks cannot hold: ...
     """
-    return map_batch(lambda leaf: torch.as_tensor(leaf, device=device), batch)
+
+    def tensor(leaf: Any) -> Any:
+        try:
+            return torch.as_tensor(leaf, device=device)
+        except (TypeError, ValueError):  # torch's own words name no field
+            kind = getattr(leaf, "dtype", None) or type(leaf).__name__  # a ragged list too
+            raise ValueError(
+                f"{name}: got {kind} values, which a torch device's blocks cannot hold: they "
+                "record bools, ints and floats"
+            ) from None
+
+    return map_batch(tensor, batch)

@@ -73,6 +73,11 @@ class DeviceRecorder(BatchedRecorder):
         ValueError: vector envs yielding torch tensors are recorded in next-step or same-step ...
     """
 
+    BEGUN = (
+        *BatchedRecorder.BEGUN,
+        "device_blocks", "_next_device", "_awaiting_device", "_synced_row", "_have_device",
+    )  # fmt: skip
+
     def __init__(
         self,
         num_envs: int,
@@ -209,8 +214,11 @@ class DeviceRecorder(BatchedRecorder):
         truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
         blocks.put_step(
             r,
-            as_device_batch(actions, device),
-            {key: as_device_batch(value, device) for key, value in extras.items()},
+            as_device_batch(actions, device, "the policy's actions"),
+            {
+                key: as_device_batch(value, device, f"the policy's extra output {key!r}")
+                for key, value in extras.items()
+            },
             obs,
             torch.as_tensor(rewards, device=device),
             terminateds,
@@ -228,7 +236,8 @@ class DeviceRecorder(BatchedRecorder):
             if final_obs is not None:
                 assert blocks.finals is not None
                 finals = blocks.finals
-                finals.put_leaves(r, finals.leaves_of(final_obs, "the env's infos['final_obs']"))
+                name = "the env's infos['final_obs']"
+                finals.put_leaves(r, finals.leaves_of(final_obs, name), name)
                 self._final_rows.add(r)
             blocks.match_finals()  # either may have widened: a final joins its observations
             started = done

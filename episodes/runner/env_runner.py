@@ -144,6 +144,7 @@ class EnvRunner:
         self._output_key_set: frozenset[str] = frozenset()
         self._output_shapes: dict[str | None, Any] = {}
         self._failure: str | None = None  # why a sample() stopped part-way, if one did
+        self._stepped = False  # whether the current sample() has stepped the env
         self._recorder = BatchedRecorder(
             self.num_envs,
             self.autoreset_mode,
@@ -200,10 +201,13 @@ class EnvRunner:
 
         Raises:
             ValueError: ``num_steps`` too small, or the policy's outputs do not fit (a batch
-                without one entry per sub-env, extra outputs whose keys change).
-            RuntimeError: An earlier call failed part-way (whatever raised: the env, the
-                policy, an interrupt): the env had stepped past what was recorded, so this
-                runner cannot go on; create a new one.
+                without one entry per sub-env, extra outputs whose keys, shapes or nesting
+                change, values their column cannot take). Whatever a call raises before
+                the env steps leaves the runner as it was (the next call goes on as if it had
+                not been made).
+            RuntimeError: An earlier call failed after the env stepped (whatever raised:
+                the env, the policy, an interrupt): the env had stepped past what was
+                recorded, so this runner cannot go on; create a new one.
 
         Example:
             >>> from episodes.runner import RandomPolicy
@@ -223,37 +227,27 @@ class EnvRunner:
                 "EnvRunner"
             )
         start = time.perf_counter()
-        recorder = self._recorder
-        if self._obs is None:
-            # Kept in locals until the recorder has begun: a refused first call (a torch env
-            # in disabled mode, a size that cannot be allocated) leaves the runner unstarted,
-            # and the next call resets the env again instead of losing the reset's infos.
-            layout = None
-            state = None if self._initial_state is None else self._initial_state(self.num_envs)
-            if self._initial_state is not None:
-                layout = _StateLayout.of(state, self.num_envs, self.state_batch_axis)
-            obs, reset_infos = self.env.reset(seed=self.seed)
-            if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
-                recorder = _device_recorder(
-                    self.num_envs,
-                    self.autoreset_mode,
-                    self.len_lookback_buffer,
-                    self.metrics,
-                    vector_steps=self.window == "vector_steps",
-                )
-            recorder.begin(num_steps, obs, reset_infos)
-            self._recorder, self._obs, self.state = recorder, obs, state
-            self._state_layout = layout
-        else:
-            recorder.begin(num_steps, self._obs, None)
+        # A call that raises before the env steps (a refused output at its first step, the
+        # policy's or initial_state's error, an interrupt) puts all this back: the runner is
+        # as it was, and a first call leaves it unstarted (the next resets the env again).
+        recorder_before, recorder_saved = self._recorder, self._recorder.saved()
+        saved = (self._obs, self.state, self._state_layout, self._output_keys, self._output_key_set)
+        self._stepped = False
         vector_steps = 0
         try:
+            recorder = self._begin(num_steps)
             while not recorder.full():
                 self._step()
                 vector_steps += 1
             recording = recorder.finish()
         except BaseException as err:  # Ctrl-C too: the recorder holds a half-recorded call
-            self._failure = f"{type(err).__name__}: {err}"
+            if self._stepped:  # the env went on past what was recorded: no way back
+                self._failure = f"{type(err).__name__}: {err}"
+                raise
+            self._recorder = recorder_before
+            recorder_before.restore(recorder_saved)
+            self._obs, self.state, self._state_layout, self._output_keys = saved[:4]
+            self._output_key_set = saved[4]
             raise
         recorded = recorder.recorded  # known once finished (a device recorder counts then)
         chunks = SampledChunks(
@@ -280,6 +274,28 @@ class EnvRunner:
         return self.metrics.reduce(reset=reset)
 
     # ------------------------------------------------------------------------------- internal
+    def _begin(self, num_steps: int) -> BatchedRecorder:
+        """Begins the call's recording; the first call resets the env (and picks the recorder)."""
+        recorder = self._recorder
+        if self._obs is not None:
+            recorder.begin(num_steps, self._obs, None)
+            return recorder
+        state = None if self._initial_state is None else self._initial_state(self.num_envs)
+        if self._initial_state is not None:
+            self._state_layout = _StateLayout.of(state, self.num_envs, self.state_batch_axis)
+        obs, reset_infos = self.env.reset(seed=self.seed)
+        if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
+            recorder = _device_recorder(
+                self.num_envs,
+                self.autoreset_mode,
+                self.len_lookback_buffer,
+                self.metrics,
+                vector_steps=self.window == "vector_steps",
+            )
+        recorder.begin(num_steps, obs, reset_infos)
+        self._recorder, self._obs, self.state = recorder, obs, state
+        return recorder
+
     def _act(self) -> tuple[Any, dict[str, np.ndarray]]:
         if self._initial_state is None:
             actions, extras = self.policy(self._obs)
@@ -305,6 +321,7 @@ class EnvRunner:
             if keys is None:
                 self._output_shapes = output_shapes(actions, extras)
         check_shapes(actions, extras, self._output_shapes)
+        self._stepped = True  # from here a failure leaves the env past what was recorded
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         self._obs, started = self._recorder.step(
             actions, extras, obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
@@ -321,15 +338,13 @@ class EnvRunner:
         other leaves by the mask's rows on the host (one copy of a device mask per step, which
         only a policy keeping numpy state on a tensor env pays).
         """
-        assert self._initial_state is not None
+        assert self._initial_state is not None and self._state_layout is not None
         fresh = self._initial_state(self.num_envs)
+        # The policy's state matched the layout; a fresh one of other leaves would fail in
+        # numpy's words, or be broadcast into the state's leaves without an error.
+        self._state_layout.check(fresh, "initial_state returned (at a sub-env's reset)")
         olds, structure = flatten(state)
         news = flatten(fresh)[0]
-        if len(news) != len(olds):
-            raise ValueError(
-                f"initial_state gave {len(news)} state leaves, the policy's state has "
-                f"{len(olds)}: a reset takes a sub-env's entries from initial_state"
-            )
         axis = self.state_batch_axis
         on_device = _is_tensor(mask)
         rows: list[int] | None = None
@@ -373,7 +388,7 @@ class _StateLayout:
         _check_state_axis(leaves, num_envs, axis)
         return cls([_shape(leaf) for leaf in leaves], structure)
 
-    def check(self, state: Any) -> None:
+    def check(self, state: Any, source: str = "the policy returned") -> None:
         """Raises a ``ValueError`` when ``state``'s leaves differ from the first state's."""
         if self.structure is None and getattr(state, "shape", None) == self.shapes[0]:
             return  # the usual single array or tensor: one comparison per step
@@ -387,7 +402,7 @@ class _StateLayout:
                 same = False
         if not same:
             raise ValueError(
-                f"the policy returned a state of leaf shapes {shapes}, initial_state's are "
+                f"{source} a state of leaf shapes {shapes}, the first initial_state's are "
                 f"{self.shapes}: every step's state holds the same leaves (a sub-env's reset "
                 "takes its entries from initial_state, leaf by leaf)"
             )

@@ -9,7 +9,13 @@ import numpy as np
 
 from episodes.structs import map_batch
 
-__all__ = ["Policy", "RandomPolicy", "RecurrentPolicy", "check_numpy_dtype", "check_outputs"]
+__all__ = [
+    "Policy",
+    "RandomPolicy",
+    "RecurrentPolicy",
+    "check_numpy_dtype",
+    "check_outputs",
+]
 
 
 @runtime_checkable
@@ -181,13 +187,15 @@ def check_numpy_dtype(value: Any) -> None:
 def output_shapes(actions: Any, extras: dict[str, Any]) -> dict[str | None, Any]:
     """The shapes of a step's outputs, actions under None: what each later step must repeat.
 
-    An array's shape, or for a structure or a list the tuple of its leaves' shapes. A block
-    row takes a batch that lost its env axis or has a unit dimension by broadcasting it over
-    the sub-envs, without an error.
+    An array's (or a list's) shape; for a dict or tuple of them the same nesting with each
+    leaf's shape, so that a renamed inner key or a tuple turned dict differs too (a block
+    row records the first step's structure: another one would be filed under its names). A
+    block row takes a batch that lost its env axis or has a unit dimension by broadcasting it
+    over the sub-envs, without an error.
 
     Example:
         >>> output_shapes(np.zeros(2), {"vf_preds": np.zeros((2, 1)), "s": {"h": np.zeros(2)}})
-        {None: (2,), 'vf_preds': (2, 1), 's': ((2,),)}
+        {None: (2,), 'vf_preds': (2, 1), 's': {'h': (2,)}}
     """
     shapes: dict[str | None, Any] = {None: _shape_of(actions)}
     for key, value in extras.items():
@@ -196,17 +204,22 @@ def output_shapes(actions: Any, extras: dict[str, Any]) -> dict[str | None, Any]
 
 
 def check_shapes(actions: Any, extras: dict[str, Any], shapes: dict[str | None, Any]) -> None:
-    """Raises a ``ValueError`` when an output's shape differs from ``output_shapes``'s.
+    """Raises a ``ValueError`` when an output's shape or nesting differs from ``output_shapes``'s.
 
     Example:
-        >>> shapes = output_shapes(np.zeros(2), {"vf_preds": np.zeros(2)})
-        >>> check_shapes(np.zeros(2), {"vf_preds": np.zeros(2)}, shapes)
-        >>> check_shapes(np.zeros(2), {"vf_preds": np.float64(0.0)}, shapes)
+        >>> shapes = output_shapes(np.zeros(2), {"vf_preds": np.zeros(2), "s": (np.zeros(2),)})
+        >>> check_shapes(np.zeros(2), {"vf_preds": np.zeros(2), "s": (np.ones(2),)}, shapes)
+        >>> check_shapes(np.zeros(2), {"vf_preds": np.float64(0.0), "s": (np.ones(2),)}, shapes)
         Traceback (most recent call last):
         ...
         ValueError: the policy's extra output 'vf_preds' changed shape from (2,) to (): ...
+        >>> check_shapes(np.zeros(2), {"vf_preds": np.zeros(2), "s": {"h": np.ones(2)}}, shapes)
+        Traceback (most recent call last):
+        ...
+        ValueError: the policy's extra output 's' changed nesting from ((2,),) to {'h': (2,)}: ...
     """
     # An array costs one attribute read and one comparison: this runs at every vector step.
+    # A dict or tuple has no shape: its nesting of leaf shapes is built and compared.
     expected = shapes[None]
     if getattr(actions, "shape", None) != expected and _shape_of(actions) != expected:
         _shape_changed("actions", expected, actions)
@@ -220,15 +233,31 @@ def _shape_of(batch: Any) -> Any:
     shape = getattr(batch, "shape", None)
     if shape is not None:
         return tuple(shape)
-    if isinstance(batch, list):  # one leaf, a batch: shaped as the array it stands for
-        return tuple(np.shape(batch))
-    leaves: list[Any] = []
-    map_batch(leaves.append, batch)  # a list is one leaf here: a batch, not a structure
-    return tuple(tuple(getattr(leaf, "shape", None) or np.shape(leaf)) for leaf in leaves)
+    if isinstance(batch, (dict, tuple)):  # nests as map_batch does: a namedtuple equals a tuple
+        return map_batch(_shape_of, batch)
+    return tuple(np.shape(batch))  # a list is one leaf, a batch: shaped as its array
 
 
 def _shape_changed(name: str, before: Any, value: Any) -> None:
+    after = _shape_of(value)
+    flat_before, flat_after = _leaf_shapes(before), _leaf_shapes(after)
+    if flat_before == flat_after:  # the same leaves under other keys or containers
+        what = f"nesting from {before} to {after}"
+    elif isinstance(before, dict) or isinstance(after, dict) or before != flat_before[0]:
+        what = f"shape from {flat_before} to {flat_after}"  # leaf by leaf
+    else:
+        what = f"shape from {before} to {after}"
     raise ValueError(
-        f"the policy's {name} changed shape from {before} to {_shape_of(value)}: every step's "
-        "outputs keep the first step's shapes (one row per sub-env)"
+        f"the policy's {name} changed {what}: every step's outputs keep the first step's "
+        "shapes (one row per sub-env) and nesting (the same dict keys, tuples of the same "
+        "length)"
     )
+
+
+def _leaf_shapes(shapes: Any) -> tuple[Any, ...]:
+    """The leaf shapes of an ``output_shapes`` entry, in ``flatten``'s order (keys sorted)."""
+    if isinstance(shapes, dict):
+        return tuple(leaf for key in sorted(shapes) for leaf in _leaf_shapes(shapes[key]))
+    if all(isinstance(n, int) for n in shapes):  # a shape (an empty tuple counts as one)
+        return (shapes,)
+    return tuple(leaf for part in shapes for leaf in _leaf_shapes(part))

@@ -120,6 +120,11 @@ class BatchedRecorder:
         ([0, 1], 2, True)
     """
 
+    #: The attributes :meth:`begin` rebinds (see :meth:`saved`).
+    BEGUN: tuple[str, ...] = (
+        "blocks", "_next", "finals", "num_steps", "recorded", "_begin_row", "_have", "_least",
+    )  # fmt: skip
+
     def __init__(
         self,
         num_envs: int,
@@ -159,6 +164,37 @@ class BatchedRecorder:
         self._begin_row = 0
 
     # ------------------------------------------------------------------------------ a call
+    def saved(self) -> dict[str, Any]:
+        """What :meth:`restore` needs to undo a :meth:`begin` that no step followed.
+
+        ``begin`` only rebinds the attributes named in ``BEGUN`` (new blocks, counts) and adds
+        the first call's reset infos to ``infos``: their values, and a copy of ``infos``. Read
+        by name: ``vars(self)`` would make CPython keep the attributes in a real dict, and
+        every later access at each step slower.
+
+        Example:
+            >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
+            >>> before = rec.saved()
+            >>> rec.begin(4, np.zeros((2, 3)), {"seed": np.array([5, 6])})
+            >>> rec.restore(before); rec.blocks is None, rec.infos
+            (True, {})
+        """
+        saved = {name: getattr(self, name) for name in self.BEGUN}
+        saved["infos"] = dict(self.infos)
+        return saved
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Puts back the state :meth:`saved` returned (see there).
+
+        Example:
+            >>> rec = BatchedRecorder(1, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+            >>> before = rec.saved(); rec.begin(3, np.zeros((1, 2))); rec.restore(before)
+            >>> rec.num_steps, rec.blocks is None
+            (0, True)
+        """
+        for name, value in saved.items():
+            setattr(self, name, value)
+
     def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
         """Allocates the call's blocks; ``reset_infos`` (first call only) go with ``obs``.
 
@@ -467,9 +503,8 @@ class BatchedRecorder:
         room = self.num_steps + self._slack(self.num_steps)
         if self._append_in_place(blocks, room):
             shift = 0
-            # The same arrays under new columns: a new extra output of the policy, or a leaf
-            # widened to a later dtype, changes the next call's blocks only, not the ones this
-            # call's recording (and its chunks) read.
+            # The same arrays under new columns: a leaf widened to a later dtype changes the
+            # next call's blocks only, not the ones this call's recording (and its chunks) read.
             self._next = blocks.sharing()
         else:
             shift = keep
