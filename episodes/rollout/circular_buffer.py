@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import torch
 
-from episodes.indexing import as_int
+from episodes.indexing import as_int, whole_number
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
@@ -43,9 +43,12 @@ class CircularBuffer:
     allocated on the first ``append`` with ``x``'s trailing shape and dtype.
 
     Args:
-        max_len: number of items kept per env (>= 1).
-        batch_size: number of envs.
+        max_len: number of items kept per env (an int >= 1).
+        batch_size: number of envs (an int >= 1).
         device: where the history lives.
+
+    Raises:
+        ValueError: a ``max_len`` or ``batch_size`` that is not an int >= 1 (``2.5`` too).
 
     Example:
         >>> buf = CircularBuffer(max_len=2, batch_size=1, device="cpu")
@@ -56,12 +59,8 @@ class CircularBuffer:
     """
 
     def __init__(self, max_len: int, batch_size: int, device: str | torch.device = "cpu") -> None:
-        if max_len < 1:
-            raise ValueError(f"max_len must be >= 1, got {max_len}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self._max_len = max_len
-        self._batch_size = batch_size
+        self._max_len = whole_number(max_len, "max_len", 1)
+        self._batch_size = whole_number(batch_size, "batch_size", 1)
         self.device = torch.device(device)
         self._buffer: torch.Tensor | None = None
         self._pointer = -1  # slot of the newest item, shared by all envs
@@ -168,7 +167,9 @@ class CircularBuffer:
     def reset(self, batch_ids: Sequence[int] | torch.Tensor | None = None) -> None:
         """Forget the history of ``batch_ids`` (all envs when ``None``).
 
-        ``batch_ids`` holds env indices, or is a ``[batch_size]`` bool mask (the dones).
+        ``batch_ids`` holds env indices, or is a ``[batch_size]`` mask (the dones): a bool
+        tensor, or a uint8 one (rsl_rl's dones), nonzero meaning reset. Any other shape of
+        mask is a ``ValueError``; to pass env indices as a tensor, give an int64 one.
 
         Example:
             >>> buf = CircularBuffer(3, 2)
@@ -179,6 +180,9 @@ class CircularBuffer:
             >>> buf.append(torch.tensor([6, 8])); buf.reset(torch.tensor([False, True]))
             >>> buf.current_length.tolist()
             [1, 0]
+            >>> buf.append(torch.tensor([1, 2])); buf.reset(torch.tensor([1, 0], dtype=torch.uint8))
+            >>> buf.current_length.tolist()
+            [0, 1]
         """
         if batch_ids is None:
             self._changes += 1
@@ -187,11 +191,13 @@ class CircularBuffer:
         ids = torch.as_tensor(batch_ids, device=self.device)
         if ids.numel() == 0 and not isinstance(batch_ids, torch.Tensor):
             ids = ids.long()  # [] is "no env", not a float tensor
-        if ids.dtype == torch.bool:
+        if ids.dtype in (torch.bool, torch.uint8):  # uint8 is a mask, as in torch indexing
             if ids.shape != self._length.shape:
                 raise ValueError(
-                    f"a bool mask must have shape ({len(self._length)},), got {tuple(ids.shape)}"
+                    f"a {ids.dtype} mask must have shape ({len(self._length)},), "
+                    f"got {tuple(ids.shape)}"
                 )
+            ids = ids.bool()
         elif ids.is_floating_point() or ids.is_complex():
             raise TypeError(f"env ids must be integers or a bool mask, got {ids.dtype}")
         else:
@@ -250,15 +256,18 @@ class CircularBuffer:
         all valid ``(env, j)`` pairs. Sampling stays on the device: no host sync per batch.
 
         Args:
-            seq_len: window length (``1 <= seq_len <= max_length``).
-            batch_size: windows per batch.
-            num_batches: number of batches.
+            seq_len: window length (an int, ``1 <= seq_len <= max_length``).
+            batch_size: windows per batch (an int >= 1).
+            num_batches: number of batches (an int >= 0).
             generator: optional ``torch.Generator`` on the buffer's device.
 
         Raises:
-            ValueError: on a bad ``seq_len`` or if no env has ``seq_len`` items since its reset.
-            RuntimeError: when the next batch is asked for after an ``append`` or ``reset``
-                (its windows were planned on the buffer as it was; make a new generator).
+            ValueError: on a bad ``seq_len``, ``batch_size`` or ``num_batches`` (``2.0`` too)
+                or if no env has ``seq_len`` items since its reset: at the call, not at the
+                first batch.
+            RuntimeError: when a batch is asked for after an ``append`` or ``reset`` made
+                since the call (its windows were planned on the buffer as it was then; make a
+                new generator).
 
         Example:
             >>> buf = CircularBuffer(4, 2)
@@ -268,22 +277,39 @@ class CircularBuffer:
             >>> w.data[:, 0].tolist()
             [0.0, 1.0, 2.0]
         """
-        if not 1 <= seq_len <= self._max_len:
+        seq_len = whole_number(seq_len, "seq_len", 1)
+        if seq_len > self._max_len:
             raise ValueError(f"seq_len must be in [1, {self._max_len}], got {seq_len}")
-        if batch_size < 1 or num_batches < 0:
+        try:
+            batch_size = whole_number(batch_size, "batch_size", 1)
+            num_batches = whole_number(num_batches, "num_batches", 0)
+        except ValueError:
             raise ValueError(
-                f"batch_size must be >= 1 and num_batches >= 0, got {batch_size}, {num_batches}"
-            )
+                "batch_size must be an int >= 1 and num_batches an int >= 0, got "
+                f"{batch_size!r}, {num_batches!r}"
+            ) from None
         if self._buffer is None:
             raise ValueError("the buffer is empty: append() has not been called yet")
         counts = (self._length - seq_len + 1).clamp(min=0)
         cum = torch.cumsum(counts, 0)
-        total = cum[-1]
-        if int(total) == 0:  # one check before sampling
+        if int(cum[-1]) == 0:  # one check before sampling
             raise ValueError(f"no env has {seq_len} items since its last reset")
-        buf = self._buffer
+        # Checked here, at the call: the windows are drawn lazily, planned on the buffer as is.
+        plan = (counts, cum, self._changes)
+        return self._windows(seq_len, batch_size, num_batches, generator, plan)
+
+    def _windows(
+        self,
+        seq_len: int,
+        batch_size: int,
+        num_batches: int,
+        generator: torch.Generator | None,
+        plan: tuple[torch.Tensor, torch.Tensor, int],
+    ) -> Iterator[HistoryWindows]:
+        counts, cum, planned_on = plan  # planned_on: the buffer's changes at the call
+        buf, total = self._buffer, cum[-1]
+        assert buf is not None
         steps = torch.arange(seq_len - 1, -1, -1, device=self.device)  # lags, oldest first
-        planned_on = self._changes
         for _ in range(num_batches):
             if self._changes != planned_on:
                 raise RuntimeError(

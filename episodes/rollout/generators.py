@@ -1,8 +1,10 @@
 """Mini-batch generators over a :class:`RolloutStorage`.
 
 They read the storage through its public fields, ``field_names`` and ``gather`` only.
-None of the loops below copies data to the host: every host synchronisation (learning the
-number of trajectories and where each mini-batch's end) happens at the first batch of a call.
+Their arguments and the storage's ``valid`` are checked at the call (a bad one raises there,
+not at the first batch); the batches are made lazily. None of the loops below copies data to
+the host: every host synchronisation (learning the number of valid cells, of trajectories and
+where each mini-batch's end) happens once per call, before the first batch.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from episodes.indexing import whole_number
 
 from .nested import map_tree
 from .trajectories import pad_with_layout, trajectory_layout
@@ -157,11 +161,27 @@ def normalize_into(
     return torch.div(advantages, std.add_(1e-8).to(advantages.dtype), out=out)
 
 
-def _require(storage: RolloutStorage, training_type: str, what: str) -> None:
+def _require(storage: RolloutStorage, training_type: str, what: str) -> torch.Tensor | None:
+    """Refuses a storage of another training type; returns its ``valid`` once checked."""
     if storage.training_type != training_type:
         raise ValueError(
             f"{what} needs training_type {training_type!r}, got {storage.training_type!r}"
         )
+    # valid is a plain attribute: an [N, T] mask (or a [T * N] one) would be read as cells
+    # of other steps and envs without a word, so its shape is checked where it is read.
+    valid, want = storage.valid, (storage.num_transitions_per_env, storage.num_envs)
+    if valid is not None and (not isinstance(valid, torch.Tensor) or valid.shape != want):
+        got = tuple(valid.shape) if isinstance(valid, torch.Tensor) else type(valid).__name__
+        raise ValueError(f"storage.valid must be a [T, N] = {list(want)} mask, got {got}")
+    return valid
+
+
+def _counts(num_mini_batches: Any, num_epochs: Any) -> tuple[int, int]:
+    """The generators' counts as ints (``2.0`` and ``True`` refused), checked at the call."""
+    return (
+        whole_number(num_mini_batches, "num_mini_batches", 1),
+        whole_number(num_epochs, "num_epochs", 0),
+    )
 
 
 def mini_batch_generator(
@@ -189,19 +209,38 @@ def mini_batch_generator(
         normalize_advantage_per_mini_batch: normalise each batch's advantages; defaults to the
             storage's setting.
 
+    Raises:
+        ValueError: at the call, not at the first batch: a storage of another training type,
+            ``num_mini_batches`` or ``num_epochs`` that is not an int in range (``2.0`` too),
+            or a storage ``valid`` that is not ``[T, N]``.
+
     Example:
         >>> from episodes.rollout import RolloutStorage
         >>> st = RolloutStorage("rl", 5, 2, (3,), (1,))
         >>> [b.actions.shape[0] for b in st.mini_batch_generator(3, num_epochs=1)]
         [4, 3, 3]
     """
-    _require(storage, "rl", "mini_batch_generator")
-    cells = None if storage.valid is None else storage.valid.reshape(-1).nonzero().squeeze(1)
+    valid = _require(storage, "rl", "mini_batch_generator")
+    num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
+    cells = None if valid is None else valid.reshape(-1).nonzero().squeeze(1)
     total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
     split_sizes(total, num_mini_batches)  # validates
     normalize = storage.normalize_advantage_per_mini_batch
     if normalize_advantage_per_mini_batch is not None:
         normalize = normalize_advantage_per_mini_batch
+    # Checked above, at the call; the batches are gathered lazily.
+    return _flat_batches(storage, num_mini_batches, num_epochs, generator, normalize, cells)
+
+
+def _flat_batches(
+    storage: RolloutStorage,
+    num_mini_batches: int,
+    num_epochs: int,
+    generator: torch.Generator | None,
+    normalize: bool,
+    cells: torch.Tensor | None,
+) -> Iterator[RLBatch]:
+    total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
     names = storage.field_names
     # Rewards and dones are not part of a batch: gather everything else.
     wanted = [name for name in storage.tensors if name not in ("rewards", "dones")]
@@ -259,7 +298,9 @@ def recurrent_mini_batch_generator(
     The grouping is the same every epoch.
 
     The split/pad, the hidden-state gather and the batch boundaries are computed once per call
-    (two host synchronisations, at the first batch); the loops only slice.
+    (two host synchronisations, at the first batch); the loops only slice. The arguments and
+    the storage's ``valid`` are checked at the call, as :func:`mini_batch_generator`'s:
+    ``num_mini_batches`` is an int in ``[1, N]``.
 
     Each batch has ``observations`` ``[T, num_traj, ...]`` (zero-padded) with ``masks``
     ``[T, num_traj]``, the other fields ``[T, n_envs, ...]`` and ``hidden_states`` ``(actor,
@@ -275,11 +316,24 @@ def recurrent_mini_batch_generator(
         >>> [b.masks.shape for b in st.recurrent_mini_batch_generator(2, num_epochs=1)]
         [torch.Size([3, 2]), torch.Size([3, 2])]
     """
-    _require(storage, "rl", "recurrent_mini_batch_generator")
+    valid = _require(storage, "rl", "recurrent_mini_batch_generator")
+    num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
     normalize = storage.normalize_advantage_per_mini_batch
     if normalize_advantage_per_mini_batch is not None:
         normalize = normalize_advantage_per_mini_batch
     sizes = split_sizes(storage.num_envs, num_mini_batches)
+    # Checked above, at the call; the layout (its host syncs) waits for the first batch.
+    return _recurrent_batches(storage, sizes, num_epochs, normalize, valid)
+
+
+def _recurrent_batches(
+    storage: RolloutStorage,
+    sizes: list[int],
+    num_epochs: int,
+    normalize: bool,
+    valid_cells: torch.Tensor | None,
+) -> Iterator[RLBatch]:
+    num_mini_batches = len(sizes)
     env_bounds = [0]
     for s in sizes:
         env_bounds.append(env_bounds[-1] + s)
@@ -304,7 +358,7 @@ def recurrent_mini_batch_generator(
             e0, e1 = env_bounds[i], env_bounds[i + 1]
             j0, j1 = traj_bounds[i], traj_bounds[i + 1]
             adv = storage.advantages[:, e0:e1]
-            valid = None if storage.valid is None else storage.valid[:, e0:e1]
+            valid = None if valid_cells is None else valid_cells[:, e0:e1]
             trajectories = itemgetter((slice(None), slice(j0, j1)))  # x[:, j0:j1]
             yield RLBatch(
                 observations=map_tree(trajectories, obs),
@@ -330,7 +384,11 @@ def distillation_generator(storage: RolloutStorage) -> Iterator[DistillationBatc
         >>> [b.privileged_actions.shape for b in st.generator()][0]
         torch.Size([2, 1])
     """
-    _require(storage, "distillation", "generator")
+    valid = _require(storage, "distillation", "generator")
+    return _steps(storage, valid)
+
+
+def _steps(storage: RolloutStorage, valid: torch.Tensor | None) -> Iterator[DistillationBatch]:
     assert storage.privileged_actions is not None
     for t in range(storage.num_transitions_per_env):
         step = itemgetter(t)
@@ -340,5 +398,5 @@ def distillation_generator(storage: RolloutStorage) -> Iterator[DistillationBatc
             privileged_actions=storage.privileged_actions[t],
             dones=storage.dones[t],
             privileged_observations=map_tree(step, storage.privileged_observations),
-            valid=None if storage.valid is None else storage.valid[t],
+            valid=None if valid is None else valid[t],
         )

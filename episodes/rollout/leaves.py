@@ -9,6 +9,7 @@ the caller's memory, so it is never written: the next write into it takes a copy
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import torch
@@ -23,11 +24,15 @@ __all__ = [
     "paired",
     "put_leaf",
     "same_but_trailing_ones",
+    "unalias",
 ]
 
 
 def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
     """``(tensor name, leaf)`` pairs of a field's name tree and a value of the same structure.
+
+    A mapping's keys are read with ``keys()``, not by iterating it: iterating a TensorDict
+    (rsl_rl's observations) yields its batch rows.
 
     Raises:
         KeyError: A mapping whose keys differ from the field's.
@@ -39,8 +44,8 @@ def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
         ([('d/0', 3), ('d/1', 4)], [('x', 5)])
     """
     if isinstance(names, Mapping):
-        if not isinstance(value, Mapping) or set(value) != set(names):
-            got = sorted(value) if isinstance(value, Mapping) else type(value).__name__
+        if not isinstance(value, Mapping) or set(value.keys()) != set(names):
+            got = sorted(value.keys()) if isinstance(value, Mapping) else type(value).__name__
             raise KeyError(f"{label}: expected keys {sorted(names)}, got {got}")
         for k in names:
             yield from paired(names[k], value[k], f"{label}[{k!r}]")
@@ -89,9 +94,15 @@ def same_but_trailing_ones(a: Sequence[int], b: Sequence[int]) -> bool:
 def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
     """Returns ``dst`` once ``src`` is known to fit it (:func:`copy_rows` will not refuse it).
 
+    ``src`` fits when ``dst``'s dtype can hold its values (``torch.can_cast``): a narrower
+    dtype of the same kind is rounded into it (float64 into float32), but floats into an int
+    field (0.7 stored as 0) or ints into a bool one are refused. A bool field takes any real
+    numbers as flags, nonzero meaning True: dones come as int64, uint8 or floats.
+
     Raises:
         TypeError: ``src`` is not a tensor.
-        ValueError: its shape differs from ``dst``'s by more than trailing 1s.
+        ValueError: its shape differs from ``dst``'s by more than trailing 1s, or ``dst``'s
+            dtype cannot hold its values.
 
     Example:
         >>> checked_rows(torch.zeros(2, 1), torch.ones(2), "rewards").shape
@@ -100,9 +111,22 @@ def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
         Traceback (most recent call last):
         ...
         TypeError: rewards: expected a torch.Tensor, got list
+        >>> checked_rows(torch.zeros(2, dtype=torch.int64), torch.tensor([0.7, 1.0]), "a")
+        Traceback (most recent call last):
+        ...
+        ValueError: a: a torch.int64 field cannot hold torch.float32 values without loss
     """
     if not isinstance(src, torch.Tensor):
         raise TypeError(f"{label}: expected a torch.Tensor, got {type(src).__name__}")
+    # The same rule as the converter's and CircularBuffer.append's: a cast that changes the
+    # values' kind loses them silently (0.7 -> 0, 300.5 -> 44 in uint8). A range check within
+    # a kind would wait for the device, so same-kind narrowing is the storage's precision.
+    if src.dtype != dst.dtype and not torch.can_cast(src.dtype, dst.dtype):
+        flags = dst.dtype == torch.bool and not src.is_complex()  # nonzero is True
+        if not flags:
+            raise ValueError(
+                f"{label}: a {dst.dtype} field cannot hold {src.dtype} values without loss"
+            )
     if src.shape != dst.shape and not same_but_trailing_ones(src.shape, dst.shape):
         raise ValueError(
             f"{label}: a value of shape {tuple(src.shape)} does not fit rows of shape "
@@ -130,6 +154,47 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
     # A storage holds data, not graphs: a copy of a tensor that requires grad would tie every
     # later read (returns, mini-batches) to the policy's old graph.
     dst.copy_(src.detach())
+
+
+def unalias(
+    copies: list[tuple[torch.Tensor, Any]],
+    puts: list[tuple[str, Any]],
+    tensors: Mapping[str, torch.Tensor],
+    shared: set[str],
+    one_step: bool = False,
+) -> tuple[list[tuple[torch.Tensor, Any]], list[tuple[str, Any]]]:
+    """A write's pairs, with every source that shares memory with a written tensor cloned.
+
+    ``copies`` are ``(rows, source)`` pairs, ``puts`` ``(tensor name, source)`` pairs for
+    :func:`put_leaf`; ``shared`` tensors are never written (a write copies them first). A
+    source that views rows of the storage (``write_block(1, rewards=st.rewards[0:3])``) would
+    otherwise be read after earlier copies changed it, or be refused by torch part-way
+    through a write. A source that is its own destination is left as it is.
+
+    ``one_step`` (a write of one step's rows, :meth:`RolloutStorage.add_transition`) looks
+    only at sources that are views: a step's row of the storage is one (``st.values[3]``),
+    and a fresh policy output is not, so the hot path compares no pointers.
+
+    Example:
+        >>> tensors = {"r": torch.arange(4.0).view(4, 1)}
+        >>> copies = [(tensors["r"][1:4], tensors["r"][0:3])]
+        >>> (dst, src), = unalias(copies, [], tensors, set())[0]
+        >>> _ = dst.copy_(src); tensors["r"].flatten().tolist()
+        [0.0, 0.0, 1.0, 2.0]
+    """
+    if one_step and all(src._base is None for _, src in chain(copies, puts)):
+        return copies, puts
+    # Compared by allocation, not by the rows a source spans: one pointer per leaf, and a
+    # source from other rows of a written tensor only costs a copy.
+    written = {dst.untyped_storage().data_ptr() for dst, _ in copies}
+    written.update(tensors[n].untyped_storage().data_ptr() for n, _ in puts if n not in shared)
+
+    def aliased(src: torch.Tensor) -> bool:
+        return src.untyped_storage().data_ptr() in written
+
+    copies = [(dst, src.clone() if aliased(src) else src) for dst, src in copies]
+    puts = [(n, src.clone() if src is not tensors[n] and aliased(src) else src) for n, src in puts]
+    return copies, puts
 
 
 def put_leaf(
@@ -185,8 +250,8 @@ def block_leaves(value: Any) -> Iterator[Any]:
     if value is None:
         return
     if isinstance(value, Mapping):
-        for item in value.values():
-            yield from block_leaves(item)
+        for key in value.keys():  # not iter(value): a TensorDict's iteration is its rows
+            yield from block_leaves(value[key])
     elif isinstance(value, (tuple, list)):
         for item in value:
             yield from block_leaves(item)

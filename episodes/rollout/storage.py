@@ -25,7 +25,7 @@ from .generators import (
     normalize_into,
     recurrent_mini_batch_generator,
 )
-from .leaves import block_length, checked_rows, copy_rows, hidden_writes, paired, put_leaf
+from .leaves import block_length, checked_rows, copy_rows, hidden_writes, paired, put_leaf, unalias
 from .nested import map_tree
 from .select import select_rows
 from .specs import (
@@ -300,13 +300,12 @@ class RolloutStorage:
             for tensor_name, leaf in paired(names, value, name):
                 checked_rows(self._tensors[tensor_name][rows], leaf, tensor_name)
                 puts.append((tensor_name, leaf))
+        copies, puts = unalias(copies, puts, self._tensors, shared, isinstance(rows, int))
         for which, saved in hidden.items():
             setattr(self, f"saved_hidden_states_{which}", saved)
         for dst, leaf in copies:
             copy_rows(dst, leaf)
-        rebind = False
-        for tensor_name, leaf in puts:
-            rebind |= put_leaf(self._tensors, shared, tensor_name, rows, leaf, share=share)
+        rebind = any([put_leaf(self._tensors, shared, n, rows, x, share=share) for n, x in puts])
         if rebind:  # a tensor was taken or replaced: the fields must name the new ones
             self._bind_fields()
 
@@ -379,8 +378,9 @@ class RolloutStorage:
             OverflowError: if ``start + k > T``.
             TypeError: a block that is not a tensor.
             ValueError: on a negative ``start``, unknown field names, mismatched ``k`` or a
-                block whose shape does not fit its field; every field is checked before any
-                is written, so a refused call leaves the storage unchanged.
+                block whose shape or dtype does not fit its field (floats into int actions);
+                every field is checked before any is written, so a refused call leaves the
+                storage unchanged. A block viewing the storage's rows is read as given.
 
         Example:
             >>> st = RolloutStorage("rl", 2, 4, (3,), (1,))
