@@ -16,6 +16,8 @@ __all__ = ["AddLearnerColumns"]
 # The data-dict keys whose values are read from a column (numpy'd: batched already).
 _COLUMNS = {"obs": "observations", "actions": "actions"}
 _DEFAULT = ("obs", "actions", "rewards", "terminateds", "truncateds", "t", "eps_id")
+# Every column get_data_dict gives besides the extra outputs (which it files under their names).
+_STANDARD = (*_DEFAULT, "infos")
 
 
 class AddLearnerColumns:
@@ -28,8 +30,16 @@ class AddLearnerColumns:
     already in the batch (e.g. an ``obs`` written by :class:`FrameStack`) are left alone.
 
     Args:
-        columns: Which of the standard columns to add (default all but ``infos``).
+        columns: Which of the standard columns to add (default all but ``infos``), or
+            extra-model-output keys every episode with steps has.
         extra_model_outputs: Add the extra-model-output columns the episodes share.
+
+    Raises:
+        TypeError: ``columns`` is a bare string or holds something other than strings.
+        KeyError: (at call time) a listed column is neither standard nor an extra output of
+            every episode with steps.
+        ValueError: (at call time) an extra output to be written is named like a standard
+            column (``get_data_dict`` would give one in place of the other).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -41,7 +51,13 @@ class AddLearnerColumns:
     """
 
     def __init__(self, columns: Sequence[str] = _DEFAULT, *, extra_model_outputs: bool = True):
-        self.columns = tuple(columns)
+        if isinstance(columns, str):  # would be read letter by letter
+            raise TypeError(f"columns must be a sequence of names, got the string {columns!r}")
+        columns = tuple(columns)
+        odd = [column for column in columns if not isinstance(column, str)]
+        if odd:
+            raise TypeError(f"columns must be strings, got {odd!r}")
+        self.columns = columns
         self.extra_model_outputs = extra_model_outputs
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
@@ -52,6 +68,7 @@ class AddLearnerColumns:
         if self.extra_model_outputs and with_steps:
             common = set.intersection(*(set(ep.extra_model_outputs) for ep in with_steps))
             shared = [key for key in with_steps[0].extra_model_outputs if key in common]
+        _check_names(with_steps, [key for key in self.columns if key not in batch], shared, batch)
         for episode in with_steps:
             data = episode.get_data_dict()
             keys = list(dict.fromkeys([*self.columns, *shared]))  # a key listed in both: once
@@ -89,3 +106,26 @@ class AddLearnerColumns:
 
     def __repr__(self) -> str:
         return f"AddLearnerColumns(columns={self.columns!r})"
+
+
+def _check_names(
+    episodes: list[SingleAgentEpisode], columns: list[str], shared: list[str], batch: Batch
+) -> None:
+    # Checked before any row is read, so a refusal names the column rather than a bare key.
+    if episodes:
+        everywhere = set.intersection(*(set(ep.extra_model_outputs) for ep in episodes))
+        unknown = [key for key in columns if key not in _STANDARD and key not in everywhere]
+        if unknown:
+            raise KeyError(
+                f"AddLearnerColumns: no column {unknown[0]!r} to add; the standard columns are "
+                f"{list(_STANDARD)} and the extra outputs every episode with steps has "
+                f"{sorted(everywhere, key=str)}"
+            )
+    # get_data_dict files an extra output under its own name, over a standard column's.
+    written = {key for key in (*columns, *shared) if key in _STANDARD and key not in batch}
+    clashing = sorted({key for ep in episodes for key in ep.extra_model_outputs if key in written})
+    if clashing:
+        raise ValueError(
+            f"AddLearnerColumns: extra model outputs {clashing} are named like standard "
+            "columns; rename them"
+        )

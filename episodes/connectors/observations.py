@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,21 @@ def flatten_rows(value: Any) -> np.ndarray:
     rows = leaves[0].shape[0]
     mats = [leaf.reshape(rows, -1).astype(np.float32, copy=False) for leaf in leaves]
     return mats[0] if len(mats) == 1 else np.concatenate(mats, axis=1)
+
+
+def _whole_count(value: Any, name: str, minimum: int) -> int:
+    # int() would truncate 2.7 to 2 and take True as 1: a window size must be a real integer.
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got the bool {value!r}")
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
+        ) from None
+    if count < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {count}")
+    return count
 
 
 def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one_hot: bool) -> Any:
@@ -97,7 +113,7 @@ class FrameStack(EpisodeConnector):
     beyond the lookback) frames are ``fill``-ed. Each episode's whole window range is read once.
 
     Args:
-        n: Frames per row.
+        n: Frames per row (an integer >= 1; a float or bool is a ``TypeError``).
         fill: Filler for missing frames (default 0.0).
         flatten: Flatten (and one-hot) every frame and concatenate: ``[rows, n * D]`` float32.
         out_key: The batch column to write.
@@ -121,12 +137,11 @@ class FrameStack(EpisodeConnector):
         out_key: str = "obs",
         inference: bool = False,
     ):
-        if n < 1:
-            raise ValueError(f"FrameStack needs n >= 1, got {n}")
+        count = _whole_count(n, "FrameStack's n", 1)
         if fill is None:  # the getter would clip the window: fewer rows than steps
             raise ValueError("FrameStack needs a fill value for frames before the episode")
         super().__init__(inference=inference)
-        self.n = int(n)
+        self.n = count
         self.fill = fill
         self.flatten = flatten
         self.out_key = out_key

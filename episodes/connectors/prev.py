@@ -15,6 +15,7 @@ from episodes.connectors.base import (
     sliding_rows,
     with_fill_dtype,
 )
+from episodes.connectors.observations import _whole_count
 from episodes.episode import SingleAgentEpisode
 
 __all__ = ["PrevActionsPrevRewards"]
@@ -31,8 +32,9 @@ class PrevActionsPrevRewards(EpisodeConnector):
     leaves the column out.
 
     Args:
-        n_actions: How many previous actions.
-        n_rewards: How many previous rewards.
+        n_actions: How many previous actions (an integer >= 0; a float or bool is a
+            ``TypeError``).
+        n_rewards: How many previous rewards (likewise).
         fill: Filler value (default 0.0).
         one_hot_discrete: One-hot Discrete/MultiDiscrete actions (needs the action space).
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
@@ -58,15 +60,16 @@ class PrevActionsPrevRewards(EpisodeConnector):
         one_hot_discrete: bool = True,
         inference: bool = False,
     ):
-        if n_actions < 0 or n_rewards < 0:
-            raise ValueError(f"n_actions and n_rewards must be >= 0, got {n_actions}, {n_rewards}")
+        counts = (
+            _whole_count(n_actions, "PrevActionsPrevRewards' n_actions", 0),
+            _whole_count(n_rewards, "PrevActionsPrevRewards' n_rewards", 0),
+        )
         if fill is None:  # the getter would clip the window: fewer rows than steps
             raise ValueError(
                 "PrevActionsPrevRewards needs a fill value for steps before the episode"
             )
         super().__init__(inference=inference)
-        self.n_actions = int(n_actions)
-        self.n_rewards = int(n_rewards)
+        self.n_actions, self.n_rewards = counts
         self.fill = fill
         self.one_hot_discrete = one_hot_discrete
 

@@ -13,6 +13,20 @@ from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
 
+# The columns every batch has; an extra output of one of these names would be appended to it.
+_STANDARD_COLUMNS = (
+    "obs",
+    "next_obs",
+    "actions",
+    "rewards",
+    "terminateds",
+    "truncateds",
+    "dones",
+    "t",
+    "eps_id",
+    "chunk",
+)
+
 
 def _concat(parts: list[Any]) -> Any:
     if is_nested(parts[0]):
@@ -36,6 +50,10 @@ def episodes_to_batch(
     chunk's index in ``episodes``) and, with ``extra_model_outputs``, every key the chunks share.
     ``obs_fn`` transforms the batched observations.
 
+    Raises:
+        ValueError: No episode has steps, or (with ``extra_model_outputs``) a shared extra
+            output is named like a standard column (it would be appended to that column).
+
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 2.0],
         ...                         terminated=True, len_lookback_buffer=0)
@@ -49,6 +67,12 @@ def episodes_to_batch(
     if not chunks:
         raise ValueError("episodes hold no steps to batch")
     shared = set.intersection(*(set(c.extra_model_outputs) for c in chunks))
+    clashing = sorted(shared.intersection(_STANDARD_COLUMNS)) if extra_model_outputs else []
+    if clashing:
+        raise ValueError(
+            f"extra model outputs {clashing} are named like standard batch columns; rename "
+            "them or pass extra_model_outputs=False"
+        )
     columns: dict[str, list[Any]] = {}
 
     def add(name: str, value: Any) -> None:
@@ -63,10 +87,12 @@ def episodes_to_batch(
         add("next_obs", next_obs)
         add("actions", rows(chunk, "actions"))
         add("rewards", np.asarray(rows(chunk, "rewards")))
-        data = chunk.get_data_dict()
-        for flag in ("terminateds", "truncateds"):
-            add(flag, np.asarray(data[flag], dtype=bool))
-        add("dones", np.asarray(data["terminateds"]) | np.asarray(data["truncateds"]))
+        # Not from get_data_dict: there an extra output named "terminateds" would replace them.
+        terminateds, truncateds = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        terminateds[-1], truncateds[-1] = chunk.is_terminated, chunk.is_truncated
+        add("terminateds", terminateds)
+        add("truncateds", truncateds)
+        add("dones", terminateds | truncateds)
         add("t", np.arange(chunk.t_started, chunk.t))
         add("eps_id", np.asarray([chunk.id_] * n))
         add("chunk", np.full(n, index))

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _SEQUENCES = frozenset((list, tuple))
+_ARRAY_SPACES = frozenset((gs.Box, gs.Discrete, gs.MultiDiscrete, gs.MultiBinary))
 
 
 def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
@@ -71,25 +72,72 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
 
     How ``concat_episode`` compares the observation at a join (and the dataset validator with
     it): a Box item given as a list (a list-mode chunk) is one row, as a numpy'd chunk holds
-    it, which ``data_equal`` alone would read as structure. Items that do not fit the space
-    are not equal in it.
+    it, which ``data_equal`` alone would read as structure. The leaves of a Box, Discrete,
+    MultiDiscrete or MultiBinary part compare by value in the part's dtype (a list of Python
+    floats is float64, the float32 row a numpy'd chunk holds is not: both are float32 in a
+    float32 Box; a cast of another kind, such as float to int, is not made), and a Tuple
+    item given as a list equals the tuple. Items that do not fit the space are not equal in it.
 
     Example:
         >>> import gymnasium as gym
-        >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float64)
-        >>> equal_in_space([0.0, 1.0], np.float64([0.0, 1.0]), None)
+        >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        >>> equal_in_space([0.0, 0.1], np.float32([0.0, 0.1]), None)
         False
-        >>> equal_in_space([0.0, 1.0], np.float64([0.0, 1.0]), box)
+        >>> equal_in_space([0.0, 0.1], np.float32([0.0, 0.1]), box)
         True
     """
     if data_equal(a, b):
         return True
     if space is None:
         return False
+    if space.__class__ in _ARRAY_SPACES:  # the usual observation: one array, no walk
+        try:
+            arrays = np.asarray(a), np.asarray(b)
+        except (ValueError, TypeError):  # ragged: it fits no array space
+            return False
+        if arrays[0].dtype != object and arrays[1].dtype != object:
+            return data_equal(*(_in_space_dtype(space, x) for x in arrays))
     try:
-        return data_equal(batch_in_space([a], space), batch_in_space([b], space))
+        batched = batch_in_space([a], space), batch_in_space([b], space)
     except ValueError:
         return False
+    return data_equal(*(_in_space_dtype(space, x) for x in batched))
+
+
+@singledispatch
+def _in_space_dtype(space: gs.Space[Any], value: Any) -> Any:
+    return value
+
+
+@_in_space_dtype.register(gs.Box)
+@_in_space_dtype.register(gs.Discrete)
+@_in_space_dtype.register(gs.MultiDiscrete)
+@_in_space_dtype.register(gs.MultiBinary)
+def _(space: gs.Space[Any], value: Any) -> Any:
+    dtype = space.dtype
+    if (
+        value.__class__ is not np.ndarray
+        or dtype is None
+        or value.dtype == dtype
+        or not np.can_cast(value.dtype, dtype, "same_kind")  # 0.5 must not become 0
+    ):
+        return value
+    with np.errstate(over="ignore", invalid="ignore"):  # out of the dtype's range: inf, no warning
+        return value.astype(dtype)
+
+
+@_in_space_dtype.register
+def _(space: gs.Dict, value: Any) -> Any:
+    if not isinstance(value, dict) or not set(value) <= set(space.spaces):
+        return value
+    return {key: _in_space_dtype(space.spaces[key], sub) for key, sub in value.items()}
+
+
+@_in_space_dtype.register
+def _(space: gs.Tuple, value: Any) -> Any:
+    if value.__class__ not in _SEQUENCES or len(value) != len(space.spaces):
+        return value
+    return tuple(_in_space_dtype(sub, part) for sub, part in zip(space.spaces, value))
 
 
 def batch_with_layout(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
@@ -197,10 +245,11 @@ def _(space: gs.Dict, items: SequenceABC[Any]) -> Any:
 
 @_batch.register
 def _(space: gs.Tuple, items: SequenceABC[Any]) -> Any:
-    kind, size = type(items[0]), len(space.spaces)
-    if kind not in _SEQUENCES or not all(
-        type(item) is kind and len(item) == size for item in items
-    ):
+    size = len(space.spaces)
+    kinds = {type(item) for item in items}
+    if not kinds <= _SEQUENCES or not all(len(item) == size for item in items):
         return batch(items)
+    # Tuple.contains takes lists too, and a padded read puts the space's filler (a tuple) among
+    # recorded lists: position decides, and only items all of one kind keep it.
     parts = [_batch(sub, [item[i] for item in items]) for i, sub in enumerate(space.spaces)]
-    return kind(parts)
+    return list(parts) if kinds == {list} else tuple(parts)
