@@ -1,5 +1,7 @@
 """Leaf-wise comparison of connector outputs (dicts, lists, tuples, arrays, tensors).
 
+Also the row-by-row comparison behind ``check_lookback_across_cuts``.
+
 Example:
     >>> outputs_equal({"x": [1, 2]}, {"x": (1, 2)})
     True
@@ -51,24 +53,25 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
                 return found
         return None
     if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)) or a is None or b is None:
-        # Compared only as the same type: an array == None is not a bool, and ["a"] is not "a".
-        same = type(a) is type(b) and a == b
+        # Compared only as the same kind: an array == None is not a bool, and ["a"] is not "a".
+        # A numpy'd Text column gives np.str_ where list mode gives str: the same value, told
+        # apart only by check_dtype.
+        kind = type if check_dtype else _text_kind
+        same = kind(a) is kind(b) and a == b
         return None if same else f"{path}: {a!r} != {b!r}"
+    if _object_rows(a) and isinstance(b, (tuple, list)):
+        a = list(a)  # an array of objects holds items as a list does: compared one by one
+    elif _object_rows(b) and isinstance(a, (tuple, list)):
+        b = list(b)
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         # Tensors inside (bfloat16, needing grad, on a GPU) are converted one by one; with
         # check_dtype every item is, since stacking would promote them to one dtype.
         ragged = check_dtype or any(hasattr(x, "detach") for x in [*a, *b])
         try:
             dtype_kinds = {np.asarray(a).dtype.kind, np.asarray(b).dtype.kind}
-            # numpy turns ("a", 3) into strings: mixed items are compared one by one too.
-            ragged = (
-                ragged
-                or "O" in dtype_kinds
-                or (
-                    bool({"U", "S"} & dtype_kinds)
-                    and not all(isinstance(x, (str, bytes)) for x in [*a, *b])
-                )
-            )
+            # Strings are compared one by one too: numpy turns ("a", 3) into strings, and its
+            # string arrays drop trailing NULs (b"a\x00" would equal b"a").
+            ragged = ragged or bool({"O", "U", "S"} & dtype_kinds)
         except (ValueError, TypeError, RuntimeError):  # ragged: compare element by element
             ragged = True
         if ragged:
@@ -76,14 +79,17 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     try:
         aa, bb = np.asarray(a), np.asarray(b)
     except ValueError:
-        return None if a == b else f"{path}: {a!r} != {b!r}"
+        return None if _same(a, b) else f"{path}: {a!r} != {b!r}"
     if aa.dtype == object or bb.dtype == object:
         # Item by item: == would broadcast ([x] equal to [x, x]), call NaN unequal and fail
         # on arrays inside.
         if aa.shape != bb.shape:
             return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
-        if aa.ndim == 0:  # two objects numpy knows nothing about
-            return None if a is b or bool(a == b) else f"{path}: {a!r} != {b!r}"
+        if aa.ndim == 0:
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):  # 0-d: what it holds
+                return _diff(aa.item(), bb.item(), check_dtype, path)
+            # two objects numpy knows nothing about
+            return None if _same(a, b) else f"{path}: {a!r} != {b!r}"
         return _diff_items(list(aa.flat), list(bb.flat), check_dtype, path)
     if aa.shape != bb.shape:
         return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
@@ -93,6 +99,21 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     if not np.array_equal(aa, bb, equal_nan=equal_nan):
         return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"
     return None
+
+
+def _text_kind(value: Any) -> type:
+    return str if isinstance(value, str) else bytes if isinstance(value, bytes) else type(value)
+
+
+def _object_rows(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype == object and value.ndim > 0
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except (ValueError, TypeError, RuntimeError):  # == gave an array, or refused: not equal
+        return False
 
 
 def _diff_items(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
@@ -105,16 +126,81 @@ def _diff_items(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     return None
 
 
+def _rows(
+    full: Any, part: Any, start: int, stop: int, n_full: int, strict: bool, path: str
+) -> str | None:
+    """Where the rows of ``part`` (output on a chunk) differ from rows ``start:stop`` of ``full``.
+
+    Dicts and tuples are walked; a leaf with ``n_full`` rows (one per step) or ``n_full + 1``
+    (one per observation) is compared; ``strict``: every leaf must be such rows.
+    """
+    full, part = _to_numpy(full), _to_numpy(part)
+    if isinstance(full, Mapping):
+        if not isinstance(part, Mapping):
+            return f"{path}: keys differ"
+        missing = set(full) - set(part)
+        # A chunk without steps may leave its (empty) columns out, as connectors do.
+        if set(part) - set(full) or (missing and start != stop):
+            return f"{path}: keys differ"
+        for key in full:
+            if key in missing:
+                continue
+            found = _rows(full[key], part[key], start, stop, n_full, strict, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(full, tuple):  # structure, as in a batch ((mean, std)), not rows
+        if not isinstance(part, tuple) or len(part) != len(full):
+            what = f"of {len(part)}" if isinstance(part, tuple) else type(part).__name__
+            return f"{path}: a tuple of {len(full)} on the whole episode, {what} on the chunk"
+        for i, (whole_item, part_item) in enumerate(zip(full, part)):
+            found = _rows(whole_item, part_item, start, stop, n_full, strict, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    rows = _row_count(full)
+    extra = -1 if rows is None else rows - n_full
+    if extra not in (0, 1):
+        return f"{path}: not one row per step or per observation" if strict else None
+    got, want = _row_count(part), stop - start + extra
+    if got == want:
+        expected = full[start : stop + extra]
+        return _diff(expected, part, False, f"{path} (rows {start}:{stop + extra} of the whole)")
+    if not strict and got == rows:
+        # A per-episode or per-batch value that happens to have len(episode) rows keeps them
+        # on a chunk; other counts (lookback rows leaking in, say) are rows gone wrong.
+        return None
+    return (
+        f"{path}: not one row per step or per observation on the chunk: {got} rows, "
+        f"expected {want} ({rows} on the whole episode)"
+    )
+
+
+def _row_count(value: Any) -> int | None:
+    """``len(value)``, or None for what has no rows (a number, text, a 0-d array or tensor)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return None
+    if getattr(value, "ndim", 1) == 0:  # a 0-d array or tensor has __len__ but no rows
+        return None
+    return len(value)
+
+
 def outputs_equal(a: Any, b: Any, *, check_dtype: bool = False) -> bool:
     """Leaf-wise equality of two connector outputs (dicts, lists, tuples, arrays, tensors).
 
     Lists and arrays with the same values compare equal; dtypes only matter with
-    ``check_dtype``. NaNs compare equal.
+    ``check_dtype``, and so does ``str`` vs ``np.str_`` (``bytes`` vs ``np.bytes_``), as a
+    numpy'd Text column gives. NaNs compare equal; arrays of objects (arrays inside) compare
+    item by item.
 
     Example:
         >>> outputs_equal({"x": [1.0, 2.0]}, {"x": np.array([1.0, 2.0], np.float32)})
         True
         >>> outputs_equal({"x": [1.0]}, {"x": np.array([1.0], np.float32)}, check_dtype=True)
+        False
+        >>> outputs_equal(["ab"], [np.str_("ab")])
+        True
+        >>> outputs_equal(["ab"], [np.str_("ab")], check_dtype=True)
         False
     """
     return _diff(a, b, check_dtype, "output") is None

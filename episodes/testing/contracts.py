@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any
 
 import gymnasium as gym
@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from episodes.episode import SingleAgentEpisode
-from episodes.testing.compare import _diff, _to_numpy, outputs_equal
+from episodes.testing.compare import _diff, _rows, outputs_equal
 from episodes.testing.strategies import episodes
 from episodes.testing.strategies.episodes import resolve_space, stacks
 
@@ -155,42 +155,11 @@ def check_handles_empty_and_reset(
             raise ConnectorContractError(f"the connector failed on {what}: {err!r}") from err
 
 
-def _rows(
-    full: Any, part: Any, start: int, stop: int, n_full: int, strict: bool, path: str
-) -> str | None:
-    full, part = _to_numpy(full), _to_numpy(part)
-    if isinstance(full, Mapping):
-        if not isinstance(part, Mapping):
-            return f"{path}: keys differ"
-        missing = set(full) - set(part)
-        # A chunk without steps may leave its (empty) columns out, as connectors do.
-        if set(part) - set(full) or (missing and start != stop):
-            return f"{path}: keys differ"
-        for key in full:
-            if key in missing:
-                continue
-            found = _rows(full[key], part[key], start, stop, n_full, strict, f"{path}[{key!r}]")
-            if found:
-                return found
-        return None
-    rows = _row_count(full)
-    extra = -1 if rows is None else rows - n_full
-    aligned = extra in (0, 1) and _row_count(part) == stop - start + extra
-    if not aligned:
-        if strict:
-            return f"{path}: not one row per step or per observation"
-        return None  # per-episode or per-batch values legitimately differ on a chunk
-    expected = full[start : stop + extra]
-    return _diff(expected, part, False, f"{path} (rows {start}:{stop + extra} of the whole)")
-
-
-def _row_count(value: Any) -> int | None:
-    """``len(value)``, or None for what has no rows (a number, text, a 0-d array or tensor)."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        return None
-    if getattr(value, "ndim", 1) == 0:  # a 0-d array or tensor has __len__ but no rows
-        return None
-    return len(value)
+def _check_row_keys(row_keys: Any) -> None:
+    if isinstance(row_keys, (str, bytes)):  # would be read letter by letter
+        raise TypeError(
+            f"row_keys is a collection of output keys such as ['obs'], got {row_keys!r}"
+        )
 
 
 def check_lookback_across_cuts(
@@ -207,8 +176,9 @@ def check_lookback_across_cuts(
     The chunk is ``episode.slice(slice(start, stop), len_lookback_buffer=lookback)``. Each
     output leaf with ``len(episode)`` rows (one per step) or ``len(episode) + 1`` (one per
     observation) is compared with rows ``start:stop`` (``start:stop + 1``) of the output on
-    the whole episode. ``lookback`` must cover what the connector reads into the past (e.g.
-    ``k - 1`` for a ``k``-frame stack).
+    the whole episode. Dicts and tuples are walked; lists, arrays and tensors hold rows.
+    ``lookback`` must cover what the connector reads into the past (e.g. ``k - 1`` for a
+    ``k``-frame stack).
 
     Args:
         connector: The connector under test; it gets one episode.
@@ -216,14 +186,17 @@ def check_lookback_across_cuts(
         start: First step of the chunk.
         stop: End (exclusive) of the chunk's steps.
         lookback: Lookback the chunk gets.
-        row_keys: Top-level output keys that hold rows; every leaf under them must have one
-            row per step or per observation. None: compare every leaf whose row count lines
-            up with both the episode and the chunk, and skip the others (per-episode values).
+        row_keys: Top-level output keys that hold rows (a collection, not one str); every
+            leaf under them must have one row per step or per observation. None: compare every
+            leaf whose row count lines up with the episode, and skip the others (per-episode
+            values); a leaf that lines up with the episode but has neither the chunk's count
+            nor the episode's own count of rows on the chunk is reported.
 
     Raises:
         ConnectorContractError: The rows differ.
         ValueError: ``start``/``stop`` outside ``0 <= start <= stop <= len(episode)``, or a
             negative ``lookback``.
+        TypeError: ``row_keys`` is a str or bytes.
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[0, 0, 0],
@@ -234,6 +207,7 @@ def check_lookback_across_cuts(
         ...                      for t in range(len(ep))]}
         >>> check_lookback_across_cuts(prev_obs, ep, 1, 3, lookback=1)
     """
+    _check_row_keys(row_keys)
     for name, value in (("start", start), ("stop", stop), ("lookback", lookback)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{name} must be an int, got {value!r}")
@@ -357,10 +331,12 @@ def check_connector(
 
     Raises:
         ConnectorContractError: A contract failed (hypothesis reports the minimal example).
+        TypeError: ``row_keys`` is a str or bytes.
 
     Example:
         >>> check_connector(lambda eps, batch: dict(batch), max_examples=3)
     """
+    _check_row_keys(row_keys)
     kwargs = _episode_kwargs(observation_space, action_space, max_len)
     run = settings(max_examples=max_examples, deadline=None, database=None)
 
@@ -421,6 +397,7 @@ class ConnectorContract:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _check_row_keys(cls.row_keys)  # at the class, not in one of its tests
         # Each subclass gets its own hypothesis-wrapped copy of every contract test: sharing one
         # wrapped function between classes trips hypothesis' differing-executors health check.
         for name in _CONTRACT_TESTS:

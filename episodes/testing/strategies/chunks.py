@@ -54,7 +54,10 @@ class ChunkedEpisode:
 
 def _as_array(leaf: Any) -> Any:
     # numpy'd columns return numpy scalars for 0-d items; gymnasium's Box.contains warns on
-    # those, so hand 0-d arrays back (same dtype, same stored value).
+    # those, so hand 0-d arrays back (same dtype, same stored value). Text.contains refuses a
+    # 0-d string array: a numpy'd Text column's np.str_ goes back as the str it recorded.
+    if isinstance(leaf, (np.str_, np.bytes_)):
+        return leaf.item()
     return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
 
 
@@ -84,6 +87,9 @@ def replay_in_chunks(
         >>> [c.get_observations() for c in replay_in_chunks(ep, (1,), (1,))]
         [[0, 1], [1, 2]]
     """
+    if not all(whole(x) for x in (*cuts, *lookbacks)):
+        # A float cut would still match step i (1.0 == 1) and slip through as a cut point.
+        raise ValueError(f"cuts and lookbacks must be ints, got {cuts!r}, {lookbacks!r}")
     if len(cuts) != len(lookbacks) or list(cuts) != sorted(set(cuts)):
         raise ValueError(f"cuts must be sorted and unique, one lookback each: {cuts}, {lookbacks}")
     if cuts and not (0 < cuts[0] and cuts[-1] < len(episode)):

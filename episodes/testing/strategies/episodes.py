@@ -78,7 +78,8 @@ def resolve_space(draw: st.DrawFn, space: SpaceLike) -> gym.Space[Any]:
 
 def _int_range(draw: st.DrawFn, value: int | tuple[int, int], what: str) -> int:
     if isinstance(value, tuple):
-        low, high = value
+        # Another length is refused below, not by the unpacking's "too many values".
+        low, high = value if len(value) == 2 else (None, None)
         if not (whole(low) and whole(high) and 0 <= low <= high):
             raise ValueError(
                 f"{what} range must be (low, high) with 0 <= low <= high, got {value!r}"

@@ -131,6 +131,7 @@ def spaces(
     """
     if isinstance(kinds, str):  # a string is a sequence of letters, not of kinds
         raise ValueError(f"kinds is a sequence of kinds such as ('box',), got {kinds!r}")
+    kinds = tuple(kinds)  # once: a generator would be used up by the first test of it
     for name, value, least in (
         ("max_depth", max_depth, 0),
         ("max_children", max_children, 1),
