@@ -150,28 +150,26 @@ def _info(args: argparse.Namespace) -> int:
     lengths = [e.length for e in info.episodes]
     returns = [e.ret for e in info.episodes]
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "path": info.path,
-                    "version": info.version,
-                    "chunks": info.num_chunks,
-                    "episodes": info.num_episodes,
-                    "done": info.num_done,
-                    "steps": info.num_steps,
-                    "bytes": info.nbytes,
-                    "returns": [r if math.isfinite(r) else None for r in returns],
-                    "lengths": lengths,
-                    "observation_space": str(info.observation_space),
-                    "action_space": str(info.action_space),
-                    "torn_manifest": info.torn_manifest,
-                    "shards": info.num_shards,
-                    "created": info.created,
-                    "library_version": info.library_version,
-                    "metadata": info.metadata,
-                }
-            )
-        )
+        obs, act = info.observation_space, info.action_space
+        data = {
+            "path": info.path,
+            "version": info.version,
+            "chunks": info.num_chunks,
+            "episodes": info.num_episodes,
+            "done": info.num_done,
+            "steps": info.num_steps,
+            "bytes": info.nbytes,
+            "returns": [r if math.isfinite(r) else None for r in returns],
+            "lengths": lengths,
+            "observation_space": None if obs is None else str(obs),  # null, not "None"
+            "action_space": None if act is None else str(act),
+            "torn_manifest": info.torn_manifest,
+            "shards": info.num_shards,
+            "created": info.created,
+            "library_version": info.library_version,
+            "metadata": info.metadata,
+        }
+        print(json.dumps(data))
         return 0
     _say(f"dataset:  {info.path} (format version {info.version})")
     if info.version >= 2:

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from episodes.io.checksums import CrcFile
 
-__all__ = ["ShardStream", "WrittenFile", "write_parquet"]
+__all__ = ["ShardStream", "WrittenFile", "write_episodes", "write_parquet"]
 
 # Arrow's IPC file format is a magic number padded to 8 bytes, then the stream format.
 _STREAM_OFFSET = 8
@@ -121,6 +121,48 @@ class WrittenFile(NamedTuple):
     def discard(self) -> None:
         """Removes the file."""
         self.path.unlink(missing_ok=True)
+
+
+def write_episodes(
+    path: Path,
+    columns: list[dict[str, pa.Array]],
+    data_format: str,
+    *,
+    compression: str | None,
+    sync: bool,
+) -> ShardStream | WrittenFile:
+    """Writes episodes' columns as a shard's data file (removed again if that fails).
+
+    One record batch per episode: nothing is concatenated (copied) before writing, and a
+    reader finds an episode's rows inside one batch.
+
+    Args:
+        path: The (temporary) file to create.
+        columns: Per episode, its columns (the same names and types in every episode).
+        data_format: ``"arrow"`` (a :class:`ShardStream`, still to be finished) or
+            ``"parquet"`` (written whole).
+        compression: ``None`` or ``"zstd"``.
+        sync: fsync the file (an Arrow one when it is finished).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "s.arrow"
+        >>> cols = [{"x": pa.array([1, 2])}, {"x": pa.array([3])}]
+        >>> write_episodes(path, cols, "arrow", compression=None, sync=False).batches
+        2
+    """
+    names = list(columns[0])
+    batches = [pa.RecordBatch.from_arrays([c[k] for k in names], names=names) for c in columns]
+    if data_format != "arrow":
+        return write_parquet(path, batches, compression=compression, sync=sync)
+    stream = ShardStream(path, batches[0].schema, compression=compression, sync=sync)
+    try:
+        for batch in batches:
+            stream.append(batch)
+    except BaseException:
+        stream.discard()
+        raise
+    return stream
 
 
 def write_parquet(

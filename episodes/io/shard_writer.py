@@ -51,7 +51,7 @@ from episodes.io.format import (
 )
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
-from episodes.io.shard_stream import ShardStream, WrittenFile, write_parquet
+from episodes.io.shard_stream import ShardStream, WrittenFile, write_episodes
 from episodes.io.shards import (
     DATA_SUFFIX,
     INDEX_SUFFIX,
@@ -80,7 +80,8 @@ class DatasetWriter:
 
     Several writers, in one or several processes, may append to one dataset at the same
     time; readers see only committed shards. Episodes written but not yet flushed are lost
-    if the process dies: call :meth:`flush` to commit what is pending.
+    if the process dies, and dropped when an exception (Ctrl-C too) leaves the ``with``
+    block: call :meth:`flush` in the block to commit what is pending.
 
     Args:
         path: The dataset directory.
@@ -119,6 +120,8 @@ class DatasetWriter:
             raise ValueError("compression must be None or 'zstd'")
         if shard_bytes < 1:
             raise ValueError("shard_bytes must be >= 1")
+        if metadata is not None and not isinstance(metadata, DatasetMetadata):
+            raise TypeError(f"metadata must be a DatasetMetadata, not a {type(metadata).__name__}")
         self.path = Path(path)
         self._format = data_format
         self._compression = compression
@@ -133,6 +136,7 @@ class DatasetWriter:
         self._lookup: dict[str, int] = {}
         self._schema: pa.Schema | None = None
         self.committed: list[str] = []
+        self._line_in = False  # the shard being committed is in the manifest
         self._dir_fd: int | None = None
         self._manifest_fd: int | None = None
         header = self._make_header(metadata or DatasetMetadata())
@@ -300,6 +304,7 @@ class DatasetWriter:
         """
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
+        self._drop_unowned()
         spaces, lookup = list(self._spaces), dict(self._lookup)
         # An Arrow shard takes each episode into its file now, so its rows are neither copied
         # nor held; after a failed commit the shard's episodes wait in memory, copied.
@@ -344,6 +349,15 @@ class DatasetWriter:
             self._unstream()  # the shard's earlier episodes stay buffered; this one is not
             raise
         encoded.columns = {}  # in the file now
+
+    def _drop_unowned(self) -> None:
+        """Moves the shard into memory if its file holds an episode that was not buffered.
+
+        An interrupt (Ctrl-C) after an episode reached the file but before it was buffered
+        leaves one, last in the file: the shard must not be committed, or grow, with it.
+        """
+        if self._stream is not None and self._stream.batches > len(self._pending):
+            self._unstream()  # the buffered episodes take the first batches; the rest goes
 
     def _unstream(self, published: bool = False) -> None:
         """Moves the open shard's episodes from its file back into memory.
@@ -398,13 +412,14 @@ class DatasetWriter:
             return None
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
+        self._drop_unowned()
         saved = (self._pending, self._spaces, self._lookup, self._schema, self._pending_bytes)
         streamed = self._stream
         name = self._stream_name if streamed is not None else secrets.token_hex(8)
         self._pending, self._spaces, self._lookup, self._schema = [], [], {}, None
         self._pending_bytes, self._stream = 0, None
         data: ShardStream | WrittenFile | None = streamed
-        published = False
+        published = self._line_in = False
         try:
             if data is None:
                 data = self._write_memory(name, saved[0])
@@ -412,6 +427,12 @@ class DatasetWriter:
             published = True
             self._append(seal_line(entry.to_json()))
         except BaseException:
+            if self._line_in:
+                # Interrupted (Ctrl-C) once the line was in: the shard is committed, and its
+                # episodes must not stay buffered, or a retry would store them twice.
+                self.committed.append(name)
+                self._arena.release()
+                raise
             # Nothing was committed: the episodes stay buffered for a retry (a shard left
             # behind is unlisted, and removed by the next writer that opens alone).
             self._pending, self._spaces, self._lookup, self._schema = saved[:4]
@@ -427,23 +448,8 @@ class DatasetWriter:
     def _write_memory(self, name: str, pending: list[EncodedEpisode]) -> ShardStream | WrittenFile:
         """Writes buffered episodes as the data file (an Arrow one still to be finished)."""
         path = self.path / SHARDS_DIR / f"{TMP_PREFIX}{name}{DATA_SUFFIX[self._format]}"
-        names = list(pending[0].columns)
-        # One record batch per episode: nothing is concatenated (copied) before writing, and
-        # a reader finds an episode's rows inside one batch.
-        batches = [
-            pa.RecordBatch.from_arrays([e.columns[k] for k in names], names=names) for e in pending
-        ]
-        if self._format == "arrow":
-            schema = batches[0].schema
-            stream = ShardStream(path, schema, compression=self._compression, sync=self._sync)
-            try:
-                for batch in batches:
-                    stream.append(batch)
-            except BaseException:
-                stream.discard()
-                raise
-            return stream
-        return write_parquet(path, batches, compression=self._compression, sync=self._sync)
+        columns, compression = [e.columns for e in pending], self._compression
+        return write_episodes(path, columns, self._format, compression=compression, sync=self._sync)
 
     def _publish(
         self,
@@ -520,6 +526,7 @@ class DatasetWriter:
                 data = os.pread(fd, end, 0)
                 os.ftruncate(fd, data.rfind(b"\n") + 1)
             append_line(fd, line, sync=self._sync)
+            self._line_in = True  # committed, whatever is raised from here on
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 

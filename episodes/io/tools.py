@@ -42,6 +42,7 @@ from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
+from episodes.io.shards import is_v2
 from episodes.io.values import id_key
 from episodes.io.writer import removed_if_failed
 
@@ -70,7 +71,8 @@ def _check_new(dst: PathLike) -> Path:
     if final.is_symlink():  # renaming the copy into place would fail on it (or replace it)
         raise DatasetError(f"{dst} is a symbolic link; choose a new directory")
     if final.exists() and (not final.is_dir() or any(final.iterdir())):
-        raise DatasetError(f"{dst} exists and is not empty; choose a new directory")
+        state = "is not empty" if final.is_dir() else "is not a directory"
+        raise DatasetError(f"{dst} exists and {state}; choose a new directory")
     return final
 
 
@@ -356,8 +358,8 @@ def filter_dataset(
     equals ``1.0``, ``"1"`` no number; lists and tuples compare item by item.
 
     Raises:
-        ValueError: A NaN return bound, or a NaN in ``custom_data`` (either would keep nothing,
-            silently).
+        ValueError: A NaN return bound, a negative length bound, a lower bound above its upper
+            one, or a NaN in ``custom_data`` (mistakes that would filter silently).
 
     Example:
         >>> import tempfile
@@ -375,6 +377,12 @@ def filter_dataset(
     for name, bound in (("min_return", min_return), ("max_return", max_return)):
         if bound is not None and bound != bound:
             raise ValueError(f"{name} must be a number, got nan")
+    for name, length in (("min_length", min_length), ("max_length", max_length)):
+        if length is not None and length < 0:  # no episode is shorter than 0 steps
+            raise ValueError(f"{name} must be >= 0, got {length}")
+    for what, low, high in (("return", min_return, max_return), ("length", min_length, max_length)):
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"min_{what} {low} is above max_{what} {high}: nothing would pass")
     for key, value in (custom_data or {}).items():
         if _holds_nan(value):
             raise ValueError(f"custom_data[{key!r}] holds a NaN, which equals nothing")
@@ -413,10 +421,7 @@ def filter_dataset(
             if all(k in data and _same_json_value(data[k], v) for k, v in wanted_data.items())
         }
 
-    def keep(episode: SingleAgentEpisode) -> bool:
-        return id_key(episode.id_) in wanted
-
-    return _copy([src], dst, meta, keep, {})
+    return _copy([src], dst, meta, lambda episode: id_key(episode.id_) in wanted, {})
 
 
 def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
@@ -542,8 +547,6 @@ def other_env_problem(
         >>> other_env_problem(path, "Pendulum-v1", None, None).split("; ")[1]
         'record Pendulum-v1 into a new directory'
     """
-    from episodes.io.shards import is_v2
-
     root = Path(path)
     if not is_v2(root) and not (root / "manifest.jsonl").exists():
         return ""
