@@ -21,9 +21,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from episodes.indexing import whole_number
 from episodes.runner import EnvRunner
 
-__all__ = ["EnvFactory", "PolicyFactory", "RunnerContext", "build_runner", "runner_seed"]
+__all__ = [
+    "EnvFactory",
+    "PolicyFactory",
+    "RunnerContext",
+    "build_runner",
+    "check_seed",
+    "runner_seed",
+]
 
 EnvFactory = Callable[["RunnerContext"], gym.vector.VectorEnv]
 PolicyFactory = Callable[[gym.vector.VectorEnv, "RunnerContext"], Any]
@@ -36,16 +44,50 @@ def runner_seed(seed: int | None, index: int, generation: int = 0) -> int | None
     restarted runner gets a seed mixed from all three numbers, so it never replays the
     episodes its predecessor already delivered.
 
+    Raises:
+        ValueError: ``seed`` neither None nor an int >= 0, or ``index`` or ``generation`` not
+            an int >= 0 (floats, bools and strings refused, not truncated: ``int(1.5)`` would
+            quietly run the runners of seed 1).
+
     Example:
         >>> runner_seed(0, 0), runner_seed(0, 1), runner_seed(None, 3)
         (0, 1, None)
+        >>> runner_seed(1.5, 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: seed must be None or an int >= 0, got 1.5
     """
+    seed = check_seed(seed)
+    index = whole_number(index, "index", 0)
+    generation = whole_number(generation, "generation", 0)
     if seed is None:
         return None
     if generation == 0:
-        return int(seed) + int(index)
-    words = np.random.SeedSequence([int(seed), int(index), int(generation)]).generate_state(1)
+        return seed + index
+    words = np.random.SeedSequence([seed, index, generation]).generate_state(1)
     return int(words[0])
+
+
+def check_seed(seed: Any) -> int | None:
+    """``seed`` as the base seed of a group: None, or an int >= 0 (numpy ints taken).
+
+    Raises:
+        ValueError: Anything else (a float, a bool, a string, a negative int).
+
+    Example:
+        >>> check_seed(None), check_seed(np.int64(3))
+        (None, 3)
+        >>> check_seed(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: seed must be None or an int >= 0, got -1
+    """
+    if seed is None:
+        return None
+    try:
+        return whole_number(seed, "seed", 0)
+    except ValueError:
+        raise ValueError(f"seed must be None or an int >= 0, got {seed!r}") from None
 
 
 @dataclass(frozen=True)
@@ -83,6 +125,10 @@ class RunnerContext:
     ) -> RunnerContext:
         """The context of runner ``index`` in a group seeded with ``seed``.
 
+        Raises:
+            ValueError: ``seed`` neither None nor an int >= 0, ``index`` or ``generation`` not
+                an int >= 0, or ``num_runners`` not an int >= 1 (nothing truncated).
+
         Example:
             >>> ctx = RunnerContext.create(seed=10, index=3, num_runners=4, config={"level": 1})
             >>> ctx.seed, ctx.generation, ctx.num_runners, ctx.config
@@ -90,11 +136,12 @@ class RunnerContext:
             >>> RunnerContext.create(seed=None, index=3).seed is None
             True
         """
+        seed = runner_seed(seed, index, generation)  # checks all three
         return cls(
-            index=int(index),
-            generation=int(generation),
-            seed=runner_seed(seed, index, generation),
-            num_runners=int(num_runners),
+            index=whole_number(index, "index", 0),
+            generation=whole_number(generation, "generation", 0),
+            seed=seed,
+            num_runners=whole_number(num_runners, "num_runners", 1),
             config=dict(config or {}),
         )
 

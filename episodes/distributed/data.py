@@ -13,6 +13,7 @@ concurrent writers), committing them when the task ends.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -238,6 +239,28 @@ class EpisodeDatasource(Datasource):
         return tasks
 
 
+@functools.cache
+def _read_datasource_options() -> frozenset[str]:
+    # Ray passes unknown ``**read_args`` only to legacy datasources, so ours would drop them
+    # silently: ``read_steps(path, n_step=3)`` would read 1-step rows.
+    params = inspect.signature(ray.data.read_datasource).parameters.values()
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in params if p.kind in named and p.name != "datasource")
+
+
+def _check_read_args(read_args: dict[str, Any], reader: str) -> None:
+    unknown = sorted(set(read_args) - _read_datasource_options())
+    if not unknown:
+        return
+    hint = ""
+    if reader != "read_transitions" and {"n_step", "gamma"} & set(unknown):
+        hint = " (n-step rows: read_transitions(path, n_step=..., gamma=...))"
+    raise TypeError(
+        f"{reader}() got unknown arguments {unknown}: not {reader}'s, and Ray would ignore "
+        f"them; it takes ray.data.read_datasource's {sorted(_read_datasource_options())}{hint}"
+    )
+
+
 def _read(source: EpisodeDatasource, read_args: dict[str, Any]) -> Any:
     if source.info.version >= 2 and "override_num_blocks" not in read_args:
         # One block per read task: Ray's default asks for 200 blocks and slices every shard's
@@ -254,6 +277,11 @@ def read_steps(path: str | os.PathLike[str], **read_args: Any) -> Any:
         **read_args: Further ``ray.data.read_datasource`` arguments (``override_num_blocks``
             to have Ray split the shards' blocks further).
 
+    Raises:
+        TypeError: A name in ``read_args`` that ``ray.data.read_datasource`` does not take
+            (Ray would ignore it silently; ``n_step``/``gamma`` belong to
+            :func:`read_transitions`).
+
     Example:
         >>> import tempfile
         >>> from episodes import SingleAgentEpisode
@@ -269,6 +297,7 @@ def read_steps(path: str | os.PathLike[str], **read_args: Any) -> Any:
         >>> [(r["episode_id"], r["t"], r["obs"], r["reward"], r["next_obs"]) for r in rows]
         [('a', 0, 0, 1.0, 1), ('a', 1, 1, 2.0, 2)]
     """
+    _check_read_args(read_args, "read_steps")
     return _read(EpisodeDatasource(path, "steps"), read_args)
 
 
@@ -281,6 +310,10 @@ def read_transitions(
     ``next_obs`` the observation ``n_steps`` later, plus ``discount`` (``gamma**n_steps``) and
     ``n_steps`` (shorter at the end of a chunk; see
     :func:`~episodes.distributed.rows.nstep_columns`).
+
+    Raises:
+        TypeError: A name in ``read_args`` that ``ray.data.read_datasource`` does not take
+            (a typo such as ``n_steps=3`` is refused, not ignored).
 
     Example:
         >>> import tempfile
@@ -297,6 +330,7 @@ def read_transitions(
         >>> [(r["t"], r["reward"], r["next_obs"], r["discount"], r["n_steps"]) for r in rows]
         [(0, 2.0, 2, 0.25, 2), (1, 2.0, 2, 0.5, 1)]
     """
+    _check_read_args(read_args, "read_transitions")
     source = EpisodeDatasource(path, "transitions", n_step=n_step, gamma=gamma)
     return _read(source, read_args)
 
@@ -310,6 +344,9 @@ def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
     Args:
         path: The dataset directory.
         **read_args: Further ``ray.data.read_datasource`` arguments.
+
+    Raises:
+        TypeError: A name in ``read_args`` that ``ray.data.read_datasource`` does not take.
 
     Example:
         >>> import tempfile
@@ -328,6 +365,7 @@ def read_episodes(path: str | os.PathLike[str], **read_args: Any) -> Any:
         >>> rows[0]["episode"].is_numpy  # each chunk as stored: this one in list mode
         False
     """
+    _check_read_args(read_args, "read_episodes")
     return _read(EpisodeDatasource(path, "episodes"), read_args)
 
 
@@ -449,6 +487,9 @@ def write_episodes(
     Returns:
         The number of episodes (chunks) written.
 
+    Raises:
+        TypeError: ``dataset`` is not a ``ray.data.Dataset``.
+
     Example:
         >>> import tempfile
         >>> from episodes import SingleAgentEpisode
@@ -467,6 +508,11 @@ def write_episodes(
         >>> dataset_info(copy).num_steps, dataset_info(copy).episodes[0].id_
         (2, 'a')
     """
+    if not isinstance(dataset, ray.data.Dataset):
+        raise TypeError(
+            f"write_episodes needs a ray.data.Dataset of episode rows (as read_episodes "
+            f"gives), got {type(dataset).__name__}"
+        )
     sink = EpisodeDatasink(path, metadata, **writer_options)
     dataset.write_datasink(sink)
     return sink.num_written

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from episodes.distributed.actor import RunnerActor, WriterSpec
-from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext
+from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext, check_seed
 from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
@@ -87,7 +87,8 @@ class RunnerGroup:
     Raises:
         ImportError: Ray is not installed.
         ValueError: ``num_runners`` or ``max_consecutive_failures`` not an int >= 1 (floats
-            refused, not truncated), ``start_timeout_s`` not None or seconds >= 0.
+            refused, not truncated), ``seed`` neither None nor an int >= 0,
+            ``start_timeout_s`` not None or seconds >= 0.
         RuntimeError: An actor failed to start (the factories raised).
 
     Example:
@@ -126,8 +127,8 @@ class RunnerGroup:
         self.num_runners = whole_number(num_runners, "num_runners", 1)
         self._max_failures = whole_number(max_consecutive_failures, "max_consecutive_failures", 1)
         start_timeout_s = _timeout(start_timeout_s, "start_timeout_s")
+        self.seed = check_seed(seed)  # here: on the actors it would fail their start
         self._ray = require_ray()
-        self.seed = seed
         self._env_factory = env_factory
         self._policy_factory = policy_factory
         self._runner_kwargs = dict(runner_kwargs or {})
@@ -449,7 +450,7 @@ class RunnerGroup:
         shared = isinstance(reply, Reply) and reply.stream is not None
         sample: RunnerSample = slot.segments.receive(reply, lease)
         slot.failures = 0
-        self.metrics.add_sample(sample, shared_memory=shared)
+        self.metrics.add_sample(sample.without_totals(), shared_memory=shared)
         return sample
 
     def _lose(self, slot: _Slot, err: Exception) -> LostSample:

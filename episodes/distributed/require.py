@@ -11,14 +11,18 @@ from typing import Any
 
 __all__ = ["INSTALL_HINT", "require_ray"]
 
-INSTALL_HINT = "episodes.distributed needs Ray: pip install 'episodes[ray]'"
+INSTALL_HINT = "episodes.distributed needs Ray and Ray Data: pip install 'episodes[ray]'"
 
 
 def require_ray() -> Any:
-    """The ``ray`` module (with ``ray.exceptions`` loaded).
+    """The ``ray`` module (with ``ray.exceptions`` and Ray Data loaded).
+
+    Ray Data and its ``pyarrow`` are part of the extra: a plain ``pip install ray`` (Ray core
+    alone) gets the same hint, not a bare ``ImportError`` from deep inside the package.
 
     Raises:
-        ImportError: Ray is not installed; the message says how to install it.
+        ImportError: Ray, Ray Data or ``pyarrow`` is not installed; the message says how to
+            install them.
 
     Example:
         >>> ray = require_ray()
@@ -26,7 +30,9 @@ def require_ray() -> Any:
         ('ray', 'RayActorError')
     """
     try:
+        import pyarrow  # noqa: F401
         import ray
+        import ray.data  # noqa: F401
         import ray.exceptions  # noqa: F401
     except ImportError as err:
         raise ImportError(f"{INSTALL_HINT} ({err})") from err

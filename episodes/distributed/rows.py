@@ -40,13 +40,31 @@ __all__ = [
 EPISODE_COLUMNS = ("id", "t_started", "length", "return", "terminated", "truncated", "episode")
 
 
-def _leaf_columns(name: str, batch: Any, out: dict[str, Any]) -> None:
+def _leaf_columns(
+    name: str,
+    batch: Any,
+    out: dict[str, Any],
+    owners: dict[str, str] | None = None,
+    owner: str = "",
+) -> None:
+    """Adds ``batch``'s column(s) to ``out``; ``owners`` records which output made each one."""
     if is_nested(batch):
         leaves, _ = flatten(batch)
-        for i, leaf in enumerate(leaves):
-            out[f"{name}.{i}"] = np.asarray(leaf)
+        columns = {f"{name}.{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
     else:
-        out[name] = np.asarray(batch)
+        columns = {name: np.asarray(batch)}
+    owners = {} if owners is None else owners
+    for column, values in columns.items():
+        if column in out:
+            # Leaf 0 of a nested output "h" and an output named "h.0": one would replace the
+            # other without a word.
+            first = owners.get(column, column)
+            raise ValueError(
+                f"the extra model outputs {first!r} and {owner or name!r} would both fill the "
+                f"column {column!r}: rename one of them"
+            )
+        out[column] = values
+        owners[column] = owner or name
 
 
 def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
@@ -59,7 +77,8 @@ def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
         A dict of numpy arrays, one entry per step each (see the module docstring).
 
     Raises:
-        ValueError: The chunk is in list mode.
+        ValueError: The chunk is in list mode, or two extra model outputs would fill one
+            column (a nested ``h`` and an ``h.0``).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -89,8 +108,10 @@ def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
         last[-1] = True
     out["terminated"] = last & episode.is_terminated
     out["truncated"] = last & episode.is_truncated
+    owners: dict[str, str] = {}
     for key in episode.extra_model_outputs:
-        _leaf_columns(f"extra.{key}", episode.get_extra_model_outputs(key, slice(0, n)), out)
+        values = episode.get_extra_model_outputs(key, slice(0, n))
+        _leaf_columns(f"extra.{key}", values, out, owners, key)
     return out
 
 
@@ -105,7 +126,8 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
     shorter. The other columns are those of :func:`step_columns`.
 
     Raises:
-        ValueError: ``n_step < 1``, ``gamma`` outside ``[0, 1]``, or the chunk is in list mode.
+        ValueError: ``n_step < 1``, ``gamma`` outside ``[0, 1]``, the chunk is in list mode,
+            or two extra model outputs would fill one column.
 
     Example:
         >>> from episodes import SingleAgentEpisode

@@ -8,9 +8,11 @@ round side by side as one flat sequence of chunks, renumbering the sub-envs so t
 sees one wide vector env: runner ``r``'s env ``i`` becomes column ``offset(r) + i``, where the
 offsets count the envs of the runners before it in this round.
 
-Gathered chunks may be read-only views of the object store (arrays of large results are mapped,
-not copied): read them, convert them, write them; to edit one in place, copy it first
-(``SingleAgentEpisode.from_state(chunk.get_state())``).
+Gathered chunks may be read-only views of a shared-memory segment or of the object store
+(arrays of large results are mapped, not copied): read them, convert them, write them; to edit
+one in place, copy it first with ``copy.deepcopy(chunk)``, which copies every array, those in
+its infos too, and so leaves the segment free. ``SingleAgentEpisode.from_state(
+chunk.get_state())`` is no such copy: it keeps the infos' arrays as read-only views.
 
 Example:
     >>> from episodes import SingleAgentEpisode
@@ -29,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import operator
 from collections.abc import Iterator, Sequence
@@ -45,6 +48,8 @@ __all__ = ["GroupSample", "LostSample", "RunnerSample", "merge_runner_metrics"]
 #: Keys a gathered chunk carries in ``custom_data`` (besides the global ``env_index``).
 RUNNER_INDEX = "runner_index"
 RUNNER_ENV_INDEX = "runner_env_index"
+#: A runner's lifetime totals (``EnvRunner.get_metrics()``): summed over different runners.
+TOTALS = ("total_env_steps", "total_episodes")
 
 
 @dataclass
@@ -92,6 +97,22 @@ class RunnerSample:
         if isinstance(self.episodes, SampledChunks):
             return int(self.episodes.lengths().sum())
         return int(sum(len(ep) for ep in self.episodes))
+
+    def without_totals(self) -> RunnerSample:
+        """The same sample (its chunks not copied) with metrics less the runner's lifetime totals.
+
+        What a group's running metrics count: merged over many samples of one runner, its
+        ``total_env_steps`` and ``total_episodes`` would count its earlier steps again and
+        again (a :class:`GroupSample` of one round, one sample per runner, keeps them).
+
+        Example:
+            >>> sample = RunnerSample(0, 0, 0, -1, 1, [], {"num_env_steps": 4,
+            ...                                            "total_env_steps": 12})
+            >>> sample.without_totals().metrics, sample.metrics["total_env_steps"]
+            ({'num_env_steps': 4}, 12)
+        """
+        metrics = {k: v for k, v in self.metrics.items() if k not in TOTALS}
+        return dataclasses.replace(self, metrics=metrics)
 
 
 @dataclass
@@ -264,13 +285,19 @@ def merge_runner_metrics(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     Returns and lengths are concatenated (runner by runner), counts and times summed, means
     weighted by each runner's episode count (a runner lists only its latest episodes, but its
     means cover all); ``env_steps_per_s`` sums the runners' own rates (they sample in parallel).
+    ``total_env_steps`` and ``total_episodes``, each runner's lifetime totals, are summed when
+    a part has them: the totals of a group of runners, so the parts should be different
+    runners' (one sample each, as in a :class:`GroupSample`); two samples of one runner would
+    count its earlier steps twice.
 
     Example:
         >>> a = {"episode_returns": [1.0], "episode_lengths": [1], "num_env_steps": 4,
-        ...      "env_steps_per_s": 10.0}
+        ...      "env_steps_per_s": 10.0, "total_env_steps": 12, "total_episodes": 3}
         >>> m = merge_runner_metrics([a, a])
         >>> m["mean_episode_return"], m["num_env_steps"], m["env_steps_per_s"]
         (1.0, 8, 20.0)
+        >>> m["total_env_steps"], m["total_episodes"]
+        (24, 6)
     """
     returns = [float(r) for p in parts for r in p.get("episode_returns", [])]
     lengths = [int(n) for p in parts for n in p.get("episode_lengths", [])]
@@ -297,4 +324,7 @@ def merge_runner_metrics(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
     for key in ("num_env_steps", "num_vector_steps", "sample_time_s", "env_steps_per_s"):
         out[key] = sum(p.get(key, 0) for p in parts)
+    for key in TOTALS:
+        if any(key in p for p in parts):  # no made-up 0 for metrics that never had them
+            out[key] = sum(int(p.get(key, 0)) for p in parts)
     return out
