@@ -171,6 +171,17 @@ EQUAL_CASES = {
         True,
     ),
     "no_space_list_is_structure": ([0.0, 0.5], np.float64([0.0, 0.5]), None, False),
+    # A cast that would change a value (wrap an int, overflow a float) is not made: distinct
+    # items out of the space's range stay distinct.
+    "multibinary_wrap": ([256, 0], np.int8([0, 0]), gym.spaces.MultiBinary(2), False),
+    "int8_multidiscrete_wrap": (
+        [257, 0],
+        np.array([1, 0], np.int8),
+        gym.spaces.MultiDiscrete(np.array([3, 3], np.int8)),
+        False,
+    ),
+    "f32_overflow": ([1e300, 0.0], [1e301, 0.0], _BOX32, False),
+    "f32_overflow_vs_inf": ([1e300, 0.0], np.float32([np.inf, 0.0]), _BOX32, False),
 }
 
 

@@ -122,8 +122,16 @@ def _(space: gs.Space[Any], value: Any) -> Any:
         or not np.can_cast(value.dtype, dtype, "same_kind")  # 0.5 must not become 0
     ):
         return value
-    with np.errstate(over="ignore", invalid="ignore"):  # out of the dtype's range: inf, no warning
-        return value.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # out of the dtype's range: checked below
+        cast = value.astype(dtype)
+        # Only a cast that keeps the values compares in the space's dtype (a float rounded to
+        # float32 is kept; 256 wrapped to 0 in uint8 or 1e300 overflowed to inf is not):
+        # distinct items must stay distinct.
+        if dtype.kind in "fc":
+            kept = np.array_equal(np.isfinite(cast), np.isfinite(value))
+        else:
+            kept = np.array_equal(cast.astype(value.dtype), value)
+    return cast if kept else value
 
 
 @_in_space_dtype.register

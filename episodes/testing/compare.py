@@ -166,9 +166,10 @@ def _rows(
     if got == want:
         expected = full[start : stop + extra]
         return _diff(expected, part, False, f"{path} (rows {start}:{stop + extra} of the whole)")
-    if not strict and got == rows:
-        # A per-episode or per-batch value that happens to have len(episode) rows keeps them
-        # on a chunk; other counts (lookback rows leaking in, say) are rows gone wrong.
+    if not strict:
+        # Not rows after all: a per-episode value as long as the episode, or a layout of its
+        # own (rows zero-padded to a multiple of a sequence length line up by chance). Only
+        # named row keys tell lookback rows leaking in from such a layout.
         return None
     return (
         f"{path}: not one row per step or per observation on the chunk: {got} rows, "

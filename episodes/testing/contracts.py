@@ -188,9 +188,9 @@ def check_lookback_across_cuts(
         lookback: Lookback the chunk gets.
         row_keys: Top-level output keys that hold rows (a collection, not one str); every
             leaf under them must have one row per step or per observation. None: compare every
-            leaf whose row count lines up with the episode, and skip the others (per-episode
-            values); a leaf that lines up with the episode but has neither the chunk's count
-            nor the episode's own count of rows on the chunk is reported.
+            leaf whose row count lines up with the episode and the chunk, and skip the others
+            (per-episode values, padded layouts); name the row keys to have lookback rows
+            leaking into the output reported.
 
     Raises:
         ConnectorContractError: The rows differ.

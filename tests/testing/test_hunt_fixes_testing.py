@@ -36,11 +36,11 @@ def _box_episode() -> SingleAgentEpisode:
     )
 
 
-def _float_episode() -> SingleAgentEpisode:
+def _float_episode(steps: int = 4) -> SingleAgentEpisode:
     return SingleAgentEpisode(
-        observations=[0.0, 1.0, 2.0, 3.0, 4.0],
-        actions=[0] * 4,
-        rewards=[0.0] * 4,
+        observations=[float(t) for t in range(steps + 1)],
+        actions=[0] * steps,
+        rewards=[0.0] * steps,
         len_lookback_buffer=0,
     )
 
@@ -216,14 +216,28 @@ def leaky(eps, batch):
     return {**batch, "obs": np.stack(rows) if rows else np.zeros((0, 2), np.float32)}
 
 
-def test_lookback_rows_leaking_into_the_output_are_caught():
+def test_lookback_rows_leaking_into_the_output_are_caught_under_row_keys():
     with pytest.raises(ConnectorContractError, match="not one row per step or per observation"):
-        check_lookback_across_cuts(leaky, _box_episode(), 2, 4, lookback=1)
+        check_lookback_across_cuts(leaky, _box_episode(), 2, 4, lookback=1, row_keys=["obs"])
+
+
+def _padded_to_three(eps, batch):
+    """Rows zero-padded to a multiple of 3 (a recurrent batch's layout), one episode."""
+    obs = np.asarray(eps[0].get_observations(slice(0, len(eps[0]))))
+    pad = -len(obs) % 3
+    return {"obs_padded": np.concatenate([obs, np.zeros((pad, *obs.shape[1:]), obs.dtype)])}
+
+
+def test_a_padded_layout_that_lines_up_by_chance_is_not_called_rows():
+    # Six steps pad to six rows (as long as the episode); a chunk of two pads to three.
+    episode = _float_episode(6)
+    check_lookback_across_cuts(_padded_to_three, episode, 2, 4, lookback=1)
 
 
 class _Leaky(ConnectorContract):
     observation_space = OBS
     lookback = 1
+    row_keys = ("obs",)
 
     def make_connector(self):
         return leaky
