@@ -18,6 +18,9 @@ from episodes.spaces import filler_item, one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
 from episodes.structs import data_equal
 
+# What ``buf + number`` adds (and adds to): Python and numpy numbers.
+_NUMBERS = (int, float, complex, np.number)
+
 
 class InfiniteLookbackBuffer:
     """A column of items indexed by time step, with ``lookback`` items before ``ts=0``.
@@ -191,8 +194,10 @@ class InfiniteLookbackBuffer:
         if self.finalized:
             raise RuntimeError("cannot use `+` on a finalized InfiniteLookbackBuffer")
         items = self.store.items(0)
-        if isinstance(other, (int, float, complex)) and not isinstance(other, bool):
-            data = [d + other if isinstance(d, (int, float, complex)) else d for d in items]
+        if isinstance(other, _NUMBERS) and not isinstance(other, (bool, np.bool_)):
+            # numpy numbers too: a Discrete space's samples are np.int64, and "every item" is
+            # what the contract says (RLlib skips them).
+            data = [d + other if isinstance(d, _NUMBERS) else d for d in items]
         elif isinstance(other, InfiniteLookbackBuffer):
             data = items + _owned_items(other)
         elif isinstance(other, list):

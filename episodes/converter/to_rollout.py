@@ -218,6 +218,8 @@ def episodes_to_rollout(
     """
     if layout not in ("per_env", "per_chunk"):
         raise ValueError(f"layout must be 'per_env' or 'per_chunk', got {layout!r}")
+    if not isinstance(episodes, Sequence):  # an iterator would be used up by the first pass
+        episodes = list(episodes)
     if training_type not in ("rl", "distillation"):
         raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
     keys = keys or ColumnKeys()

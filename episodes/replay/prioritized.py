@@ -358,6 +358,13 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 self._leaf_of(top, alpha)
             except ValueError as err:
                 raise ValueError(f"a broken replay buffer state: {err}") from None
+            with np.errstate(over="ignore"):
+                total = float(given.sum())
+            if not math.isfinite(total):  # the tree's draws would all go astray
+                raise ValueError(
+                    "a broken replay buffer state: its leaves would make the sum of all "
+                    "priorities infinite"
+                )
             leaves[live] = given
             if "priorities" in extra:
                 raw[live] = kept

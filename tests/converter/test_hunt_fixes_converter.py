@@ -383,3 +383,24 @@ def test_bootstrapping_integer_rewards_keeps_the_fraction():
     assert bootstrap_truncated_rewards(floats, np.array([0, 1], bool), np.ones(2), 0.5).dtype == (
         np.float32
     )
+
+
+@pytest.mark.parametrize(
+    "wrap", [iter, reversed, lambda c: (x for x in c)], ids=["iter", "reversed", "generator"]
+)
+def test_chunks_given_as_an_iterator_are_read_once(wrap):
+    # The grouping read the iterator twice: the second pass found nothing ("got []").
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+
+    def policy(obs):
+        n = len(obs)
+        return np.zeros(n, np.int64), {"vf_preds": np.zeros(n), "action_logp": np.zeros(n)}
+
+    chunks = EnvRunner(env, policy, seed=0).sample(4)
+    listed = [copy.deepcopy(c) for c in chunks]
+    order = list(wrap(list(range(len(listed)))))
+    value = lambda obs: np.asarray(obs, np.float64).sum(-1)  # noqa: E731
+    expected = episodes_to_rollout([listed[i] for i in order], gamma=0.9, value_fn=value)
+    got = episodes_to_rollout(wrap(listed), gamma=0.9, value_fn=value)
+    assert torch.equal(got.storage.observations, expected.storage.observations)
+    assert torch.equal(got.storage.rewards, expected.storage.rewards)

@@ -259,6 +259,16 @@ def test_add_operator():
         make_buffer([1], mode="numpy") + 1
 
 
+def test_add_operator_adds_to_numpy_numbers():
+    # A Discrete space's samples are np.int64: "a number is added to each item" means them too.
+    buf = make_buffer([np.int64(1), np.float32(2.0), 3, "a"], lookback=0)
+    assert (buf + 1).get() == [2, 3.0, 4, "a"]
+    assert (buf + np.int64(1)).get() == [2, 3.0, 4, "a"]
+    assert (buf + np.float32(0.5)).get()[:3] == [1.5, 2.5, 3.5]
+    with pytest.raises(TypeError, match="cannot add bool"):
+        buf + np.True_
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_set_rules(mode):
     buf = make_buffer([4, 5, 6, 7, 8, 9], lookback=3, mode=mode)

@@ -1084,3 +1084,13 @@ def test_concat_with_nan_in_the_boundary_observation() -> None:  # "concat-nan-b
         else:
             with pytest.raises(AssertionError):
                 ep.concat_episode(successor)  # NaN != NaN: its own successor is refused
+
+
+def test_adding_a_number_adds_to_numpy_items() -> None:  # "add-numpy-number"
+    items = [np.int64(1), np.float32(2.0), 3]
+    ours, theirs = OBuf(list(items)) + 1, RBuf(list(items)) + 1
+    assert ours.get() == [2, 3.0, 4]
+    assert theirs.get() == [1, 2.0, 4]  # RLlib adds to Python numbers only
+    assert (OBuf([1, 2]) + np.int64(1)).get() == [2, 3]
+    assert not (OBuf([1, 2]) + np.int64(1)).finalized
+    assert (RBuf([1, 2]) + np.int64(1)).finalized  # RLlib: finalized

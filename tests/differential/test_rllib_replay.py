@@ -188,3 +188,20 @@ def test_continuation_with_another_border_observation_is_refused_by_both(priorit
         theirs.add(wrong[1])
     assert ours.get_num_timesteps() == 2 and ours.get_episode_ids() == ["e0"]
     assert theirs.get_num_timesteps() == 3  # RLlib: 2 stored + 1 refused
+
+
+def test_rllib_deviation_sample_episodes_is_not_n_step_transitions():
+    """Pinned: RLlib's ``sample_episodes=True`` gives one-step episodes, each one n-step
+    transition (DQN's path); ours gives whole episodes (or ``batch_length_T`` chunks) and takes
+    no ``n_step`` there: n-step transitions are ``sample(...)``'s default unit here."""
+    ((mine, rl),) = _twin_chunks(0, 10, [], "terminated")
+    ours, theirs = EpisodeReplayBuffer(100), RBuffer(100)
+    ours.add(mine)
+    theirs.add(rl)
+    theirs.rng = np.random.default_rng(0)
+    assert {len(e) for e in theirs.sample(4, n_step=3, sample_episodes=True)} == {1}
+    with pytest.raises(ValueError, match="n_step applies to transitions"):
+        ours.sample(4, n_step=3, sample_episodes=True)
+    assert [len(e) for e in ours.sample(2, sample_episodes=True)] == [10, 10]
+    batch = ours.sample(4, n_step=3, gamma=0.9)  # the n-step transitions RLlib's episodes hold
+    assert len(batch["n_step"]) == 4

@@ -378,3 +378,24 @@ def test_sample_refuses_a_bool_beta(beta):
     buf.add(_ep("a", 4))
     with pytest.raises(ValueError, match="beta must be"):
         buf.sample(2, beta=beta)
+
+
+def test_a_prioritized_state_whose_priorities_sum_to_inf_is_refused():
+    # Every draw went to the one finite-sum item: the tree's total was inf.
+    from episodes.replay import PrioritizedEpisodeReplayBuffer
+
+    buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    obs = [np.array([float(t)], np.float32) for t in range(5)]
+    buf.add(
+        SingleAgentEpisode(
+            "a", observations=obs, actions=[0] * 4, rewards=[1.0] * 4, len_lookback_buffer=0
+        )
+    )
+    state = buf.get_state()
+    state["prioritized"]["leaves"] = np.array([1e308, 1e308, 1.0, 1.0])
+    state["prioritized"]["priorities"] = np.array([1e308, 1e308, 1.0, 1.0])
+    other = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    before = other.get_state()
+    with pytest.raises(ValueError, match="sum of all priorities infinite"):
+        other.set_state(state)
+    assert other.get_num_timesteps() == 0 and other.get_state().keys() == before.keys()
