@@ -110,3 +110,15 @@ class RewardOnResetEnv(gym.vector.VectorEnv):
         self.ended = ~resetting & (self.t == 3 + np.arange(self.num_envs))
         obs = self.t[:, None].astype(np.float32)
         return obs, rewards, self.ended.copy(), np.zeros(self.num_envs, bool), {}
+
+
+class CountingSteps(gym.vector.VectorWrapper):
+    """Counts the vector steps taken, to tell whether a refusal came before env.step."""
+
+    def __init__(self, env: gym.vector.VectorEnv):
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, actions: Any) -> Any:
+        self.steps += 1
+        return self.env.step(actions)

@@ -20,20 +20,9 @@ import torch
 from episodes.envs.torch_cartpole import TorchCartPole
 from episodes.runner import EnvRunner
 from episodes.runner.device_blocks import TensorColumn
+from tests.runner._runner_env import CountingSteps
 
 MODES = ["NextStep", "SameStep"]
-
-
-class CountingSteps(gym.vector.VectorWrapper):
-    """Counts the vector steps taken, to tell whether a refusal came before env.step."""
-
-    def __init__(self, env: gym.vector.VectorEnv):
-        super().__init__(env)
-        self.steps = 0
-
-    def step(self, actions: Any) -> Any:
-        self.steps += 1
-        return self.env.step(actions)
 
 
 class Finals64(TorchCartPole):

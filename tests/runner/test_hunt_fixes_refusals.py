@@ -25,19 +25,8 @@ import torch
 from episodes.runner import EnvRunner
 from episodes.runner.blocks import Column
 from episodes.runner.device_blocks import TensorColumn
+from tests.runner._runner_env import CountingSteps
 from tests.runner._tensor_env import TensorVectorEnv, to_arrays
-
-
-class CountingSteps(gym.vector.VectorWrapper):
-    """Counts the vector steps taken, to tell whether a refusal came before env.step."""
-
-    def __init__(self, env: gym.vector.VectorEnv):
-        super().__init__(env)
-        self.steps = 0
-
-    def step(self, actions: Any) -> Any:
-        self.steps += 1
-        return self.env.step(actions)
 
 
 def cartpole(mode: str = "next_step", tensors: bool = False) -> gym.vector.VectorEnv:
