@@ -13,6 +13,9 @@ Example:
 from __future__ import annotations
 
 import errno
+import os
+import stat
+from pathlib import Path
 
 __all__ = [
     "CorruptDatasetError",
@@ -25,6 +28,7 @@ __all__ = [
     "UnstorableValueError",
     "UnsupportedVersionError",
     "read_failure",
+    "stat_listed_file",
 ]
 
 
@@ -138,6 +142,35 @@ def read_failure(err: OSError, what: str) -> DatasetError:
     if err.errno is None:
         return CorruptDatasetError(f"cannot read {what}: {err}")
     return DatasetIOError(err.errno, f"cannot read {what}: {err.strerror or err}")
+
+
+def stat_listed_file(path: Path, label: str, size: int) -> os.stat_result:
+    """``lstat`` of a file a dataset lists with ``size`` bytes, checked before it is read.
+
+    Raises:
+        CorruptDatasetError: It is missing, or of another size (truncated or altered).
+        UnsafeDataError: It is not a regular file (a symlink, a device, a directory).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "leaf.npy"; _ = path.write_bytes(b"abc")
+        >>> stat_listed_file(path, "chunk/leaf.npy", 3).st_size
+        3
+        >>> stat_listed_file(path, "chunk/leaf.npy", 4)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        episodes.io.errors.CorruptDatasetError: chunk/leaf.npy is 3 bytes, expected 4 ...
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError as err:
+        raise CorruptDatasetError(f"{label} is missing") from err
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeDataError(f"{label} is not a regular file (symlinks are refused)")
+    if st.st_size != size:
+        raise CorruptDatasetError(
+            f"{label} is {st.st_size} bytes, expected {size} (truncated or altered)"
+        )
+    return st
 
 
 class EpisodeNotFoundError(DatasetError):

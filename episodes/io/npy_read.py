@@ -27,7 +27,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from episodes.io.errors import CorruptDatasetError, DatasetError, UnsafeDataError, read_failure
+from episodes.io.errors import (
+    CorruptDatasetError,
+    DatasetError,
+    UnsafeDataError,
+    read_failure,
+    stat_listed_file,
+)
 from episodes.io.format import META_FILE, check_inside
 from episodes.io.leaf_maps import may_map, track_map
 from episodes.io.values import SAFE_KINDS, check_code_points, crc32_of
@@ -65,16 +71,7 @@ def load_array(
         raise CorruptDatasetError(f"{label}: not listed in {META_FILE}")
     path = chunk_dir / name
     check_inside(root, path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"{label} is missing") from err
-    if not stat.S_ISREG(st.st_mode):
-        raise UnsafeDataError(f"{label} is not a regular file (symlinks are refused)")
-    if st.st_size != files[name]["size"]:
-        raise CorruptDatasetError(
-            f"{label} is {st.st_size} bytes, expected {files[name]['size']} (truncated or altered)"
-        )
+    st = stat_listed_file(path, label, files[name]["size"])
     try:
         array = read_npy(path, st.st_size, files[name].get("hcrc32"), label)
     except DatasetError:

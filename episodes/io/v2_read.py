@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError, UnsafeDataError
+from episodes.io.errors import (
+    CorruptDatasetError,
+    EpisodeNotFoundError,
+    stat_listed_file,
+)
 from episodes.io.reader import DatasetInfo, summaries_of
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
@@ -144,13 +148,4 @@ def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
 
 def _check_files(root: Path, name: str, suffix: str, size: int) -> None:
     path = shard_file(root, name, suffix)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"shard {name}: {path.name} is missing") from err
-    import stat
-
-    if not stat.S_ISREG(st.st_mode):
-        raise UnsafeDataError(f"shard {name}: {path.name} is not a regular file (refused)")
-    if st.st_size != size:
-        raise CorruptDatasetError(f"shard {name}: {path.name} has the wrong size")
+    stat_listed_file(path, f"shard {name}: {path.name}", size)

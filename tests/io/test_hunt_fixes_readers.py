@@ -244,8 +244,10 @@ def test_steps_of_a_stored_episode_without_observations(tmp_path):
 
 
 # --------------------------------------- 6: the validator joins list and array Box items
-@pytest.mark.parametrize("writer", WRITERS)
-def test_validate_accepts_a_list_box_piece_before_a_numpy_one(tmp_path, writer):
+def _list_then_numpy_pieces(
+    second_start: list[float], terminated: bool
+) -> tuple[SingleAgentEpisode, SingleAgentEpisode]:
+    """Episode "x" as a list-mode Box piece, then a numpy'd one starting at ``second_start``."""
     space = gym.spaces.Box(-10, 10, (2,), np.float64)
     first = SingleAgentEpisode(
         "x",
@@ -257,38 +259,27 @@ def test_validate_accepts_a_list_box_piece_before_a_numpy_one(tmp_path, writer):
     )
     second = SingleAgentEpisode(
         "x",
-        observations=[np.float64([1.0, 2.0]), np.float64([2.0, 3.0])],
+        observations=[np.float64(second_start), np.float64([2.0, 3.0])],
         observation_space=space,
         actions=[1],
         rewards=[1.0],
         t_started=1,
-        terminated=True,
+        terminated=terminated,
         len_lookback_buffer=0,
     ).to_numpy()
+    return first, second
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_validate_accepts_a_list_box_piece_before_a_numpy_one(tmp_path, writer):
+    first, second = _list_then_numpy_pieces([1.0, 2.0], terminated=True)
     path = write(writer, tmp_path / "ds", [first, second])
     assert len(load_episode(path, "x")) == 2
     assert validate_dataset(path).problems == []
 
 
 def test_pieces_that_differ_in_the_space_are_still_a_broken_join():
-    space = gym.spaces.Box(-10, 10, (2,), np.float64)
-    first = SingleAgentEpisode(
-        "x",
-        observations=[[0.0, 1.0], [1.0, 2.0]],
-        observation_space=space,
-        actions=[0],
-        rewards=[1.0],
-        len_lookback_buffer=0,
-    )
-    second = SingleAgentEpisode(
-        "x",
-        observations=[np.float64([1.0, 2.5]), np.float64([2.0, 3.0])],
-        observation_space=space,
-        actions=[1],
-        rewards=[1.0],
-        t_started=1,
-        len_lookback_buffer=0,
-    ).to_numpy()
+    first, second = _list_then_numpy_pieces([1.0, 2.5], terminated=False)
     joins = PieceJoins([("x", 0, 1, False), ("x", 1, 2, False)])
     assert joins.check(0, first) == []
     assert "does not start with" in joins.check(1, second)[0]
