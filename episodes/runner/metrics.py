@@ -97,6 +97,10 @@ class RunnerMetrics:
     def add_time(self, env_steps: int, vector_steps: int, seconds: float) -> None:
         """Records the steps and wall time of one ``sample`` call.
 
+        Raises:
+            ValueError: A step count is not a whole number >= 0 or ``seconds`` is not a finite
+                number >= 0; nothing is recorded then.
+
         Example:
             >>> m = RunnerMetrics()
             >>> m.add_time(6, 3, 0.25); m.add_time(6, 3, 0.25)
@@ -104,9 +108,14 @@ class RunnerMetrics:
             (12, 6, 0.5, 12)
         """
         # Python numbers: the figures go to loggers and JSON, which refuse numpy ints.
-        self.env_steps += int(env_steps)
-        self.total_env_steps += int(env_steps)
-        self.vector_steps += int(vector_steps)
+        env_steps = whole_number(env_steps, "env_steps", 0)
+        vector_steps = whole_number(vector_steps, "vector_steps", 0)
+        real = isinstance(seconds, (int, float, np.integer, np.floating))
+        if not real or isinstance(seconds, bool) or not 0 <= float(seconds) < math.inf:
+            raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
+        self.env_steps += env_steps
+        self.total_env_steps += env_steps
+        self.vector_steps += vector_steps
         self.sample_time_s += float(seconds)
 
     def reduce(self, *, reset: bool = True) -> dict[str, Any]:

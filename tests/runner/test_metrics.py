@@ -61,3 +61,32 @@ def test_next_step_reset_rewards_belong_to_no_episode():
     assert metrics["num_episodes"] > 4
     lengths = [int(x) for x in metrics["episode_lengths"]]
     assert metrics["episode_returns"] == [float(n) for n in lengths]
+
+
+@pytest.mark.parametrize(
+    "env_steps, vector_steps, seconds",
+    [
+        pytest.param(-3, 3, 0.1, id="negative-env-steps"),
+        pytest.param(2.7, 3, 0.1, id="fractional-env-steps"),
+        pytest.param(3, True, 0.1, id="bool-vector-steps"),
+        pytest.param(3, 3, -0.5, id="negative-seconds"),
+        pytest.param(3, 3, math.nan, id="nan-seconds"),
+        pytest.param(3, 3, math.inf, id="inf-seconds"),
+        pytest.param(3, 3, "0.1", id="string-seconds"),
+    ],
+)
+def test_add_time_refuses_bad_figures_and_records_nothing(env_steps, vector_steps, seconds):
+    metrics = RunnerMetrics()
+    metrics.add_time(4, 2, 0.5)
+    before = metrics.reduce(reset=False)
+    with pytest.raises(ValueError, match="env_steps|vector_steps|seconds"):
+        metrics.add_time(env_steps, vector_steps, seconds)
+    assert metrics.reduce(reset=False) == before
+
+
+def test_add_time_takes_numpy_figures_as_python_numbers():
+    metrics = RunnerMetrics()
+    metrics.add_time(np.int64(6), np.int32(3), np.float32(0.25))
+    out = metrics.reduce()
+    assert (out["num_env_steps"], out["num_vector_steps"], out["sample_time_s"]) == (6, 3, 0.25)
+    assert type(out["num_env_steps"]) is int and type(out["sample_time_s"]) is float
