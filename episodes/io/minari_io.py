@@ -1,11 +1,13 @@
 """Minari interop: export a dataset to a Minari dataset on local disk, import one back.
 
 Needs the ``minari`` extra (``pip install 'episodes[minari]'``), imported when a function here
-is called. Minari stores whole episodes as observations (``n + 1``), actions, rewards,
-terminations and truncations (``n`` each), with the env spec and spaces; a round trip keeps
-every step of those columns exactly. What Minari has no place for is not exported: our episode
-ids (Minari numbers episodes 0, 1, ...), infos, extra-model-outputs, lookback and
-``custom_data``; zero-step episodes are skipped.
+is called. Minari stores whole episodes as observations and infos (``n + 1``), actions,
+rewards, terminations and truncations (``n`` each), with the env spec and spaces; a round trip
+keeps every step of those columns exactly (images too: they are stored raw, not as JPEG), and
+infos when every step's info dict has one layout of str keys and scalar or numpy values. What
+Minari has no place for is not exported: our episode ids (Minari numbers episodes 0, 1, ...),
+``t_started`` (re-imported episodes start at 0), extra-model-outputs, lookback and
+``custom_data``; zero-step episodes are skipped. Minari records every Discrete space as int64.
 
 Example:
     >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
@@ -31,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import json
 import os
@@ -48,14 +51,29 @@ from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnsafeDataError
 from episodes.io.format import read_regular_file
 from episodes.io.metadata import DatasetMetadata
+from episodes.io.minari_values import (
+    EpisodeBuffers,
+    check_minari_space,
+    split_infos,
+    split_steps,
+)
 from episodes.io.reader import dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.values import concat_piece, id_key
-from episodes.spaces import unbatch
 
 __all__ = ["export_minari", "import_minari"]
 
 PathLike = str | os.PathLike[str]
+
+
+def _minari() -> Any:
+    try:
+        import minari
+    except ImportError as err:
+        raise ImportError(
+            f"Minari interop needs minari: pip install 'episodes[minari]' ({err})"
+        ) from err
+    return minari
 
 
 @contextlib.contextmanager
@@ -74,6 +92,44 @@ def _datasets_root(root: PathLike | None) -> Iterator[None]:
             os.environ.pop("MINARI_DATASETS_PATH", None)
         else:
             os.environ["MINARI_DATASETS_PATH"] = old
+
+
+def _datasets_dir(root: PathLike | None) -> Path:
+    """Minari's datasets directory, as its ``get_dataset_path`` finds it, without making it."""
+    if root is not None:
+        return Path(os.path.abspath(os.fspath(root)))
+    found = os.environ.get("MINARI_DATASETS_PATH")
+    return Path(found) if found is not None else Path.home() / ".minari" / "datasets"
+
+
+def _missing(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist yet, deepest first (what a call will make)."""
+    return list(itertools.takewhile(lambda p: not p.exists(), [path, *path.parents]))
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Removes what this call made: its own directory, then each parent it made while empty.
+
+    Minari puts a ``namespace_metadata.json`` into a namespace directory it makes.
+    """
+    if not made:
+        return
+    shutil.rmtree(made[0], ignore_errors=True)
+    for parent in made[1:]:
+        with contextlib.suppress(OSError):
+            names = os.listdir(parent)
+            if names == ["namespace_metadata.json"]:
+                os.unlink(parent / names[0])
+            parent.rmdir()
+
+
+@contextlib.contextmanager
+def _refusals(src: PathLike) -> Iterator[None]:
+    """Our refusals of data Minari cannot store, worded as the export's (one CLI line)."""
+    try:
+        yield
+    except DatasetError as err:
+        raise DatasetError(f"Minari refused the export of {os.fspath(src)}: {err}") from err
 
 
 # Minari's own form: a namespace of two or more characters (slashes inside), a name without
@@ -102,26 +158,22 @@ def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:
             yield episode
 
 
-def _buffer(index: int, episode: SingleAgentEpisode) -> Any:
-    from minari.data_collector import EpisodeBuffer
+def _env_spec_json(meta: DatasetMetadata) -> str | None:
+    """The env spec Minari records: ours as stored, else the registry's for the env id.
 
-    episode.to_numpy()
-    n = len(episode)
-    ends = [False] * (n - 1)
-    rewards = np.asarray(episode.get_rewards())
-    if rewards.shape != (n,) or rewards.dtype.kind not in "biuf":
-        raise DatasetError(
-            f"Minari stores one float reward per step; episode {episode.id_!r} has rewards of "
-            f"shape {rewards.shape[1:]} and dtype {rewards.dtype}"
-        )
-    return EpisodeBuffer(
-        id=index,
-        observations=episode.get_observations(),
-        actions=episode.get_actions(),
-        rewards=rewards.astype(np.float64).tolist(),
-        terminations=[*ends, bool(episode.is_terminated)],
-        truncations=[*ends, bool(episode.is_truncated)],
-    )
+    Nothing is made or imported (``gym.spec`` reads the registry); a spec that cannot be
+    serialized (a callable entry point) is left out.
+    """
+    from gymnasium.envs.registration import EnvSpec
+
+    failures = (KeyError, TypeError, ValueError, AttributeError, gym.error.Error)
+    if meta.env_spec is not None:
+        with contextlib.suppress(*failures):
+            return EnvSpec.from_json(json.dumps(meta.env_spec)).to_json()
+    if meta.env_id is not None:
+        with contextlib.suppress(*failures):
+            return gym.spec(meta.env_id).to_json()
+    return None
 
 
 def export_minari(
@@ -130,8 +182,12 @@ def export_minari(
     *,
     root: PathLike | None = None,
     description: str | None = None,
+    infos: bool = True,
 ) -> int:
     """Writes the episodes of ``src`` (v1 or v2) as Minari dataset ``dataset_id``.
+
+    Every space is checked, and every value cast to its space's dtype, before anything is
+    written; no env is made (the env spec recorded is the one our metadata stores).
 
     Args:
         src: Our dataset.
@@ -139,12 +195,17 @@ def export_minari(
         root: Minari's datasets directory (default: minari's, ``MINARI_DATASETS_PATH`` or
             ``~/.minari/datasets``).
         description: Stored in the Minari metadata.
+        infos: Export infos (Minari stores them as per-step arrays: every step of every
+            episode must have one info layout). ``False`` leaves them out.
 
     Returns:
         The number of episodes exported.
 
     Raises:
-        DatasetError: ``src`` is unreadable, holds no episode with steps, or has no spaces.
+        DatasetError: ``src`` is unreadable, holds no episode with steps, has no spaces, or
+            holds something Minari cannot store (a space, episodes of other spaces, values
+            of another dtype the cast would change, infos of different layouts).
+        ValueError: ``dataset_id`` is malformed or already exists.
 
     Example:
         >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
@@ -166,65 +227,92 @@ def export_minari(
         >>> stored.total_episodes, stored.total_steps, stored[0].actions.tolist()
         (1, 2, [1, 0])
     """
-    import minari
-
+    minari = _minari()
     if not _DATASET_ID.fullmatch(dataset_id) or ".." in dataset_id.split("/"):
         raise ValueError(
             f"dataset_id must look like 'name-v0' or 'namespace/name-v0', got {dataset_id!r}"
         )
     info = dataset_info(src)
     meta = DatasetMetadata.from_json(info.metadata or {}, f"{src} metadata")
-    buffers = [_buffer(i, ep) for i, ep in enumerate(e for e in _whole_episodes(src) if len(e) > 0)]
-    if not buffers:
+    if info.num_steps == 0:
         raise DatasetError(f"{src} holds no episode with steps to export")
     if info.observation_space is None or info.action_space is None:
         raise DatasetError(f"{src} has no observation/action spaces; Minari needs them")
-    env: Any = None
-    if meta.env_id is not None:
-        with contextlib.suppress(gym.error.Error):
-            env = gym.spec(meta.env_id)  # looks up registered ids only (imports nothing)
+    spaces = (info.observation_space, info.action_space)
+    base = _datasets_dir(root)
+    if base.exists() and not base.is_dir():
+        raise DatasetError(f"the Minari datasets directory {base} is not a directory")
+    target = base / dataset_id
+    if target.exists():
+        raise ValueError(f"a Minari dataset {dataset_id!r} already exists at {target}")
+    with _refusals(src):
+        check_minari_space(spaces[0], "the observation space")
+        check_minari_space(spaces[1], "the action space")
+    buffers = EpisodeBuffers(spaces, infos=infos)
+    for episode in _whole_episodes(src):
+        if len(episode) > 0:
+            with _refusals(src):
+                buffers.add(episode)
+    if not buffers.buffers:
+        raise DatasetError(f"{src} holds no episode with steps to export")
+    env_spec = _env_spec_json(meta)
+    # Raw arrays: Minari's default JPEG-encodes image Boxes, lossy (and refuses some shapes).
+    create = minari.create_dataset_from_buffers
+    raw = (
+        {"jpeg_encoding": False} if "jpeg_encoding" in inspect.signature(create).parameters else {}
+    )
+    made = _missing(target)  # the dataset's directory, its namespace's, the root, as needed
     with _datasets_root(root), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # minari nags about optional fields
-        from minari.storage import get_dataset_path
-
-        target = get_dataset_path(dataset_id)  # (makes the datasets directory)
-        # The dataset's directory and the namespace's, where the export makes them.
-        made = list(itertools.takewhile(lambda p: not p.exists(), [target, *target.parents]))
         try:
-            minari.create_dataset_from_buffers(
+            created = create(
                 dataset_id,
-                buffers,
-                env=env,
-                observation_space=info.observation_space,
-                action_space=info.action_space,
+                buffers.buffers,
+                env=None,  # a name or spec here would be gym.make'd: the env's code would run
+                observation_space=spaces[0],
+                action_space=spaces[1],
                 algorithm_name=meta.algorithm or meta.policy,
                 description=description or f"exported by episodes from {os.fspath(src)}",
                 data_format="arrow",
+                **raw,
             )
+            if env_spec is not None:
+                created.storage.update_metadata({"env_spec": env_spec})
         except BaseException as err:
-            if made:  # no half-written Minari dataset left to refuse the retry
-                shutil.rmtree(made[-1], ignore_errors=True)
+            if isinstance(err, ValueError) and "already exists" in str(err):
+                raise  # made by another process since the check: not ours to remove
+            _remove_made(made)  # no half-written Minari dataset left to refuse the retry
             if not isinstance(err, Exception) or isinstance(err, MemoryError):
                 raise
-            if isinstance(err, ValueError) and "already exists" in str(err):
-                raise
-            # Minari fails in many ways on data it cannot store (an IndexError for
-            # observations of another shape than the space): all are refusals of this data.
+            # Minari fails in many ways on data it cannot store: all are refusals of this data.
             raise DatasetError(f"Minari refused the export of {src}: {err!r}") from err
-    return len(buffers)
+    return len(buffers.buffers)
 
 
 def _minari_data_dir(dataset: PathLike, root: PathLike | None) -> Path:
     path = Path(dataset)
     if path.is_dir():
         return path / "data" if (path / "data").is_dir() else path
-    with _datasets_root(root):
-        from minari.storage import get_dataset_path
-
-        found = get_dataset_path(os.fspath(dataset)) / "data"
+    found = _datasets_dir(root) / os.fspath(dataset) / "data"
     if not found.is_dir():
         raise DatasetError(f"no local Minari dataset {os.fspath(dataset)!r} (looked in {found})")
     return found
+
+
+@contextlib.contextmanager
+def _reading(data_dir: Path) -> Iterator[None]:
+    """Reading errors of a Minari dataset (pyarrow's, minari's...) as a ``DatasetError``.
+
+    Ours, and running out of memory, stay as they are.
+    """
+    try:
+        yield
+    except (DatasetError, MemoryError):
+        raise
+    except Exception as err:  # noqa: BLE001 - minari raises many types for a bad dataset
+        raise DatasetError(
+            f"cannot read Minari dataset {data_dir}: {type(err).__name__}: {err}"
+        ) from err
 
 
 def import_minari(
@@ -236,15 +324,16 @@ def import_minari(
 ) -> int:
     """Copies a local Minari dataset (an id, or the path of its directory) into a new v2 dataset.
 
-    Episodes get ids ``"<minari id>/<episode number>"``; the env spec and algorithm name
-    become the dataset metadata. Returns the number of episodes imported.
+    Episodes get ids ``"<minari id>/<episode number>"`` and Minari's per-step infos; the env
+    spec and algorithm name become the dataset metadata. Returns the number of episodes
+    imported.
 
     The Minari metadata must store both spaces: Minari makes a missing one by making the env
     its ``env_spec`` names, which runs code the dataset chose, so such a dataset is refused.
 
     Raises:
         DatasetError: The Minari dataset is missing or unreadable, does not store its spaces
-            (``UnsafeDataError``), or ``dst`` is not empty.
+            (``UnsafeDataError``), or ``dst`` is not an empty directory.
 
     Example:
         >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
@@ -266,38 +355,56 @@ def import_minari(
         >>> [(ep.id_, ep.get_actions().tolist()) for ep in read_episodes(root + "/back")]
         [('toy/ours-v0/0', [1, 0])]
     """
-    import minari  # noqa: F401 - without the extra, an ImportError as before anything is read
-
+    _minari()  # without the extra, an ImportError before anything is read
     data_dir = _minari_data_dir(dataset, root)
+    out = Path(dst)
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"{dst} is not a directory; choose a new directory")
     checked = _checked_metadata(data_dir)
-    try:
+    with _reading(data_dir):
         source = _open_checked(data_dir, checked)
-    except Exception as err:  # noqa: BLE001 - minari raises many types for a bad directory
-        raise DatasetError(f"cannot open Minari dataset {data_dir}: {err}") from err
-    if Path(dst).exists() and any(Path(dst).iterdir()):
+        spec = source.env_spec
+        metadata = DatasetMetadata(
+            env_id=getattr(spec, "id", None),
+            env_spec=_spec_json(spec),
+            algorithm=_algorithm(source),
+            user={"minari_dataset_id": source.id, "minari_version": str(source.minari_version)},
+        )
+    if out.exists() and any(out.iterdir()):
         raise DatasetError(f"{dst} exists and is not empty; choose a new directory")
-    spec = source.env_spec
-    metadata = DatasetMetadata(
-        env_id=getattr(spec, "id", None),
-        env_spec=_spec_json(spec),
-        algorithm=_algorithm(source),
-        user={"minari_dataset_id": source.id, "minari_version": str(source.minari_version)},
-    )
     count = 0
     target = DEFAULT_SHARD_BYTES if shard_bytes is None else shard_bytes
-    created = not Path(dst).exists()
+    made = _missing(out)
     try:
         with DatasetWriter(dst, metadata=metadata, shard_bytes=target) as writer:
-            for data in source.iterate_episodes():
-                writer.write(_episode(source, data))
+            for episode in _episodes(source, data_dir):
+                writer.write(episode)
                 count += 1
     except BaseException:
         # A refused import leaves DST as it found it, so that a retry is not refused.
-        shutil.rmtree(dst, ignore_errors=True)
-        if not created:
-            Path(dst).mkdir(exist_ok=True)
+        if made:
+            _remove_made(made)
+        else:
+            shutil.rmtree(dst, ignore_errors=True)
+            out.mkdir(exist_ok=True)
         raise
     return count
+
+
+def _episodes(source: Any, data_dir: Path) -> Iterator[SingleAgentEpisode]:
+    """The Minari dataset's episodes as ours; a failure to read one is a ``DatasetError``.
+
+    A generator: what the caller raises between two episodes is not caught here.
+    """
+    with _reading(data_dir):
+        episodes = iter(source.iterate_episodes())  # (pyarrow reads every schema here)
+    while True:
+        with _reading(data_dir):
+            data = next(episodes, None)
+            if data is None:
+                return
+            episode = _episode(source, data)
+        yield episode
 
 
 MAX_MINARI_METADATA_BYTES = 64 << 20
@@ -373,22 +480,21 @@ def _spec_json(spec: Any) -> dict[str, Any] | None:
 def _episode(source: Any, data: Any) -> SingleAgentEpisode:
     terminations = np.asarray(data.terminations, dtype=bool)
     truncations = np.asarray(data.truncations, dtype=bool)
+    rewards = [float(r) for r in np.asarray(data.rewards).reshape(-1)]
+    n = len(rewards)
+    where = f"episode {data.id}"
     episode = SingleAgentEpisode(
         f"{source.id}/{data.id}",
-        observations=_steps(data.observations, source.observation_space),
+        observations=split_steps(
+            data.observations, source.observation_space, n + 1, f"{where} observations"
+        ),
         observation_space=source.observation_space,
-        actions=_steps(data.actions, source.action_space),
+        actions=split_steps(data.actions, source.action_space, n, f"{where} actions"),
         action_space=source.action_space,
-        rewards=[float(r) for r in np.asarray(data.rewards).reshape(-1)],
+        rewards=rewards,
+        infos=split_infos(data.infos, n + 1, f"{where} infos"),
         terminated=bool(terminations[-1]) if len(terminations) else False,
         truncated=bool(truncations[-1]) if len(truncations) else False,
         len_lookback_buffer=0,
     )
     return episode.to_numpy()
-
-
-def _steps(batched: Any, space: Any) -> list[Any]:
-    """Minari's per-step values as a list of items (its Text steps are a list of strings)."""
-    if isinstance(space, gym.spaces.Text) and isinstance(batched, (list, tuple)):
-        return list(batched)
-    return unbatch(batched)
