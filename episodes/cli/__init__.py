@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import math
+import re
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -19,117 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from episodes.io import DatasetError, EpisodeWriter, dataset_info
-from episodes.io.tools import other_env_problem, removed_if_failed
+from episodes.cli.errors import CliError, progress
+from episodes.cli.record import record, shard_bytes
+from episodes.io import DatasetError, dataset_info
 
 __all__ = ["main"]
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit code 1.
-
-    Example:
-        >>> import contextlib, io
-        >>> err = io.StringIO()
-        >>> with contextlib.redirect_stderr(err):
-        ...     main(["record", "CartPole-v1", "--steps", "0", "--out", "unused"])
-        1
-        >>> print(err.getvalue(), end="")
-        episodes: error: --steps and --num-envs must be >= 1
-    """
-
-
-def _progress(total: int | None, desc: str) -> Any:
-    from tqdm import tqdm
-
-    unit = "step" if desc == "record" else "chunk"
-    return tqdm(total=total, desc=desc, unit=unit, disable=None, file=sys.stderr, leave=False)
-
-
-# --------------------------------------------------------------------------------- record
-MAX_SHARD_MB = 2**20  # 1 TiB: a shard is buffered in memory before it is written
-MAX_NUM_ENVS = 2**16
-
-
-def _shard_bytes(megabytes: float) -> int:
-    """``--shard-mb`` in bytes: at least one byte, at most ``MAX_SHARD_MB``."""
-    if not 0 < megabytes <= MAX_SHARD_MB or int(megabytes * 2**20) < 1:  # NaN fails too
-        raise CliError(f"--shard-mb must be > 0 and <= {MAX_SHARD_MB} (1 TiB), got {megabytes}")
-    return int(megabytes * 2**20)
-
-
-def _record(args: argparse.Namespace) -> int:
-    import gymnasium as gym
-
-    from episodes.runner import unrecordable_kind
-
-    if args.steps < 1 or args.num_envs < 1:
-        raise CliError("--steps and --num-envs must be >= 1")
-    if args.num_envs > min(args.steps, MAX_NUM_ENVS):
-        raise CliError(f"--num-envs must be <= --steps (every env steps) and <= {MAX_NUM_ENVS}")
-    if args.seed is not None and args.seed < 0:
-        raise CliError("--seed must be >= 0")
-    shard_bytes = _shard_bytes(args.shard_mb)
-    try:
-        env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
-    except MemoryError:
-        raise
-    except Exception as err:  # noqa: BLE001 - gymnasium raises many types for a bad id
-        raise CliError(f"cannot create env {args.env_id!r}: {err}") from err
-    try:
-        env_id = getattr(env.spec, "id", None) or args.env_id  # "module:Env-v0" stores Env-v0
-        spaces = (env.single_observation_space, env.single_action_space)
-        for name, kind in zip(("observation", "action"), map(unrecordable_kind, spaces)):
-            if kind:
-                raise CliError(f"cannot record {env_id}: the runner cannot batch {kind} {name}s")
-        other = other_env_problem(args.out, env_id, *spaces)
-        if other:
-            raise CliError(other)
-        with removed_if_failed(args.out):  # a directory it made, unless an episode went in
-            _record_into(args, env, env_id, shard_bytes)
-    finally:
-        env.close()
-    return 0
-
-
-def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_bytes: int) -> None:
-    from episodes.io import DatasetMetadata, DatasetWriter
-    from episodes.runner import EnvRunner, RandomPolicy
-
-    # The runner records the same number of steps in every env: round up to a multiple.
-    per_env = -(-args.steps // args.num_envs)
-    policy = RandomPolicy(env.action_space, seed=args.seed)
-    runner = EnvRunner(env, policy, len_lookback_buffer=0, seed=args.seed)
-    ids: set[str] = set()
-    done = 0
-    writer: Any
-    if args.format == 1:
-        writer = EpisodeWriter(args.out)
-    else:
-        metadata = DatasetMetadata.from_env(
-            env,
-            seeds=None if args.seed is None else [args.seed],
-            policy="random",
-            user={"num_envs": args.num_envs, "command": "episodes record"},
-        )
-        metadata.env_id = env_id
-        writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_bytes)
-    with writer, _progress(per_env * args.num_envs, "record") as bar:
-        try:
-            while done < per_env:
-                block = min(256, per_env - done)
-                # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
-                for chunk in runner.sample(block):
-                    if len(chunk) or chunk.is_done:
-                        writer.write(chunk)
-                        ids.add(chunk.id_)
-                done += block
-                bar.update(block * args.num_envs)
-        except KeyboardInterrupt:  # Ctrl-C keeps what was recorded (v1 has stored it already)
-            getattr(writer, "flush", lambda: None)()
-            print(f"the episodes recorded so far are kept in {args.out}", file=sys.stderr)
-            raise
-    print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
 
 
 # ----------------------------------------------------------------------------------- info
@@ -194,7 +89,7 @@ def _info(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from episodes.io import validate_dataset
 
-    with _progress(None, "validate") as bar:
+    with progress(None, "validate") as bar:
         report = validate_dataset(args.dir, on_piece=lambda: bar.update(1))
     for message in report.problems:
         print(f"BAD {message}", file=sys.stderr)
@@ -206,7 +101,8 @@ def _validate(args: argparse.Namespace) -> int:
         noun = "problem" if problems == 1 else "problems"
         print(f"{problems} {noun} in {count} episode pieces", file=sys.stderr)
         return 1
-    shards = "" if report.shards is None else f" in {report.shards} shards"
+    plural = "s" * (report.shards != 1)
+    shards = "" if report.shards is None else f" in {report.shards} shard{plural}"
     print(f"ok: {count} episode pieces{shards} verified")
     return 0
 
@@ -252,11 +148,11 @@ def _plot(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from episodes.io import migrate
 
-    shard_bytes = _shard_bytes(args.shard_mb)
+    size = shard_bytes(args.shard_mb)
     n = migrate(
         args.src,
         args.dst,
-        shard_bytes=shard_bytes,
+        shard_bytes=size,
         data_format=args.data_format,
         compression=None if args.compression == "none" else args.compression,
     )
@@ -286,16 +182,18 @@ def _filter(args: argparse.Namespace) -> int:
     from episodes.io import filter_dataset
     from episodes.io.tools import parse_custom_data
 
-    n = filter_dataset(
-        args.src,
-        args.out,
-        min_return=args.min_return,
-        max_return=args.max_return,
-        min_length=args.min_length,
-        max_length=args.max_length,
-        done_only=args.done_only,
-        custom_data=parse_custom_data(args.custom),
-    )
+    bounds = ("min_return", "max_return", "min_length", "max_length")
+    try:
+        n = filter_dataset(
+            args.src,
+            args.out,
+            **{name: getattr(args, name) for name in bounds},
+            done_only=args.done_only,
+            custom_data=parse_custom_data(args.custom),
+        )
+    except ValueError as err:  # the library names its parameters; the user typed flags
+        flags = re.sub(r"\b(min|max)_(return|length)\b", r"--\1-\2", str(err))
+        raise CliError(flags) from err
     print(f"kept {n} episode pieces in {args.out}")
     return 0
 
@@ -313,7 +211,9 @@ def _minari_module() -> Any:
 
 
 def _export(args: argparse.Namespace) -> int:
-    n = _minari_module().export_minari(args.src, args.dataset_id, root=args.root)
+    n = _minari_module().export_minari(
+        args.src, args.dataset_id, root=args.root, infos=not args.no_infos
+    )
     print(f"exported {n} episodes to Minari dataset {args.dataset_id}")
     return 0
 
@@ -334,6 +234,7 @@ def _add_minari(sub: Any) -> None:
     exp.add_argument("--to", choices=["minari"], required=True, help="target format")
     exp.add_argument("--dataset-id", required=True, help="Minari id, e.g. me/cartpole-random-v0")
     exp.add_argument("--root", default=None, help="Minari datasets directory")
+    exp.add_argument("--no-infos", action="store_true", help="leave the per-step infos out")
     exp.set_defaults(func=_export)
     imp = sub.add_parser(
         "import",
@@ -419,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--seed", type=int, default=None, help="seed for envs and actions")
     rec.add_argument("--format", type=int, choices=[1, 2], default=2, help="dataset format")
     rec.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MiB, v2)")
-    rec.set_defaults(func=_record)
+    rec.set_defaults(func=record)
     inf = sub.add_parser(
         "info",
         help="counts, steps, return/length stats, spaces",

@@ -219,7 +219,7 @@ def test_a_refused_export_is_one_error_line(tmp_path):
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "Minari refused the export" in proc.stderr
-    assert os.listdir(tmp_path / "mn") == []
+    assert not (tmp_path / "mn").exists()
 
 
 @pytest.mark.parametrize("fmt", ["1", "2"])
@@ -243,3 +243,50 @@ def test_an_interrupted_record_keeps_what_it_recorded(tmp_path, monkeypatch, cap
     assert "kept" in capsys.readouterr().err
     stored = list(read_episodes(out))
     assert sum(len(e) for e in stored) == 256  # the first sample call's steps
+
+
+def test_export_no_infos_leaves_varying_infos_out(tmp_path):
+    """Infos that change layout between steps are refused unless --no-infos leaves them out."""
+    pytest.importorskip("minari")
+    from episodes.io import EpisodeWriter, import_minari, read_episodes
+
+    env = gym.make("CartPole-v1")
+    obs = [env.observation_space.sample() for _ in range(3)]
+    ep = SingleAgentEpisode(
+        "e",
+        observations=obs,
+        actions=[0, 1],
+        rewards=[1.0, 1.0],
+        infos=[{}, {"a": 1}, {"b": 2.0}],
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        terminated=True,
+        len_lookback_buffer=0,
+    )
+    with EpisodeWriter(tmp_path / "src") as writer:
+        writer.write(ep)
+    root = tmp_path / "mn"
+    base = ["export", str(tmp_path / "src"), "--to", "minari", "--root", str(root)]
+    assert main([*base, "--dataset-id", "tt/infos-v0"]) == 1
+    assert main([*base, "--dataset-id", "tt/infos-v0", "--no-infos"]) == 0
+    assert import_minari("tt/infos-v0", tmp_path / "back", root=root) == 1
+    (back,) = read_episodes(tmp_path / "back")
+    assert back.get_infos() == [{}, {}, {}]
+    assert back.get_actions().tolist() == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        pytest.param(["--min-length", "-1"], "--min-length", id="negative-length"),
+        pytest.param(["--min-return", "5", "--max-return", "1"], "--min-return", id="crossed"),
+    ],
+)
+def test_filter_errors_name_the_flags_and_validate_counts_shards(tmp_path, capsys, flags, named):
+    src = str(tmp_path / "d")
+    assert main(["record", "CartPole-v1", "--steps", "12", "--seed", "0", "--out", src]) == 0
+    assert main(["validate", src]) == 0
+    assert " in 1 shard verified" in capsys.readouterr().out
+    assert main(["filter", src, "--out", str(tmp_path / "f"), *flags]) == 1
+    err = capsys.readouterr().err
+    assert named in err and "min_" not in err and "max_" not in err

@@ -1,0 +1,112 @@
+"""``episodes record``: a random policy's episodes of a gymnasium env, written to a dataset."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from episodes.cli.errors import CliError, progress
+from episodes.io import EpisodeWriter
+from episodes.io.tools import other_env_problem, removed_if_failed
+
+__all__ = ["MAX_NUM_ENVS", "MAX_SHARD_MB", "record", "shard_bytes"]
+
+MAX_SHARD_MB = 2**20  # 1 TiB: a shard is buffered in memory before it is written
+MAX_NUM_ENVS = 2**16
+
+
+def shard_bytes(megabytes: float) -> int:
+    """``--shard-mb`` in bytes: at least one byte, at most ``MAX_SHARD_MB``.
+
+    Example:
+        >>> shard_bytes(0.5)
+        524288
+    """
+    if not 0 < megabytes <= MAX_SHARD_MB or int(megabytes * 2**20) < 1:  # NaN fails too
+        raise CliError(f"--shard-mb must be > 0 and <= {MAX_SHARD_MB} (1 TiB), got {megabytes}")
+    return int(megabytes * 2**20)
+
+
+def record(args: argparse.Namespace) -> int:
+    """``episodes record ENV_ID --steps N --out DIR``: a random policy's episodes, written.
+
+    Example:
+        >>> import os, tempfile
+        >>> from episodes.cli import main
+        >>> out = os.path.join(tempfile.mkdtemp(), "cartpole")
+        >>> main(["record", "CartPole-v1", "--steps", "8", "--seed", "0", "--out", out])
+        recorded 8 steps in 1 episodes to ...
+        0
+    """
+    import gymnasium as gym
+
+    from episodes.runner import unrecordable_kind
+
+    if args.steps < 1 or args.num_envs < 1:
+        raise CliError("--steps and --num-envs must be >= 1")
+    if args.num_envs > min(args.steps, MAX_NUM_ENVS):
+        raise CliError(f"--num-envs must be <= --steps (every env steps) and <= {MAX_NUM_ENVS}")
+    if args.seed is not None and args.seed < 0:
+        raise CliError("--seed must be >= 0")
+    shard_size = shard_bytes(args.shard_mb)
+    try:
+        env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - gymnasium raises many types for a bad id
+        raise CliError(f"cannot create env {args.env_id!r}: {err}") from err
+    try:
+        env_id = getattr(env.spec, "id", None) or args.env_id  # "module:Env-v0" stores Env-v0
+        spaces = (env.single_observation_space, env.single_action_space)
+        for name, kind in zip(("observation", "action"), map(unrecordable_kind, spaces)):
+            if kind:
+                raise CliError(f"cannot record {env_id}: the runner cannot batch {kind} {name}s")
+        other = other_env_problem(args.out, env_id, *spaces)
+        if other:
+            raise CliError(other)
+        with removed_if_failed(args.out):  # a directory it made, unless an episode went in
+            _record_into(args, env, env_id, shard_size)
+    finally:
+        env.close()
+    return 0
+
+
+def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_size: int) -> None:
+    from episodes.io import DatasetMetadata, DatasetWriter
+    from episodes.runner import EnvRunner, RandomPolicy
+
+    # The runner records the same number of steps in every env: round up to a multiple.
+    per_env = -(-args.steps // args.num_envs)
+    policy = RandomPolicy(env.action_space, seed=args.seed)
+    runner = EnvRunner(env, policy, len_lookback_buffer=0, seed=args.seed)
+    ids: set[str] = set()
+    done = 0
+    writer: Any
+    if args.format == 1:
+        writer = EpisodeWriter(args.out)
+    else:
+        metadata = DatasetMetadata.from_env(
+            env,
+            seeds=None if args.seed is None else [args.seed],
+            policy="random",
+            user={"num_envs": args.num_envs, "command": "episodes record"},
+        )
+        metadata.env_id = env_id
+        writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_size)
+    with writer, progress(per_env * args.num_envs, "record") as bar:
+        try:
+            while done < per_env:
+                block = min(256, per_env - done)
+                # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
+                for chunk in runner.sample(block):
+                    if len(chunk) or chunk.is_done:
+                        writer.write(chunk)
+                        ids.add(chunk.id_)
+                done += block
+                bar.update(block * args.num_envs)
+        except KeyboardInterrupt:  # Ctrl-C keeps what was recorded (v1 has stored it already)
+            getattr(writer, "flush", lambda: None)()
+            print(f"the episodes recorded so far are kept in {args.out}", file=sys.stderr)
+            raise
+    print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
