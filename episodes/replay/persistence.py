@@ -4,7 +4,9 @@ A saved buffer is a directory: ``episodes/``, an ``episodes.io`` dataset holding
 episode (oldest first, so reloading keeps the eviction order), and ``replay.json`` with the
 buffer's settings, counters, evicted ids and generator state, plus ``priorities.npy`` for a
 prioritized buffer. The directory is written under a temporary name and renamed into place,
-so a crash never leaves a half-written buffer under the final name.
+so a crash never leaves a half-written buffer under the final name. ``replay.json`` records the
+CRC-32 of its own content and of ``priorities.npy`` (version 2, see
+:mod:`episodes.replay.saved_files`); a version 1 save, written before, loads without them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +25,16 @@ import numpy as np
 from episodes.io import DatasetError, EpisodeWriter, dataset_info, read_episodes
 from episodes.io.joins import manifest_pieces
 from episodes.io.values import decode_value, encode_value, id_key
+from episodes.replay import saved_files
 from episodes.replay.errors import EvictedEpisodeError
+from episodes.replay.saved_files import (
+    META_CRC,
+    PRIORITIES_CRC,
+    meta_crc32,
+    priorities_file,
+    read_priorities,
+    seal,
+)
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
@@ -29,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["buffer_from_dataset", "load_buffer", "save_buffer"]
 
 _META = "replay.json"
-_VERSION = 1
+_VERSION = 2  # 2: replay.json records checksums; 1 (read too): saves written before them
 
 
 def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> None:
@@ -82,8 +95,10 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
                 [buffer.get_episode_indices(i) for i in buffer.get_episode_ids()]
                 or [np.zeros(0, np.int64)]
             )
-            np.save(tmp / "priorities.npy", buffer.get_priorities(order), allow_pickle=False)
-        (tmp / _META).write_text(json.dumps(meta))
+            data = priorities_file(buffer.get_priorities(order))
+            (tmp / "priorities.npy").write_bytes(data)
+            meta[PRIORITIES_CRC] = zlib.crc32(data)
+        (tmp / _META).write_text(json.dumps(seal(meta)))
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -97,9 +112,13 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
 
     Raises:
         ValueError: ``path`` holds no saved buffer of a known version, or a damaged one:
-            counters that are not ints >= 0 or count fewer added steps than are stored,
-            evicted ids that repeat or name a stored episode, a generator state numpy
-            refuses, priorities that are not one real number > 0 per stored step.
+            a file that is a symlink or no regular file, fields that are missing, unknown
+            or of the wrong type, counters that are not ints >= 0 or count fewer added steps
+            than are stored, evicted ids that repeat or name a stored episode, a generator
+            state numpy refuses, episodes the buffer cannot store, priorities that are not
+            one float64 > 0 per stored step, a file that disagrees with its checksum.
+        episodes.io.DatasetError: The episodes' dataset is damaged; its ``DatasetIOError``
+            (an ``OSError``): the system failed a read (no damage known).
 
     Example:
         >>> import tempfile
@@ -119,13 +138,15 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
 
     root = Path(path)
     try:
-        meta = json.loads((root / _META).read_text())
-    except (OSError, ValueError, RecursionError) as err:  # RecursionError: nesting too deep
+        meta = saved_files.read_meta(root / _META)
+    except ValueError as err:
         raise ValueError(f"{root} holds no saved replay buffer ({err})") from None
-    if not isinstance(meta, dict) or meta.get("version") != _VERSION:
-        version = meta.get("version") if isinstance(meta, dict) else None
+    version = meta.get("version") if isinstance(meta, dict) else None
+    # type(): True == 1 and 1.0 == 1, but neither is a version save writes.
+    if not isinstance(meta, dict) or type(version) is not int or version not in (1, _VERSION):
         raise ValueError(f"{root}: unsupported replay buffer version {version!r}")
     _check_meta(meta, root)
+    _check_episodes_dir(root / "episodes")
     buffer: EpisodeReplayBuffer
     if meta["kind"] == "prioritized":
         buffer = PrioritizedEpisodeReplayBuffer(
@@ -135,13 +156,21 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         buffer = EpisodeReplayBuffer(meta["capacity"], batch_size_B=meta["batch_size_B"], seed=seed)
     # verify: the episodes were written with checksums; a damaged file is refused, not read.
     episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))
-    buffer.add(episodes)
+    try:
+        buffer.add(episodes)
+    except (TypeError, ValueError) as err:  # e.g. a nested space, which replay cannot store
+        raise ValueError(
+            f"{root}: damaged replay buffer (its episodes cannot be stored: {err})"
+        ) from err
     if buffer.get_num_timesteps() != sum(len(ep) for ep in episodes):
         raise ValueError(f"{root}: damaged replay buffer (its episodes exceed its capacity)")
     try:
         evicted = [decode_value(i, blob=None, where="evicted id") for i in meta["evicted"]]
     except (DatasetError, TypeError, ValueError, KeyError) as err:
         raise ValueError(f"{root}: damaged replay buffer (evicted ids: {err})") from None
+    unknown = set(meta["counters"]) - set(buffer.get_counters())
+    if unknown:  # set_counters refuses missing counters, and would ignore these
+        raise ValueError(f"{root}: damaged replay buffer (unknown counters {sorted(unknown)})")
     try:  # the messages name the counter or the evicted id at fault
         buffer.set_counters(meta["counters"], evicted)
     except (TypeError, ValueError) as err:
@@ -152,20 +181,19 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         except (TypeError, ValueError, KeyError, OverflowError) as err:
             raise ValueError(f"{root}: damaged replay buffer (generator: {err})") from None
     if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
-        _load_priorities(buffer, root, meta["max_priority"])
+        _load_priorities(buffer, root, meta["max_priority"], meta.get(PRIORITIES_CRC))
+    # Checked last, so that a hand-edited field is refused by the check that names it; the
+    # buffer built so far is dropped.
+    if META_CRC in meta and meta[META_CRC] != meta_crc32(meta):
+        raise ValueError(f"{root}: damaged replay buffer ({_META} disagrees with its checksum)")
     return buffer
 
 
-def _load_priorities(buffer: Any, root: Path, max_priority: float) -> None:
+def _load_priorities(buffer: Any, root: Path, max_priority: float, crc: int | None) -> None:
     try:
-        priorities = np.load(root / "priorities.npy", allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{root}: damaged replay buffer (priorities: {err})") from None
-    if priorities.shape != (buffer.get_num_timesteps(),) or priorities.dtype.kind not in "iuf":
-        raise ValueError(
-            f"{root}: damaged replay buffer ({priorities.shape} priorities of dtype "
-            f"{priorities.dtype} for {buffer.get_num_timesteps()} steps)"
-        )
+        priorities = read_priorities(root / "priorities.npy", buffer.get_num_timesteps(), crc)
+    except ValueError as err:
+        raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     try:
         buffer.update_priorities(priorities, np.arange(len(priorities)))
         buffer.max_priority = max_priority
@@ -185,12 +213,31 @@ def _check_meta(meta: dict[str, Any], root: Path) -> None:
     }
     if meta.get("kind") == "prioritized":
         fields.update(alpha=(int, float), max_priority=(int, float))
+    checksums = [META_CRC, PRIORITIES_CRC] if meta.get("kind") == "prioritized" else [META_CRC]
+    if meta["version"] > 1:
+        fields.update(dict.fromkeys(checksums, int))
     for key, kind in fields.items():
         value = meta.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"{root}: damaged replay buffer ({key}: {value!r})")
+        if key in checksums and not 0 <= value < 1 << 32:
+            raise ValueError(f"{root}: damaged replay buffer ({key}: {value!r} is no CRC-32)")
     if meta["kind"] not in ("uniform", "prioritized"):
         raise ValueError(f"{root}: damaged replay buffer (unknown kind {meta['kind']!r})")
+    unknown = set(meta) - set(fields) - {"version"}
+    if unknown:  # a version 1 save holds no checksums, a uniform one no alpha
+        raise ValueError(f"{root}: damaged replay buffer (unknown fields {sorted(unknown)})")
+
+
+def _check_episodes_dir(path: Path) -> None:
+    """Refuses an ``episodes/`` that is missing, a symlink (out of the save) or no directory."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        raise ValueError(f"{path.parent}: damaged replay buffer ({path} is missing)") from None
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        what = "a symlink" if stat.S_ISLNK(mode) else "no directory"
+        raise ValueError(f"{path.parent}: damaged replay buffer ({path} is {what}, refused)")
 
 
 def buffer_from_dataset(
