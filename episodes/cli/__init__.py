@@ -390,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return _closed_pipe()
-    except (CliError, DatasetError, OSError, ValueError) as err:
+    except (CliError, DatasetError, OSError, ValueError, OverflowError) as err:
         # ValueError: the library's refusal of a bad argument (split into one directory).
         print(f"episodes: error: {err}", file=sys.stderr)
         return 1

@@ -20,9 +20,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from episodes.episode import FIELDS, Field, SingleAgentEpisode
@@ -30,7 +31,7 @@ from episodes.io.column_codec import decode_column, encode_column, space_dict
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
 from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
 from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value
-from episodes.spaces import space_from_dict
+from episodes.spaces import find_space_kind, space_from_dict
 
 __all__ = ["BLOB_FILE", "decode_episode", "encode_episode"]
 
@@ -39,6 +40,10 @@ BLOB_FILE = "blob.npy"
 _META_KEY = {"id_": "id"}
 _FILE_PREFIX = {"observations": "obs", "infos": "info", "actions": "act", "rewards": "rew"}
 _EXTRAS_PREFIX = "extra"
+#: numpy=True stacks a Text space's strings ``max_length`` characters wide (4 bytes each),
+#: however short they are. A stored space may cost at most this much beyond the strings' own
+#: width: one number in a 2 KB meta.json would otherwise ask for gigabytes.
+MAX_TEXT_PADDING = 256 << 20
 
 
 def _meta_key(field: Field) -> str:
@@ -154,11 +159,48 @@ def decode_episode(
     except (ValueError, TypeError, KeyError, IndexError, AssertionError, RecursionError) as err:
         raise CorruptDatasetError(f"{where}: cannot rebuild the episode: {err}") from err
     if numpy:
+        _check_text_padding(episode, where)
         try:
             episode.to_numpy()
         except (ValueError, TypeError, AssertionError) as err:
             raise DatasetError(f"{where}: this episode cannot be numpy'd: {err}") from err
     return episode
+
+
+def _check_text_padding(episode: SingleAgentEpisode, where: str) -> None:
+    """Refuses, before any allocation, an episode whose Text spaces would pad it too much."""
+    padding = 0
+    for name, column in episode.named_columns().items():
+        space = column.space
+        if name != "infos" and not column.finalized and space is not None:
+            if find_space_kind(space, (gym.spaces.Text,)):
+                padding += _text_padding(space, column.data)
+    if padding > MAX_TEXT_PADDING:
+        raise DatasetError(
+            f"{where}: this episode cannot be numpy'd: its Text spaces' max_length would pad its "
+            f"strings with {padding} bytes (more than {MAX_TEXT_PADDING}); read it with "
+            "numpy=False"
+        )
+
+
+def _text_padding(space: gym.Space[Any], items: list[Any]) -> int:
+    """Bytes that stacking ``items`` in ``space`` spends on Text room the strings leave empty."""
+    if isinstance(space, gym.spaces.Text):
+        if not items or not all(isinstance(item, str) for item in items):
+            return 0  # stacked without the space's width
+        longest = max(1, *(len(item) for item in items))
+        return len(items) * 4 * max(space.max_length - longest, 0)
+    if isinstance(space, gym.spaces.Dict):
+        return sum(
+            _text_padding(sub, [x[key] for x in items if isinstance(x, Mapping) and key in x])
+            for key, sub in space.spaces.items()
+        )
+    if isinstance(space, gym.spaces.Tuple):
+        return sum(
+            _text_padding(sub, [x[i] for x in items if isinstance(x, (list, tuple)) and i < len(x)])
+            for i, sub in enumerate(space.spaces)
+        )
+    return 0
 
 
 def _decode(

@@ -49,6 +49,7 @@ __all__ = [
     "check_format",
     "chunk_path",
     "append_line",
+    "check_torn",
     "fsync_dir",
     "piece_return",
     "read_manifest",
@@ -69,6 +70,9 @@ FILE_NAME = re.compile(r"^[a-z0-9]+(\.[0-9]+)?\.npy$")
 _MAX_JSON_BYTES = 1 << 30
 MAX_META_BYTES = 256 << 20
 MAX_FORMAT_BYTES = 1 << 20
+#: The largest count (of steps, of bytes) a manifest may hold: what a file offset or a numpy
+#: index can be. A bigger one is damage, and would overflow the tools that print it.
+MAX_INT64 = (1 << 63) - 1
 _OPEN_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -360,8 +364,17 @@ class ManifestEntry:
             raise CorruptDatasetError(f"{where}: missing key 'id'")
         if not re.fullmatch(r"[0-9a-f]{64}", obj["meta_sha256"]):
             raise CorruptDatasetError(f"{where}: meta_sha256 is not a SHA-256 hex digest")
-        if obj["t"] < obj["t_started"] or obj["t_started"] < 0 or obj["nbytes"] < 0:
-            raise CorruptDatasetError(f"{where}: inconsistent t_started/t/nbytes")
+        # v1 stores any int time step, but no chunk holds 2**63 steps or bytes.
+        length = obj["t"] - obj["t_started"]
+        if (
+            obj["t_started"] < 0
+            or not 0 <= length <= MAX_INT64
+            or not 0 <= obj["nbytes"] <= MAX_INT64
+        ):
+            raise CorruptDatasetError(
+                f"{where}: t_started/t/nbytes out of range (0 <= t_started <= t, t - t_started "
+                "and nbytes below 2**63)"
+            )
         return cls(
             chunk=obj["chunk"],
             id_=obj["id"],
@@ -417,15 +430,18 @@ def check_inside(root: Path, path: Path) -> None:
 def read_manifest(root: Path) -> tuple[list[ManifestEntry], int, bool]:
     """Reads the committed entries of ``root/manifest.jsonl``.
 
-    A final line that is incomplete or unparseable (a writer killed mid-append) is ignored;
-    a bad line before it is corruption.
+    A writer appends each line whole, its newline last: a final line without its newline (a
+    writer killed mid-append) is ignored as torn. A line that ends in a newline was appended
+    whole, so if it does not parse it is damaged, the last one too (taking it for torn would
+    let the next writer cut it off and delete its chunk).
 
     Returns:
         ``(entries, good_bytes, torn)``: the entries, the byte length of the valid prefix and
         whether a torn tail was ignored.
 
     Raises:
-        CorruptDatasetError: A middle line is malformed, or a chunk is listed twice.
+        CorruptDatasetError: A complete line is malformed, the final line is a whole JSON value
+            followed by other bytes instead of its newline, or a chunk is listed twice.
 
     Example:
         >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / MANIFEST_FILE).write_text("")
@@ -439,24 +455,48 @@ def read_manifest(root: Path) -> tuple[list[ManifestEntry], int, bool]:
     complete, tail = lines[:-1], lines[-1]
     entries: list[ManifestEntry] = []
     good = 0
-    torn = bool(tail)
     for number, line in enumerate(complete, start=1):
         where = f"{MANIFEST_FILE} line {number}"
         try:
             obj = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as err:
-            if number == len(complete) and not tail:
-                torn = True  # a damaged final line: the append never completed
-                break
             raise CorruptDatasetError(f"{where} is not valid JSON: {err}") from err
         entries.append(ManifestEntry.from_json(obj, where))
         good += len(line) + 1
+    if tail:
+        check_torn(tail, f"{MANIFEST_FILE} line {len(complete) + 1}")
     seen: set[str] = set()
     for entry in entries:
         if entry.chunk in seen:
             raise CorruptDatasetError(f"{MANIFEST_FILE} lists chunk {entry.chunk!r} twice")
         seen.add(entry.chunk)
-    return entries, good, torn
+    return entries, good, bool(tail)
+
+
+def check_torn(tail: bytes, where: str) -> None:
+    r"""Raises unless ``tail``, a final line without its newline, can be a torn append.
+
+    A killed writer leaves a prefix of ``{...}\n``. A whole JSON value followed by other bytes
+    is no such prefix: the line was written whole and its newline was damaged since.
+
+    Example:
+        >>> check_torn(b'{"v": 1, "chu', "line 3")  # a prefix: torn
+        >>> try:
+        ...     check_torn(b'{"v": 1}J', "line 3")  # the newline damaged: 0x0a -> 0x4a
+        ... except CorruptDatasetError as err:
+        ...     print(err)
+        line 3: a whole line followed by other bytes instead of its newline (damaged)
+    """
+    # Undecodable bytes become U+FFFD: a damaged newline may be no UTF-8 at all (0x8a).
+    text = tail.decode("utf-8", errors="replace")
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return
+    if end < len(text):
+        raise CorruptDatasetError(
+            f"{where}: a whole line followed by other bytes instead of its newline (damaged)"
+        )
 
 
 def _as_return(value: Any, where: str) -> float:

@@ -90,12 +90,7 @@ class DatasetMetadata:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         # json.dumps would quietly turn keys into strings (1 and "1" collapse), tuples into
         # lists and numpy floats into floats: only values that come back as they are pass.
-        try:
-            problem = _not_plain_json(out, "metadata")
-            if not problem:  # what only writing finds: an int too long for text
-                json.dumps(out, allow_nan=False)
-        except (ValueError, RecursionError) as err:
-            problem = f"it cannot be written as JSON ({type(err).__name__}: {err})"
+        problem = _json_problem(out)
         if problem:
             raise UnstorableValueError(f"dataset metadata must be plain JSON: {problem}")
         self._check(out, "dataset metadata", UnstorableValueError)
@@ -105,14 +100,25 @@ class DatasetMetadata:
     def from_json(cls, obj: Any, where: str) -> DatasetMetadata:
         """Parses and checks stored metadata.
 
+        The writer's own check runs too: metadata it would refuse to write (a NaN, which
+        ``json.loads`` takes) is damage when read.
+
         Example:
             >>> DatasetMetadata.from_json({"seeds": [True]}, "x")
             Traceback (most recent call last):
             ...
             episodes.io.errors.CorruptDatasetError: x: 'seeds' must be a list of ints or null
+            >>> DatasetMetadata.from_json({"user": {"x": float("nan")}}, "x")
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.CorruptDatasetError: x: metadata is not plain JSON: \
+metadata['user']['x'] is nan
         """
         if not isinstance(obj, dict):
             raise CorruptDatasetError(f"{where}: metadata must be an object")
+        problem = _json_problem(obj)
+        if problem:
+            raise CorruptDatasetError(f"{where}: metadata is not plain JSON: {problem}")
         known = {f.name for f in fields(cls)}
         cls._check(obj, where, CorruptDatasetError)
         return cls(**{k: v for k, v in obj.items() if k in known})
@@ -132,6 +138,17 @@ class DatasetMetadata:
             raise error(f"{where}: 'env_spec' must be an object or null")
         if not isinstance(obj.get("user", {}), dict):
             raise error(f"{where}: 'user' must be an object")
+
+
+def _json_problem(obj: dict[str, Any]) -> str | None:
+    """Why ``obj`` would not be written as it is (None: it would)."""
+    try:
+        problem = _not_plain_json(obj, "metadata")
+        if not problem:  # what only writing finds: an int too long for text
+            json.dumps(obj, allow_nan=False)
+    except (ValueError, RecursionError) as err:
+        problem = f"it cannot be written as JSON ({type(err).__name__}: {err})"
+    return problem
 
 
 def _not_plain_json(value: Any, where: str) -> str | None:

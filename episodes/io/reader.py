@@ -223,7 +223,7 @@ def load_chunk(
         'x'
     """
     where = entry.chunk
-    chunk_dir, meta = read_chunk_meta(root, entry)
+    chunk_dir, meta, _ = _read_meta(root, entry)
     files = _files_table(meta, where)
     loaded: dict[str, np.ndarray] = {}
 
@@ -238,9 +238,30 @@ def load_chunk(
     episode = decode_episode(meta, load, where=where, numpy=numpy)
     if episode.t_started != entry.t_started or episode.t != entry.t:
         raise CorruptDatasetError(f"{where}: t_started/t disagree with the manifest")
+    # A v1 manifest line has no checksum of its own: what it says is checked against the chunk.
+    if (episode.is_terminated, episode.is_truncated) != (entry.terminated, entry.truncated):
+        raise CorruptDatasetError(f"{where}: terminated/truncated disagree with the manifest")
     if id_key(episode.id_) != id_key(_entry_id(entry)):  # NaN ids are equal here
         raise CorruptDatasetError(f"{where}: episode id disagrees with the manifest")
     return episode
+
+
+def chunk_nbytes(root: Path, entry: ManifestEntry) -> int:
+    """The bytes of a chunk's files as its ``meta.json`` records them (what ``nbytes`` says).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as w:
+        ...     _ = w.write(SingleAgentEpisode("x", observations=[0]))
+        >>> root, entries, _ = iter_chunks(path)
+        >>> chunk_nbytes(root, entries[0]) == entries[0].nbytes
+        True
+    """
+    _, meta, size = _read_meta(root, entry)
+    return size + sum(info["size"] for info in _files_table(meta, entry.chunk).values())
 
 
 def read_chunk_meta(root: Path, entry: ManifestEntry) -> tuple[Path, Any]:
@@ -260,6 +281,11 @@ def read_chunk_meta(root: Path, entry: ManifestEntry) -> tuple[Path, Any]:
         >>> read_chunk_meta(root, entries[0])[1]["id"]
         'x'
     """
+    chunk_dir, meta, _ = _read_meta(root, entry)
+    return chunk_dir, meta
+
+
+def _read_meta(root: Path, entry: ManifestEntry) -> tuple[Path, Any, int]:
     where = entry.chunk
     chunk_dir = chunk_path(root, entry.chunk)
     if not chunk_dir.is_dir():
@@ -271,7 +297,7 @@ def read_chunk_meta(root: Path, entry: ManifestEntry) -> tuple[Path, Any]:
         raise CorruptDatasetError(
             f"{where}/{META_FILE} does not match its manifest checksum (modified or corrupted)"
         )
-    return chunk_dir, parse_json(raw, f"{where}/{META_FILE}")
+    return chunk_dir, parse_json(raw, f"{where}/{META_FILE}"), len(raw)
 
 
 def _files_table(meta: Any, where: str) -> dict[str, dict[str, int]]:

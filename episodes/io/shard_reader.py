@@ -62,6 +62,7 @@ from episodes.io.shards import (
     piece_ends,
     read_v2_manifest,
     shard_file,
+    summarises,
 )
 
 __all__ = ["Dataset", "Shard"]
@@ -118,7 +119,7 @@ class Shard:
         where = self.where
         if not isinstance(index, dict) or index.get("format") != FORMAT_NAME:
             raise CorruptDatasetError(f"{where}: the index is not an {FORMAT_NAME!r} shard index")
-        if index.get("version") != V2 or isinstance(index.get("version"), bool):
+        if type(index.get("version")) is not int or index["version"] != V2:  # not 2.0, not True
             raise CorruptDatasetError(f"{where}: index version {index.get('version')!r} is not 2")
         data, episodes = index.get("data"), index.get("episodes")
         if not isinstance(data, dict) or not isinstance(episodes, list):
@@ -146,6 +147,10 @@ class Shard:
             )
             if not ok or rows is None:
                 raise CorruptDatasetError(f"{where}: episode {i} has a malformed row range")
+            if not summarises(ep.get("meta"), self.entry.episodes[i]):  # a forged manifest row
+                raise CorruptDatasetError(
+                    f"{where}: episode {i}'s id, t_started/t or flags disagree with the manifest"
+                )
             start += rows[1]
         if start != data["rows"]:
             raise CorruptDatasetError(f"{where}: episode rows do not add up to the shard's rows")

@@ -60,6 +60,7 @@ from episodes.io.shards import (
     EpisodeRow,
     ShardEntry,
     is_v2,
+    mend_tail,
     read_v2_manifest,
     remove_leftovers,
     seal_line,
@@ -520,11 +521,7 @@ class DatasetWriter:
         assert fd is not None
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            end = os.lseek(fd, 0, os.SEEK_END)
-            if end and os.pread(fd, 1, end - 1) != b"\n":
-                # A writer died mid-append: its torn line goes before ours is added.
-                data = os.pread(fd, end, 0)
-                os.ftruncate(fd, data.rfind(b"\n") + 1)
+            mend_tail(fd, sync=False)  # a killed writer's torn line goes; append_line syncs
             append_line(fd, line, sync=self._sync)
             self._line_in = True  # committed, whatever is raised from here on
         finally:

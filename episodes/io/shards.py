@@ -34,18 +34,26 @@ from pathlib import Path
 from typing import Any
 
 from episodes.io.errors import CorruptDatasetError, UnsafeDataError, UnsupportedVersionError
-from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, TMP_PREFIX, read_regular_file
+from episodes.io.format import (
+    FORMAT_NAME,
+    MANIFEST_FILE,
+    MAX_INT64,
+    TMP_PREFIX,
+    read_regular_file,
+)
 from episodes.io.values import decode_value, id_key
 
 __all__ = [
     "SHARDS_DIR",
     "V2",
     "ShardEntry",
+    "mend_tail",
     "piece_ends",
     "read_v2_manifest",
     "remove_leftovers",
     "seal_line",
     "shard_file",
+    "summarises",
     "unseal_line",
 ]
 
@@ -57,6 +65,9 @@ INDEX_SUFFIX = ".json"
 MAX_MANIFEST_BYTES = 1 << 30
 _HEADER_START = b'{"format": '
 _CRC_TAIL = re.compile(rb',"crc32":"([0-9a-f]{8})"\}$')
+# The seal of a line: JSON escapes every '"' inside a string and json.dumps puts a space
+# after ',' and ':', so these bytes occur nowhere else in a line, only at its end.
+_SEAL = re.compile(rb',"crc32":"[0-9a-f]{8}"\}')
 
 
 def seal_line(obj: dict[str, Any]) -> bytes:
@@ -127,9 +138,14 @@ def is_v2(root: Path) -> bool:
 
 def _int(obj: dict[str, Any], key: str, where: str) -> int:
     value = obj.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise CorruptDatasetError(f"{where}: {key!r} must be a non-negative int, got {value!r}")
+    if type(value) is not int or not 0 <= value <= MAX_INT64:
+        raise CorruptDatasetError(f"{where}: {key!r} must be a non-negative int64, got {value!r}")
     return value
+
+
+def _is_v2(version: Any) -> bool:
+    # 2.0 == 2, but no writer writes a float version (v1 refuses 1.0 too); True is no version.
+    return type(version) is int and version == V2
 
 
 @dataclass(frozen=True)
@@ -188,13 +204,39 @@ class EpisodeRow:
         ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (t0, t1))
         number = ret is None or (isinstance(ret, (int, float)) and not isinstance(ret, bool))
         flags = isinstance(term, bool) and isinstance(trunc, bool)
-        if not (ints and number and flags) or not 0 <= t0 <= t1:
+        if not (ints and number and flags) or not 0 <= t0 <= t1 <= MAX_INT64:
             raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}")
         try:
             number_ret = math.nan if ret is None else float(ret)
         except OverflowError:  # an integer beyond float: no summary this format writes
             raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}") from None
         return cls(id_, t0, t1, number_ret, term, trunc)
+
+
+def summarises(meta: Any, row: EpisodeRow) -> bool:
+    """Whether an index entry's ``meta`` has the id, time range and flags ``row`` lists.
+
+    The return is not compared: it takes the rewards (``validate_dataset`` sums them).
+
+    Example:
+        >>> meta = {"id": "a", "t_started": 0, "t": 3, "is_terminated": True,
+        ...         "is_truncated": False}
+        >>> row = EpisodeRow("a", 0, 3, 2.5, True, False)
+        >>> summarises(meta, row), summarises({**meta, "id": "b"}, row)
+        (True, False)
+    """
+    if not isinstance(meta, dict):
+        return False
+    id_ = meta.get("id")
+    same_id = type(id_) is type(row.id_) and (
+        json.dumps(id_) == json.dumps(row.id_) if isinstance(id_, (dict, list)) else id_ == row.id_
+    )
+    return (
+        same_id
+        and (meta.get("t_started"), meta.get("t")) == (row.t_started, row.t)
+        and meta.get("is_terminated") is row.terminated
+        and meta.get("is_truncated") is row.truncated
+    )
 
 
 @dataclass(frozen=True)
@@ -258,7 +300,7 @@ class ShardEntry:
             episodes.io.errors.UnsafeDataError: line 2: shard name '../x' is not a plain shard name
         """
         version = obj.get("v")
-        if version != V2 or isinstance(version, bool):
+        if not _is_v2(version):
             raise UnsupportedVersionError(f"{where}: format version {version!r} is not 2")
         name = obj.get("shard")
         if not isinstance(name, str) or not SHARD_NAME.match(name):
@@ -308,7 +350,7 @@ def check_header(obj: Any, where: str) -> dict[str, Any]:
     if not isinstance(obj, dict) or obj.get("format") != FORMAT_NAME:
         raise CorruptDatasetError(f"{where}: the first line is not an {FORMAT_NAME!r} header")
     version = obj.get("version")
-    if version != V2 or isinstance(version, bool):
+    if not _is_v2(version):
         raise UnsupportedVersionError(
             f"{where}: format version {version!r} is not supported (this library reads 1 and 2)"
         )
@@ -320,8 +362,10 @@ def check_header(obj: Any, where: str) -> dict[str, Any]:
 def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int, bool]:
     """Reads a v2 manifest: ``(header, committed shards, valid byte prefix, torn tail)``.
 
-    A last line without its newline (a writer killed mid-append, or one appending right now)
-    is ignored; any damaged complete line is corruption.
+    A last line without its newline is torn (a writer killed mid-append, or one appending
+    right now) and ignored, unless it is a whole sealed line (CRC-32 and all): that line was
+    appended whole and only its newline is missing, so it is read. Any damaged complete line
+    is corruption, and so is a whole line followed by other bytes (a damaged newline).
 
     Example:
         >>> import tempfile; d = Path(tempfile.mkdtemp())
@@ -333,6 +377,8 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
     raw = read_regular_file(root / MANIFEST_FILE, MANIFEST_FILE, MAX_MANIFEST_BYTES)
     lines = raw.split(b"\n")
     complete, tail = lines[:-1], lines[-1]
+    if tail and whole_line(tail, f"{MANIFEST_FILE} line {len(lines)}"):
+        complete, tail = lines, b""  # counted below as if its newline were there
     if not complete:
         raise CorruptDatasetError(f"{root / MANIFEST_FILE} has no header line")
     header = check_header(unseal_line(complete[0], f"{MANIFEST_FILE} line 1"), MANIFEST_FILE)
@@ -347,7 +393,74 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
         seen.add(entry.name)
         shards.append(entry)
         good += len(line) + 1
-    return header, shards, good, bool(tail)
+    return header, shards, min(good, len(raw)), bool(tail)
+
+
+def whole_line(tail: bytes, where: str) -> bool:
+    """Whether a last line without its newline was written whole (False: a torn prefix).
+
+    Raises:
+        CorruptDatasetError: The tail holds a line's seal but fails its CRC-32, or goes on
+            after it: no append writes that, so it is damage.
+
+    Example:
+        >>> line = seal_line({"v": 2})
+        >>> whole_line(line[:-1], "x"), whole_line(line[:5], "x")
+        (True, False)
+        >>> whole_line(line[:-1] + b"J", "x")
+        Traceback (most recent call last):
+        ...
+        episodes.io.errors.CorruptDatasetError: x: a whole line followed by other bytes instead \
+of its newline (damaged)
+    """
+    seal = _SEAL.search(tail)
+    if seal is None:
+        return False
+    if seal.end() != len(tail):
+        raise CorruptDatasetError(
+            f"{where}: a whole line followed by other bytes instead of its newline (damaged)"
+        )
+    unseal_line(tail, where)
+    return True
+
+
+def mend_tail(fd: int, *, sync: bool = True) -> None:
+    r"""Makes the manifest open at ``fd`` end in a newline before a line is appended.
+
+    A torn last line (a killed writer's) is cut off; a whole line that only lacks its newline
+    gets it back (it is committed: readers count it). Only while no writer appends (the
+    caller holds the manifest's flock, or is alone).
+
+    Raises:
+        CorruptDatasetError: The last line is damaged (see :func:`whole_line`).
+
+    Example:
+        >>> import tempfile
+        >>> name = tempfile.mkstemp()[1]; fd = os.open(name, os.O_RDWR | os.O_APPEND)
+        >>> _ = os.write(fd, seal_line({"v": 2})[:-1]); mend_tail(fd, sync=False)
+        >>> open(name, "rb").read()
+        b'{"v": 2,"crc32":"3161982c"}\n'
+        >>> _ = os.write(fd, b'{"v": 2, "sh'); mend_tail(fd, sync=False); os.close(fd)
+        >>> open(name, "rb").read()
+        b'{"v": 2,"crc32":"3161982c"}\n'
+    """
+    end = os.lseek(fd, 0, os.SEEK_END)
+    if not end or os.pread(fd, 1, end - 1) == b"\n":
+        return  # the usual case: the last append completed
+    start = end
+    while start > 0:  # back to the byte after the last newline, a block at a time
+        block = os.pread(fd, min(start, 1 << 20), start - min(start, 1 << 20))
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            start -= len(block) - newline - 1
+            break
+        start -= len(block)
+    if whole_line(os.pread(fd, end - start, start), f"{MANIFEST_FILE} last line"):
+        os.pwrite(fd, b"\n", end)
+    else:
+        os.ftruncate(fd, start)
+    if sync:
+        os.fsync(fd)
 
 
 def remove_leftovers(path: Path, *, sync: bool = True) -> None:
@@ -363,12 +476,12 @@ def remove_leftovers(path: Path, *, sync: bool = True) -> None:
         >>> remove_leftovers(path); sorted(p.name for p in (path / "shards").iterdir())
         []
     """
-    _, entries, good, torn = read_v2_manifest(path)
-    if torn:
-        with open(path / MANIFEST_FILE, "r+b") as f:
-            f.truncate(good)
-            if sync:
-                os.fsync(f.fileno())
+    _, entries, _, _ = read_v2_manifest(path)  # refuses a damaged manifest: nothing removed
+    fd = os.open(path / MANIFEST_FILE, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        mend_tail(fd, sync=sync)
+    finally:
+        os.close(fd)
     listed = {e.name for e in entries}
     for child in (path / SHARDS_DIR).iterdir():
         stem = child.name.split(".", 1)[0]

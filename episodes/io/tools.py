@@ -533,9 +533,9 @@ def other_env_problem(
 
     A v2 dataset's metadata names its env (``env_id`` is compared with it: pass the id the
     env's spec holds, which a ``module:`` prefix does not reach), also where it holds no
-    episodes yet; where it does not (v1, or v2 without an env id) the spaces of its first
-    episode are compared. A directory that holds no dataset yet, or a dataset of no episodes
-    whose metadata names no env, takes any env.
+    episodes yet; where it holds episodes, the spaces of its first episode are compared too
+    (a wrapper that changes the spaces keeps the env id). A directory that holds no dataset
+    yet, or a dataset of no episodes whose metadata names no env, takes any env.
 
     Example:
         >>> import tempfile
@@ -552,11 +552,9 @@ def other_env_problem(
         return ""
     info = dataset_info(root)
     recorded = (info.metadata or {}).get("env_id")
-    if recorded is not None:  # with no episodes too: its header says which env it takes
-        if recorded != env_id:
-            return f"{path} is a dataset of {recorded}; record {env_id} into a new directory"
-        return ""
-    if not info.num_episodes:
+    if recorded is not None and recorded != env_id:  # with no episodes too: its header says
+        return f"{path} is a dataset of {recorded}; record {env_id} into a new directory"
+    if not info.num_episodes or info.observation_space is None:  # a wrapper keeps the env id
         return ""
     if (info.observation_space, info.action_space) != (observation_space, action_space):
         return (

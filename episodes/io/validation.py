@@ -15,15 +15,17 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.errors import DatasetError, DatasetIOError
+from episodes.io.errors import CorruptDatasetError, DatasetError, DatasetIOError
+from episodes.io.format import piece_return
 from episodes.io.joins import PieceJoins, piece_problems
-from episodes.io.reader import iter_chunks, load_chunk
+from episodes.io.reader import chunk_nbytes, iter_chunks, load_chunk
 from episodes.io.shards import is_v2
 
 __all__ = ["ValidationReport", "validate_dataset"]
@@ -79,18 +81,29 @@ def validate_dataset(
         report.pieces, report.shards = len(ds), len(ds.shards)
         report.torn_manifest = ds.torn_manifest
         read: Callable[[int], SingleAgentEpisode] = ds.episode
+        listed = [
+            (f"shard {s.name} episode {j}", row.ret)
+            for s in ds.shards
+            for j, row in enumerate(s.episodes)
+        ]
     else:
         root, entries, report.torn_manifest = iter_chunks(path)
         report.pieces = len(entries)
+        listed = [(e.chunk, e.ret) for e in entries]
 
         def read(i: int) -> SingleAgentEpisode:
-            return load_chunk(root, entries[i], verify=True)
+            episode = load_chunk(root, entries[i], verify=True)
+            if chunk_nbytes(root, entries[i]) != entries[i].nbytes:  # no checksum covers it
+                raise CorruptDatasetError(f"{entries[i].chunk}: nbytes disagrees with its files")
+            return episode
 
     report.problems = piece_problems(path)
     joins = PieceJoins.of(path)
     for i in range(report.pieces):
         try:
-            report.problems += joins.check(i, read(i))
+            episode = read(i)
+            report.problems += joins.check(i, episode)
+            report.problems += _return_problems(episode, *listed[i])
         except DatasetIOError:
             raise  # the system failed the read: nothing is known about the piece
         except DatasetError as err:
@@ -99,3 +112,15 @@ def validate_dataset(
         if on_piece is not None:
             on_piece()
     return report
+
+
+def _return_problems(episode: SingleAgentEpisode, where: str, listed: float) -> list[str]:
+    """The manifest's return of a piece checked against the sum of its rewards.
+
+    No checksum covers a v1 line, and a v2 line's CRC-32 is no defence against an edit.
+    """
+    actual = piece_return(episode)
+    # Written as the writer summed it, so equal; a non-finite sum is written as null (NaN).
+    if actual == listed or (not math.isfinite(actual) and math.isnan(listed)):
+        return []
+    return [f"{where}: the manifest's return {listed!r} is not the sum of its rewards {actual!r}"]

@@ -203,6 +203,8 @@ class BlobReader:
             raise CorruptDatasetError(f"{where}: blob entry {index}: {err}") from err
         if dtype.hasobject or dtype.kind not in SAFE_KINDS:
             raise CorruptDatasetError(f"{where}: blob entry {index} has unsafe dtype {dtype}")
+        if dtype.itemsize == 0:  # "<U0": numpy cannot view bytes as it
+            raise CorruptDatasetError(f"{where}: blob entry {index} has the empty dtype {dtype}")
         if not isinstance(shape, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
         ):
@@ -212,9 +214,12 @@ class BlobReader:
         count = math.prod(shape)
         if offset + count * dtype.itemsize > self._data.nbytes:
             raise CorruptDatasetError(f"{where}: blob entry {index} runs past the blob's end")
-        flat = np.frombuffer(self._data, dtype=dtype, count=count, offset=offset)
-        check_code_points(flat, f"{where}: blob entry {index}")
-        array = flat.reshape(shape).copy()
+        try:  # a shape numpy refuses (more than 64 dimensions, a dimension beyond int64)
+            flat = np.frombuffer(self._data, dtype=dtype, count=count, offset=offset)
+            check_code_points(flat, f"{where}: blob entry {index}")
+            array = flat.reshape(shape).copy()
+        except (ValueError, TypeError, OverflowError) as err:
+            raise CorruptDatasetError(f"{where}: blob entry {index}: {err}") from err
         if scalar:
             if shape:
                 raise CorruptDatasetError(f"{where}: blob scalar {index} is not 0-d")

@@ -351,3 +351,27 @@ def test_a_refused_export_is_a_dataset_error_and_leaves_no_namespace(tmp_path):
         export_minari(tmp_path / "bad", "tt/d-v0", root=tmp_path / "mn")
     assert not (tmp_path / "mn").exists()
     assert export_minari(v2(tmp_path / "ok"), "tt/d-v0", root=tmp_path / "mn") == 4
+
+
+def test_a_dataset_of_the_same_env_id_but_other_spaces_is_refused(tmp_path):
+    """A wrapper (hidden velocities, dict views) keeps the env id but changes the spaces."""
+    import gymnasium as gym
+
+    from episodes import SingleAgentEpisode
+    from episodes.io.tools import other_env_problem
+
+    env = gym.make("CartPole-v1")
+    obs_space, act_space = env.observation_space, env.action_space
+    path = tmp_path / "ds"
+    with DatasetWriter(path, metadata=DatasetMetadata(env_id="CartPole-v1")) as writer:
+        writer.write(
+            SingleAgentEpisode(
+                "a",
+                observations=[obs_space.sample()],
+                observation_space=obs_space,
+                action_space=act_space,
+            )
+        )
+    assert other_env_problem(path, "CartPole-v1", obs_space, act_space) == ""
+    hidden = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    assert "other spaces" in other_env_problem(path, "CartPole-v1", hidden, act_space)

@@ -168,9 +168,9 @@ def test_filter_refuses_bounds_that_filter_silently(dataset, tmp_path, bounds, m
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--min-length", "-1"], "min_length must be >= 0"),
-        (["--max-length", "-2"], "max_length must be >= 0"),
-        (["--min-length", "3", "--max-length", "2"], "is above max_length"),
+        (["--min-length", "-1"], "--min-length must be >= 0"),
+        (["--max-length", "-2"], "--max-length must be >= 0"),
+        (["--min-length", "3", "--max-length", "2"], "is above --max-length"),
     ],
 )
 def test_filter_command_refuses_bad_length_bounds(dataset, tmp_path, capsys, flags, message):
