@@ -22,6 +22,8 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 Index = Union[int, slice, Sequence[int], None]  # noqa: UP007 - a runtime alias on 3.10
+# Positions must fit the int64 arrays a list of indices resolves into.
+_INT64_BOUND = 2**63
 
 
 def as_int(index: object, *, what: str = "index") -> int:
@@ -276,24 +278,28 @@ def resolve_list(
 ) -> np.ndarray:
     """Maps a list of user indices to an int64 array of storage positions (possibly out of range).
 
+    A position beyond int64 is -1 (left of the data) or ``total`` (right of it): such an index
+    is out of range like any other, not an ``OverflowError``.
+
     Example:
         >>> resolve_list([0, -1], lookback=3, total=6, neg_index_as_lookback=False).tolist()
         [3, 5]
+        >>> resolve_list([10**20, -(10**20)], lookback=0, total=2, neg_index_as_lookback=True)
+        array([ 2, -1])
     """
-    positions = np.fromiter(
-        (
-            resolve_int(
-                as_int(i),
-                lookback=lookback,
-                total=total,
-                neg_index_as_lookback=neg_index_as_lookback,
-            )
-            for i in indices
-        ),
-        dtype=np.int64,
-        count=len(indices),
-    )
-    return positions
+
+    def position(index: Any) -> int:
+        resolved = resolve_int(
+            as_int(index),
+            lookback=lookback,
+            total=total,
+            neg_index_as_lookback=neg_index_as_lookback,
+        )
+        if -_INT64_BOUND <= resolved < _INT64_BOUND:
+            return resolved
+        return -1 if resolved < 0 else total  # out of range as any other, not an overflow
+
+    return np.fromiter(map(position, indices), dtype=np.int64, count=len(indices))
 
 
 def set_positions(

@@ -2,7 +2,7 @@
 
 The buffer assembles its reads (windows, fillers, one-hot encodings, strided and joined
 windows) from these; :class:`~episodes.buffer.array_store.ArrayStore` offers them as its static
-methods, the list store has list versions.
+methods (from :class:`ArrayBatchOps`), the list store has list versions.
 
 Example:
     >>> join([stride({"x": np.arange(4)}, 2), {"x": np.array([9])}])["x"].tolist()
@@ -20,7 +20,16 @@ from episodes.spaces import batch as stack_items
 from episodes.spaces import filler_batch, one_hot
 from episodes.structs import flatten, map_leaves, same_nesting, unflatten
 
-__all__ = ["encode_one_hot", "fillers", "from_items", "from_rows", "join", "stride"]
+__all__ = [
+    "ArrayBatchOps",
+    "common_nesting",
+    "encode_one_hot",
+    "fillers",
+    "from_items",
+    "from_rows",
+    "join",
+    "stride",
+]
 
 
 def encode_one_hot(window: Any, space: gym.Space[Any] | None) -> Any:
@@ -43,8 +52,33 @@ def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discret
     return filler_batch(space, fill, count, one_hot_discrete=one_hot_discrete)
 
 
+def common_nesting(structures: list[Any]) -> Any:
+    """One structure for values that nest alike (see ``same_nesting``): tuples where any has one.
+
+    A Tuple space's items may be recorded as lists (gymnasium's Tuple takes them), while its
+    fillers are tuples: a read that pads such items with fillers is nested as tuples wherever it
+    is padded, as :func:`~episodes.spaces.batch_in_space` nests a list-mode read of the same
+    items, so numpy and list mode agree; only values that are all lists there keep lists.
+
+    Example:
+        >>> common_nesting([[1, {"a": [2]}], (1, {"a": [2]})])
+        (1, {'a': [2]})
+        >>> common_nesting([[1, 2], [3, 4]])
+        [1, 2]
+    """
+    first = structures[0]
+    if isinstance(first, dict):
+        return {key: common_nesting([s[key] for s in structures]) for key in first}
+    if first.__class__ in (list, tuple):
+        parts = [common_nesting([s[i] for s in structures]) for i in range(len(first))]
+        return parts if all(s.__class__ is list for s in structures) else tuple(parts)
+    return first
+
+
 def join(parts: list[Any]) -> Any:
     """Concatenates batches along time; ValueError if their leaves do not stack.
+
+    The result nests as :func:`common_nesting` of the parts.
 
     Example:
         >>> join([{"x": np.zeros(1)}, {"x": np.ones(2)}])["x"].tolist()
@@ -57,6 +91,8 @@ def join(parts: list[Any]) -> Any:
         raise ValueError("the batches do not nest alike")
     leaves_of = [flatten(part)[0] for part in parts]
     structure = flatten(parts[0])[1]
+    if structure is not None:
+        structure = common_nesting(parts)
     joined = [np.concatenate(group) for group in zip(*leaves_of)]
     return unflatten(structure, joined)
 
@@ -85,9 +121,60 @@ def from_rows(rows: np.ndarray) -> Any:
 def from_items(items: list[Any]) -> Any:
     """A batch from a list of items (gathers that mix fillers in build one).
 
+    Items that nest alike but for lists and tuples (a Tuple space's items recorded as lists,
+    and its fillers) stack as :func:`common_nesting` of them.
+
     Example:
         >>> batch = from_items([{"x": 1, "y": 0.5}, {"x": 2, "y": 1.5}])
         >>> batch["x"].tolist(), batch["y"].tolist()
         ([1, 2], [0.5, 1.5])
+        >>> [leaf.tolist() for leaf in from_items([[1, 0.5], (2, 1.5)])]
+        [[1, 2], [0.5, 1.5]]
     """
+    first = items[0] if items else None
+    if first.__class__ in (list, tuple, dict) and all(same_nesting(first, i) for i in items):
+        nesting = common_nesting(items)
+        items = [unflatten(nesting, flatten(item)[0]) for item in items]
     return stack_items(items)
+
+
+class ArrayBatchOps:
+    """The batch operations of a numpy store, each the function of the same name above.
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> ArrayStore.join([ArrayStore.fillers(None, 0, 1, False), np.array([5])])
+        array([0, 5])
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def encode_one_hot(window: Any, space: gym.Space[Any] | None) -> Any:
+        """:func:`encode_one_hot`."""
+        return encode_one_hot(window, space)
+
+    @staticmethod
+    def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool) -> Any:
+        """:func:`fillers`."""
+        return fillers(space, fill, count, one_hot_discrete)
+
+    @staticmethod
+    def join(parts: list[Any]) -> Any:
+        """:func:`join`."""
+        return join(parts)
+
+    @staticmethod
+    def stride(window: Any, step: int) -> Any:
+        """:func:`stride`."""
+        return stride(window, step)
+
+    @staticmethod
+    def from_rows(rows: np.ndarray) -> Any:
+        """:func:`from_rows`."""
+        return from_rows(rows)
+
+    @staticmethod
+    def from_items(items: list[Any]) -> Any:
+        """:func:`from_items`."""
+        return from_items(items)

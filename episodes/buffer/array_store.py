@@ -21,22 +21,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from episodes.buffer import array_batches
 from episodes.buffer.value_fit import (
     MISFIT_ERRORS,
+    Layout,
+    adopted_layout,
     appended_row,
     batch_leaves,
     batch_misfit,
+    first_batch,
     first_leaves,
     fit_of,
     misfit,
     staged_batch,
     staged_rows,
 )
-from episodes.spaces import batch as stack_items
 from episodes.structs import flatten, map_leaves, same_nesting, unflatten
 
 _MIN_CAPACITY = 8
@@ -47,8 +48,11 @@ _MAX_PENDING = 4096
 _SCALARS, _ROWS, _NESTED_LAYOUT = 1, 2, 3
 
 
-class ArrayStore:
+class ArrayStore(array_batches.ArrayBatchOps):
     """Leaf arrays with spare capacity plus the item structure that joins them.
+
+    Its batch operations (the reads are assembled from them) come from
+    :class:`~episodes.buffer.array_batches.ArrayBatchOps`.
 
     Example:
         >>> store = ArrayStore.from_batch({"obs": np.zeros((2, 3)), "t": np.arange(2)})
@@ -269,40 +273,6 @@ class ArrayStore:
         """
         return self.copy().data
 
-    # ----------------------------------------------------------------- batch operations
-    # The buffer assembles reads from these; a store's batches are structs of arrays.
-    # Each is the function of the same name in :mod:`episodes.buffer.array_batches` (examples
-    # there).
-    @staticmethod
-    def encode_one_hot(window: Any, space: gym.Space[Any] | None) -> Any:
-        """:func:`~episodes.buffer.array_batches.encode_one_hot`."""
-        return array_batches.encode_one_hot(window, space)
-
-    @staticmethod
-    def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool) -> Any:
-        """:func:`~episodes.buffer.array_batches.fillers`."""
-        return array_batches.fillers(space, fill, count, one_hot_discrete)
-
-    @staticmethod
-    def join(parts: list[Any]) -> Any:
-        """:func:`~episodes.buffer.array_batches.join`."""
-        return array_batches.join(parts)
-
-    @staticmethod
-    def stride(window: Any, step: int) -> Any:
-        """:func:`~episodes.buffer.array_batches.stride`."""
-        return array_batches.stride(window, step)
-
-    @staticmethod
-    def from_rows(rows: np.ndarray) -> Any:
-        """:func:`~episodes.buffer.array_batches.from_rows`."""
-        return array_batches.from_rows(rows)
-
-    @staticmethod
-    def from_items(items: list[Any]) -> Any:
-        """:func:`~episodes.buffer.array_batches.from_items`."""
-        return array_batches.from_items(items)
-
     # ------------------------------------------------------------------------- writing
     def copy_range(self, start: int, stop: int) -> ArrayStore:
         """An independent copy of stored items ``start:stop`` (0 <= start <= stop <= size).
@@ -355,10 +325,10 @@ class ArrayStore:
             grown.append(bigger)
         self._leaves = grown
 
-    def _adopt_layout(self, leaves: list[Any], structure: Any) -> None:
-        self._before_adoption = (self._leaves, self.structure)
-        arrays = [np.asarray(leaf) for leaf in leaves]
-        self._leaves = [np.empty((_MIN_CAPACITY, *a.shape), a.dtype) for a in arrays]
+    def _adopt_layout(self, layout: Layout, structure: Any) -> None:
+        before = self._before_adoption = (self._leaves, self.structure)
+        layout = adopted_layout(*before, layout, structure)
+        self._leaves = [np.empty((_MIN_CAPACITY, *shape), dtype) for shape, dtype in layout]
         self.structure = structure
         self.typed = True
         self._set_kind()
@@ -425,7 +395,8 @@ class ArrayStore:
                     f"{item!r} holds no values (an empty dict, list or tuple): a numpy column "
                     "cannot store it"
                 )
-            self._adopt_layout(leaves, structure)
+            arrays = [np.asarray(leaf) for leaf in leaves]
+            self._adopt_layout([(a.shape, a.dtype) for a in arrays], structure)
             try:
                 rows = [appended_row(column, leaf) for column, leaf in zip(self.leaves, leaves)]
             except ValueError:
@@ -457,8 +428,8 @@ class ArrayStore:
             )
         if n == 0:
             return
-        if not self.typed:
-            self._adopt_layout([a[0] for a in arrays], structure)
+        if not self.typed:  # each leaf's dtype is the array's: a[0] of ["a", "abcd"] is <U1
+            self._adopt_layout([(a.shape[1:], a.dtype) for a in arrays], structure)
         elif len(arrays) != len(self.leaves) or not same_nesting(self.structure, batch):
             raise ValueError(
                 f"batch has {len(arrays)} leaves but the column stores {len(self.leaves)} "
@@ -486,9 +457,12 @@ class ArrayStore:
             >>> [leaf.tolist() for leaf in store.leaf_views()]
             [[1, 2], [0.5, 1.5]]
         """
-        if items:  # typed, each item is judged as append judges it (a list at a leaf is a row)
-            fit = staged_batch(self.leaves, self.structure, items) if self.typed else None
-            self.extend_batch(stack_items(items) if fit is None else fit, count=len(items))
+        if items:  # each item is read as append reads it (a list at a leaf is a row)
+            if self.typed:
+                batch = staged_batch(self.leaves, self.structure, items)
+            else:  # in the layout the space left, as the first appended item is
+                batch = first_batch(self.structure, self._leaves[0].ndim, items)
+            self.extend_batch(batch, count=len(items))
 
     def extend_from(self, other: Any, start: int) -> None:
         """Appends the items of store ``other`` from position ``start`` on.

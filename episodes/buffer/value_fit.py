@@ -17,13 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from episodes.structs import flatten, leaves_up_to, unflatten
+from episodes.spaces import batch as stack_items
+from episodes.structs import flatten, leaves_up_to, same_nesting, unflatten
 
 __all__ = [
     "MISFIT_ERRORS",
+    "adopted_layout",
     "appended_row",
     "batch_leaves",
     "batch_misfit",
+    "first_batch",
     "first_leaves",
     "fit_of",
     "misfit",
@@ -221,6 +224,55 @@ def first_leaves(structure: Any, leaf_ndim: int, item: Any) -> tuple[list[Any], 
         if values is not None:
             return [np.asarray(value) for value in values], structure
     return flatten(item)
+
+
+def first_batch(structure: Any, leaf_ndim: int, items: list[Any]) -> Any:
+    """The batch an empty, untyped column takes from its first ``items``.
+
+    Each item is read as :func:`first_leaves` reads one: in a column shaped by a space, a list
+    at a leaf is a row, so extending by a list of items stores what appending them one by one,
+    or numpy'ing them from list mode, stores (not a column per component).
+
+    Example:
+        >>> first_batch(None, 2, [[0.5, 0.25], [1.0, -1.0]]).tolist()  # Box rows
+        [[0.5, 0.25], [1.0, -1.0]]
+        >>> [leaf.tolist() for leaf in first_batch(None, 1, [(1, 0.5), (2, 1.5)])]  # no shape
+        [[1, 2], [0.5, 1.5]]
+    """
+    if structure is not None or leaf_ndim > 1:
+        values = [[item] if structure is None else leaves_up_to(structure, item) for item in items]
+        if all(value is not None for value in values):
+            return unflatten(structure, [np.asarray(leaf) for leaf in zip(*values)])
+    return stack_items(items)
+
+
+Layout = list[tuple[tuple[int, ...], np.dtype[Any]]]
+
+
+def adopted_layout(
+    before: list[np.ndarray], structure_before: Any, layout: Layout, structure: Any
+) -> Layout:
+    """The leaf layouts (item shape, dtype) an untyped column takes for its first values.
+
+    ``layout`` is the first values' own, but a string leaf stays as wide as the empty
+    placeholder ``before`` (a space's layout) made it where that is wider: a Text part of a
+    Dict or Tuple space has room for ``max_length`` characters, as a top-level Text column has,
+    so a short first string does not refuse a later, longer one.
+
+    Example:
+        >>> before = [np.zeros((0,), "<U4"), np.zeros((0, 2))]
+        >>> adopted_layout(before, (0, 0), [((), np.dtype("<U1")), ((2,), np.dtype(int))], (0, 0))
+        [((), dtype('<U4')), ((2,), dtype('int64'))]
+    """
+    if len(before) != len(layout) or not same_nesting(structure_before, structure):
+        return layout
+    adopted = []
+    for placeholder, (shape, dtype) in zip(before, layout):
+        wider = placeholder.dtype.itemsize > dtype.itemsize and placeholder.shape[1:] == shape
+        if dtype.kind in "US" and placeholder.dtype.kind == dtype.kind and wider:
+            dtype = placeholder.dtype
+        adopted.append((shape, dtype))
+    return adopted
 
 
 def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> Any:

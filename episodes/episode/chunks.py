@@ -135,6 +135,7 @@ def slice_episode(
     survive only if the slice reaches the end.
 
     Raises:
+        TypeError: A bound or the step is not an int (a float, a bool), as in buffer reads.
         ValueError: The slice has a step other than 1, or ``len_lookback_buffer`` < 0.
 
     Example:
@@ -147,7 +148,8 @@ def slice_episode(
     """
     if not isinstance(slice_, slice):
         raise TypeError(f"slice_ must be a slice, got {type(slice_).__name__}")
-    if slice_.step not in (None, 1):
+    # A float or bool step is a TypeError, as in buffer reads: 1.0 and True only equal 1.
+    if slice_.step is not None and as_int(slice_.step, what="slice step") != 1:
         raise ValueError(f"episode slices need step 1 or None, got {slice_.step}")
     if (
         len_lookback_buffer is not None

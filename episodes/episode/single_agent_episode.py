@@ -15,6 +15,7 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import chunks, state
 from episodes.episode.accessors import ColumnAccessors
 from episodes.episode.fields import FIELDS
+from episodes.episode.given_columns import column_items, default_infos, given_column
 from episodes.episode.recording import StepRecorder, as_flag
 from episodes.episode.sample_batch import SampleBatch, data_dict
 from episodes.indexing import as_int
@@ -23,26 +24,6 @@ from episodes.spaces.contains import checker_for
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 # The space checkers are derived from the spaces; they are not fields of their own.
 _DERIVED_SLOTS = ("_obs_check", "_action_check")
-
-
-def _column(
-    data: Any, lookback: int, space: gym.Space[Any] | None = None
-) -> InfiniteLookbackBuffer:
-    if isinstance(data, InfiniteLookbackBuffer):
-        if space is not None and data.space is None:
-            data.space = space
-        return data
-    if data is not None and not isinstance(data, list):
-        data = list(data)
-    return InfiniteLookbackBuffer(data, lookback=lookback, space=space)
-
-
-def _default_infos(observations: Any) -> Any:
-    """One ``{}`` per observation; for a ready buffer, a buffer with the same lookback."""
-    if isinstance(observations, InfiniteLookbackBuffer):
-        count = observations.len_incl_lookback()
-        return InfiniteLookbackBuffer([{} for _ in range(count)], lookback=observations.lookback)
-    return [{} for _ in range(len(observations) if observations is not None else 0)]
 
 
 def _lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
@@ -92,7 +73,9 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     Args:
         id_: Episode id (a uuid4 hex when None).
-        observations: Observations, a list or a ready buffer.
+        observations: Observations, a list or a ready buffer. Every column may also be
+            another sequence of items (an array's rows) or a dict that is a batched struct
+            (``given_columns.column_items``).
         observation_space: Space of one observation.
         infos: Info dicts, one per observation (default ``{}`` each).
         actions: Actions, a list or a ready buffer.
@@ -156,10 +139,15 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         module_id: Any = None,
         multi_agent_episode_id: Any = None,
     ):
+        # Items first: a dict given as a column is a batch, and len() of it would count keys.
+        observations, infos, actions, rewards = map(
+            column_items, (observations, infos, actions, rewards)
+        )
+        extras = {key: column_items(value) for key, value in (extra_model_outputs or {}).items()}
         lookback = _lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
         if infos is None:
-            infos = _default_infos(observations)
-        given = [observations, infos, actions, rewards, *(extra_model_outputs or {}).values()]
+            infos = default_infos(observations)
+        given = [observations, infos, actions, rewards, *extras.values()]
         with _spaces_kept_if_refused(given):
             self._assign(
                 {
@@ -167,13 +155,12 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                     "agent_id": agent_id,
                     "module_id": module_id,
                     "multi_agent_episode_id": multi_agent_episode_id,
-                    "observations": _column(observations, lookback, observation_space),
-                    "infos": _column(infos, lookback),
-                    "actions": _column(actions, lookback, action_space),
-                    "rewards": _column(rewards, lookback),
+                    "observations": given_column(observations, lookback, observation_space),
+                    "infos": given_column(infos, lookback),
+                    "actions": given_column(actions, lookback, action_space),
+                    "rewards": given_column(rewards, lookback),
                     "extra_model_outputs": {
-                        key: _column(value, lookback)
-                        for key, value in (extra_model_outputs or {}).items()
+                        key: given_column(value, lookback) for key, value in extras.items()
                     },
                     "is_terminated": terminated,
                     "is_truncated": truncated,

@@ -928,6 +928,12 @@ CONSTRUCTOR_INPUTS = {
         "actions": B([0, 1], lookback=1),
         "rewards": B([1.0, 2.0], lookback=1),
     },
+    # A batched struct (a numpy'd column's form) of 4 items but 2 keys.
+    "batched_dict": lambda B: {
+        "observations": {"pos": np.arange(8.0).reshape(4, 2), "vel": np.ones(4)},
+        "actions": [0, 1, 2],
+        "rewards": [1.0, 2.0, 3.0],
+    },
 }
 
 
@@ -939,6 +945,18 @@ def test_constructor_takes_sequences_and_ready_buffers(inputs: Any) -> None:  # 
     assert ours.infos.lookback == ours.observations.lookback
     with pytest.raises((ValueError, TypeError, AssertionError)):
         RSAE(**inputs(RBuf))
+
+
+def test_constructor_takes_a_dict_as_a_batch() -> None:  # "constructor-data"
+    pos = np.arange(8.0).reshape(4, 2)
+    columns = {"actions": [0, 1, 2], "rewards": [1.0, 2.0, 3.0], "len_lookback_buffer": 0}
+    ours = OSAE(observations={"pos": pos, "vel": np.ones(4)}, **columns)
+    assert len(ours) == 3 and not ours.is_numpy
+    assert [o["pos"].tolist() for o in ours.get_observations()] == pos.tolist()
+    with pytest.raises(AssertionError):  # RLlib counts the dict's 2 keys as its items
+        RSAE(observations={"pos": pos, "vel": np.ones(4)}, **columns)
+    with pytest.raises(TypeError, match="batched struct"):  # leaves of different lengths
+        OSAE(observations={"pos": pos, "vel": np.ones(3)}, actions=[0], rewards=[1.0])
 
 
 def test_numpy_cut_and_slice_own_their_data() -> None:  # "numpy-chunks-share-data"

@@ -1,0 +1,90 @@
+"""The columns a :class:`SingleAgentEpisode` constructor is given, as buffers.
+
+A column may be given as a list of items, any other sequence of items (a tuple, an array's
+rows), a dict that is a batched struct (a numpy'd column's form: leaves sharing their leading
+axis), or a ready :class:`~episodes.buffer.InfiniteLookbackBuffer`. Everything but a buffer
+becomes a list of items first, so the lookback and the default infos count items, never a
+dict's keys.
+
+Example:
+    >>> column_items({"x": np.arange(2)})
+    [{'x': np.int64(0)}, {'x': np.int64(1)}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np  # noqa: F401 - the doctests use it
+
+from episodes.buffer import InfiniteLookbackBuffer
+from episodes.buffer.array_store import ArrayStore
+
+__all__ = ["column_items", "default_infos", "given_column"]
+
+
+def column_items(data: Any) -> Any:
+    """A given column as a list of items; None and ready buffers as they are.
+
+    A list is taken as it is (not copied), any other sequence as the list of its items (an
+    array's rows), and a dict as a batched struct: its items are one dict per index along the
+    leaves' shared leading axis (``{"x": array of shape (3, 2)}`` holds three items), as a
+    setter takes such a dict for ``new_data``.
+
+    Raises:
+        TypeError: A dict that is no batched struct (a leaf without a leading axis, leaves of
+            different lengths, no leaves at all), or data that is no sequence.
+
+    Example:
+        >>> column_items((1, 2)), [row.tolist() for row in column_items(np.eye(2))]
+        ([1, 2], [[1.0, 0.0], [0.0, 1.0]])
+        >>> column_items({"x": 1})
+        Traceback (most recent call last):
+        ...
+        TypeError: a column given as a dict must be a batched struct (every leaf an array ...
+    """
+    if data is None or isinstance(data, (list, InfiniteLookbackBuffer)):
+        return data
+    if isinstance(data, Mapping):
+        try:
+            return ArrayStore.from_batch(dict(data)).items(0)
+        except ValueError as error:
+            raise TypeError(
+                "a column given as a dict must be a batched struct (every leaf an array with "
+                f"the same leading length, one entry per item): {error}"
+            ) from error
+    return list(data)
+
+
+def given_column(
+    data: Any, lookback: int, space: gym.Space[Any] | None = None
+) -> InfiniteLookbackBuffer:
+    """The buffer for a column given as :func:`column_items` (or None); a buffer gets ``space``.
+
+    A ready buffer is used as it is, with its own lookback; it takes ``space`` unless it has one.
+
+    Example:
+        >>> buffer = given_column([0, 1, 2], 1, gym.spaces.Discrete(3))
+        >>> buffer.get(), buffer.lookback, buffer.space
+        ([1, 2], 1, Discrete(3))
+    """
+    if isinstance(data, InfiniteLookbackBuffer):
+        if space is not None and data.space is None:
+            data.space = space
+        return data
+    return InfiniteLookbackBuffer(data, lookback=lookback, space=space)
+
+
+def default_infos(observations: Any) -> Any:
+    """One ``{}`` per observation; for a ready buffer, a buffer with the same lookback.
+
+    Example:
+        >>> default_infos([0, 1]), default_infos(None)
+        ([{}, {}], [])
+    """
+    if isinstance(observations, InfiniteLookbackBuffer):
+        count = observations.len_incl_lookback()
+        return InfiniteLookbackBuffer([{} for _ in range(count)], lookback=observations.lookback)
+    return [{} for _ in range(len(observations) if observations is not None else 0)]
