@@ -13,6 +13,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,15 @@ from torch import nn
 
 try:  # The disk format ships with the library; guard anyway so the examples never need it.
     from episodes.io import DatasetError, DatasetWriter, EpisodeWriter, dataset_info
+    from episodes.io.tools import other_env_problem
 except ImportError:  # pragma: no cover - only without episodes.io
     EpisodeWriter = None  # type: ignore[assignment,misc]
 
 #: How many finished episodes ``final_mean_return`` averages over (the issue's definition).
 RECENT_EPISODES = 20
+
+#: The largest ``--seed``: ``np.random.seed`` takes 32-bit seeds only.
+MAX_SEED = 2**32 - 1
 
 
 def positive_int(text: str) -> int:
@@ -44,25 +49,80 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-def make_parser(description: str, *, total_steps: int, num_envs: int) -> argparse.ArgumentParser:
+def seed_int(text: str) -> int:
+    """An argparse ``type``: a seed in ``[0, 2**32 - 1]`` (numpy's seeds are 32-bit)."""
+    value = int(text)
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be in [0, {MAX_SEED}], got {value}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """An argparse ``type``: a finite float (``nan`` would never compare true, ``inf`` never
+    be reached)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def device_name(text: str) -> str:
+    """An argparse ``type``: a torch device this machine has (cpu, cuda[:i] or mps).
+
+    Checked at parse time so that a typo or a missing GPU is a usage error, not a traceback
+    from the first tensor moved there.
+    """
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError):
+        raise argparse.ArgumentTypeError(f"not a torch device: {text!r}") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError(f"{text}: CUDA is not available on this machine")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(
+                f"{text}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
+    elif device.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise argparse.ArgumentTypeError(f"{text}: MPS is not available on this machine")
+    elif device.type != "cpu":
+        raise argparse.ArgumentTypeError(f"{text}: the examples train on cpu, cuda or mps")
+    return str(device)
+
+
+def make_parser(
+    description: str,
+    *,
+    total_steps: int,
+    num_envs: int,
+    total_steps_help: str = "env steps in all",
+    save_dir_help: str | None = None,
+) -> argparse.ArgumentParser:
     """The flags every example accepts (each example may add its own)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seed", type=seed_int, default=0, help=f"0 to {MAX_SEED}")
     parser.add_argument(
-        "--total-steps", type=positive_int, default=total_steps, help="env steps in all"
+        "--total-steps", type=positive_int, default=total_steps, help=total_steps_help
     )
     parser.add_argument("--num-envs", type=positive_int, default=num_envs)
-    parser.add_argument("--device", default="cpu", help="torch device of the learner")
+    parser.add_argument(
+        "--device",
+        type=device_name,
+        default="cpu",
+        help="torch device of the learner (cpu, cuda[:i] or mps)",
+    )
     parser.add_argument(
         "--save-dir",
         default=None,
-        help="save every collected episode chunk there with episodes.io (a new or empty "
-        "directory gets a format v1 dataset; an existing format v1 or v2 dataset is "
-        "appended to); 'none' disables saving",
+        help=save_dir_help
+        or "save every collected episode chunk there with episodes.io (a new or empty "
+        "directory gets a format v1 dataset; an existing format v1 or v2 dataset of the "
+        "same env and spaces is appended to); 'none' disables saving",
     )
     parser.add_argument(
         "--stop-at-return",
-        type=float,
+        type=finite_float,
         default=None,
         help="stop early once the mean of the last 20 episodes reaches this",
     )
@@ -95,25 +155,95 @@ def _is_v2_dataset(path: str) -> bool:
         return False
 
 
-def open_writer(save_dir: str) -> Any:
+def _not_a_directory(save_dir: str) -> str:
+    """Why ``save_dir`` can't be (or become) a directory ("" if it can)."""
+    path = Path(save_dir)
+    existing = path
+    # lexists: a dangling link stops the walk as well (it can't be made into a directory).
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if existing.is_dir():
+        return ""
+    if existing == path:
+        return f"{save_dir} exists and is not a directory"
+    return f"{existing} is not a directory"
+
+
+def save_dir_problem(
+    save_dir: str,
+    env_id: str | None = None,
+    spaces: tuple[Any, Any] | None = None,
+    *,
+    v2_only: bool = False,
+) -> str:
+    """Why an example may not save episodes into ``save_dir`` ("" if it may).
+
+    It may when ``save_dir`` is new, an empty directory, or a dataset the example can append
+    to: format v2 only with ``v2_only`` (the Ray runners write v2), and, given ``env_id`` and
+    ``spaces`` (observation and action space of one sub-env), of the same env and spaces, as
+    ``episodes record`` requires (a mixed dataset breaks the readers that batch its steps).
+    Reads only: the Ray examples ask on the driver, before any actor opens the dataset.
+    """
+    problem = _not_a_directory(save_dir)
+    if problem or not os.path.isdir(save_dir):
+        return problem
+    try:
+        if not os.listdir(save_dir):
+            return ""
+        info = dataset_info(save_dir)
+        if v2_only and info.version < 2:
+            return (
+                f"{save_dir} is a format v1 dataset; the runners append to format v2 only "
+                f"(convert it with `episodes migrate {save_dir} NEW_DIR`, or pass a new directory)"
+            )
+        if env_id is None or spaces is None:
+            return ""
+        other = other_env_problem(save_dir, env_id, *spaces)
+        if other:
+            return other
+        # A v2 dataset that names its env was compared by id only: a wrapped env (hidden
+        # velocities, a dict view) keeps the id but changes the spaces.
+        stored = (info.observation_space, info.action_space)
+        if info.num_episodes and stored[0] is not None and stored != tuple(spaces):
+            return f"{save_dir} holds episodes of other spaces than {env_id}'s; use a new directory"
+    except (DatasetError, OSError, ValueError) as error:
+        return str(error)
+    return ""
+
+
+def open_writer(
+    save_dir: str, env_id: str | None = None, spaces: tuple[Any, Any] | None = None
+) -> Any:
     """A writer for ``save_dir``: ``EpisodeWriter`` (format v1, also for a new directory) or
     ``DatasetWriter`` for an existing format v2 dataset.
 
+    Given ``env_id`` and ``spaces``, an existing dataset must hold that env's episodes (see
+    :func:`save_dir_problem`).
+
     Raises:
-        SystemExit: ``save_dir`` can't be written to (not empty and not a dataset, an
-            unsupported version, locked, ...), with a one-line message instead of a traceback.
+        SystemExit: ``save_dir`` can't be written to (a file, not empty and not a dataset, of
+            another env, an unsupported version, locked, ...), with a one-line message
+            instead of a traceback.
     """
+    problem = save_dir_problem(save_dir, env_id, spaces)
+    if problem:
+        raise SystemExit(f"error: --save-dir {save_dir}: {problem}")
     v2 = _is_v2_dataset(save_dir)
     try:
         return DatasetWriter(save_dir, sync=False) if v2 else EpisodeWriter(save_dir, sync=False)
-    except DatasetError as error:
+    except (DatasetError, OSError) as error:
         raise SystemExit(f"error: --save-dir {save_dir}: {error}") from None
 
 
 @contextlib.contextmanager
-def episode_writer(save_dir: str | None) -> Iterator[Any]:
+def episode_writer(
+    save_dir: str | None, env_id: str | None = None, env: Any = None
+) -> Iterator[Any]:
     """A writer for ``save_dir`` (see :func:`open_writer`), or None when saving is off or
     ``episodes.io`` is missing.
+
+    Given the vector ``env`` (and the ``env_id`` it records as: its spec's id by default),
+    an existing dataset must hold episodes of that env and of its sub-env's spaces.
 
     ``sync=False``: the demo's data is cheap to regenerate, and an fsync per chunk would cost
     more than the training itself on a slow disk.
@@ -125,7 +255,11 @@ def episode_writer(save_dir: str | None) -> Iterator[Any]:
         print(f"episodes.io is not available: not saving episodes to {save_dir}")
         yield None
         return
-    with open_writer(save_dir) as writer:
+    spaces = None
+    if env is not None:
+        env_id = env_id or getattr(env.spec, "id", None) or type(env).__name__
+        spaces = (env.single_observation_space, env.single_action_space)
+    with open_writer(save_dir, env_id, spaces) as writer:
         yield writer
 
 
@@ -231,8 +365,17 @@ def curve_line(iteration: int, env_steps: int, tracker: ReturnTracker, extra: st
     )
 
 
-def print_final(value: float) -> None:
-    """The one line scripts and tests parse."""
+def print_final(value: float, env_steps: int) -> None:
+    """The one line scripts and tests parse.
+
+    Raises:
+        SystemExit: no episode finished (the mean is NaN): exit 1 with a line that says so,
+            not a ``final_mean_return=nan`` a script would take for a result.
+    """
+    if math.isnan(value):
+        raise SystemExit(
+            f"error: no episode finished within {env_steps} env steps; raise --total-steps"
+        )
     print(f"final_mean_return={value:.2f}", flush=True)
 
 
@@ -286,6 +429,7 @@ def run_cli(
     save_by_default: str | None,
     argv: list[str] | None = None,
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    total_steps_help: str = "env steps in all",
 ) -> None:
     """Parses the shared flags, trains, and prints the closing ``final_mean_return=`` line.
 
@@ -293,7 +437,12 @@ def run_cli(
     ``parser.set_defaults``); the values of the flags it adds go to ``train`` as keyword
     arguments named by their ``dest``, so ``--help`` lists them with the shared ones.
     """
-    parser = make_parser(description, total_steps=total_steps, num_envs=num_envs)
+    parser = make_parser(
+        description,
+        total_steps=total_steps,
+        num_envs=num_envs,
+        total_steps_help=total_steps_help,
+    )
     shared = set(vars(parser.parse_args([])))
     if add_arguments is not None:
         add_arguments(parser)
@@ -317,4 +466,4 @@ def run_cli(
     if save_dir.lower() != "none":
         print(f"saved the collected episodes to {save_dir}")
     print(f"{result['env_steps']} env steps in {result['wall_s']:.1f} s")
-    print_final(result["final_mean_return"])
+    print_final(result["final_mean_return"], result["env_steps"])

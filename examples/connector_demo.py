@@ -66,11 +66,16 @@ def main(argv: list[str] | None = None) -> None:
     first = runner.sample(args.steps)
     second = runner.sample(args.steps)
     metrics = runner.get_metrics()
+    # No finished episode has no mean return (the runner's metric is NaN then).
+    mean_return = (
+        f"mean return {metrics['mean_episode_return']:.1f}"
+        if metrics["num_episodes"]
+        else "no mean return yet"
+    )
     print(
         f"sampled 2 x {args.steps} steps x {args.num_envs} envs ({args.autoreset_mode}): "
         f"{len(first)} + {len(second)} chunks, {metrics['num_episodes']} finished episodes, "
-        f"mean return {metrics['mean_episode_return']:.1f}, "
-        f"{metrics['env_steps_per_s']:.0f} env steps/s"
+        f"{mean_return}, {metrics['env_steps_per_s']:.0f} env steps/s"
     )
 
     pipeline = ConnectorPipeline(

@@ -5,6 +5,8 @@ Run: ``python examples/connector_example.py``
 
 from __future__ import annotations
 
+import argparse
+
 import gymnasium as gym
 import numpy as np
 
@@ -12,7 +14,12 @@ from episodes import SingleAgentEpisode
 from episodes.connectors import ConnectorPipeline, FrameStack, PrevActionsPrevRewards
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    # No flags, but --help answers and an unknown flag is a usage error (exit 2).
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.parse_args(argv)
     episode = SingleAgentEpisode(
         observation_space=gym.spaces.Box(-10, 10, (2,), np.float32),
         action_space=gym.spaces.Discrete(2),

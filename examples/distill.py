@@ -202,7 +202,8 @@ def train(
     env_steps = 0
     start = time.perf_counter()
     bar = tqdm(total=num_iters * steps_per_iter, unit="step", disable=not progress)
-    with episode_writer(save_dir) as writer:
+    # Named apart from CartPole-v1: its datasets hold dict observations.
+    with episode_writer(save_dir, env_id="StudentViewCartPole-v1", env=env) as writer:
         for iteration in range(1, num_iters + 1):
             policy.beta = max(0.0, 1.0 - (iteration - 1) / decay_iters)
             episodes = runner.sample(cfg.num_steps)

@@ -9,13 +9,15 @@ with a Huber loss and a target network synced once per iteration.
     .venv/bin/python examples/dqn_cartpole.py --seed 0 --total-steps 100000
 
 It prints a learning curve as it goes and ends with one line ``final_mean_return=<float>``
-(the mean return of the last 20 finished training episodes).
+(the mean return of the last 20 finished training episodes). A budget below
+``learning_starts`` (1000 env steps) lowers it to half the budget, so that a short run still
+learns (and says so).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import gymnasium as gym
@@ -160,12 +162,20 @@ def train(
     buffer = EpisodeReplayBuffer(cfg.buffer_capacity, seed=seed)
     steps_per_iter = num_envs * cfg.num_steps
     num_iters = max(1, -(-total_steps // steps_per_iter))
+    budget = num_iters * steps_per_iter
+    if cfg.learning_starts > budget:
+        # Otherwise the run would collect without one gradient step and report as if trained.
+        tqdm.write(
+            f"learning_starts lowered from {cfg.learning_starts} to {budget // 2}: "
+            f"the budget is {budget} env steps"
+        )
+        cfg = replace(cfg, learning_starts=budget // 2)
     explore_steps = max(1.0, cfg.exploration_fraction * num_iters * steps_per_iter)
     tracker, history = ReturnTracker(), []
     shapes: dict[str, tuple[int, ...]] = {}
     env_steps, start = 0, time.perf_counter()
     bar = tqdm(total=num_iters * steps_per_iter, unit="step", disable=not progress)
-    with episode_writer(save_dir) as writer:
+    with episode_writer(save_dir, env=env) as writer:
         for iteration in range(1, num_iters + 1):
             policy.epsilon = max(cfg.final_epsilon, 1.0 - env_steps / explore_steps)
             # Annealing the step size to 0 lets the Q-function settle instead of oscillating.
@@ -208,6 +218,7 @@ def train(
 
 
 def main(argv: list[str] | None = None) -> None:
+    learning_starts = DQNConfig.learning_starts
     run_cli(
         train,
         __doc__.splitlines()[0],
@@ -215,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
         num_envs=4,
         save_by_default=None,
         argv=argv,
+        total_steps_help=f"env steps in all (below learning_starts, {learning_starts}, "
+        "learning starts after half of them instead)",
     )
 
 

@@ -4,7 +4,8 @@ Run: ``python examples/offline_ray_data.py [--seed 0] [--total-steps 20000] [--n
 
 1. Collect: a :class:`~episodes.distributed.RunnerGroup` of 2 runner actors (random CartPole
    policy) samples in parallel; every runner appends its chunks to one shared format v2
-   dataset (``--save-dir``, a fresh folder under ``out/`` by default).
+   dataset (``--save-dir``, a fresh folder under ``out/`` by default; ``--save-dir none``: a
+   temporary folder, removed at the end).
 2. Read: :func:`~episodes.distributed.read_steps` turns the dataset into a
    ``ray.data.Dataset`` of steps (one read task per shard), shuffled, and batched into torch
    tensors.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _ppo_common import default_save_dir, mlp, non_negative_int, positive_int  # noqa: E402
+from _ppo_common import (  # noqa: E402
+    default_save_dir,
+    mlp,
+    positive_int,
+    save_dir_problem,
+    seed_int,
+)
 
 #: The runner actors ``collect`` starts; ``--num-envs`` splits evenly over them.
 NUM_RUNNERS = 2
@@ -46,11 +54,22 @@ def make_policy(env: gym.vector.VectorEnv, ctx: Any) -> Any:
     return RandomPolicy(env.action_space, seed=ctx.seed)
 
 
+def path_problem(path: str) -> str:
+    """Why the runners can't append CartPole-v1 chunks to ``path`` ("" if they can)."""
+    probe = gym.make("CartPole-v1")
+    try:
+        spaces = (probe.observation_space, probe.action_space)
+    finally:
+        probe.close()
+    return save_dir_problem(path, "CartPole-v1", spaces, v2_only=True)
+
+
 def collect(path: str, total_steps: int, num_envs: int, seed: int) -> int:
     """Two remote runners write ``total_steps`` (rounded up) into one dataset.
 
     Raises:
-        ValueError: ``num_envs`` does not split evenly over the two runners (odd or < 2).
+        ValueError: ``num_envs`` does not split evenly over the two runners (odd or < 2), or
+            the runners can't append to ``path`` (see :func:`path_problem`).
     """
     from episodes.distributed import RunnerGroup
     from episodes.io import DatasetMetadata
@@ -60,6 +79,9 @@ def collect(path: str, total_steps: int, num_envs: int, seed: int) -> int:
             f"num_envs ({num_envs}) must split evenly over {NUM_RUNNERS} runners "
             f"(an even number >= {NUM_RUNNERS})"
         )
+    problem = path_problem(path)  # on the driver: a runner would fail on its actor
+    if problem:
+        raise ValueError(f"path {path}: {problem}")
     per_runner = num_envs // NUM_RUNNERS
     group = RunnerGroup(
         make_env,
@@ -114,7 +136,7 @@ def train(path: str, *, epochs: int, batch_size: int, gamma: float, seed: int) -
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--seed", type=seed_int, default=0, help="0 to 2**32 - 1")
     parser.add_argument("--total-steps", type=positive_int, default=20_000)
     parser.add_argument(
         "--num-envs",
@@ -122,7 +144,14 @@ def main(argv: list[str] | None = None) -> None:
         default=8,
         help=f"split evenly over {NUM_RUNNERS} runners (an even number >= {NUM_RUNNERS})",
     )
-    parser.add_argument("--save-dir", default=None)
+    parser.add_argument(
+        "--save-dir",
+        default=None,
+        help="the dataset the runners write and training reads (a new or empty directory "
+        "gets a format v2 dataset; an existing format v2 dataset of CartPole-v1 is appended "
+        "to and read whole, a format v1 one is refused); default: a fresh folder under out/; "
+        "'none': a temporary folder, removed at the end",
+    )
     parser.add_argument("--epochs", type=positive_int, default=3)
     parser.add_argument("--batch-size", type=positive_int, default=512)
     args = parser.parse_args(argv)
@@ -131,6 +160,19 @@ def main(argv: list[str] | None = None) -> None:
             f"argument --num-envs: {args.num_envs} does not split evenly over {NUM_RUNNERS} "
             f"runners (an even number >= {NUM_RUNNERS})"
         )
+    path = args.save_dir or default_save_dir("offline_ray_data", args.seed)
+    if path.lower() == "none":  # as in the other examples: nothing kept after the run
+        with tempfile.TemporaryDirectory(prefix="offline_ray_data-") as temporary:
+            run(args, os.path.join(temporary, "data"))
+        return
+    problem = path_problem(path)  # before Ray starts
+    if problem:
+        parser.error(f"argument --save-dir: {path}: {problem}")
+    run(args, path)
+
+
+def run(args: argparse.Namespace, path: str) -> None:
+    """Collects into ``path``, then trains on it (the parsed flags in ``args``)."""
     import ray
     import ray.data
 
@@ -139,7 +181,6 @@ def main(argv: list[str] | None = None) -> None:
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
-    path = args.save_dir or default_save_dir("offline_ray_data", args.seed)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     start = time.perf_counter()
     collected = collect(path, args.total_steps, args.num_envs, args.seed)

@@ -191,7 +191,7 @@ def train(
     env_steps = 0
     start = time.perf_counter()
     bar = tqdm(total=num_iters * steps_per_iter, unit="step", disable=not progress)
-    with episode_writer(save_dir) as writer:
+    with episode_writer(save_dir, env=env) as writer:
         for iteration in range(1, num_iters + 1):
             # Linear annealing to 0 lets the policy settle at the end of the budget.
             for group in optimizer.param_groups:

@@ -41,6 +41,7 @@ from _ppo_common import (  # noqa: E402
     make_parser,
     positive_int,
     print_final,
+    save_dir_problem,
     seed_everything,
     summary,
 )
@@ -72,6 +73,15 @@ def make_policy(env: gym.vector.VectorEnv, ctx: Any) -> RemotePolicy:
 def numpy_weights(model: torch.nn.Module) -> dict[str, np.ndarray]:
     """The state dict as numpy arrays: they travel through the object store without pickling."""
     return {key: value.detach().cpu().numpy() for key, value in model.state_dict().items()}
+
+
+def cartpole_spaces() -> tuple[Any, Any]:
+    """The observation and action space of one CartPole, the runners' sub-env."""
+    probe = gym.make("CartPole-v1")
+    try:
+        return probe.observation_space, probe.action_space
+    finally:
+        probe.close()
 
 
 def _ship_examples_by_value() -> None:
@@ -107,24 +117,28 @@ def train(
     if num_envs % num_runners:
         raise ValueError(f"num_envs ({num_envs}) must split evenly over {num_runners} runners")
     cfg = config or PPOConfig()
+    spaces = cartpole_spaces()
+    write_to = save_dir if save_dir is not None and save_dir.lower() != "none" else None
+    if write_to is not None:  # on the driver, before any actor: a runner would fail remotely
+        problem = save_dir_problem(write_to, "CartPole-v1", spaces, v2_only=True)
+        if problem:
+            raise ValueError(f"save_dir {write_to}: {problem}")
     seed_everything(seed, threads)
     if not ray.is_initialized():
         ray.init(num_cpus=max(2, num_runners), include_dashboard=False, log_to_driver=False)
     _ship_examples_by_value()
     dev = torch.device(device)
-    probe = gym.make("CartPole-v1")
-    obs_dim = int(np.prod(probe.observation_space.shape))
-    model = ActorCritic(obs_dim, int(probe.action_space.n), cfg.hidden).to(dev)
+    obs_dim = int(np.prod(spaces[0].shape))
+    model = ActorCritic(obs_dim, int(spaces[1].n), cfg.hidden).to(dev)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     learner_policy = SamplingPolicy(model, dev)  # the bootstrap values, on the learner
-    write = save_dir is not None and save_dir.lower() != "none"
     group = RunnerGroup(
         make_env,
         make_policy,
         num_runners=num_runners,
         seed=seed,
         config={"num_envs": num_envs // num_runners, "hidden": cfg.hidden},
-        write_to=save_dir if write else None,
+        write_to=write_to,
     )
     keys = ColumnKeys(values="vf_preds", log_probs="action_logp", distribution=("logits",))
     steps_per_iter = num_envs * cfg.num_steps
@@ -195,7 +209,13 @@ def train(
 
 def main(argv: list[str] | None = None) -> None:
     parser: argparse.ArgumentParser = make_parser(
-        __doc__.splitlines()[0], total_steps=200_000, num_envs=8
+        __doc__.splitlines()[0],
+        total_steps=200_000,
+        num_envs=8,
+        save_dir_help="the runners save every collected episode chunk there (a new or empty "
+        "directory gets a format v2 dataset; an existing format v2 dataset of CartPole-v1 is "
+        "appended to, a format v1 one is refused); default: a fresh folder under out/; "
+        "'none' disables saving",
     )
     parser.add_argument("--num-runners", type=positive_int, default=2, help="remote runner actors")
     args = parser.parse_args(argv)
@@ -205,6 +225,10 @@ def main(argv: list[str] | None = None) -> None:
             f"({args.num_runners})"
         )
     save_dir = args.save_dir or default_save_dir("ppo_ray", args.seed)
+    if save_dir.lower() != "none":  # before Ray starts (train checks again, for its callers)
+        problem = save_dir_problem(save_dir, "CartPole-v1", cartpole_spaces(), v2_only=True)
+        if problem:
+            parser.error(f"argument --save-dir: {save_dir}: {problem}")
     result = train(
         args.seed,
         args.total_steps,
@@ -224,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{result['env_steps']} env steps in {seconds:.1f} s "
         f"({result['env_steps'] / seconds:.0f} steps/s)"
     )
-    print_final(result["final_mean_return"])
+    print_final(result["final_mean_return"], result["env_steps"])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ class RecurrentPPOConfig:
 
     num_steps: int = 64  # T per env per iteration (16 envs -> 1024 per update)
     num_epochs: int = 4
-    num_mini_batches: int = 4  # groups of whole envs
+    num_mini_batches: int = 4  # groups of whole envs (fewer with fewer envs)
     learning_rate: float = 1e-3  # annealed linearly to 0
     gamma: float = 0.99
     lam: float = 0.95
@@ -261,6 +261,9 @@ def train(
         hidden-state and first recurrent mini-batch shapes) and ``config``.
     """
     cfg = config or RecurrentPPOConfig()
+    if cfg.num_mini_batches > num_envs:
+        # A mini-batch holds whole envs: fewer envs than mini-batches can't fill them all.
+        cfg = replace(cfg, num_mini_batches=num_envs)
     seed_everything(seed, threads)
     dev = torch.device(device)
     env = make_env(num_envs)
@@ -280,7 +283,8 @@ def train(
     env_steps = 0
     start = time.perf_counter()
     bar = tqdm(total=num_iters * steps_per_iter, unit="step", disable=not progress)
-    with episode_writer(save_dir) as writer:
+    # Named apart from CartPole-v1: its datasets hold other observations.
+    with episode_writer(save_dir, env_id="NoVelocityCartPole-v1", env=env) as writer:
         for iteration in range(1, num_iters + 1):
             for group in optimizer.param_groups:
                 group["lr"] = cfg.learning_rate * (1 - (iteration - 1) / num_iters)

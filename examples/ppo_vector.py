@@ -32,8 +32,7 @@ from tqdm import tqdm
 
 from episodes.converter import ColumnKeys, episodes_to_rollout
 from episodes.envs.torch_cartpole import TorchCartPole
-from episodes.runner import EnvRunner
-from episodes.runner.env_runner import WINDOWS
+from episodes.runner import WINDOWS, EnvRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared helpers beside this file
 from _ppo_common import (  # noqa: E402
@@ -157,8 +156,9 @@ def train(
     seed_everything(seed, threads)
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        # Checked here: building TorchCartPole on a missing CUDA ends in a misleading
-        # linker hint from torch ("Cannot get CUDA generator without ATen_cuda ...").
+        # The command line refuses it at parse time; checked here for callers of train:
+        # building TorchCartPole on a missing CUDA ends in a misleading linker hint from
+        # torch ("Cannot get CUDA generator without ATen_cuda ...").
         raise SystemExit(f"error: --device {device}: CUDA is not available on this machine")
     env = make_env(num_envs, torch_env, device)
     obs_shape, action_space = env.single_observation_space.shape, env.single_action_space
@@ -175,7 +175,8 @@ def train(
     env_steps = 0
     start = time.perf_counter()
     bar = tqdm(total=num_iters * steps_per_iter, unit="step", disable=not progress)
-    with episode_writer(save_dir) as writer:
+    # TorchCartPole has no spec, but it is CartPole-v1 (same dynamics and spaces).
+    with episode_writer(save_dir, env_id="CartPole-v1", env=env) as writer:
         for iteration in range(1, num_iters + 1):
             iter_start = time.perf_counter()
             # Linear annealing to 0 lets the policy settle at the end of the budget.

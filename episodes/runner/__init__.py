@@ -9,7 +9,7 @@ Example:
     20
 """
 
-from episodes.runner.env_runner import EnvRunner, autoreset_mode_of
+from episodes.runner.env_runner import WINDOWS, EnvRunner, autoreset_mode_of
 from episodes.runner.infos import env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.policy import Policy, RandomPolicy, RecurrentPolicy
@@ -17,6 +17,7 @@ from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.sampled import SampledChunks
 
 __all__ = [
+    "WINDOWS",
     "EnvRunner",
     "Policy",
     "RandomPolicy",

@@ -19,7 +19,7 @@ from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.structs import flatten, unflatten
 
-__all__ = ["EnvRunner", "autoreset_mode_of"]
+__all__ = ["WINDOWS", "EnvRunner", "autoreset_mode_of"]
 
 #: What ``EnvRunner.sample(num_steps)`` counts (see ``EnvRunner``'s ``window``).
 WINDOWS = ("transitions", "vector_steps")
