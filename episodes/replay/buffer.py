@@ -33,6 +33,10 @@ class _Known(Mapping[str, tuple[int, bool, int, np.ndarray]]):
         done = bool(t.terminated[row] or t.truncated[row])
         return int(t.t_end[row]), done, int(t.t_end[row] - t.t_begin[row]), t.final_obs.data[row]
 
+    def __contains__(self, id_: object) -> bool:
+        # Mapping's own test reads the entry, and raises and catches a KeyError for every new id.
+        return id_ in self._table.order
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._table.order)
 

@@ -8,6 +8,7 @@ refused as surely as one continuing an episode evicted long ago.
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -227,7 +228,9 @@ def plan_add(
     plan = Plan()
     state: dict[str, _Known] = {}
     gone: dict[str, _Known] = {}  # evicted by this add: later chunks are checked, then dropped
-    newer: list[str] = []
+    # This add's new episodes, oldest first: they are evicted only after every stored one, so
+    # a victim among them is always the front one (a deque: no scan, no shift per eviction).
+    newer: deque[str] = deque()
     existing_left = len(known)
     for chunk in chunks:
         entry = state.get(chunk.id_)
@@ -255,11 +258,11 @@ def plan_add(
         plan.steps.append(("chunk", chunk))
         # RLlib's rule: after each chunk, evict the oldest while over capacity, keeping one.
         while num_timesteps > capacity and existing_left + len(newer) > 1:
-            victim = _next_victim(order, gone, newer)
-            if victim in newer:
-                newer.remove(victim)
-            else:
+            stored, victim = _next_victim(order, gone, newer)
+            if stored:
                 existing_left -= 1
+            else:
+                newer.popleft()
             vic = state.get(victim) or _Known(*known[victim])
             num_timesteps -= vic.length
             gone[victim] = vic
@@ -289,8 +292,14 @@ def _continue(entry: _Known, chunk: Chunk) -> None:
     entry.last_obs = chunk.obs[-1]
 
 
-def _next_victim(order: Iterator[str], gone: Mapping[str, _Known], newer: list[str]) -> str:
+def _next_victim(
+    order: Iterator[str], gone: Mapping[str, _Known], newer: deque[str]
+) -> tuple[bool, str]:
+    """The oldest episode left, and whether it was stored before this add (else it is new).
+
+    ``order`` is shared across calls, so each stored id is looked at once per add.
+    """
     for id_ in order:
         if id_ not in gone:
-            return id_
-    return newer[0]
+            return True, id_
+    return False, newer[0]

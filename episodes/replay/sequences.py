@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.nstep import next_observations, walk
 from episodes.replay.sampling import add_extras, check_positive, draw_live, episode_slots
-from episodes.replay.store import StepStore, fresh_infos
+from episodes.replay.store import StepStore, fresh_info_list, fresh_infos
 from episodes.replay.table import EpisodeTable
 
 __all__ = [
@@ -246,20 +247,27 @@ def build_episode(
     observations = np.concatenate(
         [store.obs.data[slots], next_observations(store, table, slots[-1:])]
     )
-    episode = SingleAgentEpisode(
+    # The gathers are new arrays (fancy indexing copies): they become the numpy'd columns
+    # as they are, holding what ``to_numpy`` would stack from their rows; infos stay a list,
+    # as ``to_numpy`` leaves them.
+    return SingleAgentEpisode(
         table.ids[row],
-        observations=list(observations),
+        observations=_column(observations, lookback, spaces[0]),
         observation_space=spaces[0],
-        infos=list(fresh_infos(raw_infos)),
-        actions=list(store.actions.data[slots]),
+        infos=_column(fresh_info_list(raw_infos), lookback),
+        actions=_column(store.actions.data[slots], lookback, spaces[1]),
         action_space=spaces[1],
-        rewards=list(store.rewards[slots]),
+        rewards=_column(store.rewards[slots], lookback),
         terminated=bool(at_end and table.terminated[row]),
         truncated=bool(at_end and table.truncated[row]),
-        extra_model_outputs={k: list(c.data[slots]) for k, c in store.extras.items()},
+        extra_model_outputs={k: _column(c.data[slots], lookback) for k, c in store.extras.items()},
         t_started=int(store.t[slots[lookback]])
         if lookback < len(slots)
         else int(store.t[last]) + 1,
         len_lookback_buffer=lookback,
     )
-    return episode.to_numpy()
+
+
+def _column(data: Any, lookback: int, space: Any = None) -> InfiniteLookbackBuffer:
+    # An array is taken over as a numpy'd column (no copy), a list as a list-mode one.
+    return InfiniteLookbackBuffer(data, lookback=lookback, space=space)

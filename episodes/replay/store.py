@@ -18,7 +18,7 @@ import numpy as np
 
 from episodes.replay.columns import Column
 
-__all__ = ["StepStore", "fresh_infos"]
+__all__ = ["StepStore", "fresh_info_list", "fresh_infos"]
 
 _MIN_SIZE = 64
 
@@ -315,10 +315,26 @@ def fresh_infos(infos: np.ndarray) -> np.ndarray:
         >>> out.tolist(), out[1]["k"] is stored[1]["k"]
         ([{}, {'k': [1]}], False)
     """
-    out = np.empty(infos.shape, object)
-    for i, info in enumerate(infos.flat):
-        out.flat[i] = {} if info is None else copy.deepcopy(info)
-    return out
+    items = fresh_info_list(infos)
+    return np.fromiter(items, object, len(items)).reshape(infos.shape)
+
+
+def fresh_info_list(infos: np.ndarray) -> list[Any]:
+    """:func:`fresh_infos` as a flat list (what an episode's infos column holds).
+
+    A new ``{}`` for each None (empty infos are stored as None), a deep copy of any other
+    info: nothing the caller changes reaches the buffer.
+
+    Example:
+        >>> stored = np.array([None, {"k": [1]}, None], object)
+        >>> out = fresh_info_list(stored)
+        >>> out, out[0] is out[2], out[1]["k"] is stored[1]["k"]
+        ([{}, {'k': [1]}, {}], False, False)
+    """
+    # One comprehension: the new dicts cost most of it, so a mask of the non-empty infos
+    # found first would save nothing; deepcopy runs only for those.
+    deepcopy = copy.deepcopy
+    return [{} if info is None else deepcopy(info) for info in infos.ravel().tolist()]
 
 
 def _object_rows(items: list[Any]) -> np.ndarray:
