@@ -24,6 +24,11 @@ import numpy as np
 Index = Union[int, slice, Sequence[int], None]  # noqa: UP007 - a runtime alias on 3.10
 # Positions must fit the int64 arrays a list of indices resolves into.
 _INT64_BOUND = 2**63
+# Classes of list members that convert to int64 exactly (no bools, floats or uint64s).
+_EXACT_INT_TYPES = frozenset(
+    (int, np.int8, np.int16, np.int32, np.int64, np.intc, np.intp, np.longlong)
+    + (np.uint8, np.uint16, np.uint32, np.uintc)
+)
 
 
 def as_int(index: object, *, what: str = "index") -> int:
@@ -273,13 +278,34 @@ def slice_positions(
     return np.arange(start, stop, step, dtype=np.int64)
 
 
+def index_sequence(indices: list[Any] | tuple[Any, ...] | np.ndarray) -> Any:
+    """A list, tuple or 1-d array of indices as it is; a ``TypeError`` for other arrays.
+
+    What :func:`resolve_list` takes: unlike :func:`index_list`, an array stays an array, so an
+    integer one resolves in a few numpy operations rather than index by index.
+
+    Example:
+        >>> index_sequence(np.array([2, -1]))
+        array([ 2, -1])
+        >>> index_sequence(np.zeros((1, 2), int))
+        Traceback (most recent call last):
+        ...
+        TypeError: an index array must be 1-d (a list of indices), got shape (1, 2)
+    """
+    if isinstance(indices, np.ndarray):
+        return indices if indices.ndim == 1 else index_list(indices)
+    return indices
+
+
 def resolve_list(
     indices: Sequence[int], *, lookback: int, total: int, neg_index_as_lookback: bool
 ) -> np.ndarray:
     """Maps a list of user indices to an int64 array of storage positions (possibly out of range).
 
     A position beyond int64 is -1 (left of the data) or ``total`` (right of it): such an index
-    is out of range like any other, not an ``OverflowError``.
+    is out of range like any other, not an ``OverflowError``. An integer array, or a list or
+    tuple of ints, resolves in a few numpy operations; anything else index by index, with
+    :func:`as_int`'s ``TypeError`` for the first index that is no int (a bool, a float).
 
     Example:
         >>> resolve_list([0, -1], lookback=3, total=6, neg_index_as_lookback=False).tolist()
@@ -287,6 +313,9 @@ def resolve_list(
         >>> resolve_list([10**20, -(10**20)], lookback=0, total=2, neg_index_as_lookback=True)
         array([ 2, -1])
     """
+    array = _int_array(indices)
+    if array is not None:
+        return _resolve_array(array, lookback, total, neg_index_as_lookback)
 
     def position(index: Any) -> int:
         resolved = resolve_int(
@@ -300,6 +329,52 @@ def resolve_list(
         return -1 if resolved < 0 else total  # out of range as any other, not an overflow
 
     return np.fromiter(map(position, indices), dtype=np.int64, count=len(indices))
+
+
+def _int_array(indices: Sequence[Any]) -> np.ndarray | None:
+    """``indices`` as a 1-d integer array when every member is an int; None otherwise.
+
+    None sends the indices down the per-index path, which judges each member as
+    :func:`resolve_int` does (and raises for the first that is no int).
+    """
+    if isinstance(indices, np.ndarray):
+        return indices if indices.ndim == 1 and indices.dtype.kind in "iu" else None
+    if not isinstance(indices, (list, tuple)):
+        return None
+    # Members' classes, not values: True and 1.0 would pass as ints in an array. numpy
+    # integers up to 32 bits, and int64, convert exactly; Python ints beyond int64 overflow.
+    if not set(map(type, indices)) <= _EXACT_INT_TYPES:
+        return None
+    try:
+        return np.array(indices, dtype=np.int64)
+    except OverflowError:
+        return None
+
+
+def _resolve_array(
+    indices: np.ndarray, lookback: int, total: int, neg_index_as_lookback: bool
+) -> np.ndarray:
+    """:func:`resolve_int` over an integer array, positions beyond int64 as out of range."""
+    # lookback + index overflows int64 exactly when index > top: such an index is out of range
+    # on the right (a uint64 one beyond int64 too), as a resolved position beyond int64 is.
+    top = _INT64_BOUND - 1 - lookback
+    if indices.dtype.kind == "u" and indices.dtype.itemsize == 8:
+        beyond = indices > top  # compared exactly, before the cast wraps them
+        signed = indices.astype(np.int64)
+    else:
+        signed = indices.astype(np.int64, copy=False)
+        beyond = signed > top
+    overflowing = bool(beyond.any())
+    if overflowing:
+        signed = np.where(beyond, 0, signed)
+    positions = signed + lookback
+    if not neg_index_as_lookback:
+        negative = signed < 0
+        if negative.any():
+            positions[negative] = signed[negative] + total
+    if overflowing:
+        positions[beyond] = total
+    return positions
 
 
 def set_positions(
@@ -339,14 +414,16 @@ def set_positions(
         )
         return range(plan.start, plan.stop, plan.step)
     if isinstance(at_indices, (list, tuple, np.ndarray)):
-        positions = resolve_list(
-            index_list(at_indices),
+        resolved = resolve_list(
+            index_sequence(at_indices),
             lookback=lookback,
             total=total,
             neg_index_as_lookback=neg_index_as_lookback,
-        ).tolist()
-        bad = [i for i, p in zip(at_indices, positions) if not in_range(p, total)]
-        if bad:
+        )
+        valid = (resolved >= 0) & (resolved < total)
+        positions = resolved.tolist()
+        if not valid.all():
+            bad = [i for i, ok in zip(at_indices, valid.tolist()) if not ok]
             raise IndexError(
                 f"cannot set at indices {bad}: out of range for a buffer with {total - lookback} "
                 f"items and a lookback of {lookback} "

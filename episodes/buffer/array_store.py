@@ -495,6 +495,24 @@ class ArrayStore(array_batches.ArrayBatchOps):
             for leaf, row in zip(leaves, rows):
                 leaf[position] = row
 
+    def set_rows(self, positions: range | np.ndarray, rows: list[np.ndarray]) -> None:
+        """Writes ``rows[j][k]`` at stored position ``positions[k]`` of leaf ``j``, unchecked.
+
+        The caller checked the rows against the leaves (``batch_writes.write_batch`` does).
+
+        Example:
+            >>> store = ArrayStore.from_batch(np.zeros(4))
+            >>> store.set_rows(range(1, 4, 2), [np.ones(2)]); store.data.tolist()
+            [0.0, 1.0, 0.0, 1.0]
+        """
+        where: slice | np.ndarray
+        if isinstance(positions, range):
+            where = slice(positions.start, positions.stop, positions.step)
+        else:
+            where = positions
+        for leaf, values in zip(self.leaves, rows):
+            leaf[where] = values
+
     def pop(self, position: int) -> Any:
         """Removes the item at storage ``position`` and returns it as new arrays.
 

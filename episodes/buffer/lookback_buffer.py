@@ -11,6 +11,7 @@ import numpy as np
 from episodes import indexing
 from episodes.buffer import reading
 from episodes.buffer.array_store import ArrayStore
+from episodes.buffer.batch_writes import write_batch
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.store import Store
 from episodes.indexing import Index as Indices
@@ -303,7 +304,7 @@ class InfiniteLookbackBuffer:
             return reading.read_plan(self.store, self._space, plan, fill, one_hot_discrete)
         if isinstance(indices, (list, tuple, np.ndarray)):
             positions = indexing.resolve_list(
-                indexing.index_list(indices),
+                indexing.index_sequence(indices),
                 lookback=self.lookback,
                 total=total,
                 neg_index_as_lookback=neg_index_as_lookback,
@@ -419,6 +420,8 @@ class InfiniteLookbackBuffer:
             self._check_in_space([new_data])
             self.store.set([targets], [new_data])
             return
+        if write_batch(self.store, self._space, targets, new_data):
+            return  # a numpy column's batch, checked whole and written leaf by leaf
         items = self._as_item_list(new_data)
         if len(items) != len(targets):
             raise IndexError(

@@ -22,6 +22,10 @@ from episodes import indexing
 from episodes.buffer.discrete_window import window_one_hot
 from episodes.buffer.store import Store
 from episodes.spaces import filler_item, one_hot
+from episodes.structs import flatten, same_nesting, unflatten
+
+# Dtype kinds of numbers and bools.
+_NUMBERS = "biufc"
 
 
 def read_plan(
@@ -105,6 +109,10 @@ def read_positions(
         gathered = store.gather(positions)
         return store.encode_one_hot(gathered, space) if one_hot_discrete else gathered
     filler = filler_item(space, fill, one_hot_discrete=one_hot_discrete)
+    if store.is_numpy:
+        mixed = _filled_gather(store, space, positions, valid, filler, fill, one_hot_discrete)
+        if mixed is not None:
+            return mixed
     items = [
         (one_hot(store.get(p), space) if one_hot_discrete else store.get(p)) if ok else filler
         for p, ok in zip(positions.tolist(), valid.tolist())
@@ -113,6 +121,81 @@ def read_positions(
         return store.from_items(items)
     except ValueError as error:
         raise filler_mismatch(fill) from error
+
+
+def _filled_gather(
+    store: Store,
+    space: gym.Space[Any] | None,
+    positions: np.ndarray,
+    valid: np.ndarray,
+    filler: Any,
+    fill: Any,
+    one_hot_discrete: bool,
+) -> Any:
+    """A numpy store's read of stored items and fillers mixed, in one gather and one join.
+
+    The result is what stacking the items one by one (``from_items``) gives: the stored rows
+    and the fillers joined (the first position's part first: its dict keys order the result),
+    then put in the positions' order. None where that could differ, for the item-by-item path:
+    no stored item, leaves other than numbers and bools (object leaves, strings), a filler leaf
+    whose batch has another dtype or shape than the item's own, a filler that nests otherwise.
+    """
+    taken = np.flatnonzero(valid)
+    if not len(taken):
+        return None
+    missing = np.flatnonzero(~valid)
+    gathered = store.gather(positions[taken])
+    if one_hot_discrete:
+        gathered = store.encode_one_hot(gathered, space)
+    # The items stack leaf by leaf only where a filler nests like a stored item, in plain dicts,
+    # tuples and lists (a list filler beside array rows, or a namedtuple, fails to stack).
+    if not (_plain(gathered) and _plain(filler) and same_nesting(gathered, filler)):
+        return None
+    try:
+        fillers = store.fillers(space, fill, len(missing), one_hot_discrete)
+    except (ValueError, TypeError):  # a ragged fill: the item-by-item path names it
+        return None
+    stored_leaves = flatten(gathered)[0]
+    filler_leaves = flatten(fillers)[0]
+    item_leaves = flatten(filler)[0]
+    if not len(stored_leaves) == len(filler_leaves) == len(item_leaves):
+        return None
+    for stored, padded, item in zip(stored_leaves, filler_leaves, item_leaves):
+        own = np.asarray(item)
+        if padded.dtype != own.dtype or padded.shape[1:] != own.shape:
+            return None
+        # Numbers (and bools) stack as they concatenate; strings read as wide as the widest
+        # string read, not the column.
+        if stored.dtype.kind not in _NUMBERS or own.dtype.kind not in _NUMBERS:
+            return None
+    first_stored = bool(valid[0])
+    parts = [gathered, fillers] if first_stored else [fillers, gathered]
+    try:
+        joined = store.join(parts)
+    except (ValueError, TypeError):  # they do not stack: the item-by-item path says how
+        return None
+    if taken[-1] == len(taken) - 1 if first_stored else missing[-1] == len(missing) - 1:
+        return joined  # fillers only on one side (a padded window): already in order
+    # order[k]: the row of the joined batch that result row k takes.
+    order = np.empty(len(positions), np.intp)
+    stored_rows = np.arange(len(taken))
+    filler_rows = np.arange(len(missing))
+    if first_stored:
+        order[taken], order[missing] = stored_rows, filler_rows + len(taken)
+    else:
+        order[missing], order[taken] = filler_rows, stored_rows + len(missing)
+    leaves, structure = flatten(joined)
+    return unflatten(structure, [leaf[order] for leaf in leaves])
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` nests in plain dicts, tuples and lists only (no subclasses)."""
+    kind = value.__class__
+    if kind is dict:
+        return all(_plain(part) for part in value.values())
+    if kind is tuple or kind is list:
+        return all(_plain(part) for part in value)
+    return not isinstance(value, (dict, tuple, list))
 
 
 def filler_mismatch(fill: Any) -> ValueError:

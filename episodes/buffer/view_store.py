@@ -85,6 +85,18 @@ class ViewStore(ArrayStore):
         super().set(positions, items)
         self.written = True
 
+    def set_rows(self, positions: range | np.ndarray, rows: list[np.ndarray]) -> None:
+        """Writes rows into a private copy of the leaves.
+
+        Example:
+            >>> block = np.zeros((2, 2)); store = ViewStore.from_batch(block[:, 0])
+            >>> store.set_rows(range(0, 2), [np.ones(2)]); store.data.tolist(), block.tolist()
+            ([1.0, 1.0], [[0.0, 0.0], [0.0, 0.0]])
+        """
+        self._detach()
+        super().set_rows(positions, rows)
+        self.written = True
+
     def append(self, item: Any) -> None:
         """Appends one item into a private copy of the leaves.
 
