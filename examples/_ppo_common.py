@@ -23,6 +23,7 @@ from torch import nn
 try:  # The disk format ships with the library; guard anyway so the examples never need it.
     from episodes.io import DatasetError, DatasetWriter, EpisodeWriter, dataset_info
     from episodes.io.tools import other_env_problem
+    from episodes.io.writer import FRESH_NAMES
 except ImportError:  # pragma: no cover - only without episodes.io
     EpisodeWriter = None  # type: ignore[assignment,misc]
 
@@ -188,8 +189,9 @@ def save_dir_problem(
     if problem or not os.path.isdir(save_dir):
         return problem
     try:
-        if not os.listdir(save_dir):
-            return ""
+        names = set(os.listdir(save_dir))
+        if not names or (not v2_only and names <= FRESH_NAMES):
+            return ""  # new, or a v1 dataset's first steps (a killed writer's): it restarts it
         info = dataset_info(save_dir)
         if v2_only and info.version < 2:
             return (
@@ -198,14 +200,8 @@ def save_dir_problem(
             )
         if env_id is None or spaces is None:
             return ""
-        other = other_env_problem(save_dir, env_id, *spaces)
-        if other:
-            return other
-        # A v2 dataset that names its env was compared by id only: a wrapped env (hidden
-        # velocities, a dict view) keeps the id but changes the spaces.
-        stored = (info.observation_space, info.action_space)
-        if info.num_episodes and stored[0] is not None and stored != tuple(spaces):
-            return f"{save_dir} holds episodes of other spaces than {env_id}'s; use a new directory"
+        # Its env id, and the spaces of its episodes (a wrapper keeps the id).
+        return other_env_problem(save_dir, env_id, *spaces)
     except (DatasetError, OSError, ValueError) as error:
         return str(error)
     return ""

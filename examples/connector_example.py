@@ -6,6 +6,7 @@ Run: ``python examples/connector_example.py``
 from __future__ import annotations
 
 import argparse
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -19,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.parse_args(argv)
+    parser.parse_args([] if argv is None else argv)  # main() from a notebook: its argv is not ours
     episode = SingleAgentEpisode(
         observation_space=gym.spaces.Box(-10, 10, (2,), np.float32),
         action_space=gym.spaces.Discrete(2),
@@ -45,4 +46,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

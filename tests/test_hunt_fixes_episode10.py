@@ -111,8 +111,8 @@ def test_constructor_takes_a_dict_column_as_a_batch_of_items() -> None:
 
 @pytest.mark.parametrize(
     "observations",
-    [{"pos": 1.0}, {"pos": np.zeros((3, 2)), "vel": np.ones(2)}, {}],
-    ids=["no_leading_axis", "different_lengths", "no_leaves"],
+    [{"pos": 1.0}, {"pos": np.zeros((3, 2)), "vel": np.ones(2)}],
+    ids=["no_leading_axis", "different_lengths"],
 )
 def test_constructor_refuses_a_dict_column_that_is_no_batch(observations: Any) -> None:
     with pytest.raises(TypeError, match="batched struct"):
@@ -254,3 +254,13 @@ def test_an_episode_slice_with_a_float_or_bool_step_is_a_type_error(step: Any) -
     assert ep[0 : 2 : np.int64(1)].get_observations() == [0, 1, 2]
     with pytest.raises(ValueError, match="step 1 or None"):
         ep[0:2:2]
+
+
+def test_an_empty_dict_column_is_no_column_given():
+    """``infos={}`` meant "the default infos" before dict columns were batches (RLlib: falsy)."""
+    from episodes import SingleAgentEpisode
+
+    given = {"observations": [0, 1], "actions": [1], "rewards": [1.0]}
+    ep, default = SingleAgentEpisode(**given, infos={}), SingleAgentEpisode(**given)
+    assert ep.get_state() | {"id_": None} == default.get_state() | {"id_": None}
+    assert len(SingleAgentEpisode(infos={})) == 0

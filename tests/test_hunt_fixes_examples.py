@@ -132,6 +132,24 @@ def test_save_dir_of_the_same_env_is_appended_to(dataset: str, datasets: dict[st
     assert dataset_info(datasets[dataset]).num_steps == before + 10
 
 
+def test_save_dir_left_by_a_writer_killed_before_format_json_is_restarted(tmp_path: Path) -> None:
+    """EpisodeWriter reopens the names its first steps make; the example's check must too."""
+    from episodes.io import EpisodeWriter, dataset_info
+
+    common = load("_ppo_common")
+    save = tmp_path / "save"
+    save.mkdir()
+    (save / "chunks").mkdir()
+    (save / "manifest.jsonl").write_bytes(b"")
+    (save / ".lock").write_bytes(b"")
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    with common.episode_writer(str(save), env=env) as writer:
+        assert isinstance(writer, EpisodeWriter)
+        writer.write_many(cartpole_chunks(5))
+    env.close()
+    assert dataset_info(save).num_steps == 10
+
+
 @pytest.mark.parametrize("script", ["ppo_ray", "offline_ray_data"])
 def test_ray_save_dir_of_another_env_is_refused_before_ray_starts(
     script: str, datasets: dict[str, str], no_ray_start: None, capsys: pytest.CaptureFixture[str]

@@ -212,7 +212,7 @@ def _minari_module() -> Any:
 
 def _export(args: argparse.Namespace) -> int:
     n = _minari_module().export_minari(
-        args.src, args.dataset_id, root=args.root, infos=not args.no_infos
+        args.src, args.dataset_id, root=args.root, infos=False if args.no_infos else None
     )
     print(f"exported {n} episodes to Minari dataset {args.dataset_id}")
     return 0
@@ -408,7 +408,3 @@ def _closed_pipe() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 141  # what a shell reports for a command killed by SIGPIPE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -31,11 +31,11 @@ def column_items(data: Any) -> Any:
     A list is taken as it is (not copied), any other sequence as the list of its items (an
     array's rows), and a dict as a batched struct: its items are one dict per index along the
     leaves' shared leading axis (``{"x": array of shape (3, 2)}`` holds three items), as a
-    setter takes such a dict for ``new_data``.
+    setter takes such a dict for ``new_data``. An empty dict is no column given (None).
 
     Raises:
         TypeError: A dict that is no batched struct (a leaf without a leading axis, leaves of
-            different lengths, no leaves at all), or data that is no sequence.
+            different lengths), or data that is no sequence.
 
     Example:
         >>> column_items((1, 2)), [row.tolist() for row in column_items(np.eye(2))]
@@ -47,6 +47,8 @@ def column_items(data: Any) -> Any:
     """
     if data is None or isinstance(data, (list, InfiniteLookbackBuffer)):
         return data
+    if isinstance(data, Mapping) and not data:
+        return None  # nothing given, as RLlib reads it (``infos or [...]``): the default
     if isinstance(data, Mapping):
         try:
             return ArrayStore.from_batch(dict(data)).items(0)

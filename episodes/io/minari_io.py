@@ -182,7 +182,7 @@ def export_minari(
     *,
     root: PathLike | None = None,
     description: str | None = None,
-    infos: bool = True,
+    infos: bool | None = None,
 ) -> int:
     """Writes the episodes of ``src`` (v1 or v2) as Minari dataset ``dataset_id``.
 
@@ -196,7 +196,9 @@ def export_minari(
             ``~/.minari/datasets``).
         description: Stored in the Minari metadata.
         infos: Export infos (Minari stores them as per-step arrays: every step of every
-            episode must have one info layout). ``False`` leaves them out.
+            episode must have one info layout). ``None`` (best effort): exported when they
+            all fit, else left out with a warning; ``True``: a ``DatasetError`` when they do
+            not fit; ``False``: left out.
 
     Returns:
         The number of episodes exported.
@@ -204,7 +206,8 @@ def export_minari(
     Raises:
         DatasetError: ``src`` is unreadable, holds no episode with steps, has no spaces, or
             holds something Minari cannot store (a space, episodes of other spaces, values
-            of another dtype the cast would change, infos of different layouts).
+            of another dtype the cast would change, with ``infos=True`` infos of different
+            layouts).
         ValueError: ``dataset_id`` is malformed or already exists.
 
     Example:

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -254,7 +255,7 @@ def stack_infos(
         if isinstance(found, str):
             raise DatasetError(
                 f"{where}, step {t}: Minari cannot store this info: {found}; "
-                "export with infos=False to leave infos out"
+                "export with infos=False (the CLI's --no-infos) to leave infos out"
             )
         if layout is None:
             layout = found
@@ -262,8 +263,8 @@ def stack_infos(
             raise DatasetError(
                 f"{where}, step {t}: the info {_describe(found)} differs from the first "
                 f"exported step's {_describe(layout)}; Minari stores infos as per-step arrays "
-                "of one layout in every step of every episode: export with infos=False to "
-                "leave infos out"
+                "of one layout in every step of every episode: export with infos=False (the "
+                "CLI's --no-infos) to leave infos out"
             )
     layout = {} if layout is None else layout
     if not layout:
@@ -318,8 +319,10 @@ class EpisodeBuffers:
     """Whole episodes as Minari's episode buffers, all under one pair of spaces.
 
     Each episode is checked (its own spaces, if set, are the pair's; one float reward per
-    step), its values cast to the spaces' dtypes and, with ``infos``, its info dicts stacked
-    under the layout of the first step added.
+    step), its values cast to the spaces' dtypes and its info dicts stacked under the layout
+    of the first step added: with ``infos=True`` an info that does not fit is a
+    ``DatasetError``; with ``None`` (best effort) the infos of every episode are left out then,
+    with a warning; with ``False`` they are never stored.
 
     Example:
         >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
@@ -333,7 +336,9 @@ class EpisodeBuffers:
         (dtype('float32'), {'k': [np.int64(1), np.int64(1), np.int64(1)]})
     """
 
-    def __init__(self, spaces: tuple[gym.Space[Any], gym.Space[Any]], *, infos: bool) -> None:
+    def __init__(
+        self, spaces: tuple[gym.Space[Any], gym.Space[Any]], *, infos: bool | None
+    ) -> None:
         self.spaces = spaces
         self.infos = infos
         self.layout: dict[str, InfoKind] | None = None  # the first step's info layout
@@ -380,8 +385,18 @@ class EpisodeBuffers:
                 f"shape {rewards.shape[1:]} and dtype {rewards.dtype}"
             )
         columns = None
-        if self.infos:
-            columns, self.layout = stack_infos(episode.get_infos(), self.layout, where)
+        if self.infos is not False:
+            try:
+                columns, self.layout = stack_infos(episode.get_infos(), self.layout, where)
+            except DatasetError as err:
+                if self.infos:  # asked for: refused
+                    raise
+                # Best effort: infos of several layouts (a reset info unlike the step infos,
+                # an info added at episode ends) are left out of the whole export, as before
+                # infos were exported at all, with a warning saying why.
+                warnings.warn(f"infos left out of the Minari export: {err}", stacklevel=2)
+                self.infos, columns = False, None
+                self.buffers = [dataclasses.replace(b, infos=None) for b in self.buffers]
         observations = episode.get_observations()
         ends = [False] * (n - 1)
         self.buffers.append(

@@ -66,9 +66,11 @@ from episodes.io.format import (
 from episodes.io.reader import dataset_info
 from episodes.io.shards import SHARDS_DIR
 
-__all__ = ["EpisodeWriter", "removed_if_failed"]
+__all__ = ["FRESH_NAMES", "EpisodeWriter", "removed_if_failed"]
 
-_FRESH_OK = {CHUNKS_DIR, MANIFEST_FILE, LOCK_FILE, f"{TMP_PREFIX}{FORMAT_FILE}"}
+#: What a directory may hold for ``EpisodeWriter`` to start (or restart) a dataset in it: the
+#: names its own first steps make, which a writer killed before ``format.json`` leaves.
+FRESH_NAMES = {CHUNKS_DIR, MANIFEST_FILE, LOCK_FILE, f"{TMP_PREFIX}{FORMAT_FILE}"}
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -142,7 +144,7 @@ class EpisodeWriter:
                 "EpisodeWriter writes format v1 only, use DatasetWriter"
             )
         if fresh:
-            extra = {p.name for p in self.path.iterdir()} - _FRESH_OK
+            extra = {p.name for p in self.path.iterdir()} - FRESH_NAMES
             if extra:
                 raise NotADatasetError(
                     f"{self.path} is not empty and not an episodes dataset (found "

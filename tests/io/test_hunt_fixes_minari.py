@@ -412,11 +412,25 @@ def test_infos_of_another_layout_are_refused_unless_left_out(tmp_path, first, se
         episodes.append(episode("f", [0, 1, 2], S.Discrete(3), infos=second))
     src = write(tmp_path / "ours", *episodes)
     with pytest.raises(DatasetError, match="infos=False") as caught:
-        export_minari(src, "hunt/rt-v0", root=tmp_path / "m")
+        export_minari(src, "hunt/rt-v0", root=tmp_path / "m", infos=True)
     assert where in str(caught.value)
     assert not (tmp_path / "m").exists()
     assert export_minari(src, "hunt/rt-v0", root=tmp_path / "m", infos=False) == len(episodes)
     assert minari_dataset(tmp_path)[0].infos == {}
+
+
+@pytest.mark.parametrize("first, second, where", INFO_LAYOUTS.values(), ids=INFO_LAYOUTS.keys())
+def test_by_default_infos_that_do_not_fit_are_left_out_with_a_warning(
+    tmp_path, first, second, where
+):
+    """FrozenLake's int reset info, RecordEpisodeStatistics' dict at episode ends: exported."""
+    episodes = [episode("e", [0, 1, 2], S.Discrete(3), infos=first)]
+    if second:
+        episodes.append(episode("f", [0, 1, 2], S.Discrete(3), infos=second))
+    src = write(tmp_path / "ours", *episodes)
+    with pytest.warns(UserWarning, match=f"infos left out.*{where}"):
+        assert export_minari(src, "hunt/rt-v0", root=tmp_path / "m") == len(episodes)
+    assert all(not ep.infos for ep in minari_dataset(tmp_path).iterate_episodes())
 
 
 # ---------------------------------- 10: refusals left a new, empty Minari root behind
