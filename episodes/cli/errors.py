@@ -27,9 +27,9 @@ def progress(total: int | None, desc: str) -> Any:
     """A progress bar on stderr, shown only when stderr is a terminal (tqdm's ``disable=None``).
 
     Example:
-        >>> with progress(3, "record") as bar:
+        >>> with progress(3, "record") as bar:  # silent here: stderr is no terminal
         ...     _ = bar.update(3)
-        >>> bar.n
+        >>> bar.total
         3
     """
     from tqdm import tqdm
