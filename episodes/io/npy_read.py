@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import struct
 import tokenize
 import zlib
 from pathlib import Path
@@ -38,7 +39,7 @@ from episodes.io.format import META_FILE, check_inside
 from episodes.io.leaf_maps import may_map, track_map
 from episodes.io.values import SAFE_KINDS, check_code_points, crc32_of
 
-__all__ = ["MMAP_THRESHOLD", "load_array", "read_npy"]
+__all__ = ["MMAP_THRESHOLD", "NPY_HEADER_ERRORS", "load_array", "read_npy", "read_npy_header"]
 
 MMAP_THRESHOLD = 1 << 20  # arrays of at least 1 MiB are memory-mapped
 
@@ -78,7 +79,7 @@ def load_array(
         raise
     except OSError as err:  # raised by the system, not by numpy's parser: EMFILE, EIO...
         raise read_failure(err, label) from err
-    except _NPY_ERRORS as err:
+    except NPY_HEADER_ERRORS as err:
         raise CorruptDatasetError(f"{label} is not a valid .npy file: {err}") from err
     expected = files[name]["crc32"]
     if verify and expected is not None:
@@ -88,17 +89,41 @@ def load_array(
 
 
 # What numpy's header parser and reading a damaged file can raise (a damaged closing brace
-# makes the literal parser's tokenizer raise TokenError). A short file is a ValueError.
-_NPY_ERRORS = (
+# makes the literal parser's tokenizer raise TokenError, a damaged literal SyntaxError, a bad
+# key KeyError). A short file is a ValueError.
+NPY_HEADER_ERRORS = (
     ValueError,
     EOFError,
     SyntaxError,
     TypeError,
+    KeyError,
     OverflowError,
     MemoryError,
     RecursionError,
+    struct.error,
     tokenize.TokenError,
 )
+
+
+def read_npy_header(f: Any, label: str) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` file open at ``f``, read literally.
+
+    Raises:
+        CorruptDatasetError: A ``.npy`` version other than 1.0 or 2.0; a damaged header
+            raises one of ``NPY_HEADER_ERRORS``.
+
+    Example:
+        >>> import io
+        >>> buf = io.BytesIO(); np.save(buf, np.zeros(3)); _ = buf.seek(0)
+        >>> read_npy_header(buf, "x.npy")
+        ((3,), False, dtype('float64'))
+    """
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(f)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(f)
+    raise CorruptDatasetError(f"{label}: unsupported .npy version {version}")
 
 
 def read_npy(path: Path, size: int, header_crc: int | None, label: str) -> np.ndarray:
@@ -120,13 +145,7 @@ def read_npy(path: Path, size: int, header_crc: int | None, label: str) -> np.nd
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             raise UnsafeDataError(f"{label} is not a regular file (refused)")
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise CorruptDatasetError(f"{label}: unsupported .npy version {version}")
+        shape, fortran, dtype = read_npy_header(f, label)
         if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
             raise UnsafeDataError(
                 f"{label} holds dtype {dtype}; object and structured arrays (which may "

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import io
 import json
-import struct
-import tokenize
 import zlib
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ import numpy as np
 
 from episodes.io import DatasetError, DatasetIOError
 from episodes.io.format import read_regular_file
+from episodes.io.npy_read import NPY_HEADER_ERRORS, read_npy_header
 
 __all__ = [
     "MAX_META_BYTES",
@@ -50,21 +49,6 @@ PRIORITIES_CRC = "priorities_crc32"
 # some 100 million of them; more is damage (a sparse or runaway file), refused unread.
 MAX_META_BYTES = 4 << 30
 _MAX_NPY_HEADER = (1 << 16) + 12  # what np.save writes for any 1-D array, with room to spare
-
-# What numpy's header parser raises for a damaged header: a damaged closing brace makes its
-# tokenizer raise TokenError, a damaged literal SyntaxError, a short file ValueError.
-_NPY_ERRORS = (
-    ValueError,
-    EOFError,
-    SyntaxError,
-    TypeError,
-    KeyError,
-    OverflowError,
-    MemoryError,
-    RecursionError,
-    struct.error,
-    tokenize.TokenError,
-)
 
 
 def read_save_file(path: Path, max_bytes: int) -> bytes:
@@ -179,14 +163,8 @@ def read_priorities_bytes(raw: bytes, count: int, crc: int | None) -> np.ndarray
         raise ValueError("priorities.npy does not match the CRC-32 that replay.json records")
     f = io.BytesIO(raw)
     try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise ValueError(f"unsupported .npy version {version}")
-    except _NPY_ERRORS as err:
+        shape, _, dtype = read_npy_header(f, "priorities.npy")
+    except (*NPY_HEADER_ERRORS, DatasetError) as err:
         raise ValueError(
             f"priorities.npy is no valid .npy file ({type(err).__name__}: {err})"
         ) from None
