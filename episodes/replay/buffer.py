@@ -11,7 +11,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
 from episodes.replay.errors import EmptyBufferError
-from episodes.replay.ingest import Chunk, plan_add, prepare
+from episodes.replay.ingest import Chunk, plan_add, prepare_all
 from episodes.replay.sequences import sample_chunks, sample_sequences
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
@@ -92,7 +92,9 @@ class EpisodeReplayBuffer(BufferAccess):
     def add(self, episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode]) -> None:
         """Adds a chunk or an iterable of chunks; continuing chunks extend their stored episode.
 
-        Chunks without steps are ignored. Every chunk is checked before anything is stored.
+        A chunk without steps that ends its episode (a stored one, or one begun earlier in
+        the same add) ends it there, as ``concat_episode`` would; other chunks without steps
+        are ignored. Every chunk is checked before anything is stored.
 
         Raises:
             TypeError: Not episodes, or values that are not numeric arrays.
@@ -119,7 +121,7 @@ class EpisodeReplayBuffer(BufferAccess):
             given = list(episodes)  # a list, or any sequence such as the runner's chunks
         else:
             raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episodes).__name__}")
-        chunks = [c for c in (prepare(ep) for ep in given) if c is not None]
+        chunks = prepare_all(given, self._table.order, self._evicted)
         self._check_fit(chunks)
         plan = plan_add(
             chunks,
@@ -152,14 +154,18 @@ class EpisodeReplayBuffer(BufferAccess):
 
     def _check_fit(self, chunks: list[Chunk]) -> None:
         store = self._store
-        if store.obs is None and chunks:
-            # No columns yet: the first chunk fixes them; the others must match it.
-            first = chunks[0]
+        first = next((chunk for chunk in chunks if chunk.n), None)
+        if store.obs is None and first is not None:
+            # No columns yet: the first chunk with steps fixes them; the others must match it.
             probe = StepStore()
             probe.reserve(first.n)
             probe.append(first.rows(), first.extras, first.infos[:-1], ep_row=0, t0=0, prev_slot=-1)
             store = probe
         for chunk in chunks:  # from here on every chunk holds the columns' dtypes
+            if not chunk.n:  # an episode's end: its observation only (no actions or extras)
+                if store.obs is not None:
+                    chunk.obs = store.obs.fit(chunk.obs, "observations")
+                continue
             chunk.obs, chunk.actions, chunk.extras = store.fit_rows(
                 chunk.obs, chunk.actions, chunk.extras
             )
@@ -168,11 +174,19 @@ class EpisodeReplayBuffer(BufferAccess):
         if not chunks:
             return
         table, store = self._table, self._store
-        rows = np.empty(len(chunks), np.int64)
-        prev = np.empty(len(chunks), np.int64)
+        steps = [chunk for chunk in chunks if chunk.n]
+        rows = np.empty(len(steps), np.int64)
+        prev = np.empty(len(steps), np.int64)
         start = store.end
-        for i, chunk in enumerate(chunks):
+        i = 0
+        for chunk in chunks:
             row = table.order.get(chunk.id_)
+            if not chunk.n:  # the end of an episode written before it: flags and final info
+                assert row is not None  # plan_add keeps such an end only for a begun episode
+                table.terminated[row] = chunk.terminated
+                table.truncated[row] = chunk.truncated
+                table.set_final(row, chunk.obs[-1:], chunk.infos[-1])
+                continue
             if row is None:
                 row = table.open(
                     chunk.id_,
@@ -189,8 +203,11 @@ class EpisodeReplayBuffer(BufferAccess):
             table.terminated[row] = chunk.terminated
             table.truncated[row] = chunk.truncated
             table.set_final(row, chunk.obs[-1:], chunk.infos[-1])
-        parts = [(chunk.rows(), chunk.extras, chunk.infos[:-1]) for chunk in chunks]
-        slots = store.append_many(parts, rows, np.array([c.t0 for c in chunks]), prev)
+            i += 1
+        if not steps:
+            return
+        parts = [(chunk.rows(), chunk.extras, chunk.infos[:-1]) for chunk in steps]
+        slots = store.append_many(parts, rows, np.array([c.t0 for c in steps]), prev)
         self._num_added += len(slots)
         self._on_append(slots)
 

@@ -19,7 +19,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.replay.columns import as_rows
 from episodes.replay.errors import EvictedEpisodeError
 
-__all__ = ["Chunk", "Plan", "plan_add", "prepare"]
+__all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
 
 
 @dataclass
@@ -67,6 +67,61 @@ class Chunk:
             (['actions', 'obs', 'rewards'], [0.0, 1.0], [0, 1])
         """
         return {"obs": self.obs[:-1], "actions": self.actions, "rewards": self.rewards}
+
+
+def prepare_all(
+    episodes: list[SingleAgentEpisode], stored: Container[Any], evicted: Container[Any]
+) -> list[Chunk]:
+    """The chunks an add plans: each one with steps, and each without steps that ends an episode.
+
+    A chunk without steps that ends its episode (terminated or truncated) is kept when its id
+    is stored, evicted (``plan_add`` refuses it then) or begun by an earlier chunk of the same
+    add: it continues that episode as any chunk does, so its last step becomes the episode's
+    end (the layout of a dataset whose writer stored the runner's last, empty cut). Other
+    chunks without steps carry nothing to store and are skipped unread.
+
+    Raises:
+        TypeError: As :func:`prepare`; an ending chunk without exactly one observation.
+
+    Example:
+        >>> head = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[0], rewards=[1.0],
+        ...                           len_lookback_buffer=0)
+        >>> tail = SingleAgentEpisode("a", observations=[1.0], t_started=1, terminated=True,
+        ...                           len_lookback_buffer=0)
+        >>> [(c.id_, c.n, c.terminated) for c in prepare_all([head, tail], {}, {})]
+        [('a', 1, False), ('a', 0, True)]
+        >>> prepare_all([tail], {}, {})  # nothing stored or begun for "a" to end
+        []
+    """
+    chunks: list[Chunk] = []
+    begun: set[Any] = set()  # ids are hashable: prepare checked them
+    for episode in episodes:
+        chunk = prepare(episode)
+        if chunk is not None:
+            begun.add(chunk.id_)
+            chunks.append(chunk)
+        elif (episode.is_terminated or episode.is_truncated) and (
+            episode.id_ in begun or episode.id_ in stored or episode.id_ in evicted
+        ):
+            chunks.append(_ending(episode))
+    return chunks
+
+
+def _ending(episode: SingleAgentEpisode) -> Chunk:
+    """A chunk without steps that ends its episode: its one observation, info and flags."""
+    # Actions and extras are left out: with no steps there are none, and a successor without
+    # steps may lack extra keys (as ``concat_episode`` allows).
+    return Chunk(
+        id_=episode.id_,
+        t0=int(episode.t_started),
+        obs=_rows(episode.get_observations(), "observations", 1, episode.observations.finalized),
+        actions=np.empty(0),
+        rewards=np.empty(0, np.float32),
+        extras={},
+        infos=_owned(list(episode.get_infos())[-1:] or [None]),
+        terminated=bool(episode.is_terminated),
+        truncated=bool(episode.is_truncated),
+    )
 
 
 def prepare(episode: SingleAgentEpisode) -> Chunk | None:
@@ -246,6 +301,8 @@ def plan_add(
             # chunks arrive in no particular order), checked as it would have been there.
             _continue(gone[chunk.id_], chunk)
             plan.steps.append(("drop", chunk))
+            continue
+        if entry is None and not chunk.n:  # an end of an episode this buffer never began
             continue
         if entry is None:  # a new episode: nothing to continue, nothing to compare
             entry = state[chunk.id_] = _Known(

@@ -167,7 +167,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             >>> sorted(set(batch["weights"].tolist()))  # (p_i / p_min) ** -beta
             [0.25, 1.0]
         """
-        if isinstance(beta, (bool, np.bool_)) or not math.isfinite(beta) or beta < 0:
+        # _is_real first: a string, None, a complex number or an array is refused as documented,
+        # not by math.isfinite's TypeError.
+        if not _is_real(beta) or not 0 <= float(beta) < math.inf:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
         self._beta = float(beta)
         previous = self._last_indices, self._last_slots
@@ -188,8 +190,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if self._beta:
             # (N P(i))^-beta over the largest weight, that of the smallest priority: the N and
             # the total cancel, leaving (p_i / p_min)^-beta <= 1.
-            ratio = tree.leaves(slots) / tree.min  # float64: extreme ratios stay finite
-            weights = np.power(ratio, -self._beta, out=ratio).astype(np.float32)
+            leaves = tree.leaves(slots)
+            with np.errstate(over="ignore"):
+                ratio = leaves / tree.min
+            if ratio.max() == np.inf:
+                # Priorities 1e-300 and 1e10 overflow the ratio in float64, although its power
+                # (1e-31 for beta=0.1) is an ordinary float32: take that one in log space.
+                ratio = np.log(leaves)
+                ratio -= math.log(tree.min)
+                ratio *= -self._beta
+                weights = np.exp(ratio, out=ratio).astype(np.float32)
+            else:
+                weights = np.power(ratio, -self._beta, out=ratio).astype(np.float32)
         else:
             weights = np.ones(size, np.float32)
         self._last_indices = self._store.uid[slots]
