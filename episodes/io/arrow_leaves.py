@@ -34,7 +34,15 @@ import pyarrow as pa
 from episodes.io.errors import CorruptDatasetError
 from episodes.io.values import SAFE_KINDS, check_code_points
 
-__all__ = ["check_leaf_info", "leaf_from_arrow", "leaf_info", "leaf_to_arrow", "leaf_type"]
+__all__ = [
+    "check_leaf_info",
+    "leaf_from_arrow",
+    "leaf_info",
+    "leaf_to_arrow",
+    "leaf_type",
+    "numeric_array",
+    "text_array",
+]
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 
@@ -144,12 +152,73 @@ def leaf_to_arrow(
     if storage == "raw":
         data = pa.Array.from_buffers(kind, n, [None, pa.py_buffer(flat.view(np.uint8))])
     elif not shape:
-        data = pa.array(flat)
+        data = numeric_array(flat)
     else:
-        data = pa.FixedSizeListArray.from_arrays(pa.array(flat), math.prod(shape))
+        data = pa.FixedSizeListArray.from_arrays(numeric_array(flat), math.prod(shape))
     if n < rows:  # the shorter columns of an episode end in null rows (one copy, small ones)
         data = pa.concat_arrays([data, pa.nulls(rows - n, kind)])
     return data
+
+
+def numeric_array(flat: np.ndarray) -> pa.Array:
+    """A 1-d numeric array as Arrow over the same memory.
+
+    ``pa.array`` would import pandas the first time it meets a numpy array (0.7 s, once per
+    process, for every writer's first episode); the buffer is handed over as is instead.
+    Bools (Arrow packs them into bits) and other byte orders still go through ``pa.array``.
+
+    Example:
+        >>> numeric_array(np.array([1.5, 2.0], np.float16)).to_pylist()
+        [1.5, 2.0]
+    """
+    if flat.dtype.kind in "iuf" and flat.dtype.isnative:
+        kind = pa.from_numpy_dtype(flat.dtype)
+        return pa.Array.from_buffers(kind, len(flat), [None, pa.py_buffer(flat)])
+    return pa.array(flat)
+
+
+def text_array(items: list[bytes], rows: int, kind: pa.DataType) -> pa.Array:
+    """``items`` as a (large) string or binary column of ``rows`` rows, the rows after them null.
+
+    Built from its buffers: ``pa.array`` of a list imports pandas the first time (0.7 s once
+    per process that writes), and converts item by item.
+
+    Example:
+        >>> text_array([b"{}", b'{"a": 1}'], 3, pa.large_string()).to_pylist()
+        ['{}', '{"a": 1}', None]
+    """
+    n = len(items)
+    wide = kind in (pa.large_string(), pa.large_binary())
+    offsets = np.empty(rows + 1, np.int64 if wide else np.int32)
+    offsets[0] = 0
+    np.cumsum(np.fromiter(map(len, items), np.int64, n), out=offsets[1 : n + 1])
+    offsets[n + 1 :] = offsets[n]
+    validity = None
+    if rows > n:  # Arrow's validity bitmap: one bit per row, least significant first
+        validity = pa.py_buffer(np.packbits(np.arange(rows) < n, bitorder="little"))
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(items))]
+    return pa.Array.from_buffers(kind, rows, buffers, null_count=rows - n)
+
+
+def _numeric_view(values: pa.Array, dtype: np.dtype[Any]) -> np.ndarray | None:
+    """A numpy view of a null-free numeric Arrow array of ``dtype`` (else None).
+
+    Read from its data buffer, as ``to_numpy`` would, without ``to_numpy``'s first-call
+    import of pandas (0.7 s once per process that reads).
+
+    Example:
+        >>> _numeric_view(pa.array(np.arange(4, dtype=np.int16)).slice(1), np.dtype(np.int16))
+        array([1, 2, 3], dtype=int16)
+    """
+    if dtype.kind not in "iuf" or not dtype.isnative or values.null_count:
+        return None
+    if values.type != pa.from_numpy_dtype(dtype):
+        return None
+    buf = values.buffers()[1]
+    end = values.offset + len(values)
+    if buf is None or buf.size < end * dtype.itemsize:
+        return None  # to_numpy's own checks and errors
+    return np.frombuffer(buf, dtype, count=end)[values.offset :]
 
 
 def _values_ignoring_nulls(
@@ -221,6 +290,9 @@ def leaf_from_arrow(
         check_code_points(out, f"column {where}")
         return out
     values = part if not shape else part.flatten()
+    view = _numeric_view(values, dtype)
+    if view is not None:
+        return view.reshape((count, *shape))
     try:
         out = values.to_numpy(zero_copy_only=dtype.kind != "b")
     except pa.ArrowException as err:  # nulls inside the items: written by no writer of ours

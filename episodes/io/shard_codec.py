@@ -32,7 +32,13 @@ import pyarrow as pa
 import tree
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.arrow_leaves import leaf_from_arrow, leaf_info, leaf_to_arrow
+from episodes.io.arrow_leaves import (
+    leaf_from_arrow,
+    leaf_info,
+    leaf_to_arrow,
+    numeric_array,
+    text_array,
+)
 from episodes.io.encoding import decode_episode, encode_episode
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
 
@@ -166,7 +172,7 @@ def _encode_column(
             "{}" if item == {} else json.dumps(item, allow_nan=False) for item in meta.pop("items")
         ]
         meta["items"] = None  # the items live in the column: one JSON text per row
-        return pa.array(texts + [None] * (rows - len(texts)), pa.large_string())
+        return text_array([t.encode("utf-8") for t in texts], rows, pa.large_string())
     paths = skeleton_paths(meta["structure"], "/".join(path))
     parts = []
     for sub, leaf in zip(paths, meta["leaves"], strict=True):
@@ -228,20 +234,19 @@ def encode_rows(
         ]
         columns[EXTRAS] = pa.StructArray.from_arrays(parts, names=keys)
     blob = arrays.get(BLOB)
-    columns["blob"] = pa.array(
-        [None if blob is None else blob.tobytes()] + [None] * (rows - 1) if rows else [],
-        pa.large_binary(),
-    )
+    if blob is None or not rows:
+        columns["blob"] = pa.nulls(rows, pa.large_binary())
+    else:
+        columns["blob"] = text_array([blob.tobytes()], rows, pa.large_binary())
     id_ = episode.id_
-    columns["episode_id"] = pa.array(
-        [id_ if isinstance(id_, str) else json.dumps(meta["id"])] * rows, pa.string()
-    )
+    id_text = (id_ if isinstance(id_, str) else json.dumps(meta["id"])).encode("utf-8")
+    columns["episode_id"] = text_array([id_text] * rows, rows, pa.string())
     first_t = meta["t_started"] - meta["columns"]["observations"]["lookback"]
     if first_t < -(2**63) or first_t + rows - 1 > 2**63 - 1:  # the t column is int64
         raise UnstorableValueError(
             f"episode {id_!r}: time steps from {first_t} do not fit the shard's int64 t column"
         )
-    columns["t"] = pa.array(np.arange(first_t, first_t + rows, dtype=np.int64))
+    columns["t"] = numeric_array(np.arange(first_t, first_t + rows, dtype=np.int64))
     for c in metas:
         c["space"] = _intern(c["space"], spaces, lookup)
     for key in _SPACE_KEYS:
