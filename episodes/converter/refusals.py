@@ -195,7 +195,9 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
 
     Checked before the storage is touched, so a refused conversion leaves it as it was. A
     field must be as wide in kind as the chunks' (float chunks into an int field would be
-    truncated); a narrower dtype of the same kind is the storage's precision.
+    truncated); a narrower float dtype is the storage's precision, and a narrower int one
+    takes the chunks' values if they fit: that needs the values, so the write checks it
+    (``RolloutStorage.write_block`` refuses an int64 300 for a uint8 field).
 
     ``wanted`` is the storage a conversion would make for the chunks (on the ``meta`` device:
     shapes without memory). Fields the given storage has beyond ``wanted``'s stay as they are.
@@ -251,7 +253,8 @@ def _check_dtype(name: str, mine: torch.dtype, theirs: torch.dtype) -> None:
     """Refuses a field whose dtype is of a lower kind than the chunks' (float into int, ...).
 
     A write casts into the field as it is, and would truncate 0.7 to 0 without a word. A
-    narrower dtype of the same kind (float64 into float32) is the storage's precision: taken.
+    narrower float dtype (float64 into float32) is the storage's precision: taken. A narrower
+    int dtype (int64 into uint8) is taken here; the write refuses values it would wrap.
     """
     if not torch.can_cast(theirs, mine):
         raise ValueError(

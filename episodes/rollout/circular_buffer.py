@@ -9,6 +9,8 @@ import torch
 
 from episodes.indexing import as_int, whole_number
 
+from .leaves import check_int_range
+
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
 
@@ -144,15 +146,18 @@ class CircularBuffer:
             )
         # Stored as data: a policy output's autograd graph would be kept alive (and chained)
         # for as long as the item is in the buffer.
-        data = data.detach().to(self.device)
-        # Floats into an int buffer (or ints into a bool one) are refused; a narrower dtype
-        # of the same kind is cast, as rsl_rl's buffer does (a range check would wait for
-        # the device).
-        if self._buffer is not None and not torch.can_cast(data.dtype, self._buffer.dtype):
-            raise ValueError(
-                f"data of dtype {data.dtype} does not fit the buffer's {self._buffer.dtype} "
-                "(it would be truncated)"
-            )
+        data = data.detach()
+        # Floats into an int buffer (or ints into a bool one) are refused; a narrower float
+        # dtype is rounded, as rsl_rl's buffer does; ints a narrower int buffer would wrap
+        # are refused (read where they are: free on the host).
+        if self._buffer is not None:
+            if not torch.can_cast(data.dtype, self._buffer.dtype):
+                raise ValueError(
+                    f"data of dtype {data.dtype} does not fit the buffer's {self._buffer.dtype} "
+                    "(it would be truncated)"
+                )
+            check_int_range(data, self._buffer.dtype, "data")
+        data = data.to(self.device)
         if self._buffer is None:
             self._buffer = torch.zeros(
                 self._max_len, *data.shape, dtype=data.dtype, device=self.device

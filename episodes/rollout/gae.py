@@ -5,6 +5,13 @@ is a first-order linear scan. For short horizons it is evaluated with one fused 
 ``addcmul`` per step over preallocated views; for long horizons with a log-step (Hillis-Steele)
 scan that needs ``O(log T)`` vectorised operations. Neither path synchronises with the host, so
 on a GPU the whole computation is queued without waiting.
+
+The scan adds up windows of deltas that the recursion never forms, so it can overflow where
+the recursion stays finite. float16 and bfloat16 are scanned in float32: float16's deltas
+(at most 65504) then stay finite, and bfloat16 gains precision. float32 (and bfloat16, of the
+same range) keeps float32 (results equal to the loop's up to rounding): only deltas whose
+partial sums pass 3.4e38 (cancelling ones near that size) become ``inf`` there. Store such
+data as float64.
 """
 
 from __future__ import annotations
@@ -167,6 +174,11 @@ def compute_gae(
     rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
     if rounds * num_envs > _ELEMENTS_PER_DISPATCH * num_steps:
         return _loop_scan(delta, coef, out)
+    if delta.element_size() < 4:
+        # The scan's windows sum deltas the recursion never adds up: with cancelling deltas
+        # near float16's 65504 a window is inf where every advantage is finite. float32
+        # holds them, and rounds once, at the end (bfloat16 gains the precision only).
+        delta, coef = delta.float(), coef.float()
     return out.copy_(_log_scan(delta, coef))
 
 

@@ -108,6 +108,8 @@ def split_sizes(total: int, parts: int) -> list[int]:
 
 def _normalized(adv: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
     if valid is None:
+        if adv.numel() < 2:  # normalize_over's clamped n - 1: std 0, not NaN, so 0 / 1e-8
+            return adv - adv.mean()
         return (adv - adv.mean()) / (adv.std() + 1e-8)
     return normalize_over(adv.clone(), valid)
 
@@ -116,8 +118,10 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """Normalises ``values`` in place to zero mean and unit std over the ``valid`` cells.
 
     The unbiased std (as ``torch.std``) plus ``1e-8``, from masked sums: no boolean indexing,
-    so nothing waits for the device. Cells outside ``valid`` are never read (a NaN, an inf or a
-    1e20 there changes nothing); they are shifted and scaled alike.
+    so nothing waits for the device. Its divisor ``n - 1`` is clamped to at least 1: one valid
+    cell normalises to 0 (``torch.std`` would give NaN), and none leaves the cells finite.
+    Cells outside ``valid`` are never read (a NaN, an inf or a 1e20 there changes nothing);
+    they are shifted and scaled alike.
 
     Example:
         >>> values = torch.tensor([[1.0, float("nan")], [3.0, 1e20]])
@@ -134,7 +138,18 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     centred = values.to(wide).masked_fill(empty, 0.0).reshape(-1)
     spread = torch.dot(centred, centred)
     spread = spread.div_((count - 1).clamp_(min=1)).sqrt_()
-    return values.div_(spread.add_(1e-8).to(values.dtype))
+    return _divided(values, spread.add_(1e-8), values)
+
+
+def _divided(values: torch.Tensor, std: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``values / std`` into ``out``, ``std`` being the float32-or-wider spread plus 1e-8.
+
+    Half precision divides in ``std``'s dtype: 1e-8 is 0 in float16, and a constant (or
+    single) cell's 0 / 0 would be NaN where wider dtypes give 0.
+    """
+    if values.dtype == std.dtype:
+        return torch.div(values, std, out=out)
+    return out.copy_(values.to(std.dtype).div_(std))
 
 
 def normalize_into(
@@ -142,13 +157,17 @@ def normalize_into(
 ) -> torch.Tensor:
     """Writes ``advantages`` normalised over all cells (or the ``valid`` ones) into ``out``.
 
-    Zero mean and unit unbiased std (as ``torch.std``) plus ``1e-8``. ``advantages`` may be
-    used as scratch space.
+    Zero mean and unit unbiased std (as ``torch.std``) plus ``1e-8``, the divisor ``n - 1``
+    clamped to at least 1 as in :func:`normalize_over`: a single cell becomes 0, with or
+    without a ``valid`` mask (``torch.std`` of one value is NaN). ``advantages`` may be used
+    as scratch space.
 
     Example:
         >>> out = torch.empty(4)
         >>> [round(x, 4) for x in normalize_into(out, torch.tensor([1.0, 2.0, 3.0, 4.0])).tolist()]
         [-1.1619, -0.3873, 0.3873, 1.1619]
+        >>> normalize_into(torch.empty(1, 1), torch.tensor([[2.0]])).tolist()
+        [[0.0]]
     """
     if valid is not None:
         return normalize_over(out.copy_(advantages), valid)
@@ -157,8 +176,8 @@ def normalize_into(
     wide = advantages.dtype if advantages.element_size() >= 4 else torch.float32
     centered = advantages.sub_(advantages.to(wide).mean().to(advantages.dtype)).reshape(-1)
     centered_wide = centered.to(wide)
-    std = torch.dot(centered_wide, centered_wide).div_(max(centered.numel() - 1, 0)).sqrt_()
-    return torch.div(advantages, std.add_(1e-8).to(advantages.dtype), out=out)
+    std = torch.dot(centered_wide, centered_wide).div_(max(centered.numel() - 1, 1)).sqrt_()
+    return _divided(advantages, std.add_(1e-8), out)
 
 
 def _require(storage: RolloutStorage, training_type: str, what: str) -> torch.Tensor | None:

@@ -8,6 +8,7 @@ the caller's memory, so it is never written: the next write into it takes a copy
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
@@ -18,6 +19,7 @@ __all__ = [
     "block_leaves",
     "block_length",
     "can_take",
+    "check_int_range",
     "checked_rows",
     "copy_rows",
     "hidden_writes",
@@ -95,9 +97,11 @@ def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
     """Returns ``dst`` once ``src`` is known to fit it (:func:`copy_rows` will not refuse it).
 
     ``src`` fits when ``dst``'s dtype can hold its values (``torch.can_cast``): a narrower
-    dtype of the same kind is rounded into it (float64 into float32), but floats into an int
-    field (0.7 stored as 0) or ints into a bool one are refused. A bool field takes any real
-    numbers as flags, nonzero meaning True: dones come as int64, uint8 or floats.
+    float dtype is rounded into (float64 into float32), but floats into an int field (0.7
+    stored as 0) or ints into a bool one are refused, and so are integers beyond a narrower
+    int field's range (:func:`check_int_range`: 300 would be stored as 44 in uint8). A bool
+    field takes any real numbers as flags, nonzero meaning True: dones come as int64, uint8
+    or floats.
 
     Raises:
         TypeError: ``src`` is not a tensor.
@@ -119,8 +123,8 @@ def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
     if not isinstance(src, torch.Tensor):
         raise TypeError(f"{label}: expected a torch.Tensor, got {type(src).__name__}")
     # The same rule as the converter's and CircularBuffer.append's: a cast that changes the
-    # values' kind loses them silently (0.7 -> 0, 300.5 -> 44 in uint8). A range check within
-    # a kind would wait for the device, so same-kind narrowing is the storage's precision.
+    # values' kind loses them silently (0.7 -> 0, 300.5 -> 44 in uint8). Narrower floats are
+    # the storage's precision; narrower ints are range-checked last, as that may wait.
     if src.dtype != dst.dtype and not torch.can_cast(src.dtype, dst.dtype):
         flags = dst.dtype == torch.bool and not src.is_complex()  # nonzero is True
         if not flags:
@@ -132,7 +136,58 @@ def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
             f"{label}: a value of shape {tuple(src.shape)} does not fit rows of shape "
             f"{tuple(dst.shape)}"
         )
+    if src.dtype != dst.dtype:
+        check_int_range(src, dst.dtype, label)
     return dst
+
+
+@functools.cache
+def _may_wrap(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether integers of ``src`` may lie outside the range of the integer ``dst``."""
+    if any(d.is_floating_point or d.is_complex or d == torch.bool for d in (src, dst)):
+        return False
+    have, held = torch.iinfo(src), torch.iinfo(dst)
+    return have.min < held.min or have.max > held.max
+
+
+def check_int_range(src: torch.Tensor, dtype: torch.dtype, label: str) -> None:
+    """Refuses integers that a cast into the narrower integer ``dtype`` would wrap.
+
+    ``copy_`` wraps them without a word (300 is stored as 44 in uint8, -1 as 255). Only an
+    int ``src`` whose dtype's range ``dtype``'s does not hold is read (its minimum and
+    maximum); the same dtype, a wider one and every other pair cost nothing. Reading a CPU
+    tensor is free; on an accelerator it waits for the device once: store the data's own
+    dtype (or a wider one) to avoid that.
+
+    Raises:
+        ValueError: a value outside ``dtype``'s range; the message names ``label``.
+
+    Example:
+        >>> check_int_range(torch.tensor([0, 255]), torch.uint8, "obs")  # fits: nothing
+        >>> check_int_range(torch.tensor([300, -1]), torch.uint8, "obs")
+        Traceback (most recent call last):
+        ...
+        ValueError: obs: values in [-1, 300] do not fit a torch.uint8 field ([0, 255]): the ...
+    """
+    if src.dtype == dtype or not _may_wrap(src.dtype, dtype) or src.numel() == 0:
+        return
+    # torch has no min or max for uint16-64 yet: read them as int64 (exact below 2**63).
+    values = src.to(torch.int64) if src.dtype in _UNSIGNED_WIDE else src
+    lo, hi = torch.stack(torch.aminmax(values.detach())).tolist()  # one wait, at most
+    held = torch.iinfo(dtype)
+    if src.dtype == getattr(torch, "uint64", None) and lo < 0:
+        shown = "values beyond 2**63 - 1"  # wrapped by the int64 read
+    elif held.min <= lo and hi <= held.max:
+        return
+    else:
+        shown = f"values in [{lo}, {hi}]"
+    raise ValueError(
+        f"{label}: {shown} do not fit a {dtype} field ([{held.min}, {held.max}]): the cast "
+        f"would wrap them; store them as {src.dtype}, or convert them first"
+    )
+
+
+_UNSIGNED_WIDE = {getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n)}
 
 
 def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:

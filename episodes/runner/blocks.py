@@ -203,10 +203,17 @@ class Column:
             >>> col.gather(np.array([[5, 0], [3, 1]])).tolist()  # 5: row 2, env 1
             [[50, 0], [30, 10]]
         """
-        return unflatten(
-            self.structure,
-            [np.take(leaf.reshape(-1, *leaf.shape[2:]), flat, axis=0) for leaf in self.leaves],
-        )
+        return unflatten(self.structure, [np.take(x, flat, axis=0) for x in self.flat_leaves()])
+
+    def flat_leaves(self) -> list[Any]:
+        """The leaves as ``[rows * N, ...]`` (views where they can be): item ``row * N + env``.
+
+        Example:
+            >>> [leaf.shape for leaf in Column([np.zeros((3, 2, 0))], None).flat_leaves()]
+            [(6, 0)]
+        """
+        # Not reshape(-1, ...): a zero-size item (a Box of shape (0,)) leaves -1 undefined.
+        return [x.reshape(x.shape[0] * x.shape[1], *x.shape[2:]) for x in self.leaves]
 
     def put_rows(
         self, rows: np.ndarray, envs: np.ndarray, batch: Any, name: str = "a batch"

@@ -174,10 +174,8 @@ class TensorColumn(Column):
             self.structure,
             [
                 # index_select moves whole rows: several times faster than advanced indexing.
-                torch.index_select(leaf.reshape(-1, *leaf.shape[2:]), 0, flat_index).reshape(
-                    *index.shape, *leaf.shape[2:]
-                )
-                for leaf in self.leaves
+                torch.index_select(leaf, 0, flat_index).reshape(*index.shape, *leaf.shape[1:])
+                for leaf in self.flat_leaves()
             ],
         )
 

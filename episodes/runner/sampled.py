@@ -441,7 +441,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             return None
         if self._flat_index is None:
             self._flat_index = self._window_positions()
-        leaves = [leaf.reshape(-1, *leaf.shape[2:]) for leaf in self._column(name).leaves]
+        leaves = self._column(name).flat_leaves()
         return leaves, self._flat_index
 
     def _window_positions(self) -> np.ndarray:
