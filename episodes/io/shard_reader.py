@@ -3,8 +3,9 @@
 :class:`Dataset` reads the manifest once; an episode's shard is opened on first use (its
 index checked against the manifest's SHA-256, its data file memory-mapped) and kept in a
 small LRU cache, so getting episode ``i`` or steps ``[a, b)`` of it costs O(1) file reads.
-Arrow shards are memory-mapped: step reads are numpy views, no copies; Parquet shards are
-read into memory one shard at a time. Every problem raises a ``DatasetError`` subclass.
+Arrow shards are memory-mapped: step reads are numpy views, no copies, and each record batch
+is fetched and checked when a read first reaches it (:mod:`episodes.io.shard_table`); Parquet
+shards are read into memory one shard at a time. Every problem raises a ``DatasetError`` subclass.
 
 Example:
     >>> import tempfile
@@ -30,11 +31,11 @@ import sys
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_int
@@ -48,21 +49,21 @@ from episodes.io.errors import (
     UnsupportedVersionError,
     read_failure,
 )
-from episodes.io.format import FORMAT_NAME, check_inside, parse_json, read_regular_file
+from episodes.io.format import check_inside, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
 from episodes.io.shard_columns import plan_columns
+from episodes.io.shard_index import read_index
+from episodes.io.shard_table import ShardTable
 from episodes.io.shards import (
     DATA_SUFFIX,
     INDEX_SUFFIX,
-    V2,
     EpisodeRow,
     ShardEntry,
     piece_ends,
     read_v2_manifest,
     shard_file,
-    summarises,
 )
 
 __all__ = ["Dataset", "Shard"]
@@ -78,10 +79,17 @@ _POPULATE_READ = 22
 _CAN_POPULATE = sys.platform.startswith("linux") and hasattr(mmap.mmap, "madvise")
 # A FIFO swapped in for the data file opens at once (and is then refused) instead of blocking.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+# Column plans and leaf views kept per open shard: enough for a window of random reads.
+_CACHED_PLANS = 256
+_CACHED_VIEWS = 1024
 
 
 class Shard:
     """One opened shard: its checked index and its (memory-mapped) table.
+
+    ``parts`` is the data file's :class:`~episodes.io.shard_table.ShardTable` (a batch is
+    read and checked when first used, every one at once with ``verify``); ``index`` holds the
+    index's fields, its ``episodes`` entries parsed when read (:mod:`episodes.io.shard_index`).
 
     Example:
         >>> import tempfile
@@ -94,7 +102,9 @@ class Shard:
         (1, 2, True)
     """
 
-    def __init__(self, root: Path, entry: ShardEntry, *, verify: bool = False):
+    def __init__(
+        self, root: Path, entry: ShardEntry, *, verify: bool = False, whole_index: bool = False
+    ):
         self.entry = entry
         self.where = f"shard {entry.name}"
         index_path = shard_file(root, entry.name, INDEX_SUFFIX)
@@ -104,57 +114,28 @@ class Shard:
             raise CorruptDatasetError(
                 f"{self.where}: index does not match its manifest checksum (modified or corrupted)"
             )
-        self.index = self._check_index(parse_json(raw, f"{self.where} index"))
+        # Each entry is checked against the manifest now and parsed again when read (kept
+        # parsed for a pass over every episode: ``whole_index``).
+        self.index, firsts, counts = read_index(raw, entry, self.where, whole=whole_index)
         self.spaces: list[Any] = self.index["spaces"]
         data_path = shard_file(root, entry.name, DATA_SUFFIX[entry.data_format])
         check_inside(root, data_path)
         self._check_data_file(data_path, verify)
         self.path = data_path
-        self._base: int | None = None
-        self.parts = self._open_table(data_path)
+        #: The data file's record batches, each read and checked when first used.
+        self.parts = ShardTable(
+            data_path,
+            entry.data_format,
+            entry.data_size,
+            self.index["data"]["rows"],
+            firsts,
+            counts,
+            self.where,
+            full=verify,  # a verifying read takes every byte: every batch is checked now
+        )
+        self._base = self.parts.base
         self._views: dict[tuple[Any, ...], np.ndarray] = {}
         self._plans: dict[int, dict[str, Any]] = {}
-
-    def _check_index(self, index: Any) -> dict[str, Any]:
-        where = self.where
-        if not isinstance(index, dict) or index.get("format") != FORMAT_NAME:
-            raise CorruptDatasetError(f"{where}: the index is not an {FORMAT_NAME!r} shard index")
-        if type(index.get("version")) is not int or index["version"] != V2:  # not 2.0, not True
-            raise CorruptDatasetError(f"{where}: index version {index.get('version')!r} is not 2")
-        data, episodes = index.get("data"), index.get("episodes")
-        if not isinstance(data, dict) or not isinstance(episodes, list):
-            raise CorruptDatasetError(f"{where}: the index lacks 'data' or 'episodes'")
-        if not isinstance(index.get("spaces"), list):
-            raise CorruptDatasetError(f"{where}: the index lacks 'spaces'")
-        ints = all(
-            isinstance(data.get(k), int) and not isinstance(data.get(k), bool) and data[k] >= 0
-            for k in ("size", "crc32", "rows")
-        )
-        name = f"{self.entry.name}{DATA_SUFFIX[self.entry.data_format]}"
-        if not ints or data.get("file") != name or data.get("format") != self.entry.data_format:
-            raise CorruptDatasetError(f"{where}: malformed 'data' entry in the index")
-        if data["size"] != self.entry.data_size or len(episodes) != len(self.entry.episodes):
-            raise CorruptDatasetError(f"{where}: the index disagrees with the manifest")
-        start = 0
-        for i, ep in enumerate(episodes):
-            rows = ep.get("rows") if isinstance(ep, dict) else None
-            ok = (
-                isinstance(rows, list)
-                and len(rows) == 2
-                and all(isinstance(r, int) and not isinstance(r, bool) for r in rows)
-                and rows[0] == start
-                and rows[1] >= 0
-            )
-            if not ok or rows is None:
-                raise CorruptDatasetError(f"{where}: episode {i} has a malformed row range")
-            if not summarises(ep.get("meta"), self.entry.episodes[i]):  # a forged manifest row
-                raise CorruptDatasetError(
-                    f"{where}: episode {i}'s id, t_started/t or flags disagree with the manifest"
-                )
-            start += rows[1]
-        if start != data["rows"]:
-            raise CorruptDatasetError(f"{where}: episode rows do not add up to the shard's rows")
-        return index
 
     def _check_data_file(self, path: Path, verify: bool) -> None:
         try:
@@ -199,57 +180,6 @@ class Shard:
             raise
         return fd
 
-    def _open_table(self, path: Path) -> list[Any]:
-        """The shard's record batches (Arrow: one per episode, memory-mapped)."""
-        try:
-            if self.entry.data_format == "arrow":
-                mapped = pa.memory_map(str(path))
-                self._base = mapped.read_buffer(1).address if self.entry.data_size else None
-                mapped.seek(0)
-                reader = pa.ipc.open_file(mapped)
-                parts: list[Any] = [reader.get_batch(k) for k in range(reader.num_record_batches)]
-                if self._base is not None:
-                    self._check_buffers_inside(parts, path)
-            else:
-                import pyarrow.parquet as pq
-
-                parts = [pq.read_table(str(path)).combine_chunks()]
-            # Offsets, lengths and UTF-8 checked before any value is read: a damaged or forged
-            # file (checksums recomputed) must raise, not crash the interpreter in Arrow's C++.
-            for part in parts:
-                part.validate(full=True)
-        except OSError as err:  # with an errno: the system's (EMFILE...); without: pyarrow's
-            raise read_failure(err, f"{self.where}: {path.name}") from err
-        except (pa.ArrowException, ValueError) as err:
-            raise CorruptDatasetError(f"{self.where}: cannot read {path.name}: {err}") from err
-        offsets = [0]
-        for part in parts:
-            offsets.append(offsets[-1] + part.num_rows)
-        if offsets[-1] != self.index["data"]["rows"] or not parts:
-            raise CorruptDatasetError(f"{self.where}: {path.name} holds the wrong number of rows")
-        self._offsets = offsets[:-1]
-        return parts
-
-    def _check_buffers_inside(self, parts: list[Any], path: Path) -> None:
-        """Every buffer sliced from the memory map lies inside the data file.
-
-        Buffers with a parent are slices of the map; decompressed ones (zstd) have none.
-        """
-        assert self._base is not None
-        low, high = self._base, self._base + self.entry.data_size
-        for part in parts:
-            for column in part.columns:
-                for buffer in column.buffers():
-                    if (
-                        buffer is not None
-                        and buffer.size
-                        and buffer.parent is not None
-                        and not (low <= buffer.address and buffer.address + buffer.size <= high)
-                    ):
-                        raise CorruptDatasetError(
-                            f"{self.where}: {path.name} points outside itself (damaged)"
-                        )
-
     def part_of(self, j: int) -> tuple[int, int]:
         """``(record batch number, first row in it)`` of the shard's episode ``j``.
 
@@ -264,12 +194,7 @@ class Shard:
             >>> shard.part_of(j)
             (1, 0)
         """
-        start, count = self.index["episodes"][j]["rows"]
-        k = bisect.bisect_right(self._offsets, start) - 1
-        local = start - self._offsets[k]
-        if local + count > self.parts[k].num_rows:
-            raise CorruptDatasetError(f"{self.where}: episode {j} straddles record batches")
-        return k, local
+        return self.parts.locate(j)
 
     def own(self, view: np.ndarray, *, populate: bool = False) -> np.ndarray:
         """A writable array with ``view``'s contents for the episode to own.
@@ -336,7 +261,8 @@ class Shard:
         """
         plans = self._plans.get(j)
         if plans is None:
-            plans = self._plans[j] = plan_columns(self, j)
+            plans = plan_columns(self, j)
+            _bounded_put(self._plans, j, plans, _CACHED_PLANS)
         return plans
 
     def entry_of(self, j: int) -> dict[str, Any]:
@@ -377,8 +303,15 @@ class Shard:
             column = column_of(self.parts[k], info["path"])
             full = {**info, "count": len(column)}
             view = leaf_from_arrow(column, full, 0, len(column), nulls_ok=True)
-            self._views[key] = view
+            _bounded_put(self._views, key, view, _CACHED_VIEWS)
         return view
+
+
+def _bounded_put(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Adds to a cache that forgets its oldest entry past ``limit`` (dicts keep order)."""
+    if len(cache) >= limit:
+        del cache[next(iter(cache))]
+    cache[key] = value
 
 
 class Dataset:
@@ -420,6 +353,9 @@ class Dataset:
         self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
         self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")
         self._verify = verify
+        # Set while iter_episodes goes through every episode: shards opened then keep their
+        # index parsed (a random read keeps it as text and parses the entry it reads).
+        self._passing = False
         self._max_open = max(1, max_open_shards)
         self._open: OrderedDict[int, Shard] = OrderedDict()
         self._failed: dict[int, DatasetError] = {}
@@ -427,9 +363,8 @@ class Dataset:
         #: Shards closed to stay within ``max_open_shards`` (views into them keep them mapped).
         self.evictions = 0
         self.summaries: list[EpisodeRow] = [e for s in self.shards for e in s.episodes]
-        self._where: list[tuple[int, int]] = [
-            (s, j) for s, shard in enumerate(self.shards) for j in range(len(shard.episodes))
-        ]
+        # Where each shard's pieces start in manifest order (bisected, not a pair per piece).
+        self._firsts = list(accumulate((len(s.episodes) for s in self.shards[:-1]), initial=0))
 
     def __len__(self) -> int:
         return len(self.summaries)
@@ -457,14 +392,19 @@ class Dataset:
         i = as_int(i, what="episode index")  # True is no episode 1, nor 1.0
         if not -len(self) <= i < len(self):
             raise IndexError(f"episode index {i} out of range for {len(self)} episodes")
-        s, j = self._where[i]
+        if i < 0:
+            i += len(self)
+        s = bisect.bisect_right(self._firsts, i) - 1
+        j = i - self._firsts[s]
         shard = self._open.get(s)
         if shard is None:
             failed = self._failed.get(s)
             if failed is not None:  # a damaged shard is read and refused once, not per piece
                 raise failed
             try:
-                shard = Shard(self.root, self.shards[s], verify=self._verify)
+                shard = Shard(
+                    self.root, self.shards[s], verify=self._verify, whole_index=self._passing
+                )
             except CorruptDatasetError as err:  # damage stays; a DatasetIOError may pass
                 self._failed[s] = err
                 raise
@@ -515,6 +455,8 @@ class Dataset:
         The same episodes as :meth:`episode`, but each large leaf's pages are mapped in one
         call when the episode is built (instead of one page fault at a time as they are
         touched), for a reader that goes through every step; iterating the dataset does this.
+        Going through all of them (``indices`` None), each shard's index is parsed whole when
+        the shard opens and kept, instead of parsing an entry again for each episode read.
 
         Example:
             >>> import tempfile
@@ -526,8 +468,17 @@ class Dataset:
             >>> [e.id_ for e in Dataset(path).iter_episodes([2, 0])]
             ['c', 'a']
         """
-        for i in range(len(self)) if indices is None else indices:
-            yield self._episode(i, numpy, populate=True)
+        if indices is not None:
+            for i in indices:
+                yield self._episode(i, numpy, populate=True)
+            return
+        for i in range(len(self)):
+            self._passing = True
+            try:
+                episode = self._episode(i, numpy, populate=True)
+            finally:
+                self._passing = False  # not while the caller holds the generator
+            yield episode
 
     def _episode(self, i: int, numpy: bool | None, populate: bool) -> SingleAgentEpisode:
         shard, j = self.locate(i)

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -198,6 +199,9 @@ class EpisodeRow:
             ...     print("refused")
             refused
         """
+        row = _plain_row(obj) if cls is EpisodeRow else None
+        if row is not None:
+            return row
         if not (isinstance(obj, list) and len(obj) == 6):
             raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}")
         id_, t0, t1, ret, term, trunc = obj
@@ -211,6 +215,28 @@ class EpisodeRow:
         except OverflowError:  # an integer beyond float: no summary this format writes
             raise CorruptDatasetError(f"{where}: malformed episode summary {obj!r}") from None
         return cls(id_, t0, t1, number_ret, term, trunc)
+
+
+def _plain_row(obj: Any) -> EpisodeRow | None:
+    """The row of a summary as the writer writes it (exact types), else None.
+
+    One test per field instead of ``from_json``'s general ones: a manifest line lists every
+    piece of its shard, and a reader parses them all. Anything else takes the general path.
+    """
+    if type(obj) is list and len(obj) == 6:
+        id_, t0, t1, ret, term, trunc = obj
+        if (
+            type(t0) is int
+            and type(t1) is int
+            and type(term) is bool
+            and type(trunc) is bool
+            and 0 <= t0 <= t1 <= MAX_INT64
+        ):
+            if type(ret) is float:
+                return EpisodeRow(id_, t0, t1, ret, term, trunc)
+            if ret is None:
+                return EpisodeRow(id_, t0, t1, math.nan, term, trunc)
+    return None
 
 
 def summarises(meta: Any, row: EpisodeRow) -> bool:
@@ -227,10 +253,13 @@ def summarises(meta: Any, row: EpisodeRow) -> bool:
     """
     if not isinstance(meta, dict):
         return False
-    id_ = meta.get("id")
-    same_id = type(id_) is type(row.id_) and (
-        json.dumps(id_) == json.dumps(row.id_) if isinstance(id_, (dict, list)) else id_ == row.id_
-    )
+    id_, row_id = meta.get("id"), row.id_
+    if type(id_) is not type(row_id):
+        return False
+    if type(id_) is not str and isinstance(id_, (dict, list)):  # str: the usual id
+        same_id = json.dumps(id_) == json.dumps(row_id)
+    else:
+        same_id = id_ == row_id
     return (
         same_id
         and (meta.get("t_started"), meta.get("t")) == (row.t_started, row.t)
@@ -322,7 +351,8 @@ class ShardEntry:
             index_size=_int(obj, "index_size", where),
             data_size=_int(obj, "data_size", where),
             episodes=tuple(
-                EpisodeRow.from_json(r, f"{where} episode {i}") for i, r in enumerate(rows)
+                _plain_row(r) or EpisodeRow.from_json(r, f"{where} episode {i}")
+                for i, r in enumerate(rows)
             ),
         )
 
@@ -385,14 +415,23 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
     good = len(complete[0]) + 1
     shards: list[ShardEntry] = []
     seen: set[str] = set()
-    for number, line in enumerate(complete[1:], start=2):
-        where = f"{MANIFEST_FILE} line {number}"
-        entry = ShardEntry.from_json(unseal_line(line, where), where)
-        if entry.name in seen:
-            raise CorruptDatasetError(f"{MANIFEST_FILE} lists shard {entry.name!r} twice")
-        seen.add(entry.name)
-        shards.append(entry)
-        good += len(line) + 1
+    # Every piece is a few objects that live on: the cyclic collector would walk them again
+    # and again while they are built (as parse_json pauses it for a large index).
+    pause = len(raw) > 1 << 20 and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        for number, line in enumerate(complete[1:], start=2):
+            where = f"{MANIFEST_FILE} line {number}"
+            entry = ShardEntry.from_json(unseal_line(line, where), where)
+            if entry.name in seen:
+                raise CorruptDatasetError(f"{MANIFEST_FILE} lists shard {entry.name!r} twice")
+            seen.add(entry.name)
+            shards.append(entry)
+            good += len(line) + 1
+    finally:
+        if pause:
+            gc.enable()
     return header, shards, min(good, len(raw)), bool(tail)
 
 

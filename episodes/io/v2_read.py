@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import (
     CorruptDatasetError,
@@ -38,6 +40,33 @@ __all__ = ["dataset_info_v2", "load_episode_v2", "read_episodes_v2"]
 
 def _ids(ds: Dataset) -> list[Any]:
     return [decode_value(s.id_, blob=None, where="manifest id") for s in ds.summaries]
+
+
+def _with_ids(ds: Dataset, indices: Iterable[int], ids: Iterable[Any]) -> list[int]:
+    """The pieces among ``indices`` whose id is one of ``ids`` (as ``id_key`` compares them).
+
+    A str id is stored as itself, so a stored str is compared as a string with the str ids
+    asked for: the same answer as comparing keys, without building one per piece.
+    """
+    wanted = list(ids)
+    keys = {id_key(x) for x in wanted}
+    strs = {str(x) for x in wanted if type(x) is str or isinstance(x, np.str_)}
+    # (Only a str's key starts so, unless a class is named "str": then keys are compared.)
+    by_str = not any(
+        id_key(x).startswith("str:")
+        for x in wanted
+        if not (type(x) is str or isinstance(x, np.str_))
+    )
+    rows = ds.summaries
+    out = []
+    for i in indices:
+        raw = rows[i].id_
+        if by_str and type(raw) is str:
+            if raw in strs:
+                out.append(i)
+        elif id_key(decode_value(raw, blob=None, where="manifest id")) in keys:
+            out.append(i)
+    return out
 
 
 def read_episodes_v2(
@@ -65,11 +94,13 @@ def read_episodes_v2(
     ds = Dataset(path, verify=verify, max_open_shards=1)
     selected = list(range(len(ds)))[slice(start, stop)]
     if ids is not None:
-        wanted = {id_key(x) for x in ids}
-        all_ids = _ids(ds)
-        selected = [i for i in selected if id_key(all_ids[i]) in wanted]
+        # Every manifest id is decoded, those outside [start, stop) too (a bad one raises).
+        matched = set(_with_ids(ds, range(len(ds)), ids))
+        selected = [i for i in selected if i in matched]
     same_ids = SameIds()  # one id object per NaN-holding id, so its pieces' ids are equal
-    return (same_ids.of(episode) for episode in ds.iter_episodes(selected, numpy=numpy))
+    # None: every episode, so each shard's index is parsed once, whole (see iter_episodes).
+    every = None if len(selected) == len(ds) else selected
+    return (same_ids.of(episode) for episode in ds.iter_episodes(every, numpy=numpy))
 
 
 def load_episode_v2(
@@ -90,8 +121,7 @@ def load_episode_v2(
         [0, 1, 2]
     """
     ds = Dataset(path, verify=verify)
-    key = id_key(id_)
-    mine = [i for i, x in enumerate(_ids(ds)) if id_key(x) == key]
+    mine = _with_ids(ds, range(len(ds)), [id_])
     if not mine:
         raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
     # (t_started, t): a piece without steps goes before the one that starts where it is.
