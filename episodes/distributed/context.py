@@ -23,6 +23,7 @@ import numpy as np
 
 from episodes.indexing import whole_number
 from episodes.runner import EnvRunner
+from episodes.seeds import check_seed  # re-exported: the group and older callers import it here
 
 __all__ = [
     "EnvFactory",
@@ -66,28 +67,6 @@ def runner_seed(seed: int | None, index: int, generation: int = 0) -> int | None
         return seed + index
     words = np.random.SeedSequence([seed, index, generation]).generate_state(1)
     return int(words[0])
-
-
-def check_seed(seed: Any) -> int | None:
-    """``seed`` as the base seed of a group: None, or an int >= 0 (numpy ints taken).
-
-    Raises:
-        ValueError: Anything else (a float, a bool, a string, a negative int).
-
-    Example:
-        >>> check_seed(None), check_seed(np.int64(3))
-        (None, 3)
-        >>> check_seed(-1)
-        Traceback (most recent call last):
-        ...
-        ValueError: seed must be None or an int >= 0, got -1
-    """
-    if seed is None:
-        return None
-    try:
-        return whole_number(seed, "seed", 0)
-    except ValueError:
-        raise ValueError(f"seed must be None or an int >= 0, got {seed!r}") from None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from episodes.replay.sequences import sample_chunks, sample_sequences
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 from episodes.replay.transitions import transition_batch
+from episodes.seeds import check_seed
 
 __all__ = ["EpisodeReplayBuffer"]
 
@@ -59,7 +60,8 @@ class EpisodeReplayBuffer(BufferAccess):
     Args:
         capacity: Steps to keep.
         batch_size_B: Default batch size of :meth:`sample`.
-        seed: Seed of the sampling generator.
+        seed: Seed of the sampling generator: None or an int >= 0 (numpy ints taken; a
+            float, a bool or a negative int is a ``ValueError``).
 
     Example:
         >>> buf = EpisodeReplayBuffer(capacity=100, seed=0)
@@ -79,7 +81,7 @@ class EpisodeReplayBuffer(BufferAccess):
             raise ValueError(f"capacity must be an int >= 1, got {capacity!r}")
         self.capacity = int(capacity)
         self.batch_size_B = sampling.check_positive(batch_size_B, "batch_size_B")
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(check_seed(seed))
         self._store = StepStore()
         self._table = EpisodeTable()
         self._evicted: dict[Any, None] = {}  # insertion-ordered: the eviction order
@@ -265,7 +267,9 @@ class EpisodeReplayBuffer(BufferAccess):
             sample_episodes: Return ``SingleAgentEpisode`` chunks: whole stored episodes
                 without ``batch_length_T``, else chunks of that length.
             lookback: Steps of context before each sequence / chunk (burn-in); padded with
-                ``mask`` False before the episode's first stored step.
+                ``mask`` False before the episode's first stored step. Needs
+                ``batch_length_T``: for transitions or whole episodes a lookback > 0 is a
+                ``ValueError`` (it would be ignored).
             pad: Let sequences run past their episode's end (padded); sequences only: with
                 ``sample_episodes`` or for transitions it is a ``ValueError`` (nothing is padded
                 there).
@@ -300,6 +304,11 @@ class EpisodeReplayBuffer(BufferAccess):
             raise ValueError(
                 "pad applies to sequences (batch_length_T without sample_episodes); episode "
                 "chunks and transitions are never padded"
+            )
+        if lookback and batch_length_T is None:
+            raise ValueError(
+                "lookback applies to sequences and episode chunks (batch_length_T); "
+                "transitions and whole episodes take none"
             )
         rng_state = self.rng.bit_generator.state
         try:  # a refused sample leaves the generator as it was

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.widening import widened_dtype
+from episodes.runner.widening import new_leaf, widened_dtype
 from episodes.structs import flatten, unflatten
 
 
@@ -57,7 +57,7 @@ class Column:
         """
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
-        return cls([np.empty((rows, *a.shape), a.dtype) for a in arrays], structure)
+        return cls([new_leaf((rows, *a.shape), a.dtype) for a in arrays], structure)
 
     @property
     def rows(self) -> int:
@@ -187,7 +187,9 @@ class Column:
         """
         leaf = self.leaves[j]
         named = name if self.structure is None else f"{name} (leaf {j})"
-        wide = widened_dtype(leaf.dtype, np.asarray(value), named)
+        # 64-bit ints are the ones float64 may round: their rows are zeroed, never garbage.
+        recorded = leaf if leaf.dtype.kind in "iu" and leaf.dtype.itemsize == 8 else None
+        wide = widened_dtype(leaf.dtype, np.asarray(value), named, recorded)
         if wide != leaf.dtype:
             leaf = self.leaves[j] = leaf.astype(wide)
         return leaf
@@ -271,7 +273,7 @@ class Column:
         keep = min(rows, self.rows)
         grown = []
         for leaf in self.leaves:
-            bigger = np.empty((rows, *leaf.shape[1:]), leaf.dtype)
+            bigger = new_leaf((rows, *leaf.shape[1:]), leaf.dtype)
             bigger[:keep] = leaf[:keep]
             grown.append(bigger)
         return Column(grown, self.structure)
@@ -495,7 +497,7 @@ class Blocks:
         """
 
         def like(column: Column, count: int) -> Column:
-            leaves = [np.empty((count, *leaf.shape[1:]), leaf.dtype) for leaf in column.leaves]
+            leaves = [new_leaf((count, *leaf.shape[1:]), leaf.dtype) for leaf in column.leaves]
             for new, old in zip(leaves, column.leaves):
                 new[: stop - first + (count - rows)] = old[first : stop + (count - rows)]
             return Column(leaves, column.structure)

@@ -17,6 +17,7 @@ from episodes.runner.policy import check_outputs, check_shapes, output_shapes
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
+from episodes.seeds import check_seed
 from episodes.structs import flatten, unflatten
 
 __all__ = ["WINDOWS", "EnvRunner", "autoreset_mode_of"]
@@ -72,7 +73,7 @@ class EnvRunner:
             ``policy.initial_state`` when the policy has one. None: feed-forward.
         state_batch_axis: The env axis of every state leaf (0 for ``[N, H]``; 1 for torch RNN
             states ``[num_layers, N, H]``); an int.
-        seed: Seed of the first ``env.reset``.
+        seed: Seed of the first ``env.reset``: None or an int >= 0 (numpy ints taken).
         numpy_episodes: Return numpy'd chunks (False: list-mode chunks, which the converter
             reads through its general path once one is built).
         window: What ``sample(num_steps)`` counts. ``"transitions"`` (default): every sub-env
@@ -84,7 +85,8 @@ class EnvRunner:
             ``RolloutStorage.valid``). Same-step and disabled modes record the same either way.
 
     Raises:
-        ValueError: A negative ``len_lookback_buffer`` or an unknown ``window``.
+        ValueError: A negative ``len_lookback_buffer``, a ``seed`` neither None nor an int
+            >= 0 (a float, a bool, a negative int) or an unknown ``window``.
         TypeError: ``state_batch_axis`` is not an int (a bool, a float, a string).
 
     Example:
@@ -115,6 +117,7 @@ class EnvRunner:
         window: str = "transitions",
     ):
         lookback = whole_number(len_lookback_buffer, "len_lookback_buffer", 0)
+        seed = check_seed(seed)  # 1.5 or True would reset the env quietly with seed 1
         if window not in WINDOWS:
             raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
         for name in ("observation", "action"):

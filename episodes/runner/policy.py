@@ -7,6 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
+from episodes.seeds import check_seed
 from episodes.structs import map_batch
 
 __all__ = [
@@ -84,7 +85,10 @@ class RandomPolicy:
 
     Args:
         action_space: The vector env's (batched) ``action_space``.
-        seed: Seed for the action space's sampler.
+        seed: Seed for the action space's sampler: None or an int >= 0.
+
+    Raises:
+        ValueError: A ``seed`` that is no int >= 0 (a bool, a float, a negative int).
 
     Example:
         >>> import gymnasium as gym
@@ -94,6 +98,7 @@ class RandomPolicy:
     """
 
     def __init__(self, action_space: gym.Space[Any], seed: int | None = None):
+        seed = check_seed(seed)  # True would seed the sampler with 1 without a word
         self.action_space = action_space
         if seed is not None:
             self.action_space.seed(seed)

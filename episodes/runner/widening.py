@@ -2,7 +2,9 @@
 
 One rule for both recorders: the host's blocks look at the values (:func:`widened_dtype`), a
 torch device's blocks at the dtypes alone (:func:`promoted_dtype`), so both give a column the
-same dtype for the same steps.
+same dtype for the same steps. The one exception: the host also looks at the values its column
+already holds, and refuses to widen ints beyond 2**53 to float64 (which would round them); a
+device, which would wait for those values, widens them as the dtypes say.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["promoted_dtype", "widened_dtype"]
+__all__ = ["new_leaf", "promoted_dtype", "widened_dtype"]
 
 
-def widened_dtype(dtype: np.dtype[Any], value: np.ndarray, name: str) -> np.dtype[Any]:
+def widened_dtype(
+    dtype: np.dtype[Any], value: np.ndarray, name: str, recorded: np.ndarray | None = None
+) -> np.dtype[Any]:
     """The dtype a column of ``dtype`` needs to take ``value`` without changing a value.
 
     ``dtype`` itself when it holds the values (floats are rounded into a float column within
-    its range, ints fit an int column within its range); else :func:`promoted_dtype`.
+    its range, ints fit an int column within its range); else :func:`promoted_dtype`, which
+    also checks the column's ``recorded`` values when given (the host's blocks give them).
 
     Raises:
         ValueError: Values no widening holds (see :func:`promoted_dtype`).
@@ -31,24 +36,33 @@ def widened_dtype(dtype: np.dtype[Any], value: np.ndarray, name: str) -> np.dtyp
         >>> widened_dtype(np.dtype(np.float64), np.array(["a"]), "vf")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: vf: got <U1 values for a column of float64, which cannot hold them: ...
+        >>> big = np.array([2**60 + 1])  # float64 would round it to 2**60
+        >>> widened_dtype(big.dtype, np.array([0.5]), "x", big)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: x: got float64 values for a column of int64, which cannot hold them: ...
     """
     if _fits(value, dtype):
         return dtype
-    return promoted_dtype(dtype, value.dtype, name)
+    return promoted_dtype(dtype, value.dtype, name, recorded)
 
 
-def promoted_dtype(dtype: np.dtype[Any], got: np.dtype[Any], name: str) -> np.dtype[Any]:
+def promoted_dtype(
+    dtype: np.dtype[Any], got: np.dtype[Any], name: str, recorded: np.ndarray | None = None
+) -> np.dtype[Any]:
     """The dtype a column of ``dtype`` widens to for ``got`` values: the rule of both recorders.
 
     The type both promote to, among bools, ints and floats only, where every earlier value
     keeps its value: floats after ints, ints beyond a narrower int's range. A torch device's
-    blocks decide from the dtypes alone (their values would wait for the device).
+    blocks decide from the dtypes alone (their values would wait for the device). The host's
+    blocks also pass the values the column holds as ``recorded``: an int column widened to a
+    float must not hold ints the float would round (beyond 2**53 for float64).
 
     Raises:
         ValueError: Strings, objects or other kinds after numbers (or numbers after
             strings): promoting would rewrite the earlier rows as strings or objects. Or ints
             and uints that only a float holds (int64 and uint64 give float64, which rounds
-            ints beyond 2**53). The message names ``name`` and both dtypes.
+            ints beyond 2**53). Or floats after ``recorded`` ints that the float would round.
+            The message names ``name`` and both dtypes.
 
     Example:
         >>> promoted_dtype(np.dtype(np.int8), np.dtype(np.int64), "vf").name
@@ -58,6 +72,12 @@ def promoted_dtype(dtype: np.dtype[Any], got: np.dtype[Any], name: str) -> np.dt
         >>> promoted_dtype(np.dtype(np.int64), np.dtype(np.uint64), "id")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: id: got uint64 values for a column of int64, which cannot hold them: ...
+        >>> int64, float64 = np.dtype(np.int64), np.dtype(np.float64)
+        >>> promoted_dtype(int64, float64, "x", np.array([2**53, -(2**53)])).name  # exact
+        'float64'
+        >>> promoted_dtype(int64, float64, "x", np.array([2**53 + 1]))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: x: got float64 values ... it would round the column's ints beyond 2**53; ...
     """
     wide = np.result_type(dtype, got)
     kinds = dtype.kind + got.kind
@@ -68,12 +88,35 @@ def promoted_dtype(dtype: np.dtype[Any], got: np.dtype[Any], name: str) -> np.dt
         why += "its kind), never to strings or objects (its earlier rows would change type)"
     elif wide.kind == "f" and "f" not in kinds:
         why = f"only {wide} holds both, and it would round ints beyond 2**53, earlier rows' too"
+    elif wide.kind == "f" and dtype.kind in "iu" and _rounded(recorded, wide):
+        bits = np.finfo(wide).nmant + 1
+        why = f"only {wide} holds both, and it would round the column's ints beyond 2**{bits}"
     else:
         return wide
     raise ValueError(
         f"{name}: got {got} values for a column of {dtype}, which cannot hold them: {why}; "
         "give every step's values one dtype"
     )
+
+
+def _rounded(recorded: np.ndarray | None, wide: np.dtype[Any]) -> bool:
+    """Whether the float dtype ``wide`` would round one of the ``recorded`` ints.
+
+    Every int within ``2**(mantissa bits + 1)`` is exact; beyond it, counted as rounded (one
+    min and one max over the column: it runs only when an int column is about to widen).
+
+    Example:
+        >>> f64 = np.dtype(np.float64)
+        >>> _rounded(np.array([2**53]), f64), _rounded(np.array([-(2**53) - 1]), f64)
+        (False, True)
+        >>> _rounded(np.array([2**64 - 1], np.uint64), f64), _rounded(np.zeros(0, int), f64)
+        (True, False)
+    """
+    if recorded is None or not recorded.size:
+        return False
+    exact = 2 ** (np.finfo(wide).nmant + 1)
+    # min and max, not max(abs): abs(-2**63) wraps in int64.
+    return bool(int(recorded.max()) > exact or int(recorded.min()) < -exact)
 
 
 def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
@@ -103,3 +146,18 @@ def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
         info = np.iinfo(dtype)
         return not value.size or bool(info.min <= value.min() and value.max() <= info.max)
     return False
+
+
+def new_leaf(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """An uninitialised block leaf, zeroed if 64-bit int (see ``blocks.Column.widened``).
+
+    Before floats widen an int64 leaf to float64, its values are checked for ints float64
+    would round; rows not written yet must not hold garbage then. Other leaves skip the zeroing.
+
+    Example:
+        >>> new_leaf((2, 3), np.dtype(np.int64)).tolist()
+        [[0, 0, 0], [0, 0, 0]]
+    """
+    if dtype.kind in "iu" and dtype.itemsize == 8:
+        return np.zeros(shape, dtype)
+    return np.empty(shape, dtype)
