@@ -10,6 +10,7 @@ import numpy as np
 
 from episodes.connectors.base import Batch, as_arrays, concat_rows, id_rows
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.sample_batch import id_column
 
 __all__ = ["AddLearnerColumns"]
 
@@ -80,6 +81,8 @@ class AddLearnerColumns:
                     parts.setdefault(key, []).append(copy.deepcopy(list(value)))
                 elif key == "rewards":
                     parts.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
+                elif key == "eps_id":  # a tuple id is one value per row, not a struct
+                    parts.setdefault(key, []).append(id_column(episode.id_, len(value)))
                 else:
                     column = _COLUMNS.get(key)
                     buffer = (

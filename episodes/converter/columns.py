@@ -87,7 +87,8 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
 
     Accepts a list of per-env lists, or a flat list whose chunks name their env in
     ``custom_data["env_index"]`` (as the env runner returns them), or a flat list of chunks
-    from different envs without that key (one env each).
+    from different envs without that key (one env each; a chunk without steps that ended its
+    episode joins the env of that episode's latest chunk, whose last step it ends).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -104,7 +105,46 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
         for ep in episodes:
             groups.setdefault(int(ep.custom_data["env_index"]), []).append(ep)
         return [groups[k] for k in sorted(groups)]
-    return [[ep] for ep in episodes]
+    if not any(ep.is_done and not len(ep) for ep in episodes):
+        return [[ep] for ep in episodes]
+    envs: list[list[SingleAgentEpisode]] = []
+    latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> the env of its latest chunk
+    for ep in episodes:
+        if ep.is_done and not len(ep) and ep.id_ in latest:
+            latest[ep.id_].append(ep)
+        else:
+            envs.append([ep])
+            latest[ep.id_] = envs[-1]
+    return envs
+
+
+def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgentEpisode]]:
+    """The chunks of each storage column: :func:`group_by_env`'s, or one chunk with steps each.
+
+    With ``layout="per_chunk"``, a chunk without steps that ended its episode joins the column
+    of that episode's latest chunk, whose last step it ends; other stepless chunks hold nothing.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> steps = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                            len_lookback_buffer=0)
+        >>> end = SingleAgentEpisode("a", observations=[1], actions=[], rewards=[], t_started=1,
+        ...                          terminated=True, len_lookback_buffer=0)
+        >>> [[len(c) for c in column] for column in column_groups([steps, end], "per_chunk")]
+        [[1, 0]]
+    """
+    if layout == "per_env":
+        return group_by_env(episodes)
+    columns: list[list[SingleAgentEpisode]] = []
+    for group in group_by_env(episodes):
+        latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> its latest chunk's column
+        for chunk in group:
+            if len(chunk):
+                columns.append([chunk])
+                latest[chunk.id_] = columns[-1]
+            elif chunk.is_done and chunk.id_ in latest:
+                latest[chunk.id_].append(chunk)
+    return columns
 
 
 def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
@@ -145,12 +185,53 @@ def _concat(parts: list[Any]) -> Any:
     return np.concatenate(parts)
 
 
-def _stack_envs(per_env: list[Any]) -> Any:
+def _stack_envs(per_env: list[Any], field: str, labels: list[str], kinds: bool = True) -> Any:
+    """Env columns ``[T, ...]`` stacked along axis 1, once their steps are alike (else refused)."""
+    layouts = [step_layout(column, kinds) for column in per_env]
+    for label, column, layout in zip(labels, per_env, layouts):
+        if layout != layouts[0]:
+            raise ValueError(
+                f"{field}: {labels[0]} has steps of {describe_steps(per_env[0])}, {label} of "
+                f"{describe_steps(column)}; the envs of one rollout need the same spaces"
+            )
     if is_nested(per_env[0]):
         import tree
 
         return tree.map_structure(lambda *leaves: np.stack(leaves, axis=1), *per_env)
     return np.stack(per_env, axis=1)
+
+
+def step_layout(rows: Any, kinds: bool = True) -> Any:
+    """What rows ``[n, ...]`` of one field must share to be joined: nesting, steps' shapes, kinds.
+
+    Signed and unsigned integers are one kind (joined losslessly); ints and floats are not
+    (a Discrete env's actions would become floats next to a Box env's). ``kinds=False``
+    compares the nesting and shapes only.
+
+    Example:
+        >>> step_layout(np.zeros((5, 2), np.float32)) == step_layout(np.ones((1, 2)))
+        True
+        >>> step_layout(np.zeros(5, np.int64)) == step_layout(np.zeros(5, np.float32))
+        False
+    """
+
+    def leaf_layout(leaf: Any) -> tuple[str | None, tuple[int, ...]]:
+        kind = np.asarray(leaf).dtype.kind if kinds else None
+        return ("i" if kind == "u" else kind), tuple(np.shape(leaf)[1:])
+
+    # A dict's keys compare as a set, a list and a tuple differ: as tree's joins treat them.
+    return map_leaves(leaf_layout, rows)
+
+
+def describe_steps(rows: Any) -> str:
+    """The per-step dtype and shape of every leaf of rows ``[n, ...]``, for error messages.
+
+    Example:
+        >>> describe_steps({"a": np.zeros((3, 2), np.float32)})
+        "{'a': 'float32(2,)'}"
+    """
+    described = map_leaves(lambda leaf: f"{np.asarray(leaf).dtype}{np.shape(leaf)[1:]}", rows)
+    return described if isinstance(described, str) else repr(described)
 
 
 def extra_keys_for(keys: ColumnKeys, training_type: str) -> list[str]:
@@ -198,7 +279,9 @@ def time_major(
     different steps. ``mask`` is then set.
 
     Raises:
-        ValueError: Without ``pad``, the envs hold different numbers of steps; or no steps.
+        ValueError: Without ``pad``, the envs hold different numbers of steps; or no steps;
+            or chunks (or envs) whose observations, actions or extra outputs differ in
+            nesting, per-step shape or kind, named with the field (envs of other spaces).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -218,27 +301,86 @@ def time_major(
     horizon = max(lengths)
     extra_keys = extra_keys_for(keys, training_type)
     columns = [
-        _env_column(n, group, extra_keys, horizon if pad else None)
+        _env_column(n, group, extra_keys, horizon if pad else None, keys.bootstrap_value)
         for n, group in enumerate(groups)
     ]
-    observations = _stack_envs([c.observations for c in columns])
+    labels = [
+        f"{'column' if pad else 'env'} {n} (episode {_first_id(group)!r})"
+        for n, group in enumerate(groups)
+    ]
+    observations = _stack_envs([c.observations for c in columns], "observations", labels)
     if obs_fn is not None:
         observations = obs_fn(observations)
     return TimeMajorColumns(
         observations=observations,
-        actions=_stack_envs([c.actions for c in columns]),
-        rewards=_stack_envs([c.rewards for c in columns]),
-        dones=_stack_envs([c.dones for c in columns]),
-        truncated=_stack_envs([c.truncated for c in columns]),
-        extras={k: np.stack([c.extras[k] for c in columns], axis=1) for k in extra_keys},
+        actions=_stack_envs([c.actions for c in columns], "actions", labels),
+        rewards=np.stack([c.rewards for c in columns], axis=1),
+        dones=np.stack([c.dones for c in columns], axis=1),
+        truncated=np.stack([c.truncated for c in columns], axis=1),
+        extras={
+            k: _stack_envs([c.extras[k] for c in columns], f"extra output {k!r}", labels, False)
+            for k in extra_keys
+        },
         truncated_steps=[step for c in columns for step in c.truncated_steps],
         ongoing=[c.ongoing[0] for c in columns],
         mask=np.arange(horizon)[:, None] < np.asarray(lengths)[None, :] if pad else None,
     )
 
 
+def _first_id(group: list[SingleAgentEpisode]) -> Any:
+    """The id of a column's first chunk with steps (for error messages)."""
+    return next((c.id_ for c in group if len(c)), group[0].id_ if group else None)
+
+
+@dataclass
+class _Piece:
+    """A chunk with steps, and how its episode stands where those steps end."""
+
+    chunk: SingleAgentEpisode
+    terminated: bool
+    truncated: bool
+    #: Whose last observation (and ``custom_data``) bootstraps a truncation: the chunk, or
+    #: the stepless chunk that ended the episode after it.
+    final: SingleAgentEpisode
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+
+def _pieces(n: int, group: list[SingleAgentEpisode], bootstrap_key: str) -> list[_Piece]:
+    """Env ``n``'s chunks with steps, each with how its episode ends where its steps end.
+
+    A chunk's own flags, except where a later chunk of its episode without steps, starting at
+    its end, ended the episode (a valid way to store an end: ``io.shards.piece_ends``): its
+    last step is then the episode's last, as in the joined episode. Other stepless chunks
+    hold nothing to lay out.
+    """
+    kept = [c for c in group if len(c) or c.is_done]
+    check_time_order(n, kept)  # a stepless end continues its episode's latest chunk, not done
+    pieces: list[_Piece] = []
+    latest: dict[Any, _Piece] = {}
+    for chunk in kept:
+        if len(chunk):
+            piece = _Piece(chunk, chunk.is_terminated, chunk.is_truncated, chunk)
+            pieces.append(piece)
+            latest[chunk.id_] = piece
+            continue
+        ended = latest.get(chunk.id_)  # None: the episode's steps lie before this window
+        if ended is not None:
+            ended.terminated, ended.truncated = chunk.is_terminated, chunk.is_truncated
+            # concat_episode merges custom_data, the later chunk's winning.
+            if bootstrap_key in chunk.custom_data or bootstrap_key not in ended.chunk.custom_data:
+                ended.final = chunk
+    return pieces
+
+
 def _env_column(
-    n: int, group: list[SingleAgentEpisode], extra_keys: list[str], horizon: int | None
+    n: int,
+    group: list[SingleAgentEpisode],
+    extra_keys: list[str],
+    horizon: int | None,
+    bootstrap_key: str,
 ) -> TimeMajorColumns:
     """Column ``n``: its chunks end to end along T, zero-padded to ``horizon`` if given.
 
@@ -249,40 +391,42 @@ def _env_column(
     extra_parts: dict[str, list[Any]] = {k: [] for k in extra_keys}
     truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = []
     offset = 0
-    chunks = [c for c in group if len(c)]
-    check_time_order(n, chunks)
-    for prev, chunk in zip([None, *chunks], chunks):
-        if prev is not None and chunk.id_ != prev.id_ and not prev.is_done:
+    pieces = _pieces(n, group, bootstrap_key)
+    seen: dict[str, tuple[Any, SingleAgentEpisode, Any]] = {}  # field -> its first chunk's
+    for prev, piece in zip([None, *pieces], pieces):
+        chunk = piece.chunk
+        if prev is not None and chunk.id_ != prev.chunk.id_ and not prev.done:
             # Another episode follows a chunk that is not done: that chunk ends here as a
             # column's last one would, bootstrapped from its last observation.
             parts["done"][-1][-1] = True
             parts["trunc"][-1][-1] = True
-            truncated_steps.append((offset - 1, n, prev))
+            truncated_steps.append((offset - 1, n, prev.chunk))
         length = len(chunk)
-        parts["obs"].append(rows(chunk, "observations"))
-        parts["act"].append(rows(chunk, "actions"))
+        parts["obs"].append(_alike(n, seen, "observations", chunk, rows(chunk, "observations")))
+        parts["act"].append(_alike(n, seen, "actions", chunk, rows(chunk, "actions")))
         parts["rew"].append(np.asarray(rows(chunk, "rewards")))
         done = np.zeros(length, bool)
         trunc = np.zeros(length, bool)
-        done[-1] = chunk.is_done
+        done[-1] = piece.done
         # Terminated wins over truncated (gymnasium reports both when a time limit coincides
         # with a terminal state): a terminal state's value is 0, nothing to bootstrap.
-        bootstrapped = chunk.is_truncated and not chunk.is_terminated
+        bootstrapped = piece.truncated and not piece.terminated
         trunc[-1] = bootstrapped
         parts["done"].append(done)
         parts["trunc"].append(trunc)
         for key in extra_keys:
-            extra_parts[key].append(np.asarray(rows(chunk, "extra", key)))
+            extra = np.asarray(rows(chunk, "extra", key))
+            extra_parts[key].append(_alike(n, seen, f"extra output {key!r}", chunk, extra, False))
         offset += length
         if bootstrapped:
-            truncated_steps.append((offset - 1, n, chunk))
-    last = chunks[-1]
-    ongoing: SingleAgentEpisode | None = None if last.is_done else last
-    if horizon is not None and not last.is_done and offset < horizon:
+            truncated_steps.append((offset - 1, n, piece.final))
+    last = pieces[-1]
+    ongoing: SingleAgentEpisode | None = None if last.done else last.chunk
+    if horizon is not None and not last.done and offset < horizon:
         # This column ends before the others: close it with a bootstrapped done step.
         parts["done"][-1][-1] = True
         parts["trunc"][-1][-1] = True
-        truncated_steps.append((offset - 1, n, last))
+        truncated_steps.append((offset - 1, n, last.chunk))
         ongoing = None
 
     def join(pieces: list[Any]) -> Any:
@@ -305,6 +449,30 @@ def _env_column(
         truncated_steps=truncated_steps,
         ongoing=[ongoing],
     )
+
+
+def _alike(
+    n: int,
+    seen: dict[str, tuple[Any, SingleAgentEpisode, Any]],
+    field: str,
+    chunk: SingleAgentEpisode,
+    value: Any,
+    kinds: bool = True,
+) -> Any:
+    """``value``, ``chunk``'s rows of ``field``, once its steps are like env ``n``'s first chunk's.
+
+    Once per chunk, not per step; ``seen`` keeps the first chunk's layout of each field.
+    """
+    layout = step_layout(value, kinds)
+    first_layout, first, first_value = seen.setdefault(field, (layout, chunk, value))
+    if layout != first_layout:
+        raise ValueError(
+            f"{field}: env {n}'s chunk of episode {first.id_!r} (t={first.t_started}) has "
+            f"steps of {describe_steps(first_value)}, its chunk of episode {chunk.id_!r} "
+            f"(t={chunk.t_started}) of {describe_steps(value)}; an env's chunks need the same "
+            "spaces"
+        )
+    return value
 
 
 def check_time_order(n: int, chunks: Sequence[SingleAgentEpisode]) -> None:

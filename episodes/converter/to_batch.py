@@ -10,6 +10,7 @@ import numpy as np
 from episodes.connectors.base import id_rows
 from episodes.converter.columns import ColumnKeys, ObsFn, rows
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.sample_batch import id_column
 from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
 
@@ -74,6 +75,10 @@ def episodes_to_batch(
             "them or pass extra_model_outputs=False"
         )
     columns: dict[str, list[Any]] = {}
+    # A chunk without steps that ended its episode (a valid way to store an end, as
+    # io.shards.piece_ends reads it) ends the chunk of that episode whose steps stop where it
+    # starts: that chunk's last step is the episode's last.
+    ends = {(c.id_, c.t_started): c for c in episodes if not len(c) and c.is_done}
 
     def add(name: str, value: Any) -> None:
         columns.setdefault(name, []).append(value)
@@ -89,12 +94,13 @@ def episodes_to_batch(
         add("rewards", np.asarray(rows(chunk, "rewards")))
         # Not from get_data_dict: there an extra output named "terminateds" would replace them.
         terminateds, truncateds = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        terminateds[-1], truncateds[-1] = chunk.is_terminated, chunk.is_truncated
+        end = ends.get((chunk.id_, chunk.t), chunk) if ends and not chunk.is_done else chunk
+        terminateds[-1], truncateds[-1] = end.is_terminated, end.is_truncated
         add("terminateds", terminateds)
         add("truncateds", truncateds)
         add("dones", terminateds | truncateds)
         add("t", np.arange(chunk.t_started, chunk.t))
-        add("eps_id", np.asarray([chunk.id_] * n))
+        add("eps_id", id_column(chunk.id_, n))  # a tuple id is one value per row
         add("chunk", np.full(n, index))
         if extra_model_outputs:
             for key in sorted(shared):

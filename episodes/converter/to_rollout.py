@@ -14,8 +14,8 @@ from episodes.converter.columns import (
     ColumnKeys,
     ObsFn,
     TimeMajorColumns,
+    column_groups,
     extra_keys_for,
-    group_by_env,
     last_observations,
     time_major,
 )
@@ -158,7 +158,8 @@ def episodes_to_rollout(
 
     Layouts: ``"per_env"`` lays the chunks of each env end to end along T (every env must hold
     the same number of steps, as the env runner guarantees), with ``dones`` at episode ends;
-    ``"per_chunk"`` gives each chunk its own column, zero-padded, with a mask.
+    ``"per_chunk"`` gives each chunk its own column, zero-padded, with a mask. A stepless chunk
+    that ended its episode ends that episode's latest chunk (see :func:`column_groups`).
 
     Chunks straight from :meth:`EnvRunner.sample <episodes.runner.EnvRunner.sample>` (a
     :class:`~episodes.runner.SampledChunks`) take a fast path with ``"per_env"``: the columns
@@ -202,7 +203,8 @@ def episodes_to_rollout(
     Raises:
         ValueError: ``gamma`` outside ``[0, 1]``, a ``dtype`` that is not a float dtype, a
             ``dtype`` or ``device`` other than a given storage's, chunks of one episode out of
-            time order, or a given storage that cannot take the chunks.
+            time order, chunks (or envs) whose fields differ in nesting, step shape or kind,
+            teacher actions the actions' dtype cannot hold, or a storage that cannot take them.
         TypeError: Observations that are neither an array nor a dict of arrays (a Tuple
             space's), which the storage cannot hold.
 
@@ -277,7 +279,7 @@ def episodes_to_rollout(
         refuse_masked_windows(
             [episodes] if parts is None else parts, extra_keys_for(keys, training_type)
         )
-    env_groups = _column_groups(episodes, layout)
+    env_groups = column_groups(episodes, layout)
     cols = time_major(
         env_groups, keys, obs_fn, training_type=training_type, pad=layout == "per_chunk"
     )
@@ -290,6 +292,32 @@ def episodes_to_rollout(
     )
     mask = _valid_cells(storage, cols.mask, device)
     return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
+
+
+def _teacher_actions(cols: TimeMajorColumns, keys: ColumnKeys, actions: Any) -> torch.Tensor:
+    """The privileged actions in the actions' dtype, checked before the storage is touched.
+
+    Refused as ``write_block`` refuses them (0.7 into int actions would be 0), and so are ints
+    beyond a narrower int dtype's range (300 into int8 would be 44), read on the host.
+    """
+    values = cols.extras[str(keys.privileged_actions)]
+    teacher, target = _tensor(values, actions.device), actions.dtype
+    ints = not any(d.is_floating_point or d.is_complex for d in (teacher.dtype, target))
+    if teacher.dtype == target or not ints and torch.can_cast(teacher.dtype, target):
+        return teacher.to(target)
+    problem = f"{teacher.dtype} values, which it cannot hold without loss"
+    if ints:  # ints (or bools) into ints: only their range can lose them
+        host = values.cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+        lo, hi = (int(host.min()), int(host.max())) if host.size else (0, 0)
+        info = torch.iinfo(target) if target != torch.bool else None
+        held = (0, 1) if info is None else (info.min, info.max)
+        if held[0] <= lo and hi <= held[1]:
+            return teacher.to(target)
+        problem = f"values in [{lo}, {hi}], beyond its range [{held[0]}, {held[1]}]"
+    raise ValueError(
+        f"privileged_actions: the actions are {target}, the teacher's {problem}; record the "
+        "teacher's actions in the student's dtype"
+    )
 
 
 def _valid_cells(storage: RolloutStorage, mask: Any, device: torch.device) -> torch.Tensor | None:
@@ -317,8 +345,9 @@ def _write_columns(
     actions = flat_actions(_tensor(cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
+    teacher = _teacher_actions(cols, keys, actions) if training_type == "distillation" else None
     storage = ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
-    fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype))
+    fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype, teacher))
     storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
     return storage
 
@@ -366,6 +395,7 @@ def _write_from_blocks(
     actions = flat_actions(_tensor(chunks.example("actions") if deferred else cols.actions, device))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
+    teacher = _teacher_actions(cols, keys, actions) if training_type == "distillation" else None
     storage = ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
     direct: dict[str, Any] = {}
     if deferred:
@@ -377,7 +407,8 @@ def _write_from_blocks(
         direct = _gather_extras(chunks, storage, keys, training_type)
     storage.write_block(0, share=share, observations=obs, actions=actions)
     cols.observations = cols.actions = obs = None
-    for name, value in _storage_fields(cols, rewards, actions, training_type, keys, dtype, direct):
+    fields = _storage_fields(cols, rewards, actions, training_type, keys, dtype, teacher, direct)
+    for name, value in fields:
         storage.write_block(0, share=share, **{name: value})
     for name, value in direct.items():
         storage.write_block(0, **{name: value})  # its own tensors: nothing is copied
@@ -411,13 +442,6 @@ def _gather_extras(
     ):
         direct["distribution_params"] = tuple(params)
     return direct
-
-
-def _column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgentEpisode]]:
-    """The chunks of each storage column: per env, or one non-empty chunk per column."""
-    if layout == "per_env":
-        return group_by_env(episodes)
-    return [[c] for group in group_by_env(episodes) for c in group if len(c)]
 
 
 def _bootstrap(
@@ -456,12 +480,14 @@ def _storage_fields(
     training_type: str,
     keys: ColumnKeys,
     dtype: torch.dtype,
+    teacher: torch.Tensor | None = None,
     skip: Collection[str] = (),
 ) -> Iterator[tuple[str, Any]]:
     """``write_block`` fields other than observations and actions, as ``[T, N, ...]`` tensors.
 
     Built one at a time as they are iterated, so a caller writing each before asking for the
     next holds one field's temporaries at a time; fields named in ``skip`` are not built.
+    ``teacher``: the privileged actions (distillation), as :func:`_teacher_actions` gives them.
     """
     device = actions.device
     shape = (*cols.dones.shape, 1)
@@ -477,8 +503,8 @@ def _storage_fields(
             params = tuple(_tensor(cols.extras[k], device, dtype) for k in keys.distribution)
             yield "distribution_params", params
     else:
-        privileged = _tensor(cols.extras[str(keys.privileged_actions)], device, actions.dtype)
-        yield "privileged_actions", privileged.reshape(actions.shape)
+        assert teacher is not None
+        yield "privileged_actions", teacher.reshape(actions.shape)
     if keys.actor_hidden or keys.critic_hidden:
         yield (
             "hidden_states",

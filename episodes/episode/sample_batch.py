@@ -51,6 +51,26 @@ class SampleBatch(dict[str, Any]):
         return f"SampleBatch(count={self.count}, keys={list(self.keys())})"
 
 
+def id_column(id_: Any, rows: int) -> np.ndarray:
+    """An ``eps_id`` column: ``rows`` copies of ``id_``, one per row.
+
+    A scalar id (a string, a number) gives the array ``np.asarray`` makes; any other (a tuple
+    id, as the replay buffer's docs suggest) a 1-D object array, one id per row, where
+    ``np.asarray`` would spread its parts over a second axis (and cast ``1`` to ``'1'``).
+
+    Example:
+        >>> id_column("a", 2)
+        array(['a', 'a'], dtype='<U1')
+        >>> id_column(("run", 1), 2)
+        array([('run', 1), ('run', 1)], dtype=object)
+    """
+    if isinstance(id_, (str, bytes, int, float, complex, np.generic)):
+        return np.asarray([id_] * rows)
+    column = np.empty(rows, dtype=object)
+    column.fill(id_)
+    return column
+
+
 def data_dict(episode: SingleAgentEpisode) -> dict[str, Any]:
     """One row per step after the lookback: obs, actions, rewards, flags, t, eps_id, infos.
 
@@ -77,7 +97,7 @@ def data_dict(episode: SingleAgentEpisode) -> dict[str, Any]:
         terminateds = np.asarray(terminateds, dtype=bool)  # type: ignore[assignment]
         truncateds = np.asarray(truncateds, dtype=bool)  # type: ignore[assignment]
         t = np.asarray(t, dtype=np.int64)
-        eps_id = np.asarray(eps_id)
+        eps_id = id_column(episode.id_, rows)
     before_last = slice(
         None, episode.observations.len_incl_lookback() - 1 - episode.observations.lookback
     )
