@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.indexing import as_int
+from episodes.indexing import as_int, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import (
     CorruptDatasetError,
@@ -321,10 +321,11 @@ class Dataset:
         path: The dataset directory.
         verify: Check every shard data file's CRC-32 when it is opened.
         max_open_shards: Shards kept open at once (each an index in memory and a memory map:
-            address space, not resident memory).
+            address space, not resident memory); an int >= 1.
 
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
+        ValueError: ``max_open_shards`` is no int >= 1 (0, a float, a bool, a string).
 
     Example:
         >>> import tempfile
@@ -341,6 +342,7 @@ class Dataset:
     def __init__(
         self, path: str | os.PathLike[str], *, verify: bool = False, max_open_shards: int = 64
     ):
+        whole_number(max_open_shards, "max_open_shards", 1)  # before any file is read
         # Absolute: shards open lazily, maybe after the caller changed directory.
         self.root = Path(path).absolute()
         if not self.root.is_dir():
@@ -356,7 +358,7 @@ class Dataset:
         # Set while iter_episodes goes through every episode: shards opened then keep their
         # index parsed (a random read keeps it as text and parses the entry it reads).
         self._passing = False
-        self._max_open = max(1, max_open_shards)
+        self._max_open = whole_number(max_open_shards, "max_open_shards", 1)
         self._open: OrderedDict[int, Shard] = OrderedDict()
         self._failed: dict[int, DatasetError] = {}
         self._ends: list[tuple[bool, bool]] | None = None  # piece_ends, on first use
@@ -529,6 +531,8 @@ class Dataset:
         """
         shard, j = self.locate(i)  # an index out of range is the same IndexError as episode()
         summary = self.summaries[i]
+        # True is no step 1, nor 1.0: the same rule as the episode index.
+        start, stop = as_int(start, what="start step"), as_int(stop, what="stop step")
         if not 0 <= start <= stop <= summary.length:
             raise IndexError(f"step range [{start}, {stop}) outside [0, {summary.length}]")
         plans = shard.columns(j)
