@@ -14,6 +14,7 @@ from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import write_batch
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.store import Store
+from episodes.buffer.stores import check_replacement, owned_items
 from episodes.indexing import Index as Indices
 from episodes.spaces import filler_item, one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
@@ -200,7 +201,7 @@ class InfiniteLookbackBuffer:
             # what the contract says (RLlib skips them).
             data = [d + other if isinstance(d, _NUMBERS) else d for d in items]
         elif isinstance(other, InfiniteLookbackBuffer):
-            data = items + _owned_items(other)
+            data = items + owned_items(other.store, other.lookback)
         elif isinstance(other, list):
             data = items + other
         else:
@@ -235,11 +236,16 @@ class InfiniteLookbackBuffer:
     def adopt_store(self, store: Store) -> None:
         """Switches the buffer to ``store`` (from :meth:`stacked`), holding the same items.
 
+        Raises:
+            TypeError: ``store`` is not a list or array store.
+            ValueError: ``store`` holds another number of items (the buffer is left as it was).
+
         Example:
             >>> buf = InfiniteLookbackBuffer([1, 2]); buf.adopt_store(buf.stacked())
             >>> buf.finalized, buf.get()
             (True, array([1, 2]))
         """
+        check_replacement(self.store, store)
         self.store = store
 
     # -------------------------------------------------------------------------------- reading
@@ -439,7 +445,7 @@ class InfiniteLookbackBuffer:
         if isinstance(new_data, list):
             return new_data
         if isinstance(new_data, InfiniteLookbackBuffer):
-            return _owned_items(new_data)
+            return owned_items(new_data.store, new_data.lookback)
         try:
             store = ArrayStore.from_batch(new_data)
         except (ValueError, TypeError) as err:
@@ -539,11 +545,3 @@ class InfiniteLookbackBuffer:
             f"InfiniteLookbackBuffer(len={len(self)}, lookback={self.lookback}, {mode}, "
             f"space={self._space})"
         )
-
-
-def _owned_items(buffer: InfiniteLookbackBuffer) -> list[Any]:
-    """The visible items of ``buffer``, sharing no memory with it (a numpy store's are views)."""
-    store = buffer.store
-    if store.is_numpy:
-        return store.copy_range(buffer.lookback, len(store)).items(0)
-    return store.items(buffer.lookback)

@@ -36,7 +36,8 @@ class PrevActionsPrevRewards(EpisodeConnector):
             ``TypeError``).
         n_rewards: How many previous rewards (likewise).
         fill: Filler value (default 0.0).
-        one_hot_discrete: One-hot Discrete/MultiDiscrete actions (needs the action space).
+        one_hot_discrete: One-hot Discrete/MultiDiscrete actions (needs the action space:
+            with ``n_actions > 0``, an episode without one is a ``ValueError``).
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
 
     Example:
@@ -75,13 +76,23 @@ class PrevActionsPrevRewards(EpisodeConnector):
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds ``prev_n_actions``/``prev_n_rewards`` for ``episodes`` to ``batch``."""
+        if self.n_actions and self.one_hot_discrete:
+            # Without a space the actions cannot be one-hot: skipping it gave [rows, n] for
+            # such an episode next to [rows, n, A] for the others (as the getter, refuse).
+            spaceless = next((ep for ep in episodes if ep.action_space is None), None)
+            if spaceless is not None:
+                raise ValueError(
+                    "PrevActionsPrevRewards(one_hot_discrete=True) needs the episodes' action "
+                    f"space, but episode {spaceless.id_!r} has none; pass "
+                    "one_hot_discrete=False for the raw actions"
+                )
         actions, rewards = [], []
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
                 continue
             if self.n_actions:
-                one_hot = self.one_hot_discrete and episode.action_space is not None
+                one_hot = self.one_hot_discrete
                 value = episode.get_actions(
                     slice(start - self.n_actions, stop - 1),
                     neg_index_as_lookback=True,

@@ -14,7 +14,7 @@ import numpy as np
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import chunks, state
 from episodes.episode.accessors import ColumnAccessors
-from episodes.episode.fields import FIELDS
+from episodes.episode.fields import FIELDS, FIELDS_BY_NAME
 from episodes.episode.given_columns import column_items, default_infos, given_column
 from episodes.episode.recording import StepRecorder, as_flag
 from episodes.episode.sample_batch import SampleBatch, data_dict
@@ -176,12 +176,15 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         """An episode from one value per field of the field table, checked for consistency.
 
         Columns are given as buffers (taken over, not copied); a field left out takes its
-        default, ``t`` defaults to ``t_started`` plus the number of rewards.
+        default, ``t`` defaults to ``t_started`` plus the number of rewards, and ``id_`` left
+        out is a fresh uuid4 hex, as in the constructor (a given None is kept, so that an
+        episode whose id was set to None reads back from its state or from disk as it was).
 
         Raises:
             TypeError: A column that is not an ``InfiniteLookbackBuffer`` (extra model outputs:
                 a dict of them), or ``custom_data`` that is not a dict.
-            ValueError: The values are inconsistent (column lengths, ``t``).
+            ValueError: A key that is not a field (all are named), or the values are
+                inconsistent (column lengths, ``t``).
 
         Example:
             >>> buf = InfiniteLookbackBuffer
@@ -191,6 +194,11 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             >>> ep.id_, ep.t, ep.get_actions()
             ('a', 1, [1])
         """
+        unknown = [key for key in values if key not in FIELDS_BY_NAME]
+        if unknown:  # a misspelt flag ("terminated") would silently take its default
+            raise ValueError(f"from_fields: {unknown} are not fields of the episode")
+        if "id_" not in values:
+            values = {**values, "id_": uuid.uuid4().hex}
         episode = cls.__new__(cls)
         extras = values.get("extra_model_outputs")
         given = [*values.values(), *(extras.values() if isinstance(extras, dict) else ())]

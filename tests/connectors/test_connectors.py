@@ -275,8 +275,9 @@ def _vector_episode(numpy: bool) -> SingleAgentEpisode:
     "connector",
     [
         FrameStack(2),  # a scalar fill for spaceless vector observations
-        PrevActionsPrevRewards(2, 0),  # ... and actions
-        PrevActionsPrevRewards(2, 2, fill=np.float32([5, 6])),  # an action-shaped fill
+        # ... and actions (raw: one-hot needs a space these episodes lack)
+        PrevActionsPrevRewards(2, 0, one_hot_discrete=False),
+        PrevActionsPrevRewards(2, 2, fill=np.float32([5, 6]), one_hot_discrete=False),
     ],
     ids=["frame stack", "prev actions", "action-shaped fill for rewards"],
 )
@@ -302,7 +303,10 @@ def test_a_refused_learner_batch_is_left_as_it_was():
 @pytest.mark.parametrize("numpy", [False, True], ids=["list", "numpy"])
 @pytest.mark.parametrize(
     "connector, key",
-    [(FrameStack(2), "obs"), (PrevActionsPrevRewards(2, 0), "prev_n_actions")],
+    [
+        (FrameStack(2), "obs"),
+        (PrevActionsPrevRewards(2, 0, one_hot_discrete=False), "prev_n_actions"),
+    ],
     ids=["frame stack", "prev actions"],
 )
 def test_spaceless_rows_have_one_dtype_padded_or_not(connector, key, numpy):
