@@ -49,24 +49,50 @@ KINDS = ("steps", "transitions", "episodes")
 
 def _ranges(path: str, parallelism: int) -> list[tuple[int, int]]:
     """``[start, stop)`` chunk ranges: one per v2 shard, or ``parallelism`` even v1 ranges."""
-    from episodes import io
+    return _layout(path, parallelism)[0]
 
-    info = io.dataset_info(path)
-    if info.version >= 2:
+
+def _layout(path: str, parallelism: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """:func:`_ranges`, and per chunk ``(terminated, truncated)`` after its last step.
+
+    Both from one read of the manifest, so they agree while writers append. A chunk's flags are
+    its own, unless a later chunk of its episode without steps, starting where it ends, ended
+    the episode (as ``load_episode`` joins them; see ``episodes.io.shards.piece_ends``).
+    """
+    from episodes import io
+    from episodes.io.reader import iter_chunks
+    from episodes.io.shards import EpisodeRow, is_v2, piece_ends
+
+    if is_v2(Path(path)):
+        ds = io.Dataset(path, max_open_shards=1)
         bounds, start = [], 0
-        for shard in io.Dataset(path).shards:
+        for shard in ds.shards:
             bounds.append((start, start + len(shard.episodes)))
             start += len(shard.episodes)
-        return [b for b in bounds if b[1] > b[0]]
-    count = info.num_chunks
-    parts = max(1, min(int(parallelism), count))
-    edges = np.linspace(0, count, parts + 1).round().astype(int).tolist()
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+        ranges = [b for b in bounds if b[1] > b[0]]
+        rows = ds.summaries
+    else:
+        rows = [  # a v1 manifest line holds the same summary
+            EpisodeRow(e.id_, e.t_started, e.t, e.ret, e.terminated, e.truncated)
+            for e in iter_chunks(path)[1]
+        ]
+        count = len(rows)
+        parts = max(1, min(int(parallelism), count))
+        edges = np.linspace(0, count, parts + 1).round().astype(int).tolist()
+        ranges = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    return ranges, np.array(piece_ends(rows), dtype=bool).reshape(-1, 2)
 
 
 def _read_block(
-    path: str, start: int, stop: int, kind: str, n_step: int = 1, gamma: float = 0.99
+    path: str,
+    start: int,
+    stop: int,
+    kind: str,
+    n_step: int = 1,
+    gamma: float = 0.99,
+    ends: np.ndarray | None = None,
 ) -> Iterator[Any]:
+    """One block of chunks ``[start, stop)``; ``ends`` holds their rows of :func:`_layout`."""
     from episodes import io
 
     # Episode rows carry each chunk as stored (what ``episodes.io.read_episodes`` gives: a
@@ -78,10 +104,15 @@ def _read_block(
         batch = {key: _column([row[key] for row in rows]) for key in rows[0]}
         yield BlockAccessor.batch_to_block(batch)
         return
+    if ends is None:
+        ends = _layout(path, 1)[1][start:stop]
+    # A chunk followed by a chunk without steps that ended the episode ends with its last step.
+    flags = [(bool(a), bool(b)) for a, b in ends]
+    pieces = [(ep, end) for ep, end in zip(episodes, flags, strict=True) if len(ep)]
     if kind == "transitions":
-        parts = [nstep_columns(ep, n_step, gamma) for ep in episodes if len(ep)]
+        parts = [nstep_columns(ep, n_step, gamma, ends=end) for ep, end in pieces]
     else:
-        parts = [step_columns(ep) for ep in episodes if len(ep)]
+        parts = [step_columns(ep, ends=end) for ep, end in pieces]
     if not parts:
         return
     names = list(parts[0])
@@ -220,7 +251,8 @@ class EpisodeDatasource(Datasource):
             >>> [[block.num_rows for block in task()] for task in tasks]  # run here, not on Ray
             [[2], [2]]
         """
-        ranges = _ranges(self.path, parallelism)
+        # The chunks' end flags are read here once, not by every task from the whole manifest.
+        ranges, ends = _layout(self.path, parallelism)
         total = max(1, self.info.num_chunks)
         tasks = []
         for start, stop in ranges:
@@ -233,7 +265,14 @@ class EpisodeDatasource(Datasource):
                 exec_stats=None,
             )
             read = functools.partial(
-                _read_block, self.path, start, stop, self.kind, self.n_step, self.gamma
+                _read_block,
+                self.path,
+                start,
+                stop,
+                self.kind,
+                self.n_step,
+                self.gamma,
+                None if self.kind == "episodes" else ends[start:stop].copy(),
             )
             tasks.append(ReadTask(read, metadata, per_task_row_limit=per_task_row_limit))
         return tasks
@@ -271,6 +310,10 @@ def _read(source: EpisodeDatasource, read_args: dict[str, Any]) -> Any:
 
 def read_steps(path: str | os.PathLike[str], **read_args: Any) -> Any:
     """A ``ray.data.Dataset`` of the dataset's steps (one read task and block per shard).
+
+    ``terminated``/``truncated`` mark the step that ended the episode, also where a later
+    stored chunk without steps, starting at its ``t``, ended it (read from the manifest, as
+    ``episodes.io.load_episode`` joins the chunks); the same holds for :func:`read_transitions`.
 
     Args:
         path: The dataset directory.

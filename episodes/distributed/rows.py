@@ -67,18 +67,23 @@ def _leaf_columns(
         owners[column] = owner or name
 
 
-def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
+def step_columns(
+    episode: SingleAgentEpisode, *, ends: tuple[bool, bool] | None = None
+) -> dict[str, Any]:
     """The steps of a chunk as equal-length columns (lookback not included).
 
     Args:
         episode: A numpy'd chunk (list-mode chunks: call ``to_numpy()`` first).
+        ends: ``(terminated, truncated)``: how the episode ends after the chunk's last step,
+            where that is not by the chunk's own flags (a later chunk without steps, starting
+            at this one's ``t``, ended it). Default: the chunk's flags.
 
     Returns:
         A dict of numpy arrays, one entry per step each (see the module docstring).
 
     Raises:
-        ValueError: The chunk is in list mode, or two extra model outputs would fill one
-            column (a nested ``h`` and an ``h.0``).
+        ValueError: The chunk is in list mode, two extra model outputs would fill one
+            column (a nested ``h`` and an ``h.0``), or ``ends`` is no pair of bools.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -90,9 +95,12 @@ def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
         ['obs.0', 'obs.1', 'next_obs.0', 'next_obs.1', 'extra.logp']
         >>> cols["next_obs.1"].tolist(), cols["extra.logp"].tolist()
         ([2], [-0.5])
+        >>> step_columns(ep.to_numpy(), ends=(True, False))["terminated"].tolist()
+        [True]
     """
     if not episode.is_numpy:
         raise ValueError("step_columns needs a numpy'd episode: call to_numpy() first")
+    terminated, truncated = _flags(episode, ends)
     n = len(episode)
     out: dict[str, Any] = {
         "episode_id": np.full(n, str(episode.id_), dtype=object),
@@ -106,8 +114,8 @@ def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
     last = np.zeros(n, dtype=bool)
     if n:
         last[-1] = True
-    out["terminated"] = last & episode.is_terminated
-    out["truncated"] = last & episode.is_truncated
+    out["terminated"] = last & terminated
+    out["truncated"] = last & truncated
     owners: dict[str, str] = {}
     for key in episode.extra_model_outputs:
         values = episode.get_extra_model_outputs(key, slice(0, n))
@@ -115,7 +123,13 @@ def step_columns(episode: SingleAgentEpisode) -> dict[str, Any]:
     return out
 
 
-def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dict[str, Any]:
+def nstep_columns(
+    episode: SingleAgentEpisode,
+    n_step: int,
+    gamma: float,
+    *,
+    ends: tuple[bool, bool] | None = None,
+) -> dict[str, Any]:
     """The chunk's steps as ``n_step``-step transitions, one per step.
 
     Step ``k`` sums ``m = min(n_step, len - k)`` rewards: ``reward`` is
@@ -123,11 +137,12 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
     and ``n_steps`` is ``m``; ``terminated``/``truncated`` say whether ``o_{k+m}`` ends the
     episode that way. So ``reward + discount * (1 - terminated) * V(next_obs)`` is a valid
     target for every step; near the end of a chunk that continues elsewhere the horizon is just
-    shorter. The other columns are those of :func:`step_columns`.
+    shorter. The other columns are those of :func:`step_columns`, as is ``ends`` (how the
+    episode ends after the chunk's last step, where not by the chunk's own flags).
 
     Raises:
         ValueError: ``n_step < 1``, ``gamma`` outside ``[0, 1]``, the chunk is in list mode,
-            or two extra model outputs would fill one column.
+            two extra model outputs would fill one column, or ``ends`` is no pair of bools.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -140,7 +155,7 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
     """
     n_step = whole_number(n_step, "n_step", 1)  # 2.5 is no step count
     gamma = discount_factor(gamma)
-    out = step_columns(episode)
+    out = step_columns(episode, ends=ends)
     n = len(episode)
     rewards = out["reward"]
     k = np.arange(n)
@@ -155,14 +170,25 @@ def nstep_columns(episode: SingleAgentEpisode, n_step: int, gamma: float) -> dic
     out["reward"] = total
     out["discount"] = np.power(float(gamma), m)
     out["n_steps"] = m.astype(np.int64)
-    ends = k + m == n
-    out["terminated"] = ends & episode.is_terminated
-    out["truncated"] = ends & episode.is_truncated
+    terminated, truncated = _flags(episode, ends)  # checked by step_columns
+    last = k + m == n
+    out["terminated"] = last & terminated
+    out["truncated"] = last & truncated
     observations = episode.get_observations(slice(0, n + 1))
     for key in [key for key in out if key == "next_obs" or key.startswith("next_obs.")]:
         del out[key]
     _leaf_columns("next_obs", _take(observations, k + m), out)
     return out
+
+
+def _flags(episode: SingleAgentEpisode, ends: Any) -> tuple[bool, bool]:
+    """``(terminated, truncated)`` after the chunk's last step: ``ends``, else its own flags."""
+    if ends is None:
+        return bool(episode.is_terminated), bool(episode.is_truncated)
+    pair = tuple(ends) if isinstance(ends, (tuple, list, np.ndarray)) else ()
+    if len(pair) != 2 or not all(isinstance(flag, (bool, np.bool_)) for flag in pair):
+        raise ValueError(f"ends must be a (terminated, truncated) pair of bools, got {ends!r}")
+    return bool(pair[0]), bool(pair[1])
 
 
 def _take(batch: Any, rows: np.ndarray) -> Any:
