@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 FORMAT_NAME = "episodes-dataset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # the chunk format (v1) and its per-chunk encoding; DatasetWriter writes v2
 FORMAT_FILE = "format.json"
 MANIFEST_FILE = "manifest.jsonl"
 LOCK_FILE = ".lock"

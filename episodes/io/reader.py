@@ -349,14 +349,16 @@ class EpisodeSummary:
 
 @dataclass
 class DatasetInfo:
-    """Summary of a dataset, computed from the manifest (plus one ``meta.json`` for spaces).
+    """Summary of a dataset, computed from the manifest (and one file for the spaces).
+
+    The spaces come from one ``meta.json`` (v1) or from the first episode's shard index (v2).
 
     Attributes:
         path: The dataset directory.
         version: The format version.
         num_chunks: Committed chunks.
         num_steps: Steps over all chunks (lookback excluded).
-        nbytes: Bytes of all committed chunk files.
+        nbytes: Bytes of all committed chunk files (v1) or shard files (v2).
         episodes: One summary per episode id, in order of first appearance.
         observation_space: From the first chunk (None for an empty dataset).
         action_space: From the first chunk.

@@ -25,7 +25,9 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         drop: Top-level keys to leave out (e.g. :data:`FINAL_KEYS`).
 
     Returns:
-        A plain dict with only the keys sub-env ``index`` reported.
+        A plain dict of the keys sub-env ``index`` reported (a key without its ``_key``
+        mask counts as reported by every sub-env; a nested dict key is kept, as ``{}``, even
+        when the sub-env reported none of its inner keys).
 
     Example:
         >>> infos = {"x": np.array([1, 2]), "_x": np.array([False, True])}

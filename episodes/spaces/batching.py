@@ -153,11 +153,13 @@ def map_leaves_with_space(
         space: The space describing ``struct``.
 
     Returns:
-        The value's structure (dicts as dicts, tuples as tuples) with ``fn``'s results.
+        The value's structure with ``fn``'s results: dicts as dicts, a ``Tuple`` space's part
+        as a plain tuple (also when given as a list or a namedtuple).
 
     Raises:
         KeyError: If a dict value has a key the ``Dict`` space lacks.
-        ValueError: If a ``Tuple`` value has the wrong length or type.
+        ValueError: If a ``Tuple`` value has the wrong length or type, or a ``Dict`` space's
+            value is no mapping or lacks one of its keys.
 
     Example:
         >>> import gymnasium as gym
