@@ -30,6 +30,11 @@ class AddLearnerColumns:
     some have would give a column of another length), and ``infos`` (a list) on request. Columns
     already in the batch (e.g. an ``obs`` written by :class:`FrameStack`) are left alone.
 
+    A chunk without steps that ended its episode (a valid way to store an end, as
+    ``io.shards.piece_ends`` reads it) ends the chunk of that episode whose steps stop where
+    it starts: that chunk's last row gets its flags, as in the joined episode and as
+    :func:`episodes.converter.episodes_to_batch` gives them.
+
     Args:
         columns: Which of the standard columns to add (default all but ``infos``), or
             extra-model-output keys every episode with steps has.
@@ -70,8 +75,10 @@ class AddLearnerColumns:
             common = set.intersection(*(set(ep.extra_model_outputs) for ep in with_steps))
             shared = [key for key in with_steps[0].extra_model_outputs if key in common]
         _check_names(with_steps, [key for key in self.columns if key not in batch], shared, batch)
+        ends = stepless_ends(episodes)
         for episode in with_steps:
             data = episode.get_data_dict()
+            end = ends.get((episode.id_, episode.t)) if ends and not episode.is_done else None
             keys = list(dict.fromkeys([*self.columns, *shared]))  # a key listed in both: once
             for key in keys:
                 if key in batch:
@@ -83,6 +90,10 @@ class AddLearnerColumns:
                     parts.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
                 elif key == "eps_id":  # a tuple id is one value per row, not a struct
                     parts.setdefault(key, []).append(id_column(episode.id_, len(value)))
+                elif key in ("terminateds", "truncateds") and end is not None:
+                    flags = np.zeros(len(episode), dtype=bool)
+                    flags[-1] = end.is_terminated if key == "terminateds" else end.is_truncated
+                    parts.setdefault(key, []).append(flags)
                 else:
                     column = _COLUMNS.get(key)
                     buffer = (
@@ -109,6 +120,25 @@ class AddLearnerColumns:
 
     def __repr__(self) -> str:
         return f"AddLearnerColumns(columns={self.columns!r})"
+
+
+def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAgentEpisode]:
+    """The chunks without steps that ended their episode, by ``(id, t)`` where each starts.
+
+    Such a chunk ends the chunk of its episode whose steps stop at that ``t`` (``chunk.t``):
+    that chunk's last step is the episode's last. Looked up, not paired in order, so other
+    episodes' chunks may lie between them.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> steps = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                            len_lookback_buffer=0)
+        >>> end = SingleAgentEpisode("a", observations=[1], t_started=1, terminated=True,
+        ...                          len_lookback_buffer=0)
+        >>> stepless_ends([steps, end])[("a", steps.t)] is end
+        True
+    """
+    return {(ep.id_, ep.t_started): ep for ep in episodes if not len(ep) and ep.is_done}
 
 
 def _check_names(

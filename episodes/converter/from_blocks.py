@@ -54,6 +54,40 @@ def value_array(values: Any, count: int) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(count)
 
 
+def flat_observations(observations: Any) -> Any:
+    """The observations as they are if the storage can hold them, else a clear ``TypeError``.
+
+    A storage field is a tensor, or a (nested) dict of tensors for Dict observations; a
+    Tuple space's parts have no names to store them under. numpy or torch leaves alike: the
+    converter checks the columns before a value function sees them, and again as tensors.
+
+    Example:
+        >>> flat_observations({"a": np.zeros(2)})["a"].shape
+        (2,)
+        >>> flat_observations((np.zeros(2), np.zeros(2)))
+        Traceback (most recent call last):
+        ...
+        TypeError: RolloutStorage holds a tensor or a dict of tensors per observation, but ...
+    """
+
+    def holds(leaf: Any) -> bool:
+        if isinstance(leaf, Mapping):
+            return all(holds(value) for value in leaf.values())
+        if isinstance(leaf, np.ndarray):
+            return True
+        import torch
+
+        return isinstance(leaf, torch.Tensor)
+
+    if holds(observations):
+        return observations
+    raise TypeError(
+        "RolloutStorage holds a tensor or a dict of tensors per observation, but these chunks' "
+        f"observations are a {type(observations).__name__} of parts: pass obs_fn to make "
+        "them one array (or a dict of arrays) per step, or record them with a Dict space"
+    )
+
+
 def block_columns(
     episodes: Any,
     keys: ColumnKeys,
@@ -115,6 +149,11 @@ def block_columns(
         observations = episodes.take("observations")
         raw["actions"] = episodes.take("actions")
     cols = raw_columns(raw, observations, obs_fn)
+    # Before the value call: a Tuple space's observations reach no value_fn, as on the
+    # general path (the storage could not hold them).
+    flat_observations(
+        episodes.example("observations") if observations is None else cols.observations
+    )
     rewards = mask_dead_cells(episodes, cols, np.asarray(cols.rewards, np.float64))
     last_values = np.zeros((cols.dones.shape[1], 1))
     if training_type != "rl":
@@ -207,19 +246,10 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
     from episodes.structs import flatten
 
     plan = chunks.gather_plan(name)
-    if plan is None:
+    if plan is None or not _gathers(plan, out):
         return False
     leaves, index = plan
     targets = flatten(out)[0]
-    if len(targets) != len(leaves) or any(
-        not isinstance(t, torch.Tensor)
-        or t.device.type != "cpu"
-        or not t.is_contiguous()
-        or t.dtype != _torch_dtype(leaf.dtype)
-        or t.numel() != index.size * int(np.prod(leaf.shape[1:], dtype=np.int64))
-        for t, leaf in zip(targets, leaves)
-    ):
-        return False
     flat = torch.from_numpy(np.ascontiguousarray(index.reshape(-1)))
     for target, leaf in zip(targets, leaves):
         rows = target.view(index.size, *leaf.shape[1:])
@@ -231,6 +261,50 @@ def gather_into(chunks: SampledChunks, name: str, out: Any) -> bool:
                 source = torch.from_numpy(leaf)
         select_rows(source, flat, out=rows)
     return True
+
+
+def _gathers(plan: tuple[list[np.ndarray], np.ndarray], out: Any) -> bool:
+    """Whether a gather plan's leaves go straight into ``out`` (structure, dtype, CPU, size)."""
+    import torch
+
+    from episodes.structs import flatten
+
+    leaves, index = plan
+    targets = flatten(out)[0]
+    return len(targets) == len(leaves) and all(
+        isinstance(t, torch.Tensor)
+        and t.device.type == "cpu"
+        and t.is_contiguous()
+        and t.dtype == _torch_dtype(leaf.dtype)
+        and t.numel() == index.size * int(np.prod(leaf.shape[1:], dtype=np.int64))
+        for t, leaf in zip(targets, leaves)
+    )
+
+
+def early_taken(chunks: SampledChunks, cols: TimeMajorColumns, storage: Any) -> None:
+    """Takes the deferred observations and actions that will not gather into ``storage``.
+
+    :func:`gather_into` writes a field only into tensors of its own dtype (and layout);
+    another field is taken and cast by ``write_block``, which refuses ints a narrower int
+    field would wrap. Taken before the storage is cleared (into ``cols``), such values are
+    checked first, and a refused conversion leaves the storage as it was.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from episodes.rollout import RolloutStorage
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(12)
+        >>> cols = raw_columns({**chunks.time_major([]), "actions": None}, None, None)
+        >>> storage = RolloutStorage("rl", 2, 12, (4,), (1,), actions_dtype=torch.int8)
+        >>> early_taken(chunks, cols, storage)  # float32 observations gather; int64 actions not
+        >>> cols.observations is None, cols.actions.shape
+        (True, (12, 2))
+    """
+    for name in ("observations", "actions"):
+        plan = chunks.gather_plan(name)
+        if plan is None or not _gathers(plan, getattr(storage, name)):
+            setattr(cols, name, chunks.take(name))
 
 
 @functools.cache

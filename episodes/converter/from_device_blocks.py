@@ -36,7 +36,13 @@ from episodes.converter.columns import (
     extra_keys_for,
     transform_batch,
 )
-from episodes.converter.from_blocks import LazyExtras, ValueFn, mask_dead_cells, raw_columns
+from episodes.converter.from_blocks import (
+    LazyExtras,
+    ValueFn,
+    flat_observations,
+    mask_dead_cells,
+    raw_columns,
+)
 from episodes.runner import SampledChunks
 
 
@@ -76,6 +82,7 @@ def device_block_columns(
         return None
     raw["extras"] = LazyExtras(chunks, extra_keys)
     cols = raw_columns(raw, raw["observations"], obs_fn)
+    flat_observations(cols.observations)  # before the value call, as on the host
     recorded_rewards: torch.Tensor = cols.rewards  # type: ignore[assignment]
     rewards = mask_dead_cells(chunks, cols, recorded_rewards.to(torch.float64))
     last_values = torch.zeros((rewards.shape[1], 1), dtype=torch.float64, device=rewards.device)

@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -34,33 +34,6 @@ def flat_actions(actions: Any) -> torch.Tensor:
         "RolloutStorage holds one action tensor per step, but these chunks' actions are a "
         f"{type(actions).__name__} of leaves: flatten them into one array per step first "
         "(e.g. gymnasium.spaces.flatten), or use episodes_to_batch"
-    )
-
-
-def flat_observations(observations: Any) -> Any:
-    """The observations as they are if the storage can hold them, else a clear ``TypeError``.
-
-    A storage field is a tensor, or a (nested) dict of tensors for Dict observations; a
-    Tuple space's parts have no names to store them under.
-
-    Example:
-        >>> flat_observations((torch.zeros(2), torch.zeros(2)))
-        Traceback (most recent call last):
-        ...
-        TypeError: RolloutStorage holds a tensor or a dict of tensors per observation, but ...
-    """
-
-    def holds(leaf: Any) -> bool:
-        if isinstance(leaf, Mapping):
-            return all(holds(value) for value in leaf.values())
-        return isinstance(leaf, torch.Tensor)
-
-    if holds(observations):
-        return observations
-    raise TypeError(
-        "RolloutStorage holds a tensor or a dict of tensors per observation, but these chunks' "
-        f"observations are a {type(observations).__name__} of parts: pass obs_fn to make "
-        "them one array (or a dict of arrays) per step, or record them with a Dict space"
     )
 
 

@@ -9,6 +9,7 @@ rollout is checked once.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -17,9 +18,11 @@ from episodes.converter.columns import ColumnKeys, TimeMajorColumns
 from episodes.converter.from_blocks import item_shape
 from episodes.converter.refusals import check_extra_steps, check_storage_layout, check_storage_size
 from episodes.rollout import RolloutStorage
+from episodes.rollout.leaves import check_int_range, paired
+from episodes.runner import SampledChunks
 from episodes.structs import map_leaves
 
-__all__ = ["ready_storage"]
+__all__ = ["default_device", "ready_storage"]
 
 
 def _new_storage(
@@ -65,6 +68,29 @@ def _new_storage(
     )
 
 
+def default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> torch.device:
+    """The storage's device, else the recording's (blocks on a torch device), else the CPU.
+
+    Example:
+        >>> default_device([], None)
+        device(type='cpu')
+    """
+    if storage is not None:
+        return torch.device(storage.device)
+    if isinstance(episodes, SampledChunks) and episodes.recording.device is not None:
+        return torch.device(episodes.recording.device.device)
+    offer = getattr(episodes, "side_by_side", None)  # a GroupSample: its runners' samples
+    if callable(offer):
+        parts = list(offer())
+        if parts and all(
+            isinstance(p, SampledChunks) and p.recording.device is not None for p in parts
+        ):
+            devices = {torch.device(p.recording.device.device) for p in parts}
+            if len(devices) == 1:
+                return devices.pop()
+    return torch.device("cpu")
+
+
 def ready_storage(
     storage: RolloutStorage | None,
     cols: TimeMajorColumns,
@@ -74,10 +100,16 @@ def ready_storage(
     keys: ColumnKeys,
     device: torch.device,
     dtype: torch.dtype,
+    teacher: torch.Tensor | None = None,
 ) -> RolloutStorage:
     """A new storage for the columns, or the given one, cleared once it is known to take them.
 
-    Everything that could refuse the columns is checked here, before a storage is touched.
+    Everything that could refuse the columns is checked here, before a storage is touched:
+    the layout, and the values of the ``obs``, ``actions`` and ``teacher`` (privileged
+    actions) tensors that a narrower int field of the given storage would wrap (what
+    ``write_block`` refuses after the clear otherwise). Fields of the storage's own dtypes
+    cost nothing: only ints cast into a narrower int field are read. ``obs`` and ``actions``
+    may be ``[1, N, ...]`` examples where they have the storage's dtypes.
 
     Example:
         >>> import numpy as np
@@ -105,8 +137,24 @@ def ready_storage(
             storage, _new_storage(cols, obs, actions, training_type, keys, meta, dtype)
         )
         _CHECKED[storage] = layout
+    _check_int_ranges(storage, obs, actions, teacher)
     storage.clear()
     return storage
+
+
+def _check_int_ranges(
+    storage: RolloutStorage, obs: Any, actions: torch.Tensor, teacher: torch.Tensor | None
+) -> None:
+    """Refuses ints a narrower int field of ``storage`` would wrap, as ``write_block`` would."""
+    tensors = storage.tensors
+    names = storage.field_names.get("observations")
+    # Paired by the names' structure, which the layout check compared; in write_block's order.
+    written = [] if names is None else list(paired(names, obs, "observations"))
+    written += [("actions", actions), ("privileged_actions", teacher)]
+    for name, values in written:
+        held = tensors.get(name)
+        if values is not None and held is not None:
+            check_int_range(values, held.dtype, name)
 
 
 _CHECKED: weakref.WeakKeyDictionary[RolloutStorage, tuple[Any, ...]] = weakref.WeakKeyDictionary()

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.connectors.base import id_rows
+from episodes.connectors.learner import stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
@@ -78,7 +79,7 @@ def episodes_to_batch(
     # A chunk without steps that ended its episode (a valid way to store an end, as
     # io.shards.piece_ends reads it) ends the chunk of that episode whose steps stop where it
     # starts: that chunk's last step is the episode's last.
-    ends = {(c.id_, c.t_started): c for c in episodes if not len(c) and c.is_done}
+    ends = stepless_ends(episodes)  # the rule AddLearnerColumns follows too
 
     def add(name: str, value: Any) -> None:
         columns.setdefault(name, []).append(value)

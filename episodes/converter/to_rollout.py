@@ -14,7 +14,6 @@ from episodes.converter.columns import (
     ColumnKeys,
     ObsFn,
     TimeMajorColumns,
-    column_groups,
     extra_keys_for,
     last_observations,
     time_major,
@@ -22,12 +21,14 @@ from episodes.converter.columns import (
 from episodes.converter.from_blocks import (
     LazyGroups,
     block_columns,
+    early_taken,
+    flat_observations,
     gather_into,
     value_array,
 )
+from episodes.converter.groups import column_groups
 from episodes.converter.refusals import (
     flat_actions,
-    flat_observations,
     float_dtype,
     refuse_masked_windows,
     storage_device,
@@ -37,7 +38,7 @@ from episodes.converter.side_by_side import (
     side_by_side_groups,
     side_by_side_parts,
 )
-from episodes.converter.storage_for import ready_storage
+from episodes.converter.storage_for import default_device, ready_storage
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import discount_factor
 from episodes.rollout import RolloutStorage
@@ -204,9 +205,10 @@ def episodes_to_rollout(
         ValueError: ``gamma`` outside ``[0, 1]``, a ``dtype`` that is not a float dtype, a
             ``dtype`` or ``device`` other than a given storage's, chunks of one episode out of
             time order, chunks (or envs) whose fields differ in nesting, step shape or kind,
-            teacher actions the actions' dtype cannot hold, or a storage that cannot take them.
+            teacher actions the actions' dtype cannot hold, or a storage that cannot take them
+            (ints a narrower int field would wrap too), all before a given storage is cleared.
         TypeError: Observations that are neither an array nor a dict of arrays (a Tuple
-            space's), which the storage cannot hold.
+            space's), which the storage cannot hold (before ``value_fn`` sees them).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
@@ -229,7 +231,7 @@ def episodes_to_rollout(
     gamma = discount_factor(gamma)  # the check every n-step computation makes
     # Both refused before anything is read or touched when they conflict with a given storage.
     dtype = float_dtype(dtype, storage)
-    device = storage_device(device, storage) or _default_device(episodes, storage)
+    device = storage_device(device, storage) or default_device(episodes, storage)
     fast = None
     if layout == "per_env":
         fast = block_columns(
@@ -285,6 +287,7 @@ def episodes_to_rollout(
     )
     rewards = cols.rewards.astype(np.float64)
     last_values = np.zeros((cols.dones.shape[1], 1))
+    flat_observations(cols.observations)  # refused before value_fn sees them
     if training_type == "rl":  # distillation has no returns to bootstrap: no value is asked for
         rewards = _bootstrap(cols, rewards, last_values, gamma, value_fn, keys, obs_fn)
     storage = _write_columns(
@@ -346,28 +349,12 @@ def _write_columns(
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
     teacher = _teacher_actions(cols, keys, actions) if training_type == "distillation" else None
-    storage = ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
+    storage = ready_storage(
+        storage, cols, obs, actions, training_type, keys, device, dtype, teacher
+    )
     fields = dict(_storage_fields(cols, rewards, actions, training_type, keys, dtype, teacher))
     storage.write_block(0, share=share, observations=obs, actions=actions, **fields)
     return storage
-
-
-def _default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> torch.device:
-    """The storage's device, else the recording's (blocks on a torch device), else the CPU."""
-    if storage is not None:
-        return torch.device(storage.device)
-    if isinstance(episodes, SampledChunks) and episodes.recording.device is not None:
-        return torch.device(episodes.recording.device.device)
-    offer = getattr(episodes, "side_by_side", None)  # a GroupSample: its runners' samples
-    if callable(offer):
-        parts = list(offer())
-        if parts and all(
-            isinstance(p, SampledChunks) and p.recording.device is not None for p in parts
-        ):
-            devices = {torch.device(p.recording.device.device) for p in parts}
-            if len(devices) == 1:
-                return devices.pop()
-    return torch.device("cpu")
 
 
 def _write_from_blocks(
@@ -390,20 +377,30 @@ def _write_from_blocks(
     at once. With ``share``, aligned windows' views of the blocks are taken, not copied.
     """
     deferred = cols.observations is None
-    obs = _tensor(chunks.example("observations") if deferred else cols.observations, device)
+    if deferred and storage is not None:
+        early_taken(chunks, cols, storage)  # so their values are checked before the clear
+    taken = {"observations": cols.observations, "actions": cols.actions}
+    obs, actions = (
+        _tensor(chunks.example(name) if value is None else value, device)
+        for name, value in taken.items()
+    )
     flat_observations(obs)
-    actions = flat_actions(_tensor(chunks.example("actions") if deferred else cols.actions, device))
+    actions = flat_actions(actions)
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
     teacher = _teacher_actions(cols, keys, actions) if training_type == "distillation" else None
-    storage = ready_storage(storage, cols, obs, actions, training_type, keys, device, dtype)
+    storage = ready_storage(
+        storage, cols, obs, actions, training_type, keys, device, dtype, teacher
+    )
     direct: dict[str, Any] = {}
     if deferred:
         storage.own()  # gathered in place: never into blocks an earlier rollout shares
-        obs = _gathered(chunks, "observations", storage.observations, device)
-        actions = _gathered(chunks, "actions", storage.actions, device)
-        if actions.dim() == 2:
-            actions = actions.unsqueeze(-1)
+        if taken["observations"] is None:
+            obs = _gathered(chunks, "observations", storage.observations, device)
+        if taken["actions"] is None:
+            actions = _gathered(chunks, "actions", storage.actions, device)
+            if actions.dim() == 2:
+                actions = actions.unsqueeze(-1)
         direct = _gather_extras(chunks, storage, keys, training_type)
     storage.write_block(0, share=share, observations=obs, actions=actions)
     cols.observations = cols.actions = obs = None

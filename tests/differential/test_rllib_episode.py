@@ -1112,3 +1112,18 @@ def test_adding_a_number_adds_to_numpy_items() -> None:  # "add-numpy-number"
     assert (OBuf([1, 2]) + np.int64(1)).get() == [2, 3]
     assert not (OBuf([1, 2]) + np.int64(1)).finalized
     assert (RBuf([1, 2]) + np.int64(1)).finalized  # RLlib: finalized
+
+
+def test_tuple_episode_id_column() -> None:  # "tuple-eps-id"
+    kw = dict(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 2.0], len_lookback_buffer=0)
+    ours, theirs = OSAE(("run", 1), **kw), RSAE(("run", 1), **kw)
+    # List mode: both a list of the tuple, one a row.
+    assert ours.get_data_dict()["eps_id"] == theirs.get_data_dict()["eps_id"] == [("run", 1)] * 2
+    ours.to_numpy()
+    theirs.to_numpy()
+    column = ours.get_data_dict()["eps_id"]
+    assert column.dtype == object and column.shape == (2,)
+    assert column.tolist() == [("run", 1)] * 2
+    spread = theirs.get_data_dict()["eps_id"]  # a second axis of the parts, cast to strings
+    assert spread.dtype.kind == "U" and spread.shape == (2, 2)
+    assert spread.tolist() == [["run", "1"]] * 2

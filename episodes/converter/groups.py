@@ -1,0 +1,103 @@
+"""Which chunks make up each env (``per_env``) or storage column (``per_chunk``).
+
+Example:
+    >>> from episodes import SingleAgentEpisode
+    >>> chunks = [SingleAgentEpisode(id_) for id_ in "abc"]
+    >>> for chunk, env in zip(chunks, (1, 0, 1)):
+    ...     chunk.custom_data["env_index"] = env
+    >>> [[c.id_ for c in env] for env in group_by_env(chunks)]
+    [['b'], ['a', 'c']]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from episodes.episode import SingleAgentEpisode
+
+__all__ = ["column_groups", "group_by_env"]
+
+
+def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
+    """Per-env lists of chunks, each in the given order (not sorted by time).
+
+    The converter refuses an episode's chunks out of time order
+    (:func:`~episodes.converter.columns.check_time_order`).
+
+    Accepts a list of per-env lists, or a flat list whose chunks name their env in
+    ``custom_data["env_index"]`` (as the env runner returns them; envs sorted by index), or a
+    flat list of chunks from different envs without that key (one env each; a chunk without
+    steps that ended its episode joins the env of that episode's latest chunk, whose last step
+    it ends).
+
+    Raises:
+        TypeError: ``episodes`` holds something other than chunks or per-env lists.
+        ValueError: an ``env_index`` that is not an integer (a float or a bool would be cast
+            and could merge two envs), naming the chunk.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> a, b = SingleAgentEpisode("a"), SingleAgentEpisode("b")
+        >>> [len(g) for g in group_by_env([a, b])]
+        [1, 1]
+    """
+    if all(isinstance(group, (list, tuple)) for group in episodes):
+        return [list(group) for group in episodes]
+    if not all(isinstance(ep, SingleAgentEpisode) for ep in episodes):
+        raise TypeError("episodes must be SingleAgentEpisode chunks or per-env lists of them")
+    if episodes and all("env_index" in ep.custom_data for ep in episodes):
+        groups: dict[int, list[SingleAgentEpisode]] = {}
+        for ep in episodes:
+            index = ep.custom_data["env_index"]
+            # A float or a bool would be cast, and could merge two envs (1.2 and 1.7).
+            if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+                raise ValueError(
+                    f"the chunk of episode {ep.id_!r} starting at t={ep.t_started} has "
+                    f"custom_data['env_index'] = {index!r} ({type(index).__name__}): an env "
+                    "index is an integer"
+                )
+            groups.setdefault(int(index), []).append(ep)
+        return [groups[k] for k in sorted(groups)]
+    if not any(ep.is_done and not len(ep) for ep in episodes):
+        return [[ep] for ep in episodes]
+    envs: list[list[SingleAgentEpisode]] = []
+    latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> the env of its latest chunk
+    for ep in episodes:
+        if ep.is_done and not len(ep) and ep.id_ in latest:
+            latest[ep.id_].append(ep)
+        else:
+            envs.append([ep])
+            latest[ep.id_] = envs[-1]
+    return envs
+
+
+def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgentEpisode]]:
+    """The chunks of each storage column: :func:`group_by_env`'s, or one chunk with steps each.
+
+    With ``layout="per_chunk"``, a chunk without steps that ended its episode joins the column
+    of that episode's latest chunk, whose last step it ends; other stepless chunks hold nothing.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> steps = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                            len_lookback_buffer=0)
+        >>> end = SingleAgentEpisode("a", observations=[1], actions=[], rewards=[], t_started=1,
+        ...                          terminated=True, len_lookback_buffer=0)
+        >>> [[len(c) for c in column] for column in column_groups([steps, end], "per_chunk")]
+        [[1, 0]]
+    """
+    if layout == "per_env":
+        return group_by_env(episodes)
+    columns: list[list[SingleAgentEpisode]] = []
+    for group in group_by_env(episodes):
+        latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> its latest chunk's column
+        for chunk in group:
+            if len(chunk):
+                columns.append([chunk])
+                latest[chunk.id_] = columns[-1]
+            elif chunk.is_done and chunk.id_ in latest:
+                latest[chunk.id_].append(chunk)
+    return columns
