@@ -41,7 +41,10 @@ from episodes.io.shards import piece_ends
 
 __all__ = ["SequenceDataset", "TransitionDataset"]
 
-_PLAN_CACHE = 4096
+# Column plans kept per process (about 12 KB each for CartPole pieces). A shuffled pass
+# draws every piece again and again, so the cache must hold the pieces it cycles through:
+# at 4096, with the shards' own caches bounded, a 9.6k-piece dataset read 2.3x slower.
+_PLAN_CACHE = 16384
 
 
 class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
