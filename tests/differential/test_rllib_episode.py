@@ -1127,3 +1127,26 @@ def test_tuple_episode_id_column() -> None:  # "tuple-eps-id"
     spread = theirs.get_data_dict()["eps_id"]  # a second axis of the parts, cast to strings
     assert spread.dtype.kind == "U" and spread.shape == (2, 2)
     assert spread.tolist() == [["run", "1"]] * 2
+
+
+def test_state_key_names() -> None:  # "state-keys"
+    kwargs = dict(observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=0)
+    ours, theirs = OSAE("x", **kwargs).get_state(), RSAE("x", **kwargs).get_state()
+    # The same content under plain names: ours drop RLlib's leading underscores.
+    assert {"observation_space", "start_time"} <= set(ours)
+    assert {"_observation_space", "_start_time"} <= set(theirs)
+    assert not {"_observation_space", "_start_time"} & set(ours)
+
+
+def test_cut_and_slice_results_own_their_data() -> None:  # "slices-copy"
+    obs = np.arange(6, dtype=np.float32).reshape(6, 1)
+    kwargs = dict(observations=list(obs), actions=[0] * 5, rewards=[1.0] * 5)
+    ours = OSAE("x", len_lookback_buffer=0, **kwargs)
+    theirs = RSAE("x", len_lookback_buffer=0, **kwargs)
+    ours.to_numpy()
+    theirs.to_numpy()
+    mine, rllibs = ours.slice(slice(1, 4)), theirs.slice(slice(1, 4))
+    # Ours copies: the slice shares no memory with its parent.
+    assert not np.shares_memory(mine.get_observations(), ours.get_observations())
+    # RLlib's slice of a numpy'd episode views the parent's arrays (allowed there).
+    assert np.shares_memory(rllibs.get_observations(), theirs.get_observations())
