@@ -455,3 +455,26 @@ def test_a_pass_over_every_episode_keeps_a_bounded_number_of_plans_and_views(tmp
     assert j == 0 and np.array_equal(first["observations"], again["observations"])
     assert list(first["rewards"]) == list(again["rewards"])
     assert shard.columns(5) is shard.columns(5)  # still a cache for repeated reads
+
+
+def test_random_reads_keep_their_plans_and_reads_in_order_keep_none(tmp_path, monkeypatch):
+    """A warm random pass re-planned every piece past 256 (17x slower); a pass in order caches
+    nothing, so the GC has no plans to walk."""
+    import episodes.io.shard_reader as shard_reader
+
+    planned: list[int] = []
+    real = shard_reader.plan_columns
+    monkeypatch.setattr(
+        shard_reader, "plan_columns", lambda shard, j: planned.append(j) or real(shard, j)
+    )
+    path = _write(tmp_path / "d", [_episode(i) for i in range(300)])
+    ds = Dataset(path)
+    for i in range(len(ds)):  # in order
+        ds.steps(i, 0, 3)
+    shard, _ = ds.locate(0)
+    assert len(shard._plans) == 0 and len(planned) == 300
+    order = list(reversed(range(300)))  # out of order (no piece right after the one before)
+    for _ in range(2):  # twice: the second pass plans nothing
+        for i in order:
+            ds.steps(i, 0, 3)
+    assert len(planned) == 600 and len(shard._plans) == 300
