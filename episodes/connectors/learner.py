@@ -78,7 +78,7 @@ class AddLearnerColumns:
         ends = stepless_ends(episodes)
         for episode in with_steps:
             data = episode.get_data_dict()
-            end = ends.get((episode.id_, episode.t)) if ends and not episode.is_done else None
+            end = stepless_end(ends, episode) if ends and not episode.is_done else None
             keys = list(dict.fromkeys([*self.columns, *shared]))  # a key listed in both: once
             for key in keys:
                 if key in batch:
@@ -138,7 +138,34 @@ def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAge
         >>> stepless_ends([steps, end])[("a", steps.t)] is end
         True
     """
-    return {(ep.id_, ep.t_started): ep for ep in episodes if not len(ep) and ep.is_done}
+    ends: dict[Any, SingleAgentEpisode] = {}
+    for ep in episodes:
+        if not len(ep) and ep.is_done:
+            try:
+                ends[(ep.id_, ep.t_started)] = ep
+            except TypeError:  # an unhashable id (a list) cannot be matched: no end
+                continue
+    return ends
+
+
+def stepless_end(
+    ends: dict[Any, SingleAgentEpisode], episode: SingleAgentEpisode
+) -> SingleAgentEpisode | None:
+    """The chunk of :func:`stepless_ends` that ends ``episode``'s steps, if any.
+
+    An unhashable id (a list) has no end: :func:`stepless_ends` could not key one by it.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> steps = SingleAgentEpisode(["a"], observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                            len_lookback_buffer=0)
+        >>> stepless_end({("b", 1): steps}, steps) is None
+        True
+    """
+    try:
+        return ends.get((episode.id_, episode.t))
+    except TypeError:
+        return None
 
 
 def _check_names(

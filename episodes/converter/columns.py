@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.converter.groups import keyable
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
@@ -120,14 +121,24 @@ def _concat(parts: list[Any]) -> Any:
     return np.concatenate(parts)
 
 
-def _stack_envs(per_env: list[Any], field: str, labels: list[str], kinds: bool = True) -> Any:
-    """Env columns ``[T, ...]`` stacked along axis 1, once their steps are alike (else refused)."""
-    layouts = [step_layout(column, kinds) for column in per_env]
-    for label, column, layout in zip(labels, per_env, layouts):
-        if layout != layouts[0]:
+def _stack_envs(
+    per_env: list[Any], field: str, labels: list[str], spaces: list[Any] | None = None
+) -> Any:
+    """Env columns ``[T, ...]`` stacked along axis 1, once their steps are alike (else refused).
+
+    ``spaces``: each env's declared space of the field (None: unknown). Kinds are compared
+    against env 0's unless both declare one equal space; ``spaces=None`` (extra outputs)
+    never compares them. Equal spaces are joined as numpy promotes them (Python ints next to
+    floats in one Box).
+    """
+    for n, column in enumerate(per_env):
+        kinds = spaces is not None and not _same_space(spaces[0], spaces[n])
+        if step_layout(column, kinds) != step_layout(per_env[0], kinds):
+            pair = None if spaces is None else (spaces[0], spaces[n])
+            reason = _unlike(pair, per_env[0], column)
             raise ValueError(
-                f"{field}: {labels[0]} has steps of {describe_steps(per_env[0])}, {label} of "
-                f"{describe_steps(column)}; the envs of one rollout need the same spaces"
+                f"{field}: {labels[0]} has steps of {describe_steps(per_env[0])}, {labels[n]} of "
+                f"{describe_steps(column)}; {reason}; the envs of one rollout need alike steps"
             )
     if is_nested(per_env[0]):
         import tree
@@ -156,6 +167,26 @@ def step_layout(rows: Any, kinds: bool = True) -> Any:
 
     # A dict's keys compare as a set, a list and a tuple differ: as tree's joins treat them.
     return map_leaves(leaf_layout, rows)
+
+
+def _same_space(a: Any, b: Any) -> bool:
+    """Whether two declared spaces are both given and equal."""
+    return a is not None and b is not None and (a is b or bool(a == b))
+
+
+def _unlike(spaces: tuple[Any, Any] | None, first: Any, other: Any) -> str:
+    """Why two fields' rows that do not join differ, for error messages."""
+    if spaces and spaces[0] is not None and spaces[1] is not None and not _same_space(*spaces):
+        return f"their declared spaces differ ({spaces[0]} vs {spaces[1]})"
+    if step_layout(first, False) != step_layout(other, False):
+        return "their nesting or per-step shapes differ"
+    return "their dtypes/kinds differ (bool, int, float) and no equal space is declared for both"
+
+
+def _env_space(group: list[SingleAgentEpisode], attribute: str) -> Any:
+    """The space of ``attribute`` all of an env's chunks with steps declare (None: no one)."""
+    spaces = [getattr(chunk, attribute) for chunk in group if len(chunk)]
+    return spaces[0] if spaces and all(_same_space(spaces[0], s) for s in spaces) else None
 
 
 def describe_steps(rows: Any) -> str:
@@ -243,17 +274,20 @@ def time_major(
         f"{'column' if pad else 'env'} {n} (episode {_first_id(group)!r})"
         for n, group in enumerate(groups)
     ]
-    observations = _stack_envs([c.observations for c in columns], "observations", labels)
+    spaces = {a: [_env_space(g, f"{a}_space") for g in groups] for a in ("observation", "action")}
+    observations = _stack_envs(
+        [c.observations for c in columns], "observations", labels, spaces["observation"]
+    )
     if obs_fn is not None:
         observations = obs_fn(observations)
     return TimeMajorColumns(
         observations=observations,
-        actions=_stack_envs([c.actions for c in columns], "actions", labels),
+        actions=_stack_envs([c.actions for c in columns], "actions", labels, spaces["action"]),
         rewards=np.stack([c.rewards for c in columns], axis=1),
         dones=np.stack([c.dones for c in columns], axis=1),
         truncated=np.stack([c.truncated for c in columns], axis=1),
         extras={
-            k: _stack_envs([c.extras[k] for c in columns], f"extra output {k!r}", labels, False)
+            k: _stack_envs([c.extras[k] for c in columns], f"extra output {k!r}", labels)
             for k in extra_keys
         },
         truncated_steps=[step for c in columns for step in c.truncated_steps],
@@ -299,9 +333,11 @@ def _pieces(n: int, group: list[SingleAgentEpisode], bootstrap_key: str) -> list
         if len(chunk):
             piece = _Piece(chunk, chunk.is_terminated, chunk.is_truncated, chunk)
             pieces.append(piece)
-            latest[chunk.id_] = piece
+            if keyable(chunk.id_):  # an unhashable id (a list) matches no other chunk
+                latest[chunk.id_] = piece
             continue
-        ended = latest.get(chunk.id_)  # None: the episode's steps lie before this window
+        # None: the episode's steps lie before this window (or its id cannot be matched)
+        ended = latest.get(chunk.id_) if keyable(chunk.id_) else None
         if ended is not None:
             ended.terminated, ended.truncated = chunk.is_terminated, chunk.is_truncated
             # concat_episode merges custom_data, the later chunk's winning.
@@ -327,7 +363,7 @@ def _env_column(
     truncated_steps: list[tuple[int, int, SingleAgentEpisode]] = []
     offset = 0
     pieces = _pieces(n, group, bootstrap_key)
-    seen: dict[str, tuple[Any, SingleAgentEpisode, Any]] = {}  # field -> its first chunk's
+    seen: dict[str, tuple[SingleAgentEpisode, Any]] = {}  # field -> its first chunk's
     for prev, piece in zip([None, *pieces], pieces):
         chunk = piece.chunk
         if prev is not None and chunk.id_ != prev.chunk.id_ and not prev.done:
@@ -337,8 +373,9 @@ def _env_column(
             parts["trunc"][-1][-1] = True
             truncated_steps.append((offset - 1, n, prev.chunk))
         length = len(chunk)
-        parts["obs"].append(_alike(n, seen, "observations", chunk, rows(chunk, "observations")))
-        parts["act"].append(_alike(n, seen, "actions", chunk, rows(chunk, "actions")))
+        obs, act = rows(chunk, "observations"), rows(chunk, "actions")
+        parts["obs"].append(_alike(n, seen, "observations", chunk, obs, "observation_space"))
+        parts["act"].append(_alike(n, seen, "actions", chunk, act, "action_space"))
         parts["rew"].append(np.asarray(rows(chunk, "rewards")))
         done = np.zeros(length, bool)
         trunc = np.zeros(length, bool)
@@ -351,7 +388,7 @@ def _env_column(
         parts["trunc"].append(trunc)
         for key in extra_keys:
             extra = np.asarray(rows(chunk, "extra", key))
-            extra_parts[key].append(_alike(n, seen, f"extra output {key!r}", chunk, extra, False))
+            extra_parts[key].append(_alike(n, seen, f"extra output {key!r}", chunk, extra, None))
         offset += length
         if bootstrapped:
             truncated_steps.append((offset - 1, n, piece.final))
@@ -388,24 +425,27 @@ def _env_column(
 
 def _alike(
     n: int,
-    seen: dict[str, tuple[Any, SingleAgentEpisode, Any]],
+    seen: dict[str, tuple[SingleAgentEpisode, Any]],
     field: str,
     chunk: SingleAgentEpisode,
     value: Any,
-    kinds: bool = True,
+    space: str | None,
 ) -> Any:
     """``value``, ``chunk``'s rows of ``field``, once its steps are like env ``n``'s first chunk's.
 
-    Once per chunk, not per step; ``seen`` keeps the first chunk's layout of each field.
+    Once per chunk, not per step; ``seen`` keeps each field's first chunk and rows. Kinds
+    (int vs float) are compared unless both chunks declare one equal ``space`` (the name of
+    the field's space attribute; None, for extra outputs: never compared).
     """
-    layout = step_layout(value, kinds)
-    first_layout, first, first_value = seen.setdefault(field, (layout, chunk, value))
-    if layout != first_layout:
+    first, first_value = seen.setdefault(field, (chunk, value))
+    spaces = None if space is None else (getattr(first, space), getattr(chunk, space))
+    kinds = spaces is not None and not _same_space(*spaces)
+    if first is not chunk and step_layout(value, kinds) != step_layout(first_value, kinds):
         raise ValueError(
             f"{field}: env {n}'s chunk of episode {first.id_!r} (t={first.t_started}) has "
             f"steps of {describe_steps(first_value)}, its chunk of episode {chunk.id_!r} "
-            f"(t={chunk.t_started}) of {describe_steps(value)}; an env's chunks need the same "
-            "spaces"
+            f"(t={chunk.t_started}) of {describe_steps(value)}; "
+            f"{_unlike(spaces, first_value, value)}; an env's chunks need alike steps"
         )
     return value
 

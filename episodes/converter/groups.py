@@ -66,12 +66,28 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
     envs: list[list[SingleAgentEpisode]] = []
     latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> the env of its latest chunk
     for ep in episodes:
-        if ep.is_done and not len(ep) and ep.id_ in latest:
+        keyed = keyable(ep.id_)  # an unhashable id (a list) matches no other chunk
+        if keyed and ep.is_done and not len(ep) and ep.id_ in latest:
             latest[ep.id_].append(ep)
         else:
             envs.append([ep])
-            latest[ep.id_] = envs[-1]
+            if keyed:
+                latest[ep.id_] = envs[-1]
     return envs
+
+
+def keyable(value: Any) -> bool:
+    """Whether ``value`` can key a dict (a tuple holding a list cannot, though a tuple).
+
+    Example:
+        >>> keyable(("run", 1)), keyable(["run", 1]), keyable(("run", [1]))
+        (True, False, False)
+    """
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgentEpisode]]:
@@ -97,7 +113,8 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         for chunk in group:
             if len(chunk):
                 columns.append([chunk])
-                latest[chunk.id_] = columns[-1]
-            elif chunk.is_done and chunk.id_ in latest:
+                if keyable(chunk.id_):
+                    latest[chunk.id_] = columns[-1]
+            elif chunk.is_done and keyable(chunk.id_) and chunk.id_ in latest:
                 latest[chunk.id_].append(chunk)
     return columns

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from episodes.converter.from_blocks import item_shape
@@ -275,3 +276,56 @@ def check_extra_steps(extras: Any, actions: torch.Tensor, training_type: str, ke
                 f"extra output {key!r} has steps of shape {tuple(shape)}, but {field} take {size} "
                 "number(s) per step"
             )
+
+
+def teacher_in_dtype(values: Any, teacher: torch.Tensor, target: torch.dtype) -> torch.Tensor:
+    """``teacher`` (the privileged actions, ``values`` as tensors) in the actions' ``target`` dtype.
+
+    Refused as ``write_block`` refuses them (0.7 into int actions would be 0), and so are
+    values beyond a narrower int dtype's range (300 into int8 would be 44), read on the host.
+    Floats into int actions are kept when every value is finite, whole and in range (a
+    teacher's argmax as float32): nothing is lost.
+
+    Example:
+        >>> values = np.array([1.0, 0.0], np.float32)
+        >>> teacher_in_dtype(values, torch.from_numpy(values), torch.int64).tolist()
+        [1, 0]
+        >>> teacher_in_dtype(values + 0.5, torch.from_numpy(values + 0.5), torch.int64)
+        Traceback (most recent call last):
+        ...
+        ValueError: privileged_actions: the actions are torch.int64, the teacher's ...
+    """
+    if teacher.dtype == target:
+        return teacher
+    problem = f"{teacher.dtype} values, which it cannot hold without loss"
+    if target.is_floating_point or target.is_complex:
+        if torch.can_cast(teacher.dtype, target):
+            return teacher.to(target)
+    elif not teacher.dtype.is_complex:  # into ints: only range (and fractions) can lose them
+        host = _host(values)
+        if teacher.dtype.is_floating_point and not (
+            np.isfinite(host).all() and (host == np.floor(host)).all()
+        ):
+            raise ValueError(
+                f"privileged_actions: the actions are {target}, the teacher's {teacher.dtype} "
+                "values include fractions or non-finite ones, which it cannot hold; record the "
+                "teacher's actions in the student's dtype"
+            )
+        lo, hi = (int(host.min()), int(host.max())) if host.size else (0, 0)
+        info = torch.iinfo(target) if target != torch.bool else None
+        held = (0, 1) if info is None else (info.min, info.max)
+        if held[0] <= lo and hi <= held[1]:
+            return teacher.to(target)
+        problem = f"values in [{lo}, {hi}], beyond its range [{held[0]}, {held[1]}]"
+    raise ValueError(
+        f"privileged_actions: the actions are {target}, the teacher's {problem}; record the "
+        "teacher's actions in the student's dtype"
+    )
+
+
+def _host(values: Any) -> np.ndarray:
+    """``values`` as a host numpy array; floats as float64 (numpy has no bfloat16), exactly."""
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu()
+        return (values.double() if values.dtype.is_floating_point else values).numpy()
+    return np.asarray(values)

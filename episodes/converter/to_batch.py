@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.connectors.base import id_rows
-from episodes.connectors.learner import stepless_ends
+from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
@@ -95,7 +95,8 @@ def episodes_to_batch(
         add("rewards", np.asarray(rows(chunk, "rewards")))
         # Not from get_data_dict: there an extra output named "terminateds" would replace them.
         terminateds, truncateds = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-        end = ends.get((chunk.id_, chunk.t), chunk) if ends and not chunk.is_done else chunk
+        end = stepless_end(ends, chunk) if ends and not chunk.is_done else None
+        end = chunk if end is None else end  # not `or`: a stepless chunk's len is 0
         terminateds[-1], truncateds[-1] = end.is_terminated, end.is_truncated
         add("terminateds", terminateds)
         add("truncateds", truncateds)

@@ -32,6 +32,7 @@ from episodes.converter.refusals import (
     float_dtype,
     refuse_masked_windows,
     storage_device,
+    teacher_in_dtype,
 )
 from episodes.converter.side_by_side import (
     side_by_side_columns,
@@ -298,29 +299,9 @@ def episodes_to_rollout(
 
 
 def _teacher_actions(cols: TimeMajorColumns, keys: ColumnKeys, actions: Any) -> torch.Tensor:
-    """The privileged actions in the actions' dtype, checked before the storage is touched.
-
-    Refused as ``write_block`` refuses them (0.7 into int actions would be 0), and so are ints
-    beyond a narrower int dtype's range (300 into int8 would be 44), read on the host.
-    """
+    """The privileged actions in the actions' dtype, checked before the storage is touched."""
     values = cols.extras[str(keys.privileged_actions)]
-    teacher, target = _tensor(values, actions.device), actions.dtype
-    ints = not any(d.is_floating_point or d.is_complex for d in (teacher.dtype, target))
-    if teacher.dtype == target or not ints and torch.can_cast(teacher.dtype, target):
-        return teacher.to(target)
-    problem = f"{teacher.dtype} values, which it cannot hold without loss"
-    if ints:  # ints (or bools) into ints: only their range can lose them
-        host = values.cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
-        lo, hi = (int(host.min()), int(host.max())) if host.size else (0, 0)
-        info = torch.iinfo(target) if target != torch.bool else None
-        held = (0, 1) if info is None else (info.min, info.max)
-        if held[0] <= lo and hi <= held[1]:
-            return teacher.to(target)
-        problem = f"values in [{lo}, {hi}], beyond its range [{held[0]}, {held[1]}]"
-    raise ValueError(
-        f"privileged_actions: the actions are {target}, the teacher's {problem}; record the "
-        "teacher's actions in the student's dtype"
-    )
+    return teacher_in_dtype(values, _tensor(values, actions.device), actions.dtype)
 
 
 def _valid_cells(storage: RolloutStorage, mask: Any, device: torch.device) -> torch.Tensor | None:
