@@ -16,7 +16,7 @@ from episodes.replay.sequences import sample_chunks, sample_sequences
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 from episodes.replay.transitions import transition_batch
-from episodes.seeds import check_seed
+from episodes.seeds import check_rng_seed
 
 __all__ = ["EpisodeReplayBuffer"]
 
@@ -60,8 +60,10 @@ class EpisodeReplayBuffer(BufferAccess):
     Args:
         capacity: Steps to keep.
         batch_size_B: Default batch size of :meth:`sample`.
-        seed: Seed of the sampling generator: None or an int >= 0 (numpy ints taken; a
-            float, a bool or a negative int is a ``ValueError``).
+        seed: Seed of the sampling generator, as ``np.random.default_rng`` takes it: None,
+            an int >= 0 (numpy ints taken), a list of ints >= 0, or a numpy ``SeedSequence``,
+            ``BitGenerator`` or ``Generator`` (used itself); a float, a bool or a negative int
+            is a ``ValueError``.
 
     Example:
         >>> buf = EpisodeReplayBuffer(capacity=100, seed=0)
@@ -72,7 +74,7 @@ class EpisodeReplayBuffer(BufferAccess):
         (2, [1.0, 1.5])
     """
 
-    def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: int | None = None):
+    def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
         if (
             not isinstance(capacity, (int, np.integer))
             or isinstance(capacity, bool)
@@ -81,7 +83,7 @@ class EpisodeReplayBuffer(BufferAccess):
             raise ValueError(f"capacity must be an int >= 1, got {capacity!r}")
         self.capacity = int(capacity)
         self.batch_size_B = sampling.check_positive(batch_size_B, "batch_size_B")
-        self.rng = np.random.default_rng(check_seed(seed))
+        self.rng = np.random.default_rng(check_rng_seed(seed))
         self._store = StepStore()
         self._table = EpisodeTable()
         self._evicted: dict[Any, None] = {}  # insertion-ordered: the eviction order

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -17,7 +17,7 @@ from episodes.runner.policy import check_outputs, check_shapes, output_shapes
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
-from episodes.seeds import check_seed
+from episodes.seeds import check_env_seed
 from episodes.structs import flatten, unflatten
 
 __all__ = ["WINDOWS", "EnvRunner", "autoreset_mode_of"]
@@ -73,7 +73,9 @@ class EnvRunner:
             ``policy.initial_state`` when the policy has one. None: feed-forward.
         state_batch_axis: The env axis of every state leaf (0 for ``[N, H]``; 1 for torch RNN
             states ``[num_layers, N, H]``); an int.
-        seed: Seed of the first ``env.reset``: None or an int >= 0 (numpy ints taken).
+        seed: Seed of the first ``env.reset``: None, an int >= 0 (numpy ints taken) or, as
+            ``VectorEnv.reset`` takes, a list of ``num_envs`` seeds, one per sub-env, each None
+            or an int >= 0.
         numpy_episodes: Return numpy'd chunks (False: list-mode chunks, which the converter
             reads through its general path once one is built).
         window: What ``sample(num_steps)`` counts. ``"transitions"`` (default): every sub-env
@@ -85,8 +87,8 @@ class EnvRunner:
             ``RolloutStorage.valid``). Same-step and disabled modes record the same either way.
 
     Raises:
-        ValueError: A negative ``len_lookback_buffer``, a ``seed`` neither None nor an int
-            >= 0 (a float, a bool, a negative int) or an unknown ``window``.
+        ValueError: A negative ``len_lookback_buffer``, a ``seed`` of none of those forms (a
+            float, a bool, a negative int, a list of another length) or an unknown ``window``.
         TypeError: ``state_batch_axis`` is not an int (a bool, a float, a string).
 
     Example:
@@ -112,12 +114,13 @@ class EnvRunner:
         len_lookback_buffer: int = 1,
         initial_state: Callable[[int], Any] | None = None,
         state_batch_axis: int = 0,
-        seed: int | None = None,
+        seed: int | Sequence[int | None] | None = None,
         numpy_episodes: bool = True,
         window: str = "transitions",
     ):
         lookback = whole_number(len_lookback_buffer, "len_lookback_buffer", 0)
-        seed = check_seed(seed)  # 1.5 or True would reset the env quietly with seed 1
+        # 1.5 or True would reset the env quietly with seed 1
+        seed = check_env_seed(seed, int(env.num_envs))
         if window not in WINDOWS:
             raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
         for name in ("observation", "action"):
@@ -286,7 +289,8 @@ class EnvRunner:
         state = None if self._initial_state is None else self._initial_state(self.num_envs)
         if self._initial_state is not None:
             self._state_layout = _StateLayout.of(state, self.num_envs, self.state_batch_axis)
-        obs, reset_infos = self.env.reset(seed=self.seed)
+        # Sync and async vector envs take a list of seeds too; VectorEnv's signature says int
+        obs, reset_infos = self.env.reset(seed=self.seed)  # type: ignore[arg-type]
         if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
             recorder = _device_recorder(
                 self.num_envs,

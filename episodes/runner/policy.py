@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
-from episodes.seeds import check_seed
+from episodes.seeds import check_space_seed
 from episodes.structs import map_batch
 
 __all__ = [
@@ -85,10 +85,11 @@ class RandomPolicy:
 
     Args:
         action_space: The vector env's (batched) ``action_space``.
-        seed: Seed for the action space's sampler: None or an int >= 0.
+        seed: Seed for the action space's sampler, as ``action_space.seed`` takes it: None, an
+            int >= 0, or for a Tuple / Dict space a list / dict of such seeds.
 
     Raises:
-        ValueError: A ``seed`` that is no int >= 0 (a bool, a float, a negative int).
+        ValueError: A ``seed`` holding a bool, a float, a string or a negative int.
 
     Example:
         >>> import gymnasium as gym
@@ -97,8 +98,8 @@ class RandomPolicy:
         ((2,), {})
     """
 
-    def __init__(self, action_space: gym.Space[Any], seed: int | None = None):
-        seed = check_seed(seed)  # True would seed the sampler with 1 without a word
+    def __init__(self, action_space: gym.Space[Any], seed: Any = None):
+        seed = check_space_seed(seed)  # True would seed the sampler with 1 without a word
         self.action_space = action_space
         if seed is not None:
             self.action_space.seed(seed)
