@@ -36,6 +36,7 @@ from episodes.replay.saved_files import (
     read_priorities,
     seal,
 )
+from episodes.replay.state import generator_from_state
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
@@ -89,7 +90,8 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             "evicted": [
                 encode_value(i, blob=None, where="evicted id") for i in buffer.get_evicted_ids()
             ],
-            "rng": buffer.rng.bit_generator.state,
+            # JSON-safe: MT19937 and Philox states hold arrays (lists load back the same).
+            "rng": _plain(buffer.rng.bit_generator.state),
         }
         if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
             meta["alpha"] = buffer.alpha
@@ -183,8 +185,8 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     if seed is None:
         try:
-            buffer.rng.bit_generator.state = meta["rng"]
-        except (TypeError, ValueError, KeyError, OverflowError) as err:
+            buffer.rng = generator_from_state(meta["rng"])
+        except ValueError as err:
             raise ValueError(f"{root}: damaged replay buffer (generator: {err})") from None
     if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
         _load_priorities(buffer, root, meta["max_priority"], meta.get(PRIORITIES_CRC))
@@ -233,6 +235,15 @@ def _check_meta(meta: dict[str, Any], root: Path) -> None:
     unknown = set(meta) - set(fields) - {"version"}
     if unknown:  # a version 1 save holds no checksums, a uniform one no alpha
         raise ValueError(f"{root}: damaged replay buffer (unknown fields {sorted(unknown)})")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy arrays and scalars as lists and Python numbers (for JSON)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    return value
 
 
 def _write_synced(path: Path, data: bytes) -> None:

@@ -24,7 +24,13 @@ from episodes.replay.table import EpisodeTable
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
 
-__all__ = ["buffer_state", "checked_counts", "parsed_state", "restore_buffer"]
+__all__ = [
+    "buffer_state",
+    "checked_counts",
+    "generator_from_state",
+    "parsed_state",
+    "restore_buffer",
+]
 
 _COUNTERS = ("added_timesteps", "sampled_timesteps", "episodes_evicted")
 
@@ -184,8 +190,7 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     added, sampled, num_evicted, evicted = checked_counts(
         dict(zip(_COUNTERS, counters)), state["evicted"], table.order.keys(), rows
     )
-    rng = np.random.default_rng()
-    rng.bit_generator.state = state["rng"]
+    rng = generator_from_state(state["rng"])
     return {
         "capacity": capacity,
         "batch_size_B": batch_size_B,
@@ -198,6 +203,34 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
         "_spaces": (state["spaces"][0], state["spaces"][1]),
         "rng": rng,
     }
+
+
+def generator_from_state(state: Any) -> np.random.Generator:
+    """A generator in ``state`` (a ``bit_generator.state``), of the bit generator it names.
+
+    The buffer's generator may be any numpy bit generator (``seed=Generator(MT19937(0))``):
+    a PCG64 would refuse an MT19937 state. Only numpy's bit generator classes are looked up
+    by name; arrays of the state may come as lists (a state read back from JSON).
+
+    Raises:
+        ValueError: No dict, a name that is no numpy bit generator, or a state numpy refuses.
+
+    Example:
+        >>> rng = np.random.Generator(np.random.MT19937(0)); _ = rng.random()
+        >>> again = generator_from_state(rng.bit_generator.state)
+        >>> type(again.bit_generator).__name__, again.random() == rng.random()
+        ('MT19937', True)
+    """
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    kind = getattr(np.random, name, None) if isinstance(name, str) else None
+    if not (isinstance(kind, type) and issubclass(kind, np.random.BitGenerator)):
+        raise ValueError(f"the generator state names no numpy bit generator: {name!r}")
+    rng = np.random.Generator(kind())
+    try:
+        rng.bit_generator.state = state
+    except (TypeError, ValueError, KeyError, OverflowError) as err:
+        raise ValueError(f"a {name} state numpy refuses ({err})") from None
+    return rng
 
 
 def checked_counts(
