@@ -132,10 +132,8 @@ def _stack_envs(
     floats in one Box).
     """
     for n, column in enumerate(per_env):
-        kinds = spaces is not None and not _same_space(spaces[0], spaces[n])
-        if step_layout(column, kinds) != step_layout(per_env[0], kinds):
-            pair = None if spaces is None else (spaces[0], spaces[n])
-            reason = _unlike(pair, per_env[0], column)
+        reason = _unlike(None if spaces is None else (spaces[0], spaces[n]), per_env[0], column)
+        if reason is not None:
             raise ValueError(
                 f"{field}: {labels[0]} has steps of {describe_steps(per_env[0])}, {labels[n]} of "
                 f"{describe_steps(column)}; {reason}; the envs of one rollout need alike steps"
@@ -174,9 +172,16 @@ def _same_space(a: Any, b: Any) -> bool:
     return a is not None and b is not None and (a is b or bool(a == b))
 
 
-def _unlike(spaces: tuple[Any, Any] | None, first: Any, other: Any) -> str:
-    """Why two fields' rows that do not join differ, for error messages."""
-    if spaces and spaces[0] is not None and spaces[1] is not None and not _same_space(*spaces):
+def _unlike(spaces: tuple[Any, Any] | None, first: Any, other: Any) -> str | None:
+    """Why two fields' rows do not join (for the error message), or None when they do.
+
+    Kinds (int vs float) count unless both declare one equal space; ``spaces=None`` (extra
+    outputs) never compares them.
+    """
+    kinds = spaces is not None and not _same_space(*spaces)
+    if step_layout(first, kinds) == step_layout(other, kinds):
+        return None
+    if spaces and spaces[0] is not None and spaces[1] is not None and kinds:
         return f"their declared spaces differ ({spaces[0]} vs {spaces[1]})"
     if step_layout(first, False) != step_layout(other, False):
         return "their nesting or per-step shapes differ"
@@ -438,14 +443,16 @@ def _alike(
     the field's space attribute; None, for extra outputs: never compared).
     """
     first, first_value = seen.setdefault(field, (chunk, value))
+    if first is chunk:
+        return value
     spaces = None if space is None else (getattr(first, space), getattr(chunk, space))
-    kinds = spaces is not None and not _same_space(*spaces)
-    if first is not chunk and step_layout(value, kinds) != step_layout(first_value, kinds):
+    reason = _unlike(spaces, first_value, value)
+    if reason is not None:
         raise ValueError(
             f"{field}: env {n}'s chunk of episode {first.id_!r} (t={first.t_started}) has "
             f"steps of {describe_steps(first_value)}, its chunk of episode {chunk.id_!r} "
             f"(t={chunk.t_started}) of {describe_steps(value)}; "
-            f"{_unlike(spaces, first_value, value)}; an env's chunks need alike steps"
+            f"{reason}; an env's chunks need alike steps"
         )
     return value
 
