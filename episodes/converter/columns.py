@@ -481,6 +481,8 @@ def check_time_order(n: int, chunks: Sequence[SingleAgentEpisode]) -> None:
     """
     last: dict[Any, tuple[int, bool]] = {}  # id -> (t where its latest chunk ended, done)
     for chunk in chunks:
+        if not keyable(chunk.id_):
+            continue
         seen = last.get(chunk.id_)
         if seen is not None and (seen[1] or chunk.t_started != seen[0]):
             ended = " (which ended there)" if seen[1] else ""
