@@ -43,6 +43,22 @@ def flatten(item: Any) -> tuple[list[Any], Any]:
     return tree.flatten(item), item
 
 
+def skeleton(structure: Any) -> Any:
+    """``structure`` with every leaf replaced by None: what :func:`unflatten` needs, no data.
+
+    A structure kept for long (a column's) must not hold the batch it was taken from: that
+    batch would stay alive, and travel with every pickle of its holder (on the env's device,
+    for a torch env).
+
+    Example:
+        >>> skeleton({"a": np.zeros(3), "b": (1, [2])}), skeleton(None)
+        ({'a': None, 'b': (None, [None])}, None)
+    """
+    if structure is None:
+        return None
+    return tree.map_structure(lambda _: None, structure)
+
+
 def unflatten(structure: Any, leaves: list[Any]) -> Any:
     """Inverse of :func:`flatten`.
 

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from episodes.converter.columns import ColumnKeys, TimeMajorColumns
@@ -77,6 +78,19 @@ def default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> t
     """
     if storage is not None:
         return torch.device(storage.device)
+    return recording_device(episodes) or torch.device("cpu")
+
+
+def recording_device(episodes: Sequence[Any]) -> torch.device | None:
+    """The device a torch-tensor env recorded ``episodes`` on, or None (numpy, or mixed).
+
+    A runner's ``SampledChunks`` of such an env, or a ``GroupSample`` whose runners all
+    recorded on one device; anything else (built or loaded chunks) is None.
+
+    Example:
+        >>> recording_device([]) is None
+        True
+    """
     if isinstance(episodes, SampledChunks) and episodes.recording.device is not None:
         return torch.device(episodes.recording.device.device)
     offer = getattr(episodes, "side_by_side", None)  # a GroupSample: its runners' samples
@@ -88,7 +102,35 @@ def default_device(episodes: Sequence[Any], storage: RolloutStorage | None) -> t
             devices = {torch.device(p.recording.device.device) for p in parts}
             if len(devices) == 1:
                 return devices.pop()
-    return torch.device("cpu")
+    return None
+
+
+def taking_tensors(fn: Any, device: torch.device) -> Any:
+    """``fn`` given torch tensors on ``device`` wherever it would get numpy columns.
+
+    A torch env's recording hands ``value_fn`` and ``obs_fn`` tensors on its device on the
+    converter's fast path; a general path (``layout="per_chunk"``, a written chunk) reads
+    host copies, and a critic written for the first must work on the second.
+
+    Example:
+        >>> seen = taking_tensors(lambda obs: type(obs).__name__, torch.device("cpu"))
+        >>> seen(np.zeros(2)), seen({"a": torch.zeros(2)}), taking_tensors(None, None)
+        ('Tensor', 'dict', None)
+    """
+    if fn is None:
+        return None
+
+    def convert(leaf: Any) -> Any:
+        if isinstance(leaf, torch.Tensor):
+            return leaf
+        leaf = np.asarray(leaf)
+        # torch cannot mark a tensor read-only: a mapped or frozen host column is copied.
+        return torch.as_tensor(leaf if leaf.flags.writeable else leaf.copy(), device=device)
+
+    def on_device(observations: Any) -> Any:
+        return fn(map_leaves(convert, observations))
+
+    return on_device
 
 
 def ready_storage(

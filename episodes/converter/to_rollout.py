@@ -39,7 +39,12 @@ from episodes.converter.side_by_side import (
     side_by_side_groups,
     side_by_side_parts,
 )
-from episodes.converter.storage_for import default_device, ready_storage
+from episodes.converter.storage_for import (
+    default_device,
+    ready_storage,
+    recording_device,
+    taking_tensors,
+)
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import discount_factor
 from episodes.rollout import RolloutStorage
@@ -233,6 +238,9 @@ def episodes_to_rollout(
     # Both refused before anything is read or touched when they conflict with a given storage.
     dtype = float_dtype(dtype, storage)
     device = storage_device(device, storage) or default_device(episodes, storage)
+    recorded_on = recording_device(episodes)
+    if recorded_on is not None:  # the general path reads the chunks' host mirror
+        value_fn, obs_fn = (taking_tensors(fn, recorded_on) for fn in (value_fn, obs_fn))
     fast = None
     if layout == "per_env":
         fast = block_columns(

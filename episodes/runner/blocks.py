@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from episodes.runner.widening import new_leaf, widened_dtype
-from episodes.structs import flatten, unflatten
+from episodes.structs import flatten, skeleton, unflatten
 
 
 class Column:
@@ -57,7 +57,7 @@ class Column:
         """
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
-        return cls([new_leaf((rows, *a.shape), a.dtype) for a in arrays], structure)
+        return cls([new_leaf((rows, *a.shape), a.dtype) for a in arrays], skeleton(structure))
 
     @property
     def rows(self) -> int:

@@ -31,7 +31,7 @@ import torch
 from episodes.runner.blocks import Blocks, Column
 from episodes.runner.policy import check_numpy_dtype
 from episodes.runner.widening import promoted_dtype
-from episodes.structs import flatten, map_batch, unflatten
+from episodes.structs import flatten, map_batch, skeleton, unflatten
 
 __all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host", "to_host_all"]
 
@@ -146,7 +146,7 @@ class TensorColumn(Column):
             check_numpy_dtype(tensor)  # chunks are numpy'd episodes: each leaf needs a dtype
         return cls(
             [torch.empty((rows, *t.shape), dtype=t.dtype, device=t.device) for t in tensors],
-            structure,
+            skeleton(structure),
         )
 
     @property

@@ -151,6 +151,9 @@ class EnvRunner:
         self._output_shapes: dict[str | None, Any] = {}
         self._failure: str | None = None  # why a sample() stopped part-way, if one did
         self._stepped = False  # whether the current sample() has stepped the env
+        # A torch env's fresh state leaves on the state's device, once per sample() call: its
+        # resets are masked in at every step, and a host initial_state would be copied each time.
+        self._fresh_on_device: list[Any] | None = None
         self._recorder = BatchedRecorder(
             self.num_envs,
             self.autoreset_mode,
@@ -239,6 +242,7 @@ class EnvRunner:
         recorder_before, recorder_saved = self._recorder, self._recorder.saved()
         saved = (self._obs, self.state, self._state_layout, self._output_keys, self._output_key_set)
         self._stepped = False
+        self._fresh_on_device = None
         vector_steps = 0
         try:
             recorder = self._begin(num_steps)
@@ -345,15 +349,10 @@ class EnvRunner:
         other leaves by the mask's rows on the host (one copy of a device mask per step, which
         only a policy keeping numpy state on a tensor env pays).
         """
-        assert self._initial_state is not None and self._state_layout is not None
-        fresh = self._initial_state(self.num_envs)
-        # The policy's state matched the layout; a fresh one of other leaves would fail in
-        # numpy's words, or be broadcast into the state's leaves without an error.
-        self._state_layout.check(fresh, "initial_state returned (at a sub-env's reset)")
         olds, structure = flatten(state)
-        news = flatten(fresh)[0]
-        axis = self.state_batch_axis
         on_device = _is_tensor(mask)
+        news = self._fresh_leaves(olds, on_device)
+        axis = self.state_batch_axis
         rows: list[int] | None = None
         out = []
         for old, new in zip(olds, news):
@@ -365,6 +364,21 @@ class EnvRunner:
                 rows = [int(i) for i in np.flatnonzero(host)]
             out.append(_with_rows(old, new, rows, axis))
         return unflatten(structure, out)
+
+    def _fresh_leaves(self, olds: list[Any], on_device: bool) -> list[Any]:
+        """``initial_state``'s leaves (under a device mask: on the state's device, once a call)."""
+        if on_device and self._fresh_on_device is not None:
+            return self._fresh_on_device
+        assert self._initial_state is not None and self._state_layout is not None
+        fresh = self._initial_state(self.num_envs)
+        # The policy's state matched the layout; a fresh one of other leaves would fail in
+        # numpy's words, or be broadcast into the state's leaves without an error.
+        self._state_layout.check(fresh, "initial_state returned (at a sub-env's reset)")
+        news = flatten(fresh)[0]
+        if on_device:
+            news = [_on_device_of(new, old) for new, old in zip(news, olds)]
+            self._fresh_on_device = news
+        return news
 
 
 class _StateLayout:
@@ -482,10 +496,18 @@ def _device_recorder(
     return DeviceRecorder(num_envs, mode, lookback, metrics, vector_steps=vector_steps)
 
 
+def _on_device_of(new: Any, old: Any) -> Any:
+    """A fresh state leaf as a tensor on ``old``'s device, when ``old`` is a tensor."""
+    if not _is_tensor(old):
+        return new
+    if not _is_tensor(new):
+        return old.new_tensor(np.asarray(new))
+    return new if new.device == old.device else new.to(old.device)
+
+
 def _where_started(old: Any, new: Any, mask: Any, axis: int) -> Any:
     """A state leaf with the started envs' entries taken from ``new``, on the device (no sync)."""
-    if not _is_tensor(new) or new.device != old.device:
-        new = old.new_tensor(np.asarray(new)) if not _is_tensor(new) else new.to(old.device)
+    new = _on_device_of(new, old)
     if mask.device != old.device:
         mask = mask.to(old.device)
     shape = [1] * old.dim()
