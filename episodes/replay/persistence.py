@@ -52,7 +52,9 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
 
     Raises:
         FileExistsError: ``path`` exists.
-        episodes.io.UnstorableValueError: An info or output the disk format cannot hold.
+        episodes.io.UnstorableValueError: An info, output or episode id (stored or evicted)
+            the disk format cannot hold: ids are JSON values, so a numpy scalar or bytes id
+            that ``add`` took is refused here (nothing is written).
 
     Example:
         >>> import tempfile

@@ -310,7 +310,9 @@ def _restore_store(
     store = StepStore()
     n = len(steps["rewards"])
     end = n if layout is None else int(layout["end"])
-    store.reserve(max(end, 1) if layout is None else max(int(layout["size"]), end, 1))
+    rows = end if layout is None else max(int(layout["size"]), end)
+    if rows:  # an empty buffer's state restores no rows, as a new buffer has none
+        store.reserve(rows)
     at = np.arange(n) if layout is None else np.asarray(layout["slots"], np.int64)
     if steps["obs"] is not None:
         store.obs = Column(store.size, steps["obs"])

@@ -163,6 +163,19 @@ def test_rllib_deviation_short_terminal_window():
     assert got["terminateds"].tolist() == [True] and got["n_step"].tolist() == [1]
 
 
+@pytest.mark.parametrize("ending", [True, False], ids=["ending", "not-ending"])
+def test_rllib_deviation_stepless_chunk_of_an_unknown_id(ending):
+    """Pinned: RLlib stores a stepless chunk of a new id as an empty episode; we ignore it."""
+    ours, theirs = EpisodeReplayBuffer(10), RBuffer(10)
+    mine = OSAE("x", observations=[0.0], terminated=ending, len_lookback_buffer=0)
+    rl = RSAE(id_="x", observations=[0.0], terminated=ending, len_lookback_buffer=0)
+    ours.add(mine)
+    theirs.add(rl)
+    assert theirs.get_num_episodes() == 1  # RLlib
+    assert ours.get_num_episodes() == 0 and ours.get_episode_ids() == []
+    assert ours.get_num_timesteps() == theirs.get_num_timesteps() == 0
+
+
 @pytest.mark.parametrize("prioritized", [False, True], ids=["uniform", "prioritized"])
 def test_continuation_with_another_border_observation_is_refused_by_both(prioritized):
     """A chunk whose first observation is not the stored last one: both buffers refuse it.
