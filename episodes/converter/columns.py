@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from episodes.converter.groups import keyable
+from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
@@ -252,7 +253,9 @@ def time_major(
     Raises:
         ValueError: Without ``pad``, the envs hold different numbers of steps; or no steps;
             or chunks (or envs) whose observations, actions or extra outputs differ in
-            nesting, per-step shape or kind, named with the field (envs of other spaces).
+            nesting, per-step shape or kind, named with the field (envs of other spaces);
+            or an extra output that is not one array of real numbers per step
+            (:func:`check_storable_extra`).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -392,7 +395,9 @@ def _env_column(
         parts["done"].append(done)
         parts["trunc"].append(trunc)
         for key in extra_keys:
-            extra = np.asarray(rows(chunk, "extra", key))
+            extra = rows(chunk, "extra", key)
+            check_storable_extra(key, extra)  # a dict or strings would fail in a stack below
+            extra = np.asarray(extra)
             extra_parts[key].append(_alike(n, seen, f"extra output {key!r}", chunk, extra, None))
         offset += length
         if bootstrapped:

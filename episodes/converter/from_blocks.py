@@ -36,6 +36,7 @@ from episodes.converter.columns import (
     extra_keys_for,
     transform_batch,
 )
+from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
 
@@ -108,6 +109,11 @@ def block_columns(
     chunk changed, an extra key is missing, or ``rl`` without ``value_fn``): the caller takes
     the general path, which gives the same result or the same error.
 
+    Raises:
+        ValueError: An extra output the keys name is not one array of real numbers per step
+            (a dict or tuple of arrays, strings): the general path's error, before
+            ``value_fn`` is called.
+
     Example:
         >>> import gymnasium as gym
         >>> from episodes.runner import EnvRunner
@@ -127,6 +133,8 @@ def block_columns(
     if len(episodes) == 0 or not episodes.unchanged():
         return None
     extra_keys = extra_keys_for(keys, training_type)
+    if not _storable_extras(episodes, extra_keys):
+        return None
     if episodes.recording.device is not None:
         # Imported here: that module imports LazyExtras from this one.
         from episodes.converter.from_device_blocks import device_block_columns
@@ -170,6 +178,25 @@ def block_columns(
         final_values[steps, envs] = values[: len(steps)]
         rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
     return cols, rewards, last_values
+
+
+def _storable_extras(chunks: SampledChunks, extra_keys: list[str]) -> bool:
+    """Whether every key was recorded (False: the general path names the missing one).
+
+    Each recorded key must be one array of real numbers a step (:func:`check_storable_extra`,
+    as the general path refuses it), checked before the value call and before anything is
+    written into a storage; one block example per key: its structure and dtype, not its
+    steps, are looked at.
+    """
+    examples = []
+    for key in extra_keys:
+        try:
+            examples.append((key, chunks.example("extra:" + key)))
+        except KeyError:
+            return False
+    for key, example in examples:
+        check_storable_extra(key, example)
+    return True
 
 
 def mask_dead_cells(chunks: SampledChunks, cols: TimeMajorColumns, rewards: Any) -> Any:

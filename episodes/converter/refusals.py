@@ -9,13 +9,12 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from episodes.converter.from_blocks import item_shape
 from episodes.rollout.leaves import same_but_trailing_ones
 from episodes.runner import SampledChunks
 
@@ -136,8 +135,8 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
             "these chunks come from a runner recording vector steps, and their window holds "
             "reset steps: only the fast path lays it out (the chunks' lengths differ per "
             "env). It needs value_fn for training_type 'rl' and chunks left as sampled (no "
-            "append, concat, pop or replaced column); copy the chunks you want to change, or "
-            "use layout='per_chunk'"
+            "setter, append, concat, pop or replaced column: any write to a built chunk); "
+            "copy the chunks you want to change, or use layout='per_chunk'"
         )
 
 
@@ -261,6 +260,9 @@ def check_extra_steps(extras: Any, actions: torch.Tensor, training_type: str, ke
         ...
         ValueError: extra output 'vf_preds' has steps of shape (2,), but values take 1 number(s) ...
     """
+    # Imported here: from_blocks imports columns, which imports this module.
+    from episodes.converter.from_blocks import item_shape
+
     if training_type == "rl":
         fields = [(keys.values, "values", 1), (keys.log_probs, "actions_log_prob", 1)]
     else:
@@ -276,6 +278,58 @@ def check_extra_steps(extras: Any, actions: torch.Tensor, training_type: str, ke
                 f"extra output {key!r} has steps of shape {tuple(shape)}, but {field} take {size} "
                 "number(s) per step"
             )
+
+
+#: numpy dtype kinds of real numbers (bool, int, uint, float): what a storage field holds.
+_REAL_KINDS = "biuf"
+_UNREAL_KINDS = {"U": "strings", "S": "bytes", "O": "Python objects", "c": "complex numbers"}
+
+
+def check_storable_extra(key: str, rows: Any) -> None:
+    """Refuses an extra output a storage field cannot hold: it needs one real-number array.
+
+    Every extra output ``ColumnKeys`` names for a rollout (values, log-probs, distribution
+    parameters, teacher actions, hidden states) fills one tensor, so its steps must be one
+    array of bools, ints or floats: not a dict or tuple of arrays (a structured output),
+    strings, objects or complex numbers. ``rows`` are its steps, numpy or torch, with any
+    leading axes: a chunk's rows, or a runner block's ``[1, N, ...]`` example. It looks at
+    the structure and dtype only (never at the steps), so the fast and general paths refuse
+    alike, before anything is written.
+
+    Raises:
+        ValueError: Naming ``key`` and what its steps are.
+
+    Example:
+        >>> check_storable_extra("logits", np.zeros((3, 2), np.float32))  # fine
+        >>> check_storable_extra("dist", {"mean": np.zeros((3, 2)), "std": np.ones((3, 2))})
+        Traceback (most recent call last):
+        ...
+        ValueError: extra output 'dist' holds a dict (keys ['mean', 'std']) per step, but ...
+        >>> check_storable_extra("label", np.array(["a", "b"]))
+        Traceback (most recent call last):
+        ...
+        ValueError: extra output 'label' holds strings (<U1) per step, but ...
+    """
+    if isinstance(rows, Mapping):
+        what = f"a dict (keys {sorted(map(str, rows))})"
+    elif isinstance(rows, tuple):
+        what = f"a tuple of {len(rows)} part{'' if len(rows) == 1 else 's'}"
+    else:
+        dtype = getattr(rows, "dtype", None)
+        if dtype is None:  # a list is taken as one array, as the runner takes it
+            dtype = np.asarray(rows).dtype
+        if isinstance(dtype, torch.dtype):  # torch has no strings or objects: real unless complex
+            kind = "c" if dtype.is_complex else "f"
+        else:
+            kind = np.dtype(dtype).kind
+        if kind in _REAL_KINDS:
+            return
+        what = f"{_UNREAL_KINDS.get(kind, 'values')} ({dtype})"
+    raise ValueError(
+        f"extra output {key!r} holds {what} per step, but the storage takes one array of real "
+        "numbers (bool, int or float) per step for each output ColumnKeys names: record it "
+        "as one such array, or name another output"
+    )
 
 
 def teacher_in_dtype(values: Any, teacher: torch.Tensor, target: torch.dtype) -> torch.Tensor:
