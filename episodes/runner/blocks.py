@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.runner.timing import new_times, resized_times, shifted_times
 from episodes.runner.widening import new_leaf, widened_dtype
 from episodes.structs import flatten, skeleton, unflatten
 
@@ -290,7 +291,8 @@ class Blocks:
     ``obs`` has one row more than the step fields: ``obs[r, i]`` is the observation sub-env
     ``i`` acted on in row ``r``. ``dead[r, i]`` marks a next-step reset step, which records no
     transition. ``actions`` and ``extras`` are allocated by the first vector step (their dtypes
-    are the policy's).
+    are the policy's). ``times[r]``, a host array like ``obs`` one row longer, is when the
+    observations of row ``r`` were recorded (see :mod:`episodes.runner.timing`).
 
     Example:
         >>> blocks = Blocks.allocate(np.zeros((2, 3)), rows=4)
@@ -306,6 +308,7 @@ class Blocks:
     dead: Any
     actions: Column | None = None
     extras: dict[str, Column] = field(default_factory=dict)
+    times: Any = None  # float64 ``[rows + 1]`` on the host (None: blocks not timed)
 
     @classmethod
     def allocate(cls, obs: Any, rows: int) -> Blocks:
@@ -323,6 +326,7 @@ class Blocks:
             terminated=np.zeros((rows, num_envs), bool),
             truncated=np.zeros((rows, num_envs), bool),
             dead=np.zeros((rows, num_envs), bool),
+            times=new_times(rows),
         )
 
     @property
@@ -459,6 +463,7 @@ class Blocks:
             dead=grow(self.dead),
             actions=None if self.actions is None else self.actions.resized(step_rows),
             extras={key: column.resized(step_rows) for key, column in self.extras.items()},
+            times=None if self.times is None else resized_times(self.times, step_rows),
         )
 
     def rows_between(self, first: int, stop: int) -> Blocks:
@@ -481,6 +486,7 @@ class Blocks:
             dead=self.dead[first:stop],
             actions=None if self.actions is None else cut(self.actions),
             extras={key: cut(column) for key, column in self.extras.items()},
+            times=None if self.times is None else self.times[first : stop + 1],
         )
 
     def successor(self, first: int, stop: int, rows: int) -> Blocks:
@@ -515,6 +521,7 @@ class Blocks:
             dead=flat(self.dead),
             actions=None if self.actions is None else like(self.actions, rows),
             extras={key: like(column, rows) for key, column in self.extras.items()},
+            times=None if self.times is None else shifted_times(self.times, first, stop, rows),
         )
 
 

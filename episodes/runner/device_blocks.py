@@ -30,6 +30,7 @@ import torch
 
 from episodes.runner.blocks import Blocks, Column
 from episodes.runner.policy import check_numpy_dtype
+from episodes.runner.timing import new_times, resized_times, shifted_times
 from episodes.runner.widening import promoted_dtype
 from episodes.structs import flatten, map_batch, skeleton, unflatten
 
@@ -321,6 +322,7 @@ class DeviceBlocks(Blocks):
             truncated=zeros(torch.bool),
             dead=zeros(torch.bool),
             finals=TensorColumn.for_batch(obs, rows) if with_finals else None,
+            times=new_times(rows),  # on the host: the clock is read there (no device sync)
         )
 
     @property
@@ -369,7 +371,8 @@ class DeviceBlocks(Blocks):
             out[:keep] = array[:keep]
             return out
 
-        return self._remade(flat, lambda column, extra: column.resized(step_rows + extra))
+        times = None if self.times is None else resized_times(self.times, step_rows)
+        return self._remade(flat, lambda column, extra: column.resized(step_rows + extra), times)
 
     def successor(self, first: int, stop: int, rows: int) -> DeviceBlocks:
         """New blocks of ``rows`` step rows starting with rows ``first:stop`` (one copy each).
@@ -388,13 +391,16 @@ class DeviceBlocks(Blocks):
             return out
 
         return self._remade(
-            flat, lambda column, extra: column.shifted(first, stop + extra, rows + extra)
+            flat,
+            lambda column, extra: column.shifted(first, stop + extra, rows + extra),
+            None if self.times is None else shifted_times(self.times, first, stop, rows),
         )
 
     def _remade(
         self,
         flat: Callable[[torch.Tensor], torch.Tensor],
         column: Callable[[TensorColumn, int], TensorColumn],
+        times: np.ndarray | None,
     ) -> DeviceBlocks:
         def field(col: Column, extra: int = 0) -> TensorColumn:
             assert isinstance(col, TensorColumn)
@@ -409,6 +415,7 @@ class DeviceBlocks(Blocks):
             actions=None if self.actions is None else field(self.actions),
             extras={key: field(col) for key, col in self.extras.items()},
             finals=None if self.finals is None else field(self.finals),
+            times=times,
         )
 
     def match_finals(self) -> None:
@@ -506,6 +513,7 @@ class DeviceBlocks(Blocks):
             dead=copy(self.dead),
             actions=None if self.actions is None else HostColumn(self.actions),  # type: ignore[arg-type]
             extras={key: HostColumn(col) for key, col in self.extras.items()},  # type: ignore[arg-type]
+            times=self.times,  # a host array already
         )
 
 

@@ -49,6 +49,7 @@ from episodes.runner.device_blocks import DeviceBlocks, as_device_batch, to_host
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.table import Recording
+from episodes.runner.timing import now
 
 __all__ = ["DeviceRecorder"]
 
@@ -123,6 +124,7 @@ class DeviceRecorder(BatchedRecorder):
                 obs, rows, with_finals=self.mode is AutoresetMode.SAME_STEP
             )
             blocks.obs.put(0, obs)
+            blocks.times[0] = now()
             self._store_infos(to_host(reset_infos or {}), None, 0)
         elif self._next_device.step_rows >= rows:
             blocks = self._next_device
@@ -224,6 +226,7 @@ class DeviceRecorder(BatchedRecorder):
             terminateds,
             truncateds,
         )
+        blocks.times[r + 1] = now()  # a host clock: no wait for the device
         done = terminateds | truncateds
         if self.mode is AutoresetMode.NEXT_STEP:
             waiting = self._awaiting_device

@@ -47,6 +47,7 @@ from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.policy import check_numpy_dtype
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
+from episodes.runner.timing import now
 from episodes.structs import flatten, map_batch
 
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
@@ -211,6 +212,7 @@ class BatchedRecorder:
         if self._next is None:
             self.blocks = Blocks.allocate(obs, rows)
             self.blocks.obs.put(0, obs)
+            self.blocks.times[0] = now()  # the reset observations' (``start_time``)
             self._store_infos(reset_infos or {}, None, 0)
         elif self._next.step_rows >= rows:
             self.blocks = self._next
@@ -290,6 +292,7 @@ class BatchedRecorder:
             self.blocks = self.blocks.resized(2 * self.blocks.step_rows)
         r = self.row
         self.blocks.put_step(r, actions, extras, obs, rewards, terminateds, truncateds)
+        self.blocks.times[r + 1] = now()  # one clock read per vector step, not per sub-env
         self.row = r + 1
         return self._account(r, obs, rewards, terminateds, truncateds, infos, reset)
 

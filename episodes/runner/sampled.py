@@ -297,6 +297,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
                 "is_terminated": bool(table.terminated[k]),
                 "is_truncated": bool(table.truncated[k]),
                 "t_started": int(table.t_started[k]),
+                **table.clocks(k),
                 "observation_space": self.observation_space,
                 "action_space": self.action_space,
                 "custom_data": {"env_index": env},

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from episodes.runner.blocks import Blocks, Finals
+from episodes.runner.timing import chunk_times
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,29 @@ class ChunkTable:
     final: np.ndarray
     #: The window step (0 .. T - 1) of the chunk's last transition.
     last_step: np.ndarray
+    #: The chunk's ``start_time`` and ``last_step_time`` (float64, NaN: none; see
+    #: :mod:`episodes.runner.timing`).
+    start_time: np.ndarray
+    last_step_time: np.ndarray
 
     def __len__(self) -> int:
         return len(self.env)
+
+    def clocks(self, k: int) -> dict[str, float | None]:
+        """Chunk ``k``'s clock fields, as ``SingleAgentEpisode.from_fields`` takes them.
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros((1, 1)), rows=2)
+            >>> blocks.times[:3] = [5.0, 6.0, 7.0]  # the reset, then two steps
+            >>> state = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
+            >>> chunk_table(blocks, 2, 2, 0, state, np.zeros((3, 0), int), None)[0].clocks(0)
+            {'start_time': 5.0, 'last_step_time': 7.0}
+        """
+        start, last = float(self.start_time[k]), float(self.last_step_time[k])
+        return {
+            "start_time": None if start != start else start,  # NaN: no time recorded
+            "last_step_time": None if last != last else last,
+        }
 
 
 @dataclass(frozen=True)
@@ -407,6 +428,7 @@ def _table(
     ended = terminated | truncated
     if finals is not None and ended.any():
         final[ended] = finals.index_of(stop[ended] - 1, env[ended], width)
+    start_time, last_step_time = chunk_times(blocks.times, first, stop, t_started)
     return ChunkTable(
         env=env,
         first=first,
@@ -418,6 +440,8 @@ def _table(
         truncated=truncated,
         final=final,
         last_step=last_step,
+        start_time=start_time,
+        last_step_time=last_step_time,
     )
 
 
