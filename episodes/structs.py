@@ -43,6 +43,54 @@ def flatten(item: Any) -> tuple[list[Any], Any]:
     return tree.flatten(item), item
 
 
+def id_key(value: Any) -> Any:
+    """A dict key for an episode id: the id, or a stand-in for an unhashable one (list, dict).
+
+    The stand-in of an unhashable id is equal to another exactly when the ids are. Chunks
+    are matched by id (the converter's time-order check and stepless ends): an id that
+    cannot key a dict must still match its own episode's chunks, not none of them.
+
+    Example:
+        >>> id_key("run-1"), id_key(["run", 1]) == id_key(["run", 1]), id_key([1]) == id_key((1,))
+        ('run-1', True, False)
+        >>> a, b = {"run": [1]}, {"run": [2]}
+        >>> id_key(a) == id_key(dict(a)), id_key(a) == id_key(b)
+        (True, False)
+    """
+    try:
+        hash(value)
+    except TypeError:
+        return _UnhashableId.of(value)
+    return value
+
+
+class _UnhashableId(tuple):
+    """A frozen copy of an unhashable id, tagged with its type (``[1]`` is not ``(1,)``)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            items = frozenset((id_key(k), id_key(v)) for k, v in value.items())
+            return cls((dict, items))
+        if isinstance(value, (list, tuple)):
+            return cls((type(value), tuple(id_key(v) for v in value)))
+        if isinstance(value, (set, bytearray)):
+            return cls((type(value), frozenset(value) if isinstance(value, set) else bytes(value)))
+        if isinstance(value, np.ndarray):
+            return cls((np.ndarray, value.dtype.str, value.shape, value.tobytes()))
+        return cls((object, id(value)))  # anything else matches only itself
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _UnhashableId and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 def skeleton(structure: Any) -> Any:
     """``structure`` with every leaf replaced by None: what :func:`unflatten` needs, no data.
 

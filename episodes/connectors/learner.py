@@ -11,6 +11,7 @@ import numpy as np
 from episodes.connectors.base import Batch, as_arrays, concat_rows, id_rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
+from episodes.structs import id_key
 
 __all__ = ["AddLearnerColumns"]
 
@@ -141,10 +142,7 @@ def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAge
     ends: dict[Any, SingleAgentEpisode] = {}
     for ep in episodes:
         if not len(ep) and ep.is_done:
-            try:
-                ends[(ep.id_, ep.t_started)] = ep
-            except TypeError:  # an unhashable id (a list) cannot be matched: no end
-                continue
+            ends[(id_key(ep.id_), ep.t_started)] = ep  # a list id keyed by its value
     return ends
 
 
@@ -153,19 +151,18 @@ def stepless_end(
 ) -> SingleAgentEpisode | None:
     """The chunk of :func:`stepless_ends` that ends ``episode``'s steps, if any.
 
-    An unhashable id (a list) has no end: :func:`stepless_ends` could not key one by it.
+    An unhashable id (a list) is matched by value (:func:`~episodes.structs.id_key`).
 
     Example:
         >>> from episodes import SingleAgentEpisode
         >>> steps = SingleAgentEpisode(["a"], observations=[0, 1], actions=[0], rewards=[1.0],
         ...                            len_lookback_buffer=0)
-        >>> stepless_end({("b", 1): steps}, steps) is None
+        >>> end = SingleAgentEpisode(["a"], observations=[1], t_started=1, terminated=True,
+        ...                          len_lookback_buffer=0)
+        >>> stepless_end(stepless_ends([end]), steps) is end
         True
     """
-    try:
-        return ends.get((episode.id_, episode.t))
-    except TypeError:
-        return None
+    return ends.get((id_key(episode.id_), episode.t))
 
 
 def _check_names(

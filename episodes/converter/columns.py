@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from episodes.converter.groups import keyable
 from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout
-from episodes.structs import is_nested, map_leaves
+from episodes.structs import id_key, is_nested, map_leaves
 
 ObsFn = Callable[[Any], Any]
 
@@ -341,11 +340,9 @@ def _pieces(n: int, group: list[SingleAgentEpisode], bootstrap_key: str) -> list
         if len(chunk):
             piece = _Piece(chunk, chunk.is_terminated, chunk.is_truncated, chunk)
             pieces.append(piece)
-            if keyable(chunk.id_):  # an unhashable id (a list) matches no other chunk
-                latest[chunk.id_] = piece
+            latest[id_key(chunk.id_)] = piece
             continue
-        # None: the episode's steps lie before this window (or its id cannot be matched)
-        ended = latest.get(chunk.id_) if keyable(chunk.id_) else None
+        ended = latest.get(id_key(chunk.id_))  # None: the episode's steps lie before this window
         if ended is not None:
             ended.terminated, ended.truncated = chunk.is_terminated, chunk.is_truncated
             # concat_episode merges custom_data, the later chunk's winning.
@@ -486,9 +483,8 @@ def check_time_order(n: int, chunks: Sequence[SingleAgentEpisode]) -> None:
     """
     last: dict[Any, tuple[int, bool]] = {}  # id -> (t where its latest chunk ended, done)
     for chunk in chunks:
-        if not keyable(chunk.id_):
-            continue
-        seen = last.get(chunk.id_)
+        key = id_key(chunk.id_)
+        seen = last.get(key)
         if seen is not None and (seen[1] or chunk.t_started != seen[0]):
             ended = " (which ended there)" if seen[1] else ""
             raise ValueError(
@@ -496,7 +492,7 @@ def check_time_order(n: int, chunks: Sequence[SingleAgentEpisode]) -> None:
                 f"follows its chunk ending at t={seen[0]}{ended}; an env's chunks go in time "
                 "order"
             )
-        last[chunk.id_] = (chunk.t, chunk.is_done)
+        last[key] = (chunk.t, chunk.is_done)
 
 
 def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None) -> Any:

@@ -181,7 +181,9 @@ def block_columns(
 
 
 def _storable_extras(chunks: SampledChunks, extra_keys: list[str]) -> bool:
-    """Whether every key was recorded (False: the general path names the missing one).
+    """Whether the fast path may lay out these keys (False: the general path decides).
+
+    False where a key was not recorded (the general path names it), or holds Python objects.
 
     Each recorded key must be one array of real numbers a step (:func:`check_storable_extra`,
     as the general path refuses it), checked before the value call and before anything is
@@ -195,6 +197,10 @@ def _storable_extras(chunks: SampledChunks, extra_keys: list[str]) -> bool:
         except KeyError:
             return False
     for key, example in examples:
+        if getattr(example, "dtype", None) == np.dtype(object):
+            # Python objects a step: in list mode a chunk reads them back as numbers, so only
+            # the general path, which reads the chunks' rows, can say whether they are.
+            return False
         check_storable_extra(key, example)
     return True
 

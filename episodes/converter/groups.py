@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.structs import id_key
 
 __all__ = ["column_groups", "group_by_env"]
 
@@ -66,28 +67,13 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
     envs: list[list[SingleAgentEpisode]] = []
     latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> the env of its latest chunk
     for ep in episodes:
-        keyed = keyable(ep.id_)  # an unhashable id (a list) matches no other chunk
-        if keyed and ep.is_done and not len(ep) and ep.id_ in latest:
-            latest[ep.id_].append(ep)
+        key = id_key(ep.id_)  # a list id matches its equal lists
+        if ep.is_done and not len(ep) and key in latest:
+            latest[key].append(ep)
         else:
             envs.append([ep])
-            if keyed:
-                latest[ep.id_] = envs[-1]
+            latest[key] = envs[-1]
     return envs
-
-
-def keyable(value: Any) -> bool:
-    """Whether ``value`` can key a dict (a tuple holding a list cannot, though a tuple).
-
-    Example:
-        >>> keyable(("run", 1)), keyable(["run", 1]), keyable(("run", [1]))
-        (True, False, False)
-    """
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgentEpisode]]:
@@ -113,8 +99,7 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         for chunk in group:
             if len(chunk):
                 columns.append([chunk])
-                if keyable(chunk.id_):
-                    latest[chunk.id_] = columns[-1]
-            elif chunk.is_done and keyable(chunk.id_) and chunk.id_ in latest:
-                latest[chunk.id_].append(chunk)
+                latest[id_key(chunk.id_)] = columns[-1]
+            elif chunk.is_done and id_key(chunk.id_) in latest:
+                latest[id_key(chunk.id_)].append(chunk)
     return columns

@@ -151,9 +151,6 @@ class EnvRunner:
         self._output_shapes: dict[str | None, Any] = {}
         self._failure: str | None = None  # why a sample() stopped part-way, if one did
         self._stepped = False  # whether the current sample() has stepped the env
-        # A torch env's fresh state leaves on the state's device, once per sample() call: its
-        # resets are masked in at every step, and a host initial_state would be copied each time.
-        self._fresh_on_device: list[Any] | None = None
         self._recorder = BatchedRecorder(
             self.num_envs,
             self.autoreset_mode,
@@ -242,7 +239,6 @@ class EnvRunner:
         recorder_before, recorder_saved = self._recorder, self._recorder.saved()
         saved = (self._obs, self.state, self._state_layout, self._output_keys, self._output_key_set)
         self._stepped = False
-        self._fresh_on_device = None
         vector_steps = 0
         try:
             recorder = self._begin(num_steps)
@@ -366,9 +362,11 @@ class EnvRunner:
         return unflatten(structure, out)
 
     def _fresh_leaves(self, olds: list[Any], on_device: bool) -> list[Any]:
-        """``initial_state``'s leaves (under a device mask: on the state's device, once a call)."""
-        if on_device and self._fresh_on_device is not None:
-            return self._fresh_on_device
+        """``initial_state``'s leaves, a new call each time (it may draw a random state).
+
+        Under a device mask (a torch env) this is every step, as which sub-envs started stays
+        on the device: leaves it returns on the host are copied to the state's device each time.
+        """
         assert self._initial_state is not None and self._state_layout is not None
         fresh = self._initial_state(self.num_envs)
         # The policy's state matched the layout; a fresh one of other leaves would fail in
@@ -377,7 +375,6 @@ class EnvRunner:
         news = flatten(fresh)[0]
         if on_device:
             news = [_on_device_of(new, old) for new, old in zip(news, olds)]
-            self._fresh_on_device = news
         return news
 
 

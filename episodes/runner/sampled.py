@@ -184,7 +184,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     # ------------------------------------------------------------------------------- table
     @property
     def env_indices(self) -> np.ndarray:
-        """The sub-env of every chunk (what ``custom_data["env_index"]`` says), without building.
+        """The sub-env that recorded every chunk (a later edit of its custom_data aside).
 
         Example:
             >>> from episodes.runner import EnvRunner, RandomPolicy

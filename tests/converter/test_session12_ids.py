@@ -44,3 +44,51 @@ def test_unhashable_id_converts(id_: Any) -> None:
 def test_hashable_id_still_checked() -> None:
     with pytest.raises(ValueError, match="time order"):
         episodes_to_rollout([[chunk("a"), chunk("a")]], gamma=0.9, value_fn=zero_values)
+
+
+# ------------------------------ unhashable ids are matched by value, not skipped (regression)
+def stepless_end(id_: Any) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        id_,
+        observations=[np.full(2, 2, np.float32)],
+        t_started=2,
+        terminated=True,
+        extra_model_outputs={"vf_preds": [], "action_logp": []},
+        len_lookback_buffer=0,
+    )
+
+
+@pytest.mark.parametrize("id_", ["run", ["run", 7], {"run": [7]}], ids=["str", "list", "dict"])
+@pytest.mark.parametrize("layout", ["per_env", "per_chunk"])
+def test_stepless_end_of_an_unhashable_id_ends_its_episode(id_: Any, layout: str) -> None:
+    rollout = episodes_to_rollout(
+        [chunk(id_), stepless_end(id_)], gamma=0.9, value_fn=zero_values, layout=layout
+    )
+    assert rollout.storage.dones[:, 0, 0].tolist() == [False, True]
+
+
+@pytest.mark.parametrize("id_", [["run", 7], {"run": [7]}], ids=["list", "dict"])
+def test_an_unhashable_id_given_twice_is_refused(id_: Any) -> None:
+    with pytest.raises(ValueError, match="time order"):
+        episodes_to_rollout([[chunk(id_), chunk(id_)]], gamma=0.9, value_fn=zero_values)
+
+
+def test_list_mode_object_extras_convert_on_either_path() -> None:
+    import gymnasium as gym
+
+    from episodes.runner import EnvRunner
+
+    def policy(obs: Any) -> Any:
+        n = len(obs)
+        extras = {"vf_preds": np.array([0.5] * n, object), "action_logp": np.zeros(n)}
+        return np.ones(n, np.int64), extras
+
+    results = []
+    for read_first in (False, True):
+        env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        chunks = EnvRunner(env, policy, seed=0, numpy_episodes=False).sample(4)
+        if read_first:
+            chunks[0]  # a built chunk: the general path
+        rollout = episodes_to_rollout(chunks, gamma=0.9, value_fn=zero_values)
+        results.append(rollout.storage.values[:, :, 0].tolist())
+    assert results[0] == results[1] == [[0.5, 0.5]] * 4

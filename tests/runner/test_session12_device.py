@@ -5,8 +5,9 @@
   a host without CUDA cannot unpickle), and every numpy sample carried a stale batch.
 - Off the converter's fast path (``layout="per_chunk"``, a written chunk) ``value_fn`` and
   ``obs_fn`` got numpy arrays where the fast path gives device tensors: a torch critic failed.
-- A recurrent policy whose ``initial_state`` returns host values had them copied to the device
-  at every vector step (``initial_state`` was called every step under a device mask).
+- A recurrent policy whose ``initial_state`` returns host values: the same recording as one
+  returning tensors; and ``initial_state`` stays called anew for each reset (a fix that called
+  it once per ``sample()`` gave every reset of a call the same random state: pinned below).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def test_obs_fn_gets_tensors_per_chunk() -> None:
     assert seen and set(seen) == {"Tensor"}
 
 
-# ------------------------------------ 3. a host initial_state is moved once a call, not a step
+# --------------------------------- 3. initial_state on a torch env: host values, random draws
 class HostStatePolicy:
     """A recurrent policy on a torch env whose ``initial_state`` returns numpy (or tensors)."""
 
@@ -155,14 +156,12 @@ ACTION_SPACE = make_vec(BOX_SPEC, 1, "NextStep").single_action_space
 
 
 @pytest.mark.parametrize("mode", ["SameStep", "NextStep"])
-def test_host_initial_state_called_once_a_call(mode: str) -> None:
+def test_host_initial_state_records_as_a_tensor_one(mode: str) -> None:
     results = {}
     for as_tensor in (False, True):
         policy = HostStatePolicy(as_tensor)
         runner = EnvRunner(TensorVectorEnv(make_vec(BOX_SPEC, 4, mode)), policy, seed=1)
         calls = [runner.sample(12) for _ in range(3)]
-        # One for the first reset, then at most one per call.
-        assert policy.fresh_calls <= 1 + len(calls)
         results[as_tensor] = [
             np.concatenate([c.get_extra_model_outputs("h", slice(None)) for c in chunks])
             for chunks in calls
@@ -170,3 +169,21 @@ def test_host_initial_state_called_once_a_call(mode: str) -> None:
     for host, device in zip(results[False], results[True]):
         np.testing.assert_array_equal(host, device)
     assert any((h == 0.5).all(axis=1).sum() > 1 for h in results[False])  # resets happened
+
+
+def test_random_initial_state_is_drawn_for_every_reset() -> None:
+    generator = torch.Generator().manual_seed(0)
+
+    def initial_state(n: int) -> torch.Tensor:
+        return torch.randn(n, 2, generator=generator)
+
+    def policy(obs: torch.Tensor, state: torch.Tensor) -> Any:
+        zeros = torch.zeros(len(obs))
+        extras = {"vf_preds": zeros, "action_logp": zeros, "h": state.clone()}
+        return (obs[:, 2] > 0).long(), extras, state
+
+    env = TorchCartPole(2, max_episode_steps=3)
+    chunks = EnvRunner(env, policy, initial_state=initial_state, seed=0).sample(12)
+    starts = [tuple(c.get_extra_model_outputs("h", 0).tolist()) for c in chunks if c.t_started == 0]
+    assert len(starts) >= 4
+    assert len(set(starts)) == len(starts)  # each reset drew its own state
