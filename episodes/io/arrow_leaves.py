@@ -10,8 +10,8 @@ shard's row count:
   ``fixed_size_binary`` column holding each item's bytes, the dtype recorded in the index;
 - ``"empty"`` storage (items of zero bytes): a ``null`` column.
 
-Reading returns numpy views over the Arrow buffers (no copy for uncompressed,
-memory-mapped shards), except for bool leaves, which Arrow packs into bits.
+Reading returns read-only numpy views over the Arrow buffers (no copy for uncompressed,
+memory-mapped shards), except for bool leaves, which Arrow packs into bits (read-only copies).
 
 Example:
     >>> arr = np.arange(6, dtype=np.float32).reshape(3, 2)
@@ -246,48 +246,67 @@ def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:
 
 
 def leaf_from_arrow(
-    column: pa.Array, info: dict[str, Any], start: int, count: int, *, nulls_ok: bool = False
+    column: pa.Array,
+    info: dict[str, Any],
+    start: int,
+    count: int,
+    *,
+    nulls_ok: bool = False,
+    where: str | None = None,
 ) -> np.ndarray:
-    """Items ``[start, start + count)`` of a stored leaf as a numpy array.
+    """Items ``[start, start + count)`` of a stored leaf as a read-only numpy array.
 
-    The array is a read-only view where Arrow allows it; copy it before modifying.
+    A view over Arrow's buffers where Arrow allows it, a copy otherwise (bools, which Arrow
+    packs into bits); read-only either way, as a reader may cache it: copy it to modify it.
 
     ``nulls_ok=True`` returns whatever null rows hold (zeros, as written) instead of raising:
-    a view over a whole shard column, episodes' padding rows included.
+    a view over a whole shard column, episodes' padding rows included. ``where`` names the
+    shard or episode in errors.
 
     Raises:
         CorruptDatasetError: The column's type or nulls disagree with ``info``.
 
     Example:
         >>> a = np.array(["ab", "c"])
-        >>> leaf_from_arrow(leaf_to_arrow(a, 2, leaf_info(a, ["x"])), leaf_info(a, ["x"]), 0, 2)
-        array(['ab', 'c'], dtype='<U2')
+        >>> out = leaf_from_arrow(leaf_to_arrow(a, 2, leaf_info(a, ["x"])), leaf_info(a, ["x"]),
+        ...                       0, 2)
+        >>> out, out.flags.writeable
+        (array(['ab', 'c'], dtype='<U2'), False)
     """
-    where = "/".join(info["path"])
-    dtype, shape = check_leaf_info(info, where)
+    name = "/".join(info["path"])
+    label = f"{where}: column {name}" if where else f"column {name}"
+    out = _leaf_values(column, info, start, count, nulls_ok, label)
+    out.flags.writeable = False
+    return out
+
+
+def _leaf_values(
+    column: pa.Array, info: dict[str, Any], start: int, count: int, nulls_ok: bool, label: str
+) -> np.ndarray:
+    dtype, shape = check_leaf_info(info, label)
     if not _same_type(column.type, leaf_type(dtype, shape)):
         raise CorruptDatasetError(
-            f"column {where} has Arrow type {column.type}, expected {leaf_type(dtype, shape)}"
+            f"{label} has Arrow type {column.type}, expected {leaf_type(dtype, shape)}"
         )
     if start < 0 or count < 0 or start + count > len(column):
-        raise CorruptDatasetError(f"column {where}: rows [{start}, {start + count}) out of range")
+        raise CorruptDatasetError(f"{label}: rows [{start}, {start + count}) out of range")
     part = column.slice(start, count)
     storage = info["storage"]
     if storage == "empty":
         return np.zeros((count, *shape), dtype)
     if part.null_count:
         if not nulls_ok:
-            raise CorruptDatasetError(f"column {where}: null in rows that must hold data")
+            raise CorruptDatasetError(f"{label}: null in rows that must hold data")
         if storage == "arrow":
             return _values_ignoring_nulls(part, dtype, shape, count)
     if storage == "raw":
         nbytes = dtype.itemsize * math.prod(shape)
         buf = part.buffers()[1]
         if buf is None or buf.size < (part.offset + count) * nbytes:
-            raise CorruptDatasetError(f"column {where}: raw bytes shorter than its rows")
+            raise CorruptDatasetError(f"{label}: raw bytes shorter than its rows")
         raw = np.frombuffer(buf, np.uint8, count=(part.offset + count) * nbytes)
         out = raw[part.offset * nbytes :].view(dtype).reshape((count, *shape))
-        check_code_points(out, f"column {where}")
+        check_code_points(out, label)
         return out
     values = part if not shape else part.flatten()
     view = _numeric_view(values, dtype)
@@ -296,5 +315,5 @@ def leaf_from_arrow(
     try:
         out = values.to_numpy(zero_copy_only=dtype.kind != "b")
     except pa.ArrowException as err:  # nulls inside the items: written by no writer of ours
-        raise CorruptDatasetError(f"column {where}: {err}") from err
+        raise CorruptDatasetError(f"{label}: {err}") from err
     return out.astype(dtype, copy=False).reshape((count, *shape))

@@ -16,6 +16,7 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import TypeVar
 
 __all__ = [
     "CorruptDatasetError",
@@ -28,8 +29,12 @@ __all__ = [
     "UnstorableValueError",
     "UnsupportedVersionError",
     "read_failure",
+    "reraisable",
     "stat_listed_file",
+    "without_frames",
 ]
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 class DatasetError(Exception):
@@ -142,6 +147,51 @@ def read_failure(err: OSError, what: str) -> DatasetError:
     if err.errno is None:
         return CorruptDatasetError(f"cannot read {what}: {err}")
     return DatasetIOError(err.errno, f"cannot read {what}: {err.strerror or err}")
+
+
+def without_frames(err: _E) -> _E:
+    """``err`` with its traceback and those of its causes dropped, for keeping it.
+
+    A kept traceback keeps the locals of every frame it passed alive (a half-opened shard's
+    memory map and file descriptor, a decompressed batch) for as long as the error is kept.
+
+    Example:
+        >>> try:
+        ...     raise CorruptDatasetError("damaged") from ValueError("bad byte")
+        ... except CorruptDatasetError as caught:
+        ...     kept = without_frames(caught)
+        >>> kept.__traceback__, kept.__cause__.__traceback__, str(kept)
+        (None, None, 'damaged')
+    """
+    pending: list[BaseException | None] = [err]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending += [current.__cause__, current.__context__]
+    return err
+
+
+def reraisable(err: _E) -> _E:
+    """A copy of a kept error to raise again (same type, message and cause).
+
+    Raising the kept error itself would add each raise's frames to its traceback, and keep
+    them alive, for as long as it is kept.
+
+    Example:
+        >>> kept = without_frames(CorruptDatasetError("shard x: damaged"))
+        >>> copy = reraisable(kept)
+        >>> type(copy).__name__, str(copy), copy is kept
+        ('CorruptDatasetError', 'shard x: damaged', False)
+    """
+    copy = type(err)(*err.args)
+    copy.__dict__.update(err.__dict__)
+    copy.__cause__ = err.__cause__
+    copy.__suppress_context__ = True
+    return copy
 
 
 def stat_listed_file(path: Path, label: str, size: int) -> os.stat_result:

@@ -136,12 +136,17 @@ def _nest(items: list[tuple[tuple[str, ...], pa.Array]]) -> pa.Array:
     return pa.StructArray.from_arrays([_nest(g) for g in groups.values()], names=list(groups))
 
 
-def column_of(table: Any, path: list[str]) -> pa.Array:
+def column_of(table: Any, path: list[str], where: str | None = None) -> pa.Array:
     """The (single-chunk) Arrow array at a leaf path (top-level name, then struct fields).
+
+    ``where`` names the table (its shard) in the error for a missing column.
 
     Example:
         >>> column_of(pa.table({"x": [1, 2]}), ["x"]).to_pylist()
         [1, 2]
+        >>> column_of(pa.table({"x": [1, 2]}), ["y"], "shard s")
+        Traceback (most recent call last):
+        episodes.io.errors.CorruptDatasetError: shard s: column y is missing from the shard
     """
     try:
         column = table.column(path[0])
@@ -153,7 +158,10 @@ def column_of(table: Any, path: list[str]) -> pa.Array:
                 raise TypeError(f"{'/'.join(path)} passes through a non-struct column")
             array = array.field(name)
     except (KeyError, IndexError, TypeError, OverflowError, pa.ArrowException) as err:
-        raise CorruptDatasetError(f"column {'/'.join(path)} is missing from the shard") from err
+        prefix = f"{where}: " if where else ""
+        raise CorruptDatasetError(
+            f"{prefix}column {'/'.join(path)} is missing from the shard"
+        ) from err
     return array
 
 
@@ -288,11 +296,17 @@ def _column_metas(meta: dict[str, Any], where: str) -> list[tuple[list[str], Any
 
 
 def prepare_meta(
-    entry: Any, table: Any, start: int, spaces: list[Any], where: str
+    entry: Any,
+    table: Any,
+    start: int,
+    spaces: list[Any],
+    where: str,
+    table_where: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Rebuilds an episode's v1-style meta from its index entry (spaces, JSON items).
 
-    Returns ``(meta, leaves)``; the caller's ``entry`` is not modified.
+    Returns ``(meta, leaves)``; the caller's ``entry`` is not modified. ``where`` names the
+    episode in errors, ``table_where`` the table (default ``where``) for a missing column.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -318,7 +332,7 @@ def prepare_meta(
             size = col.get("size")
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise CorruptDatasetError(f"{where}: bad size in column {'/'.join(path)}")
-            array = column_of(table, path)
+            array = column_of(table, path, table_where or where)
             if start + size > len(array) or not pa.types.is_large_string(array.type):
                 raise CorruptDatasetError(f"{where}: JSON column {'/'.join(path)} is malformed")
             texts = array.slice(start, size).to_pylist()
@@ -339,10 +353,13 @@ def decode_rows(
     where: str,
     numpy: bool | None = None,
     copy: Callable[[np.ndarray], np.ndarray] = np.array,
+    table_where: str | None = None,
 ) -> SingleAgentEpisode:
     """Rebuilds the episode whose rows begin at ``start`` of ``table`` (see :func:`encode_rows`).
 
     ``copy`` turns each leaf (a read-only view into the table) into the episode's own array.
+    Errors name the episode by ``where``, and a missing column the table by ``table_where``
+    (default ``where``): the columns are the whole shard's.
 
     Raises:
         DatasetError: The index entry or the columns are malformed or inconsistent.
@@ -356,11 +373,12 @@ def decode_rows(
         >>> ep.id_, ep.is_numpy, ep.get_observations().tolist()
         ('a', True, [0, 1])
     """
-    meta, leaves = prepare_meta(entry, table, start, spaces, where)
+    table_where = table_where or where
+    meta, leaves = prepare_meta(entry, table, start, spaces, where, table_where)
 
     def load(name: str) -> np.ndarray:
         if name == BLOB:
-            array = column_of(table, ["blob"])
+            array = column_of(table, ["blob"], table_where)
             value = array[start].as_py() if start < len(array) else None
             if not isinstance(value, bytes):
                 raise CorruptDatasetError(f"{where}: the episode's blob is missing")
@@ -368,8 +386,8 @@ def decode_rows(
         info = leaves.get(name)
         if not isinstance(info, dict) or not isinstance(info.get("path"), list) or not info["path"]:
             raise CorruptDatasetError(f"{where}: leaf {name!r} is not in the index")
-        out = leaf_from_arrow(column_of(table, info["path"]), info, start, info.get("count", -1))
-        return copy(out)
+        column = column_of(table, info["path"], table_where)
+        return copy(leaf_from_arrow(column, info, start, info.get("count", -1), where=where))
 
     try:
         return decode_episode(meta, load, where=where, numpy=numpy)

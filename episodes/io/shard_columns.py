@@ -175,10 +175,11 @@ def _plan(context: tuple[Any, ...], path: list[str], col: Any) -> ColumnPlan:
     if base + size > part.num_rows:
         raise CorruptDatasetError(f"{label}: rows out of range")
     if col.get("layout") == "json":
-        texts = column_of(part, path)
+        shard_where = shard.where  # not the shard: a cached plan must not hold it (a cycle)
+        texts = column_of(part, path, shard_where)
 
         def items(a: int, b: int) -> list[Any]:
-            blob = _blob(part, base, entry, where)
+            blob = _blob(part, base, entry, where, shard_where)
             return [
                 decode_value(parse_json(t.encode("utf-8"), label), blob=blob, where=label)
                 for t in texts.slice(base + a, b - a).to_pylist()
@@ -210,11 +211,11 @@ def _count(value: Any, label: str) -> int:
     return value
 
 
-def _blob(part: Any, base: int, entry: dict[str, Any], where: str) -> BlobReader:
+def _blob(part: Any, base: int, entry: dict[str, Any], where: str, table_where: str) -> BlobReader:
     table = entry["meta"].get("blob", [])
     data = np.zeros(0, np.uint8)
     if table:
-        value = column_of(part, ["blob"])[base].as_py()
+        value = column_of(part, ["blob"], table_where)[base].as_py()
         if not isinstance(value, bytes):
             raise CorruptDatasetError(f"{where}: the episode's blob is missing")
         data = np.frombuffer(value, np.uint8)

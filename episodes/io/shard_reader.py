@@ -3,9 +3,10 @@
 :class:`Dataset` reads the manifest once; an episode's shard is opened on first use (its
 index checked against the manifest's SHA-256, its data file memory-mapped) and kept in a
 small LRU cache, so getting episode ``i`` or steps ``[a, b)`` of it costs O(1) file reads.
-Arrow shards are memory-mapped: step reads are numpy views, no copies, and each record batch
-is fetched and checked when a read first reaches it (:mod:`episodes.io.shard_table`); Parquet
-shards are read into memory one shard at a time. Every problem raises a ``DatasetError`` subclass.
+Arrow shards are memory-mapped: step reads are read-only numpy views, no copies, and each
+record batch is fetched and checked when a read first reaches it
+(:mod:`episodes.io.shard_table`); Parquet shards are read into memory one shard at a time.
+Every problem raises a ``DatasetError`` subclass.
 
 Example:
     >>> import tempfile
@@ -48,8 +49,10 @@ from episodes.io.errors import (
     UnsafeDataError,
     UnsupportedVersionError,
     read_failure,
+    reraisable,
+    without_frames,
 )
-from episodes.io.format import check_inside, read_regular_file
+from episodes.io.format import MANIFEST_FILE, check_inside, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
@@ -306,9 +309,9 @@ class Shard:
         key = (k, tuple(info["path"]), info["dtype"], tuple(info["shape"]))
         view = self._views.get(key)
         if view is None:
-            column = column_of(self.parts[k], info["path"])
+            column = column_of(self.parts[k], info["path"], self.where)
             full = {**info, "count": len(column)}
-            view = leaf_from_arrow(column, full, 0, len(column), nulls_ok=True)
+            view = leaf_from_arrow(column, full, 0, len(column), nulls_ok=True, where=self.where)
             _bounded_put(self._views, key, view, _CACHED_VIEWS)
         return view
 
@@ -326,8 +329,9 @@ class Dataset:
     Args:
         path: The dataset directory.
         verify: Check every shard data file's CRC-32 when it is opened.
-        max_open_shards: Shards kept open at once (each an index in memory and a memory map:
-            address space, not resident memory); an int >= 1.
+        max_open_shards: Shards kept open at once (each an index in memory, a memory map:
+            address space, not resident memory, its last few record batches and bounded
+            caches of column plans); an int >= 1.
 
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
@@ -358,6 +362,8 @@ class Dataset:
                 f"{self.root} is a format v1 dataset; Dataset reads v2 (read it with "
                 "read_episodes / load_episode, or convert it with `episodes migrate`)"
             )
+        if not os.path.lexists(self.root / MANIFEST_FILE):  # a symlink is refused below
+            raise NotADatasetError(f"{self.root} is not an episodes dataset (no {MANIFEST_FILE})")
         self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
         self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")
         self._verify = verify
@@ -408,13 +414,14 @@ class Dataset:
         if shard is None:
             failed = self._failed.get(s)
             if failed is not None:  # a damaged shard is read and refused once, not per piece
-                raise failed
+                raise reraisable(failed)
             try:
                 shard = Shard(
                     self.root, self.shards[s], verify=self._verify, whole_index=self._passing
                 )
             except CorruptDatasetError as err:  # damage stays; a DatasetIOError may pass
-                self._failed[s] = err
+                # Kept without frames: they hold the refused shard (its map, its descriptor).
+                self._failed[s] = without_frames(reraisable(err))
                 raise
             self._open[s] = shard
             while len(self._open) > self._max_open:
@@ -501,6 +508,7 @@ class Dataset:
             where=where,
             numpy=numpy,
             copy=(lambda view: shard.own(view, populate=True)) if populate else shard.own,
+            table_where=shard.where,
         )
         summary = self.summaries[i]
         if (episode.t_started, episode.t) != (summary.t_started, summary.t):

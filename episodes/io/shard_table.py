@@ -2,14 +2,15 @@
 
 Opening an Arrow shard memory-maps its data file and reads the footer only. Record batch ``k``
 is fetched, every buffer of it checked to lie inside the file and the batch validated in full
-(offsets, lengths, UTF-8) the first time a read needs it, then cached: reading one episode of
-a shard costs the same for a shard of ten episodes as for one of 100k. The writer stores one
-record batch per episode piece, so piece ``j`` is read from batch ``j`` when the file holds as
-many batches as the index lists pieces and batch ``j`` holds exactly the piece's rows; any
-other layout (a file rewritten by another tool) is mapped the general way, by reading and
-checking every batch once and locating each piece's first row. ``full=True`` (a ``verify``
-read) fetches and checks every batch when the table is opened, as that read takes every byte
-anyway. A Parquet file is read whole, as one table, when it is opened.
+(offsets, lengths, UTF-8) the first time a read needs it; reading one episode of a shard costs
+the same for a shard of ten episodes as for one of 100k. Each piece is found by its first row:
+where every batch starts is read once from the batches' message headers
+(:mod:`episodes.io.ipc_rows`, no batch body read), so the writer's layout (one batch per piece)
+and any other (a file rewritten by another tool) are read alike, from the rows the index lists.
+Only the last few batches fetched are kept (a zstd batch is decompressed memory); one fetched
+again is not checked again. ``full=True`` (a ``verify`` read) fetches and checks every batch
+when the table is opened, as that read takes every byte anyway. A Parquet file is read whole,
+as one table, when it is opened.
 
 Example:
     >>> import tempfile
@@ -27,16 +28,29 @@ Example:
 from __future__ import annotations
 
 import bisect
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from episodes.io.errors import CorruptDatasetError, DatasetError, read_failure
+from episodes.io.errors import (
+    CorruptDatasetError,
+    DatasetError,
+    read_failure,
+    reraisable,
+    without_frames,
+)
+from episodes.io.ipc_rows import batch_rows
 
 __all__ = ["ShardTable"]
+
+# Record batches kept per open shard, the most recently fetched: a read uses its own batch only
+# (a zstd batch is decompressed memory, kept for as long as it is cached).
+_CACHED_BATCHES = 4
 
 
 class ShardTable:
@@ -50,7 +64,8 @@ class ShardTable:
         firsts: The first row of every piece, in row order (checked to tile ``rows``).
         counts: The rows of every piece.
         where: Names the shard in error messages.
-        full: Fetch and check every batch now, not as reads need them.
+        full: Fetch and check every batch now, not as reads need them (each kept until a
+            read takes it).
 
     Raises:
         CorruptDatasetError: The file is not a readable table, or (when checked now) a batch
@@ -89,35 +104,57 @@ class ShardTable:
         #: The memory map's first byte's address (None: not mapped, or an empty file).
         self.base: int | None = None
         self._reader: Any = None
-        self._batches: dict[int, Any] = {}
+        self._table: Any = None  # Parquet: the whole file
+        self._bytes: np.ndarray | None = None  # Arrow: the mapped file, for batch_rows
+        self._batches: OrderedDict[int, Any] = OrderedDict()  # the last ones fetched
+        # ``full``: every batch, checked at open, kept until a read takes it (a verifying pass
+        # then fetches, and decompresses, each once).
+        self._pending: dict[int, Any] = {}
+        self._checked = bytearray()  # 1 for each batch fetched and checked once
+        self._fetched = 0
         self._damage: dict[int, CorruptDatasetError] = {}
-        self._offsets: list[int] | None = None  # first row of every batch, once all are read
-        with self._reading():
-            if data_format == "arrow":
-                mapped = pa.memory_map(str(path))
-                self.base = mapped.read_buffer(1).address if size else None
-                mapped.seek(0)
-                # One batch at a time, each small: pyarrow's thread pool for decompressing
-                # a zstd batch cost more than it saved (a full pass 1.35x slower with it).
-                options = pa.ipc.IpcReadOptions(use_threads=False)
-                self._reader = pa.ipc.open_file(mapped, options=options)
-                self._count = self._reader.num_record_batches
-            else:
-                import pyarrow.parquet as pq
+        self._offsets: list[int] | None = None  # first row of every batch, on first use
+        mapped = None
+        try:
+            with self._reading():
+                if data_format == "arrow":
+                    mapped = pa.memory_map(str(path))
+                    self._bytes = np.frombuffer(mapped.read_buffer(size), np.uint8)
+                    self.base = self._bytes.__array_interface__["data"][0] if size else None
+                    mapped.seek(0)
+                    # One batch at a time, each small: pyarrow's thread pool for decompressing
+                    # a zstd batch cost more than it saved (a full pass 1.35x slower with it).
+                    options = pa.ipc.IpcReadOptions(use_threads=False)
+                    self._reader = pa.ipc.open_file(mapped, options=options)
+                    self._count = self._reader.num_record_batches
+                else:
+                    import pyarrow.parquet as pq
 
-                self._batches[0] = pq.read_table(str(path)).combine_chunks()
-                self._batches[0].validate(full=True)
-                self._count = 1
-        # One batch per piece is the writer's layout: anything else is located by reading all.
-        if full or data_format != "arrow" or not self._count or self._count != len(counts):
-            self._read_all()
+                    self._table = pq.read_table(str(path)).combine_chunks()
+                    self._table.validate(full=True)
+                    self._count = 1
+            self._checked = bytearray(self._count)
+            if self._table is not None:
+                self._read_all()
+            elif full:
+                self._pending = {k: self[k] for k in range(self._count)}
+                self._set_offsets([batch.num_rows for batch in self._pending.values()])
+        except BaseException:
+            # A refused file is closed now: the error may be kept (a Dataset remembers
+            # damage), and nothing of it should hold the descriptor or the map.
+            self._reader = self._bytes = self._table = None
+            self._batches.clear()
+            self._pending.clear()
+            if mapped is not None:
+                mapped.close()
+            raise
 
     def __len__(self) -> int:
         return self._count
 
     @property
     def fetched(self) -> int:
-        """Batches read and checked so far.
+        """Batches read and checked so far (each once; only the last few stay in memory).
 
         Example:
             >>> import tempfile
@@ -130,30 +167,45 @@ class ShardTable:
             >>> shard.parts.fetched
             0
         """
-        return len(self._batches)
+        return self._fetched
 
     def __getitem__(self, k: int) -> Any:
         """Record batch ``k`` (Parquet: the table), checked the first time it is read."""
+        if self._table is not None and k == 0:
+            return self._table
         batch = self._batches.get(k)
         if batch is not None:
+            self._batches.move_to_end(k)
             return batch
+        batch = self._pending.pop(k, None)
+        if batch is not None:
+            return self._cache(k, batch)
         if not 0 <= k < self._count:
             raise IndexError(f"record batch {k} out of range for {self._count}")
         damage = self._damage.get(k)
         if damage is not None:  # a damaged batch is read and refused once
-            raise damage
+            raise reraisable(damage)
         try:
             with self._reading():
                 batch = self._reader.get_batch(k)
-                if self.base is not None:
-                    self._check_inside(batch)
-                # Offsets, lengths and UTF-8 checked before any value is read: a damaged or
-                # forged file (checksums recomputed) must raise, not crash Arrow's C++.
-                batch.validate(full=True)
+                if not self._checked[k]:  # once: fetched again, it is the same batch
+                    if self.base is not None:
+                        self._check_inside(batch)
+                    # Offsets, lengths and UTF-8 checked before any value is read: a damaged
+                    # or forged file (checksums recomputed) must raise, not crash Arrow's C++.
+                    batch.validate(full=True)
         except CorruptDatasetError as err:
-            self._damage[k] = err
+            self._damage[k] = without_frames(reraisable(err))  # kept: holds no batch
             raise
+        if not self._checked[k]:
+            self._checked[k] = 1
+            self._fetched += 1
+        return self._cache(k, batch)
+
+    def _cache(self, k: int, batch: Any) -> Any:
         self._batches[k] = batch
+        if len(self._batches) > _CACHED_BATCHES:
+            self._batches.popitem(last=False)
         return batch
 
     def locate(self, j: int) -> tuple[int, int]:
@@ -175,21 +227,33 @@ class ShardTable:
         """
         start, count = self._firsts[j], self._counts[j]
         if self._offsets is None:
-            if self[j].num_rows == count:
-                return j, 0
-            self._read_all()  # not the writer's layout after all
+            assert self._bytes is not None  # a Parquet table has its offsets from the start
+            lengths = batch_rows(self._bytes, self._count)
+            if lengths is None:  # not laid out as Arrow writes: read every batch instead
+                self._read_all()
+            else:
+                self._set_offsets(lengths.tolist())
         assert self._offsets is not None
         k = bisect.bisect_right(self._offsets, start) - 1
         local = start - self._offsets[k]
-        if local + count > self[k].num_rows:
+        end = self._offsets[k + 1] if k + 1 < self._count else self._rows
+        if self[k].num_rows != end - self._offsets[k]:
+            raise CorruptDatasetError(
+                f"{self.where}: record batch {k} of {self.path.name} holds other rows than its "
+                "header says"
+            )
+        if local + count > end - self._offsets[k]:
             raise CorruptDatasetError(f"{self.where}: episode {j} straddles record batches")
         return k, local
 
     def _read_all(self) -> None:
         """Reads and checks every batch; the rows must add up to the index's."""
+        self._set_offsets([self[k].num_rows for k in range(self._count)])
+
+    def _set_offsets(self, lengths: list[int]) -> None:
         offsets = [0]
-        for k in range(self._count):
-            offsets.append(offsets[-1] + self[k].num_rows)
+        for n in lengths:
+            offsets.append(offsets[-1] + n)
         if offsets[-1] != self._rows or not self._count:
             raise CorruptDatasetError(
                 f"{self.where}: {self.path.name} holds the wrong number of rows"
