@@ -26,7 +26,7 @@ from episodes.runner import EnvRunner
 from tests.runner._random_env import EnvSpec, Policy, make_vec
 from tests.runner._tensor_env import TensorPolicy, TensorVectorEnv, to_arrays
 
-SPEC = EnvSpec("dict", "box", p_terminate=0.2, p_truncate=0.1, p_info=0.0)
+ENV_SPEC = EnvSpec("dict", "box", p_terminate=0.2, p_truncate=0.1, p_info=0.0)
 
 
 class TensorSpy(pickle.Pickler):
@@ -54,7 +54,7 @@ def leaves_of(structure: Any) -> list[Any]:
 @pytest.mark.parametrize("mode", ["SameStep", "NextStep"])
 @pytest.mark.parametrize("on_torch", [False, True], ids=["numpy-env", "torch-env"])
 def test_pickled_sample_holds_no_first_batch(mode: str, on_torch: bool) -> None:
-    env = make_vec(SPEC, 3, mode)
+    env = make_vec(ENV_SPEC, 3, mode)
     policy: Any = Policy(env.single_action_space, recurrent=False)
     if on_torch:
         env, policy = TensorVectorEnv(env), TensorPolicy(policy)

@@ -36,7 +36,7 @@ CASES = [
     for window in ("transitions", "vector_steps")
     if not (kind == "torch" and mode == "Disabled")
 ] + [pytest.param("cuda", mode, "transitions", marks=CUDA) for mode in ("NextStep", "SameStep")]
-SPEC = EnvSpec("box", "discrete", 0.15, 0.1, 0.3)
+ENV_SPEC = EnvSpec("box", "discrete", 0.15, 0.1, 0.3)
 SIZES = [5, 2, 7, 3, 12, 2]
 
 
@@ -61,7 +61,7 @@ class StepClock:
 
 
 def make_runner(kind: str, mode: str, window: str, clock: StepClock | None = None) -> EnvRunner:
-    env = make_vec(SPEC, 3, mode)
+    env = make_vec(ENV_SPEC, 3, mode)
     if clock is not None:
         clock.counting(env)
     policy = Policy(env.single_action_space, recurrent=False)
@@ -127,7 +127,7 @@ def test_times_follow_the_per_step_rules(kind, mode, window, step_clocks):
 def test_times_equal_the_per_step_runners(mode, step_clocks):
     clock, reference_clock = step_clocks
     batched = make_runner("numpy", mode, "transitions", clock)
-    env = reference_clock.counting(make_vec(SPEC, 3, mode))
+    env = reference_clock.counting(make_vec(ENV_SPEC, 3, mode))
     reference = PerStepRunner(
         env, Policy(env.single_action_space, recurrent=False), seed=3, len_lookback_buffer=2
     )
