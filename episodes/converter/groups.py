@@ -97,9 +97,10 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
     for group in group_by_env(episodes):
         latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> its latest chunk's column
         for chunk in group:
+            key = id_key(chunk.id_)
             if len(chunk):
                 columns.append([chunk])
-                latest[id_key(chunk.id_)] = columns[-1]
-            elif chunk.is_done and id_key(chunk.id_) in latest:
-                latest[id_key(chunk.id_)].append(chunk)
+                latest[key] = columns[-1]
+            elif chunk.is_done and key in latest:
+                latest[key].append(chunk)
     return columns

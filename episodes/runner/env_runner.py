@@ -345,10 +345,17 @@ class EnvRunner:
         other leaves by the mask's rows on the host (one copy of a device mask per step, which
         only a policy keeping numpy state on a tensor env pays).
         """
+        assert self._initial_state is not None and self._state_layout is not None
+        # Called for every reset step (on a torch env, every step: which sub-envs started
+        # stays on the device), as a random fresh state is drawn anew for each reset.
+        fresh = self._initial_state(self.num_envs)
+        # The policy's state matched the layout; a fresh one of other leaves would fail in
+        # numpy's words, or be broadcast into the state's leaves without an error.
+        self._state_layout.check(fresh, "initial_state returned (at a sub-env's reset)")
         olds, structure = flatten(state)
-        on_device = _is_tensor(mask)
-        news = self._fresh_leaves(olds, on_device)
+        news = flatten(fresh)[0]
         axis = self.state_batch_axis
+        on_device = _is_tensor(mask)
         rows: list[int] | None = None
         out = []
         for old, new in zip(olds, news):
@@ -360,22 +367,6 @@ class EnvRunner:
                 rows = [int(i) for i in np.flatnonzero(host)]
             out.append(_with_rows(old, new, rows, axis))
         return unflatten(structure, out)
-
-    def _fresh_leaves(self, olds: list[Any], on_device: bool) -> list[Any]:
-        """``initial_state``'s leaves, a new call each time (it may draw a random state).
-
-        Under a device mask (a torch env) this is every step, as which sub-envs started stays
-        on the device: leaves it returns on the host are copied to the state's device each time.
-        """
-        assert self._initial_state is not None and self._state_layout is not None
-        fresh = self._initial_state(self.num_envs)
-        # The policy's state matched the layout; a fresh one of other leaves would fail in
-        # numpy's words, or be broadcast into the state's leaves without an error.
-        self._state_layout.check(fresh, "initial_state returned (at a sub-env's reset)")
-        news = flatten(fresh)[0]
-        if on_device:
-            news = [_on_device_of(new, old) for new, old in zip(news, olds)]
-        return news
 
 
 class _StateLayout:
@@ -493,18 +484,10 @@ def _device_recorder(
     return DeviceRecorder(num_envs, mode, lookback, metrics, vector_steps=vector_steps)
 
 
-def _on_device_of(new: Any, old: Any) -> Any:
-    """A fresh state leaf as a tensor on ``old``'s device, when ``old`` is a tensor."""
-    if not _is_tensor(old):
-        return new
-    if not _is_tensor(new):
-        return old.new_tensor(np.asarray(new))
-    return new if new.device == old.device else new.to(old.device)
-
-
 def _where_started(old: Any, new: Any, mask: Any, axis: int) -> Any:
     """A state leaf with the started envs' entries taken from ``new``, on the device (no sync)."""
-    new = _on_device_of(new, old)
+    if not _is_tensor(new) or new.device != old.device:
+        new = old.new_tensor(np.asarray(new)) if not _is_tensor(new) else new.to(old.device)
     if mask.device != old.device:
         mask = mask.to(old.device)
     shape = [1] * old.dim()
