@@ -133,8 +133,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return self._state(keep_device=False)
 
     def __copy__(self) -> SampledChunks:
+        # A list's copy: built chunks and the blocks (no call writes them again) are shared.
         new = type(self).__new__(type(self))
-        new.__setstate__(self._state(keep_device=True))
+        new.__dict__.update(self.__dict__, _cache=dict(self._cache), _custom=dict(self._custom))
         return new
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SampledChunks:
