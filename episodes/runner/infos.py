@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["env_info", "FINAL_KEYS"]
+__all__ = ["chunk_infos", "env_info", "FINAL_KEYS", "same_infos"]
 
 #: Keys that same-step autoreset adds to the infos of a finished sub-env.
 FINAL_KEYS = ("final_obs", "final_info", "_final_obs", "_final_info")
@@ -51,3 +51,49 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         # array, which would change the recorded ones.
         out[key] = item.copy() if isinstance(item, np.ndarray) and item.ndim else item
     return out
+
+
+def chunk_infos(recording: Any, k: int) -> list[Any]:
+    """Chunk ``k``'s infos as a runner recording holds them, lookback rows included.
+
+    Rows where the sub-env reported nothing get an empty dict each (their own); a chunk whose
+    ending was kept apart (same-step and disabled modes) ends with that ending's info.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+        >>> chunk_infos(chunks.recording, 0)  # CartPole reports no infos: one dict an obs
+        [{}, {}, {}, {}]
+    """
+    table = recording.table
+    env, stop = int(table.env[k]), int(table.stop[k])
+    start = int(table.first[k]) - int(table.lookback[k])
+    if int(table.final[k]) >= 0:
+        final_info = recording.final_infos.get((stop - 1, env)) or {}
+        return _rows_infos(recording.infos, env, start, stop) + [final_info]
+    return _rows_infos(recording.infos, env, start, stop + 1)
+
+
+def same_infos(have: list[Any], want: list[Any]) -> bool:
+    """Whether a chunk's infos are still ``want``'s dicts (or empty where those are).
+
+    Identity, not equality: a dict written in place is the same object, and stays what a copy
+    of the chunk carries; an empty dict counts as the recording's nothing.
+
+    Example:
+        >>> info = {"x": 1}
+        >>> same_infos([info, {}], [info, {}]), same_infos([{"x": 1}], [info])
+        (True, False)
+    """
+    return len(have) == len(want) and all(
+        h is w or (type(h) is dict and not h and not w) for h, w in zip(have, want)
+    )
+
+
+def _rows_infos(infos: dict[tuple[int, int], Any], env: int, start: int, stop: int) -> list[Any]:
+    """Sub-env ``env``'s infos of rows ``start:stop``, ``{}`` (each its own) where none."""
+    if not infos:  # most envs report nothing: skip the per-row lookups
+        return [{} for _ in range(start, stop)]
+    return [infos.get((r, env)) or {} for r in range(start, stop)]

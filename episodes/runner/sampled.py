@@ -40,6 +40,7 @@ from episodes.buffer.view_store import ViewStore
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import whole_number
 from episodes.runner.blocks import Column
+from episodes.runner.infos import chunk_infos, same_infos
 from episodes.runner.table import Recording
 from episodes.structs import map_leaves, unflatten
 
@@ -84,8 +85,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         self._cache: dict[int, tuple[SingleAgentEpisode, tuple[Any, ...], bool]] = {}
         self._flat_index: Any = None  # numpy, or a tensor on the blocks' device
         self._aligned: int | None = recording.aligned_start
-        # custom_data of chunks to be rebuilt (a copy dropped their unchanged columns).
+        # custom_data and infos of chunks to be rebuilt (a copy dropped their unchanged columns).
         self._custom: dict[int, dict[Any, Any]] = {}
+        self._infos: dict[int, list[Any]] = {}
 
     # ---------------------------------------------------------------------------- sequence
     def __len__(self) -> int:
@@ -133,9 +135,10 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return self._state(keep_device=False)
 
     def __copy__(self) -> SampledChunks:
-        # A list's copy: built chunks and the blocks (no call writes them again) are shared.
+        # A list's copy: built chunks and the blocks (rows handed out stay as they are) shared.
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__, _cache=dict(self._cache), _custom=dict(self._custom))
+        new._infos = dict(self._infos)
         return new
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SampledChunks:
@@ -153,27 +156,29 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         state["_aligned"] = state["recording"].aligned_start  # compacting renumbers the rows
         # A built chunk the blocks still describe is rebuilt from them on the other side (a copy
         # would own its arrays: unchanged() False); its custom_data (user keys, stamps) travels.
-        state["_cache"], state["_custom"] = {}, dict(self._custom)
+        state["_cache"], state["_custom"], state["_infos"] = {}, dict(self._custom), {}
         envs = self.recording.table.env
         for k, entry in self._cache.items():
             # A chunk changed since it was built (a flag, a column, its id or spaces) travels
             # as it is: rebuilt from the blocks, the change would be lost.
-            # Infos are plain dicts: one written in place, or replaced, differs from the
-            # recording's (a dict the recording holds is the same object, written or not).
             chunk = entry[0]
-            if (
-                _signature(chunk) != entry[1]
-                or not _intact(entry[1], entry[2])
-                or not _same_infos(chunk.infos.store.items(0), self._info_list(k))
-            ):
+            if _signature(chunk) != entry[1] or not _intact(entry[1], entry[2]):
                 state["_cache"][k] = entry
-            elif entry[0].custom_data != {"env_index": int(envs[k])}:
-                state["_custom"][k] = entry[0].custom_data
+                continue
+            # Infos are plain dicts, not in the blocks: ones written in place or replaced
+            # travel beside the chunk, which is rebuilt (still unchanged() on the other side).
+            have = chunk.infos.store.items(0)
+            if not same_infos(have, self._info_list(k)):
+                state["_infos"][k] = list(have)
+            if chunk.custom_data != {"env_index": int(envs[k])}:
+                state["_custom"][k] = chunk.custom_data
+        state["_infos"] = {**self._infos, **state["_infos"]}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_custom", {})
+        self.__dict__.setdefault("_infos", {})
         self._aligned = self.recording.aligned_start
 
     def __repr__(self) -> str:
@@ -255,14 +260,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
 
     # ------------------------------------------------------------------------- materialise
     def _info_list(self, k: int) -> list[Any]:
-        """Chunk ``k``'s infos as the recording holds them (lookback rows included)."""
-        rec, table = self.recording, self.recording.table
-        env, stop = int(table.env[k]), int(table.stop[k])
-        start = int(table.first[k]) - int(table.lookback[k])
-        if int(table.final[k]) >= 0:  # the ending's info was kept apart with its observation
-            final_info = rec.final_infos.get((stop - 1, env)) or {}
-            return _infos_of(rec.infos, env, start, stop) + [final_info]
-        return _infos_of(rec.infos, env, start, stop + 1)
+        """Chunk ``k``'s infos: the recording's, or those a copy carried for it."""
+        given = self._infos.get(k)
+        return list(given) if given is not None else chunk_infos(self.recording, k)
 
     def _build(self, k: int) -> SingleAgentEpisode:
         rec = self.recording
@@ -575,17 +575,3 @@ def _to_lists(episode: SingleAgentEpisode) -> None:
 
 def _own(item: Any) -> Any:
     return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, item)
-
-
-def _same_infos(have: list[Any], want: list[Any]) -> bool:
-    """Whether a chunk's infos are still the recording's: its dicts, or empty where it has none."""
-    return len(have) == len(want) and all(
-        h is w or (type(h) is dict and not h and not w) for h, w in zip(have, want)
-    )
-
-
-def _infos_of(infos: dict[tuple[int, int], Any], env: int, start: int, stop: int) -> list[Any]:
-    """Sub-env ``env``'s infos of rows ``start:stop``, ``{}`` (each its own) where none."""
-    if not infos:  # most envs report nothing: skip the per-row lookups
-        return [{} for _ in range(start, stop)]
-    return [infos.get((r, env)) or {} for r in range(start, stop)]

@@ -141,9 +141,10 @@ class Recording:
 
         Only a window of vector steps (``vector_steps``) can hold such cells: the next-step
         reset steps; other windows give None. A host recording gives a numpy array, or None
-        when the window has no such cell; a device recording always gives its mask, a bool
-        tensor on the env's device (all False when no cell is dead: asking the device whether
-        any is set would wait for it).
+        when the window has no such cell, and so does a torch recording on the CPU (a bool
+        tensor); on an accelerator the mask is always given, a bool tensor on the env's device
+        (all False when no cell is dead: asking the device whether any is set would wait for
+        it).
 
         Example:
             >>> import gymnasium as gym
@@ -160,7 +161,7 @@ class Recording:
         first = int(self.window[0, 0]) if self.window.size else 0
         blocks = self.device if self.device is not None else self.blocks
         dead = blocks.dead[first : first + self.num_steps]
-        if self.device is not None:
+        if self.device is not None and dead.device.type != "cpu":
             return dead  # asking the device whether any is set would wait for it
         return dead if dead.any() else None
 
