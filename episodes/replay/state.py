@@ -331,7 +331,25 @@ def _restore_store(
         getattr(store, name)[at] = _placed(steps[name], layout)
     if layout is not None:
         store.uid[:end] = layout["uid"]
+        if not np.array_equal(store.uid[at], np.asarray(steps["uid"], np.int64)):
+            raise ValueError("the steps' item ids (uid) differ from the layout's at their slots")
     store.live[at] = True
     store.end, store.num_live = end, n
-    store.next_uid = int(next_uid)
+    store.next_uid = _checked_next_uid(store.uid[:end], next_uid)
     return store
+
+
+def _checked_next_uid(uids: np.ndarray, next_uid: Any) -> int:
+    """``next_uid``, refused unless the slots' item ids rise from 0 up and it lies above them.
+
+    Items are found by searching the ids in slot order, and new steps are numbered from
+    ``next_uid``: ids that repeat, fall or reach it would make two steps one item.
+    """
+    if isinstance(next_uid, (bool, np.bool_)) or not isinstance(next_uid, (int, np.integer)):
+        raise TypeError(f"next_uid must be an int, got {next_uid!r}")
+    if len(uids) and (uids[0] < 0 or np.any(uids[1:] <= uids[:-1])):
+        raise ValueError("item ids (uid) must be >= 0 and rise from slot to slot")
+    least = int(uids[-1]) + 1 if len(uids) else 0
+    if not least <= int(next_uid) < 2**63:
+        raise ValueError(f"next_uid {next_uid} must be at least {least}: the ids it stores")
+    return int(next_uid)
