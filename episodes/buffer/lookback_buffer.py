@@ -297,7 +297,7 @@ class InfiniteLookbackBuffer:
                     neg_index_as_lookback=neg_index_as_lookback,
                     fill=fill is not None,
                 )
-                return reading.read_positions(
+                return reading.read_backwards(
                     self.store, self._space, positions, fill, one_hot_discrete, self.lookback
                 )
             plan = indexing.plan_slice(

@@ -123,6 +123,37 @@ def read_positions(
         raise filler_mismatch(fill) from error
 
 
+def read_backwards(
+    store: Store,
+    space: gym.Space[Any] | None,
+    positions: np.ndarray,
+    fill: Any,
+    one_hot_discrete: bool,
+    lookback: int,
+) -> Any:
+    """The batch a negative-step slice reads: the items at ``positions``, in their order.
+
+    ``positions`` come from :func:`episodes.indexing.slice_positions`, so they fall by the
+    slice's step. Where every one holds a stored item and nothing is encoded, the result is the
+    forward window they span, stepped backwards: views of a numpy store's arrays, as a positive
+    step's read gives (and as RLlib's does). Fillers and one-hot vectors are new arrays, so such
+    a read gathers, as :func:`read_positions` does.
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> store = ArrayStore.from_batch(np.arange(5))
+        >>> out = read_backwards(store, None, np.array([4, 2, 0]), None, False, 0)
+        >>> out.tolist(), np.shares_memory(out, store.data)
+        ([4, 2, 0], True)
+    """
+    count = len(positions)
+    if count and not one_hot_discrete and positions[-1] >= 0 and positions[0] < len(store):
+        first, last = int(positions[0]), int(positions[-1])
+        step = int(positions[1]) - first if count > 1 else -1
+        return store.stride(store.window(last, first + 1), step)
+    return read_positions(store, space, positions, fill, one_hot_discrete, lookback)
+
+
 def _filled_gather(
     store: Store,
     space: gym.Space[Any] | None,

@@ -169,11 +169,25 @@ def assert_buffers_match(o: Any, r: Any, what: str, *, space: bool = True) -> No
     assert_same(o.data, r.data, f"{what}.data")
 
 
+AGENT_IDS = ("agent_id", "module_id", "multi_agent_episode_id")
+
+
 def assert_episodes_match(
-    o: Any, r: Any, what: str = "ep", *, reward_space: bool = True, custom_data: bool = True
+    o: Any,
+    r: Any,
+    what: str = "ep",
+    *,
+    reward_space: bool = True,
+    custom_data: bool = True,
+    agent_ids: bool = True,
 ) -> None:
-    """Every field both libraries define the same way (not get_state: our keys are our own)."""
-    for attr in ("id_", "t", "t_started", "is_terminated", "is_truncated", "is_reset", "is_done"):
+    """Every field both libraries define the same way (not get_state: our keys are our own).
+
+    ``agent_ids=False`` skips ``AGENT_IDS``, for the ``cut``/``slice`` results of an episode
+    that has them: RLlib's drop them, ours keep them (deviation "chunks-keep-agent-ids").
+    """
+    attrs = ("id_", "t", "t_started", "is_terminated", "is_truncated", "is_reset", "is_done")
+    for attr in attrs + (AGENT_IDS if agent_ids else ()):
         if getattr(o, attr) != getattr(r, attr):
             raise Mismatch(f"{what}.{attr}: {getattr(o, attr)!r} != RLlib {getattr(r, attr)!r}")
     if len(o) != len(r) or o.is_numpy != r.is_numpy:
