@@ -292,16 +292,19 @@ class EpisodeReplayBuffer(BufferAccess):
             >>> [(ep.id_, len(ep)) for ep in buf.sample(1, sample_episodes=True)]
             [('a', 3)]
         """
+        # Every argument is checked before the buffer is looked at: a bad one gets its own
+        # error even from an empty buffer.
         size = sampling.batch_size(num_items, batch_size_B, self.batch_size_B)
         n_step = 1 if n_step is None else n_step  # RLlib's default: one step
-        if self._store.num_live == 0:
-            raise EmptyBufferError("cannot sample from an empty buffer")
+        if batch_length_T is not None:
+            batch_length_T = sampling.check_positive(batch_length_T, "batch_length_T")
+        n_step = sampling.check_n_step(
+            n_step, transitions=batch_length_T is None and not sample_episodes
+        )
         lookback = sampling.check_non_negative(lookback, "lookback")
         if sample_episodes and device is not None:
             raise ValueError("device applies to batches; sample_episodes returns episodes")
         gamma = sampling.check_gamma(gamma)
-        if (batch_length_T is not None or sample_episodes) and n_step != 1:
-            raise ValueError("n_step applies to transitions, not to sequences or episodes")
         if pad and (sample_episodes or batch_length_T is None):
             raise ValueError(
                 "pad applies to sequences (batch_length_T without sample_episodes); episode "
@@ -312,6 +315,8 @@ class EpisodeReplayBuffer(BufferAccess):
                 "lookback applies to sequences and episode chunks (batch_length_T); "
                 "transitions and whole episodes take none"
             )
+        if self._store.num_live == 0:
+            raise EmptyBufferError("cannot sample from an empty buffer")
         rng_state = self.rng.bit_generator.state
         try:  # a refused sample leaves the generator as it was
             out = self._sample(
@@ -355,7 +360,7 @@ class EpisodeReplayBuffer(BufferAccess):
                 self._table,
                 self.rng,
                 size,
-                sampling.check_positive(batch_length_T, "batch_length_T"),
+                batch_length_T,
                 lookback,
                 pad,
                 include_infos,

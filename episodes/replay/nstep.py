@@ -118,7 +118,8 @@ def walk(
     Forward walks begin at the start itself; backward walks end just before it (so they hold
     the ``length`` steps preceding it, oldest first). Positions past the episode's stored
     range are -1. Rows whose steps are adjacent slots (the usual case) take one check; the
-    rest follow the links one vectorized step at a time.
+    rest follow the links one vectorized step at a time, until every one of them has left its
+    episode.
 
     Example:
         >>> store = StepStore(); store.reserve(3)
@@ -141,6 +142,11 @@ def walk(
         link = store.prv if backward else store.nxt
         cur = starts[slow] if not backward else store.prv[starts[slow]]
         for k in range(length):
+            if k % 8 == 0 and not (cur >= 0).any():
+                # Every walk left its episode: the rest is padding, however long the asked
+                # length (a lookback far beyond what is stored costs the stored steps only).
+                out[slow, k:] = -1
+                break
             out[slow, k] = cur
             cur = np.where(cur >= 0, link[np.maximum(cur, 0)], -1)
     if backward:

@@ -14,6 +14,7 @@ from episodes.replay.table import EpisodeTable
 __all__ = [
     "batch_size",
     "check_gamma",
+    "check_n_step",
     "check_non_negative",
     "check_positive",
     "draw_flagged",
@@ -128,13 +129,30 @@ def batch_size(num_items: Any, batch_size_B: Any, default: int) -> int:
 _LONGEST = 2**62
 
 
-def n_steps(n_step: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Per-item horizons: an int for all, or drawn from ``(lo, hi)`` / ``range`` (hi exclusive).
+def check_n_step(n_step: Any, transitions: bool = True) -> int | tuple[int, int]:
+    """``n_step`` checked without drawing: an int, or a ``(lo, hi)`` pair (hi exclusive).
+
+    Transitions take an int >= 1 or ``(lo, hi)`` / ``range(lo, hi)`` with ``1 <= lo < hi``.
+    Sequences and episode chunks (``transitions=False``) have no horizon: they take only the
+    default, the int 1 (None is mapped to it by the caller); any other value, a range that
+    can only draw 1 included, is a ``ValueError``, so that an n-step setting passed there is
+    not silently ignored.
 
     Example:
-        >>> n_steps(3, 2, np.random.default_rng(0)).tolist()
-        [3, 3]
+        >>> check_n_step(3), check_n_step(range(1, 4))
+        (3, (1, 4))
+        >>> check_n_step((1, 2), transitions=False)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_step applies to transitions, not to sequences or episodes ...
     """
+    if not transitions:
+        if not (_is_int(n_step) and n_step == 1):
+            raise ValueError(
+                "n_step applies to transitions, not to sequences or episodes (leave it at 1), "
+                f"got {n_step!r}"
+            )
+        return 1
     if isinstance(n_step, range):
         if n_step.step != 1:
             raise ValueError(f"n_step range must have step 1, got {n_step!r}")
@@ -146,9 +164,22 @@ def n_steps(n_step: Any, size: int, rng: np.random.Generator) -> np.ndarray:
             or not 1 <= n_step[0] < n_step[1]
         ):
             raise ValueError(f"n_step range must be (lo, hi) with 1 <= lo < hi, got {n_step!r}")
-        lo, hi = (min(int(v), _LONGEST) for v in n_step)
+        return int(n_step[0]), int(n_step[1])
+    return check_positive(n_step, "n_step")
+
+
+def n_steps(n_step: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-item horizons: an int for all, or drawn from ``(lo, hi)`` / ``range`` (hi exclusive).
+
+    Example:
+        >>> n_steps(3, 2, np.random.default_rng(0)).tolist()
+        [3, 3]
+    """
+    checked = check_n_step(n_step)
+    if isinstance(checked, tuple):
+        lo, hi = (min(v, _LONGEST) for v in checked)
         return rng.integers(lo, max(hi, lo + 1), size)
-    return np.full(size, min(check_positive(n_step, "n_step"), _LONGEST), np.int64)
+    return np.full(size, min(checked, _LONGEST), np.int64)
 
 
 def draw_live(

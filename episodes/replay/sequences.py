@@ -69,6 +69,15 @@ def draw_starts(
     return starts
 
 
+def _reach(store: StepStore, table: EpisodeTable, starts: np.ndarray, lookback: int) -> int:
+    # The most steps any start's episode holds before it, up to ``lookback``: a lookback far
+    # beyond what is stored (10**7) then costs what is stored, not what was asked.
+    if not lookback:
+        return 0
+    held = store.t[starts] - table.t_begin[store.ep[starts]]
+    return int(min(lookback, held.max(initial=0)))
+
+
 def _gather(column: np.ndarray, pos: np.ndarray, mask: np.ndarray) -> np.ndarray:
     out = column[np.maximum(pos, 0)]
     out[~mask] = 0
@@ -105,7 +114,13 @@ def sequence_batch(
         ([[True, False, False, False]], [[False, False, True, False]])
     """
     assert store.obs is not None and store.actions is not None
-    parts = [walk(store, starts, lookback, backward=True)] if lookback else []
+    parts = []
+    if lookback:
+        # Columns before every start's episode are padding: only the reach is walked.
+        reach = _reach(store, table, starts, lookback)
+        parts.append(np.full((len(starts), lookback - reach), -1, np.int64))
+        if reach:
+            parts.append(walk(store, starts, reach, backward=True))
     pos = np.concatenate([*parts, walk(store, starts, length)], axis=1)
     mask = pos >= 0
     flat = np.maximum(pos, 0)
@@ -205,8 +220,9 @@ def sample_chunks(
     length = check_positive(length, "batch_length_T")
     starts = draw_starts(store, table, rng, size, length, pad=False, paddable=False)
     pos = walk(store, starts, length)
-    if lookback:
-        pos = np.concatenate([walk(store, starts, lookback, backward=True), pos], axis=1)
+    reach = _reach(store, table, starts, lookback)  # a chunk's lookback is what is stored
+    if reach:
+        pos = np.concatenate([walk(store, starts, reach, backward=True), pos], axis=1)
     out = []
     for row in pos:
         slots = row[row >= 0]
