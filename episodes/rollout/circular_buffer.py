@@ -9,7 +9,7 @@ import torch
 
 from episodes.indexing import as_int, whole_number
 
-from .leaves import check_int_range
+from .leaves import check_int_range, data_tensor
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
@@ -132,7 +132,13 @@ class CircularBuffer:
         """Append one item per env, overwriting each env's oldest item when full.
 
         Args:
-            data: ``[batch_size, ...]``.
+            data: ``[batch_size, ...]`` tensor.
+
+        Raises:
+            TypeError: ``data`` is not a tensor.
+            ValueError: a tensor of another batch size or item shape, one a copy cannot read
+                (on the meta device, sparse, nested, quantized), or a dtype the buffer's
+                cannot hold; nothing is appended then.
 
         Example:
             >>> buf = CircularBuffer(4, 2)
@@ -140,6 +146,7 @@ class CircularBuffer:
             >>> tuple(buf.buffer.shape), buf.buffer.dtype, buf.current_length.tolist()
             ((2, 4, 3), torch.int64, [1, 1])
         """
+        data_tensor(data, "data")
         if data.dim() == 0 or data.shape[0] != self._batch_size:
             raise ValueError(
                 f"data must be [batch_size={self._batch_size}, ...], got {tuple(data.shape)}"
@@ -164,9 +171,10 @@ class CircularBuffer:
             )
         elif data.shape != self._buffer.shape[1:]:
             raise ValueError(f"data shape {tuple(data.shape)} != {tuple(self._buffer.shape[1:])}")
+        slot = (self._pointer + 1) % self._max_len
+        self._buffer[slot].copy_(data)  # before the pointer moves: a failed copy moves nothing
         self._changes += 1
-        self._pointer = (self._pointer + 1) % self._max_len
-        self._buffer[self._pointer].copy_(data)
+        self._pointer = slot
         self._length.add_(1).clamp_(max=self._max_len)
 
     def reset(self, batch_ids: Sequence[int] | torch.Tensor | None = None) -> None:
@@ -174,7 +182,9 @@ class CircularBuffer:
 
         ``batch_ids`` holds env indices, or is a ``[batch_size]`` mask (the dones): a bool
         tensor, or a uint8 one (rsl_rl's dones), nonzero meaning reset. Any other shape of
-        mask is a ``ValueError``; to pass env indices as a tensor, give an int64 one.
+        mask is a ``ValueError``; to pass env indices as a tensor, give an int64 one. An index
+        out of range is torch's ``IndexError``, and something that is no indices (a dict, a
+        string) a ``TypeError``: either leaves every env's history as it was.
 
         Example:
             >>> buf = CircularBuffer(3, 2)
@@ -193,7 +203,15 @@ class CircularBuffer:
             self._changes += 1
             self._length.zero_()
             return
-        ids = torch.as_tensor(batch_ids, device=self.device)
+        if isinstance(batch_ids, torch.Tensor):
+            data_tensor(batch_ids, "batch_ids")  # a meta mask fails in as_tensor's copy
+        try:
+            ids = torch.as_tensor(batch_ids, device=self.device)
+        except (TypeError, ValueError, RuntimeError) as error:  # "Could not infer dtype of dict"
+            raise TypeError(
+                "batch_ids must be env indices or a [batch_size] mask, got "
+                f"{type(batch_ids).__name__} ({error})"
+            ) from error
         if ids.numel() == 0 and not isinstance(batch_ids, torch.Tensor):
             ids = ids.long()  # [] is "no env", not a float tensor
         if ids.dtype in (torch.bool, torch.uint8):  # uint8 is a mask, as in torch indexing
@@ -207,7 +225,11 @@ class CircularBuffer:
             raise TypeError(f"env ids must be integers or a bool mask, got {ids.dtype}")
         else:
             ids = ids.long()
-        self._length[ids] = 0
+        # Into a copy: torch refuses an index out of range after resetting the ones before
+        # it (reset([0, 5]) forgot env 0's history and raised).
+        length = self._length.clone()
+        length[ids] = 0
+        self._length = length
         # Counted once the write went through: a refused call changes nothing (a generator
         # reading this buffer goes on).
         self._changes += 1
@@ -223,12 +245,13 @@ class CircularBuffer:
         Raises:
             IndexError: if an int ``key`` is outside ``[0, max_length)``.
             TypeError: a tensor ``key`` that is not of an integer dtype.
-            ValueError: a tensor ``key`` not of shape ``[batch_size]``.
+            ValueError: a tensor ``key`` not of shape ``[batch_size]``, or without data (meta).
             RuntimeError: if nothing was appended yet.
         """
         if self._buffer is None:
             raise RuntimeError("the buffer is empty: append() has not been called yet")
         if isinstance(key, torch.Tensor):
+            data_tensor(key, "lags")
             if key.is_floating_point() or key.is_complex() or key.dtype == torch.bool:
                 raise TypeError(f"lags must be integers, got {key.dtype}")
             if tuple(key.shape) != (self._batch_size,):
@@ -270,6 +293,7 @@ class CircularBuffer:
             ValueError: on a bad ``seq_len``, ``batch_size`` or ``num_batches`` (``2.0`` too)
                 or if no env has ``seq_len`` items since its reset: at the call, not at the
                 first batch.
+            TypeError: a ``generator`` that is not a ``torch.Generator`` (at the call too).
             RuntimeError: when a batch is asked for after an ``append`` or ``reset`` made
                 since the call (its windows were planned on the buffer as it was then; make a
                 new generator).
@@ -282,6 +306,9 @@ class CircularBuffer:
             >>> w.data[:, 0].tolist()
             [0.0, 1.0, 2.0]
         """
+        if generator is not None and not isinstance(generator, torch.Generator):
+            # Else torch.rand refuses it at the first batch, not at the call.
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         seq_len = whole_number(seq_len, "seq_len", 1)
         if seq_len > self._max_len:
             raise ValueError(f"seq_len must be in [1, {self._max_len}], got {seq_len}")

@@ -22,6 +22,8 @@ import torch
 
 from episodes.indexing import discount_factor
 
+from .leaves import data_tensor
+
 __all__ = ["bootstrap_time_outs", "compute_gae"]
 
 #: The per-step loop pays a fixed dispatch cost per step; the log-step scan touches all T * N
@@ -117,8 +119,13 @@ def compute_gae(
         The advantages shaped and typed like ``rewards``: ``out`` if given, else a new tensor.
 
     Raises:
-        ValueError: ``gamma`` or ``lam`` is not a real number in ``[0, 1]``, or a tensor's shape
-            does not match ``rewards``.
+        TypeError: a tensor argument that is not a tensor (a list, a numpy array, None), or
+            ``rewards`` that are not floating point.
+        ValueError: ``gamma`` or ``lam`` is not a real number in ``[0, 1]``, a tensor's shape
+            does not match ``rewards``, a tensor without data or not dense (meta, sparse,
+            nested), complex values, dones, last values or mask, or an ``out`` on another
+            device or of a dtype that cannot hold ``rewards``' (ints for floats). Nothing is
+            written then.
 
     Example:
         >>> r = torch.ones(3, 2, 1)
@@ -133,6 +140,13 @@ def compute_gae(
         tensor([1., 0., 1.])
     """
     gamma, lam = discount_factor(gamma), _unit_interval(lam, "lam")
+    # Checked before anything is computed: compute_returns writes the storage only after
+    # this returns. A complex value would lose its imaginary part with only a warning.
+    data_tensor(rewards, "rewards")
+    for name, arg in (("values", values), ("dones", dones), ("last_values", last_values)):
+        data_tensor(arg, name, real=True)
+    if valid is not None:
+        data_tensor(valid, "valid", real=True)
     if rewards.dim() < 2:
         raise ValueError(f"rewards must be [T, N] or [T, N, 1], got {tuple(rewards.shape)}")
     if not rewards.is_floating_point():
@@ -146,8 +160,15 @@ def compute_gae(
     last_values = _as_time_major(last_values.detach(), "last_values", shape[1:]).to(rewards.dtype)
     if out is None:
         out = torch.empty_like(rewards, memory_format=torch.contiguous_format)
-    elif out.shape != shape:
+    elif data_tensor(out, "out").shape != shape:
         raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(shape)}")
+    elif out.device != rewards.device or not torch.can_cast(rewards.dtype, out.dtype):
+        # The scan writes out step by step: torch would refuse it after the last step's row
+        # (or store the advantages truncated to ints).
+        raise ValueError(
+            f"out must hold {rewards.dtype} values on {rewards.device}, got {out.dtype} on "
+            f"{out.device}"
+        )
     num_steps = shape[0]
     if num_steps == 0:
         return out
@@ -211,10 +232,17 @@ def bootstrap_time_outs(
         A **new** tensor shaped and typed like ``rewards`` (integer rewards give a floating
         result); the input is not modified.
 
+    Raises:
+        TypeError: an argument that is not a tensor.
+        ValueError: complex numbers, a tensor without data or not dense, or shapes that
+            differ by more than a trailing unit dimension.
+
     Example:
         >>> bootstrap_time_outs(torch.zeros(2), torch.ones(2, 1), torch.tensor([True, False]), 0.5)
         tensor([0.5000, 0.0000])
     """
+    for name, arg in (("rewards", rewards), ("values", values), ("time_outs", time_outs)):
+        data_tensor(arg, name, real=True)
     # The rewards' dtype, as rsl_rl's in-place sum keeps it; integer rewards would truncate
     # the bootstrapped values, so those give a floating result.
     dtype = rewards.dtype

@@ -18,6 +18,7 @@ import torch
 
 from episodes.indexing import whole_number
 
+from .leaves import data_tensor, same_but_trailing_ones
 from .nested import map_tree
 from .trajectories import pad_with_layout, trajectory_layout
 from .transition import HiddenState
@@ -123,11 +124,18 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     Cells outside ``valid`` are never read (a NaN, an inf or a 1e20 there changes nothing);
     they are shifted and scaled alike.
 
+    Raises:
+        TypeError: an argument that is not a tensor.
+        ValueError: ``values`` not floating point, a tensor without data or not dense, or a
+            ``valid`` whose shape differs from ``values``' by more than trailing 1s; nothing
+            is written then.
+
     Example:
         >>> values = torch.tensor([[1.0, float("nan")], [3.0, 1e20]])
         >>> normalize_over(values, torch.tensor([[True, False], [True, False]]))[:, 0].tolist()
         [-0.7071067690849304, 0.7071067690849304]
     """
+    _check_cells(values, valid, values=values)
     # Sums in float32 at least: float16 overflows past 65504 (a count of 98304 cells is inf).
     wide = values.dtype if values.element_size() >= 4 else torch.float32
     # Selected away before any arithmetic, not weighted by 0: 0 * NaN is NaN, and a 1e20
@@ -139,6 +147,23 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     spread = torch.dot(centred, centred)
     spread = spread.div_((count - 1).clamp_(min=1)).sqrt_()
     return _divided(values, spread.add_(1e-8), values)
+
+
+def _check_cells(like: Any, valid: Any, **tensors: Any) -> None:
+    """Refuses what a normalisation would fail on part-way (or resize ``out`` for).
+
+    ``tensors`` (``like`` first) must be floating tensors of ``like``'s shape, and ``valid``
+    (when given) of that shape up to trailing 1s.
+    """
+    for name, arg in tensors.items():
+        if not data_tensor(arg, name).is_floating_point():
+            raise ValueError(f"{name} must be floating point, got {arg.dtype}")
+        if arg.shape != like.shape:  # torch.div(out=) would resize out with only a warning
+            raise ValueError(f"{name} has shape {tuple(arg.shape)}, expected {tuple(like.shape)}")
+    if valid is not None and not same_but_trailing_ones(
+        data_tensor(valid, "valid").shape, like.shape
+    ):
+        raise ValueError(f"valid has shape {tuple(valid.shape)}, expected {tuple(like.shape)}")
 
 
 def _divided(values: torch.Tensor, std: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -162,6 +187,12 @@ def normalize_into(
     without a ``valid`` mask (``torch.std`` of one value is NaN). ``advantages`` may be used
     as scratch space.
 
+    Raises:
+        TypeError: an argument that is not a tensor.
+        ValueError: ``out`` and ``advantages`` not floating point or of different shapes, a
+            tensor without data or not dense, or a ``valid`` of another shape (trailing 1s
+            aside); checked before ``out`` is written.
+
     Example:
         >>> out = torch.empty(4)
         >>> [round(x, 4) for x in normalize_into(out, torch.tensor([1.0, 2.0, 3.0, 4.0])).tolist()]
@@ -169,6 +200,7 @@ def normalize_into(
         >>> normalize_into(torch.empty(1, 1), torch.tensor([[2.0]])).tolist()
         [[0.0]]
     """
+    _check_cells(advantages, valid, advantages=advantages, out=out)
     if valid is not None:
         return normalize_over(out.copy_(advantages), valid)
     # Two-pass unbiased std, with the sum of squares as one BLAS dot (in float32 at least:
@@ -182,6 +214,8 @@ def normalize_into(
 
 def _require(storage: RolloutStorage, training_type: str, what: str) -> torch.Tensor | None:
     """Refuses a storage of another training type; returns its ``valid`` once checked."""
+    if not hasattr(storage, "training_type"):  # read as a storage: its fields, nothing more
+        raise TypeError(f"{what} needs a RolloutStorage, got {type(storage).__name__}")
     if storage.training_type != training_type:
         raise ValueError(
             f"{what} needs training_type {training_type!r}, got {storage.training_type!r}"
@@ -232,6 +266,8 @@ def mini_batch_generator(
         ValueError: at the call, not at the first batch: a storage of another training type,
             ``num_mini_batches`` or ``num_epochs`` that is not an int in range (``2.0`` too),
             or a storage ``valid`` that is not ``[T, N]``.
+        TypeError: at the call: ``storage`` is no storage, or ``generator`` no
+            ``torch.Generator``.
 
     Example:
         >>> from episodes.rollout import RolloutStorage
@@ -241,6 +277,9 @@ def mini_batch_generator(
     """
     valid = _require(storage, "rl", "mini_batch_generator")
     num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        # Else torch.randperm refuses it at the first batch, not at the call.
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     cells = None if valid is None else valid.reshape(-1).nonzero().squeeze(1)
     total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
     split_sizes(total, num_mini_batches)  # validates

@@ -22,6 +22,7 @@ __all__ = [
     "check_int_range",
     "checked_rows",
     "copy_rows",
+    "data_tensor",
     "hidden_writes",
     "paired",
     "put_leaf",
@@ -38,6 +39,8 @@ def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
 
     Raises:
         KeyError: A mapping whose keys differ from the field's.
+        TypeError: a value without a length for a tuple of names (a bare number).
+        ValueError: a value of another length than the tuple of names.
 
     Example:
         >>> list(paired({"a": "obs/a", "b": "obs/b"}, {"b": 2, "a": 1}, "obs"))
@@ -52,6 +55,10 @@ def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
         for k in names:
             yield from paired(names[k], value[k], f"{label}[{k!r}]")
     elif isinstance(names, tuple):
+        if not hasattr(value, "__len__"):  # len(5) would say only "no len()"
+            raise TypeError(f"{label}: expected {len(names)} tensors, got {type(value).__name__}")
+        if len(value) != len(names):
+            raise ValueError(f"{label}: expected {len(names)} tensors, got {len(value)}")
         yield from zip(names, value, strict=True)
     else:
         yield names, value
@@ -93,6 +100,48 @@ def same_but_trailing_ones(a: Sequence[int], b: Sequence[int]) -> bool:
     return a == b
 
 
+def data_tensor(value: Any, label: str, *, real: bool = False) -> torch.Tensor:
+    """``value`` once known to be a dense tensor holding data (a copy or a scan can read it).
+
+    A shape and a dtype say nothing of that: a tensor on the ``meta`` device has both and no
+    data, and a sparse, nested or quantized one cannot be copied into (or reshaped like) a
+    dense one. torch refuses them only part-way through a write, after other fields were
+    written. ``real`` refuses complex numbers too (a cast to a real dtype drops their
+    imaginary part with nothing but a warning).
+
+    Raises:
+        TypeError: ``value`` is not a tensor (a list, a numpy array, None).
+        ValueError: a tensor without data, a layout other than dense, or complex numbers
+            where ``real``; the message names ``label``.
+
+    Example:
+        >>> data_tensor(torch.ones(2), "dones").shape
+        torch.Size([2])
+        >>> data_tensor(torch.ones(2, device="meta"), "dones")
+        Traceback (most recent call last):
+        ...
+        ValueError: dones: a tensor on the meta device holds no data: give a dense tensor ...
+    """
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{label}: expected a torch.Tensor, got {type(value).__name__}")
+    # One cheap test for the usual tensor; the others only name what is wrong.
+    if value.layout is torch.strided and not (
+        value.is_meta or value.is_nested or value.is_quantized
+    ):
+        if real and value.is_complex():
+            raise ValueError(f"{label}: expected real numbers, got {value.dtype}")
+        return value
+    if value.is_meta:
+        what = "a tensor on the meta device holds no data"
+    elif value.is_nested:
+        what = "a nested tensor has no single shape"
+    elif value.is_quantized:
+        what = f"a quantized tensor ({value.dtype}) cannot be copied into a plain one"
+    else:
+        what = f"a {value.layout} tensor cannot be copied into a dense one"
+    raise ValueError(f"{label}: {what}: give a dense tensor with data (strided, not meta)")
+
+
 def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
     """Returns ``dst`` once ``src`` is known to fit it (:func:`copy_rows` will not refuse it).
 
@@ -105,8 +154,9 @@ def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
 
     Raises:
         TypeError: ``src`` is not a tensor.
-        ValueError: its shape differs from ``dst``'s by more than trailing 1s, or ``dst``'s
-            dtype cannot hold its values.
+        ValueError: a tensor a copy cannot read (:func:`data_tensor`: on the meta device,
+            sparse, nested, quantized), its shape differs from ``dst``'s by more than trailing
+            1s, or ``dst``'s dtype cannot hold its values.
 
     Example:
         >>> checked_rows(torch.zeros(2, 1), torch.ones(2), "rewards").shape
@@ -120,8 +170,9 @@ def checked_rows(dst: torch.Tensor, src: Any, label: str) -> torch.Tensor:
         ...
         ValueError: a: a torch.int64 field cannot hold torch.float32 values without loss
     """
-    if not isinstance(src, torch.Tensor):
-        raise TypeError(f"{label}: expected a torch.Tensor, got {type(src).__name__}")
+    # Checked here, not left to the copy: torch refuses a data-less or sparse source only
+    # once the write has begun, and the fields copied before it would stay written.
+    data_tensor(src, label)
     # The same rule as the converter's and CircularBuffer.append's: a cast that changes the
     # values' kind loses them silently (0.7 -> 0, 300.5 -> 44 in uint8). Narrower floats are
     # the storage's precision; narrower ints are range-checked last, as that may wait.
@@ -314,24 +365,27 @@ def block_leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
-def block_length(fields: Any) -> int:
+def block_length(fields: Mapping[str, Any]) -> int:
     """The leading length every leaf of ``fields`` shares (the ``k`` of a block write).
 
     Every leaf counts (dict observations, both parts of a hidden-state pair, an LSTM's h and
     c): a shorter one would be broadcast over the block's rows.
 
     Raises:
-        TypeError: a leaf that is not a tensor.
-        ValueError: leaves of different lengths.
+        TypeError: a leaf that is not a tensor (the message names its field).
+        ValueError: a leaf without a shape or data (:func:`data_tensor`), or leaves of
+            different lengths.
 
     Example:
         >>> block_length({"rewards": torch.zeros(4, 2), "h": (torch.zeros(4, 1, 2, 3), None)})
         4
     """
-    leaves = list(block_leaves(fields))
-    for leaf in leaves:
+    named = [(name, leaf) for name, value in fields.items() for leaf in block_leaves(value)]
+    for name, leaf in named:
         if not isinstance(leaf, torch.Tensor):
-            raise TypeError(f"blocks must be torch tensors, got {type(leaf).__name__}")
+            raise TypeError(f"{name}: blocks must be torch tensors, got {type(leaf).__name__}")
+        data_tensor(leaf, name)  # a nested tensor has no shape[0] to read
+    leaves = [leaf for _, leaf in named]
     if not leaves:
         raise ValueError("no blocks given: name at least one field")
     for leaf in leaves:

@@ -38,6 +38,9 @@ def select_rows(
     Returns:
         The selected rows (``out`` when given).
 
+    Raises:
+        TypeError: ``source`` or ``index`` is not a tensor.
+
     Example:
         >>> src = torch.arange(12.0).view(6, 2)
         >>> select_rows(src, torch.tensor([5, 0, 5])).tolist()
@@ -46,6 +49,10 @@ def select_rows(
         >>> select_rows(src, torch.tensor([1, 2]), out=out) is out, out.tolist()
         (True, [[2.0, 3.0], [4.0, 5.0]])
     """
+    if not isinstance(source, torch.Tensor) or not isinstance(index, torch.Tensor):
+        # Not left to the views below: a list has no .dim() (AttributeError).
+        got = f"{type(source).__name__} and {type(index).__name__}"
+        raise TypeError(f"source and index must be torch tensors, got {got}")
     if len(index) < _MIN_ROWS:
         if out is None:
             return source.index_select(0, index)

@@ -295,8 +295,6 @@ class RolloutStorage:
                 if name in ("observations", "privileged_observations"):
                     raise ValueError(f"this storage was built without {name}")
                 raise ValueError(f"{name} is not stored for training_type {self.training_type!r}")
-            if name == "distribution_params" and len(value) != len(names):
-                raise ValueError(f"expected {len(names)} distribution params, got {len(value)}")
             for tensor_name, leaf in paired(names, value, name):
                 checked_rows(self._tensors[tensor_name][rows], leaf, tensor_name)
                 puts.append((tensor_name, leaf))

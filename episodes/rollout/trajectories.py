@@ -17,6 +17,8 @@ from typing import NamedTuple, TypeVar
 
 import torch
 
+from .leaves import data_tensor
+
 __all__ = [
     "TrajectoryLayout",
     "pad_with_layout",
@@ -68,11 +70,17 @@ def trajectory_layout(dones: torch.Tensor) -> TrajectoryLayout:
     Returns:
         The :class:`TrajectoryLayout`. This performs exactly one host synchronisation.
 
+    Raises:
+        TypeError: ``dones`` is not a tensor.
+        ValueError: a tensor of another shape, or one without data or not dense (meta,
+            sparse, nested).
+
     Example:
         >>> lay = trajectory_layout(torch.tensor([[0, 0], [1, 0], [0, 1]]))
         >>> lay.num_traj, lay.start_time.tolist(), lay.start_env.tolist()
         (3, [0, 2, 0], [0, 0, 1])
     """
+    data_tensor(dones, "dones")
     if dones.dim() == 3 and dones.shape[-1] == 1:
         dones = dones.squeeze(-1)
     if dones.dim() != 2:
@@ -116,13 +124,21 @@ def pad_with_layout(tensor: _T, layout: TrajectoryLayout) -> _T:
     Returns:
         Zero-padded trajectories with the structure of ``tensor``; dtypes are preserved.
 
+    Raises:
+        TypeError: a leaf that is not a tensor, or a ``layout`` that is not a
+            :class:`TrajectoryLayout`.
+        ValueError: a leaf that is not ``[T, N, ...]``, or has no data or is not dense.
+
     Example:
         >>> lay = trajectory_layout(torch.tensor([[0], [1], [0]]))
         >>> pad_with_layout(torch.tensor([[1], [2], [3]]), lay).tolist()
         [[1, 3], [2, 0], [0, 0]]
     """
+    if not isinstance(layout, TrajectoryLayout):
+        raise TypeError(f"layout must be a TrajectoryLayout, got {type(layout).__name__}")
     if isinstance(tensor, Mapping):
         return {k: pad_with_layout(v, layout) for k, v in tensor.items()}
+    data_tensor(tensor, "tensor")
     t, n = layout.num_steps, layout.num_envs
     if tuple(tensor.shape[:2]) != (t, n):
         raise ValueError(f"expected a [{t}, {n}, ...] tensor, got {tuple(tensor.shape)}")
@@ -176,6 +192,8 @@ def unpad_trajectories(trajectories: _T, masks: torch.Tensor) -> _T:
     """
     if isinstance(trajectories, Mapping):
         return {k: unpad_trajectories(v, masks) for k, v in trajectories.items()}
+    data_tensor(trajectories, "trajectories")
+    data_tensor(masks, "masks")
     num_steps = trajectories.shape[0]
     if masks.shape != trajectories.shape[:2]:
         raise ValueError(
