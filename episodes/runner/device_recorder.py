@@ -47,6 +47,7 @@ from gymnasium.vector import AutoresetMode
 from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.device_blocks import DeviceBlocks, as_device_batch, to_host, to_host_all
 from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.policy import check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.table import Recording
 from episodes.runner.timing import now
@@ -214,13 +215,21 @@ class DeviceRecorder(BatchedRecorder):
         r = self.row
         terminateds = torch.as_tensor(terminateds, dtype=torch.bool, device=device)
         truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
-        blocks.put_step(
-            r,
-            as_device_batch(actions, device, "the policy's actions"),
-            {
+        try:
+            device_actions = as_device_batch(actions, device, "the policy's actions")
+            device_extras = {
                 key: as_device_batch(value, device, f"the policy's extra output {key!r}")
                 for key, value in extras.items()
-            },
+            }
+        except NotImplementedError:
+            # A meta tensor (no data), in torch's words that name no field: the policy's
+            # outputs at a call's first step were refused before env.step, not later ones.
+            check_outputs_hold_data(actions, extras)
+            raise
+        blocks.put_step(
+            r,
+            device_actions,
+            device_extras,
             obs,
             torch.as_tensor(rewards, device=device),
             terminateds,

@@ -13,7 +13,14 @@ import tree
 from episodes.indexing import whole_number
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
-from episodes.runner.policy import check_outputs, check_shapes, output_shapes
+from episodes.runner.policy import (
+    check_holds_data,
+    check_outputs,
+    check_outputs_hold_data,
+    check_shapes,
+    output_shapes,
+    policy_return,
+)
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
@@ -207,10 +214,13 @@ class EnvRunner:
 
         Raises:
             ValueError: ``num_steps`` too small, or the policy's outputs do not fit (a batch
-                without one entry per sub-env, extra outputs whose keys, shapes or nesting
-                change, values their column cannot take). Whatever a call raises before
-                the env steps leaves the runner as it was (the next call goes on as if it had
-                not been made).
+                without one entry per sub-env, a torch tensor on the meta device, extra
+                outputs whose keys, shapes or nesting change, values their column cannot
+                take). Whatever a call raises before the env steps leaves the runner as it
+                was (the next call goes on as if it had not been made).
+            TypeError: The policy returned no ``(actions, extras)`` tuple (with a state:
+                ``(actions, extras, state)``), extras that are not a dict, or a key that is
+                not a string; refused before the env steps, as above.
             RuntimeError: An earlier call failed after the env stepped (whatever raised:
                 the env, the policy, an interrupt): the env had stepped past what was
                 recorded, so this runner cannot go on; create a new one.
@@ -305,16 +315,19 @@ class EnvRunner:
 
     def _act(self) -> tuple[Any, dict[str, np.ndarray]]:
         if self._initial_state is None:
-            actions, extras = self.policy(self._obs)
+            actions, extras, _ = policy_return(self.policy(self._obs), False)
         else:
-            actions, extras, state = self.policy(self._obs, self.state)
+            actions, extras, state = policy_return(self.policy(self._obs, self.state), True)
             layout = self._state_layout
             assert layout is not None
             layout.check(state)  # before the env steps: a reset pairs its leaves with fresh ones
+            if not self._stepped:  # a call's first step, where a refusal leaves no trace
+                for leaf in flatten(state)[0]:
+                    check_holds_data(leaf, "the policy's state")
             # Kept as data: a state that carries the policy's autograd graph would chain every
             # step's graph (and observations) to the next, across calls, without bound.
             self.state = _detached(state)
-        return actions, dict(extras or {})
+        return actions, extras
 
     def _step(self) -> None:
         # The env's observation goes to the policy as is: the blocks keep their own copy, and
@@ -327,6 +340,8 @@ class EnvRunner:
             self._output_key_set = frozenset(self._output_keys)
             if keys is None:
                 self._output_shapes = output_shapes(actions, extras)
+        elif not self._stepped:  # a later call's first step: refused, the runner is untouched
+            check_outputs_hold_data(actions, extras)  # (later steps refuse them once recorded)
         check_shapes(actions, extras, self._output_shapes)
         self._stepped = True  # from here a failure leaves the env past what was recorded
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
@@ -395,6 +410,8 @@ class _StateLayout:
             )
         leaves, structure = flatten(state)
         _check_state_axis(leaves, num_envs, axis)
+        for leaf in leaves:  # reset steps copy its entries into the policy's state
+            check_holds_data(leaf, "initial_state's state")
         return cls([_shape(leaf) for leaf in leaves], structure)
 
     def check(self, state: Any, source: str = "the policy returned") -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -14,8 +15,11 @@ __all__ = [
     "Policy",
     "RandomPolicy",
     "RecurrentPolicy",
+    "check_holds_data",
     "check_numpy_dtype",
     "check_outputs",
+    "check_outputs_hold_data",
+    "policy_return",
 ]
 
 
@@ -115,8 +119,9 @@ def check_outputs(
     """Checks a policy's outputs against the sub-envs and the keys it returned before.
 
     Every leaf of ``actions`` and of each extra output must be a batch with one entry per
-    sub-env whose dtype numpy has (a torch ``bfloat16`` has none: the episodes are numpy),
-    and the extra outputs' keys may not change once recorded (an episode's columns
+    sub-env whose dtype numpy has (a torch ``bfloat16`` has none: the episodes are numpy) and
+    which holds data (not a torch tensor on the meta device), the extra outputs' keys must be
+    strings (each names a column), and they may not change once recorded (an episode's columns
     run the whole episode: a key that appears later has no values for the earlier steps).
 
     Args:
@@ -129,8 +134,9 @@ def check_outputs(
         The keys, sorted.
 
     Raises:
-        ValueError: A batch of the wrong length or without a numpy dtype, or keys that
-            changed; nothing is recorded.
+        ValueError: A batch of the wrong length, without a numpy dtype or without data, or
+            keys that changed; nothing is recorded.
+        TypeError: A key that is not a string.
 
     Example:
         >>> check_outputs(np.zeros(2), {"vf_preds": np.zeros(2)}, 2, None)
@@ -140,6 +146,12 @@ def check_outputs(
         ...
         ValueError: the policy's extra outputs changed from ['vf_preds'] to []: ...
     """
+    for key in extras:  # before sorting them: an int among strs would stop sorted()
+        if not isinstance(key, str):
+            raise TypeError(
+                f"the policy's extra outputs are named by str keys (each names a column of "
+                f"the episodes), got the {type(key).__name__} key {key!r}"
+            )
     if keys is not None:
         now = sorted(extras)
         if now != list(keys):
@@ -161,7 +173,111 @@ def check_outputs(
                     f"the first axis, got shape {shape}"
                 )
             check_numpy_dtype(leaf)
+            check_holds_data(leaf, f"the policy's {name}")
     return tuple(sorted(extras))
+
+
+def policy_return(out: Any, recurrent: bool) -> tuple[Any, dict[str, Any], Any]:
+    """Splits a policy's return into its actions, extra outputs (a new dict) and state.
+
+    A policy returns a tuple ``(actions, extras)``, a recurrent one ``(actions, extras,
+    state)`` (a list of those items is taken too); ``extras`` is a dict of extra outputs, or
+    None for none. Anything else is refused before the env steps: unpacking it, or ``dict()``
+    on it, would fail in words that name neither the policy nor what it returned.
+
+    Args:
+        out: What the policy returned.
+        recurrent: Whether the policy gets and returns a state.
+
+    Returns:
+        ``(actions, extras, state)``; the state is None for a feed-forward policy.
+
+    Raises:
+        TypeError: A return of another type or length, or extras that are not a dict.
+
+    Example:
+        >>> actions, extras, state = policy_return((np.zeros(2), None), recurrent=False)
+        >>> extras, state
+        ({}, None)
+        >>> policy_return((np.zeros(2), [1, 2]), recurrent=False)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        TypeError: the policy's extra outputs must be a dict (or None), got a list of 2 items: ...
+    """
+    size = 3 if recurrent else 2
+    if type(out) is not tuple or len(out) != size:  # one comparison for the usual tuple
+        if not isinstance(out, (tuple, list)) or len(out) != size:
+            raise TypeError(f"the policy returned {_described(out)}: {_form(recurrent)}")
+    extras = out[1]
+    if type(extras) is not dict:
+        if extras is None:
+            extras = {}
+        elif not hasattr(extras, "keys"):  # dict() would read it as (key, value) pairs
+            raise TypeError(
+                f"the policy's extra outputs must be a dict (or None), got "
+                f"{_described(extras)}: {_form(recurrent)}"
+            )
+    return out[0], dict(extras), out[2] if recurrent else None
+
+
+def _described(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"a value of type {type(value).__name__}"
+
+
+def _form(recurrent: bool) -> str:
+    if recurrent:
+        return "a recurrent policy(obs, state) returns a tuple (actions, extras, state)"
+    return (
+        "a policy(obs) returns a tuple (actions, extras), extras a dict of extra outputs "
+        "(possibly empty); one that also returns a state needs initial_state"
+    )
+
+
+def check_outputs_hold_data(actions: Any, extras: dict[str, Any]) -> None:
+    """Raises ``check_holds_data``'s ``ValueError`` for the first output leaf without data.
+
+    ``check_outputs`` checks this at the policy's first step; the runner checks it again at
+    each later call's first step, where a refusal still leaves the env unstepped.
+
+    Example:
+        >>> import torch
+        >>> check_outputs_hold_data(np.zeros(2), {"vf": torch.zeros(2)})
+        >>> check_outputs_hold_data(np.zeros(2), {"vf": (torch.zeros(2, device="meta"),)})
+        Traceback (most recent call last):
+        ...
+        ValueError: the policy's extra output 'vf': got a torch tensor on the meta device, ...
+    """
+    named = [("actions", actions), *((f"extra output {k!r}", v) for k, v in extras.items())]
+    for name, batch in named:
+        map_batch(functools.partial(check_holds_data, who=f"the policy's {name}"), batch)
+
+
+def check_holds_data(value: Any, who: str) -> None:
+    """Raises a ``ValueError`` for a torch tensor on the meta device: a shape without data.
+
+    Such a tensor can neither step the env nor be recorded, and torch's own error (naming no
+    field) would come only after the env stepped.
+
+    Args:
+        value: A leaf of an output.
+        who: What the value is, for the message.
+
+    Example:
+        >>> import torch
+        >>> check_holds_data(torch.zeros(2), "the policy's actions")
+        >>> check_holds_data(torch.zeros(2, device="meta"), "the policy's actions")
+        Traceback (most recent call last):
+        ...
+        ValueError: the policy's actions: got a torch tensor on the meta device, which holds ...
+    """
+    if getattr(value, "is_meta", False) is True:  # without importing torch
+        raise ValueError(
+            f"{who}: got a torch tensor on the meta device, which holds no data (only a "
+            "shape) to step the env with or to record: make it on a real device"
+        )
 
 
 def check_numpy_dtype(value: Any) -> None:

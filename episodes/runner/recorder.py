@@ -45,7 +45,7 @@ from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.infos import FINAL_KEYS, env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
-from episodes.runner.policy import check_numpy_dtype
+from episodes.runner.policy import check_numpy_dtype, check_outputs_hold_data
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
 from episodes.runner.timing import now
 from episodes.structs import flatten, map_batch
@@ -277,12 +277,18 @@ class BatchedRecorder:
             [False, True]
         """
         assert self.blocks is not None, "begin() first"
-        if type(actions) is not np.ndarray:
-            actions = map_batch(host_array, actions)
-        extras = {
-            key: value if type(value) is np.ndarray else map_batch(host_array, value)
-            for key, value in extras.items()
-        }
+        try:
+            if type(actions) is not np.ndarray:
+                actions = map_batch(host_array, actions)
+            extras = {
+                key: value if type(value) is np.ndarray else map_batch(host_array, value)
+                for key, value in extras.items()
+            }
+        except NotImplementedError:
+            # A meta tensor (no data), in torch's words that name no field: the policy's
+            # outputs at a call's first step were refused before env.step, not later ones.
+            check_outputs_hold_data(actions, extras)
+            raise
         # Not cast to float64 here: the block row and the running returns are float64, and
         # numpy widens each value exactly on the way in (a float32 copy per step saved).
         rewards = np.asarray(rewards)
