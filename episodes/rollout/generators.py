@@ -111,6 +111,9 @@ def _normalized(adv: torch.Tensor, valid: torch.Tensor | None = None) -> torch.T
     if valid is None:
         if adv.numel() < 2:  # normalize_over's clamped n - 1: std 0, not NaN, so 0 / 1e-8
             return adv - adv.mean()
+        if adv.element_size() < 4:  # float16's 1e-8 is 0: equal advantages would give 0 / 0
+            wide = adv.float()
+            return ((wide - wide.mean()) / (wide.std() + 1e-8)).to(adv.dtype)
         return (adv - adv.mean()) / (adv.std() + 1e-8)
     return normalize_over(adv.clone(), valid)
 
@@ -365,7 +368,8 @@ def recurrent_mini_batch_generator(
     critic)``, each the state at every trajectory's first step, ``[num_layers, num_traj,
     hidden]`` (a tensor for GRU, a tuple for LSTM, ``None`` when not stored). With the
     storage's ``valid`` cells set, ``valid`` is their ``[T, n_envs]`` slice (a cell without a
-    transition ends its trajectory: its ``dones`` is set) and the per-batch advantage
+    transition ends its trajectory, as it ends its episode in GAE, whether its ``dones`` is
+    set (the converter's are) or not) and the per-batch advantage
     normalisation uses valid cells only.
 
     Example:
@@ -395,7 +399,10 @@ def _recurrent_batches(
     env_bounds = [0]
     for s in sizes:
         env_bounds.append(env_bounds[-1] + s)
-    layout = trajectory_layout(storage.dones)
+    ends = storage.dones
+    if valid_cells is not None:  # a cell without a transition ends its trajectory, as in GAE
+        ends = storage.dones.reshape(valid_cells.shape).bool() | ~valid_cells
+    layout = trajectory_layout(ends)
     obs = pad_with_layout(storage.observations, layout)
     priv = None
     if storage.privileged_observations is not None:
