@@ -368,8 +368,8 @@ def recurrent_mini_batch_generator(
     critic)``, each the state at every trajectory's first step, ``[num_layers, num_traj,
     hidden]`` (a tensor for GRU, a tuple for LSTM, ``None`` when not stored). With the
     storage's ``valid`` cells set, ``valid`` is their ``[T, n_envs]`` slice (a cell without a
-    transition ends its trajectory, as it ends its episode in GAE, whether its ``dones`` is
-    set (the converter's are) or not) and the per-batch advantage
+    transition, or a run of them, is a trajectory of its own, as GAE ends the episode there,
+    whether ``dones`` is set (the converter's are) or not) and the per-batch advantage
     normalisation uses valid cells only.
 
     Example:
@@ -400,8 +400,12 @@ def _recurrent_batches(
     for s in sizes:
         env_bounds.append(env_bounds[-1] + s)
     ends = storage.dones
-    if valid_cells is not None:  # a cell without a transition ends its trajectory, as in GAE
-        ends = storage.dones.reshape(valid_cells.shape).bool() | ~valid_cells
+    if valid_cells is not None:
+        # A run of cells without transitions is a trajectory of its own, done or not (GAE
+        # ends the episode there too): split where validity changes, so a run of padding
+        # stays one trajectory rather than one per cell.
+        ends = storage.dones.reshape(valid_cells.shape).bool().clone()
+        ends[:-1] |= valid_cells[:-1] != valid_cells[1:]
     layout = trajectory_layout(ends)
     obs = pad_with_layout(storage.observations, layout)
     priv = None

@@ -53,15 +53,28 @@ def test_a_cell_without_a_transition_ends_its_trajectory_without_dones() -> None
     st.valid = torch.tensor([[True], [False], [True], [True]])
     st.compute_returns(torch.zeros(1), 0.99, 0.95)
     (batch,) = st.recurrent_mini_batch_generator(1, 1)
-    assert batch.masks.shape[1] == 2  # two trajectories: steps 0..1, then 2..3
-    assert batch.masks.int().T.tolist() == [[1, 1, 0, 0], [1, 1, 0, 0]]
-    assert batch.observations[..., 0].T.tolist() == [[0.0, 1.0, 0.0, 0.0], [2.0, 3.0, 0.0, 0.0]]
-    # The same cells marked done split alike: the dones and the mask agree.
+    # Three trajectories: step 0, the empty cell, then steps 2..3; no state crosses the gap.
+    assert batch.masks.int().T.tolist() == [[1, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0]]
+    assert batch.observations[..., 0].T.tolist() == [
+        [0.0, 0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+        [2.0, 3.0, 0.0, 0.0],
+    ]
+    # The same borders marked done split alike (as the converter marks them).
     done = RolloutStorage("rl", 1, 4, (1,), (1,), actor_hidden_state=(1, 1))
-    dones = torch.tensor([[0.0], [1.0], [0.0], [0.0]])
+    dones = torch.tensor([[1.0], [1.0], [0.0], [0.0]])
     done.write_block(0, observations=torch.arange(4.0).view(4, 1, 1), dones=dones)
     done.valid = st.valid.clone()
     done.compute_returns(torch.zeros(1), 0.99, 0.95)
     (other,) = done.recurrent_mini_batch_generator(1, 1)
     assert torch.equal(other.masks, batch.masks)
     assert torch.equal(other.observations, batch.observations)
+
+
+def test_a_run_of_cells_without_transitions_is_one_trajectory() -> None:
+    st = RolloutStorage("rl", 1, 6, (1,), (1,), actor_hidden_state=(1, 1))
+    st.write_block(0, observations=torch.arange(6.0).view(6, 1, 1), dones=torch.zeros(6, 1))
+    st.valid = torch.tensor([[True], [True], [False], [False], [False], [True]])
+    st.compute_returns(torch.zeros(1), 0.99, 0.95)
+    (batch,) = st.recurrent_mini_batch_generator(1, 1)
+    assert batch.masks.int().sum(0).tolist() == [2, 3, 1]
