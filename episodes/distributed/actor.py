@@ -63,6 +63,22 @@ class WriterSpec:
     metadata: Any = None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def create_dataset(self) -> None:
+        """Creates the dataset once, on the caller, so the runners' writers only ever append.
+
+        Writers that create one dataset at the same moment can trip over each other's files.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import dataset_info
+            >>> spec = WriterSpec(tempfile.mkdtemp() + "/data")
+            >>> spec.create_dataset(); dataset_info(spec.path).num_steps
+            0
+        """
+        from episodes.io import DatasetWriter
+
+        DatasetWriter(self.path, metadata=self.metadata, **self.options).close()
+
 
 class RunnerActor:
     """Samples with its own runner; optionally writes every sample to a shared dataset.
@@ -184,6 +200,8 @@ class RunnerActor:
             >>> type(out).__name__, out.request, out.env_steps, len(out.episodes)
             ('RunnerSample', 7, 10, 2)
         """
+        if shared is not None:
+            self._segments.prepare(shared)  # before any env step: see ActorSegments.prepare
         episodes = self.runner.sample(num_steps)
         if self._writer_spec is not None:
             writer = self._open_writer()
@@ -215,6 +233,8 @@ class RunnerActor:
             >>> actor.apply(lambda runner, ctx: (ctx.index, ctx.seed, runner.num_envs))
             (0, 0, 2)
         """
+        if shared is not None:
+            self._segments.prepare(shared)
         value = fn(self.runner, self.context)
         return value if shared is None else self._segments.reply(value, shared)
 
@@ -232,10 +252,12 @@ class RunnerActor:
             >>> actor.runner.env.closed
             True
         """
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        self.runner.env.close()
+        try:
+            if self._writer is not None:
+                writer, self._writer = self._writer, None
+                writer.close()
+        finally:  # the env is closed even when the commit failed
+            self.runner.env.close()
 
     def _open_writer(self) -> Any:
         if self._writer is None:

@@ -20,16 +20,15 @@ its slot. What was returned before stays valid: returned objects belong to the c
 
 from __future__ import annotations
 
-import math
 import operator
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from numbers import Real
 from pathlib import Path
 from typing import Any
 
 from episodes.distributed.actor import RunnerActor, WriterSpec
+from episodes.distributed.checks import check_flag, check_timeout, readable_error
 from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext, check_seed
 from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
@@ -86,6 +85,7 @@ class RunnerGroup:
 
     Raises:
         ImportError: Ray is not installed.
+        TypeError: ``shared_memory`` not a bool (``"no"`` would mean yes).
         ValueError: ``num_runners`` or ``max_consecutive_failures`` not an int >= 1 (floats
             refused, not truncated), ``seed`` neither None nor an int >= 0,
             ``start_timeout_s`` not None or seconds >= 0.
@@ -126,7 +126,8 @@ class RunnerGroup:
         # Checked before any actor starts (refused, nothing is left running).
         self.num_runners = whole_number(num_runners, "num_runners", 1)
         self._max_failures = whole_number(max_consecutive_failures, "max_consecutive_failures", 1)
-        start_timeout_s = _timeout(start_timeout_s, "start_timeout_s")
+        start_timeout_s = check_timeout(start_timeout_s, "start_timeout_s")
+        shared_memory = check_flag(shared_memory, "shared_memory")
         self.seed = check_seed(seed)  # here: on the actors it would fail their start
         self._ray = require_ray()
         self._env_factory = env_factory
@@ -142,7 +143,7 @@ class RunnerGroup:
             )
         )
         if self._writer is not None:
-            _create_dataset(self._writer)
+            self._writer.create_dataset()
         options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0, **(actor_options or {})}
         self._actor_cls = self._ray.remote(RunnerActor).options(**options)
         self.metrics = GroupMetrics()
@@ -374,6 +375,7 @@ class RunnerGroup:
         Raises:
             ValueError: A ``num_steps`` the runners would refuse, a ``timeout_s`` not None
                 or seconds >= 0 (checked before a broadcast or a launch).
+            TypeError: ``launch`` not a bool (checked as early).
 
         Example:
             >>> import gymnasium as gym, ray
@@ -391,7 +393,8 @@ class RunnerGroup:
         self._check_running()
         num_steps = whole_number(num_steps, "num_steps", self._least_num_steps)
         # Before the broadcast and the launches: a refused call starts nothing.
-        timeout_s = _timeout(timeout_s, "timeout_s")
+        timeout_s = check_timeout(timeout_s, "timeout_s")
+        launch = check_flag(launch, "launch")
         if weights is not None:
             self.set_weights(weights)
         if launch:
@@ -445,7 +448,7 @@ class RunnerGroup:
                 slot.weights_ack = None
             reply = self._ray.get(ref)
         except self._ray.exceptions.RayError as err:
-            slot.segments.abandon(lease)
+            slot.segments.discard(lease)  # never mapped, maybe: its name must not stay
             return self._lose(slot, err)
         shared = isinstance(reply, Reply) and reply.stream is not None
         sample: RunnerSample = slot.segments.receive(reply, lease)
@@ -454,7 +457,9 @@ class RunnerGroup:
         return sample
 
     def _lose(self, slot: _Slot, err: Exception) -> LostSample:
-        text = f"runner {slot.index} generation {slot.generation}: {type(err).__name__}: {err}"
+        text = readable_error(
+            f"runner {slot.index} generation {slot.generation}: {type(err).__name__}: {err}"
+        )
         lost = LostSample(
             slot.index, slot.generation, slot.request, slot.num_steps * slot.num_envs, text
         )
@@ -524,7 +529,8 @@ class RunnerGroup:
     def foreach_runner(self, fn: Callable[[Any, RunnerContext], Any]) -> list[Any]:
         """``fn(runner, context)`` on every actor, in slot order (waits for all).
 
-        Results travel as samples do (through shared memory on this node).
+        Results travel as samples do (through shared memory on this node). When ``fn`` raises,
+        the first error is raised once every other runner's result was taken (and dropped).
 
         Example:
             >>> import gymnasium as gym, ray
@@ -543,16 +549,23 @@ class RunnerGroup:
         refs = [
             slot.handle.apply.remote(fn, shared) for slot, (shared, _) in zip(self._slots, leases)
         ]
-        try:
-            replies = self._ray.get(refs)
-        except BaseException:
-            for slot, (_, lease) in zip(self._slots, leases):
-                slot.segments.abandon(lease)
-            raise
-        return [
-            slot.segments.receive(reply, lease, "apply")
-            for slot, reply, (_, lease) in zip(self._slots, replies, leases)
-        ]
+        # Reply by reply: the runners that answered still hand their segments back (and have
+        # their names removed) when another one raised; the first error is raised after.
+        results, failed = [], None
+        for i, (slot, ref, (_, lease)) in enumerate(zip(self._slots, refs, leases)):
+            try:
+                results.append(slot.segments.receive(self._ray.get(ref), lease, "apply"))
+            except Exception as err:
+                slot.segments.discard(lease)
+                failed = failed or err
+            except BaseException:  # interrupted: the leases not taken yet are given up
+                for later, (_, left) in zip(self._slots[i:], leases[i:]):
+                    later.segments.discard(left)
+                raise
+        if failed is not None:
+            del results  # the traceback keeps this frame: they would keep their segments leased
+            raise failed
+        return results
 
     def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:
         """The group's counters and the runners' merged metrics (see :class:`GroupMetrics`).
@@ -607,10 +620,14 @@ class RunnerGroup:
                     error=f"runner {slot.index}: stopped with a request in flight",
                 )
         closing = [slot.handle.close.remote() for slot in self._slots]
-        try:
-            self._ray.get(closing, timeout=60)
-        except self._ray.exceptions.RayError:
-            pass  # a dead runner has nothing left to close
+        # Every close is waited for, not just up to the first that fails (a dead runner, an env
+        # whose close raises): the kills below would cut a live runner's commit short.
+        done, _ = self._ray.wait(closing, num_returns=len(closing), timeout=60)
+        for ref in done:
+            try:
+                self._ray.get(ref)
+            except self._ray.exceptions.RayError:
+                pass  # a dead runner has nothing left to close; a failed close is no reason
         for slot in self._slots:
             self._ray.kill(slot.handle, no_restart=True)
             slot.ref = None
@@ -628,23 +645,3 @@ class RunnerGroup:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _timeout(value: Any, what: str) -> float | None:
-    """``value`` as seconds to wait (None, or infinity: no limit), else a ``ValueError``."""
-    # numbers.Real takes numpy's ints and floats; NaN fails ">= 0".
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, Real) or not float(value) >= 0
-    ):
-        raise ValueError(f"{what} must be None or a number of seconds >= 0, got {value!r}")
-    return None if value is None or math.isinf(value) else float(value)
-
-
-def _create_dataset(spec: WriterSpec) -> None:
-    """Creates the shared dataset once, here, so the runners' writers only ever append.
-
-    Writers that create one dataset at the same moment can trip over each other's files.
-    """
-    from episodes.io import DatasetWriter
-
-    DatasetWriter(spec.path, metadata=spec.metadata, **spec.options).close()

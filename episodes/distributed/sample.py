@@ -124,7 +124,7 @@ class LostSample:
         generation: The generation that died.
         request: The request's sequence number.
         num_env_steps: Transitions the request asked for (``num_steps * num_envs``).
-        error: What the caller saw (the exception, as text).
+        error: What the caller saw (the exception, as plain text: no terminal colour codes).
 
     Example:
         >>> lost = LostSample(runner_index=1, generation=0, request=4, num_env_steps=64,

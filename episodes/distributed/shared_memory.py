@@ -14,8 +14,10 @@ segments whose pages stay mapped.
 
 Replies whose buffers do not fit, actors that cannot open the segment (another node), values
 that plain ``pickle`` cannot handle and machines without ``/dev/shm`` take Ray's own path.
-The file names are removed as soon as the actor has mapped the segment, so nothing is left
-in ``/dev/shm`` when either process dies (the memory goes with the last mapping).
+The actor maps an offered segment when the request starts, before the work that fills the
+reply, and removes its file name at once (the memory goes with the last mapping); the caller
+removes the names of segments it drops (a failed request's, a dropped slot's), so a name lives
+in ``/dev/shm`` only between its creation and the start of the request it was made for.
 
 Example:
     >>> import numpy as np
@@ -71,6 +73,14 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def _unlink_segments(segments: list[Segment]) -> None:
+    """Removes the names still linked (the finalizer of a caller dropped without ``close``)."""
+    for segment in segments:
+        if segment.linked:
+            segment.linked = False
+            _unlink(segment.path)
 
 
 @dataclass(frozen=True)
@@ -192,6 +202,11 @@ class SlotSegments:
 
     def __post_init__(self) -> None:
         self.enabled = self.directory is not None and os.access(self.directory, os.W_OK)
+        if self.enabled:
+            # A group dropped without stop() (a request in flight, an actor that never mapped
+            # its segment) takes its names along, not at the caller's exit; the list is only
+            # ever changed in place, so the finalizer sees every segment.
+            weakref.finalize(self, _unlink_segments, self._segments)
 
     def request(self, kind: str = "sample") -> tuple[Request | None, Segment | None]:
         """A free segment that fits the last reply of this kind (created when none does).
@@ -278,6 +293,30 @@ class SlotSegments:
         if segment is not None:
             segment.release()
 
+    def discard(self, segment: Segment | None) -> None:
+        """The request that leased ``segment`` failed: it is dropped, its name removed.
+
+        The actor may never have mapped it (it died first, or the request never started), so
+        its name would stay in ``/dev/shm`` while it waited for reuse.
+
+        Example:
+            >>> slot = SlotSegments(hints={"sample": 1024})
+            >>> request, lease = slot.request()
+            >>> slot.discard(lease)
+            >>> os.path.exists(lease.path), lease.mapping.closed
+            (False, True)
+            >>> request, fresh = slot.request()  # a new segment; the actor unmaps the old one
+            >>> fresh is lease, request.retired == (lease.path,)
+            (False, True)
+            >>> slot.abandon(fresh); slot.close()
+        """
+        if segment is None:
+            return
+        segment.leased = False
+        if segment in self._segments:
+            self._segments.remove(segment)
+        self._retire(segment)
+
     def close(self) -> None:
         """Drops every segment: free ones now, leased ones once their reply is gone.
 
@@ -290,7 +329,7 @@ class SlotSegments:
         """
         for segment in self._segments:
             self._retire(segment)
-        self._segments = []
+        self._segments.clear()
         self.enabled = False
 
     def _create(self, hint: int) -> Segment | None:
@@ -329,7 +368,7 @@ class SlotSegments:
                 continue
             free += not segment.leased
             keep.append(segment)
-        self._segments = keep
+        self._segments[:] = keep
 
     def _retire(self, segment: Segment) -> None:
         segment.retired = True
@@ -352,6 +391,37 @@ class ActorSegments:
     def __init__(self) -> None:
         self._mappings: dict[str, mmap.mmap] = {}
 
+    def prepare(self, request: Request) -> None:
+        """Maps the request's segment before the work that fills the reply, removing its name.
+
+        Called when a request starts: a name left until the reply would stay in ``/dev/shm``
+        for good if the caller died meanwhile (killed by SIGKILL, no exit handler runs).
+        A segment that cannot be opened is left to :meth:`reply`, which reports it.
+
+        Example:
+            >>> slot, actor = SlotSegments(hints={"sample": 64}), ActorSegments()
+            >>> request, lease = slot.request()
+            >>> actor.prepare(request)  # the request starts: mapped, its name gone at once
+            >>> os.path.exists(lease.path)
+            False
+            >>> value = slot.receive(actor.reply(np.arange(3), request), lease)
+            >>> value.tolist(), lease.linked  # the caller's unlink finds nothing: harmless
+            ([0, 1, 2], False)
+            >>> del value; slot.close()
+        """
+        for path in request.retired:
+            mapping = self._mappings.pop(path, None)
+            if mapping is not None:
+                try:
+                    mapping.close()
+                except BufferError:  # a view outlived a failed write: unmapped with it
+                    pass
+        if request.path is not None:
+            try:
+                self._map(request.path, request.size)
+            except OSError:
+                pass
+
     def reply(self, value: Any, request: Request) -> Reply:
         """``value`` written into the request's segment when it fits, else carried as is.
 
@@ -366,13 +436,7 @@ class ActorSegments:
             (0, True)
             >>> slot.abandon(lease); slot.close()
         """
-        for path in request.retired:
-            mapping = self._mappings.pop(path, None)
-            if mapping is not None:
-                try:
-                    mapping.close()
-                except BufferError:  # a view outlived a failed write: unmapped with it
-                    pass
+        self.prepare(request)  # a no-op when the request's start already did it
         mapping, reachable = None, True
         if request.path is not None:
             try:
@@ -413,4 +477,8 @@ class ActorSegments:
             finally:
                 os.close(fd)
             self._mappings[path] = mapping
+            try:
+                os.unlink(path)  # mapped in both processes: the name is no longer needed
+            except OSError:  # gone already, or not ours to remove: the caller removes it
+                pass
         return mapping

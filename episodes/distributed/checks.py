@@ -1,0 +1,74 @@
+r"""The runner group's argument checks and error text (kept apart to keep the group small).
+
+Example:
+    >>> check_timeout(None, "timeout_s"), check_flag(False, "launch")
+    (None, False)
+    >>> readable_error("\x1b[36mray::RunnerActor.sample()\x1b[39m failed")
+    'ray::RunnerActor.sample() failed'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_flag", "check_timeout", "readable_error"]
+
+# Terminal control sequences (colours, bold) that Ray puts into its errors' text.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def check_timeout(value: Any, what: str) -> float | None:
+    """``value`` as seconds to wait (None, or infinity: no limit), else a ``ValueError``.
+
+    Raises:
+        ValueError: ``value`` neither None nor a number of seconds >= 0 (a bool is not one,
+            NaN neither).
+
+    Example:
+        >>> check_timeout(2, "timeout_s"), check_timeout(float("inf"), "timeout_s")
+        (2.0, None)
+        >>> check_timeout(True, "timeout_s")
+        Traceback (most recent call last):
+        ...
+        ValueError: timeout_s must be None or a number of seconds >= 0, got True
+    """
+    # numbers.Real takes numpy's ints and floats; NaN fails ">= 0".
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, Real) or not float(value) >= 0
+    ):
+        raise ValueError(f"{what} must be None or a number of seconds >= 0, got {value!r}")
+    return None if value is None or math.isinf(value) else float(value)
+
+
+def check_flag(value: Any, what: str) -> bool:
+    """``value`` as a bool, refusing anything else (``"no"`` would be a truthy yes).
+
+    Raises:
+        TypeError: ``value`` is not a bool (numpy's bools are taken).
+
+    Example:
+        >>> check_flag(np.True_, "shared_memory")
+        True
+        >>> check_flag("no", "shared_memory")
+        Traceback (most recent call last):
+        ...
+        TypeError: shared_memory must be True or False, got 'no'
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def readable_error(text: str) -> str:
+    r"""``text`` without terminal control sequences (Ray colours its errors' text).
+
+    Example:
+        >>> readable_error("\x1b[1m\x1b[36mray::f()\x1b[39m\x1b[22m (pid=1)")
+        'ray::f() (pid=1)'
+    """
+    return _ANSI.sub("", text)
