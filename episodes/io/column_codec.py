@@ -127,7 +127,10 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
     """Stacks a list column leaf-wise if every item has the same structure and leaf kinds."""
     if not items:
         return None
-    first, structure = flatten(items[0])
+    try:
+        first, structure = flatten(items[0])
+    except TypeError:  # dm-tree sorts dict keys: int and str keys together cannot be
+        return None  # the json layout keeps such a dict as it is
     try:
         struct_enc = _encode_structure(structure, where) if structure is not None else _LEAF
     except UnstorableValueError:
@@ -137,7 +140,10 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
         return None  # no leaves (empty dicts or lists) or unstackable ones: the json layout
     columns: list[list[Any]] = [[leaf] for leaf in first]
     for item in items[1:]:
-        leaves, st = flatten(item)
+        try:
+            leaves, st = flatten(item)
+        except TypeError:  # keys that do not sort (see above)
+            return None
         if len(leaves) != len(kinds) or (st is None) != (structure is None):
             return None  # a leaf among nested items (or the reverse) is no column of its kind
         if structure is not None:

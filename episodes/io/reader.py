@@ -33,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import as_int
 from episodes.io.encoding import decode_episode
 from episodes.io.errors import (
     CorruptDatasetError,
@@ -117,7 +118,8 @@ def read_episodes(
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
             Dataset-level problems raise here; a bad chunk raises when it is reached.
-        TypeError: ``ids`` is one string (a collection of ids is meant).
+        TypeError: ``ids`` is one string (a collection of ids is meant), or ``start`` or
+            ``stop`` is no int (``True`` or ``1.0`` too, as ``Dataset.episode`` refuses them).
 
     Example:
         >>> import tempfile
@@ -135,6 +137,9 @@ def read_episodes(
         raise TypeError(
             f"ids must be a collection of ids, got the single id {ids!r}: pass [{ids!r}]"
         )
+    start, stop = (
+        None if x is None else as_int(x, what=n) for x, n in ((start, "start"), (stop, "stop"))
+    )
     if is_v2(Path(path)):
         from episodes.io.v2_read import read_episodes_v2
 

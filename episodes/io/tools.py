@@ -31,6 +31,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterable, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,10 @@ from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
+from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
-from episodes.io.values import id_key
+from episodes.io.values import id_key, signless_zeros
 from episodes.io.writer import removed_if_failed
 
 __all__ = [
@@ -265,7 +267,7 @@ def _refuse_other_envs(sources: Sequence[PathLike], *, by_id: bool) -> None:
 
 
 def _fraction(id_: Any, seed: int) -> float:
-    key = json.dumps([seed, id_ if isinstance(id_, (str, int)) else repr(id_)])
+    key = json.dumps([seed, id_ if isinstance(id_, (str, int)) else repr(signless_zeros(id_))])
     digest = hashlib.sha256(key.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
@@ -388,12 +390,12 @@ def filter_dataset(
             raise ValueError(f"custom_data[{key!r}] holds a NaN, which equals nothing")
 
     info = dataset_info(src)
-    # The manifest holds no inf (JSON): such returns read back as NaN and are summed from the
-    # rewards here, so an episode of return inf passes min_return.
-    exact: dict[Any, float] = {}
+    # The manifest holds no inf (JSON), nor a sum of ints beyond float range: such returns read
+    # back as NaN and are summed exactly from the rewards here (inf passes min_return).
+    exact: dict[Any, Fraction | float] = {}
     if min_return is not None or max_return is not None:
         unknown = {id_key(s.id_) for s in info.episodes if math.isnan(s.ret)}
-        exact = _returns_from_rewards(src, unknown) if unknown else {}
+        exact = exact_returns(src, unknown) if unknown else {}
 
     def passes(s: EpisodeSummary) -> bool:
         ret = exact.get(id_key(s.id_), s.ret) if math.isnan(s.ret) else s.ret
@@ -496,16 +498,6 @@ def _same_json_value(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):  # objects whose == is not a yes or no
         return False
-
-
-def _returns_from_rewards(src: PathLike, ids: set[Any]) -> dict[Any, float]:
-    """Per id key in ``ids``: the sum of its pieces' returns (pieces hold disjoint steps)."""
-    returns: dict[Any, float] = {}
-    for piece in read_episodes(src):
-        key = id_key(piece.id_)
-        if key in ids:
-            returns[key] = returns.get(key, 0.0) + float(piece.get_return())
-    return returns
 
 
 def _merged_custom_data(src: PathLike, ids: set[Any]) -> dict[Any, dict[Any, Any]]:

@@ -40,6 +40,7 @@ __all__ = [
     "encode_value",
     "holds_nan",
     "id_key",
+    "signless_zeros",
 ]
 
 SAFE_KINDS = "biufcUSmM"
@@ -353,7 +354,10 @@ def id_key(id_: Any) -> str:
     Python's ``==`` makes ``1``, ``1.0`` and ``True`` one id; a dataset keeps them apart (they
     are stored as different JSON values), so lookups by id compare these keys. Writers refuse
     numpy ids, so a numpy scalar (``np.str_``, ``np.int64``, ``np.float64``, ``np.bool_``)
-    is the Python value it holds: ``np.int64(3)`` finds the id ``3`` (not ``3.0``).
+    is the Python value it holds: ``np.int64(3)`` finds the id ``3`` (not ``3.0``). Within
+    a type, ids equal in Python are one id: ``0.0`` and ``-0.0`` (one hash, and
+    ``concat_episode`` joins them) share a key; so do all NaNs, which equal nothing (an id
+    holding a NaN is still found, and its pieces joined: see :func:`concat_piece`).
 
     Example:
         >>> id_key(1) == id_key(1.0), id_key(("a", 1)) == id_key(("a", 1))
@@ -362,9 +366,13 @@ def id_key(id_: Any) -> str:
         True
         >>> id_key(np.str_("a")) == id_key("a"), id_key(np.int64(3)) == id_key(3.0)
         (True, False)
+        >>> id_key(("x", -0.0)) == id_key(("x", 0.0)), id_key(float("nan")) == id_key(-math.nan)
+        (True, True)
     """
     if isinstance(id_, (np.bool_, np.integer, np.floating, np.str_)):
         id_ = id_.item()  # stored ids are never numpy values: look numpy scalars up as Python's
+    if id_.__class__ is float and id_ == 0.0:
+        id_ = 0.0  # -0.0 (repr'd with its sign), not a new id: -0.0 == 0.0, one hash
     if isinstance(id_, tuple):
         return "(" + ",".join(id_key(item) for item in id_) + ")"
     if isinstance(id_, list):
@@ -373,6 +381,25 @@ def id_key(id_: Any) -> str:
         pairs = sorted(id_key(k) + ":" + id_key(v) for k, v in id_.items())
         return "{" + ",".join(pairs) + "}"
     return f"{type(id_).__name__}:{id_!r}"
+
+
+def signless_zeros(value: Any) -> Any:
+    """``value`` (a JSON-like id) with every float ``-0.0`` in it made ``0.0``, which it equals.
+
+    For what keys an id by its ``repr`` (``split``'s hash): ``-0.0`` would key apart.
+
+    Example:
+        >>> signless_zeros(("a", [-0.0, {-0.0: -0.0}], 1))
+        ('a', [0.0, {0.0: 0.0}], 1)
+    """
+    if value.__class__ is float and value == 0.0:
+        return 0.0
+    if isinstance(value, (tuple, list)):
+        items = [signless_zeros(item) for item in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, dict):
+        return {signless_zeros(k): signless_zeros(v) for k, v in value.items()}
+    return value
 
 
 class SameIds:
