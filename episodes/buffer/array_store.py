@@ -2,9 +2,10 @@
 
 Appending writes into the next free row and doubles the capacity when it runs out, instead of
 concatenating the whole column on every step. Plain numbers appended to a scalar store (rewards,
-scalar model outputs), and rows of exactly the stored dtype and shape (as bytes), wait in a short
-Python list and are written in one bulk assignment the next time anything reads the arrays: a
-numpy item store costs several list appends.
+scalar model outputs), and rows of exactly the stored dtype and shape (as bytes; never rows
+holding Python objects, whose bytes are only pointers), wait in a short Python list and are
+written in one bulk assignment the next time anything reads the arrays: a numpy item store costs
+several list appends.
 
 Its batches (what windows, gathers and fillers are) are structs of arrays with a leading time
 axis; windows are views.
@@ -44,8 +45,9 @@ _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
 # Numbers and rows wait in a pending list (see the module docstring) up to this many.
 _MAX_PENDING = 4096
-# Append paths by layout: a flat column of numbers, a flat column of rows, anything else.
-_SCALARS, _ROWS, _NESTED_LAYOUT = 1, 2, 3
+# Append paths by layout: a flat column of numbers, a flat column of rows, anything else, and a
+# flat column of Python objects (no pending fast path: an object row's bytes are pointers).
+_SCALARS, _ROWS, _NESTED_LAYOUT, _OBJECTS = 1, 2, 3, 4
 
 
 class ArrayStore(array_batches.ArrayBatchOps):
@@ -101,11 +103,13 @@ class ArrayStore(array_batches.ArrayBatchOps):
     def _set_kind(self) -> None:
         # Which append path fits the layout; recomputed whenever the layout is decided.
         leaf = self._leaves[0]
+        dtype = leaf.dtype
         if self.structure is not None or not self.typed:
             self._kind = _NESTED_LAYOUT
+        elif dtype.hasobject:  # object leaves, structured dtypes with object fields too
+            self._kind = _OBJECTS
         else:
             self._kind = _SCALARS if leaf.ndim == 1 else _ROWS
-        dtype = leaf.dtype
         # The row fast path compares dtypes by identity: prefer numpy's shared instance, which
         # arrays built with ``np.float32`` carry, over an equal copy (unpickled arrays have one).
         canonical = np.dtype(dtype.type)
@@ -143,7 +147,6 @@ class ArrayStore(array_batches.ArrayBatchOps):
         stop = self.size
         start = stop - len(pending)
         self._reserve(stop)
-        self._pending = []
         leaf = self._leaves[0]
         if leaf.ndim == 1:
             # Same casting as one-by-one item assignment; only real numbers are ever pending.
@@ -152,6 +155,8 @@ class ArrayStore(array_batches.ArrayBatchOps):
             # Rows were taken as bytes of exactly the leaf's dtype and row shape.
             rows = np.frombuffer(b"".join(pending), dtype=leaf.dtype)
             leaf[start:stop] = rows.reshape(stop - start, *leaf.shape[1:])
+        # Emptied only once written: a write that raised keeps its rows pending (and counted).
+        self._pending = []
 
     @classmethod
     def from_batch(cls, batch: Any, *, typed: bool | None = None) -> ArrayStore:

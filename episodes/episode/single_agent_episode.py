@@ -12,6 +12,8 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.buffer.array_store import ArrayStore
+from episodes.buffer.value_fit import in_space_batch_dtypes
 from episodes.episode import chunks, state
 from episodes.episode.accessors import ColumnAccessors
 from episodes.episode.fields import FIELDS, FIELDS_BY_NAME
@@ -404,9 +406,18 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         for name, column in self.named_columns().items():
             if name != "infos" and not column.finalized:
                 try:
-                    stacked.append((column, column.stacked()))
+                    store = column.stacked()
                 except ValueError as error:
                     raise ValueError(f"to_numpy: {name} cannot be stacked: {error}") from error
+                if name in ("observations", "actions") and column.space is not None:
+                    # In the space's dtypes where every item is in the space, as a column
+                    # numpy'd while empty takes them (rewards keep theirs: their space is
+                    # RLlib's default, not one the user gave).
+                    data = store.data
+                    typed = in_space_batch_dtypes(column.space, data, column.store.items(0))
+                    if typed is not data:
+                        store = ArrayStore.from_batch(typed)
+                stacked.append((column, store))
         for column, columns in stacked:
             column.adopt_store(columns)
         return self
