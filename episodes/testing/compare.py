@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from episodes.episode import FIELDS, Field, SingleAgentEpisode
+
 __all__ = ["outputs_equal"]
 
 
@@ -43,10 +45,7 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         a, b = (x.values if isinstance(x, _Widened) else x for x in (a, b))
     if isinstance(a, Mapping) or isinstance(b, Mapping):
         if not (isinstance(a, Mapping) and isinstance(b, Mapping)) or set(a) != set(b):
-            # Sorted by repr: keys of mixed types (0 and "total") do not compare.
-            keys_a = sorted(a, key=repr) if isinstance(a, Mapping) else type(a).__name__
-            keys_b = sorted(b, key=repr) if isinstance(b, Mapping) else type(b).__name__
-            return f"{path}: keys differ: {keys_a} vs {keys_b}"
+            return f"{path}: keys differ: {_keys(a)} vs {_keys(b)}"
         for key in a:
             found = _diff(a[key], b[key], check_dtype, f"{path}[{key!r}]")
             if found:
@@ -83,7 +82,7 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     if aa.dtype == object or bb.dtype == object:
         # Item by item: == would broadcast ([x] equal to [x, x]), call NaN unequal and fail
         # on arrays inside.
-        if aa.shape != bb.shape:
+        if aa.shape != bb.shape and not (not check_dtype and _empty_alike(aa, bb)):
             return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
         if aa.ndim == 0:
             if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):  # 0-d: what it holds
@@ -92,6 +91,8 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
             return None if _same(a, b) else f"{path}: {a!r} != {b!r}"
         return _diff_items(list(aa.flat), list(bb.flat), check_dtype, path)
     if aa.shape != bb.shape:
+        if not check_dtype and _empty_alike(aa, bb):
+            return None
         return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
     if check_dtype and aa.dtype != bb.dtype:
         return f"{path}: dtypes differ: {aa.dtype} vs {bb.dtype}"
@@ -99,6 +100,21 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     if not np.array_equal(aa, bb, equal_nan=equal_nan):
         return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"
     return None
+
+
+def _keys(value: Any) -> Any:
+    # Sorted by repr: keys of mixed types (0 and "total") do not compare.
+    return sorted(value, key=repr) if isinstance(value, Mapping) else type(value).__name__
+
+
+def _empty_alike(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether one side is empty where the other has no rows (``[]`` and a ``(0, 2)`` array).
+
+    So are ``[[], []]`` and a ``(2, 0, 2)`` array. A list that is empty at some depth has no
+    item shape below it, so list mode cannot show the trailing shape a numpy'd column keeps.
+    """
+    short, long_ = (a, b) if a.ndim <= b.ndim else (b, a)
+    return short.ndim >= 1 and short.shape[-1] == 0 and long_.shape[: short.ndim] == short.shape
 
 
 def _text_kind(value: Any) -> type:
@@ -136,12 +152,15 @@ def _rows(
     """
     full, part = _to_numpy(full), _to_numpy(part)
     if isinstance(full, Mapping):
+        keys = (
+            f"{path}: keys differ: {_keys(full)} on the whole episode, {_keys(part)} on the chunk"
+        )
         if not isinstance(part, Mapping):
-            return f"{path}: keys differ"
+            return keys
         missing = set(full) - set(part)
         # A chunk without steps may leave its (empty) columns out, as connectors do.
         if set(part) - set(full) or (missing and start != stop):
-            return f"{path}: keys differ"
+            return keys
         for key in full:
             if key in missing:
                 continue
@@ -186,13 +205,75 @@ def _row_count(value: Any) -> int | None:
     return len(value)
 
 
+def _shown(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception as err:  # an object left inconsistent may fail even to print itself
+        return f"<{type(value).__name__} whose repr raised {type(err).__name__}>"
+
+
+def _buffer_diff(name: str, old: Any, new: Any) -> str | None:
+    for part in ("lookback", "finalized", "space"):
+        if getattr(old, part) != getattr(new, part):
+            was, now = _shown(getattr(old, part)), _shown(getattr(new, part))
+            return f"{name}: {part} {was} before, {now} after"
+    found = _diff(old.data, new.data, True, name)
+    if found and old.lookback:
+        return f"{found}\n(indices count the stored items, the {old.lookback} lookback ones first)"
+    return found
+
+
+def _field_diff(field: Field, old: Any, new: Any) -> str | None:
+    if field.kind == "column":
+        return _buffer_diff(field.name, old, new)
+    if field.kind == "columns":
+        if old.keys() != new.keys():
+            return f"{field.name}: keys {_keys(old)} before, {_keys(new)} after"
+        for key in old:
+            found = _buffer_diff(f"{field.name}[{key!r}]", old[key], new[key])
+            if found:
+                return found
+        return None
+    if field.kind == "custom":
+        return _diff(old, new, True, field.name)
+    return None if old == new else f"{field.name}: {_shown(old)} before, {_shown(new)} after"
+
+
+def _episode_diff(before: SingleAgentEpisode, after: SingleAgentEpisode) -> str:
+    """The first field where ``after`` differs from ``before``, with both values.
+
+    Fields are walked in the episode's field table order. Never raises: it describes episodes
+    a connector may have left broken.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> import copy
+        >>> changed = copy.deepcopy(ep)
+        >>> changed.custom_data["seen"] = True
+        >>> _episode_diff(ep, changed)
+        "custom_data: keys differ: [] vs ['seen']"
+    """
+    old_fields, new_fields = before.field_values(), after.field_values()
+    for field in FIELDS:
+        if field.kind == "clock":  # wall-clock readings are not part of ==
+            continue
+        try:
+            found = _field_diff(field, old_fields[field.name], new_fields[field.name])
+        except Exception as err:  # values a comparison refuses: still a change to report
+            found = f"{field.name}: changed (comparing it raised {type(err).__name__}: {err})"
+        if found:
+            return found
+    return "a field changed (the episodes are not ==), but no difference could be located"
+
+
 def outputs_equal(a: Any, b: Any, *, check_dtype: bool = False) -> bool:
     """Leaf-wise equality of two connector outputs (dicts, lists, tuples, arrays, tensors).
 
     Lists and arrays with the same values compare equal; dtypes only matter with
     ``check_dtype``, and so does ``str`` vs ``np.str_`` (``bytes`` vs ``np.bytes_``), as a
     numpy'd Text column gives. NaNs compare equal; arrays of objects (arrays inside) compare
-    item by item.
+    item by item. Without ``check_dtype`` an empty list equals an array without rows (``[]``
+    and a ``(0, 2)`` array): list mode cannot show the item shape of what it does not hold.
 
     Example:
         >>> outputs_equal({"x": [1.0, 2.0]}, {"x": np.array([1.0, 2.0], np.float32)})
@@ -203,5 +284,7 @@ def outputs_equal(a: Any, b: Any, *, check_dtype: bool = False) -> bool:
         True
         >>> outputs_equal(["ab"], [np.str_("ab")], check_dtype=True)
         False
+        >>> outputs_equal({"obs": []}, {"obs": np.zeros((0, 2), np.float32)})
+        True
     """
     return _diff(a, b, check_dtype, "output") is None

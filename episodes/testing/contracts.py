@@ -32,9 +32,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from episodes.episode import SingleAgentEpisode
-from episodes.testing.compare import _diff, _rows, outputs_equal
+from episodes.testing.compare import _diff, _episode_diff, _rows, outputs_equal
 from episodes.testing.strategies import episodes
-from episodes.testing.strategies.episodes import resolve_space, stacks
+from episodes.testing.strategies.episodes import _check_space_like, resolve_space, stacks
+from episodes.testing.strategies.spaces import whole
 
 __all__ = [
     "Connector",
@@ -83,38 +84,45 @@ def check_does_not_mutate(
 ) -> None:
     """Checks that calling the connector leaves every input episode unchanged.
 
-    Compares every field (data, lookback, flags, spaces, ``custom_data``) with a deep copy
-    taken before the call.
+    The connector gets deep copies of the episodes (yours stay as they are); every field
+    (data, lookback, flags, spaces, ``custom_data``) is then compared with a second copy.
 
     Raises:
-        ConnectorContractError: An episode changed.
+        ConnectorContractError: An episode changed; the message names the first changed field
+            with its value before and after the call.
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
         >>> check_does_not_mutate(lambda eps, batch: {"n": len(eps)}, [ep])
     """
     before = copy.deepcopy(episodes_)
-    objects = list(episodes_)
-    _call(connector, episodes_, copy.deepcopy(batch))
-    if len(episodes_) != len(before) or any(a is not b for a, b in zip(objects, episodes_)):
+    given_ = copy.deepcopy(episodes_)
+    objects = list(given_)
+    _call(connector, given_, copy.deepcopy(batch))
+    if len(given_) != len(before) or any(a is not b for a, b in zip(objects, given_)):
         raise ConnectorContractError(
             f"the connector changed the list of input episodes ({len(before)} episodes before, "
-            f"{len(episodes_)} after, or others in their places)"
+            f"{len(given_)} after, or others in their places)"
         )
-    for i, (old, new) in enumerate(zip(before, episodes_)):
-        if not old == new:
+    for i, (old, new) in enumerate(zip(before, given_)):
+        try:
+            same = old == new
+        except Exception:  # an episode left inconsistent may fail to compare
+            same = False
+        if not same:
             raise ConnectorContractError(
-                f"the connector mutated input episode {i}: before {old!r} "
-                f"(observations {old.get_observations()!r}), after {new!r} "
-                f"(observations {new.get_observations()!r})"
+                f"the connector mutated input episode {i} (id {old.id_!r}); the first change, "
+                f"before vs after: {_episode_diff(old, new)}"
             )
 
 
 def _just_reset(
     observation_space: gym.Space[Any], action_space: gym.Space[Any] | None, numpy: bool
 ) -> SingleAgentEpisode:
+    # Copies: a connector changing an episode's space must not change the caller's space.
+    observation_space, action_space = copy.deepcopy((observation_space, action_space))
     episode = SingleAgentEpisode(observation_space=observation_space, action_space=action_space)
-    # A seeded copy: the user's space keeps its generator, and a failure replays the same way.
+    # A seeded copy: the space keeps its generator, and a failure replays the same way.
     sampler = copy.deepcopy(observation_space)
     sampler.seed(0)
     episode.add_env_reset(sampler.sample())
@@ -217,7 +225,8 @@ def check_lookback_across_cuts(
             f"need 0 <= start <= stop <= len(episode) = {len(episode)} and lookback >= 0, got "
             f"start={start}, stop={stop}, lookback={lookback}"
         )
-    chunk = episode.slice(slice(start, stop), len_lookback_buffer=lookback)
+    # On copies: the connector must not reach the caller's episode (or its spaces) either.
+    chunk = copy.deepcopy(episode).slice(slice(start, stop), len_lookback_buffer=lookback)
     full = _call(connector, [copy.deepcopy(episode)])
     part = _call(connector, [chunk])
     if row_keys is not None:
@@ -262,7 +271,8 @@ def check_list_numpy_agree(
 ) -> None:
     """Checks the output is the same (values, not dtypes) for list and numpy'd episodes.
 
-    Episodes whose spaces have no numpy mode (Sequence, Graph) are not compared.
+    Episodes that ``to_numpy()`` cannot stack (spaces without a numpy mode such as Sequence
+    or Graph, ragged extra model outputs or space-less observations) are not compared.
 
     Raises:
         ConnectorContractError: The outputs differ.
@@ -275,10 +285,12 @@ def check_list_numpy_agree(
         raise ValueError("check_list_numpy_agree needs list-mode episodes (not numpy'd)")
     if not _all_stack(episodes_):
         return  # Sequence or Graph items have no numpy mode to agree with
+    try:
+        numpied = [copy.deepcopy(ep).to_numpy() for ep in episodes_]
+    except ValueError:
+        return  # items that do not stack (extra outputs, observations without a space)
     as_list = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
-    as_numpy = _call(
-        connector, [copy.deepcopy(ep).to_numpy() for ep in episodes_], copy.deepcopy(batch)
-    )
+    as_numpy = _call(connector, numpied, copy.deepcopy(batch))
     _assert_same(as_list, as_numpy, "list and numpy episodes give different outputs")
 
 
@@ -290,13 +302,35 @@ def _episode_kwargs(
     return {**kwargs, "max_len": max_len, **extra}
 
 
+def _check_settings(observation_space: Any, action_space: Any, lookback: Any, max_len: Any) -> None:
+    """Refuses bad settings before any contract runs (not halfway, inside hypothesis)."""
+    _check_space_like(observation_space, "observation_space")
+    _check_space_like(action_space, "action_space")
+    for name, value in (("lookback", lookback), ("max_len", max_len)):
+        if not (whole(value) and value >= 0):
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
+def _own_spaces(draw: st.DrawFn, kwargs: dict[str, Any]) -> dict[str, Any]:
+    # Deep copies: a connector changing an episode's space in place must neither change the
+    # caller's space nor hide from the later contracts, which would copy the changed one.
+    spaces = {
+        name: copy.deepcopy(resolve_space(draw, kwargs[name]))
+        for name in ("observation_space", "action_space")
+    }
+    return {**kwargs, **spaces}
+
+
 @st.composite
 def _batches(draw: st.DrawFn, kwargs: dict[str, Any]) -> list[SingleAgentEpisode]:
     """Up to three episodes of one observation and one action space, as in a real batch."""
-    spaces = {
-        name: resolve_space(draw, kwargs[name]) for name in ("observation_space", "action_space")
-    }
-    return draw(st.lists(episodes(**{**kwargs, **spaces}), max_size=3))
+    return draw(st.lists(episodes(**_own_spaces(draw, kwargs)), max_size=3))
+
+
+@st.composite
+def _one_episode(draw: st.DrawFn, kwargs: dict[str, Any]) -> SingleAgentEpisode:
+    """One episode on spaces of its own (see :func:`_own_spaces`)."""
+    return draw(episodes(**_own_spaces(draw, kwargs)))
 
 
 def _all_stack(eps: list[SingleAgentEpisode]) -> bool:
@@ -329,14 +363,23 @@ def check_connector(
         max_examples: Hypothesis examples per contract.
         row_keys: See :func:`check_lookback_across_cuts`.
 
+    Episodes are drawn on deep copies of the spaces: the connector never gets your space
+    objects, so no contract can change them.
+
     Raises:
         ConnectorContractError: A contract failed (hypothesis reports the minimal example).
-        TypeError: ``row_keys`` is a str or bytes.
+        TypeError: ``row_keys`` is a str or bytes, or a space is neither a space, a strategy
+            nor None.
+        ValueError: ``lookback`` or ``max_len`` is not an int >= 0, or ``max_examples`` not an
+            int >= 1 (all checked before any contract runs).
 
     Example:
         >>> check_connector(lambda eps, batch: dict(batch), max_examples=3)
     """
     _check_row_keys(row_keys)
+    _check_settings(observation_space, action_space, lookback, max_len)
+    if not (whole(max_examples) and max_examples >= 1):
+        raise ValueError(f"max_examples must be an int >= 1, got {max_examples!r}")
     kwargs = _episode_kwargs(observation_space, action_space, max_len)
     run = settings(max_examples=max_examples, deadline=None, database=None)
 
@@ -349,18 +392,17 @@ def check_connector(
     @run
     @given(_batches({**kwargs, "numpy": False}))
     def list_numpy(eps: list[SingleAgentEpisode]) -> None:
-        if _all_stack(eps):  # Sequence or Graph items have no numpy mode to agree with
-            check_list_numpy_agree(connector, eps)
+        check_list_numpy_agree(connector, eps)  # skips what has no numpy mode
 
     @run
-    @given(episodes(**kwargs), st.data())
+    @given(_one_episode(kwargs), st.data())
     def cuts(ep: SingleAgentEpisode, data: st.DataObject) -> None:
         start = data.draw(st.integers(0, len(ep)), label="start")
         stop = data.draw(st.integers(start, len(ep)), label="stop")
         check_lookback_across_cuts(connector, ep, start, stop, lookback, row_keys=row_keys)
 
     @run
-    @given(episodes(**{**kwargs, "max_len": 0}))
+    @given(_one_episode({**kwargs, "max_len": 0}))
     def empty(ep: SingleAgentEpisode) -> None:
         check_handles_empty_and_reset(connector, ep.observation_space, ep.action_space)
 
@@ -418,6 +460,7 @@ class ConnectorContract:
         raise NotImplementedError("ConnectorContract subclasses must implement make_connector()")
 
     def _kwargs(self, **extra: Any) -> dict[str, Any]:
+        _check_settings(self.observation_space, self.action_space, self.lookback, self.max_len)
         return _episode_kwargs(
             self.observation_space, self.action_space, **{"max_len": self.max_len, **extra}
         )
@@ -429,12 +472,12 @@ class ConnectorContract:
 
     def test_handles_empty_and_reset(self, data: st.DataObject) -> None:
         """The connector accepts no episodes and just-reset episodes."""
-        ep = data.draw(episodes(**self._kwargs(max_len=0)), label="episode")
+        ep = data.draw(_one_episode(self._kwargs(max_len=0)), label="episode")
         check_handles_empty_and_reset(self.make_connector(), ep.observation_space, ep.action_space)
 
     def test_lookback_across_cuts(self, data: st.DataObject) -> None:
         """A chunk with enough lookback gives the un-cut episode's rows."""
-        ep = data.draw(episodes(**self._kwargs()), label="episode")
+        ep = data.draw(_one_episode(self._kwargs()), label="episode")
         start = data.draw(st.integers(0, len(ep)), label="start")
         stop = data.draw(st.integers(start, len(ep)), label="stop")
         check_lookback_across_cuts(
@@ -449,8 +492,7 @@ class ConnectorContract:
     def test_list_numpy_agree(self, data: st.DataObject) -> None:
         """List and numpy episodes give the same output."""
         eps = data.draw(_batches(self._kwargs(numpy=False)), label="episodes")
-        if _all_stack(eps):
-            check_list_numpy_agree(self.make_connector(), eps)
+        check_list_numpy_agree(self.make_connector(), eps)  # skips what has no numpy mode
 
 
 _CONTRACT_TESTS = (

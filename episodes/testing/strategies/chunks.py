@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +96,8 @@ def replay_in_chunks(
     if cuts and not (0 < cuts[0] and cuts[-1] < len(episode)):
         raise ValueError(f"cuts must lie strictly inside 0..{len(episode)}, got {cuts}")
     current = episode.slice(slice(0, 0))
-    current.is_terminated = current.is_truncated = False
+    if len(episode):  # the last step sets them; an episode without steps keeps its own
+        current.is_terminated = current.is_truncated = False
     chunks = []
     pending = dict(zip(cuts, lookbacks))
     last = len(episode) - 1
@@ -111,27 +113,33 @@ def replay_in_chunks(
         )
     chunks.append(current)
     for chunk in chunks:
-        chunk.custom_data.update(episode.custom_data)
+        # A copy each, as cut() and slice() give: a change to one chunk's stays in it.
+        chunk.custom_data.update(copy.deepcopy(episode.custom_data))
         if episode.is_numpy:
             chunk.to_numpy()
     return tuple(chunks)
 
 
-@st.composite
 def chunked_episodes(
-    draw: st.DrawFn,
     *,
     max_chunks: int = 3,
     max_cut_lookback: int = 3,
     **episode_kwargs: Any,
-) -> ChunkedEpisode:
+) -> st.SearchStrategy[ChunkedEpisode]:
     """Draws an episode (``episode_kwargs`` go to :func:`episodes`) and its chunks.
 
+    Every argument is checked here, when the strategy is built (``episode_kwargs`` by
+    :func:`episodes`), not when it first draws.
+
     Args:
-        draw: Supplied by hypothesis (``@composite``); do not pass it.
         max_chunks: At most this many chunks.
         max_cut_lookback: Each cut keeps between 0 and this many steps of lookback.
         **episode_kwargs: Passed to :func:`episodes` (spaces, lengths, ``numpy`` ...).
+
+    Raises:
+        ValueError: ``max_chunks`` is not an int >= 1 or ``max_cut_lookback`` not an int >= 0,
+            or :func:`episodes` refuses ``episode_kwargs``.
+        TypeError: :func:`episodes` refuses ``episode_kwargs`` (an unknown name, say).
 
     Example:
         >>> from hypothesis import given
@@ -147,7 +155,19 @@ def chunked_episodes(
             "need ints max_chunks >= 1 and max_cut_lookback >= 0, got "
             f"{max_chunks!r}, {max_cut_lookback!r}"
         )
-    episode = draw(episodes(**episode_kwargs))
+    # Plain ints for hypothesis, which refuses numpy ones.
+    return _chunked_episodes(episodes(**episode_kwargs), int(max_chunks), int(max_cut_lookback))
+
+
+@st.composite
+def _chunked_episodes(
+    draw: st.DrawFn,
+    episode_strategy: st.SearchStrategy[SingleAgentEpisode],
+    max_chunks: int,
+    max_cut_lookback: int,
+) -> ChunkedEpisode:
+    """What :func:`chunked_episodes` returns, its arguments checked."""
+    episode = draw(episode_strategy)
     inner = list(range(1, len(episode)))
     n_cuts = draw(st.integers(0, min(max_chunks - 1, len(inner))))
     cuts = (

@@ -76,23 +76,50 @@ def resolve_space(draw: st.DrawFn, space: SpaceLike) -> gym.Space[Any]:
     raise TypeError(f"expected a gymnasium space, a strategy or None, got {type(space).__name__}")
 
 
-def _int_range(draw: st.DrawFn, value: int | tuple[int, int], what: str) -> int:
+def _check_int_range(value: Any, what: str) -> None:
     if isinstance(value, tuple):
-        # Another length is refused below, not by the unpacking's "too many values".
-        low, high = value if len(value) == 2 else (None, None)
-        if not (whole(low) and whole(high) and 0 <= low <= high):
+        if not (len(value) == 2 and all(map(whole, value)) and 0 <= value[0] <= value[1]):
             raise ValueError(
                 f"{what} range must be (low, high) with 0 <= low <= high, got {value!r}"
             )
-        return draw(st.integers(int(low), int(high)))
-    if whole(value) and value >= 0:
-        return int(value)
-    raise ValueError(f"{what} must be an int >= 0 or a (low, high) tuple, got {value!r}")
+    elif not (whole(value) and value >= 0):
+        raise ValueError(f"{what} must be an int >= 0 or a (low, high) tuple, got {value!r}")
 
 
-@st.composite
+def _int_range(draw: st.DrawFn, value: int | tuple[int, int], what: str) -> int:
+    _check_int_range(value, what)
+    if isinstance(value, tuple):
+        return draw(st.integers(int(value[0]), int(value[1])))
+    return int(value)
+
+
+def _check_space_like(value: Any, name: str) -> None:
+    """Refuses what :func:`resolve_space` cannot turn into a space, naming the argument."""
+    if not (value is None or isinstance(value, (gym.Space, st.SearchStrategy))):
+        raise TypeError(
+            f"{name} must be a gymnasium space, a strategy of spaces or None, got "
+            f"{type(value).__name__}"
+        )
+
+
+def _check_extra_model_outputs(value: Any) -> None:
+    if value is None:
+        return
+    # A list of names would be read as a dict by dict() (['vf'] became {'v': 'f'}).
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            "extra_model_outputs must be a mapping of key -> gymnasium space (or None), got "
+            f"{type(value).__name__}"
+        )
+    for key, space in value.items():
+        if not isinstance(key, str) or not isinstance(space, gym.Space):
+            raise TypeError(
+                "extra_model_outputs must map str keys to gymnasium spaces (one value's "
+                f"space, not a strategy), got {key!r}: {type(space).__name__}"
+            )
+
+
 def episodes(
-    draw: st.DrawFn,
     observation_space: SpaceLike = None,
     action_space: SpaceLike = None,
     *,
@@ -104,11 +131,12 @@ def episodes(
     numpy: bool | None = None,
     t_started: int | tuple[int, int] | None = None,
     id_: str | None = None,
-) -> SingleAgentEpisode:
+) -> st.SearchStrategy[SingleAgentEpisode]:
     """Draws a valid, reset :class:`~episodes.SingleAgentEpisode` chunk.
 
+    Every argument is checked here, when the strategy is built, not when it first draws.
+
     Args:
-        draw: Supplied by hypothesis (``@composite``); do not pass it.
         observation_space: The observation space, a strategy for it, or None to draw a small
             batchable one (Box/Discrete/MultiDiscrete/MultiBinary, maybe in a Dict/Tuple).
         action_space: The same for actions.
@@ -124,6 +152,12 @@ def episodes(
             for a chunk cut from a fresh episode).
         id_: The episode id; None draws one of a few fixed ids (kept deterministic).
 
+    Raises:
+        ValueError: A length, range, ``done`` or ``numpy`` value out of its domain, or
+            ``numpy=True`` with spaces (given as spaces) whose items do not stack.
+        TypeError: A space that is neither a space, a strategy nor None; ``extra_model_outputs``
+            not a mapping of str -> gymnasium space; ``id_`` not a str.
+
     Example:
         >>> from hypothesis import given
         >>> @given(episodes(gym.spaces.Discrete(3), gym.spaces.Discrete(2), min_len=1))
@@ -132,6 +166,8 @@ def episodes(
         ...     assert len(ep.get_actions()) == len(ep) >= 1
         >>> test()
     """
+    _check_space_like(observation_space, "observation_space")
+    _check_space_like(action_space, "action_space")
     if not (whole(min_len) and whole(max_len) and 0 <= min_len <= max_len):
         raise ValueError(f"need ints 0 <= min_len <= max_len, got {min_len!r}, {max_len!r}")
     # Checked by identity, before any draw: 0 == False and np.True_ == True would pass an
@@ -145,6 +181,57 @@ def episodes(
         raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
     if not (numpy is None or isinstance(numpy, (bool, np.bool_))):
         raise ValueError(f"numpy must be None or a bool, got {numpy!r}")
+    _check_int_range(lookback, "lookback")
+    if t_started is not None:
+        _check_int_range(t_started, "t_started")
+    _check_extra_model_outputs(extra_model_outputs)
+    if not (id_ is None or isinstance(id_, str)):
+        raise TypeError(f"id_ must be a str or None, got {type(id_).__name__}")
+    emo_spaces = None if extra_model_outputs is None else dict(extra_model_outputs)
+    if numpy and not any(
+        isinstance(space, st.SearchStrategy) for space in (observation_space, action_space)
+    ):  # spaces given as strategies are checked on each draw
+        _refuse_numpy(observation_space, action_space, emo_spaces or {})
+    return _episodes(
+        observation_space,
+        action_space,
+        min_len=int(min_len),
+        max_len=int(max_len),
+        lookback=lookback,
+        done=done,
+        extra_model_outputs=emo_spaces,
+        numpy=None if numpy is None else bool(numpy),
+        t_started=t_started,
+        id_=id_,
+    )
+
+
+def _refuse_numpy(obs_space: Any, act_space: Any, emo_spaces: dict[str, Any]) -> None:
+    """Refuses ``numpy=True`` for spaces whose items do not stack (None: drawn batchable)."""
+    every = (obs_space, act_space, *emo_spaces.values())
+    if not all(stacks(space) for space in every if space is not None):
+        raise ValueError(
+            "numpy=True needs spaces whose items stack into arrays (not Sequence, Graph, "
+            f"OneOf...): got {obs_space}, {act_space} and extra outputs {emo_spaces}"
+        )
+
+
+@st.composite
+def _episodes(
+    draw: st.DrawFn,
+    observation_space: SpaceLike,
+    action_space: SpaceLike,
+    *,
+    min_len: int,
+    max_len: int,
+    lookback: int | tuple[int, int],
+    done: bool | str | None,
+    extra_model_outputs: dict[str, gym.Space[Any]] | None,
+    numpy: bool | None,
+    t_started: int | tuple[int, int] | None,
+    id_: str | None,
+) -> SingleAgentEpisode:
+    """What :func:`episodes` returns, its arguments checked."""
     obs_space = resolve_space(draw, observation_space)
     act_space = resolve_space(draw, action_space)
     n_lookback = _int_range(draw, lookback, "lookback")
@@ -154,13 +241,10 @@ def episodes(
         keys = draw(st.lists(st.sampled_from(sorted(DEFAULT_EXTRA_MODEL_OUTPUTS)), unique=True))
         emo_spaces = {k: DEFAULT_EXTRA_MODEL_OUTPUTS[k] for k in sorted(keys)}
     else:
-        emo_spaces = dict(extra_model_outputs)
+        emo_spaces = extra_model_outputs
     stackable = all(map(stacks, [obs_space, act_space, *emo_spaces.values()]))
     if numpy and not stackable:  # refused on every draw, not only on those that do not stack
-        raise ValueError(
-            "numpy=True needs spaces whose items stack into arrays (not Sequence, Graph, "
-            f"OneOf...): got {obs_space}, {act_space} and extra outputs {emo_spaces}"
-        )
+        _refuse_numpy(obs_space, act_space, emo_spaces)
     observations = draw(st.lists(items(obs_space), min_size=steps + 1, max_size=steps + 1))
     actions = draw(st.lists(items(act_space), min_size=steps, max_size=steps))
     rewards = draw(st.lists(_REWARDS, min_size=steps, max_size=steps))

@@ -26,12 +26,22 @@ IntLike = Union[int, tuple[int, int], st.SearchStrategy[int]]  # noqa: UP007 - a
 _VALUES = st.floats(-4.0, 4.0, allow_nan=False, width=32)
 
 
+def _check_size(value: Any, what: str) -> None:
+    if isinstance(value, st.SearchStrategy):
+        return  # each drawn value is checked
+    if isinstance(value, tuple):
+        if not (len(value) == 2 and all(map(whole, value)) and 1 <= value[0] <= value[1]):
+            raise ValueError(f"{what} range must be (low, high), 1 <= low <= high: got {value!r}")
+    elif not whole(value) or value < 1:
+        raise ValueError(
+            f"{what} must be a positive int, a (low, high) range or a strategy, got {value!r}"
+        )
+
+
 def _size(draw: st.DrawFn, value: IntLike, what: str) -> int:
     if isinstance(value, st.SearchStrategy):
         result = draw(value)
     elif isinstance(value, tuple):
-        if not (len(value) == 2 and all(map(whole, value)) and 1 <= value[0] <= value[1]):
-            raise ValueError(f"{what} range must be (low, high), 1 <= low <= high: got {value!r}")
         result = draw(st.integers(int(value[0]), int(value[1])))
     else:
         result = value
@@ -52,30 +62,30 @@ def _flags(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
     return torch.from_numpy(draw(hnp.arrays(np.bool_, shape, elements=st.booleans())))
 
 
-@st.composite
 def rollouts(
-    draw: st.DrawFn,
     T: IntLike = (1, 4),  # noqa: N803 - the project's notation for steps per env
     N: IntLike = (1, 4),  # noqa: N803
     *,
     obs_dim: IntLike = (1, 3),
     action_dim: IntLike = (1, 2),
     hidden: str | None = None,
-    num_layers: int = 1,
-    hidden_size: int = 2,
-) -> dict[str, Any]:
+    num_layers: IntLike = 1,
+    hidden_size: IntLike = 2,
+) -> st.SearchStrategy[dict[str, Any]]:
     """Draws the tensors one rollout of ``T`` steps of ``N`` envs fills into a storage.
 
+    Every argument is checked here, when the strategy is built, not when it first draws
+    (values a strategy argument draws are checked as they are drawn).
+
     Args:
-        draw: Supplied by hypothesis (``@composite``); do not pass it.
         T: Steps per env: an int, an inclusive ``(low, high)`` range or a strategy.
         N: Number of envs, the same way.
         obs_dim: Observation size, the same way.
         action_dim: Action size, the same way.
         hidden: None, ``"gru"`` (one state component) or ``"lstm"`` (two: h and c), or
             ``"any"`` to draw one of the three.
-        num_layers: Layers of the recurrent state.
-        hidden_size: Width of the recurrent state.
+        num_layers: Layers of the recurrent state: an int, a range or a strategy, as ``T``.
+        hidden_size: Width of the recurrent state, the same way.
 
     Returns:
         A dict of float32 tensors ``observations [T, N, obs]``, ``actions [T, N, act]``,
@@ -85,6 +95,10 @@ def rollouts(
         and ``hidden_states``: ``(actor, critic)``, each None or a tuple of
         ``[T, num_layers, N, hidden_size]`` tensors.
 
+    Raises:
+        ValueError: A size that is not a positive int, a ``(low, high)`` range with
+            ``1 <= low <= high`` or a strategy; ``hidden`` not one of the four options.
+
     Example:
         >>> from hypothesis import given
         >>> @given(rollouts(3, 2, hidden="lstm"))
@@ -93,13 +107,31 @@ def rollouts(
         ...     assert not (r["time_outs"] & ~r["dones"]).any()
         >>> test()
     """
-    t, n = _size(draw, T, "T"), _size(draw, N, "N")
-    num_layers = _size(draw, num_layers, "num_layers")
-    hidden_size = _size(draw, hidden_size, "hidden_size")
-    obs, act = _size(draw, obs_dim, "obs_dim"), _size(draw, action_dim, "action_dim")
-    kind = draw(st.sampled_from((None, "gru", "lstm"))) if hidden == "any" else hidden
-    if kind not in (None, "gru", "lstm"):
+    sizes = {
+        "T": T,
+        "N": N,
+        "obs_dim": obs_dim,
+        "action_dim": action_dim,
+        "num_layers": num_layers,
+        "hidden_size": hidden_size,
+    }
+    for what, value in sizes.items():
+        _check_size(value, what)
+    if not (hidden is None or (isinstance(hidden, str) and hidden in ("gru", "lstm", "any"))):
         raise ValueError(f"hidden must be None, 'gru', 'lstm' or 'any', got {hidden!r}")
+    return _rollouts(sizes, hidden)
+
+
+@st.composite
+def _rollouts(draw: st.DrawFn, sizes: dict[str, IntLike], hidden: str | None) -> dict[str, Any]:
+    """What :func:`rollouts` returns, its arguments checked."""
+    # Drawn in this order (it decides how examples shrink).
+    t, n = _size(draw, sizes["T"], "T"), _size(draw, sizes["N"], "N")
+    num_layers = _size(draw, sizes["num_layers"], "num_layers")
+    hidden_size = _size(draw, sizes["hidden_size"], "hidden_size")
+    obs = _size(draw, sizes["obs_dim"], "obs_dim")
+    act = _size(draw, sizes["action_dim"], "action_dim")
+    kind = draw(st.sampled_from((None, "gru", "lstm"))) if hidden == "any" else hidden
     dones = _flags(draw, (t, n, 1))
     time_outs = _flags(draw, (t, n, 1)) & dones
     std = _floats(draw, (t, n, act)).abs() + 0.1
