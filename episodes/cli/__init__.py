@@ -59,7 +59,7 @@ def _info(args: argparse.Namespace) -> int:
             "observation_space": None if obs is None else str(obs),  # null, not "None"
             "action_space": None if act is None else str(act),
             "torn_manifest": info.torn_manifest,
-            "shards": info.num_shards,
+            "shards": info.num_shards if info.version >= 2 else None,  # v1 has no shards
             "created": info.created,
             "library_version": info.library_version,
             "metadata": info.metadata,

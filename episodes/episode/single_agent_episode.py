@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
+import numbers
 import uuid
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import gymnasium as gym
@@ -431,7 +434,12 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             3.0
         """
         rewards = self.rewards.get()
-        return float(np.sum(rewards)) if len(rewards) else 0.0
+        if not len(rewards):
+            return 0.0
+        try:
+            return float(np.sum(rewards))
+        except OverflowError:  # Python int rewards beyond float range: summed exactly
+            return _exact_sum(rewards)
 
     def get_duration_s(self) -> float:
         """Wall seconds between the first and the last recorded step (0.0 before any step).
@@ -567,3 +575,19 @@ def _check_field_type(name: str, kind: str, value: Any) -> None:
         raise TypeError(f"{name} must be a dict of InfiniteLookbackBuffers")
     if kind == "custom" and not isinstance(value, dict):
         raise TypeError(f"{name} must be a dict, got {type(value).__name__}")
+
+
+def _exact_sum(rewards: Any) -> float:
+    """The sum of rewards holding ints no float holds, as a float (+-inf beyond its range)."""
+    floats = [float(r) for r in rewards if not isinstance(r, numbers.Integral)]
+    special = [x for x in floats if not math.isfinite(x)]
+    if special:  # an inf or NaN reward decides, as in a float sum
+        return float(builtins.sum(special))
+    ints = (Fraction(int(r)) for r in rewards if isinstance(r, numbers.Integral))
+    exact = builtins.sum(ints, Fraction(0)) + builtins.sum(
+        (Fraction(x) for x in floats), Fraction(0)
+    )
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf

@@ -510,17 +510,18 @@ def _as_return(value: Any, where: str) -> float:
 
 
 def piece_return(episode: Any) -> float:
-    """The sum of a piece's rewards after its lookback, for the manifest (NaN if unknowable).
+    """The sum of a piece's rewards after its lookback, for the manifest.
+
+    Int rewards beyond float range give ``inf`` or ``-inf`` (``get_return``), which the
+    manifest stores as ``null``, as it stores NaN.
 
     Example:
         >>> from episodes import SingleAgentEpisode
         >>> piece_return(SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 0],
         ...                                 rewards=[1.0, 10**400], len_lookback_buffer=0))
-        nan
+        inf
     """
     try:
         return float(episode.get_return())
-    except OverflowError:  # int rewards beyond float: stored (JSON layout), return unknown
-        return math.nan
     except (TypeError, ValueError):
         return 0.0

@@ -47,11 +47,13 @@ def exact_return(episode: Any, plus: Fraction | float = 0) -> Fraction | float:
     special = plus if isinstance(plus, float) and not math.isfinite(plus) else 0.0
     exact = Fraction(0) if special else Fraction(plus)
     try:
-        terms = [float(episode.get_return())]
-    except OverflowError:
-        terms = list(episode.rewards.get())
+        total = float(episode.get_return())
     except (TypeError, ValueError):  # rewards that are no numbers: piece_return's 0.0
         terms = []
+    else:
+        # get_return is +-inf where int rewards go beyond float range: those are summed
+        # one by one (and so are float rewards whose float sum overflows).
+        terms = [total] if math.isfinite(total) else list(episode.rewards.get())
     for term in terms:
         if isinstance(term, numbers.Integral):  # bools and numpy ints too
             exact += int(term)
