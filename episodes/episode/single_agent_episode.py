@@ -4,25 +4,22 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import math
-import numbers
 import uuid
 from collections.abc import Iterator
-from fractions import Fraction
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
-from episodes.buffer.array_store import ArrayStore
-from episodes.buffer.value_fit import in_space_batch_dtypes
 from episodes.episode import chunks, state
 from episodes.episode.accessors import ColumnAccessors
 from episodes.episode.fields import FIELDS, FIELDS_BY_NAME
 from episodes.episode.given_columns import column_items, default_infos, given_column
 from episodes.episode.recording import StepRecorder, as_flag
+from episodes.episode.returns import exact_sum
 from episodes.episode.sample_batch import SampleBatch, data_dict
+from episodes.episode.space_dtypes import space_typed
 from episodes.indexing import as_int
 from episodes.spaces.contains import checker_for
 
@@ -412,14 +409,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                     store = column.stacked()
                 except ValueError as error:
                     raise ValueError(f"to_numpy: {name} cannot be stacked: {error}") from error
-                if name in ("observations", "actions") and column.space is not None:
-                    # In the space's dtypes where every item is in the space, as a column
-                    # numpy'd while empty takes them (rewards keep theirs: their space is
-                    # RLlib's default, not one the user gave).
-                    data = store.data
-                    typed = in_space_batch_dtypes(column.space, data, column.store.items(0))
-                    if typed is not data:
-                        store = ArrayStore.from_batch(typed)
+                if name in ("observations", "actions"):  # not rewards: RLlib's default space
+                    store = space_typed(column, store)
                 stacked.append((column, store))
         for column, columns in stacked:
             column.adopt_store(columns)
@@ -439,7 +430,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         try:
             return float(np.sum(rewards))
         except OverflowError:  # Python int rewards beyond float range: summed exactly
-            return _exact_sum(rewards)
+            return exact_sum(rewards)
 
     def get_duration_s(self) -> float:
         """Wall seconds between the first and the last recorded step (0.0 before any step).
@@ -575,19 +566,3 @@ def _check_field_type(name: str, kind: str, value: Any) -> None:
         raise TypeError(f"{name} must be a dict of InfiniteLookbackBuffers")
     if kind == "custom" and not isinstance(value, dict):
         raise TypeError(f"{name} must be a dict, got {type(value).__name__}")
-
-
-def _exact_sum(rewards: Any) -> float:
-    """The sum of rewards holding ints no float holds, as a float (+-inf beyond its range)."""
-    floats = [float(r) for r in rewards if not isinstance(r, numbers.Integral)]
-    special = [x for x in floats if not math.isfinite(x)]
-    if special:  # an inf or NaN reward decides, as in a float sum
-        return float(builtins.sum(special))
-    ints = (Fraction(int(r)) for r in rewards if isinstance(r, numbers.Integral))
-    exact = builtins.sum(ints, Fraction(0)) + builtins.sum(
-        (Fraction(x) for x in floats), Fraction(0)
-    )
-    try:
-        return float(exact)
-    except OverflowError:
-        return math.inf if exact > 0 else -math.inf
