@@ -13,14 +13,11 @@ Example:
 
 from __future__ import annotations
 
-from functools import singledispatch
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from episodes.spaces import batch as stack_items
-from episodes.spaces.contains import checker_for
 from episodes.structs import flatten, leaves_up_to, same_nesting, unflatten
 
 __all__ = [
@@ -32,8 +29,6 @@ __all__ = [
     "first_batch",
     "first_leaves",
     "fit_of",
-    "in_space_batch_dtypes",
-    "in_space_dtypes",
     "misfit",
     "staged_batch",
     "staged_rows",
@@ -347,140 +342,3 @@ def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError
         if _overflows(cast, leaf):
             return misfit(leaf, column, ValueError(f"beyond the range of {column.dtype}"))
     return None
-
-
-def in_space_dtypes(space: gym.Space[Any], value: Any) -> Any:
-    """``value`` with each Box, Discrete, MultiBinary or MultiDiscrete part in its space's dtype.
-
-    For the first value of an empty numpy column that has a space, once the value has passed
-    the space's check: that value decides the column's dtypes, and the space's are the ones
-    every later value of the space fits. As given, ``True`` would make a Discrete column bool
-    (refusing the action 2 next), ``np.uint8(1)`` a uint8 one (refusing 299 of
-    ``Discrete(300)``), and a Box row given as a Python list float64 (the episode's own stored
-    observation would then fail a float32 Box's check). Discrete parts become int64, as
-    gymnasium samples them. A part whose value the cast would change, by the rules of an
-    append (2.5 into an integer Box), is left as given, as are parts of other spaces (a Text
-    part's width comes from the column); Dict and Tuple values are walked part by part.
-
-    Example:
-        >>> in_space_dtypes(gym.spaces.Discrete(3), True)
-        np.int64(1)
-        >>> in_space_dtypes(gym.spaces.Box(-1, 1, (2,), np.float32), [0.5, 0.25]).dtype
-        dtype('float32')
-        >>> space = gym.spaces.Dict({"k": gym.spaces.Discrete(3), "s": gym.spaces.Text(4)})
-        >>> in_space_dtypes(space, {"k": np.uint8(2), "s": "ab"})
-        {'k': np.int64(2), 's': 'ab'}
-    """
-    return _in_space_dtypes(space, value)
-
-
-@singledispatch
-def _in_space_dtypes(space: gym.Space[Any], value: Any) -> Any:
-    return value
-
-
-@_in_space_dtypes.register(gym.spaces.Box)
-@_in_space_dtypes.register(gym.spaces.Discrete)
-@_in_space_dtypes.register(gym.spaces.MultiBinary)
-@_in_space_dtypes.register(gym.spaces.MultiDiscrete)
-def _(space: gym.Space[Any], value: Any) -> Any:
-    dtype = space.dtype
-    if dtype is None or dtype.kind not in _NUMBER_KINDS:
-        return value
-    try:
-        shape = np.shape(value)
-        row = appended_row(np.empty((0, *shape), dtype), value)
-    except (*MISFIT_ERRORS, RecursionError):
-        return value
-    return row[()] if isinstance(row, np.ndarray) and not row.ndim else row
-
-
-@_in_space_dtypes.register
-def _(space: gym.spaces.Dict, value: Any) -> Any:
-    if value.__class__ is not dict or value.keys() != space.spaces.keys():
-        return value
-    return {key: _in_space_dtypes(space.spaces[key], part) for key, part in value.items()}
-
-
-@_in_space_dtypes.register
-def _(space: gym.spaces.Tuple, value: Any) -> Any:
-    if value.__class__ not in (tuple, list) or len(value) != len(space.spaces):
-        return value
-    parts = [_in_space_dtypes(sub, part) for sub, part in zip(space.spaces, value)]
-    return value.__class__(parts)
-
-
-def in_space_batch_dtypes(space: gym.Space[Any], batch: Any, items: list[Any]) -> Any:
-    """Stacked ``items`` (``batch``), each part in its space's dtype where every item's is in it.
-
-    What :func:`in_space_dtypes` makes of a column's first value, for the stack of a list-mode
-    column that ``to_numpy`` switches to: ``[True, 1]`` in a Discrete space stacks as int64,
-    not bool, and Box rows given as Python lists as the Box's dtype, so the column takes every
-    later value of its space, and holds what the column numpy'd before its first step holds.
-    Part by part (through Dict and Tuple spaces): list mode checks no space, so a part with a
-    value outside its space in some item keeps the items' dtypes, as does a part the cast
-    would change (1e40 into float32, 2.5 into ints); a one-hot read's Discrete parts are no
-    values of their space either. ``batch`` itself comes back when nothing is cast.
-
-    Example:
-        >>> in_space_batch_dtypes(gym.spaces.Discrete(3), np.array([True, False]), [True, False])
-        array([1, 0])
-        >>> space = gym.spaces.Dict({"n": gym.spaces.Discrete(3), "b": gym.spaces.Box(0, 1)})
-        >>> items = [{"n": np.uint8(5), "b": [0.5]}, {"n": np.uint8(1), "b": [1.0]}]  # 5: no
-        >>> stacked = {"n": np.uint8([5, 1]), "b": np.array([[0.5], [1.0]])}
-        >>> {k: v.dtype.name for k, v in in_space_batch_dtypes(space, stacked, items).items()}
-        {'n': 'uint8', 'b': 'float32'}
-    """
-    return _batch_in_dtypes(space, batch, items)
-
-
-@singledispatch
-def _batch_in_dtypes(space: gym.Space[Any], batch: Any, items: list[Any]) -> Any:
-    return batch
-
-
-@_batch_in_dtypes.register(gym.spaces.Box)
-@_batch_in_dtypes.register(gym.spaces.Discrete)
-@_batch_in_dtypes.register(gym.spaces.MultiBinary)
-@_batch_in_dtypes.register(gym.spaces.MultiDiscrete)
-def _(space: gym.Space[Any], batch: Any, items: list[Any]) -> Any:
-    dtype = space.dtype
-    if (
-        not isinstance(batch, np.ndarray)
-        or dtype is None
-        or dtype.kind not in _NUMBER_KINDS
-        or batch.dtype == dtype  # the usual column: its items have the space's dtype already
-        or batch_misfit(np.empty((0, *batch.shape[1:]), dtype), batch, len(batch)) is not None
-    ):
-        return batch
-    check = checker_for(space)
-    return batch.astype(dtype) if all(check(item) for item in items) else batch
-
-
-@_batch_in_dtypes.register
-def _(space: gym.spaces.Dict, batch: Any, items: list[Any]) -> Any:
-    keys = space.spaces.keys()
-    if batch.__class__ is not dict or batch.keys() != keys:
-        return batch
-    if not all(item.__class__ is dict and item.keys() == keys for item in items):
-        return batch  # items not nesting like the space: not in it
-    parts = {
-        key: _batch_in_dtypes(space.spaces[key], part, [item[key] for item in items])
-        for key, part in batch.items()
-    }
-    return parts if any(parts[key] is not batch[key] for key in keys) else batch
-
-
-@_batch_in_dtypes.register
-def _(space: gym.spaces.Tuple, batch: Any, items: list[Any]) -> Any:
-    n = len(space.spaces)
-    if batch.__class__ not in (tuple, list) or len(batch) != n:
-        return batch
-    if not all(item.__class__ in (tuple, list) and len(item) == n for item in items):
-        return batch
-    parts = [
-        _batch_in_dtypes(sub, part, [item[i] for item in items])
-        for i, (sub, part) in enumerate(zip(space.spaces, batch))
-    ]
-    changed = any(new is not old for new, old in zip(parts, batch))
-    return batch.__class__(parts) if changed else batch

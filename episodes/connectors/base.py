@@ -19,7 +19,6 @@ import numpy as np
 import tree
 
 from episodes.buffer.reading import filler_mismatch
-from episodes.buffer.value_fit import in_space_batch_dtypes
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout, filler_batch
 
@@ -151,14 +150,7 @@ class EpisodeConnector:
         return f"{type(self).__name__}({fields})"
 
 
-def as_arrays(
-    value: Any,
-    fill: Any = None,
-    *,
-    finalized: bool = False,
-    space: Any = None,
-    space_dtypes: bool = True,
-) -> Any:
+def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False, space: Any = None) -> Any:
     """A getter result as a struct of arrays (lists of items are batched leaf-wise).
 
     ``finalized``: the read is of a numpy'd column, already a struct of arrays (a list of
@@ -166,10 +158,7 @@ def as_arrays(
     getter padded with, goes into the error when the items do not stack: without a space a
     list-mode read pads with ``fill`` itself, which may not fit the items. ``space``, the
     column's, batches the items as ``to_numpy`` does: a Box item given as a Python list is a
-    row, not a struct of one leaf per component; and, for an observation or action column
-    (``space_dtypes``; False for an extra output's), when every item read is in the space,
-    in the space's dtypes (``True`` actions of a Discrete space as int64, Python-list rows
-    of a float32 Box as float32), as ``to_numpy`` stacks such a column.
+    row, not a struct of one leaf per component.
 
     Example:
         >>> as_arrays([np.zeros(2), np.ones(2)]).shape
@@ -177,22 +166,17 @@ def as_arrays(
         >>> len(as_arrays([np.zeros(3), np.ones(3)], finalized=True))  # two leaves of 3 steps
         2
         >>> import gymnasium as gym
-        >>> rows = as_arrays([[0.0, 1.0], [2.0, 3.0]], space=gym.spaces.Box(-5, 5, (2,)))
-        >>> rows.shape, rows.dtype
-        ((2, 2), dtype('float32'))
+        >>> as_arrays([[0.0, 1.0], [2.0, 3.0]], space=gym.spaces.Box(-5, 5, (2,))).shape
+        (2, 2)
     """
     if finalized or not isinstance(value, list):
         return value
     try:
-        rows = batch_with_layout(value, space)
+        return batch_with_layout(value, space)
     except ValueError as err:
         if fill is None:
             raise
         raise ValueError(f"the rows read do not stack ({err}); {filler_mismatch(fill)}") from err
-    if space is None or not space_dtypes:
-        return rows
-    # The items read, not the whole column, decide: a window of a long episode stays cheap.
-    return in_space_batch_dtypes(space, rows, value)
 
 
 def id_rows(parts: list[Any]) -> list[Any]:

@@ -102,9 +102,7 @@ class AddLearnerColumns:
                     )
                     finalized = buffer is not None and buffer.finalized
                     space = None if buffer is None else buffer.space
-                    # Extra outputs keep their items' dtypes, as to_numpy keeps them.
-                    typed = column is not None
-                    rows = as_arrays(value, finalized=finalized, space=space, space_dtypes=typed)
+                    rows = as_arrays(value, finalized=finalized, space=space)
                     parts.setdefault(key, []).append(rows)
         # Every column is joined before the batch changes: a refusal leaves it as it was.
         joined: dict[str, Any] = {}

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from episodes.buffer import InfiniteLookbackBuffer
-from episodes.buffer.value_fit import in_space_batch_dtypes
 from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout
@@ -110,27 +108,7 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
         buffer, data = getattr(chunk, column), getattr(chunk, f"get_{column}")()
     # By the column's mode, not the type read: a numpy'd column of list-structured items
     # (an observation [x, y]) reads a list of leaves, already batched.
-    typed = column in ("observations", "actions")  # not rewards and extra outputs (as to_numpy)
-    return data if buffer.finalized else list_rows(buffer, data, typed)
-
-
-def list_rows(buffer: InfiniteLookbackBuffer, items: list[Any], space_dtypes: bool = True) -> Any:
-    """List-mode ``items`` read from ``buffer``, batched as its ``to_numpy`` stacks them.
-
-    A Box item given as a Python list is a row; in an observation or action column
-    (``space_dtypes``), a part is in its space's dtype where every item's is in the space.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> from episodes import InfiniteLookbackBuffer
-        >>> buf = InfiniteLookbackBuffer([True, False], space=gym.spaces.Discrete(3))
-        >>> list_rows(buf, buf.get()).dtype  # True and False are in Discrete(3): int64
-        dtype('int64')
-    """
-    batched, space = batch_with_layout(items, buffer.space), buffer.space
-    if not space_dtypes or space is None:
-        return batched
-    return in_space_batch_dtypes(space, batched, buffer.store.items(0))
+    return data if buffer.finalized else batch_with_layout(data, buffer.space)
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -530,9 +508,6 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
     spaces = [chunk.observations.space for chunk in chunks]
     # One space for all, or none: chunks of other spaces are batched as they come.
     space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
-    for i, chunk in enumerate(chunks if space is not None else ()):
-        if not chunk.observations.finalized:  # as its numpy'd column holds it (list_rows)
-            items[i] = map_leaves(lambda x: x[0], list_rows(chunk.observations, items[i : i + 1]))
     return transform_batch(batch_with_layout(items, space), obs_fn)
 
 

@@ -9,9 +9,10 @@ import numpy as np
 
 from episodes.connectors.base import id_rows
 from episodes.connectors.learner import stepless_end, stepless_ends
-from episodes.converter.columns import ColumnKeys, ObsFn, list_rows, rows
+from episodes.converter.columns import ColumnKeys, ObsFn, rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
+from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
 
 # The columns every batch has; an extra output of one of these names would be appended to it.
@@ -88,7 +89,7 @@ def episodes_to_batch(
         add("obs", rows(chunk, "observations"))
         next_obs = chunk.get_observations(slice(1, n + 1))
         if not chunk.observations.finalized:  # a list of items (numpy'd: batched leaves)
-            next_obs = list_rows(chunk.observations, next_obs)
+            next_obs = batch_with_layout(next_obs, chunk.observations.space)
         add("next_obs", next_obs)
         add("actions", rows(chunk, "actions"))
         add("rewards", np.asarray(rows(chunk, "rewards")))

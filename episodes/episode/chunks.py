@@ -10,8 +10,6 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from episodes.buffer import InfiniteLookbackBuffer
-from episodes.buffer.array_store import ArrayStore
-from episodes.buffer.value_fit import first_batch, in_space_batch_dtypes
 from episodes.episode.fields import FIELDS
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
@@ -278,10 +276,7 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
             ("actions", episode.actions, other.actions),
             ("rewards", episode.rewards, other.rewards),
         ):
-            if name in ("observations", "actions"):
-                _concat_in_space_dtypes(mine, theirs)
-            else:
-                mine.concat(theirs)
+            mine.concat(theirs)
             joined.append((mine, theirs))
         for key, theirs in other.extra_model_outputs.items():
             name = f"extra_model_outputs[{key!r}]"
@@ -305,26 +300,3 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
             f"cannot concat: other's {name} do not fit this episode's numpy column ({error}); "
             "nothing was changed"
         ) from error
-
-
-def _concat_in_space_dtypes(mine: InfiniteLookbackBuffer, theirs: InfiniteLookbackBuffer) -> None:
-    """``mine.concat(theirs)``, an empty numpy column opening in its space's dtypes.
-
-    An observation or action column numpy'd before its first item takes the first items of a
-    list-mode successor in the space's dtypes, as ``to_numpy`` of the joined list-mode episode
-    stacks them (``[True, 1]`` in a Discrete space as int64, not bool).
-    """
-    store, space = mine.store, mine.space
-    if (
-        space is None
-        or not isinstance(store, ArrayStore)
-        or store.typed
-        or theirs.store.is_numpy
-        or len(theirs) == 0
-    ):
-        mine.concat(theirs)
-        return
-    items = theirs.store.items(theirs.lookback)
-    # As the store's own ``extend`` reads the items (a list at a leaf is a row), then typed.
-    batch = first_batch(store.structure, store.leaf_views()[0].ndim, items)
-    store.extend_batch(in_space_batch_dtypes(space, batch, items), count=len(items))

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
-from episodes.buffer.value_fit import in_space_dtypes
 
 if TYPE_CHECKING:
     from episodes.spaces.contains import Checker
@@ -108,9 +107,9 @@ class StepRecorder:
                 f"t_started={self.t_started}"
             )
         if self.observations.store.is_numpy:
-            space = self._observation_space
-            self._check_in_space(self._obs_check, space, observation, "observation")
-            observation = _space_typed(self.observations.store, space, observation)
+            self._check_in_space(
+                self._obs_check, self._observation_space, observation, "observation"
+            )
         self.observations.append(observation)
         self.infos.append(infos if infos is not None else {})
         self._start_time = _now()
@@ -162,8 +161,6 @@ class StepRecorder:
         if obs is None or act is None or rew is None:
             # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
             self._check_numpy_step(obs_store, observation, action)
-            observation = _space_typed(obs_store, self._observation_space, observation)
-            action = _space_typed(act_store, self._action_space, action)
             if not getattr(rew_store, "typed", True) and not _is_real(reward):
                 # The first step decides an untyped column's dtype: a string would make it <U1.
                 raise ValueError(
@@ -318,17 +315,6 @@ class _RefusedColumn(ValueError):
         super().__init__(column, error)
         self.column = column
         self.error = error
-
-
-def _space_typed(store: Any, space: Any, value: Any) -> Any:
-    """``value`` (checked against ``space``) in the space's dtypes if it opens a numpy column.
-
-    The first value of an empty numpy column decides its dtypes: from the space, not from how
-    this value was given (``True`` would make a Discrete column bool, refusing the action 2).
-    """
-    if space is None or getattr(store, "typed", True):  # list stores, and decided columns
-        return value
-    return in_space_dtypes(space, value)
 
 
 def _is_real(value: Any) -> bool:

@@ -19,7 +19,6 @@ from episodes.episode.given_columns import column_items, default_infos, given_co
 from episodes.episode.recording import StepRecorder, as_flag
 from episodes.episode.returns import exact_sum
 from episodes.episode.sample_batch import SampleBatch, data_dict
-from episodes.episode.space_dtypes import space_typed
 from episodes.indexing import as_int
 from episodes.spaces.contains import checker_for
 
@@ -406,12 +405,9 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         for name, column in self.named_columns().items():
             if name != "infos" and not column.finalized:
                 try:
-                    store = column.stacked()
+                    stacked.append((column, column.stacked()))
                 except ValueError as error:
                     raise ValueError(f"to_numpy: {name} cannot be stacked: {error}") from error
-                if name in ("observations", "actions"):  # not rewards: RLlib's default space
-                    store = space_typed(column, store)
-                stacked.append((column, store))
         for column, columns in stacked:
             column.adopt_store(columns)
         return self

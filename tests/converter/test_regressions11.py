@@ -1,11 +1,9 @@
 """Regressions against the converter before this session, pinned (fix-reg11a).
 
 - Observations (or actions) recorded as Python ints in one env or chunk and as floats in
-  another, under one equal declared Box space, were refused by kind; they are joined, in the
-  space's dtype (a numpy'd column of an episode with a space holds its space's dtypes, and a
-  list-mode one converts as its numpy'd episode). Kinds still decide where the spaces differ
-  or are missing (a Discrete env's int actions next to a Box env's floats, an int Box env's
-  observations next to a float Box env's), and the message says which.
+  another, under one equal declared Box space, were refused by kind; numpy promotes them, as
+  before. Kinds still decide where the spaces differ or are missing (a Discrete env's int
+  actions next to a Box env's floats), and the message says which.
 - Whole-number float teacher actions (a float32 argmax) for int actions were refused by
   dtype; they are cast exactly when finite, whole and in range.
 - An unhashable episode id (a list) next to a stepless ending chunk raised ``TypeError`` in
@@ -27,7 +25,6 @@ GAMMA = 0.9
 BOX2 = gym.spaces.Box(-10, 10, (2,), np.float32)
 BOX1 = gym.spaces.Box(-1, 1, (1,), np.float32)
 OTHER_BOX2 = gym.spaces.Box(-5, 5, (2,), np.float32)
-INT_BOX2 = gym.spaces.Box(-10, 10, (2,), np.int64)
 INTS = [[0, 1], [1, 1], [2, 1], [3, 1]]
 FLOATS = [[0.5, 1.5], [1.5, 1.5], [2.5, 1.5], [3.5, 1.5]]
 # Without a space a list is a struct of parts: spaceless chunks record arrays.
@@ -88,16 +85,14 @@ SAME_SPACE_JOINED = {
 @pytest.mark.parametrize("numpy", [False, True])
 @pytest.mark.parametrize("layout", ["per_env", "per_chunk"])
 @pytest.mark.parametrize("case", SAME_SPACE_JOINED)
-def test_ints_and_floats_under_one_equal_space_are_joined_in_the_space_dtype(case, layout, numpy):
+def test_ints_and_floats_under_one_equal_space_are_joined_as_numpy_promotes(case, layout, numpy):
     make, field, total = SAME_SPACE_JOINED[case]
     groups = make(numpy)
     if layout == "per_chunk":
         groups = [c for g in groups for c in g]  # one column per chunk
     r = episodes_to_rollout(groups, gamma=GAMMA, value_fn=zeros, layout=layout)
     tensor = getattr(r.storage, field)
-    # The declared float32 Box's dtype, numpy'd or not (no longer numpy's int64/float64
-    # promotion, float64): every value is in the space.
-    assert tensor.dtype == torch.float32
+    assert tensor.dtype == torch.float64  # as before: np.stack promoted int64 and float64
     assert float(tensor.double().sum()) == pytest.approx(total)
 
 
@@ -111,9 +106,9 @@ KINDS_REFUSED = {
         "actions: env 0 .*int64.* env 1 .*float.*declared spaces differ",
         None,
     ),
-    "obs of an int and a float Box (spaces differ)": (
+    "obs of other Boxes (spaces differ)": (
         [
-            [chunk("a", INTS, observation_space=INT_BOX2)],
+            [chunk("a", INTS, observation_space=BOX2)],
             [chunk("b", FLOATS, observation_space=OTHER_BOX2)],
         ],
         "observations: env 0 .* env 1 .*declared spaces differ",

@@ -268,3 +268,21 @@ def test_slice_reads_of_numpy_buffers_are_views_in_both(index: slice, neg: bool)
     )
     assert got.tolist() == want.tolist() and len(got)
     assert np.shares_memory(got, ours.data) and np.shares_memory(want, theirs.data)
+
+
+def test_get_return_is_a_python_float() -> None:  # "return-float"
+    def stepped(cls: Any, rewards: list[Any]) -> Any:
+        ep = cls("x")
+        ep.add_env_reset(0)
+        for t, reward in enumerate(rewards, 1):
+            ep.add_env_step(t, 0, reward)
+        return ep
+
+    ours, theirs = stepped(OSAE, [1, 2]), stepped(RSAE, [1, 2])
+    assert ours.get_return() == theirs.get_return() == 3
+    assert type(ours.get_return()) is float and type(theirs.get_return()) is int
+    # Int rewards whose sum no float holds: RLlib's sum is exact, ours +-inf (no OverflowError).
+    ours, theirs = stepped(OSAE, [2**1100, 1]), stepped(RSAE, [2**1100, 1])
+    assert theirs.get_return() == 2**1100 + 1
+    assert ours.get_return() == float("inf")
+    assert stepped(OSAE, [-(2**1100), 1]).get_return() == float("-inf")
