@@ -49,6 +49,7 @@ from episodes.io.format import (
     fsync_dir,
     piece_return,
 )
+from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
 from episodes.io.shard_stream import ShardStream, WrittenFile, write_episodes
@@ -426,7 +427,7 @@ class DatasetWriter:
                 data = self._write_memory(name, saved[0])
             entry = self._publish(name, data, saved[0], saved[1])
             published = True
-            self._append(seal_line(entry.to_json()))
+            self._append(entry.to_json())
         except BaseException:
             if self._line_in:
                 # Interrupted (Ctrl-C) once the line was in: the shard is committed, and its
@@ -516,13 +517,14 @@ class DatasetWriter:
         )
         return ShardEntry(name, self._format, hashlib.sha256(raw).hexdigest(), len(raw), size, rows)
 
-    def _append(self, line: bytes) -> None:
+    def _append(self, obj: dict[str, Any]) -> None:
         fd = self._manifest_fd
         assert fd is not None
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             mend_tail(fd, sync=False)  # a killed writer's torn line goes; append_line syncs
-            append_line(fd, line, sync=self._sync)
+            # Under the lock: the line another writer appended last is the one this follows.
+            append_line(fd, chained_line(fd, obj), sync=self._sync)
             self._line_in = True  # committed, whatever is raised from here on
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -29,7 +29,6 @@ import math
 import os
 import re
 import stat
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,14 @@ from episodes.io.format import (
     MAX_INT64,
     TMP_PREFIX,
     read_regular_file,
+)
+from episodes.io.manifest_lines import (
+    check_follows,
+    line_crc,
+    mend_tail,
+    seal_line,
+    unseal_line,
+    whole_line,
 )
 from episodes.io.values import decode_value, id_key
 
@@ -65,51 +72,6 @@ DATA_SUFFIX = {"arrow": ".arrow", "parquet": ".parquet"}
 INDEX_SUFFIX = ".json"
 MAX_MANIFEST_BYTES = 1 << 30
 _HEADER_START = b'{"format": '
-_CRC_TAIL = re.compile(rb',"crc32":"([0-9a-f]{8})"\}$')
-# The seal of a line: JSON escapes every '"' inside a string and json.dumps puts a space
-# after ',' and ':', so these bytes occur nowhere else in a line, only at its end.
-_SEAL = re.compile(rb',"crc32":"[0-9a-f]{8}"\}')
-
-
-def seal_line(obj: dict[str, Any]) -> bytes:
-    r"""One manifest line for ``obj``: JSON with its own CRC-32 appended, and a newline.
-
-    Example:
-        >>> seal_line({"a": 1}).endswith(b"}\n")
-        True
-    """
-    if not obj:
-        raise ValueError("a manifest line holds at least one key")
-    prefix = json.dumps(obj, allow_nan=False).encode("utf-8")[:-1]
-    return prefix + b',"crc32":"%08x"}\n' % zlib.crc32(prefix)
-
-
-def unseal_line(line: bytes, where: str) -> Any:
-    """Checks a manifest line's CRC-32 and returns its object (without the ``crc32`` key).
-
-    Raises:
-        CorruptDatasetError: The CRC is missing or wrong, or the line is not JSON.
-
-    Example:
-        >>> unseal_line(b'{"a": 1,"crc32":"00000000"}', "x")
-        Traceback (most recent call last):
-        ...
-        episodes.io.errors.CorruptDatasetError: x: CRC-32 mismatch (the line is damaged)
-    """
-    match = _CRC_TAIL.search(line)
-    if match is None:
-        raise CorruptDatasetError(f"{where}: no CRC-32 at the end of the line")
-    prefix = line[: match.start()]
-    if zlib.crc32(prefix) != int(match.group(1), 16):
-        raise CorruptDatasetError(f"{where}: CRC-32 mismatch (the line is damaged)")
-    try:
-        obj = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise CorruptDatasetError(f"{where} is not valid JSON: {err}") from err
-    if not isinstance(obj, dict):
-        raise CorruptDatasetError(f"{where}: expected a JSON object")
-    obj.pop("crc32", None)
-    return obj
 
 
 def is_v2(root: Path) -> bool:
@@ -413,6 +375,7 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
         raise CorruptDatasetError(f"{root / MANIFEST_FILE} has no header line")
     header = check_header(unseal_line(complete[0], f"{MANIFEST_FILE} line 1"), MANIFEST_FILE)
     good = len(complete[0]) + 1
+    before = line_crc(complete[0])
     shards: list[ShardEntry] = []
     seen: set[str] = set()
     # Every piece is a few objects that live on: the cyclic collector would walk them again
@@ -423,7 +386,10 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
     try:
         for number, line in enumerate(complete[1:], start=2):
             where = f"{MANIFEST_FILE} line {number}"
-            entry = ShardEntry.from_json(unseal_line(line, where), where)
+            obj = unseal_line(line, where)
+            check_follows(obj, before, where)
+            before = line_crc(line)
+            entry = ShardEntry.from_json(obj, where)
             if entry.name in seen:
                 raise CorruptDatasetError(f"{MANIFEST_FILE} lists shard {entry.name!r} twice")
             seen.add(entry.name)
@@ -433,73 +399,6 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
         if pause:
             gc.enable()
     return header, shards, min(good, len(raw)), bool(tail)
-
-
-def whole_line(tail: bytes, where: str) -> bool:
-    """Whether a last line without its newline was written whole (False: a torn prefix).
-
-    Raises:
-        CorruptDatasetError: The tail holds a line's seal but fails its CRC-32, or goes on
-            after it: no append writes that, so it is damage.
-
-    Example:
-        >>> line = seal_line({"v": 2})
-        >>> whole_line(line[:-1], "x"), whole_line(line[:5], "x")
-        (True, False)
-        >>> whole_line(line[:-1] + b"J", "x")
-        Traceback (most recent call last):
-        ...
-        episodes.io.errors.CorruptDatasetError: x: a whole line followed by other bytes instead \
-of its newline (damaged)
-    """
-    seal = _SEAL.search(tail)
-    if seal is None:
-        return False
-    if seal.end() != len(tail):
-        raise CorruptDatasetError(
-            f"{where}: a whole line followed by other bytes instead of its newline (damaged)"
-        )
-    unseal_line(tail, where)
-    return True
-
-
-def mend_tail(fd: int, *, sync: bool = True) -> None:
-    r"""Makes the manifest open at ``fd`` end in a newline before a line is appended.
-
-    A torn last line (a killed writer's) is cut off; a whole line that only lacks its newline
-    gets it back (it is committed: readers count it). Only while no writer appends (the
-    caller holds the manifest's flock, or is alone).
-
-    Raises:
-        CorruptDatasetError: The last line is damaged (see :func:`whole_line`).
-
-    Example:
-        >>> import tempfile
-        >>> name = tempfile.mkstemp()[1]; fd = os.open(name, os.O_RDWR | os.O_APPEND)
-        >>> _ = os.write(fd, seal_line({"v": 2})[:-1]); mend_tail(fd, sync=False)
-        >>> open(name, "rb").read()
-        b'{"v": 2,"crc32":"3161982c"}\n'
-        >>> _ = os.write(fd, b'{"v": 2, "sh'); mend_tail(fd, sync=False); os.close(fd)
-        >>> open(name, "rb").read()
-        b'{"v": 2,"crc32":"3161982c"}\n'
-    """
-    end = os.lseek(fd, 0, os.SEEK_END)
-    if not end or os.pread(fd, 1, end - 1) == b"\n":
-        return  # the usual case: the last append completed
-    start = end
-    while start > 0:  # back to the byte after the last newline, a block at a time
-        block = os.pread(fd, min(start, 1 << 20), start - min(start, 1 << 20))
-        newline = block.rfind(b"\n")
-        if newline >= 0:
-            start -= len(block) - newline - 1
-            break
-        start -= len(block)
-    if whole_line(os.pread(fd, end - start, start), f"{MANIFEST_FILE} last line"):
-        os.pwrite(fd, b"\n", end)
-    else:
-        os.ftruncate(fd, start)
-    if sync:
-        os.fsync(fd)
 
 
 def remove_leftovers(path: Path, *, sync: bool = True) -> None:

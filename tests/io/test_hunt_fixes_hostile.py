@@ -32,7 +32,7 @@ from episodes.io import (
     validate_dataset,
 )
 from episodes.io.format import ManifestEntry
-from episodes.io.shards import EpisodeRow, ShardEntry, seal_line
+from episodes.io.shards import EpisodeRow, ShardEntry, seal_line, unseal_line
 
 
 def episode(name: str, **kwargs: Any) -> SingleAgentEpisode:
@@ -354,6 +354,9 @@ def test_v2_header_metadata_with_nan_is_corruption_when_read(tmp_path, token):
     raw = (root / "manifest.jsonl").read_bytes().split(b"\n")
     prefix = raw[0][: raw[0].rindex(b',"crc32"')].replace(b'"x": 1.0', b'"x": ' + token)
     raw[0] = prefix + b',"crc32":"%08x"}' % zlib.crc32(prefix)
+    # A forger chains the next line to the edited header too.
+    shard_line = unseal_line(raw[1], "line 2")
+    raw[1] = seal_line({**shard_line, "prev": f"{zlib.crc32(prefix):08x}"})[:-1]
     (root / "manifest.jsonl").write_bytes(b"\n".join(raw))
     with pytest.raises(CorruptDatasetError, match="metadata is not plain JSON"):
         Dataset(root)

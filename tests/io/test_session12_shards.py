@@ -45,7 +45,8 @@ from episodes.io import (
     read_episodes,
     validate_dataset,
 )
-from episodes.io.shards import seal_line, unseal_line
+from episodes.io.manifest_lines import seal_lines
+from episodes.io.shards import unseal_line
 
 
 def _episode(i: int, obs: Any = None, steps: int = 1) -> SingleAgentEpisode:
@@ -87,7 +88,7 @@ def _reseal(path: Path, name: str, data: bytes) -> None:
                 index_size=len(index_raw),
                 data_size=len(data),
             )
-    (path / "manifest.jsonl").write_bytes(b"".join(seal_line(o) for o in lines))
+    (path / "manifest.jsonl").write_bytes(seal_lines(lines))
 
 
 def _shard_names(path: Path) -> list[str]:
@@ -418,7 +419,7 @@ def test_a_leaf_of_the_wrong_type_names_its_episode(tmp_path):
     index_path.write_bytes(text)
     lines = _lines(path)
     lines[1].update(index_sha256=hashlib.sha256(text).hexdigest(), index_size=len(text))
-    (path / "manifest.jsonl").write_bytes(b"".join(seal_line(o) for o in lines))
+    (path / "manifest.jsonl").write_bytes(seal_lines(lines))
     with pytest.raises(CorruptDatasetError, match=f"shard {name} episode 1: column rewards"):
         Dataset(path).episode(1)
 

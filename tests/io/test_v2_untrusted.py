@@ -26,7 +26,7 @@ from episodes.io import (
     dataset_info,
     read_episodes,
 )
-from episodes.io.shards import seal_line
+from episodes.io.manifest_lines import seal_lines
 
 
 @pytest.fixture
@@ -48,7 +48,8 @@ def manifest_lines(path: Path) -> list[dict]:
 
 
 def write_manifest(path: Path, objs: list[dict]) -> None:
-    (path / "manifest.jsonl").write_bytes(b"".join(seal_line(o) for o in objs))
+    """Writes the manifest as a forger would: every seal and the chain recomputed."""
+    (path / "manifest.jsonl").write_bytes(seal_lines(objs))
 
 
 def shard(path: Path, k: int = 0) -> tuple[Path, Path]:
