@@ -35,7 +35,7 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
     it ends).
 
     Raises:
-        TypeError: ``episodes`` holds something other than chunks or per-env lists.
+        TypeError: ``episodes`` holds something other than chunks or per-env lists of chunks.
         ValueError: an ``env_index`` that is not an integer (a float or a bool would be cast
             and could merge two envs), naming the chunk.
 
@@ -45,10 +45,16 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
         >>> [len(g) for g in group_by_env([a, b])]
         [1, 1]
     """
+    message = "episodes must be SingleAgentEpisode chunks or per-env lists of them"
     if all(isinstance(group, (list, tuple)) for group in episodes):
-        return [list(group) for group in episodes]
+        lists = [list(group) for group in episodes]
+        for g, group in enumerate(lists):
+            for i, ep in enumerate(group):
+                if not isinstance(ep, SingleAgentEpisode):
+                    raise TypeError(f"{message}: env {g}'s item {i} has type {type(ep).__name__}")
+        return lists
     if not all(isinstance(ep, SingleAgentEpisode) for ep in episodes):
-        raise TypeError("episodes must be SingleAgentEpisode chunks or per-env lists of them")
+        raise TypeError(message)
     if episodes and all("env_index" in ep.custom_data for ep in episodes):
         groups: dict[int, list[SingleAgentEpisode]] = {}
         for ep in episodes:

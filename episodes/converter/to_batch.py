@@ -12,6 +12,7 @@ from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
+from episodes.runner import SampledChunks
 from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
 
@@ -38,6 +39,19 @@ def _concat(parts: list[Any]) -> Any:
     return np.concatenate(parts)
 
 
+def _check_chunks(episodes: Sequence[Any]) -> None:
+    """Refuses an item that is not a chunk (a per-env list, say), naming its index and type."""
+    if isinstance(episodes, SampledChunks) or callable(getattr(episodes, "side_by_side", None)):
+        return  # a runner's or a group's sample holds chunks only (not built just to check)
+    for i, chunk in enumerate(episodes):
+        if not isinstance(chunk, SingleAgentEpisode):
+            hint = " (flatten per-env lists first)" if isinstance(chunk, (list, tuple)) else ""
+            raise TypeError(
+                "episodes_to_batch takes a flat sequence of SingleAgentEpisode chunks: "
+                f"episodes[{i}] has type {type(chunk).__name__}{hint}"
+            )
+
+
 def episodes_to_batch(
     episodes: Sequence[SingleAgentEpisode],
     *,
@@ -53,6 +67,8 @@ def episodes_to_batch(
     ``obs_fn`` transforms the batched observations.
 
     Raises:
+        TypeError: An item of ``episodes`` is not a chunk (a per-env list, say), naming its
+            index and type.
         ValueError: No episode has steps, or (with ``extra_model_outputs``) a shared extra
             output is named like a standard column (it would be appended to that column).
 
@@ -64,6 +80,7 @@ def episodes_to_batch(
         ([0, 1], [1, 2], [False, True])
     """
     del keys  # reserved: the flat batch keeps every extra column under its own name
+    _check_chunks(episodes)
     indices = [i for i, c in enumerate(episodes) if len(c)]  # "chunk" numbers all episodes
     chunks = [episodes[i] for i in indices]
     if not chunks:

@@ -12,7 +12,8 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
-from episodes.episode import chunks, state
+from episodes.episode import chunks
+from episodes.episode import state as snapshot
 from episodes.episode.accessors import ColumnAccessors
 from episodes.episode.fields import FIELDS, FIELDS_BY_NAME
 from episodes.episode.given_columns import column_items, default_infos, given_column
@@ -510,10 +511,10 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             >>> SingleAgentEpisode.from_state(ep.get_state()).get_observations()
             [0]
         """
-        return state.get_state(self)
+        return snapshot.get_state(self)
 
     @classmethod
-    def from_state(cls, episode_state: dict[str, Any]) -> SingleAgentEpisode:
+    def from_state(cls, state: dict[str, Any]) -> SingleAgentEpisode:
         """Rebuilds an episode from :meth:`get_state`, refusing incomplete or inconsistent states.
 
         Example:
@@ -521,7 +522,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             >>> SingleAgentEpisode.from_state(ep.get_state()).id_ == ep.id_
             True
         """
-        return state.from_state(cls, episode_state)
+        return snapshot.from_state(cls, state)
 
     def __getstate__(self) -> dict[str, Any]:
         # The space checkers are closures (not picklable); they are rebuilt on unpickling.
@@ -536,7 +537,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SingleAgentEpisode):
             return NotImplemented
-        return state.episodes_equal(self, other)
+        return snapshot.episodes_equal(self, other)
 
     __hash__ = None  # type: ignore[assignment]
 
