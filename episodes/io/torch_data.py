@@ -82,7 +82,11 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     def _locate(self, index: int) -> tuple[int, int]:
         given = index
         # True is no item 1 (nor 1.0): ints, numpy and torch integers only.
-        if isinstance(index, (bool, np.bool_)) or not hasattr(index, "__index__"):
+        # A tensor or array has __index__ when it holds one element, of any shape, even a bool.
+        not_scalar = isinstance(index, (torch.Tensor, np.ndarray)) and (
+            index.ndim != 0 or index.dtype in (torch.bool, np.bool_)
+        )
+        if isinstance(index, (bool, np.bool_)) or not_scalar or not hasattr(index, "__index__"):
             raise TypeError(f"index must be an int, got {type(index).__name__} ({index!r})")
         index = operator.index(index)
         if index < 0:
