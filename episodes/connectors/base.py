@@ -55,7 +55,12 @@ class ConnectorPipeline:
     """Runs connectors in order, each getting the batch the previous one returned.
 
     Args:
-        connectors: The connectors.
+        connectors: The connectors (callables), in order.
+
+    Raises:
+        TypeError: ``connectors`` is a bare string or not iterable, or holds something that
+            is not callable (the message names it; :meth:`append` and :meth:`insert` check
+            likewise and leave the pipeline as it was).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -63,10 +68,26 @@ class ConnectorPipeline:
         >>> pipe = ConnectorPipeline([lambda eps, b: {**b, "n": len(eps)}])
         >>> pipe([ep])
         {'n': 1}
+        >>> pipe.append(None)
+        Traceback (most recent call last):
+        TypeError: a connector must be callable as connector(episodes, batch), got None (NoneType)
     """
 
     def __init__(self, connectors: Sequence[Connector] = ()):
-        self.connectors: list[Connector] = list(connectors)
+        if isinstance(connectors, (str, bytes)):  # would be read letter by letter
+            raise TypeError(
+                f"ConnectorPipeline takes a sequence of connectors, got the string {connectors!r}"
+            )
+        try:
+            items = list(connectors)
+        except TypeError:
+            raise TypeError(
+                "ConnectorPipeline takes a sequence of connectors, got "
+                f"{connectors!r} ({type(connectors).__name__}); wrap one connector in a list"
+            ) from None
+        for item in items:
+            _check_connector(item)
+        self.connectors: list[Connector] = items
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch | None = None) -> Batch:
         """Runs every connector on ``episodes``, starting from ``batch`` (or ``{}``)."""
@@ -84,6 +105,7 @@ class ConnectorPipeline:
             >>> len(pipe), pipe([])
             (2, {'x': 2})
         """
+        _check_connector(connector)
         self.connectors.append(connector)
 
     def insert(self, index: int, connector: Connector) -> None:
@@ -95,6 +117,7 @@ class ConnectorPipeline:
             >>> pipe([])
             {'x': 10}
         """
+        _check_connector(connector)
         self.connectors.insert(index, connector)
 
     def __len__(self) -> int:
@@ -109,6 +132,16 @@ class ConnectorPipeline:
     def __repr__(self) -> str:
         names = ", ".join(type(c).__name__ for c in self.connectors)
         return f"ConnectorPipeline([{names}])"
+
+
+def _check_connector(item: Any) -> None:
+    # Checked when added: found only when the pipeline runs, a wrong item would fail far from
+    # where it came in, and after the connectors before it had run.
+    if not callable(item):
+        raise TypeError(
+            "a connector must be callable as connector(episodes, batch), got "
+            f"{item!r} ({type(item).__name__})"
+        )
 
 
 class EpisodeConnector:
@@ -269,6 +302,41 @@ def sliding_rows(value: Any, window: int) -> Any:
         return np.ascontiguousarray(np.moveaxis(windows, -1, 1))
 
     return tree.map_structure(leaf, value)
+
+
+def join_rows(parts: list[Any], key: str, ids: Sequence[Any]) -> Any:
+    """:func:`concat_rows`, refused with a ``ValueError`` naming the column and the episodes.
+
+    ``ids`` are the ids of the episodes the parts come from, in order. Rows that do not join
+    (observations of ``Discrete(3)`` and ``Discrete(4)`` spaces one-hot to 3 and 4 columns)
+    would otherwise give numpy's bare error, naming neither.
+
+    Example:
+        >>> join_rows([np.zeros((1, 3)), np.zeros((2, 3))], "obs", ["a", "b"]).shape
+        (3, 3)
+        >>> try:
+        ...     join_rows([np.zeros((1, 3)), np.zeros((2, 4))], "obs", ["a", "b"])
+        ... except ValueError as err:
+        ...     print(str(err).split("; ")[0])
+        the episodes' 'obs' rows do not join: episode 'a' gives rows shaped (3,), episode 'b' (4,)
+    """
+    try:
+        return concat_rows(parts)
+    except (ValueError, TypeError) as err:  # TypeError: parts of other structures
+        layouts = [_row_layout(part) for part in parts]
+        odd = next((i for i, layout in enumerate(layouts) if layout != layouts[0]), None)
+        which = ""
+        if odd is not None and len(ids) == len(parts):
+            which = (
+                f"episode {ids[0]!r} gives rows shaped {layouts[0]}, "
+                f"episode {ids[odd]!r} {layouts[odd]}; "
+            )
+        raise ValueError(f"the episodes' {key!r} rows do not join: {which}numpy: {err}") from err
+
+
+def _row_layout(part: Any) -> Any:
+    # What a join needs the parts to agree on: their structure and each leaf's row shape.
+    return tree.map_structure(lambda leaf: np.shape(leaf)[1:], part)
 
 
 def concat_rows(parts: list[Any]) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.connectors.base import Batch, as_arrays, concat_rows, id_rows
+from episodes.connectors.base import Batch, as_arrays, id_rows, join_rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
 from episodes.structs import id_key
@@ -112,15 +112,15 @@ class AddLearnerColumns:
                 continue
             if key == "eps_id":
                 values = id_rows(values)
-            try:
-                joined[key] = concat_rows(values)
-            except ValueError as err:
-                raise ValueError(f"the episodes' {key!r} rows do not join: {err}") from err
+            # Every episode with steps gave a part (a key already in the batch is read by none).
+            joined[key] = join_rows(values, key, [ep.id_ for ep in with_steps])
         batch.update(joined)
         return batch
 
     def __repr__(self) -> str:
-        return f"AddLearnerColumns(columns={self.columns!r})"
+        extra = self.extra_model_outputs
+        shown = "" if extra is True else f", extra_model_outputs={extra!r}"
+        return f"AddLearnerColumns(columns={self.columns!r}{shown})"
 
 
 def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAgentEpisode]:

@@ -12,8 +12,8 @@ from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
     as_arrays,
-    concat_rows,
     filler_for,
+    join_rows,
     sliding_rows,
     with_fill_dtype,
 )
@@ -22,17 +22,30 @@ from episodes.episode import SingleAgentEpisode
 __all__ = ["FlattenObservations", "FrameStack", "flatten_rows"]
 
 
-def flatten_rows(value: Any) -> np.ndarray:
+def flatten_rows(value: Any, rows: int | None = None) -> np.ndarray:
     """A batched (possibly nested) value ``[B, ...]`` as one float32 matrix ``[B, D]``.
 
     Leaves are reshaped to ``[B, -1]`` and concatenated in dm-tree order (dict keys sorted).
+    A value without leaves (items of an empty ``Dict``/``Tuple`` space, which gymnasium
+    flattens to ``D = 0``) cannot show its row count: ``rows`` gives it, for ``[rows, 0]``.
+
+    Raises:
+        ValueError: ``value`` has no leaves and ``rows`` is None.
 
     Example:
         >>> flatten_rows({"a": np.zeros((2, 2)), "b": np.ones(2)})
         array([[0., 0., 1.],
                [0., 0., 1.]], dtype=float32)
+        >>> flatten_rows({}, rows=3).shape
+        (3, 0)
     """
     leaves = [np.asarray(leaf) for leaf in tree.flatten(value)]
+    if not leaves:
+        if rows is None:
+            raise ValueError(
+                f"flatten_rows: {value!r} has no leaves to count its rows by; pass rows="
+            )
+        return np.zeros((rows, 0), np.float32)
     rows = leaves[0].shape[0]
     mats = [leaf.reshape(rows, -1).astype(np.float32, copy=False) for leaf in leaves]
     return mats[0] if len(mats) == 1 else np.concatenate(mats, axis=1)
@@ -54,6 +67,8 @@ def _whole_count(value: Any, name: str, minimum: int) -> int:
 
 
 def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one_hot: bool) -> Any:
+    # Without a space there is nothing to one-hot by: the leaves flatten as recorded, so a
+    # space-less float episode works with the default flag (documented on the connectors).
     one_hot = one_hot and episode.observation_space is not None
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
@@ -67,11 +82,34 @@ def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one
     return with_fill_dtype(rows, filler_for(space, fill, one_hot_discrete=one_hot))
 
 
+def _join(parts: list[Any], key: str, episodes: list[SingleAgentEpisode], plain: str) -> Any:
+    # ``plain``: the option that turns the one-hot off ("" when it is off already).
+    ids = [ep.id_ for ep in episodes]
+    try:
+        return join_rows(parts, key, ids)
+    except ValueError as err:
+        # The likely cause: one-hot rows next to the raw rows of an episode without a space.
+        spaceless = [ep.id_ for ep in episodes if ep.observation_space is None]
+        if not (plain and spaceless and len(spaceless) < len(episodes)):
+            raise
+        raise ValueError(
+            f"{err}; episode {spaceless[0]!r} has no observation space, so its discrete leaves "
+            f"are not one-hot as the others' are (give every episode the space, or pass {plain})"
+        ) from err
+
+
 class FlattenObservations(EpisodeConnector):
     """Writes each row's observation, flattened to float32 ``[rows, D]`` (discrete one-hot).
 
+    An empty ``Dict``/``Tuple`` observation gives ``D = 0`` columns, as gymnasium's ``flatdim``.
+    Episodes whose rows do not join (spaces of other sizes) are a ``ValueError`` naming the
+    column and two such episodes; the batch is left as it was.
+
     Args:
-        one_hot_discrete: One-hot Discrete/MultiDiscrete leaves (needs the observation space).
+        one_hot_discrete: One-hot Discrete/MultiDiscrete leaves. That needs the observation
+            space: an episode without one flattens its leaves as recorded (no one-hot), so a
+            space-less float episode works with the default; next to one-hot rows of another
+            width its rows are refused as above.
         out_key: The batch column to write.
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
 
@@ -95,14 +133,17 @@ class FlattenObservations(EpisodeConnector):
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
-        parts = []
+        parts, used = [], []
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop > start:
                 value = _read_obs(episode, start, stop, None, self.one_hot_discrete)
-                parts.append(flatten_rows(value))
+                parts.append(flatten_rows(value, stop - start))
+                used.append(episode)
         if parts:
-            batch[self.out_key] = concat_rows(parts)
+            batch[self.out_key] = _join(
+                parts, self.out_key, used, "one_hot_discrete=False" if self.one_hot_discrete else ""
+            )
         return batch
 
 
@@ -111,11 +152,14 @@ class FrameStack(EpisodeConnector):
 
     Row ``ts`` holds observations ``ts-n+1 .. ts``; before the episode's first observation (and
     beyond the lookback) frames are ``fill``-ed. Each episode's whole window range is read once.
+    Episodes whose rows do not join are refused as by :class:`FlattenObservations`.
 
     Args:
         n: Frames per row (an integer >= 1; a float or bool is a ``TypeError``).
         fill: Filler for missing frames (default 0.0).
-        flatten: Flatten (and one-hot) every frame and concatenate: ``[rows, n * D]`` float32.
+        flatten: Flatten (and one-hot) every frame and concatenate: ``[rows, n * D]`` float32,
+            as :class:`FlattenObservations` flattens (an episode without an observation space
+            is not one-hot).
         out_key: The batch column to write.
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
 
@@ -148,17 +192,21 @@ class FrameStack(EpisodeConnector):
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the stacked frames of every row of ``episodes`` into ``batch``."""
-        parts = []
+        parts, used = [], []
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
                 continue
             value = _read_obs(episode, start - self.n + 1, stop, self.fill, self.flatten)
-            if self.flatten:
-                windows = sliding_rows(flatten_rows(value), self.n)
-                parts.append(windows.reshape(windows.shape[0], -1))
+            if self.flatten:  # the fill keeps the window whole: n - 1 rows before the first
+                windows = sliding_rows(flatten_rows(value, stop - start + self.n - 1), self.n)
+                # An explicit width: with D = 0, -1 cannot be inferred from a size-0 array.
+                parts.append(windows.reshape(windows.shape[0], self.n * windows.shape[2]))
             else:
                 parts.append(sliding_rows(value, self.n))
+            used.append(episode)
         if parts:
-            batch[self.out_key] = concat_rows(parts)
+            batch[self.out_key] = _join(
+                parts, self.out_key, used, "flatten=False" if self.flatten else ""
+            )
         return batch

@@ -10,8 +10,8 @@ from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
     as_arrays,
-    concat_rows,
     filler_for,
+    join_rows,
     sliding_rows,
     with_fill_dtype,
 )
@@ -29,7 +29,9 @@ class PrevActionsPrevRewards(EpisodeConnector):
     one_hot_discrete=...)``, but each episode's whole window range is read once and cut into
     windows with numpy. Positions before the episode (or beyond the lookback) are ``fill``-ed;
     with one-hot, discrete actions fill as all-zero vectors. ``n_actions=0``/``n_rewards=0``
-    leaves the column out.
+    leaves the column out. Episodes whose rows do not join (action spaces of other sizes) are a
+    ``ValueError`` naming the column and two such episodes; either way a refused call leaves
+    the batch as it was.
 
     Args:
         n_actions: How many previous actions (an integer >= 0; a float or bool is a
@@ -86,11 +88,12 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     f"space, but episode {spaceless.id_!r} has none; pass "
                     "one_hot_discrete=False for the raw actions"
                 )
-        actions, rewards = [], []
+        actions, rewards, ids = [], [], []
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
                 continue
+            ids.append(episode.id_)
             if self.n_actions:
                 one_hot = self.one_hot_discrete
                 value = episode.get_actions(
@@ -116,8 +119,11 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     dtype=np.float32,
                 )
                 rewards.append(sliding_rows(rows, self.n_rewards))
-        if actions:
-            batch["prev_n_actions"] = concat_rows(actions)
-        if rewards:
-            batch["prev_n_rewards"] = concat_rows(rewards)
+        # Both columns are joined before the batch changes: a refusal leaves it as it was.
+        joined = {
+            key: join_rows(parts, key, ids)
+            for key, parts in (("prev_n_actions", actions), ("prev_n_rewards", rewards))
+            if parts
+        }
+        batch.update(joined)
         return batch

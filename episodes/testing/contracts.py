@@ -164,10 +164,17 @@ def check_handles_empty_and_reset(
 
 
 def _check_row_keys(row_keys: Any) -> None:
-    if isinstance(row_keys, (str, bytes)):  # would be read letter by letter
+    # Read more than once (a generator would be spent after the first cut), and a string would
+    # be read letter by letter: refused here, not deep inside a hypothesis run.
+    if row_keys is None:
+        return
+    if isinstance(row_keys, (str, bytes)) or not isinstance(row_keys, Collection):
         raise TypeError(
             f"row_keys is a collection of output keys such as ['obs'], got {row_keys!r}"
         )
+    odd = [key for key in row_keys if not isinstance(key, str)]
+    if odd:
+        raise TypeError(f"row_keys must be strings (output keys), got {odd!r}")
 
 
 def check_lookback_across_cuts(
@@ -204,7 +211,8 @@ def check_lookback_across_cuts(
         ConnectorContractError: The rows differ.
         ValueError: ``start``/``stop`` outside ``0 <= start <= stop <= len(episode)``, or a
             negative ``lookback``.
-        TypeError: ``row_keys`` is a str or bytes.
+        TypeError: ``row_keys`` is not a collection of str (a bare str or bytes, a generator,
+            a number, or keys that are not strings).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[0, 0, 0],
@@ -368,8 +376,9 @@ def check_connector(
 
     Raises:
         ConnectorContractError: A contract failed (hypothesis reports the minimal example).
-        TypeError: ``row_keys`` is a str or bytes, or a space is neither a space, a strategy
-            nor None.
+        TypeError: ``row_keys`` is not a collection of str (see
+            :func:`check_lookback_across_cuts`), or a space is neither a space, a strategy nor
+            None.
         ValueError: ``lookback`` or ``max_len`` is not an int >= 0, or ``max_examples`` not an
             int >= 1 (all checked before any contract runs).
 
@@ -381,7 +390,8 @@ def check_connector(
     if not (whole(max_examples) and max_examples >= 1):
         raise ValueError(f"max_examples must be an int >= 1, got {max_examples!r}")
     kwargs = _episode_kwargs(observation_space, action_space, max_len)
-    run = settings(max_examples=max_examples, deadline=None, database=None)
+    # int(): hypothesis refuses numpy integers, which the check above accepts.
+    run = settings(max_examples=int(max_examples), deadline=None, database=None)
 
     @run
     @given(_batches(kwargs))
