@@ -17,8 +17,11 @@ def filler_item(space: gs.Space[Any] | None, fill: Any, *, one_hot_discrete: boo
     Leaves take the shape and dtype of their space: ``Box``/``MultiBinary``/``MultiDiscrete``
     give ``np.full(shape, fill, dtype)``, ``Discrete`` a 0-dim array of its dtype. With
     ``one_hot_discrete`` a ``Discrete``/``MultiDiscrete`` leaf is instead an all-zero
-    ("zero-hot") float32 vector of its one-hot length. A ``Text`` leaf is ``fill``, which must
-    be a string (a number would be a string in a numpy'd column and a number in a list one).
+    ("zero-hot") float32 vector of its one-hot length. Those number leaves take only a number
+    or bool that their dtype keeps (not ``"1"``, None, NaN into ints or a complex number): else
+    ``ValueError``. A ``Text`` leaf is ``fill``, which must be a string (a number would be a
+    string in a numpy'd column and a number in a list one); a batch of them is as wide as
+    ``max_length`` or ``fill``, whichever is longer.
     Leaves of other spaces (``Sequence``, ``Graph``, ``OneOf``) are ``fill`` itself. ``Dict``
     gives a dict, ``Tuple`` a tuple.
 
@@ -37,6 +40,9 @@ def filler_item(space: gs.Space[Any] | None, fill: Any, *, one_hot_discrete: boo
         {'k': array(0), 'pos': array([0., 0.], dtype=float32)}
         >>> filler_item(sp, 0, one_hot_discrete=True)["k"]
         array([0., 0., 0.], dtype=float32)
+        >>> filler_item(sp, "1")
+        Traceback (most recent call last):
+        ValueError: fill='1' cannot fill a leaf of dtype int64 (not a number: <U1)
     """
     if space is None:
         return fill
@@ -84,19 +90,28 @@ def _full(
 ) -> np.ndarray:
     """``np.full(lead + item)``, refusing a number the dtype would change, as the columns do.
 
-    NaN or 2.7 into ints, -1 into uint8, 1e40 into float32; and a fill that is not shaped
-    like one item (or broadcasts to one): ``np.full`` would spread it over the items instead.
+    NaN or 2.7 into ints, -1 into uint8, 1e40 into float32; anything but numbers and bools
+    (numpy would parse "1" or "nan" into a number, and drop the imaginary part of 1+2j); and a
+    fill that is not shaped like one item (or broadcasts to one): ``np.full`` would spread it
+    over the items instead.
     """
     try:
         given = np.asarray(fill)
+        kind = np.dtype(dtype).kind
+        # Before any cast: numpy parses strings. An int beyond 64 bits is an object to numpy,
+        # but a number (np.full refuses it for ints; a float leaf holds it, if in range).
+        if given.dtype.kind not in "iufb" + "c" * (kind == "c") and not isinstance(fill, int):
+            raise ValueError(f"not a number: {given.dtype}")
+        if given.dtype.kind == "O" and kind == "f":
+            given = np.asarray(float(fill))
         if given.ndim > len(item) or np.broadcast_shapes(given.shape, item) != item:
             raise ValueError(f"its shape {given.shape} does not fit an item of shape {item}")
-        if given.dtype.kind in "iufcb" and np.dtype(dtype).kind in "iub":
+        if given.dtype.kind in "iufcb" and kind in "iub":
             with np.errstate(invalid="ignore", over="ignore"):
                 cast = given.astype(dtype)
             if not np.array_equal(cast, given):
                 raise ValueError("the value changes in that dtype")
-        elif given.dtype.kind in "iuf" and np.dtype(dtype).kind == "f":
+        elif given.dtype.kind in "iuf" and kind == "f":
             with np.errstate(over="ignore"):
                 overflows = np.isfinite(given) & ~np.isfinite(given.astype(dtype))
             if overflows.any():  # 1e40 into float32 would pad with inf
@@ -116,7 +131,11 @@ def _fill(space: gs.Space[Any], fill: Any, lead: tuple[int, ...], one_hot: bool)
 def _(space: gs.Text, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     if not isinstance(fill, str) and (not lead or 0 not in lead):  # zero fillers hold no value
         raise ValueError(f"fill={fill!r} cannot fill a Text leaf: give a string")
-    return fill if not lead else np.full(lead, fill, dtype=f"<U{max(space.max_length, 1)}")
+    if not lead:
+        return fill
+    # As wide as the fill too: a longer fill is kept whole, as in list mode and index lists.
+    width = max(space.max_length, len(fill) if isinstance(fill, str) else 0, 1)
+    return np.full(lead, fill, dtype=f"<U{width}")
 
 
 @_fill.register
