@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,25 +38,35 @@ from episodes.structs import flatten, map_batch, skeleton, unflatten
 __all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host", "to_host_all"]
 
 
-def to_host(item: Any) -> Any:
+def to_host(item: Any, name: str = "a struct") -> Any:
     """A struct (dicts, tuples, lists) with every torch tensor leaf copied to a numpy array.
 
     Example:
         >>> to_host({"x": torch.tensor([1, 2]), "y": 3})
         {'x': array([1, 2]), 'y': 3}
     """
-    return to_host_all([item])[0]
+    return to_host_all([item], name)[0]
 
 
-def to_host_all(items: list[Any]) -> list[Any]:
+def to_host_all(items: list[Any], name: str = "a struct") -> list[Any]:
     """:func:`to_host` of many structs, with one device-to-host copy per dtype and device.
 
     Each copy makes the host wait for the device: a call's infos, one struct per recorded
-    row, would otherwise wait once per tensor.
+    row, would otherwise wait once per tensor. A dtype numpy lacks comes as one holding each
+    of its values: bfloat16 and float8 as float32, complex32 as complex64.
+
+    Raises:
+        ValueError: A tensor no numpy dtype holds (bit-packed or sub-byte dtypes) or without
+            data (the meta device); the message names ``name`` and the tensor's place in it.
 
     Example:
         >>> to_host_all([{"x": torch.tensor([1, 2])}, {"x": torch.tensor(3), "s": "a"}])
         [{'x': array([1, 2])}, {'x': array(3), 's': 'a'}]
+        >>> to_host({"e": torch.tensor([0.5], dtype=torch.bfloat16)})
+        {'e': array([0.5], dtype=float32)}
+        >>> to_host({"e": torch.zeros(2, device="meta")}, "infos")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: infos['e']: a torch.float32 tensor on meta, which ...
     """
     tensors: list[torch.Tensor] = []
 
@@ -75,12 +86,21 @@ def to_host_all(items: list[Any]) -> list[Any]:
     for i, tensor in enumerate(tensors):
         groups.setdefault((tensor.dtype, tensor.device), []).append(i)
     host: list[Any] = [None] * len(tensors)
-    for members in groups.values():
-        joined = torch.cat([tensors[i].detach().reshape(-1) for i in members]).cpu().numpy()
+    for (dtype, _), members in groups.items():
+        joined = torch.cat([tensors[i].detach().reshape(-1) for i in members])
+        try:  # converted on the device: still one copy
+            joined_host = joined.to(_host_dtype(dtype) or dtype).cpu().numpy()
+        except (TypeError, NotImplementedError) as err:  # torch's words name no field
+            first = tensors[members[0]]
+            where = next(p for p in (_path_to(first, item) for item in items) if p is not None)
+            raise ValueError(
+                f"{name}{where}: a {dtype} tensor on {first.device}, which cannot be copied to "
+                f"the host as a numpy array ({err}); report bools, ints or floats"
+            ) from None
         start = 0
         for i in members:
             stop = start + tensors[i].numel()
-            host[i] = joined[start:stop].reshape(tuple(tensors[i].shape))
+            host[i] = joined_host[start:stop].reshape(tuple(tensors[i].shape))
             start = stop
     leaves = iter(host)
 
@@ -94,6 +114,39 @@ def to_host_all(items: list[Any]) -> list[Any]:
         return item
 
     return [rebuild(item) for item in items]
+
+
+@functools.cache
+def _host_dtype(dtype: torch.dtype) -> torch.dtype | None:
+    """The dtype a ``dtype`` tensor is copied to the host in; None where no numpy dtype fits.
+
+    Its own when numpy has it; else float32 for a float (bfloat16, float8: float32 holds each
+    of their values) and complex64 for complex32.
+
+    Example:
+        >>> _host_dtype(torch.int32), _host_dtype(torch.bfloat16), _host_dtype(torch.uint4)
+        (torch.int32, torch.float32, None)
+    """
+    wide = torch.complex64 if dtype.is_complex else torch.float32
+    for host in (dtype, wide) if dtype.is_complex or dtype.is_floating_point else (dtype,):
+        try:
+            torch.zeros(1, dtype=dtype).to(host).numpy()
+            return host
+        except (TypeError, RuntimeError, NotImplementedError):
+            pass
+    return None
+
+
+def _path_to(target: torch.Tensor, item: Any, path: str = "") -> str | None:
+    """Where ``target`` sits in ``item`` (``"['key'][0]"``), or None."""
+    if item is target:
+        return path
+    pairs = enumerate(item) if isinstance(item, (tuple, list)) else ()
+    for key, value in item.items() if isinstance(item, dict) else pairs:
+        found = _path_to(target, value, f"{path}[{key!r}]")
+        if found is not None:
+            return found
+    return None
 
 
 def _promoted(a: torch.dtype, b: torch.dtype, name: str = "a batch") -> torch.dtype:
@@ -184,14 +237,17 @@ class TensorColumn(Column):
         """:meth:`Column.widened` on the device: decided by the dtypes alone.
 
         The host's rule looks at the values (floats are rounded into a float leaf whose range
-        holds them); here that look would wait for the device. So real values (bool, int,
-        float) written into a float leaf are rounded into its dtype, and values beyond its
-        range become ``inf`` (the host widens the leaf instead); an episode's observations
-        keep one dtype in every chunk that way. Other pairs (floats after ints, wider ints)
-        widen the leaf as the host's rule does (int64 then float32 gives float64, keeping
-        every int64 value that float32 would round), and pairs it refuses are refused here
-        too, whatever the values (a complex dtype; int64 and uint64, which only a float holds):
-        a ``ValueError`` naming ``name`` and both dtypes.
+        holds them, ints kept in an int leaf whose range holds them); here that look would
+        wait for the device. So real values (bool, int, float) written into a float leaf are
+        rounded into its dtype, and values beyond its range become ``inf`` (the host widens
+        the leaf instead); an episode's observations keep one dtype in every chunk that way.
+        Other pairs (floats after ints, another int dtype) widen the leaf to the dtype the
+        host promotes the two to (``promoted_dtype``: int64 then float32 gives float64,
+        keeping every int64 value that float32 would round) whatever the values, so this
+        differs from the host where they fit: an int32 leaf widens to int64 for an int64
+        batch of small ints, which the host's int32 leaf takes as they are. Pairs the host
+        refuses are refused here too, whatever the values (a complex dtype; int64 and uint64,
+        which only a float holds): a ``ValueError`` naming ``name`` and both dtypes.
 
         Example:
             >>> col = TensorColumn.for_batch(torch.zeros(2, dtype=torch.int64), rows=2)
@@ -201,6 +257,9 @@ class TensorColumn(Column):
             >>> col.put(0, torch.tensor([0.5, 1e300], dtype=torch.float64))
             >>> col.leaves[0].dtype, col.leaves[0][0].tolist()
             (torch.float32, [0.5, inf])
+            >>> col = TensorColumn.for_batch(torch.zeros(2, dtype=torch.int32), rows=2)
+            >>> col.put(0, torch.tensor([1, 2])); col.leaves[0].dtype  # the host keeps int32
+            torch.int64
         """
         leaf: torch.Tensor = self.leaves[j]
         dtype = value.dtype if isinstance(value, torch.Tensor) else torch.as_tensor(value).dtype

@@ -51,6 +51,7 @@ from episodes.runner.policy import check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.table import Recording
 from episodes.runner.timing import now
+from episodes.structs import map_batch
 
 __all__ = ["DeviceRecorder"]
 
@@ -126,7 +127,7 @@ class DeviceRecorder(BatchedRecorder):
             )
             blocks.obs.put(0, obs)
             blocks.times[0] = now()
-            self._store_infos(to_host(reset_infos or {}), None, 0)
+            self._store_infos(to_host(reset_infos or {}, "the env's reset infos"), None, 0)
         elif self._next_device.step_rows >= rows:
             blocks = self._next_device
         else:
@@ -249,6 +250,8 @@ class DeviceRecorder(BatchedRecorder):
                 assert blocks.finals is not None
                 finals = blocks.finals
                 name = "the env's infos['final_obs']"
+                if not isinstance(final_obs, torch.Tensor):  # the usual batch: no walk
+                    final_obs = _device_final_obs(final_obs, device, name)
                 finals.put_leaves(r, finals.leaves_of(final_obs, name), name)
                 self._final_rows.add(r)
             blocks.match_finals()  # either may have widened: a final joins its observations
@@ -280,7 +283,8 @@ class DeviceRecorder(BatchedRecorder):
         host = device.host()
         self.blocks = host
         rows = range(self._begin_row, self.row)
-        hosted = to_host_all([self._pending.pop(r, {}) for r in rows])  # a copy per dtype
+        pending = [self._pending.pop(r, {}) for r in rows]
+        hosted = to_host_all(pending, "the env's infos")  # a copy per dtype
         for r, infos in zip(rows, hosted):
             self._account(
                 r, None, host.rewards[r], host.terminated[r], host.truncated[r], infos, None
@@ -324,3 +328,34 @@ class DeviceRecorder(BatchedRecorder):
         assert device is not None
         self._next_device = device.successor(keep, self.row, capacity)
         self._carried_dead = np.array(blocks.dead[keep : self.row])
+
+
+def _device_final_obs(final_obs: Any, device: torch.device, name: str) -> Any:
+    """Same-step final observations as tensors on ``device``: numpy leaves are moved there.
+
+    Any other leaf (a list of per-env tensors, gymnasium's object array of per-env items) is
+    refused: a write would convert it element by element, or fail in torch's words.
+
+    Example:
+        >>> _device_final_obs({"a": np.zeros(2)}, torch.device("cpu"), "fo")["a"].dtype
+        torch.float64
+        >>> _device_final_obs([torch.zeros(3)], torch.device("cpu"), "fo")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: fo: got a list, expected a batched tensor [N, ...] ...
+    """
+
+    def leaf(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            return as_device_batch(value, device, name)
+        what = f"a {type(value).__name__}"
+        if isinstance(value, np.ndarray):
+            what = f"an array of {value.dtype}"
+        raise ValueError(
+            f"{name}: got {what}, expected a batched tensor [N, ...] (one row per sub-env) "
+            "for each leaf of the observations: a same-step env yielding tensors reports its "
+            "final observations so"
+        )
+
+    return map_batch(leaf, final_obs)
