@@ -1,10 +1,12 @@
 """How a runner's column widens when a later step's values do not fit its dtype.
 
-One rule for both recorders: the host's blocks look at the values (:func:`widened_dtype`), a
-torch device's blocks at the dtypes alone (:func:`promoted_dtype`), so both give a column the
-same dtype for the same steps. The one exception: the host also looks at the values its column
+The host's blocks look at the values (:func:`widened_dtype`), a torch device's blocks at the
+dtypes alone (:func:`promoted_dtype`: reading the values would wait for the device). So where a
+later step's values fit the column although their dtype is wider (small int64 values into an
+int32 column), the host keeps the column and a device widens it as numpy promotes the two
+dtypes; where they do not fit, both widen alike. The host also looks at the values its column
 already holds, and refuses to widen ints beyond 2**53 to float64 (which would round them); a
-device, which would wait for those values, widens them as the dtypes say.
+device widens them as the dtypes say.
 """
 
 from __future__ import annotations
