@@ -13,7 +13,6 @@ import json
 import math
 import re
 import sys
-import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import numpy as np
 from episodes.cli.errors import CliError, progress
 from episodes.cli.record import record, shard_bytes
 from episodes.io import DatasetError, dataset_info
+from episodes.io.reader import printable
 
 __all__ = ["main"]
 
@@ -35,9 +35,9 @@ def _stats(values: list[float]) -> str:
     return f"mean {a.mean():.4g}  std {a.std():.4g}  min {a.min():.4g}  max {a.max():.4g}"
 
 
-def _say(line: str) -> None:
+def _say(line: str, *, err: bool = False) -> None:
     """Prints a line with control characters escaped: a dataset's strings could forge lines."""
-    print("".join(ascii(c)[1:-1] if unicodedata.category(c)[0] == "C" else c for c in line))
+    print(printable(line), file=sys.stderr if err else sys.stdout)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -91,8 +91,8 @@ def _validate(args: argparse.Namespace) -> int:
 
     with progress(None, "validate") as bar:
         report = validate_dataset(args.dir, on_piece=lambda: bar.update(1))
-    for message in report.problems:
-        print(f"BAD {message}", file=sys.stderr)
+    for message in report.problems:  # they may quote a damaged file's bytes
+        _say(f"BAD {message}", err=True)
     if report.torn_manifest:
         print("note: an incomplete last manifest line (a killed writer) was ignored")
     count = report.pieces
@@ -385,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help (0) or a usage error (2): returned, as documented
         return done.code if isinstance(done.code, int) else 2
     try:
+        _refuse_empty_paths(args)
         code = int(args.func(args))
         sys.stdout.flush()
         return code
@@ -392,11 +393,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _closed_pipe()
     except (CliError, DatasetError, OSError, ValueError, OverflowError) as err:
         # ValueError: the library's refusal of a bad argument (split into one directory).
-        print(f"episodes: error: {err}", file=sys.stderr)
+        # Escaped: messages may quote a dataset's strings (an env id), or a path's newline.
+        _say(f"episodes: error: {err}", err=True)
         return 1
     except KeyboardInterrupt:
         print("episodes: interrupted", file=sys.stderr)
         return 130
+
+
+# The path arguments, as named in the usage line.
+_PATHS = {"dir": "DIR", "src": "SRC", "dst": "DST", "sources": "SRC", "out": "--out"}
+_PATHS |= {"train": "--train", "val": "--val", "dataset": "ID_OR_DIR", "root": "--root"}
+
+
+def _refuse_empty_paths(args: argparse.Namespace) -> None:
+    """Refuses an empty path, which ``Path("")`` would read as the current directory."""
+    for dest, name in _PATHS.items():
+        value = getattr(args, dest, None)
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise CliError(f"{name} is empty (give . for the current directory)")
 
 
 def _closed_pipe() -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.recording import as_flag
 from episodes.indexing import as_int
 from episodes.io.encoding import decode_episode
 from episodes.io.errors import (
@@ -71,7 +73,9 @@ __all__ = [
     "iter_chunks",
     "load_chunk",
     "load_episode",
+    "printable",
     "read_episodes",
+    "read_flags",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -92,6 +96,39 @@ def iter_chunks(path: PathLike) -> tuple[Path, list[ManifestEntry], bool]:
     check_format(root)
     entries, _, torn = read_manifest(root)
     return root, entries, torn
+
+
+def printable(value: object) -> str:
+    r"""``str(value)`` with control characters escaped: a dataset's string in one safe line.
+
+    Example:
+        >>> print(printable("CartPole-v1\x1b[2K\nok"))
+        CartPole-v1\x1b[2K\nok
+    """
+    return "".join(ascii(c)[1:-1] if unicodedata.category(c)[0] == "C" else c for c in str(value))
+
+
+def read_flags(numpy: Any, verify: Any) -> tuple[bool | None, bool]:
+    """The readers' ``numpy`` (None, True or False) and ``verify`` (a bool), checked.
+
+    Numpy booleans pass, as plain bools. Called before anything is read.
+
+    Raises:
+        TypeError: either is anything else (``"no"`` would convert, ``[]`` would not).
+
+    Example:
+        >>> read_flags(None, np.True_)
+        (None, True)
+        >>> read_flags("no", False)
+        Traceback (most recent call last):
+        ...
+        TypeError: numpy must be None, True or False, got str ('no')
+    """
+    if numpy is not None and not isinstance(numpy, (bool, np.bool_)):
+        raise TypeError(
+            f"numpy must be None, True or False, got {type(numpy).__name__} ({numpy!r})"
+        )
+    return None if numpy is None else as_flag(numpy, "numpy"), as_flag(verify, "verify")
 
 
 def read_episodes(
@@ -118,8 +155,9 @@ def read_episodes(
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
             Dataset-level problems raise here; a bad chunk raises when it is reached.
-        TypeError: ``ids`` is one string (a collection of ids is meant), or ``start`` or
-            ``stop`` is no int (``True`` or ``1.0`` too, as ``Dataset.episode`` refuses them).
+        TypeError: ``ids`` is one string (a collection of ids is meant), ``start`` or
+            ``stop`` is no int (``True`` or ``1.0`` too, as ``Dataset.episode`` refuses them),
+            ``numpy`` is not None, True or False, or ``verify`` is no bool.
 
     Example:
         >>> import tempfile
@@ -140,6 +178,7 @@ def read_episodes(
     start, stop = (
         None if x is None else as_int(x, what=n) for x, n in ((start, "start"), (stop, "stop"))
     )
+    numpy, verify = read_flags(numpy, verify)
     if is_v2(Path(path)):
         from episodes.io.v2_read import read_episodes_v2
 
@@ -168,6 +207,7 @@ def load_episode(
     Raises:
         EpisodeNotFoundError: No committed chunk has this id.
         CorruptDatasetError: The chunks do not join (gaps, overlaps, a done chunk in between).
+        TypeError: ``numpy`` is not None, True or False, or ``verify`` is no bool.
 
     Example:
         >>> import tempfile
@@ -181,6 +221,7 @@ def load_episode(
         >>> len(load_episode(path, "e"))
         2
     """
+    numpy, verify = read_flags(numpy, verify)
     if is_v2(Path(path)):
         from episodes.io.v2_read import load_episode_v2
 
@@ -227,6 +268,7 @@ def load_chunk(
         >>> load_chunk(root, entries[0], verify=True).id_
         'x'
     """
+    numpy, verify = read_flags(numpy, verify)
     where = entry.chunk
     chunk_dir, meta, _ = _read_meta(root, entry)
     files = _files_table(meta, where)

@@ -55,6 +55,7 @@ from episodes.io.errors import (
 from episodes.io.format import MANIFEST_FILE, check_inside, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
+from episodes.io.reader import read_flags
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
 from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_index import read_index
@@ -353,6 +354,7 @@ class Dataset:
         self, path: str | os.PathLike[str], *, verify: bool = False, max_open_shards: int = 64
     ):
         whole_number(max_open_shards, "max_open_shards", 1)  # before any file is read
+        _, verify = read_flags(None, verify)
         # Absolute: shards open lazily, maybe after the caller changed directory.
         self.root = Path(path).absolute()
         if not self.root.is_dir():
@@ -460,6 +462,7 @@ class Dataset:
             >>> Dataset(path).episode(-1).id_
             'a'
         """
+        numpy, _ = read_flags(numpy, False)
         return self._episode(i, numpy, populate=False)
 
     def iter_episodes(
@@ -483,6 +486,12 @@ class Dataset:
             >>> [e.id_ for e in Dataset(path).iter_episodes([2, 0])]
             ['c', 'a']
         """
+        numpy, _ = read_flags(numpy, False)  # now, not at the first next()
+        return self._iter_episodes(indices, numpy)
+
+    def _iter_episodes(
+        self, indices: Iterable[int] | None, numpy: bool | None
+    ) -> Iterator[SingleAgentEpisode]:
         if indices is not None:
             for i in indices:
                 yield self._episode(i, numpy, populate=True)

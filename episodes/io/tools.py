@@ -41,7 +41,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata
-from episodes.io.reader import EpisodeSummary, dataset_info, read_episodes
+from episodes.io.reader import EpisodeSummary, dataset_info, printable, read_episodes
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
@@ -259,7 +259,8 @@ def _refuse_other_envs(sources: Sequence[PathLike], *, by_id: bool) -> None:
                 continue
             seen, known = first.setdefault(name, (src, value))
             if known != value:
-                what = f"env ids {known} and {value}" if name == "env id" else f"other {name}s"
+                ids = f"env ids {printable(known)} and {printable(value)}"
+                what = ids if name == "env id" else f"other {name}s"
                 raise DatasetError(
                     f"{seen} and {src} hold episodes of different envs ({what}); "
                     "nothing was written"
@@ -545,7 +546,7 @@ def other_env_problem(
     info = dataset_info(root)
     recorded = (info.metadata or {}).get("env_id")
     if recorded is not None and recorded != env_id:  # with no episodes too: its header says
-        return f"{path} is a dataset of {recorded}; record {env_id} into a new directory"
+        return f"{path} is a dataset of {printable(recorded)}; record {env_id} into a new directory"
     if not info.num_episodes or info.observation_space is None:  # a wrapper keeps the env id
         return ""
     if (info.observation_space, info.action_space) != (observation_space, action_space):

@@ -30,7 +30,7 @@ from episodes.io.errors import (
     EpisodeNotFoundError,
     stat_listed_file,
 )
-from episodes.io.reader import DatasetInfo, summaries_of
+from episodes.io.reader import DatasetInfo, read_flags, summaries_of
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
 from episodes.io.values import SameIds, concat_piece, decode_value, id_key
@@ -91,6 +91,7 @@ def read_episodes_v2(
         >>> [e.id_ for e in eps]  # manifest order, not the order of ``ids``
         ['a', 'c']
     """
+    numpy, verify = read_flags(numpy, verify)
     ds = Dataset(path, verify=verify, max_open_shards=1)
     selected = list(range(len(ds)))[slice(start, stop)]
     if ids is not None:
@@ -120,6 +121,7 @@ def load_episode_v2(
         >>> load_episode_v2(path, "a", numpy=None, verify=False).get_observations()
         [0, 1, 2]
     """
+    numpy, verify = read_flags(numpy, verify)
     ds = Dataset(path, verify=verify)
     mine = _with_ids(ds, range(len(ds)), [id_])
     if not mine:

@@ -40,6 +40,14 @@ class ValidationReport:
         pieces: The episode pieces (chunks) read.
         shards: The v2 dataset's shards (None for v1).
         torn_manifest: An incomplete last manifest line (a killed writer) was ignored.
+
+    Example:
+        >>> report = ValidationReport(pieces=2, shards=1)
+        >>> report.ok, report.pieces
+        (True, 2)
+        >>> report.problems.append("shard 00000: data CRC-32 mismatch")
+        >>> report.ok
+        False
     """
 
     problems: list[str] = field(default_factory=list)
