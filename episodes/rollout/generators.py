@@ -124,8 +124,8 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     The unbiased std (as ``torch.std``) plus ``1e-8``, from masked sums: no boolean indexing,
     so nothing waits for the device. Its divisor ``n - 1`` is clamped to at least 1: one valid
     cell normalises to 0 (``torch.std`` would give NaN), and none leaves the cells finite.
-    Cells outside ``valid`` are never read (a NaN, an inf or a 1e20 there changes nothing);
-    they are shifted and scaled alike.
+    Cells outside ``valid`` are never read (a NaN, an inf or a 1e20 there changes nothing)
+    and are set to 0: a cell without a transition has advantage 0 (contract 9.3).
 
     Raises:
         TypeError: an argument that is not a tensor.
@@ -135,8 +135,8 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
 
     Example:
         >>> values = torch.tensor([[1.0, float("nan")], [3.0, 1e20]])
-        >>> normalize_over(values, torch.tensor([[True, False], [True, False]]))[:, 0].tolist()
-        [-0.7071067690849304, 0.7071067690849304]
+        >>> normalize_over(values, torch.tensor([[True, False], [True, False]])).tolist()
+        [[-0.7071067690849304, 0.0], [0.7071067690849304, 0.0]]
     """
     _check_cells(values, valid, values=values)
     # Sums in float32 at least: float16 overflows past 65504 (a count of 98304 cells is inf).
@@ -149,7 +149,9 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     centred = values.to(wide).masked_fill(empty, 0.0).reshape(-1)
     spread = torch.dot(centred, centred)
     spread = spread.div_((count - 1).clamp_(min=1)).sqrt_()
-    return _divided(values, spread.add_(1e-8), values)
+    # Shifted and scaled, such a cell would be -mean / std: a loss not weighted by valid (or
+    # a padded trajectory's masks) would then train on cells that hold no transition.
+    return _divided(values, spread.add_(1e-8), values).masked_fill_(empty, 0.0)
 
 
 def _check_cells(like: Any, valid: Any, **tensors: Any) -> None:
@@ -187,8 +189,8 @@ def normalize_into(
 
     Zero mean and unit unbiased std (as ``torch.std``) plus ``1e-8``, the divisor ``n - 1``
     clamped to at least 1 as in :func:`normalize_over`: a single cell becomes 0, with or
-    without a ``valid`` mask (``torch.std`` of one value is NaN). ``advantages`` may be used
-    as scratch space.
+    without a ``valid`` mask (``torch.std`` of one value is NaN), and so does every cell
+    outside ``valid``. ``advantages`` may be used as scratch space.
 
     Raises:
         TypeError: an argument that is not a tensor.
@@ -370,7 +372,7 @@ def recurrent_mini_batch_generator(
     storage's ``valid`` cells set, ``valid`` is their ``[T, n_envs]`` slice (a cell without a
     transition, or a run of them, is a trajectory of its own, as GAE ends the episode there,
     whether ``dones`` is set (the converter's are) or not) and the per-batch advantage
-    normalisation uses valid cells only.
+    normalisation uses valid cells only and gives the others advantage 0.
 
     Example:
         >>> from episodes.rollout import RolloutStorage

@@ -479,7 +479,7 @@ class RolloutStorage:
             lam: GAE lambda, in ``[0, 1]`` (likewise).
             normalize_advantage: normalise advantages over the whole batch (zero mean, unit
                 std, ``+1e-8``; over the valid cells when :attr:`valid` is set, the others
-                never read). Pass ``False`` when normalising per mini-batch instead.
+                never read and set to 0). Pass ``False`` to normalise per mini-batch instead.
 
         Example:
             >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))

@@ -73,6 +73,7 @@ def test_advantages_are_normalised_over_valid_cells_only():
     storage.compute_returns(torch.zeros(2), 0.9, 0.95, normalize_advantage=True)
     kept = raw.advantages[valid]
     expected = (raw.advantages - kept.mean()) / (kept.std() + 1e-8)
+    expected[~valid] = 0.0  # a cell without a transition has advantage 0 (contract 9.3)
     torch.testing.assert_close(storage.advantages, expected)
     assert abs(float(storage.advantages[valid].mean())) < 1e-6
     torch.testing.assert_close(storage.returns, raw.returns)
@@ -86,7 +87,7 @@ def test_recurrent_and_distillation_batches_carry_the_mask():
     assert torch.equal(first.valid, valid[:, :2]) and torch.equal(second.valid, valid[:, 2:])
     adv = storage.advantages[:, :2]
     keep = valid[:, :2].reshape(adv.shape)
-    expected = (adv - adv[keep].mean()) / (adv[keep].std() + 1e-8)
+    expected = ((adv - adv[keep].mean()) / (adv[keep].std() + 1e-8)).masked_fill(~keep, 0.0)
     per_batch = storage.recurrent_mini_batch_generator(
         2, num_epochs=1, normalize_advantage_per_mini_batch=True
     )
