@@ -105,9 +105,14 @@ def block_columns(
     (and no ``obs_fn``), observations and actions that would need a gather are left out
     (``None``): the caller gathers them straight into its storage with :func:`gather_into`.
 
+    Without ``value_fn``, ``rl`` takes the values from ``custom_data[keys.bootstrap_value]``
+    of the chunks that need one (truncated endings and the envs still running; only those
+    are built), as :func:`~episodes.converter.bootstrap_values` does on the general path.
+
     Returns None when the fast path does not apply (not a :class:`SampledChunks`, a built
-    chunk changed, an extra key is missing, or ``rl`` without ``value_fn``): the caller takes
-    the general path, which gives the same result or the same error.
+    chunk changed, an extra key is missing, or ``rl`` without ``value_fn`` where a chunk that
+    needs a value holds none): the caller takes the general path, which gives the same
+    result or the same error.
 
     Raises:
         ValueError: An extra output the keys name is not one array of real numbers per step
@@ -128,10 +133,13 @@ def block_columns(
         >>> block_columns([], ColumnKeys(), value_fn=None, gamma=0.5) is None  # general path
         True
     """
-    if not isinstance(episodes, SampledChunks) or (training_type == "rl" and value_fn is None):
+    if not isinstance(episodes, SampledChunks) or len(episodes) == 0 or not episodes.unchanged():
         return None
-    if len(episodes) == 0 or not episodes.unchanged():
-        return None
+    if training_type == "rl" and value_fn is None:
+        value_fn = stored_value_fn(episodes, keys)
+        # Asked again: a list-mode chunk it built owns lists the blocks cannot watch.
+        if value_fn is None or not episodes.unchanged():
+            return None
     extra_keys = extra_keys_for(keys, training_type)
     if not _storable_extras(episodes, extra_keys):
         return None
@@ -178,6 +186,58 @@ def block_columns(
         final_values[steps, envs] = values[: len(steps)]
         rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
     return cols, rewards, last_values
+
+
+def bootstrap_chunks(chunks: SampledChunks) -> np.ndarray:
+    """Indices of the chunks whose last observations ``bootstrap_observations`` batches.
+
+    In its order: every episode that ended truncated (not terminated), then the chunk of
+    every env still running at the window's end. None is built.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync", max_episode_steps=2)
+        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+        >>> bootstrap_chunks(chunks).tolist(), chunks.env_indices.tolist(), chunks.built()
+        ([0, 2, 1, 3], [0, 0, 1, 1], [])
+    """
+    rec = chunks.recording
+    table = rec.table
+    cut = np.flatnonzero(table.truncated & ~table.terminated)
+    last = np.flatnonzero(table.last_step == rec.num_steps - 1)
+    running = last[~(table.terminated[last] | table.truncated[last])]
+    return np.concatenate([cut, running])
+
+
+def stored_value_fn(chunks: SampledChunks, keys: ColumnKeys) -> ValueFn | None:
+    """A value function answering with the chunks' stored bootstrap values, or None.
+
+    The values are ``custom_data[keys.bootstrap_value]`` of the :func:`bootstrap_chunks`
+    (built to be read: only those), float64 in ``bootstrap_observations``' order, so the fast
+    path bootstraps with them exactly as with ``value_fn``'s; the observations it is called
+    with are not read. None when one of those chunks holds no such value.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner, RandomPolicy
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+        >>> stored_value_fn(chunks, ColumnKeys()) is None  # nothing stored yet
+        True
+        >>> for k, value in zip(bootstrap_chunks(chunks).tolist(), [0.5, 1.5]):
+        ...     chunks[k].custom_data["bootstrap_value"] = value
+        >>> stored_value_fn(chunks, ColumnKeys())(None).tolist()
+        [0.5, 1.5]
+    """
+    # Imported here: to_rollout imports this module.
+    from episodes.converter.to_rollout import bootstrap_values
+
+    needed = [chunks[k] for k in bootstrap_chunks(chunks).tolist()]
+    if any(keys.bootstrap_value not in chunk.custom_data for chunk in needed):
+        return None  # the general path names the chunks (or refuses a masked window)
+    values = bootstrap_values(needed, value_fn=None, keys=keys)
+    return lambda observations: values
 
 
 def _storable_extras(chunks: SampledChunks, extra_keys: list[str]) -> bool:

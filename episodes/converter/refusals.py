@@ -134,9 +134,11 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
         raise ValueError(
             "these chunks come from a runner recording vector steps, and their window holds "
             "reset steps: only the fast path lays it out (the chunks' lengths differ per "
-            "env). It needs value_fn for training_type 'rl' and chunks left as sampled (no "
-            "setter, append, concat, pop or replaced column: any write to a built chunk); "
-            "copy the chunks you want to change, or use layout='per_chunk'"
+            "env). For training_type 'rl' it needs value_fn, or a bootstrap value in the "
+            "custom_data of every chunk that ends truncated or still runs (ColumnKeys."
+            "bootstrap_value), and chunks left as sampled (no setter, append, concat, pop or "
+            "replaced column: any write to a built chunk); copy the chunks you want to "
+            "change, or use layout='per_chunk'"
         )
 
 
