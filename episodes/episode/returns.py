@@ -1,4 +1,4 @@
-"""The sum of an episode's rewards where a float sum would overflow."""
+"""The sum of an episode's rewards, exact where a float or int64 sum would overflow."""
 
 from __future__ import annotations
 
@@ -8,7 +8,33 @@ import numbers
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["exact_sum"]
+import numpy as np
+
+__all__ = ["exact_sum", "reward_sum"]
+
+# Below this sum of magnitudes an int64 sum cannot wrap, even with a float's rounding of it.
+_INT64_SAFE = 2.0**62
+
+
+def reward_sum(rewards: Any) -> float:
+    """The sum of ``rewards`` (a list or an array of numbers) as a float.
+
+    Int rewards whose int64 sum could wrap around (numpy's sum would give the wrong sign) and
+    ints no float holds are summed exactly; anything else is numpy's sum.
+
+    Example:
+        >>> reward_sum([1.0, 2.0]), reward_sum([2**62, 2**62]), reward_sum([])
+        (3.0, 9.223372036854776e+18, 0.0)
+    """
+    if not len(rewards):
+        return 0.0
+    try:
+        values = np.asarray(rewards)
+        if values.dtype.kind in "iu" and np.abs(values.astype(np.float64)).sum() >= _INT64_SAFE:
+            return exact_sum(values.tolist())
+        return float(values.sum())
+    except OverflowError:  # Python ints beyond float range (an object array's sum)
+        return exact_sum(rewards)
 
 
 def exact_sum(rewards: Any) -> float:

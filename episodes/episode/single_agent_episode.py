@@ -18,7 +18,7 @@ from episodes.episode.accessors import ColumnAccessors
 from episodes.episode.fields import FIELDS, FIELDS_BY_NAME
 from episodes.episode.given_columns import column_items, default_infos, given_column
 from episodes.episode.recording import StepRecorder, as_flag
-from episodes.episode.returns import exact_sum
+from episodes.episode.returns import reward_sum
 from episodes.episode.sample_batch import SampleBatch, data_dict
 from episodes.indexing import as_int
 from episodes.spaces.contains import checker_for
@@ -147,7 +147,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         )
         extras = {key: column_items(value) for key, value in (extra_model_outputs or {}).items()}
         lookback = _lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
-        if infos is None:
+        if infos is None or not len(infos):  # as RLlib: an empty list is no infos given
             infos = default_infos(observations)
         given = [observations, infos, actions, rewards, *extras.values()]
         with _spaces_kept_if_refused(given):
@@ -421,13 +421,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             ...                    len_lookback_buffer=0).get_return()
             3.0
         """
-        rewards = self.rewards.get()
-        if not len(rewards):
-            return 0.0
-        try:
-            return float(np.sum(rewards))
-        except OverflowError:  # Python int rewards beyond float range: summed exactly
-            return exact_sum(rewards)
+        return reward_sum(self.rewards.get())
 
     def get_duration_s(self) -> float:
         """Wall seconds between the first and the last recorded step (0.0 before any step).
