@@ -216,6 +216,7 @@ def plan_slice(
     length = stop - start
     if length <= 0:
         return SlicePlan(0, stored_start, stored_start, 0, step)
+    _check_count(length)
     stored = stored_stop - stored_start
     if stored == 0:
         # Entirely outside the data: everything is filler; keep it on the side it lies on.
@@ -252,8 +253,9 @@ def slice_positions(
             neg_index_as_lookback=neg_index_as_lookback,
             fill=fill,
         )
-        first = plan.start - plan.fill_left
-        return np.arange(first, plan.stop + plan.fill_right, step, dtype=np.int64)
+        first, end = plan.start - plan.fill_left, plan.stop + plan.fill_right
+        _check_count(max(0, -((first - end) // step)))
+        return np.arange(first, end, step, dtype=np.int64)
     start, stop = slice_.start, slice_.stop
     if start is None:
         start = total - 1
@@ -275,7 +277,34 @@ def slice_positions(
         )
     if not fill:
         start, stop = min(start, total - 1), max(stop, -1)
-    return np.arange(start, stop, step, dtype=np.int64)
+        if start <= stop:  # also where a bound lies beyond int64
+            return np.empty(0, np.int64)
+        return np.arange(start, stop, step, dtype=np.int64)
+    return _filled_backwards(start, stop, -step, total)
+
+
+def _filled_backwards(start: int, stop: int, stride: int, total: int) -> np.ndarray:
+    """``start, start - stride, ...`` down to above ``stop``, fillers as ``total`` or ``-1``.
+
+    In Python ints until the positions are known to lie in ``[0, total)``: a bound beyond int64
+    (a window far out of the data, all fillers) must not reach numpy.
+    """
+    count = max(0, -((stop - start) // stride))
+    _check_count(count)
+    positions = np.full(count, -1, dtype=np.int64)  # below 0: fillers on the left
+    above = min(count, max(0, (start - total) // stride + 1))  # at or past the end
+    inside = min(count, max(0, start // stride + 1))  # down to position 0
+    positions[:above] = total
+    if inside > above:
+        first = start - stride * above
+        positions[above:inside] = first - stride * np.arange(inside - above, dtype=np.int64)
+    return positions
+
+
+def _check_count(count: int) -> None:
+    # No array holds that many positions: numpy would raise an OverflowError or a ValueError.
+    if count >= 2**62:
+        raise MemoryError(f"a slice of {count} items (fillers included) cannot be read")
 
 
 def index_sequence(indices: list[Any] | tuple[Any, ...] | np.ndarray) -> Any:
