@@ -65,7 +65,8 @@ def id_column(id_: Any, rows: int) -> np.ndarray:
         array([('run', 1), ('run', 1)], dtype=object)
     """
     if isinstance(id_, (str, bytes, int, float, complex, np.generic)):
-        return np.asarray([id_] * rows)
+        # np.full makes the dtype np.asarray would, without a Python list of the rows.
+        return np.full(rows, id_) if rows else np.asarray([])
     column = np.empty(rows, dtype=object)
     column.fill(id_)
     return column
@@ -86,18 +87,21 @@ def data_dict(episode: SingleAgentEpisode) -> dict[str, Any]:
         [False, True]
     """
     rows = len(episode)
-    terminateds = [False] * rows
-    truncateds = [False] * rows
+    terminateds: Any
+    truncateds: Any
+    t: Any
+    eps_id: Any
+    if episode.is_numpy:  # built by numpy: no Python list of the rows
+        terminateds, truncateds = np.zeros(rows, bool), np.zeros(rows, bool)
+        t = np.arange(episode.t_started, episode.t, dtype=np.int64)
+        eps_id = id_column(episode.id_, rows)
+    else:
+        terminateds, truncateds = [False] * rows, [False] * rows
+        t = list(range(episode.t_started, episode.t))
+        eps_id = [episode.id_] * rows
     if rows:
         terminateds[-1] = episode.is_terminated
         truncateds[-1] = episode.is_truncated
-    t: Any = list(range(episode.t_started, episode.t))
-    eps_id: Any = [episode.id_] * rows
-    if episode.is_numpy:
-        terminateds = np.asarray(terminateds, dtype=bool)  # type: ignore[assignment]
-        truncateds = np.asarray(truncateds, dtype=bool)  # type: ignore[assignment]
-        t = np.asarray(t, dtype=np.int64)
-        eps_id = id_column(episode.id_, rows)
     before_last = slice(
         None, episode.observations.len_incl_lookback() - 1 - episode.observations.lookback
     )
