@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.runner.nesting import has_inner, nesting_changed, nests_as
 from episodes.runner.timing import new_times, resized_times, shifted_times
 from episodes.runner.widening import new_leaf, widened_dtype
 from episodes.structs import flatten, skeleton, unflatten
@@ -38,7 +39,7 @@ class Column:
         [(5, 2), (5, 2, 3)]
     """
 
-    __slots__ = ("leaves", "structure", "shapes")
+    __slots__ = ("leaves", "structure", "shapes", "nested")
 
     def __init__(self, leaves: list[Any], structure: Any):  # numpy (tensors: TensorColumn)
         self.leaves = leaves
@@ -46,6 +47,7 @@ class Column:
         # Each leaf's ``[num_envs, ...]`` batch shape, which a write must match (widening and
         # resizing keep it). Kept: a numpy ``.shape`` is a new tuple at every read.
         self.shapes = [leaf.shape[1:] for leaf in leaves]
+        self.nested = has_inner(structure)  # whether leaves_of compares inner containers too
 
     @classmethod
     def for_batch(cls, batch: Any, rows: int) -> Column:
@@ -93,12 +95,12 @@ class Column:
     def leaves_of(self, batch: Any, name: str = "a batch") -> list[Any]:
         """The leaves of a batched struct, each checked against its ``[num_envs, ...]`` shape.
 
-        A row write would broadcast a leaf that lost an axis (or the env axis) over the row:
-        refused instead, before anything is written. One shape comparison per leaf.
+        A row write would broadcast a leaf that lost an axis over the row, and file a batch of
+        other dict keys under the column's: refused instead, before anything is written.
 
         Raises:
-            ValueError: A leaf's shape (or the number of leaves) is not the column's; the
-                message names ``name``.
+            ValueError: A leaf's shape, the number of leaves or their nesting (``nests_as``)
+                is not the column's; the message names ``name``.
 
         Example:
             >>> col = Column.for_batch(np.zeros((2, 3)), rows=2)
@@ -106,7 +108,10 @@ class Column:
             Traceback (most recent call last):
             ValueError: observations: got a batch of shape (2, 1), expected (2, 3) ...
         """
-        values = [batch] if self.structure is None else flatten(batch)[0]
+        structure = self.structure
+        if structure is not None and not nests_as(batch, structure, self.nested):
+            raise nesting_changed(name, structure, self.shapes, batch)
+        values = [batch] if structure is None else flatten(batch)[0]
         shapes = self.shapes
         if len(values) != len(shapes):
             raise ValueError(
@@ -280,10 +285,6 @@ class Column:
         return Column(grown, self.structure)
 
 
-def _flat(array: np.ndarray) -> Column:
-    return Column([array], None)
-
-
 @dataclass
 class Blocks:
     """Every recorded field of one call, row ``r`` written by the call's ``r``-th vector step.
@@ -453,7 +454,7 @@ class Blocks:
         """
 
         def grow(array: np.ndarray) -> np.ndarray:
-            return _flat(array).resized(step_rows).leaves[0]
+            return Column([array], None).resized(step_rows).leaves[0]
 
         return Blocks(
             obs=self.obs.resized(step_rows + 1),

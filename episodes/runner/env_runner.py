@@ -10,9 +10,11 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from episodes.episode.recording import as_flag
 from episodes.indexing import whole_number
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.nesting import check_env_rows
 from episodes.runner.policy import (
     check_holds_data,
     check_outputs,
@@ -96,7 +98,8 @@ class EnvRunner:
     Raises:
         ValueError: A negative ``len_lookback_buffer``, a ``seed`` of none of those forms (a
             float, a bool, a negative int, a list of another length) or an unknown ``window``.
-        TypeError: ``state_batch_axis`` is not an int (a bool, a float, a string).
+        TypeError: ``state_batch_axis`` is not an int (a bool, a float, a string), or
+            ``numpy_episodes`` is not a bool.
 
     Example:
         >>> import gymnasium as gym
@@ -148,7 +151,7 @@ class EnvRunner:
         self._initial_state = initial_state
         self.state_batch_axis = _axis(state_batch_axis)
         self.seed = seed
-        self.numpy_episodes = numpy_episodes
+        self.numpy_episodes = as_flag(numpy_episodes, "numpy_episodes")  # "no" would be True
         self.metrics = RunnerMetrics()
         self._obs: Any = None
         self.state: Any = None
@@ -213,11 +216,14 @@ class EnvRunner:
             lengths sum to ``num_steps`` (less the sub-env's reset steps with vector steps).
 
         Raises:
-            ValueError: ``num_steps`` too small, or the policy's outputs do not fit (a batch
-                without one entry per sub-env, a torch tensor on the meta device, extra
-                outputs whose keys, shapes or nesting change, values their column cannot
-                take). Whatever a call raises before the env steps leaves the runner as it
-                was (the next call goes on as if it had not been made).
+            ValueError: ``num_steps`` too small, the policy's outputs do not fit (a batch
+                without one entry per sub-env, an empty dict or tuple, a torch tensor on the
+                meta device, extra outputs whose keys, shapes or nesting change, values their
+                column cannot take), or the env's do not (reset observations without one item
+                per sub-env; observations, rewards or flags whose shapes, or observations
+                whose nesting, differ from the first batch's). Whatever a call raises before
+                the env steps leaves the runner as it was (the next call goes on as if it had
+                not been made).
             TypeError: The policy returned no ``(actions, extras)`` tuple (with a state:
                 ``(actions, extras, state)``), extras that are not a dict, or a key that is
                 not a string; refused before the env steps, as above.
@@ -268,8 +274,9 @@ class EnvRunner:
         recorded = recorder.recorded  # known once finished (a device recorder counts then)
         chunks = SampledChunks(
             recording,
-            self.env.single_observation_space,
-            self.env.single_action_space,
+            # Read as the constructor reads them: a VectorEnv need not have them.
+            getattr(self.env, "single_observation_space", None),
+            getattr(self.env, "single_action_space", None),
             numpy_episodes=self.numpy_episodes,
         )
         self.metrics.add_time(recorded, vector_steps, time.perf_counter() - start)
@@ -301,6 +308,9 @@ class EnvRunner:
             self._state_layout = _StateLayout.of(state, self.num_envs, self.state_batch_axis)
         # Sync and async vector envs take a list of seeds too; VectorEnv's signature says int
         obs, reset_infos = self.env.reset(seed=self.seed)  # type: ignore[arg-type]
+        # Before the device recorder is picked by its first leaf (either recorder's begin
+        # would fail in numpy's or torch's words); the runner stays unstarted.
+        check_env_rows(obs, self.num_envs, "the env's reset observations")
         if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
             recorder = _device_recorder(
                 self.num_envs,

@@ -134,8 +134,9 @@ def check_outputs(
         The keys, sorted.
 
     Raises:
-        ValueError: A batch of the wrong length, without a numpy dtype or without data, or
-            keys that changed; nothing is recorded.
+        ValueError: A batch of the wrong length, without a numpy dtype or without data, a
+            ragged list, an output without any batch (an empty dict or tuple), or keys that
+            changed; nothing is recorded.
         TypeError: A key that is not a string.
 
     Example:
@@ -163,10 +164,15 @@ def check_outputs(
         return keys
     named = [("actions", actions), *((f"extra output {k!r}", v) for k, v in extras.items())]
     for name, batch in named:
-        leaves: list[Any] = []
-        map_batch(leaves.append, batch)  # a list is one leaf here: a batch, not a structure
+        leaves = _leaves(batch)
+        if not leaves:  # no column to record it in (a block row would find no leaf)
+            raise ValueError(
+                f"the policy's {name} holds no batch (an empty {type(batch).__name__}): an "
+                "output is an array, or a dict / tuple holding at least one"
+            )
         for leaf in leaves:
-            shape = tuple(getattr(leaf, "shape", np.shape(leaf)))
+            shape = getattr(leaf, "shape", None)
+            shape = tuple(shape) if shape is not None else _list_shape(leaf, name)
             if not shape or shape[0] != num_envs:
                 raise ValueError(
                     f"the policy's {name} must hold one entry per sub-env ({num_envs}) along "
@@ -343,11 +349,11 @@ def check_shapes(actions: Any, extras: dict[str, Any], shapes: dict[str | None, 
     # An array costs one attribute read and one comparison: this runs at every vector step.
     # A dict or tuple has no shape: its nesting of leaf shapes is built and compared.
     expected = shapes[None]
-    if getattr(actions, "shape", None) != expected and _shape_of(actions) != expected:
+    if getattr(actions, "shape", None) != expected and _checked_shape(actions, None) != expected:
         _shape_changed("actions", expected, actions)
     for key, value in extras.items():
         expected = shapes[key]
-        if getattr(value, "shape", None) != expected and _shape_of(value) != expected:
+        if getattr(value, "shape", None) != expected and _checked_shape(value, key) != expected:
             _shape_changed(f"extra output {key!r}", expected, value)
 
 
@@ -358,6 +364,33 @@ def _shape_of(batch: Any) -> Any:
     if isinstance(batch, (dict, tuple)):  # nests as map_batch does: a namedtuple equals a tuple
         return map_batch(_shape_of, batch)
     return tuple(np.shape(batch))  # a list is one leaf, a batch: shaped as its array
+
+
+def _checked_shape(batch: Any, key: str | None) -> Any:
+    try:
+        return _shape_of(batch)
+    except ValueError:  # a ragged list, in numpy's words that name no output
+        name = "actions" if key is None else f"extra output {key!r}"
+        for leaf in _leaves(batch):
+            _list_shape(leaf, name)
+        raise
+
+
+def _leaves(batch: Any) -> list[Any]:
+    leaves: list[Any] = []
+    map_batch(leaves.append, batch)  # a list is one leaf here: a batch, not a structure
+    return leaves
+
+
+def _list_shape(leaf: Any, name: str) -> tuple[int, ...]:
+    """The shape of a leaf without one (a list), or the ``ValueError`` naming a ragged one."""
+    try:
+        return tuple(np.shape(leaf))
+    except ValueError:
+        raise ValueError(
+            f"the policy's {name} is a list whose items differ in shape (a ragged list): a "
+            "batch holds one entry of one shape per sub-env"
+        ) from None
 
 
 def _shape_changed(name: str, before: Any, value: Any) -> None:

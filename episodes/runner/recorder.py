@@ -45,10 +45,11 @@ from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.infos import FINAL_KEYS, env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.nesting import check_env_rows, stacked_finals
 from episodes.runner.policy import check_numpy_dtype, check_outputs_hold_data
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
 from episodes.runner.timing import now
-from episodes.structs import flatten, map_batch
+from episodes.structs import map_batch
 
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
 
@@ -199,6 +200,10 @@ class BatchedRecorder:
     def begin(self, num_steps: int, obs: Any, reset_infos: dict[str, Any] | None = None) -> None:
         """Allocates the call's blocks; ``reset_infos`` (first call only) go with ``obs``.
 
+        Raises:
+            ValueError: The first call's ``obs`` do not hold one item per sub-env in every leaf
+                (``check_env_rows``); nothing is changed.
+
         Example:
             >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
             >>> rec.begin(4, np.zeros((2, 3)), {"seed": np.array([5, 6])})
@@ -210,6 +215,7 @@ class BatchedRecorder:
         carried = self.row
         rows = carried + num_steps + self._slack(num_steps)
         if self._next is None:
+            check_env_rows(obs, self.num_envs, "the env's reset observations")
             self.blocks = Blocks.allocate(obs, rows)
             self.blocks.obs.put(0, obs)
             self.blocks.times[0] = now()  # the reset observations' (``start_time``)
@@ -375,8 +381,9 @@ class BatchedRecorder:
         ``final_obs`` through as the sub-env gave it, not cast into the batched space.
         """
         assert self.blocks is not None
-        leaves = _stack_items(infos["final_obs"], ended)
-        return self.blocks.obs.fitted(leaves, "the env's final observations")
+        column = self.blocks.obs
+        leaves = stacked_finals(infos, ended, column.structure, column.shapes)
+        return column.fitted(leaves, "the env's final observations")
 
     def _add_finals(self, row: int, ended: np.ndarray, leaves: list[np.ndarray]) -> None:
         assert self.finals is not None
@@ -537,9 +544,3 @@ class BatchedRecorder:
         moved = np.array([[shift], [0], [0]])
         self.events = [events[:, late] - moved] if late.any() else []
         self.blocks = None
-
-
-def _stack_items(items: Any, ended: np.ndarray) -> list[np.ndarray]:
-    """Same-step final observations (one item per env) of the ended envs, as ``[k, ...]`` leaves."""
-    flat = [flatten(items[i])[0] for i in ended.tolist()]
-    return [np.stack([np.asarray(f[j]) for f in flat]) for j in range(len(flat[0]))]

@@ -1,0 +1,155 @@
+"""Checks of a batch's layout that the blocks rely on: its nesting and its rows per sub-env.
+
+A column keeps the structure of the first batch it took and writes a later batch's leaves by
+position, in ``flatten``'s order (dict keys sorted): a batch whose dict keys changed, or a Dict
+turned Tuple, with as many leaves of the same shapes would be filed under the first batch's
+names without an error. And a block row holds one item per sub-env: a batch of another length
+is broadcast over the row, or refused in numpy's words that name no field.
+
+Example:
+    >>> nests_as({"a": 1, "b": (2, 3)}, {"a": None, "b": (None, None)})
+    True
+    >>> nests_as({"a": 1, "c": (2, 3)}, {"a": None, "b": (None, None)})
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.structs import NESTED_TYPES, flatten, map_leaves, unflatten
+
+__all__ = ["check_env_rows", "has_inner", "nesting_changed", "nests_as", "stacked_finals"]
+
+
+def nests_as(batch: Any, structure: Any, deep: bool = True) -> bool:
+    """Whether ``batch`` nests as ``structure`` (a ``skeleton``: None at every leaf) does.
+
+    The same dict keys, tuples or lists of the same length (either for the other: a column
+    files leaves by position), and a leaf wherever ``structure`` has one. ``deep=False``
+    compares the outer container only, at one key comparison per batch: enough for a structure
+    without inner containers (``has_inner``) whose leaf count the caller checks (only an empty
+    container standing in for a leaf, and another container for the missing one, gets by).
+
+    Example:
+        >>> nests_as((1, 2), [None, None]), nests_as({"a": 1}, (None,))
+        (True, False)
+        >>> nests_as({"a": {"x": 1}}, {"a": None}), nests_as(np.zeros(2), None)
+        (False, True)
+    """
+    if isinstance(structure, dict):
+        if not isinstance(batch, dict) or batch.keys() != structure.keys():
+            return False
+        return not deep or all(nests_as(batch[key], part) for key, part in structure.items())
+    if isinstance(structure, (tuple, list)):
+        if not isinstance(batch, (tuple, list)) or len(batch) != len(structure):
+            return False
+        return not deep or all(nests_as(b, part) for b, part in zip(batch, structure))
+    return not isinstance(batch, NESTED_TYPES)
+
+
+def has_inner(structure: Any) -> bool:
+    """Whether a ``skeleton`` holds a container inside its outer one (see ``nests_as``).
+
+    Example:
+        >>> has_inner({"a": None, "b": None}), has_inner({"a": (None,)}), has_inner(None)
+        (False, True, False)
+    """
+    if structure is None:
+        return False
+    parts = structure.values() if isinstance(structure, dict) else structure
+    return any(part is not None for part in parts)
+
+
+def nesting_changed(name: str, structure: Any, shapes: list[Any], batch: Any) -> ValueError:
+    """The error for a ``batch`` that does not nest as ``structure`` (leaf shapes ``shapes``).
+
+    Example:
+        >>> err = nesting_changed("the observations", {"a": None}, [(2,)], {"b": np.zeros(2)})
+        >>> print(err)  # doctest: +ELLIPSIS
+        the observations changed nesting from {'a': (2,)} to {'b': (2,)}: every ...
+    """
+    before = unflatten(structure, [tuple(shape) for shape in shapes])
+    after = map_leaves(_shape, batch)
+    return ValueError(
+        f"{name} changed nesting from {before} to {after}: every batch nests as the first one "
+        "(the same dict keys, tuples of the same length), whose names its leaves are recorded "
+        "under"
+    )
+
+
+def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
+    """Raises a ``ValueError`` unless every leaf of ``batch`` holds one row per sub-env.
+
+    Example:
+        >>> check_env_rows({"a": np.zeros((3, 2))}, 3, "the env's reset observations")
+        >>> check_env_rows(np.zeros((2, 2)), 3, "the reset observations")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: the reset observations: got a batch of shape (2, 2), expected (3, 2) ...
+    """
+    leaves = flatten(batch)[0]
+    if not leaves:
+        raise ValueError(
+            f"{name}: got {batch!r}, which holds no array: the runner records one item per "
+            "sub-env of at least one leaf"
+        )
+    for j, leaf in enumerate(leaves):
+        shape = _shape(leaf)
+        if shape[:1] != (num_envs,):
+            where = "" if len(leaves) == 1 else f" (leaf {j})"
+            raise ValueError(
+                f"{name}{where}: got a batch of shape {shape}, expected "
+                f"{(num_envs, *shape[1:])} (one item per sub-env)"
+            )
+
+
+def stacked_finals(
+    infos: dict[str, Any], ended: np.ndarray, structure: Any, shapes: list[Any]
+) -> list[np.ndarray]:
+    """Same-step final observations of the ``ended`` sub-envs as ``[k, ...]`` leaves.
+
+    ``infos["final_obs"]`` holds one item per sub-env (gymnasium's object array); each ended
+    one must nest as the observations do (``structure``, batch leaf shapes ``shapes``).
+
+    Raises:
+        ValueError: The infos hold no ``final_obs``, or an item nests otherwise; the message
+            names ``infos['final_obs']``.
+
+    Example:
+        >>> finals = np.array([None, {"a": np.ones(2)}], dtype=object)
+        >>> stacked_finals({"final_obs": finals}, np.array([1]), {"a": None}, [(2, 2)])
+        [array([[1., 1.]])]
+        >>> stacked_finals({}, np.array([1]), None, [(2,)])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: sub-envs [1] finished in a same-step vector step whose infos hold no ...
+    """
+    items = infos.get("final_obs")
+    if items is None:
+        raise ValueError(
+            f"sub-envs {ended.tolist()} finished in a same-step vector step whose infos hold no "
+            "'final_obs': a same-step env reports the final observation of every sub-env that "
+            "finished in infos['final_obs']"
+        )
+    flat = []
+    for i in ended.tolist():
+        if not nests_as(items[i], structure):
+            raise nesting_changed(
+                f"the env's final observation (infos['final_obs']) of sub-env {i}",
+                structure,
+                [shape[1:] for shape in shapes],
+                items[i],
+            )
+        flat.append(flatten(items[i])[0])
+    return [np.stack([np.asarray(f[j]) for f in flat]) for j in range(len(flat[0]))]
+
+
+def _shape(leaf: Any) -> tuple[Any, ...]:
+    shape = getattr(leaf, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    try:
+        return tuple(np.shape(leaf))
+    except ValueError:  # a ragged list
+        return ("ragged",)
