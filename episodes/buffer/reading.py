@@ -167,24 +167,24 @@ def _filled_gather(
 
     The result is what stacking the items one by one (``from_items``) gives: the stored rows
     and the fillers joined (the first position's part first: its dict keys order the result),
-    then put in the positions' order. None where that could differ, for the item-by-item path:
-    no stored item, leaves other than numbers and bools (object leaves, strings), a filler leaf
-    whose batch has another dtype or shape than the item's own, a filler that nests otherwise.
+    then put in the positions' order (the fillers alone where no position holds an item). None
+    where that could differ, for the item-by-item path: leaves other than numbers and bools
+    (object leaves, strings), a filler leaf whose batch has another dtype or shape than the
+    item's own, a filler that nests otherwise.
     """
     taken = np.flatnonzero(valid)
-    if not len(taken):
-        return None
     missing = np.flatnonzero(~valid)
-    gathered = store.gather(positions[taken])
-    if one_hot_discrete:
+    try:
+        fillers = store.fillers(space, fill, len(missing), one_hot_discrete)
+    except (ValueError, TypeError):  # a ragged fill: the item-by-item path names it
+        return None
+    # With no stored item the fillers alone are the read: checked as a stored part would be.
+    gathered = store.gather(positions[taken]) if len(taken) else fillers
+    if one_hot_discrete and len(taken):
         gathered = store.encode_one_hot(gathered, space)
     # The items stack leaf by leaf only where a filler nests like a stored item, in plain dicts,
     # tuples and lists (a list filler beside array rows, or a namedtuple, fails to stack).
     if not (_plain(gathered) and _plain(filler) and same_nesting(gathered, filler)):
-        return None
-    try:
-        fillers = store.fillers(space, fill, len(missing), one_hot_discrete)
-    except (ValueError, TypeError):  # a ragged fill: the item-by-item path names it
         return None
     stored_leaves = flatten(gathered)[0]
     filler_leaves = flatten(fillers)[0]
@@ -199,6 +199,8 @@ def _filled_gather(
         # string read, not the column.
         if stored.dtype.kind not in _NUMBERS or own.dtype.kind not in _NUMBERS:
             return None
+    if not len(taken):
+        return fillers
     first_stored = bool(valid[0])
     parts = [gathered, fillers] if first_stored else [fillers, gathered]
     try:
