@@ -39,6 +39,8 @@ import numpy as np
 import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.recording import as_flag
+from episodes.indexing import as_int
 from episodes.io.copy_arena import CopyArena
 from episodes.io.errors import DatasetError, NotADatasetError, UnsupportedVersionError
 from episodes.io.format import (
@@ -120,8 +122,11 @@ class DatasetWriter:
             raise ValueError(f"data_format must be one of {sorted(DATA_SUFFIX)}")
         if compression not in (None, "zstd"):
             raise ValueError("compression must be None or 'zstd'")
+        # Checked whole: a NaN target would never be reached (no shard before close()).
+        shard_bytes = as_int(shard_bytes, what="shard_bytes")
         if shard_bytes < 1:
             raise ValueError("shard_bytes must be >= 1")
+        sync = as_flag(sync, "sync")
         if metadata is not None and not isinstance(metadata, DatasetMetadata):
             raise TypeError(f"metadata must be a DatasetMetadata, not a {type(metadata).__name__}")
         self.path = Path(path)

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.recording import as_flag
 from episodes.io.checksums import PARALLEL_BYTES, crc_pool
 from episodes.io.encoding import encode_episode
 from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError
@@ -130,8 +131,8 @@ class EpisodeWriter:
 
     def __init__(self, path: str | os.PathLike[str], *, sync: bool = True, checksums: bool = True):
         self.path = Path(path)
-        self._sync = sync
-        self._checksums = checksums
+        self._sync = as_flag(sync, "sync")
+        self._checksums = as_flag(checksums, "checksums")
         self._lock_fd: int | None = None
         self._manifest_fd: int | None = None
         self.path.mkdir(parents=True, exist_ok=True)
