@@ -18,7 +18,7 @@ from episodes.buffer.stores import check_replacement, owned_items
 from episodes.indexing import Index as Indices
 from episodes.spaces import filler_item, one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
-from episodes.structs import data_equal
+from episodes.structs import data_equal, map_leaves
 
 # What ``buf + number`` adds (and adds to): Python and numpy numbers.
 _NUMBERS = (int, float, complex, np.number)
@@ -483,16 +483,21 @@ class InfiniteLookbackBuffer:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> InfiniteLookbackBuffer:
+    def from_state(cls, state: dict[str, Any], *, copy: bool = True) -> InfiniteLookbackBuffer:
         """Rebuilds a buffer from :meth:`get_state`'s dict.
 
-        A finalized state's arrays are taken over, not copied (as after unpickling, where
-        nobody else holds them); appends reallocate, so they never write past them.
+        The buffer holds copies of the state's list or arrays (not of a list's items), so the
+        caller's snapshot stays as it is; ``copy=False`` takes them over, for a state nobody
+        else holds (one just decoded from disk). Unpickling takes arrays over too.
 
         Example:
             >>> buf = InfiniteLookbackBuffer([1, 2], lookback=1)
             >>> InfiniteLookbackBuffer.from_state(buf.get_state()) == buf
             True
+            >>> buf.finalize(); state = buf.get_state()
+            >>> InfiniteLookbackBuffer.from_state(state).set(9, at_indices=0)
+            >>> state["data"].tolist()  # the snapshot is not the restored buffer's
+            [1, 2]
         """
         if not isinstance(state, dict):
             raise TypeError(f"a buffer state must be a dict, got {type(state).__name__}")
@@ -517,6 +522,8 @@ class InfiniteLookbackBuffer:
         if typed is not None and not isinstance(typed, (bool, np.bool_)):
             raise ValueError(f"buffer state's typed must be a bool, got {typed!r}")
         typed = None if typed is None else bool(typed)
+        if copy:  # a restored buffer must not write into the caller's snapshot
+            data = map_leaves(np.array, data) if finalized else list(data)
         store: Store = ArrayStore.from_batch(data, typed=typed) if finalized else ListStore(data)
         if lookback > len(store):
             raise ValueError(f"buffer state has lookback {lookback} but only {len(store)} items")

@@ -306,7 +306,8 @@ def decode_column(
     if finalized and isinstance(meta.get("typed"), bool):
         state["typed"] = meta["typed"]
     try:
-        return InfiniteLookbackBuffer.from_state(state)
+        # Taken over: the data was just decoded (or memory-mapped) for this buffer alone.
+        return InfiniteLookbackBuffer.from_state(state, copy=False)
     except ValueError as error:
         raise CorruptDatasetError(f"{where}: {error}") from None
 

@@ -122,16 +122,13 @@ class DatasetWriter:
             raise ValueError(f"data_format must be one of {sorted(DATA_SUFFIX)}")
         if compression not in (None, "zstd"):
             raise ValueError("compression must be None or 'zstd'")
-        # Checked whole: a NaN target would never be reached (no shard before close()).
-        shard_bytes = as_int(shard_bytes, what="shard_bytes")
-        if shard_bytes < 1:
+        shard_bytes, sync = as_int(shard_bytes, what="shard_bytes"), as_flag(sync, "sync")
+        if shard_bytes < 1:  # an int: a NaN target would never be reached
             raise ValueError("shard_bytes must be >= 1")
-        sync = as_flag(sync, "sync")
         if metadata is not None and not isinstance(metadata, DatasetMetadata):
             raise TypeError(f"metadata must be a DatasetMetadata, not a {type(metadata).__name__}")
         self.path = Path(path)
-        self._format = data_format
-        self._compression = compression
+        self._format, self._compression = data_format, compression
         self._sync = sync
         self._target = shard_bytes
         self._pending: list[EncodedEpisode] = []

@@ -355,33 +355,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if extra is None:
             leaves[live] = raw[live] = 1.0
         else:
-            alpha, top = float(extra["alpha"]), float(extra["max_priority"])
-            given = np.asarray(extra["leaves"], np.float64)
-            kept = np.asarray(extra.get("priorities", given), np.float64)
-            for name, values in (("leaves", given), ("priorities", kept)):
-                if values.shape != live.shape or not np.all(np.isfinite(values) & (values > 0)):
-                    raise ValueError(
-                        f"a broken replay buffer state: its {name} must be {len(live)} finite "
-                        "values > 0, one per stored step"
-                    )
-            if not (np.isfinite(alpha) and alpha >= 0 and np.isfinite(top) and top > 0):
-                raise ValueError(f"a broken replay buffer state: alpha={alpha}, max_priority={top}")
             try:
-                self._leaf_of(top, alpha)
-            except ValueError as err:
+                alpha, top, leaves[live], raw[live] = _parsed_priorities(extra, len(live))
+            except (TypeError, ValueError) as err:
                 raise ValueError(f"a broken replay buffer state: {err}") from None
-            with np.errstate(over="ignore"):
-                total = float(given.sum())
-            if not math.isfinite(total):  # the tree's draws would all go astray
-                raise ValueError(
-                    "a broken replay buffer state: its leaves would make the sum of all "
-                    "priorities infinite"
-                )
-            leaves[live] = given
-            if "priorities" in extra:
-                raw[live] = kept
-            else:  # a state from before the priorities were kept as set
-                raw[live] = given ** (1.0 / alpha if alpha else 1.0)
         tree = SumTree(max(store.size, 1))
         tree.rebuild(leaves)
         for name, value in parts.items():
@@ -389,6 +366,58 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._alpha, self._max_priority, self._tree, self._raw = alpha, top, tree, raw
         self._last_indices = None
         self._last_slots = None
+
+
+def _parsed_priorities(extra: Any, rows: int) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """``alpha``, ``max_priority``, the tree's leaves and the priorities of a state's rows.
+
+    Raises:
+        ValueError: Values the constructor, the ``max_priority`` setter or
+            ``update_priorities`` would refuse, or leaves that are not the priorities to the
+            power ``alpha`` (up to rounding): the leaves decide the draws, the priorities
+            what ``get_priorities`` reads.
+    """
+    if not isinstance(extra, dict):
+        raise ValueError(f"'prioritized' must be a dict, got {type(extra).__name__}")
+    missing = [key for key in ("alpha", "max_priority", "leaves") if key not in extra]
+    if missing:
+        raise ValueError(f"'prioritized' lacks the keys {missing}")
+    alpha, top = extra["alpha"], extra["max_priority"]
+    if not _is_real(alpha) or not 0 <= float(alpha) < math.inf:
+        raise ValueError(f"alpha must be a finite float >= 0, got {alpha!r}")
+    if not _is_real(top) or not 0 < float(top) < math.inf:
+        raise ValueError(f"max_priority must be finite and > 0, got {top!r}")
+    alpha, top = float(alpha), float(top)
+    PrioritizedEpisodeReplayBuffer._leaf_of(top, alpha)
+    given = _priority_values(extra["leaves"], "leaves", rows, summed=True)
+    if "priorities" not in extra:  # a state from before the priorities were kept as set
+        return alpha, top, given, given ** (1.0 / alpha if alpha else 1.0)
+    kept = _priority_values(extra["priorities"], "priorities", rows, summed=False)
+    with np.errstate(over="ignore", under="ignore"):
+        implied = kept**alpha if alpha != 1.0 else kept
+    # The stored leaves are kept, not recomputed: numpy's scalar and array powers may differ
+    # in the last bit, and the restored buffer draws exactly what the original would have.
+    if not np.allclose(given, implied, rtol=1e-9, atol=0.0):
+        i = int(np.flatnonzero(~np.isclose(given, implied, rtol=1e-9, atol=0.0))[0])
+        raise ValueError(
+            f"leaves[{i}] = {float(given[i])!r} is not priorities[{i}] = {float(kept[i])!r} to "
+            f"the power alpha={alpha}: the draws would not follow the priorities"
+        )
+    return alpha, top, given, kept
+
+
+def _priority_values(values: Any, name: str, rows: int, *, summed: bool) -> np.ndarray:
+    """``values`` as float64, refused unless ``rows`` real numbers > 0 (of a finite sum)."""
+    array = np.asarray(values)
+    if array.size and array.dtype.kind not in "iuf":  # no strings, bools or complex numbers
+        raise ValueError(f"its {name} must be real numbers, got dtype {array.dtype}")
+    array = array.astype(np.float64)
+    if array.shape != (rows,) or not np.all(np.isfinite(array) & (array > 0)):
+        raise ValueError(f"its {name} must be {rows} finite values > 0, one per stored step")
+    with np.errstate(over="ignore"):  # the tree sums leaves; priorities are never summed
+        if summed and not math.isfinite(float(array.sum())):  # the draws would go astray
+            raise ValueError(f"its {name} would make the sum of all priorities infinite")
+    return array
 
 
 def _is_real(value: Any) -> bool:

@@ -14,12 +14,14 @@ import copy
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 import numpy as np
 
 from episodes.replay.columns import Column
-from episodes.replay.sampling import check_non_negative, check_positive
+from episodes.replay.sampling import check_non_negative, check_positive, int_array
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
+from episodes.spaces import space_from_dict, space_to_dict
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
@@ -62,7 +64,8 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         "num_episodes_evicted": buffer._num_episodes_evicted,
         "evicted": list(buffer._evicted),  # eviction order
         "rng": buffer.rng.bit_generator.state,
-        "spaces": buffer._spaces,
+        # JSON-safe dicts, as an episode's state holds its spaces (None for none).
+        "spaces": [space_to_dict(space) for space in buffer._spaces],
         "next_uid": store.next_uid,
         "steps": {
             "obs": store.obs.data[keep] if store.obs is not None else None,
@@ -124,7 +127,10 @@ def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
 
     Raises:
         ValueError: Not a state of this version, or a broken one (missing keys, columns of
-            different lengths, steps of episodes the state does not hold).
+            different lengths, steps of episodes the state does not hold or that do not run
+            their episode's ``t_begin .. t_end - 1`` once each with the links that implies,
+            more steps than the capacity in several episodes, infos that are no dicts,
+            spaces that are neither ``space_to_dict`` dicts nor spaces).
 
     Example:
         >>> from episodes.replay import EpisodeReplayBuffer
@@ -147,6 +153,11 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     # The constructor's checks: a buffer could never have had other values.
     capacity = check_positive(state["capacity"], "capacity")
     batch_size_B = check_positive(state["batch_size_B"], "batch_size_B")
+    if rows > capacity and n > 1:  # add's rule (and load's): over capacity, one episode is left
+        raise ValueError(
+            f"{rows} steps of {n} episodes exceed the capacity {capacity}: a buffer holds more "
+            "steps than its capacity only as a single episode"
+        )
     if len(set(eps["ids"])) != n:  # a repeated id would leave the first one's steps orphaned
         raise ValueError(f"episode ids repeat: {list(eps['ids'])[:10]!r}")
     names = ("terminated", "truncated", "t_end", "t_begin", "first_slot", "last_slot")
@@ -164,14 +175,17 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
                 f"final observations of shape {finals.shape[1:]} and dtype {finals.dtype} "
                 f"for observations of {obs.shape[1:]} and {obs.dtype}"
             )
+    elif rows:
+        raise ValueError(f"{rows} steps without observations (steps['obs'] is None)")
     if state.get("layout") is not None:
         columns.append(("layout['slots']", state["layout"]["slots"]))
     for name, column in columns:
         if len(column) != rows:
             raise ValueError(f"steps[{name}] holds {len(column)} rows for {rows} rewards")
-    owners = np.asarray(steps["ep"], np.int64)
-    if rows and (owners.min() < 0 or owners.max() >= n):
-        raise ValueError(f"steps of episode rows {sorted(set(owners.tolist()))} for {n} ids")
+    _check_threads(steps, eps, n, rows)
+    _check_infos(steps["infos"], "steps['infos']")
+    _check_infos(eps["final_info"], "episodes['final_info']")
+    spaces = _spaces(state["spaces"])
     store = _restore_store(steps, state["next_uid"], state.get("layout"))
     table = EpisodeTable()
     for i, id_ in enumerate(eps["ids"]):
@@ -200,9 +214,103 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
         "_num_sampled": sampled,
         "_num_episodes_evicted": num_evicted,
         "_evicted": evicted,
-        "_spaces": (state["spaces"][0], state["spaces"][1]),
+        "_spaces": spaces,
         "rng": rng,
     }
+
+
+def _indices(values: Any, name: str, length: int) -> np.ndarray:
+    """A 1-d int64 column of ``length`` values well inside int64 (differences cannot wrap)."""
+    array = int_array(values, name)
+    if array.shape != (length,):
+        raise ValueError(f"{name} must be {length} integers, got shape {array.shape}")
+    if length and (array.min() < -(2**62) or array.max() > 2**62):
+        raise ValueError(f"{name} holds values beyond +-2**62")
+    return array
+
+
+def _check_threads(steps: dict[str, Any], eps: dict[str, Any], n: int, rows: int) -> None:
+    """Refuses steps that do not run each episode's ``t_begin .. t_end - 1`` once, in slot order.
+
+    Each step's episode row and ``t`` decide everything else: where it sits among its
+    episode's steps, its links (``nxt``/``prv``) and the episodes' first and last slots, all
+    of which must be the ones the steps imply. Vectorized over the steps (no per-step Python).
+    """
+    owners = _indices(steps["ep"], "steps['ep']", rows)
+    t = _indices(steps["t"], "steps['t']", rows)
+    t_begin = _indices(eps["t_begin"], "episodes['t_begin']", n)
+    lengths = _indices(eps["t_end"], "episodes['t_end']", n) - t_begin
+    if rows and (owners.min() < 0 or owners.max() >= n):
+        raise ValueError(f"steps of episode rows {sorted(set(owners.tolist()))} for {n} ids")
+    counts = np.bincount(owners, minlength=n)
+    if not np.array_equal(counts, lengths) or (n and lengths.min() < 1):
+        # A buffer stores no episode without steps: one is opened by its first steps.
+        i = int(np.flatnonzero((counts != lengths) | (lengths < 1))[0])
+        raise ValueError(
+            f"episode {list(eps['ids'])[i]!r} runs from t_begin={t_begin[i]} to "
+            f"t_end={t_begin[i] + lengths[i]} ({lengths[i]} steps), but {counts[i]} steps are its"
+        )
+    place = t - t_begin[owners]  # the step's position in its episode
+    outside = (place < 0) | (place >= lengths[owners])
+    if outside.any():
+        s = int(np.flatnonzero(outside)[0])
+        raise ValueError(f"step {s} at t={t[s]} lies outside its episode's t_begin .. t_end - 1")
+    # Positions are within range and as many as the episode's steps: once each unless repeated.
+    key = (np.cumsum(lengths) - lengths)[owners] + place
+    slot_of = np.full(rows, -1, np.int64)
+    slot_of[key] = np.arange(rows)
+    if rows and slot_of.min() < 0:
+        raise ValueError("an episode holds two steps of the same t (and lacks another t)")
+    last = place == lengths[owners] - 1
+    nxt = np.where(last, -1, slot_of[np.minimum(key + 1, rows - 1)])
+    if np.any(nxt[~last] <= np.flatnonzero(~last)):  # episodes' steps lie in time order
+        raise ValueError("an episode's steps are not in time order (slot order)")
+    prv = np.where(place == 0, -1, slot_of[np.maximum(key - 1, 0)])
+    firsts = slot_of[np.cumsum(lengths) - lengths] if rows else np.full(n, -1)
+    lasts = slot_of[np.cumsum(lengths) - 1] if rows else np.full(n, -1)
+    for name, got, implied in (
+        ("steps['nxt']", steps["nxt"], nxt),
+        ("steps['prv']", steps["prv"], prv),
+        ("episodes['first_slot']", eps["first_slot"], firsts),
+        ("episodes['last_slot']", eps["last_slot"], lasts),
+    ):
+        if not np.array_equal(_indices(got, name, len(implied)), implied):
+            raise ValueError(f"{name} links steps other than their episodes' t order implies")
+
+
+def _check_infos(infos: Any, name: str) -> None:
+    """Refuses infos that are no dicts (None: an empty info, as the buffer stores it)."""
+    if not isinstance(infos, (list, tuple, np.ndarray)) or (
+        isinstance(infos, np.ndarray) and infos.dtype != object
+    ):
+        raise ValueError(f"{name} must be a list of dicts (or None), got {type(infos).__name__}")
+    kinds = set(map(type, infos))  # one C-level pass
+    kinds.discard(dict)
+    kinds.discard(type(None))
+    if kinds and not all(issubclass(kind, dict) for kind in kinds):
+        bad = next(i for i in infos if not (i is None or isinstance(i, dict)))
+        raise ValueError(f"{name} must hold dicts (or None), got {type(bad).__name__} {bad!r:.80}")
+
+
+def _spaces(spaces: Any) -> tuple[Any, Any]:
+    """The observation and action space of ``spaces``: two dicts of ``space_to_dict`` or None.
+
+    States made before the spaces were stored as dicts hold the gymnasium spaces themselves:
+    those are taken as they are.
+    """
+    if not isinstance(spaces, (list, tuple)) or len(spaces) != 2:
+        raise ValueError(f"spaces must be an [observation, action] pair, got {spaces!r:.80}")
+    decoded = []
+    for which, space in zip(("observation", "action"), spaces):
+        if isinstance(space, dict):
+            space = space_from_dict(space)
+        elif not (space is None or isinstance(space, gym.Space)):
+            raise ValueError(
+                f"the {which} space must be a space's dict (space_to_dict) or None, "
+                f"got {type(space).__name__}"
+            )
+        decoded.append(space)
+    return decoded[0], decoded[1]
 
 
 def generator_from_state(state: Any) -> np.random.Generator:
@@ -309,11 +417,13 @@ def _restore_store(
 ) -> StepStore:
     store = StepStore()
     n = len(steps["rewards"])
-    end = n if layout is None else int(layout["end"])
-    rows = end if layout is None else max(int(layout["size"]), end)
+    end = n if layout is None else check_non_negative(layout["end"], "layout['end']")
+    rows = end if layout is None else max(check_non_negative(layout["size"], "layout['size']"), end)
     if rows:  # an empty buffer's state restores no rows, as a new buffer has none
         store.reserve(rows)
-    at = np.arange(n) if layout is None else np.asarray(layout["slots"], np.int64)
+    at = np.arange(n) if layout is None else _indices(layout["slots"], "layout['slots']", n)
+    if n and (at[0] < 0 or at[-1] >= end or np.any(at[1:] <= at[:-1])):
+        raise ValueError(f"layout['slots'] must rise from slot to slot within 0 .. {end - 1}")
     if steps["obs"] is not None:
         store.obs = Column(store.size, steps["obs"])
         store.actions = Column(store.size, steps["actions"])
