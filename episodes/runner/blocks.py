@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.nesting import has_inner, nesting_changed, nests_as
+from episodes.runner.nesting import inner_containers, nesting_changed, nests_within
 from episodes.runner.timing import new_times, resized_times, shifted_times
 from episodes.runner.widening import new_leaf, widened_dtype
 from episodes.structs import flatten, skeleton, unflatten
@@ -47,7 +47,7 @@ class Column:
         # Each leaf's ``[num_envs, ...]`` batch shape, which a write must match (widening and
         # resizing keep it). Kept: a numpy ``.shape`` is a new tuple at every read.
         self.shapes = [leaf.shape[1:] for leaf in leaves]
-        self.nested = has_inner(structure)  # whether leaves_of compares inner containers too
+        self.nested = inner_containers(structure)  # what leaves_of compares inside the outer
 
     @classmethod
     def for_batch(cls, batch: Any, rows: int) -> Column:
@@ -99,7 +99,7 @@ class Column:
         other dict keys under the column's: refused instead, before anything is written.
 
         Raises:
-            ValueError: A leaf's shape, the number of leaves or their nesting (``nests_as``)
+            ValueError: A leaf's shape, the number of leaves or their nesting (``nests_within``)
                 is not the column's; the message names ``name``.
 
         Example:
@@ -109,7 +109,7 @@ class Column:
             ValueError: observations: got a batch of shape (2, 1), expected (2, 3) ...
         """
         structure = self.structure
-        if structure is not None and not nests_as(batch, structure, self.nested):
+        if structure is not None and not nests_within(batch, structure, self.nested):
             raise nesting_changed(name, structure, self.shapes, batch)
         values = [batch] if structure is None else flatten(batch)[0]
         shapes = self.shapes

@@ -21,7 +21,14 @@ import numpy as np
 
 from episodes.structs import NESTED_TYPES, flatten, map_leaves, unflatten
 
-__all__ = ["check_env_rows", "has_inner", "nesting_changed", "nests_as", "stacked_finals"]
+__all__ = [
+    "check_env_rows",
+    "inner_containers",
+    "nesting_changed",
+    "nests_as",
+    "nests_within",
+    "stacked_finals",
+]
 
 
 def nests_as(batch: Any, structure: Any, deep: bool = True) -> bool:
@@ -30,8 +37,9 @@ def nests_as(batch: Any, structure: Any, deep: bool = True) -> bool:
     The same dict keys, tuples or lists of the same length (either for the other: a column
     files leaves by position), and a leaf wherever ``structure`` has one. ``deep=False``
     compares the outer container only, at one key comparison per batch: enough for a structure
-    without inner containers (``has_inner``) whose leaf count the caller checks (only an empty
-    container standing in for a leaf, and another container for the missing one, gets by).
+    without inner containers (:func:`inner_containers`) whose leaf count the caller checks
+    (only an empty container standing in for a leaf, and another container for the missing
+    one, gets by).
 
     Example:
         >>> nests_as((1, 2), [None, None]), nests_as({"a": 1}, (None,))
@@ -50,17 +58,54 @@ def nests_as(batch: Any, structure: Any, deep: bool = True) -> bool:
     return not isinstance(batch, NESTED_TYPES)
 
 
-def has_inner(structure: Any) -> bool:
-    """Whether a ``skeleton`` holds a container inside its outer one (see ``nests_as``).
+def inner_containers(structure: Any) -> list[tuple[tuple[Any, ...], Any]]:
+    """``(path, part)`` of every container inside a ``skeleton``'s outer one, outer first.
+
+    What :func:`nests_within` compares beyond the outer container: computed once per column,
+    so a step walks only the paths to the inner containers, not every leaf.
 
     Example:
-        >>> has_inner({"a": None, "b": None}), has_inner({"a": (None,)}), has_inner(None)
-        (False, True, False)
+        >>> inner_containers({"a": None, "b": {"c": (None, None)}})
+        [(('b',), {'c': (None, None)}), (('b', 'c'), (None, None))]
+        >>> inner_containers({"a": None}), inner_containers(None)
+        ([], [])
     """
-    if structure is None:
+    found: list[tuple[tuple[Any, ...], Any]] = []
+
+    def walk(part: Any, path: tuple[Any, ...]) -> None:
+        for key, sub in part.items() if isinstance(part, dict) else enumerate(part):
+            if sub is not None:
+                found.append(((*path, key), sub))
+                walk(sub, (*path, key))
+
+    if structure is not None:
+        walk(structure, ())
+    return found
+
+
+def nests_within(batch: Any, structure: Any, inner: list[tuple[tuple[Any, ...], Any]]) -> bool:
+    """:func:`nests_as` for a column: the outer container, then each of ``inner``'s.
+
+    ``inner`` is :func:`inner_containers` of ``structure``. Only a leaf replaced by a container
+    whose leaves make up the count (which the caller checks) gets by.
+
+    Example:
+        >>> structure = {"a": None, "b": {"c": None}}
+        >>> inner = inner_containers(structure)
+        >>> nests_within({"a": 1, "b": {"c": 2}}, structure, inner)
+        True
+        >>> nests_within({"a": 1, "b": {"x": 2}}, structure, inner)
+        False
+    """
+    if not nests_as(batch, structure, deep=False):
         return False
-    parts = structure.values() if isinstance(structure, dict) else structure
-    return any(part is not None for part in parts)
+    for path, part in inner:
+        value = batch
+        for key in path:
+            value = value[key]
+        if not nests_as(value, part, deep=False):
+            return False
+    return True
 
 
 def nesting_changed(name: str, structure: Any, shapes: list[Any], batch: Any) -> ValueError:
