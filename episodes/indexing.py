@@ -291,6 +291,8 @@ def _filled_backwards(start: int, stop: int, stride: int, total: int) -> np.ndar
     """
     count = max(0, -((stop - start) // stride))
     _check_count(count)
+    if -(2**62) < stop and start < 2**62:  # int64 holds them: fillers stay where they lie
+        return np.arange(start, stop, -stride, dtype=np.int64)
     positions = np.full(count, -1, dtype=np.int64)  # below 0: fillers on the left
     above = min(count, max(0, (start - total) // stride + 1))  # at or past the end
     inside = min(count, max(0, start // stride + 1))  # down to position 0

@@ -147,7 +147,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         )
         extras = {key: column_items(value) for key, value in (extra_model_outputs or {}).items()}
         lookback = _lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
-        if infos is None or not len(infos):  # as RLlib: an empty list is no infos given
+        if infos is None or (type(infos) in (list, tuple) and not infos):  # as RLlib
             infos = default_infos(observations)
         given = [observations, infos, actions, rewards, *extras.values()]
         with _spaces_kept_if_refused(given):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from functools import singledispatch
 from typing import Any
 
@@ -96,6 +97,7 @@ def _full(
     over the items instead.
     """
     try:
+        fill = _plain_number(fill)
         given = np.asarray(fill)
         kind = np.dtype(dtype).kind
         # Before any cast: numpy parses strings. An int beyond 64 bits is an object to numpy,
@@ -119,6 +121,21 @@ def _full(
         return np.full(lead + item, fill, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as err:
         raise ValueError(f"fill={fill!r} cannot fill a leaf of dtype {dtype} ({err})") from err
+
+
+def _plain_number(fill: Any) -> Any:
+    """A real number numpy keeps as an object (``Decimal``, ``Fraction``) as an int or float.
+
+    An int where its value is whole (exactly, however large), else the nearest float; the
+    caller then refuses what the leaf's dtype would change, as for any other number.
+    """
+    if not isinstance(fill, numbers.Number) or isinstance(fill, (int, float, np.generic)):
+        return fill
+    if isinstance(fill, numbers.Complex) and not isinstance(fill, numbers.Real):
+        return fill  # a complex number: refused unless the leaf is complex
+    real: Any = fill  # Decimal is no numbers.Real, yet converts
+    value = float(real)
+    return int(real) if value.is_integer() and real == int(real) else value
 
 
 @singledispatch

@@ -46,3 +46,16 @@ def test_an_empty_infos_list_is_read_as_no_infos(observations):
     )
     assert episode.get_infos() == [{} for _ in observations]
     episode.validate()  # raises if the columns disagree
+
+
+def test_infos_given_as_a_buffer_of_lookback_items_are_kept():
+    from episodes.buffer import InfiniteLookbackBuffer
+
+    infos = InfiniteLookbackBuffer([{"a": 1}, {"b": 2}], lookback=2)
+    episode = SingleAgentEpisode(
+        observations=InfiniteLookbackBuffer([0, 1], lookback=2),
+        infos=infos,
+        actions=InfiniteLookbackBuffer([0], lookback=1),
+        rewards=InfiniteLookbackBuffer([0.0], lookback=1),
+    )
+    assert episode.get_infos(slice(-2, None), neg_index_as_lookback=True) == [{"a": 1}, {"b": 2}]

@@ -1,6 +1,8 @@
 """Session 14 fill fixes: a long Text fill comes back whole; a number leaf refuses a non-number."""
 
 import warnings
+from decimal import Decimal
+from fractions import Fraction
 
 import gymnasium.spaces as gs
 import numpy as np
@@ -141,3 +143,21 @@ def test_one_hot_fillers_ignore_fill_even_a_string():
     # The zero-hot filler does not use fill, so there is nothing to refuse (contract 3.5).
     got = filler_item(gs.Discrete(3), "x", one_hot_discrete=True)
     np.testing.assert_array_equal(got, np.zeros(3, np.float32))
+
+
+REAL_OBJECTS = {
+    "Decimal one": (Decimal(1), 1.0),
+    "Fraction half": (Fraction(1, 2), 0.5),
+}
+
+
+@pytest.mark.parametrize("fill, value", REAL_OBJECTS.values(), ids=REAL_OBJECTS.keys())
+def test_real_numbers_numpy_keeps_as_objects_still_fill_float_leaves(fill, value):
+    box = gs.Box(-1.0, 1.0, (2,), np.float32)
+    assert filler_batch(box, fill, 2).tolist() == [[value, value]] * 2
+
+
+def test_a_fraction_that_is_no_whole_number_is_refused_for_int_leaves():
+    assert filler_batch(gs.Discrete(3), Fraction(2, 1), 1).tolist() == [2]
+    with pytest.raises(ValueError, match="fill="):
+        filler_batch(gs.Discrete(3), Fraction(1, 2), 1)
