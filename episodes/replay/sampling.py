@@ -254,7 +254,7 @@ def episode_slots(store: StepStore, table: EpisodeTable, row: int) -> np.ndarray
 
     An episode's slots are in time order and lie between its first and last slot, so
     unless other episodes' steps far outnumber its own there, one vectorized scan of that
-    span finds them; a sparse episode follows its links instead.
+    span finds them; a sparser one is followed one run of adjacent slots at a time.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -285,12 +285,99 @@ def episode_slots(store: StepStore, table: EpisodeTable, row: int) -> np.ndarray
         slots = np.flatnonzero((store.ep[span] == row) & store.live[span])
         if len(slots) == length:  # anything else is a broken link structure: walk it as before
             return slots + first
-    return _follow_links(store, first, length)
+    runs = _follow_runs(store, row, first, length)
+    return _follow_links(store, first, length) if runs is None else runs
 
 
 # An interleaved episode's span is scanned (about 2 ns a slot) while it holds at most this
-# many slots per episode step; following the links costs about 150 ns a step.
+# many slots per episode step; a sparser one is followed a run of adjacent slots at a time.
 _SPAN_PER_STEP = 32
+
+
+def _follow_runs(store: StepStore, row: int, first: int, length: int) -> np.ndarray | None:
+    """The episode's slots, found one run of adjacent slots (an added chunk) at a time.
+
+    The Python work is O(runs), not O(steps): a run's end is found by probing single slots
+    (the last run's length first, then doubling and bisection), with the links read only
+    there; runs of a few slots walk their links, which costs no more than probing. The result
+    is checked against the links in one gather, so it is what walking them step by step
+    gives; None when it is not (a broken link structure, walked as before).
+    """
+    nxt, end = store.nxt, store.end
+    if length < 1:
+        return None
+    starts: list[int] = []
+    cur, left, guess = first, length, 1
+    while left > 0:
+        if not 0 <= cur < end:
+            return None
+        starts.append(cur)
+        if guess <= _SHORT_RUN:
+            n, nxt_slot = 1, nxt.item(cur)
+            while nxt_slot == cur + n and n < left:
+                if n == _SHORT_RUN:  # a long run after all
+                    n = _longest_run(store, row, cur, n, left + 1)
+                    nxt_slot = nxt.item(cur + n - 1)
+                    break
+                n += 1
+                nxt_slot = nxt.item(cur + n - 1)
+        else:
+            n = min(guess, left)
+            if not _holds(store, row, cur, n):
+                n = _longest_run(store, row, cur, 1, n)
+            elif n < left and nxt.item(cur + n - 1) == cur + n:  # longer than the last run
+                n = _longest_run(store, row, cur, n, left + 1)
+            nxt_slot = nxt.item(cur + n - 1)
+        left -= n
+        guess = n
+        cur = nxt_slot
+    # A run holds consecutive steps, so its size is the time to the next run's start.
+    run_starts = np.array(starts, np.int64)
+    times = store.t[run_starts]
+    sizes = np.diff(times, append=times[0] + length)
+    if (sizes < 1).any() or (run_starts + sizes > end).any():
+        return None
+    slots = np.repeat(run_starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(length)
+    if (nxt[slots[:-1]] != slots[1:]).any():
+        return None
+    return slots
+
+
+# Runs up to this long are walked link by link (about 150 ns a step), longer ones are probed
+# for their end (about 1.5 us a run).
+_SHORT_RUN = 8
+
+
+def _holds(store: StepStore, row: int, cur: int, n: int) -> bool:
+    # An episode's slots increase with its time: when slot cur + n - 1 holds the step n - 1
+    # after slot cur's, the n slots from cur hold n consecutive steps of the episode. (A slot
+    # wrongly taken here fails the check against the links.)
+    last = cur + n - 1
+    return (
+        last < store.end
+        and store.ep.item(last) == row
+        and store.t.item(last) == store.t.item(cur) + n - 1
+    )
+
+
+def _longest_run(store: StepStore, row: int, cur: int, lo: int, hi: int) -> int:
+    """The largest ``n < hi`` that :func:`_holds`, given that it holds ``lo``.
+
+    It doubles ``lo`` while that holds, then bisects: O(log n) probes.
+    """
+    while True:
+        grown = min(2 * lo, hi)
+        if grown == hi or not _holds(store, row, cur, grown):
+            break
+        lo = grown
+    hi = grown
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _holds(store, row, cur, mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _follow_links(store: StepStore, first: int, length: int) -> np.ndarray:
