@@ -65,7 +65,7 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         "evicted": list(buffer._evicted),  # eviction order
         "rng": buffer.rng.bit_generator.state,
         # JSON-safe dicts, as an episode's state holds its spaces (None for none).
-        "spaces": [space_to_dict(space) for space in buffer._spaces],
+        "spaces": [_space_entry(space) for space in buffer._spaces],
         "next_uid": store.next_uid,
         "steps": {
             "obs": store.obs.data[keep] if store.obs is not None else None,
@@ -129,7 +129,7 @@ def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
         ValueError: Not a state of this version, or a broken one (missing keys, columns of
             different lengths, steps of episodes the state does not hold or that do not run
             their episode's ``t_begin .. t_end - 1`` once each with the links that implies,
-            more steps than the capacity in several episodes, infos that are no dicts,
+            more steps than the capacity in several episodes, infos that are no list,
             spaces that are neither ``space_to_dict`` dicts nor spaces).
 
     Example:
@@ -229,6 +229,26 @@ def _indices(values: Any, name: str, length: int) -> np.ndarray:
     return array
 
 
+def _times(values: Any, name: str, length: int) -> np.ndarray:
+    """A 1-d int64 column of ``length`` times (any int64: an episode may start anywhere)."""
+    array = int_array(values, name)
+    if array.shape != (length,):
+        raise ValueError(f"{name} must be {length} integers, got shape {array.shape}")
+    return array
+
+
+def _spans(later: np.ndarray, earlier: np.ndarray, name: str) -> np.ndarray:
+    """``later - earlier`` of int64 times, refused where the difference would wrap around.
+
+    Judged in floats first: a true difference beyond +-2**62 spans more steps than any buffer
+    holds, so it is refused before the exact int64 subtraction could wrap.
+    """
+    rough = later.astype(np.float64) - earlier.astype(np.float64)
+    if len(rough) and (rough.min() < -(2.0**62) or rough.max() > 2.0**62):
+        raise ValueError(f"{name} spans more than 2**62 steps")
+    return later - earlier
+
+
 def _check_threads(steps: dict[str, Any], eps: dict[str, Any], n: int, rows: int) -> None:
     """Refuses steps that do not run each episode's ``t_begin .. t_end - 1`` once, in slot order.
 
@@ -237,9 +257,9 @@ def _check_threads(steps: dict[str, Any], eps: dict[str, Any], n: int, rows: int
     of which must be the ones the steps imply. Vectorized over the steps (no per-step Python).
     """
     owners = _indices(steps["ep"], "steps['ep']", rows)
-    t = _indices(steps["t"], "steps['t']", rows)
-    t_begin = _indices(eps["t_begin"], "episodes['t_begin']", n)
-    lengths = _indices(eps["t_end"], "episodes['t_end']", n) - t_begin
+    t = _times(steps["t"], "steps['t']", rows)
+    t_begin = _times(eps["t_begin"], "episodes['t_begin']", n)
+    lengths = _spans(_times(eps["t_end"], "episodes['t_end']", n), t_begin, "an episode")
     if rows and (owners.min() < 0 or owners.max() >= n):
         raise ValueError(f"steps of episode rows {sorted(set(owners.tolist()))} for {n} ids")
     counts = np.bincount(owners, minlength=n)
@@ -250,7 +270,7 @@ def _check_threads(steps: dict[str, Any], eps: dict[str, Any], n: int, rows: int
             f"episode {list(eps['ids'])[i]!r} runs from t_begin={t_begin[i]} to "
             f"t_end={t_begin[i] + lengths[i]} ({lengths[i]} steps), but {counts[i]} steps are its"
         )
-    place = t - t_begin[owners]  # the step's position in its episode
+    place = _spans(t, t_begin[owners], "a step's t from its t_begin")  # its position
     outside = (place < 0) | (place >= lengths[owners])
     if outside.any():
         s = int(np.flatnonzero(outside)[0])
@@ -300,17 +320,23 @@ def copied_infos(infos: Any) -> np.ndarray:
 
 
 def _check_infos(infos: Any, name: str) -> None:
-    """Refuses infos that are no dicts (None: an empty info, as the buffer stores it)."""
+    """Refuses infos that are no list of items (None: an empty info, as the buffer stores it).
+
+    The items are not checked: ``add`` takes an episode's infos as they are (dicts, as a
+    gymnasium env gives, or anything else a user recorded), so a state holds them too.
+    """
     if not isinstance(infos, (list, tuple, np.ndarray)) or (
-        isinstance(infos, np.ndarray) and infos.dtype != object
+        isinstance(infos, np.ndarray) and (infos.dtype != object or infos.ndim != 1)
     ):
-        raise ValueError(f"{name} must be a list of dicts (or None), got {type(infos).__name__}")
-    kinds = set(map(type, infos))  # one C-level pass
-    kinds.discard(dict)
-    kinds.discard(type(None))
-    if kinds and not all(issubclass(kind, dict) for kind in kinds):
-        bad = next(i for i in infos if not (i is None or isinstance(i, dict)))
-        raise ValueError(f"{name} must hold dicts (or None), got {type(bad).__name__} {bad!r:.80}")
+        raise ValueError(f"{name} must be a list of infos, got {type(infos).__name__}")
+
+
+def _space_entry(space: Any) -> Any:
+    """``space_to_dict(space)``; a space it cannot write (a user's own class) as itself."""
+    try:
+        return space_to_dict(space)
+    except TypeError:
+        return space  # as states held every space before they were dicts
 
 
 def _spaces(spaces: Any) -> tuple[Any, Any]:

@@ -58,24 +58,26 @@ def nests_as(batch: Any, structure: Any, deep: bool = True) -> bool:
     return not isinstance(batch, NESTED_TYPES)
 
 
-def inner_containers(structure: Any) -> list[tuple[tuple[Any, ...], Any]]:
-    """``(path, part)`` of every container inside a ``skeleton``'s outer one, outer first.
+def inner_containers(structure: Any) -> list[tuple[tuple[Any, ...], Any, list[Any]]]:
+    """``(path, part, leaf keys)`` of every container of a ``skeleton``, the outer one first.
 
-    What :func:`nests_within` compares beyond the outer container: computed once per column,
-    so a step walks only the paths to the inner containers, not every leaf.
+    What :func:`nests_within` compares: computed once per column, so a step walks the paths to
+    the containers, not a recursion over every leaf. ``leaf keys`` are where ``part`` holds a
+    leaf, which must stay one (a leaf turned into a dict would file its leaves elsewhere).
 
     Example:
-        >>> inner_containers({"a": None, "b": {"c": (None, None)}})
-        [(('b',), {'c': (None, None)}), (('b', 'c'), (None, None))]
-        >>> inner_containers({"a": None}), inner_containers(None)
-        ([], [])
+        >>> [(path, keys) for path, _, keys in inner_containers({"a": None, "b": (None,)})]
+        [((), ['a']), (('b',), [0])]
+        >>> inner_containers(None)
+        []
     """
-    found: list[tuple[tuple[Any, ...], Any]] = []
+    found: list[tuple[tuple[Any, ...], Any, list[Any]]] = []
 
     def walk(part: Any, path: tuple[Any, ...]) -> None:
-        for key, sub in part.items() if isinstance(part, dict) else enumerate(part):
+        items = list(part.items() if isinstance(part, dict) else enumerate(part))
+        found.append((path, part, [key for key, sub in items if sub is None]))
+        for key, sub in items:
             if sub is not None:
-                found.append(((*path, key), sub))
                 walk(sub, (*path, key))
 
     if structure is not None:
@@ -83,11 +85,12 @@ def inner_containers(structure: Any) -> list[tuple[tuple[Any, ...], Any]]:
     return found
 
 
-def nests_within(batch: Any, structure: Any, inner: list[tuple[tuple[Any, ...], Any]]) -> bool:
-    """:func:`nests_as` for a column: the outer container, then each of ``inner``'s.
+def nests_within(
+    batch: Any, structure: Any, inner: list[tuple[tuple[Any, ...], Any, list[Any]]]
+) -> bool:
+    """:func:`nests_as` for a column, over ``inner`` (:func:`inner_containers` of ``structure``).
 
-    ``inner`` is :func:`inner_containers` of ``structure``. Only a leaf replaced by a container
-    whose leaves make up the count (which the caller checks) gets by.
+    Each container has the keys or length of the first batch's, and a leaf wherever it had one.
 
     Example:
         >>> structure = {"a": None, "b": {"c": None}}
@@ -96,15 +99,18 @@ def nests_within(batch: Any, structure: Any, inner: list[tuple[tuple[Any, ...], 
         True
         >>> nests_within({"a": 1, "b": {"x": 2}}, structure, inner)
         False
+        >>> nests_within({"a": {"p": 1}, "b": {"c": 2}}, structure, inner)
+        False
     """
-    if not nests_as(batch, structure, deep=False):
-        return False
-    for path, part in inner:
+    for path, part, leaf_keys in inner:
         value = batch
         for key in path:
             value = value[key]
         if not nests_as(value, part, deep=False):
             return False
+        for key in leaf_keys:
+            if isinstance(value[key], NESTED_TYPES):
+                return False
     return True
 
 

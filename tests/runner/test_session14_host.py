@@ -323,3 +323,26 @@ def test_same_step_ending_without_final_obs_names_the_field() -> None:
         runner.sample(4)
     with pytest.raises(RuntimeError, match="final_obs"):
         runner.sample(4)
+
+
+LEAF_TO_CONTAINER = {
+    "a leaf beside an inner dict turned into a dict": (
+        {"a": None, "b": None, "n": {"c": None}},
+        {"a": {"p": 1, "q": 2}, "b": {}, "n": {"c": 3}},
+    ),
+    "an inner leaf turned into a dict": (
+        {"pos": {"x": None}, "vel": None},
+        {"pos": {"x": 1}, "vel": {"v": 2}},
+    ),
+    "a tuple member turned into a tuple": (
+        {"t": (None, None)},
+        {"t": ((1, 2), ())},
+    ),
+}
+
+
+@pytest.mark.parametrize("structure, batch", LEAF_TO_CONTAINER.values(), ids=LEAF_TO_CONTAINER)
+def test_a_leaf_that_became_a_container_is_another_nesting(structure, batch):
+    from episodes.runner.nesting import inner_containers, nests_within
+
+    assert not nests_within(batch, structure, inner_containers(structure))
