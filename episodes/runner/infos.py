@@ -29,6 +29,9 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         mask counts as reported by every sub-env; a nested dict key is kept, as ``{}``, even
         when the sub-env reported none of its inner keys).
 
+    Raises:
+        ValueError: A value holds no item per sub-env (a number or a string).
+
     Example:
         >>> infos = {"x": np.array([1, 2]), "_x": np.array([False, True])}
         >>> env_info(infos, 0), env_info(infos, 1)
@@ -46,7 +49,15 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         if isinstance(value, dict):
             out[key] = env_info(value, index)
             continue
-        item = value[index]
+        try:  # a string would give its index-th character, silently
+            if isinstance(value, (str, bytes)):
+                raise TypeError("a string")
+            item = value[index]
+        except (TypeError, IndexError, KeyError) as err:
+            raise ValueError(
+                f"the env's infos[{key!r}] must hold one value per sub-env (gymnasium batches "
+                f"infos key by key), got {type(value).__name__} {value!r:.60}"
+            ) from err
         # A row of a batched array is a view: an env may write its next infos into the same
         # array, which would change the recorded ones.
         out[key] = item.copy() if isinstance(item, np.ndarray) and item.ndim else item

@@ -346,3 +346,15 @@ def test_a_leaf_that_became_a_container_is_another_nesting(structure, batch):
     from episodes.runner.nesting import inner_containers, nests_within
 
     assert not nests_within(batch, structure, inner_containers(structure))
+
+
+NOT_PER_ENV = {"a number": 0.5, "a string": "hello", "bytes": b"hi", "a 0-d array": np.array(3)}
+
+
+@pytest.mark.parametrize("value", NOT_PER_ENV.values(), ids=NOT_PER_ENV)
+def test_an_info_value_without_one_item_per_sub_env_names_its_key(value):
+    from episodes.runner.infos import env_info
+
+    with pytest.raises(ValueError, match=r"infos\['x'\] must hold one value per sub-env"):
+        env_info({"x": value}, 1)
+    assert env_info({"x": np.array([1, 2])}, 1) == {"x": 2}
