@@ -286,3 +286,40 @@ def test_get_return_is_a_python_float() -> None:  # "return-float"
     assert theirs.get_return() == 2**1100 + 1
     assert ours.get_return() == float("inf")
     assert stepped(OSAE, [-(2**1100), 1]).get_return() == float("-inf")
+
+
+def test_get_return_of_numpy_int_rewards_does_not_wrap() -> None:  # "return-float"
+    def numpyd(cls: Any) -> Any:
+        ep = cls(
+            "x",
+            observations=[0, 1, 2],
+            actions=[0, 0],
+            rewards=[2**62, 2**62],
+            len_lookback_buffer=0,
+        )
+        ep.to_numpy()
+        return ep
+
+    assert numpyd(RSAE).get_return() == -(2**63)  # numpy's int64 sum wraps round
+    assert numpyd(OSAE).get_return() == 2.0**63
+
+
+def test_from_state_leaves_the_snapshot_as_it_was() -> None:  # "from-state-copies"
+    def restored_and_written(cls: Any) -> tuple[Any, Any]:
+        ep = cls(
+            "x",
+            observations=[0.0, 1.0, 2.0],
+            actions=[0, 0],
+            rewards=[1.0, 1.0],
+            len_lookback_buffer=0,
+        )
+        ep.to_numpy()
+        state = ep.get_state()
+        again = cls.from_state(state)
+        again.rewards.set(-7.0, at_indices=0)
+        return state, again
+
+    theirs, _ = restored_and_written(RSAE)
+    ours, _ = restored_and_written(OSAE)
+    assert theirs["rewards"]["data"][0] == -7.0  # RLlib's restored episode wrote into it
+    assert ours["rewards"]["data"][0] == 1.0
