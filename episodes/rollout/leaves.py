@@ -9,15 +9,20 @@ the caller's memory, so it is never written: the next write into it takes a copy
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
+import numpy as np
 import torch
+
+from episodes.indexing import whole_number
 
 __all__ = [
     "block_leaves",
     "block_length",
+    "block_rows",
     "can_take",
     "check_int_range",
     "checked_rows",
@@ -268,7 +273,10 @@ def unalias(
     tensors: Mapping[str, torch.Tensor],
     shared: set[str],
     one_step: bool = False,
-) -> tuple[list[tuple[torch.Tensor, Any]], list[tuple[str, Any]]]:
+    *,
+    share: bool = False,
+    also_own: Sequence[torch.Tensor] = (),
+) -> tuple[list[tuple[torch.Tensor, Any]], list[tuple[str, Any, bool]]]:
     """A write's pairs, with every source that shares memory with a written tensor cloned.
 
     ``copies`` are ``(rows, source)`` pairs, ``puts`` ``(tensor name, source)`` pairs for
@@ -277,30 +285,50 @@ def unalias(
     otherwise be read after earlier copies changed it, or be refused by torch part-way
     through a write. A source that is its own destination is left as it is.
 
+    Each put comes back with whether :func:`put_leaf` may take its source (``share``): not
+    when the source lies in the storage's own memory (a tensor of ``tensors`` not in
+    ``shared``, or one of ``also_own``, the hidden states), as in
+    ``write_block(0, share=True, values=st.rewards)``. Taken, it would make two fields one
+    memory, and a write into one (``compute_returns`` into the advantages) would change the
+    other: it is copied instead.
+
     ``one_step`` (a write of one step's rows, :meth:`RolloutStorage.add_transition`) looks
     only at sources that are views: a step's row of the storage is one (``st.values[3]``),
     and a fresh policy output is not, so the hot path compares no pointers.
 
     Example:
-        >>> tensors = {"r": torch.arange(4.0).view(4, 1)}
+        >>> tensors = {"r": torch.arange(4.0).view(4, 1), "v": torch.zeros(4, 1)}
         >>> copies = [(tensors["r"][1:4], tensors["r"][0:3])]
         >>> (dst, src), = unalias(copies, [], tensors, set())[0]
         >>> _ = dst.copy_(src); tensors["r"].flatten().tolist()
         [0.0, 0.0, 1.0, 2.0]
+        >>> _, puts = unalias([], [("v", tensors["r"])], tensors, set(), share=True)
+        >>> [take for _, _, take in puts]  # another field's tensor: copied, not taken
+        [False]
     """
     if one_step and all(src._base is None for _, src in chain(copies, puts)):
-        return copies, puts
+        return copies, [(n, src, share) for n, src in puts]
+
     # Compared by allocation, not by the rows a source spans: one pointer per leaf, and a
     # source from other rows of a written tensor only costs a copy.
-    written = {dst.untyped_storage().data_ptr() for dst, _ in copies}
-    written.update(tensors[n].untyped_storage().data_ptr() for n, _ in puts if n not in shared)
+    def memory(tensor: torch.Tensor) -> int:
+        return tensor.untyped_storage().data_ptr()
 
-    def aliased(src: torch.Tensor) -> bool:
-        return src.untyped_storage().data_ptr() in written
-
-    copies = [(dst, src.clone() if aliased(src) else src) for dst, src in copies]
-    puts = [(n, src.clone() if src is not tensors[n] and aliased(src) else src) for n, src in puts]
-    return copies, puts
+    written = {memory(dst) for dst, _ in copies}
+    written.update(memory(tensors[n]) for n, _ in puts if n not in shared)
+    own: set[int] = set()
+    if share:  # every tensor a caller may hold a view of (hidden states made now: none)
+        own = {memory(t) for n, t in tensors.items() if n not in shared}
+        own.update(memory(t) for t in also_own)
+    copies = [(dst, src.clone() if memory(src) in written else src) for dst, src in copies]
+    return copies, [
+        (
+            n,
+            src.clone() if src is not tensors[n] and memory(src) in written else src,
+            share and memory(src) not in own,
+        )
+        for n, src in puts
+    ]
 
 
 def put_leaf(
@@ -407,8 +435,9 @@ def hidden_writes(
     """A hidden state's saved tensors and its components, paired for writing.
 
     ``saved`` is None until the first state is seen; then ``allocate`` makes the tensors from
-    one example component per component (a step's, or a block's first step). Nothing is
-    stored here: the caller keeps the tensors once every field of the write is checked.
+    one example component per component (a step's, or a data-less one shaped as a block's
+    step, so an empty block serves too). Nothing is stored here: the caller keeps the tensors
+    once every field of the write is checked.
 
     Raises:
         ValueError: a state with another number of components (an LSTM pair for a GRU).
@@ -423,8 +452,56 @@ def hidden_writes(
     comps: list[Any] = list(state) if isinstance(state, (tuple, list)) else [state]
     if saved is None:
         # Each part sized by itself: an LSTM with proj_size has h and c of other sizes.
-        saved = allocate(tuple(c if one_step else c[0] for c in comps))
+        # A block's step as a shape on the meta device: an empty block has no step to read.
+        saved = allocate(tuple(c if one_step else _step_of(c) for c in comps))
         assert saved is not None
     if len(comps) != len(saved):
         raise ValueError(f"{which} hidden state has {len(comps)} components, expected {len(saved)}")
     return saved, comps
+
+
+def _step_of(block: torch.Tensor) -> torch.Tensor:
+    """One step of a ``[k, ...]`` block as a data-less tensor: its shape and dtype only."""
+    return torch.empty(block.shape[1:], dtype=block.dtype, device="meta")
+
+
+def block_rows(start: Any, fields: Mapping[str, Any], allowed: set[str], steps: int) -> slice:
+    """The rows ``start:start + k`` a ``write_block`` of ``fields`` writes into ``steps``.
+
+    ``start`` is read first, as a Python int (numpy and torch integers are taken): the
+    storage's ``step`` becomes ``start + k``, and a numpy ``step`` would make the next
+    ``add_transition`` take its one row for a block. Then the fields' names, and ``k``
+    (:func:`block_length`).
+
+    Raises:
+        TypeError: a ``start`` that is no integer (a bool, a float, a string), or a block
+            that is not a tensor.
+        ValueError: a negative ``start``, a name outside ``allowed``, or blocks of different
+            lengths (see :func:`block_length`).
+        OverflowError: ``start + k > steps``.
+
+    Example:
+        >>> block_rows(np.int64(1), {"rewards": torch.zeros(2, 4)}, {"rewards"}, 3)
+        slice(1, 3, None)
+        >>> block_rows(1.0, {"rewards": torch.zeros(2, 4)}, {"rewards"}, 3)
+        Traceback (most recent call last):
+        ...
+        TypeError: start must be an int, got float (1.0)
+    """
+    boolean = isinstance(start, (bool, np.bool_)) or (
+        isinstance(start, torch.Tensor) and start.dtype == torch.bool
+    )
+    try:
+        first = None if boolean else operator.index(start)
+    except TypeError:
+        first = None
+    if first is None:
+        raise TypeError(f"start must be an int, got {type(start).__name__} ({start!r})")
+    unknown = set(fields) - allowed
+    if unknown:
+        raise ValueError(f"unknown fields {sorted(unknown)}; accepted: {sorted(allowed)}")
+    k = block_length(fields)
+    whole_number(first, "start", 0)
+    if first + k > steps:
+        raise OverflowError(f"block [{first}, {first + k}) exceeds the {steps} steps")
+    return slice(first, first + k)

@@ -22,6 +22,7 @@ __all__ = [
     "Shape",
     "TRAINING_TYPES",
     "check_sizes",
+    "distribution_leaves",
     "name_leaves",
     "parse_hidden",
     "parse_observations",
@@ -57,14 +58,60 @@ def hidden_pair(value: Any) -> tuple[Any, Any]:
     return value[0], value[1]
 
 
-def shape_of(shape: Any) -> tuple[int, ...]:
-    """A shape as a tuple; an int is a flat shape (rsl_rl passes lists or tuples).
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _as_shape(x: Any) -> tuple[int, ...] | None:
+    if _is_int(x):
+        return (int(x),)
+    if isinstance(x, np.ndarray) and x.ndim == 1:  # a space's shape kept as an array
+        x = x.tolist()
+    if isinstance(x, Sequence) and not isinstance(x, (str, bytes)) and all(map(_is_int, x)):
+        return tuple(int(i) for i in x)
+    return None
+
+
+def shape_of(shape: Any, label: str = "actions_shape") -> tuple[int, ...]:
+    """A shape as a tuple of ints; an int is a flat shape (rsl_rl passes lists or tuples).
+
+    Raises:
+        TypeError: neither an int nor a sequence of ints (a float, a bool, a nested list,
+            a string); the message names ``label``.
 
     Example:
         >>> shape_of(4), shape_of([2, 3])
         ((4,), (2, 3))
+        >>> shape_of(2.0, "distribution_params[0]")
+        Traceback (most recent call last):
+        ...
+        TypeError: distribution_params[0]: expected a shape (an int or a sequence of ints), got 2.0
     """
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    parsed = _as_shape(shape)
+    if parsed is None:
+        raise TypeError(f"{label}: expected a shape (an int or a sequence of ints), got {shape!r}")
+    return parsed
+
+
+def distribution_leaves(
+    shapes: Any, actions_shape: tuple[int, ...], dtype: torch.dtype
+) -> tuple[Leaf, ...]:
+    """One :class:`Leaf` per distribution parameter; ``None``: a Gaussian's mean and std.
+
+    Raises:
+        TypeError: ``shapes`` is not a tuple or list of shapes (:func:`shape_of`).
+
+    Example:
+        >>> distribution_leaves([3, (2, 2)], (3,), torch.float32)
+        (Leaf(shape=(3,), dtype=torch.float32), Leaf(shape=(2, 2), dtype=torch.float32))
+    """
+    if shapes is None:
+        shapes = (actions_shape, actions_shape)
+    if not isinstance(shapes, (tuple, list)):
+        raise TypeError(f"distribution_params: expected a sequence of shapes, got {shapes!r}")
+    return tuple(
+        Leaf(shape_of(s, f"distribution_params[{i}]"), dtype) for i, s in enumerate(shapes)
+    )
 
 
 def check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int) -> None:
@@ -99,18 +146,24 @@ def _is_shape(x: Any) -> bool:
     return isinstance(x, (tuple, list, torch.Size)) and all(isinstance(i, int) for i in x)
 
 
-def parse_observations(spec: Any, num_envs: int, dtype: torch.dtype) -> Any:
+def parse_observations(
+    spec: Any, num_envs: int, dtype: torch.dtype, label: str = "observations"
+) -> Any:
     """Turn an observation spec into a :class:`Leaf` or a (nested) dict of them.
 
     Args:
-        spec: A shape, ``(shape, dtype)``, an example ``[num_envs, ...]`` tensor, or a
-            (nested) mapping of those.
+        spec: A shape (an int is a flat one, as for ``actions_shape``), ``(shape, dtype)``,
+            an example ``[num_envs, ...]`` tensor, or a (nested) mapping of those with str
+            keys.
         num_envs: ``N``, checked against example tensors.
         dtype: The dtype of leaves given as bare shapes.
+        label: The argument's name, for the errors.
 
     Raises:
         ValueError: An example tensor is not ``[num_envs, ...]``.
-        TypeError: Something else that is not a spec.
+        TypeError: A key that is not a str (a write's keys are matched as given, and ``1``
+            and ``"1"`` would name one tensor), or something else that is not a spec; the
+            message names ``label`` and the key's path.
 
     Example:
         >>> parse_observations({"x": (3,)}, 2, torch.float32)
@@ -123,12 +176,21 @@ def parse_observations(spec: Any, num_envs: int, dtype: torch.dtype) -> Any:
             )
         return Leaf(tuple(spec.shape[1:]), spec.dtype)
     if isinstance(spec, Mapping):
-        return {str(k): parse_observations(v, num_envs, dtype) for k, v in spec.items()}
-    if _is_shape(spec):
-        return Leaf(tuple(spec), dtype)
+        out = {}
+        for k, v in spec.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{label}: keys must be str, got {k!r} ({type(k).__name__})")
+            out[k] = parse_observations(v, num_envs, dtype, f"{label}[{k!r}]")
+        return out
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], torch.dtype):
-        return Leaf(tuple(spec[0]), spec[1])
-    raise TypeError(f"cannot interpret observation spec {spec!r}")
+        return Leaf(shape_of(spec[0], label), spec[1])
+    shape = _as_shape(spec)
+    if shape is None:
+        raise TypeError(
+            f"{label}: expected a shape, (shape, torch dtype), an example tensor or a mapping "
+            f"of those, got {spec!r}"
+        )
+    return Leaf(shape, dtype)
 
 
 def parse_hidden(

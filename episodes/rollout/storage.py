@@ -25,7 +25,7 @@ from .generators import (
     normalize_into,
     recurrent_mini_batch_generator,
 )
-from .leaves import block_length, checked_rows, copy_rows, hidden_writes, paired, put_leaf, unalias
+from .leaves import block_rows, checked_rows, copy_rows, hidden_writes, paired, put_leaf, unalias
 from .nested import map_tree
 from .select import select_rows
 from .specs import (
@@ -34,6 +34,7 @@ from .specs import (
     ObsSpec,
     Shape,
     check_sizes,
+    distribution_leaves,
     hidden_pair,
     name_leaves,
     parse_hidden,
@@ -78,7 +79,8 @@ class RolloutStorage:
     Raises:
         ValueError: an unknown ``training_type``, non-positive sizes, a non-float ``dtype``,
             an example tensor of the wrong size, or two observation leaves whose names collide.
-        TypeError: a spec that is neither a shape, ``(shape, dtype)``, tensor nor mapping.
+        TypeError: a spec that is neither a shape, ``(shape, dtype)``, tensor nor mapping
+            with str keys, or ``distribution_params`` that are no shapes.
 
     Example:
         >>> st = RolloutStorage("rl", num_envs=2, num_transitions_per_env=3,
@@ -147,17 +149,18 @@ class RolloutStorage:
         action = Leaf(self.actions_shape, actions_dtype or dtype)
         specs: dict[str, Any] = {"observations": parse_observations(observations, n, dtype)}
         if privileged_observations is not None:
-            specs["privileged_observations"] = parse_observations(privileged_observations, n, dtype)
+            specs["privileged_observations"] = parse_observations(
+                privileged_observations, n, dtype, "privileged_observations"
+            )
         specs.update(actions=action, rewards=scalar, dones=Leaf((1,), torch.bool))
         if self.training_type == "rl":
             # One tensor per scalar: compute_returns writes whole columns (strided writes cost
             # several contiguous passes), and a 1-wide tensor gathers through a 1-D view.
             for name in ("values", "actions_log_prob", "returns", "advantages"):
                 specs[name] = scalar
-            shapes = distribution_params
-            if shapes is None:
-                shapes = (self.actions_shape, self.actions_shape)
-            specs["distribution_params"] = tuple(Leaf(tuple(s), dtype) for s in shapes)
+            specs["distribution_params"] = distribution_leaves(
+                distribution_params, self.actions_shape, dtype
+            )
         else:
             specs["privileged_actions"] = action
         return specs
@@ -298,12 +301,17 @@ class RolloutStorage:
             for tensor_name, leaf in paired(names, value, name):
                 checked_rows(self._tensors[tensor_name][rows], leaf, tensor_name)
                 puts.append((tensor_name, leaf))
-        copies, puts = unalias(copies, puts, self._tensors, shared, isinstance(rows, int))
+        # With share, a source in the hidden states is the storage's too: copied, not taken.
+        own = [*(self.saved_hidden_states_actor or ()), *(self.saved_hidden_states_critic or ())]
+        one = isinstance(rows, int)
+        copies, writes = unalias(
+            copies, puts, self._tensors, shared, one, share=share, also_own=own
+        )
         for which, saved in hidden.items():
             setattr(self, f"saved_hidden_states_{which}", saved)
         for dst, leaf in copies:
             copy_rows(dst, leaf)
-        rebind = any([put_leaf(self._tensors, shared, n, rows, x, share=share) for n, x in puts])
+        rebind = any([put_leaf(self._tensors, shared, n, rows, x, share=y) for n, x, y in writes])
         if rebind:  # a tensor was taken or replaced: the fields must name the new ones
             self._bind_fields()
 
@@ -367,14 +375,14 @@ class RolloutStorage:
         taken as the storage's tensor instead of copied: the field then shares memory with
         the caller's tensor (see :attr:`shared`). The storage never writes into a taken tensor
         (a later write replaces it with a copy first); writing into it from outside changes
-        both.
+        both. A block in the storage's own memory (another field's tensor) is copied instead.
 
         Returns:
             ``k``, the number of steps written.
 
         Raises:
             OverflowError: if ``start + k > T``.
-            TypeError: a block that is not a tensor.
+            TypeError: a block that is not a tensor, or a ``start`` that is no int (a bool).
             ValueError: on a negative ``start``, unknown field names, mismatched ``k`` or a
                 block whose shape or dtype does not fit its field (floats into int actions);
                 every field is checked before any is written, so a refused call leaves the
@@ -390,19 +398,10 @@ class RolloutStorage:
             (True, ['values'])
         """
         allowed = set(self._fields_of(_Transition()))
-        unknown = set(fields) - allowed
-        if unknown:
-            raise ValueError(f"unknown fields {sorted(unknown)}; accepted: {sorted(allowed)}")
-        k = block_length(fields)
-        if start < 0:
-            raise ValueError(f"start must be >= 0, got {start}")
-        if start + k > self.num_transitions_per_env:
-            raise OverflowError(
-                f"block [{start}, {start + k}) exceeds the {self.num_transitions_per_env} steps"
-            )
-        self._write(slice(start, start + k), fields, share)
-        self.step = max(self.step, start + k)
-        return k
+        rows = block_rows(start, fields, allowed, self.num_transitions_per_env)
+        self._write(rows, fields, share)
+        self.step = max(self.step, rows.stop)
+        return rows.stop - rows.start
 
     @property
     def shared(self) -> frozenset[str]:
