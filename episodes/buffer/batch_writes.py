@@ -11,6 +11,10 @@ It writes only what it can vouch for: a batch that fails a check, or one it does
 (object or string leaves, other nesting, repeated positions), is declined with nothing
 written, and the buffer takes its item-by-item path, which raises the error it always raised.
 
+A numpy'd column whose Tuple items were recorded as lists reads back as a *list* of leaf
+arrays (contract 3.5); :func:`list_batch` tells that batch from a list of items, so that the
+setters take the column's own read back.
+
 Example:
     >>> import gymnasium as gym
     >>> store = ArrayStore.from_batch(np.zeros((4, 2), np.float32))
@@ -35,9 +39,9 @@ from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.store import Store
 from episodes.buffer.value_fit import batch_misfit
 from episodes.spaces.contains import checker_for
-from episodes.structs import leaves_up_to, unflatten
+from episodes.structs import flatten, leaves_up_to, same_nesting, unflatten
 
-__all__ = ["in_space_mask", "write_batch"]
+__all__ = ["in_space_mask", "list_batch", "write_batch"]
 
 # Dtype kinds this path casts and checks (the checks of appended batches cover them exactly).
 _NUMBERS = "biuf"
@@ -91,6 +95,43 @@ def write_batch(store: Store, space: gym.Space[Any] | None, targets: Any, new_da
     rows = [leaf.copy() if _overlaps(leaf, columns) else leaf for leaf in rows]
     store.set_rows(positions, rows)
     return True
+
+
+def list_batch(store: Store, new_data: Any) -> Any:
+    """``new_data`` as a tuple batch if it is a list laid out as a batch of ``store``, else itself.
+
+    Such a list nests exactly like the numpy column's items (tuples and lists stand for each
+    other) and holds an array of at least one dimension at every leaf, all of one leading
+    length: the read of a column whose Tuple items were recorded as lists. It cannot be a list
+    of items, whose members nest like a whole item and so hold a list or tuple wherever the
+    item does. Any other list is left as it is: a list of items (Python lists at the leaves
+    included, as in list mode), whose count and nesting ``set`` then checks.
+
+    Raises:
+        ValueError: A list laid out as a batch whose leaves differ in leading length.
+
+    Example:
+        >>> store = ArrayStore.from_batch([np.zeros((3, 2)), np.zeros(3, np.int64)])
+        >>> batch = list_batch(store, [np.ones((2, 2)), np.array([1, 2])])
+        >>> type(batch).__name__, [leaf.shape for leaf in batch]
+        ('tuple', [(2, 2), (2,)])
+        >>> list_batch(store, [[np.ones(2), 1], [np.ones(2), 2]])  # two items: as they are
+        [[array([1., 1.]), 1], [array([1., 1.]), 2]]
+    """
+    if type(new_data) is not list or not isinstance(store, ArrayStore):
+        return new_data
+    structure = store.structure
+    if not isinstance(structure, (list, tuple)) or not same_nesting(structure, new_data):
+        return new_data
+    leaves = flatten(new_data)[0]
+    if not leaves or not all(isinstance(leaf, np.ndarray) and leaf.ndim for leaf in leaves):
+        return new_data
+    if len({len(leaf) for leaf in leaves}) != 1:
+        raise ValueError(
+            "a batch laid out as a list needs every leaf to share its leading length (the "
+            f"number of items), got leaves of shapes {[leaf.shape for leaf in leaves]}"
+        )
+    return tuple(new_data)
 
 
 def _leaf_order(column_structure: Any, batch_structure: Any, count: int) -> list[int] | None:

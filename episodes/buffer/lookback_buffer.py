@@ -11,7 +11,7 @@ import numpy as np
 from episodes import indexing
 from episodes.buffer import reading
 from episodes.buffer.array_store import ArrayStore
-from episodes.buffer.batch_writes import write_batch
+from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.store import Store
 from episodes.buffer.stores import check_replacement, owned_items
@@ -341,8 +341,7 @@ class InfiniteLookbackBuffer:
             yield store.get(position)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        visible = self.get()
-        return np.asarray(visible, dtype=dtype)
+        return np.asarray(self.get(), dtype=dtype)
 
     def copy_range(self, start: int, stop: int, lookback: int) -> InfiniteLookbackBuffer:
         """A new buffer owning a copy of storage positions ``start:stop`` (lookback included).
@@ -426,6 +425,7 @@ class InfiniteLookbackBuffer:
             self._check_in_space([new_data])
             self.store.set([targets], [new_data])
             return
+        new_data = list_batch(self.store, new_data)  # the read of list-recorded Tuple items
         if write_batch(self.store, self._space, targets, new_data):
             return  # a numpy column's batch, checked whole and written leaf by leaf
         items = self._as_item_list(new_data)

@@ -6,7 +6,11 @@ chunk costs no copy until it is touched. The write rule that keeps chunks indepe
 
 - every change (``set``, append, extend, concat, pop, truncate) first copies the leaves into
   arrays of the store's own (``detached`` then reads True): a store never writes into the
-  block, whose rows other chunks (their lookback) and the recorder share.
+  block, whose rows other chunks (their lookback) and the recorder share;
+- a refused change (a value the column cannot hold, an index out of range) leaves the store as
+  it was, a view of the block still, and so does popping the one item whose append copied the
+  leaves (a refused ``add_env_step`` takes back the steps other columns took): a chunk reads
+  as unchanged (``SampledChunks.unchanged``) whenever it holds what the blocks hold.
 
 Example:
     >>> block = np.arange(12.0).reshape(4, 3)  # 4 rows, 3 envs
@@ -19,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,10 +41,11 @@ class ViewStore(ArrayStore):
         ([7.0, 9.0, 0.0], [7.0, 0.0, 0.0])
     """
 
-    __slots__ = ("detached", "written")
+    __slots__ = ("detached", "written", "_origin")
 
     detached: bool
     written: bool
+    _origin: tuple[list[np.ndarray], int] | None
 
     def __init__(self, leaves: list[np.ndarray], structure: Any, size: int, typed: bool = True):
         super().__init__(leaves, structure, size, typed)
@@ -49,6 +54,10 @@ class ViewStore(ArrayStore):
         self.detached = False
         #: True once ``set`` wrote into the (copied) leaves.
         self.written = False
+        # The views and length before the append that copied the leaves, while that item is
+        # the only change: popping it views the block again. Kept for that one item only, so
+        # a chunk grown further does not hold on to the block.
+        self._origin = None
 
     @classmethod
     def from_batch(cls, batch: Any, *, typed: bool | None = None) -> ViewStore:
@@ -63,15 +72,40 @@ class ViewStore(ArrayStore):
         store = ArrayStore.from_batch(batch, typed=typed)
         return cls(store._leaves, store.structure, store.size, store.typed)
 
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        _, slots = super().__getstate__()
+        slots.pop("_origin", None)  # views of the block: a copy owns its arrays
+        return None, slots
+
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
         super().__setstate__(state)
         # A copy (deepcopy, pickle) owns its arrays.
         self.detached = True
+        self._origin = None
 
-    def _detach(self) -> None:
-        if not self.detached:
-            self._leaves = [np.array(leaf) for leaf in self._leaves]
-            self.detached = True
+    def _write(self, change: Callable[..., None], *args: Any) -> None:
+        # Runs ``change`` on private copies of the leaves. Refused (it raised, having changed
+        # nothing the store shows), it leaves the views in place: a refused call is no change.
+        if self.detached:
+            change(*args)
+            return
+        views = self._leaves
+        self._leaves = [np.array(leaf) for leaf in views]
+        self.detached = True
+        try:
+            change(*args)
+        except BaseException:
+            self._leaves, self.detached = views, False
+            raise
+
+    def _take_back(self, origin: tuple[list[np.ndarray], int] | None, removed: int) -> None:
+        # After a pop or truncate: if it removed exactly the item of the append that copied
+        # the leaves, the store holds what the views hold again, and views them.
+        self._origin = None
+        if origin is not None and removed == origin[1] == self.size:
+            self._leaves, self.detached = origin[0], False
+            self._pending = []
+            self._set_kind()
 
     def set(self, positions: Sequence[int], items: list[Any]) -> None:
         """Writes into a private copy of the leaves (see the module docstring).
@@ -81,8 +115,8 @@ class ViewStore(ArrayStore):
             >>> store.set([0], [1.0]); store.data.tolist(), block.tolist(), store.written
             ([1.0, 0.0], [[0.0, 0.0], [0.0, 0.0]], True)
         """
-        self._detach()
-        super().set(positions, items)
+        self._write(super().set, positions, items)
+        self._origin = None
         self.written = True
 
     def set_rows(self, positions: range | np.ndarray, rows: list[np.ndarray]) -> None:
@@ -93,8 +127,8 @@ class ViewStore(ArrayStore):
             >>> store.set_rows(range(0, 2), [np.ones(2)]); store.data.tolist(), block.tolist()
             ([1.0, 1.0], [[0.0, 0.0], [0.0, 0.0]])
         """
-        self._detach()
-        super().set_rows(positions, rows)
+        self._write(super().set_rows, positions, rows)
+        self._origin = None
         self.written = True
 
     def append(self, item: Any) -> None:
@@ -104,9 +138,12 @@ class ViewStore(ArrayStore):
             >>> block = np.arange(4.0).reshape(2, 2); store = ViewStore.from_batch(block[:, 0])
             >>> store.append(9.0); store.data.tolist(), block[:, 0].tolist(), store.detached
             ([0.0, 2.0, 9.0], [0.0, 2.0], True)
+            >>> store.pop(2).tolist(), store.detached  # that item taken back: a view again
+            (9.0, False)
         """
-        self._detach()
-        super().append(item)
+        origin = None if self.detached else (self._leaves, self.size)
+        self._write(super().append, item)
+        self._origin = origin
 
     def extend_batch(self, batch: Any, count: int | None = None) -> None:
         """Appends a batch into a private copy of the leaves.
@@ -116,8 +153,8 @@ class ViewStore(ArrayStore):
             >>> store.extend_batch(np.array([7.0, 8.0])); store.data.tolist(), block[:, 1].tolist()
             ([1.0, 3.0, 7.0, 8.0], [1.0, 3.0])
         """
-        self._detach()
-        super().extend_batch(batch, count)
+        self._write(super().extend_batch, batch, count)
+        self._origin = None
 
     def delete(self, position: int) -> None:
         """Removes an item from a private copy of the leaves.
@@ -127,8 +164,9 @@ class ViewStore(ArrayStore):
             >>> store.delete(0); store.data.tolist(), block[:, 1].tolist()
             ([3.0, 5.0], [1.0, 3.0, 5.0])
         """
-        self._detach()
-        super().delete(position)
+        origin = self._origin
+        self._write(super().delete, position)
+        self._take_back(origin, position)
 
     def truncate(self, size: int) -> None:
         """Shortens a private copy of the leaves.
@@ -139,5 +177,6 @@ class ViewStore(ArrayStore):
             >>> store.data.tolist(), block[:, 1].tolist()
             ([1.0, -1.0], [1.0, 3.0, 5.0])
         """
-        self._detach()
-        super().truncate(size)
+        origin = self._origin
+        self._write(super().truncate, size)
+        self._take_back(origin, size)
