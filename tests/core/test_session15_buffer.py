@@ -4,7 +4,7 @@ Each test failed before its fix:
 
 * a refused write on a runner chunk (a value its numpy column cannot hold, an extra output of
   the wrong shape in ``add_env_step``) copied the column off the runner's blocks all the same,
-  so ``SampledChunks.unchanged()`` turned False although nothing was written (SPEC 8: a refused
+  so ``SampledChunks.unchanged()`` turned False although nothing was written (contract §8: a refused
   call leaves the object unchanged) and the converter lost its fast path;
 * a numpy'd Tuple column whose items were recorded as lists reads back as a list of leaf
   arrays (contract §3.5), which its setters refused (``IndexError``, or a structure
