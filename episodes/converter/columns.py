@@ -14,6 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from episodes.converter.alike import (
+    check_alike_envs,
+    describe_steps,
+    env_label,
+    env_space,
+    unlike,
+)
 from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout
@@ -38,10 +45,19 @@ class ColumnKeys:
         bootstrap_value: ``custom_data`` key holding ``V`` of a chunk's last observation, used
             when no value function is given.
 
+    Raises:
+        TypeError: A single key that is not a str (``privileged_actions`` may be None), or
+            tuple keys that are not a tuple or list of str; a bare str (``("logits")``, the
+            comma missing) is refused rather than split into one-letter keys.
+
     Example:
         >>> keys = ColumnKeys(distribution=("mean", "std"), actor_hidden=("h",))
         >>> keys.values, extra_keys_for(keys, "rl")
         ('vf_preds', ['vf_preds', 'action_logp', 'mean', 'std', 'h'])
+        >>> ColumnKeys(distribution=("logits"))  # a str, not a tuple: refused, not split
+        Traceback (most recent call last):
+        ...
+        TypeError: ColumnKeys.distribution must be a tuple of keys, got the str 'logits'; ...
     """
 
     values: str = "vf_preds"
@@ -51,6 +67,29 @@ class ColumnKeys:
     actor_hidden: tuple[str, ...] = ()
     critic_hidden: tuple[str, ...] = ()
     bootstrap_value: str = "bootstrap_value"
+
+    def __post_init__(self) -> None:
+        for name in ("values", "log_probs", "privileged_actions", "bootstrap_value"):
+            value = getattr(self, name)
+            if not isinstance(value, str) and not (value is None and name == "privileged_actions"):
+                optional = " (or None)" if name == "privileged_actions" else ""
+                raise TypeError(
+                    f"ColumnKeys.{name} must be a str{optional}: the key of one output, "
+                    f"got {type(value).__name__} ({value!r})"
+                )
+        for name in ("distribution", "actor_hidden", "critic_hidden"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # ("logits") is a str: its letters would be the keys
+                raise TypeError(
+                    f"ColumnKeys.{name} must be a tuple of keys, got the str {value!r}; a "
+                    f"single key needs a trailing comma: ({value!r},)"
+                )
+            if not isinstance(value, (tuple, list)) or not all(isinstance(k, str) for k in value):
+                raise TypeError(
+                    f"ColumnKeys.{name} must be a tuple (or list) of str keys, got "
+                    f"{type(value).__name__} ({value!r})"
+                )
+            object.__setattr__(self, name, tuple(value))  # a list, kept hashable
 
 
 @dataclass
@@ -97,7 +136,8 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
     if column == "observations":
         buffer, data = chunk.observations, chunk.get_observations(slice(0, n))
     elif column == "extra":
-        assert key is not None
+        if not isinstance(key, str):
+            raise TypeError(f"rows(chunk, 'extra', key) needs the output's key, got {key!r}")
         if key not in chunk.extra_model_outputs:
             raise KeyError(
                 f"episode {chunk.id_} has no extra-model-output {key!r}; it records "
@@ -126,83 +166,15 @@ def _stack_envs(
 ) -> Any:
     """Env columns ``[T, ...]`` stacked along axis 1, once their steps are alike (else refused).
 
-    ``spaces``: each env's declared space of the field (None: unknown). Kinds are compared
-    against env 0's unless both declare one equal space; ``spaces=None`` (extra outputs)
-    never compares them. Equal spaces are joined as numpy promotes them (Python ints next to
-    floats in one Box).
+    :func:`~episodes.converter.alike.check_alike_envs` decides; equal spaces are joined as
+    numpy promotes them (Python ints next to floats in one Box).
     """
-    for n, column in enumerate(per_env):
-        reason = _unlike(None if spaces is None else (spaces[0], spaces[n]), per_env[0], column)
-        if reason is not None:
-            raise ValueError(
-                f"{field}: {labels[0]} has steps of {describe_steps(per_env[0])}, {labels[n]} of "
-                f"{describe_steps(column)}; {reason}; the envs of one rollout need alike steps"
-            )
+    check_alike_envs(per_env, field, labels, spaces)
     if is_nested(per_env[0]):
         import tree
 
         return tree.map_structure(lambda *leaves: np.stack(leaves, axis=1), *per_env)
     return np.stack(per_env, axis=1)
-
-
-def step_layout(rows: Any, kinds: bool = True) -> Any:
-    """What rows ``[n, ...]`` of one field must share to be joined: nesting, steps' shapes, kinds.
-
-    Signed and unsigned integers are one kind (joined losslessly); ints and floats are not
-    (a Discrete env's actions would become floats next to a Box env's). ``kinds=False``
-    compares the nesting and shapes only.
-
-    Example:
-        >>> step_layout(np.zeros((5, 2), np.float32)) == step_layout(np.ones((1, 2)))
-        True
-        >>> step_layout(np.zeros(5, np.int64)) == step_layout(np.zeros(5, np.float32))
-        False
-    """
-
-    def leaf_layout(leaf: Any) -> tuple[str | None, tuple[int, ...]]:
-        kind = np.asarray(leaf).dtype.kind if kinds else None
-        return ("i" if kind == "u" else kind), tuple(np.shape(leaf)[1:])
-
-    # A dict's keys compare as a set, a list and a tuple differ: as tree's joins treat them.
-    return map_leaves(leaf_layout, rows)
-
-
-def _same_space(a: Any, b: Any) -> bool:
-    """Whether two declared spaces are both given and equal."""
-    return a is not None and b is not None and (a is b or bool(a == b))
-
-
-def _unlike(spaces: tuple[Any, Any] | None, first: Any, other: Any) -> str | None:
-    """Why two fields' rows do not join (for the error message), or None when they do.
-
-    Kinds (int vs float) count unless both declare one equal space; ``spaces=None`` (extra
-    outputs) never compares them.
-    """
-    kinds = spaces is not None and not _same_space(*spaces)
-    if step_layout(first, kinds) == step_layout(other, kinds):
-        return None
-    if spaces and spaces[0] is not None and spaces[1] is not None and kinds:
-        return f"their declared spaces differ ({spaces[0]} vs {spaces[1]})"
-    if step_layout(first, False) != step_layout(other, False):
-        return "their nesting or per-step shapes differ"
-    return "their dtypes/kinds differ (bool, int, float) and no equal space is declared for both"
-
-
-def _env_space(group: list[SingleAgentEpisode], attribute: str) -> Any:
-    """The space of ``attribute`` all of an env's chunks with steps declare (None: no one)."""
-    spaces = [getattr(chunk, attribute) for chunk in group if len(chunk)]
-    return spaces[0] if spaces and all(_same_space(spaces[0], s) for s in spaces) else None
-
-
-def describe_steps(rows: Any) -> str:
-    """The per-step dtype and shape of every leaf of rows ``[n, ...]``, for error messages.
-
-    Example:
-        >>> describe_steps({"a": np.zeros((3, 2), np.float32)})
-        "{'a': 'float32(2,)'}"
-    """
-    described = map_leaves(lambda leaf: f"{np.asarray(leaf).dtype}{np.shape(leaf)[1:]}", rows)
-    return described if isinstance(described, str) else repr(described)
 
 
 def extra_keys_for(keys: ColumnKeys, training_type: str) -> list[str]:
@@ -277,11 +249,8 @@ def time_major(
         _env_column(n, group, extra_keys, horizon if pad else None, keys.bootstrap_value)
         for n, group in enumerate(groups)
     ]
-    labels = [
-        f"{'column' if pad else 'env'} {n} (episode {_first_id(group)!r})"
-        for n, group in enumerate(groups)
-    ]
-    spaces = {a: [_env_space(g, f"{a}_space") for g in groups] for a in ("observation", "action")}
+    labels = [env_label(n, group, pad) for n, group in enumerate(groups)]
+    spaces = {a: [env_space(g, f"{a}_space") for g in groups] for a in ("observation", "action")}
     observations = _stack_envs(
         [c.observations for c in columns], "observations", labels, spaces["observation"]
     )
@@ -301,11 +270,6 @@ def time_major(
         ongoing=[c.ongoing[0] for c in columns],
         mask=np.arange(horizon)[:, None] < np.asarray(lengths)[None, :] if pad else None,
     )
-
-
-def _first_id(group: list[SingleAgentEpisode]) -> Any:
-    """The id of a column's first chunk with steps (for error messages)."""
-    return next((c.id_ for c in group if len(c)), group[0].id_ if group else None)
 
 
 @dataclass
@@ -448,7 +412,7 @@ def _alike(
     if first is chunk:
         return value
     spaces = None if space is None else (getattr(first, space), getattr(chunk, space))
-    reason = _unlike(spaces, first_value, value)
+    reason = unlike(spaces, first_value, value)
     if reason is not None:
         raise ValueError(
             f"{field}: env {n}'s chunk of episode {first.id_!r} (t={first.t_started}) has "

@@ -36,23 +36,12 @@ from episodes.converter.columns import (
     extra_keys_for,
     transform_batch,
 )
+from episodes.converter.inputs import real_values
 from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
 
 ValueFn = Callable[[Any], Any]
-
-
-def value_array(values: Any, count: int) -> np.ndarray:
-    """A value function's output (numpy or torch) as float64 ``[count]``.
-
-    Example:
-        >>> value_array([[1.0], [2.0]], 2).tolist()
-        [1.0, 2.0]
-    """
-    if hasattr(values, "detach"):
-        values = values.detach().to("cpu").double().numpy()
-    return np.asarray(values, dtype=np.float64).reshape(count)
 
 
 def flat_observations(observations: Any) -> Any:
@@ -117,7 +106,9 @@ def block_columns(
     Raises:
         ValueError: An extra output the keys name is not one array of real numbers per step
             (a dict or tuple of arrays, strings): the general path's error, before
-            ``value_fn`` is called.
+            ``value_fn`` is called; or ``value_fn`` (or a stored bootstrap value) gave
+            something other than one real number per observation
+            (:func:`~episodes.converter.inputs.real_values`).
 
     Example:
         >>> import gymnasium as gym
@@ -133,15 +124,8 @@ def block_columns(
         >>> block_columns([], ColumnKeys(), value_fn=None, gamma=0.5) is None  # general path
         True
     """
-    if not isinstance(episodes, SampledChunks) or len(episodes) == 0 or not episodes.unchanged():
-        return None
-    if training_type == "rl" and value_fn is None:
-        value_fn = stored_value_fn(episodes, keys)
-        # Asked again: a list-mode chunk it built owns lists the blocks cannot watch.
-        if value_fn is None or not episodes.unchanged():
-            return None
-    extra_keys = extra_keys_for(keys, training_type)
-    if not _storable_extras(episodes, extra_keys):
+    applies, value_fn = fast_value_fn(episodes, keys, value_fn, training_type)
+    if not applies:
         return None
     if episodes.recording.device is not None:
         # Imported here: that module imports LazyExtras from this one.
@@ -155,37 +139,127 @@ def block_columns(
             training_type=training_type,
             obs_fn=obs_fn,
         )
-    raw = episodes.time_major(extra_keys, lazy_extras=True, observations=False)
+    laid = host_block_columns(episodes, keys, training_type, obs_fn, defer_observations)
+    if laid is None:
+        return None
+    cols, rewards = laid
+    # Before the value call: a Tuple space's observations reach no value_fn, as on the
+    # general path (the storage could not hold them).
+    flat_observations(
+        episodes.example("observations") if cols.observations is None else cols.observations
+    )
+    rewards, last_values = block_bootstrap(
+        episodes, cols, rewards, value_fn, gamma, training_type, obs_fn
+    )
+    return cols, rewards, last_values
+
+
+def fast_value_fn(
+    episodes: Any, keys: ColumnKeys, value_fn: ValueFn | None, training_type: str
+) -> tuple[bool, ValueFn | None]:
+    """Whether the fast path applies, and the value function it bootstraps with.
+
+    It does not apply to anything but an unchanged, non-empty :class:`SampledChunks`, nor
+    for ``rl`` without ``value_fn`` where a chunk that needs a value stores none
+    (:func:`stored_value_fn`), nor where an extra output the keys name was not recorded
+    (:func:`_storable_extras`).
+
+    Example:
+        >>> fast_value_fn([], ColumnKeys(), None, "rl")
+        (False, None)
+    """
+    if not isinstance(episodes, SampledChunks) or len(episodes) == 0 or not episodes.unchanged():
+        return False, None
+    if training_type == "rl" and value_fn is None:
+        value_fn = stored_value_fn(episodes, keys)
+        # Asked again: a list-mode chunk it built owns lists the blocks cannot watch.
+        if value_fn is None or not episodes.unchanged():
+            return False, None
+    if not _storable_extras(episodes, extra_keys_for(keys, training_type)):
+        return False, None
+    return True, value_fn
+
+
+def host_block_columns(
+    episodes: SampledChunks,
+    keys: ColumnKeys,
+    training_type: str,
+    obs_fn: ObsFn | None,
+    defer_observations: bool = False,
+) -> tuple[TimeMajorColumns, np.ndarray] | None:
+    """Host blocks' columns and float64 rewards, not bootstrapped (None: no fast path).
+
+    For chunks :func:`fast_value_fn` takes. Nothing is asked of a value function, and the
+    observations are not checked (:func:`flat_observations`) yet.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> def policy(obs):
+        ...     return np.zeros(len(obs), np.int64), {"vf_preds": np.ones(len(obs)),
+        ...                                           "action_logp": np.zeros(len(obs))}
+        >>> cols, rewards = host_block_columns(EnvRunner(env, policy, seed=0).sample(3),
+        ...                                    ColumnKeys(), "rl", None)
+        >>> cols.actions.shape, rewards.dtype
+        ((3, 2), dtype('float64'))
+    """
+    raw = episodes.time_major(
+        extra_keys_for(keys, training_type), lazy_extras=True, observations=False
+    )
     if raw is None:
         return None
-    raw["extras"] = LazyExtras(episodes, extra_keys)
+    raw["extras"] = LazyExtras(episodes, extra_keys_for(keys, training_type))
     if defer_observations and obs_fn is None and episodes.gather_plan("observations"):
         observations = raw["actions"] = None
     else:
         observations = episodes.take("observations")
         raw["actions"] = episodes.take("actions")
     cols = raw_columns(raw, observations, obs_fn)
-    # Before the value call: a Tuple space's observations reach no value_fn, as on the
-    # general path (the storage could not hold them).
-    flat_observations(
-        episodes.example("observations") if observations is None else cols.observations
-    )
-    rewards = mask_dead_cells(episodes, cols, np.asarray(cols.rewards, np.float64))
+    return cols, mask_dead_cells(episodes, cols, np.asarray(cols.rewards, np.float64))
+
+
+def block_bootstrap(
+    episodes: SampledChunks,
+    cols: TimeMajorColumns,
+    rewards: np.ndarray,
+    value_fn: ValueFn | None,
+    gamma: float,
+    training_type: str,
+    obs_fn: ObsFn | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrapped rewards and ``[N, 1]`` last values of host columns: one value call.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from episodes.runner import EnvRunner
+        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+        >>> def policy(obs):
+        ...     return np.zeros(len(obs), np.int64), {"vf_preds": np.ones(len(obs)),
+        ...                                           "action_logp": np.zeros(len(obs))}
+        >>> chunks = EnvRunner(env, policy, seed=0).sample(3)
+        >>> cols, rewards = host_block_columns(chunks, ColumnKeys(), "rl", None)
+        >>> _, last = block_bootstrap(chunks, cols, rewards, lambda o: np.full(len(o), 2.0),
+        ...                           0.5, "rl", None)
+        >>> last.tolist()
+        [[2.0], [2.0]]
+    """
     last_values = np.zeros((cols.dones.shape[1], 1))
     if training_type != "rl":
-        return cols, rewards, last_values
+        return rewards, last_values
     assert value_fn is not None
     steps, envs, ongoing, needs_value = episodes.bootstrap_observations()
     count = len(steps) + len(ongoing)
     if count == 0:
-        return cols, rewards, last_values
-    values = value_array(value_fn(transform_batch(needs_value, obs_fn)), count)
+        return rewards, last_values
+    values = value_fn(transform_batch(needs_value, obs_fn))
+    values = real_values(values, count, "value_fn returned")
     last_values[ongoing, 0] = values[len(steps) :]
     if len(steps):
         final_values = np.zeros_like(rewards)
         final_values[steps, envs] = values[: len(steps)]
         rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
-    return cols, rewards, last_values
+    return rewards, last_values
 
 
 def bootstrap_chunks(chunks: SampledChunks) -> np.ndarray:
@@ -236,8 +310,8 @@ def stored_value_fn(chunks: SampledChunks, keys: ColumnKeys) -> ValueFn | None:
     needed = [chunks[k] for k in bootstrap_chunks(chunks).tolist()]
     if any(keys.bootstrap_value not in chunk.custom_data for chunk in needed):
         return None  # the general path names the chunks (or refuses a masked window)
-    values = bootstrap_values(needed, value_fn=None, keys=keys)
-    return lambda observations: values
+    # Read (and checked) when called: where the general path reads them, after the layout.
+    return lambda observations: bootstrap_values(needed, value_fn=None, keys=keys)
 
 
 def _storable_extras(chunks: SampledChunks, extra_keys: list[str]) -> bool:

@@ -43,6 +43,7 @@ from episodes.converter.from_blocks import (
     mask_dead_cells,
     raw_columns,
 )
+from episodes.converter.inputs import real_value_tensor
 from episodes.runner import SampledChunks
 
 
@@ -97,8 +98,9 @@ def device_block_columns(
     def index(positions: Any) -> torch.Tensor:
         return torch.as_tensor(positions, device=rewards.device)
 
-    values = torch.as_tensor(value_fn(transform_batch(needs_value, obs_fn)), device=rewards.device)
-    values = values.detach().to(torch.float64).reshape(count)
+    values = value_fn(transform_batch(needs_value, obs_fn))
+    # Checked by dtype and size only: nothing waits for the device.
+    values = real_value_tensor(values, count, "value_fn returned", rewards.device)
     last_values[index(ongoing), 0] = values[len(steps) :]
     if len(steps):
         final_values = torch.zeros_like(rewards)

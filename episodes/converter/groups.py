@@ -35,7 +35,8 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
     it ends).
 
     Raises:
-        TypeError: ``episodes`` holds something other than chunks or per-env lists of chunks.
+        TypeError: ``episodes`` holds something other than chunks or per-env lists of chunks,
+            naming the item (and its env) and its type.
         ValueError: an ``env_index`` that is not an integer (a float or a bool would be cast
             and could merge two envs), naming the chunk.
 
@@ -53,8 +54,9 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
                 if not isinstance(ep, SingleAgentEpisode):
                     raise TypeError(f"{message}: env {g}'s item {i} has type {type(ep).__name__}")
         return lists
-    if not all(isinstance(ep, SingleAgentEpisode) for ep in episodes):
-        raise TypeError(message)
+    for i, ep in enumerate(episodes):
+        if not isinstance(ep, SingleAgentEpisode):
+            raise TypeError(f"{message}: item {i} has type {type(ep).__name__}")
     if episodes and all("env_index" in ep.custom_data for ep in episodes):
         groups: dict[int, list[SingleAgentEpisode]] = {}
         for ep in episodes:
@@ -86,7 +88,10 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
     """The chunks of each storage column: :func:`group_by_env`'s, or one chunk with steps each.
 
     With ``layout="per_chunk"``, a chunk without steps that ended its episode joins the column
-    of that episode's latest chunk, whose last step it ends; other stepless chunks hold nothing.
+    of that episode's latest chunk, whose last step it ends; other stepless chunks hold nothing
+    and are left out. So are they with ``"per_env"`` in a flat list without ``env_index``
+    (where :func:`group_by_env` gives each its own env); envs the caller names (per-env lists,
+    ``env_index``) are kept, and one without steps is refused where it is laid out.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -96,9 +101,17 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         ...                          terminated=True, len_lookback_buffer=0)
         >>> [[len(c) for c in column] for column in column_groups([steps, end], "per_chunk")]
         [[1, 0]]
+        >>> [[len(c) for c in env] for env in column_groups([steps, steps.cut()], "per_env")]
+        [[1]]
     """
     if layout == "per_env":
-        return group_by_env(episodes)
+        groups = group_by_env(episodes)
+        if any(isinstance(group, (list, tuple)) for group in episodes) or (
+            episodes and all("env_index" in ep.custom_data for ep in episodes)
+        ):
+            return groups  # envs the caller named: one without steps is refused
+        # One env per chunk: a stepless chunk that ends no listed chunk holds nothing.
+        return [group for group in groups if any(len(chunk) for chunk in group)]
     columns: list[list[SingleAgentEpisode]] = []
     for group in group_by_env(episodes):
         latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> its latest chunk's column

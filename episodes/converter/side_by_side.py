@@ -4,9 +4,13 @@ A sequence of chunks may offer ``side_by_side()``: the runners' own samples, in 
 sub-envs are numbered in it (the first sample's envs first). When every part is a
 :class:`~episodes.runner.SampledChunks` whose fast path applies, the converter reads each
 part's columns from its blocks (see :mod:`episodes.converter.from_blocks`) and joins them
-along the env axis, instead of building every chunk. Any part that cannot, parts of different
-lengths or an ``obs_fn`` (which may look at the whole batch) send the whole sequence down the
-general path, which gives the same storage or the error.
+along the env axis, instead of building every chunk. An ``obs_fn`` acts row by row (so the
+documentation requires), so it is applied to each part's columns on their own. Parts whose
+observations, actions or extra outputs differ in nesting, per-step shape or kind are refused
+with the general path's error (:func:`~episodes.converter.alike.check_alike_envs`), before
+``value_fn`` is called. Any part whose fast path does not apply, or parts of different
+lengths, send the whole sequence down the general path, which gives the same storage or the
+error.
 """
 
 from __future__ import annotations
@@ -16,8 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from episodes.converter.columns import ColumnKeys, ObsFn, TimeMajorColumns
-from episodes.converter.from_blocks import LazyGroups, ValueFn, block_columns, env_bounds
+from episodes.converter.alike import check_alike_envs, env_label
+from episodes.converter.columns import ColumnKeys, ObsFn, TimeMajorColumns, extra_keys_for
+from episodes.converter.from_blocks import (
+    LazyGroups,
+    ValueFn,
+    block_bootstrap,
+    env_bounds,
+    fast_value_fn,
+    flat_observations,
+    host_block_columns,
+)
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
 from episodes.structs import flatten, map_leaves, unflatten
@@ -90,20 +103,25 @@ def side_by_side_columns(
         >>> cols.observations.shape, rewards.shape, last.shape
         ((4, 4, 4), (4, 4), (4, 1))
     """
-    pieces = []
+    laid = []
     for part in parts:
+        applies, part_value_fn = fast_value_fn(part, keys, value_fn, training_type)
         # obs_fn acts row by row (documented), so each part's rows may take it on their own.
-        fast = block_columns(
-            part, keys, value_fn=value_fn, gamma=gamma, training_type=training_type, obs_fn=obs_fn
-        )
-        if fast is None:
+        one = host_block_columns(part, keys, training_type, obs_fn) if applies else None
+        if one is None:
             return None
-        pieces.append(fast)
-    steps = {cols.rewards.shape[0] for cols, _, _ in pieces}
-    names = {tuple(cols.extras) for cols, _, _ in pieces}
-    structures = {_layout(cols.observations) for cols, _, _ in pieces}
-    if len(steps) != 1 or len(names) != 1 or len(structures) != 1:
-        return None
+        laid.append((*one, part_value_fn))
+    if len({cols.rewards.shape[0] for cols, _, _ in laid}) != 1:
+        return None  # the general path refuses envs of other lengths
+    _check_alike_parts(parts, keys, training_type)  # as the general path: before any value
+    if len({_layout(cols.observations) for cols, _, _ in laid}) != 1:
+        return None  # alike, but of other dtypes: the general path joins them as numpy does
+    for cols, _, _ in laid:
+        flat_observations(cols.observations)  # a Tuple space's reach no value_fn
+    pieces = [
+        (cols, *block_bootstrap(part, cols, rewards, fn, gamma, training_type, obs_fn))
+        for part, (cols, rewards, fn) in zip(parts, laid)
+    ]
     columns = [cols for cols, _, _ in pieces]
     joined = TimeMajorColumns(
         observations=_join([c.observations for c in columns]),
@@ -120,6 +138,44 @@ def side_by_side_columns(
     rewards = np.concatenate([r for _, r, _ in pieces], axis=1)
     last_values = np.concatenate([v for _, _, v in pieces], axis=0)
     return joined, rewards, last_values
+
+
+def _check_alike_parts(parts: list[SampledChunks], keys: ColumnKeys, training_type: str) -> None:
+    """The general path's cross-env refusal, on each part's first env against part 0's.
+
+    A part's envs are one runner's, alike; env ``offset(r)`` is part ``r``'s first. Read from
+    the blocks' one-row examples, observations before ``obs_fn``: nothing is gathered, and a
+    chunk is built only to name an env in the refusal.
+    """
+    labels = _LazyLabels(parts)
+    # (the field as the refusal names it, its blocks' name, its declared space: None, kinds
+    # not compared), in the general path's order.
+    fields: list[tuple[str, str, str | None]] = [
+        ("observations", "observations", "observation_space"),
+        ("actions", "actions", "action_space"),
+    ]
+    fields += [
+        (f"extra output {k!r}", "extra:" + k, None) for k in extra_keys_for(keys, training_type)
+    ]
+    for field, name, space in fields:
+        rows = [map_leaves(lambda leaf: leaf[:, 0], part.example(name)) for part in parts]
+        spaces = None if space is None else [getattr(part, space) for part in parts]
+        check_alike_envs(rows, field, labels, spaces)
+
+
+class _LazyLabels(Sequence[str]):
+    """Part ``r``'s first env named as the general path names it, when a refusal asks."""
+
+    def __init__(self, parts: list[SampledChunks]):
+        self._parts = parts
+        self._offsets = np.cumsum([0] + [part.num_envs for part in parts[:-1]])
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def __getitem__(self, r: Any) -> Any:
+        part = self._parts[r]
+        return env_label(int(self._offsets[r]), LazyGroups(part)[0])
 
 
 def _layout(observations: Any) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 from episodes.connectors.base import id_rows
 from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, rows
+from episodes.converter.inputs import callable_or_none, column_keys, flag
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
 from episodes.runner import SampledChunks
@@ -68,7 +69,9 @@ def episodes_to_batch(
 
     Raises:
         TypeError: An item of ``episodes`` is not a chunk (a per-env list, say), naming its
-            index and type.
+            index and type; ``keys`` that are not a :class:`ColumnKeys` (or None), an
+            ``extra_model_outputs`` that is not a bool, an ``obs_fn`` that is not callable
+            (all before anything is read).
         ValueError: No episode has steps, or (with ``extra_model_outputs``) a shared extra
             output is named like a standard column (it would be appended to that column).
 
@@ -79,7 +82,9 @@ def episodes_to_batch(
         >>> b["obs"].tolist(), b["next_obs"].tolist(), b["dones"].tolist()
         ([0, 1], [1, 2], [False, True])
     """
-    del keys  # reserved: the flat batch keeps every extra column under its own name
+    column_keys(keys)  # reserved: the flat batch keeps every extra column under its own name
+    extra_model_outputs = flag(extra_model_outputs, "extra_model_outputs")
+    callable_or_none(obs_fn, "obs_fn")
     _check_chunks(episodes)
     indices = [i for i, c in enumerate(episodes) if len(c)]  # "chunk" numbers all episodes
     chunks = [episodes[i] for i in indices]

@@ -24,9 +24,9 @@ from episodes.converter.from_blocks import (
     early_taken,
     flat_observations,
     gather_into,
-    value_array,
 )
 from episodes.converter.groups import column_groups
+from episodes.converter.inputs import real_values, rollout_arguments
 from episodes.converter.refusals import (
     flat_actions,
     float_dtype,
@@ -104,7 +104,10 @@ def bootstrap_values(
     without one, from ``chunk.custom_data[keys.bootstrap_value]``.
 
     Raises:
-        ValueError: Neither source is available for some chunk.
+        ValueError: Neither source is available for some chunk; or ``value_fn`` gave, or a
+            chunk stores, something other than one real number (int or float) per chunk:
+            None, a bool, a complex number, a string, another number of values (naming
+            ``value_fn``, or the chunk and the key).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 3], actions=[1], rewards=[1.0])
@@ -114,14 +117,18 @@ def bootstrap_values(
     if not chunks:
         return np.zeros(0)
     if value_fn is not None:
-        return value_array(value_fn(last_observations(chunks, obs_fn)), len(chunks))
-    missing = [c.id_ for c in chunks if keys.bootstrap_value not in c.custom_data]
+        values = value_fn(last_observations(chunks, obs_fn))
+        return real_values(values, len(chunks), "value_fn returned")
+    key = keys.bootstrap_value
+    missing = [c.id_ for c in chunks if key not in c.custom_data]
     if missing:
         raise ValueError(
-            f"chunks {missing} need a bootstrap value: pass value_fn, or store "
-            f"custom_data[{keys.bootstrap_value!r}]"
+            f"chunks {missing} need a bootstrap value: pass value_fn, or store custom_data[{key!r}]"
         )
-    return np.asarray([float(c.custom_data[keys.bootstrap_value]) for c in chunks])
+    where = "the chunk of episode {!r} starting at t={} holds custom_data[{!r}] ="
+    return np.concatenate(
+        [real_values(c.custom_data[key], 1, where.format(c.id_, c.t_started, key)) for c in chunks]
+    )
 
 
 def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) -> Any:
@@ -214,7 +221,10 @@ def episodes_to_rollout(
             teacher actions the actions' dtype cannot hold, or a storage that cannot take them
             (ints a narrower int field would wrap too), all before a given storage is cleared.
         TypeError: Observations that are neither an array nor a dict of arrays (a Tuple
-            space's), which the storage cannot hold (before ``value_fn`` sees them).
+            space's), which the storage cannot hold (before ``value_fn`` sees them); and,
+            before anything is read, ``keys`` that are not a :class:`ColumnKeys`, a
+            ``storage`` that is not a :class:`RolloutStorage`, a ``copy`` that is not a
+            bool, a ``value_fn`` or ``obs_fn`` that is not callable.
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
@@ -228,11 +238,11 @@ def episodes_to_rollout(
     """
     if layout not in ("per_env", "per_chunk"):
         raise ValueError(f"layout must be 'per_env' or 'per_chunk', got {layout!r}")
-    if not isinstance(episodes, Sequence):  # an iterator would be used up by the first pass
-        episodes = list(episodes)
     if training_type not in ("rl", "distillation"):
         raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
-    keys = keys or ColumnKeys()
+    keys, copy = rollout_arguments(keys, storage, copy, value_fn, obs_fn)
+    if not isinstance(episodes, Sequence):  # an iterator would be used up by the first pass
+        episodes = list(episodes)
     extra_keys_for(keys, training_type)
     gamma = discount_factor(gamma)  # the check every n-step computation makes
     # Both refused before anything is read or touched when they conflict with a given storage.
