@@ -9,6 +9,7 @@ import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
+from episodes.replay.errors import EmptyBufferError
 from episodes.replay.sequences import build_episode
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
@@ -231,7 +232,7 @@ class BufferAccess:
             ...
             ValueError: times must be integers, got dtype float64
         """
-        return sampling.locate(self._store, self._table, episode_id, np.atleast_1d(t))
+        return sampling.locate(self._store, self._table, episode_id, t)
 
     def get_transitions(
         self, indices: np.ndarray, *, n_step: int = 1, gamma: float = 0.99
@@ -239,8 +240,11 @@ class BufferAccess:
         """The transition batch of the given item indices (deterministic; no sampling).
 
         Raises:
-            KeyError: Indices no longer stored. ``ValueError``: bad ``n_step`` or ``gamma``, or
-                indices that are not integers (as :meth:`update_priorities` refuses them).
+            KeyError: Indices not stored (evicted or never issued). ``ValueError``: bad
+                ``n_step`` or ``gamma``, indices that are not integers (as
+                :meth:`update_priorities` refuses them) or not one index or a 1-d sequence.
+            EmptyBufferError: No indices asked of a buffer that has never stored a step (it
+                has no columns to shape even an empty batch by).
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
@@ -252,9 +256,17 @@ class BufferAccess:
             >>> batch["rewards"].tolist(), batch["terminateds"].tolist()
             ([2.0, 3.0], [False, True])
         """
-        n = np.full(len(indices), sampling.check_positive(n_step, "n_step"))
+        n_step = sampling.check_positive(n_step, "n_step")
         sampling.check_gamma(gamma)
-        slots = sampling.slots_of(self._store, sampling.int_array(indices, "indices"))
+        items = np.atleast_1d(sampling.int_array(indices, "indices", KeyError))
+        if items.ndim != 1:
+            raise ValueError(
+                f"indices must be one index or a 1-d sequence, got shape {items.shape}"
+            )
+        slots = sampling.slots_of(self._store, items)  # any index of an empty buffer: KeyError
+        if self._store.obs is None:
+            raise EmptyBufferError("the buffer has never stored a step: no batch to build")
+        n = np.full(len(items), n_step)
         return transition_batch(self._store, self._table, slots, n, float(gamma), False, False)
 
     # ------------------------------------------------------------------------------- state

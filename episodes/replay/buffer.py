@@ -135,10 +135,7 @@ class EpisodeReplayBuffer(BufferAccess):
             self._store.num_live,
             self.capacity,
         )
-        if self._spaces == (None, None):  # sampled episodes carry the first known spaces
-            known = [ep for ep in given if (ep.observation_space, ep.action_space) != (None, None)]
-            if known:
-                self._spaces = (known[0].observation_space, known[0].action_space)
+        self._adopt_spaces(item for kind, item in plan.steps if kind != "evict")
         remap = self._store.reserve(sum(chunk.n for chunk in chunks))  # the one move, if any
         if remap is not None:
             self._remap(remap)
@@ -156,6 +153,18 @@ class EpisodeReplayBuffer(BufferAccess):
         if self._store.needs_compaction():
             self._remap(self._store.compact())
 
+    def _adopt_spaces(self, stored: Iterator[Chunk]) -> None:
+        # Sampled episodes carry the first observation space and the first action space of
+        # the chunks stored (each on its own); an ignored chunk stores nothing, its spaces
+        # neither. A chunk dropped with its episode counts: it is stored as if it came first.
+        obs_space, action_space = self._spaces
+        for chunk in stored:
+            if obs_space is not None and action_space is not None:
+                break
+            obs_space = chunk.spaces[0] if obs_space is None else obs_space
+            action_space = chunk.spaces[1] if action_space is None else action_space
+        self._spaces = (obs_space, action_space)
+
     def _check_fit(self, chunks: list[Chunk]) -> None:
         store = self._store
         first = next((chunk for chunk in chunks if chunk.n), None)
@@ -163,7 +172,9 @@ class EpisodeReplayBuffer(BufferAccess):
             # No columns yet: the first chunk with steps fixes them; the others must match it.
             probe = StepStore()
             probe.reserve(first.n)
-            probe.append(first.rows(), first.extras, first.infos[:-1], ep_row=0, t0=0, prev_slot=-1)
+            probe.append(
+                first.rows(), first.extras, first.step_infos(), ep_row=0, t0=0, prev_slot=-1
+            )
             store = probe
         for chunk in chunks:  # from here on every chunk holds the columns' dtypes
             if not chunk.n:  # an episode's end: its observation only (no actions or extras)
@@ -210,7 +221,7 @@ class EpisodeReplayBuffer(BufferAccess):
             i += 1
         if not steps:
             return
-        parts = [(chunk.rows(), chunk.extras, chunk.infos[:-1]) for chunk in steps]
+        parts = [(chunk.rows(), chunk.extras, chunk.step_infos()) for chunk in steps]
         slots = store.append_many(parts, rows, np.array([c.t0 for c in steps]), prev)
         self._num_added += len(slots)
         self._on_append(slots)
@@ -264,8 +275,10 @@ class EpisodeReplayBuffer(BufferAccess):
             n_step: Steps per transition's return: an int, or ``(lo, hi)`` / ``range(lo, hi)``
                 drawn per item with ``hi`` exclusive (RLlib's convention); None is 1.
             gamma: Discount of the n-step returns.
-            include_infos: Add ``infos`` (of the next observation for transitions).
-            include_extra_model_outputs: Add every extra-model-output column (at ``o_t``).
+            include_infos: Add ``infos`` (of the next observation for transitions). Sampled
+                episodes always carry theirs: with ``sample_episodes`` it is a ``ValueError``.
+            include_extra_model_outputs: Add every extra-model-output column (at ``o_t``);
+                with ``sample_episodes`` a ``ValueError``, as ``include_infos``.
             sample_episodes: Return ``SingleAgentEpisode`` chunks: whole stored episodes
                 without ``batch_length_T``, else chunks of that length.
             lookback: Steps of context before each sequence / chunk (burn-in); padded with
@@ -314,6 +327,11 @@ class EpisodeReplayBuffer(BufferAccess):
             raise ValueError(
                 "lookback applies to sequences and episode chunks (batch_length_T); "
                 "transitions and whole episodes take none"
+            )
+        if sample_episodes and (include_infos or include_extra_model_outputs):
+            raise ValueError(
+                "include_infos and include_extra_model_outputs apply to transitions and "
+                "sequences; sampled episodes always carry their infos and extra model outputs"
             )
         if self._store.num_live == 0:
             raise EmptyBufferError("cannot sample from an empty buffer")

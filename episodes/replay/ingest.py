@@ -18,8 +18,11 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.columns import as_rows
 from episodes.replay.errors import EvictedEpisodeError
+from episodes.replay.store import all_empty_infos
 
 __all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Chunk:
     infos: list[Any]
     terminated: bool
     truncated: bool
+    spaces: tuple[Any, Any] = (None, None)  # the episode's observation and action space
+    empty_infos: bool = False  # every info is empty: the store has no step info to write
 
     @property
     def n(self) -> int:
@@ -67,6 +72,18 @@ class Chunk:
             (['actions', 'obs', 'rewards'], [0.0, 1.0], [0, 1])
         """
         return {"obs": self.obs[:-1], "actions": self.actions, "rewards": self.rewards}
+
+    def step_infos(self) -> list[Any] | None:
+        """The infos of the steps (the last info is the latest observation's); None if all empty.
+
+        Example:
+            >>> def chunk(infos):
+            ...     return prepare(SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                    rewards=[1.0, 2.0], infos=infos, len_lookback_buffer=0))
+            >>> chunk([{}, {"k": 0}, {}]).step_infos(), chunk([{}, {}, {}]).step_infos()
+            ([None, {'k': 0}], None)
+        """
+        return None if self.empty_infos else self.infos[:-1]
 
 
 def prepare_all(
@@ -113,7 +130,7 @@ def _ending(episode: SingleAgentEpisode) -> Chunk:
     # steps may lack extra keys (as ``concat_episode`` allows).
     return Chunk(
         id_=episode.id_,
-        t0=int(episode.t_started),
+        t0=_start(episode, 0),
         obs=_rows(episode.get_observations(), "observations", 1, episode.observations.finalized),
         actions=np.empty(0),
         rewards=np.empty(0, np.float32),
@@ -121,7 +138,21 @@ def _ending(episode: SingleAgentEpisode) -> Chunk:
         infos=_owned(list(episode.get_infos())[-1:] or [None]),
         terminated=bool(episode.is_terminated),
         truncated=bool(episode.is_truncated),
+        spaces=(episode.observation_space, episode.action_space),
     )
+
+
+def _start(episode: SingleAgentEpisode, n: int) -> int:
+    """``t_started``, checked: the chunk's times ``t_started .. t_started + n`` must fit int64."""
+    # The buffer keeps times in int64 columns: a time beyond them would fail half-way
+    # through a write (or wrap), after the episode was registered.
+    t0 = int(episode.t_started)
+    if not _INT64_MIN <= t0 <= t0 + n <= _INT64_MAX:
+        raise ValueError(
+            f"chunk of episode {episode.id_!r}: its times t={t0} .. {t0 + n} leave int64 "
+            f"[-2**63, 2**63 - 1], where the buffer keeps them"
+        )
+    return t0
 
 
 def prepare(episode: SingleAgentEpisode) -> Chunk | None:
@@ -129,7 +160,9 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
 
     Raises:
         TypeError: Not a ``SingleAgentEpisode``, an unhashable id (the buffer finds episodes
-            by id), or values that are not numeric arrays.
+            by id), values that are not numeric arrays, or an extra-model-output key that is
+            not a str (``0`` and ``"0"`` would be one column).
+        ValueError: Times (``t_started`` to ``t_started + len``) beyond int64.
 
     Example:
         >>> ep = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[1], rewards=[0.5],
@@ -150,8 +183,17 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     if len(episode) == 0:
         return None
     n = len(episode)
+    t0 = _start(episode, n)
+    infos = list(episode.get_infos())
+    empty_infos = all_empty_infos(infos)  # the common case, scanned once per chunk
+    for key in episode.extra_model_outputs:
+        if type(key) is not str:  # as episodes.io writes them: one str per column
+            raise TypeError(
+                f"extra_model_outputs key {key!r} must be a str: the buffer keeps one column "
+                "per key, named by it"
+            )
     extras = {
-        str(key): _rows(
+        key: _rows(
             episode.get_extra_model_outputs(key),
             f"extra_model_outputs[{key!r}]",
             n,
@@ -172,16 +214,18 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
             raise ValueError("rewards hold values a float32 column cannot (they overflow to inf)")
     return Chunk(
         id_=episode.id_,
-        t0=int(episode.t_started),
+        t0=t0,
         obs=_rows(
             episode.get_observations(), "observations", n + 1, episode.observations.finalized
         ),
         actions=_rows(episode.get_actions(), "actions", n, episode.actions.finalized),
         rewards=stored,
         extras=extras,
-        infos=_owned(list(episode.get_infos())),
+        infos=[None] * len(infos) if empty_infos else _owned(infos),
         terminated=bool(episode.is_terminated),
         truncated=bool(episode.is_truncated),
+        spaces=(episode.observation_space, episode.action_space),
+        empty_infos=empty_infos,
     )
 
 
@@ -205,11 +249,12 @@ def _rows(values: Any, what: str, count: int, finalized: bool = False) -> np.nda
 
 def _owned(infos: list[Any]) -> list[Any]:
     # Deep copies, so that the caller changing an info dict later cannot reach into the
-    # buffer; an empty one is stored as None (read back as a new {}), and all empty (the
-    # common case) cost one C-level scan.
-    if not any(infos):
-        return [None] * len(infos)
-    return [copy.deepcopy(info) if info else None for info in infos]
+    # buffer; an empty one (None or {}) is stored as None (read back as a new {}). Any other
+    # value, falsy (0, [], "") or an array, is what the episode recorded and is kept.
+    return [
+        None if info is None or (type(info) is dict and not info) else copy.deepcopy(info)
+        for info in infos
+    ]
 
 
 @dataclass

@@ -153,6 +153,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         Args:
             num_items: Items to draw.
             beta: Importance-weight exponent (0: all weights 1; 1: full correction).
+                Transitions only: another beta with ``batch_length_T`` or ``sample_episodes``
+                is a ``ValueError`` (those are drawn uniformly, without weights).
             **kwargs: As :meth:`EpisodeReplayBuffer.sample`.
 
         Example:
@@ -171,6 +173,12 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         # not by math.isfinite's TypeError.
         if not _is_real(beta) or not 0 <= float(beta) < math.inf:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
+        if beta and (kwargs.get("batch_length_T") is not None or kwargs.get("sample_episodes")):
+            # Reported, not ignored: only transitions are drawn by priority and weighted.
+            raise ValueError(
+                "beta applies to transitions (their importance weights); sequences and "
+                "episodes are drawn uniformly and carry no weights: leave beta at 0 there"
+            )
         self._beta = float(beta)
         previous = self._last_indices, self._last_slots
         # A sequence or episode sample has no items to update: an update_priorities() without

@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 _ROUNDS = 4
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _is_int(value: Any) -> bool:
@@ -58,10 +59,13 @@ def check_non_negative(value: Any, name: str) -> int:
     return int(value)
 
 
-def int_array(values: Any, what: str) -> np.ndarray:
+def int_array(values: Any, what: str, beyond: type[Exception] = ValueError) -> np.ndarray:
     """``values`` as an int64 array, or ``ValueError`` unless they are integers.
 
     Floats, bools and numeric strings are refused rather than truncated (``1.7`` is no index).
+    Integers beyond int64 (uint64 ones above ``2**63 - 1``, Python ints numpy keeps as
+    objects) raise ``beyond`` rather than wrap around: a caller for which such a value is
+    merely one it does not hold (a ``KeyError`` for ``locate``) passes that error.
 
     Example:
         >>> int_array([3, 1], "indices").tolist(), int_array([], "indices").dtype
@@ -70,10 +74,25 @@ def int_array(values: Any, what: str) -> np.ndarray:
         Traceback (most recent call last):
         ...
         ValueError: indices must be integers, got dtype float64
+        >>> int_array([2**64 - 3], "times", KeyError)
+        Traceback (most recent call last):
+        ...
+        KeyError: 'times [18446744073709551613] lie beyond int64'
     """
     array = np.asarray(values)
+    big: list[int] = []
     if array.size and array.dtype.kind not in "iu":  # [] is a float64 array: nothing to refuse
-        raise ValueError(f"{what} must be integers, got dtype {array.dtype}")
+        # Python ints beyond int64 are objects to numpy, or floats beside negative ints
+        # ([-1, 2**63]): only the items themselves tell them from floats.
+        items = np.asarray(values, dtype=object) if array.dtype.kind in "fO" else array
+        if items.dtype != object or not all(map(_is_int, items.flat)):
+            raise ValueError(f"{what} must be integers, got dtype {array.dtype}")
+        big = [v for v in map(int, items.flat) if not _INT64_MIN <= v <= _INT64_MAX]
+        array = items
+    elif array.dtype.kind == "u":
+        big = array[array > _INT64_MAX].tolist()
+    if big:
+        raise beyond(f"{what} {big[:5]} lie beyond int64")
     return array.astype(np.int64, copy=False)
 
 
@@ -414,8 +433,8 @@ def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
     return slots
 
 
-def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: np.ndarray) -> np.ndarray:
-    """Stable indices of one episode's steps at env times ``t``.
+def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: Any) -> np.ndarray:
+    """Stable indices of one episode's steps at env times ``t`` (one time or a sequence).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -433,7 +452,7 @@ def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: np.ndarray
     row = table.order.get(episode_id)
     if row is None:
         raise KeyError(f"episode {episode_id!r} is not stored")
-    t = int_array(t, "times")
+    t = np.atleast_1d(int_array(t, "times", KeyError))  # beyond int64: a time none holds
     if ((t < table.t_begin[row]) | (t >= table.t_end[row])).any():
         raise KeyError(
             f"times {t.tolist()} outside episode {episode_id!r}'s stored steps "

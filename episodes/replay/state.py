@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Collection, Mapping
+from itertools import repeat
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -311,9 +313,11 @@ def copied_infos(infos: Any) -> np.ndarray:
         >>> out[0] is None, out[1] == info, out[1] is not info, out[1] is out[2]
         (True, True, True, True)
     """
-    out = np.empty(len(infos), dtype=object)
-    out[:] = list(infos)
-    given = np.flatnonzero(out != None)  # noqa: E711 (elementwise, in C)
+    items = list(infos)
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    # Identity tests, in C: an ``!= None`` would ask an array info for its truth value.
+    given = np.flatnonzero(np.fromiter(map(is_not, items, repeat(None)), bool, len(items)))
     if len(given):
         out[given] = copy.deepcopy(list(out[given]))
     return out

@@ -18,9 +18,10 @@ import numpy as np
 
 from episodes.replay.columns import Column
 
-__all__ = ["StepStore", "fresh_info_list", "fresh_infos"]
+__all__ = ["StepStore", "all_empty_infos", "fresh_info_list", "fresh_infos"]
 
 _MIN_SIZE = 64
+_EMPTY_KINDS = frozenset({dict, type(None)})
 
 
 class StepStore:
@@ -97,7 +98,7 @@ class StepStore:
         self,
         rows: dict[str, np.ndarray],
         extras: dict[str, np.ndarray],
-        infos: list[Any],
+        infos: list[Any] | None,
         *,
         ep_row: int,
         t0: int,
@@ -107,7 +108,8 @@ class StepStore:
 
         ``prev_slot`` is the episode's last slot so far (-1 for a new episode); it is linked to
         the first new slot. Call :meth:`fit_rows` and :meth:`reserve` first: this method
-        does not validate.
+        does not validate. ``infos`` holds one info per step (None or ``{}`` for an empty
+        one), or is None when every one is empty.
 
         Example:
             >>> store = StepStore()
@@ -125,7 +127,7 @@ class StepStore:
 
     def append_many(
         self,
-        parts: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[Any]]],
+        parts: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[Any] | None]],
         ep_rows: np.ndarray,
         t0s: np.ndarray,
         prev_slots: np.ndarray,
@@ -160,7 +162,8 @@ class StepStore:
             self.rewards[a : a + n] = rows["rewards"]
             for key, values in extras.items():
                 self.extras[key].data[a : a + n] = values
-            if any(infos):  # empty infos (the common case) stay None: no per-step object work
+            # Empty infos (the common case; None: known empty) stay None: no per-step work.
+            if infos is not None and not all_empty_infos(infos):
                 self.infos[a : a + n] = _object_rows(infos)
         slots = np.arange(self.end, self.end + total)
         window = slice(self.end, self.end + total)
@@ -304,6 +307,18 @@ def _resized(array: np.ndarray, size: int, fill: Any) -> np.ndarray:
     new = np.full(size, fill, array.dtype)
     new[: len(array)] = array
     return new
+
+
+def all_empty_infos(infos: list[Any]) -> bool:
+    """Whether every info is empty: None or ``{}``; any other value (``0``, ``[]``) is data.
+
+    Example:
+        >>> all_empty_infos([None, {}]), all_empty_infos([{}, 0]), all_empty_infos([np.ones(2)])
+        (True, False, False)
+    """
+    # Two C-level scans: with only dicts and Nones, truthiness is exactly non-emptiness (an
+    # array's would be ambiguous, a 0's would say "empty").
+    return set(map(type, infos)) <= _EMPTY_KINDS and not any(infos)
 
 
 def fresh_infos(infos: np.ndarray) -> np.ndarray:

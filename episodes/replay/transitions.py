@@ -43,7 +43,8 @@ def transition_batch(
         >>> b["rewards"].tolist(), b["n_step"].tolist(), b["terminateds"].tolist()
         ([1.5], [2], [True])
     """
-    assert store.obs is not None and store.actions is not None
+    if store.obs is None or store.actions is None:  # callers check: this is no user error
+        raise RuntimeError("transition_batch needs a store with columns")
     res = n_step_returns(store, table, slots, n, gamma)
     batch: dict[str, np.ndarray] = {
         "obs": store.obs.data[slots],

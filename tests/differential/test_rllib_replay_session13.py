@@ -11,6 +11,9 @@ Run with the reference venv:
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -20,9 +23,27 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RSAE  # noq
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import (  # noqa: E402
     EpisodeReplayBuffer as RBuffer,
 )
+from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import (  # noqa: E402
+    PrioritizedEpisodeReplayBuffer as RPrioritized,
+)
 
 from episodes import SingleAgentEpisode as OSAE  # noqa: E402
-from episodes.replay import EmptyBufferError, EpisodeReplayBuffer  # noqa: E402
+from episodes.replay import (  # noqa: E402
+    EmptyBufferError,
+    EpisodeReplayBuffer,
+    PrioritizedEpisodeReplayBuffer,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_tagged_replay_row_is_pinned():
+    text = (ROOT / "docs" / "deviations.md").read_text()
+    table = text.split("# Replay buffers")[1]
+    tags = re.findall(r"^\|[^|\n]*\[([a-z0-9-]+)\] \|", table, flags=re.MULTILINE)
+    assert "chunk-count" in tags and "episode-include-flags" in tags
+    tests = "\n".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
+    assert [tag for tag in tags if f'# "{tag}"' not in tests] == []
 
 
 def _twins(length: int, terminated: bool = True) -> tuple[EpisodeReplayBuffer, RBuffer]:
@@ -128,3 +149,68 @@ def test_sequences_refuse_an_n_step(n_step):  # "seq-n-step"
     for sample_episodes in (False, True):
         with pytest.raises(ValueError, match="n_step applies to transitions"):
             ours.sample(2, batch_length_T=3, n_step=n_step, sample_episodes=sample_episodes)
+
+
+def _twins_with_vf(prioritized: bool = False):
+    """Both buffers holding one 6-step episode with a recorded ``vf`` extra model output."""
+    kwargs = dict(
+        observations=[np.array([float(t)], np.float32) for t in range(7)],
+        actions=[0] * 6,
+        rewards=[1.0] * 6,
+        infos=[{"t": t} for t in range(7)],
+        extra_model_outputs={"vf": [0.5] * 6},
+        terminated=True,
+        len_lookback_buffer=0,
+    )
+    ours = (PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer)(100, seed=0)
+    theirs = (RPrioritized if prioritized else RBuffer)(capacity=100)
+    ours.add(OSAE("a", **kwargs))
+    theirs.add(RSAE(id_="a", **kwargs))
+    theirs.rng = np.random.default_rng(0)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("length", [None, 3], ids=["whole-or-one-step", "chunks"])
+def test_sampled_episodes_carry_no_n_step_or_weights(length):  # "episode-n-step-weights"
+    ours, theirs = _twins_with_vf()
+    rl = theirs.sample(4, sample_episodes=True, n_step=1, batch_length_T=length)
+    # RLlib: every sampled episode carries n_step (the asked n) and weights extras.
+    assert {"n_step", "weights"} <= set(rl[0].extra_model_outputs)
+    assert np.asarray(rl[0].get_extra_model_outputs("n_step")).tolist() == [1] * len(rl[0])
+    # Ours: the recorded extras only; n_step, discounts and weights are transition columns.
+    mine = ours.sample(4, sample_episodes=True, batch_length_T=length)
+    assert [sorted(ep.extra_model_outputs) for ep in mine] == [["vf"]] * 4
+    assert {"n_step", "discounts", "weights"} <= set(ours.sample(4, n_step=2))
+
+
+def test_prioritized_weights_are_for_transitions_only():  # "episode-n-step-weights"
+    ours, theirs = _twins_with_vf(prioritized=True)
+    # RLlib's prioritized buffer returns one-step episodes, with beta's weights as extras.
+    rl = theirs.sample(4, beta=0.4, n_step=1)
+    assert all(len(ep) == 1 and "weights" in ep.extra_model_outputs for ep in rl)
+    # Ours: a transition batch carries the weights; beta with episodes or sequences is refused.
+    assert ours.sample(4, beta=0.4)["weights"].shape == (4,)
+    for kwargs in (dict(sample_episodes=True), dict(batch_length_T=2)):
+        with pytest.raises(ValueError, match="beta applies to transitions"):
+            ours.sample(4, beta=0.4, **kwargs)
+
+
+def test_include_flags_with_sampled_episodes():  # "episode-include-flags"
+    ours, theirs = _twins_with_vf()
+    # RLlib: one-step episodes carry the recorded extras only when asked; chunks always.
+    plain = theirs.sample(4, sample_episodes=True, n_step=1)
+    asked = theirs.sample(4, sample_episodes=True, n_step=1, include_extra_model_outputs=True)
+    assert "vf" not in plain[0].extra_model_outputs and "vf" in asked[0].extra_model_outputs
+    chunk = theirs.sample(4, sample_episodes=True, n_step=1, batch_length_T=2)[0]
+    assert "vf" in chunk.extra_model_outputs
+    # Its prioritized buffer's episodes carry the infos only with include_infos.
+    _, prioritized = _twins_with_vf(prioritized=True)
+    assert prioritized.sample(2, n_step=1)[0].get_infos() == [{}, {}]
+    assert prioritized.sample(2, n_step=1, include_infos=True)[0].get_infos()[0] != {}
+    # Ours: sampled episodes always carry both, and the flags, which would change nothing,
+    # are refused.
+    mine = ours.sample(2, sample_episodes=True)[0]
+    assert list(mine.extra_model_outputs) == ["vf"] and mine.get_infos()[0] == {"t": 0}
+    for flag in ("include_infos", "include_extra_model_outputs"):
+        with pytest.raises(ValueError, match=flag):
+            ours.sample(2, sample_episodes=True, **{flag: True})
