@@ -207,6 +207,7 @@ class BufferAccess:
 
         if prioritized is None:  # the class it is called on
             prioritized = issubclass(cls, PrioritizedEpisodeReplayBuffer)
+        prioritized = sampling.check_flag(prioritized, "prioritized")
         return buffer_from_dataset(
             path, capacity=capacity, prioritized=prioritized, seed=seed, **kwargs
         )

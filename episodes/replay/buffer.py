@@ -308,6 +308,12 @@ class EpisodeReplayBuffer(BufferAccess):
         # Every argument is checked before the buffer is looked at: a bad one gets its own
         # error even from an empty buffer.
         size = sampling.batch_size(num_items, batch_size_B, self.batch_size_B)
+        flag = sampling.check_flag
+        pad, sample_episodes = flag(pad, "pad"), flag(sample_episodes, "sample_episodes")
+        include_infos = flag(include_infos, "include_infos")
+        include_extra_model_outputs = flag(
+            include_extra_model_outputs, "include_extra_model_outputs"
+        )
         n_step = 1 if n_step is None else n_step  # RLlib's default: one step
         if batch_length_T is not None:
             batch_length_T = sampling.check_positive(batch_length_T, "batch_length_T")

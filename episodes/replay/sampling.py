@@ -47,6 +47,20 @@ def check_positive(value: Any, name: str) -> int:
     return int(value)
 
 
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` as a bool, or ``ValueError`` unless it is a ``bool`` or a numpy bool.
+
+    A string such as ``"no"`` would otherwise turn the setting on.
+
+    Example:
+        >>> check_flag(np.False_, "pad")
+        False
+    """
+    if value.__class__ is bool or isinstance(value, np.bool_):
+        return bool(value)
+    raise ValueError(f"{name} must be a bool, got {type(value).__name__} ({value!r:.40})")
+
+
 def check_non_negative(value: Any, name: str) -> int:
     """``value`` as an int, or ``ValueError`` unless it is an int >= 0.
 
