@@ -32,7 +32,14 @@ def _stats(values: list[float]) -> str:
     if not values:
         return "n/a"
     a = np.asarray(values, dtype=np.float64)
-    return f"mean {a.mean():.4g}  std {a.std():.4g}  min {a.min():.4g}  max {a.max():.4g}"
+    finite = a[np.isfinite(a)]
+    # Scaled by a power of two (exact) near the largest |x|: sums of returns near 1e308 would
+    # overflow to inf. NaN/inf returns give nan/inf as before, without numpy's warnings.
+    top = float(np.abs(finite).max()) if finite.size else 0.0
+    scale = math.ldexp(1.0, math.frexp(top)[1] - 1) if top > 0.0 else 1.0
+    with np.errstate(all="ignore"):
+        mean, std = (a / scale).mean() * scale, (a / scale).std() * scale
+    return f"mean {mean:.4g}  std {std:.4g}  min {a.min():.4g}  max {a.max():.4g}"
 
 
 def _say(line: str, *, err: bool = False) -> None:

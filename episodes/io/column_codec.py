@@ -34,8 +34,10 @@ from episodes.io.values import (
     BlobReader,
     BlobWriter,
     check_array_dtype,
+    check_array_type,
     decode_value,
     encode_value,
+    ends_in_nul,
 )
 from episodes.spaces import space_to_dict, unbatch
 from episodes.structs import flatten
@@ -107,6 +109,8 @@ def _leaf_kind(leaf: Any) -> tuple[Any, ...] | None:
     if kind is np.ndarray:
         return ("ndarray", leaf.dtype.str, leaf.shape) if _plain(leaf.dtype) else None
     if isinstance(leaf, np.generic):
+        if ends_in_nul(leaf):
+            return None  # numpy strips trailing NULs: the json layout keeps them
         return ("npscalar", leaf.dtype.str, ()) if _plain(leaf.dtype) else None
     if kind in _SCALAR_KINDS:
         if kind is str and leaf.endswith("\x00"):
@@ -131,6 +135,8 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
         first, structure = flatten(items[0])
     except TypeError:  # dm-tree sorts dict keys: int and str keys together cannot be
         return None  # the json layout keeps such a dict as it is
+    except RecursionError:  # nested past dm-tree's reach: the json layout refuses it by name
+        return None
     try:
         struct_enc = _encode_structure(structure, where) if structure is not None else _LEAF
     except UnstorableValueError:
@@ -142,7 +148,7 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
     for item in items[1:]:
         try:
             leaves, st = flatten(item)
-        except TypeError:  # keys that do not sort (see above)
+        except (TypeError, RecursionError):  # keys that do not sort, deep nesting (see above)
             return None
         if len(leaves) != len(kinds) or (st is None) != (structure is None):
             return None  # a leaf among nested items (or the reverse) is no column of its kind
@@ -160,6 +166,8 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
     for kind, col in zip(kinds, columns, strict=True):
         assert kind is not None
         name = kind[0]
+        if name == "str" and _padding_wasted(col):
+            return None
         try:
             if name == "ndarray":
                 # np.stack gives native byte order; the items' own dtype must come back.
@@ -172,6 +180,32 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
             return None
         out.append((name, arr))
     return struct_enc, out
+
+
+def _padding_wasted(strs: list[str]) -> bool:
+    """Whether one fixed-width array of ``strs`` (each padded to the longest) wastes too much.
+
+    A few long strings among short ones would multiply the column's size (a 20,000-character
+    text among 2,000 one-character ones: 150 MiB for 22 KB); the json layout stores each item
+    at its own length. Strings JSON cannot hold (a lone surrogate) keep the padded layout, and
+    so do texts too long for a v1 ``meta.json`` (where json items live; 256 MiB at most).
+    """
+    total = sum(map(len, strs))
+    if len(strs) * max(map(len, strs)) <= 4 * total + _PAD_SLACK or total > _JSON_TEXT_MAX:
+        return False
+    return all(s.isascii() or _utf8(s) for s in strs)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_PAD_SLACK = 16384  # characters of padding always allowed (64 KiB): short columns stay arrays
+_JSON_TEXT_MAX = 4 << 20  # characters: at most 48 MiB of JSON (12 bytes for an escaped one)
 
 
 def _unstack_list(kinds: list[str], arrays: list[np.ndarray], skeleton: Any) -> list[Any]:
@@ -222,10 +256,14 @@ def encode_column(
         meta["typed"] = bool(buf.get_state()["typed"])
     data = buf.data
     if buf.finalized:
-        leaves, structure = flatten(data)
+        try:
+            leaves, structure = flatten(data)
+        except RecursionError:
+            raise UnstorableValueError(f"{where}: item nested too deeply") from None
         struct_enc = _encode_structure(structure, where) if structure is not None else _LEAF
         leaf_meta = []
         for i, leaf in enumerate(leaves):
+            check_array_type(leaf, f"{where} leaf {i}")
             arr = np.asarray(leaf)
             check_array_dtype(arr.dtype, f"{where} leaf {i}")
             name = f"{prefix}.{i}.npy"

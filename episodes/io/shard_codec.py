@@ -127,13 +127,28 @@ def _skeleton(enc: Any, where: str, depth: int) -> Any:
     raise CorruptDatasetError(f"{where}: malformed item structure {enc!r}")
 
 
-def _nest(items: list[tuple[tuple[str, ...], pa.Array]]) -> pa.Array:
+def _nest(items: list[tuple[tuple[str, ...], pa.Array]], where: str) -> pa.Array:
     if len(items) == 1 and not items[0][0]:
         return items[0][1]
     groups: dict[str, list[tuple[tuple[str, ...], pa.Array]]] = {}
     for path, array in items:
         groups.setdefault(path[0], []).append((path[1:], array))
-    return pa.StructArray.from_arrays([_nest(g) for g in groups.values()], names=list(groups))
+    names = _field_names(list(groups), where)
+    return pa.StructArray.from_arrays([_nest(g, where) for g in groups.values()], names=names)
+
+
+def _field_names(names: list[str], where: str) -> list[str]:
+    """``names`` as Arrow struct field names, which must be UTF-8 (a lone surrogate is not)."""
+    for name in names:
+        if not name.isascii():
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UnstorableValueError(
+                    f"{where}: the key {name!r} holds a lone surrogate (not UTF-8), which a v2 "
+                    "shard's column names cannot hold (EpisodeWriter's v1 chunks can)"
+                ) from None
+    return names
 
 
 def column_of(table: Any, path: list[str], where: str | None = None) -> pa.Array:
@@ -187,7 +202,7 @@ def _encode_column(
         info = leaf_info(arrays[leaf["file"]], [*path, *sub])
         leaves[leaf["file"]] = info
         parts.append((sub, leaf_to_arrow(arrays[leaf["file"]], rows, info, copy)))
-    return _nest(parts)
+    return _nest(parts, "/".join(path))
 
 
 def _intern(value: Any, spaces: list[Any], lookup: dict[str, int]) -> dict[str, int]:
@@ -240,7 +255,8 @@ def encode_rows(
         parts = [
             _encode_column(c, arrays, rows, [EXTRAS, k], leaves, copy) for k, c in meta[EXTRAS]
         ]
-        columns[EXTRAS] = pa.StructArray.from_arrays(parts, names=keys)
+        names = _field_names(keys, EXTRAS)
+        columns[EXTRAS] = pa.StructArray.from_arrays(parts, names=names)
     blob = arrays.get(BLOB)
     if blob is None or not rows:
         columns["blob"] = pa.nulls(rows, pa.large_binary())

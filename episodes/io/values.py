@@ -33,11 +33,13 @@ __all__ = [
     "BlobWriter",
     "SameIds",
     "check_array_dtype",
+    "check_array_type",
     "check_code_points",
     "concat_piece",
     "crc32_of",
     "decode_value",
     "encode_value",
+    "ends_in_nul",
     "holds_nan",
     "id_key",
     "signless_zeros",
@@ -293,8 +295,12 @@ def encode_value(value: Any, *, blob: BlobWriter | None, where: str, _depth: int
             )
         if isinstance(value, np.ndarray):
             if type(value) is not np.ndarray:
+                check_array_type(value, where)
                 value = np.asarray(value)
             return {f"{_TAG}nd__": blob.add(value, where)}
+        if ends_in_nul(value):
+            # Reading an item back strips trailing NULs; this tag says the width is the value.
+            return {f"{_TAG}npstr__": blob.add(np.asarray(value), where)}
         return {f"{_TAG}np__": blob.add(np.asarray(value), where)}
     raise UnstorableValueError(
         f"{where}: a value of type {kind.__module__}.{kind.__qualname__} cannot be stored safely "
@@ -341,11 +347,65 @@ def decode_value(obj: Any, *, blob: BlobReader | None, where: str, _depth: int =
             except TypeError as err:  # an unhashable key, e.g. a list
                 raise CorruptDatasetError(f"{where}: unusable dict key {key!r}") from err
         return out
-    if tag in (f"{_TAG}nd__", f"{_TAG}np__"):
+    if tag in (f"{_TAG}nd__", f"{_TAG}np__", f"{_TAG}npstr__"):
         if blob is None:
             raise CorruptDatasetError(f"{where}: numpy values are not allowed here")
+        if tag == f"{_TAG}npstr__":
+            return _full_width(blob.get(payload, scalar=False), where)
         return blob.get(payload, scalar=tag == f"{_TAG}np__")
     raise CorruptDatasetError(f"{where}: unknown or malformed tag {tag!r}")
+
+
+def ends_in_nul(value: Any) -> bool:
+    r"""Whether ``value`` is a numpy str/bytes scalar ending in NUL (numpy drops those NULs).
+
+    Example:
+        >>> ends_in_nul(np.str_("a\x00")), ends_in_nul(np.bytes_(b"a")), ends_in_nul("a\x00")
+        (True, False, False)
+    """
+    if isinstance(value, np.str_):
+        return value.endswith("\x00")
+    return isinstance(value, np.bytes_) and value.endswith(b"\x00")
+
+
+def _full_width(array: np.ndarray, where: str) -> Any:
+    """The numpy str/bytes scalar filling a 0-d array's whole width, trailing NULs included."""
+    if array.ndim != 0 or array.dtype.kind not in "US":
+        raise CorruptDatasetError(f"{where}: a NUL-ended string is not a 0-d str/bytes entry")
+    if array.dtype.kind == "S":
+        return np.bytes_(array.tobytes())
+    codes = array.reshape(1).view(array.dtype.byteorder.replace("|", "=") + "u4")
+    return np.str_("".join(map(chr, codes.tolist())))  # code points checked by BlobReader
+
+
+def check_array_type(array: np.ndarray, where: str) -> None:
+    """Refuses the ndarray subclasses a plain array would change: masked arrays and matrices.
+
+    A ``MaskedArray`` would lose its mask (the masked values would read back as data), a
+    ``matrix`` its operators (``*`` multiplies matrices); other subclasses (``memmap``) are
+    stored as the plain arrays they hold.
+
+    Raises:
+        UnstorableValueError: ``array`` is a ``np.ma.MaskedArray`` or ``np.matrix``.
+
+    Example:
+        >>> check_array_type(np.zeros(2), "obs")
+        >>> try:
+        ...     check_array_type(np.ma.masked_array([1, 2], mask=[0, 1]), "obs")
+        ... except UnstorableValueError as err:
+        ...     print(str(err)[:50])
+        obs: a numpy masked array cannot be stored (its ma
+    """
+    if isinstance(array, np.ma.MaskedArray):
+        raise UnstorableValueError(
+            f"{where}: a numpy masked array cannot be stored (its mask would be lost); store "
+            ".filled(...) and the mask (np.ma.getmaskarray) as two arrays"
+        )
+    if isinstance(array, np.matrix):
+        raise UnstorableValueError(
+            f"{where}: a numpy matrix cannot be stored (it would read back as an ndarray, "
+            "whose * is not a matrix product); store np.asarray(...) instead"
+        )
 
 
 def id_key(id_: Any) -> str:
