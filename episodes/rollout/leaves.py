@@ -314,21 +314,28 @@ def unalias(
     def memory(tensor: torch.Tensor) -> int:
         return tensor.untyped_storage().data_ptr()
 
+    known: dict[str, int] = {}  # each storage tensor's allocation, looked up once
+
+    def memory_of(name: str) -> int:
+        if name not in known:
+            known[name] = memory(tensors[name])
+        return known[name]
+
     written = {memory(dst) for dst, _ in copies}
-    written.update(memory(tensors[n]) for n, _ in puts if n not in shared)
+    written.update(memory_of(n) for n, _ in puts if n not in shared)
     own: set[int] = set()
     if share:  # every tensor a caller may hold a view of (hidden states made now: none)
-        own = {memory(t) for n, t in tensors.items() if n not in shared}
+        own = {memory_of(n) for n in tensors if n not in shared}
         own.update(memory(t) for t in also_own)
     copies = [(dst, src.clone() if memory(src) in written else src) for dst, src in copies]
-    return copies, [
-        (
-            n,
-            src.clone() if src is not tensors[n] and memory(src) in written else src,
-            share and memory(src) not in own,
-        )
-        for n, src in puts
-    ]
+    out = []
+    for n, src in puts:
+        if src is tensors[n]:
+            out.append((n, src, share and n in shared))
+            continue
+        where = memory(src)
+        out.append((n, src.clone() if where in written else src, share and where not in own))
+    return copies, out
 
 
 def put_leaf(
