@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from numbers import Real
 from typing import Any
 
 import numpy as np
 
-__all__ = ["check_flag", "check_timeout", "readable_error"]
+__all__ = ["check_flag", "check_mapping", "check_timeout", "readable_error"]
 
 # Terminal control sequences (colours, bold) that Ray puts into its errors' text.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -62,6 +63,28 @@ def check_flag(value: Any, what: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{what} must be True or False, got {value!r}")
     return bool(value)
+
+
+def check_mapping(value: Any, what: str) -> dict[str, Any]:
+    """``value`` as a new dict (None: an empty one), refusing anything but a mapping.
+
+    Raises:
+        TypeError: ``value`` neither None nor a mapping (a list of pairs is refused, not read
+            as one).
+
+    Example:
+        >>> check_mapping(None, "config"), check_mapping({"num_envs": 2}, "config")
+        ({}, {'num_envs': 2})
+        >>> check_mapping([("num_envs", 2)], "config")
+        Traceback (most recent call last):
+        ...
+        TypeError: config must be a mapping (a dict) or None, got list
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a mapping (a dict) or None, got {type(value).__name__}")
+    return dict(value)
 
 
 def readable_error(text: str) -> str:

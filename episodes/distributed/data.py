@@ -5,9 +5,11 @@ Reading: an :class:`EpisodeDatasource` makes one read task per shard of a format
 worker and yielding one block: a table of steps (see :func:`~episodes.distributed.rows.
 step_columns`) or of episode rows (see :func:`~episodes.distributed.rows.episode_row`).
 
-Writing: an :class:`EpisodeDatasink` creates the dataset once on the driver; then every write
-task appends its blocks' episodes with its own ``episodes.io.DatasetWriter`` (the format's
-concurrent writers), committing them when the task ends.
+Writing: every write task of an :class:`EpisodeDatasink` first turns every row of its blocks
+into its episode, then appends them with its own ``episodes.io.DatasetWriter`` (the format's
+concurrent writers: the first to write creates the dataset, atomically), committing them when
+the task ends. So a bad row keeps its whole task's rows out (tasks that ran before it keep
+theirs), and rows without an ``episode`` column are refused before the target is touched.
 """
 
 from __future__ import annotations
@@ -416,7 +418,8 @@ class EpisodeDatasink(Datasink[int]):
     """Writes a Ray dataset of episode rows into one format v2 dataset.
 
     Args:
-        path: The dataset directory (created if needed, else appended to).
+        path: The dataset directory (created by the first task that writes, else appended to;
+            a write of no rows leaves an empty dataset).
         metadata: An ``episodes.io.DatasetMetadata`` used when the dataset is created.
         **writer_options: Further ``episodes.io.DatasetWriter`` arguments.
 
@@ -445,23 +448,36 @@ class EpisodeDatasink(Datasink[int]):
         self.num_written = 0
 
     def on_write_start(self, schema: Any = None) -> None:
-        """Creates the dataset once, so the write tasks only append.
+        """Refuses rows without an ``episode`` column; creates nothing (the tasks do).
+
+        Ray Data calls it with the schema of the first rows to write when it knows it (None
+        when the write runs in the tasks that make the rows: they check each row).
+
+        Raises:
+            TypeError: ``schema`` names no ``episode`` column.
 
         Example:
-            >>> import tempfile
-            >>> from episodes.io import dataset_info
-            >>> sink = EpisodeDatasink(tempfile.mkdtemp())
-            >>> sink.on_write_start()
-            >>> info = dataset_info(sink.path)
-            >>> info.version, info.num_chunks  # an empty format v2 dataset
-            (2, 0)
+            >>> import os, tempfile
+            >>> import pyarrow as pa
+            >>> sink = EpisodeDatasink(tempfile.mkdtemp() + "/new")
+            >>> sink.on_write_start(pa.schema([("episode", pa.binary())]))
+            >>> os.path.exists(sink.path)  # the first task that writes creates it
+            False
+            >>> sink.on_write_start(pa.schema([("obs", pa.float32())]))  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            TypeError: write_episodes needs rows of episodes (an 'episode' column, ...['obs']
         """
-        from episodes.io import DatasetWriter
-
-        DatasetWriter(self.path, metadata=self.metadata, **self.writer_options).close()
+        _check_schema(schema)
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> int:
         """Appends the episodes of this task's blocks; returns how many.
+
+        Every row of every block is turned into its episode before the first is written: a
+        row that is not an episode row raises with nothing of this task appended.
+
+        Raises:
+            TypeError: A row without a ``SingleAgentEpisode`` in its ``episode`` column.
 
         Example:
             >>> import tempfile
@@ -469,7 +485,6 @@ class EpisodeDatasink(Datasink[int]):
             >>> from episodes import SingleAgentEpisode
             >>> from episodes.io import dataset_info
             >>> sink = EpisodeDatasink(tempfile.mkdtemp())
-            >>> sink.on_write_start()
             >>> block = pd.DataFrame({"episode": [SingleAgentEpisode(
             ...     "a", observations=[0, 1], actions=[1], rewards=[1.0], len_lookback_buffer=0)]})
             >>> sink.write([block, block], ctx=None)  # a Ray block per item: two chunks
@@ -479,23 +494,24 @@ class EpisodeDatasink(Datasink[int]):
         """
         from episodes.io import DatasetWriter
 
-        count = 0
-        with DatasetWriter(self.path, **self.writer_options) as writer:
-            for block in blocks:
-                rows: Iterable[Any] = BlockAccessor.for_block(block).iter_rows(
-                    public_row_format=True
-                )
-                for row in rows:
-                    writer.write(episode_from_row(row))
-                    count += 1
-        return count
+        episodes: list[Any] = []
+        for block in blocks:
+            rows: Iterable[Any] = BlockAccessor.for_block(block).iter_rows(public_row_format=True)
+            episodes.extend(episode_from_row(row) for row in rows)
+        if not episodes:
+            return 0
+        # Created here if need be (atomically: tasks may race), so that a write whose every
+        # task is refused leaves no new dataset behind.
+        with DatasetWriter(self.path, metadata=self.metadata, **self.writer_options) as writer:
+            for episode in episodes:
+                writer.write(episode)
+        return len(episodes)
 
     def on_write_complete(self, write_result: Any) -> None:
-        """Keeps the total count (``num_written``); creates the dataset if no block came.
+        """Keeps the total count (``num_written``); creates the dataset if no row came.
 
-        Ray Data starts a sink (``on_write_start``) when the first block arrives: a Ray dataset
-        without blocks (one read from an empty dataset) has none, and still makes an empty
-        dataset here.
+        A Ray dataset without rows (one read from an empty dataset) starts no task that
+        writes, and still makes an empty dataset here.
 
         Example:
             >>> import tempfile
@@ -510,9 +526,11 @@ class EpisodeDatasink(Datasink[int]):
             >>> sink.num_written, dataset_info(sink.path).num_chunks  # no block: empty, readable
             (0, 0)
         """
-        if not write_result.write_returns:
-            self.on_write_start()
+        from episodes.io import DatasetWriter
+
         self.num_written = int(sum(write_result.write_returns))
+        if self.num_written == 0:
+            DatasetWriter(self.path, metadata=self.metadata, **self.writer_options).close()
 
 
 def write_episodes(
@@ -531,7 +549,12 @@ def write_episodes(
         The number of episodes (chunks) written.
 
     Raises:
-        TypeError: ``dataset`` is not a ``ray.data.Dataset``.
+        TypeError: ``dataset`` is not a ``ray.data.Dataset`` or its rows have no ``episode``
+            column (the target is left untouched), or a row holds no ``SingleAgentEpisode``
+            there (raised by its write task, as Ray's ``RayTaskError`` that is also a
+            ``TypeError``): nothing of that task's rows is written, but write tasks that
+            finished before it keep what they appended (with one task, as for a dataset of
+            one block, the target is left untouched: not even created).
 
     Example:
         >>> import tempfile
@@ -556,6 +579,17 @@ def write_episodes(
             f"write_episodes needs a ray.data.Dataset of episode rows (as read_episodes "
             f"gives), got {type(dataset).__name__}"
         )
+    _check_schema(dataset.schema(fetch_if_missing=False))  # None: not known without reading
     sink = EpisodeDatasink(path, metadata, **writer_options)
     dataset.write_datasink(sink)
     return sink.num_written
+
+
+def _check_schema(schema: Any) -> None:
+    """Refuses a schema (Arrow's, or Ray Data's) without an ``episode`` column; None passes."""
+    names = getattr(schema, "names", None)
+    if names is not None and "episode" not in names:
+        raise TypeError(
+            "write_episodes needs rows of episodes (an 'episode' column, as read_episodes or "
+            f"episode_row gives), got columns {list(names)}"
+        )

@@ -23,35 +23,20 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from episodes.distributed.actor import RunnerActor, WriterSpec
-from episodes.distributed.checks import check_flag, check_timeout, readable_error
+from episodes.distributed.checks import check_flag, check_mapping, check_timeout, readable_error
 from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext, check_seed
 from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
-from episodes.distributed.shared_memory import SHM_DIR, Reply, Segment, SlotSegments
+from episodes.distributed.shared_memory import SHM_DIR, Reply, SlotSegments
+from episodes.distributed.slots import Slot, apply_on_all, start_actors
 from episodes.indexing import whole_number
 
 __all__ = ["RunnerGroup"]
-
-
-@dataclass
-class _Slot:
-    index: int
-    generation: int
-    handle: Any
-    num_envs: int
-    request: int = -1
-    ref: Any = None
-    num_steps: int = 0
-    weights_ack: Any = None
-    failures: int = 0
-    segments: SlotSegments = field(default_factory=lambda: SlotSegments(None))
-    lease: Segment | None = None
 
 
 class RunnerGroup:
@@ -85,10 +70,13 @@ class RunnerGroup:
 
     Raises:
         ImportError: Ray is not installed.
-        TypeError: ``shared_memory`` not a bool (``"no"`` would mean yes).
+        TypeError: ``shared_memory`` not a bool (``"no"`` would mean yes); ``runner_kwargs``,
+            ``config``, ``write_options`` or ``actor_options`` neither None nor a mapping.
         ValueError: ``num_runners`` or ``max_consecutive_failures`` not an int >= 1 (floats
             refused, not truncated), ``seed`` neither None nor an int >= 0,
-            ``start_timeout_s`` not None or seconds >= 0.
+            ``start_timeout_s`` not None or seconds >= 0, ``write_metadata`` or
+            ``write_options`` without ``write_to`` (they would do nothing), actor options Ray
+            refuses (before ``write_to`` is created).
         RuntimeError: An actor failed to start (the factories raised).
 
     Example:
@@ -129,44 +117,34 @@ class RunnerGroup:
         start_timeout_s = check_timeout(start_timeout_s, "start_timeout_s")
         shared_memory = check_flag(shared_memory, "shared_memory")
         self.seed = check_seed(seed)  # here: on the actors it would fail their start
+        self._runner_kwargs = check_mapping(runner_kwargs, "runner_kwargs")
+        self._config = check_mapping(config, "config")
+        write_options = check_mapping(write_options, "write_options")
+        if write_to is None and (write_metadata is not None or write_options):
+            raise ValueError("write_metadata and write_options need write_to (the dataset)")
         self._ray = require_ray()
         self._env_factory = env_factory
         self._policy_factory = policy_factory
-        self._runner_kwargs = dict(runner_kwargs or {})
-        self._config = dict(config or {})
-        self._writer = (
-            None
-            if write_to is None
-            # Resolved here: the actors' working directory need not be the driver's.
-            else WriterSpec(
-                os.fspath(Path(write_to).resolve()), write_metadata, dict(write_options or {})
-            )
-        )
-        if self._writer is not None:
-            self._writer.create_dataset()
-        options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0, **(actor_options or {})}
+        options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0}
+        options.update(check_mapping(actor_options, "actor_options"))
+        # Ray checks the options here: a refused one must not leave write_to created.
         self._actor_cls = self._ray.remote(RunnerActor).options(**options)
+        self._writer = None
+        if write_to is not None:
+            # Resolved here: the actors' working directory need not be the driver's.
+            path = os.fspath(Path(write_to).resolve())
+            self._writer = WriterSpec(path, write_metadata, write_options)
+            self._writer.create_dataset()
         self.metrics = GroupMetrics()
         self.weights_version = -1
         self._weights_ref: Any = None
         self._next_request = 0
         self._shm_dir = SHM_DIR if shared_memory else None
         handles = [self._spawn(i, 0) for i in range(self.num_runners)]
-        try:
-            infos = self._ray.get([h.info.remote() for h in handles], timeout=start_timeout_s)
-        except self._ray.exceptions.GetTimeoutError as err:
-            for handle in handles:
-                self._ray.kill(handle)
-            raise RuntimeError(
-                f"the runner actors did not start within {start_timeout_s} s: does the cluster "
-                f"have {self.num_runners} x {num_cpus_per_runner} free CPUs?"
-            ) from err
-        except self._ray.exceptions.RayError as err:
-            for handle in handles:
-                self._ray.kill(handle)
-            raise RuntimeError(f"a runner actor failed to start: {err}") from err
+        cpus = f"{self.num_runners} x {num_cpus_per_runner}"
+        infos = start_actors(self._ray, handles, start_timeout_s, cpus)
         self._slots = [
-            _Slot(i, 0, handle, int(info["num_envs"]), segments=SlotSegments(self._shm_dir))
+            Slot(i, 0, handle, int(info["num_envs"]), segments=SlotSegments(self._shm_dir))
             for i, (handle, info) in enumerate(zip(handles, infos))
         ]
         self._takes_weights = all(info["takes_weights"] for info in infos)
@@ -302,7 +280,7 @@ class RunnerGroup:
             self._push_weights(slot)
         return self.weights_version
 
-    def _push_weights(self, slot: _Slot) -> None:
+    def _push_weights(self, slot: Slot) -> None:
         if self._weights_ref is not None:
             slot.weights_ack = slot.handle.set_weights.remote(
                 self._weights_ref, self.weights_version
@@ -321,7 +299,11 @@ class RunnerGroup:
             ``.lost`` (their slots already hold fresh actors).
 
         Raises:
-            RuntimeError: Asynchronous requests are still in flight, or a slot kept failing.
+            RuntimeError: Asynchronous requests are still in flight, or a slot kept failing
+                (raised once every other request was collected, as any error while
+                collecting). An interrupt (``KeyboardInterrupt``) while waiting leaves the
+                requests not taken yet in flight: collect them with ``sample_async(...,
+                launch=False)``.
 
         Example:
             >>> import gymnasium as gym, ray
@@ -411,7 +393,7 @@ class RunnerGroup:
         done = set(ready)
         return self._collect([slot for slot in busy if slot.ref in done])
 
-    def _launch(self, slot: _Slot, num_steps: int) -> None:
+    def _launch(self, slot: Slot, num_steps: int) -> None:
         slot.request = self._next_request
         self._next_request += 1
         slot.num_steps = num_steps
@@ -422,16 +404,17 @@ class RunnerGroup:
         if self._stopped:
             raise RuntimeError("this RunnerGroup was stopped; create a new one")
 
-    def _collect(self, slots: Sequence[_Slot]) -> GroupSample:
+    def _collect(self, slots: Sequence[Slot]) -> GroupSample:
         samples: list[RunnerSample] = []
         lost: list[LostSample] = []
-        failed: RuntimeError | None = None
+        failed: Exception | None = None
         for slot in slots:
-            # Every slot is collected even after one gave up: no request stays in flight
-            # behind the error, and no sample counted in the metrics is thrown away.
+            # Every slot is collected even after one gave up (or a restart failed): no request
+            # stays in flight behind the error. An interrupt (KeyboardInterrupt) leaves the
+            # requests not taken yet in flight, the interrupted one included.
             try:
                 outcome = self._take(slot)
-            except RuntimeError as err:
+            except Exception as err:
                 failed = failed or err
                 continue
             (samples if isinstance(outcome, RunnerSample) else lost).append(outcome)  # type: ignore[arg-type]
@@ -439,24 +422,38 @@ class RunnerGroup:
             raise failed
         return GroupSample(samples, lost)
 
-    def _take(self, slot: _Slot) -> RunnerSample | LostSample:
-        ref, slot.ref = slot.ref, None
-        lease, slot.lease = slot.lease, None
+    def _take(self, slot: Slot) -> RunnerSample | LostSample:
+        lease = slot.lease
         try:
             if slot.weights_ack is not None:
                 self._ray.get(slot.weights_ack)
                 slot.weights_ack = None
-            reply = self._ray.get(ref)
-        except self._ray.exceptions.RayError as err:
+            reply = self._ray.get(slot.ref)
+        except Exception as err:
+            slot.ref = slot.lease = None
             slot.segments.discard(lease)  # never mapped, maybe: its name must not stay
             return self._lose(slot, err)
+        # An interrupt above left the request in flight (collected by a later call, its lease
+        # kept); from here on it is taken: an error or an interrupt loses it, and its segment.
+        slot.ref = slot.lease = None
         shared = isinstance(reply, Reply) and reply.stream is not None
-        sample: RunnerSample = slot.segments.receive(reply, lease)
+        try:
+            sample: RunnerSample = slot.segments.receive(reply, lease)
+        except Exception as err:  # a reply the caller cannot unpickle, as on Ray's path
+            slot.segments.discard(lease)
+            return self._lose(slot, err)
+        except BaseException:
+            slot.segments.discard(lease)
+            self.metrics.add_lost(
+                num_env_steps=slot.num_steps * slot.num_envs,
+                error=f"runner {slot.index}: interrupted while its sample was received",
+            )
+            raise
         slot.failures = 0
         self.metrics.add_sample(sample.without_totals(), shared_memory=shared)
         return sample
 
-    def _lose(self, slot: _Slot, err: Exception) -> LostSample:
+    def _lose(self, slot: Slot, err: Exception) -> LostSample:
         text = readable_error(
             f"runner {slot.index} generation {slot.generation}: {type(err).__name__}: {err}"
         )
@@ -485,7 +482,7 @@ class RunnerGroup:
             self._env_factory, self._policy_factory, context, self._runner_kwargs, self._writer
         )
 
-    def _restart(self, slot: _Slot) -> None:
+    def _restart(self, slot: Slot) -> None:
         self._ray.kill(slot.handle, no_restart=True)
         # The old actor may still be writing: its segments are never leased again.
         self._drop_segments(slot)
@@ -529,8 +526,10 @@ class RunnerGroup:
     def foreach_runner(self, fn: Callable[[Any, RunnerContext], Any]) -> list[Any]:
         """``fn(runner, context)`` on every actor, in slot order (waits for all).
 
-        Results travel as samples do (through shared memory on this node). When ``fn`` raises,
-        the first error is raised once every other runner's result was taken (and dropped).
+        Results travel as samples do (through shared memory on this node; one holding a Ray
+        ``ObjectRef`` or actor handle through Ray, which keeps what it names alive). When ``fn``
+        raises, the first error is raised once every other runner's result was taken (and
+        dropped).
 
         Example:
             >>> import gymnasium as gym, ray
@@ -545,30 +544,13 @@ class RunnerGroup:
             [(0, 10, 2), (1, 11, 2)]
         """
         self._check_running()
-        leases = [slot.segments.request("apply") for slot in self._slots]
-        refs = [
-            slot.handle.apply.remote(fn, shared) for slot, (shared, _) in zip(self._slots, leases)
-        ]
-        # Reply by reply: the runners that answered still hand their segments back (and have
-        # their names removed) when another one raised; the first error is raised after.
-        results, failed = [], None
-        for i, (slot, ref, (_, lease)) in enumerate(zip(self._slots, refs, leases)):
-            try:
-                results.append(slot.segments.receive(self._ray.get(ref), lease, "apply"))
-            except Exception as err:
-                slot.segments.discard(lease)
-                failed = failed or err
-            except BaseException:  # interrupted: the leases not taken yet are given up
-                for later, (_, left) in zip(self._slots[i:], leases[i:]):
-                    later.segments.discard(left)
-                raise
-        if failed is not None:
-            del results  # the traceback keeps this frame: they would keep their segments leased
-            raise failed
-        return results
+        return apply_on_all(self._ray, self._slots, fn)
 
     def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:
         """The group's counters and the runners' merged metrics (see :class:`GroupMetrics`).
+
+        Raises:
+            TypeError: ``reset`` not a bool (``"no"`` would clear them).
 
         Example:
             >>> import gymnasium as gym, ray
@@ -634,7 +616,7 @@ class RunnerGroup:
             self._drop_segments(slot)
 
     @staticmethod
-    def _drop_segments(slot: _Slot) -> None:
+    def _drop_segments(slot: Slot) -> None:
         """Frees the slot's lease and closes its segments (for a dead or stopped actor)."""
         slot.segments.abandon(slot.lease)
         slot.lease = None

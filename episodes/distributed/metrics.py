@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from episodes.distributed.checks import check_flag
 from episodes.distributed.sample import RunnerSample, merge_runner_metrics
 from episodes.indexing import whole_number
 
@@ -41,14 +42,24 @@ class GroupMetrics:
             them the older ones are merged into one entry (:func:`merge_runner_metrics`,
             listing the latest ``max_listed``), so a loop that never reduces stays bounded.
         max_listed: :meth:`reduce` lists the returns and lengths of the latest this many
-            episodes (an int >= 0; 100,000 as ``RunnerMetrics``); ``num_episodes`` and the
-            means cover every one. Kept by a reset.
+            episodes (an int >= 0, checked whenever it is set; 100,000 as ``RunnerMetrics``);
+            ``num_episodes`` and the means cover every one. Kept by a reset.
+
+    Raises:
+        ValueError: ``max_listed`` set to anything but an int >= 0 (numpy ints taken), in the
+            constructor or later (``group.metrics.max_listed = 2.5``); the value is kept.
 
     Example:
         >>> m = GroupMetrics()
         >>> m.add_lost(num_env_steps=8, error="ActorDiedError")
         >>> m.num_samples, m.num_lost_samples, m.num_lost_env_steps, m.errors
         (0, 1, 8, ['ActorDiedError'])
+        >>> m.max_listed = 2.5
+        Traceback (most recent call last):
+        ...
+        ValueError: max_listed must be an int >= 0, got 2.5
+        >>> m.max_listed
+        100000
     """
 
     num_samples: int = 0
@@ -61,8 +72,12 @@ class GroupMetrics:
     runner_metrics: list[dict[str, Any]] = field(default_factory=list)
     max_listed: int = 100_000
 
-    def __post_init__(self) -> None:
-        self.max_listed = whole_number(self.max_listed, "max_listed", 0)
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Checked on every assignment, not only by the constructor: a group's metrics are
+        # reached as ``group.metrics`` and tuned there.
+        if name == "max_listed":
+            value = whole_number(value, "max_listed", 0)
+        super().__setattr__(name, value)
 
     def add_sample(self, sample: RunnerSample, *, shared_memory: bool = False) -> None:
         """Counts one arrived sample (``shared_memory``: its arrays came that way).
@@ -108,6 +123,9 @@ class GroupMetrics:
         and ``num_samples``, ``num_env_steps``, ``num_lost_samples``, ``num_lost_env_steps``,
         ``num_restarts``, ``num_shared_memory_samples``, ``errors``.
 
+        Raises:
+            TypeError: ``reset`` not a bool (``"no"`` would clear the counters).
+
         Example:
             >>> m = GroupMetrics()
             >>> runner_metrics = {"num_env_steps": 100, "sample_time_s": 2.0}
@@ -118,6 +136,7 @@ class GroupMetrics:
             >>> out["env_steps_per_runner_s"], "env_steps_per_s" in out, m.num_samples  # cleared
             (50.0, False, 0)
         """
+        reset = check_flag(reset, "reset")  # before anything is read or cleared
         out = self._merged()
         del out["env_steps_per_s"]  # a sum of rates is meaningless across rounds
         seconds = out["sample_time_s"]

@@ -1,0 +1,140 @@
+"""The driver's side of each runner actor: its slot, its start and its replies to an ``apply``.
+
+Kept apart from :mod:`episodes.distributed.group` to keep the group small: a
+:class:`Slot` is what the group holds per runner (the actor handle, its restart generation, at
+most one request in flight and that request's shared-memory lease).
+
+Example:
+    >>> slot = Slot(index=0, generation=0, handle=None, num_envs=4)
+    >>> slot.ref is None, slot.lease is None, slot.segments.enabled  # idle, no segments
+    (True, True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from episodes.distributed.checks import readable_error
+from episodes.distributed.shared_memory import Segment, SlotSegments
+
+__all__ = ["Slot", "apply_on_all", "start_actors"]
+
+
+@dataclass
+class Slot:
+    """One runner as the group holds it.
+
+    Attributes:
+        index: The runner's index in the group.
+        generation: How many times the slot's actor was replaced.
+        handle: The actor handle.
+        num_envs: The actor's sub-envs.
+        request: The sequence number of its latest request.
+        ref: The request in flight (None: idle).
+        num_steps: Steps per sub-env of that request.
+        weights_ack: The reference of the latest weights pushed, until collected.
+        failures: Failed requests in a row.
+        segments: The caller's shared-memory segments of this actor.
+        lease: The segment leased to the request in flight.
+
+    Example:
+        >>> Slot(index=1, generation=2, handle=None, num_envs=4).failures
+        0
+    """
+
+    index: int
+    generation: int
+    handle: Any
+    num_envs: int
+    request: int = -1
+    ref: Any = None
+    num_steps: int = 0
+    weights_ack: Any = None
+    failures: int = 0
+    segments: SlotSegments = field(default_factory=lambda: SlotSegments(None))
+    lease: Segment | None = None
+
+
+def start_actors(
+    ray: Any, handles: list[Any], timeout_s: float | None, cpus: str
+) -> list[dict[str, Any]]:
+    r"""Each new actor's ``info()``; on a failed or late start every actor is killed.
+
+    Args:
+        ray: The ``ray`` module.
+        handles: The actors just created.
+        timeout_s: The longest wait (None: no limit).
+        cpus: What the group asked for (``"2 x 1.0"``), for the timeout's message.
+
+    Raises:
+        RuntimeError: An actor did not start within ``timeout_s``, or failed to start (its
+            factory raised: the message holds its error, without Ray's colour codes).
+
+    Example:
+        >>> import ray
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> @ray.remote(num_cpus=0)
+        ... class Broken:
+        ...     def __init__(self):
+        ...         raise ValueError("no env")
+        ...     def info(self):
+        ...         return {}
+        >>> try:
+        ...     start_actors(ray, [Broken.remote()], 60, "1 x 0")
+        ... except RuntimeError as err:
+        ...     print(str(err).startswith("a runner actor failed to start"), "\x1b[" in str(err))
+        True False
+    """
+    try:
+        return ray.get([h.info.remote() for h in handles], timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError as err:
+        for handle in handles:
+            ray.kill(handle)
+        raise RuntimeError(
+            f"the runner actors did not start within {timeout_s} s: does the cluster have "
+            f"{cpus} free CPUs?"
+        ) from err
+    except ray.exceptions.RayError as err:
+        for handle in handles:
+            ray.kill(handle)
+        raise RuntimeError(readable_error(f"a runner actor failed to start: {err}")) from err
+
+
+def apply_on_all(ray: Any, slots: Sequence[Slot], fn: Callable[..., Any]) -> list[Any]:
+    """``fn(runner, context)`` on every slot's actor (``RunnerActor.apply``), in slot order.
+
+    Results travel as samples do (through shared memory on the caller's node). Reply by
+    reply: the runners that answered still hand their segments back (and have their names
+    removed) when another one raised; the first error is raised after.
+
+    Example:
+        >>> import ray
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> @ray.remote(num_cpus=0)
+        ... class Echo:
+        ...     def apply(self, fn, shared=None):
+        ...         return fn("runner", "context")
+        >>> apply_on_all(ray, [Slot(0, 0, Echo.remote(), 1)], lambda r, c: (r, c))
+        [('runner', 'context')]
+    """
+    leases = [slot.segments.request("apply") for slot in slots]
+    refs = [slot.handle.apply.remote(fn, shared) for slot, (shared, _) in zip(slots, leases)]
+    results, failed = [], None
+    for i, (slot, ref, (_, lease)) in enumerate(zip(slots, refs, leases)):
+        try:
+            results.append(slot.segments.receive(ray.get(ref), lease, "apply"))
+        except Exception as err:
+            slot.segments.discard(lease)
+            failed = failed or err
+        except BaseException:  # interrupted: the leases not taken yet are given up
+            for later, (_, left) in zip(slots[i:], leases[i:]):
+                later.segments.discard(left)
+            raise
+    if failed is not None:
+        del results  # the traceback keeps this frame: they would keep their segments leased
+        raise failed
+    return results
