@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+from episodes.seeds import check_env_seed
+
 __all__ = ["TorchCartPole"]
 
 GRAVITY, CART_MASS, POLE_MASS, POLE_HALF_LENGTH = 9.8, 1.0, 0.1, 0.5
@@ -34,6 +36,11 @@ FORCE, TAU, X_LIMIT, THETA_LIMIT = 10.0, 0.02, 2.4, 12 * 2 * math.pi / 360
 
 class TorchCartPole(gym.vector.VectorEnv):
     """``num_envs`` CartPole-v1 sub-envs as ``[N, 4]`` float32 tensors on ``device``.
+
+    One torch generator serves all sub-envs (their first states and every autoreset draw from
+    it), so a per-sub-env seed list seeds them together (see :meth:`reset`). Actions are not
+    checked against ``Discrete(2)`` (gymnasium's CartPole asserts each one): that would wait
+    for the device every step; 1 pushes right and any other value, 2 or -1 included, left.
 
     Args:
         num_envs: Sub-envs.
@@ -85,11 +92,19 @@ class TorchCartPole(gym.vector.VectorEnv):
         return noise * 0.1 - 0.05
 
     def reset(
-        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
         """Resets every sub-env; ``seed`` seeds the env's generator (None: it continues).
 
         The generator starts from fresh entropy, so unseeded envs differ (as gymnasium's).
+        ``seed`` is None, an int >= 0, or (as ``VectorEnv.reset`` takes) a list of ``num_envs``
+        per-sub-env seeds, each None or an int >= 0. Since one generator serves all sub-envs,
+        a list seeds it from all its ints together (each one changes every sub-env's episodes);
+        a list holding a None gives it fresh entropy, as gymnasium gives an unseeded sub-env.
+
+        Raises:
+            ValueError: A seed of none of those forms (a float, a bool, a negative int, a
+                list of another length), before anything is reset.
 
         Example:
             >>> env = TorchCartPole(2)
@@ -98,9 +113,19 @@ class TorchCartPole(gym.vector.VectorEnv):
             (torch.Size([2, 4]), torch.float32, {}, True)
             >>> torch.equal(obs, env.reset(seed=0)[0])
             True
+            >>> torch.equal(env.reset(seed=[3, 7])[0], env.reset(seed=[3, 8])[0])
+            False
         """
-        if seed is not None:
-            self._generator.manual_seed(int(seed if isinstance(seed, int) else seed[0]))
+        seed = check_env_seed(seed, self.num_envs)
+        if isinstance(seed, list):
+            ints = [one for one in seed if one is not None]
+            if len(ints) < len(seed):
+                self._generator.seed()
+            else:  # every entry counts: [3, 7] and [3, 8] differ
+                state = np.random.SeedSequence(ints).generate_state(1, np.uint64)[0]
+                self._generator.manual_seed(int(state))
+        elif seed is not None:
+            self._generator.manual_seed(seed)
         self._state = self._fresh()
         self._steps.zero_()
         self._needs_reset.zero_()
@@ -109,7 +134,7 @@ class TorchCartPole(gym.vector.VectorEnv):
     def step(
         self, actions: Any
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """Steps every sub-env with ``actions`` (``[N]`` of 0/1, tensor or array).
+        """Steps every sub-env with ``actions`` (``[N]`` of 0/1, tensor or array; unchecked).
 
         Example:
             >>> env = TorchCartPole(2, max_episode_steps=1)  # next-step autoreset

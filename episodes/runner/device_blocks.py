@@ -30,10 +30,11 @@ import numpy as np
 import torch
 
 from episodes.runner.blocks import Blocks, Column
+from episodes.runner.device_values import tensor_dtype
 from episodes.runner.policy import check_numpy_dtype
 from episodes.runner.timing import new_times, resized_times, shifted_times
 from episodes.runner.widening import promoted_dtype
-from episodes.structs import flatten, map_batch, skeleton, unflatten
+from episodes.structs import flatten, skeleton, unflatten
 
 __all__ = ["DeviceBlocks", "HostColumn", "TensorColumn", "to_host", "to_host_all"]
 
@@ -262,10 +263,10 @@ class TensorColumn(Column):
             torch.int64
         """
         leaf: torch.Tensor = self.leaves[j]
-        dtype = value.dtype if isinstance(value, torch.Tensor) else torch.as_tensor(value).dtype
+        named = name if self.structure is None else f"{name} (leaf {j})"
+        dtype = tensor_dtype(value, named)  # strings, objects, lists: a ValueError naming it
         if dtype == leaf.dtype or (leaf.dtype.is_floating_point and not dtype.is_complex):
             return leaf
-        named = name if self.structure is None else f"{name} (leaf {j})"
         wide = _promoted(leaf.dtype, dtype, named)
         if wide != leaf.dtype:
             leaf = self.leaves[j] = leaf.to(wide)
@@ -574,30 +575,3 @@ class DeviceBlocks(Blocks):
             extras={key: HostColumn(col) for key, col in self.extras.items()},  # type: ignore[arg-type]
             times=self.times,  # a host array already
         )
-
-
-def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> Any:
-    """A struct with every leaf a tensor on ``device`` (no copy for tensors already there).
-
-    Raises:
-        ValueError: A leaf of values a tensor cannot hold (strings, objects), naming ``name``.
-
-    Example:
-        >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
-        torch.float64
-        >>> as_device_batch(np.array(["a"]), torch.device("cpu"), "vf")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ValueError: vf: got <U1 values, which a torch device's blocks cannot hold: ...
-    """
-
-    def tensor(leaf: Any) -> Any:
-        try:
-            return torch.as_tensor(leaf, device=device)
-        except (TypeError, ValueError):  # torch's own words name no field
-            kind = getattr(leaf, "dtype", None) or type(leaf).__name__  # a ragged list too
-            raise ValueError(
-                f"{name}: got {kind} values, which a torch device's blocks cannot hold: they "
-                "record bools, ints and floats"
-            ) from None
-
-    return map_batch(tensor, batch)

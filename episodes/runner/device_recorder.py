@@ -45,13 +45,14 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks, Finals
-from episodes.runner.device_blocks import DeviceBlocks, as_device_batch, to_host, to_host_all
+from episodes.runner.device_blocks import DeviceBlocks, to_host, to_host_all
+from episodes.runner.device_values import as_device_batch, check_env_flags
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.policy import check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.table import Recording
 from episodes.runner.timing import now
-from episodes.structs import map_batch
+from episodes.structs import flatten, map_batch
 
 __all__ = ["DeviceRecorder"]
 
@@ -214,8 +215,13 @@ class DeviceRecorder(BatchedRecorder):
             blocks = self.device_blocks = blocks.resized(2 * blocks.step_rows)
         device = blocks.device
         r = self.row
-        terminateds = torch.as_tensor(terminateds, dtype=torch.bool, device=device)
-        truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
+        try:  # free while they convert; else a ValueError naming the field, not torch's
+            device_rewards = torch.as_tensor(rewards, device=device)
+            terminateds = torch.as_tensor(terminateds, dtype=torch.bool, device=device)
+            truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
+        except (TypeError, ValueError, RuntimeError):
+            check_env_flags(rewards, terminateds, truncateds, device)
+            raise
         try:
             device_actions = as_device_batch(actions, device, "the policy's actions")
             device_extras = {
@@ -227,15 +233,14 @@ class DeviceRecorder(BatchedRecorder):
             # outputs at a call's first step were refused before env.step, not later ones.
             check_outputs_hold_data(actions, extras)
             raise
-        blocks.put_step(
-            r,
-            device_actions,
-            device_extras,
-            obs,
-            torch.as_tensor(rewards, device=device),
-            terminateds,
-            truncateds,
-        )
+        flags = (device_rewards, terminateds, truncateds)
+        try:
+            blocks.put_step(r, device_actions, device_extras, obs, *flags)
+        except TypeError:  # torch's row write takes no numpy observations: moved, then again
+            if not any(isinstance(leaf, np.ndarray) for leaf in flatten(obs)[0]):
+                raise
+            device_obs = as_device_batch(obs, device, "the env's observations")
+            blocks.put_step(r, device_actions, device_extras, device_obs, *flags)
         blocks.times[r + 1] = now()  # a host clock: no wait for the device
         done = terminateds | truncateds
         if self.mode is AutoresetMode.NEXT_STEP:

@@ -26,6 +26,7 @@ from episodes.runner.policy import (
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
+from episodes.runner.sizing import allocating
 from episodes.seeds import check_env_seed
 from episodes.structs import flatten, unflatten
 
@@ -216,7 +217,8 @@ class EnvRunner:
             lengths sum to ``num_steps`` (less the sub-env's reset steps with vector steps).
 
         Raises:
-            ValueError: ``num_steps`` too small, the policy's outputs do not fit (a batch
+            ValueError: ``num_steps`` too small (or too large for its blocks to be allocated,
+                before the env steps), the policy's outputs do not fit (a batch
                 without one entry per sub-env, an empty dict or tuple, a torch tensor on the
                 meta device, extra outputs whose keys, shapes or nesting change, values their
                 column cannot take), or the env's do not (reset observations without one item
@@ -301,7 +303,8 @@ class EnvRunner:
         """Begins the call's recording; the first call resets the env (and picks the recorder)."""
         recorder = self._recorder
         if self._obs is not None:
-            recorder.begin(num_steps, self._obs, None)
+            with allocating(num_steps):  # a num_steps no memory holds: named, not numpy's words
+                recorder.begin(num_steps, self._obs, None)
             return recorder
         state = None if self._initial_state is None else self._initial_state(self.num_envs)
         if self._initial_state is not None:
@@ -319,7 +322,8 @@ class EnvRunner:
                 self.metrics,
                 vector_steps=self.window == "vector_steps",
             )
-        recorder.begin(num_steps, obs, reset_infos)
+        with allocating(num_steps):
+            recorder.begin(num_steps, obs, reset_infos)
         self._recorder, self._obs, self.state = recorder, obs, state
         return recorder
 
@@ -368,7 +372,8 @@ class EnvRunner:
         namedtuple where the policy returns a tuple: :class:`_StateLayout` checked that the
         leaves pair up). Tensor leaves under a device mask are picked on the device (no sync);
         other leaves by the mask's rows on the host (one copy of a device mask per step, which
-        only a policy keeping numpy state on a tensor env pays).
+        only a policy keeping numpy state on a tensor env pays). Fresh entries are cast to
+        the dtype of the state the policy returned, on every path.
         """
         assert self._initial_state is not None and self._state_layout is not None
         # Called for every reset step (on a torch env, every step: which sub-envs started
@@ -466,7 +471,9 @@ def _with_rows(old: Any, new: Any, rows: list[int], axis: int) -> Any:
     if not rows:
         return out
     if tensor and not _is_tensor(new):
-        new = old.new_tensor(np.asarray(new))
+        new = old.new_tensor(np.asarray(new))  # old's dtype and device
+    elif tensor and (new.dtype != old.dtype or new.device != old.device):
+        new = new.to(device=old.device, dtype=old.dtype)  # as a numpy row write casts
     elif not tensor and _is_tensor(new):
         new = new.detach().cpu().numpy()
     where = (slice(None),) * (axis % out.ndim) + (rows,)  # -1 too
@@ -513,8 +520,12 @@ def _device_recorder(
 
 def _where_started(old: Any, new: Any, mask: Any, axis: int) -> Any:
     """A state leaf with the started envs' entries taken from ``new``, on the device (no sync)."""
-    if not _is_tensor(new) or new.device != old.device:
-        new = old.new_tensor(np.asarray(new)) if not _is_tensor(new) else new.to(old.device)
+    # In old's dtype, as the host's row writes cast: where would promote (a float16 state
+    # would come back float32), so the policy gets the state dtype it returned on every env.
+    if not _is_tensor(new):
+        new = old.new_tensor(np.asarray(new))
+    elif new.device != old.device or new.dtype != old.dtype:
+        new = new.to(device=old.device, dtype=old.dtype)
     if mask.device != old.device:
         mask = mask.to(old.device)
     shape = [1] * old.dim()

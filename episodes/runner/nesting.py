@@ -165,8 +165,8 @@ def stacked_finals(
     one must nest as the observations do (``structure``, batch leaf shapes ``shapes``).
 
     Raises:
-        ValueError: The infos hold no ``final_obs``, or an item nests otherwise; the message
-            names ``infos['final_obs']``.
+        ValueError: The infos hold no ``final_obs``, or an item nests otherwise, or the
+            items' shapes differ; the message names ``infos['final_obs']``.
 
     Example:
         >>> finals = np.array([None, {"a": np.ones(2)}], dtype=object)
@@ -193,7 +193,19 @@ def stacked_finals(
                 items[i],
             )
         flat.append(flatten(items[i])[0])
-    return [np.stack([np.asarray(f[j]) for f in flat]) for j in range(len(flat[0]))]
+    out = []
+    for j in range(len(flat[0])):
+        leaf = [np.asarray(f[j]) for f in flat]
+        try:
+            out.append(np.stack(leaf))
+        except ValueError:  # items of different shapes, in numpy's words naming no field
+            where = "" if len(flat[0]) == 1 else f" (leaf {j})"
+            raise ValueError(
+                f"the env's final observations (infos['final_obs']){where} of sub-envs "
+                f"{ended.tolist()}: got items of shapes {[x.shape for x in leaf]}, expected "
+                f"{tuple(shapes[j][1:])} each (one per sub-env, as the observations)"
+            ) from None
+    return out
 
 
 def _shape(leaf: Any) -> tuple[Any, ...]:

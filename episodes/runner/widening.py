@@ -74,6 +74,9 @@ def promoted_dtype(
         >>> promoted_dtype(np.dtype(np.int64), np.dtype(np.uint64), "id")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: id: got uint64 values for a column of int64, which cannot hold them: ...
+        >>> promoted_dtype(np.dtype(np.float32), np.dtype("M8[s]"), "t")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: t: got datetime64[s] values for a column of float32, which cannot hold ...
         >>> int64, float64 = np.dtype(np.int64), np.dtype(np.float64)
         >>> promoted_dtype(int64, float64, "x", np.array([2**53, -(2**53)])).name  # exact
         'float64'
@@ -81,13 +84,15 @@ def promoted_dtype(
         Traceback (most recent call last):
         ValueError: x: got float64 values ... it would round the column's ints beyond 2**53; ...
     """
-    wide = np.result_type(dtype, got)
     kinds = dtype.kind + got.kind
     if kinds in ("UU", "SS", "cc"):  # a longer string (a Text space's), a wider complex
-        return wide
-    if not set(kinds) <= set("biuf"):
+        return np.result_type(dtype, got)
+    # Before numpy promotes: datetimes and voids meet other kinds in its own TypeError.
+    wide = np.result_type(dtype, got) if set(kinds) <= set("biuf") else None
+    if wide is None:
         why = "a column widens only among bools, ints and floats (or to a longer string of "
-        why += "its kind), never to strings or objects (its earlier rows would change type)"
+        why += "its kind), never to strings, objects or other kinds (its earlier rows would "
+        why += "change type)"
     elif wide.kind == "f" and "f" not in kinds:
         why = f"only {wide} holds both, and it would round ints beyond 2**53, earlier rows' too"
     elif wide.kind == "f" and dtype.kind in "iu" and _rounded(recorded, wide):

@@ -1,0 +1,115 @@
+"""What a torch device's blocks take from an env or a policy, refused in words naming the field.
+
+The blocks hold bools, ints and floats as tensors. Anything else a step hands them (a numpy batch
+of strings or objects, a list of per-env arrays, None for the rewards) would fail in torch's
+words (a ``TypeError`` or ``RuntimeError`` that names no field) or be converted element by
+element; it is a ``ValueError`` naming the field instead. The checks run where a conversion
+already fails or where a value is not a tensor, so a step of tensors pays nothing for them.
+
+Example:
+    >>> import torch
+    >>> as_device_batch({"a": np.zeros(2)}, torch.device("cpu"))["a"].dtype
+    torch.float64
+    >>> tensor_dtype(np.zeros(2, np.float32), "the env's observations")
+    torch.float32
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from episodes.structs import map_batch
+
+__all__ = ["as_device_batch", "check_env_flags", "tensor_dtype"]
+
+# What torch raises for values no tensor holds (strings, objects, None, ragged lists).
+_REFUSED = (TypeError, ValueError, RuntimeError)
+
+
+def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> Any:
+    """A struct with every leaf a tensor on ``device`` (no copy for tensors already there).
+
+    Raises:
+        ValueError: A leaf of values a tensor cannot hold (strings, objects, None), naming
+            ``name``.
+
+    Example:
+        >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
+        torch.float64
+        >>> as_device_batch(np.array(["a"]), torch.device("cpu"), "vf")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: vf: got <U1 values, which a torch device's blocks cannot hold: ...
+    """
+
+    def tensor(leaf: Any) -> Any:
+        try:
+            return torch.as_tensor(leaf, device=device)
+        except NotImplementedError:  # a meta tensor (a RuntimeError): the caller names it
+            raise
+        except _REFUSED:  # torch's own words name no field
+            raise _refused(name, leaf) from None
+
+    return map_batch(tensor, batch)
+
+
+def tensor_dtype(value: Any, name: str) -> torch.dtype:
+    """The torch dtype of a batch a device column is about to take: a tensor, or a numpy array.
+
+    Called only for a value whose dtype is not the column's (a tensor of the column's dtype
+    never gets here).
+
+    Raises:
+        ValueError: Anything else (a list of per-env arrays, which a row write would refuse in
+            torch's words or convert element by element), or a numpy dtype no tensor has
+            (strings, objects, datetimes), naming ``name``.
+
+    Example:
+        >>> tensor_dtype(torch.zeros(2, dtype=torch.int32), "obs")
+        torch.int32
+        >>> tensor_dtype([np.zeros(3), np.zeros(3)], "obs")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: obs: got a list, which a torch device's blocks cannot hold: ...
+    """
+    if isinstance(value, torch.Tensor):
+        return value.dtype
+    if isinstance(value, np.ndarray):
+        try:
+            return torch.from_numpy(np.empty(0, value.dtype)).dtype
+        except _REFUSED:
+            pass
+    raise _refused(name, value)
+
+
+def check_env_flags(rewards: Any, terminateds: Any, truncateds: Any, device: Any) -> None:
+    """Raises the ``ValueError`` for the first of a step's rewards and flags no tensor holds.
+
+    The recorder converts all three in one ``try``; this runs only when that failed, to name
+    the field (``rewards`` None, a batch of strings or objects).
+
+    Example:
+        >>> check_env_flags(np.ones(2), [True, False], None, "cpu")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: the env's truncated: got None, which a torch device's blocks cannot hold: ...
+    """
+    named = (("rewards", rewards, None), ("terminated", terminateds, torch.bool))
+    for name, value, dtype in (*named, ("truncated", truncateds, torch.bool)):
+        try:
+            torch.as_tensor(value, dtype=dtype, device=device)
+        except NotImplementedError:  # a meta tensor: torch's words name it well enough
+            raise
+        except _REFUSED:
+            raise _refused(f"the env's {name}", value) from None
+
+
+def _refused(name: str, value: Any) -> ValueError:
+    dtype = getattr(value, "dtype", None)
+    what = "None" if value is None else f"a {type(value).__name__}"
+    what = f"{dtype} values" if dtype is not None else what
+    return ValueError(
+        f"{name}: got {what}, which a torch device's blocks cannot hold: they record bools, "
+        "ints and floats, one batched tensor [N, ...] per field (a numpy array is moved to the "
+        "device)"
+    )
