@@ -20,6 +20,7 @@ from episodes.connectors.base import (
     Connector,
     ConnectorPipeline,
     EpisodeConnector,
+    check_episodes,
     concat_rows,
     sliding_rows,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "FlattenObservations",
     "FrameStack",
     "PrevActionsPrevRewards",
+    "check_episodes",
     "concat_rows",
     "flatten_rows",
     "sliding_rows",

@@ -12,7 +12,8 @@ are the episodes' rows concatenated in order. Rows are, per episode:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import reprlib
+from collections.abc import Iterator, Sequence, Set
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,12 +21,13 @@ import tree
 
 from episodes.buffer.reading import filler_mismatch
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch_with_layout, filler_batch
+from episodes.spaces import batch_with_layout, filler_batch, unstackable_space
 
 __all__ = [
     "Connector",
     "ConnectorPipeline",
     "EpisodeConnector",
+    "check_episodes",
     "concat_rows",
     "id_rows",
     "sliding_rows",
@@ -58,9 +60,9 @@ class ConnectorPipeline:
         connectors: The connectors (callables), in order.
 
     Raises:
-        TypeError: ``connectors`` is a bare string or not iterable, or holds something that
-            is not callable (the message names it; :meth:`append` and :meth:`insert` check
-            likewise and leave the pipeline as it was).
+        TypeError: ``connectors`` is a bare string, not iterable or unordered (a set), or
+            holds something that is not callable (the message names it; :meth:`append` and
+            :meth:`insert` check likewise and leave the pipeline as it was).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -77,6 +79,11 @@ class ConnectorPipeline:
         if isinstance(connectors, (str, bytes)):  # would be read letter by letter
             raise TypeError(
                 f"ConnectorPipeline takes a sequence of connectors, got the string {connectors!r}"
+            )
+        if isinstance(connectors, Set):  # connectors run in order; a set's order is arbitrary
+            raise TypeError(
+                "ConnectorPipeline takes a sequence of connectors (they run in order), got an "
+                f"unordered {type(connectors).__name__}; pass a list"
             )
         try:
             items = list(connectors)
@@ -183,7 +190,37 @@ class EpisodeConnector:
         return f"{type(self).__name__}({fields})"
 
 
-def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False, space: Any = None) -> Any:
+def check_episodes(episodes: Any, who: str) -> None:
+    """Refuses anything but a sequence of :class:`SingleAgentEpisode`, naming ``who``.
+
+    One episode in place of a list, or a list holding something else, would otherwise fail
+    deep inside a connector with an error naming neither. ``who`` is the connector (or the
+    check) the episodes were given to. A list, tuple or other ``Sequence`` is taken.
+
+    Raises:
+        TypeError: ``episodes`` is not a sequence of episodes; the message names the first
+            item that is not one, with its position and type.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0], len_lookback_buffer=0)
+        >>> check_episodes([ep, ep], "FrameStack")
+        >>> check_episodes([ep, 3], "FrameStack")
+        Traceback (most recent call last):
+        TypeError: FrameStack: connectors take a list of SingleAgentEpisode, got item 1: 3 (int)
+    """
+    what = f"{who}: connectors take a list of SingleAgentEpisode, got"
+    if isinstance(episodes, SingleAgentEpisode):
+        raise TypeError(f"{what} one episode ({episodes.id_!r}); wrap it in a list: [episode]")
+    if isinstance(episodes, (str, bytes)) or not isinstance(episodes, Sequence):
+        raise TypeError(f"{what} {reprlib.repr(episodes)} ({type(episodes).__name__})")
+    for i, episode in enumerate(episodes):
+        if not isinstance(episode, SingleAgentEpisode):
+            raise TypeError(f"{what} item {i}: {reprlib.repr(episode)} ({type(episode).__name__})")
+
+
+def as_arrays(
+    value: Any, fill: Any = None, *, finalized: bool = False, space: Any = None, name: str = ""
+) -> Any:
     """A getter result as a struct of arrays (lists of items are batched leaf-wise).
 
     ``finalized``: the read is of a numpy'd column, already a struct of arrays (a list of
@@ -193,6 +230,12 @@ def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False, space: A
     column's, batches the items as ``to_numpy`` does: a Box item given as a Python list is a
     row, not a struct of one leaf per component.
 
+    Raises:
+        ValueError: ``space`` holds a Sequence, Graph or OneOf space, whose items have no
+            fixed layout (``to_numpy`` refuses them too; stacked as they came, they gave a
+            column per position, NaN-padded nodes or bare errors); the message names
+            ``name`` (the connector and column) and the space kind. Or the items do not stack.
+
     Example:
         >>> as_arrays([np.zeros(2), np.ones(2)]).shape
         (2, 2)
@@ -201,7 +244,20 @@ def as_arrays(value: Any, fill: Any = None, *, finalized: bool = False, space: A
         >>> import gymnasium as gym
         >>> as_arrays([[0.0, 1.0], [2.0, 3.0]], space=gym.spaces.Box(-5, 5, (2,))).shape
         (2, 2)
+        >>> seq = gym.spaces.Sequence(gym.spaces.Discrete(3))
+        >>> try:
+        ...     as_arrays([(0, 1), (1, 2)], space=seq, name="FrameStack 'obs'")
+        ... except ValueError as err:
+        ...     print(str(err).split(", whose")[0])
+        FrameStack 'obs': the space Sequence(Discrete(3), stack=False) holds a Sequence space
     """
+    kind = None if space is None else unstackable_space(space)
+    if kind is not None:
+        raise ValueError(
+            f"{name or 'a column'}: the space {space} holds a {kind} space, whose items have no "
+            "fixed layout to stack into array rows (to_numpy refuses them too); read them with "
+            "the getters or get_data_dict()"
+        )
     if finalized or not isinstance(value, list):
         return value
     try:
@@ -270,20 +326,25 @@ def filler_for(space: Any, fill: Any, *, one_hot_discrete: bool = False) -> Any:
 
     With a space every leaf takes its space's dtype (a Discrete space's ``int64``), whatever
     the recorded items' dtype; only the dtypes matter, so the leaves hold no fillers (an image
-    space's is not built for every read). A ``fill`` that cannot fill the space gives ``None``:
-    a read that padded would have refused it, and one that did not pad has no filler to follow.
+    space's is not built for every read). Called before the read, it checks the fill once:
+    a ``fill`` that cannot fill the space is refused whether or not a row needs padding, so
+    where a chunk was cut does not decide whether a connector accepts it.
+
+    Raises:
+        ValueError: ``fill`` cannot fill an item of ``space`` (a vector for scalar items, 0.5
+            for integer ones, a string for numbers).
 
     Example:
         >>> import gymnasium as gym
         >>> filler_for(gym.spaces.Discrete(3), 0).dtype, filler_for(None, 0.5)
         (dtype('int64'), 0.5)
+        >>> filler_for(gym.spaces.Discrete(3), 0.5)
+        Traceback (most recent call last):
+        ValueError: fill=0.5 cannot fill a leaf of dtype int64 (the value changes in that dtype)
     """
     if space is None:
         return fill
-    try:
-        return filler_batch(space, fill, 0, one_hot_discrete=one_hot_discrete)
-    except ValueError:
-        return None
+    return filler_batch(space, fill, 0, one_hot_discrete=one_hot_discrete)
 
 
 def sliding_rows(value: Any, window: int) -> Any:

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from episodes.connectors.base import Batch, as_arrays, id_rows, join_rows
+from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
+from episodes.spaces import unstackable_space
 from episodes.structs import id_key
 
 __all__ = ["AddLearnerColumns"]
@@ -31,6 +32,11 @@ class AddLearnerColumns:
     some have would give a column of another length), and ``infos`` (a list) on request. Columns
     already in the batch (e.g. an ``obs`` written by :class:`FrameStack`) are left alone.
 
+    A column whose space holds a Sequence, Graph or OneOf space (items without a fixed layout,
+    which ``to_numpy`` does not stack either) is a list of (copied) items, one per row, as
+    ``get_data_dict()`` gives it, not an array; an episode whose space for that column stacks
+    next to one whose does not is a ``ValueError`` naming both.
+
     A chunk without steps that ended its episode (a valid way to store an end, as
     ``io.shards.piece_ends`` reads it) ends the chunk of that episode whose steps stop where
     it starts: that chunk's last row gets its flags, as in the joined episode and as
@@ -46,7 +52,9 @@ class AddLearnerColumns:
         KeyError: (at call time) a listed column is neither standard nor an extra output of
             every episode with steps.
         ValueError: (at call time) an extra output to be written is named like a standard
-            column (``get_data_dict`` would give one in place of the other).
+            column (``get_data_dict`` would give one in place of the other), or list and array
+            rows would share a column (see above).
+        TypeError: (at call time) ``episodes`` is not a list of episodes.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -69,6 +77,7 @@ class AddLearnerColumns:
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
+        check_episodes(episodes, "AddLearnerColumns")
         parts: dict[str, list[object]] = {}
         with_steps = [episode for episode in episodes if len(episode)]
         shared: list[str] = []
@@ -76,16 +85,15 @@ class AddLearnerColumns:
             common = set.intersection(*(set(ep.extra_model_outputs) for ep in with_steps))
             shared = [key for key in with_steps[0].extra_model_outputs if key in common]
         _check_names(with_steps, [key for key in self.columns if key not in batch], shared, batch)
+        keys = [key for key in dict.fromkeys([*self.columns, *shared]) if key not in batch]
+        listed = {"infos", *_list_columns(with_steps, keys)}
         ends = stepless_ends(episodes)
         for episode in with_steps:
             data = episode.get_data_dict()
             end = stepless_end(ends, episode) if ends and not episode.is_done else None
-            keys = list(dict.fromkeys([*self.columns, *shared]))  # a key listed in both: once
-            for key in keys:
-                if key in batch:
-                    continue
+            for key in keys:  # a key listed in both columns and shared: once
                 value = data[key]
-                if key == "infos":  # copies: changing a batch never reaches the episodes
+                if key in listed:  # copies: changing a batch never reaches the episodes
                     parts.setdefault(key, []).append(copy.deepcopy(list(value)))
                 elif key == "rewards":
                     parts.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
@@ -107,8 +115,8 @@ class AddLearnerColumns:
         # Every column is joined before the batch changes: a refusal leaves it as it was.
         joined: dict[str, Any] = {}
         for key, values in parts.items():
-            if key == "infos":
-                joined[key] = [info for part in values for info in part]  # type: ignore[attr-defined]
+            if key in listed:
+                joined[key] = [item for part in values for item in part]  # type: ignore[attr-defined]
                 continue
             if key == "eps_id":
                 values = id_rows(values)
@@ -163,6 +171,38 @@ def stepless_end(
         True
     """
     return ends.get((id_key(episode.id_), episode.t))
+
+
+def _column_buffer(episode: SingleAgentEpisode, key: str) -> Any:
+    column = _COLUMNS.get(key)
+    return getattr(episode, column) if column else episode.extra_model_outputs.get(key)
+
+
+def _list_columns(episodes: list[SingleAgentEpisode], keys: list[str]) -> set[str]:
+    # Items of a Sequence, Graph or OneOf space have no fixed layout: stacked, they gave a
+    # column per position, NaN-padded nodes or bare errors. Such a column is a list of items,
+    # as get_data_dict gives it; an episode without a space for it follows the others.
+    found = set()
+    for key in keys:
+        if key in _STANDARD and key not in _COLUMNS:
+            continue
+        buffers = [(ep, b) for ep in episodes if (b := _column_buffer(ep, key)) is not None]
+        kinds = [(ep, unstackable_space(b.space)) for ep, b in buffers if b.space is not None]
+        listed = next(((ep, kind) for ep, kind in kinds if kind is not None), None)
+        if listed is None:
+            continue
+        # Rows that stack (a stackable space, or numpy'd) cannot join a list of items.
+        odd = next((ep for ep, kind in kinds if kind is None), None) or next(
+            (ep for ep, b in buffers if b.finalized), None
+        )
+        if odd is not None:
+            raise ValueError(
+                f"AddLearnerColumns: the {key!r} column of episode {listed[0].id_!r} holds "
+                f"{listed[1]} items, a list of items, but episode {odd.id_!r}'s stack into "
+                "arrays; give the episodes one space"
+            )
+        found.add(key)
+    return found
 
 
 def _check_names(

@@ -12,6 +12,7 @@ from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
     as_arrays,
+    check_episodes,
     filler_for,
     join_rows,
     sliding_rows,
@@ -66,20 +67,23 @@ def _whole_count(value: Any, name: str, minimum: int) -> int:
     return count
 
 
-def _read_obs(episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one_hot: bool) -> Any:
+def _read_obs(
+    episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one_hot: bool, name: str
+) -> Any:
     # Without a space there is nothing to one-hot by: the leaves flatten as recorded, so a
     # space-less float episode works with the default flag (documented on the connectors).
     one_hot = one_hot and episode.observation_space is not None
+    space = episode.observation_space
+    # Before the read: a fill that cannot fill the space is refused whether or not a row
+    # needs padding (else where a chunk was cut decided it); the rows then take the dtype
+    # the filler gives them, so a column's dtype does not depend on the cut either.
+    filler = None if fill is None else filler_for(space, fill, one_hot_discrete=one_hot)
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
     )
-    space = episode.observation_space
-    rows = as_arrays(value, fill, finalized=episode.observations.finalized, space=space)
-    if fill is None:  # nothing padded: the rows keep their dtype
-        return rows
-    # Padded or not, the rows take the dtype the filler gives them (with a space, the
-    # space's), so a column's dtype does not depend on where a chunk was cut.
-    return with_fill_dtype(rows, filler_for(space, fill, one_hot_discrete=one_hot))
+    finalized = episode.observations.finalized
+    rows = as_arrays(value, fill, finalized=finalized, space=space, name=name)
+    return rows if fill is None else with_fill_dtype(rows, filler)
 
 
 def _join(parts: list[Any], key: str, episodes: list[SingleAgentEpisode], plain: str) -> Any:
@@ -133,11 +137,13 @@ class FlattenObservations(EpisodeConnector):
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
+        check_episodes(episodes, "FlattenObservations")
+        name = f"FlattenObservations' {self.out_key!r} column"
         parts, used = [], []
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop > start:
-                value = _read_obs(episode, start, stop, None, self.one_hot_discrete)
+                value = _read_obs(episode, start, stop, None, self.one_hot_discrete, name)
                 parts.append(flatten_rows(value, stop - start))
                 used.append(episode)
         if parts:
@@ -192,12 +198,15 @@ class FrameStack(EpisodeConnector):
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the stacked frames of every row of ``episodes`` into ``batch``."""
+        check_episodes(episodes, "FrameStack")
+        name = f"FrameStack's {self.out_key!r} column"
         parts, used = [], []
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
                 continue
-            value = _read_obs(episode, start - self.n + 1, stop, self.fill, self.flatten)
+            first = start - self.n + 1
+            value = _read_obs(episode, first, stop, self.fill, self.flatten, name)
             if self.flatten:  # the fill keeps the window whole: n - 1 rows before the first
                 windows = sliding_rows(flatten_rows(value, stop - start + self.n - 1), self.n)
                 # An explicit width: with D = 0, -1 cannot be inferred from a size-0 array.

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
     as_arrays,
+    check_episodes,
     filler_for,
     join_rows,
     sliding_rows,
@@ -19,6 +21,9 @@ from episodes.connectors.observations import _whole_count
 from episodes.episode import SingleAgentEpisode
 
 __all__ = ["PrevActionsPrevRewards"]
+
+# What prev_n_rewards holds, float32 scalars, whatever the episode's rewards buffer says.
+_REWARDS = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
 
 class PrevActionsPrevRewards(EpisodeConnector):
@@ -78,6 +83,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds ``prev_n_actions``/``prev_n_rewards`` for ``episodes`` to ``batch``."""
+        check_episodes(episodes, "PrevActionsPrevRewards")
         if self.n_actions and self.one_hot_discrete:
             # Without a space the actions cannot be one-hot: skipping it gave [rows, n] for
             # such an episode next to [rows, n, A] for the others (as the getter, refuse).
@@ -95,30 +101,9 @@ class PrevActionsPrevRewards(EpisodeConnector):
                 continue
             ids.append(episode.id_)
             if self.n_actions:
-                one_hot = self.one_hot_discrete
-                value = episode.get_actions(
-                    slice(start - self.n_actions, stop - 1),
-                    neg_index_as_lookback=True,
-                    fill=self.fill,
-                    one_hot_discrete=one_hot,
-                )
-                space = episode.action_space
-                rows = as_arrays(value, self.fill, finalized=episode.actions.finalized, space=space)
-                # Padded or not, the rows take the dtype the filler gives them (with a space,
-                # the space's), so a column's dtype does not depend on where a chunk was cut.
-                rows = with_fill_dtype(rows, filler_for(space, self.fill, one_hot_discrete=one_hot))
-                actions.append(sliding_rows(rows, self.n_actions))
+                actions.append(self._actions(episode, start, stop))
             if self.n_rewards:
-                value = episode.get_rewards(
-                    slice(start - self.n_rewards, stop - 1),
-                    neg_index_as_lookback=True,
-                    fill=self.fill,
-                )
-                rows = np.asarray(
-                    as_arrays(value, self.fill, finalized=episode.rewards.finalized),
-                    dtype=np.float32,
-                )
-                rewards.append(sliding_rows(rows, self.n_rewards))
+                rewards.append(self._rewards(episode, start, stop))
         # Both columns are joined before the batch changes: a refusal leaves it as it was.
         joined = {
             key: join_rows(parts, key, ids)
@@ -127,3 +112,29 @@ class PrevActionsPrevRewards(EpisodeConnector):
         }
         batch.update(joined)
         return batch
+
+    def _actions(self, episode: SingleAgentEpisode, start: int, stop: int) -> Any:
+        one_hot, space = self.one_hot_discrete, episode.action_space
+        # Before the read: a fill that cannot fill the space is refused whether or not a row
+        # needs padding; the rows then take the dtype the filler gives them (with a space,
+        # the space's), so neither depends on where a chunk was cut.
+        filler = filler_for(space, self.fill, one_hot_discrete=one_hot)
+        value = episode.get_actions(
+            slice(start - self.n_actions, stop - 1),
+            neg_index_as_lookback=True,
+            fill=self.fill,
+            one_hot_discrete=one_hot,
+        )
+        finalized = episode.actions.finalized
+        name = "PrevActionsPrevRewards' 'prev_n_actions' column"
+        rows = as_arrays(value, self.fill, finalized=finalized, space=space, name=name)
+        return sliding_rows(with_fill_dtype(rows, filler), self.n_actions)
+
+    def _rewards(self, episode: SingleAgentEpisode, start: int, stop: int) -> Any:
+        # The column holds float32 scalars: the fill is checked against them, as the actions'.
+        filler_for(_REWARDS, self.fill)
+        value = episode.get_rewards(
+            slice(start - self.n_rewards, stop - 1), neg_index_as_lookback=True, fill=self.fill
+        )
+        rows = as_arrays(value, self.fill, finalized=episode.rewards.finalized)
+        return sliding_rows(np.asarray(rows, dtype=np.float32), self.n_rewards)

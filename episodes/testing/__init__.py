@@ -1,7 +1,8 @@
 """Testing toolkit for users of ``episodes``: hypothesis strategies and connector contracts.
 
 Needs ``hypothesis`` (not a dependency of ``import episodes``). The strategies live in
-:mod:`episodes.testing.strategies`, the contract tests in :mod:`episodes.testing.contracts`.
+:mod:`episodes.testing.strategies`, the contract tests in :mod:`episodes.testing.contracts`
+(one at a time) and :mod:`episodes.testing.suite` (all at once, on drawn episodes).
 See ``docs/testing.md`` for a worked example.
 
 Example:
@@ -10,9 +11,7 @@ Example:
 """
 
 from episodes.testing.contracts import (
-    ConnectorContract,
     ConnectorContractError,
-    check_connector,
     check_deterministic,
     check_does_not_mutate,
     check_handles_empty_and_reset,
@@ -20,6 +19,7 @@ from episodes.testing.contracts import (
     check_lookback_across_cuts,
     outputs_equal,
 )
+from episodes.testing.suite import ConnectorContract, check_connector
 
 __all__ = [
     "ConnectorContract",

@@ -10,38 +10,35 @@ connector should:
 - be deterministic (:func:`check_deterministic`);
 - give the same result on list and numpy episodes (:func:`check_list_numpy_agree`).
 
-Use them as plain functions on your own episodes, all at once with :func:`check_connector`
-(hypothesis draws the episodes), or as a pytest mixin, :class:`ConnectorContract`.
+Use them as plain functions on your own episodes, or all at once on episodes hypothesis
+draws, with :func:`~episodes.testing.suite.check_connector` or the pytest mixin
+:class:`~episodes.testing.suite.ConnectorContract` (both in :mod:`episodes.testing.suite`).
 
 Example:
-    >>> import gymnasium as gym
     >>> def count_steps(episodes, batch):
     ...     return {**batch, "steps": [len(ep) for ep in episodes]}
-    >>> check_connector(count_steps, observation_space=gym.spaces.Discrete(3), max_examples=5)
+    >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+    >>> check_deterministic(count_steps, [ep, ep])
 """
 
 from __future__ import annotations
 
 import copy
+import reprlib
 from collections.abc import Callable, Collection
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from episodes.connectors.base import check_episodes
 from episodes.episode import SingleAgentEpisode
 from episodes.testing.compare import _diff, _episode_diff, _rows, outputs_equal
-from episodes.testing.strategies import episodes
-from episodes.testing.strategies.episodes import _check_space_like, resolve_space, stacks
-from episodes.testing.strategies.spaces import whole
+from episodes.testing.strategies.episodes import stacks
 
 __all__ = [
     "Connector",
-    "ConnectorContract",
     "ConnectorContractError",
-    "check_connector",
     "check_deterministic",
     "check_does_not_mutate",
     "check_handles_empty_and_reset",
@@ -90,11 +87,13 @@ def check_does_not_mutate(
     Raises:
         ConnectorContractError: An episode changed; the message names the first changed field
             with its value before and after the call.
+        TypeError: ``episodes_`` is not a list of episodes (the message names the odd item).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
         >>> check_does_not_mutate(lambda eps, batch: {"n": len(eps)}, [ep])
     """
+    check_episodes(episodes_, "check_does_not_mutate")
     before = copy.deepcopy(episodes_)
     given_ = copy.deepcopy(episodes_)
     objects = list(given_)
@@ -211,8 +210,9 @@ def check_lookback_across_cuts(
         ConnectorContractError: The rows differ.
         ValueError: ``start``/``stop`` outside ``0 <= start <= stop <= len(episode)``, or a
             negative ``lookback``.
-        TypeError: ``row_keys`` is not a collection of str (a bare str or bytes, a generator,
-            a number, or keys that are not strings).
+        TypeError: ``episode`` is not a :class:`SingleAgentEpisode` (a list of one, say), or
+            ``row_keys`` is not a collection of str (a bare str or bytes, a generator, a
+            number, or keys that are not strings).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[0, 0, 0],
@@ -224,6 +224,11 @@ def check_lookback_across_cuts(
         >>> check_lookback_across_cuts(prev_obs, ep, 1, 3, lookback=1)
     """
     _check_row_keys(row_keys)
+    if not isinstance(episode, SingleAgentEpisode):  # one episode here, not a list
+        raise TypeError(
+            "check_lookback_across_cuts takes one SingleAgentEpisode, got "
+            f"{reprlib.repr(episode)} ({type(episode).__name__})"
+        )
     for name, value in (("start", start), ("stop", stop), ("lookback", lookback)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{name} must be an int, got {value!r}")
@@ -264,11 +269,13 @@ def check_deterministic(
 
     Raises:
         ConnectorContractError: The outputs differ.
+        TypeError: ``episodes_`` is not a list of episodes (the message names the odd item).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
         >>> check_deterministic(lambda eps, batch: {"n": len(eps)}, [ep])
     """
+    check_episodes(episodes_, "check_deterministic")
     first = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
     second = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
     _assert_same(first, second, "the connector is not deterministic", check_dtype=True)
@@ -284,11 +291,13 @@ def check_list_numpy_agree(
 
     Raises:
         ConnectorContractError: The outputs differ.
+        TypeError: ``episodes_`` is not a list of episodes (the message names the odd item).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
         >>> check_list_numpy_agree(lambda eps, b: {"o": [e.get_observations() for e in eps]}, [ep])
     """
+    check_episodes(episodes_, "check_list_numpy_agree")
     if any(ep.is_numpy for ep in episodes_):
         raise ValueError("check_list_numpy_agree needs list-mode episodes (not numpy'd)")
     if not _all_stack(episodes_):
@@ -302,45 +311,6 @@ def check_list_numpy_agree(
     _assert_same(as_list, as_numpy, "list and numpy episodes give different outputs")
 
 
-# --------------------------------------------------------------------- all at once (hypothesis)
-def _episode_kwargs(
-    observation_space: Any, action_space: Any, max_len: int, **extra: Any
-) -> dict[str, Any]:
-    kwargs = {"observation_space": observation_space, "action_space": action_space}
-    return {**kwargs, "max_len": max_len, **extra}
-
-
-def _check_settings(observation_space: Any, action_space: Any, lookback: Any, max_len: Any) -> None:
-    """Refuses bad settings before any contract runs (not halfway, inside hypothesis)."""
-    _check_space_like(observation_space, "observation_space")
-    _check_space_like(action_space, "action_space")
-    for name, value in (("lookback", lookback), ("max_len", max_len)):
-        if not (whole(value) and value >= 0):
-            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-
-
-def _own_spaces(draw: st.DrawFn, kwargs: dict[str, Any]) -> dict[str, Any]:
-    # Deep copies: a connector changing an episode's space in place must neither change the
-    # caller's space nor hide from the later contracts, which would copy the changed one.
-    spaces = {
-        name: copy.deepcopy(resolve_space(draw, kwargs[name]))
-        for name in ("observation_space", "action_space")
-    }
-    return {**kwargs, **spaces}
-
-
-@st.composite
-def _batches(draw: st.DrawFn, kwargs: dict[str, Any]) -> list[SingleAgentEpisode]:
-    """Up to three episodes of one observation and one action space, as in a real batch."""
-    return draw(st.lists(episodes(**_own_spaces(draw, kwargs)), max_size=3))
-
-
-@st.composite
-def _one_episode(draw: st.DrawFn, kwargs: dict[str, Any]) -> SingleAgentEpisode:
-    """One episode on spaces of its own (see :func:`_own_spaces`)."""
-    return draw(episodes(**_own_spaces(draw, kwargs)))
-
-
 def _all_stack(eps: list[SingleAgentEpisode]) -> bool:
     return all(
         stacks(space)
@@ -348,187 +318,3 @@ def _all_stack(eps: list[SingleAgentEpisode]) -> bool:
         for space in (ep.observation_space, ep.action_space)
         if space is not None
     )
-
-
-def check_connector(
-    connector: Connector,
-    *,
-    observation_space: Any = None,
-    action_space: Any = None,
-    lookback: int = 3,
-    max_len: int = 6,
-    max_examples: int = 25,
-    row_keys: Collection[str] | None = None,
-) -> None:
-    """Runs every contract on episodes drawn by hypothesis (spaces, strategies or None).
-
-    Args:
-        connector: The connector under test.
-        observation_space: A space, a strategy of spaces, or None (any small batchable space).
-        action_space: The same for actions.
-        lookback: Steps the connector reads into the past; chunks are cut with this lookback.
-        max_len: Longest drawn episode.
-        max_examples: Hypothesis examples per contract.
-        row_keys: See :func:`check_lookback_across_cuts`.
-
-    Episodes are drawn on deep copies of the spaces: the connector never gets your space
-    objects, so no contract can change them.
-
-    Raises:
-        ConnectorContractError: A contract failed (hypothesis reports the minimal example).
-        TypeError: ``row_keys`` is not a collection of str (see
-            :func:`check_lookback_across_cuts`), or a space is neither a space, a strategy nor
-            None.
-        ValueError: ``lookback`` or ``max_len`` is not an int >= 0, or ``max_examples`` not an
-            int >= 1 (all checked before any contract runs).
-
-    Example:
-        >>> check_connector(lambda eps, batch: dict(batch), max_examples=3)
-    """
-    _check_row_keys(row_keys)
-    _check_settings(observation_space, action_space, lookback, max_len)
-    if not (whole(max_examples) and max_examples >= 1):
-        raise ValueError(f"max_examples must be an int >= 1, got {max_examples!r}")
-    kwargs = _episode_kwargs(observation_space, action_space, max_len)
-    # int(): hypothesis refuses numpy integers, which the check above accepts.
-    run = settings(max_examples=int(max_examples), deadline=None, database=None)
-
-    @run
-    @given(_batches(kwargs))
-    def mutate_and_determinism(eps: list[SingleAgentEpisode]) -> None:
-        check_does_not_mutate(connector, eps)
-        check_deterministic(connector, eps)
-
-    @run
-    @given(_batches({**kwargs, "numpy": False}))
-    def list_numpy(eps: list[SingleAgentEpisode]) -> None:
-        check_list_numpy_agree(connector, eps)  # skips what has no numpy mode
-
-    @run
-    @given(_one_episode(kwargs), st.data())
-    def cuts(ep: SingleAgentEpisode, data: st.DataObject) -> None:
-        start = data.draw(st.integers(0, len(ep)), label="start")
-        stop = data.draw(st.integers(start, len(ep)), label="stop")
-        check_lookback_across_cuts(connector, ep, start, stop, lookback, row_keys=row_keys)
-
-    @run
-    @given(_one_episode({**kwargs, "max_len": 0}))
-    def empty(ep: SingleAgentEpisode) -> None:
-        check_handles_empty_and_reset(connector, ep.observation_space, ep.action_space)
-
-    for test in (empty, mutate_and_determinism, list_numpy, cuts):
-        test()
-
-
-class ConnectorContract:
-    """A pytest mixin with one test per connector contract.
-
-    Subclass it in a ``Test*`` class and implement :meth:`make_connector`; optionally set
-    ``observation_space``, ``action_space`` (spaces or strategies; None draws any small
-    space), ``lookback`` (steps the connector reads into the past), ``row_keys`` (see
-    :func:`check_lookback_across_cuts`) and ``max_len``.
-    Hypothesis settings come from your active profile.
-
-    Example:
-        >>> class TestMyConnector(ConnectorContract):
-        ...     observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
-        ...     def make_connector(self):
-        ...         return lambda episodes, batch: {**batch, "n": len(episodes)}
-
-        pytest collects the ``test_*`` methods; each also runs on its own (hypothesis draws):
-
-        >>> check = settings(max_examples=5, database=None)(TestMyConnector.test_deterministic)
-        >>> check(TestMyConnector())
-    """
-
-    observation_space: Any = None
-    action_space: Any = None
-    lookback: int = 3
-    max_len: int = 6
-    row_keys: Collection[str] | None = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        _check_row_keys(cls.row_keys)  # at the class, not in one of its tests
-        # Each subclass gets its own hypothesis-wrapped copy of every contract test: sharing one
-        # wrapped function between classes trips hypothesis' differing-executors health check.
-        for name in _CONTRACT_TESTS:
-            if _overridden(cls, name):  # a subclass's own version wins, as in any subclass
-                continue
-            copy = given(data=st.data())(_fresh_test(getattr(ConnectorContract, name)))
-            copy._contract_copy = True  # type: ignore[attr-defined]
-            setattr(cls, name, copy)
-
-    def make_connector(self) -> Connector:
-        """Returns a fresh connector under test.
-
-        Example:
-            >>> ConnectorContract().make_connector()
-            Traceback (most recent call last):
-            NotImplementedError: ConnectorContract subclasses must implement make_connector()
-        """
-        raise NotImplementedError("ConnectorContract subclasses must implement make_connector()")
-
-    def _kwargs(self, **extra: Any) -> dict[str, Any]:
-        _check_settings(self.observation_space, self.action_space, self.lookback, self.max_len)
-        return _episode_kwargs(
-            self.observation_space, self.action_space, **{"max_len": self.max_len, **extra}
-        )
-
-    def test_does_not_mutate(self, data: st.DataObject) -> None:
-        """The connector leaves its input episodes unchanged."""
-        eps = data.draw(_batches(self._kwargs()), label="episodes")
-        check_does_not_mutate(self.make_connector(), eps)
-
-    def test_handles_empty_and_reset(self, data: st.DataObject) -> None:
-        """The connector accepts no episodes and just-reset episodes."""
-        ep = data.draw(_one_episode(self._kwargs(max_len=0)), label="episode")
-        check_handles_empty_and_reset(self.make_connector(), ep.observation_space, ep.action_space)
-
-    def test_lookback_across_cuts(self, data: st.DataObject) -> None:
-        """A chunk with enough lookback gives the un-cut episode's rows."""
-        ep = data.draw(_one_episode(self._kwargs()), label="episode")
-        start = data.draw(st.integers(0, len(ep)), label="start")
-        stop = data.draw(st.integers(start, len(ep)), label="stop")
-        check_lookback_across_cuts(
-            self.make_connector(), ep, start, stop, self.lookback, row_keys=self.row_keys
-        )
-
-    def test_deterministic(self, data: st.DataObject) -> None:
-        """Equal inputs give equal outputs."""
-        eps = data.draw(_batches(self._kwargs()), label="episodes")
-        check_deterministic(self.make_connector(), eps)
-
-    def test_list_numpy_agree(self, data: st.DataObject) -> None:
-        """List and numpy episodes give the same output."""
-        eps = data.draw(_batches(self._kwargs(numpy=False)), label="episodes")
-        check_list_numpy_agree(self.make_connector(), eps)  # skips what has no numpy mode
-
-
-_CONTRACT_TESTS = (
-    "test_does_not_mutate",
-    "test_handles_empty_and_reset",
-    "test_lookback_across_cuts",
-    "test_deterministic",
-    "test_list_numpy_agree",
-)
-
-
-def _fresh_test(body: Callable[[Any, st.DataObject], None]) -> Callable[[Any, st.DataObject], None]:
-    def test(self: Any, data: st.DataObject) -> None:
-        body(self, data)
-
-    test.__name__ = test.__qualname__ = body.__name__
-    test.__doc__ = body.__doc__
-    return test
-
-
-def _overridden(cls: type, name: str) -> bool:
-    """Whether a class between ``cls`` and ConnectorContract defines its own ``name``."""
-    for klass in cls.__mro__:
-        if klass is ConnectorContract:
-            return False
-        own = klass.__dict__.get(name)
-        if own is not None and not getattr(own, "_contract_copy", False):
-            return True
-    return False

@@ -122,6 +122,11 @@ def spaces(
         max_dims: At most this many dimensions for Box shapes.
         max_side: At most this many entries along any dimension.
 
+    Raises:
+        TypeError: ``kinds`` is not an iterable of strings (None, a number, lists inside).
+        ValueError: ``kinds`` is one string, names an unknown kind or no leaf kind; a
+            ``max_*`` is not an int in its range.
+
     Example:
         >>> from hypothesis import given
         >>> @given(spaces(("discrete", "dict"), max_depth=1))
@@ -131,7 +136,16 @@ def spaces(
     """
     if isinstance(kinds, str):  # a string is a sequence of letters, not of kinds
         raise ValueError(f"kinds is a sequence of kinds such as ('box',), got {kinds!r}")
-    kinds = tuple(kinds)  # once: a generator would be used up by the first test of it
+    try:
+        kinds = tuple(kinds)  # once: a generator would be used up by the first test of it
+    except TypeError:
+        raise TypeError(
+            f"kinds is a sequence of kind names such as ('box',), got {kinds!r} "
+            f"({type(kinds).__name__})"
+        ) from None
+    odd = [kind for kind in kinds if not isinstance(kind, str)]
+    if odd:  # a list or set inside would fail as unhashable, naming nothing
+        raise TypeError(f"kinds holds kind names (strings) such as 'box', got {odd[0]!r}")
     for name, value, least in (
         ("max_depth", max_depth, 0),
         ("max_children", max_children, 1),
@@ -145,10 +159,10 @@ def spaces(
     max_dims, max_side = int(max_dims), int(max_side)
     unknown = set(kinds) - set(ALL_KINDS)
     if unknown:
-        raise ValueError(f"unknown space kinds {sorted(unknown)}; known: {ALL_KINDS}")
+        raise ValueError(f"kinds: unknown space kinds {sorted(unknown)}; known: {ALL_KINDS}")
     leaf_kinds = [k for k in LEAF_KINDS if k in kinds]
     if not leaf_kinds:
-        raise ValueError("spaces() needs at least one leaf kind")
+        raise ValueError(f"kinds must name at least one leaf kind {LEAF_KINDS}, got {kinds}")
     leaves = st.one_of([_leaf(k, max_dims, max_side) for k in leaf_kinds])
     containers = [k for k in CONTAINER_KINDS if k in kinds]
     if max_depth <= 0 or not containers:

@@ -1,0 +1,269 @@
+"""Every connector contract at once, on episodes hypothesis draws.
+
+:func:`check_connector` runs the five contracts of :mod:`episodes.testing.contracts` on drawn
+episodes; :class:`ConnectorContract` is the same as a pytest mixin, one test per contract.
+
+Example:
+    >>> import gymnasium as gym
+    >>> def count_steps(episodes, batch):
+    ...     return {**batch, "steps": [len(ep) for ep in episodes]}
+    >>> check_connector(count_steps, observation_space=gym.spaces.Discrete(3), max_examples=5)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Collection
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from episodes.episode import SingleAgentEpisode
+from episodes.testing.contracts import (
+    Connector,
+    _check_row_keys,
+    check_deterministic,
+    check_does_not_mutate,
+    check_handles_empty_and_reset,
+    check_list_numpy_agree,
+    check_lookback_across_cuts,
+)
+from episodes.testing.strategies import episodes
+from episodes.testing.strategies.episodes import _check_space_like, resolve_space
+from episodes.testing.strategies.spaces import whole
+
+__all__ = ["ConnectorContract", "check_connector"]
+
+
+def _episode_kwargs(
+    observation_space: Any, action_space: Any, max_len: int, **extra: Any
+) -> dict[str, Any]:
+    kwargs = {"observation_space": observation_space, "action_space": action_space}
+    return {**kwargs, "max_len": max_len, **extra}
+
+
+def _check_settings(observation_space: Any, action_space: Any, lookback: Any, max_len: Any) -> None:
+    """Refuses bad settings before any contract runs (not halfway, inside hypothesis)."""
+    _check_space_like(observation_space, "observation_space")
+    _check_space_like(action_space, "action_space")
+    for name, value in (("lookback", lookback), ("max_len", max_len)):
+        if not (whole(value) and value >= 0):
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
+def _own_spaces(draw: st.DrawFn, kwargs: dict[str, Any]) -> dict[str, Any]:
+    # Deep copies: a connector changing an episode's space in place must neither change the
+    # caller's space nor hide from the later contracts, which would copy the changed one.
+    spaces = {
+        name: copy.deepcopy(resolve_space(draw, kwargs[name]))
+        for name in ("observation_space", "action_space")
+    }
+    return {**kwargs, **spaces}
+
+
+@st.composite
+def _batches(draw: st.DrawFn, kwargs: dict[str, Any]) -> list[SingleAgentEpisode]:
+    """Up to three episodes of one observation and one action space, as in a real batch."""
+    return draw(st.lists(episodes(**_own_spaces(draw, kwargs)), max_size=3))
+
+
+@st.composite
+def _one_episode(draw: st.DrawFn, kwargs: dict[str, Any]) -> SingleAgentEpisode:
+    """One episode on spaces of its own (see :func:`_own_spaces`)."""
+    return draw(episodes(**_own_spaces(draw, kwargs)))
+
+
+def check_connector(
+    connector: Connector,
+    *,
+    observation_space: Any = None,
+    action_space: Any = None,
+    lookback: int = 3,
+    max_len: int = 6,
+    max_examples: int = 25,
+    row_keys: Collection[str] | None = None,
+) -> None:
+    """Runs every contract on episodes drawn by hypothesis (spaces, strategies or None).
+
+    Args:
+        connector: The connector under test.
+        observation_space: A space, a strategy of spaces, or None (any small batchable space).
+        action_space: The same for actions.
+        lookback: Steps the connector reads into the past; chunks are cut with this lookback.
+        max_len: Longest drawn episode.
+        max_examples: Hypothesis examples per contract.
+        row_keys: See :func:`check_lookback_across_cuts`.
+
+    Episodes are drawn on deep copies of the spaces: the connector never gets your space
+    objects, so no contract can change them.
+
+    Raises:
+        ConnectorContractError: A contract failed (hypothesis reports the minimal example of
+            the first failure it found: a connector breaking two contracts raises one
+            ``ConnectorContractError``, not an ``ExceptionGroup`` of both).
+        TypeError: ``row_keys`` is not a collection of str (see
+            :func:`check_lookback_across_cuts`), or a space is neither a space, a strategy nor
+            None.
+        ValueError: ``lookback`` or ``max_len`` is not an int >= 0, or ``max_examples`` not an
+            int >= 1 (all checked before any contract runs).
+
+    Example:
+        >>> check_connector(lambda eps, batch: dict(batch), max_examples=3)
+    """
+    _check_row_keys(row_keys)
+    _check_settings(observation_space, action_space, lookback, max_len)
+    if not (whole(max_examples) and max_examples >= 1):
+        raise ValueError(f"max_examples must be an int >= 1, got {max_examples!r}")
+    kwargs = _episode_kwargs(observation_space, action_space, max_len)
+    # int(): hypothesis refuses numpy integers, which the check above accepts. One failure,
+    # not a group of all it found: callers catch ConnectorContractError, as documented.
+    run = settings(
+        max_examples=int(max_examples), deadline=None, database=None, report_multiple_bugs=False
+    )
+
+    @run
+    @given(_batches(kwargs))
+    def mutate_and_determinism(eps: list[SingleAgentEpisode]) -> None:
+        check_does_not_mutate(connector, eps)
+        check_deterministic(connector, eps)
+
+    @run
+    @given(_batches({**kwargs, "numpy": False}))
+    def list_numpy(eps: list[SingleAgentEpisode]) -> None:
+        check_list_numpy_agree(connector, eps)  # skips what has no numpy mode
+
+    @run
+    @given(_one_episode(kwargs), st.data())
+    def cuts(ep: SingleAgentEpisode, data: st.DataObject) -> None:
+        start = data.draw(st.integers(0, len(ep)), label="start")
+        stop = data.draw(st.integers(start, len(ep)), label="stop")
+        check_lookback_across_cuts(connector, ep, start, stop, lookback, row_keys=row_keys)
+
+    @run
+    @given(_one_episode({**kwargs, "max_len": 0}))
+    def empty(ep: SingleAgentEpisode) -> None:
+        check_handles_empty_and_reset(connector, ep.observation_space, ep.action_space)
+
+    for test in (empty, mutate_and_determinism, list_numpy, cuts):
+        test()
+
+
+class ConnectorContract:
+    """A pytest mixin with one test per connector contract.
+
+    Subclass it in a ``Test*`` class and implement :meth:`make_connector`; optionally set
+    ``observation_space``, ``action_space`` (spaces or strategies; None draws any small
+    space), ``lookback`` (steps the connector reads into the past), ``row_keys`` (see
+    :func:`check_lookback_across_cuts`) and ``max_len``.
+    Hypothesis settings come from your active profile. A ``test_<contract>`` the subclass (or
+    a class between it and the mixin) sets itself wins, as in any subclass: a method replaces
+    the mixin's test, and ``None`` drops it (pytest's way to leave an inherited test out).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> class TestMyConnector(ConnectorContract):
+        ...     observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
+        ...     def make_connector(self):
+        ...         return lambda episodes, batch: {**batch, "n": len(episodes)}
+
+        pytest collects the ``test_*`` methods; each also runs on its own (hypothesis draws):
+
+        >>> check = settings(max_examples=5, database=None)(TestMyConnector.test_deterministic)
+        >>> check(TestMyConnector())
+    """
+
+    observation_space: Any = None
+    action_space: Any = None
+    lookback: int = 3
+    max_len: int = 6
+    row_keys: Collection[str] | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_row_keys(cls.row_keys)  # at the class, not in one of its tests
+        # Each subclass gets its own hypothesis-wrapped copy of every contract test: sharing one
+        # wrapped function between classes trips hypothesis' differing-executors health check.
+        for name in _CONTRACT_TESTS:
+            if _overridden(cls, name):  # a subclass's own version wins, as in any subclass
+                continue
+            copy = given(data=st.data())(_fresh_test(getattr(ConnectorContract, name)))
+            copy._contract_copy = True  # type: ignore[attr-defined]
+            setattr(cls, name, copy)
+
+    def make_connector(self) -> Connector:
+        """Returns a fresh connector under test.
+
+        Example:
+            >>> ConnectorContract().make_connector()
+            Traceback (most recent call last):
+            NotImplementedError: ConnectorContract subclasses must implement make_connector()
+        """
+        raise NotImplementedError("ConnectorContract subclasses must implement make_connector()")
+
+    def _kwargs(self, **extra: Any) -> dict[str, Any]:
+        _check_settings(self.observation_space, self.action_space, self.lookback, self.max_len)
+        return _episode_kwargs(
+            self.observation_space, self.action_space, **{"max_len": self.max_len, **extra}
+        )
+
+    def test_does_not_mutate(self, data: st.DataObject) -> None:
+        """The connector leaves its input episodes unchanged."""
+        eps = data.draw(_batches(self._kwargs()), label="episodes")
+        check_does_not_mutate(self.make_connector(), eps)
+
+    def test_handles_empty_and_reset(self, data: st.DataObject) -> None:
+        """The connector accepts no episodes and just-reset episodes."""
+        ep = data.draw(_one_episode(self._kwargs(max_len=0)), label="episode")
+        check_handles_empty_and_reset(self.make_connector(), ep.observation_space, ep.action_space)
+
+    def test_lookback_across_cuts(self, data: st.DataObject) -> None:
+        """A chunk with enough lookback gives the un-cut episode's rows."""
+        ep = data.draw(_one_episode(self._kwargs()), label="episode")
+        start = data.draw(st.integers(0, len(ep)), label="start")
+        stop = data.draw(st.integers(start, len(ep)), label="stop")
+        check_lookback_across_cuts(
+            self.make_connector(), ep, start, stop, self.lookback, row_keys=self.row_keys
+        )
+
+    def test_deterministic(self, data: st.DataObject) -> None:
+        """Equal inputs give equal outputs."""
+        eps = data.draw(_batches(self._kwargs()), label="episodes")
+        check_deterministic(self.make_connector(), eps)
+
+    def test_list_numpy_agree(self, data: st.DataObject) -> None:
+        """List and numpy episodes give the same output."""
+        eps = data.draw(_batches(self._kwargs(numpy=False)), label="episodes")
+        check_list_numpy_agree(self.make_connector(), eps)  # skips what has no numpy mode
+
+
+_CONTRACT_TESTS = (
+    "test_does_not_mutate",
+    "test_handles_empty_and_reset",
+    "test_lookback_across_cuts",
+    "test_deterministic",
+    "test_list_numpy_agree",
+)
+
+
+def _fresh_test(body: Callable[[Any, st.DataObject], None]) -> Callable[[Any, st.DataObject], None]:
+    def test(self: Any, data: st.DataObject) -> None:
+        body(self, data)
+
+    test.__name__ = test.__qualname__ = body.__name__
+    test.__doc__ = body.__doc__
+    return test
+
+
+def _overridden(cls: type, name: str) -> bool:
+    """Whether a class between ``cls`` and ConnectorContract defines its own ``name``.
+
+    Whatever it sets counts, ``None`` included (that drops the test), but not a copy of the
+    mixin's test that :meth:`ConnectorContract.__init_subclass__` gave a parent class.
+    """
+    for klass in cls.__mro__:
+        if klass is ConnectorContract:
+            return False
+        if name in klass.__dict__ and not getattr(klass.__dict__[name], "_contract_copy", False):
+            return True
+    return False
