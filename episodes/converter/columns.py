@@ -23,7 +23,7 @@ from episodes.converter.alike import (
 )
 from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch_with_layout
+from episodes.spaces import batch_with_layout, unstackable_space
 from episodes.structs import id_key, is_nested, map_leaves
 
 ObsFn = Callable[[Any], Any]
@@ -148,7 +148,29 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
         buffer, data = getattr(chunk, column), getattr(chunk, f"get_{column}")()
     # By the column's mode, not the type read: a numpy'd column of list-structured items
     # (an observation [x, y]) reads a list of leaves, already batched.
-    return data if buffer.finalized else batch_with_layout(data, buffer.space)
+    what = f"extra_model_outputs[{key!r}]" if column == "extra" else column
+    return data if buffer.finalized else layout_batch(data, buffer.space, what)
+
+
+def layout_batch(items: Any, space: Any, what: str) -> Any:
+    """List-mode ``items`` batched with their space's layout, or a ``ValueError`` naming ``what``.
+
+    Items of a Sequence, Graph or OneOf space have no fixed layout: batched as they come, equal
+    lengths would give one column per position and ragged ones numpy's own error.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> layout_batch([(1, 2), (0, 1)], gym.spaces.Sequence(gym.spaces.Discrete(3)), "obs")
+        Traceback (most recent call last):
+        ...
+        ValueError: obs: a Sequence space's items have no fixed layout ...
+    """
+    kind = None if space is None else unstackable_space(space)
+    if kind is not None:
+        raise ValueError(
+            f"{what}: a {kind} space's items have no fixed layout and cannot form a training column"
+        )
+    return batch_with_layout(items, space)
 
 
 def _concat(parts: list[Any]) -> Any:
@@ -472,7 +494,7 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
     spaces = [chunk.observations.space for chunk in chunks]
     # One space for all, or none: chunks of other spaces are batched as they come.
     space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
-    return transform_batch(batch_with_layout(items, space), obs_fn)
+    return transform_batch(layout_batch(items, space, "observations"), obs_fn)
 
 
 def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:

@@ -9,12 +9,11 @@ import numpy as np
 
 from episodes.connectors.base import id_rows
 from episodes.connectors.learner import stepless_end, stepless_ends
-from episodes.converter.columns import ColumnKeys, ObsFn, rows
+from episodes.converter.columns import ColumnKeys, ObsFn, layout_batch, rows
 from episodes.converter.inputs import callable_or_none, column_keys, flag
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
 from episodes.runner import SampledChunks
-from episodes.spaces import batch_with_layout
 from episodes.structs import is_nested, map_leaves
 
 # The columns every batch has; an extra output of one of these names would be appended to it.
@@ -111,7 +110,7 @@ def episodes_to_batch(
         add("obs", rows(chunk, "observations"))
         next_obs = chunk.get_observations(slice(1, n + 1))
         if not chunk.observations.finalized:  # a list of items (numpy'd: batched leaves)
-            next_obs = batch_with_layout(next_obs, chunk.observations.space)
+            next_obs = layout_batch(next_obs, chunk.observations.space, "observations")
         add("next_obs", next_obs)
         add("actions", rows(chunk, "actions"))
         add("rewards", np.asarray(rows(chunk, "rewards")))
