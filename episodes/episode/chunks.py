@@ -7,19 +7,12 @@ recording and reading; the episode's methods delegate here.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from episodes.buffer import InfiniteLookbackBuffer
-from episodes.buffer.batch_writes import in_space_mask
 from episodes.episode.fields import FIELDS
-from episodes.episode.recording import _is_real
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
-from episodes.structs import same_nesting
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
@@ -67,7 +60,6 @@ def _successor_builder() -> Any:
 
 
 _build_successor = _successor_builder()
-_STEP_COLUMNS = ("observations", "infos", "actions", "rewards")
 
 
 def _successor(
@@ -208,15 +200,11 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     Requires the same id, ``episode.t == other.t_started``, ``episode`` not done, the same
     extra-model-output keys, and ``other``'s first observation equal (leaf-wise) to
     ``episode``'s last. Afterwards ``episode.t == other.t``, the flags are ``other``'s,
-    ``custom_data`` is updated with ``other``'s (shallowly, as in RLlib). A numpy'd
-    ``episode`` checks ``other``'s steps as :meth:`add_env_step` checks a step. Everything is
-    checked before anything changes.
+    ``custom_data`` is merged with ``other`` winning. Everything is checked before anything
+    changes.
 
     Raises:
         AssertionError: A requirement above does not hold (the message says which).
-        ValueError: ``episode`` is numpy'd and ``other`` holds an observation or action outside
-            its spaces, a reward that is no real number while the rewards' dtype is open, or
-            a value one of its numpy columns cannot hold. Neither episode is changed.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -272,180 +260,43 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
             episode._start_time = other._start_time
 
 
-def _check_steps(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
-    """Refuses ``other``'s steps where ``add_env_step`` on the numpy'd ``episode`` would.
-
-    Observations (after the first, which equals ``episode``'s last) and actions must lie in
-    ``episode``'s spaces, judged by the checkers ``add_env_step`` uses, and rewards must be
-    real numbers while the rewards' dtype is still open (a typed column refuses the rest as it
-    stores them, which :func:`_staged_columns` tries first). A numpy'd ``other`` is judged one
-    batch per column; a list-mode one item by item, as its steps were given.
-    """
-    what = (
-        ("observation", other.observations, 1, episode._obs_check, episode.observation_space),
-        ("action", other.actions, 0, episode._action_check, episode.action_space),
-    )
-    for name, column, skip, check, space in what:
-        if check is None or space is None:
-            continue
-        refused = _first_refused(column, skip, partial(in_space_mask, space), check)
-        if refused is not None:
-            raise ValueError(
-                f"cannot concat: other's {name}s do not fit this episode's {name} space "
-                f"{space} (its {name}s[{refused[0]}], {refused[1]!r}, is not in it); nothing "
-                "was changed"
-            )
-    if not getattr(episode.rewards.store, "typed", True):
-        refused = _first_refused(other.rewards, 0, _real_mask, _is_real)
-        if refused is not None:
-            raise ValueError(
-                "cannot concat: other's rewards do not fit this episode's numpy rewards "
-                f"column (its rewards[{refused[0]}], {refused[1]!r}, is no real number); "
-                "nothing was changed"
-            )
-
-
-def _first_refused(
-    column: InfiniteLookbackBuffer,
-    skip: int,
-    mask: Callable[[Any, int], np.ndarray],
-    check: Callable[[Any], bool],
-) -> tuple[int, Any] | None:
-    """(visible index, item) of the first item after ``skip`` that ``check`` refuses, or None.
-
-    A numpy column is judged whole by ``mask(batch, count)``, which must agree with ``check``.
-    """
-    store = column.store
-    start, stop = column.lookback + skip, len(store)
-    if start >= stop:
-        return None
-    if store.is_numpy:
-        accepted = mask(store.window(start, stop), stop - start)
-        if accepted.all():
-            return None
-        first = int(np.argmin(accepted))
-        return skip + first, store.get(start + first)
-    for index, item in enumerate(store.items(start), skip):
-        if not check(item):
-            return index, item
-    return None
-
-
-def _real_mask(batch: Any, count: int) -> np.ndarray:
-    # Per item, what ``_is_real`` says: a column of numbers holds real numbers only, a column
-    # of objects is judged item by item, and items with a shape (or a struct) are no numbers.
-    if isinstance(batch, np.ndarray) and batch.ndim == 1:
-        if batch.dtype.kind in "biuf":
-            return np.ones(count, bool)
-        return np.fromiter(map(_is_real, batch), dtype=bool, count=count)
-    return np.zeros(count, bool)
-
-
-_Parts = list[tuple[InfiniteLookbackBuffer, Any]]
-
-
-def _staged_columns(
-    episode: SingleAgentEpisode, other: SingleAgentEpisode
-) -> tuple[_Parts, dict[str, InfiniteLookbackBuffer]]:
-    """What each column of ``episode`` takes from ``other``, with every write tried first.
-
-    Returns the pairs (``episode``'s column, what the join appends to it) and the whole
-    columns of extra-model-output keys new to ``episode``, built here. A numpy column's part is
-    staged into an empty store of its layout, which runs every check its own append runs
-    (shapes, nesting, dtypes, values that change in the cast), so a misfit is refused here,
-    with nothing changed: a runner's chunk keeps viewing its block. Appending the staged
-    store, of exactly the column's layout, then cannot fail.
-    """
-    extras = episode.extra_model_outputs
-    parts = [(name, "", getattr(episode, name), getattr(other, name)) for name in _STEP_COLUMNS]
-    parts += [
-        (f"extra_model_outputs[{key!r}]", key, extras.get(key), theirs)
-        for key, theirs in other.extra_model_outputs.items()
-    ]
-    staged: _Parts = []
-    fresh: dict[str, InfiniteLookbackBuffer] = {}
-    for name, key, mine, theirs in parts:
-        try:
-            if mine is None:
-                column = InfiniteLookbackBuffer([], space=theirs.space)
-                if episode.is_numpy:
-                    column.finalize()
-                column.concat(theirs)
-                fresh[key] = column
-            elif mine.store.is_numpy and not _same_layout(mine.store, theirs.store):
-                size = len(mine.store)
-                scratch = mine.store.copy_range(size, size)  # no items, the column's layout
-                scratch.extend_from(theirs.store, theirs.lookback)
-                staged.append((mine, scratch))
-            else:
-                staged.append((mine, theirs))
-        except (ValueError, TypeError) as error:
-            raise ValueError(
-                f"cannot concat: other's {name} do not fit this episode's numpy column "
-                f"({error}); nothing was changed"
-            ) from error
-    return staged, fresh
-
-
-def _same_layout(mine: Any, theirs: Any) -> bool:
-    """Whether numpy store ``theirs`` holds items of exactly ``mine``'s dtypes, shapes, nesting.
-
-    The append of such items (chunks of one runner, or of one numpy'd episode) cannot be
-    refused, so they need no staging.
-    """
-    if not (theirs.is_numpy and mine.typed and theirs.typed):
-        return False
-    structure, given = mine.structure, theirs.structure
-    if (structure is None) != (given is None) or not (
-        structure is None or same_nesting(structure, given)
-    ):
-        return False
-    ours, others = mine.leaves, theirs.leaves
-    return len(ours) == len(others) and all(
-        a.dtype == b.dtype and a.shape[1:] == b.shape[1:] for a, b in zip(ours, others)
-    )
-
-
 def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
-    """Appends ``other``'s columns, all checked first: nothing is refused once one is changed."""
-    observations, infos, actions, rewards = (
-        episode.observations,
-        episode.infos,
-        episode.actions,
-        episode.rewards,
-    )
+    """Appends ``other``'s columns; if a numpy column refuses them, restores ``episode``."""
     extras = episode.extra_model_outputs
-    # Plain ors, no generators: this runs for every concat, mostly of list-mode chunks.
-    steps_numpy = observations.store.is_numpy or actions.store.is_numpy or rewards.store.is_numpy
-    if (
-        steps_numpy
-        or infos.store.is_numpy
-        or (extras and any(c.store.is_numpy for c in extras.values()))
-    ):
-        if steps_numpy:
-            _check_steps(episode, other)  # add_env_step's checks, in numpy (or mixed) mode
-        staged, fresh = _staged_columns(episode, other)
-    else:
-        # List mode, the common case while sampling: a list takes any item as it is.
-        staged = [
-            (observations, other.observations),
-            (infos, other.infos),
-            (actions, other.actions),
-            (rewards, other.rewards),
-        ]
-        fresh = {}
-        for key, theirs in other.extra_model_outputs.items():
-            mine = extras.get(key)
-            if mine is None:
-                mine = fresh[key] = InfiniteLookbackBuffer([], space=theirs.space)
-            staged.append((mine, theirs))
     # ``other`` starts with the observation/info this chunk ends with: its copy replaces ours.
-    episode.observations.pop()
-    episode.infos.pop()
-    for mine, part in staged:
-        if isinstance(part, InfiniteLookbackBuffer):
-            mine.concat(part)
-        elif len(part):  # a staged store, of exactly the column's layout
-            mine.store.extend_from(part, 0)
-    if fresh:
-        extras.update(fresh)
+    last_observation = episode.observations.pop()
+    last_info = episode.infos.pop()
+    joined: list[tuple[InfiniteLookbackBuffer, InfiniteLookbackBuffer]] = []
+    new_keys: list[str] = []
+    name = "observations"
+    try:
+        for name, mine, theirs in (  # noqa: B007 - the handler below reports `name`
+            ("observations", episode.observations, other.observations),
+            ("infos", episode.infos, other.infos),
+            ("actions", episode.actions, other.actions),
+            ("rewards", episode.rewards, other.rewards),
+        ):
+            mine.concat(theirs)
+            joined.append((mine, theirs))
+        for key, theirs in other.extra_model_outputs.items():
+            name = f"extra_model_outputs[{key!r}]"
+            if key not in extras:
+                fresh = InfiniteLookbackBuffer([], space=theirs.space)
+                if episode.is_numpy:
+                    fresh.finalize()
+                extras[key] = fresh
+                new_keys.append(key)
+            extras[key].concat(theirs)
+            joined.append((extras[key], theirs))
+    except (ValueError, TypeError) as error:
+        # Each joined column grew by exactly the other's visible items: cut those off again.
+        for mine, theirs in joined:
+            mine.truncate(mine.len_incl_lookback() - len(theirs))
+        for key in new_keys:
+            del extras[key]
+        episode.observations.append(last_observation)
+        episode.infos.append(last_info)
+        raise ValueError(
+            f"cannot concat: other's {name} do not fit this episode's numpy column ({error}); "
+            "nothing was changed"
+        ) from error
