@@ -97,7 +97,7 @@ def write_batch(store: Store, space: gym.Space[Any] | None, targets: Any, new_da
     return True
 
 
-def list_batch(store: Store, new_data: Any) -> Any:
+def list_batch(store: Store, new_data: Any, space: Any = None) -> Any:
     """``new_data`` as a tuple batch if it is a list laid out as a batch of ``store``, else itself.
 
     Such a list nests exactly like the numpy column's items (tuples and lists stand for each
@@ -105,7 +105,9 @@ def list_batch(store: Store, new_data: Any) -> Any:
     length: the read of a column whose Tuple items were recorded as lists. It cannot be a list
     of items, whose members nest like a whole item and so hold a list or tuple wherever the
     item does. Any other list is left as it is: a list of items (Python lists at the leaves
-    included, as in list mode), whose count and nesting ``set`` then checks.
+    included, as in list mode), whose count and nesting ``set`` then checks. A square list (as
+    many arrays as parts, each of that leading length) whose arrays are also items of
+    ``space`` (gymnasium's Tuple takes an array item) could be either and is refused.
 
     Raises:
         ValueError: A list laid out as a batch whose leaves differ in leading length.
@@ -131,7 +133,32 @@ def list_batch(store: Store, new_data: Any) -> Any:
             "a batch laid out as a list needs every leaf to share its leading length (the "
             f"number of items), got leaves of shapes {[leaf.shape for leaf in leaves]}"
         )
+    if _may_be_items(new_data, store, space):
+        # Each array may also be one item (gymnasium's Tuple takes an array item), which list
+        # mode would write item by item.
+        parts = len(new_data)
+        raise ValueError(
+            f"a list of {parts} arrays of leading length {parts} is both {parts} items and a "
+            f"batch of {parts}: give a tuple of arrays for a batch, or a list of lists (or "
+            "tuples) for items"
+        )
     return tuple(new_data)
+
+
+def _may_be_items(new_data: list[Any], store: ArrayStore, space: Any) -> bool:
+    # Square (as many arrays as parts, each of that leading length) and each array an item:
+    # in the space, or, without one, a row of scalar parts.
+    parts = len(new_data)
+    if not all(isinstance(part, np.ndarray) and len(part) == parts for part in new_data):
+        return False
+    if space is None:
+        return all(part.ndim == 1 for part in new_data) and all(
+            leaf.ndim == 1 for leaf in store.leaves
+        )
+    try:
+        return all(bool(space.contains(part)) for part in new_data)
+    except Exception:  # a space that cannot judge an array item takes none
+        return False
 
 
 def _leaf_order(column_structure: Any, batch_structure: Any, count: int) -> list[int] | None:

@@ -425,7 +425,7 @@ class InfiniteLookbackBuffer:
             self._check_in_space([new_data])
             self.store.set([targets], [new_data])
             return
-        new_data = list_batch(self.store, new_data)  # the read of list-recorded Tuple items
+        new_data = list_batch(self.store, new_data, self.space)  # list-recorded Tuple reads
         if write_batch(self.store, self._space, targets, new_data):
             return  # a numpy column's batch, checked whole and written leaf by leaf
         items = self._as_item_list(new_data)

@@ -136,8 +136,8 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
     if column == "observations":
         buffer, data = chunk.observations, chunk.get_observations(slice(0, n))
     elif column == "extra":
-        if not isinstance(key, str):
-            raise TypeError(f"rows(chunk, 'extra', key) needs the output's key, got {key!r}")
+        if key is None:
+            raise TypeError("rows(chunk, 'extra', key) needs the output's key, got None")
         if key not in chunk.extra_model_outputs:
             raise KeyError(
                 f"episode {chunk.id_} has no extra-model-output {key!r}; it records "

@@ -186,5 +186,6 @@ def real_value_tensor(values: Any, count: int, what: str, device: Any) -> Any:
         if not _tensor_ok(values, count):
             raise _refusal(values, count, what)
     else:
-        values = torch.as_tensor(_host_array(values, count, what))
+        # A reversed numpy view (negative strides) is one torch cannot wrap.
+        values = torch.as_tensor(np.ascontiguousarray(_host_array(values, count, what)))
     return values.detach().to(device=device, dtype=torch.float64).reshape(count)

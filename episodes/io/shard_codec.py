@@ -202,7 +202,27 @@ def _encode_column(
         info = leaf_info(arrays[leaf["file"]], [*path, *sub])
         leaves[leaf["file"]] = info
         parts.append((sub, leaf_to_arrow(arrays[leaf["file"]], rows, info, copy)))
-    return _nest(parts, "/".join(path))
+    column = _nest(parts, "/".join(path))
+    if _type_depth(column.type) > _ARROW_MAX_DEPTH:  # Arrow's IPC writer would fail part-way
+        raise UnstorableValueError(
+            f"{'/'.join(path)}: nested too deeply for an Arrow column (more than "
+            f"{_ARROW_MAX_DEPTH} levels of structs and lists); the v1 format stores it"
+        )
+    return column
+
+
+#: The deepest column type Arrow's IPC writer takes (its recursion limit is 64 nested types).
+_ARROW_MAX_DEPTH = 63
+
+
+def _type_depth(arrow_type: pa.DataType) -> int:
+    depth, level = 0, [arrow_type]
+    while level:  # breadth first: no recursion for a deep type
+        level = [
+            arrow_type.field(i).type for arrow_type in level for i in range(arrow_type.num_fields)
+        ]
+        depth += bool(level)
+    return depth
 
 
 def _intern(value: Any, spaces: list[Any], lookup: dict[str, int]) -> dict[str, int]:

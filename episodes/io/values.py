@@ -381,12 +381,14 @@ def _full_width(array: np.ndarray, where: str) -> Any:
 def check_array_type(array: np.ndarray, where: str) -> None:
     """Refuses the ndarray subclasses a plain array would change: masked arrays and matrices.
 
-    A ``MaskedArray`` would lose its mask (the masked values would read back as data), a
+    A ``MaskedArray`` with masked entries would lose its mask (the masked values would read
+    back as data; one with none masked is stored as the plain array it holds), a
     ``matrix`` its operators (``*`` multiplies matrices); other subclasses (``memmap``) are
     stored as the plain arrays they hold.
 
     Raises:
-        UnstorableValueError: ``array`` is a ``np.ma.MaskedArray`` or ``np.matrix``.
+        UnstorableValueError: ``array`` is a ``np.ma.MaskedArray`` with masked entries, or a
+            ``np.matrix``.
 
     Example:
         >>> check_array_type(np.zeros(2), "obs")
@@ -396,7 +398,7 @@ def check_array_type(array: np.ndarray, where: str) -> None:
         ...     print(str(err)[:50])
         obs: a numpy masked array cannot be stored (its ma
     """
-    if isinstance(array, np.ma.MaskedArray):
+    if isinstance(array, np.ma.MaskedArray) and np.ma.count_masked(array):
         raise UnstorableValueError(
             f"{where}: a numpy masked array cannot be stored (its mask would be lost); store "
             ".filled(...) and the mask (np.ma.getmaskarray) as two arrays"

@@ -187,13 +187,13 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     infos = list(episode.get_infos())
     empty_infos = all_empty_infos(infos)  # the common case, scanned once per chunk
     for key in episode.extra_model_outputs:
-        if type(key) is not str:  # as episodes.io writes them: one str per column
+        if not isinstance(key, str):  # one column per key, named by it (np.str_ is a str)
             raise TypeError(
                 f"extra_model_outputs key {key!r} must be a str: the buffer keeps one column "
                 "per key, named by it"
             )
     extras = {
-        key: _rows(
+        str(key): _rows(
             episode.get_extra_model_outputs(key),
             f"extra_model_outputs[{key!r}]",
             n,

@@ -50,6 +50,16 @@ __all__ = [
 Connector = Callable[[list[SingleAgentEpisode], dict[str, Any]], dict[str, Any]]
 
 
+def __getattr__(name: str) -> Any:
+    # ``ConnectorContract`` and ``check_connector`` moved to ``episodes.testing.suite``, which
+    # imports this module; imported from here lazily, older imports keep working.
+    if name in ("ConnectorContract", "check_connector"):
+        from episodes.testing import suite
+
+        return getattr(suite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class ConnectorContractError(AssertionError):
     """A connector broke one of the contracts (the message says which and how).
 

@@ -223,8 +223,8 @@ PAIR = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Discrete(3)))
 
 # A Tuple of two Discretes at two positions: a list of two could be two items or two leaves.
 READINGS = {
-    # Arrays at the leaves: no item holds an array where a Tuple item holds a list -> a batch.
-    "arrays at the leaves are a batch": ([np.array([1, 2]), np.array([0, 1])], [[1, 0], [2, 1]]),
+    # A tuple of arrays at the leaves is a batch.
+    "a tuple of arrays is a batch": ((np.array([1, 2]), np.array([0, 1])), [[1, 0], [2, 1]]),
     # Python lists are items, as in list mode and as before.
     "lists are items": ([[1, 2], [0, 1]], [[1, 2], [0, 1]]),
     "tuples are items": ([(2, 2), (1, 1)], [[2, 2], [1, 1]]),
@@ -236,7 +236,7 @@ def test_a_list_is_a_batch_only_where_it_cannot_be_items(new_data, items):
     numpy = _column(3, PAIR, lambda i: [i % 3, (i + 1) % 3])
     numpy.set(new_data)
     assert [list(map(int, item)) for item in numpy] == items
-    if isinstance(new_data[0], np.ndarray):
+    if isinstance(new_data, tuple):
         return
     listed = InfiniteLookbackBuffer([[0, 1], [1, 2], [2, 0]], lookback=1, space=PAIR)
     listed.set(new_data)
@@ -275,3 +275,13 @@ def test_a_batch_that_does_not_fit_is_refused_clearly(new_data, error, words):
     with pytest.raises(error, match=words):
         buf.set(new_data)
     assert _plain(buf.data) == before
+
+
+def test_a_square_list_of_array_items_is_refused_not_transposed():
+    # gymnasium's Tuple takes an array item: two arrays of two are two items (as list mode
+    # writes them) as much as a batch of two (a numpy read); neither is guessed.
+    numpy = _column(3, PAIR, lambda i: [i % 3, (i + 1) % 3])
+    before = [list(map(int, item)) for item in numpy]
+    with pytest.raises(ValueError, match="both 2 items and a batch of 2"):
+        numpy.set([np.array([1, 2]), np.array([0, 1])], at_indices=slice(0, 2))
+    assert [list(map(int, item)) for item in numpy] == before
