@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -316,3 +317,24 @@ def test_learner_columns_let_an_episode_without_a_space_follow_the_list_column()
     )
     out = AddLearnerColumns(["obs"])([seq, bare], {})
     assert out["obs"] == [(1,), (2, 0), (), (0,)]
+
+
+CHECK_EPISODES_CASES = {
+    "one episode": (lambda ep: ep, "one episode"),
+    "a number among episodes": (lambda ep: [ep, 3], "item 1: 3 (int)"),
+    "a string": (lambda ep: "ab", "(str)"),
+    "a generator": (lambda ep: (e for e in [ep]), "(generator)"),
+}
+
+
+@pytest.mark.parametrize(
+    ("make", "words"), CHECK_EPISODES_CASES.values(), ids=list(CHECK_EPISODES_CASES)
+)
+def test_check_episodes_names_what_it_got(make, words) -> None:
+    from episodes.connectors import check_episodes
+
+    ep = SingleAgentEpisode(observations=[0], len_lookback_buffer=0)
+    with pytest.raises(TypeError, match=re.escape(words)):
+        check_episodes(make(ep), "FrameStack")
+    check_episodes([ep, ep], "FrameStack")
+    check_episodes((ep,), "FrameStack")
