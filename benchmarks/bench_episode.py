@@ -152,6 +152,33 @@ def op_to_numpy(cls: type, n: int) -> Callable[[], object]:
     return run
 
 
+def op_concat_onto_numpy(cls: type, n: int, m: int, numpy_chunk: bool) -> Callable[[], object]:
+    """concat_episode of an m-step successor onto a numpy'd n-step episode, timed alone."""
+    pool: list[tuple[Any, Any]] = []
+
+    def pair() -> tuple[Any, Any]:
+        ep = stepped(cls, n)
+        nxt = ep.cut(len_lookback_buffer=4)
+        for i in range(n + 1, n + m + 1):
+            nxt.add_env_step(OBS[i], ACTS[i], REWS[i], extra_model_outputs=EMO[i])
+        ep.to_numpy()
+        if numpy_chunk:
+            nxt.to_numpy()
+        return ep, nxt
+
+    def run() -> object:
+        ep, nxt = pool.pop() if pool else pair()
+        t0 = time.perf_counter()
+        ep.concat_episode(nxt)
+        return time.perf_counter() - t0
+
+    def prepare(k: int) -> None:
+        pool.extend(pair() for _ in range(k))
+
+    run.prepare = prepare  # type: ignore[attr-defined]
+    return run
+
+
 # --------------------------------------------------------------------------------- running
 def timed(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
     """interleaved(), except that a callable returning a float reports its own inner time.
@@ -209,6 +236,18 @@ def main() -> None:
             1,
         ),
         ("2000 steps in 50-step chunks, cut(4) + concat", 0.5, lambda c: op_chunks(c, 2000, 50), 1),
+        (
+            "numpy'd 1000-step ep, concat a list 10-step chunk",
+            1.0,
+            lambda c: op_concat_onto_numpy(c, 1000, 10, False),
+            1,
+        ),
+        (
+            "numpy'd 1000-step ep, concat a numpy'd 1000-step one",
+            1.0,
+            lambda c: op_concat_onto_numpy(c, 1000, 1000, True),
+            1,
+        ),
         ("ep[100:200] on numpy'd 1000-step ep", 0.5, lambda c: op_slice(c, 1000), 1),
         ("get_state/pickle/from_state, numpy'd 1000 steps", 0.35, lambda c: op_state(c, 1000), 1),
         ("to_numpy of a 1000-step episode", 0.9, lambda c: op_to_numpy(c, 1000), 1),

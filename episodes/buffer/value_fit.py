@@ -51,6 +51,7 @@ _FIT_BY_DTYPE: dict[np.dtype[Any], tuple[frozenset[type], frozenset[type], float
 # Dtype kinds of numbers and bools. Such a column takes only values numpy reads as one of
 # them: numpy would parse "2.5" into 2.5, turn None into NaN and any string or dict into True.
 _NUMBER_KINDS = "biufc"
+_PLAIN_NUMBER_KINDS = "biuf"  # no complex: its casts differ per item and per batch
 _MAY_OVERFLOW: dict[tuple[np.dtype[Any], np.dtype[Any]], bool] = {}
 
 #: What numpy raises when a value does not fit a column.
@@ -282,6 +283,20 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
         >>> staged_batch([np.zeros((3, 2))], None, [[1, 2], [3, 4]]).tolist()
         [[1.0, 2.0], [3.0, 4.0]]
     """
+    if structure is None and leaves[0].dtype.kind in _PLAIN_NUMBER_KINDS:
+        # Numbers into a flat number column: one stack and one batch check (as strict as the
+        # per-item one) instead of a cast per item; any doubt takes the per-item path, which
+        # also gives its error.
+        try:
+            batch = np.asarray(items)
+        except (ValueError, TypeError, OverflowError):
+            batch = None
+        if (
+            batch is not None
+            and batch.dtype.kind in _PLAIN_NUMBER_KINDS
+            and batch_misfit(leaves[0], batch, len(items)) is None
+        ):
+            return batch.astype(leaves[0].dtype, copy=False)
     staged = [staged_rows(leaves, item, structure) for item in items]
     return unflatten(structure, [np.stack(rows) for rows in zip(*staged)])
 
