@@ -12,7 +12,8 @@ import tree
 
 from episodes.episode.recording import as_flag
 from episodes.indexing import whole_number
-from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.first_outputs import allocate_outputs
+from episodes.runner.metrics import MetricsSlot, RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.nesting import check_env_rows
 from episodes.runner.policy import (
@@ -78,7 +79,8 @@ class EnvRunner:
         env: The vector env.
         policy: ``policy(obs) -> (actions, extras)``, or with a state
             ``policy(obs, state) -> (actions, extras, state)``.
-        len_lookback_buffer: Lookback of the continuing chunks (RLlib's default is 1).
+        len_lookback_buffer: Lookback of the continuing chunks (RLlib's default is 1); at most
+            its episode's age, so one beyond ``2**63 - 1`` (every earlier step) is taken as that.
         initial_state: ``initial_state(num_envs) -> state`` for a recurrent policy; taken from
             ``policy.initial_state`` when the policy has one. None: feed-forward.
         state_batch_axis: The env axis of every state leaf (0 for ``[N, H]``; 1 for torch RNN
@@ -117,6 +119,9 @@ class EnvRunner:
         [47, 48]
     """
 
+    #: Where the runner counts (:class:`RunnerMetrics`); a new one set here takes effect at once.
+    metrics = MetricsSlot("_recorder")
+
     def __init__(
         self,
         env: gym.vector.VectorEnv,
@@ -129,7 +134,8 @@ class EnvRunner:
         numpy_episodes: bool = True,
         window: str = "transitions",
     ):
-        lookback = whole_number(len_lookback_buffer, "len_lookback_buffer", 0)
+        # Beyond int64 the blocks' index arithmetic would overflow (an age never gets there).
+        lookback = min(whole_number(len_lookback_buffer, "len_lookback_buffer", 0), 2**63 - 1)
         # 1.5 or True would reset the env quietly with seed 1
         seed = check_env_seed(seed, int(env.num_envs))
         if window not in WINDOWS:
@@ -352,8 +358,9 @@ class EnvRunner:
         if keys is None or extras.keys() != self._output_key_set:
             self._output_keys = check_outputs(actions, extras, self.num_envs, keys)
             self._output_key_set = frozenset(self._output_keys)
-            if keys is None:
+            if keys is None:  # the runner's first step: its output blocks, before env.step
                 self._output_shapes = output_shapes(actions, extras)
+                allocate_outputs(self._recorder, actions, extras)
         elif not self._stepped:  # a later call's first step: refused, the runner is untouched
             check_outputs_hold_data(actions, extras)  # (later steps refuse them once recorded)
         check_shapes(actions, extras, self._output_shapes)

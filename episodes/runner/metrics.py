@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from episodes.indexing import whole_number
 
-__all__ = ["RunnerMetrics"]
+__all__ = ["MetricsSlot", "RunnerMetrics"]
 
 
 @dataclass
@@ -22,7 +22,9 @@ class RunnerMetrics:
     them: a loop that never reads its metrics keeps a bounded list, while the counts and means
     :meth:`reduce` reports cover every episode since the reset. ``env_steps`` counts recorded
     transitions (a next-step reset step is not one), ``vector_steps`` calls of ``env.step``.
-    ``max_listed`` must be an int >= 0 (0: list none), else a ``ValueError``.
+    ``max_listed`` must be an int >= 0 (0: list none), else a ``ValueError``: checked whenever
+    it is set, in the constructor or later (``runner.metrics.max_listed = 2.5``), the old value
+    kept.
 
     Example:
         >>> m = RunnerMetrics()
@@ -30,6 +32,12 @@ class RunnerMetrics:
         >>> out = m.reduce()
         >>> out["mean_episode_return"], out["env_steps_per_s"], out["total_episodes"]
         (10.0, 10.0, 1)
+        >>> m.max_listed = -1
+        Traceback (most recent call last):
+        ...
+        ValueError: max_listed must be an int >= 0, got -1
+        >>> m.max_listed
+        100000
     """
 
     episode_returns: list[float] = field(default_factory=list)
@@ -45,8 +53,12 @@ class RunnerMetrics:
     return_sum: float = 0.0
     length_sum: int = 0
 
-    def __post_init__(self) -> None:
-        self.max_listed = whole_number(self.max_listed, "max_listed", 0)
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Checked on every assignment, not only by the constructor: a runner's metrics are
+        # reached as ``runner.metrics`` and tuned there (a float would fail a later sample()).
+        if name == "max_listed":
+            value = whole_number(value, "max_listed", 0)
+        super().__setattr__(name, value)
 
     def __repr__(self) -> str:  # the dataclass repr listed up to max_listed returns
         return (
@@ -190,3 +202,54 @@ def _checked(episode_returns: Any, lengths: Any) -> tuple[np.ndarray, np.ndarray
     if len(counts) and counts.min() < 0:
         raise ValueError(f"episode lengths must be >= 0, got {int(counts.min())}")
     return returns.astype(np.float64, copy=False), counts.astype(np.int64, copy=False)
+
+
+class MetricsSlot:
+    """A runner's ``metrics`` attribute: a :class:`RunnerMetrics`, checked whenever it is set.
+
+    A new one takes effect at once: it is also handed to the attributes named in ``shared``
+    (the runner's recorder, which counts finished episodes into it), so the counts go where
+    ``runner.metrics`` says, not to the object it replaced.
+
+    Raises:
+        TypeError: A value that is not a :class:`RunnerMetrics`; the old one is kept.
+
+    Example:
+        >>> class Holder:
+        ...     metrics = MetricsSlot("counter")
+        ...     def __init__(self):
+        ...         self.metrics = RunnerMetrics()
+        ...         self.counter = type("Counter", (), {"metrics": self.metrics})()
+        >>> h = Holder(); h.metrics = RunnerMetrics(max_listed=5)
+        >>> h.counter.metrics is h.metrics, h.metrics.max_listed
+        (True, 5)
+        >>> h.metrics = {}
+        Traceback (most recent call last):
+        ...
+        TypeError: metrics must be a RunnerMetrics, got dict
+    """
+
+    def __init__(self, *shared: str):  # noqa: D107 - see the class
+        self.shared = shared
+        self.slot = "_metrics"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> MetricsSlot: ...
+    @overload
+    def __get__(self, obj: object, objtype: type | None = None) -> RunnerMetrics: ...
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return obj.__dict__[self.slot]
+
+    def __set__(self, obj: object, value: RunnerMetrics) -> None:
+        if not isinstance(value, RunnerMetrics):
+            raise TypeError(f"{self.slot[1:]} must be a RunnerMetrics, got {type(value).__name__}")
+        obj.__dict__[self.slot] = value
+        for name in self.shared:
+            holder = obj.__dict__.get(name)
+            if holder is not None:
+                holder.metrics = value
