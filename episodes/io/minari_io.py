@@ -48,11 +48,18 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.errors import CorruptDatasetError, DatasetError, UnsafeDataError
+from episodes.io.errors import (
+    CorruptDatasetError,
+    DatasetError,
+    UnsafeDataError,
+    UnstorableValueError,
+)
 from episodes.io.format import read_regular_file
 from episodes.io.metadata import DatasetMetadata
+from episodes.io.minari_arrow import minari_episode_data, one_batch_per_episode, reading
 from episodes.io.minari_values import (
     EpisodeBuffers,
+    check_infos_flag,
     check_minari_space,
     split_infos,
     split_steps,
@@ -206,8 +213,10 @@ def export_minari(
     Raises:
         DatasetError: ``src`` is unreadable, holds no episode with steps, has no spaces, or
             holds something Minari cannot store (a space, episodes of other spaces, values
-            of another dtype the cast would change, with ``infos=True`` infos of different
-            layouts).
+            or rewards of another dtype the cast would change, an episode of more than
+            ``MAX_MINARI_STEPS`` (131,071) steps, which Minari's reader cuts in two, with
+            ``infos=True`` infos of different layouts).
+        TypeError: ``infos`` is not ``True``, ``False`` or ``None``.
         ValueError: ``dataset_id`` is malformed or already exists.
 
     Example:
@@ -231,6 +240,7 @@ def export_minari(
         (1, 2, [1, 0])
     """
     minari = _minari()
+    check_infos_flag(infos)
     if not _DATASET_ID.fullmatch(dataset_id) or ".." in dataset_id.split("/"):
         raise ValueError(
             f"dataset_id must look like 'name-v0' or 'namespace/name-v0', got {dataset_id!r}"
@@ -279,8 +289,12 @@ def export_minari(
                 data_format="arrow",
                 **raw,
             )
+            # Minari's writer cuts an episode into batches its reader takes for episodes.
+            one_batch_per_episode(Path(created.storage.data_path), len(buffers.buffers))
+            update: dict[str, Any] = {"dataset_size": created.storage.get_size()}
             if env_spec is not None:
-                created.storage.update_metadata({"env_spec": env_spec})
+                update["env_spec"] = env_spec
+            created.storage.update_metadata(update)
         except BaseException as err:
             if isinstance(err, ValueError) and "already exists" in str(err):
                 raise  # made by another process since the check: not ours to remove
@@ -300,22 +314,6 @@ def _minari_data_dir(dataset: PathLike, root: PathLike | None) -> Path:
     if not found.is_dir():
         raise DatasetError(f"no local Minari dataset {os.fspath(dataset)!r} (looked in {found})")
     return found
-
-
-@contextlib.contextmanager
-def _reading(data_dir: Path) -> Iterator[None]:
-    """Reading errors of a Minari dataset (pyarrow's, minari's...) as a ``DatasetError``.
-
-    Ours, and running out of memory, stay as they are.
-    """
-    try:
-        yield
-    except (DatasetError, MemoryError):
-        raise
-    except Exception as err:  # noqa: BLE001 - minari raises many types for a bad dataset
-        raise DatasetError(
-            f"cannot read Minari dataset {data_dir}: {type(err).__name__}: {err}"
-        ) from err
 
 
 def import_minari(
@@ -364,12 +362,12 @@ def import_minari(
     if out.exists() and not out.is_dir():
         raise DatasetError(f"{dst} is not a directory; choose a new directory")
     checked = _checked_metadata(data_dir)
-    with _reading(data_dir):
+    with reading(data_dir):
         source = _open_checked(data_dir, checked)
         spec = source.env_spec
         metadata = DatasetMetadata(
             env_id=getattr(spec, "id", None),
-            env_spec=_spec_json(spec),
+            env_spec=_spec_json(spec, data_dir),
             algorithm=_algorithm(source),
             user={"minari_dataset_id": source.id, "minari_version": str(source.minari_version)},
         )
@@ -380,7 +378,7 @@ def import_minari(
     made = _missing(out)
     try:
         with DatasetWriter(dst, metadata=metadata, shard_bytes=target) as writer:
-            for episode in _episodes(source, data_dir):
+            for episode in _episodes(source, data_dir, checked):
                 writer.write(episode)
                 count += 1
     except BaseException:
@@ -394,15 +392,17 @@ def import_minari(
     return count
 
 
-def _episodes(source: Any, data_dir: Path) -> Iterator[SingleAgentEpisode]:
+def _episodes(source: Any, data_dir: Path, meta: dict[str, Any]) -> Iterator[SingleAgentEpisode]:
     """The Minari dataset's episodes as ours; a failure to read one is a ``DatasetError``.
 
+    Each is read whole and checked against its metadata (:func:`minari_episode_data`).
     A generator: what the caller raises between two episodes is not caught here.
     """
-    with _reading(data_dir):
-        episodes = iter(source.iterate_episodes())  # (pyarrow reads every schema here)
+    jpeg_encoding = bool(meta.get("jpeg_encoding", True))  # as _open_checked opens it
+    with reading(data_dir):
+        episodes = minari_episode_data(source, data_dir, jpeg_encoding)
     while True:
-        with _reading(data_dir):
+        with reading(data_dir):
             data = next(episodes, None)
             if data is None:
                 return
@@ -473,11 +473,25 @@ def _algorithm(source: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _spec_json(spec: Any) -> dict[str, Any] | None:
+def _spec_json(spec: Any, data_dir: Path) -> dict[str, Any] | None:
+    """The env spec as our metadata's JSON; one we cannot store is left out with a warning.
+
+    Minari reads a spec holding ``inf`` or ``NaN`` (``reward_threshold=inf``), which plain
+    JSON has no place for: the spec is dropped (its ``env_id`` is kept), not altered.
+    """
     try:
-        return dict(json.loads(spec.to_json())) if spec is not None else None
+        found = dict(json.loads(spec.to_json())) if spec is not None else None
+        DatasetMetadata(env_spec=found).to_json()  # what the writer would refuse
+    except UnstorableValueError as err:
+        warnings.warn(
+            f"the env spec of Minari dataset {data_dir} is left out of the import ({err}); "
+            "its env_id is kept",
+            stacklevel=3,
+        )
+        return None
     except (TypeError, ValueError, AttributeError):
         return None
+    return found
 
 
 def _episode(source: Any, data: Any) -> SingleAgentEpisode:

@@ -26,8 +26,10 @@ from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError
 
 __all__ = [
+    "MAX_MINARI_STEPS",
     "EpisodeBuffers",
     "cast_to_space",
+    "check_infos_flag",
     "check_minari_space",
     "split_infos",
     "split_steps",
@@ -36,6 +38,10 @@ __all__ = [
 
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 _LEAF_SPACES = (*_ARRAY_SPACES, gym.spaces.Discrete)
+
+# pyarrow's scan batch size (``Dataset.to_batches``), which Minari's reader keeps: it cuts an
+# episode of more rows than that (steps + 1) in two, whatever the episode's file holds.
+MAX_MINARI_STEPS = (1 << 17) - 1
 
 # One info value's place in Minari: "str", or (dtype, shape) of a numeric numpy value.
 InfoKind = str | tuple[str, tuple[int, ...]]
@@ -82,6 +88,19 @@ def check_minari_space(space: gym.Space[Any], where: str) -> None:
             f"{where} {space} is a {type(space).__name__} space, which Minari cannot store "
             "(it stores Box, Discrete, MultiDiscrete, MultiBinary and Text, in Dict and Tuple)"
         )
+
+
+def check_infos_flag(infos: Any) -> None:
+    """Refuses an ``infos`` flag that is not ``True``, ``False`` or ``None``.
+
+    Example:
+        >>> check_infos_flag("no")
+        Traceback (most recent call last):
+        ...
+        TypeError: infos must be True, False or None, got 'no'
+    """
+    if infos is not None and not isinstance(infos, bool):
+        raise TypeError(f"infos must be True, False or None, got {infos!r}")
 
 
 def cast_to_space(values: Any, space: gym.Space[Any], where: str) -> Any:
@@ -188,6 +207,29 @@ def split_steps(batched: Any, space: gym.Space[Any], n: int, where: str) -> list
     if array.dtype != dtype and np.can_cast(array.dtype, dtype, "safe"):
         array = array.astype(dtype)
     return list(array)
+
+
+def _float64_rewards(rewards: np.ndarray[Any, Any], where: str) -> np.ndarray[Any, Any]:
+    """``rewards`` as Minari's float64, refused where the cast changes them.
+
+    Integers must come back equal (above 2**53 not all do), other floats stay finite.
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        cast = rewards.astype(np.float64)
+        if rewards.dtype.kind in "iu":  # compared back where the float is in the int's range
+            info = np.iinfo(rewards.dtype)
+            fits = (cast >= float(info.min)) & (cast < float(info.max) + 1.0)
+            back = np.where(fits, cast, 0.0).astype(rewards.dtype)
+            kept = bool(fits.all()) and bool(np.array_equal(back, rewards))
+        else:
+            kept = bool(np.array_equal(np.isfinite(cast), np.isfinite(rewards)))
+    if not kept:
+        raise DatasetError(
+            f"{where} has rewards of dtype {rewards.dtype} and Minari stores float64 rewards; "
+            "casting would change their values, so Minari cannot store them"
+        )
+    return cast
 
 
 def _sized(batched: Any, n: int, where: str) -> Any:
@@ -339,6 +381,7 @@ class EpisodeBuffers:
     def __init__(
         self, spaces: tuple[gym.Space[Any], gym.Space[Any]], *, infos: bool | None
     ) -> None:
+        check_infos_flag(infos)
         self.spaces = spaces
         self.infos = infos
         self.layout: dict[str, InfoKind] | None = None  # the first step's info layout
@@ -378,12 +421,19 @@ class EpisodeBuffers:
         except (TypeError, ValueError) as err:
             raise DatasetError(f"{where} does not fit its spaces: {err}") from err
         n = len(episode)
+        if n > MAX_MINARI_STEPS:
+            raise DatasetError(
+                f"{where} has {n} steps; Minari's reader cuts an episode of more than "
+                f"{MAX_MINARI_STEPS} steps into two (pyarrow's scan batches), so it cannot "
+                "be read back"
+            )
         rewards = np.asarray(episode.get_rewards())
         if rewards.shape != (n,) or rewards.dtype.kind not in "biuf":
             raise DatasetError(
                 f"Minari stores one float reward per step; {where} has rewards of "
                 f"shape {rewards.shape[1:]} and dtype {rewards.dtype}"
             )
+        float_rewards = _float64_rewards(rewards, where)
         columns = None
         if self.infos is not False:
             try:
@@ -404,7 +454,7 @@ class EpisodeBuffers:
                 id=len(self.buffers),
                 observations=cast_to_space(observations, self.spaces[0], f"{where} observations"),
                 actions=cast_to_space(episode.get_actions(), self.spaces[1], f"{where} actions"),
-                rewards=rewards.astype(np.float64).tolist(),
+                rewards=float_rewards.tolist(),
                 terminations=[*ends, bool(episode.is_terminated)],
                 truncations=[*ends, bool(episode.is_truncated)],
                 infos=columns,

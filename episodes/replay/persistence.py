@@ -37,6 +37,7 @@ from episodes.replay.saved_files import (
     seal,
 )
 from episodes.replay.state import generator_from_state
+from episodes.seeds import check_rng_seed
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
@@ -157,13 +158,19 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         raise ValueError(f"{root}: unsupported replay buffer version {version!r}")
     _check_meta(meta, root)
     _check_episodes_dir(root / "episodes")
+    check_rng_seed(seed)  # the caller's: refused as it is, not as damage of the save
     buffer: EpisodeReplayBuffer
-    if meta["kind"] == "prioritized":
-        buffer = PrioritizedEpisodeReplayBuffer(
-            meta["capacity"], batch_size_B=meta["batch_size_B"], alpha=meta["alpha"], seed=seed
-        )
-    else:
-        buffer = EpisodeReplayBuffer(meta["capacity"], batch_size_B=meta["batch_size_B"], seed=seed)
+    try:  # the saved settings: a capacity, batch size or alpha the buffer refuses is damage
+        if meta["kind"] == "prioritized":
+            buffer = PrioritizedEpisodeReplayBuffer(
+                meta["capacity"], batch_size_B=meta["batch_size_B"], alpha=meta["alpha"], seed=seed
+            )
+        else:
+            buffer = EpisodeReplayBuffer(
+                meta["capacity"], batch_size_B=meta["batch_size_B"], seed=seed
+            )
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{root}: damaged replay buffer (settings: {err})") from None
     # verify: the episodes were written with checksums; a damaged file is refused, not read.
     episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))
     try:
