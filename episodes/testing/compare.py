@@ -38,6 +38,7 @@ class _Widened:
 
 def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     a, b = _to_numpy(a), _to_numpy(b)
+    a, b = _widened_rows(a, b), _widened_rows(b, a)
     if isinstance(a, _Widened) or isinstance(b, _Widened):
         kinds = [x.dtype if isinstance(x, _Widened) else type(x).__name__ for x in (a, b)]
         if check_dtype and kinds[0] != kinds[1]:
@@ -58,23 +59,9 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         kind = type if check_dtype else _text_kind
         same = kind(a) is kind(b) and a == b
         return None if same else f"{path}: {a!r} != {b!r}"
-    if _object_rows(a) and isinstance(b, (tuple, list)):
-        a = list(a)  # an array of objects holds items as a list does: compared one by one
-    elif _object_rows(b) and isinstance(a, (tuple, list)):
-        b = list(b)
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        # Tensors inside (bfloat16, needing grad, on a GPU) are converted one by one; with
-        # check_dtype every item is, since stacking would promote them to one dtype.
-        ragged = check_dtype or any(hasattr(x, "detach") for x in [*a, *b])
-        try:
-            dtype_kinds = {np.asarray(a).dtype.kind, np.asarray(b).dtype.kind}
-            # Strings are compared one by one too: numpy turns ("a", 3) into strings, and its
-            # string arrays drop trailing NULs (b"a\x00" would equal b"a").
-            ragged = ragged or bool({"O", "U", "S"} & dtype_kinds)
-        except (ValueError, TypeError, RuntimeError):  # ragged: compare element by element
-            ragged = True
-        if ragged:
-            return _diff_items(a, b, check_dtype, path)
+    if _item_by_item(a, b, check_dtype):
+        # An array (a stacked tensor) against a list: its rows against the list's items.
+        return _diff_items(_listed(a), _listed(b), check_dtype, path)
     try:
         aa, bb = np.asarray(a), np.asarray(b)
     except ValueError:
@@ -100,6 +87,48 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     if not np.array_equal(aa, bb, equal_nan=equal_nan):
         return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"
     return None
+
+
+def _widened_rows(value: Any, other: Any) -> Any:
+    """A bfloat16 tensor against a list or tuple: its rows, each keeping the tensor's dtype."""
+    if not (isinstance(value, _Widened) and isinstance(other, (tuple, list)) and len(other)):
+        return value
+    if value.values.ndim == 0 or not len(value.values):
+        return value
+    return [_Widened(row, value.dtype) for row in value.values]
+
+
+def _listed(value: Any) -> Any:
+    return list(value) if isinstance(value, np.ndarray) else value
+
+
+def _item_by_item(a: Any, b: Any, check_dtype: bool) -> bool:
+    """Whether a list or tuple is compared with a list, tuple or array one item at a time.
+
+    Lists of plain numbers against lists or arrays of them are compared as arrays, fast.
+    Anything else goes item by item, as numpy would change it: it turns ``["a", 1]`` into
+    strings, drops trailing NULs (bytes ending in NUL would equal them without) and promotes
+    mixed dtypes (which ``check_dtype`` tells apart: every item's dtype counts); tensors inside
+    (bfloat16, needing grad, on a GPU) are converted one by one. An empty list against an
+    array keeps the shape rules of :func:`outputs_equal`.
+    """
+    if not isinstance(a, (tuple, list)):
+        a, b = b, a
+    if not isinstance(a, (tuple, list)):
+        return False
+    if not isinstance(b, (tuple, list)):
+        if not (isinstance(b, np.ndarray) and b.ndim and len(a) and len(b)):
+            return False
+        if b.dtype == object:  # an array of objects holds items as a list does
+            return True
+    listed = [*a, *b] if isinstance(b, (tuple, list)) else a
+    if check_dtype or any(hasattr(x, "detach") for x in listed):
+        return True
+    try:
+        kinds = {np.asarray(a).dtype.kind, np.asarray(b).dtype.kind}
+    except (ValueError, TypeError, RuntimeError):  # ragged: compare element by element
+        return True
+    return bool({"O", "U", "S"} & kinds)
 
 
 def _keys(value: Any) -> Any:
@@ -274,6 +303,12 @@ def outputs_equal(a: Any, b: Any, *, check_dtype: bool = False) -> bool:
     numpy'd Text column gives. NaNs compare equal; arrays of objects (arrays inside) compare
     item by item. Without ``check_dtype`` an empty list equals an array without rows (``[]``
     and a ``(0, 2)`` array): list mode cannot show the item shape of what it does not hold.
+    A list or tuple holding anything but plain numbers (strings, bytes, tensors, objects) is
+    compared with an array or tensor item by item (its rows), so numpy's conversions never
+    make values equal (``["a", 1]`` is not ``np.array(["a", "1"])``); with ``check_dtype``
+    every list is, so each item's own type counts the same against a list or an array:
+    ``[1, 2.5]`` differs from ``np.array([1.0, 2.5])`` as from ``[1.0, 2.5]``, and ``["ab"]``
+    from ``np.array(["ab"])`` (``str`` vs ``np.str_``) as from ``[np.str_("ab")]``.
 
     Example:
         >>> outputs_equal({"x": [1.0, 2.0]}, {"x": np.array([1.0, 2.0], np.float32)})
@@ -286,5 +321,9 @@ def outputs_equal(a: Any, b: Any, *, check_dtype: bool = False) -> bool:
         False
         >>> outputs_equal({"obs": []}, {"obs": np.zeros((0, 2), np.float32)})
         True
+        >>> outputs_equal(["a", 1], np.array(["a", "1"]))
+        False
+        >>> outputs_equal([1, 2.5], np.array([1.0, 2.5]), check_dtype=True)
+        False
     """
     return _diff(a, b, check_dtype, "output") is None

@@ -34,6 +34,7 @@ import numpy as np
 from episodes.connectors.base import check_episodes
 from episodes.episode import SingleAgentEpisode
 from episodes.testing.compare import _diff, _episode_diff, _rows, outputs_equal
+from episodes.testing.snapshot import take_snapshot
 from episodes.testing.strategies.episodes import stacks
 
 __all__ = [
@@ -93,10 +94,15 @@ def check_does_not_mutate(
 
     The connector gets deep copies of the episodes (yours stay as they are); every field
     (data, lookback, flags, spaces, ``custom_data``) is then compared with a second copy.
+    Objects compared by identity (a class without ``__eq__``, ``np.random.Generator``) are
+    the same objects in both copies, so replacing one is a change; one changed in place is
+    found by pickling it before and after the call (objects that do not pickle, and those the
+    spaces hold, are not checked in place).
 
     Raises:
         ConnectorContractError: An episode changed; the message names the first changed field
-            with its value before and after the call.
+            with its value before and after the call, or the type of the object changed in
+            place.
         TypeError: ``episodes_`` is not a list of episodes (the message names the odd item).
 
     Example:
@@ -104,8 +110,8 @@ def check_does_not_mutate(
         >>> check_does_not_mutate(lambda eps, batch: {"n": len(eps)}, [ep])
     """
     check_episodes(episodes_, "check_does_not_mutate")
-    before = copy.deepcopy(episodes_)
-    given_ = copy.deepcopy(episodes_)
+    snapshot = take_snapshot(episodes_)
+    before, given_ = snapshot.before, snapshot.given
     objects = list(given_)
     _call(connector, given_, copy.deepcopy(batch))
     if len(given_) != len(before) or any(a is not b for a, b in zip(objects, given_)):
@@ -123,6 +129,14 @@ def check_does_not_mutate(
                 f"the connector mutated input episode {i} (id {old.id_!r}); the first change, "
                 f"before vs after: {_episode_diff(old, new)}"
             )
+    changed = snapshot.changed_in_place()
+    if changed is not None:
+        i, kinds = changed
+        raise ConnectorContractError(
+            f"the connector changed in place objects compared by identity that input episode "
+            f"{i} (id {before[i].id_!r}) holds: {', '.join(kinds)} (their pickled state differs "
+            "after the call)"
+        )
 
 
 def _just_reset(
@@ -146,15 +160,28 @@ def check_handles_empty_and_reset(
     """Checks the connector accepts no episodes and just-reset (length 0) episodes.
 
     Calls it with ``[]``, then with one and two just-reset episodes, in list and numpy mode.
+    The spaces are gymnasium spaces (a strategy of spaces is for ``check_connector``, which
+    draws one).
 
     Raises:
         ConnectorContractError: The connector raised (the original error is chained).
+        ValueError: ``observation_space`` is None.
+        TypeError: ``observation_space`` is not a gymnasium space (a strategy of spaces, say),
+            or ``action_space`` neither a space nor None; checked before anything is copied.
 
     Example:
         >>> check_handles_empty_and_reset(lambda eps, batch: {}, gym.spaces.Discrete(2))
     """
     if observation_space is None:
         raise ValueError("check_handles_empty_and_reset needs an observation space")
+    for name, space in (("observation_space", observation_space), ("action_space", action_space)):
+        if not (isinstance(space, gym.Space) or (space is None and name == "action_space")):
+            raise TypeError(
+                f"check_handles_empty_and_reset: {name} must be a gymnasium space"
+                f"{' or None' if name == 'action_space' else ''}, got {type(space).__name__} "
+                "(check_connector and ConnectorContract draw spaces from a strategy; here draw "
+                "one first)"
+            )
     cases: list[tuple[str, list[SingleAgentEpisode]]] = [("no episodes", [])]
     # Sequence, Graph and OneOf episodes have no numpy mode.
     for numpy in (False, True) if stacks(observation_space) else (False,):

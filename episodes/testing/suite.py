@@ -18,10 +18,12 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky
 
 from episodes.episode import SingleAgentEpisode
 from episodes.testing.contracts import (
     Connector,
+    ConnectorContractError,
     _check_row_keys,
     check_deterministic,
     check_does_not_mutate,
@@ -101,7 +103,9 @@ def check_connector(
     Raises:
         ConnectorContractError: A contract failed (hypothesis reports the minimal example of
             the first failure it found: a connector breaking two contracts raises one
-            ``ConnectorContractError``, not an ``ExceptionGroup`` of both).
+            ``ConnectorContractError``, not an ``ExceptionGroup`` of both). So does a connector
+            keeping state that breaks a contract on one call but not on hypothesis's replay
+            (not hypothesis's ``FlakyFailure``); the message says it behaved differently.
         TypeError: ``row_keys`` is not a collection of str (see
             :func:`check_lookback_across_cuts`), or a space is neither a space, a strategy nor
             None.
@@ -146,7 +150,40 @@ def check_connector(
         check_handles_empty_and_reset(connector, ep.observation_space, ep.action_space)
 
     for test in (empty, mutate_and_determinism, list_numpy, cuts):
-        test()
+        try:
+            test()
+        except Flaky as err:
+            _raise_contract_error(err)
+            raise
+
+
+def _first_contract_error(err: BaseException) -> ConnectorContractError | None:
+    """The first ``ConnectorContractError`` in ``err`` or the exception groups it nests."""
+    if isinstance(err, ConnectorContractError):
+        return err
+    for inner in getattr(err, "exceptions", ()):  # an ExceptionGroup (3.10: exceptiongroup's)
+        found = _first_contract_error(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _raise_contract_error(flaky: BaseException) -> None:
+    """Raises hypothesis's flaky failure of a contract as the one documented error.
+
+    A connector keeping state between calls (caching, memoising, acting on the first sight of
+    an episode id) can break a contract once and keep it when hypothesis replays the failing
+    example: hypothesis then raises ``FlakyFailure``, an ``ExceptionGroup``, which
+    ``pytest.raises(ConnectorContractError)`` would not catch.
+    """
+    found = _first_contract_error(flaky)
+    if found is not None:
+        # Chained: the flaky failure's notes show the example hypothesis drew.
+        raise ConnectorContractError(
+            f"{found}\n(the connector behaved differently when hypothesis replayed this "
+            "example: it keeps state between calls, e.g. a cache, a memo or a record of the "
+            "episodes it has seen)"
+        ) from flaky
 
 
 class ConnectorContract:

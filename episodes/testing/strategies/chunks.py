@@ -62,10 +62,16 @@ def _as_array(leaf: Any) -> Any:
     return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
 
 
+def _recorded(episode: SingleAgentEpisode, item: Any) -> Any:
+    # A list-mode episode's items go back as it holds them (an np.int64 stays one, as in
+    # ``slice``); only a numpy'd column's scalars are not what was recorded.
+    return map_leaves(_as_array, item) if episode.is_numpy else item
+
+
 def _step(episode: SingleAgentEpisode, i: int) -> dict[str, Any]:
     return {
-        "observation": map_leaves(_as_array, episode.get_observations(i + 1)),
-        "action": map_leaves(_as_array, episode.get_actions(i)),
+        "observation": _recorded(episode, episode.get_observations(i + 1)),
+        "action": _recorded(episode, episode.get_actions(i)),
         "reward": episode.get_rewards(i),
         "infos": episode.get_infos(i + 1),
         "extra_model_outputs": {
