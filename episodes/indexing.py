@@ -254,8 +254,9 @@ def slice_positions(
             fill=fill,
         )
         first, end = plan.start - plan.fill_left, plan.stop + plan.fill_right
-        _check_count(max(0, -((first - end) // step)))
-        return np.arange(first, end, step, dtype=np.int64)
+        count = max(0, -((first - end) // step))
+        _check_count(count)
+        return _positions(first, end, step, count)
     start, stop = slice_.start, slice_.stop
     if start is None:
         start = total - 1
@@ -292,8 +293,9 @@ def _filled_backwards(start: int, stop: int, stride: int, total: int) -> np.ndar
     count = max(0, -((stop - start) // stride))
     _check_count(count)
     if -(2**62) < stop and start < 2**62:  # int64 holds them: fillers stay where they lie
-        return np.arange(start, stop, -stride, dtype=np.int64)
-    positions = np.full(count, -1, dtype=np.int64)  # below 0: fillers on the left
+        return _positions(start, stop, -stride, count)
+    positions = _positions(0, count, 1, count)
+    positions[:] = -1  # below 0: fillers on the left
     above = min(count, max(0, (start - total) // stride + 1))  # at or past the end
     inside = min(count, max(0, start // stride + 1))  # down to position 0
     positions[:above] = total
@@ -301,6 +303,14 @@ def _filled_backwards(start: int, stop: int, stride: int, total: int) -> np.ndar
         first = start - stride * above
         positions[above:inside] = first - stride * np.arange(inside - above, dtype=np.int64)
     return positions
+
+
+def _positions(start: int, stop: int, step: int, count: int) -> np.ndarray:
+    """``np.arange(start, stop, step)`` as int64; too many for an array is the MemoryError."""
+    try:
+        return np.arange(start, stop, step, dtype=np.int64)
+    except (ValueError, MemoryError) as error:  # numpy: "array is too big" below 2**62 too
+        raise MemoryError(f"a slice of {count} items (fillers included) cannot be read") from error
 
 
 def _check_count(count: int) -> None:

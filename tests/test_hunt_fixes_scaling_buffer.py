@@ -173,11 +173,6 @@ FILLED_READS: dict[str, tuple[Callable[[], InfiniteLookbackBuffer], list[int], A
         [4, 1],
         np.full(2, -1.0),
     ),
-    "no_space_list_fill_first": (
-        lambda: _scalar_buffer([np.zeros(2), np.ones(2)]),
-        [4, 1],
-        [7, 7],
-    ),
     "no_space_dict_items": (
         lambda: _scalar_buffer([{"k": 1.5, "j": (1, F32(2))}, {"k": 0.5, "j": (2, F32(3))}]),
         [0, 6, 1],
@@ -200,6 +195,18 @@ def test_filled_index_reads_stack_as_the_items_do(case: str) -> None:
     else:
         assert _strict_equal(buf.get(indices, fill=fill), want)
         assert _strict_equal(buf.get(np.array(indices), fill=fill), want)
+
+
+def test_a_list_fill_of_one_row_pads_rows_without_a_space_in_any_order() -> None:
+    # A list shaped like one row is that row (contract §3.5), whether a filler comes first or
+    # not: the read is the rows stacked, not a list that depends on the order.
+    buf = _scalar_buffer([np.zeros(2), np.ones(2)])
+    want = np.array([[7.0, 7.0], [1.0, 1.0]])
+    for indices in ([4, 1], np.array([4, 1])):
+        got = buf.get(indices, fill=[7, 7])
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(buf.get([1, 4], fill=[7, 7]), want[::-1])
 
 
 def test_a_scalar_fill_for_rows_without_a_space_is_still_refused() -> None:

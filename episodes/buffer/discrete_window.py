@@ -3,7 +3,9 @@
 ``get_actions(slice(ts - k, ts), neg_index_as_lookback=True, fill=0.0, one_hot_discrete=True)``
 runs once per time step in a connector. For a flat ``Discrete`` column the generic path (walk
 the space, encode, build fillers, concatenate) is replaced by one zero matrix and one scatter.
-One-hot fillers are all-zero whatever ``fill`` is, so padding costs nothing extra.
+One-hot fillers are all-zero whatever ``fill`` is, so padding costs nothing extra. Items that
+are not single values (an array ``[1]``, outside the space) are left to the generic path, which
+encodes each one as a read of that item alone does.
 
 Example:
     >>> out = window_one_hot([1, 0], n=3, start=0, fill_left=1, fill_right=0)
@@ -18,22 +20,33 @@ from typing import Any
 import numpy as np
 
 _SMALL = 8
+# The most bytes one array may hold.
+_MAX_BYTES = int(np.iinfo(np.intp).max)
 
 
 def window_one_hot(
     values: Any, *, n: int, start: int, fill_left: int, fill_right: int
-) -> np.ndarray:
+) -> np.ndarray | None:
     """Float32 ``[fill_left + len(values) + fill_right, n]`` one-hot rows, zero rows as padding.
+
+    None where ``values`` are not one value each (they do not make a 1-d array): the caller
+    encodes them item by item instead.
 
     Raises:
         ValueError: A value is not an integer in ``[start, start + n)``.
+        MemoryError: No array holds that many rows.
 
     Example:
         >>> window_one_hot(np.array([3]), n=2, start=2, fill_left=0, fill_right=1).tolist()
         [[0.0, 1.0], [0.0, 0.0]]
+        >>> window_one_hot(np.array([[1], [0]]), n=2, start=0, fill_left=0, fill_right=0) is None
+        True
     """
     stored = len(values)
-    out = np.zeros((fill_left + stored + fill_right, n), dtype=np.float32)
+    rows = fill_left + stored + fill_right
+    if rows * n * 4 > _MAX_BYTES:  # numpy would raise a ValueError ("array is too big")
+        raise MemoryError(f"{rows} one-hot rows of {n} float32 slots do not fit in one array")
+    out = np.zeros((rows, n), dtype=np.float32)
     if stored and stored <= _SMALL and type(values) is np.ndarray and values.dtype.kind in "iu":
         values = values.tolist()
     if stored and stored <= _SMALL and type(values) is list:
@@ -50,6 +63,8 @@ def window_one_hot(
         out[:] = 0.0
     if stored:
         idx = np.asarray(values)
+        if idx.ndim != 1:  # rows would pair with every value of a row: wrong slots set
+            return None
         if idx.dtype.kind not in "iu":  # bools are Discrete(2) members: False 0, True 1
             if idx.dtype.kind not in "fb" or not np.array_equal(idx, np.floor(idx)):
                 raise ValueError(

@@ -19,13 +19,16 @@ import gymnasium as gym
 import numpy as np
 
 from episodes import indexing
+from episodes.buffer.array_batches import common_nesting
 from episodes.buffer.discrete_window import window_one_hot
 from episodes.buffer.store import Store
 from episodes.spaces import filler_item, one_hot
-from episodes.structs import flatten, same_nesting, unflatten
+from episodes.structs import flatten, is_nested, leaves_up_to, same_nesting, unflatten
 
 # Dtype kinds of numbers and bools.
 _NUMBERS = "biufc"
+# The classes a fill may nest in (subclasses, e.g. namedtuples, are left as they are).
+_NESTED = (dict, tuple, list)
 
 
 def read_plan(
@@ -43,30 +46,48 @@ def read_plan(
         >>> read_plan(ArrayStore.from_batch(np.arange(5)), None, plan, -1, False).tolist()
         [1, 3, -1]
     """
-    if one_hot_discrete and type(space) is gym.spaces.Discrete:
-        # The connector hot path: one zero matrix and one scatter.
-        rows = window_one_hot(
-            store.window(plan.start, plan.stop),
-            n=int(space.n),
-            start=int(space.start),
-            fill_left=plan.fill_left,
-            fill_right=plan.fill_right,
-        )
-        return store.from_rows(rows if plan.step == 1 else rows[:: plan.step])
-    window = store.window(plan.start, plan.stop)
-    if one_hot_discrete:
-        window = store.encode_one_hot(window, space)
-    if plan.fill_left or plan.fill_right:
-        parts = [window] if plan.stored else []
-        if plan.fill_left:
-            parts.insert(0, store.fillers(space, fill, plan.fill_left, one_hot_discrete))
-        if plan.fill_right:
-            parts.append(store.fillers(space, fill, plan.fill_right, one_hot_discrete))
-        try:
-            window = store.join(parts)
-        except ValueError as error:
-            raise filler_mismatch(fill) from error
+    try:
+        if one_hot_discrete and type(space) is gym.spaces.Discrete:
+            # The connector hot path: one zero matrix and one scatter.
+            rows = window_one_hot(
+                store.window(plan.start, plan.stop),
+                n=int(space.n),
+                start=int(space.start),
+                fill_left=plan.fill_left,
+                fill_right=plan.fill_right,
+            )
+            if rows is not None:
+                return store.from_rows(rows if plan.step == 1 else rows[:: plan.step])
+        window = store.window(plan.start, plan.stop)
+        if one_hot_discrete:
+            window = store.encode_one_hot(window, space)
+        if plan.fill_left or plan.fill_right:
+            window = _padded(store, space, plan, window, fill, one_hot_discrete)
+    except MemoryError as error:  # fillers no array (or list) holds: the slice is too long
+        count = plan.fill_left + plan.stored + plan.fill_right
+        raise MemoryError(f"a slice of {count} items (fillers included) cannot be read") from error
     return window if plan.step == 1 else store.stride(window, plan.step)
+
+
+def _padded(
+    store: Store,
+    space: gym.Space[Any] | None,
+    plan: indexing.SlicePlan,
+    window: Any,
+    fill: Any,
+    one_hot_discrete: bool,
+) -> Any:
+    """The stored ``window`` with the plan's fillers on either side."""
+    item = _column_fill(store, fill) if space is None and store.is_numpy else fill
+    parts = [window] if plan.stored else []
+    if plan.fill_left:
+        parts.insert(0, store.fillers(space, item, plan.fill_left, one_hot_discrete))
+    if plan.fill_right:
+        parts.append(store.fillers(space, item, plan.fill_right, one_hot_discrete))
+    try:
+        return store.join(parts)
+    except ValueError as error:
+        raise filler_mismatch(fill) from error
 
 
 def read_positions(
@@ -108,9 +129,10 @@ def read_positions(
             return read_plan(store, space, empty, fill, one_hot_discrete)
         gathered = store.gather(positions)
         return store.encode_one_hot(gathered, space) if one_hot_discrete else gathered
-    filler = filler_item(space, fill, one_hot_discrete=one_hot_discrete)
+    item = _column_fill(store, fill) if space is None and store.is_numpy else fill
+    filler = filler_item(space, item, one_hot_discrete=one_hot_discrete)
     if store.is_numpy:
-        mixed = _filled_gather(store, space, positions, valid, filler, fill, one_hot_discrete)
+        mixed = _filled_gather(store, space, positions, valid, filler, item, one_hot_discrete)
         if mixed is not None:
             return mixed
     items = [
@@ -229,6 +251,51 @@ def _plain(value: Any) -> bool:
     if kind is tuple or kind is list:
         return all(_plain(part) for part in value)
     return not isinstance(value, (dict, tuple, list))
+
+
+def _column_fill(store: Store, fill: Any) -> Any:
+    """``fill`` as one item of a numpy column without a space, or ``fill`` itself.
+
+    A list or tuple ``fill`` for a column of array rows is one row (an array), and a dict,
+    tuple or list ``fill`` that nests like the items of a nested column is one item of its
+    nesting (tuples where either has one) with array leaves, so that fillers stack leaf by
+    leaf (:func:`~episodes.spaces.filler_batch`) into a batch nested like the column's, and
+    every read form (index lists, slices, fillers only) pads alike. Its leaves keep their own
+    dtypes: a padded read stacks them with the stored items as numpy does.
+
+    Raises:
+        ValueError: Such a ``fill`` has a leaf not shaped like the column's item leaf.
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> store = ArrayStore.from_batch({"h": np.zeros((1, 2), np.float32)})
+        >>> _column_fill(store, {"h": [0.0, 0.0]})
+        {'h': array([0., 0.])}
+    """
+    if fill.__class__ not in _NESTED or not getattr(store, "typed", True):
+        return fill  # a number (the hot path), or an untyped column: no item layout yet
+    template = store.window(0, 0)
+    if not is_nested(template):
+        if template.dtype.hasobject or isinstance(fill, dict):
+            return fill  # objects are items as they are; a dict is no row
+        leaves, stored, item = [fill], [template], np.asarray(fill)
+        nested = None
+    else:
+        found = leaves_up_to(template, fill)
+        if found is None:
+            return fill  # not this column's nesting: the join says it does not stack
+        leaves, stored = found, flatten(template)[0]
+        nested = common_nesting([template, fill])
+    arrays = []
+    for leaf, column in zip(leaves, stored):
+        array = np.asarray(leaf)
+        if column.dtype.hasobject:  # one object, as the column holds it
+            array = np.empty((), dtype=object)
+            array[()] = leaf
+        if array.shape != column.shape[1:]:
+            raise filler_mismatch(fill)
+        arrays.append(array)
+    return item if nested is None else unflatten(nested, arrays)
 
 
 def filler_mismatch(fill: Any) -> ValueError:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from functools import singledispatch
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces as gs
+
+from episodes.structs import is_nested, map_leaves
 
 __all__ = ["filler_batch", "filler_item"]
 
@@ -56,7 +59,9 @@ def filler_batch(
     """Build ``n`` filler items stacked leaf-wise along a new axis 0.
 
     The result equals batching ``n`` copies of :func:`filler_item`, built directly with one
-    ``np.full`` per leaf (shape ``(n, *leaf_shape)``).
+    ``np.full`` per leaf (shape ``(n, *leaf_shape)``). Without a space that is ``fill`` stacked
+    leaf by leaf, as :func:`~episodes.spaces.batch` stacks copies of it: a dict, tuple or list
+    ``fill`` gives a dict, tuple or list of arrays, each leaf keeping its own numpy dtype.
 
     Args:
         space: The space of one item, or ``None`` (then ``fill`` is the item).
@@ -67,12 +72,17 @@ def filler_batch(
     Returns:
         The batched filler structure.
 
+    Raises:
+        MemoryError: No array holds ``n`` such items.
+
     Example:
         >>> import gymnasium as gym
         >>> filler_batch(gym.spaces.Discrete(4), -1, 2)
         array([-1, -1])
         >>> filler_batch(gym.spaces.MultiDiscrete([2, 3]), 0, 1, one_hot_discrete=True)
         array([[0., 0., 0., 0., 0.]], dtype=float32)
+        >>> filler_batch(None, {"h": np.zeros(2, np.float32), "c": np.int64(0)}, 2)["h"].shape
+        (2, 2)
     """
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
@@ -81,9 +91,34 @@ def filler_batch(
     return _fill(space, fill, (n,), one_hot_discrete)
 
 
-def _repeat(fill: Any, lead: tuple[int, ...]) -> np.ndarray:
+def _repeat(fill: Any, lead: tuple[int, ...]) -> Any:
+    """``fill`` repeated along ``lead``, leaf by leaf: a dict fill is a dict of arrays."""
+    if is_nested(fill):
+        return map_leaves(lambda leaf: _repeat_leaf(leaf, lead), fill)
+    return _repeat_leaf(fill, lead)
+
+
+def _repeat_leaf(fill: Any, lead: tuple[int, ...]) -> np.ndarray:
     leaf = np.asarray(fill)
-    return np.array(np.broadcast_to(leaf, lead + leaf.shape))
+    shape = lead + leaf.shape
+    _check_size(shape, leaf.dtype)
+    return np.array(np.broadcast_to(leaf, shape))
+
+
+# The most bytes one array may hold; numpy refuses more with a ValueError ("array is too big").
+_MAX_BYTES = int(np.iinfo(np.intp).max)
+
+
+def _check_size(shape: tuple[int, ...], dtype: Any) -> None:
+    """Raise a ``MemoryError`` where no array of ``shape`` and ``dtype`` can exist.
+
+    numpy's own error there is a ``ValueError``, which a fill check would report as a bad fill.
+    """
+    if math.prod(shape) * np.dtype(dtype).itemsize > _MAX_BYTES:
+        raise MemoryError(
+            f"{shape[0]} filler items of shape {shape[1:]} and dtype {np.dtype(dtype)} do not "
+            "fit in one array"
+        )
 
 
 def _full(
@@ -118,6 +153,7 @@ def _full(
                 overflows = np.isfinite(given) & ~np.isfinite(given.astype(dtype))
             if overflows.any():  # 1e40 into float32 would pad with inf
                 raise ValueError("the value is beyond the dtype's range")
+        _check_size(lead + item, dtype)  # a MemoryError: the fill is fine
         return np.full(lead + item, fill, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as err:
         raise ValueError(f"fill={fill!r} cannot fill a leaf of dtype {dtype} ({err})") from err
@@ -152,6 +188,7 @@ def _(space: gs.Text, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
         return fill
     # As wide as the fill too: a longer fill is kept whole, as in list mode and index lists.
     width = max(space.max_length, len(fill) if isinstance(fill, str) else 0, 1)
+    _check_size(lead, f"<U{width}")
     return np.full(lead, fill, dtype=f"<U{width}")
 
 
@@ -168,14 +205,14 @@ def _(space: gs.MultiBinary, fill: Any, lead: tuple[int, ...], one_hot: bool) ->
 @_fill.register
 def _(space: gs.Discrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     if one_hot:
-        return np.zeros(lead + (int(space.n),), dtype=np.float32)
+        return _zero_hot(lead + (int(space.n),))
     return _full(lead, (), fill, dtype=space.dtype)
 
 
 @_fill.register
 def _(space: gs.MultiDiscrete, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     if one_hot:
-        return np.zeros(lead + (int(space.nvec.sum()),), dtype=np.float32)
+        return _zero_hot(lead + (int(space.nvec.sum()),))
     return _full(lead, space.nvec.shape, fill, dtype=space.dtype)
 
 
@@ -187,3 +224,8 @@ def _(space: gs.Dict, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
 @_fill.register
 def _(space: gs.Tuple, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
     return tuple(_fill(sub, fill, lead, one_hot) for sub in space.spaces)
+
+
+def _zero_hot(shape: tuple[int, ...]) -> np.ndarray:
+    _check_size(shape, np.float32)
+    return np.zeros(shape, dtype=np.float32)
