@@ -13,7 +13,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,15 +135,19 @@ def _plot(args: argparse.Namespace) -> int:
     ax_len.plot(lengths, marker=".", linestyle="-", color="tab:orange")
     ax_len.set_title("episode length")
     ax_len.set_xlabel("episode")
-    fig.suptitle(f"{info.path}: {info.num_episodes} episodes, {info.num_steps} steps")
-    fig.tight_layout()
     try:
+        # Drawn as given: a path holding "$" is no mathtext (nor an error in its parser).
+        title = f"{info.path}: {info.num_episodes} episodes, {info.num_steps} steps"
+        fig.suptitle(title, parse_math=False, usetex=False)
+        fig.tight_layout()
         known = fig.canvas.get_supported_filetypes()
         if Path(args.out).suffix.lstrip(".").lower() not in known or Path(args.out).is_dir():
             # Without an extension matplotlib writes NAME.png, not the file we would report.
             raise ValueError(f"--out needs a file name ending in one of .{', .'.join(known)}")
         fig.savefig(args.out)
-    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: pgf without TeX
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - RuntimeError: pgf without TeX; any backend's
         raise CliError(f"cannot write {args.out}: {' '.join(str(err).split())}") from err
     finally:
         plt.close(fig)
@@ -393,8 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 2
     try:
         _refuse_empty_paths(args)
-        code = int(args.func(args))
-        sys.stdout.flush()
+        with _terminate_as_interrupt():
+            code = int(args.func(args))
+        if sys.stdout is not None:  # None: started with stdout closed (>&-), output dropped
+            sys.stdout.flush()
         return code
     except BrokenPipeError:
         return _closed_pipe()
@@ -403,9 +409,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Escaped: messages may quote a dataset's strings (an env id), or a path's newline.
         _say(f"episodes: error: {err}", err=True)
         return 1
+    except _Terminated:
+        print("episodes: terminated", file=sys.stderr)
+        return 143  # what a shell reports for a command killed by SIGTERM
     except KeyboardInterrupt:
         print("episodes: interrupted", file=sys.stderr)
         return 130
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C is: a command cleans up after both the same way."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM raises ``_Terminated`` (a ``KeyboardInterrupt``).
+
+    So a stopped copy removes its staged directory and a stopped record commits what it
+    recorded, as on Ctrl-C. Only in the main thread, and only where SIGTERM has its default
+    action (an ignored or handled SIGTERM is left so); the old handler is back afterwards.
+    """
+    import signal
+    import threading
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def terminated(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM stops the cleanup
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 # The path arguments, as named in the usage line.

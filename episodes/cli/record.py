@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from typing import Any
 
 from episodes.cli.errors import CliError, progress
 from episodes.io import EpisodeWriter
+from episodes.io.reader import printable
 from episodes.io.tools import other_env_problem, removed_if_failed
 
 __all__ = ["MAX_NUM_ENVS", "MAX_SHARD_MB", "record", "shard_bytes"]
@@ -50,6 +53,8 @@ def record(args: argparse.Namespace) -> int:
     if args.seed is not None and args.seed < 0:
         raise CliError("--seed must be >= 0")
     shard_size = shard_bytes(args.shard_mb)
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):
+        raise CliError(f"--out {args.out} exists and is not a directory; give a directory")
     try:
         env = gym.make_vec(args.env_id, args.num_envs, vectorization_mode="sync")
     except MemoryError:
@@ -65,14 +70,35 @@ def record(args: argparse.Namespace) -> int:
         other = other_env_problem(args.out, env_id, *spaces)
         if other:
             raise CliError(other)
-        with removed_if_failed(args.out):  # a directory it made, unless an episode went in
-            _record_into(args, env, env_id, shard_size)
+        stored = [False]  # whether this record committed an episode before an interrupt
+        try:
+            with removed_if_failed(args.out):  # a directory it made, unless an episode went in
+                _record_into(args, env, env_id, shard_size, stored)
+        except KeyboardInterrupt:
+            print(printable(_interrupted_note(args.out, stored=stored[0])), file=sys.stderr)
+            raise
     finally:
         env.close()
     return 0
 
 
-def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_size: int) -> None:
+def _interrupted_note(out: str, *, stored: bool) -> str:
+    """What an interrupted record left at ``out``, once ``removed_if_failed`` has run.
+
+    Example:
+        >>> _interrupted_note("/nonexistent/ds", stored=False)
+        'nothing was recorded before the interrupt; /nonexistent/ds was removed'
+    """
+    if stored:
+        return f"the episodes recorded so far are kept in {out}"
+    if not os.path.lexists(out):
+        return f"nothing was recorded before the interrupt; {out} was removed"
+    return f"nothing was recorded into {out} before the interrupt"
+
+
+def _record_into(
+    args: argparse.Namespace, env: Any, env_id: str, shard_size: int, stored: list[bool]
+) -> None:
     from episodes.io import DatasetMetadata, DatasetWriter
     from episodes.runner import EnvRunner, RandomPolicy
 
@@ -106,7 +132,8 @@ def _record_into(args: argparse.Namespace, env: Any, env_id: str, shard_size: in
                 done += block
                 bar.update(block * args.num_envs)
         except KeyboardInterrupt:  # Ctrl-C keeps what was recorded (v1 has stored it already)
-            getattr(writer, "flush", lambda: None)()
-            print(f"the episodes recorded so far are kept in {args.out}", file=sys.stderr)
+            with contextlib.suppress(KeyboardInterrupt):  # a second one stops the commit
+                getattr(writer, "flush", lambda: None)()
+            stored[0] = bool(ids) if args.format == 1 else bool(writer.committed)
             raise
     print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")

@@ -218,6 +218,8 @@ def export_minari(
             ``infos=True`` infos of different layouts).
         TypeError: ``infos`` is not ``True``, ``False`` or ``None``.
         ValueError: ``dataset_id`` is malformed or already exists.
+        OSError: The system failed a write (``root`` not writable, a full disk), naming the
+            path; nothing of the dataset is left behind.
 
     Example:
         >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
@@ -301,6 +303,9 @@ def export_minari(
             _remove_made(made)  # no half-written Minari dataset left to refuse the retry
             if not isinstance(err, Exception) or isinstance(err, MemoryError):
                 raise
+            if isinstance(err, OSError) and err.errno is not None:  # the system's, not the data's
+                where = err.filename if err.filename is not None else os.fspath(target)
+                raise OSError(err.errno, err.strerror or os.strerror(err.errno), where) from err
             # Minari fails in many ways on data it cannot store: all are refusals of this data.
             raise DatasetError(f"Minari refused the export of {src}: {err!r}") from err
     return len(buffers.buffers)

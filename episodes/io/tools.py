@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
 import math
 import os
-import secrets
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -45,6 +42,7 @@ from episodes.io.reader import EpisodeSummary, dataset_info, printable, read_epi
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
+from episodes.io.staging import Staged, remove_empty, stage
 from episodes.io.values import id_key, signless_zeros
 from episodes.io.writer import removed_if_failed
 
@@ -76,36 +74,6 @@ def _check_new(dst: PathLike) -> Path:
         state = "is not empty" if final.is_dir() else "is not a directory"
         raise DatasetError(f"{dst} exists and {state}; choose a new directory")
     return final
-
-
-def _stage(final: Path) -> tuple[Path, list[Path]]:
-    """An empty directory next to ``final`` to write into, renamed into place when done.
-
-    Made with ``mkdir``, so it gets the mode any new directory gets (``0o777`` less the
-    umask), not ``mkdtemp``'s ``0o700``: the renamed copy is as readable as a recorded one.
-
-    Returns the directory and the parents of ``final`` made for it (a failed copy removes them).
-    """
-    made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
-    final.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        while True:
-            staged = final.parent / f".{final.name}.partial-{secrets.token_hex(8)}"
-            try:
-                staged.mkdir()
-            except FileExistsError:  # pragma: no cover - 64 random bits taken already
-                continue
-            return staged, made
-    except BaseException:
-        _remove_empty(made)
-        raise
-
-
-def _remove_empty(dirs: Iterable[Path]) -> None:
-    """Removes those of ``dirs`` that are empty, deepest first (kept: one someone filled)."""
-    for path in sorted(set(dirs), key=lambda p: len(p.parts), reverse=True):
-        with contextlib.suppress(OSError):
-            path.rmdir()
 
 
 def _fill(
@@ -148,14 +116,16 @@ def _copy(
     final = _check_new(dst)
     sources = list(sources)
     _check_apart(final, sources)
-    staged, made = _stage(final)
+    staged = stage(final)
     try:
-        count = _fill(sources, staged, metadata, keep, writer_kwargs)
-        os.replace(staged, final)  # also over an empty directory
+        count = _fill(sources, staged.path, metadata, keep, writer_kwargs)
+        os.replace(staged.path, final)  # also over an empty directory
     except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        _remove_empty(made)
+        staged.drop()
+        remove_empty(staged.made)
         raise
+    finally:
+        staged.close()
     return count
 
 
@@ -309,30 +279,30 @@ def split(
         raise ValueError(f"train and validation lie one inside the other: {train}, {validation}")
     for final in finals:
         _check_apart(final, [src])
-    staged: list[Path] = []
-    made: list[Path] = []
+    staged: list[Staged] = []
     renamed: list[tuple[Path, Path, bool]] = []
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:
-            part, parents = _stage(final)
-            staged.append(part)
-            made += parents
-        n_train = _fill([src], staged[0], meta, lambda ep: not in_val(ep.id_), {})
-        n_val = _fill([src], staged[1], meta, lambda ep: in_val(ep.id_), {})
+            staged.append(stage(final))
+        n_train = _fill([src], staged[0].path, meta, lambda ep: not in_val(ep.id_), {})
+        n_val = _fill([src], staged[1].path, meta, lambda ep: in_val(ep.id_), {})
         for part, final in zip(staged, finals):
             was_dir = final.is_dir()
-            os.replace(part, final)
-            renamed.append((part, final, was_dir))
+            os.replace(part.path, final)
+            renamed.append((part.path, final, was_dir))
     except BaseException:
-        for part, final, was_dir in renamed:  # train goes back out: a retry is not refused
+        for path, final, was_dir in renamed:  # train goes back out: a retry is not refused
             with contextlib.suppress(OSError):
-                os.replace(final, part)
+                os.replace(final, path)
                 if was_dir:
                     final.mkdir()
         for part in staged:
-            shutil.rmtree(part, ignore_errors=True)
-        _remove_empty(made)
+            part.drop()
+        remove_empty([p for part in staged for p in part.made])
         raise
+    finally:
+        for part in staged:
+            part.close()
     return n_train, n_val
 
 

@@ -1,0 +1,154 @@
+"""The staged directory a whole-dataset copy writes into before it is renamed into place.
+
+``migrate``, ``merge``, ``split`` and ``filter_dataset`` write ``DST`` as
+``.DST.partial-<pid>-<16 hex digits>`` next to it and rename it once complete. The copying
+process holds an ``flock`` on that directory while it writes; a copy stopped where it could not
+clean up (``SIGKILL``, a power cut) leaves it behind, and the next copy into the same ``DST``
+removes it: a staged directory whose writer is provably gone, its process no longer alive and
+its lock free. A partial of a copy still running (its process alive, or its lock held) is
+never touched, nor one named without a process id (written by an older release).
+
+Example:
+    >>> import tempfile
+    >>> final = Path(tempfile.mkdtemp()) / "dst"
+    >>> staged = stage(final)
+    >>> staged.path.name.startswith(f".dst.partial-{os.getpid()}-")
+    True
+    >>> os.replace(staged.path, final); staged.close()
+    >>> sorted(p.name for p in final.parent.iterdir())
+    ['dst']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["Staged", "remove_empty", "remove_stale", "stage"]
+
+
+class Staged:
+    """A staged directory (``path``), the parents made for it (``made``) and its held lock.
+
+    Example:
+        >>> import tempfile
+        >>> staged = stage(Path(tempfile.mkdtemp()) / "new" / "dst")
+        >>> [p.name for p in staged.made]
+        ['new']
+        >>> staged.drop(); remove_empty(staged.made); staged.made[0].exists()
+        False
+    """
+
+    def __init__(self, path: Path, made: list[Path], fd: int) -> None:
+        self.path, self.made, self._fd = path, made, fd
+
+    def drop(self) -> None:
+        """Removes the staged directory (still locked while it goes) and releases the lock."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.close()
+
+    def close(self) -> None:
+        """Releases the lock (after the rename into place, or after :meth:`drop`)."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+
+def stage(final: Path) -> Staged:
+    """An empty, locked directory next to ``final`` to write into, renamed into place when done.
+
+    Made with ``mkdir``, so it gets the mode any new directory gets (``0o777`` less the
+    umask), not ``mkdtemp``'s ``0o700``: the renamed copy is as readable as a recorded one.
+    Stale staged directories of ``final`` are removed first (:func:`remove_stale`).
+    """
+    made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staged: Path | None = None
+    try:
+        remove_stale(final)
+        while True:
+            name = f".{final.name}.partial-{os.getpid()}-{secrets.token_hex(8)}"
+            try:
+                (final.parent / name).mkdir()
+            except FileExistsError:  # pragma: no cover - 64 random bits taken already
+                continue
+            staged = final.parent / name
+            fd = os.open(staged, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BaseException:
+                os.close(fd)
+                raise
+            return Staged(staged, made, fd)
+    except BaseException:
+        if staged is not None:
+            with contextlib.suppress(OSError):
+                staged.rmdir()
+        remove_empty(made)
+        raise
+
+
+def remove_stale(final: Path) -> list[str]:
+    """Removes the staged directories of ``final`` whose writer is gone; returns their names.
+
+    Gone means both: the process id in the name is not alive here, and the directory's
+    ``flock`` can be taken (held while it goes, so no other cleaner races this one).
+
+    Example:
+        >>> import tempfile
+        >>> final = Path(tempfile.mkdtemp()) / "dst"
+        >>> live = stage(final)  # this process is alive and holds the lock
+        >>> remove_stale(final), live.path.exists()
+        ([], True)
+    """
+    pattern = re.compile(rf"\.{re.escape(final.name)}\.partial-(\d{{1,10}})-[0-9a-f]{{16}}")
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(final.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        found = pattern.fullmatch(entry.name)
+        if found is None or _alive(int(found[1])):
+            continue
+        with contextlib.suppress(OSError):  # gone meanwhile, a link, not ours to remove
+            fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a writer elsewhere
+                shutil.rmtree(entry.path)
+                removed.append(entry.name)
+            finally:
+                os.close(fd)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` may exist here (true when in doubt).
+
+    Example:
+        >>> _alive(os.getpid()), _alive(0)
+        (True, True)
+    """
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or beyond a pid's range
+        return True
+    return True
+
+
+def remove_empty(dirs: Iterable[Path]) -> None:
+    """Removes those of ``dirs`` that are empty, deepest first (kept: one someone filled)."""
+    for path in sorted(set(dirs), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            path.rmdir()
