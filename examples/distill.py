@@ -17,7 +17,8 @@ Run: ``python examples/distill.py [--seed 0] [--total-steps 100000] [--num-envs 
   time step, accumulating a cross-entropy loss over a few steps per optimiser step.
 
 Ends with one line ``final_mean_return=<float>``: the mean return of the last 20 finished
-episodes, which by then the student plays alone.
+episodes; with the default budget (beta reaches 0 after 30% of it) the student plays them alone,
+while with a short one they may have begun under the teacher.
 """
 
 from __future__ import annotations
