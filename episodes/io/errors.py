@@ -31,6 +31,7 @@ __all__ = [
     "read_failure",
     "reraisable",
     "stat_listed_file",
+    "stat_or_none",
     "without_frames",
 ]
 
@@ -200,6 +201,7 @@ def stat_listed_file(path: Path, label: str, size: int) -> os.stat_result:
     Raises:
         CorruptDatasetError: It is missing, or of another size (truncated or altered).
         UnsafeDataError: It is not a regular file (a symlink, a device, a directory).
+        DatasetIOError: The system failed the ``lstat`` (no permission, an I/O error).
 
     Example:
         >>> import tempfile
@@ -212,8 +214,9 @@ def stat_listed_file(path: Path, label: str, size: int) -> os.stat_result:
     """
     try:
         st = os.lstat(path)
-    except FileNotFoundError as err:
-        raise CorruptDatasetError(f"{label} is missing") from err
+    except OSError as err:  # no permission, an I/O error: DatasetIOError naming the path
+        missing = err.errno in (errno.ENOENT, errno.ENOTDIR)
+        raise read_failure(err, label if missing else f"{label} ({path})") from err
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeDataError(f"{label} is not a regular file (symlinks are refused)")
     if st.st_size != size:
@@ -221,6 +224,28 @@ def stat_listed_file(path: Path, label: str, size: int) -> os.stat_result:
             f"{label} is {st.st_size} bytes, expected {size} (truncated or altered)"
         )
     return st
+
+
+def stat_or_none(path: Path, *, follow: bool = True) -> os.stat_result | None:
+    """``stat`` (``lstat`` if not ``follow``) of ``path``, or None where nothing is there.
+
+    What ``Path.exists`` and ``is_dir`` ask, without taking a failed look for an answer: a
+    path that is missing (or runs through a non-directory, or a symlink loop) is None; no
+    permission or an I/O error is :class:`DatasetIOError` naming the path, never "no dataset".
+
+    Example:
+        >>> stat_or_none(Path("/nonexistent/format.json")) is None
+        True
+        >>> import stat, tempfile
+        >>> stat.S_ISDIR(stat_or_none(Path(tempfile.mkdtemp())).st_mode)
+        True
+    """
+    try:
+        return os.stat(path, follow_symlinks=follow)
+    except OSError as err:
+        if err.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG):
+            return None
+        raise DatasetIOError(err.errno, f"cannot look at {path}: {err.strerror or err}") from err
 
 
 class EpisodeNotFoundError(DatasetError):

@@ -35,6 +35,7 @@ from episodes.io.errors import (
     UnsafeDataError,
     UnsupportedVersionError,
     read_failure,
+    stat_or_none,
 )
 
 __all__ = [
@@ -236,6 +237,7 @@ def check_format(root: Path) -> None:
 
     Raises:
         NotADatasetError: ``root`` is missing or has no ``format.json``.
+        DatasetIOError: The system failed a look at them (no permission, an I/O error).
         UnsupportedVersionError: The version is not one we read.
         CorruptDatasetError: ``format.json`` is malformed.
 
@@ -245,12 +247,13 @@ def check_format(root: Path) -> None:
         ...
         episodes.io.errors.NotADatasetError: /nonexistent does not exist
     """
-    if not root.exists():
+    st = stat_or_none(root)  # no permission to look is DatasetIOError, not "no dataset"
+    if st is None:
         raise NotADatasetError(f"{root} does not exist")
-    if not root.is_dir():
+    if not stat.S_ISDIR(st.st_mode):
         raise NotADatasetError(f"{root} is not a directory")
     path = root / FORMAT_FILE
-    if not path.exists():
+    if stat_or_none(path) is None:
         raise NotADatasetError(f"{root} is not an episodes dataset (no {FORMAT_FILE})")
     info = load_json_file(path, FORMAT_FILE, MAX_FORMAT_BYTES)
     if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:

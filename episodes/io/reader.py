@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from episodes.io.errors import (
     DatasetError,
     EpisodeNotFoundError,
     UnsafeDataError,
+    stat_or_none,
 )
 from episodes.io.format import (
     FILE_NAME,
@@ -332,10 +334,16 @@ def read_chunk_meta(root: Path, entry: ManifestEntry) -> tuple[Path, Any]:
     return chunk_dir, meta
 
 
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, but no permission (or an I/O error) is ``DatasetIOError``."""
+    st = stat_or_none(path)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
 def _read_meta(root: Path, entry: ManifestEntry) -> tuple[Path, Any, int]:
     where = entry.chunk
     chunk_dir = chunk_path(root, entry.chunk)
-    if not chunk_dir.is_dir():
+    if not _is_dir(chunk_dir):
         raise CorruptDatasetError(f"{where}: listed in the manifest but missing on disk")
     meta_path = chunk_dir / META_FILE
     check_inside(root, meta_path)
@@ -525,7 +533,7 @@ def dataset_info(path: PathLike) -> DatasetInfo:
     )
     for entry in entries:
         # A chunk deleted from disk is damage even when only the manifest is summarised.
-        if not chunk_path(root, entry.chunk).is_dir():
+        if not _is_dir(chunk_path(root, entry.chunk)):
             raise CorruptDatasetError(f"{entry.chunk}: listed in the manifest but missing on disk")
     if entries:
         _, meta = read_chunk_meta(root, entries[0])

@@ -50,6 +50,7 @@ from episodes.io.errors import (
     UnsupportedVersionError,
     read_failure,
     reraisable,
+    stat_or_none,
     without_frames,
 )
 from episodes.io.format import MANIFEST_FILE, check_inside, read_regular_file
@@ -182,7 +183,11 @@ class Shard:
         except OSError as err:  # EMFILE is no damage: DatasetIOError, which is not cached
             raise read_failure(err, f"{self.where}: {path.name}") from err
         try:
-            self._check_stat(os.fstat(fd), path)
+            try:
+                st = os.fstat(fd)
+            except OSError as err:
+                raise read_failure(err, f"{self.where}: {path.name}") from err
+            self._check_stat(st, path)
         except BaseException:
             os.close(fd)
             raise
@@ -357,14 +362,16 @@ class Dataset:
         _, verify = read_flags(None, verify)
         # Absolute: shards open lazily, maybe after the caller changed directory.
         self.root = Path(path).absolute()
-        if not self.root.is_dir():
+        # No permission to look (an I/O error) is DatasetIOError naming the path, not "none".
+        st = stat_or_none(self.root)
+        if st is None or not stat.S_ISDIR(st.st_mode):
             raise NotADatasetError(f"{self.root} does not exist or is not a directory")
-        if (self.root / "format.json").exists():
+        if stat_or_none(self.root / "format.json") is not None:
             raise UnsupportedVersionError(
                 f"{self.root} is a format v1 dataset; Dataset reads v2 (read it with "
                 "read_episodes / load_episode, or convert it with `episodes migrate`)"
             )
-        if not os.path.lexists(self.root / MANIFEST_FILE):  # a symlink is refused below
+        if stat_or_none(self.root / MANIFEST_FILE, follow=False) is None:  # a symlink: below
             raise NotADatasetError(f"{self.root} is not an episodes dataset (no {MANIFEST_FILE})")
         self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
         self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")

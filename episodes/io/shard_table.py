@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import os
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -115,10 +116,13 @@ class ShardTable:
         self._damage: dict[int, CorruptDatasetError] = {}
         self._offsets: list[int] | None = None  # first row of every batch, on first use
         mapped = None
+        # The path as the system names it: a directory named in no valid UTF-8 (b"runs-\xff",
+        # which the writer writes to) would fail pyarrow's UTF-8 encoding of a str, not a read.
+        raw_path = os.fsencode(path)
         try:
             with self._reading():
                 if data_format == "arrow":
-                    mapped = pa.memory_map(str(path))
+                    mapped = pa.memory_map(raw_path)
                     self._bytes = np.frombuffer(mapped.read_buffer(size), np.uint8)
                     self.base = self._bytes.__array_interface__["data"][0] if size else None
                     mapped.seek(0)
@@ -130,7 +134,8 @@ class ShardTable:
                 else:
                     import pyarrow.parquet as pq
 
-                    self._table = pq.read_table(str(path)).combine_chunks()
+                    with pa.OSFile(raw_path) as source:
+                        self._table = pq.read_table(source).combine_chunks()
                     self._table.validate(full=True)
                     self._count = 1
             self._checked = bytearray(self._count)

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import json
 import os
 import secrets
 import time
@@ -54,13 +52,12 @@ from episodes.io.format import (
 from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
+from episodes.io.shard_commit import publish_shard
 from episodes.io.shard_stream import ShardStream, WrittenFile, write_episodes
 from episodes.io.shards import (
     DATA_SUFFIX,
-    INDEX_SUFFIX,
     SHARDS_DIR,
     V2,
-    EpisodeRow,
     ShardEntry,
     is_v2,
     mend_tail,
@@ -168,6 +165,8 @@ class DatasetWriter:
                 "`episodes migrate`, or append with EpisodeWriter)"
             )
         manifest = self.path / MANIFEST_FILE
+        if manifest.is_symlink():  # as a symlinked shards/ below (readers: UnsafeDataError)
+            raise NotADatasetError(f"{manifest} is a symlink: refusing to write through it")
         if not manifest.exists():
             # A writer starting at the same moment may create the manifest (and shards/)
             # between the check above and this listing: both are ours.
@@ -242,6 +241,12 @@ class DatasetWriter:
     def close(self) -> None:
         """Commits buffered episodes and releases the dataset (idempotent).
 
+        Raises:
+            OSError: The commit failed (a full disk): the writer stays open, its episodes
+                buffered, so ``close()`` (or ``flush()``) can be called again to retry.
+            DatasetError: ...and its Arrow file could not be read back: its episodes are
+                lost, and the writer is closed.
+
         Example:
             >>> import tempfile
             >>> from episodes import SingleAgentEpisode
@@ -250,19 +255,26 @@ class DatasetWriter:
             >>> len(w.committed), w.close(), w.close(), len(w.committed)
             (0, None, None, 1)
         """
-        try:
-            if self._manifest_fd is not None and self._pending:
+        if self._manifest_fd is not None and self._pending:
+            try:
                 self.flush()
-        finally:
-            fds = [self._manifest_fd, self._dir_fd]
-            self._manifest_fd = self._dir_fd = None
-            self._arena = CopyArena()  # its blocks go (buffered copies keep theirs alive)
-            for fd in fds:  # closing the fd also drops its flock
-                if fd is not None:
-                    # Committed lines were fsync'd: a failing close loses nothing, and must
-                    # not leave the other fd (the lock) open for the process's life.
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
+            except BaseException:
+                if self._pending:  # kept for a retry: so are the lock and the descriptors
+                    raise
+                self._release()
+                raise
+        self._release()
+
+    def _release(self) -> None:
+        fds = [self._manifest_fd, self._dir_fd]
+        self._manifest_fd = self._dir_fd = None
+        self._arena = CopyArena()  # its blocks go (buffered copies keep theirs alive)
+        for fd in fds:  # closing the fd also drops its flock
+            if fd is not None:
+                # Committed lines were fsync'd: a failing close loses nothing, and must
+                # not leave the other fd (the lock) open for the process's life.
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def __enter__(self) -> DatasetWriter:
         return self
@@ -463,61 +475,10 @@ class DatasetWriter:
         spaces: list[Any],
     ) -> ShardEntry:
         """Finishes the data file, writes the index, and renames both into place."""
-        shards = self.path / SHARDS_DIR
-        suffix = DATA_SUFFIX[self._format]
-        tmp_data = data.path
-        tmp_index = shards / f"{TMP_PREFIX}{name}{INDEX_SUFFIX}"
-        final_data = shards / f"{name}{suffix}"
-        try:
-            size, crc = data.finish()
-            start = 0
-            episodes = []
-            for e in pending:
-                episodes.append({**e.entry, "rows": [start, e.rows]})
-                start += e.rows
-            index = {
-                "format": FORMAT_NAME,
-                "version": V2,
-                "data": {
-                    "file": f"{name}{suffix}",
-                    "format": self._format,
-                    "compression": self._compression,
-                    "size": size,
-                    "crc32": crc,
-                    "rows": start,
-                },
-                "spaces": spaces,
-                "episodes": episodes,
-            }
-            raw = json.dumps(index, allow_nan=False).encode("utf-8")
-            with open(tmp_index, "wb") as f:
-                f.write(raw)
-                self._fsync(f.fileno())
-            os.rename(tmp_data, final_data)
-            if isinstance(data, ShardStream):
-                data.path = final_data  # where a read-back after a failed commit looks
-            os.rename(tmp_index, shards / f"{name}{INDEX_SUFFIX}")
-        except BaseException:
-            tmp_index.unlink(missing_ok=True)
-            if final_data.exists() and not tmp_data.exists():
-                os.rename(final_data, tmp_data)  # back where the read-back and clean-up look
-                if isinstance(data, ShardStream):
-                    data.path = tmp_data
-            raise
-        if self._sync:
-            fsync_dir(shards)
-        rows = tuple(
-            EpisodeRow(
-                e.entry["meta"]["id"],
-                e.entry["meta"]["t_started"],
-                e.entry["meta"]["t"],
-                e.ret,
-                e.entry["meta"]["is_terminated"],
-                e.entry["meta"]["is_truncated"],
-            )
-            for e in pending
+        shards, fmt = self.path / SHARDS_DIR, self._format
+        return publish_shard(
+            shards, name, data, pending, spaces, fmt, self._compression, sync=self._sync
         )
-        return ShardEntry(name, self._format, hashlib.sha256(raw).hexdigest(), len(raw), size, rows)
 
     def _append(self, obj: dict[str, Any]) -> None:
         fd = self._manifest_fd

@@ -33,8 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from episodes.io.errors import CorruptDatasetError, UnsafeDataError, UnsupportedVersionError
+from episodes.io.errors import (
+    CorruptDatasetError,
+    UnsafeDataError,
+    UnsupportedVersionError,
+    stat_or_none,
+)
 from episodes.io.format import (
+    CHUNKS_DIR,
     FORMAT_NAME,
     MANIFEST_FILE,
     MAX_INT64,
@@ -78,13 +84,19 @@ def is_v2(root: Path) -> bool:
     """Whether ``root`` looks like a v2 dataset.
 
     That is: no v1 ``format.json``, and a manifest that starts with a v2 header (or is no
-    regular file, which the v2 reader then refuses).
+    regular file, which the v2 reader then refuses), or one beside a ``shards/`` and no v1
+    ``chunks/`` (a damaged header, which the v2 reader reports as damage).
+
+    Raises:
+        DatasetIOError: The system failed a look (no permission, an I/O error).
 
     Example:
         >>> is_v2(Path("/nonexistent"))
         False
     """
-    if (root / "format.json").exists() or not (root / MANIFEST_FILE).exists():
+    if stat_or_none(root / "format.json") is not None:
+        return False
+    if stat_or_none(root / MANIFEST_FILE) is None:
         return False
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -94,9 +106,16 @@ def is_v2(root: Path) -> bool:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return True
-        return os.read(fd, len(_HEADER_START)) == _HEADER_START
+        if os.read(fd, len(_HEADER_START)) == _HEADER_START:
+            return True
+    except OSError:
+        return True  # the v2 reader reports it
     finally:
         os.close(fd)
+    return (
+        stat_or_none(root / SHARDS_DIR, follow=False) is not None
+        and stat_or_none(root / CHUNKS_DIR, follow=False) is None
+    )
 
 
 def _int(obj: dict[str, Any], key: str, where: str) -> int:
