@@ -18,7 +18,14 @@ from gymnasium import spaces as gs
 from episodes.spaces.filler import filler_batch
 from episodes.structs import map_leaves
 
-__all__ = ["batch", "is_flat", "map_leaves", "map_leaves_with_space", "unbatch"]
+__all__ = [
+    "batch",
+    "check_sortable_keys",
+    "is_flat",
+    "map_leaves",
+    "map_leaves_with_space",
+    "unbatch",
+]
 
 
 def is_flat(item: Any) -> bool:
@@ -64,7 +71,11 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
     if len(items) == 0:
         if space is None:
             return np.asarray([])
-        return filler_batch(space, 0, 0)
+        check_sortable_keys(space)
+        try:
+            return filler_batch(space, 0, 0)
+        except MemoryError as err:  # no array holds even none of them (a Text too wide)
+            raise ValueError(f"Cannot batch items of {space}: {err}") from err
     first = items[0]
     # No float64 shortcut for a first Python float: np.fromiter would call float() on every
     # item, turning None into nan and "2.5" into 2.5 where np.asarray keeps what they are.
@@ -82,7 +93,25 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
     try:
         return tree.map_structure(_stack, *items)
     except (TypeError, ValueError) as e:
+        rows = _as_rows(items)
+        if rows is not None:
+            return rows
+        check_sortable_keys(first)
         raise ValueError(f"Cannot batch items of differing structure or shape: {e}") from e
+
+
+def _as_rows(items: SequenceABC[Any]) -> np.ndarray | None:
+    # Array rows among tuples or lists (a Tuple space's items given as arrays, beside its
+    # fillers) stack as rows, as they do when an array comes first; None where they do not.
+    if not any(item.__class__ is np.ndarray and item.ndim for item in items):
+        return None
+    if not all(item.__class__ in (np.ndarray, tuple, list) for item in items):
+        return None
+    try:
+        stacked = np.asarray(items)
+    except (ValueError, TypeError):
+        return None
+    return None if stacked.dtype == object else stacked
 
 
 def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
@@ -127,7 +156,11 @@ def unbatch(struct: Any) -> list[Any]:
     """
     if is_flat(struct):
         return list(struct)
-    leaves = tree.flatten(struct)
+    try:
+        leaves = tree.flatten(struct)
+    except TypeError:
+        check_sortable_keys(struct)  # dm-tree sorts dict keys: int and str ones do not sort
+        raise
     if not leaves:
         return []
     lengths = {len(leaf) for leaf in leaves}
@@ -136,6 +169,39 @@ def unbatch(struct: Any) -> list[Any]:
     # Split every leaf once (C speed), then regroup row by row.
     columns = [list(leaf) for leaf in leaves]
     return [tree.unflatten_as(struct, list(row)) for row in zip(*columns, strict=True)]
+
+
+def check_sortable_keys(struct: Any) -> None:
+    """Refuses a dict (or Dict space) whose keys do not sort, as int and str keys together.
+
+    dm-tree orders a dict's leaves by sorted key, so a numpy column cannot hold such items;
+    ``struct`` is an item, a batch or a space (walked through Dict and Tuple parts).
+
+    Raises:
+        ValueError: Naming the keys.
+
+    Example:
+        >>> check_sortable_keys({"a": 1, "b": (2, {1: 0, 2: 0})})
+        >>> check_sortable_keys({1: 0, "x": 0})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: dict keys [1, 'x'] do not sort (int and str keys together, say): ...
+    """
+    node = struct.spaces if isinstance(struct, (gs.Dict, gs.Tuple)) else struct
+    if isinstance(node, Mapping):
+        try:
+            sorted(node)
+        except TypeError:
+            raise ValueError(
+                f"dict keys {list(node)!r} do not sort (int and str keys together, say): a "
+                "numpy column cannot hold such items"
+            ) from None
+        parts: Any = node.values()
+    elif isinstance(node, (tuple, list)):
+        parts = node
+    else:
+        return
+    for part in parts:
+        check_sortable_keys(part)
 
 
 def map_leaves_with_space(

@@ -3,8 +3,10 @@
 ``space.contains`` in gymnasium re-derives dtypes and runs several numpy reductions per call,
 which dominates a numpy'd episode's ``add_env_step``. A checker precomputes what it can and
 compares small boxes in plain Python, where a handful of floats is faster than a ufunc call.
-Checkers accept exactly what ``space.contains`` accepts for array inputs and defer to it for
-anything else (lists, Python scalars of a Box, exotic spaces).
+Checkers accept exactly what ``space.contains`` accepts: a Box item that is no array (a list, a
+Python or numpy scalar) is first cast to the Box's dtype, as gymnasium casts it (so 2.5 is in a
+uint8 Box and 1 + 1e-9 in a float32 one), without its warnings; arrays of another dtype compare
+after numpy's promotion; exotic spaces defer to ``space.contains``.
 
 Example:
     >>> import gymnasium as gym
@@ -28,7 +30,6 @@ from episodes.spaces.per_space_cache import PerSpaceCache
 Checker = Callable[[Any], bool]
 # Below this many elements, Python comparisons of a ``tolist()`` beat numpy's ufunc overhead.
 _SMALL = 16
-_REAL_SCALARS = (int, float, np.integer, np.floating)
 
 
 def checker_for(space: gs.Space[Any]) -> Checker:
@@ -84,33 +85,46 @@ def _(space: gs.Box) -> Checker:
 
     if shape == ():
         lowest, highest = low_list[0], high_list[0]
-        integral = dtype.kind in "iu"
+        kind, scalar_type = dtype.kind, dtype.type
+        integral, floating = kind in "iu", kind == "f"
+        value_of = float if floating else int if integral else bool  # of a dtype scalar
+        # Numbers that the cast to the dtype keeps (or rounds without overflow) skip numpy.
+        finfo = np.finfo(dtype) if floating else None  # type: ignore[type-var]
+        exact_int = 2 ** (finfo.nmant + 1) if finfo is not None else 0
+        largest = float(finfo.max) if finfo is not None else 0.0
 
         def check_scalar(item: Any) -> bool:
-            if isinstance(item, _REAL_SCALARS):
-                # A number for a scalar Box (a reward) is judged by value: Python floats are
-                # float64, and gymnasium would refuse them for a float32 Box after a warning.
-                if integral and isinstance(item, (int, np.integer)):
-                    return bool(lowest <= int(item) <= highest)  # exact: 2**62 + 1 is no float
-                value = float(item)
-                if integral and not value.is_integer():
-                    return False
-                return bool(lowest <= value <= highest)
-            return _check_array(item)
+            cls = item.__class__
+            if cls is int:
+                if integral or -exact_int <= item <= exact_int:
+                    # Exact; beyond the dtype's range the cast fails, beyond its bounds too.
+                    return lowest <= item <= highest
+            elif cls is float or cls is np.float64:
+                if floating:
+                    if lowest <= item <= highest:
+                        return True  # the bounds are the dtype's values: rounding keeps it in
+                    if -largest <= item <= largest:  # rounded as the cast rounds (1 + 1e-9)
+                        return bool(lowest <= float(scalar_type(item)) <= highest)
+            elif cls is scalar_type:
+                return bool(lowest <= value_of(item) <= highest)
+            elif cls is ndarray:
+                return _check_array(item)
+            cast = _cast(item)
+            return cast is not None and _check_array(cast)
 
     def _check_array(item: Any) -> bool:
         if not isinstance(item, ndarray):
-            # What gymnasium does with a list or any non-array (cast to the space's dtype),
-            # without its "Casting input x to numpy array" warning at every such write.
-            try:
-                item = np.asarray(item, dtype=dtype)
-            except (ValueError, TypeError, OverflowError):
+            item = _cast(item)
+            if item is None:
                 return False
         if item.__class__ is not ndarray or item.shape != shape:
             return bool(fallback(item))
         item_dtype = item.dtype
-        if item_dtype is not dtype and item_dtype != dtype and not can_cast(item_dtype, dtype):
-            return False
+        if item_dtype is not dtype and item_dtype != dtype:
+            if not can_cast(item_dtype, dtype):
+                return False
+            if small:  # numpy compares int64 with float64 bounds as float64: 2**53 + 1 fits
+                item = item.astype(dtype)
         if small:
             values = item.tolist() if one_dim else item.ravel().tolist()
             # A plain loop over a few Python numbers beats building map objects; a chained
@@ -129,6 +143,16 @@ def _(space: gs.Box) -> Checker:
         if check_high and not (item <= high).all():
             return False
         return not (item_dtype.kind == "f" and np.isnan(item).any())
+
+    def _cast(item: Any) -> Any:
+        # What gymnasium does with a list or any non-array (cast to the space's dtype), without
+        # its "Casting input x to numpy array" warning, nor numpy's overflow one (1e300 into a
+        # float32 Box is inf); None where the cast fails (10**400, NaN into ints).
+        try:
+            with np.errstate(all="ignore"):
+                return np.asarray(item, dtype=dtype)
+        except (ValueError, TypeError, OverflowError):
+            return None
 
     one_dim = len(shape) == 1
     # Most boxes share one bound across elements (Box(-1, 1, (4,))): compare against scalars.
@@ -176,6 +200,8 @@ def _(space: gs.Tuple) -> Checker:
 
     def check(item: Any) -> bool:
         if isinstance(item, (list, np.ndarray)):
+            if getattr(item, "ndim", 1) == 0:
+                return False  # a 0-d array has no parts (gymnasium's tuple() of it raises)
             item = tuple(item)  # gymnasium promotes lists and arrays the same way
         if not isinstance(item, tuple) or len(item) != len(checkers):
             return False

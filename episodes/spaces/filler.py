@@ -113,8 +113,13 @@ def _check_size(shape: tuple[int, ...], dtype: Any) -> None:
     """Raise a ``MemoryError`` where no array of ``shape`` and ``dtype`` can exist.
 
     numpy's own error there is a ``ValueError``, which a fill check would report as a bad fill.
+    A string dtype wider than numpy's strings (a ``Text(10**9)`` leaf) holds no item at all.
     """
-    if math.prod(shape) * np.dtype(dtype).itemsize > _MAX_BYTES:
+    try:
+        itemsize = np.dtype(dtype).itemsize
+    except TypeError:
+        raise MemoryError(f"no array holds items of dtype {dtype!r} (too wide)") from None
+    if math.prod(shape) * itemsize > _MAX_BYTES:
         raise MemoryError(
             f"{shape[0]} filler items of shape {shape[1:]} and dtype {np.dtype(dtype)} do not "
             "fit in one array"

@@ -16,11 +16,11 @@ import numpy as np
 from gymnasium import spaces as gs
 
 from episodes.spaces.per_space_cache import PerSpaceCache
+from episodes.spaces.space_limits import check_space_dict
 
 __all__ = ["space_from_dict", "space_to_dict"]
 
-# JSON has no inf/nan (``json.dumps(..., allow_nan=False)`` refuses them), so non-finite
-# bounds travel as these strings.
+# JSON has no inf/nan (``json.dumps(..., allow_nan=False)`` refuses them): strings carry them.
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
@@ -65,20 +65,11 @@ def _dtype_text(dtype: np.dtype[Any]) -> str:
 
 def _checked_encoding(space: gs.Space[Any]) -> bytes:
     encoded = _encode(space)
-    level, depth = [encoded], 0
-    while level:  # what the decoder would refuse is not written
-        if depth > MAX_DEPTH:
-            raise TypeError(f"space nested more than {MAX_DEPTH} deep; cannot serialize it")
-        level = [sub for d in level for sub in _nested(d)]
-        depth += 1
+    try:  # what the decoder would refuse (too deep, too costly to build) is not written
+        check_space_dict(encoded, max_depth=MAX_DEPTH)
+    except ValueError as err:
+        raise TypeError(f"cannot serialize the space: {err}") from None
     return marshal.dumps(encoded)
-
-
-def _nested(d: dict[str, Any]) -> list[dict[str, Any]]:
-    subs = [d[k] for k in ("feature_space", "node_space", "edge_space") if d.get(k)]
-    for item in d.get("spaces", ()):
-        subs.append(item[1] if isinstance(item, list) else item)  # Dict pairs, Tuple items
-    return subs
 
 
 @singledispatch
@@ -240,6 +231,7 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     space = None if key is None else _DECODED.get(key)
     if space is None:
         try:
+            check_space_dict(d)  # before building: some spaces copy their parts, nested
             space = _decode(d, "space")
         except RecursionError:
             raise ValueError("space: nested too deeply") from None

@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium.spaces as gs
 import numpy as np
 
-from episodes.spaces.batching import batch
+from episodes.spaces.batching import batch, check_sortable_keys
 from episodes.structs import data_equal
 
 __all__ = [
@@ -46,8 +46,8 @@ def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
     the items at hand (equal-length sequences would stack, and refuse the next longer one).
 
     Raises:
-        ValueError: The items cannot be stacked (differing structures or shapes, or a
-            Sequence, Graph or OneOf space).
+        ValueError: The items cannot be stacked (differing structures or shapes, a Sequence,
+            Graph or OneOf space, a Dict space whose keys do not sort, as int and str keys).
 
     Example:
         >>> import gymnasium as gym
@@ -57,6 +57,12 @@ def batch_in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
         >>> stacked["pos"].shape, stacked["n"].tolist()
         ((2, 2), [2, 0])
     """
+    if space is not None:
+        check_sortable_keys(space)  # a numpy column's leaves are in sorted key order
+    return _in_space(items, space)
+
+
+def _in_space(items: SequenceABC[Any], space: gs.Space[Any] | None) -> Any:
     if space is None:
         return batch(items, space=space)
     unstackable = unstackable_space(space)
@@ -98,7 +104,7 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
         if arrays[0].dtype != object and arrays[1].dtype != object:
             return data_equal(*(_in_space_dtype(space, x) for x in arrays))
     try:
-        batched = batch_in_space([a], space), batch_in_space([b], space)
+        batched = _in_space([a], space), _in_space([b], space)
     except ValueError:
         return False
     return data_equal(*(_in_space_dtype(space, x) for x in batched))
@@ -115,22 +121,24 @@ def _in_space_dtype(space: gs.Space[Any], value: Any) -> Any:
 @_in_space_dtype.register(gs.MultiBinary)
 def _(space: gs.Space[Any], value: Any) -> Any:
     dtype = space.dtype
-    if (
-        value.__class__ is not np.ndarray
-        or dtype is None
-        or value.dtype == dtype
-        or not np.can_cast(value.dtype, dtype, "same_kind")  # 0.5 must not become 0
-    ):
+    if value.__class__ is not np.ndarray or dtype is None or value.dtype == dtype:
+        return value
+    kinds = value.dtype.kind + dtype.kind
+    # Ints of either signedness compare by value (Python ints are int64, a uint8 image is not);
+    # no other cast across kinds: 0.5 must not become 0.
+    if not np.can_cast(value.dtype, dtype, "same_kind") and kinds not in ("iu", "ui"):
         return value
     with np.errstate(over="ignore", invalid="ignore"):  # out of the dtype's range: checked below
         cast = value.astype(dtype)
         # Only a cast that keeps the values compares in the space's dtype (a float rounded to
-        # float32 is kept; 256 wrapped to 0 in uint8 or 1e300 overflowed to inf is not):
-        # distinct items must stay distinct.
+        # float32 is kept; 256 wrapped to 0 in uint8, -1 wrapped to 2**64 - 1 in uint64 or 1e300
+        # overflowed to inf is not): distinct items must stay distinct.
         if dtype.kind in "fc":
             kept = np.array_equal(np.isfinite(cast), np.isfinite(value))
         else:
-            kept = np.array_equal(cast.astype(value.dtype), value)
+            kept = np.array_equal(cast.astype(value.dtype), value) and np.array_equal(
+                cast < 0, value < 0
+            )
     return cast if kept else value
 
 
@@ -165,7 +173,7 @@ def batch_with_layout(items: SequenceABC[Any], space: gs.Space[Any] | None) -> A
     """
     if space is None or unstackable_space(space) is not None:
         return batch(items)
-    return batch_in_space(items, space)
+    return _in_space(items, space)
 
 
 def unstackable_space(space: gs.Space[Any]) -> str | None:
@@ -236,7 +244,10 @@ def _(space: gs.Text, items: SequenceABC[Any]) -> Any:
     # Width from the space, not the items: a later string up to max_length must fit. A longer
     # item (list mode does not check spaces) widens it rather than being cut.
     width = max(space.max_length, 1, *(len(item) for item in items))
-    return np.array(items, dtype=f"<U{width}")
+    try:
+        return np.array(items, dtype=f"<U{width}")
+    except TypeError as err:  # numpy has no strings that wide
+        raise ValueError(f"Cannot batch Text items {width} characters wide: {err}") from err
 
 
 @_batch.register
