@@ -276,9 +276,13 @@ def _column_fill(store: Store, fill: Any) -> Any:
         return fill  # a number (the hot path), or an untyped column: no item layout yet
     template = store.window(0, 0)
     if not is_nested(template):
-        if template.dtype.hasobject or isinstance(fill, dict):
-            return fill  # objects are items as they are; a dict is no row
-        leaves, stored, item = [fill], [template], np.asarray(fill)
+        if template.dtype.hasobject:  # one object, as the column holds it (never split)
+            item = np.empty((), dtype=object)
+            item[()] = fill
+            return item
+        if isinstance(fill, dict):  # a dict is no row
+            raise filler_mismatch(fill)
+        leaves, stored, item = [fill], [template], _leaf_array(fill, fill)
         nested = None
     else:
         found = leaves_up_to(template, fill)
@@ -288,7 +292,7 @@ def _column_fill(store: Store, fill: Any) -> Any:
         nested = common_nesting([template, fill])
     arrays = []
     for leaf, column in zip(leaves, stored):
-        array = np.asarray(leaf)
+        array = _leaf_array(leaf, fill)
         if column.dtype.hasobject:  # one object, as the column holds it
             array = np.empty((), dtype=object)
             array[()] = leaf
@@ -296,6 +300,14 @@ def _column_fill(store: Store, fill: Any) -> Any:
             raise filler_mismatch(fill)
         arrays.append(array)
     return item if nested is None else unflatten(nested, arrays)
+
+
+def _leaf_array(leaf: Any, fill: Any) -> np.ndarray:
+    """``leaf`` of ``fill`` as an array; a ragged one is the fill's ``ValueError``, not numpy's."""
+    try:
+        return np.asarray(leaf)
+    except ValueError:
+        raise filler_mismatch(fill) from None
 
 
 def filler_mismatch(fill: Any) -> ValueError:

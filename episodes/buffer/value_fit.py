@@ -293,12 +293,30 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
             batch = None
         if (
             batch is not None
-            and batch.dtype.kind in _PLAIN_NUMBER_KINDS
+            and _stacked_exactly(batch, leaves[0].dtype)
             and batch_misfit(leaves[0], batch, len(items)) is None
         ):
             return batch.astype(leaves[0].dtype, copy=False)
     staged = [staged_rows(leaves, item, structure) for item in items]
     return unflatten(structure, [np.stack(rows) for rows in zip(*staged)])
+
+
+def _stacked_exactly(batch: np.ndarray, column: np.dtype[Any]) -> bool:
+    """Whether stacking items into ``batch`` cast each as the column's own cast would.
+
+    numpy stacks ints mixed with floats (or uint64 with signed ints) as float64, which rounds
+    ints beyond 2**53: an int column must get ints, and a column of a narrower float must not
+    get such an int rounded twice (to float64, then to its dtype).
+    """
+    kind = batch.dtype.kind
+    if kind not in _PLAIN_NUMBER_KINDS:
+        return False
+    if column.kind in "iub":
+        return kind in "iub"
+    if kind == "f" and column.itemsize < 8:
+        with np.errstate(invalid="ignore"):
+            return not bool((np.abs(batch) >= 2.0**53).any())
+    return True
 
 
 def batch_leaves(batch: Any) -> tuple[list[np.ndarray], Any]:

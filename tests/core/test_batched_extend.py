@@ -46,8 +46,23 @@ ODD_VALUES = [
     None,
     "1",
     1 + 2j,
+    2**53 + 1,
+    np.uint64(2**60 + 1),
+    np.int64(2**62 + 1),
+    16777217,
+    -(2**53) - 3,
 ]
-DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8, np.bool_]
+DTYPES = [
+    np.float16,
+    np.float32,
+    np.float64,
+    np.int8,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint64,
+    np.bool_,
+]
 
 
 def _one_by_one(column: np.ndarray, items: list[object]) -> np.ndarray:
@@ -63,7 +78,7 @@ def _outcome(stage, column, items):  # type: ignore[no-untyped-def]
             return "error", f"{type(error).__name__}: {error}"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(
     dtype=st.sampled_from(DTYPES),
     items=st.lists(st.sampled_from(ODD_VALUES), min_size=1, max_size=5),

@@ -243,3 +243,54 @@ def test_window_one_hot_leaves_items_that_are_no_single_value_to_the_caller() ->
     assert window_one_hot([np.array([1])] * 9, n=2, start=0, fill_left=1, fill_right=0) is None
     flat = window_one_hot(np.array([1, 0]), n=2, start=0, fill_left=1, fill_right=0)
     assert flat is not None and flat.tolist() == [[0, 0], [0, 1], [1, 0]]
+
+
+def _object_column() -> InfiniteLookbackBuffer:
+    buf = InfiniteLookbackBuffer([0, None, 1.0, "a"], lookback=1)
+    buf.finalize()
+    return buf
+
+
+def _row_column() -> InfiniteLookbackBuffer:
+    buf = InfiniteLookbackBuffer([np.zeros(2), np.ones(2), np.ones(2)], lookback=1)
+    buf.finalize()
+    return buf
+
+
+# name: (buffer, fill, read, expected list or the refusal)
+FLAT_COLUMN_FILLS = {
+    "object_dict_mixed": (
+        _object_column,
+        {"h": 0.0},
+        slice(1, 5),
+        [1.0, "a", {"h": 0.0}, {"h": 0.0}],
+    ),
+    "object_dict_fillers_only": (_object_column, {"h": 0.0}, slice(5, 7), [{"h": 0.0}] * 2),
+    "object_list_fillers_only": (_object_column, [0, 0], slice(5, 7), [[0, 0]] * 2),
+    "rows_dict_mixed": (_row_column, {"h": 0.0}, slice(0, 4), ValueError),
+    "rows_dict_fillers_only": (_row_column, {"h": 0.0}, slice(5, 7), ValueError),
+    "rows_dict_index_list": (_row_column, {"h": 0.0}, [5], ValueError),
+    "rows_ragged_list_index_list": (_row_column, [0.0, [0.0, 0.0]], [0, 5], ValueError),
+    "rows_ragged_list_slice": (_row_column, [0.0, [0.0, 0.0]], slice(0, 4), ValueError),
+    "rows_ragged_tuple_fillers_only": (
+        _row_column,
+        (np.array([1]), np.zeros((2, 2))),
+        slice(5, 7),
+        ValueError,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FLAT_COLUMN_FILLS))
+def test_fills_of_flat_spaceless_columns(case: str) -> None:
+    # An object column's filler is the fill itself (never split into leaves); a row column
+    # refuses a dict or a ragged fill with the fill's own ValueError in every read form.
+    make, fill, read, expected = FLAT_COLUMN_FILLS[case]
+    buf = make()
+    if expected is ValueError:
+        with pytest.raises(ValueError, match="cannot pad this buffer's items"):
+            buf.get(read, fill=fill)
+        return
+    got = buf.get(read, fill=fill)
+    assert isinstance(got, np.ndarray) and got.dtype == object
+    assert got.tolist() == expected
