@@ -53,6 +53,9 @@ class RunnerMetrics:
     return_sum: float = 0.0
     length_sum: int = 0
 
+    def __post_init__(self) -> None:  # kept for subclasses chaining it; __setattr__ checks
+        pass
+
     def __setattr__(self, name: str, value: Any) -> None:
         # Checked on every assignment, not only by the constructor: a runner's metrics are
         # reached as ``runner.metrics`` and tuned there (a float would fail a later sample()).
@@ -243,7 +246,10 @@ class MetricsSlot:
     def __get__(self, obj: object, objtype: type | None = None) -> Any:
         if obj is None:
             return self
-        return obj.__dict__[self.slot]
+        try:
+            return obj.__dict__[self.slot]
+        except KeyError:  # not set yet (a subclass before __init__): as a missing attribute
+            raise AttributeError(self.slot[1:]) from None
 
     def __set__(self, obj: object, value: RunnerMetrics) -> None:
         if not isinstance(value, RunnerMetrics):

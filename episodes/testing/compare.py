@@ -64,7 +64,7 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         return _diff_items(_listed(a), _listed(b), check_dtype, path)
     try:
         aa, bb = np.asarray(a), np.asarray(b)
-    except ValueError:
+    except (ValueError, TypeError, RuntimeError):  # ragged, or tensors numpy cannot take
         return None if _same(a, b) else f"{path}: {a!r} != {b!r}"
     if aa.dtype == object or bb.dtype == object:
         # Item by item: == would broadcast ([x] equal to [x, x]), call NaN unequal and fail

@@ -24,8 +24,10 @@ Example:
 from __future__ import annotations
 
 import copy
+import io
 import itertools
 import pickle
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +45,33 @@ def _by_identity(value: Any) -> bool:
     return kind.__eq__ is object.__eq__ and kind.__module__.partition(".")[0] != "episodes"
 
 
+class _ByContent(pickle.Pickler):
+    """A pickler that writes a torch tensor as its dtype, shape and bytes.
+
+    torch's own pickle of a tensor names its storage by address, so one untouched object
+    (a torch Generator, whose state is a fresh tensor each time) pickles differently each time.
+    """
+
+    def persistent_id(self, obj: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(obj, torch.Tensor):
+            return None
+        flat = obj.detach().cpu().contiguous().reshape(-1)
+        return (
+            "tensor",
+            str(obj.dtype),
+            tuple(obj.shape),
+            flat.view(torch.uint8).numpy().tobytes(),
+        )
+
+
 def _pickled(value: Any) -> bytes | None:
+    out = io.BytesIO()
     try:
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        _ByContent(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
     except Exception:  # noqa: BLE001 - not picklable (a lock, a lambda): not watched
         return None
+    return out.getvalue()
 
 
 def _spaces(episode: SingleAgentEpisode) -> list[Any]:
