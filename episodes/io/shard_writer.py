@@ -40,7 +40,12 @@ from episodes.episode import SingleAgentEpisode
 from episodes.episode.recording import as_flag
 from episodes.indexing import as_int
 from episodes.io.copy_arena import CopyArena
-from episodes.io.errors import DatasetError, NotADatasetError, UnsupportedVersionError
+from episodes.io.errors import (
+    DatasetError,
+    DatasetIOError,
+    NotADatasetError,
+    UnsupportedVersionError,
+)
 from episodes.io.format import (
     FORMAT_NAME,
     MANIFEST_FILE,
@@ -241,11 +246,14 @@ class DatasetWriter:
     def close(self) -> None:
         """Commits buffered episodes and releases the dataset (idempotent).
 
+        As a Python file's ``close``: the dataset is released (descriptors, lock) whatever
+        happens, and a later ``close()`` does nothing. To retry a commit that failed on a full
+        disk, call :meth:`flush`, which keeps the writer and its episodes on failure.
+
         Raises:
-            OSError: The commit failed (a full disk): the writer stays open, its episodes
-                buffered, so ``close()`` (or ``flush()``) can be called again to retry.
-            DatasetError: ...and its Arrow file could not be read back: its episodes are
-                lost, and the writer is closed.
+            DatasetIOError: The commit failed (a full disk): the message names how many
+                buffered episodes were not stored; the error is chained as its cause.
+            DatasetError: The commit failed and its Arrow file could not be read back.
 
         Example:
             >>> import tempfile
@@ -255,15 +263,29 @@ class DatasetWriter:
             >>> len(w.committed), w.close(), w.close(), len(w.committed)
             (0, None, None, 1)
         """
-        if self._manifest_fd is not None and self._pending:
-            try:
+        try:
+            if self._manifest_fd is not None and self._pending:
                 self.flush()
-            except BaseException:
-                if self._pending:  # kept for a retry: so are the lock and the descriptors
-                    raise
-                self._release()
+        except OSError as error:
+            lost = len(self._pending)
+            self._drop_pending()
+            if not lost or isinstance(error, DatasetError):
                 raise
-        self._release()
+            raise DatasetIOError(
+                f"{self.path}: the final commit failed ({error}); {lost} buffered episodes "
+                "were not stored (flush() keeps them for a retry)"
+            ) from error
+        finally:
+            self._release()
+
+    def _drop_pending(self) -> None:
+        self._pending.clear()
+        self._pending_bytes = 0
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            # A file left behind is removed by the next writer that opens alone.
+            with contextlib.suppress(OSError):
+                stream.discard()
 
     def _release(self) -> None:
         fds = [self._manifest_fd, self._dir_fd]
@@ -286,14 +308,7 @@ class DatasetWriter:
         tb: TracebackType | None,
     ) -> None:
         if exc_type is not None:
-            self._pending.clear()  # a failed block commits nothing more
-            self._pending_bytes = 0
-            stream, self._stream = self._stream, None
-            if stream is not None:
-                # The caller's error is the one to see, and the writer must close regardless;
-                # a file left behind is removed by the next writer that opens alone.
-                with contextlib.suppress(OSError):
-                    stream.discard()
+            self._drop_pending()  # a failed block commits nothing more; its error is the one
         self.close()
 
     # ----------------------------------------------------------------------------- writing
