@@ -313,7 +313,7 @@ def _stacked_exactly(batch: np.ndarray, column: np.dtype[Any]) -> bool:
         return False
     if column.kind in "iub":
         return kind in "iub"
-    if kind == "f" and column.itemsize < 8:
+    if kind == "f" and batch.dtype.itemsize > column.itemsize:  # float64 from mixed items
         with np.errstate(invalid="ignore"):
             return not bool((np.abs(batch) >= 2.0**53).any())
     return True
