@@ -1,6 +1,7 @@
-"""Session 16 io fixes: a failed close() says what it did not store and releases the dataset; "no permission" is DatasetIOError on
-every read path; a symlinked manifest is NotADatasetError for the writer; datasets under
-non-UTF-8 directory names read back; a damaged v2 header is damage, not "no dataset"."""
+"""Session 16 io fixes: a failed close() says what it did not store and releases the dataset;
+"no permission" is DatasetIOError on every read path; a symlinked manifest is NotADatasetError
+for the writer; datasets under non-UTF-8 directory names read back; a damaged v2 header is
+damage, not "no dataset"."""
 
 from __future__ import annotations
 
