@@ -216,6 +216,21 @@ def test_an_infos_flag_that_is_not_a_bool_or_none_is_refused(tmp_path, flag):
     assert not (tmp_path / "m").exists()
 
 
+# ------------------------- dataset ids: what Minari itself takes (its namespaces: 2+ chars)
+@pytest.mark.parametrize("dataset_id", ["ab/b-v0", "ab/sub/c-v1", "name-v2"])
+def test_dataset_ids_minari_takes_round_trip(tmp_path, dataset_id):
+    src = write(tmp_path / "ours", long_episode("a", 2, 0.0))
+    export_minari(src, dataset_id, root=tmp_path / "m")
+    assert import_minari(dataset_id, tmp_path / "back", root=tmp_path / "m") == 1
+
+
+@pytest.mark.parametrize("dataset_id", ["a/b-v0", "/b-v0", "a//b-v0", "a/-v0", "x/../y-v0", "a/"])
+def test_malformed_dataset_ids_are_refused(tmp_path, dataset_id):
+    src = write(tmp_path / "ours", long_episode("a", 2, 0.0))
+    with pytest.raises(ValueError, match="dataset_id must look like"):
+        export_minari(src, dataset_id, root=tmp_path / "m")
+
+
 # -------------------------- 5: an env spec holding inf (reward_threshold) refused the import
 @pytest.mark.parametrize("field", ["reward_threshold", "kwargs"])
 def test_an_env_spec_json_cannot_store_is_left_out_with_a_warning(tmp_path, field):
