@@ -67,6 +67,14 @@ def stage(final: Path) -> Staged:
     Made with ``mkdir``, so it gets the mode any new directory gets (``0o777`` less the
     umask), not ``mkdtemp``'s ``0o700``: the renamed copy is as readable as a recorded one.
     Stale staged directories of ``final`` are removed first (:func:`remove_stale`).
+
+    Example:
+        >>> import tempfile
+        >>> final = Path(tempfile.mkdtemp()) / "copy"
+        >>> staged = stage(final); staged.path.name.startswith(".copy.partial-")
+        True
+        >>> staged.drop(); final.exists()
+        False
     """
     made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +156,14 @@ def _alive(pid: int) -> bool:
 
 
 def remove_empty(dirs: Iterable[Path]) -> None:
-    """Removes those of ``dirs`` that are empty, deepest first (kept: one someone filled)."""
+    """Removes those of ``dirs`` that are empty, deepest first (kept: one someone filled).
+
+    Example:
+        >>> import tempfile
+        >>> top = Path(tempfile.mkdtemp()); (top / "a" / "b").mkdir(parents=True)
+        >>> remove_empty([top / "a", top / "a" / "b"]); (top / "a").exists()
+        False
+    """
     for path in sorted(set(dirs), key=lambda p: len(p.parts), reverse=True):
         with contextlib.suppress(OSError):
             path.rmdir()

@@ -112,7 +112,20 @@ class Snapshot:
 
 
 def take_snapshot(episodes_: list[SingleAgentEpisode]) -> Snapshot:
-    """Copies ``episodes_`` for the connector and for the comparison after it (see module)."""
+    """Copies ``episodes_`` for the connector and for the comparison after it (see module).
+
+    Example:
+        >>> import numpy as np
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> ep.custom_data["rng"] = np.random.default_rng(0)
+        >>> snap = take_snapshot([ep])
+        >>> snap.given[0].custom_data["rng"] is snap.before[0].custom_data["rng"]
+        True
+        >>> snap.changed_in_place() is None
+        True
+        >>> _ = snap.given[0].custom_data["rng"].random(); snap.changed_in_place()
+        (0, ['PCG64', 'Generator'])
+    """
     memo: dict[int, Any] = {}
     for episode in episodes_:  # copied first, to tell the objects spaces hold from the rest
         for space in _spaces(episode):
