@@ -10,6 +10,7 @@ import functools
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -199,8 +200,21 @@ def test_an_interrupt_while_a_reply_is_unpickled_counts_it_lost_and_frees_its_se
     assert leased(group) == [0, 0]
 
 
+def _wait_until_dead(actor, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=timeout)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers")
+
+
 def test_collecting_goes_on_after_an_unexpected_error_so_nothing_stays_in_flight(group):
     ray.kill(group.actors[0], no_restart=True)
+    # ray.kill is asynchronous: wait until the actor is gone, or its reply may still come.
+    _wait_until_dead(group.actors[0])
 
     def broken_spawn(index, generation):
         raise ValueError("no actor for you")
