@@ -29,8 +29,8 @@ def window_one_hot(
 ) -> np.ndarray | None:
     """Float32 ``[fill_left + len(values) + fill_right, n]`` one-hot rows, zero rows as padding.
 
-    None where ``values`` are not one value each (they do not make a 1-d array): the caller
-    encodes them item by item instead.
+    None where ``values`` are not one value each (they do not make a 1-d array, or do not
+    stack at all): the caller encodes them item by item instead.
 
     Raises:
         ValueError: A value is not an integer in ``[start, start + n)``.
@@ -62,7 +62,10 @@ def window_one_hot(
             return out
         out[:] = 0.0
     if stored:
-        idx = np.asarray(values)
+        try:
+            idx = np.asarray(values)
+        except ValueError:  # ragged: an int beside a shaped array
+            return None
         if idx.ndim != 1:  # rows would pair with every value of a row: wrong slots set
             return None
         if idx.dtype.kind not in "iu":  # bools are Discrete(2) members: False 0, True 1

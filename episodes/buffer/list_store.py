@@ -232,7 +232,12 @@ class ListStore:
             return window
         # Flat discrete items: encode the whole window in one numpy call, then split into rows.
         if not is_nested(window[0]) and isinstance(space, gym.spaces.Discrete):
-            return list(one_hot(np.asarray(window), space))
+            try:
+                return list(one_hot(np.asarray(window), space))
+            except ValueError:
+                # Ragged items (an int beside a shaped array) do not stack; encode each alone,
+                # as an index read of each would.
+                pass
         return [one_hot(item, space) for item in window]
 
     @staticmethod
