@@ -87,7 +87,7 @@ def _padded(
     try:
         return store.join(parts)
     except ValueError as error:
-        raise filler_mismatch(fill) from error
+        raise filler_mismatch(fill, space) from error
 
 
 def read_positions(
@@ -142,7 +142,7 @@ def read_positions(
     try:
         return store.from_items(items)
     except ValueError as error:
-        raise filler_mismatch(fill) from error
+        raise filler_mismatch(fill, space) from error
 
 
 def read_backwards(
@@ -310,8 +310,10 @@ def _leaf_array(leaf: Any, fill: Any) -> np.ndarray:
         raise filler_mismatch(fill) from None
 
 
-def filler_mismatch(fill: Any) -> ValueError:
+def filler_mismatch(fill: Any, space: gym.Space[Any] | None = None) -> ValueError:
     """The error for fillers that do not stack with the stored items.
+
+    With a ``space`` the fillers are the space's, so the stored items are what does not fit.
 
     Example:
         >>> from episodes.buffer.array_store import ArrayStore
@@ -320,6 +322,11 @@ def filler_mismatch(fill: Any) -> ValueError:
         Traceback (most recent call last):
         ValueError: fill=0 cannot pad this buffer's items: ... or a fill shaped like one item
     """
+    if space is not None:
+        return ValueError(
+            f"fill={fill!r} cannot pad this buffer's items: its fillers are laid out as the "
+            f"buffer's space {space} says and the stored items are not, so they do not stack"
+        )
     return ValueError(
         f"fill={fill!r} cannot pad this buffer's items: without a space the filler is "
         "fill itself, which does not stack with them; give the buffer a space (fillers "
