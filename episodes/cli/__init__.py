@@ -184,6 +184,8 @@ def _split(args: argparse.Namespace) -> int:
 
     if not 0.0 <= args.fraction <= 1.0:
         raise CliError("--fraction must be in [0, 1]")
+    if args.seed < 0:  # the package's seed rule: an int >= 0
+        raise CliError("--seed must be >= 0")
     n_train, n_val = split(args.src, args.train, args.val, fraction=args.fraction, seed=args.seed)
     print(f"split: {n_train} pieces to {args.train}, {n_val} to {args.val}")
     return 0

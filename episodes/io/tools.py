@@ -43,6 +43,7 @@ from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
 from episodes.io.staging import Staged, remove_empty, stage
+from episodes.io.tool_args import filter_args, holds_nan, merge_sources, split_args
 from episodes.io.values import id_key, signless_zeros
 from episodes.io.writer import removed_if_failed
 
@@ -177,6 +178,8 @@ def merge(
             (checked from their manifests before anything is written), or the sources are of
             different envs: other observation or action spaces, or (when ``metadata`` is not
             given, so the first source's would describe them all) other metadata env ids.
+        TypeError: ``sources`` is one path (a str or ``os.PathLike``: pass ``[path]``), or
+            holds something that is no path.
 
     Example:
         >>> import tempfile
@@ -189,8 +192,7 @@ def merge(
         >>> merge([f"{root}/a", f"{root}/b"], f"{root}/ab")
         2
     """
-    if not sources:
-        raise ValueError("merge needs at least one source")
+    sources = merge_sources(sources)  # one path alone would be iterated as characters
     _refuse_overlaps(sources)
     _refuse_other_envs(sources, by_id=metadata is None)
     meta = metadata or _metadata_of(sources[0])
@@ -256,6 +258,12 @@ def split(
     An id goes to ``validation`` when a hash of ``(seed, id)`` falls below ``fraction``, so
     the split is deterministic, and all pieces of one episode land on the same side.
 
+    Raises:
+        TypeError: ``fraction`` is no real number (a str or a bool; numpy floats are taken).
+        ValueError: ``fraction`` is outside ``[0, 1]``, or ``seed`` is not an int >= 0 (the
+            package's seed rule, :func:`episodes.seeds.check_seed`; numpy ints are taken and
+            stored in the metadata as ``int``), all before anything is written.
+
     Example:
         >>> import tempfile
         >>> from episodes import SingleAgentEpisode
@@ -266,8 +274,7 @@ def split(
         >>> sum(split(f"{root}/all", f"{root}/train", f"{root}/val", fraction=0.2))
         50
     """
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError("fraction must be in [0, 1]")
+    fraction, seed = split_args(fraction, seed)  # plain Python: they go into the metadata
     meta = _metadata_of(src)
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
     meta.user = {**meta.user, "split": {"from": str(src), "fraction": fraction, "seed": seed}}
@@ -333,6 +340,10 @@ def filter_dataset(
     Raises:
         ValueError: A NaN return bound, a negative length bound, a lower bound above its upper
             one, or a NaN in ``custom_data`` (mistakes that would filter silently).
+        TypeError: A bound that is no real number (``"1"``; numpy numbers are taken), a
+            length bound that is no int (``2.5``), a ``done_only`` that is no bool (``"no"``),
+            a ``custom_data`` that is no mapping, or a ``predicate`` that cannot be called,
+            all before anything is written.
 
     Example:
         >>> import tempfile
@@ -347,18 +358,9 @@ def filter_dataset(
         >>> sorted(s.length for s in dataset_info(root + "/long").episodes)
         [2, 3]
     """
-    for name, bound in (("min_return", min_return), ("max_return", max_return)):
-        if bound is not None and bound != bound:
-            raise ValueError(f"{name} must be a number, got nan")
-    for name, length in (("min_length", min_length), ("max_length", max_length)):
-        if length is not None and length < 0:  # no episode is shorter than 0 steps
-            raise ValueError(f"{name} must be >= 0, got {length}")
-    for what, low, high in (("return", min_return, max_return), ("length", min_length, max_length)):
-        if low is not None and high is not None and low > high:
-            raise ValueError(f"min_{what} {low} is above max_{what} {high}: nothing would pass")
-    for key, value in (custom_data or {}).items():
-        if _holds_nan(value):
-            raise ValueError(f"custom_data[{key!r}] holds a NaN, which equals nothing")
+    min_return, max_return, min_length, max_length, done_only, wanted_data, predicate = filter_args(
+        min_return, max_return, min_length, max_length, done_only, custom_data, predicate
+    )
 
     info = dataset_info(src)
     # The manifest holds no inf (JSON), nor a sum of ints beyond float range: such returns read
@@ -383,7 +385,6 @@ def filter_dataset(
     wanted = set(kept)
     meta = _metadata_of(src)
     meta.user = {**meta.user, "filtered_from": str(src)}
-    wanted_data = dict(custom_data or {})
     if wanted_data:
         # Decided per episode, on the custom_data load_episode gives it (its pieces' merged in
         # time order, the later winning), so all pieces of an id stay together.
@@ -421,20 +422,12 @@ def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
             tests[key] = json.loads(text)
         except ValueError:
             tests[key] = text
-        if _holds_nan(tests[key]):
+        if holds_nan(tests[key]):
             raise ValueError(
                 f"--custom {key}: NaN equals no value, so the filter would keep nothing "
                 '(for the text, write "NaN" with the quotes)'
             )
     return tests
-
-
-def _holds_nan(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(_holds_nan(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_nan(v) for v in value)
-    return isinstance(value, float) and math.isnan(value)
 
 
 def _same_json_value(a: Any, b: Any) -> bool:

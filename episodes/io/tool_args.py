@@ -1,0 +1,176 @@
+"""Argument checks of the whole-dataset tools (:mod:`episodes.io.tools`), made once per call.
+
+Each returns the checked value as plain Python (numpy numbers taken), so it can go into a
+dataset's metadata, or raises a ``TypeError`` / ``ValueError`` naming the argument before
+anything is read or written.
+
+Example:
+    >>> import numpy as np
+    >>> split_args(np.float64(0.25), np.int64(3))
+    (0.25, 3)
+    >>> split_args(0.5, 1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: seed must be an int >= 0, got 1.5
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from episodes.episode.recording import as_flag
+from episodes.seeds import check_seed
+
+__all__ = ["filter_args", "holds_nan", "merge_sources", "real_number", "split_args"]
+
+PathLike = str | os.PathLike[str]
+
+
+def real_number(value: Any, name: str) -> int | float:
+    """``value`` as a Python int or float (numpy ints and floats taken), else a ``TypeError``.
+
+    Bools are refused (``True`` is no fraction or bound), and so are strings (``"0.5"``).
+
+    Example:
+        >>> real_number(np.float32(0.5), "fraction"), real_number(np.int64(2), "min_return")
+        (0.5, 2)
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} ({value!r})")
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+
+
+def split_args(fraction: Any, seed: Any) -> tuple[float, int]:
+    """``split``'s ``fraction`` (a real number in ``[0, 1]``) and ``seed`` (an int >= 0).
+
+    The seed follows the package's rule (:func:`episodes.seeds.check_seed`); None is refused,
+    as the split is deterministic for a seed.
+
+    Example:
+        >>> split_args(1, 0)
+        (1.0, 0)
+        >>> split_args(float("nan"), 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: fraction must be in [0, 1], got nan
+    """
+    share = float(real_number(fraction, "fraction"))
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {share!r}")
+    try:
+        checked = check_seed(seed)
+    except ValueError:
+        checked = None
+    if checked is None:  # None too: the split is deterministic for a seed
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}") from None
+    return share, checked
+
+
+def _length(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__} ({value!r})")
+    if value < 0:  # no episode is shorter than 0 steps
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+def _bound(value: Any, name: str) -> int | float | None:
+    if value is None:
+        return None
+    number = real_number(value, name)
+    if number != number:
+        raise ValueError(f"{name} must be a number, got nan")
+    return number
+
+
+def filter_args(
+    min_return: Any,
+    max_return: Any,
+    min_length: Any,
+    max_length: Any,
+    done_only: Any,
+    custom_data: Any,
+    predicate: Any,
+) -> tuple[Any, ...]:
+    """``filter_dataset``'s tests, checked and as plain Python, in the order given.
+
+    ``custom_data`` comes back as a new dict ({} for None); NaN bounds, negative lengths, a
+    lower bound above its upper one and a NaN in ``custom_data`` are ``ValueError``s (they
+    would filter silently), values of the wrong type ``TypeError``s.
+
+    Example:
+        >>> filter_args(np.float64(1.0), None, np.int64(2), None, np.True_, None, None)
+        (1.0, None, 2, None, True, {}, None)
+        >>> filter_args(None, None, None, None, "no", None, None)
+        Traceback (most recent call last):
+        ...
+        TypeError: done_only must be a bool, got str ('no')
+    """
+    low_ret, high_ret = _bound(min_return, "min_return"), _bound(max_return, "max_return")
+    low_len, high_len = _length(min_length, "min_length"), _length(max_length, "max_length")
+    for what, low, high in (("return", low_ret, high_ret), ("length", low_len, high_len)):
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"min_{what} {low} is above max_{what} {high}: nothing would pass")
+    flag = as_flag(done_only, "done_only")
+    if custom_data is not None and not isinstance(custom_data, Mapping):
+        raise TypeError(
+            f"custom_data must be a mapping of keys to values (or None), got "
+            f"{type(custom_data).__name__} ({custom_data!r})"
+        )
+    tests = dict(custom_data or {})
+    for key, value in tests.items():
+        if holds_nan(value):
+            raise ValueError(f"custom_data[{key!r}] holds a NaN, which equals nothing")
+    if predicate is not None and not callable(predicate):
+        raise TypeError(f"predicate must be callable or None, got {type(predicate).__name__}")
+    return low_ret, high_ret, low_len, high_len, flag, tests, predicate
+
+
+def merge_sources(sources: Any) -> list[PathLike]:
+    """``merge``'s ``sources`` as a list of paths: one path alone is a ``TypeError``.
+
+    A str iterated would be its characters; a single source goes in a list.
+
+    Example:
+        >>> merge_sources(("a", "b"))
+        ['a', 'b']
+        >>> merge_sources("a")
+        Traceback (most recent call last):
+        ...
+        TypeError: sources must be a list of dataset paths, got the single path 'a': pass ['a']
+    """
+    if isinstance(sources, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"sources must be a list of dataset paths, got the single path {sources!r}: "
+            f"pass [{sources!r}]"
+        )
+    if not hasattr(sources, "__iter__"):
+        raise TypeError(f"sources must be a list of dataset paths, got {type(sources).__name__}")
+    listed = list(sources)
+    for i, src in enumerate(listed):
+        if not isinstance(src, (str, os.PathLike)):
+            raise TypeError(
+                f"sources[{i}] must be a path (str or os.PathLike), got {type(src).__name__} "
+                f"({src!r})"
+            )
+    if not listed:
+        raise ValueError("merge needs at least one source")
+    return listed
+
+
+def holds_nan(value: Any) -> bool:
+    """Whether ``value`` is a float NaN or holds one in its dicts, lists and tuples."""
+    if isinstance(value, dict):
+        return any(holds_nan(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(holds_nan(v) for v in value)
+    return isinstance(value, float) and math.isnan(value)
