@@ -12,16 +12,18 @@ are the episodes' rows concatenated in order. Rows are, per episode:
 
 from __future__ import annotations
 
+import copy
 import reprlib
-from collections.abc import Iterator, Sequence, Set
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence, Set
 from typing import Any, Protocol
 
+import gymnasium as gym
 import numpy as np
 import tree
 
 from episodes.buffer.reading import filler_mismatch
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch_with_layout, filler_batch, unstackable_space
+from episodes.spaces import batch_with_layout, filler_batch, find_space_kind, unstackable_space
 
 __all__ = [
     "Connector",
@@ -55,6 +57,12 @@ class Connector(Protocol):
 
 class ConnectorPipeline:
     """Runs connectors in order, each getting the batch the previous one returned.
+
+    A call runs on a shallow copy of the caller's ``batch``, so a connector that refuses (after
+    earlier ones had added their columns) leaves the caller's batch as it was (contract §8.1):
+    only a call that succeeds updates it, to hold exactly what the pipeline returns, and
+    returns it (a connector returning something other than a mapping: that, the batch left
+    alone).
 
     Args:
         connectors: The connectors (callables), in order.
@@ -97,11 +105,38 @@ class ConnectorPipeline:
         self.connectors: list[Connector] = items
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch | None = None) -> Batch:
-        """Runs every connector on ``episodes``, starting from ``batch`` (or ``{}``)."""
-        out: Batch = {} if batch is None else batch
+        """Runs every connector on ``episodes``, starting from ``batch`` (or ``{}``).
+
+        Example:
+            >>> def refuse(eps, b):
+            ...     raise ValueError("no")
+            >>> batch = {"given": 1}
+            >>> pipe = ConnectorPipeline([lambda eps, b: {**b, "x": 1}, refuse])
+            >>> try:
+            ...     pipe([], batch)
+            ... except ValueError:
+            ...     pass
+            >>> batch  # the first connector's column is not left behind
+            {'given': 1}
+            >>> ConnectorPipeline([lambda eps, b: {**b, "x": 1}])([], batch) is batch, batch
+            (True, {'given': 1, 'x': 1})
+        """
+        if batch is None:
+            out: Batch = {}
+            for connector in self.connectors:
+                out = connector(episodes, out)
+            return out
+        # A shallow copy (one per call, not per row): connectors update the batch they are
+        # given in place, so a refusal part way would leave the earlier ones' columns behind.
+        out = copy.copy(batch)
         for connector in self.connectors:
             out = connector(episodes, out)
-        return out
+        if not isinstance(out, Mapping) or not isinstance(batch, MutableMapping):
+            return out
+        if out is not batch:
+            batch.clear()
+            batch.update(out)
+        return batch
 
     def append(self, connector: Connector) -> None:
         """Adds a connector at the end.
@@ -228,7 +263,10 @@ def as_arrays(
     getter padded with, goes into the error when the items do not stack: without a space a
     list-mode read pads with ``fill`` itself, which may not fit the items. ``space``, the
     column's, batches the items as ``to_numpy`` does: a Box item given as a Python list is a
-    row, not a struct of one leaf per component.
+    row, not a struct of one leaf per component; and a Tuple part comes back a tuple, as the
+    space says, whether its items were recorded as tuples or lists (gymnasium's ``Tuple`` takes
+    both, and ``to_numpy`` keeps lists of leaves for list items), so neither the item form nor
+    whether a read was padded with the space's filler tuples changes a column's structure.
 
     Raises:
         ValueError: ``space`` holds a Sequence, Graph or OneOf space, whose items have no
@@ -244,6 +282,9 @@ def as_arrays(
         >>> import gymnasium as gym
         >>> as_arrays([[0.0, 1.0], [2.0, 3.0]], space=gym.spaces.Box(-5, 5, (2,))).shape
         (2, 2)
+        >>> pair = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Discrete(3)))
+        >>> type(as_arrays([[0, 1], [2, 0]], space=pair)).__name__  # list items, a Tuple space
+        'tuple'
         >>> seq = gym.spaces.Sequence(gym.spaces.Discrete(3))
         >>> try:
         ...     as_arrays([(0, 1), (1, 2)], space=seq, name="FrameStack 'obs'")
@@ -259,13 +300,28 @@ def as_arrays(
             "the getters or get_data_dict()"
         )
     if finalized or not isinstance(value, list):
-        return value
+        return value if space is None else _space_nesting(value, space)
     try:
-        return batch_with_layout(value, space)
+        rows = batch_with_layout(value, space)
     except ValueError as err:
         if fill is None:
             raise
         raise ValueError(f"the rows read do not stack ({err}); {filler_mismatch(fill)}") from err
+    return rows if space is None else _space_nesting(rows, space)
+
+
+def _space_nesting(value: Any, space: Any) -> Any:
+    # Batched rows nested as the space is: a Tuple part as a tuple, also where its items were
+    # lists (batch_with_layout and a numpy'd column keep lists there). One walk of the space
+    # per read, not per row; values not nested like the space are left as they are.
+    if isinstance(space, gym.spaces.Tuple):
+        if value.__class__ not in (list, tuple) or len(value) != len(space.spaces):
+            return value
+        return tuple(_space_nesting(part, sub) for part, sub in zip(value, space.spaces))
+    if isinstance(space, gym.spaces.Dict) and isinstance(value, dict):
+        subs = space.spaces
+        return {k: _space_nesting(v, subs[k]) if k in subs else v for k, v in value.items()}
+    return value
 
 
 def id_rows(parts: list[Any]) -> list[Any]:
@@ -332,7 +388,7 @@ def filler_for(space: Any, fill: Any, *, one_hot_discrete: bool = False) -> Any:
 
     Raises:
         ValueError: ``fill`` cannot fill an item of ``space`` (a vector for scalar items, 0.5
-            for integer ones, a string for numbers).
+            for integer ones, a string for numbers, anything but a string for a Text part).
 
     Example:
         >>> import gymnasium as gym
@@ -341,10 +397,18 @@ def filler_for(space: Any, fill: Any, *, one_hot_discrete: bool = False) -> Any:
         >>> filler_for(gym.spaces.Discrete(3), 0.5)
         Traceback (most recent call last):
         ValueError: fill=0.5 cannot fill a leaf of dtype int64 (the value changes in that dtype)
+        >>> filler_for(gym.spaces.Text(4), 0.0)
+        Traceback (most recent call last):
+        ValueError: fill=0.0 cannot fill a Text leaf: give a string
     """
     if space is None:
         return fill
-    return filler_batch(space, fill, 0, one_hot_discrete=one_hot_discrete)
+    fillers = filler_batch(space, fill, 0, one_hot_discrete=one_hot_discrete)
+    # No fillers hold no value, so filler_batch lets any fill be none of a Text part's (an
+    # empty batch is built that way): checked here, as a padded read would refuse it.
+    if not isinstance(fill, str) and find_space_kind(space, (gym.spaces.Text,)) is not None:
+        raise ValueError(f"fill={fill!r} cannot fill a Text leaf: give a string")
+    return fillers
 
 
 def sliding_rows(value: Any, window: int) -> Any:

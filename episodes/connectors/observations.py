@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import tree
 
@@ -19,19 +20,22 @@ from episodes.connectors.base import (
     with_fill_dtype,
 )
 from episodes.episode import SingleAgentEpisode
+from episodes.spaces import find_space_kind
 
 __all__ = ["FlattenObservations", "FrameStack", "flatten_rows"]
 
 
-def flatten_rows(value: Any, rows: int | None = None) -> np.ndarray:
+def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_rows") -> np.ndarray:
     """A batched (possibly nested) value ``[B, ...]`` as one float32 matrix ``[B, D]``.
 
     Leaves are reshaped to ``[B, -1]`` and concatenated in dm-tree order (dict keys sorted).
     A value without leaves (items of an empty ``Dict``/``Tuple`` space, which gymnasium
     flattens to ``D = 0``) cannot show its row count: ``rows`` gives it, for ``[rows, 0]``.
+    ``name`` (the connector and column) leads an error's message.
 
     Raises:
-        ValueError: ``value`` has no leaves and ``rows`` is None.
+        ValueError: ``value`` has no leaves and ``rows`` is None, or a leaf holds strings
+            (items of a Text space), which are no numbers to flatten.
 
     Example:
         >>> flatten_rows({"a": np.zeros((2, 2)), "b": np.ones(2)})
@@ -47,6 +51,9 @@ def flatten_rows(value: Any, rows: int | None = None) -> np.ndarray:
                 f"flatten_rows: {value!r} has no leaves to count its rows by; pass rows="
             )
         return np.zeros((rows, 0), np.float32)
+    text = next((leaf.dtype for leaf in leaves if leaf.dtype.kind in "US"), None)
+    if text is not None:  # numpy's own error names neither the leaf nor why
+        raise ValueError(f"{name}: a leaf holds strings ({text}), which do not flatten to float32")
     rows = leaves[0].shape[0]
     mats = [leaf.reshape(rows, -1).astype(np.float32, copy=False) for leaf in leaves]
     return mats[0] if len(mats) == 1 else np.concatenate(mats, axis=1)
@@ -86,6 +93,17 @@ def _read_obs(
     return rows if fill is None else with_fill_dtype(rows, filler)
 
 
+def _check_flattenable(episode: SingleAgentEpisode, name: str, instead: str) -> None:
+    # Checked on the space before the read: strings do not flatten to float32, and numpy's
+    # error ("could not convert string to float") names neither the column nor the space.
+    space = episode.observation_space
+    if space is not None and find_space_kind(space, (gym.spaces.Text,)) is not None:
+        raise ValueError(
+            f"{name}: the observation space {space} of episode {episode.id_!r} holds a Text "
+            f"space, whose strings do not flatten to float32 rows; {instead}"
+        )
+
+
 def _join(parts: list[Any], key: str, episodes: list[SingleAgentEpisode], plain: str) -> Any:
     # ``plain``: the option that turns the one-hot off ("" when it is off already).
     ids = [ep.id_ for ep in episodes]
@@ -107,7 +125,8 @@ class FlattenObservations(EpisodeConnector):
 
     An empty ``Dict``/``Tuple`` observation gives ``D = 0`` columns, as gymnasium's ``flatdim``.
     Episodes whose rows do not join (spaces of other sizes) are a ``ValueError`` naming the
-    column and two such episodes; the batch is left as it was.
+    column and two such episodes; so is an observation space holding a Text space (strings do
+    not flatten), naming the column and the space. The batch is left as it was.
 
     Args:
         one_hot_discrete: One-hot Discrete/MultiDiscrete leaves. That needs the observation
@@ -143,8 +162,9 @@ class FlattenObservations(EpisodeConnector):
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop > start:
+                _check_flattenable(episode, name, "read them with the getters or AddLearnerColumns")
                 value = _read_obs(episode, start, stop, None, self.one_hot_discrete, name)
-                parts.append(flatten_rows(value, stop - start))
+                parts.append(flatten_rows(value, stop - start, name=name))
                 used.append(episode)
         if parts:
             batch[self.out_key] = _join(
@@ -165,7 +185,7 @@ class FrameStack(EpisodeConnector):
         fill: Filler for missing frames (default 0.0).
         flatten: Flatten (and one-hot) every frame and concatenate: ``[rows, n * D]`` float32,
             as :class:`FlattenObservations` flattens (an episode without an observation space
-            is not one-hot).
+            is not one-hot; one whose space holds a Text space is refused).
         out_key: The batch column to write.
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
 
@@ -206,9 +226,12 @@ class FrameStack(EpisodeConnector):
             if stop <= start:
                 continue
             first = start - self.n + 1
+            if self.flatten:
+                _check_flattenable(episode, name, "pass flatten=False to stack them unflattened")
             value = _read_obs(episode, first, stop, self.fill, self.flatten, name)
             if self.flatten:  # the fill keeps the window whole: n - 1 rows before the first
-                windows = sliding_rows(flatten_rows(value, stop - start + self.n - 1), self.n)
+                flat = flatten_rows(value, stop - start + self.n - 1, name=name)
+                windows = sliding_rows(flat, self.n)
                 # An explicit width: with D = 0, -1 cannot be inferred from a size-0 array.
                 parts.append(windows.reshape(windows.shape[0], self.n * windows.shape[2]))
             else:
