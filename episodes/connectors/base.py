@@ -23,7 +23,13 @@ import tree
 
 from episodes.buffer.reading import filler_mismatch
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch_with_layout, filler_batch, find_space_kind, unstackable_space
+from episodes.spaces import (
+    batch_with_layout,
+    filler_batch,
+    find_space_kind,
+    nest_as_space,
+    unstackable_space,
+)
 
 __all__ = [
     "Connector",
@@ -300,28 +306,14 @@ def as_arrays(
             "the getters or get_data_dict()"
         )
     if finalized or not isinstance(value, list):
-        return value if space is None else _space_nesting(value, space)
+        return nest_as_space(value, space)
     try:
         rows = batch_with_layout(value, space)
     except ValueError as err:
         if fill is None:
             raise
         raise ValueError(f"the rows read do not stack ({err}); {filler_mismatch(fill)}") from err
-    return rows if space is None else _space_nesting(rows, space)
-
-
-def _space_nesting(value: Any, space: Any) -> Any:
-    # Batched rows nested as the space is: a Tuple part as a tuple, also where its items were
-    # lists (batch_with_layout and a numpy'd column keep lists there). One walk of the space
-    # per read, not per row; values not nested like the space are left as they are.
-    if isinstance(space, gym.spaces.Tuple):
-        if value.__class__ not in (list, tuple) or len(value) != len(space.spaces):
-            return value
-        return tuple(_space_nesting(part, sub) for part, sub in zip(value, space.spaces))
-    if isinstance(space, gym.spaces.Dict) and isinstance(value, dict):
-        subs = space.spaces
-        return {k: _space_nesting(v, subs[k]) if k in subs else v for k, v in value.items()}
-    return value
+    return nest_as_space(rows, space)
 
 
 def id_rows(parts: list[Any]) -> list[Any]:

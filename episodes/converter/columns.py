@@ -23,7 +23,7 @@ from episodes.converter.alike import (
 )
 from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch_with_layout, unstackable_space
+from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
 from episodes.structs import id_key, is_nested, map_leaves
 
 ObsFn = Callable[[Any], Any]
@@ -149,7 +149,10 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
     # By the column's mode, not the type read: a numpy'd column of list-structured items
     # (an observation [x, y]) reads a list of leaves, already batched.
     what = f"extra_model_outputs[{key!r}]" if column == "extra" else column
-    return data if buffer.finalized else layout_batch(data, buffer.space, what)
+    batched = data if buffer.finalized else layout_batch(data, buffer.space, what)
+    # A Tuple part is a tuple whether its items were recorded as tuples or lists, so that
+    # chunks of both forms join.
+    return nest_as_space(batched, buffer.space)
 
 
 def layout_batch(items: Any, space: Any, what: str) -> Any:

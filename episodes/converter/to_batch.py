@@ -14,6 +14,7 @@ from episodes.converter.inputs import callable_or_none, column_keys, flag
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
 from episodes.runner import SampledChunks
+from episodes.spaces import nest_as_space
 from episodes.structs import is_nested, map_leaves
 
 # The columns every batch has; an extra output of one of these names would be appended to it.
@@ -31,11 +32,16 @@ _STANDARD_COLUMNS = (
 )
 
 
-def _concat(parts: list[Any]) -> Any:
+def _concat(name: str, parts: list[Any]) -> Any:
     if is_nested(parts[0]):
         import tree
 
-        return tree.map_structure(lambda *leaves: np.concatenate(leaves), *parts)
+        try:
+            return tree.map_structure(lambda *leaves: np.concatenate(leaves), *parts)
+        except (TypeError, ValueError) as err:  # dm-tree's words name no column
+            raise ValueError(
+                f"the chunks' {name!r} rows do not join ({err})"
+            ) from None
     return np.concatenate(parts)
 
 
@@ -111,7 +117,7 @@ def episodes_to_batch(
         next_obs = chunk.get_observations(slice(1, n + 1))
         if not chunk.observations.finalized:  # a list of items (numpy'd: batched leaves)
             next_obs = layout_batch(next_obs, chunk.observations.space, "observations")
-        add("next_obs", next_obs)
+        add("next_obs", nest_as_space(next_obs, chunk.observations.space))
         add("actions", rows(chunk, "actions"))
         add("rewards", np.asarray(rows(chunk, "rewards")))
         # Not from get_data_dict: there an extra output named "terminateds" would replace them.
@@ -130,7 +136,7 @@ def episodes_to_batch(
                 add(key, map_leaves(np.asarray, rows(chunk, "extra", key)))  # dicts too
     # Ids of other types (1 and True, 1 and "1") would be cast to one and merge.
     columns["eps_id"] = id_rows(columns["eps_id"])
-    batch_columns = {name: _concat(parts) for name, parts in columns.items()}
+    batch_columns = {name: _concat(name, parts) for name, parts in columns.items()}
     if obs_fn is not None:
         batch_columns["obs"] = obs_fn(batch_columns["obs"])
         batch_columns["next_obs"] = obs_fn(batch_columns["next_obs"])

@@ -10,6 +10,7 @@ from episodes.spaces.stacking import (
     batch_with_layout,
     equal_in_space,
     find_space_kind,
+    nest_as_space,
     unstackable_space,
 )
 
@@ -25,6 +26,7 @@ __all__ = [
     "is_flat",
     "map_leaves",
     "map_leaves_with_space",
+    "nest_as_space",
     "one_hot",
     "one_hot_size",
     "space_from_dict",

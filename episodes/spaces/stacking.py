@@ -176,6 +176,31 @@ def batch_with_layout(items: SequenceABC[Any], space: gs.Space[Any] | None) -> A
     return _in_space(items, space)
 
 
+def nest_as_space(value: Any, space: gs.Space[Any] | None) -> Any:
+    """Batched rows nested as ``space`` says: a Tuple part a tuple, also where it was a list.
+
+    Items of a Tuple space may be tuples or lists (gymnasium's ``Tuple`` contains both), and a
+    batch of list items keeps a list there (:func:`batch_in_space`). Readers that build training
+    columns call this so that their output nests alike whatever form the items were recorded
+    in. One walk of the space per batch, not per row; values not nested like the space (or no
+    space) are returned as they are.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> pair = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Discrete(3)))
+        >>> type(nest_as_space([np.array([0, 1]), np.array([2, 0])], pair)).__name__
+        'tuple'
+    """
+    if isinstance(space, gs.Tuple):
+        if value.__class__ not in (list, tuple) or len(value) != len(space.spaces):
+            return value
+        return tuple(nest_as_space(part, sub) for part, sub in zip(value, space.spaces))
+    if isinstance(space, gs.Dict) and isinstance(value, dict):
+        subs = space.spaces
+        return {k: nest_as_space(v, subs[k]) if k in subs else v for k, v in value.items()}
+    return value
+
+
 def unstackable_space(space: gs.Space[Any]) -> str | None:
     """The name of a space in ``space`` whose items cannot form a numpy column, if any.
 
