@@ -102,6 +102,11 @@ class GroupMetrics:
     def add_lost(self, *, num_env_steps: int, error: str) -> None:
         """Counts one lost request.
 
+        Raises:
+            ValueError: ``num_env_steps`` is not a whole number >= 0 (numpy ints taken; a float
+                or bool is refused, as ``RunnerMetrics.add_time`` refuses them); nothing is
+                counted then.
+
         Example:
             >>> m = GroupMetrics()
             >>> for k in range(12):
@@ -109,8 +114,9 @@ class GroupMetrics:
             >>> m.num_lost_samples, m.num_lost_env_steps, len(m.errors), m.errors[0]  # latest 10
             (12, 48, 10, 'lost 2')
         """
+        num_env_steps = whole_number(num_env_steps, "num_env_steps", 0)  # before any count
         self.num_lost_samples += 1
-        self.num_lost_env_steps += int(num_env_steps)
+        self.num_lost_env_steps += num_env_steps
         self.errors = [*self.errors, error][-MAX_ERRORS:]
 
     def reduce(self, *, reset: bool = True) -> dict[str, Any]:

@@ -46,10 +46,11 @@ from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.device_blocks import DeviceBlocks, to_host, to_host_all
-from episodes.runner.device_values import as_device_batch, check_env_flags
+from episodes.runner.device_values import as_device_batch, as_host_typed, check_env_flags
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.policy import check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset
+from episodes.runner.rewards import refused_rewards
 from episodes.runner.table import Recording
 from episodes.runner.timing import now
 from episodes.structs import flatten, map_batch
@@ -216,12 +217,16 @@ class DeviceRecorder(BatchedRecorder):
         device = blocks.device
         r = self.row
         try:  # free while they convert; else a ValueError naming the field, not torch's
-            device_rewards = torch.as_tensor(rewards, device=device)
+            # Not a tensor (a list of Python floats): typed as numpy types it, float64.
+            host = rewards if isinstance(rewards, torch.Tensor) else as_host_typed(rewards)
+            device_rewards = torch.as_tensor(host, device=device)
             terminateds = torch.as_tensor(terminateds, dtype=torch.bool, device=device)
             truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
         except (TypeError, ValueError, RuntimeError):
             check_env_flags(rewards, terminateds, truncateds, device)
             raise
+        if device_rewards.dtype.is_complex:  # the float64 row would drop the imaginary part
+            raise refused_rewards(device_rewards.dtype)
         try:
             device_actions = as_device_batch(actions, device, "the policy's actions")
             device_extras = {

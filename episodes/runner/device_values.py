@@ -23,7 +23,7 @@ import torch
 
 from episodes.structs import map_batch
 
-__all__ = ["as_device_batch", "check_env_flags", "tensor_dtype"]
+__all__ = ["as_device_batch", "as_host_typed", "check_env_flags", "tensor_dtype"]
 
 # What torch raises for values no tensor holds (strings, objects, None, ragged lists).
 _REFUSED = (TypeError, ValueError, RuntimeError)
@@ -46,6 +46,8 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
 
     def tensor(leaf: Any) -> Any:
         try:
+            if not isinstance(leaf, torch.Tensor):  # the usual leaf: no conversion
+                leaf = as_host_typed(leaf)
             return torch.as_tensor(leaf, device=device)
         except NotImplementedError:  # a meta tensor (a RuntimeError): the caller names it
             raise
@@ -53,6 +55,24 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
             raise _refused(name, leaf) from None
 
     return map_batch(tensor, batch)
+
+
+def as_host_typed(value: Any) -> Any:
+    """``value`` as numpy types it (``np.asarray``), where numpy can; else ``value`` itself.
+
+    What the numpy path records for a list: Python floats are float64 there, where
+    ``torch.as_tensor`` would make them float32 (torch's default dtype) and round them. A
+    value numpy cannot convert (a list of tensors on an accelerator, a ragged list) is given
+    back for torch's own conversion, or its refusal, to decide.
+
+    Example:
+        >>> as_host_typed([0.1, 0.2]).dtype, as_host_typed([1, 2]).dtype
+        (dtype('float64'), dtype('int64'))
+    """
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, RuntimeError):
+        return value
 
 
 def tensor_dtype(value: Any, name: str) -> torch.dtype:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["chunk_infos", "env_info", "FINAL_KEYS", "same_infos"]
+__all__ = ["chunk_infos", "env_info", "FINAL_KEYS", "reported", "same_infos"]
 
 #: Keys that same-step autoreset adds to the infos of a finished sub-env.
 FINAL_KEYS = ("final_obs", "final_info", "_final_obs", "_final_info")
@@ -62,6 +62,76 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         # array, which would change the recorded ones.
         out[key] = item.copy() if isinstance(item, np.ndarray) and item.ndim else item
     return out
+
+
+def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -> np.ndarray | None:
+    """Which sub-envs reported any info key (None: none did), from gymnasium's ``_key`` masks.
+
+    Keys in ``drop`` do not count (as ``env_info(..., drop=...)`` leaves them out). Every
+    ``_key`` mask of the other keys, nested dicts' too, must hold one flag per sub-env: read
+    only when there are infos, one shape comparison per mask.
+
+    Raises:
+        TypeError: ``infos`` is not a dict (a ``DictInfoToList`` wrapper's list).
+        ValueError: A mask of another shape than ``(num_envs,)``, or of values that are no
+            flags, naming the mask's key (a short mask would drop the last sub-envs' infos, or
+            fail in numpy's broadcasting words; a long one would blame its key's values).
+
+    Example:
+        >>> reported({"x": np.array([1, 2]), "_x": np.array([False, True])}, 2).tolist()
+        [False, True]
+        >>> reported({"x": np.array([1, 2]), "_x": np.array([True])}, 2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: the env's infos['_x'] must hold one flag per sub-env (gymnasium's mask ...
+    """
+    if not infos:
+        return None
+    if not isinstance(infos, dict):
+        raise TypeError(
+            f"the env gave its infos as a {type(infos).__name__}: the runner reads gymnasium's "
+            "batched dict of infos (no DictInfoToList wrapper)"
+        )
+    mask: np.ndarray | None = None
+    unmasked = False
+    for key, value in infos.items():
+        if key in drop or (isinstance(key, str) and key.startswith("_")):
+            continue
+        if isinstance(value, dict) and value:
+            _check_masks(value, num_envs, f"[{key!r}]")
+        flags = infos.get("_" + key) if isinstance(key, str) else None
+        if flags is None:
+            unmasked = True  # reported by every sub-env; the other masks are still checked
+            continue
+        flags = _flags(flags, num_envs, f"[{'_' + key!r}]", f"[{key!r}]")
+        mask = flags.copy() if mask is None else mask | flags  # the env's own array untouched
+    return np.ones(num_envs, bool) if unmasked else mask
+
+
+def _check_masks(infos: dict[str, Any], num_envs: int, where: str) -> None:
+    """Checks the ``_key`` masks of a nested info dict (at ``where``), recursively."""
+    for key, value in infos.items():
+        if isinstance(key, str) and key.startswith("_"):
+            continue
+        if isinstance(value, dict) and value:
+            _check_masks(value, num_envs, f"{where}[{key!r}]")
+        flags = infos.get("_" + key) if isinstance(key, str) else None
+        if flags is not None:
+            _flags(flags, num_envs, f"{where}[{'_' + key!r}]", f"{where}[{key!r}]")
+
+
+def _flags(flags: Any, num_envs: int, where: str, of: str) -> np.ndarray:
+    """The mask ``flags`` (at ``where``, of the key at ``of``) as bools, one per sub-env."""
+    try:
+        array = np.asarray(flags, dtype=bool)
+    except (TypeError, ValueError):  # strings, ragged lists: no flags
+        array = None
+    if array is None or array.shape != (num_envs,):
+        got = f"shape {array.shape}" if array is not None else f"a {type(flags).__name__}"
+        raise ValueError(
+            f"the env's infos{where} must hold one flag per sub-env (gymnasium's mask of the "
+            f"sub-envs that reported infos{of}), got {got} for {num_envs} sub-envs"
+        )
+    return array
 
 
 def chunk_infos(recording: Any, k: int) -> list[Any]:

@@ -142,6 +142,10 @@ class RunnerMetrics:
         ``num_env_steps``, ``num_vector_steps``, ``sample_time_s``, ``env_steps_per_s``,
         ``total_env_steps``, ``total_episodes``.
 
+        Raises:
+            TypeError: ``reset`` not a bool (numpy's bools are taken; ``"no"`` would clear
+                the figures); nothing is read or cleared then.
+
         Example:
             >>> m = RunnerMetrics()
             >>> m.add_episode(4.0, 4); m.add_time(8, 4, 2.0)
@@ -151,6 +155,8 @@ class RunnerMetrics:
             >>> math.isnan(out["mean_episode_return"]), out["num_env_steps"], out["total_episodes"]
             (True, 0, 1)
         """
+        if not isinstance(reset, (bool, np.bool_)):  # a group's reduce refuses it alike
+            raise TypeError(f"reset must be True or False, got {reset!r}")
         n = self.num_episodes
         first = max(len(self.episode_returns) - self.max_listed, 0)
         returns = self.episode_returns[first:]

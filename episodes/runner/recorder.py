@@ -42,11 +42,12 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks, Finals
-from episodes.runner.infos import FINAL_KEYS, env_info
+from episodes.runner.infos import FINAL_KEYS, env_info, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.nesting import check_env_rows, stacked_finals
 from episodes.runner.policy import check_numpy_dtype, check_outputs_hold_data
+from episodes.runner.rewards import REAL_KINDS, refused_rewards
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
 from episodes.runner.timing import now
 from episodes.structs import map_batch
@@ -55,33 +56,6 @@ __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
 
 Reset = Callable[..., tuple[Any, dict[str, Any]]]
 Infos = dict[tuple[int, int], dict[str, Any]]
-
-
-def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -> np.ndarray | None:
-    """Which sub-envs reported any info key (None: none did), from gymnasium's ``_key`` masks.
-
-    Keys in ``drop`` do not count (as ``env_info(..., drop=...)`` leaves them out).
-
-    Example:
-        >>> reported({"x": np.array([1, 2]), "_x": np.array([False, True])}, 2).tolist()
-        [False, True]
-    """
-    if not infos:
-        return None
-    if not isinstance(infos, dict):
-        raise TypeError(
-            f"the env gave its infos as a {type(infos).__name__}: the runner reads gymnasium's "
-            "batched dict of infos (no DictInfoToList wrapper)"
-        )
-    mask: np.ndarray | None = None
-    for key in infos:
-        if key in drop or (isinstance(key, str) and key.startswith("_")):
-            continue
-        flags = infos.get("_" + key) if isinstance(key, str) else None
-        if flags is None:
-            return np.ones(num_envs, bool)
-        mask = np.array(flags, bool) if mask is None else mask | np.asarray(flags, bool)
-    return mask
 
 
 def host_array(value: Any) -> np.ndarray:
@@ -306,6 +280,8 @@ class BatchedRecorder:
         # Not cast to float64 here: the block row and the running returns are float64, and
         # numpy widens each value exactly on the way in (a float32 copy per step saved).
         rewards = np.asarray(rewards)
+        if rewards.dtype.kind not in REAL_KINDS:  # before anything is written (complex, str)
+            raise refused_rewards(rewards.dtype)
         terminateds = np.asarray(terminateds, dtype=bool)
         truncateds = np.asarray(truncateds, dtype=bool)
         if self.row >= self.blocks.step_rows:
