@@ -69,12 +69,13 @@ def storage_device(device: Any, storage: Any) -> torch.device | None:
     """``device`` as a ``torch.device`` (None stays None), refused if a given storage is elsewhere.
 
     A given storage is filled where it is: ``device`` may only name its device (``"cuda"`` is
-    the current CUDA device), and then the storage's own spelling is returned.
+    the current CUDA device, ``"cpu:0"`` the CPU), and then the storage's own spelling is
+    returned.
 
     Example:
         >>> from episodes.rollout import RolloutStorage
         >>> storage = RolloutStorage("rl", 2, 3, [4], [1])
-        >>> storage_device("cpu", storage), storage_device(None, storage)
+        >>> storage_device("cpu:0", storage), storage_device(None, storage)
         (device(type='cpu'), None)
         >>> storage_device("meta", storage)
         Traceback (most recent call last):
@@ -97,8 +98,10 @@ def storage_device(device: Any, storage: Any) -> torch.device | None:
 
 
 def _resolved(device: torch.device) -> torch.device:
-    """``device`` with the index a tensor created there would get (``cuda`` -> ``cuda:k``)."""
-    if device.index is not None or device.type in ("cpu", "meta"):
+    """``device`` as a tensor made there has it (``cuda`` -> ``cuda:k``, ``cpu:0`` -> ``cpu``)."""
+    if device.type in ("cpu", "meta"):  # one device each: torch drops their index
+        return torch.device(device.type)
+    if device.index is not None:
         return device
     module = getattr(torch, device.type, None)
     current = getattr(module, "current_device", None)
@@ -175,7 +178,10 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
     (``RolloutStorage.write_block`` refuses an int64 300 for a uint8 field).
 
     ``wanted`` is the storage a conversion would make for the chunks (on the ``meta`` device:
-    shapes without memory). Fields the given storage has beyond ``wanted``'s stay as they are.
+    shapes without memory). A field the given storage has beyond ``wanted``'s (privileged
+    observations, hidden states the keys do not name) is refused too: the conversion would
+    not write it, and the generators would hand its earlier rollout's contents out as this
+    rollout's (as a longer storage would its rows, :func:`check_storage_size`).
 
     Example:
         >>> from episodes.rollout import RolloutStorage
@@ -185,12 +191,18 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
         Traceback (most recent call last):
         ...
         ValueError: the given storage's observations hold steps of shape (3,), these chunks' ...
+        >>> extra = RolloutStorage("rl", 2, 5, [3], [1], privileged_observations=[2])
+        >>> check_storage_layout(extra, RolloutStorage("rl", 2, 5, [3], [1], device="meta"))
+        Traceback (most recent call last):
+        ...
+        ValueError: the given storage holds privileged_observations, which these chunks do not ...
     """
     if storage.training_type != wanted.training_type:
         raise ValueError(
             f"the given storage is for training_type {storage.training_type!r}, "
             f"not {wanted.training_type!r}"
         )
+    _refuse_unfilled(storage, wanted)
     for field, names in wanted.field_names.items():
         # A write fills a field's every leaf: other dict keys or another number of parts
         # would fail part-way.
@@ -214,7 +226,7 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
     for which in ("actor", "critic"):
         mine, theirs = (getattr(s, f"saved_hidden_states_{which}") for s in (storage, wanted))
         if mine is None or theirs is None:
-            continue  # none to write, or allocated on the first write
+            continue  # none to write (refused above if the storage has some), or allocated
         have, want = ([tuple(t.shape) for t in states] for states in (mine, theirs))
         if have != want:
             raise ValueError(
@@ -222,6 +234,22 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
             )
         for held, written in zip(mine, theirs):
             _check_dtype(f"{which} hidden states", held.dtype, written.dtype)
+
+
+def _refuse_unfilled(storage: Any, wanted: Any) -> None:
+    """Refuses fields (and hidden states) of ``storage`` that a write of ``wanted``'s leaves."""
+    unfilled = [field for field in storage.field_names if field not in wanted.field_names]
+    for which in ("actor", "critic"):
+        if getattr(storage, f"saved_hidden_states_{which}") is not None and (
+            getattr(wanted, f"saved_hidden_states_{which}") is None
+        ):
+            unfilled.append(f"{which} hidden states (ColumnKeys.{which}_hidden names none)")
+    if unfilled:
+        raise ValueError(
+            f"the given storage holds {unfilled[0]}, which these chunks do not fill: the "
+            "generators would hand out its earlier contents as this rollout's; give a "
+            "storage without them, or none"
+        )
 
 
 def _check_dtype(name: str, mine: torch.dtype, theirs: torch.dtype) -> None:

@@ -172,7 +172,12 @@ def ready_storage(
     check_storage_size(storage, *cols.dones.shape)
     # The layout a storage was last found to take is remembered: a storage reused rollout
     # after rollout is checked once (building the meta storage costs about 80 us).
-    layout = _layout_of(cols, obs, actions, training_type, keys, dtype)
+    # A write may have given it hidden states since: those are refused unless the keys name them.
+    layout = (
+        *_layout_of(cols, obs, actions, training_type, keys, dtype),
+        storage.saved_hidden_states_actor is None,
+        storage.saved_hidden_states_critic is None,
+    )
     if _CHECKED.get(storage) != layout:
         meta = torch.device("meta")
         check_storage_layout(

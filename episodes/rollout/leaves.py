@@ -290,7 +290,9 @@ def unalias(
     ``shared``, or one of ``also_own``, the hidden states), as in
     ``write_block(0, share=True, values=st.rewards)``. Taken, it would make two fields one
     memory, and a write into one (``compute_returns`` into the advantages) would change the
-    other: it is copied instead.
+    other: it is copied instead. So is a source whose memory another field took already (a
+    tensor of ``shared``: ``values=st.rewards`` once the rewards were taken) or takes in this
+    same write (``rewards=x, values=x``): only the first put of a memory takes it.
 
     ``one_step`` (a write of one step's rows, :meth:`RolloutStorage.add_transition`) looks
     only at sources that are views: a step's row of the storage is one (``st.values[3]``),
@@ -305,6 +307,10 @@ def unalias(
         >>> _, puts = unalias([], [("v", tensors["r"])], tensors, set(), share=True)
         >>> [take for _, _, take in puts]  # another field's tensor: copied, not taken
         [False]
+        >>> x = torch.ones(4, 1)
+        >>> _, puts = unalias([], [("r", x), ("v", x)], tensors, set(), share=True)
+        >>> [take for _, _, take in puts]  # one memory for two fields: the second copies it
+        [True, False]
     """
     if one_step and all(src._base is None for _, src in chain(copies, puts)):
         return copies, [(n, src, share) for n, src in puts]
@@ -328,14 +334,37 @@ def unalias(
         own = {memory_of(n) for n in tensors if n not in shared}
         own.update(memory(t) for t in also_own)
     copies = [(dst, src.clone() if memory(src) in written else src) for dst, src in copies]
+    # Byte spans the fields take or keep: the shared tensors (one field's each), then the
+    # sources taken by this write. A taken tensor is contiguous: its span is all its memory.
+    spans = {n: _span(tensors[n]) for n in shared} if share else {}
     out = []
     for n, src in puts:
         if src is tensors[n]:
             out.append((n, src, share and n in shared))
             continue
         where = memory(src)
-        out.append((n, src.clone() if where in written else src, share and where not in own))
+        if where in written:
+            src = src.clone()
+        take = share and where not in own and can_take(tensors[n], src)
+        if take:
+            span = _span(src)
+            take = not any(_overlap(span, other) for m, other in spans.items() if m != n)
+        if take:
+            spans[n] = span  # the field lets go of the memory it took before, if any
+        else:
+            spans.pop(n, None)  # copied into memory of the storage's own
+        out.append((n, src, take))
     return copies, out
+
+
+def _span(tensor: torch.Tensor) -> tuple[int, int]:
+    """The bytes a contiguous ``tensor`` spans, as ``[start, stop)`` addresses."""
+    start = tensor.data_ptr()
+    return start, start + tensor.numel() * tensor.element_size()
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
 
 
 def put_leaf(

@@ -375,7 +375,7 @@ class RolloutStorage:
         taken as the storage's tensor instead of copied: the field then shares memory with
         the caller's tensor (see :attr:`shared`). The storage never writes into a taken tensor
         (a later write replaces it with a copy first); writing into it from outside changes
-        both. A block in the storage's own memory (another field's tensor) is copied instead.
+        both. A block in memory another field holds or takes (even shared) is copied instead.
 
         Returns:
             ``k``, the number of steps written.

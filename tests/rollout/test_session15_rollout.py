@@ -74,13 +74,15 @@ def test_share_reads_own_rows_as_before_the_call(device):
     assert not same_memory(st.rewards, st.values) and not st.shared
 
 
-def test_share_of_a_shared_field_still_takes_the_callers_memory(device):
-    # Another field's taken tensor is the caller's memory, not the storage's: still taken.
+def test_share_of_a_shared_field_is_copied_not_taken_twice(device):
+    # Another field's taken tensor is the caller's memory, but taking it again would put two
+    # fields on one memory (contract §9.2): the second field gets a copy.
     st = make(device)
     outside = torch.ones(T, N, device=device)
     st.write_block(0, share=True, rewards=outside)
     st.write_block(0, share=True, values=st.rewards)
-    assert st.shared == {"rewards", "values"} and same_memory(st.values, outside)
+    assert st.shared == {"rewards"} and not same_memory(st.values, outside)
+    assert torch.equal(st.values.reshape(T, N), outside)
     st.clear()
     st.add_transition(Transition(rewards=torch.zeros(N, device=device)))
     assert torch.equal(outside, torch.ones(T, N, device=device))  # never written
