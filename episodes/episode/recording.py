@@ -95,7 +95,9 @@ class StepRecorder:
             >>> ep = SingleAgentEpisode(); ep.add_env_reset([0.0, 1.0]); ep.is_reset
             True
         """
-        stored = len(self.observations.store)
+        # Visible observations only: an episode built with lookback data and nothing else
+        # starts after its lookback, as RLlib's does.
+        stored = len(self.observations)
         if stored or self.is_done:
             raise AssertionError(
                 "add_env_reset needs an empty, not-done episode; this one already holds "

@@ -747,6 +747,29 @@ def test_a_step_without_a_reset_is_refused() -> None:  # "step-without-reset"
     assert theirs.t == 1  # RLlib counted the lookback observations as a reset
 
 
+def test_a_reset_after_lookback_only_data_starts_the_episode_as_rllib_does() -> None:
+    # The refusal above points at add_env_reset, which both accept: the episode starts after
+    # its lookback, and the steps that follow read alike.
+    def lookback_only(cls: Any, buf: Any) -> Any:
+        return cls(
+            "a",
+            observations=buf([0, 1], lookback=2),
+            infos=buf([{}, {}], lookback=2),
+            actions=buf([5], lookback=1),
+            rewards=buf([1.0], lookback=1),
+        )
+
+    ours, theirs = lookback_only(OSAE, OBuf), lookback_only(RSAE, RBuf)
+    for ep in (ours, theirs):
+        ep.add_env_reset(2)
+        ep.add_env_step(3, 0, 1.0)
+    assert ours.t == theirs.t == 1 and len(ours) == len(theirs) == 1
+    assert ours.get_observations() == theirs.get_observations() == [2, 3]
+    assert ours.get_actions() == theirs.get_actions() == [0]
+    lookback = {"indices": -1, "neg_index_as_lookback": True}
+    assert ours.get_observations(**lookback) == theirs.get_observations(**lookback) == 1
+
+
 def test_a_t_started_that_is_no_int_is_refused() -> None:  # "t-started-not-int"
     with pytest.raises(TypeError, match="t_started"):
         OSAE(t_started=2.7)
