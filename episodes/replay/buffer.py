@@ -12,11 +12,11 @@ from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
+from episodes.replay.rng import sampling_generator
 from episodes.replay.sequences import sample_chunks, sample_sequences
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 from episodes.replay.transitions import transition_batch
-from episodes.seeds import check_rng_seed
 
 __all__ = ["EpisodeReplayBuffer"]
 
@@ -63,7 +63,8 @@ class EpisodeReplayBuffer(BufferAccess):
         seed: Seed of the sampling generator, as ``np.random.default_rng`` takes it: None,
             an int >= 0 (numpy ints taken), a list of ints >= 0, or a numpy ``SeedSequence``,
             ``BitGenerator`` or ``Generator`` (used itself); a float, a bool or a negative int
-            is a ``ValueError``.
+            is a ``ValueError``, a bit generator that is not one of numpy's own classes (a
+            subclass of ``PCG64``), which the state could not restore, a ``TypeError``.
 
     Example:
         >>> buf = EpisodeReplayBuffer(capacity=100, seed=0)
@@ -83,7 +84,7 @@ class EpisodeReplayBuffer(BufferAccess):
             raise ValueError(f"capacity must be an int >= 1, got {capacity!r}")
         self.capacity = int(capacity)
         self.batch_size_B = sampling.check_positive(batch_size_B, "batch_size_B")
-        self.rng = np.random.default_rng(check_rng_seed(seed))
+        self.rng = sampling_generator(seed)
         self._store = StepStore()
         self._table = EpisodeTable()
         self._evicted: dict[Any, None] = {}  # insertion-ordered: the eviction order

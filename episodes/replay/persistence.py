@@ -22,12 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from episodes.io import DatasetError, DatasetWriter, dataset_info, read_episodes
+from episodes.io import (
+    DatasetError,
+    DatasetWriter,
+    UnstorableValueError,
+    dataset_info,
+    read_episodes,
+)
 from episodes.io.format import fsync_dir
 from episodes.io.joins import manifest_pieces
 from episodes.io.values import decode_value, encode_value, id_key
 from episodes.replay import saved_files
 from episodes.replay.errors import EvictedEpisodeError
+from episodes.replay.rng import checked_generator, sampling_generator
 from episodes.replay.saved_files import (
     META_CRC,
     PRIORITIES_CRC,
@@ -37,7 +44,6 @@ from episodes.replay.saved_files import (
     seal,
 )
 from episodes.replay.state import generator_from_state
-from episodes.seeds import check_rng_seed
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
@@ -55,7 +61,10 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
         FileExistsError: ``path`` exists.
         episodes.io.UnstorableValueError: An info, output or episode id (stored or evicted)
             the disk format cannot hold: ids are JSON values, so a numpy scalar or bytes id
-            that ``add`` took is refused here (nothing is written).
+            that ``add`` took is refused here, the message naming the id and its place
+            (nothing is written).
+        TypeError: A generator (``buffer.rng`` assigned after construction) over a bit
+            generator that is not one of numpy's own, which ``load`` could not restore.
 
     Example:
         >>> import tempfile
@@ -74,6 +83,12 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     final = Path(path)
     if final.exists():
         raise FileExistsError(f"{final} exists; save a buffer to a new directory")
+    checked_generator(buffer.rng, "rng")  # a save load() could not restore: nothing written
+    # Typed as the datasets store ids: a tuple id is no JSON list on the way back.
+    evicted = _encoded_ids(buffer.get_evicted_ids(), "evicted id {i} of {n}, in eviction order")
+    _encoded_ids(
+        buffer.get_episode_ids(), "stored episode {i} of {n}, oldest first"
+    )  # checked before anything is written
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
@@ -89,10 +104,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             "capacity": buffer.capacity,
             "batch_size_B": buffer.batch_size_B,
             "counters": buffer.get_counters(),
-            # Typed as the datasets store ids: a tuple id is no JSON list on the way back.
-            "evicted": [
-                encode_value(i, blob=None, where="evicted id") for i in buffer.get_evicted_ids()
-            ],
+            "evicted": evicted,
             # JSON-safe: MT19937 and Philox states hold arrays (lists load back the same).
             "rng": _plain(buffer.rng.bit_generator.state),
         }
@@ -114,6 +126,20 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _encoded_ids(ids: list[Any], place: str) -> list[Any]:
+    """The ids as the datasets store them; an unstorable one is named with its place."""
+    encoded = []
+    for i, id_ in enumerate(ids):
+        try:
+            encoded.append(encode_value(id_, blob=None, where="id"))
+        except UnstorableValueError as err:
+            raise UnstorableValueError(
+                f"episode id {id_!r} ({place.format(i=i, n=len(ids))}) cannot be saved: the "
+                f"dataset stores ids that are str, int, float, bool or tuples of them ({err})"
+            ) from None
+    return encoded
 
 
 def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> EpisodeReplayBuffer:
@@ -158,7 +184,8 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         raise ValueError(f"{root}: unsupported replay buffer version {version!r}")
     _check_meta(meta, root)
     _check_episodes_dir(root / "episodes")
-    check_rng_seed(seed)  # the caller's: refused as it is, not as damage of the save
+    if seed is not None:  # the caller's: refused as it is, not as damage of the save
+        sampling_generator(seed)
     buffer: EpisodeReplayBuffer
     try:  # the saved settings: a capacity, batch size or alpha the buffer refuses is damage
         if meta["kind"] == "prioritized":

@@ -15,6 +15,9 @@ from episodes.replay.sum_tree import SumTree
 
 __all__ = ["PrioritizedEpisodeReplayBuffer"]
 
+# The least priority stored: RLlib 2.60 raises every priority below 1e-12 to 1e-12 too.
+ZERO_PRIORITY = 1e-12
+
 
 class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     """Transitions drawn with probability ``p_i^alpha / sum_j p_j^alpha``.
@@ -221,12 +224,14 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         """Sets the priorities of sampled items (the last sample's transitions by default).
 
         Items evicted since they were sampled are skipped; a repeated index keeps its last
-        priority.
+        priority. A priority below :data:`ZERO_PRIORITY` (``1e-12``, RLlib's floor), a TD error
+        of 0 say, is stored as that floor: the item stays drawable, rarely.
 
         Raises:
             ValueError: No indices (nothing sampled yet, or the last sample drew sequences or
-                episodes), lengths differ, priorities that are
-                not finite and > 0, or indices this buffer never issued. Nothing changes then.
+                episodes; a string there, RLlib's ``module_id``, too), lengths differ,
+                priorities that are negative, NaN or infinite, or whose power ``alpha`` is 0 or
+                infinite, or indices this buffer never issued. Nothing changes then.
 
         Example:
             >>> from episodes import SingleAgentEpisode
@@ -246,6 +251,12 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 "update_priorities needs indices: the last sample drew no transitions (nothing "
                 "sampled yet, or sequences or episodes)"
             )
+        if isinstance(indices, (str, bytes)):  # RLlib's second argument is a module id
+            raise ValueError(
+                f"indices must be a batch's item indices, got {indices!r}: RLlib's "
+                "update_priorities(priorities, module_id) takes a module id there; this buffer "
+                "has none, so call update_priorities(priorities) for the last sample's items"
+            )
         idx = _host(indices)
         prio = _host(priorities)
         if prio.size and prio.dtype.kind not in "iuf":  # no strings, bools or complex numbers
@@ -259,9 +270,12 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if not len(idx):
             return
         top = float(prio.max())
-        if not (prio.min() > 0 and top < np.inf):  # NaN fails both
-            bad = prio[~(np.isfinite(prio) & (prio > 0))][:5]
-            raise ValueError(f"priorities must be finite and > 0, got {bad.tolist()}")
+        low = float(prio.min())
+        if not (low >= 0 and top < np.inf):  # NaN fails both
+            bad = prio[~(np.isfinite(prio) & (prio >= 0))][:5]
+            raise ValueError(f"priorities must be finite and >= 0, got {bad.tolist()}")
+        if low < ZERO_PRIORITY:  # a TD error of 0: RLlib's floor, drawn with a tiny probability
+            prio = np.maximum(prio, ZERO_PRIORITY)
         if cached is not None and cached[1:] == (self._store.moves, self._kills):
             slots = cached[0]  # the sampled slots, all still live: no search needed
         else:

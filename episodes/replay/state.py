@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.replay.columns import Column
+from episodes.replay.rng import checked_generator
 from episodes.replay.sampling import check_non_negative, check_positive, int_array
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
@@ -50,6 +51,7 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         0
     """
     store, table = buffer._store, buffer._table
+    checked_generator(buffer.rng, "rng")  # a state that set_state could not restore
     keep = np.flatnonzero(store.live[: store.end])
     remap = np.full(store.end + 1, -1, np.int64)
     remap[keep] = np.arange(len(keep))
@@ -188,7 +190,8 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     _check_infos(steps["infos"], "steps['infos']")
     _check_infos(eps["final_info"], "episodes['final_info']")
     spaces = _spaces(state["spaces"])
-    store = _restore_store(steps, state["next_uid"], state.get("layout"))
+    added = check_non_negative(state["num_added"], "counters['added_timesteps']")
+    store = _restore_store(steps, state["next_uid"], state.get("layout"), max(capacity, added))
     table = EpisodeTable()
     for i, id_ in enumerate(eps["ids"]):
         row = table.open(
@@ -464,17 +467,23 @@ def _placed(compact: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:
 
 
 def _restore_store(
-    steps: dict[str, Any], next_uid: int, layout: dict[str, Any] | None
+    steps: dict[str, Any], next_uid: int, layout: dict[str, Any] | None, most: int
 ) -> StepStore:
+    # The layout is checked before anything is allocated: a store of ``most`` steps added
+    # (or held) grows to at most twice the rows it needed.
     store = StepStore()
     n = len(steps["rewards"])
     end = n if layout is None else check_non_negative(layout["end"], "layout['end']")
     rows = end if layout is None else max(check_non_negative(layout["size"], "layout['size']"), end)
-    if rows:  # an empty buffer's state restores no rows, as a new buffer has none
-        store.reserve(rows)
+    if layout is not None and len(layout["uid"]) != end:
+        raise ValueError(f"layout['end'] is {end}, but layout['uid'] holds {len(layout['uid'])}")
+    if rows > 2 * max(64, most, end):
+        raise ValueError(f"layout['size'] {rows} exceeds twice the rows the buffer ever needed")
     at = np.arange(n) if layout is None else _indices(layout["slots"], "layout['slots']", n)
     if n and (at[0] < 0 or at[-1] >= end or np.any(at[1:] <= at[:-1])):
         raise ValueError(f"layout['slots'] must rise from slot to slot within 0 .. {end - 1}")
+    if rows:  # an empty buffer's state restores no rows, as a new buffer has none
+        store.reserve(rows)
     if steps["obs"] is not None:
         store.obs = Column(store.size, steps["obs"])
         store.actions = Column(store.size, steps["actions"])

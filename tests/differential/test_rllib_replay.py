@@ -218,3 +218,107 @@ def test_rllib_deviation_sample_episodes_is_not_n_step_transitions():
     assert [len(e) for e in ours.sample(2, sample_episodes=True)] == [10, 10]
     batch = ours.sample(4, n_step=3, gamma=0.9)  # the n-step transitions RLlib's episodes hold
     assert len(batch["n_step"]) == 4
+
+
+def test_rllib_deviation_short_truncated_window():  # "short-window-flags"
+    """Pinned: every window ending at a truncation is ``truncated`` here; RLlib flags only the
+    full one (an episode of 3 steps, ``n_step=3``: RLlib {0: True, 1: False, 2: False})."""
+    ((mine, rl),) = _twin_chunks(0, 3, [], "truncated")
+    ours, theirs = EpisodeReplayBuffer(100), RBuffer(100)
+    ours.add(mine)
+    theirs.add(rl)
+    theirs.rng = np.random.default_rng(0)
+    flags = {
+        e.t_started: e.is_truncated for e in theirs.sample(200, n_step=3, sample_episodes=True)
+    }
+    assert flags == {0: True, 1: False, 2: False}  # RLlib
+    got = ours.get_transitions(ours.locate("e0", [0, 1, 2]), n_step=3, gamma=0.5)
+    assert got["truncateds"].tolist() == [True, True, True]
+    assert got["terminateds"].tolist() == [False, False, False]
+    assert got["n_step"].tolist() == [3, 2, 1]
+
+
+def test_rllib_deviation_sequence_length_in_the_constructor():  # "constructor-sequence-length"
+    """Pinned: RLlib's ``batch_length_T`` in the constructor makes plain ``sample()`` return
+    sequences; ours takes it per call and ``sample()`` returns transitions."""
+    ((mine, rl),) = _twin_chunks(0, 10, [], "terminated")
+    theirs = RBuffer(100, batch_size_B=4, batch_length_T=5)
+    theirs.add(rl)
+    assert np.asarray(theirs.sample()["obs"]).shape == (4, 5, 2)  # RLlib
+    with pytest.raises(TypeError, match="batch_length_T"):
+        EpisodeReplayBuffer(100, batch_size_B=4, batch_length_T=5)
+    ours = EpisodeReplayBuffer(100, batch_size_B=4, seed=0)
+    ours.add(mine)
+    assert ours.sample()["obs"].shape == (4, 2)
+    assert ours.sample(batch_length_T=5)["obs"].shape == (4, 5, 2)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("uniform-sample-beta", dict(beta=0.4)),  # "uniform-sample-beta"
+        ("sample-to-numpy", dict(to_numpy=True, sample_episodes=True)),  # "sample-to-numpy"
+        (
+            "sample-min-length",  # "sample-min-length"
+            dict(min_batch_length_T=1, batch_length_T=2, sample_episodes=True),
+        ),
+    ],
+)
+def test_rllib_deviation_sample_keywords_we_refuse(name, kwargs):
+    """Pinned: keywords RLlib's uniform ``sample`` takes (and ignores, or needs no more here)
+    are a ``TypeError`` here, not swallowed."""
+    ((mine, rl),) = _twin_chunks(0, 10, [], "terminated")
+    ours, theirs = EpisodeReplayBuffer(100, seed=0), RBuffer(100)
+    ours.add(mine)
+    theirs.add(rl)
+    theirs.rng = np.random.default_rng(0)
+    extra = {"n_step": 1} if kwargs.get("sample_episodes") else {}
+    out = theirs.sample(4, **kwargs, **extra)  # RLlib takes it
+    if name == "sample-to-numpy":
+        assert not any(e.is_numpy for e in out)  # and ignores it
+        assert all(e.is_numpy for e in ours.sample(2, sample_episodes=True))
+    if name == "sample-min-length":
+        assert out and all(len(e) >= 1 for e in out)
+    if name == "uniform-sample-beta":
+        assert np.asarray(out["obs"]).shape[:2] == (4, 64)  # ignored: its default sequences
+    with pytest.raises(TypeError, match=next(iter(kwargs))):
+        ours.sample(4, **kwargs)
+
+
+def test_rllib_deviation_update_priorities_second_argument():  # "update-priorities-module-id"
+    """Pinned: RLlib's second argument is a module id; ours is the indices, and a string
+    there is a ValueError naming RLlib's module_id (nothing changed)."""
+    ((mine, rl),) = _twin_chunks(0, 10, [], "terminated")
+    ours, theirs = PrioritizedEpisodeReplayBuffer(100, seed=0), RPrioritized(100)
+    ours.add(mine)
+    theirs.add(rl)
+    theirs.sample(4, n_step=1)
+    theirs.update_priorities(np.full(4, 2.0), "default_policy")  # RLlib
+    batch = ours.sample(4)
+    with pytest.raises(ValueError, match="module_id"):
+        ours.update_priorities(np.full(4, 2.0), "default_policy")
+    assert ours.get_priorities(batch["indices"]).tolist() == [1.0] * 4
+    ours.update_priorities(np.full(4, 2.0))
+    assert ours.get_priorities(batch["indices"]).tolist() == [2.0] * 4
+
+
+def test_rllib_deviation_zero_priority():  # "zero-priority"
+    """Pinned: both raise priorities from 0 up to 1e-12 to 1e-12 (before alpha); RLlib raises
+    negative ones too, where ours refuses them."""
+    ((mine, rl),) = _twin_chunks(0, 10, [], "terminated")
+    ours = PrioritizedEpisodeReplayBuffer(100, alpha=0.6, seed=0)
+    theirs = RPrioritized(100, alpha=0.6)
+    ours.add(mine)
+    theirs.add(rl)
+    theirs.sample(4, n_step=1)
+    values = [0.0, -1.0, 1e-13, 2.0]
+    floored = dict(zip(theirs._last_sampled_indices, [max(v, 1e-12) ** 0.6 for v in values]))
+    theirs.update_priorities(np.array(values))  # RLlib: no error, every value floored
+    assert {i: theirs._sum_segment[i] for i in floored} == pytest.approx(floored)
+    ours.update_priorities([0.0, 1e-13, 2.0], [0, 1, 2])
+    assert ours.get_priorities([0, 1, 2]).tolist() == [1e-12, 1e-12, 2.0]
+    assert ours.get_state()["prioritized"]["leaves"][0] == pytest.approx(1e-12**0.6)
+    before = ours.get_priorities([0, 1, 2])
+    with pytest.raises(ValueError, match=">= 0"):
+        ours.update_priorities([-1.0], [0])
+    assert ours.get_priorities([0, 1, 2]).tolist() == before.tolist()

@@ -198,9 +198,9 @@ def test_stepless_end_piece_needs_no_extra_keys_and_fits_the_columns():
 def test_importance_weight_of_an_overflowing_priority_ratio_is_not_zero():
     buf = PrioritizedEpisodeReplayBuffer(100, alpha=1.0, seed=0)
     buf.add(_head(n=2))
-    buf.update_priorities([1e-300, 1e10], [0, 1])
+    buf.update_priorities([1e-12, 1e300], [0, 1])
     batch = buf.sample(64, beta=0.1)
-    expected = math.exp(-0.1 * (math.log(1e10) - math.log(1e-300)))
+    expected = math.exp(-0.1 * (math.log(1e300) - math.log(1e-12)))
     weights = batch["weights"][batch["indices"] == 1]
     assert len(weights) and np.all(weights == np.float32(expected))
     assert np.all(batch["weights"][batch["indices"] == 0] == 1.0)

@@ -56,7 +56,6 @@ def test_priorities_follow_items(stream, capacity, alpha, seed):
         ("NaN", [float("nan")], [0]),
         ("infinite", [float("inf")], [0]),
         ("negative", [-1.0], [0]),
-        ("zero", [0.0], [0]),
         ("never issued", [1.0], [10_000]),
         ("two-dimensional", [[1.0]], [[0]]),
         ("float indices", [1.0], [0.5]),
@@ -75,8 +74,9 @@ def test_bad_priorities_change_nothing(name, priorities, indices):
 @pytest.mark.parametrize(
     ("name", "alpha", "priorities"),
     [
-        # Finite and > 0, but 1e-200 ** 2 is 0 in the tree: sampling gave rows -1, weights inf.
-        ("p ** alpha underflows to 0", 2.0, [1e-200] * 4),
+        # Finite and > 0 (raised to 1e-12), but 1e-12 ** 30 is 0 in the tree: sampling gave
+        # rows -1, weights inf.
+        ("p ** alpha underflows to 0", 30.0, [1e-200] * 4),
         ("p ** alpha overflows", 2.0, [1e200, 1.0, 1.0, 1.0]),
         # Each finite, the sum infinite: every draw went to the last item.
         ("the sum overflows", 1.0, [1e308, 1e308, 1.0, 1.0]),
