@@ -28,6 +28,7 @@ from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.runner.sizing import allocating
+from episodes.runner.state_layout import StateLayout
 from episodes.seeds import check_env_seed
 from episodes.structs import flatten, unflatten
 
@@ -152,17 +153,17 @@ class EnvRunner:
         self.policy = policy
         self.num_envs = int(env.num_envs)
         self.autoreset_mode = autoreset_mode_of(env)
-        self.len_lookback_buffer = lookback
+        self._lookback = lookback
         if initial_state is None:
             initial_state = getattr(policy, "initial_state", None)
         self._initial_state = initial_state
         self.state_batch_axis = _axis(state_batch_axis)
         self.seed = seed
-        self.numpy_episodes = as_flag(numpy_episodes, "numpy_episodes")  # "no" would be True
+        self.numpy_episodes = numpy_episodes  # checked by the property
         self.metrics = RunnerMetrics()
         self._obs: Any = None
         self.state: Any = None
-        self._state_layout: _StateLayout | None = None  # what every returned state must match
+        self._state_layout: StateLayout | None = None  # what every returned state must match
         self._output_keys: tuple[str, ...] | None = None  # the policy's extra outputs
         self._output_key_set: frozenset[str] = frozenset()
         self._output_shapes: dict[str | None, Any] = {}
@@ -171,10 +172,24 @@ class EnvRunner:
         self._recorder = BatchedRecorder(
             self.num_envs,
             self.autoreset_mode,
-            self.len_lookback_buffer,
+            self._lookback,
             self.metrics,
             vector_steps=window == "vector_steps",
         )
+
+    @property
+    def len_lookback_buffer(self) -> int:
+        """Lookback of the continuing chunks; read-only: the recorder was made with it."""
+        return self._lookback
+
+    @property
+    def numpy_episodes(self) -> bool:
+        """Whether ``sample`` returns numpy'd chunks; set it to a bool (else a ``TypeError``)."""
+        return self._numpy_episodes
+
+    @numpy_episodes.setter
+    def numpy_episodes(self, value: bool) -> None:
+        self._numpy_episodes = as_flag(value, "numpy_episodes")  # "no" would be True
 
     @property
     def is_recurrent(self) -> bool:
@@ -314,7 +329,7 @@ class EnvRunner:
             return recorder
         state = None if self._initial_state is None else self._initial_state(self.num_envs)
         if self._initial_state is not None:
-            self._state_layout = _StateLayout.of(state, self.num_envs, self.state_batch_axis)
+            self._state_layout = StateLayout.of(state, self.num_envs, self.state_batch_axis)
         # Sync and async vector envs take a list of seeds too; VectorEnv's signature says int
         obs, reset_infos = self.env.reset(seed=self.seed)  # type: ignore[arg-type]
         # Before the device recorder is picked by its first leaf (either recorder's begin
@@ -324,7 +339,7 @@ class EnvRunner:
             recorder = _device_recorder(
                 self.num_envs,
                 self.autoreset_mode,
-                self.len_lookback_buffer,
+                self._lookback,
                 self.metrics,
                 vector_steps=self.window == "vector_steps",
             )
@@ -376,8 +391,8 @@ class EnvRunner:
         """The state with the started sub-envs' entries taken from a fresh ``initial_state``.
 
         Leaf by leaf, in the structure the policy returned (``initial_state`` may give a
-        namedtuple where the policy returns a tuple: :class:`_StateLayout` checked that the
-        leaves pair up). Tensor leaves under a device mask are picked on the device (no sync);
+        namedtuple where the policy returns a tuple: ``StateLayout`` checked that the leaves
+        pair up). Tensor leaves under a device mask are picked on the device (no sync);
         other leaves by the mask's rows on the host (one copy of a device mask per step, which
         only a policy keeping numpy state on a tensor env pays). Fresh entries are cast to
         the dtype of the state the policy returned, on every path.
@@ -406,64 +421,10 @@ class EnvRunner:
         return unflatten(structure, out)
 
 
-class _StateLayout:
-    """The leaf shapes of a recurrent policy's first state, which every later state repeats.
-
-    A reset pairs the state's leaves with a fresh ``initial_state``'s, leaf by leaf: a state
-    whose leaves differ in number or shape is refused before the env steps (a containers'
-    type may differ: a namedtuple and a tuple hold the same leaves).
-    """
-
-    __slots__ = ("shapes", "structure")
-
-    def __init__(self, shapes: list[tuple[int, ...]], structure: Any):
-        self.shapes = shapes
-        self.structure = structure
-
-    @classmethod
-    def of(cls, state: Any, num_envs: int, axis: int) -> _StateLayout:
-        """Checks a first state (leaves with ``num_envs`` entries along ``axis``); its layout."""
-        if state is None:
-            raise ValueError(
-                "initial_state returned None: a recurrent policy's state is an array/tensor or "
-                "a tuple/dict of them, with one entry per sub-env (the runner resets a "
-                "sub-env's entries when it starts an episode); a policy without a state is "
-                "a feed-forward policy(obs) -> (actions, extras)"
-            )
-        leaves, structure = flatten(state)
-        _check_state_axis(leaves, num_envs, axis)
-        for leaf in leaves:  # reset steps copy its entries into the policy's state
-            check_holds_data(leaf, "initial_state's state")
-        return cls([_shape(leaf) for leaf in leaves], structure)
-
-    def check(self, state: Any, source: str = "the policy returned") -> None:
-        """Raises a ``ValueError`` when ``state``'s leaves differ from the first state's."""
-        if self.structure is None and getattr(state, "shape", None) == self.shapes[0]:
-            return  # the usual single array or tensor: one comparison per step
-        leaves, structure = flatten(state)
-        shapes = [_shape(leaf) for leaf in leaves]
-        same = shapes == self.shapes
-        if same and structure is not None and self.structure is not None:
-            try:  # dict keys must match too; container types may differ
-                tree.assert_same_structure(structure, self.structure, check_types=False)
-            except (TypeError, ValueError):
-                same = False
-        if not same:
-            raise ValueError(
-                f"{source} a state of leaf shapes {shapes}, the first initial_state's are "
-                f"{self.shapes}: every step's state holds the same leaves (a sub-env's reset "
-                "takes its entries from initial_state, leaf by leaf)"
-            )
-
-
 def _axis(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"state_batch_axis must be an int, got {value!r}")
     return int(value)
-
-
-def _shape(leaf: Any) -> tuple[int, ...]:
-    return tuple(getattr(leaf, "shape", None) or np.shape(leaf))
 
 
 def _is_tensor(value: Any) -> bool:
@@ -486,17 +447,6 @@ def _with_rows(old: Any, new: Any, rows: list[int], axis: int) -> Any:
     where = (slice(None),) * (axis % out.ndim) + (rows,)  # -1 too
     out[where] = new[where]
     return out
-
-
-def _check_state_axis(leaves: list[Any], num_envs: int, axis: int) -> None:
-    """Every state leaf must hold one entry per sub-env along ``axis`` (reset picks by it)."""
-    for leaf in leaves:
-        shape = _shape(leaf)
-        if not -len(shape) <= axis < len(shape) or shape[axis] != num_envs:
-            raise ValueError(
-                f"a recurrent state leaf of shape {shape} has no axis {axis} of {num_envs} "
-                "entries, one per sub-env: set state_batch_axis to the state's env axis"
-            )
 
 
 def _detached(state: Any) -> Any:
