@@ -770,6 +770,14 @@ def test_a_reset_after_lookback_only_data_starts_the_episode_as_rllib_does() -> 
     assert ours.get_observations(**lookback) == theirs.get_observations(**lookback) == 1
 
 
+@pytest.mark.parametrize("id_", ["", 0, False], ids=["empty-str", "zero", "false"])
+def test_a_falsy_id_is_kept(id_: Any) -> None:  # "falsy-id"
+    ours = OSAE(id_).id_
+    assert ours == id_ and type(ours) is type(id_)
+    theirs = RSAE(id_).id_
+    assert isinstance(theirs, str) and len(theirs) == 32 and theirs != id_  # a fresh uuid4
+
+
 def test_a_t_started_that_is_no_int_is_refused() -> None:  # "t-started-not-int"
     with pytest.raises(TypeError, match="t_started"):
         OSAE(t_started=2.7)
