@@ -237,6 +237,53 @@ def same_nesting(a: Any, b: Any) -> bool:
     return not is_nested(b)
 
 
+def common_nesting(structures: list[Any]) -> Any:
+    """One structure for values that nest alike (see ``same_nesting``): tuples where any has one.
+
+    A Tuple space's items may be recorded as lists (gymnasium's Tuple takes them), while its
+    fillers are tuples: a read that pads such items with fillers is nested as tuples wherever it
+    is padded, as :func:`~episodes.spaces.batch_in_space` nests a list-mode read of the same
+    items, so numpy and list mode agree; only values that are all lists there keep lists.
+
+    Example:
+        >>> common_nesting([[1, {"a": [2]}], (1, {"a": [2]})])
+        (1, {'a': [2]})
+        >>> common_nesting([[1, 2], [3, 4]])
+        [1, 2]
+    """
+    first = structures[0]
+    if isinstance(first, dict):
+        return {key: common_nesting([s[key] for s in structures]) for key in first}
+    if first.__class__ in (list, tuple):
+        parts = [common_nesting([s[i] for s in structures]) for i in range(len(first))]
+        return parts if all(s.__class__ is list for s in structures) else tuple(parts)
+    return first
+
+
+def map_alike(fn: Any, parts: list[Any]) -> Any:
+    """``fn`` over each group of matching leaves of ``parts`` that nest alike, one result.
+
+    Tuples and lists stand for each other (see :func:`same_nesting`) and the result nests as
+    :func:`common_nesting` of the parts, so chunks whose Tuple items were recorded as tuples
+    join those recorded as lists (or read without a space).
+
+    Raises:
+        ValueError: The parts do not nest alike (other dict keys, sequence lengths).
+
+    Example:
+        >>> out = map_alike(np.concatenate, [[np.zeros(1), np.ones(1)], (np.ones(2), np.zeros(2))])
+        >>> type(out).__name__, [leaf.tolist() for leaf in out]
+        ('tuple', [[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    """
+    first = parts[0]
+    if not is_nested(first):
+        return fn(parts)
+    if not all(same_nesting(first, part) for part in parts[1:]):
+        raise ValueError("the parts do not nest alike (other dict keys or sequence lengths)")
+    leaves_of = [flatten(part)[0] for part in parts]
+    return unflatten(common_nesting(parts), [fn(list(group)) for group in zip(*leaves_of)])
+
+
 def leaves_up_to(structure: Any, item: Any) -> list[Any] | None:
     """``item``'s values at ``structure``'s leaves (in :func:`flatten`'s order), or None.
 

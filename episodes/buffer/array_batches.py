@@ -18,7 +18,7 @@ import numpy as np
 
 from episodes.spaces import batch as stack_items
 from episodes.spaces import filler_batch, one_hot
-from episodes.structs import flatten, map_leaves, same_nesting, unflatten
+from episodes.structs import common_nesting, flatten, map_leaves, same_nesting, unflatten
 
 __all__ = [
     "ArrayBatchOps",
@@ -50,29 +50,6 @@ def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discret
         [[-1.0, -1.0], [-1.0, -1.0], [-1.0, -1.0]]
     """
     return filler_batch(space, fill, count, one_hot_discrete=one_hot_discrete)
-
-
-def common_nesting(structures: list[Any]) -> Any:
-    """One structure for values that nest alike (see ``same_nesting``): tuples where any has one.
-
-    A Tuple space's items may be recorded as lists (gymnasium's Tuple takes them), while its
-    fillers are tuples: a read that pads such items with fillers is nested as tuples wherever it
-    is padded, as :func:`~episodes.spaces.batch_in_space` nests a list-mode read of the same
-    items, so numpy and list mode agree; only values that are all lists there keep lists.
-
-    Example:
-        >>> common_nesting([[1, {"a": [2]}], (1, {"a": [2]})])
-        (1, {'a': [2]})
-        >>> common_nesting([[1, 2], [3, 4]])
-        [1, 2]
-    """
-    first = structures[0]
-    if isinstance(first, dict):
-        return {key: common_nesting([s[key] for s in structures]) for key in first}
-    if first.__class__ in (list, tuple):
-        parts = [common_nesting([s[i] for s in structures]) for i in range(len(first))]
-        return parts if all(s.__class__ is list for s in structures) else tuple(parts)
-    return first
 
 
 def join(parts: list[Any]) -> Any:

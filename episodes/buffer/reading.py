@@ -19,11 +19,17 @@ import gymnasium as gym
 import numpy as np
 
 from episodes import indexing
-from episodes.buffer.array_batches import common_nesting
 from episodes.buffer.discrete_window import window_one_hot
 from episodes.buffer.store import Store
 from episodes.spaces import filler_item, one_hot
-from episodes.structs import flatten, is_nested, leaves_up_to, same_nesting, unflatten
+from episodes.structs import (
+    common_nesting,
+    flatten,
+    is_nested,
+    leaves_up_to,
+    same_nesting,
+    unflatten,
+)
 
 # Dtype kinds of numbers and bools.
 _NUMBERS = "biufc"

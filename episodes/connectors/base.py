@@ -12,9 +12,8 @@ are the episodes' rows concatenated in order. Rows are, per episode:
 
 from __future__ import annotations
 
-import copy
 import reprlib
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence, Set
+from collections.abc import Iterator, MutableMapping, Sequence, Set
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -26,10 +25,10 @@ from episodes.episode import SingleAgentEpisode
 from episodes.spaces import (
     batch_with_layout,
     filler_batch,
-    find_space_kind,
     nest_as_space,
     unstackable_space,
 )
+from episodes.structs import map_alike
 
 __all__ = [
     "Connector",
@@ -64,11 +63,9 @@ class Connector(Protocol):
 class ConnectorPipeline:
     """Runs connectors in order, each getting the batch the previous one returned.
 
-    A call runs on a shallow copy of the caller's ``batch``, so a connector that refuses (after
-    earlier ones had added their columns) leaves the caller's batch as it was (contract §8.1):
-    only a call that succeeds updates it, to hold exactly what the pipeline returns, and
-    returns it (a connector returning something other than a mapping: that, the batch left
-    alone).
+    A call returns what the last connector returned (connectors may update the batch in place
+    or return a new one). One that a connector refuses, after earlier ones had added their
+    columns, puts the caller's ``batch`` back to the keys and values it held (contract §8.1).
 
     Args:
         connectors: The connectors (callables), in order.
@@ -124,25 +121,21 @@ class ConnectorPipeline:
             ...     pass
             >>> batch  # the first connector's column is not left behind
             {'given': 1}
-            >>> ConnectorPipeline([lambda eps, b: {**b, "x": 1}])([], batch) is batch, batch
-            (True, {'given': 1, 'x': 1})
         """
-        if batch is None:
-            out: Batch = {}
+        out: Batch = {} if batch is None else batch
+        # The caller's top-level keys, to put back if a connector refuses part way (shipped
+        # connectors update the batch they are given in place, so the earlier ones' columns
+        # would stay behind); one shallow copy a call, not per row.
+        before = dict(batch) if isinstance(batch, MutableMapping) else None
+        try:
             for connector in self.connectors:
                 out = connector(episodes, out)
-            return out
-        # A shallow copy (one per call, not per row): connectors update the batch they are
-        # given in place, so a refusal part way would leave the earlier ones' columns behind.
-        out = copy.copy(batch)
-        for connector in self.connectors:
-            out = connector(episodes, out)
-        if not isinstance(out, Mapping) or not isinstance(batch, MutableMapping):
-            return out
-        if out is not batch:
-            batch.clear()
-            batch.update(out)
-        return batch
+        except BaseException:
+            if before is not None and batch is not None:
+                batch.clear()
+                batch.update(before)
+            raise
+        return out
 
     def append(self, connector: Connector) -> None:
         """Adds a connector at the end.
@@ -397,10 +390,24 @@ def filler_for(space: Any, fill: Any, *, one_hot_discrete: bool = False) -> Any:
         return fill
     fillers = filler_batch(space, fill, 0, one_hot_discrete=one_hot_discrete)
     # No fillers hold no value, so filler_batch lets any fill be none of a Text part's (an
-    # empty batch is built that way): checked here, as a padded read would refuse it.
-    if not isinstance(fill, str) and find_space_kind(space, (gym.spaces.Text,)) is not None:
+    # empty batch is built that way): checked here, as a padded read would refuse it. Only
+    # for spaces of Text parts alone: where numbers sit beside the text no one fill serves
+    # both, so those are refused only where a read pads.
+    if not isinstance(fill, str) and _text_only(space):
         raise ValueError(f"fill={fill!r} cannot fill a Text leaf: give a string")
     return fillers
+
+
+def _text_only(space: Any) -> bool:
+    if isinstance(space, gym.spaces.Text):
+        return True
+    if isinstance(space, gym.spaces.Dict):
+        parts: list[Any] = list(space.spaces.values())
+    elif isinstance(space, gym.spaces.Tuple):
+        parts = list(space.spaces)
+    else:
+        return False
+    return bool(parts) and all(_text_only(part) for part in parts)
 
 
 def sliding_rows(value: Any, window: int) -> Any:
@@ -467,4 +474,5 @@ def concat_rows(parts: list[Any]) -> Any:
     """
     if len(parts) == 1:  # a copy still: the batch owns its rows, as with several episodes
         return tree.map_structure(np.array, parts[0])
-    return tree.map_structure(lambda *xs: np.concatenate(xs, axis=0), *parts)
+    # Lists and tuples join (a Tuple space's items come as either, or without a space).
+    return map_alike(np.concatenate, parts)

@@ -42,8 +42,17 @@ def step_layout(rows: Any, kinds: bool = True) -> Any:
         kind = np.asarray(leaf).dtype.kind if kinds else None
         return ("i" if kind == "u" else kind), tuple(np.shape(leaf)[1:])
 
-    # A dict's keys compare as a set, a list and a tuple differ: as tree's joins treat them.
-    return map_leaves(leaf_layout, rows)
+    # A dict's keys compare as a set, and a list and a tuple alike: as the joins
+    # (episodes.structs.map_alike) treat them.
+    return _as_tuples(map_leaves(leaf_layout, rows))
+
+
+def _as_tuples(layout: Any) -> Any:
+    if isinstance(layout, dict):
+        return {key: _as_tuples(value) for key, value in layout.items()}
+    if isinstance(layout, (list, tuple)):
+        return tuple(_as_tuples(value) for value in layout)
+    return layout
 
 
 def same_space(a: Any, b: Any) -> bool:

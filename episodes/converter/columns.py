@@ -24,7 +24,7 @@ from episodes.converter.alike import (
 from episodes.converter.refusals import check_storable_extra
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
-from episodes.structs import id_key, is_nested, map_leaves
+from episodes.structs import id_key, map_alike, map_leaves
 
 ObsFn = Callable[[Any], Any]
 
@@ -179,11 +179,7 @@ def layout_batch(items: Any, space: Any, what: str) -> Any:
 def _concat(parts: list[Any]) -> Any:
     if len(parts) == 1:
         return parts[0]
-    if is_nested(parts[0]):
-        import tree
-
-        return tree.map_structure(lambda *leaves: np.concatenate(leaves), *parts)
-    return np.concatenate(parts)
+    return map_alike(np.concatenate, parts)
 
 
 def _stack_envs(
@@ -195,11 +191,7 @@ def _stack_envs(
     numpy promotes them (Python ints next to floats in one Box).
     """
     check_alike_envs(per_env, field, labels, spaces)
-    if is_nested(per_env[0]):
-        import tree
-
-        return tree.map_structure(lambda *leaves: np.stack(leaves, axis=1), *per_env)
-    return np.stack(per_env, axis=1)
+    return map_alike(lambda leaves: np.stack(leaves, axis=1), list(per_env))
 
 
 def extra_keys_for(keys: ColumnKeys, training_type: str) -> list[str]:
@@ -497,7 +489,12 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
     spaces = [chunk.observations.space for chunk in chunks]
     # One space for all, or none: chunks of other spaces are batched as they come.
     space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
-    return transform_batch(layout_batch(items, space, "observations"), obs_fn)
+    batched = layout_batch(items, space, "observations")
+    # Nested as the columns are: as the space says where the chunks that declare one agree.
+    declared = [s for s in spaces if s is not None]
+    if space is None and declared and all(s == declared[0] for s in declared):
+        space = declared[0]
+    return transform_batch(nest_as_space(batched, space), obs_fn)
 
 
 def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:

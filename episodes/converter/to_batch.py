@@ -15,7 +15,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
 from episodes.runner import SampledChunks
 from episodes.spaces import nest_as_space
-from episodes.structs import is_nested, map_leaves
+from episodes.structs import is_nested, map_alike, map_leaves
 
 # The columns every batch has; an extra output of one of these names would be appended to it.
 _STANDARD_COLUMNS = (
@@ -34,14 +34,10 @@ _STANDARD_COLUMNS = (
 
 def _concat(name: str, parts: list[Any]) -> Any:
     if is_nested(parts[0]):
-        import tree
-
         try:
-            return tree.map_structure(lambda *leaves: np.concatenate(leaves), *parts)
-        except (TypeError, ValueError) as err:  # dm-tree's words name no column
-            raise ValueError(
-                f"the chunks' {name!r} rows do not join ({err})"
-            ) from None
+            return map_alike(np.concatenate, parts)
+        except ValueError as err:
+            raise ValueError(f"the chunks' {name!r} rows do not join ({err})") from None
     return np.concatenate(parts)
 
 

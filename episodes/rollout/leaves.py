@@ -334,9 +334,11 @@ def unalias(
         own = {memory_of(n) for n in tensors if n not in shared}
         own.update(memory(t) for t in also_own)
     copies = [(dst, src.clone() if memory(src) in written else src) for dst, src in copies]
-    # Byte spans the fields take or keep: the shared tensors (one field's each), then the
-    # sources taken by this write. A taken tensor is contiguous: its span is all its memory.
-    spans = {n: _span(tensors[n]) for n in shared} if share else {}
+    # Byte spans the fields take or keep: the shared tensors (one field's each) that this
+    # write does not replace, then the sources it takes. A taken tensor is contiguous: its
+    # span is all its memory.
+    replaced = {n for n, src in puts if src is not tensors[n]}
+    spans = {n: _span(tensors[n]) for n in shared - replaced} if share else {}
     out = []
     for n, src in puts:
         if src is tensors[n]:

@@ -225,3 +225,20 @@ def test_fast_path_never_puts_one_extra_output_in_two_fields():
     assert torch.equal(st.values, st.actions_log_prob)
     st.values.add_(1.0)  # a write into one field leaves the other
     assert not torch.equal(st.values, st.actions_log_prob)
+
+
+@pytest.mark.parametrize("order", ["rewards-first", "values-first"])
+def test_share_takes_blocks_that_rotate_between_fields_in_any_keyword_order(order):
+    # Double buffering: a block one field held is handed to another field in the write that
+    # replaces it; no two fields end up on one memory, so both are taken whatever the order.
+    T, N = 4, 2
+    a, b, c = torch.ones(T, N), torch.full((T, N), 2.0), torch.full((T, N), 3.0)
+    st = RolloutStorage("rl", N, T, [3], [1], distribution_params=())
+    st.write_block(0, share=True, rewards=a, values=b)
+    st.clear()
+    kw = {"rewards": b, "values": c}
+    if order == "values-first":
+        kw = {"values": c, "rewards": b}
+    st.write_block(0, share=True, **kw)
+    assert st.shared == {"rewards", "values"}
+    assert st.rewards.data_ptr() == b.data_ptr() and st.values.data_ptr() == c.data_ptr()
