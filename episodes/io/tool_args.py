@@ -17,8 +17,10 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -31,20 +33,25 @@ __all__ = ["filter_args", "holds_nan", "merge_sources", "real_number", "split_ar
 PathLike = str | os.PathLike[str]
 
 
-def real_number(value: Any, name: str) -> int | float:
-    """``value`` as a Python int or float (numpy ints and floats taken), else a ``TypeError``.
+def real_number(value: Any, name: str) -> Any:
+    """``value`` as plain Python (numpy ints and floats as int and float), else a ``TypeError``.
 
-    Bools are refused (``True`` is no fraction or bound), and so are strings (``"0.5"``).
+    Any ``numbers.Real`` is taken (a ``Fraction`` stays one: return bounds compare exactly,
+    and :mod:`decimal` values, which are not ``Real``, are taken too); bools are refused
+    (``True`` is no fraction or bound), and so are strings (``"0.5"``).
 
     Example:
         >>> real_number(np.float32(0.5), "fraction"), real_number(np.int64(2), "min_return")
         (0.5, 2)
+        >>> from fractions import Fraction
+        >>> real_number(Fraction(5, 2), "min_return")
+        Fraction(5, 2)
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-        value, (int, float, np.integer, np.floating)
-    ):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, Decimal)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} ({value!r})")
-    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return float(value) if isinstance(value, np.floating) else value
 
 
 def split_args(fraction: Any, seed: Any) -> tuple[float, int]:

@@ -469,16 +469,17 @@ def _placed(compact: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:
 def _restore_store(
     steps: dict[str, Any], next_uid: int, layout: dict[str, Any] | None, most: int
 ) -> StepStore:
-    # The layout is checked before anything is allocated: a store of ``most`` steps added
-    # (or held) grows to at most twice the rows it needed.
+    # The layout is checked before anything is allocated. A store of ``most`` steps added (or
+    # held) grows to at most twice the rows it needed, unless ``set_counters`` lowered the
+    # count since: a larger ``size`` is reserved only up to that bound (the rows beyond it
+    # hold nothing), so a crafted one allocates nothing and a real one still restores.
     store = StepStore()
     n = len(steps["rewards"])
     end = n if layout is None else check_non_negative(layout["end"], "layout['end']")
     rows = end if layout is None else max(check_non_negative(layout["size"], "layout['size']"), end)
     if layout is not None and len(layout["uid"]) != end:
         raise ValueError(f"layout['end'] is {end}, but layout['uid'] holds {len(layout['uid'])}")
-    if rows > 2 * max(64, most, end):
-        raise ValueError(f"layout['size'] {rows} exceeds twice the rows the buffer ever needed")
+    rows = min(rows, 2 * max(64, most, end))
     at = np.arange(n) if layout is None else _indices(layout["slots"], "layout['slots']", n)
     if n and (at[0] < 0 or at[-1] >= end or np.any(at[1:] <= at[:-1])):
         raise ValueError(f"layout['slots'] must rise from slot to slot within 0 .. {end - 1}")

@@ -8,6 +8,8 @@ taken, floats, bools, strings and negative ints refused.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +123,8 @@ GOOD_FILTERS = {
     "numpy_float_min_return": ({"min_return": np.float64(1.0)}, [str(i) for i in range(6)]),
     "numpy_int_max_length": ({"max_length": np.int64(0)}, []),
     "numpy_int_min_return_above": ({"min_return": np.int64(2)}, []),
+    "fraction_min_return": ({"min_return": Fraction(1, 1)}, [str(i) for i in range(6)]),
+    "decimal_min_return_above": ({"min_return": Decimal("2")}, []),
 }
 
 
