@@ -278,6 +278,10 @@ def map_alike(fn: Any, parts: list[Any]) -> Any:
     first = parts[0]
     if not is_nested(first):
         return fn(parts)
+    try:  # parts of one nesting, containers' types included (the usual case): in tree's C++
+        return tree.map_structure(lambda *leaves: fn(list(leaves)), *parts)
+    except (TypeError, ValueError):
+        pass  # lists beside tuples, or other nestings (or fn refused: it refuses again below)
     if not all(same_nesting(first, part) for part in parts[1:]):
         raise ValueError("the parts do not nest alike (other dict keys or sequence lengths)")
     leaves_of = [flatten(part)[0] for part in parts]

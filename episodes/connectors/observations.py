@@ -21,6 +21,7 @@ from episodes.connectors.base import (
 )
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import find_space_kind
+from episodes.spaces.per_space_cache import PerSpaceCache
 
 __all__ = ["FlattenObservations", "FrameStack", "flatten_rows"]
 
@@ -51,9 +52,11 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
                 f"flatten_rows: {value!r} has no leaves to count its rows by; pass rows="
             )
         return np.zeros((rows, 0), np.float32)
-    text = next((leaf.dtype for leaf in leaves if leaf.dtype.kind in "US"), None)
-    if text is not None:  # numpy's own error names neither the leaf nor why
-        raise ValueError(f"{name}: a leaf holds strings ({text}), which do not flatten to float32")
+    for leaf in leaves:
+        if leaf.dtype.kind in "US":  # numpy's own error names neither the leaf nor why
+            raise ValueError(
+                f"{name}: a leaf holds strings ({leaf.dtype}), which do not flatten to float32"
+            )
     rows = leaves[0].shape[0]
     mats = [leaf.reshape(rows, -1).astype(np.float32, copy=False) for leaf in leaves]
     return mats[0] if len(mats) == 1 else np.concatenate(mats, axis=1)
@@ -93,11 +96,17 @@ def _read_obs(
     return rows if fill is None else with_fill_dtype(rows, filler)
 
 
+# Whether an observation space holds a Text part, per live space (episodes share spaces).
+_HOLDS_TEXT: PerSpaceCache[bool] = PerSpaceCache(
+    lambda space: find_space_kind(space, (gym.spaces.Text,)) is not None
+)
+
+
 def _check_flattenable(episode: SingleAgentEpisode, name: str, instead: str) -> None:
     # Checked on the space before the read: strings do not flatten to float32, and numpy's
     # error ("could not convert string to float") names neither the column nor the space.
     space = episode.observation_space
-    if space is not None and find_space_kind(space, (gym.spaces.Text,)) is not None:
+    if space is not None and _HOLDS_TEXT.get(space):
         raise ValueError(
             f"{name}: the observation space {space} of episode {episode.id_!r} holds a Text "
             f"space, whose strings do not flatten to float32 rows; {instead}"

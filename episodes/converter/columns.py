@@ -149,10 +149,27 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
     # By the column's mode, not the type read: a numpy'd column of list-structured items
     # (an observation [x, y]) reads a list of leaves, already batched.
     what = f"extra_model_outputs[{key!r}]" if column == "extra" else column
-    batched = data if buffer.finalized else layout_batch(data, buffer.space, what)
-    # A Tuple part is a tuple whether its items were recorded as tuples or lists, so that
-    # chunks of both forms join.
-    return nest_as_space(batched, buffer.space)
+    return data if buffer.finalized else layout_batch(data, buffer.space, what)
+
+
+def agreed_space(spaces: Sequence[Any]) -> Any:
+    """The space the chunks that declare one agree on (None: none, or they differ).
+
+    A joined column is nested as it says (:func:`~episodes.spaces.nest_as_space`, once per
+    column, not per chunk), so a Tuple part is a tuple whether its items were recorded as
+    tuples or lists, or read without a space.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> agreed_space([None, gym.spaces.Discrete(2), gym.spaces.Discrete(2)])
+        Discrete(2)
+        >>> agreed_space([gym.spaces.Discrete(2), gym.spaces.Discrete(3)]) is None
+        True
+    """
+    declared = [s for s in spaces if s is not None]
+    if declared and all(s is declared[0] or s == declared[0] for s in declared):
+        return declared[0]
+    return None
 
 
 def layout_batch(items: Any, space: Any, what: str) -> Any:
@@ -271,11 +288,15 @@ def time_major(
     observations = _stack_envs(
         [c.observations for c in columns], "observations", labels, spaces["observation"]
     )
+    observations = nest_as_space(observations, agreed_space(spaces["observation"]))
     if obs_fn is not None:
         observations = obs_fn(observations)
     return TimeMajorColumns(
         observations=observations,
-        actions=_stack_envs([c.actions for c in columns], "actions", labels, spaces["action"]),
+        actions=nest_as_space(
+            _stack_envs([c.actions for c in columns], "actions", labels, spaces["action"]),
+            agreed_space(spaces["action"]),
+        ),
         rewards=np.stack([c.rewards for c in columns], axis=1),
         dones=np.stack([c.dones for c in columns], axis=1),
         truncated=np.stack([c.truncated for c in columns], axis=1),
@@ -490,11 +511,8 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
     # One space for all, or none: chunks of other spaces are batched as they come.
     space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
     batched = layout_batch(items, space, "observations")
-    # Nested as the columns are: as the space says where the chunks that declare one agree.
-    declared = [s for s in spaces if s is not None]
-    if space is None and declared and all(s == declared[0] for s in declared):
-        space = declared[0]
-    return transform_batch(nest_as_space(batched, space), obs_fn)
+    # Nested as the columns are (agreed_space).
+    return transform_batch(nest_as_space(batched, agreed_space(spaces)), obs_fn)
 
 
 def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:

@@ -9,7 +9,7 @@ import numpy as np
 
 from episodes.connectors.base import id_rows
 from episodes.connectors.learner import stepless_end, stepless_ends
-from episodes.converter.columns import ColumnKeys, ObsFn, layout_batch, rows
+from episodes.converter.columns import ColumnKeys, ObsFn, agreed_space, layout_batch, rows
 from episodes.converter.inputs import callable_or_none, column_keys, flag
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
@@ -113,7 +113,7 @@ def episodes_to_batch(
         next_obs = chunk.get_observations(slice(1, n + 1))
         if not chunk.observations.finalized:  # a list of items (numpy'd: batched leaves)
             next_obs = layout_batch(next_obs, chunk.observations.space, "observations")
-        add("next_obs", nest_as_space(next_obs, chunk.observations.space))
+        add("next_obs", next_obs)
         add("actions", rows(chunk, "actions"))
         add("rewards", np.asarray(rows(chunk, "rewards")))
         # Not from get_data_dict: there an extra output named "terminateds" would replace them.
@@ -133,6 +133,15 @@ def episodes_to_batch(
     # Ids of other types (1 and True, 1 and "1") would be cast to one and merge.
     columns["eps_id"] = id_rows(columns["eps_id"])
     batch_columns = {name: _concat(name, parts) for name, parts in columns.items()}
+    # Nested as the declared spaces say, once a column (a Tuple part a tuple, whatever form
+    # its items were recorded in).
+    for names, attribute in (
+        (("obs", "next_obs"), "observation_space"),
+        (("actions",), "action_space"),
+    ):
+        space = agreed_space([getattr(chunk, attribute) for chunk in chunks])
+        for name in names:
+            batch_columns[name] = nest_as_space(batch_columns[name], space)
     if obs_fn is not None:
         batch_columns["obs"] = obs_fn(batch_columns["obs"])
         batch_columns["next_obs"] = obs_fn(batch_columns["next_obs"])

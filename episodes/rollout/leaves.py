@@ -337,8 +337,13 @@ def unalias(
     # Byte spans the fields take or keep: the shared tensors (one field's each) that this
     # write does not replace, then the sources it takes. A taken tensor is contiguous: its
     # span is all its memory.
-    replaced = {n for n, src in puts if src is not tensors[n]}
-    spans = {n: _span(tensors[n]) for n in shared - replaced} if share else {}
+    # Kept per allocation, so a put compares spans only with those in its own allocation
+    # (usually none: one dict lookup).
+    spans: dict[int, dict[str, tuple[int, int]]] = {}
+    if share:
+        replaced = {n for n, src in puts if src is not tensors[n]}
+        for n in shared - replaced:
+            spans.setdefault(memory_of(n), {})[n] = _span(tensors[n])
     out = []
     for n, src in puts:
         if src is tensors[n]:
@@ -350,11 +355,11 @@ def unalias(
         take = share and where not in own and can_take(tensors[n], src)
         if take:
             span = _span(src)
-            take = not any(_overlap(span, other) for m, other in spans.items() if m != n)
-        if take:
-            spans[n] = span  # the field lets go of the memory it took before, if any
-        else:
-            spans.pop(n, None)  # copied into memory of the storage's own
+            neighbours = spans.get(where, {})
+            take = not any(_overlap(span, other) for m, other in neighbours.items() if m != n)
+            if take:
+                neighbours[n] = span
+                spans[where] = neighbours
         out.append((n, src, take))
     return copies, out
 

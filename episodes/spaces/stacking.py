@@ -22,6 +22,7 @@ import gymnasium.spaces as gs
 import numpy as np
 
 from episodes.spaces.batching import batch, check_sortable_keys
+from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import data_equal
 
 __all__ = [
@@ -191,14 +192,39 @@ def nest_as_space(value: Any, space: gs.Space[Any] | None) -> Any:
         >>> type(nest_as_space([np.array([0, 1]), np.array([2, 0])], pair)).__name__
         'tuple'
     """
+    # The common cases cost one class test and a cache lookup: an array (a Box column), no
+    # space, or a space without a Tuple part, where nothing could change. Otherwise the
+    # cached plan says where the tuples go, with no walk of the space per call.
+    if space is None or value.__class__ not in (list, tuple, dict):
+        return value
+    plan = _TUPLE_PLANS.get(space)
+    return value if plan is None else _apply_plan(value, plan)
+
+
+def _tuple_plan(space: Any) -> Any:
+    # None where no Tuple part lies below; else ("t", per-part plans) or ("d", {key: plan}).
     if isinstance(space, gs.Tuple):
-        if value.__class__ not in (list, tuple) or len(value) != len(space.spaces):
+        return ("t", tuple(_tuple_plan(sub) for sub in space.spaces))
+    if isinstance(space, gs.Dict):
+        subs = {key: _tuple_plan(sub) for key, sub in space.spaces.items()}
+        subs = {key: plan for key, plan in subs.items() if plan is not None}
+        return ("d", subs) if subs else None
+    return None
+
+
+def _apply_plan(value: Any, plan: Any) -> Any:
+    kind, subs = plan
+    if kind == "t":
+        if value.__class__ not in (list, tuple) or len(value) != len(subs):
             return value
-        return tuple(nest_as_space(part, sub) for part, sub in zip(value, space.spaces))
-    if isinstance(space, gs.Dict) and isinstance(value, dict):
-        subs = space.spaces
-        return {k: nest_as_space(v, subs[k]) if k in subs else v for k, v in value.items()}
-    return value
+        return tuple(v if p is None else _apply_plan(v, p) for v, p in zip(value, subs))
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for key, sub in subs.items():
+        if key in out:
+            out[key] = _apply_plan(out[key], sub)
+    return out
 
 
 def unstackable_space(space: gs.Space[Any]) -> str | None:
@@ -297,3 +323,7 @@ def _(space: gs.Tuple, items: SequenceABC[Any]) -> Any:
     # recorded lists: position decides, and only items all of one kind keep it.
     parts = [_batch(sub, [item[i] for item in items]) for i, sub in enumerate(space.spaces)]
     return list(parts) if kinds == {list} else tuple(parts)
+
+
+# Where a space's Tuple parts lie (None: nowhere), per live space object.
+_TUPLE_PLANS: PerSpaceCache[Any] = PerSpaceCache(_tuple_plan)
