@@ -82,7 +82,15 @@ def leaf_shape(leaf: Any) -> tuple[int, ...]:
 
 
 def check_state_axis(leaves: list[Any], num_envs: int, axis: int) -> None:
-    """Every state leaf must hold one entry per sub-env along ``axis`` (reset picks by it)."""
+    """Every state leaf must hold one entry per sub-env along ``axis`` (reset picks by it).
+
+    Example:
+        >>> check_state_axis([np.zeros((1, 4, 8))], num_envs=4, axis=1)
+        >>> check_state_axis([np.zeros((4, 8))], num_envs=4, axis=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: a recurrent state leaf of shape (4, 8) has no axis 1 of 4 entries, ...
+    """
     for leaf in leaves:
         shape = leaf_shape(leaf)
         if not -len(shape) <= axis < len(shape) or shape[axis] != num_envs:
