@@ -16,7 +16,7 @@ from episodes.replay.sum_tree import SumTree
 __all__ = ["PrioritizedEpisodeReplayBuffer"]
 
 # The least priority stored: RLlib 2.60 raises every priority below 1e-12 to 1e-12 too.
-ZERO_PRIORITY = 1e-12
+PRIORITY_FLOOR = 1e-12
 
 
 class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
@@ -224,7 +224,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         """Sets the priorities of sampled items (the last sample's transitions by default).
 
         Items evicted since they were sampled are skipped; a repeated index keeps its last
-        priority. A priority below :data:`ZERO_PRIORITY` (``1e-12``, RLlib's floor), a TD error
+        priority. A priority below :data:`PRIORITY_FLOOR` (``1e-12``, RLlib's floor), a TD error
         of 0 say, is stored as that floor: the item stays drawable, rarely.
 
         Raises:
@@ -274,8 +274,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if not (low >= 0 and top < np.inf):  # NaN fails both
             bad = prio[~(np.isfinite(prio) & (prio >= 0))][:5]
             raise ValueError(f"priorities must be finite and >= 0, got {bad.tolist()}")
-        if low < ZERO_PRIORITY:  # a TD error of 0: RLlib's floor, drawn with a tiny probability
-            prio = np.maximum(prio, ZERO_PRIORITY)
+        if low < PRIORITY_FLOOR:  # a TD error of 0: RLlib's floor, drawn with a tiny probability
+            prio = np.maximum(prio, PRIORITY_FLOOR)
         if cached is not None and cached[1:] == (self._store.moves, self._kills):
             slots = cached[0]  # the sampled slots, all still live: no search needed
         else:
