@@ -13,6 +13,7 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
@@ -131,7 +132,13 @@ def _ending(episode: SingleAgentEpisode) -> Chunk:
     return Chunk(
         id_=episode.id_,
         t0=_start(episode, 0),
-        obs=_rows(episode.get_observations(), "observations", 1, episode.observations.finalized),
+        obs=_rows(
+            episode.get_observations(),
+            "observations",
+            1,
+            episode.observations.finalized,
+            episode.observation_space,
+        ),
         actions=np.empty(0),
         rewards=np.empty(0, np.float32),
         extras={},
@@ -216,9 +223,15 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         id_=episode.id_,
         t0=t0,
         obs=_rows(
-            episode.get_observations(), "observations", n + 1, episode.observations.finalized
+            episode.get_observations(),
+            "observations",
+            n + 1,
+            episode.observations.finalized,
+            episode.observation_space,
         ),
-        actions=_rows(episode.get_actions(), "actions", n, episode.actions.finalized),
+        actions=_rows(
+            episode.get_actions(), "actions", n, episode.actions.finalized, episode.action_space
+        ),
         rewards=stored,
         extras=extras,
         infos=[None] * len(infos) if empty_infos else _owned(infos),
@@ -229,13 +242,18 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     )
 
 
-def _rows(values: Any, what: str, count: int, finalized: bool = False) -> np.ndarray:
+def _rows(
+    values: Any, what: str, count: int, finalized: bool = False, space: Any = None
+) -> np.ndarray:
     # A numpy'd episode returns a nested column as a tuple or dict of per-leaf columns, which
     # np.asarray would stack leaf-major ([leaves, steps, ...]) and the store then broadcast.
     # A list-mode one holds tuples or dicts per step: stacking equal-shaped tuple members
     # would store them as one array, no longer in their space.
     # A numpy'd column of list-structured items ([x, y] observations) reads a list of leaves.
-    nested = isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
+    # A declared Dict or Tuple space decides, whatever form its items came in (a Tuple's
+    # items may be lists, which would otherwise stack as rows in list mode only).
+    nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+    nested = nested or isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
     if nested or isinstance(values, (tuple, dict)) or (finalized and isinstance(values, list)):
         raise TypeError(
             f"{what}: replay stores numeric arrays only; nested spaces are not supported, "

@@ -23,7 +23,7 @@ import numpy as np
 
 from episodes.spaces.batching import batch, check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
-from episodes.structs import data_equal
+from episodes.structs import data_equal, flatten, is_nested, same_nesting
 
 __all__ = [
     "UNSTACKABLE_SPACES",
@@ -95,8 +95,8 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
     """
     if data_equal(a, b):
         return True
-    if space is None:
-        return False
+    if space is None:  # a list and a tuple of equal leaves are one item (a Tuple's, say)
+        return is_nested(a) and same_nesting(a, b) and _leaves_equal(a, b)
     if space.__class__ in _ARRAY_SPACES:  # the usual observation: one array, no walk
         try:
             arrays = np.asarray(a), np.asarray(b)
@@ -109,6 +109,10 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
     except ValueError:
         return False
     return data_equal(*(_in_space_dtype(space, x) for x in batched))
+
+
+def _leaves_equal(a: Any, b: Any) -> bool:
+    return all(data_equal(x, y) for x, y in zip(flatten(a)[0], flatten(b)[0]))
 
 
 @singledispatch
