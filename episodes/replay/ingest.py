@@ -253,7 +253,9 @@ def _rows(
     # A declared Dict or Tuple space decides, whatever form its items came in (a Tuple's
     # items may be lists, which would otherwise stack as rows in list mode only).
     nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
-    nested = nested or isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
+    nested = nested or bool(
+        isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
+    )
     if nested or isinstance(values, (tuple, dict)) or (finalized and isinstance(values, list)):
         raise TypeError(
             f"{what}: replay stores numeric arrays only; nested spaces are not supported, "
