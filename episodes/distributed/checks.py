@@ -9,7 +9,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from numbers import Real
@@ -17,14 +16,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_flag", "check_mapping", "check_timeout", "readable_error"]
+__all__ = ["check_flag", "check_mapping", "check_picklable", "check_timeout", "readable_error"]
+
+#: Timeouts from this many seconds on (about 31 years) wait without a limit: Ray's waits take
+#: milliseconds as a C int64 and overflow above about 9.2e15 s.
+NO_LIMIT_S = 1e9
 
 # Terminal control sequences (colours, bold) that Ray puts into its errors' text.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 def check_timeout(value: Any, what: str) -> float | None:
-    """``value`` as seconds to wait (None, or infinity: no limit), else a ``ValueError``.
+    """``value`` as seconds to wait, else a ``ValueError``.
+
+    None, infinity and anything from ``NO_LIMIT_S`` (1e9 s) on mean no limit (Ray's waits would
+    overflow on the largest finite ones, after a request started).
 
     Raises:
         ValueError: ``value`` neither None nor a number of seconds >= 0 (a bool is not one,
@@ -33,17 +39,21 @@ def check_timeout(value: Any, what: str) -> float | None:
     Example:
         >>> check_timeout(2, "timeout_s"), check_timeout(float("inf"), "timeout_s")
         (2.0, None)
+        >>> check_timeout(1e16, "timeout_s") is None  # more than Ray's waits take: no limit
+        True
         >>> check_timeout(True, "timeout_s")
         Traceback (most recent call last):
         ...
         ValueError: timeout_s must be None or a number of seconds >= 0, got True
     """
-    # numbers.Real takes numpy's ints and floats; NaN fails ">= 0".
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, Real) or not float(value) >= 0
-    ):
+    # numbers.Real takes numpy's ints and floats; NaN fails ">= 0". Compared as they are: an
+    # int beyond floats (10**400) is no OverflowError, it is no limit.
+    if value is None:
+        return None
+    seconds: Any = value if isinstance(value, Real) and not isinstance(value, bool) else -1
+    if not seconds >= 0:
         raise ValueError(f"{what} must be None or a number of seconds >= 0, got {value!r}")
-    return None if value is None or math.isinf(value) else float(value)
+    return None if seconds >= NO_LIMIT_S else float(seconds)
 
 
 def check_flag(value: Any, what: str) -> bool:
@@ -85,6 +95,35 @@ def check_mapping(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"{what} must be a mapping (a dict) or None, got {type(value).__name__}")
     return dict(value)
+
+
+def check_picklable(values: Mapping[str, Any]) -> None:
+    """Refuses a value Ray could not send to the actors, naming it (before anything starts).
+
+    Pickled as Ray pickles an actor's arguments (``ray.cloudpickle``).
+
+    Raises:
+        TypeError: A value cannot be pickled: the message names its argument and the reason.
+
+    Example:
+        >>> import threading
+        >>> check_picklable({"config": {"lock": threading.Lock()}})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: config cannot be pickled (Ray sends it to every runner actor): TypeError: ...
+    """
+    from ray import cloudpickle
+
+    for what, value in values.items():
+        try:
+            cloudpickle.dumps(value)
+        except Exception as err:
+            reason = readable_error(str(err)).strip().splitlines()
+            raise TypeError(
+                f"{what} cannot be pickled (Ray sends it to every runner actor): "
+                f"{type(err).__name__}: {reason[0] if reason else ''}; use a module-level "
+                "function or a functools.partial of one, holding no lock, file or connection"
+            ) from err
 
 
 def readable_error(text: str) -> str:

@@ -27,13 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from episodes.distributed.actor import RunnerActor, WriterSpec
-from episodes.distributed.checks import check_flag, check_mapping, check_timeout, readable_error
+from episodes.distributed.checks import (
+    check_flag,
+    check_mapping,
+    check_picklable,
+    check_timeout,
+    readable_error,
+)
 from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext, check_seed
 from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
 from episodes.distributed.shared_memory import SHM_DIR, Reply, SlotSegments
 from episodes.distributed.slots import Slot, apply_on_all, start_actors
+from episodes.distributed.steps import num_steps_check
 from episodes.indexing import whole_number
 
 __all__ = ["RunnerGroup"]
@@ -123,6 +130,12 @@ class RunnerGroup:
         if write_to is None and (write_metadata is not None or write_options):
             raise ValueError("write_metadata and write_options need write_to (the dataset)")
         self._ray = require_ray()
+        # What every actor is sent, pickled as Ray would: refused before write_to is created.
+        check_picklable(
+            {"env_factory": env_factory, "policy_factory": policy_factory, "config": self._config,
+             "runner_kwargs": self._runner_kwargs, "write_metadata": write_metadata,
+             "write_options": write_options}
+        )  # fmt: skip
         self._env_factory = env_factory
         self._policy_factory = policy_factory
         options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0}
@@ -150,6 +163,7 @@ class RunnerGroup:
         self._takes_weights = all(info["takes_weights"] for info in infos)
         # Refused here, not by the actors: a refused request would count as a failure.
         self._least_num_steps = max(int(info["least_num_steps"]) for info in infos)
+        self._check_steps = num_steps_check(self._ray, handles, infos, self._least_num_steps)
         self._stopped = False
         self.observation_space = infos[0]["observation_space"]
         self.action_space = infos[0]["action_space"]
@@ -319,7 +333,7 @@ class RunnerGroup:
             2 4 32 []
         """
         self._check_running()
-        num_steps = whole_number(num_steps, "num_steps", self._least_num_steps)
+        num_steps = self._check_steps(num_steps)
         if self.num_in_flight:
             raise RuntimeError(
                 f"{self.num_in_flight} asynchronous requests are in flight: collect them with "
@@ -373,7 +387,7 @@ class RunnerGroup:
             1 16 0
         """
         self._check_running()
-        num_steps = whole_number(num_steps, "num_steps", self._least_num_steps)
+        num_steps = self._check_steps(num_steps)
         # Before the broadcast and the launches: a refused call starts nothing.
         timeout_s = check_timeout(timeout_s, "timeout_s")
         launch = check_flag(launch, "launch")

@@ -60,7 +60,7 @@ class Slot:
 def start_actors(
     ray: Any, handles: list[Any], timeout_s: float | None, cpus: str
 ) -> list[dict[str, Any]]:
-    r"""Each new actor's ``info()``; on a failed or late start every actor is killed.
+    r"""Each new actor's ``info()``; on a failed or late start (any error) every actor is killed.
 
     Args:
         ray: The ``ray`` module.
@@ -101,6 +101,10 @@ def start_actors(
         for handle in handles:
             ray.kill(handle)
         raise RuntimeError(readable_error(f"a runner actor failed to start: {err}")) from err
+    except BaseException:  # any other error, or an interrupt: no actor is left running
+        for handle in handles:
+            ray.kill(handle)
+        raise
 
 
 def apply_on_all(ray: Any, slots: Sequence[Slot], fn: Callable[..., Any]) -> list[Any]:
