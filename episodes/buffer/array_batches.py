@@ -18,11 +18,10 @@ import numpy as np
 
 from episodes.spaces import batch as stack_items
 from episodes.spaces import filler_batch, one_hot
-from episodes.structs import common_nesting, flatten, map_leaves, same_nesting, unflatten
+from episodes.structs import common_nesting, flatten, map_alike, map_leaves, same_nesting, unflatten
 
 __all__ = [
     "ArrayBatchOps",
-    "common_nesting",
     "encode_one_hot",
     "fillers",
     "from_items",
@@ -64,14 +63,9 @@ def join(parts: list[Any]) -> Any:
     if len(parts) == 1:
         return parts[0]
     if not all(same_nesting(parts[0], part) for part in parts[1:]):
-        # zip below would pair leaves of different structures and drop the extra ones.
+        # Checked whatever the first part is: a flat one beside nested ones is no join either.
         raise ValueError("the batches do not nest alike")
-    leaves_of = [flatten(part)[0] for part in parts]
-    structure = flatten(parts[0])[1]
-    if structure is not None:
-        structure = common_nesting(parts)
-    joined = [np.concatenate(group) for group in zip(*leaves_of)]
-    return unflatten(structure, joined)
+    return map_alike(np.concatenate, parts)
 
 
 def stride(window: Any, step: int) -> Any:

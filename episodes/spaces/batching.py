@@ -16,7 +16,7 @@ import tree
 from gymnasium import spaces as gs
 
 from episodes.spaces.filler import filler_batch
-from episodes.structs import map_alike, map_leaves, same_nesting
+from episodes.structs import map_alike, map_leaves
 
 __all__ = [
     "batch",
@@ -96,11 +96,10 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         rows = _as_rows(items)
         if rows is not None:
             return rows
-        if all(same_nesting(first, item) for item in items[1:]):
-            try:  # tuples beside lists (one Tuple item recorded either way): tuples there
-                return map_alike(lambda leaves: _stack(*leaves), list(items))
-            except (TypeError, ValueError):
-                pass  # a leaf's shapes differ: the error below
+        try:  # tuples beside lists (one Tuple item recorded either way): tuples there
+            return map_alike(lambda leaves: _stack(*leaves), list(items))
+        except (TypeError, ValueError):
+            pass  # other nestings, or a leaf's shapes differ: the error below
         check_sortable_keys(first)
         raise ValueError(f"Cannot batch items of differing structure or shape: {e}") from e
 

@@ -187,8 +187,8 @@ def nest_as_space(value: Any, space: gs.Space[Any] | None) -> Any:
     Items of a Tuple space may be tuples or lists (gymnasium's ``Tuple`` contains both), and a
     batch of list items keeps a list there (:func:`batch_in_space`). Readers that build training
     columns call this so that their output nests alike whatever form the items were recorded
-    in. One walk of the space per batch, not per row; values not nested like the space (or no
-    space) are returned as they are.
+    in. Where the Tuple parts lie is worked out once per space object and cached; values not
+    nested like the space (or no space) are returned as they are.
 
     Example:
         >>> import gymnasium as gym
