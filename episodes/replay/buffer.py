@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -164,7 +165,13 @@ class EpisodeReplayBuffer(BufferAccess):
                 break
             obs_space = chunk.spaces[0] if obs_space is None else obs_space
             action_space = chunk.spaces[1] if action_space is None else action_space
-        self._spaces = (obs_space, action_space)
+        # Adopted spaces are copies: a Box's bounds may view a sample's transport memory (a
+        # RunnerGroup's shared-memory segment), which the buffer must not keep alive.
+        kept_obs, kept_action = self._spaces
+        self._spaces = (
+            obs_space if obs_space is kept_obs else copy.deepcopy(obs_space),
+            action_space if action_space is kept_action else copy.deepcopy(action_space),
+        )
 
     def _check_fit(self, chunks: list[Chunk]) -> None:
         store = self._store
