@@ -322,3 +322,28 @@ def test_rllib_deviation_zero_priority():  # "zero-priority"
     with pytest.raises(ValueError, match=">= 0"):
         ours.update_priorities([-1.0], [0])
     assert ours.get_priorities([0, 1, 2]).tolist() == before.tolist()
+
+
+def test_rllib_deviation_per_added_timesteps():  # "per-added-timesteps"
+    """Pinned: a continuing chunk whose episode the same ``add`` evicts. RLlib's uniform buffer
+    counts its steps as added, its prioritized buffer does not; both of ours count them."""
+    (a0, a1) = _twin_chunks(0, 10, [9], "terminated")
+    ((b_mine, b_rl),) = _twin_chunks(1, 3, [], "ongoing")
+    added = {}
+    for name, buffer, side in [
+        ("ours uniform", EpisodeReplayBuffer(7, seed=0), 0),
+        ("ours prioritized", PrioritizedEpisodeReplayBuffer(7, seed=0), 0),
+        ("rllib uniform", RBuffer(7), 1),
+        ("rllib prioritized", RPrioritized(7), 1),
+    ]:
+        buffer.add(a0[side])  # ongoing and alone: kept over capacity
+        buffer.add([a1[side], (b_mine, b_rl)[side]])  # "e0" ends and is evicted in this add
+        assert buffer.get_num_timesteps() == 3
+        assert buffer.get_num_episodes_evicted() == 1
+        added[name] = buffer.get_added_timesteps()
+    assert added == {
+        "ours uniform": 13,
+        "ours prioritized": 13,
+        "rllib uniform": 13,
+        "rllib prioritized": 12,
+    }
