@@ -22,6 +22,9 @@ from episodes.buffer.array_store import ArrayStore
 from episodes.spaces import batch, batch_in_space, filler_item, one_hot, unbatch
 from episodes.structs import is_nested
 
+# Flat spaces without discrete leaves: a one-hot read returns their items unchanged.
+_NOTHING_TO_ENCODE = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.Text)
+
 
 class ListStore:
     """A list of items with the store operations every buffer calls.
@@ -230,8 +233,12 @@ class ListStore:
         """
         if not window:
             return window
+        if isinstance(space, _NOTHING_TO_ENCODE):
+            return list(window)  # one_hot gives such items back as they are
         # Flat discrete items: encode the whole window in one numpy call, then split into rows.
-        if not is_nested(window[0]) and isinstance(space, gym.spaces.Discrete):
+        if not is_nested(window[0]) and isinstance(
+            space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)
+        ):
             try:
                 return list(one_hot(np.asarray(window), space))
             except ValueError:
