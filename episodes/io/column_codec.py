@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -131,6 +132,9 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
     """Stacks a list column leaf-wise if every item has the same structure and leaf kinds."""
     if not items:
         return None
+    flat = _stack_flat(items)
+    if flat is not _GENERAL:
+        return flat
     try:
         first, structure = flatten(items[0])
     except TypeError:  # dm-tree sorts dict keys: int and str keys together cannot be
@@ -180,6 +184,36 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
             return None
         out.append((name, arr))
     return struct_enc, out
+
+
+_GENERAL: Any = object()  # _stack_flat's "not one flat kind: walk item by item"
+_DTYPE = attrgetter("dtype")
+
+
+def _stack_flat(items: list[Any]) -> Any:
+    """``_stack_list``'s result for items that are all one flat kind, in numpy calls.
+
+    Arrays of one dtype, Python numbers of one type, or numpy scalars of one type: what a
+    list-mode episode records. The type and dtype checks run in C (``map``), so a long column
+    costs no Python call per item; anything else is left to the item-by-item walk.
+    """
+    first = items[0]
+    kind = type(first)
+    if set(map(type, items)) != {kind}:
+        return _GENERAL
+    try:
+        if kind is np.ndarray:
+            if len(set(map(_DTYPE, items))) != 1 or not _plain(first.dtype):
+                return _GENERAL
+            return _LEAF, [("ndarray", np.stack(items).astype(first.dtype, copy=False))]
+        if kind in _SCALAR_KINDS and kind is not str:
+            name, dtype = _SCALAR_KINDS[kind]
+            return _LEAF, [(name, np.asarray(items, dtype=dtype))]
+        if issubclass(kind, (np.number, np.bool_)) and _plain(first.dtype):
+            return _LEAF, [("npscalar", np.asarray(items, dtype=first.dtype))]
+    except (OverflowError, ValueError):  # ragged shapes, ints past int64: not one column
+        return None
+    return _GENERAL
 
 
 def _padding_wasted(strs: list[str]) -> bool:
