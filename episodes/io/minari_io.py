@@ -85,13 +85,16 @@ def _minari() -> Any:
 
 @contextlib.contextmanager
 def _datasets_root(root: PathLike | None) -> Iterator[None]:
-    """Points minari at ``root`` for the duration (minari reads the variable on each call)."""
-    if root is None:
+    """Points minari at ``root`` (else its variable's directory) for the duration, absolute.
+
+    Minari reads the variable on each call and resolves a relative path differently in its
+    writer and its reader.
+    """
+    old = os.environ.get("MINARI_DATASETS_PATH")
+    if root is None and old is None:
         yield
         return
-    old = os.environ.get("MINARI_DATASETS_PATH")
-    # Absolute: minari resolves a relative root differently in its writer and its reader.
-    os.environ["MINARI_DATASETS_PATH"] = os.path.abspath(os.fspath(root))
+    os.environ["MINARI_DATASETS_PATH"] = str(_datasets_dir(root))
     try:
         yield
     finally:
@@ -106,7 +109,9 @@ def _datasets_dir(root: PathLike | None) -> Path:
     if root is not None:
         return Path(os.path.abspath(os.fspath(root)))
     found = os.environ.get("MINARI_DATASETS_PATH")
-    return Path(found) if found is not None else Path.home() / ".minari" / "datasets"
+    if found is None:
+        return Path.home() / ".minari" / "datasets"
+    return Path(os.path.abspath(found))  # as minari would find a relative one from here
 
 
 def _missing(path: Path) -> list[Path]:
@@ -505,6 +510,11 @@ def _episode(source: Any, data: Any) -> SingleAgentEpisode:
     rewards = [float(r) for r in np.asarray(data.rewards).reshape(-1)]
     n = len(rewards)
     where = f"episode {data.id}"
+    if np.any(terminations[:-1]) or np.any(truncations[:-1]):  # only the last step ends it
+        raise DatasetError(
+            f"Minari dataset {source.id}: {where} is terminated or truncated before its last "
+            "step (an episode ends there); refused rather than read wrong"
+        )
     episode = SingleAgentEpisode(
         f"{source.id}/{data.id}",
         observations=split_steps(

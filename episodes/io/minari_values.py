@@ -52,7 +52,9 @@ def check_minari_space(space: gym.Space[Any], where: str) -> None:
 
     Minari stores Box, Discrete, MultiDiscrete, MultiBinary and Text leaves inside Dict and
     Tuple spaces. A leaf without values (a zero-size shape) kills the process inside pyarrow
-    (SIGFPE) where Minari writes it, so it is refused here too, as is an empty Dict or Tuple.
+    (SIGFPE) where Minari writes it, so it is refused here too, as are an empty Dict or Tuple,
+    a Dict with a key that is not a str (Arrow field names are) and a leaf whose dtype is not
+    in the machine's byte order (pyarrow refuses byte-swapped arrays).
 
     Raises:
         DatasetError: Naming ``where`` and the space.
@@ -75,9 +77,21 @@ def check_minari_space(space: gym.Space[Any], where: str) -> None:
             raise DatasetError(
                 f"{where} is an empty {type(space).__name__} space, which Minari cannot store"
             )
+        keys = [key for key, _ in children if not isinstance(key, str)]
+        if isinstance(space, gym.spaces.Dict) and keys:
+            raise DatasetError(
+                f"{where} {space} has the key {keys[0]!r}, not a str: Minari stores a Dict "
+                "space's keys as Arrow field names, which are str"
+            )
         for key, child in children:
             check_minari_space(child, f"{where}[{key!r}]")
-    elif isinstance(space, _ARRAY_SPACES):
+        return
+    if isinstance(space, _LEAF_SPACES) and not np.dtype(space.dtype).isnative:
+        raise DatasetError(
+            f"{where} {space} has the non-native byte order dtype {np.dtype(space.dtype).str}: "
+            "Minari cannot store byte-swapped values (pyarrow refuses them)"
+        )
+    if isinstance(space, _ARRAY_SPACES):
         if int(np.prod(space.shape)) == 0:
             raise DatasetError(
                 f"{where} {space} has no values in its items: Minari cannot store a "
