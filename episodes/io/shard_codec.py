@@ -39,11 +39,13 @@ from episodes.io.arrow_leaves import (
     numeric_array,
     text_array,
 )
+from episodes.io.arrow_types import check_column_type
 from episodes.io.encoding import decode_episode, encode_episode
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
 
 __all__ = [
     "EncodedEpisode",
+    "blob_of",
     "column_of",
     "decode_rows",
     "encode_rows",
@@ -311,6 +313,26 @@ def encode_rows(
 
 
 # ------------------------------------------------------------------------------- decoding
+def blob_of(table: Any, start: int, where: str, table_where: str | None = None) -> bytes:
+    """The blob of the episode whose rows begin at ``start`` (its ``large_binary`` value).
+
+    The column's type is checked before its value is read: only a plain ``large_binary``
+    value is converted to ``bytes``.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> enc = encode_rows(SingleAgentEpisode(observations=[0], infos=[{"k": np.int8(1)}]))
+        >>> len(blob_of(pa.table(enc.columns), 0, "x")) > 0
+        True
+    """
+    array = column_of(table, ["blob"], table_where or where)
+    check_column_type(array, pa.large_binary(), f"{where}: column blob")
+    value = array[start].as_py() if start < len(array) else None
+    if not isinstance(value, bytes):
+        raise CorruptDatasetError(f"{where}: the episode's blob is missing")
+    return value
+
+
 def _restore(value: Any, spaces: list[Any], where: str) -> Any:
     ref = value.get("space_ref") if isinstance(value, dict) and len(value) == 1 else None
     if not isinstance(ref, int) or isinstance(ref, bool) or not 0 <= ref < len(spaces):
@@ -414,11 +436,7 @@ def decode_rows(
 
     def load(name: str) -> np.ndarray:
         if name == BLOB:
-            array = column_of(table, ["blob"], table_where)
-            value = array[start].as_py() if start < len(array) else None
-            if not isinstance(value, bytes):
-                raise CorruptDatasetError(f"{where}: the episode's blob is missing")
-            return np.frombuffer(value, np.uint8).copy()
+            return np.frombuffer(blob_of(table, start, where, table_where), np.uint8).copy()
         info = leaves.get(name)
         if not isinstance(info, dict) or not isinstance(info.get("path"), list) or not info["path"]:
             raise CorruptDatasetError(f"{where}: leaf {name!r} is not in the index")

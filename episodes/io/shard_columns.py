@@ -24,12 +24,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import tree
 
 from episodes.io.arrow_leaves import check_leaf_info
 from episodes.io.errors import CorruptDatasetError
 from episodes.io.format import parse_json
-from episodes.io.shard_codec import EXTRAS, column_of, skeleton_of, skeleton_paths
+from episodes.io.shard_codec import EXTRAS, blob_of, column_of, skeleton_of, skeleton_paths
 from episodes.io.values import BlobReader, decode_value
 
 __all__ = ["ColumnPlan", "plan_columns"]
@@ -177,6 +178,10 @@ def _plan(context: tuple[Any, ...], path: list[str], col: Any) -> ColumnPlan:
     if col.get("layout") == "json":
         shard_where = shard.where  # not the shard: a cached plan must not hold it (a cycle)
         texts = column_of(part, path, shard_where)
+        # Checked before any text is read (as read_episodes does): a large_string without
+        # nulls, so every item read is a str.
+        if not pa.types.is_large_string(texts.type) or texts.slice(base, size).null_count:
+            raise CorruptDatasetError(f"{where}: JSON column {'/'.join(path)} is malformed")
 
         def items(a: int, b: int) -> list[Any]:
             blob = _blob(part, base, entry, where, shard_where)
@@ -215,8 +220,5 @@ def _blob(part: Any, base: int, entry: dict[str, Any], where: str, table_where: 
     table = entry["meta"].get("blob", [])
     data = np.zeros(0, np.uint8)
     if table:
-        value = column_of(part, ["blob"], table_where)[base].as_py()
-        if not isinstance(value, bytes):
-            raise CorruptDatasetError(f"{where}: the episode's blob is missing")
-        data = np.frombuffer(value, np.uint8)
+        data = np.frombuffer(blob_of(part, base, where, table_where), np.uint8)
     return BlobReader(data, table, where)

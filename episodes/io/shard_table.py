@@ -8,9 +8,11 @@ where every batch starts is read once from the batches' message headers
 (:mod:`episodes.io.ipc_rows`, no batch body read), so the writer's layout (one batch per piece)
 and any other (a file rewritten by another tool) are read alike, from the rows the index lists.
 Only the last few batches fetched are kept (a zstd batch is decompressed memory); one fetched
-again is not checked again. ``full=True`` (a ``verify`` read) fetches and checks every batch
-when the table is opened, as that read takes every byte anyway. A Parquet file is read whole,
-as one table, when it is opened.
+again is not checked again. The file's schema must hold plain Arrow types only, no extension
+type (:mod:`episodes.io.arrow_types`): checked when the file is opened, before any batch is.
+``full=True`` (a ``verify`` read) fetches and checks every batch when the table is opened, as
+that read takes every byte anyway. A Parquet file is read whole, as one table, when it is
+opened.
 
 Example:
     >>> import tempfile
@@ -38,6 +40,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from episodes.io.arrow_types import check_plain_schema
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -69,8 +72,8 @@ class ShardTable:
             read takes it).
 
     Raises:
-        CorruptDatasetError: The file is not a readable table, or (when checked now) a batch
-            is damaged or the rows do not add up.
+        CorruptDatasetError: The file is not a readable table, its schema names an extension
+            type, or (when checked now) a batch is damaged or the rows do not add up.
         DatasetIOError: The system failed a read.
 
     Example:
@@ -130,12 +133,15 @@ class ShardTable:
                     # a zstd batch cost more than it saved (a full pass 1.35x slower with it).
                     options = pa.ipc.IpcReadOptions(use_threads=False)
                     self._reader = pa.ipc.open_file(mapped, options=options)
+                    # Plain types only, before any batch is read (every batch has this schema).
+                    check_plain_schema(self._reader.schema, where)
                     self._count = self._reader.num_record_batches
                 else:
                     import pyarrow.parquet as pq
 
                     with pa.OSFile(raw_path) as source:
                         self._table = pq.read_table(source).combine_chunks()
+                    check_plain_schema(self._table.schema, where)
                     self._table.validate(full=True)
                     self._count = 1
             self._checked = bytearray(self._count)
