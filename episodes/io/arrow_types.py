@@ -28,20 +28,47 @@ import pyarrow as pa
 
 from episodes.io.errors import CorruptDatasetError
 
-__all__ = ["EXTENSION_NAME", "check_column_type", "check_plain_schema"]
+__all__ = ["EXTENSION_NAME", "check_column_type", "check_plain_schema", "extension_in_schema"]
 
 #: The field metadata key under which an Arrow IPC or Parquet file names a field's extension.
 EXTENSION_NAME = b"ARROW:extension:name"
 
 
-def check_plain_schema(schema: pa.Schema, where: str) -> None:
-    """Refuses a schema that holds an extension type anywhere (nested fields included).
+def extension_in_schema(schema: pa.Schema) -> tuple[str, str] | None:
+    """The first column holding or naming an Arrow extension type, as ``(column, extension)``.
 
-    A field is refused when its type is an extension type or when its metadata names one
-    (an extension no module of this process registered: another process may have). Every
-    child is looked at: struct, list and map fields, union members, a dictionary's values.
-    Not cached: schemas compare equal whatever their fields' metadata, and the walk is once
-    per opened shard.
+    A field counts when its type is an extension type or when its metadata names one (an
+    extension no module of this process registered: another process may have), so a file is
+    judged the same whatever this process imported. Every child is looked at: struct, list and
+    map fields, union members, a dictionary's values. The column is ``top/field/...``.
+
+    Example:
+        >>> field = pa.field("y", pa.int8(), metadata={EXTENSION_NAME: b"x.pickled"})
+        >>> extension_in_schema(pa.schema([pa.field("x", pa.list_(field))]))
+        ('x/y', 'x.pickled')
+        >>> extension_in_schema(pa.schema({"x": pa.dictionary(pa.int8(), pa.string())})) is None
+        True
+    """
+    stack: list[tuple[str, Any, Any]] = [(f.name, f.type, f.metadata) for f in schema]
+    while stack:  # depth first, without recursion (a forged type may nest deeply)
+        name, kind, metadata = stack.pop()
+        if isinstance(kind, pa.BaseExtensionType):
+            return name, kind.extension_name
+        if metadata and EXTENSION_NAME in metadata:
+            return name, metadata[EXTENSION_NAME].decode("utf-8", "backslashreplace")
+        for i in range(kind.num_fields):
+            child = kind.field(i)
+            stack.append((f"{name}/{child.name}", child.type, child.metadata))
+        if pa.types.is_dictionary(kind):
+            stack.append((name, kind.value_type, None))
+    return None
+
+
+def check_plain_schema(schema: pa.Schema, where: str) -> None:
+    """Refuses a schema that holds or names an extension type anywhere (nested fields included).
+
+    Not cached: schemas compare equal whatever their fields' metadata, and the walk
+    (:func:`extension_in_schema`) is once per opened shard.
 
     Raises:
         CorruptDatasetError: Naming the column (``top/field/...``) and the extension.
@@ -50,24 +77,12 @@ def check_plain_schema(schema: pa.Schema, where: str) -> None:
         >>> check_plain_schema(pa.schema({"x": pa.list_(pa.dictionary(pa.int8(), pa.string()))}),
         ...                    "shard s")
     """
-    stack: list[tuple[str, Any, Any]] = [(f.name, f.type, f.metadata) for f in schema]
-    while stack:  # depth first, without recursion (a forged type may nest deeply)
-        name, kind, metadata = stack.pop()
-        extension = None
-        if isinstance(kind, pa.BaseExtensionType):
-            extension = kind.extension_name
-        elif metadata and EXTENSION_NAME in metadata:
-            extension = metadata[EXTENSION_NAME].decode("utf-8", "backslashreplace")
-        if extension is not None:
-            raise CorruptDatasetError(
-                f"{where}: column {name} has the Arrow extension type {extension}: a shard "
-                "holds plain Arrow types only (refused before any value is read)"
-            )
-        for i in range(kind.num_fields):
-            child = kind.field(i)
-            stack.append((f"{name}/{child.name}", child.type, child.metadata))
-        if pa.types.is_dictionary(kind):
-            stack.append((name, kind.value_type, None))
+    found = extension_in_schema(schema)
+    if found is not None:
+        raise CorruptDatasetError(
+            f"{where}: column {found[0]} has the Arrow extension type {found[1]}: a shard "
+            "holds plain Arrow types only (refused before any value is read)"
+        )
 
 
 def check_column_type(array: Any, expected: pa.DataType, label: str) -> None:

@@ -30,12 +30,12 @@ import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 
+from episodes.io.arrow_types import extension_in_schema
 from episodes.io.errors import DatasetError, UnsafeDataError
 
-__all__ = ["ColumnTypes", "extension_in"]
+__all__ = ["ColumnTypes"]
 
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
-_NAME = b"ARROW:extension:name"  # a field's metadata naming its extension type
 _SCHEMAS_KEPT = 8  # distinct schemas remembered as checked (a dataset's files share one)
 
 TypeTest = Callable[[pa.DataType], bool]
@@ -60,33 +60,6 @@ def _numeric_list(t: pa.DataType) -> bool:
 
 def _rewards(t: pa.DataType) -> bool:
     return bool(pa.types.is_floating(t) or pa.types.is_integer(t))
-
-
-def extension_in(t: pa.DataType, metadata: dict[bytes, bytes] | None = None) -> str | None:
-    """The first extension type in ``t`` or its children, ``None`` where there is none.
-
-    A field whose ``metadata`` names an extension type counts as one whether or not the
-    process registered it, so a file is refused the same whatever this process imported.
-
-    Example:
-        >>> extension_in(pa.struct({"a": pa.list_(pa.int8()), "b": pa.string()})) is None
-        True
-        >>> extension_in(pa.struct([pa.field("a", pa.int8(), metadata={_NAME: b"x.y"})]))
-        "'x.y' (named in field metadata)"
-    """
-    if metadata and _NAME in metadata:
-        return f"{metadata[_NAME].decode(errors='replace')!r} (named in field metadata)"
-    if isinstance(t, pa.BaseExtensionType):
-        return str(t)
-    if pa.types.is_dictionary(t):
-        children = [(t.index_type, None), (t.value_type, None)]
-    else:
-        children = [(f.type, f.metadata) for f in (t.field(i) for i in range(t.num_fields))]
-    for child, child_metadata in children:
-        found = extension_in(child, child_metadata)
-        if found is not None:
-            return found
-    return None
 
 
 def _is_image(space: gym.Space[Any]) -> bool:
@@ -128,14 +101,13 @@ class ColumnTypes:
         """
         if any(schema.equals(seen, check_metadata=True) for seen in self._checked):
             return
-        for field in schema:
-            found = extension_in(field.type, field.metadata)
-            if found is not None:
-                raise UnsafeDataError(
-                    f"{where}: column {field.name!r} holds the Arrow extension type {found} "
-                    "(converting its values runs that type's code, which the file chose); "
-                    "refused before any value is read"
-                )
+        found = extension_in_schema(schema)
+        if found is not None:
+            raise UnsafeDataError(
+                f"{where}: column {found[0]!r} holds the Arrow extension type {found[1]!r} "
+                "(converting its values runs that type's code, which the file chose); "
+                "refused before any value is read"
+            )
         for name, space in self.spaces.items():
             self._space(space, self._column(schema, name, where), f"{where}: column {name!r}")
         for name, test, expected in (
