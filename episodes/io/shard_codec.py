@@ -192,12 +192,16 @@ def _encode_column(
     copy: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> pa.Array:
     if meta["layout"] == "json":
-        # Most infos are empty dicts: their text is known without encoding them.
-        texts = [
-            "{}" if item == {} else json.dumps(item, allow_nan=False) for item in meta.pop("items")
-        ]
+        items = meta.pop("items")
         meta["items"] = None  # the items live in the column: one JSON text per row
-        return text_array([t.encode("utf-8") for t in texts], rows, pa.large_string())
+        if set(map(type, items)) <= {dict} and not any(items):
+            # Infos are mostly all empty dicts: their texts are known, no Python per row.
+            return text_array([b"{}"] * len(items), rows, pa.large_string())
+        texts = [
+            b"{}" if item == {} else json.dumps(item, allow_nan=False).encode("utf-8")
+            for item in items
+        ]
+        return text_array(texts, rows, pa.large_string())
     paths = skeleton_paths(meta["structure"], "/".join(path))
     parts = []
     for sub, leaf in zip(paths, meta["leaves"], strict=True):

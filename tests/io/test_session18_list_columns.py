@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from episodes import SingleAgentEpisode
-from episodes.io import EpisodeWriter, column_codec, read_episodes
+from episodes.io import DatasetWriter, EpisodeWriter, column_codec, read_episodes
 
 COLUMNS: dict[str, list[Any]] = {
     "float32 arrays": [np.full(3, t, np.float32) for t in range(5)],
@@ -121,3 +121,28 @@ def test_list_mode_episodes_round_trip_with_their_item_types(tmp_path) -> None:
     assert [type(x) for x in back.actions.data] == [np.int64] * 3
     assert back.get_observations()[0].dtype == np.float32
     assert [type(x) for x in back.extra_model_outputs["k"].data] == [int] * 3
+
+
+@pytest.mark.parametrize(
+    "infos",
+    [
+        pytest.param([{}] * 4, id="all-empty"),
+        pytest.param([{}, {"a": 1}, {}, {"b": [1, 2]}], id="some"),
+        pytest.param([{}, {}, {}, {"a": {}}], id="nested-empty"),
+    ],
+)
+def test_v2_infos_columns_round_trip(tmp_path, infos: list[dict[str, Any]]) -> None:
+    ep = SingleAgentEpisode(
+        "i",
+        observations=[0, 1, 2, 3],
+        actions=[0, 1, 0],
+        rewards=[1.0, 2.0, 3.0],
+        infos=infos,
+        extra_model_outputs={"falsy": [0, "", []]},  # one JSON item each, all falsy
+        len_lookback_buffer=0,
+    )
+    with DatasetWriter(tmp_path / "ds") as writer:
+        writer.write(ep)
+    (back,) = read_episodes(tmp_path / "ds", verify=True)
+    assert back == ep and back.get_infos() == infos
+    assert back.get_extra_model_outputs("falsy") == [0, "", []]
