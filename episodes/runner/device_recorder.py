@@ -18,6 +18,8 @@ supported on this path (ValueError).
 
 Infos are kept as the env returned them (the dicts and their tensors are not copied) and read
 at the end of the call: an env that writes its info tensors in place must hand out new ones.
+There each row's infos come to the host and are stored batched, as the host path stores them
+(:class:`~episodes.runner.row_infos.RowInfos`): split per sub-env only when a chunk's are read.
 
 Example:
     >>> import torch

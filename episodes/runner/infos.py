@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -54,14 +55,24 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
                 raise TypeError("a string")
             item = value[index]
         except (TypeError, IndexError, KeyError) as err:
-            raise ValueError(
-                f"the env's infos[{key!r}] must hold one value per sub-env (gymnasium batches "
-                f"infos key by key), got {type(value).__name__} {value!r:.60}"
-            ) from err
+            raise not_per_env(key, value) from err
         # A row of a batched array is a view: an env may write its next infos into the same
         # array, which would change the recorded ones.
         out[key] = item.copy() if isinstance(item, np.ndarray) and item.ndim else item
     return out
+
+
+def not_per_env(key: Any, value: Any) -> ValueError:
+    """The error for ``infos[key]``, a value without one item per sub-env (see :func:`env_info`).
+
+    Example:
+        >>> print(not_per_env("x", 0.5))  # doctest: +ELLIPSIS
+        the env's infos['x'] must hold one value per sub-env (...), got float 0.5
+    """
+    return ValueError(
+        f"the env's infos[{key!r}] must hold one value per sub-env (gymnasium batches "
+        f"infos key by key), got {type(value).__name__} {value!r:.60}"
+    )
 
 
 def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -> np.ndarray | None:
@@ -173,8 +184,12 @@ def same_infos(have: list[Any], want: list[Any]) -> bool:
     )
 
 
-def _rows_infos(infos: dict[tuple[int, int], Any], env: int, start: int, stop: int) -> list[Any]:
-    """Sub-env ``env``'s infos of rows ``start:stop``, ``{}`` (each its own) where none."""
+def _rows_infos(infos: Mapping[tuple[int, int], Any], env: int, start: int, stop: int) -> list[Any]:
+    """Sub-env ``env``'s infos of rows ``start:stop``, ``{}`` (each its own) where none.
+
+    ``infos`` is a recording's :class:`~episodes.runner.row_infos.RowInfos`: each info is
+    split out of its vector step's batched infos here, once (then the same dict every read).
+    """
     if not infos:  # most envs report nothing: skip the per-row lookups
         return [{} for _ in range(start, stop)]
     return [infos.get((r, env)) or {} for r in range(start, stop)]

@@ -2,8 +2,9 @@
 
 Vector step ``r`` of a call writes row ``r`` of every block with one slice assignment per field
 (see :mod:`episodes.runner.blocks`); ``obs[r + 1]`` gets the observations the step returned.
-Python work per sub-env happens only at episode boundaries (final observations, metrics) and for
-the sub-envs that reported an info.
+Python work per sub-env happens only at episode boundaries (final observations, metrics): a
+step's infos are stored batched (:class:`~episodes.runner.row_infos.RowInfos`) and split per
+sub-env only when a chunk's infos are read.
 
 Where an episode's final observation goes depends on the autoreset mode:
 
@@ -42,12 +43,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks, Finals
-from episodes.runner.infos import FINAL_KEYS, env_info, reported
+from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.nesting import check_env_rows, stacked_finals
 from episodes.runner.policy import check_numpy_dtype, check_outputs_hold_data
 from episodes.runner.rewards import REAL_KINDS, refused_rewards
+from episodes.runner.row_infos import RowInfos
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
 from episodes.runner.timing import now
 from episodes.structs import map_batch
@@ -55,7 +57,6 @@ from episodes.structs import map_batch
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
 
 Reset = Callable[..., tuple[Any, dict[str, Any]]]
-Infos = dict[tuple[int, int], dict[str, Any]]
 
 
 def host_array(value: Any) -> np.ndarray:
@@ -131,8 +132,8 @@ class BatchedRecorder:
         self.episode_start = np.zeros(n, np.int64)
         self.episode_number = np.arange(n, dtype=np.int64)
         self.next_number = n
-        self.infos: Infos = {}
-        self.final_infos: Infos = {}
+        self.infos = RowInfos()
+        self.final_infos = RowInfos()
         self.finals: Finals | None = None
         self.events: list[np.ndarray] = []  # [3, k]: done row, env, the next episode's number
         # This call's endings so far: (row, envs, their returns, their lengths).
@@ -164,7 +165,7 @@ class BatchedRecorder:
             (True, {})
         """
         saved = {name: getattr(self, name) for name in self.BEGUN}
-        saved["infos"] = dict(self.infos)
+        saved["infos"] = self.infos.copy()
         return saved
 
     def restore(self, saved: dict[str, Any]) -> None:
@@ -401,20 +402,16 @@ class BatchedRecorder:
         infos: dict[str, Any],
         where: np.ndarray | None,
         row: int,
-        into: Infos | None = None,
+        into: RowInfos | None = None,
         drop: tuple[str, ...] = (),
     ) -> None:
-        """Stores the infos of the envs in ``where`` that reported one, at ``row``."""
+        """Stores the infos of the envs in ``where`` that reported one, at ``row`` (batched)."""
         mask = reported(infos, self.num_envs, drop)
         if mask is None:
             return
         if where is not None:
             mask &= where
-        store = self.infos if into is None else into
-        for i in np.flatnonzero(mask).tolist():
-            info = env_info(infos, i, drop=drop)
-            if info:
-                store[(row, i)] = info
+        (self.infos if into is None else into).add(row, infos, mask, drop)
 
     def _slack(self, num_steps: int) -> int:
         # Next-step sub-envs need a few extra vector steps (their reset steps); blocks that
@@ -519,10 +516,8 @@ class BatchedRecorder:
         def later(rows: np.ndarray, envs: np.ndarray) -> np.ndarray:
             return rows >= end[envs]
 
-        self.infos = {(r - shift, i): v for (r, i), v in self.infos.items() if r >= keep}
-        self.final_infos = {
-            (r - shift, i): v for (r, i), v in self.final_infos.items() if r >= end[i]
-        }
+        self.infos = self.infos.moved(keep, None, -shift)
+        self.final_infos = self.final_infos.ending_from(end, -shift)
         self.finals = finals.kept(later(finals.rows, finals.envs), -shift)
         late = later(events[0], events[1])
         moved = np.array([[shift], [0], [0]])

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from episodes.runner.blocks import Blocks, Finals
+from episodes.runner.row_infos import RowInfos
 from episodes.runner.timing import chunk_times
 
 
@@ -106,9 +107,9 @@ class Recording:
     num_steps: int
     table: ChunkTable
     window: np.ndarray
-    infos: dict[tuple[int, int], dict[str, Any]]
+    infos: RowInfos
     finals: Finals
-    final_infos: dict[tuple[int, int], dict[str, Any]]
+    final_infos: RowInfos
     uid: str
     #: The blocks on the env's device when the env yields torch tensors (``blocks`` is then
     #: their host mirror), else None.
@@ -199,17 +200,14 @@ class Recording:
         if first == 0 and stop == self.blocks.step_rows:
             return self
 
-        def moved(infos: dict[tuple[int, int], Any]) -> dict[tuple[int, int], Any]:
-            return {(r - first, i): v for (r, i), v in infos.items() if first <= r <= stop}
-
         return dataclasses.replace(
             self,
             blocks=self.blocks.rows_between(first, stop),
             table=dataclasses.replace(table, first=table.first - first, stop=table.stop - first),
             window=self.window - first,
-            infos=moved(self.infos),
+            infos=self.infos.moved(first, stop, -first),
             finals=self.finals.kept(np.ones(len(self.finals.rows), bool), -first),
-            final_infos=moved(self.final_infos),
+            final_infos=self.final_infos.moved(first, stop, -first),
         )
 
     def chunk_lengths(self) -> list[int]:

@@ -1,0 +1,276 @@
+"""A recording's infos by ``(row, env)``, kept as each vector step's batched dict until read.
+
+Recording a vector step stores its batched infos once: a snapshot (numpy arrays copied, lists
+and object arrays copied with the arrays among their items, nested dicts walked; torch tensors
+and other values kept as the env gave them, as the device path keeps them) and the mask of the
+sub-envs it is the info of. That is a few numpy calls per key and step, whatever the number of
+sub-envs (an object array's or list's items cost Python per sub-env, as gymnasium's own
+batching of them does). A sub-env's own dict is split out only when ``(row, env)`` is read, and
+kept: the same ``(row, env)`` gives the same dict every time (``same_infos`` compares by
+identity), in every :class:`RowInfos` moved or copied from this one. What
+:func:`~episodes.runner.infos.env_info` refuses (a value without one item per sub-env) is
+refused when the step is stored, in its words.
+
+Example:
+    >>> infos = RowInfos()
+    >>> batched = {"x": np.array([1.0, 2.0]), "_x": np.array([False, True])}
+    >>> infos.add(3, batched, np.array([False, True]))
+    >>> batched["x"][1] = 9.0  # the env reuses its array: the stored step is a copy
+    >>> infos.get((3, 1)), infos.get((3, 0)), infos.get((3, 1)) is infos.get((3, 1))
+    ({'x': np.float64(2.0)}, None, True)
+    >>> infos.moved(3, None, -3).get((0, 1))
+    {'x': np.float64(2.0)}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from episodes.runner.infos import not_per_env
+
+__all__ = ["RowInfos"]
+
+Info = dict[str, Any]
+Plan = list[tuple[Any, Any, "list[bool] | None", "Plan | None"]]
+_UNREAD = object()
+
+
+class _Step:
+    """One stored vector step's infos (a snapshot) and the sub-env dicts split out of it."""
+
+    __slots__ = ("infos", "plan", "split")
+
+    def __init__(self, infos: dict[Any, Any]):
+        self.infos = infos
+        self.plan: Plan | None = None  # what a split reads, worked out at the first read
+        self.split: dict[int, Info | None] = {}
+
+    def info(self, env: int) -> Info | None:
+        """Sub-env ``env``'s dict (None where it is empty), split once."""
+        info = self.split.get(env, _UNREAD)
+        if info is _UNREAD:
+            if self.plan is None:
+                self.plan = _plan(self.infos)
+            info = self.split[env] = _split(self.plan, env) or None
+        return info  # type: ignore[return-value]
+
+    def __getstate__(self) -> tuple[dict[Any, Any], dict[int, Info | None]]:
+        return self.infos, self.split
+
+    def __setstate__(self, state: tuple[dict[Any, Any], dict[int, Info | None]]) -> None:
+        self.infos, self.split = state
+        self.plan = None
+
+
+class RowInfos(Mapping[tuple[int, int], Info]):
+    """Infos by ``(row, env)``: the stored vector steps, split per sub-env when read.
+
+    A read-only mapping (a key is there when its sub-env's info is not empty) whose ``get``
+    costs a lookup or one split; iterating, ``len`` and ``repr`` split every info (for tests
+    and debugging, not the recording's path). True once any step was stored.
+    """
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: dict[int, list[tuple[np.ndarray, _Step]]] | None = None):
+        self._rows: dict[int, list[tuple[np.ndarray, _Step]]] = {} if rows is None else rows
+
+    def add(
+        self, row: int, infos: dict[str, Any], envs: np.ndarray, drop: tuple[str, ...] = ()
+    ) -> None:
+        """Stores ``infos`` (leaving out the keys in ``drop``) as row ``row``'s infos of ``envs``.
+
+        ``envs`` is kept (the caller's own mask); the sub-envs of several stores into a row
+        must differ (the last store's non-empty info is read).
+
+        Raises:
+            ValueError: A value some sub-env of ``envs`` reported holds no item per sub-env
+                (``env_info``'s error, for the first sub-env it fails); nothing is stored.
+        """
+        if not envs.any():
+            return
+        bad = _first_refused(infos, envs, drop)
+        if bad is not None:
+            _, key, value, err = bad
+            raise not_per_env(key, value) from err
+        self._rows.setdefault(row, []).append((envs, _Step(_snapshot(infos, drop))))
+
+    def get(self, key: tuple[int, int], default: Any = None) -> Any:
+        """Sub-env ``key[1]``'s info of row ``key[0]`` (split on the first read), or ``default``."""
+        entries = self._rows.get(key[0])
+        if entries:
+            env = key[1]
+            for envs, step in reversed(entries):
+                if envs[env]:
+                    info = step.info(env)
+                    if info is not None:
+                        return info
+        return default
+
+    def __getitem__(self, key: tuple[int, int]) -> Info:
+        info = self.get(key)
+        if info is None:
+            raise KeyError(key)
+        return info
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        seen: set[tuple[int, int]] = set()
+        for row, entries in self._rows.items():
+            for envs, _ in entries:
+                for env in np.flatnonzero(envs).tolist():
+                    if (row, env) not in seen and self.get((row, env)) is not None:
+                        seen.add((row, env))
+                        yield row, env
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        return bool(self._rows)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+    def copy(self) -> RowInfos:
+        """A copy that later stores into either leave the other as it is (steps shared)."""
+        return RowInfos({row: list(entries) for row, entries in self._rows.items()})
+
+    def moved(self, first: int, last: int | None, by: int) -> RowInfos:
+        """The rows ``first..last`` (inclusive; None: all from ``first``) as rows ``r + by``.
+
+        Example:
+            >>> infos = RowInfos()
+            >>> for r in range(3):
+            ...     infos.add(r, {"r": np.array([r])}, np.array([True]))
+            >>> sorted(infos.moved(1, 1, 5))
+            [(6, 0)]
+        """
+        return RowInfos(
+            {
+                row + by: list(entries)
+                for row, entries in self._rows.items()
+                if row >= first and (last is None or row <= last)
+            }
+        )
+
+    def ending_from(self, end: np.ndarray, by: int) -> RowInfos:
+        """The infos of rows at or after each env's ``end[env]``, as rows ``r + by``.
+
+        Example:
+            >>> infos = RowInfos()
+            >>> infos.add(2, {"r": np.array([1, 2])}, np.array([True, True]))
+            >>> sorted(infos.ending_from(np.array([2, 3]), -2))
+            [(0, 0)]
+        """
+        rows: dict[int, list[tuple[np.ndarray, _Step]]] = {}
+        for row, entries in self._rows.items():
+            later = row >= end
+            kept = [(envs & later, step) for envs, step in entries if (envs & later).any()]
+            if kept:
+                rows[row + by] = kept
+        return RowInfos(rows)
+
+    def __getstate__(self) -> dict[int, list[tuple[np.ndarray, _Step]]]:
+        return self._rows
+
+    def __setstate__(self, state: dict[int, list[tuple[np.ndarray, _Step]]]) -> None:
+        self._rows = state
+
+
+def _masked(infos: dict[Any, Any], drop: tuple[str, ...]) -> Iterator[tuple[Any, Any, Any]]:
+    """``(key, value, mask or None)`` of the keys ``env_info`` reads (its order)."""
+    for key, value in infos.items():
+        if key in drop or (isinstance(key, str) and key.startswith("_")):
+            continue
+        yield key, value, infos.get("_" + key) if isinstance(key, str) else None
+
+
+def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, Any]:
+    """The keys ``env_info`` reads, numpy arrays copied, masks as bool arrays (see module)."""
+    out: dict[Any, Any] = {}
+    for key, value, mask in _masked(infos, drop):
+        if isinstance(value, dict):
+            out[key] = _snapshot(value)
+        elif isinstance(value, np.ndarray):
+            out[key] = owned = value.copy()
+            if value.dtype == object and value.ndim == 1:  # per-env Python, as gymnasium's own
+                for i, item in enumerate(value):
+                    owned[i] = _owned(item)
+        elif isinstance(value, list):
+            out[key] = [_owned(item) for item in value]
+        else:
+            out[key] = value
+        if mask is not None:
+            out["_" + key] = np.array(mask, dtype=bool)  # checked by ``reported``
+    return out
+
+
+def _owned(item: Any) -> Any:
+    """An object array's or list's item, copied if an array: the env may write into it later."""
+    return item.copy() if isinstance(item, np.ndarray) and item.ndim else item
+
+
+def _plan(snapshot: dict[Any, Any]) -> Plan:
+    """``(key, value, mask as a list or None, nested plan or None)`` per key."""
+    plan: Plan = []
+    for key, value, mask in _masked(snapshot, ()):
+        flags = None if mask is None else mask.tolist()
+        plan.append((key, value, flags, _plan(value) if isinstance(value, dict) else None))
+    return plan
+
+
+def _split(plan: Plan, index: int) -> Info:
+    """``env_info`` of a snapshot (by its :func:`_plan`)."""
+    out: Info = {}
+    for key, value, flags, inner in plan:
+        if flags is not None and not flags[index]:
+            continue
+        # Items are the snapshot's own (a numeric array's rows are views of its copy).
+        out[key] = _split(inner, index) if inner is not None else value[index]
+    return out
+
+
+Refused = tuple[int, Any, Any, BaseException]
+
+
+def _first_refused(
+    infos: dict[Any, Any], envs: np.ndarray, drop: tuple[str, ...]
+) -> Refused | None:
+    """``(env, key, value, error)`` where ``env_info`` would first fail over ``envs``, or None.
+
+    ``env_info`` goes sub-env by sub-env, key by key: the lowest failing sub-env, then its
+    first failing key. One index per key (the highest of its sub-envs) when nothing fails.
+    """
+    first: Refused | None = None
+    for key, value, mask in _masked(infos, drop):
+        need = envs if mask is None else envs & np.asarray(mask, dtype=bool)
+        if not need.any():
+            continue
+        if isinstance(value, dict):
+            bad = _first_refused(value, need, ())
+        else:
+            bad = _refused_item(key, value, np.flatnonzero(need))
+        if bad is not None and (first is None or bad[0] < first[0]):
+            first = bad
+    return first
+
+
+def _refused_item(key: Any, value: Any, indices: np.ndarray) -> Refused | None:
+    """The first of ``indices`` whose item of ``value`` ``env_info`` cannot take, or None."""
+    if not isinstance(value, (str, bytes, Mapping)):
+        try:  # a sequence whose last item is there has the others
+            value[int(indices[-1])]
+            return None
+        except (TypeError, IndexError, KeyError):
+            pass
+    for i in indices.tolist():  # only when one fails (or for a mapping)
+        try:
+            if isinstance(value, (str, bytes)):
+                raise TypeError("a string")
+            value[i]
+        except (TypeError, IndexError, KeyError) as err:
+            return i, key, value, err
+    return None
