@@ -38,6 +38,7 @@ __all__ = [
     "concat_rows",
     "id_rows",
     "sliding_rows",
+    "FillerMemo",
 ]
 
 Batch = dict[str, Any]
@@ -354,6 +355,8 @@ def with_fill_dtype(value: Any, fill: Any) -> Any:
 
     if fill is None:  # no filler to follow (see filler_for)
         return value
+    if type(value) is np.ndarray and type(fill) is not dict and not tree.is_nested(fill):
+        return leaf(value, fill)
     if not tree.is_nested(fill):
         return tree.map_structure(lambda x: leaf(x, fill), value)
     try:
@@ -398,6 +401,34 @@ def filler_for(space: Any, fill: Any, *, one_hot_discrete: bool = False) -> Any:
     return fillers
 
 
+class FillerMemo:
+    """:func:`filler_for` of one ``fill``, remembered per space for one connector call.
+
+    The episodes of a call share their spaces: the filler (and the check of ``fill``) is
+    worked out once per space, not once per episode. The spaces are held, so their ids stay
+    theirs for the memo's life.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> memo, space = FillerMemo(0), gym.spaces.Discrete(3)
+        >>> memo.get(space) is memo.get(space), memo.get(None)
+        (True, 0)
+    """
+
+    def __init__(self, fill: Any):
+        self.fill = fill
+        self._fillers: dict[tuple[int, bool], tuple[Any, Any]] = {}
+
+    def get(self, space: Any, *, one_hot_discrete: bool = False) -> Any:
+        """``filler_for(space, fill, one_hot_discrete=...)``, computed once per space."""
+        key = (id(space), one_hot_discrete)
+        held = self._fillers.get(key)
+        if held is None:
+            filler = filler_for(space, self.fill, one_hot_discrete=one_hot_discrete)
+            self._fillers[key] = held = (space, filler)
+        return held[1]
+
+
 def _text_only(space: Any) -> bool:
     if isinstance(space, gym.spaces.Text):
         return True
@@ -422,9 +453,15 @@ def sliding_rows(value: Any, window: int) -> Any:
 
     def leaf(x: Any) -> np.ndarray:
         x = np.asarray(x)
-        windows = np.lib.stride_tricks.sliding_window_view(x, window, axis=0)
+        rows = len(x) - window + 1 if x.ndim else 0
+        if rows >= 1 and window >= 1:
+            # One gather: sliding_window_view + moveaxis + a copy cost ~10x more per episode.
+            return x[np.arange(rows)[:, None] + np.arange(window)]
+        windows = np.lib.stride_tricks.sliding_window_view(x, window, axis=0)  # its errors
         return np.ascontiguousarray(np.moveaxis(windows, -1, 1))
 
+    if type(value) is np.ndarray:
+        return leaf(value)
     return tree.map_structure(leaf, value)
 
 

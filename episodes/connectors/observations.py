@@ -12,9 +12,9 @@ import tree
 from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
+    FillerMemo,
     as_arrays,
     check_episodes,
-    filler_for,
     join_rows,
     sliding_rows,
     with_fill_dtype,
@@ -78,7 +78,12 @@ def _whole_count(value: Any, name: str, minimum: int) -> int:
 
 
 def _read_obs(
-    episode: SingleAgentEpisode, start: int, stop: int, fill: Any, one_hot: bool, name: str
+    episode: SingleAgentEpisode,
+    start: int,
+    stop: int,
+    fillers: FillerMemo | None,
+    one_hot: bool,
+    name: str,
 ) -> Any:
     # Without a space there is nothing to one-hot by: the leaves flatten as recorded, so a
     # space-less float episode works with the default flag (documented on the connectors).
@@ -87,7 +92,8 @@ def _read_obs(
     # Before the read: a fill that cannot fill the space is refused whether or not a row
     # needs padding (else where a chunk was cut decided it); the rows then take the dtype
     # the filler gives them, so a column's dtype does not depend on the cut either.
-    filler = None if fill is None else filler_for(space, fill, one_hot_discrete=one_hot)
+    fill = None if fillers is None else fillers.fill
+    filler = None if fillers is None else fillers.get(space, one_hot_discrete=one_hot)
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
     )
@@ -230,6 +236,7 @@ class FrameStack(EpisodeConnector):
         check_episodes(episodes, "FrameStack")
         name = f"FrameStack's {self.out_key!r} column"
         parts, used = [], []
+        fillers = FillerMemo(self.fill)
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
@@ -237,7 +244,7 @@ class FrameStack(EpisodeConnector):
             first = start - self.n + 1
             if self.flatten:
                 _check_flattenable(episode, name, "pass flatten=False to stack them unflattened")
-            value = _read_obs(episode, first, stop, self.fill, self.flatten, name)
+            value = _read_obs(episode, first, stop, fillers, self.flatten, name)
             if self.flatten:  # the fill keeps the window whole: n - 1 rows before the first
                 flat = flatten_rows(value, stop - start + self.n - 1, name=name)
                 windows = sliding_rows(flat, self.n)

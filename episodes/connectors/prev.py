@@ -10,9 +10,9 @@ import numpy as np
 from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
+    FillerMemo,
     as_arrays,
     check_episodes,
-    filler_for,
     join_rows,
     sliding_rows,
     with_fill_dtype,
@@ -95,15 +95,16 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     "one_hot_discrete=False for the raw actions"
                 )
         actions, rewards, ids = [], [], []
+        fillers = FillerMemo(self.fill)
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
                 continue
             ids.append(episode.id_)
             if self.n_actions:
-                actions.append(self._actions(episode, start, stop))
+                actions.append(self._actions(episode, start, stop, fillers))
             if self.n_rewards:
-                rewards.append(self._rewards(episode, start, stop))
+                rewards.append(self._rewards(episode, start, stop, fillers))
         # Both columns are joined before the batch changes: a refusal leaves it as it was.
         joined = {
             key: join_rows(parts, key, ids)
@@ -113,12 +114,14 @@ class PrevActionsPrevRewards(EpisodeConnector):
         batch.update(joined)
         return batch
 
-    def _actions(self, episode: SingleAgentEpisode, start: int, stop: int) -> Any:
+    def _actions(
+        self, episode: SingleAgentEpisode, start: int, stop: int, fillers: FillerMemo
+    ) -> Any:
         one_hot, space = self.one_hot_discrete, episode.action_space
         # Before the read: a fill that cannot fill the space is refused whether or not a row
         # needs padding; the rows then take the dtype the filler gives them (with a space,
         # the space's), so neither depends on where a chunk was cut.
-        filler = filler_for(space, self.fill, one_hot_discrete=one_hot)
+        filler = fillers.get(space, one_hot_discrete=one_hot)
         value = episode.get_actions(
             slice(start - self.n_actions, stop - 1),
             neg_index_as_lookback=True,
@@ -130,9 +133,11 @@ class PrevActionsPrevRewards(EpisodeConnector):
         rows = as_arrays(value, self.fill, finalized=finalized, space=space, name=name)
         return sliding_rows(with_fill_dtype(rows, filler), self.n_actions)
 
-    def _rewards(self, episode: SingleAgentEpisode, start: int, stop: int) -> Any:
+    def _rewards(
+        self, episode: SingleAgentEpisode, start: int, stop: int, fillers: FillerMemo
+    ) -> Any:
         # The column holds float32 scalars: the fill is checked against them, as the actions'.
-        filler_for(_REWARDS, self.fill)
+        fillers.get(_REWARDS)
         value = episode.get_rewards(
             slice(start - self.n_rewards, stop - 1), neg_index_as_lookback=True, fill=self.fill
         )
