@@ -44,7 +44,9 @@ def _stats(values: list[float]) -> str:
 
 def _say(line: str, *, err: bool = False) -> None:
     """Prints a line with control characters escaped: a dataset's strings could forge lines."""
-    print(printable(line), file=sys.stderr if err else sys.stdout)
+    stream = sys.stderr if err else sys.stdout
+    if stream is not None:  # None: closed (2>&-); print(file=None) would write to stdout
+        print(printable(line), file=stream)
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -26,6 +26,9 @@ class CliError(Exception):
 def progress(total: int | None, desc: str) -> Any:
     """A progress bar on stderr, shown only when stderr is a terminal (tqdm's ``disable=None``).
 
+    None is shown (nor written to) where stderr is closed: started with ``2>&-``, Python's
+    ``sys.stderr`` is None.
+
     Example:
         >>> with progress(3, "record") as bar:  # silent here: stderr is no terminal
         ...     _ = bar.update(3)
@@ -35,4 +38,7 @@ def progress(total: int | None, desc: str) -> Any:
     from tqdm import tqdm
 
     unit = "step" if desc == "record" else "chunk"
-    return tqdm(total=total, desc=desc, unit=unit, disable=None, file=sys.stderr, leave=False)
+    stream = sys.stderr
+    closed = stream is None or getattr(stream, "closed", False)
+    hide = True if closed else None  # None: tqdm shows it on a terminal only
+    return tqdm(total=total, desc=desc, unit=unit, disable=hide, file=stream, leave=False)

@@ -67,16 +67,18 @@ def record(args: argparse.Namespace) -> int:
         for name, kind in zip(("observation", "action"), map(unrecordable_kind, spaces)):
             if kind:
                 raise CliError(f"cannot record {env_id}: the runner cannot batch {kind} {name}s")
-        other = other_env_problem(args.out, env_id, *spaces)
+        other = other_env_problem(args.out, env_id, *spaces)  # before anything is made
         if other:
             raise CliError(other)
         stored = [False]  # whether this record committed an episode before an interrupt
         try:
             with removed_if_failed(args.out):  # a directory it made, unless an episode went in
-                _record_into(args, env, env_id, shard_size, stored)
+                other = _record_into(args, env, env_id, shard_size, stored)
         except KeyboardInterrupt:
             print(printable(_interrupted_note(args.out, stored=stored[0])), file=sys.stderr)
             raise
+        if other:  # raised here: the dataset another record made at args.out stays as it is
+            raise CliError(other)
     finally:
         env.close()
     return 0
@@ -98,7 +100,14 @@ def _interrupted_note(out: str, *, stored: bool) -> str:
 
 def _record_into(
     args: argparse.Namespace, env: Any, env_id: str, shard_size: int, stored: list[bool]
-) -> None:
+) -> str:
+    """Records into ``args.out``; returns why not ("" once recorded) if it is another env's.
+
+    Asked again once the writer has the dataset open, before it writes: a record of another
+    env started at the same moment may have made it since the first check. Then the answer
+    holds until this writer closes: a v2 header, naming the env, is made whole by the first
+    writer (the others read it) and never changes; a v1 writer holds the dataset's lock.
+    """
     from episodes.io import DatasetMetadata, DatasetWriter
     from episodes.runner import EnvRunner, RandomPolicy
 
@@ -121,6 +130,11 @@ def _record_into(
         metadata.env_id = env_id
         writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_size)
     with writer, progress(per_env * args.num_envs, "record") as bar:
+        other = other_env_problem(
+            args.out, env_id, env.single_observation_space, env.single_action_space
+        )
+        if other:
+            return other
         try:
             while done < per_env:
                 block = min(256, per_env - done)
@@ -137,3 +151,4 @@ def _record_into(
             stored[0] = bool(ids) if args.format == 1 else bool(writer.committed)
             raise
     print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
+    return ""

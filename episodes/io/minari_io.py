@@ -459,9 +459,17 @@ def _open_checked(data_dir: Path, meta: dict[str, Any]) -> Any:
     """The Minari dataset at ``data_dir``, its storage opened on the spaces of checked ``meta``.
 
     ``MinariDataset(path)`` would read the metadata again: one changed since the check could
-    still name an env to make.
+    still name an env to make. Its episodes are those of the checked ``total_episodes``, an
+    int from 0 to the episodes stored (Minari makes an array of that many numbers first).
     """
     import minari
+
+    total, stored = meta.get("total_episodes"), _stored_episodes(data_dir, meta["data_format"])
+    if type(total) is not int or not 0 <= total <= stored:
+        raise DatasetError(
+            f"cannot read Minari dataset {data_dir}: its metadata's total_episodes {total!r} is "
+            f"not an int from 0 to the {stored} episodes stored"
+        )
 
     try:
         from minari.dataset._storages import get_minari_storage
@@ -474,7 +482,19 @@ def _open_checked(data_dir: Path, meta: dict[str, Any]) -> Any:
         deserialize_space(meta["action_space"]),
         jpeg_encoding=bool(meta.get("jpeg_encoding", True)),
     )
-    return minari.MinariDataset(storage)
+    return minari.MinariDataset(storage, episode_indices=np.arange(total))
+
+
+def _stored_episodes(data_dir: Path, data_format: Any) -> int:
+    """The episodes stored, as Minari lays them out: directories ``<n>/`` or HDF5 groups."""
+    if data_format in ("arrow", "parquet"):
+        with os.scandir(data_dir) as entries:
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        return sum(1 for name in names if re.fullmatch("[0-9]+", name))
+    import h5py  # Minari's HDF5 storage reads it: the dataset is unreadable without
+
+    with h5py.File(data_dir / "main_data.hdf5", "r") as file:
+        return len(file.keys())
 
 
 def _algorithm(source: Any) -> str | None:

@@ -367,6 +367,12 @@ def check_header(obj: Any, where: str) -> dict[str, Any]:
         )
     if not isinstance(obj.get("metadata"), dict):
         raise CorruptDatasetError(f"{where}: header 'metadata' must be an object")
+    for key in ("created_utc", "library_version"):  # DatasetInfo's str | None
+        if not isinstance(obj.get(key), (str, type(None))):
+            value = obj[key]
+            raise CorruptDatasetError(
+                f"{where}: header {key!r} must be a string, got {type(value).__name__} {value!r}"
+            )
     return obj
 
 

@@ -1,7 +1,8 @@
 """The staged directory a whole-dataset copy writes into before it is renamed into place.
 
 ``migrate``, ``merge``, ``split`` and ``filter_dataset`` write ``DST`` as
-``.DST.partial-<pid>-<16 hex digits>`` next to it and rename it once complete. The copying
+``.DST.partial-<pid>-<16 hex digits>`` next to it and rename it once complete (or move its
+entries into ``DST`` where that is an empty directory already, :func:`place`). The copying
 process holds an ``flock`` on that directory while it writes; a copy stopped where it could not
 clean up (``SIGKILL``, a power cut) leaves it behind, and the next copy into the same ``DST``
 removes it: a staged directory whose writer is provably gone, its process no longer alive and
@@ -14,7 +15,7 @@ Example:
     >>> staged = stage(final)
     >>> staged.path.name.startswith(f".dst.partial-{os.getpid()}-")
     True
-    >>> os.replace(staged.path, final); staged.close()
+    >>> _ = place(staged.path, final); staged.drop()
     >>> sorted(p.name for p in final.parent.iterdir())
     ['dst']
 """
@@ -28,10 +29,13 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["Staged", "remove_empty", "remove_stale", "stage"]
+from episodes.io.errors import DatasetError
+from episodes.io.format import MANIFEST_FILE
+
+__all__ = ["Staged", "place", "remove_empty", "remove_stale", "stage"]
 
 
 class Staged:
@@ -101,6 +105,62 @@ def stage(final: Path) -> Staged:
                 staged.rmdir()
         remove_empty(made)
         raise
+
+
+def place(staged: Path, final: Path) -> Callable[[], None]:
+    """Puts the complete copy ``staged`` at ``final``; returns what takes it back out.
+
+    A ``final`` that is no directory yet is ``staged`` renamed. An existing one (checked
+    empty, under an ``flock`` on it that other copies into it wait for) is filled in place
+    instead, the manifest moved in last, so a reader sees no dataset until it is whole: a
+    rename over it would replace it, leaving a shell whose current directory it is (``episodes
+    migrate SRC .``) in a removed directory. ``staged`` stays, emptied: drop it after.
+
+    Raises:
+        DatasetError: ``final`` is a directory that is not empty (any more).
+        OSError: The system failed a rename; what was moved in went back to ``staged``.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "dst").mkdir(); (root / "s").mkdir()
+        >>> _ = (root / "s" / MANIFEST_FILE).write_text("")
+        >>> undo = place(root / "s", root / "dst")
+        >>> os.listdir(root / "dst"), os.listdir(root / "s")
+        (['manifest.jsonl'], [])
+        >>> undo(); os.listdir(root / "dst"), os.listdir(root / "s")
+        ([], ['manifest.jsonl'])
+    """
+    try:
+        fd = os.open(final, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        os.replace(staged, final)
+        return lambda: os.replace(final, staged)
+    moved: list[str] = []
+
+    def undo() -> None:
+        for name in reversed(moved):  # the manifest first: no dataset is seen half gone
+            os.rename(final / name, staged / name)
+        moved.clear()
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.listdir(fd):
+            raise DatasetError(f"{final} exists and is not empty; choose a new directory")
+        for name in sorted(os.listdir(staged), key=lambda name: name == MANIFEST_FILE):
+            if name == MANIFEST_FILE:  # a link: never over a manifest a writer made meanwhile
+                os.link(staged / name, final / name, follow_symlinks=False)
+                moved.append(name)
+                os.unlink(staged / name)
+            else:
+                os.rename(staged / name, final / name)
+                moved.append(name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            undo()
+        raise
+    finally:
+        os.close(fd)
+    return undo
 
 
 def remove_stale(final: Path) -> list[str]:

@@ -16,11 +16,13 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import math
 import numbers
 import os
 from collections.abc import Mapping
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,9 +30,34 @@ import numpy as np
 from episodes.episode.recording import as_flag
 from episodes.seeds import check_seed
 
-__all__ = ["filter_args", "holds_nan", "merge_sources", "real_number", "split_args"]
+__all__ = ["filter_args", "holds_nan", "merge_sources", "real_number", "resolved", "split_args"]
 
 PathLike = str | os.PathLike[str]
+
+
+def resolved(path: PathLike) -> Path:
+    """``path`` made absolute, ``..`` and symlinks resolved (``Path.resolve``, not strict).
+
+    A symlink loop on the way is an ``OSError`` (``ELOOP``) naming ``path``, as opening it
+    would be, not Python 3.11's ``RuntimeError``. The copies rename into, and compare, the
+    resolved destination: ``.`` has no name to stage a copy beside.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> resolved(root / "a" / ".." / "b") == root.resolve() / "b"
+        True
+        >>> (root / "loop").symlink_to("loop")
+        >>> try:
+        ...     resolved(root / "loop" / "x")
+        ... except OSError as err:
+        ...     print(err.strerror, err.filename == str(root / "loop" / "x"))
+        Too many levels of symbolic links True
+    """
+    try:
+        return Path(path).resolve()
+    except RuntimeError as err:  # Python < 3.13: "Symlink loop from ..."
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from err
 
 
 def real_number(value: Any, name: str) -> Any:

@@ -42,10 +42,10 @@ from episodes.io.reader import EpisodeSummary, dataset_info, printable, read_epi
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
-from episodes.io.staging import Staged, remove_empty, stage
-from episodes.io.tool_args import filter_args, holds_nan, merge_sources, split_args
+from episodes.io.staging import Staged, place, remove_empty, stage
+from episodes.io.tool_args import filter_args, holds_nan, merge_sources, resolved, split_args
 from episodes.io.values import id_key, signless_zeros
-from episodes.io.writer import removed_if_failed
+from episodes.io.writer import FRESH_NAMES, removed_if_failed
 
 __all__ = [
     "filter_dataset",
@@ -68,13 +68,14 @@ def _metadata_of(path: PathLike) -> DatasetMetadata:
 
 
 def _check_new(dst: PathLike) -> Path:
+    """``dst`` resolved, if it is new or an empty directory: ``.`` is staged beside it too."""
     final = Path(dst)
     if final.is_symlink():  # renaming the copy into place would fail on it (or replace it)
         raise DatasetError(f"{dst} is a symbolic link; choose a new directory")
     if final.exists() and (not final.is_dir() or any(final.iterdir())):
         state = "is not empty" if final.is_dir() else "is not a directory"
         raise DatasetError(f"{dst} exists and {state}; choose a new directory")
-    return final
+    return resolved(final)
 
 
 def _fill(
@@ -95,12 +96,12 @@ def _fill(
     return count
 
 
-def _check_apart(final: Path, sources: Iterable[PathLike]) -> None:
+def _check_apart(dst: PathLike, final: Path, sources: Iterable[PathLike]) -> None:
     """Refuses a destination inside a source or around one (the copy would change it)."""
     for src in sources:
-        a, b = final.resolve(), Path(src).resolve()
-        if a.is_relative_to(b) or b.is_relative_to(a):
-            raise ValueError(f"the destination {final} lies inside the source {src} or around it")
+        b = resolved(src)
+        if final.is_relative_to(b) or b.is_relative_to(final):
+            raise ValueError(f"the destination {dst} lies inside the source {src} or around it")
 
 
 def _copy(
@@ -116,17 +117,16 @@ def _copy(
     """
     final = _check_new(dst)
     sources = list(sources)
-    _check_apart(final, sources)
+    _check_apart(dst, final, sources)
     staged = stage(final)
     try:
         count = _fill(sources, staged.path, metadata, keep, writer_kwargs)
-        os.replace(staged.path, final)  # also over an empty directory
+        place(staged.path, final)  # an empty directory is filled in place
     except BaseException:
         staged.drop()
         remove_empty(staged.made)
         raise
-    finally:
-        staged.close()
+    staged.drop()  # gone, or emptied into an existing directory: its lock goes
     return count
 
 
@@ -278,38 +278,33 @@ def split(
     meta = _metadata_of(src)
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
     meta.user = {**meta.user, "split": {"from": str(src), "fraction": fraction, "seed": seed}}
-    finals = [_check_new(train), _check_new(validation)]
-    if finals[0].resolve() == finals[1].resolve():
+    finals = [_check_new(train), _check_new(validation)]  # resolved
+    if finals[0] == finals[1]:
         raise ValueError(f"train and validation are the same directory: {train}")
-    a, b = (final.resolve() for final in finals)
+    a, b = finals
     if a.is_relative_to(b) or b.is_relative_to(a):  # renaming one in would fill the other
         raise ValueError(f"train and validation lie one inside the other: {train}, {validation}")
-    for final in finals:
-        _check_apart(final, [src])
+    for dst, final in zip((train, validation), finals):
+        _check_apart(dst, final, [src])
     staged: list[Staged] = []
-    renamed: list[tuple[Path, Path, bool]] = []
+    undos: list[Callable[[], None]] = []
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:
             staged.append(stage(final))
         n_train = _fill([src], staged[0].path, meta, lambda ep: not in_val(ep.id_), {})
         n_val = _fill([src], staged[1].path, meta, lambda ep: in_val(ep.id_), {})
         for part, final in zip(staged, finals):
-            was_dir = final.is_dir()
-            os.replace(part.path, final)
-            renamed.append((part.path, final, was_dir))
+            undos.append(place(part.path, final))
     except BaseException:
-        for path, final, was_dir in renamed:  # train goes back out: a retry is not refused
+        for undo in undos:  # train goes back out: a retry is not refused
             with contextlib.suppress(OSError):
-                os.replace(final, path)
-                if was_dir:
-                    final.mkdir()
+                undo()
         for part in staged:
             part.drop()
         remove_empty([p for part in staged for p in part.made])
         raise
-    finally:
-        for part in staged:
-            part.close()
+    for part in staged:
+        part.drop()  # gone, or emptied into an existing directory: their locks go
     return n_train, n_val
 
 
@@ -491,7 +486,9 @@ def other_env_problem(
     env's spec holds, which a ``module:`` prefix does not reach), also where it holds no
     episodes yet; where it holds episodes, the spaces of its first episode are compared too
     (a wrapper that changes the spaces keeps the env id). A directory that holds no dataset
-    yet, or a dataset of no episodes whose metadata names no env, takes any env.
+    yet (nothing, or only what a v1 writer killed before its ``format.json`` left, which
+    ``EpisodeWriter`` restarts), or a dataset of no episodes whose metadata names no env,
+    takes any env. ``episodes record`` asks again once its writer has the dataset open.
 
     Example:
         >>> import tempfile
@@ -504,8 +501,12 @@ def other_env_problem(
         'record Pendulum-v1 into a new directory'
     """
     root = Path(path)
-    if not is_v2(root) and not (root / "manifest.jsonl").exists():
-        return ""
+    if not is_v2(root) and not (root / "format.json").exists():
+        manifest = root / "manifest.jsonl"  # none, or what a killed v1 writer left: new
+        if not manifest.exists() or (
+            manifest.stat().st_size == 0 and {p.name for p in root.iterdir()} <= FRESH_NAMES
+        ):
+            return ""
     info = dataset_info(root)
     recorded = (info.metadata or {}).get("env_id")
     if recorded is not None and recorded != env_id:  # with no episodes too: its header says
