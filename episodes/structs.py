@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -153,7 +154,10 @@ def data_equal(a: Any, b: Any) -> bool:
     """Leaf-wise, dtype-aware equality of two (nested) items; NaNs compare equal.
 
     Numpy arrays and scalars must agree in dtype and shape (``np.int32(1)`` is not
-    ``np.int64(1)``). A Python scalar and a numpy one compare by value.
+    ``np.int64(1)``). A Python scalar and a numpy one compare by value; two Python numbers
+    compare as Python compares them (``2**53 + 1`` is not ``2.0**53``, which numpy would
+    call equal). Torch tensors must agree in dtype, shape and device (gradients and bfloat16
+    included); torch is never imported here.
 
     Example:
         >>> data_equal({"x": np.zeros(2, np.float32)}, {"x": np.zeros(2, np.float32)})
@@ -163,6 +167,8 @@ def data_equal(a: Any, b: Any) -> bool:
         >>> data_equal("ab", np.str_("ab")), data_equal("ab", b"ab")
         (True, False)
         >>> data_equal(np.int32(1), np.int64(1)), data_equal(1, np.int64(1))
+        (False, True)
+        >>> data_equal(2**53 + 1, 2.0**53), data_equal([1, 2.5], [1.0, 2.5])
         (False, True)
     """
     kind = type(a)
@@ -191,15 +197,20 @@ def data_equal(a: Any, b: Any) -> bool:
         # numpy's str_ and bytes_ are str and bytes (a numpy'd Text column's items): only
         # text against bytes differs by type.
         return isinstance(a, str) == isinstance(b, str) and a == b
+    if kind in _PYTHON_NUMBERS and type(b) in _PYTHON_NUMBERS:
+        # An int against a float, exactly as Python compares them: numpy would round both to
+        # float64 (2**53 + 1 equal to 2.0**53).
+        return a == b or (a != a and b != b)
+    torch = sys.modules.get("torch")  # never imported here: only tensors that exist
+    if torch is not None and (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
+        return _tensor_equal(a, b, torch.Tensor)
     try:
         aa, bb = np.asarray(a), np.asarray(b)
     except Exception:  # noqa: BLE001 - objects numpy cannot read fall back to ==
-        return bool(a == b)
+        return _objects_equal(a, b)
     if aa.dtype == object or bb.dtype == object:
-        try:
-            return bool(a == b)
-        except ValueError:  # an array against an object numpy cannot hold (2**70): unequal
-            return False
+        # An array against an object numpy cannot hold (2**70), or == refused: unequal.
+        return _objects_equal(a, b)
     if aa.shape != bb.shape:
         return False
     numpy_values = (np.ndarray, np.generic)
@@ -208,6 +219,44 @@ def data_equal(a: Any, b: Any) -> bool:
     if aa.dtype.kind in "fc" or bb.dtype.kind in "fc":
         return bool(np.array_equal(aa, bb, equal_nan=True))
     return bool(np.array_equal(aa, bb))
+
+
+_PYTHON_NUMBERS = frozenset((int, float, bool, complex))
+
+
+def _objects_equal(a: Any, b: Any) -> bool:
+    """``a == b`` as a bool; False where ``==`` gives no bool (an array, an ambiguous one)."""
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # noqa: BLE001 - == of objects numpy cannot read may raise anything
+        return False
+
+
+def _tensor_equal(a: Any, b: Any, tensor: Any) -> bool:
+    """Equality of torch tensors: dtype, shape, device and values (NaNs equal), as arrays.
+
+    Gradients and dtypes numpy lacks (bfloat16) are no obstacle: the values are compared by
+    torch, detached. A tensor against anything else compares as its numpy array would (one
+    numpy cannot hold, bfloat16 or on a GPU, is unequal to it).
+    """
+    if not (isinstance(a, tensor) and isinstance(b, tensor)):
+        x, other = (a, b) if isinstance(a, tensor) else (b, a)
+        try:
+            values = x.detach().numpy()
+        except (TypeError, RuntimeError):  # bfloat16, or not on the CPU
+            return False
+        return data_equal(values, other)
+    if a.dtype != b.dtype or a.shape != b.shape or a.device != b.device:
+        return False
+    x, y = a.detach(), b.detach()
+    try:
+        if x.equal(y):
+            return True
+        if not (x.is_floating_point() or x.is_complex()):
+            return False
+        return bool(((x == y) | (x.isnan() & y.isnan())).all())
+    except (TypeError, RuntimeError):  # a layout torch cannot compare (a meta tensor)
+        return a is b
 
 
 def same_nesting(a: Any, b: Any) -> bool:

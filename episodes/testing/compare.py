@@ -59,6 +59,8 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         kind = type if check_dtype else _text_kind
         same = kind(a) is kind(b) and a == b
         return None if same else f"{path}: {a!r} != {b!r}"
+    if a.__class__ in _PYTHON_NUMBERS and b.__class__ in _PYTHON_NUMBERS:
+        return _number_diff(a, b, check_dtype, path)
     if _item_by_item(a, b, check_dtype):
         # An array (a stacked tensor) against a list: its rows against the list's items.
         return _diff_items(_listed(a), _listed(b), check_dtype, path)
@@ -83,10 +85,38 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         return f"{path}: shapes differ: {aa.shape} vs {bb.shape}"
     if check_dtype and aa.dtype != bb.dtype:
         return f"{path}: dtypes differ: {aa.dtype} vs {bb.dtype}"
+    if _rounded(a, aa) or _rounded(b, bb):  # Python ints made float64 inexactly: one by one
+        return _diff_items(list(a), list(b), check_dtype, path)
     equal_nan = aa.dtype.kind in "fc" and bb.dtype.kind in "fc"
     if not np.array_equal(aa, bb, equal_nan=equal_nan):
         return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"
     return None
+
+
+_PYTHON_NUMBERS = frozenset((int, float, bool, complex))
+
+
+def _number_diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
+    """Two Python numbers, compared as Python does: numpy would round an int to a float64."""
+    if check_dtype and a.__class__ is not b.__class__:  # named as numpy names them
+        return f"{path}: dtypes differ: {np.asarray(a).dtype} vs {np.asarray(b).dtype}"
+    if a == b or (a != a and b != b):
+        return None
+    return f"{path}: values differ:\n{a!r}\nvs\n{b!r}"
+
+
+def _rounded(value: Any, array: np.ndarray) -> bool:
+    """Whether a list's numbers may have been rounded into ``array`` (ints of 2**53 and up).
+
+    numpy makes ints beside floats float64; such lists are compared item by item, each number
+    as Python compares it. Floats that large (or NaN, inf) only cost the slower walk.
+    """
+    return (
+        isinstance(value, (list, tuple))
+        and array.dtype.kind in "fc"
+        and array.size > 0
+        and not bool((np.abs(array) < 2.0**53).all())
+    )
 
 
 def _widened_rows(value: Any, other: Any) -> Any:

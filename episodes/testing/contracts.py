@@ -183,8 +183,10 @@ def check_handles_empty_and_reset(
                 "one first)"
             )
     cases: list[tuple[str, list[SingleAgentEpisode]]] = [("no episodes", [])]
-    # Sequence, Graph and OneOf episodes have no numpy mode.
-    for numpy in (False, True) if stacks(observation_space) else (False,):
+    # Sequence, Graph and OneOf episodes have no numpy mode, nor those of Dict spaces whose
+    # keys do not sort, or of a Text too wide for numpy (the action column is stacked too).
+    numpy_mode = stacks(observation_space) and (action_space is None or stacks(action_space))
+    for numpy in (False, True) if numpy_mode else (False,):
         mode = "numpy" if numpy else "list"
         one = _just_reset(observation_space, action_space, numpy)
         two = _just_reset(observation_space, action_space, numpy)

@@ -22,6 +22,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from episodes.episode import SingleAgentEpisode
+from episodes.spaces import batch_in_space
 from episodes.testing.strategies.spaces import BATCHABLE_KINDS, items, spaces, whole
 
 __all__ = [
@@ -119,6 +120,18 @@ def _check_extra_model_outputs(value: Any) -> None:
             )
 
 
+def _check_drawable(obs_space: Any, act_space: Any, emo_spaces: Mapping[str, Any]) -> None:
+    """Refuses a space (given as one) whose values :func:`items` cannot draw, naming it."""
+    named = [("observation_space", obs_space), ("action_space", act_space)]
+    named += [(f"extra_model_outputs[{key!r}]", space) for key, space in emo_spaces.items()]
+    for name, space in named:
+        if isinstance(space, gym.Space):
+            try:
+                items(space)  # strategies for every part are built now: an odd one raises
+            except TypeError as err:
+                raise TypeError(f"{name} {space!r}: {err}") from None
+
+
 def episodes(
     observation_space: SpaceLike = None,
     action_space: SpaceLike = None,
@@ -155,8 +168,9 @@ def episodes(
     Raises:
         ValueError: A length, range, ``done`` or ``numpy`` value out of its domain, or
             ``numpy=True`` with spaces (given as spaces) whose items do not stack.
-        TypeError: A space that is neither a space, a strategy nor None; ``extra_model_outputs``
-            not a mapping of str -> gymnasium space; ``id_`` not a str.
+        TypeError: A space that is neither a space, a strategy nor None, or a space (or part
+            of one) :func:`items` cannot draw (a gymnasium space class of your own);
+            ``extra_model_outputs`` not a mapping of str -> gymnasium space; ``id_`` not a str.
 
     Example:
         >>> from hypothesis import given
@@ -185,6 +199,7 @@ def episodes(
     if t_started is not None:
         _check_int_range(t_started, "t_started")
     _check_extra_model_outputs(extra_model_outputs)
+    _check_drawable(observation_space, action_space, extra_model_outputs or {})
     if not (id_ is None or isinstance(id_, str)):
         raise TypeError(f"id_ must be a str or None, got {type(id_).__name__}")
     emo_spaces = None if extra_model_outputs is None else dict(extra_model_outputs)
@@ -208,12 +223,15 @@ def episodes(
 
 def _refuse_numpy(obs_space: Any, act_space: Any, emo_spaces: dict[str, Any]) -> None:
     """Refuses ``numpy=True`` for spaces whose items do not stack (None: drawn batchable)."""
-    every = (obs_space, act_space, *emo_spaces.values())
-    if not all(stacks(space) for space in every if space is not None):
-        raise ValueError(
-            "numpy=True needs spaces whose items stack into arrays (not Sequence, Graph, "
-            f"OneOf...): got {obs_space}, {act_space} and extra outputs {emo_spaces}"
-        )
+    named = [("observation_space", obs_space), ("action_space", act_space)]
+    named += [(f"extra_model_outputs[{key!r}]", space) for key, space in emo_spaces.items()]
+    for name, space in named:
+        why = None if space is None else _why_unstacked(space)
+        if why is not None:
+            raise ValueError(
+                f"numpy=True needs spaces whose items stack into arrays (not Sequence, Graph, "
+                f"OneOf...), but {name} {space} does not: {why}"
+            )
 
 
 @st.composite
@@ -283,34 +301,57 @@ def _episodes(
     return episode
 
 
-@functools.singledispatch
 def stacks(space: gym.Space[Any]) -> bool:
     """Whether ``to_numpy`` can stack items of ``space`` into arrays (not Sequence, Graph...).
+
+    The library's own rule, asked of :func:`~episodes.spaces.batch_in_space` (what
+    ``to_numpy`` stacks with): a space with a Sequence, Graph or OneOf part, a Dict whose keys
+    do not sort (int and str keys together) or a Text too wide for numpy does not stack, and
+    neither does an empty Dict or Tuple (a numpy column has nothing to stack) nor a kind this
+    toolkit does not know.
 
     Example:
         >>> stacks(gym.spaces.Dict({"a": gym.spaces.Discrete(2)}))
         True
         >>> stacks(gym.spaces.Sequence(gym.spaces.Discrete(2)))
         False
+        >>> stacks(gym.spaces.Dict({1: gym.spaces.Discrete(2), "a": gym.spaces.Discrete(2)}))
+        False
     """
-    return False
+    return _why_unstacked(space) is None
 
 
-@stacks.register(gym.spaces.Discrete)
-@stacks.register(gym.spaces.Text)  # strings of any length stack into one str_ array
-@stacks.register(gym.spaces.Box)
-@stacks.register(gym.spaces.MultiBinary)
-@stacks.register(gym.spaces.MultiDiscrete)
+def _why_unstacked(space: gym.Space[Any]) -> str | None:
+    """Why ``to_numpy`` cannot stack items of ``space``; None where it can."""
+    if not _fixed_layout(space):
+        return "its items have no fixed layout (or it holds none)"
+    try:
+        batch_in_space([], space)  # no items: the layout alone (keys, widths, kinds) decides
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+@functools.singledispatch
+def _fixed_layout(space: gym.Space[Any]) -> bool:
+    return False  # a kind this toolkit does not know (nor draws): left in list mode
+
+
+@_fixed_layout.register(gym.spaces.Discrete)
+@_fixed_layout.register(gym.spaces.Text)  # strings stack into one str_ array (not too wide)
+@_fixed_layout.register(gym.spaces.Box)
+@_fixed_layout.register(gym.spaces.MultiBinary)
+@_fixed_layout.register(gym.spaces.MultiDiscrete)
 def _(space: gym.Space[Any]) -> bool:
     return True
 
 
-@stacks.register
+@_fixed_layout.register
 def _(space: gym.spaces.Dict) -> bool:
     # An empty Dict holds no values: a numpy column has nothing to stack.
-    return bool(space.spaces) and all(stacks(sub) for sub in space.spaces.values())
+    return bool(space.spaces) and all(_fixed_layout(sub) for sub in space.spaces.values())
 
 
-@stacks.register
+@_fixed_layout.register
 def _(space: gym.spaces.Tuple) -> bool:
-    return bool(space.spaces) and all(stacks(sub) for sub in space.spaces)
+    return bool(space.spaces) and all(_fixed_layout(sub) for sub in space.spaces)

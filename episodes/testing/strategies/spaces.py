@@ -41,6 +41,13 @@ ALL_KINDS = LEAF_KINDS + CONTAINER_KINDS
 #: Kinds whose items stack into fixed-shape numpy arrays, i.e. what ``to_numpy()`` can batch.
 BATCHABLE_KINDS = ("discrete", "box", "multi_binary", "multi_discrete", "dict", "tuple")
 
+#: The deepest nesting :func:`spaces` draws: with a Sequence or Graph at the bottom (one level
+#: more), the 32 levels episodes' space serialization takes; deeper strategies also run into
+#: Python's recursion limit when hypothesis first validates them (from about 130 levels).
+MAX_DEPTH = 31
+#: The most Box dimensions: numpy's own limit (hypothesis refuses more when it first draws).
+MAX_DIMS = 32
+
 _BOX_DTYPES = (np.float32, np.float64, np.int64, np.uint8)
 _KEYS = ("a", "b", "c", "d")
 
@@ -117,15 +124,18 @@ def spaces(
         kinds: Which kinds may appear (see ``ALL_KINDS``); leaf kinds and container kinds
             (``"dict"``, ``"tuple"``, ``"one_of"``). Pass ``BATCHABLE_KINDS`` for spaces whose
             items ``to_numpy()`` can stack.
-        max_depth: Containers nest at most this deep (0: leaves only).
+        max_depth: Containers nest at most this deep (0: leaves only; at most
+            :data:`MAX_DEPTH`, 31).
         max_children: At most this many sub-spaces per container.
-        max_dims: At most this many dimensions for Box shapes.
+        max_dims: At most this many dimensions for Box shapes (at most :data:`MAX_DIMS`, 32,
+            numpy's limit).
         max_side: At most this many entries along any dimension.
 
     Raises:
         TypeError: ``kinds`` is not an iterable of strings (None, a number, lists inside).
         ValueError: ``kinds`` is one string, names an unknown kind or no leaf kind; a
-            ``max_*`` is not an int in its range.
+            ``max_*`` is not an int in its range (``max_depth`` above 31 or ``max_dims``
+            above 32, say).
 
     Example:
         >>> from hypothesis import given
@@ -146,14 +156,15 @@ def spaces(
     odd = [kind for kind in kinds if not isinstance(kind, str)]
     if odd:  # a list or set inside would fail as unhashable, naming nothing
         raise TypeError(f"kinds holds kind names (strings) such as 'box', got {odd[0]!r}")
-    for name, value, least in (
-        ("max_depth", max_depth, 0),
-        ("max_children", max_children, 1),
-        ("max_dims", max_dims, 0),
-        ("max_side", max_side, 1),
+    for name, value, least, most in (
+        ("max_depth", max_depth, 0, MAX_DEPTH),
+        ("max_children", max_children, 1, None),
+        ("max_dims", max_dims, 0, MAX_DIMS),
+        ("max_side", max_side, 1, None),
     ):
-        if not (whole(value) and value >= least):
-            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+        if not (whole(value) and value >= least and (most is None or value <= most)):
+            bounds = f">= {least}" if most is None else f"in [{least}, {most}]"
+            raise ValueError(f"{name} must be an int {bounds}, got {value!r}")
     # Plain ints for hypothesis, which refuses numpy ones.
     max_depth, max_children = int(max_depth), int(max_children)
     max_dims, max_side = int(max_dims), int(max_side)
@@ -310,8 +321,8 @@ def _stacked(feature: gs.Space[Any], values: list[Any]) -> Any:
     return gym.vector.utils.concatenate(feature, values, empty)
 
 
-def _tagged(index: int, value: Any) -> tuple[int, Any]:
-    return (index, value)
+def _tagged(index: int, value: Any) -> tuple[np.int64, Any]:
+    return (np.int64(index), value)  # gymnasium's sample() gives the index as np.int64
 
 
 @_items.register
@@ -336,7 +347,8 @@ def _graph(draw: st.DrawFn, space: gs.Graph) -> gs.GraphInstance:
         space.edge_space,
         draw(st.lists(_items(space.edge_space), min_size=num_edges, max_size=num_edges)),
     )
-    links = draw(hnp.arrays(np.int64, (num_edges, 2), elements=st.integers(0, num_nodes - 1)))
+    # int32 links, as gymnasium's sample() gives them.
+    links = draw(hnp.arrays(np.int32, (num_edges, 2), elements=st.integers(0, num_nodes - 1)))
     return gs.GraphInstance(nodes, edges, links)
 
 
