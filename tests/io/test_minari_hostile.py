@@ -184,7 +184,6 @@ def _minari_of(tmp_path: Path, space: Any, data_format: str = "arrow") -> Path:
     if data_format == "arrow":
         export_minari(ours(tmp_path / "ours", space, obs), "hunt/x-v0", root=tmp_path / "m")
         return tmp_path / "m" / "hunt" / "x-v0"
-    import minari
     from minari.data_collector import EpisodeBuffer
 
     buffer = EpisodeBuffer(
@@ -195,20 +194,27 @@ def _minari_of(tmp_path: Path, space: Any, data_format: str = "arrow") -> Path:
         terminations=[False, True],
         truncations=[False, False],
     )
+    _minari_made(tmp_path, "hunt/x-v0", buffer, S.Discrete(3), data_format)
+    return tmp_path / "m" / "hunt" / "x-v0"
+
+
+def _minari_made(tmp_path: Path, dataset_id: str, buffer: Any, space: Any, data_format: str):
+    """Minari's own writer makes ``dataset_id`` of one buffer under ``tmp_path / "m"``."""
+    import minari
+
     os.environ["MINARI_DATASETS_PATH"] = str(tmp_path / "m")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             minari.create_dataset_from_buffers(
-                "hunt/x-v0",
+                dataset_id,
                 [buffer],
-                observation_space=S.Discrete(3),
+                observation_space=space,
                 action_space=S.Discrete(2),
                 data_format=data_format,
             )
     finally:
         del os.environ["MINARI_DATASETS_PATH"]
-    return tmp_path / "m" / "hunt" / "x-v0"
 
 
 def _rewrite(dataset: Path, change: Any) -> None:
@@ -348,7 +354,6 @@ MINARI_SPACES = {
 
 @pytest.mark.parametrize("space, obs", MINARI_SPACES.values(), ids=MINARI_SPACES.keys())
 def test_minari_datasets_of_every_space_import(tmp_path, space, obs):
-    import minari
     from minari.data_collector import EpisodeBuffer
 
     buffer = EpisodeBuffer(
@@ -359,19 +364,8 @@ def test_minari_datasets_of_every_space_import(tmp_path, space, obs):
         terminations=[False, True],
         truncations=[False, False],
     )
-    os.environ["MINARI_DATASETS_PATH"] = str(tmp_path / "m")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            minari.create_dataset_from_buffers(
-                "hunt/ok-v0",
-                [buffer],
-                observation_space=space,
-                action_space=S.Discrete(2),
-                data_format="arrow",  # Minari's other defaults: JPEG image Boxes
-            )
-    finally:
-        del os.environ["MINARI_DATASETS_PATH"]
+    # Minari's other defaults: JPEG image Boxes
+    _minari_made(tmp_path, "hunt/ok-v0", buffer, space, "arrow")
     assert import_minari(tmp_path / "m" / "hunt" / "ok-v0", tmp_path / "back") == 1
     (back,) = read_episodes(tmp_path / "back")
     assert len(back) == 2 and back.is_terminated
@@ -379,7 +373,6 @@ def test_minari_datasets_of_every_space_import(tmp_path, space, obs):
 
 # -------------------------------------- 2: flags before the last step were dropped silently
 def _minari_flags(tmp_path: Path, terminations: list[bool], truncations: list[bool]) -> Path:
-    import minari
     from minari.data_collector import EpisodeBuffer
 
     buffer = EpisodeBuffer(
@@ -390,19 +383,7 @@ def _minari_flags(tmp_path: Path, terminations: list[bool], truncations: list[bo
         terminations=terminations,
         truncations=truncations,
     )
-    os.environ["MINARI_DATASETS_PATH"] = str(tmp_path / "m")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            minari.create_dataset_from_buffers(
-                "hunt/mid-v0",
-                [buffer],
-                observation_space=S.Discrete(4),
-                action_space=S.Discrete(2),
-                data_format="arrow",
-            )
-    finally:
-        del os.environ["MINARI_DATASETS_PATH"]
+    _minari_made(tmp_path, "hunt/mid-v0", buffer, S.Discrete(4), "arrow")
     return tmp_path / "m" / "hunt" / "mid-v0"
 
 
