@@ -240,7 +240,10 @@ class ListStore:
             space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)
         ):
             try:
-                return list(one_hot(np.asarray(window), space))
+                stacked = np.asarray(window)
+                if stacked.shape[1:] != space.shape:  # items off the space: each refused alone
+                    raise ValueError(stacked.shape)
+                return list(one_hot(stacked, space))
             except ValueError:
                 # Ragged items (an int beside a shaped array) do not stack; encode each alone,
                 # as an index read of each would.

@@ -210,6 +210,8 @@ def _stack_flat(items: list[Any]) -> Any:
             name, dtype = _SCALAR_KINDS[kind]
             return _LEAF, [(name, np.asarray(items, dtype=dtype))]
         if issubclass(kind, (np.number, np.bool_)) and _plain(first.dtype):
+            if len(set(map(_DTYPE, items))) != 1:  # timedelta64 scalars of several units
+                return _GENERAL
             return _LEAF, [("npscalar", np.asarray(items, dtype=first.dtype))]
     except (OverflowError, ValueError):  # ragged shapes, ints past int64: not one column
         return None

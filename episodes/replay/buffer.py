@@ -46,6 +46,18 @@ class _Known(Mapping[str, tuple[int, bool, int, np.ndarray]]):
         return len(self._table.order)
 
 
+def _copied(space: Any) -> Any:
+    """A deep copy of ``space``, or the space itself where it cannot be copied.
+
+    A user's space class may hold what ``deepcopy`` refuses (a lock): such a space is kept as
+    given, as before copies were made, rather than refusing the chunk.
+    """
+    try:
+        return copy.deepcopy(space)
+    except Exception:  # noqa: BLE001 - whatever a user's __deepcopy__ or pickling raises
+        return space
+
+
 class EpisodeReplayBuffer(BufferAccess):
     """Replay over episodes with capacity in timesteps and uniform sampling.
 
@@ -169,8 +181,8 @@ class EpisodeReplayBuffer(BufferAccess):
         # RunnerGroup's shared-memory segment), which the buffer must not keep alive.
         kept_obs, kept_action = self._spaces
         self._spaces = (
-            obs_space if obs_space is kept_obs else copy.deepcopy(obs_space),
-            action_space if action_space is kept_action else copy.deepcopy(action_space),
+            obs_space if obs_space is kept_obs else _copied(obs_space),
+            action_space if action_space is kept_action else _copied(action_space),
         )
 
     def _check_fit(self, chunks: list[Chunk]) -> None:

@@ -1,12 +1,12 @@
 """A recording's infos by ``(row, env)``, kept as each vector step's batched dict until read.
 
-Recording a vector step stores its batched infos once: a snapshot (numpy arrays copied, lists
-and object arrays copied with the arrays among their items, nested dicts walked; torch tensors
-and other values kept as the env gave them, as the device path keeps them) and the mask of the
-sub-envs it is the info of. That is a few numpy calls per key and step, whatever the number of
-sub-envs (an object array's or list's items cost Python per sub-env, as gymnasium's own
-batching of them does). A sub-env's own dict is split out only when ``(row, env)`` is read, and
-kept: the same ``(row, env)`` gives the same dict every time (``same_infos`` compares by
+Recording a vector step stores its batched infos once: a snapshot (numpy arrays copied, lists,
+tuples and object arrays copied with the arrays among their items, nested dicts walked; torch
+tensors and other values kept as the env gave them, as the device path keeps them) and the mask
+of the sub-envs it is the info of. That is a few numpy calls per key and step, whatever the
+number of sub-envs (an object array's or list's items cost Python per sub-env, as gymnasium's
+own batching of them does). A sub-env's own dict is split out only when ``(row, env)`` is read,
+and kept: the same ``(row, env)`` gives the same dict every time (``same_infos`` compares by
 identity), in every :class:`RowInfos` moved or copied from this one. What
 :func:`~episodes.runner.infos.env_info` refuses (a value without one item per sub-env) is
 refused when the step is stored, in its words.
@@ -199,7 +199,7 @@ def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, An
             if value.dtype == object and value.ndim == 1:  # per-env Python, as gymnasium's own
                 for i, item in enumerate(value):
                     owned[i] = _owned(item)
-        elif isinstance(value, list):
+        elif isinstance(value, (list, tuple)):  # kept as a list: a split only indexes it
             out[key] = [_owned(item) for item in value]
         else:
             out[key] = value
@@ -228,8 +228,13 @@ def _split(plan: Plan, index: int) -> Info:
     for key, value, flags, inner in plan:
         if flags is not None and not flags[index]:
             continue
-        # Items are the snapshot's own (a numeric array's rows are views of its copy).
-        out[key] = _split(inner, index) if inner is not None else value[index]
+        if inner is not None:
+            out[key] = _split(inner, index)
+            continue
+        item = value[index]
+        # A numeric row is copied out of the step's batched copy: held on its own (by a
+        # replay buffer, say), it must not keep every sub-env's row alive.
+        out[key] = item.copy() if type(item) is np.ndarray and item.base is not None else item
     return out
 
 

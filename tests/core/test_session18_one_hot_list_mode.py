@@ -93,3 +93,15 @@ def test_an_out_of_range_multidiscrete_item_is_refused() -> None:
     window = [np.array([0, 1]), np.array([3, 0])]
     with pytest.raises(ValueError, match="out of range"):
         list_store.ListStore.encode_one_hot(window, gym.spaces.MultiDiscrete([3, 3]))
+
+
+def test_multidiscrete_items_off_the_space_are_refused_by_a_window_read() -> None:
+    """Scalars recorded for a MultiDiscrete([3, 3]): a two-step window stacks to the space's
+    shape, but is no item; refused as an index read refuses each."""
+    buffer = InfiniteLookbackBuffer([1, 2], space=gym.spaces.MultiDiscrete([3, 3]))
+    for read in (
+        lambda: buffer.get(slice(0, 2), one_hot_discrete=True),
+        lambda: buffer.get(0, one_hot_discrete=True),
+    ):
+        with pytest.raises(ValueError, match="expects values ending in shape"):
+            read()

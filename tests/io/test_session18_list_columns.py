@@ -146,3 +146,20 @@ def test_v2_infos_columns_round_trip(tmp_path, infos: list[dict[str, Any]]) -> N
     (back,) = read_episodes(tmp_path / "ds", verify=True)
     assert back == ep and back.get_infos() == infos
     assert back.get_extra_model_outputs("falsy") == [0, "", []]
+
+
+def test_timedelta_scalars_of_several_units_keep_their_values(tmp_path) -> None:
+    """Scalars of one numpy type may differ in dtype (timedelta64 units): not one column."""
+    spans = [np.timedelta64(1, "s"), np.timedelta64(1, "ms"), np.timedelta64(2, "m")]
+    ep = SingleAgentEpisode(
+        "t",
+        observations=[*spans, np.timedelta64(5, "us")],
+        actions=[np.timedelta64(1, "Y"), np.timedelta64(3, "D"), np.timedelta64(1, "D")],
+        rewards=[0.0, 0.0, 0.0],
+        len_lookback_buffer=0,
+    )
+    with DatasetWriter(tmp_path / "ds") as writer:
+        writer.write(ep)
+    (back,) = read_episodes(tmp_path / "ds", verify=True)
+    assert back == ep
+    assert [x.dtype for x in back.get_observations()] == [x.dtype for x in ep.get_observations()]

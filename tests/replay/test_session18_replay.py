@@ -69,3 +69,21 @@ def test_spaces_are_copied_once_and_then_kept():
     buffer.add(_chunk(gym.spaces.Box(-5.0, 5.0, (4,), np.float32), gym.spaces.Discrete(2), "b"))
     again = buffer.sample(1, sample_episodes=True)[0].observation_space
     assert first is again and first is not space and first == space
+
+
+class _LockedBox(gym.spaces.Box):
+    """A user's Box that holds what deepcopy refuses."""
+
+    def __init__(self) -> None:
+        import threading
+
+        super().__init__(-1.0, 1.0, (4,), np.float32)
+        self.lock = threading.Lock()
+
+
+def test_a_space_deepcopy_refuses_is_kept_as_given():
+    space = _LockedBox()
+    buffer = EpisodeReplayBuffer(100, seed=0)
+    buffer.add(_chunk(space, gym.spaces.Discrete(2)))
+    assert buffer.get_num_timesteps() == 3
+    assert buffer.sample(1, sample_episodes=True)[0].observation_space is space

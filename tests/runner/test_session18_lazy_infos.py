@@ -317,3 +317,18 @@ def test_sampling_splits_no_sub_envs_infos_until_a_chunks_are_read(monkeypatch, 
     infos = chunks[5].get_infos()
     assert [bool(info["time_outs"]) for info in infos[1:]] == [False] * num_steps
     assert 0 < len(calls) <= num_steps + 2  # only that chunk's rows (its lookback too)
+
+
+def test_tuple_items_are_copied_and_a_read_row_owns_its_data() -> None:
+    from episodes.runner.row_infos import RowInfos
+
+    arrays = [np.zeros(2), np.ones(2)]
+    numeric = np.arange(8.0).reshape(2, 4)
+    infos = RowInfos()
+    infos.add(0, {"pair": tuple(arrays), "n": numeric}, np.array([True, True]))
+    arrays[0][:] = 9.0  # the env writes into the arrays it handed out
+    numeric[:] = -1.0
+    got = infos.get((0, 0))
+    assert got["pair"].tolist() == [0.0, 0.0] and got["n"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert got["n"].base is None  # held alone, it keeps no other sub-env's row alive
+    assert infos.get((0, 0)) is got
