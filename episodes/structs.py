@@ -201,9 +201,10 @@ def data_equal(a: Any, b: Any) -> bool:
         # An int against a float, exactly as Python compares them: numpy would round both to
         # float64 (2**53 + 1 equal to 2.0**53).
         return a == b or (a != a and b != b)
-    torch = sys.modules.get("torch")  # never imported here: only tensors that exist
-    if torch is not None and (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
-        return _tensor_equal(a, b, torch.Tensor)
+    if not (isinstance(a, np.generic) and isinstance(b, np.generic)):  # two scalars: numpy's
+        torch = sys.modules.get("torch")  # never imported here: only tensors that exist
+        if torch is not None and (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
+            return _tensor_equal(a, b, torch.Tensor)
     try:
         aa, bb = np.asarray(a), np.asarray(b)
     except Exception:  # noqa: BLE001 - objects numpy cannot read fall back to ==

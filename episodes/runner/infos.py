@@ -192,4 +192,7 @@ def _rows_infos(infos: Mapping[tuple[int, int], Any], env: int, start: int, stop
     """
     if not infos:  # most envs report nothing: skip the per-row lookups
         return [{} for _ in range(start, stop)]
+    env_rows = getattr(infos, "env_rows", None)
+    if env_rows is not None:
+        return env_rows(env, start, stop)
     return [infos.get((r, env)) or {} for r in range(start, stop)]
