@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -172,6 +173,10 @@ class FlattenObservations(EpisodeConnector):
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
         check_episodes(episodes, "FlattenObservations")
+        rows = _last_box_rows(episodes) if self.inference else None
+        if rows is not None:
+            batch[self.out_key] = rows
+            return batch
         name = f"FlattenObservations' {self.out_key!r} column"
         parts, used = [], []
         for episode in episodes:
@@ -186,6 +191,60 @@ class FlattenObservations(EpisodeConnector):
                 parts, self.out_key, used, "one_hot_discrete=False" if self.one_hot_discrete else ""
             )
         return batch
+
+
+def _last_box_rows(episodes: Sequence[SingleAgentEpisode]) -> np.ndarray | None:
+    """Each episode's last observation flattened, for episodes of Box spaces (else None).
+
+    The inference read of the common case in one stack: a step's observations of thousands of
+    episodes cost a getter call each, not a read, batch and flatten each. Anything else (other
+    spaces, items that do not stack, no observation yet) is left to the general path, which
+    reads the same rows and raises its errors.
+    """
+    if not episodes or any(type(ep.observation_space) is not gym.spaces.Box for ep in episodes):
+        return None
+    try:
+        stacked = np.stack([ep.get_observations(-1) for ep in episodes])
+    except (ValueError, TypeError, IndexError):
+        return None
+    if stacked.dtype.kind not in "biuf":
+        return None
+    return stacked.reshape(len(episodes), -1).astype(np.float32, copy=False)
+
+
+def _last_box_frames(
+    episodes: Sequence[SingleAgentEpisode], n: int, fillers: FillerMemo
+) -> np.ndarray | None:
+    """The last ``n`` observations of episodes sharing one Box space, ``[episodes, n, ...]``.
+
+    The inference read of the common case in one stack (None for any other). Each window is read
+    as the general path reads it (padded with the fill before the lookback) and the stack takes
+    the dtype the filler gives it; anything else (other or differing spaces, items that do not
+    stack) is left to the general path and its errors.
+    """
+    space = episodes[0].observation_space if episodes else None
+    if type(space) is not gym.spaces.Box or any(
+        ep.observation_space is not space for ep in episodes
+    ):
+        return None
+    fill = fillers.fill
+    try:
+        filler = fillers.get(space)
+        stacked = np.stack(
+            [
+                np.asarray(
+                    ep.get_observations(
+                        slice(len(ep) - n + 1, len(ep) + 1), neg_index_as_lookback=True, fill=fill
+                    )
+                )
+                for ep in episodes
+            ]
+        )
+    except (ValueError, TypeError, IndexError):
+        return None
+    if stacked.dtype.kind not in "biuf" or stacked.shape[1] != n:
+        return None
+    return stacked.astype(np.result_type(stacked.dtype, np.asarray(filler).dtype), copy=False)
 
 
 class FrameStack(EpisodeConnector):
@@ -234,9 +293,14 @@ class FrameStack(EpisodeConnector):
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the stacked frames of every row of ``episodes`` into ``batch``."""
         check_episodes(episodes, "FrameStack")
+        fillers = FillerMemo(self.fill)
+        if self.inference and not self.flatten:
+            frames = _last_box_frames(episodes, self.n, fillers)
+            if frames is not None:
+                batch[self.out_key] = frames
+                return batch
         name = f"FrameStack's {self.out_key!r} column"
         parts, used = [], []
-        fillers = FillerMemo(self.fill)
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
