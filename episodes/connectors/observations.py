@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -173,7 +173,7 @@ class FlattenObservations(EpisodeConnector):
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
         check_episodes(episodes, "FlattenObservations")
-        rows = _last_box_rows(episodes) if self.inference else None
+        rows = _last_box_rows(episodes) if self.inference else _box_rows(episodes, self.rows)
         if rows is not None:
             batch[self.out_key] = rows
             return batch
@@ -210,6 +210,34 @@ def _last_box_rows(episodes: Sequence[SingleAgentEpisode]) -> np.ndarray | None:
     if stacked.dtype.kind not in "biuf":
         return None
     return stacked.reshape(len(episodes), -1).astype(np.float32, copy=False)
+
+
+def _box_rows(
+    episodes: Sequence[SingleAgentEpisode], rows_of: Callable[[SingleAgentEpisode], tuple[int, int]]
+) -> np.ndarray | None:
+    """Every row's observation of episodes of Box spaces, flattened, in one concatenation.
+
+    The learner read of the common case: each episode's rows are read as the general path
+    reads them, and joined and flattened once (None for anything else, which the general path
+    reads and refuses as before).
+    """
+    if any(type(ep.observation_space) is not gym.spaces.Box for ep in episodes):
+        return None
+    parts = []
+    try:
+        for ep in episodes:
+            start, stop = rows_of(ep)
+            if stop > start:
+                obs = ep.get_observations(slice(start, stop), neg_index_as_lookback=True)
+                parts.append(np.asarray(obs))
+        if not parts or len({part.shape[1:] for part in parts}) != 1:
+            return None
+        joined = np.concatenate(parts)
+    except (ValueError, TypeError, IndexError):
+        return None
+    if joined.dtype.kind not in "biuf":
+        return None
+    return joined.reshape(len(joined), -1).astype(np.float32, copy=False)
 
 
 def _last_box_frames(
