@@ -268,42 +268,8 @@ def make_cases() -> list[Case]:
             ),
             note=flatten_learner_note,
         ),
-        Case(
-            f"FrameStack({FRAMES})",
-            "inference",
-            FRAME_SPACE,
-            lambda: FrameStack(FRAMES, inference=True),
-            frames_last,
-            piece=lambda: RLlibSide(
-                [rllib_piece(FrameStackingEnvToModule, FRAME_SPACE, num_frames=FRAMES)],
-                concat_frames,
-            ),
-            full=lambda: RLlibSide(
-                [
-                    rllib_piece(FrameStackingEnvToModule, FRAME_SPACE, num_frames=FRAMES),
-                    BatchIndividualItems(),
-                ],
-                batched(None),
-            ),
-        ),
-        Case(
-            f"FrameStack({FRAMES})",
-            "learner",
-            FRAME_SPACE,
-            lambda: FrameStack(FRAMES),
-            frames_last,
-            piece=lambda: RLlibSide(
-                [rllib_piece(FrameStackingLearner, FRAME_SPACE, num_frames=FRAMES)],
-                concat_frames,
-            ),
-            full=lambda: RLlibSide(
-                [
-                    rllib_piece(FrameStackingLearner, FRAME_SPACE, num_frames=FRAMES),
-                    BatchIndividualItems(),
-                ],
-                batched(None),
-            ),
-        ),
+        frame_case("inference", FrameStackingEnvToModule),
+        frame_case("learner", FrameStackingLearner),
         Case(
             f"PrevActionsPrevRewards({N_PREV}, {N_PREV})",
             "inference",
@@ -329,6 +295,25 @@ def make_cases() -> list[Case]:
             "writes the columns into the episodes' observations as they are sampled)",
         ),
     ]
+
+
+def frame_case(mode: str, rllib_cls: type) -> Case:
+    """FrameStack against RLlib's frame stacking piece of ``mode`` (env-to-module or learner)."""
+    inference = mode == "inference"
+    return Case(
+        f"FrameStack({FRAMES})",
+        mode,
+        FRAME_SPACE,
+        lambda: FrameStack(FRAMES, inference=inference),
+        frames_last,
+        piece=lambda: RLlibSide(
+            [rllib_piece(rllib_cls, FRAME_SPACE, num_frames=FRAMES)], concat_frames
+        ),
+        full=lambda: RLlibSide(
+            [rllib_piece(rllib_cls, FRAME_SPACE, num_frames=FRAMES), BatchIndividualItems()],
+            batched(None),
+        ),
+    )
 
 
 def prev_piece() -> Any:

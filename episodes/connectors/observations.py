@@ -201,15 +201,24 @@ def _last_box_rows(episodes: Sequence[SingleAgentEpisode]) -> np.ndarray | None:
     spaces, items that do not stack, no observation yet) is left to the general path, which
     reads the same rows and raises its errors.
     """
-    if not episodes or any(type(ep.observation_space) is not gym.spaces.Box for ep in episodes):
+    if not episodes or not _all_boxes(episodes):
         return None
     try:
         stacked = np.stack([ep.get_observations(-1) for ep in episodes])
     except (ValueError, TypeError, IndexError):
         return None
-    if stacked.dtype.kind not in "biuf":
+    return _float_rows(stacked)
+
+
+def _all_boxes(episodes: Sequence[SingleAgentEpisode]) -> bool:
+    return all(type(ep.observation_space) is gym.spaces.Box for ep in episodes)
+
+
+def _float_rows(rows: np.ndarray) -> np.ndarray | None:
+    """Numeric rows flattened to float32 ``[rows, D]``, as ``flatten_rows`` gives (else None)."""
+    if rows.dtype.kind not in "biuf":
         return None
-    return stacked.reshape(len(episodes), -1).astype(np.float32, copy=False)
+    return rows.reshape(len(rows), -1).astype(np.float32, copy=False)
 
 
 def _box_rows(
@@ -221,7 +230,7 @@ def _box_rows(
     reads them, and joined and flattened once (None for anything else, which the general path
     reads and refuses as before).
     """
-    if any(type(ep.observation_space) is not gym.spaces.Box for ep in episodes):
+    if not _all_boxes(episodes):
         return None
     parts = []
     try:
@@ -235,9 +244,7 @@ def _box_rows(
         joined = np.concatenate(parts)
     except (ValueError, TypeError, IndexError):
         return None
-    if joined.dtype.kind not in "biuf":
-        return None
-    return joined.reshape(len(joined), -1).astype(np.float32, copy=False)
+    return _float_rows(joined)
 
 
 def _last_box_frames(
