@@ -12,6 +12,7 @@ are the episodes' rows concatenated in order. Rows are, per episode:
 
 from __future__ import annotations
 
+import numbers
 import reprlib
 from collections.abc import Iterator, MutableMapping, Sequence, Set
 from typing import Any, Protocol
@@ -450,6 +451,8 @@ def sliding_rows(value: Any, window: int) -> Any:
                [1, 2],
                [2, 3]])
     """
+    if isinstance(window, bool) or not isinstance(window, numbers.Integral):
+        raise TypeError(f"sliding_rows: window must be an int, got {window!r}")
 
     def leaf(x: Any) -> np.ndarray:
         x = np.asarray(x)

@@ -204,7 +204,10 @@ def _last_box_rows(episodes: Sequence[SingleAgentEpisode]) -> np.ndarray | None:
     if not episodes or not _all_boxes(episodes):
         return None
     try:
-        stacked = np.stack([ep.get_observations(-1) for ep in episodes])
+        items = [np.asarray(ep.get_observations(-1)) for ep in episodes]
+        if len({item.dtype for item in items}) != 1:
+            return None  # joined they would round twice (int64 -> float64 -> float32)
+        stacked = np.stack(items)
     except (ValueError, TypeError, IndexError):
         return None
     return _float_rows(stacked)
@@ -239,8 +242,8 @@ def _box_rows(
             if stop > start:
                 obs = ep.get_observations(slice(start, stop), neg_index_as_lookback=True)
                 parts.append(np.asarray(obs))
-        if not parts or len({part.shape[1:] for part in parts}) != 1:
-            return None
+        if not parts or len({(part.shape[1:], part.dtype) for part in parts}) != 1:
+            return None  # other shapes flatten alone; other dtypes joined would round twice
         joined = np.concatenate(parts)
     except (ValueError, TypeError, IndexError):
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -129,3 +130,24 @@ def _box_episode(i: int, numpy: bool, space: gym.Space | None = None) -> SingleA
         len_lookback_buffer=0,
     )
     return ep.to_numpy() if numpy else ep
+
+
+@pytest.mark.parametrize(
+    "connector", [FlattenObservations, lambda: FlattenObservations(inference=True)]
+)
+def test_one_episodes_rows_do_not_depend_on_the_others_dtypes(connector) -> None:
+    """int64 rows beside float32 ones: each episode's rows round to float32 once, alone."""
+    big = 2**60 + 2**36 + 1
+    ints = SingleAgentEpisode(
+        "i",
+        observations=[np.full(3, big, np.int64)] * 2,
+        actions=[0],
+        rewards=[0.0],
+        observation_space=gym.spaces.Box(-(2**62), 2**62, (3,), np.int64),
+        len_lookback_buffer=0,
+    )
+    floats = _box_episode(0, numpy=False, space=gym.spaces.Box(-100, 100, (3,), np.float32))
+    alone = connector()([ints], {})["obs"]
+    beside = connector()([ints, floats], {})["obs"]
+    np.testing.assert_array_equal(beside[: len(alone)], alone)
+    assert alone[0, 0] == np.array(big, np.int64).astype(np.float32)  # one rounding

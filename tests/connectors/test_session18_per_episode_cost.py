@@ -113,3 +113,9 @@ def test_a_fill_that_cannot_fill_is_still_refused_leaving_the_batch(connector) -
     with pytest.raises(ValueError, match="fill"):
         connector()(_episodes(3), batch)
     assert batch == {"keep": 1}
+
+
+@pytest.mark.parametrize("window", [True, 2.0, "2", None])
+def test_sliding_rows_refuses_a_window_that_is_no_int(window) -> None:
+    with pytest.raises(TypeError, match="window must be an int"):
+        sliding_rows(np.arange(4), window)

@@ -162,7 +162,8 @@ def test_the_documented_copy_of_a_shared_memory_chunk_is_writeable_and_frees_the
         assert reply.stream is not None  # it came through the segment
         sample = slot.receive(reply, lease)
         chunk = sample.episodes[0]
-        assert not chunk.get_infos(1)["arr"].flags.writeable
+        assert not chunk.get_observations(0).flags.writeable  # a view of the segment
+        assert chunk.get_infos(1)["arr"].flags.writeable  # infos are split out as copies
         edited = copy.deepcopy(chunk)
         del chunk, sample, reply
         gc.collect()
