@@ -29,6 +29,7 @@ from episodes.spaces import (
     nest_as_space,
     unstackable_space,
 )
+from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import map_alike
 
 __all__ = [
@@ -406,8 +407,9 @@ class FillerMemo:
     """:func:`filler_for` of one ``fill``, remembered per space for one connector call.
 
     The episodes of a call share their spaces: the filler (and the check of ``fill``) is
-    worked out once per space, not once per episode. The spaces are held, so their ids stay
-    theirs for the memo's life.
+    worked out once per space, not once per episode, and for a hashable ``fill`` kept for the
+    space's life across calls. The spaces are held, so their ids stay theirs for the memo's
+    life.
 
     Example:
         >>> import gymnasium as gym
@@ -425,9 +427,32 @@ class FillerMemo:
         key = (id(space), one_hot_discrete)
         held = self._fillers.get(key)
         if held is None:
-            filler = filler_for(space, self.fill, one_hot_discrete=one_hot_discrete)
+            filler = _kept_filler(space, self.fill, one_hot_discrete)
             self._fillers[key] = held = (space, filler)
         return held[1]
+
+
+# Fillers of live spaces by hashable fill, across calls: a connector called on one episode per
+# env step would otherwise build its space's filler at every step. Only dtypes are read from
+# them (with_fill_dtype), and a fill that cannot fill the space raises before anything is kept.
+_KEPT_FILLERS: PerSpaceCache[dict[Any, Any]] = PerSpaceCache(lambda space: {})
+
+
+def _kept_filler(space: Any, fill: Any, one_hot_discrete: bool) -> Any:
+    key = (type(fill), fill, one_hot_discrete)
+    try:
+        kept = _KEPT_FILLERS.get(space) if space is not None else None
+        filler = kept.get(key, _MISSING) if kept is not None else _MISSING
+    except TypeError:  # an unhashable fill (an array): worked out per call
+        kept, filler = None, _MISSING
+    if filler is _MISSING:
+        filler = filler_for(space, fill, one_hot_discrete=one_hot_discrete)
+        if kept is not None:
+            kept[key] = filler
+    return filler
+
+
+_MISSING = object()
 
 
 def _text_only(space: Any) -> bool:

@@ -77,7 +77,7 @@ def _episodes(count: int, action_space: gym.Space | None = None) -> list:
         pytest.param(lambda: FrameStack(3), 1, id="frame-stack"),
     ],
 )
-def test_the_filler_is_built_once_per_space_and_call(monkeypatch, connector, per_space) -> None:
+def test_the_filler_is_built_at_most_once_per_space(monkeypatch, connector, per_space) -> None:
     built = []
     real = base.filler_for
 
@@ -86,8 +86,11 @@ def test_the_filler_is_built_once_per_space_and_call(monkeypatch, connector, per
         return real(space, fill, **kwargs)
 
     monkeypatch.setattr(base, "filler_for", counting)
-    connector()(_episodes(50), {})
-    assert len(built) == per_space
+    eps = _episodes(50)
+    connector()(eps, {})
+    first = len(built)
+    connector()(eps, {})  # the same spaces and fill: kept across calls
+    assert first <= per_space and len(built) == first
 
 
 def test_episodes_of_two_action_spaces_get_their_own_fillers() -> None:
@@ -119,3 +122,11 @@ def test_a_fill_that_cannot_fill_is_still_refused_leaving_the_batch(connector) -
 def test_sliding_rows_refuses_a_window_that_is_no_int(window) -> None:
     with pytest.raises(TypeError, match="window must be an int"):
         sliding_rows(np.arange(4), window)
+
+
+def test_an_array_fill_is_worked_out_per_call_and_still_checked() -> None:
+    eps = _episodes(3)
+    out = FrameStack(2, fill=np.zeros(2, np.float32))(eps, {})
+    assert out["obs"].shape == (15, 2, 2) and out["obs"].dtype == np.float32
+    with pytest.raises(ValueError, match="fill"):
+        FrameStack(2, fill=np.zeros(3))(eps, {})
