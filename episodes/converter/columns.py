@@ -21,10 +21,14 @@ from episodes.converter.alike import (
     env_space,
     unlike,
 )
-from episodes.converter.refusals import check_storable_extra
+from episodes.converter.refusals import (
+    check_storable_extra,
+    checked_obs_fn_output,
+    obs_fn_input,
+)
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
-from episodes.structs import id_key, map_alike, map_leaves
+from episodes.structs import flatten, id_key, map_alike, map_leaves
 
 ObsFn = Callable[[Any], Any]
 
@@ -290,7 +294,8 @@ def time_major(
     )
     observations = nest_as_space(observations, agreed_space(spaces["observation"]))
     if obs_fn is not None:
-        observations = obs_fn(observations)
+        lead = (horizon, len(columns))
+        observations = checked_obs_fn_output(obs_fn(observations), lead)
     return TimeMajorColumns(
         observations=observations,
         actions=nest_as_space(
@@ -525,5 +530,7 @@ def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:
     if obs_fn is None:
         return observations
     # obs_fn works on [T, N, ...] columns: present the batch as T=1.
-    transformed = obs_fn(map_leaves(lambda leaf: leaf[np.newaxis], observations))
+    lead = (1, len(flatten(observations)[0][0]))
+    transformed = obs_fn(obs_fn_input(map_leaves(lambda leaf: leaf[np.newaxis], observations)))
+    checked_obs_fn_output(transformed, lead)
     return map_leaves(lambda leaf: leaf[0], transformed)

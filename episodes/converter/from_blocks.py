@@ -37,7 +37,11 @@ from episodes.converter.columns import (
     transform_batch,
 )
 from episodes.converter.inputs import real_values
-from episodes.converter.refusals import check_storable_extra
+from episodes.converter.refusals import (
+    check_storable_extra,
+    checked_obs_fn_output,
+    obs_fn_input,
+)
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
 
@@ -383,7 +387,9 @@ def raw_columns(raw: dict[str, Any], observations: Any, obs_fn: ObsFn | None) ->
         [[0.0], [10.0]]
     """
     return TimeMajorColumns(
-        observations=observations if obs_fn is None else obs_fn(observations),
+        observations=observations
+        if obs_fn is None
+        else checked_obs_fn_output(obs_fn(obs_fn_input(observations)), tuple(raw["dones"].shape)),
         actions=raw["actions"],
         rewards=raw["rewards"],
         dones=raw["dones"],

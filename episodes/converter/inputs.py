@@ -107,7 +107,10 @@ def rollout_arguments(
 def _got(values: Any) -> str:
     """How a refusal names what it was given."""
     if hasattr(values, "numel") and hasattr(values, "dtype"):
-        return f"a {values.dtype} tensor of shape {tuple(values.shape)}"
+        where = " (on the meta device: no data)" if getattr(values, "is_meta", False) else ""
+        layout = str(getattr(values, "layout", "torch.strided")).replace("torch.", "")
+        kind = "" if layout == "strided" else f"{layout} "
+        return f"a {values.dtype} {kind}tensor of shape {tuple(values.shape)}{where}"
     if isinstance(values, np.ndarray):
         return f"a {values.dtype} array of shape {values.shape}"
     if values is None:
@@ -124,9 +127,16 @@ def _refusal(values: Any, count: int, what: str) -> ValueError:
 
 
 def _tensor_ok(values: Any, count: int) -> bool:
-    """Whether a tensor holds ``count`` ints or floats: its dtype and size, never its values."""
+    """Whether a tensor holds ``count`` ints or floats: its dtype and size, never its values.
+
+    A tensor without dense data (on the meta device, sparse, nested, quantized) holds none.
+    """
     import torch
 
+    if values.layout is not torch.strided or values.is_meta or values.is_nested:
+        return False
+    if values.is_quantized:  # qint8 would pass the int test below
+        return False
     dtype = values.dtype
     integer = not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool
     return (dtype.is_floating_point or integer) and values.numel() == count

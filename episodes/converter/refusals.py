@@ -17,6 +17,7 @@ import torch
 
 from episodes.rollout.leaves import same_but_trailing_ones
 from episodes.runner import SampledChunks
+from episodes.structs import flatten, map_leaves
 
 
 def flat_actions(actions: Any) -> torch.Tensor:
@@ -413,3 +414,56 @@ def _host(values: Any) -> np.ndarray:
         values = values.detach().cpu()
         return (values.double() if values.dtype.is_floating_point else values).numpy()
     return np.asarray(values)
+
+
+def checked_obs_fn_output(observations: Any, lead: tuple[int, ...]) -> Any:
+    """``obs_fn``'s result, once every leaf is known to keep the leading axes it was given.
+
+    ``obs_fn`` must act row by row: a leaf with other leading axes (a row dropped, the time
+    and env axes swapped) would misalign the observations with every other field, or be
+    refused by the storage only after a given one was cleared.
+
+    Raises:
+        ValueError: Naming the leaf's shape and the leading axes it needed.
+
+    Example:
+        >>> checked_obs_fn_output(np.zeros((3, 2, 4)), (3, 2)).shape
+        (3, 2, 4)
+        >>> checked_obs_fn_output({"a": np.zeros((2, 2))}, (3, 2))
+        Traceback (most recent call last):
+        ...
+        ValueError: obs_fn returned a leaf of shape (2, 2): it must keep the leading axes ...
+    """
+    for leaf in flatten(observations)[0]:
+        shape = tuple(getattr(leaf, "shape", ()))
+        if shape[: len(lead)] != lead:
+            raise ValueError(
+                f"obs_fn returned a leaf of shape {shape}: it must keep the leading axes "
+                f"{lead} it was given (act row by row)"
+            )
+    return observations
+
+
+def obs_fn_input(observations: Any) -> Any:
+    """``observations`` as handed to ``obs_fn``: views (of a runner's blocks) become copies.
+
+    On the fast path, aligned windows read views of the runner's blocks, which the chunks
+    and earlier storages share; an ``obs_fn`` that works in place (``obs -= mean``) would
+    rewrite them. The general path hands it freshly stacked columns, so this path copies
+    where it would hand out a view; arrays that own their memory are handed over as they are.
+
+    Example:
+        >>> block = np.zeros((2, 3))
+        >>> handed = obs_fn_input({"a": block[:1], "b": np.ones(2)})
+        >>> np.shares_memory(handed["a"], block), handed["b"].base is None
+        (False, True)
+    """
+
+    def owned(leaf: Any) -> Any:
+        if isinstance(leaf, np.ndarray):
+            return leaf if leaf.base is None else leaf.copy()
+        if isinstance(leaf, torch.Tensor):
+            return leaf if leaf._base is None else leaf.clone()
+        return leaf
+
+    return map_leaves(owned, observations)

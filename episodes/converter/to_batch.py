@@ -11,6 +11,7 @@ from episodes.connectors.base import id_rows
 from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, agreed_space, layout_batch, rows
 from episodes.converter.inputs import callable_or_none, column_keys, flag
+from episodes.converter.refusals import checked_obs_fn_output
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
 from episodes.runner import SampledChunks
@@ -143,6 +144,7 @@ def episodes_to_batch(
         for name in names:
             batch_columns[name] = nest_as_space(batch_columns[name], space)
     if obs_fn is not None:
-        batch_columns["obs"] = obs_fn(batch_columns["obs"])
-        batch_columns["next_obs"] = obs_fn(batch_columns["next_obs"])
+        lead = (len(batch_columns["rewards"]),)
+        for name in ("obs", "next_obs"):
+            batch_columns[name] = checked_obs_fn_output(obs_fn(batch_columns[name]), lead)
     return batch_columns
