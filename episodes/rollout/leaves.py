@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,6 @@ __all__ = [
     "paired",
     "put_leaf",
     "same_but_trailing_ones",
-    "unalias",
 ]
 
 
@@ -265,113 +263,6 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
     # A storage holds data, not graphs: a copy of a tensor that requires grad would tie every
     # later read (returns, mini-batches) to the policy's old graph.
     dst.copy_(src.detach())
-
-
-def unalias(
-    copies: list[tuple[torch.Tensor, Any]],
-    puts: list[tuple[str, Any]],
-    tensors: Mapping[str, torch.Tensor],
-    shared: set[str],
-    one_step: bool = False,
-    *,
-    share: bool = False,
-    also_own: Sequence[torch.Tensor] = (),
-) -> tuple[list[tuple[torch.Tensor, Any]], list[tuple[str, Any, bool]]]:
-    """A write's pairs, with every source that shares memory with a written tensor cloned.
-
-    ``copies`` are ``(rows, source)`` pairs, ``puts`` ``(tensor name, source)`` pairs for
-    :func:`put_leaf`; ``shared`` tensors are never written (a write copies them first). A
-    source that views rows of the storage (``write_block(1, rewards=st.rewards[0:3])``) would
-    otherwise be read after earlier copies changed it, or be refused by torch part-way
-    through a write. A source that is its own destination is left as it is.
-
-    Each put comes back with whether :func:`put_leaf` may take its source (``share``): not
-    when the source lies in the storage's own memory (a tensor of ``tensors`` not in
-    ``shared``, or one of ``also_own``, the hidden states), as in
-    ``write_block(0, share=True, values=st.rewards)``. Taken, it would make two fields one
-    memory, and a write into one (``compute_returns`` into the advantages) would change the
-    other: it is copied instead. So is a source whose memory another field took already (a
-    tensor of ``shared``: ``values=st.rewards`` once the rewards were taken) or takes in this
-    same write (``rewards=x, values=x``): only the first put of a memory takes it.
-
-    ``one_step`` (a write of one step's rows, :meth:`RolloutStorage.add_transition`) looks
-    only at sources that are views: a step's row of the storage is one (``st.values[3]``),
-    and a fresh policy output is not, so the hot path compares no pointers.
-
-    Example:
-        >>> tensors = {"r": torch.arange(4.0).view(4, 1), "v": torch.zeros(4, 1)}
-        >>> copies = [(tensors["r"][1:4], tensors["r"][0:3])]
-        >>> (dst, src), = unalias(copies, [], tensors, set())[0]
-        >>> _ = dst.copy_(src); tensors["r"].flatten().tolist()
-        [0.0, 0.0, 1.0, 2.0]
-        >>> _, puts = unalias([], [("v", tensors["r"])], tensors, set(), share=True)
-        >>> [take for _, _, take in puts]  # another field's tensor: copied, not taken
-        [False]
-        >>> x = torch.ones(4, 1)
-        >>> _, puts = unalias([], [("r", x), ("v", x)], tensors, set(), share=True)
-        >>> [take for _, _, take in puts]  # one memory for two fields: the second copies it
-        [True, False]
-    """
-    if one_step and all(src._base is None for _, src in chain(copies, puts)):
-        return copies, [(n, src, share) for n, src in puts]
-
-    # Compared by allocation, not by the rows a source spans: one pointer per leaf, and a
-    # source from other rows of a written tensor only costs a copy.
-    def memory(tensor: torch.Tensor) -> int:
-        return tensor.untyped_storage().data_ptr()
-
-    known: dict[str, int] = {}  # each storage tensor's allocation, looked up once
-
-    def memory_of(name: str) -> int:
-        if name not in known:
-            known[name] = memory(tensors[name])
-        return known[name]
-
-    written = {memory(dst) for dst, _ in copies}
-    written.update(memory_of(n) for n, _ in puts if n not in shared)
-    own: set[int] = set()
-    if share:  # every tensor a caller may hold a view of (hidden states made now: none)
-        own = {memory_of(n) for n in tensors if n not in shared}
-        own.update(memory(t) for t in also_own)
-    copies = [(dst, src.clone() if memory(src) in written else src) for dst, src in copies]
-    # Byte spans the fields take or keep: the shared tensors (one field's each) that this
-    # write does not replace, then the sources it takes. A taken tensor is contiguous: its
-    # span is all its memory.
-    # Kept per allocation, so a put compares spans only with those in its own allocation
-    # (usually none: one dict lookup).
-    spans: dict[int, dict[str, tuple[int, int]]] = {}
-    if share:
-        replaced = {n for n, src in puts if src is not tensors[n]}
-        for n in shared - replaced:
-            spans.setdefault(memory_of(n), {})[n] = _span(tensors[n])
-    out = []
-    for n, src in puts:
-        if src is tensors[n]:
-            out.append((n, src, share and n in shared))
-            continue
-        where = memory(src)
-        if where in written:
-            src = src.clone()
-        take = share and where not in own and can_take(tensors[n], src)
-        if take:
-            span = _span(src)
-            neighbours = spans.get(where, {})
-            take = not any(_overlap(span, other) for m, other in neighbours.items() if m != n)
-            if take:
-                neighbours[n] = span
-                spans[where] = neighbours
-        out.append((n, src, take))
-    return copies, out
-
-
-def _span(tensor: torch.Tensor) -> tuple[int, int]:
-    """The bytes a contiguous ``tensor`` spans, as ``[start, stop)`` addresses."""
-    start = tensor.data_ptr()
-    return start, start + tensor.numel() * tensor.element_size()
-
-
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] < b[1] and b[0] < a[1]
 
 
 def put_leaf(

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from .aliasing import unalias
 from .gae import compute_gae
 from .generators import (
     DistillationBatch,
@@ -25,7 +26,7 @@ from .generators import (
     normalize_into,
     recurrent_mini_batch_generator,
 )
-from .leaves import block_rows, checked_rows, copy_rows, hidden_writes, paired, put_leaf, unalias
+from .leaves import block_rows, checked_rows, copy_rows, hidden_writes, paired, put_leaf
 from .nested import map_tree
 from .select import select_rows
 from .specs import (
