@@ -234,8 +234,19 @@ def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, An
 
 
 def _owned(item: Any) -> Any:
-    """An object array's or list's item, copied if an array: the env may write into it later."""
-    return item.copy() if isinstance(item, np.ndarray) and item.ndim else item
+    """An object array's or list's item, its arrays copied: the env may write into them later.
+
+    A sub-env's info value that is a list, tuple or dict reaches the batched infos as one
+    item: the arrays inside it are copied too.
+    """
+    if isinstance(item, np.ndarray):
+        return item.copy()
+    kind = type(item)
+    if kind is list or kind is tuple:
+        return kind(_owned(inner) for inner in item)
+    if kind is dict:
+        return {key: _owned(inner) for key, inner in item.items()}
+    return item
 
 
 def _plan(snapshot: dict[Any, Any]) -> Plan:
