@@ -10,6 +10,7 @@ import torch
 from episodes.indexing import as_int, whole_number
 
 from .leaves import check_int_range, data_tensor
+from .select import signed_view
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
@@ -124,9 +125,7 @@ class CircularBuffer:
         lags = torch.arange(self._max_len - 1, -1, -1, device=self.device)  # oldest first
         lag = torch.minimum(lags[None, :], (self._length - 1).clamp(min=0)[:, None])
         slot = (self._pointer - lag) % self._max_len  # [batch, max_len]
-        out = self._buffer[slot, self._envs[:, None]]
-        empty = (self._length == 0).view(-1, *([1] * (out.dim() - 1)))
-        return out.masked_fill(empty, 0)
+        return _zero_empty(self._buffer[slot, self._envs[:, None]], self._length == 0)
 
     def append(self, data: torch.Tensor) -> None:
         """Append one item per env, overwriting each env's oldest item when full.
@@ -266,9 +265,7 @@ class CircularBuffer:
             lag = torch.full((self._batch_size,), key, dtype=torch.long, device=self.device)
         lag = torch.minimum(lag, (self._length - 1).clamp(min=0))
         slot = (self._pointer - lag) % self._max_len
-        out = self._buffer[slot, self._envs]
-        empty = (self._length == 0).view(-1, *([1] * (out.dim() - 1)))
-        return out.masked_fill(empty, 0)
+        return _zero_empty(self._buffer[slot, self._envs], self._length == 0)
 
     def mini_batch_generator(
         self,
@@ -354,3 +351,10 @@ class CircularBuffer:
             lag_end = flat - (cum[env] - counts[env])
             slots = (self._pointer - (lag_end.unsqueeze(0) + steps.unsqueeze(1))) % self._max_len
             yield HistoryWindows(buf[slots, env.unsqueeze(0)], env, lag_end)
+
+
+def _zero_empty(items: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
+    """``items`` ``[batch_size, ...]`` with the rows ``empty`` (``[batch_size]``) marks zeroed."""
+    bits = signed_view(items)  # uint16-64 as int16-64: torch has no masked_fill for them
+    zeroed = bits.masked_fill(empty.view(-1, *([1] * (items.dim() - 1))), 0)
+    return zeroed if bits is items else zeroed.view(items.dtype)

@@ -6,7 +6,15 @@ import math
 
 import torch
 
-__all__ = ["select_rows"]
+__all__ = ["select_rows", "signed_view"]
+
+# torch (2.13 on the CPU) has no index_select, index_copy_ or masked_fill kernel for these
+# unsigned dtypes: such ops run on a view of the same bits as the signed int of equal width.
+_SIGNED = {
+    getattr(torch, u): getattr(torch, s)
+    for u, s in (("uint16", "int16"), ("uint32", "int32"), ("uint64", "int64"))
+    if hasattr(torch, u)
+}
 
 # A row of this many bytes moves as one element of this dtype: torch's index_select copies
 # multi-element rows with a loop per row, single elements in a plain loop (at 4096 x 24 rows
@@ -28,7 +36,9 @@ def select_rows(
     CartPole observation, a pair of logits) are reinterpreted as one ``int16`` / ``int32`` /
     ``int64`` / ``complex128`` element each for the copy: the same bits come out. Other rows,
     non-contiguous tensors, tensors that require grad and selections of fewer than 8192 rows
-    (where the views cost more than they save) take ``index_select`` as it is.
+    (where the views cost more than they save) take ``index_select`` as it is. ``uint16`` /
+    ``uint32`` / ``uint64`` rows (which torch's CPU ``index_select`` lacks) move as the signed
+    int of the same width: the same bits.
 
     Args:
         source: ``[M, ...]`` rows.
@@ -53,6 +63,37 @@ def select_rows(
         # Not left to the views below: a list has no .dim() (AttributeError).
         got = f"{type(source).__name__} and {type(index).__name__}"
         raise TypeError(f"source and index must be torch tensors, got {got}")
+    if source.dtype in _SIGNED:
+        if out is None:
+            return _select(signed_view(source), index, None).view(source.dtype)
+        # Else torch's own error (another dtype) or resize (another shape: of out, not a view).
+        if out.dtype == source.dtype and out.shape == (len(index), *source.shape[1:]):
+            _select(signed_view(source), index, signed_view(out))
+            return out
+    return _select(source, index, out)
+
+
+def signed_view(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, or for a ``uint16`` / ``uint32`` / ``uint64`` one its signed-int bits.
+
+    The view is ``int16`` / ``int32`` / ``int64``: torch lacks some kernels for these unsigned
+    dtypes (``index_select``, ``index_copy_``, ``masked_fill`` on the CPU), and moving or
+    zeroing elements of the view gives the same bits. View the result back with
+    ``.view(tensor.dtype)``. Other dtypes cost one dict lookup.
+
+    Example:
+        >>> signed_view(torch.tensor([65535], dtype=torch.uint16)).tolist()
+        [-1]
+        >>> x = torch.zeros(2)
+        >>> signed_view(x) is x
+        True
+    """
+    signed = _SIGNED.get(tensor.dtype)
+    return tensor if signed is None else tensor.view(signed)
+
+
+def _select(source: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """:func:`select_rows` for a dtype torch has the kernels of."""
     if len(index) < _MIN_ROWS:
         if out is None:
             return source.index_select(0, index)

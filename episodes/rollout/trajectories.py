@@ -18,6 +18,7 @@ from typing import NamedTuple, TypeVar
 import torch
 
 from .leaves import data_tensor
+from .select import signed_view
 
 __all__ = [
     "TrajectoryLayout",
@@ -143,8 +144,11 @@ def pad_with_layout(tensor: _T, layout: TrajectoryLayout) -> _T:
     if tuple(tensor.shape[:2]) != (t, n):
         raise ValueError(f"expected a [{t}, {n}, ...] tensor, got {tuple(tensor.shape)}")
     feat = tensor.shape[2:]
-    out = torch.zeros(t * layout.num_traj, *feat, dtype=tensor.dtype, device=tensor.device)
-    out.index_copy_(0, layout.dest, tensor.reshape(t * n, *feat))
+    bits = signed_view(tensor)  # uint16-64 as int16-64: torch has no index_copy_ for them
+    out = torch.zeros(t * layout.num_traj, *feat, dtype=bits.dtype, device=tensor.device)
+    out.index_copy_(0, layout.dest, bits.reshape(t * n, *feat))
+    if bits.dtype != tensor.dtype:
+        out = out.view(tensor.dtype)
     return out.view(t, layout.num_traj, *feat)
 
 

@@ -229,7 +229,7 @@ class TensorColumn(Column):
             self.structure,
             [
                 # index_select moves whole rows: several times faster than advanced indexing.
-                torch.index_select(leaf, 0, flat_index).reshape(*index.shape, *leaf.shape[1:])
+                _rows_at(leaf, flat_index).reshape(*index.shape, *leaf.shape[1:])
                 for leaf in self.flat_leaves()
             ],
         )
@@ -575,3 +575,19 @@ class DeviceBlocks(Blocks):
             extras={key: HostColumn(col) for key, col in self.extras.items()},  # type: ignore[arg-type]
             times=self.times,  # a host array already
         )
+
+
+#: Signed ints of the widths of the unsigned dtypes whose ``index_select`` torch lacks (CPU).
+_SIGNED_BITS = {
+    getattr(torch, f"uint{bits}"): getattr(torch, f"int{bits}")
+    for bits in (16, 32, 64)
+    if hasattr(torch, f"uint{bits}")
+}
+
+
+def _rows_at(leaf: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``index_select`` of rows, through the same bits as signed ints for uint16/32/64."""
+    signed = _SIGNED_BITS.get(leaf.dtype)
+    if signed is None:
+        return torch.index_select(leaf, 0, index)
+    return torch.index_select(leaf.view(signed), 0, index).view(leaf.dtype)
