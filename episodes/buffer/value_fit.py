@@ -54,6 +54,8 @@ _NUMBER_KINDS = "biufc"
 _PLAIN_NUMBER_KINDS = "biuf"  # no complex: its casts differ per item and per batch
 _MAY_OVERFLOW: dict[tuple[np.dtype[Any], np.dtype[Any]], bool] = {}
 
+_NUL_DROPPED = "numpy's fixed-width strings drop trailing NUL characters"
+
 #: What numpy raises when a value does not fit a column.
 MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
 
@@ -98,6 +100,8 @@ def misfit(value: Any, leaf: np.ndarray, error: Exception) -> ValueError:
     """
     if isinstance(value, np.ndarray):
         what = f"an array of shape {value.shape} and dtype {value.dtype}"
+    elif isinstance(value, (np.str_, np.bytes_)):  # whose repr drops trailing NULs
+        what = f"np.{type(value).__name__}({value[:]!r})"
     else:
         what = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
     return ValueError(
@@ -114,7 +118,9 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
     strings, not even "2.5"), and a float written into an integer or bool column must survive
     the cast (0.5 is not the int 0), as must a finite number written into a narrower float
     column (1e40 would be inf in float32) and a string written into a string column ("hello"
-    does not fit ``<U2``). The row of a flat object column is the value itself: assigned as a
+    does not fit ``<U2``; a string or bytes ending in NUL does not fit either, as numpy's
+    fixed-width strings drop trailing NULs). An int beyond uint64 is no bool (numpy would
+    store ``2**64`` as True). The row of a flat object column is the value itself: assigned as a
     0-d array, the array would be stored in the cell instead of the value.
 
     Example:
@@ -153,6 +159,12 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
         raise misfit(value, leaf, ValueError(f"beyond the range of {leaf.dtype}")) from error
     except MISFIT_ERRORS as error:
         raise misfit(value, leaf, error) from error
+    if kind in "iub" and given.dtype.kind == "O":
+        # An int beyond uint64 (2**64, -2**64): numpy refuses it for ints but reads it as
+        # True for bools; no such int is a bool.
+        raise misfit(value, leaf, ValueError("the value changes in that dtype"))
+    if kind in "US" and _ends_in_nul(value):
+        raise misfit(value, leaf, ValueError(_NUL_DROPPED))
     # Arrays and numpy scalars are cast without those checks: the value must survive.
     lossy = kind in "iub" and given.dtype.kind in "iufcb" and given.dtype != row.dtype
     lossy |= kind in "US"  # a longer string is cut to the column's width
@@ -163,6 +175,13 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
     if kind == "O" and not row.ndim:
         return row[()]
     return row
+
+
+def _ends_in_nul(value: Any) -> bool:
+    """Whether ``value`` is a str or bytes ending in NUL: padding to a ``<U``/``S`` column."""
+    if isinstance(value, str):
+        return value.endswith("\x00")
+    return isinstance(value, bytes) and value.endswith(b"\x00")
 
 
 def _may_overflow(given: np.dtype[Any], column: np.dtype[Any]) -> bool:
@@ -243,8 +262,24 @@ def first_batch(structure: Any, leaf_ndim: int, items: list[Any]) -> Any:
     if structure is not None or leaf_ndim > 1:
         values = [[item] if structure is None else leaves_up_to(structure, item) for item in items]
         if all(value is not None for value in values):
-            return unflatten(structure, [np.asarray(leaf) for leaf in zip(*values)])
-    return stack_items(items)
+            per_leaf = list(zip(*values))
+            leaves = [np.asarray(leaf) for leaf in per_leaf]
+            _check_nuls(leaves, per_leaf)
+            return unflatten(structure, leaves)
+    batch = stack_items(items)
+    leaves = flatten(batch)[0]
+    if any(getattr(leaf, "dtype", None) is not None and leaf.dtype.kind in "US" for leaf in leaves):
+        _check_nuls(leaves, list(zip(*(flatten(item)[0] for item in items))))
+    return batch
+
+
+def _check_nuls(leaves: list[Any], values: list[Any]) -> None:
+    """Refuses a string value ending in NUL that a string leaf of ``leaves`` would drop."""
+    for leaf, column_values in zip(leaves, values):
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "US":
+            for value in column_values:
+                if _ends_in_nul(value):
+                    raise misfit(value, leaf, ValueError(_NUL_DROPPED))
 
 
 Layout = list[tuple[tuple[int, ...], np.dtype[Any]]]

@@ -23,7 +23,7 @@ import numpy as np
 
 from episodes.spaces.batching import batch, check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
-from episodes.structs import data_equal, flatten, is_nested, same_nesting
+from episodes.structs import data_equal, flatten, same_nesting
 
 __all__ = [
     "UNSTACKABLE_SPACES",
@@ -84,6 +84,9 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
     floats is float64, the float32 row a numpy'd chunk holds is not: both are float32 in a
     float32 Box; a cast of another kind, such as float to int, is not made), and a Tuple
     item given as a list equals the tuple. Items that do not fit the space are not equal in it.
+    Without a space, items that nest alike are equal where their leaves hold equal values in
+    equal shapes, whatever the dtypes (a float32 ``[2.0]`` equals a float64 ``[2.0]``, as
+    ``np.array_equal`` has it; an int equals a float only exactly, text never bytes).
 
     Example:
         >>> import gymnasium as gym
@@ -92,11 +95,16 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
         False
         >>> equal_in_space([0.0, 0.1], np.float32([0.0, 0.1]), box)
         True
+        >>> equal_in_space(np.float32([2.0]), np.float64([2.0]), None)
+        True
     """
     if data_equal(a, b):
         return True
-    if space is None:  # a list and a tuple of equal leaves are one item (a Tuple's, say)
-        return is_nested(a) and same_nesting(a, b) and _leaves_equal(a, b)
+    if space is None:
+        # Leaf by leaf by value, whatever the dtypes: a chunk numpy'd next to float64 steps
+        # holds its float32 first observation as float64. A list and a tuple of equal leaves
+        # are one item (a Tuple's, say).
+        return same_nesting(a, b) and _leaves_equal(a, b)
     if space.__class__ in _ARRAY_SPACES:  # the usual observation: one array, no walk
         try:
             arrays = np.asarray(a), np.asarray(b)
@@ -112,7 +120,41 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
 
 
 def _leaves_equal(a: Any, b: Any) -> bool:
-    return all(data_equal(x, y) for x, y in zip(flatten(a)[0], flatten(b)[0]))
+    return all(_value_equal(x, y) for x, y in zip(flatten(a)[0], flatten(b)[0]))
+
+
+def _value_equal(a: Any, b: Any) -> bool:
+    """Whether two leaves hold the same values in the same shape, whatever their dtypes.
+
+    NaNs are equal; an int equals a float only exactly (``2**53 + 1`` is not ``2.0**53``,
+    which float64 would call equal); text never equals bytes, nor a number a string.
+    """
+    if data_equal(a, b):
+        return True
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except (ValueError, TypeError, RuntimeError):  # nothing numpy reads as values
+        return False
+    if x.shape != y.shape:
+        return False
+    kinds = x.dtype.kind + y.dtype.kind
+    if not set(kinds) <= set("biufc"):
+        # Strings of other widths (<U1 against <U4) compare by value.
+        return kinds in ("UU", "SS") and bool(np.array_equal(x, y))
+    floats = [z for z in (x, y) if z.dtype.kind in "fc"]
+    if not floats:
+        return bool(np.array_equal(x, y))  # numpy compares ints of either sign exactly
+    if not np.array_equal(x, y, equal_nan=True):
+        return False
+    if len(floats) == 2:
+        return True
+    # An int against a float, compared in float: ints beyond 2**53 may have been rounded.
+    ints = y if floats[0] is x else x
+    with np.errstate(over="ignore", invalid="ignore"):
+        big = np.abs(ints.astype(np.float64)) >= 2.0**53
+    if not big.any():
+        return True
+    return all(int(i) == f for i, f in zip(ints[big].tolist(), floats[0][big].tolist()))
 
 
 @singledispatch
