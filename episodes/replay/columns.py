@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Column", "as_rows"]
+__all__ = ["Column", "as_rows", "float32_rewards"]
 
 
 def as_rows(values: Any, what: str) -> np.ndarray:
@@ -29,6 +29,35 @@ def as_rows(values: Any, what: str) -> np.ndarray:
             "spaces are not supported, flatten them with a connector first"
         )
     return rows
+
+
+def float32_rewards(rewards: np.ndarray) -> np.ndarray:
+    """``rewards`` as the float32 column stores them, refused unless real scalars that fit.
+
+    Raises:
+        TypeError: Rewards that are not one scalar per step, or not real numbers (a complex
+            one would lose its imaginary part, a string would be parsed).
+        ValueError: Values a float32 cannot hold (they would overflow to infinity).
+
+    Example:
+        >>> float32_rewards(np.array([1, 2])).dtype
+        dtype('float32')
+        >>> float32_rewards(np.array([1e300]))
+        Traceback (most recent call last):
+        ...
+        ValueError: rewards hold values a float32 column cannot (they overflow to inf)
+    """
+    if rewards.ndim != 1:
+        raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
+    if rewards.dtype.kind not in "biuf":  # complex ones would lose their imaginary part
+        raise TypeError(f"rewards must be real numbers, got dtype {rewards.dtype}")
+    if rewards.dtype == np.float32:  # float32 rewards (numpy'd episodes) need no check
+        return rewards
+    with np.errstate(over="ignore"):
+        stored = rewards.astype(np.float32)
+    if np.any(np.isinf(stored) & ~np.isinf(rewards)):
+        raise ValueError("rewards hold values a float32 column cannot (they overflow to inf)")
+    return stored
 
 
 class Column:

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.replay.columns import as_rows
+from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.store import all_empty_infos
 
@@ -208,17 +208,7 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         )
         for key in episode.extra_model_outputs
     }
-    rewards = _rows(episode.get_rewards(), "rewards", n)
-    if rewards.ndim != 1:
-        raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
-    if rewards.dtype.kind not in "biuf":  # complex ones would lose their imaginary part
-        raise TypeError(f"rewards must be real numbers, got dtype {rewards.dtype}")
-    stored = rewards
-    if rewards.dtype != np.float32:  # float32 rewards (numpy'd episodes) need no check
-        with np.errstate(over="ignore"):
-            stored = rewards.astype(np.float32)
-        if np.any(np.isinf(stored) & ~np.isinf(rewards)):
-            raise ValueError("rewards hold values a float32 column cannot (they overflow to inf)")
+    stored = float32_rewards(_rows(episode.get_rewards(), "rewards", n))
     return Chunk(
         id_=episode.id_,
         t0=t0,

@@ -6,7 +6,9 @@ buffer's settings, counters, evicted ids and generator state, plus ``priorities.
 prioritized buffer. The directory is written under a temporary name and renamed into place,
 so a crash never leaves a half-written buffer under the final name. ``replay.json`` records the
 CRC-32 of its own content and of ``priorities.npy`` (version 2, see
-:mod:`episodes.replay.saved_files`); a version 1 save, written before, loads without them.
+:mod:`episodes.replay.saved_files`); a version 1 save, written before, loads without them. Its
+``episodes`` field binds ``episodes/`` to it (episodes, steps and the dataset manifest's
+CRC-32); a save written before that field loads without the check.
 """
 
 from __future__ import annotations
@@ -34,16 +36,19 @@ from episodes.io.joins import manifest_pieces
 from episodes.io.values import decode_value, encode_value, id_key
 from episodes.replay import saved_files
 from episodes.replay.errors import EvictedEpisodeError
-from episodes.replay.rng import checked_generator, sampling_generator
+from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
 from episodes.replay.saved_files import (
+    EPISODES,
     META_CRC,
     PRIORITIES_CRC,
+    check_episodes_record,
+    checked_record,
+    episodes_record,
     meta_crc32,
     priorities_file,
     read_priorities,
     seal,
 )
-from episodes.replay.state import generator_from_state
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
@@ -86,9 +91,9 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     checked_generator(buffer.rng, "rng")  # a save load() could not restore: nothing written
     # Typed as the datasets store ids: a tuple id is no JSON list on the way back.
     evicted = _encoded_ids(buffer.get_evicted_ids(), "evicted id {i} of {n}, in eviction order")
-    _encoded_ids(
+    ids = _encoded_ids(  # checked before anything is written
         buffer.get_episode_ids(), "stored episode {i} of {n}, oldest first"
-    )  # checked before anything is written
+    )
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
@@ -107,6 +112,8 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             "evicted": evicted,
             # JSON-safe: MT19937 and Philox states hold arrays (lists load back the same).
             "rng": _plain(buffer.rng.bit_generator.state),
+            # What load checks episodes/ against: nothing appended, no other save's.
+            EPISODES: episodes_record(tmp / "episodes", ids, buffer.get_num_timesteps()),
         }
         if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
             meta["alpha"] = buffer.alpha
@@ -152,8 +159,10 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
             a file that is a symlink or no regular file, fields that are missing, unknown
             or of the wrong type, counters that are not ints >= 0 or count fewer added steps
             than are stored, evicted ids that repeat or name a stored episode, a generator
-            state numpy refuses, episodes the buffer cannot store, priorities that are not
-            one float64 > 0 per stored step, a file that disagrees with its checksum.
+            state numpy refuses or cannot use, episodes the buffer cannot store, an
+            ``episodes/`` other than the one saved with ``replay.json`` (episodes appended,
+            another save's), priorities that are not one finite float64 > 0 per stored step
+            (no floor is applied: a 0 is refused), a file that disagrees with its checksum.
         episodes.io.DatasetError: The episodes' dataset is damaged; its ``DatasetIOError``
             (an ``OSError``): the system failed a read (no damage known).
 
@@ -206,8 +215,15 @@ def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> Epi
         raise ValueError(
             f"{root}: damaged replay buffer (its episodes cannot be stored: {err})"
         ) from err
-    if buffer.get_num_timesteps() != sum(len(ep) for ep in episodes):
+    steps = sum(len(ep) for ep in episodes)
+    if buffer.get_num_timesteps() != steps:
         raise ValueError(f"{root}: damaged replay buffer (its episodes exceed its capacity)")
+    if EPISODES in meta:  # absent from saves written before it
+        try:
+            ids = _encoded_ids([ep.id_ for ep in episodes], "episode {i} of {n} read")
+            check_episodes_record(meta[EPISODES], root / "episodes", ids, steps)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     try:
         evicted = [decode_value(i, blob=None, where="evicted id") for i in meta["evicted"]]
     except (DatasetError, TypeError, ValueError, KeyError) as err:
@@ -238,8 +254,8 @@ def _load_priorities(buffer: Any, root: Path, max_priority: float, crc: int | No
         priorities = read_priorities(root / "priorities.npy", buffer.get_num_timesteps(), crc)
     except ValueError as err:
         raise ValueError(f"{root}: damaged replay buffer ({err})") from None
-    try:
-        buffer.update_priorities(priorities, np.arange(len(priorities)))
+    try:  # as saved: the 1e-12 floor of update_priorities would hide a 0 and move a 1e-300
+        buffer._set_saved_priorities(priorities)
         buffer.max_priority = max_priority
     except ValueError as err:
         raise ValueError(f"{root}: damaged replay buffer (priorities: {err})") from None
@@ -266,6 +282,12 @@ def _check_meta(meta: dict[str, Any], root: Path) -> None:
             raise ValueError(f"{root}: damaged replay buffer ({key}: {value!r})")
         if key in checksums and not 0 <= value < 1 << 32:
             raise ValueError(f"{root}: damaged replay buffer ({key}: {value!r} is no CRC-32)")
+    if EPISODES in meta:  # optional: saves written before it lack it
+        fields[EPISODES] = dict
+        try:
+            checked_record(meta[EPISODES])
+        except ValueError as err:
+            raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     if meta["kind"] not in ("uniform", "prioritized"):
         raise ValueError(f"{root}: damaged replay buffer (unknown kind {meta['kind']!r})")
     unknown = set(meta) - set(fields) - {"version"}

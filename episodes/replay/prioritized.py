@@ -64,6 +64,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._beta = 0.0
         self._last_indices: np.ndarray | None = None
         self._last_slots: tuple[np.ndarray, int, int] | None = None  # slots, moves, kills
+        self._no_last = "nothing sampled yet"  # why there are no last indices, for the error
         self._kills = 0
 
     @property
@@ -183,14 +184,16 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 "episodes are drawn uniformly and carry no weights: leave beta at 0 there"
             )
         self._beta = float(beta)
-        previous = self._last_indices, self._last_slots
+        previous = self._last_indices, self._last_slots, self._no_last
         # A sequence or episode sample has no items to update: an update_priorities() without
         # indices after it must not reach back to an older transition batch.
         self._last_indices = self._last_slots = None
+        self._no_last = "it drew sequences or episodes"
         try:
             return super().sample(num_items, **kwargs)
         except Exception:
-            self._last_indices, self._last_slots = previous  # a refused sample changes nothing
+            # A refused sample changes nothing.
+            self._last_indices, self._last_slots, self._no_last = previous
             raise
 
     def _draw_transitions(self, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -228,8 +231,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         of 0 say, is stored as that floor: the item stays drawable, rarely.
 
         Raises:
-            ValueError: No indices (nothing sampled yet, or the last sample drew sequences or
-                episodes; a string there, RLlib's ``module_id``, too), lengths differ,
+            ValueError: No indices (nothing sampled yet, the last sample drew sequences or
+                episodes, or none since ``set_state``, as a state holds no last sample; a
+                string there, RLlib's ``module_id``, too; the message says which), lengths differ,
                 priorities that are negative, NaN or infinite, or whose power ``alpha`` is 0 or
                 infinite, or indices this buffer never issued. Nothing changes then.
 
@@ -248,8 +252,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             indices, cached = self._last_indices, self._last_slots
         if indices is None:
             raise ValueError(
-                "update_priorities needs indices: the last sample drew no transitions (nothing "
-                "sampled yet, or sequences or episodes)"
+                f"update_priorities needs indices: the last sample drew no transitions "
+                f"({self._no_last}); pass the batch's 'indices'"
             )
         if isinstance(indices, (str, bytes)):  # RLlib's second argument is a module id
             raise ValueError(
@@ -388,6 +392,33 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._alpha, self._max_priority, self._tree, self._raw = alpha, top, tree, raw
         self._last_indices = None
         self._last_slots = None
+        self._no_last = "none since set_state: a state holds no last sample, RLlib's does"
+
+    def _set_saved_priorities(self, priorities: np.ndarray) -> None:
+        """Sets the priorities of items ``0 .. N-1`` (a loaded save's) exactly as given.
+
+        Checked as :meth:`set_state` checks a state's: finite real values above 0 whose power
+        ``alpha`` is above 0 and finite, of a finite sum. No floor is applied: a priority
+        below ``1e-12`` that ``max_priority`` gave comes back as it was saved, and a 0 is
+        refused, as no buffer holds one.
+
+        Raises:
+            ValueError: Priorities that are not so; nothing changes then.
+        """
+        count = len(priorities)
+        slots, found = self._find(np.arange(count))
+        if not found.all() or count != self.get_num_timesteps():
+            raise ValueError(f"{count} priorities for {self.get_num_timesteps()} stored steps")
+        prio = np.asarray(priorities, np.float64)
+        bad = prio[~(np.isfinite(prio) & (prio > 0))]
+        if len(bad):
+            raise ValueError(f"priorities must be finite and above 0, got {bad[:5].tolist()}")
+        with np.errstate(over="ignore", under="ignore"):
+            leaves = prio**self.alpha if self.alpha != 1.0 else prio
+        _priority_values(leaves, f"priorities to the power alpha={self.alpha}", count, summed=True)
+        self._tree.update(slots, leaves)
+        self._raw[slots] = prio
+        self._max_priority = max(self._max_priority, float(prio.max(initial=0.0)))
 
 
 def _parsed_priorities(extra: Any, rows: int) -> tuple[float, float, np.ndarray, np.ndarray]:

@@ -5,6 +5,13 @@ or wander out of the save) after their size is checked, and both are checksummed
 ``replay.json`` carries the CRC-32 of its own content (``crc32``: its other fields dumped as
 canonical JSON, so white space does not count) and of ``priorities.npy``'s bytes
 (``priorities_crc32``). A save written before the checksums (version 1) is read without them.
+``replay.json``'s ``episodes`` field binds the save's ``episodes/`` dataset to it: the number
+of episodes and steps saved, the CRC-32 of their ids in order and that of the dataset's
+``manifest.jsonl`` (whose lines carry the SHA-256 of every shard index, whose entries carry the
+data's checksums), so episodes appended to the dataset, or another save's dataset put in its
+place, are refused. The manifest is compared where ``episodes/`` is a v2 dataset, as every save
+that records it writes (a chunk dataset there is compared by the rest). Saves written before
+the field load without that check.
 ``priorities.npy``'s header is parsed by numpy's literal-only parser and checked against the
 slot count and the file's size before any data is read. Every damage is a ``ValueError``;
 the system failing a read (no permission, out of descriptors) stays the
@@ -27,13 +34,18 @@ from typing import Any
 import numpy as np
 
 from episodes.io import DatasetError, DatasetIOError
-from episodes.io.format import read_regular_file
+from episodes.io.format import MANIFEST_FILE, read_regular_file
 from episodes.io.npy_read import NPY_HEADER_ERRORS, read_npy_header
+from episodes.io.shards import is_v2
 
 __all__ = [
+    "EPISODES",
     "MAX_META_BYTES",
     "META_CRC",
     "PRIORITIES_CRC",
+    "check_episodes_record",
+    "checked_record",
+    "episodes_record",
     "meta_crc32",
     "priorities_file",
     "read_priorities",
@@ -44,6 +56,9 @@ __all__ = [
 ]
 
 META_CRC = "crc32"
+EPISODES = "episodes"  # the field binding episodes/ to replay.json
+_RECORD = ("count", "steps", "ids_crc32", "manifest_crc32")
+_MAX_MANIFEST = 1 << 30  # the dataset reader's own cap on a manifest
 PRIORITIES_CRC = "priorities_crc32"
 # The evicted ids make replay.json grow with a run (about 40 bytes per uuid id): 4 GiB holds
 # some 100 million of them; more is damage (a sparse or runaway file), refused unread.
@@ -182,3 +197,81 @@ def read_priorities_bytes(raw: bytes, count: int, crc: int | None) -> np.ndarray
             f"priorities.npy is {len(raw)} bytes, its header implies {offset + 8 * count}"
         )
     return np.frombuffer(raw, dtype, count, offset).astype(np.float64)
+
+
+def episodes_record(dataset: Path, ids: list[Any], steps: int) -> dict[str, int]:
+    """What identifies the episodes saved in ``dataset``: their ids, count, steps, manifest.
+
+    ``ids`` are JSON-safe (as the dataset encodes them), in order. The manifest's CRC-32 is 0
+    where the dataset is no v2 one (a chunk dataset's manifest is not compared).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = Path(tempfile.mkdtemp()) / "episodes"
+        >>> DatasetWriter(path).close()
+        >>> record = episodes_record(path, [], 0)
+        >>> sorted(record), check_episodes_record(record, path, [], 0)
+        (['count', 'ids_crc32', 'manifest_crc32', 'steps'], None)
+        >>> check_episodes_record(record, path, ["a"], 5)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: episodes/ holds 1 episodes of 5 steps, replay.json records 0 of 0: ...
+    """
+    crc = 0
+    if is_v2(dataset):
+        crc = zlib.crc32(read_save_file(dataset / MANIFEST_FILE, _MAX_MANIFEST))
+    return {
+        "count": len(ids),
+        "steps": steps,
+        "ids_crc32": zlib.crc32(json.dumps(ids).encode()),
+        "manifest_crc32": crc,
+    }
+
+
+def checked_record(record: Any) -> dict[str, int]:
+    """``record`` (replay.json's ``episodes`` field), refused unless three ints >= 0.
+
+    Raises:
+        ValueError: No dict of ``count``, ``steps`` and ``manifest_crc32``, each an int >= 0
+            (no bool), the CRC-32 below ``2**32``.
+
+    Example:
+        >>> checked_record({"count": 1, "steps": 2, "manifest_crc32": True})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: episodes: {...'manifest_crc32': True} is no record of saved episodes
+    """
+    if (
+        not isinstance(record, dict)
+        or sorted(record) != sorted(_RECORD)
+        or not all(type(record[key]) is int and record[key] >= 0 for key in _RECORD)
+        or record["manifest_crc32"] >= 1 << 32
+    ):
+        raise ValueError(f"{EPISODES}: {record!r:.200} is no record of saved episodes")
+    return record
+
+
+def check_episodes_record(record: Any, dataset: Path, ids: list[Any], steps: int) -> None:
+    """Refuses a ``record`` that ``dataset``'s episodes and manifest do not match.
+
+    ``ids`` (JSON-safe, in order) and ``steps`` are those of the episodes read from
+    ``dataset``; see :func:`episodes_record`.
+
+    Raises:
+        ValueError: A malformed record (:func:`checked_record`), or episodes, steps, ids or a
+            manifest CRC-32 other than it records.
+    """
+    record = checked_record(record)
+    if (len(ids), steps) != (record["count"], record["steps"]):
+        raise ValueError(
+            f"episodes/ holds {len(ids)} episodes of {steps} steps, replay.json records "
+            f"{record['count']} of {record['steps']}: it is not the dataset saved with replay.json"
+        )
+    found = episodes_record(dataset, ids, steps)
+    for key, what in (("ids_crc32", "episode ids"), ("manifest_crc32", f"{MANIFEST_FILE}")):
+        if found[key] != record[key] and (key != "manifest_crc32" or found[key]):
+            raise ValueError(
+                f"the {what} of episodes/ do not match the CRC-32 replay.json records: it is not "
+                "the dataset saved with replay.json"
+            )

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from episodes.replay.columns import Column
-from episodes.replay.rng import checked_generator
+from episodes.replay.columns import Column, as_rows, float32_rewards
+from episodes.replay.rng import checked_generator, generator_from_state
 from episodes.replay.sampling import check_non_negative, check_positive, int_array
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
@@ -134,7 +134,8 @@ def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
             different lengths, steps of episodes the state does not hold or that do not run
             their episode's ``t_begin .. t_end - 1`` once each with the links that implies,
             more steps than the capacity in several episodes, infos that are no list,
-            spaces that are neither ``space_to_dict`` dicts nor spaces).
+            spaces that are neither ``space_to_dict`` dicts nor spaces, step columns ``add``
+            would refuse, a generator state that is not one its bit generator can hold).
 
     Example:
         >>> from episodes.replay import EpisodeReplayBuffer
@@ -186,6 +187,7 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     for name, column in columns:
         if len(column) != rows:
             raise ValueError(f"steps[{name}] holds {len(column)} rows for {rows} rewards")
+    _check_values(steps)
     _check_threads(steps, eps, n, rows)
     _check_infos(steps["infos"], "steps['infos']")
     _check_infos(eps["final_info"], "episodes['final_info']")
@@ -252,6 +254,23 @@ def _spans(later: np.ndarray, earlier: np.ndarray, name: str) -> np.ndarray:
     if len(rough) and (rough.min() < -(2.0**62) or rough.max() > 2.0**62):
         raise ValueError(f"{name} spans more than 2**62 steps")
     return later - earlier
+
+
+def _check_values(steps: dict[str, Any]) -> None:
+    """Refuses step columns ``add`` would refuse (a state's are stored as they come).
+
+    Numeric arrays under str keys, and rewards that are real numbers a float32 holds: none
+    parsed from strings, cut to their real part or overflowing to infinity.
+    """
+    if steps["obs"] is not None:
+        named = [("steps['obs']", steps["obs"]), ("steps['actions']", steps["actions"])]
+        for key, values in steps["extras"].items():
+            if not isinstance(key, str):  # add keeps one column per key, named by it
+                raise ValueError(f"steps['extras'] key {key!r} must be a str")
+            named.append((f"steps['extras'][{key!r}]", values))
+        for name, values in named:
+            as_rows(values, name)
+    float32_rewards(np.asarray(steps["rewards"]))
 
 
 def _check_threads(steps: dict[str, Any], eps: dict[str, Any], n: int, rows: int) -> None:
@@ -365,34 +384,6 @@ def _spaces(spaces: Any) -> tuple[Any, Any]:
             )
         decoded.append(space)
     return decoded[0], decoded[1]
-
-
-def generator_from_state(state: Any) -> np.random.Generator:
-    """A generator in ``state`` (a ``bit_generator.state``), of the bit generator it names.
-
-    The buffer's generator may be any numpy bit generator (``seed=Generator(MT19937(0))``):
-    a PCG64 would refuse an MT19937 state. Only numpy's bit generator classes are looked up
-    by name; arrays of the state may come as lists (a state read back from JSON).
-
-    Raises:
-        ValueError: No dict, a name that is no numpy bit generator, or a state numpy refuses.
-
-    Example:
-        >>> rng = np.random.Generator(np.random.MT19937(0)); _ = rng.random()
-        >>> again = generator_from_state(rng.bit_generator.state)
-        >>> type(again.bit_generator).__name__, again.random() == rng.random()
-        ('MT19937', True)
-    """
-    name = state.get("bit_generator") if isinstance(state, dict) else None
-    kind = getattr(np.random, name, None) if isinstance(name, str) else None
-    if not (isinstance(kind, type) and issubclass(kind, np.random.BitGenerator)):
-        raise ValueError(f"the generator state names no numpy bit generator: {name!r}")
-    rng = np.random.Generator(kind())
-    try:
-        rng.bit_generator.state = state
-    except (TypeError, ValueError, KeyError, OverflowError) as err:
-        raise ValueError(f"a {name} state numpy refuses ({err})") from None
-    return rng
 
 
 def checked_counts(
