@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.buffer import array_batches
+from episodes.buffer import array_batches, row_drops
 from episodes.buffer.value_fit import (
     MISFIT_ERRORS,
     Layout,
@@ -539,13 +539,15 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> len(store), store.data.tolist()
             (3, [1, 2, 3])
         """
-        for leaf in self.leaves:
-            leaf[position : self.size - 1] = leaf[position + 1 : self.size]
+        self._leaves = row_drops.deleted(self.leaves, self.size, position)
         self.size -= 1
         self._forget_adopted_layout()
 
     def truncate(self, size: int) -> None:
         """Drops every stored item from position ``size`` on (0 <= size <= self.size).
+
+        Arrays handed out before (earlier reads, a wrapped batch) keep what they show, as
+        ``delete`` leaves them: see :mod:`~episodes.buffer.row_drops`.
 
         Example:
             >>> store = ArrayStore.from_batch(np.arange(4)); store.truncate(2)
@@ -554,6 +556,8 @@ class ArrayStore(array_batches.ArrayBatchOps):
         """
         if self._pending:
             self._flush()
+        if size < self.size:
+            self._leaves = row_drops.truncated(self._leaves, size)
         self.size = size
         self._forget_adopted_layout()
 

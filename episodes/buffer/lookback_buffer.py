@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes import indexing
-from episodes.buffer import reading
+from episodes.buffer import array_protocol, reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
@@ -340,8 +340,9 @@ class InfiniteLookbackBuffer:
         for position in range(self.lookback, len(store)):
             yield store.get(position)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self.get(), dtype=dtype)
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The visible items: ``np.array(buf)`` copies, ``np.asarray(buf)`` may view (§7.4)."""
+        return array_protocol.as_array(self.get(), dtype, copy)
 
     def copy_range(self, start: int, stop: int, lookback: int) -> InfiniteLookbackBuffer:
         """A new buffer owning a copy of storage positions ``start:stop`` (lookback included).

@@ -249,6 +249,8 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         raise AssertionError(
             "cannot concat: other's first observation differs from self's last observation"
         )
+    # Views of the row the join pops: held, they would make the pop copy the column.
+    del first_of_other, last_of_mine
     _join_columns(episode, other)
     episode.t = other.t
     episode.is_terminated = other.is_terminated

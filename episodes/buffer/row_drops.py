@@ -1,0 +1,79 @@
+"""Dropping rows of a numpy store without changing arrays handed out before.
+
+Reads of a numpy'd column are views of its leaves (contract §3.1), and a buffer built from an
+array wraps it. ``pop`` and ``truncate`` must not change what those show, as RLlib's (which
+build new arrays) do not: a leaf something else may see is never shifted in place, and is cut
+to its new length, so the next append grows into a new array instead of writing into the
+dropped rows. A leaf that owns its memory and that nothing else references (numpy views hold a
+reference to the array they view; ``ndarray.resize``'s reference check relies on that too) is
+changed in place, so joining chunks (a pop, then appends) stays amortised O(1).
+
+Example:
+    >>> leaves = [np.arange(8)]; view = leaves[0][:4]
+    >>> deleted(leaves, 4, 0)[0].tolist(), view.tolist()  # a view: new arrays
+    ([1, 2, 3], [0, 1, 2, 3])
+    >>> del view
+    >>> deleted(leaves, 4, 0)[0] is leaves[0]  # nothing else sees it: shifted in place
+    True
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+_getrefcount = getattr(sys, "getrefcount", None)
+
+
+def _most_refs(leaves: list[np.ndarray]) -> int:
+    # The references each leaf has, counted the same way for the leaves and for the probe.
+    return max(_getrefcount(leaf) for leaf in leaves)  # type: ignore[misc]
+
+
+def unshared(leaves: list[np.ndarray]) -> bool:
+    """True if every leaf owns its memory and nothing but ``leaves`` references it.
+
+    The count is compared with a fresh array's in a fresh list, measured the same way just
+    now: interpreters count the references of locals differently. Without reference counts
+    (not CPython), every leaf is taken as shared.
+
+    Example:
+        >>> leaves = [np.zeros(3)]; unshared(leaves)
+        True
+        >>> view = leaves[0][1:]; unshared(leaves), unshared([np.zeros(3)[1:]])
+        (False, False)
+    """
+    if _getrefcount is None or any(leaf.base is not None for leaf in leaves):
+        return False
+    return _most_refs(leaves) <= _most_refs([np.empty(0)])
+
+
+def deleted(leaves: list[np.ndarray], size: int, position: int) -> list[np.ndarray]:
+    """``leaves`` (``size`` rows stored) without row ``position``, by the rules above.
+
+    Example:
+        >>> leaves = [np.arange(4)]; view = leaves[0][:]
+        >>> deleted(leaves, 4, 1)[0].tolist(), deleted(leaves, 4, 3)[0].tolist()
+        ([0, 2, 3], [0, 1, 2])
+    """
+    if unshared(leaves):
+        for leaf in leaves:
+            leaf[position : size - 1] = leaf[position + 1 : size]
+        return leaves
+    if position == size - 1:  # O(1): no spare room, so appends grow into new arrays
+        return [leaf[:position] for leaf in leaves]
+    return [np.delete(leaf[:size], position, axis=0) for leaf in leaves]
+
+
+def truncated(leaves: list[np.ndarray], size: int) -> list[np.ndarray]:
+    """``leaves`` keeping their first ``size`` rows; shared ones cut there (no spare room).
+
+    Example:
+        >>> leaves = [np.arange(4)]; view = leaves[0][:]
+        >>> len(truncated(leaves, 2)[0]), len(truncated([np.arange(4)], 2)[0])
+        (2, 4)
+    """
+    if unshared(leaves):
+        return leaves
+    return [leaf[:size] for leaf in leaves]
