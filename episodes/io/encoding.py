@@ -20,7 +20,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import gymnasium as gym
@@ -33,7 +35,7 @@ from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
 from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value
 from episodes.spaces import find_space_kind, space_from_dict
 
-__all__ = ["BLOB_FILE", "decode_episode", "encode_episode"]
+__all__ = ["BLOB_FILE", "decode_episode", "encode_episode", "joined_text_padding"]
 
 BLOB_FILE = "blob.npy"
 # Where the format's names differ from the fields' (kept so old chunks stay readable).
@@ -44,6 +46,8 @@ _EXTRAS_PREFIX = "extra"
 #: however short they are. A stored space may cost at most this much beyond the strings' own
 #: width: one number in a 2 KB meta.json would otherwise ask for gigabytes.
 MAX_TEXT_PADDING = 256 << 20
+# The padding of the pieces decoded so far inside ``joined_text_padding`` (None outside it).
+_JOINED_PADDING: ContextVar[list[int] | None] = ContextVar("joined_padding", default=None)
 
 
 def _meta_key(field: Field) -> str:
@@ -167,6 +171,29 @@ def decode_episode(
     return episode
 
 
+@contextmanager
+def joined_text_padding() -> Iterator[None]:
+    """Within it, ``numpy=True`` decodes share one Text padding bound: pieces to be joined.
+
+    Joining numpy'd pieces stacks their padded strings into one array, so the joined episode
+    pads its strings by the sum of theirs. Each piece adds its padding (counted from its
+    strings before they are stacked) to the sum; the piece that would take the sum past
+    ``MAX_TEXT_PADDING`` is refused before its arrays are allocated.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> meta, arrays = encode_episode(SingleAgentEpisode(observations=[0]))
+        >>> with joined_text_padding():
+        ...     decode_episode(meta, arrays.__getitem__, where="x", numpy=True).is_numpy
+        True
+    """
+    token = _JOINED_PADDING.set([0])
+    try:
+        yield
+    finally:
+        _JOINED_PADDING.reset(token)
+
+
 def _check_text_padding(episode: SingleAgentEpisode, where: str) -> None:
     """Refuses, before any allocation, an episode whose Text spaces would pad it too much."""
     padding = 0
@@ -175,12 +202,17 @@ def _check_text_padding(episode: SingleAgentEpisode, where: str) -> None:
         if name != "infos" and not column.finalized and space is not None:
             if find_space_kind(space, (gym.spaces.Text,)):
                 padding += _text_padding(space, column.data)
-    if padding > MAX_TEXT_PADDING:
+    joined = _JOINED_PADDING.get()
+    earlier = joined[0] if joined is not None else 0
+    if padding + earlier > MAX_TEXT_PADDING:
+        pieces = f"; {earlier} of them in its pieces joined before" if earlier else ""
         raise DatasetError(
             f"{where}: this episode cannot be numpy'd: its Text spaces' max_length would pad its "
-            f"strings with {padding} bytes (more than {MAX_TEXT_PADDING}); read it with "
-            "numpy=False"
+            f"strings with {padding + earlier} bytes (more than {MAX_TEXT_PADDING}{pieces}); "
+            "read it with numpy=False"
         )
+    if joined is not None:
+        joined[0] += padding
 
 
 def _text_padding(space: gym.Space[Any], items: list[Any]) -> int:

@@ -37,7 +37,7 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.recording import as_flag
 from episodes.indexing import as_int
-from episodes.io.encoding import decode_episode
+from episodes.io.encoding import decode_episode, joined_text_padding
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -236,16 +236,17 @@ def load_episode(
     )
     if not mine:
         raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
-    episode = load_chunk(root, mine[0], numpy=numpy, verify=verify)
-    for entry in mine[1:]:
-        chunk = load_chunk(root, entry, numpy=numpy, verify=verify)
-        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
-            concat_piece(episode, chunk)
-        except (AssertionError, ValueError) as err:
-            raise CorruptDatasetError(
-                f"chunks of episode {id_!r} do not join at t={entry.t_started} "
-                f"({entry.chunk}): {err}"
-            ) from err
+    with joined_text_padding():  # numpy=True: the joined episode's padding is bounded
+        episode = load_chunk(root, mine[0], numpy=numpy, verify=verify)
+        for entry in mine[1:]:
+            chunk = load_chunk(root, entry, numpy=numpy, verify=verify)
+            try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+                concat_piece(episode, chunk)
+            except (AssertionError, ValueError) as err:
+                raise CorruptDatasetError(
+                    f"chunks of episode {id_!r} do not join at t={entry.t_started} "
+                    f"({entry.chunk}): {err}"
+                ) from err
     return episode
 
 

@@ -53,7 +53,7 @@ from episodes.io.errors import (
     stat_or_none,
     without_frames,
 )
-from episodes.io.format import MANIFEST_FILE, check_inside, read_regular_file
+from episodes.io.format import FORMAT_FILE, check_inside, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import read_flags
@@ -66,6 +66,7 @@ from episodes.io.shards import (
     INDEX_SUFFIX,
     EpisodeRow,
     ShardEntry,
+    is_v2,
     piece_ends,
     read_v2_manifest,
     shard_file,
@@ -371,8 +372,8 @@ class Dataset:
                 f"{self.root} is a format v1 dataset; Dataset reads v2 (read it with "
                 "read_episodes / load_episode, or convert it with `episodes migrate`)"
             )
-        if stat_or_none(self.root / MANIFEST_FILE, follow=False) is None:  # a symlink: below
-            raise NotADatasetError(f"{self.root} is not an episodes dataset (no {MANIFEST_FILE})")
+        if not is_v2(self.root):  # the other readers' rule, and then their error
+            raise NotADatasetError(f"{self.root} is not an episodes dataset (no {FORMAT_FILE})")
         self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
         self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")
         self._verify = verify
@@ -494,7 +495,18 @@ class Dataset:
             ['c', 'a']
         """
         numpy, _ = read_flags(numpy, False)  # now, not at the first next()
-        return self._iter_episodes(indices, numpy)
+        if indices is None:
+            return self._iter_episodes(None, numpy)
+        try:  # now too; a generator passed is not advanced (iter returns it)
+            if isinstance(indices, (str, bytes)):
+                raise TypeError
+            them = iter(indices)
+        except TypeError:
+            raise TypeError(
+                "indices must be None or an iterable of episode indices, got "
+                f"{type(indices).__name__} ({indices!r})"
+            ) from None
+        return self._iter_episodes(them, numpy)
 
     def _iter_episodes(
         self, indices: Iterable[int] | None, numpy: bool | None

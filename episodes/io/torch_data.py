@@ -86,9 +86,14 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         not_scalar = isinstance(index, (torch.Tensor, np.ndarray)) and (
             index.ndim != 0 or index.dtype in (torch.bool, np.bool_)
         )
-        if isinstance(index, (bool, np.bool_)) or not_scalar or not hasattr(index, "__index__"):
-            raise TypeError(f"index must be an int, got {type(index).__name__} ({index!r})")
-        index = operator.index(index)
+        try:  # a float tensor or array has __index__ too, which refuses in its own words
+            if isinstance(index, (bool, np.bool_)) or not_scalar:
+                raise TypeError
+            index = operator.index(index)
+        except TypeError:
+            raise TypeError(
+                f"index must be an int, got {type(given).__name__} ({given!r})"
+            ) from None
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.io.encoding import joined_text_padding
 from episodes.io.errors import (
     CorruptDatasetError,
+    DatasetError,
     EpisodeNotFoundError,
     stat_listed_file,
 )
@@ -34,6 +36,7 @@ from episodes.io.reader import DatasetInfo, read_flags, summaries_of
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
 from episodes.io.values import SameIds, concat_piece, decode_value, id_key
+from episodes.spaces import space_from_dict
 
 __all__ = ["dataset_info_v2", "load_episode_v2", "read_episodes_v2"]
 
@@ -128,19 +131,20 @@ def load_episode_v2(
         raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
     # (t_started, t): a piece without steps goes before the one that starts where it is.
     mine.sort(key=lambda i: (ds.summaries[i].t_started, ds.summaries[i].t))
-    episode = ds.episode(mine[0], numpy=numpy)
-    for i in mine[1:]:
-        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
-            concat_piece(episode, ds.episode(i, numpy=numpy))
-        except (AssertionError, ValueError) as err:
-            raise CorruptDatasetError(
-                f"pieces of episode {id_!r} do not join at t={ds.summaries[i].t_started}: {err}"
-            ) from err
+    with joined_text_padding():  # numpy=True: the joined episode's padding is bounded
+        episode = ds.episode(mine[0], numpy=numpy)
+        for i in mine[1:]:
+            try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+                concat_piece(episode, ds.episode(i, numpy=numpy))
+            except (AssertionError, ValueError) as err:
+                raise CorruptDatasetError(
+                    f"pieces of episode {id_!r} do not join at t={ds.summaries[i].t_started}: {err}"
+                ) from err
     return episode
 
 
 def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
-    """``dataset_info`` for a v2 dataset (manifest, file sizes and one shard index).
+    """``dataset_info`` for a v2 dataset (manifest, file sizes, one shard index: nothing decoded).
 
     Example:
         >>> import tempfile
@@ -172,10 +176,32 @@ def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
     info.created = ds.header.get("created_utc")
     info.library_version = ds.header.get("library_version")
     if len(ds):
-        first = ds.episode(0)
-        info.observation_space = first.observation_space
-        info.action_space = first.action_space
+        info.observation_space, info.action_space = _first_spaces(ds)
     return info
+
+
+def _first_spaces(ds: Dataset) -> list[Any]:
+    """The first piece's observation and action spaces, from its shard's index.
+
+    The shard is opened (its index checked, its data file's size and kind), but no piece is
+    decoded: the index entry refers to the spaces the index lists.
+    """
+    shard, j = ds.locate(0)
+    where = f"{shard.where} episode {j}"
+    meta, spaces = shard.entry_of(j)["meta"], shard.spaces  # checked when the shard opened
+    out = []
+    for key in ("observation_space", "action_space"):
+        value = meta.get(key)
+        ref = value.get("space_ref") if isinstance(value, dict) and len(value) == 1 else None
+        if type(ref) is not int or not 0 <= ref < len(spaces):
+            raise CorruptDatasetError(f"{where}: bad space reference {value!r}")
+        try:
+            out.append(space_from_dict(spaces[ref]))
+        except DatasetError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AssertionError, RecursionError) as e:
+            raise CorruptDatasetError(f"{where}: invalid {key}: {e}") from e
+    return out
 
 
 def _check_files(root: Path, name: str, suffix: str, size: int) -> None:
