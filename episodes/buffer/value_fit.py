@@ -55,6 +55,8 @@ _PLAIN_NUMBER_KINDS = "biuf"  # no complex: its casts differ per item and per ba
 _MAY_OVERFLOW: dict[tuple[np.dtype[Any], np.dtype[Any]], bool] = {}
 
 _NUL_DROPPED = "numpy's fixed-width strings drop trailing NUL characters"
+# A complex value into a column of real numbers or bools: numpy would drop its imaginary part.
+_NOT_REAL = "complex numbers into a column of real numbers would lose their imaginary part"
 
 #: What numpy raises when a value does not fit a column.
 MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
@@ -146,6 +148,8 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
         if kind in _NUMBER_KINDS and given.dtype.kind not in _NUMBER_KINDS:
             if not isinstance(value, int):
                 raise ValueError(f"not a number: {given.dtype}")
+        if given.dtype.kind == "c" and kind in "biuf":
+            raise ValueError(_NOT_REAL)
         # Into a narrower float (1e40 into float32) a value may overflow to inf: numpy's
         # overflow flag refuses it, no scan needed. (np.errstate costs more than the
         # assignment: only where needed.)
@@ -394,6 +398,8 @@ def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError
         return misfit(leaf, column, ValueError(f"batch of shape {leaf.shape}"))
     if column.dtype.kind in _NUMBER_KINDS and leaf.dtype.kind not in _NUMBER_KINDS:
         return misfit(leaf, column, ValueError(f"not numbers: {leaf.dtype}"))
+    if leaf.dtype.kind == "c" and column.dtype.kind in "biuf":
+        return misfit(leaf, column, ValueError(_NOT_REAL))
     narrowing = column.dtype.kind in "iub" and leaf.dtype.kind in "iufcb"
     # Strings longer than the column's width would be cut ("hello" into <U2).
     narrowing |= column.dtype.kind in "US" and leaf.dtype.kind in "US"
@@ -403,8 +409,6 @@ def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError
         if not np.array_equal(cast, leaf):
             return misfit(leaf, column, ValueError("values change in that dtype"))
     elif column.dtype.kind in "fc" and _may_overflow(leaf.dtype, column.dtype):
-        if leaf.dtype.kind == "c" and column.dtype.kind == "f":
-            return None  # the assignment drops the imaginary part (with numpy's warning)
         with np.errstate(over="ignore"):
             cast = leaf.astype(column.dtype)
         if _overflows(cast, leaf):

@@ -83,6 +83,14 @@ class ViewStore(ArrayStore):
         self.detached = True
         self._origin = None
 
+    def __copy__(self) -> ViewStore:
+        # A shallow copy shares the leaves, block views included: it keeps copying them before
+        # a change, as this store does (pickle and deepcopy give stores owning their arrays).
+        clone = type(self).__new__(type(self))
+        ArrayStore.__setstate__(clone, self.__getstate__())
+        clone.detached, clone.written, clone._origin = self.detached, self.written, None
+        return clone
+
     def _write(self, change: Callable[..., None], *args: Any) -> None:
         # Runs ``change`` on private copies of the leaves. Refused (it raised, having changed
         # nothing the store shows), it leaves the views in place: a refused call is no change.
@@ -97,6 +105,34 @@ class ViewStore(ArrayStore):
         except BaseException:
             self._leaves, self.detached = views, False
             raise
+
+    def views_token(self) -> tuple[list[np.ndarray], int, bool] | None:
+        """What :meth:`restore_views` needs to view the block again (None once detached).
+
+        For a change made of several steps (a concat pops, then grows the columns): refused
+        part-way, the caller undoes its steps, then restores the views.
+
+        Example:
+            >>> block = np.arange(4.0).reshape(2, 2); store = ViewStore.from_batch(block[:, 0])
+            >>> token = store.views_token(); _ = store.pop(1); store.append(2.0); store.detached
+            True
+            >>> store.restore_views(token); store.detached, np.shares_memory(store.data, block)
+            (False, True)
+        """
+        return None if self.detached else (self._leaves, self.size, self.written)
+
+    def restore_views(self, token: tuple[list[np.ndarray], int, bool] | None) -> None:
+        """Views the block again as when ``token`` was taken (the caller undid its changes).
+
+        Only for a store whose items equal the views' again: the caller's undo restored them.
+        """
+        if token is None:
+            return
+        self._leaves, self.size, self.written = token
+        self.detached = False
+        self._origin = None
+        self._pending = []
+        self._set_kind()
 
     def _take_back(self, origin: tuple[list[np.ndarray], int] | None, removed: int) -> None:
         # After a pop or truncate: if it removed exactly the item of the append that copied

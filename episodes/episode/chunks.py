@@ -262,9 +262,27 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
             episode._start_time = other._start_time
 
 
+def _view_token(store: Any) -> Any:
+    """A view store's :meth:`views_token` (None for other stores, or once detached)."""
+    views_token = getattr(store, "views_token", None)
+    return None if views_token is None else views_token()
+
+
 def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     """Appends ``other``'s columns; if a numpy column refuses them, restores ``episode``."""
     extras = episode.extra_model_outputs
+    # A runner chunk's columns view its blocks; a refused join must leave them views (the
+    # sample then still reads as unchanged), not the copies its steps made.
+    views = [
+        (column, column.store, _view_token(column.store))
+        for column in (
+            episode.observations,
+            episode.infos,
+            episode.actions,
+            episode.rewards,
+            *extras.values(),
+        )
+    ]
     # ``other`` starts with the observation/info this chunk ends with: its copy replaces ours.
     last_observation = episode.observations.pop()
     last_info = episode.infos.pop()
@@ -298,6 +316,9 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
             del extras[key]
         episode.observations.append(last_observation)
         episode.infos.append(last_info)
+        for column, store, taken in views:
+            if taken is not None and column.store is store:
+                store.restore_views(taken)
         raise ValueError(
             f"cannot concat: other's {name} do not fit this episode's numpy column ({error}); "
             "nothing was changed"
