@@ -268,12 +268,16 @@ def _view_token(store: Any) -> Any:
     return None if views_token is None else views_token()
 
 
+def _restore_views(store: Any, taken: Any) -> None:
+    store.restore_views(taken)  # a view store's: it gave the token
+
+
 def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     """Appends ``other``'s columns; if a numpy column refuses them, restores ``episode``."""
     extras = episode.extra_model_outputs
     # A runner chunk's columns view its blocks; a refused join must leave them views (the
     # sample then still reads as unchanged), not the copies its steps made.
-    views = [
+    views: list[tuple[InfiniteLookbackBuffer, Any, Any]] = [
         (column, column.store, _view_token(column.store))
         for column in (
             episode.observations,
@@ -316,9 +320,9 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
             del extras[key]
         episode.observations.append(last_observation)
         episode.infos.append(last_info)
-        for column, store, taken in views:
-            if taken is not None and column.store is store:
-                store.restore_views(taken)
+        for column, held, taken in views:
+            if taken is not None and column.store is held:
+                _restore_views(held, taken)
         raise ValueError(
             f"cannot concat: other's {name} do not fit this episode's numpy column ({error}); "
             "nothing was changed"
