@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import sys
+from typing import cast
 
 import numpy as np
 
@@ -32,21 +33,47 @@ def _most_refs(leaves: list[np.ndarray]) -> int:
 
 
 def unshared(leaves: list[np.ndarray]) -> bool:
-    """True if every leaf owns its memory and nothing but ``leaves`` references it.
+    """True if nothing but ``leaves`` references a leaf or the memory it views.
 
-    The count is compared with a fresh array's in a fresh list, measured the same way just
-    now: interpreters count the references of locals differently. Without reference counts
+    The count is compared with a fresh array's in a fresh list, measured the same way (once):
+    interpreters count the references of locals differently. Without reference counts
     (not CPython), every leaf is taken as shared.
 
     Example:
         >>> leaves = [np.zeros(3)]; unshared(leaves)
         True
-        >>> view = leaves[0][1:]; unshared(leaves), unshared([np.zeros(3)[1:]])
-        (False, False)
+        >>> view = leaves[0][1:]; unshared(leaves)  # a read views it
+        False
+        >>> unshared([np.zeros(3)[1:]])  # a view of an array nothing else holds
+        True
     """
-    if _getrefcount is None or any(leaf.base is not None for leaf in leaves):
+    if _getrefcount is None:
         return False
-    return _most_refs(leaves) <= _most_refs([np.empty(0)])
+    if _most_refs(leaves) > _probe_refs()[0]:
+        return False
+    # A leaf may view an array made for it alone (a stacked column reshaped): it is unshared
+    # when that array owns its memory and nothing but the leaf references it.
+    viewing = [leaf.base for leaf in leaves if leaf.base is not None]
+    if not viewing:
+        return True
+    if not all(isinstance(base, np.ndarray) and base.base is None for base in viewing):
+        return False
+    return _most_refs(viewing) <= _probe_refs()[1]
+
+
+def _probe_refs() -> tuple[int, int]:
+    """The counts of an array only a list holds, and of one only a view and a list hold.
+
+    Measured once, the same way as the leaves' (:func:`_most_refs`).
+    """
+    global _PROBED
+    if _PROBED is None:
+        probe = np.empty(2).reshape(1, 2)  # alive while its base is counted, as a leaf is
+        _PROBED = _most_refs([np.empty(0)]), _most_refs([cast(np.ndarray, probe.base)])
+    return _PROBED
+
+
+_PROBED: tuple[int, int] | None = None
 
 
 def deleted(leaves: list[np.ndarray], size: int, position: int) -> list[np.ndarray]:

@@ -307,3 +307,19 @@ def test_a_memoryview_of_a_read_is_left_alone() -> None:
     buf.pop(0)
     assert buf.get().tolist() == [1.0, 2.0, 3.0, 9.0]
     assert held.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_numpyd_column_nothing_else_sees_pops_in_place():
+    # to_numpy may give a leaf that views an array made for it alone (a stacked column
+    # reshaped): with no read held, a pop shifts it in place, as joining chunks relies on.
+    from episodes import SingleAgentEpisode
+
+    episode = SingleAgentEpisode(observations=[np.zeros(4, np.float32)], len_lookback_buffer=0)
+    for i in range(1, 6):
+        episode.add_env_step(np.full(4, i, np.float32), 1, 0.5)
+    episode.to_numpy()
+    store = episode.observations.store
+    assert len(store.leaves[0]) == 6  # held no longer: a reference would make it shared
+    episode.observations.pop()
+    assert len(store) == 5 and len(store.leaves[0]) == 6  # shifted in place, room kept
+    assert episode.get_observations().tolist() == [[float(i)] * 4 for i in range(5)]
