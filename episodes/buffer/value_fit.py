@@ -182,10 +182,20 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
 
 
 def _ends_in_nul(value: Any) -> bool:
-    """Whether ``value`` is a str or bytes ending in NUL: padding to a ``<U``/``S`` column."""
+    """Whether ``value``, or a string among its items (a row), ends in NUL: padding to numpy.
+
+    Only Python strings and bytes (alone, in lists or tuples, or in object arrays) can hold
+    one: numpy's own string arrays dropped it already.
+    """
     if isinstance(value, str):
         return value.endswith("\x00")
-    return isinstance(value, bytes) and value.endswith(b"\x00")
+    if isinstance(value, bytes):
+        return value.endswith(b"\x00")
+    if isinstance(value, (list, tuple)):
+        return any(_ends_in_nul(item) for item in value)
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return any(_ends_in_nul(item) for item in value.flat)
+    return False
 
 
 def _may_overflow(given: np.dtype[Any], column: np.dtype[Any]) -> bool:

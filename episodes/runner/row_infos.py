@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -246,6 +247,11 @@ def _owned(item: Any) -> Any:
         return kind(_owned(inner) for inner in item)
     if kind is dict:
         return {key: _owned(inner) for key, inner in item.items()}
+    if isinstance(item, (list, tuple, dict)):  # a namedtuple, a list subclass: as they are
+        try:
+            return copy.deepcopy(item)
+        except Exception:  # noqa: BLE001 - an object deepcopy refuses is kept as given
+            return item
     return item
 
 

@@ -214,3 +214,22 @@ def test_concat_of_a_successor_numpyd_next_to_float64_steps() -> None:
     successor.to_numpy()  # its float32 first observation becomes float64
     ep.concat_episode(successor)
     assert [np.asarray(o).tolist() for o in ep.get_observations()] == [[1.0], [2.0], [3.0]]
+
+
+ROW_WRITES = {
+    "append a row": lambda buf: buf.append(["x\x00", "y"]),
+    "append a tuple row": lambda buf: buf.append(("x", "y\x00")),
+    "set a row": lambda buf: buf.set(["z\x00", "w"], at_indices=0),
+    "extend rows": lambda buf: buf.extend([["a", "b"], ["c", "d\x00"]]),
+    "append an object-array row": lambda buf: buf.append(np.array(["x\x00", "y"], object)),
+}
+
+
+@pytest.mark.parametrize("name", list(ROW_WRITES))
+def test_rows_of_strings_refuse_a_trailing_nul_too(name):
+    buf = InfiniteLookbackBuffer([np.array(["ab", "cd"]), np.array(["ef", "gh"])])
+    buf.finalize()
+    before = copy.deepcopy(buf)
+    with pytest.raises(ValueError, match="drop trailing NUL"):
+        ROW_WRITES[name](buf)
+    assert buf == before

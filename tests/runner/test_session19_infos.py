@@ -7,6 +7,7 @@ batches those into an object array whose items are the list, tuple or dict).
 
 from __future__ import annotations
 
+from collections import OrderedDict, namedtuple
 from typing import Any
 
 import gymnasium as gym
@@ -15,6 +16,13 @@ import pytest
 
 from episodes.runner import EnvRunner
 
+Pair = namedtuple("Pair", "x y")
+
+
+class Items(list):
+    pass
+
+
 WRAPS = {
     "array": lambda a: a,
     "in a list": lambda a: [a],
@@ -22,13 +30,16 @@ WRAPS = {
     "in a dict": lambda a: {"x": a},
     "in a list in a dict": lambda a: {"x": [a]},
     "0-d array": lambda a: a.reshape(()),
+    "in a namedtuple": lambda a: Pair(a, 0),
+    "in a list subclass": lambda a: Items([a]),
+    "in an OrderedDict": lambda a: OrderedDict(x=a),
 }
 
 
 def _read(name: str, value: Any) -> float:
-    if name in ("in a list", "in a tuple"):
+    if name in ("in a list", "in a tuple", "in a namedtuple", "in a list subclass"):
         value = value[0]
-    elif name == "in a dict":
+    elif name in ("in a dict", "in an OrderedDict"):
         value = value["x"]
     elif name == "in a list in a dict":
         value = value["x"][0]
@@ -61,4 +72,7 @@ def test_reused_info_arrays_keep_each_steps_value(name):
     policy = lambda obs: (np.zeros(len(obs), np.int64), None)  # noqa: E731
     chunks = EnvRunner(env, policy, seed=0).sample(3)
     for chunk in chunks:
-        assert [_read(name, info["v"]) for info in chunk.get_infos()] == [0.0, 1.0, 2.0, 3.0]
+        infos = chunk.get_infos()
+        assert [_read(name, info["v"]) for info in infos] == [0.0, 1.0, 2.0, 3.0]
+        if name in ("in a namedtuple", "in a list subclass"):  # kept whole, as the env gave it
+            assert all(type(info["v"]) is type(WRAPS[name](np.zeros(1))) for info in infos)
