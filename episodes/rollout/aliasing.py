@@ -90,14 +90,13 @@ def unalias(
     copies = [(dst, src.clone() if memory(src) in written else src) for dst, src in copies]
     # Byte spans the fields take or keep: the shared tensors (one field's each) that this
     # write does not replace, then the sources it takes. A taken tensor is contiguous: its
-    # span is all its memory.
-    # Kept per allocation, so a put compares spans only with those in its own allocation
-    # (usually none: one dict lookup).
-    spans: dict[int, dict[str, tuple[int, int]]] = {}
+    # span is all its memory. Compared by address across allocations: two wrappers of the
+    # same bytes (``from_numpy(a[3])`` and ``from_numpy(a)[3]``, a dlpack twin) are two
+    # allocations to torch.
+    spans: dict[str, tuple[int, int]] = {}
     if share:
         replaced = {n for n, src in puts if src is not tensors[n]}
-        for n in shared - replaced:
-            spans.setdefault(memory_of(n), {})[n] = _span(tensors[n])
+        spans = {n: _span(tensors[n]) for n in shared - replaced}
     out = []
     for n, src in puts:
         if src is tensors[n]:
@@ -109,11 +108,9 @@ def unalias(
         take = share and where not in own and can_take(tensors[n], src)
         if take:
             span = _span(src)
-            neighbours = spans.get(where, {})
-            take = not any(_overlap(span, other) for m, other in neighbours.items() if m != n)
+            take = not any(_overlap(span, other) for m, other in spans.items() if m != n)
             if take:
-                neighbours[n] = span
-                spans[where] = neighbours
+                spans[n] = span
         out.append((n, src, take))
     return copies, out
 
