@@ -214,7 +214,8 @@ def _(space: gym.spaces.Dict, batch: Any, count: int) -> np.ndarray | None:
     if not isinstance(batch, dict) or batch.keys() != space.spaces.keys():
         return None
     parts = [in_space_mask(sub, batch[key], count) for key, sub in space.spaces.items()]
-    return np.logical_and.reduce(parts) if parts else None
+    # An empty Dict holds one item, {}: every row of it is in the space.
+    return np.logical_and.reduce(parts) if parts else np.ones(count, bool)
 
 
 @_vectorized.register
@@ -222,7 +223,7 @@ def _(space: gym.spaces.Tuple, batch: Any, count: int) -> np.ndarray | None:
     if not isinstance(batch, (tuple, list)) or len(batch) != len(space.spaces):
         return None
     parts = [in_space_mask(sub, part, count) for sub, part in zip(space.spaces, batch)]
-    return np.logical_and.reduce(parts) if parts else None
+    return np.logical_and.reduce(parts) if parts else np.ones(count, bool)  # () for each row
 
 
 def _numbers(batch: Any) -> bool:

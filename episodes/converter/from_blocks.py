@@ -62,12 +62,21 @@ def flat_observations(observations: Any) -> Any:
         Traceback (most recent call last):
         ...
         TypeError: RolloutStorage holds a tensor or a dict of tensors per observation, but ...
+        >>> flat_observations({"text": np.array(["ab"])})
+        Traceback (most recent call last):
+        ...
+        TypeError: RolloutStorage holds numbers, but these chunks' observations hold <U2 ...
     """
 
     def holds(leaf: Any) -> bool:
         if isinstance(leaf, Mapping):
             return all(holds(value) for value in leaf.values())
         if isinstance(leaf, np.ndarray):
+            if leaf.dtype.kind not in "biuf":  # a Text space's strings, objects
+                raise TypeError(
+                    f"RolloutStorage holds numbers, but these chunks' observations hold "
+                    f"{leaf.dtype} values: pass obs_fn to encode them as numbers"
+                )
             return True
         import torch
 

@@ -129,3 +129,37 @@ def test_value_fn_tensor_without_dense_data_is_refused(path, value_fn, said):
     with pytest.raises(ValueError, match=f"value_fn returned .*{said}"):
         episodes_to_rollout(make(), gamma=0.9, value_fn=value_fn, storage=storage)
     assert all(torch.equal(held[k], v) for k, v in storage.tensors.items())
+
+
+def _text_chunk(numpy: bool) -> SingleAgentEpisode:
+    space = gym.spaces.Text(5)
+    chunk = SingleAgentEpisode(
+        observations=["ab", "cd", "ef"],
+        actions=[0, 1],
+        rewards=[1.0, 1.0],
+        observation_space=space,
+        action_space=gym.spaces.Discrete(2),
+        len_lookback_buffer=0,
+        extra_model_outputs={"vf_preds": [0.5, 0.5], "action_logp": [0.0, 0.0]},
+    )
+    return chunk.to_numpy() if numpy else chunk
+
+
+@pytest.mark.parametrize("numpy", [False, True], ids=["list", "numpy"])
+def test_text_observations_are_refused_before_value_fn(numpy):
+    seen = []
+
+    def value_fn(obs):
+        seen.append(obs)
+        return np.zeros(len(obs))
+
+    with pytest.raises(TypeError, match="observations hold <U5 values: pass obs_fn"):
+        episodes_to_rollout([[_text_chunk(numpy)]], gamma=0.9, value_fn=value_fn)
+    assert seen == []
+    encoded = episodes_to_rollout(
+        [[_text_chunk(numpy)]],
+        gamma=0.9,
+        value_fn=value_fn,
+        obs_fn=lambda obs: np.char.str_len(obs).astype(np.float32)[..., None],
+    )
+    assert encoded.storage.observations.flatten().tolist() == [2.0, 2.0]

@@ -233,3 +233,36 @@ def test_rows_of_strings_refuse_a_trailing_nul_too(name):
     with pytest.raises(ValueError, match="drop trailing NUL"):
         ROW_WRITES[name](buf)
     assert buf == before
+
+
+EMPTY_PART_SPACES = {
+    "empty Dict part": gym.spaces.Dict(
+        {"a": gym.spaces.Dict({}), "b": gym.spaces.Discrete(3, start=-1), "c": gym.spaces.Tuple(())}
+    ),
+    "empty Tuple part": gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Tuple(()))),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY_PART_SPACES))
+def test_a_numpyd_column_with_an_empty_part_takes_its_own_reads_back(name):
+    space = EMPTY_PART_SPACES[name]
+    space.seed(0)
+    episode = SingleAgentEpisode(
+        observations=[space.sample() for _ in range(4)],
+        actions=[0, 0, 0],
+        rewards=[0.0] * 3,
+        observation_space=space,
+        action_space=gym.spaces.Discrete(2),
+        len_lookback_buffer=0,
+    ).to_numpy()
+    read = episode.get_observations([3, 0])
+    before = copy.deepcopy(episode.get_observations())  # reads are views
+    episode.set_observations(new_data=read, at_indices=[0, 3])
+    after = episode.get_observations()
+    leaf = "b" if name == "empty Dict part" else 0
+    assert after[leaf].tolist() == [
+        before[leaf][3],
+        before[leaf][1],
+        before[leaf][2],
+        before[leaf][0],
+    ]
