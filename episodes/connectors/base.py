@@ -439,7 +439,9 @@ _KEPT_FILLERS: PerSpaceCache[dict[Any, Any]] = PerSpaceCache(lambda space: {})
 
 
 def _kept_filler(space: Any, fill: Any, one_hot_discrete: bool) -> Any:
-    key = (type(fill), fill, one_hot_discrete)
+    # NaN is not equal to itself: every NaN object would be a key of its own.
+    nan = isinstance(fill, (float, np.floating)) and bool(np.isnan(fill))
+    key = (type(fill), _NAN if nan else fill, one_hot_discrete)
     try:
         kept = _KEPT_FILLERS.get(space) if space is not None else None
         filler = kept.get(key, _MISSING) if kept is not None else _MISSING
@@ -453,6 +455,7 @@ def _kept_filler(space: Any, fill: Any, one_hot_discrete: bool) -> Any:
 
 
 _MISSING = object()
+_NAN = object()  # the key of a NaN fill, whichever NaN object it is
 
 
 def _text_only(space: Any) -> bool:
