@@ -15,15 +15,7 @@ import pytest
 from episodes import SingleAgentEpisode
 from episodes.cli import main
 from episodes.io import DatasetMetadata, DatasetWriter, dataset_info
-
-
-def run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "episodes", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+from tests.cli._cli import run
 
 
 def episode(name: str, n: int, ret: float, custom=None) -> SingleAgentEpisode:

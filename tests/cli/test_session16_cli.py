@@ -16,16 +16,7 @@ import pytest
 from episodes import SingleAgentEpisode
 from episodes.cli import main
 from episodes.io import DatasetWriter, dataset_info, migrate
-
-
-def run(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "episodes", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        **kwargs,
-    )
+from tests.cli._cli import run
 
 
 def small(path: Path, n: int = 4) -> Path:

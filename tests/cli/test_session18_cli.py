@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -33,16 +32,7 @@ from episodes.io import (
     validate_dataset,
 )
 from episodes.io.manifest_lines import seal_lines, unseal_line
-
-
-def run(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "episodes", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        **kwargs,
-    )
+from tests.cli._cli import run
 
 
 def episode(id_: str, obs_shape: tuple[int, ...] = ()) -> SingleAgentEpisode:
