@@ -129,13 +129,16 @@ def _refusal(values: Any, count: int, what: str) -> ValueError:
 def _tensor_ok(values: Any, count: int) -> bool:
     """Whether a tensor holds ``count`` ints or floats: its dtype and size, never its values.
 
-    A tensor without dense data (on the meta device, sparse, nested, quantized) holds none.
+    A tensor without dense data (on the meta device, sparse, nested, quantized) holds none:
+    the rollout storage's own test of that decides (a qint8 would pass the int test here).
     """
     import torch
 
-    if values.layout is not torch.strided or values.is_meta or values.is_nested:
-        return False
-    if values.is_quantized:  # qint8 would pass the int test below
+    from episodes.rollout.leaves import data_tensor
+
+    try:
+        data_tensor(values, "value_fn")  # dense data: not meta, sparse, nested or quantized
+    except (TypeError, ValueError):
         return False
     dtype = values.dtype
     integer = not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool
