@@ -22,9 +22,9 @@ from episodes.converter.alike import (
     unlike,
 )
 from episodes.converter.refusals import (
-    check_storable_extra,
     checked_obs_fn_output,
     obs_fn_input,
+    storable_extra,
 )
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
@@ -264,7 +264,8 @@ def time_major(
             or chunks (or envs) whose observations, actions or extra outputs differ in
             nesting, per-step shape or kind, named with the field (envs of other spaces);
             or an extra output that is not one array of real numbers per step
-            (:func:`check_storable_extra`).
+            (:func:`~episodes.converter.refusals.storable_extra`: a step recorded as a
+            Python list is one array, as the runner takes it).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -399,9 +400,15 @@ def _env_column(
         parts["done"].append(done)
         parts["trunc"].append(trunc)
         for key in extra_keys:
-            extra = rows(chunk, "extra", key)
-            check_storable_extra(key, extra)  # a dict or strings would fail in a stack below
-            extra = np.asarray(extra)
+            try:
+                extra = rows(chunk, "extra", key)
+            except ValueError as err:  # steps of other lengths or nesting: name the key
+                raise ValueError(
+                    f"extra output {key!r} of episode {chunk.id_!r}: its steps do not form "
+                    f"one array ({err})"
+                ) from None
+            # One [T, ...] array (a list per step is one array); a dict or strings refused.
+            extra = storable_extra(key, extra)
             extra_parts[key].append(_alike(n, seen, f"extra output {key!r}", chunk, extra, None))
         offset += length
         if bootstrapped:

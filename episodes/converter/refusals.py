@@ -363,6 +363,52 @@ def check_storable_extra(key: str, rows: Any) -> None:
     )
 
 
+def storable_extra(key: str, rows: Any) -> np.ndarray:
+    """A chunk's ``rows`` of extra output ``key`` as one ``[T, ...]`` array, or refused.
+
+    A step recorded as a Python list is one array, as the runner takes it (``[0.1, 0.9]``
+    per step gives ``[T, 2]``, as ``np.array([0.1, 0.9])`` per step does). Batched, such
+    steps come as a list of per-position columns (one ``[T, ...]`` array per list entry, in
+    list mode and numpy'd alike): they are stacked back along axis 1, once per position,
+    never per step. Anything else is refused as :func:`check_storable_extra` refuses it.
+
+    Raises:
+        ValueError: Naming ``key``: what :func:`check_storable_extra` refuses, and lists
+            whose entries differ in shape from step to step or entry to entry.
+
+    Example:
+        >>> storable_extra("logits", [np.array([0.1, 0.2]), np.array([0.9, 0.8])]).tolist()
+        [[0.1, 0.9], [0.2, 0.8]]
+    """
+    if isinstance(rows, list):
+        rows = _positions_joined(key, rows)
+    check_storable_extra(key, rows)
+    return np.asarray(rows)
+
+
+def _positions_joined(key: str, positions: list[Any]) -> Any:
+    """Per-position ``[T, ...]`` columns (lists nest) stacked into one ``[T, W, ...]`` array."""
+    parts = [_positions_joined(key, p) if isinstance(p, list) else p for p in positions]
+    for part in parts:
+        if isinstance(part, (Mapping, tuple)):
+            check_storable_extra(key, part)  # refused: named as a dict or tuple per step
+    if not parts:
+        raise ValueError(
+            f"extra output {key!r} holds empty lists per step, but the storage takes one "
+            "array of real numbers (bool, int or float) per step with at least one number"
+        )
+    arrays = [np.asarray(part) for part in parts]
+    try:
+        return np.stack(arrays, axis=1)
+    except ValueError:
+        shapes = sorted({a.shape[1:] for a in arrays})
+        raise ValueError(
+            f"extra output {key!r} holds lists whose entries are of different shapes "
+            f"({', '.join(map(str, shapes))} per step), but the storage takes one array of "
+            "real numbers per step: record each step as one array"
+        ) from None
+
+
 def teacher_in_dtype(values: Any, teacher: torch.Tensor, target: torch.dtype) -> torch.Tensor:
     """``teacher`` (the privileged actions, ``values`` as tensors) in the actions' ``target`` dtype.
 

@@ -33,17 +33,41 @@ _STANDARD_COLUMNS = (
 )
 
 
-def _concat(name: str, parts: list[Any]) -> Any:
-    if is_nested(parts[0]):
-        try:
+def _concat(name: str, parts: list[Any], chunks: list[Any], indices: list[int]) -> Any:
+    """The chunks' rows of column ``name`` joined, or a ``ValueError`` naming it and two chunks.
+
+    ``parts[i]`` are the rows of ``chunks[i]``, ``episodes[indices[i]]``.
+    """
+    try:
+        if is_nested(parts[0]):
             return map_alike(np.concatenate, parts)
-        except ValueError as err:
-            raise ValueError(f"the chunks' {name!r} rows do not join ({err})") from None
-    return np.concatenate(parts)
+        return np.concatenate(parts)
+    except (ValueError, TypeError) as err:  # TypeError: parts of other structures
+        layouts = [map_leaves(lambda leaf: np.shape(leaf)[1:], part) for part in parts]
+        odd = next((i for i, layout in enumerate(layouts) if layout != layouts[0]), None)
+        which = ""
+        if odd is not None:
+            first, other = (f"chunk {indices[i]} (episode {chunks[i].id_!r})" for i in (0, odd))
+            which = f"{first} gives rows shaped {layouts[0]}, {other} {layouts[odd]}; "
+        raise ValueError(f"the chunks' {name!r} rows do not join: {which}numpy: {err}") from None
 
 
 def _check_chunks(episodes: Sequence[Any]) -> None:
-    """Refuses an item that is not a chunk (a per-env list, say), naming its index and type."""
+    """Refuses an item that is not a chunk (a per-env list, say), naming its index and type.
+
+    ``episodes`` must be a sequence: an iterator or generator would be used up by this check.
+    """
+    if isinstance(episodes, SingleAgentEpisode):
+        raise TypeError(
+            f"episodes_to_batch takes a flat sequence of chunks, got one episode "
+            f"({episodes.id_!r}); wrap it in a list: [episode]"
+        )
+    if not isinstance(episodes, Sequence):
+        raise TypeError(
+            "episodes_to_batch takes a flat sequence of SingleAgentEpisode chunks (a list or "
+            f"tuple), got {type(episodes).__name__}; an iterator or generator is read once: "
+            "pass list(...) of it"
+        )
     if isinstance(episodes, SampledChunks) or callable(getattr(episodes, "side_by_side", None)):
         return  # a runner's or a group's sample holds chunks only (not built just to check)
     for i, chunk in enumerate(episodes):
@@ -70,12 +94,15 @@ def episodes_to_batch(
     ``obs_fn`` transforms the batched observations.
 
     Raises:
-        TypeError: An item of ``episodes`` is not a chunk (a per-env list, say), naming its
-            index and type; ``keys`` that are not a :class:`ColumnKeys` (or None), an
+        TypeError: ``episodes`` is not a sequence (an iterator or generator, or one episode),
+            or an item of it is not a chunk (a per-env list, say), naming its index and
+            type; ``keys`` that are not a :class:`ColumnKeys` (or None), an
             ``extra_model_outputs`` that is not a bool, an ``obs_fn`` that is not callable
             (all before anything is read).
         ValueError: No episode has steps, or (with ``extra_model_outputs``) a shared extra
-            output is named like a standard column (it would be appended to that column).
+            output is named like a standard column (it would be appended to that column), or
+            the chunks' rows of a column do not join (other shapes or nesting), naming the
+            column and two chunks.
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 2.0],
@@ -133,7 +160,7 @@ def episodes_to_batch(
                 add(key, map_leaves(np.asarray, rows(chunk, "extra", key)))  # dicts too
     # Ids of other types (1 and True, 1 and "1") would be cast to one and merge.
     columns["eps_id"] = id_rows(columns["eps_id"])
-    batch_columns = {name: _concat(name, parts) for name, parts in columns.items()}
+    batch_columns = {name: _concat(name, parts, chunks, indices) for name, parts in columns.items()}
     # Nested as the declared spaces say, once a column (a Tuple part a tuple, whatever form
     # its items were recorded in).
     for names, attribute in (

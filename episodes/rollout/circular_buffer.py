@@ -283,7 +283,7 @@ class CircularBuffer:
         Args:
             seq_len: window length (an int, ``1 <= seq_len <= max_length``).
             batch_size: windows per batch (an int >= 1).
-            num_batches: number of batches (an int >= 0).
+            num_batches: number of batches (an int >= 1).
             generator: optional ``torch.Generator`` on the buffer's device.
 
         Raises:
@@ -311,11 +311,10 @@ class CircularBuffer:
             raise ValueError(f"seq_len must be in [1, {self._max_len}], got {seq_len}")
         try:
             batch_size = whole_number(batch_size, "batch_size", 1)
-            num_batches = whole_number(num_batches, "num_batches", 0)
+            num_batches = whole_number(num_batches, "num_batches", 1)
         except ValueError:
             raise ValueError(
-                "batch_size must be an int >= 1 and num_batches an int >= 0, got "
-                f"{batch_size!r}, {num_batches!r}"
+                f"batch_size and num_batches must be ints >= 1, got {batch_size!r}, {num_batches!r}"
             ) from None
         if self._buffer is None:
             raise ValueError("the buffer is empty: append() has not been called yet")
