@@ -31,6 +31,7 @@ from episodes.distributed.rows import (
     nstep_columns,
     step_columns,
 )
+from episodes.distributed.step_blocks import check_same_columns
 from episodes.indexing import discount_factor, whole_number
 
 ray = require_ray()
@@ -117,13 +118,7 @@ def _read_block(
         parts = [step_columns(ep, ends=end) for ep, end in pieces]
     if not parts:
         return
-    names = list(parts[0])
-    for part in parts[1:]:
-        if list(part) != names:
-            raise ValueError(
-                f"chunks {start}-{stop} of {path} do not share step columns: "
-                f"{names} vs {list(part)} (read episodes instead)"
-            )
+    check_same_columns(parts, f"chunks {start}-{stop} of {path}")
     # Episode ids as a plain string column, taken from one string per chunk. Not an Arrow
     # dictionary column: Ray Data can neither sort one nor group it across blocks.
     ids = pa.array([str(part["episode_id"][0]) for part in parts], pa.string())
@@ -131,7 +126,7 @@ def _read_block(
     codes = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
     batch = {
         name: np.concatenate([part[name] for part in parts])
-        for name in names
+        for name in parts[0]
         if name != "episode_id"
     }
     table = _numeric_block(batch)

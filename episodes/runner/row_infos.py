@@ -7,7 +7,9 @@ of the sub-envs it is the info of. That is a few numpy calls per key and step, w
 number of sub-envs (an object array's or list's items cost Python per sub-env, as gymnasium's
 own batching of them does). A sub-env's own dict is split out only when ``(row, env)`` is read,
 and kept: the same ``(row, env)`` gives the same dict every time (``same_infos`` compares by
-identity), in every :class:`RowInfos` moved or copied from this one. What
+identity), in every :class:`RowInfos` moved or copied from this one. A step unpickled in
+another process (over a shared-memory segment, from Ray's object store) may hold read-only
+views of that buffer: its splits copy every array out, inside lists, tuples and dicts too. What
 :func:`~episodes.runner.infos.env_info` refuses (a value without one item per sub-env) is
 refused when the step is stored, in its words.
 
@@ -42,12 +44,13 @@ _UNREAD = object()
 class _Step:
     """One stored vector step's infos (a snapshot) and the sub-env dicts split out of it."""
 
-    __slots__ = ("infos", "plan", "split")
+    __slots__ = ("infos", "plan", "split", "unpickled")
 
     def __init__(self, infos: dict[Any, Any]):
         self.infos = infos
         self.plan: Plan | None = None  # what a split reads, worked out at the first read
         self.split: dict[int, Info | None] = {}
+        self.unpickled = False
 
     def info(self, env: int) -> Info | None:
         """Sub-env ``env``'s dict (None where it is empty), split once."""
@@ -55,7 +58,7 @@ class _Step:
         if info is _UNREAD:
             if self.plan is None:
                 self.plan = _plan(self.infos)
-            info = self.split[env] = _split(self.plan, env) or None
+            info = self.split[env] = _split(self.plan, env, self.unpickled) or None
         return info  # type: ignore[return-value]
 
     def __getstate__(self) -> tuple[dict[Any, Any], dict[int, Info | None]]:
@@ -64,6 +67,21 @@ class _Step:
     def __setstate__(self, state: tuple[dict[Any, Any], dict[int, Info | None]]) -> None:
         self.infos, self.split = state
         self.plan = None
+        # Unpickled over a buffer (a sample's shared-memory segment, Ray's object store), the
+        # arrays in the step are read-only views that keep it alive: a split copies them out,
+        # at any depth, and so are the arrays of the infos split before the step travelled
+        # (in place: a chunk's infos are these dicts).
+        self.unpickled = True
+        for info in self.split.values():
+            if info:
+                for key, value in info.items():
+                    info[key] = _owned(value)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Step:
+        # A deep copy owns every array already: its splits need not copy them again.
+        new = _Step(copy.deepcopy(self.infos, memo))
+        new.split = copy.deepcopy(self.split, memo)
+        return new
 
 
 class RowInfos(Mapping[tuple[int, int], Info]):
@@ -241,7 +259,12 @@ def _owned(item: Any) -> Any:
     item: the arrays inside it are copied too.
     """
     if isinstance(item, np.ndarray):
-        return item.copy()
+        owned = item.copy()
+        if item.dtype == object:  # its items, arrays among them, are shared by a copy
+            flat = owned.reshape(-1)  # a view: the copy is contiguous
+            for i, inner in enumerate(flat.tolist()):
+                flat[i] = _owned(inner)
+        return owned
     kind = type(item)
     if kind is list or kind is tuple:
         return kind(_owned(inner) for inner in item)
@@ -264,19 +287,27 @@ def _plan(snapshot: dict[Any, Any]) -> Plan:
     return plan
 
 
-def _split(plan: Plan, index: int) -> Info:
-    """``env_info`` of a snapshot (by its :func:`_plan`)."""
+def _split(plan: Plan, index: int, unpickled: bool = False) -> Info:
+    """``env_info`` of a snapshot (by its :func:`_plan`).
+
+    ``unpickled``: the snapshot's arrays may view a buffer, those inside a list, tuple or dict
+    item too (a snapshot made here owns them already): the item is copied by :func:`_owned`.
+    """
     out: Info = {}
     for key, value, flags, inner in plan:
         if flags is not None and not flags[index]:
             continue
         if inner is not None:
-            out[key] = _split(inner, index)
+            out[key] = _split(inner, index, unpickled)
             continue
         item = value[index]
         # A numeric row is copied out of the step's batched copy: held on its own (by a
         # replay buffer, say), it must not keep every sub-env's row alive.
-        out[key] = item.copy() if type(item) is np.ndarray and item.base is not None else item
+        if unpickled and isinstance(item, (list, tuple, dict, np.ndarray)):
+            item = _owned(item)
+        elif type(item) is np.ndarray and item.base is not None:
+            item = item.copy()
+        out[key] = item
     return out
 
 

@@ -1,0 +1,70 @@
+"""The check that the step columns of several chunks make one block with their values.
+
+A read task of a format v1 dataset reads a range of chunks, which may hold several recordings,
+and gives one block of their steps (Ray merges the blocks of one task all the same). A column
+whose dtype is of another kind in some chunk would be promoted by numpy's concatenate (int64
+next to float32 becomes float64, rounding values beyond 2**53; bools next to ints become ints),
+one whose rows differ in shape fails in numpy's words: :func:`check_same_columns` refuses them
+first, by name. Dtypes of one kind join with their values (int8 next to int64, as a runner
+widens a column, gives int64; float32 next to float64 float64).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_same_columns"]
+
+
+def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
+    """Refuses step columns of ``parts`` (one dict per chunk) that one block cannot hold.
+
+    The chunks' columns must have the same names, in order, the same row shapes and dtypes of
+    one kind (bool, signed int, unsigned int, float, complex, string, bytes or object: those
+    join with their values; other dtypes, datetimes say, must be the same). One comparison per
+    chunk; ``where`` names the chunks in the message.
+
+    Raises:
+        ValueError: Naming the columns, or the column, both types and the two chunks' episodes.
+
+    Example:
+        >>> a = {"episode_id": np.array(["a"], object), "obs": np.array([2**62])}
+        >>> b = {"episode_id": np.array(["b"], object), "obs": np.array([0.5], np.float32)}
+        >>> wider = {"episode_id": a["episode_id"], "obs": np.array([1], np.int8)}
+        >>> check_same_columns([a, wider], "chunks 0-2")  # int8 joins int64 as it is
+        >>> check_same_columns([a, b], "chunks 0-2")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: chunks 0-2 do not share the type of the step column 'obs': int64 rows ...
+    """
+    first = parts[0]
+    names = list(first)
+    want = [_column_type(a) for a in first.values()]
+    for part in parts[1:]:
+        if list(part) != names:
+            raise ValueError(
+                f"{where} do not share step columns: {names} vs {list(part)} "
+                "(read episodes instead)"
+            )
+        have = [_column_type(a) for a in part.values()]
+        if have == want:
+            continue
+        name = next(n for n, h, w in zip(names, have, want) if h != w)
+        raise ValueError(
+            f"{where} do not share the type of the step column {name!r}: "
+            f"{_described(first, name)}, {_described(part, name)}; one block would change "
+            "the values (int64 next to float32 becomes float64) or fail: read episodes instead"
+        )
+
+
+def _column_type(column: np.ndarray) -> tuple[Any, tuple[int, ...]]:
+    dtype = column.dtype
+    return (dtype.kind if dtype.kind in "biufcUSO" else dtype), column.shape[1:]
+
+
+def _described(part: dict[str, np.ndarray], name: str) -> str:
+    column = part[name]
+    return (
+        f"{column.dtype} rows of shape {column.shape[1:]} in episode {str(part['episode_id'][0])!r}"
+    )
