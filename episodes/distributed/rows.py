@@ -219,11 +219,19 @@ def episode_row(episode: SingleAgentEpisode) -> dict[str, Any]:
         "id": str(episode.id_),
         "t_started": int(episode.t_started),
         "length": len(episode),
-        "return": float(episode.get_return()),
+        "return": _return_or_nan(episode),
         "terminated": bool(episode.is_terminated),
         "truncated": bool(episode.is_truncated),
         "episode": episode,
     }
+
+
+def _return_or_nan(episode: SingleAgentEpisode) -> float:
+    # Rewards no float sums (complex ones, say) still travel: the row's return is NaN.
+    try:
+        return float(episode.get_return())
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def episode_from_row(row: Any) -> SingleAgentEpisode:

@@ -20,21 +20,43 @@ def reward_sum(rewards: Any) -> float:
     """The sum of ``rewards`` (a list or an array of numbers) as a float.
 
     Int rewards whose int64 sum could wrap around (numpy's sum would give the wrong sign) and
-    ints no float holds are summed exactly; anything else is numpy's sum.
+    ints no float holds are summed exactly; float16/float32 rewards are summed in float64 (in
+    their own dtype the sum would overflow to inf or round: 3001 float16 ones give 3000);
+    anything else is numpy's sum.
+
+    Raises:
+        TypeError: A complex reward (a float would drop its imaginary part).
 
     Example:
         >>> reward_sum([1.0, 2.0]), reward_sum([2**62, 2**62]), reward_sum([])
         (3.0, 9.223372036854776e+18, 0.0)
+        >>> reward_sum(np.array([60000, 60000], np.float16))
+        120000.0
     """
     if not len(rewards):
         return 0.0
     try:
         values = np.asarray(rewards)
-        if values.dtype.kind in "iu" and np.abs(values.astype(np.float64)).sum() >= _INT64_SAFE:
+        kind = values.dtype.kind
+        if kind == "c":
+            raise _complex_rewards(values)
+        if kind == "f" and values.dtype.itemsize < 8:
+            return float(values.sum(dtype=np.float64))
+        if kind in "iu" and np.abs(values.astype(np.float64)).sum() >= _INT64_SAFE:
             return exact_sum(values.tolist())
-        return float(values.sum())
+        total = values.sum()
+        if isinstance(total, complex | np.complexfloating):  # complex among other objects
+            raise _complex_rewards(values)
+        return float(total)
     except OverflowError:  # Python ints beyond float range (an object array's sum)
         return exact_sum(rewards)
+
+
+def _complex_rewards(values: np.ndarray) -> TypeError:
+    return TypeError(
+        "get_return needs real numbers as rewards, got complex ones (dtype "
+        f"{values.dtype}); a float return would drop their imaginary parts"
+    )
 
 
 def exact_sum(rewards: Any) -> float:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from numbers import Number
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from episodes.spaces import batch as stack_items
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
@@ -13,11 +16,46 @@ if TYPE_CHECKING:
 class SampleBatch(dict[str, Any]):
     """A dict of equally long columns; ``len()`` and ``count`` give the number of rows.
 
+    As RLlib's ``SampleBatch`` does, the constructor turns every column that is a list or a
+    plain number into an array (``np.array`` of it; ``infos`` stays a list), so a list-mode
+    episode's batch computes like a numpy'd one's (``batch["rewards"] * 0.99``). Where RLlib
+    leaves an object array of dicts or fails, rows that are dicts or tuples (Dict/Tuple
+    observations, dict extra model outputs) and rows nesting arrays in lists (Tuple items
+    recorded as lists) stack leaf by leaf into the column a numpy'd episode gives: a dict,
+    tuple or list of arrays. ``eps_id`` stays one id a row (a tuple id: a 1-D object array),
+    and ``seq_lens`` is int32 (dropped when None or empty), as in RLlib. A list of arrays that
+    each hold a row per step (where ``t`` or ``rewards`` already is an array, or the list is
+    not one item a row) is a numpy'd Tuple column's leaves and stays as given.
+
+    Raises:
+        ValueError: A list column whose rows do not stack (ragged), naming the column.
+
     Example:
         >>> batch = SampleBatch({"obs": [1, 2], "actions": [0, 1]})
         >>> len(batch), batch.count, sorted(batch.keys())
         (2, 2, ['actions', 'obs'])
+        >>> batch["obs"] * 0.5
+        array([0.5, 1. ])
+        >>> SampleBatch({"obs": [{"a": 1}, {"a": 2}], "infos": [{}, {}]})["obs"]
+        {'a': array([1, 2])}
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        seq_lens = self.get("seq_lens", 0)
+        if seq_lens is None or (isinstance(seq_lens, list) and not seq_lens):
+            del self["seq_lens"]
+        elif isinstance(seq_lens, list):
+            self["seq_lens"] = np.array(seq_lens, dtype=np.int32)
+        rows: Any = self.get("t", self.get("rewards"))
+        batched = isinstance(rows, np.ndarray) and rows.ndim > 0
+        count = len(rows) if batched or isinstance(rows, list) else None
+        converted = {
+            key: _as_column(key, value, count, batched)
+            for key, value in self.items()
+            if key != "infos" and isinstance(value, (Number, list))
+        }
+        self.update(converted)
 
     @property
     def count(self) -> int:
@@ -49,6 +87,52 @@ class SampleBatch(dict[str, Any]):
 
     def __repr__(self) -> str:
         return f"SampleBatch(count={self.count}, keys={list(self.keys())})"
+
+
+def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
+    # A list or number as the array RLlib's SampleBatch makes of it (np.array), but for the
+    # cases SampleBatch's docstring names.
+    if not isinstance(value, list):
+        return np.array(value)
+    if key == "eps_id":
+        try:
+            ids = np.array(value)
+        except ValueError:  # ids of several shapes (tuples of other lengths)
+            ids = None
+        if ids is not None and ids.ndim == 1:
+            return ids
+        return np.fromiter(value, dtype=object, count=len(value))
+    if rows is not None and _leaf_arrays(value, rows, batched):
+        return value
+    nested = bool(value) and isinstance(value[0], (dict, tuple))
+    if nested:
+        try:
+            return stack_items(value)
+        except (TypeError, ValueError):
+            pass  # rows nesting in different ways: as numpy makes them (or its error)
+    try:
+        return np.array(value)
+    except (TypeError, ValueError) as error:
+        if nested:
+            raise _ragged(key, error) from error
+        try:  # rows nesting arrays in lists (a Tuple's items recorded as lists)
+            return stack_items(value)
+        except (TypeError, ValueError):
+            raise _ragged(key, error) from error
+
+
+def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:
+    # The leaves of a numpy'd Tuple column recorded from lists: arrays of a row per step.
+    if not value or (len(value) == rows and not batched):
+        return False
+    return all(leaf.__class__ is np.ndarray and leaf.ndim and len(leaf) == rows for leaf in value)
+
+
+def _ragged(key: str, error: Exception) -> ValueError:
+    return ValueError(
+        f"SampleBatch column {key!r}: its rows do not stack into one array (rows of "
+        f"different shapes or nestings): {error}"
+    )
 
 
 def id_column(id_: Any, rows: int) -> np.ndarray:

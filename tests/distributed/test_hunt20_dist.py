@@ -276,3 +276,19 @@ def test_dtypes_of_one_kind_still_join_with_their_values(tmp_path, case):
     got = block.column("obs").to_numpy(zero_copy_only=False)
     stored = [o[0].item() for e in read_episodes(path) for o in e.get_observations()[:2]]
     assert [row[0].item() for row in got] == stored
+
+
+# ------------------------------------------------------------ episode rows: rewards no float sums
+def test_an_episode_row_of_complex_rewards_carries_a_nan_return() -> None:
+    from episodes.distributed.rows import episode_from_row, episode_row
+
+    ep = SingleAgentEpisode(
+        "c", observations=[0, 1, 2], actions=[0, 1], rewards=[1 + 2j, 3.0], len_lookback_buffer=0
+    )
+    row = episode_row(ep)
+    assert np.isnan(row["return"]) and row["length"] == 2
+    assert episode_from_row(row) is ep
+    real = SingleAgentEpisode(
+        "r", observations=[0, 1], actions=[0], rewards=[2.5], len_lookback_buffer=0
+    )
+    assert episode_row(real)["return"] == 2.5
