@@ -151,7 +151,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             infos = default_infos(observations)
         given = [observations, infos, actions, rewards, *extras.values()]
         with _spaces_kept_if_refused(given):
-            self._assign(
+            self._assign(  # the columns take the episode's spaces (rewards: REWARD_SPACE)
                 {
                     "id_": id_ if id_ is not None else uuid.uuid4().hex,
                     "agent_id": agent_id,
@@ -169,7 +169,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                     "t_started": 0 if t_started is None else as_int(t_started, what="t_started"),
                     "observation_space": observation_space,
                     "action_space": action_space,
-                }
+                },
+                to_columns=True,
             )
             self.validate()
 
@@ -177,10 +178,12 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     def from_fields(cls, values: dict[str, Any]) -> SingleAgentEpisode:
         """An episode from one value per field of the field table, checked for consistency.
 
-        Columns are given as buffers (taken over, not copied); a field left out takes its
-        default, ``t`` defaults to ``t_started`` plus the number of rewards, and ``id_`` left
-        out is a fresh uuid4 hex, as in the constructor (a given None is kept, so that an
-        episode whose id was set to None reads back from its state or from disk as it was).
+        Columns are given as buffers (taken over, not copied), each keeping its own space (the
+        episode's spaces are not written into them, as :meth:`from_state` and unpickling keep
+        every column's); a field left out takes its default, ``t`` defaults to ``t_started``
+        plus the number of rewards, and ``id_`` left out is a fresh uuid4 hex, as in the
+        constructor (a given None is kept, so that an episode whose id was set to None reads
+        back from its state or from disk as it was).
 
         Raises:
             TypeError: A column that is not an ``InfiniteLookbackBuffer`` (extra model outputs:
@@ -202,17 +205,14 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         if "id_" not in values:
             values = {**values, "id_": uuid.uuid4().hex}
         episode = cls.__new__(cls)
-        extras = values.get("extra_model_outputs")
-        given = [*values.values(), *(extras.values() if isinstance(extras, dict) else ())]
         try:
-            with _spaces_kept_if_refused(given):
-                episode._assign(values)
-                episode.validate()
+            episode._assign(values, to_columns=False)
+            episode.validate()
         except AssertionError as err:
             raise ValueError(f"inconsistent episode state: {err}") from err
         return episode
 
-    def _assign(self, values: dict[str, Any]) -> None:
+    def _assign(self, values: dict[str, Any], *, to_columns: bool) -> None:
         for field in FIELDS:
             value = values.get(field.name, field.default)
             if field.kind == "flag":
@@ -227,12 +227,20 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             object.__setattr__(self, field.slot, value)
         if "t" not in values:
             self.t = self.t_started + len(self.rewards)
+        if not to_columns:  # from_fields: every column keeps its own space (contract 7.3)
+            self._set_checkers()
+            return
         if self.rewards.space is None:
             self.rewards.space = REWARD_SPACE
         # The setters give the columns their spaces and build the checkers.
         obs_space, action_space = self._observation_space, self._action_space
         self.observation_space = obs_space if obs_space is not None else self.observations.space
         self.action_space = action_space if action_space is not None else self.actions.space
+
+    def _set_checkers(self) -> None:
+        """The space checkers of the episode's spaces, its columns' spaces left as they are."""
+        self._obs_check = _checked_space(self._observation_space)
+        self._action_check = _checked_space(self._action_space)
 
     def field_values(self) -> dict[str, Any]:
         """Every field of the field table by name, live: columns are the buffers themselves.
@@ -523,10 +531,10 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         return {name: getattr(self, name) for name in self.__slots__ if name not in _DERIVED_SLOTS}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        # Each column keeps the space it was pickled with, as from_state keeps it.
         for name, value in state.items():
             object.__setattr__(self, name, value)
-        self.observation_space = state["_observation_space"]
-        self.action_space = state["_action_space"]
+        self._set_checkers()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SingleAgentEpisode):

@@ -169,6 +169,10 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     for name in (*names, "final_obs", "final_info"):
         if not (name == "final_obs" and eps[name] is None) and len(eps[name]) != n:
             raise ValueError(f"episodes[{name!r}] holds {len(eps[name])} rows for {n} ids")
+    for name in ("terminated", "truncated"):  # "False" or 0.5 would be cast to True
+        flags = np.asarray(eps[name])
+        if flags.dtype != np.bool_ and flags.size:
+            raise ValueError(f"episodes[{name!r}] must hold bools, got {flags.dtype} values")
     # Columns written with numpy broadcast: a column of one row would fill every step.
     columns = [(name, steps[name]) for name in ("ep", "t", "uid", "nxt", "prv", "infos")]
     if steps["obs"] is not None:

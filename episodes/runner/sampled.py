@@ -38,6 +38,7 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.view_store import ViewStore
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.single_agent_episode import REWARD_SPACE
 from episodes.indexing import whole_number
 from episodes.runner.blocks import Column
 from episodes.runner.infos import chunk_infos, same_infos
@@ -162,7 +163,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             # A chunk changed since it was built (a flag, a column, its id or spaces) travels
             # as it is: rebuilt from the blocks, the change would be lost.
             chunk = entry[0]
-            if _signature(chunk) != entry[1] or not _intact(entry[1], entry[2]):
+            # A finalized infos column is no list of the recording's dicts: it travels too.
+            changed = _signature(chunk) != entry[1] or chunk.infos.finalized
+            if changed or not _intact(entry[1], entry[2]):
                 state["_cache"][k] = entry
                 continue
             # Infos are plain dicts, not in the blocks: ones written in place or replaced
@@ -290,7 +293,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
                 "observations": column(observations, self.observation_space),
                 "infos": InfiniteLookbackBuffer(ListStore(self._info_list(k)), lookback),
                 "actions": column(blocks.actions.view(start, stop, env), self.action_space),
-                "rewards": column(blocks.rewards[start:stop, env]),
+                "rewards": column(blocks.rewards[start:stop, env], REWARD_SPACE),
                 "extra_model_outputs": {
                     key: column(block.view(start, stop, env))
                     for key, block in blocks.extras.items()
