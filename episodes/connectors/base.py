@@ -22,6 +22,7 @@ import numpy as np
 import tree
 
 from episodes.buffer.reading import filler_mismatch
+from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import (
     batch_with_layout,
@@ -29,6 +30,7 @@ from episodes.spaces import (
     nest_as_space,
     unstackable_space,
 )
+from episodes.spaces.batching import check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import map_alike
 
@@ -212,6 +214,12 @@ class EpisodeConnector:
     def rows(self, episode: SingleAgentEpisode) -> tuple[int, int]:
         """The row time steps ``[a, b)`` of ``episode`` (relative to its ``ts=0``).
 
+        Raises:
+            ValueError: ``inference=True`` and ``episode`` holds no observation yet (made
+                without observations, before ``add_env_reset``): its inference row, its latest
+                observation, does not exist (a row of fill values would stand for it); the
+                message names the connector and the episode.
+
         Example:
             >>> from episodes import SingleAgentEpisode
             >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 0], rewards=[0, 0],
@@ -220,7 +228,15 @@ class EpisodeConnector:
             ((0, 2), (2, 3))
         """
         n = len(episode)
-        return (n, n + 1) if self.inference else (0, n)
+        if not self.inference:
+            return (0, n)
+        if not episode.is_reset:
+            raise ValueError(
+                f"{type(self).__name__}(inference=True): episode {episode.id_!r} holds no "
+                "observation yet (add_env_reset was not called), so it has no inference row "
+                "to act on"
+            )
+        return (n, n + 1)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
@@ -274,7 +290,9 @@ def as_arrays(
         ValueError: ``space`` holds a Sequence, Graph or OneOf space, whose items have no
             fixed layout (``to_numpy`` refuses them too; stacked as they came, they gave a
             column per position, NaN-padded nodes or bare errors); the message names
-            ``name`` (the connector and column) and the space kind. Or the items do not stack.
+            ``name`` (the connector and column) and the space kind. Or ``space`` holds a Dict
+            whose keys do not sort (int and str keys together: dm-tree sorts a dict's leaves
+            by key), naming ``name`` and the keys. Or the items do not stack.
 
     Example:
         >>> as_arrays([np.zeros(2), np.ones(2)]).shape
@@ -301,6 +319,11 @@ def as_arrays(
             "fixed layout to stack into array rows (to_numpy refuses them too); read them with "
             "the getters or get_data_dict()"
         )
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        try:
+            check_sortable_keys(space)
+        except ValueError as err:
+            raise ValueError(f"{name or 'a column'}: the space {space}: {err}") from None
     if finalized or not isinstance(value, list):
         return nest_as_space(value, space)
     try:
@@ -511,9 +534,21 @@ def join_rows(parts: list[Any], key: str, ids: Sequence[Any]) -> Any:
         ... except ValueError as err:
         ...     print(str(err).split("; ")[0])
         the episodes' 'obs' rows do not join: episode 'a' gives rows shaped (3,), episode 'b' (4,)
+
+    Rows of numbers beside rows of strings, or bytes beside strings, are refused too (numpy
+    would turn the numbers into strings), naming both episodes and dtypes; numbers of other
+    dtypes join as numpy promotes them (ints beside floats: floats).
     """
     try:
         return concat_rows(parts)
+    except TextJoinError as err:
+        if len(ids) != len(parts):
+            raise ValueError(f"the episodes' {key!r} rows do not join: {err}") from err
+        (text_dtype, odd_dtype), (a, b) = err.dtypes, (ids[err.text], ids[err.odd])
+        raise ValueError(
+            f"the episodes' {key!r} rows do not join: episode {a!r} gives {text_dtype} rows, "
+            f"episode {b!r} {odd_dtype} ones; {err.why}"
+        ) from err
     except (ValueError, TypeError) as err:  # TypeError: parts of other structures
         layouts = [_row_layout(part) for part in parts]
         odd = next((i for i, layout in enumerate(layouts) if layout != layouts[0]), None)
@@ -535,6 +570,9 @@ def concat_rows(parts: list[Any]) -> Any:
     """Concatenates per-episode structs of arrays along axis 0, into new writable arrays.
 
     One part is copied too: a batch never shares memory with the episodes it was read from.
+    Leaves join as :func:`~episodes.connectors.joining.join_leaves` joins them: numbers beside
+    strings (or bytes beside strings) are a ``ValueError``, where numpy would turn the numbers
+    into strings.
 
     Example:
         >>> concat_rows([np.zeros((1, 2)), np.ones((2, 2))]).shape
@@ -543,4 +581,4 @@ def concat_rows(parts: list[Any]) -> Any:
     if len(parts) == 1:  # a copy still: the batch owns its rows, as with several episodes
         return tree.map_structure(np.array, parts[0])
     # Lists and tuples join (a Tuple space's items come as either, or without a space).
-    return map_alike(np.concatenate, parts)
+    return map_alike(join_leaves, parts)

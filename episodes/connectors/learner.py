@@ -110,7 +110,8 @@ class AddLearnerColumns:
                     )
                     finalized = buffer is not None and buffer.finalized
                     space = None if buffer is None else buffer.space
-                    rows = as_arrays(value, finalized=finalized, space=space)
+                    name = f"AddLearnerColumns' {key!r} column"
+                    rows = as_arrays(value, finalized=finalized, space=space, name=name)
                     parts.setdefault(key, []).append(rows)
         # Every column is joined before the batch changes: a refusal leaves it as it was.
         joined: dict[str, Any] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -33,11 +33,14 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
     Leaves are reshaped to ``[B, -1]`` and concatenated in dm-tree order (dict keys sorted).
     A value without leaves (items of an empty ``Dict``/``Tuple`` space, which gymnasium
     flattens to ``D = 0``) cannot show its row count: ``rows`` gives it, for ``[rows, 0]``.
-    ``name`` (the connector and column) leads an error's message.
+    Given with leaves, ``rows`` is the count every leaf must have. ``name`` (the connector and
+    column) leads an error's message.
 
     Raises:
-        ValueError: ``value`` has no leaves and ``rows`` is None, or a leaf holds strings
-            (items of a Text space), which are no numbers to flatten.
+        ValueError: ``value`` has no leaves and ``rows`` is None; a leaf holds strings (items
+            of a Text space), which are no numbers to flatten; a leaf has no rows (a 0-d
+            leaf), or other rows than the first leaf (or than ``rows``): re-cut to one row
+            count, one row would hold parts of several. The message names the leaf.
 
     Example:
         >>> flatten_rows({"a": np.zeros((2, 2)), "b": np.ones(2)})
@@ -45,6 +48,11 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
                [0., 0., 1.]], dtype=float32)
         >>> flatten_rows({}, rows=3).shape
         (3, 0)
+        >>> try:  # 2 rows of 4 values would mix b's rows
+        ...     flatten_rows({"a": np.zeros((2, 1)), "b": np.zeros((4, 1))})
+        ... except ValueError as err:
+        ...     print(str(err).split(": ")[1])
+        leaf ['b'] has 4 rows, leaf ['a'] 2
     """
     leaves = [np.asarray(leaf) for leaf in tree.flatten(value)]
     if not leaves:
@@ -58,9 +66,27 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
             raise ValueError(
                 f"{name}: a leaf holds strings ({leaf.dtype}), which do not flatten to float32"
             )
-    rows = leaves[0].shape[0]
-    mats = [leaf.reshape(rows, -1).astype(np.float32, copy=False) for leaf in leaves]
+    counts = [leaf.shape[0] if leaf.ndim else -1 for leaf in leaves]  # -1: a 0-d leaf
+    if -1 in counts or counts.count(counts[0]) != len(counts) or rows not in (None, counts[0]):
+        _refuse_rows(value, counts, rows, name)
+    mats = [leaf.reshape(counts[0], -1).astype(np.float32, copy=False) for leaf in leaves]
     return mats[0] if len(mats) == 1 else np.concatenate(mats, axis=1)
+
+
+def _refuse_rows(value: Any, counts: list[int], rows: int | None, name: str) -> NoReturn:
+    # Only on a refusal: the leaves' paths, to name the one that is off.
+    paths = ["".join(f"[{key!r}]" for key in path) for path, _ in tree.flatten_with_path(value)]
+    leaf = [f"leaf {path}" if path else "the value" for path in paths]
+    if -1 in counts:
+        at = counts.index(-1)
+        raise ValueError(f"{name}: {leaf[at]} is 0-d: it has no rows to flatten")
+    odd = next((i for i, count in enumerate(counts) if count != counts[0]), None)
+    if odd is not None:
+        raise ValueError(
+            f"{name}: {leaf[odd]} has {counts[odd]} rows, {leaf[0]} {counts[0]}: the leaves must "
+            "have one row count"
+        )
+    raise ValueError(f"{name}: {leaf[0]} has {counts[0]} rows, where rows={rows} were given")
 
 
 def _whole_count(value: Any, name: str, minimum: int) -> int:
@@ -262,9 +288,9 @@ def _last_box_frames(
     """
     space = episodes[0].observation_space if episodes else None
     if type(space) is not gym.spaces.Box or any(
-        ep.observation_space is not space for ep in episodes
+        ep.observation_space is not space or not ep.is_reset for ep in episodes
     ):
-        return None
+        return None  # an episode without an observation: the general path refuses it
     fill = fillers.fill
     try:
         filler = fillers.get(space)
@@ -280,8 +306,8 @@ def _last_box_frames(
         )
     except (ValueError, TypeError, IndexError):
         return None
-    if stacked.dtype.kind not in "biuf" or stacked.shape[1] != n:
-        return None
+    if stacked.dtype.kind not in "biuf" or stacked.shape[1] != n or not stacked.size:
+        return None  # zero-size items: typed as the general path types them (batching.batch)
     return stacked.astype(np.result_type(stacked.dtype, np.asarray(filler).dtype), copy=False)
 
 

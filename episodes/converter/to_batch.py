@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.connectors.base import id_rows
+from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, agreed_space, layout_batch, rows
 from episodes.converter.inputs import callable_or_none, column_keys, flag
@@ -39,9 +40,16 @@ def _concat(name: str, parts: list[Any], chunks: list[Any], indices: list[int]) 
     ``parts[i]`` are the rows of ``chunks[i]``, ``episodes[indices[i]]``.
     """
     try:
+        # join_leaves: numbers beside strings are refused, not turned into strings.
         if is_nested(parts[0]):
-            return map_alike(np.concatenate, parts)
-        return np.concatenate(parts)
+            return map_alike(join_leaves, parts)
+        return join_leaves(parts)
+    except TextJoinError as err:  # of a flat column: its positions are the chunks'
+        label = [f"chunk {indices[i]} (episode {chunks[i].id_!r})" for i in (err.text, err.odd)]
+        raise ValueError(
+            f"the chunks' {name!r} rows do not join: {label[0]} gives {err.dtypes[0]} rows, "
+            f"{label[1]} {err.dtypes[1]} ones; {err.why}"
+        ) from None
     except (ValueError, TypeError) as err:  # TypeError: parts of other structures
         layouts = [map_leaves(lambda leaf: np.shape(leaf)[1:], part) for part in parts]
         odd = next((i for i, layout in enumerate(layouts) if layout != layouts[0]), None)

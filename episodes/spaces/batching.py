@@ -50,7 +50,10 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
 
     Every leaf becomes ``np.asarray([leaf_0, leaf_1, ...])``, so Python ints turn into int64,
     Python floats into float64 and numpy scalars/arrays keep their dtype. Dicts stay dicts
-    (same key order), tuples stay tuples.
+    (same key order), tuples stay tuples. A zero-size item given as a list (``[]``, a
+    ``Box((2, 0))`` item ``[[], []]``) holds no value to type it: it counts as float64, as
+    ``np.asarray([])`` types it alone, also beside arrays of another dtype (which numpy would
+    let decide), so the dtype does not depend on which items sit beside it.
 
     Args:
         items: The items, all of the same structure.
@@ -89,7 +92,7 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         # reverse order is refused (checked only for object results, so at no other cost).
         if stacked.dtype == object and not all(is_flat(item) for item in items):
             raise ValueError("Cannot batch items of differing structure: flat and nested items")
-        return stacked
+        return _typed_empty_lists(stacked, items)
     try:
         return tree.map_structure(_stack, *items)
     except (TypeError, ValueError) as e:
@@ -115,7 +118,27 @@ def _as_rows(items: SequenceABC[Any]) -> np.ndarray | None:
         stacked = np.asarray(items)
     except (ValueError, TypeError):
         return None
-    return None if stacked.dtype == object else stacked
+    return None if stacked.dtype == object else _typed_empty_lists(stacked, items)
+
+
+def _typed_empty_lists(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
+    """``stacked`` (``np.asarray(items)``) as float64 or wider where it is empty of lists.
+
+    An empty list holds no value to type it: alone numpy makes it float64, beside an array it
+    takes the array's dtype, so zero-size Box items recorded as lists stacked float32 beside a
+    float32 filler and float64 without one. Checked only for an empty result (no cost else).
+
+    Example:
+        >>> _typed_empty_lists(np.asarray([np.zeros(0, np.float32), []]), [0, []]).dtype
+        dtype('float64')
+        >>> _typed_empty_lists(np.zeros((2, 0), np.float32), [0, 0]).dtype  # arrays alone
+        dtype('float32')
+    """
+    if stacked.size or stacked.dtype.kind not in "biufc":
+        return stacked
+    if not any(item.__class__ in (list, tuple) for item in items):
+        return stacked
+    return stacked.astype(np.result_type(stacked.dtype, np.float64), copy=False)
 
 
 def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:

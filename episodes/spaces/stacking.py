@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium.spaces as gs
 import numpy as np
 
-from episodes.spaces.batching import batch, check_sortable_keys
+from episodes.spaces.batching import _typed_empty_lists, batch, check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import data_equal, flatten, same_nesting
 
@@ -208,7 +208,8 @@ def batch_with_layout(items: SequenceABC[Any], space: gs.Space[Any] | None) -> A
 
     How list-mode items are read as columns (converter, connectors): a Box item given as a
     Python list is a row; items of a Sequence, Graph or OneOf space stack only if they happen
-    to fit, as without a space.
+    to fit, as without a space. A Dict space (or part) whose keys do not sort (int and str
+    keys together) is a ``ValueError`` naming them, as :func:`batch_in_space` refuses it.
 
     Example:
         >>> import gymnasium as gym
@@ -218,7 +219,10 @@ def batch_with_layout(items: SequenceABC[Any], space: gs.Space[Any] | None) -> A
         >>> [leaf.tolist() for leaf in batch_with_layout([(0, 1), (1, 2)], seq)]
         [[0, 1], [1, 2]]
     """
-    if space is None or unstackable_space(space) is not None:
+    if space is None:
+        return batch(items)
+    check_sortable_keys(space)  # dm-tree's own error names neither the keys nor the space
+    if unstackable_space(space) is not None:
         return batch(items)
     return _in_space(items, space)
 
@@ -331,7 +335,7 @@ def _(space: gs.Space[Any], items: SequenceABC[Any]) -> Any:
         raise ValueError(f"Cannot batch items of differing shape: {err}") from err
     if stacked.dtype == object:
         raise ValueError("Cannot batch items of differing shape or of no numeric type")
-    return stacked
+    return _typed_empty_lists(stacked, items)
 
 
 @_batch.register

@@ -209,3 +209,25 @@ def test_circular_buffer_refuses_num_batches_below_one(num_batches):
     with pytest.raises(ValueError, match="num_batches must be ints >= 1"):
         buf.mini_batch_generator(2, 1, num_batches)
     assert len(list(buf.mini_batch_generator(2, 1, 1))) == 1
+
+
+@pytest.mark.parametrize(
+    "number_obs, text_obs",
+    [
+        pytest.param([0, 1], ["a", "bb"], id="flat"),
+        pytest.param([{"x": 0}, {"x": 1}], [{"x": "a"}, {"x": "b"}], id="dict-leaf"),
+    ],
+)
+def test_to_batch_refuses_numbers_beside_strings_naming_both_chunks(
+    number_obs: list[Any], text_obs: list[Any]
+) -> None:
+    ints = SingleAgentEpisode(
+        "ints", observations=number_obs, actions=[0], rewards=[1.0], len_lookback_buffer=0
+    )
+    text = SingleAgentEpisode(
+        "text", observations=text_obs, actions=[0], rewards=[1.0], len_lookback_buffer=0
+    )
+    with pytest.raises(ValueError, match=r"'obs' rows do not join: chunk 1 \(episode 'text'\)"):
+        episodes_to_batch([ints, text])
+    joined = episodes_to_batch([ints, ints])["obs"]  # numbers alone still join
+    assert np.asarray(joined if not isinstance(joined, dict) else joined["x"]).dtype.kind == "i"

@@ -1,0 +1,89 @@
+"""Joining per-episode rows with numpy, refusing joins that would turn numbers into text.
+
+``np.concatenate`` promotes number rows beside string rows to strings (``0`` becomes
+``'0'``) and decodes bytes beside strings: the rows of one episode would change kind with the
+episodes next to them. :func:`join_leaves` is that concatenation with such joins refused;
+promotion among numbers (ints beside floats give floats) and object columns, whose items
+keep their values, are joined as numpy joins them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["TextJoinError", "join_leaves", "text_join_pair"]
+
+
+class TextJoinError(ValueError):
+    """Leaves that numpy would join as text: ``text`` and ``odd`` are their positions.
+
+    Example:
+        >>> err = TextJoinError(1, 0, [np.dtype("int64"), np.dtype("<U1")])
+        >>> (err.text, err.odd), str(err).split(":")[0]
+        ((1, 0), 'rows of dtypes <U1 and int64 do not join')
+    """
+
+    def __init__(self, text: int, odd: int, dtypes: list[np.dtype[Any]]):
+        self.text, self.odd = text, odd
+        self.dtypes = (dtypes[text], dtypes[odd])
+        what = "strings" if dtypes[text].kind == "U" else "bytes"
+        #: Why they do not join, without the dtypes' naming (callers name the rows' owners).
+        self.why = f"numpy would turn the {dtypes[odd]} rows into {what}"
+        super().__init__(f"rows of dtypes {dtypes[text]} and {dtypes[odd]} do not join: {self.why}")
+
+
+def text_join_pair(leaves: list[Any]) -> tuple[int, int] | None:
+    """Positions ``(text, odd)`` of a text leaf and a leaf whose rows it would turn into text.
+
+    ``text`` is the first leaf of strings (of bytes where none holds strings: numpy decodes
+    bytes beside strings), ``odd`` the first leaf with rows of another kind (numbers, bools,
+    bytes beside strings); object leaves and leaves without rows are no such leaf. None where
+    the leaves join without that.
+
+    Example:
+        >>> text_join_pair([np.array([1]), np.array(["a"])])
+        (1, 0)
+        >>> text_join_pair([np.array([1]), np.array([0.5])]) is None
+        True
+    """
+    arrays = [np.asarray(leaf) for leaf in leaves]
+    kinds = [a.dtype.kind for a in arrays]
+    kind = "U" if "U" in kinds else "S"  # numpy decodes bytes beside strings
+    if kind not in kinds:
+        return None
+    text = kinds.index(kind)
+    odd = next(
+        (i for i, a in enumerate(arrays) if kinds[i] not in (kind, "O") and a.ndim and len(a)),
+        None,
+    )
+    return None if odd is None else (text, odd)
+
+
+def join_leaves(leaves: list[Any]) -> np.ndarray:
+    """``np.concatenate(leaves)``, refused where it would turn rows into text.
+
+    Checked only when the joined leaf holds text (strings or bytes), so number columns cost
+    nothing more. How the connectors join their columns (:func:`concat_rows`), and the rule
+    for any reader joining per-episode rows.
+
+    Raises:
+        TextJoinError: A ``ValueError`` naming both dtypes (and, in ``text``/``odd``, the
+            leaves' positions).
+
+    Example:
+        >>> join_leaves([np.array([1]), np.array([0.5])]).tolist()
+        [1.0, 0.5]
+        >>> try:
+        ...     join_leaves([np.array([1]), np.array(["a"])])
+        ... except ValueError as err:
+        ...     print(err.why)
+        numpy would turn the int64 rows into strings
+    """
+    joined = np.concatenate(leaves)
+    if joined.dtype.kind in "US":
+        pair = text_join_pair(leaves)
+        if pair is not None:
+            raise TextJoinError(*pair, [np.asarray(leaf).dtype for leaf in leaves])
+    return joined
