@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from episodes.buffer import array_batches, row_drops
+from episodes.buffer.array_copies import field_copy, own_leaves, shallow_copy
 from episodes.buffer.value_fit import (
     MISFIT_ERRORS,
     Layout,
@@ -82,6 +83,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
         "_ranged",
         "_low",
         "_high",
+        "_shared",
     )
 
     _low: float
@@ -98,6 +100,8 @@ class ArrayStore(array_batches.ArrayBatchOps):
         self._pending: list[Any] = []
         # The empty layout an untyped column had before its first item chose one.
         self._before_adoption: tuple[list[np.ndarray], Any] | None = None
+        # True while a copy.copy shares the stored rows: copied before a write into them.
+        self._shared = False
         self._set_kind()
 
     def _set_kind(self) -> None:
@@ -120,6 +124,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
         leaves = self.leaves  # items only: a column cut from 1000 rows to 2 pickled all 1000
         _, slots = super().__getstate__()  # type: ignore[misc]
+        slots.pop("_shared", None)  # a copy owns its arrays
         return None, {**slots, "_leaves": [leaf[: self.size] for leaf in leaves]}
 
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
@@ -127,7 +132,12 @@ class ArrayStore(array_batches.ArrayBatchOps):
         # a copied dtype is a new object, and the row fast path compares dtypes by identity.
         for name, value in state[1].items():
             setattr(self, name, value)
+        self._shared = False  # the state's arrays are this copy's own
         self._set_kind()
+
+    def __copy__(self) -> ArrayStore:
+        # Copy on write, never sharing pending appends (see episodes.buffer.array_copies).
+        return shallow_copy(self)
 
     @property
     def leaves(self) -> list[np.ndarray]:
@@ -288,22 +298,12 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> part.data.tolist(), store.data.tolist()
             ([9, 2], [0, 1, 2, 3, 4])
         """
-        # Built field by field: this runs for every column of every cut and slice.
-        copy = ArrayStore.__new__(ArrayStore)
         leaves = self.leaves if self._pending else self._leaves
         if len(leaves) == 1:
-            copy._leaves = [leaves[0][start:stop].copy()]
+            copied = [leaves[0][start:stop].copy()]
         else:
-            copy._leaves = [leaf[start:stop].copy() for leaf in leaves]
-        copy.structure = self.structure
-        copy.size = stop - start
-        copy.typed = self.typed
-        copy._pending = []
-        copy._kind, copy._row_dtype, copy._row_shape = self._kind, self._row_dtype, self._row_shape
-        copy._always_fit, copy._ranged = self._always_fit, self._ranged
-        copy._low, copy._high = self._low, self._high
-        copy._before_adoption = None
-        return copy
+            copied = [leaf[start:stop].copy() for leaf in leaves]
+        return field_copy(self, ArrayStore, copied, stop - start)
 
     def copy(self) -> ArrayStore:
         """A trimmed, independent copy.
@@ -496,6 +496,8 @@ class ArrayStore(array_batches.ArrayBatchOps):
         """
         leaves = self.leaves
         staged = [staged_rows(leaves, item, self.structure) for item in items]
+        if self._shared:
+            leaves = own_leaves(self)
         for position, rows in zip(positions, staged):
             for leaf, row in zip(leaves, rows):
                 leaf[position] = row
@@ -515,7 +517,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
             where = slice(positions.start, positions.stop, positions.step)
         else:
             where = positions
-        for leaf, values in zip(self.leaves, rows):
+        for leaf, values in zip(own_leaves(self) if self._shared else self.leaves, rows):
             leaf[where] = values
 
     def pop(self, position: int) -> Any:

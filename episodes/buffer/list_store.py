@@ -49,6 +49,11 @@ class ListStore:
         #: append straight to it.
         self.pylist: list[Any] | None = self.data
 
+    def __copy__(self) -> ListStore:
+        # Its own list (the items themselves shared, as a list's copy shares them): an append
+        # or pop on either side never shows in the other.
+        return ListStore(list(self.data))
+
     def __len__(self) -> int:
         return len(self.data)
 

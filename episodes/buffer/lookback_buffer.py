@@ -14,11 +14,17 @@ from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.store import Store
-from episodes.buffer.stores import check_replacement, owned_items
+from episodes.buffer.stores import (
+    check_replacement,
+    layout_state,
+    owned_items,
+    shallow_store,
+    store_from_state,
+)
 from episodes.indexing import Index as Indices
 from episodes.spaces import filler_item, one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
-from episodes.structs import data_equal, map_leaves
+from episodes.structs import data_equal
 
 # What ``buf + number`` adds (and adds to): Python and numpy numbers.
 _NUMBERS = (int, float, complex, np.number)
@@ -469,7 +475,8 @@ class InfiniteLookbackBuffer:
         """A plain-dict snapshot: ``data``, ``lookback``, ``finalized``, ``space``, ``typed``.
 
         ``space`` is a JSON-safe dict; ``typed`` says whether a numpy column's dtypes are
-        decided (an empty one cannot show it).
+        decided (an empty one cannot show it); a numpy column whose first item chose its dtypes
+        adds ``untyped_data``, the empty layout it goes back to once emptied again.
 
         Example:
             >>> InfiniteLookbackBuffer([1, 2], lookback=1).get_state()["lookback"]
@@ -480,7 +487,7 @@ class InfiniteLookbackBuffer:
             "lookback": self.lookback,
             "finalized": self.finalized,
             "space": space_to_dict(self._space),
-            "typed": bool(getattr(self.store, "typed", False)),
+            **layout_state(self.store),
         }
 
     @classmethod
@@ -500,39 +507,20 @@ class InfiniteLookbackBuffer:
             >>> state["data"].tolist()  # the snapshot is not the restored buffer's
             [1, 2]
         """
-        if not isinstance(state, dict):
-            raise TypeError(f"a buffer state must be a dict, got {type(state).__name__}")
-        try:
-            data, finalized = state["data"], state["finalized"]
-            lookback, space_dict = state["lookback"], state["space"]
-        except KeyError:
-            missing = {"data", "lookback", "finalized", "space"} - set(state)
-            raise KeyError(f"buffer state is missing keys {sorted(missing)}") from None
-        if not isinstance(finalized, (bool, np.bool_)):  # "no" would read as True
-            raise ValueError(f"buffer state's finalized must be a bool, got {finalized!r}")
-        finalized = bool(finalized)
-        # A finalized buffer's data may be a list too: the batch of list-structured items.
-        if not finalized and not isinstance(data, list):
-            raise ValueError(
-                f"buffer state says finalized={finalized} but its data is a {type(data).__name__}"
-            )
-        lookback = indexing.as_int(lookback, what="lookback")
-        if lookback < 0:
-            raise ValueError(f"lookback must be >= 0, got {lookback}")
-        typed = state.get("typed")  # optional: older states, and RLlib's, lack it
-        if typed is not None and not isinstance(typed, (bool, np.bool_)):
-            raise ValueError(f"buffer state's typed must be a bool, got {typed!r}")
-        typed = None if typed is None else bool(typed)
-        if copy:  # a restored buffer must not write into the caller's snapshot
-            data = map_leaves(np.array, data) if finalized else list(data)
-        store: Store = ArrayStore.from_batch(data, typed=typed) if finalized else ListStore(data)
-        if lookback > len(store):
-            raise ValueError(f"buffer state has lookback {lookback} but only {len(store)} items")
+        store, lookback = store_from_state(state, copy=copy)
         buffer = cls.__new__(cls)
         buffer.store = store
-        buffer._space = space_from_dict(space_dict)
+        buffer._space = space_from_dict(state["space"])
         buffer.lookback = lookback
         return buffer
+
+    def __copy__(self) -> InfiniteLookbackBuffer:
+        # A store of its own: writing into either buffer never changes the other (a numpy
+        # store is copied on write, so this copies no rows).
+        clone = InfiniteLookbackBuffer.__new__(type(self))
+        clone.store, clone.lookback = shallow_store(self.store), self.lookback
+        clone._space = self._space
+        return clone
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InfiniteLookbackBuffer):

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.array_copies import shallow_copy
 from episodes.buffer.array_store import ArrayStore
 
 
@@ -84,10 +85,10 @@ class ViewStore(ArrayStore):
         self._origin = None
 
     def __copy__(self) -> ViewStore:
-        # A shallow copy shares the leaves, block views included: it keeps copying them before
-        # a change, as this store does (pickle and deepcopy give stores owning their arrays).
-        clone = type(self).__new__(type(self))
-        ArrayStore.__setstate__(clone, self.__getstate__())
+        # A shallow copy shares the leaves, block views included, copy on write: each of the
+        # two copies them before a change (episodes.buffer.array_copies), and neither writes
+        # where the other reads (pickle and deepcopy give stores owning their arrays).
+        clone = shallow_copy(self)
         clone.detached, clone.written, clone._origin = self.detached, self.written, None
         return clone
 
@@ -97,13 +98,13 @@ class ViewStore(ArrayStore):
         if self.detached:
             change(*args)
             return
-        views = self._leaves
+        views, shared = self._leaves, self._shared
         self._leaves = [np.array(leaf) for leaf in views]
-        self.detached = True
+        self.detached, self._shared = True, False  # the copies are this store's alone
         try:
             change(*args)
         except BaseException:
-            self._leaves, self.detached = views, False
+            self._leaves, self.detached, self._shared = views, False, shared
             raise
 
     def views_token(self) -> tuple[list[np.ndarray], int, bool] | None:
