@@ -156,7 +156,7 @@ def test_appending_to_a_copied_chunk_store_never_writes_the_runners_block():
     clone.set([0], [-5.0])
     assert clone.data.tolist() == [-5.0, *rewards[1:], -7.0]
     assert chunk.get_rewards().tolist() == rewards
-    assert np.array_equal(chunks.recording.blocks.rewards, block)
+    assert chunks.recording.blocks.rewards.tobytes() == block.tobytes()  # NaN garbage rows too
     assert chunks.unchanged()
 
 
@@ -216,7 +216,8 @@ def test_copy_copy_of_a_chunk_shares_buffers_but_never_writes_the_blocks(side):
     target.rewards.truncate(2)
     after = _block_copies(chunks)
     for name, before in blocks.items():
-        assert all(np.array_equal(a, b) for a, b in zip(after[name], before)), name
+        # Bytes, not values: unused block rows may hold NaN garbage (np.empty).
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(after[name], before)), name
     assert chunks[1].get_rewards().tolist() == neighbour
 
 
