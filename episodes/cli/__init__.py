@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.cli.errors import CliError, progress
+from episodes.cli.errors import CliError, Parser, progress, say
 from episodes.cli.record import record, shard_bytes
 from episodes.io import DatasetError, dataset_info
 from episodes.io.reader import printable
@@ -40,13 +40,6 @@ def _stats(values: list[float]) -> str:
     with np.errstate(all="ignore"):
         mean, std = (a / scale).mean() * scale, (a / scale).std() * scale
     return f"mean {mean:.4g}  std {std:.4g}  min {a.min():.4g}  max {a.max():.4g}"
-
-
-def _say(line: str, *, err: bool = False) -> None:
-    """Prints a line with control characters escaped: a dataset's strings could forge lines."""
-    stream = sys.stderr if err else sys.stdout
-    if stream is not None:  # None: closed (2>&-); print(file=None) would write to stdout
-        print(printable(line), file=stream)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -75,22 +68,22 @@ def _info(args: argparse.Namespace) -> int:
         }
         print(json.dumps(data))
         return 0
-    _say(f"dataset:  {info.path} (format version {info.version})")
+    say(f"dataset:  {info.path} (format version {info.version})")
     if info.version >= 2:
-        _say(f"shards:   {info.num_shards}  ({info.nbytes / 2**20:.2f} MiB)")
-        _say(f"created:  {info.created} by episodes {info.library_version}")
+        say(f"shards:   {info.num_shards}  ({info.nbytes / 2**20:.2f} MiB)")
+        say(f"created:  {info.created} by episodes {info.library_version}")
         for key, value in (info.metadata or {}).items():
             if value not in (None, {}, []) and key != "env_spec":
-                _say(f"{key + ':':<9} {value if isinstance(value, str) else json.dumps(value)}")
-    _say(f"chunks:   {info.num_chunks}  ({info.nbytes / 2**20:.2f} MiB)")
-    _say(f"episodes: {info.num_episodes}  ({info.num_done} done)")
-    _say(f"steps:    {info.num_steps}")
-    _say(f"return:   {_stats(returns)}")
-    _say(f"length:   {_stats([float(x) for x in lengths])}")
-    _say(f"observation space: {info.observation_space}")
-    _say(f"action space:      {info.action_space}")
+                say(f"{key + ':':<9} {value if isinstance(value, str) else json.dumps(value)}")
+    say(f"chunks:   {info.num_chunks}  ({info.nbytes / 2**20:.2f} MiB)")
+    say(f"episodes: {info.num_episodes}  ({info.num_done} done)")
+    say(f"steps:    {info.num_steps}")
+    say(f"return:   {_stats(returns)}")
+    say(f"length:   {_stats([float(x) for x in lengths])}")
+    say(f"observation space: {info.observation_space}")
+    say(f"action space:      {info.action_space}")
     if info.torn_manifest:
-        _say("note: an incomplete last manifest line (a killed writer) was ignored")
+        say("note: an incomplete last manifest line (a killed writer) was ignored")
     return 0
 
 
@@ -101,7 +94,7 @@ def _validate(args: argparse.Namespace) -> int:
     with progress(None, "validate") as bar:
         report = validate_dataset(args.dir, on_piece=lambda: bar.update(1))
     for message in report.problems:  # they may quote a damaged file's bytes
-        _say(f"BAD {message}", err=True)
+        say(f"BAD {message}", err=True)
     if report.torn_manifest:
         print("note: an incomplete last manifest line (a killed writer) was ignored")
     count = report.pieces
@@ -138,8 +131,9 @@ def _plot(args: argparse.Namespace) -> int:
     ax_len.set_title("episode length")
     ax_len.set_xlabel("episode")
     try:
-        # Drawn as given: a path holding "$" is no mathtext (nor an error in its parser).
-        title = f"{info.path}: {info.num_episodes} episodes, {info.num_steps} steps"
+        # Drawn as given: a path holding "$" is no mathtext (nor an error in its parser); one
+        # not valid UTF-8 escaped, as printed (FreeType refuses a lone surrogate).
+        title = f"{printable(info.path)}: {info.num_episodes} episodes, {info.num_steps} steps"
         fig.suptitle(title, parse_math=False, usetex=False)
         fig.tight_layout()
         known = fig.canvas.get_supported_filetypes()
@@ -153,7 +147,7 @@ def _plot(args: argparse.Namespace) -> int:
         raise CliError(f"cannot write {args.out}: {' '.join(str(err).split())}") from err
     finally:
         plt.close(fig)
-    print(f"wrote {args.out}")
+    say(f"wrote {args.out}")
     return 0
 
 
@@ -169,7 +163,7 @@ def _migrate(args: argparse.Namespace) -> int:
         data_format=args.data_format,
         compression=None if args.compression == "none" else args.compression,
     )
-    print(f"migrated {n} episode pieces to {args.dst} (format version 2)")
+    say(f"migrated {n} episode pieces to {args.dst} (format version 2)")
     return 0
 
 
@@ -177,7 +171,7 @@ def _merge(args: argparse.Namespace) -> int:
     from episodes.io import merge
 
     n = merge(args.sources, args.out)
-    print(f"merged {n} episode pieces from {len(args.sources)} datasets into {args.out}")
+    say(f"merged {n} episode pieces from {len(args.sources)} datasets into {args.out}")
     return 0
 
 
@@ -189,27 +183,28 @@ def _split(args: argparse.Namespace) -> int:
     if args.seed < 0:  # the package's seed rule: an int >= 0
         raise CliError("--seed must be >= 0")
     n_train, n_val = split(args.src, args.train, args.val, fraction=args.fraction, seed=args.seed)
-    print(f"split: {n_train} pieces to {args.train}, {n_val} to {args.val}")
+    say(f"split: {n_train} pieces to {args.train}, {n_val} to {args.val}")
     return 0
+
+
+# A bound's name where filter_args's messages put one: first, or after "is above".
+_BOUND = re.compile(r"(?:^|(?<= is above ))(min|max)_(return|length)\b")
 
 
 def _filter(args: argparse.Namespace) -> int:
     from episodes.io import filter_dataset
+    from episodes.io.tool_args import filter_args
     from episodes.io.tools import parse_custom_data
 
-    bounds = ("min_return", "max_return", "min_length", "max_length")
-    try:
-        n = filter_dataset(
-            args.src,
-            args.out,
-            **{name: getattr(args, name) for name in bounds},
-            done_only=args.done_only,
-            custom_data=parse_custom_data(args.custom),
-        )
-    except ValueError as err:  # the library names its parameters; the user typed flags
-        flags = re.sub(r"\b(min|max)_(return|length)\b", r"--\1-\2", str(err))
-        raise CliError(flags) from err
-    print(f"kept {n} episode pieces in {args.out}")
+    names = ("min_return", "max_return", "min_length", "max_length")
+    bounds = {name: getattr(args, name) for name in names}
+    tests = {"done_only": args.done_only, "custom_data": parse_custom_data(args.custom)}
+    try:  # checked first, alone: the library names its parameters, the user typed flags
+        filter_args(**bounds, **tests, predicate=None)
+    except ValueError as err:
+        raise CliError(_BOUND.sub(r"--\1-\2", str(err))) from err
+    n = filter_dataset(args.src, args.out, **bounds, **tests)  # its errors quote paths as given
+    say(f"kept {n} episode pieces in {args.out}")
     return 0
 
 
@@ -229,13 +224,13 @@ def _export(args: argparse.Namespace) -> int:
     n = _minari_module().export_minari(
         args.src, args.dataset_id, root=args.root, infos=False if args.no_infos else None
     )
-    print(f"exported {n} episodes to Minari dataset {args.dataset_id}")
+    say(f"exported {n} episodes to Minari dataset {args.dataset_id}")
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
     n = _minari_module().import_minari(args.dataset, args.out, root=args.root)
-    print(f"imported {n} episodes into {args.out}")
+    say(f"imported {n} episodes into {args.out}")
     return 0
 
 
@@ -312,7 +307,7 @@ def _add_tools(sub: Any) -> None:
 
 # ----------------------------------------------------------------------------------- main
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(  # its options refuse a value of "--" (argparse's [])
         prog="episodes",
         description="Record, inspect, validate, plot, migrate, merge, split and filter episode "
         "datasets.",
@@ -411,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, DatasetError, OSError, ValueError, OverflowError) as err:
         # ValueError: the library's refusal of a bad argument (split into one directory).
         # Escaped: messages may quote a dataset's strings (an env id), or a path's newline.
-        _say(f"episodes: error: {err}", err=True)
+        say(f"episodes: error: {err}", err=True)
         return 1
     except _Terminated:
         print("episodes: terminated", file=sys.stderr)

@@ -1,11 +1,14 @@
-"""What every command shares: the error printed as one line, and the progress bar."""
+"""What every command shares: its parser, its lines printed escaped, one-line errors, the bar."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
-__all__ = ["CliError", "progress"]
+from episodes.io.reader import printable
+
+__all__ = ["CliError", "Parser", "progress", "say"]
 
 
 class CliError(Exception):
@@ -42,3 +45,58 @@ def progress(total: int | None, desc: str) -> Any:
     closed = stream is None or getattr(stream, "closed", False)
     hide = True if closed else None  # None: tqdm shows it on a terminal only
     return tqdm(total=total, desc=desc, unit=unit, disable=hide, file=stream, leave=False)
+
+
+def say(line: str, *, err: bool = False) -> None:
+    r"""Prints a line escaped as ``printable`` escapes it: control characters, lone surrogates.
+
+    A dataset's strings could forge lines; a path that is not valid UTF-8 (a lone surrogate
+    in Python) would fail a strict UTF-8 stdout after the work is done.
+
+    Example:
+        >>> say("wrote runs-\udcff\nok")
+        wrote runs-\udcff\nok
+    """
+    stream = sys.stderr if err else sys.stdout
+    if stream is not None:  # None: closed (2>&-); print(file=None) would write to stdout
+        print(printable(line), file=stream)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose one-value options refuse a value that is no value.
+
+    Given ``--out=--``, argparse (3.11) drops the ``--`` and stores ``[]``: here a usage error
+    (exit code 2) naming the option, as for a missing value. Subparsers are of this class too.
+
+    Example:
+        >>> import contextlib, io
+        >>> parser = Parser(prog="episodes filter"); _ = parser.add_argument("--out")
+        >>> with contextlib.redirect_stderr(io.StringIO()) as err, contextlib.suppress(SystemExit):
+        ...     parser.parse_args(["--out=--"])
+        >>> err.getvalue().splitlines()[-1].split("error: ")[-1]
+        'argument --out: expected one argument, not -- (a path so named is ./--)'
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Store)
+        self.register("action", "store", _Store)
+        self.register("action", "append", _Append)
+
+
+class _Store(argparse.Action):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, _one(self, parser, values))
+
+
+class _Append(argparse.Action):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        items = getattr(namespace, self.dest, None) or []  # a new list: the default stays
+        setattr(namespace, self.dest, [*items, _one(self, parser, values)])
+
+
+def _one(action: argparse.Action, parser: argparse.ArgumentParser, values: Any) -> Any:
+    if action.nargs is None and isinstance(values, list):
+        name = "/".join(action.option_strings) or action.metavar or action.dest
+        parser.error(f"argument {name}: expected one argument, not -- (a path so named is ./--)")
+    return values

@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sys
 from typing import Any
 
-from episodes.cli.errors import CliError, progress
+from episodes.cli.errors import CliError, progress, say
 from episodes.io import EpisodeWriter
-from episodes.io.reader import printable
 from episodes.io.tools import other_env_problem, removed_if_failed
 
 __all__ = ["MAX_NUM_ENVS", "MAX_SHARD_MB", "record", "shard_bytes"]
@@ -72,10 +70,10 @@ def record(args: argparse.Namespace) -> int:
             raise CliError(other)
         stored = [False]  # whether this record committed an episode before an interrupt
         try:
-            with removed_if_failed(args.out):  # a directory it made, unless an episode went in
+            with removed_if_failed(args.out):  # what it made, unless an episode went in
                 other = _record_into(args, env, env_id, shard_size, stored)
         except KeyboardInterrupt:
-            print(printable(_interrupted_note(args.out, stored=stored[0])), file=sys.stderr)
+            say(_interrupted_note(args.out, stored=stored[0]), err=True)
             raise
         if other:  # raised here: the dataset another record made at args.out stays as it is
             raise CliError(other)
@@ -150,5 +148,5 @@ def _record_into(
                 getattr(writer, "flush", lambda: None)()
             stored[0] = bool(ids) if args.format == 1 else bool(writer.committed)
             raise
-    print(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
+    say(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
     return ""

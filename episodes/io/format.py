@@ -524,7 +524,10 @@ def piece_return(episode: Any) -> float:
         ...                                 rewards=[1.0, 10**400], len_lookback_buffer=0))
         inf
     """
+    import numpy as np  # loaded already: the episode holds numpy arrays
+
     try:
-        return float(episode.get_return())
+        with np.errstate(over="ignore"):  # float rewards summing past float max: inf, quietly
+            return float(episode.get_return())
     except (TypeError, ValueError):
         return 0.0

@@ -67,6 +67,7 @@ from episodes.io.minari_values import (
 from episodes.io.reader import dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.values import concat_piece, id_key
+from episodes.io.writer import take_back
 
 __all__ = ["export_minari", "import_minari"]
 
@@ -344,7 +345,7 @@ def import_minari(
 
     Raises:
         DatasetError: The Minari dataset is missing or unreadable, does not store its spaces
-            (``UnsafeDataError``), or ``dst`` is not an empty directory.
+            (``UnsafeDataError``), or ``dst`` is not an empty directory (a symlink is not).
 
     Example:
         >>> import pytest; _ = pytest.importorskip("minari")  # the optional extra
@@ -369,6 +370,8 @@ def import_minari(
     _minari()  # without the extra, an ImportError before anything is read
     data_dir = _minari_data_dir(dataset, root)
     out = Path(dst)
+    if out.is_symlink():  # as the copies: what a refused import made would stay in its target
+        raise DatasetError(f"{dst} is a symbolic link; choose a new directory")
     if out.exists() and not out.is_dir():
         raise DatasetError(f"{dst} is not a directory; choose a new directory")
     checked = _checked_metadata(data_dir)
@@ -392,12 +395,9 @@ def import_minari(
                 writer.write(episode)
                 count += 1
     except BaseException:
-        # A refused import leaves DST as it found it, so that a retry is not refused.
-        if made:
-            _remove_made(made)
-        else:
-            shutil.rmtree(dst, ignore_errors=True)
-            out.mkdir(exist_ok=True)
+        # A refused import leaves DST as it found it (its mode too), so that a retry is not
+        # refused: what the writer made goes, then the directories made for it, if empty.
+        take_back(out, made)
         raise
     return count
 

@@ -20,6 +20,8 @@ import os
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from episodes.io.reader import read_episodes
 from episodes.io.values import id_key
 
@@ -47,7 +49,8 @@ def exact_return(episode: Any, plus: Fraction | float = 0) -> Fraction | float:
     special = plus if isinstance(plus, float) and not math.isfinite(plus) else 0.0
     exact = Fraction(0) if special else Fraction(plus)
     try:
-        total = float(episode.get_return())
+        with np.errstate(over="ignore"):  # a float sum past float max is inf, handled below
+            total = float(episode.get_return())
     except (TypeError, ValueError):  # rewards that are no numbers: piece_return's 0.0
         terms = []
     else:

@@ -1,13 +1,18 @@
 """The staged directory a whole-dataset copy writes into before it is renamed into place.
 
 ``migrate``, ``merge``, ``split`` and ``filter_dataset`` write ``DST`` as
-``.DST.partial-<pid>-<16 hex digits>`` next to it and rename it once complete (or move its
-entries into ``DST`` where that is an empty directory already, :func:`place`). The copying
-process holds an ``flock`` on that directory while it writes; a copy stopped where it could not
-clean up (``SIGKILL``, a power cut) leaves it behind, and the next copy into the same ``DST``
-removes it: a staged directory whose writer is provably gone, its process no longer alive and
-its lock free. A partial of a copy still running (its process alive, or its lock held) is
-never touched, nor one named without a process id (written by an older release).
+``.DST.partial-<pid>-<16 hex digits>`` next to it and rename it once complete. Where ``DST``
+is an empty directory already, the staged directory is made inside it instead (the same
+filesystem, whatever ``DST``'s parent is: a mount point, or a parent it may not write) and
+its entries are moved up into ``DST``, the manifest last (:func:`place`). The copying
+process holds an ``flock`` on that directory while it writes; a copy stopped where it could
+not clean up (``SIGKILL``, a power cut) leaves it behind, and the next copy into the same
+``DST`` removes it (beside ``DST`` or inside it): a staged directory whose writer is provably
+gone, its process no longer alive and its lock free. A partial of a copy still running (its
+process alive, or its lock held) is never touched, nor one named without a process id
+(written by an older release). Inside ``DST`` a staged directory is no data
+(:func:`is_staged`): ``DST`` still counts as empty, and the readers never list a dataset's
+top directory, so one left beside a placed copy is not read.
 
 Example:
     >>> import tempfile
@@ -35,7 +40,10 @@ from pathlib import Path
 from episodes.io.errors import DatasetError
 from episodes.io.format import MANIFEST_FILE
 
-__all__ = ["Staged", "place", "remove_empty", "remove_stale", "stage"]
+__all__ = ["Staged", "is_staged", "place", "remove_empty", "remove_stale", "stage"]
+
+_PID_HEX = r"\.partial-(\d{1,10})-[0-9a-f]{16}"
+_ANY_STAGED = re.compile(rf"\..+{_PID_HEX}")  # inside DST: whatever DST was called then
 
 
 class Staged:
@@ -70,7 +78,10 @@ def stage(final: Path) -> Staged:
 
     Made with ``mkdir``, so it gets the mode any new directory gets (``0o777`` less the
     umask), not ``mkdtemp``'s ``0o700``: the renamed copy is as readable as a recorded one.
-    Stale staged directories of ``final`` are removed first (:func:`remove_stale`).
+    Where ``final`` is a directory already (an empty one, checked by the caller), it is made
+    inside ``final``: its entries are moved up from there by :func:`place`, which works where
+    ``final`` is a mount point or its parent is not writable. Stale staged directories of
+    ``final`` are removed first (:func:`remove_stale`).
 
     Example:
         >>> import tempfile
@@ -80,18 +91,22 @@ def stage(final: Path) -> Staged:
         >>> staged.drop(); final.exists()
         False
     """
-    made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
-    final.parent.mkdir(parents=True, exist_ok=True)
+    inside = final.is_dir() and not final.is_symlink()
+    home = final if inside else final.parent
+    made: list[Path] = []
+    if not inside:
+        made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
+        final.parent.mkdir(parents=True, exist_ok=True)
     staged: Path | None = None
     try:
         remove_stale(final)
         while True:
             name = f".{final.name}.partial-{os.getpid()}-{secrets.token_hex(8)}"
             try:
-                (final.parent / name).mkdir()
+                (home / name).mkdir()
             except FileExistsError:  # pragma: no cover - 64 random bits taken already
                 continue
-            staged = final.parent / name
+            staged = home / name
             fd = os.open(staged, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -111,10 +126,11 @@ def place(staged: Path, final: Path) -> Callable[[], None]:
     """Puts the complete copy ``staged`` at ``final``; returns what takes it back out.
 
     A ``final`` that is no directory yet is ``staged`` renamed. An existing one (checked
-    empty, under an ``flock`` on it that other copies into it wait for) is filled in place
-    instead, the manifest moved in last, so a reader sees no dataset until it is whole: a
-    rename over it would replace it, leaving a shell whose current directory it is (``episodes
-    migrate SRC .``) in a removed directory. ``staged`` stays, emptied: drop it after.
+    empty but for staged directories, :func:`is_staged`, under an ``flock`` on it that other
+    copies into it wait for) is filled in place instead, the manifest moved in last, so a
+    reader sees no dataset until it is whole: a rename over it would replace it, leaving a
+    shell whose current directory it is (``episodes migrate SRC .``) in a removed directory.
+    ``staged`` (next to ``final`` or inside it) stays, emptied: drop it after.
 
     Raises:
         DatasetError: ``final`` is a directory that is not empty (any more).
@@ -144,7 +160,7 @@ def place(staged: Path, final: Path) -> Callable[[], None]:
 
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if os.listdir(fd):
+        if not all(map(is_staged, os.listdir(fd))):  # ``staged`` may be in it
             raise DatasetError(f"{final} exists and is not empty; choose a new directory")
         for name in sorted(os.listdir(staged), key=lambda name: name == MANIFEST_FILE):
             if name == MANIFEST_FILE:  # a link: never over a manifest a writer made meanwhile
@@ -166,8 +182,10 @@ def place(staged: Path, final: Path) -> Callable[[], None]:
 def remove_stale(final: Path) -> list[str]:
     """Removes the staged directories of ``final`` whose writer is gone; returns their names.
 
-    Gone means both: the process id in the name is not alive here, and the directory's
-    ``flock`` can be taken (held while it goes, so no other cleaner races this one).
+    Those next to ``final`` named for it, and any inside ``final`` (:func:`is_staged`), made
+    there by a copy into it as an empty directory. Gone means both: the process id in the
+    name is not alive here, and the directory's ``flock`` can be taken (held while it goes,
+    so no other cleaner races this one).
 
     Example:
         >>> import tempfile
@@ -176,13 +194,15 @@ def remove_stale(final: Path) -> list[str]:
         >>> remove_stale(final), live.path.exists()
         ([], True)
     """
-    pattern = re.compile(rf"\.{re.escape(final.name)}\.partial-(\d{{1,10}})-[0-9a-f]{{16}}")
+    beside = re.compile(rf"\.{re.escape(final.name)}{_PID_HEX}")
+    entries: list[tuple[re.Pattern[str], os.DirEntry[str]]] = []
+    for where, pattern in ((final.parent, beside), (final, _ANY_STAGED)):
+        if where is final and final.is_symlink():
+            continue  # never inside a link's target
+        with contextlib.suppress(OSError):
+            entries += [(pattern, entry) for entry in os.scandir(where)]
     removed: list[str] = []
-    try:
-        entries = list(os.scandir(final.parent))
-    except OSError:
-        return removed
-    for entry in entries:
+    for pattern, entry in entries:
         found = pattern.fullmatch(entry.name)
         if found is None or _alive(int(found[1])):
             continue
@@ -195,6 +215,19 @@ def remove_stale(final: Path) -> list[str]:
             finally:
                 os.close(fd)
     return removed
+
+
+def is_staged(name: str) -> bool:
+    """Whether ``name``, an entry of a destination directory, is a copy's staged directory.
+
+    What a copy into an existing empty ``DST`` makes inside it, gone once the copy is placed
+    (or left by a copy killed outright): not the destination's data.
+
+    Example:
+        >>> is_staged(".dst.partial-123-0123456789abcdef"), is_staged("manifest.jsonl")
+        (True, False)
+    """
+    return _ANY_STAGED.fullmatch(name) is not None
 
 
 def _alive(pid: int) -> bool:

@@ -42,7 +42,7 @@ from episodes.io.reader import EpisodeSummary, dataset_info, printable, read_epi
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
-from episodes.io.staging import Staged, place, remove_empty, stage
+from episodes.io.staging import Staged, is_staged, place, remove_empty, stage
 from episodes.io.tool_args import filter_args, holds_nan, merge_sources, resolved, split_args
 from episodes.io.values import id_key, signless_zeros
 from episodes.io.writer import FRESH_NAMES, removed_if_failed
@@ -68,11 +68,14 @@ def _metadata_of(path: PathLike) -> DatasetMetadata:
 
 
 def _check_new(dst: PathLike) -> Path:
-    """``dst`` resolved, if it is new or an empty directory: ``.`` is staged beside it too."""
+    """``dst`` resolved, if it is new or an empty directory (``.`` too: staged inside it)."""
     final = Path(dst)
     if final.is_symlink():  # renaming the copy into place would fail on it (or replace it)
         raise DatasetError(f"{dst} is a symbolic link; choose a new directory")
-    if final.exists() and (not final.is_dir() or any(final.iterdir())):
+    # A staged directory in it (a copy into it killed outright) is no data: stage() removes it.
+    if final.exists() and (
+        not final.is_dir() or not all(is_staged(p.name) for p in final.iterdir())
+    ):
         state = "is not empty" if final.is_dir() else "is not a directory"
         raise DatasetError(f"{dst} exists and {state}; choose a new directory")
     return resolved(final)

@@ -28,6 +28,7 @@ import errno
 import fcntl
 import hashlib
 import io
+import itertools
 import json
 import os
 import secrets
@@ -67,7 +68,7 @@ from episodes.io.format import (
 from episodes.io.reader import dataset_info
 from episodes.io.shards import SHARDS_DIR
 
-__all__ = ["FRESH_NAMES", "EpisodeWriter", "removed_if_failed"]
+__all__ = ["FRESH_NAMES", "EpisodeWriter", "removed_if_failed", "take_back"]
 
 #: What a directory may hold for ``EpisodeWriter`` to start (or restart) a dataset in it: the
 #: names its own first steps make, which a writer killed before ``format.json`` leaves.
@@ -373,13 +374,14 @@ def _crc32_slices(data: memoryview) -> int:
 # ------------------------------------------------------- a failed write, taken back
 @contextlib.contextmanager
 def removed_if_failed(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Removes what the block made at ``path`` if it fails with no episode stored there.
+    """Takes back what the block made at ``path`` if it fails with no episode stored there.
 
-    That is ``path`` and its parents that did not exist when the block began, or, for a
-    ``path`` that was an empty directory, what is in it now. A block that fails after some
-    episode was committed at ``path`` (by it or by another writer), or while another writer
-    still has the dataset open (it holds a flock on ``shards/`` or ``.lock``), leaves
-    everything in place.
+    That is the files a writer makes at ``path`` (:func:`take_back`), then ``path`` and each
+    parent of it that did not exist when the block began, if left empty: what another
+    process put there meanwhile stays, and so do the directories holding it. A block that
+    fails after some episode was committed at ``path`` (by it or by another writer), or
+    while another writer still has the dataset open (it holds a flock on ``shards/`` or
+    ``.lock``), leaves everything in place; so does one given a ``path`` that held anything.
 
     Example:
         >>> import contextlib, tempfile
@@ -392,28 +394,53 @@ def removed_if_failed(path: str | os.PathLike[str]) -> Iterator[None]:
         []
     """
     root = Path(path)
-    made = None
-    for part in [root, *root.parents]:
-        if os.path.lexists(part):
-            break
-        made = part
-    was_empty = made is None and root.is_dir() and not any(root.iterdir())
+    made = list(itertools.takewhile(lambda p: not os.path.lexists(p), [root, *root.parents]))
+    was_empty = not made and root.is_dir() and not any(root.iterdir())
     try:
         yield
     except BaseException:
-        locks = _alone_in(root) if made is not None or was_empty else None
+        locks = _alone_in(root) if made or was_empty else None
         try:
             if locks is not None and not _holds_episodes(root):
-                with contextlib.suppress(OSError):  # the block's own error is the one to see
-                    for item in [made] if made is not None else list(root.iterdir()):
-                        if item.is_dir() and not item.is_symlink():
-                            shutil.rmtree(item)
-                        else:
-                            item.unlink()
+                take_back(root, made)  # the block's own error is the one to see
         finally:
             for fd in locks or ():
                 os.close(fd)
         raise
+
+
+#: The names a writer of either format makes in a dataset's directory, besides its
+#: temporary files (``TMP_PREFIX``).
+_OWN_NAMES = {MANIFEST_FILE, SHARDS_DIR, CHUNKS_DIR, LOCK_FILE, FORMAT_FILE}
+
+
+def take_back(root: Path, made: Iterable[Path]) -> None:
+    """Removes what writers made at ``root``, then each of ``made`` left empty, in order.
+
+    What writers make: the manifest, ``shards/``, v1's ``chunks/``, ``.lock`` and
+    ``format.json``, and temporary files (``.tmp-*``); anything else in ``root`` stays, and
+    so does each directory of ``made`` (``root`` and the parents a call made for it, deepest
+    first) that still holds something. Failures are ignored: what cannot go stays.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> top = Path(tempfile.mkdtemp()); DatasetWriter(top / "a" / "ds").close()
+        >>> _ = (top / "a" / "theirs").write_text("kept")
+        >>> take_back(top / "a" / "ds", [top / "a" / "ds", top / "a"]); os.listdir(top / "a")
+        ['theirs']
+    """
+    with contextlib.suppress(OSError):
+        for entry in list(os.scandir(root)):
+            if entry.name in _OWN_NAMES or entry.name.startswith(TMP_PREFIX):
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path)
+                    else:
+                        os.unlink(entry.path)
+    for directory in made:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def _alone_in(root: Path) -> list[int] | None:
