@@ -22,10 +22,10 @@ import numpy as np  # noqa: F401 - the doctests use it
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.array_store import ArrayStore
 
-__all__ = ["column_items", "default_infos", "given_column"]
+__all__ = ["column_items", "default_infos", "extra_columns", "given_column", "infos_or_default"]
 
 
-def column_items(data: Any) -> Any:
+def column_items(data: Any, name: str = "a column") -> Any:
     """A given column as a list of items; None and ready buffers as they are.
 
     A list is taken as it is (not copied), any other sequence as the list of its items (an
@@ -35,7 +35,8 @@ def column_items(data: Any) -> Any:
 
     Raises:
         TypeError: A dict that is no batched struct (a leaf without a leading axis, leaves of
-            different lengths), or data that is no sequence.
+            different lengths), or data that is no sequence (``1.5``); the message names the
+            column (``name``, the constructor's argument).
 
     Example:
         >>> column_items((1, 2)), [row.tolist() for row in column_items(np.eye(2))]
@@ -54,10 +55,44 @@ def column_items(data: Any) -> Any:
             return ArrayStore.from_batch(dict(data)).items(0)
         except ValueError as error:
             raise TypeError(
-                "a column given as a dict must be a batched struct (every leaf an array with "
+                f"{name} given as a dict must be a batched struct (every leaf an array with "
                 f"the same leading length, one entry per item): {error}"
             ) from error
-    return list(data)
+    try:
+        return list(data)
+    except TypeError as error:  # a number, say: no items to take
+        raise TypeError(
+            f"{name} must be a list or another sequence of items, a batched dict or an "
+            f"InfiniteLookbackBuffer, got {type(data).__name__} ({data!r})"
+        ) from error
+
+
+def extra_columns(extra_model_outputs: Any) -> dict[Any, Any]:
+    """The constructor's ``extra_model_outputs`` as key -> :func:`column_items` (or a buffer).
+
+    Raises:
+        TypeError: ``extra_model_outputs`` is neither None nor a dict (a list of pairs, a
+            string), or a key's column is no sequence; the message names the key.
+
+    Example:
+        >>> extra_columns({"vf": (0.5, 0.25)}), extra_columns(None)
+        ({'vf': [0.5, 0.25]}, {})
+        >>> extra_columns({"vf": 0.5})
+        Traceback (most recent call last):
+        ...
+        TypeError: extra_model_outputs['vf'] must be a list or another sequence of items, ...
+    """
+    if extra_model_outputs is None:
+        return {}
+    if not isinstance(extra_model_outputs, Mapping):
+        raise TypeError(
+            "extra_model_outputs must be a dict of key -> column (a list or a buffer), got "
+            f"{type(extra_model_outputs).__name__}"
+        )
+    return {
+        key: column_items(value, f"extra_model_outputs[{key!r}]")
+        for key, value in extra_model_outputs.items()
+    }
 
 
 def given_column(
@@ -77,6 +112,23 @@ def given_column(
             data.space = space
         return data
     return InfiniteLookbackBuffer(data, lookback=lookback, space=space)
+
+
+def infos_or_default(infos: Any, observations: Any) -> Any:
+    """The infos column as given, or :func:`default_infos` where none is given.
+
+    None, an empty list and an empty buffer (no items, lookback included) are no infos given,
+    as RLlib reads them (``infos or [...]``): one ``{}`` per observation.
+
+    Example:
+        >>> infos_or_default(InfiniteLookbackBuffer(), [0, 1]), infos_or_default([{"a": 1}], [0])
+        ([{}, {}], [{'a': 1}])
+    """
+    if infos is None or (isinstance(infos, list) and not infos):
+        return default_infos(observations)
+    if isinstance(infos, InfiniteLookbackBuffer) and not infos.len_incl_lookback():
+        return default_infos(observations)
+    return infos
 
 
 def default_infos(observations: Any) -> Any:

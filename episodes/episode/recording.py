@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from episodes.spaces.contains import Checker
 
 _now = time.perf_counter
+# Types whose falsy values RLlib's ``infos or {}`` turns into ``{}`` (see ``given_info``).
+_FALSY_TYPES = (dict, list, tuple, set, str, bytes, int, float, np.number, np.bool_)
 
 
 def as_flag(value: Any, name: str) -> bool:
@@ -113,7 +115,7 @@ class StepRecorder:
                 self._obs_check, self._observation_space, observation, "observation"
             )
         self.observations.append(observation)
-        self.infos.append(infos if infos is not None else {})
+        self.infos.append(infos if infos.__class__ is dict else given_info(infos))
         self._start_time = _now()
 
     def add_env_step(
@@ -194,11 +196,11 @@ class StepRecorder:
             info_store = self.infos.store
             info_list = info_store.pylist
             (info_store if info_list is None else info_list).append(
-                infos if infos is not None else {}
+                infos if infos.__class__ is dict else given_info(infos)
             )
         except (ValueError, TypeError) as error:
             # A numpy column refused its value (wrong shape or type) after others took theirs.
-            self._undo_partial_step(error)
+            self._undo_partial_step(error, extra_model_outputs)
         self.t += 1
         # Both flags are False until a finishing step writes them (checked above).
         if finishing:
@@ -269,11 +271,12 @@ class StepRecorder:
                 "the first step of the chunk"
             )
 
-    def _undo_partial_step(self, error: Exception) -> None:
+    def _undo_partial_step(self, error: Exception, given: dict[str, Any] | None) -> None:
         """Takes back what a failed step wrote, then raises a ValueError naming the column.
 
         Each column got at most one item this step, so the columns holding more steps than
-        the fewest are exactly the ones written to.
+        the fewest are exactly the ones written to; the refused column is the first of the
+        others in the order the step writes them (the extra outputs in ``given``'s order).
         """
         columns = self.named_columns()
         # Observations and infos hold one item more than the steps (the reset observation).
@@ -282,14 +285,16 @@ class StepRecorder:
             for name, column in columns.items()
         }
         before = min(steps.values())
-        refused = [name for name, n in steps.items() if n == before]
         for name, n in steps.items():
             if n > before:
                 columns[name].pop()
+        extras = [f"extra_model_outputs[{key!r}]" for key in given or ()]
+        order = ["observations", "actions", "rewards", *extras, "infos"]
+        refused = next(name for name in order if steps.get(name) == before)
         if isinstance(error, _RefusedColumn):
-            refused, error = [error.column], error.error
+            refused, error = error.column, error.error
         raise ValueError(
-            f"add_env_step: the value for {refused[0]} cannot be stored in the episode's "
+            f"add_env_step: the value for {refused} cannot be stored in the episode's "
             f"numpy column ({error}); nothing was recorded"
         ) from error
 
@@ -317,6 +322,22 @@ class _RefusedColumn(ValueError):
         super().__init__(column, error)
         self.column = column
         self.error = error
+
+
+def given_info(infos: Any) -> Any:
+    """The info dict a step records for ``infos``: ``{}`` for None and other falsy values.
+
+    As RLlib's ``infos or {}``: ``[]``, ``()``, ``0``, ``""`` or ``False`` (numpy's zeros and
+    ``False`` too) record ``{}``; an array or tensor, whose truth value may be ambiguous, and
+    any other object are recorded as given.
+
+    Example:
+        >>> given_info(None), given_info([]), given_info(0), given_info({"a": 1})
+        ({}, {}, {}, {'a': 1})
+    """
+    if infos is None or (isinstance(infos, _FALSY_TYPES) and not infos):
+        return {}
+    return infos
 
 
 def _is_real(value: Any) -> bool:

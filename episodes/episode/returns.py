@@ -26,6 +26,9 @@ def reward_sum(rewards: Any) -> float:
 
     Raises:
         TypeError: A complex reward (a float would drop its imaginary part).
+        ValueError: Rewards that are not one number per step (vectors of a multi-objective
+            env: one float would add up their components); the message gives their shape.
+            One number per step held in an array of one item (``(n, 1)``) is summed.
 
     Example:
         >>> reward_sum([1.0, 2.0]), reward_sum([2**62, 2**62]), reward_sum([])
@@ -36,7 +39,14 @@ def reward_sum(rewards: Any) -> float:
     if not len(rewards):
         return 0.0
     try:
-        values = np.asarray(rewards)
+        try:
+            values = np.asarray(rewards)
+        except ValueError as error:  # ragged: arrays of different shapes among the rewards
+            raise _not_scalar_rewards(f"ragged rewards ({error})") from error
+        if values.ndim != 1:
+            if values.size != len(values):
+                raise _not_scalar_rewards(f"rewards of shape {values.shape}")
+            values = values.reshape(-1)  # one number per step, each in an array: (n, 1)
         kind = values.dtype.kind
         if kind == "c":
             raise _complex_rewards(values)
@@ -50,6 +60,14 @@ def reward_sum(rewards: Any) -> float:
         return float(total)
     except OverflowError:  # Python ints beyond float range (an object array's sum)
         return exact_sum(rewards)
+
+
+def _not_scalar_rewards(got: str) -> ValueError:
+    return ValueError(
+        f"get_return needs one number per step as rewards, got {got}: vector rewards are "
+        "not summed into one float; sum them per component yourself, e.g. "
+        "np.sum(episode.get_rewards(), axis=0)"
+    )
 
 
 def _complex_rewards(values: np.ndarray) -> TypeError:

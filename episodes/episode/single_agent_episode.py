@@ -15,9 +15,14 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import chunks
 from episodes.episode import state as snapshot
 from episodes.episode.accessors import ColumnAccessors
-from episodes.episode.fields import FIELDS, FIELDS_BY_NAME
-from episodes.episode.given_columns import column_items, default_infos, given_column
-from episodes.episode.recording import StepRecorder, as_flag
+from episodes.episode.fields import COLUMNS, FIELDS, FIELDS_BY_NAME
+from episodes.episode.given_columns import (
+    column_items,
+    extra_columns,
+    given_column,
+    infos_or_default,
+)
+from episodes.episode.recording import StepRecorder
 from episodes.episode.returns import reward_sum
 from episodes.episode.sample_batch import SampleBatch, data_dict
 from episodes.indexing import as_int
@@ -143,12 +148,11 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     ):
         # Items first: a dict given as a column is a batch, and len() of it would count keys.
         observations, infos, actions, rewards = map(
-            column_items, (observations, infos, actions, rewards)
+            column_items, (observations, infos, actions, rewards), COLUMNS
         )
-        extras = {key: column_items(value) for key, value in (extra_model_outputs or {}).items()}
+        extras = extra_columns(extra_model_outputs)
         lookback = _lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
-        if infos is None or (type(infos) in (list, tuple) and not infos):  # as RLlib
-            infos = default_infos(observations)
+        infos = infos_or_default(infos, observations)  # none given: one {} each, as RLlib
         given = [observations, infos, actions, rewards, *extras.values()]
         with _spaces_kept_if_refused(given):
             self._assign(  # the columns take the episode's spaces (rewards: REWARD_SPACE)
@@ -187,7 +191,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
         Raises:
             TypeError: A column that is not an ``InfiniteLookbackBuffer`` (extra model outputs:
-                a dict of them), or ``custom_data`` that is not a dict.
+                a dict of them), a flag that is no bool, ``t``/``t_started`` that are no
+                integers, clocks that are no numbers, or ``custom_data`` that is not a dict.
             ValueError: A key that is not a field (all are named), or the values are
                 inconsistent (column lengths, ``t``).
 
@@ -213,17 +218,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         return episode
 
     def _assign(self, values: dict[str, Any], *, to_columns: bool) -> None:
-        for field in FIELDS:
-            value = values.get(field.name, field.default)
-            if field.kind == "flag":
-                value = as_flag(value, field.name)
-            elif field.kind == "custom" and value is None:
-                value = {}
-            elif field.kind == "columns" and value is None:
-                value = {}
-            elif field.kind == "column" and value is None:
-                value = InfiniteLookbackBuffer()
-            _check_field_type(field.name, field.kind, value)
+        for field in FIELDS:  # each value checked for its field's kind
+            value = snapshot.field_value(field, values.get(field.name, field.default))
             object.__setattr__(self, field.slot, value)
         if "t" not in values:
             self.t = self.t_started + len(self.rewards)
@@ -552,16 +548,3 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, return={ret}, "
             f"id_={self.id_})"
         )
-
-
-def _check_field_type(name: str, kind: str, value: Any) -> None:
-    """``from_fields`` takes buffers as they are: refuse what later reads would trip over."""
-    if kind == "column" and not isinstance(value, InfiniteLookbackBuffer):
-        raise TypeError(f"{name} must be an InfiniteLookbackBuffer, got {type(value).__name__}")
-    if kind == "columns" and not (
-        isinstance(value, dict)
-        and all(isinstance(column, InfiniteLookbackBuffer) for column in value.values())
-    ):
-        raise TypeError(f"{name} must be a dict of InfiniteLookbackBuffers")
-    if kind == "custom" and not isinstance(value, dict):
-        raise TypeError(f"{name} must be a dict, got {type(value).__name__}")

@@ -13,6 +13,7 @@ import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode.fields import FIELDS, Field
+from episodes.episode.recording import as_flag
 from episodes.spaces import space_from_dict, space_to_dict
 from episodes.structs import data_equal
 
@@ -68,22 +69,93 @@ def _value_from_state(field: Field, value: Any) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"{field.name} must be a dict, got {type(value).__name__}")
         return copy.deepcopy(value)
-    if kind == "time":  # 0.5 is no time step, and None no integer
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"episode state's {field.name} must be an integer, got {value!r}")
-        return int(value)
+    if kind in ("time", "clock"):
+        try:
+            return scalar_value(field, value)
+        except TypeError as err:
+            raise ValueError(f"episode state's {err}") from err
     if kind == "flag":  # "no" or 1 would read as a flag of another meaning
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"episode state's {field.name} must be a bool, got {value!r}")
         return bool(value)
+    return value
+
+
+def scalar_value(field: Field, value: Any) -> Any:
+    """A time field's value as an ``int``, a clock field's as a ``float`` or None.
+
+    Other fields' values are returned as they are. ``from_state`` and ``from_fields`` (so the
+    constructor too) both check these fields here.
+
+    Raises:
+        TypeError: A time that is no integer (``1.5``, ``True``, ``"2"``, None) or a clock
+            reading that is no number (``"x"``, ``True``); the message names the field.
+
+    Example:
+        >>> from episodes.episode.fields import FIELDS_BY_NAME
+        >>> scalar_value(FIELDS_BY_NAME["t"], np.int64(3))
+        3
+        >>> scalar_value(FIELDS_BY_NAME["t"], 1.5)
+        Traceback (most recent call last):
+        ...
+        TypeError: t must be an integer, got 1.5
+    """
+    kind = field.kind
+    if kind == "time":  # 0.5 is no time step, and None no integer
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{field.name} must be an integer, got {value!r}")
+        return int(value)
     if kind == "clock":  # a wall-clock reading, or None before the first step
         if value is None:
             return None
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-            raise ValueError(
-                f"episode state's {field.name} must be a number or None, got {value!r}"
-            )
+            raise TypeError(f"{field.name} must be a number or None, got {value!r}")
         return float(value)
+    return value
+
+
+def field_value(field: Field, value: Any) -> Any:
+    """The value ``from_fields`` (and the constructor) stores for ``field``, checked.
+
+    None takes a column's, the extra outputs' and ``custom_data``'s empty default; flags must
+    be bools, times integers and clocks numbers (:func:`scalar_value`).
+
+    Raises:
+        TypeError: A value of the wrong type for its field (the message names the field): a
+            column that is no ``InfiniteLookbackBuffer`` (extra model outputs: no dict of
+            them), a flag that is no bool, a time that is no integer, a clock that is no
+            number, ``custom_data`` that is no dict.
+
+    Example:
+        >>> from episodes.episode.fields import FIELDS_BY_NAME
+        >>> field_value(FIELDS_BY_NAME["rewards"], None).get(), field_value(FIELDS_BY_NAME["t"], 2)
+        ([], 2)
+    """
+    kind = field.kind
+    if kind == "flag":
+        return as_flag(value, field.name)
+    if kind in ("time", "clock"):
+        return scalar_value(field, value)
+    if kind == "column":
+        if value is None:
+            return InfiniteLookbackBuffer()
+        if not isinstance(value, InfiniteLookbackBuffer):
+            raise TypeError(
+                f"{field.name} must be an InfiniteLookbackBuffer, got {type(value).__name__}"
+            )
+    elif kind == "columns":
+        if value is None:
+            return {}
+        if not (
+            isinstance(value, dict)
+            and all(isinstance(column, InfiniteLookbackBuffer) for column in value.values())
+        ):
+            raise TypeError(f"{field.name} must be a dict of InfiniteLookbackBuffers")
+    elif kind == "custom":
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise TypeError(f"{field.name} must be a dict, got {type(value).__name__}")
     return value
 
 
