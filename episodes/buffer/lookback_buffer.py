@@ -13,6 +13,7 @@ from episodes.buffer import array_protocol, reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
+from episodes.buffer.set_items import item_list
 from episodes.buffer.store import Store
 from episodes.buffer.stores import (
     check_replacement,
@@ -408,7 +409,8 @@ class InfiniteLookbackBuffer:
 
         Args:
             new_data: One item for an int index; for a slice, a list or ``None``, a list of
-                items (or, finalized, a batched struct) of exactly the addressed length.
+                items (or a batched struct nested like one item: a tuple is never a list of
+                items) of exactly the addressed length.
             at_indices: Where to write; None overwrites everything after the lookback. Slices
                 may have any non-zero step (``slice(3, 1, -1)`` writes ts 3, then ts 2).
             neg_index_as_lookback: Read negative indices as lookback positions.
@@ -416,6 +418,7 @@ class InfiniteLookbackBuffer:
         Raises:
             IndexError: An index is out of range, or the sizes differ. Nothing is changed.
             ValueError: A value lies outside the space of a finalized buffer. Nothing is changed.
+            TypeError: A batch holds a tuple where the items hold one value. Nothing is changed.
 
         Example:
             >>> buf = InfiniteLookbackBuffer([0, 1, 2, 3], lookback=1)
@@ -435,7 +438,10 @@ class InfiniteLookbackBuffer:
         new_data = list_batch(self.store, new_data, self.space)  # list-recorded Tuple reads
         if write_batch(self.store, self._space, targets, new_data):
             return  # a numpy column's batch, checked whole and written leaf by leaf
-        items = self._as_item_list(new_data)
+        if isinstance(new_data, InfiniteLookbackBuffer):
+            items = owned_items(new_data.store, new_data.lookback)
+        else:  # a list of items, or a batch nested like one item (contract 3.7)
+            items = item_list(self.store, self._space, new_data)
         if len(items) != len(targets):
             raise IndexError(
                 f"cannot set {len(items)} items at indices {at_indices!r}: they address "
@@ -446,21 +452,6 @@ class InfiniteLookbackBuffer:
 
     def __setitem__(self, indices: Indices, value: Any) -> None:
         self.set(value, at_indices=indices)
-
-    @staticmethod
-    def _as_item_list(new_data: Any) -> list[Any]:
-        if isinstance(new_data, list):
-            return new_data
-        if isinstance(new_data, InfiniteLookbackBuffer):
-            return owned_items(new_data.store, new_data.lookback)
-        try:
-            store = ArrayStore.from_batch(new_data)
-        except (ValueError, TypeError) as err:
-            raise TypeError(
-                "new_data for a slice or list of indices must be a list of items or a batched "
-                f"struct of arrays, got {type(new_data).__name__}"
-            ) from err
-        return store.items(0)
 
     def _check_in_space(self, items: list[Any]) -> None:
         if not self.store.is_numpy or self._space is None:

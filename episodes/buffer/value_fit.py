@@ -122,8 +122,9 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
     column (1e40 would be inf in float32) and a string written into a string column ("hello"
     does not fit ``<U2``; a string or bytes ending in NUL does not fit either, as numpy's
     fixed-width strings drop trailing NULs). An int beyond uint64 is no bool (numpy would
-    store ``2**64`` as True). The row of a flat object column is the value itself: assigned as a
-    0-d array, the array would be stored in the cell instead of the value.
+    store ``2**64`` as True). The row of a flat object column is the value itself, whatever it
+    is (a list, a tuple or an array too, as list mode stores it: contract 3.7); a 0-d array is
+    unwrapped into its value, as before.
 
     Example:
         >>> appended_row(np.zeros((3, 2)), [1, 2]).tolist()
@@ -137,7 +138,12 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
         >>> appended_row(np.zeros(3), "2.5")
         Traceback (most recent call last):
         ValueError: '2.5' does not fit a numpy column of dtype float64 ... (not a number: <U3)
+        >>> appended_row(np.array([None, "a"]), [1, 2])  # an object column's value itself
+        [1, 2]
     """
+    if leaf.ndim == 1 and leaf.dtype.kind == "O":
+        if value.__class__ is not np.ndarray or value.ndim:
+            return value
     row = np.empty(leaf.shape[1:], leaf.dtype)
     kind = row.dtype.kind
     try:
@@ -347,7 +353,14 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
         ):
             return batch.astype(leaves[0].dtype, copy=False)
     staged = [staged_rows(leaves, item, structure) for item in items]
-    return unflatten(structure, [np.stack(rows) for rows in zip(*staged)])
+    return unflatten(structure, [_stacked(leaf, rows) for leaf, rows in zip(leaves, zip(*staged))])
+
+
+def _stacked(leaf: np.ndarray, rows: tuple[Any, ...]) -> np.ndarray:
+    """Rows for ``leaf`` stacked; a flat object column's values each stay one value."""
+    if leaf.ndim == 1 and leaf.dtype.kind == "O":  # np.stack would turn a list into a row
+        return np.fromiter(rows, dtype=object, count=len(rows))
+    return np.stack(rows)
 
 
 def _stacked_exactly(batch: np.ndarray, column: np.dtype[Any]) -> bool:

@@ -1,0 +1,131 @@
+"""What ``InfiniteLookbackBuffer.set`` writes for a slice or list of indices: a list of items.
+
+``new_data`` for several positions is a list of items, another buffer (its visible items) or a
+batched struct of arrays, split into items along its leading axis. A tuple is structure
+(contract 3.7), never a list of items: a batch holding a tuple where the column's items hold
+one value is refused (a list there is a numpy'd column's layout of a leaf recorded as lists,
+one array per position, and is written back as such). A tuple would otherwise be split across
+the items: a tuple of two Box rows given to a Box column would write ``[a0, b0]`` and
+``[a1, b1]`` (each row spread over both items), and a tuple of Tuple items would be scrambled
+the same way. Other differences
+(a dict batch missing a key) give items that the checks of ``set`` judge as they always did.
+
+The column's item nesting is taken from the numpy column's layout, else from its space
+(Dict and Tuple nest, the spaces with a fixed layout are leaves), else from its first stored
+item. Without any (an empty list column, a space of items without a fixed layout and no items)
+a batch is taken as it is.
+
+Example:
+    >>> import numpy as np
+    >>> from episodes.buffer.list_store import ListStore
+    >>> box = gym.spaces.Box(-5, 5, (2,), np.float32)
+    >>> rows = (np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    >>> item_list(ListStore([np.zeros(2)] * 3), box, rows)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: new_data for a slice or list of indices is a tuple ... give a list of items...
+    >>> item_list(ListStore([{"x": 0.0}] * 3), None, {"x": np.array([1.0, 2.0])})
+    [{'x': np.float64(1.0)}, {'x': np.float64(2.0)}]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from episodes.buffer.array_store import ArrayStore
+from episodes.buffer.store import Store
+
+__all__ = ["item_list"]
+
+# Spaces whose items are one leaf of a numpy column (their parts never nest).
+_LEAF_SPACES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiBinary,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.Text,
+)
+_UNKNOWN = object()
+
+
+def item_list(store: Store, space: gym.Space[Any] | None, new_data: Any) -> list[Any]:
+    """``new_data`` (not a buffer) for a slice or list write as a list of items, checked.
+
+    Raises:
+        TypeError: ``new_data`` is neither a list nor a batched struct, or it is a batch (a
+            tuple or dict) holding a sequence where the column's items hold one value.
+    """
+    if isinstance(new_data, list):
+        return new_data
+    try:
+        batch = ArrayStore.from_batch(new_data)
+    except (ValueError, TypeError) as err:
+        raise TypeError(
+            "new_data for a slice or list of indices must be a list of items or a batched "
+            f"struct of arrays, got {type(new_data).__name__}"
+        ) from err
+    if isinstance(new_data, (tuple, dict)):
+        nesting = _item_nesting(store, space)
+        if nesting is not _UNKNOWN and _splits_values(nesting, new_data):
+            raise TypeError(
+                f"new_data for a slice or list of indices is a {type(new_data).__name__} laid "
+                "out as a batch, but it holds a tuple where the column's items hold "
+                "one value (a tuple is an item's structure, not a list of items): give a list "
+                "of items, or a batch nested like one item"
+            )
+    return batch.items(0)
+
+
+def _item_nesting(store: Store, space: gym.Space[Any] | None) -> Any:
+    """The nesting of one item of the column (its leaves any values), or ``_UNKNOWN``.
+
+    Example:
+        >>> import numpy as np
+        >>> from episodes.buffer.list_store import ListStore
+        >>> pair = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Box(0, 1, (2,))))
+        >>> _item_nesting(ListStore([None]), gym.spaces.Dict({"p": pair}))
+        {'p': (None, None)}
+        >>> _item_nesting(ArrayStore.from_batch(np.zeros((2, 3))), pair) is None
+        True
+    """
+    if len(store) == 0:
+        return _UNKNOWN
+    if isinstance(store, ArrayStore):
+        return store.structure
+    if space is not None:
+        nesting = _space_nesting(space)
+        if nesting is not _UNKNOWN:
+            return nesting
+    return store.get(0)
+
+
+def _splits_values(nesting: Any, batch: Any) -> bool:
+    """Whether ``batch`` holds a tuple where ``nesting`` (an item's) holds a value.
+
+    A list there is kept: it is how a numpy'd column lays out a leaf whose items were recorded
+    as lists (one array per position, what its getters give), which the batch writes back.
+    """
+    if isinstance(batch, (tuple, list)):
+        if not isinstance(nesting, (tuple, list)):
+            return isinstance(batch, tuple)
+        parts = len(nesting)
+        return any(
+            _splits_values(nesting[i] if i < parts else None, part) for i, part in enumerate(batch)
+        )
+    if isinstance(batch, dict):
+        keyed = nesting if isinstance(nesting, dict) else {}
+        return any(_splits_values(keyed.get(key), part) for key, part in batch.items())
+    return False
+
+
+def _space_nesting(space: gym.Space[Any]) -> Any:
+    if isinstance(space, _LEAF_SPACES):
+        return None
+    if isinstance(space, gym.spaces.Dict):
+        parts = {key: _space_nesting(sub) for key, sub in space.spaces.items()}
+        return _UNKNOWN if any(p is _UNKNOWN for p in parts.values()) else parts
+    if isinstance(space, gym.spaces.Tuple):
+        subs = tuple(_space_nesting(sub) for sub in space.spaces)
+        return _UNKNOWN if any(p is _UNKNOWN for p in subs) else subs
+    return _UNKNOWN  # Sequence, Graph, OneOf, custom spaces: items of no fixed nesting
