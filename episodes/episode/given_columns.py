@@ -72,7 +72,8 @@ def extra_columns(extra_model_outputs: Any) -> dict[Any, Any]:
 
     Raises:
         TypeError: ``extra_model_outputs`` is neither None nor a dict (a list of pairs, a
-            string), or a key's column is no sequence; the message names the key.
+            string; an empty list, tuple or string is no extra outputs, as in RLlib), or a
+            key's column is no sequence; the message names the key.
 
     Example:
         >>> extra_columns({"vf": (0.5, 0.25)}), extra_columns(None)
@@ -82,8 +83,10 @@ def extra_columns(extra_model_outputs: Any) -> dict[Any, Any]:
         ...
         TypeError: extra_model_outputs['vf'] must be a list or another sequence of items, ...
     """
-    if extra_model_outputs is None:
-        return {}
+    if extra_model_outputs is None or (
+        isinstance(extra_model_outputs, list | tuple | str) and not extra_model_outputs
+    ):
+        return {}  # an empty list, tuple or string reads as no extra outputs, as in RLlib
     if not isinstance(extra_model_outputs, Mapping):
         raise TypeError(
             "extra_model_outputs must be a dict of key -> column (a list or a buffer), got "

@@ -122,8 +122,14 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
 
 
 def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:
-    # The leaves of a numpy'd Tuple column recorded from lists: arrays of a row per step.
-    if not value or (len(value) == rows and not batched):
+    # The leaves of a numpy'd Tuple column recorded from lists: arrays of a row per step, or
+    # (a Tuple part in a Tuple, a Dict part) lists, tuples and dicts of them. Beside an array
+    # `t` every column is batched already: a list there is such leaves, never rows.
+    if not value:
+        return False
+    if batched:
+        return all(isinstance(leaf, np.ndarray | list | tuple | dict) for leaf in value)
+    if len(value) == rows:
         return False
     return all(leaf.__class__ is np.ndarray and leaf.ndim and len(leaf) == rows for leaf in value)
 

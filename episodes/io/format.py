@@ -516,7 +516,8 @@ def piece_return(episode: Any) -> float:
     """The sum of a piece's rewards after its lookback, for the manifest.
 
     Int rewards beyond float range give ``inf`` or ``-inf`` (``get_return``), which the
-    manifest stores as ``null``, as it stores NaN.
+    manifest stores as ``null``, as it stores NaN. Rewards ``get_return`` refuses (vectors
+    of a multi-objective env, complex or no numbers) have no return: NaN, stored as ``null``.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -530,4 +531,4 @@ def piece_return(episode: Any) -> float:
         with np.errstate(over="ignore"):  # float rewards summing past float max: inf, quietly
             return float(episode.get_return())
     except (TypeError, ValueError):
-        return 0.0
+        return math.nan

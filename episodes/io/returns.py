@@ -51,8 +51,8 @@ def exact_return(episode: Any, plus: Fraction | float = 0) -> Fraction | float:
     try:
         with np.errstate(over="ignore"):  # a float sum past float max is inf, handled below
             total = float(episode.get_return())
-    except (TypeError, ValueError):  # rewards that are no numbers: piece_return's 0.0
-        terms = []
+    except (TypeError, ValueError):  # rewards with no return (piece_return's NaN): no bound
+        return math.nan
     else:
         # get_return is +-inf where int rewards go beyond float range: those are summed
         # one by one (and so are float rewards whose float sum overflows).

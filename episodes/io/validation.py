@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import CorruptDatasetError, DatasetError, DatasetIOError
@@ -129,6 +133,26 @@ def _return_problems(episode: SingleAgentEpisode, where: str, listed: float) -> 
     """
     actual = piece_return(episode)
     # Written as the writer summed it, so equal; a non-finite sum is written as null (NaN).
-    if actual == listed or (not math.isfinite(actual) and math.isnan(listed)):
+    if _same_return(actual, listed) or _same_return(_earlier_return(episode), listed):
         return []
     return [f"{where}: the manifest's return {listed!r} is not the sum of its rewards {actual!r}"]
+
+
+def _same_return(actual: float, listed: float) -> bool:
+    return actual == listed or (not math.isfinite(actual) and math.isnan(listed))
+
+
+def _earlier_return(episode: SingleAgentEpisode) -> float:
+    """The return writers stored before 2026-12-03, which summed differently.
+
+    float16/float32 rewards were summed in their own dtype (rounded, or inf), the components of
+    vector rewards added up, a complex sum taken by its real part, and rewards that are no
+    numbers stored as 0.0. Such manifests are not damaged: the validator accepts either sum.
+    """
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # numpy's ComplexWarning for the real part
+            total: Any = np.asarray(episode.get_rewards()).sum()
+            return float(np.real(total))
+    except (TypeError, ValueError, OverflowError):
+        return 0.0

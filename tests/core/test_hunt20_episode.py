@@ -192,3 +192,57 @@ def test_duration_after_concat_spans_both_chunks(monkeypatch: pytest.MonkeyPatch
     assert episode.get_duration_s() == 0.25
     episode.concat_episode(successor)
     assert episode.get_duration_s() == 0.75  # first step of self to last of the successor
+
+
+# ------------------------------------------- regressions found against the session's start
+_D = gym.spaces.Discrete(5)
+
+
+def tree_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            type(a) is type(b) and a.keys() == b.keys() and all(tree_equal(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(map(tree_equal, a, b))
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "space, observations, actions",
+    [
+        pytest.param(
+            gym.spaces.Tuple([gym.spaces.Tuple([_D, _D]), gym.spaces.Tuple([_D, _D])]),
+            [[[0, 1], [2, 3]], [[1, 1], [1, 1]], [[4, 4], [4, 4]], [[2, 2], [0, 0]]],
+            [0, 1, 0],
+            id="tuple-of-tuples-as-lists",
+        ),
+        pytest.param(
+            gym.spaces.Tuple([gym.spaces.Box(-5, 5, (2,), np.float32), gym.spaces.Tuple([_D, _D])]),
+            [[np.full(2, t, np.float32), [t, t]] for t in range(4)],
+            [[{"b": 1}, 2], [{"b": 0}, 1], [{"b": 1}, 0]],
+            id="box-and-tuple-parts, dict-in-list actions without a space",
+        ),
+    ],
+)
+def test_numpy_tuple_columns_recorded_as_lists_keep_their_leaves_at_any_depth(
+    space: gym.Space, observations: list, actions: list
+) -> None:
+    ep = SingleAgentEpisode(
+        observations=observations, observation_space=space, actions=actions,
+        rewards=[1.0, 2.0, 3.0], len_lookback_buffer=0,
+    ).to_numpy()  # fmt: skip
+    batch = ep.get_sample_batch()
+    data = ep.get_data_dict()
+    for key in ("obs", "actions"):
+        assert tree_equal(batch[key], data[key]), key
+    assert batch.count == 3
+
+
+@pytest.mark.parametrize("empty", [[], (), ""], ids=["list", "tuple", "str"])
+def test_empty_extra_model_outputs_read_as_none_as_in_rllib(empty: Any) -> None:
+    ep = SingleAgentEpisode(
+        observations=[0, 1], actions=[0], rewards=[1.0], extra_model_outputs=empty,
+        len_lookback_buffer=0,
+    )  # fmt: skip
+    assert ep.extra_model_outputs == {}
