@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import re
 from typing import Any
 
@@ -116,7 +117,7 @@ def test_get_return_refuses_vector_rewards(numpy: bool) -> None:
     with pytest.raises(ValueError, match=r"one number per step .* shape \(2, 2\)"):
         ep.get_return()
     assert "return=?" in repr(ep)
-    assert piece_return(ep) == 0.0  # the manifest's fallback for rewards no float sums
+    assert math.isnan(piece_return(ep))  # no return: the manifest stores null
 
 
 def test_get_return_refuses_ragged_rewards_and_sums_single_item_arrays() -> None:
