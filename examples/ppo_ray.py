@@ -7,7 +7,8 @@ The loop of ``examples/ppo_cartpole.py``, with collection moved to a
 :class:`episodes.distributed.RunnerGroup`: each runner actor owns a vector env of
 ``num_envs / num_runners`` CartPoles and a copy of the actor-critic; every iteration the
 learner broadcasts its weights once (one ``ray.put``), the runners sample in parallel, their
-chunks come back through the object store as one :class:`~episodes.distributed.GroupSample`
+chunks come back (through shared memory on the driver's node, the object store between nodes)
+as one :class:`~episodes.distributed.GroupSample`
 (the runners' envs side by side), and :func:`~episodes.converter.episodes_to_rollout` turns
 them into the ``[T, N]`` storage as it does local chunks. The runners write what they collect
 into one shared dataset themselves (``--save-dir none`` turns that off).

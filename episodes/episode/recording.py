@@ -165,8 +165,11 @@ class StepRecorder:
         if obs is None or act is None or rew is None:
             # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
             self._check_numpy_step(obs_store, observation, action)
-            if not getattr(rew_store, "typed", True) and not _is_real(reward):
+            if not _is_real(reward) and (
+                not getattr(rew_store, "typed", True) or _object_rewards(rew_store)
+            ):
                 # The first step decides an untyped column's dtype: a string would make it <U1.
+                # An object column (ints beyond int64) would store a list or array as a value.
                 raise ValueError(
                     "add_env_step: the value for rewards cannot be stored in the episode's "
                     f"numpy column ({reward!r} is no real number); nothing was recorded"
@@ -288,7 +291,10 @@ class StepRecorder:
         for name, n in steps.items():
             if n > before:
                 columns[name].pop()
-        extras = [f"extra_model_outputs[{key!r}]" for key in given or ()]
+        # A given key equal to a recorded one (np.str_("vf") and "vf", 1.0 and 1) is named as
+        # the column names it.
+        recorded = {key: key for key in self.extra_model_outputs}
+        extras = [f"extra_model_outputs[{recorded.get(key, key)!r}]" for key in given or ()]
         order = ["observations", "actions", "rewards", *extras, "infos"]
         refused = next(name for name in order if steps.get(name) == before)
         if isinstance(error, _RefusedColumn):
@@ -338,6 +344,13 @@ def given_info(infos: Any) -> Any:
     if infos is None or (isinstance(infos, _FALSY_TYPES) and not infos):
         return {}
     return infos
+
+
+def _object_rewards(store: Any) -> bool:
+    # A numpy'd rewards column of Python objects, as ints beyond int64 make it (read only for
+    # a reward that is no real number: reading the leaves writes pending numbers in).
+    leaves = getattr(store, "leaves", None)
+    return bool(leaves) and len(leaves) == 1 and leaves[0].dtype.kind == "O"
 
 
 def _is_real(value: Any) -> bool:

@@ -125,13 +125,21 @@ def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:
     # The leaves of a numpy'd Tuple column recorded from lists: arrays of a row per step, or
     # (a Tuple part in a Tuple, a Dict part) lists, tuples and dicts of them. Beside an array
     # `t` every column is batched already: a list there is such leaves, never rows.
-    if not value:
+    # A list of rows (one item a row) is no such leaves: it is made an array as RLlib makes it.
+    if not value or (len(value) == rows and not batched):
         return False
-    if batched:
-        return all(isinstance(leaf, np.ndarray | list | tuple | dict) for leaf in value)
-    if len(value) == rows:
-        return False
-    return all(leaf.__class__ is np.ndarray and leaf.ndim and len(leaf) == rows for leaf in value)
+    return all(_batched_leaves(leaf, rows) for leaf in value)
+
+
+def _batched_leaves(part: Any, rows: int) -> bool:
+    # Arrays of a row per step, or lists, tuples and dicts holding only such arrays.
+    if isinstance(part, np.ndarray):
+        return part.ndim > 0 and len(part) == rows
+    if isinstance(part, list | tuple):
+        return bool(part) and all(_batched_leaves(inner, rows) for inner in part)
+    if isinstance(part, dict):
+        return bool(part) and all(_batched_leaves(inner, rows) for inner in part.values())
+    return False
 
 
 def _ragged(key: str, error: Exception) -> ValueError:

@@ -186,3 +186,25 @@ def test_constructor_names_the_argument_it_refuses(name: str) -> None:
     changes, message = BAD_ARGUMENTS[name]
     with pytest.raises(TypeError, match=message):
         Episode(**{**BASE, **changes})
+
+
+# ------------------------------------------- regressions found against the session's start
+@pytest.mark.parametrize("reward", [[1, 2], np.array([1.0, 2.0])], ids=["list", "array"])
+def test_an_object_rewards_column_refuses_a_reward_that_is_no_number(reward: Any) -> None:
+    ep = Episode(observations=[0, 1, 2], actions=[0, 0], rewards=[2**70, 1], len_lookback_buffer=0)
+    ep.to_numpy()
+    before = copy.deepcopy(ep)
+    with pytest.raises(ValueError, match="the value for rewards"):
+        ep.add_env_step(3, 0, reward)
+    assert ep == before and ep.get_return() == float(2**70 + 1)
+
+
+@pytest.mark.parametrize("given", [np.str_("vf"), "vf"], ids=["numpy str", "str"])
+def test_a_refused_step_names_the_column_of_a_key_equal_to_a_recorded_one(given: Any) -> None:
+    ep = Episode(
+        observations=[0, 1], actions=[0], rewards=[1.0], extra_model_outputs={"vf": [0.5]},
+        len_lookback_buffer=0,
+    ).to_numpy()  # fmt: skip
+    with pytest.raises(ValueError, match=r"extra_model_outputs\['vf'\]"):
+        ep.add_env_step(2, 0, 1.0, extra_model_outputs={given: "oops"})
+    assert len(ep) == 1

@@ -246,3 +246,17 @@ def test_empty_extra_model_outputs_read_as_none_as_in_rllib(empty: Any) -> None:
         len_lookback_buffer=0,
     )  # fmt: skip
     assert ep.extra_model_outputs == {}
+
+
+def test_list_rows_beside_an_array_t_are_still_made_arrays() -> None:
+    batch = SampleBatch(
+        {
+            "t": np.arange(3),
+            "obs": [[1, 2], [3, 4], [5, 6]],
+            "vf": [np.array([0.5, 1.0])] * 3,
+        }
+    )
+    assert isinstance(batch["obs"], np.ndarray) and batch["obs"].shape == (3, 2)
+    assert isinstance(batch["vf"], np.ndarray) and batch["vf"].shape == (3, 2)
+    with pytest.raises(ValueError, match="SampleBatch column 'obs'"):
+        SampleBatch({"t": np.arange(2), "obs": [[1, 2], [3]]})
