@@ -349,8 +349,8 @@ def given_info(infos: Any) -> Any:
 def _object_rewards(store: Any) -> bool:
     # A numpy'd rewards column of Python objects, as ints beyond int64 make it (read only for
     # a reward that is no real number: reading the leaves writes pending numbers in).
-    leaves = getattr(store, "leaves", None)
-    return bool(leaves) and len(leaves) == 1 and leaves[0].dtype.kind == "O"
+    leaves: list[np.ndarray] = getattr(store, "leaves", None) or []
+    return len(leaves) == 1 and leaves[0].dtype.kind == "O"
 
 
 def _is_real(value: Any) -> bool:
