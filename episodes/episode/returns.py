@@ -50,8 +50,8 @@ def reward_sum(rewards: Any) -> float:
         kind = values.dtype.kind
         if kind == "c":
             raise _complex_rewards(values)
-        if kind == "O":  # ints beyond int64 among the rewards: each must be one number
-            odd = next((v for v in values if not isinstance(v, numbers.Number)), None)
+        if kind == "O":  # ints beyond int64 among the rewards: each must be one value
+            odd = next((v for v in values if np.ndim(v) != 0), None)
             if odd is not None:
                 raise _not_scalar_rewards(f"a reward {odd!r} of type {type(odd).__name__}")
         if kind == "f" and values.dtype.itemsize < 8:

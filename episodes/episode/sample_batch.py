@@ -42,6 +42,28 @@ class SampleBatch(dict[str, Any]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._make_arrays(frozenset())
+
+    @classmethod
+    def from_columns(cls, columns: dict[str, Any], batched: frozenset[str]) -> SampleBatch:
+        """A batch of ``columns`` whose ``batched`` ones are laid out already, taken as given.
+
+        What ``get_sample_batch`` builds: a numpy'd column (a Tuple part's leaves as a list,
+        nested too) is never taken for a list of rows; the others are made arrays as the
+        constructor makes them.
+
+        Example:
+            >>> leaves = [np.array([0, 1]), [np.array([2, 3]), np.array([4, 5])]]
+            >>> SampleBatch.from_columns({"t": np.arange(2), "obs": leaves}, frozenset({"obs"}))[
+            ...     "obs"] is leaves
+            True
+        """
+        batch = cls.__new__(cls)
+        dict.__init__(batch, columns)
+        batch._make_arrays(batched)
+        return batch
+
+    def _make_arrays(self, batched_keys: frozenset[str]) -> None:
         seq_lens = self.get("seq_lens", 0)
         if seq_lens is None or (isinstance(seq_lens, list) and not seq_lens):
             del self["seq_lens"]
@@ -53,7 +75,7 @@ class SampleBatch(dict[str, Any]):
         converted = {
             key: _as_column(key, value, count, batched)
             for key, value in self.items()
-            if key != "infos" and isinstance(value, (Number, list))
+            if key != "infos" and key not in batched_keys and isinstance(value, (Number, list))
         }
         self.update(converted)
 
@@ -126,20 +148,32 @@ def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:
     # (a Tuple part in a Tuple, a Dict part) lists, tuples and dicts of them. Beside an array
     # `t` every column is batched already: a list there is such leaves, never rows.
     # A list of rows (one item a row) is no such leaves: it is made an array as RLlib makes it.
+    # (An episode's numpy'd columns, nested leaves too, skip this guess: from_columns.)
     if not value or (len(value) == rows and not batched):
         return False
-    return all(_batched_leaves(leaf, rows) for leaf in value)
+    return all(leaf.__class__ is np.ndarray and leaf.ndim and len(leaf) == rows for leaf in value)
 
 
-def _batched_leaves(part: Any, rows: int) -> bool:
-    # Arrays of a row per step, or lists, tuples and dicts holding only such arrays.
-    if isinstance(part, np.ndarray):
-        return part.ndim > 0 and len(part) == rows
-    if isinstance(part, list | tuple):
-        return bool(part) and all(_batched_leaves(inner, rows) for inner in part)
-    if isinstance(part, dict):
-        return bool(part) and all(_batched_leaves(inner, rows) for inner in part.values())
-    return False
+def episode_batch(episode: SingleAgentEpisode) -> SampleBatch:
+    """``get_sample_batch``: :func:`data_dict` with the numpy'd columns taken as they are.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> episode_batch(ep)["rewards"]
+        array([1.])
+    """
+    buffers = {
+        "obs": episode.observations,
+        "actions": episode.actions,
+        "rewards": episode.rewards,
+        **episode.extra_model_outputs,
+    }
+    batched = {name for name, buffer in buffers.items() if buffer.finalized}
+    if episode.is_numpy:  # the flags, t and eps_id are arrays made by numpy then
+        batched |= {"terminateds", "truncateds", "t", "eps_id"}
+    return SampleBatch.from_columns(data_dict(episode), frozenset(batched))
 
 
 def _ragged(key: str, error: Exception) -> ValueError:

@@ -24,7 +24,7 @@ from episodes.episode.given_columns import (
 )
 from episodes.episode.recording import StepRecorder
 from episodes.episode.returns import reward_sum
-from episodes.episode.sample_batch import SampleBatch, data_dict
+from episodes.episode.sample_batch import SampleBatch, data_dict, episode_batch
 from episodes.indexing import as_int
 from episodes.spaces.contains import checker_for
 
@@ -456,7 +456,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             >>> len(ep.get_sample_batch())
             1
         """
-        return SampleBatch(data_dict(self))
+        return episode_batch(self)
 
     # ------------------------------------------------------------------------------- chunking
     def cut(self, len_lookback_buffer: int = 0) -> SingleAgentEpisode:

@@ -208,3 +208,16 @@ def test_a_refused_step_names_the_column_of_a_key_equal_to_a_recorded_one(given:
     with pytest.raises(ValueError, match=r"extra_model_outputs\['vf'\]"):
         ep.add_env_step(2, 0, 1.0, extra_model_outputs={given: "oops"})
     assert len(ep) == 1
+
+
+@pytest.mark.parametrize(
+    "scalar", [np.True_, np.array(0.5), np.array(3)], ids=["numpy bool", "0-d float", "0-d int"]
+)
+@pytest.mark.parametrize("numpy", [False, True], ids=["list", "numpy"])
+def test_scalars_beside_ints_beyond_int64_have_a_return(scalar: Any, numpy: bool) -> None:
+    ep = Episode(
+        observations=[0, 1, 2], actions=[0, 0], rewards=[2**70, scalar], len_lookback_buffer=0
+    )
+    if numpy:
+        ep.to_numpy()
+    assert ep.get_return() == float(2**70 + float(scalar))

@@ -260,3 +260,12 @@ def test_list_rows_beside_an_array_t_are_still_made_arrays() -> None:
     assert isinstance(batch["vf"], np.ndarray) and batch["vf"].shape == (3, 2)
     with pytest.raises(ValueError, match="SampleBatch column 'obs'"):
         SampleBatch({"t": np.arange(2), "obs": [[1, 2], [3]]})
+
+
+def test_user_row_dicts_and_tuples_stack_even_when_square() -> None:
+    # Rows whose leaves are as long as the batch has rows are still rows, not Tuple leaves.
+    dicts = SampleBatch({"rewards": np.zeros(4), "obs": [{"pos": np.full(4, i)} for i in range(4)]})
+    assert dicts["obs"]["pos"].shape == (4, 4)
+    pairs = [(np.full(4, i), np.full(4, -i)) for i in range(4)]
+    tuples = SampleBatch({"rewards": np.zeros(4), "obs": pairs})
+    assert [leaf.shape for leaf in tuples["obs"]] == [(4, 4), (4, 4)]
