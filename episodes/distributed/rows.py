@@ -26,6 +26,7 @@ import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import discount_factor, whole_number
+from episodes.io.format import piece_return
 from episodes.structs import flatten, is_nested, unflatten
 
 __all__ = [
@@ -219,19 +220,11 @@ def episode_row(episode: SingleAgentEpisode) -> dict[str, Any]:
         "id": str(episode.id_),
         "t_started": int(episode.t_started),
         "length": len(episode),
-        "return": _return_or_nan(episode),
+        "return": piece_return(episode),  # NaN for rewards with no return, as a manifest's
         "terminated": bool(episode.is_terminated),
         "truncated": bool(episode.is_truncated),
         "episode": episode,
     }
-
-
-def _return_or_nan(episode: SingleAgentEpisode) -> float:
-    # Rewards no float sums (complex ones, say) still travel: the row's return is NaN.
-    try:
-        return float(episode.get_return())
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def episode_from_row(row: Any) -> SingleAgentEpisode:
