@@ -54,7 +54,12 @@ def item_list(store: Store, space: gym.Space[Any] | None, new_data: Any) -> list
 
     Raises:
         TypeError: ``new_data`` is neither a list nor a batched struct, or it is a batch (a
-            tuple or dict) holding a sequence where the column's items hold one value.
+            tuple or dict) holding a tuple where the column's items hold one value.
+
+    Example:
+        >>> from episodes.buffer.list_store import ListStore
+        >>> item_list(ListStore([0.0, 0.0]), None, [1.0, 2.0])
+        [1.0, 2.0]
     """
     if isinstance(new_data, list):
         return new_data
