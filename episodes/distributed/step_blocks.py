@@ -22,8 +22,9 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
     """Refuses step columns of ``parts`` (one dict per chunk) that one block cannot hold.
 
     The chunks' columns must have the same names, in order, the same row shapes and dtypes of
-    one kind (bool, signed int, unsigned int, float, complex, string, bytes or object: those
-    join with their values; other dtypes, datetimes say, must be the same). One comparison per
+    one kind (bool, int, unsigned int, float, complex, string, bytes or object: those join with
+    their values; unsigned ints narrower than 64 bits count as ints, which hold them exactly;
+    other dtypes, datetimes say, must be the same). One comparison per
     chunk; ``where`` names the chunks in the message.
 
     Raises:
@@ -34,6 +35,8 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
         >>> b = {"episode_id": np.array(["b"], object), "obs": np.array([0.5], np.float32)}
         >>> wider = {"episode_id": a["episode_id"], "obs": np.array([1], np.int8)}
         >>> check_same_columns([a, wider], "chunks 0-2")  # int8 joins int64 as it is
+        >>> pixels = {"episode_id": a["episode_id"], "obs": np.array([255], np.uint8)}
+        >>> check_same_columns([a, pixels], "chunks 0-2")  # so does uint8
         >>> check_same_columns([a, b], "chunks 0-2")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: chunks 0-2 do not share the type of the step column 'obs': int64 rows ...
@@ -60,7 +63,9 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
 
 def _column_type(column: np.ndarray) -> tuple[Any, tuple[int, ...]]:
     dtype = column.dtype
-    return (dtype.kind if dtype.kind in "biufcUSO" else dtype), column.shape[1:]
+    # uint64 next to int64 would become float64; narrower unsigned ints fit int64 exactly.
+    kind = "i" if dtype.kind == "u" and dtype.itemsize < 8 else dtype.kind
+    return (kind if kind in "biufcUSO" else dtype), column.shape[1:]
 
 
 def _described(part: dict[str, np.ndarray], name: str) -> str:

@@ -231,6 +231,13 @@ REFUSED = {
         ],
         r"'obs': float32 rows of shape \(2,\) in episode 'a', float32 rows of shape \(3,\)",
     ),
+    "uint64-then-int64-obs": (
+        [
+            _episode("a", [np.array([2**63 + t], np.uint64) for t in range(3)], [0, 1]),
+            _episode("b", INT_OBS, [0, 1]),
+        ],
+        r"'obs': uint64 rows of shape \(1,\) in episode 'a', int64 rows",
+    ),
 }
 
 
@@ -260,6 +267,11 @@ def test_read_steps_and_transitions_refuse_mixed_v1_chunks_through_ray(ray_local
 
 JOINED = {
     "int8-then-int64": ([np.array([t], np.int8) for t in range(3)], INT_OBS),
+    "uint8-then-int64": ([np.array([250 + t], np.uint8) for t in range(3)], INT_OBS),
+    "uint32-then-int8": (
+        [np.array([2**32 - 1 - t], np.uint32) for t in range(3)],
+        [np.array([-t], np.int8) for t in range(3)],
+    ),
     "float32-then-float64": (
         [np.array([t + 0.1], np.float32) for t in range(3)],
         [np.array([t + 0.1], np.float64) for t in range(3)],
