@@ -78,6 +78,7 @@ def shape_of(shape: Any, label: str = "actions_shape") -> tuple[int, ...]:
     Raises:
         TypeError: neither an int nor a sequence of ints (a float, a bool, a nested list,
             a string); the message names ``label``.
+        ValueError: a negative size; the message names ``label``.
 
     Example:
         >>> shape_of(4), shape_of([2, 3])
@@ -90,7 +91,14 @@ def shape_of(shape: Any, label: str = "actions_shape") -> tuple[int, ...]:
     parsed = _as_shape(shape)
     if parsed is None:
         raise TypeError(f"{label}: expected a shape (an int or a sequence of ints), got {shape!r}")
-    return parsed
+    return _sizes_checked(parsed, label)
+
+
+def _sizes_checked(shape: tuple[int, ...], label: str) -> tuple[int, ...]:
+    # torch would refuse a negative size only when allocating, naming no argument.
+    if any(size < 0 for size in shape):
+        raise ValueError(f"{label}: sizes must be >= 0, got {shape}")
+    return shape
 
 
 def distribution_leaves(
@@ -142,10 +150,6 @@ class Leaf(NamedTuple):
     dtype: torch.dtype
 
 
-def _is_shape(x: Any) -> bool:
-    return isinstance(x, (tuple, list, torch.Size)) and all(isinstance(i, int) for i in x)
-
-
 def parse_observations(
     spec: Any, num_envs: int, dtype: torch.dtype, label: str = "observations"
 ) -> Any:
@@ -190,23 +194,42 @@ def parse_observations(
             f"{label}: expected a shape, (shape, torch dtype), an example tensor or a mapping "
             f"of those, got {spec!r}"
         )
-    return Leaf(shape, dtype)
+    return Leaf(_sizes_checked(shape, label), dtype)
 
 
 def parse_hidden(
-    spec: HiddenSpec, num_envs: int, dtype: torch.dtype = torch.float32
+    spec: HiddenSpec,
+    num_envs: int,
+    dtype: torch.dtype = torch.float32,
+    label: str = "hidden state",
 ) -> list[Leaf] | None:
     """One ``Leaf((num_layers, hidden), dtype)`` per recurrent state component.
 
-    A tensor gives its own dtype; a ``(num_layers, hidden)`` shape takes ``dtype``.
+    A tensor gives its own dtype; a ``(num_layers, hidden)`` shape (ints, numpy's too, or a
+    1-D array) takes ``dtype``; a tuple or list of those is one component each (an LSTM's
+    ``(h, c)``).
+
+    Raises:
+        TypeError: A component that is neither; the message names ``label``.
+        ValueError: A negative size, or a tensor that is not ``[num_layers, num_envs, hidden]``.
 
     Example:
         >>> parse_hidden((1, 8), 4)
         [Leaf(shape=(1, 8), dtype=torch.float32)]
+        >>> parse_hidden(((1, 8), (1, 8)), 4)  # an LSTM's h and c
+        [Leaf(shape=(1, 8), dtype=torch.float32), Leaf(shape=(1, 8), dtype=torch.float32)]
     """
     if spec is None:
         return None
-    comps = [spec] if isinstance(spec, torch.Tensor) or _is_shape(spec) else list(spec)
+    if isinstance(spec, torch.Tensor) or _is_pair(spec):
+        comps = [spec]
+    elif isinstance(spec, (tuple, list, np.ndarray)):
+        comps = list(spec)
+    else:
+        raise TypeError(
+            f"{label}: expected a (num_layers, hidden) shape, a [num_layers, num_envs, hidden] "
+            f"tensor or a tuple of those, got {spec!r}"
+        )
     out = []
     for c in comps:
         if isinstance(c, torch.Tensor):
@@ -215,11 +238,19 @@ def parse_hidden(
                     f"hidden states must be [num_layers, {num_envs}, hidden], got {tuple(c.shape)}"
                 )
             out.append(Leaf((c.shape[0], c.shape[2]), c.dtype))
-        elif _is_shape(c) and len(c) == 2:
-            out.append(Leaf(tuple(c), dtype))
+        elif _is_pair(c):
+            out.append(Leaf(_sizes_checked(_as_shape(c) or (), label), dtype))
         else:
-            raise TypeError(f"cannot interpret hidden-state spec {c!r}")
+            raise TypeError(
+                f"{label}: cannot interpret hidden-state spec {c!r}: expected a "
+                "(num_layers, hidden) shape or a [num_layers, num_envs, hidden] tensor"
+            )
     return out
+
+
+def _is_pair(x: Any) -> bool:
+    shape = None if isinstance(x, torch.Tensor) else _as_shape(x)
+    return shape is not None and len(shape) == 2 and not _is_int(x)
 
 
 def name_leaves(prefix: str, tree: Any, out: dict[str, Leaf]) -> Any:

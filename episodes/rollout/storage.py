@@ -114,6 +114,8 @@ class RolloutStorage:
         check_sizes(training_type, num_envs, num_transitions_per_env)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:  # ints truncate
             raise ValueError(f"dtype must be a real floating-point torch dtype, got {dtype!r}")
+        if actions_dtype is not None and not isinstance(actions_dtype, torch.dtype):
+            raise TypeError(f"actions_dtype must be a torch dtype or None, got {actions_dtype!r}")
         self.training_type = training_type
         self.num_envs, self.num_transitions_per_env = num_envs, num_transitions_per_env
         self.device = torch.device(device)
@@ -126,8 +128,12 @@ class RolloutStorage:
         self._allocate(specs)
         self._bind_fields()
         #: Per state component ``[T, num_layers, N, hidden]`` (GRU: 1, LSTM: 2), shapes in dtype.
-        self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state, dtype)
-        self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state, dtype)
+        self.saved_hidden_states_actor = self._alloc_hidden(
+            actor_hidden_state, dtype, "actor_hidden_state"
+        )
+        self.saved_hidden_states_critic = self._alloc_hidden(
+            critic_hidden_state, dtype, "critic_hidden_state"
+        )
         #: ``[T, N]`` bool, False on cells that hold no transition (padding, a next-step
         #: reset step); None when every cell holds one. The generators hand out only valid
         #: cells (flat) or the mask with the batch (recurrent, distillation), and the
@@ -200,9 +206,9 @@ class RolloutStorage:
         )
 
     def _alloc_hidden(
-        self, spec: HiddenSpec, dtype: torch.dtype = torch.float32
+        self, spec: HiddenSpec, dtype: torch.dtype, label: str
     ) -> list[torch.Tensor] | None:
-        leaves = parse_hidden(spec, self.num_envs, dtype)
+        leaves = parse_hidden(spec, self.num_envs, dtype, label)
         if leaves is None:
             return None
         t, n = self.num_transitions_per_env, self.num_envs
@@ -284,7 +290,7 @@ class RolloutStorage:
                         saved, comps = hidden_writes(
                             getattr(self, f"saved_hidden_states_{which}"),
                             state,
-                            lambda example: self._alloc_hidden(example),
+                            lambda example: self._alloc_hidden(example, torch.float32, "hidden"),
                             which,
                             isinstance(rows, int),
                         )
