@@ -21,6 +21,7 @@ __all__ = [
     "ObsSpec",
     "Shape",
     "TRAINING_TYPES",
+    "check_dtypes",
     "check_sizes",
     "distribution_leaves",
     "name_leaves",
@@ -56,6 +57,26 @@ def hidden_pair(value: Any) -> tuple[Any, Any]:
             f"hidden_states is a pair (actor, critic), each a state or None; got {given}"
         )
     return value[0], value[1]
+
+
+def check_dtypes(dtype: Any, actions_dtype: Any) -> None:
+    """Refuse a storage's ``dtype`` unless a real float dtype, and ``actions_dtype`` unless a dtype.
+
+    Raises:
+        ValueError: ``dtype`` is not a real floating-point torch dtype (ints would truncate).
+        TypeError: ``actions_dtype`` is neither a torch dtype nor None (a name, ``"int64"``).
+
+    Example:
+        >>> check_dtypes(torch.float32, torch.int64)
+        >>> check_dtypes(torch.float32, "int64")
+        Traceback (most recent call last):
+        ...
+        TypeError: actions_dtype must be a torch dtype or None, got 'int64'
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a real floating-point torch dtype, got {dtype!r}")
+    if actions_dtype is not None and not isinstance(actions_dtype, torch.dtype):
+        raise TypeError(f"actions_dtype must be a torch dtype or None, got {actions_dtype!r}")
 
 
 def _is_int(x: Any) -> bool:

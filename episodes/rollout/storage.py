@@ -11,6 +11,7 @@ each tensor with one ``index_select`` (:meth:`RolloutStorage.gather`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -34,6 +35,7 @@ from .specs import (
     Leaf,
     ObsSpec,
     Shape,
+    check_dtypes,
     check_sizes,
     distribution_leaves,
     hidden_pair,
@@ -112,10 +114,7 @@ class RolloutStorage:
         normalize_advantage_per_mini_batch: bool = False,
     ) -> None:
         check_sizes(training_type, num_envs, num_transitions_per_env)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:  # ints truncate
-            raise ValueError(f"dtype must be a real floating-point torch dtype, got {dtype!r}")
-        if actions_dtype is not None and not isinstance(actions_dtype, torch.dtype):
-            raise TypeError(f"actions_dtype must be a torch dtype or None, got {actions_dtype!r}")
+        check_dtypes(dtype, actions_dtype)
         self.training_type = training_type
         self.num_envs, self.num_transitions_per_env = num_envs, num_transitions_per_env
         self.device = torch.device(device)
@@ -128,12 +127,8 @@ class RolloutStorage:
         self._allocate(specs)
         self._bind_fields()
         #: Per state component ``[T, num_layers, N, hidden]`` (GRU: 1, LSTM: 2), shapes in dtype.
-        self.saved_hidden_states_actor = self._alloc_hidden(
-            actor_hidden_state, dtype, "actor_hidden_state"
-        )
-        self.saved_hidden_states_critic = self._alloc_hidden(
-            critic_hidden_state, dtype, "critic_hidden_state"
-        )
+        self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state, dtype, "actor")
+        self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state, dtype, "critic")
         #: ``[T, N]`` bool, False on cells that hold no transition (padding, a next-step
         #: reset step); None when every cell holds one. The generators hand out only valid
         #: cells (flat) or the mask with the batch (recurrent, distillation), and the
@@ -208,7 +203,7 @@ class RolloutStorage:
     def _alloc_hidden(
         self, spec: HiddenSpec, dtype: torch.dtype, label: str
     ) -> list[torch.Tensor] | None:
-        leaves = parse_hidden(spec, self.num_envs, dtype, label)
+        leaves = parse_hidden(spec, self.num_envs, dtype, f"{label}_hidden_state")
         if leaves is None:
             return None
         t, n = self.num_transitions_per_env, self.num_envs
@@ -290,7 +285,7 @@ class RolloutStorage:
                         saved, comps = hidden_writes(
                             getattr(self, f"saved_hidden_states_{which}"),
                             state,
-                            lambda example: self._alloc_hidden(example, torch.float32, "hidden"),
+                            partial(self._alloc_hidden, dtype=torch.float32, label=which),
                             which,
                             isinstance(rows, int),
                         )
