@@ -341,7 +341,7 @@ def mixed_nested_concat(ep: Any, other: Any) -> bool:
 
 def nested_numpy_clamp(ep: Any, lookback: int) -> bool:
     """RLlib builds a nested numpy column with ``min(lookback, len(dict))``: a lookback beyond the
-    number of dict keys is silently cut and the episode fails validate (deviation
+    number of dict keys is silently cut and its own cut or slice fails (deviation
     "nested-numpy-lookback"; see test_nested_numpy_cut_and_slice_keep_lookback)."""
     obs = ep.observations
     return obs.finalized and isinstance(obs.data, dict) and lookback > len(obs.data)
