@@ -22,6 +22,7 @@ from episodes.buffer.stores import (
     shallow_store,
     store_from_state,
 )
+from episodes.buffer.subclasses import subclass_attributes
 from episodes.indexing import Index as Indices
 from episodes.spaces import filler_item, one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
@@ -511,6 +512,8 @@ class InfiniteLookbackBuffer:
         clone = InfiniteLookbackBuffer.__new__(type(self))
         clone.store, clone.lookback = shallow_store(self.store), self.lookback
         clone._space = self._space
+        for name, value in subclass_attributes(self, InfiniteLookbackBuffer).items():
+            object.__setattr__(clone, name, value)  # a subclass's own, shallow like the rest
         return clone
 
     def __eq__(self, other: object) -> bool:

@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.buffer.subclasses import subclass_attributes
 from episodes.episode import chunks
 from episodes.episode import state as snapshot
 from episodes.episode.accessors import ColumnAccessors
@@ -524,7 +525,10 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     def __getstate__(self) -> dict[str, Any]:
         # The space checkers are closures (not picklable); they are rebuilt on unpickling.
-        return {name: getattr(self, name) for name in self.__slots__ if name not in _DERIVED_SLOTS}
+        state = {name: getattr(self, name) for name in _OWN_STATE}
+        # A subclass's own attributes travel too (its slots and its __dict__), as RLlib's do.
+        state.update(subclass_attributes(self, SingleAgentEpisode))
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Each column keeps the space it was pickled with, as from_state keeps it.
@@ -548,3 +552,6 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, return={ret}, "
             f"id_={self.id_})"
         )
+
+
+_OWN_STATE = tuple(name for name in SingleAgentEpisode.__slots__ if name not in _DERIVED_SLOTS)
