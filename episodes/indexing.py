@@ -45,6 +45,23 @@ def as_int(index: object, *, what: str = "index") -> int:
     return operator.index(index)
 
 
+def as_flag(value: Any, name: str) -> bool:
+    """``value`` as a ``bool``; only ``bool`` and numpy booleans are flags.
+
+    Raises:
+        TypeError: ``value`` is anything else (``1``, ``"yes"``, ``None``).
+
+    Example:
+        >>> as_flag(np.True_, "terminated")
+        True
+    """
+    if value.__class__ is bool:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {type(value).__name__} ({value!r})")
+
+
 def whole_number(value: Any, what: str, least: int) -> int:
     """``value`` as an int >= ``least`` (numpy ints taken), else a ``ValueError`` naming it.
 

@@ -23,25 +23,10 @@ from typing import Any
 import numpy as np
 
 from episodes.converter.columns import ColumnKeys
+from episodes.indexing import as_flag
 
 #: numpy dtype kinds of a value: signed and unsigned ints, floats (not bool or complex).
 _VALUE_KINDS = "iuf"
-
-
-def flag(value: Any, name: str) -> bool:
-    """``value`` as a bool; only ``bool`` and numpy booleans are (``1`` or ``"no"`` are not).
-
-    Example:
-        >>> flag(np.True_, "copy")
-        True
-        >>> flag(1, "copy")
-        Traceback (most recent call last):
-        ...
-        TypeError: copy must be a bool, got int (1)
-    """
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise TypeError(f"{name} must be a bool, got {type(value).__name__} ({value!r})")
 
 
 def column_keys(keys: Any) -> ColumnKeys:
@@ -101,7 +86,7 @@ def rollout_arguments(
         raise TypeError(f"storage must be a RolloutStorage (or None), got {type(storage).__name__}")
     callable_or_none(value_fn, "value_fn")
     callable_or_none(obs_fn, "obs_fn")
-    return column_keys(keys), flag(copy, "copy")
+    return column_keys(keys), as_flag(copy, "copy")
 
 
 def _got(values: Any) -> str:

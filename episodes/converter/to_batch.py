@@ -11,10 +11,11 @@ from episodes.connectors.base import id_rows
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, agreed_space, layout_batch, rows
-from episodes.converter.inputs import callable_or_none, column_keys, flag
+from episodes.converter.inputs import callable_or_none, column_keys
 from episodes.converter.refusals import checked_obs_fn_output
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
+from episodes.indexing import as_flag
 from episodes.runner import SampledChunks
 from episodes.spaces import nest_as_space
 from episodes.structs import is_nested, map_alike, map_leaves
@@ -120,7 +121,7 @@ def episodes_to_batch(
         ([0, 1], [1, 2], [False, True])
     """
     column_keys(keys)  # reserved: the flat batch keeps every extra column under its own name
-    extra_model_outputs = flag(extra_model_outputs, "extra_model_outputs")
+    extra_model_outputs = as_flag(extra_model_outputs, "extra_model_outputs")
     callable_or_none(obs_fn, "obs_fn")
     _check_chunks(episodes)
     indices = [i for i, c in enumerate(episodes) if len(c)]  # "chunk" numbers all episodes

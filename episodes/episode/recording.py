@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.indexing import as_flag
 
 if TYPE_CHECKING:
     from episodes.spaces.contains import Checker
@@ -20,23 +21,6 @@ if TYPE_CHECKING:
 _now = time.perf_counter
 # Types whose falsy values RLlib's ``infos or {}`` turns into ``{}`` (see ``given_info``).
 _FALSY_TYPES = (dict, list, tuple, set, str, bytes, int, float, np.number, np.bool_)
-
-
-def as_flag(value: Any, name: str) -> bool:
-    """``value`` as a ``bool``; only ``bool`` and numpy booleans are flags.
-
-    Raises:
-        TypeError: ``value`` is anything else (``1``, ``"yes"``, ``None``).
-
-    Example:
-        >>> as_flag(np.True_, "terminated")
-        True
-    """
-    if value.__class__ is bool:
-        return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    raise TypeError(f"{name} must be a bool, got {type(value).__name__} ({value!r})")
 
 
 class StepRecorder:

@@ -13,7 +13,7 @@ import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode.fields import FIELDS, Field
-from episodes.episode.recording import as_flag
+from episodes.indexing import as_flag
 from episodes.spaces import space_from_dict, space_to_dict
 from episodes.structs import data_equal
 

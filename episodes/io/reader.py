@@ -35,8 +35,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.episode.recording import as_flag
-from episodes.indexing import as_int
+from episodes.indexing import as_flag, as_int
 from episodes.io.encoding import decode_episode, joined_text_padding
 from episodes.io.errors import (
     CorruptDatasetError,

@@ -37,8 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from episodes.episode import SingleAgentEpisode
-from episodes.episode.recording import as_flag
-from episodes.indexing import as_int
+from episodes.indexing import as_flag, as_int
 from episodes.io.copy_arena import CopyArena
 from episodes.io.errors import (
     DatasetError,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.episode.recording import as_flag
+from episodes.indexing import as_flag
 from episodes.seeds import check_seed
 
 __all__ = ["filter_args", "holds_nan", "merge_sources", "real_number", "resolved", "split_args"]

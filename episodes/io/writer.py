@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.episode.recording import as_flag
+from episodes.indexing import as_flag
 from episodes.io.checksums import PARALLEL_BYTES, crc_pool
 from episodes.io.encoding import encode_episode
 from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from episodes.indexing import whole_number
+from episodes.indexing import as_flag, whole_number
 
 from .leaves import data_tensor, same_but_trailing_ones
 from .nested import map_tree
@@ -288,9 +288,7 @@ def mini_batch_generator(
     cells = None if valid is None else valid.reshape(-1).nonzero().squeeze(1)
     total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
     split_sizes(total, num_mini_batches)  # validates
-    normalize = storage.normalize_advantage_per_mini_batch
-    if normalize_advantage_per_mini_batch is not None:
-        normalize = normalize_advantage_per_mini_batch
+    normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
     # Checked above, at the call; the batches are gathered lazily.
     return _flat_batches(storage, num_mini_batches, num_epochs, generator, normalize, cells)
 
@@ -382,12 +380,16 @@ def recurrent_mini_batch_generator(
     """
     valid = _require(storage, "rl", "recurrent_mini_batch_generator")
     num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
-    normalize = storage.normalize_advantage_per_mini_batch
-    if normalize_advantage_per_mini_batch is not None:
-        normalize = normalize_advantage_per_mini_batch
+    normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
     sizes = split_sizes(storage.num_envs, num_mini_batches)
     # Checked above, at the call; the layout (its host syncs) waits for the first batch.
     return _recurrent_batches(storage, sizes, num_epochs, normalize, valid)
+
+
+def _per_mini_batch(storage: RolloutStorage, given: Any) -> bool:
+    if given is None:
+        return bool(storage.normalize_advantage_per_mini_batch)
+    return as_flag(given, "normalize_advantage_per_mini_batch")
 
 
 def _recurrent_batches(

@@ -25,6 +25,7 @@ __all__ = [
     "check_sizes",
     "distribution_leaves",
     "name_leaves",
+    "hidden_tensors",
     "parse_hidden",
     "parse_observations",
 ]
@@ -267,6 +268,30 @@ def parse_hidden(
                 "(num_layers, hidden) shape or a [num_layers, num_envs, hidden] tensor"
             )
     return out
+
+
+def hidden_tensors(
+    spec: HiddenSpec,
+    size: tuple[int, int],
+    dtype: torch.dtype,
+    device: torch.device,
+    label: str,
+) -> list[torch.Tensor] | None:
+    """Zeroed ``[T, num_layers, N, hidden]`` tensors for ``spec`` (see :func:`parse_hidden`).
+
+    Example:
+        >>> [t.shape for t in hidden_tensors((1, 8), (3, 4), torch.float32, "cpu", "h")]
+        [torch.Size([3, 1, 4, 8])]
+    """
+    num_steps, num_envs = size
+    leaves = parse_hidden(spec, num_envs, dtype, label)
+    if leaves is None:
+        return None
+    return [
+        torch.zeros(num_steps, layers, num_envs, hidden, dtype=leaf.dtype, device=device)
+        for leaf in leaves
+        for layers, hidden in [leaf.shape]
+    ]
 
 
 def _is_pair(x: Any) -> bool:

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from episodes.indexing import as_flag
+
 from .aliasing import unalias
 from .gae import compute_gae
 from .generators import (
@@ -39,8 +41,8 @@ from .specs import (
     check_sizes,
     distribution_leaves,
     hidden_pair,
+    hidden_tensors,
     name_leaves,
-    parse_hidden,
     parse_observations,
     shape_of,
 )
@@ -119,7 +121,9 @@ class RolloutStorage:
         self.num_envs, self.num_transitions_per_env = num_envs, num_transitions_per_env
         self.device = torch.device(device)
         self.actions_shape = shape_of(actions_shape)
-        self.normalize_advantage_per_mini_batch = normalize_advantage_per_mini_batch
+        self.normalize_advantage_per_mini_batch = as_flag(
+            normalize_advantage_per_mini_batch, "normalize_advantage_per_mini_batch"
+        )
         self.step = 0
         specs = self._field_specs(
             observations, privileged_observations, distribution_params, dtype, actions_dtype
@@ -203,14 +207,8 @@ class RolloutStorage:
     def _alloc_hidden(
         self, spec: HiddenSpec, dtype: torch.dtype, label: str
     ) -> list[torch.Tensor] | None:
-        leaves = parse_hidden(spec, self.num_envs, dtype, f"{label}_hidden_state")
-        if leaves is None:
-            return None
-        t, n = self.num_transitions_per_env, self.num_envs
-        return [
-            torch.zeros(t, leaf.shape[0], n, leaf.shape[1], dtype=leaf.dtype, device=self.device)
-            for leaf in leaves
-        ]
+        size = (self.num_transitions_per_env, self.num_envs)
+        return hidden_tensors(spec, size, dtype, self.device, f"{label}_hidden_state")
 
     # ------------------------------------------------------------------ flat access
     def _names(self, names: str | Iterable[str] | None) -> list[str]:
@@ -491,10 +489,11 @@ class RolloutStorage:
         """
         if self.values is None or self.returns is None or self.advantages is None:
             raise ValueError("compute_returns is only available for training_type 'rl'")
+        normalize = as_flag(normalize_advantage, "normalize_advantage")  # before any write
         values, valid = self.values, self.valid
         adv = compute_gae(self.rewards, values, self.dones, last_values, gamma, lam, valid=valid)
         torch.add(adv, values, out=self.returns)
-        if normalize_advantage:
+        if normalize:
             normalize_into(self.advantages, adv, valid)
         else:
             self.advantages.copy_(adv)

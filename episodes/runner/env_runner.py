@@ -10,8 +10,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
-from episodes.episode.recording import as_flag
-from episodes.indexing import whole_number
+from episodes.indexing import as_flag, whole_number
 from episodes.runner.first_outputs import allocate_outputs
 from episodes.runner.metrics import MetricsSlot, RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
