@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,10 @@ class GroupMetrics:
     def add_sample(self, sample: RunnerSample, *, shared_memory: bool = False) -> None:
         """Counts one arrived sample (``shared_memory``: its arrays came that way).
 
+        Raises:
+            TypeError: ``sample`` is no :class:`RunnerSample`, or its metrics are no dict;
+                nothing is counted then.
+
         Example:
             >>> from episodes import SingleAgentEpisode
             >>> ep = SingleAgentEpisode("a", observations=[0, 1, 2], actions=[0, 1],
@@ -91,9 +96,19 @@ class GroupMetrics:
             >>> m.num_samples, m.num_env_steps, m.num_shared_memory_samples, m.runner_metrics
             (1, 2, 1, [{'num_env_steps': 2}])
         """
+        # Read first: a refused sample counts nothing, and metrics no reduce() could merge
+        # are refused here rather than by every later reduce().
+        if not isinstance(sample, RunnerSample):
+            raise TypeError(f"add_sample takes a RunnerSample, got {type(sample).__name__}")
+        if not isinstance(sample.metrics, Mapping):
+            raise TypeError(
+                "the sample's metrics must be a dict (EnvRunner.get_metrics()), got "
+                f"{type(sample.metrics).__name__}"
+            )
+        env_steps = sample.env_steps
         self.num_samples += 1
         self.num_shared_memory_samples += bool(shared_memory)
-        self.num_env_steps += sample.env_steps
+        self.num_env_steps += env_steps
         self.runner_metrics.append(sample.metrics)
         if len(self.runner_metrics) > MAX_PARTS:
             # Merged now and then (amortized): one dict per sample would grow without end.
