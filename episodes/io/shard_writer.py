@@ -411,7 +411,10 @@ class DatasetWriter:
             encoded.columns = dict(zip(batch.schema.names, batch.columns, strict=True))
 
     def write_many(self, episodes: Iterable[SingleAgentEpisode]) -> None:
-        """Writes several episodes in order (see :meth:`write`).
+        """Writes several episodes in order, as that many :meth:`write` calls.
+
+        Not all-or-nothing: a refused episode raises :meth:`write`'s error, and the episodes
+        before it stay written (committed with the shard as usual), those after it are not.
 
         Example:
             >>> import tempfile
