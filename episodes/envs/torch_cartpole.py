@@ -98,9 +98,12 @@ class TorchCartPole(gym.vector.VectorEnv):
 
         The generator starts from fresh entropy, so unseeded envs differ (as gymnasium's).
         ``seed`` is None, an int >= 0, or (as ``VectorEnv.reset`` takes) a list of ``num_envs``
-        per-sub-env seeds, each None or an int >= 0. Since one generator serves all sub-envs,
-        a list seeds it from all its ints together (each one changes every sub-env's episodes);
-        a list holding a None gives it fresh entropy, as gymnasium gives an unseeded sub-env.
+        per-sub-env seeds, each None or an int >= 0. An int up to ``2**64 - 1`` seeds the
+        generator as it is; a larger one (which torch's generator cannot take) is folded into
+        64 bits by numpy's ``SeedSequence``, the same every time. Since one generator serves
+        all sub-envs, a list seeds it from all its ints together (each one changes every
+        sub-env's episodes); a list holding a None gives it fresh entropy, as gymnasium gives
+        an unseeded sub-env.
 
         Raises:
             ValueError: A seed of none of those forms (a float, a bool, a negative int, a
@@ -125,7 +128,7 @@ class TorchCartPole(gym.vector.VectorEnv):
                 state = np.random.SeedSequence(ints).generate_state(1, np.uint64)[0]
                 self._generator.manual_seed(int(state))
         elif seed is not None:
-            self._generator.manual_seed(seed)
+            self._generator.manual_seed(_generator_seed(seed))
         self._state = self._fresh()
         self._steps.zero_()
         self._needs_reset.zero_()
@@ -187,3 +190,20 @@ class TorchCartPole(gym.vector.VectorEnv):
             steps = torch.where(done, 0, steps)
         self._state, self._steps = obs, steps
         return obs.clone(), rewards, terminated, truncated, infos
+
+
+def _generator_seed(seed: int) -> int:
+    """``seed`` as ``torch.Generator.manual_seed`` takes it: itself up to ``2**64 - 1``.
+
+    A larger int, which torch refuses ("Overflow when unpacking long long"), is folded into
+    64 bits by numpy's ``SeedSequence`` (as a list of seeds is), so it still picks one stream.
+
+    Example:
+        >>> _generator_seed(7), _generator_seed(2**64 - 1) == 2**64 - 1
+        (7, True)
+        >>> _generator_seed(2**64) == _generator_seed(2**64), _generator_seed(2**64) < 2**64
+        (True, True)
+    """
+    if seed < 2**64:
+        return seed
+    return int(np.random.SeedSequence(seed).generate_state(1, np.uint64)[0])

@@ -50,7 +50,7 @@ from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.device_blocks import DeviceBlocks, to_host, to_host_all
 from episodes.runner.device_values import as_device_batch, as_host_typed, check_env_flags
 from episodes.runner.metrics import RunnerMetrics
-from episodes.runner.policy import check_outputs_hold_data
+from episodes.runner.policy import check_env_holds_data, check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.rewards import refused_rewards
 from episodes.runner.table import Recording
@@ -126,6 +126,8 @@ class DeviceRecorder(BatchedRecorder):
         carried = self.row
         rows = carried + num_steps + self._slack(num_steps)
         if self._next_device is None:
+            # The first reset's, once: meta ones would put the blocks on no real device.
+            check_env_holds_data(obs, obs_name="the env's reset observations")
             blocks = DeviceBlocks.allocate(
                 obs, rows, with_finals=self.mode is AutoresetMode.SAME_STEP
             )
@@ -224,7 +226,8 @@ class DeviceRecorder(BatchedRecorder):
             device_rewards = torch.as_tensor(host, device=device)
             terminateds = torch.as_tensor(terminateds, dtype=torch.bool, device=device)
             truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
-        except (TypeError, ValueError, RuntimeError):
+        except (TypeError, ValueError, RuntimeError, NotImplementedError):
+            check_env_holds_data(None, rewards, terminateds, truncateds)  # a meta tensor
             check_env_flags(rewards, terminateds, truncateds, device)
             raise
         if device_rewards.dtype.is_complex:  # the float64 row would drop the imaginary part
@@ -248,6 +251,9 @@ class DeviceRecorder(BatchedRecorder):
                 raise
             device_obs = as_device_batch(obs, device, "the env's observations")
             blocks.put_step(r, device_actions, device_extras, device_obs, *flags)
+        except NotImplementedError:  # a meta tensor, in torch's words that name no field
+            check_env_holds_data(obs)
+            raise
         blocks.times[r + 1] = now()  # a host clock: no wait for the device
         done = terminateds | truncateds
         if self.mode is AutoresetMode.NEXT_STEP:
@@ -264,7 +270,11 @@ class DeviceRecorder(BatchedRecorder):
                 name = "the env's infos['final_obs']"
                 if not isinstance(final_obs, torch.Tensor):  # the usual batch: no walk
                     final_obs = _device_final_obs(final_obs, device, name)
-                finals.put_leaves(r, finals.leaves_of(final_obs, name), name)
+                try:
+                    finals.put_leaves(r, finals.leaves_of(final_obs, name), name)
+                except NotImplementedError:  # a meta tensor, in torch's words
+                    check_env_holds_data(final_obs, obs_name=name)
+                    raise
                 self._final_rows.add(r)
             blocks.match_finals()  # either may have widened: a final joins its observations
             started = done

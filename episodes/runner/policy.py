@@ -15,6 +15,7 @@ __all__ = [
     "Policy",
     "RandomPolicy",
     "RecurrentPolicy",
+    "check_env_holds_data",
     "check_holds_data",
     "check_numpy_dtype",
     "check_outputs",
@@ -261,7 +262,36 @@ def check_outputs_hold_data(actions: Any, extras: dict[str, Any]) -> None:
         map_batch(functools.partial(check_holds_data, who=f"the policy's {name}"), batch)
 
 
-def check_holds_data(value: Any, who: str) -> None:
+def check_env_holds_data(
+    obs: Any,
+    rewards: Any = None,
+    terminateds: Any = None,
+    truncateds: Any = None,
+    *,
+    obs_name: str = "the env's observations",
+) -> None:
+    """Raises a ``ValueError`` naming the first of an env step's values without data.
+
+    Such a value is a torch tensor on the meta device (see ``check_holds_data``). The
+    recorders call it only once a conversion or a write failed (torch's words name no field),
+    so the usual step pays nothing for it. ``obs_name`` names the observations (a reset's).
+
+    Example:
+        >>> import torch
+        >>> check_env_holds_data({"a": torch.zeros(2)}, np.zeros(2), [True, False], None)
+        >>> check_env_holds_data(np.zeros(2), torch.zeros(2, device="meta"))
+        Traceback (most recent call last):
+        ...
+        ValueError: the env's rewards: got a torch tensor on the meta device, which holds no ...
+    """
+    use = "to record"
+    map_batch(functools.partial(check_holds_data, who=obs_name, use=use), obs)
+    named = (("rewards", rewards), ("terminated", terminateds), ("truncated", truncateds))
+    for name, value in named:
+        check_holds_data(value, f"the env's {name}", use)
+
+
+def check_holds_data(value: Any, who: str, use: str = "to step the env with or to record") -> None:
     """Raises a ``ValueError`` for a torch tensor on the meta device: a shape without data.
 
     Such a tensor can neither step the env nor be recorded, and torch's own error (naming no
@@ -270,6 +300,7 @@ def check_holds_data(value: Any, who: str) -> None:
     Args:
         value: A leaf of an output.
         who: What the value is, for the message.
+        use: What it would have been used for, for the message.
 
     Example:
         >>> import torch
@@ -282,7 +313,7 @@ def check_holds_data(value: Any, who: str) -> None:
     if getattr(value, "is_meta", False) is True:  # without importing torch
         raise ValueError(
             f"{who}: got a torch tensor on the meta device, which holds no data (only a "
-            "shape) to step the env with or to record: make it on a real device"
+            f"shape) {use}: make it on a real device"
         )
 
 

@@ -47,7 +47,11 @@ from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.nesting import check_env_rows, stacked_finals
-from episodes.runner.policy import check_numpy_dtype, check_outputs_hold_data
+from episodes.runner.policy import (
+    check_env_holds_data,
+    check_numpy_dtype,
+    check_outputs_hold_data,
+)
 from episodes.runner.rewards import REAL_KINDS, refused_rewards
 from episodes.runner.row_infos import RowInfos
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
@@ -199,8 +203,12 @@ class BatchedRecorder:
         rows = carried + num_steps + self._slack(num_steps)
         if self._next is None:
             check_env_rows(obs, self.num_envs, "the env's reset observations")
-            self.blocks = Blocks.allocate(obs, rows)
-            self.blocks.obs.put(0, obs)
+            try:
+                self.blocks = Blocks.allocate(obs, rows)
+                self.blocks.obs.put(0, obs)
+            except TypeError:  # a meta tensor, in torch's words that name no field
+                check_env_holds_data(obs, obs_name="the env's reset observations")
+                raise
             self.blocks.times[0] = now()  # the reset observations' (``start_time``)
             self._store_infos(reset_infos or {}, None, 0)
         elif self._next.step_rows >= rows:
@@ -280,15 +288,23 @@ class BatchedRecorder:
             raise
         # Not cast to float64 here: the block row and the running returns are float64, and
         # numpy widens each value exactly on the way in (a float32 copy per step saved).
-        rewards = np.asarray(rewards)
-        if rewards.dtype.kind not in REAL_KINDS:  # before anything is written (complex, str)
-            raise refused_rewards(rewards.dtype)
-        terminateds = np.asarray(terminateds, dtype=bool)
-        truncateds = np.asarray(truncateds, dtype=bool)
+        try:
+            rewards = np.asarray(rewards)
+            if rewards.dtype.kind not in REAL_KINDS:  # before anything is written (complex)
+                raise refused_rewards(rewards.dtype)
+            terminateds = np.asarray(terminateds, dtype=bool)
+            truncateds = np.asarray(truncateds, dtype=bool)
+        except TypeError:  # a meta tensor, in torch's words that name no field
+            check_env_holds_data(None, rewards, terminateds, truncateds)
+            raise
         if self.row >= self.blocks.step_rows:
             self.blocks = self.blocks.resized(2 * self.blocks.step_rows)
         r = self.row
-        self.blocks.put_step(r, actions, extras, obs, rewards, terminateds, truncateds)
+        try:
+            self.blocks.put_step(r, actions, extras, obs, rewards, terminateds, truncateds)
+        except TypeError:  # as above
+            check_env_holds_data(obs)
+            raise
         self.blocks.times[r + 1] = now()  # one clock read per vector step, not per sub-env
         self.row = r + 1
         return self._account(r, obs, rewards, terminateds, truncateds, infos, reset)
