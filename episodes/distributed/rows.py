@@ -26,7 +26,9 @@ import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import discount_factor, whole_number
+from episodes.io import UnstorableValueError
 from episodes.io.format import piece_return
+from episodes.io.nstep import discount_weights, summable_rewards
 from episodes.structs import flatten, is_nested, unflatten
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "nstep_columns",
     "step_columns",
 ]
+
+_INT64 = np.iinfo(np.int64)
 
 #: The columns of an episode row.
 EPISODE_COLUMNS = ("id", "t_started", "length", "return", "terminated", "truncated", "episode")
@@ -82,9 +86,13 @@ def step_columns(
     Returns:
         A dict of numpy arrays, one entry per step each (see the module docstring).
 
+    Every column keeps the chunk's dtype, ``reward`` too (complex or int rewards as stored).
+
     Raises:
         ValueError: The chunk is in list mode, two extra model outputs would fill one
             column (a nested ``h`` and an ``h.0``), or ``ends`` is no pair of bools.
+        UnstorableValueError: A step's time (``t_started`` + its index) does not fit the
+            int64 ``t`` column (a v1 dataset may hold any int); it names the episode.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -105,13 +113,13 @@ def step_columns(
     n = len(episode)
     out: dict[str, Any] = {
         "episode_id": np.full(n, str(episode.id_), dtype=object),
-        "t": np.arange(episode.t_started, episode.t_started + n, dtype=np.int64),
+        "t": _times(episode, n),
     }
     observations = episode.get_observations(slice(0, n + 1))
     _leaf_columns("obs", _rows(observations, 0, n), out)
     _leaf_columns("next_obs", _rows(observations, 1, n + 1), out)
     _leaf_columns("action", episode.get_actions(slice(0, n)), out)
-    out["reward"] = np.asarray(episode.get_rewards(slice(0, n)), dtype=np.float64)
+    out["reward"] = np.asarray(episode.get_rewards(slice(0, n)))  # as stored, like the others
     last = np.zeros(n, dtype=bool)
     if n:
         last[-1] = True
@@ -134,7 +142,9 @@ def nstep_columns(
     """The chunk's steps as ``n_step``-step transitions, one per step.
 
     Step ``k`` sums ``m = min(n_step, len - k)`` rewards: ``reward`` is
-    ``sum_{j<m} gamma**j * r_{k+j}``, ``next_obs`` is ``o_{k+m}``, ``discount`` is ``gamma**m``
+    ``sum_{j<m} gamma**j * r_{k+j}`` in float64 (per component for vector rewards: shape
+    ``(c,)`` rewards sum to shape ``(c,)``, as in ``TransitionDataset``), ``next_obs`` is
+    ``o_{k+m}``, ``discount`` is ``gamma**m``
     and ``n_steps`` is ``m``; ``terminated``/``truncated`` say whether ``o_{k+m}`` ends the
     episode that way. So ``reward + discount * (1 - terminated) * V(next_obs)`` is a valid
     target for every step; near the end of a chunk that continues elsewhere the horizon is just
@@ -144,6 +154,8 @@ def nstep_columns(
     Raises:
         ValueError: ``n_step < 1``, ``gamma`` outside ``[0, 1]``, the chunk is in list mode,
             two extra model outputs would fill one column, or ``ends`` is no pair of bools.
+        TypeError: Complex rewards or rewards that are no numbers (``get_return`` refuses
+            those too); an ``UnstorableValueError`` for steps whose ``t`` int64 cannot hold.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -158,16 +170,16 @@ def nstep_columns(
     gamma = discount_factor(gamma)
     out = step_columns(episode, ends=ends)
     n = len(episode)
-    rewards = out["reward"]
+    rewards = summable_rewards(out["reward"])  # float64; vector rewards sum per component
     k = np.arange(n)
     m = np.minimum(n_step, n - k)
-    total = np.zeros(n, dtype=np.float64)
-    for j in range(min(n_step, n)):  # no step has more than n rewards left (Monte-Carlo n)
-        weight = gamma**j
-        if not weight:  # gamma = 0: nothing more to add (0 * an inf reward would be NaN)
-            break
+    # No step has more than n rewards left (Monte-Carlo n); terms of weight 0 are left out.
+    # The terms are added in step order, as TransitionDataset adds them (discounted_sum).
+    weights = discount_weights(gamma, min(n_step, n))
+    total = rewards.copy()  # weight 1 for each step's own reward
+    for j in range(1, len(weights)):  # one pass per horizon step, all rows at once
         live = k + j < n
-        total[live] += weight * rewards[k[live] + j]
+        total[live] += weights[j] * rewards[k[live] + j]
     out["reward"] = total
     out["discount"] = np.power(float(gamma), m)
     out["n_steps"] = m.astype(np.int64)
@@ -180,6 +192,17 @@ def nstep_columns(
         del out[key]
     _leaf_columns("next_obs", _take(observations, k + m), out)
     return out
+
+
+def _times(episode: SingleAgentEpisode, n: int) -> np.ndarray:
+    """The int64 ``t`` column of the chunk's ``n`` steps; refused where a ``t`` cannot fit."""
+    first = int(episode.t_started)
+    if n and not (_INT64.min <= first and first + n - 1 <= _INT64.max):
+        raise UnstorableValueError(
+            f"episode {episode.id_!r}: time steps from {first} do not fit the int64 t column "
+            "of step rows (read episodes instead)"
+        )
+    return np.arange(first, first + n, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
 
 
 def _flags(episode: SingleAgentEpisode, ends: Any) -> tuple[bool, bool]:

@@ -63,6 +63,7 @@ from episodes.io.minari_values import (
     check_minari_space,
     split_infos,
     split_steps,
+    text_ends_in_nul,
 )
 from episodes.io.reader import dataset_info, read_episodes
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
@@ -535,13 +536,15 @@ def _episode(source: Any, data: Any) -> SingleAgentEpisode:
             f"Minari dataset {source.id}: {where} is terminated or truncated before its last "
             "step (an episode ends there); refused rather than read wrong"
         )
+    observations = split_steps(
+        data.observations, source.observation_space, n + 1, f"{where} observations"
+    )
+    actions = split_steps(data.actions, source.action_space, n, f"{where} actions")
     episode = SingleAgentEpisode(
         f"{source.id}/{data.id}",
-        observations=split_steps(
-            data.observations, source.observation_space, n + 1, f"{where} observations"
-        ),
+        observations=observations,
         observation_space=source.observation_space,
-        actions=split_steps(data.actions, source.action_space, n, f"{where} actions"),
+        actions=actions,
         action_space=source.action_space,
         rewards=rewards,
         infos=split_infos(data.infos, n + 1, f"{where} infos"),
@@ -549,4 +552,8 @@ def _episode(source: Any, data: Any) -> SingleAgentEpisode:
         truncated=bool(truncations[-1]) if len(truncations) else False,
         len_lookback_buffer=0,
     )
+    if text_ends_in_nul(observations, source.observation_space) or text_ends_in_nul(
+        actions, source.action_space
+    ):
+        return episode  # a numpy string column would cut the NULs: list mode keeps them
     return episode.to_numpy()

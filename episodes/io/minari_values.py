@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -34,6 +35,7 @@ __all__ = [
     "split_infos",
     "split_steps",
     "stack_infos",
+    "text_ends_in_nul",
 ]
 
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
@@ -246,6 +248,63 @@ def _float64_rewards(rewards: np.ndarray[Any, Any], where: str) -> np.ndarray[An
     return cast
 
 
+def _has_text(space: gym.Space[Any]) -> bool:
+    if isinstance(space, gym.spaces.Dict):
+        return any(_has_text(s) for s in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return any(_has_text(s) for s in space.spaces)
+    return isinstance(space, gym.spaces.Text)
+
+
+def text_ends_in_nul(items: list[Any], space: gym.Space[Any]) -> bool:
+    r"""True if a Text leaf of ``items`` (per-step values of ``space``) ends in a NUL.
+
+    A numpy'd episode's fixed-width string column would cut such a string (``"a\x00"``
+    becomes ``"a"``), so an importer keeps that episode in list mode. Spaces without Text
+    leaves are answered without looking at the items.
+
+    Example:
+        >>> text = gym.spaces.Text(2, charset="a\x00")
+        >>> text_ends_in_nul(["a", "a\x00"], text), text_ends_in_nul(["a"], text)
+        (True, False)
+    """
+    if not _has_text(space):
+        return False
+    return any(leaf.endswith("\x00") for item in items for leaf in _text_leaves(item, space))
+
+
+def _text_leaves(item: Any, space: gym.Space[Any]) -> Iterator[str]:
+    if isinstance(space, gym.spaces.Dict):
+        for key, child in space.items():
+            yield from _text_leaves(item[key], child)
+    elif isinstance(space, gym.spaces.Tuple):
+        for part, child in zip(item, space.spaces, strict=True):
+            yield from _text_leaves(part, child)
+    elif isinstance(space, gym.spaces.Text) and isinstance(item, str):
+        yield item
+
+
+def _with_texts(cast: Any, items: list[Any] | None, space: gym.Space[Any]) -> Any:
+    """``cast`` (batched values of ``space``) with its Text leaves taken from ``items``.
+
+    ``items`` are the episode's per-step values before ``to_numpy`` (None: keep ``cast``),
+    whose strings are exact: a numpy string column cuts trailing NULs. Where an item is no
+    str (``to_numpy`` made it one), the cast value stays.
+    """
+    if items is None:
+        return cast
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _with_texts(cast[k], [item[k] for item in items], s) for k, s in space.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(
+            _with_texts(c, [item[i] for item in items], s)
+            for i, (c, s) in enumerate(zip(cast, space.spaces, strict=True))
+        )
+    if isinstance(space, gym.spaces.Text):
+        return [str(item) if isinstance(item, str) else c for item, c in zip(items, cast)]
+    return cast
+
+
 def _sized(batched: Any, n: int, where: str) -> Any:
     try:
         size = len(batched)
@@ -426,6 +485,13 @@ class EpisodeBuffers:
                     f"{where} has the {name} space {mine}, not the dataset's {space}: a Minari "
                     "dataset has one pair of spaces (export each pair's episodes apart)"
                 )
+        # Text leaves as given: to_numpy's fixed-width strings drop trailing NULs ("a\x00").
+        texts = [
+            list(items) if _has_text(space) and not episode.is_numpy else None
+            for space, items in zip(
+                self.spaces, (episode.get_observations(), episode.get_actions()), strict=True
+            )
+        ]
         try:  # one without spaces takes the pair, which stacks its items as Minari needs
             if episode.observation_space is None:
                 episode.observation_space = self.spaces[0]
@@ -461,13 +527,22 @@ class EpisodeBuffers:
                 warnings.warn(f"infos left out of the Minari export: {err}", stacklevel=2)
                 self.infos, columns = False, None
                 self.buffers = [dataclasses.replace(b, infos=None) for b in self.buffers]
-        observations = episode.get_observations()
+        observations, actions = (
+            _with_texts(cast_to_space(values, space, f"{where} {name}"), given, space)
+            for values, space, name, given in zip(
+                (episode.get_observations(), episode.get_actions()),
+                self.spaces,
+                ("observations", "actions"),
+                texts,
+                strict=True,
+            )
+        )
         ends = [False] * (n - 1)
         self.buffers.append(
             EpisodeBuffer(
                 id=len(self.buffers),
-                observations=cast_to_space(observations, self.spaces[0], f"{where} observations"),
-                actions=cast_to_space(episode.get_actions(), self.spaces[1], f"{where} actions"),
+                observations=observations,
+                actions=actions,
                 rewards=float_rewards.tolist(),
                 terminations=[*ends, bool(episode.is_terminated)],
                 truncations=[*ends, bool(episode.is_truncated)],

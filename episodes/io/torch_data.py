@@ -35,6 +35,7 @@ import torch.utils.data
 
 from episodes.indexing import discount_factor, whole_number
 from episodes.io.errors import CorruptDatasetError, DatasetError
+from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
 from episodes.io.shard_codec import EXTRAS
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import piece_ends
@@ -140,10 +141,11 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
 class TransitionDataset(_EpisodeData):
     """One item per step: ``obs``, ``actions``, ``rewards``, ``next_obs``, flags, extras.
 
-    With ``n_step > 1``, ``rewards`` is the discounted sum (float64) of up to ``n_step`` rewards,
-    ``next_obs`` the observation after them, and ``n`` how many were summed (fewer at the
-    end of an episode piece). ``terminated``/``truncated`` say whether that ``next_obs`` ends
-    the episode that way.
+    With ``n_step > 1``, ``rewards`` is the discounted sum (float64) of up to ``n_step`` rewards
+    (per component for vector rewards: shape ``(c,)`` rewards give shape ``(c,)``; complex
+    rewards are a ``TypeError``, as for ``get_return``), ``next_obs`` the observation after
+    them, and ``n`` how many were summed (fewer at the end of an episode piece).
+    ``terminated``/``truncated`` say whether that ``next_obs`` ends the episode that way.
 
     Args:
         path: A v2 dataset.
@@ -188,11 +190,9 @@ class TransitionDataset(_EpisodeData):
         rewards = plan["rewards"]
         if self.n_step == 1:  # the stored reward; n-step sums are float64 at every t
             reward = rewards.take(t, copy=True)
-        else:
-            chunk = np.asarray(rewards.take(t, t + k), dtype=np.float64)
-            weights = self.gamma ** np.arange(k)
-            # Terms of weight 0 (gamma = 0) are left out, not 0 * reward (NaN for inf).
-            reward = np.float64(np.sum(chunk[weights > 0] * weights[weights > 0]))
+        else:  # per component for vector rewards; terms of weight 0 are left out
+            chunk = summable_rewards(rewards.take(t, t + k))
+            reward = discounted_sum(chunk, discount_weights(self.gamma, k))
         ends = t + k == length
         terminated, truncated = self.flags[i]
         return {

@@ -304,3 +304,36 @@ def test_an_episode_row_of_complex_rewards_carries_a_nan_return() -> None:
         "r", observations=[0, 1], actions=[0], rewards=[2.5], len_lookback_buffer=0
     )
     assert episode_row(real)["return"] == 2.5
+
+
+# ------------------------------------------------- step rows keep rewards; ints next to floats
+def _rewarded(name: str, rewards: list[Any]) -> SingleAgentEpisode:
+    obs = [np.zeros(1, np.float32)] * (len(rewards) + 1)
+    return SingleAgentEpisode(
+        name,
+        observations=obs,
+        actions=[0] * len(rewards),
+        rewards=rewards,
+        terminated=True,
+        len_lookback_buffer=0,
+    )
+
+
+def test_int_rewards_next_to_float_rewards_join_as_float64(tmp_path) -> None:
+    # A runner records Python ints for one episode and floats for another.
+    path = _v1(tmp_path / "v1", [_rewarded("a", [1, 2]), _rewarded("b", [0.5, 1.5])])
+    (block,) = _run_tasks(EpisodeDatasource(path))
+    got = block.column("reward").to_numpy()
+    assert got.dtype == np.float64 and got.tolist() == [1.0, 2.0, 0.5, 1.5]
+
+
+def test_int_rewards_float64_cannot_hold_are_refused_next_to_floats(tmp_path) -> None:
+    path = _v1(tmp_path / "v1", [_rewarded("a", [2**53 + 1, 0]), _rewarded("b", [0.5, 1.5])])
+    with pytest.raises(ValueError, match=r"type of the step column 'reward': int64 rows"):
+        _run_tasks(EpisodeDatasource(path))
+
+
+def test_rewards_of_one_dtype_come_as_stored(tmp_path) -> None:
+    path = _v1(tmp_path / "v1", [_rewarded("a", [2**53 + 1, 3]), _rewarded("b", [5, 7])])
+    (block,) = _run_tasks(EpisodeDatasource(path))
+    assert block.column("reward").to_numpy().tolist() == [2**53 + 1, 3, 5, 7]
