@@ -242,7 +242,11 @@ def _rows(
         return f"{path}: not one row per step or per observation" if strict else None
     got, want = _row_count(part), stop - start + extra
     if got == want:
-        expected = full[start : stop + extra]
+        # A bfloat16 tensor's rows keep its dtype name: compared as the float32 rows are.
+        rows_of = full.values if isinstance(full, _Widened) else full
+        expected = rows_of[start : stop + extra]
+        if isinstance(full, _Widened):
+            expected = _Widened(expected, full.dtype)
         return _diff(expected, part, False, f"{path} (rows {start}:{stop + extra} of the whole)")
     if not strict:
         # Not rows after all: a per-episode value as long as the episode, or a layout of its
@@ -257,6 +261,8 @@ def _rows(
 
 def _row_count(value: Any) -> int | None:
     """``len(value)``, or None for what has no rows (a number, text, a 0-d array or tensor)."""
+    if isinstance(value, _Widened):  # a bfloat16 tensor: the rows of its float32 values
+        value = value.values
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
         return None
     if getattr(value, "ndim", 1) == 0:  # a 0-d array or tensor has __len__ but no rows
@@ -276,10 +282,38 @@ def _buffer_diff(name: str, old: Any, new: Any) -> str | None:
         if getattr(old, part) != getattr(new, part):
             was, now = _shown(getattr(old, part)), _shown(getattr(new, part))
             return f"{name}: {part} {was} before, {now} after"
-    found = _diff(old.data, new.data, True, name)
+    found = _diff(old.data, new.data, True, name) or _container_diff(old.data, new.data, name)
     if found and old.lookback:
         return f"{found}\n(indices count the stored items, the {old.lookback} lookback ones first)"
     return found
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, (list, tuple, Mapping, np.ndarray)) or hasattr(value, "detach")
+
+
+def _container_diff(old: Any, new: Any, path: str) -> str | None:
+    """The first place where a container's type changed (an array made a list, a tuple a list).
+
+    ``_diff`` compares values, not containers (as :func:`outputs_equal` documents); episode
+    ``==`` tells them apart, so the mutation check locates them here once ``_diff`` found
+    nothing. Run on failures only.
+    """
+    if type(old) is not type(new) and (_is_container(old) or _is_container(new)):
+        kinds = f"{type(old).__name__} -> {type(new).__name__}"
+        return f"{path}: {kinds} ({_shown(old)} before, {_shown(new)} after)"
+    if isinstance(old, Mapping):
+        pairs: Any = ((f"{path}[{k!r}]", old[k], new[k]) for k in old if k in new)
+    elif isinstance(old, (list, tuple)) or _object_rows(old):
+        olds, news = (list(x.flat) if isinstance(x, np.ndarray) else x for x in (old, new))
+        pairs = ((f"{path}[{i}]", x, y) for i, (x, y) in enumerate(zip(olds, news)))
+    else:
+        return None
+    for where, x, y in pairs:
+        found = _container_diff(x, y, where)
+        if found:
+            return found
+    return None
 
 
 def _field_diff(field: Field, old: Any, new: Any) -> str | None:
@@ -294,7 +328,7 @@ def _field_diff(field: Field, old: Any, new: Any) -> str | None:
                 return found
         return None
     if field.kind == "custom":
-        return _diff(old, new, True, field.name)
+        return _diff(old, new, True, field.name) or _container_diff(old, new, field.name)
     return None if old == new else f"{field.name}: {_shown(old)} before, {_shown(new)} after"
 
 

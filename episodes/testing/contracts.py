@@ -34,7 +34,7 @@ import numpy as np
 from episodes.connectors.base import check_episodes
 from episodes.episode import SingleAgentEpisode
 from episodes.testing.compare import _diff, _episode_diff, _rows, outputs_equal
-from episodes.testing.snapshot import take_snapshot
+from episodes.testing.snapshot import deep_copy, take_snapshot
 from episodes.testing.strategies.episodes import stacks
 
 __all__ = [
@@ -97,7 +97,8 @@ def check_does_not_mutate(
     Objects compared by identity (a class without ``__eq__``, ``np.random.Generator``) are
     the same objects in both copies, so replacing one is a change; one changed in place is
     found by pickling it before and after the call (objects that do not pickle, and those the
-    spaces hold, are not checked in place).
+    spaces hold, are not checked in place). Objects that cannot be deep-copied (a lock) are
+    handed to the connector as they are, shared with the caller's episodes.
 
     Raises:
         ConnectorContractError: An episode changed; the message names the first changed field
@@ -113,7 +114,7 @@ def check_does_not_mutate(
     snapshot = take_snapshot(episodes_)
     before, given_ = snapshot.before, snapshot.given
     objects = list(given_)
-    _call(connector, given_, copy.deepcopy(batch))
+    _call(connector, given_, deep_copy(batch, what="batch"))
     if len(given_) != len(before) or any(a is not b for a, b in zip(objects, given_)):
         raise ConnectorContractError(
             f"the connector changed the list of input episodes ({len(before)} episodes before, "
@@ -278,8 +279,10 @@ def check_lookback_across_cuts(
             f"start={start}, stop={stop}, lookback={lookback}"
         )
     # On copies: the connector must not reach the caller's episode (or its spaces) either.
-    chunk = copy.deepcopy(episode).slice(slice(start, stop), len_lookback_buffer=lookback)
-    full = _call(connector, [copy.deepcopy(episode)])
+    chunk = deep_copy(episode, what="episode").slice(
+        slice(start, stop), len_lookback_buffer=lookback
+    )
+    full = _call(connector, [deep_copy(episode, what="episode")])
     part = _call(connector, [chunk])
     if row_keys is not None:
         absent = [k for k in row_keys if k not in full and len(episode)]
@@ -315,8 +318,10 @@ def check_deterministic(
         >>> check_deterministic(lambda eps, batch: {"n": len(eps)}, [ep])
     """
     check_episodes(episodes_, "check_deterministic")
-    first = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
-    second = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
+    first = _call(connector, deep_copy(episodes_, what="episodes_"), deep_copy(batch, what="batch"))
+    second = _call(
+        connector, deep_copy(episodes_, what="episodes_"), deep_copy(batch, what="batch")
+    )
     _assert_same(first, second, "the connector is not deterministic", check_dtype=True)
 
 
@@ -342,11 +347,13 @@ def check_list_numpy_agree(
     if not _all_stack(episodes_):
         return  # Sequence or Graph items have no numpy mode to agree with
     try:
-        numpied = [copy.deepcopy(ep).to_numpy() for ep in episodes_]
+        numpied = [deep_copy(ep, what="episodes_").to_numpy() for ep in episodes_]
     except ValueError:
         return  # items that do not stack (extra outputs, observations without a space)
-    as_list = _call(connector, copy.deepcopy(episodes_), copy.deepcopy(batch))
-    as_numpy = _call(connector, numpied, copy.deepcopy(batch))
+    as_list = _call(
+        connector, deep_copy(episodes_, what="episodes_"), deep_copy(batch, what="batch")
+    )
+    as_numpy = _call(connector, numpied, deep_copy(batch, what="batch"))
     _assert_same(as_list, as_numpy, "list and numpy episodes give different outputs")
 
 

@@ -8,6 +8,10 @@ object), and a pickle of each, taken before the call, tells whether the connecto
 in place. Objects reachable from the spaces are shared but not pickled: sampling a space moves
 its random generator, and space equality ignores it.
 
+Objects ``copy.deepcopy`` refuses (a ``threading.Lock``, a generator, an object holding one)
+cannot be copied at all: the copies share them with the caller's episodes, and they are not
+checked in place (they do not pickle either); replacing one is still a change.
+
 Example:
     >>> import numpy as np
     >>> from episodes import SingleAgentEpisode
@@ -31,7 +35,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from episodes.episode import SingleAgentEpisode
+import numpy as np
+
+from episodes.episode import FIELDS, SingleAgentEpisode
 
 __all__: list[str] = []
 
@@ -82,6 +88,87 @@ def _spaces(episode: SingleAgentEpisode) -> list[Any]:
     return [space for space in found if space is not None]
 
 
+def _parts(episode: SingleAgentEpisode) -> list[Any]:
+    """What an episode holds: each field's value, a column's stored items for its buffer."""
+    values, parts = episode.field_values(), []
+    for field in FIELDS:
+        value = values[field.name]
+        if field.kind == "column":
+            parts.append(value.data)
+        elif field.kind == "columns":
+            parts += [buffer.data for buffer in value.values()]
+        else:
+            parts.append(value)
+    return parts
+
+
+def _uncopyable(value: Any, found: dict[int, Any], seen: dict[int, Any]) -> None:
+    """Collects into ``found`` the parts of ``value`` that ``copy.deepcopy`` refuses.
+
+    Episodes, dicts, lists, tuples, sets and object arrays are walked; anything else that does
+    not copy (a lock, or an object holding one) is found whole. Run only once a copy failed.
+    """
+    if id(value) in seen:
+        return
+    seen[id(value)] = value  # kept alive: a temporary's id must not come back for another
+    try:
+        copy.deepcopy(value)
+        return
+    except Exception:  # noqa: BLE001 - whatever deepcopy raises: this value does not copy
+        pass
+    children: list[Any]
+    if isinstance(value, SingleAgentEpisode):
+        children = _parts(value)
+    elif isinstance(value, dict):
+        children = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        children = list(value)
+    elif isinstance(value, np.ndarray) and value.dtype == object:
+        children = list(value.flat)
+    else:
+        found[id(value)] = value
+        return
+    for child in children:
+        _uncopyable(child, found, seen)
+
+
+def deep_copy(value: Any, memo: dict[int, Any] | None = None, what: str = "the input") -> Any:
+    """``copy.deepcopy(value, memo)``, sharing what cannot be copied (a lock) instead.
+
+    The objects shared are added to ``memo`` (as themselves), so a later copy with the same
+    memo shares them too.
+
+    Raises:
+        TypeError: ``value`` does not copy even with those shared; the message names ``what``.
+
+    Example:
+        >>> import threading
+        >>> data = {"lock": threading.Lock(), "n": [1]}
+        >>> copied = deep_copy(data)
+        >>> copied["lock"] is data["lock"], copied["n"] is data["n"]
+        (True, False)
+    """
+    memo = {} if memo is None else memo
+    known = len(memo)
+    try:
+        return copy.deepcopy(value, memo)
+    except Exception as err:  # noqa: BLE001 - retried below, sharing what does not copy
+        failure = err
+    for key in list(itertools.islice(memo, known, None)):  # the failed copy's partial objects
+        del memo[key]
+    found: dict[int, Any] = {}
+    _uncopyable(value, found, {})
+    memo.update(found)
+    try:
+        return copy.deepcopy(value, memo)
+    except Exception as err:  # noqa: BLE001 - reported with what was being copied
+        raise TypeError(
+            f"{what} cannot be deep-copied for the check ({type(failure).__name__}: {failure}); "
+            f"shared instead: {[type(v).__name__ for v in found.values()]}, still failing with "
+            f"{type(err).__name__}: {err}"
+        ) from err
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """``given`` goes to the connector; ``before`` is compared with it after the call.
@@ -129,18 +216,20 @@ def take_snapshot(episodes_: list[SingleAgentEpisode]) -> Snapshot:
     memo: dict[int, Any] = {}
     for episode in episodes_:  # copied first, to tell the objects spaces hold from the rest
         for space in _spaces(episode):
-            copy.deepcopy(space, memo)
+            deep_copy(space, memo, f"the space {space!r}")
     in_spaces = {id(value) for value in memo.values()}
     given: list[SingleAgentEpisode] = []
     owners: list[tuple[int, Any]] = []  # (episode index, copy) of objects compared by identity
     for index, episode in enumerate(episodes_):
         seen = len(memo)
         # One memo: an episode given twice is one copy twice, as deepcopy of the list gives.
-        given.append(copy.deepcopy(episode, memo))
+        given.append(deep_copy(episode, memo, f"input episode {index} (id {episode.id_!r})"))
         owners += [(index, value) for value in itertools.islice(memo.values(), seen, None)]
+    # What deepcopy refuses is shared as itself (memo maps it to itself): kept in `before` too.
+    uncopied = {key: value for key, value in memo.items() if key == id(value)}
     shared = [(i, v) for i, v in owners if _by_identity(v) and id(v) not in in_spaces]
     in_space_shared = [v for v in memo.values() if _by_identity(v) and id(v) in in_spaces]
-    keep = {id(v): v for v in in_space_shared} | {id(v): v for _, v in shared}
+    keep = uncopied | {id(v): v for v in in_space_shared} | {id(v): v for _, v in shared}
     before = copy.deepcopy(given, keep)
     watched = tuple((i, v, p) for i, v in shared if (p := _pickled(v)) is not None)
     return Snapshot(given, before, watched)

@@ -203,9 +203,7 @@ def episodes(
     if not (id_ is None or isinstance(id_, str)):
         raise TypeError(f"id_ must be a str or None, got {type(id_).__name__}")
     emo_spaces = None if extra_model_outputs is None else dict(extra_model_outputs)
-    if numpy and not any(
-        isinstance(space, st.SearchStrategy) for space in (observation_space, action_space)
-    ):  # spaces given as strategies are checked on each draw
+    if numpy:  # the spaces given as spaces now; those given as strategies on each draw
         _refuse_numpy(observation_space, action_space, emo_spaces or {})
     return _episodes(
         observation_space,
@@ -222,11 +220,14 @@ def episodes(
 
 
 def _refuse_numpy(obs_space: Any, act_space: Any, emo_spaces: dict[str, Any]) -> None:
-    """Refuses ``numpy=True`` for spaces whose items do not stack (None: drawn batchable)."""
+    """Refuses ``numpy=True`` for spaces whose items do not stack.
+
+    None (drawn batchable) and strategies (checked on each draw) pass.
+    """
     named = [("observation_space", obs_space), ("action_space", act_space)]
     named += [(f"extra_model_outputs[{key!r}]", space) for key, space in emo_spaces.items()]
     for name, space in named:
-        why = None if space is None else _why_unstacked(space)
+        why = _why_unstacked(space) if isinstance(space, gym.Space) else None
         if why is not None:
             raise ValueError(
                 f"numpy=True needs spaces whose items stack into arrays (not Sequence, Graph, "

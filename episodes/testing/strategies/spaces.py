@@ -298,7 +298,15 @@ def _(space: gs.Text) -> st.SearchStrategy[Any]:
 
 @_items.register
 def _(space: gs.Dict) -> st.SearchStrategy[Any]:
-    return st.fixed_dictionaries({key: _items(sub) for key, sub in space.spaces.items()})
+    # Keys in the space's order, as sample() gives them: fixed_dictionaries shuffles them, and
+    # code flattening list(obs.values()) would see other layouts on equal values.
+    keys = list(space.spaces)
+    values = st.tuples(*[_items(sub) for sub in space.spaces.values()])
+    return values.map(functools.partial(_keyed, keys))
+
+
+def _keyed(keys: list[Any], values: tuple[Any, ...]) -> dict[Any, Any]:
+    return dict(zip(keys, values))
 
 
 @_items.register
