@@ -90,6 +90,8 @@ class SampleBatch(dict[str, Any]):
             0
             >>> SampleBatch({"obs": {"a": np.zeros(5), "b": np.zeros(5)}}).count
             5
+            >>> SampleBatch({"gamma": 0.99, "obs": [1, 2]}).count  # a number counts no rows
+            2
         """
         # An episode's flat columns first: a numpy'd Tuple column recorded from lists is a list
         # of leaf arrays, whose len() is its number of parts.
@@ -98,7 +100,10 @@ class SampleBatch(dict[str, Any]):
             # A numpy'd Dict/Tuple column is a dict/tuple of arrays: count its first leaf's rows.
             while isinstance(value, (dict, tuple)) and value:
                 value = next(iter(value.values())) if isinstance(value, dict) else value[0]
-            return len(value)
+            try:
+                return len(value)
+            except TypeError:  # a number column (a 0-d array) counts no rows, as in RLlib
+                continue
         return 0
 
     def __len__(self) -> int:

@@ -129,3 +129,20 @@ def test_extend_a_numpy_buffer_with_dict_items() -> None:  # "buffer-numpy-conca
     assert got["a"].tolist() == [[0.0, 0.0], [1.0, 1.0]] and got["b"].tolist() == [0, 1]
     with pytest.raises(ValueError):
         theirs.extend([{"a": np.ones(2), "b": 1}])
+
+
+NUMBER_COLUMNS = {
+    "only a number": {"a": 5},
+    "number first": {"a": 5, "b": [1, 2]},
+    "number rewards": {"rewards": 1.0, "obs": [1, 2]},
+}
+
+
+@pytest.mark.parametrize("case", list(NUMBER_COLUMNS))
+def test_sample_batch_number_columns_count_as_rllibs(case: str) -> None:
+    from ray.rllib.policy.sample_batch import SampleBatch as RllibBatch
+
+    from episodes import SampleBatch
+
+    columns = NUMBER_COLUMNS[case]
+    assert len(SampleBatch(dict(columns))) == len(RllibBatch(dict(columns)))
