@@ -22,9 +22,10 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
     """Refuses step columns of ``parts`` (one dict per chunk) that one block cannot hold.
 
     The chunks' columns must have the same names, in order, the same row shapes and dtypes of
-    one kind (bool, int, unsigned int, float, complex, string, bytes or object: those join with
-    their values; unsigned ints narrower than 64 bits count as ints, which hold them exactly;
-    other dtypes, datetimes say, must be the same). One comparison per
+    one kind (bool, int, float, complex, string, bytes or object: those join with their values;
+    signed and unsigned ints are one kind where numpy joins them as ints, so uint64 beside a
+    signed int, which would become float64, is refused; other dtypes, datetimes say, must be
+    the same). One comparison per
     chunk; ``where`` names the chunks in the message.
 
     Raises:
@@ -44,6 +45,9 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
     first = parts[0]
     names = list(first)
     want = [_column_type(a) for a in first.values()]
+    # Ints of every width and sign are one kind, as long as numpy joins them as ints: an int
+    # column's joined dtype so far, and the chunk that decided it, for the message.
+    ints = {n: (a.dtype, first) for n, a in first.items() if a.dtype.kind in "iu"}
     for part in parts[1:]:
         if list(part) != names:
             raise ValueError(
@@ -51,21 +55,30 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
                 "(read episodes instead)"
             )
         have = [_column_type(a) for a in part.values()]
-        if have == want:
-            continue
-        name = next(n for n, h, w in zip(names, have, want) if h != w)
-        raise ValueError(
-            f"{where} do not share the type of the step column {name!r}: "
-            f"{_described(first, name)}, {_described(part, name)}; one block would change "
-            "the values (int64 next to float32 becomes float64) or fail: read episodes instead"
-        )
+        if have != want:
+            name = next(n for n, h, w in zip(names, have, want) if h != w)
+            raise _differ(where, first, part, name)
+        for name, (dtype, source) in ints.items():
+            joined = np.result_type(dtype, part[name].dtype)
+            if joined.kind == "f":  # int64 next to uint64
+                raise _differ(where, source, part, name)
+            if joined != dtype:
+                ints[name] = (joined, part)
+
+
+def _differ(
+    where: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], name: str
+) -> ValueError:
+    return ValueError(
+        f"{where} do not share the type of the step column {name!r}: "
+        f"{_described(a, name)}, {_described(b, name)}; one block would change "
+        "the values (int64 next to float32 becomes float64) or fail: read episodes instead"
+    )
 
 
 def _column_type(column: np.ndarray) -> tuple[Any, tuple[int, ...]]:
-    dtype = column.dtype
-    # uint64 next to int64 would become float64; narrower unsigned ints fit int64 exactly.
-    kind = "i" if dtype.kind == "u" and dtype.itemsize < 8 else dtype.kind
-    return (kind if kind in "biufcUSO" else dtype), column.shape[1:]
+    kind = "i" if column.dtype.kind == "u" else column.dtype.kind  # see check_same_columns
+    return (kind if kind in "biufcUSO" else column.dtype), column.shape[1:]
 
 
 def _described(part: dict[str, np.ndarray], name: str) -> str:
