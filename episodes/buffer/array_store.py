@@ -466,7 +466,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
             if self.typed:
                 batch = staged_batch(self.leaves, self.structure, items)
             else:  # in the layout the space left, as the first appended item is
-                batch = first_batch(self.structure, self._leaves[0].ndim, items)
+                batch = first_batch(self.structure, self._leaves[0].ndim, items, self._leaves)
             self.extend_batch(batch, count=len(items))
 
     def extend_from(self, other: Any, start: int) -> None:

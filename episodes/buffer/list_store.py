@@ -19,7 +19,15 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.array_store import ArrayStore
-from episodes.spaces import batch, batch_in_space, filler_item, one_hot, unbatch
+from episodes.buffer.stack_errors import unstackable
+from episodes.spaces import (
+    batch,
+    batch_in_space,
+    filler_item,
+    one_hot,
+    unbatch,
+    unstackable_space,
+)
 from episodes.structs import is_nested
 
 # Flat spaces without discrete leaves: a one-hot read returns their items unchanged.
@@ -130,7 +138,14 @@ class ListStore:
             >>> store.data
             [1, 2, 3]
         """
-        self.data.extend(items)
+        try:
+            self.data.extend(items)
+        except TypeError as error:  # not iterable (list.extend refuses before adding any)
+            if hasattr(items, "__iter__") or hasattr(items, "__getitem__"):
+                raise
+            raise TypeError(
+                f"extend: items must be a list (or iterable) of items, got {type(items).__name__}"
+            ) from error
 
     def extend_batch(self, batch_: Any, count: int | None = None) -> None:
         """Appends the items of a batched struct (leaves with a leading time axis).
@@ -218,6 +233,12 @@ class ListStore:
                 return ArrayStore.from_batch(batch_in_space(self.data, space))
             except TypeError as error:  # dm-tree sorting dict keys of mixed types, say
                 raise ValueError(f"the items cannot be stacked: {error}") from error
+            except ValueError as error:  # numpy's words: name the items that differ instead
+                layout = space is None or unstackable_space(space) is None
+                named = unstackable(self.data) if layout else None  # else "no fixed layout"
+                if named is None:
+                    raise
+                raise named from error
         if space is not None:
             # Shaped for reads, but the first appended item still decides the dtypes, so an
             # episode numpy'd before its first step stores what it would have stored after;

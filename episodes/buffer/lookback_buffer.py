@@ -284,12 +284,17 @@ class InfiniteLookbackBuffer:
         Raises:
             IndexError: An int index is out of range and ``fill`` is None.
             ValueError: ``one_hot_discrete`` without a space.
+            TypeError: A flag is not a bool (or a numpy bool).
 
         Example:
             >>> buf = InfiniteLookbackBuffer([10, 11, 12, 13, 14], lookback=2)
             >>> buf.get(slice(-7, -2), fill=0), buf.get(slice(None, None, -1))
             ([0, 0, 10, 11, 12], [14, 13, 12])
         """
+        if neg_index_as_lookback.__class__ is not bool:  # a numpy bool, or a TypeError
+            neg_index_as_lookback = indexing.as_flag(neg_index_as_lookback, "neg_index_as_lookback")
+        if one_hot_discrete.__class__ is not bool:
+            one_hot_discrete = indexing.as_flag(one_hot_discrete, "one_hot_discrete")
         if one_hot_discrete and self._space is None:
             raise ValueError("one_hot_discrete=True needs the buffer's space, but none was set")
         total = len(self.store)
@@ -426,6 +431,8 @@ class InfiniteLookbackBuffer:
             >>> buf.set([7, 8, 9]); buf.set([-1, -2], at_indices=slice(2, 0, -1)); buf.get()
             [7, -2, -1]
         """
+        if neg_index_as_lookback.__class__ is not bool:
+            neg_index_as_lookback = indexing.as_flag(neg_index_as_lookback, "neg_index_as_lookback")
         targets = indexing.set_positions(
             at_indices,
             lookback=self.lookback,

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.stack_errors import layout, unstackable
 from episodes.spaces import batch as stack_items
 from episodes.structs import flatten, leaves_up_to, same_nesting, unflatten
 
@@ -266,12 +267,15 @@ def first_leaves(structure: Any, leaf_ndim: int, item: Any) -> tuple[list[Any], 
     return flatten(item)
 
 
-def first_batch(structure: Any, leaf_ndim: int, items: list[Any]) -> Any:
+def first_batch(
+    structure: Any, leaf_ndim: int, items: list[Any], columns: list[np.ndarray] | None = None
+) -> Any:
     """The batch an empty, untyped column takes from its first ``items``.
 
     Each item is read as :func:`first_leaves` reads one: in a column shaped by a space, a list
     at a leaf is a row, so extending by a list of items stores what appending them one by one,
-    or numpy'ing them from list mode, stores (not a column per component).
+    or numpy'ing them from list mode, stores (not a column per component). ``columns`` are the
+    empty column's placeholder leaves (their item shapes name a value that does not fit).
 
     Example:
         >>> first_batch(None, 2, [[0.5, 0.25], [1.0, -1.0]]).tolist()  # Box rows
@@ -283,14 +287,43 @@ def first_batch(structure: Any, leaf_ndim: int, items: list[Any]) -> Any:
         values = [[item] if structure is None else leaves_up_to(structure, item) for item in items]
         if all(value is not None for value in values):
             per_leaf = list(zip(*values))
-            leaves = [np.asarray(leaf) for leaf in per_leaf]
+            try:
+                leaves = [np.asarray(leaf) for leaf in per_leaf]
+            except MISFIT_ERRORS as error:  # ragged: name the value (numpy's words do not)
+                raise _first_misfit(per_leaf, columns, error) from error
             _check_nuls(leaves, per_leaf)
             return unflatten(structure, leaves)
-    batch = stack_items(items)
+    try:
+        batch = stack_items(items)
+    except ValueError as error:
+        named = unstackable(items)  # numpy's words name no item
+        if named is None:
+            raise
+        raise named from error
     leaves = flatten(batch)[0]
     if any(getattr(leaf, "dtype", None) is not None and leaf.dtype.kind in "US" for leaf in leaves):
         _check_nuls(leaves, list(zip(*(flatten(item)[0] for item in items))))
     return batch
+
+
+def _first_misfit(
+    per_leaf: list[Any], columns: list[np.ndarray] | None, error: Exception
+) -> ValueError:
+    """The error for the first value of ``per_leaf[k]`` unlike ``columns[k]``'s item shape."""
+    for k, values in enumerate(per_leaf):
+        column = columns[k] if columns is not None and k < len(columns) else None
+        wanted = layout(values[0]) if column is None else f"shape {column.shape[1:]}"
+        for value in values:
+            found = layout(value)
+            if found != wanted and column is not None:
+                try:  # the words of a typed column's refusal
+                    words = f"item shape {np.shape(value)}"
+                except ValueError:
+                    words = str(found)
+                return misfit(value, column, ValueError(words))
+            if found != wanted:
+                return ValueError(f"the values do not stack: {wanted!r}, then {found!r}")
+    return ValueError(f"the values do not stack into a numpy column ({error})")
 
 
 def _check_nuls(leaves: list[Any], values: list[Any]) -> None:

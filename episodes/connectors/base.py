@@ -24,6 +24,7 @@ import tree
 from episodes.buffer.reading import filler_mismatch
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import as_int
 from episodes.spaces import (
     batch_with_layout,
     filler_batch,
@@ -155,7 +156,10 @@ class ConnectorPipeline:
         self.connectors.append(connector)
 
     def insert(self, index: int, connector: Connector) -> None:
-        """Adds a connector before position ``index``.
+        """Adds a connector before position ``index`` (clamped into the pipeline, as a list's).
+
+        Raises:
+            TypeError: ``index`` is not an int, or ``connector`` is not callable.
 
         Example:
             >>> pipe = ConnectorPipeline([lambda eps, b: {**b, "x": b["x"] * 10}])
@@ -163,8 +167,10 @@ class ConnectorPipeline:
             >>> pipe([])
             {'x': 10}
         """
+        index = as_int(index, what="insert index")  # no str, float or bool
         _check_connector(connector)
-        self.connectors.insert(index, connector)
+        size = len(self.connectors)  # clamped here: list.insert overflows past a C ssize_t
+        self.connectors.insert(max(-size, min(index, size)), connector)
 
     def __len__(self) -> int:
         return len(self.connectors)

@@ -1,8 +1,8 @@
-"""The replay buffers' errors (both are ``ValueError`` subclasses)."""
+"""The replay buffers' errors (all are ``ValueError`` subclasses)."""
 
 from __future__ import annotations
 
-__all__ = ["EmptyBufferError", "EvictedEpisodeError"]
+__all__ = ["DeviceError", "EmptyBufferError", "EvictedEpisodeError"]
 
 
 class EmptyBufferError(ValueError):
@@ -29,4 +29,13 @@ class EvictedEpisodeError(ValueError):
         >>> buf.add(Episode("a", observations=[1, 2], t_started=1))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         episodes.replay.errors.EvictedEpisodeError: chunk of episode 'a' continues an episode ...
+    """
+
+
+class DeviceError(ValueError, RuntimeError):
+    """A ``sample(device=...)`` torch does not know (a ``RuntimeError`` too, as torch's was).
+
+    Example:
+        >>> issubclass(DeviceError, ValueError), issubclass(DeviceError, RuntimeError)
+        (True, True)
     """

@@ -261,8 +261,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 "update_priorities(priorities, module_id) takes a module id there; this buffer "
                 "has none, so call update_priorities(priorities) for the last sample's items"
             )
-        idx = _host(indices)
-        prio = _host(priorities)
+        idx = _host(indices, name="indices")
+        prio = _host(priorities, name="priorities")
         if prio.size and prio.dtype.kind not in "iuf":  # no strings, bools or complex numbers
             raise ValueError(f"priorities must be real numbers, got dtype {prio.dtype}")
         prio = prio.astype(np.float64, copy=False)
@@ -489,19 +489,22 @@ def _is_real(value: Any) -> bool:
     return True
 
 
-def _host(values: Any, dtype: Any = None) -> np.ndarray:
+def _host(values: Any, dtype: Any = None, name: str = "values") -> np.ndarray:
     """Numpy values of a list, array or torch tensor (any device or dtype, with grad too)."""
     if hasattr(values, "detach") and hasattr(values, "cpu"):  # a torch tensor (no import)
         values = values.detach().cpu()
         if dtype is not None or values.is_floating_point():  # bfloat16 has no numpy dtype
             values = values.double()
         values = values.numpy()
-    return np.asarray(values, dtype)
+    try:
+        return np.asarray(values, dtype)
+    except (ValueError, TypeError) as error:  # ragged: numpy's inhomogeneous-shape words
+        raise ValueError(f"{name} must be a 1-d sequence of numbers, got {values!r:.80}") from error
 
 
 def _issued(indices: Any, next_uid: int) -> np.ndarray:
     """Item indices as int64, refused unless integers this buffer may have issued."""
-    idx = sampling.int_array(_host(indices), "indices")
+    idx = sampling.int_array(_host(indices, name="indices"), "indices")
     if idx.size and (idx.min() < 0 or idx.max() >= next_uid):
         raise ValueError("indices the buffer never issued (use a batch's 'indices')")
     return idx.astype(np.int64)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.indexing import discount_factor
+from episodes.replay.errors import DeviceError
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 
@@ -487,6 +488,11 @@ def to_device(batch: Any, device: Any) -> Any:
     """
     import torch
 
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as error:  # torch's words name no argument
+        kind = TypeError if isinstance(error, TypeError) else DeviceError
+        raise kind(f"device must be a torch device (or its name), got {device!r}") from error
     out = {}
     for key, value in batch.items():
         if isinstance(value, np.ndarray) and value.dtype != object:

@@ -129,12 +129,21 @@ class SumTree:
     def rebuild(self, values: np.ndarray) -> None:
         """Replaces every leaf at once (``len(values) <= capacity``; the rest become 0).
 
+        Raises:
+            ValueError: ``values`` is not 1-D or longer than ``capacity`` (the tree unchanged).
+
         Example:
             >>> tree = SumTree(3)
             >>> tree.rebuild(np.array([1.0, 0.0, 2.0]))
             >>> tree.total, tree.min, tree.find(np.array([1.0])).tolist()
             (3.0, 1.0, [2])
         """
+        values = np.asarray(values, np.float64)
+        if values.ndim != 1 or len(values) > self.capacity:
+            raise ValueError(
+                f"rebuild: values must be 1-D with at most capacity={self.capacity} entries, "
+                f"got shape {values.shape}"
+            )
         leaves = self._sums[0]
         leaves[:] = 0.0
         leaves[: len(values)] = values
