@@ -146,3 +146,20 @@ def test_sample_batch_number_columns_count_as_rllibs(case: str) -> None:
 
     columns = NUMBER_COLUMNS[case]
     assert len(SampleBatch(dict(columns))) == len(RllibBatch(dict(columns)))
+
+
+READ_FLAGS = {
+    "lookback-as-one": {"neg_index_as_lookback": 1},
+    "one-hot-as-string": {"one_hot_discrete": "no"},
+}
+
+
+@pytest.mark.parametrize("case", list(READ_FLAGS))
+def test_read_flags_must_be_bools(case: str) -> None:  # "flag-types"
+    flags = READ_FLAGS[case]
+    ours = OBuf([0, 1, 2], 1, gym.spaces.Discrete(3))
+    theirs = RBuf([0, 1, 2], 1, gym.spaces.Discrete(3))
+    with pytest.raises(TypeError, match=f"{next(iter(flags))} must be a bool"):
+        ours.get(-1, **flags)
+    truthy = {key: bool(value) for key, value in flags.items()}
+    assert np.array_equal(theirs.get(-1, **flags), ours.get(-1, **truthy))
