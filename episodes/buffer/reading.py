@@ -84,7 +84,7 @@ def _padded(
     one_hot_discrete: bool,
 ) -> Any:
     """The stored ``window`` with the plan's fillers on either side."""
-    item = _column_fill(store, fill) if space is None and store.is_numpy else fill
+    item = column_fill(store, fill) if space is None and store.is_numpy else fill
     parts = [window] if plan.stored else []
     if plan.fill_left:
         parts.insert(0, store.fillers(space, item, plan.fill_left, one_hot_discrete))
@@ -135,7 +135,7 @@ def read_positions(
             return read_plan(store, space, empty, fill, one_hot_discrete)
         gathered = store.gather(positions)
         return store.encode_one_hot(gathered, space) if one_hot_discrete else gathered
-    item = _column_fill(store, fill) if space is None and store.is_numpy else fill
+    item = column_fill(store, fill) if space is None and store.is_numpy else fill
     filler = filler_item(space, item, one_hot_discrete=one_hot_discrete)
     if store.is_numpy:
         mixed = _filled_gather(store, space, positions, valid, filler, item, one_hot_discrete)
@@ -259,7 +259,7 @@ def _plain(value: Any) -> bool:
     return not isinstance(value, (dict, tuple, list))
 
 
-def _column_fill(store: Store, fill: Any) -> Any:
+def column_fill(store: Store, fill: Any) -> Any:
     """``fill`` as one item of a numpy column without a space, or ``fill`` itself.
 
     A list or tuple ``fill`` for a column of array rows is one row (an array), and a dict,
@@ -275,7 +275,7 @@ def _column_fill(store: Store, fill: Any) -> Any:
     Example:
         >>> from episodes.buffer.array_store import ArrayStore
         >>> store = ArrayStore.from_batch({"h": np.zeros((1, 2), np.float32)})
-        >>> _column_fill(store, {"h": [0.0, 0.0]})
+        >>> column_fill(store, {"h": [0.0, 0.0]})
         {'h': array([0., 0.])}
     """
     if fill.__class__ not in _NESTED or not getattr(store, "typed", True):

@@ -247,3 +247,14 @@ def test_pipeline_insert_clamps_a_huge_index_as_a_list_does(index: Any, order: l
     pipe = ConnectorPipeline([_first])
     pipe.insert(index, _second)  # list.insert would raise OverflowError past a C ssize_t
     assert pipe.connectors == order
+
+
+def test_an_int_read_pads_as_list_and_slice_reads_do() -> None:
+    rows = InfiniteLookbackBuffer([np.zeros(2), np.ones(2)])
+    rows.finalize()
+    for index in (5, [5], slice(0, 4)):
+        with pytest.raises(ValueError, match="cannot pad this buffer's items"):
+            rows.get(index, fill=[9.0, 9.0, 9.0])
+    padded = rows.get(5, fill=[7.0, 7.0])  # one row, as the column's rows are arrays
+    assert isinstance(padded, np.ndarray) and padded.tolist() == [7.0, 7.0]
+    assert rows.get([5], fill=[7.0, 7.0]).tolist() == [[7.0, 7.0]]

@@ -163,3 +163,25 @@ def test_read_flags_must_be_bools(case: str) -> None:  # "flag-types"
         ours.get(-1, **flags)
     truthy = {key: bool(value) for key, value in flags.items()}
     assert np.array_equal(theirs.get(-1, **flags), ours.get(-1, **truthy))
+
+
+MISSHAPED_FILLS = {
+    "flat rows": ([np.zeros(2), np.ones(2)], [9.0, 9.0, 9.0]),
+    "nested items": (
+        [{"h": np.zeros(2, np.float32)}, {"h": np.ones(2, np.float32)}],
+        {"h": np.zeros(5)},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MISSHAPED_FILLS))
+def test_an_int_read_refuses_a_fill_of_another_shape(case: str) -> None:
+    # "nested-fill-no-space": every read form refuses it alike; RLlib's int read returns it.
+    items, fill = MISSHAPED_FILLS[case]
+    ours, theirs = OBuf(list(items), 0), RBuf(list(items), 0)
+    ours.finalize()
+    theirs.finalize()
+    for index in (5, [5], slice(0, 4)):
+        with pytest.raises(ValueError, match="cannot pad this buffer's items"):
+            ours.get(index, fill=fill)
+    assert theirs.get(5, fill=fill) is fill
