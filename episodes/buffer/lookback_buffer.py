@@ -385,13 +385,16 @@ class InfiniteLookbackBuffer:
         """A new buffer owning copies of the last ``count`` stored items (all, if fewer).
 
         All but the last ``visible`` of them are its lookback; it keeps this buffer's mode and
-        space. This is what ``cut`` takes from every column.
+        space. This is what ``cut`` takes from every column. A negative ``count`` or
+        ``visible`` is a ``ValueError``.
 
         Example:
             >>> tail = InfiniteLookbackBuffer([1, 2, 3, 4]).copy_tail(3, 1)
             >>> tail.get(), tail.lookback
             ([4], 2)
         """
+        if count < 0 or visible < 0:  # cut checks its lookback first; a direct call may not
+            raise ValueError(f"copy_tail: count and visible must be >= 0, got {count}, {visible}")
         store = self.store
         items = store.pylist
         total = len(items) if items is not None else len(store)

@@ -258,3 +258,14 @@ def test_an_int_read_pads_as_list_and_slice_reads_do() -> None:
     padded = rows.get(5, fill=[7.0, 7.0])  # one row, as the column's rows are arrays
     assert isinstance(padded, np.ndarray) and padded.tolist() == [7.0, 7.0]
     assert rows.get([5], fill=[7.0, 7.0]).tolist() == [[7.0, 7.0]]
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+@pytest.mark.parametrize("count, visible", [(-1, 0), (2, -1)])
+def test_copy_tail_refuses_negative_counts(numpy: bool, count: int, visible: int) -> None:
+    buffer = InfiniteLookbackBuffer([1, 2, 3])
+    if numpy:
+        buffer.finalize()
+    with pytest.raises(ValueError, match="copy_tail: count and visible must be >= 0"):
+        buffer.copy_tail(count, visible)
+    assert buffer.copy_tail(2, 1).get() == [3] or buffer.copy_tail(2, 1).get().tolist() == [3]
