@@ -45,6 +45,14 @@ def is_flat(item: Any) -> bool:
     return not isinstance(item, (Mapping, tuple, list))
 
 
+def _empty_list_items(items: SequenceABC[Any]) -> np.ndarray[Any, Any] | None:
+    # Zero-size items given as lists: ``[]`` is a value of a ``Box((0,))``, not an empty
+    # structure whose leaves (none) would stack to nothing and lose the items.
+    if all(item.__class__ is list and not item for item in items):
+        return np.zeros((len(items), 0))
+    return None
+
+
 def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any:
     """Stack items leaf-wise along a new axis 0.
 
@@ -57,8 +65,10 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
 
     Args:
         items: The items, all of the same structure.
-        space: Optional space of one item. Only used when ``items`` is empty, to build an
-            empty struct whose leaves have shape ``(0, *leaf_shape)`` and the leaf dtype.
+        space: Optional space of one item. Used when ``items`` is empty, to build an
+            empty struct whose leaves have shape ``(0, *leaf_shape)`` and the leaf dtype, and
+            to read items that are all ``[]`` as a Tuple's (an empty struct) rather than as
+            zero-size values (float64, shape ``(n, 0)``).
 
     Returns:
         The batched structure; ``np.asarray([])`` for no items and no space.
@@ -80,6 +90,10 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         except MemoryError as err:  # no array holds even none of them (a Text too wide)
             raise ValueError(f"Cannot batch items of {space}: {err}") from err
     first = items[0]
+    if first.__class__ is list and not first and not isinstance(space, gs.Tuple):
+        empty = _empty_list_items(items)
+        if empty is not None:
+            return empty
     # No float64 shortcut for a first Python float: np.fromiter would call float() on every
     # item, turning None into nan and "2.5" into 2.5 where np.asarray keeps what they are.
     if first.__class__ is np.ndarray and first.ndim:

@@ -185,3 +185,12 @@ def test_an_int_read_refuses_a_fill_of_another_shape(case: str) -> None:
         with pytest.raises(ValueError, match="cannot pad this buffer's items"):
             ours.get(index, fill=fill)
     assert theirs.get(5, fill=fill) is fill
+
+
+def test_empty_list_items_numpy_as_rllibs() -> None:
+    ours, theirs = OBuf([[], [], []], 1), RBuf([[], [], []], 1)
+    ours.finalize()
+    theirs.finalize()
+    assert ours.get().shape == theirs.get().shape == (2, 0)
+    assert ours.get().dtype == theirs.get().dtype
+    assert len(ours) == len(theirs)
