@@ -7,6 +7,7 @@ recording and reading; the episode's methods delegate here.
 from __future__ import annotations
 
 import copy
+import pickle
 from typing import TYPE_CHECKING, Any
 
 from episodes.buffer import InfiniteLookbackBuffer
@@ -16,6 +17,32 @@ from episodes.spaces import equal_in_space
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
+
+
+def copied_custom(data: dict[Any, Any]) -> dict[Any, Any]:
+    """A deep copy of ``custom_data``, sharing the values no deep copy can make (a lock).
+
+    Such a value is the same object in both episodes, as it would be in a shallow copy: a
+    chunk of an episode that holds one can still be cut or sliced.
+
+    Example:
+        >>> import threading
+        >>> data = {"rows": [1, 2], "lock": threading.Lock()}
+        >>> copied = copied_custom(data)
+        >>> copied["rows"] is data["rows"], copied["lock"] is data["lock"]
+        (False, True)
+    """
+    try:
+        return copy.deepcopy(data)
+    except (TypeError, copy.Error, pickle.PicklingError):
+        return {key: _copied_or_shared(value) for key, value in data.items()}
+
+
+def _copied_or_shared(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except (TypeError, copy.Error, pickle.PicklingError):
+        return value
 
 
 def _successor_builder() -> Any:
@@ -40,7 +67,7 @@ def _successor_builder() -> Any:
         elif kind == "clock":
             value = "None"
         elif kind == "custom":
-            value = f"deepcopy(episode.{slot}) if episode.{slot} else {{}}"
+            value = f"copied_custom(episode.{slot}) if episode.{slot} else {{}}"
         elif field.name == "t_started":
             value = "t_started"
         elif field.name == "t":
@@ -54,7 +81,7 @@ def _successor_builder() -> Any:
         "    s._action_check = episode._action_check",
         "    return s",
     ]
-    namespace: dict[str, Any] = {"deepcopy": copy.deepcopy}
+    namespace: dict[str, Any] = {"copied_custom": copied_custom}
     exec("\n".join(lines), namespace)  # noqa: S102 - our own field names, not input
     return namespace["build"]
 

@@ -83,3 +83,22 @@ def test_a_buffer_subclass_keeps_its_attributes(how: str, numpy: bool) -> None:
 def test_contract_checks_take_an_episode_subclass() -> None:
     episode = _episode(TaggedEpisode, tag="mine")
     check_deterministic(lambda episodes, batch: {"n": [len(e.tag) for e in episodes]}, [episode])
+
+
+def test_cut_and_slice_share_custom_data_values_that_cannot_be_copied() -> None:
+    import threading
+
+    from episodes.testing import check_lookback_across_cuts
+
+    lock = threading.Lock()
+    episode = SingleAgentEpisode(
+        observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 2.0], len_lookback_buffer=0
+    )
+    episode.custom_data.update(lock=lock, rows=[1, 2])
+    for chunk in (episode.cut(), episode[0:1], episode.slice(slice(1, 2))):
+        assert chunk.custom_data["lock"] is lock
+        assert chunk.custom_data["rows"] == [1, 2]
+        assert chunk.custom_data["rows"] is not episode.custom_data["rows"]
+    check_lookback_across_cuts(
+        lambda episodes, batch: {"n": [len(e) for e in episodes]}, episode, 0, 2, 1
+    )
