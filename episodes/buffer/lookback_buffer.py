@@ -339,8 +339,9 @@ class InfiniteLookbackBuffer:
             item = self.store.get(position)
             return one_hot(item, self._space) if one_hot_discrete else item
         if fill is not None:
-            if self._space is None and self.store.is_numpy:  # as list and slice reads pad
-                fill = reading.column_fill(self.store, fill)
+            if self._space is None and self.store.is_numpy:
+                # Refused where list and slice reads refuse it; an int read returns it as given.
+                reading.column_fill(self.store, fill)
             return filler_item(self._space, fill, one_hot_discrete=one_hot_discrete)
         raise IndexError(
             f"index {index} is out of range for a buffer with {total - self.lookback} items and a "

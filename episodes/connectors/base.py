@@ -24,7 +24,7 @@ import tree
 from episodes.buffer.reading import filler_mismatch
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.episode import SingleAgentEpisode
-from episodes.indexing import as_int
+from episodes.indexing import as_flag, as_int
 from episodes.spaces import (
     batch_with_layout,
     filler_batch,
@@ -215,7 +215,7 @@ class EpisodeConnector:
     """
 
     def __init__(self, *, inference: bool = False):
-        self.inference = inference
+        self.inference = as_flag(inference, "inference")
 
     def rows(self, episode: SingleAgentEpisode) -> tuple[int, int]:
         """The row time steps ``[a, b)`` of ``episode`` (relative to its ``ts=0``).

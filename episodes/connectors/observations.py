@@ -21,6 +21,7 @@ from episodes.connectors.base import (
     with_fill_dtype,
 )
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import as_flag
 from episodes.spaces import find_space_kind
 from episodes.spaces.per_space_cache import PerSpaceCache
 
@@ -193,7 +194,7 @@ class FlattenObservations(EpisodeConnector):
         self, *, one_hot_discrete: bool = True, out_key: str = "obs", inference: bool = False
     ):
         super().__init__(inference=inference)
-        self.one_hot_discrete = one_hot_discrete
+        self.one_hot_discrete = as_flag(one_hot_discrete, "one_hot_discrete")  # as reads take it
         self.out_key = out_key
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:

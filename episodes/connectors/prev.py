@@ -19,6 +19,7 @@ from episodes.connectors.base import (
 )
 from episodes.connectors.observations import _whole_count
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import as_flag
 
 __all__ = ["PrevActionsPrevRewards"]
 
@@ -79,7 +80,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
         super().__init__(inference=inference)
         self.n_actions, self.n_rewards = counts
         self.fill = fill
-        self.one_hot_discrete = one_hot_discrete
+        self.one_hot_discrete = as_flag(one_hot_discrete, "one_hot_discrete")  # as reads take it
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds ``prev_n_actions``/``prev_n_rewards`` for ``episodes`` to ``batch``."""

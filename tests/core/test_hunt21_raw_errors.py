@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 
 from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
-from episodes.connectors import ConnectorPipeline
+from episodes.connectors import (
+    ConnectorPipeline,
+    FlattenObservations,
+    FrameStack,
+    PrevActionsPrevRewards,
+)
 from episodes.replay import PrioritizedEpisodeReplayBuffer, SumTree
 
 BOX = gym.spaces.Box(-10, 10, (2,), np.float32)
@@ -255,8 +260,7 @@ def test_an_int_read_pads_as_list_and_slice_reads_do() -> None:
     for index in (5, [5], slice(0, 4)):
         with pytest.raises(ValueError, match="cannot pad this buffer's items"):
             rows.get(index, fill=[9.0, 9.0, 9.0])
-    padded = rows.get(5, fill=[7.0, 7.0])  # one row, as the column's rows are arrays
-    assert isinstance(padded, np.ndarray) and padded.tolist() == [7.0, 7.0]
+    assert rows.get(5, fill=[7.0, 7.0]) == [7.0, 7.0]  # a fitting fill comes as given
     assert rows.get([5], fill=[7.0, 7.0]).tolist() == [[7.0, 7.0]]
 
 
@@ -269,3 +273,28 @@ def test_copy_tail_refuses_negative_counts(numpy: bool, count: int, visible: int
     with pytest.raises(ValueError, match="copy_tail: count and visible must be >= 0"):
         buffer.copy_tail(count, visible)
     assert buffer.copy_tail(2, 1).get() == [3] or buffer.copy_tail(2, 1).get().tolist() == [3]
+
+
+def test_an_int_read_gives_a_fitting_fill_as_it_is() -> None:
+    objects = InfiniteLookbackBuffer([None, None])
+    objects.finalize()
+    nested = InfiniteLookbackBuffer([{"a": 1, "h": np.zeros(2)}, {"a": 2, "h": np.ones(2)}])
+    nested.finalize()
+    fill = {}
+    assert objects.get(10, fill=fill) is fill
+    nested_fill = {"a": 0, "h": [0.0, 0.0]}
+    assert nested.get(9, fill=nested_fill) is nested_fill
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: FlattenObservations(one_hot_discrete=0),
+        lambda: FlattenObservations(inference=1),
+        lambda: PrevActionsPrevRewards(one_hot_discrete="no"),
+        lambda: FrameStack(2, inference="yes"),
+    ],
+)
+def test_connector_flags_are_bools_when_made(make) -> None:
+    with pytest.raises(TypeError, match=r"^(one_hot_discrete|inference) must be a bool"):
+        make()
