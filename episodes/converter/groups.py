@@ -38,7 +38,9 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
         TypeError: ``episodes`` holds something other than chunks or per-env lists of chunks,
             naming the item (and its env) and its type.
         ValueError: an ``env_index`` that is not an integer (a float or a bool would be cast
-            and could merge two envs), naming the chunk.
+            and could merge two envs), naming the chunk; in a flat list without
+            ``env_index``, a chunk without steps that ended its episode listed before a chunk
+            of that episode (its end would be lost).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -74,13 +76,23 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
         return [[ep] for ep in episodes]
     envs: list[list[SingleAgentEpisode]] = []
     latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> the env of its latest chunk
+    early: dict[Any, SingleAgentEpisode] = {}  # id -> an end listed before any of its chunks
     for ep in episodes:
         key = id_key(ep.id_)  # a list id matches its equal lists
-        if ep.is_done and not len(ep) and key in latest:
-            latest[key].append(ep)
-        else:
-            envs.append([ep])
-            latest[key] = envs[-1]
+        if ep.is_done and not len(ep):
+            if key in latest:
+                latest[key].append(ep)
+                continue
+            early.setdefault(key, ep)
+        elif key in early:  # the end would hold nothing in an env of its own: refused
+            end = early[key]
+            raise ValueError(
+                f"the chunk without steps that ended episode {ep.id_!r} at t={end.t_started} is "
+                f"listed before that episode's chunk starting at t={ep.t_started}: list the "
+                "chunks of an episode in time order"
+            )
+        envs.append([ep])
+        latest[key] = envs[-1]
     return envs
 
 
