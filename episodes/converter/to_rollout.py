@@ -184,7 +184,8 @@ def episodes_to_rollout(
     Bootstrapping: a truncated episode's last reward gets ``gamma * V(final observation)``
     (computed in float64, then cast), a terminated one nothing; an env whose last chunk is still
     running contributes ``V(last observation)`` to ``last_values``. ``V`` comes from
-    ``value_fn`` (one batched call on ``obs_fn``-transformed observations) or from
+    ``value_fn`` (one batched call on ``obs_fn``-transformed observations; for a distributed
+    ``GroupSample``, one per runner's part) or from
     ``custom_data[keys.bootstrap_value]``.
 
     Args:
