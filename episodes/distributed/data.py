@@ -31,7 +31,7 @@ from episodes.distributed.rows import (
     nstep_columns,
     step_columns,
 )
-from episodes.distributed.step_blocks import check_same_columns, join_rewards
+from episodes.distributed.step_blocks import check_same_columns
 from episodes.indexing import discount_factor, whole_number
 
 ray = require_ray()
@@ -118,7 +118,6 @@ def _read_block(
         parts = [step_columns(ep, ends=end) for ep, end in pieces]
     if not parts:
         return
-    join_rewards(parts)  # ints next to floats, as a runner records them
     check_same_columns(parts, f"chunks {start}-{stop} of {path}")
     # Episode ids as a plain string column, taken from one string per chunk. Not an Arrow
     # dictionary column: Ray Data can neither sort one nor group it across blocks.

@@ -86,13 +86,18 @@ def step_columns(
     Returns:
         A dict of numpy arrays, one entry per step each (see the module docstring).
 
-    Every column keeps the chunk's dtype, ``reward`` too (complex or int rewards as stored).
+    Every column keeps the chunk's dtype but ``reward``, which is float64 in every chunk (bools
+    and ints too), so that every block of a dataset has one reward type (Arrow cannot join a
+    bool block with a float one).
 
     Raises:
         ValueError: The chunk is in list mode, two extra model outputs would fill one
             column (a nested ``h`` and an ``h.0``), or ``ends`` is no pair of bools.
         UnstorableValueError: A step's time (``t_started`` + its index) does not fit the
-            int64 ``t`` column (a v1 dataset may hold any int); it names the episode.
+            int64 ``t`` column (a v1 dataset may hold any int), or an int reward beyond
+            ``2**53`` the float64 ``reward`` column (it would round); it names the episode.
+        TypeError: Complex rewards (a float64 column would drop their imaginary parts) or
+            rewards that are no numbers, naming the episode.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -119,7 +124,7 @@ def step_columns(
     _leaf_columns("obs", _rows(observations, 0, n), out)
     _leaf_columns("next_obs", _rows(observations, 1, n + 1), out)
     _leaf_columns("action", episode.get_actions(slice(0, n)), out)
-    out["reward"] = np.asarray(episode.get_rewards(slice(0, n)))  # as stored, like the others
+    out["reward"] = _reward_column(episode, n)
     last = np.zeros(n, dtype=bool)
     if n:
         last[-1] = True
@@ -192,6 +197,27 @@ def nstep_columns(
         del out[key]
     _leaf_columns("next_obs", _take(observations, k + m), out)
     return out
+
+
+def _reward_column(episode: SingleAgentEpisode, n: int) -> np.ndarray:
+    stored = np.asarray(episode.get_rewards(slice(0, n)))
+    try:
+        rewards = summable_rewards(stored)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"episode {episode.id_!r}: {err}") from None
+    kind = stored.dtype.kind
+    if rewards.size and (
+        (kind in "iu" and (stored.max() > _EXACT_FLOAT_INTS or stored.min() < -_EXACT_FLOAT_INTS))
+        or (kind == "O" and np.abs(rewards).max() >= _EXACT_FLOAT_INTS)  # ints beyond int64
+    ):
+        raise UnstorableValueError(
+            f"episode {episode.id_!r}: int rewards beyond 2**53 do not fit the float64 reward "
+            "column of step rows exactly (read episodes instead)"
+        )
+    return rewards
+
+
+_EXACT_FLOAT_INTS = 2**53
 
 
 def _times(episode: SingleAgentEpisode, n: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_same_columns", "join_rewards"]
+__all__ = ["check_same_columns"]
 
 
 def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
@@ -86,33 +86,3 @@ def _described(part: dict[str, np.ndarray], name: str) -> str:
     return (
         f"{column.dtype} rows of shape {column.shape[1:]} in episode {str(part['episode_id'][0])!r}"
     )
-
-
-def join_rewards(parts: list[dict[str, np.ndarray]]) -> None:
-    """Gives the chunks' ``reward`` columns one float64 dtype where their kinds differ.
-
-    Step rows keep each chunk's reward dtype, and a runner records ints for one episode and
-    floats for another (``1`` and ``0.5``): such rewards join as float64, as they always did,
-    where float64 holds every value (ints up to ``2**53``, bools); otherwise the columns are
-    left as they are, for :func:`check_same_columns` to refuse. Works in place on ``parts``.
-
-    Example:
-        >>> parts = [{"reward": np.array([1, 2])}, {"reward": np.array([0.5], np.float32)}]
-        >>> join_rewards(parts)
-        >>> [part["reward"].dtype.name for part in parts]
-        ['float64', 'float64']
-    """
-    columns = [part["reward"] for part in parts if "reward" in part]
-    kinds = {column.dtype.kind for column in columns}
-    if len(kinds) < 2 or not kinds <= set("biuf"):
-        return
-    for column in columns:
-        if column.dtype.kind in "iu" and column.size:
-            if column.max() > _EXACT_INTS or column.min() < -_EXACT_INTS:
-                return
-    for part in parts:
-        if "reward" in part:
-            part["reward"] = part["reward"].astype(np.float64)
-
-
-_EXACT_INTS = 2**53

@@ -59,8 +59,8 @@ def summable_rewards(rewards: Any) -> np.ndarray[Any, Any]:
     if complex_:
         raise TypeError(
             "n-step rewards need real numbers as rewards, got complex ones (dtype "
-            f"{values.dtype}); a float64 sum would drop their imaginary parts (read_steps "
-            "and TransitionDataset(n_step=1) give the stored rewards)"
+            f"{values.dtype}); a float64 sum would drop their imaginary parts "
+            "(TransitionDataset(n_step=1) gives the stored rewards)"
         )
     raise TypeError(
         f"n-step rewards need real numbers (bool, int or float) as rewards, got dtype "

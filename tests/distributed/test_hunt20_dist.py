@@ -26,7 +26,7 @@ from episodes.distributed import (  # noqa: E402
     read_transitions,
 )
 from episodes.distributed.shared_memory import SlotSegments  # noqa: E402
-from episodes.io import EpisodeWriter, read_episodes  # noqa: E402
+from episodes.io import EpisodeWriter, UnstorableValueError, read_episodes  # noqa: E402
 from episodes.runner.row_infos import RowInfos  # noqa: E402
 
 Pair = namedtuple("Pair", "a b")
@@ -319,7 +319,7 @@ def test_an_episode_row_of_complex_rewards_carries_a_nan_return() -> None:
     assert episode_row(real)["return"] == 2.5
 
 
-# ------------------------------------------------- step rows keep rewards; ints next to floats
+# ------------------------------------------ step rows: float64 rewards in every block, exact
 def _rewarded(name: str, rewards: list[Any]) -> SingleAgentEpisode:
     obs = [np.zeros(1, np.float32)] * (len(rewards) + 1)
     return SingleAgentEpisode(
@@ -332,21 +332,32 @@ def _rewarded(name: str, rewards: list[Any]) -> SingleAgentEpisode:
     )
 
 
-def test_int_rewards_next_to_float_rewards_join_as_float64(tmp_path) -> None:
-    # A runner records Python ints for one episode and floats for another.
-    path = _v1(tmp_path / "v1", [_rewarded("a", [1, 2]), _rewarded("b", [0.5, 1.5])])
+REWARDS = {
+    "ints then floats": ([1, 2], [0.5, 1.5]),
+    "bools then floats": ([True, False], [0.5, 1.5]),
+    "bools then ints": ([True, False], [3, 4]),
+}
+
+
+@pytest.mark.parametrize("case", list(REWARDS))
+def test_rewards_are_float64_in_one_block(tmp_path, case) -> None:
+    first, second = REWARDS[case]
+    path = _v1(tmp_path / "v1", [_rewarded("a", first), _rewarded("b", second)])
     (block,) = _run_tasks(EpisodeDatasource(path))
     got = block.column("reward").to_numpy()
-    assert got.dtype == np.float64 and got.tolist() == [1.0, 2.0, 0.5, 1.5]
+    assert got.dtype == np.float64 and got.tolist() == [float(r) for r in first + second]
 
 
-def test_int_rewards_float64_cannot_hold_are_refused_next_to_floats(tmp_path) -> None:
-    path = _v1(tmp_path / "v1", [_rewarded("a", [2**53 + 1, 0]), _rewarded("b", [0.5, 1.5])])
-    with pytest.raises(ValueError, match=r"type of the step column 'reward': int64 rows"):
+@pytest.mark.parametrize("case", list(REWARDS))
+def test_rewards_of_blocks_of_other_dtypes_batch_through_ray(ray_local, tmp_path, case) -> None:
+    # One block per read task: Arrow cannot join a bool block with a float one.
+    first, second = REWARDS[case]
+    path = _v1(tmp_path / "v1", [_rewarded("a", first), _rewarded("b", second)])
+    rows = read_steps(path, override_num_blocks=2).sort(["episode_id", "t"]).take_all()
+    assert [row["reward"] for row in rows] == [float(r) for r in first + second]
+
+
+def test_int_rewards_float64_cannot_hold_are_refused(tmp_path) -> None:
+    path = _v1(tmp_path / "v1", [_rewarded("a", [2**53 + 1, 0])])
+    with pytest.raises(UnstorableValueError, match=r"episode 'a': int rewards beyond 2\*\*53"):
         _run_tasks(EpisodeDatasource(path))
-
-
-def test_rewards_of_one_dtype_come_as_stored(tmp_path) -> None:
-    path = _v1(tmp_path / "v1", [_rewarded("a", [2**53 + 1, 3]), _rewarded("b", [5, 7])])
-    (block,) = _run_tasks(EpisodeDatasource(path))
-    assert block.column("reward").to_numpy().tolist() == [2**53 + 1, 3, 5, 7]
