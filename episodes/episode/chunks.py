@@ -11,6 +11,7 @@ import pickle
 from typing import TYPE_CHECKING, Any
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.buffer.subclasses import subclass_attributes
 from episodes.episode.fields import FIELDS
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
@@ -98,7 +99,12 @@ def _successor(
     truncated: bool = False,
 ) -> Any:
     flags = {"is_terminated": terminated, "is_truncated": truncated}
-    return _build_successor(type(episode), episode, columns, t_started, flags)
+    successor = _build_successor(type(episode), episode, columns, t_started, flags)
+    if episode._adds_attributes:  # a user's subclass: its own attributes, shared as copy.copy
+        base = next(c for c in type(episode).__mro__ if c.__dict__.get("_adds_attributes") is False)
+        for name, value in subclass_attributes(episode, base).items():
+            object.__setattr__(successor, name, value)
+    return successor
 
 
 def cut(episode: SingleAgentEpisode, len_lookback_buffer: int = 0) -> SingleAgentEpisode:

@@ -6,7 +6,7 @@ import builtins
 import contextlib
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -109,6 +109,14 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     """
 
     __slots__ = (*(field.slot for field in FIELDS), *_DERIVED_SLOTS)
+
+    #: False here, True on a user's subclass, whose chunks (``cut``, slices) carry the
+    #: attributes it adds.
+    _adds_attributes: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._adds_attributes = True
 
     # For type checkers only: the slots come from the field table above.
     id_: str

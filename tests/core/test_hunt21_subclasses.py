@@ -102,3 +102,14 @@ def test_cut_and_slice_share_custom_data_values_that_cannot_be_copied() -> None:
     check_lookback_across_cuts(
         lambda episodes, batch: {"n": [len(e) for e in episodes]}, episode, 0, 2, 1
     )
+
+
+def test_chunks_of_a_subclass_carry_its_attributes() -> None:
+    tagged = _episode(TaggedEpisode, tag="mine")
+    slotted = _episode(SlottedEpisode)
+    slotted.note = "kept"
+    for chunk in (tagged.cut(), tagged[0:1], tagged.slice(slice(1, 2))):
+        assert type(chunk) is TaggedEpisode and chunk.tag == "mine"
+    assert slotted.cut().note == "kept"
+    assert not hasattr(_episode(SlottedEpisode).cut(), "note")
+    assert type(SingleAgentEpisode(observations=[0]).cut()) is SingleAgentEpisode

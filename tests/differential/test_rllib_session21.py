@@ -194,3 +194,22 @@ def test_empty_list_items_numpy_as_rllibs() -> None:
     assert ours.get().shape == theirs.get().shape == (2, 0)
     assert ours.get().dtype == theirs.get().dtype
     assert len(ours) == len(theirs)
+
+
+def _tagged(base: Any) -> Any:
+    class Tagged(base):  # type: ignore[misc, valid-type]
+        pass
+
+    episode = Tagged(
+        observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0], len_lookback_buffer=0
+    )
+    episode.tag = "mine"
+    return episode
+
+
+def test_chunks_of_a_subclass() -> None:  # "subclass-chunks"
+    ours, theirs = _tagged(OSAE), _tagged(RSAE)
+    for make in (lambda e: e.cut(), lambda e: e[0:1], lambda e: e.slice(slice(1, 2))):
+        chunk = make(ours)
+        assert type(chunk) is type(ours) and chunk.tag == "mine"
+        assert type(make(theirs)) is RSAE
