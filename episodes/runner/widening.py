@@ -138,6 +138,9 @@ def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
         (True, False)
         >>> _fits(np.array([1e300]), np.dtype(np.float32))
         False
+        >>> float16, float32 = np.dtype(np.float16), np.dtype(np.float32)
+        >>> _fits(np.array([-(2**63)]), float16), _fits(np.array([np.inf]), float32)
+        (False, True)
         >>> _fits(np.array([1000]), np.dtype(np.int8)), _fits(np.array([100]), np.dtype(np.int8))
         (False, True)
     """
@@ -146,9 +149,16 @@ def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
     if dtype.kind == "f" and value.dtype.kind in "biuf":
         if not value.size or value.dtype.kind == "b":
             return True
-        with np.errstate(invalid="ignore"):
-            largest = np.nanmax(np.abs(value)) if value.dtype.kind == "f" else np.abs(value).max()
-        return bool(not largest > np.finfo(dtype).max)  # inf stays inf; NaN compares False
+        largest: float
+        if value.dtype.kind in "iu":  # as Python ints: abs(-2**63) wraps in int64
+            largest = max(int(value.max()), -int(value.min()))
+        else:
+            with np.errstate(invalid="ignore"):
+                largest = np.nanmax(np.abs(value))
+            if largest == np.inf:  # inf stays inf in any float leaf: judge the finite values
+                finite = value[np.isfinite(value)]
+                largest = np.abs(finite).max() if finite.size else 0.0
+        return bool(not largest > float(np.finfo(dtype).max))  # NaN compares False
     if dtype.kind in "iu" and value.dtype.kind in "iu":
         info = np.iinfo(dtype)
         return not value.size or bool(info.min <= value.min() and value.max() <= info.max)
