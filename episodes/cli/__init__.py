@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.cli.errors import CliError, Parser, progress, say
+from episodes.cli.errors import CliError, Parser, dropped_output, progress, quiet_stdout, say
 from episodes.cli.record import record, shard_bytes
 from episodes.io import DatasetError, dataset_info
 from episodes.io.reader import printable
@@ -399,7 +399,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _terminate_as_interrupt():
             code = int(args.func(args))
         if sys.stdout is not None:  # None: started with stdout closed (>&-), output dropped
-            sys.stdout.flush()
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as err:  # a full disk under a redirect: the work itself is done
+                dropped_output(err)
         return code
     except BrokenPipeError:
         return _closed_pipe()
@@ -464,10 +469,5 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
 
 def _closed_pipe() -> int:
     """The reader of stdout went away (``episodes info DIR | head -1``): stop quietly."""
-    import os
-
-    # Python would flush stdout again at exit and complain; point it at /dev/null first.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+    quiet_stdout()
     return 141  # what a shell reports for a command killed by SIGPIPE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -58,8 +59,32 @@ def say(line: str, *, err: bool = False) -> None:
         wrote runs-\udcff\nok
     """
     stream = sys.stderr if err else sys.stdout
-    if stream is not None:  # None: closed (2>&-); print(file=None) would write to stdout
+    if stream is None:  # closed (2>&-); print(file=None) would write to stdout
+        return
+    try:
         print(printable(line), file=stream)
+    except BrokenPipeError:
+        raise  # the reader went away: main stops quietly
+    except OSError as error:
+        if err:
+            raise
+        dropped_output(error)  # a full disk under a redirect: the command goes on
+
+
+def dropped_output(error: OSError) -> None:
+    """Says on stderr that stdout failed (``> /dev/full``), then drops what stdout gets.
+
+    The command's work goes on and its exit code stays its own, as with stdout closed.
+    """
+    say(f"episodes: the command's output could not be written ({error}); it is dropped", err=True)
+    quiet_stdout()
+
+
+def quiet_stdout() -> None:
+    """Points stdout at /dev/null: Python would flush it again at exit and complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 class Parser(argparse.ArgumentParser):

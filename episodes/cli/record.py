@@ -82,6 +82,22 @@ def record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sampled(runner: Any, steps: int, env_id: str, recorded: int) -> Any:
+    """``runner.sample(steps)``; an env or policy that fails is a one-line ``CliError``.
+
+    A failed record takes back what it wrote, as for any other error: the message says so.
+    """
+    try:
+        return runner.sample(steps)
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - an env raises what it likes
+        raise CliError(
+            f"{env_id} failed after {recorded} recorded steps ({type(err).__name__}: {err}); "
+            "this record is taken back"
+        ) from err
+
+
 def _interrupted_note(out: str, *, stored: bool) -> str:
     """What an interrupted record left at ``out``, once ``removed_if_failed`` has run.
 
@@ -137,7 +153,7 @@ def _record_into(
             while done < per_env:
                 block = min(256, per_env - done)
                 # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
-                for chunk in runner.sample(block):
+                for chunk in _sampled(runner, block, env_id, done * args.num_envs):
                     if len(chunk) or chunk.is_done:
                         writer.write(chunk)
                         ids.add(chunk.id_)

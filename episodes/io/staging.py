@@ -96,7 +96,13 @@ def stage(final: Path) -> Staged:
     made: list[Path] = []
     if not inside:
         made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
-        final.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # a file where a directory of the path should be
+            above = next(p for p in reversed(final.parents) if p.exists() and not p.is_dir())
+            raise NotADirectoryError(
+                f"{final}: {above} is a file, not a directory, so nothing can be made below it"
+            ) from None
     staged: Path | None = None
     try:
         remove_stale(final)

@@ -533,7 +533,10 @@ def test_a_record_failing_before_any_episode_leaves_nothing(
     (tmp_path / "empty").mkdir()
     args = [a.format(tmp=tmp_path) for a in args]
     assert _main("record", "EpisodesCliFailing-v0", "--steps", "5", *args) == 1
-    assert capsys.readouterr().err == "episodes: error: the env broke down\n"
+    assert capsys.readouterr().err == (
+        "episodes: error: EpisodesCliFailing-v0 failed after 0 recorded steps (ValueError: the "
+        "env broke down); this record is taken back\n"
+    )
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["empty"]
     assert _main("record", "CartPole-v1", "--steps", "5", *args) == 0
 
