@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.cli.errors import CliError, Parser, dropped_output, progress, quiet_stdout, say
+from episodes.cli.errors import CliError, Parser, _dropped_output, _quiet_stdout, progress, say
 from episodes.cli.record import record, shard_bytes
 from episodes.io import DatasetError, dataset_info
 from episodes.io.reader import printable
@@ -404,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except BrokenPipeError:
                 raise
             except OSError as err:  # a full disk under a redirect: the work itself is done
-                dropped_output(err)
+                _dropped_output(err)
         return code
     except BrokenPipeError:
         return _closed_pipe()
@@ -469,5 +469,5 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
 
 def _closed_pipe() -> int:
     """The reader of stdout went away (``episodes info DIR | head -1``): stop quietly."""
-    quiet_stdout()
+    _quiet_stdout()
     return 141  # what a shell reports for a command killed by SIGPIPE

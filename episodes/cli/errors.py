@@ -68,19 +68,19 @@ def say(line: str, *, err: bool = False) -> None:
     except OSError as error:
         if err:
             raise
-        dropped_output(error)  # a full disk under a redirect: the command goes on
+        _dropped_output(error)  # a full disk under a redirect: the command goes on
 
 
-def dropped_output(error: OSError) -> None:
+def _dropped_output(error: OSError) -> None:
     """Says on stderr that stdout failed (``> /dev/full``), then drops what stdout gets.
 
     The command's work goes on and its exit code stays its own, as with stdout closed.
     """
     say(f"episodes: the command's output could not be written ({error}); it is dropped", err=True)
-    quiet_stdout()
+    _quiet_stdout()
 
 
-def quiet_stdout() -> None:
+def _quiet_stdout() -> None:
     """Points stdout at /dev/null: Python would flush it again at exit and complain."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
