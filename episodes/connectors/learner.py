@@ -11,6 +11,7 @@ import numpy as np
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
+from episodes.indexing import as_flag
 from episodes.spaces import unstackable_space
 from episodes.structs import id_key
 
@@ -73,7 +74,7 @@ class AddLearnerColumns:
         if odd:
             raise TypeError(f"columns must be strings, got {odd!r}")
         self.columns = columns
-        self.extra_model_outputs = extra_model_outputs
+        self.extra_model_outputs = as_flag(extra_model_outputs, "extra_model_outputs")
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""

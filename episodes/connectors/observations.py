@@ -352,7 +352,7 @@ class FrameStack(EpisodeConnector):
         super().__init__(inference=inference)
         self.n = count
         self.fill = fill
-        self.flatten = flatten
+        self.flatten = as_flag(flatten, "flatten")
         self.out_key = out_key
 
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:

@@ -16,6 +16,7 @@ import pytest
 
 from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
 from episodes.connectors import (
+    AddLearnerColumns,
     ConnectorPipeline,
     FlattenObservations,
     FrameStack,
@@ -293,8 +294,12 @@ def test_an_int_read_gives_a_fitting_fill_as_it_is() -> None:
         lambda: FlattenObservations(inference=1),
         lambda: PrevActionsPrevRewards(one_hot_discrete="no"),
         lambda: FrameStack(2, inference="yes"),
+        lambda: FrameStack(2, flatten=1),
+        lambda: AddLearnerColumns(extra_model_outputs="no"),
     ],
 )
 def test_connector_flags_are_bools_when_made(make) -> None:
-    with pytest.raises(TypeError, match=r"^(one_hot_discrete|inference) must be a bool"):
+    with pytest.raises(
+        TypeError, match=r"^(one_hot_discrete|inference|flatten|extra_model_outputs) must be a"
+    ):
         make()
