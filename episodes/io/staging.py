@@ -98,10 +98,13 @@ def stage(final: Path) -> Staged:
         made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:  # a file where a directory of the path should be
-            above = next(p for p in reversed(final.parents) if p.exists() and not p.is_dir())
+        except FileExistsError:  # a file (or a dangling link) where a directory should be
+            above = next(
+                (p for p in reversed(final.parents) if os.path.lexists(p) and not p.is_dir()),
+                final.parent,
+            )
             raise NotADirectoryError(
-                f"{final}: {above} is a file, not a directory, so nothing can be made below it"
+                f"{final}: {above} is not a directory, so nothing can be made below it"
             ) from None
     staged: Path | None = None
     try:

@@ -80,5 +80,5 @@ def test_a_destination_below_a_file_names_the_file(tmp_path, capsys, command) ->
     capsys.readouterr()
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'f'} is a file, not a directory" in err
+    assert f"{tmp_path / 'f'} is not a directory" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "src"]
