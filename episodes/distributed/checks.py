@@ -1,8 +1,8 @@
 r"""The runner group's argument checks and error text (kept apart to keep the group small).
 
 Example:
-    >>> check_timeout(None, "timeout_s"), check_flag(False, "launch")
-    (None, False)
+    >>> check_timeout(None, "timeout_s"), check_mapping(None, "runner_kwargs")
+    (None, {})
     >>> readable_error("\x1b[36mray::RunnerActor.sample()\x1b[39m failed")
     'ray::RunnerActor.sample() failed'
 """
@@ -14,9 +14,7 @@ from collections.abc import Mapping
 from numbers import Real
 from typing import Any
 
-import numpy as np
-
-__all__ = ["check_flag", "check_mapping", "check_picklable", "check_timeout", "readable_error"]
+__all__ = ["check_mapping", "check_picklable", "check_timeout", "readable_error"]
 
 #: Timeouts from this many seconds on (about 31 years) wait without a limit: Ray's waits take
 #: milliseconds as a C int64 and overflow above about 9.2e15 s.
@@ -54,25 +52,6 @@ def check_timeout(value: Any, what: str) -> float | None:
     if not seconds >= 0:
         raise ValueError(f"{what} must be None or a number of seconds >= 0, got {value!r}")
     return None if seconds >= NO_LIMIT_S else float(seconds)
-
-
-def check_flag(value: Any, what: str) -> bool:
-    """``value`` as a bool, refusing anything else (``"no"`` would be a truthy yes).
-
-    Raises:
-        TypeError: ``value`` is not a bool (numpy's bools are taken).
-
-    Example:
-        >>> check_flag(np.True_, "shared_memory")
-        True
-        >>> check_flag("no", "shared_memory")
-        Traceback (most recent call last):
-        ...
-        TypeError: shared_memory must be True or False, got 'no'
-    """
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{what} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def check_mapping(value: Any, what: str) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from typing import Any
 
 from episodes.distributed.actor import RunnerActor, WriterSpec
 from episodes.distributed.checks import (
-    check_flag,
     check_mapping,
     check_picklable,
     check_timeout,
@@ -41,7 +40,7 @@ from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
 from episodes.distributed.shared_memory import SHM_DIR, Reply, SlotSegments
 from episodes.distributed.slots import Slot, apply_on_all, start_actors
 from episodes.distributed.steps import num_steps_check
-from episodes.indexing import whole_number
+from episodes.indexing import as_flag, whole_number
 
 __all__ = ["RunnerGroup"]
 
@@ -122,7 +121,7 @@ class RunnerGroup:
         self.num_runners = whole_number(num_runners, "num_runners", 1)
         self._max_failures = whole_number(max_consecutive_failures, "max_consecutive_failures", 1)
         start_timeout_s = check_timeout(start_timeout_s, "start_timeout_s")
-        shared_memory = check_flag(shared_memory, "shared_memory")
+        shared_memory = as_flag(shared_memory, "shared_memory")
         self.seed = check_seed(seed)  # here: on the actors it would fail their start
         self._runner_kwargs = check_mapping(runner_kwargs, "runner_kwargs")
         self._config = check_mapping(config, "config")
@@ -390,7 +389,7 @@ class RunnerGroup:
         num_steps = self._check_steps(num_steps)
         # Before the broadcast and the launches: a refused call starts nothing.
         timeout_s = check_timeout(timeout_s, "timeout_s")
-        launch = check_flag(launch, "launch")
+        launch = as_flag(launch, "launch")
         if weights is not None:
             self.set_weights(weights)
         if launch:

@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from episodes.distributed.checks import check_flag
 from episodes.distributed.sample import RunnerSample, merge_runner_metrics
-from episodes.indexing import whole_number
+from episodes.indexing import as_flag, whole_number
 
 __all__ = ["GroupMetrics"]
 
@@ -157,7 +156,7 @@ class GroupMetrics:
             >>> out["env_steps_per_runner_s"], "env_steps_per_s" in out, m.num_samples  # cleared
             (50.0, False, 0)
         """
-        reset = check_flag(reset, "reset")  # before anything is read or cleared
+        reset = as_flag(reset, "reset")  # before anything is read or cleared
         out = self._merged()
         del out["env_steps_per_s"]  # a sum of rates is meaningless across rounds
         seconds = out["sample_time_s"]

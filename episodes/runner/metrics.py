@@ -8,7 +8,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from episodes.indexing import whole_number
+from episodes.indexing import as_flag, whole_number
 
 __all__ = ["MetricsSlot", "RunnerMetrics"]
 
@@ -155,8 +155,7 @@ class RunnerMetrics:
             >>> math.isnan(out["mean_episode_return"]), out["num_env_steps"], out["total_episodes"]
             (True, 0, 1)
         """
-        if not isinstance(reset, (bool, np.bool_)):  # a group's reduce refuses it alike
-            raise TypeError(f"reset must be True or False, got {reset!r}")
+        reset = as_flag(reset, "reset")  # a group's reduce refuses it alike
         n = self.num_episodes
         first = max(len(self.episode_returns) - self.max_listed, 0)
         returns = self.episode_returns[first:]

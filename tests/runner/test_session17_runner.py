@@ -207,12 +207,12 @@ def test_runner_get_metrics_takes_only_a_bool_reset() -> None:
     runner = _runner("numpy", lambda s: s)
     runner.sample(4)
     for bad in ("no", 0, None, 1.0):
-        with pytest.raises(TypeError, match="reset must be True or False"):
+        with pytest.raises(TypeError, match="reset must be a bool"):
             runner.get_metrics(reset=bad)  # type: ignore[arg-type]
     assert runner.get_metrics(reset=np.False_)["num_env_steps"] == 4 * N  # kept
     assert runner.get_metrics()["num_env_steps"] == 4 * N
     assert runner.get_metrics()["num_env_steps"] == 0
-    with pytest.raises(TypeError, match="reset must be True or False"):
+    with pytest.raises(TypeError, match="reset must be a bool"):
         RunnerMetrics().reduce(reset="yes")  # type: ignore[arg-type]
 
 
