@@ -32,6 +32,7 @@ from episodes.distributed.rows import (
     step_columns,
 )
 from episodes.distributed.step_blocks import check_same_columns
+from episodes.distributed.step_types import dataset_step_types
 from episodes.indexing import discount_factor, whole_number
 
 ray = require_ray()
@@ -94,8 +95,13 @@ def _read_block(
     n_step: int = 1,
     gamma: float = 0.99,
     ends: np.ndarray | None = None,
+    types: dict[str, np.dtype[Any]] | None = None,
 ) -> Iterator[Any]:
-    """One block of chunks ``[start, stop)``; ``ends`` holds their rows of :func:`_layout`."""
+    """One block of chunks ``[start, stop)``; ``ends`` holds their rows of :func:`_layout`.
+
+    ``types`` (of :func:`~episodes.distributed.step_types.dataset_step_types`): the dtypes
+    every block of the dataset gives its step columns, so that Ray Data can gather them.
+    """
     from episodes import io
 
     # Episode rows carry each chunk as stored (what ``episodes.io.read_episodes`` gives: a
@@ -124,8 +130,11 @@ def _read_block(
     ids = pa.array([str(part["episode_id"][0]) for part in parts], pa.string())
     lengths = [len(part["t"]) for part in parts]
     codes = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+    types = types or {}
     batch = {
-        name: np.concatenate([part[name] for part in parts])
+        name: np.concatenate([part[name] for part in parts]).astype(
+            types.get(name, parts[0][name].dtype), copy=False
+        )
         for name in parts[0]
         if name != "episode_id"
     }
@@ -250,6 +259,9 @@ class EpisodeDatasource(Datasource):
         """
         # The chunks' end flags are read here once, not by every task from the whole manifest.
         ranges, ends = _layout(self.path, parallelism)
+        types = None
+        if self.kind != "episodes":  # one type per step column in every block, or a refusal
+            types = dataset_step_types(self.path, f"chunks 0-{len(ends)} of {self.path}")
         total = max(1, self.info.num_chunks)
         tasks = []
         for start, stop in ranges:
@@ -270,6 +282,7 @@ class EpisodeDatasource(Datasource):
                 self.n_step,
                 self.gamma,
                 None if self.kind == "episodes" else ends[start:stop].copy(),
+                types,
             )
             tasks.append(ReadTask(read, metadata, per_task_row_limit=per_task_row_limit))
         return tasks

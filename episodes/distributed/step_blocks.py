@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_same_columns"]
+__all__ = ["JoinedTypes", "check_same_columns", "join_types", "joined_type"]
 
 
 def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
@@ -25,8 +25,7 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
     one kind (bool, int, float, complex, string, bytes or object: those join with their values;
     signed and unsigned ints are one kind where numpy joins them as ints, so uint64 beside a
     signed int, which would become float64, is refused; other dtypes, datetimes say, must be
-    the same). One comparison per
-    chunk; ``where`` names the chunks in the message.
+    the same). One comparison per chunk; ``where`` names the chunks in the message.
 
     Raises:
         ValueError: Naming the columns, or the column, both types and the two chunks' episodes.
@@ -42,28 +41,63 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
         Traceback (most recent call last):
         ValueError: chunks 0-2 do not share the type of the step column 'obs': int64 rows ...
     """
-    first = parts[0]
-    names = list(first)
-    want = [_column_type(a) for a in first.values()]
-    # Ints of every width and sign are one kind, as long as numpy joins them as ints: an int
-    # column's joined dtype so far, and the chunk that decided it, for the message.
-    ints = {n: (a.dtype, first) for n, a in first.items() if a.dtype.kind in "iu"}
-    for part in parts[1:]:
+    names = list(parts[0])
+    joined: JoinedTypes = {}
+    for part in parts:
         if list(part) != names:
             raise ValueError(
                 f"{where} do not share step columns: {names} vs {list(part)} "
                 "(read episodes instead)"
             )
-        have = [_column_type(a) for a in part.values()]
-        if have != want:
-            name = next(n for n, h, w in zip(names, have, want) if h != w)
-            raise _differ(where, first, part, name)
-        for name, (dtype, source) in ints.items():
-            joined = np.result_type(dtype, part[name].dtype)
-            if joined.kind == "f":  # int64 next to uint64
-                raise _differ(where, source, part, name)
-            if joined != dtype:
-                ints[name] = (joined, part)
+        join_types(joined, part, where)
+
+
+#: Per step column: a row-less array of the dtype its chunks join in so far, and the chunk
+#: (its columns) that decided it, for the message of a refusal.
+JoinedTypes = dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]
+
+
+def join_types(joined: JoinedTypes, part: dict[str, np.ndarray], where: str) -> None:
+    """Joins the column types of one chunk's ``part`` into ``joined`` (by column name).
+
+    A column no earlier chunk had starts with this chunk's type; the rules are those of
+    :func:`check_same_columns`, which does not ask for the same names.
+
+    Raises:
+        ValueError: A column of ``part`` does not join the type of that column so far.
+
+    Example:
+        >>> joined = {}
+        >>> for dtype in (np.int8, np.uint8, np.int64):
+        ...     join_types(joined, {"episode_id": np.array(["a"]), "obs": np.zeros(1, dtype)}, "x")
+        >>> joined["obs"][0].dtype, joined["obs"][0].shape
+        (dtype('int64'), (0,))
+    """
+    for name, column in part.items():
+        have = joined.get(name)
+        if have is None:
+            joined[name] = (column[:0], part)
+            continue
+        dtype = joined_type(have[0], column)
+        if dtype is None:
+            raise _differ(where, have[1], part, name)
+        if dtype != have[0].dtype:
+            joined[name] = (have[0].astype(dtype), part)
+
+
+def joined_type(a: np.ndarray, b: np.ndarray) -> np.dtype[Any] | None:
+    """The dtype that holds the rows of columns ``a`` and ``b`` as they are, or None.
+
+    Example:
+        >>> joined_type(np.zeros(1, np.int8), np.zeros(1, np.uint8))
+        dtype('int16')
+        >>> joined_type(np.zeros(1, np.int64), np.zeros(1, np.uint64)) is None  # float64
+        True
+    """
+    if _column_type(a) != _column_type(b):
+        return None
+    dtype = np.result_type(a.dtype, b.dtype)
+    return None if a.dtype.kind in "iu" and dtype.kind not in "iu" else dtype
 
 
 def _differ(
