@@ -161,7 +161,8 @@ def _numeric_block(batch: dict[str, np.ndarray]) -> Any:
 
 
 def _column(values: list[Any]) -> np.ndarray:
-    if all(isinstance(v, (int, float, bool, str)) for v in values):
+    # Strings stay objects: a numpy string array would cut an id's trailing NUL.
+    if all(isinstance(v, (int, float, bool)) for v in values):
         return np.asarray(values)
     out = np.empty(len(values), dtype=object)  # episodes stay Python objects
     out[:] = values

@@ -117,7 +117,7 @@ def step_columns(
     terminated, truncated = _flags(episode, ends)
     n = len(episode)
     out: dict[str, Any] = {
-        "episode_id": np.full(n, str(episode.id_), dtype=object),
+        "episode_id": _id_rows(str(episode.id_), n),
         "t": _times(episode, n),
     }
     observations = episode.get_observations(slice(0, n + 1))
@@ -197,6 +197,13 @@ def nstep_columns(
         del out[key]
     _leaf_columns("next_obs", _take(observations, k + m), out)
     return out
+
+
+def _id_rows(id_: str, n: int) -> np.ndarray:
+    """``id_`` ``n`` times, whole (``np.full`` would cut a trailing NUL: "a" and "a" + NUL)."""
+    rows = np.empty(n, dtype=object)
+    rows.fill(id_)
+    return rows
 
 
 def _reward_column(episode: SingleAgentEpisode, n: int) -> np.ndarray:

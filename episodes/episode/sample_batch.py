@@ -189,20 +189,25 @@ def _ragged(key: str, error: Exception) -> ValueError:
 
 
 def id_column(id_: Any, rows: int) -> np.ndarray:
-    """An ``eps_id`` column: ``rows`` copies of ``id_``, one per row.
+    r"""An ``eps_id`` column: ``rows`` copies of ``id_``, one per row.
 
-    A scalar id (a string, a number) gives the array ``np.asarray`` makes; any other (a tuple
+    A scalar id (a string, a number) gives the array ``np.asarray`` makes, but for a string
+    ending in NUL, which a numpy string array would cut (an object column); any other (a tuple
     id, as the replay buffer's docs suggest) a 1-D object array, one id per row, where
     ``np.asarray`` would spread its parts over a second axis (and cast ``1`` to ``'1'``).
 
     Example:
         >>> id_column("a", 2)
         array(['a', 'a'], dtype='<U1')
+        >>> id_column("a\0", 1)
+        array(['a\x00'], dtype=object)
         >>> id_column(("run", 1), 2)
         array([('run', 1), ('run', 1)], dtype=object)
     """
-    if isinstance(id_, (str, bytes, int, float, complex, np.generic)):
-        # np.full makes the dtype np.asarray would, without a Python list of the rows.
+    ends_in_nul = isinstance(id_, (str, bytes)) and id_[-1:] in ("\0", b"\0")
+    if isinstance(id_, (str, bytes, int, float, complex, np.generic)) and not ends_in_nul:
+        # np.full makes the dtype np.asarray would, without a Python list of the rows. (A
+        # string array would cut a trailing NUL, and "a\0" become "a": those stay objects.)
         return np.full(rows, id_) if rows else np.asarray([])
     column = np.empty(rows, dtype=object)
     column.fill(id_)

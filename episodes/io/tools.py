@@ -243,9 +243,18 @@ def _refuse_other_envs(sources: Sequence[PathLike], *, by_id: bool) -> None:
 
 
 def _fraction(id_: Any, seed: int) -> float:
-    key = json.dumps([seed, id_ if isinstance(id_, (str, int)) else repr(signless_zeros(id_))])
+    # repr of an id holding a dict depends on its key order, and a dataset joins the pieces of
+    # {"x": 1, "y": 2} and {"y": 2, "x": 1} into one episode: such ids hash their id_key.
+    shown = id_key(id_) if _holds_dict(id_) else repr(signless_zeros(id_))
+    key = json.dumps([seed, id_ if isinstance(id_, (str, int)) else shown])
     digest = hashlib.sha256(key.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def _holds_dict(id_: Any) -> bool:
+    if isinstance(id_, dict):
+        return True
+    return isinstance(id_, (list, tuple)) and any(_holds_dict(item) for item in id_)
 
 
 def split(
