@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from episodes.indexing import as_flag
 from episodes.spaces import unstackable_space
 from episodes.structs import id_key
 
-__all__ = ["AddLearnerColumns"]
+__all__ = ["AddLearnerColumns", "float32_rewards"]
 
 # The data-dict keys whose values are read from a column (numpy'd: batched already).
 _COLUMNS = {"obs": "observations", "actions": "actions"}
@@ -55,7 +56,8 @@ class AddLearnerColumns:
         ValueError: (at call time) an extra output to be written is named like a standard
             column (``get_data_dict`` would give one in place of the other), or list and array
             rows would share a column (see above).
-        TypeError: (at call time) ``episodes`` is not a list of episodes.
+        TypeError: (at call time) ``episodes`` is not a list of episodes, or an episode's
+            rewards are not real numbers (:func:`float32_rewards`).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -97,7 +99,8 @@ class AddLearnerColumns:
                 if key in listed:  # copies: changing a batch never reaches the episodes
                     parts.setdefault(key, []).append(copy.deepcopy(list(value)))
                 elif key == "rewards":
-                    parts.setdefault(key, []).append(np.asarray(value, dtype=np.float32))
+                    rewards = float32_rewards(value, episode.id_, "AddLearnerColumns")
+                    parts.setdefault(key, []).append(rewards)
                 elif key == "eps_id":  # a tuple id is one value per row, not a struct
                     parts.setdefault(key, []).append(id_column(episode.id_, len(value)))
                 elif key in ("terminateds", "truncateds") and end is not None:
@@ -131,6 +134,46 @@ class AddLearnerColumns:
         extra = self.extra_model_outputs
         shown = "" if extra is True else f", extra_model_outputs={extra!r}"
         return f"AddLearnerColumns(columns={self.columns!r}{shown})"
+
+
+def float32_rewards(value: Any, id_: Any, who: str) -> np.ndarray:
+    """An episode's rewards (a list or array) as float32, refused unless real numbers.
+
+    A float32 cast would keep only the real parts of complex rewards (a list holding one fails
+    with Python's bare ``float()`` error instead) and parse strings; as ``get_return`` and the
+    replay buffer, such rewards are a ``TypeError`` naming ``who`` and the episode. Decided by
+    the dtype, once per call; only an object array (ints beyond int64) has its items' types
+    looked at.
+
+    Example:
+        >>> float32_rewards([1, 2.5], "a", "AddLearnerColumns")
+        array([1. , 2.5], dtype=float32)
+        >>> try:
+        ...     float32_rewards([1 + 2j], "a", "AddLearnerColumns")
+        ... except TypeError as err:
+        ...     print(str(err).split(" (")[0], "| got", str(err).split("got ")[1])
+        AddLearnerColumns: rewards must be real numbers | got complex128 ones in episode 'a'
+    """
+    rows = np.asarray(value)
+    kind = rows.dtype.kind
+    odd: str | None = None if kind in "biuf" else str(rows.dtype)
+    if kind == "O":  # ints beyond int64; a cast would parse strings among them too
+        items = rows.ravel().tolist()
+        types = set(map(type, items))
+        real = (numbers.Real, np.bool_, np.ndarray)
+        odd = next((t.__name__ for t in types if not issubclass(t, real)), None)
+        if odd is None and any(issubclass(t, np.ndarray) for t in types):  # a 0-d filler
+            odd = next((f"{v.dtype} array" for v in items if _not_real_array(v)), None)
+    if odd is not None:
+        raise TypeError(
+            f"{who}: rewards must be real numbers (bool, int or float), got {odd} ones in "
+            f"episode {id_!r}"
+        )
+    return rows.astype(np.float32, copy=False)
+
+
+def _not_real_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and (value.ndim > 0 or value.dtype.kind not in "biuf")
 
 
 def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAgentEpisode]:

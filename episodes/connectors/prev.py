@@ -17,6 +17,7 @@ from episodes.connectors.base import (
     sliding_rows,
     with_fill_dtype,
 )
+from episodes.connectors.learner import float32_rewards
 from episodes.connectors.observations import _whole_count
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
@@ -36,8 +37,9 @@ class PrevActionsPrevRewards(EpisodeConnector):
     windows with numpy. Positions before the episode (or beyond the lookback) are ``fill``-ed;
     with one-hot, discrete actions fill as all-zero vectors. ``n_actions=0``/``n_rewards=0``
     leaves the column out. Episodes whose rows do not join (action spaces of other sizes) are a
-    ``ValueError`` naming the column and two such episodes; either way a refused call leaves
-    the batch as it was.
+    ``ValueError`` naming the column and two such episodes, and rewards that are not real
+    numbers (complex ones, strings) a ``TypeError`` naming the episode; either way a refused
+    call leaves the batch as it was.
 
     Args:
         n_actions: How many previous actions (an integer >= 0; a float or bool is a
@@ -143,4 +145,5 @@ class PrevActionsPrevRewards(EpisodeConnector):
             slice(start - self.n_rewards, stop - 1), neg_index_as_lookback=True, fill=self.fill
         )
         rows = as_arrays(value, self.fill, finalized=episode.rewards.finalized)
-        return sliding_rows(np.asarray(rows, dtype=np.float32), self.n_rewards)
+        rewards = float32_rewards(rows, episode.id_, "PrevActionsPrevRewards")
+        return sliding_rows(rewards, self.n_rewards)

@@ -26,6 +26,7 @@ from episodes.converter.refusals import (
     obs_fn_input,
     storable_extra,
 )
+from episodes.converter.reward_steps import step_rewards
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
 from episodes.structs import flatten, id_key, map_alike, map_leaves
@@ -265,7 +266,9 @@ def time_major(
             nesting, per-step shape or kind, named with the field (envs of other spaces);
             or an extra output that is not one array of real numbers per step
             (:func:`~episodes.converter.refusals.storable_extra`: a step recorded as a
-            Python list is one array, as the runner takes it).
+            Python list is one array, as the runner takes it); or rewards that are not one
+            number a step (:func:`~episodes.converter.reward_steps.step_rewards`).
+        TypeError: Rewards that are not real numbers (complex, strings, objects).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -389,7 +392,7 @@ def _env_column(
         obs, act = rows(chunk, "observations"), rows(chunk, "actions")
         parts["obs"].append(_alike(n, seen, "observations", chunk, obs, "observation_space"))
         parts["act"].append(_alike(n, seen, "actions", chunk, act, "action_space"))
-        parts["rew"].append(np.asarray(rows(chunk, "rewards")))
+        parts["rew"].append(step_rewards(chunk, rows))  # one real number a step, or refused
         done = np.zeros(length, bool)
         trunc = np.zeros(length, bool)
         done[-1] = piece.done

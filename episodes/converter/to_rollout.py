@@ -220,9 +220,12 @@ def episodes_to_rollout(
             ``dtype`` or ``device`` other than a given storage's, chunks of one episode out of
             time order, chunks (or envs) whose fields differ in nesting, step shape or kind,
             teacher actions the actions' dtype cannot hold, or a storage that cannot take them
-            (ints a narrower int field would wrap too), all before a given storage is cleared.
-        TypeError: Observations that are neither an array nor a dict of arrays (a Tuple
-            space's), which the storage cannot hold (before ``value_fn`` sees them); and,
+            (ints a narrower int field would wrap too), rewards that are not one number a step
+            (vectors, one-item arrays), all before a given storage is cleared.
+        TypeError: Rewards that are not real numbers (complex, strings, objects: refused, as
+            the above, before a given storage is cleared); observations that are neither an
+            array nor a dict of arrays (a Tuple space's), which the storage cannot hold (before
+            ``value_fn`` sees them); and,
             before anything is read, ``keys`` that are not a :class:`ColumnKeys`, a
             ``storage`` that is not a :class:`RolloutStorage`, a ``copy`` that is not a
             bool, a ``value_fn`` or ``obs_fn`` that is not callable.

@@ -8,6 +8,7 @@ refused as surely as one continuing an episode evicted long ago.
 from __future__ import annotations
 
 import copy
+import numbers
 from collections import deque
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -167,9 +168,10 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
 
     Raises:
         TypeError: Not a ``SingleAgentEpisode``, an unhashable id (the buffer finds episodes
-            by id), values that are not numeric arrays, or an extra-model-output key that is
-            not a str (``0`` and ``"0"`` would be one column).
-        ValueError: Times (``t_started`` to ``t_started + len``) beyond int64.
+            by id), values that are not numeric arrays, rewards that are not real numbers, or
+            an extra-model-output key that is not a str (``0`` and ``"0"`` would be one column).
+        ValueError: Times (``t_started`` to ``t_started + len``) beyond int64, or rewards a
+            float32 cannot hold.
 
     Example:
         >>> ep = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[1], rewards=[0.5],
@@ -208,7 +210,7 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         )
         for key in episode.extra_model_outputs
     }
-    stored = float32_rewards(_rows(episode.get_rewards(), "rewards", n))
+    stored = _rewards(episode.get_rewards(), n)
     return Chunk(
         id_=episode.id_,
         t0=t0,
@@ -255,6 +257,52 @@ def _rows(
     if len(rows) != count:
         raise TypeError(f"{what}: {len(rows)} rows, expected {count} (nested items?)")
     return rows
+
+
+def _rewards(values: Any, n: int) -> np.ndarray:
+    """The chunk's rewards as the float32 column stores them (``float32_rewards``).
+
+    Ints beyond int64 (numpy keeps them as objects) are stored too, as any int float32 holds;
+    beyond float32 they are the overflow ``ValueError``. Rewards that stack into a numeric
+    array (the usual case) are read as any column: the items are looked at only otherwise.
+
+    Example:
+        >>> _rewards([2**70, 1], 2)
+        array([1.1805916e+21, 1.0000000e+00], dtype=float32)
+    """
+    try:
+        rows = _rows(values, "rewards", n)
+    except TypeError:
+        scalars = _scalar_rewards(values, n)
+        if scalars is None:  # nested or ragged: the column's own refusal says so
+            raise
+        rows = scalars
+    return float32_rewards(rows)
+
+
+def _scalar_rewards(values: Any, n: int) -> np.ndarray | None:
+    """``n`` scalar rewards that numpy does not stack as numbers, as float64; None if not scalars.
+
+    Raises:
+        TypeError: A scalar that is not a real number (a string, None, a complex number).
+        ValueError: An int no float holds.
+    """
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        values = values.tolist()  # a numpy'd column of objects (or strings)
+    if not isinstance(values, list) or len(values) != n:
+        return None
+    types = set(map(type, values))
+    if any(issubclass(t, (list, tuple, dict, np.ndarray)) for t in types):
+        return None
+    odd = next((t for t in types if not issubclass(t, (numbers.Real, np.bool_))), None)
+    if odd is not None:
+        raise TypeError(f"rewards must be real numbers, got one of type {odd.__name__}")
+    try:
+        return np.array(values, dtype=np.float64)
+    except OverflowError:  # an int beyond float64, so beyond float32 too
+        raise ValueError(
+            "rewards hold values a float32 column cannot (they overflow to inf)"
+        ) from None
 
 
 def _owned(infos: list[Any]) -> list[Any]:
