@@ -4,6 +4,7 @@ episode rows, ``eps_id`` of batches and connectors), so ``"a"`` and ``"a\\0"`` s
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from episodes import SingleAgentEpisode, io
@@ -89,3 +90,33 @@ def test_split_keeps_the_pieces_of_a_dict_id_together(tmp_path, seed):
     io.split(src, tmp_path / "train", tmp_path / "val", fraction=0.5, seed=seed)
     sides = [io.dataset_info(tmp_path / side).num_chunks for side in ("train", "val")]
     assert sorted(sides) == [0, 2]
+
+
+@pytest.mark.parametrize(
+    "id_",
+    [float("nan"), ("a", float("nan")), np.array([1, 2]), "a"],
+    ids=["nan", "tuple-with-nan", "array", "str"],
+)
+def test_the_converter_joins_the_chunks_of_one_episode_whatever_its_id(id_):
+    import torch
+
+    from episodes.converter import episodes_to_rollout
+
+    extras = {"vf_preds": [0.5], "action_logp": [-0.1]}
+    head = SingleAgentEpisode(
+        id_,
+        observations=[np.float32([0.0]), np.float32([1.0])],
+        actions=[0],
+        rewards=[1.0],
+        extra_model_outputs=extras,
+        len_lookback_buffer=0,
+    )
+    tail = head.cut()
+    tail.add_env_step(
+        np.float32([2.0]), 0, 1.0, extra_model_outputs={"vf_preds": 0.5, "action_logp": -0.1}
+    )
+    rollout = episodes_to_rollout(
+        [[head, tail]], gamma=0.5, value_fn=lambda obs: torch.full((len(obs),), 10.0)
+    )
+    assert rollout.storage.dones.flatten().tolist() == [False, False]
+    assert rollout.storage.rewards.flatten().tolist() == [1.0, 1.0]

@@ -382,7 +382,7 @@ def _env_column(
     seen: dict[str, tuple[SingleAgentEpisode, Any]] = {}  # field -> its first chunk's
     for prev, piece in zip([None, *pieces], pieces):
         chunk = piece.chunk
-        if prev is not None and chunk.id_ != prev.chunk.id_ and not prev.done:
+        if prev is not None and not _same_id(chunk.id_, prev.chunk.id_) and not prev.done:
             # Another episode follows a chunk that is not done: that chunk ends here as a
             # column's last one would, bootstrapped from its last observation.
             parts["done"][-1][-1] = True
@@ -544,3 +544,12 @@ def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:
     transformed = obs_fn(obs_fn_input(map_leaves(lambda leaf: leaf[np.newaxis], observations)))
     checked_obs_fn_output(transformed, lead)
     return map_leaves(lambda leaf: leaf[0], transformed)
+
+
+def _same_id(a: Any, b: Any) -> bool:
+    """Whether two chunks' ids are one, as a dict's keys match (the time-order check's rule).
+
+    ``!=`` would part the chunks of an id holding a NaN, and fail on an array id.
+    """
+    key_a, key_b = id_key(a), id_key(b)
+    return key_a is key_b or bool(key_a == key_b)
