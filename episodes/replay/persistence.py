@@ -33,6 +33,7 @@ from episodes.io import (
 )
 from episodes.io.format import fsync_dir
 from episodes.io.joins import manifest_pieces
+from episodes.io.tool_args import holds_nan
 from episodes.io.values import decode_value, encode_value, id_key
 from episodes.replay import saved_files
 from episodes.replay.errors import EvictedEpisodeError
@@ -66,8 +67,9 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
         FileExistsError: ``path`` exists.
         episodes.io.UnstorableValueError: An info, output or episode id (stored or evicted)
             the disk format cannot hold: ids are JSON values, so a numpy scalar or bytes id
-            that ``add`` took is refused here, the message naming the id and its place
-            (nothing is written).
+            that ``add`` took is refused here, and so is an id holding a NaN (the buffer
+            tells two NaN ids apart by object; a dataset makes every NaN one id), the message
+            naming the id and its place (nothing is written).
         TypeError: A generator (``buffer.rng`` assigned after construction) over a bit
             generator that is not one of numpy's own, which ``load`` could not restore.
 
@@ -139,6 +141,12 @@ def _encoded_ids(ids: list[Any], place: str) -> list[Any]:
     """The ids as the datasets store them; an unstorable one is named with its place."""
     encoded = []
     for i, id_ in enumerate(ids):
+        if holds_nan(id_):  # the buffer tells NaN ids apart by object, a dataset cannot
+            raise UnstorableValueError(
+                f"episode id {id_!r} ({place.format(i=i, n=len(ids))}) cannot be saved: it "
+                "holds a NaN, which the dataset reads back as one id for every NaN, so the "
+                "loaded buffer would join, part or refuse its chunks otherwise"
+            )
         try:
             encoded.append(encode_value(id_, blob=None, where="id"))
         except UnstorableValueError as err:
