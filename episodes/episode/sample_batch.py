@@ -81,7 +81,10 @@ class SampleBatch(dict[str, Any]):
 
     @property
     def count(self) -> int:
-        """Rows: the length of ``t`` or ``rewards``, else of the first column (0 if empty).
+        """Rows: the length of ``t`` or ``rewards``, else of the first column with rows.
+
+        Number columns and columns of empty dicts or tuples (batched, they hold no leaf) count
+        no rows; a batch without another column has 0.
 
         Example:
             >>> SampleBatch({"obs": np.zeros((3, 2)), "actions": [0, 1, 1]}).count
@@ -92,6 +95,8 @@ class SampleBatch(dict[str, Any]):
             5
             >>> SampleBatch({"gamma": 0.99, "obs": [1, 2]}).count  # a number counts no rows
             2
+            >>> SampleBatch({"obs": [{}, {}], "actions": [0, 1]}).count  # nor an empty struct
+            2
         """
         # An episode's flat columns first: a numpy'd Tuple column recorded from lists is a list
         # of leaf arrays, whose len() is its number of parts.
@@ -100,6 +105,8 @@ class SampleBatch(dict[str, Any]):
             # A numpy'd Dict/Tuple column is a dict/tuple of arrays: count its first leaf's rows.
             while isinstance(value, (dict, tuple)) and value:
                 value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+            if isinstance(value, (dict, tuple)):  # rows of {} or (): batched, no leaf to count
+                continue
             try:
                 return len(value)
             except TypeError:  # a number column (a 0-d array) counts no rows, as in RLlib

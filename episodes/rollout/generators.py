@@ -94,7 +94,7 @@ class DistillationBatch:
     valid: torch.Tensor | None = None
 
 
-def split_sizes(total: int, parts: int) -> list[int]:
+def split_sizes(total: int, parts: int, what: str = "items") -> list[int]:
     """Sizes of ``parts`` near-equal parts of ``total`` (``np.array_split`` style).
 
     Example:
@@ -102,7 +102,10 @@ def split_sizes(total: int, parts: int) -> list[int]:
         [4, 3, 3]
     """
     if not 1 <= parts <= total:
-        raise ValueError(f"cannot split {total} items into {parts} non-empty parts")
+        raise ValueError(
+            f"num_mini_batches must be between 1 and the number of {what} to split ({total}), "
+            f"got {parts}: each mini-batch holds at least one"
+        )
     base, rem = divmod(total, parts)
     return [base + (i < rem) for i in range(parts)]
 
@@ -287,7 +290,7 @@ def mini_batch_generator(
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     cells = None if valid is None else valid.reshape(-1).nonzero().squeeze(1)
     total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
-    split_sizes(total, num_mini_batches)  # validates
+    split_sizes(total, num_mini_batches, "transitions")  # validates
     normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
     # Checked above, at the call; the batches are gathered lazily.
     return _flat_batches(storage, num_mini_batches, num_epochs, generator, normalize, cells)
@@ -381,7 +384,7 @@ def recurrent_mini_batch_generator(
     valid = _require(storage, "rl", "recurrent_mini_batch_generator")
     num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
     normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
-    sizes = split_sizes(storage.num_envs, num_mini_batches)
+    sizes = split_sizes(storage.num_envs, num_mini_batches, "envs")
     # Checked above, at the call; the layout (its host syncs) waits for the first batch.
     return _recurrent_batches(storage, sizes, num_epochs, normalize, valid)
 

@@ -50,7 +50,7 @@ def test_flat_batches_hold_every_valid_cell_once_per_epoch_and_nothing_else(case
     storage = filled(num_envs, steps, valid, seed)
     storage.compute_returns(torch.zeros(num_envs), 0.9, 0.95, normalize_advantage=False)
     if count < parts:
-        with pytest.raises(ValueError, match="cannot split"):
+        with pytest.raises(ValueError, match="num_mini_batches must be between 1 and"):
             next(storage.mini_batch_generator(parts, num_epochs=1))
         return
     generator = torch.Generator().manual_seed(seed)
