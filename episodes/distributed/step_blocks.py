@@ -53,18 +53,22 @@ def check_same_columns(parts: list[dict[str, np.ndarray]], where: str) -> None:
 
 
 #: Per step column: a row-less array of the dtype its chunks join in so far, and the chunk
-#: (its columns) that decided it, for the message of a refusal.
-JoinedTypes = dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]
+#: (its label) that decided it, for the message of a refusal.
+JoinedTypes = dict[str, tuple[np.ndarray, str]]
 
 
-def join_types(joined: JoinedTypes, part: dict[str, np.ndarray], where: str) -> None:
+def join_types(
+    joined: JoinedTypes, part: dict[str, np.ndarray], where: str, label: str | None = None
+) -> None:
     """Joins the column types of one chunk's ``part`` into ``joined`` (by column name).
 
     A column no earlier chunk had starts with this chunk's type; the rules are those of
-    :func:`check_same_columns`, which does not ask for the same names.
+    :func:`check_same_columns`, which does not ask for the same names. ``label`` names the
+    chunk in a refusal (default: its episode).
 
     Raises:
-        ValueError: A column of ``part`` does not join the type of that column so far.
+        ValueError: A column of ``part`` does not join the type of that column so far, naming
+            the type so far and the chunk that decided it, and this chunk's.
 
     Example:
         >>> joined = {}
@@ -73,16 +77,17 @@ def join_types(joined: JoinedTypes, part: dict[str, np.ndarray], where: str) -> 
         >>> joined["obs"][0].dtype, joined["obs"][0].shape
         (dtype('int64'), (0,))
     """
+    label = _label(part) if label is None else label
     for name, column in part.items():
         have = joined.get(name)
         if have is None:
-            joined[name] = (column[:0], part)
+            joined[name] = (column[:0], label)
             continue
         dtype = joined_type(have[0], column)
         if dtype is None:
-            raise _differ(where, have[1], part, name)
+            raise _differ(where, name, (have[0], have[1]), (column, label))
         if dtype != have[0].dtype:
-            joined[name] = (have[0].astype(dtype), part)
+            joined[name] = (have[0].astype(dtype), label)
 
 
 def joined_type(a: np.ndarray, b: np.ndarray) -> np.dtype[Any] | None:
@@ -101,11 +106,12 @@ def joined_type(a: np.ndarray, b: np.ndarray) -> np.dtype[Any] | None:
 
 
 def _differ(
-    where: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], name: str
+    where: str, name: str, a: tuple[np.ndarray, str], b: tuple[np.ndarray, str]
 ) -> ValueError:
+    described = [f"{c.dtype} rows of shape {c.shape[1:]} in {label}" for c, label in (a, b)]
     return ValueError(
         f"{where} do not share the type of the step column {name!r}: "
-        f"{_described(a, name)}, {_described(b, name)}; one block would change "
+        f"{described[0]}, {described[1]}; one block would change "
         "the values (int64 next to float32 becomes float64) or fail: read episodes instead"
     )
 
@@ -115,8 +121,5 @@ def _column_type(column: np.ndarray) -> tuple[Any, tuple[int, ...]]:
     return (kind if kind in "biufcUSO" else column.dtype), column.shape[1:]
 
 
-def _described(part: dict[str, np.ndarray], name: str) -> str:
-    column = part[name]
-    return (
-        f"{column.dtype} rows of shape {column.shape[1:]} in episode {str(part['episode_id'][0])!r}"
-    )
+def _label(part: dict[str, np.ndarray]) -> str:
+    return f"episode {str(part['episode_id'][0])!r}"

@@ -218,25 +218,26 @@ FLOAT_OBS = [np.array([t], np.float32) for t in range(3)]
 REFUSED = {
     "int64-then-float32-obs": (
         [_episode("a", INT_OBS, [0, 1]), _episode("b", FLOAT_OBS, [0, 1])],
-        r"'obs': int64 rows of shape \(1,\) in episode 'a', float32 rows",
+        r"'obs': int64 rows of shape \(1,\) in episode 'a'(?: \(chunk \d+\))?, float32 rows",
     ),
     "bool-then-int-actions": (
         [_episode("a", FLOAT_OBS, [True, False]), _episode("b", FLOAT_OBS, [3, 4])],
-        r"'action': bool rows of shape \(\) in episode 'a', int64 rows",
+        r"'action': bool rows of shape \(\) in episode 'a'(?: \(chunk \d+\))?, int64 rows",
     ),
     "other-obs-shape": (
         [
             _episode("a", [np.zeros(2, np.float32)] * 3, [0, 0]),
             _episode("b", [np.zeros(3, np.float32)] * 3, [0, 0]),
         ],
-        r"'obs': float32 rows of shape \(2,\) in episode 'a', float32 rows of shape \(3,\)",
+        r"'obs': float32 rows of shape \(2,\) in episode 'a'(?: \(chunk \d+\))?, float32 rows "
+        r"of shape \(3,\)",
     ),
     "uint64-then-int64-obs": (
         [
             _episode("a", [np.array([2**63 + t], np.uint64) for t in range(3)], [0, 1]),
             _episode("b", INT_OBS, [0, 1]),
         ],
-        r"'obs': uint64 rows of shape \(1,\) in episode 'a', int64 rows",
+        r"'obs': uint64 rows of shape \(1,\) in episode 'a'(?: \(chunk \d+\))?, int64 rows",
     ),
     "uint8-int64-then-uint64": (
         [
@@ -244,8 +245,8 @@ REFUSED = {
             _episode("b", INT_OBS, [0, 1]),
             _episode("c", [np.array([2**63 + t], np.uint64) for t in range(3)], [0, 1]),
         ],
-        r"'obs': int64 rows of shape \(1,\) in episode 'b', uint64 rows of shape \(1,\) in "
-        r"episode 'c'",
+        r"'obs': int64 rows of shape \(1,\) in episode 'b'(?: \(chunk \d+\))?, uint64 rows of "
+        r"shape \(1,\) in episode 'c'(?: \(chunk \d+\))?",
     ),
 }
 
