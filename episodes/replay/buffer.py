@@ -277,7 +277,7 @@ class EpisodeReplayBuffer(BufferAccess):
         batch_size_B: int | None = None,
         batch_length_T: int | None = None,
         n_step: int | tuple[int, int] | range | None = 1,
-        gamma: float = 0.99,
+        gamma: float | None = None,
         include_infos: bool = False,
         include_extra_model_outputs: bool = False,
         sample_episodes: bool = False,
@@ -294,8 +294,11 @@ class EpisodeReplayBuffer(BufferAccess):
                 ``pad`` (then steps past the end are zeros with ``mask`` False).
             n_step: Steps per transition's return: an int, or ``(lo, hi)`` / ``range(lo, hi)``
                 drawn per item with ``hi`` exclusive (RLlib's convention); None is 1.
-            gamma: Discount of the n-step returns.
-            include_infos: Add ``infos`` (of the next observation for transitions). Sampled
+            gamma: Discount of the n-step returns; None is 0.99 (RLlib's default). Transitions
+                only: any ``gamma`` given with ``batch_length_T`` or ``sample_episodes`` is a
+                ``ValueError`` (nothing there is discounted), as is an ``n_step`` other than 1.
+            include_infos: Add ``infos``: the info of each item's ``next_obs``, for
+                transitions and sequences alike (``{}`` in a sequence's padded steps). Sampled
                 episodes always carry theirs: with ``sample_episodes`` it is a ``ValueError``.
             include_extra_model_outputs: Add every extra-model-output column (at ``o_t``);
                 with ``sample_episodes`` a ``ValueError``, as ``include_infos``.
@@ -337,13 +340,12 @@ class EpisodeReplayBuffer(BufferAccess):
         n_step = 1 if n_step is None else n_step  # RLlib's default: one step
         if batch_length_T is not None:
             batch_length_T = sampling.check_positive(batch_length_T, "batch_length_T")
-        n_step = sampling.check_n_step(
-            n_step, transitions=batch_length_T is None and not sample_episodes
-        )
+        transitions = batch_length_T is None and not sample_episodes
+        n_step = sampling.check_n_step(n_step, transitions=transitions)
         lookback = sampling.check_non_negative(lookback, "lookback")
         if sample_episodes and device is not None:
             raise ValueError("device applies to batches; sample_episodes returns episodes")
-        gamma = sampling.check_gamma(gamma)
+        gamma = sampling.check_gamma(gamma, transitions=transitions)
         if pad and (sample_episodes or batch_length_T is None):
             raise ValueError(
                 "pad applies to sequences (batch_length_T without sample_episodes); episode "

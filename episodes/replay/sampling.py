@@ -13,6 +13,7 @@ from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 
 __all__ = [
+    "DEFAULT_GAMMA",
     "batch_size",
     "check_gamma",
     "check_n_step",
@@ -111,14 +112,31 @@ def int_array(values: Any, what: str, beyond: type[Exception] = ValueError) -> n
     return array.astype(np.int64, copy=False)
 
 
-def check_gamma(gamma: Any) -> float:
+# The discount of ``sample``'s transitions when no ``gamma`` is given (RLlib's default).
+DEFAULT_GAMMA = 0.99
+
+
+def check_gamma(gamma: Any, transitions: bool = True) -> float:
     """``gamma`` as a float, or ``ValueError`` unless it is a number in ``[0, 1]``.
 
+    None is :data:`DEFAULT_GAMMA`. Sequences and episode chunks (``transitions=False``)
+    have no returns to discount: any ``gamma`` given there (not None) is a ``ValueError``,
+    as ``n_step`` is, so that it is not silently ignored.
+
     Example:
-        >>> check_gamma(0.99)
-        0.99
+        >>> check_gamma(0.5), check_gamma(None)
+        (0.5, 0.99)
+        >>> check_gamma(0.99, transitions=False)
+        Traceback (most recent call last):
+        ...
+        ValueError: gamma applies to transitions (the discount of their n-step returns), ...
     """
-    return discount_factor(gamma)
+    if not transitions and gamma is not None:
+        raise ValueError(
+            "gamma applies to transitions (the discount of their n-step returns), not to "
+            f"sequences or episodes (leave it out), got {gamma!r}"
+        )
+    return discount_factor(DEFAULT_GAMMA if gamma is None else gamma)
 
 
 def add_extras(
@@ -147,16 +165,23 @@ def add_extras(
 
 
 def batch_size(num_items: Any, batch_size_B: Any, default: int) -> int:
-    """The batch size from RLlib's two spellings.
+    """The batch size from RLlib's two spellings; a bad one is refused by the name given.
 
     Example:
         >>> batch_size(None, 8, 16), batch_size(None, None, 16)
         (8, 16)
+        >>> batch_size(None, 0, 16)
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_size_B must be an int >= 1, got 0
     """
     if num_items is not None and batch_size_B is not None:
         raise ValueError("give num_items or batch_size_B, not both")
-    given = num_items if num_items is not None else batch_size_B
-    return check_positive(default if given is None else given, "num_items")
+    if num_items is not None:
+        return check_positive(num_items, "num_items")
+    if batch_size_B is not None:
+        return check_positive(batch_size_B, "batch_size_B")
+    return check_positive(default, "batch_size_B")  # the buffer's own, checked when set
 
 
 # Horizons beyond any episode (Monte-Carlo returns) are capped here, within int64.

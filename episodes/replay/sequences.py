@@ -99,7 +99,8 @@ def sequence_batch(
     and padded where it began later. Every step is a transition ``(o_t, a_t, r_{t+1},
     o_{t+1})``: ``is_first`` marks the episode's first stored step, ``is_last`` its last stored
     step, ``is_terminated``/``is_truncated`` a last step that ended the episode; padded steps
-    are zeros with ``mask`` False and ``indices`` -1.
+    are zeros with ``mask`` False and ``indices`` -1. ``infos`` (on request) are those of
+    ``next_obs`` (the episode's final info at its last stored step), ``{}`` where padded.
 
     Example:
         >>> from episodes.replay import EpisodeReplayBuffer
@@ -144,13 +145,25 @@ def sequence_batch(
         "indices": np.where(mask, store.uid[flat], -1),
     }
     if include_infos:
-        infos = fresh_infos(store.read_infos(flat))
-        infos[~mask] = None
-        batch["infos"] = infos
+        batch["infos"] = _next_infos(store, table, flat, mask)
     if include_extra_model_outputs:
         extras = {key: _gather(column.data, pos, mask) for key, column in store.extras.items()}
         add_extras(batch, extras)
     return batch
+
+
+def _next_infos(
+    store: StepStore, table: EpisodeTable, flat: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
+    # The info of each step's next_obs, as a transition batch has it (the info that came with
+    # r_{t+1}): the next slot's, or at the last stored step the episode's final info. Padded
+    # steps get a new {} as an empty info does (the numeric columns hold zeros there).
+    nxt = store.nxt[flat]
+    infos = store.read_infos(np.maximum(nxt, 0))
+    ends = (nxt < 0) & mask
+    infos[ends] = table.final_info[store.ep[flat[ends]]]
+    infos[~mask] = None
+    return fresh_infos(infos)
 
 
 def sample_sequences(

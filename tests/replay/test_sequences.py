@@ -33,7 +33,7 @@ def _check_sequences(ref, batch, T, lookback, pad):
                     assert not np.any(batch[key][b, j]), key
                 for key in ("is_first", "is_last", "is_terminated", "is_truncated"):
                     assert not batch[key][b, j], key
-                assert batch["infos"][b, j] is None
+                assert batch["infos"][b, j] == {}
                 continue
             assert batch["indices"][b, j] == ep.uids[i]
             np.testing.assert_array_equal(batch["obs"][b, j], ep.obs[i])
