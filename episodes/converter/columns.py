@@ -23,13 +23,13 @@ from episodes.converter.alike import (
 )
 from episodes.converter.refusals import (
     checked_obs_fn_output,
-    obs_fn_input,
     storable_extra,
 )
 from episodes.converter.reward_steps import step_rewards
+from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
-from episodes.structs import flatten, id_key, map_alike, map_leaves
+from episodes.structs import id_key, map_alike, map_leaves
 
 ObsFn = Callable[[Any], Any]
 
@@ -267,7 +267,9 @@ def time_major(
             or an extra output that is not one array of real numbers per step
             (:func:`~episodes.converter.refusals.storable_extra`: a step recorded as a
             Python list is one array, as the runner takes it); or rewards that are not one
-            number a step (:func:`~episodes.converter.reward_steps.step_rewards`).
+            number a step (:func:`~episodes.converter.reward_steps.step_rewards`); or a
+            stepless end filed under another env that ends none of its episode's chunks
+            (:func:`~episodes.converter.stray_ends.place_stray_ends`, which moves the others).
         TypeError: Rewards that are not real numbers (complex, strings, objects).
 
     Example:
@@ -279,6 +281,7 @@ def time_major(
         >>> cols.rewards.shape, cols.dones[:, 0].tolist()
         ((2, 1), [False, True])
     """
+    groups = place_stray_ends(groups)  # a stepless end filed under another env: to its chunk
     lengths = [sum(len(c) for c in group) for group in groups]
     if not lengths or min(lengths) == 0 or (len(set(lengths)) != 1 and not pad):
         raise ValueError(
@@ -510,40 +513,6 @@ def check_time_order(n: int, chunks: Sequence[SingleAgentEpisode]) -> None:
                 "order"
             )
         last[key] = (chunk.t, chunk.is_done)
-
-
-def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None) -> Any:
-    """The last observation of every chunk, batched (and transformed by ``obs_fn``).
-
-    Example:
-        >>> from episodes import SingleAgentEpisode
-        >>> ep = SingleAgentEpisode(observations=[0, 7], actions=[1], rewards=[1.0])
-        >>> last_observations([ep], None).tolist()
-        [7]
-    """
-    items = [chunk.get_observations(-1) for chunk in chunks]
-    spaces = [chunk.observations.space for chunk in chunks]
-    # One space for all, or none: chunks of other spaces are batched as they come.
-    space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
-    batched = layout_batch(items, space, "observations")
-    # Nested as the columns are (agreed_space).
-    return transform_batch(nest_as_space(batched, agreed_space(spaces)), obs_fn)
-
-
-def transform_batch(observations: Any, obs_fn: ObsFn | None) -> Any:
-    """``obs_fn`` applied to a ``[B, ...]`` batch of observations (None: unchanged).
-
-    Example:
-        >>> transform_batch(np.array([1, 2]), lambda cols: cols * 10).tolist()
-        [10, 20]
-    """
-    if obs_fn is None:
-        return observations
-    # obs_fn works on [T, N, ...] columns: present the batch as T=1.
-    lead = (1, len(flatten(observations)[0][0]))
-    transformed = obs_fn(obs_fn_input(map_leaves(lambda leaf: leaf[np.newaxis], observations)))
-    checked_obs_fn_output(transformed, lead)
-    return map_leaves(lambda leaf: leaf[0], transformed)
 
 
 def _same_id(a: Any, b: Any) -> bool:

@@ -34,9 +34,9 @@ from episodes.converter.columns import (
     ObsFn,
     TimeMajorColumns,
     extra_keys_for,
-    transform_batch,
 )
 from episodes.converter.inputs import real_values
+from episodes.converter.observation_batch import transform_batch
 from episodes.converter.refusals import (
     check_storable_extra,
     checked_obs_fn_output,
@@ -52,8 +52,9 @@ def flat_observations(observations: Any) -> Any:
     """The observations as they are if the storage can hold them, else a clear ``TypeError``.
 
     A storage field is a tensor, or a (nested) dict of tensors for Dict observations; a
-    Tuple space's parts have no names to store them under. numpy or torch leaves alike: the
-    converter checks the columns before a value function sees them, and again as tensors.
+    Tuple space's parts have no names to store them under, and an empty Dict space's
+    observations nothing to store. numpy or torch leaves alike: the converter checks the
+    columns before a value function sees them, and again as tensors.
 
     Example:
         >>> flat_observations({"a": np.zeros(2)})["a"].shape
@@ -82,6 +83,15 @@ def flat_observations(observations: Any) -> Any:
 
         return isinstance(leaf, torch.Tensor)
 
+    def filled(value: Any) -> bool:  # an empty Dict space's observations hold no leaf
+        return not isinstance(value, Mapping) or any(filled(v) for v in value.values())
+
+    if holds(observations) and not filled(observations):
+        raise TypeError(
+            "RolloutStorage holds a tensor or a dict of tensors per observation, but these "
+            "chunks' observations hold no array (an empty Dict space's): nothing to store; pass "
+            "obs_fn to make them one array (or a dict of arrays) per step"
+        )
     if holds(observations):
         return observations
     raise TypeError(
@@ -265,7 +275,7 @@ def block_bootstrap(
     count = len(steps) + len(ongoing)
     if count == 0:
         return rewards, last_values
-    values = value_fn(transform_batch(needs_value, obs_fn))
+    values = value_fn(transform_batch(needs_value, obs_fn, rows=count))
     values = real_values(values, count, "value_fn returned")
     last_values[ongoing, 0] = values[len(steps) :]
     if len(steps):

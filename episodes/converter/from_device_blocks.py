@@ -34,7 +34,6 @@ from episodes.converter.columns import (
     ObsFn,
     TimeMajorColumns,
     extra_keys_for,
-    transform_batch,
 )
 from episodes.converter.from_blocks import (
     LazyExtras,
@@ -44,6 +43,7 @@ from episodes.converter.from_blocks import (
     raw_columns,
 )
 from episodes.converter.inputs import real_value_tensor
+from episodes.converter.observation_batch import transform_batch
 from episodes.runner import SampledChunks
 
 
@@ -98,7 +98,7 @@ def device_block_columns(
     def index(positions: Any) -> torch.Tensor:
         return torch.as_tensor(positions, device=rewards.device)
 
-    values = value_fn(transform_batch(needs_value, obs_fn))
+    values = value_fn(transform_batch(needs_value, obs_fn, rows=count))
     # Checked by dtype and size only: nothing waits for the device.
     values = real_value_tensor(values, count, "value_fn returned", rewards.device)
     last_values[index(ongoing), 0] = values[len(steps) :]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
 from episodes.structs import id_key
 
@@ -103,7 +104,9 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
     of that episode's latest chunk, whose last step it ends; other stepless chunks hold nothing
     and are left out. So are they with ``"per_env"`` in a flat list without ``env_index``
     (where :func:`group_by_env` gives each its own env); envs the caller names (per-env lists,
-    ``env_index``) are kept, and one without steps is refused where it is laid out.
+    ``env_index``) are kept, and one without steps is refused where it is laid out. A stepless
+    end filed under another env than its episode's steps is first moved right after the chunk
+    it ends (:func:`~episodes.converter.stray_ends.place_stray_ends`).
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -116,8 +119,8 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         >>> [[len(c) for c in env] for env in column_groups([steps, steps.cut()], "per_env")]
         [[1]]
     """
+    groups = place_stray_ends(group_by_env(episodes))
     if layout == "per_env":
-        groups = group_by_env(episodes)
         if any(isinstance(group, (list, tuple)) for group in episodes) or (
             episodes and all("env_index" in ep.custom_data for ep in episodes)
         ):
@@ -125,7 +128,7 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         # One env per chunk: a stepless chunk that ends no listed chunk holds nothing.
         return [group for group in groups if any(len(chunk) for chunk in group)]
     columns: list[list[SingleAgentEpisode]] = []
-    for group in group_by_env(episodes):
+    for group in groups:
         latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> its latest chunk's column
         for chunk in group:
             key = id_key(chunk.id_)

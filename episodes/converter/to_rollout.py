@@ -15,7 +15,6 @@ from episodes.converter.columns import (
     ObsFn,
     TimeMajorColumns,
     extra_keys_for,
-    last_observations,
     time_major,
 )
 from episodes.converter.from_blocks import (
@@ -27,6 +26,7 @@ from episodes.converter.from_blocks import (
 )
 from episodes.converter.groups import column_groups
 from episodes.converter.inputs import real_values, rollout_arguments
+from episodes.converter.observation_batch import last_observations
 from episodes.converter.refusals import (
     flat_actions,
     float_dtype,
