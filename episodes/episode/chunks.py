@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.subclasses import subclass_attributes
 from episodes.episode.fields import FIELDS
+from episodes.episode.reward_values import first_unreal, needs_real_check
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
 
@@ -238,6 +239,8 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
 
     Raises:
         AssertionError: A requirement above does not hold (the message says which).
+        ValueError: A numpy'd column of ``episode`` cannot hold ``other``'s items (a string or
+            None reward, a wrong-shaped action); the message names the column.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -284,6 +287,13 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         )
     # Views of the row the join pops: held, they would make the pop copy the column.
     del first_of_other, last_of_mine
+    # As in add_env_step: a column whose dtype is still open, or of objects, takes anything.
+    misfit = needs_real_check(episode.rewards.store) and first_unreal(other.rewards.get())
+    if misfit:
+        raise ValueError(
+            "cannot concat: other's rewards do not fit this episode's numpy column "
+            f"({misfit[0]!r} is no real number); nothing was changed"
+        )
     _join_columns(episode, other)
     episode.t = other.t
     episode.is_terminated = other.is_terminated

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.episode.reward_values import is_real, needs_real_check
 from episodes.indexing import as_flag
 
 if TYPE_CHECKING:
@@ -149,9 +150,7 @@ class StepRecorder:
         if obs is None or act is None or rew is None:
             # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
             self._check_numpy_step(obs_store, observation, action)
-            if not _is_real(reward) and (
-                not getattr(rew_store, "typed", True) or _object_rewards(rew_store)
-            ):
+            if not is_real(reward) and needs_real_check(rew_store):
                 # The first step decides an untyped column's dtype: a string would make it <U1.
                 # An object column (ints beyond int64) would store a list or array as a value.
                 raise ValueError(
@@ -328,20 +327,3 @@ def given_info(infos: Any) -> Any:
     if infos is None or (isinstance(infos, _FALSY_TYPES) and not infos):
         return {}
     return infos
-
-
-def _object_rewards(store: Any) -> bool:
-    # A numpy'd rewards column of Python objects, as ints beyond int64 make it (read only for
-    # a reward that is no real number: reading the leaves writes pending numbers in).
-    leaves: list[np.ndarray] = getattr(store, "leaves", None) or []
-    return len(leaves) == 1 and leaves[0].dtype.kind == "O"
-
-
-def _is_real(value: Any) -> bool:
-    if isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
-        return True
-    try:  # 0-d arrays and tensors
-        array = np.asarray(value)
-    except Exception:  # noqa: BLE001 - anything numpy cannot read is no real number
-        return False
-    return array.ndim == 0 and array.dtype.kind in "biuf"

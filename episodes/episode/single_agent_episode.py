@@ -25,6 +25,7 @@ from episodes.episode.given_columns import (
 )
 from episodes.episode.recording import StepRecorder
 from episodes.episode.returns import reward_sum
+from episodes.episode.reward_values import check_stacked_rewards
 from episodes.episode.sample_batch import SampleBatch, data_dict, episode_batch
 from episodes.indexing import as_int
 from episodes.spaces.contains import checker_for
@@ -404,8 +405,9 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         """Turns every column but infos into numpy arrays; returns ``self``.
 
         Raises:
-            ValueError: A column's items cannot be stacked (differing shapes or structures);
-                the episode stays in list mode.
+            ValueError: A column's items cannot be stacked (differing shapes or structures),
+                or a reward is no number (a string, None, a dict); the episode stays in list
+                mode.
 
         Example:
             >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[1], rewards=[0.5])
@@ -422,6 +424,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                     stacked.append((column, column.stacked()))
                 except ValueError as error:
                     raise ValueError(f"to_numpy: {name} cannot be stacked: {error}") from error
+                if name == "rewards":  # numpy would turn [1.0, "x"] into strings
+                    check_stacked_rewards(stacked[-1][1], column.store.pylist or [])
         for column, columns in stacked:
             column.adopt_store(columns)
         return self
