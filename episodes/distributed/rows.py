@@ -215,7 +215,7 @@ def _reward_column(episode: SingleAgentEpisode, n: int) -> np.ndarray:
     kind = stored.dtype.kind
     if rewards.size and (
         (kind in "iu" and (stored.max() > _EXACT_FLOAT_INTS or stored.min() < -_EXACT_FLOAT_INTS))
-        or (kind == "O" and np.abs(rewards).max() >= _EXACT_FLOAT_INTS)  # ints beyond int64
+        or (kind == "O" and _big_int(stored))  # ints beyond int64
     ):
         raise UnstorableValueError(
             f"episode {episode.id_!r}: int rewards beyond 2**53 do not fit the float64 reward "
@@ -225,6 +225,14 @@ def _reward_column(episode: SingleAgentEpisode, n: int) -> np.ndarray:
 
 
 _EXACT_FLOAT_INTS = 2**53
+
+
+def _big_int(rewards: np.ndarray) -> bool:
+    """Whether an object column holds an int float64 would round (a NaN beside it too)."""
+    return any(
+        isinstance(v, (int, np.integer)) and abs(int(v)) > _EXACT_FLOAT_INTS
+        for v in rewards.ravel().tolist()
+    )
 
 
 def _times(episode: SingleAgentEpisode, n: int) -> np.ndarray:

@@ -76,7 +76,8 @@ def n_step_returns(
         last = np.where(go, nxt, last)
         weight = gamma**k
         if weight:  # a stopped window adds 0, not 0 * its last reward (NaN for an inf reward)
-            rewards += weight * np.where(go, store.rewards[last], 0.0)
+            # In float64: a weight below float32's range would be 0 there (0 * inf is NaN).
+            rewards += weight * np.where(go, store.rewards[last], 0.0).astype(np.float64)
         steps += go
     at_end = store.nxt[last] < 0
     rows = store.ep[last]
