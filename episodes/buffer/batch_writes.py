@@ -4,7 +4,8 @@
 check, cast and write each one (microseconds of Python per row). For a numpy column,
 :func:`write_batch` runs the same checks once over the whole batch: the buffer's space
 (:func:`in_space_mask`: vectorized for Box, Discrete, MultiBinary and MultiDiscrete leaves,
-item by item for the leaves of other spaces), the column's item shapes and dtypes
+item by item for the leaves of other spaces; NaN is taken in the rewards column's unbounded
+scalar Box, as :mod:`episodes.buffer.space_checks` says), the column's item shapes and dtypes
 (``batch_misfit``, the check appended batches pass), then writes each leaf in one assignment.
 
 It writes only what it can vouch for: a batch that fails a check, or one it does not judge
@@ -36,6 +37,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.array_store import ArrayStore
+from episodes.buffer.space_checks import takes_nan
 from episodes.buffer.store import Store
 from episodes.buffer.value_fit import batch_misfit
 from episodes.spaces.contains import checker_for
@@ -82,7 +84,10 @@ def write_batch(store: Store, space: gym.Space[Any] | None, targets: Any, new_da
         if batch_misfit(column, leaf, count) is not None:
             return False
     if space is not None and not in_space_mask(space, batch.data, count).all():
-        return False
+        # NaN, outside the space, is taken where set takes it (the rewards' Box), and only
+        # there: any other number is in such a Box (the column's rules judge its range).
+        if not takes_nan(space):
+            return False
     if isinstance(targets, range):
         positions: range | np.ndarray = targets
     else:

@@ -14,6 +14,7 @@ from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.set_items import item_list
+from episodes.buffer.space_checks import check_in_space
 from episodes.buffer.store import Store
 from episodes.buffer.stores import (
     check_replacement,
@@ -24,7 +25,7 @@ from episodes.buffer.stores import (
 )
 from episodes.buffer.subclasses import subclass_attributes
 from episodes.indexing import Index as Indices
-from episodes.spaces import filler_item, one_hot, space_from_dict, space_to_dict
+from episodes.spaces import one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
 from episodes.structs import data_equal
 
@@ -339,10 +340,10 @@ class InfiniteLookbackBuffer:
             item = self.store.get(position)
             return one_hot(item, self._space) if one_hot_discrete else item
         if fill is not None:
-            if self._space is None and self.store.is_numpy:
-                # Refused where list and slice reads refuse it; an int read returns it as given.
-                reading.column_fill(self.store, fill)
-            return filler_item(self._space, fill, one_hot_discrete=one_hot_discrete)
+            # Without a space, an int read returns ``fill`` as given (refused where list and
+            # slice reads refuse it); with one, the filler list and slice reads pad with.
+            filler = reading.filler_at(self.store, self._space, fill, one_hot_discrete)
+            return fill if self._space is None else filler
         raise IndexError(
             f"index {index} is out of range for a buffer with {total - self.lookback} items and a "
             f"lookback of {self.lookback} (neg_index_as_lookback={neg_index_as_lookback})"
@@ -468,12 +469,8 @@ class InfiniteLookbackBuffer:
         self.set(value, at_indices=indices)
 
     def _check_in_space(self, items: list[Any]) -> None:
-        if not self.store.is_numpy or self._space is None:
-            return
-        check = checker_for(self._space)
-        for item in items:
-            if not check(item):
-                raise ValueError(f"value {item!r} is not in the buffer's space {self._space}")
+        if self.store.is_numpy and self._space is not None:  # see episodes.buffer.space_checks
+            check_in_space(self._space, items, checker_for(self._space))
 
     # ------------------------------------------------------------------------- state, equality
     def get_state(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes import indexing
+from episodes.buffer.column_fillers import column_typed
 from episodes.buffer.discrete_window import window_one_hot
 from episodes.buffer.store import Store
 from episodes.spaces import filler_item, one_hot
@@ -87,9 +88,9 @@ def _padded(
     item = column_fill(store, fill) if space is None and store.is_numpy else fill
     parts = [window] if plan.stored else []
     if plan.fill_left:
-        parts.insert(0, store.fillers(space, item, plan.fill_left, one_hot_discrete))
+        parts.insert(0, _fillers(store, space, item, plan.fill_left, one_hot_discrete))
     if plan.fill_right:
-        parts.append(store.fillers(space, item, plan.fill_right, one_hot_discrete))
+        parts.append(_fillers(store, space, item, plan.fill_right, one_hot_discrete))
     try:
         return store.join(parts)
     except ValueError as error:
@@ -136,7 +137,7 @@ def read_positions(
         gathered = store.gather(positions)
         return store.encode_one_hot(gathered, space) if one_hot_discrete else gathered
     item = column_fill(store, fill) if space is None and store.is_numpy else fill
-    filler = filler_item(space, item, one_hot_discrete=one_hot_discrete)
+    filler = item if space is None else filler_at(store, space, fill, one_hot_discrete)
     if store.is_numpy:
         mixed = _filled_gather(store, space, positions, valid, filler, item, one_hot_discrete)
         if mixed is not None:
@@ -203,7 +204,7 @@ def _filled_gather(
     taken = np.flatnonzero(valid)
     missing = np.flatnonzero(~valid)
     try:
-        fillers = store.fillers(space, fill, len(missing), one_hot_discrete)
+        fillers = _fillers(store, space, fill, len(missing), one_hot_discrete)
     except (ValueError, TypeError):  # a ragged fill: the item-by-item path names it
         return None
     # With no stored item the fillers alone are the read: checked as a stored part would be.
@@ -247,6 +248,36 @@ def _filled_gather(
         order[missing], order[taken] = filler_rows, stored_rows + len(missing)
     leaves, structure = flatten(joined)
     return unflatten(structure, [leaf[order] for leaf in leaves])
+
+
+def filler_at(store: Store, space: gym.Space[Any] | None, fill: Any, one_hot_discrete: bool) -> Any:
+    """The filler item a read of ``store`` pads with: a finalized column's in its dtypes.
+
+    Without a space, a numpy column's ``fill`` as :func:`column_fill` makes it (refused where
+    it does not fit one item); with one, the space's filler item, whose number leaves take the
+    column's dtypes where ``fill`` keeps its value there (see
+    :mod:`episodes.buffer.column_fillers`).
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> rewards = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
+        >>> filler_at(ArrayStore.from_batch(np.array([7])), rewards, 0, False)
+        array(0)
+    """
+    if space is None:
+        return column_fill(store, fill) if store.is_numpy else fill
+    filler = filler_item(space, fill, one_hot_discrete=one_hot_discrete)
+    return column_typed(store, space, fill, filler, one_hot_discrete) if store.is_numpy else filler
+
+
+def _fillers(
+    store: Store, space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discrete: bool
+) -> Any:
+    """``count`` fillers as a batch of ``store``: a finalized column's in its dtypes."""
+    fillers = store.fillers(space, fill, count, one_hot_discrete)
+    if space is None or not store.is_numpy:
+        return fillers
+    return column_typed(store, space, fill, fillers, one_hot_discrete)
 
 
 def _plain(value: Any) -> bool:

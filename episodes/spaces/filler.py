@@ -12,7 +12,7 @@ from gymnasium import spaces as gs
 
 from episodes.structs import is_nested, map_leaves
 
-__all__ = ["filler_batch", "filler_item"]
+__all__ = ["filler_batch", "filler_item", "filler_leaf"]
 
 
 def filler_item(space: gs.Space[Any] | None, fill: Any, *, one_hot_discrete: bool = False) -> Any:
@@ -89,6 +89,23 @@ def filler_batch(
     if space is None:
         return _repeat(fill, (n,))
     return _fill(space, fill, (n,), one_hot_discrete)
+
+
+def filler_leaf(shape: tuple[int, ...], fill: Any, dtype: Any) -> np.ndarray:
+    """``np.full(shape, fill, dtype)`` by the rules of a filler leaf of that dtype.
+
+    A number the dtype would change (NaN or 2.7 into ints, 2 into bools, 1e40 into float32)
+    or anything but a number or bool is a ``ValueError``, as for the leaves of
+    :func:`filler_item`; a finalized column's fillers take its own dtypes through this.
+
+    Example:
+        >>> filler_leaf((2,), 0.0, np.int64)
+        array([0, 0])
+        >>> filler_leaf((), 0.5, np.int64)
+        Traceback (most recent call last):
+        ValueError: fill=0.5 cannot fill a leaf of dtype int64 (the value changes in that dtype)
+    """
+    return _full((), tuple(shape), fill, np.dtype(dtype))
 
 
 def _repeat(fill: Any, lead: tuple[int, ...]) -> Any:

@@ -1,0 +1,95 @@
+"""A finalized column's fillers in its own dtypes, so a padded read keeps the stored values.
+
+A filler is laid out as the buffer's space says (contract 3.5), in the space's dtypes. A
+numpy'd column may hold another dtype than its space's: int64 or bool rewards under the
+rewards column's float32 Box, int32 actions of a Discrete space. Joined with such a column,
+a space filler would promote the whole read (int64 and float32 make float64, which rounds
+``2**53 + 1``). So each number leaf of a finalized read's fillers takes the column leaf's
+dtype wherever ``fill`` keeps its value in it (0 into int64 or bool; any finite number into a
+wider float); where it does not (0.5 or NaN into ints, 2 into bools), the leaf stays the
+space's and the read is joined as numpy promotes, since it holds ``fill``. The space's own
+check of ``fill`` comes first and is unchanged. One-hot reads keep their float32 zero-hot
+fillers, and list-mode fillers stay the space's.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from episodes.buffer.array_store import ArrayStore
+    >>> store = ArrayStore.from_batch(np.array([2**53 + 1]))
+    >>> rewards = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
+    >>> column_typed(store, rewards, 0, np.zeros(2, np.float32), False)
+    array([0, 0])
+    >>> column_typed(store, rewards, 0.5, np.full(2, 0.5, np.float32), False)
+    array([0.5, 0.5], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from episodes.buffer.store import Store
+from episodes.spaces.filler import filler_leaf
+from episodes.structs import flatten, leaves_up_to, unflatten
+
+__all__ = ["column_typed"]
+
+# Dtype kinds of numbers and bools: the leaves whose fillers can take the column's dtype.
+_NUMBERS = "biufc"
+
+
+def column_typed(
+    store: Store, space: gym.Space[Any] | None, fill: Any, fillers: Any, one_hot_discrete: bool
+) -> Any:
+    """``fillers`` (a filler item or batch of ``space``) with ``store``'s leaf dtypes, where fit.
+
+    Anything but a typed numpy column with a space, or a one-hot read, gets ``fillers`` back
+    as they are; so do fillers that nest otherwise than the column's items.
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> store = ArrayStore.from_batch({"a": np.array([True])})
+        >>> box = gym.spaces.Dict({"a": gym.spaces.Box(0, 1, ())})
+        >>> column_typed(store, box, 1, {"a": np.ones(1, np.float32)}, False)
+        {'a': array([ True])}
+    """
+    if space is None or one_hot_discrete or not store.is_numpy or not getattr(store, "typed", 0):
+        return fillers
+    columns = store.leaves  # type: ignore[attr-defined]
+    structure = store.structure  # type: ignore[attr-defined]
+    if structure is None:
+        if fillers.__class__ is not np.ndarray or fillers.dtype == columns[0].dtype:
+            return fillers  # the common case: the column holds its space's dtype
+        return _retyped(fillers, fill, columns[0].dtype)
+    found = leaves_up_to(structure, fillers)
+    leaves, nesting = flatten(fillers)
+    if found is None or not len(found) == len(leaves) == len(columns):
+        return fillers
+    if all(
+        leaf.__class__ is not np.ndarray or leaf.dtype == column.dtype
+        for leaf, column in zip(found, columns)
+    ):
+        return fillers
+    # ``found`` is in the column's leaf order, which is flatten's: both sort dict keys.
+    retyped = [
+        _retyped(leaf, fill, column.dtype) if leaf.__class__ is np.ndarray else leaf
+        for leaf, column in zip(found, columns)
+    ]
+    return unflatten(nesting, retyped)
+
+
+def _retyped(leaf: np.ndarray, fill: Any, dtype: np.dtype[Any]) -> np.ndarray:
+    """``leaf`` (all ``fill``) in ``dtype``, or as it is where ``fill`` does not keep there."""
+    if leaf.dtype.kind not in _NUMBERS or dtype.kind not in _NUMBERS:
+        return leaf
+    if (
+        dtype.kind == "f" == leaf.dtype.kind
+        and dtype.itemsize >= leaf.dtype.itemsize
+        and fill.__class__ in (int, float)
+    ):
+        return np.full(leaf.shape, fill, dtype)  # in the narrower float, so in the wider one
+    try:
+        return filler_leaf(leaf.shape, fill, dtype)
+    except ValueError:
+        return leaf  # it does not keep its value there: the join promotes, as it must
