@@ -188,7 +188,7 @@ def data_equal(a: Any, b: Any) -> bool:
         if a.dtype != b.dtype or a.shape != b.shape:
             return False
         if a.dtype.kind in "fc":
-            return bool(np.array_equal(a, b, equal_nan=True))
+            return arrays_equal(a, b)
         if a.dtype == object:
             # Elements may be arrays themselves (a column whose first item was 2**70).
             return all(data_equal(x, y) for x, y in zip(a.flat, b.flat))
@@ -200,7 +200,7 @@ def data_equal(a: Any, b: Any) -> bool:
     if kind in _PYTHON_NUMBERS and type(b) in _PYTHON_NUMBERS:
         # An int against a float, exactly as Python compares them: numpy would round both to
         # float64 (2**53 + 1 equal to 2.0**53).
-        return a == b or (a != a and b != b)
+        return numbers_equal(a, b)
     if not (isinstance(a, np.generic) and isinstance(b, np.generic)):  # two scalars: numpy's
         torch = sys.modules.get("torch")  # never imported here: only tensors that exist
         if torch is not None and (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
@@ -218,11 +218,59 @@ def data_equal(a: Any, b: Any) -> bool:
     if isinstance(a, numpy_values) and isinstance(b, numpy_values) and aa.dtype != bb.dtype:
         return False  # dtypes included, as for arrays; a Python number compares by value
     if aa.dtype.kind in "fc" or bb.dtype.kind in "fc":
-        return bool(np.array_equal(aa, bb, equal_nan=True))
+        return arrays_equal(aa, bb)
     return bool(np.array_equal(aa, bb))
 
 
 _PYTHON_NUMBERS = frozenset((int, float, bool, complex))
+
+
+def numbers_equal(a: Any, b: Any) -> bool:
+    """Two Python numbers compared as Python does, NaNs equal at the same places.
+
+    A complex number compares part by part (``1+nanj`` equals itself, not ``2+nanj``), so
+    a NaN in one part does not hide the other.
+
+    Example:
+        >>> nan = float("nan")
+        >>> numbers_equal(nan, nan), numbers_equal(complex(1, nan), complex(1, nan))
+        (True, True)
+        >>> numbers_equal(complex(1, nan), complex(2, nan)), numbers_equal(2**53 + 1, 2.0**53)
+        (False, False)
+    """
+    if a == b:
+        return True
+    if not (isinstance(a, (float, complex)) and isinstance(b, (float, complex))):
+        return False  # an int holds no NaN: == said it all
+    x, y = complex(a), complex(b)
+    return _part_equal(x.real, y.real) and _part_equal(x.imag, y.imag)
+
+
+def _part_equal(a: float, b: float) -> bool:
+    return a == b or (a != a and b != b)
+
+
+def arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """``np.array_equal`` with NaNs equal at the same places; complex values part by part.
+
+    numpy's ``equal_nan`` takes a complex value holding a NaN in either part for NaN as a
+    whole, so ``1+nanj`` would equal ``2+nanj``; here the real and imaginary parts are
+    compared each on its own. Dtypes are not compared (``data_equal`` does that).
+
+    Example:
+        >>> nan = float("nan")
+        >>> arrays_equal(np.array([1.0, nan]), np.array([1.0, nan]))
+        True
+        >>> arrays_equal(np.array([complex(1, nan)]), np.array([complex(2, nan)]))
+        False
+    """
+    kinds = a.dtype.kind + b.dtype.kind
+    if "c" not in kinds or not set(kinds) <= set("biufc"):
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(
+        np.array_equal(a.real, b.real, equal_nan=True)
+        and np.array_equal(a.imag, b.imag, equal_nan=True)
+    )
 
 
 def _objects_equal(a: Any, b: Any) -> bool:
@@ -253,11 +301,16 @@ def _tensor_equal(a: Any, b: Any, tensor: Any) -> bool:
     try:
         if x.equal(y):
             return True
-        if not (x.is_floating_point() or x.is_complex()):
-            return False
-        return bool(((x == y) | (x.isnan() & y.isnan())).all())
+        if x.is_complex():  # part by part: isnan is True where either part is NaN
+            return _floats_equal(x.real, y.real) and _floats_equal(x.imag, y.imag)
+        return x.is_floating_point() and _floats_equal(x, y)
     except (TypeError, RuntimeError):  # a layout torch cannot compare (a meta tensor)
         return a is b
+
+
+def _floats_equal(x: Any, y: Any) -> bool:
+    """Whether two float tensors of one shape are equal, NaNs equal at the same places."""
+    return bool(((x == y) | (x.isnan() & y.isnan())).all())
 
 
 def same_nesting(a: Any, b: Any) -> bool:

@@ -21,6 +21,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.store import all_empty_infos
+from episodes.structs import arrays_equal
 
 __all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
 
@@ -343,8 +344,10 @@ class _Known:
 
 def _same_observation(a: np.ndarray, b: np.ndarray) -> bool:
     # NaNs compare equal, as in ``concat_episode``; the dtypes were checked against the columns.
-    nan_aware = a.dtype.kind in "fc" and b.dtype.kind in "fc"
-    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=nan_aware))
+    nan_aware = a.dtype.kind in "fc" and b.dtype.kind in "fc"  # a complex value's parts each
+    if not nan_aware:
+        return a.shape == b.shape and bool(np.array_equal(a, b))
+    return a.shape == b.shape and arrays_equal(a, b)
 
 
 def plan_add(

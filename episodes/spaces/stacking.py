@@ -23,7 +23,7 @@ import numpy as np
 
 from episodes.spaces.batching import _typed_empty_lists, batch, check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
-from episodes.structs import data_equal, flatten, same_nesting
+from episodes.structs import arrays_equal, data_equal, flatten, same_nesting
 
 __all__ = [
     "UNSTACKABLE_SPACES",
@@ -144,7 +144,7 @@ def _value_equal(a: Any, b: Any) -> bool:
     floats = [z for z in (x, y) if z.dtype.kind in "fc"]
     if not floats:
         return bool(np.array_equal(x, y))  # numpy compares ints of either sign exactly
-    if not np.array_equal(x, y, equal_nan=True):
+    if not arrays_equal(x, y):  # NaNs equal, a complex value's parts each
         return False
     if len(floats) == 2:
         return True

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import FIELDS, Field, SingleAgentEpisode
+from episodes.structs import arrays_equal, numbers_equal
 
 __all__ = ["outputs_equal"]
 
@@ -87,8 +88,11 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         return f"{path}: dtypes differ: {aa.dtype} vs {bb.dtype}"
     if _rounded(a, aa) or _rounded(b, bb):  # Python ints made float64 inexactly: one by one
         return _diff_items(list(a), list(b), check_dtype, path)
-    equal_nan = aa.dtype.kind in "fc" and bb.dtype.kind in "fc"
-    if not np.array_equal(aa, bb, equal_nan=equal_nan):
+    if aa.dtype.kind in "fc" and bb.dtype.kind in "fc":
+        same = arrays_equal(aa, bb)  # NaNs equal; complex values part by part
+    else:
+        same = bool(np.array_equal(aa, bb))
+    if not same:
         return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"
     return None
 
@@ -100,7 +104,7 @@ def _number_diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     """Two Python numbers, compared as Python does: numpy would round an int to a float64."""
     if check_dtype and a.__class__ is not b.__class__:  # named as numpy names them
         return f"{path}: dtypes differ: {np.asarray(a).dtype} vs {np.asarray(b).dtype}"
-    if a == b or (a != a and b != b):
+    if numbers_equal(a, b):  # NaNs equal; complex numbers part by part
         return None
     return f"{path}: values differ:\n{a!r}\nvs\n{b!r}"
 

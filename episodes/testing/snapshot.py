@@ -71,6 +71,27 @@ class _ByContent(pickle.Pickler):
         )
 
 
+def _tensor_storages(values: Any) -> set[int]:
+    """The ids of the storages the tensors among ``values`` hold their data in.
+
+    A tensor's deep copy puts its storage in the memo; a storage has no ``==``, so it would be
+    shared with the snapshot as an object compared by identity, and a value-equal write into
+    the tensor (``h += 0.0`` on a ``-0.0``) found as a change of its bytes. Copied instead,
+    the tensor compares by value, as arrays do.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return set()
+    found = set()
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            try:
+                found.add(id(value.untyped_storage()))
+            except (RuntimeError, NotImplementedError, TypeError):  # sparse: no storage
+                pass
+    return found
+
+
 def _pickled(value: Any) -> bytes | None:
     out = io.BytesIO()
     try:
@@ -227,7 +248,9 @@ def take_snapshot(episodes_: list[SingleAgentEpisode]) -> Snapshot:
         owners += [(index, value) for value in itertools.islice(memo.values(), seen, None)]
     # What deepcopy refuses is shared as itself (memo maps it to itself): kept in `before` too.
     uncopied = {key: value for key, value in memo.items() if key == id(value)}
-    shared = [(i, v) for i, v in owners if _by_identity(v) and id(v) not in in_spaces]
+    # A tensor's storage is copied with it, so the tensor compares by value (see above).
+    by_value = in_spaces | _tensor_storages(v for _, v in owners)
+    shared = [(i, v) for i, v in owners if _by_identity(v) and id(v) not in by_value]
     in_space_shared = [v for v in memo.values() if _by_identity(v) and id(v) in in_spaces]
     keep = uncopied | {id(v): v for v in in_space_shared} | {id(v): v for _, v in shared}
     before = copy.deepcopy(given, keep)
