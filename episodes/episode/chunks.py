@@ -14,6 +14,7 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.subclasses import subclass_attributes
 from episodes.episode.fields import FIELDS
 from episodes.episode.reward_values import first_unreal, needs_real_check
+from episodes.episode.state import same_id
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
 
@@ -231,11 +232,11 @@ def slice_episode(
 def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     """Appends the successor chunk ``other`` to ``episode`` in place.
 
-    Requires the same id, ``episode.t == other.t_started``, ``episode`` not done, the same
-    extra-model-output keys, and ``other``'s first observation equal (leaf-wise) to
-    ``episode``'s last. Afterwards ``episode.t == other.t``, the flags are ``other``'s,
-    ``custom_data`` is merged with ``other`` winning. Everything is checked before anything
-    changes.
+    Requires the same id (NaNs at the same places equal, as ``state.same_id`` compares),
+    ``episode.t == other.t_started``, ``episode`` not done, the same extra-model-output keys,
+    and ``other``'s first observation equal (leaf-wise) to ``episode``'s last. Afterwards
+    ``episode.t == other.t``, the flags are ``other``'s, ``custom_data`` is merged with
+    ``other`` winning. Everything is checked before anything changes.
 
     Raises:
         AssertionError: A requirement above does not hold (the message says which).
@@ -254,7 +255,7 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         raise TypeError(f"can only concat a SingleAgentEpisode, got {type(other).__name__}")
     if other is episode:  # a 0-step chunk passes every check below, then pops its own items
         raise AssertionError("cannot concat an episode with itself")
-    if other.id_ != episode.id_:
+    if not same_id(other.id_, episode.id_):
         raise AssertionError(
             f"cannot concat episodes with different ids: {episode.id_!r} vs {other.id_!r}"
         )

@@ -7,6 +7,7 @@ here.
 from __future__ import annotations
 
 import copy
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,7 +73,7 @@ def _value_from_state(field: Field, value: Any) -> Any:
     if kind in ("time", "clock"):
         try:
             return scalar_value(field, value)
-        except TypeError as err:
+        except (TypeError, ValueError) as err:
             raise ValueError(f"episode state's {err}") from err
     if kind == "flag":  # "no" or 1 would read as a flag of another meaning
         if not isinstance(value, (bool, np.bool_)):
@@ -90,6 +91,9 @@ def scalar_value(field: Field, value: Any) -> Any:
     Raises:
         TypeError: A time that is no integer (``1.5``, ``True``, ``"2"``, None) or a clock
             reading that is no number (``"x"``, ``True``); the message names the field.
+        ValueError: A clock reading that is no finite float (NaN, inf, ``10**400``): no
+            ``time.perf_counter`` reading, and no dataset could store it; the message names
+            the field.
 
     Example:
         >>> from episodes.episode.fields import FIELDS_BY_NAME
@@ -110,7 +114,13 @@ def scalar_value(field: Field, value: Any) -> Any:
             return None
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
             raise TypeError(f"{field.name} must be a number or None, got {value!r}")
-        return float(value)
+        try:
+            reading = float(value)
+        except OverflowError:  # an int no float holds (10**400)
+            reading = math.nan
+        if not math.isfinite(reading):
+            raise ValueError(f"{field.name} must be a finite number or None, got {value!r}")
+        return reading
     return value
 
 
@@ -118,13 +128,15 @@ def field_value(field: Field, value: Any) -> Any:
     """The value ``from_fields`` (and the constructor) stores for ``field``, checked.
 
     None takes a column's, the extra outputs' and ``custom_data``'s empty default; flags must
-    be bools, times integers and clocks numbers (:func:`scalar_value`).
+    be bools, times integers and clocks finite numbers (:func:`scalar_value`).
 
     Raises:
         TypeError: A value of the wrong type for its field (the message names the field): a
             column that is no ``InfiniteLookbackBuffer`` (extra model outputs: no dict of
             them), a flag that is no bool, a time that is no integer, a clock that is no
             number, ``custom_data`` that is no dict.
+        ValueError: A clock that is a number but not finite (NaN, inf); the message names
+            the field.
 
     Example:
         >>> from episodes.episode.fields import FIELDS_BY_NAME
@@ -181,8 +193,61 @@ def from_state(cls: type[SingleAgentEpisode], state: dict[str, Any]) -> SingleAg
     return cls.from_fields(values)
 
 
+def same_id(a: Any, b: Any) -> bool:
+    """Whether two ids are equal, as ``==`` says, NaNs at the same places equal.
+
+    As :func:`episodes.structs.data_equal` takes NaNs in data: an id that is or holds a NaN
+    (in a tuple, a list, a dict's keys or values) equals its copies, which ``==`` denies (a
+    NaN equals nothing, and a tuple only shares a NaN object with itself).
+
+    Example:
+        >>> nan = float("nan")
+        >>> same_id(nan, float("nan")), same_id(("a", nan), ("a", float("nan")))
+        (True, True)
+        >>> same_id(("a", nan), ("b", nan)), same_id("a", np.str_("a")), same_id(1, 1.0)
+        (False, True, True)
+    """
+    if a is b or a == b:
+        return True
+    if isinstance(a, _FLOATS) and isinstance(b, _FLOATS):
+        return bool(a != a and b != b)  # noqa: PLR0124 - NaN is the one value unequal to itself
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return (
+            isinstance(a, tuple) == isinstance(b, tuple)
+            and len(a) == len(b)
+            and all(same_id(x, y) for x, y in zip(a, b))
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return len(a) == len(b) and _same_items(a, b)
+    return False
+
+
+def _same_items(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
+    """Whether two dicts of one length pair up key by key, value by value (:func:`same_id`).
+
+    A NaN key is found only by its own object: keys the other dict lacks are paired up among
+    themselves (``same_id`` is an equivalence, so taking the first match never misses one).
+    """
+    if not all(same_id(value, b[key]) for key, value in a.items() if key in b):
+        return False
+    rest = [(key, value) for key, value in b.items() if key not in a]
+    for key, value in a.items():
+        if key in b:
+            continue
+        match = next(
+            (i for i, (k, v) in enumerate(rest) if same_id(key, k) and same_id(value, v)), None
+        )
+        if match is None:
+            return False
+        del rest[match]
+    return True
+
+
+_FLOATS = (float, complex, np.floating, np.complexfloating)
+
+
 def episodes_equal(a: SingleAgentEpisode, b: SingleAgentEpisode) -> bool:
-    """Field-by-field equality (clock fields excluded).
+    """Field-by-field equality (clock fields excluded); ids compare by :func:`same_id`.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -198,6 +263,9 @@ def episodes_equal(a: SingleAgentEpisode, b: SingleAgentEpisode) -> bool:
                 return False
         elif field.kind == "custom":
             if not data_equal(mine, theirs):
+                return False
+        elif field.kind == "id":
+            if not same_id(mine, theirs):
                 return False
         elif mine != theirs:
             return False

@@ -40,6 +40,7 @@ from episodes.io.arrow_leaves import (
     text_array,
 )
 from episodes.io.arrow_types import check_column_type
+from episodes.io.clock_meta import check_clocks
 from episodes.io.encoding import decode_episode, encode_episode
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
 
@@ -266,6 +267,7 @@ def encode_rows(
     spaces = [] if spaces is None else spaces
     lookup = {} if lookup is None else lookup
     meta, arrays = encode_episode(episode)
+    check_clocks(meta, episode.id_)  # the shard's JSON index could not be committed
     names = list(meta["columns"])  # every column field the episode declares
     if set(names) & _HELPER_COLUMNS:
         raise UnstorableValueError(f"column names {sorted(names)} clash with the shard's own")

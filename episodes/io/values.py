@@ -469,9 +469,9 @@ class SameIds:
 
     Two NaNs read from two pieces are two objects, so a dict keyed by id (a replay buffer's)
     would tell the pieces apart. One object finds them as one: dicts and tuple comparisons
-    check identity first (a bare NaN still fails ``==`` with itself: see
-    :func:`concat_piece`). Other ids already compare equal and are left alone, so nothing is
-    held for them.
+    check identity first (a bare NaN still fails ``==`` with itself; episodes' ``==`` and
+    ``concat_episode`` take NaNs at the same places as equal). Other ids already compare
+    equal and are left alone, so nothing is held for them.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -517,8 +517,9 @@ def holds_nan(value: Any) -> bool:
 def concat_piece(episode: Any, piece: Any) -> None:
     """``episode.concat_episode(piece)`` for two pieces of one stored id (one ``id_key``).
 
-    ``concat_episode`` compares ids with ``!=``, which a NaN id fails even against itself;
-    such pieces are joined under one stand-in id, and the episode gets its own id back.
+    Ids of one ``id_key`` are equal as ``concat_episode`` compares them, which takes NaNs at
+    the same places as equal (two NaNs read from two pieces are two objects): the episode
+    keeps its own id.
 
     Raises:
         AssertionError: What ``concat_episode`` raises for pieces that do not join.
@@ -533,12 +534,4 @@ def concat_piece(episode: Any, piece: Any) -> None:
         >>> concat_piece(ep, nxt); len(ep), ep.id_ is nan
         (2, True)
     """
-    own = episode.id_
-    if not holds_nan(own):
-        episode.concat_episode(piece)
-        return
-    episode.id_ = piece.id_ = object()  # equal to itself, as no NaN is
-    try:
-        episode.concat_episode(piece)
-    finally:
-        episode.id_ = piece.id_ = own
+    episode.concat_episode(piece)

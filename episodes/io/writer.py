@@ -45,6 +45,7 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 from episodes.io.checksums import PARALLEL_BYTES, crc_pool
+from episodes.io.clock_meta import check_clocks
 from episodes.io.encoding import encode_episode
 from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError
 from episodes.io.format import (
@@ -270,6 +271,7 @@ class EpisodeWriter:
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
         meta, arrays = encode_episode(episode)
+        check_clocks(meta, episode.id_)  # json.dumps below would refuse them, raw
         name = f"{self._seq:08d}-{secrets.token_hex(4)}"
         chunks = self.path / CHUNKS_DIR
         tmp = chunks / f"{TMP_PREFIX}{name}"
