@@ -5,9 +5,10 @@ numpy'd column may hold another dtype than its space's: int64 or bool rewards un
 rewards column's float32 Box, int32 actions of a Discrete space. Joined with such a column,
 a space filler would promote the whole read (int64 and float32 make float64, which rounds
 ``2**53 + 1``). So each number leaf of a finalized read's fillers takes the column leaf's
-dtype wherever ``fill`` keeps its value in it (0 into int64 or bool; any finite number into a
-wider float); where it does not (0.5 or NaN into ints, 2 into bools), the leaf stays the
-space's and the read is joined as numpy promotes, since it holds ``fill``. The space's own
+dtype wherever ``fill`` keeps its value in it (0 into int64 or bool); where it does not (0.5
+or NaN into ints, 2 into bools), the leaf stays the space's and the read is joined as numpy
+promotes, since it holds ``fill``. A float filler of a float column is left as it is: the
+join gives the values list mode reads. The space's own
 check of ``fill`` comes first and is unchanged. One-hot reads keep their float32 zero-hot
 fillers, and list-mode fillers stay the space's.
 
@@ -83,12 +84,11 @@ def _retyped(leaf: np.ndarray, fill: Any, dtype: np.dtype[Any]) -> np.ndarray:
     """``leaf`` (all ``fill``) in ``dtype``, or as it is where ``fill`` does not keep there."""
     if leaf.dtype.kind not in _NUMBERS or dtype.kind not in _NUMBERS:
         return leaf
-    if (
-        dtype.kind == "f" == leaf.dtype.kind
-        and dtype.itemsize >= leaf.dtype.itemsize
-        and fill.__class__ in (int, float)
-    ):
-        return np.full(leaf.shape, fill, dtype)  # in the narrower float, so in the wider one
+    if leaf.dtype.kind in "fc" and dtype.kind in "fc":
+        # A float filler joins a float column as numpy joins them, the space's rounding of
+        # ``fill`` included: the values list mode (and RLlib) read; a narrower column would
+        # round ``fill`` again.
+        return leaf
     try:
         return filler_leaf(leaf.shape, fill, dtype)
     except ValueError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.reward_values import REAL_TYPES
 from episodes.episode.sample_batch import id_column
 from episodes.indexing import as_flag
 from episodes.spaces import unstackable_space
@@ -160,7 +160,7 @@ def float32_rewards(value: Any, id_: Any, who: str) -> np.ndarray:
     if kind == "O":  # ints beyond int64; a cast would parse strings among them too
         items = rows.ravel().tolist()
         types = set(map(type, items))
-        real = (numbers.Real, np.bool_, np.ndarray)
+        real = (*REAL_TYPES, np.ndarray)
         odd = next((t.__name__ for t in types if not issubclass(t, real)), None)
         if odd is None and any(issubclass(t, np.ndarray) for t in types):  # a 0-d filler
             odd = next((f"{v.dtype} array" for v in items if _not_real_array(v)), None)

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from episodes.episode.reward_values import is_real
+
 #: numpy dtype kinds of real numbers: bools, signed and unsigned ints, floats.
 REAL_KINDS = "biuf"
-_REAL_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
 def step_rewards(chunk: Any, read: Callable[[Any, str], Any]) -> np.ndarray:
@@ -65,7 +66,7 @@ def step_rewards(chunk: Any, read: Callable[[Any, str], Any]) -> np.ndarray:
             f"{where} must be real numbers, got complex ones (dtype {rewards.dtype}); the "
             "storage's float rewards would drop their imaginary parts"
         )
-    if kind == "O" and all(isinstance(v, _REAL_TYPES) for v in rewards.tolist()):
+    if kind == "O" and all(map(is_real, rewards.tolist())):
         try:  # ints beyond int64 (numpy keeps them as objects): the storage's floats, as a
             return rewards.astype(np.float64)  # cast of the replay buffer's rewards does
         except OverflowError:

@@ -9,11 +9,14 @@ with :func:`is_real`, ``concat_episode`` a successor's rewards at once with
 
 from __future__ import annotations
 
+import decimal
+import numbers
 from typing import Any
 
 import numpy as np
 
-_REAL_TYPES = (int, float, np.integer, np.floating, np.bool_)
+# numbers.Real covers int, float, bool, Fraction and numpy's reals; a Decimal is one too.
+REAL_TYPES = (numbers.Real, decimal.Decimal, np.bool_)
 
 
 def is_real(value: Any) -> bool:
@@ -22,8 +25,11 @@ def is_real(value: Any) -> bool:
     Example:
         >>> [is_real(v) for v in (1, 2**70, 0.5, True, np.float32(1), "2.5", None, 1j)]
         [True, True, True, True, True, False, False, False]
+        >>> from fractions import Fraction
+        >>> is_real(Fraction(1, 2)), is_real(decimal.Decimal("0.5"))
+        (True, True)
     """
-    if isinstance(value, _REAL_TYPES):
+    if isinstance(value, REAL_TYPES):
         return True
     try:  # 0-d arrays and tensors
         array = np.asarray(value)

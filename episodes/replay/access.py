@@ -258,7 +258,7 @@ class BufferAccess:
             ([2.0, 3.0], [False, True])
         """
         n_step = sampling.check_positive(n_step, "n_step")
-        sampling.check_gamma(gamma)
+        gamma = sampling.check_gamma(gamma)  # None: the default, as in sample
         items = np.atleast_1d(sampling.int_array(indices, "indices", KeyError))
         if items.ndim != 1:
             raise ValueError(

@@ -167,13 +167,26 @@ def test_a_fill_ints_cannot_hold_promotes_alike_in_list_and_slice_reads(fill):
     np.testing.assert_array_equal(listed[2:], [fill])
 
 
-def test_float64_rewards_pad_with_the_fill_itself_not_its_float32_rounding():
-    ep = SingleAgentEpisode(
-        "c", observations=[0.0, 1.0], actions=[0], rewards=[1.0], len_lookback_buffer=0
-    ).to_numpy()
+@pytest.mark.parametrize(
+    "rewards, space_dtype",
+    [([1.0], np.float32), (np.array([1.0], np.float16), np.float32), ([1.0], np.float64)],
+    ids=["float64-under-float32", "float16-under-float32", "float64-under-float64"],
+)
+def test_float_fillers_join_as_in_list_mode(rewards, space_dtype):
+    """A float filler is joined as numpy joins it: list and numpy'd reads give the same values
+    (fill=0.1 rounded by a float32 space, not again by a narrower column)."""
+    space = gym.spaces.Box(-np.inf, np.inf, (), space_dtype)
+    listed = SingleAgentEpisode(
+        "c", observations=[0.0, 1.0], actions=[0], rewards=list(rewards),
+        len_lookback_buffer=0,
+    )  # fmt: skip
+    listed.rewards.space = space
+    numpyd = SingleAgentEpisode.from_state(listed.get_state()).to_numpy()
+    numpyd.rewards.space = space
     for index in ([0, 1], slice(0, 2)):
-        out = ep.get_rewards(index, fill=0.1)
-        assert out.dtype == np.float64 and out[1] == 0.1
+        want = np.asarray(listed.get_rewards(index, fill=0.1), dtype=np.float64)
+        got = numpyd.get_rewards(index, fill=0.1)
+        assert got.astype(np.float64).tolist() == want.tolist(), index
 
 
 def test_nested_column_fillers_take_each_leafs_dtype():
