@@ -29,6 +29,7 @@ from .generators import (
     normalize_into,
     recurrent_mini_batch_generator,
 )
+from .held import clear_unheld_values
 from .leaves import block_rows, checked_rows, copy_rows, hidden_writes, paired, put_leaf
 from .nested import map_tree
 from .select import select_rows
@@ -472,6 +473,8 @@ class RolloutStorage:
     ) -> None:
         """Fill ``advantages`` (GAE over all ``T`` steps) and ``returns = advantages + values``.
 
+        With :attr:`valid` set, cells outside it get value, advantage and return 0.
+
         Args:
             last_values: ``[N]`` or ``[N, 1]`` values of the states after the last step.
             gamma: discount factor, in ``[0, 1]`` (else a ``ValueError``, nothing written).
@@ -490,13 +493,12 @@ class RolloutStorage:
         if self.values is None or self.returns is None or self.advantages is None:
             raise ValueError("compute_returns is only available for training_type 'rl'")
         normalize = as_flag(normalize_advantage, "normalize_advantage")  # before any write
-        values, valid = self.values, self.valid
-        adv = compute_gae(self.rewards, values, self.dones, last_values, gamma, lam, valid=valid)
-        torch.add(adv, values, out=self.returns)
+        values, valid, adv = self.values, self.valid, self.advantages
+        compute_gae(self.rewards, values, self.dones, last_values, gamma, lam, out=adv, valid=valid)
+        clear_unheld_values(self)  # with ``valid``: values 0 where no transition is
+        torch.add(adv, self.values, out=self.returns)
         if normalize:
-            normalize_into(self.advantages, adv, valid)
-        else:
-            self.advantages.copy_(adv)
+            normalize_into(adv, adv, valid)
 
     # ------------------------------------------------------------------ reading
     def mini_batch_generator(
