@@ -72,7 +72,7 @@ def needs_real_check(store: Any) -> bool:
 
     Example:
         >>> from episodes import SingleAgentEpisode
-        >>> ep = SingleAgentEpisode(); ep.add_env_reset(0); ep.to_numpy()
+        >>> ep = SingleAgentEpisode(); ep.add_env_reset(0); _ = ep.to_numpy()
         >>> needs_real_check(ep.rewards.store)
         True
     """
@@ -101,7 +101,7 @@ def check_stacked_rewards(store: Any, items: list[Any]) -> None:
         >>> try:
         ...     check_stacked_rewards(bad.stacked(), bad.get())
         ... except ValueError as error:
-        ...     print(str(error)[:32])
+        ...     print(str(error)[:33])
         to_numpy: rewards hold 'x', which
     """
     if store.size == 0:
