@@ -57,3 +57,11 @@ def test_get_transitions_takes_gamma_none_as_the_default():
         default["rewards"].tolist()
         == buffer.get_transitions(indices, n_step=2, gamma=0.99)["rewards"].tolist()
     )
+
+
+@pytest.mark.parametrize("case", list(REWARDS))
+def test_replay_stores_fraction_and_decimal_rewards(case):
+    buffer = EpisodeReplayBuffer(100, seed=0)
+    buffer.add(_episode(REWARDS[case]))
+    batch = buffer.get_transitions(buffer.locate("a", [0, 1]), n_step=1)
+    assert batch["rewards"].tolist() == [0.5, 1.5]

@@ -8,7 +8,6 @@ refused as surely as one continuing an episode evicted long ago.
 from __future__ import annotations
 
 import copy
-import numbers
 from collections import deque
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.reward_values import REAL_TYPES
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.store import all_empty_infos
@@ -295,7 +295,7 @@ def _scalar_rewards(values: Any, n: int) -> np.ndarray | None:
     types = set(map(type, values))
     if any(issubclass(t, (list, tuple, dict, np.ndarray)) for t in types):
         return None
-    odd = next((t for t in types if not issubclass(t, (numbers.Real, np.bool_))), None)
+    odd = next((t for t in types if not issubclass(t, REAL_TYPES)), None)
     if odd is not None:
         raise TypeError(f"rewards must be real numbers, got one of type {odd.__name__}")
     try:
