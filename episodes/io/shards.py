@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import os
@@ -48,13 +47,11 @@ from episodes.io.format import (
     read_regular_file,
 )
 from episodes.io.manifest_lines import (
-    check_follows,
-    line_crc,
     mend_tail,
     seal_line,
     unseal_line,
-    whole_line,
 )
+from episodes.io.manifest_prefix import parse_manifest
 from episodes.io.values import decode_value, id_key
 
 __all__ = [
@@ -384,6 +381,9 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
     appended whole and only its newline is missing, so it is read. Any damaged complete line
     is corruption, and so is a whole line followed by other bytes (a damaged newline).
 
+    Lines this process read before, byte for byte the same, are not parsed again
+    (:mod:`episodes.io.manifest_prefix`): opening an N-shard dataset again costs its new lines.
+
     Example:
         >>> import tempfile; d = Path(tempfile.mkdtemp())
         >>> _ = (d / MANIFEST_FILE).write_bytes(seal_line({"format": "episodes-dataset",
@@ -392,38 +392,13 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
         ([], 80, False)
     """
     raw = read_regular_file(root / MANIFEST_FILE, MANIFEST_FILE, MAX_MANIFEST_BYTES)
-    lines = raw.split(b"\n")
-    complete, tail = lines[:-1], lines[-1]
-    if tail and whole_line(tail, f"{MANIFEST_FILE} line {len(lines)}"):
-        complete, tail = lines, b""  # counted below as if its newline were there
-    if not complete:
-        raise CorruptDatasetError(f"{root / MANIFEST_FILE} has no header line")
-    header = check_header(unseal_line(complete[0], f"{MANIFEST_FILE} line 1"), MANIFEST_FILE)
-    good = len(complete[0]) + 1
-    before = line_crc(complete[0])
-    shards: list[ShardEntry] = []
-    seen: set[str] = set()
-    # Every piece is a few objects that live on: the cyclic collector would walk them again
-    # and again while they are built (as parse_json pauses it for a large index).
-    pause = len(raw) > 1 << 20 and gc.isenabled()
-    if pause:
-        gc.disable()
-    try:
-        for number, line in enumerate(complete[1:], start=2):
-            where = f"{MANIFEST_FILE} line {number}"
-            obj = unseal_line(line, where)
-            check_follows(obj, before, where)
-            before = line_crc(line)
-            entry = ShardEntry.from_json(obj, where)
-            if entry.name in seen:
-                raise CorruptDatasetError(f"{MANIFEST_FILE} lists shard {entry.name!r} twice")
-            seen.add(entry.name)
-            shards.append(entry)
-            good += len(line) + 1
-    finally:
-        if pause:
-            gc.enable()
-    return header, shards, min(good, len(raw)), bool(tail)
+    label = str(root / MANIFEST_FILE)
+    return parse_manifest(os.path.abspath(root), raw, check_header, _shard_line, label=label)
+
+
+def _shard_line(obj: Any, where: str) -> tuple[ShardEntry, str]:
+    entry = ShardEntry.from_json(obj, where)
+    return entry, entry.name
 
 
 def remove_leftovers(path: Path, *, sync: bool = True) -> None:
@@ -446,11 +421,16 @@ def remove_leftovers(path: Path, *, sync: bool = True) -> None:
     finally:
         os.close(fd)
     listed = {e.name for e in entries}
-    for child in (path / SHARDS_DIR).iterdir():
-        stem = child.name.split(".", 1)[0]
-        orphan = child.name.startswith(TMP_PREFIX) or (
-            SHARD_NAME.match(stem) and stem not in listed
-        )
+    # Every writer that opens alone looks: the files of listed shards are set aside in C, and
+    # only the others are looked at one by one.
+    expected = {
+        e.name + suffix for e in entries for suffix in (DATA_SUFFIX[e.data_format], INDEX_SUFFIX)
+    }
+    shards = path / SHARDS_DIR
+    for name in set(os.listdir(shards)) - expected:
+        stem = name.split(".", 1)[0]
+        orphan = name.startswith(TMP_PREFIX) or (SHARD_NAME.match(stem) and stem not in listed)
+        child = shards / name
         if orphan and child.is_file() and not child.is_symlink():
             child.unlink()
     for child in path.iterdir():
