@@ -141,9 +141,30 @@ class PrevActionsPrevRewards(EpisodeConnector):
     ) -> Any:
         # The column holds float32 scalars: the fill is checked against them, as the actions'.
         fillers.get(_REWARDS)
-        value = episode.get_rewards(
-            slice(start - self.n_rewards, stop - 1), neg_index_as_lookback=True, fill=self.fill
-        )
-        rows = as_arrays(value, self.fill, finalized=episode.rewards.finalized)
+        try:
+            value = episode.get_rewards(
+                slice(start - self.n_rewards, stop - 1), neg_index_as_lookback=True, fill=self.fill
+            )
+            rows = as_arrays(value, self.fill, finalized=episode.rewards.finalized)
+        except ValueError:  # vector rewards padded with a number, or beside fillers
+            _refuse_vector_rewards(episode.get_rewards(), episode.id_)
+            raise
         rewards = float32_rewards(rows, episode.id_, "PrevActionsPrevRewards")
+        if rewards.ndim != 1:
+            _refuse_vector_rewards(rewards, episode.id_)
         return sliding_rows(rewards, self.n_rewards)
+
+
+def _refuse_vector_rewards(rewards: Any, id_: Any) -> None:
+    """A ``ValueError`` for rewards that are not one number per step (a multi-objective env's).
+
+    The column is ``[rows, n]``: vector rewards gave ``[rows, n, k]`` where the lookback held
+    the window, and the getter's padding error where it did not.
+    """
+    shapes = {np.shape(r) for r in rewards} - {()}
+    if shapes:
+        raise ValueError(
+            f"PrevActionsPrevRewards: rewards must be one number per step (its "
+            f"'prev_n_rewards' column is [rows, n]), got rewards of shape {min(shapes)} in "
+            f"episode {id_!r}"
+        )

@@ -106,7 +106,7 @@ def test_rows_that_do_not_join_name_the_column_and_the_episodes(case):
 # ---------------------------------------------------- PrevActionsPrevRewards' partial write (bug 2)
 def test_prev_actions_prev_rewards_leaves_the_batch_unchanged_when_it_refuses():
     a = _episode("a", [0, 1, 0], action_space=gym.spaces.Discrete(2), actions=[0, 1])
-    b = SingleAgentEpisode(  # vector rewards: the reward rows do not join the others
+    b = SingleAgentEpisode(  # vector rewards: refused, after episode a was read
         "b",
         observations=[0, 1, 0, 1],
         actions=[0, 1, 1],
@@ -115,7 +115,7 @@ def test_prev_actions_prev_rewards_leaves_the_batch_unchanged_when_it_refuses():
         len_lookback_buffer=1,
     )
     batch = {"x": 1}
-    with pytest.raises(ValueError, match="'prev_n_rewards' rows do not join"):
+    with pytest.raises(ValueError, match="rewards must be one number per step"):
         PrevActionsPrevRewards(1, 1)([a, b], batch)
     assert batch == {"x": 1}
 
