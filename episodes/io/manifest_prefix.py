@@ -17,7 +17,7 @@ Example:
     >>> from episodes.io.manifest_lines import seal_line
     >>> header = seal_line({"format": "x"})
     >>> line = seal_line({"n": 1, "prev": line_crc(header)})
-    >>> parse = (lambda obj, where: obj), (lambda obj, where: (obj, str(obj["n"])))
+    >>> parse = (lambda obj, where: obj), (lambda obj, where: (obj, str(obj["n"]), True))
     >>> parse_manifest("/data/a", header + line, *parse)[1:]
     ([{'n': 1}], 83, False)
     >>> known_lines("/data/a")  # parsed once: a longer manifest resumes after them
@@ -26,8 +26,8 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import gc
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -45,21 +45,34 @@ MAX_KEPT_BYTES = 64 << 20
 
 #: ``(object, where) -> header``: checks the header line's object.
 HeaderParser = Callable[[Any, str], dict[str, Any]]
-#: ``(object, where) -> (entry, name)``: checks a shard line's object; names must not repeat.
-LineParser = Callable[[Any, str], tuple[Any, str]]
+#: ``(object, where) -> (entry, name, shareable)``: checks a shard line's object (names must
+#: not repeat); ``shareable`` says that the entry holds nothing a caller could change, so that
+#: every later read may be handed the same object (else the line is parsed again for each).
+LineParser = Callable[[Any, str], tuple[Any, str, bool]]
 
 
 @dataclass(frozen=True)
 class _Prefix:
     raw: bytes  # whole lines, the last ending with its newline
-    header: dict[str, Any]
+    header_line: bytes  # parsed again for each read: every caller gets its own header
     entries: tuple[Any, ...]
+    unshared: tuple[tuple[int, bytes], ...]  # (position, line) of entries parsed per read
     names: frozenset[str]
     last_crc: str  # what the next line's "prev" names
 
 
 _kept: OrderedDict[str, _Prefix] = OrderedDict()
 _lock = threading.Lock()
+
+
+def _new_lock() -> None:
+    # A fork while another thread held the lock would leave the child's copy held forever.
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock)
 
 
 def parse_manifest(
@@ -69,8 +82,8 @@ def parse_manifest(
 
     ``key`` names the manifest (its absolute path; ``label``: its path in messages). A last
     line without its newline is torn and ignored, unless it is a whole sealed line: that one is
-    read. Each line's seal and its ``prev`` are checked, then the parsers. The header comes back
-    as the caller's own copy.
+    read. Each line's seal and its ``prev`` are checked, then the parsers. The header, and every
+    entry its parser did not call shareable, come back as the caller's own objects.
 
     Raises:
         CorruptDatasetError: No header line, a damaged line, a line that does not follow the
@@ -79,7 +92,7 @@ def parse_manifest(
     Example:
         >>> from episodes.io.manifest_lines import seal_line
         >>> header = seal_line({"format": "x"})
-        >>> parse = (lambda obj, where: obj), (lambda obj, where: (obj, "a"))
+        >>> parse = (lambda obj, where: obj), (lambda obj, where: (obj, "a", False))
         >>> parse_manifest("/data/b", header + header[:9], *parse)[2:]  # a torn last line
         (35, True)
     """
@@ -99,15 +112,22 @@ def parse_manifest(
     if known is None:
         if not complete:
             raise CorruptDatasetError(f"{label or MANIFEST_FILE} has no header line")
-        header = parse_header(unseal_line(complete[0], f"{MANIFEST_FILE} line 1"), MANIFEST_FILE)
-        known = _Prefix(b"", header, (), frozenset(), line_crc(complete[0]))
+        known = _Prefix(b"", complete[0], (), (), frozenset(), line_crc(complete[0]))
         good = len(complete[0]) + 1
         complete, ended, number = complete[1:], ended - 1, 2
     else:
         good = start
+    header_where = f"{MANIFEST_FILE} line 1"
+    header = parse_header(unseal_line(known.header_line, header_where), MANIFEST_FILE)
     entries, before = list(known.entries), known.last_crc
+    for position, line in known.unshared:
+        where = f"{MANIFEST_FILE} line {position + 2}"
+        obj = unseal_line(line, where)
+        obj.pop("prev", None)  # checked when the line was first read
+        entries[position] = parse_line(obj, where)[0]
     names: list[str] = []  # of the lines parsed here, in order
     named: set[str] = set()
+    unshared: list[tuple[int, bytes]] = []
     kept = (good, before, len(entries)) if ended >= 0 else None  # the prefix to keep
     # Every piece is a few objects that live on: the cyclic collector would walk them again
     # and again while they are built (as parse_json pauses it for a large index).
@@ -120,11 +140,13 @@ def parse_manifest(
             obj = unseal_line(line, where)
             check_follows(obj, before, where)
             before = line_crc(line)
-            entry, name = parse_line(obj, where)
+            entry, name, shareable = parse_line(obj, where)
             if name in known.names or name in named:
                 raise CorruptDatasetError(f"{MANIFEST_FILE} lists shard {name!r} twice")
             names.append(name)
             named.add(name)
+            if not shareable:
+                unshared.append((len(entries), line))
             entries.append(entry)
             good += len(line) + 1
             if k < ended:
@@ -134,20 +156,30 @@ def parse_manifest(
             gc.enable()
     if kept is not None and kept[0] > start:
         end, last_crc, count = kept
-        fresh = names[: count - len(known.entries)]
-        _keep(
-            key,
-            _Prefix(
-                raw[:end], known.header, tuple(entries[:count]), known.names.union(fresh), last_crc
-            ),
-        )
-    return copy.deepcopy(known.header), entries, min(good, len(raw)), bool(tail)
+        _keep(key, known, raw[:end], entries[:count], names, unshared, last_crc)
+    return header, entries, min(good, len(raw)), bool(tail)
 
 
-def _keep(key: str, prefix: _Prefix) -> None:
-    if len(prefix.raw) > MAX_KEPT_BYTES:
+def _keep(
+    key: str,
+    known: _Prefix,
+    raw: bytes,
+    entries: list[Any],
+    names: list[str],
+    unshared: list[tuple[int, bytes]],
+    last_crc: str,
+) -> None:
+    """Keeps the prefix ``raw`` of ``key``'s manifest (its first ``len(entries)`` shards)."""
+    if len(raw) > MAX_KEPT_BYTES:
         forget(key)
         return
+    count = len(entries)
+    fresh = names[: count - len(known.entries)]
+    private = known.unshared + tuple(u for u in unshared if u[0] < count)
+    # An unshared entry kept here is never handed out again: each read parses its own.
+    prefix = _Prefix(
+        raw, known.header_line, tuple(entries), private, known.names.union(fresh), last_crc
+    )
     with _lock:
         _kept[key] = prefix
         _kept.move_to_end(key)

@@ -396,9 +396,14 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
     return parse_manifest(os.path.abspath(root), raw, check_header, _shard_line, label=label)
 
 
-def _shard_line(obj: Any, where: str) -> tuple[ShardEntry, str]:
+def _shard_line(obj: Any, where: str) -> tuple[ShardEntry, str, bool]:
     entry = ShardEntry.from_json(obj, where)
-    return entry, entry.name
+    # A list or dict id (a tuple id's stored form) could be changed by whoever holds it.
+    shareable = all(type(row.id_) in _IMMUTABLE_IDS for row in entry.episodes)
+    return entry, entry.name, shareable
+
+
+_IMMUTABLE_IDS = (str, int, float, bool, type(None))
 
 
 def remove_leftovers(path: Path, *, sync: bool = True) -> None:

@@ -8,6 +8,8 @@ writers on one dataset: 10 s, 1,000 read tasks: 10.6 s).
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from episodes import SingleAgentEpisode
-from episodes.io import CorruptDatasetError, Dataset, DatasetWriter, read_episodes
+from episodes.io import (
+    CorruptDatasetError,
+    Dataset,
+    DatasetMetadata,
+    DatasetWriter,
+    dataset_info,
+    read_episodes,
+)
 from episodes.io import manifest_prefix as prefix
 from episodes.io.manifest_lines import seal_line, seal_lines
 from episodes.io.shards import ShardEntry, read_v2_manifest
@@ -36,11 +45,11 @@ class Counting:
     def __init__(self) -> None:
         self.calls = 0
 
-    def __call__(self, obj: Any, where: str) -> tuple[Any, str]:
+    def __call__(self, obj: Any, where: str) -> tuple[Any, str, bool]:
         self.calls += 1
         if not isinstance(obj.get("name"), str):
             raise CorruptDatasetError(f"{where}: no name")
-        return dict(obj), obj["name"]
+        return dict(obj), obj["name"], True
 
 
 def _manifest(count: int, first: int = 0) -> bytes:
@@ -259,3 +268,53 @@ def test_the_same_dataset_by_a_relative_path_resumes_too(
     assert len(read_v2_manifest(Path("d"))[1]) == 4
     assert calls[0] == 0
     assert os.path.abspath("d") == str(tmp_path / "d")
+
+
+def test_an_unshareable_entry_is_parsed_again_for_every_read() -> None:
+    calls = [0]
+
+    def private(obj: Any, where: str) -> tuple[Any, str, bool]:
+        calls[0] += 1
+        return dict(obj), obj["name"], obj["name"] == "s0"  # only s0's entry may be shared
+
+    first = prefix.parse_manifest("ds", WHOLE, _header, private)[1]
+    first[1]["changed"] = True  # the caller's own object
+    again = prefix.parse_manifest("ds", WHOLE, _header, private)[1]
+    assert again == prefix.parse_manifest("fresh", WHOLE, _header, private)[1]
+    assert again[0] is first[0] and again[1] is not first[1]
+    assert calls[0] == 6 + 5 + 6  # the second read parsed the five unshareable lines only
+
+
+@pytest.mark.parametrize("id_", [["run", 1], ("run", 1), {"k": [1]}], ids=["list", "tuple", "dict"])
+def test_a_caller_changing_its_rows_ids_changes_no_later_read(tmp_path: Path, id_: Any) -> None:
+    ep = SingleAgentEpisode(id_, observations=[0, 1], actions=[0], rewards=[1.0])
+    with DatasetWriter(tmp_path, sync=False) as w:
+        w.write(ep)
+    stored = Dataset(tmp_path).summaries[0].id_
+    stored.append("x") if isinstance(stored, list) else stored.clear()
+    assert Dataset(tmp_path).summaries[0].id_ != stored
+    assert dataset_info(tmp_path).episodes[0].id_ == id_
+    assert [e.id_ for e in read_episodes(tmp_path)] == [id_]
+
+
+def test_a_deeply_nested_header_reads_as_a_fresh_parse_reads_it(tmp_path: Path) -> None:
+    user: dict[str, Any] = {}
+    for _ in range(500):  # deep, yet within what json reads
+        user = {"a": user}
+    DatasetWriter(tmp_path, metadata=DatasetMetadata(user=user)).close()
+    for _ in range(2):  # a fresh parse, then a resumed one
+        assert Dataset(tmp_path).metadata.user == user
+
+
+def test_a_child_forked_while_the_lock_is_held_reads(tmp_path: Path) -> None:
+    with DatasetWriter(tmp_path, sync=False) as w:
+        w.write(_episode(0))
+    with prefix._lock:  # as another thread of the parent may hold it at the fork
+        pid = os.fork()
+        if pid == 0:  # the child: read within 10 s, or be killed by the alarm
+            signal.alarm(10)
+            ok = len(Dataset(tmp_path)) == 1
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert threading.active_count() >= 1
