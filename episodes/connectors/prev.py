@@ -147,7 +147,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
             )
             rows = as_arrays(value, self.fill, finalized=episode.rewards.finalized)
         except ValueError:  # vector rewards padded with a number, or beside fillers
-            _refuse_vector_rewards(episode.get_rewards(), episode.id_)
+            _refuse_vector_rewards(episode.rewards.data, episode.id_)  # the lookback's too
             raise
         rewards = float32_rewards(rows, episode.id_, "PrevActionsPrevRewards")
         if rewards.ndim != 1:
@@ -161,7 +161,13 @@ def _refuse_vector_rewards(rewards: Any, id_: Any) -> None:
     The column is ``[rows, n]``: vector rewards gave ``[rows, n, k]`` where the lookback held
     the window, and the getter's padding error where it did not.
     """
-    shapes = {np.shape(r) for r in rewards} - {()}
+    shapes = set()
+    for reward in rewards:
+        try:
+            shapes.add(np.shape(reward))
+        except ValueError:  # a ragged item: the caller's error says more
+            return
+    shapes.discard(())
     if shapes:
         raise ValueError(
             f"PrevActionsPrevRewards: rewards must be one number per step (its "

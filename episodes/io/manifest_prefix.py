@@ -109,16 +109,19 @@ def parse_manifest(
     if tail and whole_line(tail, f"{MANIFEST_FILE} line {number + len(lines) - 1}"):
         complete, tail = lines, b""  # counted below as if its newline were there
     ended = len(lines) - 1  # how many lines of ``complete`` end with a newline
+    header_where = f"{MANIFEST_FILE} line 1"
     if known is None:
         if not complete:
             raise CorruptDatasetError(f"{label or MANIFEST_FILE} has no header line")
+        # Checked before its CRC is taken for the next line's ``prev``: a damaged seal is
+        # the CorruptDatasetError of unseal_line.
+        header = parse_header(unseal_line(complete[0], header_where), MANIFEST_FILE)
         known = _Prefix(b"", complete[0], (), (), frozenset(), line_crc(complete[0]))
         good = len(complete[0]) + 1
         complete, ended, number = complete[1:], ended - 1, 2
     else:
         good = start
-    header_where = f"{MANIFEST_FILE} line 1"
-    header = parse_header(unseal_line(known.header_line, header_where), MANIFEST_FILE)
+        header = parse_header(unseal_line(known.header_line, header_where), MANIFEST_FILE)
     entries, before = list(known.entries), known.last_crc
     for position, line in known.unshared:
         where = f"{MANIFEST_FILE} line {position + 2}"

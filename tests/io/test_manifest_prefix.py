@@ -318,3 +318,18 @@ def test_a_child_forked_while_the_lock_is_held_reads(tmp_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert threading.active_count() >= 1
+
+
+@pytest.mark.parametrize("kept_before", [False, True], ids=["fresh", "read before"])
+def test_a_header_seal_with_a_non_ascii_byte_is_corruption(tmp_path: Path, kept_before) -> None:
+    with DatasetWriter(tmp_path, sync=False) as w:
+        w.write(_episode(0))
+    if kept_before:
+        Dataset(tmp_path)
+    manifest = tmp_path / "manifest.jsonl"
+    raw = bytearray(manifest.read_bytes())
+    raw[raw.index(b"\n") - 4] = 0xC0  # a hex digit of the header's CRC-32
+    manifest.write_bytes(bytes(raw))
+    for opening in (Dataset, DatasetWriter):
+        with pytest.raises(CorruptDatasetError, match="line 1"):
+            opening(tmp_path)
