@@ -34,6 +34,7 @@ import numpy as np
 from episodes.connectors.base import check_episodes
 from episodes.episode import SingleAgentEpisode
 from episodes.testing.compare import _diff, _episode_diff, _rows, outputs_equal
+from episodes.testing.reset_items import reset_item
 from episodes.testing.snapshot import deep_copy, take_snapshot
 from episodes.testing.strategies.episodes import stacks
 
@@ -146,10 +147,8 @@ def _just_reset(
     # Copies: a connector changing an episode's space must not change the caller's space.
     observation_space, action_space = copy.deepcopy((observation_space, action_space))
     episode = SingleAgentEpisode(observation_space=observation_space, action_space=action_space)
-    # A seeded copy: the space keeps its generator, and a failure replays the same way.
-    sampler = copy.deepcopy(observation_space)
-    sampler.seed(0)
-    episode.add_env_reset(sampler.sample())
+    # The same item every time, so a failure replays the same way (see reset_items).
+    episode.add_env_reset(reset_item(observation_space))
     return episode.to_numpy() if numpy else episode
 
 

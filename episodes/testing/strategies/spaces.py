@@ -252,9 +252,12 @@ def _box_elements(dtype: np.dtype[Any], low: Any, high: Any) -> st.SearchStrateg
         return st.integers(lo, hi)
     # The dtype's own width: a float16 Box drew float64 values that overflowed to inf.
     width: Literal[16, 32, 64] = {2: 16, 4: 32}.get(np.dtype(dtype).itemsize, 64)  # type: ignore[assignment]
+    # An infinite bound is the dtype's largest finite value, not None: hypothesis would draw
+    # float64 values and discard those beyond a float16's range, most of them.
+    biggest = float(np.finfo(dtype).max)
     return st.floats(
-        min_value=float(low) if np.isfinite(low) else None,
-        max_value=float(high) if np.isfinite(high) else None,
+        min_value=float(low) if np.isfinite(low) else -biggest,
+        max_value=float(high) if np.isfinite(high) else biggest,
         allow_nan=False,
         allow_infinity=False,
         width=width,
