@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -274,11 +275,30 @@ def arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _objects_equal(a: Any, b: Any) -> bool:
-    """``a == b`` as a bool; False where ``==`` gives no bool (an array, an ambiguous one)."""
+    """``a == b`` as a bool; where ``==`` raises, the objects' attributes compared.
+
+    A dataclass holding an array compares its fields as tuples, whose truth numpy refuses:
+    two objects of one class are then equal when their attributes are (:func:`data_equal`);
+    anything else whose ``==`` gives no bool is unequal.
+    """
     try:
         return a is b or bool(a == b)
     except Exception:  # noqa: BLE001 - == of objects numpy cannot read may raise anything
+        return _attributes_equal(a, b)
+
+
+def _attributes_equal(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
         return False
+    try:
+        if dataclasses.is_dataclass(a):
+            fields = [field.name for field in dataclasses.fields(a)]
+            return all(data_equal(getattr(a, name), getattr(b, name)) for name in fields)
+        if hasattr(a, "__dict__") and hasattr(b, "__dict__"):
+            return data_equal(vars(a), vars(b))
+    except RecursionError:  # an object holding itself
+        return False
+    return False
 
 
 def _tensor_equal(a: Any, b: Any, tensor: Any) -> bool:

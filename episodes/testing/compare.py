@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import FIELDS, Field, SingleAgentEpisode
-from episodes.structs import arrays_equal, numbers_equal
+from episodes.structs import arrays_equal, data_equal, numbers_equal
 
 __all__ = ["outputs_equal"]
 
@@ -191,8 +191,9 @@ def _object_rows(value: Any) -> bool:
 def _same(a: Any, b: Any) -> bool:
     try:
         return a is b or bool(a == b)
-    except (ValueError, TypeError, RuntimeError):  # == gave an array, or refused: not equal
-        return False
+    except (ValueError, TypeError, RuntimeError):  # == gave an array, or refused
+        # Objects of one class compared by their attributes (a dataclass holding an array).
+        return type(a) is type(b) and data_equal(a, b)
 
 
 def _diff_items(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
