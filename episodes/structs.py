@@ -275,30 +275,32 @@ def arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _objects_equal(a: Any, b: Any) -> bool:
-    """``a == b`` as a bool; where ``==`` raises, the objects' attributes compared.
+    """``a == b`` as a bool; where ``==`` raises, a dataclass's fields compared.
 
-    A dataclass holding an array compares its fields as tuples, whose truth numpy refuses:
-    two objects of one class are then equal when their attributes are (:func:`data_equal`);
-    anything else whose ``==`` gives no bool is unequal.
+    A dataclass's generated ``==`` compares its fields as tuples, whose truth numpy refuses
+    when a field holds an array: two instances of one such class are then equal when their
+    fields are (:func:`data_equal`), which is what that ``==`` means. Anything else whose
+    ``==`` gives no bool is unequal (its state may hide where no walk can see it).
     """
     try:
         return a is b or bool(a == b)
     except Exception:  # noqa: BLE001 - == of objects numpy cannot read may raise anything
-        return _attributes_equal(a, b)
+        return _fields_equal(a, b)
 
 
-def _attributes_equal(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
+def _fields_equal(a: Any, b: Any) -> bool:
+    kind = type(a)
+    params = getattr(kind, "__dataclass_params__", None)
+    if kind is not type(b) or params is None or not params.eq:
         return False
     try:
-        if dataclasses.is_dataclass(a):
-            fields = [field.name for field in dataclasses.fields(a)]
-            return all(data_equal(getattr(a, name), getattr(b, name)) for name in fields)
-        if hasattr(a, "__dict__") and hasattr(b, "__dict__"):
-            return data_equal(vars(a), vars(b))
-    except RecursionError:  # an object holding itself
+        return all(
+            data_equal(getattr(a, field.name), getattr(b, field.name))
+            for field in dataclasses.fields(a)
+            if field.compare
+        )
+    except Exception:  # noqa: BLE001 - a field never set, an object holding itself
         return False
-    return False
 
 
 def _tensor_equal(a: Any, b: Any, tensor: Any) -> bool:

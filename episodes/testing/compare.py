@@ -192,7 +192,7 @@ def _same(a: Any, b: Any) -> bool:
     try:
         return a is b or bool(a == b)
     except (ValueError, TypeError, RuntimeError):  # == gave an array, or refused
-        # Objects of one class compared by their attributes (a dataclass holding an array).
+        # A dataclass holding an array: its fields compared (see episodes.structs.data_equal).
         return type(a) is type(b) and data_equal(a, b)
 
 

@@ -46,7 +46,8 @@ def reset_item(space: gs.Space[Any]) -> Any:
 @reset_item.register
 def _(space: gs.Box) -> Any:
     # Zeros clipped into the bounds: no range is computed, so no bound overflows.
-    return np.asarray(np.clip(np.zeros(space.shape), space.low, space.high), dtype=space.dtype)
+    # Clipped in the Box's dtype: int bounds beyond 2**53 stay exact.
+    return np.asarray(np.clip(np.zeros(space.shape, space.dtype), space.low, space.high))
 
 
 @reset_item.register

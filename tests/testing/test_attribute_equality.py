@@ -1,4 +1,4 @@
-"""Objects whose ``==`` raises (a dataclass holding an array) compare by their attributes.
+"""Dataclasses whose ``==`` raises (one holding an array) compare by their fields.
 
 Before, such an object was unequal even to its own copy: ``check_does_not_mutate`` reported a
 no-op connector as changing ``custom_data`` or an info, and ``check_deterministic`` reported a
@@ -27,6 +27,27 @@ class Other:
     mean: np.ndarray
 
 
+@dataclasses.dataclass(eq=False)
+class NoEq:
+    mean: np.ndarray
+    hidden: int
+
+    def __eq__(self, other: object) -> bool:
+        return bool((self.mean == other.mean) and self.hidden == other.hidden)  # type: ignore[attr-defined]
+
+
+@dataclasses.dataclass
+class Loose:
+    mean: np.ndarray
+    seen: int = dataclasses.field(compare=False)
+
+
+@dataclasses.dataclass
+class Lazy:
+    mean: np.ndarray
+    cache: int = dataclasses.field(init=False)
+
+
 class Plain:
     def __init__(self, mean: np.ndarray) -> None:
         self.mean = mean
@@ -47,7 +68,13 @@ CASES = {  # name -> (a, b, equal)
     "dataclass, other values": (Stats(np.zeros(2)), Stats(np.ones(2)), False),
     "dataclass, other dtype": (Stats(np.zeros(2)), Stats(np.zeros(2, np.float32)), False),
     "other classes, same fields": (Stats(np.zeros(2)), Other(np.zeros(2)), False),
-    "a plain class whose == raises": (Plain(np.zeros(2)), Plain(np.zeros(2)), True),
+    "a plain class whose == raises: its state may hide": (
+        Plain(np.zeros(2)),
+        Plain(np.zeros(2)),
+        False,
+    ),
+    "a dataclass without a generated ==": (NoEq(np.zeros(2), 1), NoEq(np.zeros(2), 2), False),
+    "a field left out of the comparison": (Loose(np.zeros(2), 1), Loose(np.zeros(2), 2), True),
     "a plain class, other values": (Plain(np.zeros(2)), Plain(np.ones(2)), False),
 }
 
@@ -58,9 +85,10 @@ def test_data_equal_compares_attributes_where_eq_raises(a, b, equal) -> None:
     assert data_equal({"x": [a]}, {"x": [b]}) is equal
 
 
-def test_an_object_holding_itself_is_unequal_not_a_crash() -> None:
-    a, b = Plain(np.zeros(2)), Plain(np.zeros(2))
-    a.me, b.me = a, b  # type: ignore[attr-defined]
+def test_an_unset_field_or_an_object_holding_itself_is_unequal_not_a_crash() -> None:
+    assert data_equal(Lazy(np.zeros(2)), Lazy(np.zeros(2))) is False
+    a, b = Stats(np.zeros(2)), Stats(np.zeros(2))
+    a.mean, b.mean = [a, np.zeros(2)], [b, np.zeros(2)]  # type: ignore[assignment]
     assert data_equal(a, b) in (True, False)
 
 

@@ -20,6 +20,8 @@ SPACES = {
     "Box above 0": gym.spaces.Box(1.0, 2.0, (3,), np.float32),
     "int Box below 0": gym.spaces.Box(-9, -2, (2,), np.int64),
     "bool Box": gym.spaces.Box(0, 1, (2,), np.bool_),
+    "int64 Box beyond 2**53": gym.spaces.Box(2**53 + 1, 2**53 + 1, (2,), np.int64),
+    "uint64 Box at its top": gym.spaces.Box(2**64 - 1, 2**64 - 1, (1,), np.uint64),
     "huge Text": gym.spaces.Text(10**9, min_length=3),
     "Discrete with a start": gym.spaces.Discrete(3, start=-5),
     "MultiDiscrete": gym.spaces.MultiDiscrete([2, 3]),

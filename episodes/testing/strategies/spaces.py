@@ -252,11 +252,12 @@ def _box_elements(dtype: np.dtype[Any], low: Any, high: Any) -> st.SearchStrateg
         return st.integers(lo, hi)
     # The dtype's own width: a float16 Box drew float64 values that overflowed to inf.
     width: Literal[16, 32, 64] = {2: 16, 4: 32}.get(np.dtype(dtype).itemsize, 64)  # type: ignore[assignment]
-    # An infinite bound is the dtype's largest finite value, not None: hypothesis would draw
-    # float64 values and discard those beyond a float16's range, most of them.
-    biggest = float(np.finfo(dtype).max)
+    # A float16 Box's infinite bound is its largest finite value, not None: hypothesis would
+    # draw wider floats and discard those beyond float16's range, most of them (wider dtypes
+    # keep None: a bound would be drawn often, and sums of such draws overflow).
+    biggest = float(np.finfo(dtype).max) if width == 16 else None
     return st.floats(
-        min_value=float(low) if np.isfinite(low) else -biggest,
+        min_value=float(low) if np.isfinite(low) else (None if biggest is None else -biggest),
         max_value=float(high) if np.isfinite(high) else biggest,
         allow_nan=False,
         allow_infinity=False,
