@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from episodes.distributed.checks import check_mapping
 from episodes.indexing import whole_number
 from episodes.runner import EnvRunner
 from episodes.seeds import check_seed  # re-exported: the group and older callers import it here
@@ -107,6 +108,7 @@ class RunnerContext:
         Raises:
             ValueError: ``seed`` neither None nor an int >= 0, ``index`` or ``generation`` not
                 an int >= 0, or ``num_runners`` not an int >= 1 (nothing truncated).
+            TypeError: ``config`` neither None nor a mapping.
 
         Example:
             >>> ctx = RunnerContext.create(seed=10, index=3, num_runners=4, config={"level": 1})
@@ -121,7 +123,7 @@ class RunnerContext:
             generation=whole_number(generation, "generation", 0),
             seed=seed,
             num_runners=whole_number(num_runners, "num_runners", 1),
-            config=dict(config or {}),
+            config=check_mapping(config, "config"),  # a list of pairs too, as the group
         )
 
 

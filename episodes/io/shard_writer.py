@@ -162,7 +162,12 @@ class DatasetWriter:
         }
 
     def _open(self, header: dict[str, Any]) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as err:  # a file there, or above it
+            raise NotADatasetError(
+                f"{self.path} is a file or lies under one, not a directory"
+            ) from err
         if (self.path / "format.json").exists():
             raise UnsupportedVersionError(
                 f"{self.path} is a format v1 dataset; DatasetWriter writes v2 (convert it with "
