@@ -426,8 +426,8 @@ def remove_leftovers(path: Path, *, sync: bool = True) -> None:
     finally:
         os.close(fd)
     listed = {e.name for e in entries}
-    # Every writer that opens alone looks: the files of listed shards are set aside in C, and
-    # only the others are looked at one by one.
+    # Every writer that opens alone looks: a set difference leaves out the listed shards'
+    # files, so only the others are looked at one by one (no path object per listed file).
     expected = {
         e.name + suffix for e in entries for suffix in (DATA_SUFFIX[e.data_format], INDEX_SUFFIX)
     }
