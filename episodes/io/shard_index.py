@@ -27,22 +27,35 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 from episodes.io.errors import CorruptDatasetError
 from episodes.io.format import FORMAT_NAME, parse_json
-from episodes.io.shards import DATA_SUFFIX, V2, EpisodeRow, ShardEntry, summarises
+from episodes.io.shards import (
+    DATA_SUFFIX,
+    V2,
+    EpisodeRow,
+    ShardEntry,
+    holds_immutable_ids,
+    summarises,
+)
 
-__all__ = ["IndexEntries", "read_index"]
+__all__ = ["MAX_CHECKED_BYTES", "IndexEntries", "checked_indexes", "forget_checked", "read_index"]
 
 _WS = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as the json module skips it
 _WS_CHARS = (" ", "\t", "\n", "\r")
 # json.loads's defaults (NaN and Infinity read as floats); raw_decode(text, i) parses one value.
 _SCAN = json.JSONDecoder().raw_decode
 _CACHED = 16  # entries kept parsed per shard: a read parses its episode's entry once
+#: Bytes of shard indexes whose checked scans a process keeps (the most recently read).
+MAX_CHECKED_BYTES = 64 << 20
 
 
 class IndexEntries(Sequence[Any]):
@@ -64,6 +77,11 @@ class IndexEntries(Sequence[Any]):
 
     def __len__(self) -> int:
         return len(self._starts)
+
+    @property
+    def starts(self) -> array[int]:
+        """Where each entry starts in the text (shared: do not change it)."""
+        return self._starts
 
     @overload
     def __getitem__(self, j: int) -> Any: ...
@@ -114,10 +132,11 @@ def read_index(
     """
     check = _PieceCheck(entry.episodes, where)
     index: Any
+    known = None if whole else _checked_before(raw, entry)
     try:
         if whole:
             raise _Unexpected
-        index = _scan(raw.decode("utf-8"), check)
+        index = _scan(raw.decode("utf-8"), check, known)
     except (_Unexpected, UnicodeDecodeError):
         check = _PieceCheck(entry.episodes, where)
         index = parse_json(raw, f"{where} index")
@@ -130,6 +149,8 @@ def read_index(
         raise CorruptDatasetError(check.failure)
     if check.start != index["data"]["rows"]:
         raise CorruptDatasetError(f"{where}: episode rows do not add up to the shard's rows")
+    if known is None and not whole and isinstance(index["episodes"], IndexEntries):
+        _remember(raw, entry, index["episodes"], check)
     return index, check.firsts, check.counts
 
 
@@ -137,8 +158,11 @@ class _Unexpected(Exception):
     """The text is not an index as the writer writes it: parse it whole."""
 
 
-def _scan(text: str, check: _PieceCheck) -> dict[str, Any]:
-    """The top-level object, its ``episodes`` array scanned entry by entry."""
+def _scan(text: str, check: _PieceCheck, known: _Checked | None = None) -> dict[str, Any]:
+    """The top-level object, its ``episodes`` array scanned entry by entry.
+
+    ``known`` is this text's array as checked before: the array is not scanned again.
+    """
     i = _skip(text, 0)
     if text[i : i + 1] != "{":
         raise _Unexpected
@@ -157,7 +181,9 @@ def _scan(text: str, check: _PieceCheck) -> dict[str, Any]:
             i = _skip(text, i + 1)
             if key == "episodes" and key in top:
                 raise _Unexpected  # json.loads keeps the last: rare enough to parse whole
-            if key == "episodes" and text[i : i + 1] == "[":
+            if key == "episodes" and known is not None and i == known.opens:
+                top[key], i = known.entries(text, check)
+            elif key == "episodes" and text[i : i + 1] == "[":
                 top[key], i = _scan_entries(text, i, check)
             else:
                 top[key], i = _value(text, i)
@@ -180,8 +206,10 @@ def _scan_entries(text: str, i: int, check: _PieceCheck) -> tuple[IndexEntries, 
     """The array starting at ``text[i]``: each entry checked, then only its start kept."""
     scan = _SCAN
     starts = array("q")
+    check.opens = i
     i = _skip(text, i + 1)
     if text[i : i + 1] == "]":
+        check.closes = i + 1
         return IndexEntries(text, starts), i + 1
     try:
         while True:
@@ -196,6 +224,7 @@ def _scan_entries(text: str, i: int, check: _PieceCheck) -> tuple[IndexEntries, 
             if text[i : i + 1] == ",":
                 i = _skip(text, i + 1)
             elif text[i : i + 1] == "]":
+                check.closes = i + 1
                 return IndexEntries(text, starts), i + 1
             else:
                 raise _Unexpected
@@ -230,6 +259,7 @@ class _PieceCheck:
         self.failure: str | None = None
         # Plain arrays, not a tuple per piece: a shard may hold 100k pieces.
         self.firsts, self.counts = array("q"), array("q")
+        self.opens = self.closes = -1  # where the scanned ``episodes`` array starts and ends
 
     def __call__(self, i: int, item: Any) -> None:
         if self.failure is not None or i >= len(self.rows):
@@ -279,3 +309,97 @@ def _check_top(index: Any, entry: ShardEntry, where: str) -> None:
         raise CorruptDatasetError(f"{where}: malformed 'data' entry in the index")
     if data["size"] != entry.data_size or len(episodes) != len(entry.episodes):
         raise CorruptDatasetError(f"{where}: the index disagrees with the manifest")
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What a scan found in an index's ``episodes`` array, for the same bytes and entry."""
+
+    entry: ShardEntry  # held: its ``id`` keys the cache and is not reused while it lives
+    raw: bytes
+    opens: int
+    closes: int
+    starts: array[int]
+    firsts: array[int]
+    counts: array[int]
+    rows: int
+
+    def entries(self, text: str, check: _PieceCheck) -> tuple[IndexEntries, int]:
+        """The array as scanning gave it, ``check`` left as scanning left it."""
+        check.firsts, check.counts, check.start = self.firsts, self.counts, self.rows
+        check.opens, check.closes = self.opens, self.closes
+        return IndexEntries(text, self.starts), self.closes
+
+
+_checked: OrderedDict[int, _Checked] = OrderedDict()
+_checked_lock = threading.Lock()
+
+
+def _new_lock() -> None:
+    # A fork while another thread held the lock would leave the child's copy held forever.
+    global _checked_lock
+    _checked_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock)
+
+
+def _checked_before(raw: bytes, entry: ShardEntry) -> _Checked | None:
+    """The scan of exactly these bytes against this very entry object, if one passed before.
+
+    The checks depend on the bytes and the entry only, so they would pass again; comparing
+    bytes (not a checksum) keeps that exact. Entries are shared by a process's reads of a
+    manifest (:mod:`episodes.io.manifest_prefix`), so one ``load_episode`` per id no longer
+    scans the whole index of the episode's shard each time.
+    """
+    with _checked_lock:
+        known = _checked.get(id(entry))
+        if known is None or known.entry is not entry or known.raw != raw:
+            return None
+        _checked.move_to_end(id(entry))
+        return known
+
+
+def _remember(raw: bytes, entry: ShardEntry, entries: IndexEntries, check: _PieceCheck) -> None:
+    # An id that is a list could be changed between reads, and the checks with it.
+    if len(raw) > MAX_CHECKED_BYTES or not holds_immutable_ids(entry):
+        return
+    known = _Checked(
+        entry,
+        raw,
+        check.opens,
+        check.closes,
+        entries.starts,
+        check.firsts,
+        check.counts,
+        check.start,
+    )
+    with _checked_lock:
+        _checked[id(entry)] = known
+        held = sum(len(k.raw) for k in _checked.values())
+        while held > MAX_CHECKED_BYTES:
+            _, oldest = _checked.popitem(last=False)
+            held -= len(oldest.raw)
+
+
+def checked_indexes() -> int:
+    """How many shard indexes' checked scans this process keeps.
+
+    Example:
+        >>> forget_checked(); checked_indexes()
+        0
+    """
+    with _checked_lock:
+        return len(_checked)
+
+
+def forget_checked() -> None:
+    """Drops every kept scan: the next open of each shard checks its whole index again.
+
+    Example:
+        >>> forget_checked(); checked_indexes()
+        0
+    """
+    with _checked_lock:
+        _checked.clear()

@@ -58,6 +58,7 @@ __all__ = [
     "SHARDS_DIR",
     "V2",
     "ShardEntry",
+    "holds_immutable_ids",
     "mend_tail",
     "piece_ends",
     "read_v2_manifest",
@@ -398,12 +399,24 @@ def read_v2_manifest(root: Path) -> tuple[dict[str, Any], list[ShardEntry], int,
 
 def _shard_line(obj: Any, where: str) -> tuple[ShardEntry, str, bool]:
     entry = ShardEntry.from_json(obj, where)
-    # A list or dict id (a tuple id's stored form) could be changed by whoever holds it.
-    shareable = all(type(row.id_) in _IMMUTABLE_IDS for row in entry.episodes)
-    return entry, entry.name, shareable
+    return entry, entry.name, holds_immutable_ids(entry)
 
 
 _IMMUTABLE_IDS = (str, int, float, bool, type(None))
+
+
+def holds_immutable_ids(entry: ShardEntry) -> bool:
+    """Whether no episode id of ``entry`` can change: none is a list or a dict.
+
+    A tuple id is stored as a list, which whoever holds the entry could change; an entry
+    without such ids may be shared by every reader of a process.
+
+    Example:
+        >>> rows = (EpisodeRow("a", 0, 1, 0.0, True, False),)
+        >>> holds_immutable_ids(ShardEntry("0123456789abcdef", "arrow", "0" * 64, 2, 0, rows))
+        True
+    """
+    return all(type(row.id_) in _IMMUTABLE_IDS for row in entry.episodes)
 
 
 def remove_leftovers(path: Path, *, sync: bool = True) -> None:
