@@ -460,7 +460,10 @@ class EpisodeDatasink(Datasink[int]):
         """Refuses rows without an ``episode`` column; creates nothing (the tasks do).
 
         Ray Data calls it with the schema of the first rows to write when it knows it (None
-        when the write runs in the tasks that make the rows: they check each row).
+        when the write runs in the tasks that make the rows: they check each row). An existing
+        dataset is cleaned of dead writers' leftovers here, once, if no other writer holds it;
+        the write tasks then open their writers without looking (``clean=False``), where each
+        would list ``shards/``, so that a write of N blocks cost N times the dataset's shards.
 
         Raises:
             TypeError: ``schema`` names no ``episode`` column.
@@ -478,6 +481,16 @@ class EpisodeDatasink(Datasink[int]):
             TypeError: write_episodes needs rows of episodes (an 'episode' column, ...['obs']
         """
         _check_schema(schema)
+        from episodes.io import DatasetWriter
+        from episodes.io.format import MANIFEST_FILE
+
+        exists = os.path.exists(os.path.join(self.path, MANIFEST_FILE))
+        if exists and self.writer_options.get("clean", True):
+            DatasetWriter(self.path, **{**self._options(), "clean": True}).close()
+
+    def _options(self) -> dict[str, Any]:
+        """What each write task's writer is opened with (the sink cleaned at the start)."""
+        return {"metadata": self.metadata, **self.writer_options, "clean": False}
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> int:
         """Appends the episodes of this task's blocks; returns how many.
@@ -511,7 +524,7 @@ class EpisodeDatasink(Datasink[int]):
             return 0
         # Created here if need be (atomically: tasks may race), so that a write whose every
         # task is refused leaves no new dataset behind.
-        with DatasetWriter(self.path, metadata=self.metadata, **self.writer_options) as writer:
+        with DatasetWriter(self.path, **self._options()) as writer:
             for episode in episodes:
                 writer.write(episode)
         return len(episodes)

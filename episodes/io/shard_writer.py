@@ -99,6 +99,11 @@ class DatasetWriter:
             or ``"parquet"``.
         compression: ``None`` or ``"zstd"`` (compressed Arrow shards are no longer zero-copy).
         sync: fsync files and directories.
+        clean: A writer that opens alone (no other writer holds the dataset) removes what dead
+            writers left: unlisted shard files, temporary files, a torn manifest line. That
+            lists ``shards/``, so each open costs time linear in the shards. False skips it
+            (a Ray sink cleans once before its write tasks, which then open with False);
+            leftovers only take space, as readers and commits ignore them.
 
     Example:
         >>> import tempfile
@@ -118,12 +123,14 @@ class DatasetWriter:
         data_format: str = "arrow",
         compression: str | None = None,
         sync: bool = True,
+        clean: bool = True,
     ):
         if data_format not in DATA_SUFFIX:
             raise ValueError(f"data_format must be one of {sorted(DATA_SUFFIX)}")
         if compression not in (None, "zstd"):
             raise ValueError("compression must be None or 'zstd'")
         shard_bytes, sync = as_int(shard_bytes, what="shard_bytes"), as_flag(sync, "sync")
+        self._clean = as_flag(clean, "clean")
         if shard_bytes < 1:  # an int: a NaN target would never be reached
             raise ValueError("shard_bytes must be >= 1")
         if metadata is not None and not isinstance(metadata, DatasetMetadata):
@@ -200,7 +207,10 @@ class DatasetWriter:
                 f"{shards} is not a plain directory (a symlink?): refusing to write through it"
             ) from error
         try:
-            self._recover_if_alone()
+            if self._clean:
+                self._recover_if_alone()
+            else:  # held all the same: a writer that opens alone must leave our files alone
+                fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
             self._manifest_fd = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
         except BaseException:
             self.close()
