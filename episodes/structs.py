@@ -52,13 +52,29 @@ def id_key(value: Any) -> Any:
     are matched by id (the converter's time-order check and stepless ends): an id that
     cannot key a dict must still match its own episode's chunks, not none of them.
 
+    A NaN, or a tuple holding one, gets a stand-in too: as for
+    :func:`episodes.episode.state.same_id`, an id holding a NaN matches its copies (a NaN
+    key is found only by its own object, and a copy read from disk is another object).
+
     Example:
         >>> id_key("run-1"), id_key(["run", 1]) == id_key(["run", 1]), id_key([1]) == id_key((1,))
         ('run-1', True, False)
         >>> a, b = {"run": [1]}, {"run": [2]}
         >>> id_key(a) == id_key(dict(a)), id_key(a) == id_key(b)
         (True, False)
+        >>> id_key(("a", float("nan"))) == id_key(("a", float("nan"))), id_key(1) == id_key(1.0)
+        (True, True)
     """
+    kind = type(value)
+    if kind is str or kind is int:  # the usual ids
+        return value
+    if isinstance(value, (float, np.floating)) and value != value:  # noqa: PLR0124 - NaN
+        return _NAN_ID
+    if isinstance(value, tuple):
+        parts = tuple(id_key(v) for v in value)
+        if all(p is v for p, v in zip(parts, value)):
+            return value
+        return _UnhashableId((type(value), parts))
     try:
         hash(value)
     except TypeError:
@@ -91,6 +107,9 @@ class _UnhashableId(tuple):
         return not self == other
 
     __hash__ = tuple.__hash__
+
+
+_NAN_ID = _UnhashableId((float, "nan"))  # every NaN id, of any float type, is one key
 
 
 def skeleton(structure: Any) -> Any:

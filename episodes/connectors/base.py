@@ -55,7 +55,7 @@ class Connector(Protocol):
     Example:
         >>> def add_rewards(episodes, batch):  # any such callable is a connector
         ...     rows = [np.asarray(ep.get_rewards(), np.float32) for ep in episodes]
-        ...     return {**batch, "rewards": concat_rows(rows)}
+        ...     return {**batch, "rewards": concat_rows(rows)} if rows else batch
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 2.0],
         ...                         len_lookback_buffer=0)
         >>> out = add_rewards([ep, ep], {"n": 2})
@@ -207,7 +207,7 @@ class EpisodeConnector:
         ...     def __call__(self, episodes, batch):
         ...         rows = [np.asarray(ep.get_observations(slice(*self.rows(ep))))
         ...                 for ep in episodes]
-        ...         return {**batch, "obs": concat_rows(rows)}
+        ...         return {**batch, "obs": concat_rows(rows)} if rows else batch
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 0], rewards=[0, 0],
         ...                         len_lookback_buffer=0)
         >>> Obs()([ep], {})["obs"].tolist(), Obs(inference=True)([ep, ep], {})["obs"].tolist()
@@ -335,9 +335,16 @@ def as_arrays(
     try:
         rows = batch_with_layout(value, space)
     except ValueError as err:
-        if fill is None:
-            raise
-        raise ValueError(f"the rows read do not stack ({err}); {filler_mismatch(fill)}") from err
+        where = name or "a column"
+        # Without a space a read pads with ``fill`` itself: only then can the filler be to blame.
+        if fill is None or not any(item is fill for item in value):
+            raise ValueError(
+                f"{where}: the rows read do not stack ({err}): the episode's items differ in "
+                "shape or structure"
+            ) from err
+        raise ValueError(
+            f"{where}: the rows read do not stack ({err}); {filler_mismatch(fill)}"
+        ) from err
     return nest_as_space(rows, space)
 
 
@@ -580,10 +587,19 @@ def concat_rows(parts: list[Any]) -> Any:
     strings (or bytes beside strings) are a ``ValueError``, where numpy would turn the numbers
     into strings.
 
+    Raises:
+        ValueError: ``parts`` is empty: with no episode there is no structure to join, so a
+            connector given no episodes returns its batch as it is (as the shipped ones do).
+
     Example:
         >>> concat_rows([np.zeros((1, 2)), np.ones((2, 2))]).shape
         (3, 2)
     """
+    if not len(parts):
+        raise ValueError(
+            "concat_rows needs at least one part: a connector given no episodes has no rows "
+            "to join (return the batch as it is)"
+        )
     if len(parts) == 1:  # a copy still: the batch owns its rows, as with several episodes
         return tree.map_structure(np.array, parts[0])
     # Lists and tuples join (a Tuple space's items come as either, or without a space).
