@@ -361,6 +361,8 @@ class EpisodeReplayBuffer(BufferAccess):
                 "include_infos and include_extra_model_outputs apply to transitions and "
                 "sequences; sampled episodes always carry their infos and extra model outputs"
             )
+        if device is not None:  # before the contents: any buffer refuses a bad device
+            device = sampling.check_device(device)
         if self._store.num_live == 0:
             raise EmptyBufferError("cannot sample from an empty buffer")
         rng_state = self.rng.bit_generator.state

@@ -102,7 +102,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
         # One v2 dataset: its shards are fsynced as a whole, where the chunk format fsyncs
         # one directory per episode (5-11 s for 500 episodes on a disk, now a fraction).
         with DatasetWriter(tmp / "episodes") as writer:
-            writer.write_many(buffer.get_episodes())
+            _write_episodes(writer, buffer.get_episodes())
         meta: dict[str, Any] = {
             "version": _VERSION,
             "kind": "prioritized"
@@ -135,6 +135,18 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_episodes(writer: DatasetWriter, episodes: list[Any]) -> None:
+    """Writes the stored episodes; a value the dataset refuses is named with its episode."""
+    for i, episode in enumerate(episodes):
+        try:
+            writer.write(episode)
+        except UnstorableValueError as err:  # found by its place, as an unstorable id is
+            raise UnstorableValueError(
+                f"stored episode {i} of {len(episodes)}, oldest first (id {episode.id_!r}), "
+                f"cannot be saved: {err}"
+            ) from err
 
 
 def _encoded_ids(ids: list[Any], place: str) -> list[Any]:

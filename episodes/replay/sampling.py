@@ -15,6 +15,7 @@ from episodes.replay.table import EpisodeTable
 __all__ = [
     "DEFAULT_GAMMA",
     "batch_size",
+    "check_device",
     "check_gamma",
     "check_n_step",
     "check_non_negative",
@@ -502,8 +503,45 @@ def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: Any) -> np
     return store.uid[slots[t - table.t_begin[row]]]
 
 
+def check_device(device: Any) -> Any:
+    """``device`` as a ``torch.device`` this process can put tensors on (lazy torch import).
+
+    Checked before a sample reads the buffer, so that a device that cannot work is refused
+    whatever the buffer holds (an empty one too), not after a whole batch was gathered.
+
+    Raises:
+        TypeError: ``device`` is no device or device name (``3.5``).
+        DeviceError: torch does not know it (``"abc"``), or it is not available here
+            (``"cuda"`` on a build or machine without one), where torch raised a bare
+            ``AssertionError`` or ``RuntimeError``.
+
+    Example:
+        >>> check_device("cpu")
+        device(type='cpu')
+        >>> check_device("abc")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        episodes.replay.errors.DeviceError: device must be a torch device (or its name), got 'abc'
+    """
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as error:  # torch's words name no argument
+        kind = TypeError if isinstance(error, TypeError) else DeviceError
+        raise kind(f"device must be a torch device (or its name), got {device!r}") from error
+    try:
+        torch.empty(0, device=parsed)  # nothing to copy: only whether the device works here
+    except (AssertionError, RuntimeError) as error:
+        raise DeviceError(f"device {device!r} is not available here: {error}") from error
+    return parsed
+
+
 def to_device(batch: Any, device: Any) -> Any:
     """Numeric numpy arrays of a batch dict as torch tensors on ``device`` (lazy torch import).
+
+    Raises:
+        TypeError, DeviceError: As :func:`check_device`.
 
     Example:
         >>> batch = {"obs": np.zeros((2, 3), np.float32), "infos": np.array([{}, {}])}
@@ -513,11 +551,8 @@ def to_device(batch: Any, device: Any) -> Any:
     """
     import torch
 
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as error:  # torch's words name no argument
-        kind = TypeError if isinstance(error, TypeError) else DeviceError
-        raise kind(f"device must be a torch device (or its name), got {device!r}") from error
+    if not isinstance(device, torch.device):  # a sample passes the device it checked
+        device = check_device(device)
     out = {}
     for key, value in batch.items():
         if isinstance(value, np.ndarray) and value.dtype != object:
