@@ -66,7 +66,7 @@ def _info(args: argparse.Namespace) -> int:
             "library_version": info.library_version,
             "metadata": info.metadata,
         }
-        print(json.dumps(data))
+        say(json.dumps(data))  # ASCII: nothing to escape, a full stdout is reported
         return 0
     say(f"dataset:  {info.path} (format version {info.version})")
     if info.version >= 2:
@@ -96,16 +96,16 @@ def _validate(args: argparse.Namespace) -> int:
     for message in report.problems:  # they may quote a damaged file's bytes
         say(f"BAD {message}", err=True)
     if report.torn_manifest:
-        print("note: an incomplete last manifest line (a killed writer) was ignored")
+        say("note: an incomplete last manifest line (a killed writer) was ignored")
     count = report.pieces
     if not report.ok:
         problems = len(report.problems)
         noun = "problem" if problems == 1 else "problems"
-        print(f"{problems} {noun} in {count} episode pieces", file=sys.stderr)
+        say(f"{problems} {noun} in {count} episode pieces", err=True)
         return 1
     plural = "s" * (report.shards != 1)
     shards = "" if report.shards is None else f" in {report.shards} shard{plural}"
-    print(f"ok: {count} episode pieces{shards} verified")
+    say(f"ok: {count} episode pieces{shards} verified")
     return 0
 
 

@@ -85,7 +85,7 @@ def record(args: argparse.Namespace) -> int:
 def _sampled(runner: Any, steps: int, env_id: str, recorded: int) -> Any:
     """``runner.sample(steps)``; an env or policy that fails is a one-line ``CliError``.
 
-    A failed record takes back what it wrote, as for any other error: the message says so.
+    The caller adds to the message what the failed record leaves (:func:`_failure_note`).
     """
     try:
         return runner.sample(steps)
@@ -93,9 +93,23 @@ def _sampled(runner: Any, steps: int, env_id: str, recorded: int) -> Any:
         raise
     except Exception as err:  # noqa: BLE001 - an env raises what it likes
         raise CliError(
-            f"{env_id} failed after {recorded} recorded steps ({type(err).__name__}: {err}); "
-            "this record is taken back"
+            f"{env_id} failed after {recorded} recorded steps ({type(err).__name__}: {err})"
         ) from err
+
+
+def _failure_note(out: str, *, stored: bool) -> str:
+    """What a record that failed leaves at ``out``: what was stored stays, the rest goes.
+
+    A format v1 dataset stores each episode as it is written, a v2 one each shard as it is
+    committed: those cannot be taken back (other records may have appended since).
+
+    Example:
+        >>> _failure_note("runs/", stored=False)
+        'this record is taken back'
+    """
+    if stored:
+        return f"the episodes it stored before the failure stay in {out}, the others are dropped"
+    return "this record is taken back"
 
 
 def _interrupted_note(out: str, *, stored: bool) -> str:
@@ -164,5 +178,39 @@ def _record_into(
                 getattr(writer, "flush", lambda: None)()
             stored[0] = bool(ids) if args.format == 1 else bool(writer.committed)
             raise
+        except CliError as err:  # the env or policy failed: what is stored stays
+            kept = bool(ids) if args.format == 1 else bool(writer.committed)
+            raise CliError(f"{err}; {_failure_note(args.out, stored=kept)}") from err.__cause__
     say(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
+    if args.format != 1:
+        note = _header_note(args.out, metadata)
+        if note:
+            say(note, err=True)
     return ""
+
+
+def _header_note(out: str, mine: Any) -> str:
+    """A note where the dataset's stored seed or ``num_envs`` are not this record's.
+
+    A v2 dataset has one header, written by the record that made it: a record appended to it
+    leaves that header's metadata as it was.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetMetadata, DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> DatasetWriter(path, metadata=DatasetMetadata(seeds=[0])).close()
+        >>> print(_header_note(path, DatasetMetadata(seeds=[7])))  # doctest: +ELLIPSIS
+        note: ... keeps the metadata of the record that made it (seeds [0], num_envs None)...
+    """
+    from episodes.io import Dataset
+
+    stored = Dataset(out).metadata
+    num_envs = stored.user.get("num_envs") if isinstance(stored.user, dict) else None
+    if stored.seeds == mine.seeds and num_envs == mine.user.get("num_envs"):
+        return ""
+    return (
+        f"note: {out} keeps the metadata of the record that made it (seeds {stored.seeds}, "
+        f"num_envs {num_envs}); this record's (seeds {mine.seeds}, num_envs "
+        f"{mine.user.get('num_envs')}) is not stored"
+    )

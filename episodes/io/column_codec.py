@@ -352,7 +352,13 @@ def decode_column(
     if not isinstance(meta, dict):
         raise CorruptDatasetError(f"{where}: column metadata must be an object")
     lookback, size, finalized = meta.get("lookback"), meta.get("size"), meta.get("finalized")
-    if not (isinstance(lookback, int) and isinstance(size, int) and 0 <= lookback <= size):
+    if not (
+        isinstance(lookback, int)
+        and isinstance(size, int)
+        and not isinstance(lookback, bool)  # JSON's true is no count
+        and not isinstance(size, bool)
+        and 0 <= lookback <= size
+    ):
         raise CorruptDatasetError(f"{where}: bad lookback/size {lookback!r}/{size!r}")
     if not isinstance(finalized, bool):
         raise CorruptDatasetError(f"{where}: 'finalized' must be a bool")

@@ -445,7 +445,7 @@ def _checked_metadata(data_dir: Path) -> dict[str, Any]:
     raw = read_regular_file(path, "Minari metadata", MAX_MINARI_METADATA_BYTES)
     try:
         meta = json.loads(raw)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:  # nested too deep to parse: no metadata
         raise CorruptDatasetError(f"Minari metadata {path} is not JSON: {err}") from err
     spaces = ("observation_space", "action_space")
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in spaces):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from episodes.io.errors import CorruptDatasetError
-from episodes.io.format import FORMAT_NAME, parse_json
+from episodes.io.format import FORMAT_NAME, MAX_INT64, parse_json
 from episodes.io.shards import (
     DATA_SUFFIX,
     V2,
@@ -269,7 +269,8 @@ class _PieceCheck:
             self.failure = f"{self.where}: episode {i} has a malformed row range"
             return
         first, count = rows
-        if first != self.start or count < 0:
+        # Row numbers are int64 further on (the plain arrays below, Arrow's offsets).
+        if first != self.start or count < 0 or count > MAX_INT64 - first:
             self.failure = f"{self.where}: episode {i} has a malformed row range"
             return
         if not summarises(item.get("meta"), self.rows[i]):  # a forged manifest row
@@ -301,7 +302,9 @@ def _check_top(index: Any, entry: ShardEntry, where: str) -> None:
     if not isinstance(index.get("spaces"), list):
         raise CorruptDatasetError(f"{where}: the index lacks 'spaces'")
     ints = all(
-        isinstance(data.get(k), int) and not isinstance(data.get(k), bool) and data[k] >= 0
+        isinstance(data.get(k), int)
+        and not isinstance(data.get(k), bool)
+        and 0 <= data[k] <= MAX_INT64
         for k in ("size", "crc32", "rows")
     )
     name = f"{entry.name}{DATA_SUFFIX[entry.data_format]}"

@@ -412,7 +412,8 @@ def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
 
     Raises:
         ValueError: An item is not ``KEY=VALUE``, holds a NaN (which equals nothing: the filter
-            would keep nothing), or repeats a key (a dict would keep the last test only).
+            would keep nothing), repeats a key (a dict would keep the last test only), or
+            nests too deep for the JSON parser.
 
     Example:
         >>> parse_custom_data(["env_index=0", "tag=fast", "ok=true", "pair=[1, 2]"])
@@ -429,6 +430,8 @@ def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
             tests[key] = json.loads(text)
         except ValueError:
             tests[key] = text
+        except RecursionError:  # no stored custom data nests that deep
+            raise ValueError(f"--custom {key}: the value nests too deep to parse") from None
         if holds_nan(tests[key]):
             raise ValueError(
                 f"--custom {key}: NaN equals no value, so the filter would keep nothing "
