@@ -28,7 +28,13 @@ import pyarrow as pa
 
 from episodes.io.errors import CorruptDatasetError
 
-__all__ = ["EXTENSION_NAME", "check_column_type", "check_plain_schema", "extension_in_schema"]
+__all__ = [
+    "EXTENSION_NAME",
+    "check_column_type",
+    "check_plain_schema",
+    "extension_in_schema",
+    "extension_refused",
+]
 
 #: The field metadata key under which an Arrow IPC or Parquet file names a field's extension.
 EXTENSION_NAME = b"ARROW:extension:name"
@@ -79,10 +85,20 @@ def check_plain_schema(schema: pa.Schema, where: str) -> None:
     """
     found = extension_in_schema(schema)
     if found is not None:
-        raise CorruptDatasetError(
-            f"{where}: column {found[0]} has the Arrow extension type {found[1]}: a shard "
-            "holds plain Arrow types only (refused before any value is read)"
-        )
+        raise extension_refused(found, where)
+
+
+def extension_refused(found: tuple[str, str], where: str) -> CorruptDatasetError:
+    """The error for a shard's column ``found[0]`` of the extension type ``found[1]``.
+
+    Example:
+        >>> extension_refused(("x/y", "x.pickled"), "shard s")  # doctest: +ELLIPSIS
+        CorruptDatasetError('shard s: column x/y has the Arrow extension type x.pickled: ...')
+    """
+    return CorruptDatasetError(
+        f"{where}: column {found[0]} has the Arrow extension type {found[1]}: a shard "
+        "holds plain Arrow types only (refused before any value is read)"
+    )
 
 
 def check_column_type(array: Any, expected: pa.DataType, label: str) -> None:

@@ -39,7 +39,8 @@ import pyarrow.ipc
 
 from episodes.io.errors import DatasetError
 from episodes.io.format import read_regular_file
-from episodes.io.minari_checks import ColumnTypes
+from episodes.io.minari_checks import ColumnTypes, extension_unsafe
+from episodes.io.stored_schema import ipc_file_extension, parquet_file_extension
 
 __all__ = ["minari_episode_data", "one_batch_per_episode", "reading"]
 
@@ -111,6 +112,15 @@ def _read_file(path: Path, data_format: str, types: ColumnTypes, rows: bool = Tr
     """The file's rows, read once its schema passed ``types`` (``rows=False``: none of them)."""
     episode = path.parent
     where = f"cannot read Minari dataset {episode.parent}: episode {episode.name}, {path.name}"
+    # Before pyarrow builds the schema: building an extension type runs registered code.
+    if data_format == "parquet":
+        with pa.OSFile(str(path)) as source:
+            found = parquet_file_extension(source, source.size())
+    else:
+        with pa.memory_map(str(path)) as mapped:  # only the footer's pages are read
+            found = ipc_file_extension(mapped.read_buffer())
+    if found is not None:
+        raise extension_unsafe(found, where)
     if data_format == "parquet":
         import pyarrow.parquet as pq
 

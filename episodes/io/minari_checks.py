@@ -33,7 +33,7 @@ import pyarrow as pa
 from episodes.io.arrow_types import extension_in_schema
 from episodes.io.errors import DatasetError, UnsafeDataError
 
-__all__ = ["ColumnTypes"]
+__all__ = ["ColumnTypes", "extension_unsafe"]
 
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 _SCHEMAS_KEPT = 8  # distinct schemas remembered as checked (a dataset's files share one)
@@ -103,11 +103,7 @@ class ColumnTypes:
             return
         found = extension_in_schema(schema)
         if found is not None:
-            raise UnsafeDataError(
-                f"{where}: column {found[0]!r} holds the Arrow extension type {found[1]!r} "
-                "(converting its values runs that type's code, which the file chose); "
-                "refused before any value is read"
-            )
+            raise extension_unsafe(found, where)
         for name, space in self.spaces.items():
             self._space(space, self._column(schema, name, where), f"{where}: column {name!r}")
         for name, test, expected in (
@@ -169,3 +165,17 @@ class ColumnTypes:
         elif isinstance(space, gym.spaces.Text):
             self._leaf(t, _text, f"strings for the space {space}", where)
         # Any other space: Minari reads it with to_pylist, safe once no extension type is in.
+
+
+def extension_unsafe(found: tuple[str, str], where: str) -> UnsafeDataError:
+    """The error for a Minari file's column ``found[0]`` of the extension type ``found[1]``.
+
+    Example:
+        >>> str(extension_unsafe(("obs", "x.pickled"), "episode 0"))[:57]
+        "episode 0: column 'obs' holds the Arrow extension type 'x"
+    """
+    return UnsafeDataError(
+        f"{where}: column {found[0]!r} holds the Arrow extension type {found[1]!r} "
+        "(converting its values runs that type's code, which the file chose); "
+        "refused before any value is read"
+    )

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from episodes.io.arrow_types import check_plain_schema
+from episodes.io.arrow_types import check_plain_schema, extension_refused
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -49,6 +49,7 @@ from episodes.io.errors import (
     without_frames,
 )
 from episodes.io.ipc_rows import batch_rows
+from episodes.io.stored_schema import ipc_file_extension, parquet_file_extension
 
 __all__ = ["ShardTable"]
 
@@ -129,6 +130,11 @@ class ShardTable:
                     self._bytes = np.frombuffer(mapped.read_buffer(size), np.uint8)
                     self.base = self._bytes.__array_interface__["data"][0] if size else None
                     mapped.seek(0)
+                    # Before pyarrow builds the schema: building an extension type runs the
+                    # code registered under its name on the file's bytes.
+                    found = ipc_file_extension(self._bytes)
+                    if found is not None:
+                        raise extension_refused(found, where)
                     # One batch at a time, each small: pyarrow's thread pool for decompressing
                     # a zstd batch cost more than it saved (a full pass 1.35x slower with it).
                     options = pa.ipc.IpcReadOptions(use_threads=False)
@@ -140,6 +146,9 @@ class ShardTable:
                     import pyarrow.parquet as pq
 
                     with pa.OSFile(raw_path) as source:
+                        found = parquet_file_extension(source, size)
+                        if found is not None:
+                            raise extension_refused(found, where)
                         self._table = pq.read_table(source).combine_chunks()
                     check_plain_schema(self._table.schema, where)
                     self._table.validate(full=True)

@@ -62,6 +62,9 @@ class _Flagging(pa.ExtensionType):
 
     @classmethod
     def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        # Building the type runs code on the file's bytes (Ray's tensor type unpickles them):
+        # a shard naming an extension is refused before pyarrow builds its schema.
+        CONVERTED.append("deserialize")
         return cls(storage_type)
 
     def __arrow_ext_scalar_class__(self):
