@@ -68,13 +68,13 @@ def id_key(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int:  # the usual ids
         return value
-    if isinstance(value, (float, np.floating)) and value != value:  # noqa: PLR0124 - NaN
+    if isinstance(value, _NAN_KINDS) and value != value:  # noqa: PLR0124 - NaN
         return _NAN_ID
     if isinstance(value, tuple):
         parts = tuple(id_key(v) for v in value)
         if all(p is v for p, v in zip(parts, value)):
             return value
-        return _UnhashableId((type(value), parts))
+        return _UnhashableId((tuple, parts))  # a namedtuple is the tuple it reads back as
     try:
         hash(value)
     except TypeError:
@@ -93,7 +93,8 @@ class _UnhashableId(tuple):
             items = frozenset((id_key(k), id_key(v)) for k, v in value.items())
             return cls((dict, items))
         if isinstance(value, (list, tuple)):
-            return cls((type(value), tuple(id_key(v) for v in value)))
+            kind = tuple if isinstance(value, tuple) else list
+            return cls((kind, tuple(id_key(v) for v in value)))
         if isinstance(value, (set, bytearray)):
             return cls((type(value), frozenset(value) if isinstance(value, set) else bytes(value)))
         if isinstance(value, np.ndarray):
@@ -109,7 +110,9 @@ class _UnhashableId(tuple):
     __hash__ = tuple.__hash__
 
 
-_NAN_ID = _UnhashableId((float, "nan"))  # every NaN id, of any float type, is one key
+_NAN_ID = _UnhashableId((float, "nan"))  # every NaN id, float or complex, is one key
+# As ``same_id`` takes NaNs: one NaN equals another of any of these kinds.
+_NAN_KINDS = (float, complex, np.floating, np.complexfloating)
 
 
 def skeleton(structure: Any) -> Any:

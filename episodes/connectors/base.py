@@ -335,15 +335,13 @@ def as_arrays(
     try:
         rows = batch_with_layout(value, space)
     except ValueError as err:
-        where = name or "a column"
         # Without a space a read pads with ``fill`` itself: only then can the filler be to blame.
-        if fill is None or not any(item is fill for item in value):
-            raise ValueError(
-                f"{where}: the rows read do not stack ({err}): the episode's items differ in "
-                "shape or structure"
-            ) from err
+        padded = fill is not None and any(item is fill for item in value)
+        why = (
+            filler_mismatch(fill) if padded else "the episode's items differ in shape or structure"
+        )
         raise ValueError(
-            f"{where}: the rows read do not stack ({err}); {filler_mismatch(fill)}"
+            f"{name or 'a column'}: the rows read do not stack ({err}); {why}"
         ) from err
     return nest_as_space(rows, space)
 
@@ -596,10 +594,7 @@ def concat_rows(parts: list[Any]) -> Any:
         (3, 2)
     """
     if not len(parts):
-        raise ValueError(
-            "concat_rows needs at least one part: a connector given no episodes has no rows "
-            "to join (return the batch as it is)"
-        )
+        raise ValueError("concat_rows needs a part: given no episodes, return the batch as it is")
     if len(parts) == 1:  # a copy still: the batch owns its rows, as with several episodes
         return tree.map_structure(np.array, parts[0])
     # Lists and tuples join (a Tuple space's items come as either, or without a space).

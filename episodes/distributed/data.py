@@ -33,7 +33,7 @@ from episodes.distributed.rows import (
 )
 from episodes.distributed.step_blocks import check_same_columns
 from episodes.distributed.step_types import dataset_step_types
-from episodes.indexing import discount_factor, whole_number
+from episodes.indexing import as_flag, discount_factor, whole_number
 
 ray = require_ray()
 from ray.data import Datasink, Datasource, ReadTask  # noqa: E402
@@ -484,8 +484,10 @@ class EpisodeDatasink(Datasink[int]):
         from episodes.io import DatasetWriter
         from episodes.io.format import MANIFEST_FILE
 
+        # Checked as the writer checks it: the tasks' writers are opened with clean=False.
+        clean = as_flag(self.writer_options.get("clean", True), "clean")
         exists = os.path.exists(os.path.join(self.path, MANIFEST_FILE))
-        if exists and self.writer_options.get("clean", True):
+        if exists and clean:
             DatasetWriter(self.path, **{**self._options(), "clean": True}).close()
 
     def _options(self) -> dict[str, Any]:

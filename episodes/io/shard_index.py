@@ -328,13 +328,18 @@ class _Checked:
     rows: int
 
     def entries(self, text: str, check: _PieceCheck) -> tuple[IndexEntries, int]:
-        """The array as scanning gave it, ``check`` left as scanning left it."""
-        check.firsts, check.counts, check.start = self.firsts, self.counts, self.rows
+        """The array as scanning gave it, ``check`` left as scanning left it.
+
+        The rows' arrays are copies (C-speed): ``read_index`` hands them to its caller.
+        """
+        check.firsts, check.counts = array("q", self.firsts), array("q", self.counts)
+        check.start = self.rows
         check.opens, check.closes = self.opens, self.closes
         return IndexEntries(text, self.starts), self.closes
 
 
 _checked: OrderedDict[int, _Checked] = OrderedDict()
+_held = 0  # bytes of the kept scans' indexes
 _checked_lock = threading.Lock()
 
 
@@ -373,17 +378,20 @@ def _remember(raw: bytes, entry: ShardEntry, entries: IndexEntries, check: _Piec
         raw,
         check.opens,
         check.closes,
-        entries.starts,
-        check.firsts,
-        check.counts,
+        array("q", entries.starts),  # copies: the first caller holds the originals
+        array("q", check.firsts),
+        array("q", check.counts),
         check.start,
     )
+    global _held
     with _checked_lock:
+        replaced = _checked.pop(id(entry), None)
+        _held -= 0 if replaced is None else len(replaced.raw)
         _checked[id(entry)] = known
-        held = sum(len(k.raw) for k in _checked.values())
-        while held > MAX_CHECKED_BYTES:
+        _held += len(raw)
+        while _held > MAX_CHECKED_BYTES:  # a running total: a miss costs no walk of the rest
             _, oldest = _checked.popitem(last=False)
-            held -= len(oldest.raw)
+            _held -= len(oldest.raw)
 
 
 def checked_indexes() -> int:
@@ -404,5 +412,7 @@ def forget_checked() -> None:
         >>> forget_checked(); checked_indexes()
         0
     """
+    global _held
     with _checked_lock:
         _checked.clear()
+        _held = 0

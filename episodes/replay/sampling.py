@@ -551,8 +551,7 @@ def to_device(batch: Any, device: Any) -> Any:
     """
     import torch
 
-    if not isinstance(device, torch.device):  # a sample passes the device it checked
-        device = check_device(device)
+    device = check_device(device)  # a torch.device too: "cuda" where there is none
     out = {}
     for key, value in batch.items():
         if isinstance(value, np.ndarray) and value.dtype != object:

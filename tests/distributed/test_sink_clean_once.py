@@ -76,3 +76,10 @@ def test_a_sink_told_not_to_clean_leaves_leftovers(tmp_path: Path, cleanings: li
     sink.on_write_start(None)
     sink.write([_block("a")], ctx=None)
     assert leftover.exists() and cleanings == []
+
+
+@pytest.mark.parametrize("clean", ["no", 0, None])
+def test_a_clean_option_that_is_no_bool_is_refused_at_the_start(tmp_path: Path, clean) -> None:
+    DatasetWriter(tmp_path, sync=False).close()
+    with pytest.raises(TypeError, match="clean must be a bool"):
+        EpisodeDatasink(tmp_path, clean=clean).on_write_start(None)

@@ -12,6 +12,7 @@ import copy
 import os
 import shutil
 import signal
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,31 @@ def test_a_child_forked_while_the_lock_is_held_opens_shards(tmp_path: Path) -> N
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_row_arrays_a_caller_gets_are_its_own(tmp_path: Path) -> None:
+    _write(tmp_path, ["a", "b", "c"])
+    ds = Dataset(tmp_path)
+    raw = _opened(tmp_path).path.with_suffix(".json").read_bytes()
+    for _ in range(2):  # the miss that keeps the scan, then a hit
+        _, firsts, counts = shard_index.read_index(raw, ds.shards[0], "shard x")
+        firsts[:] = array("q", [0] * len(firsts))
+        counts[0] = 99
+    _, firsts, counts = shard_index.read_index(raw, ds.shards[0], "shard x")
+    assert shard_index.checked_indexes() == 1
+    assert (list(firsts), list(counts)) == ([0, 3, 6], [3, 3, 3])
+    assert Dataset(tmp_path).episode(2).id_ == "c"
+
+
+def test_many_small_shards_each_opened_once_stay_within_the_bound(
+    tmp_path: Path, monkeypatch
+) -> None:
+    _write(tmp_path, ["a"])
+    size = _opened(tmp_path).entry.index_size
+    shard_index.forget_checked()
+    monkeypatch.setattr(shard_index, "MAX_CHECKED_BYTES", 3 * size)
+    for k in range(6):
+        path = tmp_path / f"d{k}"
+        _write(path, ["a"])
+        _opened(path)
+        assert shard_index.checked_indexes() == min(k + 1, 3)

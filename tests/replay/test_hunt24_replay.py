@@ -84,3 +84,11 @@ def test_save_names_the_stored_episode_a_dataset_refuses(tmp_path: Path, bad, wo
     assert words in str(err.value)
     assert not (tmp_path / "save").exists()
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_to_device_checks_a_torch_device_too() -> None:
+    from episodes.replay.sampling import to_device
+
+    with pytest.raises(DeviceError, match="not available"):
+        to_device({"obs": np.zeros(2, np.float32)}, torch.device("cuda"))
