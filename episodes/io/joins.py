@@ -132,6 +132,9 @@ class _Joined:
     # of it where the joined columns' layouts are not the last piece's.
     end: SingleAgentEpisode
     columns: tuple[Any, ...]  # the joined columns' layouts (see _columns_of)
+    # The joined episode's observation space: its first piece's (concat_episode keeps it),
+    # in which, or else in the next piece's, the next join compares observations.
+    space: Any = None
 
 
 def _columns_of(piece: SingleAgentEpisode) -> tuple[Any, ...]:
@@ -259,7 +262,7 @@ class PieceJoins:
     ) -> _Joined:
         """``joined`` with ``piece`` appended, as load_episode's concat would (problems noted)."""
         columns = _columns_of(piece)
-        own = _Joined(piece, columns)
+        own = _Joined(piece, columns, piece.observation_space)
         if joined is None:
             return own
         id_, t = self._where[index]
@@ -271,7 +274,7 @@ class PieceJoins:
                 "least one observation"
             )
             return own
-        space = shell.observation_space or piece.observation_space
+        space = joined.space or piece.observation_space
         if not equal_in_space(piece.observations.get(0), shell.observations.get(-1), space):
             problems.append(
                 f"episode {id_!r}: piece at t={t} does not start with its predecessor's last "
@@ -287,14 +290,17 @@ class PieceJoins:
                 f"({sorted(map(str, theirs))}) than its predecessor ({sorted(map(str, mine))})"
             )
             return own
-        if columns == joined.columns and len(shell) > 0:
-            return own  # the same column layouts take each other's items
+        # The same layouts take each other's items; a piece without steps appends none (the
+        # episode's last observation stays its own), so it is tried as the others are.
+        if columns == joined.columns and len(shell) > 0 and len(piece) > 0:
+            return _Joined(piece, columns, joined.space)
         # Otherwise the joined episode's columns (its first piece's) must take this piece's
         # items, every one (an int column refuses 0.5): tried, as load_episode would.
         trial = _last_step(shell)
+        trial.observation_space = joined.space  # the joined episode's: it compares in it
         try:  # one id_key, not always an equal id (NaN): concat_piece, as load_episode
             concat_piece(trial, piece)
         except (AssertionError, ValueError, TypeError) as err:
             problems.append(f"episode {id_!r}: piece at t={t} does not join its predecessor: {err}")
             return own
-        return _Joined(_last_step(trial), _columns_of(trial))
+        return _Joined(_last_step(trial), _columns_of(trial), joined.space)

@@ -250,6 +250,8 @@ def export_minari(
     """
     minari = _minari()
     check_infos_flag(infos)
+    if not isinstance(dataset_id, str):
+        raise TypeError(f"dataset_id must be a str, got {type(dataset_id).__name__}")
     if not _DATASET_ID.fullmatch(dataset_id) or ".." in dataset_id.split("/"):
         raise ValueError(
             f"dataset_id must look like 'name-v0' or 'namespace/name-v0', got {dataset_id!r}"

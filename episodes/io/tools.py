@@ -60,6 +60,17 @@ __all__ = [
 PathLike = str | os.PathLike[str]
 
 
+def _given_metadata(metadata: Any) -> DatasetMetadata | None:
+    """``metadata`` checked as ``DatasetWriter`` checks it, before anything is read or made.
+
+    An empty dict is no None: it would have been taken as "not given", so a merge skipped its
+    env-id check.
+    """
+    if metadata is not None and not isinstance(metadata, DatasetMetadata):
+        raise TypeError(f"metadata must be a DatasetMetadata, not a {type(metadata).__name__}")
+    return metadata
+
+
 def _metadata_of(path: PathLike) -> DatasetMetadata:
     info = dataset_info(path)
     if info.metadata is None:
@@ -160,7 +171,8 @@ def migrate(
         >>> [e == ep for e in read_episodes(root + "/v2")]
         [True]
     """
-    meta = metadata or _metadata_of(src)
+    given = _given_metadata(metadata)
+    meta = given if given is not None else _metadata_of(src)
     kwargs = {"shard_bytes": shard_bytes, "data_format": data_format, "compression": compression}
     return _copy([src], dst, meta, lambda _: True, kwargs)  # migrate
 
@@ -196,10 +208,11 @@ def merge(
         2
     """
     sources = merge_sources(sources)  # one path alone would be iterated as characters
+    given = _given_metadata(metadata)
     _refuse_overlaps(sources)
-    _refuse_other_envs(sources, by_id=metadata is None)
-    meta = metadata or _metadata_of(sources[0])
-    if metadata is None:
+    _refuse_other_envs(sources, by_id=given is None)
+    meta = given if given is not None else _metadata_of(sources[0])
+    if given is None:
         meta.user = {**meta.user, "merged_from": [str(s) for s in sources]}
     return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes})
 
