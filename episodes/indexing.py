@@ -318,7 +318,10 @@ def _filled_backwards(start: int, stop: int, stride: int, total: int) -> np.ndar
     positions[:above] = total
     if inside > above:
         first = start - stride * above
-        positions[above:inside] = first - stride * np.arange(inside - above, dtype=np.int64)
+        if inside - above == 1:  # one position: a stride beyond int64 never reaches numpy
+            positions[above] = first
+        else:  # two or more inside [0, total): the stride is below total, an int64
+            positions[above:inside] = first - stride * np.arange(inside - above, dtype=np.int64)
     return positions
 
 

@@ -13,7 +13,7 @@ from episodes.buffer import array_protocol, reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
-from episodes.buffer.set_items import item_list
+from episodes.buffer.set_items import item_list, one_pass_items
 from episodes.buffer.space_checks import check_in_space
 from episodes.buffer.store import Store
 from episodes.buffer.stores import (
@@ -150,6 +150,8 @@ class InfiniteLookbackBuffer:
             >>> buf = InfiniteLookbackBuffer([1]); buf.extend([2, 3]); buf.get()
             [1, 2, 3]
         """
+        if one_pass_items(items):
+            items = list(items)  # read before anything changes: one failing part-way changes none
         if isinstance(items, list) or not self.store.is_numpy:
             self.store.extend(items)
         else:
@@ -359,7 +361,12 @@ class InfiniteLookbackBuffer:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """The visible items: ``np.array(buf)`` copies, ``np.asarray(buf)`` may view (§7.4)."""
-        return array_protocol.as_array(self.get(), dtype, copy)
+        data = self.get()
+        if self.store.is_numpy and not isinstance(data, np.ndarray):
+            # A struct of leaves (Dict or Tuple items): the items, as list mode's array holds
+            # them, not numpy's reading of the struct (a Tuple's leaves as rows, a dict 0-d).
+            data = list(self)
+        return array_protocol.as_array(data, dtype, copy)
 
     def copy_range(self, start: int, stop: int, lookback: int) -> InfiniteLookbackBuffer:
         """A new buffer owning a copy of storage positions ``start:stop`` (lookback included).

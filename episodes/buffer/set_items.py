@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import gymnasium as gym
@@ -36,7 +37,7 @@ import gymnasium as gym
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.store import Store
 
-__all__ = ["item_list"]
+__all__ = ["item_list", "one_pass_items"]
 
 # Spaces whose items are one leaf of a numpy column (their parts never nest).
 _LEAF_SPACES = (
@@ -134,3 +135,19 @@ def _space_nesting(space: gym.Space[Any]) -> Any:
         subs = tuple(_space_nesting(sub) for sub in space.spaces)
         return _UNKNOWN if any(p is _UNKNOWN for p in subs) else subs
     return _UNKNOWN  # Sequence, Graph, OneOf, custom spaces: items of no fixed nesting
+
+
+def one_pass_items(items: Any) -> bool:
+    """Whether ``extend`` reads ``items`` into a list first: an iterable, no list or batch.
+
+    A generator, a set or a range is read whole before anything changes, in both modes: list
+    mode kept the items appended before one failed, and a numpy'd column took the iterable for
+    a batch. Tuples, dicts and arrays (``__array__``: tensors too) are batched structs there.
+
+    Example:
+        >>> one_pass_items(x for x in [1]), one_pass_items([1]), one_pass_items((1, 2))
+        (True, False, False)
+    """
+    if isinstance(items, (list, tuple, dict, str, bytes)) or hasattr(items, "__array__"):
+        return False
+    return isinstance(items, Iterable)

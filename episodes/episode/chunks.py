@@ -17,6 +17,7 @@ from episodes.episode.reward_values import first_unreal, needs_real_check
 from episodes.episode.state import same_id
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
+from episodes.spaces.contains import checker_for
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
@@ -289,6 +290,7 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     # Views of the row the join pops: held, they would make the pop copy the column.
     del first_of_other, last_of_mine
     # As in add_env_step: a column whose dtype is still open, or of objects, takes anything.
+    _check_in_spaces(episode, other)
     misfit = needs_real_check(episode.rewards.store) and first_unreal(other.rewards.get())
     if misfit:
         raise ValueError(
@@ -304,6 +306,31 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         episode._last_step_time = other._last_step_time
         if episode._start_time is None:
             episode._start_time = other._start_time
+
+
+def _check_in_spaces(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
+    """A numpy'd ``episode`` takes a list-mode ``other``'s steps only in its spaces (§3.7).
+
+    As ``add_env_step`` checks each step of a numpy'd episode: ``other``'s visible
+    observations after its first (which the join drops) and its actions. A numpy'd ``other``
+    holds what its columns took (a runner records observations as the env gave them, a
+    dataset as they were written): joining its chunks back must not refuse them.
+    """
+    columns = (
+        (episode.observations, other.observations, 1, "observation"),
+        (episode.actions, other.actions, 0, "action"),
+    )
+    for mine, theirs, skip, what in columns:
+        space, count = mine.space, len(theirs) - skip
+        if space is None or not mine.store.is_numpy or theirs.store.is_numpy or count <= 0:
+            continue
+        check = checker_for(space)
+        for item in theirs.get(slice(skip, None)):
+            if not check(item):
+                raise ValueError(
+                    f"cannot concat: other's {what} {item!r} is not in this episode's {what} "
+                    f"space {space}; nothing was changed"
+                )
 
 
 def _view_token(store: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from numbers import Number
 from typing import TYPE_CHECKING, Any
 
@@ -145,7 +146,7 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
         except (TypeError, ValueError):
             pass  # rows nesting in different ways: as numpy makes them (or its error)
     try:
-        return np.array(value)
+        array = np.array(value)
     except (TypeError, ValueError) as error:
         if nested:
             raise _ragged(key, error) from error
@@ -153,6 +154,9 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
             return stack_items(value)
         except (TypeError, ValueError):
             raise _ragged(key, error) from error
+    if nested and array.dtype == object:  # dicts (or tuples) numpy kept whole: no rows
+        raise _ragged(key, ValueError("the rows nest in different ways"))
+    return array
 
 
 def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:
@@ -176,6 +180,17 @@ def episode_batch(episode: SingleAgentEpisode) -> SampleBatch:
         >>> episode_batch(ep)["rewards"]
         array([1.])
     """
+    if not episode.is_numpy:
+        # A list-mode episode's batch is its numpy'd batch (the space types an empty column,
+        # Tuple items recorded as lists stack leaf by leaf); where the episode has no numpy
+        # form (ragged items), its rows are stacked as they are, or refused.
+        numpyd = copy.deepcopy(episode)
+        try:
+            numpyd.to_numpy()
+        except (TypeError, ValueError):
+            pass
+        else:
+            return episode_batch(numpyd)
     buffers = {
         "obs": episode.observations,
         "actions": episode.actions,

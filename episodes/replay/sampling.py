@@ -30,7 +30,8 @@ __all__ = [
     "to_device",
 ]
 
-_ROUNDS = 4
+_ROUNDS = 4  # rounds drawn before listing the acceptable positions may be cheaper
+_MAX_ROUNDS = 32  # a rate of 0.25 ** 32 of the first: far below one slot in any store
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -280,8 +281,11 @@ def draw_flagged(
 ) -> np.ndarray:
     """``size`` positions of the ``count`` True ``flags``, drawn uniformly with replacement.
 
-    Candidates are drawn over the whole range and the False ones dropped; after a few rounds
-    without enough accepted positions they are listed exactly.
+    Candidates are drawn over the whole range and the False ones dropped, each round drawing
+    four times as many as the last could need; once a round would draw more than the range
+    holds, the acceptable positions are listed exactly instead. So a sample whose positions
+    are rare (sequences only a few long episodes hold) costs what finding them by chance
+    costs, never more than one pass over the range.
 
     Example:
         >>> draw_flagged(np.array([False, True, False]), 1, np.random.default_rng(0), 3).tolist()
@@ -291,8 +295,11 @@ def draw_flagged(
     have = 0
     end = len(flags)
     rate = max(count / max(end, 1), 1e-3)
-    for _ in range(_ROUNDS):
-        draw = rng.integers(0, end, int((size - have) / rate * 1.2) + 16)
+    for round_ in range(_MAX_ROUNDS):
+        want = int((size - have) / rate * 1.2) + 16
+        if round_ >= _ROUNDS and want > end:  # listing them costs less now
+            break
+        draw = rng.integers(0, end, want)
         draw = draw[flags[draw]]
         if accept is not None and len(draw):
             draw = draw[accept(draw)]

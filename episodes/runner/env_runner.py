@@ -61,9 +61,13 @@ class EnvRunner:
     Because all sub-envs step together, in next-step mode a sub-env may need more vector steps
     than the others to reach ``num_steps``; the extra transitions the others record meanwhile
     are kept and returned first by the next call (so nothing is lost, and their extra outputs
-    such as ``action_logp`` are those of the policy that acted). When sub-envs reset at random,
-    how many such transitions the luckiest sub-envs hold grows slowly (like the square root of
-    the number of calls), and every call carries them over.
+    such as ``action_logp`` are those of the policy that acted). When sub-envs reset at random
+    at one rate, how many such transitions the luckiest sub-envs hold grows slowly (like the
+    square root of the number of calls); where their episodes end at different rates (a
+    per-env exploration rate, task variants), it grows linearly, and so do the memory held,
+    each call's cost and the age of what is handed out. The runner warns once when a sub-env
+    holds more than 16 calls' worth (:mod:`episodes.runner.backlog`); ``window="vector_steps"``
+    carries nothing over.
 
     Recording is batched: each vector step is written as one row per field into time-major
     blocks (see :mod:`episodes.runner.recorder`), and :meth:`sample` returns a

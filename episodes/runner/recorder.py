@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from episodes.runner.backlog import warn_backlog
 from episodes.runner.blocks import Blocks, Finals
 from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
@@ -126,6 +127,7 @@ class BatchedRecorder:
         n = num_envs
         self.num_envs, self.mode, self.lookback, self.metrics = n, mode, lookback, metrics
         self.vector_steps = vector_steps
+        self._backlog = False  # whether the runner warned of next-step carry-over
         self.uid = uuid.uuid4().hex[:24]
         self.returns = np.zeros(n, np.float64)
         self.lengths = np.zeros(n, np.int64)
@@ -513,6 +515,9 @@ class BatchedRecorder:
         age = start - episode_start
         keep = int(min(self.row, (start - np.minimum(self.lookback, age)).min()))
         carried = self.row - keep
+        self._backlog = warn_backlog(
+            carried=carried, num_steps=self.num_steps, warned=self._backlog
+        )
         room = self.num_steps + self._slack(self.num_steps)
         if self._append_in_place(blocks, room):
             shift = 0
