@@ -27,14 +27,13 @@ Example:
 from __future__ import annotations
 
 import gc
-import os
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from episodes.io.errors import CorruptDatasetError
+from episodes.io.fork_lock import ForkLock
 from episodes.io.format import MANIFEST_FILE
 from episodes.io.manifest_lines import check_follows, line_crc, unseal_line, whole_line
 
@@ -62,17 +61,7 @@ class _Prefix:
 
 
 _kept: OrderedDict[str, _Prefix] = OrderedDict()
-_lock = threading.Lock()
-
-
-def _new_lock() -> None:
-    # A fork while another thread held the lock would leave the child's copy held forever.
-    global _lock
-    _lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock)
+_lock = ForkLock()  # a forked child gets a fresh one
 
 
 def parse_manifest(

@@ -27,9 +27,7 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import re
-import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -37,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from episodes.io.errors import CorruptDatasetError
+from episodes.io.fork_lock import ForkLock
 from episodes.io.format import FORMAT_NAME, MAX_INT64, parse_json
 from episodes.io.shards import (
     DATA_SUFFIX,
@@ -340,17 +339,7 @@ class _Checked:
 
 _checked: OrderedDict[int, _Checked] = OrderedDict()
 _held = 0  # bytes of the kept scans' indexes
-_checked_lock = threading.Lock()
-
-
-def _new_lock() -> None:
-    # A fork while another thread held the lock would leave the child's copy held forever.
-    global _checked_lock
-    _checked_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock)
+_checked_lock = ForkLock()  # a forked child gets a fresh one
 
 
 def _checked_before(raw: bytes, entry: ShardEntry) -> _Checked | None:
