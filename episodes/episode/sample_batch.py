@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from numbers import Number
 from typing import TYPE_CHECKING, Any
 
@@ -180,17 +179,6 @@ def episode_batch(episode: SingleAgentEpisode) -> SampleBatch:
         >>> episode_batch(ep)["rewards"]
         array([1.])
     """
-    if not episode.is_numpy:
-        # A list-mode episode's batch is its numpy'd batch (the space types an empty column,
-        # Tuple items recorded as lists stack leaf by leaf); where the episode has no numpy
-        # form (ragged items), its rows are stacked as they are, or refused.
-        numpyd = copy.deepcopy(episode)
-        try:
-            numpyd.to_numpy()
-        except (TypeError, ValueError):
-            pass
-        else:
-            return episode_batch(numpyd)
     buffers = {
         "obs": episode.observations,
         "actions": episode.actions,

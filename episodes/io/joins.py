@@ -132,9 +132,10 @@ class _Joined:
     # of it where the joined columns' layouts are not the last piece's.
     end: SingleAgentEpisode
     columns: tuple[Any, ...]  # the joined columns' layouts (see _columns_of)
-    # The joined episode's observation space: its first piece's (concat_episode keeps it),
-    # in which, or else in the next piece's, the next join compares observations.
-    space: Any = None
+    # The joined episode's spaces, (observation, action): its first piece's (concat_episode
+    # keeps them), in which, or else in the next piece's, the next join compares
+    # observations, and which a list-mode piece's steps must lie in.
+    spaces: tuple[Any, Any] = (None, None)
 
 
 def _columns_of(piece: SingleAgentEpisode) -> tuple[Any, ...]:
@@ -262,7 +263,7 @@ class PieceJoins:
     ) -> _Joined:
         """``joined`` with ``piece`` appended, as load_episode's concat would (problems noted)."""
         columns = _columns_of(piece)
-        own = _Joined(piece, columns, piece.observation_space)
+        own = _Joined(piece, columns, (piece.observation_space, piece.action_space))
         if joined is None:
             return own
         id_, t = self._where[index]
@@ -274,7 +275,7 @@ class PieceJoins:
                 "least one observation"
             )
             return own
-        space = joined.space or piece.observation_space
+        space = joined.spaces[0] or piece.observation_space
         if not equal_in_space(piece.observations.get(0), shell.observations.get(-1), space):
             problems.append(
                 f"episode {id_!r}: piece at t={t} does not start with its predecessor's last "
@@ -293,14 +294,15 @@ class PieceJoins:
         # The same layouts take each other's items; a piece without steps appends none (the
         # episode's last observation stays its own), so it is tried as the others are.
         if columns == joined.columns and len(shell) > 0 and len(piece) > 0:
-            return _Joined(piece, columns, joined.space)
+            return _Joined(piece, columns, joined.spaces)
         # Otherwise the joined episode's columns (its first piece's) must take this piece's
         # items, every one (an int column refuses 0.5): tried, as load_episode would.
         trial = _last_step(shell)
-        trial.observation_space = joined.space  # the joined episode's: it compares in it
+        # The joined episode's spaces: it compares in them, and checks a list piece's steps.
+        trial.observation_space, trial.action_space = joined.spaces
         try:  # one id_key, not always an equal id (NaN): concat_piece, as load_episode
             concat_piece(trial, piece)
         except (AssertionError, ValueError, TypeError) as err:
             problems.append(f"episode {id_!r}: piece at t={t} does not join its predecessor: {err}")
             return own
-        return _Joined(_last_step(trial), _columns_of(trial), joined.space)
+        return _Joined(_last_step(trial), _columns_of(trial), joined.spaces)

@@ -40,7 +40,11 @@ import pyarrow.ipc
 from episodes.io.errors import DatasetError
 from episodes.io.format import read_regular_file
 from episodes.io.minari_checks import ColumnTypes, extension_unsafe
-from episodes.io.stored_schema import ipc_file_extension, parquet_file_extension
+from episodes.io.stored_schema import (
+    ipc_file_extension,
+    parquet_file_extension,
+    parquet_read_options,
+)
 
 __all__ = ["minari_episode_data", "one_batch_per_episode", "reading"]
 
@@ -124,7 +128,7 @@ def _read_file(path: Path, data_format: str, types: ColumnTypes, rows: bool = Tr
     if data_format == "parquet":
         import pyarrow.parquet as pq
 
-        parquet = pq.ParquetFile(str(path))
+        parquet = pq.ParquetFile(str(path), **parquet_read_options())
         types.check(parquet.schema_arrow, where)
         return parquet.read() if rows else parquet.schema_arrow.empty_table()
     with pa.OSFile(str(path)) as source:

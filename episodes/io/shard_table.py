@@ -49,7 +49,11 @@ from episodes.io.errors import (
     without_frames,
 )
 from episodes.io.ipc_rows import batch_rows
-from episodes.io.stored_schema import ipc_file_extension, parquet_file_extension
+from episodes.io.stored_schema import (
+    ipc_file_extension,
+    parquet_file_extension,
+    parquet_read_options,
+)
 
 __all__ = ["ShardTable"]
 
@@ -149,7 +153,8 @@ class ShardTable:
                         found = parquet_file_extension(source, size)
                         if found is not None:
                             raise extension_refused(found, where)
-                        self._table = pq.read_table(source).combine_chunks()
+                        table = pq.read_table(source, **parquet_read_options())
+                        self._table = table.combine_chunks()
                     check_plain_schema(self._table.schema, where)
                     self._table.validate(full=True)
                     self._count = 1

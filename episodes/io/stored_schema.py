@@ -24,15 +24,36 @@ Example:
 from __future__ import annotations
 
 import base64
+import functools
 from typing import Any
 
-__all__ = ["UNWALKED", "ipc_file_extension", "parquet_file_extension"]
+__all__ = ["UNWALKED", "ipc_file_extension", "parquet_file_extension", "parquet_read_options"]
 
 _KEY = b"ARROW:extension:name"
 _ARROW_SCHEMA = b"ARROW:schema"
 _MAX_NODES = 1 << 16  # fields walked at most: a forged schema may nest or loop
 #: ``(column, extension)`` of bytes that name an extension but do not walk as a schema.
 UNWALKED = ("(not found: the schema does not parse)", "(unknown)")
+
+
+@functools.cache
+def parquet_read_options() -> dict[str, Any]:
+    """What Parquet reads pass so that a logical type builds no registered extension type.
+
+    pyarrow 19 and later build the extension type a process registered for a Parquet logical
+    type (GEOMETRY's ``geoarrow.wkb``, JSON, UUID), calling its deserializer with the file's
+    bytes, even where no ``ARROW:schema`` is stored to look at first; older pyarrow builds none.
+
+    Example:
+        >>> parquet_read_options() in ({"arrow_extensions_enabled": False}, {})
+        True
+    """
+    import inspect
+
+    import pyarrow.parquet as pq
+
+    known = inspect.signature(pq.read_table).parameters
+    return {"arrow_extensions_enabled": False} if "arrow_extensions_enabled" in known else {}
 
 
 class _Malformed(Exception):
@@ -82,20 +103,32 @@ class _Flat:
 
 
 def _walk_schema(flat: _Flat, schema: int) -> tuple[str, str] | None:
-    """The first field (depth first) whose custom metadata names an extension type."""
+    """The first field (depth first) whose custom metadata names an extension type.
+
+    A forged footer may list one table many times (a field, a vector of pairs): each table is
+    walked once, and all the work is bounded (``_MAX_NODES`` tables and pairs in all).
+    """
     fields = flat.field(schema, 1)  # Schema.fields
     stack = [("", table) for table in reversed(flat.tables(fields))] if fields else []
-    seen = 0
+    walked: set[int] = set()
+    work = 0
     while stack:
         parent, table = stack.pop()
-        seen += 1
-        if seen > _MAX_NODES:
+        work += 1
+        if work > _MAX_NODES:
             raise _Malformed
+        if table in walked:  # listed again: what it holds was looked at already
+            continue
+        walked.add(table)
         name_at = flat.field(table, 0)  # Field.name
         name = flat.string(name_at).decode("utf-8", "backslashreplace") if name_at else ""
         path = f"{parent}/{name}" if parent else name
         metadata = flat.field(table, 6)  # Field.custom_metadata: [KeyValue]
-        for pair in flat.tables(metadata) if metadata else []:
+        pairs = flat.tables(metadata) if metadata else []
+        work += len(pairs)
+        if work > _MAX_NODES:
+            raise _Malformed
+        for pair in dict.fromkeys(pairs):  # a pair listed twice is looked at once
             key, value = flat.field(pair, 0), flat.field(pair, 1)
             if key is not None and flat.string(key) == _KEY:
                 named = flat.string(value) if value is not None else b""
@@ -106,12 +139,16 @@ def _walk_schema(flat: _Flat, schema: int) -> tuple[str, str] | None:
     return None
 
 
-def _found(walk: Any) -> tuple[str, str]:
+def _found(walk: Any) -> tuple[str, str] | None:
+    """What the walk found; None where the schema walks and no field's metadata names one.
+
+    The key's text elsewhere (a field named after it) names no extension type.
+    """
     try:
-        found = walk()
+        found: tuple[str, str] | None = walk()
+        return found
     except _Malformed:
         return UNWALKED
-    return UNWALKED if found is None else found
 
 
 def ipc_file_extension(data: Any) -> tuple[str, str] | None:

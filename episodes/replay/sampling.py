@@ -282,10 +282,10 @@ def draw_flagged(
     """``size`` positions of the ``count`` True ``flags``, drawn uniformly with replacement.
 
     Candidates are drawn over the whole range and the False ones dropped, each round drawing
-    four times as many as the last could need; once a round would draw more than the range
-    holds, the acceptable positions are listed exactly instead. So a sample whose positions
-    are rare (sequences only a few long episodes hold) costs what finding them by chance
-    costs, never more than one pass over the range.
+    four times as many as the last could need; once the rounds would have drawn more than an
+    eighth of the range, the acceptable positions are listed exactly instead. So a sample
+    whose positions are rare (sequences only a few long episodes hold) costs what finding
+    them by chance costs, never much more than one pass over the range.
 
     Example:
         >>> draw_flagged(np.array([False, True, False]), 1, np.random.default_rng(0), 3).tolist()
@@ -295,10 +295,14 @@ def draw_flagged(
     have = 0
     end = len(flags)
     rate = max(count / max(end, 1), 1e-3)
+    drawn = 0
     for round_ in range(_MAX_ROUNDS):
         want = int((size - have) / rate * 1.2) + 16
-        if round_ >= _ROUNDS and want > end:  # listing them costs less now
+        # A drawn position costs several times what listing one does (a random read, then
+        # the tests): past an eighth of the range, listing them all is cheaper.
+        if round_ >= _ROUNDS and drawn + want > end // 8:
             break
+        drawn += want
         draw = rng.integers(0, end, want)
         draw = draw[flags[draw]]
         if accept is not None and len(draw):

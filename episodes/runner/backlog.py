@@ -13,7 +13,7 @@ Example:
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as seen:
     ...     warnings.simplefilter("always")
-    ...     warn_backlog(carried=20 * 8, num_steps=8, warned=False)
+    ...     warn_backlog(carried=20 * 16, num_steps=16, warned=False)
     True
     >>> len(seen), seen[0].category.__name__
     (1, 'RuntimeWarning')
@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["BACKLOG_CALLS", "warn_backlog"]
+__all__ = ["BACKLOG_CALLS", "MIN_BACKLOG", "warn_backlog"]
 
 #: Calls' worth of rows a sub-env may carry before the runner warns.
 BACKLOG_CALLS = 16
+#: Rows a sub-env may carry in any case: at a few steps per call, sub-envs alike drift apart
+#: that far by chance alone over a long run (like the square root of the calls).
+MIN_BACKLOG = 256
 
 
 def warn_backlog(*, carried: int, num_steps: int, warned: bool) -> bool:
@@ -39,14 +42,15 @@ def warn_backlog(*, carried: int, num_steps: int, warned: bool) -> bool:
         >>> warn_backlog(carried=10, num_steps=8, warned=False)
         False
     """
-    if warned or carried <= BACKLOG_CALLS * max(num_steps, 1):
+    if warned or carried <= max(BACKLOG_CALLS * num_steps, MIN_BACKLOG):
         return warned
     warnings.warn(
         f"EnvRunner (next-step autoreset): a sub-env holds {carried} transitions recorded by "
         f"earlier calls, more than {BACKLOG_CALLS} calls' worth of {num_steps}: its episodes "
-        "end less often than others', so what a call hands out grows ever older (and the "
-        "memory held and each call's cost grow with it). window='vector_steps' carries "
-        "nothing over; this is said once per runner",
+        "ended less often than others', so what a call hands out is that old (where sub-envs "
+        "end episodes at different rates it grows with every call, and so do the memory held "
+        "and each call's cost). window='vector_steps' carries nothing over; this is said "
+        "once per runner",
         RuntimeWarning,
         stacklevel=4,
     )

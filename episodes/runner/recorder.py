@@ -515,9 +515,12 @@ class BatchedRecorder:
         age = start - episode_start
         keep = int(min(self.row, (start - np.minimum(self.lookback, age)).min()))
         carried = self.row - keep
-        self._backlog = warn_backlog(
-            carried=carried, num_steps=self.num_steps, warned=self._backlog
-        )
+        if self.mode is AutoresetMode.NEXT_STEP and not self.vector_steps:
+            # The rows recorded and not handed out yet: lookback rows are no backlog.
+            waiting = self.row - int(start.min())
+            self._backlog = warn_backlog(
+                carried=waiting, num_steps=self.num_steps, warned=self._backlog
+            )
         room = self.num_steps + self._slack(self.num_steps)
         if self._append_in_place(blocks, room):
             shift = 0

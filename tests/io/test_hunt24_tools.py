@@ -71,6 +71,38 @@ LAYOUTS = {
     ],
 }
 
+D2, D5 = gym.spaces.Discrete(2), gym.spaces.Discrete(5)
+# (actions, action space, numpy'd): a list piece's actions are checked in the joined
+# episode's action space (its first piece's), not in the piece before it's.
+ACTION_LAYOUTS = {
+    "later-piece-wider": [([1], D2, True), ([1], D5, True), ([3], None, False)],
+    "first-piece-wider": [([1], D5, True), ([1], D2, True), ([4], None, False)],
+}
+
+
+@pytest.mark.parametrize("layout", list(ACTION_LAYOUTS), ids=list(ACTION_LAYOUTS))
+def test_validate_checks_actions_in_the_joined_episodes_space(tmp_path, layout) -> None:
+    pieces = []
+    for t, (actions, space, numpy) in enumerate(ACTION_LAYOUTS[layout]):
+        piece = SingleAgentEpisode(
+            "e",
+            observations=[[0.0], [0.0]],
+            actions=actions,
+            rewards=[1.0],
+            action_space=space,
+            t_started=t,
+            len_lookback_buffer=0,
+        )
+        pieces.append(piece.to_numpy() if numpy else piece)
+    with DatasetWriter(tmp_path / "d") as w:
+        w.write_many(pieces)
+    try:
+        load_episode(tmp_path / "d", "e")
+        loads = True
+    except Exception:  # noqa: BLE001 - any refusal: validate must report it
+        loads = False
+    assert validate_dataset(tmp_path / "d").ok is loads
+
 
 @pytest.mark.parametrize("layout", list(LAYOUTS), ids=list(LAYOUTS))
 def test_validate_says_ok_exactly_where_load_episode_loads(tmp_path, layout) -> None:

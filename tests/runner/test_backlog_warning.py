@@ -19,7 +19,7 @@ from tests.runner._runner_env import action_policy, make_vec
 # Sub-env 0 ends an episode every step (every other vector step is its reset step, which
 # records nothing); sub-env 1 never ends one, so it carries a call's worth more each call.
 SCRIPTS = [[(1, "term")], [(10**6, "trunc")]]
-T = 4
+T = 32  # above MIN_BACKLOG / BACKLOG_CALLS: the bound is 16 calls' worth
 
 
 def _calls(window: str, calls: int) -> list[warnings.WarningMessage]:
@@ -49,3 +49,14 @@ def test_other_modes_carry_nothing(mode) -> None:
         warnings.simplefilter("error", RuntimeWarning)
         for _ in range(BACKLOG_CALLS + 8):
             runner.sample(T)
+
+
+@pytest.mark.parametrize("window", ["transitions", "vector_steps"])
+def test_lookback_rows_are_no_backlog(window) -> None:
+    # One sub-env carries nothing over; a long lookback kept between calls is not a backlog.
+    env = make_vec([[(10**6, "trunc")]], AutoresetMode.NEXT_STEP)
+    runner = EnvRunner(env, action_policy, len_lookback_buffer=64, window=window)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for _ in range(3 * BACKLOG_CALLS):
+            runner.sample(2)
