@@ -17,7 +17,6 @@ from episodes.episode.reward_values import first_unreal, needs_real_check
 from episodes.episode.state import same_id
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
-from episodes.spaces.contains import checker_for
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
@@ -316,15 +315,14 @@ def _check_in_spaces(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> 
     holds what its columns took (a runner records observations as the env gave them, a
     dataset as they were written): joining its chunks back must not refuse them.
     """
-    columns = (
-        (episode.observations, other.observations, 1, "observation"),
-        (episode.actions, other.actions, 0, "action"),
+    columns = (  # the episode's own checkers, built once with its spaces (as add_env_step's)
+        (episode.observations, other.observations, 1, "observation", episode._obs_check),
+        (episode.actions, other.actions, 0, "action", episode._action_check),
     )
-    for mine, theirs, skip, what in columns:
+    for mine, theirs, skip, what, check in columns:
         space, count = mine.space, len(theirs) - skip
-        if space is None or not mine.store.is_numpy or theirs.store.is_numpy or count <= 0:
+        if check is None or not mine.store.is_numpy or theirs.store.is_numpy or count <= 0:
             continue
-        check = checker_for(space)
         for item in theirs.get(slice(skip, None)):
             if not check(item):
                 raise ValueError(
