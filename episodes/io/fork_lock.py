@@ -41,7 +41,12 @@ class ForkLock:
         self._lock = threading.Lock()
 
     def locked(self) -> bool:
-        """Whether some thread holds it now."""
+        """Whether some thread holds it now.
+
+        Example:
+            >>> ForkLock().locked()
+            False
+        """
         return self._lock.locked()
 
     def __enter__(self) -> bool:

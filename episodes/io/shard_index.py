@@ -79,7 +79,12 @@ class IndexEntries(Sequence[Any]):
 
     @property
     def starts(self) -> array[int]:
-        """Where each entry starts in the text (shared: do not change it)."""
+        """Where each entry starts in the text (shared: do not change it).
+
+        Example:
+            >>> IndexEntries('[{"a": 1}, {"b": 2}]', array("q", [1, 11])).starts.tolist()
+            [1, 11]
+        """
         return self._starts
 
     @overload
