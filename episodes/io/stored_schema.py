@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import base64
 import functools
+import re
 from typing import Any
+
+from episodes.io.parquet_footer import footer_key_values, read_footer
 
 __all__ = ["UNWALKED", "ipc_file_extension", "parquet_file_extension", "parquet_read_options"]
 
@@ -183,8 +186,11 @@ def parquet_file_extension(source: Any, size: int) -> tuple[str, str] | None:
     """As :func:`ipc_file_extension`, for a Parquet file read from ``source`` (left at 0).
 
     Parquet keeps the Arrow schema as an IPC schema message, base64, under ``ARROW:schema``
-    in its footer's key-value metadata (Thrift compact: the key, then the value's field
-    header, its length as a varint, its bytes).
+    in its footer's key-value metadata (:mod:`episodes.io.parquet_footer` reads it without
+    pyarrow). Every such entry is looked at, each decoded as Arrow's reader decodes it (up to
+    the first character base64 does not use) and as a strict decoder does: a name found in
+    any, or bytes naming the key that do not walk, refuse the file, and so does a footer that
+    does not parse while it holds the text ``ARROW:schema``.
 
     Example:
         >>> import pyarrow as pa, pyarrow.parquet as pq
@@ -193,63 +199,48 @@ def parquet_file_extension(source: Any, size: int) -> tuple[str, str] | None:
         >>> parquet_file_extension(pa.BufferReader(data), data.size) is None
         True
     """
-    footer = b""
-    if size >= 12:
-        source.seek(size - 8)
-        tail = bytes(source.read(8))
-        length = int.from_bytes(tail[:4], "little", signed=True)
-        if tail[4:] == b"PAR1" and 0 < length <= size - 12:
-            source.seek(size - 8 - length)
-            footer = bytes(source.read(length))
-    source.seek(0)
-    for message in _arrow_schemas(footer):
-        if _KEY not in message:
+    footer = read_footer(source, size)
+    try:
+        pairs = footer_key_values(footer)
+    except ValueError:
+        return UNWALKED if _ARROW_SCHEMA in footer else None
+    for key, value in pairs:
+        if key != _ARROW_SCHEMA:
             continue
-        # The continuation marker and the length, or (before Arrow 0.15) the length alone.
-        flat = _Flat(message[8:] if message[:4] == b"\xff\xff\xff\xff" else message[4:])
-
-        def walk(flat: _Flat = flat) -> tuple[str, str] | None:
-            root = flat.follow(0)
-            kind, header = flat.field(root, 1), flat.field(root, 2)  # header_type, header
-            if kind is None or flat.ubyte(kind) != 1 or header is None:  # 1: a Schema
-                raise _Malformed
-            return _walk_schema(flat, flat.follow(header))
-
-        return _found(walk)
+        for message in _decodings(value):
+            if _KEY not in message:
+                continue
+            found = _found(lambda message=message: _walk_message(message))
+            if found is not None:
+                return found
     return None
 
 
-def _arrow_schemas(footer: bytes) -> list[bytes]:
-    """The decoded values stored under ``ARROW:schema``, wherever that text appears.
+def _walk_message(message: bytes) -> tuple[str, str] | None:
+    # The continuation marker and the length, or (before Arrow 0.15) the length alone.
+    flat = _Flat(message[8:] if message[:4] == b"\xff\xff\xff\xff" else message[4:])
+    root = flat.follow(0)
+    kind, header = flat.field(root, 1), flat.field(root, 2)  # header_type, header
+    if kind is None or flat.ubyte(kind) != 1 or header is None:  # 1: a Schema
+        raise _Malformed
+    return _walk_schema(flat, flat.follow(header))
 
-    A column's statistics may hold the text too: every place it appears is tried.
+
+_BASE64 = re.compile(rb"[A-Za-z0-9+/]*")
+
+
+def _decodings(value: bytes) -> list[bytes]:
+    """``value`` as readers may decode it.
+
+    Up to the first character base64 does not use (Arrow's decoder), strictly, and as it is.
     """
-    found, at = [], footer.find(_ARROW_SCHEMA)
-    while at >= 0:
-        try:
-            encoded = _thrift_string_after(footer, at + len(_ARROW_SCHEMA))
-            found.append(base64.b64decode(encoded))
-        except (_Malformed, ValueError):
-            pass
-        at = footer.find(_ARROW_SCHEMA, at + 1)
-    return found
-
-
-def _thrift_string_after(data: bytes, at: int) -> bytes:
-    """The binary field (type 8) that follows at ``at``: a header byte, a varint length."""
-    if at >= len(data) or data[at] & 0x0F != 8:
-        raise _Malformed
-    at += 1
-    length = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise _Malformed
-        byte = data[at]
-        at += 1
-        length |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            break
-    if at + length > len(data):
-        raise _Malformed
-    return data[at : at + length]
+    prefix = _BASE64.match(value)
+    assert prefix is not None  # the pattern matches the empty string too
+    head = prefix.group(0)
+    head = head[: len(head) - (len(head) % 4 == 1)]  # one lone character decodes to nothing
+    out = [base64.b64decode(head + b"=" * (-len(head) % 4)), value]
+    try:
+        out.append(base64.b64decode(value, validate=True))
+    except ValueError:
+        pass
+    return out

@@ -281,11 +281,12 @@ def draw_flagged(
 ) -> np.ndarray:
     """``size`` positions of the ``count`` True ``flags``, drawn uniformly with replacement.
 
-    Candidates are drawn over the whole range and the False ones dropped, each round drawing
-    four times as many as the last could need; once the rounds would have drawn more than an
-    eighth of the range, the acceptable positions are listed exactly instead. So a sample
-    whose positions are rare (sequences only a few long episodes hold) costs what finding
-    them by chance costs, never much more than one pass over the range.
+    Candidates are drawn over the whole range and the False ones dropped, each round sized by
+    the share accepted so far (four times the last while none was); once the next round would
+    cost more than listing the acceptable positions in one pass (or blind rounds have drawn a
+    sixteenth of the range), they are listed exactly instead. So a sample whose positions are
+    rare (sequences only a few long episodes hold) costs what finding them by chance costs,
+    never much more than one pass over the range.
 
     Example:
         >>> draw_flagged(np.array([False, True, False]), 1, np.random.default_rng(0), 3).tolist()
@@ -298,9 +299,10 @@ def draw_flagged(
     drawn = 0
     for round_ in range(_MAX_ROUNDS):
         want = int((size - have) / rate * 1.2) + 16
-        # A drawn position costs several times what listing one does (a random read, then
-        # the tests): past an eighth of the range, listing them all is cheaper.
-        if round_ >= _ROUNDS and drawn + want > end // 8:
+        # A drawn position costs about four listed ones (a random read, then the tests): list
+        # them all once the next round, sized by the share accepted so far, would cost more,
+        # or, none accepted yet, once blind rounds have drawn a sixteenth of the range.
+        if round_ >= _ROUNDS and (want > end // 4 if have else drawn + want > end // 16):
             break
         drawn += want
         draw = rng.integers(0, end, want)
@@ -311,7 +313,8 @@ def draw_flagged(
         have += len(draw)
         if have >= size:
             return np.concatenate(picked)[:size]
-        rate *= 0.25  # low acceptance: draw more next round
+        # The acceptance seen so far sizes the next round; none seen yet: four times more.
+        rate = have / drawn if have else rate * 0.25
     candidates = np.flatnonzero(flags)
     if accept is not None and len(candidates):
         candidates = candidates[accept(candidates)]

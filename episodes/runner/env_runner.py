@@ -66,8 +66,8 @@ class EnvRunner:
     square root of the number of calls); where their episodes end at different rates (a
     per-env exploration rate, task variants), it grows linearly, and so do the memory held,
     each call's cost and the age of what is handed out. The runner warns once when a sub-env
-    holds more than 16 calls' worth (:mod:`episodes.runner.backlog`); ``window="vector_steps"``
-    carries nothing over.
+    holds more than 16 calls' worth, and at least 256 rows (:mod:`episodes.runner.backlog`);
+    ``window="vector_steps"`` carries nothing over.
 
     Recording is batched: each vector step is written as one row per field into time-major
     blocks (see :mod:`episodes.runner.recorder`), and :meth:`sample` returns a

@@ -126,3 +126,78 @@ def test_parquet_reads_build_no_registered_extension_for_a_logical_type(tmp_path
         assert calls == [] and not isinstance(table.schema.field("geo").type, pa.ExtensionType)
     finally:
         pa.unregister_extension_type("geoarrow.wkb")
+
+
+class _Recording(pa.ExtensionType):
+    """An extension type whose deserializer records each call (as Ray's would unpickle)."""
+
+    calls: list[bytes] = []
+
+    def __init__(self) -> None:
+        super().__init__(pa.int64(), "episodes-test.recording")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b"payload"
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage, serialized):
+        cls.calls.append(serialized)
+        return cls()
+
+
+def _parquet_with_extension(path, metadata=None) -> bytes:
+    pa.register_extension_type(_Recording())
+    try:
+        column = pa.ExtensionArray.from_storage(_Recording(), pa.array([1, 2], pa.int64()))
+        table = pa.table({"x": column})
+        if metadata:
+            table = table.replace_schema_metadata(metadata)
+        pq.write_table(table, path)
+    finally:
+        pa.unregister_extension_type("episodes-test.recording")
+    return path.read_bytes()
+
+
+def _found_in(data: bytes):
+    from episodes.io.stored_schema import parquet_file_extension
+
+    return parquet_file_extension(pa.BufferReader(data), len(data))
+
+
+def test_a_decoy_entry_does_not_hide_the_real_schema(tmp_path) -> None:
+    # An entry whose key holds the text, valued with a schema whose field is only *named* like
+    # the key, listed before the real ARROW:schema: the first build stopped at it.
+    decoy = pa.schema([pa.field("ARROW:extension:name", pa.int64())]).serialize().to_pybytes()
+    import base64
+
+    data = _parquet_with_extension(
+        tmp_path / "d.parquet", {b"zARROW:schema": base64.b64encode(decoy)}
+    )
+    assert _found_in(data) == ("x", "episodes-test.recording")
+
+
+def test_a_long_form_field_header_does_not_hide_the_schema(tmp_path) -> None:
+    data = bytearray(_parquet_with_extension(tmp_path / "l.parquet"))
+    length = int.from_bytes(data[-8:-4], "little")
+    footer_at = len(data) - 8 - length
+    at = data.index(b"ARROW:schema", footer_at) + len(b"ARROW:schema")
+    assert data[at] == 0x18  # the value's short-form header: field 2, binary
+    data[at : at + 1] = b"\x08\x04"  # the long form: binary, then field id 2 (zigzag 4)
+    data[-8:-4] = (length + 1).to_bytes(4, "little")
+    assert _found_in(bytes(data)) == ("x", "episodes-test.recording")
+
+
+def test_a_parquet_file_naming_an_extension_is_refused_before_pyarrow_builds_it(tmp_path) -> None:
+    import base64
+
+    decoy = pa.schema([pa.field("ARROW:extension:name", pa.int64())]).serialize().to_pybytes()
+    data = _parquet_with_extension(
+        tmp_path / "r.parquet", {b"zARROW:schema": base64.b64encode(decoy)}
+    )
+    pa.register_extension_type(_Recording())
+    try:
+        _Recording.calls.clear()
+        assert _found_in(data) is not None
+        assert _Recording.calls == []
+    finally:
+        pa.unregister_extension_type("episodes-test.recording")
