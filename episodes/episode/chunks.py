@@ -281,7 +281,10 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     # Storage positions rather than getters: both chunks were just validated as non-empty.
     first_of_other = other.observations.get(0)
     last_of_mine = episode.observations.get(-1)
-    space = episode.observation_space or other.observation_space
+    # ``is None``, not truth: an empty Dict is a space, and a 2-D MultiDiscrete warns on len().
+    space = episode.observation_space
+    if space is None:
+        space = other.observation_space
     if not equal_in_space(first_of_other, last_of_mine, space):
         raise AssertionError(
             "cannot concat: other's first observation differs from self's last observation"

@@ -275,7 +275,7 @@ class PieceJoins:
                 "least one observation"
             )
             return own
-        space = joined.spaces[0] or piece.observation_space
+        space = piece.observation_space if joined.spaces[0] is None else joined.spaces[0]
         if not equal_in_space(piece.observations.get(0), shell.observations.get(-1), space):
             problems.append(
                 f"episode {id_!r}: piece at t={t} does not start with its predecessor's last "

@@ -40,6 +40,9 @@ class _Widened:
 def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     a, b = _to_numpy(a), _to_numpy(b)
     a, b = _widened_rows(a, b), _widened_rows(b, a)
+    a, b = _batched_like(a, b), _batched_like(b, a)
+    if type(a) is list and type(b) is list and len(a) == len(b) and _regrouped(a, b):
+        return _diff_items(a, b, check_dtype, path)  # one episode's items against its batch
     if isinstance(a, _Widened) or isinstance(b, _Widened):
         kinds = [x.dtype if isinstance(x, _Widened) else type(x).__name__ for x in (a, b)]
         if check_dtype and kinds[0] != kinds[1]:
@@ -121,6 +124,30 @@ def _rounded(value: Any, array: np.ndarray) -> bool:
         and array.size > 0
         and not bool((np.abs(array) < 2.0**53).all())
     )
+
+
+def _batched_like(value: Any, other: Any) -> Any:
+    """A list of Dict (Tuple) items beside a dict (tuple) of batches, laid out as that batch.
+
+    A list-mode getter gives one dict or tuple per step, a numpy'd one a dict or tuple of
+    arrays: the same values, so the items are regrouped leaf by leaf to be compared.
+    """
+    if type(value) is not list or not value:
+        return value
+    if isinstance(other, Mapping):
+        keys = set(other)
+        if all(isinstance(item, Mapping) and set(item) == keys for item in value):
+            return {key: [item[key] for item in value] for key in other}
+    elif isinstance(other, tuple):
+        width = len(other)
+        if all(isinstance(item, (tuple, list)) and len(item) == width for item in value):
+            return tuple([item[i] for item in value] for i in range(width))
+    return value
+
+
+def _regrouped(a: list[Any], b: list[Any]) -> bool:
+    """Whether some pair of items are a list of items against a batch of them."""
+    return any(_batched_like(x, y) is not x or _batched_like(y, x) is not y for x, y in zip(a, b))
 
 
 def _widened_rows(value: Any, other: Any) -> Any:

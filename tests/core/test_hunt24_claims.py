@@ -171,3 +171,23 @@ def test_a_filled_read_with_a_step_beyond_int64_reads_its_few_items(finalized, s
         buf.finalize()
     got = np.asarray(buf.get(slice(2**70, -(2**70), step), fill=0))
     assert got.shape == (-(-(2**71) // -step),)
+
+
+def test_concat_with_a_2d_multidiscrete_space_warns_nothing() -> None:
+    import warnings
+
+    space = gym.spaces.MultiDiscrete([[2, 3], [4, 5]])
+    ep = SingleAgentEpisode(
+        "e",
+        observations=[np.zeros((2, 2), np.int64)] * 2,
+        actions=[0],
+        rewards=[1.0],
+        observation_space=space,
+        len_lookback_buffer=0,
+    )
+    nxt = ep.cut()
+    nxt.add_env_step(np.ones((2, 2), np.int64), 1, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ep.concat_episode(nxt)
+    assert len(ep) == 2
