@@ -94,14 +94,7 @@ def test_validate_checks_actions_in_the_joined_episodes_space(tmp_path, layout) 
             len_lookback_buffer=0,
         )
         pieces.append(piece.to_numpy() if numpy else piece)
-    with DatasetWriter(tmp_path / "d") as w:
-        w.write_many(pieces)
-    try:
-        load_episode(tmp_path / "d", "e")
-        loads = True
-    except Exception:  # noqa: BLE001 - any refusal: validate must report it
-        loads = False
-    assert validate_dataset(tmp_path / "d").ok is loads
+    _assert_validate_agrees_with_load(tmp_path / "d", pieces)
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS), ids=list(LAYOUTS))
@@ -110,14 +103,18 @@ def test_validate_says_ok_exactly_where_load_episode_loads(tmp_path, layout) -> 
     for observations, space, numpy in LAYOUTS[layout]:
         pieces.append(_piece(observations, space, t, numpy))
         t += len(observations) - 1
-    with DatasetWriter(tmp_path / "d") as w:
+    _assert_validate_agrees_with_load(tmp_path / "d", pieces)
+
+
+def _assert_validate_agrees_with_load(path, pieces) -> None:
+    with DatasetWriter(path) as w:
         w.write_many(pieces)
     try:
-        load_episode(tmp_path / "d", "e")
+        load_episode(path, "e")
         loads = True
     except Exception:  # noqa: BLE001 - any refusal: validate must report it
         loads = False
-    report = validate_dataset(tmp_path / "d")
+    report = validate_dataset(path)
     assert report.ok is loads, report.problems
 
 
