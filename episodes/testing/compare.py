@@ -38,11 +38,23 @@ class _Widened:
 
 
 def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
+    found = _diff_direct(a, b, check_dtype, path)
+    if found is None or check_dtype:
+        return found
+    # Only where they differ as they are, and not where dtypes (and so layouts) count: a list
+    # of Dict or Tuple items against the numpy'd batch holding them, at any depth.
+    a, b = _to_numpy(a), _to_numpy(b)
+    ra, rb = _batched_like(a, b), _batched_like(b, a)
+    if ra is not a or rb is not b:
+        return found if _diff_direct(ra, rb, check_dtype, path) else None
+    if type(a) is list and type(b) is list and len(a) == len(b) and _regrouped(a, b):
+        return found if _diff_items(a, b, check_dtype, path) else None
+    return found
+
+
+def _diff_direct(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     a, b = _to_numpy(a), _to_numpy(b)
     a, b = _widened_rows(a, b), _widened_rows(b, a)
-    a, b = _batched_like(a, b), _batched_like(b, a)
-    if type(a) is list and type(b) is list and len(a) == len(b) and _regrouped(a, b):
-        return _diff_items(a, b, check_dtype, path)  # one episode's items against its batch
     if isinstance(a, _Widened) or isinstance(b, _Widened):
         kinds = [x.dtype if isinstance(x, _Widened) else type(x).__name__ for x in (a, b)]
         if check_dtype and kinds[0] != kinds[1]:
@@ -127,22 +139,39 @@ def _rounded(value: Any, array: np.ndarray) -> bool:
 
 
 def _batched_like(value: Any, other: Any) -> Any:
-    """A list of Dict (Tuple) items beside a dict (tuple) of batches, laid out as that batch.
+    """A list of Dict (Tuple) items beside the numpy'd dict (tuple) batch of them, regrouped.
 
     A list-mode getter gives one dict or tuple per step, a numpy'd one a dict or tuple of
-    arrays: the same values, so the items are regrouped leaf by leaf to be compared.
+    arrays with a row per step: the same values. Only such a pair is regrouped: dict items
+    with the batch's keys, or tuple items of its width (a list of lists is rows), beside a
+    batch whose array leaves each hold a row per item; a batch without leaves is never one.
     """
     if type(value) is not list or not value:
         return value
-    if isinstance(other, Mapping):
+    if isinstance(other, Mapping) and other:
         keys = set(other)
-        if all(isinstance(item, Mapping) and set(item) == keys for item in value):
+        if _rows_per_item(other.values(), len(value)) and all(
+            isinstance(item, Mapping) and set(item) == keys for item in value
+        ):
             return {key: [item[key] for item in value] for key in other}
-    elif isinstance(other, tuple):
+    elif isinstance(other, tuple) and other:
         width = len(other)
-        if all(isinstance(item, (tuple, list)) and len(item) == width for item in value):
+        if _rows_per_item(other, len(value)) and all(
+            type(item) is tuple and len(item) == width for item in value
+        ):
             return tuple([item[i] for item in value] for i in range(width))
     return value
+
+
+def _rows_per_item(leaves: Any, count: int) -> bool:
+    """Whether each part is an array (a tensor) of ``count`` rows, or a nested batch."""
+    for leaf in leaves:
+        leaf = _to_numpy(leaf)
+        if isinstance(leaf, (Mapping, tuple)):
+            continue
+        if not isinstance(leaf, np.ndarray) or leaf.ndim == 0 or len(leaf) != count:
+            return False
+    return True
 
 
 def _regrouped(a: list[Any], b: list[Any]) -> bool:
