@@ -488,11 +488,7 @@ class EpisodeDatasink(Datasink[int]):
         clean = as_flag(self.writer_options.get("clean", True), "clean")
         exists = os.path.exists(os.path.join(self.path, MANIFEST_FILE))
         if exists and clean:
-            DatasetWriter(self.path, **{**self._options(), "clean": True}).close()
-
-    def _options(self) -> dict[str, Any]:
-        """What each write task's writer is opened with (the sink cleaned at the start)."""
-        return {"metadata": self.metadata, **self.writer_options, "clean": False}
+            DatasetWriter(self.path, metadata=self.metadata, **self.writer_options).close()
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> int:
         """Appends the episodes of this task's blocks; returns how many.
@@ -526,7 +522,9 @@ class EpisodeDatasink(Datasink[int]):
             return 0
         # Created here if need be (atomically: tasks may race), so that a write whose every
         # task is refused leaves no new dataset behind.
-        with DatasetWriter(self.path, **self._options()) as writer:
+        # clean=False: the sink removed dead writers' leftovers once, in on_write_start.
+        options = {**self.writer_options, "clean": False}
+        with DatasetWriter(self.path, metadata=self.metadata, **options) as writer:
             for episode in episodes:
                 writer.write(episode)
         return len(episodes)

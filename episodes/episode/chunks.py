@@ -322,11 +322,10 @@ def _check_in_spaces(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> 
         (episode.observations, other.observations, 1, "observation", episode._obs_check),
         (episode.actions, other.actions, 0, "action", episode._action_check),
     )
-    spaces = {"observation": episode.observation_space, "action": episode.action_space}
     for mine, theirs, skip, what, check in columns:
-        space, count = spaces[what], len(theirs) - skip
-        if check is None or not mine.store.is_numpy or theirs.store.is_numpy or count <= 0:
+        if check is None or not mine.store.is_numpy or theirs.store.is_numpy:
             continue
+        space = getattr(episode, f"{what}_space")
         for item in theirs.get(slice(skip, None)):
             if not check(item):
                 raise ValueError(

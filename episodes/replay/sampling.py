@@ -544,11 +544,17 @@ def check_device(device: Any) -> Any:
     except (RuntimeError, TypeError, ValueError) as error:  # torch's words name no argument
         kind = TypeError if isinstance(error, TypeError) else DeviceError
         raise kind(f"device must be a torch device (or its name), got {device!r}") from error
+    if parsed in _WORKING_DEVICES:  # tried once: a sample does not allocate to ask again
+        return parsed
     try:
         torch.empty(0, device=parsed)  # nothing to copy: only whether the device works here
     except (AssertionError, RuntimeError) as error:
         raise DeviceError(f"device {device!r} is not available here: {error}") from error
+    _WORKING_DEVICES.add(parsed)
     return parsed
+
+
+_WORKING_DEVICES: set[Any] = set()  # torch devices a tensor was put on in this process
 
 
 def to_device(batch: Any, device: Any) -> Any:

@@ -515,7 +515,7 @@ class BatchedRecorder:
         age = start - episode_start
         keep = int(min(self.row, (start - np.minimum(self.lookback, age)).min()))
         carried = self.row - keep
-        if self.mode is AutoresetMode.NEXT_STEP and not self.vector_steps:
+        if self.mode is AutoresetMode.NEXT_STEP and not self.vector_steps and not self._backlog:
             # The rows recorded and not handed out yet: lookback rows are no backlog.
             waiting = self.row - int(start.min())
             self._backlog = warn_backlog(
