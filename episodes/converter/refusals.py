@@ -135,7 +135,7 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
                 "(configure ColumnKeys)"
             )
     if masked:
-        raise ValueError(
+        message = (
             "these chunks come from a runner recording vector steps, and their window holds "
             "reset steps: only the fast path lays it out (the chunks' lengths differ per "
             "env). For training_type 'rl' it needs value_fn, or a bootstrap value in the "
@@ -144,6 +144,13 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
             "replaced column: any write to a built chunk); copy the chunks you want to "
             "change, or use layout='per_chunk'"
         )
+        if any(not sample.numpy_episodes for sample in masked):
+            # Such chunks are copied into lists as they are built: a read counts as a change.
+            message += (
+                ". List-mode chunks (numpy_episodes=False) count as changed once one is "
+                "built, by a read too: convert them before reading any"
+            )
+        raise ValueError(message)
 
 
 def check_storage_size(storage: Any, num_steps: int, num_envs: int) -> None:

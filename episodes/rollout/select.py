@@ -35,8 +35,9 @@ def select_rows(
     times more than selecting from ``[M]``). On the CPU, rows of 2, 4, 8 or 16 bytes (a
     CartPole observation, a pair of logits) are reinterpreted as one ``int16`` / ``int32`` /
     ``int64`` / ``complex128`` element each for the copy: the same bits come out. Other rows,
-    non-contiguous tensors, tensors that require grad and selections of fewer than 8192 rows
-    (where the views cost more than they save) take ``index_select`` as it is. ``uint16`` /
+    non-contiguous tensors, tensors whose memory is not aligned to the wide type (a view of
+    a numpy array at an odd address), tensors that require grad and selections of fewer than
+    8192 rows (where the views cost more than they save) take ``index_select`` as it is. ``uint16`` /
     ``uint32`` / ``uint64`` rows (which torch's CPU ``index_select`` lacks) move as the signed
     int of the same width: the same bits.
 
@@ -122,12 +123,14 @@ def _one_per_row(tensor: torch.Tensor) -> torch.Tensor | None:
         return tensor.view(rows)
     nbytes = tensor.element_size() * width
     wide = _WIDE.get(nbytes)
-    # A view that starts mid-element of the wide type cannot be reinterpreted.
+    # Memory not aligned to the wide type cannot be read as it: torch views a view starting
+    # mid-element, and its complex128 copy loop faults (SIGSEGV) on memory numpy, a memmap
+    # or torch.frombuffer placed at an odd address. The address covers both.
     if (
         wide is None
         or tensor.device.type != "cpu"
         or tensor.requires_grad  # a dtype view would cut the graph
-        or tensor.storage_offset() * tensor.element_size() % nbytes
+        or tensor.data_ptr() % nbytes
     ):
         return None
     return tensor.view(rows, width).view(wide).view(rows)
