@@ -37,9 +37,9 @@ def select_rows(
     ``int64`` / ``complex128`` element each for the copy: the same bits come out. Other rows,
     non-contiguous tensors, tensors whose memory is not aligned to the wide type (a view of
     a numpy array at an odd address), tensors that require grad and selections of fewer than
-    8192 rows (where the views cost more than they save) take ``index_select`` as it is. ``uint16`` /
-    ``uint32`` / ``uint64`` rows (which torch's CPU ``index_select`` lacks) move as the signed
-    int of the same width: the same bits.
+    8192 rows (where the views cost more than they save) take ``index_select`` as it is.
+    ``uint16`` / ``uint32`` / ``uint64`` rows (which torch's CPU ``index_select`` lacks) move
+    as the signed int of the same width: the same bits.
 
     Args:
         source: ``[M, ...]`` rows.
