@@ -545,7 +545,9 @@ class DeviceBlocks(Blocks):
             if apart.any():
                 assert self.finals is not None
                 kept = self.finals.leaves[j][index(final_rows[apart]), index(env[apart])]
-                finals[index(np.flatnonzero(apart))] = kept
+                # index_put has no uint16/32/64 kernel either: the same bits as signed ints.
+                signed = _SIGNED_BITS.get(finals.dtype, finals.dtype)
+                finals.view(signed)[index(np.flatnonzero(apart))] = kept.view(signed)
             leaves.append(torch.cat([finals, leaf[index(last_rows), index(ongoing)]]))
         return unflatten(self.obs.structure, leaves)
 
@@ -577,7 +579,8 @@ class DeviceBlocks(Blocks):
         )
 
 
-#: Signed ints of the widths of the unsigned dtypes whose ``index_select`` torch lacks (CPU).
+#: Signed ints of the widths of the unsigned dtypes whose ``index_select`` and ``index_put``
+#: torch lacks (CPU).
 _SIGNED_BITS = {
     getattr(torch, f"uint{bits}"): getattr(torch, f"int{bits}")
     for bits in (16, 32, 64)
