@@ -249,15 +249,39 @@ def _rows(
     nested = nested or bool(
         isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
     )
-    if nested or isinstance(values, (tuple, dict)) or (finalized and isinstance(values, list)):
-        raise TypeError(
-            f"{what}: replay stores numeric arrays only; nested spaces are not supported, "
-            "flatten them with a connector first"
-        )
+    if finalized and isinstance(values, list) and not nested:
+        # List-structured items ([x, y] observations without a Box space) are rows in list
+        # mode; numpy'd (or read from a dataset) they are a list of per-leaf columns, which
+        # stack back into the same rows.
+        values = _list_rows(values, what)
+    if nested or isinstance(values, (tuple, dict)):
+        raise TypeError(_NESTED.format(what=what))
     rows = as_rows(values, what)
     if len(rows) != count:
         raise TypeError(f"{what}: {len(rows)} rows, expected {count} (nested items?)")
     return rows
+
+
+_NESTED = (
+    "{what}: replay stores numeric arrays only; nested spaces are not supported, "
+    "flatten them with a connector first"
+)
+
+
+def _list_rows(columns: list[Any], what: str) -> np.ndarray:
+    """The rows a numpy'd column of list-structured items holds: ``np.asarray`` of each item.
+
+    Example:
+        >>> _list_rows([np.array([0, 1]), np.array([0.5, 2.5])], "observations").tolist()
+        [[0.0, 0.5], [1.0, 2.5]]
+    """
+    if not columns or not all(isinstance(c, (list, np.ndarray)) for c in columns):
+        raise TypeError(_NESTED.format(what=what))
+    leaves = [_list_rows(c, what) if isinstance(c, list) else c for c in columns]
+    try:
+        return np.stack(leaves, axis=1)
+    except ValueError as error:  # leaves of different shapes: list mode cannot stack them either
+        raise TypeError(f"{what}: list-structured items do not stack into rows: {error}") from None
 
 
 def _rewards(values: Any, n: int) -> np.ndarray:

@@ -79,7 +79,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     @property
     def max_priority(self) -> float:
-        """The priority new steps get: the largest ever set (1.0 at first); settable.
+        """The priority new steps get: the largest ever given (1.0 at first); settable.
+
+        Every value an ``update_priorities`` call takes counts, as in RLlib, also one that a
+        repeated index overwrote within the same call.
 
         Example:
             >>> from episodes import SingleAgentEpisode

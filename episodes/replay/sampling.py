@@ -32,6 +32,7 @@ __all__ = [
 
 _ROUNDS = 4  # rounds drawn before listing the acceptable positions may be cheaper
 _MAX_ROUNDS = 32  # a rate of 0.25 ** 32 of the first: far below one slot in any store
+_LIST_AT = 1 << 16  # draws in one round beyond which a shorter range is listed instead
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -284,7 +285,8 @@ def draw_flagged(
     Candidates are drawn over the whole range and the False ones dropped, each round sized by
     the share accepted so far (four times the last while none was); once the next round would
     cost more than listing the acceptable positions in one pass (or blind rounds have drawn a
-    sixteenth of the range), they are listed exactly instead. So a sample whose positions are
+    sixteenth of the range, or a round would draw more positions than the range holds and
+    more than 65,536), they are listed exactly instead. So a sample whose positions are
     rare (sequences only a few long episodes hold) costs what finding them by chance costs,
     never much more than one pass over the range.
 
@@ -302,7 +304,11 @@ def draw_flagged(
         # A drawn position costs about four listed ones (a random read, then the tests): list
         # them all once the next round, sized by the share accepted so far, would cost more,
         # or, none accepted yet, once blind rounds have drawn a sixteenth of the range.
-        if round_ >= _ROUNDS and (want > end // 4 if have else drawn + want > end // 16):
+        # A round of more draws than the range holds costs more than listing it; below
+        # _LIST_AT draws either is cheap, and small buffers keep their seeded streams.
+        if want > max(end, _LIST_AT) or (
+            round_ >= _ROUNDS and (want > end // 4 if have else drawn + want > end // 16)
+        ):
             break
         drawn += want
         draw = rng.integers(0, end, want)
@@ -527,7 +533,8 @@ def check_device(device: Any) -> Any:
         TypeError: ``device`` is no device or device name (``3.5``).
         DeviceError: torch does not know it (``"abc"``), or it is not available here
             (``"cuda"`` on a build or machine without one), where torch raised a bare
-            ``AssertionError`` or ``RuntimeError``.
+            ``AssertionError`` or ``RuntimeError``, or it is the ``meta`` device, whose
+            tensors hold no data.
 
     Example:
         >>> check_device("cpu")
@@ -546,6 +553,8 @@ def check_device(device: Any) -> Any:
         raise kind(f"device must be a torch device (or its name), got {device!r}") from error
     if parsed in _WORKING_DEVICES:  # tried once: a sample does not allocate to ask again
         return parsed
+    if parsed.type == "meta":  # tensors there hold shapes only: the batch would be lost
+        raise DeviceError(f"device {device!r} holds no data (a meta device): a batch needs one")
     try:
         torch.empty(0, device=parsed)  # nothing to copy: only whether the device works here
     except (AssertionError, RuntimeError) as error:

@@ -246,11 +246,6 @@ def _bad_cases():
         "u", observations=[np.zeros(2, np.float32)] * 3, actions=pairs[:2], rewards=[0.0] * 2,
         action_space=pair, len_lookback_buffer=0,
     ).to_numpy()  # fmt: skip
-    # List-structured observations ([x, y, z], not a Tuple space) numpy'd: a list of leaves.
-    numpy_list_obs = SingleAgentEpisode(
-        "l", observations=[[t, t, t] for t in range(3)], actions=[0, 1], rewards=[0.0, 0.0],
-        len_lookback_buffer=0,
-    ).to_numpy()  # fmt: skip
     return [
         ("gap in time", [chunk("a", data, 4, 6)], ValueError),
         ("continues with another observation", [chunk("a", other, 2, 4)], ValueError),
@@ -268,7 +263,6 @@ def _bad_cases():
         ("tuple observations", [tuple_obs(numpy=False)], TypeError),
         ("numpy'd tuple observations", [tuple_obs(numpy=True)], TypeError),
         ("numpy'd tuple actions", [numpy_tuple_actions], TypeError),
-        ("numpy'd list observations", [numpy_list_obs], TypeError),  # 3 leaves, 3 rows: taken
         ("extra-model-output keys differ", [other_keys], ValueError),
         ("not an episode", ["x"], TypeError),
         ("a string", "abc", TypeError),
