@@ -4,7 +4,9 @@ A sequence of chunks may offer ``side_by_side()``: the runners' own samples, in 
 sub-envs are numbered in it (the first sample's envs first). When every part is a
 :class:`~episodes.runner.SampledChunks` whose fast path applies, the converter reads each
 part's columns from its blocks (see :mod:`episodes.converter.from_blocks`) and joins them
-along the env axis, instead of building every chunk. An ``obs_fn`` acts row by row (so the
+along the env axis, instead of building every chunk. Parts recorded on one torch device are
+read and joined there (:mod:`episodes.converter.from_device_blocks`, one ``value_fn`` call per
+part); host and device parts together, or parts on two devices, take the general path. An ``obs_fn`` acts row by row (so the
 documentation requires), so it is applied to each part's columns on their own. Parts whose
 observations, actions or extra outputs differ in nesting, per-step shape or kind are refused
 with the general path's error (:func:`~episodes.converter.alike.check_alike_envs`), before
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from episodes.converter.alike import check_alike_envs, env_label
 from episodes.converter.columns import ColumnKeys, ObsFn, TimeMajorColumns, extra_keys_for
@@ -31,6 +34,7 @@ from episodes.converter.from_blocks import (
     flat_observations,
     host_block_columns,
 )
+from episodes.converter.from_device_blocks import device_block_columns
 from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
 from episodes.structs import flatten, map_leaves, unflatten
@@ -56,21 +60,31 @@ def side_by_side_parts(episodes: Any) -> list[SampledChunks] | None:
     if not callable(offer):
         return None
     parts = list(offer())
-    if not parts or not all(
-        isinstance(p, SampledChunks) and len(p) and p.recording.device is None for p in parts
-    ):
-        return None  # torch-device recordings take the general path when side by side
+    if not parts or not all(isinstance(p, SampledChunks) and len(p) for p in parts):
+        return None
+    if len({_recorded_on(p) for p in parts}) != 1:
+        return None  # host and device recordings, or two devices: the general path joins them
     return parts
+
+
+def _recorded_on(part: SampledChunks) -> str | None:
+    """The torch device a part's blocks live on (None: host blocks)."""
+    blocks = part.recording.device
+    return None if blocks is None else str(torch.device(blocks.device))
+
+
+def _concat(items: list[Any]) -> Any:
+    """Arrays, or tensors on one device, joined along the env axis (axis 1)."""
+    if isinstance(items[0], torch.Tensor):
+        return torch.cat([torch.as_tensor(x, device=items[0].device) for x in items], dim=1)
+    return np.concatenate([np.asarray(x) for x in items], axis=1)
 
 
 def _join(items: list[Any]) -> Any:
     """``[T, N_r, ...]`` structs (same structure) joined along the env axis."""
     leaves = [flatten(item) for item in items]
     structure = leaves[0][1]
-    joined = [
-        np.concatenate([np.asarray(parts[0][j]) for parts in leaves], axis=1)
-        for j in range(len(leaves[0][0]))
-    ]
+    joined = [_concat([parts[0][j] for parts in leaves]) for j in range(len(leaves[0][0]))]
     return unflatten(structure, joined)
 
 
@@ -103,6 +117,8 @@ def side_by_side_columns(
         >>> cols.observations.shape, rewards.shape, last.shape
         ((4, 4, 4), (4, 4), (4, 1))
     """
+    if parts[0].recording.device is not None:
+        return _device_columns(parts, keys, value_fn, gamma, training_type, obs_fn)
     laid = []
     for part in parts:
         applies, part_value_fn = fast_value_fn(part, keys, value_fn, training_type)
@@ -122,22 +138,67 @@ def side_by_side_columns(
         (cols, *block_bootstrap(part, cols, rewards, fn, gamma, training_type, obs_fn))
         for part, (cols, rewards, fn) in zip(parts, laid)
     ]
+    return _joined(pieces)
+
+
+def _joined(pieces: list[tuple[TimeMajorColumns, Any, Any]]) -> tuple[TimeMajorColumns, Any, Any]:
+    """The parts' columns, bootstrapped rewards and last values joined along the env axis."""
     columns = [cols for cols, _, _ in pieces]
     joined = TimeMajorColumns(
         observations=_join([c.observations for c in columns]),
         actions=_join([c.actions for c in columns]),
-        rewards=np.concatenate([c.rewards for c in columns], axis=1),
-        dones=np.concatenate([c.dones for c in columns], axis=1),
-        truncated=np.concatenate([c.truncated for c in columns], axis=1),
-        extras={
-            key: np.concatenate([np.asarray(c.extras[key]) for c in columns], axis=1)
-            for key in columns[0].extras
-        },
+        rewards=_concat([c.rewards for c in columns]),
+        dones=_concat([c.dones for c in columns]),
+        truncated=_concat([c.truncated for c in columns]),
+        extras={key: _concat([c.extras[key] for c in columns]) for key in columns[0].extras},
         mask=_joined_mask(columns),
     )
-    rewards = np.concatenate([r for _, r, _ in pieces], axis=1)
-    last_values = np.concatenate([v for _, _, v in pieces], axis=0)
+    rewards = _concat([r for _, r, _ in pieces])
+    last_values = _concat([v.T for _, _, v in pieces]).T
     return joined, rewards, last_values
+
+
+def _device_columns(
+    parts: list[SampledChunks],
+    keys: ColumnKeys,
+    value_fn: ValueFn | None,
+    gamma: float,
+    training_type: str,
+    obs_fn: ObsFn | None,
+) -> tuple[TimeMajorColumns, Any, Any] | None:
+    """:func:`side_by_side_columns` of parts recorded on one torch device, kept there.
+
+    Each part is read as one runner's sample is (views or one gather per field, one
+    ``value_fn`` call), and the parts are joined with ``torch.cat``: no chunk is built and
+    nothing is copied to the host but the chunk tables' small index arrays.
+    """
+    fns = []
+    for part in parts:
+        applies, part_value_fn = fast_value_fn(part, keys, value_fn, training_type)
+        if not applies:
+            return None
+        fns.append(part_value_fn)
+    if len({part.recording.num_steps for part in parts}) != 1:
+        return None  # the general path refuses envs of other lengths
+    _check_alike_parts(parts, keys, training_type)  # as the general path: before any value
+    if len({_device_layout(part.example("observations")) for part in parts}) != 1:
+        return None  # alike, but of other dtypes: the general path joins them as numpy does
+    pieces = []
+    for part, fn in zip(parts, fns):
+        one = device_block_columns(
+            part, keys, value_fn=fn, gamma=gamma, training_type=training_type, obs_fn=obs_fn
+        )
+        if one is None:
+            return None
+        pieces.append(one)
+    return _joined(pieces)
+
+
+def _device_layout(example: Any) -> str:
+    """:func:`_layout` of a device field's ``[1, N, ...]`` example, read without a sync."""
+    leaves, _ = flatten(example)
+    skeleton = map_leaves(lambda _: None, example)
+    return repr((skeleton, [(str(x.dtype), tuple(x.shape[2:])) for x in leaves]))
 
 
 def _check_alike_parts(parts: list[SampledChunks], keys: ColumnKeys, training_type: str) -> None:
@@ -158,9 +219,20 @@ def _check_alike_parts(parts: list[SampledChunks], keys: ColumnKeys, training_ty
         (f"extra output {k!r}", "extra:" + k, None) for k in extra_keys_for(keys, training_type)
     ]
     for field, name, space in fields:
-        rows = [map_leaves(lambda leaf: leaf[:, 0], part.example(name)) for part in parts]
+        rows = [map_leaves(_host_row, part.example(name)) for part in parts]
         spaces = None if space is None else [getattr(part, space) for part in parts]
         check_alike_envs(rows, field, labels, spaces)
+
+
+def _host_row(leaf: Any) -> Any:
+    """Env 0's row ``[1, ...]`` of an example leaf; of a device one, a zeroed host stand-in.
+
+    The alike checks read dtypes and shapes only, so a device row need not be copied (which
+    would wait for the device).
+    """
+    if isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu":
+        return torch.zeros((1, *leaf.shape[2:]), dtype=leaf.dtype).numpy()
+    return leaf[:, 0]
 
 
 class _LazyLabels(Sequence[str]):
@@ -185,10 +257,22 @@ def _layout(observations: Any) -> str:
     return repr((skeleton, [(np.asarray(x).dtype.str, np.shape(x)[2:]) for x in leaves]))
 
 
-def _joined_mask(columns: list[TimeMajorColumns]) -> np.ndarray | None:
+def _joined_mask(columns: list[TimeMajorColumns]) -> Any:
     """The parts' masks joined along the env axis (a part without one: all True), or None."""
     if all(c.mask is None for c in columns):
         return None
+    masks = [c.mask for c in columns if c.mask is not None]
+    if isinstance(masks[0], torch.Tensor):
+        device = masks[0].device
+        return torch.cat(
+            [
+                torch.ones(c.dones.shape, dtype=torch.bool, device=device)
+                if c.mask is None
+                else torch.as_tensor(c.mask, device=device)
+                for c in columns
+            ],
+            dim=1,
+        )
     return np.concatenate(
         [np.ones(c.dones.shape, bool) if c.mask is None else c.mask for c in columns], axis=1
     )
