@@ -6,8 +6,9 @@ sub-envs are numbered in it (the first sample's envs first). When every part is 
 part's columns from its blocks (see :mod:`episodes.converter.from_blocks`) and joins them
 along the env axis, instead of building every chunk. Parts recorded on one torch device are
 read and joined there (:mod:`episodes.converter.from_device_blocks`, one ``value_fn`` call per
-part); host and device parts together, or parts on two devices, take the general path. An ``obs_fn`` acts row by row (so the
-documentation requires), so it is applied to each part's columns on their own. Parts whose
+part); host and device parts together, or parts on two devices, take the general path. An
+``obs_fn`` acts row by row (so the documentation requires), so it is applied to each part's
+columns on their own. Parts whose
 observations, actions or extra outputs differ in nesting, per-step shape or kind are refused
 with the general path's error (:func:`~episodes.converter.alike.check_alike_envs`), before
 ``value_fn`` is called. Any part whose fast path does not apply, or parts of different

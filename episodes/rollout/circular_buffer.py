@@ -227,7 +227,10 @@ class CircularBuffer:
         # Into a copy: torch refuses an index out of range after resetting the ones before
         # it (reset([0, 5]) forgot env 0's history and raised).
         length = self._length.clone()
-        length[ids] = 0
+        if ids.dtype == torch.bool:
+            length.masked_fill_(ids, 0)  # a mask index_put waits for the device; this does not
+        else:
+            length[ids] = 0
         self._length = length
         # Counted once the write went through: a refused call changes nothing (a generator
         # reading this buffer goes on).

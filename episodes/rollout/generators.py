@@ -418,8 +418,10 @@ def _recurrent_batches(
     priv = None
     if storage.privileged_observations is not None:
         priv = pad_with_layout(storage.privileged_observations, layout)
-    bounds_t = torch.tensor(env_bounds, device=layout.traj_offsets.device)
-    traj_bounds: list[int] = layout.traj_offsets[bounds_t].tolist()  # once, before the loops
+    # One read of the offsets (N + 1 ints), before the loops: uploading the bounds to index
+    # them on the device would be a second wait.
+    offsets: list[int] = layout.traj_offsets.tolist()
+    traj_bounds = [offsets[bound] for bound in env_bounds]
     h_actor = _first_states(
         storage.saved_hidden_states_actor, layout.start_time, layout.start_env, traj_bounds
     )

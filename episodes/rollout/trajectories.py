@@ -97,7 +97,8 @@ def trajectory_layout(dones: torch.Tensor) -> TrajectoryLayout:
     traj_index = torch.cumsum(first_flat, 0) - 1
     flat_pos = torch.arange(num_envs * num_steps, device=device)
     time_in_traj = flat_pos - starts[traj_index]
-    lengths = torch.diff(starts, append=starts.new_tensor([num_envs * num_steps]))
+    # new_full fills on the device; new_tensor of a list would copy from the host (a wait).
+    lengths = torch.diff(starts, append=starts.new_full((1,), num_envs * num_steps))
     masks = lengths.unsqueeze(0) > torch.arange(num_steps, device=device).unsqueeze(1)
     dest_env_major = time_in_traj * num_traj + traj_index
     dest = dest_env_major.view(num_envs, num_steps).t().reshape(-1)
