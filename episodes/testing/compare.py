@@ -46,6 +46,10 @@ def _diff(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     a, b = _to_numpy(a), _to_numpy(b)
     ra, rb = _batched_like(a, b), _batched_like(b, a)
     if ra is not a or rb is not b:
+        if type(ra) is tuple and type(rb) is tuple and len(ra) == len(rb):
+            # Part by part: a part may be a list of Tuple items itself (a Tuple in a Tuple),
+            # which numpy would stack as it stands.
+            return found if _diff_items(ra, rb, check_dtype, path) else None
         return found if _diff_direct(ra, rb, check_dtype, path) else None
     if type(a) is list and type(b) is list and len(a) == len(b) and _regrouped(a, b):
         return found if _diff_items(a, b, check_dtype, path) else None
@@ -145,8 +149,16 @@ def _batched_like(value: Any, other: Any) -> Any:
     arrays with a row per step: the same values. Only such a pair is regrouped: dict items
     with the batch's keys, or tuple items of its width (a list of lists is rows), beside a
     batch whose array leaves each hold a row per item; a batch without leaves is never one.
+    An empty list (a column of no steps) is regrouped as empty beside a batch whose array
+    leaves all hold no rows.
     """
-    if type(value) is not list or not value:
+    if type(value) is not list:
+        return value
+    if not value:
+        if isinstance(other, Mapping) and other and _rows_per_item(other.values(), 0):
+            return {key: [] for key in other}
+        if isinstance(other, tuple) and other and _rows_per_item(other, 0):
+            return tuple([] for _ in other)
         return value
     if isinstance(other, Mapping) and other:
         keys = set(other)

@@ -128,7 +128,7 @@ def spaces(
             :data:`MAX_DEPTH`, 31).
         max_children: At most this many sub-spaces per container.
         max_dims: At most this many dimensions for Box shapes (at most :data:`MAX_DIMS`, 32,
-            numpy's limit).
+            numpy's limit); a Graph's node space has at least one, which gymnasium needs.
         max_side: At most this many entries along any dimension.
 
     Raises:
