@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from numbers import Real
 from typing import Any
 
-__all__ = ["check_mapping", "check_picklable", "check_timeout", "readable_error"]
+__all__ = [
+    "check_mapping",
+    "check_picklable",
+    "check_runner_kwargs",
+    "check_timeout",
+    "readable_error",
+]
 
 #: Timeouts from this many seconds on (about 31 years) wait without a limit: Ray's waits take
 #: milliseconds as a C int64 and overflow above about 9.2e15 s.
@@ -74,6 +80,36 @@ def check_mapping(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"{what} must be a mapping (a dict) or None, got {type(value).__name__}")
     return dict(value)
+
+
+def check_runner_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` if each is an ``EnvRunner`` keyword an actor may pass, else a ``ValueError``.
+
+    Checked by the group before any actor starts or ``write_to`` is made: an actor would refuse
+    them only once started. ``env``, ``policy`` and ``seed`` come from the factories and the
+    runner's context.
+
+    Example:
+        >>> check_runner_kwargs({"window": "vector_steps"})
+        {'window': 'vector_steps'}
+        >>> check_runner_kwargs({"seed": 3})
+        Traceback (most recent call last):
+        ...
+        ValueError: runner_kwargs: the runner's seed comes from its context: pass seed= to the group
+    """
+    import inspect
+
+    from episodes.runner import EnvRunner
+
+    if "seed" in kwargs:
+        raise ValueError(
+            "runner_kwargs: the runner's seed comes from its context: pass seed= to the group"
+        )
+    taken = set(inspect.signature(EnvRunner).parameters) - {"env", "policy", "seed"}
+    unknown = sorted(map(str, set(kwargs) - taken))
+    if unknown:
+        raise ValueError(f"runner_kwargs: EnvRunner takes no {unknown}; it takes {sorted(taken)}")
+    return kwargs
 
 
 def check_picklable(values: Mapping[str, Any]) -> None:

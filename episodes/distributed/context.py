@@ -5,10 +5,10 @@ seed that follows from both). :func:`build_runner` is the recipe every runner ac
 calling it in the driver's process gives the runner that the actor runs, step for step.
 
 Example:
-    >>> RunnerContext.create(seed=7, index=1).seed
-    8
+    >>> RunnerContext.create(seed=7, index=1).seed  # 7 + 2**20
+    1048583
     >>> ctx = RunnerContext.create(seed=7, index=1, generation=1)
-    >>> ctx.seed != 8 and ctx == RunnerContext.create(seed=7, index=1, generation=1)
+    >>> ctx.seed != 1048583 and ctx == RunnerContext.create(seed=7, index=1, generation=1)
     True
 """
 
@@ -32,6 +32,7 @@ __all__ = [
     "RunnerContext",
     "build_runner",
     "check_seed",
+    "RUNNER_SEED_STRIDE",
     "runner_seed",
 ]
 
@@ -39,12 +40,18 @@ EnvFactory = Callable[["RunnerContext"], gym.vector.VectorEnv]
 PolicyFactory = Callable[[gym.vector.VectorEnv, "RunnerContext"], Any]
 
 
+#: How far apart the runners' seeds are: a gymnasium vector env seeds sub-env ``k`` with
+#: ``seed + k``, so runners ``seed + index`` apart (RLlib's choice) would give R runners of N
+#: sub-envs only R + N - 1 seeds among them, and record the same episodes in several columns.
+RUNNER_SEED_STRIDE = 2**20
+
+
 def runner_seed(seed: int | None, index: int, generation: int = 0) -> int | None:
     """The env seed of runner ``index`` after ``generation`` restarts.
 
-    Generation 0 uses ``seed + index`` (what a user running the runners by hand would pick); a
-    restarted runner gets a seed mixed from all three numbers, so it never replays the
-    episodes its predecessor already delivered.
+    Generation 0 uses ``seed + index * RUNNER_SEED_STRIDE`` (2**20), so no two runners' sub-envs
+    share a seed while each has fewer than 2**20; a restarted runner gets a seed mixed from all
+    three numbers, so it never replays the episodes its predecessor already delivered.
 
     Raises:
         ValueError: ``seed`` neither None nor an int >= 0, or ``index`` or ``generation`` not
@@ -53,7 +60,7 @@ def runner_seed(seed: int | None, index: int, generation: int = 0) -> int | None
 
     Example:
         >>> runner_seed(0, 0), runner_seed(0, 1), runner_seed(None, 3)
-        (0, 1, None)
+        (0, 1048576, None)
         >>> runner_seed(1.5, 0)
         Traceback (most recent call last):
         ...
@@ -65,7 +72,7 @@ def runner_seed(seed: int | None, index: int, generation: int = 0) -> int | None
     if seed is None:
         return None
     if generation == 0:
-        return seed + index
+        return seed + index * RUNNER_SEED_STRIDE
     words = np.random.SeedSequence([seed, index, generation]).generate_state(1)
     return int(words[0])
 
@@ -113,7 +120,7 @@ class RunnerContext:
         Example:
             >>> ctx = RunnerContext.create(seed=10, index=3, num_runners=4, config={"level": 1})
             >>> ctx.seed, ctx.generation, ctx.num_runners, ctx.config
-            (13, 0, 4, {'level': 1})
+            (3145738, 0, 4, {'level': 1})
             >>> RunnerContext.create(seed=None, index=3).seed is None
             True
         """

@@ -577,6 +577,10 @@ def write_episodes(
             ``TypeError``): nothing of that task's rows is written, but write tasks that
             finished before it keep what they appended (with one task, as for a dataset of
             one block, the target is left untouched: not even created).
+        ray.exceptions.RayError: A write task's process died (out of memory, a lost node).
+            Such a task is not retried, as a retry would append again the chunks it had
+            committed: the target keeps what every task committed before, the dead one's
+            committed shards included, so write the copy again into a new directory.
 
     Example:
         >>> import tempfile
@@ -603,7 +607,9 @@ def write_episodes(
         )
     _check_schema(dataset.schema(fetch_if_missing=False))  # None: not known without reading
     sink = EpisodeDatasink(path, metadata, **writer_options)
-    dataset.write_datasink(sink)
+    # Ray retries a task whose process died from its start, and a retry would append again
+    # what the first attempt had committed: such a write fails instead.
+    dataset.write_datasink(sink, ray_remote_args={"max_retries": 0})
     return sink.num_written
 
 

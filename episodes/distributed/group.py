@@ -30,6 +30,7 @@ from episodes.distributed.actor import RunnerActor, WriterSpec
 from episodes.distributed.checks import (
     check_mapping,
     check_picklable,
+    check_runner_kwargs,
     check_timeout,
     readable_error,
 )
@@ -58,7 +59,7 @@ class RunnerGroup:
         policy_factory: ``policy_factory(env, context) -> policy``, called on each actor; the
             policy needs ``set_weights(weights)`` if weights are broadcast.
         num_runners: How many runner actors.
-        seed: Base seed (runner ``i`` resets with ``seed + i``; None: unseeded).
+        seed: Base seed (runner ``i`` resets with ``seed + i * 2**20``; None: unseeded).
         runner_kwargs: Further ``EnvRunner`` arguments.
         config: Free-form settings handed to the factories in ``context.config``.
         write_to: A format v2 dataset every runner writes its samples into (None: none).
@@ -70,7 +71,8 @@ class RunnerGroup:
             of restarting again (a factory or policy bug, not bad luck); a successful request
             or :meth:`restart_runner` starts the count over.
         start_timeout_s: The longest wait for the first actors to start (they wait for free
-            CPUs: a cluster without ``num_runners * num_cpus_per_runner`` of them would hang).
+            CPUs: a cluster without ``num_runners * num_cpus_per_runner`` of them would hang),
+            and for a replacement actor, when its slot's request is collected.
         shared_memory: Let runners on this node hand samples over through shared-memory
             segments in ``/dev/shm`` (False: always through Ray's object store).
 
@@ -121,9 +123,10 @@ class RunnerGroup:
         self.num_runners = whole_number(num_runners, "num_runners", 1)
         self._max_failures = whole_number(max_consecutive_failures, "max_consecutive_failures", 1)
         start_timeout_s = check_timeout(start_timeout_s, "start_timeout_s")
+        self._start_timeout_s = start_timeout_s
         shared_memory = as_flag(shared_memory, "shared_memory")
         self.seed = check_seed(seed)  # here: on the actors it would fail their start
-        self._runner_kwargs = check_mapping(runner_kwargs, "runner_kwargs")
+        self._runner_kwargs = check_runner_kwargs(check_mapping(runner_kwargs, "runner_kwargs"))
         self._config = check_mapping(config, "config")
         write_options = check_mapping(write_options, "write_options")
         if write_to is None and (write_metadata is not None or write_options):
@@ -138,6 +141,7 @@ class RunnerGroup:
         self._env_factory = env_factory
         self._policy_factory = policy_factory
         options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0}
+        self._cpus_per_runner = num_cpus_per_runner
         options.update(check_mapping(actor_options, "actor_options"))
         # Ray checks the options here: a refused one must not leave write_to created.
         self._actor_cls = self._ray.remote(RunnerActor).options(**options)
@@ -246,7 +250,7 @@ class RunnerGroup:
             1
             0
         """
-        return sum(slot.ref is not None for slot in self._slots)
+        return sum(slot.ref is not None or slot.held is not None for slot in self._slots)
 
     # ------------------------------------------------------------------------------ weights
     def set_weights(self, weights: Any) -> int:
@@ -394,17 +398,21 @@ class RunnerGroup:
             self.set_weights(weights)
         if launch:
             for slot in self._slots:
-                if slot.ref is None:
+                if slot.ref is None and slot.held is None:
                     self._launch(slot, int(num_steps))
         busy = [slot for slot in self._slots if slot.ref is not None]
-        if not busy:
+        held = [slot for slot in self._slots if slot.held is not None]
+        if not busy and not held:
             return GroupSample([])
         refs = [slot.ref for slot in busy]
-        ready, _ = self._ray.wait(refs, num_returns=1, timeout=timeout_s)
-        if ready:
-            ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
+        ready: list[Any] = []
+        if refs:
+            # Outcomes held since an interrupt are done already: no wait beside them.
+            first = self._ray.wait(refs, num_returns=1, timeout=0 if held else timeout_s)[0]
+            if first:
+                ready = self._ray.wait(refs, num_returns=len(refs), timeout=0)[0]
         done = set(ready)
-        return self._collect([slot for slot in busy if slot.ref in done])
+        return self._collect([s for s in self._slots if s.held is not None or s.ref in done])
 
     def _launch(self, slot: Slot, num_steps: int) -> None:
         slot.request = self._next_request
@@ -421,22 +429,34 @@ class RunnerGroup:
         samples: list[RunnerSample] = []
         lost: list[LostSample] = []
         failed: Exception | None = None
-        for slot in slots:
-            # Every slot is collected even after one gave up (or a restart failed): no request
-            # stays in flight behind the error. An interrupt (KeyboardInterrupt) leaves the
-            # requests not taken yet in flight, the interrupted one included.
-            try:
-                outcome = self._take(slot)
-            except Exception as err:
-                failed = failed or err
-                continue
-            (samples if isinstance(outcome, RunnerSample) else lost).append(outcome)  # type: ignore[arg-type]
+        taken: list[tuple[Slot, Any]] = []
+        try:
+            for slot in slots:
+                # Every slot is collected even after one gave up (or a restart failed): no
+                # request stays in flight behind the error. An interrupt (KeyboardInterrupt)
+                # leaves the requests not taken yet in flight, the interrupted one included.
+                outcome, slot.held = slot.held, None
+                if outcome is None:
+                    try:
+                        outcome = self._take(slot)
+                    except Exception as err:
+                        failed = failed or err
+                        continue
+                taken.append((slot, outcome))
+        except BaseException:
+            for slot, outcome in taken:  # taken already: the next collection hands them out
+                slot.held = outcome
+            raise
+        for _, outcome in taken:
+            (samples if isinstance(outcome, RunnerSample) else lost).append(outcome)
         if failed is not None:
             raise failed
         return GroupSample(samples, lost)
 
     def _take(self, slot: Slot) -> RunnerSample | LostSample:
         lease = slot.lease
+        if slot.started is not None:
+            self._await_replacement(slot)
         try:
             if slot.weights_ack is not None:
                 self._ray.get(slot.weights_ack)
@@ -465,6 +485,22 @@ class RunnerGroup:
         slot.failures = 0
         self.metrics.add_sample(sample.without_totals(), shared_memory=shared)
         return sample
+
+    def _await_replacement(self, slot: Slot) -> None:
+        """Waits up to ``start_timeout_s`` for a replacement actor to start, as for the first.
+
+        Raises:
+            RuntimeError: It did not start in time (no free CPU for it); its request stays in
+                flight, so a later ``sample_async(..., launch=False)`` may still collect it.
+        """
+        ready, _ = self._ray.wait([slot.started], timeout=self._start_timeout_s)
+        if not ready:
+            raise RuntimeError(
+                f"runner {slot.index}'s replacement actor (generation {slot.generation}) did not "
+                f"start within {self._start_timeout_s} s: does the cluster have "
+                f"{self._cpus_per_runner} CPUs free for it?"
+            )
+        slot.started = None  # a failed start fails the request too: taken as a loss below
 
     def _lose(self, slot: Slot, err: Exception) -> LostSample:
         text = readable_error(
@@ -502,6 +538,7 @@ class RunnerGroup:
         slot.segments = SlotSegments(self._shm_dir, hints=dict(slot.segments.hints))
         slot.generation += 1
         slot.handle = self._spawn(slot.index, slot.generation)
+        slot.started = slot.handle.info.remote()  # awaited, with a limit, before its reply
         slot.weights_ack = None
         self._push_weights(slot)
         self.metrics.num_restarts += 1
@@ -554,7 +591,7 @@ class RunnerGroup:
             ...         lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
             ...         num_runners=2, seed=10) as group:
             ...     print(group.foreach_runner(lambda r, ctx: (ctx.index, ctx.seed, r.num_envs)))
-            [(0, 10, 2), (1, 11, 2)]
+            [(0, 10, 2), (1, 1048586, 2)]
         """
         self._check_running()
         return apply_on_all(self._ray, self._slots, fn)

@@ -38,6 +38,9 @@ class Slot:
         failures: Failed requests in a row.
         segments: The caller's shared-memory segments of this actor.
         lease: The segment leased to the request in flight.
+        held: A request's outcome taken but not handed out yet (an interrupt came while the
+            group collected the others); the next collection hands it out first.
+        started: A replacement actor's first call, until the group saw it answer.
 
     Example:
         >>> Slot(index=1, generation=2, handle=None, num_envs=4).failures
@@ -55,6 +58,8 @@ class Slot:
     failures: int = 0
     segments: SlotSegments = field(default_factory=lambda: SlotSegments(None))
     lease: Segment | None = None
+    held: Any = None
+    started: Any = None
 
 
 def start_actors(

@@ -30,10 +30,13 @@ class SlowOrCrashing(gym.Wrapper):
 
 
 def cartpole(ctx: RunnerContext) -> gym.vector.VectorEnv:
-    """``config``: ``num_envs`` (4), ``sleep`` (0.0 s per sub-env step), ``crash_at`` (gen 0;
-    every generation with ``crash_always``), ``crash_runner`` (1)."""
+    """``config``: ``num_envs`` (4), ``sleep`` (0.0 s per sub-env step; only runner
+    ``sleep_runner``'s if given), ``crash_at`` (gen 0; every generation with ``crash_always``),
+    ``crash_runner`` (1)."""
     cfg = ctx.config
     sleep = float(cfg.get("sleep", 0.0))
+    if cfg.get("sleep_runner") is not None and ctx.index != cfg["sleep_runner"]:
+        sleep = 0.0  # only that runner is slow
     crash_at = cfg.get("crash_at") if ctx.generation == 0 or cfg.get("crash_always") else None
     if crash_at is not None and ctx.index != cfg.get("crash_runner", 1):
         crash_at = None

@@ -360,6 +360,7 @@ def test_samples_travel_through_shared_memory_and_held_ones_stay_intact(ray_loca
         kept = snapshot(held)
         for _ in range(3):
             shared.sample(12)
+            store.sample(12)  # the two groups stay in step for the comparison below
         assert all(same_content(a, b) for a, b in zip(held, kept))
         # foreach_runner results travel the same way.
         samples = shared.foreach_runner(lambda runner, ctx: runner.sample(4))

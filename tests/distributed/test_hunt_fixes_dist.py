@@ -75,7 +75,7 @@ def test_numpy_ints_are_whole_numbers():
     ctx = RunnerContext.create(
         seed=np.int64(3), index=np.int32(1), generation=np.uint8(0), num_runners=np.int64(2)
     )
-    assert (ctx.seed, ctx.index, ctx.generation, ctx.num_runners) == (4, 1, 0, 2)
+    assert (ctx.seed, ctx.index, ctx.generation, ctx.num_runners) == (3 + 2**20, 1, 0, 2)
     assert all(type(v) is int for v in (ctx.seed, ctx.index, ctx.generation, ctx.num_runners))
     assert runner_seed(np.int64(3), 1, np.int64(2)) == runner_seed(3, 1, 2)
 
