@@ -283,6 +283,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(f"priorities must be finite and >= 0, got {bad.tolist()}")
         if low < PRIORITY_FLOOR:  # a TD error of 0: RLlib's floor, drawn with a tiny probability
             prio = np.maximum(prio, PRIORITY_FLOOR)
+            top = max(top, PRIORITY_FLOOR)  # the largest value stored, as RLlib takes it
         if cached is not None and cached[1:] == (self._store.moves, self._kills):
             slots = cached[0]  # the sampled slots, all still live: no search needed
         else:

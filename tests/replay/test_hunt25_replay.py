@@ -88,3 +88,15 @@ def test_a_batch_larger_than_the_buffer_lists_starts_without_blind_rounds(monkey
     got = sampling.draw_flagged(flags, 2, Counting(np.random.default_rng(0)), 100_000)
     assert set(got.tolist()) == {3, 50}
     assert sum(drawn) <= 100_000  # one pick among the listed starts, no rounds over the range
+
+
+def test_max_priority_counts_a_floored_priority_as_stored() -> None:
+    from episodes.replay import PrioritizedEpisodeReplayBuffer
+    from episodes.replay.prioritized import PRIORITY_FLOOR
+
+    buffer = PrioritizedEpisodeReplayBuffer(100, seed=0)
+    buffer.add(_two_step_episodes(1))
+    buffer.max_priority = PRIORITY_FLOOR / 10
+    buffer.update_priorities([0.0, 0.0], [0, 1])
+    assert buffer.get_priorities([0, 1]).tolist() == [PRIORITY_FLOOR] * 2
+    assert buffer.max_priority == PRIORITY_FLOOR
