@@ -330,7 +330,12 @@ def stored_value_fn(chunks: SampledChunks, keys: ColumnKeys) -> ValueFn | None:
     # Imported here: to_rollout imports this module.
     from episodes.converter.to_rollout import bootstrap_values
 
-    needed = [chunks[k] for k in bootstrap_chunks(chunks).tolist()]
+    indices = bootstrap_chunks(chunks).tolist()
+    # A chunk never built holds no value anyone stored; building it to look would spoil a
+    # list-mode sample (its chunks count as changed once built) for a retry with value_fn.
+    if not set(indices) <= set(chunks.built()):
+        return None
+    needed = [chunks[k] for k in indices]
     if any(keys.bootstrap_value not in chunk.custom_data for chunk in needed):
         return None  # the general path names the chunks (or refuses a masked window)
     # Read (and checked) when called: where the general path reads them, after the layout.

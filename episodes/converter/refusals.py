@@ -144,7 +144,12 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
             "replaced column: any write to a built chunk); copy the chunks you want to "
             "change, or use layout='per_chunk'"
         )
-        if any(not sample.numpy_episodes for sample in masked):
+        if len(masked) > 1:
+            message += (
+                "; several runners' samples are laid out together only where their "
+                "observations, actions and extra outputs have one dtype each"
+            )
+        if any(not sample.numpy_episodes and sample.built() for sample in masked):
             # Such chunks are copied into lists as they are built: a read counts as a change.
             message += (
                 ". List-mode chunks (numpy_episodes=False) count as changed once one is "

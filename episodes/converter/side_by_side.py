@@ -182,8 +182,11 @@ def _device_columns(
     if len({part.recording.num_steps for part in parts}) != 1:
         return None  # the general path refuses envs of other lengths
     _check_alike_parts(parts, keys, training_type)  # as the general path: before any value
-    if len({_device_layout(part.example("observations")) for part in parts}) != 1:
-        return None  # alike, but of other dtypes: the general path joins them as numpy does
+    names = ["observations", "actions"]
+    names += ["extra:" + key for key in extra_keys_for(keys, training_type)]
+    for name in names:  # torch.cat promotes otherwise than numpy (and not uints at all)
+        if len({_device_layout(part.example(name)) for part in parts}) != 1:
+            return None  # alike, but of other dtypes: the general path joins them as numpy does
     pieces = []
     for part, fn in zip(parts, fns):
         one = device_block_columns(
@@ -226,12 +229,12 @@ def _check_alike_parts(parts: list[SampledChunks], keys: ColumnKeys, training_ty
 
 
 def _host_row(leaf: Any) -> Any:
-    """Env 0's row ``[1, ...]`` of an example leaf; of a device one, a zeroed host stand-in.
+    """Env 0's row ``[1, ...]`` of an example leaf; of a tensor, a zeroed numpy stand-in.
 
     The alike checks read dtypes and shapes only, so a device row need not be copied (which
-    would wait for the device).
+    would wait for the device), and a numpy one names them as the general path does.
     """
-    if isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu":
+    if isinstance(leaf, torch.Tensor):
         return torch.zeros((1, *leaf.shape[2:]), dtype=leaf.dtype).numpy()
     return leaf[:, 0]
 

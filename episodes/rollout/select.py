@@ -123,13 +123,14 @@ def _one_per_row(tensor: torch.Tensor) -> torch.Tensor | None:
         return tensor.view(rows)
     nbytes = tensor.element_size() * width
     wide = _WIDE.get(nbytes)
-    # Memory not aligned to the wide type cannot be read as it: torch views a view starting
-    # mid-element, and its complex128 copy loop faults (SIGSEGV) on memory numpy, a memmap
-    # or torch.frombuffer placed at an odd address. The address covers both.
+    # A view starting mid-element of the wide type cannot be reinterpreted (torch refuses
+    # it), and memory not aligned to it cannot be read as it: its complex128 copy loop faults
+    # (SIGSEGV) on memory numpy, a memmap or torch.frombuffer placed at an odd address.
     if (
         wide is None
         or tensor.device.type != "cpu"
         or tensor.requires_grad  # a dtype view would cut the graph
+        or tensor.storage_offset() * tensor.element_size() % nbytes
         or tensor.data_ptr() % nbytes
     ):
         return None

@@ -31,3 +31,15 @@ def test_a_read_list_mode_chunk_is_named_as_the_reason(numpy_episodes: bool) -> 
         return
     with pytest.raises(ValueError, match=r"List-mode chunks \(numpy_episodes=False\)"):
         episodes_to_rollout(chunks, gamma=0.9, value_fn=_zeros)
+
+
+def test_a_refused_list_mode_sample_is_not_built_and_converts_with_value_fn() -> None:
+    env = gym.make_vec("CartPole-v1", 3, vectorization_mode="sync", max_episode_steps=3)
+    runner = EnvRunner(env, _policy, seed=0, window="vector_steps", numpy_episodes=False)
+    runner.sample(5)
+    chunks = runner.sample(5)
+    with pytest.raises(ValueError, match="only the fast path") as refused:
+        episodes_to_rollout(chunks, gamma=0.9)  # no value_fn, no stored values
+    assert "List-mode" not in str(refused.value)  # nothing was read
+    assert chunks.built() == []  # looking for stored values built no chunk
+    assert episodes_to_rollout(chunks, gamma=0.9, value_fn=_zeros).mask is not None

@@ -50,3 +50,22 @@ def test_rows_at_an_unaligned_address_select_as_index_select(width: int) -> None
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.strip() == "ok"
+
+
+def test_an_aligned_view_starting_mid_element_selects_as_index_select() -> None:
+    # Its address is aligned to complex128, its storage offset (one float64) is not: torch
+    # refuses the dtype view there, so the rows take index_select (a regression of round 25).
+    import numpy as np
+    import torch
+
+    from episodes.rollout import select_rows
+
+    rows = 10_000
+    raw = np.zeros(2 * rows + 4, np.float64)
+    skip = ((8 - raw.ctypes.data % 16) % 16) // 8  # the storage starts at 8 mod 16
+    base = torch.from_numpy(raw[skip:])
+    source = base[1 : 1 + 2 * rows].view(rows, 2)
+    source.copy_(torch.arange(2.0 * rows).view(rows, 2))
+    assert source.data_ptr() % 16 == 0 and source.storage_offset() == 1
+    index = torch.arange(rows - 1, -1, -1)
+    assert torch.equal(select_rows(source, index), source.index_select(0, index))

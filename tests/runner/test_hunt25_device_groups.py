@@ -130,3 +130,34 @@ def test_a_group_of_host_and_device_recordings_takes_the_general_path():
     general = episodes_to_rollout(copy.deepcopy(list(group)), **kwargs)
     assert torch.equal(fast.storage.rewards, general.storage.rewards)
     assert torch.equal(fast.storage.observations, general.storage.observations)
+
+
+def _cartpole_policy(dtype):
+    def policy(obs):
+        zeros = torch.zeros(len(obs))
+        return (obs[:, 0] > 0).to(dtype), {"vf_preds": zeros, "action_logp": zeros}
+
+    return policy
+
+
+@pytest.mark.parametrize(
+    "dtypes", [(torch.uint32, torch.int32), (torch.uint8, torch.int64)], ids=["u32+i32", "u8+i64"]
+)
+def test_device_parts_of_other_dtypes_join_as_numpy_joins_them(dtypes) -> None:
+    # torch.cat promotes otherwise (and refuses uint32 with int32): such parts take the
+    # general path, whose columns numpy joins.
+    from episodes.envs.torch_cartpole import TorchCartPole
+
+    def group() -> GroupSample:
+        parts = [
+            EnvRunner(TorchCartPole(2), _cartpole_policy(dtype), seed=seed).sample(4)
+            for seed, dtype in enumerate(dtypes)
+        ]
+        return GroupSample([RunnerSample(i, 0, 0, 0, 2, p) for i, p in enumerate(parts)])
+
+    fast = episodes_to_rollout(group(), gamma=0.9, value_fn=lambda obs: obs[:, 0])
+    general = episodes_to_rollout(
+        copy.deepcopy(list(group())), gamma=0.9, value_fn=lambda obs: obs[:, 0]
+    )
+    assert fast.storage.actions.dtype == general.storage.actions.dtype == torch.int64
+    assert torch.equal(fast.storage.actions, general.storage.actions)
