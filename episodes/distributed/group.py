@@ -430,8 +430,12 @@ class RunnerGroup:
         lost: list[LostSample] = []
         failed: Exception | None = None
         taken: list[tuple[Slot, Any]] = []
+        stuck = self._stuck_replacements(slots)
         try:
             for slot in slots:
+                if slot in stuck:  # its request stays in flight, for a later collection
+                    failed = failed or self._not_started(stuck)
+                    continue
                 # Every slot is collected even after one gave up (or a restart failed): no
                 # request stays in flight behind the error. An interrupt (KeyboardInterrupt)
                 # leaves the requests not taken yet in flight, the interrupted one included.
@@ -455,8 +459,6 @@ class RunnerGroup:
 
     def _take(self, slot: Slot) -> RunnerSample | LostSample:
         lease = slot.lease
-        if slot.started is not None:
-            self._await_replacement(slot)
         try:
             if slot.weights_ack is not None:
                 self._ray.get(slot.weights_ack)
@@ -486,21 +488,31 @@ class RunnerGroup:
         self.metrics.add_sample(sample.without_totals(), shared_memory=shared)
         return sample
 
-    def _await_replacement(self, slot: Slot) -> None:
-        """Waits up to ``start_timeout_s`` for a replacement actor to start, as for the first.
+    def _stuck_replacements(self, slots: Sequence[Slot]) -> list[Slot]:
+        """The replacement actors among ``slots`` that did not start within ``start_timeout_s``.
 
-        Raises:
-            RuntimeError: It did not start in time (no free CPU for it); its request stays in
-                flight, so a later ``sample_async(..., launch=False)`` may still collect it.
+        One wait for all of them, as for the first actors: a started one's first call has
+        answered (a failed start fails its request too, taken as a loss).
         """
-        ready, _ = self._ray.wait([slot.started], timeout=self._start_timeout_s)
-        if not ready:
-            raise RuntimeError(
-                f"runner {slot.index}'s replacement actor (generation {slot.generation}) did not "
-                f"start within {self._start_timeout_s} s: does the cluster have "
-                f"{self._cpus_per_runner} CPUs free for it?"
-            )
-        slot.started = None  # a failed start fails the request too: taken as a loss below
+        starting = [slot for slot in slots if slot.started is not None]
+        if not starting:
+            return []
+        refs = [slot.started for slot in starting]
+        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=self._start_timeout_s)
+        done = set(ready)
+        for slot in starting:
+            if slot.started in done:
+                slot.started = None
+        return [slot for slot in starting if slot.started is not None]
+
+    def _not_started(self, stuck: list[Slot]) -> RuntimeError:
+        names = ", ".join(f"{slot.index} (generation {slot.generation})" for slot in stuck)
+        return RuntimeError(
+            f"the replacement actors of runners {names} did not start within "
+            f"{self._start_timeout_s} s: does the cluster have {self._cpus_per_runner} CPUs "
+            "free for each? Their requests stay in flight: sample_async(..., launch=False) "
+            "collects them once they start"
+        )
 
     def _lose(self, slot: Slot, err: Exception) -> LostSample:
         text = readable_error(
@@ -545,6 +557,8 @@ class RunnerGroup:
 
     def restart_runner(self, index: int) -> None:
         """Replaces runner ``index`` by a fresh actor now (a request in flight is lost).
+
+        A sample an interrupt kept back is still handed out by the next collection.
 
         Example:
             >>> import gymnasium as gym, ray
@@ -622,7 +636,8 @@ class RunnerGroup:
     def stop(self) -> None:
         """Closes every runner (committing what they wrote) and ends the actors.
 
-        Requests still in flight are counted as lost (``num_lost_samples``); with
+        Requests still in flight, and samples an interrupt kept back for the next collection
+        (which counted as arrived too), are counted as lost (``num_lost_samples``); with
         ``write_to`` what they recorded is committed all the same.
 
         Example:
@@ -651,6 +666,12 @@ class RunnerGroup:
                     num_env_steps=slot.num_steps * slot.num_envs,
                     error=f"runner {slot.index}: stopped with a request in flight",
                 )
+            if isinstance(slot.held, RunnerSample):  # arrived, kept back by an interrupt
+                self.metrics.add_lost(
+                    num_env_steps=slot.held.env_steps,
+                    error=f"runner {slot.index}: stopped with a sample an interrupt kept back",
+                )
+            slot.held = None
         closing = [slot.handle.close.remote() for slot in self._slots]
         # Every close is waited for, not just up to the first that fails (a dead runner, an env
         # whose close raises): the kills below would cut a live runner's commit short.

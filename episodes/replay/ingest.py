@@ -247,8 +247,11 @@ def _rows(
     # items may be lists, which would otherwise stack as rows in list mode only).
     nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
     nested = nested or bool(
-        isinstance(values, list) and values and isinstance(values[0], (tuple, dict))
-    )
+        # A list-mode column's items: tuples or dicts are Tuple or Dict items. (A numpy'd
+        # column's list holds the columns of its items' parts, looked at below.)
+        not finalized and isinstance(values, list) and values
+        and isinstance(values[0], (tuple, dict))
+    )  # fmt: skip
     if finalized and isinstance(values, list) and not nested:
         # List-structured items ([x, y] observations without a Box space) are rows in list
         # mode; numpy'd (or read from a dataset) they are a list of per-leaf columns, which
@@ -275,9 +278,10 @@ def _list_rows(columns: list[Any], what: str) -> np.ndarray:
         >>> _list_rows([np.array([0, 1]), np.array([0.5, 2.5])], "observations").tolist()
         [[0.0, 0.5], [1.0, 2.5]]
     """
-    if not columns or not all(isinstance(c, (list, np.ndarray)) for c in columns):
+    if not columns or not all(isinstance(c, (list, tuple, np.ndarray)) for c in columns):
         raise TypeError(_NESTED.format(what=what))
-    leaves = [_list_rows(c, what) if isinstance(c, list) else c for c in columns]
+    # Tuples inside a list item are rows too, as np.asarray stacks them in list mode.
+    leaves = [_list_rows(list(c), what) if isinstance(c, (list, tuple)) else c for c in columns]
     try:
         return np.stack(leaves, axis=1)
     except ValueError as error:  # leaves of different shapes: list mode cannot stack them either

@@ -155,9 +155,11 @@ def _batched_like(value: Any, other: Any) -> Any:
     if type(value) is not list:
         return value
     if not value:
-        if isinstance(other, Mapping) and other and _rows_per_item(other.values(), 0):
+        if not _holds_array(other):  # no batch at all: (), {"a": ()}
+            return value
+        if isinstance(other, Mapping) and _rows_per_item(other.values(), 0):
             return {key: [] for key in other}
-        if isinstance(other, tuple) and other and _rows_per_item(other, 0):
+        if isinstance(other, tuple) and _rows_per_item(other, 0):
             return tuple([] for _ in other)
         return value
     if isinstance(other, Mapping) and other:
@@ -173,6 +175,15 @@ def _batched_like(value: Any, other: Any) -> Any:
         ):
             return tuple([item[i] for item in value] for i in range(width))
     return value
+
+
+def _holds_array(batch: Any) -> bool:
+    """Whether a dict or tuple holds an array (a tensor) somewhere inside."""
+    if isinstance(batch, Mapping):
+        return any(_holds_array(part) for part in batch.values())
+    if isinstance(batch, tuple):
+        return any(_holds_array(part) for part in batch)
+    return isinstance(_to_numpy(batch), np.ndarray)
 
 
 def _rows_per_item(leaves: Any, count: int) -> bool:

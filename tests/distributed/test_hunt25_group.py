@@ -42,7 +42,8 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
-def test_an_interrupt_keeps_the_samples_already_taken(ray_local) -> None:
+@pytest.mark.parametrize("stop", [False, True], ids=["collected", "stopped"])
+def test_an_interrupt_keeps_the_samples_already_taken(ray_local, stop) -> None:
     config = {"num_envs": 2, "sleep": 0.01, "sleep_runner": 1}  # runner 1: 2 s for 200 steps
     with RunnerGroup(
         cartpole, random_policy, num_runners=2, seed=0, config=config, num_cpus_per_runner=0.5
@@ -59,6 +60,10 @@ def test_an_interrupt_keeps_the_samples_already_taken(ray_local) -> None:
         assert group.num_in_flight == 2
         with pytest.raises(RuntimeError, match="in flight"):
             group.sample(2)
+        if stop:  # the sample kept back counts as lost, as the request still in flight
+            group.stop()
+            assert group.get_metrics()["num_lost_samples"] == 2
+            return
         got = []
         while group.num_in_flight:
             got += group.sample_async(200, launch=False).samples
@@ -67,7 +72,7 @@ def test_an_interrupt_keeps_the_samples_already_taken(ray_local) -> None:
 
 
 def test_a_replacement_that_cannot_start_raises_after_start_timeout_s(ray_local) -> None:
-    @ray.remote(num_cpus=1.25)
+    @ray.remote(num_cpus=1.75)
     class Blocker:
         def ping(self) -> int:
             return 1
@@ -79,16 +84,20 @@ def test_a_replacement_that_cannot_start_raises_after_start_timeout_s(ray_local)
     blocker = None
     try:
         group.sample(4)
-        ray.kill(group.actors[1], no_restart=True)
+        for actor in group.actors:
+            ray.kill(actor, no_restart=True)
         time.sleep(0.5)
         blocker = Blocker.remote()
         ray.get(blocker.ping.remote(), timeout=60)  # it holds the CPUs the dead runner freed
         out = group.sample(4)  # the round with the loss returns
-        assert [lost.runner_index for lost in out.lost] == [1]
+        assert sorted(lost.runner_index for lost in out.lost) == [0, 1]
         begin = time.monotonic()
-        with pytest.raises(RuntimeError, match="replacement actor .* did not start within 3"):
+        # One wait for both, naming both (not start_timeout_s once per runner).
+        with pytest.raises(
+            RuntimeError, match=r"runners 0 \(generation 1\), 1 \(generation 1\) did"
+        ):
             group.sample(4)
-        assert time.monotonic() - begin < 30
+        assert time.monotonic() - begin < 5.5
     finally:
         if blocker is not None:
             ray.kill(blocker)

@@ -34,6 +34,25 @@ def test_list_structured_observations_are_rows_in_every_mode(tmp_path, width: in
         assert got.dtype == expected.dtype
 
 
+def test_list_items_holding_tuples_are_rows_in_every_mode(tmp_path) -> None:
+    def episode() -> SingleAgentEpisode:
+        return SingleAgentEpisode(
+            "a", observations=[[(t, 1), (2, 3)] for t in range(4)], actions=[0] * 3,
+            rewards=[1.0] * 3, len_lookback_buffer=0,
+        )  # fmt: skip
+
+    listed, numpied = EpisodeReplayBuffer(100), EpisodeReplayBuffer(100)
+    listed.add(episode())
+    numpied.add(episode().to_numpy())
+    with DatasetWriter(tmp_path / "d") as writer:
+        writer.write(episode())
+    loaded = EpisodeReplayBuffer.from_dataset(tmp_path / "d", capacity=100)
+    expected = listed.get_episodes()[0].get_observations()
+    assert expected.shape == (4, 2, 2)
+    for buffer in (numpied, loaded):
+        np.testing.assert_array_equal(buffer.get_episodes()[0].get_observations(), expected)
+
+
 def test_list_structured_items_with_a_nested_part_stay_refused() -> None:
     ep = SingleAgentEpisode(
         "n", observations=[[t, {"x": t}] for t in range(3)], actions=[0, 1],
