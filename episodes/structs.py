@@ -174,7 +174,7 @@ def map_batch(fn: Any, batch: Any) -> Any:
 
 
 def data_equal(a: Any, b: Any) -> bool:
-    """Leaf-wise, dtype-aware equality of two (nested) items; NaNs compare equal.
+    """Leaf-wise, dtype-aware equality of two (nested) items; NaNs (and NaTs) compare equal.
 
     Numpy arrays and scalars must agree in dtype and shape (``np.int32(1)`` is not
     ``np.int64(1)``). A Python scalar and a numpy one compare by value; two Python numbers
@@ -215,7 +215,7 @@ def data_equal(a: Any, b: Any) -> bool:
         if a.dtype == object:
             # Elements may be arrays themselves (a column whose first item was 2**70).
             return all(data_equal(x, y) for x, y in zip(a.flat, b.flat))
-        return bool(np.array_equal(a, b))
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "mM"))  # NaT equals NaT
     if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
         # numpy's str_ and bytes_ are str and bytes (a numpy'd Text column's items): only
         # text against bytes differs by type.
@@ -242,7 +242,8 @@ def data_equal(a: Any, b: Any) -> bool:
         return False  # dtypes included, as for arrays; a Python number compares by value
     if aa.dtype.kind in "fc" or bb.dtype.kind in "fc":
         return arrays_equal(aa, bb)
-    return bool(np.array_equal(aa, bb))
+    nat = aa.dtype.kind in "mM" and bb.dtype.kind in "mM"
+    return bool(np.array_equal(aa, bb, equal_nan=nat))
 
 
 _PYTHON_NUMBERS = frozenset((int, float, bool, complex))

@@ -180,12 +180,8 @@ class ArrayStore(array_batches.ArrayBatchOps):
         leaves, structure = flatten(batch)
         arrays = [np.asarray(leaf) for leaf in leaves]
         sizes = {len(a) if a.ndim else -1 for a in arrays}
-        if not arrays:
-            # Nothing would carry the column's length; list mode holds such items.
-            raise ValueError(
-                "a batched struct needs at least one array leaf; items with none (an empty "
-                "Dict or Tuple) have no numpy mode"
-            )
+        if not arrays:  # nothing would carry the column's length; list mode holds such items
+            raise ValueError("items with no array leaf (an empty Dict or Tuple) have no numpy mode")
         if len(sizes) != 1 or -1 in sizes:
             raise ValueError(
                 "a batched struct needs every leaf to be an array with the same leading length, "

@@ -32,6 +32,12 @@ class TextJoinError(ValueError):
         #: Why they do not join, without the dtypes' naming (callers name the rows' owners).
         self.why = f"numpy would turn the {dtypes[odd]} rows into {what}"
         super().__init__(f"rows of dtypes {dtypes[text]} and {dtypes[odd]} do not join: {self.why}")
+        self._given = (text, odd, list(dtypes))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from what was given (pickle, copy, another process re-raising it): the
+        # default would call __init__ with the message alone.
+        return (type(self), self._given)
 
 
 def text_join_pair(leaves: list[Any]) -> tuple[int, int] | None:

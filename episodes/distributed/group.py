@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from episodes.distributed import slots as slot_ops
 from episodes.distributed.actor import RunnerActor, WriterSpec
 from episodes.distributed.checks import (
     check_mapping,
@@ -141,7 +142,7 @@ class RunnerGroup:
         self._env_factory = env_factory
         self._policy_factory = policy_factory
         options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0}
-        self._cpus_per_runner = num_cpus_per_runner
+        self._cpus = num_cpus_per_runner
         options.update(check_mapping(actor_options, "actor_options"))
         # Ray checks the options here: a refused one must not leave write_to created.
         self._actor_cls = self._ray.remote(RunnerActor).options(**options)
@@ -400,19 +401,8 @@ class RunnerGroup:
             for slot in self._slots:
                 if slot.ref is None and slot.held is None:
                     self._launch(slot, int(num_steps))
-        busy = [slot for slot in self._slots if slot.ref is not None]
-        held = [slot for slot in self._slots if slot.held is not None]
-        if not busy and not held:
-            return GroupSample([])
-        refs = [slot.ref for slot in busy]
-        ready: list[Any] = []
-        if refs:
-            # Outcomes held since an interrupt are done already: no wait beside them.
-            first = self._ray.wait(refs, num_returns=1, timeout=0 if held else timeout_s)[0]
-            if first:
-                ready = self._ray.wait(refs, num_returns=len(refs), timeout=0)[0]
-        done = set(ready)
-        return self._collect([s for s in self._slots if s.held is not None or s.ref in done])
+        finished = slot_ops.finished_slots(self._ray, self._slots, timeout_s)
+        return self._collect(finished) if finished else GroupSample([])
 
     def _launch(self, slot: Slot, num_steps: int) -> None:
         slot.request = self._next_request
@@ -426,36 +416,29 @@ class RunnerGroup:
             raise RuntimeError("this RunnerGroup was stopped; create a new one")
 
     def _collect(self, slots: Sequence[Slot]) -> GroupSample:
-        samples: list[RunnerSample] = []
-        lost: list[LostSample] = []
+        stuck = slot_ops.stuck_replacements(self._ray, slots, self._start_timeout_s)
         failed: Exception | None = None
-        taken: list[tuple[Slot, Any]] = []
-        stuck = self._stuck_replacements(slots)
+        if stuck:  # their requests stay in flight, for a later collection
+            failed = slot_ops.not_started(stuck, self._start_timeout_s, self._cpus)
+        taken: list[Any] = []
         try:
-            for slot in slots:
-                if slot in stuck:  # its request stays in flight, for a later collection
-                    failed = failed or self._not_started(stuck)
-                    continue
-                # Every slot is collected even after one gave up (or a restart failed): no
-                # request stays in flight behind the error. An interrupt (KeyboardInterrupt)
-                # leaves the requests not taken yet in flight, the interrupted one included.
+            for slot in (slot for slot in slots if slot not in stuck):
+                # Every slot is collected even after one gave up: none stays in flight behind
+                # the error. An interrupt leaves the ones not taken yet in flight.
                 outcome, slot.held = slot.held, None
-                if outcome is None:
-                    try:
-                        outcome = self._take(slot)
-                    except Exception as err:
-                        failed = failed or err
-                        continue
-                taken.append((slot, outcome))
+                try:
+                    taken.append((slot, self._take(slot) if outcome is None else outcome))
+                except Exception as err:
+                    failed = failed or err
         except BaseException:
             for slot, outcome in taken:  # taken already: the next collection hands them out
                 slot.held = outcome
             raise
-        for _, outcome in taken:
-            (samples if isinstance(outcome, RunnerSample) else lost).append(outcome)
         if failed is not None:
             raise failed
-        return GroupSample(samples, lost)
+        outcomes = [outcome for _, outcome in taken]
+        samples = [outcome for outcome in outcomes if isinstance(outcome, RunnerSample)]
+        return GroupSample(samples, [o for o in outcomes if isinstance(o, LostSample)])
 
     def _take(self, slot: Slot) -> RunnerSample | LostSample:
         lease = slot.lease
@@ -487,32 +470,6 @@ class RunnerGroup:
         slot.failures = 0
         self.metrics.add_sample(sample.without_totals(), shared_memory=shared)
         return sample
-
-    def _stuck_replacements(self, slots: Sequence[Slot]) -> list[Slot]:
-        """The replacement actors among ``slots`` that did not start within ``start_timeout_s``.
-
-        One wait for all of them, as for the first actors: a started one's first call has
-        answered (a failed start fails its request too, taken as a loss).
-        """
-        starting = [slot for slot in slots if slot.started is not None]
-        if not starting:
-            return []
-        refs = [slot.started for slot in starting]
-        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=self._start_timeout_s)
-        done = set(ready)
-        for slot in starting:
-            if slot.started in done:
-                slot.started = None
-        return [slot for slot in starting if slot.started is not None]
-
-    def _not_started(self, stuck: list[Slot]) -> RuntimeError:
-        names = ", ".join(f"{slot.index} (generation {slot.generation})" for slot in stuck)
-        return RuntimeError(
-            f"the replacement actors of runners {names} did not start within "
-            f"{self._start_timeout_s} s: does the cluster have {self._cpus_per_runner} CPUs "
-            "free for each? Their requests stay in flight: sample_async(..., launch=False) "
-            "collects them once they start"
-        )
 
     def _lose(self, slot: Slot, err: Exception) -> LostSample:
         text = readable_error(
@@ -661,17 +618,7 @@ class RunnerGroup:
             return  # a second stop (an explicit one, then leaving the with block)
         self._stopped = True
         for slot in self._slots:
-            if slot.ref is not None:  # never collected: lost to the caller (a writer commits it)
-                self.metrics.add_lost(
-                    num_env_steps=slot.num_steps * slot.num_envs,
-                    error=f"runner {slot.index}: stopped with a request in flight",
-                )
-            if isinstance(slot.held, RunnerSample):  # arrived, kept back by an interrupt
-                self.metrics.add_lost(
-                    num_env_steps=slot.held.env_steps,
-                    error=f"runner {slot.index}: stopped with a sample an interrupt kept back",
-                )
-            slot.held = None
+            slot_ops.abandon(slot, self.metrics)
         closing = [slot.handle.close.remote() for slot in self._slots]
         # Every close is waited for, not just up to the first that fails (a dead runner, an env
         # whose close raises): the kills below would cut a live runner's commit short.

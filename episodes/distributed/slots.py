@@ -17,9 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodes.distributed.checks import readable_error
+from episodes.distributed.sample import RunnerSample
 from episodes.distributed.shared_memory import Segment, SlotSegments
 
-__all__ = ["Slot", "apply_on_all", "start_actors"]
+__all__ = [
+    "Slot",
+    "abandon",
+    "apply_on_all",
+    "finished_slots",
+    "not_started",
+    "start_actors",
+    "stuck_replacements",
+]
 
 
 @dataclass
@@ -147,3 +156,85 @@ def apply_on_all(ray: Any, slots: Sequence[Slot], fn: Callable[..., Any]) -> lis
         del results  # the traceback keeps this frame: they would keep their segments leased
         raise failed
     return results
+
+
+def stuck_replacements(ray: Any, slots: Sequence[Slot], timeout_s: float | None) -> list[Slot]:
+    """The replacement actors among ``slots`` that did not start within ``timeout_s``.
+
+    One wait for all of them, as for the first actors: a started one's first call (its
+    ``started`` reference) has answered, and is forgotten; a failed start fails its request
+    too, which the group takes as a loss.
+
+    Example:
+        >>> stuck_replacements(None, [Slot(index=0, generation=0, handle=None, num_envs=1)], 1.0)
+        []
+    """
+    starting = [slot for slot in slots if slot.started is not None]
+    if not starting:
+        return []
+    refs = [slot.started for slot in starting]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    done = set(ready)
+    for slot in starting:
+        if slot.started in done:
+            slot.started = None
+    return [slot for slot in starting if slot.started is not None]
+
+
+def not_started(stuck: list[Slot], timeout_s: float | None, cpus: float) -> RuntimeError:
+    """The error naming every runner whose replacement actor did not start.
+
+    Example:
+        >>> str(not_started([Slot(index=1, generation=2, handle=None, num_envs=1)], 3.0, 1.0))[:60]
+        'the replacement actors of runners 1 (generation 2) did not s'
+    """
+    names = ", ".join(f"{slot.index} (generation {slot.generation})" for slot in stuck)
+    return RuntimeError(
+        f"the replacement actors of runners {names} did not start within {timeout_s} s: does "
+        f"the cluster have {cpus} CPUs free for each? Their requests stay in flight: "
+        "sample_async(..., launch=False) collects them once they start"
+    )
+
+
+def finished_slots(ray: Any, slots: Sequence[Slot], timeout_s: float | None) -> list[Slot]:
+    """The slots whose request is done, waiting up to ``timeout_s`` for a first one.
+
+    Outcomes held since an interrupt are done already: beside one, nothing is waited for.
+
+    Example:
+        >>> finished_slots(None, [Slot(index=0, generation=0, handle=None, num_envs=1)], 0)
+        []
+    """
+    busy = [slot.ref for slot in slots if slot.ref is not None]
+    held = any(slot.held is not None for slot in slots)
+    ready: list[Any] = []
+    if busy and ray.wait(busy, num_returns=1, timeout=0 if held else timeout_s)[0]:
+        ready = ray.wait(busy, num_returns=len(busy), timeout=0)[0]
+    done = set(ready)
+    return [slot for slot in slots if slot.held is not None or slot.ref in done]
+
+
+def abandon(slot: Slot, metrics: Any) -> None:
+    """Counts as lost what a stopping group leaves uncollected in ``slot`` (``GroupMetrics``).
+
+    A request in flight (a writing runner commits it all the same), and a sample an interrupt
+    kept back for the next collection (it counted as arrived too).
+
+    Example:
+        >>> from episodes.distributed.metrics import GroupMetrics
+        >>> slot, metrics = Slot(index=0, generation=0, handle=None, num_envs=2), GroupMetrics()
+        >>> slot.ref, slot.num_steps = "in flight", 3
+        >>> abandon(slot, metrics); metrics.num_lost_samples, metrics.num_lost_env_steps
+        (1, 6)
+    """
+    if slot.ref is not None:
+        metrics.add_lost(
+            num_env_steps=slot.num_steps * slot.num_envs,
+            error=f"runner {slot.index}: stopped with a request in flight",
+        )
+    if isinstance(slot.held, RunnerSample):  # arrived (a loss was counted when taken)
+        metrics.add_lost(
+            num_env_steps=slot.held.env_steps,
+            error=f"runner {slot.index}: stopped with a sample an interrupt kept back",
+        )
+    slot.held = None

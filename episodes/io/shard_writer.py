@@ -55,6 +55,7 @@ from episodes.io.format import (
 )
 from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata
+from episodes.io.not_copyable import NotCopyable
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
 from episodes.io.shard_commit import publish_shard
 from episodes.io.shard_stream import ShardStream, WrittenFile, write_episodes
@@ -80,7 +81,7 @@ def _written_before_return(rows: np.ndarray) -> np.ndarray:
     return rows
 
 
-class DatasetWriter:
+class DatasetWriter(NotCopyable):
     """Writes episodes into a v2 dataset (created if needed, appended to otherwise).
 
     Several writers, in one or several processes, may append to one dataset at the same

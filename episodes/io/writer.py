@@ -66,6 +66,7 @@ from episodes.io.format import (
     read_manifest,
     write_json_atomic,
 )
+from episodes.io.not_copyable import NotCopyable
 from episodes.io.reader import dataset_info
 from episodes.io.shards import SHARDS_DIR
 
@@ -104,7 +105,7 @@ def _refuse_symlinks(path: Path) -> None:
             )
 
 
-class EpisodeWriter:
+class EpisodeWriter(NotCopyable):
     """Writes episodes into a dataset directory (created if needed, appended to otherwise).
 
     One writer at a time holds a dataset (an ``flock`` on ``DATASET/.lock``). Use it as a

@@ -88,6 +88,11 @@ class EpisodeReplayBuffer(BufferAccess):
         (2, [1.0, 1.5])
     """
 
+    def __copy__(self) -> Any:
+        # A shallow copy would share the columns but not the counters: adding to it would
+        # change this buffer's episodes behind its bookkeeping. A copy owns its data.
+        return copy.deepcopy(self)
+
     def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
         if (
             not isinstance(capacity, (int, np.integer))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -60,6 +61,11 @@ class CircularBuffer:
         >>> buf[0].item(), buf[1].item(), buf.current_length.tolist()
         (3.0, 2.0, [2])
     """
+
+    def __copy__(self) -> CircularBuffer:
+        # A shallow copy would share the ring but not its position: an append to the copy
+        # would overwrite this buffer's items. A copy owns its tensors.
+        return copy.deepcopy(self)
 
     def __init__(self, max_len: int, batch_size: int, device: str | torch.device = "cpu") -> None:
         self._max_len = whole_number(max_len, "max_len", 1)
