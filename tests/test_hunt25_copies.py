@@ -81,3 +81,43 @@ def test_a_shallow_copy_of_a_circular_buffer_owns_its_ring() -> None:
     shallow.append(torch.tensor([[99.0]]))
     assert (original[0].item(), original[1].item()) == (2.0, 1.0)
     assert (shallow[0].item(), shallow[1].item()) == (99.0, 2.0)
+
+
+def test_a_shallow_copy_of_a_replay_buffer_shares_a_space_deepcopy_refuses() -> None:
+    import threading
+
+    import gymnasium as gym
+
+    class LockedBox(gym.spaces.Box):
+        def __init__(self) -> None:
+            super().__init__(-1.0, 1.0, (2,), np.float32)
+            self.lock = threading.Lock()
+
+    space = LockedBox()
+    original = EpisodeReplayBuffer(10)
+    original.add(
+        SingleAgentEpisode(
+            "a",
+            observations=np.zeros((3, 2), np.float32),
+            actions=[0, 1],
+            rewards=[1.0, 1.0],
+            observation_space=space,
+            len_lookback_buffer=0,
+        )  # fmt: skip
+    )
+    shallow = copy.copy(original)
+    assert shallow.get_num_timesteps() == 2 and shallow.get_state()["num_timesteps"] == 2
+
+
+def test_nat_of_another_kind_is_not_equal() -> None:
+    assert not outputs_equal(np.timedelta64("NaT"), np.datetime64("NaT"))
+    assert not outputs_equal(
+        np.array(["NaT"], "timedelta64[D]"), np.array(["NaT"], "datetime64[D]")
+    )
+
+
+def test_a_text_join_error_keeps_its_notes_through_pickle() -> None:
+    error = TextJoinError(1, 0, [np.dtype("int64"), np.dtype("<U1")])
+    error.add_note("while joining episode 'a'")
+    copied = pickle.loads(pickle.dumps(error))
+    assert copied.__notes__ == ["while joining episode 'a'"]

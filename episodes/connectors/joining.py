@@ -37,7 +37,7 @@ class TextJoinError(ValueError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from what was given (pickle, copy, another process re-raising it): the
         # default would call __init__ with the message alone.
-        return (type(self), self._given)
+        return (type(self), self._given, self.__dict__)  # notes and attributes set later too
 
 
 def text_join_pair(leaves: list[Any]) -> tuple[int, int] | None:

@@ -13,8 +13,8 @@ Needs the optional extra: ``pip install 'episodes[ray]'`` (plain Ray core and Ra
 
 Example:
     >>> from episodes.distributed import RunnerContext
-    >>> RunnerContext.create(seed=0, index=2).seed
-    2
+    >>> RunnerContext.create(seed=0, index=2).seed  # 2 * 2**20
+    2097152
 """
 
 from episodes.distributed.require import INSTALL_HINT, require_ray

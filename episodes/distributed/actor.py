@@ -99,7 +99,7 @@ class RunnerActor:
         ...     lambda env, ctx: RandomPolicy(env.action_space, seed=ctx.seed),
         ...     RunnerContext.create(seed=5, index=1))
         >>> actor.context.seed, actor.runner.num_envs, actor.weights_version
-        (6, 2, -1)
+        (1048581, 2, -1)
     """
 
     def __init__(

@@ -169,7 +169,13 @@ def stuck_replacements(ray: Any, slots: Sequence[Slot], timeout_s: float | None)
         >>> stuck_replacements(None, [Slot(index=0, generation=0, handle=None, num_envs=1)], 1.0)
         []
     """
-    starting = [slot for slot in slots if slot.started is not None]
+    # Only a request in flight waits for its actor: an outcome held since an interrupt is
+    # handed out as it is.
+    starting = [
+        slot
+        for slot in slots
+        if slot.started is not None and slot.ref is not None and slot.held is None
+    ]
     if not starting:
         return []
     refs = [slot.started for slot in starting]

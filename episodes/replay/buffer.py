@@ -91,7 +91,9 @@ class EpisodeReplayBuffer(BufferAccess):
     def __copy__(self) -> Any:
         # A shallow copy would share the columns but not the counters: adding to it would
         # change this buffer's episodes behind its bookkeeping. A copy owns its data.
-        return copy.deepcopy(self)
+        # A space deepcopy refuses (a lock inside) is shared, as add keeps it (_copied).
+        memo = {id(space): _copied(space) for space in self._spaces if space is not None}
+        return copy.deepcopy(self, memo)
 
     def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
         if (

@@ -110,7 +110,7 @@ def _diff_direct(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
     if aa.dtype.kind in "fc" and bb.dtype.kind in "fc":
         same = arrays_equal(aa, bb)  # NaNs equal; complex values part by part
     else:
-        nat = aa.dtype.kind in "mM" and bb.dtype.kind in "mM"  # NaTs equal, as NaNs
+        nat = aa.dtype.kind in "mM" and aa.dtype.kind == bb.dtype.kind  # NaTs equal, as NaNs
         same = bool(np.array_equal(aa, bb, equal_nan=nat))
     if not same:
         return f"{path}: values differ:\n{aa!r}\nvs\n{bb!r}"

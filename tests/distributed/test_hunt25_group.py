@@ -103,3 +103,15 @@ def test_a_replacement_that_cannot_start_raises_after_start_timeout_s(ray_local)
             ray.kill(blocker)
         group.stop()
     assert np.isfinite(begin)
+
+
+def test_an_outcome_held_since_an_interrupt_waits_for_no_replacement() -> None:
+    from episodes.distributed.slots import Slot, stuck_replacements
+
+    class NeverReady:
+        def wait(self, refs, num_returns, timeout):
+            return [], list(refs)
+
+    held = Slot(index=0, generation=1, handle=None, num_envs=2, started="start", held="lost")
+    waiting = Slot(index=1, generation=1, handle=None, num_envs=2, started="start", ref="req")
+    assert stuck_replacements(NeverReady(), [held, waiting], 1.0) == [waiting]
