@@ -368,6 +368,9 @@ class Blocks:
     ) -> None:
         """Writes one vector step: row ``row`` of the step fields, row ``row + 1`` of ``obs``.
 
+        What :meth:`put_outputs` and :meth:`put_env_step` write, the env's batches checked
+        before anything is written.
+
         Raises:
             ValueError: The observations, rewards or flags do not hold one item per sub-env of
                 the blocks' shapes (checked before anything is written), or a field's values
@@ -382,20 +385,28 @@ class Blocks:
             >>> blocks.terminated[0].tolist()
             [False, True]
         """
-        # Checked before anything is written: a malformed batch would be broadcast over the
-        # row (one shape comparison per leaf; the policy's outputs are the runner's to check).
-        column = self.obs
-        obs_values = None  # a single leaf of the right shape: written without a list
-        if column.structure is not None or getattr(obs, "shape", None) != column.shapes[0]:
-            obs_values = column.leaves_of(obs, "the env's observations")
-        width = column.shapes[0][:1]  # (num_envs,)
-        if rewards.shape != width or terminateds.shape != width or truncateds.shape != width:
-            named = zip(("rewards", "terminated", "truncated"), (rewards, terminateds, truncateds))
-            name, value = next((n, v) for n, v in named if v.shape != width)
-            raise ValueError(
-                f"the env's {name}: got shape {tuple(value.shape)}, expected {tuple(width)} "
-                "(one per sub-env)"
-            )
+        obs_values = self._checked_env_step(obs, rewards, terminateds, truncateds)
+        self.put_outputs(row, actions, extras)
+        self._put_env_step(row, obs, obs_values, rewards, terminateds, truncateds)
+
+    def put_outputs(self, row: int, actions: Any, extras: dict[str, Any]) -> None:
+        """Writes the policy's actions and extra outputs of row ``row``.
+
+        The runner writes them before the env steps: an env may write its next observations
+        into the buffer the policy read (gymnasium's ``SyncVectorEnv(copy=False)``, simulators
+        on a device), or clip the actions in place, and outputs that are views of either would
+        change under the env.
+
+        Raises:
+            ValueError: A field's values are of a dtype its column cannot take
+                (``Column.widened``), or the extra outputs' keys changed.
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros(2), rows=3)
+            >>> blocks.put_outputs(1, np.array([1, 0]), {"vf": np.array([0.5, 0.7])})
+            >>> blocks.actions.leaves[0][1].tolist(), blocks.extras["vf"].leaves[0][1].tolist()
+            ([1, 0], [0.5, 0.7])
+        """
         if self.actions is None or len(extras) != len(self.extras):
             self.ensure_outputs(actions, extras)
         assert self.actions is not None
@@ -414,13 +425,63 @@ class Blocks:
                 f"the policy's extra outputs changed from {sorted(columns)} to "
                 f"{sorted(extras)}: a runner records the same extra outputs at every step"
             ) from err
+
+    def put_env_step(
+        self, row: int, obs: Any, rewards: Any, terminateds: Any, truncateds: Any
+    ) -> None:
+        """Writes what the env's step returned, all checked before anything is written.
+
+        Row ``row`` of the flags and rewards, row ``row + 1`` of ``obs``.
+
+        Raises:
+            ValueError: The observations, rewards or flags do not hold one item per sub-env of
+                the blocks' shapes, or observations of a dtype the column cannot take.
+
+        Example:
+            >>> blocks = Blocks.allocate(np.zeros(2), rows=3)
+            >>> no = np.zeros(2, bool)
+            >>> blocks.put_env_step(0, np.array([0.5, 0.7]), np.ones(2), no, no)
+            >>> blocks.obs.leaves[0][1].tolist(), blocks.rewards[0].tolist()
+            ([0.5, 0.7], [1.0, 1.0])
+        """
+        obs_values = self._checked_env_step(obs, rewards, terminateds, truncateds)
+        self._put_env_step(row, obs, obs_values, rewards, terminateds, truncateds)
+
+    def _checked_env_step(
+        self, obs: Any, rewards: Any, terminateds: Any, truncateds: Any
+    ) -> list[Any] | None:
+        # A malformed batch would be broadcast over the row (one shape comparison per leaf).
+        # None: a single leaf of the right shape, written without a list.
+        column = self.obs
+        obs_values = None
+        if column.structure is not None or getattr(obs, "shape", None) != column.shapes[0]:
+            obs_values = column.leaves_of(obs, "the env's observations")
+        width = column.shapes[0][:1]  # (num_envs,)
+        if rewards.shape != width or terminateds.shape != width or truncateds.shape != width:
+            named = zip(("rewards", "terminated", "truncated"), (rewards, terminateds, truncateds))
+            name, value = next((n, v) for n, v in named if v.shape != width)
+            raise ValueError(
+                f"the env's {name}: got shape {tuple(value.shape)}, expected {tuple(width)} "
+                "(one per sub-env)"
+            )
+        return obs_values
+
+    def _put_env_step(
+        self,
+        row: int,
+        obs: Any,
+        obs_values: list[Any] | None,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+    ) -> None:
         self.rewards[row] = rewards
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds
         if obs_values is None:
-            column.put(row + 1, obs, "the env's observations")  # checked above: its fast path
+            self.obs.put(row + 1, obs, "the env's observations")  # checked: its fast path
         else:
-            column.put_leaves(row + 1, obs_values, "the env's observations")
+            self.obs.put_leaves(row + 1, obs_values, "the env's observations")
 
     def sharing(self) -> Blocks:
         """Blocks over the same arrays with columns of their own (see ``Column.widened``).
@@ -490,10 +551,14 @@ class Blocks:
             times=None if self.times is None else self.times[first : stop + 1],
         )
 
-    def successor(self, first: int, stop: int, rows: int) -> Blocks:
+    def successor(self, first: int, stop: int, rows: int, into: Blocks | None = None) -> Blocks:
         """New blocks of ``rows`` step rows (same layouts) starting with rows ``first:stop``.
 
         One copy per field: what the next call continues from (``stop - first <= rows``).
+        ``into``, blocks of the same layout and at least ``rows`` step rows that nothing reads
+        any more (``episodes.runner.recycling``), are written instead of new arrays: all of
+        their rows serve, and the rows after the copied ones read as new blocks' would
+        (zeros where ``allocate`` and ``new_leaf`` give zeros).
 
         Example:
             >>> blocks = Blocks.allocate(np.zeros(2), rows=4)
@@ -501,27 +566,48 @@ class Blocks:
             >>> nxt = blocks.successor(2, 4, rows=3)
             >>> nxt.step_rows, nxt.rewards[:, 0].tolist()
             (3, [3.0, 4.0, 0.0])
+            >>> again = nxt.successor(0, 1, rows=3, into=blocks)
+            >>> again.step_rows, again.rewards[:, 0].tolist()
+            (4, [3.0, 0.0, 0.0, 0.0])
         """
+        if into is not None:
+            rows = into.step_rows
+        carried = stop - first
 
-        def like(column: Column, count: int) -> Column:
-            leaves = [new_leaf((count, *leaf.shape[1:]), leaf.dtype) for leaf in column.leaves]
+        def like(column: Column, extra: int, target: Column | None) -> Column:
+            if target is None:
+                count = rows + extra
+                leaves = [new_leaf((count, *leaf.shape[1:]), leaf.dtype) for leaf in column.leaves]
+            else:
+                leaves = list(target.leaves)
             for new, old in zip(leaves, column.leaves):
-                new[: stop - first + (count - rows)] = old[first : stop + (count - rows)]
+                new[: carried + extra] = old[first : stop + extra]
+                if target is not None and new.dtype.kind in "iu" and new.dtype.itemsize == 8:
+                    new[carried + extra :] = 0  # as ``new_leaf`` gives them
             return Column(leaves, column.structure)
 
-        def flat(array: np.ndarray) -> np.ndarray:
-            out = np.zeros((rows, *array.shape[1:]), array.dtype)
-            out[: stop - first] = array[first:stop]
+        def flat(array: np.ndarray, target: np.ndarray | None) -> np.ndarray:
+            if target is None:
+                out = np.zeros((rows, *array.shape[1:]), array.dtype)
+            else:
+                out = target
+                out[carried:] = 0
+            out[:carried] = array[first:stop]
             return out
 
+        def into_column(name: str | None) -> Column | None:
+            if into is None:
+                return None
+            return into.actions if name is None else into.extras[name]
+
         return Blocks(
-            obs=like(self.obs, rows + 1),
-            rewards=flat(self.rewards),
-            terminated=flat(self.terminated),
-            truncated=flat(self.truncated),
-            dead=flat(self.dead),
-            actions=None if self.actions is None else like(self.actions, rows),
-            extras={key: like(column, rows) for key, column in self.extras.items()},
+            obs=like(self.obs, 1, None if into is None else into.obs),
+            rewards=flat(self.rewards, None if into is None else into.rewards),
+            terminated=flat(self.terminated, None if into is None else into.terminated),
+            truncated=flat(self.truncated, None if into is None else into.truncated),
+            dead=flat(self.dead, None if into is None else into.dead),
+            actions=None if self.actions is None else like(self.actions, 0, into_column(None)),
+            extras={key: like(column, 0, into_column(key)) for key, column in self.extras.items()},
             times=None if self.times is None else shifted_times(self.times, first, stop, rows),
         )
 

@@ -200,8 +200,9 @@ class DeviceRecorder(BatchedRecorder):
     ) -> tuple[Any, Any]:
         """Queues one vector step's writes on the device; returns ``(obs, started mask)``.
 
-        The started mask is a bool tensor on the device (all False when no sub-env started an
-        episode): which sub-envs' recurrent state to reset.
+        :meth:`put_outputs` then :meth:`env_step` (the runner calls them on either side of
+        ``env.step``). The started mask is a bool tensor on the device (all False when no
+        sub-env started an episode): which sub-envs' recurrent state to reset.
 
         Example:
             >>> rec = DeviceRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
@@ -213,11 +214,60 @@ class DeviceRecorder(BatchedRecorder):
             >>> rec.step(act, {}, obs, one, no, no, {}, reset=None)[1].tolist()  # env 1 resets
             [False, True]
         """
-        del reset  # disabled mode is refused at construction
+        self.put_outputs(actions, extras)
+        return self.env_step(obs, rewards, terminateds, truncateds, infos, reset=reset)
+
+    @torch.no_grad()
+    def put_outputs(self, actions: Any, extras: dict[str, Any]) -> None:
+        """Queues the policy's outputs for the next vector step, before the env steps.
+
+        As ``BatchedRecorder.put_outputs``: outputs that are views of the observations an env
+        overwrites in place, or actions it clips in place, are copied first.
+
+        Example:
+            >>> rec = DeviceRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+            >>> rec.begin(2, torch.zeros(2, 3))
+            >>> obs = torch.ones(2, 3)
+            >>> rec.put_outputs(torch.zeros(2), {"first": obs[:, 0]})
+            >>> _ = obs.fill_(7.0)  # the env reuses its buffer
+            >>> no = torch.tensor([False, False])
+            >>> _ = rec.env_step(obs, torch.ones(2), no, no, {}, reset=None)
+            >>> rec.device_blocks.extras["first"].leaves[0][0].tolist()
+            [1.0, 1.0]
+        """
         blocks = self.device_blocks
         assert blocks is not None, "begin() first"
         if self.row >= blocks.step_rows:
             blocks = self.device_blocks = blocks.resized(2 * blocks.step_rows)
+        device = blocks.device
+        try:
+            device_actions = as_device_batch(actions, device, "the policy's actions")
+            device_extras = {
+                key: as_device_batch(value, device, f"the policy's extra output {key!r}")
+                for key, value in extras.items()
+            }
+        except NotImplementedError:
+            # A meta tensor (no data), in torch's words that name no field: the policy's
+            # outputs at a call's first step were refused before env.step, not later ones.
+            check_outputs_hold_data(actions, extras)
+            raise
+        blocks.put_outputs(self.row, device_actions, device_extras)
+
+    @torch.no_grad()
+    def env_step(
+        self,
+        obs: Any,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+        infos: dict[str, Any],
+        *,
+        reset: Reset | None,
+    ) -> tuple[Any, Any]:
+        """Queues what ``env.step`` returned after :meth:`put_outputs`; as :meth:`step`."""
+        del reset  # disabled mode is refused at construction
+        blocks = self.device_blocks
+        assert blocks is not None, "begin() first"
         device = blocks.device
         r = self.row
         try:  # free while they convert; else a ValueError naming the field, not torch's
@@ -232,25 +282,14 @@ class DeviceRecorder(BatchedRecorder):
             raise
         if device_rewards.dtype.is_complex:  # the float64 row would drop the imaginary part
             raise refused_rewards(device_rewards.dtype)
-        try:
-            device_actions = as_device_batch(actions, device, "the policy's actions")
-            device_extras = {
-                key: as_device_batch(value, device, f"the policy's extra output {key!r}")
-                for key, value in extras.items()
-            }
-        except NotImplementedError:
-            # A meta tensor (no data), in torch's words that name no field: the policy's
-            # outputs at a call's first step were refused before env.step, not later ones.
-            check_outputs_hold_data(actions, extras)
-            raise
         flags = (device_rewards, terminateds, truncateds)
         try:
-            blocks.put_step(r, device_actions, device_extras, obs, *flags)
+            blocks.put_env_step(r, obs, *flags)
         except TypeError:  # torch's row write takes no numpy observations: moved, then again
             if not any(isinstance(leaf, np.ndarray) for leaf in flatten(obs)[0]):
                 raise
             device_obs = as_device_batch(obs, device, "the env's observations")
-            blocks.put_step(r, device_actions, device_extras, device_obs, *flags)
+            blocks.put_env_step(r, device_obs, *flags)
         except NotImplementedError:  # a meta tensor, in torch's words that name no field
             check_env_holds_data(obs)
             raise

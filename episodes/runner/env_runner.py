@@ -369,7 +369,7 @@ class EnvRunner:
 
     def _step(self) -> None:
         # The env's observation goes to the policy as is: the blocks keep their own copy, and
-        # the policy acts on it before the next env.step could reuse the env's buffer.
+        # the policy's outputs are copied into the blocks before env.step could reuse it.
         actions, extras = self._act()
         keys = self._output_keys
         # Checked before the env steps; a set comparison per step (a renamed key as well).
@@ -382,10 +382,14 @@ class EnvRunner:
         elif not self._stepped:  # a later call's first step: refused, the runner is untouched
             check_outputs_hold_data(actions, extras)  # (later steps refuse them once recorded)
         check_shapes(actions, extras, self._output_shapes)
+        # Written before the env steps: outputs that are views of the observations (an action
+        # mask passed through) would change under an env that reuses its observation buffer,
+        # and actions under an env that clips them in place. Not recorded until env_step.
+        self._recorder.put_outputs(actions, extras)
         self._stepped = True  # from here a failure leaves the env past what was recorded
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
-        self._obs, started = self._recorder.step(
-            actions, extras, obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
+        self._obs, started = self._recorder.env_step(
+            obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
         )
         if self._initial_state is not None and started is not None:
             self.state = self._reset_state(self.state, started)

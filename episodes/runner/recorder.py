@@ -53,6 +53,7 @@ from episodes.runner.policy import (
     check_numpy_dtype,
     check_outputs_hold_data,
 )
+from episodes.runner.recycling import BlockPool
 from episodes.runner.rewards import REAL_KINDS, refused_rewards
 from episodes.runner.row_infos import RowInfos
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
@@ -147,6 +148,7 @@ class BatchedRecorder:
         self.blocks: Blocks | None = None
         # The rows the next call continues from (copied by finish()).
         self._next: Blocks | None = None
+        self._pool = BlockPool()
         self.row = 0
         self.num_steps = 0
         self.recorded = 0
@@ -261,9 +263,10 @@ class BatchedRecorder:
     ) -> tuple[Any, np.ndarray | None]:
         """Records one vector step; returns the policy's next observation and the started mask.
 
-        ``reset`` resets sub-envs in disabled mode (``reset(options={"reset_mask": mask})``).
-        The started mask (None when no sub-env started an episode) says whose recurrent state
-        to reset.
+        :meth:`put_outputs` then :meth:`env_step` (the runner calls them on either side of
+        ``env.step``). ``reset`` resets sub-envs in disabled mode
+        (``reset(options={"reset_mask": mask})``). The started mask (None when no sub-env
+        started an episode) says whose recurrent state to reset.
 
         Example:
             >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
@@ -274,6 +277,27 @@ class BatchedRecorder:
             True
             >>> rec.step(act, {}, obs, one, no, no, {}, reset=None)[1].tolist()  # env 1 resets
             [False, True]
+        """
+        self.put_outputs(actions, extras)
+        return self.env_step(obs, rewards, terminateds, truncateds, infos, reset=reset)
+
+    def put_outputs(self, actions: Any, extras: dict[str, np.ndarray]) -> None:
+        """Writes the policy's outputs for the next vector step, before the env steps.
+
+        An env may write its next observations into the buffer the policy read, or clip the
+        actions in place: outputs that are views of either are copied into the blocks first
+        (``Blocks.put_outputs``). Nothing is recorded until :meth:`env_step`.
+
+        Example:
+            >>> rec = BatchedRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+            >>> rec.begin(1, np.zeros((2, 3)))
+            >>> obs = np.ones((2, 3))
+            >>> rec.put_outputs(np.zeros(2), {"first": obs[:, 0]})
+            >>> obs[:] = 7.0  # the env reuses its buffer
+            >>> no = np.zeros(2, bool)
+            >>> _ = rec.env_step(obs, np.ones(2), no, no, {}, reset=None)
+            >>> rec.finish().blocks.extras["first"].leaves[0][0].tolist()
+            [1.0, 1.0]
         """
         assert self.blocks is not None, "begin() first"
         try:
@@ -288,6 +312,22 @@ class BatchedRecorder:
             # outputs at a call's first step were refused before env.step, not later ones.
             check_outputs_hold_data(actions, extras)
             raise
+        if self.row >= self.blocks.step_rows:
+            self.blocks = self.blocks.resized(2 * self.blocks.step_rows)
+        self.blocks.put_outputs(self.row, actions, extras)
+
+    def env_step(
+        self,
+        obs: Any,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+        infos: dict[str, Any],
+        *,
+        reset: Reset,
+    ) -> tuple[Any, np.ndarray | None]:
+        """Records what ``env.step`` returned after :meth:`put_outputs`; as :meth:`step`."""
+        assert self.blocks is not None, "begin() first"
         # Not cast to float64 here: the block row and the running returns are float64, and
         # numpy widens each value exactly on the way in (a float32 copy per step saved).
         try:
@@ -299,11 +339,9 @@ class BatchedRecorder:
         except TypeError:  # a meta tensor, in torch's words that name no field
             check_env_holds_data(None, rewards, terminateds, truncateds)
             raise
-        if self.row >= self.blocks.step_rows:
-            self.blocks = self.blocks.resized(2 * self.blocks.step_rows)
         r = self.row
         try:
-            self.blocks.put_step(r, actions, extras, obs, rewards, terminateds, truncateds)
+            self.blocks.put_env_step(r, obs, rewards, terminateds, truncateds)
         except TypeError:  # as above
             check_env_holds_data(obs)
             raise
@@ -484,8 +522,17 @@ class BatchedRecorder:
         return recording
 
     def _keep_rows(self, blocks: Blocks, keep: int, capacity: int) -> None:
-        """Copies rows ``keep:row`` into the blocks the next call starts with."""
-        self._next = blocks.successor(keep, self.row, capacity)
+        """Copies rows ``keep:row`` into the blocks the next call starts with.
+
+        Into a block set of the pool's that nothing reads any more and that holds
+        ``capacity`` step rows (``recycling``); else into new blocks with a quarter more rows,
+        so that a set kept for reuse still fits a carry that has grown a little since.
+        """
+        spare = self._pool.take(blocks, capacity)
+        if spare is None:
+            capacity += capacity // 4
+        self._next = blocks.successor(keep, self.row, capacity, into=spare)
+        self._pool.add(self._next)
 
     def _append_in_place(self, blocks: Blocks, room: int) -> bool:
         """Whether the next call records into these blocks, after the rows of this one."""

@@ -1,0 +1,100 @@
+"""The policy's outputs are recorded as the policy returned them, whatever the env does next.
+
+An env may write its next observations into the buffer the policy read (gymnasium's
+``SyncVectorEnv(copy=False)``, simulators on a device) or clip the actions it is given in
+place. Outputs that are views of either used to be copied into the blocks after ``env.step``,
+so chunks held the next step's values (an action mask passed through as an extra output) or
+the env's clipped actions.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from episodes.envs.torch_cartpole import TorchCartPole
+from episodes.runner import EnvRunner
+
+
+class InPlaceCartPole(TorchCartPole):
+    """A torch env that writes every observation into one tensor, as simulators do."""
+
+    buffer: torch.Tensor
+
+    def reset(self, **kwargs):
+        obs, infos = super().reset(**kwargs)
+        self.buffer = obs.clone()
+        return self.buffer, infos
+
+    def step(self, actions):
+        obs, *rest = super().step(actions)
+        self.buffer.copy_(obs)
+        return (self.buffer, *rest)
+
+
+class ClippingCartPole(TorchCartPole):
+    """A torch env that clips the actions it is given in place."""
+
+    def step(self, actions):
+        actions.clamp_(0, 0)
+        return super().step(actions)
+
+
+class ClippingSyncEnv(gym.vector.SyncVectorEnv):
+    """A numpy vector env that clips the actions it is given in place."""
+
+    def step(self, actions):
+        actions[:] = 0
+        return super().step(actions)
+
+
+def sync_env(copy: bool) -> gym.vector.VectorEnv:
+    return gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2, copy=copy)
+
+
+def numpy_view_policy(obs):
+    return (obs[:, 2] > 0).astype(np.int64), {"velocity": obs[:, 1]}
+
+
+def torch_view_policy(obs):
+    return (obs[:, 2] > 0).long(), {"velocity": obs[:, 1]}
+
+
+VIEW_CASES = [
+    ("gymnasium SyncVectorEnv(copy=False)", lambda: sync_env(False), numpy_view_policy),
+    ("gymnasium SyncVectorEnv(copy=True)", lambda: sync_env(True), numpy_view_policy),
+    ("torch env writing observations in place", lambda: InPlaceCartPole(2), torch_view_policy),
+    ("torch env with fresh observations", lambda: TorchCartPole(2), torch_view_policy),
+]
+
+
+@pytest.mark.parametrize("name, make_env, policy", VIEW_CASES, ids=[c[0] for c in VIEW_CASES])
+def test_an_extra_output_viewing_the_observations_keeps_that_steps_values(name, make_env, policy):
+    chunks = EnvRunner(make_env(), policy, seed=0, len_lookback_buffer=0).sample(6)
+    for chunk in chunks:
+        obs = np.asarray(chunk.get_observations(slice(None)))
+        recorded = np.asarray(chunk.get_extra_model_outputs("velocity"))
+        np.testing.assert_array_equal(recorded, obs[: len(chunk), 1], err_msg=name)
+
+
+CLIP_CASES = [
+    (
+        "numpy env clipping in place",
+        lambda: ClippingSyncEnv([lambda: gym.make("CartPole-v1")] * 2),
+        lambda obs: (np.ones(2, np.int64), {}),
+    ),
+    (
+        "torch env clipping in place",
+        lambda: ClippingCartPole(2),
+        lambda obs: (torch.ones(2, dtype=torch.long), {}),
+    ),
+]
+
+
+@pytest.mark.parametrize("name, make_env, policy", CLIP_CASES, ids=[c[0] for c in CLIP_CASES])
+def test_actions_an_env_clips_in_place_are_recorded_as_the_policy_gave_them(name, make_env, policy):
+    chunks = EnvRunner(make_env(), policy, seed=0).sample(3)
+    for chunk in chunks:
+        assert np.asarray(chunk.get_actions()).tolist() == [1] * len(chunk), name
