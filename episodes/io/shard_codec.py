@@ -208,7 +208,14 @@ def _encode_column(
     for sub, leaf in zip(paths, meta["leaves"], strict=True):
         info = leaf_info(arrays[leaf["file"]], [*path, *sub])
         leaves[leaf["file"]] = info
-        parts.append((sub, leaf_to_arrow(arrays[leaf["file"]], rows, info, copy)))
+        part = leaf_to_arrow(arrays[leaf["file"]], rows, info, copy)
+        if getattr(part.type, "byte_width", 0) > _ARROW_MAX_BYTE_WIDTH:  # readers refuse it
+            raise UnstorableValueError(
+                f"{'/'.join([*path, *sub])}: items of {part.type.byte_width} bytes each (dtype "
+                f"{info['dtype']}); an Arrow reader takes at most {_ARROW_MAX_BYTE_WIDTH} bytes "
+                "an item of this kind; the v1 format stores it"
+            )
+        parts.append((sub, part))
     column = _nest(parts, "/".join(path))
     if _type_depth(column.type) > _ARROW_MAX_DEPTH:  # Arrow's IPC writer would fail part-way
         raise UnstorableValueError(
@@ -220,6 +227,11 @@ def _encode_column(
 
 #: The deepest column type Arrow's IPC writer takes (its recursion limit is 64 nested types).
 _ARROW_MAX_DEPTH = 63
+
+#: The widest fixed-size binary item Arrow's IPC and Parquet readers take (a width of 2**28
+#: bytes or more is written, then refused when read). Items stored raw (strings, complex,
+#: datetimes, big-endian numbers) are one such item each.
+_ARROW_MAX_BYTE_WIDTH = (1 << 28) - 1
 
 
 def _type_depth(arrow_type: pa.DataType) -> int:
