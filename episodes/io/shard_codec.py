@@ -209,7 +209,8 @@ def _encode_column(
         info = leaf_info(arrays[leaf["file"]], [*path, *sub])
         leaves[leaf["file"]] = info
         part = leaf_to_arrow(arrays[leaf["file"]], rows, info, copy)
-        if getattr(part.type, "byte_width", 0) > _ARROW_MAX_BYTE_WIDTH:  # readers refuse it
+        wide = pa.types.is_fixed_size_binary(part.type)
+        if wide and part.type.byte_width > _ARROW_MAX_BYTE_WIDTH:  # readers refuse it
             raise UnstorableValueError(
                 f"{'/'.join([*path, *sub])}: items of {part.type.byte_width} bytes each (dtype "
                 f"{info['dtype']}); an Arrow reader takes at most {_ARROW_MAX_BYTE_WIDTH} bytes "

@@ -119,12 +119,15 @@ def _(space: gs.Discrete) -> dict[str, Any]:
 
 @_encode.register
 def _(space: gs.MultiDiscrete) -> dict[str, Any]:
-    return {
+    encoded = {
         "type": "MultiDiscrete",
         "nvec": space.nvec.tolist(),
         "start": space.start.tolist(),
         "dtype": _dtype_text(np.dtype(space.dtype)),
     }
+    if space.nvec.size == 0:  # nested lists lose the shape of an empty array: (0, 2) is []
+        encoded["shape"] = list(space.nvec.shape)
+    return encoded
 
 
 @_encode.register
@@ -410,6 +413,13 @@ def _decode_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]
 def _decode_multi_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
     nvec = _int_array(d, "nvec", where).astype(np.int64)
     start = _int_array(d, "start", where) if "start" in d else np.zeros(nvec.shape, object)
+    if "shape" in d:  # only an empty nvec's: its lists cannot say it
+        shape = _int_array(d, "shape", where)
+        if shape.ndim != 1 or any(n < 0 for n in shape) or math.prod(shape.tolist()) != 0:
+            raise ValueError(f"{where}: 'shape' must list sizes of an empty 'nvec', got {shape}")
+        if nvec.size or start.size:
+            raise ValueError(f"{where}: 'shape' is given only for an empty 'nvec'")
+        nvec, start = nvec.reshape(shape.tolist()), start.reshape(shape.tolist())
     if start.shape != nvec.shape:
         raise ValueError(f"{where}: 'start' shape {start.shape} != 'nvec' shape {nvec.shape}")
     if np.any(nvec <= 0):
