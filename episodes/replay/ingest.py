@@ -21,6 +21,7 @@ from episodes.episode.reward_values import REAL_TYPES
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.store import all_empty_infos
+from episodes.spaces import UNSTACKABLE_SPACES, find_space_kind
 from episodes.structs import arrays_equal
 
 __all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
@@ -245,6 +246,13 @@ def _rows(
     # A numpy'd column of list-structured items ([x, y] observations) reads a list of leaves.
     # A declared Dict or Tuple space decides, whatever form its items came in (a Tuple's
     # items may be lists, which would otherwise stack as rows in list mode only).
+    unstackable = None if space is None else find_space_kind(space, UNSTACKABLE_SPACES)
+    if unstackable is not None:
+        # Equal-length Sequence items would stack, and a later, longer valid one be refused.
+        raise TypeError(
+            f"{what}: replay stores numeric arrays only; the items of a {unstackable} space "
+            "have no fixed layout"
+        )
     nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
     nested = nested or bool(
         # A list-mode column's items: tuples or dicts are Tuple or Dict items. (A numpy'd
