@@ -1,11 +1,13 @@
 """CartPole as a gymnasium vector env of torch tensors, every sub-env stepped in one batch.
 
 The dynamics, bounds and rewards are gymnasium's CartPole-v1 (Euler integration, 500-step
-time limit); the sub-envs live as ``[N, 4]`` state on one device, so N can be in the tens of
-thousands on a GPU. Autoreset is next-step (gymnasium's default: the step after an episode's
-last one is its reset step, with reward 0) or same-step (the step that ends an episode also
-resets it; its final observation is ``infos["final_obs"]``, a ``[N, 4]`` tensor whose rows of
-unfinished sub-envs are not meaningful, with the mask ``infos["_final_obs"]``).
+time limit), computed in float32 where gymnasium keeps its state in float64: one step agrees
+to about 1e-7, whole trajectories drift apart after some tens of steps. The sub-envs live as
+``[N, 4]`` state on one device, so N can be in the tens of thousands on a GPU. Autoreset is
+next-step (gymnasium's default: the step after an episode's last one is its reset step, with
+reward 0) or same-step (the step that ends an episode also resets it; its final observation
+is ``infos["final_obs"]``, a ``[N, 4]`` tensor whose rows of unfinished sub-envs are not
+meaningful, with the mask ``infos["_final_obs"]``).
 
 Example:
     >>> import torch
@@ -24,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.envs.classic_control.utils import maybe_parse_reset_bounds
 from gymnasium.vector import AutoresetMode
 
 from episodes.seeds import check_env_seed
@@ -43,10 +46,14 @@ class TorchCartPole(gym.vector.VectorEnv):
     for the device every step; 1 pushes right and any other value, 2 or -1 included, left.
 
     Args:
-        num_envs: Sub-envs.
+        num_envs: Sub-envs, an int >= 1.
         device: Where the state and every returned tensor live.
         autoreset_mode: ``"NextStep"`` (default) or ``"SameStep"``.
-        max_episode_steps: Time limit (truncation).
+        max_episode_steps: Time limit (truncation), an int >= 1.
+
+    Raises:
+        ValueError: ``num_envs`` or ``max_episode_steps`` is not an int >= 1 (2.7 and True
+            are refused, not rounded), or ``autoreset_mode`` is ``"Disabled"``.
 
     Example:
         >>> env = TorchCartPole(3, max_episode_steps=2)
@@ -65,13 +72,13 @@ class TorchCartPole(gym.vector.VectorEnv):
         autoreset_mode: str = "NextStep",
         max_episode_steps: int = 500,
     ):
-        self.num_envs = int(num_envs)
+        self.num_envs = _count(num_envs, "num_envs")
         self.device = torch.device(device)
         mode = AutoresetMode(autoreset_mode)
         if mode is AutoresetMode.DISABLED:
             raise ValueError("TorchCartPole resets its sub-envs itself: NextStep or SameStep")
         self.metadata = {"autoreset_mode": mode}
-        self.max_episode_steps = int(max_episode_steps)
+        self.max_episode_steps = _count(max_episode_steps, "max_episode_steps")
         high = np.array([X_LIMIT * 2, np.inf, THETA_LIMIT * 2, np.inf], np.float32)
         self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
         self.single_action_space = gym.spaces.Discrete(2)
@@ -83,13 +90,15 @@ class TorchCartPole(gym.vector.VectorEnv):
         # Fresh entropy, as gymnasium's first reset(seed=None) draws: a new generator's fixed
         # default seed would give every unseeded env the same episodes.
         self._generator.seed()
-        self._state = torch.zeros((self.num_envs, 4), device=self.device)
+        # float32 whatever torch's default dtype: the observation space's.
+        self._state = torch.zeros((self.num_envs, 4), dtype=torch.float32, device=self.device)
         self._steps = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
         self._needs_reset = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
 
-    def _fresh(self) -> torch.Tensor:
-        noise = torch.rand((self.num_envs, 4), generator=self._generator, device=self.device)
-        return noise * 0.1 - 0.05
+    def _fresh(self, low: float = -0.05, high: float = 0.05) -> torch.Tensor:
+        shape, generator = (self.num_envs, 4), self._generator
+        noise = torch.rand(shape, generator=generator, dtype=torch.float32, device=self.device)
+        return noise * (high - low) + low
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -103,11 +112,14 @@ class TorchCartPole(gym.vector.VectorEnv):
         64 bits by numpy's ``SeedSequence``, the same every time. Since one generator serves
         all sub-envs, a list seeds it from all its ints together (each one changes every
         sub-env's episodes); a list holding a None gives it fresh entropy, as gymnasium gives
-        an unseeded sub-env.
+        an unseeded sub-env. ``options`` may give ``"low"`` and ``"high"``, the bounds of
+        the first states (gymnasium's CartPole reads them the same way; default -0.05 and
+        0.05); later autoresets draw within the defaults, as gymnasium's do.
 
         Raises:
             ValueError: A seed of none of those forms (a float, a bool, a negative int, a
-                list of another length), before anything is reset.
+                list of another length), or bounds gymnasium's CartPole refuses, before
+                anything is reset.
 
         Example:
             >>> env = TorchCartPole(2)
@@ -120,6 +132,7 @@ class TorchCartPole(gym.vector.VectorEnv):
             False
         """
         seed = check_env_seed(seed, self.num_envs)
+        low, high = maybe_parse_reset_bounds(options, -0.05, 0.05)
         if isinstance(seed, list):
             ints = [one for one in seed if one is not None]
             if len(ints) < len(seed):
@@ -129,7 +142,7 @@ class TorchCartPole(gym.vector.VectorEnv):
                 self._generator.manual_seed(int(state))
         elif seed is not None:
             self._generator.manual_seed(_generator_seed(seed))
-        self._state = self._fresh()
+        self._state = self._fresh(low, high)
         self._steps.zero_()
         self._needs_reset.zero_()
         return self._state.clone(), {}
@@ -151,7 +164,7 @@ class TorchCartPole(gym.vector.VectorEnv):
         """
         push = torch.as_tensor(actions, device=self.device).reshape(self.num_envs)
         x, x_dot, theta, theta_dot = self._state.unbind(1)
-        force = torch.where(push == 1, FORCE, -FORCE)
+        force = (push == 1).to(self._state.dtype) * (2 * FORCE) - FORCE  # float32: +-10
         cos, sin = torch.cos(theta), torch.sin(theta)
         total = CART_MASS + POLE_MASS
         temp = (force + POLE_MASS * POLE_HALF_LENGTH * theta_dot**2 * sin) / total
@@ -171,7 +184,7 @@ class TorchCartPole(gym.vector.VectorEnv):
         steps = self._steps + 1
         terminated = (moved[:, 0].abs() > X_LIMIT) | (moved[:, 2].abs() > THETA_LIMIT)
         truncated = steps >= self.max_episode_steps
-        rewards = torch.ones(self.num_envs, device=self.device)
+        rewards = torch.ones(self.num_envs, dtype=torch.float32, device=self.device)
         fresh = self._fresh()
         infos: dict[str, Any] = {}
         if self.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP:
@@ -190,6 +203,21 @@ class TorchCartPole(gym.vector.VectorEnv):
             steps = torch.where(done, 0, steps)
         self._state, self._steps = obs, steps
         return obs.clone(), rewards, terminated, truncated, infos
+
+
+def _count(value: Any, name: str) -> int:
+    """``value`` as an int >= 1 (numpy ints taken); else a ``ValueError`` naming ``name``.
+
+    Example:
+        >>> _count(np.int64(3), "num_envs")
+        3
+        >>> _count(2.7, "num_envs")
+        Traceback (most recent call last):
+        ValueError: num_envs must be an int >= 1, got 2.7
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1:
+        return int(value)
+    raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 def _generator_seed(seed: int) -> int:
