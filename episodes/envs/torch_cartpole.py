@@ -49,11 +49,12 @@ class TorchCartPole(gym.vector.VectorEnv):
         num_envs: Sub-envs, an int >= 1.
         device: Where the state and every returned tensor live.
         autoreset_mode: ``"NextStep"`` (default) or ``"SameStep"``.
-        max_episode_steps: Time limit (truncation), an int >= 1.
+        max_episode_steps: Time limit (truncation), an int from 1 to ``2**63 - 1``.
 
     Raises:
         ValueError: ``num_envs`` or ``max_episode_steps`` is not an int >= 1 (2.7 and True
-            are refused, not rounded), or ``autoreset_mode`` is ``"Disabled"``.
+            are refused, not rounded), ``max_episode_steps`` is beyond int64, or
+            ``autoreset_mode`` is ``"Disabled"``.
 
     Example:
         >>> env = TorchCartPole(3, max_episode_steps=2)
@@ -78,7 +79,9 @@ class TorchCartPole(gym.vector.VectorEnv):
         if mode is AutoresetMode.DISABLED:
             raise ValueError("TorchCartPole resets its sub-envs itself: NextStep or SameStep")
         self.metadata = {"autoreset_mode": mode}
-        self.max_episode_steps = _count(max_episode_steps, "max_episode_steps")
+        # At most int64's largest: the step counters are int64 tensors (2**63 wrapped: every
+        # episode was truncated at its first step).
+        self.max_episode_steps = _count(max_episode_steps, "max_episode_steps", 2**63 - 1)
         high = np.array([X_LIMIT * 2, np.inf, THETA_LIMIT * 2, np.inf], np.float32)
         self.single_observation_space = gym.spaces.Box(-high, high, dtype=np.float32)
         self.single_action_space = gym.spaces.Discrete(2)
@@ -118,8 +121,8 @@ class TorchCartPole(gym.vector.VectorEnv):
 
         Raises:
             ValueError: A seed of none of those forms (a float, a bool, a negative int, a
-                list of another length), or bounds gymnasium's CartPole refuses, before
-                anything is reset.
+                list of another length), or bounds gymnasium's CartPole refuses (or whose
+                range is not finite), before anything is reset.
 
         Example:
             >>> env = TorchCartPole(2)
@@ -133,6 +136,12 @@ class TorchCartPole(gym.vector.VectorEnv):
         """
         seed = check_env_seed(seed, self.num_envs)
         low, high = maybe_parse_reset_bounds(options, -0.05, 0.05)
+        with np.errstate(over="ignore"):  # the states are float32: so is their range
+            span = np.float32(high) - np.float32(low)
+        if not np.isfinite(span):  # gymnasium: an OverflowError, or states of inf
+            raise ValueError(
+                f"reset bounds must span a finite float32 range, got low={low!r}, high={high!r}"
+            )
         if isinstance(seed, list):
             ints = [one for one in seed if one is not None]
             if len(ints) < len(seed):
@@ -205,8 +214,8 @@ class TorchCartPole(gym.vector.VectorEnv):
         return obs.clone(), rewards, terminated, truncated, infos
 
 
-def _count(value: Any, name: str) -> int:
-    """``value`` as an int >= 1 (numpy ints taken); else a ``ValueError`` naming ``name``.
+def _count(value: Any, name: str, most: int | None = None) -> int:
+    """``value`` as an int >= 1 (numpy ints taken), at most ``most``; else a ``ValueError``.
 
     Example:
         >>> _count(np.int64(3), "num_envs")
@@ -216,7 +225,9 @@ def _count(value: Any, name: str) -> int:
         ValueError: num_envs must be an int >= 1, got 2.7
     """
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1:
-        return int(value)
+        if most is None or value <= most:
+            return int(value)
+        raise ValueError(f"{name} must be at most {most}, got {value!r}")
     raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -208,15 +209,15 @@ def _encode_column(
     for sub, leaf in zip(paths, meta["leaves"], strict=True):
         info = leaf_info(arrays[leaf["file"]], [*path, *sub])
         leaves[leaf["file"]] = info
-        part = leaf_to_arrow(arrays[leaf["file"]], rows, info, copy)
-        wide = pa.types.is_fixed_size_binary(part.type)
-        if wide and part.type.byte_width > _ARROW_MAX_BYTE_WIDTH:  # readers refuse it
+        array = arrays[leaf["file"]]
+        width = array.dtype.itemsize * math.prod(info["shape"])
+        if info["storage"] == "raw" and width > _ARROW_MAX_BYTE_WIDTH:  # readers refuse it
             raise UnstorableValueError(
-                f"{'/'.join([*path, *sub])}: items of {part.type.byte_width} bytes each (dtype "
+                f"{'/'.join([*path, *sub])}: items of {width} bytes each (dtype "
                 f"{info['dtype']}); an Arrow reader takes at most {_ARROW_MAX_BYTE_WIDTH} bytes "
                 "an item of this kind; the v1 format stores it"
             )
-        parts.append((sub, part))
+        parts.append((sub, leaf_to_arrow(array, rows, info, copy)))
     column = _nest(parts, "/".join(path))
     if _type_depth(column.type) > _ARROW_MAX_DEPTH:  # Arrow's IPC writer would fail part-way
         raise UnstorableValueError(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -285,6 +285,9 @@ class Column:
         return Column(grown, self.structure)
 
 
+BlocksT = TypeVar("BlocksT", bound="Blocks")
+
+
 @dataclass
 class Blocks:
     """Every recorded field of one call, row ``r`` written by the call's ``r``-th vector step.
@@ -483,7 +486,7 @@ class Blocks:
         else:
             self.obs.put_leaves(row + 1, obs_values, "the env's observations")
 
-    def sharing(self) -> Blocks:
+    def sharing(self: BlocksT) -> BlocksT:
         """Blocks over the same arrays with columns of their own (see ``Column.widened``).
 
         Example:
@@ -551,14 +554,10 @@ class Blocks:
             times=None if self.times is None else self.times[first : stop + 1],
         )
 
-    def successor(self, first: int, stop: int, rows: int, into: Blocks | None = None) -> Blocks:
+    def successor(self, first: int, stop: int, rows: int) -> Blocks:
         """New blocks of ``rows`` step rows (same layouts) starting with rows ``first:stop``.
 
         One copy per field: what the next call continues from (``stop - first <= rows``).
-        ``into``, blocks of the same layout and at least ``rows`` step rows that nothing reads
-        any more (``episodes.runner.recycling``), are written instead of new arrays: all of
-        their rows serve, and the rows after the copied ones read as new blocks' would
-        (zeros where ``allocate`` and ``new_leaf`` give zeros).
 
         Example:
             >>> blocks = Blocks.allocate(np.zeros(2), rows=4)
@@ -566,48 +565,27 @@ class Blocks:
             >>> nxt = blocks.successor(2, 4, rows=3)
             >>> nxt.step_rows, nxt.rewards[:, 0].tolist()
             (3, [3.0, 4.0, 0.0])
-            >>> again = nxt.successor(0, 1, rows=3, into=blocks)
-            >>> again.step_rows, again.rewards[:, 0].tolist()
-            (4, [3.0, 0.0, 0.0, 0.0])
         """
-        if into is not None:
-            rows = into.step_rows
-        carried = stop - first
 
-        def like(column: Column, extra: int, target: Column | None) -> Column:
-            if target is None:
-                count = rows + extra
-                leaves = [new_leaf((count, *leaf.shape[1:]), leaf.dtype) for leaf in column.leaves]
-            else:
-                leaves = list(target.leaves)
+        def like(column: Column, count: int) -> Column:
+            leaves = [new_leaf((count, *leaf.shape[1:]), leaf.dtype) for leaf in column.leaves]
             for new, old in zip(leaves, column.leaves):
-                new[: carried + extra] = old[first : stop + extra]
-                if target is not None and new.dtype.kind in "iu" and new.dtype.itemsize == 8:
-                    new[carried + extra :] = 0  # as ``new_leaf`` gives them
+                new[: stop - first + (count - rows)] = old[first : stop + (count - rows)]
             return Column(leaves, column.structure)
 
-        def flat(array: np.ndarray, target: np.ndarray | None) -> np.ndarray:
-            if target is None:
-                out = np.zeros((rows, *array.shape[1:]), array.dtype)
-            else:
-                out = target
-                out[carried:] = 0
-            out[:carried] = array[first:stop]
+        def flat(array: np.ndarray) -> np.ndarray:
+            out = np.zeros((rows, *array.shape[1:]), array.dtype)
+            out[: stop - first] = array[first:stop]
             return out
 
-        def into_column(name: str | None) -> Column | None:
-            if into is None:
-                return None
-            return into.actions if name is None else into.extras[name]
-
         return Blocks(
-            obs=like(self.obs, 1, None if into is None else into.obs),
-            rewards=flat(self.rewards, None if into is None else into.rewards),
-            terminated=flat(self.terminated, None if into is None else into.terminated),
-            truncated=flat(self.truncated, None if into is None else into.truncated),
-            dead=flat(self.dead, None if into is None else into.dead),
-            actions=None if self.actions is None else like(self.actions, 0, into_column(None)),
-            extras={key: like(column, 0, into_column(key)) for key, column in self.extras.items()},
+            obs=like(self.obs, rows + 1),
+            rewards=flat(self.rewards),
+            terminated=flat(self.terminated),
+            truncated=flat(self.truncated),
+            dead=flat(self.dead),
+            actions=None if self.actions is None else like(self.actions, rows),
+            extras={key: like(column, rows) for key, column in self.extras.items()},
             times=None if self.times is None else shifted_times(self.times, first, stop, rows),
         )
 

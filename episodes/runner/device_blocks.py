@@ -434,13 +434,8 @@ class DeviceBlocks(Blocks):
         times = None if self.times is None else resized_times(self.times, step_rows)
         return self._remade(flat, lambda column, extra: column.resized(step_rows + extra), times)
 
-    def successor(
-        self, first: int, stop: int, rows: int, into: Blocks | None = None
-    ) -> DeviceBlocks:
+    def successor(self, first: int, stop: int, rows: int) -> DeviceBlocks:
         """New blocks of ``rows`` step rows starting with rows ``first:stop`` (one copy each).
-
-        ``into`` must be None: device blocks are not recycled (a tensor's reference count does
-        not count the views of its storage).
 
         Example:
             >>> blocks = DeviceBlocks.allocate(torch.zeros(2), rows=4)
@@ -449,8 +444,6 @@ class DeviceBlocks(Blocks):
             >>> nxt.step_rows, nxt.rewards[:, 0].tolist()
             (3, [3.0, 4.0, 0.0])
         """
-        if into is not None:
-            raise ValueError("device blocks take no recycled blocks")
 
         def flat(array: torch.Tensor) -> torch.Tensor:
             out = torch.zeros((rows, *array.shape[1:]), dtype=array.dtype, device=array.device)

@@ -135,7 +135,7 @@ class DeviceRecorder(BatchedRecorder):
             blocks.times[0] = now()
             self._store_infos(to_host(reset_infos or {}, "the env's reset infos"), None, 0)
         elif self._next_device.step_rows >= rows:
-            blocks = self._next_device
+            blocks = self._next_device.sharing()  # as ``BatchedRecorder.begin`` says
         else:
             blocks = self._next_device.resized(rows)
         self.device_blocks, self._next_device = blocks, None

@@ -53,7 +53,6 @@ from episodes.runner.policy import (
     check_numpy_dtype,
     check_outputs_hold_data,
 )
-from episodes.runner.recycling import BlockPool
 from episodes.runner.rewards import REAL_KINDS, refused_rewards
 from episodes.runner.row_infos import RowInfos
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
@@ -148,7 +147,6 @@ class BatchedRecorder:
         self.blocks: Blocks | None = None
         # The rows the next call continues from (copied by finish()).
         self._next: Blocks | None = None
-        self._pool = BlockPool()
         self.row = 0
         self.num_steps = 0
         self.recorded = 0
@@ -216,7 +214,9 @@ class BatchedRecorder:
             self.blocks.times[0] = now()  # the reset observations' (``start_time``)
             self._store_infos(reset_infos or {}, None, 0)
         elif self._next.step_rows >= rows:
-            self.blocks = self._next
+            # Columns of its own: the policy's outputs are written before the env steps, and
+            # a refusal then restores ``_next``, which a widened leaf must not have changed.
+            self.blocks = self._next.sharing()
         else:
             self.blocks = self._next.resized(rows)
         self._next = None
@@ -522,17 +522,8 @@ class BatchedRecorder:
         return recording
 
     def _keep_rows(self, blocks: Blocks, keep: int, capacity: int) -> None:
-        """Copies rows ``keep:row`` into the blocks the next call starts with.
-
-        Into a block set of the pool's that nothing reads any more and that holds
-        ``capacity`` step rows (``recycling``); else into new blocks with a quarter more rows,
-        so that a set kept for reuse still fits a carry that has grown a little since.
-        """
-        spare = self._pool.take(blocks, capacity)
-        if spare is None:
-            capacity += capacity // 4
-        self._next = blocks.successor(keep, self.row, capacity, into=spare)
-        self._pool.add(self._next)
+        """Copies rows ``keep:row`` into the blocks the next call starts with."""
+        self._next = blocks.successor(keep, self.row, capacity)
 
     def _append_in_place(self, blocks: Blocks, room: int) -> bool:
         """Whether the next call records into these blocks, after the rows of this one."""

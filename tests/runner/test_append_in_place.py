@@ -32,9 +32,9 @@ def test_carried_rows_are_copied_about_once_per_call_at_most(monkeypatch):
     copied: list[int] = []
     successor = Blocks.successor
 
-    def spy(self, first, stop, rows, *rest, **named):
+    def spy(self, first, stop, rows, *rest):
         copied.append(stop - first)
-        return successor(self, first, stop, rows, *rest, **named)
+        return successor(self, first, stop, rows, *rest)
 
     monkeypatch.setattr(Blocks, "successor", spy)
     runner = make_runner("NextStep", num_envs=64, lookback=1)

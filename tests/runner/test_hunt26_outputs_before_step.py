@@ -98,3 +98,45 @@ def test_actions_an_env_clips_in_place_are_recorded_as_the_policy_gave_them(name
     chunks = EnvRunner(make_env(), policy, seed=0).sample(3)
     for chunk in chunks:
         assert np.asarray(chunk.get_actions()).tolist() == [1] * len(chunk), name
+
+
+class SwitchingPolicy:
+    """Int outputs; in ``bad`` mode output ``a`` turns float (its int64 column would widen to
+    float64) and ``b`` turns into values its column refuses; ``big`` ints come after."""
+
+    def __init__(self, torch_env: bool, refused: str):
+        self.torch_env, self.refused, self.mode = torch_env, refused, "small"
+
+    def __call__(self, obs):
+        n = len(obs)
+        actions = torch.zeros(n, dtype=torch.long) if self.torch_env else np.zeros(n, np.int64)
+        if self.mode == "bad":
+            refused = np.array(["s"] * n) if self.refused == "strings" else np.full(n, 1j)
+            return actions, {"a": np.full(n, 0.5), "b": refused}
+        value = 2**60 + 1 if self.mode == "big" else 3  # float64 would round 2**60 + 1
+        return actions, {"a": np.full(n, value, np.int64), "b": np.zeros(n, np.float32)}
+
+
+REFUSALS = [
+    ("numpy env, strings", False, "strings"),
+    ("numpy env, complex", False, "complex"),
+    ("torch env, complex", True, "complex"),
+]
+
+
+@pytest.mark.parametrize("name, torch_env, refused", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_an_output_refused_at_a_calls_first_step_leaves_no_widened_column(name, torch_env, refused):
+    # ``a`` widens before ``b`` is refused: the restored runner must still hold ``a`` as
+    # int64, or its later ints beyond 2**53 would be rounded.
+    policy = SwitchingPolicy(torch_env, refused)
+    env = TorchCartPole(2) if torch_env else gym.make_vec("CartPole-v1", 2, "sync")
+    runner = EnvRunner(env, policy, seed=0)
+    runner.sample(3)
+    policy.mode = "bad"
+    with pytest.raises(ValueError, match="extra output 'b'"):
+        runner.sample(3)
+    policy.mode = "big"
+    for chunk in runner.sample(3):
+        recorded = np.asarray(chunk.get_extra_model_outputs("a"))
+        assert recorded.dtype == np.int64, name
+        assert recorded.tolist() == [2**60 + 1] * len(chunk), name

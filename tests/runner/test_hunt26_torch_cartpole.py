@@ -53,13 +53,15 @@ BAD = [
     ("max_episode_steps", 0),
     ("max_episode_steps", -5),
     ("max_episode_steps", 2.9),
+    ("max_episode_steps", 2**63),  # the step counters are int64: it wrapped
+    ("max_episode_steps", 2**64),
 ]
 
 
 @pytest.mark.parametrize("name, value", BAD, ids=[f"{n}={v!r}" for n, v in BAD])
 def test_counts_that_are_not_ints_of_at_least_one_are_refused(name, value):
     kwargs = {"num_envs": 2, name: value}
-    with pytest.raises(ValueError, match=f"{name} must be an int >= 1"):
+    with pytest.raises(ValueError, match=f"{name} must be (an int >= 1|at most)"):
         TorchCartPole(**kwargs)
 
 
@@ -85,3 +87,25 @@ def test_reset_without_options_draws_as_before():
 def test_bounds_gymnasium_refuses_are_refused():
     with pytest.raises(ValueError):
         TorchCartPole(2).reset(seed=0, options={"low": 1.0, "high": 0.5})
+
+
+def test_the_longest_time_limit_truncates_nothing():
+    env = TorchCartPole(2, max_episode_steps=2**63 - 1)
+    env.reset(seed=0)
+    assert not env.step(torch.ones(2, dtype=torch.long))[3].any()
+
+
+@pytest.mark.parametrize(
+    "low, high",
+    [(-np.inf, 0.0), (-1e39, 1e39), (np.nan, 0.1)],
+    ids=["inf", "beyond float32", "nan"],
+)
+def test_bounds_of_no_finite_float32_range_are_refused(low, high):
+    env, twin = TorchCartPole(2), TorchCartPole(2)
+    env.reset(seed=0)
+    twin.reset(seed=0)
+    with pytest.raises(ValueError, match="finite float32 range"):
+        env.reset(seed=1, options={"low": low, "high": high})
+    push = torch.ones(2, dtype=torch.long)  # refused before anything was reset or seeded
+    for _ in range(3):
+        assert torch.equal(env.step(push)[0], twin.step(push)[0])
