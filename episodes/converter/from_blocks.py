@@ -333,11 +333,12 @@ def stored_value_fn(chunks: SampledChunks, keys: ColumnKeys) -> ValueFn | None:
     indices = bootstrap_chunks(chunks).tolist()
     # A chunk never built holds no value anyone stored; building it to look would spoil a
     # list-mode sample (its chunks count as changed once built) for a retry with value_fn.
-    if not set(indices) <= set(chunks.built()):
-        return None
-    needed = [chunks[k] for k in indices]
-    if any(keys.bootstrap_value not in chunk.custom_data for chunk in needed):
-        return None  # the general path names the chunks (or refuses a masked window)
+    # A copy or pickle of the sample carries the custom data of chunks it did not build.
+    for k in indices:
+        stored = chunks.stored_custom_data(k)
+        if stored is None or keys.bootstrap_value not in stored:
+            return None  # the general path names the chunks (or refuses a masked window)
+    needed = [chunks[k] for k in indices]  # a carried chunk is built with its custom data
     # Read (and checked) when called: where the general path reads them, after the layout.
     return lambda observations: bootstrap_values(needed, value_fn=None, keys=keys)
 

@@ -261,6 +261,30 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         """
         return sorted(self._cache)
 
+    def stored_custom_data(self, k: int) -> dict[Any, Any] | None:
+        """Chunk ``k``'s ``custom_data`` where someone may have stored something, unbuilt.
+
+        A built chunk's own dict; the dict a copy or pickle carried for a chunk it did not
+        build; None for a chunk never built here or in the sample it was copied from (which
+        holds only its ``env_index``).
+
+        Example:
+            >>> import copy
+            >>> from episodes.runner import EnvRunner, RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(3)
+            >>> chunks.stored_custom_data(0) is None
+            True
+            >>> chunks[0].custom_data["bootstrap_value"] = 0.5
+            >>> twin = copy.deepcopy(chunks)
+            >>> twin.built(), twin.stored_custom_data(0)
+            ([], {'env_index': 0, 'bootstrap_value': 0.5})
+        """
+        cached = self._cache.get(k)
+        if cached is not None:
+            return cached[0].custom_data
+        return self._custom.get(k)
+
     # ------------------------------------------------------------------------- materialise
     def _info_list(self, k: int) -> list[Any]:
         """Chunk ``k``'s infos: the recording's, or those a copy carried for it."""
