@@ -248,7 +248,7 @@ class DeviceRecorder(BatchedRecorder):
             }
         except NotImplementedError:
             # A meta tensor (no data), in torch's words that name no field: the policy's
-            # outputs at a call's first step were refused before env.step, not later ones.
+            # outputs are written before env.step, so this names the output before it steps.
             check_outputs_hold_data(actions, extras)
             raise
         blocks.put_outputs(self.row, device_actions, device_extras)

@@ -140,3 +140,35 @@ def test_an_output_refused_at_a_calls_first_step_leaves_no_widened_column(name, 
         recorded = np.asarray(chunk.get_extra_model_outputs("a"))
         assert recorded.dtype == np.int64, name
         assert recorded.tolist() == [2**60 + 1] * len(chunk), name
+
+
+class CountingCartPole(TorchCartPole):
+    steps = 0
+
+    def step(self, actions):
+        self.steps += 1
+        return super().step(actions)
+
+
+@pytest.mark.parametrize("where", ["actions", "extra"])
+def test_meta_outputs_at_a_later_step_are_refused_before_that_env_step(where):
+    calls = [0]
+
+    def policy(obs):
+        calls[0] += 1
+        actions, extras = torch.zeros(len(obs), dtype=torch.long), {"v": torch.zeros(len(obs))}
+        if calls[0] == 3:
+            meta = torch.empty(len(obs), device="meta")
+            if where == "actions":
+                actions = meta.long()
+            else:
+                extras = {"v": meta}
+        return actions, extras
+
+    env = CountingCartPole(2)
+    runner = EnvRunner(env, policy, seed=0)
+    with pytest.raises(ValueError, match="meta"):
+        runner.sample(5)
+    assert env.steps == 2  # the third step's outputs never reached the env
+    with pytest.raises(RuntimeError):  # the env stepped at the call's first two steps
+        runner.sample(5)
