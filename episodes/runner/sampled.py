@@ -150,7 +150,8 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return new
 
     def _state(self, *, keep_device: bool) -> dict[str, Any]:
-        # Only this call's rows travel (the blocks may hold earlier calls' rows too).
+        # Only the band of rows this call's chunks read travels (the blocks may hold earlier
+        # calls' rows too; in next-step mode the band widens with the carried rows).
         state = dict(self.__dict__)
         state["recording"] = self.recording.compact(keep_device=keep_device)
         state["_flat_index"] = None

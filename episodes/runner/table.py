@@ -170,7 +170,11 @@ class Recording:
         """The recording cut to the rows its chunks read (views), renumbered from row 0.
 
         The blocks a call records into may also hold earlier calls' rows (calls append while
-        there is room): what is pickled or sent to another process is only this call's. A
+        there is room): what is pickled or sent to another process is the one band of rows
+        from the earliest any of this call's chunks reads (with its lookback) to the latest.
+        In next-step mode a sub-env's window lags or leads the others' by its carried rows, so
+        the band also holds rows that other sub-envs' chunks of earlier or later calls read:
+        it grows with the carried rows (see ``episodes.runner.backlog``). A
         recording on a torch device becomes a host recording of its host mirror (a view of a
         device tensor would pickle all of the tensor's rows, and the other side may have no
         such device), unless ``keep_device`` (a copy within this process): then it is
