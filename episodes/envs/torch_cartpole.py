@@ -136,9 +136,9 @@ class TorchCartPole(gym.vector.VectorEnv):
         """
         seed = check_env_seed(seed, self.num_envs)
         low, high = maybe_parse_reset_bounds(options, -0.05, 0.05)
-        with np.errstate(over="ignore"):  # the states are float32: so is their range
-            span = np.float32(high) - np.float32(low)
-        if not np.isfinite(span):  # gymnasium: an OverflowError, or states of inf
+        with np.errstate(over="ignore"):  # the states are float32, as ``_fresh`` scales them
+            parts = np.float32(low), np.float32(high), np.float32(float(high) - float(low))
+        if not np.isfinite(parts).all():  # gymnasium: an OverflowError, or states of inf
             raise ValueError(
                 f"reset bounds must span a finite float32 range, got low={low!r}, high={high!r}"
             )

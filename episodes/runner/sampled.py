@@ -103,12 +103,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     def __getitem__(self, index: int | slice) -> SingleAgentEpisode | list[SingleAgentEpisode]:
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
-        if isinstance(index, (bool, np.bool_)):
-            raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
-        k = operator.index(index)
-        k += len(self) if k < 0 else 0
-        if not 0 <= k < len(self):
-            raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
+        k = self._position(index)
         cached = self._cache.get(k)
         if cached is not None:
             return cached[0]
@@ -262,12 +257,26 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         """
         return sorted(self._cache)
 
+    def _position(self, index: Any) -> int:
+        """``index`` as a chunk position ``0 <= k < len(self)`` (negative ones count back)."""
+        if isinstance(index, (bool, np.bool_)):
+            raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
+        k = operator.index(index)
+        k += len(self) if k < 0 else 0
+        if not 0 <= k < len(self):
+            raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
+        return k
+
     def stored_custom_data(self, k: int) -> dict[Any, Any] | None:
         """Chunk ``k``'s ``custom_data`` where someone may have stored something, unbuilt.
 
         A built chunk's own dict; the dict a copy or pickle carried for a chunk it did not
         build; None for a chunk never built here or in the sample it was copied from (which
-        holds only its ``env_index``).
+        holds only its ``env_index``). ``k`` is read as ``chunks[k]`` reads it.
+
+        Raises:
+            TypeError: ``k`` is not an int (a bool, a float).
+            IndexError: ``k`` is out of range.
 
         Example:
             >>> import copy
@@ -281,6 +290,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             >>> twin.built(), twin.stored_custom_data(0)
             ([], {'env_index': 0, 'bootstrap_value': 0.5})
         """
+        k = self._position(k)  # as ``chunks[k]`` takes it: -1 is the last, True is refused
         cached = self._cache.get(k)
         if cached is not None:
             return cached[0].custom_data

@@ -40,3 +40,29 @@ def test_a_copy_bootstraps_from_the_stored_values(window, name, copied):
         assert torch.equal(got.storage.tensors[field], tensor), (name, field)
     assert torch.equal(got.last_values, want.last_values)
     assert back.unchanged()  # the fast path read the blocks
+
+
+INDICES = [
+    ("last", -1, None),
+    ("first counted back", -4, None),
+    ("past the end", 4, IndexError),
+    ("before the start", -5, IndexError),
+    ("a float", 1.0, TypeError),
+    ("a bool", True, TypeError),
+]
+
+
+@pytest.mark.parametrize("name, index, error", INDICES, ids=[i[0] for i in INDICES])
+def test_stored_custom_data_reads_an_index_as_indexing_does(name, index, error):
+    env = make_vec(EnvSpec("box", "discrete", 0.0, 0.0, 0.3), 4, "NextStep")
+    chunks = EnvRunner(env, Policy(env.single_action_space, False), seed=0).sample(3)
+    assert len(chunks) == 4
+    for k in range(4):
+        chunks[k].custom_data["bootstrap_value"] = float(k)
+    for copied in (chunks, copy.deepcopy(chunks)):
+        if error is not None:
+            with pytest.raises(error):
+                copied.stored_custom_data(index)
+            continue
+        want = chunks[index].custom_data
+        assert copied.stored_custom_data(index) == want, name

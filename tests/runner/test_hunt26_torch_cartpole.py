@@ -97,8 +97,14 @@ def test_the_longest_time_limit_truncates_nothing():
 
 @pytest.mark.parametrize(
     "low, high",
-    [(-np.inf, 0.0), (-1e39, 1e39), (np.nan, 0.1)],
-    ids=["inf", "beyond float32", "nan"],
+    [
+        (-np.inf, 0.0),
+        (-1e39, 1e39),
+        (np.nan, 0.1),
+        # each bound within float32, their difference (the scale of the draw) beyond it
+        (-1.7014119170019813e38, 1.7014116824866203e38),
+    ],
+    ids=["inf", "beyond float32", "nan", "span beyond float32"],
 )
 def test_bounds_of_no_finite_float32_range_are_refused(low, high):
     env, twin = TorchCartPole(2), TorchCartPole(2)
