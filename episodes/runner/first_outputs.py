@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.recorder import BatchedRecorder, host_array
+from episodes.runner.host_values import host_array
+from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sizing import allocating
 from episodes.structs import map_batch
 

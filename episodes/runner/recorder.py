@@ -13,7 +13,7 @@ Where an episode's final observation goes depends on the autoreset mode:
   ``obs[k + 2, i]`` is the next episode's first observation.
 * same-step and disabled: ``obs[k + 1, i]`` is the next episode's first observation (the
   step's, or the runner's ``env.reset``), the final observation is kept apart in
-  :class:`~episodes.runner.blocks.Finals`.
+  :class:`~episodes.runner.finals.Finals`.
 
 Each sub-env's window is its first ``num_steps`` recorded transitions (dead rows skipped) from
 where the previous call left off; in next-step mode a sub-env may record more (the others wait
@@ -43,14 +43,15 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from episodes.runner.backlog import warn_backlog
-from episodes.runner.blocks import Blocks, Finals
+from episodes.runner.blocks import Blocks
+from episodes.runner.finals import Finals
+from episodes.runner.host_values import host_array
 from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.nesting import check_env_rows, stacked_finals
 from episodes.runner.policy import (
     check_env_holds_data,
-    check_numpy_dtype,
     check_outputs_hold_data,
 )
 from episodes.runner.rewards import REAL_KINDS, refused_rewards
@@ -62,34 +63,6 @@ from episodes.structs import map_batch
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
 
 Reset = Callable[..., tuple[Any, dict[str, Any]]]
-
-
-def host_array(value: Any) -> np.ndarray:
-    """A numpy array of ``value``; a torch tensor is detached and moved to the host first.
-
-    A policy's outputs may carry its autograd graph: recorded, they are data. A float dtype
-    numpy lacks comes as float32, which holds each of its values (a later step's bfloat16,
-    the first step's being refused before ``env.step``), rounded into its column as a torch
-    env's blocks round it; complex32 comes as complex64.
-
-    Example:
-        >>> import torch
-        >>> host_array([1, 2]).tolist(), host_array(torch.tensor([0.5], dtype=torch.bfloat16))
-        ([1, 2], array([0.5], dtype=float32))
-    """
-    detach = getattr(value, "detach", None)
-    if detach is not None and hasattr(value, "cpu"):  # a torch tensor, without importing torch
-        value = detach().cpu()
-        try:
-            return np.asarray(value)
-        except TypeError:  # a dtype numpy lacks: only here, off the per-step path
-            if value.dtype.is_floating_point:
-                return np.asarray(value.float())
-            if value.dtype.is_complex:
-                return np.asarray(value.cfloat())
-            check_numpy_dtype(value)  # bit-packed or sub-byte dtypes: no numpy dtype holds them
-            raise
-    return np.asarray(value)
 
 
 class BatchedRecorder:

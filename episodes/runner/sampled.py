@@ -41,9 +41,10 @@ from episodes.episode import SingleAgentEpisode
 from episodes.episode.single_agent_episode import REWARD_SPACE
 from episodes.indexing import whole_number
 from episodes.runner.blocks import Column
+from episodes.runner.chunk_signature import chunk_signature, to_list_mode, views_intact
 from episodes.runner.infos import chunk_infos, same_infos
 from episodes.runner.table import Recording
-from episodes.structs import map_leaves, unflatten
+from episodes.structs import unflatten
 
 __all__ = ["SampledChunks"]
 
@@ -113,7 +114,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             episode.custom_data.clear()
             episode.custom_data.update(custom)
         copied = bool(self.recording.table.final[k] >= 0)
-        self._cache[k] = (episode, _signature(episode), copied)
+        self._cache[k] = (episode, chunk_signature(episode), copied)
         return episode
 
     def __iter__(self) -> Iterator[SingleAgentEpisode]:
@@ -145,8 +146,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         return new
 
     def _state(self, *, keep_device: bool) -> dict[str, Any]:
-        # Only the band of rows this call's chunks read travels (the blocks may hold earlier
-        # calls' rows too; in next-step mode the band widens with the carried rows).
+        # Only the band of rows this call's chunks read travels (see ``Recording.compact``).
         state = dict(self.__dict__)
         state["recording"] = self.recording.compact(keep_device=keep_device)
         state["_flat_index"] = None
@@ -160,8 +160,8 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             # as it is: rebuilt from the blocks, the change would be lost.
             chunk = entry[0]
             # A finalized infos column is no list of the recording's dicts: it travels too.
-            changed = _signature(chunk) != entry[1] or chunk.infos.finalized
-            if changed or not _intact(entry[1], entry[2]):
+            changed = chunk_signature(chunk) != entry[1] or chunk.infos.finalized
+            if changed or not views_intact(entry[1], entry[2]):
                 state["_cache"][k] = entry
                 continue
             # Infos are plain dicts, not in the blocks: ones written in place or replaced
@@ -257,8 +257,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         """
         return sorted(self._cache)
 
-    def _position(self, index: Any) -> int:
-        """``index`` as a chunk position ``0 <= k < len(self)`` (negative ones count back)."""
+    def _position(self, index: Any) -> int:  # 0 <= k < len(self); negative ones count back
         if isinstance(index, (bool, np.bool_)):
             raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
         k = operator.index(index)
@@ -270,13 +269,9 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     def stored_custom_data(self, k: int) -> dict[Any, Any] | None:
         """Chunk ``k``'s ``custom_data`` where someone may have stored something, unbuilt.
 
-        A built chunk's own dict; the dict a copy or pickle carried for a chunk it did not
-        build; None for a chunk never built here or in the sample it was copied from (which
-        holds only its ``env_index``). ``k`` is read as ``chunks[k]`` reads it.
-
-        Raises:
-            TypeError: ``k`` is not an int (a bool, a float).
-            IndexError: ``k`` is out of range.
+        A built chunk's own dict, the dict a copy or pickle carried for a chunk it did not
+        build, or None (never built: only its ``env_index``). ``k`` is read as ``chunks[k]``
+        reads it (a ``TypeError`` for a bool or a float, an ``IndexError`` out of range).
 
         Example:
             >>> import copy
@@ -343,7 +338,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             }
         )
         if not self.numpy_episodes:
-            _to_lists(episode)
+            to_list_mode(episode)
         return episode
 
     def renumber(self, index: int, env_index: int) -> SingleAgentEpisode:
@@ -392,8 +387,8 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         # Device blocks do not see writes into their host mirror.
         on_device = self.recording.device is not None
         return all(
-            _signature(ep) == sig
-            and _intact(sig, copied)
+            chunk_signature(ep) == sig
+            and views_intact(sig, copied)
             and not (on_device and any(store.written for store in sig[1]))
             for ep, sig, copied in self._cache.values()
         )
@@ -569,47 +564,3 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
                 finals[apart] = rec.finals.leaves[j][entry[apart]]
             leaves.append(np.concatenate([finals, leaf[last_rows, ongoing]]))
         return table.last_step[cut], env, ongoing, unflatten(blocks.obs.structure, leaves)
-
-
-def _signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
-    columns = [episode.observations, episode.actions, episode.rewards]
-    columns += list(episode.extra_model_outputs.values())
-    infos = episode.infos
-    return (
-        tuple(columns),
-        tuple(c.store for c in columns),
-        tuple(c.lookback for c in columns),
-        # Settable on a built chunk; a copy rebuilding it from the blocks would lose them.
-        (*(c.space for c in columns), infos.space, infos.lookback),
-        tuple(episode.extra_model_outputs),
-        (episode.is_terminated, episode.is_truncated, episode.t_started, episode.t),
-        (episode.id_, episode.agent_id, episode.module_id, episode.multi_agent_episode_id),
-        infos,
-        (episode.observation_space, episode.action_space),
-        episode.custom_data.get("env_index"),  # last (see renumber): the converter groups by it
-    )
-
-
-def _intact(signature: tuple[Any, ...], copied: bool) -> bool:
-    stores = signature[1]
-    if not all(isinstance(s, ViewStore) and not s.detached for s in stores):
-        return False
-    # An obs column holding a final observation kept apart is a copy: its writes miss the blocks.
-    return not (copied and stores[0].written)
-
-
-def _to_lists(episode: SingleAgentEpisode) -> None:
-    """Switches every numpy column of a freshly built chunk to list mode."""
-    for name, column in episode.named_columns().items():
-        if not column.finalized:
-            continue
-        store = column.store
-        if name == "rewards":
-            items = np.asarray(store.data, np.float64).tolist()
-        else:
-            items = [_own(item) for item in store.items(0)]
-        column.adopt_store(ListStore(items))
-
-
-def _own(item: Any) -> Any:
-    return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, item)

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.blocks import Blocks, Finals
+from episodes.runner.blocks import Blocks
+from episodes.runner.finals import Finals
 from episodes.runner.row_infos import RowInfos
 from episodes.runner.timing import chunk_times
 

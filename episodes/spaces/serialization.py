@@ -415,11 +415,10 @@ def _decode_multi_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Spac
     start = _int_array(d, "start", where) if "start" in d else np.zeros(nvec.shape, object)
     if "shape" in d:  # only an empty nvec's: its lists cannot say it
         shape = _int_array(d, "shape", where)
-        if shape.ndim != 1 or any(n < 0 for n in shape) or math.prod(shape.tolist()) != 0:
-            raise ValueError(f"{where}: 'shape' must list sizes of an empty 'nvec', got {shape}")
-        if nvec.size or start.size:
-            raise ValueError(f"{where}: 'shape' is given only for an empty 'nvec'")
-        nvec, start = nvec.reshape(shape.tolist()), start.reshape(shape.tolist())
+        sizes = shape.tolist() if shape.ndim == 1 and all(n >= 0 for n in shape) else None
+        if sizes is None or math.prod(sizes) != 0 or nvec.size or start.size:
+            raise ValueError(f"{where}: 'shape' is given only for an empty 'nvec', got {shape}")
+        nvec, start = nvec.reshape(sizes), start.reshape(sizes)
     if start.shape != nvec.shape:
         raise ValueError(f"{where}: 'start' shape {start.shape} != 'nvec' shape {nvec.shape}")
     if np.any(nvec <= 0):

@@ -28,8 +28,8 @@ import torch
 
 from episodes.envs.torch_cartpole import TorchCartPole
 from episodes.runner import EnvRunner
+from episodes.runner.host_values import host_array
 from episodes.runner.nesting import stacked_finals
-from episodes.runner.recorder import host_array
 from episodes.runner.widening import promoted_dtype
 
 N = 2
