@@ -45,6 +45,31 @@ def as_int(index: object, *, what: str = "index") -> int:
     return operator.index(index)
 
 
+def sequence_position(index: Any, length: int, what: str = "chunk") -> int:
+    """``index`` into a sequence of ``length`` items as ``0 <= k < length``, as a list reads it.
+
+    Negative indices count back from the end; numpy ints are taken.
+
+    Raises:
+        TypeError: A bool (a numpy one too) or anything ``operator.index`` refuses (a float).
+        IndexError: Out of range, naming ``what`` and the index as given.
+
+    Example:
+        >>> sequence_position(-1, 4), sequence_position(np.int64(2), 4)
+        (3, 2)
+        >>> sequence_position(4, 4)
+        Traceback (most recent call last):
+        IndexError: chunk index 4 out of range for 4 chunks
+    """
+    if isinstance(index, (bool, np.bool_)):
+        raise TypeError(f"{what} indices must be integers or slices, not {type(index).__name__}")
+    k = operator.index(index)
+    k += length if k < 0 else 0
+    if not 0 <= k < length:
+        raise IndexError(f"{what} index {index} out of range for {length} {what}s")
+    return k
+
+
 def as_flag(value: Any, name: str) -> bool:
     """``value`` as a ``bool``; only ``bool`` and numpy booleans are flags.
 

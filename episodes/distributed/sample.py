@@ -33,14 +33,12 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-import numpy as np
-
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import sequence_position
 from episodes.runner import SampledChunks
 
 __all__ = ["GroupSample", "LostSample", "RunnerSample", "merge_runner_metrics"]
@@ -189,12 +187,7 @@ class GroupSample(Sequence[SingleAgentEpisode]):
     def __getitem__(self, index: int | slice) -> SingleAgentEpisode | list[SingleAgentEpisode]:
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
-        if isinstance(index, (bool, np.bool_)):
-            raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
-        k = operator.index(index)
-        k += len(self) if k < 0 else 0
-        if not 0 <= k < len(self):
-            raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
+        k = sequence_position(index, len(self))
         r = _last_le(self._starts, k)
         sample, j = self.samples[r], k - self._starts[r]
         chunk = sample.episodes[j]

@@ -39,7 +39,7 @@ from episodes.buffer.list_store import ListStore
 from episodes.buffer.view_store import ViewStore
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.single_agent_episode import REWARD_SPACE
-from episodes.indexing import whole_number
+from episodes.indexing import sequence_position, whole_number
 from episodes.runner.blocks import Column
 from episodes.runner.chunk_signature import chunk_signature, to_list_mode, views_intact
 from episodes.runner.infos import chunk_infos, same_infos
@@ -104,7 +104,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
     def __getitem__(self, index: int | slice) -> SingleAgentEpisode | list[SingleAgentEpisode]:
         if isinstance(index, slice):
             return [self[k] for k in range(*index.indices(len(self)))]
-        k = self._position(index)
+        k = sequence_position(index, len(self))
         cached = self._cache.get(k)
         if cached is not None:
             return cached[0]
@@ -257,15 +257,6 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
         """
         return sorted(self._cache)
 
-    def _position(self, index: Any) -> int:  # 0 <= k < len(self); negative ones count back
-        if isinstance(index, (bool, np.bool_)):
-            raise TypeError(f"chunk indices must be integers or slices, not {type(index).__name__}")
-        k = operator.index(index)
-        k += len(self) if k < 0 else 0
-        if not 0 <= k < len(self):
-            raise IndexError(f"chunk index {index} out of range for {len(self)} chunks")
-        return k
-
     def stored_custom_data(self, k: int) -> dict[Any, Any] | None:
         """Chunk ``k``'s ``custom_data`` where someone may have stored something, unbuilt.
 
@@ -285,7 +276,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             >>> twin.built(), twin.stored_custom_data(0)
             ([], {'env_index': 0, 'bootstrap_value': 0.5})
         """
-        k = self._position(k)  # as ``chunks[k]`` takes it: -1 is the last, True is refused
+        k = sequence_position(k, len(self))  # as ``chunks[k]`` reads it
         cached = self._cache.get(k)
         if cached is not None:
             return cached[0].custom_data
