@@ -91,6 +91,8 @@ def whole_number(value: Any, what: str, least: int) -> int:
     """``value`` as an int >= ``least`` (numpy ints taken), else a ``ValueError`` naming it.
 
     Floats and bools are refused, even whole ones: a count given as ``2.0`` is a caller's bug.
+    So are arrays and tensors that are not 0-d ints (``operator.index`` takes a torch tensor
+    of one element whatever its shape, and a torch bool as 1).
 
     Example:
         >>> whole_number(np.int64(3), "num_steps", 1)
@@ -104,7 +106,8 @@ def whole_number(value: Any, what: str, least: int) -> int:
         number = operator.index(value)
     except TypeError:
         number = None
-    if number is None or isinstance(value, (bool, np.bool_)) or number < least:
+    array_like = getattr(value, "shape", ()) != () or "bool" in str(getattr(value, "dtype", ""))
+    if number is None or isinstance(value, (bool, np.bool_)) or array_like or number < least:
         raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
     return number
 
