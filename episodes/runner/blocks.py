@@ -359,39 +359,6 @@ class Blocks:
             if key not in self.extras:
                 self.extras[key] = Column.for_batch(value, rows)
 
-    def put_step(
-        self,
-        row: int,
-        actions: Any,
-        extras: dict[str, Any],
-        obs: Any,
-        rewards: Any,
-        terminateds: Any,
-        truncateds: Any,
-    ) -> None:
-        """Writes one vector step: row ``row`` of the step fields, row ``row + 1`` of ``obs``.
-
-        What :meth:`put_outputs` and :meth:`put_env_step` write, the env's batches checked
-        before anything is written.
-
-        Raises:
-            ValueError: The observations, rewards or flags do not hold one item per sub-env of
-                the blocks' shapes (checked before anything is written), or a field's values
-                are of a dtype its column cannot take (``Column.widened``).
-
-        Example:
-            >>> blocks = Blocks.allocate(np.zeros(2), rows=3)
-            >>> no, ends = np.zeros(2, bool), np.array([False, True])
-            >>> blocks.put_step(0, np.array([1, 0]), {}, np.array([0.5, 0.7]), np.ones(2), ends, no)
-            >>> blocks.actions.leaves[0][0].tolist(), blocks.obs.leaves[0][1].tolist()
-            ([1, 0], [0.5, 0.7])
-            >>> blocks.terminated[0].tolist()
-            [False, True]
-        """
-        obs_values = self._checked_env_step(obs, rewards, terminateds, truncateds)
-        self.put_outputs(row, actions, extras)
-        self._put_env_step(row, obs, obs_values, rewards, terminateds, truncateds)
-
     def put_outputs(self, row: int, actions: Any, extras: dict[str, Any]) -> None:
         """Writes the policy's actions and extra outputs of row ``row``.
 
@@ -447,16 +414,9 @@ class Blocks:
             >>> blocks.obs.leaves[0][1].tolist(), blocks.rewards[0].tolist()
             ([0.5, 0.7], [1.0, 1.0])
         """
-        obs_values = self._checked_env_step(obs, rewards, terminateds, truncateds)
-        self._put_env_step(row, obs, obs_values, rewards, terminateds, truncateds)
-
-    def _checked_env_step(
-        self, obs: Any, rewards: Any, terminateds: Any, truncateds: Any
-    ) -> list[Any] | None:
         # A malformed batch would be broadcast over the row (one shape comparison per leaf).
-        # None: a single leaf of the right shape, written without a list.
         column = self.obs
-        obs_values = None
+        obs_values = None  # a single leaf of the right shape: written without a list
         if column.structure is not None or getattr(obs, "shape", None) != column.shapes[0]:
             obs_values = column.leaves_of(obs, "the env's observations")
         width = column.shapes[0][:1]  # (num_envs,)
@@ -467,24 +427,13 @@ class Blocks:
                 f"the env's {name}: got shape {tuple(value.shape)}, expected {tuple(width)} "
                 "(one per sub-env)"
             )
-        return obs_values
-
-    def _put_env_step(
-        self,
-        row: int,
-        obs: Any,
-        obs_values: list[Any] | None,
-        rewards: Any,
-        terminateds: Any,
-        truncateds: Any,
-    ) -> None:
         self.rewards[row] = rewards
         self.terminated[row] = terminateds
         self.truncated[row] = truncateds
         if obs_values is None:
-            self.obs.put(row + 1, obs, "the env's observations")  # checked: its fast path
+            column.put(row + 1, obs, "the env's observations")  # checked above: its fast path
         else:
-            self.obs.put_leaves(row + 1, obs_values, "the env's observations")
+            column.put_leaves(row + 1, obs_values, "the env's observations")
 
     def sharing(self: BlocksT) -> BlocksT:
         """Blocks over the same arrays with columns of their own (see ``Column.widened``).

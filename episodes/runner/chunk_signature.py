@@ -21,7 +21,15 @@ __all__ = ["chunk_signature", "owned_item", "to_list_mode", "views_intact"]
 
 
 def chunk_signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
-    """What a built chunk is made of: compared later, it tells whether the chunk changed."""
+    """What a built chunk is made of: compared later, it tells whether the chunk changed.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> before = chunk_signature(ep)
+        >>> ep.custom_data["env_index"] = 3
+        >>> chunk_signature(ep) == before
+        False
+    """
     columns = [episode.observations, episode.actions, episode.rewards]
     columns += list(episode.extra_model_outputs.values())
     infos = episode.infos
@@ -41,7 +49,13 @@ def chunk_signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
 
 
 def views_intact(signature: tuple[Any, ...], copied: bool) -> bool:
-    """Whether the columns of a chunk of that signature still view (and write) the blocks."""
+    """Whether the columns of a chunk of that signature still view (and write) the blocks.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> views_intact(chunk_signature(ep), copied=False)  # list stores view no blocks
+        False
+    """
     stores = signature[1]
     if not all(isinstance(s, ViewStore) and not s.detached for s in stores):
         return False
@@ -50,7 +64,14 @@ def views_intact(signature: tuple[Any, ...], copied: bool) -> bool:
 
 
 def to_list_mode(episode: SingleAgentEpisode) -> None:
-    """Switches every numpy column of a freshly built chunk to list mode."""
+    """Switches every numpy column of a freshly built chunk to list mode.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
+        >>> _ = ep.to_numpy(); to_list_mode(ep)
+        >>> ep.is_numpy, type(ep.rewards.store).__name__
+        (False, 'ListStore')
+    """
     for name, column in episode.named_columns().items():
         if not column.finalized:
             continue
@@ -63,5 +84,11 @@ def to_list_mode(episode: SingleAgentEpisode) -> None:
 
 
 def owned_item(item: Any) -> Any:
-    """``item`` with every array leaf copied."""
+    """``item`` with every array leaf copied.
+
+    Example:
+        >>> leaf = np.zeros(2)
+        >>> owned_item({"a": leaf})["a"] is leaf
+        False
+    """
     return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, item)

@@ -265,7 +265,16 @@ class DeviceRecorder(BatchedRecorder):
         *,
         reset: Reset | None,
     ) -> tuple[Any, Any]:
-        """Queues what ``env.step`` returned after :meth:`put_outputs`; as :meth:`step`."""
+        """Queues what ``env.step`` returned after :meth:`put_outputs`; as :meth:`step`.
+
+        Example:
+            >>> rec = DeviceRecorder(1, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+            >>> rec.begin(1, torch.zeros(1, 2))
+            >>> rec.put_outputs(torch.zeros(1), {})
+            >>> no = torch.tensor([False])
+            >>> rec.env_step(torch.ones(1, 2), torch.ones(1), no, no, {}, reset=None)[1].tolist()
+            [False]
+        """
         del reset  # disabled mode is refused at construction
         blocks = self.device_blocks
         assert blocks is not None, "begin() first"

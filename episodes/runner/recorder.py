@@ -236,10 +236,9 @@ class BatchedRecorder:
     ) -> tuple[Any, np.ndarray | None]:
         """Records one vector step; returns the policy's next observation and the started mask.
 
-        :meth:`put_outputs` then :meth:`env_step` (the runner calls them on either side of
-        ``env.step``). ``reset`` resets sub-envs in disabled mode
-        (``reset(options={"reset_mask": mask})``). The started mask (None when no sub-env
-        started an episode) says whose recurrent state to reset.
+        :meth:`put_outputs` then :meth:`env_step` (the runner calls them around ``env.step``).
+        ``reset`` resets sub-envs in disabled mode (``reset(options={"reset_mask": ...})``).
+        The started mask (None: no sub-env started an episode) says whose state to reset.
 
         Example:
             >>> rec = BatchedRecorder(2, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())
@@ -257,9 +256,8 @@ class BatchedRecorder:
     def put_outputs(self, actions: Any, extras: dict[str, np.ndarray]) -> None:
         """Writes the policy's outputs for the next vector step, before the env steps.
 
-        An env may write its next observations into the buffer the policy read, or clip the
-        actions in place: outputs that are views of either are copied into the blocks first
-        (``Blocks.put_outputs``). Nothing is recorded until :meth:`env_step`.
+        Outputs viewing a buffer the env writes in place (its observations, the actions it
+        clips) are copied first (``Blocks.put_outputs``); recorded at :meth:`env_step`.
 
         Example:
             >>> rec = BatchedRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
@@ -281,8 +279,7 @@ class BatchedRecorder:
                 for key, value in extras.items()
             }
         except NotImplementedError:
-            # A meta tensor (no data), in torch's words that name no field: the policy's
-            # outputs are written before env.step, so this names the output before it steps.
+            # A meta tensor (no data), in torch's words: named here, before env.step.
             check_outputs_hold_data(actions, extras)
             raise
         if self.row >= self.blocks.step_rows:
@@ -299,7 +296,16 @@ class BatchedRecorder:
         *,
         reset: Reset,
     ) -> tuple[Any, np.ndarray | None]:
-        """Records what ``env.step`` returned after :meth:`put_outputs`; as :meth:`step`."""
+        """Records what ``env.step`` returned after :meth:`put_outputs`; as :meth:`step`.
+
+        Example:
+            >>> rec = BatchedRecorder(1, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
+            >>> rec.begin(1, np.zeros((1, 2)))
+            >>> rec.put_outputs(np.zeros(1), {})
+            >>> no = np.zeros(1, bool)
+            >>> rec.env_step(np.ones((1, 2)), np.ones(1), no, no, {}, reset=None)[0].tolist()
+            [[1.0, 1.0]]
+        """
         assert self.blocks is not None, "begin() first"
         # Not cast to float64 here: the block row and the running returns are float64, and
         # numpy widens each value exactly on the way in (a float32 copy per step saved).

@@ -255,7 +255,7 @@ def test_a_malformed_step_writes_nothing():
     ok, no = np.ones(2), np.zeros(2, bool)
     for obs, rewards in [(np.zeros((2, 1)), ok), (np.zeros((2, 3)), np.float64(1.0))]:
         with pytest.raises(ValueError):
-            blocks.put_step(0, np.zeros(2, np.int64), {}, obs, np.asarray(rewards), no, no)
+            blocks.put_env_step(0, obs, np.asarray(rewards), no, no)
         assert blocks.actions is None and not blocks.rewards.any()
         assert (blocks.obs.leaves[0] == 7.0).all()
 
