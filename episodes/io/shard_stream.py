@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from episodes.io.checksums import CrcFile
+from episodes.io.parquet_lists import loosen_fixed_lists
 
 __all__ = ["ShardStream", "WrittenFile", "write_episodes", "write_parquet"]
 
@@ -183,7 +184,7 @@ def write_parquet(
         with open(path, "wb") as f:
             sink = CrcFile(f)
             pq.write_table(
-                pa.Table.from_batches(batches),
+                loosen_fixed_lists(pa.Table.from_batches(batches)),
                 pa.PythonFile(sink, mode="w"),
                 compression=compression or "none",
                 row_group_size=1 << 16,

@@ -49,6 +49,7 @@ from episodes.io.errors import (
     without_frames,
 )
 from episodes.io.ipc_rows import batch_rows
+from episodes.io.parquet_lists import restore_fixed_lists
 from episodes.io.stored_schema import (
     ipc_file_extension,
     parquet_file_extension,
@@ -154,7 +155,7 @@ class ShardTable:
                         if found is not None:
                             raise extension_refused(found, where)
                         table = pq.read_table(source, **parquet_read_options())
-                        self._table = table.combine_chunks()
+                        self._table = restore_fixed_lists(table).combine_chunks()
                     check_plain_schema(self._table.schema, where)
                     self._table.validate(full=True)
                     self._count = 1
