@@ -90,8 +90,9 @@ def _quiet_stdout() -> None:
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose one-value options refuse a value that is no value.
 
-    Given ``--out=--``, argparse (3.11) drops the ``--`` and stores ``[]``: here a usage error
-    (exit code 2) naming the option, as for a missing value. Subparsers are of this class too.
+    Given ``--out=--``, argparse stores ``[]`` (3.11, 3.12 before 3.12.3) or ``"--"`` (later):
+    here a usage error (exit code 2) naming the option, as for a missing value. Subparsers are
+    of this class too.
 
     Example:
         >>> import contextlib, io
@@ -121,7 +122,10 @@ class _Append(argparse.Action):
 
 
 def _one(action: argparse.Action, parser: argparse.ArgumentParser, values: Any) -> Any:
-    if action.nargs is None and isinstance(values, list):
+    # Python 3.12.3+ and 3.13 keep "--" as the value where 3.11 stored []; a positional after
+    # the "--" separator may be named "--" (``filter -- --``), an option's value may not.
+    given_dashes = values == "--" and bool(action.option_strings)
+    if action.nargs is None and (isinstance(values, list) or given_dashes):
         name = "/".join(action.option_strings) or action.metavar or action.dest
         parser.error(f"argument {name}: expected one argument, not -- (a path so named is ./--)")
     return values

@@ -54,9 +54,18 @@ def resolved(path: PathLike) -> Path:
         ...     print(err.strerror, err.filename == str(root / "loop" / "x"))
         Too many levels of symbolic links True
     """
+    # A strict resolve meets a loop wherever the path exists; Python 3.13's non-strict one
+    # returns the looping path as it is, and 3.11's raises RuntimeError("Symlink loop ...").
     try:
-        return Path(path).resolve()
-    except RuntimeError as err:  # Python < 3.13: "Symlink loop from ..."
+        return Path(path).resolve(strict=True)
+    except RuntimeError as err:
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from err
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from err
+    try:
+        return Path(path).resolve()  # the part that does not exist yet kept as it is
+    except RuntimeError as err:
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from err
 
 
