@@ -11,7 +11,10 @@ Select one with the ``HYPOTHESIS_PROFILE`` environment variable (default ``"defa
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+from pathlib import Path
 
 from hypothesis import settings
 
@@ -19,3 +22,14 @@ settings.register_profile("ci", derandomize=True, max_examples=25, deadline=None
 settings.register_profile("dev", max_examples=500, deadline=None, print_blob=True)
 settings.register_profile("default", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# Modules that import episodes.distributed at their top need Ray (an optional extra); without
+# it they are left out rather than failing to import (CI installs Ray, so they run there).
+_HAS_RAY = importlib.util.find_spec("ray") is not None
+_IMPORTS_DISTRIBUTED = re.compile(r"^from episodes\.distributed[. ]", re.M)
+
+
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    if _HAS_RAY or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    return True if _IMPORTS_DISTRIBUTED.search(collection_path.read_text()) else None

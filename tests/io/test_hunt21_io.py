@@ -20,6 +20,7 @@ import pytest
 from episodes import SingleAgentEpisode
 from episodes.io import DatasetWriter, EpisodeWriter, UnstorableValueError, load_episode
 
+pytest.importorskip("ray")  # episodes.distributed's extra
 rows = pytest.importorskip("episodes.distributed.rows")
 torch_data = pytest.importorskip("episodes.io.torch_data")
 

@@ -300,6 +300,7 @@ def test_recurrent_state_restarts_with_each_episode():
 @CUDA
 def test_a_group_sample_of_gpu_runners_converts_on_their_device():
     # device=None looked at a runner's own sample only: a group of them went to the CPU.
+    pytest.importorskip("ray")
     from episodes.distributed import GroupSample, RunnerSample
 
     def policy(obs):

@@ -288,10 +288,40 @@ def test_a_refused_first_call_leaves_the_runner_unstarted():
             obs, _ = super().reset(seed=seed, options=options)
             return obs, {"reset_seed": np.array([3, 4]), "_reset_seed": np.ones(2, bool)}
 
+    class FailsOnce:
+        """Refuses its first call, after the runner reset the env (where blocks failed before)."""
+
+        def __init__(self, policy):
+            self.policy, self.calls = policy, 0
+
+        def __call__(self, obs):
+            self.calls += 1
+            if self.calls == 1:
+                raise MemoryError("no room for the first call's outputs")
+            return self.policy(obs)
+
+    env = ResetInfos([lambda: gym.make("CartPole-v1")] * 2)
+    policy = FailsOnce(RandomPolicy(env.action_space, seed=0))
+    runner = EnvRunner(env, policy, seed=0)
+    with pytest.raises(MemoryError):
+        runner.sample(2)
+    chunks = runner.sample(2)
+    assert [chunks[k].get_infos(0) for k in range(2)] == [{"reset_seed": 3}, {"reset_seed": 4}]
+
+
+def test_a_first_call_too_long_to_allocate_leaves_the_runner_unstarted():
+    # Allocating 2**40 steps is refused where the system refuses it at once; where memory is
+    # overcommitted it may be granted and kill the process when touched, so the count stays
+    # within what 64-bit numpy refuses by its size alone.
+    class ResetInfos(gym.vector.SyncVectorEnv):
+        def reset(self, *, seed=None, options=None):
+            obs, _ = super().reset(seed=seed, options=options)
+            return obs, {"reset_seed": np.array([3, 4]), "_reset_seed": np.ones(2, bool)}
+
     env = ResetInfos([lambda: gym.make("CartPole-v1")] * 2)
     runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
-    with pytest.raises((MemoryError, ValueError)):
-        runner.sample(2**40)
+    with pytest.raises((MemoryError, ValueError, OverflowError)):
+        runner.sample(2**61)
     chunks = runner.sample(2)
     assert [chunks[k].get_infos(0) for k in range(2)] == [{"reset_seed": 3}, {"reset_seed": 4}]
 
