@@ -19,6 +19,10 @@ import pytest
 from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
 from episodes.runner import EnvRunner, RandomPolicy
 
+# np.asarray(..., copy=) and np.array(..., copy=None) are numpy 2's (the copy keyword of
+# __array__); numpy 1.x has neither.
+NUMPY_2 = pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.0.0", reason="numpy 2 API")
+
 
 def _numpy_buffer(data: Any = None, lookback: int = 1) -> InfiniteLookbackBuffer:
     buf = InfiniteLookbackBuffer([1.0, 2.0, 3.0] if data is None else data, lookback=lookback)
@@ -38,6 +42,7 @@ COPIES: dict[str, Callable[[InfiniteLookbackBuffer], np.ndarray]] = {
 }
 
 
+@NUMPY_2
 @pytest.mark.parametrize("make", COPIES.values(), ids=list(COPIES))
 def test_a_copy_request_gives_an_independent_array(make: Callable[..., np.ndarray]) -> None:
     buf = _numpy_buffer()
@@ -60,6 +65,7 @@ VIEWS: dict[str, Callable[[InfiniteLookbackBuffer], np.ndarray]] = {
 }
 
 
+@NUMPY_2
 @pytest.mark.parametrize("make", VIEWS.values(), ids=list(VIEWS))
 def test_asarray_stays_zero_copy(make: Callable[..., np.ndarray]) -> None:
     buf = _numpy_buffer()
@@ -75,6 +81,7 @@ REFUSED: dict[str, tuple[Callable[[], InfiniteLookbackBuffer], Any]] = {
 }
 
 
+@NUMPY_2
 @pytest.mark.parametrize(("make", "dtype"), REFUSED.values(), ids=list(REFUSED))
 def test_copy_false_refuses_a_copy(make: Callable[[], InfiniteLookbackBuffer], dtype: Any) -> None:
     buf = make()

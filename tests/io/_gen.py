@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import string
+
 import gymnasium as gym
 import numpy as np
 
@@ -16,7 +18,10 @@ SPACES = {
     "discrete": gym.spaces.Discrete(5, start=-2),
     "multi_discrete": gym.spaces.MultiDiscrete([3, 4]),
     "multi_binary": gym.spaces.MultiBinary(4),
-    "text": gym.spaces.Text(6),
+    # A str charset: older gymnasium (1.2.2) sampled a frozenset in hash order, so a child
+    # process drew other strings from the same seed (the crash-safety test compares across
+    # processes).
+    "text": gym.spaces.Text(6, charset="".join(sorted(string.digits + string.ascii_letters))),
     "dict": gym.spaces.Dict(
         {
             "pos": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),

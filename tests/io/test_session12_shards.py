@@ -151,7 +151,7 @@ BATCHINGS = {
 def test_batch_rows_reads_what_arrow_reads(batching, compression):
     from episodes.io.ipc_rows import batch_rows  # new this session
 
-    base = pa.record_batch(
+    base = pa.RecordBatch.from_pydict(
         {
             "x": np.arange(8),
             "s": [str(i) for i in range(8)],
@@ -175,7 +175,7 @@ def test_batch_rows_reads_what_arrow_reads(batching, compression):
 def test_batch_rows_of_damaged_bytes_is_none_or_what_arrow_reads():
     from episodes.io.ipc_rows import batch_rows
 
-    base = pa.record_batch({"x": np.arange(4)})
+    base = pa.RecordBatch.from_pydict({"x": np.arange(4)})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, base.schema) as out:
         for _ in range(3):
