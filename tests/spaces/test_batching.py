@@ -1,4 +1,4 @@
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 
 import gymnasium.spaces as gs
 import numpy as np
@@ -215,7 +215,7 @@ fixed_shape_spaces = st.recursive(
     lambda children: st.one_of(
         st.builds(gs.Tuple, st.lists(children, min_size=1, max_size=3)),
         st.builds(
-            lambda d: gs.Dict(d, sort_keys=False),
+            lambda d: gs.Dict(OrderedDict(d)),  # unsorted keys (sort_keys= is gymnasium 1.3+)
             st.dictionaries(
                 st.text("abxy", min_size=1, max_size=2), children, min_size=1, max_size=3
             ),

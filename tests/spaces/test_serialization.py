@@ -2,6 +2,7 @@ import doctest
 import importlib
 import json
 import warnings
+from collections import OrderedDict
 
 import gymnasium.spaces as gs
 import numpy as np
@@ -37,7 +38,7 @@ SPACES = {
     "multi_binary_shape": gs.MultiBinary([2, 3]),
     "text": gs.Text(8),
     "text_charset_order": gs.Text(5, min_length=0, charset="zyxé"),
-    "dict_unsorted": gs.Dict({"b": gs.Discrete(2), "a": gs.Box(0, 1, (2,))}, sort_keys=False),
+    "dict_unsorted": gs.Dict(OrderedDict(b=gs.Discrete(2), a=gs.Box(0, 1, (2,)))),
     "dict_nested": gs.Dict(
         {
             "pos": gs.Box(-INF, INF, (3,)),
@@ -277,7 +278,7 @@ random_spaces = st.recursive(
     lambda children: st.one_of(
         st.builds(gs.Tuple, st.lists(children, min_size=1, max_size=3)),
         st.builds(
-            lambda d: gs.Dict(d, sort_keys=False),
+            lambda d: gs.Dict(OrderedDict(d)),  # unsorted keys (sort_keys= is gymnasium 1.3+)
             st.dictionaries(
                 st.text("abcxyz", min_size=1, max_size=3), children, min_size=1, max_size=3
             ),
