@@ -124,7 +124,9 @@ def read_positions(
     valid = (positions >= 0) & (positions < total)
     all_valid = bool(valid.all())
     if not all_valid and fill is None:
-        named = list(positions if indices is None else indices)
+        named = positions if indices is None else indices
+        # Plain ints in the message: numpy 2 would print [np.int64(12)].
+        named = named.tolist() if isinstance(named, np.ndarray) else list(named)
         bad = [i for i, ok in zip(named, valid.tolist()) if not ok]
         raise IndexError(
             f"indices {bad} are out of range for a buffer with {total - lookback} items "

@@ -192,8 +192,9 @@ def unbatch(struct: Any) -> list[Any]:
         ValueError: If the leaves have different lengths.
 
     Example:
-        >>> unbatch({"a": np.array([1, 2]), "b": (np.array([3.0, 4.0]),)})
-        [{'a': np.int64(1), 'b': (np.float64(3.0),)}, {'a': np.int64(2), 'b': (np.float64(4.0),)}]
+        >>> items = unbatch({"a": np.array([1, 2]), "b": (np.array([3.0, 4.0]),)})
+        >>> len(items), int(items[1]["a"]), float(items[1]["b"][0])
+        (2, 2, 4.0)
     """
     if is_flat(struct):
         return list(struct)

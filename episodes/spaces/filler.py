@@ -12,7 +12,29 @@ from gymnasium import spaces as gs
 
 from episodes.structs import is_nested, map_leaves
 
-__all__ = ["filler_batch", "filler_item", "filler_leaf"]
+__all__ = ["filler_batch", "filler_item", "filler_leaf", "text_dtype"]
+
+
+def text_dtype(width: int) -> np.dtype[Any]:
+    """The string dtype of ``width`` characters; a ``TypeError`` where numpy has none.
+
+    numpy 2 refuses a string dtype wider than its item sizes go; numpy 1 returned one whose
+    item size had wrapped around (``<U10**9`` took -294967296 bytes an item).
+
+    Example:
+        >>> text_dtype(3)
+        dtype('<U3')
+        >>> text_dtype(10**9)
+        Traceback (most recent call last):
+        TypeError: numpy has no strings 1000000000 characters wide
+    """
+    try:
+        dtype = np.dtype(f"<U{width}")
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.itemsize != 4 * width:
+        raise TypeError(f"numpy has no strings {width} characters wide")
+    return dtype
 
 
 def filler_item(space: gs.Space[Any] | None, fill: Any, *, one_hot_discrete: bool = False) -> Any:
@@ -210,8 +232,12 @@ def _(space: gs.Text, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
         return fill
     # As wide as the fill too: a longer fill is kept whole, as in list mode and index lists.
     width = max(space.max_length, len(fill) if isinstance(fill, str) else 0, 1)
-    _check_size(lead, f"<U{width}")
-    return np.full(lead, fill, dtype=f"<U{width}")
+    try:
+        dtype = text_dtype(width)
+    except TypeError:
+        raise MemoryError(f"no array holds items of dtype '<U{width}' (too wide)") from None
+    _check_size(lead, dtype)
+    return np.full(lead, fill, dtype=dtype)
 
 
 @_fill.register

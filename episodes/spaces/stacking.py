@@ -22,6 +22,7 @@ import gymnasium.spaces as gs
 import numpy as np
 
 from episodes.spaces.batching import _typed_empty_lists, batch, check_sortable_keys
+from episodes.spaces.filler import text_dtype
 from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import arrays_equal, data_equal, flatten, same_nesting
 
@@ -346,7 +347,7 @@ def _(space: gs.Text, items: SequenceABC[Any]) -> Any:
     # item (list mode does not check spaces) widens it rather than being cut.
     width = max(space.max_length, 1, *(len(item) for item in items))
     try:
-        return np.array(items, dtype=f"<U{width}")
+        return np.array(items, dtype=text_dtype(width))
     except TypeError as err:  # numpy has no strings that wide
         raise ValueError(f"Cannot batch Text items {width} characters wide: {err}") from err
 

@@ -17,8 +17,9 @@ GAMMA = 0.5
 
 
 def value_fn(obs):
-    # A deterministic "critic": V(o) = 10 * o[0].
-    return 10.0 * np.asarray(obs)[..., 0]
+    # A deterministic "critic": V(o) = 10 * o[0], in float32 for one observation as for a batch
+    # (numpy 1 computed 10.0 * a 0-d float32 array in float64).
+    return np.float32(10.0) * np.asarray(obs, np.float32)[..., 0]
 
 
 class Chunker:

@@ -71,6 +71,7 @@ def test_encoder_refuses_what_the_decoder_would():
         space_to_dict(_nested(MAX_DEPTH + 1))
 
 
+@pytest.mark.gymnasium_1_4
 @pytest.mark.parametrize(
     "space, values",
     [

@@ -113,6 +113,7 @@ ACCEPTED = {
 }
 
 
+@pytest.mark.gymnasium_1_4
 @pytest.mark.parametrize("encoded", ACCEPTED.values(), ids=ACCEPTED.keys())
 def test_spaces_within_the_budget_round_trip(encoded, built):
     space = space_from_dict(encoded)
@@ -121,6 +122,7 @@ def test_spaces_within_the_budget_round_trip(encoded, built):
     assert space_from_dict(space_to_dict(space)) == space
 
 
+@pytest.mark.gymnasium_1_4
 def test_encoder_refuses_what_the_decoder_would():
     chain = gs.Discrete(2)
     for _ in range(9):
@@ -237,6 +239,7 @@ CHECKER_CASES = {
 }
 
 
+@pytest.mark.gymnasium_1_4
 @pytest.mark.parametrize("space, item, expected", CHECKER_CASES.values(), ids=CHECKER_CASES.keys())
 def test_checker_answers_what_gymnasium_answers(space, item, expected):
     with warnings.catch_warnings():
@@ -312,6 +315,7 @@ def _box_and_item(draw):
             return box, values
 
 
+@pytest.mark.gymnasium_1_4
 @settings(max_examples=600, deadline=None)
 @given(case=_box_and_item())
 def test_box_checker_agrees_with_gymnasium_on_numbers_rows_and_near_misses(case):
