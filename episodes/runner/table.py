@@ -272,32 +272,43 @@ def chunk_table(
     # Rows before every env's start were handed out already (calls append to the same blocks):
     # only rows lo:rows are looked at; ``local`` arrays count from lo.
     lo = int(start.min()) if num_envs else 0
-    real = ~blocks.dead[lo:rows] & (np.arange(lo, rows)[:, None] >= start)
-    in_window = real & (_running_count(real) <= num_steps)
-    # Row of every in-window cell, env by env (a flat nonzero of the transposed copy is about
-    # twice as fast as a 2-D nonzero here).
     span = rows - lo
-    flat = np.flatnonzero(np.ascontiguousarray(in_window.T)).reshape(num_envs, num_steps)
     columns = np.arange(num_envs)
-    # Env-major positions: a subtraction finds the row (cheaper than a modulo), and the done
-    # flags are read at the same positions of their transposed copy.
-    window = flat - (columns * span - lo)[:, None]
     done_local = blocks.terminated[lo:rows] | blocks.truncated[lo:rows]
-    done_em = np.take(np.ascontiguousarray(done_local.T).reshape(-1), flat)
+    if span == num_steps and (start == lo).all() and not blocks.dead[lo:rows].any():
+        # Every env's window is the same T rows (same-step mode, nothing carried beyond
+        # them): no count of each env's cells, the done flags are their transposed copy.
+        window = np.empty((num_envs, num_steps), np.int64)
+        window[...] = np.arange(lo, rows)
+        done_em = np.ascontiguousarray(done_local.T)
+    else:
+        real = ~blocks.dead[lo:rows] & (np.arange(lo, rows)[:, None] >= start)
+        in_window = real & (_running_count(real) <= num_steps)
+        # Row of every in-window cell, env by env (a flat nonzero of the transposed copy is
+        # about twice as fast as a 2-D nonzero here).
+        flat = np.flatnonzero(np.ascontiguousarray(in_window.T)).reshape(num_envs, num_steps)
+        # Env-major positions: a subtraction finds the row (cheaper than a modulo), and the
+        # done flags are read at the same positions of their transposed copy.
+        window = flat - (columns * span - lo)[:, None]
+        done_em = np.take(np.ascontiguousarray(done_local.T).reshape(-1), flat)
     numbers_local = np.zeros((rows - lo, num_envs), np.int64)
     numbers_local[events[0] - lo, events[1]] = events[2]
 
     ends = done_em.copy()
     ends[:, -1] = True
-    env, t_end = np.divmod(np.flatnonzero(ends), num_steps)
-    is_first = np.ones(len(env), bool)
-    is_first[1:] = env[1:] != env[:-1]
-    t_first = np.zeros_like(t_end)
-    t_first[1:] = t_end[:-1] + 1
-    t_first[is_first] = 0
-    first = window[env, t_first]
-    stop = window[env, t_end] + 1
-    previous_end = window[env, np.maximum(t_first - 1, 0)]
+    # Flat env-major cells: every env's last cell ends a chunk, so the cell after each ending
+    # is the first of the next chunk, the next env's too (1-d takes, no 2-d fancy indexing).
+    end_cell = np.flatnonzero(ends)
+    first_cell = np.empty_like(end_cell)
+    first_cell[:1] = 0
+    first_cell[1:] = end_cell[:-1] + 1
+    env = end_cell // num_steps
+    t_end = end_cell - env * num_steps
+    is_first = first_cell == env * num_steps
+    cells = window.reshape(-1)
+    first = cells[first_cell]
+    stop = cells[end_cell] + 1
+    previous_end = cells[np.maximum(first_cell - 1, 0)]
     number = np.where(is_first, episode_number[env], numbers_local[previous_end - lo, env])
     started = np.where(is_first, episode_start[env], first)
     table = _table(blocks, finals, rows + 1, lookback, env, first, stop, started, number, t_end)
