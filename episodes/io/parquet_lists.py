@@ -8,9 +8,7 @@ the field metadata (``episodes.list_size``), and the reader casts it back: the v
 nulls and the files other tools see are the same, only the declared type differs.
 
 Example:
-    >>> from collections.abc import Callable
-
-import pyarrow as pa
+    >>> import pyarrow as pa
     >>> table = pa.table({"obs": pa.array([[1.0, 2.0], None], pa.list_(pa.float32(), 2))})
     >>> stored = loosen_fixed_lists(table)
     >>> stored.schema.field("obs").type, stored.schema.field("obs").metadata
