@@ -11,6 +11,7 @@ Select one with the ``HYPOTHESIS_PROFILE`` environment variable (default ``"defa
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -29,18 +30,24 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # it they are left out rather than failing to import (CI installs Ray, so they run there).
 _HAS_RAY = importlib.util.find_spec("ray") is not None
 _GYMNASIUM_1_4 = tuple(int(p) for p in gymnasium.__version__.split(".")[:2]) >= (1, 4)
+# Read without importing torch (torch 2.3 added the uint16-64 dtypes).
+_TORCH_VERSION = re.findall(r"\d+", importlib.metadata.version("torch"))
+_TORCH_2_3 = tuple(int(p) for p in _TORCH_VERSION[:2]) >= (2, 3)
 _IMPORTS_DISTRIBUTED = re.compile(r"^from episodes\.distributed[. ]", re.M)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Tests that pin gymnasium 1.4's answers (its space checks, nested Graph spaces) skip on an
-    # older gymnasium, which the package allows but answers otherwise.
-    if _GYMNASIUM_1_4:
-        return
-    skip = pytest.mark.skip(reason="pins gymnasium >= 1.4's answers")
-    for item in items:
-        if item.get_closest_marker("gymnasium_1_4") is not None:
-            item.add_marker(skip)
+    # Tests that pin gymnasium 1.4's answers (its space checks, nested Graph spaces), or use
+    # torch 2.3's dtypes (uint16-64, uint4, float8 fills), skip on the older versions the
+    # package allows.
+    needs = {"gymnasium_1_4": _GYMNASIUM_1_4, "torch_2_3": _TORCH_2_3}
+    for marker, present in needs.items():
+        if present:
+            continue
+        skip = pytest.mark.skip(reason=f"needs {marker.replace('_', ' ', 1).replace('_', '.')}")
+        for item in items:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)
 
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:

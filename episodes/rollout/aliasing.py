@@ -153,7 +153,9 @@ def _all_fresh(pairs: Iterable[tuple[Any, torch.Tensor]], own: Iterable[torch.Te
     starts = {t.untyped_storage().data_ptr() for t in own}
     for _, src in pairs:
         memory = src.untyped_storage()
-        if not memory.resizable() or memory.data_ptr() in starts:
+        # torch 2.2's storages cannot say (resizable() is 2.3's): then the spans decide.
+        resizable = getattr(memory, "resizable", None)
+        if resizable is None or not resizable() or memory.data_ptr() in starts:
             return False
     return True
 

@@ -60,7 +60,11 @@ class _ByContent(pickle.Pickler):
 
     def persistent_id(self, obj: Any) -> Any:
         torch = sys.modules.get("torch")
-        if torch is None or not isinstance(obj, torch.Tensor):
+        if torch is None:
+            return None
+        if isinstance(obj, torch.Generator):  # by its state: torch 2.2 cannot pickle one
+            return ("generator", str(obj.device), obj.get_state().numpy().tobytes())
+        if not isinstance(obj, torch.Tensor):
             return None
         flat = obj.detach().cpu().contiguous().reshape(-1)
         return (

@@ -98,6 +98,7 @@ def test_integers_within_a_narrower_fields_range_are_stored_exactly(device, fiel
     assert getattr(st, field)[0].cpu().tolist() == values.to(torch.int64).tolist()
 
 
+@pytest.mark.torch_2_3
 @pytest.mark.parametrize("dtype", ["uint16", "uint32"])
 def test_wide_unsigned_integers_are_range_checked_too(dtype):
     # torch has no min or max for these: a numpy uint16 depth image becomes one.
@@ -111,6 +112,7 @@ def test_wide_unsigned_integers_are_range_checked_too(dtype):
     assert st.step == 1
 
 
+@pytest.mark.torch_2_3
 def test_uint64_beyond_int64_is_refused_for_a_signed_field():
     # Read as int64, 2**63 is negative: within int8's range, were it not told apart.
     st = int_storage(torch.device("cpu"))

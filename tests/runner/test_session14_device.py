@@ -57,6 +57,7 @@ LOSSLESS = {
 }
 
 
+@pytest.mark.torch_2_3
 @pytest.mark.parametrize("dtype, host", LOSSLESS.values(), ids=list(LOSSLESS))
 def test_info_of_a_dtype_numpy_lacks_comes_as_float32(dtype: torch.dtype, host: type) -> None:
     runner = EnvRunner(ExtraInfo(lambda n: torch.full((n,), 0.375, dtype=dtype)), policy, seed=0)
@@ -92,6 +93,7 @@ REFUSED = {
 }
 
 
+@pytest.mark.torch_2_3
 @pytest.mark.parametrize("env, where", REFUSED.values(), ids=list(REFUSED))
 def test_info_no_numpy_dtype_holds_names_its_key(env: Callable[[], ExtraInfo], where: str) -> None:
     runner = EnvRunner(env(), policy, seed=0)

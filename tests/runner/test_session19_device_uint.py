@@ -16,6 +16,8 @@ from episodes.converter import episodes_to_rollout
 from episodes.runner import EnvRunner
 from tests.runner._tensor_env import TensorVectorEnv
 
+pytestmark = pytest.mark.torch_2_3  # torch.uint16-64
+
 
 class _CountingEnv(gym.Env):
     action_space = gym.spaces.Discrete(2)
