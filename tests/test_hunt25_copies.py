@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -116,6 +117,7 @@ def test_nat_of_another_kind_is_not_equal() -> None:
     )
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11's")
 def test_a_text_join_error_keeps_its_notes_through_pickle() -> None:
     error = TextJoinError(1, 0, [np.dtype("int64"), np.dtype("<U1")])
     error.add_note("while joining episode 'a'")

@@ -26,6 +26,7 @@ import numpy as np
 
 from episodes.buffer import array_batches, row_drops
 from episodes.buffer.array_copies import field_copy, own_leaves, shallow_copy
+from episodes.buffer.slots import slot_values
 from episodes.buffer.value_fit import (
     MISFIT_ERRORS,
     Layout,
@@ -123,7 +124,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
 
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
         leaves = self.leaves  # items only: a column cut from 1000 rows to 2 pickled all 1000
-        _, slots = super().__getstate__()  # type: ignore[misc]
+        slots = slot_values(self)
         slots.pop("_shared", None)  # a copy owns its arrays
         return None, {**slots, "_leaves": [leaf[: self.size] for leaf in leaves]}
 
