@@ -56,17 +56,16 @@ def resolved(path: PathLike) -> Path:
     """
     # A strict resolve meets a loop wherever the path exists; Python 3.13's non-strict one
     # returns the looping path as it is, and 3.11's raises RuntimeError("Symlink loop ...").
+    loop = OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path))
     try:
-        return Path(path).resolve(strict=True)
-    except RuntimeError as err:
-        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from err
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from err
-    try:
+        try:
+            return Path(path).resolve(strict=True)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise loop from err
         return Path(path).resolve()  # the part that does not exist yet kept as it is
     except RuntimeError as err:
-        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path)) from err
+        raise loop from err
 
 
 def real_number(value: Any, name: str) -> Any:
