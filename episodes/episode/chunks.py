@@ -384,8 +384,9 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
                 new_keys.append(key)
             extras[key].concat(theirs)
             joined.append((extras[key], theirs))
-    except (ValueError, TypeError) as error:
-        # Each joined column grew by exactly the other's visible items: cut those off again.
+    except BaseException as error:
+        # Whatever failed (a refused value, an error converting one, an interrupt), each
+        # joined column grew by exactly the other's visible items: cut those off again.
         for mine, theirs in joined:
             mine.truncate(mine.len_incl_lookback() - len(theirs))
         for key in new_keys:
@@ -395,6 +396,8 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
         for column, held, taken in views:
             if taken is not None and column.store is held:
                 _restore_views(held, taken)
+        if not isinstance(error, (ValueError, TypeError)):
+            raise
         raise ValueError(
             f"cannot concat: other's {name} do not fit this episode's numpy column ({error}); "
             "nothing was changed"

@@ -184,9 +184,14 @@ class StepRecorder:
             (info_store if info_list is None else info_list).append(
                 infos if infos.__class__ is dict else given_info(infos)
             )
-        except (ValueError, TypeError) as error:
-            # A numpy column refused its value (wrong shape or type) after others took theirs.
-            self._undo_partial_step(error, extra_model_outputs)
+        except BaseException as error:
+            # A column refused its value after others took theirs: a numpy column's wrong
+            # shape or type, or whatever else converting the value raised (a tensor that needs
+            # grad, a user's ``__array__``, an interrupt). The step is taken back in every case.
+            refusal = self._undo_partial_step(error, extra_model_outputs)
+            if refusal is None:
+                raise
+            raise refusal from error
         self.t += 1
         # Both flags are False until a finishing step writes them (checked above).
         if finishing:
@@ -257,12 +262,16 @@ class StepRecorder:
                 "the first step of the chunk"
             )
 
-    def _undo_partial_step(self, error: Exception, given: dict[str, Any] | None) -> None:
-        """Takes back what a failed step wrote, then raises a ValueError naming the column.
+    def _undo_partial_step(
+        self, error: BaseException, given: dict[str, Any] | None
+    ) -> ValueError | None:
+        """Takes back what a failed step wrote; the ValueError naming the column, to raise.
 
         Each column got at most one item this step, so the columns holding more steps than
         the fewest are exactly the ones written to; the refused column is the first of the
         others in the order the step writes them (the extra outputs in ``given``'s order).
+        None for an error that is not a refusal of the value (``ValueError`` or ``TypeError``):
+        the caller raises that one as it is.
         """
         columns = self.named_columns()
         # Observations and infos hold one item more than the steps (the reset observation).
@@ -274,6 +283,8 @@ class StepRecorder:
         for name, n in steps.items():
             if n > before:
                 columns[name].pop()
+        if not isinstance(error, (ValueError, TypeError)):
+            return None
         # A given key equal to a recorded one (np.str_("vf") and "vf", 1.0 and 1) is named as
         # the column names it.
         recorded = {key: key for key in self.extra_model_outputs}
@@ -282,10 +293,10 @@ class StepRecorder:
         refused = next(name for name in order if steps.get(name) == before)
         if isinstance(error, _RefusedColumn):
             refused, error = error.column, error.error
-        raise ValueError(
+        return ValueError(
             f"add_env_step: the value for {refused} cannot be stored in the episode's "
             f"numpy column ({error}); nothing was recorded"
-        ) from error
+        )
 
     def named_columns(self) -> dict[str, InfiniteLookbackBuffer]:
         """Every column under the name errors use, in the order ``add_env_step`` writes them.
