@@ -66,8 +66,12 @@ def test_add_env_step_takes_the_step_back(case: str) -> None:
         ep.add_env_step(np.full(2, 2, np.float32), 1, 2.0, extra_model_outputs=extras)
     ep.validate()
     assert ep == before
-    ep.add_env_step(np.full(2, 3, np.float32), 1, 3.0, extra_model_outputs={
-        "vf_preds": np.float32(0.3), "action_logp": np.float32(-0.1)})
+    ep.add_env_step(
+        np.full(2, 3, np.float32),
+        1,
+        3.0,
+        extra_model_outputs={"vf_preds": np.float32(0.3), "action_logp": np.float32(-0.1)},
+    )
     assert ep.get_observations().tolist() == [[0, 0], [1, 1], [3, 3]]
     assert ep.get_extra_model_outputs("action_logp").tolist() == pytest.approx([-0.7, -0.1])
 
@@ -80,10 +84,10 @@ def test_concat_episode_leaves_self_unchanged(case: str) -> None:
     ep.add_env_step(np.ones(2, np.float32), 0, 1.0, extra_model_outputs={"vf_preds": 0.5})
     successor = ep.cut()
     ep.to_numpy()
-    successor.add_env_step(np.full(2, 2, np.float32), 1, 1.0,
-                           extra_model_outputs={"vf_preds": 0.4})
-    successor.add_env_step(np.full(2, 3, np.float32), 1, 1.0,
-                           extra_model_outputs={"vf_preds": make()})
+    successor.add_env_step(np.full(2, 2, np.float32), 1, 1.0, extra_model_outputs={"vf_preds": 0.4})
+    successor.add_env_step(
+        np.full(2, 3, np.float32), 1, 1.0, extra_model_outputs={"vf_preds": make()}
+    )
     before = copy.deepcopy(ep)
     with pytest.raises(error):
         ep.concat_episode(successor)
