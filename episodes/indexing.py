@@ -20,8 +20,18 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
-Index = Union[int, slice, Sequence[int], None]  # noqa: UP007 - a runtime alias on 3.10
+# An int, a slice, or several ints (a list or tuple of them, or a 1-D integer array); numpy
+# integers count as ints.
+Index = Union[  # noqa: UP007 - a runtime alias on 3.10
+    int,
+    np.integer[Any],
+    slice,
+    Sequence[Union[int, np.integer[Any]]],  # noqa: UP007
+    npt.NDArray[np.integer[Any]],
+    None,
+]
 # Positions must fit the int64 arrays a list of indices resolves into.
 _INT64_BOUND = 2**63
 # Classes of list members that convert to int64 exactly (no bools, floats or uint64s).
@@ -467,7 +477,7 @@ def _resolve_array(
 
 
 def set_positions(
-    at_indices: int | slice | Sequence[int] | None,
+    at_indices: Index,
     *,
     lookback: int,
     total: int,

@@ -63,7 +63,7 @@ class Connector(Protocol):
         (2, [1.0, 2.0, 1.0, 2.0])
     """
 
-    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch: ...  # noqa: D102
+    def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch: ...  # noqa: D102
 
 
 class ConnectorPipeline:
@@ -113,7 +113,7 @@ class ConnectorPipeline:
             _check_connector(item)
         self.connectors: list[Connector] = items
 
-    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch | None = None) -> Batch:
+    def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch | None = None) -> Batch:
         """Runs every connector on ``episodes``, starting from ``batch`` (or ``{}``).
 
         Example:

@@ -78,7 +78,7 @@ class AddLearnerColumns:
         self.columns = columns
         self.extra_model_outputs = as_flag(extra_model_outputs, "extra_model_outputs")
 
-    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
+    def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
         check_episodes(episodes, "AddLearnerColumns")
         parts: dict[str, list[object]] = {}

@@ -197,7 +197,7 @@ class FlattenObservations(EpisodeConnector):
         self.one_hot_discrete = as_flag(one_hot_discrete, "one_hot_discrete")  # as reads take it
         self.out_key = out_key
 
-    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
+    def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
         check_episodes(episodes, "FlattenObservations")
         rows = _last_box_rows(episodes) if self.inference else _box_rows(episodes, self.rows)
@@ -355,7 +355,7 @@ class FrameStack(EpisodeConnector):
         self.flatten = as_flag(flatten, "flatten")
         self.out_key = out_key
 
-    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
+    def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the stacked frames of every row of ``episodes`` into ``batch``."""
         check_episodes(episodes, "FrameStack")
         fillers = FillerMemo(self.fill)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -84,7 +85,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
         self.fill = fill
         self.one_hot_discrete = as_flag(one_hot_discrete, "one_hot_discrete")  # as reads take it
 
-    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch:
+    def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds ``prev_n_actions``/``prev_n_rewards`` for ``episodes`` to ``batch``."""
         check_episodes(episodes, "PrevActionsPrevRewards")
         if self.n_actions and self.one_hot_discrete:

@@ -42,7 +42,7 @@ def _new_storage(
         # No keys, no parameters: () keeps the storage from making up a zero mean and std.
         dist_shapes = tuple(item_shape(cols.extras, k) for k in keys.distribution)
 
-    def hidden_spec(names: tuple[str, ...]) -> Any:
+    def hidden_spec(names: Sequence[str]) -> Any:
         if not names:
             return None
         specs = tuple(item_shape(cols.extras, k) for k in names)

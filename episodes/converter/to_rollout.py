@@ -145,7 +145,7 @@ def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) 
 
 
 def _hidden(
-    extras: dict[str, np.ndarray], names: tuple[str, ...], device: torch.device, dtype: torch.dtype
+    extras: dict[str, np.ndarray], names: Sequence[str], device: torch.device, dtype: torch.dtype
 ) -> Any:
     if not names:
         return None

@@ -110,8 +110,8 @@ class StepRecorder:
         reward: Any,
         infos: dict[str, Any] | None = None,
         *,
-        terminated: bool = False,
-        truncated: bool = False,
+        terminated: bool | np.bool_ = False,
+        truncated: bool | np.bool_ = False,
         extra_model_outputs: dict[str, Any] | None = None,
     ) -> None:
         """Records one env step: the action taken, the reward and the next observation.

@@ -6,7 +6,7 @@ import builtins
 import contextlib
 import uuid
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, SupportsIndex, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -33,6 +33,7 @@ from episodes.spaces.contains import checker_for
 REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 # The space checkers are derived from the spaces; they are not fields of their own.
 _DERIVED_SLOTS = ("_obs_check", "_action_check")
+_Episode = TypeVar("_Episode", bound="SingleAgentEpisode")  # chunks keep a subclass (§6)
 
 
 def _lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
@@ -111,8 +112,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     __slots__ = (*(field.slot for field in FIELDS), *_DERIVED_SLOTS)
 
-    #: False here, True on a user's subclass, whose chunks (``cut``, slices) carry the
-    #: attributes it adds.
+    #: True on a user's subclass, whose chunks (``cut``, slices) carry the attributes it adds.
     _adds_attributes: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -120,7 +120,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         cls._adds_attributes = True
 
     # For type checkers only: the slots come from the field table above.
-    id_: str
+    id_: Any  # any value the user gives (a uuid4 hex string by default)
     agent_id: Any
     module_id: Any
     multi_agent_episode_id: Any
@@ -139,7 +139,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     def __init__(
         self,
-        id_: str | None = None,
+        id_: Any = None,
         *,
         observations: Any = None,
         observation_space: gym.Space[Any] | None = None,
@@ -147,10 +147,10 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         actions: Any = None,
         action_space: gym.Space[Any] | None = None,
         rewards: Any = None,
-        terminated: bool = False,
-        truncated: bool = False,
+        terminated: bool | np.bool_ = False,
+        truncated: bool | np.bool_ = False,
         extra_model_outputs: dict[str, Any] | None = None,
-        t_started: int | None = None,
+        t_started: SupportsIndex | None = None,
         len_lookback_buffer: int | str = "auto",
         agent_id: Any = None,
         module_id: Any = None,
@@ -189,7 +189,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             self.validate()
 
     @classmethod
-    def from_fields(cls, values: dict[str, Any]) -> SingleAgentEpisode:
+    def from_fields(cls: type[_Episode], values: dict[str, Any]) -> _Episode:
         """An episode from one value per field of the field table, checked for consistency.
 
         Columns are given as buffers (taken over, not copied), each keeping its own space (the
@@ -401,7 +401,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         )
 
     # -------------------------------------------------------------------------- conversions
-    def to_numpy(self) -> SingleAgentEpisode:
+    def to_numpy(self: _Episode) -> _Episode:
         """Turns every column but infos into numpy arrays; returns ``self``.
 
         Raises:
@@ -472,7 +472,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         return episode_batch(self)
 
     # ------------------------------------------------------------------------------- chunking
-    def cut(self, len_lookback_buffer: int = 0) -> SingleAgentEpisode:
+    def cut(self: _Episode, len_lookback_buffer: int = 0) -> _Episode:
         """A successor chunk starting where this one ends (see ``episodes.episode.chunks.cut``).
 
         Example:
@@ -480,11 +480,11 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             >>> nxt = ep.cut(len_lookback_buffer=1); (nxt.t_started, len(nxt))
             (1, 0)
         """
-        return chunks.cut(self, len_lookback_buffer)
+        return cast(_Episode, chunks.cut(self, len_lookback_buffer))
 
     def slice(
-        self, slice_: builtins.slice, *, len_lookback_buffer: int | None = None
-    ) -> SingleAgentEpisode:
+        self: _Episode, slice_: builtins.slice, *, len_lookback_buffer: int | None = None
+    ) -> _Episode:
         """A new episode for steps ``slice_.start .. slice_.stop`` (see ``chunks.slice_episode``).
 
         Example:
@@ -493,15 +493,16 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             >>> ep.slice(slice(1, 2)).get_observations()
             [1, 2]
         """
-        return chunks.slice_episode(self, slice_, len_lookback_buffer=len_lookback_buffer)
+        piece = chunks.slice_episode(self, slice_, len_lookback_buffer=len_lookback_buffer)
+        return cast(_Episode, piece)
 
-    def __getitem__(self, item: builtins.slice) -> SingleAgentEpisode:
+    def __getitem__(self: _Episode, item: builtins.slice) -> _Episode:
         if not isinstance(item, slice):
             raise TypeError(
                 f"episodes support only slices (ep[a:b]), got {type(item).__name__}; use the "
                 "getters for single time steps"
             )
-        return chunks.slice_episode(self, item)
+        return cast(_Episode, chunks.slice_episode(self, item))
 
     def concat_episode(self, other: SingleAgentEpisode) -> None:
         """Appends the successor chunk ``other`` in place (see ``chunks.concat``).
@@ -525,7 +526,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         return snapshot.get_state(self)
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> SingleAgentEpisode:
+    def from_state(cls: type[_Episode], state: dict[str, Any]) -> _Episode:
         """Rebuilds an episode from :meth:`get_state`, refusing incomplete or inconsistent states.
 
         Example:
@@ -533,7 +534,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             >>> SingleAgentEpisode.from_state(ep.get_state()).id_ == ep.id_
             True
         """
-        return snapshot.from_state(cls, state)
+        return cast(_Episode, snapshot.from_state(cls, state))
 
     def __getstate__(self) -> dict[str, Any]:
         # The space checkers are closures (not picklable); they are rebuilt on unpickling.

@@ -15,7 +15,7 @@ Example:
     [0]
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from episodes.io.errors import (
     CorruptDatasetError,
@@ -38,6 +38,14 @@ from episodes.io.reader import (
     read_episodes,
 )
 from episodes.io.writer import EpisodeWriter
+
+if TYPE_CHECKING:  # the lazy names below, typed for checkers without importing pyarrow
+    from episodes.io.joins import PieceJoins, piece_problems
+    from episodes.io.minari_io import export_minari, import_minari
+    from episodes.io.shard_reader import Dataset
+    from episodes.io.shard_writer import DatasetWriter
+    from episodes.io.tools import filter_dataset, merge, migrate, split
+    from episodes.io.validation import ValidationReport, validate_dataset
 
 # Format v2 needs pyarrow: its names load on first use, so `import episodes.io` stays light.
 _LAZY = {

@@ -29,7 +29,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex
 
 import gymnasium as gym
 import numpy as np
@@ -136,8 +136,8 @@ def read_episodes(
     path: PathLike,
     *,
     ids: Iterable[Any] | None = None,
-    start: int | None = None,
-    stop: int | None = None,
+    start: SupportsIndex | None = None,
+    stop: SupportsIndex | None = None,
     numpy: bool | None = None,
     verify: bool = False,
 ) -> Iterator[SingleAgentEpisode]:

@@ -41,7 +41,7 @@ class BufferAccess:
     _num_sampled: int
     _num_episodes_evicted: int
 
-    def get_episode_indices(self, episode_id: str) -> np.ndarray:
+    def get_episode_indices(self, episode_id: Any) -> np.ndarray:
         """Stable item indices of every stored step of one episode, in time order.
 
         Raises:
@@ -156,7 +156,7 @@ class BufferAccess:
         save_buffer(cast("EpisodeReplayBuffer", self), path)
 
     @staticmethod
-    def load(path: str | os.PathLike[str], *, seed: int | None = None) -> EpisodeReplayBuffer:
+    def load(path: str | os.PathLike[str], *, seed: Any = None) -> EpisodeReplayBuffer:
         """Reads a buffer written by :meth:`save` (of the class it was saved as).
 
         Example:
@@ -182,7 +182,7 @@ class BufferAccess:
         *,
         capacity: int | None = None,
         prioritized: bool | None = None,
-        seed: int | None = None,
+        seed: Any = None,
         **kwargs: Any,
     ) -> EpisodeReplayBuffer:
         """A buffer holding every chunk of an ``episodes.io`` dataset (offline RL).
@@ -212,7 +212,7 @@ class BufferAccess:
             path, capacity=capacity, prioritized=prioritized, seed=seed, **kwargs
         )
 
-    def locate(self, episode_id: str, t: np.ndarray | list[int] | int) -> np.ndarray:
+    def locate(self, episode_id: Any, t: np.ndarray | list[int] | int) -> np.ndarray:
         """Stable item indices (as in a batch's ``indices``) of an episode's steps at times ``t``.
 
         Raises:

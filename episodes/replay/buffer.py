@@ -507,7 +507,7 @@ class EpisodeReplayBuffer(BufferAccess):
         """
         return self._num_sampled
 
-    def get_episode_ids(self) -> list[str]:
+    def get_episode_ids(self) -> list[Any]:
         """Stored episode ids, oldest first (the eviction order).
 
         Example:

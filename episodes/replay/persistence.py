@@ -169,7 +169,7 @@ def _encoded_ids(ids: list[Any], place: str) -> list[Any]:
     return encoded
 
 
-def load_buffer(path: str | os.PathLike[str], *, seed: int | None = None) -> EpisodeReplayBuffer:
+def load_buffer(path: str | os.PathLike[str], *, seed: Any = None) -> EpisodeReplayBuffer:
     """Reads a buffer written by :func:`save_buffer` (its class, contents and counters).
 
     The stable item indices are renumbered (``0..N-1`` in the saved order).
@@ -347,7 +347,7 @@ def buffer_from_dataset(
     *,
     capacity: int | None = None,
     prioritized: bool = False,
-    seed: int | None = None,
+    seed: Any = None,
     **kwargs: Any,
 ) -> EpisodeReplayBuffer:
     """A buffer filled with every chunk of an ``episodes.io`` dataset (offline RL).

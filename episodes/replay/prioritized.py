@@ -50,7 +50,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         *,
         batch_size_B: int = 16,
         alpha: float = 1.0,
-        seed: int | None = None,
+        seed: Any = None,
     ):
         if not _is_real(alpha) or not 0 <= float(alpha) < math.inf:
             raise ValueError(f"alpha must be a finite float >= 0, got {alpha!r}")

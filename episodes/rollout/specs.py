@@ -30,7 +30,8 @@ __all__ = [
     "parse_observations",
 ]
 
-Shape: TypeAlias = Sequence[int] | torch.Size
+#: A shape: a flat size (an int), a sequence of sizes or a ``torch.Size``; numpy ints count.
+Shape: TypeAlias = int | np.integer[Any] | Sequence[int | np.integer[Any]] | torch.Size
 #: A leaf: a shape (``float`` dtype of the storage), ``(shape, dtype)`` or an example
 #: ``[N, ...]`` tensor; or a (nested) mapping of those.
 ObsSpec: TypeAlias = Shape | tuple[Shape, torch.dtype] | torch.Tensor | Mapping[str, Any]

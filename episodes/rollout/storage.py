@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, SupportsIndex
 
 import torch
 
@@ -361,7 +361,7 @@ class RolloutStorage:
         self._write(self.step, self._fields_of(transition))
         self.step += 1
 
-    def write_block(self, start: int, *, share: bool = False, **fields: Any) -> int:
+    def write_block(self, start: SupportsIndex, *, share: bool = False, **fields: Any) -> int:
         """Write whole ``[k, N, ...]`` blocks at time steps ``start:start + k`` in one copy each.
 
         Accepts the :class:`Transition` field names (``observations``, ``actions``, ``rewards``,

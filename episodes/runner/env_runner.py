@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, SupportsIndex
 
 import gymnasium as gym
 import numpy as np
@@ -134,7 +134,7 @@ class EnvRunner:
         len_lookback_buffer: int = 1,
         initial_state: Callable[[int], Any] | None = None,
         state_batch_axis: int = 0,
-        seed: int | Sequence[int | None] | None = None,
+        seed: SupportsIndex | Sequence[SupportsIndex | None] | None = None,
         numpy_episodes: bool = True,
         window: str = "transitions",
     ):

@@ -45,7 +45,7 @@ class Policy(Protocol):
         ([0, 0, 0], ['vf_preds'])
     """
 
-    def __call__(self, obs: Any) -> tuple[Any, dict[str, Any]]: ...  # noqa: D102
+    def __call__(self, obs: Any) -> tuple[Any, dict[str, Any] | None]: ...  # noqa: D102
 
 
 @runtime_checkable
@@ -82,7 +82,7 @@ class RecurrentPolicy(Protocol):
         """
         ...
 
-    def __call__(self, obs: Any, state: Any) -> tuple[Any, dict[str, Any], Any]: ...  # noqa: D102
+    def __call__(self, obs: Any, state: Any) -> tuple[Any, dict[str, Any] | None, Any]: ...  # noqa: D102
 
 
 class RandomPolicy:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import reprlib
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -37,6 +37,10 @@ from episodes.testing.compare import _diff, _episode_diff, _rows, outputs_equal
 from episodes.testing.reset_items import reset_item
 from episodes.testing.snapshot import deep_copy, take_snapshot
 from episodes.testing.strategies.episodes import stacks
+
+if TYPE_CHECKING:  # served lazily by __getattr__ below (suite imports this module)
+    from episodes.testing.suite import ConnectorContract as ConnectorContract
+    from episodes.testing.suite import check_connector as check_connector
 
 __all__ = [
     "Connector",

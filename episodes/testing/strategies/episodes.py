@@ -143,7 +143,7 @@ def episodes(
     extra_model_outputs: Mapping[str, gym.Space[Any]] | None = None,
     numpy: bool | None = None,
     t_started: int | tuple[int, int] | None = None,
-    id_: str | None = None,
+    id_: Any = None,
 ) -> st.SearchStrategy[SingleAgentEpisode]:
     """Draws a valid, reset :class:`~episodes.SingleAgentEpisode` chunk.
 
@@ -248,7 +248,7 @@ def _episodes(
     extra_model_outputs: dict[str, gym.Space[Any]] | None,
     numpy: bool | None,
     t_started: int | tuple[int, int] | None,
-    id_: str | None,
+    id_: Any,
 ) -> SingleAgentEpisode:
     """What :func:`episodes` returns, its arguments checked."""
     obs_space = resolve_space(draw, observation_space)

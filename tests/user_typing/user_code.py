@@ -1,0 +1,157 @@
+"""User code that must pass ``mypy --strict`` against the package's annotations.
+
+Each function is a documented, correct use of the public API that an annotation once refused
+(or typed as ``Any``); ``tests/user_typing/test_user_code.py`` type-checks this file and runs
+every function. Nothing runs on import.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
+from episodes.connectors import ConnectorPipeline, FlattenObservations
+from episodes.converter import ColumnKeys
+from episodes.io import Dataset, DatasetWriter, EpisodeWriter, read_episodes
+from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from episodes.rollout import RolloutStorage
+from episodes.runner import EnvRunner, Policy, RandomPolicy, RecurrentPolicy
+from episodes.spaces import space_from_dict, space_to_dict
+
+if TYPE_CHECKING:
+    from typing_extensions import assert_type
+else:
+
+    def assert_type(value: Any, _type: Any) -> Any:
+        return value
+
+
+def _episode(id_: Any = None) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        id_,
+        observations=[0.0, 1.0, 2.0],
+        actions=[0, 1],
+        rewards=[1.0, 5.0],
+        len_lookback_buffer=0,
+    )
+
+
+def lazy_io_names_are_typed(folder: str) -> int:
+    """The v2 dataset classes load lazily (pyarrow) but are typed for checkers."""
+    path = os.path.join(folder, "v2")
+    with DatasetWriter(path) as writer:
+        writer.write(_episode("a"))
+    dataset = assert_type(Dataset(path), Dataset)
+    return len(assert_type(dataset.episode(0), SingleAgentEpisode))
+
+
+def connectors_take_any_sequence() -> int:
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(4)
+    batch = ConnectorPipeline([FlattenObservations()])(chunks)
+    FlattenObservations()(tuple(chunks), {})
+    return len(batch["obs"])
+
+
+def index_arrays_and_numpy_ints() -> list[Any]:
+    ep = _episode().to_numpy()
+    best = np.argmax(ep.get_rewards())
+    ep.set_rewards(new_data=[0.0, 0.0], at_indices=np.array([0, 1]))
+    buffer = InfiniteLookbackBuffer([10, 11, 12])
+    return [
+        ep.get_observations(np.array([0, 2])),
+        ep.get_actions(best),
+        ep.get_observations([np.int64(1), np.int64(2)]),
+        buffer.get(np.arange(2)),
+        buffer[np.int64(1)],
+    ]
+
+
+def ids_of_any_type() -> list[Any]:
+    ep = _episode(("run", 3))
+    buffer = EpisodeReplayBuffer(100, seed=0)
+    buffer.add(_episode(7))
+    return [ep.id_, buffer.get_episode_indices(7), buffer.locate(7, 0), buffer.get_episode_ids()]
+
+
+def prioritized_seed_generator() -> float:
+    buffer = PrioritizedEpisodeReplayBuffer(100, alpha=0.6, seed=np.random.default_rng(0))
+    buffer.add(_episode("a"))
+    buffer.sample(2, beta=0.4)
+    buffer.update_priorities(np.ones(2))
+    return buffer.max_priority
+
+
+def rollout_shapes_and_keys() -> tuple[int, ...]:
+    flat = RolloutStorage("rl", 4, 8, 3, 1)
+    obs_dim = np.prod((3,))  # shapes computed with numpy are numpy ints
+    nested = RolloutStorage("rl", 4, 8, (obs_dim,), (1,), distribution_params=[(np.int64(2),)])
+    keys = ColumnKeys(distribution=["mean", "std"], actor_hidden=["h"])
+    assert keys.distribution == ("mean", "std")
+    return (*flat.observations.shape, *nested.observations.shape)
+
+
+class NoExtras:
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, None]:
+        return np.zeros(len(obs), np.int64), None
+
+
+class RecurrentNoExtras:
+    def initial_state(self, num_envs: int) -> np.ndarray:
+        return np.zeros(num_envs)
+
+    def __call__(self, obs: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, None, np.ndarray]:
+        return np.zeros(len(obs), np.int64), None, state + 1
+
+
+def policies_without_extras() -> int:
+    policy: Policy = NoExtras()
+    recurrent: RecurrentPolicy = RecurrentNoExtras()
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    chunks = EnvRunner(env, policy, seed=0).sample(3)
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    more = EnvRunner(env, recurrent, seed=0).sample(3)
+    return len(chunks) + len(more)
+
+
+def numpy_scalars_where_documented(folder: str) -> bool:
+    ep = SingleAgentEpisode()
+    ep.add_env_reset(0.0)
+    ep.add_env_step(1.0, 0, 1.0, terminated=np.isclose(1.0, 1.0))
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    seed = np.random.default_rng(0).integers(0, 2**31)
+    EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=seed)
+    storage = RolloutStorage("rl", 2, 4, (3,), (1,))
+    storage.write_block(np.int64(0), rewards=torch.ones(4, 2, 1))
+    path = os.path.join(folder, "v1")
+    with EpisodeWriter(path) as writer:
+        writer.write(ep)
+    read = list(read_episodes(path, start=np.int64(0), stop=np.int64(1)))
+    return ep.is_terminated and len(read) == 1
+
+
+class TaggedEpisode(SingleAgentEpisode):
+    tag = "mine"
+
+
+def subclass_chunks_keep_their_type() -> list[str]:
+    ep = TaggedEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0])
+    return [
+        assert_type(ep.cut(), TaggedEpisode).tag,
+        assert_type(ep[0:1], TaggedEpisode).tag,
+        assert_type(ep.slice(slice(0, 1)), TaggedEpisode).tag,
+        assert_type(ep.to_numpy(), TaggedEpisode).tag,
+        assert_type(TaggedEpisode.from_state(ep.get_state()), TaggedEpisode).tag,
+    ]
+
+
+def space_dicts_round_trip() -> bool:
+    box = gym.spaces.Box(-1.0, float("inf"), (2,))
+    encoded = space_to_dict(box)
+    assert encoded["type"] == "Box"
+    return space_from_dict(encoded).contains(np.zeros(2, np.float32))
