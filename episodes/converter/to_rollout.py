@@ -245,6 +245,11 @@ def episodes_to_rollout(
     if training_type not in ("rl", "distillation"):
         raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
     keys, copy = rollout_arguments(keys, storage, copy, value_fn, obs_fn)
+    if isinstance(episodes, SingleAgentEpisode):  # iterating it would read ep[0]: refused
+        raise TypeError(
+            f"episodes_to_rollout takes chunks (a flat list or per-env lists), got one episode "
+            f"({episodes.id_!r}); wrap it in a list: [episode]"
+        )
     if not isinstance(episodes, Sequence):  # an iterator would be used up by the first pass
         episodes = list(episodes)
     extra_keys_for(keys, training_type)

@@ -232,6 +232,16 @@ def check_version(value: Any, where: str) -> None:
         )
 
 
+def not_a_dataset(root: Path) -> str:
+    """The words for a directory that is neither a format v2 nor a format v1 dataset.
+
+    Example:
+        >>> not_a_dataset(Path("data"))
+        'data is not an episodes dataset (no format v2 manifest.jsonl, no v1 format.json)'
+    """
+    return f"{root} is not an episodes dataset (no format v2 {MANIFEST_FILE}, no v1 {FORMAT_FILE})"
+
+
 def check_format(root: Path) -> None:
     """Checks that ``root`` is a dataset directory of a supported version.
 
@@ -254,7 +264,7 @@ def check_format(root: Path) -> None:
         raise NotADatasetError(f"{root} is not a directory")
     path = root / FORMAT_FILE
     if stat_or_none(path) is None:
-        raise NotADatasetError(f"{root} is not an episodes dataset (no {FORMAT_FILE})")
+        raise NotADatasetError(not_a_dataset(root))
     info = load_json_file(path, FORMAT_FILE, MAX_FORMAT_BYTES)
     if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
         raise CorruptDatasetError(f"{path} does not describe an {FORMAT_NAME!r}")

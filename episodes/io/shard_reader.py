@@ -53,7 +53,7 @@ from episodes.io.errors import (
     stat_or_none,
     without_frames,
 )
-from episodes.io.format import FORMAT_FILE, check_inside, read_regular_file
+from episodes.io.format import check_inside, not_a_dataset, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.reader import read_flags
@@ -373,7 +373,7 @@ class Dataset:
                 "read_episodes / load_episode, or convert it with `episodes migrate`)"
             )
         if not is_v2(self.root):  # the other readers' rule, and then their error
-            raise NotADatasetError(f"{self.root} is not an episodes dataset (no {FORMAT_FILE})")
+            raise NotADatasetError(not_a_dataset(self.root))
         self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
         self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")
         self._verify = verify

@@ -142,7 +142,7 @@ class EpisodeReplayBuffer(BufferAccess):
         """
         if isinstance(episodes, SingleAgentEpisode):
             given = [episodes]
-        elif isinstance(episodes, Iterable) and not isinstance(episodes, (str, bytes)):
+        elif isinstance(episodes, Iterable) and not isinstance(episodes, (str, bytes, Mapping)):
             given = list(episodes)  # a list, or any sequence such as the runner's chunks
         else:
             raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episodes).__name__}")

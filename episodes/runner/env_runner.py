@@ -23,7 +23,7 @@ from episodes.runner.policy import (
     output_shapes,
     policy_return,
 )
-from episodes.runner.recordable import unrecordable_kind
+from episodes.runner.recordable import check_vector_env, unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.runner.sizing import allocating
@@ -140,6 +140,7 @@ class EnvRunner:
     ):
         # Beyond int64 the blocks' index arithmetic would overflow (an age never gets there).
         lookback = min(whole_number(len_lookback_buffer, "len_lookback_buffer", 0), 2**63 - 1)
+        check_vector_env(env)
         # 1.5 or True would reset the env quietly with seed 1
         seed = check_env_seed(seed, int(env.num_envs))
         if window not in WINDOWS:

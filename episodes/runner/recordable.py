@@ -1,14 +1,15 @@
-"""Which spaces the env runner can record: the ones whose items batch into fixed-shape arrays."""
+"""What the env runner can record: vector envs, and spaces whose items batch into fixed shapes."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 from gymnasium import spaces
 
 from episodes.spaces import UNSTACKABLE_SPACES, find_space_kind
 
-__all__ = ["unrecordable_kind"]
+__all__ = ["check_vector_env", "unrecordable_kind"]
 
 
 def unrecordable_kind(space: Any) -> str | None:
@@ -25,3 +26,33 @@ def unrecordable_kind(space: Any) -> str | None:
         True
     """
     return find_space_kind(space, (spaces.Text, *UNSTACKABLE_SPACES))
+
+
+def check_vector_env(env: Any) -> None:
+    """Refuses anything but a vector env (one with ``num_envs``), naming how to make one.
+
+    A single ``gymnasium.Env`` is the common mistake: the runner steps ``num_envs`` sub-envs
+    at once and reads batched spaces.
+
+    Raises:
+        TypeError: ``env`` is a single env, or has no ``num_envs``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> check_vector_env(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
+        >>> check_vector_env(gym.make("CartPole-v1"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: EnvRunner steps a gymnasium vector env, got a single env (TimeLimit ...
+    """
+    if isinstance(env, gym.Env):
+        raise TypeError(
+            f"EnvRunner steps a gymnasium vector env, got a single env ({type(env).__name__} "
+            f"{env.spec.id if env.spec is not None else ''}): make one with "
+            "gym.make_vec(env_id, num_envs, vectorization_mode='sync') or "
+            "gym.vector.SyncVectorEnv([make_env] * num_envs)"
+        )
+    if not hasattr(env, "num_envs"):
+        raise TypeError(
+            f"EnvRunner steps a gymnasium vector env (with num_envs), got {type(env).__name__}"
+        )

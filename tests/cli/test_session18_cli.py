@@ -156,7 +156,7 @@ def test_a_manifest_with_lines_but_no_format_file_is_still_refused(tmp_path, cap
     (out / "manifest.jsonl").write_text('{"chunk": "chunks/x"}\n')
     argv = ["record", "CartPole-v1", "--steps", "5", "--format", "1", "--out", str(out)]
     assert main(argv) == 1
-    assert "no format.json" in capsys.readouterr().err
+    assert "no format v2 manifest.jsonl, no v1 format.json" in capsys.readouterr().err
 
 
 # ---------------------------------------------------- 3. "." (and the cwd) as the destination

@@ -446,5 +446,5 @@ def test_dataset_of_other_directories_raises_as_before(tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "manifest.jsonl").write_bytes(b"junk\n")
     # A manifest without shards/ beside it is no v2 dataset (format.md): as every reader says.
-    with pytest.raises(NotADatasetError, match="no format.json"):
+    with pytest.raises(NotADatasetError, match="no format v2 manifest.jsonl, no v1 format.json"):
         Dataset(tmp_path / "m")

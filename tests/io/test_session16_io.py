@@ -325,5 +325,5 @@ def test_damaged_v2_header_is_corrupt_naming_the_manifest(tmp_path: Path, shards
 def test_v1_without_format_json_is_still_not_a_dataset(tmp_path: Path) -> None:
     path = _v1(tmp_path / "ds")
     (path / "format.json").unlink()
-    with pytest.raises(NotADatasetError, match="no format.json"):
+    with pytest.raises(NotADatasetError, match="no format v2 manifest.jsonl, no v1 format.json"):
         dataset_info(path)

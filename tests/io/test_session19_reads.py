@@ -178,7 +178,7 @@ def test_dataset_says_not_a_dataset_as_the_other_readers(
     leftovers(tmp_path)
     with pytest.raises(NotADatasetError) as theirs:
         dataset_info(tmp_path)
-    assert "(no format.json)" in str(theirs.value)
+    assert "(no format v2 manifest.jsonl, no v1 format.json)" in str(theirs.value)
     with pytest.raises(NotADatasetError) as ours:
         opener(tmp_path)
     assert str(ours.value) == str(theirs.value)
