@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import numpy as np
 
@@ -17,6 +17,8 @@ from episodes.replay.transitions import transition_batch
 
 if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
+
+_Buffer = TypeVar("_Buffer", bound="BufferAccess")  # the class from_dataset is called on
 
 __all__ = ["BufferAccess"]
 
@@ -175,6 +177,28 @@ class BufferAccess:
 
         return load_buffer(path, seed=seed)
 
+    @overload
+    @classmethod
+    def from_dataset(
+        cls: type[_Buffer],
+        path: str | os.PathLike[str],
+        *,
+        capacity: int | None = None,
+        prioritized: None = None,
+        seed: Any = None,
+        **kwargs: Any,
+    ) -> _Buffer: ...
+    @overload
+    @classmethod
+    def from_dataset(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        capacity: int | None = None,
+        prioritized: bool,
+        seed: Any = None,
+        **kwargs: Any,
+    ) -> EpisodeReplayBuffer: ...
     @classmethod
     def from_dataset(
         cls,
@@ -184,10 +208,10 @@ class BufferAccess:
         prioritized: bool | None = None,
         seed: Any = None,
         **kwargs: Any,
-    ) -> EpisodeReplayBuffer:
+    ) -> Any:
         """A buffer holding every chunk of an ``episodes.io`` dataset (offline RL).
 
-        ``prioritized=None`` builds the class it is called on: a
+        ``prioritized=None`` builds the class it is called on (a subclass of yours too): a
         ``PrioritizedEpisodeReplayBuffer.from_dataset(path)`` is prioritized.
 
         Example:
@@ -205,11 +229,13 @@ class BufferAccess:
         from episodes.replay.persistence import buffer_from_dataset
         from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
 
+        make = None
         if prioritized is None:  # the class it is called on
             prioritized = issubclass(cls, PrioritizedEpisodeReplayBuffer)
+            make = cast("type[EpisodeReplayBuffer]", cls)
         prioritized = sampling.check_flag(prioritized, "prioritized")
         return buffer_from_dataset(
-            path, capacity=capacity, prioritized=prioritized, seed=seed, **kwargs
+            path, capacity=capacity, prioritized=prioritized, seed=seed, make=make, **kwargs
         )
 
     def locate(self, episode_id: Any, t: np.ndarray | list[int] | int) -> np.ndarray:

@@ -348,6 +348,7 @@ def buffer_from_dataset(
     capacity: int | None = None,
     prioritized: bool = False,
     seed: Any = None,
+    make: type[EpisodeReplayBuffer] | None = None,
     **kwargs: Any,
 ) -> EpisodeReplayBuffer:
     """A buffer filled with every chunk of an ``episodes.io`` dataset (offline RL).
@@ -365,6 +366,8 @@ def buffer_from_dataset(
         capacity: Steps to keep (default: all steps of the dataset).
         prioritized: Build a :class:`PrioritizedEpisodeReplayBuffer`.
         seed: Seed of the sampling generator.
+        make: The buffer class to build (a subclass of either), instead of the one
+            ``prioritized`` names.
         **kwargs: More constructor arguments (``alpha``, ``batch_size_B``).
 
     Raises:
@@ -396,8 +399,9 @@ def buffer_from_dataset(
 
     if capacity is None:
         capacity = max(1, dataset_info(path).num_steps)
-    cls = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
-    buffer = cls(capacity, seed=seed, **kwargs)
+    if make is None:
+        make = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
+    buffer = make(capacity, seed=seed, **kwargs)
     # Writers store pieces as given, so an episode's pieces may come out of time order: a
     # piece is held until the ones before it (by t_started, t) were added.
     rank_of, waiting = _time_ranks(path), {}

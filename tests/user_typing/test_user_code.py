@@ -57,6 +57,12 @@ EXPECTED = {
     "numpy_scalars_where_documented": True,
     "subclass_chunks_keep_their_type": ["mine"] * 5,
     "space_dicts_round_trip": True,
+    "from_dataset_builds_its_class": [
+        "PrioritizedEpisodeReplayBuffer",
+        "MyBuffer",
+        "EpisodeReplayBuffer",
+        "mine",
+    ],
 }
 
 

@@ -155,3 +155,20 @@ def space_dicts_round_trip() -> bool:
     encoded = space_to_dict(box)
     assert encoded["type"] == "Box"
     return space_from_dict(encoded).contains(np.zeros(2, np.float32))
+
+
+class MyBuffer(EpisodeReplayBuffer):
+    note = "mine"
+
+
+def from_dataset_builds_its_class(folder: str) -> list[str]:
+    path = os.path.join(folder, "offline")
+    with EpisodeWriter(path) as writer:
+        writer.write(_episode("a"))
+    prioritized = assert_type(
+        PrioritizedEpisodeReplayBuffer.from_dataset(path), PrioritizedEpisodeReplayBuffer
+    )
+    prioritized.update_priorities(np.ones(1), [0])
+    mine = assert_type(MyBuffer.from_dataset(path), MyBuffer)
+    uniform = EpisodeReplayBuffer.from_dataset(path, prioritized=False)
+    return [type(b).__name__ for b in (prioritized, mine, uniform)] + [mine.note]
