@@ -63,6 +63,10 @@ def flat_observations(observations: Any) -> Any:
         Traceback (most recent call last):
         ...
         TypeError: RolloutStorage holds a tensor or a dict of tensors per observation, but ...
+        >>> flat_observations({"pos": np.zeros(2), "t": (np.zeros(2),)})  # a Tuple part
+        Traceback (most recent call last):
+        ...
+        TypeError: ... observations are a dict whose parts are not all arrays ('t' a tuple): ...
         >>> flat_observations({"text": np.array(["ab"])})
         Traceback (most recent call last):
         ...
@@ -94,11 +98,26 @@ def flat_observations(observations: Any) -> Any:
         )
     if holds(observations):
         return observations
+    # A Dict space's observations are dicts: a part that is no array is a Tuple inside.
+    advice = "" if isinstance(observations, Mapping) else ", or record them with a Dict space"
     raise TypeError(
         "RolloutStorage holds a tensor or a dict of tensors per observation, but these chunks' "
-        f"observations are a {type(observations).__name__} of parts: pass obs_fn to make "
-        "them one array (or a dict of arrays) per step, or record them with a Dict space"
+        f"observations are {_parts(observations)}: pass obs_fn to make them one array (or a "
+        f"dict of arrays) per step{advice}"
     )
+
+
+def _parts(observations: Any) -> str:
+    """How observations that are no tensor or dict of tensors nest, in the refusal's words."""
+    if isinstance(observations, Mapping):
+        inner = sorted(
+            (str(key), type(value).__name__)
+            for key, value in observations.items()
+            if isinstance(value, (tuple, list))
+        )
+        where = ", ".join(f"{key!r} a {kind}" for key, kind in inner) or "a part nested deeper"
+        return f"a dict whose parts are not all arrays ({where})"
+    return f"a {type(observations).__name__} of parts"
 
 
 def block_columns(

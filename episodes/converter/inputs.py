@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from episodes.converter.columns import ColumnKeys
+from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 
 #: numpy dtype kinds of a value: signed and unsigned ints, floats (not bool or complex).
@@ -47,6 +48,27 @@ def column_keys(keys: Any) -> ColumnKeys:
     raise TypeError(
         f"keys must be a ColumnKeys (or None), got {type(keys).__name__} ({reprlib.repr(keys)})"
     )
+
+
+def refuse_one_episode(episodes: Any, takes: str) -> None:
+    """Refuses one episode given where a sequence of chunks is taken, saying to wrap it.
+
+    An episode is no ``Sequence``: iterating it would read ``ep[0]``, which episodes refuse
+    with words about slices. ``takes`` says what the caller takes.
+
+    Raises:
+        TypeError: ``episodes`` is one ``SingleAgentEpisode``.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> refuse_one_episode([], "f takes chunks")
+        >>> refuse_one_episode(SingleAgentEpisode("a"), "f takes chunks")
+        Traceback (most recent call last):
+        TypeError: f takes chunks, got one episode ('a'); wrap it in a list: [episode]
+    """
+    if isinstance(episodes, SingleAgentEpisode):
+        one = f"one episode ({episodes.id_!r})"
+        raise TypeError(f"{takes}, got {one}; wrap it in a list: [episode]")
 
 
 def callable_or_none(fn: Any, name: str) -> None:

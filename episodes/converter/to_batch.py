@@ -11,7 +11,7 @@ from episodes.connectors.base import id_rows
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.columns import ColumnKeys, ObsFn, agreed_space, layout_batch, rows
-from episodes.converter.inputs import callable_or_none, column_keys
+from episodes.converter.inputs import callable_or_none, column_keys, refuse_one_episode
 from episodes.converter.refusals import checked_obs_fn_output
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
@@ -66,11 +66,7 @@ def _check_chunks(episodes: Sequence[Any]) -> None:
 
     ``episodes`` must be a sequence: an iterator or generator would be used up by this check.
     """
-    if isinstance(episodes, SingleAgentEpisode):
-        raise TypeError(
-            f"episodes_to_batch takes a flat sequence of chunks, got one episode "
-            f"({episodes.id_!r}); wrap it in a list: [episode]"
-        )
+    refuse_one_episode(episodes, "episodes_to_batch takes a flat sequence of chunks")
     if not isinstance(episodes, Sequence):
         raise TypeError(
             "episodes_to_batch takes a flat sequence of SingleAgentEpisode chunks (a list or "

@@ -25,7 +25,7 @@ from episodes.converter.from_blocks import (
     gather_into,
 )
 from episodes.converter.groups import column_groups
-from episodes.converter.inputs import real_values, rollout_arguments
+from episodes.converter.inputs import real_values, refuse_one_episode, rollout_arguments
 from episodes.converter.observation_batch import last_observations
 from episodes.converter.refusals import (
     flat_actions,
@@ -245,11 +245,7 @@ def episodes_to_rollout(
     if training_type not in ("rl", "distillation"):
         raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
     keys, copy = rollout_arguments(keys, storage, copy, value_fn, obs_fn)
-    if isinstance(episodes, SingleAgentEpisode):  # iterating it would read ep[0]: refused
-        raise TypeError(
-            f"episodes_to_rollout takes chunks (a flat list or per-env lists), got one episode "
-            f"({episodes.id_!r}); wrap it in a list: [episode]"
-        )
+    refuse_one_episode(episodes, "episodes_to_rollout takes chunks (a flat list or per-env lists)")
     if not isinstance(episodes, Sequence):  # an iterator would be used up by the first pass
         episodes = list(episodes)
     extra_keys_for(keys, training_type)

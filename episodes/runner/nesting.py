@@ -156,6 +156,37 @@ def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
             )
 
 
+def arrays_at_leaves(item: Any, structure: Any) -> Any:
+    """``item`` with each list or tuple standing at a leaf of ``structure`` made an array.
+
+    A sub-env may give an array leaf (a Box row, a MultiDiscrete item) as a list or tuple;
+    where ``structure`` (a ``skeleton``) has a container, the item's container is walked as it
+    is. A list that makes no numeric array (ragged, or holding dicts) is left as it is, for
+    :func:`nests_as` to refuse.
+
+    Example:
+        >>> arrays_at_leaves({"pos": [0.5, 1.0], "n": 2}, {"n": None, "pos": None})["pos"]
+        array([0.5, 1. ])
+        >>> arrays_at_leaves((1, [2, 3]), (None, None))[1].tolist()
+        [2, 3]
+    """
+    if isinstance(structure, dict):
+        if not isinstance(item, dict) or item.keys() != structure.keys():
+            return item
+        return {key: arrays_at_leaves(item[key], part) for key, part in structure.items()}
+    if isinstance(structure, (tuple, list)):
+        if not isinstance(item, (tuple, list)) or len(item) != len(structure):
+            return item
+        return type(item)(arrays_at_leaves(b, part) for b, part in zip(item, structure))
+    if not isinstance(item, (list, tuple)):
+        return item
+    try:
+        array = np.asarray(item)
+    except (ValueError, TypeError):
+        return item
+    return item if array.dtype == object else array
+
+
 def stacked_finals(
     infos: dict[str, Any], ended: np.ndarray, structure: Any, shapes: list[Any]
 ) -> list[np.ndarray]:
@@ -185,14 +216,17 @@ def stacked_finals(
         )
     flat = []
     for i in ended.tolist():
-        if not nests_as(items[i], structure):
+        # gymnasium batches a sub-env's observations into the space's arrays, but passes its
+        # final one on as the sub-env gave it: a Box row may come as a list or tuple.
+        item = arrays_at_leaves(items[i], structure)
+        if not nests_as(item, structure):
             raise nesting_changed(
                 f"the env's final observation (infos['final_obs']) of sub-env {i}",
                 structure,
                 [shape[1:] for shape in shapes],
-                items[i],
+                item,
             )
-        flat.append(flatten(items[i])[0])
+        flat.append(flatten(item)[0])
     out = []
     for j in range(len(flat[0])):
         leaf = [np.asarray(f[j]) for f in flat]
