@@ -128,6 +128,11 @@ def generator_from_state(state: Any) -> np.random.Generator:
         Traceback (most recent call last):
         ...
         ValueError: a MT19937 state ...: state['pos'] must be an int in 0 .. 624, got 1000000
+        >>> state["state"]["pos"], state["state"]["key"] = 0, [0] * 624
+        >>> generator_from_state(state)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: a MT19937 state numpy cannot use: its 19937 state bits are all zero ...
     """
     name = state.get("bit_generator") if isinstance(state, dict) else None
     kind = getattr(np.random, name, None) if isinstance(name, str) else None
@@ -139,6 +144,13 @@ def generator_from_state(state: Any) -> np.random.Generator:
         _check_fields(state, _STATE_FIELDS[name], "")
     except ValueError as err:
         raise ValueError(f"a {name} state numpy refuses or cannot use: {err}") from None
+    if name == "MT19937" and _mt_degenerate(state["state"]["key"]):
+        # No seeding reaches it: such a generator draws only zeros, and a bounded draw that
+        # rejects 0 would wait for another value forever.
+        raise ValueError(
+            "a MT19937 state numpy cannot use: its 19937 state bits are all zero (the top bit "
+            "of key[0] and every other key word), so it would draw nothing but zeros"
+        )
     rng = np.random.Generator(kind())
     try:
         rng.bit_generator.state = state
@@ -163,6 +175,12 @@ _STATE_FIELDS: dict[str, dict[str, Any]] = {
     },
     "SFC64": {"state": {"state": [(4, 64)]}, **_FLAGS},
 }
+
+
+def _mt_degenerate(key: Any) -> bool:
+    """Whether an MT19937 key holds the all-zero state (key[0]'s low 31 bits are not state)."""
+    words = np.asarray(key, dtype=np.uint64)
+    return not (int(words[0]) & 0x80000000) and not words[1:].any()
 
 
 def _check_fields(state: Any, fields: dict[str, Any], where: str) -> None:
