@@ -174,6 +174,9 @@ class BlobReader:
         self._data = data
         self._table = table
         self._where = where
+        # Stored arrays never overlap, so what a reader hands out adds up to the blob's bytes at
+        # most: a table whose entries (or references) repeat bytes would make copies without end.
+        self._budget = data.nbytes
 
     def get(self, index: Any, scalar: bool) -> Any:
         """The array (or numpy scalar) number ``index``, as an independent copy.
@@ -188,6 +191,10 @@ class BlobReader:
             Traceback (most recent call last):
             ...
             episodes.io.errors.CorruptDatasetError: blob: blob index 2 out of range
+            >>> reader.get(i, scalar=False)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.CorruptDatasetError: blob: blob entry 0 reads bytes already read ...
         """
         where = self._where
         if not isinstance(index, int) or isinstance(index, bool):
@@ -217,6 +224,12 @@ class BlobReader:
         count = math.prod(shape)
         if offset + count * dtype.itemsize > self._data.nbytes:
             raise CorruptDatasetError(f"{where}: blob entry {index} runs past the blob's end")
+        self._budget -= count * dtype.itemsize
+        if self._budget < 0:
+            raise CorruptDatasetError(
+                f"{where}: blob entry {index} reads bytes already read (entries overlap, or one "
+                "is referenced twice): more than the blob holds"
+            )
         try:  # a shape numpy refuses (more than 64 dimensions, a dimension beyond int64)
             flat = np.frombuffer(self._data, dtype=dtype, count=count, offset=offset)
             check_code_points(flat, f"{where}: blob entry {index}")

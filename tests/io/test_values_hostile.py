@@ -86,6 +86,7 @@ def test_decoded_arrays_are_copies_of_the_blob():
     reader = BlobReader(data, table, "blob")
     out = decode_value(encoded, blob=reader, where=WHERE)
     out["a"][:] = 99
-    again = decode_value(encoded, blob=reader, where=WHERE)
+    # A fresh reader over the same bytes: a reader hands each stored array out once.
+    again = decode_value(encoded, blob=BlobReader(data, table, "blob"), where=WHERE)
     assert again["a"].tolist() == [0, 1, 2] and again["s"] == np.float32(2.5)
     assert type(again["s"]) is np.float32
