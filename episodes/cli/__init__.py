@@ -413,6 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Escaped: messages may quote a dataset's strings (an env id), or a path's newline.
         say(f"episodes: error: {err}", err=True)
         return 1
+    except MemoryError as err:  # numpy's words, or none: one line all the same
+        say(f"episodes: error: out of memory ({str(err) or 'MemoryError'})", err=True)
+        return 1
     except _Terminated:
         print("episodes: terminated", file=sys.stderr)
         return 143  # what a shell reports for a command killed by SIGTERM

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,7 +31,12 @@ import numpy as np
 
 from episodes.episode import FIELDS, Field, SingleAgentEpisode
 from episodes.io.column_codec import decode_column, encode_column, space_dict
-from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
+from episodes.io.errors import (
+    CorruptDatasetError,
+    DatasetError,
+    DatasetIOError,
+    UnstorableValueError,
+)
 from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
 from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value
 from episodes.spaces import find_space_kind, space_from_dict
@@ -158,16 +164,21 @@ def decode_episode(
     """
     try:
         episode = _decode(meta, load, where, numpy)
+        if numpy:
+            _check_text_padding(episode, where)
+            try:
+                episode.to_numpy()
+            except (ValueError, TypeError, AssertionError) as err:
+                raise DatasetError(f"{where}: this episode cannot be numpy'd: {err}") from err
     except DatasetError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, AssertionError, RecursionError) as err:
         raise CorruptDatasetError(f"{where}: cannot rebuild the episode: {err}") from err
-    if numpy:
-        _check_text_padding(episode, where)
-        try:
-            episode.to_numpy()
-        except (ValueError, TypeError, AssertionError) as err:
-            raise DatasetError(f"{where}: this episode cannot be numpy'd: {err}") from err
+    except MemoryError as err:  # the system's failure, as for any read (or a file that lies)
+        words = str(err) or "MemoryError"
+        raise DatasetIOError(
+            errno.ENOMEM, f"{where}: out of memory rebuilding the episode ({words})"
+        ) from err
     return episode
 
 

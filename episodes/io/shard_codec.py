@@ -453,6 +453,9 @@ def decode_rows(
     """
     table_where = table_where or where
     meta, leaves = prepare_meta(entry, table, start, spaces, where, table_where)
+    # Writers give every leaf a column of its own: an index mapping many leaves to one column
+    # would have each copy it (a small file asking for gigabytes).
+    read: dict[str, str] = {}
 
     def load(name: str) -> np.ndarray:
         if name == BLOB:
@@ -460,6 +463,11 @@ def decode_rows(
         info = leaves.get(name)
         if not isinstance(info, dict) or not isinstance(info.get("path"), list) or not info["path"]:
             raise CorruptDatasetError(f"{where}: leaf {name!r} is not in the index")
+        key = repr(info["path"])
+        if read.setdefault(key, name) != name:
+            raise CorruptDatasetError(
+                f"{where}: leaves {read[key]!r} and {name!r} name the same column {info['path']}"
+            )
         column = column_of(table, info["path"], table_where)
         return copy(leaf_from_arrow(column, info, start, info.get("count", -1), where=where))
 
