@@ -13,6 +13,7 @@ from episodes.buffer import array_protocol, reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
+from episodes.buffer.lookback_field import LookbackField, checked_lookback
 from episodes.buffer.set_items import item_list, one_pass_items
 from episodes.buffer.space_checks import check_in_space
 from episodes.buffer.store import Store
@@ -56,14 +57,14 @@ class InfiniteLookbackBuffer:
         [5, 6, 7]
     """
 
-    __slots__ = ("store", "lookback", "_space")
+    __slots__ = ("store", "_lookback", "_space")
 
     store: Store
+    _lookback: int
+    lookback: LookbackField = LookbackField()  # items before ts=0; assignments are checked
 
     def __init__(self, data: Any = None, lookback: int = 0, space: gym.Space[Any] | None = None):
-        lookback = indexing.as_int(lookback, what="lookback")
-        if lookback < 0:
-            raise ValueError(f"lookback must be >= 0, got {lookback}")
+        checked_lookback(lookback, 0)  # refused before anything else is looked at
         if space is not None and not isinstance(space, gym.Space):
             raise TypeError(f"space must be a gymnasium Space or None, got {type(space).__name__}")
         if data is None:
@@ -75,7 +76,7 @@ class InfiniteLookbackBuffer:
         else:
             self.store = ArrayStore.from_batch(data)
         self._space = space
-        self.lookback = min(lookback, len(self.store))
+        self.lookback = lookback
 
     # ----------------------------------------------------------------------------- properties
     @property
@@ -183,7 +184,7 @@ class InfiniteLookbackBuffer:
         if not 0 <= length <= total:
             raise IndexError(f"truncate length {length} out of range for {total} stored items")
         self.store.truncate(length)
-        self.lookback = min(self.lookback, length)
+        self._lookback = min(self._lookback, length)
 
     def pop(self, index: int = -1) -> Any:
         """Removes and returns the item at storage ``index`` (Python indexing, lookback included).
@@ -199,7 +200,7 @@ class InfiniteLookbackBuffer:
             raise IndexError(f"pop index {index} out of range for {total} stored items")
         item = self.store.pop(position)
         if position < self.lookback:
-            self.lookback -= 1
+            self._lookback -= 1
         return item
 
     def __add__(self, other: Any) -> InfiniteLookbackBuffer:
@@ -387,7 +388,7 @@ class InfiniteLookbackBuffer:
         copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
         copy.store = store.copy_range(start, stop)
         copy._space = self._space
-        copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
+        copy._lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
         return copy
 
     def copy_tail(self, count: int, visible: int) -> InfiniteLookbackBuffer:
@@ -414,7 +415,7 @@ class InfiniteLookbackBuffer:
         copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
         copy.store = store.copy_range(start, total)
         copy._space = self._space
-        copy.lookback = lookback if lookback > 0 else 0
+        copy._lookback = lookback if lookback > 0 else 0
         return copy
 
     # -------------------------------------------------------------------------------- setting
@@ -527,7 +528,7 @@ class InfiniteLookbackBuffer:
         # A store of its own: writing into either buffer never changes the other (a numpy
         # store is copied on write, so this copies no rows).
         clone = InfiniteLookbackBuffer.__new__(type(self))
-        clone.store, clone.lookback = shallow_store(self.store), self.lookback
+        clone.store, clone._lookback = shallow_store(self.store), self._lookback
         clone._space = self._space
         for name, value in subclass_attributes(self, InfiniteLookbackBuffer).items():
             object.__setattr__(clone, name, value)  # a subclass's own, shallow like the rest
