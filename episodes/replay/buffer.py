@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import whole_number
 from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
 from episodes.replay.errors import EmptyBufferError
@@ -298,7 +299,8 @@ class EpisodeReplayBuffer(BufferAccess):
             num_items: Items to draw (``batch_size_B`` is the same; give at most one).
             batch_size_B: Alias of ``num_items`` (RLlib's name).
             batch_length_T: Sequence length; sequences never cross an episode border unless
-                ``pad`` (then steps past the end are zeros with ``mask`` False).
+                ``pad`` (then steps past the end are zeros with ``mask`` False). None or 0
+                (RLlib's "no sequences"): transitions, or whole chunks.
             n_step: Steps per transition's return: an int, or ``(lo, hi)`` / ``range(lo, hi)``
                 drawn per item with ``hi`` exclusive (RLlib's convention); None is 1.
             gamma: Discount of the n-step returns; None is 0.99 (RLlib's default). Transitions
@@ -346,7 +348,8 @@ class EpisodeReplayBuffer(BufferAccess):
         )
         n_step = 1 if n_step is None else n_step  # RLlib's default: one step
         if batch_length_T is not None:
-            batch_length_T = sampling.check_positive(batch_length_T, "batch_length_T")
+            # 0 asks for no sequences, as in RLlib (its DQN passes 0 for a stateless module).
+            batch_length_T = whole_number(batch_length_T, "batch_length_T", 0) or None
         transitions = batch_length_T is None and not sample_episodes
         n_step = sampling.check_n_step(n_step, transitions=transitions)
         lookback = sampling.check_non_negative(lookback, "lookback")
@@ -442,8 +445,8 @@ class EpisodeReplayBuffer(BufferAccess):
     def __len__(self) -> int:
         return self._store.num_live
 
-    def get_num_episodes(self) -> int:
-        """Episodes stored.
+    def get_num_episodes(self, module_id: Any = None) -> int:
+        """Episodes stored (``module_id``, RLlib's, is ignored: one module's steps).
 
         Example:
             >>> buf = EpisodeReplayBuffer(10)
@@ -454,8 +457,8 @@ class EpisodeReplayBuffer(BufferAccess):
         """
         return len(self._table)
 
-    def get_num_episodes_evicted(self) -> int:
-        """Episodes evicted so far.
+    def get_num_episodes_evicted(self, module_id: Any = None) -> int:
+        """Episodes evicted so far (``module_id``, RLlib's, is ignored: one module's steps).
 
         Example:
             >>> buf = EpisodeReplayBuffer(2)
@@ -467,8 +470,8 @@ class EpisodeReplayBuffer(BufferAccess):
         """
         return self._num_episodes_evicted
 
-    def get_num_timesteps(self) -> int:
-        """Steps stored.
+    def get_num_timesteps(self, module_id: Any = None) -> int:
+        """Steps stored (``module_id``, RLlib's, is ignored: one module's steps).
 
         Example:
             >>> buf = EpisodeReplayBuffer(10)
@@ -480,8 +483,10 @@ class EpisodeReplayBuffer(BufferAccess):
         """
         return self._store.num_live
 
-    def get_added_timesteps(self) -> int:
-        """Steps ever added (evicted ones included).
+    def get_added_timesteps(self, module_id: Any = None) -> int:
+        """Steps ever added, evicted ones included (``module_id``, RLlib's, is ignored).
+
+        The buffer holds one module's steps.
 
         Example:
             >>> buf = EpisodeReplayBuffer(2)
@@ -493,8 +498,8 @@ class EpisodeReplayBuffer(BufferAccess):
         """
         return self._num_added
 
-    def get_sampled_timesteps(self) -> int:
-        """Items ever sampled.
+    def get_sampled_timesteps(self, module_id: Any = None) -> int:
+        """Items ever sampled (``module_id``, RLlib's, is ignored: one module's steps).
 
         Example:
             >>> buf = EpisodeReplayBuffer(10, seed=0)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
 from episodes.replay.buffer import EpisodeReplayBuffer
 from episodes.replay.state import parsed_state
@@ -43,6 +45,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         >>> buf.get_priorities(batch["indices"][:1]).tolist()
         [1.0]
     """
+
+    #: The starting priority of the ``add`` under way (None: ``max_priority``); a class
+    #: default, so that a buffer pickled before ``add`` took a weight still adds.
+    _weight: float | None = None
 
     def __init__(
         self,
@@ -126,18 +132,51 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             self._tree.rebuild(leaves)
         if self._store.size > len(self._raw):
             self._raw = np.concatenate([self._raw, np.zeros(self._store.size - len(self._raw))])
-        self._tree.update(slots, np.full(len(slots), self._leaf_of(self._max_priority, self.alpha)))
-        self._raw[slots] = self._max_priority
+        start = self._max_priority if self._weight is None else self._weight
+        self._tree.update(slots, np.full(len(slots), self._leaf_of(start, self.alpha)))
+        self._raw[slots] = start
 
     def _check_fit(self, chunks: list[Any]) -> None:
         super()._check_fit(chunks)
-        # Checked before anything is stored: the new steps get the max priority each.
-        leaf = self._leaf_of(self._max_priority, self.alpha)
+        # Checked before anything is stored: the new steps get the max priority each (or the
+        # add's weight).
+        start = self._max_priority if self._weight is None else self._weight
+        leaf = self._leaf_of(start, self.alpha)
         if not math.isfinite(self._tree.total + sum(chunk.n for chunk in chunks) * leaf):
+            what = "max_priority" if self._weight is None else "weight"
             raise ValueError(
-                f"adding these steps at max_priority={self._max_priority} would make the sum of "
-                "all priorities infinite"
+                f"adding these steps at {what}={start} would make the sum of all priorities "
+                "infinite"
             )
+
+    def add(
+        self,
+        episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode],
+        weight: float | None = None,
+    ) -> None:
+        """:meth:`EpisodeReplayBuffer.add`; the new steps start at ``weight`` (RLlib's argument).
+
+        ``weight=None`` starts them at :attr:`max_priority`, so that each is drawn soon; a
+        weight is a finite priority > 0, which leaves ``max_priority`` as it is.
+
+        Raises:
+            ValueError: A weight that is not a finite number > 0, or what ``add`` refuses.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> buf = PrioritizedEpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0), weight=3.0)
+            >>> buf.get_priorities(buf.get_episode_indices("a")).tolist(), buf.max_priority
+            ([3.0, 3.0], 1.0)
+        """
+        if weight is not None and (not _is_real(weight) or not 0 < float(weight) < math.inf):
+            raise ValueError(f"weight must be a finite priority > 0 or None, got {weight!r}")
+        self._weight = None if weight is None else float(weight)
+        try:
+            super().add(episodes)
+        finally:
+            self._weight = None
 
     def _on_kill(self, slots: np.ndarray) -> None:
         self._tree.update(slots, np.zeros(len(slots)))
@@ -226,8 +265,12 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         return slots, weights
 
     # -------------------------------------------------------------------------- priorities
-    def update_priorities(self, priorities: Any, indices: Any = None) -> None:
+    def update_priorities(
+        self, priorities: Any, indices: Any = None, *, module_id: Any = None
+    ) -> None:
         """Sets the priorities of sampled items (the last sample's transitions by default).
+
+        ``module_id`` (RLlib's, as a keyword) is ignored: the buffer holds one module's steps.
 
         Items evicted since they were sampled are skipped; a repeated index keeps its last
         priority. A priority below :data:`PRIORITY_FLOOR` (``1e-12``, RLlib's floor), a TD error

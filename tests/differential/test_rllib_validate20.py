@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("ray.rllib")
 
+import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tests.differential._rllib_ops import OSAE, RSAE, OBuf, RBuf  # noqa: E402
@@ -110,3 +111,50 @@ def test_an_empty_infos_buffer_means_default_infos_in_both() -> None:
 def test_scalar_returns_still_agree() -> None:
     rewards = [1.0, np.float64(2.5), 3]
     assert _stepped(OSAE, rewards).get_return() == _stepped(RSAE, rewards).get_return() == 6.5
+
+
+def _four_steps(cls: type) -> Any:
+    return cls(
+        "x",
+        observations=[0, 1, 2, 3, 4],
+        actions=[0, 1, 2, 3],
+        rewards=[1.0, 2.0, 3.0, 4.0],
+        len_lookback_buffer=0,
+    )
+
+
+def test_slice_with_a_negative_lookback() -> None:  # "slice-negative-lookback"
+    assert _four_steps(RSAE).slice(slice(1, 3), len_lookback_buffer=-1).observations.lookback == -1
+    ours = _four_steps(OSAE)
+    before = copy.deepcopy(ours)
+    with pytest.raises(ValueError, match="len_lookback_buffer must be >= 0"):
+        ours.slice(slice(1, 3), len_lookback_buffer=-1)
+    assert ours == before
+
+
+def test_bool_lookbacks() -> None:  # "bool-lookback"
+    columns = dict(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 2.0])
+    assert RSAE("x", **columns, len_lookback_buffer=True).observations.lookback is True
+    assert _four_steps(RSAE).cut(True).observations.lookback == 1
+    with pytest.raises(TypeError, match="len_lookback_buffer"):
+        OSAE("x", **columns, len_lookback_buffer=True)
+    with pytest.raises(TypeError, match="len_lookback_buffer"):
+        _four_steps(OSAE).cut(True)
+    with pytest.raises(TypeError, match="lookback"):
+        OBuf([0, 1], lookback=True)
+
+
+def test_buffer_state_is_read_only() -> None:  # "buffer-state-read-only"
+    theirs = RBuf([0, 1, 2], lookback=1)
+    theirs.data = [5, 6, 7, 8]
+    assert theirs.get() == [6, 7, 8]
+    assert RBuf([0], space=gym.spaces.Dict({"a": gym.spaces.Discrete(4)})).space_struct == {
+        "a": gym.spaces.Discrete(4)
+    }
+    ours = OBuf([0, 1, 2], lookback=1)
+    for name, value in (("data", [5, 6, 7, 8]), ("finalized", False)):
+        with pytest.raises(AttributeError):
+            setattr(ours, name, value)
+    assert not hasattr(ours, "space_struct")
+    ours.lookback = 2  # an assignment both take (checked here)
+    assert ours.get() == [2]
