@@ -5,7 +5,8 @@ index checked against the manifest's SHA-256, its data file memory-mapped) and k
 small LRU cache, so getting episode ``i`` or steps ``[a, b)`` of it costs O(1) file reads.
 Arrow shards are memory-mapped: step reads are read-only numpy views, no copies, and each
 record batch is fetched and checked when a read first reaches it
-(:mod:`episodes.io.shard_table`); Parquet shards are read into memory one shard at a time.
+(:mod:`episodes.io.shard_table`); a Parquet shard is read whole into memory when it is opened,
+and stays there while it is open (up to ``max_open_shards`` of them).
 Every problem raises a ``DatasetError`` subclass.
 
 Example:
@@ -336,9 +337,11 @@ class Dataset:
     Args:
         path: The dataset directory.
         verify: Check every shard data file's CRC-32 when it is opened.
-        max_open_shards: Shards kept open at once (each an index in memory, a memory map:
-            address space, not resident memory, its last few record batches and bounded
-            caches of column plans); an int >= 1.
+        max_open_shards: Shards kept open at once (each an index in memory, its last few
+            record batches and bounded caches of column plans, plus its data: an Arrow
+            shard's a memory map, address space rather than resident memory; a Parquet
+            shard's decoded in memory, its whole size, so lower this for Parquet datasets
+            read from many shards); an int >= 1.
 
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.

@@ -53,6 +53,7 @@ from episodes.io.format import (
     fsync_dir,
     piece_return,
 )
+from episodes.io.held_fds import HeldFds
 from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.not_copyable import NotCopyable
@@ -152,6 +153,7 @@ class DatasetWriter(NotCopyable):
         self._line_in = False  # the shard being committed is in the manifest
         self._dir_fd: int | None = None
         self._manifest_fd: int | None = None
+        self._held = HeldFds(self, f"DatasetWriter({str(self.path)!r})")
         header = self._make_header(metadata or DatasetMetadata())
         self._open(header)
 
@@ -202,7 +204,8 @@ class DatasetWriter(NotCopyable):
         try:
             # Not through a symlink: leftovers are removed here, which must never reach
             # another directory's files.
-            self._dir_fd = os.open(shards, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            fd = os.open(shards, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            self._dir_fd = self._held.add(fd)
         except OSError as error:
             raise NotADatasetError(
                 f"{shards} is not a plain directory (a symlink?): refusing to write through it"
@@ -212,7 +215,8 @@ class DatasetWriter(NotCopyable):
                 self._recover_if_alone()
             else:  # held all the same: a writer that opens alone must leave our files alone
                 fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
-            self._manifest_fd = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+            fd = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+            self._manifest_fd = self._held.add(fd)
         except BaseException:
             self.close()
             raise
@@ -307,6 +311,7 @@ class DatasetWriter(NotCopyable):
         self._manifest_fd = self._dir_fd = None
         self._arena = CopyArena()  # its blocks go (buffered copies keep theirs alive)
         for fd in fds:  # closing the fd also drops its flock
+            self._held.forget(fd)
             if fd is not None:
                 # Committed lines were fsync'd: a failing close loses nothing, and must
                 # not leave the other fd (the lock) open for the process's life.

@@ -66,6 +66,7 @@ from episodes.io.format import (
     read_manifest,
     write_json_atomic,
 )
+from episodes.io.held_fds import HeldFds
 from episodes.io.not_copyable import NotCopyable
 from episodes.io.reader import dataset_info
 from episodes.io.shards import SHARDS_DIR
@@ -138,6 +139,7 @@ class EpisodeWriter(NotCopyable):
         self._checksums = as_flag(checksums, "checksums")
         self._lock_fd: int | None = None
         self._manifest_fd: int | None = None
+        self._held = HeldFds(self, f"EpisodeWriter({str(self.path)!r})")
         self.path.mkdir(parents=True, exist_ok=True)
         _refuse_symlinks(self.path)
         fresh = not (self.path / FORMAT_FILE).exists()
@@ -177,7 +179,7 @@ class EpisodeWriter(NotCopyable):
         except OSError as err:
             os.close(fd)
             raise DatasetLockedError(f"{self.path} is being written by another writer") from err
-        self._lock_fd = fd
+        self._lock_fd = self._held.add(fd)
 
     def _create(self) -> None:
         (self.path / CHUNKS_DIR).mkdir(exist_ok=True)
@@ -220,7 +222,7 @@ class EpisodeWriter(NotCopyable):
         finally:
             os.close(chunks_fd)
         self._seq = 1 + max((int(n.split("-", 1)[0]) for n in listed), default=-1)
-        self._manifest_fd = os.open(manifest, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        self._manifest_fd = self._held.add(os.open(manifest, os.O_WRONLY | os.O_APPEND | _NOFOLLOW))
 
     def close(self) -> None:
         """Releases the dataset (idempotent): another writer may open it afterwards.
@@ -234,6 +236,8 @@ class EpisodeWriter(NotCopyable):
         """
         manifest_fd, self._manifest_fd = self._manifest_fd, None
         lock_fd, self._lock_fd = self._lock_fd, None
+        self._held.forget(manifest_fd)
+        self._held.forget(lock_fd)
         try:
             if manifest_fd is not None:
                 os.close(manifest_fd)
