@@ -121,7 +121,7 @@ class InfiniteLookbackBuffer:
     def __len__(self) -> int:
         # Lengths are taken on every check: a list store's list answers without a Python call.
         items = self.store.pylist
-        return (len(items) if items is not None else len(self.store)) - self.lookback
+        return (len(items) if items is not None else len(self.store)) - self._lookback
 
     def len_incl_lookback(self) -> int:
         """Number of stored items, lookback included.
@@ -199,7 +199,7 @@ class InfiniteLookbackBuffer:
         if not indexing.in_range(position, total):
             raise IndexError(f"pop index {index} out of range for {total} stored items")
         item = self.store.pop(position)
-        if position < self.lookback:
+        if position < self._lookback:
             self._lookback -= 1
         return item
 
@@ -218,7 +218,7 @@ class InfiniteLookbackBuffer:
             data = items + other
         else:
             raise TypeError(f"cannot add {type(other).__name__} to an InfiniteLookbackBuffer")
-        return InfiniteLookbackBuffer(data, lookback=self.lookback, space=self._space)
+        return InfiniteLookbackBuffer(data, lookback=self._lookback, space=self._space)
 
     def finalize(self) -> None:
         """Switches to the numpy store (idempotent).
@@ -303,23 +303,23 @@ class InfiniteLookbackBuffer:
             raise ValueError("one_hot_discrete=True needs the buffer's space, but none was set")
         total = len(self.store)
         if indices is None:
-            plan = indexing.SlicePlan(0, self.lookback, total, 0, 1)
+            plan = indexing.SlicePlan(0, self._lookback, total, 0, 1)
             return reading.read_plan(self.store, self._space, plan, fill, one_hot_discrete)
         if isinstance(indices, slice):
             if indices.step is not None and indexing.as_int(indices.step, what="slice step") < 0:
                 positions = indexing.slice_positions(
                     indices,
-                    lookback=self.lookback,
+                    lookback=self._lookback,
                     total=total,
                     neg_index_as_lookback=neg_index_as_lookback,
                     fill=fill is not None,
                 )
                 return reading.read_backwards(
-                    self.store, self._space, positions, fill, one_hot_discrete, self.lookback
+                    self.store, self._space, positions, fill, one_hot_discrete, self._lookback
                 )
             plan = indexing.plan_slice(
                 indices,
-                lookback=self.lookback,
+                lookback=self._lookback,
                 total=total,
                 neg_index_as_lookback=neg_index_as_lookback,
                 fill=fill is not None,
@@ -328,16 +328,16 @@ class InfiniteLookbackBuffer:
         if isinstance(indices, (list, tuple, np.ndarray)):
             positions = indexing.resolve_list(
                 indexing.index_sequence(indices),
-                lookback=self.lookback,
+                lookback=self._lookback,
                 total=total,
                 neg_index_as_lookback=neg_index_as_lookback,
             )
             return reading.read_positions(
-                self.store, self._space, positions, fill, one_hot_discrete, self.lookback, indices
+                self.store, self._space, positions, fill, one_hot_discrete, self._lookback, indices
             )
         index = indexing.as_int(indices)
         position = indexing.resolve_int(
-            index, lookback=self.lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+            index, lookback=self._lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
         )
         if indexing.in_range(position, total):
             item = self.store.get(position)
@@ -348,8 +348,8 @@ class InfiniteLookbackBuffer:
             filler = reading.filler_at(self.store, self._space, fill, one_hot_discrete)
             return fill if self._space is None else filler
         raise IndexError(
-            f"index {index} is out of range for a buffer with {total - self.lookback} items and a "
-            f"lookback of {self.lookback} (neg_index_as_lookback={neg_index_as_lookback})"
+            f"index {index} is out of range for a buffer with {total - self._lookback} items and a "
+            f"lookback of {self._lookback} (neg_index_as_lookback={neg_index_as_lookback})"
         )
 
     def __getitem__(self, indices: Indices) -> Any:
@@ -357,7 +357,7 @@ class InfiniteLookbackBuffer:
 
     def __iter__(self) -> Iterator[Any]:
         store = self.store
-        for position in range(self.lookback, len(store)):
+        for position in range(self._lookback, len(store)):
             yield store.get(position)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -450,7 +450,7 @@ class InfiniteLookbackBuffer:
             neg_index_as_lookback = indexing.as_flag(neg_index_as_lookback, "neg_index_as_lookback")
         targets = indexing.set_positions(
             at_indices,
-            lookback=self.lookback,
+            lookback=self._lookback,
             total=len(self.store),
             neg_index_as_lookback=neg_index_as_lookback,
         )
@@ -494,7 +494,7 @@ class InfiniteLookbackBuffer:
         """
         return {
             "data": self.store.copy_data(),
-            "lookback": self.lookback,
+            "lookback": self._lookback,
             "finalized": self.finalized,
             "space": space_to_dict(self._space),
             **layout_state(self.store),
@@ -538,7 +538,7 @@ class InfiniteLookbackBuffer:
         if not isinstance(other, InfiniteLookbackBuffer):
             return NotImplemented
         return (
-            self.lookback == other.lookback
+            self._lookback == other._lookback
             and self.finalized == other.finalized
             and self._space == other._space
             and len(self.store) == len(other.store)
@@ -550,6 +550,6 @@ class InfiniteLookbackBuffer:
     def __repr__(self) -> str:
         mode = "numpy" if self.finalized else "list"
         return (
-            f"InfiniteLookbackBuffer(len={len(self)}, lookback={self.lookback}, {mode}, "
+            f"InfiniteLookbackBuffer(len={len(self)}, lookback={self._lookback}, {mode}, "
             f"space={self._space})"
         )
