@@ -7,8 +7,9 @@ scan that needs ``O(log T)`` vectorised operations. Neither path synchronises wi
 on a GPU the whole computation is queued without waiting.
 
 The scan adds up windows of deltas that the recursion never forms, so it can overflow where
-the recursion stays finite. float16 and bfloat16 are scanned in float32: float16's deltas
-(at most 65504) then stay finite, and bfloat16 gains precision. float32 (and bfloat16, of the
+the recursion stays finite. float16 and bfloat16 data are worked in float32, deltas included
+(formed as rsl_rl forms them from its float32 dones): float16's deltas (at most 65504) then
+stay finite, and both keep float32's precision until the advantages are stored. float32 (and bfloat16, of the
 same range) keeps float32 (results equal to the loop's up to rounding): only deltas whose
 partial sums pass 3.4e38 (cancelling ones near that size) become ``inf`` there. Store such
 data as float64.
@@ -155,9 +156,12 @@ def compute_gae(
     # Returns are data: a last value straight from the critic must not drag its graph in
     # (the in-place scans refuse it).
     rewards = rewards.detach()
-    values = _as_time_major(values.detach(), "values", shape).to(rewards.dtype)
+    # Half-precision data is worked in float32 (as rsl_rl's float() of its dones promotes it):
+    # a delta formed in float16 or bfloat16 would round r - V before gamma * V' joins it.
+    work = torch.float32 if rewards.element_size() < 4 else rewards.dtype
+    values = _as_time_major(values.detach(), "values", shape).to(work)
     dones = _as_time_major(dones, "dones", shape)
-    last_values = _as_time_major(last_values.detach(), "last_values", shape[1:]).to(rewards.dtype)
+    last_values = _as_time_major(last_values.detach(), "last_values", shape[1:]).to(work)
     if out is None:
         out = torch.empty_like(rewards, memory_format=torch.contiguous_format)
     elif data_tensor(out, "out").shape != shape:
@@ -173,7 +177,7 @@ def compute_gae(
     if num_steps == 0:
         return out
 
-    not_done = torch.empty_like(rewards, memory_format=torch.contiguous_format)
+    not_done = torch.empty(shape, dtype=work, device=rewards.device)
     empty = None
     if valid is None:
         torch.logical_not(dones, out=not_done)  # 1.0 where the episode continues
@@ -185,7 +189,7 @@ def compute_gae(
         values = values.masked_fill(empty, 0.0)
     # delta = (r - V) + gamma * V' * (1 - done), V' being the values one step on and
     # last_values after the last step: two in-place passes, no concatenated copy of V'.
-    delta = torch.sub(rewards, values)
+    delta = torch.sub(rewards.to(work), values)
     delta[:-1].addcmul_(values[1:], not_done[:-1], value=gamma)
     delta[-1].addcmul_(last_values, not_done[-1], value=gamma)
     if empty is not None:
@@ -195,11 +199,9 @@ def compute_gae(
     rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
     if rounds * num_envs > _ELEMENTS_PER_DISPATCH * num_steps:
         return _loop_scan(delta, coef, out)
-    if delta.element_size() < 4:
-        # The scan's windows sum deltas the recursion never adds up: with cancelling deltas
-        # near float16's 65504 a window is inf where every advantage is finite. float32
-        # holds them, and rounds once, at the end (bfloat16 gains the precision only).
-        delta, coef = delta.float(), coef.float()
+    # The scan's windows sum deltas the recursion never adds up: with cancelling deltas near
+    # float16's 65504 a window is inf where every advantage is finite. Half-precision data is
+    # scanned in float32 (above), which holds them and rounds once, at the end.
     return out.copy_(_log_scan(delta, coef))
 
 
@@ -234,13 +236,15 @@ def bootstrap_time_outs(
 
     Raises:
         TypeError: an argument that is not a tensor.
-        ValueError: complex numbers, a tensor without data or not dense, or shapes that
-            differ by more than a trailing unit dimension.
+        ValueError: complex numbers, a tensor without data or not dense, shapes that differ
+            by more than a trailing unit dimension, or a ``gamma`` that is no float in
+            ``[0, 1]`` (NaN, a string), as everywhere a discount is taken.
 
     Example:
         >>> bootstrap_time_outs(torch.zeros(2), torch.ones(2, 1), torch.tensor([True, False]), 0.5)
         tensor([0.5000, 0.0000])
     """
+    gamma = discount_factor(gamma)
     for name, arg in (("rewards", rewards), ("values", values), ("time_outs", time_outs)):
         data_tensor(arg, name, real=True)
     # The rewards' dtype, as rsl_rl's in-place sum keeps it; integer rewards would truncate

@@ -142,19 +142,21 @@ def normalize_over(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         [[-0.7071067690849304, 0.0], [0.7071067690849304, 0.0]]
     """
     _check_cells(values, valid, values=values)
-    # Sums in float32 at least: float16 overflows past 65504 (a count of 98304 cells is inf).
-    wide = values.dtype if values.element_size() >= 4 else torch.float32
+    # Worked in float32 at least: float16 sums overflow past 65504 (a count of 98304 cells is
+    # inf), a mean rounded to float16 centres nothing, and 1e-8 is 0 there.
+    work = values if values.element_size() >= 4 else values.float()
     # Selected away before any arithmetic, not weighted by 0: 0 * NaN is NaN, and a 1e20
     # squared is inf in float32.
     empty = torch.logical_not(valid.reshape(values.shape))
-    count = (empty.numel() - empty.sum()).to(wide).clamp_(min=1)  # none valid: finite, not NaN
-    values.sub_((values.to(wide).masked_fill(empty, 0.0).sum() / count).to(values.dtype))
-    centred = values.to(wide).masked_fill(empty, 0.0).reshape(-1)
+    count = (empty.numel() - empty.sum()).to(work.dtype).clamp_(min=1)  # none valid: not NaN
+    work.sub_(work.masked_fill(empty, 0.0).sum() / count)
+    centred = work.masked_fill(empty, 0.0).reshape(-1)
     spread = torch.dot(centred, centred)
     spread = spread.div_((count - 1).clamp_(min=1)).sqrt_()
     # Shifted and scaled, such a cell would be -mean / std: a loss not weighted by valid (or
     # a padded trajectory's masks) would then train on cells that hold no transition.
-    return _divided(values, spread.add_(1e-8), values).masked_fill_(empty, 0.0)
+    work.div_(spread.add_(1e-8)).masked_fill_(empty, 0.0)
+    return values if work is values else values.copy_(work)
 
 
 def _check_cells(like: Any, valid: Any, **tensors: Any) -> None:
@@ -211,13 +213,13 @@ def normalize_into(
     _check_cells(advantages, valid, advantages=advantages, out=out)
     if valid is not None:
         return normalize_over(out.copy_(advantages), valid)
-    # Two-pass unbiased std, with the sum of squares as one BLAS dot (in float32 at least:
-    # float16 squares overflow past 65504). reshape: a recurrent batch's slice is no view.
-    wide = advantages.dtype if advantages.element_size() >= 4 else torch.float32
-    centered = advantages.sub_(advantages.to(wide).mean().to(advantages.dtype)).reshape(-1)
-    centered_wide = centered.to(wide)
-    std = torch.dot(centered_wide, centered_wide).div_(max(centered.numel() - 1, 1)).sqrt_()
-    return _divided(advantages, std.add_(1e-8), out)
+    # Two-pass unbiased std, with the sum of squares as one BLAS dot, worked in float32 at
+    # least (float16 squares overflow past 65504, and a mean rounded to float16 centres
+    # nothing). reshape: a recurrent batch's slice is no view.
+    work = advantages if advantages.element_size() >= 4 else advantages.float()
+    centered = work.sub_(work.mean()).reshape(-1)
+    std = torch.dot(centered, centered).div_(max(centered.numel() - 1, 1)).sqrt_()
+    return _divided(work, std.add_(1e-8), out)
 
 
 def _require(storage: RolloutStorage, training_type: str, what: str) -> torch.Tensor | None:
