@@ -50,12 +50,12 @@ from episodes.io.format import (
     MANIFEST_FILE,
     TMP_PREFIX,
     append_line,
-    fsync_dir,
     piece_return,
 )
 from episodes.io.held_fds import HeldFds
 from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata
+from episodes.io.new_manifest import create_manifest
 from episodes.io.not_copyable import NotCopyable
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
 from episodes.io.shard_commit import publish_shard
@@ -69,7 +69,6 @@ from episodes.io.shards import (
     mend_tail,
     read_v2_manifest,
     remove_leftovers,
-    seal_line,
 )
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter"]
@@ -195,7 +194,7 @@ class DatasetWriter(NotCopyable):
                     f"{self.path} is not empty and not an episodes dataset (found "
                     f"{sorted(extra)[:5]}); choose a new or empty directory"
                 )
-            self._create_manifest(manifest, header)
+            create_manifest(self.path, header, sync=self._sync)
         if not is_v2(self.path):
             raise NotADatasetError(f"{self.path} is not a format v2 dataset")
         read_v2_manifest(self.path)  # refuses a corrupt or unsupported dataset early
@@ -217,33 +216,12 @@ class DatasetWriter(NotCopyable):
                 fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
             fd = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
             self._manifest_fd = self._held.add(fd)
+        except FileNotFoundError as error:  # taken back by a failed record's writer meanwhile
+            self.close()
+            raise NotADatasetError(f"{self.path} was removed while being opened") from error
         except BaseException:
             self.close()
             raise
-
-    def _create_manifest(self, manifest: Path, header: dict[str, Any]) -> None:
-        line = seal_line(header)  # before any file is made: a header it refuses leaves none
-        for _ in range(8):
-            tmp = self.path / f"{TMP_PREFIX}{secrets.token_hex(8)}-{MANIFEST_FILE}"
-            with open(tmp, "wb") as f:
-                f.write(line)
-                self._fsync(f.fileno())
-            try:
-                os.link(tmp, manifest)  # atomic, and fails if another writer created it first
-            except FileExistsError:
-                pass
-            except FileNotFoundError:
-                # A writer that created the manifest first and believes itself alone removed
-                # our temporary file as a leftover: the manifest exists now, or we try again.
-                if not manifest.exists():
-                    continue
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-            break
-        (self.path / SHARDS_DIR).mkdir(exist_ok=True)
-        if self._sync:
-            fsync_dir(self.path)
 
     def _recover_if_alone(self) -> None:
         """Removes files of writers that died, if no other writer is active.
@@ -310,11 +288,12 @@ class DatasetWriter(NotCopyable):
         fds = [self._manifest_fd, self._dir_fd]
         self._manifest_fd = self._dir_fd = None
         self._arena = CopyArena()  # its blocks go (buffered copies keep theirs alive)
-        for fd in fds:  # closing the fd also drops its flock
+        for fd in fds:
             self._held.forget(fd)
-            if fd is not None:
-                # Committed lines were fsync'd: a failing close loses nothing, and must
-                # not leave the other fd (the lock) open for the process's life.
+            if fd is not None:  # unlocked first: a forked child's copy would keep the flock
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                # Committed lines were fsync'd: a failing close loses nothing.
                 with contextlib.suppress(OSError):
                     os.close(fd)
 

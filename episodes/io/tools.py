@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -98,12 +99,14 @@ def _fill(
     metadata: DatasetMetadata,
     keep: Callable[[SingleAgentEpisode], bool],
     writer_kwargs: dict[str, Any],
+    stops: Sequence[int | None] = (),
 ) -> int:
     count = 0
     with DatasetWriter(into, metadata=metadata, **writer_kwargs) as writer:
-        for src in sources:
-            # Checksums verified: a copy must not give damaged data fresh ones.
-            for episode in read_episodes(src, verify=True):
+        for src, stop in itertools.zip_longest(sources, stops):
+            # Checksums verified: a copy must not give damaged data fresh ones. ``stop``: the
+            # pieces a decision was made on, not those a writer committed since (a snapshot).
+            for episode in read_episodes(src, verify=True, stop=stop):
                 if keep(episode):
                     writer.write(episode)
                     count += 1
@@ -124,6 +127,7 @@ def _copy(
     metadata: DatasetMetadata,
     keep: Callable[[SingleAgentEpisode], bool],
     writer_kwargs: dict[str, Any],
+    stops: Sequence[int | None] = (),
 ) -> int:
     """Writes the kept episodes into a staged directory, renamed to ``dst`` once complete.
 
@@ -134,7 +138,7 @@ def _copy(
     _check_apart(dst, final, sources)
     staged = stage(final)
     try:
-        count = _fill(sources, staged.path, metadata, keep, writer_kwargs)
+        count = _fill(sources, staged.path, metadata, keep, writer_kwargs, stops)
         place(staged.path, final)  # an empty directory is filled in place
     except BaseException:
         staged.drop()
@@ -209,24 +213,26 @@ def merge(
     """
     sources = merge_sources(sources)  # one path alone would be iterated as characters
     given = _given_metadata(metadata)
-    _refuse_overlaps(sources)
+    stops = _refuse_overlaps(sources)
     _refuse_other_envs(sources, by_id=given is None)
     meta = given if given is not None else _metadata_of(sources[0])
     if given is None:
         meta.user = {**meta.user, "merged_from": [str(s) for s in sources]}
-    return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes})
+    return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes}, stops)
 
 
-def _refuse_overlaps(sources: Sequence[PathLike]) -> None:
-    """Refuses sources whose pieces would not join once merged.
+def _refuse_overlaps(sources: Sequence[PathLike]) -> list[int]:
+    """Refuses sources whose pieces would not join once merged; the pieces judged, per source.
 
     The same steps twice, or steps after an episode's end: merging a dataset with itself, or
-    with a copy of it.
+    with a copy of it. The counts bound the copy to the pieces judged here.
     """
-    problems = join_problems(piece for src in sources for piece in manifest_pieces(src))
+    pieces = [manifest_pieces(src) for src in sources]
+    problems = join_problems(piece for found in pieces for piece in found)
     if problems:
         names = ", ".join(str(src) for src in sources)
         raise DatasetError(f"{problems[0]} once {names} are merged; nothing was written")
+    return [len(found) for found in pieces]
 
 
 def _refuse_other_envs(sources: Sequence[PathLike], *, by_id: bool) -> None:
@@ -301,6 +307,8 @@ def split(
     """
     fraction, seed = split_args(fraction, seed)  # plain Python: they go into the metadata
     meta = _metadata_of(src)
+    # Both halves from the pieces committed now: one snapshot of a source still written to.
+    stop = [dataset_info(src).num_chunks]
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
     meta.user = {**meta.user, "split": {"from": str(src), "fraction": fraction, "seed": seed}}
     finals = [_check_new(train), _check_new(validation)]  # resolved
@@ -316,8 +324,8 @@ def split(
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:
             staged.append(stage(final))
-        n_train = _fill([src], staged[0].path, meta, lambda ep: not in_val(ep.id_), {})
-        n_val = _fill([src], staged[1].path, meta, lambda ep: in_val(ep.id_), {})
+        n_train = _fill([src], staged[0].path, meta, lambda ep: not in_val(ep.id_), {}, stop)
+        n_val = _fill([src], staged[1].path, meta, lambda ep: in_val(ep.id_), {}, stop)
         for part, final in zip(staged, finals):
             undos.append(place(part.path, final))
     except BaseException:
@@ -408,14 +416,16 @@ def filter_dataset(
     if wanted_data:
         # Decided per episode, on the custom_data load_episode gives it (its pieces' merged in
         # time order, the later winning), so all pieces of an id stay together.
-        merged = _merged_custom_data(src, wanted)
+        merged = _merged_custom_data(src, wanted, info.num_chunks)
         wanted = {
             key
             for key, data in merged.items()
             if all(k in data and _same_json_value(data[k], v) for k, v in wanted_data.items())
         }
 
-    return _copy([src], dst, meta, lambda episode: id_key(episode.id_) in wanted, {})
+    keep = lambda episode: id_key(episode.id_) in wanted  # noqa: E731
+    # The pieces judged above only: a piece committed since may change a summary's length.
+    return _copy([src], dst, meta, keep, {}, [info.num_chunks])
 
 
 def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
@@ -487,10 +497,13 @@ def _same_json_value(a: Any, b: Any) -> bool:
         return False
 
 
-def _merged_custom_data(src: PathLike, ids: set[Any]) -> dict[Any, dict[Any, Any]]:
-    """Per id key in ``ids``: its pieces' ``custom_data`` merged in time order (later wins)."""
+def _merged_custom_data(src: PathLike, ids: set[Any], stop: int) -> dict[Any, dict[Any, Any]]:
+    """Per id key in ``ids``: its pieces' ``custom_data`` merged in time order (later wins).
+
+    Only the pieces before ``stop`` (manifest order): those the filter judged.
+    """
     pieces: dict[Any, list[tuple[tuple[int, int, int], dict[Any, Any]]]] = {}
-    for i, piece in enumerate(read_episodes(src)):
+    for i, piece in enumerate(read_episodes(src, stop=stop)):
         key = id_key(piece.id_)
         if key in ids:
             # load_episode's order: (t_started, t), so a piece without steps comes before the

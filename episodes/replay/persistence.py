@@ -13,6 +13,7 @@ CRC-32); a save written before that field loads without the check.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -130,7 +131,14 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
         _write_synced(tmp / _META, json.dumps(seal(meta)).encode())
         fsync_dir(tmp)
         # Renamed only once every byte is on disk: a crash leaves no save, or a whole one.
-        os.replace(tmp, final)
+        try:
+            os.replace(tmp, final)
+        except OSError as error:  # another save (or anything) took the path since the check
+            if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            raise FileExistsError(
+                error.errno, f"{final} exists; save a buffer to a new directory"
+            ) from error
         fsync_dir(final.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

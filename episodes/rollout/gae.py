@@ -9,10 +9,10 @@ on a GPU the whole computation is queued without waiting.
 The scan adds up windows of deltas that the recursion never forms, so it can overflow where
 the recursion stays finite. float16 and bfloat16 data are worked in float32, deltas included
 (formed as rsl_rl forms them from its float32 dones): float16's deltas (at most 65504) then
-stay finite, and both keep float32's precision until the advantages are stored. float32 (and bfloat16, of the
-same range) keeps float32 (results equal to the loop's up to rounding): only deltas whose
-partial sums pass 3.4e38 (cancelling ones near that size) become ``inf`` there. Store such
-data as float64.
+stay finite, and both keep float32's precision until the advantages are stored. float32 (and
+bfloat16, of the same range) keeps float32 (results equal to the loop's up to rounding): only
+deltas whose partial sums pass 3.4e38 (cancelling ones near that size) become ``inf`` there.
+Store such data as float64.
 """
 
 from __future__ import annotations
