@@ -128,6 +128,7 @@ class ConnectorPipeline:
             >>> batch  # the first connector's column is not left behind
             {'given': 1}
         """
+        check_episodes(episodes, "ConnectorPipeline")  # every connector reads them again
         out: Batch = {} if batch is None else batch
         # The caller's top-level keys, to put back if a connector refuses part way (shipped
         # connectors update the batch they are given in place, so the earlier ones' columns

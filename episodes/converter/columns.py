@@ -281,7 +281,9 @@ def time_major(
         >>> cols.rewards.shape, cols.dones[:, 0].tolist()
         ((2, 1), [False, True])
     """
-    groups = place_stray_ends(groups)  # a stepless end filed under another env: to its chunk
+    # Listed once (a generator of groups would be used up by the first pass); a flat list of
+    # chunks fails here, an episode being no iterable.
+    groups = place_stray_ends([list(group) for group in groups])
     lengths = [sum(len(c) for c in group) for group in groups]
     if not lengths or min(lengths) == 0 or (len(set(lengths)) != 1 and not pad):
         raise ValueError(

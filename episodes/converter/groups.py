@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.converter.inputs import chunk_sequence
 from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
 from episodes.structs import id_key
@@ -49,6 +50,7 @@ def group_by_env(episodes: Sequence[Any]) -> list[list[SingleAgentEpisode]]:
         >>> [len(g) for g in group_by_env([a, b])]
         [1, 1]
     """
+    episodes = chunk_sequence(episodes, "group_by_env")  # read more than once
     message = "episodes must be SingleAgentEpisode chunks or per-env lists of them"
     if all(isinstance(group, (list, tuple)) for group in episodes):
         lists = [list(group) for group in episodes]

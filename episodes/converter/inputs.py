@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -69,6 +70,28 @@ def refuse_one_episode(episodes: Any, takes: str) -> None:
     if isinstance(episodes, SingleAgentEpisode):
         one = f"one episode ({episodes.id_!r})"
         raise TypeError(f"{takes}, got {one}; wrap it in a list: [episode]")
+
+
+def chunk_sequence(episodes: Any, who: str) -> Sequence[Any]:
+    """``episodes`` as a sequence that can be read more than once (an iterator is listed).
+
+    One episode, None, a string or a mapping is refused, naming ``who``.
+
+    Raises:
+        TypeError: Not an iterable of chunks (or of per-env lists of them).
+
+    Example:
+        >>> chunk_sequence(iter([]), "f")
+        []
+        >>> chunk_sequence({"a": 1}, "f")
+        Traceback (most recent call last):
+        TypeError: f takes chunks (a flat list or per-env lists), got dict
+    """
+    takes = f"{who} takes chunks (a flat list or per-env lists)"
+    refuse_one_episode(episodes, takes)
+    if isinstance(episodes, (str, bytes, Mapping)) or not isinstance(episodes, Iterable):
+        raise TypeError(f"{takes}, got {type(episodes).__name__}")
+    return episodes if isinstance(episodes, Sequence) else list(episodes)
 
 
 def callable_or_none(fn: Any, name: str) -> None:

@@ -25,7 +25,7 @@ from episodes.converter.from_blocks import (
     gather_into,
 )
 from episodes.converter.groups import column_groups
-from episodes.converter.inputs import real_values, refuse_one_episode, rollout_arguments
+from episodes.converter.inputs import chunk_sequence, real_values, rollout_arguments
 from episodes.converter.observation_batch import last_observations
 from episodes.converter.refusals import (
     flat_actions,
@@ -114,6 +114,7 @@ def bootstrap_values(
         >>> bootstrap_values([ep], value_fn=lambda obs: obs * 2.0, keys=ColumnKeys()).tolist()
         [6.0]
     """
+    chunks = chunk_sequence(chunks, "bootstrap_values")  # read more than once
     if not chunks:
         return np.zeros(0)
     if value_fn is not None:
@@ -245,9 +246,7 @@ def episodes_to_rollout(
     if training_type not in ("rl", "distillation"):
         raise ValueError(f"training_type must be 'rl' or 'distillation', got {training_type!r}")
     keys, copy = rollout_arguments(keys, storage, copy, value_fn, obs_fn)
-    refuse_one_episode(episodes, "episodes_to_rollout takes chunks (a flat list or per-env lists)")
-    if not isinstance(episodes, Sequence):  # an iterator would be used up by the first pass
-        episodes = list(episodes)
+    episodes = chunk_sequence(episodes, "episodes_to_rollout")  # read more than once
     extra_keys_for(keys, training_type)
     gamma = discount_factor(gamma)  # the check every n-step computation makes
     # Both refused before anything is read or touched when they conflict with a given storage.

@@ -27,6 +27,10 @@ class ColumnAccessors:
     """
 
     __slots__ = ()
+    # An episode is no sequence of steps: ``ep[i]`` takes slices only, so ``iter(ep)`` (a list
+    # given one episode, ``list(ep)``) would fail on ``ep[0]`` with words about slices. None:
+    # "object is not iterable", and ``isinstance(ep, Iterable)`` is False.
+    __iter__ = None
 
     # Provided by the episode class.
     observations: InfiniteLookbackBuffer

@@ -339,6 +339,9 @@ def check_list_numpy_agree(
     Raises:
         ConnectorContractError: The outputs differ.
         TypeError: ``episodes_`` is not a list of episodes (the message names the odd item).
+        ValueError: An episode is numpy'd already (the runner's default chunks are): the
+            check needs the list-mode episodes it turns into numpy copies (record with
+            ``EnvRunner(numpy_episodes=False)``).
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0])
