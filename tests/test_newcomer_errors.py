@@ -78,3 +78,27 @@ def test_the_cli_says_so_too(tmp_path: Path) -> None:
         f"episodes: error: {tmp_path} is not an episodes dataset (no format v2 manifest.jsonl, "
         "no v1 format.json)"
     )
+
+
+class _BatchedGymEnv(gym.Env):
+    """A gym.Env that steps many sub-envs itself (Isaac Lab's envs are such): recorded."""
+
+    def __init__(self, num_envs: int = 2):
+        self.num_envs = num_envs
+        self.single_observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, 2)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, 2)
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def reset(self, *, seed: object = None, options: object = None) -> tuple:
+        return np.zeros((self.num_envs, 2), np.float32), {}
+
+    def step(self, actions: np.ndarray) -> tuple:
+        no = np.zeros(self.num_envs, bool)
+        return np.ones((self.num_envs, 2), np.float32), np.ones(self.num_envs), no, no, {}
+
+
+def test_a_gym_env_with_num_envs_is_recorded() -> None:
+    chunks = EnvRunner(_BatchedGymEnv(), _policy, seed=0).sample(3)
+    assert [len(c) for c in chunks] == [3, 3]

@@ -13,7 +13,6 @@ from episodes.buffer import array_protocol, reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore
-from episodes.buffer.lookback_field import LookbackField, checked_lookback
 from episodes.buffer.set_items import item_list, one_pass_items
 from episodes.buffer.space_checks import check_in_space
 from episodes.buffer.store import Store
@@ -57,14 +56,14 @@ class InfiniteLookbackBuffer:
         [5, 6, 7]
     """
 
-    __slots__ = ("store", "_lookback", "_space")
+    __slots__ = ("store", "lookback", "_space")
 
     store: Store
-    _lookback: int
-    lookback: LookbackField = LookbackField()  # items before ts=0; assignments are checked
 
     def __init__(self, data: Any = None, lookback: int = 0, space: gym.Space[Any] | None = None):
-        checked_lookback(lookback, 0)  # refused before anything else is looked at
+        lookback = indexing.as_int(lookback, what="lookback")
+        if lookback < 0:
+            raise ValueError(f"lookback must be >= 0, got {lookback}")
         if space is not None and not isinstance(space, gym.Space):
             raise TypeError(f"space must be a gymnasium Space or None, got {type(space).__name__}")
         if data is None:
@@ -76,7 +75,7 @@ class InfiniteLookbackBuffer:
         else:
             self.store = ArrayStore.from_batch(data)
         self._space = space
-        self.lookback = lookback
+        self.lookback = min(lookback, len(self.store))
 
     # ----------------------------------------------------------------------------- properties
     @property
@@ -121,7 +120,7 @@ class InfiniteLookbackBuffer:
     def __len__(self) -> int:
         # Lengths are taken on every check: a list store's list answers without a Python call.
         items = self.store.pylist
-        return (len(items) if items is not None else len(self.store)) - self._lookback
+        return (len(items) if items is not None else len(self.store)) - self.lookback
 
     def len_incl_lookback(self) -> int:
         """Number of stored items, lookback included.
@@ -184,7 +183,7 @@ class InfiniteLookbackBuffer:
         if not 0 <= length <= total:
             raise IndexError(f"truncate length {length} out of range for {total} stored items")
         self.store.truncate(length)
-        self._lookback = min(self._lookback, length)
+        self.lookback = min(self.lookback, length)
 
     def pop(self, index: int = -1) -> Any:
         """Removes and returns the item at storage ``index`` (Python indexing, lookback included).
@@ -199,8 +198,8 @@ class InfiniteLookbackBuffer:
         if not indexing.in_range(position, total):
             raise IndexError(f"pop index {index} out of range for {total} stored items")
         item = self.store.pop(position)
-        if position < self._lookback:
-            self._lookback -= 1
+        if position < self.lookback:
+            self.lookback -= 1
         return item
 
     def __add__(self, other: Any) -> InfiniteLookbackBuffer:
@@ -218,7 +217,7 @@ class InfiniteLookbackBuffer:
             data = items + other
         else:
             raise TypeError(f"cannot add {type(other).__name__} to an InfiniteLookbackBuffer")
-        return InfiniteLookbackBuffer(data, lookback=self._lookback, space=self._space)
+        return InfiniteLookbackBuffer(data, lookback=self.lookback, space=self._space)
 
     def finalize(self) -> None:
         """Switches to the numpy store (idempotent).
@@ -303,23 +302,23 @@ class InfiniteLookbackBuffer:
             raise ValueError("one_hot_discrete=True needs the buffer's space, but none was set")
         total = len(self.store)
         if indices is None:
-            plan = indexing.SlicePlan(0, self._lookback, total, 0, 1)
+            plan = indexing.SlicePlan(0, self.lookback, total, 0, 1)
             return reading.read_plan(self.store, self._space, plan, fill, one_hot_discrete)
         if isinstance(indices, slice):
             if indices.step is not None and indexing.as_int(indices.step, what="slice step") < 0:
                 positions = indexing.slice_positions(
                     indices,
-                    lookback=self._lookback,
+                    lookback=self.lookback,
                     total=total,
                     neg_index_as_lookback=neg_index_as_lookback,
                     fill=fill is not None,
                 )
                 return reading.read_backwards(
-                    self.store, self._space, positions, fill, one_hot_discrete, self._lookback
+                    self.store, self._space, positions, fill, one_hot_discrete, self.lookback
                 )
             plan = indexing.plan_slice(
                 indices,
-                lookback=self._lookback,
+                lookback=self.lookback,
                 total=total,
                 neg_index_as_lookback=neg_index_as_lookback,
                 fill=fill is not None,
@@ -328,16 +327,16 @@ class InfiniteLookbackBuffer:
         if isinstance(indices, (list, tuple, np.ndarray)):
             positions = indexing.resolve_list(
                 indexing.index_sequence(indices),
-                lookback=self._lookback,
+                lookback=self.lookback,
                 total=total,
                 neg_index_as_lookback=neg_index_as_lookback,
             )
             return reading.read_positions(
-                self.store, self._space, positions, fill, one_hot_discrete, self._lookback, indices
+                self.store, self._space, positions, fill, one_hot_discrete, self.lookback, indices
             )
         index = indexing.as_int(indices)
         position = indexing.resolve_int(
-            index, lookback=self._lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+            index, lookback=self.lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
         )
         if indexing.in_range(position, total):
             item = self.store.get(position)
@@ -348,8 +347,8 @@ class InfiniteLookbackBuffer:
             filler = reading.filler_at(self.store, self._space, fill, one_hot_discrete)
             return fill if self._space is None else filler
         raise IndexError(
-            f"index {index} is out of range for a buffer with {total - self._lookback} items and a "
-            f"lookback of {self._lookback} (neg_index_as_lookback={neg_index_as_lookback})"
+            f"index {index} is out of range for a buffer with {total - self.lookback} items and a "
+            f"lookback of {self.lookback} (neg_index_as_lookback={neg_index_as_lookback})"
         )
 
     def __getitem__(self, indices: Indices) -> Any:
@@ -357,7 +356,7 @@ class InfiniteLookbackBuffer:
 
     def __iter__(self) -> Iterator[Any]:
         store = self.store
-        for position in range(self._lookback, len(store)):
+        for position in range(self.lookback, len(store)):
             yield store.get(position)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -388,7 +387,7 @@ class InfiniteLookbackBuffer:
         copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
         copy.store = store.copy_range(start, stop)
         copy._space = self._space
-        copy._lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
+        copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
         return copy
 
     def copy_tail(self, count: int, visible: int) -> InfiniteLookbackBuffer:
@@ -415,7 +414,7 @@ class InfiniteLookbackBuffer:
         copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
         copy.store = store.copy_range(start, total)
         copy._space = self._space
-        copy._lookback = lookback if lookback > 0 else 0
+        copy.lookback = lookback if lookback > 0 else 0
         return copy
 
     # -------------------------------------------------------------------------------- setting
@@ -450,7 +449,7 @@ class InfiniteLookbackBuffer:
             neg_index_as_lookback = indexing.as_flag(neg_index_as_lookback, "neg_index_as_lookback")
         targets = indexing.set_positions(
             at_indices,
-            lookback=self._lookback,
+            lookback=self.lookback,
             total=len(self.store),
             neg_index_as_lookback=neg_index_as_lookback,
         )
@@ -494,7 +493,7 @@ class InfiniteLookbackBuffer:
         """
         return {
             "data": self.store.copy_data(),
-            "lookback": self._lookback,
+            "lookback": self.lookback,
             "finalized": self.finalized,
             "space": space_to_dict(self._space),
             **layout_state(self.store),
@@ -528,7 +527,7 @@ class InfiniteLookbackBuffer:
         # A store of its own: writing into either buffer never changes the other (a numpy
         # store is copied on write, so this copies no rows).
         clone = InfiniteLookbackBuffer.__new__(type(self))
-        clone.store, clone._lookback = shallow_store(self.store), self._lookback
+        clone.store, clone.lookback = shallow_store(self.store), self.lookback
         clone._space = self._space
         for name, value in subclass_attributes(self, InfiniteLookbackBuffer).items():
             object.__setattr__(clone, name, value)  # a subclass's own, shallow like the rest
@@ -538,7 +537,7 @@ class InfiniteLookbackBuffer:
         if not isinstance(other, InfiniteLookbackBuffer):
             return NotImplemented
         return (
-            self._lookback == other._lookback
+            self.lookback == other.lookback
             and self.finalized == other.finalized
             and self._space == other._space
             and len(self.store) == len(other.store)
@@ -550,6 +549,6 @@ class InfiniteLookbackBuffer:
     def __repr__(self) -> str:
         mode = "numpy" if self.finalized else "list"
         return (
-            f"InfiniteLookbackBuffer(len={len(self)}, lookback={self._lookback}, {mode}, "
+            f"InfiniteLookbackBuffer(len={len(self)}, lookback={self.lookback}, {mode}, "
             f"space={self._space})"
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 import reprlib
 from collections.abc import Iterator, MutableMapping, Sequence, Set
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
@@ -63,7 +63,8 @@ class Connector(Protocol):
         (2, [1.0, 2.0, 1.0, 2.0])
     """
 
-    def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch: ...  # noqa: D102
+    # list: a connector typed list or Sequence (as the shipped ones, any sequence) matches.
+    def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch: ...  # noqa: D102
 
 
 class ConnectorPipeline:
@@ -135,8 +136,9 @@ class ConnectorPipeline:
         # would stay behind); one shallow copy a call, not per row.
         before = dict(batch) if isinstance(batch, MutableMapping) else None
         try:
+            given = cast("list[SingleAgentEpisode]", episodes)  # any Sequence, as checked
             for connector in self.connectors:
-                out = connector(episodes, out)
+                out = connector(given, out)
         except BaseException:
             if before is not None and batch is not None:
                 batch.clear()

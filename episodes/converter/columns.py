@@ -67,10 +67,10 @@ class ColumnKeys:
 
     values: str = "vf_preds"
     log_probs: str = "action_logp"
-    distribution: Sequence[str] = ()  # kept as a tuple
+    distribution: tuple[str, ...] = ()
     privileged_actions: str | None = None
-    actor_hidden: Sequence[str] = ()  # kept as a tuple
-    critic_hidden: Sequence[str] = ()  # kept as a tuple
+    actor_hidden: tuple[str, ...] = ()
+    critic_hidden: tuple[str, ...] = ()
     bootstrap_value: str = "bootstrap_value"
 
     def __post_init__(self) -> None:

@@ -153,6 +153,7 @@ class DatasetWriter(NotCopyable):
         self._dir_fd: int | None = None
         self._manifest_fd: int | None = None
         self._held = HeldFds(self, f"DatasetWriter({str(self.path)!r})")
+        self._opener = os.getpid()  # the process whose lock this is (see _release)
         header = self._make_header(metadata or DatasetMetadata())
         self._open(header)
 
@@ -290,9 +291,12 @@ class DatasetWriter(NotCopyable):
         self._arena = CopyArena()  # its blocks go (buffered copies keep theirs alive)
         for fd in fds:
             self._held.forget(fd)
-            if fd is not None:  # unlocked first: a forked child's copy would keep the flock
+            # Unlocked first, a forked child's copy of the descriptor would keep the flock;
+            # by the opener only: a child closing its copy must not unlock the parent's.
+            if fd is not None and os.getpid() == self._opener:
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_UN)
+            if fd is not None:
                 # Committed lines were fsync'd: a failing close loses nothing.
                 with contextlib.suppress(OSError):
                     os.close(fd)

@@ -157,7 +157,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         """:meth:`EpisodeReplayBuffer.add`; the new steps start at ``weight`` (RLlib's argument).
 
         ``weight=None`` starts them at :attr:`max_priority`, so that each is drawn soon; a
-        weight is a finite priority > 0, which leaves ``max_priority`` as it is.
+        weight is a finite priority > 0 (below :data:`PRIORITY_FLOOR` stored as that floor, as
+        :meth:`update_priorities` stores one), which leaves ``max_priority`` as it is.
 
         Raises:
             ValueError: A weight that is not a finite number > 0, or what ``add`` refuses.
@@ -172,7 +173,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         """
         if weight is not None and (not _is_real(weight) or not 0 < float(weight) < math.inf):
             raise ValueError(f"weight must be a finite priority > 0 or None, got {weight!r}")
-        self._weight = None if weight is None else float(weight)
+        # Floored as update_priorities floors a priority: a tinier one would weigh its items 0.
+        self._weight = None if weight is None else max(float(weight), PRIORITY_FLOOR)
         try:
             super().add(episodes)
         finally:

@@ -198,7 +198,10 @@ def compute_gae(
     num_envs = delta[0].numel()
     rounds = max(1, math.ceil(math.log2(num_steps))) if num_steps > 1 else 0
     if rounds * num_envs > _ELEMENTS_PER_DISPATCH * num_steps:
-        return _loop_scan(delta, coef, out)
+        if delta.dtype == out.dtype:
+            return _loop_scan(delta, coef, out)
+        # Half-precision storage: the recursion runs in float32 too (rounded once, stored).
+        return out.copy_(_loop_scan(delta, coef, torch.empty_like(delta)))
     # The scan's windows sum deltas the recursion never adds up: with cancelling deltas near
     # float16's 65504 a window is inf where every advantage is finite. Half-precision data is
     # scanned in float32 (above), which holds them and rounds once, at the end.

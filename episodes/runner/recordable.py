@@ -32,10 +32,11 @@ def check_vector_env(env: Any) -> None:
     """Refuses anything but a vector env (one with ``num_envs``), naming how to make one.
 
     A single ``gymnasium.Env`` is the common mistake: the runner steps ``num_envs`` sub-envs
-    at once and reads batched spaces.
+    at once and reads batched spaces. A ``gym.Env`` that has ``num_envs`` (a simulator's own
+    batched env, as Isaac Lab's) is taken.
 
     Raises:
-        TypeError: ``env`` is a single env, or has no ``num_envs``.
+        TypeError: ``env`` has no ``num_envs`` (a single env, or no env at all).
 
     Example:
         >>> import gymnasium as gym
@@ -45,10 +46,12 @@ def check_vector_env(env: Any) -> None:
         ...
         TypeError: EnvRunner steps a gymnasium vector env, got a single env (TimeLimit ...
     """
-    if isinstance(env, gym.Env):
+    # A gym.Env with num_envs is a batched env of its own (Isaac Lab's are): it is recorded.
+    if isinstance(env, gym.Env) and not hasattr(env, "num_envs"):
+        spec = getattr(env, "spec", None)
+        name = type(env).__name__ + (f" {spec.id}" if spec is not None else "")
         raise TypeError(
-            f"EnvRunner steps a gymnasium vector env, got a single env ({type(env).__name__} "
-            f"{env.spec.id if env.spec is not None else ''}): make one with "
+            f"EnvRunner steps a gymnasium vector env, got a single env ({name}): make one with "
             "gym.make_vec(env_id, num_envs, vectorization_mode='sync') or "
             "gym.vector.SyncVectorEnv([make_env] * num_envs)"
         )

@@ -156,5 +156,5 @@ def test_buffer_state_is_read_only() -> None:  # "buffer-state-read-only"
         with pytest.raises(AttributeError):
             setattr(ours, name, value)
     assert not hasattr(ours, "space_struct")
-    ours.lookback = 2  # an assignment both take (checked here)
+    ours.lookback = 2  # an assignment both take, unchecked in both
     assert ours.get() == [2]

@@ -41,6 +41,32 @@ def test_close_unlocks_although_a_forked_child_holds_the_descriptor(tmp_path: Pa
         os.waitpid(child, 0)
 
 
+def _locked(shards: Path) -> bool:
+    probe = os.open(shards, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(probe)
+    return False
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks a child")
+def test_a_forked_child_closing_its_copy_leaves_the_parent_locked(tmp_path: Path) -> None:
+    writer = DatasetWriter(tmp_path / "d")
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        writer.close()
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert _locked(tmp_path / "d" / "shards")  # still the parent's: no writer opens alone
+    writer.write(SingleAgentEpisode(observations=[0.0, 1.0], actions=[0], rewards=[1.0]))
+    writer.close()
+    assert len(writer.committed) == 1
+    assert not _locked(tmp_path / "d" / "shards")
+
+
 def test_a_dataset_removed_while_a_writer_opens_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,7 +37,9 @@ def test_degenerate_mt19937_states_are_refused(case: str) -> None:
         with pytest.raises(ValueError, match="19937 state bits are all zero"):
             generator_from_state(_mt_state(key))
     else:  # a reachable state draws, and not only zeros
-        assert generator_from_state(_mt_state(key)).integers(1, 2**32, 8).all()
+        # A nearly-zero state draws zeros for a while (MT's slow recovery), then not only.
+        draws = generator_from_state(_mt_state(key)).bit_generator.random_raw(100_000)
+        assert len(np.unique(draws)) > 100
 
 
 def test_set_state_refuses_it_and_keeps_the_buffer() -> None:

@@ -69,6 +69,7 @@ WEIGHTS: dict[str, tuple[Any, Any]] = {
     "none: the max priority": (None, [2.0] * 3),
     "a weight": (9.0, [9.0] * 3),
     "a numpy weight": (np.float32(0.5), [0.5] * 3),
+    "below the floor: floored as update_priorities floors": (1e-300, [1e-12] * 3),
     "zero": (0.0, "weight must be a finite priority > 0"),
     "NaN": (float("nan"), "weight must be a finite priority > 0"),
     "a string": ("1", "weight must be a finite priority > 0"),

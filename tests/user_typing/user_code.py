@@ -8,6 +8,7 @@ every function. Nothing runs on import.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -15,7 +16,7 @@ import numpy as np
 import torch
 
 from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
-from episodes.connectors import ConnectorPipeline, FlattenObservations
+from episodes.connectors import Connector, ConnectorPipeline, FlattenObservations
 from episodes.converter import ColumnKeys
 from episodes.io import Dataset, DatasetWriter, EpisodeWriter, read_episodes
 from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
@@ -50,9 +51,19 @@ def lazy_io_names_are_typed(folder: str) -> int:
     return len(assert_type(dataset.episode(0), SingleAgentEpisode))
 
 
+def count_list(episodes: list[SingleAgentEpisode], batch: dict[str, Any]) -> dict[str, Any]:
+    return {**batch, "listed": len(episodes)}
+
+
+def count_sequence(episodes: Sequence[SingleAgentEpisode], batch: dict[str, Any]) -> dict[str, Any]:
+    return {**batch, "counted": len(episodes)}
+
+
 def connectors_take_any_sequence() -> int:
     env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
     chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(4)
+    mine: list[Connector] = [count_list, count_sequence]  # either annotation is a Connector
+    assert ConnectorPipeline(mine)(chunks) == {"listed": 2, "counted": 2}
     batch = ConnectorPipeline([FlattenObservations()])(chunks)
     FlattenObservations()(tuple(chunks), {})
     return len(batch["obs"])
@@ -91,7 +102,8 @@ def rollout_shapes_and_keys() -> tuple[int, ...]:
     flat = RolloutStorage("rl", 4, 8, 3, 1)
     obs_dim = np.prod((3,))  # shapes computed with numpy are numpy ints
     nested = RolloutStorage("rl", 4, 8, (obs_dim,), (1,), distribution_params=[(np.int64(2),)])
-    keys = ColumnKeys(distribution=["mean", "std"], actor_hidden=["h"])
+    keys = ColumnKeys(distribution=("mean", "std"), actor_hidden=("h",))
+    assert keys.distribution + ("logits",) == ("mean", "std", "logits")  # a tuple, typed so
     assert keys.distribution == ("mean", "std")
     return (*flat.observations.shape, *nested.observations.shape)
 
