@@ -102,3 +102,9 @@ class _BatchedGymEnv(gym.Env):
 def test_a_gym_env_with_num_envs_is_recorded() -> None:
     chunks = EnvRunner(_BatchedGymEnv(), _policy, seed=0).sample(3)
     assert [len(c) for c in chunks] == [3, 3]
+
+
+def test_a_wrapped_batched_env_is_named_as_such() -> None:
+    wrapped = gym.wrappers.TimeLimit(_BatchedGymEnv(), max_episode_steps=5)
+    with pytest.raises(TypeError, match=r"TimeLimit wraps a batched env \(num_envs=2\)"):
+        EnvRunner(wrapped, _policy)

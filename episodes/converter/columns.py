@@ -281,9 +281,14 @@ def time_major(
         >>> cols.rewards.shape, cols.dones[:, 0].tolist()
         ((2, 1), [False, True])
     """
-    # Listed once (a generator of groups would be used up by the first pass); a flat list of
-    # chunks fails here, an episode being no iterable.
-    groups = place_stray_ends([list(group) for group in groups])
+    # Listed once (a generator of groups would be used up by the first pass).
+    listed = [groups] if isinstance(groups, SingleAgentEpisode) else list(groups)
+    if any(isinstance(group, SingleAgentEpisode) for group in listed):
+        raise TypeError(
+            "time_major takes per-env lists of chunks (as group_by_env gives them), got "
+            "chunks: group them first"
+        )
+    groups = place_stray_ends([list(group) for group in listed])
     lengths = [sum(len(c) for c in group) for group in groups]
     if not lengths or min(lengths) == 0 or (len(set(lengths)) != 1 and not pad):
         raise ValueError(

@@ -72,10 +72,11 @@ def refuse_one_episode(episodes: Any, takes: str) -> None:
         raise TypeError(f"{takes}, got {one}; wrap it in a list: [episode]")
 
 
-def chunk_sequence(episodes: Any, who: str) -> Sequence[Any]:
+def chunk_sequence(episodes: Any, who: str, *, flat: bool = False) -> Sequence[Any]:
     """``episodes`` as a sequence that can be read more than once (an iterator is listed).
 
-    One episode, None, a string or a mapping is refused, naming ``who``.
+    One episode, None, a string or a mapping is refused, naming ``who``; with ``flat``, per-env
+    lists too.
 
     Raises:
         TypeError: Not an iterable of chunks (or of per-env lists of them).
@@ -87,11 +88,14 @@ def chunk_sequence(episodes: Any, who: str) -> Sequence[Any]:
         Traceback (most recent call last):
         TypeError: f takes chunks (a flat list or per-env lists), got dict
     """
-    takes = f"{who} takes chunks (a flat list or per-env lists)"
+    takes = f"{who} takes chunks ({'a flat list' if flat else 'a flat list or per-env lists'})"
     refuse_one_episode(episodes, takes)
     if isinstance(episodes, (str, bytes, Mapping)) or not isinstance(episodes, Iterable):
         raise TypeError(f"{takes}, got {type(episodes).__name__}")
-    return episodes if isinstance(episodes, Sequence) else list(episodes)
+    listed = episodes if isinstance(episodes, Sequence) else list(episodes)
+    if flat and listed and isinstance(listed[0], (list, tuple)):
+        raise TypeError(f"{takes}, got a list of {type(listed[0]).__name__}s: flatten them")
+    return listed
 
 
 def callable_or_none(fn: Any, name: str) -> None:

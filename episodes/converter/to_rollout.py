@@ -114,7 +114,7 @@ def bootstrap_values(
         >>> bootstrap_values([ep], value_fn=lambda obs: obs * 2.0, keys=ColumnKeys()).tolist()
         [6.0]
     """
-    chunks = chunk_sequence(chunks, "bootstrap_values")  # read more than once
+    chunks = chunk_sequence(chunks, "bootstrap_values", flat=True)  # read more than once
     if not chunks:
         return np.zeros(0)
     if value_fn is not None:

@@ -72,7 +72,9 @@ def exact_return(episode: Any, plus: Fraction | float = 0) -> Fraction | float:
     return special if special else exact
 
 
-def exact_returns(path: str | os.PathLike[str], keys: set[str]) -> dict[str, Fraction | float]:
+def exact_returns(
+    path: str | os.PathLike[str], keys: set[str], stop: int | None = None
+) -> dict[str, Fraction | float]:
     """Per id key (``values.id_key``) in ``keys``: its episode's :func:`exact_return`.
 
     Streams the pieces: an episode's return is summed over its pieces (disjoint steps).
@@ -89,7 +91,7 @@ def exact_returns(path: str | os.PathLike[str], keys: set[str]) -> dict[str, Fra
         True
     """
     returns: dict[str, Fraction | float] = {}
-    for piece in read_episodes(path):
+    for piece in read_episodes(path, stop=stop):  # stop: the pieces a caller judged
         key = id_key(piece.id_)
         if key in keys:
             returns[key] = exact_return(piece, plus=returns.get(key, 0))

@@ -396,7 +396,7 @@ def filter_dataset(
     exact: dict[Any, Fraction | float] = {}
     if min_return is not None or max_return is not None:
         unknown = {id_key(s.id_) for s in info.episodes if math.isnan(s.ret)}
-        exact = exact_returns(src, unknown) if unknown else {}
+        exact = exact_returns(src, unknown, info.num_chunks) if unknown else {}
 
     def passes(s: EpisodeSummary) -> bool:
         ret = exact.get(id_key(s.id_), s.ret) if math.isnan(s.ret) else s.ret

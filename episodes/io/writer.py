@@ -140,6 +140,7 @@ class EpisodeWriter(NotCopyable):
         self._lock_fd: int | None = None
         self._manifest_fd: int | None = None
         self._held = HeldFds(self, f"EpisodeWriter({str(self.path)!r})")
+        self._opener = os.getpid()  # a forked child closing its copy must not unlock ours
         self.path.mkdir(parents=True, exist_ok=True)
         _refuse_symlinks(self.path)
         fresh = not (self.path / FORMAT_FILE).exists()
@@ -244,7 +245,8 @@ class EpisodeWriter(NotCopyable):
         finally:  # a failing close must not keep the dataset locked for the process's life
             if lock_fd is not None:
                 try:
-                    fcntl.flock(lock_fd, fcntl.LOCK_UN)
+                    if os.getpid() == self._opener:
+                        fcntl.flock(lock_fd, fcntl.LOCK_UN)
                 finally:
                     os.close(lock_fd)
 

@@ -50,6 +50,12 @@ def check_vector_env(env: Any) -> None:
     if isinstance(env, gym.Env) and not hasattr(env, "num_envs"):
         spec = getattr(env, "spec", None)
         name = type(env).__name__ + (f" {spec.id}" if spec is not None else "")
+        if hasattr(env.unwrapped, "num_envs"):  # gymnasium's wrappers pass no attribute on
+            raise TypeError(
+                f"EnvRunner reads num_envs from the env it is given: {name} wraps a batched "
+                f"env (num_envs={env.unwrapped.num_envs}) but does not pass num_envs on; give "
+                "the env unwrapped (env.unwrapped) or a wrapper that has num_envs"
+            )
         raise TypeError(
             f"EnvRunner steps a gymnasium vector env, got a single env ({name}): make one with "
             "gym.make_vec(env_id, num_envs, vectorization_mode='sync') or "

@@ -105,3 +105,12 @@ def test_a_pipeline_refuses_what_its_connectors_would_read_twice() -> None:
     with pytest.raises(TypeError, match="ConnectorPipeline: connectors take a list"):
         pipe(c for c in _chunks())
     assert seen == [3, 3]
+
+
+def test_per_env_lists_and_flat_chunks_where_the_other_is_taken() -> None:
+    with pytest.raises(
+        TypeError, match=r"bootstrap_values takes chunks \(a flat list\), got a list of lists"
+    ):
+        bootstrap_values([[c] for c in _chunks()], value_fn=None, keys=ColumnKeys())
+    with pytest.raises(TypeError, match="time_major takes per-env lists of chunks"):
+        time_major(_chunks(), ColumnKeys())

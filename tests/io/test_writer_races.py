@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from episodes import SingleAgentEpisode
-from episodes.io import DatasetWriter, NotADatasetError
+from episodes.io import DatasetLockedError, DatasetWriter, EpisodeWriter, NotADatasetError
 from episodes.io import shard_writer as shard_writer_module
 from episodes.replay import EpisodeReplayBuffer, persistence
 
@@ -97,3 +97,17 @@ def test_a_save_whose_path_another_save_took(
         buf.save(tmp_path / "buf")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["buf"]  # its staging went
     assert [p.name for p in (tmp_path / "buf").iterdir()] == ["replay.json"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks a child")
+def test_a_forked_child_closing_a_v1_writer_leaves_the_parent_locked(tmp_path: Path) -> None:
+    writer = EpisodeWriter(tmp_path / "d")
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        writer.close()
+        os._exit(0)
+    os.waitpid(child, 0)
+    with pytest.raises(DatasetLockedError):  # one writer at a time: still the parent's
+        EpisodeWriter(tmp_path / "d")
+    writer.close()
+    EpisodeWriter(tmp_path / "d").close()
