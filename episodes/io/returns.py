@@ -77,7 +77,8 @@ def exact_returns(
 ) -> dict[str, Fraction | float]:
     """Per id key (``values.id_key``) in ``keys``: its episode's :func:`exact_return`.
 
-    Streams the pieces: an episode's return is summed over its pieces (disjoint steps).
+    Streams the pieces: an episode's return is summed over its pieces (disjoint steps). With
+    ``stop``, only the pieces before it (manifest order): those a caller judged.
 
     Example:
         >>> import tempfile

@@ -77,3 +77,31 @@ def test_split_halves_come_from_one_snapshot(tmp_path: Path, monkeypatch: pytest
     train, val = split(tmp_path / "src", tmp_path / "train", tmp_path / "val", fraction=0.5)
     assert train + val == 21  # what was committed after the snapshot is in neither half
     assert dataset_info(tmp_path / "src").num_chunks == 32
+
+
+def test_filter_sums_exact_returns_of_the_judged_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An int return beyond float range is NaN in the manifest: summed from the rewards instead.
+    big = SingleAgentEpisode(
+        "x", observations=[0, 1], actions=[0], rewards=[2**1100], len_lookback_buffer=0
+    )
+    _write(tmp_path / "src", big)
+    real = tools.exact_returns
+
+    def appended_first(*args: Any, **kwargs: Any) -> Any:
+        # A writer commits the next piece, whose return would bring the sum to 0.
+        nxt = SingleAgentEpisode(
+            "x",
+            observations=[1, 2],
+            actions=[0],
+            rewards=[-(2**1100)],
+            t_started=1,
+            len_lookback_buffer=0,
+        )
+        _write(tmp_path / "src", nxt)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tools, "exact_returns", appended_first)
+    # Judged on the snapshot: a return of 2**1100, above max_return.
+    assert filter_dataset(tmp_path / "src", tmp_path / "dst", max_return=1.0) == 0
