@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from episodes.cli.errors import CliError, progress, say
-from episodes.io import EpisodeWriter
+from episodes.io import DatasetError, EpisodeWriter
 from episodes.io.tools import other_env_problem, removed_if_failed
 
 __all__ = ["MAX_NUM_ENVS", "MAX_SHARD_MB", "record", "shard_bytes"]
@@ -157,30 +157,37 @@ def _record_into(
         )
         metadata.env_id = env_id
         writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_size)
-    with writer, progress(per_env * args.num_envs, "record") as bar:
-        other = other_env_problem(
-            args.out, env_id, env.single_observation_space, env.single_action_space
-        )
-        if other:
-            return other
-        try:
-            while done < per_env:
-                block = min(256, per_env - done)
-                # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
-                for chunk in _sampled(runner, block, env_id, done * args.num_envs):
-                    if len(chunk) or chunk.is_done:
-                        writer.write(chunk)
-                        ids.add(chunk.id_)
-                done += block
-                bar.update(block * args.num_envs)
-        except KeyboardInterrupt:  # Ctrl-C keeps what was recorded (v1 has stored it already)
-            with contextlib.suppress(KeyboardInterrupt):  # a second one stops the commit
-                getattr(writer, "flush", lambda: None)()
-            stored[0] = bool(ids) if args.format == 1 else bool(writer.committed)
-            raise
-        except CliError as err:  # the env or policy failed: what is stored stays
-            kept = bool(ids) if args.format == 1 else bool(writer.committed)
-            raise CliError(f"{err}; {_failure_note(args.out, stored=kept)}") from err.__cause__
+    try:
+        with writer, progress(per_env * args.num_envs, "record") as bar:
+            other = other_env_problem(
+                args.out, env_id, env.single_observation_space, env.single_action_space
+            )
+            if other:
+                return other
+            try:
+                while done < per_env:
+                    block = min(256, per_env - done)
+                    # Finished episodes come whole; ongoing ones as chunks that load_episode joins.
+                    for chunk in _sampled(runner, block, env_id, done * args.num_envs):
+                        if len(chunk) or chunk.is_done:
+                            writer.write(chunk)
+                            ids.add(chunk.id_)
+                    done += block
+                    bar.update(block * args.num_envs)
+            except KeyboardInterrupt:  # Ctrl-C keeps what was recorded (v1 has stored it already)
+                with contextlib.suppress(KeyboardInterrupt):  # a second one stops the commit
+                    getattr(writer, "flush", lambda: None)()
+                stored[0] = bool(ids) if args.format == 1 else bool(writer.committed)
+                raise
+            except CliError as err:  # the env or policy failed: what is stored stays
+                kept = bool(ids) if args.format == 1 else bool(writer.committed)
+                raise CliError(f"{err}; {_failure_note(args.out, stored=kept)}") from err.__cause__
+    except BrokenPipeError:  # the progress line's pipe: main's quiet exit, not a write failure
+        raise
+    except (OSError, DatasetError) as err:  # a full disk, say: what is stored stays
+        kept = bool(ids) if args.format == 1 else bool(writer.committed)
+        note = _failure_note(args.out, stored=kept)
+        raise CliError(f"writing {args.out} failed ({err}); {note}") from err
     say(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
     if args.format != 1:
         note = _header_note(args.out, metadata)

@@ -136,7 +136,9 @@ class DatasetWriter(NotCopyable):
             raise ValueError("shard_bytes must be >= 1")
         if metadata is not None and not isinstance(metadata, DatasetMetadata):
             raise TypeError(f"metadata must be a DatasetMetadata, not a {type(metadata).__name__}")
-        self.path = Path(path)
+        # Absolute now: files are made later, and a chdir in between must not send them to
+        # another directory while the manifest held open is this one's.
+        self.path = Path(path).absolute()
         self._format, self._compression = data_format, compression
         self._sync = sync
         self._target = shard_bytes

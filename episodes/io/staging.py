@@ -40,10 +40,38 @@ from pathlib import Path
 from episodes.io.errors import DatasetError
 from episodes.io.format import MANIFEST_FILE
 
-__all__ = ["Staged", "is_staged", "place", "remove_empty", "remove_stale", "stage"]
+__all__ = [
+    "Staged",
+    "is_staged",
+    "place",
+    "remove_empty",
+    "remove_stale",
+    "stage",
+    "staged_stem",
+]
 
 _PID_HEX = r"\.partial-(\d{1,10})-[0-9a-f]{16}"
 _ANY_STAGED = re.compile(rf"\..+{_PID_HEX}")  # inside DST: whatever DST was called then
+# Room for the name of DST in a staged name: 255 bytes less ``.``, ``.partial-``, a pid of up
+# to 10 digits, ``-`` and 16 hex digits.
+_NAME_BYTES = 255 - 37
+
+
+def staged_stem(final: Path) -> str:
+    """``final``'s name, cut to the characters that leave room for a staged name's suffix.
+
+    Any name a file system takes gets a staged directory (a 250-byte ``DST`` too); two long
+    names that share their first 218 bytes share a stem, which only lets one copy remove the
+    other's staged directory once its writer is provably gone (:func:`remove_stale`).
+
+    Example:
+        >>> staged_stem(Path("dst")), len(staged_stem(Path("d" * 250)))
+        ('dst', 218)
+    """
+    name = final.name
+    while len(os.fsencode(name)) > _NAME_BYTES:
+        name = name[:-1]
+    return name
 
 
 class Staged:
@@ -98,7 +126,7 @@ def stage(final: Path) -> Staged:
         made = list(itertools.takewhile(lambda p: not os.path.lexists(p), final.parents))
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:  # a file (or a dangling link) where a directory should be
+        except (FileExistsError, NotADirectoryError):  # a file (or a dangling link) above
             above = next(
                 (p for p in reversed(final.parents) if os.path.lexists(p) and not p.is_dir()),
                 final.parent,
@@ -110,7 +138,7 @@ def stage(final: Path) -> Staged:
     try:
         remove_stale(final)
         while True:
-            name = f".{final.name}.partial-{os.getpid()}-{secrets.token_hex(8)}"
+            name = f".{staged_stem(final)}.partial-{os.getpid()}-{secrets.token_hex(8)}"
             try:
                 (home / name).mkdir()
             except FileExistsError:  # pragma: no cover - 64 random bits taken already
@@ -203,7 +231,7 @@ def remove_stale(final: Path) -> list[str]:
         >>> remove_stale(final), live.path.exists()
         ([], True)
     """
-    beside = re.compile(rf"\.{re.escape(final.name)}{_PID_HEX}")
+    beside = re.compile(rf"\.{re.escape(staged_stem(final))}{_PID_HEX}")
     entries: list[tuple[re.Pattern[str], os.DirEntry[str]]] = []
     for where, pattern in ((final.parent, beside), (final, _ANY_STAGED)):
         if where is final and final.is_symlink():

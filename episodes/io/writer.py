@@ -120,7 +120,8 @@ class EpisodeWriter(NotCopyable):
             write itself; turn it off for raw write speed when corruption checks are not needed.
 
     Raises:
-        NotADatasetError: ``path`` exists, is not empty, and is not a dataset.
+        NotADatasetError: ``path`` exists, is not empty, and is not a dataset, or is a file
+            or lies under one.
         DatasetLockedError: Another writer holds the dataset.
         DatasetError: The existing dataset is of an unsupported version or corrupt.
 
@@ -134,14 +135,19 @@ class EpisodeWriter(NotCopyable):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, sync: bool = True, checksums: bool = True):
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # as DatasetWriter's: a later chdir must not move it
         self._sync = as_flag(sync, "sync")
         self._checksums = as_flag(checksums, "checksums")
         self._lock_fd: int | None = None
         self._manifest_fd: int | None = None
         self._held = HeldFds(self, f"EpisodeWriter({str(self.path)!r})")
         self._opener = os.getpid()  # a forked child closing its copy must not unlock ours
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as err:  # a file there, or above it
+            raise NotADatasetError(
+                f"{self.path} is a file or lies under one, not a directory"
+            ) from err
         _refuse_symlinks(self.path)
         fresh = not (self.path / FORMAT_FILE).exists()
         manifest = self.path / MANIFEST_FILE

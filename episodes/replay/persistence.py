@@ -16,9 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import stat
-import tempfile
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +32,7 @@ from episodes.io import (
 )
 from episodes.io.format import fsync_dir
 from episodes.io.joins import manifest_pieces
+from episodes.io.staging import remove_empty, stage
 from episodes.io.tool_args import holds_nan
 from episodes.io.values import decode_value, encode_value, id_key
 from episodes.replay import saved_files
@@ -65,7 +64,8 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     """Writes ``buffer`` to a new directory ``path`` (which must not exist).
 
     Raises:
-        FileExistsError: ``path`` exists.
+        FileExistsError: ``path`` exists (a dangling symlink too).
+        NotADirectoryError: ``path`` lies under a file (the message names it).
         episodes.io.UnstorableValueError: An info, output or episode id (stored or evicted)
             the disk format cannot hold: ids are JSON values, so a numpy scalar or bytes id
             that ``add`` took is refused here, and so is an id holding a NaN (the buffer
@@ -89,7 +89,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
 
     final = Path(path)
-    if final.exists():
+    if os.path.lexists(final):  # a dangling link too: the rename would fail on it
         raise FileExistsError(f"{final} exists; save a buffer to a new directory")
     checked_generator(buffer.rng, "rng")  # a save load() could not restore: nothing written
     # Typed as the datasets store ids: a tuple id is no JSON list on the way back.
@@ -97,8 +97,10 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     ids = _encoded_ids(  # checked before anything is written
         buffer.get_episode_ids(), "stored episode {i} of {n}, oldest first"
     )
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    # As the dataset copies stage theirs: any name that fits, the mode of any new directory
+    # (mkdtemp's 0o700 would keep other users from loading it), parents made taken back.
+    staged = stage(final)
+    tmp = staged.path
     try:
         # One v2 dataset: its shards are fsynced as a whole, where the chunk format fsyncs
         # one directory per episode (5-11 s for 500 episodes on a disk, now a fraction).
@@ -141,8 +143,10 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             ) from error
         fsync_dir(final.parent)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        staged.drop()
+        remove_empty(staged.made)
         raise
+    staged.close()
 
 
 def _write_episodes(writer: DatasetWriter, episodes: list[Any]) -> None:
