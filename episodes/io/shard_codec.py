@@ -141,6 +141,24 @@ def _nest(items: list[tuple[tuple[str, ...], pa.Array]], where: str) -> pa.Array
     return pa.StructArray.from_arrays([_nest(g, where) for g in groups.values()], names=names)
 
 
+def _null_past(column: pa.Array, size: int) -> pa.Array:
+    """A struct column null in its rows past ``size``, where its leaves are null already.
+
+    Other tools count a nested column's steps as a flat one's: ``count(actions)`` skips the
+    piece's last row only if the struct itself is null there.
+
+    Example:
+        >>> column = pa.StructArray.from_arrays([pa.array([1, None])], names=["a"])
+        >>> _null_past(column, 1).to_pylist()
+        [{'a': 1}, None]
+    """
+    if not pa.types.is_struct(column.type) or size >= len(column):
+        return column
+    children = [column.field(i) for i in range(column.type.num_fields)]
+    mask = pa.array(np.arange(len(column)) >= size)
+    return pa.StructArray.from_arrays(children, fields=list(column.type), mask=mask)
+
+
 def _field_names(names: list[str], where: str) -> list[str]:
     """``names`` as Arrow struct field names, which must be UTF-8 (a lone surrogate is not)."""
     for name in names:
@@ -218,7 +236,7 @@ def _encode_column(
                 "an item of this kind; the v1 format stores it"
             )
         parts.append((sub, leaf_to_arrow(array, rows, info, copy)))
-    column = _nest(parts, "/".join(path))
+    column = _null_past(_nest(parts, "/".join(path)), meta["size"])
     if _type_depth(column.type) > _ARROW_MAX_DEPTH:  # Arrow's IPC writer would fail part-way
         raise UnstorableValueError(
             f"{'/'.join(path)}: nested too deeply for an Arrow column (more than "
@@ -298,7 +316,8 @@ def encode_rows(
             _encode_column(c, arrays, rows, [EXTRAS, k], leaves, copy) for k, c in meta[EXTRAS]
         ]
         names = _field_names(keys, EXTRAS)
-        columns[EXTRAS] = pa.StructArray.from_arrays(parts, names=names)
+        size = max(c["size"] for _, c in meta[EXTRAS])
+        columns[EXTRAS] = _null_past(pa.StructArray.from_arrays(parts, names=names), size)
     blob = arrays.get(BLOB)
     if blob is None or not rows:
         columns["blob"] = pa.nulls(rows, pa.large_binary())
