@@ -16,7 +16,7 @@ from episodes.indexing import as_flag
 from episodes.spaces import unstackable_space
 from episodes.structs import id_key
 
-__all__ = ["AddLearnerColumns", "float32_rewards"]
+__all__ = ["AddLearnerColumns", "check_end_observation", "float32_rewards"]
 
 # The data-dict keys whose values are read from a column (numpy'd: batched already).
 _COLUMNS = {"obs": "observations", "actions": "actions"}
@@ -195,8 +195,33 @@ def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAge
     ends: dict[Any, SingleAgentEpisode] = {}
     for ep in episodes:
         if not len(ep) and ep.is_done:
+            check_end_observation(ep)
             ends[(id_key(ep.id_), ep.t_started)] = ep  # a list id keyed by its value
     return ends
+
+
+def check_end_observation(end: SingleAgentEpisode) -> None:
+    """Refuses a chunk without steps that ends its episode but holds no observation.
+
+    Such an end joins no chunk (``concat_episode`` needs an observation on both sides), so no
+    joined episode stands behind what a consumer would make of it; a truncation would have
+    no observation to bootstrap from.
+
+    Raises:
+        ValueError: ``end`` holds no observation, naming its episode and ``t``.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> check_end_observation(SingleAgentEpisode("a", t_started=3, truncated=True))
+        Traceback (most recent call last):
+        ValueError: episode 'a': the chunk without steps that ends it at t=3 holds no ...
+    """
+    if not len(end.observations):
+        raise ValueError(
+            f"episode {end.id_!r}: the chunk without steps that ends it at t={end.t_started} "
+            "holds no observation, so it joins none of its chunks (concat_episode refuses it); "
+            "store an episode's end with its last observation, as cut() at the end makes it"
+        )
 
 
 def stepless_end(

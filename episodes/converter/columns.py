@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.connectors.learner import check_end_observation
 from episodes.converter.alike import (
     check_alike_envs,
     describe_steps,
@@ -291,6 +292,8 @@ def time_major(
     groups = place_stray_ends([list(group) for group in listed])
     lengths = [sum(len(c) for c in group) for group in groups]
     if not lengths or min(lengths) == 0 or (len(set(lengths)) != 1 and not pad):
+        if pad:  # laid out per chunk already: only chunks without steps get here
+            raise ValueError(f"every column needs at least one step; got {lengths}")
         raise ValueError(
             f"every env needs the same, non-zero number of steps; got {lengths}. Pass one "
             "chunk per env column with layout='per_chunk' for uneven chunks"
@@ -363,6 +366,7 @@ def _pieces(n: int, group: list[SingleAgentEpisode], bootstrap_key: str) -> list
             pieces.append(piece)
             latest[id_key(chunk.id_)] = piece
             continue
+        check_end_observation(chunk)
         ended = latest.get(id_key(chunk.id_))  # None: the episode's steps lie before this window
         if ended is not None:
             ended.terminated, ended.truncated = chunk.is_terminated, chunk.is_truncated

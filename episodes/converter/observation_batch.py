@@ -30,6 +30,12 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
         >>> last_observations([ep], None).tolist()
         [7]
     """
+    empty = next((c for c in chunks if not len(c.observations)), None)
+    if empty is not None:  # get_observations(-1) would be an IndexError about a buffer
+        raise ValueError(
+            f"the chunk of episode {empty.id_!r} starting at t={empty.t_started} holds no "
+            "observation to take a value of"
+        )
     items = [chunk.get_observations(-1) for chunk in chunks]
     spaces = [chunk.observations.space for chunk in chunks]
     # One space for all, or none: chunks of other spaces are batched as they come.

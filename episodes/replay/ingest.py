@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from episodes.connectors.learner import check_end_observation
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
 from episodes.replay.columns import as_rows, float32_rewards
@@ -102,7 +103,8 @@ def prepare_all(
     chunks without steps carry nothing to store and are skipped unread.
 
     Raises:
-        TypeError: As :func:`prepare`; an ending chunk without exactly one observation.
+        TypeError: As :func:`prepare`.
+        ValueError: An ending chunk without an observation (it joins no chunk).
 
     Example:
         >>> head = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[0], rewards=[1.0],
@@ -132,6 +134,7 @@ def _ending(episode: SingleAgentEpisode) -> Chunk:
     """A chunk without steps that ends its episode: its one observation, info and flags."""
     # Actions and extras are left out: with no steps there are none, and a successor without
     # steps may lack extra keys (as ``concat_episode`` allows).
+    check_end_observation(episode)  # none: a ValueError, as the converter's
     return Chunk(
         id_=episode.id_,
         t0=_start(episode, 0),

@@ -89,7 +89,7 @@ def trajectory_layout(dones: torch.Tensor) -> TrajectoryLayout:
     num_steps, num_envs = dones.shape
     device = dones.device
     first = torch.empty(num_envs, num_steps, dtype=torch.bool, device=device)  # env-major
-    first[:, 0] = True
+    first[:, :1] = True  # not [:, 0]: T may be 0 (no trajectories)
     first[:, 1:] = dones[:-1].t() != 0
     first_flat = first.reshape(-1)
     starts = torch.nonzero(first_flat).squeeze(1)  # the single host sync

@@ -12,6 +12,7 @@ import tree
 
 from episodes.indexing import as_flag, whole_number
 from episodes.runner.first_outputs import allocate_outputs
+from episodes.runner.infos import check_batched_infos
 from episodes.runner.metrics import MetricsSlot, RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.nesting import check_env_rows
@@ -336,6 +337,7 @@ class EnvRunner:
             self._state_layout = StateLayout.of(state, self.num_envs, self.state_batch_axis)
         # Sync and async vector envs take a list of seeds too; VectorEnv's signature says int
         obs, reset_infos = self.env.reset(seed=self.seed)  # type: ignore[arg-type]
+        check_batched_infos(reset_infos, "the env's reset infos")
         # Before the device recorder is picked by its first leaf (either recorder's begin
         # would fail in numpy's or torch's words); the runner stays unstarted.
         check_env_rows(obs, self.num_envs, "the env's reset observations")
@@ -389,6 +391,7 @@ class EnvRunner:
         self._recorder.put_outputs(actions, extras)
         self._stepped = True  # from here a failure leaves the env past what was recorded
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
+        check_batched_infos(infos, "the env's step infos")
         self._obs, started = self._recorder.env_step(
             obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
         )

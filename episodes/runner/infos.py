@@ -7,10 +7,49 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["chunk_infos", "env_info", "FINAL_KEYS", "reported", "same_infos"]
+__all__ = [
+    "check_batched_infos",
+    "chunk_infos",
+    "env_info",
+    "FINAL_KEYS",
+    "reported",
+    "same_infos",
+]
 
 #: Keys that same-step autoreset adds to the infos of a finished sub-env.
 FINAL_KEYS = ("final_obs", "final_info", "_final_obs", "_final_info")
+
+
+def check_batched_infos(infos: Any, what: str) -> None:
+    """Refuses infos that are not gymnasium's batched dict (None, no infos, passes).
+
+    Checked as the env returns them, before anything is recorded: a numpy array of per-env
+    dicts (gymnasium 0.29's ``final_info``) would otherwise fail in numpy's words about the
+    truth value of an array.
+
+    Raises:
+        TypeError: ``infos``, or its ``final_info``, is not a dict, naming ``what``.
+
+    Example:
+        >>> check_batched_infos({"final_info": {}}, "the env's step infos")
+        >>> check_batched_infos([{}, {}], "the env's step infos")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        TypeError: the env's step infos came as a list: the runner reads gymnasium's ...
+    """
+    if infos is None:
+        return
+    if not isinstance(infos, dict):
+        raise TypeError(
+            f"{what} came as a {type(infos).__name__}: the runner reads gymnasium's batched "
+            "dict of infos (no DictInfoToList wrapper)"
+        )
+    final = infos.get("final_info")
+    if final is not None and not isinstance(final, dict):
+        raise TypeError(
+            f"{what}: infos['final_info'] is a {type(final).__name__}: the runner reads "
+            "gymnasium 1.x's batched dict of the finished sub-envs' infos (an array of "
+            "per-env dicts is gymnasium 0.29's layout)"
+        )
 
 
 def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -95,13 +134,13 @@ def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -
         Traceback (most recent call last):
         ValueError: the env's infos['_x'] must hold one flag per sub-env (gymnasium's mask ...
     """
-    if not infos:
-        return None
-    if not isinstance(infos, dict):
+    if infos is not None and not isinstance(infos, dict):  # first: an array has no truth
         raise TypeError(
             f"the env gave its infos as a {type(infos).__name__}: the runner reads gymnasium's "
             "batched dict of infos (no DictInfoToList wrapper)"
         )
+    if not infos:
+        return None
     mask: np.ndarray | None = None
     unmasked = False
     for key, value in infos.items():

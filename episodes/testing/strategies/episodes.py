@@ -157,7 +157,8 @@ def episodes(
         max_len: Most steps after the lookback.
         lookback: Steps of lookback, an int or an inclusive ``(low, high)`` range.
         done: ``False``, ``True`` (terminated or truncated), ``"terminated"``, ``"truncated"``,
-            or None for any; an episode of length 0 is never done.
+            or None for any; an episode of length 0 is never done, so a required end draws
+            lengths from ``max(min_len, 1)`` (and ``max_len=0`` is a ``ValueError``).
         extra_model_outputs: Dict of key -> space of one value; None draws a subset of
             :data:`DEFAULT_EXTRA_MODEL_OUTPUTS`; ``{}`` for none.
         numpy: Whether the episode is numpy'd (``to_numpy()``); None for either.
@@ -193,6 +194,8 @@ def episodes(
         or (isinstance(done, str) and done in ("terminated", "truncated"))
     ):
         raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
+    if done not in (None, False) and max_len == 0:
+        raise ValueError(f"done={done!r} needs max_len >= 1: an episode of length 0 is never done")
     if not (numpy is None or isinstance(numpy, (bool, np.bool_))):
         raise ValueError(f"numpy must be None or a bool, got {numpy!r}")
     _check_int_range(lookback, "lookback")
@@ -208,7 +211,8 @@ def episodes(
     return _episodes(
         observation_space,
         action_space,
-        min_len=int(min_len),
+        # A required end needs a step (length 0 is never done).
+        min_len=max(int(min_len), 0 if done in (None, False) else 1),
         max_len=int(max_len),
         lookback=lookback,
         done=done,
