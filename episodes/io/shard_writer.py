@@ -50,6 +50,7 @@ from episodes.io.format import (
     MANIFEST_FILE,
     TMP_PREFIX,
     append_line,
+    make_dataset_dir,
     piece_return,
 )
 from episodes.io.held_fds import HeldFds
@@ -174,12 +175,7 @@ class DatasetWriter(NotCopyable):
         }
 
     def _open(self, header: dict[str, Any]) -> None:
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError) as err:  # a file there, or above it
-            raise NotADatasetError(
-                f"{self.path} is a file or lies under one, not a directory"
-            ) from err
+        make_dataset_dir(self.path)
         if (self.path / "format.json").exists():
             raise UnsupportedVersionError(
                 f"{self.path} is a format v1 dataset; DatasetWriter writes v2 (convert it with "

@@ -62,6 +62,7 @@ from episodes.io.format import (
     append_line,
     check_format,
     fsync_dir,
+    make_dataset_dir,
     piece_return,
     read_manifest,
     write_json_atomic,
@@ -142,12 +143,7 @@ class EpisodeWriter(NotCopyable):
         self._manifest_fd: int | None = None
         self._held = HeldFds(self, f"EpisodeWriter({str(self.path)!r})")
         self._opener = os.getpid()  # a forked child closing its copy must not unlock ours
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError) as err:  # a file there, or above it
-            raise NotADatasetError(
-                f"{self.path} is a file or lies under one, not a directory"
-            ) from err
+        make_dataset_dir(self.path)
         _refuse_symlinks(self.path)
         fresh = not (self.path / FORMAT_FILE).exists()
         manifest = self.path / MANIFEST_FILE
