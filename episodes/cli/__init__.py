@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from episodes.cli.errors import CliError, Parser, _dropped_output, _quiet_stdout, progress, say
+from episodes.cli.errors import (
+    CliError,
+    Parser,
+    _dropped_output,
+    _quiet_stdout,
+    copying_into,
+    progress,
+    say,
+)
 from episodes.cli.record import record, shard_bytes
 from episodes.io import DatasetError, dataset_info
 from episodes.io.reader import printable
@@ -156,13 +164,14 @@ def _migrate(args: argparse.Namespace) -> int:
     from episodes.io import migrate
 
     size = shard_bytes(args.shard_mb)
-    n = migrate(
-        args.src,
-        args.dst,
-        shard_bytes=size,
-        data_format=args.data_format,
-        compression=None if args.compression == "none" else args.compression,
-    )
+    with copying_into(args.dst):
+        n = migrate(
+            args.src,
+            args.dst,
+            shard_bytes=size,
+            data_format=args.data_format,
+            compression=None if args.compression == "none" else args.compression,
+        )
     say(f"migrated {n} episode pieces to {args.dst} (format version 2)")
     return 0
 
@@ -170,7 +179,8 @@ def _migrate(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     from episodes.io import merge
 
-    n = merge(args.sources, args.out)
+    with copying_into(args.out):
+        n = merge(args.sources, args.out)
     say(f"merged {n} episode pieces from {len(args.sources)} datasets into {args.out}")
     return 0
 
@@ -182,7 +192,10 @@ def _split(args: argparse.Namespace) -> int:
         raise CliError("--fraction must be in [0, 1]")
     if args.seed < 0:  # the package's seed rule: an int >= 0
         raise CliError("--seed must be >= 0")
-    n_train, n_val = split(args.src, args.train, args.val, fraction=args.fraction, seed=args.seed)
+    with copying_into(f"{args.train} and {args.val}"):
+        n_train, n_val = split(
+            args.src, args.train, args.val, fraction=args.fraction, seed=args.seed
+        )
     say(f"split: {n_train} pieces to {args.train}, {n_val} to {args.val}")
     return 0
 
@@ -203,7 +216,8 @@ def _filter(args: argparse.Namespace) -> int:
         filter_args(**bounds, **tests, predicate=None)
     except ValueError as err:
         raise CliError(_BOUND.sub(r"--\1-\2", str(err))) from err
-    n = filter_dataset(args.src, args.out, **bounds, **tests)  # its errors quote paths as given
+    with copying_into(args.out):  # its errors quote paths as given
+        n = filter_dataset(args.src, args.out, **bounds, **tests)
     say(f"kept {n} episode pieces in {args.out}")
     return 0
 

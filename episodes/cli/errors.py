@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from episodes.io.reader import printable
 
-__all__ = ["CliError", "Parser", "progress", "say"]
+__all__ = ["CliError", "Parser", "copying_into", "progress", "say"]
 
 
 class CliError(Exception):
@@ -25,6 +28,32 @@ class CliError(Exception):
         >>> print(err.getvalue(), end="")
         episodes: error: --steps and --num-envs must be >= 1
     """
+
+
+#: What a full disk or file-size limit raises (the system's words name no file).
+_NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+@contextlib.contextmanager
+def copying_into(destinations: str) -> Iterator[None]:
+    """A whole-dataset copy's block: a full disk says where, and that nothing was written.
+
+    The copies take back what they staged when they fail; the system's error (``[Errno 28]
+    No space left on device``) names no file, so the line would not say which command's
+    output ran out of room.
+
+    Example:
+        >>> with copying_into("out"):
+        ...     raise OSError(errno.ENOSPC, "No space left on device")
+        Traceback (most recent call last):
+        episodes.cli.errors.CliError: writing out failed ([Errno 28] No space left on device); ...
+    """
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in _NO_ROOM or err.filename is not None:
+            raise
+        raise CliError(f"writing {destinations} failed ({err}); nothing was written") from err
 
 
 def progress(total: int | None, desc: str) -> Any:

@@ -162,3 +162,24 @@ def test_record_onto_a_full_disk_says_what_stays(tmp_path, version, note):
     assert lines[-1].startswith("episodes: error: writing rec failed (")
     assert note in lines[-1], lines[-1]
     assert (tmp_path / "rec").exists() == (version == "1")
+
+
+def test_a_copy_onto_a_full_disk_says_where_and_that_nothing_was_written(tmp_path):
+    with DatasetWriter(tmp_path / "src") as writer:
+        writer.write_many([_episode(str(i), info="x" * 4096) for i in range(40)])
+    code = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16)); "
+        "from episodes.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "migrate", "src", "out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("episodes: error: writing out failed ("), proc.stderr
+    assert proc.stderr.rstrip().endswith("nothing was written")
+    assert sorted(os.listdir(tmp_path)) == ["src"]
