@@ -17,6 +17,9 @@ from episodes.runner import EnvRunner, RandomPolicy
 from episodes.testing.strategies import episodes as episode_strategy
 
 
+_EXTRAS = {"vf_preds": [0.0, 0.0], "action_logp": [0.0, 0.0]}
+
+
 def _head() -> SingleAgentEpisode:
     return SingleAgentEpisode(
         "s",
@@ -24,6 +27,7 @@ def _head() -> SingleAgentEpisode:
         actions=[0, 0],
         rewards=[1.0, 1.0],
         len_lookback_buffer=0,
+        extra_model_outputs=_EXTRAS,
     )
 
 
@@ -131,3 +135,42 @@ def test_infos_as_an_array_of_dicts_are_a_type_error_naming_them(top_level, matc
     runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
     with pytest.raises(TypeError, match=match):
         runner.sample(2)
+
+
+def _steps_e() -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        "E",
+        observations=[40.0, 41.0, 42.0],
+        actions=[0, 1],
+        rewards=[1.0, 1.0],
+        len_lookback_buffer=0,
+        extra_model_outputs=_EXTRAS,
+    )
+
+
+def _end_e(obs: float = 42.0, **flag: bool) -> SingleAgentEpisode:
+    return SingleAgentEpisode("E", observations=[obs], t_started=2, len_lookback_buffer=0, **flag)
+
+
+JOINING_CONSUMERS = {
+    "rollout": lambda chunks: episodes_to_rollout([chunks], gamma=0.5, value_fn=_value),
+    "batch": lambda chunks: episodes_to_batch(chunks),
+    "learner-columns": lambda chunks: AddLearnerColumns()(chunks, {}),
+}
+
+
+@pytest.mark.parametrize("consumer", JOINING_CONSUMERS)
+def test_an_end_with_another_observation_joins_nothing(consumer):
+    with pytest.raises(ValueError, match="starts with an observation that differs"):
+        JOINING_CONSUMERS[consumer]([_steps_e(), _end_e(99.0, truncated=True)])
+    JOINING_CONSUMERS[consumer]([_steps_e(), _end_e(42.0, truncated=True)])  # it joins
+
+
+@pytest.mark.parametrize("consumer", ["batch", "learner-columns"])
+def test_two_ends_of_one_step_are_refused_whatever_their_order(consumer):
+    for ends in (
+        [_end_e(terminated=True), _end_e(truncated=True)],
+        [_end_e(truncated=True), _end_e(terminated=True)],
+    ):
+        with pytest.raises(ValueError, match="two chunks without steps end it at t=2"):
+            JOINING_CONSUMERS[consumer]([_steps_e(), *ends])

@@ -13,10 +13,10 @@ from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
 from episodes.episode.sample_batch import id_column
 from episodes.indexing import as_flag
-from episodes.spaces import unstackable_space
+from episodes.spaces import equal_in_space, unstackable_space
 from episodes.structs import id_key
 
-__all__ = ["AddLearnerColumns", "check_end_observation", "float32_rewards"]
+__all__ = ["AddLearnerColumns", "check_end_joins", "check_end_observation", "float32_rewards"]
 
 # The data-dict keys whose values are read from a column (numpy'd: batched already).
 _COLUMNS = {"obs": "observations", "actions": "actions"}
@@ -196,7 +196,13 @@ def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAge
     for ep in episodes:
         if not len(ep) and ep.is_done:
             check_end_observation(ep)
-            ends[(id_key(ep.id_), ep.t_started)] = ep  # a list id keyed by its value
+            key = (id_key(ep.id_), ep.t_started)  # a list id keyed by its value
+            if ends.get(key, ep) is not ep:  # which one ends the episode would be list order
+                raise ValueError(
+                    f"episode {ep.id_!r}: two chunks without steps end it at t={ep.t_started}; "
+                    "no chunk follows the one that ended its episode"
+                )
+            ends[key] = ep
     return ends
 
 
@@ -240,7 +246,44 @@ def stepless_end(
         >>> stepless_end(stepless_ends([end]), steps) is end
         True
     """
-    return ends.get((id_key(episode.id_), episode.t))
+    end = ends.get((id_key(episode.id_), episode.t))
+    if end is not None:
+        check_end_joins(end, episode)
+    return end
+
+
+def check_end_joins(end: SingleAgentEpisode, chunk: SingleAgentEpisode) -> None:
+    """Refuses a chunk without steps ending ``chunk``'s episode that does not join ``chunk``.
+
+    It joins where its observation is ``chunk``'s last (compared as ``concat_episode`` does,
+    NaNs equal): otherwise no joined episode stands behind the pair, and a truncation would be
+    bootstrapped from an observation the steps never reached.
+
+    Raises:
+        ValueError: ``end`` holds no observation, or another one, naming the episode and ``t``.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> steps = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                            len_lookback_buffer=0)
+        >>> check_end_joins(SingleAgentEpisode("a", observations=[1], t_started=1,
+        ...                                    truncated=True, len_lookback_buffer=0), steps)
+        >>> check_end_joins(SingleAgentEpisode("a", observations=[9], t_started=1,
+        ...                                    truncated=True, len_lookback_buffer=0), steps)
+        Traceback (most recent call last):
+        ValueError: episode 'a': the chunk without steps that ends it at t=1 starts with ...
+    """
+    check_end_observation(end)
+    # ``is None``, not truth: an empty Dict is a space (as concat_episode compares them).
+    space = chunk.observation_space
+    if space is None:
+        space = end.observation_space
+    if not equal_in_space(end.observations.get(0), chunk.observations.get(-1), space):
+        raise ValueError(
+            f"episode {end.id_!r}: the chunk without steps that ends it at t={end.t_started} "
+            "starts with an observation that differs from the last one of its chunk ending "
+            "there, so the two join no episode (concat_episode refuses them)"
+        )
 
 
 def _column_buffer(episode: SingleAgentEpisode, key: str) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.connectors.learner import check_end_observation
+from episodes.connectors.learner import check_end_joins, check_end_observation
 from episodes.converter.alike import (
     check_alike_envs,
     describe_steps,
@@ -369,6 +369,7 @@ def _pieces(n: int, group: list[SingleAgentEpisode], bootstrap_key: str) -> list
         check_end_observation(chunk)
         ended = latest.get(id_key(chunk.id_))  # None: the episode's steps lie before this window
         if ended is not None:
+            check_end_joins(chunk, ended.chunk)
             ended.terminated, ended.truncated = chunk.is_terminated, chunk.is_truncated
             # concat_episode merges custom_data, the later chunk's winning.
             if bootstrap_key in chunk.custom_data or bootstrap_key not in ended.chunk.custom_data:

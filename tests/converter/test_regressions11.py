@@ -221,8 +221,9 @@ def steps_chunk(id_):
 
 
 def end_chunk(id_, t):
+    # Its observation is steps_chunk's last: an end must join the chunk it ends.
     return SingleAgentEpisode(
-        id_, observations=[5.0], t_started=t, terminated=True, len_lookback_buffer=0
+        id_, observations=[2.0], t_started=t, terminated=True, len_lookback_buffer=0
     )
 
 
