@@ -52,7 +52,6 @@ __all__ = [
     "append_line",
     "check_torn",
     "fsync_dir",
-    "make_dataset_dir",
     "piece_return",
     "read_manifest",
     "read_regular_file",
@@ -140,25 +139,6 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def make_dataset_dir(path: Path) -> None:
-    """Makes ``path`` (and its parents) a directory for a writer, if it is not one already.
-
-    Raises:
-        NotADatasetError: ``path`` is a file or lies under one (not ``mkdir``'s
-            ``FileExistsError`` or ``NotADirectoryError``); nothing is made.
-
-    Example:
-        >>> import tempfile
-        >>> root = Path(tempfile.mkdtemp()); make_dataset_dir(root / "a" / "b")
-        >>> (root / "a" / "b").is_dir()
-        True
-    """
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError) as err:  # a file there, or above it
-        raise NotADatasetError(f"{path} is a file or lies under one, not a directory") from err
 
 
 def append_line(fd: int, line: bytes, sync: bool = True) -> None:

@@ -401,6 +401,13 @@ class Dataset:
         state["_open"] = OrderedDict()  # memory maps stay in the process that made them
         return state
 
+    def _index(self, i: int) -> int:
+        """``i`` as a position in ``0..len(self)-1`` (negative from the end), or an error."""
+        i = as_int(i, what="episode index")  # True is no episode 1, nor 1.0
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"episode index {i} out of range for {len(self)} episodes")
+        return i + len(self) if i < 0 else i
+
     def locate(self, i: int) -> tuple[Shard, int]:
         """The opened shard holding episode ``i`` and the episode's position in it.
 
@@ -416,11 +423,7 @@ class Dataset:
             >>> j, shard is same  # the shard is opened once, then served from the cache
             (1, True)
         """
-        i = as_int(i, what="episode index")  # True is no episode 1, nor 1.0
-        if not -len(self) <= i < len(self):
-            raise IndexError(f"episode index {i} out of range for {len(self)} episodes")
-        if i < 0:
-            i += len(self)
+        i = self._index(i)
         s = bisect.bisect_right(self._firsts, i) - 1
         j = i - self._firsts[s]
         shard = self._open.get(s)
@@ -574,12 +577,13 @@ class Dataset:
             >>> s["observations"].tolist(), s["rewards"].tolist(), s["terminated"]
             ([0, 1, 2], [1.0, 2.0], True)
         """
-        shard, j = self.locate(i)  # an index out of range is the same IndexError as episode()
+        i = self._index(i)  # out of range: the same IndexError as episode()
         summary = self.summaries[i]
         # True is no step 1, nor 1.0: the same rule as the episode index.
         start, stop = as_int(start, what="start step"), as_int(stop, what="stop step")
         if not 0 <= start <= stop <= summary.length:
             raise IndexError(f"step range [{start}, {stop}) outside [0, {summary.length}]")
+        shard, j = self.locate(i)  # opened (and another shard maybe evicted) once all is checked
         plans = shard.columns(j)
         out: dict[str, Any] = {}
         for name, plan in plans.items():

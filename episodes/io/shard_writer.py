@@ -39,6 +39,7 @@ import pyarrow as pa
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag, as_int
 from episodes.io.copy_arena import CopyArena
+from episodes.io.dataset_dir import make_dataset_dir
 from episodes.io.errors import (
     DatasetError,
     DatasetIOError,
@@ -50,7 +51,6 @@ from episodes.io.format import (
     MANIFEST_FILE,
     TMP_PREFIX,
     append_line,
-    make_dataset_dir,
     piece_return,
 )
 from episodes.io.held_fds import HeldFds

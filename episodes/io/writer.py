@@ -46,6 +46,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 from episodes.io.checksums import PARALLEL_BYTES, crc_pool
 from episodes.io.clock_meta import check_clocks
+from episodes.io.dataset_dir import make_dataset_dir
 from episodes.io.encoding import encode_episode
 from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError
 from episodes.io.format import (
@@ -62,7 +63,6 @@ from episodes.io.format import (
     append_line,
     check_format,
     fsync_dir,
-    make_dataset_dir,
     piece_return,
     read_manifest,
     write_json_atomic,

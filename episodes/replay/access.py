@@ -134,7 +134,7 @@ class BufferAccess:
             ...
             ValueError: counters['sampled_timesteps'] must be an int >= 0, got -1
         """
-        from episodes.replay.state import checked_counts
+        from episodes.replay.counters import checked_counts
 
         checked = checked_counts(counters, evicted, self._table.order.keys(), self._store.num_live)
         (self._num_added, self._num_sampled, self._num_episodes_evicted, self._evicted) = checked

@@ -390,7 +390,7 @@ class EpisodeReplayBuffer(BufferAccess):
             )
             if device is not None:  # a device torch refuses is refused here, nothing counted
                 out = sampling.to_device(out, device)
-        except Exception:
+        except BaseException:  # an interrupt too: a resumed run must draw what it would have
             self.rng.bit_generator.state = rng_state
             raise
         self._num_sampled += size

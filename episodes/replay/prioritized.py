@@ -235,8 +235,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._no_last = "it drew sequences or episodes"
         try:
             return super().sample(num_items, **kwargs)
-        except Exception:
-            # A refused sample changes nothing.
+        except BaseException:
+            # A refused or interrupted sample changes nothing.
             self._last_indices, self._last_slots, self._no_last = previous
             raise
 

@@ -11,7 +11,6 @@ order (they need not be of one type, so they are not sorted).
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping
 from itertools import repeat
 from operator import is_not
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.replay.columns import Column, as_rows, float32_rewards
+from episodes.replay.counters import COUNTERS, checked_counts
 from episodes.replay.rng import checked_generator, generator_from_state
 from episodes.replay.sampling import check_non_negative, check_positive, int_array
 from episodes.replay.store import StepStore
@@ -31,13 +31,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "buffer_state",
-    "checked_counts",
     "generator_from_state",
     "parsed_state",
     "restore_buffer",
 ]
 
-_COUNTERS = ("added_timesteps", "sampled_timesteps", "episodes_evicted")
 
 _VERSION = 1
 
@@ -155,6 +153,9 @@ def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
 def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     steps, eps = state["steps"], state["episodes"]
     n, rows = len(eps["ids"]), len(steps["rewards"])
+    # Derived (get_num_timesteps counts the steps), but a state that says otherwise is broken.
+    if "num_timesteps" in state and not _is_count(state["num_timesteps"], rows):
+        raise ValueError(f"num_timesteps is {state['num_timesteps']!r} for {rows} stored steps")
     # The constructor's checks: a buffer could never have had other values.
     capacity = check_positive(state["capacity"], "capacity")
     batch_size_B = check_positive(state["batch_size_B"], "batch_size_B")
@@ -213,7 +214,7 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
         getattr(table, name)[:n] = _placed(eps[name], state.get("layout"))
     counters = [state["num_added"], state["num_sampled"], state["num_episodes_evicted"]]
     added, sampled, num_evicted, evicted = checked_counts(
-        dict(zip(_COUNTERS, counters)), state["evicted"], table.order.keys(), rows
+        dict(zip(COUNTERS, counters)), state["evicted"], table.order.keys(), rows
     )
     rng = generator_from_state(state["rng"])
     return {
@@ -258,6 +259,12 @@ def _spans(later: np.ndarray, earlier: np.ndarray, name: str) -> np.ndarray:
     if len(rough) and (rough.min() < -(2.0**62) or rough.max() > 2.0**62):
         raise ValueError(f"{name} spans more than 2**62 steps")
     return later - earlier
+
+
+def _is_count(value: Any, count: int) -> bool:
+    """Whether ``value`` is the int ``count`` (a numpy int too; no bool, float or str)."""
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return is_int and int(value) == count
 
 
 def _check_values(steps: dict[str, Any]) -> None:
@@ -390,68 +397,6 @@ def _spaces(spaces: Any) -> tuple[Any, Any]:
     return decoded[0], decoded[1]
 
 
-def checked_counts(
-    counters: Mapping[str, Any], evicted: Any, stored_ids: Collection[Any], num_timesteps: int
-) -> tuple[int, int, int, dict[Any, None]]:
-    """Counters and evicted ids a buffer storing ``stored_ids`` could have, checked.
-
-    Returns:
-        Added steps, sampled items, evicted episodes, and the evicted ids in their order (as
-        the insertion-ordered dict the buffers keep).
-
-    Raises:
-        ValueError: A counter missing or not an int >= 0 (a bool is no count), fewer added
-            steps than ``num_timesteps``, or evicted ids that are not a list or tuple, repeat,
-            or name a stored episode. ``TypeError``: an unhashable evicted id.
-
-    Example:
-        >>> counts = {"added_timesteps": 9, "sampled_timesteps": 0, "episodes_evicted": 2}
-        >>> checked_counts(counts, [7, "a"], {"b"}, 4)
-        (9, 0, 2, {7: None, 'a': None})
-        >>> checked_counts(counts, ["b"], {"b"}, 4)
-        Traceback (most recent call last):
-        ...
-        ValueError: evicted ids 'b' are stored episodes too: a stored episode was never evicted
-    """
-    if not isinstance(counters, Mapping) or any(key not in counters for key in _COUNTERS):
-        raise ValueError(f"counters must be a dict with keys {list(_COUNTERS)}, got {counters!r}")
-    added, sampled, num_evicted = (
-        check_non_negative(counters[key], f"counters[{key!r}]") for key in _COUNTERS
-    )
-    if added < num_timesteps:
-        raise ValueError(
-            f"counters['added_timesteps'] is {added}, below the {num_timesteps} steps stored"
-        )
-    if not isinstance(evicted, (list, tuple)):
-        raise ValueError(f"evicted ids must be a list, got {type(evicted).__name__}")
-    try:
-        ordered = dict.fromkeys(evicted)
-    except TypeError:
-        bad = next(i for i in evicted if not _hashable(i))
-        raise TypeError(f"evicted id {bad!r} is unhashable ({type(bad).__name__})") from None
-    if len(ordered) != len(evicted):
-        seen: set[Any] = set()
-        for id_ in evicted:
-            if id_ in seen:
-                raise ValueError(f"evicted id {id_!r} is listed twice")
-            seen.add(id_)
-    both = ordered.keys() & stored_ids
-    if both:
-        names = ", ".join(sorted(map(repr, both))[:5])
-        raise ValueError(
-            f"evicted ids {names} are stored episodes too: a stored episode was never evicted"
-        )
-    return added, sampled, num_evicted, ordered
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
 def _placed(compact: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:
     """Compact row numbers (-1: none) as the slots the rows sat in."""
     compact = np.asarray(compact, np.int64)
@@ -474,6 +419,10 @@ def _restore_store(
     rows = end if layout is None else max(check_non_negative(layout["size"], "layout['size']"), end)
     if layout is not None and len(layout["uid"]) != end:
         raise ValueError(f"layout['end'] is {end}, but layout['uid'] holds {len(layout['uid'])}")
+    # Integers, not truncated on the way into the int64 column (0.5 is no item id).
+    _times(steps["uid"], "steps['uid']", n)
+    if layout is not None:
+        _times(layout["uid"], "layout['uid']", end)
     rows = min(rows, 2 * max(64, most, end))
     at = np.arange(n) if layout is None else _indices(layout["slots"], "layout['slots']", n)
     if n and (at[0] < 0 or at[-1] >= end or np.any(at[1:] <= at[:-1])):

@@ -46,7 +46,7 @@ from episodes.runner.backlog import warn_backlog
 from episodes.runner.blocks import Blocks
 from episodes.runner.finals import Finals
 from episodes.runner.host_values import host_array
-from episodes.runner.infos import FINAL_KEYS, check_batched_infos, reported
+from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
 from episodes.runner.nesting import check_env_rows, stacked_finals
@@ -384,7 +384,6 @@ class BatchedRecorder:
                 self._add_finals(r, ended, [leaf[r + 1, ended] for leaf in blocks.obs.leaves])
                 self._store_infos(infos, done, r, self.final_infos)
                 policy_obs, reset_infos = reset(options={"reset_mask": done.copy()})
-                check_batched_infos(reset_infos, "the env's reset infos")
                 blocks.obs.put_rows(
                     np.full(len(ended), r + 1), ended, policy_obs, "the env's reset observations"
                 )

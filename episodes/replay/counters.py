@@ -1,0 +1,75 @@
+"""The counters and evicted ids of a replay buffer's state, checked as a buffer could have them."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from episodes.replay.sampling import check_non_negative
+
+__all__ = ["COUNTERS", "checked_counts"]
+
+#: The keys of ``get_counters()`` / ``set_counters``, in their order.
+COUNTERS = ("added_timesteps", "sampled_timesteps", "episodes_evicted")
+
+
+def checked_counts(
+    counters: Mapping[str, Any], evicted: Any, stored_ids: Collection[Any], num_timesteps: int
+) -> tuple[int, int, int, dict[Any, None]]:
+    """Counters and evicted ids a buffer storing ``stored_ids`` could have, checked.
+
+    Returns:
+        Added steps, sampled items, evicted episodes, and the evicted ids in their order (as
+        the insertion-ordered dict the buffers keep).
+
+    Raises:
+        ValueError: A counter missing or not an int >= 0 (a bool is no count), fewer added
+            steps than ``num_timesteps``, or evicted ids that are not a list or tuple, repeat,
+            or name a stored episode. ``TypeError``: an unhashable evicted id.
+
+    Example:
+        >>> counts = {"added_timesteps": 9, "sampled_timesteps": 0, "episodes_evicted": 2}
+        >>> checked_counts(counts, [7, "a"], {"b"}, 4)
+        (9, 0, 2, {7: None, 'a': None})
+        >>> checked_counts(counts, ["b"], {"b"}, 4)
+        Traceback (most recent call last):
+        ...
+        ValueError: evicted ids 'b' are stored episodes too: a stored episode was never evicted
+    """
+    if not isinstance(counters, Mapping) or any(key not in counters for key in COUNTERS):
+        raise ValueError(f"counters must be a dict with keys {list(COUNTERS)}, got {counters!r}")
+    added, sampled, num_evicted = (
+        check_non_negative(counters[key], f"counters[{key!r}]") for key in COUNTERS
+    )
+    if added < num_timesteps:
+        raise ValueError(
+            f"counters['added_timesteps'] is {added}, below the {num_timesteps} steps stored"
+        )
+    if not isinstance(evicted, (list, tuple)):
+        raise ValueError(f"evicted ids must be a list, got {type(evicted).__name__}")
+    try:
+        ordered = dict.fromkeys(evicted)
+    except TypeError:
+        bad = next(i for i in evicted if not _hashable(i))
+        raise TypeError(f"evicted id {bad!r} is unhashable ({type(bad).__name__})") from None
+    if len(ordered) != len(evicted):
+        seen: set[Any] = set()
+        for id_ in evicted:
+            if id_ in seen:
+                raise ValueError(f"evicted id {id_!r} is listed twice")
+            seen.add(id_)
+    both = ordered.keys() & stored_ids
+    if both:
+        names = ", ".join(sorted(map(repr, both))[:5])
+        raise ValueError(
+            f"evicted ids {names} are stored episodes too: a stored episode was never evicted"
+        )
+    return added, sampled, num_evicted, ordered
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
