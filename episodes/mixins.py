@@ -24,8 +24,9 @@ def name_methods_after(host: type, *mixins: type) -> None:
     """Renames the public functions of ``mixins`` (their ``__qualname__``) after ``host``.
 
     Python 3.11+ names the function's qualified name in argument errors
-    (``Store.get() missing 1 required positional argument``). Static and class methods are
-    renamed too; properties and names starting with ``_`` are left as they are.
+    (``Store.get() missing 1 required positional argument``). Their ``__module__`` becomes
+    ``host``'s, so that pickle finds them as ``host``'s attributes. Static and class methods
+    are renamed too; properties and names starting with ``_`` are left as they are.
 
     Args:
         host: The class the mixins are mixed into (the one users call).
@@ -47,4 +48,6 @@ def name_methods_after(host: type, *mixins: type) -> None:
             if isinstance(value, (staticmethod, classmethod)):
                 value = value.__func__
             if not name.startswith("_") and inspect.isfunction(value):
+                # Both: pickle finds a function by its module and qualified name.
                 value.__qualname__ = f"{host.__name__}.{name}"
+                value.__module__ = host.__module__

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -15,7 +17,6 @@ from episodes.replay import EpisodeReplayBuffer
 from episodes.rollout import split_and_pad_trajectories, trajectory_layout
 from episodes.runner import EnvRunner, RandomPolicy
 from episodes.testing.strategies import episodes as episode_strategy
-
 
 _EXTRAS = {"vf_preds": [0.0, 0.0], "action_logp": [0.0, 0.0]}
 
@@ -174,3 +175,22 @@ def test_two_ends_of_one_step_are_refused_whatever_their_order(consumer):
     ):
         with pytest.raises(ValueError, match="two chunks without steps end it at t=2"):
             JOINING_CONSUMERS[consumer]([_steps_e(), *ends])
+
+
+ENDS_LEFT_OUT = {
+    "batch": lambda chunks: len(episodes_to_batch(chunks)["rewards"]),
+    "learner-columns": lambda chunks: len(AddLearnerColumns()(chunks, {})["rewards"]),
+    "replay": lambda chunks: EpisodeReplayBuffer(10).add(chunks),
+}
+
+
+@pytest.mark.parametrize("consumer", ENDS_LEFT_OUT)
+def test_ends_whose_steps_are_not_here_are_left_out_unjudged(consumer):
+    # Their episode's steps lie before the chunks given: nothing to join, nothing to refuse.
+    other = SingleAgentEpisode(
+        "o", observations=[0.0, 1.0], actions=[0], rewards=[1.0], len_lookback_buffer=0
+    )
+    no_observation = SingleAgentEpisode("q", t_started=2, truncated=True)
+    twice = SingleAgentEpisode("r", observations=[5.0], t_started=2, terminated=True)
+    for ends in ([no_observation], [twice, copy.deepcopy(twice)]):
+        ENDS_LEFT_OUT[consumer]([other, *ends])

@@ -1,6 +1,7 @@
 """Methods the episode and the replay buffers take from mixins carry the class's name."""
 
 import inspect
+import pickle
 import sys
 
 import pytest
@@ -41,3 +42,18 @@ def test_argument_errors_name_the_class(call, expected):
         assert str(info.value).startswith(expected)
     else:
         assert str(info.value).startswith(expected.split(".")[1])
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        SingleAgentEpisode.get_observations,
+        SingleAgentEpisode.add_env_step,
+        EpisodeReplayBuffer.get_counters,
+        PrioritizedEpisodeReplayBuffer.get_transitions,
+    ],
+    ids=lambda f: f.__qualname__,
+)
+def test_renamed_methods_still_pickle_by_reference(function):
+    # multiprocessing and ProcessPoolExecutor.map send functions by module and qualified name.
+    assert pickle.loads(pickle.dumps(function)) is function

@@ -176,12 +176,13 @@ def _not_real_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and (value.ndim > 0 or value.dtype.kind not in "biuf")
 
 
-def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAgentEpisode]:
+def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, list[SingleAgentEpisode]]:
     """The chunks without steps that ended their episode, by ``(id, t)`` where each starts.
 
     Such a chunk ends the chunk of its episode whose steps stop at that ``t`` (``chunk.t``):
     that chunk's last step is the episode's last. Looked up, not paired in order, so other
-    episodes' chunks may lie between them.
+    episodes' chunks may lie between them. Judged only where it ends a chunk
+    (:func:`stepless_end`): one whose steps are not here holds nothing and is left out.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -189,21 +190,46 @@ def stepless_ends(episodes: Sequence[SingleAgentEpisode]) -> dict[Any, SingleAge
         ...                            len_lookback_buffer=0)
         >>> end = SingleAgentEpisode("a", observations=[1], t_started=1, terminated=True,
         ...                          len_lookback_buffer=0)
-        >>> stepless_ends([steps, end])[("a", steps.t)] is end
+        >>> stepless_ends([steps, end])[("a", steps.t)] == [end]
         True
     """
-    ends: dict[Any, SingleAgentEpisode] = {}
+    ends: dict[Any, list[SingleAgentEpisode]] = {}
     for ep in episodes:
         if not len(ep) and ep.is_done:
-            check_end_observation(ep)
-            key = (id_key(ep.id_), ep.t_started)  # a list id keyed by its value
-            if ends.get(key, ep) is not ep:  # which one ends the episode would be list order
-                raise ValueError(
-                    f"episode {ep.id_!r}: two chunks without steps end it at t={ep.t_started}; "
-                    "no chunk follows the one that ended its episode"
-                )
-            ends[key] = ep
+            ends.setdefault((id_key(ep.id_), ep.t_started), []).append(ep)  # a list id by value
     return ends
+
+
+def stepless_end(
+    ends: dict[Any, list[SingleAgentEpisode]], episode: SingleAgentEpisode
+) -> SingleAgentEpisode | None:
+    """The chunk of :func:`stepless_ends` that ends ``episode``'s steps, if any.
+
+    An unhashable id (a list) is matched by value (:func:`~episodes.structs.id_key`).
+
+    Raises:
+        ValueError: The end does not join ``episode`` (:func:`check_end_joins`), or two
+            chunks end it at the same step (which of them ended it would be list order).
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> steps = SingleAgentEpisode(["a"], observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                            len_lookback_buffer=0)
+        >>> end = SingleAgentEpisode(["a"], observations=[1], t_started=1, terminated=True,
+        ...                          len_lookback_buffer=0)
+        >>> stepless_end(stepless_ends([end]), steps) is end
+        True
+    """
+    found = ends.get((id_key(episode.id_), episode.t))
+    if not found:
+        return None
+    if any(other is not found[0] for other in found[1:]):
+        raise ValueError(
+            f"episode {episode.id_!r}: two chunks without steps end it at t={episode.t}; "
+            "no chunk follows the one that ended its episode"
+        )
+    check_end_joins(found[0], episode)
+    return found[0]
 
 
 def check_end_observation(end: SingleAgentEpisode) -> None:
@@ -228,28 +254,6 @@ def check_end_observation(end: SingleAgentEpisode) -> None:
             "holds no observation, so it joins none of its chunks (concat_episode refuses it); "
             "store an episode's end with its last observation, as cut() at the end makes it"
         )
-
-
-def stepless_end(
-    ends: dict[Any, SingleAgentEpisode], episode: SingleAgentEpisode
-) -> SingleAgentEpisode | None:
-    """The chunk of :func:`stepless_ends` that ends ``episode``'s steps, if any.
-
-    An unhashable id (a list) is matched by value (:func:`~episodes.structs.id_key`).
-
-    Example:
-        >>> from episodes import SingleAgentEpisode
-        >>> steps = SingleAgentEpisode(["a"], observations=[0, 1], actions=[0], rewards=[1.0],
-        ...                            len_lookback_buffer=0)
-        >>> end = SingleAgentEpisode(["a"], observations=[1], t_started=1, terminated=True,
-        ...                          len_lookback_buffer=0)
-        >>> stepless_end(stepless_ends([end]), steps) is end
-        True
-    """
-    end = ends.get((id_key(episode.id_), episode.t))
-    if end is not None:
-        check_end_joins(end, episode)
-    return end
 
 
 def check_end_joins(end: SingleAgentEpisode, chunk: SingleAgentEpisode) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.connectors.learner import check_end_joins, check_end_observation
+from episodes.connectors.learner import check_end_joins
 from episodes.converter.alike import (
     check_alike_envs,
     describe_steps,
@@ -366,7 +366,6 @@ def _pieces(n: int, group: list[SingleAgentEpisode], bootstrap_key: str) -> list
             pieces.append(piece)
             latest[id_key(chunk.id_)] = piece
             continue
-        check_end_observation(chunk)
         ended = latest.get(id_key(chunk.id_))  # None: the episode's steps lie before this window
         if ended is not None:
             check_end_joins(chunk, ended.chunk)

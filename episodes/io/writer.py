@@ -404,7 +404,7 @@ def removed_if_failed(path: str | os.PathLike[str]) -> Iterator[None]:
         >>> os.listdir(root)
         []
     """
-    root = Path(path)
+    root = Path(path).absolute()  # as the writers': a chdir in the block must not move it
     made = list(itertools.takewhile(lambda p: not os.path.lexists(p), [root, *root.parents]))
     was_empty = not made and root.is_dir() and not any(root.iterdir())
     try:

@@ -183,3 +183,16 @@ def test_a_copy_onto_a_full_disk_says_where_and_that_nothing_was_written(tmp_pat
     assert proc.stderr.startswith("episodes: error: writing out failed ("), proc.stderr
     assert proc.stderr.rstrip().endswith("nothing was written")
     assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def test_a_failed_block_takes_back_its_dataset_after_a_chdir(in_tmp):
+    from episodes.io.tools import removed_if_failed
+
+    (in_tmp / "a").mkdir()
+    (in_tmp / "b").mkdir()
+    os.chdir(in_tmp / "a")
+    with pytest.raises(KeyError), removed_if_failed("ds"):
+        DatasetWriter("ds").close()
+        os.chdir(in_tmp / "b")  # an env that changes directory, say
+        raise KeyError("the env failed")
+    assert os.listdir(in_tmp / "a") == [] and os.listdir(in_tmp / "b") == []
