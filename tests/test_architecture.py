@@ -25,7 +25,7 @@ MAX_LINES_WITH_EXAMPLES = 700
 
 # Each group may import itself and every group before it.
 LAYERS: list[set[str]] = [
-    {"spaces", "indexing", "structs", "envs", "seeds", "mixins"},
+    {"spaces", "indexing", "structs", "envs", "seeds"},
     {"buffer"},
     {"episode"},
     {"connectors"},

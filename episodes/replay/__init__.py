@@ -12,14 +12,10 @@ Example:
     [1, 2, 3]
 """
 
-from episodes.mixins import name_methods_after
-from episodes.replay.access import BufferAccess
 from episodes.replay.buffer import EpisodeReplayBuffer
 from episodes.replay.errors import EmptyBufferError, EvictedEpisodeError
 from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
 from episodes.replay.sum_tree import SumTree
-
-name_methods_after(EpisodeReplayBuffer, BufferAccess)
 
 __all__ = [
     "EmptyBufferError",
