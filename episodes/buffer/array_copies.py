@@ -48,7 +48,9 @@ def field_copy(store: ArrayStore, cls: type[S], leaves: list[np.ndarray], size: 
     """
     copy = cls.__new__(cls)
     copy._leaves, copy.structure, copy.size = leaves, store.structure, size
-    copy.typed, copy._pending, copy._before_adoption = store.typed, [], None
+    copy.typed, copy._pending = store.typed, []
+    # The empty layout an emptied column returns to: empty arrays, so nothing writes into them.
+    copy._before_adoption = store._before_adoption
     copy._kind, copy._row_dtype, copy._row_shape = store._kind, store._row_dtype, store._row_shape
     copy._always_fit, copy._ranged = store._always_fit, store._ranged
     copy._low, copy._high, copy._shared = store._low, store._high, False
@@ -66,7 +68,6 @@ def shallow_copy(store: S) -> S:
     """
     size = store.size
     clone = field_copy(store, type(store), [leaf[:size] for leaf in store.leaves], size)
-    clone._before_adoption = store._before_adoption  # empty arrays: nothing writes into them
     store._shared = clone._shared = True
     return clone
 

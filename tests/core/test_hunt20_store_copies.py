@@ -343,3 +343,49 @@ def test_copy_copy_of_a_list_store_has_its_own_list() -> None:
     original.pop(0)
     assert (original.data, clone.data) == ([2], [1, 2, 3])
     assert clone.pylist is clone.data  # hot paths append through pylist
+
+
+RANGE_COPIES = {
+    "copy_range": lambda buf: buf.copy_range(0, len(buf), 0),
+    "copy_tail": lambda buf: buf.copy_tail(len(buf), len(buf)),
+}
+
+
+@pytest.mark.parametrize("how", list(RANGE_COPIES))
+@pytest.mark.parametrize("name", list(ADOPTED))
+def test_range_copies_go_back_to_the_untyped_layout_as_the_original_does(name, how):
+    space, first, later = ADOPTED[name]
+    buf = _numpyd_while_empty(space)
+    buf.append(first)
+    part = RANGE_COPIES[how](buf)
+    for b in (buf, part):
+        b.pop()
+        b.append(later)
+    assert part == buf and data_equal(part.get(0), later)
+
+
+CHUNK_COPIES = {
+    "cut": lambda ep: ep.cut(),
+    "ep[0:0]": lambda ep: ep[0:0],
+    "slice": lambda ep: ep.slice(slice(0, 0)),
+}
+
+
+@pytest.mark.parametrize("how", list(CHUNK_COPIES))
+def test_a_cut_of_an_episode_numpyd_before_its_reset_joins_as_the_episode_does(how):
+    episode = SingleAgentEpisode("e")
+    episode.to_numpy()
+    episode.add_env_reset(np.zeros(2, np.float32))  # the first item chose float32
+    chunk = CHUNK_COPIES[how](episode)
+    for joined in (episode, chunk):
+        joined.concat_episode(
+            SingleAgentEpisode(
+                "e",
+                observations=[np.zeros(2), np.ones(2)],
+                actions=[0],
+                rewards=[1.0],
+                len_lookback_buffer=0,
+            )
+        )
+    assert chunk.get_observations().dtype == episode.get_observations().dtype
+    assert chunk == episode
