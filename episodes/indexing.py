@@ -231,6 +231,26 @@ class SlicePlan(NamedTuple):
         """
         return self.fill_left + self.stored + self.fill_right
 
+    def step_first(self) -> SlicePlan:
+        """The same read with the step taken before the padding, as a step-1 plan's parts.
+
+        Its fillers and its stored items are those ``[::step]`` keeps: ``fill_left`` fillers,
+        ``data[start:stop:step]``, ``fill_right`` fillers is this plan's result. So a read
+        touches (and one-hot encodes) only the items it returns.
+
+        Example:
+            >>> SlicePlan(fill_left=3, start=0, stop=5, fill_right=1, step=2).step_first()
+            SlicePlan(fill_left=2, start=1, stop=5, fill_right=1, step=2)
+        """
+        step = self.step
+        if step == 1 or not (self.fill_left or self.fill_right):
+            return self  # nothing to pad: the stored window strided is the result
+        fill_left = -(-self.fill_left // step)
+        start = min(self.start + (-self.fill_left) % step, self.stop)
+        kept = -(-self.length // step)
+        stored = -(-(self.stop - start) // step)
+        return SlicePlan(fill_left, start, self.stop, kept - fill_left - stored, step)
+
 
 def plan_slice(
     slice_: slice, *, lookback: int, total: int, neg_index_as_lookback: bool, fill: bool

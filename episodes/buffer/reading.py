@@ -47,33 +47,39 @@ def read_plan(
 ) -> Any:
     """The batch a slice plan describes: fillers, the stored window, fillers, then the step.
 
+    The step is taken first (:meth:`~episodes.indexing.SlicePlan.step_first`): items it skips
+    are never encoded, so one outside the space that the result leaves out raises nothing.
+
     Example:
         >>> from episodes.buffer.array_store import ArrayStore
         >>> plan = indexing.SlicePlan(fill_left=0, start=1, stop=5, fill_right=2, step=2)
         >>> read_plan(ArrayStore.from_batch(np.arange(5)), None, plan, -1, False).tolist()
         [1, 3, -1]
     """
+    strided = plan if plan.step == 1 else plan.step_first()
     try:
+        window = store.window(strided.start, strided.stop)
+        if plan.step != 1:
+            window = store.stride(window, plan.step)
         if one_hot_discrete and type(space) is gym.spaces.Discrete:
             # The connector hot path: one zero matrix and one scatter.
             rows = window_one_hot(
-                store.window(plan.start, plan.stop),
+                window,
                 n=int(space.n),
                 start=int(space.start),
-                fill_left=plan.fill_left,
-                fill_right=plan.fill_right,
+                fill_left=strided.fill_left,
+                fill_right=strided.fill_right,
             )
             if rows is not None:
-                return store.from_rows(rows if plan.step == 1 else rows[:: plan.step])
-        window = store.window(plan.start, plan.stop)
+                return store.from_rows(rows)
         if one_hot_discrete:
             window = store.encode_one_hot(window, space)
-        if plan.fill_left or plan.fill_right:
-            window = _padded(store, space, plan, window, fill, one_hot_discrete)
+        if strided.fill_left or strided.fill_right:
+            window = _padded(store, space, strided, window, fill, one_hot_discrete)
     except MemoryError as error:  # fillers no array (or list) holds: the slice is too long
         count = plan.fill_left + plan.stored + plan.fill_right
         raise MemoryError(f"a slice of {count} items (fillers included) cannot be read") from error
-    return window if plan.step == 1 else store.stride(window, plan.step)
+    return window
 
 
 def _padded(

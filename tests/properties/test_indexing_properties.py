@@ -142,3 +142,18 @@ def test_slice_positions_refuse_a_zero_step():
         indexing.slice_positions(
             slice(0, 2, 0), lookback=0, total=3, neg_index_as_lookback=False, fill=False
         )
+
+
+@given(
+    st.integers(0, 7), st.integers(0, 6), st.integers(0, 6), st.integers(0, 7), st.integers(1, 4)
+)
+def test_step_first_keeps_exactly_what_the_step_keeps_of_the_padded_window(
+    fill_left, start, stored, fill_right, step
+):
+    plan = indexing.SlicePlan(fill_left, start, start + stored, fill_right, step)
+    assembled = [None] * fill_left + list(range(plan.start, plan.stop)) + [None] * fill_right
+    strided = plan.step_first()
+    parts = [None] * strided.fill_left + list(range(strided.start, strided.stop, step))
+    assert parts + [None] * strided.fill_right == assembled[::step]
+    assert plan.start <= strided.start <= strided.stop == plan.stop
+    assert min(strided.fill_left, strided.fill_right) >= 0 and strided.step == step
