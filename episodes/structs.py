@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import sys
 from typing import Any
@@ -464,3 +465,37 @@ def _collect_up_to(structure: Any, item: Any, out: list[Any]) -> bool:
         return all(_collect_up_to(sub, value, out) for sub, value in zip(structure, item))
     out.append(item)
     return True
+
+
+def deep_copied(value: Any, what: str, owner: str = "") -> Any:
+    """``copy.deepcopy(value)``, or a ``TypeError`` naming ``what``, the part and ``owner``.
+
+    Example:
+        >>> import threading
+        >>> deep_copied({"a": [1]}, "infos")
+        {'a': [1]}
+        >>> deep_copied({"a": [1, threading.Lock()]}, "infos[0]", " of episode 'e'")
+        Traceback (most recent call last):
+        ...
+        TypeError: infos[0]['a'][1] of episode 'e' cannot be deep-copied (TypeError: cannot ...
+    """
+    try:
+        return copy.deepcopy(value)
+    except Exception as err:  # noqa: BLE001 - whatever a value's __deepcopy__ or pickling raises
+        raise TypeError(
+            f"{what}{_failing_part(value)}{owner} cannot be deep-copied "
+            f"({type(err).__name__}: {err})"
+        ) from err
+
+
+def _failing_part(value: Any) -> str:
+    """Where in ``value`` (``['a'][1]``) the first part that does not deep-copy lies."""
+    parts: Any = value.items() if isinstance(value, dict) else ()
+    if isinstance(value, (list, tuple)):
+        parts = enumerate(value)
+    for key, part in parts:
+        try:
+            copy.deepcopy(part)
+        except Exception:  # noqa: BLE001 - as above: this part is the one to name
+            return f"[{key!r}]{_failing_part(part)}"
+    return ""

@@ -54,6 +54,7 @@ def field_copy(store: ArrayStore, cls: type[S], leaves: list[np.ndarray], size: 
     copy._kind, copy._row_dtype, copy._row_shape = store._kind, store._row_dtype, store._row_shape
     copy._always_fit, copy._ranged = store._always_fit, store._ranged
     copy._low, copy._high, copy._shared = store._low, store._high, False
+    copy._forget_adopted_layout()  # an empty copy is the column emptied: untyped again
     return copy
 
 

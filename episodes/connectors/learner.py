@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +13,7 @@ from episodes.episode.reward_values import REAL_TYPES
 from episodes.episode.sample_batch import id_column
 from episodes.indexing import as_flag
 from episodes.spaces import equal_in_space, unstackable_space
-from episodes.structs import id_key
+from episodes.structs import deep_copied, id_key
 
 __all__ = ["AddLearnerColumns", "check_end_joins", "check_end_observation", "float32_rewards"]
 
@@ -97,7 +96,9 @@ class AddLearnerColumns:
             for key in keys:  # a key listed in both columns and shared: once
                 value = data[key]
                 if key in listed:  # copies: changing a batch never reaches the episodes
-                    parts.setdefault(key, []).append(copy.deepcopy(list(value)))
+                    parts.setdefault(key, []).append(
+                        deep_copied(list(value), key, f" of episode {episode.id_!r}")
+                    )
                 elif key == "rewards":
                     rewards = float32_rewards(value, episode.id_, "AddLearnerColumns")
                     parts.setdefault(key, []).append(rewards)

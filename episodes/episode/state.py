@@ -136,7 +136,7 @@ def field_value(field: Field, value: Any) -> Any:
             them), a flag that is no bool, a time that is no integer, a clock that is no
             number, ``custom_data`` that is no dict.
         ValueError: A clock that is a number but not finite (NaN, inf); the message names
-            the field.
+            the field. A numpy'd infos column (infos stay a list of dicts).
 
     Example:
         >>> from episodes.episode.fields import FIELDS_BY_NAME
@@ -154,6 +154,10 @@ def field_value(field: Field, value: Any) -> Any:
         if not isinstance(value, InfiniteLookbackBuffer):
             raise TypeError(
                 f"{field.name} must be an InfiniteLookbackBuffer, got {type(value).__name__}"
+            )
+        if field.name == "infos" and value.finalized:  # to_numpy never numpys them
+            raise ValueError(
+                "infos must be a list-mode InfiniteLookbackBuffer of dicts, got a numpy'd one"
             )
     elif kind == "columns":
         if value is None:

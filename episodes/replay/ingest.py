@@ -7,7 +7,6 @@ refused as surely as one continuing an episode evicted long ago.
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.store import all_empty_infos
 from episodes.spaces import UNSTACKABLE_SPACES, find_space_kind
-from episodes.structs import arrays_equal
+from episodes.structs import arrays_equal, deep_copied
 
 __all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
 
@@ -148,7 +147,7 @@ def _ending(episode: SingleAgentEpisode) -> Chunk:
         actions=np.empty(0),
         rewards=np.empty(0, np.float32),
         extras={},
-        infos=_owned(list(episode.get_infos())[-1:] or [None]),
+        infos=_owned(list(episode.get_infos())[-1:] or [None], episode.id_, len(episode)),
         terminated=bool(episode.is_terminated),
         truncated=bool(episode.is_truncated),
         spaces=(episode.observation_space, episode.action_space),
@@ -231,7 +230,7 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         ),
         rewards=stored,
         extras=extras,
-        infos=[None] * len(infos) if empty_infos else _owned(infos),
+        infos=[None] * len(infos) if empty_infos else _owned(infos, episode.id_),
         terminated=bool(episode.is_terminated),
         truncated=bool(episode.is_truncated),
         spaces=(episode.observation_space, episode.action_space),
@@ -345,13 +344,15 @@ def _scalar_rewards(values: Any, n: int) -> np.ndarray | None:
         ) from None
 
 
-def _owned(infos: list[Any]) -> list[Any]:
+def _owned(infos: list[Any], id_: Any, first: int = 0) -> list[Any]:
     # Deep copies, so that the caller changing an info dict later cannot reach into the
     # buffer; an empty one (None or {}) is stored as None (read back as a new {}). Any other
     # value, falsy (0, [], "") or an array, is what the episode recorded and is kept.
     return [
-        None if info is None or (type(info) is dict and not info) else copy.deepcopy(info)
-        for info in infos
+        None
+        if info is None or (type(info) is dict and not info)
+        else deep_copied(info, f"infos[{ts}]", f" of episode {id_!r}")
+        for ts, info in enumerate(infos, first)
     ]
 
 

@@ -47,9 +47,10 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks
-from episodes.runner.device_blocks import DeviceBlocks, to_host, to_host_all
+from episodes.runner.device_blocks import DeviceBlocks
 from episodes.runner.device_values import as_device_batch, as_host_typed, check_env_flags
 from episodes.runner.finals import Finals
+from episodes.runner.host_copies import to_host, to_host_all
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.policy import check_env_holds_data, check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset

@@ -52,12 +52,22 @@ def check_batched_infos(infos: Any, what: str) -> None:
         )
 
 
+def mask_key(key: Any) -> str:
+    """The key of ``key``'s mask in gymnasium's batched infos: ``f"_{key}"``, whatever its type.
+
+    Example:
+        >>> mask_key("x"), mask_key(1)
+        ('_x', '_1')
+    """
+    return f"_{key}"
+
+
 def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -> dict[str, Any]:
     """The info dict of sub-env ``index`` out of a vector env's batched infos.
 
     Gymnasium batches infos key by key: ``infos[key][i]`` is sub-env ``i``'s value and the
-    boolean ``infos["_" + key][i]`` says whether sub-env ``i`` reported the key at all. Nested
-    dicts are batched the same way, recursively.
+    boolean ``infos[f"_{key}"][i]`` says whether sub-env ``i`` reported the key at all (a key
+    of any type: ``_1`` is the mask of ``1``). Nested dicts are batched the same way.
 
     Args:
         infos: The batched infos from ``VectorEnv.reset`` or ``VectorEnv.step``.
@@ -83,7 +93,7 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
     for key, value in infos.items():
         if key in drop or (isinstance(key, str) and key.startswith("_")):
             continue
-        mask = infos.get("_" + key) if isinstance(key, str) else None
+        mask = infos.get(mask_key(key))
         if mask is not None and not bool(np.asarray(mask)[index]):
             continue
         if isinstance(value, dict):
@@ -148,11 +158,11 @@ def reported(infos: dict[str, Any], num_envs: int, drop: tuple[str, ...] = ()) -
             continue
         if isinstance(value, dict) and value:
             _check_masks(value, num_envs, f"[{key!r}]")
-        flags = infos.get("_" + key) if isinstance(key, str) else None
+        flags = infos.get(mask_key(key))
         if flags is None:
             unmasked = True  # reported by every sub-env; the other masks are still checked
             continue
-        flags = _flags(flags, num_envs, f"[{'_' + key!r}]", f"[{key!r}]")
+        flags = _flags(flags, num_envs, f"[{mask_key(key)!r}]", f"[{key!r}]")
         mask = flags.copy() if mask is None else mask | flags  # the env's own array untouched
     return np.ones(num_envs, bool) if unmasked else mask
 
@@ -164,9 +174,9 @@ def _check_masks(infos: dict[str, Any], num_envs: int, where: str) -> None:
             continue
         if isinstance(value, dict) and value:
             _check_masks(value, num_envs, f"{where}[{key!r}]")
-        flags = infos.get("_" + key) if isinstance(key, str) else None
+        flags = infos.get(mask_key(key))
         if flags is not None:
-            _flags(flags, num_envs, f"{where}[{'_' + key!r}]", f"{where}[{key!r}]")
+            _flags(flags, num_envs, f"{where}[{mask_key(key)!r}]", f"{where}[{key!r}]")
 
 
 def _flags(flags: Any, num_envs: int, where: str, of: str) -> np.ndarray:

@@ -371,7 +371,7 @@ class BatchedRecorder:
                 self._store_infos(infos, None, r + 1)
             self.awaiting = done
         elif self.mode is AutoresetMode.SAME_STEP:
-            self._store_infos(infos, ~done, r + 1)
+            self._store_infos(infos, ~done, r + 1, drop=FINAL_KEYS)  # final keys: ended envs'
             if ended.size:
                 self._add_finals(r, ended, self._final_leaves(infos, ended))
                 self._store_infos(infos.get("final_info", {}), done, r, self.final_infos)

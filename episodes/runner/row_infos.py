@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.infos import not_per_env
+from episodes.runner.infos import mask_key, not_per_env
 
 __all__ = ["RowInfos"]
 
@@ -229,7 +229,7 @@ def _masked(infos: dict[Any, Any], drop: tuple[str, ...]) -> Iterator[tuple[Any,
     for key, value in infos.items():
         if key in drop or (isinstance(key, str) and key.startswith("_")):
             continue
-        yield key, value, infos.get("_" + key) if isinstance(key, str) else None
+        yield key, value, infos.get(mask_key(key))
 
 
 def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, Any]:
@@ -248,7 +248,7 @@ def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, An
         else:
             out[key] = value
         if mask is not None:
-            out["_" + key] = np.array(mask, dtype=bool)  # checked by ``reported``
+            out[mask_key(key)] = np.array(mask, dtype=bool)  # checked by ``reported``
     return out
 
 

@@ -389,3 +389,30 @@ def test_a_cut_of_an_episode_numpyd_before_its_reset_joins_as_the_episode_does(h
         )
     assert chunk.get_observations().dtype == episode.get_observations().dtype
     assert chunk == episode
+
+
+@pytest.mark.parametrize("name", list(ADOPTED))
+def test_an_empty_range_copy_is_the_column_emptied_and_its_state_round_trips(name):
+    space, first, later = ADOPTED[name]
+    buf = _numpyd_while_empty(space)
+    buf.append(first)
+    empty = buf.copy_tail(0, 0)
+    emptied = _numpyd_while_empty(space)
+    emptied.append(first)
+    emptied.pop()
+    assert empty.get_state().keys() == emptied.get_state().keys()
+    assert InfiniteLookbackBuffer.from_state(empty.get_state()) == empty
+    for b in (empty, emptied):
+        b.append(later)
+    assert empty == emptied
+
+
+@pytest.mark.parametrize("how", list(CHUNK_COPIES) + ["ep[1:]"])
+def test_the_successor_of_an_episode_numpyd_before_its_first_step_round_trips(how):
+    episode = SingleAgentEpisode("x", extra_model_outputs={"vf": []})
+    episode.add_env_reset(np.zeros(2, np.float32))
+    episode.to_numpy()
+    episode.add_env_step(np.ones(2, np.float32), 0, 1.0, extra_model_outputs={"vf": np.float16(1)})
+    chunk = episode[1:] if how == "ep[1:]" else CHUNK_COPIES[how](episode)
+    assert SingleAgentEpisode.from_state(chunk.get_state()) == chunk
+    assert SingleAgentEpisode.from_fields(chunk.field_values()) == chunk
