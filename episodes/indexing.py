@@ -291,7 +291,7 @@ def plan_slice(
     length = stop - start
     if length <= 0:
         return SlicePlan(0, stored_start, stored_start, 0, step)
-    _check_count(length)
+    _check_count(-(-length // step))  # the items read: the step is taken before padding
     stored = stored_stop - stored_start
     if stored == 0:
         # Entirely outside the data: everything is filler; keep it on the side it lies on.

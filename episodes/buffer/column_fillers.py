@@ -9,8 +9,9 @@ dtype wherever ``fill`` keeps its value in it (0 into int64 or bool); where it d
 or NaN into ints, 2 into bools), the leaf stays the space's and the read is joined as numpy
 promotes, since it holds ``fill``. A float filler of a float column is left as it is: the
 join gives the values list mode reads. The space's own
-check of ``fill`` comes first and is unchanged. One-hot reads keep their float32 zero-hot
-fillers, and list-mode fillers stay the space's.
+check of ``fill`` comes first and is unchanged. A one-hot read keeps the float32 zero-hot
+fillers of the leaves it encodes (the others take their column's dtype as above), and
+list-mode fillers stay the space's.
 
 Example:
     >>> import gymnasium as gym
@@ -31,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.store import Store
+from episodes.spaces.batching import map_leaves_with_space
 from episodes.spaces.filler import filler_leaf
 from episodes.structs import flatten, leaves_up_to, unflatten
 
@@ -38,6 +40,8 @@ __all__ = ["column_typed"]
 
 # Dtype kinds of numbers and bools: the leaves whose fillers can take the column's dtype.
 _NUMBERS = "biufc"
+# The spaces whose leaves a one-hot read encodes (their fillers are float32 zero-hot vectors).
+_ENCODED = (gym.spaces.Discrete, gym.spaces.MultiDiscrete)
 
 
 def column_typed(
@@ -45,8 +49,8 @@ def column_typed(
 ) -> Any:
     """``fillers`` (a filler item or batch of ``space``) with ``store``'s leaf dtypes, where fit.
 
-    Anything but a typed numpy column with a space, or a one-hot read, gets ``fillers`` back
-    as they are; so do fillers that nest otherwise than the column's items.
+    Anything but a typed numpy column with a space gets ``fillers`` back as they are; so do
+    fillers that nest otherwise than the column's items, and a one-hot read's encoded leaves.
 
     Example:
         >>> from episodes.buffer.array_store import ArrayStore
@@ -55,13 +59,15 @@ def column_typed(
         >>> column_typed(store, box, 1, {"a": np.ones(1, np.float32)}, False)
         {'a': array([ True])}
     """
-    if space is None or one_hot_discrete or not store.is_numpy or not getattr(store, "typed", 0):
+    if space is None or not store.is_numpy or not getattr(store, "typed", 0):
         return fillers
     columns = store.leaves  # type: ignore[attr-defined]
     structure = store.structure  # type: ignore[attr-defined]
     if structure is None:
         if fillers.__class__ is not np.ndarray or fillers.dtype == columns[0].dtype:
             return fillers  # the common case: the column holds its space's dtype
+        if one_hot_discrete and isinstance(space, _ENCODED):
+            return fillers  # float32 zero-hot vectors, joining float32 one-hot rows
         return _retyped(fillers, fill, columns[0].dtype)
     found = leaves_up_to(structure, fillers)
     leaves, nesting = flatten(fillers)
@@ -72,12 +78,25 @@ def column_typed(
         for leaf, column in zip(found, columns)
     ):
         return fillers
+    # The one-hot leaves keep their float32 zero-hot fillers; the others, their column's.
+    encoded = _encoded_leaves(structure, fillers, space) if one_hot_discrete else None
     # ``found`` is in the column's leaf order, which is flatten's: both sort dict keys.
     retyped = [
-        _retyped(leaf, fill, column.dtype) if leaf.__class__ is np.ndarray else leaf
-        for leaf, column in zip(found, columns)
+        _retyped(leaf, fill, column.dtype)
+        if leaf.__class__ is np.ndarray and not (encoded and encoded[i])
+        else leaf
+        for i, (leaf, column) in enumerate(zip(found, columns))
     ]
     return unflatten(nesting, retyped)
+
+
+def _encoded_leaves(structure: Any, fillers: Any, space: gym.Space[Any]) -> list[Any] | None:
+    """Per leaf of ``fillers``, in the column's leaf order: whether one-hot encodes it."""
+    try:
+        flags = map_leaves_with_space(lambda _, leaf: isinstance(leaf, _ENCODED), fillers, space)
+    except (KeyError, ValueError):  # fillers that do not nest as the space: none retyped
+        return None
+    return leaves_up_to(structure, flags)
 
 
 def _retyped(leaf: np.ndarray, fill: Any, dtype: np.dtype[Any]) -> np.ndarray:

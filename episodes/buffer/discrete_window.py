@@ -22,6 +22,8 @@ import numpy as np
 _SMALL = 8
 # The most bytes one array may hold.
 _MAX_BYTES = int(np.iinfo(np.intp).max)
+# Every int of smaller magnitude is a float64 exactly.
+_EXACT_FLOAT_INTS = 2**53
 
 
 def window_one_hot(
@@ -44,7 +46,7 @@ def window_one_hot(
     """
     stored = len(values)
     rows = fill_left + stored + fill_right
-    if rows * n * 4 > _MAX_BYTES:  # numpy would raise a ValueError ("array is too big")
+    if max(rows, 1) * n * 4 > _MAX_BYTES:  # numpy: a ValueError ("array is too big"), even empty
         raise MemoryError(f"{rows} one-hot rows of {n} float32 slots do not fit in one array")
     out = np.zeros((rows, n), dtype=np.float32)
     if stored and stored <= _SMALL and type(values) is np.ndarray and values.dtype.kind in "iu":
@@ -68,21 +70,38 @@ def window_one_hot(
             return None
         if idx.ndim != 1:  # rows would pair with every value of a row: wrong slots set
             return None
+        if idx.dtype.kind == "f" and type(values) is list and rounded_ints(values):
+            return None  # ints numpy stacked as floats, rounded: each is encoded exactly
         if idx.dtype.kind not in "iu":  # bools are Discrete(2) members: False 0, True 1
             if idx.dtype.kind not in "fb" or not np.array_equal(idx, np.floor(idx)):
                 raise ValueError(
                     f"one-hot needs integer values in [{start}, {start + n}), got {idx}"
                 )
-            idx = idx.astype(np.int64)
-        if start:  # in int64: int8 99 - (-100) wraps to -57, uint8 0 - (-2) overflows
-            idx = idx.astype(np.int64, copy=False) - start
-        # Negative indices would wrap silently; too-large ones raise IndexError below.
-        if idx.min() < 0:
+        # Python ints compare any values exactly: in int64, a uint64 above 2**63 wraps round
+        # (into range, with a negative start), as int8 99 - (-100) would.
+        if int(idx.min()) < start or int(idx.max()) >= start + n:
             raise ValueError(f"one-hot value out of range [{start}, {start + n}): {values}")
-        try:
-            out[np.arange(fill_left, fill_left + stored), idx] = 1.0
-        except IndexError:
-            raise ValueError(
-                f"one-hot value out of range [{start}, {start + n}): {values}"
-            ) from None
+        idx = idx.astype(np.int64, copy=False)
+        out[np.arange(fill_left, fill_left + stored), idx - start if start else idx] = 1.0
     return out
+
+
+def rounded_ints(items: list[Any]) -> bool:
+    """Whether numpy, stacking ``items`` as floats, may have rounded an int among them.
+
+    An int64 beside a uint64 or a float stacks as float64: an int (or an int array's value)
+    of 2**53 or more may then read as its neighbour.
+
+    Example:
+        >>> rounded_ints([np.int64(2**60 + 1), np.uint64(1)]), rounded_ints([2**52, 0.5])
+        (True, False)
+    """
+    return any(_big_int(item) for item in items)
+
+
+def _big_int(item: Any) -> bool:
+    if isinstance(item, (int, np.integer)):
+        return abs(int(item)) >= _EXACT_FLOAT_INTS
+    if isinstance(item, np.ndarray) and item.dtype.kind in "iu" and item.size:
+        return max(-int(item.min()), int(item.max())) >= _EXACT_FLOAT_INTS
+    return False

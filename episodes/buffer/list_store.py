@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.array_store import ArrayStore
+from episodes.buffer.discrete_window import rounded_ints
 from episodes.buffer.stack_errors import unstackable
 from episodes.spaces import (
     batch,
@@ -269,6 +270,8 @@ class ListStore:
                 stacked = np.asarray(window)
                 if stacked.shape[1:] != space.shape:  # items off the space: each refused alone
                     raise ValueError(stacked.shape)
+                if stacked.dtype.kind == "f" and rounded_ints(window):
+                    raise ValueError("rounded")  # ints stacked as floats: each encoded exactly
                 return list(one_hot(stacked, space))
             except ValueError:
                 # Ragged items (an int beside a shaped array) do not stack; encode each alone,

@@ -78,7 +78,9 @@ def read_plan(
             window = _padded(store, space, strided, window, fill, one_hot_discrete)
     except MemoryError as error:  # fillers no array (or list) holds: the slice is too long
         count = plan.fill_left + plan.stored + plan.fill_right
-        raise MemoryError(f"a slice of {count} items (fillers included) cannot be read") from error
+        raise MemoryError(
+            f"a slice of {count} items (fillers included) cannot be read: {error}"
+        ) from error
     return window
 
 

@@ -160,8 +160,8 @@ def _check_size(shape: tuple[int, ...], dtype: Any) -> None:
         raise MemoryError(f"no array holds items of dtype {dtype!r} (too wide)") from None
     if math.prod(shape) * itemsize > _MAX_BYTES:
         raise MemoryError(
-            f"{shape[0]} filler items of shape {shape[1:]} and dtype {np.dtype(dtype)} do not "
-            "fit in one array"
+            f"fillers of shape {shape} (the lead axes, then one item's) and dtype "
+            f"{np.dtype(dtype)} do not fit in one array"
         )
 
 

@@ -10,6 +10,9 @@ from gymnasium import spaces as gs
 
 from episodes.spaces.batching import map_leaves_with_space
 
+# The most bytes one array may hold.
+_MAX_BYTES = int(np.iinfo(np.intp).max)
+
 __all__ = ["one_hot", "one_hot_size"]
 
 
@@ -104,6 +107,9 @@ def _as_indices(value: Any, start: Any, stop: Any, space: gs.Space[Any]) -> np.n
     2**63 or a float beyond the int64 range would wrap and could land back in range.
     """
     arr = np.asarray(value)
+    if arr.dtype.kind == "O" and arr.size and all(type(v) is int for v in arr.flat):
+        # Ints no int64 or uint64 holds: beyond every space's range, not "no integers".
+        raise ValueError(f"one_hot: value out of range for {space}: {arr!r}")
     if arr.dtype.kind not in "iub":
         if arr.dtype.kind != "f" or not np.all(np.mod(arr, 1) == 0):
             raise ValueError(f"one_hot: {space} needs integer values, got {arr!r}")
@@ -118,6 +124,8 @@ def _as_indices(value: Any, start: Any, stop: Any, space: gs.Space[Any]) -> np.n
 def _scatter_ones(rows_cols: np.ndarray, width: int) -> np.ndarray:
     """Float32 ``[m, width]`` zeros with a 1 at each row's listed column(s)."""
     m = rows_cols.shape[0]
+    if max(m, 1) * width * 4 > _MAX_BYTES:  # numpy: "array is too big", a ValueError, even empty
+        raise MemoryError(f"{m} one-hot rows of {width} float32 slots do not fit in one array")
     out = np.zeros((m, width), dtype=np.float32)
     # A 1 per (row, column) pair; no identity matrix, so huge ``n`` costs only the output.
     out[np.arange(m)[:, None], rows_cols] = 1.0
