@@ -29,7 +29,7 @@ from episodes.spaces import (
     unbatch,
     unstackable_space,
 )
-from episodes.structs import is_nested
+from episodes.structs import flatten, is_nested
 
 # Flat spaces without discrete leaves: a one-hot read returns their items unchanged.
 _NOTHING_TO_ENCODE = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.Text)
@@ -231,7 +231,7 @@ class ListStore:
         """
         if self.data:
             try:
-                return ArrayStore.from_batch(batch_in_space(self.data, space))
+                stacked = ArrayStore.from_batch(batch_in_space(self.data, space))
             except TypeError as error:  # dm-tree sorting dict keys of mixed types, say
                 raise ValueError(f"the items cannot be stacked: {error}") from error
             except ValueError as error:  # numpy's words: name the items that differ instead
@@ -240,6 +240,7 @@ class ListStore:
                 if named is None:
                     raise
                 raise named from error
+            return _no_numbers_as_text(stacked, self.data)
         if space is not None:
             # Shaped for reads, but the first appended item still decides the dtypes, so an
             # episode numpy'd before its first step stores what it would have stored after;
@@ -335,3 +336,25 @@ class ListStore:
             True
         """
         return items
+
+
+def _text(leaf: Any) -> bool:
+    """Whether a text leaf holds ``leaf`` as it is (np.str_ is a str; arrays of text too)."""
+    if isinstance(leaf, (str, bytes)):
+        return True
+    return isinstance(leaf, np.ndarray) and leaf.dtype.kind in ("U", "S")
+
+
+def _no_numbers_as_text(store: ArrayStore, items: list[Any]) -> ArrayStore:
+    """``store``, unless numpy wrote numbers of ``items`` into a text leaf (1.5 as "1.5")."""
+    text = [i for i, leaf in enumerate(store.leaves) if leaf.dtype.kind in "US"]
+    for k, item in enumerate(items if text else ()):
+        leaves = flatten(item)[0]
+        odd = next((leaves[i] for i in text if i < len(leaves) and not _text(leaves[i])), None)
+        if odd is not None:
+            raise ValueError(
+                f"the items mix text and other values (item {k} is {odd!r}), which numpy "
+                "would turn into text"
+            )
+    return store
+

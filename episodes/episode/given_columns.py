@@ -17,12 +17,20 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
-import numpy as np  # noqa: F401 - the doctests use it
+import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.array_store import ArrayStore
 
-__all__ = ["column_items", "default_infos", "extra_columns", "given_column", "infos_or_default"]
+__all__ = [
+    "column_items",
+    "default_infos",
+    "extra_columns",
+    "given_column",
+    "given_extras",
+    "infos_or_default",
+    "lookback_of",
+]
 
 
 def column_items(data: Any, name: str = "a column") -> Any:
@@ -99,11 +107,16 @@ def extra_columns(extra_model_outputs: Any) -> dict[Any, Any]:
 
 
 def given_column(
-    data: Any, lookback: int, space: gym.Space[Any] | None = None
+    data: Any, lookback: int, space: gym.Space[Any] | None = None, name: str = "a column"
 ) -> InfiniteLookbackBuffer:
     """The buffer for a column given as :func:`column_items` (or None); a buffer gets ``space``.
 
     A ready buffer is used as it is, with its own lookback; it takes ``space`` unless it has one.
+
+    Raises:
+        AssertionError: Items fewer than ``lookback`` (the constructor's lookback is at most
+            the rewards given, so every step column holds that many), naming the column
+            ``name``, as :meth:`~episodes.SingleAgentEpisode.validate` names inconsistent ones.
 
     Example:
         >>> buffer = given_column([0, 1, 2], 1, gym.spaces.Discrete(3))
@@ -114,7 +127,25 @@ def given_column(
         if space is not None and data.space is None:
             data.space = space
         return data
+    if data is not None and len(data) < lookback:  # a buffer would take it all as lookback
+        raise AssertionError(
+            f"column lengths disagree: {name} holds {len(data)} items, fewer than the "
+            f"lookback of {lookback} steps (len_lookback_buffer, at most the rewards given)"
+        )
     return InfiniteLookbackBuffer(data, lookback=lookback, space=space)
+
+
+def given_extras(extras: dict[Any, Any], lookback: int) -> dict[Any, InfiniteLookbackBuffer]:
+    """:func:`given_column` of every extra-model-output column.
+
+    Example:
+        >>> given_extras({"vf": [0.5, 1.5]}, 1)["vf"].get()
+        [1.5]
+    """
+    return {
+        key: given_column(value, lookback, name=f"extra_model_outputs[{key!r}]")
+        for key, value in extras.items()
+    }
 
 
 def infos_or_default(infos: Any, observations: Any) -> Any:
@@ -145,3 +176,28 @@ def default_infos(observations: Any) -> Any:
         count = observations.len_incl_lookback()
         return InfiniteLookbackBuffer([{} for _ in range(count)], lookback=observations.lookback)
     return [{} for _ in range(len(observations) if observations is not None else 0)]
+
+
+def lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
+    """The constructor's lookback: ``"auto"`` takes every reward given, an int at most that.
+
+    Raises:
+        ValueError: A negative int.
+        TypeError: Anything but ``"auto"`` or an int (a float, a bool), as ``cut`` says.
+
+    Example:
+        >>> lookback_of("auto", 3), lookback_of(5, 3), lookback_of(np.int64(1), 3)
+        (3, 3, 1)
+    """
+    if len_lookback_buffer == "auto":
+        return len_rewards
+    if isinstance(len_lookback_buffer, (int, np.integer)) and not isinstance(
+        len_lookback_buffer, bool
+    ):
+        if len_lookback_buffer < 0:
+            raise ValueError(f"len_lookback_buffer must be >= 0, got {len_lookback_buffer}")
+        return min(int(len_lookback_buffer), len_rewards)
+    # A TypeError, as cut() and slice() give for the same value (contract section 8.2).
+    raise TypeError(
+        f"len_lookback_buffer must be 'auto' or an int >= 0, got {len_lookback_buffer!r}"
+    )

@@ -96,13 +96,13 @@ def check_stacked_rewards(store: Any, items: list[Any]) -> None:
 
     Example:
         >>> from episodes.buffer import InfiniteLookbackBuffer
-        >>> ok, bad = InfiniteLookbackBuffer([1.0, 2**70]), InfiniteLookbackBuffer([1.0, "x"])
+        >>> ok, bad = InfiniteLookbackBuffer([1.0, 2**70]), InfiniteLookbackBuffer([1.0, None])
         >>> check_stacked_rewards(ok.stacked(), ok.get())
         >>> try:
         ...     check_stacked_rewards(bad.stacked(), bad.get())
         ... except ValueError as error:
-        ...     print(str(error)[:33])
-        to_numpy: rewards hold 'x', which
+        ...     print(str(error)[:34])
+        to_numpy: rewards hold None, which
     """
     if store.size == 0:
         return
@@ -114,6 +114,26 @@ def check_stacked_rewards(store: Any, items: list[Any]) -> None:
         misfit = first_unreal(leaves[0][: store.size])
     else:
         misfit = first_unreal(items) or (items[0],)
+    check_reward_items(items, misfit)
+
+
+def check_reward_items(items: list[Any], misfit: tuple[Any, ...] | None = None) -> None:
+    """Refuses list-mode ``items`` for a numpy column of rewards unless every one is a number.
+
+    ``misfit`` is :func:`first_unreal`'s answer where already known. What ``to_numpy`` says
+    where the rewards do not stack at all (a number beside a string).
+
+    Raises:
+        ValueError: A reward is no number, naming the first.
+
+    Example:
+        >>> try:
+        ...     check_reward_items([1.0, "x"])
+        ... except ValueError as error:
+        ...     print(str(error)[:33])
+        to_numpy: rewards hold 'x', which
+    """
+    misfit = first_unreal(items) if misfit is None else misfit
     if misfit:
         raise ValueError(
             f"to_numpy: rewards hold {misfit[0]!r}, which is no number: a numpy column of "

@@ -21,11 +21,13 @@ from episodes.episode.given_columns import (
     column_items,
     extra_columns,
     given_column,
+    given_extras,
     infos_or_default,
+    lookback_of,
 )
 from episodes.episode.recording import StepRecorder
 from episodes.episode.returns import reward_sum
-from episodes.episode.reward_values import check_stacked_rewards
+from episodes.episode.reward_values import check_reward_items, check_stacked_rewards
 from episodes.episode.sample_batch import SampleBatch, data_dict, episode_batch
 from episodes.indexing import as_int
 from episodes.spaces.contains import checker_for
@@ -34,21 +36,6 @@ REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 # The space checkers are derived from the spaces; they are not fields of their own.
 _DERIVED_SLOTS = ("_obs_check", "_action_check")
 _Episode = TypeVar("_Episode", bound="SingleAgentEpisode")  # chunks keep a subclass (§6)
-
-
-def _lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
-    if len_lookback_buffer == "auto":
-        return len_rewards
-    if isinstance(len_lookback_buffer, (int, np.integer)) and not isinstance(
-        len_lookback_buffer, bool
-    ):
-        if len_lookback_buffer < 0:
-            raise ValueError(f"len_lookback_buffer must be >= 0, got {len_lookback_buffer}")
-        return min(int(len_lookback_buffer), len_rewards)
-    # A TypeError, as cut() and slice() give for the same value (contract section 8.2).
-    raise TypeError(
-        f"len_lookback_buffer must be 'auto' or an int >= 0, got {len_lookback_buffer!r}"
-    )
 
 
 def _checked_space(value: Any) -> Any:
@@ -161,7 +148,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             column_items, (observations, infos, actions, rewards), COLUMNS
         )
         extras = extra_columns(extra_model_outputs)
-        lookback = _lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
+        lookback = lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
         infos = infos_or_default(infos, observations)  # none given: one {} each, as RLlib
         given = [observations, infos, actions, rewards, *extras.values()]
         with _spaces_kept_if_refused(given):
@@ -171,13 +158,13 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                     "agent_id": agent_id,
                     "module_id": module_id,
                     "multi_agent_episode_id": multi_agent_episode_id,
-                    "observations": given_column(observations, lookback, observation_space),
-                    "infos": given_column(infos, lookback),
-                    "actions": given_column(actions, lookback, action_space),
-                    "rewards": given_column(rewards, lookback),
-                    "extra_model_outputs": {
-                        key: given_column(value, lookback) for key, value in extras.items()
-                    },
+                    "observations": given_column(
+                        observations, lookback, observation_space, "observations"
+                    ),
+                    "infos": given_column(infos, lookback, name="infos"),
+                    "actions": given_column(actions, lookback, action_space, "actions"),
+                    "rewards": given_column(rewards, lookback, name="rewards"),
+                    "extra_model_outputs": given_extras(extras, lookback),
                     "is_terminated": terminated,
                     "is_truncated": truncated,
                     "t_started": 0 if t_started is None else as_int(t_started, what="t_started"),
@@ -423,6 +410,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                 try:
                     stacked.append((column, column.stacked()))
                 except ValueError as error:
+                    if name == "rewards":  # a number beside a string: name the odd one
+                        check_reward_items(column.store.pylist or [])
                     raise ValueError(f"to_numpy: {name} cannot be stacked: {error}") from error
                 if name == "rewards":  # numpy would turn [1.0, "x"] into strings
                     check_stacked_rewards(stacked[-1][1], column.store.pylist or [])

@@ -152,10 +152,12 @@ def _check_steps(plans: dict[str, Any], meta: Any, where: str) -> None:
     if not (isinstance(t0, int) and isinstance(t1, int)) or isinstance(t0 or t1, bool) or t1 < t0:
         raise CorruptDatasetError(f"{where}: bad t_started/t {t0!r}, {t1!r}")
     steps = t1 - t0
-    columns = [(n, p) for n, p in plans.items() if n != EXTRAS] + list(plans[EXTRAS].items())
-    for name, plan in columns:
-        want = steps + (name in ("observations", "infos"))
-        if steps == 0 and name in ("observations", "infos") and plan.size == 0:
+    # An extra output may be named "observations": it holds one item per step all the same.
+    columns = [(n, p, n in ("observations", "infos")) for n, p in plans.items() if n != EXTRAS]
+    columns += [(f"{EXTRAS}/{n}", p, False) for n, p in plans[EXTRAS].items()]
+    for name, plan, per_observation in columns:
+        want = steps + per_observation
+        if steps == 0 and per_observation and plan.size == 0:
             continue
         if plan.size - plan.lookback != want:
             raise CorruptDatasetError(

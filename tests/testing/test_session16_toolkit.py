@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -184,13 +186,21 @@ def test_list_against_array_of_the_same_values_is_equal(name):
     assert outputs_equal(a, b) and outputs_equal(b, a)
 
 
-def test_list_numpy_agree_catches_an_int_turned_into_a_string():
-    # A spaceless episode: to_numpy stacks ["a", 1] into array(["a", "1"]).
+def test_list_numpy_agree_skips_text_beside_numbers_which_to_numpy_refuses():
+    # A spaceless episode: numpy would stack ["a", 1] into array(["a", "1"]); to_numpy
+    # refuses that, so there is no numpy'd episode to compare with.
     ep = SingleAgentEpisode(
         observations=["a", 1], actions=[0], rewards=[0.0], len_lookback_buffer=0
     )
-    with pytest.raises(ConnectorContractError, match=r"\[1\]"):
-        check_list_numpy_agree(lambda eps, batch: {"obs": eps[0].get_observations()}, [ep])
+    with pytest.raises(ValueError, match="mix text and other values"):
+        copy.deepcopy(ep).to_numpy()
+    check_list_numpy_agree(lambda eps, batch: {"obs": eps[0].get_observations()}, [ep])
+
+
+def test_list_numpy_agree_catches_a_connector_that_reads_the_modes_differently():
+    ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[0.0])
+    with pytest.raises(ConnectorContractError, match="list and numpy episodes give different"):
+        check_list_numpy_agree(lambda eps, batch: {"n": [int(eps[0].is_numpy)]}, [ep])
 
 
 @pytest.mark.parametrize("kind", ["requires_grad", "bfloat16"])
