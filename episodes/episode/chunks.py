@@ -359,6 +359,13 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
             *extras.values(),
         )
     ]
+    # A column the pop below empties forgets the layout its first item chose, and the item
+    # put back would choose anew ("ab" as <U2 in a <U4 column): a refusal puts these back.
+    emptied = [
+        (column, copy.copy(column.store), column.lookback)
+        for column in (episode.observations, episode.infos)
+        if column.len_incl_lookback() == 1
+    ]
     # ``other`` starts with the observation/info this chunk ends with: its copy replaces ours.
     last_observation = episode.observations.pop()
     last_info = episode.infos.pop()
@@ -393,6 +400,8 @@ def _join_columns(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
             del extras[key]
         episode.observations.append(last_observation)
         episode.infos.append(last_info)
+        for column, store, lookback in emptied:
+            column.store, column.lookback = store, lookback
         for column, held, taken in views:
             if taken is not None and column.store is held:
                 _restore_views(held, taken)

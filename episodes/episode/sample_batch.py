@@ -81,36 +81,36 @@ class SampleBatch(dict[str, Any]):
 
     @property
     def count(self) -> int:
-        """Rows: the length of ``t`` or ``rewards``, else of the first column with rows.
+        """Rows: the sum of ``seq_lens`` if given, else the first column's with rows.
 
-        Number columns and columns of empty dicts or tuples (batched, they hold no leaf) count
-        no rows; a batch without another column has 0.
+        ``t`` and ``rewards`` are looked at first, then the other columns in order, as RLlib
+        counts: ``infos`` and ``state_in_*``/``state_out_*`` are skipped, a nested column
+        counts by its first leaf (an empty dict or tuple part holds none), a list of leaf
+        arrays (a numpy'd Tuple column recorded from lists) by its first leaf's rows, and a
+        number column counts no rows; a batch without another column has 0.
 
         Example:
             >>> SampleBatch({"obs": np.zeros((3, 2)), "actions": [0, 1, 1]}).count
             3
             >>> SampleBatch().count
             0
-            >>> SampleBatch({"obs": {"a": np.zeros(5), "b": np.zeros(5)}}).count
+            >>> SampleBatch({"obs": {"a": {}, "b": np.zeros(5)}}).count
             5
             >>> SampleBatch({"gamma": 0.99, "obs": [1, 2]}).count  # a number counts no rows
             2
-            >>> SampleBatch({"obs": [{}, {}], "actions": [0, 1]}).count  # nor an empty struct
-            2
+            >>> SampleBatch({"seq_lens": [2, 1], "obs": np.zeros((3, 2))}).count
+            3
         """
-        # An episode's flat columns first: a numpy'd Tuple column recorded from lists is a list
-        # of leaf arrays, whose len() is its number of parts.
-        flat = [self[key] for key in ("t", "rewards") if key in self]
-        for value in (*flat, *self.values()):
-            # A numpy'd Dict/Tuple column is a dict/tuple of arrays: count its first leaf's rows.
-            while isinstance(value, (dict, tuple)) and value:
-                value = next(iter(value.values())) if isinstance(value, dict) else value[0]
-            if isinstance(value, (dict, tuple)):  # rows of {} or (): batched, no leaf to count
+        seq_lens = self.get("seq_lens")
+        if seq_lens is not None and len(seq_lens):
+            return int(np.sum(seq_lens))
+        first = [key for key in ("t", "rewards") if key in self]
+        for key in (*first, *self.keys()):
+            if key in _UNCOUNTED or key.startswith(_STATE_KEYS):
                 continue
-            try:
-                return len(value)
-            except TypeError:  # a number column (a 0-d array) counts no rows, as in RLlib
-                continue
+            rows = _rows(self[key])
+            if rows is not None:
+                return rows
         return 0
 
     def __len__(self) -> int:
@@ -123,6 +123,45 @@ class SampleBatch(dict[str, Any]):
         return f"SampleBatch(count={self.count}, keys={list(self.keys())})"
 
 
+# Columns RLlib does not count rows by (infos hold anything; states nest their own way).
+_UNCOUNTED = ("seq_lens", "infos")
+_STATE_KEYS = ("state_in_", "state_out_")
+
+
+def _rows(value: Any) -> int | None:
+    """The rows of one column (None: it has no leaf to count, or is a number)."""
+    if isinstance(value, (dict, tuple)):
+        value = _first_leaf(value)
+    elif isinstance(value, list) and value and all(_leaf(part) for part in value):
+        value = value[0]  # a numpy'd Tuple column recorded from lists: its leaves
+    try:
+        return len(value)
+    except TypeError:  # a number column (a 0-d array), or none
+        return None
+
+
+def _cut_text(ids: np.ndarray, value: list[Any]) -> bool:
+    """Whether a numpy text array cut a trailing NUL off an id (one ending in ``chr(0)``)."""
+    if ids.dtype.kind not in ("U", "S"):
+        return False
+    return any(isinstance(id_, (str, bytes)) and id_[-1:] in ("\0", b"\0") for id_ in value)
+
+
+def _first_leaf(value: Any) -> Any:
+    """A nested column's first leaf (lists are leaves, rows), skipping empty parts; or None."""
+    if not isinstance(value, (dict, tuple)):
+        return value
+    for part in value.values() if isinstance(value, dict) else value:
+        leaf = _first_leaf(part)
+        if leaf is not None:
+            return leaf
+    return None
+
+
+def _leaf(part: Any) -> bool:
+    return part.__class__ is np.ndarray and part.ndim > 0
+
+
 def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
     # A list or number as the array RLlib's SampleBatch makes of it (np.array), but for the
     # cases SampleBatch's docstring names.
@@ -133,12 +172,13 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
             ids = np.array(value)
         except ValueError:  # ids of several shapes (tuples of other lengths)
             ids = None
-        if ids is not None and ids.ndim == 1:
+        if ids is not None and ids.ndim == 1 and not _cut_text(ids, value):
             return ids
         return np.fromiter(value, dtype=object, count=len(value))
     if rows is not None and _leaf_arrays(value, rows, batched):
         return value
-    nested = bool(value) and isinstance(value[0], (dict, tuple))
+    # Any row, not the first only: numpy would keep a dict after a None whole, as an object.
+    nested = any(isinstance(row, (dict, tuple)) for row in value)
     if nested:
         try:
             return stack_items(value)

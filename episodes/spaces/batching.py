@@ -27,6 +27,10 @@ __all__ = [
     "unbatch",
 ]
 
+# Ints of smaller magnitude are floats exactly; the largest uint64.
+_EXACT_FLOAT_INTS = 2**53
+_UINT64_MAX = 2**64 - 1
+
 
 def is_flat(item: Any) -> bool:
     """Tell whether ``item`` is a single leaf rather than a dict/tuple/list structure.
@@ -106,7 +110,7 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         # reverse order is refused (checked only for object results, so at no other cost).
         if stacked.dtype == object and not all(is_flat(item) for item in items):
             raise ValueError("Cannot batch items of differing structure: flat and nested items")
-        return _typed_empty_lists(stacked, items)
+        return _typed_empty_lists(_exact_ints(stacked, items), items)
     try:
         return tree.map_structure(_stack, *items)
     except (TypeError, ValueError) as e:
@@ -175,7 +179,30 @@ def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
 
 
 def _stack(*leaves: Any) -> np.ndarray:
-    return np.asarray(leaves)
+    return _exact_ints(np.asarray(leaves), leaves)
+
+
+def _exact_ints(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
+    """``stacked``, unless numpy made floats of ints no one int64 or uint64 holds together.
+
+    ``2**63 + 1`` beside ``1`` (or a uint64 beside an int64) stacks as float64, which rounds
+    both to 2**63; uint64 holds them exactly, and ints of both signs go into an object column,
+    as ints beyond 64 bits do. Ints beside floats stay floats, and so do ints float64 holds.
+
+    Example:
+        >>> _exact_ints(np.asarray([2**63 + 1, 1]), [2**63 + 1, 1]).tolist()
+        [9223372036854775809, 1]
+    """
+    if stacked.dtype.kind != "f" or not isinstance(items[0], (int, np.integer)):
+        return stacked
+    if not all(isinstance(item, (int, np.integer)) for item in items):
+        return stacked
+    values = [int(item) for item in items]
+    if max(values) < _EXACT_FLOAT_INTS and min(values) > -_EXACT_FLOAT_INTS:
+        return stacked  # every one a float64 exactly: numpy's dtype, as RLlib's
+    if min(values) >= 0 and max(values) <= _UINT64_MAX:
+        return np.array(values, dtype=np.uint64)
+    return np.array(values, dtype=object)
 
 
 def unbatch(struct: Any) -> list[Any]:

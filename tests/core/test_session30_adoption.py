@@ -1,0 +1,49 @@
+"""Columns whose first item chose their layout, found by an adoption hunt.
+
+A refused ``concat_episode`` leaves ``self`` unchanged even where the join had emptied a
+column: the head's one observation, taken out and put back, chose a narrower layout anew.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from episodes import SingleAgentEpisode
+
+
+def _head():
+    episode = SingleAgentEpisode("a")
+    episode.to_numpy()
+    episode.add_env_reset("ab")
+    episode.concat_episode(
+        SingleAgentEpisode(
+            "a",
+            observations=["ab", "abcd", "ab"],
+            actions=[0, 1],
+            rewards=[1.0, 1.0],
+            len_lookback_buffer=0,
+        )
+    )
+    return episode.cut()  # one observation, "ab", in a column of four characters
+
+
+def test_a_refused_concat_leaves_a_one_observation_head_as_it_was():
+    head = _head()
+    before = pickle.loads(pickle.dumps(head))
+    bad = SingleAgentEpisode(
+        "a",
+        observations=["ab", "x", "y"],
+        actions=[1, [1, 2]],
+        rewards=[1.0, 1.0],
+        t_started=head.t,
+        len_lookback_buffer=0,
+    )
+    with pytest.raises(ValueError, match="nothing was changed"):
+        head.concat_episode(bad)
+    assert head == before
+    assert head.observations.data.dtype == before.observations.data.dtype
+    for episode in (head, before):
+        episode.add_env_step("abcd", 0, 1.0)  # fits the column as it was
+    assert head == before
