@@ -15,7 +15,7 @@ from episodes.converter.inputs import callable_or_none, column_keys, refuse_one_
 from episodes.converter.refusals import checked_obs_fn_output
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.sample_batch import id_column
-from episodes.indexing import as_flag
+from episodes.indexing import as_flag, time_steps
 from episodes.runner import SampledChunks
 from episodes.spaces import nest_as_space
 from episodes.structs import is_nested, map_alike, map_leaves
@@ -157,7 +157,7 @@ def episodes_to_batch(
         add("terminateds", terminateds)
         add("truncateds", truncateds)
         add("dones", terminateds | truncateds)
-        add("t", np.arange(chunk.t_started, chunk.t))
+        add("t", time_steps(chunk.t_started, chunk.t))
         add("eps_id", id_column(chunk.id_, n))  # a tuple id is one value per row
         add("chunk", np.full(n, index))
         if extra_model_outputs:

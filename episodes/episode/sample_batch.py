@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from episodes.indexing import time_steps
 from episodes.spaces import batch as stack_items
 
 if TYPE_CHECKING:
@@ -195,6 +196,8 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
             raise _ragged(key, error) from error
     if nested and array.dtype == object:  # dicts (or tuples) numpy kept whole: no rows
         raise _ragged(key, ValueError("the rows nest in different ways"))
+    if array.dtype.kind == "f" and isinstance(value[0], (int, np.integer)):
+        return stack_items(value)  # ints float64 would round (time steps past int64): exact
     return array
 
 
@@ -285,7 +288,7 @@ def data_dict(episode: SingleAgentEpisode) -> dict[str, Any]:
     eps_id: Any
     if episode.is_numpy:  # built by numpy: no Python list of the rows
         terminateds, truncateds = np.zeros(rows, bool), np.zeros(rows, bool)
-        t = np.arange(episode.t_started, episode.t, dtype=np.int64)
+        t = time_steps(episode.t_started, episode.t)
         eps_id = id_column(episode.id_, rows)
     else:
         terminateds, truncateds = [False] * rows, [False] * rows
