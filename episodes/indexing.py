@@ -559,24 +559,3 @@ def set_positions(
             f"items and a lookback of {lookback} (neg_index_as_lookback={neg_index_as_lookback})"
         )
     return position
-
-
-_INT64 = np.iinfo(np.int64)
-
-
-def time_steps(start: int, stop: int) -> np.ndarray:
-    """The time steps ``start..stop - 1`` as an array that holds each exactly.
-
-    int64 where they fit, uint64 past its top, an object array where neither holds them all
-    (``np.arange`` gives floats past int64, which round neighbouring steps together).
-
-    Example:
-        >>> time_steps(3, 6).tolist(), time_steps(2**63 - 1, 2**63 + 1).dtype
-        ([3, 4, 5], dtype('uint64'))
-    """
-    count = max(stop - start, 0)
-    if count == 0 or (start >= _INT64.min and stop - 1 <= _INT64.max):
-        return np.arange(count, dtype=np.int64) + np.int64(start if count else 0)
-    if start >= 0 and stop - 1 <= np.iinfo(np.uint64).max:
-        return np.arange(count, dtype=np.uint64) + np.uint64(start)
-    return np.array(range(start, stop), dtype=object)

@@ -499,3 +499,15 @@ def _failing_part(value: Any) -> str:
         except Exception:  # noqa: BLE001 - as above: this part is the one to name
             return f"[{key!r}]{_failing_part(part)}"
     return ""
+
+
+def sorted_keys(keys: Any) -> list[Any]:
+    """``keys`` sorted as ``sorted`` sorts strings, other keys after them by their text.
+
+    ``sorted`` alone fails where keys mix types (``'<' not supported`` between str and int).
+
+    Example:
+        >>> sorted_keys({"b", 2, "a", 1})
+        ['a', 'b', 1, 2]
+    """
+    return sorted(keys, key=lambda key: (not isinstance(key, str), str(key)))

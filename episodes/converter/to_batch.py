@@ -14,11 +14,11 @@ from episodes.converter.columns import ColumnKeys, ObsFn, agreed_space, layout_b
 from episodes.converter.inputs import callable_or_none, column_keys, refuse_one_episode
 from episodes.converter.refusals import checked_obs_fn_output
 from episodes.episode import SingleAgentEpisode
-from episodes.episode.sample_batch import id_column
-from episodes.indexing import as_flag, time_steps
+from episodes.episode.sample_batch import id_column, time_steps
+from episodes.indexing import as_flag
 from episodes.runner import SampledChunks
 from episodes.spaces import nest_as_space
-from episodes.structs import is_nested, map_alike, map_leaves
+from episodes.structs import is_nested, map_alike, map_leaves, sorted_keys
 
 # The columns every batch has; an extra output of one of these names would be appended to it.
 _STANDARD_COLUMNS = (
@@ -125,7 +125,7 @@ def episodes_to_batch(
     if not chunks:
         raise ValueError("episodes hold no steps to batch")
     shared = set.intersection(*(set(c.extra_model_outputs) for c in chunks))
-    clashing = sorted(shared.intersection(_STANDARD_COLUMNS)) if extra_model_outputs else []
+    clashing = sorted_keys(shared.intersection(_STANDARD_COLUMNS)) if extra_model_outputs else []
     if clashing:
         raise ValueError(
             f"extra model outputs {clashing} are named like standard batch columns; rename "
@@ -161,7 +161,7 @@ def episodes_to_batch(
         add("eps_id", id_column(chunk.id_, n))  # a tuple id is one value per row
         add("chunk", np.full(n, index))
         if extra_model_outputs:
-            for key in sorted(shared):
+            for key in sorted_keys(shared):
                 add(key, map_leaves(np.asarray, rows(chunk, "extra", key)))  # dicts too
     # Ids of other types (1 and True, 1 and "1") would be cast to one and merge.
     columns["eps_id"] = id_rows(columns["eps_id"])

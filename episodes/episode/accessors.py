@@ -12,6 +12,7 @@ import gymnasium as gym  # noqa: F401 - the doctests below use it
 
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.indexing import Index as Indices
+from episodes.structs import sorted_keys
 
 
 class ColumnAccessors:
@@ -148,7 +149,8 @@ class ColumnAccessors:
         column = self.extra_model_outputs.get(key)
         if column is None:
             raise KeyError(
-                f"no extra-model-output {key!r}; known keys: {sorted(self.extra_model_outputs)}"
+                f"no extra-model-output {key!r}; known keys: "
+                f"{sorted_keys(self.extra_model_outputs)}"
             )
         return column.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
 
@@ -216,7 +218,7 @@ class ColumnAccessors:
         if column is None:
             raise AssertionError(
                 f"cannot set unknown extra-model-output {key!r}; known keys: "
-                f"{sorted(self.extra_model_outputs)}"
+                f"{sorted_keys(self.extra_model_outputs)}"
             )
         _set_naming(
             column, f"extra-model-output {key!r}", new_data, at_indices, neg_index_as_lookback

@@ -17,6 +17,7 @@ from episodes.episode.reward_values import first_unreal, needs_real_check
 from episodes.episode.state import same_id
 from episodes.indexing import as_int
 from episodes.spaces import equal_in_space
+from episodes.structs import sorted_keys
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
@@ -276,7 +277,8 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     if (theirs - mine and len(episode) > 0) or (len(other) > 0 and mine - theirs):
         raise AssertionError(
             "cannot concat: extra_model_outputs keys differ: "
-            f"{sorted(episode.extra_model_outputs)} vs {sorted(other.extra_model_outputs)}"
+            f"{sorted_keys(episode.extra_model_outputs)} vs "
+            f"{sorted_keys(other.extra_model_outputs)}"
         )
     # Storage positions rather than getters: both chunks were just validated as non-empty.
     first_of_other = other.observations.get(0)

@@ -15,6 +15,7 @@ import numpy as np
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode.reward_values import is_real, needs_real_check
 from episodes.indexing import as_flag
+from episodes.structs import sorted_keys
 
 if TYPE_CHECKING:
     from episodes.spaces.contains import Checker
@@ -252,12 +253,12 @@ class StepRecorder:
         missing = known - new
         if missing:
             raise AssertionError(
-                f"extra_model_outputs is missing keys {sorted(missing)} that this episode "
-                f"records; every step must give all of {sorted(known)}"
+                f"extra_model_outputs is missing keys {sorted_keys(missing)} that this episode "
+                f"records; every step must give all of {sorted_keys(known)}"
             )
         if steps_before > 0:
             raise AssertionError(
-                f"extra_model_outputs keys {sorted(new - known)} are new, but the episode "
+                f"extra_model_outputs keys {sorted_keys(new - known)} are new, but the episode "
                 f"already holds {steps_before} steps without them; give every key from "
                 "the first step of the chunk"
             )

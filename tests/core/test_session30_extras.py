@@ -65,3 +65,24 @@ def test_a_column_shorter_than_the_lookback_is_refused(name, lookback):
     }
     with pytest.raises(AssertionError, match="column lengths disagree"):
         SingleAgentEpisode("e", len_lookback_buffer=lookback, **given)
+
+
+def test_keys_of_mixed_types_get_the_documented_errors():
+    episode = _episode(extra_model_outputs={"vf": [0.1] * 3, 1: [0.2] * 3})
+    with pytest.raises(AssertionError, match=r"missing keys \[1\]"):
+        episode.add_env_step(np.zeros(2, np.float32), 0, 1.0, extra_model_outputs={"vf": 0.3})
+    with pytest.raises(KeyError, match=r"known keys: \['vf', 1\]"):
+        episode.get_extra_model_outputs("nope")
+    with pytest.raises(AssertionError, match="extra_model_outputs keys differ"):
+        episode.concat_episode(
+            SingleAgentEpisode(
+                "e",
+                observations=[np.zeros(2, np.float32)] * 2,
+                actions=[0],
+                rewards=[1.0],
+                t_started=3,
+                len_lookback_buffer=0,
+                extra_model_outputs={"vf": [0.1]},
+            )
+        )
+    assert len(episode) == 3

@@ -2,7 +2,7 @@
 
 ``get_data_dict``/``get_sample_batch`` of a numpy'd episode raised ``OverflowError`` past
 int64, and ``episodes_to_batch`` gave float64 steps that rounded neighbours together; the
-``t`` column now holds every step exactly (``episodes.indexing.time_steps``), in list and
+``t`` column now holds every step exactly (``sample_batch.time_steps``), in list and
 numpy mode alike.
 """
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from episodes import SingleAgentEpisode
 from episodes.connectors import AddLearnerColumns
 from episodes.converter import episodes_to_batch
-from episodes.indexing import time_steps
+from episodes.episode.sample_batch import time_steps
 
 
 @given(st.integers(-(2**70), 2**70), st.integers(0, 5))
