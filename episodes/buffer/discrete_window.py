@@ -22,6 +22,7 @@ import numpy as np
 _SMALL = 8
 # The most bytes one array may hold.
 _MAX_BYTES = int(np.iinfo(np.intp).max)
+_INT64_MAX = 2**63 - 1
 # Every int of smaller magnitude is a float64 exactly.
 _EXACT_FLOAT_INTS = 2**53
 
@@ -81,8 +82,12 @@ def window_one_hot(
         # (into range, with a negative start), as int8 99 - (-100) would.
         if int(idx.min()) < start or int(idx.max()) >= start + n:
             raise ValueError(f"one-hot value out of range [{start}, {start + n}): {values}")
-        idx = idx.astype(np.int64, copy=False)
-        out[np.arange(fill_left, fill_left + stored), idx - start if start else idx] = 1.0
+        if start > _INT64_MAX:  # uint64 values of a uint64 start: offsets in uint64 first
+            offsets = (idx.astype(np.uint64) - np.uint64(start)).astype(np.int64)
+        else:
+            offsets = idx.astype(np.int64, copy=False)
+            offsets = offsets - start if start else offsets
+        out[np.arange(fill_left, fill_left + stored), offsets] = 1.0
     return out
 
 

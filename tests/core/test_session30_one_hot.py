@@ -108,3 +108,17 @@ def test_an_int_beyond_64_bits_is_out_of_range(read):
     buf = InfiniteLookbackBuffer([2**70] + [0] * 9, space=gym.spaces.Discrete(3))
     with pytest.raises(ValueError, match="out of range"):
         buf.get(READS[read], one_hot_discrete=True)
+
+
+@pytest.mark.parametrize("numpyd", [False, True], ids=["list", "numpy"])
+@pytest.mark.parametrize("read", list(READS))
+def test_a_start_past_int64_encodes_in_reads_of_any_length(read, numpyd):
+    start = 2**63 + 5
+    space = gym.spaces.Discrete(3, start=start)
+    items = [np.uint64(start + k % 3) for k in range(10)]
+    got = _buffer(items, space, numpyd).get(READS[read], one_hot_discrete=True)
+    rows = [got] if read == "int" else list(got)
+    want = [[float(k % 3 == j) for j in range(3)] for k in range(10)]
+    if read == "negative step":
+        want = want[::-1]
+    assert [np.asarray(row).tolist() for row in rows] == want[: len(rows)]
