@@ -114,7 +114,7 @@ def test_an_int_beyond_64_bits_is_out_of_range(read):
 @pytest.mark.parametrize("read", list(READS))
 def test_a_start_past_int64_encodes_in_reads_of_any_length(read, numpyd):
     start = 2**63 + 5
-    space = gym.spaces.Discrete(3, start=start)
+    space = gym.spaces.Discrete(3, start=start, dtype=np.uint64)
     items = [np.uint64(start + k % 3) for k in range(10)]
     got = _buffer(items, space, numpyd).get(READS[read], one_hot_discrete=True)
     rows = [got] if read == "int" else list(got)
