@@ -377,6 +377,8 @@ class InfiniteLookbackBuffer:
             >>> InfiniteLookbackBuffer([1, 2, 3, 4], lookback=2).copy_range(1, 4, 1).get()
             [3, 4]
         """
+        if not (type(start) is type(stop) is type(lookback) is int):  # numpy ints, bools
+            start, stop, lookback = _ints(start=start, stop=stop, lookback=lookback)
         store = self.store
         items = store.pylist
         total = len(items) if items is not None else len(store)
@@ -402,20 +404,14 @@ class InfiniteLookbackBuffer:
             >>> tail.get(), tail.lookback
             ([4], 2)
         """
+        if not (type(count) is type(visible) is int):  # numpy ints: Python ints; bools refused
+            count, visible = _ints(count=count, visible=visible)
         if count < 0 or visible < 0:  # cut checks its lookback first; a direct call may not
             raise ValueError(f"copy_tail: count and visible must be >= 0, got {count}, {visible}")
-        store = self.store
-        items = store.pylist
-        total = len(items) if items is not None else len(store)
+        items = self.store.pylist
+        total = len(items) if items is not None else len(self.store)
         start = total - count if total > count else 0
-        size = total - start
-        lookback = size - visible
-        # Built field by field: this runs for every column of every cut.
-        copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
-        copy.store = store.copy_range(start, total)
-        copy._space = self._space
-        copy.lookback = lookback if lookback > 0 else 0
-        return copy
+        return self.copy_range(start, total, total - start - visible)
 
     # -------------------------------------------------------------------------------- setting
     def set(
@@ -552,3 +548,8 @@ class InfiniteLookbackBuffer:
             f"InfiniteLookbackBuffer(len={len(self)}, lookback={self.lookback}, {mode}, "
             f"space={self._space})"
         )
+
+
+def _ints(**values: Any) -> list[int]:  # numpy ints as ints; a TypeError naming a bool
+    return [indexing.as_int(value, what=name) for name, value in values.items()]
+
