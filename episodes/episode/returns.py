@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from episodes.episode.reward_values import first_unreal
+
 __all__ = ["exact_sum", "reward_sum"]
 
 # Below this sum of magnitudes an int64 sum cannot wrap, even with a float's rounding of it.
@@ -54,6 +56,14 @@ def reward_sum(rewards: Any) -> float:
             odd = next((v for v in values if np.ndim(v) != 0), None)
             if odd is not None:
                 raise _not_scalar_rewards(f"a reward {odd!r} of type {type(odd).__name__}")
+        if kind not in "biufc":  # text, None, Fractions beside numpy ints: checked one by one
+            misfit = first_unreal(values.tolist())
+            if misfit:
+                raise TypeError(
+                    f"get_return needs real numbers as rewards, got {misfit[0]!r} of type "
+                    f"{type(misfit[0]).__name__}"
+                )
+            return exact_sum(values.tolist())  # numpy ints among objects add with wrap-around
         if kind == "f" and values.dtype.itemsize < 8:
             return float(values.sum(dtype=np.float64))
         if kind in "iu" and np.abs(values.astype(np.float64)).sum() >= _INT64_SAFE:
