@@ -209,7 +209,14 @@ def _checked(episode_returns: Any, lengths: Any) -> tuple[np.ndarray, np.ndarray
             raise ValueError(f"episode lengths must be whole numbers, got {float(bad)}")
     if len(counts) and counts.min() < 0:
         raise ValueError(f"episode lengths must be >= 0, got {int(counts.min())}")
+    # int64 would wrap them round (int() of the largest: exact for uint64 and floats alike).
+    if len(counts) and int(counts.max()) > _MAX_LENGTH:
+        raise ValueError(f"episode lengths must fit int64, got {int(counts.max())}")
     return returns.astype(np.float64, copy=False), counts.astype(np.int64, copy=False)
+
+
+# The longest episode a count holds.
+_MAX_LENGTH = int(np.iinfo(np.int64).max)
 
 
 class MetricsSlot:
