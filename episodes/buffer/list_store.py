@@ -358,3 +358,19 @@ def _no_numbers_as_text(store: ArrayStore, items: list[Any]) -> ArrayStore:
             )
     return store
 
+
+def respaced(store: Any, space: gym.Space[Any] | None) -> Any:
+    """The store a column keeps when its space is set.
+
+    An empty numpy column whose layout no item chose yet takes the new space's, as one
+    numpy'd with that space would; any other store is kept.
+
+    Example:
+        >>> empty = ListStore().stacked(None)
+        >>> respaced(empty, gym.spaces.Box(0, 1, (2,))).data.shape
+        (0, 2)
+    """
+    if store.is_numpy and len(store) == 0 and not getattr(store, "typed", True):
+        return ListStore().stacked(space)
+    return store
+

@@ -12,7 +12,7 @@ from episodes import indexing
 from episodes.buffer import array_protocol, reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
-from episodes.buffer.list_store import ListStore
+from episodes.buffer.list_store import ListStore, respaced
 from episodes.buffer.set_items import item_list, one_pass_items
 from episodes.buffer.space_checks import check_in_space
 from episodes.buffer.store import Store
@@ -105,7 +105,7 @@ class InfiniteLookbackBuffer:
     def space(self, value: gym.Space[Any] | None) -> None:
         if value is not None and not isinstance(value, gym.Space):
             raise TypeError(f"space must be a gymnasium Space or None, got {type(value).__name__}")
-        self._space = value
+        self._space, self.store = value, respaced(self.store, value)
 
     @property
     def data(self) -> Any:
@@ -408,8 +408,7 @@ class InfiniteLookbackBuffer:
             count, visible = _ints(count=count, visible=visible)
         if count < 0 or visible < 0:  # cut checks its lookback first; a direct call may not
             raise ValueError(f"copy_tail: count and visible must be >= 0, got {count}, {visible}")
-        items = self.store.pylist
-        total = len(items) if items is not None else len(self.store)
+        total = self.len_incl_lookback()
         start = total - count if total > count else 0
         return self.copy_range(start, total, total - start - visible)
 

@@ -47,3 +47,21 @@ def test_a_refused_concat_leaves_a_one_observation_head_as_it_was():
     for episode in (head, before):
         episode.add_env_step("abcd", 0, 1.0)  # fits the column as it was
     assert head == before
+
+
+def test_a_space_set_after_numpying_an_empty_column_gives_its_layout():
+    import gymnasium as gym
+    import numpy as np
+
+    box = gym.spaces.Box(-9, 9, (2,), np.float32)
+    late = SingleAgentEpisode("a")
+    late.to_numpy()
+    late.observation_space = box  # set after to_numpy
+    early = SingleAgentEpisode("a", observation_space=box).to_numpy()
+    after = SingleAgentEpisode("a", observation_space=box)
+    for episode in (late, early, after):
+        episode.add_env_reset([0.0, 1.0])
+        episode.add_env_step([1.0, 2.0], 0, 1.0)
+    after.to_numpy()
+    assert late.observations.data.shape == after.observations.data.shape == (2, 2)
+    assert late == early == after
