@@ -119,8 +119,10 @@ class BufferAccess:
 
         Raises:
             ValueError: A counter missing or not an int >= 0 (a bool is no count), fewer added
-                steps than are stored, or evicted ids that are not a list, repeat, or name a
-                stored episode. ``TypeError``: an unhashable evicted id. Nothing changes then.
+                steps than are stored, evicted ids that are not a list, repeat, or name a
+                stored episode, or an ``episodes_evicted`` below the number of evicted ids
+                (each of them was evicted once). ``TypeError``: an unhashable evicted id.
+                Nothing changes then.
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer

@@ -16,6 +16,7 @@ from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
 from episodes.replay.rng import sampling_generator
 from episodes.replay.sequences import sample_chunks, sample_sequences
+from episodes.replay.sizes import check_batch_room, out_of_memory
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 from episodes.replay.transitions import transition_batch
@@ -97,13 +98,7 @@ class EpisodeReplayBuffer(BufferAccess):
         return copy.deepcopy(self, memo)
 
     def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
-        if (
-            not isinstance(capacity, (int, np.integer))
-            or isinstance(capacity, bool)
-            or capacity < 1
-        ):
-            raise ValueError(f"capacity must be an int >= 1, got {capacity!r}")
-        self.capacity = int(capacity)
+        self.capacity = sampling.check_positive(capacity, "capacity")
         self.batch_size_B = sampling.check_positive(batch_size_B, "batch_size_B")
         self.rng = sampling_generator(seed)
         self._store = StepStore()
@@ -325,7 +320,8 @@ class EpisodeReplayBuffer(BufferAccess):
         Raises:
             EmptyBufferError: Nothing stored, or no start from which a sequence of
                 ``batch_length_T`` fits without crossing an episode border.
-            ValueError: Bad arguments.
+            ValueError: Bad arguments, a batch no array could hold among them.
+            MemoryError: A batch that does not fit in memory (the message names the sizes).
 
         Example:
             >>> buf = EpisodeReplayBuffer(10, seed=0)
@@ -371,6 +367,7 @@ class EpisodeReplayBuffer(BufferAccess):
                 "include_infos and include_extra_model_outputs apply to transitions and "
                 "sequences; sampled episodes always carry their infos and extra model outputs"
             )
+        check_batch_room(size, batch_length_T, lookback, sequences=not sample_episodes)
         if device is not None:  # before the contents: any buffer refuses a bad device
             device = sampling.check_device(device)
         if self._store.num_live == 0:
@@ -390,8 +387,10 @@ class EpisodeReplayBuffer(BufferAccess):
             )
             if device is not None:  # a device torch refuses is refused here, nothing counted
                 out = sampling.to_device(out, device)
-        except BaseException:  # an interrupt too: a resumed run must draw what it would have
+        except BaseException as error:  # an interrupt too: a resumed run draws what it would have
             self.rng.bit_generator.state = rng_state
+            if isinstance(error, MemoryError):  # numpy's words name no argument
+                raise out_of_memory(error, size, batch_length_T, lookback) from error
             raise
         self._num_sampled += size
         return out

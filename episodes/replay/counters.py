@@ -24,8 +24,9 @@ def checked_counts(
 
     Raises:
         ValueError: A counter missing or not an int >= 0 (a bool is no count), fewer added
-            steps than ``num_timesteps``, or evicted ids that are not a list or tuple, repeat,
-            or name a stored episode. ``TypeError``: an unhashable evicted id.
+            steps than ``num_timesteps``, evicted ids that are not a list or tuple, repeat,
+            or name a stored episode, or fewer evicted episodes counted than evicted ids.
+            ``TypeError``: an unhashable evicted id.
 
     Example:
         >>> counts = {"added_timesteps": 9, "sampled_timesteps": 0, "episodes_evicted": 2}
@@ -35,6 +36,11 @@ def checked_counts(
         Traceback (most recent call last):
         ...
         ValueError: evicted ids 'b' are stored episodes too: a stored episode was never evicted
+        >>> one = {**counts, "episodes_evicted": 1}
+        >>> checked_counts(one, [7, "a"], {"b"}, 4)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: counters['episodes_evicted'] is 1, below the 2 evicted ids: each evicted ...
     """
     if not isinstance(counters, Mapping) or any(key not in counters for key in COUNTERS):
         raise ValueError(f"counters must be a dict with keys {list(COUNTERS)}, got {counters!r}")
@@ -63,6 +69,13 @@ def checked_counts(
         names = ", ".join(sorted(map(repr, both))[:5])
         raise ValueError(
             f"evicted ids {names} are stored episodes too: a stored episode was never evicted"
+        )
+    if num_evicted < len(ordered):
+        # An evicted id is never stored again, so each one was a separate eviction; a count
+        # above the ids is taken (saves from before the ids were kept counted more).
+        raise ValueError(
+            f"counters['episodes_evicted'] is {num_evicted}, below the {len(ordered)} evicted "
+            "ids: each evicted id is an eviction"
         )
     return added, sampled, num_evicted, ordered
 

@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from episodes.io.tool_args import holds_nan
 from episodes.io.values import decode_value, encode_value, id_key
 from episodes.replay import saved_files
 from episodes.replay.errors import EvictedEpisodeError
+from episodes.replay.ingest import plan_add, prepare_all
 from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
 from episodes.replay.saved_files import (
     EPISODES,
@@ -366,8 +368,12 @@ def buffer_from_dataset(
     """A buffer filled with every chunk of an ``episodes.io`` dataset (offline RL).
 
     Chunks are added in the dataset's order, so continuing chunks join their episode. With a
-    capacity below the dataset's size the oldest whole episodes give way, as in training, and
-    later chunks of an evicted episode are skipped.
+    capacity below the dataset's size the oldest whole episodes give way, as in training. A
+    later piece of an episode evicted while loading goes with its episode, as a chunk of one
+    ``add`` that continues an episode the same add evicted: it is checked as joining where the
+    episode's pieces stopped, and its steps count as added. So the counters do not depend on
+    how the dataset split its episodes into pieces: ``get_added_timesteps()`` counts every step
+    of the dataset, and the buffer holds the episodes adding them joined would leave.
 
     A buffer finds episodes by Python equality, a dataset by value and type: ids that are
     different episodes in a dataset but equal in Python (``1``, ``1.0`` and ``True``) are
@@ -383,7 +389,8 @@ def buffer_from_dataset(
         **kwargs: More constructor arguments (``alpha``, ``batch_size_B``).
 
     Raises:
-        ValueError: Two ids that the dataset keeps apart are equal in Python.
+        ValueError: Two ids that the dataset keeps apart are equal in Python; a piece that
+            does not continue its episode (as ``add`` refuses it), evicted or not.
         TypeError: An unhashable id.
 
     Example:
@@ -418,23 +425,49 @@ def buffer_from_dataset(
     # piece is held until the ones before it (by t_started, t) were added.
     rank_of, waiting = _time_ranks(path), {}
     expected: dict[Any, int] = {}
+    left = Counter(key for key, _ in rank_of.values())  # pieces of each episode to come
+    ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
     for index, episode in enumerate(read_episodes(path, numpy=True)):
         key, rank = rank_of.get(index, (None, 0))
         if key is None:  # committed after the manifest was read: as it comes
-            _add(buffer, episode)
+            _add(buffer, episode, None)
             continue
         waiting[key, rank] = episode
         while (key, expected.get(key, 0)) in waiting:
-            _add(buffer, waiting.pop((key, expected.get(key, 0))))
+            piece = waiting.pop((key, expected.get(key, 0)))
+            _add(buffer, piece, ends.get(key))
             expected[key] = expected.get(key, 0) + 1
+            left[key] -= 1
+            stopped = _stopped(piece, ends.get(key)) if left[key] else None
+            if stopped is None:  # the episode's last piece: nothing left to check against it
+                ends.pop(key, None)
+            else:
+                ends[key] = stopped
     return buffer
 
 
-def _add(buffer: Any, episode: Any) -> None:
+def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None) -> None:
     try:
         buffer.add(episode)
     except EvictedEpisodeError:
-        pass  # a later chunk of an episode that no longer fits: dropped with it
+        # An earlier piece was evicted while loading: this one goes with its episode, as a
+        # chunk of one add whose earlier chunk evicted its episode does (checked as joining
+        # there, its steps counted), so that the counters do not depend on the piecing.
+        chunks = prepare_all([episode], {episode.id_}, ())
+        if end is not None:
+            plan_add(chunks, {episode.id_: end}, iter(()), (), 0, 2**62)
+        buffer._num_added += sum(chunk.n for chunk in chunks)
+
+
+def _stopped(
+    piece: Any, before: tuple[int, bool, int, Any] | None
+) -> tuple[int, bool, int, Any] | None:
+    """Where an episode stands after ``piece`` (as ``plan_add`` reads a stored one), if begun."""
+    done = piece.is_terminated or piece.is_truncated
+    if not len(piece) and (not done or before is None):
+        return before  # a piece add ignores changes nothing
+    last = np.array(piece.get_observations(-1))  # a copy: not the whole piece kept alive
+    return piece.t_started + len(piece), done, 0, last
 
 
 def _time_ranks(path: str | os.PathLike[str]) -> dict[int, tuple[Any, int]]:

@@ -332,7 +332,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         if cached is not None and cached[1:] == (self._store.moves, self._kills):
             slots = cached[0]  # the sampled slots, all still live: no search needed
         else:
-            idx = _issued(idx, self._store.next_uid)
+            idx = _issued(indices, self._store.next_uid)  # as given: idx may hold floats
             slots, found = self._find(idx)
             if not found.all():  # evicted items: skipped, their priorities too
                 slots, prio = slots[found], prio[found]
@@ -553,7 +553,10 @@ def _host(values: Any, dtype: Any = None, name: str = "values") -> np.ndarray:
 
 def _issued(indices: Any, next_uid: int) -> np.ndarray:
     """Item indices as int64, refused unless integers this buffer may have issued."""
-    idx = sampling.int_array(_host(indices, name="indices"), "indices")
+    host = _host(indices, name="indices")  # a tensor's values; a ragged list refused by name
+    # A list's items decide, as in get_transitions: numpy makes int64 and uint64 ones floats.
+    given = host if isinstance(indices, np.ndarray) or hasattr(indices, "detach") else indices
+    idx = sampling.int_array(given, "indices")
     if idx.size and (idx.min() < 0 or idx.max() >= next_uid):
         raise ValueError("indices the buffer never issued (use a batch's 'indices')")
     return idx.astype(np.int64)

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from episodes.indexing import discount_factor
+from episodes.indexing import discount_factor, whole_number
 from episodes.replay.errors import DeviceError
+from episodes.replay.sizes import as_count
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 
@@ -43,13 +44,13 @@ def _is_int(value: Any) -> bool:
 def check_positive(value: Any, name: str) -> int:
     """``value`` as an int, or ``ValueError`` unless it is an int >= 1.
 
+    Numpy ints and 0-d int arrays or tensors are taken, as ``whole_number`` takes them.
+
     Example:
-        >>> check_positive(3, "n_step")
-        3
+        >>> check_positive(3, "n_step"), check_positive(np.array(2), "num_items")
+        (3, 2)
     """
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
+    return whole_number(value, name, 1)
 
 
 def check_flag(value: Any, name: str) -> bool:
@@ -69,13 +70,13 @@ def check_flag(value: Any, name: str) -> bool:
 def check_non_negative(value: Any, name: str) -> int:
     """``value`` as an int, or ``ValueError`` unless it is an int >= 0.
 
+    Numpy ints and 0-d int arrays or tensors are taken, as ``whole_number`` takes them.
+
     Example:
         >>> check_non_negative(0, "lookback")
         0
     """
-    if not _is_int(value) or value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return int(value)
+    return whole_number(value, name, 0)
 
 
 def int_array(values: Any, what: str, beyond: type[Exception] = ValueError) -> np.ndarray:
@@ -209,7 +210,7 @@ def check_n_step(n_step: Any, transitions: bool = True) -> int | tuple[int, int]
         ValueError: n_step applies to transitions, not to sequences or episodes ...
     """
     if not transitions:
-        if not (_is_int(n_step) and n_step == 1):
+        if as_count(n_step) != 1:
             raise ValueError(
                 "n_step applies to transitions, not to sequences or episodes (leave it at 1), "
                 f"got {n_step!r}"
@@ -220,13 +221,10 @@ def check_n_step(n_step: Any, transitions: bool = True) -> int | tuple[int, int]
             raise ValueError(f"n_step range must have step 1, got {n_step!r}")
         n_step = (n_step.start, n_step.stop)
     if isinstance(n_step, tuple):
-        if (
-            len(n_step) != 2
-            or not all(_is_int(v) for v in n_step)
-            or not 1 <= n_step[0] < n_step[1]
-        ):
+        lo, hi = (as_count(v) for v in n_step) if len(n_step) == 2 else (None, None)
+        if lo is None or hi is None or not 1 <= lo < hi:
             raise ValueError(f"n_step range must be (lo, hi) with 1 <= lo < hi, got {n_step!r}")
-        return int(n_step[0]), int(n_step[1])
+        return lo, hi
     return check_positive(n_step, "n_step")
 
 
