@@ -236,10 +236,11 @@ class StepRecorder:
         fresh: dict[str, InfiniteLookbackBuffer] = {}
         for key, value in given.items():
             if key not in recorded:
-                column = InfiniteLookbackBuffer([value])
+                column = InfiniteLookbackBuffer([] if self.rewards.finalized else [value])
                 if self.rewards.finalized:  # a numpy'd episode's columns are all numpy (§7)
-                    try:
+                    try:  # the first item chooses the layout, as in a column declared empty
                         column.finalize()
+                        column.append(value)
                     except (ValueError, TypeError) as error:
                         raise _RefusedColumn(f"extra-model-output {key!r}", error) from error
                 fresh[key] = column

@@ -65,3 +65,25 @@ def test_a_space_set_after_numpying_an_empty_column_gives_its_layout():
     after.to_numpy()
     assert late.observations.data.shape == after.observations.data.shape == (2, 2)
     assert late == early == after
+
+
+def test_an_extra_output_first_given_at_a_step_chooses_its_layout_as_a_declared_one():
+    import numpy as np
+
+    declared = SingleAgentEpisode("a", extra_model_outputs={"vf": []})
+    undeclared = SingleAgentEpisode("a")
+    for episode in (declared, undeclared):
+        episode.to_numpy()
+        episode.add_env_reset(np.zeros(2, np.float32))
+        episode.add_env_step(
+            np.ones(2, np.float32), 0, 1.0, extra_model_outputs={"vf": np.float16(0.5)}
+        )
+    assert declared == undeclared
+    successors = [episode.cut() for episode in (declared, undeclared)]
+    assert successors[0] == successors[1]
+    for successor in successors:  # emptied, the column takes the next first item anew
+        successor.add_env_step(
+            np.ones(2, np.float32), 0, 1.0, extra_model_outputs={"vf": np.float32(0.1)}
+        )
+    assert successors[0] == successors[1]
+    assert successors[1].get_extra_model_outputs("vf").dtype == np.float32
