@@ -263,8 +263,24 @@ def first_leaves(structure: Any, leaf_ndim: int, item: Any) -> tuple[list[Any], 
     if structure is not None or leaf_ndim > 1:
         values = [item] if structure is None else leaves_up_to(structure, item)
         if values is not None:
-            return [np.asarray(value) for value in values], structure
+            return [np.asarray(value) for value in values], _nested_as(structure, [item])
     return flatten(item)
+
+
+def _nested_as(structure: Any, items: list[Any]) -> Any:
+    """``structure`` with a Tuple part a list where every item holds a list there.
+
+    As numpy'ing the items from list mode nests them (``batch_in_space``), so a column numpy'd
+    before its first item holds what it would hold numpy'd after.
+    """
+    if isinstance(structure, dict):
+        return {
+            key: _nested_as(part, [item[key] for item in items]) for key, part in structure.items()
+        }
+    if isinstance(structure, (tuple, list)):
+        parts = [_nested_as(part, [item[i] for item in items]) for i, part in enumerate(structure)]
+        return parts if all(item.__class__ is list for item in items) else tuple(parts)
+    return structure
 
 
 def first_batch(
@@ -292,7 +308,7 @@ def first_batch(
             except MISFIT_ERRORS as error:  # ragged: name the value (numpy's words do not)
                 raise _first_misfit(per_leaf, columns, error) from error
             _check_nuls(leaves, per_leaf)
-            return unflatten(structure, leaves)
+            return unflatten(_nested_as(structure, items), leaves)
     try:
         batch = stack_items(items)
     except ValueError as error:

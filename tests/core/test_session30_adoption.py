@@ -87,3 +87,24 @@ def test_an_extra_output_first_given_at_a_step_chooses_its_layout_as_a_declared_
         )
     assert successors[0] == successors[1]
     assert successors[1].get_extra_model_outputs("vf").dtype == np.float32
+
+
+def test_tuple_items_recorded_as_lists_nest_alike_numpyd_before_or_after():
+    import gymnasium as gym
+
+    space = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Discrete(4)))
+
+    def recorded(numpy_first):
+        episode = SingleAgentEpisode(
+            "a", observation_space=space, action_space=gym.spaces.Discrete(2)
+        )
+        if numpy_first:
+            episode.to_numpy()
+        episode.add_env_reset([1, 2])
+        episode.add_env_step([2, 3], 1, 1.0)
+        return episode if numpy_first else episode.to_numpy()
+
+    before, after = recorded(True), recorded(False)
+    assert type(before.observations.data) is type(after.observations.data) is list
+    assert before == after
+    before.concat_episode(after.cut())  # and either joins the other
