@@ -96,18 +96,33 @@ def dataset_step_types(path: str, where: str) -> dict[str, np.dtype[Any]]:
                 "episodes instead)"
             )
         elif nesting != first[1]:
-            field = next(f for f in nesting if nesting[f] != first[1].get(f))
-            raise ValueError(
-                f"{where} do not share the nesting of {field!r}: leaves {first[1][field]} in "
-                f"{first[2]}, {nesting[field]} in {label}; their columns {field}.0, ... would "
-                "hold other leaves' values (read episodes instead)"
-            )
+            raise ValueError(_nesting_differs(where, first[1], first[2], nesting, label))
         join_types(joined, part, where, label)
     return {
         name: column.dtype
         for name, (column, _) in joined.items()
         if column.dtype.kind not in "USO"  # strings: one Arrow type whatever their width
     }
+
+
+def _nesting_differs(where: str, a: Nesting, a_label: str, b: Nesting, b_label: str) -> str:
+    """The message for two chunks whose step columns share names but not their nesting."""
+    if a.keys() != b.keys():
+        # Fields that hold the same column names: a nested ``h`` (columns ``extra.h.0``, ...)
+        # beside flat ``h.0``, ``h.1``; one chunk's field is missing from the other's nesting.
+        only_a = {f: a[f] for f in sorted(a.keys() - b.keys())}
+        only_b = {f: b[f] for f in sorted(b.keys() - a.keys())}
+        return (
+            f"{where} do not share the nesting of their step columns: fields {only_a} in "
+            f"{a_label}, {only_b} in {b_label} (field: leaves); columns of one name would "
+            "hold another field's values (read episodes instead)"
+        )
+    field = next(f for f in sorted(a) if a[f] != b[f])
+    return (
+        f"{where} do not share the nesting of {field!r}: leaves {a[field]} in {a_label}, "
+        f"{b[field]} in {b_label}; their columns {field}.0, ... would hold other leaves' "
+        "values (read episodes instead)"
+    )
 
 
 def _type_parts(path: str) -> Iterator[tuple[Part, Nesting, str]]:

@@ -39,6 +39,7 @@ from episodes.io.values import (
     decode_value,
     encode_value,
     ends_in_nul,
+    plain_keys,
 )
 from episodes.spaces import space_to_dict, unbatch
 from episodes.structs import flatten
@@ -60,9 +61,14 @@ def _encode_structure(item: Any, where: str, depth: int = 0) -> Any:
     if depth > 64:
         raise UnstorableValueError(f"{where}: item nested deeper than 64 levels")
     if isinstance(item, dict):
-        if not all(type(k) is str for k in item):
+        if not all(isinstance(k, str) for k in item):
             raise UnstorableValueError(f"{where}: dict items need string keys, got {list(item)}")
-        return {"dict": [[k, _encode_structure(v, where, depth + 1)] for k, v in item.items()]}
+        keys = plain_keys(item, where)
+        return {
+            "dict": [
+                [k, _encode_structure(v, where, depth + 1)] for k, v in zip(keys, item.values())
+            ]
+        }
     if isinstance(item, tuple):
         if type(item) is not tuple:
             raise UnstorableValueError(

@@ -38,7 +38,7 @@ from episodes.io.errors import (
     UnstorableValueError,
 )
 from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
-from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value
+from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value, plain_keys
 from episodes.spaces import find_space_kind, space_from_dict
 
 __all__ = ["BLOB_FILE", "decode_episode", "encode_episode", "joined_text_padding"]
@@ -108,9 +108,11 @@ def _encode_extras(
     name: str, columns: dict[str, Any], arrays: dict[str, np.ndarray], blob: BlobWriter
 ) -> list[list[Any]]:
     pairs = []
-    for i, (key, buf) in enumerate(columns.items()):
-        if type(key) is not str:
+    for key in columns:
+        if not isinstance(key, str):
             raise UnstorableValueError(f"{name} key {key!r} must be a str")
+    keys = plain_keys(columns, name)
+    for i, (key, buf) in enumerate(zip(keys, columns.values())):
         where = f"{name}[{key!r}]"
         pairs.append([key, encode_column(buf, f"{_EXTRAS_PREFIX}{i}", arrays, blob, where)])
     return pairs

@@ -1,5 +1,9 @@
 """Argument checks of the whole-dataset tools (:mod:`episodes.io.tools`), made once per call.
 
+Two rules the tools share live here too: where a tool records its provenance in
+``metadata.user`` (:func:`with_provenance`) and how ``custom_data`` values compare
+(:func:`same_json_value`).
+
 Each returns the checked value as plain Python (numpy numbers taken), so it can go into a
 dataset's metadata, or raises a ``TypeError`` / ``ValueError`` naming the argument before
 anything is read or written.
@@ -30,7 +34,16 @@ import numpy as np
 from episodes.indexing import as_flag
 from episodes.seeds import check_seed
 
-__all__ = ["filter_args", "holds_nan", "merge_sources", "real_number", "resolved", "split_args"]
+__all__ = [
+    "filter_args",
+    "holds_nan",
+    "merge_sources",
+    "real_number",
+    "resolved",
+    "same_json_value",
+    "split_args",
+    "with_provenance",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -216,3 +229,58 @@ def holds_nan(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(holds_nan(v) for v in value)
     return isinstance(value, float) and math.isnan(value)
+
+
+def with_provenance(user: dict[str, Any], name: str, record: Any) -> dict[str, Any]:
+    """``user`` (a dataset's ``metadata.user``) with a tool's ``record`` added, nothing replaced.
+
+    The record goes under ``name`` (``"split"``, ``"merged_from"``, ``"filtered_from"``), or,
+    where ``user`` holds that key already (the user's own entry, or an earlier tool's record, as
+    in a split of a split), under the first of ``name_2``, ``name_3``, ... it lacks: ``user`` is
+    the user's, and a key there keeps its value.
+
+    Example:
+        >>> with_provenance({"run": 3}, "split", {"from": "a"})
+        {'run': 3, 'split': {'from': 'a'}}
+        >>> with_provenance({"split": "test", "split_2": {"from": "a"}}, "split", {"from": "b"})
+        {'split': 'test', 'split_2': {'from': 'a'}, 'split_3': {'from': 'b'}}
+    """
+    key, n = name, 1
+    while key in user:
+        n += 1
+        key = f"{name}_{n}"
+    return {**user, key: record}
+
+
+def same_json_value(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are equal JSON values (``==``, but a bool equals no number).
+
+    Numpy scalars and arrays count as the numbers, bools and lists they hold.
+
+    Example:
+        >>> same_json_value(True, 1), same_json_value(1, 1.0), same_json_value([1], (1,))
+        (False, True, True)
+    """
+    a, b = (x.tolist() if isinstance(x, (np.ndarray, np.generic)) else x for x in (a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) or isinstance(b, (int, float)):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (
+            isinstance(a, (list, tuple))
+            and isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(same_json_value(x, y) for x, y in zip(a, b))
+        )
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(same_json_value(a[k], b[k]) for k in a)
+        )
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # objects whose == is not a yes or no
+        return False

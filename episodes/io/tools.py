@@ -33,8 +33,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
@@ -44,7 +42,15 @@ from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
 from episodes.io.staging import Staged, is_staged, place, remove_empty, stage
-from episodes.io.tool_args import filter_args, holds_nan, merge_sources, resolved, split_args
+from episodes.io.tool_args import (
+    filter_args,
+    holds_nan,
+    merge_sources,
+    resolved,
+    same_json_value,
+    split_args,
+    with_provenance,
+)
 from episodes.io.values import id_key, signless_zeros
 from episodes.io.writer import FRESH_NAMES, removed_if_failed
 
@@ -190,7 +196,9 @@ def merge(
 ) -> int:
     """Concatenates datasets into a new v2 dataset; returns the episode pieces copied.
 
-    The metadata defaults to the first source's, with the sources listed in ``user``.
+    The metadata defaults to the first source's, with the sources listed in ``user`` under
+    ``merged_from`` (or, where that key is taken, ``merged_from_2``, ...; see
+    :func:`~episodes.io.tool_args.with_provenance`).
 
     Raises:
         DatasetError: ``dst`` is not empty, two sources hold the same steps of an episode
@@ -217,7 +225,7 @@ def merge(
     _refuse_other_envs(sources, by_id=given is None)
     meta = given if given is not None else _metadata_of(sources[0])
     if given is None:
-        meta.user = {**meta.user, "merged_from": [str(s) for s in sources]}
+        meta.user = with_provenance(meta.user, "merged_from", [str(s) for s in sources])
     return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes}, stops)
 
 
@@ -287,7 +295,9 @@ def split(
     """Splits a dataset by episode id; returns the pieces written to each side.
 
     An id goes to ``validation`` when a hash of ``(seed, id)`` falls below ``fraction``, so
-    the split is deterministic, and all pieces of one episode land on the same side.
+    the split is deterministic, and all pieces of one episode land on the same side. Both
+    halves keep the source's metadata, the split recorded in its ``user`` under ``split`` (or
+    ``split_2``, ... where that key is taken: no key of the source's is replaced).
 
     Raises:
         TypeError: ``fraction`` is no real number (a str or a bool; numpy floats are taken).
@@ -310,7 +320,8 @@ def split(
     # Both halves from the pieces committed now: one snapshot of a source still written to.
     stop = [dataset_info(src).num_chunks]
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
-    meta.user = {**meta.user, "split": {"from": str(src), "fraction": fraction, "seed": seed}}
+    record = {"from": str(src), "fraction": fraction, "seed": seed}
+    meta.user = with_provenance(meta.user, "split", record)
     finals = [_check_new(train), _check_new(validation)]  # resolved
     if finals[0] == finals[1]:
         raise ValueError(f"train and validation are the same directory: {train}")
@@ -360,7 +371,8 @@ def filter_dataset(
     an equal value (e.g. ``{"env_index": 0}`` from the env runner); all pieces of an episode
     are kept or dropped together.
     ``predicate`` receives the :class:`~episodes.io.EpisodeSummary` (id, pieces, length,
-    return, flags).
+    return, flags). The copy keeps the source's metadata, the source recorded in its ``user``
+    under ``filtered_from`` (or ``filtered_from_2``, ... where that key is taken).
 
     Values compare as JSON values do: ``True`` equals no number (nor ``1`` ``True``), ``1``
     equals ``1.0``, ``"1"`` no number; lists and tuples compare item by item.
@@ -412,7 +424,7 @@ def filter_dataset(
     kept = [id_key(s.id_) for s in info.episodes if passes(s)]
     wanted = set(kept)
     meta = _metadata_of(src)
-    meta.user = {**meta.user, "filtered_from": str(src)}
+    meta.user = with_provenance(meta.user, "filtered_from", str(src))
     if wanted_data:
         # Decided per episode, on the custom_data load_episode gives it (its pieces' merged in
         # time order, the later winning), so all pieces of an id stay together.
@@ -420,7 +432,7 @@ def filter_dataset(
         wanted = {
             key
             for key, data in merged.items()
-            if all(k in data and _same_json_value(data[k], v) for k, v in wanted_data.items())
+            if all(k in data and same_json_value(data[k], v) for k, v in wanted_data.items())
         }
 
     keep = lambda episode: id_key(episode.id_) in wanted  # noqa: E731
@@ -461,40 +473,6 @@ def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
                 '(for the text, write "NaN" with the quotes)'
             )
     return tests
-
-
-def _same_json_value(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` are equal JSON values (``==``, but a bool equals no number).
-
-    Numpy scalars and arrays count as the numbers, bools and lists they hold.
-
-    Example:
-        >>> _same_json_value(True, 1), _same_json_value(1, 1.0), _same_json_value([1], (1,))
-        (False, True, True)
-    """
-    a, b = (x.tolist() if isinstance(x, (np.ndarray, np.generic)) else x for x in (a, b))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) or isinstance(b, (int, float)):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
-    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-        return (
-            isinstance(a, (list, tuple))
-            and isinstance(b, (list, tuple))
-            and len(a) == len(b)
-            and all(_same_json_value(x, y) for x, y in zip(a, b))
-        )
-    if isinstance(a, dict) or isinstance(b, dict):
-        return (
-            isinstance(a, dict)
-            and isinstance(b, dict)
-            and a.keys() == b.keys()
-            and all(_same_json_value(a[k], b[k]) for k in a)
-        )
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):  # objects whose == is not a yes or no
-        return False
 
 
 def _merged_custom_data(src: PathLike, ids: set[Any], stop: int) -> dict[Any, dict[Any, Any]]:

@@ -42,6 +42,7 @@ __all__ = [
     "ends_in_nul",
     "holds_nan",
     "id_key",
+    "plain_keys",
     "signless_zeros",
 ]
 
@@ -86,6 +87,32 @@ def check_code_points(array: np.ndarray, where: str) -> None:
     codes = np.ascontiguousarray(array).view(array.dtype.byteorder.replace("|", "=") + "u4")
     if codes.max() > 0x10FFFF:
         raise CorruptDatasetError(f"{where}: a string holds an invalid code point")
+
+
+def plain_keys(mapping: dict[Any, Any], where: str) -> list[Any]:
+    """The keys of ``mapping`` in order, a key of a str subclass as its plain ``str``.
+
+    A ``np.str_`` key (one taken from a numpy array of names) is a str, and the writers store
+    it as one: it reads back as the plain ``str``. Other keys are kept as they are.
+
+    Raises:
+        UnstorableValueError: Two keys are one str once plain (a subclass with its own
+            ``__eq__``), so one would overwrite the other when read back.
+
+    Example:
+        >>> plain_keys({np.str_("a"): 1, "b": 2, 3: 4}, "x")
+        ['a', 'b', 3]
+        >>> type(plain_keys({np.str_("a"): 1}, "x")[0])
+        <class 'str'>
+    """
+    keys = list(mapping)
+    if all(type(k) is str for k in keys):  # the usual dict: nothing to convert
+        return keys
+    # str.__str__ gives a subclass's characters as a plain str, whatever its own __str__ says.
+    plain = [str.__str__(k) if isinstance(k, str) else k for k in keys]
+    if len(set(plain)) != len(plain):
+        raise UnstorableValueError(f"{where}: the keys {keys!r} name one str twice")
+    return plain
 
 
 def crc32_of(array: np.ndarray) -> int:
@@ -286,18 +313,23 @@ def encode_value(value: Any, *, blob: BlobWriter | None, where: str, _depth: int
         ]
         return {f"{_TAG}tuple__": items}
     if isinstance(value, dict):
-        plain = all(type(k) is str and not k.startswith(_TAG) for k in value)
-        if plain:
+        if all(type(k) is str and not k.startswith(_TAG) for k in value):
             return {
                 k: encode_value(v, blob=blob, where=f"{where}[{k!r}]", _depth=_depth + 1)
                 for k, v in value.items()
+            }
+        keys = plain_keys(value, where)
+        if all(type(k) is str and not k.startswith(_TAG) for k in keys):
+            return {
+                k: encode_value(v, blob=blob, where=f"{where}[{k!r}]", _depth=_depth + 1)
+                for k, v in zip(keys, value.values())
             }
         pairs = [
             [
                 encode_value(k, blob=None, where=f"{where} key {k!r}", _depth=_depth + 1),
                 encode_value(v, blob=blob, where=f"{where}[{k!r}]", _depth=_depth + 1),
             ]
-            for k, v in value.items()
+            for k, v in zip(keys, value.values())
         ]
         return {f"{_TAG}dict__": pairs}
     if isinstance(value, (np.ndarray, np.generic)):
