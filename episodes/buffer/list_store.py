@@ -373,4 +373,3 @@ def respaced(store: Any, space: gym.Space[Any] | None) -> Any:
     if store.is_numpy and len(store) == 0 and not getattr(store, "typed", True):
         return ListStore().stacked(space)
     return store
-

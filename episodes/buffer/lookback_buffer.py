@@ -551,4 +551,3 @@ class InfiniteLookbackBuffer:
 
 def _ints(**values: Any) -> list[int]:  # numpy ints as ints; a TypeError naming a bool
     return [indexing.as_int(value, what=name) for name, value in values.items()]
-

@@ -57,10 +57,10 @@ from episodes.io.errors import (
 from episodes.io.format import read_regular_file
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.minari_arrow import minari_episode_data, one_batch_per_episode, reading
+from episodes.io.minari_spaces import check_minari_space
 from episodes.io.minari_values import (
     EpisodeBuffers,
     check_infos_flag,
-    check_minari_space,
     split_infos,
     split_steps,
     text_ends_in_nul,

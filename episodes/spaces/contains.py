@@ -54,19 +54,30 @@ def _fallback(space: gs.Space[Any]) -> Checker:
     return check
 
 
-@singledispatch
 def make_checker(space: gs.Space[Any]) -> Checker:
     """Builds a fast ``item -> bool`` membership test equivalent to ``space.contains``.
+
+    A subclass that overrides ``contains`` (a stricter Box) is asked itself: the fast test
+    is its gymnasium base's.
 
     Example:
         >>> import gymnasium as gym
         >>> make_checker(gym.spaces.Discrete(3, start=1))(3)
         True
     """
+    cls: Any = type(space)
+    base = next((c for c in cls.__mro__ if c.__module__.startswith("gymnasium.")), None)
+    if base is not None and cls is not base and cls.contains is not base.contains:
+        return _fallback(space)
+    return _checker(space)
+
+
+@singledispatch
+def _checker(space: gs.Space[Any]) -> Checker:
     return _fallback(space)
 
 
-@make_checker.register
+@_checker.register
 def _(space: gs.Box) -> Checker:
     shape, dtype = space.shape, space.dtype
     low, high = space.low, space.high
@@ -164,7 +175,7 @@ def _(space: gs.Box) -> Checker:
     return _check_array
 
 
-@make_checker.register
+@_checker.register
 def _(space: gs.Discrete) -> Checker:
     # Python ints: start + n may not fit the space's dtype (Discrete(2, start=254) in uint8).
     start, stop = int(space.start), int(space.start) + int(space.n)
@@ -182,7 +193,7 @@ def _(space: gs.Discrete) -> Checker:
     return check
 
 
-@make_checker.register
+@_checker.register
 def _(space: gs.Dict) -> Checker:
     checkers = {key: make_checker(sub) for key, sub in space.spaces.items()}
 
@@ -194,7 +205,7 @@ def _(space: gs.Dict) -> Checker:
     return check
 
 
-@make_checker.register
+@_checker.register
 def _(space: gs.Tuple) -> Checker:
     checkers = [make_checker(sub) for sub in space.spaces]
 

@@ -60,6 +60,8 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
         key = None
     except RecursionError:
         raise ValueError("space: nested too deeply") from None
+    if key is not None and _holds_tuple(d):  # JSON writes it as a list: the checks refuse it
+        key = None
     space = None if key is None else _DECODED.get(key)
     if space is None:
         try:
@@ -72,6 +74,15 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
                 _DECODED.clear()
             _DECODED[key] = space
     return space
+
+
+def _holds_tuple(value: Any) -> bool:
+    """Whether a tuple lies anywhere in ``value`` (the encoding has lists only)."""
+    if isinstance(value, tuple):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_tuple(part) for part in value.values())
+    return isinstance(value, list) and any(_holds_tuple(part) for part in value)
 
 
 _DECODED: dict[str, gs.Space[Any]] = {}
@@ -240,7 +251,7 @@ def _decode_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]
 
 
 def _decode_multi_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Space[Any]:
-    nvec = _int_array(d, "nvec", where).astype(np.int64)
+    nvec = _int_array(d, "nvec", where)  # Python ints: a uint64 nvec may pass int64
     start = _int_array(d, "start", where) if "start" in d else np.zeros(nvec.shape, object)
     if "shape" in d:  # only an empty nvec's: its lists cannot say it
         shape = _int_array(d, "shape", where)
@@ -259,6 +270,8 @@ def _decode_multi_discrete(d: dict[str, Any], where: str, depth: int) -> gs.Spac
     high = [int(a) + int(n) - 1 for a, n in zip(start.ravel(), nvec.ravel())]
     if any(x < info.min for x in low) or any(x > info.max for x in high):
         raise ValueError(f"{where}: 'start' and 'nvec' give values outside {dtype.name}")
+    if any(int(n) > info.max for n in nvec.ravel()):  # a negative start's span beyond it
+        raise ValueError(f"{where}: 'nvec' holds sizes outside {dtype.name}")
     # Built in the space's dtype: a uint64 start beyond int64 holds there.
     return gs.MultiDiscrete(nvec.astype(dtype), dtype=dtype, start=start.astype(dtype))
 
