@@ -116,8 +116,19 @@ class SampleBatch(dict[str, Any]):
     def __len__(self) -> int:
         return self.count
 
-    def __bool__(self) -> bool:
-        return dict.__len__(self) > 0
+    def __bool__(self) -> bool:  # as RLlib's: by rows, not keys
+        return self.count > 0
+
+    def copy(self, shallow: bool = False) -> SampleBatch:
+        """A new batch of the same columns, their arrays copied unless ``shallow`` (as RLlib's).
+
+        Example:
+            >>> batch = SampleBatch({"obs": np.zeros(2)}); other = batch.copy()
+            >>> other["obs"][0] = 1.0; type(other).__name__, batch["obs"].tolist()
+            ('SampleBatch', [0.0, 0.0])
+        """
+        columns = {key: _copied(value, shallow) for key, value in self.items()}
+        return SampleBatch.from_columns(columns, frozenset(columns))
 
     def __repr__(self) -> str:
         return f"SampleBatch(count={self.count}, keys={list(self.keys())})"
@@ -145,6 +156,17 @@ def _cut_text(ids: np.ndarray, value: list[Any]) -> bool:
     if ids.dtype.kind not in ("U", "S"):
         return False
     return any(isinstance(id_, (str, bytes)) and id_[-1:] in ("\0", b"\0") for id_ in value)
+
+
+def _copied(value: Any, shallow: bool) -> Any:
+    """``value`` with its arrays (in dicts and tuples too) copied, unless ``shallow``."""
+    if isinstance(value, np.ndarray):
+        return value if shallow else value.copy()
+    if isinstance(value, dict):
+        return {key: _copied(part, shallow) for key, part in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_copied(part, shallow) for part in value)
+    return value
 
 
 def _first_leaf(value: Any) -> Any:
@@ -195,7 +217,7 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
             raise _ragged(key, error) from error
     if nested and array.dtype == object:  # dicts (or tuples) numpy kept whole: no rows
         raise _ragged(key, ValueError("the rows nest in different ways"))
-    if array.dtype.kind == "f" and isinstance(value[0], (int, np.integer)):
+    if array.dtype.kind == "f" and value and isinstance(value[0], (int, np.integer)):
         return stack_items(value)  # ints float64 would round (time steps past int64): exact
     return array
 

@@ -90,3 +90,19 @@ def test_to_numpy_keeps_int_rewards_beyond_int64():
     )
     assert [int(r) for r in episode.to_numpy().get_rewards()] == [2**63 + 1, 1]
     assert episode.get_return() == float(2**63 + 2)
+
+
+def test_an_empty_list_column_beside_others_is_an_empty_array():
+    batch = SampleBatch({"obs": [], "t": []})
+    assert batch["obs"].shape == (0,) and batch.count == 0
+
+
+def test_truth_and_copies_go_by_rows_as_in_rllib():
+    assert not SampleBatch({"gamma": 0.99}) and not SampleBatch({"obs": np.zeros((0, 2))})
+    assert SampleBatch({"obs": np.zeros((2, 2))})
+    batch = SampleBatch({"obs": {"a": np.zeros(2)}, "actions": [0, 1]})
+    deep, shallow = batch.copy(), batch.copy(shallow=True)
+    assert type(deep) is SampleBatch and deep.count == 2
+    deep["obs"]["a"][0] = 1.0
+    assert batch["obs"]["a"][0] == 0.0
+    assert shallow["obs"]["a"] is batch["obs"]["a"]
