@@ -21,7 +21,7 @@ from episodes.episode.reward_values import REAL_TYPES
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.store import all_empty_infos
-from episodes.spaces import UNSTACKABLE_SPACES, find_space_kind
+from episodes.spaces import UNSTACKABLE_SPACES, equal_in_space, find_space_kind
 from episodes.structs import arrays_equal, deep_copied
 
 __all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
@@ -52,6 +52,13 @@ class Chunk:
     truncated: bool
     spaces: tuple[Any, Any] = (None, None)  # the episode's observation and action space
     empty_infos: bool = False  # every info is empty: the store has no step info to write
+    # The first observation as the chunk gave it: the border a join compares, as
+    # ``concat_episode`` does, before ``obs`` is cast to the buffer's column.
+    border: Any = None
+
+    def __post_init__(self) -> None:  # noqa: D105 - see ``border``
+        if self.border is None and len(self.obs):
+            self.border = self.obs[0]
 
     @property
     def n(self) -> int:
@@ -382,12 +389,22 @@ class _Known:
     last_obs: np.ndarray
 
 
-def _same_observation(a: np.ndarray, b: np.ndarray) -> bool:
-    # NaNs compare equal, as in ``concat_episode``; the dtypes were checked against the columns.
-    nan_aware = a.dtype.kind in "fc" and b.dtype.kind in "fc"  # a complex value's parts each
-    if not nan_aware:
-        return a.shape == b.shape and bool(np.array_equal(a, b))
-    return a.shape == b.shape and arrays_equal(a, b)
+def _same_border(chunk: Chunk, stored: np.ndarray) -> bool:
+    """Whether ``chunk`` starts with ``stored``, the observation its episode's rows end with.
+
+    In the column's dtype (NaNs equal), as stored: a head rounded into a float32 column joins
+    the float64 value it was given. Where the chunk has a space, in the space's dtypes too, as
+    ``concat_episode`` compares (a float32 tail of a float64 head in a float32 Box joins).
+    """
+    fitted = chunk.obs[0]
+    if fitted.shape == stored.shape:
+        if fitted.dtype.kind in "fc" and stored.dtype.kind in "fc":  # a complex one's parts
+            if arrays_equal(fitted, stored):
+                return True
+        elif np.array_equal(fitted, stored):
+            return True
+    space = chunk.spaces[0]
+    return space is not None and equal_in_space(chunk.border, stored, space)
 
 
 def plan_add(
@@ -482,7 +499,7 @@ def _continue(entry: _Known, chunk: Chunk) -> None:
             f"chunk of episode {chunk.id_!r} starts at t={chunk.t0}, but the buffer holds "
             f"it up to t={entry.t_end}"
         )
-    if not _same_observation(chunk.obs[0], entry.last_obs):
+    if not _same_border(chunk, entry.last_obs):
         # RLlib's concat_episode refuses this too: the stored step before the border would
         # otherwise get a next observation its chunk never saw.
         raise ValueError(
