@@ -211,8 +211,22 @@ def same_id(a: Any, b: Any) -> bool:
         >>> same_id(("a", nan), ("b", nan)), same_id("a", np.str_("a")), same_id(1, 1.0)
         (False, True, True)
     """
-    if a is b or a == b:
+    if a is b:
         return True
+    try:
+        equal: Any = a == b
+    except Exception:  # noqa: BLE001 - a tuple holding arrays: part by part, below
+        equal = None
+    if equal is not None and not isinstance(equal, (bool, np.bool_)):
+        return data_equal(a, b)  # an array or tensor id: element by element
+    if equal:
+        return True
+    complex_ = (complex, np.complexfloating)
+    if isinstance(a, complex_) or isinstance(b, complex_):  # 1+nanj is not 2+nanj
+        if not (isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS)):
+            return False
+        x, y = complex(a), complex(b)
+        return same_id(x.real, y.real) and same_id(x.imag, y.imag)
     if isinstance(a, _FLOATS) and isinstance(b, _FLOATS):
         return bool(a != a and b != b)  # noqa: PLR0124 - NaN is the one value unequal to itself
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
@@ -248,6 +262,7 @@ def _same_items(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
 
 
 _FLOATS = (float, complex, np.floating, np.complexfloating)
+_NUMBERS = (int, float, complex, np.number)
 
 
 def episodes_equal(a: SingleAgentEpisode, b: SingleAgentEpisode) -> bool:
