@@ -194,6 +194,8 @@ def data_equal(a: Any, b: Any) -> bool:
         (False, True)
         >>> data_equal(2**53 + 1, 2.0**53), data_equal([1, 2.5], [1.0, 2.5])
         (False, True)
+        >>> data_equal(np.int64(2**53 + 1), 2.0**53)  # a numpy number by value, exactly too
+        False
     """
     kind = type(a)
     if kind is type(b) and (kind is int or kind is float or kind is bool):
@@ -225,6 +227,10 @@ def data_equal(a: Any, b: Any) -> bool:
         # An int against a float, exactly as Python compares them: numpy would round both to
         # float64 (2**53 + 1 equal to 2.0**53).
         return numbers_equal(a, b)
+    if kind in _PYTHON_NUMBERS and _numpy_number(b):  # by value, exactly, as above
+        return numbers_equal(a, b.item())
+    if type(b) in _PYTHON_NUMBERS and _numpy_number(a):
+        return numbers_equal(a.item(), b)
     if not (isinstance(a, np.generic) and isinstance(b, np.generic)):  # two scalars: numpy's
         torch = sys.modules.get("torch")  # never imported here: only tensors that exist
         if torch is not None and (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
@@ -248,6 +254,15 @@ def data_equal(a: Any, b: Any) -> bool:
 
 
 _PYTHON_NUMBERS = frozenset((int, float, bool, complex))
+
+
+def _numpy_number(value: Any) -> bool:
+    """A numpy number scalar or 0-d array, whose ``item()`` is the Python number it holds."""
+    return (
+        isinstance(value, (np.generic, np.ndarray))
+        and value.ndim == 0
+        and (value.dtype.kind in "biufc")
+    )
 
 
 def numbers_equal(a: Any, b: Any) -> bool:

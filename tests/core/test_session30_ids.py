@@ -73,3 +73,22 @@ def test_complex_nan_ids_of_other_parts_do_not_join():
     assert a != SingleAgentEpisode.from_state({**a.get_state(), "id_": b.id_})
     with pytest.raises(AssertionError, match="different ids"):
         a.concat_episode(b)
+
+
+EXACT_PAIRS = {
+    "numpy int and a Python float": (np.int64(2**53 + 1), 2.0**53),
+    "Python int and a numpy float": (2**53 + 1, np.float64(2.0**53)),
+    "uint64 and a Python float": (np.uint64(2**64 - 1), 2.0**64),
+    "0-d int array and a Python float": (np.array(2**53 + 1), 2.0**53),
+}
+
+
+@pytest.mark.parametrize("name", list(EXACT_PAIRS))
+def test_a_numpy_number_and_a_python_number_compare_exactly(name):
+    from episodes.spaces import equal_in_space
+    from episodes.structs import data_equal
+
+    a, b = EXACT_PAIRS[name]
+    assert not data_equal(a, b) and not data_equal(b, a)
+    assert not equal_in_space(a, b, None)
+    assert data_equal(np.int64(3), 3.0) and data_equal(3, np.float32(3.0))
