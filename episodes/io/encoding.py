@@ -21,9 +21,7 @@ Example:
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -41,7 +39,7 @@ from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
 from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value, plain_keys
 from episodes.spaces import find_space_kind, space_from_dict
 
-__all__ = ["BLOB_FILE", "decode_episode", "encode_episode", "joined_text_padding"]
+__all__ = ["BLOB_FILE", "decode_episode", "encode_episode", "numpy_episode"]
 
 BLOB_FILE = "blob.npy"
 # Where the format's names differ from the fields' (kept so old chunks stay readable).
@@ -52,8 +50,6 @@ _EXTRAS_PREFIX = "extra"
 #: however short they are. A stored space may cost at most this much beyond the strings' own
 #: width: one number in a 2 KB meta.json would otherwise ask for gigabytes.
 MAX_TEXT_PADDING = 256 << 20
-# The padding of the pieces decoded so far inside ``joined_text_padding`` (None outside it).
-_JOINED_PADDING: ContextVar[list[int] | None] = ContextVar("joined_padding", default=None)
 
 
 def _meta_key(field: Field) -> str:
@@ -167,11 +163,7 @@ def decode_episode(
     try:
         episode = _decode(meta, load, where, numpy)
         if numpy:
-            _check_text_padding(episode, where)
-            try:
-                episode.to_numpy()
-            except (ValueError, TypeError, AssertionError) as err:
-                raise DatasetError(f"{where}: this episode cannot be numpy'd: {err}") from err
+            numpy_episode(episode, where)
     except DatasetError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, AssertionError, RecursionError) as err:
@@ -184,27 +176,32 @@ def decode_episode(
     return episode
 
 
-@contextmanager
-def joined_text_padding() -> Iterator[None]:
-    """Within it, ``numpy=True`` decodes share one Text padding bound: pieces to be joined.
+def numpy_episode(episode: SingleAgentEpisode, where: str) -> SingleAgentEpisode:
+    """``episode.to_numpy()`` as the readers numpy what they read: Text padding bounded first.
 
-    Joining numpy'd pieces stacks their padded strings into one array, so the joined episode
-    pads its strings by the sum of theirs. Each piece adds its padding (counted from its
-    strings before they are stacked) to the sum; the piece that would take the sum past
-    ``MAX_TEXT_PADDING`` is refused before its arrays are allocated.
+    ``load_episode(numpy=True)`` joins the pieces as stored and numpys the joined episode with
+    this, as ``decode_episode`` numpys one piece.
+
+    Raises:
+        DatasetError: The episode cannot be numpy'd, or its Text spaces would pad its strings
+            with more than ``MAX_TEXT_PADDING`` bytes (checked before anything is stacked).
+        DatasetIOError: Out of memory.
 
     Example:
         >>> from episodes import SingleAgentEpisode
-        >>> meta, arrays = encode_episode(SingleAgentEpisode(observations=[0]))
-        >>> with joined_text_padding():
-        ...     decode_episode(meta, arrays.__getitem__, where="x", numpy=True).is_numpy
-        True
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1])
+        >>> numpy_episode(ep, "x").get_rewards().dtype.name
+        'int64'
     """
-    token = _JOINED_PADDING.set([0])
+    _check_text_padding(episode, where)
     try:
-        yield
-    finally:
-        _JOINED_PADDING.reset(token)
+        episode.to_numpy()
+    except (ValueError, TypeError, AssertionError, RecursionError) as err:
+        raise DatasetError(f"{where}: this episode cannot be numpy'd: {err}") from err
+    except MemoryError as err:  # the system's failure, not the data's
+        words = str(err) or "MemoryError"
+        raise DatasetIOError(errno.ENOMEM, f"{where}: out of memory numpy'ing ({words})") from err
+    return episode
 
 
 def _check_text_padding(episode: SingleAgentEpisode, where: str) -> None:
@@ -215,17 +212,12 @@ def _check_text_padding(episode: SingleAgentEpisode, where: str) -> None:
         if name != "infos" and not column.finalized and space is not None:
             if find_space_kind(space, (gym.spaces.Text,)):
                 padding += _text_padding(space, column.data)
-    joined = _JOINED_PADDING.get()
-    earlier = joined[0] if joined is not None else 0
-    if padding + earlier > MAX_TEXT_PADDING:
-        pieces = f"; {earlier} of them in its pieces joined before" if earlier else ""
+    if padding > MAX_TEXT_PADDING:
         raise DatasetError(
             f"{where}: this episode cannot be numpy'd: its Text spaces' max_length would pad its "
-            f"strings with {padding + earlier} bytes (more than {MAX_TEXT_PADDING}{pieces}); "
+            f"strings with {padding} bytes (more than {MAX_TEXT_PADDING}); "
             "read it with numpy=False"
         )
-    if joined is not None:
-        joined[0] += padding
 
 
 def _text_padding(space: gym.Space[Any], items: list[Any]) -> int:

@@ -36,7 +36,7 @@ import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag, as_int
-from episodes.io.encoding import decode_episode, joined_text_padding
+from episodes.io.encoding import decode_episode, numpy_episode
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -235,18 +235,20 @@ def load_episode(
     )
     if not mine:
         raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
-    with joined_text_padding():  # numpy=True: the joined episode's padding is bounded
-        episode = load_chunk(root, mine[0], numpy=numpy, verify=verify)
-        for entry in mine[1:]:
-            chunk = load_chunk(root, entry, numpy=numpy, verify=verify)
-            try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
-                concat_piece(episode, chunk)
-            except (AssertionError, ValueError) as err:
-                raise CorruptDatasetError(
-                    f"chunks of episode {id_!r} do not join at t={entry.t_started} "
-                    f"({entry.chunk}): {err}"
-                ) from err
-    return episode
+    # numpy=True numpys the joined episode, not each piece: a piece's own dtypes (int rewards
+    # before a piece of float ones) would refuse steps the whole episode's column takes.
+    as_stored = None if numpy else numpy
+    episode = load_chunk(root, mine[0], numpy=as_stored, verify=verify)
+    for entry in mine[1:]:
+        chunk = load_chunk(root, entry, numpy=as_stored, verify=verify)
+        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+            concat_piece(episode, chunk)
+        except (AssertionError, ValueError) as err:
+            raise CorruptDatasetError(
+                f"chunks of episode {id_!r} do not join at t={entry.t_started} "
+                f"({entry.chunk}): {err}"
+            ) from err
+    return numpy_episode(episode, f"{root}: episode {id_!r}") if numpy else episode
 
 
 def _entry_id(entry: ManifestEntry) -> Any:

@@ -31,7 +31,9 @@ from episodes.io.arrow_leaves import check_leaf_info
 from episodes.io.errors import CorruptDatasetError
 from episodes.io.format import parse_json
 from episodes.io.shard_codec import EXTRAS, blob_of, column_of, skeleton_of, skeleton_paths
+from episodes.io.space_rows import RowPlan, row_plan
 from episodes.io.values import BlobReader, decode_value
+from episodes.spaces import space_from_dict
 
 __all__ = ["ColumnPlan", "plan_columns"]
 
@@ -60,6 +62,7 @@ class ColumnPlan:
         views: list[np.ndarray] | None,
         skeleton: Any,
         json_items: Any = None,
+        rows: RowPlan | None = None,
     ):
         self.lookback = lookback
         self.size = size
@@ -67,6 +70,7 @@ class ColumnPlan:
         self.views = views
         self.skeleton = skeleton
         self._json_items = json_items
+        self._rows = rows
 
     @property
     def stored(self) -> bool:
@@ -82,6 +86,10 @@ class ColumnPlan:
 
     def take(self, start: int, stop: int | None = None, *, copy: bool = False) -> Any:
         """Item ``start``, or items ``[start, stop)`` batched (views unless ``copy``).
+
+        A list-mode column's items come back as a numpy'd column holds them: where its space
+        has a Box (Discrete, MultiDiscrete, MultiBinary) part, an item given as a list there
+        is one array (see :mod:`episodes.io.space_rows`).
 
         Example:
             >>> plan = ColumnPlan(0, 2, 0, [np.array([1, 2]), np.array([3, 4])], {"a": 0, "b": 0})
@@ -101,6 +109,8 @@ class ColumnPlan:
             parts = [v[a] for v in self.views]
         else:
             parts = [v[a : self._first + stop] for v in self.views]
+        if self._rows is not None:
+            return self._rows.rows(parts, batched=stop is not None, copy=copy)
         if copy:
             parts = [np.array(p) for p in parts]
         return parts[0] if self.skeleton is None else tree.unflatten_as(self.skeleton, parts)
@@ -209,7 +219,23 @@ def _plan(context: tuple[Any, ...], path: list[str], col: Any) -> ColumnPlan:
             raise CorruptDatasetError(f"{label}: leaf holds {info['count']} items, not {size}")
         views.append(shard.view(info, k))
     skeleton = skeleton_of(structure, label) if paths != [()] else None
-    return ColumnPlan(lookback, size, base, views, skeleton)
+    rows = None
+    if skeleton is not None and col.get("finalized") is False:
+        # A numpy'd column's structure came from its space already; a list-mode one's came
+        # from the items, where a Box row given as a list is a leaf per component.
+        rows = row_plan(skeleton, _space(shard.spaces, col.get("space"), label), views)
+    return ColumnPlan(lookback, size, base, views, skeleton, rows=rows)
+
+
+def _space(spaces: list[Any], ref: Any, label: str) -> Any:
+    """The column's space, from the shard's table (the index holds ``{"space_ref": k}``)."""
+    k = ref.get("space_ref") if isinstance(ref, dict) and len(ref) == 1 else None
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(spaces):
+        raise CorruptDatasetError(f"{label}: bad space reference {ref!r}")
+    try:
+        return space_from_dict(spaces[k])
+    except ValueError as err:
+        raise CorruptDatasetError(f"{label}: bad space: {err}") from None
 
 
 def _count(value: Any, label: str) -> int:

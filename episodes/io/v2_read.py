@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.encoding import joined_text_padding
+from episodes.io.encoding import numpy_episode
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -131,16 +131,18 @@ def load_episode_v2(
         raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
     # (t_started, t): a piece without steps goes before the one that starts where it is.
     mine.sort(key=lambda i: (ds.summaries[i].t_started, ds.summaries[i].t))
-    with joined_text_padding():  # numpy=True: the joined episode's padding is bounded
-        episode = ds.episode(mine[0], numpy=numpy)
-        for i in mine[1:]:
-            try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
-                concat_piece(episode, ds.episode(i, numpy=numpy))
-            except (AssertionError, ValueError) as err:
-                raise CorruptDatasetError(
-                    f"pieces of episode {id_!r} do not join at t={ds.summaries[i].t_started}: {err}"
-                ) from err
-    return episode
+    # numpy=True numpys the joined episode, not each piece: a piece's own dtypes (int rewards
+    # before a piece of float ones) would refuse steps the whole episode's column takes.
+    as_stored = None if numpy else numpy
+    episode = ds.episode(mine[0], numpy=as_stored)
+    for i in mine[1:]:
+        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+            concat_piece(episode, ds.episode(i, numpy=as_stored))
+        except (AssertionError, ValueError) as err:
+            raise CorruptDatasetError(
+                f"pieces of episode {id_!r} do not join at t={ds.summaries[i].t_started}: {err}"
+            ) from err
+    return numpy_episode(episode, f"{ds.root}: episode {id_!r}") if numpy else episode
 
 
 def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
