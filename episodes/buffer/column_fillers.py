@@ -32,8 +32,8 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.store import Store
-from episodes.spaces.batching import map_leaves_with_space
 from episodes.spaces.filler import filler_leaf
+from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import flatten, leaves_up_to, unflatten
 
 __all__ = ["column_typed"]
@@ -70,33 +70,44 @@ def column_typed(
             return fillers  # float32 zero-hot vectors, joining float32 one-hot rows
         return _retyped(fillers, fill, columns[0].dtype)
     found = leaves_up_to(structure, fillers)
-    leaves, nesting = flatten(fillers)
-    if found is None or not len(found) == len(leaves) == len(columns):
-        return fillers
-    if all(
-        leaf.__class__ is not np.ndarray or leaf.dtype == column.dtype
-        for leaf, column in zip(found, columns)
-    ):
+    if found is None or len(found) != len(columns):
         return fillers
     # The one-hot leaves keep their float32 zero-hot fillers; the others, their column's.
-    encoded = _encoded_leaves(structure, fillers, space) if one_hot_discrete else None
+    encoded = _encoded_leaves(structure, space) if one_hot_discrete else None
+    if encoded is None or len(encoded) != len(found):
+        encoded = [False] * len(found)
+    if all(
+        leaf.__class__ is not np.ndarray or leaf.dtype == column.dtype or skip
+        for leaf, column, skip in zip(found, columns, encoded)
+    ):
+        return fillers
+    leaves, nesting = flatten(fillers)
+    if len(leaves) != len(found):
+        return fillers
     # ``found`` is in the column's leaf order, which is flatten's: both sort dict keys.
     retyped = [
-        _retyped(leaf, fill, column.dtype)
-        if leaf.__class__ is np.ndarray and not (encoded and encoded[i])
-        else leaf
-        for i, (leaf, column) in enumerate(zip(found, columns))
+        _retyped(leaf, fill, column.dtype) if leaf.__class__ is np.ndarray and not skip else leaf
+        for leaf, column, skip in zip(found, columns, encoded)
     ]
     return unflatten(nesting, retyped)
 
 
-def _encoded_leaves(structure: Any, fillers: Any, space: gym.Space[Any]) -> list[Any] | None:
-    """Per leaf of ``fillers``, in the column's leaf order: whether one-hot encodes it."""
-    try:
-        flags = map_leaves_with_space(lambda _, leaf: isinstance(leaf, _ENCODED), fillers, space)
-    except (KeyError, ValueError):  # fillers that do not nest as the space: none retyped
-        return None
-    return leaves_up_to(structure, flags)
+def _encoded_leaves(structure: Any, space: gym.Space[Any]) -> list[Any] | None:
+    """Per leaf of the column, in its order: whether a one-hot read encodes it."""
+    return leaves_up_to(structure, _ENCODED_FLAGS.get(space))
+
+
+def _encoded_flags(space: gym.Space[Any]) -> Any:
+    """The space's structure with, at each leaf, whether a one-hot read encodes it."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: _encoded_flags(part) for key, part in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_encoded_flags(part) for part in space.spaces)
+    return isinstance(space, _ENCODED)
+
+
+# Worked out once per space: padded one-hot reads of a nested column ask on every call.
+_ENCODED_FLAGS = PerSpaceCache(_encoded_flags)
 
 
 def _retyped(leaf: np.ndarray, fill: Any, dtype: np.dtype[Any]) -> np.ndarray:

@@ -74,20 +74,31 @@ def window_one_hot(
         if idx.dtype.kind == "f" and type(values) is list and rounded_ints(values):
             return None  # ints numpy stacked as floats, rounded: each is encoded exactly
         if idx.dtype.kind not in "iu":  # bools are Discrete(2) members: False 0, True 1
-            if idx.dtype.kind not in "fb" or not np.array_equal(idx, np.floor(idx)):
+            floats = idx.dtype.kind == "f"  # integral and finite (inf is no slot)
+            integral = floats and bool(np.isfinite(idx).all()) and np.array_equal(idx, idx // 1)
+            if not (integral or idx.dtype.kind == "b"):
                 raise ValueError(
                     f"one-hot needs integer values in [{start}, {start + n}), got {idx}"
                 )
-        # Python ints compare any values exactly: in int64, a uint64 above 2**63 wraps round
-        # (into range, with a negative start), as int8 99 - (-100) would.
-        if int(idx.min()) < start or int(idx.max()) >= start + n:
-            raise ValueError(f"one-hot value out of range [{start}, {start + n}): {values}")
-        if start > _INT64_MAX:  # uint64 values of a uint64 start: offsets in uint64 first
-            offsets = (idx.astype(np.uint64) - np.uint64(start)).astype(np.int64)
-        else:
-            offsets = idx.astype(np.int64, copy=False)
-            offsets = offsets - start if start else offsets
-        out[np.arange(fill_left, fill_left + stored), offsets] = 1.0
+        if start or idx.dtype == np.uint64:
+            # Checked before any cast: numpy compares its scalars with Python ints exactly,
+            # where in int64 a uint64 above 2**63 wraps round (into range, below a start).
+            if idx.min() < start or idx.max() >= start + n:
+                raise ValueError(f"one-hot value out of range [{start}, {start + n}): {values}")
+            if start > _INT64_MAX:  # uint64 values of a uint64 start: offsets in uint64 first
+                offsets = (idx.astype(np.uint64) - np.uint64(start)).astype(np.int64)
+            else:  # in int64: int8 99 - (-100) would wrap, uint8 0 - (-2) overflow
+                offsets = idx.astype(np.int64, copy=False) - start
+        else:  # the usual slots 0..n-1: a negative one would wrap, a large one IndexErrors
+            if idx.min() < 0:
+                raise ValueError(f"one-hot value out of range [0, {n}): {values}")
+            offsets = idx if idx.dtype.kind in "iu" else idx.astype(np.int64)  # bools: no mask
+        try:
+            out[np.arange(fill_left, fill_left + stored), offsets] = 1.0
+        except IndexError:
+            raise ValueError(
+                f"one-hot value out of range [{start}, {start + n}): {values}"
+            ) from None
     return out
 
 

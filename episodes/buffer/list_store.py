@@ -29,7 +29,7 @@ from episodes.spaces import (
     unbatch,
     unstackable_space,
 )
-from episodes.structs import flatten, is_nested
+from episodes.structs import is_nested, leaves_up_to
 
 # Flat spaces without discrete leaves: a one-hot read returns their items unchanged.
 _NOTHING_TO_ENCODE = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.Text)
@@ -338,6 +338,9 @@ class ListStore:
         return items
 
 
+_TEXT_TYPES = frozenset((str, bytes, np.str_, np.bytes_))
+
+
 def _text(leaf: Any) -> bool:
     """Whether a text leaf holds ``leaf`` as it is (np.str_ is a str; arrays of text too)."""
     if isinstance(leaf, (str, bytes)):
@@ -348,8 +351,15 @@ def _text(leaf: Any) -> bool:
 def _no_numbers_as_text(store: ArrayStore, items: list[Any]) -> ArrayStore:
     """``store``, unless numpy wrote numbers of ``items`` into a text leaf (1.5 as "1.5")."""
     text = [i for i, leaf in enumerate(store.leaves) if leaf.dtype.kind in "US"]
-    for k, item in enumerate(items if text else ()):
-        leaves = flatten(item)[0]
+    if not text:
+        return store
+    if store.structure is None:  # flat items: their types at C speed, the usual all-str
+        if set(map(type, items)) <= _TEXT_TYPES:
+            return store
+        found = [[item] for item in items]
+    else:  # the leaves as the column lays them out (a Box row given as a list is one leaf)
+        found = [leaves_up_to(store.structure, item) or [] for item in items]
+    for k, leaves in enumerate(found):
         odd = next((leaves[i] for i in text if i < len(leaves) and not _text(leaves[i])), None)
         if odd is not None:
             raise ValueError(

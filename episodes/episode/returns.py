@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -57,7 +58,8 @@ def reward_sum(rewards: Any) -> float:
             if odd is not None:
                 raise _not_scalar_rewards(f"a reward {odd!r} of type {type(odd).__name__}")
         if kind not in "biufc":  # text, None, Fractions beside numpy ints: checked one by one
-            misfit = first_unreal(values.tolist())
+            # The rewards as given: numpy turned a number beside a string into text.
+            misfit = first_unreal(rewards if isinstance(rewards, list) else values.tolist())
             if misfit:
                 raise TypeError(
                     f"get_return needs real numbers as rewards, got {misfit[0]!r} of type "
@@ -107,15 +109,25 @@ def exact_sum(rewards: Any) -> float:
         >>> exact_sum([2**1100, 1.5]), exact_sum([2**1100, -(2**1100), 1.5])
         (inf, 1.5)
     """
-    floats = [float(r) for r in rewards if not isinstance(r, numbers.Integral)]
-    special = [x for x in floats if not math.isfinite(x)]
+    # Ints, Fractions and Decimals exactly (a Decimal 0.1 is not the float 0.1); others as
+    # floats, themselves exact fractions.
+    exact_types = (numbers.Rational, Decimal)
+    floats = [float(r) for r in rewards if not isinstance(r, exact_types)]
+    special = [float(r) for r in rewards if isinstance(r, Decimal) and not r.is_finite()]
+    special += [x for x in floats if not math.isfinite(x)]
     if special:
         return float(builtins.sum(special))
-    ints = (Fraction(int(r)) for r in rewards if isinstance(r, numbers.Integral))
-    exact = builtins.sum(ints, Fraction(0)) + builtins.sum(
-        (Fraction(x) for x in floats), Fraction(0)
-    )
+    exact = builtins.sum(
+        (_fraction(r) for r in rewards if isinstance(r, exact_types)), Fraction(0)
+    ) + builtins.sum((Fraction(x) for x in floats), Fraction(0))
     try:
         return float(exact)
     except OverflowError:
         return math.inf if exact > 0 else -math.inf
+
+
+def _fraction(value: Any) -> Fraction:
+    """An int, Fraction or finite Decimal as the exact fraction it is."""
+    if isinstance(value, numbers.Integral):
+        return Fraction(int(value))  # a numpy int too
+    return Fraction(value)

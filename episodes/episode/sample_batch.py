@@ -106,7 +106,7 @@ class SampleBatch(dict[str, Any]):
             return int(np.sum(seq_lens))
         first = [key for key in ("t", "rewards") if key in self]
         for key in (*first, *self.keys()):
-            if key in _UNCOUNTED or key.startswith(_STATE_KEYS):
+            if key in _UNCOUNTED or (isinstance(key, str) and key.startswith(_STATE_KEYS)):
                 continue
             rows = _rows(self[key])
             if rows is not None:
@@ -155,17 +155,22 @@ def _cut_text(ids: np.ndarray, value: list[Any]) -> bool:
     """Whether a numpy text array cut a trailing NUL off an id (one ending in ``chr(0)``)."""
     if ids.dtype.kind not in ("U", "S"):
         return False
-    return any(isinstance(id_, (str, bytes)) and id_[-1:] in ("\0", b"\0") for id_ in value)
+    # Each distinct id once (set() hashes at C speed; a batch repeats an id per row).
+    return any(id_[-1:] in ("\0", b"\0") for id_ in set(value))
 
 
 def _copied(value: Any, shallow: bool) -> Any:
     """``value`` with its arrays (in dicts and tuples too) copied, unless ``shallow``."""
     if isinstance(value, np.ndarray):
         return value if shallow else value.copy()
+    if shallow:
+        return value
+    # Containers anew at every level (infos' dicts, lists of leaf arrays), as RLlib's copy
+    # maps every leaf: writing into the copy never reaches the original.
     if isinstance(value, dict):
         return {key: _copied(part, shallow) for key, part in value.items()}
-    if isinstance(value, tuple):
-        return tuple(_copied(part, shallow) for part in value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_copied(part, shallow) for part in value)
     return value
 
 
@@ -199,8 +204,7 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
         return np.fromiter(value, dtype=object, count=len(value))
     if rows is not None and _leaf_arrays(value, rows, batched):
         return value
-    # Any row, not the first only: numpy would keep a dict after a None whole, as an object.
-    nested = any(isinstance(row, (dict, tuple)) for row in value)
+    nested = bool(value) and isinstance(value[0], (dict, tuple))
     if nested:
         try:
             return stack_items(value)
@@ -215,7 +219,8 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
             return stack_items(value)
         except (TypeError, ValueError):
             raise _ragged(key, error) from error
-    if nested and array.dtype == object:  # dicts (or tuples) numpy kept whole: no rows
+    if array.dtype == object and (nested or any(isinstance(r, (dict, tuple)) for r in value)):
+        # Dicts (or tuples) numpy kept whole, wherever the first lies: no rows.
         raise _ragged(key, ValueError("the rows nest in different ways"))
     if array.dtype.kind == "f" and value and isinstance(value[0], (int, np.integer)):
         return stack_items(value)  # ints float64 would round (time steps past int64): exact

@@ -103,7 +103,7 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
     if first.__class__ is np.ndarray and first.ndim:
         joined = _join_rows(items)
         if joined is not None:
-            return joined
+            return _exact_int_rows(joined, items)
     if is_flat(first):
         stacked = np.asarray(items)
         # An object array may hide a dict or list among flat items: refuse it as the
@@ -180,6 +180,16 @@ def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
 
 def _stack(*leaves: Any) -> np.ndarray:
     return _exact_ints(np.asarray(leaves), leaves)
+
+
+def _exact_int_rows(joined: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
+    """:func:`_exact_ints` for rows: int arrays of both int64 and uint64 joined as floats."""
+    if joined.dtype.kind != "f" or not all(
+        item.__class__ is np.ndarray and item.dtype.kind in "iu" for item in items
+    ):
+        return joined
+    flat = _exact_ints(joined.reshape(-1), [v for item in items for v in item.ravel().tolist()])
+    return flat.reshape(joined.shape)
 
 
 def _exact_ints(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:

@@ -60,32 +60,24 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
         key = None
     except RecursionError:
         raise ValueError("space: nested too deeply") from None
-    if key is not None and _holds_tuple(d):  # JSON writes it as a list: the checks refuse it
-        key = None
-    space = None if key is None else _DECODED.get(key)
-    if space is None:
-        try:
-            check_space_dict(d)  # before building: some spaces copy their parts, nested
-            space = _decode(d, "space")
-        except RecursionError:
-            raise ValueError("space: nested too deeply") from None
-        if key is not None:
-            if len(_DECODED) >= _MAX_DECODED:
-                _DECODED.clear()
-            _DECODED[key] = space
+    cached = None if key is None else _DECODED.get(key)
+    # JSON writes a tuple as a list, which the checks refuse: a hit counts only where the dict
+    # equals the one decoded (== tells a tuple from a list, at C speed).
+    if cached is not None and cached[0] == d:
+        return cached[1]
+    try:
+        check_space_dict(d)  # before building: some spaces copy their parts, nested
+        space = _decode(d, "space")
+    except RecursionError:
+        raise ValueError("space: nested too deeply") from None
+    if key is not None:
+        if len(_DECODED) >= _MAX_DECODED:
+            _DECODED.clear()
+        _DECODED[key] = (json.loads(key), space)
     return space
 
 
-def _holds_tuple(value: Any) -> bool:
-    """Whether a tuple lies anywhere in ``value`` (the encoding has lists only)."""
-    if isinstance(value, tuple):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_tuple(part) for part in value.values())
-    return isinstance(value, list) and any(_holds_tuple(part) for part in value)
-
-
-_DECODED: dict[str, gs.Space[Any]] = {}
+_DECODED: dict[str, tuple[Any, gs.Space[Any]]] = {}
 _MAX_DECODED = 256
 #: Deeper nesting is refused on both sides: a space near Python's recursion limit decodes but
 #: then fails in ``repr``, ``==`` or ``sample``, depending on the caller's own stack depth.
