@@ -54,7 +54,8 @@ def field_copy(store: ArrayStore, cls: type[S], leaves: list[np.ndarray], size: 
     copy._kind, copy._row_dtype, copy._row_shape = store._kind, store._row_dtype, store._row_shape
     copy._always_fit, copy._ranged = store._always_fit, store._ranged
     copy._low, copy._high, copy._shared = store._low, store._high, False
-    copy._forget_adopted_layout()  # an empty copy is the column emptied: untyped again
+    if not size and copy._before_adoption is not None:  # an empty copy is the column emptied
+        copy._forget_adopted_layout()
     return copy
 
 

@@ -80,7 +80,7 @@ def window_one_hot(
                 raise ValueError(
                     f"one-hot needs integer values in [{start}, {start + n}), got {idx}"
                 )
-        if start or idx.dtype == np.uint64:
+        if start or idx.dtype == np.uint64 or idx.dtype.kind == "f":  # floats: before a cast
             # Checked before any cast: numpy compares its scalars with Python ints exactly,
             # where in int64 a uint64 above 2**63 wraps round (into range, below a start).
             if idx.min() < start or idx.max() >= start + n:

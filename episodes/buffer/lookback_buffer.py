@@ -379,17 +379,17 @@ class InfiniteLookbackBuffer:
         """
         if not (type(start) is type(stop) is type(lookback) is int):  # numpy ints, bools
             start, stop, lookback = _ints(start=start, stop=stop, lookback=lookback)
-        store = self.store
-        items = store.pylist
-        total = len(items) if items is not None else len(store)
+        items = self.store.pylist
+        total = len(items) if items is not None else len(self.store)
         start = 0 if start < 0 else (total if start > total else start)
         stop = start if stop < start else (total if stop > total else stop)
-        size = stop - start
-        # Built field by field: this runs for every column of every cut and slice.
+        return self._copied(start, stop, 0 if lookback < 0 else min(lookback, stop - start))
+
+    def _copied(self, start: int, stop: int, lookback: int) -> InfiniteLookbackBuffer:
+        # Built field by field, unchecked: this runs for every column of every cut and slice.
         copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
-        copy.store = store.copy_range(start, stop)
-        copy._space = self._space
-        copy.lookback = 0 if lookback < 0 else (size if lookback > size else lookback)
+        copy.store, copy._space = self.store.copy_range(start, stop), self._space
+        copy.lookback = lookback
         return copy
 
     def copy_tail(self, count: int, visible: int) -> InfiniteLookbackBuffer:
@@ -408,9 +408,11 @@ class InfiniteLookbackBuffer:
             count, visible = _ints(count=count, visible=visible)
         if count < 0 or visible < 0:  # cut checks its lookback first; a direct call may not
             raise ValueError(f"copy_tail: count and visible must be >= 0, got {count}, {visible}")
-        total = self.len_incl_lookback()
+        items = self.store.pylist
+        total = len(items) if items is not None else len(self.store)
         start = total - count if total > count else 0
-        return self.copy_range(start, total, total - start - visible)
+        lookback = total - start - visible
+        return self._copied(start, total, lookback if lookback > 0 else 0)
 
     # -------------------------------------------------------------------------------- setting
     def set(

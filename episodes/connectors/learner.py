@@ -10,7 +10,7 @@ import numpy as np
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
-from episodes.episode.sample_batch import id_column
+from episodes.episode.sample_batch import exact_steps, id_column
 from episodes.indexing import as_flag
 from episodes.spaces import equal_in_space, unstackable_space
 from episodes.structs import deep_copied, id_key
@@ -126,6 +126,8 @@ class AddLearnerColumns:
                 continue
             if key == "eps_id":
                 values = id_rows(values)
+            elif key == "t":  # steps on either side of int64's top join exactly
+                values = exact_steps(values)
             # Every episode with steps gave a part (a key already in the batch is read by none).
             joined[key] = join_rows(values, key, [ep.id_ for ep in with_steps])
         batch.update(joined)

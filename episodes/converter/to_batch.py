@@ -14,7 +14,7 @@ from episodes.converter.columns import ColumnKeys, ObsFn, agreed_space, layout_b
 from episodes.converter.inputs import callable_or_none, column_keys, refuse_one_episode
 from episodes.converter.refusals import checked_obs_fn_output
 from episodes.episode import SingleAgentEpisode
-from episodes.episode.sample_batch import id_column, time_steps
+from episodes.episode.sample_batch import exact_steps, id_column, time_steps
 from episodes.indexing import as_flag
 from episodes.runner import SampledChunks
 from episodes.spaces import nest_as_space
@@ -165,13 +165,8 @@ def episodes_to_batch(
                 add(key, map_leaves(np.asarray, rows(chunk, "extra", key)))  # dicts too
     # Ids of other types (1 and True, 1 and "1") would be cast to one and merge.
     columns["eps_id"] = id_rows(columns["eps_id"])
-    if any(part.dtype != np.int64 for part in columns.get("t", ())):
-        # Steps past int64 in some chunks: all in one dtype that holds each exactly (int64
-        # beside uint64 would join as float64, rounding neighbouring steps together).
-        kind = object if any(part.dtype == object for part in columns["t"]) else None
-        if kind is None and all(int(part.min(initial=0)) >= 0 for part in columns["t"]):
-            kind = np.uint64
-        columns["t"] = [part.astype(kind or object) for part in columns["t"]]
+    if "t" in columns:
+        columns["t"] = exact_steps(columns["t"])
     batch_columns = {name: _concat(name, parts, chunks, indices) for name, parts in columns.items()}
     # Nested as the declared spaces say, once a column (a Tuple part a tuple, whatever form
     # its items were recorded in).

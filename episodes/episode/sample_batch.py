@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from numbers import Number
 from typing import TYPE_CHECKING, Any
 
@@ -155,8 +156,11 @@ def _cut_text(ids: np.ndarray, value: list[Any]) -> bool:
     """Whether a numpy text array cut a trailing NUL off an id (one ending in ``chr(0)``)."""
     if ids.dtype.kind not in ("U", "S"):
         return False
-    # Each distinct id once (set() hashes at C speed; a batch repeats an id per row).
-    return any(id_[-1:] in ("\0", b"\0") for id_ in set(value))
+    try:  # each distinct id once (set() hashes at C speed; a batch repeats an id per row)
+        distinct: Any = set(value)
+    except TypeError:  # an unhashable id among them
+        distinct = value
+    return any(isinstance(i, (str, bytes)) and i[-1:] in ("\0", b"\0") for i in distinct)
 
 
 def _copied(value: Any, shallow: bool) -> Any:
@@ -165,12 +169,17 @@ def _copied(value: Any, shallow: bool) -> Any:
         return value if shallow else value.copy()
     if shallow:
         return value
-    # Containers anew at every level (infos' dicts, lists of leaf arrays), as RLlib's copy
-    # maps every leaf: writing into the copy never reaches the original.
-    if isinstance(value, dict):
-        return {key: _copied(part, shallow) for key, part in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(_copied(part, shallow) for part in value)
+    # Containers anew at every level (infos' dicts, lists of leaf arrays), of their own types,
+    # as RLlib's copy maps every leaf: writing into the copy never reaches the original.
+    if isinstance(value, (dict, list)):
+        container = copy.copy(value)  # an OrderedDict or defaultdict stays one
+        for key in value.keys() if isinstance(value, dict) else range(len(value)):
+            container[key] = _copied(value[key], shallow)
+        return container
+    if isinstance(value, tuple):
+        parts = [_copied(part, shallow) for part in value]
+        kind: Any = type(value)
+        return kind._make(parts) if hasattr(value, "_fields") else tuple(parts)
     return value
 
 
@@ -204,7 +213,13 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
         return np.fromiter(value, dtype=object, count=len(value))
     if rows is not None and _leaf_arrays(value, rows, batched):
         return value
-    nested = bool(value) and isinstance(value[0], (dict, tuple))
+    first = value[0] if value else None
+    # Rows of a list first may hold a tuple later ([1, 2] beside (3, 4): Tuple items recorded
+    # either way): look at every row then; number rows cannot, and a dict among them makes
+    # an object array, refused below.
+    nested = isinstance(first, (dict, tuple)) or (
+        isinstance(first, list) and any(isinstance(row, (dict, tuple)) for row in value)
+    )
     if nested:
         try:
             return stack_items(value)
@@ -360,3 +375,21 @@ def time_steps(start: int, stop: int) -> np.ndarray:
     if start >= 0 and stop - 1 <= np.iinfo(np.uint64).max:
         return np.arange(count, dtype=np.uint64) + np.uint64(start)
     return np.array(range(start, stop), dtype=object)
+
+
+def exact_steps(parts: list[Any]) -> list[Any]:
+    """Chunks' :func:`time_steps` in one dtype that holds each, so that they join exactly.
+
+    int64 beside uint64 steps would join as float64, rounding neighbouring steps together.
+
+    Example:
+        >>> [p.dtype.name for p in exact_steps([time_steps(0, 2), time_steps(2**63, 2**63 + 1)])]
+        ['uint64', 'uint64']
+    """
+    if all(part.dtype == np.int64 for part in parts):
+        return parts
+    kind: Any = object
+    if not any(part.dtype == object for part in parts):
+        if all(int(part.min(initial=0)) >= 0 for part in parts):
+            kind = np.uint64
+    return [part.astype(kind) for part in parts]

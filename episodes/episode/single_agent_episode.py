@@ -546,9 +546,9 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        try:  # a list-mode episode may hold rewards that do not sum (None, a string)
+        try:  # a list-mode episode may hold rewards that do not sum (None, a tensor)
             ret = f"{self.get_return():.4g}"
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 - a repr never fails on what the rewards hold
             ret = "?"
         return (
             f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, return={ret}, "

@@ -264,9 +264,10 @@ def _rows(
         )
     nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
     nested = nested or bool(
-        # A list-mode column's items: tuples or dicts are Tuple or Dict items. (A numpy'd
-        # column's list holds the columns of its items' parts, looked at below.)
-        not finalized and isinstance(values, list) and values
+        # A list-mode column's items: tuples or dicts are Tuple or Dict items, unless a space
+        # says they are rows (a Box item given as a tuple). (A numpy'd column's list holds
+        # the columns of its items' parts, looked at below.)
+        space is None and not finalized and isinstance(values, list) and values
         and isinstance(values[0], (tuple, dict))
     )  # fmt: skip
     if finalized and isinstance(values, list) and not nested:

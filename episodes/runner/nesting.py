@@ -23,6 +23,7 @@ from episodes.structs import NESTED_TYPES, flatten, map_leaves, unflatten
 
 __all__ = [
     "check_env_rows",
+    "env_flags",
     "inner_containers",
     "nesting_changed",
     "nests_as",
@@ -140,6 +141,11 @@ def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
         Traceback (most recent call last):
         ValueError: the reset observations: got a batch of shape (2, 2), expected (3, 2) ...
     """
+    if _holds_list(batch):  # its rows would read as leaves: sub-env 0 given everyone's
+        raise ValueError(
+            f"{name}: got a list where a vector env gives one array per leaf (gymnasium "
+            "batches a Box as an array [N, ...], a Tuple as a tuple, a Dict as a dict)"
+        )
     leaves = flatten(batch)[0]
     if not leaves:
         raise ValueError(
@@ -154,6 +160,13 @@ def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
                 f"{name}{where}: got a batch of shape {shape}, expected "
                 f"{(num_envs, *shape[1:])} (one item per sub-env)"
             )
+
+
+def _holds_list(batch: Any) -> bool:
+    if isinstance(batch, list):
+        return True
+    parts = batch.values() if isinstance(batch, dict) else batch if type(batch) is tuple else ()
+    return any(_holds_list(part) for part in parts)
 
 
 def arrays_at_leaves(item: Any, structure: Any) -> Any:
@@ -250,3 +263,27 @@ def _shape(leaf: Any) -> tuple[Any, ...]:
         return tuple(np.shape(leaf))
     except ValueError:  # a ragged list
         return ("ragged",)
+
+
+def env_flags(value: Any, name: str) -> np.ndarray:
+    """A step's ``terminated`` or ``truncated`` batch as bools, refusing what holds no flags.
+
+    Bools, ints and floats are read as numpy reads them (0 is False), as the torch recorder
+    reads them; text or objects (``"False"``, None) would be truthy or fail later, so they are
+    a ``ValueError`` naming the field, before anything is written.
+
+    Example:
+        >>> env_flags([True, 0], "terminated").tolist()
+        [True, False]
+        >>> env_flags(np.array(["False", "True"]), "terminated")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: the env's terminated: got <U5 values; flags are bools (or numbers)...
+    """
+    flags = np.asarray(value)
+    if flags.dtype.kind not in "biuf":
+        raise ValueError(
+            f"the env's {name}: got {flags.dtype} values; flags are bools (or numbers), one "
+            "per sub-env (a string such as 'False' would read as True)"
+        )
+    return flags.astype(bool, copy=False)

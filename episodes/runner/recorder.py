@@ -49,7 +49,7 @@ from episodes.runner.host_values import host_array
 from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
-from episodes.runner.nesting import check_env_rows, stacked_finals
+from episodes.runner.nesting import check_env_rows, env_flags, stacked_finals
 from episodes.runner.policy import (
     check_env_holds_data,
     check_outputs_hold_data,
@@ -313,8 +313,8 @@ class BatchedRecorder:
             rewards = np.asarray(rewards)
             if rewards.dtype.kind not in REAL_KINDS:  # before anything is written (complex)
                 raise refused_rewards(rewards.dtype)
-            terminateds = np.asarray(terminateds, dtype=bool)
-            truncateds = np.asarray(truncateds, dtype=bool)
+            terminateds = env_flags(terminateds, "terminated")
+            truncateds = env_flags(truncateds, "truncated")
         except TypeError:  # a meta tensor, in torch's words that name no field
             check_env_holds_data(None, rewards, terminateds, truncateds)
             raise

@@ -192,6 +192,13 @@ def _exact_int_rows(joined: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
     return flat.reshape(joined.shape)
 
 
+def _int_like(item: Any) -> bool:
+    """An int: Python's, numpy's, or a 0-d int array."""
+    if isinstance(item, (int, np.integer)):
+        return True
+    return isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype.kind in "iu"
+
+
 def _exact_ints(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
     """``stacked``, unless numpy made floats of ints no one int64 or uint64 holds together.
 
@@ -203,9 +210,9 @@ def _exact_ints(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
         >>> _exact_ints(np.asarray([2**63 + 1, 1]), [2**63 + 1, 1]).tolist()
         [9223372036854775809, 1]
     """
-    if stacked.dtype.kind != "f" or not isinstance(items[0], (int, np.integer)):
+    if stacked.dtype.kind != "f" or not _int_like(items[0]):
         return stacked
-    if not all(isinstance(item, (int, np.integer)) for item in items):
+    if not all(_int_like(item) for item in items):
         return stacked
     values = [int(item) for item in items]
     if max(values) < _EXACT_FLOAT_INTS and min(values) > -_EXACT_FLOAT_INTS:

@@ -86,3 +86,69 @@ def test_int_arrays_of_int64_and_uint64_keep_their_values():
     buffer = InfiniteLookbackBuffer([np.array([2**63 + 1], np.uint64), np.array([1])])
     buffer.finalize()
     assert [int(v) for v in buffer.data.ravel()] == [2**63 + 1, 1]
+
+
+def test_zero_d_int_arrays_no_float_holds_keep_their_values():
+    items = [np.array(2**63 + 1, np.uint64), np.array(-1)]
+    buffer = InfiniteLookbackBuffer(items)
+    buffer.finalize()
+    assert [int(v) for v in buffer.data] == [2**63 + 1, -1]
+
+
+def test_repr_never_fails_on_what_the_rewards_hold():
+    torch = pytest.importorskip("torch")
+    episode = SingleAgentEpisode("e")
+    episode.add_env_reset(0)
+    episode.add_env_step(1, 0, torch.tensor(1.0, requires_grad=True))
+    assert "return=?" in repr(episode)
+
+
+@pytest.mark.parametrize("rows", [[[1, 2], (3, 4)], [(1, 2), [3, 4]]])
+def test_tuple_rows_stack_leaf_by_leaf_whichever_comes_first(rows):
+    obs = SampleBatch({"obs": rows})["obs"]
+    assert isinstance(obs, tuple) and [leaf.tolist() for leaf in obs] == [[1, 3], [2, 4]]
+
+
+@pytest.mark.parametrize("ids", [["a", 1], ["a", 1.5], [np.array("ab"), "c"]])
+def test_eps_ids_of_mixed_types_still_make_a_column(ids):
+    assert len(SampleBatch({"eps_id": ids})["eps_id"]) == 2
+
+
+def test_a_deep_copy_keeps_the_containers_types():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+    infos = [collections.OrderedDict(k=[1]), collections.defaultdict(list, k=[2])]
+    batch = SampleBatch({"t": np.arange(2), "infos": infos, "pair": Pair(np.zeros(2), np.ones(2))})
+    copied = batch.copy()
+    assert [type(i) for i in copied["infos"]] == [type(i) for i in infos]
+    assert type(copied["pair"]) is Pair and copied["pair"].a is not batch["pair"].a
+
+
+def test_add_learner_columns_keeps_steps_on_either_side_of_int64_exact():
+    from episodes.connectors import AddLearnerColumns
+
+    chunks = [
+        SingleAgentEpisode(
+            i,
+            observations=[0.0, 1.0, 2.0],
+            actions=[0, 1],
+            rewards=[1.0, 1.0],
+            t_started=t,
+            len_lookback_buffer=0,
+        )
+        for i, t in enumerate([2**63 - 1, 0])
+    ]
+    steps = AddLearnerColumns(["t"])(chunks, {})["t"]
+    assert [int(t) for t in steps] == [2**63 - 1, 2**63, 0, 1]
+
+
+def test_a_huge_float_one_hot_value_is_refused_without_a_warning():
+    import warnings
+
+    buffer = InfiniteLookbackBuffer([0.0] * 8 + [1e30], space=gym.spaces.Discrete(3))
+    buffer.finalize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="out of range"):
+            buffer.get(one_hot_discrete=True)
