@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from numbers import Number
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 import numpy as np
+import tree
 
 from episodes.spaces import batch as stack_items
 
@@ -43,15 +44,18 @@ class SampleBatch(dict[str, Any]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._make_arrays(frozenset())
+        self._make_arrays(frozenset(), {})
 
     @classmethod
-    def from_columns(cls, columns: dict[str, Any], batched: frozenset[str]) -> SampleBatch:
+    def from_columns(
+        cls, columns: dict[str, Any], batched: frozenset[str], spaces: dict[str, Any] | None = None
+    ) -> SampleBatch:
         """A batch of ``columns`` whose ``batched`` ones are laid out already, taken as given.
 
         What ``get_sample_batch`` builds: a numpy'd column (a Tuple part's leaves as a list,
         nested too) is never taken for a list of rows; the others are made arrays as the
-        constructor makes them.
+        constructor makes them, a column with a space in ``spaces`` nested as it says (a Box
+        item recorded as a list or a tuple is a row, a Tuple item either way a tuple).
 
         Example:
             >>> leaves = [np.array([0, 1]), [np.array([2, 3]), np.array([4, 5])]]
@@ -61,10 +65,10 @@ class SampleBatch(dict[str, Any]):
         """
         batch = cls.__new__(cls)
         dict.__init__(batch, columns)
-        batch._make_arrays(batched)
+        batch._make_arrays(batched, spaces or {})
         return batch
 
-    def _make_arrays(self, batched_keys: frozenset[str]) -> None:
+    def _make_arrays(self, batched_keys: frozenset[str], spaces: dict[str, Any]) -> None:
         seq_lens = self.get("seq_lens", 0)
         if seq_lens is None or (isinstance(seq_lens, list) and not seq_lens):
             del self["seq_lens"]
@@ -74,7 +78,7 @@ class SampleBatch(dict[str, Any]):
         batched = isinstance(rows, np.ndarray) and rows.ndim > 0
         count = len(rows) if batched or isinstance(rows, list) else None
         converted = {
-            key: _as_column(key, value, count, batched)
+            key: _as_column(key, value, count, batched, spaces.get(key))
             for key, value in self.items()
             if key != "infos" and key not in batched_keys and isinstance(value, (Number, list))
         }
@@ -163,24 +167,27 @@ def _cut_text(ids: np.ndarray, value: list[Any]) -> bool:
     return any(isinstance(i, (str, bytes)) and i[-1:] in ("\0", b"\0") for i in distinct)
 
 
+def _one_kind(ids: list[Any]) -> bool:
+    """Whether the ids are all text, all bytes, all ints or all floats (numpy's types too)."""
+    kinds = set()
+    for kind in set(map(type, ids)):  # a few types, found at C speed
+        for family in (str, bytes, bool, np.bool_, int, np.integer, float, np.floating):
+            if issubclass(kind, family):
+                kinds.add({np.bool_: bool, np.integer: int, np.floating: float}.get(family, family))
+                break
+        else:
+            return False
+    return len(kinds) <= 1
+
+
 def _copied(value: Any, shallow: bool) -> Any:
-    """``value`` with its arrays (in dicts and tuples too) copied, unless ``shallow``."""
-    if isinstance(value, np.ndarray):
-        return value if shallow else value.copy()
-    if shallow:
-        return value
-    # Containers anew at every level (infos' dicts, lists of leaf arrays), of their own types,
-    # as RLlib's copy maps every leaf: writing into the copy never reaches the original.
-    if isinstance(value, (dict, list)):
-        container = copy.copy(value)  # an OrderedDict or defaultdict stays one
-        for key in value.keys() if isinstance(value, dict) else range(len(value)):
-            container[key] = _copied(value[key], shallow)
-        return container
-    if isinstance(value, tuple):
-        parts = [_copied(part, shallow) for part in value]
-        kind: Any = type(value)
-        return kind._make(parts) if hasattr(value, "_fields") else tuple(parts)
-    return value
+    """``value`` rebuilt container by container as RLlib's copy does, arrays copied too.
+
+    Unless ``shallow``; dm-tree keeps namedtuples, struct sequences and dict subclasses.
+    """
+    return tree.map_structure(
+        lambda leaf: leaf.copy() if not shallow and isinstance(leaf, np.ndarray) else leaf, value
+    )
 
 
 def _first_leaf(value: Any) -> Any:
@@ -198,7 +205,7 @@ def _leaf(part: Any) -> bool:
     return part.__class__ is np.ndarray and part.ndim > 0
 
 
-def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
+def _as_column(key: str, value: Any, rows: int | None, batched: bool, space: Any = None) -> Any:
     # A list or number as the array RLlib's SampleBatch makes of it (np.array), but for the
     # cases SampleBatch's docstring names.
     if not isinstance(value, list):
@@ -209,17 +216,18 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool) -> Any:
         except ValueError:  # ids of several shapes (tuples of other lengths)
             ids = None
         if ids is not None and ids.ndim == 1 and not _cut_text(ids, value):
-            return ids
+            if _one_kind(value):  # 1 and "1" (or True) are two ids, not one cast
+                return ids
         return np.fromiter(value, dtype=object, count=len(value))
     if rows is not None and _leaf_arrays(value, rows, batched):
         return value
-    first = value[0] if value else None
-    # Rows of a list first may hold a tuple later ([1, 2] beside (3, 4): Tuple items recorded
-    # either way): look at every row then; number rows cannot, and a dict among them makes
-    # an object array, refused below.
-    nested = isinstance(first, (dict, tuple)) or (
-        isinstance(first, list) and any(isinstance(row, (dict, tuple)) for row in value)
-    )
+    # A space says whether the rows nest (a Tuple item recorded as a list or a tuple); without
+    # one, the first row does, as numpy reads a list (a dict after numbers makes an object
+    # array, refused below).
+    if space is not None:
+        nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+    else:
+        nested = bool(value) and isinstance(value[0], (dict, tuple))
     if nested:
         try:
             return stack_items(value)
@@ -272,7 +280,8 @@ def episode_batch(episode: SingleAgentEpisode) -> SampleBatch:
     batched = {name for name, buffer in buffers.items() if buffer.finalized}
     if episode.is_numpy:  # the flags, t and eps_id are arrays made by numpy then
         batched |= {"terminateds", "truncateds", "t", "eps_id"}
-    return SampleBatch.from_columns(data_dict(episode), frozenset(batched))
+    spaces = {name: buffer.space for name, buffer in buffers.items() if buffer.space is not None}
+    return SampleBatch.from_columns(data_dict(episode), frozenset(batched), spaces)
 
 
 def _ragged(key: str, error: Exception) -> ValueError:

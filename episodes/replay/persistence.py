@@ -455,7 +455,13 @@ def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None) -> N
         # there, its steps counted), so that the counters do not depend on the piecing.
         chunks = prepare_all([episode], {episode.id_}, ())
         if end is not None:
-            plan_add(chunks, {episode.id_: end}, iter(()), (), 0, 2**62)
+            try:
+                plan_add(chunks, {episode.id_: end}, iter(()), (), 0, 2**62)
+            except ValueError as error:  # its words say "the buffer holds": it holds none
+                raise ValueError(
+                    f"a later piece of episode {episode.id_!r}, evicted while the dataset was "
+                    f"loaded, does not continue where its earlier pieces stopped: {error}"
+                ) from None
         buffer._num_added += sum(chunk.n for chunk in chunks)
 
 

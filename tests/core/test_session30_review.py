@@ -103,15 +103,34 @@ def test_repr_never_fails_on_what_the_rewards_hold():
     assert "return=?" in repr(episode)
 
 
-@pytest.mark.parametrize("rows", [[[1, 2], (3, 4)], [(1, 2), [3, 4]]])
-def test_tuple_rows_stack_leaf_by_leaf_whichever_comes_first(rows):
-    obs = SampleBatch({"obs": rows})["obs"]
-    assert isinstance(obs, tuple) and [leaf.tolist() for leaf in obs] == [[1, 3], [2, 4]]
+@pytest.mark.parametrize("order", [(list, tuple, tuple), (tuple, list, list)])
+def test_a_list_mode_batch_nests_as_the_space_says_whichever_form_comes_first(order):
+    space = gym.spaces.Tuple((gym.spaces.Discrete(5), gym.spaces.Discrete(5)))
+    box = gym.spaces.Box(0.0, 9.0, (2,), np.float32)
+    for observation_space, want in ((space, tuple), (box, np.ndarray)):
+        episode = SingleAgentEpisode(
+            "e",
+            observations=[kind((k, k + 1)) for k, kind in enumerate(order)],
+            actions=[0, 1],
+            rewards=[1.0, 1.0],
+            observation_space=observation_space,
+            len_lookback_buffer=0,
+        )
+        listed = episode.get_sample_batch()["obs"]
+        numpyd = episode.to_numpy().get_sample_batch()["obs"]
+        assert type(listed) is type(numpyd) is want
+        assert np.array_equal(np.asarray(listed), np.asarray(numpyd))
 
 
-@pytest.mark.parametrize("ids", [["a", 1], ["a", 1.5], [np.array("ab"), "c"]])
-def test_eps_ids_of_mixed_types_still_make_a_column(ids):
-    assert len(SampleBatch({"eps_id": ids})["eps_id"]) == 2
+def test_without_a_space_the_first_row_decides_as_numpy_reads_a_list():
+    assert SampleBatch({"obs": [[1, 2], (3, 4)]})["obs"].shape == (2, 2)
+    assert isinstance(SampleBatch({"obs": [(1, 2), [3, 4]]})["obs"], tuple)
+
+
+@pytest.mark.parametrize("ids", [["a", 1], ["a", 1.5], [np.array("ab"), "c"], [1, "1"], [1, True]])
+def test_eps_ids_of_mixed_types_make_a_column_of_distinct_ids(ids):
+    column = SampleBatch({"eps_id": ids})["eps_id"]
+    assert len(column) == 2 and list(column) == ids
 
 
 def test_a_deep_copy_keeps_the_containers_types():
@@ -152,3 +171,15 @@ def test_a_huge_float_one_hot_value_is_refused_without_a_warning():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="out of range"):
             buffer.get(one_hot_discrete=True)
+
+
+def test_copies_rebuild_containers_as_rllib_does():
+    import time
+
+    stamp = time.gmtime(0)
+    batch = SampleBatch({"t": np.arange(1), "infos": [{"st": stamp}], "obs": {"a": np.zeros(1)}})
+    deep, shallow = batch.copy(), batch.copy(shallow=True)
+    assert deep["infos"][0]["st"].tm_year == 1970
+    shallow["obs"]["a"] = np.ones(1)  # a new container: the original keeps its own
+    assert batch["obs"]["a"].tolist() == [0.0]
+    assert shallow["infos"][0] is not batch["infos"][0]

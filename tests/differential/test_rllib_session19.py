@@ -58,8 +58,7 @@ def test_arrays_of_different_dtypes_are_promoted(name: str) -> None:  # "to_nump
 
 NUMBERS = {
     "int64 beyond 2**53 next to a float": [np.int64(2**53 + 1), np.float64(0.5), np.int64(0)],
-    "uint64 next to a signed int": [np.uint64(2**64 - 1), np.int64(-1), np.uint64(0)],
-    "Python ints beyond int64": [-1, 2**63 + 1, 0],
+    # Ints alone that no one int dtype holds: deviation to_numpy-exact-ints (session 30).
 }
 
 

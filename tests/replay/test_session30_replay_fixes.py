@@ -153,8 +153,9 @@ def test_from_dataset_checks_a_late_piece_of_an_evicted_episode(
     # Refused as add refuses it for a stored episode, or as one add holding both pieces does.
     with DatasetWriter(tmp_path / "d") as writer:
         writer.write_many([_piece("a", 0, 5), _piece("b", 0, 4), late])
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=match) as refused:
         EpisodeReplayBuffer.from_dataset(tmp_path / "d", capacity=6)
+    assert "evicted while the dataset was loaded" in str(refused.value)  # it holds none of it
     with pytest.raises(ValueError, match=match):
         EpisodeReplayBuffer(6).add([_piece("a", 0, 5), _piece("b", 0, 4), late])
 
