@@ -50,8 +50,8 @@ def test_a_one_hot_read_of_an_infinite_value_is_a_value_error(numpyd):
         buffer.get(one_hot_discrete=True)
 
 
-def test_episodes_to_batch_keeps_steps_on_either_side_of_int64_exact():
-    chunks = [
+def _chunks_starting_at(starts):
+    return [
         SingleAgentEpisode(
             i,
             observations=[0.0, 1.0, 2.0],
@@ -60,8 +60,12 @@ def test_episodes_to_batch_keeps_steps_on_either_side_of_int64_exact():
             t_started=t,
             len_lookback_buffer=0,
         )
-        for i, t in enumerate([0, 2**63 + 1])
+        for i, t in enumerate(starts)
     ]
+
+
+def test_episodes_to_batch_keeps_steps_on_either_side_of_int64_exact():
+    chunks = _chunks_starting_at([0, 2**63 + 1])
     steps = episodes_to_batch(chunks)["t"]
     assert [int(t) for t in steps] == [0, 1, 2**63 + 1, 2**63 + 2]
 
@@ -147,17 +151,7 @@ def test_a_deep_copy_keeps_the_containers_types():
 def test_add_learner_columns_keeps_steps_on_either_side_of_int64_exact():
     from episodes.connectors import AddLearnerColumns
 
-    chunks = [
-        SingleAgentEpisode(
-            i,
-            observations=[0.0, 1.0, 2.0],
-            actions=[0, 1],
-            rewards=[1.0, 1.0],
-            t_started=t,
-            len_lookback_buffer=0,
-        )
-        for i, t in enumerate([2**63 - 1, 0])
-    ]
+    chunks = _chunks_starting_at([2**63 - 1, 0])
     steps = AddLearnerColumns(["t"])(chunks, {})["t"]
     assert [int(t) for t in steps] == [2**63 - 1, 2**63, 0, 1]
 
