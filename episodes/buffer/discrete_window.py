@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from episodes.spaces.batching import rounded_ints
+
 _SMALL = 8
 # The most bytes one array may hold.
 _MAX_BYTES = int(np.iinfo(np.intp).max)
 _INT64_MAX = 2**63 - 1
-# Every int of smaller magnitude is a float64 exactly.
-_EXACT_FLOAT_INTS = 2**53
 
 
 def window_one_hot(
@@ -100,24 +100,3 @@ def window_one_hot(
                 f"one-hot value out of range [{start}, {start + n}): {values}"
             ) from None
     return out
-
-
-def rounded_ints(items: list[Any]) -> bool:
-    """Whether numpy, stacking ``items`` as floats, may have rounded an int among them.
-
-    An int64 beside a uint64 or a float stacks as float64: an int (or an int array's value)
-    of 2**53 or more may then read as its neighbour.
-
-    Example:
-        >>> rounded_ints([np.int64(2**60 + 1), np.uint64(1)]), rounded_ints([2**52, 0.5])
-        (True, False)
-    """
-    return any(_big_int(item) for item in items)
-
-
-def _big_int(item: Any) -> bool:
-    if isinstance(item, (int, np.integer)):
-        return abs(int(item)) >= _EXACT_FLOAT_INTS
-    if isinstance(item, np.ndarray) and item.dtype.kind in "iu" and item.size:
-        return max(-int(item.min()), int(item.max())) >= _EXACT_FLOAT_INTS
-    return False

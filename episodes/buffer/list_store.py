@@ -19,7 +19,6 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.array_store import ArrayStore
-from episodes.buffer.discrete_window import rounded_ints
 from episodes.buffer.stack_errors import unstackable
 from episodes.spaces import (
     batch,
@@ -29,6 +28,7 @@ from episodes.spaces import (
     unbatch,
     unstackable_space,
 )
+from episodes.spaces.batching import rounded_ints
 from episodes.structs import is_nested, leaves_up_to
 
 # Flat spaces without discrete leaves: a one-hot read returns their items unchanged.

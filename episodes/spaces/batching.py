@@ -24,6 +24,7 @@ __all__ = [
     "is_flat",
     "map_leaves",
     "map_leaves_with_space",
+    "rounded_ints",
     "unbatch",
 ]
 
@@ -214,12 +215,33 @@ def _exact_ints(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
         return stacked
     if not all(_int_like(item) for item in items):
         return stacked
-    values = [int(item) for item in items]
-    if max(values) < _EXACT_FLOAT_INTS and min(values) > -_EXACT_FLOAT_INTS:
+    if not rounded_ints(items):
         return stacked  # every one a float64 exactly: numpy's dtype, as RLlib's
+    values = [int(item) for item in items]
     if min(values) >= 0 and max(values) <= _UINT64_MAX:
         return np.array(values, dtype=np.uint64)
     return np.array(values, dtype=object)
+
+
+def rounded_ints(items: SequenceABC[Any]) -> bool:
+    """Whether numpy, stacking ``items`` as floats, may have rounded an int among them.
+
+    An int64 beside a uint64 or a float stacks as float64: an int (or an int array's value)
+    of 2**53 or more may then read as its neighbour.
+
+    Example:
+        >>> rounded_ints([np.int64(2**60 + 1), np.uint64(1)]), rounded_ints([2**52, 0.5])
+        (True, False)
+    """
+    return any(_big_int(item) for item in items)
+
+
+def _big_int(item: Any) -> bool:
+    if isinstance(item, (int, np.integer)):
+        return abs(int(item)) >= _EXACT_FLOAT_INTS
+    if isinstance(item, np.ndarray) and item.dtype.kind in "iu" and item.size:
+        return max(-int(item.min()), int(item.max())) >= _EXACT_FLOAT_INTS
+    return False
 
 
 def unbatch(struct: Any) -> list[Any]:
