@@ -20,6 +20,9 @@ from collections.abc import Callable
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import positive_int  # noqa: E402
+
 from episodes.rollout import RolloutStorage, Transition  # noqa: E402
 
 T, OBS, ACT, HIDDEN = 24, 48, 12, 256
@@ -83,7 +86,7 @@ def consume(gen) -> torch.Tensor:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--repeats", type=positive_int, default=10)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("benchmarks/gpu.py: no CUDA device available; nothing to measure.")

@@ -30,6 +30,9 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import positive_int  # noqa: E402
+
 from episodes.converter import ColumnKeys, episodes_to_rollout  # noqa: E402
 from episodes.envs.torch_cartpole import TorchCartPole  # noqa: E402
 from episodes.rollout import RolloutStorage, Transition  # noqa: E402
@@ -166,8 +169,8 @@ def interleaved(fns: dict[str, Callable[[], None]], device: torch.device, repeat
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 16384, 65536])
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[4096, 16384, 65536])
+    parser.add_argument("--repeats", type=positive_int, default=10)
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cpu":

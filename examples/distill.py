@@ -144,17 +144,21 @@ def update(
     losses, accuracies = [], []
     for _ in range(cfg.num_epochs):
         loss = torch.zeros((), device=storage.device)
+        steps_in_loss = 0
         for t, batch in enumerate(storage.generator(), start=1):
             logits = student(batch.observations)
             target = batch.privileged_actions.squeeze(-1).long()
             loss = loss + nn.functional.cross_entropy(logits, target)
+            steps_in_loss += 1
             accuracies.append(float((logits.argmax(-1) == target).float().mean()))
             if t % cfg.gradient_length == 0 or t == storage.num_transitions_per_env:
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                losses.append(float(loss.detach()) / cfg.gradient_length)
+                # The last group is short when num_steps is not a multiple of gradient_length.
+                losses.append(float(loss.detach()) / steps_in_loss)
                 loss = torch.zeros((), device=storage.device)
+                steps_in_loss = 0
     return {"loss": float(np.mean(losses)), "accuracy": float(np.mean(accuracies))}
 
 

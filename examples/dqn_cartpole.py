@@ -9,9 +9,9 @@ with a Huber loss and a target network synced once per iteration.
     .venv/bin/python examples/dqn_cartpole.py --seed 0 --total-steps 100000
 
 It prints a learning curve as it goes and ends with one line ``final_mean_return=<float>``
-(the mean return of the last 20 finished training episodes). A budget below
-``learning_starts`` (1000 env steps) lowers it to half the budget, so that a short run still
-learns (and says so).
+(the mean return of the last 20 finished training episodes). A budget (``--total-steps``)
+below ``learning_starts`` (1000 env steps) lowers it to half the budget, so that a short run
+still learns (and says so).
 """
 
 from __future__ import annotations
@@ -162,14 +162,14 @@ def train(
     buffer = EpisodeReplayBuffer(cfg.buffer_capacity, seed=seed)
     steps_per_iter = num_envs * cfg.num_steps
     num_iters = max(1, -(-total_steps // steps_per_iter))
-    budget = num_iters * steps_per_iter
-    if cfg.learning_starts > budget:
-        # Otherwise the run would collect without one gradient step and report as if trained.
+    if cfg.learning_starts > total_steps:
+        # Otherwise the run would collect without one gradient step and report as if trained
+        # (or learn only in its last iteration, the budget rounded up to whole iterations).
         tqdm.write(
-            f"learning_starts lowered from {cfg.learning_starts} to {budget // 2}: "
-            f"the budget is {budget} env steps"
+            f"learning_starts lowered from {cfg.learning_starts} to {total_steps // 2}: "
+            f"the budget is {total_steps} env steps"
         )
-        cfg = replace(cfg, learning_starts=budget // 2)
+        cfg = replace(cfg, learning_starts=total_steps // 2)
     explore_steps = max(1.0, cfg.exploration_fraction * num_iters * steps_per_iter)
     tracker, history = ReturnTracker(), []
     shapes: dict[str, tuple[int, ...]] = {}
