@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.converter.columns import check_time_order
 from episodes.converter.inputs import chunk_sequence
 from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
@@ -108,7 +109,10 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
     (where :func:`group_by_env` gives each its own env); envs the caller names (per-env lists,
     ``env_index``) are kept, and one without steps is refused where it is laid out. A stepless
     end filed under another env than its episode's steps is first moved right after the chunk
-    it ends (:func:`~episodes.converter.stray_ends.place_stray_ends`).
+    it ends (:func:`~episodes.converter.stray_ends.place_stray_ends`). Each env's chunks are
+    checked for time order (:func:`~episodes.converter.columns.check_time_order`) before
+    ``"per_chunk"`` splits them: a chunk given twice, or after its episode ended, is refused
+    with either layout.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -130,7 +134,9 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         # One env per chunk: a stepless chunk that ends no listed chunk holds nothing.
         return [group for group in groups if any(len(chunk) for chunk in group)]
     columns: list[list[SingleAgentEpisode]] = []
-    for group in groups:
+    for n, group in enumerate(groups):
+        # As per_env's columns check it (one dict entry per episode): one-chunk columns cannot.
+        check_time_order(n, [chunk for chunk in group if len(chunk) or chunk.is_done])
         latest: dict[Any, list[SingleAgentEpisode]] = {}  # id -> its latest chunk's column
         for chunk in group:
             key = id_key(chunk.id_)

@@ -38,6 +38,28 @@ def flat_actions(actions: Any) -> torch.Tensor:
     )
 
 
+def numeric_column(leaf: np.ndarray, name: str) -> np.ndarray:
+    """``leaf`` if a tensor can hold it (numbers or bools), else a ``TypeError`` naming ``name``.
+
+    A Text space's strings, bytes and Python objects have no tensor: torch's own error would
+    name neither the column nor what to do.
+
+    Example:
+        >>> numeric_column(np.zeros(2), "actions").shape
+        (2,)
+        >>> numeric_column(np.array(["ab"]), "actions")
+        Traceback (most recent call last):
+        ...
+        TypeError: RolloutStorage holds numbers, but these chunks' actions hold <U2 values: ...
+    """
+    if leaf.dtype.kind not in "biufc":
+        raise TypeError(
+            f"RolloutStorage holds numbers, but these chunks' {name} hold {leaf.dtype} values: "
+            "encode them as numbers first, or use episodes_to_batch"
+        )
+    return leaf
+
+
 def float_dtype(dtype: Any, storage: Any) -> torch.dtype:
     """The float dtype of the storage's real-valued fields: ``dtype``, else the storage's.
 

@@ -17,13 +17,18 @@ import torch
 
 from episodes.converter.columns import ColumnKeys, TimeMajorColumns
 from episodes.converter.from_blocks import item_shape
-from episodes.converter.refusals import check_extra_steps, check_storage_layout, check_storage_size
+from episodes.converter.refusals import (
+    check_extra_steps,
+    check_storage_layout,
+    check_storage_size,
+    numeric_column,
+)
 from episodes.rollout import RolloutStorage
 from episodes.rollout.leaves import check_int_range, paired
 from episodes.runner import SampledChunks
 from episodes.structs import map_leaves
 
-__all__ = ["default_device", "ready_storage"]
+__all__ = ["as_tensors", "default_device", "ready_storage"]
 
 
 def _new_storage(
@@ -131,6 +136,36 @@ def taking_tensors(fn: Any, device: torch.device) -> Any:
         return fn(map_leaves(convert, observations))
 
     return on_device
+
+
+def as_tensors(
+    array: Any, device: torch.device, dtype: torch.dtype | None = None, name: str = "columns"
+) -> Any:
+    """``array``'s leaves as tensors on ``device`` (in ``dtype`` if given): the storage's fields.
+
+    Tensors (a device recording's columns) are moved or cast only. numpy leaves are viewed
+    where they are writable, else copied (torch cannot mark a tensor read-only, and the
+    storage may take it as its own); leaves holding no numbers (a Text space's strings,
+    objects) are a ``TypeError`` naming the column ``name``
+    (:func:`~episodes.converter.refusals.numeric_column`).
+
+    Example:
+        >>> as_tensors({"a": np.zeros(2)}, torch.device("cpu"), torch.float64)["a"].dtype
+        torch.float64
+        >>> as_tensors(np.array(["a"]), torch.device("cpu"), name="actions")
+        Traceback (most recent call last):
+        ...
+        TypeError: RolloutStorage holds numbers, but these chunks' actions hold <U1 values: ...
+    """
+
+    def convert(leaf: Any) -> torch.Tensor:
+        if isinstance(leaf, torch.Tensor):  # from blocks on a device: moved or cast only
+            return leaf.to(device=device, dtype=dtype or leaf.dtype)
+        leaf = numeric_column(np.ascontiguousarray(leaf), name)  # strings: named, not torch's
+        t = torch.from_numpy(leaf if leaf.flags.writeable else leaf.copy())
+        return t.to(device=device, dtype=dtype or t.dtype)
+
+    return map_leaves(convert, array)
 
 
 def ready_storage(

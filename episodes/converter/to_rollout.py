@@ -40,6 +40,7 @@ from episodes.converter.side_by_side import (
     side_by_side_parts,
 )
 from episodes.converter.storage_for import (
+    as_tensors,
     default_device,
     ready_storage,
     recording_device,
@@ -48,8 +49,8 @@ from episodes.converter.storage_for import (
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import discount_factor
 from episodes.rollout import RolloutStorage
+from episodes.rollout.held import clear_unheld_outputs
 from episodes.runner import SampledChunks
-from episodes.structs import map_leaves
 
 ValueFn = Callable[[Any], Any]
 
@@ -132,26 +133,13 @@ def bootstrap_values(
     )
 
 
-def _tensor(array: Any, device: torch.device, dtype: torch.dtype | None = None) -> Any:
-    def convert(leaf: Any) -> torch.Tensor:
-        if isinstance(leaf, torch.Tensor):  # from blocks on a device: moved or cast only
-            return leaf.to(device=device, dtype=dtype or leaf.dtype)
-        leaf = np.ascontiguousarray(leaf)
-        # Read-only memory (a dataset's map, shared memory a pickle arrived in) is copied: the
-        # storage may take this tensor as its own, and torch cannot mark a tensor read-only.
-        t = torch.from_numpy(leaf if leaf.flags.writeable else leaf.copy())
-        return t.to(device=device, dtype=dtype or t.dtype)
-
-    return map_leaves(convert, array)
-
-
 def _hidden(
     extras: dict[str, np.ndarray], names: Sequence[str], device: torch.device, dtype: torch.dtype
 ) -> Any:
     if not names:
         return None
     # Stored per step as [num_layers, hidden]; the storage wants [T, num_layers, N, hidden].
-    parts = [_tensor(extras[k], device, dtype).permute(0, 2, 1, 3) for k in names]
+    parts = [as_tensors(extras[k], device, dtype).permute(0, 2, 1, 3) for k in names]
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
@@ -281,7 +269,7 @@ def episodes_to_rollout(
         )
         groups = LazyGroups(episodes)
         mask = _valid_cells(storage, cols.mask, device)
-        return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
+        return Rollout(storage, as_tensors(last_values, device, dtype), mask, groups)
     parts = side_by_side_parts(episodes) if layout == "per_env" else None
     if parts is not None:
         joined = side_by_side_columns(
@@ -299,7 +287,7 @@ def episodes_to_rollout(
             )
             groups = side_by_side_groups(episodes, parts)
             mask = _valid_cells(storage, cols.mask, device)
-            return Rollout(storage, _tensor(last_values, device, dtype), mask, groups)
+            return Rollout(storage, as_tensors(last_values, device, dtype), mask, groups)
     if layout == "per_env":
         refuse_masked_windows(
             [episodes] if parts is None else parts, extra_keys_for(keys, training_type)
@@ -316,19 +304,27 @@ def episodes_to_rollout(
     storage = _write_columns(
         cols, rewards, storage, training_type, keys, device, dtype, share=not copy
     )
-    mask = _valid_cells(storage, cols.mask, device)
-    return Rollout(storage, _tensor(last_values, device, dtype), mask, env_groups)
+    mask = _valid_cells(storage, cols.mask, device, blocks=False)
+    return Rollout(storage, as_tensors(last_values, device, dtype), mask, env_groups)
 
 
 def _teacher_actions(cols: TimeMajorColumns, keys: ColumnKeys, actions: Any) -> torch.Tensor:
     """The privileged actions in the actions' dtype, checked before the storage is touched."""
     values = cols.extras[str(keys.privileged_actions)]
-    return teacher_in_dtype(values, _tensor(values, actions.device), actions.dtype)
+    return teacher_in_dtype(values, as_tensors(values, actions.device), actions.dtype)
 
 
-def _valid_cells(storage: RolloutStorage, mask: Any, device: torch.device) -> torch.Tensor | None:
-    """The ``[T, N]`` mask of cells holding a transition (None: all), also the storage's."""
-    storage.valid = None if mask is None else _tensor(mask, device)
+def _valid_cells(
+    storage: RolloutStorage, mask: Any, device: torch.device, blocks: bool = True
+) -> torch.Tensor | None:
+    """The ``[T, N]`` mask of cells holding a transition (None: all), also the storage's.
+
+    From ``blocks`` (a runner's reset steps) the policy's float outputs there are set to 0;
+    the general path's masked cells are its padding, zeros already.
+    """
+    storage.valid = None if mask is None else as_tensors(mask, device)
+    if blocks:
+        clear_unheld_outputs(storage)
     return storage.valid
 
 
@@ -347,8 +343,8 @@ def _write_columns(
 
     With ``share`` the columns that fit are taken rather than copied (``write_block``).
     """
-    obs = flat_observations(_tensor(cols.observations, device))
-    actions = flat_actions(_tensor(cols.actions, device))
+    obs = flat_observations(as_tensors(cols.observations, device))
+    actions = flat_actions(as_tensors(cols.actions, device, name="actions"))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)
     teacher = _teacher_actions(cols, keys, actions) if training_type == "distillation" else None
@@ -384,7 +380,7 @@ def _write_from_blocks(
         early_taken(chunks, cols, storage)  # so their values are checked before the clear
     taken = {"observations": cols.observations, "actions": cols.actions}
     obs, actions = (
-        _tensor(chunks.example(name) if value is None else value, device)
+        as_tensors(chunks.example(name) if value is None else value, device, name=name)
         for name, value in taken.items()
     )
     flat_observations(obs)
@@ -419,7 +415,7 @@ def _gathered(chunks: SampledChunks, name: str, target: Any, device: torch.devic
     """Field ``name`` gathered into ``target`` (returned), or as new tensors if it does not fit."""
     if gather_into(chunks, name, target):
         return target
-    return _tensor(chunks.take(name), device)
+    return as_tensors(chunks.take(name), device, name=name)
 
 
 def _gather_extras(
@@ -491,16 +487,16 @@ def _storage_fields(
     """
     device = actions.device
     shape = (*cols.dones.shape, 1)
-    yield "rewards", _tensor(rewards, device, dtype).unsqueeze(-1)
-    yield "dones", _tensor(cols.dones, device)
+    yield "rewards", as_tensors(rewards, device, dtype).unsqueeze(-1)
+    yield "dones", as_tensors(cols.dones, device)
     if training_type == "rl":
         if "values" not in skip:
-            yield "values", _tensor(cols.extras[keys.values], device, dtype).reshape(shape)
+            yield "values", as_tensors(cols.extras[keys.values], device, dtype).reshape(shape)
         if "actions_log_prob" not in skip:
-            logp = _tensor(cols.extras[keys.log_probs], device, dtype).reshape(shape)
+            logp = as_tensors(cols.extras[keys.log_probs], device, dtype).reshape(shape)
             yield "actions_log_prob", logp
         if keys.distribution and "distribution_params" not in skip:
-            params = tuple(_tensor(cols.extras[k], device, dtype) for k in keys.distribution)
+            params = tuple(as_tensors(cols.extras[k], device, dtype) for k in keys.distribution)
             yield "distribution_params", params
     else:
         assert teacher is not None

@@ -1,4 +1,8 @@
-"""The values of cells that hold no transition, which ``compute_returns`` sets to 0."""
+"""What cells that hold no transition hold: 0 in the policy's outputs.
+
+``compute_returns`` sets the values of such cells to 0 (:func:`clear_unheld_values`); the
+converter sets the policy's other float outputs there to 0 (:func:`clear_unheld_outputs`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import torch
 if TYPE_CHECKING:
     from .storage import RolloutStorage
 
-__all__ = ["clear_unheld_values"]
+__all__ = ["clear_unheld_outputs", "clear_unheld_values"]
 
 
 def clear_unheld_values(storage: RolloutStorage) -> None:
@@ -35,11 +39,61 @@ def clear_unheld_values(storage: RolloutStorage) -> None:
     valid, values = storage.valid, storage.values
     if valid is None or values is None:
         return
-    empty = torch.logical_not(valid).reshape(values.shape)
-    if "values" not in storage.shared:
-        values.masked_fill_(empty, 0.0)
+    if _zero_cells(storage, "values", torch.logical_not(valid)):
+        storage._bind_fields()
+
+
+#: The fields the policy writes besides the values (float ones are cleared).
+_OUTPUTS = ("actions", "actions_log_prob", "distribution_params", "privileged_actions")
+
+
+def clear_unheld_outputs(storage: RolloutStorage) -> None:
+    """Writes 0 outside ``storage.valid`` into the policy's float outputs but the values.
+
+    These are the float actions, log-probs, distribution parameters and teacher actions
+    (int actions are left alone), and the hidden states: at a next-step reset step the
+    converter stores what the policy gave for the terminal observation, NaN for a diverged
+    state, and a recurrent batch hands it out with ``valid`` False, where a loss weighted
+    with ``valid`` makes ``NaN * 0 = NaN``. One ``masked_fill`` per tensor, on its device,
+    no value read on the host; the valid cells keep their bits. A tensor taken from a
+    caller (``storage.shared``) is not written: it is replaced by a copy. The values are
+    left to :func:`clear_unheld_values` (``compute_returns``).
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 2, 1, (1,), (1,))
+        >>> _ = st.actions_log_prob.fill_(float("nan"))
+        >>> st.valid = torch.tensor([[True, False]])
+        >>> clear_unheld_outputs(st)
+        >>> st.actions_log_prob.flatten().tolist()[1]
+        0.0
+    """
+    valid = storage.valid
+    if valid is None:
         return
+    empty = torch.logical_not(valid)
+    rebind = False
+    for field in _OUTPUTS:
+        names = storage.field_names.get(field)
+        for name in (names,) if isinstance(names, str) else names or ():
+            if storage._tensors[name].is_floating_point():
+                rebind = _zero_cells(storage, name, empty) or rebind
+    t, n = storage.num_transitions_per_env, storage.num_envs
+    for saved in (storage.saved_hidden_states_actor, storage.saved_hidden_states_critic):
+        for state in saved or ():  # [T, num_layers, N, hidden], never shared
+            state.masked_fill_(empty.reshape(t, 1, n, 1), 0.0)
+    if rebind:
+        storage._bind_fields()
+
+
+def _zero_cells(storage: RolloutStorage, name: str, empty: torch.Tensor) -> bool:
+    """0 into tensor ``name`` at the ``[T, N]`` cells ``empty``; True if it was replaced."""
+    tensor = storage._tensors[name]
+    cells = empty.reshape(*tensor.shape[:2], *[1] * (tensor.dim() - 2))  # [T, N, 1...]
+    if name not in storage._shared:
+        tensor.masked_fill_(cells, 0.0)
+        return False
     # Its own copy, as a later write_block would make it (RolloutStorage._write).
-    storage._tensors["values"] = values.masked_fill(empty, 0.0)
-    storage._shared.discard("values")
-    storage._bind_fields()
+    storage._tensors[name] = tensor.masked_fill(cells, 0.0)
+    storage._shared.discard(name)
+    return True
