@@ -33,9 +33,27 @@ def as_array(data: Any, dtype: Any, copy: bool | None) -> np.ndarray:
     if copy:
         return np.array(data, dtype=dtype, copy=True)
     array = np.asarray(data, dtype=dtype)
-    if copy is False and array is not data:
+    if copy is False and not _same_memory(array, data):
         raise ValueError(
             f"the buffer's items cannot be read as an array of dtype {array.dtype} without a "
             "copy (copy=False); use np.asarray(buf) or np.array(buf)"
         )
     return array
+
+
+def _same_memory(array: np.ndarray, data: Any) -> bool:
+    """Whether ``array`` is ``data`` or a view of all of it: no copy was made.
+
+    numpy gives a new view object for an equivalent dtype (``"<U3"``, or ``"q"`` for int64).
+    """
+    if array is data:
+        return True
+    if not isinstance(data, np.ndarray):
+        return False
+    address = array.__array_interface__["data"][0]
+    return (
+        address == data.__array_interface__["data"][0]
+        and array.dtype == data.dtype
+        and array.shape == data.shape
+        and array.strides == data.strides
+    )

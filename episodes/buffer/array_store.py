@@ -26,6 +26,7 @@ import numpy as np
 
 from episodes.buffer import array_batches, row_drops
 from episodes.buffer.array_copies import field_copy, own_leaves, shallow_copy
+from episodes.buffer.plain_arrays import plain_leaves
 from episodes.buffer.slots import slot_values
 from episodes.buffer.value_fit import (
     MISFIT_ERRORS,
@@ -41,7 +42,7 @@ from episodes.buffer.value_fit import (
     staged_batch,
     staged_rows,
 )
-from episodes.structs import flatten, map_leaves, same_nesting, unflatten
+from episodes.structs import map_leaves, same_nesting, unflatten
 
 _MIN_CAPACITY = 8
 _NESTED = frozenset((dict, tuple, list))
@@ -178,8 +179,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> len(store), np.shares_memory(store.data["x"], batch["x"])
             (3, True)
         """
-        leaves, structure = flatten(batch)
-        arrays = [np.asarray(leaf) for leaf in leaves]
+        arrays, structure = plain_leaves(batch)  # masked arrays refused
         sizes = {len(a) if a.ndim else -1 for a in arrays}
         if not arrays:  # nothing would carry the column's length; list mode holds such items
             raise ValueError("items with no array leaf (an empty Dict or Tuple) have no numpy mode")

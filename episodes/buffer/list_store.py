@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.array_store import ArrayStore
+from episodes.buffer.plain_arrays import check_items_unmasked, native_leaves
 from episodes.buffer.stack_errors import unstackable
 from episodes.spaces import (
     batch,
@@ -230,8 +231,9 @@ class ListStore:
             (0, 2)
         """
         if self.data:
-            try:
-                stacked = ArrayStore.from_batch(batch_in_space(self.data, space))
+            check_items_unmasked(self.data)  # stacking would drop their masks
+            try:  # in native byte order, as a column typed by its first item (plain_arrays)
+                stacked = ArrayStore.from_batch(native_leaves(batch_in_space(self.data, space)))
             except TypeError as error:  # dm-tree sorting dict keys of mixed types, say
                 raise ValueError(f"the items cannot be stacked: {error}") from error
             except ValueError as error:  # numpy's words: name the items that differ instead

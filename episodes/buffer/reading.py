@@ -23,6 +23,7 @@ from episodes.buffer.column_fillers import column_typed
 from episodes.buffer.discrete_window import window_one_hot
 from episodes.buffer.store import Store
 from episodes.spaces import filler_item, one_hot
+from episodes.spaces.filler import refuse_cut_fill
 from episodes.structs import (
     common_nesting,
     flatten,
@@ -149,6 +150,7 @@ def read_positions(
     item = column_fill(store, fill) if space is None and store.is_numpy else fill
     filler = item if space is None else filler_at(store, space, fill, one_hot_discrete)
     if store.is_numpy:
+        refuse_cut_fill(filler)  # stacked with the items: numpy's strings would cut it
         mixed = _filled_gather(store, space, positions, valid, filler, item, one_hot_discrete)
         if mixed is not None:
             return mixed

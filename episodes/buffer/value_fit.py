@@ -17,6 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.plain_arrays import (
+    check_items_unmasked,
+    check_unmasked,
+    native_dtype,
+    plain_leaves,
+    same_record,
+)
 from episodes.buffer.stack_errors import layout, unstackable
 from episodes.spaces import batch as stack_items
 from episodes.structs import flatten, leaves_up_to, same_nesting, unflatten
@@ -33,6 +40,7 @@ __all__ = [
     "misfit",
     "staged_batch",
     "staged_rows",
+    "values_at",
 ]
 
 _INTEGERS = frozenset((int, np.int64, np.int32))
@@ -58,6 +66,8 @@ _MAY_OVERFLOW: dict[tuple[np.dtype[Any], np.dtype[Any]], bool] = {}
 _NUL_DROPPED = "numpy's fixed-width strings drop trailing NUL characters"
 # A complex value into a column of real numbers or bools: numpy would drop its imaginary part.
 _NOT_REAL = "complex numbers into a column of real numbers would lose their imaginary part"
+
+_NOT_RECORD = "not a record of the column's structured dtype"
 
 #: What numpy raises when a value does not fit a column.
 MISFIT_ERRORS = (ValueError, TypeError, OverflowError)
@@ -145,12 +155,15 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
     if leaf.ndim == 1 and leaf.dtype.kind == "O":
         if value.__class__ is not np.ndarray or value.ndim:
             return value
+    check_unmasked(value, "the value")  # np.asarray would drop its mask
     row = np.empty(leaf.shape[1:], leaf.dtype)
     kind = row.dtype.kind
     try:
         given = np.asarray(value)
         if given.shape != row.shape:
             raise ValueError(f"item shape {given.shape}")
+        if row.dtype.names is not None and not same_record(given.dtype, row.dtype):
+            raise ValueError(_NOT_RECORD)  # numpy would write a number into every field
         # An int beyond int64 is an object to numpy, but a number the assignment judges.
         if kind in _NUMBER_KINDS and given.dtype.kind not in _NUMBER_KINDS:
             if not isinstance(value, int):
@@ -241,11 +254,43 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
     """
     # A flat column's item is one row, whatever it is (a list of two for a row of two); a
     # nested column's values are read at its leaves (where a list is a row too).
-    values = [item] if structure is None else leaves_up_to(structure, item)
+    values = [item] if structure is None else values_at(structure, item)
     if values is None or len(values) != len(leaves):
         raise ValueError(f"item {item!r} does not match the column's item structure")
     # The checks of an append: the item shape exactly (no broadcasting), values that survive.
     return [appended_row(leaf, value) for leaf, value in zip(leaves, values)]
+
+
+def values_at(structure: Any, item: Any) -> list[Any] | None:
+    """``item``'s values at ``structure``'s leaves (:func:`leaves_up_to`), or None.
+
+    Where ``structure`` holds a tuple (a Tuple part), an array of as many rows is read as its
+    parts, as gymnasium's ``Tuple.contains`` reads ``np.array([1, 0])`` for two Discretes.
+
+    Example:
+        >>> [int(v) for v in values_at((0, 0), np.array([2, 1]))]
+        [2, 1]
+        >>> values_at({"a": 0}, {"b": 1}) is None
+        True
+    """
+    found = leaves_up_to(structure, item)
+    if found is None:  # only where the item does not nest as it is: no cost on the usual path
+        found = leaves_up_to(structure, _array_parts(structure, item))
+    return found
+
+
+def _array_parts(structure: Any, item: Any) -> Any:
+    """``item`` with an array read as its rows where ``structure`` holds a tuple of its length."""
+    if isinstance(structure, dict):
+        if not isinstance(item, dict) or item.keys() != structure.keys():
+            return item
+        return {key: _array_parts(structure[key], value) for key, value in item.items()}
+    if isinstance(structure, (tuple, list)):
+        if isinstance(item, np.ndarray) and item.ndim and len(item) == len(structure):
+            item = list(item)
+        if isinstance(item, (tuple, list)) and len(item) == len(structure):
+            return [_array_parts(sub, value) for sub, value in zip(structure, item)]
+    return item
 
 
 def first_leaves(structure: Any, leaf_ndim: int, item: Any) -> tuple[list[Any], Any]:
@@ -261,8 +306,10 @@ def first_leaves(structure: Any, leaf_ndim: int, item: Any) -> tuple[list[Any], 
         [1, 2.5]
     """
     if structure is not None or leaf_ndim > 1:
-        values = [item] if structure is None else leaves_up_to(structure, item)
+        values = [item] if structure is None else values_at(structure, item)
         if values is not None:
+            for value in values:
+                check_unmasked(value, "the value")  # np.asarray would drop its mask
             return [np.asarray(value) for value in values], _nested_as(structure, [item])
     return flatten(item)
 
@@ -299,8 +346,9 @@ def first_batch(
         >>> [leaf.tolist() for leaf in first_batch(None, 1, [(1, 0.5), (2, 1.5)])]  # no shape
         [[1, 2], [0.5, 1.5]]
     """
+    check_items_unmasked(items)  # stacking would drop their masks
     if structure is not None or leaf_ndim > 1:
-        values = [[item] if structure is None else leaves_up_to(structure, item) for item in items]
+        values = [[item] if structure is None else values_at(structure, item) for item in items]
         if all(value is not None for value in values):
             per_leaf = list(zip(*values))
             try:
@@ -369,6 +417,7 @@ def adopted_layout(
         >>> adopted_layout(before, (0, 0), [((), np.dtype("<U1")), ((2,), np.dtype(int))], (0, 0))
         [((), dtype('<U4')), ((2,), dtype('int64'))]
     """
+    layout = [(shape, native_dtype(dtype)) for shape, dtype in layout]  # as numpy'ing stores
     if len(before) != len(layout) or not same_nesting(structure_before, structure):
         return layout
     adopted = []
@@ -387,6 +436,7 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
         >>> staged_batch([np.zeros((3, 2))], None, [[1, 2], [3, 4]]).tolist()
         [[1.0, 2.0], [3.0, 4.0]]
     """
+    check_items_unmasked(items)  # stacking would drop their masks
     if structure is None and leaves[0].dtype.kind in _PLAIN_NUMBER_KINDS:
         # Numbers into a flat number column: one stack and one batch check (as strict as the
         # per-item one) instead of a cast per item; any doubt takes the per-item path, which
@@ -442,8 +492,7 @@ def batch_leaves(batch: Any) -> tuple[list[np.ndarray], Any]:
         Traceback (most recent call last):
         ValueError: extend takes a list of items or a batch whose leaves share ... [(), ()]
     """
-    leaves, structure = flatten(batch)
-    arrays = [np.asarray(leaf) for leaf in leaves]
+    arrays, structure = plain_leaves(batch)  # masked arrays refused
     if any(a.ndim == 0 for a in arrays) or len({len(a) for a in arrays}) > 1:
         raise ValueError(
             "extend takes a list of items or a batch whose leaves share a leading axis, "
@@ -470,6 +519,8 @@ def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError
         return misfit(leaf, column, ValueError(f"batch of shape {leaf.shape}"))
     if column.dtype.kind in _NUMBER_KINDS and leaf.dtype.kind not in _NUMBER_KINDS:
         return misfit(leaf, column, ValueError(f"not numbers: {leaf.dtype}"))
+    if column.dtype.names is not None and not same_record(leaf.dtype, column.dtype):
+        return misfit(leaf, column, ValueError(_NOT_RECORD))
     if leaf.dtype.kind == "c" and column.dtype.kind in "biuf":
         return misfit(leaf, column, ValueError(_NOT_REAL))
     narrowing = column.dtype.kind in "iub" and leaf.dtype.kind in "iufcb"

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from episodes.buffer.plain_arrays import native_array
 from episodes.distributed.require import require_ray
 from episodes.distributed.rows import (
     episode_from_row,
@@ -149,7 +150,10 @@ def _numeric_block(batch: dict[str, np.ndarray]) -> Any:
     which walks every row of a multi-dimensional column (about a tenth of a second per
     million-step block); the types of numpy columns are known: plain Arrow arrays for 1-d
     columns (numbers are not copied), Ray's tensor extension for the others, as Ray builds.
+    A column stored big-endian (``>f4``) is made native first: Arrow would refuse it, or
+    read its bytes as native numbers.
     """
+    batch = {name: native_array(a) for name, a in batch.items()}
     if not all(a.dtype.kind in "biuf" for a in batch.values()):
         return BlockAccessor.batch_to_block(batch)
     from ray.data.extensions import ArrowTensorArray

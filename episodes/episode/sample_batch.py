@@ -10,6 +10,8 @@ import numpy as np
 import tree
 
 from episodes.spaces import batch as stack_items
+from episodes.spaces import batch_with_layout
+from episodes.structs import flatten, leaves_up_to
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
@@ -30,7 +32,9 @@ class SampleBatch(dict[str, Any]):
     not one item a row) is a numpy'd Tuple column's leaves and stays as given.
 
     Raises:
-        ValueError: A list column whose rows do not stack (ragged), naming the column.
+        ValueError: A list column whose rows do not stack (ragged), or whose text leaf holds
+            a number among strings (numpy would store ``2`` as ``"2"``; ``to_numpy`` refuses
+            such items too), naming the column.
 
     Example:
         >>> batch = SampleBatch({"obs": [1, 2], "actions": [0, 1]})
@@ -206,6 +210,13 @@ def _leaf(part: Any) -> bool:
 
 
 def _as_column(key: str, value: Any, rows: int | None, batched: bool, space: Any = None) -> Any:
+    column = _stacked_column(key, value, rows, batched, space)
+    if isinstance(value, list) and key != "eps_id":
+        _check_no_text_from_numbers(key, value, column)
+    return column
+
+
+def _stacked_column(key: str, value: Any, rows: int | None, batched: bool, space: Any) -> Any:
     # A list or number as the array RLlib's SampleBatch makes of it (np.array), but for the
     # cases SampleBatch's docstring names.
     if not isinstance(value, list):
@@ -230,7 +241,7 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool, space: Any
         nested = bool(value) and isinstance(value[0], (dict, tuple))
     if nested:
         try:
-            return stack_items(value)
+            return stack_items(value) if space is None else batch_with_layout(value, space)
         except (TypeError, ValueError):
             pass  # rows nesting in different ways: as numpy makes them (or its error)
     try:
@@ -248,6 +259,52 @@ def _as_column(key: str, value: Any, rows: int | None, batched: bool, space: Any
     if array.dtype.kind == "f" and value and isinstance(value[0], (int, np.integer)):
         return stack_items(value)  # ints float64 would round (time steps past int64): exact
     return array
+
+
+_TEXT_TYPES = frozenset((str, bytes, np.str_, np.bytes_))
+
+
+def _check_no_text_from_numbers(key: str, value: list[Any], column: Any) -> None:
+    """Refuses a column where numpy wrote numbers of the rows into text (2 as ``"2"``).
+
+    As ``to_numpy`` refuses such items: a text leaf of ``column`` must hold text in every row.
+    Costs a walk of the rows only where the column has a text leaf.
+    """
+    leaves, structure = flatten(column)
+    text = [
+        i for i, leaf in enumerate(leaves) if getattr(leaf, "dtype", np.dtype(object)).kind in "US"
+    ]
+    if not text:
+        return
+    if structure is None:  # flat rows: their types at C speed first, the usual all-str
+        if set(map(type, value)) <= _TEXT_TYPES:
+            return
+        found = [[row] for row in value]
+    else:  # each row's values at the column's leaves (its arrays are leaves to this walk)
+        found = [leaves_up_to(structure, row) or [] for row in value]
+    for k, row_leaves in enumerate(found):
+        odd = next(
+            (row_leaves[i] for i in text if i < len(row_leaves) and not _text(row_leaves[i])),
+            None,
+        )
+        if odd is not None:
+            raise ValueError(
+                f"SampleBatch column {key!r}: the rows mix text and other values (row {k} is "
+                f"{odd!r}), which numpy would turn into text"
+            )
+
+
+def _text(value: Any) -> bool:
+    """Whether ``value`` is text all through: a string, a string array, or lists of them."""
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "US" or (
+            value.dtype == object and all(_text(part) for part in value.flat)
+        )
+    if isinstance(value, (list, tuple)):
+        return all(_text(part) for part in value)
+    return False
 
 
 def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:

@@ -6,7 +6,9 @@ memory: each worker opens its own memory maps (nothing large is pickled to the w
 Importing this module imports torch; ``episodes.io`` does not import it.
 
 Only columns stored as arrays can be sampled (numpy episodes, and list episodes whose items
-share one structure); a JSON-stored column raises :class:`~episodes.io.DatasetError`.
+share one structure); a JSON-stored column raises :class:`~episodes.io.DatasetError`. Items
+are in native byte order: a leaf stored big-endian (``>f4``, which torch and the
+``DataLoader``'s collation refuse) comes out as a native copy.
 
 Example:
     >>> import tempfile
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 import torch.utils.data
 
+from episodes.buffer.plain_arrays import native_leaves
 from episodes.indexing import discount_factor, whole_number
 from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
@@ -130,12 +133,31 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
                 "items), which a torch dataset cannot batch; store numpy episodes "
                 "(episode.to_numpy())"
             )
-        plan = {name: columns[name] for name in ("observations", "actions", "rewards")}
-        plan[EXTRAS] = columns[EXTRAS]
+        plan = {name: _native(columns[name]) for name in ("observations", "actions", "rewards")}
+        plan[EXTRAS] = {key: _native(column) for key, column in columns[EXTRAS].items()}
         self._plans[i] = (shard, plan)
         while len(self._plans) > _PLAN_CACHE:
             self._plans.popitem(last=False)
         return plan
+
+
+class _NativeColumn:
+    """A column plan whose items come out in native byte order (torch takes no other)."""
+
+    __slots__ = ("_column",)
+
+    def __init__(self, column: Any):
+        self._column = column
+
+    def take(self, start: int, stop: int | None = None, *, copy: bool = False) -> Any:
+        return native_leaves(self._column.take(start, stop, copy=copy))
+
+
+def _native(column: Any) -> Any:
+    """``column`` itself where every stored leaf is native (one dtype check per leaf)."""
+    if all(view.dtype.isnative for view in column.views):
+        return column
+    return _NativeColumn(column)
 
 
 class TransitionDataset(_EpisodeData):

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.plain_arrays import holds_masked, masked_words, native_dtype
+
 __all__ = ["Column", "as_rows", "float32_rewards"]
 
 
@@ -13,12 +15,16 @@ def as_rows(values: Any, what: str) -> np.ndarray:
     """Stacks a sequence of per-step values into one numeric array of rows.
 
     Raises:
-        TypeError: The values do not stack into a numeric array (nested or ragged items).
+        TypeError: The values do not stack into a numeric array (nested or ragged items), or
+            hold a numpy masked array with masked entries (stacking would drop its mask).
 
     Example:
         >>> as_rows([[0.0, 1.0], [2.0, 3.0]], "obs").shape
         (2, 2)
     """
+    # A list of items (list mode) is scanned by type; an array is looked at once.
+    if holds_masked(values if isinstance(values, list) else [values]):
+        raise TypeError(masked_words(what))
     try:
         rows = np.asarray(values)
     except ValueError as err:  # ragged items
@@ -63,6 +69,9 @@ def float32_rewards(rewards: np.ndarray) -> np.ndarray:
 class Column:
     """A numpy array of rows whose row dtype and shape are fixed by the first write.
 
+    The dtype is the example's in native byte order (``>f4`` rows make a float32 column):
+    samples go to torch, which takes no other (see ``episodes.buffer.plain_arrays``).
+
     Args:
         size: Rows to allocate.
         example: Rows whose dtype and trailing shape the column takes.
@@ -76,7 +85,7 @@ class Column:
     __slots__ = ("data",)
 
     def __init__(self, size: int, example: np.ndarray):
-        self.data = np.zeros((size, *example.shape[1:]), example.dtype)
+        self.data = np.zeros((size, *example.shape[1:]), native_dtype(example.dtype))
 
     def accepts(self, rows: np.ndarray) -> bool:
         """Whether ``rows`` can be written without changing the row shape or kind.

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from episodes.buffer.plain_arrays import native_array
 from episodes.runner.blocks import Blocks, Column
 from episodes.runner.device_values import tensor_dtype
 from episodes.runner.policy import check_numpy_dtype
@@ -84,6 +85,8 @@ class TensorColumn(Column):
             ((4, 2, 3), torch.float32)
         """
         leaves, structure = flatten(batch)
+        # A numpy leaf in native byte order (torch takes no other), as the host's blocks.
+        leaves = [native_array(x) if isinstance(x, np.ndarray) else x for x in leaves]
         tensors = [torch.as_tensor(leaf, device=device) for leaf in leaves]
         for tensor in tensors:
             check_numpy_dtype(tensor)  # chunks are numpy'd episodes: each leaf needs a dtype

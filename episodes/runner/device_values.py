@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from episodes.buffer.plain_arrays import native_array, native_dtype
 from episodes.structs import map_batch
 
 __all__ = ["as_device_batch", "as_host_typed", "check_env_flags", "tensor_dtype"]
@@ -62,15 +63,18 @@ def as_host_typed(value: Any) -> Any:
 
     What the numpy path records for a list: Python floats are float64 there, where
     ``torch.as_tensor`` would make them float32 (torch's default dtype) and round them. A
-    value numpy cannot convert (a list of tensors on an accelerator, a ragged list) is given
-    back for torch's own conversion, or its refusal, to decide.
+    non-native byte order (``>f4``), which torch refuses, is made native, as the host's
+    blocks store it. A value numpy cannot convert (a list of tensors on an accelerator, a
+    ragged list) is given back for torch's own conversion, or its refusal, to decide.
 
     Example:
         >>> as_host_typed([0.1, 0.2]).dtype, as_host_typed([1, 2]).dtype
         (dtype('float64'), dtype('int64'))
+        >>> as_host_typed(np.zeros(2, ">i8")).dtype
+        dtype('int64')
     """
     try:
-        return np.asarray(value)
+        return native_array(np.asarray(value))
     except (TypeError, ValueError, RuntimeError):
         return value
 
@@ -97,7 +101,7 @@ def tensor_dtype(value: Any, name: str) -> torch.dtype:
         return value.dtype
     if isinstance(value, np.ndarray):
         try:
-            return torch.from_numpy(np.empty(0, value.dtype)).dtype
+            return torch.from_numpy(np.empty(0, native_dtype(value.dtype))).dtype
         except _REFUSED:
             pass
     raise _refused(name, value)

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.plain_arrays import native_dtype
+
 __all__ = ["new_leaf", "promoted_dtype", "widened_dtype"]
 
 
@@ -170,11 +172,16 @@ def new_leaf(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
 
     Before floats widen an int64 leaf to float64, its values are checked for ints float64
     would round; rows not written yet must not hold garbage then. Other leaves skip the zeroing.
+    A leaf is native-endian (``>f4`` batches make a float32 leaf): torch and the converter
+    read the blocks, and an episode's chunks keep one dtype (see ``buffer.plain_arrays``).
 
     Example:
         >>> new_leaf((2, 3), np.dtype(np.int64)).tolist()
         [[0, 0, 0], [0, 0, 0]]
+        >>> new_leaf((2,), np.dtype(">f4")).dtype
+        dtype('float32')
     """
+    dtype = native_dtype(dtype)
     if dtype.kind in "iu" and dtype.itemsize == 8:
         return np.zeros(shape, dtype)
     return np.empty(shape, dtype)

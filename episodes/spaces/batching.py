@@ -25,6 +25,7 @@ __all__ = [
     "map_leaves",
     "map_leaves_with_space",
     "rounded_ints",
+    "tuple_parts",
     "unbatch",
 ]
 
@@ -366,10 +367,57 @@ def _(space: gs.Dict, value: Any, fn: Callable[[Any, gs.Space[Any]], Any]) -> An
 
 @_walk.register
 def _(space: gs.Tuple, value: Any, fn: Callable[[Any, gs.Space[Any]], Any]) -> Any:
-    if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+    parts = tuple_parts(value, space)
+    if parts is None:
         raise ValueError(
-            f"Tuple space of {len(space.spaces)} expects a tuple/list of that length, "
-            f"got {type(value).__name__}"
+            f"Tuple space of {len(space.spaces)} expects a tuple/list of that length (or an "
+            f"array of its items), got {type(value).__name__}"
             + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
         )
-    return tuple(_walk(s, v, fn) for s, v in zip(space.spaces, value, strict=True))
+    return tuple(_walk(s, v, fn) for s, v in zip(space.spaces, parts, strict=True))
+
+
+def tuple_parts(value: Any, space: gs.Tuple) -> SequenceABC[Any] | None:
+    """``value``'s parts by position as an item of the Tuple ``space``, or None.
+
+    A tuple or list of the space's length is its own parts; so is a numpy array whose rows
+    are the parts' items (gymnasium's ``Tuple.contains`` takes ``np.array([1, 0])`` for two
+    Discretes): each row shaped as its part's items are (a scalar for a Discrete, Text, Dict
+    ...). An array of rows one dimension deeper than that (a batch of such items stacked as
+    rows) is no item: None, as for anything else.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> pair = gym.spaces.Tuple([gym.spaces.Discrete(3), gym.spaces.Discrete(2)])
+        >>> [int(v) for v in tuple_parts(np.array([2, 1]), pair)]
+        [2, 1]
+        >>> tuple_parts(np.array([[2, 1], [0, 0]]), pair) is None
+        True
+    """
+    size = len(space.spaces)
+    if isinstance(value, (tuple, list)):
+        return value if len(value) == size else None
+    if isinstance(value, np.ndarray) and _rows_fit(space, value.shape):
+        return list(value)
+    return None
+
+
+@singledispatch
+def _rows_fit(space: gs.Space[Any], shape: tuple[int, ...]) -> bool:
+    # An item of a Text, Dict, Sequence ... part is one element of an array (np.str_, an object).
+    return shape == ()
+
+
+@_rows_fit.register(gs.Box)
+@_rows_fit.register(gs.Discrete)
+@_rows_fit.register(gs.MultiDiscrete)
+@_rows_fit.register(gs.MultiBinary)
+def _(space: gs.Space[Any], shape: tuple[int, ...]) -> bool:
+    return space.shape == shape
+
+
+@_rows_fit.register
+def _(space: gs.Tuple, shape: tuple[int, ...]) -> bool:
+    if not shape or shape[0] != len(space.spaces):
+        return False
+    return all(_rows_fit(sub, shape[1:]) for sub in space.spaces)

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces as gs
 
-from episodes.structs import is_nested, map_leaves
+from episodes.structs import flatten, is_nested, map_leaves
 
-__all__ = ["filler_batch", "filler_item", "filler_leaf", "text_dtype"]
+__all__ = ["filler_batch", "filler_item", "filler_leaf", "refuse_cut_fill", "text_dtype"]
 
 
 def text_dtype(width: int) -> np.dtype[Any]:
@@ -138,10 +138,46 @@ def _repeat(fill: Any, lead: tuple[int, ...]) -> Any:
 
 
 def _repeat_leaf(fill: Any, lead: tuple[int, ...]) -> np.ndarray:
+    if 0 not in lead:
+        _refuse_cut_text(fill)
     leaf = np.asarray(fill)
     shape = lead + leaf.shape
     _check_size(shape, leaf.dtype)
     return np.array(np.broadcast_to(leaf, shape))
+
+
+def refuse_cut_fill(filler: Any) -> None:
+    r"""Refuses a filler item with a text leaf ending in NUL, which numpy's strings would cut.
+
+    A numpy'd read that stacks fillers (an index list, a slice) would read ``"x\x00"`` back as
+    ``"x"``; :func:`filler_batch` refuses such a ``fill`` itself, and a read that stacks
+    :func:`filler_item`'s items checks them with this first. A read of one filler (an int
+    index) returns it whole, as list mode does.
+
+    Raises:
+        ValueError: A leaf is a string or bytes ending in NUL.
+
+    Example:
+        >>> refuse_cut_fill({"t": "ab", "n": np.zeros(2)})
+        >>> refuse_cut_fill(("x\x00", 0))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: fill='x\x00' ends in NUL, which numpy's fixed-width strings drop: ...
+    """
+    for leaf in flatten(filler)[0]:
+        _refuse_cut_text(leaf)
+
+
+def _refuse_cut_text(fill: Any) -> None:
+    r"""Refuses a string (bytes) ``fill`` ending in NUL, which numpy's strings would cut.
+
+    A numpy'd read stacks its fillers into a fixed-width string array, which drops trailing
+    NULs (``"x\x00"`` would read ``"x"``), as a numpy column refuses to store such a value.
+    """
+    if isinstance(fill, (str, bytes)) and fill[-1:] in ("\x00", b"\x00"):
+        raise ValueError(
+            f"fill={fill!r} ends in NUL, which numpy's fixed-width strings drop: a numpy'd "
+            "read cannot pad with it (read the column in list mode, or give another fill)"
+        )
 
 
 # The most bytes one array may hold; numpy refuses more with a ValueError ("array is too big").
@@ -230,6 +266,8 @@ def _(space: gs.Text, fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
         raise ValueError(f"fill={fill!r} cannot fill a Text leaf: give a string")
     if not lead:
         return fill
+    if 0 not in lead:
+        _refuse_cut_text(fill)
     # As wide as the fill too: a longer fill is kept whole, as in list mode and index lists.
     width = max(space.max_length, len(fill) if isinstance(fill, str) else 0, 1)
     try:

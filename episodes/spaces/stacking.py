@@ -21,7 +21,12 @@ from typing import Any
 import gymnasium.spaces as gs
 import numpy as np
 
-from episodes.spaces.batching import _typed_empty_lists, batch, check_sortable_keys
+from episodes.spaces.batching import (
+    _typed_empty_lists,
+    batch,
+    check_sortable_keys,
+    tuple_parts,
+)
 from episodes.spaces.filler import text_dtype
 from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import arrays_equal, data_equal, flatten, same_nesting
@@ -36,6 +41,7 @@ __all__ = [
 ]
 
 _SEQUENCES = frozenset((list, tuple))
+_TUPLE_FORMS = _SEQUENCES | {np.ndarray}
 _ARRAY_SPACES = frozenset((gs.Box, gs.Discrete, gs.MultiDiscrete, gs.MultiBinary))
 
 
@@ -117,7 +123,10 @@ def equal_in_space(a: Any, b: Any, space: gs.Space[Any] | None) -> bool:
         batched = _in_space([a], space), _in_space([b], space)
     except ValueError:
         return False
-    return data_equal(*(_in_space_dtype(space, x) for x in batched))
+    if not data_equal(*(_in_space_dtype(space, x) for x in batched)):
+        return False
+    # numpy's strings drop trailing NULs ("a" and "a\x00" batch alike): text compared as str.
+    return _texts_equal(space, a, b)
 
 
 def _leaves_equal(a: Any, b: Any) -> bool:
@@ -140,8 +149,9 @@ def _value_equal(a: Any, b: Any) -> bool:
         return False
     kinds = x.dtype.kind + y.dtype.kind
     if not set(kinds) <= set("biufc"):
-        # Strings of other widths (<U1 against <U4) compare by value.
-        return kinds in ("UU", "SS") and bool(np.array_equal(x, y))
+        # Strings of other widths (<U1 against <U4) compare by value, item by item as Python
+        # compares them: numpy's own comparison drops trailing NULs ("a" equal to "a\x00").
+        return kinds in ("UU", "SS") and _text_items(a) == _text_items(b)
     floats = [z for z in (x, y) if z.dtype.kind in "fc"]
     if not floats:
         return bool(np.array_equal(x, y))  # numpy compares ints of either sign exactly
@@ -156,6 +166,39 @@ def _value_equal(a: Any, b: Any) -> bool:
     if not big.any():
         return True
     return all(int(i) == f for i, f in zip(ints[big].tolist(), floats[0][big].tolist()))
+
+
+def _text_items(value: Any) -> Any:
+    """A text leaf's strings as Python compares them: a str itself, an array's as lists."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+@singledispatch
+def _texts_equal(space: gs.Space[Any], a: Any, b: Any) -> bool:
+    return True  # no text here: the batched comparison decided
+
+
+@_texts_equal.register
+def _(space: gs.Text, a: Any, b: Any) -> bool:
+    if isinstance(a, (str, bytes, np.ndarray)) and isinstance(b, (str, bytes, np.ndarray)):
+        return _text_items(a) == _text_items(b)
+    return True
+
+
+@_texts_equal.register
+def _(space: gs.Dict, a: Any, b: Any) -> bool:
+    if not (isinstance(a, Mapping) and isinstance(b, Mapping)):
+        return True
+    parts = space.spaces.items()
+    return all(_texts_equal(sub, a[k], b[k]) for k, sub in parts if k in a and k in b)
+
+
+@_texts_equal.register
+def _(space: gs.Tuple, a: Any, b: Any) -> bool:
+    a, b = tuple_parts(a, space), tuple_parts(b, space)
+    if a is None or b is None:
+        return True
+    return all(_texts_equal(sub, x, y) for sub, x, y in zip(space.spaces, a, b))
 
 
 @singledispatch
@@ -368,7 +411,14 @@ def _(space: gs.Dict, items: SequenceABC[Any]) -> Any:
 def _(space: gs.Tuple, items: SequenceABC[Any]) -> Any:
     size = len(space.spaces)
     kinds = {type(item) for item in items}
-    if not kinds <= _SEQUENCES or not all(len(item) == size for item in items):
+    if np.ndarray in kinds and kinds <= _TUPLE_FORMS:
+        # Tuple.contains takes an array of the parts' items too (np.array([1, 0]) for two
+        # Discretes): its rows are the parts, as a tuple's are, and the column the space's.
+        found = [tuple_parts(item, space) for item in items]
+        if any(parts is None for parts in found):
+            return batch(items)
+        items = found
+    elif not kinds <= _SEQUENCES or not all(len(item) == size for item in items):
         return batch(items)
     # Tuple.contains takes lists too, and a padded read puts the space's filler (a tuple) among
     # recorded lists: position decides, and only items all of one kind keep it.

@@ -149,33 +149,44 @@ def _batched_like(value: Any, other: Any) -> Any:
     A list-mode getter gives one dict or tuple per step, a numpy'd one a dict or tuple of
     arrays with a row per step: the same values. Only such a pair is regrouped: dict items
     with the batch's keys, or tuple items of its width (a list of lists is rows), beside a
-    batch whose array leaves each hold a row per item; a batch without leaves is never one.
+    batch whose array leaves each hold a row per item; a batch without leaves is never one,
+    but an empty part of one (``{"a": (), "b": array}``) stands for the items' equal parts.
     An empty list (a column of no steps) is regrouped as empty beside a batch whose array
     leaves all hold no rows.
     """
-    if type(value) is not list:
+    if type(value) is not list or not _holds_array(other):  # no batch at all: (), {"a": ()}
         return value
     if not value:
-        if not _holds_array(other):  # no batch at all: (), {"a": ()}
-            return value
         if isinstance(other, Mapping) and _rows_per_item(other.values(), 0):
             return {key: [] for key in other}
         if isinstance(other, tuple) and _rows_per_item(other, 0):
             return tuple([] for _ in other)
         return value
-    if isinstance(other, Mapping) and other:
+    if isinstance(other, Mapping):
         keys = set(other)
         if _rows_per_item(other.values(), len(value)) and all(
             isinstance(item, Mapping) and set(item) == keys for item in value
         ):
-            return {key: [item[key] for item in value] for key in other}
-    elif isinstance(other, tuple) and other:
+            return {key: _part([item[key] for item in value], other[key]) for key in other}
+    elif isinstance(other, tuple):
         width = len(other)
         if _rows_per_item(other, len(value)) and all(
             type(item) is tuple and len(item) == width for item in value
         ):
-            return tuple([item[i] for item in value] for i in range(width))
+            return tuple(_part([item[i] for item in value], other[i]) for i in range(width))
     return value
+
+
+def _part(parts: list[Any], batched: Any) -> Any:
+    """One part of regrouped items: the batch's own empty part where each item holds it.
+
+    An empty Dict or Tuple part (``{"a": (), "b": 0}``) holds no rows: the numpy'd batch keeps
+    it as it is (``{"a": (), "b": array}``), so a list of equal empty parts stands for it.
+    """
+    if isinstance(batched, (Mapping, tuple)) and not _holds_array(batched):
+        if all(_diff(part, batched, False, "") is None for part in parts):
+            return batched
+    return parts
 
 
 def _holds_array(batch: Any) -> bool:

@@ -312,8 +312,10 @@ def stacks(space: gym.Space[Any]) -> bool:
     The library's own rule, asked of :func:`~episodes.spaces.batch_in_space` (what
     ``to_numpy`` stacks with): a space with a Sequence, Graph or OneOf part, a Dict whose keys
     do not sort (int and str keys together) or a Text too wide for numpy does not stack, and
-    neither does an empty Dict or Tuple (a numpy column has nothing to stack) nor a kind this
-    toolkit does not know.
+    neither does an empty Dict or Tuple, or one of empty parts only (a numpy column has
+    nothing to stack; an empty part beside others is kept), nor a kind this toolkit does not
+    know. Nor, though ``to_numpy`` stacks it, a Text whose charset holds NUL: numpy's strings
+    drop a trailing NUL, so a numpy'd episode would not hold the items drawn.
 
     Example:
         >>> stacks(gym.spaces.Dict({"a": gym.spaces.Discrete(2)}))
@@ -329,7 +331,12 @@ def stacks(space: gym.Space[Any]) -> bool:
 def _why_unstacked(space: gym.Space[Any]) -> str | None:
     """Why ``to_numpy`` cannot stack items of ``space``; None where it can."""
     if not _fixed_layout(space):
-        return "its items have no fixed layout (or it holds none)"
+        return "its items have no fixed layout"
+    if not _holds_values(space):
+        return "its items hold no values (only empty Dict or Tuple parts)"
+    if _nul_text(space):
+        # to_numpy stacks them, but numpy's strings cut a trailing NUL: "a\x00" would read "a".
+        return "a Text part's charset holds NUL, and numpy's strings drop trailing NULs"
     try:
         batch_in_space([], space)  # no items: the layout alone (keys, widths, kinds) decides
     except ValueError as err:
@@ -353,10 +360,32 @@ def _(space: gym.Space[Any]) -> bool:
 
 @_fixed_layout.register
 def _(space: gym.spaces.Dict) -> bool:
-    # An empty Dict holds no values: a numpy column has nothing to stack.
-    return bool(space.spaces) and all(_fixed_layout(sub) for sub in space.spaces.values())
+    # An empty part is a fixed layout too (to_numpy keeps it beside the others' arrays).
+    return all(_fixed_layout(sub) for sub in space.spaces.values())
 
 
 @_fixed_layout.register
 def _(space: gym.spaces.Tuple) -> bool:
-    return bool(space.spaces) and all(_fixed_layout(sub) for sub in space.spaces)
+    return all(_fixed_layout(sub) for sub in space.spaces)
+
+
+def _parts(space: gym.Space[Any]) -> list[gym.Space[Any]]:
+    if isinstance(space, gym.spaces.Dict):
+        return list(space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return list(space.spaces)
+    return []
+
+
+def _holds_values(space: gym.Space[Any]) -> bool:
+    """Whether an item holds a value beside its Dict and Tuple nesting (an array leaf)."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return any(map(_holds_values, _parts(space)))
+    return True
+
+
+def _nul_text(space: gym.Space[Any]) -> bool:
+    """Whether a Text part may draw strings ending in NUL, which a numpy'd column would cut."""
+    if isinstance(space, gym.spaces.Text):
+        return "\x00" in space.character_set
+    return any(map(_nul_text, _parts(space)))
