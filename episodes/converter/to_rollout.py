@@ -319,12 +319,13 @@ def _valid_cells(
 ) -> torch.Tensor | None:
     """The ``[T, N]`` mask of cells holding a transition (None: all), also the storage's.
 
-    From ``blocks`` (a runner's reset steps) the policy's float outputs there are set to 0;
-    the general path's masked cells are its padding, zeros already.
+    From ``blocks`` (a runner's reset steps) the policy's float outputs there are set to 0,
+    in the blocks themselves where the storage views them: no chunk holds those cells. The
+    general path's masked cells are its padding, zeros already.
     """
     storage.valid = None if mask is None else as_tensors(mask, device)
     if blocks:
-        clear_unheld_outputs(storage)
+        clear_unheld_outputs(storage, write_shared=True)
     return storage.valid
 
 

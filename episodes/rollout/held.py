@@ -47,16 +47,18 @@ def clear_unheld_values(storage: RolloutStorage) -> None:
 _OUTPUTS = ("actions", "actions_log_prob", "distribution_params", "privileged_actions")
 
 
-def clear_unheld_outputs(storage: RolloutStorage) -> None:
+def clear_unheld_outputs(storage: RolloutStorage, *, write_shared: bool = False) -> None:
     """Writes 0 outside ``storage.valid`` into the policy's float outputs but the values.
 
     These are the float actions, log-probs, distribution parameters and teacher actions
     (int actions are left alone), and the hidden states: at a next-step reset step the
     converter stores what the policy gave for the terminal observation, NaN for a diverged
     state, and a recurrent batch hands it out with ``valid`` False, where a loss weighted
-    with ``valid`` makes ``NaN * 0 = NaN``. One ``masked_fill`` per tensor, on its device,
-    no value read on the host; the valid cells keep their bits. A tensor taken from a
-    caller (``storage.shared``) is not written: it is replaced by a copy. The values are
+    with ``valid`` makes ``NaN * 0 = NaN``. The valid cells keep their bits. On the CPU only
+    the unheld cells are written (few: one scan of the ``[T, N]`` mask); on an accelerator
+    one ``masked_fill_`` per tensor, nothing read on the host. A tensor taken from a caller
+    (``storage.shared``) is replaced by a copy, unless ``write_shared``: the converter
+    passes it for a runner's blocks, whose unheld cells belong to no chunk. The values are
     left to :func:`clear_unheld_values` (``compute_returns``).
 
     Example:
@@ -72,24 +74,44 @@ def clear_unheld_outputs(storage: RolloutStorage) -> None:
     if valid is None:
         return
     empty = torch.logical_not(valid)
+    # On the host the few unheld cells are found once and written alone: a masked_fill
+    # would read and write every byte of every output (a third of a large rollout's time).
+    cells = empty.nonzero(as_tuple=True) if empty.device.type == "cpu" else None
+    if cells is not None and cells[0].numel() == 0:
+        return
     rebind = False
     for field in _OUTPUTS:
         names = storage.field_names.get(field)
         for name in (names,) if isinstance(names, str) else names or ():
-            if storage._tensors[name].is_floating_point():
+            tensor = storage._tensors[name]
+            if not tensor.is_floating_point():
+                continue
+            if name in storage._shared and not write_shared:
                 rebind = _zero_cells(storage, name, empty) or rebind
+            elif cells is not None:
+                tensor[cells] = 0.0
+            else:
+                tensor.masked_fill_(_leading(empty, tensor), 0.0)
     t, n = storage.num_transitions_per_env, storage.num_envs
     for saved in (storage.saved_hidden_states_actor, storage.saved_hidden_states_critic):
         for state in saved or ():  # [T, num_layers, N, hidden], never shared
-            state.masked_fill_(empty.reshape(t, 1, n, 1), 0.0)
+            if cells is not None:
+                state[cells[0], :, cells[1]] = 0.0
+            else:
+                state.masked_fill_(empty.reshape(t, 1, n, 1), 0.0)
     if rebind:
         storage._bind_fields()
+
+
+def _leading(empty: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    """The ``[T, N]`` mask shaped to broadcast over ``tensor``'s trailing axes."""
+    return empty.reshape(*tensor.shape[:2], *[1] * (tensor.dim() - 2))
 
 
 def _zero_cells(storage: RolloutStorage, name: str, empty: torch.Tensor) -> bool:
     """0 into tensor ``name`` at the ``[T, N]`` cells ``empty``; True if it was replaced."""
     tensor = storage._tensors[name]
-    cells = empty.reshape(*tensor.shape[:2], *[1] * (tensor.dim() - 2))  # [T, N, 1...]
+    cells = _leading(empty, tensor)
     if name not in storage._shared:
         tensor.masked_fill_(cells, 0.0)
         return False

@@ -134,11 +134,15 @@ KEYS = ColumnKeys(distribution=("logits",), actor_hidden=("h",))
 def test_masked_reset_cells_hold_zeros_in_the_policy_outputs():
     runner = EnvRunner(DivergingEnv(), diverging_policy, seed=0, window="vector_steps")
     chunks = runner.sample(12)
-    raw = chunks.time_major(["action_logp", "logits", "h"])
+    raw = copy.deepcopy(chunks.time_major(["action_logp", "logits", "h"]))
     rollout = episodes_to_rollout(chunks, gamma=GAMMA, value_fn=zeros, keys=KEYS)
     st, valid = rollout.storage, rollout.mask
     assert valid is not None and not bool(valid.all())
     assert np.isnan(raw["extras"]["action_logp"][~valid.numpy()]).all()  # the poison
+    # The storage views the blocks: their unheld cells (no chunk holds them) now hold 0 too.
+    assert "actions_log_prob" in st.shared
+    after = chunks.time_major(["action_logp"])["extras"]["action_logp"]
+    assert (after[~valid.numpy()] == 0).all()
     hidden = st.saved_hidden_states_actor[0].permute(0, 2, 1, 3)  # [T, N, layers, hidden]
     stored = {
         "actions": (st.actions, raw["actions"]),

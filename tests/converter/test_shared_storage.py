@@ -2,7 +2,8 @@
 
 An aligned window (the vector-steps window, same-step or disabled autoreset) is a slice of
 the runner's blocks, so the storage can use it as it is; ``copy=True`` asks for copies. Either
-way the storage holds the same values, nothing writes into the blocks, and a storage reused
+way the storage holds the same values, nothing writes into the blocks' held cells (a reset
+step's float outputs, which no chunk holds, are set to 0), and a storage reused
 for a window that has to be gathered first gets tensors of its own again.
 """
 
@@ -75,13 +76,12 @@ def test_aligned_windows_are_taken_and_equal_copies(mode, window):
     for _ in range(3):
         chunks, twin = shared.sample(30), copied.sample(30)
         before = [leaf.copy() for leaf in block_memory(chunks)]
+        twin_before = [leaf.copy() for leaf in block_memory(twin)]
         rollout = convert(chunks, storage=storage)
         reference = convert(twin, copy=True)
         storage = rollout.storage
-        # Where the window holds reset steps, the policy's float outputs but the values are
-        # copied with those cells set to 0 (the int actions and the values stay taken).
-        taken = {"observations", "actions", "values"}
-        assert taken | ({"actions_log_prob"} if rollout.mask is None else set()) <= storage.shared
+        taken = {"observations", "actions", "values", "actions_log_prob"}
+        assert taken <= storage.shared
         assert reference.storage.shared <= {"rewards", "dones"}  # fresh arrays, not blocks
         assert shares_blocks(storage.observations, chunks)
         assert not shares_blocks(reference.storage.observations, twin)
@@ -89,8 +89,17 @@ def test_aligned_windows_are_taken_and_equal_copies(mode, window):
         reference.storage.compute_returns(reference.last_values, GAMMA, 0.95)
         for name, tensor in reference.storage.tensors.items():
             assert torch.equal(storage.tensors[name], tensor), name
+        for leaf, was in zip(block_memory(twin), twin_before, strict=True):
+            np.testing.assert_array_equal(leaf, was)  # copies: nothing wrote into the blocks
+        # Shared: only the cells no chunk holds (reset steps) changed, to 0 in float outputs.
+        held = np.ones((30, 3), bool) if rollout.mask is None else rollout.mask.numpy()
         for leaf, was in zip(block_memory(chunks), before, strict=True):
-            np.testing.assert_array_equal(leaf, was)  # nothing wrote into the blocks
+            rows = leaf[-30:]  # the window's rows, [T, N, ...]
+            np.testing.assert_array_equal(rows[held], was[-30:][held])
+            changed = rows != was[-30:]
+            assert (rows[changed] == 0).all() and not changed[held].any()
+        if rollout.mask is not None:
+            assert (storage.actions_log_prob[~rollout.mask] == 0).all()
 
 
 def test_a_reused_storage_owns_its_tensors_before_gathering():
