@@ -304,6 +304,9 @@ def episodes_to_rollout(
     storage = _write_columns(
         cols, rewards, storage, training_type, keys, device, dtype, share=not copy
     )
+    # Padding only where chunks differ in length: chunks of one length need no mask.
+    if cols.mask is not None and bool(np.all(cols.mask)):
+        cols.mask = None
     mask = _valid_cells(storage, cols.mask, device, blocks=False)
     return Rollout(storage, as_tensors(last_values, device, dtype), mask, env_groups)
 

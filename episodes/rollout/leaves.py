@@ -327,6 +327,12 @@ def block_leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+#: The fields whose blocks may nest; every other field's block is one tensor.
+_NESTED_FIELDS = frozenset(
+    {"observations", "privileged_observations", "distribution_params", "hidden_states"}
+)
+
+
 def block_length(fields: Mapping[str, Any]) -> int:
     """The leading length every leaf of ``fields`` shares (the ``k`` of a block write).
 
@@ -339,9 +345,15 @@ def block_length(fields: Mapping[str, Any]) -> int:
             different lengths.
 
     Example:
-        >>> block_length({"rewards": torch.zeros(4, 2), "h": (torch.zeros(4, 1, 2, 3), None)})
+        >>> pair = (torch.zeros(4, 1, 2, 3), None)  # an actor's state, a critic without one
+        >>> block_length({"rewards": torch.zeros(4, 2), "hidden_states": pair})
         4
     """
+    for name, value in fields.items():
+        # Only these nest (dict observations, distribution parameters, hidden-state pairs):
+        # any other field's list or tuple is a mistake, named as such.
+        if name not in _NESTED_FIELDS and not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name}: blocks must be torch tensors, got {type(value).__name__}")
     named = [(name, leaf) for name, value in fields.items() for leaf in block_leaves(value)]
     for name, leaf in named:
         if not isinstance(leaf, torch.Tensor):

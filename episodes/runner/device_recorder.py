@@ -10,7 +10,9 @@ so the chunks are exactly those the numpy path records for the same env.
 What a step may not do without the host is decide when the call is over in next-step mode
 (reset steps record nothing, so some sub-envs need extra steps): the recorder counts without
 looking until enough steps were taken for every sub-env to be done in the best case, then
-looks once per extra step. Same-step envs never make it look.
+reads the fewest transitions any sub-env holds and looks again only once that many more steps
+could have filled the call (2-4 looks a call at T = 24..384). Same-step envs never make it
+look.
 
 Supported autoreset modes: next-step and same-step (``infos["final_obs"]`` a batched tensor).
 In disabled mode the runner would have to ask, every step, which sub-envs to reset: not
@@ -158,8 +160,9 @@ class DeviceRecorder(BatchedRecorder):
     def full(self) -> bool:
         """True once every sub-env recorded ``num_steps`` transitions for this call.
 
-        Without a look at the device while even the best case falls short; after that, one
-        look per step in next-step mode (reset steps record nothing).
+        Without a look at the device while even the best case falls short; in next-step mode
+        (reset steps record nothing) a look reads the fewest transitions any sub-env holds, and
+        the next comes only once the steps since could have made up the difference.
 
         Example:
             >>> rec = DeviceRecorder(1, AutoresetMode.NEXT_STEP, 0, RunnerMetrics())

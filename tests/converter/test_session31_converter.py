@@ -214,3 +214,28 @@ def test_actions_holding_no_numbers_are_refused_by_name(make):
         episodes_to_rollout([ep], gamma=GAMMA, value_fn=zeros, storage=storage)
     assert_unchanged(storage, before)
     assert list(ep.get_actions()) == list(make().get_actions())
+
+
+# ------------------------------------------------------------------ per_chunk without padding
+def equal_chunk(name: str, steps: int) -> SingleAgentEpisode:
+    return SingleAgentEpisode(
+        name,
+        observations=[np.full(2, i, np.float32) for i in range(steps + 1)],
+        actions=[0] * steps,
+        rewards=[1.0] * steps,
+        len_lookback_buffer=0,
+        terminated=True,
+        extra_model_outputs={"vf_preds": [0.0] * steps, "action_logp": [0.0] * steps},
+    )
+
+
+@pytest.mark.parametrize(
+    ("lengths", "masked"),
+    [pytest.param((3, 3), False, id="one-length"), pytest.param((3, 2), True, id="padded")],
+)
+def test_per_chunk_masks_only_padding(lengths, masked):
+    # api.md: the mask (and storage.valid) is None when every cell holds a transition.
+    chunks = [equal_chunk(f"e{i}", n) for i, n in enumerate(lengths)]
+    rollout = episodes_to_rollout(chunks, gamma=GAMMA, layout="per_chunk")
+    assert (rollout.mask is not None) is masked
+    assert (rollout.storage.valid is not None) is masked
