@@ -29,8 +29,9 @@ from episodes.distributed.context import (
     RunnerContext,
     build_runner,
 )
-from episodes.distributed.sample import RunnerSample
+from episodes.distributed.sample import RunnerSample, stamp_chunk
 from episodes.distributed.shared_memory import ActorSegments, Request
+from episodes.indexing import whole_number
 
 __all__ = ["RunnerActor", "WriterSpec"]
 
@@ -177,17 +178,25 @@ class RunnerActor:
         self.weights_version = int(version)
         return self.weights_version
 
-    def sample(self, num_steps: int, request: int, shared: Request | None = None) -> Any:
+    def sample(
+        self, num_steps: int, request: int, shared: Request | None = None, env_offset: int = 0
+    ) -> Any:
         """Samples ``num_steps`` per sub-env, writes them if asked, returns them whole.
 
         The chunks are written and flushed before they are returned: a runner that dies in
         between has committed a sample the caller never saw (the dataset is then a superset).
+        A writing runner first stamps them as a ``GroupSample`` does
+        (:func:`~episodes.distributed.sample.stamp_chunk`: ``runner_index``,
+        ``runner_env_index`` and ``env_index`` = ``env_offset`` + its sub-env), so the dataset
+        holds the ``custom_data`` the caller's chunks get (the chunks it returns carry them too).
 
         Args:
             num_steps: Transitions per sub-env.
             request: The caller's sequence number of the request.
             shared: Where to put the reply (see :mod:`episodes.distributed.shared_memory`);
                 None: return the :class:`RunnerSample` itself.
+            env_offset: This runner's first column among the group's runners (the sub-envs
+                of the runners before it: :func:`~episodes.distributed.sample.env_offsets`).
 
         Example:
             >>> import gymnasium as gym
@@ -200,10 +209,13 @@ class RunnerActor:
             >>> type(out).__name__, out.request, out.env_steps, len(out.episodes)
             ('RunnerSample', 7, 10, 2)
         """
+        offset = whole_number(env_offset, "env_offset", 0)  # refused before any env step
         if shared is not None:
             self._segments.prepare(shared)  # before any env step: see ActorSegments.prepare
         episodes = self.runner.sample(num_steps)
         if self._writer_spec is not None:
+            for j in range(len(episodes)):  # stamped as the caller's GroupSample stamps them
+                stamp_chunk(episodes, j, self.context.index, offset)
             writer = self._open_writer()
             writer.write_many(episodes)
             writer.flush()

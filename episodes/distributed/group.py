@@ -38,7 +38,7 @@ from episodes.distributed.checks import (
 from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext, check_seed
 from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
-from episodes.distributed.sample import GroupSample, LostSample, RunnerSample
+from episodes.distributed.sample import GroupSample, LostSample, RunnerSample, env_offsets
 from episodes.distributed.shared_memory import SHM_DIR, Reply, SlotSegments
 from episodes.distributed.slots import Slot, apply_on_all, start_actors
 from episodes.distributed.steps import num_steps_check
@@ -409,7 +409,8 @@ class RunnerGroup:
         self._next_request += 1
         slot.num_steps = num_steps
         shared, slot.lease = slot.segments.request()
-        slot.ref = slot.handle.sample.remote(num_steps, slot.request, shared)
+        offset = env_offsets([s.num_envs for s in self._slots])[slot.index]  # among all runners
+        slot.ref = slot.handle.sample.remote(num_steps, slot.request, shared, offset)
 
     def _check_running(self) -> None:
         if self._stopped:
@@ -468,6 +469,7 @@ class RunnerGroup:
             )
             raise
         slot.failures = 0
+        slot.num_envs = sample.num_envs  # a replacement's env_factory may have made another
         self.metrics.add_sample(sample.without_totals(), shared_memory=shared)
         return sample
 

@@ -6,7 +6,9 @@ moved through the object store as is: its numpy blocks travel as out-of-band buf
 pickled element by element) and its metrics. A :class:`GroupSample` puts the samples of one
 round side by side as one flat sequence of chunks, renumbering the sub-envs so the converter
 sees one wide vector env: runner ``r``'s env ``i`` becomes column ``offset(r) + i``, where the
-offsets count the envs of the runners before it in this round.
+offsets count the envs of the runners before it in this round. One rule numbers chunks wherever
+they are numbered (:func:`env_offsets`, :func:`stamp_chunk`): on the driver, and on a writing
+runner before it writes them, which numbers them among all the group's runners.
 
 Gathered chunks may be read-only views of a shared-memory segment or of the object store
 (arrays of large results are mapped, not copied): read them, convert them, write them; to edit
@@ -41,7 +43,14 @@ from episodes.episode import SingleAgentEpisode
 from episodes.indexing import sequence_position
 from episodes.runner import SampledChunks
 
-__all__ = ["GroupSample", "LostSample", "RunnerSample", "merge_runner_metrics"]
+__all__ = [
+    "GroupSample",
+    "LostSample",
+    "RunnerSample",
+    "env_offsets",
+    "merge_runner_metrics",
+    "stamp_chunk",
+]
 
 #: Keys a gathered chunk carries in ``custom_data`` (besides the global ``env_index``).
 RUNNER_INDEX = "runner_index"
@@ -164,15 +173,13 @@ class GroupSample(Sequence[SingleAgentEpisode]):
         self.samples = sorted(samples, key=lambda s: (s.runner_index, s.request))
         self.lost = list(lost)
         self._starts: list[int] = []
-        self._offsets: list[int] = []
-        start = offset = 0
+        start = 0
         for s in self.samples:
             self._starts.append(start)
-            self._offsets.append(offset)
             start += len(s.episodes)
-            offset += s.num_envs
         self._len = start
-        self.num_envs = offset
+        self._offsets = env_offsets([s.num_envs for s in self.samples])
+        self.num_envs = sum(s.num_envs for s in self.samples)
         self._stamped: set[int] = set()
 
     def __len__(self) -> int:
@@ -190,18 +197,10 @@ class GroupSample(Sequence[SingleAgentEpisode]):
         k = sequence_position(index, len(self))
         r = _last_le(self._starts, k)
         sample, j = self.samples[r], k - self._starts[r]
-        chunk = sample.episodes[j]
-        if k not in self._stamped:
-            data = chunk.custom_data
-            local = int(data.get(RUNNER_ENV_INDEX, data.get("env_index", 0)))
-            data[RUNNER_ENV_INDEX] = local
-            data[RUNNER_INDEX] = sample.runner_index
-            if isinstance(sample.episodes, SampledChunks):
-                # Not an edit: the converter's fast path still reads the runner's blocks.
-                sample.episodes.renumber(j, self._offsets[r] + local)
-            else:
-                data["env_index"] = self._offsets[r] + local
-            self._stamped.add(k)
+        if k in self._stamped:
+            return sample.episodes[j]
+        chunk = stamp_chunk(sample.episodes, j, sample.runner_index, self._offsets[r])
+        self._stamped.add(k)
         return chunk
 
     def __iter__(self) -> Iterator[SingleAgentEpisode]:
@@ -265,6 +264,56 @@ class GroupSample(Sequence[SingleAgentEpisode]):
             ([0.0, 1.0], 8, 0.5)
         """
         return merge_runner_metrics([s.metrics for s in self.samples])
+
+
+def env_offsets(num_envs: Sequence[int]) -> list[int]:
+    """Each runner's first column when runners of ``num_envs`` sub-envs sit side by side.
+
+    The group's numbering: runner ``r``'s sub-env ``i`` is column ``offsets[r] + i``. A
+    :class:`GroupSample` numbers the runners of its round; a ``RunnerGroup`` hands each writing
+    runner its offset among all the group's runners (the same, in a round of every runner).
+
+    Example:
+        >>> env_offsets([2, 3, 1]), env_offsets([])
+        ([0, 2, 5], [])
+    """
+    offsets, offset = [], 0
+    for n in num_envs:
+        offsets.append(offset)
+        offset += int(n)
+    return offsets
+
+
+def stamp_chunk(
+    episodes: Sequence[SingleAgentEpisode], j: int, runner_index: int, env_offset: int
+) -> SingleAgentEpisode:
+    """Chunk ``j`` of a runner's sample, its ``custom_data`` stamped as the group numbers it.
+
+    ``runner_env_index`` is the runner's own sub-env (an earlier stamp's, else the chunk's
+    ``env_index``), ``runner_index`` the runner and ``env_index`` ``env_offset`` plus the
+    runner's sub-env. On a runner's ``SampledChunks`` the renumbering is no edit
+    (``SampledChunks.renumber``): the converter's fast path still reads the runner's blocks.
+
+    Example:
+        >>> ep = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> ep.custom_data["env_index"] = 1  # the runner's sub-env 1
+        >>> stamp_chunk([ep], 0, runner_index=2, env_offset=4).custom_data
+        {'env_index': 5, 'runner_env_index': 1, 'runner_index': 2}
+        >>> stamp_chunk([ep], 0, runner_index=2, env_offset=0).custom_data["env_index"]  # again
+        1
+    """
+    chunk = episodes[j]
+    data = chunk.custom_data
+    local = int(data.get(RUNNER_ENV_INDEX, data.get("env_index", 0)))
+    data[RUNNER_ENV_INDEX] = local
+    data[RUNNER_INDEX] = runner_index
+    if isinstance(episodes, SampledChunks):
+        # Not an edit: the converter's fast path still reads the runner's blocks.
+        episodes.renumber(j, env_offset + local)
+    else:
+        data["env_index"] = env_offset + local
+    return chunk
 
 
 def _last_le(starts: list[int], k: int) -> int:
