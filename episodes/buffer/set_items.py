@@ -1,7 +1,10 @@
 """What ``InfiniteLookbackBuffer.set`` writes for a slice or list of indices: a list of items.
 
-``new_data`` for several positions is a list of items, another buffer (its visible items) or a
-batched struct of arrays, split into items along its leading axis. A tuple is structure
+``new_data`` for several positions is a list of items, or any other sequence of items (a
+deque, a ``UserList``, a range: taken as the list of its items, the values as they are, as the
+constructor takes one), another buffer (its visible items) or a batched struct of arrays (an
+array, a tensor, a dict or tuple of them), split into items along its leading axis. Strings
+are no list of items, and neither are tuples: a tuple is structure
 (contract 3.7), never a list of items: a batch holding a tuple where the column's items hold
 one value is refused (a list there is a numpy'd column's layout of a leaf recorded as lists,
 one array per position, and is written back as such). A tuple would otherwise be split across
@@ -29,7 +32,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -53,23 +56,32 @@ _UNKNOWN = object()
 def item_list(store: Store, space: gym.Space[Any] | None, new_data: Any) -> list[Any]:
     """``new_data`` (not a buffer) for a slice or list write as a list of items, checked.
 
+    A sequence that is no list, tuple, string or array (a deque, a range) is the list of its
+    items, never run through numpy, which would make its items one dtype (``1`` beside
+    ``"a"`` the string ``"1"``).
+
     Raises:
-        TypeError: ``new_data`` is neither a list nor a batched struct, or it is a batch (a
-            tuple or dict) holding a tuple where the column's items hold one value.
+        TypeError: ``new_data`` is neither a sequence of items nor a batched struct, or it is
+            a batch (a tuple or dict) holding a tuple where the column's items hold one value.
 
     Example:
+        >>> from collections import deque
         >>> from episodes.buffer.list_store import ListStore
         >>> item_list(ListStore([0.0, 0.0]), None, [1.0, 2.0])
         [1.0, 2.0]
+        >>> item_list(ListStore([0, 0]), None, deque([1, "a"]))
+        [1, 'a']
     """
     if isinstance(new_data, list):
         return new_data
+    if _item_sequence(new_data):
+        return list(new_data)
     try:
         batch = ArrayStore.from_batch(new_data)
     except (ValueError, TypeError) as err:
         raise TypeError(
-            "new_data for a slice or list of indices must be a list of items or a batched "
-            f"struct of arrays, got {type(new_data).__name__}"
+            "new_data for a slice or list of indices must be a list of items (or another "
+            f"sequence of them) or a batched struct of arrays, got {type(new_data).__name__}"
         ) from err
     if isinstance(new_data, (tuple, dict)):
         nesting = _item_nesting(store, space)
@@ -81,6 +93,21 @@ def item_list(store: Store, space: gym.Space[Any] | None, new_data: Any) -> list
                 "of items, or a batch nested like one item"
             )
     return batch.items(0)
+
+
+def _item_sequence(new_data: Any) -> bool:
+    """Whether ``new_data`` is a sequence of items: no tuple (structure), string or array.
+
+    Example:
+        >>> import numpy as np
+        >>> _item_sequence(range(2)), _item_sequence((1, 2)), _item_sequence(np.arange(2))
+        (True, False, False)
+    """
+    return (
+        isinstance(new_data, Sequence)
+        and not isinstance(new_data, (tuple, str, bytes, bytearray, memoryview))
+        and not hasattr(new_data, "__array__")  # an array-like: a batch (a tensor's rows)
+    )
 
 
 def _item_nesting(store: Store, space: gym.Space[Any] | None) -> Any:

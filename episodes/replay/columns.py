@@ -8,7 +8,10 @@ import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words, native_dtype
 
-__all__ = ["Column", "as_rows", "float32_rewards"]
+__all__ = ["Column", "as_rows", "float32_rewards", "move_to_front"]
+
+# Rows gathered per step of an in-place compaction: the temporary it needs, at most 4 MiB.
+_MOVE_BYTES = 1 << 22
 
 
 def as_rows(values: Any, what: str) -> np.ndarray:
@@ -180,4 +183,24 @@ class Column:
             >>> col.data.tolist()  # rows past the kept ones are stale
             [1.0, 3.0, 2.0, 3.0]
         """
-        self.data[: len(rows)] = self.data[rows]
+        move_to_front(self.data, rows)
+
+
+def move_to_front(array: np.ndarray, rows: np.ndarray) -> None:
+    """Moves ``array[rows]`` to the front of ``array`` in place; ``rows`` must rise strictly.
+
+    Rising rows only move forward (``rows[k] >= k``), so the rows are gathered a few MiB at a
+    time: a later gather never reads a row an earlier one overwrote, and the temporary stays
+    that small, where ``array[: len(rows)] = array[rows]`` would gather all of them at once.
+
+    Example:
+        >>> data = np.arange(10.0)
+        >>> move_to_front(data, np.array([2, 3, 7, 9]))
+        >>> data[:4].tolist()
+        [2.0, 3.0, 7.0, 9.0]
+    """
+    count = len(rows)
+    step = max(1, _MOVE_BYTES // max(array[:1].nbytes, 1))
+    for start in range(0, count, step):
+        stop = min(start + step, count)
+        array[start:stop] = array[rows[start:stop]]

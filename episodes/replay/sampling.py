@@ -252,7 +252,7 @@ def draw_live(
 
     Draws over the whole slot range and drops dead (and refused) slots (see
     :func:`draw_flagged`), which keeps the cost independent of the buffer's size because
-    compaction holds dead slots under half.
+    compaction after an add holds dead slots at most half (or 64).
 
     Returns:
         The slots, or an empty array when no slot is acceptable.

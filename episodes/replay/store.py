@@ -5,8 +5,11 @@ episode are in increasing slot order but need not be adjacent: chunks of several
 arrive interleaved. ``nxt``/``prv`` link each slot to its episode's next and previous slot (-1
 at the ends), so a walk along an episode is one vectorized gather per step, and a walk over
 adjacent slots (the usual case) is checked in one go. Evicted rows are only marked dead; once
-dead rows outnumber live ones (or the end is reached) the live rows move to the front in
-order, which keeps slot order equal to add order and costs O(1) per added step amortized.
+dead rows outnumber live ones, or the end is reached with at least an eighth of the rows dead,
+the live rows move to the front in order (at the end with fewer dead, the columns grow by
+half instead). That keeps slot order equal to add order and costs O(1) per added step
+amortized: a compaction moves at most seven rows for each row it frees, and the freed rows
+are added ones.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from episodes.replay.columns import Column
+from episodes.replay.columns import Column, move_to_front
 
 __all__ = ["StepStore", "all_empty_infos", "fresh_info_list", "fresh_infos"]
 
 _MIN_SIZE = 64
+# At the end of the columns, a compaction needs at least 1/_FREED of the rows dead.
+_FREED = 8
 _EMPTY_KINDS = frozenset({dict, type(None)})
 
 
@@ -212,7 +217,7 @@ class StepStore:
         self.num_live -= len(slots)
 
     def needs_compaction(self) -> bool:
-        """Whether dead rows outnumber live ones (rejection sampling stays cheap below).
+        """Whether dead rows outnumber live ones and 64 (rejection sampling stays cheap below).
 
         Example:
             >>> store = StepStore()
@@ -250,8 +255,7 @@ class StepStore:
             if column is not None:
                 column.keep(keep)
         for name in ("rewards", "infos", "ep", "t", "uid"):
-            array = getattr(self, name)
-            array[: len(keep)] = array[keep]
+            move_to_front(getattr(self, name), keep)
         self.nxt[: len(keep)] = remap[self.nxt[keep]]
         self.prv[: len(keep)] = remap[self.prv[keep]]
         self.live[: len(keep)] = True
@@ -262,6 +266,11 @@ class StepStore:
 
     def reserve(self, n: int) -> np.ndarray | None:
         """Makes room for ``n`` more rows at the end: compacts or grows.
+
+        It compacts only where the dead rows hold the ``n`` rows and are at least an eighth of
+        the store, so each compaction frees a share of the store that later adds fill before
+        the next one (O(1) moved rows per added step); with fewer dead rows the columns grow by
+        half (at least to ``end + n``), keeping the dead rows for a later compaction.
 
         Returns:
             The compaction's old slot -> new slot map (callers remap what holds slots), or
@@ -276,12 +285,20 @@ class StepStore:
             >>> store.kill(np.arange(64))
             >>> store.reserve(10)[:3].tolist(), store.end, store.size  # compacts instead
             ([-1, -1, -1], 0, 64)
+            >>> _ = store.append(rows, {}, [{}] * 64, ep_row=1, t0=0, prev_slot=-1)
+            >>> store.kill(np.arange(4))  # 4 dead rows: under an eighth of 64
+            >>> store.reserve(2) is None, store.end, store.size  # grows by half
+            (True, 64, 96)
         """
         if self.end + n <= self.size:
             return None
-        remap = self.compact() if self.end - self.num_live >= n else None
+        dead = self.end - self.num_live
+        # A compaction moves every live row: it must free an eighth of the store, else a store
+        # whose spare rows are few (a capacity just below its size) would move them all for
+        # each handful of rows added.
+        remap = self.compact() if dead >= n and _FREED * dead >= self.size else None
         if self.end + n > self.size:
-            self._resize(max(2 * self.size, self.end + n, _MIN_SIZE))
+            self._resize(max(self.size + self.size // 2, self.end + n, _MIN_SIZE))
         return remap
 
     # ---------------------------------------------------------------------------- internals
