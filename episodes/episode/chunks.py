@@ -7,11 +7,11 @@ recording and reading; the episode's methods delegate here.
 from __future__ import annotations
 
 import copy
-import pickle
 from typing import TYPE_CHECKING, Any
 
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.subclasses import subclass_attributes
+from episodes.episode.custom_copy import copied_custom
 from episodes.episode.fields import FIELDS
 from episodes.episode.reward_values import first_unreal, needs_real_check
 from episodes.episode.state import same_id
@@ -21,32 +21,6 @@ from episodes.structs import sorted_keys
 
 if TYPE_CHECKING:
     from episodes.episode.single_agent_episode import SingleAgentEpisode
-
-
-def copied_custom(data: dict[Any, Any]) -> dict[Any, Any]:
-    """A deep copy of ``custom_data``, sharing the values no deep copy can make (a lock).
-
-    Such a value is the same object in both episodes, as it would be in a shallow copy: a
-    chunk of an episode that holds one can still be cut or sliced.
-
-    Example:
-        >>> import threading
-        >>> data = {"rows": [1, 2], "lock": threading.Lock()}
-        >>> copied = copied_custom(data)
-        >>> copied["rows"] is data["rows"], copied["lock"] is data["lock"]
-        (False, True)
-    """
-    try:
-        return copy.deepcopy(data)
-    except (TypeError, copy.Error, pickle.PicklingError):
-        return {key: _copied_or_shared(value) for key, value in data.items()}
-
-
-def _copied_or_shared(value: Any) -> Any:
-    try:
-        return copy.deepcopy(value)
-    except (TypeError, copy.Error, pickle.PicklingError):
-        return value
 
 
 def _successor_builder() -> Any:
@@ -303,8 +277,8 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
         )
     _join_columns(episode, other)
     episode.t = other.t
-    episode.is_terminated = other.is_terminated
-    episode.is_truncated = other.is_truncated
+    episode._is_terminated = other._is_terminated
+    episode._is_truncated = other._is_truncated
     episode.custom_data.update(other.custom_data)
     if other._last_step_time is not None:
         episode._last_step_time = other._last_step_time

@@ -15,8 +15,11 @@ one item per observation or one per step. The kind decides how each field behave
 | ``"clock"`` | reset to None | as is | ignored |
 | ``"custom"`` | deep-copied | deep-copied | compared |
 
-``__slots__``, the successor built by ``cut`` and ``slice``, ``get_state``/``from_state``,
-equality and the disk encoding all walk this table, so a new field is one new row here.
+Flags, spaces, clocks and custom data sit behind properties (a flag takes only bools), their
+slots private; custom data is deep-copied by :mod:`episodes.episode.custom_copy` (a value no deep
+copy can make is shared). ``__slots__``, the successor built by ``cut`` and ``slice``,
+``get_state``/``from_state``, equality and the disk encoding all walk this table, so a new field
+is one new row here.
 
 Example:
     >>> [f.name for f in FIELDS if f.kind == "column"]
@@ -50,8 +53,8 @@ class Field(NamedTuple):
     default: Any = None
     #: For columns: ``"observation"`` (one item per observation) or ``"step"`` (one per step).
     per: Literal["observation", "step"] | None = None
-    #: The instance slot holding the value: spaces, clocks and custom data sit behind
-    #: properties, so their slots are private.
+    #: The instance slot holding the value: flags, spaces, clocks and custom data sit behind
+    #: properties (a flag's setter takes only bools), so their slots are private.
     slot: str = ""
 
 
@@ -67,7 +70,7 @@ def field(
         >>> field("start_time", "clock").slot
         '_start_time'
     """
-    slot = f"_{name}" if kind in ("space", "clock", "custom") else name
+    slot = f"_{name}" if kind in ("flag", "space", "clock", "custom") else name
     return Field(name, kind, default, per, slot)
 
 

@@ -47,8 +47,8 @@ class StepRecorder:
     actions: InfiniteLookbackBuffer
     rewards: InfiniteLookbackBuffer
     extra_model_outputs: dict[str, InfiniteLookbackBuffer]
-    is_terminated: bool
-    is_truncated: bool
+    _is_terminated: bool
+    _is_truncated: bool
     t: int
     t_started: int
     _obs_check: Checker | None
@@ -69,7 +69,50 @@ class StepRecorder:
             >>> ep.is_done, ep.is_terminated, SingleAgentEpisode().is_done
             (True, False, False)
         """
-        return self.is_terminated or self.is_truncated
+        return self._is_terminated or self._is_truncated
+
+    @property
+    def is_terminated(self) -> bool:
+        """True if the episode ended in a terminal state; only a bool may be assigned.
+
+        Raises:
+            TypeError: On assignment, a value that is no ``bool`` or numpy bool (``"no"``,
+                ``1``, None), which a state, a dataset or a replay buffer would each read
+                differently; the episode is unchanged.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode(observations=[0])
+            >>> ep.is_terminated = np.True_; ep.is_terminated, ep.is_done
+            (True, True)
+        """
+        return self._is_terminated
+
+    @is_terminated.setter
+    def is_terminated(self, value: bool | np.bool_) -> None:
+        self._is_terminated = as_flag(value, "is_terminated")
+
+    @property
+    def is_truncated(self) -> bool:
+        """True if the episode was cut off (a time limit); only a bool may be assigned.
+
+        Raises:
+            TypeError: On assignment, a value that is no ``bool`` or numpy bool; the episode
+                is unchanged.
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode(observations=[0])
+            >>> ep.is_truncated = "no"
+            Traceback (most recent call last):
+            ...
+            TypeError: is_truncated must be a bool, got str ('no')
+        """
+        return self._is_truncated
+
+    @is_truncated.setter
+    def is_truncated(self, value: bool | np.bool_) -> None:
+        self._is_truncated = as_flag(value, "is_truncated")
 
     def add_env_reset(self, observation: Any, infos: dict[str, Any] | None = None) -> None:
         """Records the reset observation ``o_0``; only on an empty, fresh episode.
@@ -130,7 +173,7 @@ class StepRecorder:
             >>> ep.add_env_step(1, 0, 1.0, extra_model_outputs={"vf_preds": 0.3}); ep.t
             1
         """
-        if self.is_terminated or self.is_truncated:
+        if self._is_terminated or self._is_truncated:
             raise AssertionError("the episode is done: it accepts no more steps")
         if extra_model_outputs is not None and not isinstance(extra_model_outputs, dict):
             raise TypeError(
@@ -196,8 +239,8 @@ class StepRecorder:
         self.t += 1
         # Both flags are False until a finishing step writes them (checked above).
         if finishing:
-            self.is_terminated = terminated
-            self.is_truncated = truncated
+            self._is_terminated = terminated
+            self._is_truncated = truncated
         self._last_step_time = now = _now()
         if self._start_time is None:
             self._start_time = now

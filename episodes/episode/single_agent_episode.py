@@ -116,8 +116,8 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
     actions: InfiniteLookbackBuffer
     rewards: InfiniteLookbackBuffer
     extra_model_outputs: dict[str, InfiniteLookbackBuffer]
-    is_terminated: bool
-    is_truncated: bool
+    _is_terminated: bool  # behind the is_terminated / is_truncated properties (bools only)
+    _is_truncated: bool
     t_started: int
     t: int
     _custom_data: dict[str, Any]

@@ -6,13 +6,13 @@ here.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.episode.custom_copy import copied_custom
 from episodes.episode.fields import FIELDS, Field
 from episodes.indexing import as_flag
 from episodes.spaces import space_from_dict, space_to_dict
@@ -32,8 +32,8 @@ def _state_of(field: Field, value: Any) -> Any:
         return {key: column.get_state() for key, column in value.items()}
     if kind == "space":
         return space_to_dict(value)
-    if kind == "custom":
-        return copy.deepcopy(value)
+    if kind == "custom":  # a value no deep copy can make (a lock) is shared, as by cut
+        return copied_custom(value)
     return value
 
 
@@ -69,7 +69,7 @@ def _value_from_state(field: Field, value: Any) -> Any:
     if kind == "custom":
         if not isinstance(value, dict):
             raise ValueError(f"{field.name} must be a dict, got {type(value).__name__}")
-        return copy.deepcopy(value)
+        return copied_custom(value)
     if kind in ("time", "clock"):
         try:
             return scalar_value(field, value)
