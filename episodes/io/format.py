@@ -45,15 +45,14 @@ __all__ = [
     "FORMAT_VERSION",
     "LOCK_FILE",
     "MANIFEST_FILE",
+    "MAX_JSON_BYTES",
     "META_FILE",
     "ManifestEntry",
     "check_format",
     "chunk_path",
     "append_line",
-    "check_torn",
     "fsync_dir",
     "piece_return",
-    "read_manifest",
     "read_regular_file",
     "write_json_atomic",
 ]
@@ -68,7 +67,7 @@ META_FILE = "meta.json"
 TMP_PREFIX = ".tmp-"
 CHUNK_NAME = re.compile(r"^[0-9]{8,}-[0-9a-f]{8}$")
 FILE_NAME = re.compile(r"^[a-z0-9]+(\.[0-9]+)?\.npy$")
-_MAX_JSON_BYTES = 1 << 30
+MAX_JSON_BYTES = 1 << 30  # a manifest or any other JSON file read whole
 MAX_META_BYTES = 256 << 20
 MAX_FORMAT_BYTES = 1 << 20
 #: The largest count (of steps, of bytes) a manifest may hold: what a file offset or a numpy
@@ -184,7 +183,7 @@ def write_json_atomic(path: Path, value: Any) -> None:
     fsync_dir(path.parent)
 
 
-def load_json_file(path: Path, what: str, max_bytes: int = _MAX_JSON_BYTES) -> Any:
+def load_json_file(path: Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Reads a JSON file strictly (no code runs), raising :class:`CorruptDatasetError`.
 
     Example:
@@ -438,78 +437,6 @@ def check_inside(root: Path, path: Path) -> None:
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise UnsafeDataError(f"{path} resolves to {real}, outside the dataset {real_root}")
-
-
-def read_manifest(root: Path) -> tuple[list[ManifestEntry], int, bool]:
-    """Reads the committed entries of ``root/manifest.jsonl``.
-
-    A writer appends each line whole, its newline last: a final line without its newline (a
-    writer killed mid-append) is ignored as torn. A line that ends in a newline was appended
-    whole, so if it does not parse it is damaged, the last one too (taking it for torn would
-    let the next writer cut it off and delete its chunk).
-
-    Returns:
-        ``(entries, good_bytes, torn)``: the entries, the byte length of the valid prefix and
-        whether a torn tail was ignored.
-
-    Raises:
-        CorruptDatasetError: A complete line is malformed, the final line is a whole JSON value
-            followed by other bytes instead of its newline, or a chunk is listed twice.
-
-    Example:
-        >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / MANIFEST_FILE).write_text("")
-        >>> read_manifest(d)
-        ([], 0, False)
-    """
-    path = root / MANIFEST_FILE
-    raw = read_regular_file(path, MANIFEST_FILE, _MAX_JSON_BYTES)
-    lines = raw.split(b"\n")
-    # ``raw`` ends with "\n" when complete, so the last element is b"" (or a torn tail).
-    complete, tail = lines[:-1], lines[-1]
-    entries: list[ManifestEntry] = []
-    good = 0
-    for number, line in enumerate(complete, start=1):
-        where = f"{MANIFEST_FILE} line {number}"
-        try:
-            obj = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as err:
-            raise CorruptDatasetError(f"{where} is not valid JSON: {err}") from err
-        entries.append(ManifestEntry.from_json(obj, where))
-        good += len(line) + 1
-    if tail:
-        check_torn(tail, f"{MANIFEST_FILE} line {len(complete) + 1}")
-    seen: set[str] = set()
-    for entry in entries:
-        if entry.chunk in seen:
-            raise CorruptDatasetError(f"{MANIFEST_FILE} lists chunk {entry.chunk!r} twice")
-        seen.add(entry.chunk)
-    return entries, good, bool(tail)
-
-
-def check_torn(tail: bytes, where: str) -> None:
-    r"""Raises unless ``tail``, a final line without its newline, can be a torn append.
-
-    A killed writer leaves a prefix of ``{...}\n``. A whole JSON value followed by other bytes
-    is no such prefix: the line was written whole and its newline was damaged since.
-
-    Example:
-        >>> check_torn(b'{"v": 1, "chu', "line 3")  # a prefix: torn
-        >>> try:
-        ...     check_torn(b'{"v": 1}J', "line 3")  # the newline damaged: 0x0a -> 0x4a
-        ... except CorruptDatasetError as err:
-        ...     print(err)
-        line 3: a whole line followed by other bytes instead of its newline (damaged)
-    """
-    # Undecodable bytes become U+FFFD: a damaged newline may be no UTF-8 at all (0x8a).
-    text = tail.decode("utf-8", errors="replace")
-    try:
-        _, end = json.JSONDecoder().raw_decode(text)
-    except (ValueError, RecursionError):
-        return
-    if end < len(text):
-        raise CorruptDatasetError(
-            f"{where}: a whole line followed by other bytes instead of its newline (damaged)"
-        )
 
 
 def _as_return(value: Any, where: str) -> float:

@@ -54,11 +54,11 @@ from episodes.io.format import (
     check_inside,
     chunk_path,
     parse_json,
-    read_manifest,
     read_regular_file,
 )
 from episodes.io.npy_read import load_array
 from episodes.io.shards import is_v2
+from episodes.io.v1_manifest import read_manifest
 from episodes.io.values import (
     SameIds,
     concat_piece,

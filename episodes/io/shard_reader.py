@@ -86,7 +86,7 @@ _POPULATE_READ = 22
 _CAN_POPULATE = sys.platform.startswith("linux") and hasattr(mmap.mmap, "madvise")
 # A FIFO swapped in for the data file opens at once (and is then refused) instead of blocking.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-# Column plans (about 12 KB each for CartPole pieces) and leaf views kept per open shard.
+# Column plans (about 1.7 KB each for CartPole pieces) and leaf views kept per open shard.
 # Random reads come back to the pieces they planned (256 made a warm random pass over a
 # 1000-piece shard 17x slower); a pass in order never does, and caching all of its plans made
 # the cyclic GC walk them again and again, so reads in piece order are not cached at all.
@@ -488,7 +488,9 @@ class Dataset:
         call when the episode is built (instead of one page fault at a time as they are
         touched), for a reader that goes through every step; iterating the dataset does this.
         Going through all of them (``indices`` None), each shard's index is parsed whole when
-        the shard opens and kept, instead of parsing an entry again for each episode read.
+        the shard opens, instead of parsing an entry again for each episode read, and the shard
+        is closed when the pass goes beyond it (a pass never comes back to it), or ends: a pass
+        keeps one shard's whole index at a time, as ``read_episodes`` does.
 
         Example:
             >>> import tempfile
@@ -521,13 +523,18 @@ class Dataset:
             for i in indices:
                 yield self._episode(i, numpy, populate=True)
             return
+        ahead = 1  # the next shard the pass enters
         for i in range(len(self)):
+            while ahead < len(self._firsts) and self._firsts[ahead] <= i:
+                self._open.pop(ahead - 1, None)  # passed: closed, its whole index with it
+                ahead += 1
             self._passing = True
             try:
                 episode = self._episode(i, numpy, populate=True)
             finally:
                 self._passing = False  # not while the caller holds the generator
             yield episode
+        self._open.pop(ahead - 1, None)
 
     def _episode(self, i: int, numpy: bool | None, populate: bool) -> SingleAgentEpisode:
         shard, j = self.locate(i)

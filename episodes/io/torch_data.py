@@ -40,14 +40,17 @@ from episodes.indexing import discount_factor, whole_number
 from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
 from episodes.io.shard_codec import EXTRAS
+from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import piece_ends
 
 __all__ = ["SequenceDataset", "TransitionDataset"]
 
-# Column plans kept per process (about 12 KB each for CartPole pieces). A shuffled pass
+# Column plans kept per process (about 1.7 KB each for CartPole pieces). A shuffled pass
 # draws every piece again and again, so the cache must hold the pieces it cycles through:
-# at 4096, with the shards' own caches bounded, a 9.6k-piece dataset read 2.3x slower.
+# at 4096, with the shards' own caches bounded, a 9.6k-piece dataset read 2.3x slower. The
+# plans are made here, not through a shard's own cache (``Shard.columns``, up to 4096 per open
+# shard): that one kept them a second time, 64 shards' worth beside these.
 _PLAN_CACHE = 16384
 
 
@@ -120,7 +123,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             alive = {id(s) for s in reader.open_shards()}
             for k in [k for k, (s, _) in self._plans.items() if id(s) not in alive]:
                 del self._plans[k]
-        columns = shard.columns(j)
+        columns = plan_columns(shard, j)  # this cache alone holds it
         missing = [n for n in ("observations", "actions", "rewards") if n not in columns]
         if missing or EXTRAS not in columns:
             raise CorruptDatasetError(

@@ -50,7 +50,6 @@ from episodes.io.dataset_dir import make_dataset_dir
 from episodes.io.encoding import encode_episode
 from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError
 from episodes.io.format import (
-    CHUNK_NAME,
     CHUNKS_DIR,
     FORMAT_FILE,
     FORMAT_NAME,
@@ -64,13 +63,13 @@ from episodes.io.format import (
     check_format,
     fsync_dir,
     piece_return,
-    read_manifest,
     write_json_atomic,
 )
 from episodes.io.held_fds import HeldFds
 from episodes.io.not_copyable import NotCopyable
 from episodes.io.reader import dataset_info
 from episodes.io.shards import SHARDS_DIR
+from episodes.io.v1_manifest import listed_chunks
 
 __all__ = ["FRESH_NAMES", "EpisodeWriter", "removed_if_failed", "take_back"]
 
@@ -196,13 +195,13 @@ class EpisodeWriter(NotCopyable):
 
     def _recover(self) -> None:
         """Drops a torn manifest tail and chunk directories no manifest line lists."""
-        entries, good, torn = read_manifest(self.path)
+        # Only the lines appended since this process last opened a writer here are parsed.
+        listed = listed_chunks(self.path)
         manifest = self.path / MANIFEST_FILE
-        if torn:
+        if listed.torn:
             with open(manifest, "r+b") as f:
-                f.truncate(good)
+                f.truncate(listed.good)
                 os.fsync(f.fileno())
-        listed = {e.chunk.split("/", 1)[1] for e in entries}
         chunks = self.path / CHUNKS_DIR
         chunks.mkdir(exist_ok=True)
         # Listed through a descriptor that cannot be a link: the leftovers removed below must
@@ -214,17 +213,12 @@ class EpisodeWriter(NotCopyable):
                 raise
             raise NotADatasetError(f"{chunks} is a symlink or not a directory (refused)") from err
         try:
-            for name in os.listdir(chunks_fd):
-                orphan = name.startswith(TMP_PREFIX) or (
-                    CHUNK_NAME.match(name) and name not in listed
-                )
-                if orphan and stat.S_ISDIR(
-                    os.stat(name, dir_fd=chunks_fd, follow_symlinks=False).st_mode
-                ):
+            for name in listed.leftovers(os.listdir(chunks_fd)):
+                if stat.S_ISDIR(os.stat(name, dir_fd=chunks_fd, follow_symlinks=False).st_mode):
                     shutil.rmtree(chunks / name)
         finally:
             os.close(chunks_fd)
-        self._seq = 1 + max((int(n.split("-", 1)[0]) for n in listed), default=-1)
+        self._seq = listed.next_seq
         self._manifest_fd = self._held.add(os.open(manifest, os.O_WRONLY | os.O_APPEND | _NOFOLLOW))
 
     def close(self) -> None:
