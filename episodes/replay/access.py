@@ -10,6 +10,7 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
 from episodes.replay.errors import EmptyBufferError
+from episodes.replay.metadata import with_clocks
 from episodes.replay.sequences import build_episode
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
@@ -64,6 +65,9 @@ class BufferAccess:
     def get_episodes(self) -> list[SingleAgentEpisode]:
         """Copies of the stored episodes as numpy'd ``SingleAgentEpisode`` s, oldest first.
 
+        Each carries its stored id (None too), ``agent_id``, ``module_id``, clocks and a copy
+        of its ``custom_data`` (``episodes.replay.metadata``).
+
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
             >>> buf = EpisodeReplayBuffer(10)
@@ -73,9 +77,12 @@ class BufferAccess:
             >>> [(ep.id_, len(ep), ep.is_terminated) for ep in buf.get_episodes()]
             [('a', 3, True)]
         """
-        store, table = self._store, self._table
+        store, table, spaces = self._store, self._table, self._spaces
         return [
-            build_episode(store, table, sampling.episode_slots(store, table, row), 0, self._spaces)
+            with_clocks(
+                build_episode(store, table, sampling.episode_slots(store, table, row), 0, spaces),
+                table.meta[row],
+            )
             for row in table.order.values()
         ]
 

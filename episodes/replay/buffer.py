@@ -14,6 +14,7 @@ from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
+from episodes.replay.metadata import EpisodeMeta
 from episodes.replay.rng import sampling_generator
 from episodes.replay.sequences import sample_chunks, sample_sequences
 from episodes.replay.sizes import check_batch_room, out_of_memory
@@ -46,6 +47,15 @@ class _Known(Mapping[str, tuple[int, bool, int, np.ndarray]]):
 
     def __len__(self) -> int:
         return len(self._table.order)
+
+
+def _join_meta(table: EpisodeTable, row: int, chunk: Chunk) -> None:
+    """Joins a continuing chunk's metadata into its stored episode's (``EpisodeMeta.join``)."""
+    if chunk.meta is None:
+        return
+    if table.meta[row] is None:
+        table.meta[row] = EpisodeMeta(None, None, None, None, None, None)
+    table.meta[row].join(chunk.meta)
 
 
 def _copied(space: Any) -> Any:
@@ -224,6 +234,7 @@ class EpisodeReplayBuffer(BufferAccess):
                 table.terminated[row] = chunk.terminated
                 table.truncated[row] = chunk.truncated
                 table.set_final(row, chunk.obs[-1:], chunk.infos[-1])
+                _join_meta(table, row, chunk)
                 continue
             if row is None:
                 row = table.open(
@@ -231,7 +242,10 @@ class EpisodeReplayBuffer(BufferAccess):
                     t_begin=chunk.t0,
                     final_obs=chunk.obs[-1:],
                     final_info=chunk.infos[-1],
+                    meta=chunk.meta,
                 )
+            else:  # a continuing chunk: its metadata joins the episode's, as concat_episode
+                _join_meta(table, row, chunk)
             rows[i], prev[i] = row, table.last_slot[row]
             if prev[i] < 0:
                 table.first_slot[row] = start

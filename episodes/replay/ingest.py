@@ -20,6 +20,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
+from episodes.replay.metadata import EpisodeMeta, chunk_meta
 from episodes.replay.store import all_empty_infos
 from episodes.spaces import UNSTACKABLE_SPACES, equal_in_space, find_space_kind
 from episodes.structs import arrays_equal, deep_copied
@@ -55,6 +56,8 @@ class Chunk:
     # The first observation as the chunk gave it: the border a join compares, as
     # ``concat_episode`` does, before ``obs`` is cast to the buffer's column.
     border: Any = None
+    # The chunk's custom_data (the buffer's copy), ids and clocks: one entry per chunk.
+    meta: EpisodeMeta | None = None
 
     def __post_init__(self) -> None:  # noqa: D105 - see ``border``
         if self.border is None and len(self.obs):
@@ -158,6 +161,7 @@ def _ending(episode: SingleAgentEpisode) -> Chunk:
         terminated=bool(episode.is_terminated),
         truncated=bool(episode.is_truncated),
         spaces=(episode.observation_space, episode.action_space),
+        meta=chunk_meta(episode),
     )
 
 
@@ -242,6 +246,7 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         truncated=bool(episode.is_truncated),
         spaces=(episode.observation_space, episode.action_space),
         empty_infos=empty_infos,
+        meta=chunk_meta(episode),
     )
 
 

@@ -178,7 +178,7 @@ def _encoded_ids(ids: list[Any], place: str) -> list[Any]:
         except UnstorableValueError as err:
             raise UnstorableValueError(
                 f"episode id {id_!r} ({place.format(i=i, n=len(ids))}) cannot be saved: the "
-                f"dataset stores ids that are str, int, float, bool or tuples of them ({err})"
+                f"dataset stores ids that are None, str, int, float, bool or tuples of them ({err})"
             ) from None
     return encoded
 

@@ -9,6 +9,7 @@ import numpy as np
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.errors import EmptyBufferError
+from episodes.replay.metadata import with_clocks, with_meta
 from episodes.replay.nstep import next_observations, walk
 from episodes.replay.sampling import add_extras, check_positive, draw_live, episode_slots
 from episodes.replay.store import StepStore, fresh_info_list, fresh_infos
@@ -227,8 +228,12 @@ def sample_chunks(
     if length is None:
         # One vectorized draw of positions in the age order: no pass over every id.
         rows = table.rows_by_age()[rng.integers(0, len(table), size)]
-        return [
-            build_episode(store, table, episode_slots(store, table, r), 0, spaces) for r in rows
+        return [  # whole stored episodes: with their clocks
+            with_clocks(
+                build_episode(store, table, episode_slots(store, table, r), 0, spaces),
+                table.meta[r],
+            )
+            for r in rows
         ]
     length = check_positive(length, "batch_length_T")
     starts = draw_starts(store, table, rng, size, length, pad=False, paddable=False)
@@ -251,6 +256,11 @@ def build_episode(
     spaces: tuple[Any, Any],
 ) -> SingleAgentEpisode:
     """A numpy'd episode of the given slots of one episode, the first ``lookback`` as lookback.
+
+    It carries its stored episode's id (None too), ``agent_id``, ``module_id``,
+    ``multi_agent_episode_id`` and a copy of its ``custom_data``, but no clocks, as a slice
+    has none (:func:`episodes.replay.metadata.with_meta`; a whole stored episode gets them
+    from ``with_clocks``).
 
     Example:
         >>> from episodes.replay import EpisodeReplayBuffer
@@ -279,8 +289,9 @@ def build_episode(
     # The gathers are new arrays (fancy indexing copies): they become the numpy'd columns
     # as they are, holding what ``to_numpy`` would stack from their rows; infos stay a list,
     # as ``to_numpy`` leaves them.
-    return SingleAgentEpisode(
-        table.ids[row],
+    meta, id_ = table.meta[row], table.ids[row]
+    episode = SingleAgentEpisode(
+        id_,
         observations=_column(observations, lookback, spaces[0]),
         observation_space=spaces[0],
         infos=_column(fresh_info_list(raw_infos), lookback),
@@ -294,7 +305,11 @@ def build_episode(
         if lookback < len(slots)
         else int(store.t[last]) + 1,
         len_lookback_buffer=lookback,
+        agent_id=None if meta is None else meta.agent_id,
+        module_id=None if meta is None else meta.module_id,
+        multi_agent_episode_id=None if meta is None else meta.multi_agent_episode_id,
     )
+    return with_meta(episode, id_, meta)
 
 
 def _column(data: Any, lookback: int, space: Any = None) -> InfiniteLookbackBuffer:

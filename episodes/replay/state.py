@@ -20,6 +20,7 @@ import numpy as np
 
 from episodes.replay.columns import Column, as_rows, float32_rewards
 from episodes.replay.counters import COUNTERS, checked_counts
+from episodes.replay.metadata import meta_from_state, meta_state
 from episodes.replay.rng import checked_generator, generator_from_state
 from episodes.replay.sampling import check_non_negative, check_positive, int_array
 from episodes.replay.store import StepStore
@@ -91,6 +92,8 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
             "t_end": table.t_end[rows],
             "first_slot": remap[table.first_slot[rows]],
             "last_slot": remap[table.last_slot[rows]],
+            # custom_data (copied), ids and clocks: one list item per episode.
+            **meta_state(list(table.meta[rows])),
         },
         # The dead slots' uids too: item ids are searched in slot order.
         "layout": {
@@ -197,6 +200,7 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
     _check_infos(steps["infos"], "steps['infos']")
     _check_infos(eps["final_info"], "episodes['final_info']")
     spaces = _spaces(state["spaces"])
+    metas = meta_from_state(eps, n)  # a state made before they were kept: none
     added = check_non_negative(state["num_added"], "counters['added_timesteps']")
     store = _restore_store(steps, state["next_uid"], state.get("layout"), max(capacity, added))
     table = EpisodeTable()
@@ -206,6 +210,7 @@ def _parsed(state: dict[str, Any]) -> dict[str, Any]:
             t_begin=int(eps["t_begin"][i]),
             final_obs=eps["final_obs"][i : i + 1],
             final_info=copy.deepcopy(eps["final_info"][i]),
+            meta=metas[i],
         )
         assert row == i
     for name in ("terminated", "truncated", "t_end"):

@@ -1,4 +1,4 @@
-"""Per-episode records: ids, flags, time range, slot range and the latest observation."""
+"""Per-episode records: ids, flags, time range, slot range, latest observation and metadata."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.replay.columns import Column
+from episodes.replay.metadata import EpisodeMeta
 
 __all__ = ["EpisodeTable"]
 
@@ -20,7 +21,8 @@ class EpisodeTable:
     evicted episodes are reused. ``order`` keeps episode ids in first-add order (the eviction
     order), and :meth:`rows_by_age` their rows in that order as an array, so that a draw among
     the stored episodes depends on their order only, not on which rows they happen to hold
-    (a restored buffer holds them in other rows).
+    (a restored buffer holds them in other rows). ``meta[row]`` is the episode's
+    :class:`~episodes.replay.metadata.EpisodeMeta` (``custom_data``, ids, clocks), or None.
 
     Example:
         >>> table = EpisodeTable()
@@ -42,6 +44,7 @@ class EpisodeTable:
         self.first_slot = np.zeros(0, np.int64)
         self.last_slot = np.zeros(0, np.int64)
         self.ids = np.empty(0, object)
+        self.meta = np.empty(0, object)
         # The rows of ``order`` in its order sit at ``_by_age[_head : _head + len(order)]``.
         self._by_age = np.zeros(0, np.int64)
         self._head = 0
@@ -78,7 +81,15 @@ class EpisodeTable:
         """
         return self.t_end[rows] - self.t_begin[rows]
 
-    def open(self, id_: str, *, t_begin: int, final_obs: np.ndarray, final_info: Any) -> int:
+    def open(
+        self,
+        id_: str,
+        *,
+        t_begin: int,
+        final_obs: np.ndarray,
+        final_info: Any,
+        meta: EpisodeMeta | None = None,
+    ) -> int:
         """Registers a new episode with no steps yet; returns its row.
 
         Example:
@@ -101,6 +112,7 @@ class EpisodeTable:
         self._by_age[self._head + count] = row
         self.order[id_] = row
         self.ids[row] = id_
+        self.meta[row] = meta
         self.t_begin[row] = self.t_end[row] = t_begin
         self.first_slot[row] = self.last_slot[row] = -1
         self.terminated[row] = self.truncated[row] = False
@@ -142,6 +154,7 @@ class EpisodeTable:
             at = int(np.flatnonzero(ages == row)[0])
             ages[at:-1] = ages[at + 1 :].copy()
         self.ids[row] = None
+        self.meta[row] = None  # an evicted episode's metadata goes with it
         self.final_info[row] = None
         self.free.append(row)
         return row
@@ -166,7 +179,7 @@ class EpisodeTable:
             self.final_obs = Column(size, example)
         else:
             self.final_obs.resize(size)
-        for name in ("final_info", "ids"):
+        for name in ("final_info", "ids", "meta"):
             new = np.empty(size, object)
             new[: self.size] = getattr(self, name)
             setattr(self, name, new)
