@@ -13,7 +13,7 @@ from episodes.buffer import array_protocol, reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
 from episodes.buffer.list_store import ListStore, respaced
-from episodes.buffer.set_items import item_list, one_pass_items
+from episodes.buffer.set_items import extend_items, item_list
 from episodes.buffer.space_checks import check_in_space
 from episodes.buffer.store import Store
 from episodes.buffer.stores import (
@@ -144,14 +144,13 @@ class InfiniteLookbackBuffer:
         self.store.append(item)
 
     def extend(self, items: Any) -> None:
-        """Appends several items: a list of items, or (finalized) a batched struct.
+        """Appends several items: a list of items, or a batched struct (``extend_items``).
 
         Example:
             >>> buf = InfiniteLookbackBuffer([1]); buf.extend([2, 3]); buf.get()
             [1, 2, 3]
         """
-        if one_pass_items(items):
-            items = list(items)  # read before anything changes: one failing part-way changes none
+        items = extend_items(self.store, self._space, items)  # read whole before any change
         if isinstance(items, list) or not self.store.is_numpy:
             self.store.extend(items)
         else:

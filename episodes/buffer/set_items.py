@@ -39,8 +39,10 @@ import gymnasium as gym
 
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.store import Store
+from episodes.buffer.value_fit import batch_leaves
+from episodes.structs import same_nesting
 
-__all__ = ["item_list", "one_pass_items"]
+__all__ = ["extend_items", "item_list", "one_pass_items"]
 
 # Spaces whose items are one leaf of a numpy column (their parts never nest).
 _LEAF_SPACES = (
@@ -178,3 +180,59 @@ def one_pass_items(items: Any) -> bool:
     if isinstance(items, (list, tuple, dict, str, bytes)) or hasattr(items, "__array__"):
         return False
     return isinstance(items, Iterable)
+
+
+def extend_items(store: Store, space: gym.Space[Any] | None, items: Any) -> Any:
+    """What ``InfiniteLookbackBuffer.extend`` appends for ``items``, read before any change.
+
+    A list is taken as it is, and a one-pass iterable (:func:`one_pass_items`) read into one.
+    A numpy'd ``store`` takes anything else as a batch (``extend_batch`` checks it). In list
+    mode the items are read as a numpy'd column reads them and as the setters do (contract
+    3.7): a dict is a batched struct, split into its items along the leading axis (the items a
+    numpy'd read gives, never the dict's keys); so is a tuple where the column's items are
+    tuples and it nests like one (a Tuple column's read), while any other tuple is the tuple of
+    its items; a string or bytes is no list of items. An array or tensor is iterated (its
+    rows), as any other sequence.
+
+    Raises:
+        ValueError: ``items`` is a string or bytes, or a batch (in list mode) whose leaves do
+            not share a leading axis or that holds a tuple where the column's items hold one
+            value, as a numpy'd buffer's ``extend`` refuses them.
+
+    Example:
+        >>> import numpy as np
+        >>> from episodes.buffer.list_store import ListStore
+        >>> extend_items(ListStore([{"x": 0}]), None, {"x": np.array([1, 2])})
+        [{'x': np.int64(1)}, {'x': np.int64(2)}]
+        >>> extend_items(ListStore(["a"]), None, "bc")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: extend takes a list of items or a batch ..., got str...
+    """
+    if isinstance(items, list):
+        return items
+    if one_pass_items(items):
+        return list(items)
+    if store.is_numpy:
+        return items
+    if isinstance(items, (str, bytes)):
+        raise ValueError(
+            "extend takes a list of items or a batch whose leaves share a leading axis, got "
+            f"{type(items).__name__} (one item, not a list of items: give [value])"
+        )
+    if isinstance(items, tuple):
+        nesting = _item_nesting(store, space)
+        if not isinstance(nesting, tuple) or not same_nesting(nesting, items):
+            return items  # a tuple of items
+    elif not isinstance(items, dict):
+        return items
+    arrays, _ = batch_leaves(items)  # the numpy'd extend's refusals
+    if not arrays:
+        return []  # items without values: none, as a numpy'd buffer takes them
+    if isinstance(items, dict):
+        nesting = _item_nesting(store, space)
+        if nesting is not _UNKNOWN and _splits_values(nesting, items):
+            raise ValueError(
+                "extend of a dict batch holding a tuple where the column's items hold one "
+                "value (a tuple is an item's structure, not a list of items): structure mismatch"
+            )
+    return ArrayStore.from_batch(items).items(0)
