@@ -465,7 +465,8 @@ def piece_return(episode: Any) -> float:
     import numpy as np  # loaded already: the episode holds numpy arrays
 
     try:
-        with np.errstate(over="ignore"):  # float rewards summing past float max: inf, quietly
+        # Float rewards summing past float max give inf, inf and -inf NaN: quietly, both.
+        with np.errstate(over="ignore", invalid="ignore"):
             return float(episode.get_return())
     except (TypeError, ValueError):
         return math.nan

@@ -466,7 +466,8 @@ class EpisodeBuffers:
                 # Best effort: infos of several layouts (a reset info unlike the step infos,
                 # an info added at episode ends) are left out of the whole export, as before
                 # infos were exported at all, with a warning saying why.
-                warnings.warn(f"infos left out of the Minari export: {err}", stacklevel=2)
+                # stacklevel 3: the caller of export_minari, the only caller of add.
+                warnings.warn(f"infos left out of the Minari export: {err}", stacklevel=3)
                 self.infos, columns = False, None
                 self.buffers = [dataclasses.replace(b, infos=None) for b in self.buffers]
         observations, actions = (

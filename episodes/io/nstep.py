@@ -95,5 +95,7 @@ def discounted_sum(rewards: np.ndarray[Any, Any], weights: np.ndarray[Any, Any])
     """
     count = min(len(weights), len(rewards))
     shape = (count,) + (1,) * (rewards.ndim - 1)
-    terms = rewards[:count] * weights[:count].reshape(shape)
-    return np.cumsum(terms, axis=0)[-1]  # sequential, as nstep_columns adds its terms
+    # A sum past float max is inf, inf and -inf NaN: valid results, no RuntimeWarning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = rewards[:count] * weights[:count].reshape(shape)
+        return np.cumsum(terms, axis=0)[-1]  # sequential, as nstep_columns adds its terms

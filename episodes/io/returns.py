@@ -49,7 +49,8 @@ def exact_return(episode: Any, plus: Fraction | float = 0) -> Fraction | float:
     special = plus if isinstance(plus, float) and not math.isfinite(plus) else 0.0
     exact = Fraction(0) if special else Fraction(plus)
     try:
-        with np.errstate(over="ignore"):  # a float sum past float max is inf, handled below
+        # A float sum past float max is inf, inf - inf NaN: both handled below, quietly.
+        with np.errstate(over="ignore", invalid="ignore"):
             total = float(episode.get_return())
     except (TypeError, ValueError):  # rewards with no return (piece_return's NaN): no bound
         return math.nan

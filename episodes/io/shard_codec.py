@@ -278,11 +278,15 @@ def encode_rows(
     lookup: dict[str, int] | None = None,
     *,
     copy: Callable[[np.ndarray], np.ndarray] | None = None,
+    wall: tuple[float | None, float | None] | None = None,
 ) -> EncodedEpisode:
     """Encodes an episode as shard columns and an index entry (nothing is written).
 
     Spaces are replaced by references into ``spaces`` (shared by a shard's episodes); rows the
     columns would share with the episode are copied with ``copy`` (see ``leaf_to_arrow``).
+    ``wall`` (internal: the copy tools') gives the entry's ``wall_start``/``wall_end`` as
+    stored in the source, instead of converting the episode's ``perf_counter`` timing with
+    this process's clock offset, which another boot or machine does not share.
 
     Raises:
         UnstorableValueError: A value cannot be stored (see ``EpisodeWriter``).
@@ -336,13 +340,16 @@ def encode_rows(
         c["space"] = _intern(c["space"], spaces, lookup)
     for key in _SPACE_KEYS:
         meta[key] = _intern(meta[key], spaces, lookup)
-    offset = time.time() - time.perf_counter()  # perf_counter readings -> wall clock
+    if wall is None:
+        offset = time.time() - time.perf_counter()  # perf_counter readings -> wall clock
+        start, end = meta["start_time"], meta["last_step_time"]
+        wall = (None if start is None else start + offset, None if end is None else end + offset)
     entry = {
         "rows": rows,
         "meta": meta,
         "leaves": leaves,
-        "wall_start": None if meta["start_time"] is None else meta["start_time"] + offset,
-        "wall_end": None if meta["last_step_time"] is None else meta["last_step_time"] + offset,
+        "wall_start": wall[0],
+        "wall_end": wall[1],
     }
     # What buffering the episode holds: every column (ids, infos and t repeat per row), plus
     # an allowance for its index entry and Python objects, so that a writer of many short

@@ -334,6 +334,12 @@ class DatasetWriter(NotCopyable):
             >>> w.write(SingleAgentEpisode(observations=[0])); w.close(); len(w.committed)
             1
         """
+        self._write(episode, None)
+
+    def _write(
+        self, episode: SingleAgentEpisode, wall: tuple[float | None, float | None] | None
+    ) -> None:
+        """``write``; ``wall`` (internal: the copy tools keep a source's) as in ``encode_rows``."""
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
         self._drop_unowned()
@@ -342,14 +348,14 @@ class DatasetWriter(NotCopyable):
         # nor held; after a failed commit the shard's episodes wait in memory, copied.
         streaming = self._format == "arrow" and (self._stream is not None or not self._pending)
         copy = _written_before_return if streaming else self._arena.copy
-        encoded = encode_rows(episode, spaces, lookup, copy=copy)
+        encoded = encode_rows(episode, spaces, lookup, copy=copy, wall=wall)
         schema = pa.schema([(k, v.type) for k, v in encoded.columns.items()])
         if self._pending and self._schema is not None and not schema.equals(self._schema):
             self.flush()  # a shard holds one schema; changed column types start a new one
             spaces, lookup = [], {}
             streaming = self._format == "arrow"
             copy = _written_before_return if streaming else self._arena.copy
-            encoded = encode_rows(episode, spaces, lookup, copy=copy)
+            encoded = encode_rows(episode, spaces, lookup, copy=copy, wall=wall)
         encoded.ret = piece_return(episode)
         if streaming:
             self._stream_episode(encoded, schema)

@@ -28,7 +28,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from episodes.io.tool_args import (
     split_args,
     with_provenance,
 )
+from episodes.io.v2_read import pieces_with_walls
 from episodes.io.values import id_key, signless_zeros
 from episodes.io.writer import FRESH_NAMES, removed_if_failed
 
@@ -65,6 +66,7 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
+Walls = tuple[float | None, float | None]
 
 
 def _given_metadata(metadata: Any) -> DatasetMetadata | None:
@@ -112,11 +114,22 @@ def _fill(
         for src, stop in itertools.zip_longest(sources, stops):
             # Checksums verified: a copy must not give damaged data fresh ones. ``stop``: the
             # pieces a decision was made on, not those a writer committed since (a snapshot).
-            for episode in read_episodes(src, verify=True, stop=stop):
+            for episode, wall in _pieces(src, stop):
                 if keep(episode):
-                    writer.write(episode)
+                    writer._write(episode, wall)  # the source's wall times, not this clock's
                     count += 1
     return count
+
+
+def _pieces(src: PathLike, stop: int | None) -> Iterator[tuple[SingleAgentEpisode, Walls]]:
+    """A source's pieces (checksums verified), each with the wall times its copy keeps.
+
+    A v2 source's are its index entries'; a v1 source stores none, so its copies hold None
+    (no wall time is made up from the copying process's clock).
+    """
+    if is_v2(Path(src)):
+        return pieces_with_walls(src, stop=stop, verify=True)
+    return ((episode, (None, None)) for episode in read_episodes(src, verify=True, stop=stop))
 
 
 def _check_apart(dst: PathLike, final: Path, sources: Iterable[PathLike]) -> None:

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -38,7 +39,7 @@ from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
 from episodes.io.values import SameIds, concat_piece, decode_value, id_key
 from episodes.spaces import space_from_dict
 
-__all__ = ["dataset_info_v2", "load_episode_v2", "read_episodes_v2"]
+__all__ = ["dataset_info_v2", "load_episode_v2", "pieces_with_walls", "read_episodes_v2"]
 
 
 def _ids(ds: Dataset) -> list[Any]:
@@ -105,6 +106,45 @@ def read_episodes_v2(
     # None: every episode, so each shard's index is parsed once, whole (see iter_episodes).
     every = None if len(selected) == len(ds) else selected
     return (same_ids.of(episode) for episode in ds.iter_episodes(every, numpy=numpy))
+
+
+def pieces_with_walls(
+    path: str | os.PathLike[str], *, stop: int | None, verify: bool
+) -> Iterator[tuple[SingleAgentEpisode, tuple[float | None, float | None]]]:
+    """The pieces ``read_episodes(path, stop=stop, verify=verify)`` gives, with their walls.
+
+    Each piece comes with the ``wall_start``/``wall_end`` its index entry stores (None where
+    it stores none, or no finite number), so that a copy keeps them rather than computing
+    them again from its own clock (see ``DatasetWriter._write``).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([SingleAgentEpisode(x, observations=[0]) for x in "abc"])
+        >>> [(e.id_, walls) for e, walls in pieces_with_walls(path, stop=2, verify=True)]
+        [('a', (None, None)), ('b', (None, None))]
+    """
+    ds = Dataset(path, verify=verify, max_open_shards=1)
+    count = len(range(len(ds))[slice(None, stop)])
+    same_ids = SameIds()  # as read_episodes_v2
+    every = None if count == len(ds) else range(count)
+    for i, episode in enumerate(ds.iter_episodes(every)):
+        shard, j = ds.locate(i)  # still open: the piece was just read from it
+        entry = shard.entry_of(j)
+        walls = tuple(_wall(entry.get(key)) for key in ("wall_start", "wall_end"))
+        yield same_ids.of(episode), (walls[0], walls[1])
+
+
+def _wall(value: Any) -> float | None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        wall = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
+    return wall if math.isfinite(wall) else None
 
 
 def load_episode_v2(
