@@ -14,7 +14,6 @@ import math
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,9 +27,9 @@ from episodes.cli.errors import (
     progress,
     say,
 )
+from episodes.cli.plotting import plot
 from episodes.cli.record import record, shard_bytes
 from episodes.io import DatasetError, dataset_info
-from episodes.io.reader import printable
 
 __all__ = ["main"]
 
@@ -114,48 +113,6 @@ def _validate(args: argparse.Namespace) -> int:
     plural = "s" * (report.shards != 1)
     shards = "" if report.shards is None else f" in {report.shards} shard{plural}"
     say(f"ok: {count} episode pieces{shards} verified")
-    return 0
-
-
-# ----------------------------------------------------------------------------------- plot
-def _plot(args: argparse.Namespace) -> int:
-    try:
-        import matplotlib
-    except ImportError as err:
-        raise CliError(
-            "plotting needs matplotlib: pip install 'episodes[plot]' (or pip install matplotlib)"
-        ) from err
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    info = dataset_info(args.dir)
-    returns = [e.ret for e in info.episodes]
-    lengths = [e.length for e in info.episodes]
-    fig, (ax_ret, ax_len) = plt.subplots(1, 2, figsize=(10, 4))
-    ax_ret.plot(returns, marker=".", linestyle="-")
-    ax_ret.set_title("episode return")
-    ax_ret.set_xlabel("episode")
-    ax_len.plot(lengths, marker=".", linestyle="-", color="tab:orange")
-    ax_len.set_title("episode length")
-    ax_len.set_xlabel("episode")
-    try:
-        # Drawn as given: a path holding "$" is no mathtext (nor an error in its parser); one
-        # not valid UTF-8 escaped, as printed (FreeType refuses a lone surrogate).
-        title = f"{printable(info.path)}: {info.num_episodes} episodes, {info.num_steps} steps"
-        fig.suptitle(title, parse_math=False, usetex=False)
-        fig.tight_layout()
-        known = fig.canvas.get_supported_filetypes()
-        if Path(args.out).suffix.lstrip(".").lower() not in known or Path(args.out).is_dir():
-            # Without an extension matplotlib writes NAME.png, not the file we would report.
-            raise ValueError(f"--out needs a file name ending in one of .{', .'.join(known)}")
-        fig.savefig(args.out)
-    except MemoryError:
-        raise
-    except Exception as err:  # noqa: BLE001 - RuntimeError: pgf without TeX; any backend's
-        raise CliError(f"cannot write {args.out}: {' '.join(str(err).split())}") from err
-    finally:
-        plt.close(fig)
-    say(f"wrote {args.out}")
     return 0
 
 
@@ -367,7 +324,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     plo.add_argument("dir", metavar="DIR")
     plo.add_argument("--out", required=True, metavar="FILE.png")
-    plo.set_defaults(func=_plot)
+    plo.set_defaults(func=plot)
     _add_tools(sub)
     _add_minari(sub)
     return parser

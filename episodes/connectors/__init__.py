@@ -24,6 +24,7 @@ from episodes.connectors.base import (
     concat_rows,
     sliding_rows,
 )
+from episodes.connectors.float32 import Float32RangeError
 from episodes.connectors.learner import AddLearnerColumns
 from episodes.connectors.observations import FlattenObservations, FrameStack, flatten_rows
 from episodes.connectors.prev import PrevActionsPrevRewards
@@ -34,6 +35,7 @@ __all__ = [
     "ConnectorPipeline",
     "EpisodeConnector",
     "FlattenObservations",
+    "Float32RangeError",
     "FrameStack",
     "PrevActionsPrevRewards",
     "check_episodes",

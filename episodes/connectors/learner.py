@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
+from episodes.connectors.float32 import as_float32
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
 from episodes.episode.sample_batch import exact_steps, id_column
@@ -139,14 +140,16 @@ class AddLearnerColumns:
         return f"AddLearnerColumns(columns={self.columns!r}{shown})"
 
 
-def float32_rewards(value: Any, id_: Any, who: str) -> np.ndarray:
+def float32_rewards(value: Any, id_: Any, who: str, column: str = "rewards") -> np.ndarray:
     """An episode's rewards (a list or array) as float32, refused unless real numbers.
 
     A float32 cast would keep only the real parts of complex rewards (a list holding one fails
     with Python's bare ``float()`` error instead) and parse strings; as ``get_return`` and the
     replay buffer, such rewards are a ``TypeError`` naming ``who`` and the episode. Decided by
     the dtype, once per call; only an object array (ints beyond int64) has its items' types
-    looked at.
+    looked at. A finite reward float32 would make inf (1e300) is a
+    :class:`~episodes.connectors.float32.Float32RangeError` naming ``who``, its ``column``
+    and the episode, as the replay buffer refuses it; inf and NaN rewards are kept.
 
     Example:
         >>> float32_rewards([1, 2.5], "a", "AddLearnerColumns")
@@ -172,7 +175,7 @@ def float32_rewards(value: Any, id_: Any, who: str) -> np.ndarray:
             f"{who}: rewards must be real numbers (bool, int or float), got {odd} ones in "
             f"episode {id_!r}"
         )
-    return rows.astype(np.float32, copy=False)
+    return as_float32(rows, f"{who}' {column!r} column, from episode {id_!r}")
 
 
 def _not_real_array(value: Any) -> bool:

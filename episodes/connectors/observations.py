@@ -20,6 +20,7 @@ from episodes.connectors.base import (
     sliding_rows,
     with_fill_dtype,
 )
+from episodes.connectors.float32 import as_float32
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 from episodes.spaces import find_space_kind
@@ -41,7 +42,9 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
         ValueError: ``value`` has no leaves and ``rows`` is None; a leaf holds strings (items
             of a Text space), which are no numbers to flatten; a leaf has no rows (a 0-d
             leaf), or other rows than the first leaf (or than ``rows``): re-cut to one row
-            count, one row would hold parts of several. The message names the leaf.
+            count, one row would hold parts of several. The message names the leaf. A
+            finite value float32 would make inf (1e300) is a
+            :class:`~episodes.connectors.float32.Float32RangeError` naming ``name``.
 
     Example:
         >>> flatten_rows({"a": np.zeros((2, 2)), "b": np.ones(2)})
@@ -70,7 +73,7 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
     counts = [leaf.shape[0] if leaf.ndim else -1 for leaf in leaves]  # -1: a 0-d leaf
     if -1 in counts or counts.count(counts[0]) != len(counts) or rows not in (None, counts[0]):
         _refuse_rows(value, counts, rows, name)
-    mats = [leaf.reshape(counts[0], -1).astype(np.float32, copy=False) for leaf in leaves]
+    mats = [as_float32(leaf.reshape(counts[0], -1), name) for leaf in leaves]
     return mats[0] if len(mats) == 1 else np.concatenate(mats, axis=1)
 
 
@@ -169,7 +172,9 @@ class FlattenObservations(EpisodeConnector):
     An empty ``Dict``/``Tuple`` observation gives ``D = 0`` columns, as gymnasium's ``flatdim``.
     Episodes whose rows do not join (spaces of other sizes) are a ``ValueError`` naming the
     column and two such episodes; so is an observation space holding a Text space (strings do
-    not flatten), naming the column and the space. The batch is left as it was.
+    not flatten), naming the column and the space, and a finite value float32 would make inf
+    (a float64 1e300: :class:`~episodes.connectors.float32.Float32RangeError`, naming the
+    column; inf and NaN are kept). The batch is left as it was.
 
     Args:
         one_hot_discrete: One-hot Discrete/MultiDiscrete leaves. That needs the observation
@@ -200,11 +205,14 @@ class FlattenObservations(EpisodeConnector):
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
         check_episodes(episodes, "FlattenObservations")
-        rows = _last_box_rows(episodes) if self.inference else _box_rows(episodes, self.rows)
+        name = f"FlattenObservations' {self.out_key!r} column"
+        if self.inference:
+            rows = _last_box_rows(episodes, name)
+        else:
+            rows = _box_rows(episodes, self.rows, name)
         if rows is not None:
             batch[self.out_key] = rows
             return batch
-        name = f"FlattenObservations' {self.out_key!r} column"
         parts, used = [], []
         for episode in episodes:
             start, stop = self.rows(episode)
@@ -220,7 +228,7 @@ class FlattenObservations(EpisodeConnector):
         return batch
 
 
-def _last_box_rows(episodes: Sequence[SingleAgentEpisode]) -> np.ndarray | None:
+def _last_box_rows(episodes: Sequence[SingleAgentEpisode], name: str) -> np.ndarray | None:
     """Each episode's last observation flattened, for episodes of Box spaces (else None).
 
     The inference read of the common case in one stack: a step's observations of thousands of
@@ -237,22 +245,24 @@ def _last_box_rows(episodes: Sequence[SingleAgentEpisode]) -> np.ndarray | None:
         stacked = np.stack(items)
     except (ValueError, TypeError, IndexError):
         return None
-    return _float_rows(stacked)
+    return _float_rows(stacked, name)
 
 
 def _all_boxes(episodes: Sequence[SingleAgentEpisode]) -> bool:
     return all(type(ep.observation_space) is gym.spaces.Box for ep in episodes)
 
 
-def _float_rows(rows: np.ndarray) -> np.ndarray | None:
+def _float_rows(rows: np.ndarray, name: str) -> np.ndarray | None:
     """Numeric rows flattened to float32 ``[rows, D]``, as ``flatten_rows`` gives (else None)."""
     if rows.dtype.kind not in "biuf":
         return None
-    return rows.reshape(len(rows), -1).astype(np.float32, copy=False)
+    return as_float32(rows.reshape(len(rows), -1), name)
 
 
 def _box_rows(
-    episodes: Sequence[SingleAgentEpisode], rows_of: Callable[[SingleAgentEpisode], tuple[int, int]]
+    episodes: Sequence[SingleAgentEpisode],
+    rows_of: Callable[[SingleAgentEpisode], tuple[int, int]],
+    name: str,
 ) -> np.ndarray | None:
     """Every row's observation of episodes of Box spaces, flattened, in one concatenation.
 
@@ -274,7 +284,7 @@ def _box_rows(
         joined = np.concatenate(parts)
     except (ValueError, TypeError, IndexError):
         return None
-    return _float_rows(joined)
+    return _float_rows(joined, name)
 
 
 def _last_box_frames(

@@ -150,7 +150,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
         except ValueError:  # vector rewards padded with a number, or beside fillers
             _refuse_vector_rewards(episode.rewards.data, episode.id_)  # the lookback's too
             raise
-        rewards = float32_rewards(rows, episode.id_, "PrevActionsPrevRewards")
+        rewards = float32_rewards(rows, episode.id_, "PrevActionsPrevRewards", "prev_n_rewards")
         if rewards.ndim != 1:
             _refuse_vector_rewards(rewards, episode.id_)
         return sliding_rows(rewards, self.n_rewards)

@@ -233,6 +233,8 @@ def real_value_tensor(values: Any, count: int, what: str, device: Any) -> Any:
         if not _tensor_ok(values, count):
             raise _refusal(values, count, what)
     else:
-        # A reversed numpy view (negative strides) is one torch cannot wrap.
-        values = torch.as_tensor(np.ascontiguousarray(_host_array(values, count, what)))
+        # A reversed numpy view (negative strides) is one torch cannot wrap, and a read-only
+        # array (np.asarray of a JAX array) one it warns of: both copied.
+        host = np.ascontiguousarray(_host_array(values, count, what))
+        values = torch.as_tensor(host if host.flags.writeable else host.copy())
     return values.detach().to(device=device, dtype=torch.float64).reshape(count)

@@ -171,6 +171,8 @@ class TorchCartPole(gym.vector.VectorEnv):
             >>> rewards.tolist(), truncated.tolist()
             ([0.0, 0.0], [False, False])
         """
+        if isinstance(actions, np.ndarray) and not actions.flags.writeable:
+            actions = actions.copy()  # torch warns on read-only memory it cannot mark so
         push = torch.as_tensor(actions, device=self.device).reshape(self.num_envs)
         x, x_dot, theta, theta_dot = self._state.unbind(1)
         force = (push == 1).to(self._state.dtype) * (2 * FORCE) - FORCE  # float32: +-10

@@ -9,6 +9,11 @@ age of what is handed out (at 3,000 calls of 16 steps, transitions 158 calls old
 training then learns from an old policy's data. ``window="vector_steps"`` hands out what each
 vector step recorded instead: nothing is carried.
 
+The recorder counts the rows waiting (``BatchedRecorder.waiting``) and ``EnvRunner.sample``
+warns as the last thing it does, once the call is complete, pointing at the line that called
+``sample``: a filter that turns the warning into an error (``-W error``) raises it from a
+runner that stays usable (the next call goes on; the raising call's chunks are not handed out).
+
 Example:
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as seen:
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["BACKLOG_CALLS", "MIN_BACKLOG", "warn_backlog"]
+__all__ = ["BACKLOG_CALLS", "MIN_BACKLOG", "backlog_due", "warn_backlog"]
 
 #: Calls' worth of rows a sub-env may carry before the runner warns.
 BACKLOG_CALLS = 16
@@ -32,8 +37,25 @@ BACKLOG_CALLS = 16
 MIN_BACKLOG = 256
 
 
-def warn_backlog(*, carried: int, num_steps: int, warned: bool) -> bool:
+def backlog_due(carried: int, num_steps: int) -> bool:
+    """Whether ``carried`` rows waiting in a sub-env exceed the bound (and call for the warning).
+
+    Example:
+        >>> backlog_due(256, 1), backlog_due(257, 1), backlog_due(16 * 64 + 1, 64)
+        (False, True, True)
+    """
+    return carried > max(BACKLOG_CALLS * num_steps, MIN_BACKLOG)
+
+
+def warn_backlog(*, carried: int, num_steps: int, warned: bool, stacklevel: int = 2) -> bool:
     """Warns (once: ``warned`` says whether it did) when ``carried`` rows exceed the bound.
+
+    Args:
+        carried: The most rows a sub-env holds that a later call hands out.
+        num_steps: The call's ``num_steps``.
+        warned: Whether the runner warned before (then nothing is said).
+        stacklevel: As ``warnings.warn``'s, seen from the caller: 1 names the line calling
+            ``warn_backlog``, 2 (the default) the line that called that caller.
 
     Returns:
         Whether the runner has warned now or before.
@@ -42,7 +64,7 @@ def warn_backlog(*, carried: int, num_steps: int, warned: bool) -> bool:
         >>> warn_backlog(carried=10, num_steps=8, warned=False)
         False
     """
-    if warned or carried <= max(BACKLOG_CALLS * num_steps, MIN_BACKLOG):
+    if warned or not backlog_due(carried, num_steps):
         return warned
     warnings.warn(
         f"EnvRunner (next-step autoreset): a sub-env holds {carried} transitions recorded by "
@@ -52,6 +74,6 @@ def warn_backlog(*, carried: int, num_steps: int, warned: bool) -> bool:
         "and each call's cost). window='vector_steps' carries nothing over; this is said "
         "once per runner",
         RuntimeWarning,
-        stacklevel=4,
+        stacklevel=stacklevel + 1,
     )
     return True

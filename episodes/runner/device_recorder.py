@@ -285,11 +285,12 @@ class DeviceRecorder(BatchedRecorder):
         device = blocks.device
         r = self.row
         try:  # free while they convert; else a ValueError naming the field, not torch's
-            # Not a tensor (a list of Python floats): typed as numpy types it, float64.
-            host = rewards if isinstance(rewards, torch.Tensor) else as_host_typed(rewards)
-            device_rewards = torch.as_tensor(host, device=device)
-            terminateds = torch.as_tensor(terminateds, dtype=torch.bool, device=device)
-            truncateds = torch.as_tensor(truncateds, dtype=torch.bool, device=device)
+            # Not a tensor (a list of Python floats): typed as numpy types it, float64; a
+            # read-only array copied (torch would warn).
+            device_rewards = torch.as_tensor(as_host_typed(rewards), device=device)
+            ends, cuts = as_host_typed(terminateds), as_host_typed(truncateds)
+            terminateds = torch.as_tensor(ends, dtype=torch.bool, device=device)
+            truncateds = torch.as_tensor(cuts, dtype=torch.bool, device=device)
         except (TypeError, ValueError, RuntimeError, NotImplementedError):
             check_env_holds_data(None, rewards, terminateds, truncateds)  # a meta tensor
             check_env_flags(rewards, terminateds, truncateds, device)

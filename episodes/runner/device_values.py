@@ -40,6 +40,10 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
     Example:
         >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
         torch.float64
+        >>> frozen = np.zeros(2)
+        >>> frozen.flags.writeable = False  # np.asarray of a JAX array, np.broadcast_to
+        >>> as_device_batch(frozen, torch.device("cpu")).tolist()  # copied: torch says nothing
+        [0.0, 0.0]
         >>> as_device_batch(np.array(["a"]), torch.device("cpu"), "vf")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: vf: got <U1 values, which a torch device's blocks cannot hold: ...
@@ -59,24 +63,31 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
 
 
 def as_host_typed(value: Any) -> Any:
-    """``value`` as numpy types it (``np.asarray``), where numpy can; else ``value`` itself.
+    """``value`` as numpy types it (``np.asarray``), where numpy can; else (a tensor) itself.
 
     What the numpy path records for a list: Python floats are float64 there, where
     ``torch.as_tensor`` would make them float32 (torch's default dtype) and round them. A
     non-native byte order (``>f4``), which torch refuses, is made native, as the host's
-    blocks store it. A value numpy cannot convert (a list of tensors on an accelerator, a
-    ragged list) is given back for torch's own conversion, or its refusal, to decide.
+    blocks store it. A read-only array (``np.asarray`` of a JAX array, ``np.broadcast_to``)
+    is copied: torch warns of one it would share, and cannot mark a tensor read-only. A value
+    numpy cannot convert (a list of tensors on an accelerator, a ragged list) is given back for
+    torch's own conversion, or its refusal, to decide.
 
     Example:
         >>> as_host_typed([0.1, 0.2]).dtype, as_host_typed([1, 2]).dtype
         (dtype('float64'), dtype('int64'))
         >>> as_host_typed(np.zeros(2, ">i8")).dtype
         dtype('int64')
+        >>> as_host_typed(np.broadcast_to(1.0, 2)).flags.writeable
+        True
     """
+    if isinstance(value, torch.Tensor):
+        return value
     try:
-        return native_array(np.asarray(value))
+        array = native_array(np.asarray(value))
     except (TypeError, ValueError, RuntimeError):
         return value
+    return array if array.flags.writeable else array.copy()
 
 
 def tensor_dtype(value: Any, name: str) -> torch.dtype:

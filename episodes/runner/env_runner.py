@@ -11,6 +11,7 @@ import numpy as np
 import tree
 
 from episodes.indexing import as_flag, whole_number
+from episodes.runner.backlog import backlog_due, warn_backlog
 from episodes.runner.first_outputs import allocate_outputs
 from episodes.runner.infos import check_batched_infos
 from episodes.runner.metrics import MetricsSlot, RunnerMetrics
@@ -67,8 +68,10 @@ class EnvRunner:
     square root of the number of calls); where their episodes end at different rates (a
     per-env exploration rate, task variants), it grows linearly, and so do the memory held,
     each call's cost and the age of what is handed out. The runner warns once when a sub-env
-    holds more than 16 calls' worth, and at least 256 rows (:mod:`episodes.runner.backlog`);
-    ``window="vector_steps"`` carries nothing over.
+    holds more than 16 calls' worth, and at least 256 rows (:mod:`episodes.runner.backlog`),
+    as the last thing that call does (a ``RuntimeWarning`` naming the line calling
+    :meth:`sample`; a filter raising it leaves the runner usable, only that call's chunks are
+    not handed out); ``window="vector_steps"`` carries nothing over.
 
     Recording is batched: each vector step is written as one row per field into time-major
     blocks (see :mod:`episodes.runner.recorder`), and :meth:`sample` returns a
@@ -174,6 +177,7 @@ class EnvRunner:
         self._output_shapes: dict[str | None, Any] = {}
         self._failure: str | None = None  # why a sample() stopped part-way, if one did
         self._stepped = False  # whether the current sample() has stepped the env
+        self._backlog_warned = False  # whether sample() warned of next-step carry-over
         self._recorder = BatchedRecorder(
             self.num_envs,
             self.autoreset_mode,
@@ -259,6 +263,11 @@ class EnvRunner:
                 the env, the policy, an interrupt): the env had stepped past what was
                 recorded, so this runner cannot go on; create a new one.
 
+        Warns:
+            RuntimeWarning: Once per runner, as the call's last act, where next-step carry-over
+                grows past its bound (:mod:`episodes.runner.backlog`); an error filter raising
+                it leaves the runner usable (only that call's chunks are not handed out).
+
         Example:
             >>> from episodes.runner import RandomPolicy
             >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
@@ -308,6 +317,10 @@ class EnvRunner:
             numpy_episodes=self.numpy_episodes,
         )
         self.metrics.add_time(recorded, vector_steps, time.perf_counter() - start)
+        if not self._backlog_warned and backlog_due(recorder.waiting, num_steps):
+            # Last, the call complete: a filter raising the warning leaves the runner usable.
+            self._backlog_warned = True  # first: such a filter raises it once
+            warn_backlog(carried=recorder.waiting, num_steps=num_steps, warned=False)
         return chunks
 
     def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:

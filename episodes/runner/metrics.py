@@ -100,7 +100,8 @@ class RunnerMetrics:
         returns, counts = _checked(episode_returns, lengths)
         self.num_episodes += len(returns)
         self.total_episodes += len(returns)
-        self.return_sum += float(returns.sum())
+        with np.errstate(over="ignore", invalid="ignore"):  # inf and -inf give NaN, as told
+            self.return_sum += float(returns.sum())
         self.length_sum += int(counts.sum())
         keep = self.max_listed  # [-0:] would be all of them: cut from the front instead
         self.episode_returns.extend(returns[max(len(returns) - keep, 0) :].tolist())

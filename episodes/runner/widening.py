@@ -145,6 +145,8 @@ def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
         (False, True)
         >>> _fits(np.array([1000]), np.dtype(np.int8)), _fits(np.array([100]), np.dtype(np.int8))
         (False, True)
+        >>> _fits(np.full(2, np.nan), float32)  # all NaN: no warning either
+        True
     """
     if np.can_cast(value.dtype, dtype, "safe"):
         return True
@@ -155,8 +157,8 @@ def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
         if value.dtype.kind in "iu":  # as Python ints: abs(-2**63) wraps in int64
             largest = max(int(value.max()), -int(value.min()))
         else:
-            with np.errstate(invalid="ignore"):
-                largest = np.nanmax(np.abs(value))
+            # fmax skips NaN (all NaN gives NaN) without nanmax's 'All-NaN slice' warning
+            largest = np.fmax.reduce(np.abs(value), axis=None)
             if largest == np.inf:  # inf stays inf in any float leaf: judge the finite values
                 finite = value[np.isfinite(value)]
                 largest = np.abs(finite).max() if finite.size else 0.0
