@@ -121,7 +121,9 @@ def holds_masked(items: Any) -> bool:
         (False, True)
     """
     values = items
-    while values:
+    for _ in range(_FAST_LEVELS):
+        if not values:
+            return False
         classes = set(map(type, values))
         if not any(issubclass(cls, _SUSPECT) for cls in classes):
             return False
@@ -140,6 +142,26 @@ def holds_masked(items: Any) -> bool:
             elif isinstance(value, np.ma.MaskedArray) and np.ma.count_masked(value):
                 return True
         values = inner
+    return _holds_masked_deep(values)
+
+
+#: Levels walked a level at a time; deeper (a container holding itself, whose levels never
+#: run out or double each time) the walk goes container by container, each once.
+_FAST_LEVELS = 16
+
+
+def _holds_masked_deep(values: list[Any]) -> bool:
+    seen: set[int] = set()
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (dict, list, tuple)):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            stack.extend(value.values() if isinstance(value, dict) else value)
+        elif isinstance(value, np.ma.MaskedArray) and np.ma.count_masked(value):
+            return True
     return False
 
 

@@ -154,6 +154,8 @@ def read_positions(
         mixed = _filled_gather(store, space, positions, valid, filler, item, one_hot_discrete)
         if mixed is not None:
             return mixed
+        if item is not fill and space is None and isinstance(fill, (str, bytes)):
+            filler = fill  # an object column's NUL-ending text: its items are the text itself
     items = [
         (one_hot(store.get(p), space) if one_hot_discrete else store.get(p)) if ok else filler
         for p, ok in zip(positions.tolist(), valid.tolist())
@@ -322,6 +324,8 @@ def column_fill(store: Store, fill: Any) -> Any:
         {'h': array([0., 0.])}
     """
     if fill.__class__ not in _NESTED or not getattr(store, "typed", True):
+        if fill.__class__ in (str, bytes) and fill[-1:] in ("\x00", b"\x00"):
+            return _object_fill(store, fill)  # whole in an object column, refused elsewhere
         return fill  # a number (the hot path), or an untyped column: no item layout yet
     template = store.window(0, 0)
     if not is_nested(template):
@@ -381,3 +385,13 @@ def filler_mismatch(fill: Any, space: gym.Space[Any] | None = None) -> ValueErro
         "fill itself, which does not stack with them; give the buffer a space (fillers "
         "then take the items' shape and dtype) or a fill shaped like one item"
     )
+
+
+def _object_fill(store: Store, fill: Any) -> Any:
+    """``fill`` as a 0-d object item where the column holds objects (no string cuts it)."""
+    template = store.window(0, 0) if getattr(store, "typed", True) else None
+    if template is None or is_nested(template) or not template.dtype.hasobject:
+        return fill
+    item = np.empty((), dtype=object)
+    item[()] = fill
+    return item

@@ -351,8 +351,8 @@ def block_length(fields: Mapping[str, Any]) -> int:
     """
     for name, value in fields.items():
         # Only these nest (dict observations, distribution parameters, hidden-state pairs):
-        # any other field's list or tuple is a mistake, named as such.
-        if name not in _NESTED_FIELDS and not isinstance(value, torch.Tensor):
+        # any other field's list or tuple is a mistake, named as such (None: not written).
+        if name not in _NESTED_FIELDS and not isinstance(value, (torch.Tensor, type(None))):
             raise TypeError(f"{name}: blocks must be torch tensors, got {type(value).__name__}")
     named = [(name, leaf) for name, value in fields.items() for leaf in block_leaves(value)]
     for name, leaf in named:

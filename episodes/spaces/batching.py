@@ -383,8 +383,9 @@ def tuple_parts(value: Any, space: gs.Tuple) -> SequenceABC[Any] | None:
     A tuple or list of the space's length is its own parts; so is a numpy array whose rows
     are the parts' items (gymnasium's ``Tuple.contains`` takes ``np.array([1, 0])`` for two
     Discretes): each row shaped as its part's items are (a scalar for a Discrete, Text, Dict
-    ...). An array of rows one dimension deeper than that (a batch of such items stacked as
-    rows) is no item: None, as for anything else.
+    ...), or an object array holding one part each (parts of different shapes). An array of
+    rows one dimension deeper than that (a batch of such items stacked as rows) is no item:
+    None, as for anything else.
 
     Example:
         >>> import gymnasium as gym
@@ -399,6 +400,8 @@ def tuple_parts(value: Any, space: gs.Tuple) -> SequenceABC[Any] | None:
         return value if len(value) == size else None
     if isinstance(value, np.ndarray) and _rows_fit(space, value.shape):
         return list(value)
+    if isinstance(value, np.ndarray) and value.dtype.hasobject and value.shape == (size,):
+        return list(value)  # an object array of the parts (ragged ones: no rows to fit)
     return None
 
 
