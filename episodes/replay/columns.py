@@ -26,7 +26,10 @@ def as_rows(values: Any, what: str) -> np.ndarray:
         (2, 2)
     """
     # A list of items (list mode) is scanned by type; an array is looked at once.
-    if holds_masked(values if isinstance(values, list) else [values]):
+    if isinstance(values, np.ndarray):  # a numpy'd chunk's column: the usual case
+        if isinstance(values, np.ma.MaskedArray) and np.ma.count_masked(values):
+            raise TypeError(masked_words(what))
+    elif holds_masked(values if isinstance(values, list) else [values]):
         raise TypeError(masked_words(what))
     try:
         rows = np.asarray(values)
