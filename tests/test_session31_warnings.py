@@ -371,3 +371,17 @@ def test_plot_says_it_cannot_draw_returns_of_plus_minus_1e308(tmp_path, capsys) 
     with warnings_as_errors():  # a plot that draws is written as before
         assert main(["plot", str(tmp_path / "fine"), "--out", str(tmp_path / "f.png")]) == 0
     assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_plot_draws_huge_finite_returns_matplotlib_warns_about(tmp_path, capsys) -> None:
+    # matplotlib warns of an overflow scaling the axis of returns up to 9e307, and draws them.
+    pytest.importorskip("matplotlib")
+    from episodes.cli import main
+
+    _dataset(tmp_path / "huge", [9e307, 0.0])
+    out = tmp_path / "huge.png"
+    capsys.readouterr()
+    with warnings_as_errors():
+        code = main(["plot", str(tmp_path / "huge"), "--out", str(out)])
+    assert code == 0 and out.stat().st_size > 0
+    assert "Warning" not in capsys.readouterr().err

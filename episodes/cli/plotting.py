@@ -86,7 +86,9 @@ def _write(fig: Any, out: str) -> None:
         if Path(out).suffix.lstrip(".").lower() not in known or Path(out).is_dir():
             # Without an extension matplotlib writes NAME.png, not the file we would report.
             raise ValueError(f"--out needs a file name ending in one of .{', .'.join(known)}")
-        fig.savefig(out)
+        with warnings.catch_warnings():  # the axis scaled again: drawn already, quietly
+            warnings.filterwarnings("ignore", ".*encountered", RuntimeWarning)
+            fig.savefig(out)
     except MemoryError:
         raise
     except Exception as err:  # noqa: BLE001 - RuntimeError: pgf without TeX; any backend's
@@ -102,22 +104,26 @@ def _span(returns: Sequence[float]) -> str:
 
 @contextlib.contextmanager
 def drawing(what: str, after: str = "") -> Iterator[None]:
-    """Raises "cannot draw ``what``" where the block fails or numpy warns while it draws.
+    """Raises "cannot draw ``what``" where the block fails; keeps numpy's warnings quiet.
 
     matplotlib scales an axis with numpy scalars: limits near float64's largest values
-    overflow, with numpy's ``RuntimeWarning`` ("overflow encountered in scalar subtract") and
-    then an error of its own (``arange: cannot compute length``) or a plot of nothing. Either
-    is a :class:`~episodes.cli.errors.CliError` naming ``what`` (and ``after``, what was left
-    undone); such warnings are not let through. Other warnings go on as they were issued.
+    overflow, with numpy's ``RuntimeWarning`` ("overflow encountered in scalar subtract"),
+    after which it may still draw a good plot (returns up to 9e307 do) or fail with an error
+    of its own (``arange: cannot compute length``). Such warnings are not let through; an
+    error is a :class:`~episodes.cli.errors.CliError` naming ``what`` (and ``after``, what
+    was left undone), with the first such warning's words where it has none of its own.
+    Other warnings go on as they were issued.
 
     Example:
         >>> import numpy as np
+        >>> with drawing("the plot"):  # warned, drawn: no error, no warning
+        ...     _ = np.float64(1e308) * 10
         >>> try:
         ...     with drawing("the plot", "nothing was written"):
-        ...         _ = np.float64(1e308) * 10
+        ...         raise ValueError("arange: cannot compute length")
         ... except CliError as err:
         ...     print(err)
-        cannot draw the plot: overflow encountered in scalar multiply; nothing was written
+        cannot draw the plot: arange: cannot compute length; nothing was written
     """
     failure: Exception | None = None
     with warnings.catch_warnings(record=True) as seen:
@@ -132,8 +138,8 @@ def drawing(what: str, after: str = "") -> Iterator[None]:
     for w in seen:
         if w not in numeric:  # as they were issued, to the filters the caller has
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if failure is None and not numeric:
+    if failure is None:
         return
-    cause = " ".join(str(failure if failure is not None else numeric[0].message).split())
+    cause = " ".join(str(failure).split())
     tail = f"; {after}" if after else ""
     raise CliError(f"cannot draw {what}: {cause}{tail}") from failure
