@@ -22,6 +22,8 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 import numpy.typing as npt
 
+from episodes.structs import short_repr
+
 # An int, a slice, or several ints (a list or tuple of them, or a 1-D integer array); numpy
 # integers count as ints.
 Index = Union[  # noqa: UP007 - a runtime alias on 3.10
@@ -51,7 +53,7 @@ def as_int(index: object, *, what: str = "index") -> int:
     if type(index) is int:
         return index
     if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-        raise TypeError(f"{what} must be an int, got {type(index).__name__} ({index!r})")
+        raise TypeError(f"{what} must be an int, got {type(index).__name__} ({short_repr(index)})")
     return operator.index(index)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import reprlib
 import sys
 from typing import Any
 
@@ -553,3 +554,19 @@ def sorted_keys(keys: Any) -> list[Any]:
         ['a', 'b', 1, 2]
     """
     return sorted(keys, key=lambda key: (not isinstance(key, str), str(key)))
+
+
+def short_repr(value: Any, limit: int = 300) -> str:
+    """``repr(value)`` cut to about ``limit`` chars, never raising: a message's value.
+
+    Example:
+        >>> short_repr(list(range(100))), len(short_repr("x" * 10**6)) < 100
+        ('[0, 1, 2, 3, 4, 5, 6, 7, ...]', True)
+    """
+    short = reprlib.Repr()  # a str's start and end; an array as numpy's own short print
+    short.maxstring, short.maxother, short.maxlist, short.maxdict = 80, 200, 8, 8
+    try:
+        text = short.repr(value)
+    except Exception:  # noqa: BLE001 - a message never fails on the value it names
+        return f"<{type(value).__name__} object (repr failed)>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -27,7 +27,7 @@ from episodes.buffer.subclasses import subclass_attributes
 from episodes.indexing import Index as Indices
 from episodes.spaces import one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
-from episodes.structs import data_equal
+from episodes.structs import data_equal, short_repr
 
 # What ``buf + number`` adds (and adds to): Python and numpy numbers.
 _NUMBERS = (int, float, complex, np.number)
@@ -462,7 +462,7 @@ class InfiniteLookbackBuffer:
             items = item_list(self.store, self._space, new_data)
         if len(items) != len(targets):
             raise IndexError(
-                f"cannot set {len(items)} items at indices {at_indices!r}: they address "
+                f"cannot set {len(items)} items at indices {short_repr(at_indices)}: they address "
                 f"{len(targets)} items (neg_index_as_lookback={neg_index_as_lookback})"
             )
         self._check_in_space(items)

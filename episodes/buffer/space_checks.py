@@ -35,6 +35,7 @@ import numpy as np
 
 from episodes.spaces.contains import Checker
 from episodes.spaces.per_space_cache import PerSpaceCache
+from episodes.structs import short_repr
 
 __all__ = ["check_in_space", "takes_nan", "unbounded_scalar"]
 
@@ -94,7 +95,9 @@ def check_in_space(space: gym.Space[Any], items: list[Any], check: Checker) -> N
             if unbounded is None:
                 unbounded = takes_nan(space)
             if not (unbounded and _by_value(item, check)):
-                raise ValueError(f"value {item!r} is not in the buffer's space {space}")
+                raise ValueError(
+                    f"value {short_repr(item)} is not in the buffer's space {short_repr(space)}"
+                )
 
 
 def _by_value(item: Any, check: Checker) -> bool:

@@ -26,7 +26,7 @@ from episodes.buffer.plain_arrays import (
 )
 from episodes.buffer.stack_errors import layout, unstackable
 from episodes.spaces import batch as stack_items
-from episodes.structs import flatten, leaves_up_to, same_nesting, unflatten
+from episodes.structs import flatten, leaves_up_to, same_nesting, short_repr, unflatten
 
 __all__ = [
     "MISFIT_ERRORS",
@@ -256,7 +256,7 @@ def staged_rows(leaves: list[np.ndarray], item: Any, structure: Any = None) -> l
     # nested column's values are read at its leaves (where a list is a row too).
     values = [item] if structure is None else values_at(structure, item)
     if values is None or len(values) != len(leaves):
-        raise ValueError(f"item {item!r} does not match the column's item structure")
+        raise ValueError(f"item {short_repr(item)} does not match the column's item structure")
     # The checks of an append: the item shape exactly (no broadcasting), values that survive.
     return [appended_row(leaf, value) for leaf, value in zip(leaves, values)]
 

@@ -33,7 +33,7 @@ from episodes.spaces import (
 )
 from episodes.spaces.batching import check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
-from episodes.structs import map_alike
+from episodes.structs import map_alike, short_repr
 
 __all__ = [
     "Connector",
@@ -195,7 +195,7 @@ def _check_connector(item: Any) -> None:
     if not callable(item):
         raise TypeError(
             "a connector must be callable as connector(episodes, batch), got "
-            f"{item!r} ({type(item).__name__})"
+            f"{short_repr(item)} ({type(item).__name__})"
         )
 
 
@@ -248,7 +248,7 @@ class EpisodeConnector:
         return (n, n + 1)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        fields = ", ".join(f"{k}={short_repr(v)}" for k, v in vars(self).items())
         return f"{type(self).__name__}({fields})"
 
 

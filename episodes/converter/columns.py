@@ -30,7 +30,7 @@ from episodes.converter.reward_steps import step_rewards
 from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
-from episodes.structs import id_key, map_alike, map_leaves
+from episodes.structs import id_key, map_alike, map_leaves, short_repr
 
 ObsFn = Callable[[Any], Any]
 
@@ -81,19 +81,19 @@ class ColumnKeys:
                 optional = " (or None)" if name == "privileged_actions" else ""
                 raise TypeError(
                     f"ColumnKeys.{name} must be a str{optional}: the key of one output, "
-                    f"got {type(value).__name__} ({value!r})"
+                    f"got {type(value).__name__} ({short_repr(value)})"
                 )
         for name in ("distribution", "actor_hidden", "critic_hidden"):
             value = getattr(self, name)
             if isinstance(value, str):  # ("logits") is a str: its letters would be the keys
                 raise TypeError(
-                    f"ColumnKeys.{name} must be a tuple of keys, got the str {value!r}; a "
-                    f"single key needs a trailing comma: ({value!r},)"
+                    f"ColumnKeys.{name} must be a tuple of keys, got the str {short_repr(value)}; "
+                    f"a single key needs a trailing comma: ({short_repr(value)},)"
                 )
             if not isinstance(value, (tuple, list)) or not all(isinstance(k, str) for k in value):
                 raise TypeError(
                     f"ColumnKeys.{name} must be a tuple (or list) of str keys, got "
-                    f"{type(value).__name__} ({value!r})"
+                    f"{type(value).__name__} ({short_repr(value)})"
                 )
             object.__setattr__(self, name, tuple(value))  # a list, kept hashable
 

@@ -7,6 +7,7 @@ column by column and reported as a ``ValueError`` naming that column.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ import numpy as np
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode.reward_values import is_real, needs_real_check
 from episodes.indexing import as_flag
-from episodes.structs import sorted_keys
+from episodes.structs import short_repr, sorted_keys
 
 if TYPE_CHECKING:
     from episodes.spaces.contains import Checker
@@ -199,7 +200,7 @@ class StepRecorder:
                 # An object column (ints beyond int64) would store a list or array as a value.
                 raise ValueError(
                     "add_env_step: the value for rewards cannot be stored in the episode's "
-                    f"numpy column ({reward!r} is no real number); nothing was recorded"
+                    f"numpy column ({short_repr(reward)} is no real number); nothing was recorded"
                 )
             obs, act, rew = obs_store, act_store, rew_store
         elif len(obs) <= self.observations.lookback:  # lookback alone is no reset
@@ -254,7 +255,10 @@ class StepRecorder:
     @staticmethod
     def _check_in_space(check: Checker | None, space: Any, value: Any, what: str) -> None:
         if check is not None and not check(value):
-            raise ValueError(f"{what} {value!r} is not in the episode's {what} space {space}")
+            raise ValueError(
+                f"{what} {short_repr(value)} is not in the episode's {what} space "
+                f"{short_repr(space)}"
+            )
 
     def _undo_extras(self, given: dict[str, Any], stop: Any) -> None:
         # Pops what the optimistic loop wrote for the keys before ``stop``.
@@ -383,3 +387,21 @@ def given_info(infos: Any) -> Any:
     if infos is None or (isinstance(infos, _FALSY_TYPES) and not infos):
         return {}
     return infos
+
+
+def id_text(id_: Any) -> str:
+    """An episode id as its repr shows it, never raising.
+
+    A short plain id as is (as RLlib prints it); any other (long, with commas or parentheses,
+    not a str) as its shortened repr.
+
+    Example:
+        >>> id_text("3f2a"), id_text("a, b"), id_text(7)
+        ('3f2a', "'a, b'", '7')
+    """
+    if type(id_) is str and len(id_) <= 64 and _PLAIN_ID.fullmatch(id_):
+        return id_
+    return short_repr(id_, limit=80)
+
+
+_PLAIN_ID = re.compile(r"[\w.:/@#+-]*")

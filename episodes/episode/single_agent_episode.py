@@ -25,7 +25,7 @@ from episodes.episode.given_columns import (
     infos_or_default,
     lookback_of,
 )
-from episodes.episode.recording import StepRecorder
+from episodes.episode.recording import StepRecorder, id_text
 from episodes.episode.returns import reward_sum
 from episodes.episode.reward_values import check_reward_items, check_stacked_rewards
 from episodes.episode.sample_batch import SampleBatch, data_dict, episode_batch
@@ -552,7 +552,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             ret = "?"
         return (
             f"SingleAgentEpisode(len={len(self)}, done={self.is_done}, return={ret}, "
-            f"id_={self.id_})"
+            f"id_={id_text(self.id_)})"
         )
 
 

@@ -66,6 +66,7 @@ from episodes.io.values import (
     id_key,
 )
 from episodes.spaces import space_from_dict
+from episodes.structs import short_repr
 
 __all__ = [
     "DatasetInfo",
@@ -451,6 +452,17 @@ class DatasetInfo:
     metadata: dict[str, Any] | None = None
     created: str | None = None
     library_version: str | None = None
+
+    def __repr__(self) -> str:
+        # A summary: one EpisodeSummary per episode would be MBs for a large dataset.
+        return (
+            f"DatasetInfo(path={short_repr(self.path)}, version={self.version}, "
+            f"num_episodes={len(self.episodes)}, num_chunks={self.num_chunks}, "
+            f"num_steps={self.num_steps}, nbytes={self.nbytes}, num_shards={self.num_shards}, "
+            f"observation_space={short_repr(self.observation_space, 120)}, "
+            f"action_space={short_repr(self.action_space, 120)}, "
+            f"torn_manifest={self.torn_manifest}, metadata={short_repr(self.metadata, 120)})"
+        )
 
     @property
     def num_episodes(self) -> int:

@@ -23,7 +23,7 @@ from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
 from episodes.replay.store import all_empty_infos
 from episodes.spaces import UNSTACKABLE_SPACES, equal_in_space, find_space_kind
-from episodes.structs import arrays_equal, deep_copied
+from episodes.structs import arrays_equal, deep_copied, short_repr
 
 __all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
 
@@ -499,17 +499,17 @@ def plan_add(
 def _continue(entry: _Known, chunk: Chunk) -> None:
     """Checks that ``chunk`` continues the episode ``entry`` describes, then extends it."""
     if entry.done:
-        raise ValueError(f"episode {chunk.id_!r} is already done; cannot append a chunk")
+        raise ValueError(f"episode {short_repr(chunk.id_)} is already done; cannot append a chunk")
     if chunk.t0 != entry.t_end:
         raise ValueError(
-            f"chunk of episode {chunk.id_!r} starts at t={chunk.t0}, but the buffer holds "
-            f"it up to t={entry.t_end}"
+            f"chunk of episode {short_repr(chunk.id_)} starts at t={chunk.t0}, but the buffer "
+            f"holds it up to t={entry.t_end}"
         )
     if not _same_border(chunk, entry.last_obs):
         # RLlib's concat_episode refuses this too: the stored step before the border would
         # otherwise get a next observation its chunk never saw.
         raise ValueError(
-            f"chunk of episode {chunk.id_!r} starts at t={chunk.t0} with an observation "
+            f"chunk of episode {short_repr(chunk.id_)} starts at t={chunk.t0} with an observation "
             "that differs from the one the buffer holds for that step"
         )
     entry.t_end = chunk.t0 + chunk.n

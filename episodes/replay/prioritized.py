@@ -14,6 +14,7 @@ from episodes.replay.buffer import EpisodeReplayBuffer
 from episodes.replay.state import parsed_state
 from episodes.replay.store import StepStore
 from episodes.replay.sum_tree import SumTree
+from episodes.structs import short_repr
 
 __all__ = ["PrioritizedEpisodeReplayBuffer"]
 
@@ -305,7 +306,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             )
         if isinstance(indices, (str, bytes)):  # RLlib's second argument is a module id
             raise ValueError(
-                f"indices must be a batch's item indices, got {indices!r}: RLlib's "
+                f"indices must be a batch's item indices, got {short_repr(indices)}: RLlib's "
                 "update_priorities(priorities, module_id) takes a module id there; this buffer "
                 "has none, so call update_priorities(priorities) for the last sample's items"
             )

@@ -12,6 +12,7 @@ from episodes.replay.errors import DeviceError
 from episodes.replay.sizes import as_count
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
+from episodes.structs import short_repr
 
 __all__ = [
     "DEFAULT_GAMMA",
@@ -510,12 +511,13 @@ def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: Any) -> np
     """
     row = table.order.get(episode_id)
     if row is None:
-        raise KeyError(f"episode {episode_id!r} is not stored")
+        raise KeyError(f"episode {short_repr(episode_id)} is not stored")
     t = np.atleast_1d(int_array(t, "times", KeyError))  # beyond int64: a time none holds
-    if ((t < table.t_begin[row]) | (t >= table.t_end[row])).any():
+    outside = (t < table.t_begin[row]) | (t >= table.t_end[row])
+    if outside.any():
         raise KeyError(
-            f"times {t.tolist()} outside episode {episode_id!r}'s stored steps "
-            f"[{table.t_begin[row]}, {table.t_end[row]})"
+            f"times {short_repr(t[outside].tolist())} outside episode {short_repr(episode_id)}'s "
+            f"stored steps [{table.t_begin[row]}, {table.t_end[row]})"
         )
     slots = episode_slots(store, table, row)
     return store.uid[slots[t - table.t_begin[row]]]

@@ -193,7 +193,18 @@ def spaces(
     strategy: st.SearchStrategy[gs.Space[Any]] = leaves
     for _ in range(max_depth):
         strategy = leaves | extend(strategy)
-    return strategy
+    # The unrolled nesting's own repr triples per level (MBs at depth 8, which hypothesis puts
+    # in its errors): a deferred strategy draws the same, and its repr is the call's.
+    built = strategy
+
+    def call() -> st.SearchStrategy[gs.Space[Any]]:
+        return built
+
+    call.__name__ = call.__qualname__ = (
+        f"spaces({kinds!r}, max_depth={max_depth}, max_children={max_children}, "
+        f"max_dims={max_dims}, max_side={max_side})"
+    )
+    return st.deferred(call)
 
 
 def _dict_of(
