@@ -2,7 +2,7 @@
 
 A fork while another thread of the parent held a ``threading.Lock`` leaves the child's copy
 held forever, and the child's first use of the cache hangs (DataLoader workers and Ray
-workers are forked). The caches of :mod:`episodes.io.manifest_prefix` and
+workers are forked). The caches of :mod:`episodes.io.kept_manifests` and
 :mod:`episodes.io.shard_index` hold one of these instead.
 
 Example:

@@ -27,14 +27,13 @@ Example:
 from __future__ import annotations
 
 import gc
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from episodes.io.errors import CorruptDatasetError
-from episodes.io.fork_lock import ForkLock
 from episodes.io.format import MANIFEST_FILE
+from episodes.io.kept_manifests import KeptManifests
 from episodes.io.manifest_lines import check_follows, line_crc, unseal_line, whole_line
 
 __all__ = ["MAX_KEPT", "MAX_KEPT_BYTES", "forget", "known_lines", "parse_manifest"]
@@ -60,8 +59,7 @@ class _Prefix:
     last_crc: str  # what the next line's "prev" names
 
 
-_kept: OrderedDict[str, _Prefix] = OrderedDict()
-_lock = ForkLock()  # a forked child gets a fresh one
+_kept = KeptManifests[_Prefix](MAX_KEPT)
 
 
 def parse_manifest(
@@ -85,10 +83,7 @@ def parse_manifest(
         >>> parse_manifest("/data/b", header + header[:9], *parse)[2:]  # a torn last line
         (35, True)
     """
-    with _lock:
-        known = _kept.get(key)
-        if known is not None:
-            _kept.move_to_end(key)
+    known = _kept.get(key)
     if known is not None and not raw.startswith(known.raw):
         known = None
     start = 0 if known is None else len(known.raw)
@@ -172,11 +167,7 @@ def _keep(
     prefix = _Prefix(
         raw, known.header_line, tuple(entries), private, known.names.union(fresh), last_crc
     )
-    with _lock:
-        _kept[key] = prefix
-        _kept.move_to_end(key)
-        while len(_kept) > MAX_KEPT:
-            _kept.popitem(last=False)
+    _kept.put(key, prefix)
 
 
 def known_lines(key: str) -> int:
@@ -186,8 +177,7 @@ def known_lines(key: str) -> int:
         >>> known_lines("/nowhere")
         0
     """
-    with _lock:
-        known = _kept.get(key)
+    known = _kept.peek(key)
     return 0 if known is None else 1 + len(known.entries)
 
 
@@ -198,8 +188,4 @@ def forget(key: str | None = None) -> None:
         >>> forget("/data/a"); known_lines("/data/a")
         0
     """
-    with _lock:
-        if key is None:
-            _kept.clear()
-        else:
-            _kept.pop(key, None)
+    _kept.drop(key)

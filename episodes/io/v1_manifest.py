@@ -27,14 +27,12 @@ Example:
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import filterfalse
 from pathlib import Path
 
 from episodes.io.errors import CorruptDatasetError
-from episodes.io.fork_lock import ForkLock
 from episodes.io.format import (
     CHUNK_NAME,
     CHUNKS_DIR,
@@ -44,6 +42,7 @@ from episodes.io.format import (
     ManifestEntry,
     read_regular_file,
 )
+from episodes.io.kept_manifests import KeptManifests
 
 __all__ = [
     "MAX_KEPT",
@@ -184,8 +183,7 @@ class _Known:
 
 
 _NOTHING = _Known(b"", 0, frozenset(), 0)
-_kept: OrderedDict[str, _Known] = OrderedDict()
-_lock = ForkLock()  # a forked child gets a fresh one
+_kept = KeptManifests[_Known](MAX_KEPT)
 
 
 def listed_chunks(root: Path) -> ListedChunks:
@@ -202,10 +200,7 @@ def listed_chunks(root: Path) -> ListedChunks:
     """
     raw = read_regular_file(root / MANIFEST_FILE, MANIFEST_FILE, MAX_JSON_BYTES)
     key = str(root)
-    with _lock:
-        known = _kept.get(key, _NOTHING)
-        if known is not _NOTHING:
-            _kept.move_to_end(key)
+    known = _kept.get(key) or _NOTHING
     if not raw.startswith(known.raw):
         known = _NOTHING
     entries, good, torn = _parse(raw, len(known.raw), known.lines + 1)
@@ -229,14 +224,10 @@ def listed_chunks(root: Path) -> ListedChunks:
 
 def _keep(key: str, known: _Known, keepable: bool) -> None:
     """Keeps ``known`` for ``key``, unless too large or holding a path no writer makes."""
-    with _lock:
-        if not keepable or len(known.raw) > MAX_KEPT_BYTES:
-            _kept.pop(key, None)
-            return
-        _kept[key] = known
-        _kept.move_to_end(key)
-        while len(_kept) > MAX_KEPT:
-            _kept.popitem(last=False)
+    if not keepable or len(known.raw) > MAX_KEPT_BYTES:
+        _kept.drop(key)
+    else:
+        _kept.put(key, known)
 
 
 def known_lines(key: str) -> int:
@@ -246,8 +237,7 @@ def known_lines(key: str) -> int:
         >>> known_lines("/nowhere")
         0
     """
-    with _lock:
-        return _kept.get(key, _NOTHING).lines
+    return (_kept.peek(key) or _NOTHING).lines
 
 
 def forget(key: str | None = None) -> None:
@@ -257,8 +247,4 @@ def forget(key: str | None = None) -> None:
         >>> forget("/data/a"); known_lines("/data/a")
         0
     """
-    with _lock:
-        if key is None:
-            _kept.clear()
-        else:
-            _kept.pop(key, None)
+    _kept.drop(key)

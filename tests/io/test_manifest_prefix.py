@@ -309,7 +309,7 @@ def test_a_deeply_nested_header_reads_as_a_fresh_parse_reads_it(tmp_path: Path) 
 def test_a_child_forked_while_the_lock_is_held_reads(tmp_path: Path) -> None:
     with DatasetWriter(tmp_path, sync=False) as w:
         w.write(_episode(0))
-    with prefix._lock:  # as another thread of the parent may hold it at the fork
+    with prefix._kept._lock:  # as another thread of the parent may hold it at the fork
         pid = os.fork()
         if pid == 0:  # the child: read within 10 s, or be killed by the alarm
             signal.alarm(10)
