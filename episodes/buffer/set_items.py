@@ -186,7 +186,8 @@ def extend_items(store: Store, space: gym.Space[Any] | None, items: Any) -> Any:
     """What ``InfiniteLookbackBuffer.extend`` appends for ``items``, read before any change.
 
     A list is taken as it is, and a one-pass iterable (:func:`one_pass_items`) read into one.
-    A numpy'd ``store`` takes anything else as a batch (``extend_batch`` checks it). In list
+    A numpy'd ``store`` takes anything else as a batch (``extend_batch`` checks it), except a
+    tuple where its items hold no tuple, which is the tuple of its items. In list
     mode the items are read as a numpy'd column reads them and as the setters do (contract
     3.7): a dict is a batched struct, split into its items along the leading axis (the items a
     numpy'd read gives, never the dict's keys); so is a tuple where the column's items are
@@ -213,6 +214,12 @@ def extend_items(store: Store, space: gym.Space[Any] | None, items: Any) -> Any:
     if one_pass_items(items):
         return list(items)
     if store.is_numpy:
+        if isinstance(items, tuple):
+            nesting = _item_nesting(store, space)
+            if nesting is _UNKNOWN and space is not None:
+                nesting = _space_nesting(space)
+            if nesting is not _UNKNOWN and not isinstance(nesting, tuple):
+                return list(items)  # the items of a column that holds no tuples, as list mode
         return items
     if isinstance(items, (str, bytes)):
         raise ValueError(
