@@ -2,7 +2,7 @@
 # The suite (differential tests aside) on versions other than the ones `make test` installs:
 # the oldest ones pyproject.toml allows, and another Python.
 #
-#   bash scripts/compat_check.sh oldest            # numpy 1.26, pyarrow 14, gymnasium 1.2.2
+#   bash scripts/compat_check.sh oldest            # numpy 1.26, pyarrow 16, gymnasium 1.2.2
 #   bash scripts/compat_check.sh torch22           # torch 2.2 (with numpy 1.26, pyarrow 19)
 #   bash scripts/compat_check.sh python PYTHON     # e.g. python3.10 or python3.13: latest deps
 #
@@ -18,7 +18,7 @@ target="${1:-}"
 case "$target" in
 oldest)
     venv=.compat/oldest python=python3
-    deps=("numpy<2" pyarrow==14.0.2 gymnasium==1.2.2 torch "${common[@]}")
+    deps=("numpy<2" pyarrow==16.0.0 gymnasium==1.2.2 torch "${common[@]}")
     ;;
 torch22)
     venv=.compat/torch22 python=python3

@@ -187,6 +187,7 @@ def _minari_module() -> Any:
     except ImportError as err:
         raise CliError(
             "Minari interop needs minari: pip install 'episodes[minari]' (or pip install minari)"
+            f" ({err})"  # an installed one that fails to import says why
         ) from err
     return minari_io
 

@@ -49,6 +49,7 @@ def plot(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise CliError(
             "plotting needs matplotlib: pip install 'episodes[plot]' (or pip install matplotlib)"
+            f" ({err})"  # an installed one that fails to import says why
         ) from err
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
