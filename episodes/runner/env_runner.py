@@ -299,6 +299,15 @@ class EnvRunner:
                 self._step()
                 vector_steps += 1
             recording = recorder.finish()
+            recorded = recorder.recorded  # known once finished (a device recorder counts then)
+            chunks = SampledChunks(
+                recording,
+                # Read as the constructor reads them: a VectorEnv need not have them.
+                getattr(self.env, "single_observation_space", None),
+                getattr(self.env, "single_action_space", None),
+                numpy_episodes=self.numpy_episodes,
+            )
+            self.metrics.add_time(recorded, vector_steps, time.perf_counter() - start)
         except BaseException as err:  # Ctrl-C too: the recorder holds a half-recorded call
             if self._stepped:  # the env went on past what was recorded: no way back
                 self._failure = f"{type(err).__name__}: {err}"
@@ -308,15 +317,6 @@ class EnvRunner:
             self._obs, self.state, self._state_layout, self._output_keys = saved[:4]
             self._output_key_set = saved[4]
             raise
-        recorded = recorder.recorded  # known once finished (a device recorder counts then)
-        chunks = SampledChunks(
-            recording,
-            # Read as the constructor reads them: a VectorEnv need not have them.
-            getattr(self.env, "single_observation_space", None),
-            getattr(self.env, "single_action_space", None),
-            numpy_episodes=self.numpy_episodes,
-        )
-        self.metrics.add_time(recorded, vector_steps, time.perf_counter() - start)
         if not self._backlog_warned and backlog_due(recorder.waiting, num_steps):
             # Last, the call complete: a filter raising the warning leaves the runner usable.
             self._backlog_warned = True  # first: such a filter raises it once
