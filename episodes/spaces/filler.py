@@ -48,6 +48,7 @@ def filler_item(space: gs.Space[Any] | None, fill: Any, *, one_hot_discrete: boo
     ``ValueError``. A ``Text`` leaf is ``fill``, which must be a string (a number would be a
     string in a numpy'd column and a number in a list one); a batch of them is as wide as
     ``max_length`` or ``fill``, whichever is longer.
+    A space of one's own with a ``shape`` and a number ``dtype`` fills as a ``Box`` of them.
     Leaves of other spaces (``Sequence``, ``Graph``, ``OneOf``) are ``fill`` itself. ``Dict``
     gives a dict, ``Tuple`` a tuple.
 
@@ -209,34 +210,62 @@ def _full(
     NaN or 2.7 into ints, -1 into uint8, 1e40 into float32; anything but numbers and bools
     (numpy would parse "1" or "nan" into a number, and drop the imaginary part of 1+2j); and a
     fill that is not shaped like one item (or broadcasts to one): ``np.full`` would spread it
-    over the items instead.
+    over the items instead. A plain number's verdict is remembered (:func:`_verdict_key`); the
+    array is built afresh on every call, so no two callers share one.
     """
     try:
-        fill = _plain_number(fill)
-        given = np.asarray(fill)
-        kind = np.dtype(dtype).kind
-        # Before any cast: numpy parses strings. An int beyond 64 bits is an object to numpy,
-        # but a number (np.full refuses it for ints; a float leaf holds it, if in range).
-        if given.dtype.kind not in "iufb" + "c" * (kind == "c") and not isinstance(fill, int):
-            raise ValueError(f"not a number: {given.dtype}")
-        if given.dtype.kind == "O" and kind == "f":
-            given = np.asarray(float(fill))
-        if given.ndim > len(item) or np.broadcast_shapes(given.shape, item) != item:
-            raise ValueError(f"its shape {given.shape} does not fit an item of shape {item}")
-        if given.dtype.kind in "iufcb" and kind in "iub":
-            with np.errstate(invalid="ignore", over="ignore"):
-                cast = given.astype(dtype)
-            if not np.array_equal(cast, given):
-                raise ValueError("the value changes in that dtype")
-        elif given.dtype.kind in "iuf" and kind == "f":
-            with np.errstate(over="ignore"):
-                overflows = np.isfinite(given) & ~np.isfinite(given.astype(dtype))
-            if overflows.any():  # 1e40 into float32 would pad with inf
-                raise ValueError("the value is beyond the dtype's range")
+        key = _verdict_key(fill, item, dtype)
+        if key is None or key not in _VERDICTS:
+            fill = _plain_number(fill)
+            _check_fill(item, fill, dtype)
+            if key is not None:
+                if len(_VERDICTS) >= _MAX_VERDICTS:
+                    _VERDICTS.clear()
+                _VERDICTS[key] = True
         _check_size(lead + item, dtype)  # a MemoryError: the fill is fine
         return np.full(lead + item, fill, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as err:
         raise ValueError(f"fill={fill!r} cannot fill a leaf of dtype {dtype} ({err})") from err
+
+
+# Plain number types whose every value checks alike for equal values (0.0 and -0.0 too, and
+# every NaN): a fill of these is checked once per (type, value, item shape, dtype).
+_PLAIN = frozenset((int, float, bool, np.float64, np.float32, np.int64, np.int32, np.bool_))
+_VERDICTS: dict[tuple[Any, ...], bool] = {}  # only fills found fine; refusals are re-checked
+_MAX_VERDICTS = 512
+_NAN = object()  # the key of every NaN, which equals no other NaN
+
+
+def _verdict_key(fill: Any, item: tuple[int, ...], dtype: Any) -> tuple[Any, ...] | None:
+    """The key of ``fill``'s remembered verdict for the leaf, or None: not remembered."""
+    kind = fill.__class__
+    if kind not in _PLAIN:
+        return None
+    return (kind, fill if fill == fill else _NAN, item, dtype)
+
+
+def _check_fill(item: tuple[int, ...], fill: Any, dtype: np.dtype[Any]) -> None:
+    """Refuses ``fill`` for a leaf of shape ``item`` and ``dtype`` (see :func:`_full`)."""
+    given = np.asarray(fill)
+    kind = np.dtype(dtype).kind
+    # Before any cast: numpy parses strings. An int beyond 64 bits is an object to numpy,
+    # but a number (np.full refuses it for ints; a float leaf holds it, if in range).
+    if given.dtype.kind not in "iufb" + "c" * (kind == "c") and not isinstance(fill, int):
+        raise ValueError(f"not a number: {given.dtype}")
+    if given.dtype.kind == "O" and kind == "f":
+        given = np.asarray(float(fill))
+    if given.ndim > len(item) or np.broadcast_shapes(given.shape, item) != item:
+        raise ValueError(f"its shape {given.shape} does not fit an item of shape {item}")
+    if given.dtype.kind in "iufcb" and kind in "iub":
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = given.astype(dtype)
+        if not np.array_equal(cast, given):
+            raise ValueError("the value changes in that dtype")
+    elif given.dtype.kind in "iuf" and kind == "f":
+        with np.errstate(over="ignore"):
+            overflows = np.isfinite(given) & ~np.isfinite(given.astype(dtype))
+        if overflows.any():  # 1e40 into float32 would pad with inf
+            raise ValueError("the value is beyond the dtype's range")
 
 
 def _plain_number(fill: Any) -> Any:
@@ -256,7 +285,11 @@ def _plain_number(fill: Any) -> Any:
 
 @singledispatch
 def _fill(space: gs.Space[Any], fill: Any, lead: tuple[int, ...], one_hot: bool) -> Any:
-    # Spaces without a fixed leaf shape (Text, Sequence, Graph, OneOf): the item is ``fill``.
+    # A space of its own with a fixed shape and a number dtype fills as a Box of them would.
+    shape, dtype = getattr(space, "shape", None), getattr(space, "dtype", None)
+    if shape is not None and isinstance(dtype, np.dtype) and dtype.kind in "biufc":
+        return _full(lead, tuple(shape), fill, dtype)
+    # Spaces without a fixed leaf shape (Sequence, Graph, OneOf): the item is ``fill``.
     return fill if not lead else _repeat(fill, lead)
 
 

@@ -134,11 +134,26 @@ def _scatter_ones(rows_cols: np.ndarray, width: int) -> np.ndarray:
 
 @_encode_leaf.register
 def _(space: gs.Discrete, value: Any) -> Any:
+    if value.__class__ is int or isinstance(value, np.integer):
+        return _one_int(space, value)  # one item, the common read: no arrays to scan
     idx = _as_indices(value, space.start, int(space.start) + int(space.n), space)
     n = int(space.n)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ValueError(f"one_hot: value out of range for {space}: {np.asarray(value)!r}")
     return _scatter_ones(idx.reshape(-1, 1), n).reshape(idx.shape + (n,))
+
+
+def _one_int(space: gs.Discrete, value: Any) -> np.ndarray:
+    """The one-hot of one integer, as the array path makes it (its errors included)."""
+    start, n = int(space.start), int(space.n)
+    index = int(value) - start  # Python ints: exact for uint64 and beyond 64 bits alike
+    if index < 0 or index >= n:
+        raise ValueError(f"one_hot: value out of range for {space}: {np.asarray(value)!r}")
+    if n * 4 > _MAX_BYTES:
+        raise MemoryError(f"1 one-hot rows of {n} float32 slots do not fit in one array")
+    out = np.zeros(n, dtype=np.float32)
+    out[index] = 1.0
+    return out
 
 
 @_encode_leaf.register
