@@ -43,7 +43,8 @@ __all__ = ["check_in_space", "takes_nan", "unbounded_scalar"]
 def unbounded_scalar(space: gym.Space[Any] | None) -> bool:
     """Whether ``space`` is a scalar float Box with no finite bound (the rewards column's).
 
-    Only gymnasium's own Box class: a subclass may judge its items otherwise.
+    gymnasium's Box, or a subclass that does not override ``contains`` (one that does may
+    judge its items otherwise; ``make_checker`` asks it, and so does ``set``).
 
     Example:
         >>> unbounded_scalar(gym.spaces.Box(float("-inf"), float("inf"), (), np.float64))
@@ -52,7 +53,8 @@ def unbounded_scalar(space: gym.Space[Any] | None) -> bool:
         False
     """
     return (
-        type(space) is gym.spaces.Box
+        isinstance(space, gym.spaces.Box)
+        and type(space).contains is gym.spaces.Box.contains
         and space.shape == ()
         and space.dtype is not None
         and space.dtype.kind == "f"

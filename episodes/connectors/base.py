@@ -25,12 +25,7 @@ from episodes.buffer.reading import filler_mismatch
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag, as_int
-from episodes.spaces import (
-    batch_with_layout,
-    filler_batch,
-    nest_as_space,
-    unstackable_space,
-)
+from episodes.spaces import batch_with_layout, filler_batch, nest_as_space, unstackable_space
 from episodes.spaces.batching import check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import map_alike, short_repr
@@ -70,9 +65,9 @@ class Connector(Protocol):
 class ConnectorPipeline:
     """Runs connectors in order, each getting the batch the previous one returned.
 
-    A call returns what the last connector returned (connectors may update the batch in place
-    or return a new one). One that a connector refuses, after earlier ones had added their
-    columns, puts the caller's ``batch`` back to the keys and values it held (contract §8.1).
+    A call returns what the last connector returned: each returns the batch (the one given,
+    updated in place, or a new one; None is a ``TypeError`` naming it). A call a connector
+    refuses puts the caller's ``batch`` back to the keys and values it held (contract §8.1).
 
     Args:
         connectors: The connectors (callables), in order.
@@ -131,14 +126,19 @@ class ConnectorPipeline:
         """
         check_episodes(episodes, "ConnectorPipeline")  # every connector reads them again
         out: Batch = {} if batch is None else batch
-        # The caller's top-level keys, to put back if a connector refuses part way (shipped
-        # connectors update the batch they are given in place, so the earlier ones' columns
-        # would stay behind); one shallow copy a call, not per row.
+        # The caller's top-level keys, put back if a connector refuses part way (the earlier
+        # ones' columns, added in place, would stay behind); one shallow copy a call.
         before = dict(batch) if isinstance(batch, MutableMapping) else None
         try:
             given = cast("list[SingleAgentEpisode]", episodes)  # any Sequence, as checked
-            for connector in self.connectors:
+            for i, connector in enumerate(self.connectors):
                 out = connector(given, out)
+                if out is None:  # the next would fail on None, naming no connector
+                    name = getattr(connector, "__qualname__", "") or short_repr(connector)
+                    raise TypeError(
+                        f"connector {i} ({name}) returned None: a connector must return the "
+                        "batch (the one it was given, updated in place, or a new one)"
+                    )
         except BaseException:
             if before is not None and batch is not None:
                 batch.clear()

@@ -72,7 +72,10 @@ def join_leaves(leaves: list[Any]) -> np.ndarray:
 
     Checked only when the joined leaf holds text (strings or bytes), so number columns cost
     nothing more. How the connectors join their columns (:func:`concat_rows`), and the rule
-    for any reader joining per-episode rows.
+    for any reader joining per-episode rows. A leaf shaped ``(0,)`` beside leaves it does not
+    join (``np.asarray([])``, the read of an episode of no steps without a space, next to
+    ``(n, 2)`` rows) holds no rows and no row shape: it is left out of that join, so its dtype
+    does not count either. Where the leaves join as they are, nothing is left out.
 
     Raises:
         TextJoinError: A ``ValueError`` naming both dtypes (and, in ``text``/``odd``, the
@@ -86,10 +89,33 @@ def join_leaves(leaves: list[Any]) -> np.ndarray:
         ... except ValueError as err:
         ...     print(err.why)
         numpy would turn the int64 rows into strings
+        >>> join_leaves([np.zeros((2, 2), np.float32), np.asarray([])]).shape
+        (2, 2)
     """
-    joined = np.concatenate(leaves)
+    try:
+        joined = np.concatenate(leaves)
+    except ValueError as err:
+        joined = _without_empty(leaves, err)
     if joined.dtype.kind in "US":
         pair = text_join_pair(leaves)
         if pair is not None:
             raise TextJoinError(*pair, [np.asarray(leaf).dtype for leaf in leaves])
     return joined
+
+
+def _without_empty(leaves: list[Any], err: ValueError) -> np.ndarray:
+    """The leaves joined without those of shape ``(0,)``, or ``err`` (numpy's) as it was."""
+    kept = [leaf for leaf in leaves if not _no_rows(leaf)]
+    if kept and len(kept) < len(leaves):
+        try:
+            return np.concatenate(kept)
+        except ValueError:
+            pass
+    raise err
+
+
+def _no_rows(leaf: Any) -> bool:
+    try:
+        return np.shape(leaf) == (0,)
+    except ValueError:  # ragged: not empty
+        return False

@@ -166,9 +166,16 @@ class BufferAccess:
 
         save_buffer(cast("EpisodeReplayBuffer", self), path)
 
-    @staticmethod
-    def load(path: str | os.PathLike[str], *, seed: Any = None) -> EpisodeReplayBuffer:
-        """Reads a buffer written by :meth:`save` (of the class it was saved as).
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, seed: Any = None) -> EpisodeReplayBuffer:
+        """Reads a buffer written by :meth:`save`.
+
+        Called on ``EpisodeReplayBuffer`` or ``PrioritizedEpisodeReplayBuffer`` it builds the
+        kind saved (uniform or prioritized). Called on a subclass of yours it builds that
+        class, as ``cls(capacity, batch_size_B=..., seed=...)`` (and ``alpha=...`` when
+        prioritized; its own arguments take their defaults), provided the save is of its
+        kind: a prioritized save loaded by a uniform subclass, or the other way round, is a
+        ``ValueError``. The class is never read from the save.
 
         Example:
             >>> import tempfile
@@ -184,7 +191,7 @@ class BufferAccess:
         """
         from episodes.replay.persistence import load_buffer
 
-        return load_buffer(path, seed=seed)
+        return load_buffer(path, seed=seed, make=cast("type[EpisodeReplayBuffer]", cls))
 
     @overload
     @classmethod

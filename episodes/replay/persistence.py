@@ -183,10 +183,15 @@ def _encoded_ids(ids: list[Any], place: str) -> list[Any]:
     return encoded
 
 
-def load_buffer(path: str | os.PathLike[str], *, seed: Any = None) -> EpisodeReplayBuffer:
+def load_buffer(
+    path: str | os.PathLike[str], *, seed: Any = None, make: type[EpisodeReplayBuffer] | None = None
+) -> EpisodeReplayBuffer:
     """Reads a buffer written by :func:`save_buffer` (its class, contents and counters).
 
-    The stable item indices are renumbered (``0..N-1`` in the saved order).
+    The stable item indices are renumbered (``0..N-1`` in the saved order). ``make``, a
+    subclass of the buffers (not either of them), is the class to build instead of the saved
+    kind's (``EpisodeReplayBuffer.load`` passes the class it is called on); it must be of the
+    saved kind (uniform or prioritized), or a ``ValueError`` is raised before its episodes are read.
 
     Raises:
         ValueError: ``path`` holds no saved buffer of a known version, or a damaged one:
@@ -226,20 +231,30 @@ def load_buffer(path: str | os.PathLike[str], *, seed: Any = None) -> EpisodeRep
     if not isinstance(meta, dict) or type(version) is not int or version not in (1, _VERSION):
         raise ValueError(f"{root}: unsupported replay buffer version {version!r}")
     _check_meta(meta, root)
+    prioritized = meta["kind"] == "prioritized"
+    subclass = make not in (None, EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer)
+    if make is None or not subclass:  # the saved kind
+        make = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
+    elif issubclass(make, PrioritizedEpisodeReplayBuffer) != prioritized:
+        name, is_ = make.__name__, "is not" if prioritized else "is"
+        raise ValueError(
+            f"{root} holds a {meta['kind']} replay buffer: {name} {is_} a "
+            f"PrioritizedEpisodeReplayBuffer, so {name}.load cannot build it; load it with "
+            f"{'Prioritized' if prioritized else ''}EpisodeReplayBuffer.load"
+        )
     _check_episodes_dir(root / "episodes")
     if seed is not None:  # the caller's: refused as it is, not as damage of the save
         sampling_generator(seed)
-    buffer: EpisodeReplayBuffer
+    settings: dict[str, Any] = {"batch_size_B": meta["batch_size_B"], "seed": seed}
+    if prioritized:
+        settings["alpha"] = meta["alpha"]
     try:  # the saved settings: a capacity, batch size or alpha the buffer refuses is damage
-        if meta["kind"] == "prioritized":
-            buffer = PrioritizedEpisodeReplayBuffer(
-                meta["capacity"], batch_size_B=meta["batch_size_B"], alpha=meta["alpha"], seed=seed
-            )
-        else:
-            buffer = EpisodeReplayBuffer(
-                meta["capacity"], batch_size_B=meta["batch_size_B"], seed=seed
-            )
+        buffer = make(meta["capacity"], **settings)
     except (TypeError, ValueError) as err:
+        if isinstance(err, TypeError) and subclass:
+            given = ", ".join(f"{key}=..." for key in settings)  # not damage: its signature
+            name = make.__name__
+            raise TypeError(f"{name}.load calls {name}(capacity, {given}): {err}") from err
         raise ValueError(f"{root}: damaged replay buffer (settings: {err})") from None
     # verify: the episodes were written with checksums; a damaged file is refused, not read.
     episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))

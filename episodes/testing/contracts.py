@@ -89,7 +89,13 @@ def _assert_same(a: Any, b: Any, what: str, check_dtype: bool = False) -> None:
 
 
 def _call(connector: Connector, episodes_: list[SingleAgentEpisode], batch: Any = None) -> Any:
-    return connector(episodes_, {} if batch is None else batch)
+    out = connector(episodes_, {} if batch is None else batch)
+    if out is None:  # a pipeline refuses it; every check would judge None instead of a batch
+        raise ConnectorContractError(
+            "the connector returned None: a connector must return the batch (the one it was "
+            "given, updated in place, or a new one), as ConnectorPipeline requires"
+        )
+    return out
 
 
 def check_does_not_mutate(

@@ -240,8 +240,9 @@ def test_a_pipeline_call_that_succeeds_returns_what_its_last_connector_returned(
     assert sorted(batch) == ["given", "obs", "prev_n_actions", "prev_n_rewards"]
     fresh = ConnectorPipeline([lambda eps, b: _Tagged(only=2)])([], batch)
     assert type(fresh) is _Tagged and fresh.tag == 2 and "obs" in batch  # the caller's kept
-    # A last connector returning None: the earlier ones' columns stay in the caller's batch.
+    # A last connector returning None is refused, naming it; the caller's batch is put back.
     other = {}
-    assert ConnectorPipeline([FrameStack(2), _log_only])([_box_episode()], other) is None
-    assert sorted(other) == ["obs"]
+    with pytest.raises(TypeError, match=r"connector 1 \(_log_only\) returned None"):
+        ConnectorPipeline([FrameStack(2), _log_only])([_box_episode()], other)
+    assert other == {}
     assert ConnectorPipeline([FrameStack(2)])([_box_episode()])["obs"].shape == (2, 2, 2)

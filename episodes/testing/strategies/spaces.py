@@ -231,7 +231,10 @@ def items(space: gs.Space[Any]) -> st.SearchStrategy[Any]:
 
     Values have the types gymnasium's own ``sample()`` gives (numpy scalars and arrays of the
     space's dtype, dicts, tuples, strings, ``GraphInstance``). They shrink towards the lowest
-    integers, zeros and empty strings/sequences.
+    integers, zeros and empty strings/sequences. A subclass space (at any level) is drawn as
+    its gymnasium base is; where it overrides ``contains`` (a Box holding a unit ball), the
+    draws it refuses are filtered out, so a space that takes few of its base's values makes
+    hypothesis give up (a failed health check): draw those values yourself.
 
     Example:
         >>> from hypothesis import find
@@ -241,12 +244,21 @@ def items(space: gs.Space[Any]) -> st.SearchStrategy[Any]:
     return _items(space)
 
 
-@singledispatch
 def _items(space: gs.Space[Any]) -> st.SearchStrategy[Any]:
+    strategy = _by_kind(space)
+    cls: Any = type(space)
+    base = next(c for c in cls.__mro__ if c in _by_kind.registry)  # what the dispatch used
+    if cls.contains is not base.contains:  # a subclass judging its values itself
+        strategy = strategy.filter(space.contains)
+    return strategy
+
+
+@singledispatch
+def _by_kind(space: gs.Space[Any]) -> st.SearchStrategy[Any]:
     raise TypeError(f"items() does not know how to draw values of {type(space).__name__}")
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.Discrete) -> st.SearchStrategy[Any]:
     start, n = int(space.start), int(space.n)
     return st.integers(start, start + n - 1).map(space.dtype.type)
@@ -276,7 +288,7 @@ def _box_elements(dtype: np.dtype[Any], low: Any, high: Any) -> st.SearchStrateg
     )
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.Box) -> st.SearchStrategy[Any]:
     low, high = space.low, space.high
     if low.size == 0:  # a Box of no entries holds one value
@@ -291,12 +303,12 @@ def _(space: gs.Box) -> st.SearchStrategy[Any]:
     )
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.MultiBinary) -> st.SearchStrategy[Any]:
     return hnp.arrays(space.dtype, space.shape, elements=st.integers(0, 1))
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.MultiDiscrete) -> st.SearchStrategy[Any]:
     starts, nvec = space.start.flat, space.nvec.flat
     entries = [st.integers(int(s), int(s) + int(n) - 1) for s, n in zip(starts, nvec)]
@@ -305,13 +317,13 @@ def _(space: gs.MultiDiscrete) -> st.SearchStrategy[Any]:
     )
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.Text) -> st.SearchStrategy[Any]:
     alphabet = sorted(space.character_set)
     return st.text(st.sampled_from(alphabet), min_size=space.min_length, max_size=space.max_length)
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.Dict) -> st.SearchStrategy[Any]:
     # Keys in the space's order, as sample() gives them: fixed_dictionaries shuffles them, and
     # code flattening list(obs.values()) would see other layouts on equal values.
@@ -324,12 +336,12 @@ def _keyed(keys: list[Any], values: tuple[Any, ...]) -> dict[Any, Any]:
     return dict(zip(keys, values))
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.Tuple) -> st.SearchStrategy[Any]:
     return st.tuples(*[_items(sub) for sub in space.spaces])
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.Sequence) -> st.SearchStrategy[Any]:
     values = st.lists(_items(space.feature_space), max_size=3)
     if space.stack:
@@ -348,7 +360,7 @@ def _tagged(index: int, value: Any) -> tuple[np.int64, Any]:
     return (np.int64(index), value)  # gymnasium's sample() gives the index as np.int64
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.OneOf) -> st.SearchStrategy[Any]:
     branches = [
         _items(sub).map(functools.partial(_tagged, i)) for i, sub in enumerate(space.spaces)
@@ -380,6 +392,6 @@ def _stack(space: gs.Space[Any], values: list[Any]) -> np.ndarray:
     return np.array(values, dtype=space.dtype).reshape((len(values), *shape))
 
 
-@_items.register
+@_by_kind.register
 def _(space: gs.Graph) -> st.SearchStrategy[Any]:
     return _graph(space)
