@@ -183,6 +183,11 @@ def _encoded_ids(ids: list[Any], place: str) -> list[Any]:
     return encoded
 
 
+def _as_tuples(value: Any) -> Any:
+    """A version-1 save's evicted id: its JSON lists (tuples when saved) as tuples."""
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, list) else value
+
+
 def load_buffer(
     path: str | os.PathLike[str], *, seed: Any = None, make: type[EpisodeReplayBuffer] | None = None
 ) -> EpisodeReplayBuffer:
@@ -275,6 +280,8 @@ def load_buffer(
             raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     try:
         evicted = [decode_value(i, blob=None, where="evicted id") for i in meta["evicted"]]
+        if version == 1:  # raw JSON then: a tuple id was written as a list, which no id is
+            evicted = [_as_tuples(i) for i in evicted]
     except (DatasetError, TypeError, ValueError, KeyError) as err:
         raise ValueError(f"{root}: damaged replay buffer (evicted ids: {err})") from None
     unknown = set(meta["counters"]) - set(buffer.get_counters())
