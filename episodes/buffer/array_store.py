@@ -51,6 +51,7 @@ _MAX_PENDING = 4096
 # Append paths by layout: a flat column of numbers, a flat column of rows, anything else, and a
 # flat column of Python objects (no pending fast path: an object row's bytes are pointers).
 _SCALARS, _ROWS, _NESTED_LAYOUT, _OBJECTS = 1, 2, 3, 4
+_DERIVED = frozenset("_kind _row_dtype _row_shape _always_fit _ranged _low _high _shared".split())
 
 
 class ArrayStore(array_batches.ArrayBatchOps):
@@ -125,8 +126,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
 
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
         leaves = self.leaves  # items only: a column cut from 1000 rows to 2 pickled all 1000
-        slots = slot_values(self)
-        slots.pop("_shared", None)  # a copy owns its arrays
+        slots = slot_values(self, _DERIVED)  # _set_kind's slots and _shared: set on loading
         return None, {**slots, "_leaves": [leaf[: self.size] for leaf in leaves]}
 
     def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:

@@ -72,6 +72,8 @@ def native_leaves(batch: Any) -> Any:
         >>> out = native_leaves(batch); out["a"].dtype, out["b"] is batch["b"]
         (dtype('float32'), True)
     """
+    if batch.__class__ is np.ndarray:  # a flat column's batch
+        return native_array(batch)
     leaves, structure = flatten(batch)
     if all(not isinstance(leaf, np.ndarray) or leaf.dtype.isnative for leaf in leaves):
         return batch
@@ -114,7 +116,8 @@ def holds_masked(items: Any) -> bool:
     """Whether a masked array with masked entries is among ``items`` or their leaves.
 
     ``items`` is a list or tuple of items (dicts, lists and tuples are walked). One type scan
-    per nesting level: a level without a container or masked array costs no Python loop.
+    per nesting level: a level without a container or masked array costs no Python loop, and
+    a level of one type (a column of floats, of arrays) builds no set of its types.
 
     Example:
         >>> holds_masked([1.0, [0.5, 2.0]]), holds_masked([(np.ma.masked_array([1], mask=1),)])
@@ -124,9 +127,18 @@ def holds_masked(items: Any) -> bool:
     for _ in range(_FAST_LEVELS):
         if not values:
             return False
-        classes = set(map(type, values))
-        if not any(issubclass(cls, _SUSPECT) for cls in classes):
-            return False
+        # Counting the first type's share of the types is cheaper than a set of them, and a
+        # level usually holds one type (a column of floats, of arrays).
+        kinds = list(map(type, values))
+        first = kinds[0]
+        if kinds.count(first) == len(kinds):
+            if not issubclass(first, _SUSPECT):
+                return False
+            classes = {first}
+        else:
+            classes = set(kinds)
+            if not any(issubclass(cls, _SUSPECT) for cls in classes):
+                return False
         if classes <= _SEQUENCES:  # rows given as lists (the usual nesting): at C speed
             values = list(chain.from_iterable(values))
             continue
@@ -192,6 +204,8 @@ def plain_leaves(batch: Any, what: str = "the batch") -> tuple[list[np.ndarray],
         >>> [a.tolist() for a in arrays], sorted(structure)
         ([[0, 1], 0.5, 1.5], ['a', 'b'])
     """
+    if batch.__class__ is np.ndarray:  # a flat column's batch: no mask, an array already
+        return [batch], None
     leaves, structure = flatten(batch)
     for leaf in leaves:
         check_unmasked(leaf, what)  # np.asarray would drop its mask

@@ -17,6 +17,7 @@ __all__ = ["exact_sum", "reward_sum"]
 
 # Below this sum of magnitudes an int64 sum cannot wrap, even with a float's rounding of it.
 _INT64_SAFE = 2.0**62
+_FLOAT64 = np.dtype(np.float64)
 
 
 def reward_sum(rewards: Any) -> float:
@@ -46,6 +47,8 @@ def reward_sum(rewards: Any) -> float:
             values = np.asarray(rewards)
         except ValueError as error:  # ragged: arrays of different shapes among the rewards
             raise _not_scalar_rewards(f"ragged rewards ({error})") from error
+        if values.dtype is _FLOAT64 and values.ndim == 1:  # the usual rewards: what sum() does
+            return float(np.add.reduce(values))
         if values.ndim != 1:
             if values.size != len(values):
                 raise _not_scalar_rewards(f"rewards of shape {values.shape}")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import builtins
-import contextlib
 import uuid
-from collections.abc import Iterator
 from typing import Any, ClassVar, SupportsIndex, TypeVar, cast
 
 import gymnasium as gym
@@ -45,19 +43,6 @@ def _checked_space(value: Any) -> Any:
     if not isinstance(value, gym.Space):
         raise TypeError(f"a space must be a gymnasium Space or None, got {type(value).__name__}")
     return checker_for(value)
-
-
-@contextlib.contextmanager
-def _spaces_kept_if_refused(given: list[Any]) -> Iterator[None]:
-    # The columns are given their spaces before the episode is validated: a refused episode
-    # leaves the caller's buffers with the spaces they had.
-    saved = [(c, c.space) for c in given if isinstance(c, InfiniteLookbackBuffer)]
-    try:
-        yield
-    except BaseException:
-        for column, space in saved:
-            column.space = space
-        raise
 
 
 class SingleAgentEpisode(StepRecorder, ColumnAccessors):
@@ -151,7 +136,10 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         lookback = lookback_of(len_lookback_buffer, len(rewards) if rewards is not None else 0)
         infos = infos_or_default(infos, observations)  # none given: one {} each, as RLlib
         given = [observations, infos, actions, rewards, *extras.values()]
-        with _spaces_kept_if_refused(given):
+        # The columns take their spaces before the episode is validated: a refused episode
+        # leaves the caller's buffers with the spaces they had.
+        saved = [(c, c.space) for c in given if isinstance(c, InfiniteLookbackBuffer)]
+        try:
             self._assign(  # the columns take the episode's spaces (rewards: REWARD_SPACE)
                 {
                     "id_": id_ if id_ is not None else uuid.uuid4().hex,
@@ -174,6 +162,10 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
                 to_columns=True,
             )
             self.validate()
+        except BaseException:
+            for column, space in saved:
+                column.space = space
+            raise
 
     @classmethod
     def from_fields(cls: type[_Episode], values: dict[str, Any]) -> _Episode:
@@ -215,9 +207,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         return episode
 
     def _assign(self, values: dict[str, Any], *, to_columns: bool) -> None:
-        for field in FIELDS:  # each value checked for its field's kind
-            value = snapshot.field_value(field, values.get(field.name, field.default))
-            object.__setattr__(self, field.slot, value)
+        snapshot.assign_fields(self, values)  # each value checked for its field's kind
         if "t" not in values:
             self.t = self.t_started + len(self.rewards)
         if not to_columns:  # from_fields: every column keeps its own space (contract 7.3)
