@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Union
 
 import numpy as np
@@ -322,37 +322,18 @@ def slice_positions(
     step = 1 if slice_.step is None else as_int(slice_.step, what="slice step")
     if step == 0:
         raise ValueError("slice step cannot be zero")
+    kw: dict[str, Any] = dict(
+        lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+    )
     if step > 0:
-        plan = plan_slice(
-            slice_,
-            lookback=lookback,
-            total=total,
-            neg_index_as_lookback=neg_index_as_lookback,
-            fill=fill,
-        )
+        plan = plan_slice(slice_, fill=fill, **kw)
         first, end = plan.start - plan.fill_left, plan.stop + plan.fill_right
         count = max(0, -((first - end) // step))
         _check_count(count)
         return _positions(first, end, step, count)
     start, stop = slice_.start, slice_.stop
-    if start is None:
-        start = total - 1
-    else:
-        start = resolve_int(
-            as_int(start, what="slice bound"),
-            lookback=lookback,
-            total=total,
-            neg_index_as_lookback=neg_index_as_lookback,
-        )
-    if stop is None:
-        stop = lookback - 1
-    else:
-        stop = resolve_int(
-            as_int(stop, what="slice bound"),
-            lookback=lookback,
-            total=total,
-            neg_index_as_lookback=neg_index_as_lookback,
-        )
+    start = total - 1 if start is None else resolve_int(as_int(start, what="slice bound"), **kw)
+    stop = lookback - 1 if stop is None else resolve_int(as_int(stop, what="slice bound"), **kw)
     if not fill:
         start, stop = min(start, total - 1), max(stop, -1)
         if start <= stop:  # also where a bound lies beyond int64
@@ -424,8 +405,9 @@ def resolve_list(
     """Maps a list of user indices to an int64 array of storage positions (possibly out of range).
 
     A position beyond int64 is -1 (left of the data) or ``total`` (right of it): such an index
-    is out of range like any other, not an ``OverflowError``. An integer array, or a list or
-    tuple of ints, resolves in a few numpy operations; anything else index by index, with
+    is out of range like any other, not an ``OverflowError``. A list or tuple of fewer than 32
+    Python ints resolves in Python (numpy's calls would cost more); an integer array, or a
+    longer list or tuple of ints, in a few numpy operations; anything else index by index, with
     :func:`as_int`'s ``TypeError`` for the first index that is no int (a bool, a float).
 
     Example:
@@ -434,22 +416,44 @@ def resolve_list(
         >>> resolve_list([10**20, -(10**20)], lookback=0, total=2, neg_index_as_lookback=True)
         array([ 2, -1])
     """
-    array = _int_array(indices)
-    if array is not None:
-        return _resolve_array(array, lookback, total, neg_index_as_lookback)
+    positions = _short_positions(indices, lookback, total, neg_index_as_lookback)
+    if positions is None:
+        array = _int_array(indices)
+        if array is not None:
+            return _resolve_array(array, lookback, total, neg_index_as_lookback)
+        ints = map(as_int, indices)  # as_int's TypeError for the first index that is no int
+        positions = _positions_of(ints, lookback, total, neg_index_as_lookback)
+    try:
+        return np.array(positions, dtype=np.int64)
+    except OverflowError:  # beyond int64: out of range as any other, not an overflow
+        beyond = (-1, total)  # left of the data, or right of it
+        fit = [p if -_INT64_BOUND <= p < _INT64_BOUND else beyond[p > 0] for p in positions]
+        return np.array(fit, dtype=np.int64)
 
-    def position(index: Any) -> int:
-        resolved = resolve_int(
-            as_int(index),
-            lookback=lookback,
-            total=total,
-            neg_index_as_lookback=neg_index_as_lookback,
-        )
-        if -_INT64_BOUND <= resolved < _INT64_BOUND:
-            return resolved
-        return -1 if resolved < 0 else total  # out of range as any other, not an overflow
 
-    return np.fromiter(map(position, indices), dtype=np.int64, count=len(indices))
+# Lists shorter than this resolve in Python ints: numpy's calls cost more than a short loop.
+_SHORT = 32
+_PYTHON_INT = frozenset((int,))
+
+
+def _short_positions(
+    indices: Any, lookback: int, total: int, neg_index_as_lookback: bool
+) -> list[int] | None:
+    """A short list or tuple of Python ints resolved in Python; None for anything else."""
+    kind = indices.__class__
+    short = (kind is list or kind is tuple) and len(indices) < _SHORT
+    if short and set(map(type, indices)) <= _PYTHON_INT:
+        return _positions_of(indices, lookback, total, neg_index_as_lookback)
+    return None
+
+
+def _positions_of(
+    indices: Iterable[int], lookback: int, total: int, neg_index_as_lookback: bool
+) -> list[int]:
+    """:func:`resolve_int` per index, in Python ints (a position may lie beyond int64)."""
+    if neg_index_as_lookback:
+        return [lookback + i for i in indices]
+    return [lookback + i if i >= 0 else total + i for i in indices]
 
 
 def _int_array(indices: Sequence[Any]) -> np.ndarray | None:
@@ -515,36 +519,31 @@ def set_positions(
         >>> set_positions(slice(0, 2), lookback=1, total=4, neg_index_as_lookback=False)
         range(1, 3)
     """
+    if type(at_indices) is int:  # one write, the hot path: resolve_int inlined
+        index = at_indices
+        position = lookback + index if index >= 0 or neg_index_as_lookback else total + index
+        if 0 <= position < total:
+            return position  # else the error below
+    kw: dict[str, Any] = dict(
+        lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
+    )
     if at_indices is None:
         return range(lookback, total)
     if isinstance(at_indices, slice):
         if at_indices.step is not None and as_int(at_indices.step, what="slice step") < 0:
-            return slice_positions(
-                at_indices,
-                lookback=lookback,
-                total=total,
-                neg_index_as_lookback=neg_index_as_lookback,
-                fill=False,
-            ).tolist()
-        plan = plan_slice(
-            at_indices,
-            lookback=lookback,
-            total=total,
-            neg_index_as_lookback=neg_index_as_lookback,
-            fill=False,
-        )
+            return slice_positions(at_indices, fill=False, **kw).tolist()
+        plan = plan_slice(at_indices, fill=False, **kw)
         return range(plan.start, plan.stop, plan.step)
     if isinstance(at_indices, (list, tuple, np.ndarray)):
-        resolved = resolve_list(
-            index_sequence(at_indices),
-            lookback=lookback,
-            total=total,
-            neg_index_as_lookback=neg_index_as_lookback,
-        )
-        valid = (resolved >= 0) & (resolved < total)
-        positions = resolved.tolist()
-        if not valid.all():
-            bad = [i for i, ok in zip(at_indices, valid.tolist()) if not ok]
+        positions = _short_positions(at_indices, lookback, total, neg_index_as_lookback)
+        if positions is not None:  # a short list of ints: checked in Python, as resolved
+            valid = not positions or (min(positions) >= 0 and max(positions) < total)
+        else:
+            resolved = resolve_list(index_sequence(at_indices), **kw)
+            valid = bool(((resolved >= 0) & (resolved < total)).all())
+            positions = resolved.tolist()
+        if not valid:
+            bad = [i for i, p in zip(at_indices, positions) if not 0 <= p < total]
             raise IndexError(
                 f"cannot set at indices {bad}: out of range for a buffer with {total - lookback} "
                 f"items and a lookback of {lookback} "
@@ -552,9 +551,7 @@ def set_positions(
             )
         return positions
     index = as_int(at_indices)
-    position = resolve_int(
-        index, lookback=lookback, total=total, neg_index_as_lookback=neg_index_as_lookback
-    )
+    position = resolve_int(index, **kw)
     if not in_range(position, total):
         raise IndexError(
             f"cannot set at index {index}: out of range for a buffer with {total - lookback} "

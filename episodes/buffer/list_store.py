@@ -181,6 +181,12 @@ class ListStore:
             ['a', 2, 'c']
         """
         data = self.data
+        if isinstance(positions, range) and items.__class__ is list:
+            start, stop, step = positions.start, positions.stop, positions.step
+            fits = start >= 0 and step > 0 and 0 <= stop <= len(data)
+            if fits and len(positions) == len(items):  # every position in range: one write
+                data[start:stop:step] = items  # as many items as it replaces
+                return
         for position, item in zip(positions, items):
             data[position] = item
 

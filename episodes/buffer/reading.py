@@ -35,6 +35,8 @@ from episodes.structs import (
 
 # Dtype kinds of numbers and bools.
 _NUMBERS = "biufc"
+# Position lists shorter than this are checked and (from a list store) read in Python.
+_SHORT = 32
 # The classes a fill may nest in (subclasses, e.g. namedtuples, are left as they are).
 _NESTED = (dict, tuple, list)
 
@@ -130,13 +132,21 @@ def read_positions(
         IndexError: indices [2] are out of range for a buffer with 1 items and a lookback of 1
     """
     total = len(store)
-    valid = (positions >= 0) & (positions < total)
-    all_valid = bool(valid.all())
+    valid: np.ndarray | None = None
+    listed: list[int] | None = None
+    if len(positions) < _SHORT:  # a few positions: Python's loop costs less than numpy's masks
+        listed = positions.tolist()
+        all_valid = not listed or (min(listed) >= 0 and max(listed) < total)
+        flags = [] if all_valid else [0 <= p < total for p in listed]
+    else:
+        valid = (positions >= 0) & (positions < total)
+        all_valid = bool(valid.all())
+        flags = [] if all_valid else valid.tolist()
     if not all_valid and fill is None:
         named = positions if indices is None else indices
         # Plain ints in the message: numpy 2 would print [np.int64(12)].
         named = named.tolist() if isinstance(named, np.ndarray) else list(named)
-        bad = [i for i, ok in zip(named, valid.tolist()) if not ok]
+        bad = [i for i, ok in zip(named, flags) if not ok]
         raise IndexError(
             f"indices {bad} are out of range for a buffer with {total - lookback} items "
             f"and a lookback of {lookback}"
@@ -145,12 +155,17 @@ def read_positions(
         if not len(positions):
             empty = indexing.SlicePlan(0, 0, 0, 0, 1)
             return read_plan(store, space, empty, fill, one_hot_discrete)
-        gathered = store.gather(positions)
+        pylist = store.pylist  # a list store's items, read as its gather reads them
+        if listed is not None and pylist is not None:
+            gathered = [pylist[p] for p in listed]
+        else:
+            gathered = store.gather(positions)
         return store.encode_one_hot(gathered, space) if one_hot_discrete else gathered
     item = column_fill(store, fill) if space is None and store.is_numpy else fill
     filler = item if space is None else filler_at(store, space, fill, one_hot_discrete)
     if store.is_numpy:
         refuse_cut_fill(filler)  # stacked with the items: numpy's strings would cut it
+        valid = np.array(flags, dtype=bool) if valid is None else valid
         mixed = _filled_gather(store, space, positions, valid, filler, item, one_hot_discrete)
         if mixed is not None:
             return mixed
@@ -158,7 +173,7 @@ def read_positions(
             filler = fill  # an object column's NUL-ending text: its items are the text itself
     items = [
         (one_hot(store.get(p), space) if one_hot_discrete else store.get(p)) if ok else filler
-        for p, ok in zip(positions.tolist(), valid.tolist())
+        for p, ok in zip(positions.tolist() if listed is None else listed, flags)
     ]
     try:
         return store.from_items(items)
