@@ -1,14 +1,10 @@
 """The numpy store: one growable array per leaf of the item structure, time axis first.
 
-Appending writes into the next free row and doubles the capacity when it runs out, instead of
-concatenating the whole column on every step. Plain numbers appended to a scalar store (rewards,
-scalar model outputs), and rows of exactly the stored dtype and shape (as bytes; never rows
-holding Python objects, whose bytes are only pointers), wait in a short Python list and are
-written in one bulk assignment the next time anything reads the arrays: a numpy item store costs
-several list appends.
-
-Its batches (what windows, gathers and fillers are) are structs of arrays with a leading time
-axis; windows are views.
+Appending writes the next free row, doubling the capacity when full. Plain numbers (rewards,
+scalar outputs) and rows of exactly the stored dtype and shape (never object rows: their bytes
+are pointers) wait in a short list, written in one bulk assignment at the next read. Its
+batches (windows, gathers, fillers) are structs of arrays with a leading time axis; windows are
+views.
 
 Example:
     >>> store = ArrayStore.from_batch(np.zeros((2, 3), np.float32))
@@ -407,10 +403,11 @@ class ArrayStore(array_batches.ArrayBatchOps):
             self._adopt_layout([(a.shape, a.dtype) for a in arrays], structure)
             try:
                 rows = [appended_row(column, leaf) for column, leaf in zip(self.leaves, leaves)]
-            except ValueError:
+                self._reserve(self.size + 1)
+            except BaseException:  # an interrupt or MemoryError too: the layout was this item's
                 self._forget_adopted_layout()
                 raise
-        self._reserve(self.size + 1)
+        self._reserve(self.size + 1)  # done above for a first item
         size = self.size
         for column, row in zip(self.leaves, rows):
             column[size] = row
@@ -448,13 +445,16 @@ class ArrayStore(array_batches.ArrayBatchOps):
             if error is not None:
                 self._forget_adopted_layout()
                 raise error
-        self._reserve(self.size + n)
-        for column, leaf in zip(self.leaves, arrays):
-            try:
-                column[self.size : self.size + n] = leaf
-            except MISFIT_ERRORS as error:
-                self._forget_adopted_layout()
-                raise misfit(leaf, column, error) from error
+        try:  # an interrupt or MemoryError too leaves the column as it was (its first layout)
+            self._reserve(self.size + n)
+            for column, leaf in zip(self.leaves, arrays):
+                try:
+                    column[self.size : self.size + n] = leaf
+                except MISFIT_ERRORS as error:
+                    raise misfit(leaf, column, error) from error
+        except BaseException:
+            self._forget_adopted_layout()
+            raise
         self.size += n
 
     def extend(self, items: list[Any]) -> None:
