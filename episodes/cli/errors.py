@@ -81,7 +81,8 @@ def say(line: str, *, err: bool = False) -> None:
     r"""Prints a line escaped as ``printable`` escapes it: control characters, lone surrogates.
 
     A dataset's strings could forge lines; a path that is not valid UTF-8 (a lone surrogate
-    in Python) would fail a strict UTF-8 stdout after the work is done.
+    in Python) would fail a strict UTF-8 stdout after the work is done, and so would a
+    character the stream's encoding lacks (``\xf8`` on an ASCII stdout: escaped).
 
     Example:
         >>> say("wrote runs-\udcff\nok")
@@ -90,8 +91,12 @@ def say(line: str, *, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     if stream is None:  # closed (2>&-); print(file=None) would write to stdout
         return
+    text = printable(line)
+    encoding = getattr(stream, "encoding", None)
+    if encoding:  # an ASCII or latin-1 stdout (a cron job, an old terminal): escaped, not failed
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
     try:
-        print(printable(line), file=stream)
+        print(text, file=stream)
     except BrokenPipeError:
         raise  # the reader went away: main stops quietly
     except OSError as error:
