@@ -149,7 +149,7 @@ def test_plot_without_matplotlib(recorded, tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         "episodes: error: plotting needs matplotlib: pip install 'episodes[plot]' (or pip "
-        "install matplotlib)"
+        "install matplotlib) (blocked for the test)"
     ]
 
 
