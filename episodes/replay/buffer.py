@@ -14,48 +14,14 @@ from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
-from episodes.replay.metadata import EpisodeMeta
 from episodes.replay.rng import sampling_generator
 from episodes.replay.sequences import sample_chunks, sample_sequences
 from episodes.replay.sizes import check_batch_room, out_of_memory
-from episodes.replay.store import StepStore
-from episodes.replay.table import EpisodeTable
+from episodes.replay.store import StepStore, deferred_interrupts
+from episodes.replay.table import EpisodeTable, StoredEpisodes
 from episodes.replay.transitions import transition_batch
 
 __all__ = ["EpisodeReplayBuffer"]
-
-
-class _Known(Mapping[str, tuple[int, bool, int, np.ndarray]]):
-    """Stored episode id -> (t_end, done, length, latest observation), read on demand."""
-
-    def __init__(self, table: EpisodeTable):
-        self._table = table
-
-    def __getitem__(self, id_: str) -> tuple[int, bool, int, np.ndarray]:
-        row = self._table.order[id_]
-        t = self._table
-        assert t.final_obs is not None  # an episode is stored, so its observation is
-        done = bool(t.terminated[row] or t.truncated[row])
-        return int(t.t_end[row]), done, int(t.t_end[row] - t.t_begin[row]), t.final_obs.data[row]
-
-    def __contains__(self, id_: object) -> bool:
-        # Mapping's own test reads the entry, and raises and catches a KeyError for every new id.
-        return id_ in self._table.order
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table.order)
-
-    def __len__(self) -> int:
-        return len(self._table.order)
-
-
-def _join_meta(table: EpisodeTable, row: int, chunk: Chunk) -> None:
-    """Joins a continuing chunk's metadata into its stored episode's (``EpisodeMeta.join``)."""
-    if chunk.meta is None:
-        return
-    if table.meta[row] is None:
-        table.meta[row] = EpisodeMeta(None, None, None, None, None, None)
-    table.meta[row].join(chunk.meta)
 
 
 def _copied(space: Any) -> Any:
@@ -133,6 +99,8 @@ class EpisodeReplayBuffer(BufferAccess):
                 episode, leaving a gap in time or starting with another observation than the
                 stored one; ``EvictedEpisodeError`` (a ``ValueError``)
                 for a chunk continuing an evicted episode. The buffer is then unchanged.
+            MemoryError: Columns, table or priorities that do not fit; unchanged, as after a
+                ``KeyboardInterrupt``. A Ctrl-C while the steps are written waits till they are.
 
         Example:
             >>> buf = EpisodeReplayBuffer(5, seed=0)
@@ -156,31 +124,53 @@ class EpisodeReplayBuffer(BufferAccess):
         self._check_fit(chunks)
         plan = plan_add(
             chunks,
-            _Known(self._table),
+            StoredEpisodes(self._table),
             iter(self._table.order),
             self._evicted,
             self._store.num_live,
             self.capacity,
         )
-        self._adopt_spaces(item for kind, item in plan.steps if kind != "evict")
-        remap = self._store.reserve(sum(chunk.n for chunk in chunks))  # the one move, if any
-        if remap is not None:
-            self._remap(remap)
+        spaces = self._adopted_spaces(item for kind, item in plan.steps if kind != "evict")
+        # The one move, if any, and every large allocation come before the first change: an
+        # exception there (MemoryError, KeyboardInterrupt) leaves the buffer as it was.
+        n = sum(chunk.n for chunk in chunks)
+        if self._store.compacts_for(n):
+            self._compact()
+        self._store.reserve(n)  # grows if need be (compacted already)
+        self._prepare([item for kind, item in plan.steps if kind == "chunk" and item.n])
         pending: list[Chunk] = []
-        for kind, item in plan.steps:
-            if kind == "chunk":
-                pending.append(item)
-            elif kind == "drop":
-                self._num_added += item.n  # added and evicted with its episode in this call
-            else:
-                self._write(pending)  # an eviction reads the rows written before it
-                pending = []
-                self._evict(item)
-        self._write(pending)
+        with deferred_interrupts():  # a Ctrl-C from here on takes effect once the add is done
+            self._spaces = spaces
+            for kind, item in plan.steps:
+                if kind == "chunk":
+                    pending.append(item)
+                elif kind == "drop":
+                    self._num_added += item.n  # added and evicted with its episode in this call
+                else:
+                    self._write(pending)  # an eviction reads the rows written before it
+                    pending = []
+                    self._evict(item)
+            self._write(pending)
         if self._store.needs_compaction():
-            self._remap(self._store.compact())
+            self._compact()
 
-    def _adopt_spaces(self, stored: Iterator[Chunk]) -> None:
+    def _prepare(self, written: list[Chunk]) -> None:
+        """Allocates what writing ``written`` needs: the table's rows, the columns last."""
+        self._on_reserve()
+        if not written:
+            return
+        first, table = written[0], self._table
+        try:
+            order = table.order  # not `ids - order.keys()`: that walks every stored id
+            new = sum(id_ not in order for id_ in {chunk.id_ for chunk in written})
+            table.reserve(new, first.obs[-1:])
+            self._store.init_columns(first.obs, first.actions, first.extras)  # all or nothing
+        except BaseException:
+            if table.final_obs is not None and self._store.obs is None:
+                self._table = EpisodeTable()  # its layout is the next add's to fix
+            raise
+
+    def _adopted_spaces(self, stored: Iterator[Chunk]) -> tuple[Any, Any]:
         # Sampled episodes carry the first observation space and the first action space of
         # the chunks stored (each on its own); an ignored chunk stores nothing, its spaces
         # neither. A chunk dropped with its episode counts: it is stored as if it came first.
@@ -193,7 +183,7 @@ class EpisodeReplayBuffer(BufferAccess):
         # Adopted spaces are copies: a Box's bounds may view a sample's transport memory (a
         # RunnerGroup's shared-memory segment), which the buffer must not keep alive.
         kept_obs, kept_action = self._spaces
-        self._spaces = (
+        return (
             obs_space if obs_space is kept_obs else _copied(obs_space),
             action_space if action_space is kept_action else _copied(action_space),
         )
@@ -234,7 +224,7 @@ class EpisodeReplayBuffer(BufferAccess):
                 table.terminated[row] = chunk.terminated
                 table.truncated[row] = chunk.truncated
                 table.set_final(row, chunk.obs[-1:], chunk.infos[-1])
-                _join_meta(table, row, chunk)
+                table.join_meta(row, chunk.meta)
                 continue
             if row is None:
                 row = table.open(
@@ -245,7 +235,7 @@ class EpisodeReplayBuffer(BufferAccess):
                     meta=chunk.meta,
                 )
             else:  # a continuing chunk: its metadata joins the episode's, as concat_episode
-                _join_meta(table, row, chunk)
+                table.join_meta(row, chunk.meta)
             rows[i], prev[i] = row, table.last_slot[row]
             if prev[i] < 0:
                 table.first_slot[row] = start
@@ -272,19 +262,30 @@ class EpisodeReplayBuffer(BufferAccess):
         self._evicted[id_] = None
         self._num_episodes_evicted += 1
 
-    def _remap(self, remap: np.ndarray) -> None:
-        self._table.remap_slots(remap)
-        self._on_remap(remap)
+    def _compact(self) -> None:
+        # All or nothing: what holds slots is remapped aside, the store compacts all or nothing,
+        # then plain stores swap the new arrays in (no call between: no signal either).
+        store, table = self._store, self._table
+        remap = store.compaction_map()
+        slots, hooked = table.remapped_slots(remap), self._remapped(remap)
+        store.compact()
+        (table.first_slot, table.last_slot) = slots
+        self.__dict__.update(hooked)
 
     # Hooks for the prioritized subclass.
+    def _on_reserve(self) -> None:
+        pass
+
     def _on_append(self, slots: np.ndarray) -> None:
         pass
 
     def _on_kill(self, slots: np.ndarray) -> None:
         pass
 
-    def _on_remap(self, remap: np.ndarray) -> None:
-        pass
+    def _remapped(self, remap: np.ndarray) -> dict[str, Any]:
+        # The attributes holding slots, as after the compaction, made aside: the plain buffer's
+        # table only (remapped by _compact itself).
+        return {}
 
     # ------------------------------------------------------------------------------ sample
     def sample(

@@ -8,7 +8,7 @@ import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words, native_dtype
 
-__all__ = ["Column", "as_rows", "float32_rewards", "move_to_front"]
+__all__ = ["Column", "as_rows", "float32_rewards", "move_back", "move_to_front"]
 
 # Rows gathered per step of an in-place compaction: the temporary it needs, at most 4 MiB.
 _MOVE_BYTES = 1 << 22
@@ -189,12 +189,15 @@ class Column:
         move_to_front(self.data, rows)
 
 
-def move_to_front(array: np.ndarray, rows: np.ndarray) -> None:
+def move_to_front(array: np.ndarray, rows: np.ndarray, done: list[int] | None = None) -> None:
     """Moves ``array[rows]`` to the front of ``array`` in place; ``rows`` must rise strictly.
 
     Rising rows only move forward (``rows[k] >= k``), so the rows are gathered a few MiB at a
     time: a later gather never reads a row an earlier one overwrote, and the temporary stays
     that small, where ``array[: len(rows)] = array[rows]`` would gather all of them at once.
+    ``done[0]``, when given, counts the rows moved so far, right after each step, so that an
+    exception (``KeyboardInterrupt``, ``MemoryError``) between two steps can be undone with
+    :func:`move_back` over ``rows[: done[0]]``.
 
     Example:
         >>> data = np.arange(10.0)
@@ -204,6 +207,27 @@ def move_to_front(array: np.ndarray, rows: np.ndarray) -> None:
     """
     count = len(rows)
     step = max(1, _MOVE_BYTES // max(array[:1].nbytes, 1))
+    done = [0] if done is None else done
     for start in range(0, count, step):
         stop = min(start + step, count)
         array[start:stop] = array[rows[start:stop]]
+        done[0] = stop  # no call in between: a signal cannot fall between the move and its count
+
+
+def move_back(array: np.ndarray, rows: np.ndarray) -> None:
+    """Undoes :func:`move_to_front` of ``rows``: ``array[rows]`` as before the move.
+
+    The rows are scattered back last first: row ``k`` goes to ``rows[k] >= k``, where no row
+    still to go back sits. Rows not in ``rows`` (dead ones) keep what the move left there.
+
+    Example:
+        >>> data = np.arange(6.0)
+        >>> move_to_front(data, np.array([2, 3, 5]))
+        >>> move_back(data, np.array([2, 3, 5]))
+        >>> data[[2, 3, 5]].tolist()
+        [2.0, 3.0, 5.0]
+    """
+    step = max(1, _MOVE_BYTES // max(array[:1].nbytes, 1))
+    for stop in range(len(rows), 0, -step):
+        start = max(0, stop - step)
+        array[rows[start:stop]] = array[start:stop].copy()

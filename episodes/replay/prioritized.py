@@ -126,13 +126,17 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         return leaf
 
     # ------------------------------------------------------------------------- store hooks
-    def _on_append(self, slots: np.ndarray) -> None:
+    def _on_reserve(self) -> None:
+        # Before add changes anything: a tree or array too large for memory refuses the add.
         if self._store.size > self._tree.capacity:
-            leaves = self._tree.leaves()
-            self._tree = SumTree(self._store.size)
-            self._tree.rebuild(leaves)
+            tree = SumTree(self._store.size)
+            tree.rebuild(self._tree.leaves())
+            self._tree = tree
         if self._store.size > len(self._raw):
             self._raw = np.concatenate([self._raw, np.zeros(self._store.size - len(self._raw))])
+
+    def _on_append(self, slots: np.ndarray) -> None:
+        self._on_reserve()  # nothing to do after add's own call
         start = self._max_priority if self._weight is None else self._weight
         self._tree.update(slots, np.full(len(slots), self._leaf_of(start, self.alpha)))
         self._raw[slots] = start
@@ -185,15 +189,16 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._tree.update(slots, np.zeros(len(slots)))
         self._kills += 1  # sampled slots may be dead now
 
-    def _on_remap(self, remap: np.ndarray) -> None:
+    def _remapped(self, remap: np.ndarray) -> dict[str, Any]:
         leaves = self._tree.leaves()
         old = np.flatnonzero(remap[:-1] >= 0)
         moved = np.zeros(self._tree.capacity)
         moved[remap[old]] = leaves[old]
-        self._tree.rebuild(moved)
+        tree = SumTree(self._tree.capacity)  # made aside: _compact swaps it in
+        tree.rebuild(moved)
         raw = np.zeros(len(self._raw))
         raw[remap[old]] = self._raw[old]
-        self._raw = raw
+        return {"_tree": tree, "_raw": raw}
 
     # ------------------------------------------------------------------------------ sample
     def sample(self, num_items: int | None = None, *, beta: float = 0.0, **kwargs: Any) -> Any:

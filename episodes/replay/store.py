@@ -10,16 +10,29 @@ the live rows move to the front in order (at the end with fewer dead, the column
 half instead). That keeps slot order equal to add order and costs O(1) per added step
 amortized: a compaction moves at most seven rows for each row it frees, and the freed rows
 are added ones.
+
+Interrupted work (``KeyboardInterrupt``, ``MemoryError``, any exception) leaves the store as it
+was or as it would be after the work, never in between: a compaction first builds the new
+links, times and ids aside, then moves the data rows column by column, counting what it moved,
+undoes the moves (:func:`~episodes.replay.columns.move_back`) if anything raises before they
+are done, and only then swaps the new arrays in; a growth replaces each array by a longer copy
+and sets ``size`` last, so arrays longer than ``size`` hold nothing that is read. An interrupt
+during an undo itself is not guarded.
 """
 
 from __future__ import annotations
 
 import copy
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from episodes.replay.columns import Column, move_to_front
+from episodes.replay.columns import Column, move_back, move_to_front
 
 __all__ = ["StepStore", "all_empty_infos", "fresh_info_list", "fresh_infos"]
 
@@ -157,8 +170,7 @@ class StepStore:
         total = int(lengths.sum())
         if self.end + total > self.size:
             raise AssertionError("call reserve() before append()")
-        if self.obs is None or self.actions is None:
-            self._init_columns(parts[0][0], parts[0][1])
+        self.init_columns(parts[0][0]["obs"], parts[0][0]["actions"], parts[0][1])
         assert self.obs is not None and self.actions is not None
         starts = self.end + np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         for (rows, extras, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
@@ -234,8 +246,27 @@ class StepStore:
         """
         return self.end - self.num_live > max(self.num_live, _MIN_SIZE)
 
+    def compaction_map(self) -> np.ndarray:
+        """What :meth:`compact` would return, moving nothing: old slot -> new slot (-1 dead).
+
+        Example:
+            >>> store = StepStore()
+            >>> rows = {"obs": np.zeros((3, 1)), "actions": np.arange(3), "rewards": np.ones(3)}
+            >>> store.reserve(3)
+            >>> _ = store.append(rows, {}, [{}] * 3, ep_row=0, t0=0, prev_slot=-1)
+            >>> store.kill(np.array([0]))
+            >>> store.compaction_map().tolist()  # the last entry maps -1 (no slot) to -1
+            [-1, 0, 1, -1]
+        """
+        remap = np.full(self.end + 1, -1, np.int64)  # index -1 maps -1 to -1
+        keep = np.flatnonzero(self.live[: self.end])
+        remap[keep] = np.arange(len(keep))
+        return remap
+
     def compact(self) -> np.ndarray:
         """Moves live rows to the front in order; returns old slot -> new slot (-1 dead).
+
+        All or nothing: if anything raises before it is done, the rows move back.
 
         Example:
             >>> store = StepStore()
@@ -247,22 +278,57 @@ class StepStore:
             >>> store.compact()[:4].tolist(), store.end, store.ep[:2].tolist()
             ([-1, -1, 0, 1], 2, [1, 1])
         """
-        keep = np.flatnonzero(self.live[: self.end])
-        self.moves += 1
-        remap = np.full(self.end + 1, -1, np.int64)  # index -1 maps -1 to -1
-        remap[keep] = np.arange(len(keep))
-        for column in (self.obs, self.actions, *self.extras.values()):
-            if column is not None:
-                column.keep(keep)
-        for name in ("rewards", "infos", "ep", "t", "uid"):
-            move_to_front(getattr(self, name), keep)
-        self.nxt[: len(keep)] = remap[self.nxt[keep]]
-        self.prv[: len(keep)] = remap[self.prv[keep]]
-        self.live[: len(keep)] = True
-        self.live[len(keep) :] = False
-        self.infos[len(keep) : self.end] = None
-        self.end = len(keep)
+        remap = self.compaction_map()
+        keep = np.flatnonzero(remap[:-1] >= 0)
+        count = len(keep)
+        # The links, flags, times and ids are built aside, then swapped in; the data columns
+        # move in place. Rows past the new end are never read: the new arrays leave them
+        # unwritten (untouched memory costs nothing).
+        aside = []
+        for name in ("nxt", "prv", "ep", "t", "uid"):
+            array = getattr(self, name)
+            aside.append(np.empty_like(array))
+            np.take(array, keep, out=aside[-1][:count])  # one pass, no temporary
+        for links in aside[:2]:
+            np.take(remap, links[:count], out=links[:count])
+        live = np.zeros(len(self.live), bool)
+        live[:count] = True
+        columns = (self.obs, self.actions, *self.extras.values())
+        arrays = [column.data for column in columns if column is not None]
+        arrays += [self.rewards, self.infos]
+        done = [[0] for _ in arrays]
+        try:
+            for array, moved in zip(arrays, done):
+                move_to_front(array, keep, moved)
+            self.infos[count : self.end] = None  # rows past the end hold no infos
+        except BaseException:
+            for array, moved in zip(arrays, done):
+                move_back(array, keep[: moved[0]])
+            raise
+        # Plain stores, no call between them: a signal cannot fall among them (CPython).
+        self.nxt, self.prv, self.ep, self.t, self.uid = aside
+        self.live, self.end, self.moves = live, count, self.moves + 1
         return remap
+
+    def compacts_for(self, n: int) -> bool:
+        """Whether :meth:`reserve` of ``n`` rows would compact (rather than grow or nothing).
+
+        Example:
+            >>> store = StepStore()
+            >>> store.reserve(64)
+            >>> rows = {"obs": np.zeros((64, 1)), "actions": np.zeros(64), "rewards": np.ones(64)}
+            >>> _ = store.append(rows, {}, [{}] * 64, ep_row=0, t0=0, prev_slot=-1)
+            >>> store.kill(np.arange(8))
+            >>> store.compacts_for(8), store.compacts_for(9)
+            (True, False)
+        """
+        if self.end + n <= self.size:
+            return False
+        dead = self.end - self.num_live
+        # A compaction moves every live row: it must free an eighth of the store, else a store
+        # whose spare rows are few (a capacity just below its size) would move them all for
+        # each handful of rows added.
+        return dead >= n and _FREED * dead >= self.size
 
     def reserve(self, n: int) -> np.ndarray | None:
         """Makes room for ``n`` more rows at the end: compacts or grows.
@@ -290,13 +356,7 @@ class StepStore:
             >>> store.reserve(2) is None, store.end, store.size  # grows by half
             (True, 64, 96)
         """
-        if self.end + n <= self.size:
-            return None
-        dead = self.end - self.num_live
-        # A compaction moves every live row: it must free an eighth of the store, else a store
-        # whose spare rows are few (a capacity just below its size) would move them all for
-        # each handful of rows added.
-        remap = self.compact() if dead >= n and _FREED * dead >= self.size else None
+        remap = self.compact() if self.compacts_for(n) else None
         if self.end + n > self.size:
             self._resize(max(self.size + self.size // 2, self.end + n, _MIN_SIZE))
         return remap
@@ -304,6 +364,9 @@ class StepStore:
     # ---------------------------------------------------------------------------- internals
 
     def _resize(self, size: int) -> None:
+        # Each array is replaced by a longer copy as soon as it is made (one column's copy at a
+        # time in memory); ``size`` is set last, so an interrupted growth leaves longer arrays
+        # whose extra rows nothing reads.
         for column in (self.obs, self.actions, *self.extras.values()):
             if column is not None:
                 column.resize(size)
@@ -314,16 +377,70 @@ class StepStore:
             setattr(self, name, _resized(getattr(self, name), size, -1))
         self.size = size
 
-    def _init_columns(self, rows: dict[str, np.ndarray], extras: dict[str, np.ndarray]) -> None:
-        self.obs = Column(self.size, rows["obs"])
-        self.actions = Column(self.size, rows["actions"])
-        self.extras = {key: Column(self.size, values) for key, values in extras.items()}
+    def init_columns(
+        self, obs: np.ndarray, actions: np.ndarray, extras: dict[str, np.ndarray]
+    ) -> None:
+        """Makes the data columns (``size`` rows) after example rows, unless they exist.
+
+        Example:
+            >>> store = StepStore()
+            >>> store.reserve(3)
+            >>> store.init_columns(np.zeros((2, 4), np.float32), np.zeros(2, np.int8), {})
+            >>> store.obs.data.shape, store.actions.data.dtype
+            ((64, 4), dtype('int8'))
+        """
+        if self.obs is not None and self.actions is not None:
+            return
+        made = Column(self.size, obs), Column(self.size, actions)
+        made_extras = {key: Column(self.size, values) for key, values in extras.items()}
+        self.obs, self.actions, self.extras = *made, made_extras  # together, once all are made
 
 
 def _resized(array: np.ndarray, size: int, fill: Any) -> np.ndarray:
     new = np.full(size, fill, array.dtype)
-    new[: len(array)] = array
+    kept = min(size, len(array))  # an interrupted growth may have left it longer
+    new[:kept] = array[:kept]
     return new
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Holds a Ctrl-C (SIGINT) back until the block is done, then raises its KeyboardInterrupt.
+
+    For a block that changes several arrays in turn, which no exception may cut in the middle:
+    only in the main thread (where the signal lands) and only while SIGINT has Python's
+    default handler; another handler (a framework's) is left to do what it does.
+
+    Example:
+        >>> try:
+        ...     with deferred_interrupts():
+        ...         signal.raise_signal(signal.SIGINT)
+        ...         done = True  # reached: the interrupt waits for the block's end
+        ... except KeyboardInterrupt:
+        ...     print("interrupted after the block:", done)
+        interrupted after the block: True
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # a signal's handler runs in the main thread only: nothing here to hold back
+        return
+    caught: list[int] = []
+    previous = _set_handler(_SIGINT, lambda signum, frame: caught.append(signum))
+    if previous is not signal.default_int_handler:  # someone else's: theirs to run
+        _set_handler(_SIGINT, previous)
+        yield
+        return
+    try:
+        yield
+    finally:
+        _set_handler(_SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
+
+
+# signal.signal's own wrapper turns handlers into enums through a caught ValueError (about
+# 2.5 us a call, twice per add); the C function it wraps takes and gives them as they are.
+_set_handler: Any = getattr(sys.modules.get("_signal"), "signal", signal.signal)
+_SIGINT = int(signal.SIGINT)
 
 
 def all_empty_infos(infos: list[Any]) -> bool:

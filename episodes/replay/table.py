@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -133,6 +134,22 @@ class EpisodeTable:
         self.final_obs.data[row] = final_obs[0]
         self.final_info[row] = final_info
 
+    def join_meta(self, row: int, meta: EpisodeMeta | None) -> None:
+        """Joins a continuing chunk's metadata into the episode's (``EpisodeMeta.join``).
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> row = table.open("a", t_begin=0, final_obs=np.zeros((1, 1)), final_info={})
+            >>> table.join_meta(row, None)
+            >>> table.meta[row] is None  # nothing to join: nothing made
+            True
+        """
+        if meta is None:
+            return
+        if self.meta[row] is None:
+            self.meta[row] = EpisodeMeta(None, None, None, None, None, None)
+        self.meta[row].join(meta)
+
     def close(self, id_: str) -> int:
         """Forgets an episode (eviction); returns the freed row.
 
@@ -159,41 +176,106 @@ class EpisodeTable:
         self.free.append(row)
         return row
 
-    def remap_slots(self, remap: np.ndarray) -> None:
-        """Applies a store compaction's old -> new slot map to every live row.
+    def remapped_slots(self, remap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """New ``first_slot`` and ``last_slot`` arrays after a compaction's old -> new slot map.
+
+        Made aside (the table is unchanged), so that a compaction can swap them in at once.
 
         Example:
             >>> table = EpisodeTable()
             >>> row = table.open("a", t_begin=0, final_obs=np.zeros((1, 1)), final_info={})
             >>> table.first_slot[row], table.last_slot[row] = 2, 5
-            >>> table.remap_slots(np.array([-1, -1, 0, 1, 2, 3, -1]))
-            >>> int(table.first_slot[row]), int(table.last_slot[row])
-            (0, 3)
+            >>> first, last = table.remapped_slots(np.array([-1, -1, 0, 1, 2, 3, -1]))
+            >>> int(first[row]), int(last[row]), int(table.first_slot[row])
+            (0, 3, 2)
         """
         rows = np.fromiter(self.order.values(), np.int64, len(self.order))
-        self.first_slot[rows] = remap[self.first_slot[rows]]
-        self.last_slot[rows] = remap[self.last_slot[rows]]
+        first, last = self.first_slot.copy(), self.last_slot.copy()
+        first[rows], last[rows] = remap[first[rows]], remap[last[rows]]
+        return first, last
+
+    def reserve(self, count: int, example: np.ndarray) -> None:
+        """Makes room for ``count`` more episodes, so that opening them allocates nothing.
+
+        ``example`` is an observation row (``final_obs``'s layout, should none exist yet).
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> table.reserve(20, np.zeros((1, 2)))
+            >>> table.size, len(table.free)
+            (32, 32)
+        """
+        size = self.size
+        while len(self.free) + size - self.size < count:  # doubling, as open() one at a time
+            size = max(2 * size, 16)
+        if size > self.size:
+            self._grow(size, example)
+        held = len(self.order)
+        if self._head + held + count > len(self._by_age):  # as open() would shift or grow
+            by_age = np.zeros(max(2 * len(self._by_age), 16, held + count), np.int64)
+            by_age[:held] = self._by_age[self._head : self._head + held]
+            self._by_age, self._head = by_age, 0
 
     def _grow(self, size: int, example: np.ndarray) -> None:
+        # Every array is made before any is replaced: an interrupted growth changes nothing.
         if self.final_obs is None:
-            self.final_obs = Column(size, example)
+            final_obs = Column(size, example)
         else:
-            self.final_obs.resize(size)
+            final_obs = Column(size, self.final_obs.data[:1])
+            final_obs.data[: self.size] = self.final_obs.data[: self.size]
+        made: dict[str, np.ndarray] = {}
         for name in ("final_info", "ids", "meta"):
-            new = np.empty(size, object)
-            new[: self.size] = getattr(self, name)
-            setattr(self, name, new)
-        for name in (
-            "terminated",
-            "truncated",
-            "t_begin",
-            "t_end",
-            "first_slot",
-            "last_slot",
-        ):
+            made[name] = np.empty(size, object)
+            made[name][: self.size] = getattr(self, name)
+        for name in ("terminated", "truncated", "t_begin", "t_end", "first_slot", "last_slot"):
             old = getattr(self, name)
-            new = np.zeros(size, old.dtype)
-            new[: self.size] = old
-            setattr(self, name, new)
-        self.free.extend(range(size - 1, self.size - 1, -1))
-        self.size = size
+            made[name] = np.zeros(size, old.dtype)
+            made[name][: self.size] = old
+        free = self.free + list(range(size - 1, self.size - 1, -1))
+        # One statement of plain stores: no signal falls between them (CPython checks at calls).
+        (
+            self.final_info,
+            self.ids,
+            self.meta,
+            self.terminated,
+            self.truncated,
+            self.t_begin,
+            self.t_end,
+            self.first_slot,
+            self.last_slot,
+            self.final_obs,
+            self.free,
+            self.size,
+        ) = (*made.values(), final_obs, free, size)
+
+
+class StoredEpisodes(Mapping[str, tuple[int, bool, int, np.ndarray]]):
+    """Stored episode id -> (t_end, done, length, latest observation), read on demand.
+
+    Example:
+        >>> table = EpisodeTable()
+        >>> row = table.open("a", t_begin=2, final_obs=np.ones((1, 1)), final_info={})
+        >>> t_end, done, length, obs = StoredEpisodes(table)["a"]
+        >>> t_end, done, length, obs.tolist(), "b" in StoredEpisodes(table)
+        (2, False, 0, [1.0], False)
+    """
+
+    def __init__(self, table: EpisodeTable):
+        self._table = table
+
+    def __getitem__(self, id_: str) -> tuple[int, bool, int, np.ndarray]:
+        row = self._table.order[id_]
+        t = self._table
+        assert t.final_obs is not None  # an episode is stored, so its observation is
+        done = bool(t.terminated[row] or t.truncated[row])
+        return int(t.t_end[row]), done, int(t.t_end[row] - t.t_begin[row]), t.final_obs.data[row]
+
+    def __contains__(self, id_: object) -> bool:
+        # Mapping's own test reads the entry, and raises and catches a KeyError for every new id.
+        return id_ in self._table.order
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table.order)
+
+    def __len__(self) -> int:
+        return len(self._table.order)
