@@ -164,6 +164,10 @@ def _record_into(
             )
             if other:
                 return other
+            if args.format != 1:  # before recording: a same-seed record repeats the first one's
+                note = _header_note(args.out, metadata)
+                if note:
+                    say(note, err=True)
             try:
                 while done < per_env:
                     block = min(256, per_env - done)
@@ -189,15 +193,14 @@ def _record_into(
         note = _failure_note(args.out, stored=kept)
         raise CliError(f"writing {args.out} failed ({err}); {note}") from err
     say(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
-    if args.format != 1:
-        note = _header_note(args.out, metadata)
-        if note:
-            say(note, err=True)
     return ""
 
 
 def _header_note(out: str, mine: Any) -> str:
-    """A note where the dataset's stored seed or ``num_envs`` are not this record's.
+    """A note where the dataset's stored seed or ``num_envs`` are not this record's, or are.
+
+    Asked before recording. With the same seeds as the record that made a dataset holding
+    episodes, this record repeats that one's first episodes: the note says so.
 
     A v2 dataset has one header, written by the record that made it: a record appended to it
     leaves that header's metadata as it was.
@@ -212,10 +215,17 @@ def _header_note(out: str, mine: Any) -> str:
     """
     from episodes.io import Dataset
 
-    stored = Dataset(out).metadata
+    dataset = Dataset(out)
+    stored = dataset.metadata
     num_envs = stored.user.get("num_envs") if isinstance(stored.user, dict) else None
     if stored.seeds == mine.seeds and num_envs == mine.user.get("num_envs"):
-        return ""
+        if mine.seeds is None or not len(dataset):
+            return ""
+        return (  # the same seeded runner: its first episodes again, under new ids
+            f"note: {out} was made by a record with the same seeds {mine.seeds}: this record "
+            "repeats the episodes that one began with (under new ids); pass another --seed "
+            "to record new ones"
+        )
     return (
         f"note: {out} keeps the metadata of the record that made it (seeds {stored.seeds}, "
         f"num_envs {num_envs}); this record's (seeds {mine.seeds}, num_envs "

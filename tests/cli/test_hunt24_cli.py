@@ -147,7 +147,8 @@ def test_a_record_into_another_seeds_dataset_notes_the_kept_metadata(tmp_path, c
     base = ["record", "CartPole-v1", "--steps", "20", "--out", ds]
     assert main([*base, "--seed", "0"]) == 0
     assert main([*base, "--seed", "0"]) == 0
-    assert "note:" not in capsys.readouterr().err  # the same seed: nothing to say
+    # The same seed: the note says the second record repeats the first one's episodes.
+    assert "repeats the episodes" in capsys.readouterr().err
     assert main([*base, "--seed", "7", "--num-envs", "4"]) == 0
     err = capsys.readouterr().err
     assert "keeps the metadata of the record that made it (seeds [0], num_envs 1)" in err
