@@ -32,15 +32,19 @@ from episodes.testing.strategies import items
 
 def _episode(id_: str = "a") -> SingleAgentEpisode:
     return SingleAgentEpisode(
-        id_, observations=[0.0, 1.0, 2.0], actions=[0, 1], rewards=[1.0, 2.0],
+        id_,
+        observations=[0.0, 1.0, 2.0],
+        actions=[0, 1],
+        rewards=[1.0, 2.0],
         len_lookback_buffer=0,
     )
 
 
 # ------------------------------------------------------------------ load of a subclass
 class MyBuffer(EpisodeReplayBuffer):
-    def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None,
-                 tag: str = "mine"):
+    def __init__(
+        self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None, tag: str = "mine"
+    ):
         super().__init__(capacity, batch_size_B=batch_size_B, seed=seed)
         self.tag = tag
 
@@ -238,9 +242,7 @@ class Obs(EpisodeConnector):  # the EpisodeConnector docstring's example
 JOINS = {  # leaves -> (joined shape, dtype)
     "empty first": ([np.asarray([]), np.ones((2, 2), np.float32)], ((2, 2), np.float32)),
     "empty last": ([np.ones((2, 2), np.int64), np.asarray([])], ((2, 2), np.int64)),
-    "empty between": (
-        [np.ones((1, 3)), np.asarray([]), np.zeros((2, 3))], ((3, 3), np.float64)
-    ),
+    "empty between": ([np.ones((1, 3)), np.asarray([]), np.zeros((2, 3))], ((3, 3), np.float64)),
     "empty list": ([np.ones((1, 2)), []], ((1, 2), np.float64)),
     # Joined as they are, as before: the empty one's dtype counts there.
     "all flat": ([np.asarray([]), np.arange(2)], ((2,), np.float64)),
@@ -279,7 +281,10 @@ def test_connector_of_the_docstring_passes_check_connector_on_a_box() -> None:
 def test_concat_rows_joins_a_zero_step_list_mode_episode() -> None:
     empty = SingleAgentEpisode("e", observations=[np.zeros(2, np.float32)], len_lookback_buffer=0)
     full = SingleAgentEpisode(
-        "f", observations=[np.ones(2, np.float32)] * 3, actions=[0, 0], rewards=[0.0, 0.0],
+        "f",
+        observations=[np.ones(2, np.float32)] * 3,
+        actions=[0, 0],
+        rewards=[0.0, 0.0],
         len_lookback_buffer=0,
     )
     obs = Obs()([empty, full], {})["obs"]
@@ -294,8 +299,10 @@ def test_concat_rows_joins_a_zero_step_list_mode_episode() -> None:
         (SimpleNamespace(metadata=None), AutoresetMode.NEXT_STEP),
         (SimpleNamespace(metadata={}), AutoresetMode.NEXT_STEP),
         (SimpleNamespace(metadata={"autoreset_mode": "SameStep"}), AutoresetMode.SAME_STEP),
-        (SimpleNamespace(metadata={"autoreset_mode": AutoresetMode.DISABLED}),
-         AutoresetMode.DISABLED),
+        (
+            SimpleNamespace(metadata={"autoreset_mode": AutoresetMode.DISABLED}),
+            AutoresetMode.DISABLED,
+        ),
     ],
 )
 def test_autoreset_mode_of_an_env_without_metadata_is_next_step(env: Any, mode: Any) -> None:

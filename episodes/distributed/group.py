@@ -123,8 +123,7 @@ class RunnerGroup:
         # Checked before any actor starts (refused, nothing is left running).
         self.num_runners = whole_number(num_runners, "num_runners", 1)
         self._max_failures = whole_number(max_consecutive_failures, "max_consecutive_failures", 1)
-        start_timeout_s = check_timeout(start_timeout_s, "start_timeout_s")
-        self._start_timeout_s = start_timeout_s
+        self._start_timeout_s = start_timeout_s = check_timeout(start_timeout_s, "start_timeout_s")
         shared_memory = as_flag(shared_memory, "shared_memory")
         self.seed = check_seed(seed)  # here: on the actors it would fail their start
         self._runner_kwargs = check_runner_kwargs(check_mapping(runner_kwargs, "runner_kwargs"))
@@ -139,8 +138,7 @@ class RunnerGroup:
              "runner_kwargs": self._runner_kwargs, "write_metadata": write_metadata,
              "write_options": write_options}
         )  # fmt: skip
-        self._env_factory = env_factory
-        self._policy_factory = policy_factory
+        self._env_factory, self._policy_factory = env_factory, policy_factory
         options = {"num_cpus": num_cpus_per_runner, "max_restarts": 0}
         self._cpus = num_cpus_per_runner
         options.update(check_mapping(actor_options, "actor_options"))
@@ -424,8 +422,7 @@ class RunnerGroup:
         taken: list[Any] = []
         try:
             for slot in (slot for slot in slots if slot not in stuck):
-                # Every slot is collected even after one gave up: none stays in flight behind
-                # the error. An interrupt leaves the ones not taken yet in flight.
+                # All are collected after one gave up too; an interrupt leaves the rest in flight.
                 outcome, slot.held = slot.held, None
                 try:
                     taken.append((slot, self._take(slot) if outcome is None else outcome))
@@ -622,8 +619,7 @@ class RunnerGroup:
         for slot in self._slots:
             slot_ops.abandon(slot, self.metrics)
         closing = [slot.handle.close.remote() for slot in self._slots]
-        # Every close is waited for, not just up to the first that fails (a dead runner, an env
-        # whose close raises): the kills below would cut a live runner's commit short.
+        # All closes are waited for, failed ones too: the kills would cut a live one's commit.
         done, _ = self._ray.wait(closing, num_returns=len(closing), timeout=60)
         for ref in done:
             try:
@@ -641,6 +637,11 @@ class RunnerGroup:
         slot.segments.abandon(slot.lease)
         slot.lease = None
         slot.segments.close()
+
+    def __reduce__(self, *_: Any) -> Any:  # pickle, copy.copy and deepcopy(memo): refused
+        raise TypeError("a RunnerGroup owns its actors: it cannot be pickled or copied")
+
+    __copy__ = __deepcopy__ = __reduce__
 
     def __enter__(self) -> RunnerGroup:
         return self

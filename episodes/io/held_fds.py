@@ -24,8 +24,9 @@ def _close_left(fds: list[int], what: str) -> None:
     for fd in left:  # closing a descriptor also drops its flock
         with contextlib.suppress(OSError):
             os.close(fd)
-    # After closing: a warning turned into an error must not keep them open.
-    warnings.warn(f"unclosed {what}: call close() or use a with block", ResourceWarning, 2)
+    # After closing: a warning turned into an error must not keep them open. Level 3 skips
+    # this function and weakref.finalize's __call__: the line that dropped the owner.
+    warnings.warn(f"unclosed {what}: call close() or use a with block", ResourceWarning, 3)
 
 
 class HeldFds:

@@ -55,6 +55,7 @@ def publish_shard(
     tmp_data = data.path
     tmp_index = shards / f"{TMP_PREFIX}{name}{INDEX_SUFFIX}"
     final_data = shards / f"{name}{suffix}"
+    ours: tuple[int, int] | None = None
     try:
         size, crc = data.finish()
         start = 0
@@ -81,13 +82,15 @@ def publish_shard(
             f.write(raw)
             if sync:
                 os.fsync(f.fileno())
+        # Only this file is ever moved back: another process's shard of the name stays.
+        ours = _identity(tmp_data)
         os.rename(tmp_data, final_data)
         if isinstance(data, ShardStream):
             data.path = final_data  # where a read-back after a failed commit looks
         os.rename(tmp_index, shards / f"{name}{INDEX_SUFFIX}")
     except BaseException:
         tmp_index.unlink(missing_ok=True)
-        if final_data.exists() and not tmp_data.exists():
+        if ours is not None and _identity(final_data) == ours and not tmp_data.exists():
             os.rename(final_data, tmp_data)  # back where the read-back and clean-up look
             if isinstance(data, ShardStream):
                 data.path = tmp_data
@@ -106,3 +109,12 @@ def publish_shard(
         for e in pending
     )
     return ShardEntry(name, data_format, hashlib.sha256(raw).hexdigest(), len(raw), size, rows)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """``path``'s device and inode (None if nothing is there): which file a name is now."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

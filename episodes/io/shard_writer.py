@@ -156,7 +156,7 @@ class DatasetWriter(NotCopyable):
         self._dir_fd: int | None = None
         self._manifest_fd: int | None = None
         self._held = HeldFds(self, f"DatasetWriter({str(self.path)!r})")
-        self._opener = os.getpid()  # the process whose lock this is (see _release)
+        self._opener = os.getpid()  # the process whose writer this is (see _refuse)
         header = self._make_header(metadata or DatasetMetadata())
         self._open(header)
 
@@ -244,7 +244,8 @@ class DatasetWriter(NotCopyable):
 
         As a Python file's ``close``: the dataset is released (descriptors, lock) whatever
         happens, and a later ``close()`` does nothing. To retry a commit that failed on a full
-        disk, call :meth:`flush`, which keeps the writer and its episodes on failure.
+        disk, call :meth:`flush`, which keeps the writer and its episodes on failure. In a forked
+        child it only closes the child's copies: the episodes, files and lock are the parent's.
 
         Raises:
             DatasetIOError: The commit failed (a full disk): the message names how many
@@ -259,6 +260,10 @@ class DatasetWriter(NotCopyable):
             >>> len(w.committed), w.close(), w.close(), len(w.committed)
             (0, None, None, 1)
         """
+        if os.getpid() != self._opener:
+            self._drop_pending()  # the parent's: the child commits and removes nothing
+            self._release()
+            return
         try:
             if self._manifest_fd is not None and self._pending:
                 self.flush()
@@ -279,9 +284,9 @@ class DatasetWriter(NotCopyable):
         self._pending_bytes = 0
         stream, self._stream = self._stream, None
         if stream is not None:
-            # A file left behind is removed by the next writer that opens alone.
+            # Left behind, it goes when a writer opens alone; a forked child's is the parent's.
             with contextlib.suppress(OSError):
-                stream.discard()
+                stream.discard(unlink=os.getpid() == self._opener)
 
     def _release(self) -> None:
         fds = [self._manifest_fd, self._dir_fd]
@@ -340,8 +345,8 @@ class DatasetWriter(NotCopyable):
         self, episode: SingleAgentEpisode, wall: tuple[float | None, float | None] | None
     ) -> None:
         """``write``; ``wall`` (internal: the copy tools keep a source's) as in ``encode_rows``."""
-        if self._manifest_fd is None:
-            raise DatasetError(f"the writer for {self.path} is closed")
+        if self._manifest_fd is None or os.getpid() != self._opener:
+            self._refuse()
         self._drop_unowned()
         spaces, lookup = list(self._spaces), dict(self._lookup)
         # An Arrow shard takes each episode into its file now, so its rows are neither copied
@@ -372,6 +377,14 @@ class DatasetWriter(NotCopyable):
                     self._pending.pop()
                     self._pending_bytes -= encoded.nbytes
                 raise
+
+    def _refuse(self) -> None:
+        if self._manifest_fd is None:
+            raise DatasetError(f"the writer for {self.path} is closed")
+        raise DatasetError(  # a commit from both processes would store episodes twice
+            f"a forked child cannot use the DatasetWriter for {self.path} of process "
+            f"{self._opener} (its episodes, files and lock): open a new DatasetWriter there"
+        )
 
     def _stream_episode(self, encoded: EncodedEpisode, schema: pa.Schema) -> None:
         names = list(encoded.columns)
@@ -451,8 +464,8 @@ class DatasetWriter(NotCopyable):
         """
         if not self._pending:
             return None
-        if self._manifest_fd is None:
-            raise DatasetError(f"the writer for {self.path} is closed")
+        if self._manifest_fd is None or os.getpid() != self._opener:
+            self._refuse()
         self._drop_unowned()
         saved = (self._pending, self._spaces, self._lookup, self._schema, self._pending_bytes)
         streamed = self._stream

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import os
 from collections import OrderedDict
@@ -68,6 +69,8 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         self.flags = piece_ends(reader.summaries)
         counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
         self._ends = np.cumsum(counts)
+        # The shards these counts come from: a reader opened later must find them first.
+        self._shards = (len(reader.shards), _shards_digest(reader))
         self._reader: Dataset | None = None
         # Per episode: its shard and column plans. Plans view their shard's memory map, so
         # those of closed shards go (or max_open_shards would not bound the maps).
@@ -115,7 +118,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             self._plans.move_to_end(i)
             return cached[1]
         if self._reader is None:
-            self._reader = Dataset(self._path, max_open_shards=self._max_open)
+            self._reader = self._open_reader()
         reader = self._reader
         shard, j = reader.locate(i)
         if reader.evictions != self._evictions:
@@ -142,6 +145,27 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         while len(self._plans) > _PLAN_CACHE:
             self._plans.popitem(last=False)
         return plan
+
+    def _open_reader(self) -> Dataset:
+        """This process's reader, of the dataset counted (or one it was appended to)."""
+        reader = Dataset(self._path, max_open_shards=self._max_open)
+        count, digest = self._shards
+        if _shards_digest(reader, count) != digest:
+            raise CorruptDatasetError(
+                f"{self._path} is no longer the dataset this {type(self).__name__} was made from "
+                "(its shards were replaced or removed): make a new one"
+            )
+        return reader
+
+
+def _shards_digest(reader: Dataset, count: int | None = None) -> str:
+    """A digest of the first ``count`` shards' names and index hashes (all: None)."""
+    shards = reader.shards[:count]
+    if count is not None and len(shards) < count:
+        return ""
+    return hashlib.sha256(
+        "".join(f"{s.name}:{s.index_sha256}\n" for s in shards).encode()
+    ).hexdigest()
 
 
 class _NativeColumn:
