@@ -7,15 +7,16 @@ strings, lists) ever build a space; nothing is evaluated or unpickled.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 from typing import Any, overload
 
 import numpy as np
 from gymnasium import spaces as gs
 
-from episodes.spaces.space_limits import check_space_dict
+from episodes.spaces.space_limits import MAX_SCALAR_BOUND, check_space_dict
 
-__all__ = ["MAX_DEPTH", "SPACE_TYPES", "space_from_dict"]
+__all__ = ["MAX_DEPTH", "MAX_SCALAR_BOUND", "SPACE_TYPES", "space_from_dict"]
 
 # JSON has no inf/nan (``json.dumps(..., allow_nan=False)`` refuses them): strings carry them.
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -49,6 +50,14 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     """
     if d is None:
         return None
+    # Equal marshal bytes mean an equal dict (a tuple is no list there): a hit costs no JSON text.
+    try:
+        fast: bytes | None = marshal.dumps(d)
+    except ValueError:  # not plain values, or nested too deeply: the checked path says which
+        fast = None
+    hit = None if fast is None else _BY_BYTES.get(fast)
+    if hit is not None:
+        return hit
     # Building a gymnasium Box is slow (bounds checks, dtype probing) and the same few spaces
     # come back in every loaded episode: equal dicts share one decoded space. The JSON text is
     # the key: equal plain dicts give equal text (marshal's bytes depend on object identity);
@@ -64,6 +73,8 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     # JSON writes a tuple as a list, which the checks refuse: a hit counts only where the dict
     # equals the one decoded (== tells a tuple from a list, at C speed).
     if cached is not None and cached[0] == d:
+        if fast is not None and len(_BY_BYTES) < _MAX_DECODED:
+            _BY_BYTES[fast] = cached[1]
         return cached[1]
     try:
         check_space_dict(d)  # before building: some spaces copy their parts, nested
@@ -71,13 +82,17 @@ def space_from_dict(d: dict[str, Any] | None) -> gs.Space[Any] | None:
     except RecursionError:
         raise ValueError("space: nested too deeply") from None
     if key is not None:
-        if len(_DECODED) >= _MAX_DECODED:
+        if len(_DECODED) >= _MAX_DECODED or len(_BY_BYTES) >= _MAX_DECODED:
             _DECODED.clear()
+            _BY_BYTES.clear()
         _DECODED[key] = (json.loads(key), space)
+        if fast is not None:
+            _BY_BYTES[fast] = space
     return space
 
 
 _DECODED: dict[str, tuple[Any, gs.Space[Any]]] = {}
+_BY_BYTES: dict[bytes, gs.Space[Any]] = {}
 _MAX_DECODED = 256
 #: Deeper nesting is refused on both sides: a space near Python's recursion limit decodes but
 #: then fails in ``repr``, ``==`` or ``sample``, depending on the caller's own stack depth.
@@ -162,10 +177,19 @@ def _int_array(d: dict[str, Any], key: str, where: str) -> np.ndarray:
 def _bound_array(
     values: Any, shape: tuple[int, ...], dtype: np.dtype[Any], marker: str, what: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Parse a flat list of Box bounds; returns the array and a mask of ``marker`` entries."""
+    """Parse a flat list of Box bounds; returns the array and a mask of ``marker`` entries.
+
+    One value (not a list) is every entry's bound, read as a list of it would be (for no
+    entries, an empty list).
+    """
+    size = math.prod(shape)
+    if isinstance(values, (int, float, str)) and size <= MAX_SCALAR_BOUND:
+        one, no_one = _bound_array([values][:size], (min(size, 1),), dtype, marker, what)
+        return np.repeat(one, size).reshape(shape), np.repeat(no_one, size).reshape(shape)
+    if isinstance(values, (int, float, str)):
+        raise ValueError(f"{what}: one value for {size} entries (at most {MAX_SCALAR_BOUND})")
     if not isinstance(values, list):
         raise ValueError(f"{what}: expected a flat list of numbers")
-    size = math.prod(shape)
     if len(values) != size:
         raise ValueError(f"{what}: expected {size} values for shape {shape}, got {len(values)}")
     unbounded = np.zeros(size, dtype=bool)

@@ -7,15 +7,16 @@ which checks every field of a dict before it builds a space.
 from __future__ import annotations
 
 import marshal
+import math
 from functools import singledispatch
 from typing import Any, overload
 
 import numpy as np
 from gymnasium import spaces as gs
 
-from episodes.spaces.decoding import MAX_DEPTH, SPACE_TYPES, space_from_dict
+from episodes.spaces.decoding import MAX_DEPTH, MAX_SCALAR_BOUND, SPACE_TYPES, space_from_dict
 from episodes.spaces.per_space_cache import PerSpaceCache
-from episodes.spaces.space_limits import check_space_dict
+from episodes.spaces.space_limits import ScalarBoundsError, check_space_dict
 
 __all__ = ["space_from_dict", "space_to_dict"]
 
@@ -61,10 +62,28 @@ def _dtype_text(dtype: np.dtype[Any]) -> str:
 def _checked_encoding(space: gs.Space[Any]) -> bytes:
     encoded = _encode(space)
     try:  # what the decoder would refuse (too deep, too costly to build) is not written
-        check_space_dict(encoded, max_depth=MAX_DEPTH)
+        try:
+            check_space_dict(encoded, max_depth=MAX_DEPTH)
+        except ScalarBoundsError:  # too many boxes written with one value: lists, as before
+            encoded = _listed_bounds(encoded)
+            check_space_dict(encoded, max_depth=MAX_DEPTH)
     except ValueError as err:
         raise TypeError(f"cannot serialize the space: {err}") from None
     return marshal.dumps(encoded)
+
+
+def _listed_bounds(encoded: Any) -> Any:
+    """``encoded`` with every one-value Box bound written as the list of its entries."""
+    if isinstance(encoded, list):
+        return [_listed_bounds(part) for part in encoded]
+    if not isinstance(encoded, dict):
+        return encoded
+    out = {key: _listed_bounds(value) for key, value in encoded.items()}
+    if out.get("type") == "Box":
+        for key in ("low", "high"):
+            if not isinstance(out[key], list):
+                out[key] = [out[key]] * math.prod(out["shape"])
+    return out
 
 
 @singledispatch
@@ -74,20 +93,34 @@ def _encode(space: gs.Space[Any]) -> dict[str, Any]:
     )
 
 
-def _bound_list(values: np.ndarray, bounded: np.ndarray, marker: str) -> list[Any]:
+def _bound_list(values: np.ndarray, bounded: np.ndarray, marker: str) -> Any:
     """Flatten a Box bound to JSON-safe scalars, unbounded entries as ``marker``.
 
     Signed-int boxes store an infinite bound as the dtype's min/max and only remember the
-    infinity in ``bounded_below/above``; writing the marker keeps that distinction.
+    infinity in ``bounded_below/above``; writing the marker keeps that distinction. A big
+    bound the same for every entry (bit for bit: -0.0 is not 0.0) is written once, as its
+    one value; small ones stay lists, which builds from before 2026-12-05 read.
     """
-    flat = values.ravel()
+    flat, mask = values.ravel(), np.asarray(bounded, dtype=bool).ravel()
+    bits = flat.view(f"u{flat.dtype.itemsize}")
+    if _SCALAR_FROM <= flat.size <= MAX_SCALAR_BOUND and (bits == bits[0]).all():
+        if (mask == mask[0]).all():
+            return _bound_values(flat[:1], mask[:1], marker)[0]
+    return _bound_values(flat, mask, marker)
+
+
+#: Boxes of fewer entries list their bounds even where all are equal.
+_SCALAR_FROM = 64
+
+
+def _bound_values(flat: np.ndarray, mask: np.ndarray, marker: str) -> list[Any]:
     # float64 first so float16/32 entries become exact Python floats, not numpy scalars.
     out = (flat.astype(np.float64) if flat.dtype.kind == "f" else flat).astype(object)
     if flat.dtype.kind == "f":
         out[np.isnan(flat)] = "nan"
         out[np.isposinf(flat)] = "inf"
         out[np.isneginf(flat)] = "-inf"
-    out[~np.asarray(bounded, dtype=bool).ravel()] = marker
+    out[~mask] = marker
     return out.tolist()
 
 

@@ -21,12 +21,28 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["MAX_COPIED_SPACES", "check_space_dict"]
+__all__ = [
+    "MAX_COPIED_SPACES",
+    "MAX_SCALAR_BOUND",
+    "MAX_SCALAR_ENTRIES",
+    "ScalarBoundsError",
+    "check_space_dict",
+]
 
 #: The most spaces that the Graph and stacked Sequence constructors of one space may copy in
 #: all: a Sequence(stack=True) of a Dict of 500 Boxes, or 7 such Sequences nested, decode in a
 #: few hundredths of a second.
 MAX_COPIED_SPACES = 512
+#: A Box bound written as one value (the same for every entry) stands for at most this many
+#: entries, and all such bounds of one space dict for at most ``MAX_SCALAR_ENTRIES``: a few bytes
+#: of a stranger's file may not make the reader fill gigabytes. Bigger boxes list their bounds,
+#: and so cost the file what they cost the reader.
+MAX_SCALAR_BOUND = 1 << 20
+MAX_SCALAR_ENTRIES = 1 << 22
+
+
+class ScalarBoundsError(ValueError):
+    """A space dict whose one-value Box bounds stand for more than ``MAX_SCALAR_ENTRIES``."""
 # Nesting deeper than this is refused by the decoder itself (its MAX_DEPTH is less).
 _WALK_DEPTH = 64
 
@@ -45,11 +61,14 @@ def check_space_dict(d: Any, where: str = "space", *, max_depth: int | None = No
         Traceback (most recent call last):
         ValueError: space<Sequence>...: building it would copy 1013 spaces, more than 512 ...
     """
-    _walk(d, where, 0, [0], max_depth)
+    _walk(d, where, 0, [0, 0], max_depth)
 
 
 def _walk(d: Any, where: str, depth: int, copied: list[int], max_depth: int | None) -> int:
-    """The number of spaces the space of ``d`` holds, its constructors' copies included."""
+    """The number of spaces the space of ``d`` holds, its constructors' copies included.
+
+    ``copied`` counts the copies so far and the entries of one-value Box bounds so far.
+    """
     if max_depth is not None and depth > max_depth:
         raise ValueError(f"{where}: spaces nested more than {max_depth} deep")
     if not isinstance(d, dict) or depth > _WALK_DEPTH:
@@ -57,6 +76,8 @@ def _walk(d: Any, where: str, depth: int, copied: list[int], max_depth: int | No
     kind = d.get("type")
     here = f"{where}<{kind}>"
     _check_sizes(d, kind, here)
+    if kind == "Box":
+        _count_scalar_bounds(d, here, copied)
     spaces = d.get("spaces")
     parts: list[tuple[Any, str]] = []
     if kind == "Dict" and isinstance(spaces, list):
@@ -77,6 +98,19 @@ def _walk(d: Any, where: str, depth: int, copied: list[int], max_depth: int | No
             )
         held *= 2
     return 1 + held
+
+
+def _count_scalar_bounds(d: dict[str, Any], where: str, counts: list[int]) -> None:
+    shape = d.get("shape")
+    if not isinstance(shape, list) or not all(type(x) is int and x >= 0 for x in shape):
+        return  # the decoder names the fault
+    scalars = sum(isinstance(d.get(k), (int, float, str)) for k in ("low", "high"))
+    counts[1] += scalars * math.prod(shape)
+    if counts[1] > MAX_SCALAR_ENTRIES:
+        raise ScalarBoundsError(
+            f"{where}: one-value bounds stand for {counts[1]} entries in all, more than "
+            f"{MAX_SCALAR_ENTRIES} (bigger spaces list their bounds)"
+        )
 
 
 def _check_sizes(d: dict[str, Any], kind: Any, where: str) -> None:
