@@ -43,6 +43,8 @@ MAX_SCALAR_ENTRIES = 1 << 22
 
 class ScalarBoundsError(ValueError):
     """A space dict whose one-value Box bounds stand for more than ``MAX_SCALAR_ENTRIES``."""
+
+
 # Nesting deeper than this is refused by the decoder itself (its MAX_DEPTH is less).
 _WALK_DEPTH = 64
 
