@@ -137,9 +137,11 @@ class EpisodeReplayBuffer(BufferAccess):
         if self._store.compacts_for(n):
             self._compact()
         self._store.reserve(n)  # grows if need be (compacted already)
-        self._prepare([item for kind, item in plan.steps if kind == "chunk" and item.n])
         pending: list[Chunk] = []
-        with deferred_interrupts():  # a Ctrl-C from here on takes effect once the add is done
+        # A Ctrl-C from here on takes effect once the add is done (_prepare's columns fix the
+        # layout of a first add: an interrupt between them and the writes would keep it).
+        with deferred_interrupts():
+            self._prepare([item for kind, item in plan.steps if kind == "chunk" and item.n])
             self._spaces = spaces
             for kind, item in plan.steps:
                 if kind == "chunk":

@@ -1,0 +1,30 @@
+"""An interrupt just before the writes of a first add leaves the buffer free to take any layout."""
+
+import numpy as np
+import pytest
+
+import episodes.replay.buffer as buffer_module
+from episodes import SingleAgentEpisode
+from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+
+
+def _episode(id_, obs):
+    return SingleAgentEpisode(
+        id_, observations=[obs] * 3, actions=[0, 0], rewards=[1.0, 1.0], len_lookback_buffer=0
+    ).to_numpy()
+
+
+@pytest.mark.parametrize("cls", [EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer])
+def test_a_ctrl_c_at_the_deferral_leaves_a_first_add_undone(monkeypatch, cls):
+    def ctrl_c():  # a SIGINT handled as the deferral starts
+        raise KeyboardInterrupt
+
+    buf = cls(100, seed=0)
+    monkeypatch.setattr(buffer_module, "deferred_interrupts", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        buf.add(_episode("a", np.zeros(3, np.float32)))
+    monkeypatch.undo()
+    assert buf.get_episode_ids() == [] and buf.get_num_timesteps() == 0
+    buf.add(_episode("b", np.zeros(5)))  # another layout, as into a fresh buffer
+    assert buf.get_num_timesteps() == 2
+    assert buf.sample(4, n_step=1)["obs"].shape == (4, 5)
