@@ -134,12 +134,12 @@ class EpisodeReplayBuffer(BufferAccess):
         # The one move, if any, and every large allocation come before the first change: an
         # exception there (MemoryError, KeyboardInterrupt) leaves the buffer as it was.
         n = sum(chunk.n for chunk in chunks)
+        self._store.capacity = self.capacity  # bounds the store's growth (set_state may change it)
         if self._store.compacts_for(n):
             self._compact()
         self._store.reserve(n)  # grows if need be (compacted already)
         pending: list[Chunk] = []
-        # A Ctrl-C from here on takes effect once the add is done (_prepare's columns fix the
-        # layout of a first add: an interrupt between them and the writes would keep it).
+        # A Ctrl-C from here on waits for the add's end (_prepare fixes a first add's layout).
         with deferred_interrupts():
             self._prepare([item for kind, item in plan.steps if kind == "chunk" and item.n])
             self._spaces = spaces

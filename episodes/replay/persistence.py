@@ -32,13 +32,11 @@ from episodes.io import (
     read_episodes,
 )
 from episodes.io.format import fsync_dir
-from episodes.io.joins import manifest_pieces
 from episodes.io.staging import remove_empty, stage
 from episodes.io.tool_args import holds_nan
-from episodes.io.values import decode_value, encode_value, id_key
+from episodes.io.values import decode_value, encode_value
 from episodes.replay import saved_files
-from episodes.replay.errors import EvictedEpisodeError
-from episodes.replay.ingest import plan_add, prepare_all
+from episodes.replay.dataset_pieces import _add, _stopped, _time_ranks
 from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
 from episodes.replay.saved_files import (
     EPISODES,
@@ -403,7 +401,7 @@ def buffer_from_dataset(
 
     Args:
         path: The dataset directory.
-        capacity: Steps to keep (default: all steps of the dataset).
+        capacity: Steps to keep (default: all steps read, pieces committed while loading too).
         prioritized: Build a :class:`PrioritizedEpisodeReplayBuffer`.
         seed: Seed of the sampling generator.
         make: The buffer class to build (a subclass of either), instead of the one
@@ -412,7 +410,8 @@ def buffer_from_dataset(
 
     Raises:
         ValueError: Two ids that the dataset keeps apart are equal in Python; a piece that
-            does not continue its episode (as ``add`` refuses it), evicted or not.
+            does not continue its episode (as ``add`` refuses it, naming the dataset and the
+            episode), evicted or not.
         TypeError: An unhashable id.
 
     Example:
@@ -438,11 +437,13 @@ def buffer_from_dataset(
     from episodes.replay.buffer import EpisodeReplayBuffer
     from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
 
-    if capacity is None:
-        capacity = max(1, dataset_info(path).num_steps)
+    # The default is the steps read (the manifest's count, a first guess, is raised as pieces
+    # committed since come): a concurrent writer's piece evicts nothing.
+    default, read = capacity is None, 0
     if make is None:
         make = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
-    buffer = make(capacity, seed=seed, **kwargs)
+    guess = max(1, dataset_info(path).num_steps) if capacity is None else capacity
+    buffer = make(guess, seed=seed, **kwargs)
     # Writers store pieces as given, so an episode's pieces may come out of time order: a
     # piece is held until the ones before it (by t_started, t) were added.
     rank_of, waiting = _time_ranks(path), {}
@@ -450,14 +451,17 @@ def buffer_from_dataset(
     left = Counter(key for key, _ in rank_of.values())  # pieces of each episode to come
     ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
     for index, episode in enumerate(read_episodes(path, numpy=True)):
+        read += len(episode)
+        if default and read > buffer.capacity:
+            buffer.capacity = read
         key, rank = rank_of.get(index, (None, 0))
         if key is None:  # committed after the manifest was read: as it comes
-            _add(buffer, episode, None)
+            _add(buffer, episode, None, path)
             continue
         waiting[key, rank] = episode
         while (key, expected.get(key, 0)) in waiting:
             piece = waiting.pop((key, expected.get(key, 0)))
-            _add(buffer, piece, ends.get(key))
+            _add(buffer, piece, ends.get(key), path)
             expected[key] = expected.get(key, 0) + 1
             left[key] -= 1
             stopped = _stopped(piece, ends.get(key)) if left[key] else None
@@ -465,66 +469,6 @@ def buffer_from_dataset(
                 ends.pop(key, None)
             else:
                 ends[key] = stopped
+    if default:
+        buffer.capacity = max(1, read)
     return buffer
-
-
-def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None) -> None:
-    try:
-        buffer.add(episode)
-    except EvictedEpisodeError:
-        # An earlier piece was evicted while loading: this one goes with its episode, as a
-        # chunk of one add whose earlier chunk evicted its episode does (checked as joining
-        # there, its steps counted), so that the counters do not depend on the piecing.
-        chunks = prepare_all([episode], {episode.id_}, ())
-        if end is not None:
-            try:
-                plan_add(chunks, {episode.id_: end}, iter(()), (), 0, 2**62)
-            except ValueError as error:  # its words say "the buffer holds": it holds none
-                raise ValueError(
-                    f"a later piece of episode {episode.id_!r}, evicted while the dataset was "
-                    f"loaded, does not continue where its earlier pieces stopped: {error}"
-                ) from None
-        buffer._num_added += sum(chunk.n for chunk in chunks)
-
-
-def _stopped(
-    piece: Any, before: tuple[int, bool, int, Any] | None
-) -> tuple[int, bool, int, Any] | None:
-    """Where an episode stands after ``piece`` (as ``plan_add`` reads a stored one), if begun."""
-    done = piece.is_terminated or piece.is_truncated
-    if not len(piece) and (not done or before is None):
-        return before  # a piece add ignores changes nothing
-    last = np.array(piece.get_observations(-1))  # a copy: not the whole piece kept alive
-    return piece.t_started + len(piece), done, 0, last
-
-
-def _time_ranks(path: str | os.PathLike[str]) -> dict[int, tuple[Any, int]]:
-    """Per manifest index, its episode's key and the piece's place in the episode's time order."""
-    spans: dict[Any, list[tuple[int, int, int]]] = {}
-    seen: dict[Any, tuple[Any, str]] = {}  # Python-equal id -> (the first such id, its key)
-    for index, (id_, t_started, t, _) in enumerate(manifest_pieces(path)):
-        key = id_key(id_)
-        _check_id(id_, key, seen)
-        spans.setdefault(key, []).append((t_started, t, index))
-    return {
-        index: (key, rank)
-        for key, pieces in spans.items()
-        for rank, (_, _, index) in enumerate(sorted(pieces))
-    }
-
-
-def _check_id(id_: Any, key: str, seen: dict[Any, tuple[Any, str]]) -> None:
-    """Refuses a dataset id the buffer cannot keep apart from another one, or cannot key by."""
-    try:
-        first, first_key = seen.setdefault(id_, (id_, key))
-    except TypeError:
-        raise TypeError(
-            f"episode id {id_!r} is unhashable ({type(id_).__name__}): a replay buffer finds "
-            "episodes by id, so it takes hashable ids only (a tuple, not a list)"
-        ) from None
-    if first_key != key:
-        raise ValueError(
-            f"episode ids {first!r} and {id_!r} are different episodes in the dataset but equal "
-            "in Python, and a replay buffer finds episodes by Python equality: it cannot hold "
-            "both (give them ids that differ in value)"
-        )

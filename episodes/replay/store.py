@@ -7,9 +7,10 @@ at the ends), so a walk along an episode is one vectorized gather per step, and 
 adjacent slots (the usual case) is checked in one go. Evicted rows are only marked dead; once
 dead rows outnumber live ones, or the end is reached with at least an eighth of the rows dead,
 the live rows move to the front in order (at the end with fewer dead, the columns grow by
-half instead). That keeps slot order equal to add order and costs O(1) per added step
-amortized: a compaction moves at most seven rows for each row it frees, and the freed rows
-are added ones.
+half instead, but with the owner's ``capacity`` known not past about 8/7 of it plus one add:
+there, compaction comes first). That keeps slot order equal to add order and costs O(1) per
+added step amortized: a compaction moves at most seven rows for each row it frees, and the
+freed rows are added ones.
 
 Interrupted work (``KeyboardInterrupt``, ``MemoryError``, any exception) leaves the store as it
 was or as it would be after the work, never in between: a compaction first builds the new
@@ -61,6 +62,8 @@ class StepStore:
         self.num_live = 0
         self.next_uid = 0
         self.moves = 0  # compactions so far: slots remembered across one are stale
+        # The owner's capacity in steps, if it has one (it bounds growth); None: grows by half.
+        self.capacity: int | None = None
         self.obs: Column | None = None
         self.actions: Column | None = None
         self.rewards = np.zeros(0, np.float32)
@@ -335,8 +338,8 @@ class StepStore:
 
         It compacts only where the dead rows hold the ``n`` rows and are at least an eighth of
         the store, so each compaction frees a share of the store that later adds fill before
-        the next one (O(1) moved rows per added step); with fewer dead rows the columns grow by
-        half (at least to ``end + n``), keeping the dead rows for a later compaction.
+        the next one (O(1) moved rows per added step); with fewer dead rows the columns grow
+        (:meth:`grown_size`), keeping the dead rows for a later compaction.
 
         Returns:
             The compaction's old slot -> new slot map (callers remap what holds slots), or
@@ -358,8 +361,36 @@ class StepStore:
         """
         remap = self.compact() if self.compacts_for(n) else None
         if self.end + n > self.size:
-            self._resize(max(self.size + self.size // 2, self.end + n, _MIN_SIZE))
+            self._resize(self.grown_size(n))
         return remap
+
+    def grown_size(self, n: int) -> int:
+        """The size :meth:`reserve` grows to for ``n`` more rows past the end.
+
+        By half (at least to ``end + n`` and 64 rows), but with a known ``capacity`` at most
+        to the bound past which compaction always comes first while the live rows are at most
+        the capacity: ``max(ceil(8 * (c + n) / 7), c + 2 * n, 64)`` with ``c`` the capacity, or the
+        live rows where more (one episode longer than the capacity stays; the bound still grows
+        by a seventh at least). At that size, a reserve of at most ``n`` rows at the end finds
+        at least an eighth of the rows dead, and at least ``n``.
+
+        Example:
+            >>> store = StepStore()
+            >>> store.size, store.end = 700, 500
+            >>> store.grown_size(4)  # by half
+            1050
+            >>> store.capacity = 600
+            >>> store.grown_size(4)  # at most ceil(8 * 604 / 7)
+            691
+            >>> store.grown_size(200)  # at least 600 + 2 * 200
+            1000
+        """
+        grown = max(self.size + self.size // 2, _MIN_SIZE)
+        if self.capacity is not None:
+            held = max(self.capacity, self.num_live)
+            bound = max(-(-_FREED * (held + n) // (_FREED - 1)), held + 2 * n, _MIN_SIZE)
+            grown = min(grown, bound)
+        return max(grown, self.end + n)
 
     # ---------------------------------------------------------------------------- internals
 

@@ -1,0 +1,89 @@
+"""How ``from_dataset`` adds a dataset's pieces: time order, checks, errors naming the dataset."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from episodes.io.joins import manifest_pieces
+from episodes.io.values import id_key
+from episodes.replay.errors import EvictedEpisodeError
+from episodes.replay.ingest import plan_add, prepare_all
+
+__all__: list[str] = []  # helpers of episodes.replay.persistence
+
+
+def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None, path: Any) -> None:
+    try:
+        _add_piece(buffer, episode, end)
+    except ValueError as error:
+        if type(error) is not ValueError:  # a subclass keeps its own type and words
+            raise
+        raise ValueError(
+            f"dataset {os.fspath(path)!r}, episode {episode.id_!r}: {error} (a piece repeated "
+            f"or missing? `episodes validate {os.fspath(path)}` checks the dataset)"
+        ) from None
+
+
+def _add_piece(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None) -> None:
+    try:
+        buffer.add(episode)
+    except EvictedEpisodeError:
+        # An earlier piece was evicted while loading: this one goes with its episode, as a
+        # chunk of one add whose earlier chunk evicted its episode does (checked as joining
+        # there, its steps counted), so that the counters do not depend on the piecing.
+        chunks = prepare_all([episode], {episode.id_}, ())
+        if end is not None:
+            try:
+                plan_add(chunks, {episode.id_: end}, iter(()), (), 0, 2**62)
+            except ValueError as error:  # its words say "the buffer holds": it holds none
+                raise ValueError(
+                    f"a later piece of episode {episode.id_!r}, evicted while the dataset was "
+                    f"loaded, does not continue where its earlier pieces stopped: {error}"
+                ) from None
+        buffer._num_added += sum(chunk.n for chunk in chunks)
+
+
+def _stopped(
+    piece: Any, before: tuple[int, bool, int, Any] | None
+) -> tuple[int, bool, int, Any] | None:
+    """Where an episode stands after ``piece`` (as ``plan_add`` reads a stored one), if begun."""
+    done = piece.is_terminated or piece.is_truncated
+    if not len(piece) and (not done or before is None):
+        return before  # a piece add ignores changes nothing
+    last = np.array(piece.get_observations(-1))  # a copy: not the whole piece kept alive
+    return piece.t_started + len(piece), done, 0, last
+
+
+def _time_ranks(path: str | os.PathLike[str]) -> dict[int, tuple[Any, int]]:
+    """Per manifest index, its episode's key and the piece's place in the episode's time order."""
+    spans: dict[Any, list[tuple[int, int, int]]] = {}
+    seen: dict[Any, tuple[Any, str]] = {}  # Python-equal id -> (the first such id, its key)
+    for index, (id_, t_started, t, _) in enumerate(manifest_pieces(path)):
+        key = id_key(id_)
+        _check_id(id_, key, seen)
+        spans.setdefault(key, []).append((t_started, t, index))
+    return {
+        index: (key, rank)
+        for key, pieces in spans.items()
+        for rank, (_, _, index) in enumerate(sorted(pieces))
+    }
+
+
+def _check_id(id_: Any, key: str, seen: dict[Any, tuple[Any, str]]) -> None:
+    """Refuses a dataset id the buffer cannot keep apart from another one, or cannot key by."""
+    try:
+        first, first_key = seen.setdefault(id_, (id_, key))
+    except TypeError:
+        raise TypeError(
+            f"episode id {id_!r} is unhashable ({type(id_).__name__}): a replay buffer finds "
+            "episodes by id, so it takes hashable ids only (a tuple, not a list)"
+        ) from None
+    if first_key != key:
+        raise ValueError(
+            f"episode ids {first!r} and {id_!r} are different episodes in the dataset but equal "
+            "in Python, and a replay buffer finds episodes by Python equality: it cannot hold "
+            "both (give them ids that differ in value)"
+        )
