@@ -440,7 +440,9 @@ def deferred_interrupts() -> Iterator[None]:
 
     For a block that changes several arrays in turn, which no exception may cut in the middle:
     only in the main thread (where the signal lands) and only while SIGINT has Python's
-    default handler; another handler (a framework's) is left to do what it does.
+    default handler; another handler (a framework's) is left as it is, never replaced even for
+    a moment. A handler installed below Python by C code, which Python reports as its default,
+    is Python's own again after the block.
 
     Example:
         >>> try:
@@ -454,12 +456,12 @@ def deferred_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # a signal's handler runs in the main thread only: nothing here to hold back
         return
-    caught: list[int] = []
-    previous = _set_handler(_SIGINT, lambda signum, frame: caught.append(signum))
-    if previous is not signal.default_int_handler:  # someone else's: theirs to run
-        _set_handler(_SIGINT, previous)
+    previous = _get_handler(_SIGINT)
+    if previous is not signal.default_int_handler:  # someone else's: theirs to run, untouched
         yield
         return
+    caught: list[int] = []
+    _set_handler(_SIGINT, lambda signum, frame: caught.append(signum))
     try:
         yield
     finally:
@@ -471,6 +473,7 @@ def deferred_interrupts() -> Iterator[None]:
 # signal.signal's own wrapper turns handlers into enums through a caught ValueError (about
 # 2.5 us a call, twice per add); the C function it wraps takes and gives them as they are.
 _set_handler: Any = getattr(sys.modules.get("_signal"), "signal", signal.signal)
+_get_handler: Any = getattr(sys.modules.get("_signal"), "getsignal", signal.getsignal)
 _SIGINT = int(signal.SIGINT)
 
 

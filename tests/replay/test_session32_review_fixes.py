@@ -28,3 +28,29 @@ def test_a_ctrl_c_at_the_deferral_leaves_a_first_add_undone(monkeypatch, cls):
     buf.add(_episode("b", np.zeros(5)))  # another layout, as into a fresh buffer
     assert buf.get_num_timesteps() == 2
     assert buf.sample(4, n_step=1)["obs"].shape == (4, 5)
+
+
+def test_an_add_under_a_handler_of_yours_never_touches_it(monkeypatch):
+    import signal
+
+    import episodes.replay.store as store_module
+
+    calls = []
+    monkeypatch.setattr(store_module, "_set_handler", lambda *args: calls.append(args))
+    seen = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        buf = EpisodeReplayBuffer(100, seed=0)
+        buf.add(_episode("a", np.zeros(3, np.float32)))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert calls == []  # not even for a moment: a SIGINT then would be the user's
+
+
+def test_an_add_under_the_default_handler_defers_and_restores_it():
+    import signal
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    buf = EpisodeReplayBuffer(100, seed=0)
+    buf.add(_episode("a", np.zeros(3, np.float32)))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
