@@ -242,7 +242,7 @@ def merge(
     return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes}, stops)
 
 
-def _refuse_overlaps(sources: Sequence[PathLike]) -> list[int]:
+def _refuse_overlaps(sources: Sequence[PathLike], how: str = "once {} are merged") -> list[int]:
     """Refuses sources whose pieces would not join once merged; the pieces judged, per source.
 
     The same steps twice, or steps after an episode's end: merging a dataset with itself, or
@@ -252,7 +252,7 @@ def _refuse_overlaps(sources: Sequence[PathLike]) -> list[int]:
     problems = join_problems(piece for found in pieces for piece in found)
     if problems:
         names = ", ".join(str(src) for src in sources)
-        raise DatasetError(f"{problems[0]} once {names} are merged; nothing was written")
+        raise DatasetError(f"{problems[0]} {how.format(names)}; nothing was written")
     return [len(found) for found in pieces]
 
 
@@ -317,6 +317,8 @@ def split(
         ValueError: ``fraction`` is outside ``[0, 1]``, or ``seed`` is not an int >= 0 (the
             package's seed rule, :func:`episodes.seeds.check_seed`; numpy ints are taken and
             stored in the metadata as ``int``), all before anything is written.
+        DatasetError: ``src``'s pieces would not join (steps stored twice, or after an end),
+            found from its manifest before anything is written, as :func:`merge` refuses them.
 
     Example:
         >>> import tempfile
@@ -332,6 +334,7 @@ def split(
     meta = _metadata_of(src)
     # Both halves from the pieces committed now: one snapshot of a source still written to.
     stop = [dataset_info(src).num_chunks]
+    _refuse_overlaps([src], "in {}")
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
     record = {"from": str(src), "fraction": fraction, "seed": seed}
     meta.user = with_provenance(meta.user, "split", record)
@@ -397,6 +400,7 @@ def filter_dataset(
             length bound that is no int (``2.5``), a ``done_only`` that is no bool (``"no"``),
             a ``custom_data`` that is no mapping, or a ``predicate`` that cannot be called,
             all before anything is written.
+        DatasetError: ``src``'s pieces would not join, as :func:`split` refuses them.
 
     Example:
         >>> import tempfile
@@ -416,6 +420,7 @@ def filter_dataset(
     )
 
     info = dataset_info(src)
+    _refuse_overlaps([src], "in {}")  # its summaries would count steps twice
     # The manifest holds no inf (JSON), nor a sum of ints beyond float range: such returns read
     # back as NaN and are summed exactly from the rewards here (inf passes min_return).
     exact: dict[Any, Fraction | float] = {}

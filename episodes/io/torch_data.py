@@ -2,7 +2,11 @@
 
 Items are read on demand from memory-mapped shards (a few open at a time), so a dataset
 larger than RAM loads with ``DataLoader(..., shuffle=True, num_workers=k)`` in bounded
-memory: each worker opens its own memory maps (nothing large is pickled to the workers).
+memory: each worker opens its own memory maps (nothing large is pickled to the workers). A
+compressed shard's record batches are decompressed memory, not a map: the plans a dataset
+keeps hold at most ``max_cached_bytes`` of them alive. Every piece that gives items must
+record the same extra model outputs (checked from the shards' indexes when the dataset is
+made), or a batch holding two of them could not be collated.
 Importing this module imports torch; ``episodes.io`` does not import it.
 
 Only columns stored as arrays can be sampled (numpy episodes, and list episodes whose items
@@ -31,6 +35,7 @@ import hashlib
 import operator
 import os
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,12 +43,16 @@ import torch.utils.data
 
 from episodes.buffer.plain_arrays import native_leaves
 from episodes.indexing import discount_factor, whole_number
+from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import CorruptDatasetError, DatasetError
+from episodes.io.format import check_inside, read_regular_file
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
-from episodes.io.shard_codec import EXTRAS
+from episodes.io.shard_codec import EXTRAS, column_of
 from episodes.io.shard_columns import plan_columns
-from episodes.io.shard_reader import Dataset
-from episodes.io.shards import piece_ends
+from episodes.io.shard_index import read_index
+from episodes.io.shard_reader import MAX_INDEX_BYTES, Dataset
+from episodes.io.shards import INDEX_SUFFIX, piece_ends, shard_file
+from episodes.io.values import decode_value
 
 __all__ = ["SequenceDataset", "TransitionDataset"]
 
@@ -53,13 +62,24 @@ __all__ = ["SequenceDataset", "TransitionDataset"]
 # plans are made here, not through a shard's own cache (``Shard.columns``, up to 4096 per open
 # shard): that one kept them a second time, 64 shards' worth beside these.
 _PLAN_CACHE = 16384
+# Bytes the cached plans may pin outside the shards' memory maps (a compressed shard's
+# decompressed batches): without this bound a shuffled pass over a zstd dataset kept every
+# piece it drew decompressed, in every worker (855 MB for a 4 MB dataset of Atari frames).
+MAX_CACHED_BYTES = 256 << 20
 
 
 class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     """Shared machinery: a reader opened lazily per process and an index of sample counts."""
 
-    def __init__(self, path: str | os.PathLike[str], *, max_open_shards: int = 64):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_open_shards: int = 64,
+        max_cached_bytes: int = MAX_CACHED_BYTES,
+    ):
         self._max_open = max_open_shards
+        self.max_cached_bytes = whole_number(max_cached_bytes, "max_cached_bytes", 0)
         reader = Dataset(path, max_open_shards=max_open_shards)
         # Absolute (the reader's root): items are read lazily, in workers and after a chdir.
         self._path = str(reader.root)
@@ -69,13 +89,15 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         self.flags = piece_ends(reader.summaries)
         counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
         self._ends = np.cumsum(counts)
+        _check_same_extras(reader, counts)
         # The shards these counts come from: a reader opened later must find them first.
         self._shards = (len(reader.shards), _shards_digest(reader))
         self._reader: Dataset | None = None
         # Per episode: its shard and column plans. Plans view their shard's memory map, so
         # those of closed shards go (or max_open_shards would not bound the maps).
-        self._plans: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
-        self._evictions = 0
+        # Each with the bytes it pins outside the shard's map, ``_pinned`` in all.
+        self._plans: OrderedDict[int, tuple[Any, dict[str, Any], int]] = OrderedDict()
+        self._evictions = self._pinned = 0
 
     def _count(self, length: int) -> int:
         raise NotImplementedError
@@ -86,8 +108,13 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_reader"] = None  # each worker opens its own memory maps
-        state["_plans"], state["_evictions"] = OrderedDict(), 0
+        state["_plans"], state["_evictions"], state["_pinned"] = OrderedDict(), 0, 0
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A pickle of a build before the shard check and the byte bound lacks their fields.
+        defaults = {"_shards": None, "max_cached_bytes": MAX_CACHED_BYTES, "_pinned": 0}
+        self.__dict__.update({**defaults, **state, "_plans": OrderedDict()})
 
     def _locate(self, index: int) -> tuple[int, int]:
         given = index
@@ -124,9 +151,11 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         if reader.evictions != self._evictions:
             self._evictions = reader.evictions
             alive = {id(s) for s in reader.open_shards()}
-            for k in [k for k, (s, _) in self._plans.items() if id(s) not in alive]:
-                del self._plans[k]
-        columns = plan_columns(shard, j)  # this cache alone holds it
+            for k in [k for k, (s, _, _) in self._plans.items() if id(s) not in alive]:
+                self._pinned -= self._plans.pop(k)[2]
+        # This cache alone holds the plan, and its views: the shard's own view cache would
+        # keep decompressed batches past this cache's byte bound.
+        columns = plan_columns(_UncachedViews(shard), j)
         missing = [n for n in ("observations", "actions", "rewards") if n not in columns]
         if missing or EXTRAS not in columns:
             raise CorruptDatasetError(
@@ -139,16 +168,23 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
                 "items), which a torch dataset cannot batch; store numpy episodes "
                 "(episode.to_numpy())"
             )
+        kept = [*needed, *columns[EXTRAS].values()]
+        pinned = _pinned_bytes(shard, [view for column in kept for view in column.views])
         plan = {name: _native(columns[name]) for name in ("observations", "actions", "rewards")}
         plan[EXTRAS] = {key: _native(column) for key, column in columns[EXTRAS].items()}
-        self._plans[i] = (shard, plan)
-        while len(self._plans) > _PLAN_CACHE:
-            self._plans.popitem(last=False)
+        self._plans[i] = (shard, plan, pinned)
+        self._pinned += pinned
+        while len(self._plans) > 1 and (
+            len(self._plans) > _PLAN_CACHE or self._pinned > self.max_cached_bytes
+        ):  # the least recently used go; the plan just made stays
+            self._pinned -= self._plans.popitem(last=False)[1][2]
         return plan
 
     def _open_reader(self) -> Dataset:
         """This process's reader, of the dataset counted (or one it was appended to)."""
         reader = Dataset(self._path, max_open_shards=self._max_open)
+        if self._shards is None:  # unpickled from a build before the check: nothing to compare
+            return reader
         count, digest = self._shards
         if _shards_digest(reader, count) != digest:
             raise CorruptDatasetError(
@@ -156,6 +192,57 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
                 "(its shards were replaced or removed): make a new one"
             )
         return reader
+
+
+def _check_same_extras(reader: Dataset, counts: np.ndarray) -> None:
+    """Refuses pieces giving items whose extra model outputs have other keys, from the index.
+
+    ``default_collate`` would fail part-way through an epoch, on the first batch holding both
+    (a ``KeyError``). Only the shards' indexes are read (no data file is opened: a Parquet
+    one would be read whole). A shard or entry that cannot be read, or is malformed, is left
+    to the first item read from it, which raises as it did.
+    """
+    first: tuple[int, list[str]] | None = None
+    stops = np.cumsum([len(shard.episodes) for shard in reader.shards], dtype=np.int64)
+    for shard, stop in zip(reader.shards, stops.tolist()):
+        i = stop - len(shard.episodes)
+        giving = np.flatnonzero(counts[i:stop]).tolist()
+        entries = _index_entries(reader.root, shard) if giving else None
+        if entries is None:
+            continue
+        for j in giving:
+            try:
+                keys = sorted(pair[0] for pair in entries[j]["meta"][EXTRAS])
+            except (DatasetError, LookupError, TypeError):
+                continue
+            if first is None:
+                first = (i + j, keys)
+            elif keys != first[1]:
+                _refuse_extras(reader, first, (i + j, keys))
+
+
+def _index_entries(root: Path, shard: Any) -> Any | None:
+    """A shard's index entries, checked as a reader checks them (None: it cannot be read)."""
+    where = f"shard {shard.name}"
+    path = shard_file(root, shard.name, INDEX_SUFFIX)
+    try:
+        check_inside(root, path)
+        raw = read_regular_file(path, f"{where} index", MAX_INDEX_BYTES)
+        if len(raw) != shard.index_size or hashlib.sha256(raw).hexdigest() != shard.index_sha256:
+            return None
+        return read_index(raw, shard, where)[0]["episodes"]
+    except DatasetError:
+        return None
+
+
+def _refuse_extras(reader: Dataset, *pieces: tuple[int, list[str]]) -> None:
+    (a, a_keys), (b, b_keys) = pieces
+    ids = [decode_value(reader.summaries[k].id_, blob=None, where="manifest id") for k in (a, b)]
+    raise DatasetError(
+        f"{reader.root}: pieces {a} (episode {ids[0]!r}) and {b} (episode {ids[1]!r}) hold "
+        f"other extra_model_outputs keys ({a_keys} and {b_keys}): a DataLoader batch cannot "
+        "hold both; filter or split the dataset, or read episodes instead"
+    )
 
 
 def _shards_digest(reader: Dataset, count: int | None = None) -> str:
@@ -166,6 +253,43 @@ def _shards_digest(reader: Dataset, count: int | None = None) -> str:
     return hashlib.sha256(
         "".join(f"{s.name}:{s.index_sha256}\n" for s in shards).encode()
     ).hexdigest()
+
+
+class _UncachedViews:
+    """A shard whose leaf views are made afresh, as ``Shard.view`` makes them, not cached."""
+
+    __slots__ = ("_shard",)
+
+    def __init__(self, shard: Any):
+        self._shard = shard
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shard, name)
+
+    def view(self, info: dict[str, Any], k: int) -> np.ndarray:
+        shard = self._shard
+        column = column_of(shard.parts[k], info["path"], shard.where)
+        full = {**info, "count": len(column)}
+        return leaf_from_arrow(column, full, 0, len(column), nulls_ok=True, where=shard.where)
+
+
+def _pinned_bytes(shard: Any, views: list[np.ndarray]) -> int:
+    """The bytes of ``views`` outside ``shard``'s memory map, which a plan keeps alive.
+
+    A compressed Arrow shard's batches are decompressed memory; an uncompressed one's views
+    are the mapped file's pages (the OS page cache), and a Parquet shard (not mapped) holds
+    its whole table while it is open anyway: neither counts.
+    """
+    base = shard.parts.base
+    if base is None:
+        return 0
+    end = base + shard.entry.data_size
+    out = 0
+    for view in views:
+        start = view.__array_interface__["data"][0]
+        if not base <= start < end:
+            out += view.nbytes
+    return out
 
 
 class _NativeColumn:
@@ -201,6 +325,9 @@ class TransitionDataset(_EpisodeData):
         n_step: Steps per transition.
         gamma: Discount for n-step returns.
         max_open_shards: Shards memory-mapped at once per process.
+        max_cached_bytes: Bytes of decompressed data (a compressed shard's batches) that the
+            cached column plans may keep alive per process; the least recently used go first.
+            Uncompressed shards' plans view their memory map and do not count.
 
     Example:
         >>> import tempfile
@@ -222,11 +349,12 @@ class TransitionDataset(_EpisodeData):
         n_step: int = 1,
         gamma: float = 0.99,
         max_open_shards: int = 64,
+        max_cached_bytes: int = MAX_CACHED_BYTES,
     ):
         # Checked here, not at the first item inside a DataLoader worker.
         self.n_step = whole_number(n_step, "n_step", 1)
         self.gamma = discount_factor(gamma)
-        super().__init__(path, max_open_shards=max_open_shards)
+        super().__init__(path, max_open_shards=max_open_shards, max_cached_bytes=max_cached_bytes)
 
     def _count(self, length: int) -> int:
         return length
@@ -262,7 +390,8 @@ class SequenceDataset(_EpisodeData):
     Items hold ``obs`` (``length + 1`` observations: each step's and the last next one),
     ``actions``, ``rewards``, extras (``length`` each), and ``terminated``/``truncated``
     (bool arrays, true at a window's last step if it ends the episode that way). Pieces
-    shorter than ``length`` give no items.
+    shorter than ``length`` give no items. ``max_open_shards`` and ``max_cached_bytes`` are
+    :class:`TransitionDataset`'s.
 
     Example:
         >>> import tempfile
@@ -277,9 +406,16 @@ class SequenceDataset(_EpisodeData):
         (2, [1, 2, 3], [False, True])
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, length: int, max_open_shards: int = 64):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        length: int,
+        max_open_shards: int = 64,
+        max_cached_bytes: int = MAX_CACHED_BYTES,
+    ):
         self.length = whole_number(length, "length", 1)
-        super().__init__(path, max_open_shards=max_open_shards)
+        super().__init__(path, max_open_shards=max_open_shards, max_cached_bytes=max_cached_bytes)
 
     def _count(self, length: int) -> int:
         return max(0, length - self.length + 1)

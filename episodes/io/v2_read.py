@@ -223,27 +223,38 @@ def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
 
 
 def _first_spaces(ds: Dataset) -> list[Any]:
-    """The first piece's observation and action spaces, from its shard's index.
+    """The observation space of the first piece that has one, and the action space likewise.
 
-    The shard is opened (its index checked, its data file's size and kind), but no piece is
-    decoded: the index entry refers to the spaces the index lists.
+    From the shards' indexes: a shard is opened (its index checked, its data file's size and
+    kind), but no piece is decoded. Pieces without steps stored without spaces (an episode's
+    end written before its steps) are passed over, as replay passes over a chunk without them;
+    the first piece with steps is the last looked at, so a dataset stored without spaces opens
+    one shard, not all.
     """
-    shard, j = ds.locate(0)
-    where = f"{shard.where} episode {j}"
-    meta, spaces = shard.entry_of(j)["meta"], shard.spaces  # checked when the shard opened
-    out = []
-    for key in ("observation_space", "action_space"):
-        value = meta.get(key)
-        ref = value.get("space_ref") if isinstance(value, dict) and len(value) == 1 else None
-        if type(ref) is not int or not 0 <= ref < len(spaces):
-            raise CorruptDatasetError(f"{where}: bad space reference {value!r}")
-        try:
-            out.append(space_from_dict(spaces[ref]))
-        except DatasetError:
-            raise
-        except (ValueError, TypeError, KeyError, IndexError, AssertionError, RecursionError) as e:
-            raise CorruptDatasetError(f"{where}: invalid {key}: {e}") from e
+    out: list[Any] = [None, None]
+    for i, row in enumerate(ds.summaries):
+        shard, j = ds.locate(i)
+        where = f"{shard.where} episode {j}"
+        meta, spaces = shard.entry_of(j)["meta"], shard.spaces  # checked when the shard opened
+        for k, key in enumerate(("observation_space", "action_space")):
+            if out[k] is None:
+                out[k] = _space_of(meta.get(key), spaces, key, where)
+        if row.length or (out[0] is not None and out[1] is not None):
+            break
     return out
+
+
+def _space_of(value: Any, spaces: list[Any], key: str, where: str) -> Any:
+    """The space an index entry's ``{"space_ref": k}`` names (None: stored without one)."""
+    ref = value.get("space_ref") if isinstance(value, dict) and len(value) == 1 else None
+    if type(ref) is not int or not 0 <= ref < len(spaces):
+        raise CorruptDatasetError(f"{where}: bad space reference {value!r}")
+    try:
+        return space_from_dict(spaces[ref])
+    except DatasetError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AssertionError, RecursionError) as e:
+        raise CorruptDatasetError(f"{where}: invalid {key}: {e}") from e
 
 
 def _check_files(root: Path, name: str, suffix: str, size: int) -> None:
