@@ -407,9 +407,10 @@ class EpisodeSummary:
 
 @dataclass
 class DatasetInfo:
-    """Summary of a dataset, computed from the manifest (and one file for the spaces).
+    """Summary of a dataset, computed from the manifest (and a few files for the spaces).
 
-    The spaces come from one ``meta.json`` (v1) or from the first episode's shard index (v2).
+    The spaces come from the first chunk's ``meta.json`` (v1) or, in v2, each from the first
+    piece that has one, looking no further than the first piece with steps (shard indexes).
 
     Attributes:
         path: The dataset directory.
@@ -418,8 +419,8 @@ class DatasetInfo:
         num_steps: Steps over all chunks (lookback excluded).
         nbytes: Bytes of all committed chunk files (v1) or shard files (v2).
         episodes: One summary per episode id, in order of first appearance.
-        observation_space: From the first chunk (None for an empty dataset).
-        action_space: From the first chunk.
+        observation_space: As above (None for an empty dataset).
+        action_space: As above.
         torn_manifest: Whether a torn final manifest line (a killed writer) was ignored.
         num_shards: Shards (format v2; 0 for v1).
         metadata: What the dataset is (env, seeds, policy...; v2, None for v1).

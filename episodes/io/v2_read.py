@@ -186,7 +186,7 @@ def load_episode_v2(
 
 
 def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
-    """``dataset_info`` for a v2 dataset (manifest, file sizes, one shard index: nothing decoded).
+    """``dataset_info`` for a v2 dataset (manifest, file sizes, the first shard indexes: no data).
 
     Example:
         >>> import tempfile

@@ -387,7 +387,8 @@ def buffer_from_dataset(
 ) -> EpisodeReplayBuffer:
     """A buffer filled with every chunk of an ``episodes.io`` dataset (offline RL).
 
-    Chunks are added in the dataset's order, so continuing chunks join their episode. With a
+    Chunks are added in time order per episode (a piece waits for the one before it), so
+    continuing chunks join their episode. With a
     capacity below the dataset's size the oldest whole episodes give way, as in training. A
     later piece of an episode evicted while loading goes with its episode, as a chunk of one
     ``add`` that continues an episode the same add evicted: it is checked as joining where the

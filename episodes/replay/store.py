@@ -7,10 +7,10 @@ at the ends), so a walk along an episode is one vectorized gather per step, and 
 adjacent slots (the usual case) is checked in one go. Evicted rows are only marked dead; once
 dead rows outnumber live ones, or the end is reached with at least an eighth of the rows dead,
 the live rows move to the front in order (at the end with fewer dead, the columns grow by
-half instead, but with the owner's ``capacity`` known not past about 8/7 of it plus one add:
-there, compaction comes first). That keeps slot order equal to add order and costs O(1) per
-added step amortized: a compaction moves at most seven rows for each row it frees, and the
-freed rows are added ones.
+half instead, but with the owner's ``capacity`` known not past ``grown_size``'s bound, about
+8/7 of it plus one add for adds small against it: there, compaction comes first). That keeps
+slot order equal to add order and costs O(1) per added step amortized: a compaction moves at
+most seven rows for each row it frees, and the freed rows are added ones.
 
 Interrupted work (``KeyboardInterrupt``, ``MemoryError``, any exception) leaves the store as it
 was or as it would be after the work, never in between: a compaction first builds the new
