@@ -35,7 +35,6 @@ import hashlib
 import operator
 import os
 from collections import OrderedDict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,13 +44,11 @@ from episodes.buffer.plain_arrays import native_leaves
 from episodes.indexing import discount_factor, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import CorruptDatasetError, DatasetError
-from episodes.io.format import check_inside, read_regular_file
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
 from episodes.io.shard_codec import EXTRAS, column_of
 from episodes.io.shard_columns import plan_columns
-from episodes.io.shard_index import read_index
-from episodes.io.shard_reader import MAX_INDEX_BYTES, Dataset
-from episodes.io.shards import INDEX_SUFFIX, piece_ends, shard_file
+from episodes.io.shard_reader import Dataset
+from episodes.io.shards import piece_ends
 from episodes.io.values import decode_value
 
 __all__ = ["SequenceDataset", "TransitionDataset"]
@@ -89,7 +86,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         self.flags = piece_ends(reader.summaries)
         counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
         self._ends = np.cumsum(counts)
-        _check_same_extras(reader, counts)
+        self._extras: tuple[int, list[str]] | None = None  # the first piece read: its keys
         # The shards these counts come from: a reader opened later must find them first.
         self._shards = (len(reader.shards), _shards_digest(reader))
         self._reader: Dataset | None = None
@@ -113,7 +110,12 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A pickle of a build before the shard check and the byte bound lacks their fields.
-        defaults = {"_shards": None, "max_cached_bytes": MAX_CACHED_BYTES, "_pinned": 0}
+        defaults = {
+            "_shards": None,
+            "max_cached_bytes": MAX_CACHED_BYTES,
+            "_pinned": 0,
+            "_extras": None,
+        }
         self.__dict__.update({**defaults, **state, "_plans": OrderedDict()})
 
     def _locate(self, index: int) -> tuple[int, int]:
@@ -156,6 +158,12 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         # This cache alone holds the plan, and its views: the shard's own view cache would
         # keep decompressed batches past this cache's byte bound.
         columns = plan_columns(_UncachedViews(shard), j)
+        if EXTRAS in columns:  # a batch holding both would fail in default_collate (KeyError)
+            keys = sorted(columns[EXTRAS])
+            if self._extras is None:
+                self._extras = (i, keys)
+            elif keys != self._extras[1]:
+                _refuse_extras(reader, self._extras, (i, keys))
         missing = [n for n in ("observations", "actions", "rewards") if n not in columns]
         if missing or EXTRAS not in columns:
             raise CorruptDatasetError(
@@ -192,47 +200,6 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
                 "(its shards were replaced or removed): make a new one"
             )
         return reader
-
-
-def _check_same_extras(reader: Dataset, counts: np.ndarray) -> None:
-    """Refuses pieces giving items whose extra model outputs have other keys, from the index.
-
-    ``default_collate`` would fail part-way through an epoch, on the first batch holding both
-    (a ``KeyError``). Only the shards' indexes are read (no data file is opened: a Parquet
-    one would be read whole). A shard or entry that cannot be read, or is malformed, is left
-    to the first item read from it, which raises as it did.
-    """
-    first: tuple[int, list[str]] | None = None
-    stops = np.cumsum([len(shard.episodes) for shard in reader.shards], dtype=np.int64)
-    for shard, stop in zip(reader.shards, stops.tolist()):
-        i = stop - len(shard.episodes)
-        giving = np.flatnonzero(counts[i:stop]).tolist()
-        entries = _index_entries(reader.root, shard) if giving else None
-        if entries is None:
-            continue
-        for j in giving:
-            try:
-                keys = sorted(pair[0] for pair in entries[j]["meta"][EXTRAS])
-            except (DatasetError, LookupError, TypeError):
-                continue
-            if first is None:
-                first = (i + j, keys)
-            elif keys != first[1]:
-                _refuse_extras(reader, first, (i + j, keys))
-
-
-def _index_entries(root: Path, shard: Any) -> Any | None:
-    """A shard's index entries, checked as a reader checks them (None: it cannot be read)."""
-    where = f"shard {shard.name}"
-    path = shard_file(root, shard.name, INDEX_SUFFIX)
-    try:
-        check_inside(root, path)
-        raw = read_regular_file(path, f"{where} index", MAX_INDEX_BYTES)
-        if len(raw) != shard.index_size or hashlib.sha256(raw).hexdigest() != shard.index_sha256:
-            return None
-        return read_index(raw, shard, where)[0]["episodes"]
-    except DatasetError:
-        return None
 
 
 def _refuse_extras(reader: Dataset, *pieces: tuple[int, list[str]]) -> None:

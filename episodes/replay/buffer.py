@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -97,8 +98,8 @@ class EpisodeReplayBuffer(BufferAccess):
             TypeError: Not episodes, or values that are not numeric arrays.
             ValueError: Rows that do not fit the stored columns; a chunk continuing a done
                 episode, leaving a gap in time or starting with another observation than the
-                stored one; ``EvictedEpisodeError`` (a ``ValueError``)
-                for a chunk continuing an evicted episode. The buffer is then unchanged.
+                stored one; ``EvictedEpisodeError`` (a ``ValueError``) for a chunk continuing an
+                evicted episode. The buffer is then unchanged.
             MemoryError: Columns, table or priorities that do not fit; unchanged, as after a
                 ``KeyboardInterrupt``. A Ctrl-C while the steps are written waits till they are.
 
@@ -131,16 +132,15 @@ class EpisodeReplayBuffer(BufferAccess):
             self.capacity,
         )
         spaces = self._adopted_spaces(item for kind, item in plan.steps if kind != "evict")
-        # The one move, if any, and every large allocation come before the first change: an
-        # exception there (MemoryError, KeyboardInterrupt) leaves the buffer as it was.
+        # The one move and every large allocation come before the first change: an exception
+        # there (MemoryError, KeyboardInterrupt) leaves the buffer as it was.
         n = sum(chunk.n for chunk in chunks)
-        self._store.capacity = self.capacity  # bounds the store's growth (set_state may change it)
+        self._store.capacity = int(self.capacity)  # bounds the store's growth (set_state too)
         if self._store.compacts_for(n):
             self._compact()
         self._store.reserve(n)  # grows if need be (compacted already)
         pending: list[Chunk] = []
-        # A Ctrl-C from here on waits for the add's end (_prepare fixes a first add's layout).
-        with deferred_interrupts():
+        with deferred_interrupts():  # a Ctrl-C waits for the end (_prepare fixes a first layout)
             self._prepare([item for kind, item in plan.steps if kind == "chunk" and item.n])
             self._spaces = spaces
             for kind, item in plan.steps:
@@ -154,7 +154,8 @@ class EpisodeReplayBuffer(BufferAccess):
                     self._evict(item)
             self._write(pending)
         if self._store.needs_compaction():
-            self._compact()
+            with contextlib.suppress(MemoryError):  # housekeeping, all or nothing: the next add
+                self._compact()
 
     def _prepare(self, written: list[Chunk]) -> None:
         """Allocates what writing ``written`` needs: the table's rows, the columns last."""
@@ -285,9 +286,7 @@ class EpisodeReplayBuffer(BufferAccess):
         pass
 
     def _remapped(self, remap: np.ndarray) -> dict[str, Any]:
-        # The attributes holding slots, as after the compaction, made aside: the plain buffer's
-        # table only (remapped by _compact itself).
-        return {}
+        return {}  # the attributes holding slots, remapped aside (the table: _compact's own)
 
     # ------------------------------------------------------------------------------ sample
     def sample(

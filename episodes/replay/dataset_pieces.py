@@ -21,10 +21,22 @@ def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None, path
     except ValueError as error:
         if type(error) is not ValueError:  # a subclass keeps its own type and words
             raise
+        joins = any(words in str(error) for words in _JOIN_WORDS)  # else a shape, a dtype...
+        hint = (
+            f" (a piece repeated or missing? `episodes validate {os.fspath(path)}` checks the "
+            "dataset)"
+        )
         raise ValueError(
-            f"dataset {os.fspath(path)!r}, episode {episode.id_!r}: {error} (a piece repeated "
-            f"or missing? `episodes validate {os.fspath(path)}` checks the dataset)"
+            f"dataset {os.fspath(path)!r}, episode {episode.id_!r}: {error}{hint if joins else ''}"
         ) from None
+
+
+# What add says of a chunk that does not join its stored episode (ingest.check_joins).
+_JOIN_WORDS = (
+    "is already done",
+    "but the buffer holds it up to",
+    "differs from the one the buffer",
+)
 
 
 def _add_piece(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None) -> None:

@@ -102,7 +102,7 @@ def _bound_list(values: np.ndarray, bounded: np.ndarray, marker: str) -> Any:
     one value; small ones stay lists, which builds from before 2026-12-05 read.
     """
     flat, mask = values.ravel(), np.asarray(bounded, dtype=bool).ravel()
-    bits = flat.view(f"u{flat.dtype.itemsize}")
+    bits = flat.view(np.uint8).reshape(flat.size, flat.dtype.itemsize)  # long double: 16 bytes
     if _SCALAR_FROM <= flat.size <= MAX_SCALAR_BOUND and (bits == bits[0]).all():
         if (mask == mask[0]).all():
             return _bound_values(flat[:1], mask[:1], marker)[0]

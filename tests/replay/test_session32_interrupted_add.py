@@ -148,8 +148,12 @@ def test_an_add_interrupted_at_any_fault_point_changes_nothing(cls, scenario, er
         except error:
             failed += 1
         else:
-            assert faults.calls < faults.at  # every call was faulted once: done
-            break
+            if faults.calls >= faults.at:  # swallowed: the housekeeping compaction after the writes
+                assert error is MemoryError and _same(_logical(buffer), after)
+                _consistent(buffer)
+                failed += 1
+                continue
+            break  # every call was faulted once: done
         state = _logical(buffer)
         undone = _same(state, before)
         assert undone or _same(state, after), f"fault {failed}: neither before nor after"

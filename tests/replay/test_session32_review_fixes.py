@@ -54,3 +54,23 @@ def test_an_add_under_the_default_handler_defers_and_restores_it():
     buf = EpisodeReplayBuffer(100, seed=0)
     buf.add(_episode("a", np.zeros(3, np.float32)))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_float_capacity_assigned_later_still_bounds_the_buffer():
+    buf = EpisodeReplayBuffer(1000, seed=0)
+    buf.capacity = np.float64(4.0)  # the attribute is public, as in RLlib
+    for i in range(4):
+        buf.add(_episode(f"e{i}", np.zeros(3, np.float32)))
+    assert buf.get_num_timesteps() <= 4
+
+
+def test_from_dataset_hints_validate_only_for_pieces_that_do_not_join(tmp_path):
+    from episodes.io import DatasetWriter
+
+    with DatasetWriter(tmp_path / "d") as writer:
+        writer.write(_episode("a", np.zeros(4, np.float32)))
+        writer.write(_episode("b", np.zeros(5, np.float32)))  # another shape: no damage
+    with pytest.raises(ValueError) as raised:
+        EpisodeReplayBuffer.from_dataset(tmp_path / "d")
+    assert "episode 'b'" in str(raised.value)
+    assert "episodes validate" not in str(raised.value)

@@ -48,3 +48,9 @@ def test_the_budget_counts_both_bounds_of_every_box():
     check_space_dict({"type": "Tuple", "spaces": [_box_dict(half), _box_dict(half)]})
     with pytest.raises(ScalarBoundsError):
         check_space_dict({"type": "Tuple", "spaces": [_box_dict(half), _box_dict(half + 1)]})
+
+
+@pytest.mark.parametrize("shape", [(3,), (100,)])
+def test_a_long_double_box_still_round_trips(shape):
+    space = gym.spaces.Box(-1, 1, shape, np.longdouble)
+    assert space_from_dict(space_to_dict(space)) == space
