@@ -382,13 +382,10 @@ class InfiniteLookbackBuffer:
         total = len(items) if items is not None else len(self.store)
         start = 0 if start < 0 else (total if start > total else start)
         stop = start if stop < start else (total if stop > total else stop)
-        return self._copied(start, stop, 0 if lookback < 0 else min(lookback, stop - start))
-
-    def _copied(self, start: int, stop: int, lookback: int) -> InfiniteLookbackBuffer:
-        # Built field by field, unchecked: this runs for every column of every cut and slice.
-        copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)
+        copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)  # unchecked: every slice
         copy.store, copy._space = self.store.copy_range(start, stop), self._space
-        copy.lookback = lookback
+        span = stop - start
+        copy.lookback = 0 if lookback < 0 else (lookback if lookback < span else span)
         return copy
 
     def copy_tail(self, count: int, visible: int) -> InfiniteLookbackBuffer:
@@ -411,7 +408,10 @@ class InfiniteLookbackBuffer:
         total = len(items) if items is not None else len(self.store)
         start = total - count if total > count else 0
         lookback = total - start - visible
-        return self._copied(start, total, lookback if lookback > 0 else 0)
+        copy = InfiniteLookbackBuffer.__new__(InfiniteLookbackBuffer)  # unchecked: every cut
+        copy.store, copy._space = self.store.copy_range(start, total), self._space
+        copy.lookback = lookback if lookback > 0 else 0
+        return copy
 
     # -------------------------------------------------------------------------------- setting
     def set(

@@ -167,8 +167,12 @@ def slice_episode(
     ):
         raise ValueError(f"len_lookback_buffer must be >= 0, got {len_lookback_buffer}")
     length = len(episode)
-    start = _resolve_bound(slice_.start, 0, length)
-    stop = max(_resolve_bound(slice_.stop, length, length), start)
+    start, stop = slice_.start, slice_.stop
+    # Plain ints within the episode (the usual ep[a:b]) are their own resolved bounds.
+    if not (start.__class__ is int and 0 <= start <= length):
+        start = _resolve_bound(start, 0, length)
+    if not (stop.__class__ is int and start <= stop <= length):
+        stop = max(_resolve_bound(stop, length, length), start)
 
     if len_lookback_buffer is None:
 

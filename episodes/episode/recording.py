@@ -24,6 +24,14 @@ if TYPE_CHECKING:
 _now = time.perf_counter
 # Types whose falsy values RLlib's ``infos or {}`` turns into ``{}`` (see ``given_info``).
 _FALSY_TYPES = (dict, list, tuple, set, str, bytes, int, float, np.number, np.bool_)
+# Exact classes that ``is_real`` accepts, tested by identity first on the per-step path.
+_PLAIN_REALS = frozenset((float, int, bool, np.float64, np.float32))
+
+
+def _outside(space: Any, value: Any, what: str) -> ValueError:
+    return ValueError(
+        f"{what} {short_repr(value)} is not in the episode's {what} space {short_repr(space)}"
+    )
 
 
 class StepRecorder:
@@ -193,9 +201,21 @@ class StepRecorder:
         act: Any = act_store.pylist
         rew: Any = rew_store.pylist
         if obs is None or act is None or rew is None:
-            # Numpy (or mixed) mode: the reset and the spaces are checked before any write.
-            self._check_numpy_step(obs_store, observation, action)
-            if not is_real(reward) and needs_real_check(rew_store):
+            # Numpy (or mixed) mode: the reset and the spaces are checked before any write,
+            # inline (this is the per-step path); plain Python numbers skip is_real's ABC check.
+            if len(obs_store) <= self.observations.lookback:
+                raise AssertionError("add_env_step needs add_env_reset (or observations) first")
+            check = self._obs_check
+            if check is not None and not check(observation):
+                raise _outside(self._observation_space, observation, "observation")
+            check = self._action_check
+            if check is not None and not check(action):
+                raise _outside(self._action_space, action, "action")
+            if (
+                reward.__class__ not in _PLAIN_REALS
+                and not is_real(reward)
+                and needs_real_check(rew_store)
+            ):
                 # The first step decides an untyped column's dtype: a string would make it <U1.
                 # An object column (ints beyond int64) would store a list or array as a value.
                 raise ValueError(
@@ -246,19 +266,10 @@ class StepRecorder:
         if self._start_time is None:
             self._start_time = now
 
-    def _check_numpy_step(self, obs: Any, observation: Any, action: Any) -> None:
-        if len(obs) <= self.observations.lookback:
-            raise AssertionError("add_env_step needs add_env_reset (or observations) first")
-        self._check_in_space(self._obs_check, self._observation_space, observation, "observation")
-        self._check_in_space(self._action_check, self._action_space, action, "action")
-
     @staticmethod
     def _check_in_space(check: Checker | None, space: Any, value: Any, what: str) -> None:
         if check is not None and not check(value):
-            raise ValueError(
-                f"{what} {short_repr(value)} is not in the episode's {what} space "
-                f"{short_repr(space)}"
-            )
+            raise _outside(space, value, what)
 
     def _undo_extras(self, given: dict[str, Any], stop: Any) -> None:
         # Pops what the optimistic loop wrote for the keys before ``stop``.
