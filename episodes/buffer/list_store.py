@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.array_store import ArrayStore
-from episodes.buffer.plain_arrays import check_items_unmasked, native_leaves
+from episodes.buffer.plain_arrays import check_items_unmasked, native_array, native_leaves
 from episodes.buffer.stack_errors import unstackable
 from episodes.spaces import (
     batch,
@@ -29,7 +29,7 @@ from episodes.spaces import (
     unbatch,
     unstackable_space,
 )
-from episodes.spaces.batching import rounded_ints
+from episodes.spaces.batching import batch_one_class, rounded_ints
 from episodes.structs import is_nested, leaves_up_to
 
 # Flat spaces without discrete leaves: a one-hot read returns their items unchanged.
@@ -237,6 +237,9 @@ class ListStore:
             (0, 2)
         """
         if self.data:
+            fast = _one_class_stack(self.data, space)
+            if fast is not None:
+                return fast
             check_items_unmasked(self.data)  # stacking would drop their masks
             try:  # in native byte order, as a column typed by its first item (plain_arrays)
                 stacked = ArrayStore.from_batch(native_leaves(batch_in_space(self.data, space)))
@@ -344,6 +347,37 @@ class ListStore:
             True
         """
         return items
+
+
+# Item classes stacked by one scan of their types: no masked array, no nesting.
+_ONE_CLASS = frozenset((np.ndarray, float, int))
+# Spaces whose batch_in_space is batch() for items that are no lists or tuples.
+_PLAIN_SPACES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+)
+
+
+def _one_class_stack(items: list[Any], space: gym.Space[Any] | None) -> ArrayStore | None:
+    """What ``stacked`` gives items all of exactly one class of ``_ONE_CLASS``, else None.
+
+    Such items (exact arrays, floats or ints) are no masked arrays and hold none, so the one
+    type scan here is the masked-array check too, and it tells the stacking their class.
+    """
+    kinds = list(map(type, items))
+    item_class = kinds[0]
+    if item_class not in _ONE_CLASS or kinds.count(item_class) != len(kinds):
+        return None
+    if space is not None and space.__class__ not in _PLAIN_SPACES:
+        return None
+    try:
+        stacked = native_array(batch_one_class(items, item_class))
+    except (TypeError, ValueError):  # the usual path words the refusal
+        return None
+    store = ArrayStore([stacked], None, len(items))
+    return _no_numbers_as_text(store, items) if stacked.dtype.kind in "US" else store
 
 
 _TEXT_TYPES = frozenset((str, bytes, np.str_, np.bytes_))

@@ -20,6 +20,7 @@ from episodes.structs import map_alike, map_leaves
 
 __all__ = [
     "batch",
+    "batch_one_class",
     "check_sortable_keys",
     "is_flat",
     "map_leaves",
@@ -163,21 +164,67 @@ def _typed_empty_lists(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarr
 
 def _join_rows(items: SequenceABC[Any]) -> np.ndarray | None:
     # Equal-shaped arrays (observations) in one C call instead of asarray's per-item shape
-    # discovery. concatenate insists on equal trailing dims and ndim, the length set on equal
-    # leading ones, so the result is exactly what asarray would build; None otherwise.
-    if set(map(type, items)) != {np.ndarray}:
+    # discovery; None unless every item is exactly an array (a subclass may hold a mask).
+    kinds = list(map(type, items))
+    if kinds.count(np.ndarray) != len(kinds):
         return None
+    return _join_arrays(items)
+
+
+def _join_arrays(items: SequenceABC[Any]) -> np.ndarray | None:
+    # Items all exactly np.ndarray. concatenate insists on equal trailing dims and ndim, the
+    # lengths checked here on equal leading ones, so the result is exactly what asarray would
+    # build; None otherwise.
     try:
-        lengths = set(map(len, items))
+        lengths = list(map(len, items))
     except TypeError:  # a 0-d array has no len(): asarray's general path judges it
         return None
-    if len(lengths) != 1:
+    length = lengths[0]
+    if lengths.count(length) != len(lengths):
         return None
     try:
         joined = np.concatenate(items)
     except ValueError:
         return None
-    return joined.reshape(len(items), lengths.pop(), *joined.shape[1:])
+    return joined.reshape(len(items), length, *joined.shape[1:])
+
+
+def batch_one_class(items: SequenceABC[Any], item_class: type) -> np.ndarray:
+    """:func:`batch` of ``items`` (at least one), whose classes are all exactly ``item_class``.
+
+    The caller's scan of the items' classes stands in for batch's own: Python floats are read
+    as float64 and ints as numpy's default int (a value beyond it takes batch's path), as
+    ``np.asarray`` types them, and arrays join as rows. Other classes are batched as
+    :func:`batch` does.
+
+    Args:
+        items: The items, each of class ``item_class`` exactly (no subclass).
+        item_class: Their class.
+
+    Returns:
+        What ``batch(items)`` returns.
+
+    Raises:
+        ValueError: As :func:`batch` (arrays of differing shapes, say).
+
+    Example:
+        >>> batch_one_class([0.5, 2.0], float), batch_one_class([1, 2**63], int).dtype
+        (array([0.5, 2. ]), dtype('uint64'))
+        >>> batch_one_class([np.zeros(2, np.float32), np.ones(2, np.float32)], np.ndarray).shape
+        (2, 2)
+    """
+    if item_class is float:
+        return np.fromiter(items, np.float64, len(items))
+    if item_class is int:
+        try:
+            return np.fromiter(items, np.int_, len(items))
+        except OverflowError:  # an int beyond it: uint64, float or object, as batch decides
+            return batch(items)
+    if item_class is np.ndarray and items[0].ndim:
+        joined = _join_arrays(items)
+        if joined is not None:
+            return _exact_int_rows(joined, items)
+    return batch(items)
 
 
 def _stack(*leaves: Any) -> np.ndarray:
