@@ -5,8 +5,8 @@ larger than RAM loads with ``DataLoader(..., shuffle=True, num_workers=k)`` in b
 memory: each worker opens its own memory maps (nothing large is pickled to the workers). A
 compressed shard's record batches are decompressed memory, not a map: the plans a dataset
 keeps hold at most ``max_cached_bytes`` of them alive. Every piece that gives items must
-record the same extra model outputs (checked from the shards' indexes when the dataset is
-made), or a batch holding two of them could not be collated.
+record the same extra model outputs (checked as pieces are read: a ``DatasetError`` naming
+two that differ), or a batch holding two of them could not be collated.
 Importing this module imports torch; ``episodes.io`` does not import it.
 
 Only columns stored as arrays can be sampled (numpy episodes, and list episodes whose items
