@@ -14,10 +14,13 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["PARALLEL_BYTES", "CrcFile", "crc_pool"]
+__all__ = ["PARALLEL_BYTES", "CrcFile", "crc_of_file", "crc_pool"]
 
 PARALLEL_BYTES = 4 << 20
 _CRC_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episodes-crc")
+# Verification reads through one reused buffer small enough to stay in cache, so the CRC runs
+# over hot bytes: faster than a CRC over mapped pages or over a fresh buffer per read.
+_VERIFY_BLOCK = 1 << 20
 
 
 def _new_pool_after_fork() -> None:
@@ -87,3 +90,21 @@ class CrcFile:
     def writable(self) -> bool:
         """Always true."""
         return True
+
+
+def crc_of_file(fd: int) -> int:
+    """CRC-32 of every byte of an open file, read through one reused cache-sized buffer.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryFile() as f:
+        ...     _ = f.write(b"abc"); _ = f.seek(0)
+        ...     crc_of_file(f.fileno()) == zlib.crc32(b"abc")
+        True
+    """
+    buf = bytearray(_VERIFY_BLOCK)
+    view = memoryview(buf)
+    crc = 0
+    while n := os.readv(fd, [buf]):
+        crc = zlib.crc32(view[:n], crc)
+    return crc

@@ -30,7 +30,6 @@ import mmap
 import os
 import stat
 import sys
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
@@ -42,6 +41,7 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_int, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
+from episodes.io.checksums import crc_of_file
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -57,6 +57,7 @@ from episodes.io.errors import (
 from episodes.io.format import check_inside, not_a_dataset, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
+from episodes.io.pinned import BoundedCache, ByteBudget, pinned_bytes, plan_views
 from episodes.io.reader import read_flags
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
 from episodes.io.shard_columns import plan_columns
@@ -77,9 +78,6 @@ __all__ = ["Dataset", "Shard"]
 
 MAX_INDEX_BYTES = 1 << 30
 MMAP_THRESHOLD = 1 << 20  # leaves of at least 1 MiB stay memory-mapped (copy-on-write)
-# Verification reads through one reused buffer small enough to stay in cache, so the CRC runs
-# over hot bytes: faster than a CRC over mapped pages or over a fresh buffer per read.
-_VERIFY_BLOCK = 1 << 20
 # MADV_POPULATE_READ (Linux 5.14+; Python names no constant): maps a leaf's cached pages in one
 # call instead of one page fault per 4 KiB (or per fault-around batch) when they are touched.
 _POPULATE_READ = 22
@@ -92,6 +90,8 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
 # the cyclic GC walk them again and again, so reads in piece order are not cached at all.
 _CACHED_PLANS = 4096
 _CACHED_VIEWS = 1024
+# Decompressed bytes (zstd batches) a dataset's caches may keep alive (episodes.io.pinned).
+_CACHED_BYTES = 256 << 20
 
 
 class Shard:
@@ -113,7 +113,13 @@ class Shard:
     """
 
     def __init__(
-        self, root: Path, entry: ShardEntry, *, verify: bool = False, whole_index: bool = False
+        self,
+        root: Path,
+        entry: ShardEntry,
+        *,
+        verify: bool = False,
+        whole_index: bool = False,
+        budget: ByteBudget | None = None,
     ):
         self.entry = entry
         self.where = f"shard {entry.name}"
@@ -144,8 +150,9 @@ class Shard:
             full=verify,  # a verifying read takes every byte: every batch is checked now
         )
         self._base = self.parts.base
-        self._views: dict[tuple[Any, ...], np.ndarray] = {}
-        self._plans: dict[int, dict[str, Any]] = {}
+        budget = ByteBudget(_CACHED_BYTES) if budget is None else budget  # the dataset's
+        self._views = BoundedCache(_CACHED_VIEWS, budget)
+        self._plans = BoundedCache(_CACHED_PLANS, budget)
         self._last_planned = -1  # the piece planned last: reads in order skip the cache
 
     def _check_data_file(self, path: Path, verify: bool) -> None:
@@ -157,7 +164,7 @@ class Shard:
         if verify:
             fd = self._open_data(path)
             try:
-                crc = _crc_of_file(fd)
+                crc = crc_of_file(fd)
             except OSError as err:
                 raise read_failure(err, f"{self.where}: {path.name}") from err
             finally:
@@ -278,7 +285,7 @@ class Shard:
         if plans is None:
             plans = plan_columns(self, j)
             if j != self._last_planned + 1:  # not the next piece of a pass in order
-                _bounded_put(self._plans, j, plans, _CACHED_PLANS)
+                self._plans.put(j, plans, pinned_bytes(self, plan_views(plans)))
             self._last_planned = j
         return plans
 
@@ -320,15 +327,8 @@ class Shard:
             column = column_of(self.parts[k], info["path"], self.where)
             full = {**info, "count": len(column)}
             view = leaf_from_arrow(column, full, 0, len(column), nulls_ok=True, where=self.where)
-            _bounded_put(self._views, key, view, _CACHED_VIEWS)
+            self._views.put(key, view, pinned_bytes(self, (view,)))
         return view
-
-
-def _bounded_put(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
-    """Adds to a cache that forgets its oldest entry past ``limit`` (dicts keep order)."""
-    if len(cache) >= limit:
-        del cache[next(iter(cache))]
-    cache[key] = value
 
 
 class Dataset:
@@ -385,6 +385,7 @@ class Dataset:
         self._passing = False
         self._max_open = whole_number(max_open_shards, "max_open_shards", 1)
         self._open: OrderedDict[int, Shard] = OrderedDict()
+        self._budget = ByteBudget(_CACHED_BYTES)  # shared by the open shards' caches
         self._failed: dict[int, DatasetError] = {}
         self._ends: list[tuple[bool, bool]] | None = None  # piece_ends, on first use
         #: Shards closed to stay within ``max_open_shards`` (views into them keep them mapped).
@@ -399,6 +400,7 @@ class Dataset:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_open"] = OrderedDict()  # memory maps stay in the process that made them
+        state["_budget"] = ByteBudget(_CACHED_BYTES)
         return state
 
     def _index(self, i: int) -> int:
@@ -433,7 +435,11 @@ class Dataset:
                 raise reraisable(failed)
             try:
                 shard = Shard(
-                    self.root, self.shards[s], verify=self._verify, whole_index=self._passing
+                    self.root,
+                    self.shards[s],
+                    verify=self._verify,
+                    whole_index=self._passing,
+                    budget=self._budget,
                 )
             except CorruptDatasetError as err:  # damage stays; a DatasetIOError may pass
                 # Kept without frames: they hold the refused shard (its map, its descriptor).
@@ -605,13 +611,3 @@ class Dataset:
         out["terminated"] = ends and self._ends[i][0]
         out["truncated"] = ends and self._ends[i][1]
         return out
-
-
-def _crc_of_file(fd: int) -> int:
-    """CRC-32 of every byte of an open file, read through one reused cache-sized buffer."""
-    buf = bytearray(_VERIFY_BLOCK)
-    view = memoryview(buf)
-    crc = 0
-    while n := os.readv(fd, [buf]):
-        crc = zlib.crc32(view[:n], crc)
-    return crc

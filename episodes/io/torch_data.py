@@ -45,6 +45,7 @@ from episodes.indexing import discount_factor, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
+from episodes.io.pinned import pinned_bytes
 from episodes.io.shard_codec import EXTRAS, column_of
 from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
@@ -177,7 +178,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
                 "(episode.to_numpy())"
             )
         kept = [*needed, *columns[EXTRAS].values()]
-        pinned = _pinned_bytes(shard, [view for column in kept for view in column.views])
+        pinned = pinned_bytes(shard, [view for column in kept for view in column.views])
         plan = {name: _native(columns[name]) for name in ("observations", "actions", "rewards")}
         plan[EXTRAS] = {key: _native(column) for key, column in columns[EXTRAS].items()}
         self._plans[i] = (shard, plan, pinned)
@@ -238,25 +239,6 @@ class _UncachedViews:
         column = column_of(shard.parts[k], info["path"], shard.where)
         full = {**info, "count": len(column)}
         return leaf_from_arrow(column, full, 0, len(column), nulls_ok=True, where=shard.where)
-
-
-def _pinned_bytes(shard: Any, views: list[np.ndarray]) -> int:
-    """The bytes of ``views`` outside ``shard``'s memory map, which a plan keeps alive.
-
-    A compressed Arrow shard's batches are decompressed memory; an uncompressed one's views
-    are the mapped file's pages (the OS page cache), and a Parquet shard (not mapped) holds
-    its whole table while it is open anyway: neither counts.
-    """
-    base = shard.parts.base
-    if base is None:
-        return 0
-    end = base + shard.entry.data_size
-    out = 0
-    for view in views:
-        start = view.__array_interface__["data"][0]
-        if not base <= start < end:
-            out += view.nbytes
-    return out
 
 
 class _NativeColumn:
