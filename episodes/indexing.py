@@ -96,7 +96,8 @@ def as_flag(value: Any, name: str) -> bool:
         return value
     if isinstance(value, np.bool_):
         return bool(value)
-    raise TypeError(f"{name} must be a bool, got {type(value).__name__} ({value!r})")
+    kind = type(value).__name__
+    raise TypeError(f"{name} must be a bool, got {kind} ({short_repr(value)})")
 
 
 def whole_number(value: Any, what: str, least: int) -> int:
@@ -120,7 +121,7 @@ def whole_number(value: Any, what: str, least: int) -> int:
         number = None
     array_like = getattr(value, "shape", ()) != () or "bool" in str(getattr(value, "dtype", ""))
     if number is None or isinstance(value, (bool, np.bool_)) or array_like or number < least:
-        raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
+        raise ValueError(f"{what} must be an int >= {least}, got {short_repr(value)}")
     return number
 
 
@@ -138,12 +139,9 @@ def discount_factor(gamma: Any) -> float:
         ...
         ValueError: gamma must be a float in [0, 1], got 2.0
     """
-    if isinstance(gamma, (bool, np.bool_)) or not isinstance(
-        gamma, (int, float, np.integer, np.floating)
-    ):
-        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
-    if not 0.0 <= gamma <= 1.0:  # NaN fails this too
-        raise ValueError(f"gamma must be a float in [0, 1], got {gamma!r}")
+    real = isinstance(gamma, (int, float, np.integer, np.floating))
+    if isinstance(gamma, (bool, np.bool_)) or not real or not 0.0 <= gamma <= 1.0:  # NaN too
+        raise ValueError(f"gamma must be a float in [0, 1], got {short_repr(gamma)}")
     return float(gamma)
 
 
@@ -542,19 +540,27 @@ def set_positions(
             resolved = resolve_list(index_sequence(at_indices), **kw)
             valid = bool(((resolved >= 0) & (resolved < total)).all())
             positions = resolved.tolist()
-        if not valid:
-            bad = [i for i, p in zip(at_indices, positions) if not 0 <= p < total]
-            raise IndexError(
-                f"cannot set at indices {bad}: out of range for a buffer with {total - lookback} "
-                f"items and a lookback of {lookback} "
-                f"(neg_index_as_lookback={neg_index_as_lookback})"
-            )
-        return positions
-    index = as_int(at_indices)
-    position = resolve_int(index, **kw)
-    if not in_range(position, total):
-        raise IndexError(
-            f"cannot set at index {index}: out of range for a buffer with {total - lookback} "
-            f"items and a lookback of {lookback} (neg_index_as_lookback={neg_index_as_lookback})"
-        )
-    return position
+        if valid:
+            return positions
+        what = f"indices {listed_indices(at_indices, [0 <= p < total for p in positions])}"
+    else:
+        index = as_int(at_indices)
+        position = resolve_int(index, **kw)
+        if in_range(position, total):
+            return position
+        what = f"index {index}"
+    raise IndexError(
+        f"cannot set at {what}: out of range for a buffer with {total - lookback} "
+        f"items and a lookback of {lookback} (neg_index_as_lookback={neg_index_as_lookback})"
+    )
+
+
+def listed_indices(indices: Iterable[Any], flags: Iterable[bool]) -> str:
+    """The ``indices`` whose flag is False, for a message: the first 8 as ints, and the count.
+
+    Example:
+        >>> listed_indices([5, 6], [True, False]), listed_indices(range(20), [False] * 20)
+        ('[6]', '[0, 1, 2, 3, 4, 5, 6, 7, ...] (20 indices)')
+    """
+    bad = [operator.index(i) for i, ok in zip(indices, flags) if not ok]  # np.int64(6) as 6
+    return short_repr(bad) + (f" ({len(bad)} indices)" if len(bad) > 8 else "")

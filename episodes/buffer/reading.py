@@ -143,13 +143,10 @@ def read_positions(
         all_valid = bool(valid.all())
         flags = [] if all_valid else valid.tolist()
     if not all_valid and fill is None:
-        named = positions if indices is None else indices
-        # Plain ints in the message: numpy 2 would print [np.int64(12)].
-        named = named.tolist() if isinstance(named, np.ndarray) else list(named)
-        bad = [i for i, ok in zip(named, flags) if not ok]
+        named = positions if indices is None else indices  # listed as plain ints, the first 8
         raise IndexError(
-            f"indices {bad} are out of range for a buffer with {total - lookback} items "
-            f"and a lookback of {lookback}"
+            f"indices {indexing.listed_indices(named, flags)} are out of range for a buffer with "
+            f"{total - lookback} items and a lookback of {lookback}"
         )
     if all_valid:
         if not len(positions):

@@ -199,6 +199,8 @@ def extend_items(store: Store, space: gym.Space[Any] | None, items: Any) -> Any:
         ValueError: ``items`` is a string or bytes, or a batch (in list mode) whose leaves do
             not share a leading axis or that holds a tuple where the column's items hold one
             value, as a numpy'd buffer's ``extend`` refuses them.
+        TypeError: A numpy'd ``store`` and ``items`` that are no list of items (``0``, ``None``,
+            a 0-d array), as a list store's ``extend`` refuses them.
 
     Example:
         >>> import numpy as np
@@ -214,6 +216,10 @@ def extend_items(store: Store, space: gym.Space[Any] | None, items: Any) -> Any:
     if one_pass_items(items):
         return list(items)
     if store.is_numpy:
+        iterable = hasattr(items, "__iter__") or hasattr(items, "__getitem__")  # as list mode
+        if not iterable or getattr(items, "ndim", None) == 0:  # 0, None, np.int64(0)
+            kind = type(items).__name__  # list mode's TypeError, not a batch's ValueError
+            raise TypeError(f"extend: items must be a list (or iterable) of items, got {kind}")
         if isinstance(items, tuple):
             nesting = _item_nesting(store, space)
             if nesting is _UNKNOWN and space is not None:

@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
-from episodes.indexing import as_flag, whole_number
+from episodes.indexing import as_flag, as_int, whole_number
 from episodes.runner.backlog import backlog_due, warn_backlog
 from episodes.runner.first_outputs import allocate_outputs
 from episodes.runner.infos import check_batched_infos
@@ -109,8 +109,9 @@ class EnvRunner:
     Raises:
         ValueError: A negative ``len_lookback_buffer``, a ``seed`` of none of those forms (a
             float, a bool, a negative int, a list of another length) or an unknown ``window``.
-        TypeError: ``state_batch_axis`` is not an int (a bool, a float, a string), or
-            ``numpy_episodes`` is not a bool.
+        TypeError: ``len_lookback_buffer`` or ``state_batch_axis`` is not an int (a bool, a
+            float, a string), as the episode's ``len_lookback_buffer``, or ``numpy_episodes``
+            is not a bool.
 
     Example:
         >>> import gymnasium as gym
@@ -142,6 +143,7 @@ class EnvRunner:
         numpy_episodes: bool = True,
         window: str = "transitions",
     ):
+        as_int(len_lookback_buffer, what="len_lookback_buffer")  # a TypeError, as the episode's
         # Beyond int64 the blocks' index arithmetic would overflow (an age never gets there).
         lookback = min(whole_number(len_lookback_buffer, "len_lookback_buffer", 0), 2**63 - 1)
         check_vector_env(env)

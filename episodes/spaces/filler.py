@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces as gs
 
+from episodes.indexing import as_int
 from episodes.structs import flatten, is_nested, map_leaves
 
 __all__ = ["filler_batch", "filler_item", "filler_leaf", "refuse_cut_fill", "text_dtype"]
@@ -96,6 +97,8 @@ def filler_batch(
         The batched filler structure.
 
     Raises:
+        TypeError: ``n`` is no int (a bool, a float; numpy ints are taken).
+        ValueError: ``n`` is negative.
         MemoryError: No array holds ``n`` such items.
 
     Example:
@@ -107,6 +110,7 @@ def filler_batch(
         >>> filler_batch(None, {"h": np.zeros(2, np.float32), "c": np.int64(0)}, 2)["h"].shape
         (2, 2)
     """
+    n = as_int(n, what="n")  # a bool or float count is the caller's bug, not the fill's
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
     if space is None:

@@ -769,15 +769,22 @@ def test_from_fields_refuses_values_of_the_wrong_type(values):
 
 
 @pytest.mark.parametrize(
-    "items", [5, None, "ab", {"a": 1}, {"a": np.zeros(0, np.int64), "b": np.zeros(3)}]
+    ("items", "error", "match"),
+    [
+        (5, TypeError, "must be a list"),  # as list mode refuses it
+        (None, TypeError, "must be a list"),
+        ("ab", ValueError, "leading axis"),
+        ({"a": 1}, ValueError, "leading axis"),
+        ({"a": np.zeros(0, np.int64), "b": np.zeros(3)}, ValueError, "leading axis"),
+    ],
 )
-def test_extend_of_a_numpy_buffer_refuses_what_is_no_batch(items):
+def test_extend_of_a_numpy_buffer_refuses_what_is_no_batch(items, error, match):
     # A scalar or a ragged batch counted as 0 items and was dropped (a tuple of scalars is
     # the tuple of its items now, as in list mode: test_session32_extend_tuple.py).
     buf = InfiniteLookbackBuffer([{"a": 1, "b": 2.0}] if isinstance(items, dict) else [1, 2])
     buf.finalize()
     before = copy.deepcopy(buf)
-    with pytest.raises(ValueError, match="leading axis"):
+    with pytest.raises(error, match=match):
         buf.extend(items)
     assert buf == before
 

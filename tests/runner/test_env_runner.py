@@ -492,12 +492,17 @@ def test_changed_outputs_are_refused_before_the_env_steps(bad):
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "steps"),
-    [({"len_lookback_buffer": 1.7}, 2), ({}, 2.9), ({}, True), ({"len_lookback_buffer": -1}, 2)],
+    ("kwargs", "steps", "error"),
+    [
+        ({"len_lookback_buffer": 1.7}, 2, TypeError),  # as the episode refuses it
+        ({}, 2.9, ValueError),
+        ({}, True, ValueError),
+        ({"len_lookback_buffer": -1}, 2, ValueError),
+    ],
     ids=["float lookback", "float num_steps", "bool num_steps", "negative lookback"],
 )
-def test_counts_must_be_whole_numbers(kwargs, steps):
-    with pytest.raises(ValueError, match="must be an int"):
+def test_counts_must_be_whole_numbers(kwargs, steps, error):
+    with pytest.raises(error, match="must be an int"):
         EnvRunner(
             make_vec(SCRIPTS, "NextStep"),
             _outputs_at(lambda k, n: (np.zeros(n, np.int64), {})),
