@@ -42,6 +42,13 @@ def reward_sum(rewards: Any) -> float:
     """
     if not len(rewards):
         return 0.0
+    # A float sum past float max is inf (inf beside -inf NaN), as the dataset writers give it:
+    # quietly, so no RuntimeWarning escapes where warnings are errors.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _sum(rewards)
+
+
+def _sum(rewards: Any) -> float:
     try:
         try:
             values = np.asarray(rewards)

@@ -77,7 +77,10 @@ def n_step_returns(
         weight = gamma**k
         if weight:  # a stopped window adds 0, not 0 * its last reward (NaN for an inf reward)
             # In float64: a weight below float32's range would be 0 there (0 * inf is NaN).
-            rewards += weight * np.where(go, store.rewards[last], 0.0).astype(np.float64)
+            # Sums past float64's range are inf, inf - inf NaN, as a sum in Python gives:
+            # no warning (an error under -W error).
+            with np.errstate(over="ignore", invalid="ignore"):
+                rewards += weight * np.where(go, store.rewards[last], 0.0).astype(np.float64)
         steps += go
     at_end = store.nxt[last] < 0
     rows = store.ep[last]

@@ -203,10 +203,18 @@ def _bound_array(
     mixed_bools = dtype.kind != "b" and any(isinstance(x, bool) for x in values)
     if raw.ndim != 1 or raw.dtype.kind not in fits or mixed_bools:
         raw, unbounded = _checked_objects(values, dtype, marker, what)
-    out = raw.astype(dtype)
+    with np.errstate(over="ignore"):  # a finite float beyond the dtype: refused below
+        out = raw.astype(dtype)
     if dtype.kind in "iu" and not np.array_equal(out, raw):
         raise ValueError(f"{what}: values out of range for dtype {dtype.name}")
+    if dtype.kind == "f" and np.isinf(out).any() and _overflowed(raw, out):
+        raise ValueError(f"{what}: values out of range for dtype {dtype.name}")
     return out.reshape(shape), unbounded.reshape(shape)
+
+
+def _overflowed(raw: np.ndarray, out: np.ndarray) -> bool:
+    """Whether a finite bound in ``raw`` became infinite in ``out`` (its float dtype's cast)."""
+    return any(math.isinf(o) and not math.isinf(x) for x, o in zip(raw.tolist(), out.tolist()))
 
 
 def _checked_objects(
