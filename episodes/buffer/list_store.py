@@ -21,8 +21,8 @@ import numpy as np
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.plain_arrays import check_items_unmasked, native_array, native_leaves
 from episodes.buffer.stack_errors import unstackable
+from episodes.spaces import batch as batch_items  # `batch` is extend_batch's argument
 from episodes.spaces import (
-    batch,
     batch_in_space,
     filler_item,
     one_hot,
@@ -149,7 +149,7 @@ class ListStore:
                 f"extend: items must be a list (or iterable) of items, got {type(items).__name__}"
             ) from error
 
-    def extend_batch(self, batch_: Any, count: int | None = None) -> None:
+    def extend_batch(self, batch: Any, count: int | None = None) -> None:
         """Appends the items of a batched struct (leaves with a leading time axis).
 
         Example:
@@ -157,7 +157,7 @@ class ListStore:
             >>> [int(item["x"]) for item in store.data]
             [4, 5]
         """
-        self.extend(unbatch(batch_))
+        self.extend(unbatch(batch))
 
     def extend_from(self, other: Any, start: int) -> None:
         """Appends the items of store ``other`` from position ``start`` on.
@@ -257,7 +257,7 @@ class ListStore:
             # episode numpy'd before its first step stores what it would have stored after;
             # a Text column is as wide as its space either way (the first string is not).
             text = isinstance(space, gym.spaces.Text)
-            return ArrayStore.from_batch(batch([], space=space), typed=text)
+            return ArrayStore.from_batch(batch_items([], space=space), typed=text)
         return ArrayStore.untyped()
 
     # ----------------------------------------------------------------- batch operations

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from episodes.indexing import discount_factor
+from episodes.rollout.leaves import same_but_trailing_ones
 
 
 def bootstrap_truncated_rewards(
@@ -36,16 +37,21 @@ def bootstrap_truncated_rewards(
 
     Args:
         rewards: Rewards of any shape.
-        truncated: Bool mask of the same shape: True on the last step of a truncated episode.
-        final_values: ``V(s_T)`` of each truncated step's final observation (ignored elsewhere).
+        truncated: Bool mask of the same shape (up to a trailing unit dimension, as below):
+            True on the last step of a truncated episode.
+        final_values: ``V(s_T)`` of each truncated step's final observation (ignored
+            elsewhere), shaped alike.
         gamma: Discount factor.
 
     Returns:
-        A new array with the rewards' dtype, or float64 for integer or bool rewards (a
+        A new array with the rewards' shape and dtype, or float64 for integer or bool rewards (a
         bonus of 4.5 would otherwise be truncated).
 
     Raises:
-        ValueError: ``gamma`` is not a real number in ``[0, 1]``.
+        ValueError: ``gamma`` is not a real number in ``[0, 1]``, or ``truncated`` or
+            ``final_values`` is not shaped like ``rewards`` (only a trailing unit dimension may
+            differ, ``[T, N]`` against ``[T, N, 1]``, as for
+            :func:`~episodes.rollout.compute_gae`): broadcasting would mix steps.
 
     Example:
         >>> bootstrap_truncated_rewards(np.zeros(3, np.float32), np.array([0, 0, 1], bool),
@@ -54,9 +60,25 @@ def bootstrap_truncated_rewards(
         >>> bootstrap_truncated_rewards(np.array([1, 1]), np.array([0, 1], bool),
         ...                             np.full(2, 5.0), 0.9).tolist()
         [1.0, 5.5]
+        >>> bootstrap_truncated_rewards(np.zeros(3), np.array([True]), np.full(3, 2.0), 0.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: truncated has shape (1,), expected (3,)
     """
     gamma = discount_factor(gamma)  # the check every n-step computation makes
     rewards = np.asarray(rewards)
-    bonus = np.where(truncated, gamma * np.asarray(final_values, dtype=np.float64), 0.0)
+    truncated = _shaped_like(np.asarray(truncated), "truncated", rewards.shape)
+    values = _shaped_like(np.asarray(final_values, np.float64), "final_values", rewards.shape)
+    bonus = np.where(truncated, gamma * values, 0.0)
     dtype = rewards.dtype if rewards.dtype.kind in "fc" else np.dtype(np.float64)
     return (rewards + bonus).astype(dtype, copy=False)
+
+
+def _shaped_like(x: np.ndarray, name: str, like: tuple[int, ...]) -> np.ndarray:
+    # Only a trailing unit dimension may differ: broadcasting a [T] mask against [T, 1]
+    # rewards would give [T, T], and a [1] mask would bootstrap every step.
+    if x.shape != like:
+        if not same_but_trailing_ones(x.shape, like):
+            raise ValueError(f"{name} has shape {x.shape}, expected {like}")
+        x = x.reshape(like)
+    return x

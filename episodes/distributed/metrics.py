@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsIndex
 
 from episodes.distributed.sample import RunnerSample, merge_runner_metrics
 from episodes.indexing import as_flag, whole_number
@@ -113,7 +113,7 @@ class GroupMetrics:
             # Merged now and then (amortized): one dict per sample would grow without end.
             self.runner_metrics = [self._merged()]
 
-    def add_lost(self, *, num_env_steps: int, error: str) -> None:
+    def add_lost(self, *, num_env_steps: SupportsIndex, error: str) -> None:
         """Counts one lost request.
 
         Raises:

@@ -239,6 +239,9 @@ class SlotSegments:
     Args:
         directory: Where files are created (None: nowhere, every reply takes Ray's path).
         hints: Per kind of request (``"sample"``, ...), the bytes its last reply needed.
+        refused: The smallest size in bytes that could not be allocated (a small
+            ``/dev/shm``): segments of that size or more are not tried again; ``inf`` until
+            an allocation fails.
 
     Example:
         >>> slot = SlotSegments(directory=None)  # no shared memory: every reply takes Ray's path

@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat, SupportsIndex
 
 from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import DatasetError
@@ -302,8 +302,8 @@ def split(
     train: PathLike,
     validation: PathLike,
     *,
-    fraction: float = 0.1,
-    seed: int = 0,
+    fraction: SupportsFloat = 0.1,
+    seed: SupportsIndex = 0,
 ) -> tuple[int, int]:
     """Splits a dataset by episode id; returns the pieces written to each side.
 
@@ -372,10 +372,10 @@ def filter_dataset(
     src: PathLike,
     dst: PathLike,
     *,
-    min_return: float | None = None,
-    max_return: float | None = None,
-    min_length: int | None = None,
-    max_length: int | None = None,
+    min_return: SupportsFloat | None = None,
+    max_return: SupportsFloat | None = None,
+    min_length: SupportsIndex | None = None,
+    max_length: SupportsIndex | None = None,
     done_only: bool = False,
     custom_data: dict[str, Any] | None = None,
     predicate: Callable[[EpisodeSummary], bool] | None = None,
@@ -415,26 +415,26 @@ def filter_dataset(
         >>> sorted(s.length for s in dataset_info(root + "/long").episodes)
         [2, 3]
     """
-    min_return, max_return, min_length, max_length, done_only, wanted_data, predicate = filter_args(
+    low_ret, high_ret, low_len, high_len, done_only, wanted_data, predicate = filter_args(
         min_return, max_return, min_length, max_length, done_only, custom_data, predicate
-    )
+    )  # plain Python numbers (numpy's taken), or None
 
     info = dataset_info(src)
     _refuse_overlaps([src], "in {}")  # its summaries would count steps twice
     # The manifest holds no inf (JSON), nor a sum of ints beyond float range: such returns read
     # back as NaN and are summed exactly from the rewards here (inf passes min_return).
     exact: dict[Any, Fraction | float] = {}
-    if min_return is not None or max_return is not None:
+    if low_ret is not None or high_ret is not None:
         unknown = {id_key(s.id_) for s in info.episodes if math.isnan(s.ret)}
         exact = exact_returns(src, unknown, info.num_chunks) if unknown else {}
 
     def passes(s: EpisodeSummary) -> bool:
         ret = exact.get(id_key(s.id_), s.ret) if math.isnan(s.ret) else s.ret
         return (
-            (min_return is None or ret >= min_return)
-            and (max_return is None or ret <= max_return)
-            and (min_length is None or s.length >= min_length)
-            and (max_length is None or s.length <= max_length)
+            (low_ret is None or ret >= low_ret)
+            and (high_ret is None or ret <= high_ret)
+            and (low_len is None or s.length >= low_len)
+            and (high_len is None or s.length <= high_len)
             and (not done_only or s.terminated or s.truncated)
             and (predicate is None or predicate(s))
         )

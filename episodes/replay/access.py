@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeAlias, TypeVar, cast, overload
 
 import numpy as np
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from episodes.replay.buffer import EpisodeReplayBuffer
 
 _Buffer = TypeVar("_Buffer", bound="BufferAccess")  # the class from_dataset is called on
+# One integer (numpy's too) or a 1-d sequence of them: item indices, or times of an episode.
+_Integers: TypeAlias = SupportsIndex | Sequence[SupportsIndex] | np.ndarray
 
 __all__ = ["BufferAccess"]
 
@@ -254,7 +257,7 @@ class BufferAccess:
             path, capacity=capacity, prioritized=prioritized, seed=seed, make=make, **kwargs
         )
 
-    def locate(self, episode_id: Any, t: np.ndarray | list[int] | int) -> np.ndarray:
+    def locate(self, episode_id: Any, t: _Integers) -> np.ndarray:
         """Stable item indices (as in a batch's ``indices``) of an episode's steps at times ``t``.
 
         Raises:
@@ -278,7 +281,7 @@ class BufferAccess:
         return sampling.locate(self._store, self._table, episode_id, t)
 
     def get_transitions(
-        self, indices: np.ndarray, *, n_step: int = 1, gamma: float = 0.99
+        self, indices: _Integers, *, n_step: int = 1, gamma: float = 0.99
     ) -> dict[str, np.ndarray]:
         """The transition batch of the given item indices (deterministic; no sampling).
 

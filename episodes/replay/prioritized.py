@@ -138,7 +138,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     def _on_append(self, slots: np.ndarray) -> None:
         self._on_reserve()  # nothing to do after add's own call
         start = self._max_priority if self._weight is None else self._weight
-        self._tree.update(slots, np.full(len(slots), self._leaf_of(start, self.alpha)))
+        self._tree._write(slots, np.full(len(slots), self._leaf_of(start, self.alpha)))
         self._raw[slots] = start
 
     def _check_fit(self, chunks: list[Any]) -> None:
@@ -186,7 +186,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             self._weight = None
 
     def _on_kill(self, slots: np.ndarray) -> None:
-        self._tree.update(slots, np.zeros(len(slots)))
+        self._tree._write(slots, np.zeros(len(slots)))
         self._kills += 1  # sampled slots may be dead now
 
     def _remapped(self, remap: np.ndarray) -> dict[str, Any]:
@@ -360,7 +360,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 added = float(leaves[last].sum())
             if not math.isfinite(self._tree.total - replaced + added):
                 raise ValueError("these priorities would make the sum of all priorities infinite")
-        self._tree.update(slots, leaves)
+        self._tree._write(slots, leaves)
         self._raw[slots] = prio  # a repeated slot keeps its last priority, as in the tree
         self._max_priority = max(self._max_priority, top)
 
@@ -471,7 +471,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         with np.errstate(over="ignore", under="ignore"):
             leaves = prio**self.alpha if self.alpha != 1.0 else prio
         _priority_values(leaves, f"priorities to the power alpha={self.alpha}", count, summed=True)
-        self._tree.update(slots, leaves)
+        self._tree._write(slots, leaves)
         self._raw[slots] = prio
         self._max_priority = max(self._max_priority, float(prio.max(initial=0.0)))
 

@@ -74,6 +74,8 @@ class DeviceRecorder(BatchedRecorder):
         mode: Its autoreset mode (next-step or same-step).
         lookback: ``len_lookback_buffer`` of the chunks.
         metrics: Where finished episodes are counted.
+        vector_steps: A call is ``num_steps`` vector steps rather than ``num_steps``
+            transitions per env, as for :class:`~episodes.runner.recorder.BatchedRecorder`.
 
     Raises:
         ValueError: ``mode`` is disabled.

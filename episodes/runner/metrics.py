@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, SupportsFloat, SupportsIndex, overload
 
 import numpy as np
 
@@ -69,7 +69,7 @@ class RunnerMetrics:
             f"total_env_steps={self.total_env_steps}, total_episodes={self.total_episodes})"
         )
 
-    def add_episode(self, episode_return: float, length: int) -> None:
+    def add_episode(self, episode_return: SupportsFloat, length: SupportsIndex) -> None:
         """Records one finished episode (a ``ValueError`` as :meth:`add_episodes` for bad input).
 
         Example:
@@ -110,7 +110,12 @@ class RunnerMetrics:
             del self.episode_returns[: len(self.episode_returns) - keep]
             del self.episode_lengths[: len(self.episode_lengths) - keep]
 
-    def add_time(self, env_steps: int, vector_steps: int, seconds: float) -> None:
+    def add_time(
+        self,
+        env_steps: SupportsIndex,
+        vector_steps: SupportsIndex,
+        seconds: SupportsFloat,
+    ) -> None:
         """Records the steps and wall time of one ``sample`` call.
 
         Raises:

@@ -55,6 +55,7 @@ EXPECTED = {
     "rollout_shapes_and_keys": (8, 4, 3, 8, 4, 3),
     "policies_without_extras": 4,
     "numpy_scalars_where_documented": True,
+    "numpy_numbers_in_signatures": [4, 4, [1], [1.0, 5.0], 0, 4],
     "subclass_chunks_keep_their_type": ["mine"] * 5,
     "space_dicts_round_trip": True,
     "from_dataset_builds_its_class": [

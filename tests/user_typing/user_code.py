@@ -18,10 +18,17 @@ import torch
 from episodes import InfiniteLookbackBuffer, SingleAgentEpisode
 from episodes.connectors import Connector, ConnectorPipeline, FlattenObservations
 from episodes.converter import ColumnKeys
-from episodes.io import Dataset, DatasetWriter, EpisodeWriter, read_episodes
-from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from episodes.io import (
+    Dataset,
+    DatasetWriter,
+    EpisodeWriter,
+    filter_dataset,
+    read_episodes,
+    split,
+)
+from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer, SumTree
 from episodes.rollout import RolloutStorage
-from episodes.runner import EnvRunner, Policy, RandomPolicy, RecurrentPolicy
+from episodes.runner import EnvRunner, Policy, RandomPolicy, RecurrentPolicy, RunnerMetrics
 from episodes.spaces import space_from_dict, space_to_dict
 
 if TYPE_CHECKING:
@@ -145,6 +152,41 @@ def numpy_scalars_where_documented(folder: str) -> bool:
         writer.write(ep)
     read = list(read_episodes(path, start=np.int64(0), stop=np.int64(1)))
     return ep.is_terminated and len(read) == 1
+
+
+def numpy_numbers_in_signatures(folder: str) -> list[Any]:
+    """Numbers computed with numpy where the docstrings say numpy numbers are taken."""
+    path = os.path.join(folder, "all")
+    with DatasetWriter(path) as writer:
+        writer.write_many(_episode(str(i)) for i in range(4))
+    share, seed = np.float32(0.5), np.int64(3)
+    train, val = os.path.join(folder, "train"), os.path.join(folder, "val")
+    split(path, train, val, fraction=share, seed=seed)
+    returns = np.array([6.0, 6.0])
+    kept = filter_dataset(
+        path,
+        os.path.join(folder, "kept"),
+        min_return=returns.min(),
+        max_return=np.float32(7.0),
+        min_length=np.int64(2),
+        max_length=np.prod((2,)),
+    )
+    metrics = RunnerMetrics()
+    metrics.add_episode(np.float32(1.5), np.int64(2))
+    metrics.add_time(np.int64(4), np.int64(2), np.float32(0.5))
+    buffer = EpisodeReplayBuffer(100, seed=0)
+    buffer.add(_episode("a"))
+    located = buffer.locate("a", np.int64(1))
+    batch = buffer.get_transitions([np.int64(0), np.int64(1)])
+    none = buffer.get_transitions([])
+    tree = SumTree(np.int64(4))
+    return [kept, metrics.env_steps, located, batch["rewards"], len(none["rewards"]), tree.capacity]
+
+
+def _group_metrics_take_numpy_ints() -> None:  # type-checked only: the package needs Ray
+    from episodes.distributed.metrics import GroupMetrics
+
+    GroupMetrics().add_lost(num_env_steps=np.int64(64), error="lost")
 
 
 class TaggedEpisode(SingleAgentEpisode):
