@@ -3,8 +3,9 @@
 Reading hands each large leaf (1 MiB or more) to its episode as a private, copy-on-write map
 of the file's bytes: nothing is copied, writes stay in memory, the file never changes. Before
 Python 3.13 every such map holds a duplicate of the file's descriptor for as long as it lives,
-so a process holding more read episodes than its descriptor limit could open no file at all.
-Maps are therefore counted here: while a quarter of the soft ``RLIMIT_NOFILE`` are alive, or
+so a process holding more read episodes than its descriptor limit could open no file at all
+(from 3.13 the maps are made without one). Maps are counted here on every version (each
+also takes address space): while a quarter of the soft ``RLIMIT_NOFILE`` are alive, or
 when the system refuses one (out of descriptors or address space), the leaf is read into
 memory instead. Either way the episode gets a writable array with the file's bytes.
 
@@ -22,10 +23,15 @@ from __future__ import annotations
 
 import itertools
 import mmap
+import sys
 import weakref
 from typing import Any
 
 __all__ = ["live_maps", "map_copy_on_write", "map_limit", "may_map", "track_map"]
+
+# From Python 3.13 a map need not keep a duplicate of the descriptor (only its size() and
+# resize() use it, and these maps are never resized): asked for, a map costs no descriptor.
+_NO_FD: dict[str, Any] = {"trackfd": False} if sys.version_info >= (3, 13) else {}
 
 try:
     import resource
@@ -105,7 +111,7 @@ def map_copy_on_write(fd: int, offset: int, length: int) -> mmap.mmap | None:
     if not may_map():
         return None
     try:
-        mapped = mmap.mmap(fd, length, access=mmap.ACCESS_COPY, offset=offset)
+        mapped = mmap.mmap(fd, length, access=mmap.ACCESS_COPY, offset=offset, **_NO_FD)
     except OSError:  # EMFILE, ENFILE, ENOMEM: the caller reads the bytes instead
         return None
     track_map(mapped)
