@@ -177,10 +177,25 @@ def test_two_ends_of_one_step_are_refused_whatever_their_order(consumer):
             JOINING_CONSUMERS[consumer]([_steps_e(), *ends])
 
 
+def _columns(columns) -> tuple:
+    keys = ("eps_id", "rewards", "terminateds", "truncateds")
+    return tuple(np.asarray(columns[key]).tolist() for key in keys)
+
+
+def _replayed(chunks) -> tuple:
+    buffer = EpisodeReplayBuffer(10)
+    buffer.add(chunks)
+    return buffer.get_episode_ids(), buffer.get_num_episodes(), buffer.get_num_timesteps()
+
+
+# What each consumer makes of the chunks: of episode "o"'s one step only.
 ENDS_LEFT_OUT = {
-    "batch": lambda chunks: len(episodes_to_batch(chunks)["rewards"]),
-    "learner-columns": lambda chunks: len(AddLearnerColumns()(chunks, {})["rewards"]),
-    "replay": lambda chunks: EpisodeReplayBuffer(10).add(chunks),
+    "batch": (lambda chunks: _columns(episodes_to_batch(chunks)), (["o"], [1.0], [False], [False])),
+    "learner-columns": (
+        lambda chunks: _columns(AddLearnerColumns()(chunks, {})),
+        (["o"], [1.0], [False], [False]),
+    ),
+    "replay": (_replayed, (["o"], 1, 1)),
 }
 
 
@@ -192,5 +207,7 @@ def test_ends_whose_steps_are_not_here_are_left_out_unjudged(consumer):
     )
     no_observation = SingleAgentEpisode("q", t_started=2, truncated=True)
     twice = SingleAgentEpisode("r", observations=[5.0], t_started=2, terminated=True)
+    consume, expected = ENDS_LEFT_OUT[consumer]
+    assert consume([other]) == expected  # the same as without the ends
     for ends in ([no_observation], [twice, copy.deepcopy(twice)]):
-        ENDS_LEFT_OUT[consumer]([other, *ends])
+        assert consume([other, *ends]) == expected, [end.id_ for end in ends]

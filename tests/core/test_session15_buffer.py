@@ -64,32 +64,47 @@ def _step(chunk: SingleAgentEpisode, **changes: Any) -> None:
     )
 
 
-REFUSED: dict[str, Callable[[SingleAgentEpisode], None]] = {
-    "extra output: a string at an int index": lambda c: c.set_extra_model_outputs(
-        key="vf_preds", new_data="x", at_indices=0
+_DOES_NOT_FIT = r"does not fit a numpy column of dtype float32 and item shape \(\)"
+_NOT_RECORDED = "add_env_step: the value for {} cannot be stored in the episode's numpy column"
+
+# Each refused write: the message it is refused with (all are ValueError), and the write.
+REFUSED: dict[str, tuple[str, Callable[[SingleAgentEpisode], None]]] = {
+    "extra output: a string at an int index": (
+        rf"'vf_preds': 'x' {_DOES_NOT_FIT} \(not a number",
+        lambda c: c.set_extra_model_outputs(key="vf_preds", new_data="x", at_indices=0),
     ),
-    "extra output: float32 overflow at a list index": lambda c: c.set_extra_model_outputs(
-        key="vf_preds", new_data=[1e300], at_indices=[0]
+    "extra output: float32 overflow at a list index": (
+        rf"'vf_preds': 1e\+300 {_DOES_NOT_FIT} \(beyond the range of float32",
+        lambda c: c.set_extra_model_outputs(key="vf_preds", new_data=[1e300], at_indices=[0]),
     ),
-    "extra output: a batch of the wrong item shape": lambda c: c.set_extra_model_outputs(
-        key="vf_preds", new_data=np.zeros((2, 3), np.float32), at_indices=slice(0, 2)
+    "extra output: a batch of the wrong item shape": (
+        rf"'vf_preds': an array of shape \(3,\) .* {_DOES_NOT_FIT} \(item shape \(3,\)",
+        lambda c: c.set_extra_model_outputs(
+            key="vf_preds", new_data=np.zeros((2, 3), np.float32), at_indices=slice(0, 2)
+        ),
     ),
-    "add_env_step: extra output of the wrong shape": lambda c: _step(
-        c, extra_model_outputs={"vf_preds": np.zeros(3)}
+    "add_env_step: extra output of the wrong shape": (
+        _NOT_RECORDED.format(r"extra_model_outputs\['vf_preds'\]") + r" \(an array of shape \(3,\)",
+        lambda c: _step(c, extra_model_outputs={"vf_preds": np.zeros(3)}),
     ),
-    "add_env_step: a string extra output": lambda c: _step(
-        c, extra_model_outputs={"vf_preds": "high"}
+    "add_env_step: a string extra output": (
+        _NOT_RECORDED.format(r"extra_model_outputs\['vf_preds'\]") + r" \('high' does not fit",
+        lambda c: _step(c, extra_model_outputs={"vf_preds": "high"}),
     ),
-    "add_env_step: a reward that is no number": lambda c: _step(c, reward="1.0"),
+    "add_env_step: a reward that is no number": (
+        _NOT_RECORDED.format("rewards") + r" \('1.0' does not fit .* float64",
+        lambda c: _step(c, reward="1.0"),
+    ),
 }
 
 
-@pytest.mark.parametrize("write", REFUSED.values(), ids=REFUSED.keys())
-def test_a_refused_write_leaves_the_chunk_on_the_blocks(write):
+@pytest.mark.parametrize("message, write", REFUSED.values(), ids=REFUSED.keys())
+def test_a_refused_write_leaves_the_chunk_on_the_blocks(message, write):
     chunks, chunk = _sample()
     before = chunk.get_state()
-    with pytest.raises((ValueError, TypeError)):
+    with pytest.raises(ValueError, match=message) as refused:
         write(chunk)
+    assert type(refused.value) is ValueError
     assert chunk == type(chunk).from_state(before)
     columns = [chunk.observations, chunk.actions, chunk.rewards]
     columns += list(chunk.extra_model_outputs.values())

@@ -253,6 +253,33 @@ def test_torch_items_are_writable_copies_without_warnings(tmp_path):
             batch["obs"] += 1  # the items are the caller's
 
 
+def _arrays(item: dict[str, Any]) -> list[np.ndarray]:
+    return [leaf for leaf in _leaves(item) if isinstance(leaf, np.ndarray)]
+
+
+@pytest.mark.parametrize("store", list(STORES))
+def test_torch_items_written_in_place_leave_later_items_unchanged(tmp_path, store):
+    pytest.importorskip("torch")
+    from episodes.io.torch_data import SequenceDataset, TransitionDataset
+
+    kw, obs = STORES[store]
+    path = _write(tmp_path / "d", [_episode(i, obs=obs, steps=3) for i in range(3)], **kw)
+    for data in (TransitionDataset(path), SequenceDataset(path, length=2)):
+        before = [[leaf.copy() for leaf in _arrays(data[i])] for i in range(len(data))]
+        for i in range(len(data)):  # every array of every item written in place
+            item = data[i]
+            assert _arrays(item), item
+            for leaf in _arrays(item):
+                if leaf.dtype == bool:
+                    leaf[...] = ~leaf
+                else:
+                    leaf[...] += 100
+        for i in range(len(data)):  # neither the same item read again nor an overlapping one
+            again = _arrays(data[i])
+            assert len(again) == len(before[i])
+            assert all(np.array_equal(a, b) for a, b in zip(again, before[i], strict=True)), i
+
+
 # ---------------------------------------------- a refused shard holds no descriptor nor map
 def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))

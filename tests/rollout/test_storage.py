@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 import torch
 from hypothesis import given
@@ -464,30 +467,58 @@ def _filled_gru_storage(share: bool) -> RolloutStorage:
     return st
 
 
-# Each write is refused; the fields before the bad one used to be written already, and a bad
-# write into a shared tensor replaced it with uninitialised memory.
-REFUSED_WRITES = {
-    "values of the wrong shape after rewards": lambda st: st.write_block(
-        0, rewards=torch.zeros(4, 3), values=torch.zeros(4, 3, 2)
+# Each write is refused (with this error and message); the fields before the bad one used to
+# be written already, and a bad write into a shared tensor replaced it with uninitialised memory.
+REFUSED_WRITES: dict[str, tuple[type[Exception], str, Callable[[RolloutStorage], Any]]] = {
+    "values of the wrong shape after rewards": (
+        ValueError,
+        r"^values: a value of shape \(4, 3, 2\) does not fit rows of shape \(4, 3, 1\)$",
+        lambda st: st.write_block(0, rewards=torch.zeros(4, 3), values=torch.zeros(4, 3, 2)),
     ),
-    "one distribution param of two": lambda st: st.write_block(
-        0, rewards=torch.zeros(4, 3), distribution_params=(torch.zeros(4, 3, 1),)
+    "one distribution param of two": (
+        ValueError,
+        r"^distribution_params: expected 2 tensors, got 1$",
+        lambda st: st.write_block(
+            0, rewards=torch.zeros(4, 3), distribution_params=(torch.zeros(4, 3, 1),)
+        ),
     ),
-    "an LSTM pair for a GRU storage": lambda st: st.write_block(
-        0, rewards=torch.zeros(4, 3), hidden_states=((torch.zeros(4, 1, 3, 4),) * 2, None)
+    "an LSTM pair for a GRU storage": (
+        ValueError,
+        r"^actor hidden state has 2 components, expected 1$",
+        lambda st: st.write_block(
+            0, rewards=torch.zeros(4, 3), hidden_states=((torch.zeros(4, 1, 3, 4),) * 2, None)
+        ),
     ),
-    "a hidden state of one env, broadcast before": lambda st: st.write_block(
-        0, rewards=torch.zeros(4, 3), hidden_states=(torch.zeros(4, 1, 1, 4), None)
+    "a hidden state of one env, broadcast before": (
+        ValueError,
+        r"^actor hidden state: a value of shape \(4, 1, 1, 4\) does not fit rows of shape "
+        r"\(4, 1, 3, 4\)$",
+        lambda st: st.write_block(
+            0, rewards=torch.zeros(4, 3), hidden_states=(torch.zeros(4, 1, 1, 4), None)
+        ),
     ),
-    "a hidden state of one unit, broadcast before": lambda st: st.add_transition(
-        Transition(rewards=torch.zeros(3), hidden_states=(torch.zeros(1, 3, 1), None))
+    "a hidden state of one unit, broadcast before": (
+        ValueError,
+        r"^actor hidden state: a value of shape \(1, 3, 1\) does not fit rows of shape "
+        r"\(1, 3, 4\)$",
+        lambda st: st.add_transition(
+            Transition(rewards=torch.zeros(3), hidden_states=(torch.zeros(1, 3, 1), None))
+        ),
     ),
-    "observations of another size into a shared tensor": lambda st: st.write_block(
-        0, rewards=torch.zeros(4, 3), observations=torch.zeros(4, 3, 5)
+    "observations of another size into a shared tensor": (
+        ValueError,
+        r"^observations: a value of shape \(4, 3, 5\) does not fit rows of shape \(4, 3, 2\)$",
+        lambda st: st.write_block(0, rewards=torch.zeros(4, 3), observations=torch.zeros(4, 3, 5)),
     ),
-    "a list instead of a tensor": lambda st: st.write_block(0, rewards=[[0.0] * 3] * 4),
-    "a list in add_transition": lambda st: st.add_transition(
-        Transition(rewards=torch.zeros(3), values=[0.0] * 3)
+    "a list instead of a tensor": (
+        TypeError,
+        r"^rewards: blocks must be torch tensors, got list$",
+        lambda st: st.write_block(0, rewards=[[0.0] * 3] * 4),
+    ),
+    "a list in add_transition": (
+        TypeError,
+        r"^values: expected a torch.Tensor, got list$",
+        lambda st: st.add_transition(Transition(rewards=torch.zeros(3), values=[0.0] * 3)),
     ),
 }
 
@@ -501,8 +532,10 @@ def test_a_refused_write_leaves_the_storage_unchanged(case, share):
     before = {name: tensor.clone() for name, tensor in st.tensors.items()}
     hidden = [t.clone() for t in st.saved_hidden_states_actor]
     shared, step = set(st.shared), st.step
-    with pytest.raises((ValueError, TypeError)):
-        REFUSED_WRITES[case](st)
+    error, message, write = REFUSED_WRITES[case]
+    with pytest.raises(error, match=message) as refused:
+        write(st)
+    assert type(refused.value) is error
     assert st.step == step and set(st.shared) == shared
     for name, tensor in st.tensors.items():
         assert torch.equal(tensor, before[name]), name

@@ -16,6 +16,7 @@ from episodes import SingleAgentEpisode
 from episodes.testing.strategies import (
     ALL_KINDS,
     BATCHABLE_KINDS,
+    CONTAINER_KINDS,
     LEAF_KINDS,
     chunked_episodes,
     episodes,
@@ -172,8 +173,20 @@ def test_importing_episodes_does_not_import_hypothesis_and_strategies_not_torch(
 
 
 def test_kinds_constants_are_consistent():
+    assert ALL_KINDS == LEAF_KINDS + CONTAINER_KINDS
+    assert len(set(ALL_KINDS)) == len(ALL_KINDS)
     assert set(BATCHABLE_KINDS) <= set(ALL_KINDS)
-    assert issubclass(SingleAgentEpisode, object)
+    assert set(BATCHABLE_KINDS) & set(LEAF_KINDS)  # spaces() needs a leaf kind
+
+
+@settings(max_examples=30, deadline=None)
+@given(episodes(spaces(BATCHABLE_KINDS), spaces(BATCHABLE_KINDS), max_len=3, numpy=False))
+def test_episodes_of_batchable_kinds_stack_into_numpy(ep: SingleAgentEpisode):
+    # What BATCHABLE_KINDS promises: to_numpy() can stack every column of such an episode.
+    assert not ep.is_numpy
+    ep.to_numpy()
+    assert ep.is_numpy
+    ep.validate()
 
 
 @settings(max_examples=20, deadline=None)
