@@ -216,7 +216,7 @@ def test_items_holding_one_container_twice_side_by_side_batch_as_copies_of_it_do
 
 
 @pytest.mark.parametrize("column", ["observations", "actions", "extra_model_outputs"])
-@pytest.mark.parametrize("make", [_dict_in_a_list_in_itself, _tuple_through_a_list])
+@pytest.mark.parametrize("make", [*LOOPS[1:]])  # a list in itself is ragged first
 def test_to_numpy_refuses_an_item_holding_itself_and_leaves_the_episode_alone(column, make):
     item = make()
     fields: dict[str, Any] = {"observations": [0, 1], "actions": [0], "rewards": [0.0]}

@@ -46,14 +46,17 @@ def unstackable(items: list[Any]) -> ValueError | None:
     """
     if not items:
         return None
-    first = layout(items[0])
-    for position, item in enumerate(items):
-        found = layout(item)
-        if found != first or (position == 0 and found == "a ragged nested list"):
-            return ValueError(
-                f"the items do not stack: item 0 has {_words(first)}, "
-                f"item {position} has {_words(found)}"
-            )
+    try:
+        first = layout(items[0])
+        for position, item in enumerate(items):
+            found = layout(item)
+            if found != first or (position == 0 and found == "a ragged nested list"):
+                return ValueError(
+                    f"the items do not stack: item 0 has {_words(first)}, "
+                    f"item {position} has {_words(found)}"
+                )
+    except RecursionError:  # an item holding itself: the stacking's own error names it
+        return None
     return None
 
 
