@@ -12,16 +12,14 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import pytest
 
-# Also collected by --doctest-modules in the project venv, which has no ray: skip there.
-pytest.importorskip("ray.rllib")
+# Imported in the reference venv only: conftest.py leaves this module out of the project
+# venv's collection (--doctest-modules), and makes a failing RLlib import stop the run.
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RSAE
+from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer as RBuf
 
-from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RSAE  # noqa: E402
-from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer as RBuf  # noqa: E402
-
-from episodes import InfiniteLookbackBuffer as OBuf  # noqa: E402
-from episodes import SingleAgentEpisode as OSAE  # noqa: E402
+from episodes import InfiniteLookbackBuffer as OBuf
+from episodes import SingleAgentEpisode as OSAE
 
 __all__ = ["OBuf", "OSAE", "RBuf", "RSAE"]
 
@@ -265,10 +263,20 @@ class Twin:
     theirs: Any
 
     def both(self, method: str, *args: Any, **kwargs: Any) -> tuple[Outcome, Outcome]:
+        """Runs the call on both, each outcome (value or exception type) kept to compare."""
         return (
             call(getattr(self.ours, method), *args, **kwargs),
             call(getattr(self.theirs, method), *args, **kwargs),
         )
+
+    def setup(self, method: str, *args: Any, **kwargs: Any) -> None:
+        """Runs a call the test builds on, on both: an exception from either fails the test.
+
+        Unlike :meth:`both`, nothing is caught: a setup step that started raising would
+        otherwise leave the test checking an episode the step never reached.
+        """
+        getattr(self.ours, method)(*args, **kwargs)
+        getattr(self.theirs, method)(*args, **kwargs)
 
 
 def new_twin(obs_space: gym.Space, act_space: gym.Space, id_: str = "twin") -> Twin:

@@ -14,16 +14,13 @@ import copy
 import pickle
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-pytest.importorskip("ray.rllib")
-
-import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from tests.differential._rllib_ops import (  # noqa: E402
+from tests.differential._rllib_ops import (
     ACT_SPACES,
     BOX_OBS,
     DICT_OBS,
@@ -528,7 +525,7 @@ def test_neg_index_past_lookback_numpy() -> None:  # "numpy-neg-index-wraps"
 
 def test_to_numpy_on_empty_chunk() -> None:  # "to_numpy-empty"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
-    twin.both("add_env_reset", np.zeros(4, np.float32))
+    twin.setup("add_env_reset", np.zeros(4, np.float32))
     twin.ours.to_numpy()
     twin.theirs.to_numpy()
     assert twin.ours.is_numpy and isinstance(twin.ours.get_actions(), np.ndarray)
@@ -537,7 +534,7 @@ def test_to_numpy_on_empty_chunk() -> None:  # "to_numpy-empty"
 
 def test_data_dict_of_empty_episode() -> None:  # "data-dict-empty"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
-    twin.both("add_env_reset", np.zeros(4, np.float32))
+    twin.setup("add_env_reset", np.zeros(4, np.float32))
     assert twin.ours.get_data_dict()["terminateds"] == []
     assert twin.theirs.get_data_dict()["terminateds"] == [False]
 
@@ -545,8 +542,8 @@ def test_data_dict_of_empty_episode() -> None:  # "data-dict-empty"
 def test_late_extra_model_output_key() -> None:  # "late-emo-key"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
     ob = np.zeros(4, np.float32)
-    twin.both("add_env_reset", ob)
-    twin.both("add_env_step", ob, 0, 1.0)
+    twin.setup("add_env_reset", ob)
+    twin.setup("add_env_step", ob, 0, 1.0)
     before = copy.deepcopy(twin.ours)
     with pytest.raises(AssertionError, match="new"):
         twin.ours.add_env_step(ob, 0, 1.0, extra_model_outputs={"v": 1.0})
@@ -634,10 +631,10 @@ def test_one_hot_without_space() -> None:  # "one-hot-without-space"
 def _stepped_twin(obs_space: Any = BOX_OBS, n: int = 4, **step_kw: Any) -> Twin:
     rng = np.random.default_rng(1)
     twin = new_twin(obs_space, DISCRETE_ACT)
-    twin.both("add_env_reset", sample_obs(obs_space, rng))
+    twin.setup("add_env_reset", sample_obs(obs_space, rng))
     for i in range(n):
         done = step_kw if i == n - 1 else {}
-        twin.both("add_env_step", sample_obs(obs_space, rng), i % 4, float(i), **done)
+        twin.setup("add_env_step", sample_obs(obs_space, rng), i % 4, float(i), **done)
     return twin
 
 
@@ -674,7 +671,7 @@ def test_concat_keeps_both_flags_of_the_successor() -> None:  # "concat-both-fla
     twin = _stepped_twin(n=2)
     nxt = Twin(twin.ours.cut(), twin.theirs.cut())
     obs = sample_obs(BOX_OBS, np.random.default_rng(2))
-    nxt.both("add_env_step", obs, 0, 1.0, terminated=True, truncated=True)
+    nxt.setup("add_env_step", obs, 0, 1.0, terminated=True, truncated=True)
     twin.ours.concat_episode(nxt.ours)
     twin.theirs.concat_episode(nxt.theirs)
     assert twin.ours.is_terminated and twin.ours.is_truncated
@@ -716,10 +713,10 @@ def test_set_on_nested_numpy_buffer() -> None:  # "nested-numpy-set"
 def test_refused_concat_changes_nothing() -> None:  # "concat-partial-mutation"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
     ob = np.zeros(4, np.float32)
-    twin.both("add_env_reset", ob)
-    twin.both("add_env_step", ob, 0, 1.0)  # a step without the key "v"
+    twin.setup("add_env_reset", ob)
+    twin.setup("add_env_step", ob, 0, 1.0)  # a step without the key "v"
     succ = Twin(twin.ours.cut(), twin.theirs.cut())
-    succ.both("add_env_step", ob, 0, 1.0, extra_model_outputs={"v": 0.0})
+    succ.setup("add_env_step", ob, 0, 1.0, extra_model_outputs={"v": 0.0})
     before = copy.deepcopy(twin.ours)
     with pytest.raises(AssertionError):
         twin.ours.concat_episode(succ.ours)
@@ -824,9 +821,9 @@ def test_a_space_that_is_no_space_is_refused(field) -> None:  # "space-not-a-spa
 def test_concat_new_keys_into_empty_chunk() -> None:  # "concat-new-keys-into-empty"
     twin = new_twin(BOX_OBS, DISCRETE_ACT)
     ob = np.zeros(4, np.float32)
-    twin.both("add_env_reset", ob)
+    twin.setup("add_env_reset", ob)
     succ = Twin(twin.ours.cut(), twin.theirs.cut())
-    succ.both("add_env_step", ob, 0, 1.0, extra_model_outputs={"v": 0.5})
+    succ.setup("add_env_step", ob, 0, 1.0, extra_model_outputs={"v": 0.5})
     twin.ours.concat_episode(succ.ours)
     assert twin.ours.get_extra_model_outputs("v") == [0.5]
     twin.ours.validate()
@@ -890,7 +887,7 @@ def test_mixed_mode_concat(obs_space: Any, first_numpy: bool) -> None:
             twin.theirs.to_numpy()
         succ = Twin(twin.ours.cut(len_lookback_buffer=1), twin.theirs.cut(len_lookback_buffer=1))
         ob = sample_obs(obs_space, np.random.default_rng(5))
-        succ.both("add_env_step", ob, 1, 2.0)
+        succ.setup("add_env_step", ob, 1, 2.0)
         if not first_numpy:
             succ.ours.to_numpy()
             succ.theirs.to_numpy()
@@ -1084,9 +1081,9 @@ def test_episode_slice_with_a_step() -> None:  # "episode-slice-step"
 
 def _int_episodes() -> Twin:
     twin = Twin(OSAE("x"), RSAE("x"))
-    twin.both("add_env_reset", 0)
+    twin.setup("add_env_reset", 0)
     for t in range(1, 7):
-        twin.both("add_env_step", t, t, float(t))
+        twin.setup("add_env_step", t, t, float(t))
     return twin
 
 

@@ -56,10 +56,10 @@ def test_every_rllib_deviation_row_is_pinned() -> None:
 # ------------------------------------------------------------------------- missing-emo-key
 def _twin_with_emo(numpy: bool) -> Twin:
     twin = Twin(OSAE("x"), RSAE("x"))
-    twin.both("add_env_reset", 0)
-    twin.both("add_env_step", 1, 0, 1.0, extra_model_outputs={"vf": 0.5})
+    twin.setup("add_env_reset", 0)
+    twin.setup("add_env_step", 1, 0, 1.0, extra_model_outputs={"vf": 0.5})
     if numpy:
-        twin.both("to_numpy")
+        twin.setup("to_numpy")
     return twin
 
 
@@ -88,11 +88,11 @@ def test_step_without_a_recorded_extra_model_output_key(
 def _twin_with_ids(numpy: bool) -> Twin:
     ids = {"agent_id": "a0", "module_id": "m0", "multi_agent_episode_id": "ma0"}
     twin = Twin(OSAE("x", **ids), RSAE("x", **ids))
-    twin.both("add_env_reset", 0)
+    twin.setup("add_env_reset", 0)
     for i in range(4):
-        twin.both("add_env_step", i + 1, i % 2, float(i))
+        twin.setup("add_env_step", i + 1, i % 2, float(i))
     if numpy:
-        twin.both("to_numpy")
+        twin.setup("to_numpy")
     return twin
 
 
@@ -126,7 +126,7 @@ def test_state_and_concat_keep_the_agent_ids_in_both() -> None:
     )
     assert_episodes_match(restored.ours, restored.theirs)
     nxt = Twin(twin.ours.cut(), twin.theirs.cut())
-    nxt.both("add_env_step", 9, 0, 1.0)
+    nxt.setup("add_env_step", 9, 0, 1.0)
     twin.ours.concat_episode(nxt.ours)
     twin.theirs.concat_episode(nxt.theirs)
     assert_episodes_match(twin.ours, twin.theirs)  # concat keeps self's ids in both
@@ -174,10 +174,10 @@ def _text_twin(name: str, numpy: bool) -> Twin:
         OSAE("x", observation_space=space, action_space=gym.spaces.Discrete(2)),
         RSAE("x", observation_space=space, action_space=gym.spaces.Discrete(2)),
     )
-    twin.both("add_env_reset", first)
-    twin.both("add_env_step", second, 0, 1.0)
+    twin.setup("add_env_reset", first)
+    twin.setup("add_env_step", second, 0, 1.0)
     if numpy:
-        twin.both("to_numpy")
+        twin.setup("to_numpy")
     return twin
 
 
@@ -193,7 +193,7 @@ def test_numpy_text_column_is_as_wide_as_max_length(name: str) -> None:  # "text
     assert _text_column(twin.theirs).dtype == np.dtype("<U2")  # the longest string recorded
     # A longer valid string: ours fits it in place, RLlib's concatenation widens the column.
     longer = {"s": "abcde", "d": 1} if name == "in_dict" else "abcde"
-    twin.both("add_env_step", longer, 0, 1.0)
+    twin.setup("add_env_step", longer, 0, 1.0)
     assert _text_column(twin.ours).dtype == _text_column(twin.theirs).dtype == np.dtype("<U5")
     assert _text_column(twin.ours).tolist() == _text_column(twin.theirs).tolist()
 

@@ -7,6 +7,7 @@ import pickle
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import tree
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +18,32 @@ from episodes.testing.strategies import chunked_episodes, episodes
 from ._compare import values_equal
 
 small = episodes(max_len=5)
+
+
+# The comparison the properties below rest on: exact values, no cast between the two sides.
+COMPARED = {
+    "rounded-floats": ([1, 2], np.array([1.7, 2.2]), False),
+    "ints-shifted": (np.array([1, 2]), np.array([1, 2]) + 0.4, False),
+    "wrapped-uint8": (np.uint8(255), np.int64(-1), False),
+    "empty-shapes": (np.zeros((0,)), np.zeros((0, 3)), False),
+    "shapes": (np.zeros((2, 1)), np.zeros(2), False),
+    "float32-of-float": ([0.1], np.array([0.1], np.float32), False),
+    "dict-keys": ({"a": [1]}, {"b": [1]}, False),
+    "nested-value": ([{"a": (1, 2.0)}], {"a": (np.array([1]), np.array([2.5]))}, False),
+    "int-float": (1, 1.0, True),
+    "list-array": ([1, 2], np.array([1, 2], np.int32), True),
+    "nan": ([float("nan")], np.array([np.nan], np.float32), True),
+    "empty-list": ([], np.zeros((0, 3), np.float32), True),
+    "empty-struct": ([], {"a": np.zeros(0), "b": (np.zeros((0, 2)),)}, True),
+    "nested": ([{"a": (1, 2.0)}], {"a": (np.array([1]), np.array([2.0]))}, True),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPARED))
+def test_values_equal_compares_values_exactly(case):
+    a, b, equal = COMPARED[case]
+    assert values_equal(a, b) is equal
+    assert values_equal(b, a) is equal
 
 
 def _without_spaces(ep: SingleAgentEpisode) -> SingleAgentEpisode:

@@ -5,11 +5,12 @@
 - a bad ``batch_size_B`` is refused by that name, not as ``num_items``;
 - with ``include_infos`` a sequence column holds the info of its ``next_obs``, as a transition
   batch does (the episode's final info at its last stored step), and ``{}`` where padded.
+
+The comparisons with RLlib 2.60 are in tests/differential/test_session33_rllib_replay_moved.py.
 """
 
 from __future__ import annotations
 
-from importlib.util import find_spec
 from typing import Any
 
 import numpy as np
@@ -194,56 +195,3 @@ def test_sequence_infos_follow_a_later_chunk_of_the_episode():
     buf.add(head)
     seq = buf.sample(32, batch_length_T=4, include_infos=True)
     assert seq["infos"].tolist() == [[{"id": "a", "t": t} for t in range(1, 5)]] * 32
-
-
-# ------------------------------------------------------------------------ RLlib 2.60 (pinned)
-def _rllib_twins() -> tuple[EpisodeReplayBuffer, Any]:
-    # RLlib's dependencies are in the reference venv only, which rsl_rl marks (as
-    # tests/differential/conftest.py tells): run there, ``.venv-ref/bin/python -m pytest``.
-    if find_spec("rsl_rl") is None:
-        pytest.skip("RLlib 2.60 runs in the reference venv only")
-    pytest.importorskip("ray.rllib")
-    from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RSAE
-    from ray.rllib.utils.replay_buffers.episode_replay_buffer import (
-        EpisodeReplayBuffer as RBuffer,
-    )
-
-    kwargs = dict(
-        observations=[np.array([float(t)], np.float32) for t in range(5)],
-        actions=[0, 1, 2, 0],
-        rewards=[1.0, 2.0, 3.0, 4.0],
-        infos=[{"t": t} for t in range(5)],
-        terminated=True,
-        len_lookback_buffer=0,
-    )
-    ours, theirs = EpisodeReplayBuffer(100, seed=0), RBuffer(capacity=100)
-    ours.add(SingleAgentEpisode("a", **kwargs))
-    theirs.add(RSAE(id_="a", **kwargs))
-    return ours, theirs
-
-
-def test_rllib_ignores_gamma_where_we_refuse_it():  # "seq-n-step"
-    ours, theirs = _rllib_twins()
-    for kwargs in (dict(batch_length_T=2), dict(batch_length_T=2, sample_episodes=True)):
-        got = []
-        for gamma in (0.0, 0.9):
-            theirs.rng = np.random.default_rng(0)
-            out = theirs.sample(batch_size_B=4, n_step=1, gamma=gamma, **kwargs)
-            got.append(
-                [np.asarray(ep.get_rewards()).tolist() for ep in out]
-                if isinstance(out, list)
-                else {k: np.asarray(v).tolist() for k, v in out.items()}
-            )
-        assert got[0] == got[1]  # RLlib: the same whatever gamma
-        with pytest.raises(ValueError, match="gamma applies to transitions"):
-            ours.sample(4, gamma=0.9, **kwargs)
-
-
-def test_rllib_sequences_have_no_infos():  # "seq-reward-alignment"
-    ours, theirs = _rllib_twins()
-    theirs.rng = np.random.default_rng(0)
-    assert "infos" not in theirs.sample(batch_size_B=4, batch_length_T=2, include_infos=True)
-    seq = ours.sample(4, batch_length_T=2, include_infos=True)
-    assert [[info["t"] for info in row] for row in seq["infos"].tolist()] == seq["next_obs"][
-        :, :, 0
-    ].astype(int).tolist()
