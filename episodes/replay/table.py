@@ -212,7 +212,10 @@ class EpisodeTable:
             self._grow(size, example)
         held = len(self.order)
         if self._head + held + count > len(self._by_age):  # as open() would shift or grow
-            by_age = np.zeros(max(2 * len(self._by_age), 16, held + count), np.int64)
+            size = len(self._by_age)  # kept while at most half full: the window shifts down
+            if 2 * (held + count) > size:
+                size = max(2 * size, 16, held + count)
+            by_age = np.zeros(size, np.int64)
             by_age[:held] = self._by_age[self._head : self._head + held]
             self._by_age, self._head = by_age, 0
 
