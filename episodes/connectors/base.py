@@ -486,7 +486,7 @@ def _kept_filler(space: Any, fill: Any, one_hot_discrete: bool) -> Any:
         kept, filler = None, _MISSING
     if filler is _MISSING:
         filler = filler_for(space, fill, one_hot_discrete=one_hot_discrete)
-        if kept is not None:
+        if kept is not None and len(kept) < 64:  # a fill that changes per call is not kept
             kept[key] = filler
     return filler
 
