@@ -6,13 +6,15 @@ let an open shard keep 1,024 image pieces decompressed (300 pieces of 51 frames 
 +553 MiB for one pass of ``Dataset.steps``). Views into an uncompressed shard's memory map are
 the OS page cache, and a Parquet shard holds its whole table while open anyway: neither counts.
 
-A dataset's open shards share one :class:`ByteBudget` for both their caches.
+A dataset's open shards share one :class:`ByteBudget` for both their caches; an array held by
+entries of both (a plan holds the views the view cache holds) counts once.
 
 Example:
     >>> budget = ByteBudget(100)
     >>> cache = BoundedCache(2, budget)
-    >>> cache.put("a", 1, 60)
-    >>> cache.put("b", 2, 60)  # 120 bytes > 100: "a" is forgotten
+    >>> a, b = np.zeros(60, np.uint8), np.zeros(60, np.uint8)
+    >>> cache.put("a", 1, [a])
+    >>> cache.put("b", 2, [b])  # 120 bytes > 100: "a" is forgotten
     >>> cache.get("a"), cache.get("b"), len(cache), budget.nbytes
     (None, 2, 1, 60)
 """
@@ -24,28 +26,36 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BoundedCache", "ByteBudget", "pinned_bytes", "plan_views"]
+__all__ = ["BoundedCache", "ByteBudget", "pinned_arrays", "pinned_bytes", "plan_views"]
 
 
-def pinned_bytes(shard: Any, views: Iterable[np.ndarray]) -> int:
-    """The bytes of ``views`` outside ``shard``'s memory map (decompressed memory they pin).
+def pinned_arrays(shard: Any, views: Iterable[np.ndarray]) -> list[np.ndarray]:
+    """The ``views`` outside ``shard``'s memory map (decompressed memory they pin).
 
     Example:
         >>> class Table: base = None  # a Parquet shard: nothing it holds counts
         >>> class Shard: parts = Table()
-        >>> pinned_bytes(Shard(), [np.zeros(8)])
-        0
+        >>> pinned_arrays(Shard(), [np.zeros(8)])
+        []
     """
     base = shard.parts.base
     if base is None:
-        return 0
+        return []
     end = base + shard.entry.data_size
-    out = 0
-    for view in views:
-        start = view.__array_interface__["data"][0]
-        if not base <= start < end:
-            out += view.nbytes
-    return out
+    return [v for v in views if not base <= v.__array_interface__["data"][0] < end]
+
+
+def pinned_bytes(shard: Any, views: Iterable[np.ndarray]) -> int:
+    """The bytes of :func:`pinned_arrays`.
+
+    Example:
+        >>> class Table: base = 1 << 40  # a mapped shard far from this array
+        >>> class Entry: data_size = 16
+        >>> class Shard: parts, entry = Table(), Entry()
+        >>> pinned_bytes(Shard(), [np.zeros(8)])
+        64
+    """
+    return sum(view.nbytes for view in pinned_arrays(shard, views))
 
 
 def plan_views(plans: dict[str, Any]) -> list[np.ndarray]:
@@ -66,37 +76,51 @@ def plan_views(plans: dict[str, Any]) -> list[np.ndarray]:
 class ByteBudget:
     """Decompressed bytes that caches sharing this budget may keep alive, oldest out first.
 
-    A dataset's open shards share one: shards that are closed have their entries forgotten as
-    later ones come in, without a hook of their own.
+    An array held by several entries counts once, until the last of them is forgotten.
 
     Example:
         >>> budget = ByteBudget(100)
         >>> views, plans = BoundedCache(10, budget), BoundedCache(10, budget)
-        >>> views.put("a", 1, 60)
-        >>> plans.put("b", 2, 60)  # 120 bytes > 100: the oldest entry of either goes
-        >>> views.get("a"), plans.get("b"), budget.nbytes
-        (None, 2, 60)
+        >>> a, b = np.zeros(60, np.uint8), np.zeros(60, np.uint8)
+        >>> views.put("a", 1, [a]); plans.put("p", 0, [a])  # one array: 60 bytes
+        >>> budget.nbytes
+        60
+        >>> plans.put("b", 2, [b])  # 120 bytes > 100: the oldest entries go till a is free
+        >>> views.get("a"), plans.get("p"), plans.get("b"), budget.nbytes
+        (None, None, 2, 60)
     """
 
-    __slots__ = ("_held", "max_bytes", "nbytes")
+    __slots__ = ("_arrays", "_held", "max_bytes", "nbytes")
 
     def __init__(self, max_bytes: int):
-        self._held: dict[tuple[BoundedCache, Any], int] = {}  # oldest first
+        self._held: dict[tuple[BoundedCache, Any], list[np.ndarray]] = {}  # oldest first
+        self._arrays: dict[int, list[int]] = {}  # id of a held array: [its bytes, its holders]
         self.max_bytes = max_bytes
         self.nbytes = 0
 
-    def hold(self, cache: BoundedCache, key: Any, nbytes: int) -> None:
+    def hold(self, cache: BoundedCache, key: Any, arrays: list[np.ndarray]) -> None:
         """Counts ``cache``'s entry ``key``; forgets the oldest entries while over budget."""
-        self._held[cache, key] = nbytes
-        self.nbytes += nbytes
-        while self.nbytes > self.max_bytes:
+        self._held[cache, key] = arrays  # held here too: an id stays this array's while counted
+        for array in arrays:
+            count = self._arrays.get(id(array))
+            if count is None:
+                self._arrays[id(array)] = [array.nbytes, 1]
+                self.nbytes += array.nbytes
+            else:
+                count[1] += 1
+        while self.nbytes > self.max_bytes and self._held:
             owner, old = next(iter(self._held))
             self.release(owner, old)
             owner._entries.pop(old, None)
 
     def release(self, cache: BoundedCache, key: Any) -> None:
         """Stops counting ``cache``'s entry ``key`` (it was forgotten)."""
-        self.nbytes -= self._held.pop((cache, key), 0)
+        for array in self._held.pop((cache, key), ()):
+            count = self._arrays[id(array)]
+            count[1] -= 1
+            if not count[1]:
+                del self._arrays[id(array)]
+                self.nbytes -= count[0]
 
 
 class BoundedCache:
@@ -124,18 +148,23 @@ class BoundedCache:
         """The value kept under ``key``, or None."""
         return self._entries.get(key)
 
-    def put(self, key: Any, value: Any, nbytes: int = 0) -> None:
-        """Keeps ``value`` (pinning ``nbytes``), forgetting the oldest entries past the bounds."""
+    def put(self, key: Any, value: Any, pinned: list[np.ndarray] | None = None) -> None:
+        """Keeps ``value`` (pinning ``pinned``), forgetting the oldest entries past the bounds."""
         self.forget(key)
-        if nbytes > self.budget.max_bytes:
+        if pinned and sum(a.nbytes for a in pinned) > self.budget.max_bytes:
             return  # it would push every other entry out, and then itself
         self._entries[key] = value
         if len(self._entries) > self.limit:
             self.forget(next(iter(self._entries)))
-        if nbytes:
-            self.budget.hold(self, key, nbytes)
+        if pinned:
+            self.budget.hold(self, key, pinned)
 
     def forget(self, key: Any) -> None:
         """Drops ``key``'s entry, if kept."""
         if self._entries.pop(key, None) is not None:
             self.budget.release(self, key)
+
+    def clear(self) -> None:
+        """Drops every entry (a closed shard's: they pin memory no read can reach again)."""
+        for key in list(self._entries):
+            self.forget(key)

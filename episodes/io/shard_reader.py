@@ -57,7 +57,7 @@ from episodes.io.errors import (
 from episodes.io.format import check_inside, not_a_dataset, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
-from episodes.io.pinned import BoundedCache, ByteBudget, pinned_bytes, plan_views
+from episodes.io.pinned import BoundedCache, ByteBudget, pinned_arrays, plan_views
 from episodes.io.reader import read_flags
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
 from episodes.io.shard_columns import plan_columns
@@ -285,7 +285,7 @@ class Shard:
         if plans is None:
             plans = plan_columns(self, j)
             if j != self._last_planned + 1:  # not the next piece of a pass in order
-                self._plans.put(j, plans, pinned_bytes(self, plan_views(plans)))
+                self._plans.put(j, plans, pinned_arrays(self, plan_views(plans)))
             self._last_planned = j
         return plans
 
@@ -327,7 +327,7 @@ class Shard:
             column = column_of(self.parts[k], info["path"], self.where)
             full = {**info, "count": len(column)}
             view = leaf_from_arrow(column, full, 0, len(column), nulls_ok=True, where=self.where)
-            self._views.put(key, view, pinned_bytes(self, (view,)))
+            self._views.put(key, view, pinned_arrays(self, (view,)))
         return view
 
 
@@ -447,11 +447,17 @@ class Dataset:
                 raise
             self._open[s] = shard
             while len(self._open) > self._max_open:
-                self._open.popitem(last=False)
+                self._close(next(iter(self._open)))
                 self.evictions += 1
         else:
             self._open.move_to_end(s)
         return shard, j
+
+    def _close(self, s: int) -> None:
+        shard = self._open.pop(s, None)
+        if shard is not None:  # what its caches pin no read can reach again: out of the budget
+            shard._views.clear()
+            shard._plans.clear()
 
     def open_shards(self) -> list[Shard]:
         """The shards open now (at most ``max_open_shards``, the most recently used last).
@@ -532,7 +538,7 @@ class Dataset:
         ahead = 1  # the next shard the pass enters
         for i in range(len(self)):
             while ahead < len(self._firsts) and self._firsts[ahead] <= i:
-                self._open.pop(ahead - 1, None)  # passed: closed, its whole index with it
+                self._close(ahead - 1)  # passed: closed, its whole index with it
                 ahead += 1
             self._passing = True
             try:
@@ -540,7 +546,7 @@ class Dataset:
             finally:
                 self._passing = False  # not while the caller holds the generator
             yield episode
-        self._open.pop(ahead - 1, None)
+        self._close(ahead - 1)
 
     def _episode(self, i: int, numpy: bool | None, populate: bool) -> SingleAgentEpisode:
         shard, j = self.locate(i)

@@ -93,6 +93,64 @@ def test_a_pickled_dataset_starts_with_an_empty_budget(zstd_dataset):
     assert np.array_equal(again.steps(2, 0, 24)["observations"], ds.steps(2, 0, 24)["observations"])
 
 
+def _unique_pinned_bytes(ds: Dataset) -> int:
+    from episodes.io.pinned import pinned_arrays, plan_views
+
+    arrays = {}
+    for shard in ds.open_shards():
+        for key in list(shard._views._entries):
+            for a in pinned_arrays(shard, [shard._views.get(key)]):
+                arrays[id(a)] = a.nbytes
+        for key in list(shard._plans._entries):
+            for a in pinned_arrays(shard, plan_views(shard._plans.get(key))):
+                arrays[id(a)] = a.nbytes
+    return sum(arrays.values())
+
+
+def test_an_array_held_by_a_view_and_a_plan_counts_once(zstd_dataset):
+    ds = Dataset(zstd_dataset)
+    for i in np.random.default_rng(2).permutation(60)[:30]:  # random reads cache plans too
+        ds.steps(int(i), 0, 5)
+    assert ds._budget.nbytes == _unique_pinned_bytes(ds) > 0  # it was twice that
+
+
+def test_a_working_set_within_the_budget_stays_cached(zstd_dataset, monkeypatch):
+    """Counted twice, 6 MB of pieces under an 8 MB budget were re-planned and decompressed on
+    nearly every random read (500x slower warm reads)."""
+    monkeypatch.setattr(shard_reader, "_CACHED_BYTES", 8 << 20)
+    planned: list[int] = []
+    real = shard_reader.plan_columns
+    monkeypatch.setattr(shard_reader, "plan_columns", lambda s, j: planned.append(j) or real(s, j))
+    ds = Dataset(zstd_dataset)
+    order = [int(i) for i in np.random.default_rng(3).permutation(60)]
+    for i in order:
+        ds.steps(i, 0, 5)
+    planned.clear()
+    for i in order[::-1]:
+        ds.steps(i, 0, 5)
+    # Only pieces read right after the piece before them were not cached (a pass in order).
+    assert set(planned) <= {j for prev, j in zip(order, order[1:]) if j == prev + 1}
+    assert len(planned) <= 3
+
+
+def test_closing_a_shard_frees_what_its_caches_pinned(tmp_path):
+    path = tmp_path / "d"
+    with DatasetWriter(path, compression="zstd", shard_bytes=1) as w:  # a shard per piece
+        w.write_many(_pieces(12))
+    ds = Dataset(path, max_open_shards=1)
+    for i in np.random.default_rng(4).permutation(12).tolist() * 2:
+        ds.steps(int(i), 0, 5)
+        assert ds._budget.nbytes == _unique_pinned_bytes(ds) <= 110_000  # one open shard's
+    before = pa.total_allocated_bytes()
+    ds.steps(0, 0, 5)
+    ds.steps(1, 0, 5)  # closes shard 0: its batch is freed
+    assert pa.total_allocated_bytes() - before <= 2 * 110_000
+
+
+ARR = {k: np.zeros(n, np.uint8) for k, n in [("a", 40), ("b", 40), ("c", 40), ("big", 101)]}
+ARR["c2"] = np.zeros(70, np.uint8)
+
+
 @pytest.mark.parametrize(
     "steps, kept, nbytes",
     [
@@ -102,18 +160,23 @@ def test_a_pickled_dataset_starts_with_an_empty_budget(zstd_dataset):
         ("entries pinning nothing only count", ["b", "c", "x"], 80),
         ("the count limit forgets the oldest too", ["c", "x", "y"], 40),
         ("putting a key again replaces it", ["c", "x", "y"], 70),
+        ("clear forgets everything", [], 0),
     ],
 )
 def test_bounded_cache_table(steps, kept, nbytes):
     budget = ByteBudget(100)
     cache, other = BoundedCache(3, budget), BoundedCache(3, budget)
     script = [
-        ("two under the budget", lambda: (cache.put("a", 1, 40), cache.put("b", 2, 40))),
-        ("a third over it forgets the oldest", lambda: cache.put("c", 3, 40)),
-        ("an entry over the budget alone is not kept", lambda: other.put("big", 0, 101)),
+        (
+            "two under the budget",
+            lambda: (cache.put("a", 1, [ARR["a"]]), cache.put("b", 2, [ARR["b"]])),
+        ),
+        ("a third over it forgets the oldest", lambda: cache.put("c", 3, [ARR["c"]])),
+        ("an entry over the budget alone is not kept", lambda: other.put("big", 0, [ARR["big"]])),
         ("entries pinning nothing only count", lambda: cache.put("x", 4)),
         ("the count limit forgets the oldest too", lambda: cache.put("y", 5)),
-        ("putting a key again replaces it", lambda: cache.put("c", 6, 70)),
+        ("putting a key again replaces it", lambda: cache.put("c", 6, [ARR["c2"]])),
+        ("clear forgets everything", cache.clear),
     ]
     for name, step in script:
         step()
