@@ -175,7 +175,7 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
         # assignment: only where needed.)
         overflowing = kind in "fc" and _may_overflow(given.dtype, row.dtype)
         if overflowing:
-            with np.errstate(over="raise"):
+            with np.errstate(over="raise", under="ignore"):  # a tiny value rounds, as numpy's
                 row[...] = value
         else:
             row[...] = value  # numpy's own checks for Python numbers (300 into int8 raises)
@@ -532,7 +532,7 @@ def batch_misfit(column: np.ndarray, leaf: np.ndarray, count: int) -> ValueError
         if not np.array_equal(cast, leaf):
             return misfit(leaf, column, ValueError("values change in that dtype"))
     elif column.dtype.kind in "fc" and _may_overflow(leaf.dtype, column.dtype):
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", under="ignore"):
             cast = leaf.astype(column.dtype)
         if _overflows(cast, leaf):
             return misfit(leaf, column, ValueError(f"beyond the range of {column.dtype}"))

@@ -68,7 +68,7 @@ def as_float32(values: np.ndarray, name: str) -> np.ndarray:
     if dtype.kind != "O" and (dtype.kind != "f" or dtype.itemsize <= 4):
         return values.astype(np.float32, copy=False)  # bools, ints, narrower floats: in range
     try:
-        with np.errstate(over="raise"):
+        with np.errstate(over="raise", under="ignore", invalid="ignore"):
             return values.astype(np.float32, copy=False)
     except (FloatingPointError, OverflowError):  # OverflowError: an int beyond float64's range
         pass

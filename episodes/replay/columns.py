@@ -65,7 +65,7 @@ def float32_rewards(rewards: np.ndarray) -> np.ndarray:
         raise TypeError(f"rewards must be real numbers, got dtype {rewards.dtype}")
     if rewards.dtype == np.float32:  # float32 rewards (numpy'd episodes) need no check
         return rewards
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         stored = rewards.astype(np.float32)
     if np.any(np.isinf(stored) & ~np.isinf(rewards)):
         raise ValueError("rewards hold values a float32 column cannot (they overflow to inf)")

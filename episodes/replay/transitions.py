@@ -46,7 +46,7 @@ def transition_batch(
     if store.obs is None or store.actions is None:  # callers check: this is no user error
         raise RuntimeError("transition_batch needs a store with columns")
     res = n_step_returns(store, table, slots, n, gamma)
-    with np.errstate(over="ignore"):  # a float64 return past float32 max is inf, quietly
+    with np.errstate(over="ignore", under="ignore"):  # past float32 max: inf, quietly
         rewards = res.rewards.astype(np.float32)
     batch: dict[str, np.ndarray] = {
         "obs": store.obs.data[slots],
