@@ -140,8 +140,7 @@ class DatasetWriter(NotCopyable):
         # Absolute now: files are made later, and a chdir in between must not send them to
         # another directory while the manifest held open is this one's.
         self.path = Path(path).absolute()
-        self._format, self._compression = data_format, compression
-        self._sync = sync
+        self._format, self._compression, self._sync = data_format, compression, sync
         self._target = shard_bytes
         self._pending: list[EncodedEpisode] = []
         self._pending_bytes = 0
@@ -277,6 +276,8 @@ class DatasetWriter(NotCopyable):
                 "were not stored (flush() keeps them for a retry)"
             ) from error
         finally:
+            # Closed: nothing buffered can be retried, nor an unbuffered episode's open shard.
+            self._drop_pending()
             self._release()
 
     def _drop_pending(self) -> None:
@@ -459,8 +460,9 @@ class DatasetWriter(NotCopyable):
 
         Example:
             >>> import tempfile
-            >>> DatasetWriter(tempfile.mkdtemp()).flush() is None
-            True
+            >>> w = DatasetWriter(tempfile.mkdtemp())
+            >>> w.flush() is None, w.close()
+            (True, None)
         """
         if not self._pending:
             return None
