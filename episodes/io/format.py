@@ -151,7 +151,7 @@ def append_line(fd: int, line: bytes, sync: bool = True) -> None:
     Example:
         >>> import tempfile
         >>> fd, name = tempfile.mkstemp()
-        >>> append_line(fd, b"{}\n"); os.close(fd); open(name, "rb").read()
+        >>> append_line(fd, b"{}\n"); os.close(fd); Path(name).read_bytes()
         b'{}\n'
     """
     end = os.lseek(fd, 0, os.SEEK_END)

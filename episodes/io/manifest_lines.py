@@ -126,7 +126,7 @@ def chained_line(fd: int, obj: dict[str, Any]) -> bytes:
 
     Example:
         >>> import tempfile
-        >>> name = tempfile.mkstemp()[1]; fd = os.open(name, os.O_RDWR | os.O_APPEND)
+        >>> fd, name = tempfile.mkstemp(); os.close(fd); fd = os.open(name, os.O_RDWR | os.O_APPEND)
         >>> _ = os.write(fd, seal_line({"v": 2}))
         >>> unseal_line(chained_line(fd, {"v": 2}), "x"); os.close(fd)
         {'v': 2, 'prev': '3161982c'}
@@ -177,13 +177,13 @@ def mend_tail(fd: int, *, sync: bool = True) -> None:
         CorruptDatasetError: The last line is damaged (see :func:`whole_line`).
 
     Example:
-        >>> import tempfile
-        >>> name = tempfile.mkstemp()[1]; fd = os.open(name, os.O_RDWR | os.O_APPEND)
+        >>> import tempfile; from pathlib import Path
+        >>> fd, name = tempfile.mkstemp(); os.close(fd); fd = os.open(name, os.O_RDWR | os.O_APPEND)
         >>> _ = os.write(fd, seal_line({"v": 2})[:-1]); mend_tail(fd, sync=False)
-        >>> open(name, "rb").read()
+        >>> Path(name).read_bytes()
         b'{"v": 2,"crc32":"3161982c"}\n'
         >>> _ = os.write(fd, b'{"v": 2, "sh'); mend_tail(fd, sync=False); os.close(fd)
-        >>> open(name, "rb").read()
+        >>> Path(name).read_bytes()
         b'{"v": 2,"crc32":"3161982c"}\n'
     """
     end = os.lseek(fd, 0, os.SEEK_END)

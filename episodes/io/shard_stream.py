@@ -149,8 +149,9 @@ def write_episodes(
         >>> import tempfile
         >>> path = Path(tempfile.mkdtemp()) / "s.arrow"
         >>> cols = [{"x": pa.array([1, 2])}, {"x": pa.array([3])}]
-        >>> write_episodes(path, cols, "arrow", compression=None, sync=False).batches
-        2
+        >>> stream = write_episodes(path, cols, "arrow", compression=None, sync=False)
+        >>> stream.batches, stream.discard()
+        (2, None)
     """
     names = list(columns[0])
     batches = [pa.RecordBatch.from_arrays([c[k] for k in names], names=names) for c in columns]
