@@ -350,16 +350,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(
                 f"priorities {bad.tolist()} to the power alpha={self.alpha} are 0 or infinite"
             )
-        with np.errstate(over="ignore"):
-            added = float(leaves.sum())
-        if not math.isfinite(self._tree.total + added):  # a bound on the new sum
-            # The bound counts the replaced leaves twice; the exact new sum decides.
-            last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
-            replaced = float(self._tree.leaves(slots[last]).sum())
-            with np.errstate(over="ignore"):
-                added = float(leaves[last].sum())
-            if not math.isfinite(self._tree.total - replaced + added):
-                raise ValueError("these priorities would make the sum of all priorities infinite")
+        if not self._tree._sum_stays_finite(slots, leaves):
+            raise ValueError("these priorities would make the sum of all priorities infinite")
         self._tree._write(slots, leaves)
         self._raw[slots] = prio  # a repeated slot keeps its last priority, as in the tree
         self._max_priority = max(self._max_priority, top)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import SupportsIndex
 
 import numpy as np
@@ -115,8 +116,8 @@ class SumTree:
         Raises:
             TypeError: ``indices`` that are not integers (floats and bools are not truncated).
             ValueError: ``indices`` and ``values`` that are not 1-D and equally long, an index
-                outside ``[0, capacity)``, or a value that is negative, NaN or infinite. The
-                tree is unchanged then.
+                outside ``[0, capacity)``, a value that is negative, NaN or infinite, or values
+                whose sum with the other leaves would be infinite. The tree is unchanged then.
 
         Example:
             >>> tree = SumTree(10_000)
@@ -124,7 +125,21 @@ class SumTree:
             >>> tree.total, tree.min, tree.depth
             (3.5, 0.5, 1)
         """
-        self._write(*self._checked(indices, values))
+        nodes, values = self._checked(indices, values)
+        if not self._sum_stays_finite(nodes, values):
+            raise ValueError("update: these values would make the sum of all leaves infinite")
+        self._write(nodes, values)
+
+    def _sum_stays_finite(self, nodes: np.ndarray, values: np.ndarray) -> bool:
+        """Whether the total stays finite once ``values`` (finite, >= 0) replace their leaves."""
+        with np.errstate(over="ignore"):
+            added = float(values.sum())
+            if math.isfinite(self.total + added):  # a bound: replaced leaves count twice
+                return True
+            last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]  # last wins
+            return math.isfinite(
+                self.total - float(self.leaves(nodes[last]).sum()) + float(values[last].sum())
+            )
 
     def _write(self, nodes: np.ndarray, values: np.ndarray) -> None:
         """``update`` without its checks, for callers that checked (the prioritized buffer)."""
@@ -176,7 +191,8 @@ class SumTree:
 
         Raises:
             ValueError: ``values`` is not 1-D or longer than ``capacity``, or holds a value
-                that is negative, NaN or infinite (the tree unchanged).
+                that is negative, NaN or infinite, or values whose sum is infinite (the tree
+                unchanged).
 
         Example:
             >>> tree = SumTree(3)
@@ -193,6 +209,9 @@ class SumTree:
         bad = values[~(np.isfinite(values) & (values >= 0))][:5]
         if len(bad):
             raise ValueError(f"rebuild: values must be finite and >= 0, got {bad.tolist()}")
+        with np.errstate(over="ignore"):
+            if not math.isfinite(float(values.sum())):
+                raise ValueError("rebuild: these values would make the sum of all leaves infinite")
         leaves = self._sums[0]
         leaves[:] = 0.0
         leaves[: len(values)] = values
