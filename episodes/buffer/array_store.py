@@ -37,6 +37,7 @@ from episodes.buffer.value_fit import (
     misfit,
     staged_batch,
     staged_rows,
+    write_rows,
 )
 from episodes.structs import map_leaves, same_nesting, unflatten
 
@@ -449,7 +450,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
             self._reserve(self.size + n)
             for column, leaf in zip(self.leaves, arrays):
                 try:
-                    column[self.size : self.size + n] = leaf
+                    write_rows(column, slice(self.size, self.size + n), leaf)
                 except MISFIT_ERRORS as error:
                     raise misfit(leaf, column, error) from error
         except BaseException:
@@ -515,13 +516,10 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> store.set_rows(range(1, 4, 2), [np.ones(2)]); store.data.tolist()
             [0.0, 1.0, 0.0, 1.0]
         """
-        where: slice | np.ndarray
-        if isinstance(positions, range):
-            where = slice(positions.start, positions.stop, positions.step)
-        else:
-            where = positions
+        p = positions  # a range is written as the slice it is: no index array
+        where = slice(p.start, p.stop, p.step) if isinstance(p, range) else p
         for leaf, values in zip(own_leaves(self) if self._shared else self.leaves, rows):
-            leaf[where] = values
+            write_rows(leaf, where, values)
 
     def pop(self, position: int) -> Any:
         """Removes the item at storage ``position`` and returns it as new arrays.

@@ -41,6 +41,7 @@ __all__ = [
     "staged_batch",
     "staged_rows",
     "values_at",
+    "write_rows",
 ]
 
 _INTEGERS = frozenset((int, np.int64, np.int32))
@@ -225,6 +226,25 @@ def _may_overflow(given: np.dtype[Any], column: np.dtype[Any]) -> bool:
     if may is None:
         may = _MAY_OVERFLOW[key] = not np.can_cast(given, column)
     return may
+
+
+def write_rows(column: np.ndarray, where: Any, rows: np.ndarray) -> None:
+    """``column[where] = rows`` for checked rows; a tiny float narrowed rounds to 0.
+
+    As by numpy's default, also under ``np.seterr(under="raise")`` (overflow was checked).
+
+    Example:
+        >>> column = np.ones(3, np.float32)
+        >>> with np.errstate(all="raise"):
+        ...     write_rows(column, slice(0, 2), np.array([1e-50, 2.0]))
+        >>> column.tolist()
+        [0.0, 2.0, 1.0]
+    """
+    try:  # np.errstate costs more than the assignment: only where underflow was an error
+        column[where] = rows
+    except FloatingPointError:  # the rows fit (overflow is checked before): rewrite them all
+        with np.errstate(under="ignore"):
+            column[where] = rows
 
 
 def _overflows(cast: np.ndarray, given: np.ndarray) -> bool:
@@ -450,7 +470,8 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
             and _stacked_exactly(batch, leaves[0].dtype)
             and batch_misfit(leaves[0], batch, len(items)) is None
         ):
-            return batch.astype(leaves[0].dtype, copy=False)
+            with np.errstate(under="ignore"):  # a tiny float rounds to 0, as numpy's default
+                return batch.astype(leaves[0].dtype, copy=False)
     staged = [staged_rows(leaves, item, structure) for item in items]
     return unflatten(structure, [_stacked(leaf, rows) for leaf, rows in zip(leaves, zip(*staged))])
 
