@@ -255,17 +255,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             # (N P(i))^-beta over the largest weight, that of the smallest priority: the N and
             # the total cancel, leaving (p_i / p_min)^-beta <= 1.
             leaves = tree.leaves(slots)
-            with np.errstate(over="ignore"):
+            # A weight below float32's range is 0, also where the user made underflow an error.
+            with np.errstate(over="ignore", under="ignore"):
                 ratio = leaves / tree.min
-            if ratio.max() == np.inf:
-                # Priorities 1e-300 and 1e10 overflow the ratio in float64, although its power
-                # (1e-31 for beta=0.1) is an ordinary float32: take that one in log space.
-                ratio = np.log(leaves)
-                ratio -= math.log(tree.min)
-                ratio *= -self._beta
-                weights = np.exp(ratio, out=ratio).astype(np.float32)
-            else:
-                weights = np.power(ratio, -self._beta, out=ratio).astype(np.float32)
+                if ratio.max() == np.inf:
+                    # Priorities 1e-300 and 1e10 overflow the ratio in float64, although its
+                    # power (1e-31 for beta=0.1) is an ordinary float32: take it in log space.
+                    ratio = np.log(leaves)
+                    ratio -= math.log(tree.min)
+                    ratio *= -self._beta
+                    weights = np.exp(ratio, out=ratio).astype(np.float32)
+                else:
+                    weights = np.power(ratio, -self._beta, out=ratio).astype(np.float32)
         else:
             weights = np.ones(size, np.float32)
         self._last_indices = self._store.uid[slots]
