@@ -97,6 +97,19 @@ def test_ctrl_c_in_the_commit_of_a_full_shard_then_flush_stores_each_episode_onc
 
 
 # ------------------------------- Ctrl-C after an episode reached the shard's file, unbuffered
+def interrupt_after_streaming(monkeypatch, nth: int) -> None:
+    """A KeyboardInterrupt once the ``nth`` episode is in the shard's file, not yet buffered."""
+    real, calls = DatasetWriter._stream_episode, []
+
+    def interrupted(self, encoded, schema):
+        real(self, encoded, schema)
+        calls.append(1)
+        if len(calls) == nth:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(DatasetWriter, "_stream_episode", interrupted)
+
+
 @pytest.mark.parametrize(
     ("interrupted", "then", "kept"),
     [
@@ -109,16 +122,7 @@ def test_ctrl_c_in_the_commit_of_a_full_shard_then_flush_stores_each_episode_onc
 def test_ctrl_c_between_streaming_and_buffering_leaves_no_stray_rows_in_the_shard(
     tmp_path, monkeypatch, interrupted, then, kept
 ):
-    real = DatasetWriter._stream_episode
-    calls = []
-
-    def interrupted_after(self, encoded, schema):
-        real(self, encoded, schema)
-        calls.append(1)
-        if len(calls) == (1 if interrupted == "first" else 2):
-            raise KeyboardInterrupt  # the episode is in the file, not yet buffered
-
-    monkeypatch.setattr(DatasetWriter, "_stream_episode", interrupted_after)
+    interrupt_after_streaming(monkeypatch, 1 if interrupted == "first" else 2)
     writer = DatasetWriter(tmp_path / "ds", sync=False)
     with pytest.raises(KeyboardInterrupt):
         writer.write_many([episode(0), episode(1)])

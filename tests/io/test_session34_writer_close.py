@@ -10,43 +10,20 @@ from __future__ import annotations
 import gc
 import warnings
 
-import numpy as np
 import pytest
 
-from episodes import SingleAgentEpisode
 from episodes.io import DatasetWriter, read_episodes, validate_dataset
-
-
-def _episode(i: int) -> SingleAgentEpisode:
-    return SingleAgentEpisode(
-        f"e{i}",
-        observations=[np.float32(t) for t in range(3)],
-        actions=[0, 1],
-        rewards=[1.0, 1.0],
-        len_lookback_buffer=0,
-    )
-
-
-def _interrupt_after_streaming(monkeypatch, nth: int) -> None:
-    real, calls = DatasetWriter._stream_episode, []
-
-    def interrupted(self, encoded, schema):
-        real(self, encoded, schema)
-        calls.append(1)
-        if len(calls) == nth:
-            raise KeyboardInterrupt  # the episode is in the file, not yet buffered
-
-    monkeypatch.setattr(DatasetWriter, "_stream_episode", interrupted)
+from tests.io.test_hunt_fixes_writer import episode, interrupt_after_streaming
 
 
 @pytest.mark.parametrize(("nth", "kept"), [(1, []), (2, ["e0"])], ids=["first", "second"])
 def test_close_after_an_interrupted_write_leaves_no_open_or_temporary_shard(
     tmp_path, monkeypatch, nth, kept
 ):
-    _interrupt_after_streaming(monkeypatch, nth)
+    interrupt_after_streaming(monkeypatch, nth)
     writer = DatasetWriter(tmp_path / "ds", sync=False)
     with pytest.raises(KeyboardInterrupt):
-        writer.write_many([_episode(0), _episode(1)])
+        writer.write_many([episode(0), episode(1)])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         writer.close()
@@ -59,7 +36,7 @@ def test_close_after_an_interrupted_write_leaves_no_open_or_temporary_shard(
 
 
 def test_a_with_block_interrupted_the_same_way_leaves_nothing_either(tmp_path, monkeypatch):
-    _interrupt_after_streaming(monkeypatch, 1)
+    interrupt_after_streaming(monkeypatch, 1)
     with pytest.raises(KeyboardInterrupt), DatasetWriter(tmp_path / "ds", sync=False) as writer:
-        writer.write(_episode(0))
+        writer.write(episode(0))
     assert [p.name for p in (tmp_path / "ds" / "shards").iterdir()] == []
