@@ -129,7 +129,8 @@ def discount_factor(gamma: Any) -> float:
     """``gamma`` as a float, else a ``ValueError`` unless it is a real number in ``[0, 1]``.
 
     Every n-step computation checks its discount with this (the buffer, the torch datasets,
-    the Ray Data rows), so they refuse the same values.
+    the Ray Data rows), so they refuse the same values. A 0-d array or tensor holding such a
+    number is taken as the number (a learner may hold ``gamma`` as one); a bool is refused.
 
     Example:
         >>> discount_factor(0.99)
@@ -138,7 +139,11 @@ def discount_factor(gamma: Any) -> float:
         Traceback (most recent call last):
         ...
         ValueError: gamma must be a float in [0, 1], got 2.0
+        >>> discount_factor(np.array(0.5))
+        0.5
     """
+    if getattr(gamma, "ndim", None) == 0 and not isinstance(gamma, np.generic):
+        gamma = gamma.item()  # a 0-d array or tensor: its number (a bool stays refused)
     real = isinstance(gamma, (int, float, np.integer, np.floating))
     if isinstance(gamma, (bool, np.bool_)) or not real or not 0.0 <= gamma <= 1.0:  # NaN too
         raise ValueError(f"gamma must be a float in [0, 1], got {short_repr(gamma)}")
@@ -501,11 +506,7 @@ def _resolve_array(
 
 
 def set_positions(
-    at_indices: Index,
-    *,
-    lookback: int,
-    total: int,
-    neg_index_as_lookback: bool,
+    at_indices: Index, *, lookback: int, total: int, neg_index_as_lookback: bool
 ) -> range | list[int] | int:
     """Storage positions a ``set()`` writes, raising ``IndexError`` for any out-of-range int.
 
