@@ -292,11 +292,16 @@ def time_major(
     groups = place_stray_ends([list(group) for group in listed])
     lengths = [sum(len(c) for c in group) for group in groups]
     if not lengths or min(lengths) == 0 or (len(set(lengths)) != 1 and not pad):
+        if not any(lengths):
+            raise ValueError(f"no chunk holds a step: there is nothing to convert; got {lengths}")
         if pad:  # laid out per chunk already: only chunks without steps get here
             raise ValueError(f"every column needs at least one step; got {lengths}")
+        uneven = "every env needs the same, non-zero number of steps; got"
+        if min(lengths) == 0:  # 'per_chunk' would refuse a column without steps as well
+            raise ValueError(f"{uneven} {lengths}")
         raise ValueError(
-            f"every env needs the same, non-zero number of steps; got {lengths}. Pass one "
-            "chunk per env column with layout='per_chunk' for uneven chunks"
+            f"{uneven} {lengths}. Pass one chunk per env column with layout='per_chunk' for "
+            "uneven chunks"
         )
     horizon = max(lengths)
     extra_keys = extra_keys_for(keys, training_type)
