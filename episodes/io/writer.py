@@ -262,7 +262,9 @@ class EpisodeWriter(NotCopyable):
         """Commits one episode chunk; returns its relative path (``chunks/NAME``).
 
         Everything is encoded and checked first: an unstorable value raises
-        :class:`~episodes.io.errors.UnstorableValueError` and nothing is written.
+        :class:`~episodes.io.errors.UnstorableValueError` and nothing is written. A writer
+        belongs to the process that opened it: in a forked child ``write`` raises
+        :class:`~episodes.io.errors.DatasetError` (the lock is the parent's).
 
         Example:
             >>> import tempfile
@@ -273,6 +275,11 @@ class EpisodeWriter(NotCopyable):
         """
         if self._manifest_fd is None:
             raise DatasetError(f"the writer for {self.path} is closed")
+        if os.getpid() != self._opener:  # its lock is the parent's: a second, unlocked writer
+            raise DatasetError(
+                f"a forked child cannot use the EpisodeWriter for {self.path} of process "
+                f"{self._opener} (its files and lock): open a new EpisodeWriter there"
+            )
         meta, arrays = encode_episode(episode)
         check_clocks(meta, episode.id_)  # json.dumps below would refuse them, raw
         name = f"{self._seq:08d}-{secrets.token_hex(4)}"
