@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.indexing import whole_number
 from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
+from episodes.replay.adding import adopted_spaces, check_on_evicted, copied_space
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
 from episodes.replay.rng import sampling_generator
@@ -23,18 +24,6 @@ from episodes.replay.table import EpisodeTable, StoredEpisodes
 from episodes.replay.transitions import transition_batch
 
 __all__ = ["EpisodeReplayBuffer"]
-
-
-def _copied(space: Any) -> Any:
-    """A deep copy of ``space``, or the space itself where it cannot be copied.
-
-    A user's space class may hold what ``deepcopy`` refuses (a lock): such a space is kept as
-    given, as before copies were made, rather than refusing the chunk.
-    """
-    try:
-        return copy.deepcopy(space)
-    except Exception:  # noqa: BLE001 - whatever a user's __deepcopy__ or pickling raises
-        return space
 
 
 class EpisodeReplayBuffer(BufferAccess):
@@ -70,8 +59,8 @@ class EpisodeReplayBuffer(BufferAccess):
     def __copy__(self) -> Any:
         # A shallow copy would share the columns but not the counters: adding to it would
         # change this buffer's episodes behind its bookkeeping. A copy owns its data.
-        # A space deepcopy refuses (a lock inside) is shared, as add keeps it (_copied).
-        memo = {id(space): _copied(space) for space in self._spaces if space is not None}
+        # A space deepcopy refuses (a lock inside) is shared, as add keeps it (copied_space).
+        memo = {id(space): copied_space(space) for space in self._spaces if space is not None}
         return copy.deepcopy(self, memo)
 
     def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
@@ -87,19 +76,32 @@ class EpisodeReplayBuffer(BufferAccess):
         self._num_episodes_evicted = 0
 
     # --------------------------------------------------------------------------------- add
-    def add(self, episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode]) -> None:
+    def add(
+        self,
+        episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode],
+        *,
+        on_evicted: str = "raise",
+    ) -> None:
         """Adds a chunk or an iterable of chunks; continuing chunks extend their stored episode.
 
         A chunk without steps that ends its episode (a stored one, or one begun earlier in
         the same add) ends it there, as ``concat_episode`` would; other chunks without steps
         are ignored. Every chunk is checked before anything is stored.
 
+        Args:
+            episodes: A ``SingleAgentEpisode`` chunk or an iterable of them.
+            on_evicted: A chunk continuing an episode an earlier add evicted: ``"raise"``
+                refuses the add, ``"drop"`` drops the chunk (its steps count as added) and
+                stores the rest, ``"restart"`` stores it as a new episode under its id, which
+                leaves ``get_evicted_ids()``. See ``docs/replay.md``.
+
         Raises:
             TypeError: Not episodes, or values that are not numeric arrays.
             ValueError: Rows that do not fit the stored columns; a chunk continuing a done
                 episode, leaving a gap in time or starting with another observation than the
                 stored one; ``EvictedEpisodeError`` (a ``ValueError``) for a chunk continuing an
-                evicted episode. The buffer is then unchanged.
+                evicted episode (``on_evicted="raise"``), or another ``on_evicted``. The buffer
+                is then unchanged.
             MemoryError: Columns, table or priorities that do not fit; unchanged, as after a
                 ``KeyboardInterrupt``. A Ctrl-C while the steps are written waits till they are.
 
@@ -115,6 +117,7 @@ class EpisodeReplayBuffer(BufferAccess):
             ...
             TypeError: add() takes SingleAgentEpisode chunks, got str
         """
+        on_evicted = check_on_evicted(on_evicted)
         if isinstance(episodes, SingleAgentEpisode):
             given = [episodes]
         elif isinstance(episodes, Iterable) and not isinstance(episodes, (str, bytes, Mapping)):
@@ -130,8 +133,11 @@ class EpisodeReplayBuffer(BufferAccess):
             self._evicted,
             self._store.num_live,
             self.capacity,
+            on_evicted,
         )
-        spaces = self._adopted_spaces(item for kind, item in plan.steps if kind != "evict")
+        spaces = adopted_spaces(
+            self._spaces, (item for kind, item in plan.steps if kind != "evict")
+        )
         # The one move and every large allocation come before the first change: an exception
         # there (MemoryError, KeyboardInterrupt) leaves the buffer as it was.
         n = sum(chunk.n for chunk in chunks)
@@ -172,24 +178,6 @@ class EpisodeReplayBuffer(BufferAccess):
             if table.final_obs is not None and self._store.obs is None:
                 self._table = EpisodeTable()  # its layout is the next add's to fix
             raise
-
-    def _adopted_spaces(self, stored: Iterator[Chunk]) -> tuple[Any, Any]:
-        # Sampled episodes carry the first observation space and the first action space of
-        # the chunks stored (each on its own); an ignored chunk stores nothing, its spaces
-        # neither. A chunk dropped with its episode counts: it is stored as if it came first.
-        obs_space, action_space = self._spaces
-        for chunk in stored:
-            if obs_space is not None and action_space is not None:
-                break
-            obs_space = chunk.spaces[0] if obs_space is None else obs_space
-            action_space = chunk.spaces[1] if action_space is None else action_space
-        # Adopted spaces are copies: a Box's bounds may view a sample's transport memory (a
-        # RunnerGroup's shared-memory segment), which the buffer must not keep alive.
-        kept_obs, kept_action = self._spaces
-        return (
-            obs_space if obs_space is kept_obs else _copied(obs_space),
-            action_space if action_space is kept_action else _copied(action_space),
-        )
 
     def _check_fit(self, chunks: list[Chunk]) -> None:
         store = self._store
@@ -237,6 +225,7 @@ class EpisodeReplayBuffer(BufferAccess):
                     final_info=chunk.infos[-1],
                     meta=chunk.meta,
                 )
+                self._evicted.pop(chunk.id_, None)  # on_evicted="restart": stored again
             else:  # a continuing chunk: its metadata joins the episode's, as concat_episode
                 table.join_meta(row, chunk.meta)
             rows[i], prev[i] = row, table.last_slot[row]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["DeviceError", "EmptyBufferError", "EvictedEpisodeError"]
 
 
@@ -19,6 +21,9 @@ class EmptyBufferError(ValueError):
 class EvictedEpisodeError(ValueError):
     """A chunk continues an episode that the buffer has already evicted.
 
+    ``episode_id`` is the episode's id (the first such chunk's, in add order). ``add`` refuses
+    these chunks by default; ``on_evicted="drop"`` or ``"restart"`` takes them (see ``add``).
+
     Example:
         >>> from functools import partial
         >>> from episodes import SingleAgentEpisode
@@ -29,7 +34,16 @@ class EvictedEpisodeError(ValueError):
         >>> buf.add(Episode("a", observations=[1, 2], t_started=1))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         episodes.replay.errors.EvictedEpisodeError: chunk of episode 'a' continues an episode ...
+        >>> try:
+        ...     buf.add(Episode("a", observations=[1, 2], t_started=1))
+        ... except EvictedEpisodeError as error:
+        ...     print(error.episode_id)
+        a
     """
+
+    def __init__(self, message: str, episode_id: Any = None) -> None:
+        super().__init__(message)
+        self.episode_id = episode_id
 
 
 class DeviceError(ValueError, RuntimeError):

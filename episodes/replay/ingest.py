@@ -1,8 +1,10 @@
 """Turning added chunks into rows, and planning an ``add`` so that bad input changes nothing.
 
 ``plan_add`` checks every chunk and simulates the evictions the add will cause before the
-buffer is touched: a chunk that continues an episode evicted earlier in the same call is
-refused as surely as one continuing an episode evicted long ago.
+buffer is touched. A chunk that continues an episode evicted earlier in the same call goes with
+its episode (checked as it would have been had it come first); one that continues an episode
+evicted by an earlier call follows ``on_evicted``: refused (the default), dropped, or stored as
+the start of a new episode under its id.
 """
 
 from __future__ import annotations
@@ -373,7 +375,8 @@ def _owned(infos: list[Any], id_: Any, first: int = 0) -> list[Any]:
 class Plan:
     """What an ``add`` does, in order: ``("chunk", Chunk)``, ``("evict", id)``, ``("drop", Chunk)``.
 
-    A dropped chunk continues an episode that an earlier chunk of the same add evicted.
+    A dropped chunk continues an episode that an earlier chunk of the same add evicted, or (with
+    ``on_evicted="drop"``, or one without steps) one that an earlier add evicted.
 
     Example:
         >>> ep = SingleAgentEpisode("b", observations=[0.0, 1.0, 2.0], actions=[0, 1],
@@ -420,6 +423,7 @@ def plan_add(
     evicted: Container[str],
     num_timesteps: int,
     capacity: int,
+    on_evicted: str = "raise",
 ) -> Plan:
     """Checks the chunks against the stored episodes and simulates eviction.
 
@@ -431,9 +435,12 @@ def plan_add(
         evicted: Ids evicted before.
         num_timesteps: Steps stored now.
         capacity: The buffer's capacity in steps.
+        on_evicted: ``"raise"``, ``"drop"`` or ``"restart"`` (a new episode; without steps,
+            dropped): what a chunk of an episode in ``evicted`` does (``adding.ON_EVICTED``).
 
     Raises:
-        EvictedEpisodeError: A chunk continues an episode evicted by an earlier add.
+        EvictedEpisodeError: A chunk continues an episode evicted by an earlier add (with
+            ``on_evicted="raise"``).
         ValueError: A chunk continues a finished episode, leaves a gap in time, or starts
             with an observation other than the one its episode's stored part ends with.
 
@@ -460,10 +467,12 @@ def plan_add(
         entry = state.get(chunk.id_)
         if entry is None and chunk.id_ in known and chunk.id_ not in gone:
             entry = state[chunk.id_] = _Known(*known[chunk.id_])
-        if chunk.id_ in evicted:
-            raise EvictedEpisodeError(
-                f"chunk of episode {chunk.id_!r} continues an episode this buffer has evicted"
-            )
+        if chunk.id_ in evicted and entry is None and chunk.id_ not in gone:
+            if on_evicted == "raise":
+                raise EvictedEpisodeError(_EVICTED.format(chunk.id_), chunk.id_)
+            if on_evicted == "drop" or not chunk.n:  # its episode's earlier steps are gone
+                gone[chunk.id_] = _Known(chunk.t0, False, 0, chunk.obs[0])  # it joins itself
+            # else "restart": a new episode under the id, as if the buffer never held it
         if chunk.id_ in gone:
             # Its episode was stored when this add began and an earlier chunk of it evicted the
             # episode: the chunk goes with it, as it would had it come first (a vector env's
@@ -494,6 +503,14 @@ def plan_add(
             gone[victim] = vic
             plan.steps.append(("evict", victim))
     return plan
+
+
+_EVICTED = (
+    "chunk of episode {!r} continues an episode this buffer has evicted (its earlier steps are "
+    "gone): add(..., on_evicted='drop') skips such chunks, on_evicted='restart' stores them as "
+    "a new episode, or give the buffer a capacity that holds every running episode (about "
+    "num_envs x episode length)"
+)
 
 
 def _continue(entry: _Known, chunk: Chunk) -> None:

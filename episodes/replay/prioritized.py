@@ -158,12 +158,15 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self,
         episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode],
         weight: float | None = None,
+        *,
+        on_evicted: str = "raise",
     ) -> None:
         """:meth:`EpisodeReplayBuffer.add`; the new steps start at ``weight`` (RLlib's argument).
 
         ``weight=None`` starts them at :attr:`max_priority`, so that each is drawn soon; a
         weight is a finite priority > 0 (below :data:`PRIORITY_FLOOR` stored as that floor, as
         :meth:`update_priorities` stores one), which leaves ``max_priority`` as it is.
+        ``on_evicted`` is :meth:`EpisodeReplayBuffer.add`'s.
 
         Raises:
             ValueError: A weight that is not a finite number > 0, or what ``add`` refuses.
@@ -181,7 +184,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         # Floored as update_priorities floors a priority: a tinier one would weigh its items 0.
         self._weight = None if weight is None else max(float(weight), PRIORITY_FLOOR)
         try:
-            super().add(episodes)
+            super().add(episodes, on_evicted=on_evicted)
         finally:
             self._weight = None
 

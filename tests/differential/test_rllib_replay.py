@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("ray.rllib")
 
-from hypothesis import assume, given  # noqa: E402
+from hypothesis import assume, event, given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RSAE  # noqa: E402
 from ray.rllib.utils.replay_buffers.episode_replay_buffer import (  # noqa: E402
@@ -104,6 +104,44 @@ def test_counts_and_eviction_match(stream, capacity, prioritized):
             return
         theirs.add(rl)
         _assert_counts(ours, theirs)
+
+
+@given(stream=twin_streams(), capacity=st.integers(3, 30))
+def test_restart_on_evicted_stores_what_rllib_stores(stream, capacity):
+    # on_evicted="restart": a chunk continuing an evicted episode starts a new one, as RLlib's
+    # uniform buffer stores it (its prioritized one counts added steps otherwise, see above).
+    ours, theirs = EpisodeReplayBuffer(capacity), RBuffer(capacity)
+    for mine, rl in stream:
+        try:
+            theirs.add(rl)
+        except (IndexError, AssertionError):  # evicting an interleaved episode (pinned below)
+            assume(False)
+        if mine.id_ in ours.get_evicted_ids():
+            event("an evicted episode came back")
+        ours.add(mine, on_evicted="restart")
+        _assert_counts(ours, theirs)
+        assert [(ep.t_started, len(ep)) for ep in ours.get_episodes()] == [
+            (ep.t_started, len(ep)) for ep in theirs.episodes
+        ]
+
+
+def test_restart_on_evicted_is_reached_by_the_streams_above():
+    # The property above compares something only where an evicted episode comes back.
+    a, b = _twin_chunks(0, 4, [3], "terminated"), _twin_chunks(1, 3, [], "terminated")
+    ours, theirs = EpisodeReplayBuffer(5), RBuffer(5)
+    for mine, rl in [a[0], b[0], a[1]]:  # b evicts the running a; a's next chunk restarts it
+        ours.add(mine, on_evicted="restart")
+        theirs.add(rl)
+    _assert_counts(ours, theirs)
+    assert ours.get_evicted_ids() == [] and ours.get_num_episodes_evicted() == 1
+    assert [(ep.id_, ep.t_started, len(ep)) for ep in ours.get_episodes()] == [
+        ("e1", 0, 3),
+        ("e0", 3, 1),
+    ]
+    assert [(ep.id_, ep.t_started, len(ep)) for ep in theirs.episodes] == [
+        ("e1", 0, 3),
+        ("e0", 3, 1),
+    ]
 
 
 @given(stream=twin_streams(), n_step=st.integers(1, 4), gamma=st.sampled_from([0.5, 0.99]))

@@ -1,0 +1,85 @@
+"""What ``add`` takes besides its chunks: its ``on_evicted`` argument, and the spaces it adopts.
+
+Helpers of :mod:`episodes.replay.buffer` (``ingest`` plans the chunks themselves).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from episodes.structs import short_repr
+
+__all__ = ["ON_EVICTED", "adopted_spaces", "check_on_evicted", "copied_space"]
+
+#: What ``add(on_evicted=...)`` does with a chunk continuing an episode an earlier add evicted:
+#: refuse the add, drop the chunk, or store it as the start of a new episode under its id.
+ON_EVICTED = ("raise", "drop", "restart")
+
+
+def check_on_evicted(value: Any) -> str:
+    """``add``'s ``on_evicted``, checked: one of :data:`ON_EVICTED`, else a ``ValueError``.
+
+    Example:
+        >>> check_on_evicted("drop")
+        'drop'
+        >>> check_on_evicted("skip")
+        Traceback (most recent call last):
+        ...
+        ValueError: on_evicted must be 'raise', 'drop' or 'restart', got 'skip'
+    """
+    if isinstance(value, str) and value in ON_EVICTED:
+        return str(value)
+    raise ValueError(f"on_evicted must be 'raise', 'drop' or 'restart', got {short_repr(value)}")
+
+
+def copied_space(space: Any) -> Any:
+    """A deep copy of ``space``, or the space itself where it cannot be copied.
+
+    A user's space class may hold what ``deepcopy`` refuses (a lock): such a space is kept as
+    given, as before copies were made, rather than refusing the chunk.
+
+    Example:
+        >>> import threading, gymnasium as gym
+        >>> box = gym.spaces.Box(0, 1)
+        >>> copied_space(box) is box, copied_space(box) == box
+        (False, True)
+        >>> lock = threading.Lock()
+        >>> copied_space(lock) is lock
+        True
+    """
+    try:
+        return copy.deepcopy(space)
+    except Exception:  # noqa: BLE001 - whatever a user's __deepcopy__ or pickling raises
+        return space
+
+
+def adopted_spaces(kept: tuple[Any, Any], stored: Iterable[Any]) -> tuple[Any, Any]:
+    """The observation and action spaces a buffer holding ``kept`` has after storing ``stored``.
+
+    Sampled episodes carry the first observation space and the first action space of the
+    chunks stored (each on its own); an ignored chunk stores nothing, its spaces neither. A
+    chunk dropped with its episode counts: it is stored as if it came first. Adopted spaces
+    are copies (:func:`copied_space`): a Box's bounds may view a sample's transport memory (a
+    RunnerGroup's shared-memory segment), which the buffer must not keep alive.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from types import SimpleNamespace as Chunk
+        >>> box, two = gym.spaces.Box(0, 1), gym.spaces.Discrete(2)
+        >>> spaces = adopted_spaces((None, two), [Chunk(spaces=(box, gym.spaces.Discrete(3)))])
+        >>> spaces[0] == box, spaces[0] is box, spaces[1] is two
+        (True, False, True)
+    """
+    obs_space, action_space = kept
+    for chunk in stored:
+        if obs_space is not None and action_space is not None:
+            break
+        obs_space = chunk.spaces[0] if obs_space is None else obs_space
+        action_space = chunk.spaces[1] if action_space is None else action_space
+    kept_obs, kept_action = kept
+    return (
+        obs_space if obs_space is kept_obs else copied_space(obs_space),
+        action_space if action_space is kept_action else copied_space(action_space),
+    )
