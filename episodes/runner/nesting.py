@@ -206,7 +206,8 @@ def stacked_finals(
     """Same-step final observations of the ``ended`` sub-envs as ``[k, ...]`` leaves.
 
     ``infos["final_obs"]`` holds one item per sub-env (gymnasium's object array); each ended
-    one must nest as the observations do (``structure``, batch leaf shapes ``shapes``).
+    one must nest as the observations do (``structure``, batch leaf shapes ``shapes``). A
+    nested space's may also be batched as the observations are, one ``[N, ...]`` array per leaf.
 
     Raises:
         ValueError: The infos hold no ``final_obs``, or an item nests otherwise, or the
@@ -216,6 +217,9 @@ def stacked_finals(
         >>> finals = np.array([None, {"a": np.ones(2)}], dtype=object)
         >>> stacked_finals({"final_obs": finals}, np.array([1]), {"a": None}, [(2, 2)])
         [array([[1., 1.]])]
+        >>> batched = {"a": np.arange(4.0).reshape(2, 2)}
+        >>> stacked_finals({"final_obs": batched}, np.array([1]), {"a": None}, [(2, 2)])
+        [array([[2., 3.]])]
         >>> stacked_finals({}, np.array([1]), None, [(2,)])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: sub-envs [1] finished in a same-step vector step whose infos hold no ...
@@ -227,6 +231,17 @@ def stacked_finals(
             "'final_obs': a same-step env reports the final observation of every sub-env that "
             "finished in infos['final_obs']"
         )
+    if structure is not None and nests_as(items, structure):
+        # One [N, ...] array per leaf, as a batched simulator gives it (the torch path's form).
+        leaves = [np.asarray(leaf) for leaf in flatten(items)[0]]
+        for j, (leaf, shape) in enumerate(zip(leaves, shapes)):
+            if leaf.shape != tuple(shape):
+                raise ValueError(
+                    f"the env's final observations (infos['final_obs']), leaf {j}: got a batch "
+                    f"of shape {leaf.shape}, expected {tuple(shape)} (one row per sub-env), or "
+                    "give one item per sub-env"
+                )
+        return [leaf[ended] for leaf in leaves]
     flat = []
     for i in ended.tolist():
         # gymnasium batches a sub-env's observations into the space's arrays, but passes its
