@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import SupportsIndex
 
 import numpy as np
@@ -25,6 +24,9 @@ _STRICT = np.triu(np.ones((_FANOUT, _FANOUT)), 1)  # row @ _STRICT: sums before 
 _ONES = np.ones(_FANOUT)
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 _INF_BITS = np.float64(np.inf).view(np.uint64)  # float64 bits read as uint64: see _checked
+# The largest total a tree takes: the levels' sums, added in another order, round within far
+# less than this margin of the exact sum, so none of them reaches inf.
+_SAFE_TOTAL = float(np.finfo(np.float64).max) * (1 - 2.0**-20)
 
 
 class SumTree:
@@ -131,15 +133,18 @@ class SumTree:
         self._write(nodes, values)
 
     def _sum_stays_finite(self, nodes: np.ndarray, values: np.ndarray) -> bool:
-        """Whether the total stays finite once ``values`` (finite, >= 0) replace their leaves."""
+        """Whether the total stays finite once ``values`` (finite, >= 0) replace their leaves.
+
+        Judged against :data:`_SAFE_TOTAL`, a hair below float64's maximum: the levels add the
+        leaves in another order than this estimate does, so their rounding must not reach inf.
+        """
         with np.errstate(over="ignore"):
             added = float(values.sum())
-            if math.isfinite(self.total + added):  # a bound: replaced leaves count twice
+            if self.total + added <= _SAFE_TOTAL:  # a bound: replaced leaves count twice
                 return True
             last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]  # last wins
-            return math.isfinite(
-                self.total - float(self.leaves(nodes[last]).sum()) + float(values[last].sum())
-            )
+            replaced = float(self.leaves(nodes[last]).sum())
+            return self.total - replaced + float(values[last].sum()) <= _SAFE_TOTAL
 
     def _write(self, nodes: np.ndarray, values: np.ndarray) -> None:
         """``update`` without its checks, for callers that checked (the prioritized buffer)."""
@@ -210,7 +215,9 @@ class SumTree:
         if len(bad):
             raise ValueError(f"rebuild: values must be finite and >= 0, got {bad.tolist()}")
         with np.errstate(over="ignore"):
-            if not math.isfinite(float(values.sum())):
+            # A little above the bound updates keep: live leaves of a tree rebuild, whatever
+            # order sums them.
+            if not float(values.sum()) <= _SAFE_TOTAL * (1 + 2.0**-22):
                 raise ValueError("rebuild: these values would make the sum of all leaves infinite")
         leaves = self._sums[0]
         leaves[:] = 0.0
