@@ -139,7 +139,7 @@ class Column:
         dtype = self.data.dtype
         if rows.dtype == dtype:
             return rows
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # a tiny float: 0
             cast = rows.astype(dtype)
         if dtype.kind in "fc":  # a float column: values that overflow become infinite
             changed = bool(np.any(np.isinf(cast) & ~np.isinf(rows)))

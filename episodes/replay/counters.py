@@ -68,11 +68,12 @@ def checked_counts(
     if both:
         names = ", ".join(sorted(map(repr, both))[:5])
         raise ValueError(
-            f"evicted ids {names} are stored episodes too: a stored episode was never evicted"
+            f"evicted ids {names} are stored episodes too: a stored episode is no evicted id"
         )
     if num_evicted < len(ordered):
-        # An evicted id is never stored again, so each one was a separate eviction; a count
-        # above the ids is taken (saves from before the ids were kept counted more).
+        # An id stored again (on_evicted="restart") leaves the list, so each listed one was a
+        # separate eviction; a count above the ids is taken (saves from before the ids were
+        # kept counted more).
         raise ValueError(
             f"counters['episodes_evicted'] is {num_evicted}, below the {len(ordered)} evicted "
             "ids: each evicted id is an eviction"

@@ -48,6 +48,7 @@ def transition_batch(
     res = n_step_returns(store, table, slots, n, gamma)
     with np.errstate(over="ignore", under="ignore"):  # past float32 max: inf, quietly
         rewards = res.rewards.astype(np.float32)
+        discounts = np.power(gamma, res.steps).astype(np.float32)  # below float32's range: 0
     batch: dict[str, np.ndarray] = {
         "obs": store.obs.data[slots],
         "actions": store.actions.data[slots],
@@ -56,7 +57,7 @@ def transition_batch(
         "terminateds": res.terminated,
         "truncateds": res.truncated,
         "n_step": res.steps,
-        "discounts": np.power(gamma, res.steps).astype(np.float32),
+        "discounts": discounts,
         "indices": store.uid[slots],
     }
     if include_infos:
