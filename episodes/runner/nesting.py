@@ -233,15 +233,15 @@ def stacked_finals(
         )
     if structure is not None and nests_as(items, structure):
         # One [N, ...] array per leaf, as a batched simulator gives it (the torch path's form).
-        leaves = [np.asarray(leaf) for leaf in flatten(items)[0]]
-        for j, (leaf, shape) in enumerate(zip(leaves, shapes)):
-            if leaf.shape != tuple(shape):
+        batches = [np.asarray(batch) for batch in flatten(items)[0]]
+        for j, (batch, shape) in enumerate(zip(batches, shapes)):
+            if batch.shape != tuple(shape):
                 raise ValueError(
                     f"the env's final observations (infos['final_obs']), leaf {j}: got a batch "
-                    f"of shape {leaf.shape}, expected {tuple(shape)} (one row per sub-env), or "
+                    f"of shape {batch.shape}, expected {tuple(shape)} (one row per sub-env), or "
                     "give one item per sub-env"
                 )
-        return [leaf[ended] for leaf in leaves]
+        return [batch[ended] for batch in batches]
     flat = []
     for i in ended.tolist():
         # gymnasium batches a sub-env's observations into the space's arrays, but passes its
