@@ -35,7 +35,7 @@ def checked_counts(
         >>> checked_counts(counts, ["b"], {"b"}, 4)
         Traceback (most recent call last):
         ...
-        ValueError: evicted ids 'b' are stored episodes too: a stored episode was never evicted
+        ValueError: evicted ids 'b' are stored episodes too: a stored episode is no evicted id
         >>> one = {**counts, "episodes_evicted": 1}
         >>> checked_counts(one, [7, "a"], {"b"}, 4)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
