@@ -18,6 +18,8 @@ __all__ = ["exact_sum", "reward_sum"]
 # Below this sum of magnitudes an int64 sum cannot wrap, even with a float's rounding of it.
 _INT64_SAFE = 2.0**62
 _FLOAT64 = np.dtype(np.float64)
+# From here on a float64 no longer holds every int.
+_FLOAT_EXACT = 2.0**53
 
 
 def reward_sum(rewards: Any) -> float:
@@ -55,6 +57,8 @@ def _sum(rewards: Any) -> float:
         except ValueError as error:  # ragged: arrays of different shapes among the rewards
             raise _not_scalar_rewards(f"ragged rewards ({error})") from error
         if values.dtype is _FLOAT64 and values.ndim == 1:  # the usual rewards: what sum() does
+            if values is not rewards and _rounded_ints(values, rewards):
+                return exact_sum(list(rewards))
             return float(np.add.reduce(values))
         if values.ndim != 1:
             if values.size != len(values):
@@ -91,6 +95,15 @@ def _sum(rewards: Any) -> float:
         return float(total)
     except OverflowError:  # Python ints beyond float range (an object array's sum)
         return exact_sum(rewards)
+
+
+def _rounded_ints(values: np.ndarray, rewards: Any) -> bool:
+    # Python ints spanning int64 and uint64 (2**63 beside a negative one) become float64, which
+    # rounds them; to_numpy keeps them as objects, so the list's sum must be exact too.
+    with np.errstate(invalid="ignore"):
+        if not np.abs(values).max() >= _FLOAT_EXACT:
+            return False
+    return all(isinstance(v, numbers.Integral) for v in rewards)
 
 
 def _not_scalar_rewards(got: str) -> ValueError:
