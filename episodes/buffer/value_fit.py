@@ -175,9 +175,11 @@ def appended_row(leaf: np.ndarray, value: Any) -> Any:
         # overflow flag refuses it, no scan needed. (np.errstate costs more than the
         # assignment: only where needed.)
         overflowing = kind in "fc" and _may_overflow(given.dtype, row.dtype)
-        if overflowing:
-            with np.errstate(over="raise", under="ignore"):  # a tiny value rounds, as numpy's
-                row[...] = value
+        if overflowing or (kind in "iub" and given.dtype.kind in "fc"):  # NaN into ints: below
+            with np.errstate(
+                over="raise" if overflowing else "ignore", under="ignore", invalid="ignore"
+            ):
+                row[...] = value  # a tiny value rounds, as numpy's
         else:
             row[...] = value  # numpy's own checks for Python numbers (300 into int8 raises)
     except FloatingPointError as error:
