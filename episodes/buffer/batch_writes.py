@@ -63,6 +63,8 @@ def write_batch(store: Store, space: gym.Space[Any] | None, targets: Any, new_da
         >>> store.data["a"].tolist(), store.data["b"].tolist()
         ([8, 0, 7], [1.5, 0.0, 0.5])
     """
+    if type(new_data) is list and isinstance(store, ArrayStore) and store.structure is None:
+        new_data = _stacked_items(new_data)  # a list of numbers or of like arrays: as a batch
     if not isinstance(store, ArrayStore) or not isinstance(new_data, (np.ndarray, dict, tuple)):
         return False
     try:
@@ -100,6 +102,27 @@ def write_batch(store: Store, space: gym.Space[Any] | None, targets: Any, new_da
     rows = [leaf.copy() if _overlaps(leaf, columns) else leaf for leaf in rows]
     store.set_rows(positions, rows)
     return True
+
+
+def _stacked_items(items: list[Any]) -> Any:
+    """A flat column's items as one array where that array holds them exactly, else ``items``.
+
+    Only items all of one kind qualify: Python floats, Python ints that int64 holds, or arrays
+    of one dtype and shape. Their array judges and writes as the items would one by one, so
+    a list costs what an array does; any other list keeps the item-by-item path.
+    """
+    kinds = set(map(type, items))
+    if len(kinds) != 1:
+        return items
+    kind = kinds.pop()
+    if kind is float or kind is int:
+        batch = np.asarray(items)  # ints beyond int64 make it uint64 or object: not taken
+        return batch if batch.dtype == (np.float64 if kind is float else np.int64) else items
+    if kind is np.ndarray:
+        first = items[0]
+        if all(item.dtype == first.dtype and item.shape == first.shape for item in items):
+            return np.stack(items)
+    return items
 
 
 def list_batch(store: Store, new_data: Any, space: Any = None) -> Any:
