@@ -236,5 +236,5 @@ def real_value_tensor(values: Any, count: int, what: str, device: Any) -> Any:
         # A reversed numpy view (negative strides) is one torch cannot wrap, and a read-only
         # array (np.asarray of a JAX array) one it warns of: both copied.
         host = np.ascontiguousarray(_host_array(values, count, what))
-        values = torch.as_tensor(host if host.flags.writeable else host.copy())
+        values = torch.as_tensor(host if host.flags.writeable else host.copy(), device="cpu")
     return values.detach().to(device=device, dtype=torch.float64).reshape(count)

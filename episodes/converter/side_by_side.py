@@ -235,7 +235,7 @@ def _host_row(leaf: Any) -> Any:
     would wait for the device), and a numpy one names them as the general path does.
     """
     if isinstance(leaf, torch.Tensor):
-        return torch.zeros((1, *leaf.shape[2:]), dtype=leaf.dtype).numpy()
+        return torch.zeros((1, *leaf.shape[2:]), dtype=leaf.dtype, device="cpu").numpy()
     return leaf[:, 0]
 
 

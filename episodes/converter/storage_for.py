@@ -25,6 +25,7 @@ from episodes.converter.refusals import (
 )
 from episodes.rollout import RolloutStorage
 from episodes.rollout.leaves import check_int_range, paired
+from episodes.rollout.specs import normal_tensors
 from episodes.runner import SampledChunks
 from episodes.structs import map_leaves
 
@@ -147,7 +148,10 @@ def as_tensors(
     where they are writable, else copied (torch cannot mark a tensor read-only, and the
     storage may take it as its own); leaves holding no numbers (a Text space's strings,
     objects) are a ``TypeError`` naming the column ``name``
-    (:func:`~episodes.converter.refusals.numeric_column`).
+    (:func:`~episodes.converter.refusals.numeric_column`). The views, and the tensors a move
+    or a cast makes, are normal tensors inside ``torch.inference_mode`` too, and an inference
+    tensor (columns gathered in inference mode) is copied into one: a storage takes them, and
+    a loss outside inference mode can use them.
 
     Example:
         >>> as_tensors({"a": np.zeros(2)}, torch.device("cpu"), torch.float64)["a"].dtype
@@ -160,12 +164,15 @@ def as_tensors(
 
     def convert(leaf: Any) -> torch.Tensor:
         if isinstance(leaf, torch.Tensor):  # from blocks on a device: moved or cast only
-            return leaf.to(device=device, dtype=dtype or leaf.dtype)
+            moved = leaf.to(device=device, dtype=dtype or leaf.dtype)
+            # Gathered in inference mode: copied once, into a tensor the storage may take.
+            return moved.clone() if moved.is_inference() else moved
         leaf = numeric_column(np.ascontiguousarray(leaf), name)  # strings: named, not torch's
         t = torch.from_numpy(leaf if leaf.flags.writeable else leaf.copy())
         return t.to(device=device, dtype=dtype or t.dtype)
 
-    return map_leaves(convert, array)
+    with normal_tensors():  # from_numpy in inference mode would make inference views
+        return map_leaves(convert, array)
 
 
 def ready_storage(

@@ -12,6 +12,7 @@ from episodes.indexing import as_int, whole_number
 
 from .leaves import check_int_range, data_tensor
 from .select import signed_view
+from .specs import normal_tensors
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
@@ -44,7 +45,8 @@ class CircularBuffer:
 
     All envs append together (``append(x)`` with ``x`` ``[batch_size, ...]``); ``reset`` clears
     the history of some envs, after which their ``current_length`` restarts at 0. The storage is
-    allocated on the first ``append`` with ``x``'s trailing shape and dtype.
+    allocated on the first ``append`` with ``x``'s trailing shape and dtype, as a normal tensor
+    even inside ``torch.inference_mode`` (so are the lengths): later calls may run outside it.
 
     Args:
         max_len: number of items kept per env (an int >= 1).
@@ -74,8 +76,9 @@ class CircularBuffer:
         self._buffer: torch.Tensor | None = None
         self._pointer = -1  # slot of the newest item, shared by all envs
         self._changes = 0  # appends and resets: a generator in use must not see them
-        self._length = torch.zeros(batch_size, dtype=torch.long, device=self.device)
-        self._envs = torch.arange(batch_size, device=self.device)
+        with normal_tensors():  # written by later calls, in inference mode or not
+            self._length = torch.zeros(batch_size, dtype=torch.long, device=self.device)
+            self._envs = torch.arange(batch_size, device=self.device)
 
     @property
     def max_length(self) -> int:
@@ -171,9 +174,10 @@ class CircularBuffer:
             check_int_range(data, self._buffer.dtype, "data")
         data = data.to(self.device)
         if self._buffer is None:
-            self._buffer = torch.zeros(
-                self._max_len, *data.shape, dtype=data.dtype, device=self.device
-            )
+            with normal_tensors():  # written by later appends, in inference mode or not
+                self._buffer = torch.zeros(
+                    self._max_len, *data.shape, dtype=data.dtype, device=self.device
+                )
         elif data.shape != self._buffer.shape[1:]:
             raise ValueError(f"data shape {tuple(data.shape)} != {tuple(self._buffer.shape[1:])}")
         slot = (self._pointer + 1) % self._max_len
@@ -232,7 +236,14 @@ class CircularBuffer:
             ids = ids.long()
         # Into a copy: torch refuses an index out of range after resetting the ones before
         # it (reset([0, 5]) forgot env 0's history and raised).
-        length = self._length.clone()
+        length = self._length
+        # Appends add to it in place, in inference mode or not: a normal tensor. (A check, not
+        # a context: a reset may come every step.)
+        if torch.is_inference_mode_enabled():
+            with normal_tensors():
+                length = length.clone()
+        else:
+            length = length.clone()
         if ids.dtype == torch.bool:
             length.masked_fill_(ids, 0)  # a mask index_put waits for the device; this does not
         else:

@@ -104,6 +104,11 @@ def compute_gae(
     ends its episode, and its advantage is 0. A valid cell right before one should be done
     (the converter's are): otherwise it bootstraps from that 0.
 
+    The inputs are read detached, as rsl_rl computes GAE without grad: the advantages carry
+    no graph (``requires_grad`` False) even where the values or last values require grad. A
+    differentiable lambda-return (one that backpropagates into the critic) is not this
+    function's: compute it with ordinary tensor operations.
+
     Args:
         rewards: ``[T, N]`` or ``[T, N, 1]`` floating tensor.
         values: value estimates shaped like ``rewards`` (a trailing unit dimension may be
@@ -117,7 +122,8 @@ def compute_gae(
             differ), False on cells holding no transition (``RolloutStorage.valid``).
 
     Returns:
-        The advantages shaped and typed like ``rewards``: ``out`` if given, else a new tensor.
+        The advantages shaped and typed like ``rewards``: ``out`` if given, else a new tensor;
+        without grad.
 
     Raises:
         TypeError: a tensor argument that is not a tensor (a list, a numpy array, None), or

@@ -4,6 +4,10 @@ A field (observations, distribution parameters, ...) is stored as one tensor per
 by its path. A write pairs the given value with those names, then copies each leaf's rows, or,
 when asked to share, takes a whole ``[T, N, ...]`` leaf as the tensor itself. A taken tensor is
 the caller's memory, so it is never written: the next write into it takes a copy first.
+
+What a storage keeps is made as normal tensors, inside ``torch.inference_mode`` too
+(:func:`~episodes.rollout.specs.normal_tensors`), and an inference tensor is copied, never
+taken: a storage filled under inference mode is written and trained on outside it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import numpy as np
 import torch
 
 from episodes.indexing import whole_number
+
+from .specs import normal_tensors
 
 __all__ = [
     "block_leaves",
@@ -70,11 +76,17 @@ def paired(names: Any, value: Any, label: str) -> Iterator[tuple[str, Any]]:
 def can_take(dst: torch.Tensor, src: Any) -> bool:
     """Whether ``src`` can stand in for ``dst`` as it is (its steps and envs, dtype, device).
 
+    An inference tensor (made under ``torch.inference_mode``) is never taken: a loss outside
+    inference mode could not use the storage's field.
+
     Example:
         >>> dst = torch.zeros(3, 2, 1)
         >>> can_take(dst, torch.ones(3, 2)), can_take(dst, torch.ones(3, 2).double())
         (True, False)
         >>> can_take(dst, torch.ones(2, 3).T)  # not contiguous
+        False
+        >>> with torch.inference_mode():
+        ...     can_take(dst, torch.ones(3, 2))
         False
     """
     return (
@@ -85,6 +97,7 @@ def can_take(dst: torch.Tensor, src: Any) -> bool:
         and src.shape[:2] == dst.shape[:2]
         and same_but_trailing_ones(src.shape, dst.shape)
         and src.is_contiguous()
+        and not src.is_inference()
     )
 
 
@@ -300,7 +313,8 @@ def put_leaf(
     replaced = name in shared
     if replaced:  # the caller's memory is never written: take a copy first
         whole = rows == slice(0, len(dst))
-        dst = tensors[name] = torch.empty_like(dst) if whole else dst.clone()
+        with normal_tensors():
+            dst = tensors[name] = torch.empty_like(dst) if whole else dst.clone()
         shared.discard(name)
     copy_rows(dst[rows], value)
     return replaced

@@ -7,7 +7,8 @@ storage allocates one contiguous tensor per name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
@@ -25,6 +26,7 @@ __all__ = [
     "check_sizes",
     "distribution_leaves",
     "name_leaves",
+    "normal_tensors",
     "hidden_tensors",
     "parse_hidden",
     "parse_observations",
@@ -40,6 +42,27 @@ ObsSpec: TypeAlias = Shape | tuple[Shape, torch.dtype] | torch.Tensor | Mapping[
 HiddenSpec: TypeAlias = torch.Tensor | Sequence[Any] | None
 
 TRAINING_TYPES = ("rl", "distillation")
+
+
+def normal_tensors() -> AbstractContextManager[Any]:
+    """A context whose new tensors are normal ones, also inside ``torch.inference_mode``.
+
+    What a storage or buffer keeps across calls is made in it: an inference tensor would
+    refuse a later in-place write outside inference mode, and a loss's ``backward()``.
+    Grad mode stays off in it. Outside inference mode it does nothing.
+
+    Example:
+        >>> with torch.inference_mode(), normal_tensors():
+        ...     torch.zeros(1).is_inference(), torch.is_grad_enabled()
+        (False, False)
+    """
+    return _outside_inference() if torch.is_inference_mode_enabled() else nullcontext()
+
+
+@contextmanager
+def _outside_inference() -> Iterator[None]:
+    with torch.inference_mode(False), torch.no_grad():  # inference_mode(False) enables grad
+        yield
 
 
 def hidden_pair(value: Any) -> tuple[Any, Any]:
@@ -220,6 +243,39 @@ def parse_observations(
     return Leaf(_sizes_checked(shape, label), dtype)
 
 
+def _field_specs(
+    training_type: str,
+    num_envs: int,
+    actions_shape: tuple[int, ...],
+    observations: Any,
+    privileged_observations: Any,
+    distribution_params: Any,
+    dtype: torch.dtype,
+    actions_dtype: torch.dtype | None,
+) -> dict[str, Any]:
+    """A storage's public field -> its leaf spec (a :class:`Leaf`, a dict of them, or a tuple)."""
+    n = num_envs
+    scalar = Leaf((1,), dtype)
+    action = Leaf(actions_shape, actions_dtype or dtype)
+    specs: dict[str, Any] = {"observations": parse_observations(observations, n, dtype)}
+    if privileged_observations is not None:
+        specs["privileged_observations"] = parse_observations(
+            privileged_observations, n, dtype, "privileged_observations"
+        )
+    specs.update(actions=action, rewards=scalar, dones=Leaf((1,), torch.bool))
+    if training_type == "rl":
+        # One tensor per scalar: compute_returns writes whole columns (strided writes cost
+        # several contiguous passes), and a 1-wide tensor gathers through a 1-D view.
+        for name in ("values", "actions_log_prob", "returns", "advantages"):
+            specs[name] = scalar
+        specs["distribution_params"] = distribution_leaves(
+            distribution_params, actions_shape, dtype
+        )
+    else:
+        specs["privileged_actions"] = action
+    return specs
+
+
 def parse_hidden(
     spec: HiddenSpec,
     num_envs: int,
@@ -288,11 +344,12 @@ def hidden_tensors(
     leaves = parse_hidden(spec, num_envs, dtype, label)
     if leaves is None:
         return None
-    return [
-        torch.zeros(num_steps, layers, num_envs, hidden, dtype=leaf.dtype, device=device)
-        for leaf in leaves
-        for layers, hidden in [leaf.shape]
-    ]
+    with normal_tensors():  # kept by the storage: normal tensors, inside inference mode too
+        return [
+            torch.zeros(num_steps, layers, num_envs, hidden, dtype=leaf.dtype, device=device)
+            for leaf in leaves
+            for layers, hidden in [leaf.shape]
+        ]
 
 
 def _is_pair(x: Any) -> bool:

@@ -38,13 +38,13 @@ from .specs import (
     Leaf,
     ObsSpec,
     Shape,
+    _field_specs,
     check_dtypes,
     check_sizes,
-    distribution_leaves,
     hidden_pair,
     hidden_tensors,
     name_leaves,
-    parse_observations,
+    normal_tensors,
     shape_of,
 )
 from .transition import Transition as _Transition
@@ -126,8 +126,15 @@ class RolloutStorage:
             normalize_advantage_per_mini_batch, "normalize_advantage_per_mini_batch"
         )
         self.step = 0
-        specs = self._field_specs(
-            observations, privileged_observations, distribution_params, dtype, actions_dtype
+        specs = _field_specs(
+            training_type,
+            num_envs,
+            self.actions_shape,
+            observations,
+            privileged_observations,
+            distribution_params,
+            dtype,
+            actions_dtype,
         )
         self._allocate(specs)
         self._bind_fields()
@@ -142,36 +149,6 @@ class RolloutStorage:
         self._shared: set[str] = set()  # tensors taken from a caller: never written here
 
     # ------------------------------------------------------------------ layout
-    def _field_specs(
-        self,
-        observations: ObsSpec,
-        privileged_observations: ObsSpec | None,
-        distribution_params: Sequence[Shape] | None,
-        dtype: torch.dtype,
-        actions_dtype: torch.dtype | None,
-    ) -> dict[str, Any]:
-        """Public field -> its leaf spec (a :class:`Leaf`, a dict of them, or a tuple)."""
-        n = self.num_envs
-        scalar = Leaf((1,), dtype)
-        action = Leaf(self.actions_shape, actions_dtype or dtype)
-        specs: dict[str, Any] = {"observations": parse_observations(observations, n, dtype)}
-        if privileged_observations is not None:
-            specs["privileged_observations"] = parse_observations(
-                privileged_observations, n, dtype, "privileged_observations"
-            )
-        specs.update(actions=action, rewards=scalar, dones=Leaf((1,), torch.bool))
-        if self.training_type == "rl":
-            # One tensor per scalar: compute_returns writes whole columns (strided writes cost
-            # several contiguous passes), and a 1-wide tensor gathers through a 1-D view.
-            for name in ("values", "actions_log_prob", "returns", "advantages"):
-                specs[name] = scalar
-            specs["distribution_params"] = distribution_leaves(
-                distribution_params, self.actions_shape, dtype
-            )
-        else:
-            specs["privileged_actions"] = action
-        return specs
-
     def _allocate(self, specs: dict[str, Any]) -> None:
         leaves: dict[str, Leaf] = {}
         #: Public field -> the name (or dict / tuple of names) of its tensors in :attr:`tensors`.
@@ -179,10 +156,11 @@ class RolloutStorage:
             {field: name_leaves(field, spec, leaves) for field, spec in specs.items()}
         )
         t, n = self.num_transitions_per_env, self.num_envs
-        self._tensors = {
-            name: torch.zeros(t, n, *leaf.shape, dtype=leaf.dtype, device=self.device)
-            for name, leaf in leaves.items()
-        }
+        with normal_tensors():  # kept across rollouts: normal tensors, inside inference mode too
+            self._tensors = {
+                name: torch.zeros(t, n, *leaf.shape, dtype=leaf.dtype, device=self.device)
+                for name, leaf in leaves.items()
+            }
         #: Name -> contiguous ``[T, N, ...]`` tensor; read-only (write into the tensors).
         self.tensors: Mapping[str, torch.Tensor] = MappingProxyType(self._tensors)
 
@@ -376,7 +354,9 @@ class RolloutStorage:
         taken as the storage's tensor instead of copied: the field then shares memory with
         the caller's tensor (see :attr:`shared`). The storage never writes into a taken tensor
         (a later write replaces it with a copy first); writing into it from outside changes
-        both. A block in memory another field holds or takes (even shared) is copied instead.
+        both. A block in memory another field holds or takes (even shared) is copied instead,
+        and so is an inference tensor (made under ``torch.inference_mode``), which a loss
+        outside inference mode could not use: the storage's tensors are never such tensors.
 
         Returns:
             ``k``, the number of steps written.
@@ -397,6 +377,10 @@ class RolloutStorage:
             >>> _ = st.write_block(0, share=True, values=values)
             >>> st.values.data_ptr() == values.data_ptr(), sorted(st.shared)
             (True, ['values'])
+            >>> with torch.inference_mode():
+            ...     _ = st.write_block(0, share=True, rewards=torch.ones(4, 2))
+            >>> st.rewards.is_inference(), sorted(st.shared)  # copied into its own tensor
+            (False, ['values'])
         """
         allowed = set(self._fields_of(_Transition()))
         rows = block_rows(start, fields, allowed, self.num_transitions_per_env)
@@ -432,8 +416,8 @@ class RolloutStorage:
         """
         if not self._shared:
             return
-        for name in self._shared:
-            self._tensors[name] = self._tensors[name].clone()
+        with normal_tensors():  # never an inference tensor, which a loss could not use
+            self._tensors.update({name: self._tensors[name].clone() for name in self._shared})
         self._shared.clear()
         self._bind_fields()
 
@@ -495,7 +479,8 @@ class RolloutStorage:
         normalize = as_flag(normalize_advantage, "normalize_advantage")  # before any write
         values, valid, adv = self.values, self.valid, self.advantages
         compute_gae(self.rewards, values, self.dones, last_values, gamma, lam, out=adv, valid=valid)
-        clear_unheld_values(self)  # with ``valid``: values 0 where no transition is
+        with normal_tensors():  # a shared values tensor it replaces: by a normal tensor
+            clear_unheld_values(self)  # with ``valid``: values 0 where no transition is
         torch.add(adv, self.values, out=self.returns)
         if normalize:
             normalize_into(adv, adv, valid)

@@ -11,6 +11,10 @@ Same-step envs report the final observations of finished sub-envs as a batched t
 ``infos["final_obs"]`` (``[N, ...]``; rows of sub-envs that did not finish are ignored), which
 is written to the ``finals`` block row by row, like any other field.
 
+The blocks outlive a call (the next one continues in them): they are made as normal tensors
+even inside ``torch.inference_mode`` (:func:`_normal_tensors`), so that a runner sampled under
+``inference_mode``, ``no_grad`` or neither, in any order, writes into them.
+
 Example:
     >>> import torch
     >>> blocks = DeviceBlocks.allocate(torch.zeros(2, 3), rows=4, with_finals=False)
@@ -21,7 +25,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +44,31 @@ from episodes.structs import flatten, skeleton, unflatten
 __all__ = ["DeviceBlocks", "HostColumn", "TensorColumn"]
 
 
+def _normal_tensors() -> AbstractContextManager[Any]:
+    """A context whose new tensors are normal ones, inside ``torch.inference_mode`` too.
+
+    An inference tensor kept across calls refuses the in-place writes of a later call made
+    outside inference mode. Grad mode stays off in it. Outside inference mode: nothing.
+
+    Example:
+        >>> with torch.inference_mode(), _normal_tensors():
+        ...     torch.zeros(1).is_inference(), torch.is_grad_enabled()
+        (False, False)
+    """
+    return _outside_inference() if torch.is_inference_mode_enabled() else nullcontext()
+
+
+@contextmanager
+def _outside_inference() -> Iterator[None]:
+    with torch.inference_mode(False), torch.no_grad():  # inference_mode(False) enables grad
+        yield
+
+
+def _device_of(leaf: Any) -> Any:
+    # torch.as_tensor without a device moves a tensor to torch's default device.
+    return leaf.device if isinstance(leaf, torch.Tensor) else "cpu"
+
+
 def _promoted(a: torch.dtype, b: torch.dtype, name: str = "a batch") -> torch.dtype:
     """The dtype the host's rule (``promoted_dtype``) gives the two dtypes, as torch's.
 
@@ -54,7 +84,7 @@ def _promoted(a: torch.dtype, b: torch.dtype, name: str = "a batch") -> torch.dt
 
     def numpy_of(dtype: torch.dtype) -> np.dtype[Any]:
         try:
-            return torch.empty(0, dtype=dtype).numpy().dtype
+            return torch.empty(0, dtype=dtype, device="cpu").numpy().dtype
         except TypeError:
             return np.dtype(np.float32) if dtype.is_floating_point else np.dtype(np.complex64)
 
@@ -87,13 +117,15 @@ class TensorColumn(Column):
         leaves, structure = flatten(batch)
         # A numpy leaf in native byte order (torch takes no other), as the host's blocks.
         leaves = [native_array(x) if isinstance(x, np.ndarray) else x for x in leaves]
-        tensors = [torch.as_tensor(leaf, device=device) for leaf in leaves]
+        # On the data's device (numpy: the host), not torch's default one.
+        tensors = [torch.as_tensor(leaf, device=device or _device_of(leaf)) for leaf in leaves]
         for tensor in tensors:
             check_numpy_dtype(tensor)  # chunks are numpy'd episodes: each leaf needs a dtype
-        return cls(
-            [torch.empty((rows, *t.shape), dtype=t.dtype, device=t.device) for t in tensors],
-            skeleton(structure),
-        )
+        with _normal_tensors():
+            leaves = [
+                torch.empty((rows, *t.shape), dtype=t.dtype, device=t.device) for t in tensors
+            ]
+        return cls(leaves, skeleton(structure))
 
     @property
     def device(self) -> torch.device:
@@ -160,7 +192,8 @@ class TensorColumn(Column):
             return leaf
         wide = _promoted(leaf.dtype, dtype, named)
         if wide != leaf.dtype:
-            leaf = self.leaves[j] = leaf.to(wide)
+            with _normal_tensors():
+                leaf = self.leaves[j] = leaf.to(wide)
         return leaf
 
     def resized(self, rows: int) -> TensorColumn:
@@ -173,10 +206,11 @@ class TensorColumn(Column):
         """
         keep = min(rows, self.rows)
         grown = []
-        for leaf in self.leaves:
-            bigger = torch.empty((rows, *leaf.shape[1:]), dtype=leaf.dtype, device=leaf.device)
-            bigger[:keep] = leaf[:keep]
-            grown.append(bigger)
+        with _normal_tensors():
+            for leaf in self.leaves:
+                bigger = torch.empty((rows, *leaf.shape[1:]), dtype=leaf.dtype, device=leaf.device)
+                bigger[:keep] = leaf[:keep]
+                grown.append(bigger)
         return TensorColumn(grown, self.structure)
 
     def shifted(self, first: int, stop: int, rows: int) -> TensorColumn:
@@ -189,11 +223,12 @@ class TensorColumn(Column):
             (4, [[2, 3], [4, 5]])
         """
         out = []
-        for leaf in self.leaves:
-            new = torch.empty((rows, *leaf.shape[1:]), dtype=leaf.dtype, device=leaf.device)
-            count = min(stop, leaf.shape[0]) - first
-            new[:count] = leaf[first : first + count]
-            out.append(new)
+        with _normal_tensors():
+            for leaf in self.leaves:
+                new = torch.empty((rows, *leaf.shape[1:]), dtype=leaf.dtype, device=leaf.device)
+                count = min(stop, leaf.shape[0]) - first
+                new[:count] = leaf[first : first + count]
+                out.append(new)
         return TensorColumn(out, self.structure)
 
 
@@ -260,21 +295,23 @@ class DeviceBlocks(Blocks):
             >>> tuple(blocks.obs.leaves[0].shape), tuple(blocks.dead.shape), blocks.finals is None
             ((3, 3, 2), (2, 3), True)
         """
-        first = torch.as_tensor(flatten(obs)[0][0])
+        leaf = flatten(obs)[0][0]
+        first = torch.as_tensor(leaf, device=_device_of(leaf))
         device, num_envs = first.device, len(first)
 
         def zeros(dtype: torch.dtype) -> torch.Tensor:
             return torch.zeros((rows, num_envs), dtype=dtype, device=device)
 
-        return cls(
-            obs=TensorColumn.for_batch(obs, rows + 1),
-            rewards=zeros(torch.float64),
-            terminated=zeros(torch.bool),
-            truncated=zeros(torch.bool),
-            dead=zeros(torch.bool),
-            finals=TensorColumn.for_batch(obs, rows) if with_finals else None,
-            times=new_times(rows),  # on the host: the clock is read there (no device sync)
-        )
+        with _normal_tensors():
+            return cls(
+                obs=TensorColumn.for_batch(obs, rows + 1),
+                rewards=zeros(torch.float64),
+                terminated=zeros(torch.bool),
+                truncated=zeros(torch.bool),
+                dead=zeros(torch.bool),
+                finals=TensorColumn.for_batch(obs, rows) if with_finals else None,
+                times=new_times(rows),  # on the host: the clock is read there (no device sync)
+            )
 
     @property
     def device(self) -> torch.device:
@@ -357,17 +394,18 @@ class DeviceBlocks(Blocks):
             assert isinstance(col, TensorColumn)
             return column(col, extra)
 
-        return DeviceBlocks(
-            obs=field(self.obs, 1),
-            rewards=flat(self.rewards),
-            terminated=flat(self.terminated),
-            truncated=flat(self.truncated),
-            dead=flat(self.dead),
-            actions=None if self.actions is None else field(self.actions),
-            extras={key: field(col) for key, col in self.extras.items()},
-            finals=None if self.finals is None else field(self.finals),
-            times=times,
-        )
+        with _normal_tensors():
+            return DeviceBlocks(
+                obs=field(self.obs, 1),
+                rewards=flat(self.rewards),
+                terminated=flat(self.terminated),
+                truncated=flat(self.truncated),
+                dead=flat(self.dead),
+                actions=None if self.actions is None else field(self.actions),
+                extras={key: field(col) for key, col in self.extras.items()},
+                finals=None if self.finals is None else field(self.finals),
+                times=times,
+            )
 
     def match_finals(self) -> None:
         """Gives the observation and final-observation leaves one dtype.

@@ -49,7 +49,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks
-from episodes.runner.device_blocks import DeviceBlocks
+from episodes.runner.device_blocks import DeviceBlocks, _normal_tensors
 from episodes.runner.device_values import as_device_batch, as_host_typed, check_env_flags
 from episodes.runner.finals import Finals
 from episodes.runner.host_copies import to_host, to_host_all
@@ -147,10 +147,11 @@ class DeviceRecorder(BatchedRecorder):
         self.device_blocks, self._next_device = blocks, None
         if self.finals is None:
             self.finals = Finals(blocks.obs.structure)
-        if self._awaiting_device is None:
-            self._awaiting_device = torch.zeros(
-                self.num_envs, dtype=torch.bool, device=blocks.device
-            )
+        if self._awaiting_device is None:  # later ones are made per step, never written into
+            with _normal_tensors():
+                self._awaiting_device = torch.zeros(
+                    self.num_envs, dtype=torch.bool, device=blocks.device
+                )
         self.num_steps = num_steps
         self.recorded = 0
         held = np.arange(carried)[:, None]

@@ -126,7 +126,7 @@ def _host_dtype(dtype: torch.dtype) -> torch.dtype | None:
     wide = torch.complex64 if dtype.is_complex else torch.float32
     for host in (dtype, wide) if dtype.is_complex or dtype.is_floating_point else (dtype,):
         try:
-            torch.zeros(1, dtype=dtype).to(host).numpy()
+            torch.zeros(1, dtype=dtype, device="cpu").to(host).numpy()
             return host
         except (TypeError, RuntimeError, NotImplementedError):
             pass

@@ -335,7 +335,7 @@ def check_numpy_dtype(value: Any) -> None:
     import torch  # already imported by whoever made the tensor
 
     try:
-        torch.empty(0, dtype=value.dtype).numpy()
+        torch.empty(0, dtype=value.dtype, device="cpu").numpy()  # not the default device
     except TypeError:
         raise ValueError(
             f"a torch env or policy gave {value.dtype} values, which have no numpy dtype for "
