@@ -4,7 +4,10 @@
 ``'0'``) and decodes bytes beside strings: the rows of one episode would change kind with the
 episodes next to them. :func:`join_leaves` is that concatenation with such joins refused;
 promotion among numbers (ints beside floats give floats) and object columns, whose items
-keep their values, are joined as numpy joins them.
+keep their values, are joined as numpy joins them, except that ints never become floats
+beside ints: uint64 rows beside signed ones (which numpy joins as float64, rounding them and
+turning an int column into floats) are joined as int64 where they fit, else refused
+(:func:`lossless_ints`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TextJoinError", "join_leaves", "text_join_pair"]
+__all__ = ["TextJoinError", "join_leaves", "lossless_ints", "text_join_pair"]
+
+_INT64_MAX = np.iinfo(np.int64).max
+_UINT64 = np.dtype(np.uint64)
 
 
 class TextJoinError(ValueError):
@@ -92,6 +98,7 @@ def join_leaves(leaves: list[Any]) -> np.ndarray:
         >>> join_leaves([np.zeros((2, 2), np.float32), np.asarray([])]).shape
         (2, 2)
     """
+    leaves = lossless_ints(leaves)
     try:
         joined = np.concatenate(leaves)
     except ValueError as err:
@@ -101,6 +108,41 @@ def join_leaves(leaves: list[Any]) -> np.ndarray:
         if pair is not None:
             raise TextJoinError(*pair, [np.asarray(leaf).dtype for leaf in leaves])
     return joined
+
+
+def lossless_ints(leaves: list[Any]) -> list[Any]:
+    """``leaves`` ready for numpy to join without turning ints into floats.
+
+    Integer leaves only (no float among them), uint64 ones beside signed ones: numpy would join
+    them as float64, rounding values beyond 2**53 and giving an int column floats. The uint64
+    leaves are given as int64 instead where every value fits; other leaves are left as they are.
+
+    Raises:
+        ValueError: uint64 values beyond int64's range beside signed ints: no int holds both.
+
+    Example:
+        >>> [leaf.dtype.name for leaf in lossless_ints([np.array([-1]), np.array([5], np.uint64)])]
+        ['int64', 'int64']
+        >>> lossless_ints([np.array([-1]), np.array([2**63], np.uint64)])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: uint64 values up to 9223372036854775808 beside signed ints: ...
+    """
+    first = getattr(leaves[0], "dtype", None) if leaves else None
+    if first is None or first.kind not in "iub":  # floats join ints as floats, by design
+        return leaves
+    dtypes = [getattr(leaf, "dtype", None) for leaf in leaves]
+    if _UINT64 not in dtypes or not any(d is not None and d.kind == "i" for d in dtypes):
+        return leaves
+    if any(d is None or d.kind not in "iub" for d in dtypes):
+        return leaves
+    wide = [leaf for leaf in leaves if leaf.dtype == _UINT64 and leaf.size]
+    top = max((int(leaf.max()) for leaf in wide), default=0)
+    if top > _INT64_MAX:
+        raise ValueError(
+            f"uint64 values up to {top} beside signed ints: no int dtype holds both, and "
+            "float64 would round them: give their episodes one int dtype"
+        )
+    return [leaf.astype(np.int64) if leaf.dtype == _UINT64 else leaf for leaf in leaves]
 
 
 def _without_empty(leaves: list[Any], err: ValueError) -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.connectors.joining import lossless_ints
 from episodes.connectors.learner import check_end_joins
 from episodes.converter.alike import (
     check_alike_envs,
@@ -202,7 +203,7 @@ def layout_batch(items: Any, space: Any, what: str) -> Any:
 def _concat(parts: list[Any]) -> Any:
     if len(parts) == 1:
         return parts[0]
-    return map_alike(np.concatenate, parts)
+    return map_alike(lambda leaves: np.concatenate(lossless_ints(leaves)), parts)
 
 
 def _stack_envs(
@@ -211,10 +212,14 @@ def _stack_envs(
     """Env columns ``[T, ...]`` stacked along axis 1, once their steps are alike (else refused).
 
     :func:`~episodes.converter.alike.check_alike_envs` decides; equal spaces are joined as
-    numpy promotes them (Python ints next to floats in one Box).
+    numpy promotes them (Python ints next to floats in one Box), ints as ints
+    (:func:`~episodes.connectors.joining.lossless_ints`).
     """
     check_alike_envs(per_env, field, labels, spaces)
-    return map_alike(lambda leaves: np.stack(leaves, axis=1), list(per_env))
+    try:
+        return map_alike(lambda leaves: np.stack(lossless_ints(leaves), axis=1), list(per_env))
+    except ValueError as err:
+        raise ValueError(f"{field}: the envs' rows do not join: {err}") from None
 
 
 def extra_keys_for(keys: ColumnKeys, training_type: str) -> list[str]:
@@ -444,8 +449,11 @@ def _env_column(
         truncated_steps.append((offset - 1, n, last.chunk))
         ongoing = None
 
-    def join(pieces: list[Any]) -> Any:
-        joined = _concat(pieces)
+    def join(pieces: list[Any], field: str = "dones") -> Any:
+        try:
+            joined = _concat(pieces)
+        except ValueError as err:  # ints no int dtype holds (lossless_ints)
+            raise ValueError(f"{field} of env {n}: {err}") from None
         return joined if horizon is None else _pad(joined, horizon)
 
     dones = join(parts["done"])
@@ -455,12 +463,12 @@ def _env_column(
         # generator, padded to T again. Zero rewards and values keep its GAE at 0.
         dones[-1] = True
     return TimeMajorColumns(
-        observations=join(parts["obs"]),
-        actions=join(parts["act"]),
-        rewards=join(parts["rew"]),
+        observations=join(parts["obs"], "observations"),
+        actions=join(parts["act"], "actions"),
+        rewards=join(parts["rew"], "rewards"),
         dones=dones,
-        truncated=join(parts["trunc"]),
-        extras={k: join(v) for k, v in extra_parts.items()},
+        truncated=join(parts["trunc"], "truncateds"),
+        extras={k: join(v, f"extra output {k!r}") for k, v in extra_parts.items()},
         truncated_steps=truncated_steps,
         ongoing=[ongoing],
     )

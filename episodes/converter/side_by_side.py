@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from episodes.connectors.joining import lossless_ints
 from episodes.converter.alike import check_alike_envs, env_label
 from episodes.converter.columns import ColumnKeys, ObsFn, TimeMajorColumns, extra_keys_for
 from episodes.converter.from_blocks import (
@@ -78,7 +79,7 @@ def _concat(items: list[Any]) -> Any:
     """Arrays, or tensors on one device, joined along the env axis (axis 1)."""
     if isinstance(items[0], torch.Tensor):
         return torch.cat([torch.as_tensor(x, device=items[0].device) for x in items], dim=1)
-    return np.concatenate([np.asarray(x) for x in items], axis=1)
+    return np.concatenate(lossless_ints([np.asarray(x) for x in items]), axis=1)
 
 
 def _join(items: list[Any]) -> Any:
