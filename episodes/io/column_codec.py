@@ -85,6 +85,16 @@ def _encode_structure(item: Any, where: str, depth: int = 0) -> Any:
     return _LEAF
 
 
+def _keys_sorted(enc: Any) -> Any:
+    """A structure encoding with each dict's keys in sorted order: equal for reordered dicts."""
+    if not isinstance(enc, dict):
+        return enc
+    ((kind, parts),) = enc.items()
+    if kind == "dict":
+        return {"dict": sorted([key, _keys_sorted(value)] for key, value in parts)}
+    return {kind: [_keys_sorted(value) for value in parts]}
+
+
 def _skeleton(enc: Any, where: str, depth: int = 0) -> tuple[Any, int]:
     """Rebuilds an item structure (leaves are 0) from its encoding; returns (skeleton, leaves)."""
     if depth > 64:
@@ -164,9 +174,12 @@ def _stack_list(items: list[Any], where: str) -> tuple[Any, list[tuple[str, np.n
             return None  # a leaf among nested items (or the reverse) is no column of its kind
         if structure is not None:
             try:
-                if _encode_structure(st, where) != struct_enc:
-                    return None
+                enc = _encode_structure(st, where)
             except UnstorableValueError:
+                return None
+            # Dicts of the same keys in another order: the same leaves (dm-tree sorts keys),
+            # read back in the first item's order. Only their layout differs.
+            if enc != struct_enc and _keys_sorted(enc) != _keys_sorted(struct_enc):
                 return None
         for j, leaf in enumerate(leaves):
             if _leaf_kind(leaf) != kinds[j]:
