@@ -281,9 +281,19 @@ class BufferAccess:
         return sampling.locate(self._store, self._table, episode_id, t)
 
     def get_transitions(
-        self, indices: _Integers, *, n_step: int = 1, gamma: float = 0.99
+        self,
+        indices: _Integers,
+        *,
+        n_step: int = 1,
+        gamma: float = 0.99,
+        include_infos: bool = False,
+        include_extra_model_outputs: bool = False,
     ) -> dict[str, np.ndarray]:
         """The transition batch of the given item indices (deterministic; no sampling).
+
+        The columns of a :meth:`sample` batch, ``infos`` and the extra model outputs on
+        request as there; its ``weights`` are 1 (nothing was drawn, so nothing to correct),
+        so that a loss written for sampled batches takes it.
 
         Raises:
             KeyError: Indices not stored (evicted or never issued). ``ValueError``: bad
@@ -304,6 +314,8 @@ class BufferAccess:
         """
         n_step = sampling.check_positive(n_step, "n_step")
         gamma = sampling.check_gamma(gamma)  # None: the default, as in sample
+        infos = sampling.check_flag(include_infos, "include_infos")
+        extras = sampling.check_flag(include_extra_model_outputs, "include_extra_model_outputs")
         items = np.atleast_1d(sampling.int_array(indices, "indices", KeyError))
         if items.ndim != 1:
             raise ValueError(
@@ -313,6 +325,8 @@ class BufferAccess:
         if self._store.obs is None:
             raise EmptyBufferError("the buffer has never stored a step: no batch to build")
         n = np.full(len(items), n_step)
-        return transition_batch(self._store, self._table, slots, n, float(gamma), False, False)
+        out = transition_batch(self._store, self._table, slots, n, float(gamma), infos, extras)
+        out["weights"] = np.ones(len(items), np.float32)
+        return out
 
     # ------------------------------------------------------------------------------- state
