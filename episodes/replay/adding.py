@@ -11,7 +11,14 @@ from typing import Any
 
 from episodes.structs import short_repr
 
-__all__ = ["ON_EVICTED", "adopted_spaces", "check_on_evicted", "copied_space"]
+__all__ = [
+    "ON_EVICTED",
+    "adopted_spaces",
+    "check_on_evicted",
+    "chunk_label",
+    "copied_space",
+    "named_refusal",
+]
 
 #: What ``add(on_evicted=...)`` does with a chunk continuing an episode an earlier add evicted:
 #: refuse the add, drop the chunk, or store it as the start of a new episode under its id.
@@ -32,6 +39,36 @@ def check_on_evicted(value: Any) -> str:
     if isinstance(value, str) and value in ON_EVICTED:
         return str(value)
     raise ValueError(f"on_evicted must be 'raise', 'drop' or 'restart', got {short_repr(value)}")
+
+
+def chunk_label(position: int, id_: Any = ...) -> str:
+    """How ``add``'s refusals name a chunk: its place in the list given, and its episode's id.
+
+    As the converter names chunks; ``id_`` left out for an item that is no episode.
+
+    Example:
+        >>> chunk_label(2, "b"), chunk_label(1)
+        ("chunk 2 (episode 'b')", 'chunk 1')
+    """
+    return f"chunk {position}" if id_ is ... else f"chunk {position} (episode {short_repr(id_)})"
+
+
+def named_refusal(error: BaseException, position: int, id_: Any = ...) -> BaseException:
+    """``error``, a refusal of one chunk of an ``add``, with words naming it (:func:`chunk_label`).
+
+    A plain ``TypeError`` or ``ValueError`` comes back as a new one of its class; any other
+    error (a subclass, with its own words and attributes) as it is.
+
+    Example:
+        >>> named_refusal(ValueError("rewards must be scalars"), 3, "b")
+        ValueError("chunk 3 (episode 'b'): rewards must be scalars")
+        >>> error = KeyError("k")
+        >>> named_refusal(error, 3, "b") is error
+        True
+    """
+    if type(error) is not TypeError and type(error) is not ValueError:
+        return error
+    return type(error)(f"{chunk_label(position, id_)}: {error}")
 
 
 def copied_space(space: Any) -> Any:

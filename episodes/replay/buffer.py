@@ -13,7 +13,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.indexing import whole_number
 from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
-from episodes.replay.adding import adopted_spaces, check_on_evicted, copied_space
+from episodes.replay.adding import adopted_spaces, check_on_evicted, copied_space, named_refusal
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
 from episodes.replay.rng import sampling_generator
@@ -86,7 +86,8 @@ class EpisodeReplayBuffer(BufferAccess):
 
         A chunk without steps that ends its episode (a stored one, or one begun earlier in
         the same add) ends it there, as ``concat_episode`` would; other chunks without steps
-        are ignored. Every chunk is checked before anything is stored.
+        are ignored. Every chunk is checked before anything is stored; a refusal of a chunk's
+        values names it (``chunk 2 (episode 'b'): ...``: its place in ``episodes``, its id).
 
         Args:
             episodes: A ``SingleAgentEpisode`` chunk or an iterable of them.
@@ -97,11 +98,12 @@ class EpisodeReplayBuffer(BufferAccess):
 
         Raises:
             TypeError: Not episodes, or values that are not numeric arrays.
-            ValueError: Rows that do not fit the stored columns; a chunk continuing a done
-                episode, leaving a gap in time or starting with another observation than the
-                stored one; ``EvictedEpisodeError`` (a ``ValueError``) for a chunk continuing an
-                evicted episode (``on_evicted="raise"``), or another ``on_evicted``. The buffer
-                is then unchanged.
+            ValueError: Rows that do not fit the stored columns (rewards: one number a step,
+                which float32 holds); a chunk continuing a done episode, leaving a gap in time
+                or starting with another observation than the stored one;
+                ``EvictedEpisodeError`` (a ``ValueError``) for a chunk continuing an evicted
+                episode (``on_evicted="raise"``), or another ``on_evicted``. The buffer is then
+                unchanged.
             MemoryError: Columns, table or priorities that do not fit; unchanged, as after a
                 ``KeyboardInterrupt``. A Ctrl-C while the steps are written waits till they are.
 
@@ -191,13 +193,16 @@ class EpisodeReplayBuffer(BufferAccess):
             )
             store = probe
         for chunk in chunks:  # from here on every chunk holds the columns' dtypes
-            if not chunk.n:  # an episode's end: its observation only (no actions or extras)
-                if store.obs is not None:
-                    chunk.obs = store.obs.fit(chunk.obs, "observations")
-                continue
-            chunk.obs, chunk.actions, chunk.extras = store.fit_rows(
-                chunk.obs, chunk.actions, chunk.extras
-            )
+            try:  # free unless raised: a refusal names the chunk
+                if not chunk.n:  # an episode's end: its observation only (no actions or extras)
+                    if store.obs is not None:
+                        chunk.obs = store.obs.fit(chunk.obs, "observations")
+                    continue
+                chunk.obs, chunk.actions, chunk.extras = store.fit_rows(
+                    chunk.obs, chunk.actions, chunk.extras
+                )
+            except ValueError as error:
+                raise named_refusal(error, chunk.position, chunk.id_) from None
 
     def _write(self, chunks: list[Chunk]) -> None:
         if not chunks:

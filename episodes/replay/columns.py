@@ -47,9 +47,10 @@ def float32_rewards(rewards: np.ndarray) -> np.ndarray:
     """``rewards`` as the float32 column stores them, refused unless real scalars that fit.
 
     Raises:
-        TypeError: Rewards that are not one scalar per step, or not real numbers (a complex
-            one would lose its imaginary part, a string would be parsed).
-        ValueError: Values a float32 cannot hold (they would overflow to infinity).
+        TypeError: Rewards that are not real numbers (a complex one would lose its imaginary
+            part, a string would be parsed).
+        ValueError: Rewards that are not one scalar per step (rows of another shape than the
+            column's), or values a float32 cannot hold (they would overflow to infinity).
 
     Example:
         >>> float32_rewards(np.array([1, 2])).dtype
@@ -60,7 +61,7 @@ def float32_rewards(rewards: np.ndarray) -> np.ndarray:
         ValueError: rewards hold values a float32 column cannot (they overflow to inf)
     """
     if rewards.ndim != 1:
-        raise TypeError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
+        raise ValueError(f"rewards must be scalars, got shape {rewards.shape[1:]}")
     if rewards.dtype.kind not in "biuf":  # complex ones would lose their imaginary part
         raise TypeError(f"rewards must be real numbers, got dtype {rewards.dtype}")
     if rewards.dtype == np.float32:  # float32 rewards (numpy'd episodes) need no check

@@ -9,6 +9,7 @@ import numpy as np
 
 from episodes.io.joins import manifest_pieces
 from episodes.io.values import id_key
+from episodes.replay.adding import chunk_label
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.ingest import plan_add, prepare_all
 
@@ -18,16 +19,18 @@ __all__: list[str] = []  # helpers of episodes.replay.persistence
 def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None, path: Any) -> None:
     try:
         _add_piece(buffer, episode, end)
-    except ValueError as error:
-        if type(error) is not ValueError:  # a subclass keeps its own type and words
-            raise
-        joins = any(words in str(error) for words in _JOIN_WORDS)  # else a shape, a dtype...
+    except (TypeError, ValueError) as error:
+        if type(error) is not ValueError and type(error) is not TypeError:
+            raise  # a subclass keeps its own type and words
+        # add names the piece as its list's chunk 0: here the dataset and the episode do
+        words = str(error).removeprefix(f"{chunk_label(0, episode.id_)}: ")
+        joins = any(join in words for join in _JOIN_WORDS)  # else a shape, a dtype...
         hint = (
             f" (a piece repeated or missing? `episodes validate {os.fspath(path)}` checks the "
             "dataset)"
         )
-        raise ValueError(
-            f"dataset {os.fspath(path)!r}, episode {episode.id_!r}: {error}{hint if joins else ''}"
+        raise type(error)(
+            f"dataset {os.fspath(path)!r}, episode {episode.id_!r}: {words}{hint if joins else ''}"
         ) from None
 
 

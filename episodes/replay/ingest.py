@@ -20,6 +20,7 @@ import numpy as np
 from episodes.connectors.learner import check_end_observation
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
+from episodes.replay.adding import named_refusal
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
@@ -60,6 +61,7 @@ class Chunk:
     border: Any = None
     # The chunk's custom_data (the buffer's copy), ids and clocks: one entry per chunk.
     meta: EpisodeMeta | None = None
+    position: int = 0  # its place in the list given to add, which add's refusals name
 
     def __post_init__(self) -> None:  # noqa: D105 - see ``border``
         if self.border is None and len(self.obs):
@@ -109,13 +111,12 @@ def prepare_all(
 
     A chunk without steps that ends its episode (terminated or truncated) is kept when its id
     is stored, evicted (``plan_add`` refuses it then) or begun by an earlier chunk of the same
-    add: it continues that episode as any chunk does, so its last step becomes the episode's
-    end (the layout of a dataset whose writer stored the runner's last, empty cut). Other
-    chunks without steps carry nothing to store and are skipped unread.
+    add: it continues that episode as any chunk does, its last step the episode's end (a
+    dataset's last, empty cut). Other chunks without steps are skipped unread.
 
     Raises:
-        TypeError: As :func:`prepare`.
-        ValueError: An ending chunk without an observation (it joins no chunk).
+        TypeError: As :func:`prepare`, naming the chunk (``adding.named_refusal``).
+        ValueError: Likewise; an ending chunk without an observation (it joins no chunk).
 
     Example:
         >>> head = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[0], rewards=[1.0],
@@ -129,15 +130,18 @@ def prepare_all(
     """
     chunks: list[Chunk] = []
     begun: set[Any] = set()  # ids are hashable: prepare checked them
-    for episode in episodes:
-        chunk = prepare(episode)
+    for position, episode in enumerate(episodes):
+        try:  # free unless raised: a refusal names the chunk
+            chunk = prepare(episode)
+        except (TypeError, ValueError) as error:
+            raise named_refusal(error, position, getattr(episode, "id_", ...)) from None
+        ends = chunk is None and (episode.is_terminated or episode.is_truncated)
+        if ends and any(episode.id_ in ids for ids in (begun, stored, evicted)):
+            chunk = _ending(episode)
         if chunk is not None:
             begun.add(chunk.id_)
+            chunk.position = position
             chunks.append(chunk)
-        elif (episode.is_terminated or episode.is_truncated) and (
-            episode.id_ in begun or episode.id_ in stored or episode.id_ in evicted
-        ):
-            chunks.append(_ending(episode))
     return chunks
 
 
@@ -187,8 +191,8 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
         TypeError: Not a ``SingleAgentEpisode``, an unhashable id (the buffer finds episodes
             by id), values that are not numeric arrays, rewards that are not real numbers, or
             an extra-model-output key that is not a str (``0`` and ``"0"`` would be one column).
-        ValueError: Times (``t_started`` to ``t_started + len``) beyond int64, or rewards a
-            float32 cannot hold.
+        ValueError: Times (``t_started`` to ``t_started + len``) beyond int64, or rewards not
+            one scalar per step or that a float32 cannot hold.
 
     Example:
         >>> ep = SingleAgentEpisode("a", observations=[0.0, 1.0], actions=[1], rewards=[0.5],
