@@ -55,18 +55,74 @@ def _as_tuples(layout: Any) -> Any:
     return layout
 
 
-def same_space(a: Any, b: Any) -> bool:
-    """Whether two declared spaces are both given and equal.
+class SpaceMatch:
+    """``a is b or a == b`` for spaces, each ordered pair of objects compared once.
+
+    One conversion's memo: chunks unpickled one by one, or from several workers, carry
+    equal but distinct space objects, and gymnasium's ``==`` compares every leaf with
+    ``np.allclose`` (tens of microseconds a Box). Keyed by the objects' ids, and holding them,
+    so an id is never reused while the memo lives; a space must not change meanwhile. The
+    order is kept (``allclose`` is not symmetric): ``(a, b)`` and ``(b, a)`` are two pairs.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> match, a, b = SpaceMatch(), gym.spaces.Discrete(2), gym.spaces.Discrete(2)
+        >>> match(a, b), match(a, b), match(a, gym.spaces.Discrete(3)), len(match.pairs)
+        (True, True, False, 2)
+    """
+
+    def __init__(self) -> None:
+        self.pairs: dict[tuple[int, int], tuple[Any, Any, bool]] = {}
+
+    def __call__(self, a: Any, b: Any) -> bool:
+        """``a is b or bool(a == b)``, ``==`` asked once for each ordered pair of objects."""
+        if a is b:
+            return True
+        key = (id(a), id(b))
+        known = self.pairs.get(key)
+        if known is None:
+            known = self.pairs[key] = (a, b, bool(a == b))
+        return known[2]
+
+
+def same_space(a: Any, b: Any, match: SpaceMatch | None = None) -> bool:
+    """Whether two declared spaces are both given and equal (``match``: a call's memo).
 
     Example:
         >>> import gymnasium as gym
         >>> same_space(gym.spaces.Discrete(2), gym.spaces.Discrete(2)), same_space(None, None)
         (True, False)
     """
-    return a is not None and b is not None and (a is b or bool(a == b))
+    if a is None or b is None:
+        return False
+    return (a is b or bool(a == b)) if match is None else match(a, b)
 
 
-def unlike(spaces: tuple[Any, Any] | None, first: Any, other: Any) -> str | None:
+def agreed_space(spaces: Sequence[Any], match: SpaceMatch | None = None) -> Any:
+    """The space the chunks that declare one agree on (None: none, or they differ).
+
+    A joined column is nested as it says (:func:`~episodes.spaces.nest_as_space`, once per
+    column, not per chunk), so a Tuple part is a tuple whether its items were recorded as
+    tuples or lists, or read without a space. Each distinct object is compared once
+    (``match``: the memo of the call, else one of this call's).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> agreed_space([None, gym.spaces.Discrete(2), gym.spaces.Discrete(2)])
+        Discrete(2)
+        >>> agreed_space([gym.spaces.Discrete(2), gym.spaces.Discrete(3)]) is None
+        True
+    """
+    declared = [s for s in spaces if s is not None]
+    same = SpaceMatch() if match is None else match
+    if declared and all(same(s, declared[0]) for s in declared):
+        return declared[0]
+    return None
+
+
+def unlike(
+    spaces: tuple[Any, Any] | None, first: Any, other: Any, match: SpaceMatch | None = None
+) -> str | None:
     """Why two fields' rows do not join (for the error message), or None when they do.
 
     Kinds (int vs float) count unless both declare one equal space; ``spaces=None`` (extra
@@ -78,7 +134,7 @@ def unlike(spaces: tuple[Any, Any] | None, first: Any, other: Any) -> str | None
         >>> unlike(None, np.zeros(2, np.int64), np.zeros(2)) is None
         True
     """
-    kinds = spaces is not None and not same_space(*spaces)
+    kinds = spaces is not None and not same_space(*spaces, match)
     if step_layout(first, kinds) == step_layout(other, kinds):
         return None
     if spaces and spaces[0] is not None and spaces[1] is not None and kinds:
@@ -100,13 +156,18 @@ def describe_steps(rows: Any) -> str:
 
 
 def check_alike_envs(
-    per_env: Sequence[Any], field: str, labels: Sequence[str], spaces: Sequence[Any] | None = None
+    per_env: Sequence[Any],
+    field: str,
+    labels: Sequence[str],
+    spaces: Sequence[Any] | None = None,
+    match: SpaceMatch | None = None,
 ) -> None:
     """Refuses envs whose rows ``[n, ...]`` of ``field`` differ from env 0's (:func:`unlike`).
 
     ``spaces``: each env's declared space of the field (None: unknown). Kinds are compared
     against env 0's unless both declare one equal space; ``spaces=None`` (extra outputs)
-    never compares them. ``labels`` name the envs in the message.
+    never compares them. ``labels`` name the envs in the message; ``match``: the call's
+    memo of space comparisons (else one of this call's: each distinct space compared once).
 
     Raises:
         ValueError: Naming the field, env 0 and the first env unlike it, both envs' steps and
@@ -119,8 +180,10 @@ def check_alike_envs(
         ...
         ValueError: actions: a has steps of int64(), b of float64(); their dtypes/kinds differ ...
     """
+    same = SpaceMatch() if match is None else match
     for n, column in enumerate(per_env):
-        reason = unlike(None if spaces is None else (spaces[0], spaces[n]), per_env[0], column)
+        pair = None if spaces is None else (spaces[0], spaces[n])
+        reason = unlike(pair, per_env[0], column, same)
         if reason is not None:
             raise ValueError(
                 f"{field}: {labels[0]} has steps of {describe_steps(per_env[0])}, {labels[n]} of "
@@ -128,8 +191,57 @@ def check_alike_envs(
             )
 
 
-def env_space(group: Sequence[SingleAgentEpisode], attribute: str) -> Any:
+def alike_chunk(
+    n: int,
+    seen: dict[str, tuple[SingleAgentEpisode, Any]],
+    field: str,
+    chunk: SingleAgentEpisode,
+    value: Any,
+    space: str | None,
+    match: SpaceMatch | None = None,
+) -> Any:
+    """``value``, ``chunk``'s rows of ``field``, once its steps are like env ``n``'s first chunk's.
+
+    Once per chunk, not per step; ``seen`` keeps each field's first chunk and rows. Kinds
+    (int vs float) are compared unless both chunks declare one equal ``space`` (the name of
+    the field's space attribute; None, for extra outputs: never compared); ``match``: the
+    call's memo of space comparisons.
+
+    Raises:
+        ValueError: Naming the field, env ``n``, both chunks, their steps and what differs.
+
+    Example:
+        >>> a, b = (SingleAgentEpisode(i, observations=[0, 1], actions=[0], rewards=[0.0],
+        ...                            len_lookback_buffer=0) for i in "ab")
+        >>> seen = {}
+        >>> alike_chunk(0, seen, "actions", a, np.zeros(1, np.int64), "action_space").tolist()
+        [0]
+        >>> alike_chunk(0, seen, "actions", b, np.zeros(1), "action_space")
+        Traceback (most recent call last):
+        ...
+        ValueError: actions: env 0's chunk of episode 'a' (t=0) has steps of int64(), its ...
+    """
+    first, first_value = seen.setdefault(field, (chunk, value))
+    if first is chunk:
+        return value
+    spaces = None if space is None else (getattr(first, space), getattr(chunk, space))
+    reason = unlike(spaces, first_value, value, match)
+    if reason is not None:
+        raise ValueError(
+            f"{field}: env {n}'s chunk of episode {first.id_!r} (t={first.t_started}) has "
+            f"steps of {describe_steps(first_value)}, its chunk of episode {chunk.id_!r} "
+            f"(t={chunk.t_started}) of {describe_steps(value)}; "
+            f"{reason}; an env's chunks need alike steps"
+        )
+    return value
+
+
+def env_space(
+    group: Sequence[SingleAgentEpisode], attribute: str, match: SpaceMatch | None = None
+) -> Any:
     """The space of ``attribute`` all of an env's chunks with steps declare (None: no one).
+
+    ``match``: the call's memo of space comparisons (else one of this call's).
 
     Example:
         >>> import gymnasium as gym
@@ -139,7 +251,8 @@ def env_space(group: Sequence[SingleAgentEpisode], attribute: str) -> Any:
         (Discrete(2), None)
     """
     spaces = [getattr(chunk, attribute) for chunk in group if len(chunk)]
-    return spaces[0] if spaces and all(same_space(spaces[0], s) for s in spaces) else None
+    same = SpaceMatch() if match is None else match
+    return spaces[0] if spaces and all(same_space(spaces[0], s, same) for s in spaces) else None
 
 
 def first_id(group: Sequence[SingleAgentEpisode]) -> Any:

@@ -17,11 +17,12 @@ import numpy as np
 from episodes.connectors.joining import lossless_ints
 from episodes.connectors.learner import check_end_joins
 from episodes.converter.alike import (
+    SpaceMatch,
+    agreed_space,
+    alike_chunk,
     check_alike_envs,
-    describe_steps,
     env_label,
     env_space,
-    unlike,
 )
 from episodes.converter.refusals import (
     checked_obs_fn_output,
@@ -159,26 +160,6 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
     return data if buffer.finalized else layout_batch(data, buffer.space, what)
 
 
-def agreed_space(spaces: Sequence[Any]) -> Any:
-    """The space the chunks that declare one agree on (None: none, or they differ).
-
-    A joined column is nested as it says (:func:`~episodes.spaces.nest_as_space`, once per
-    column, not per chunk), so a Tuple part is a tuple whether its items were recorded as
-    tuples or lists, or read without a space.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> agreed_space([None, gym.spaces.Discrete(2), gym.spaces.Discrete(2)])
-        Discrete(2)
-        >>> agreed_space([gym.spaces.Discrete(2), gym.spaces.Discrete(3)]) is None
-        True
-    """
-    declared = [s for s in spaces if s is not None]
-    if declared and all(s is declared[0] or s == declared[0] for s in declared):
-        return declared[0]
-    return None
-
-
 def layout_batch(items: Any, space: Any, what: str) -> Any:
     """List-mode ``items`` batched with their space's layout, or a ``ValueError`` naming ``what``.
 
@@ -207,7 +188,11 @@ def _concat(parts: list[Any]) -> Any:
 
 
 def _stack_envs(
-    per_env: list[Any], field: str, labels: list[str], spaces: list[Any] | None = None
+    per_env: list[Any],
+    field: str,
+    labels: list[str],
+    spaces: list[Any] | None = None,
+    match: SpaceMatch | None = None,
 ) -> Any:
     """Env columns ``[T, ...]`` stacked along axis 1, once their steps are alike (else refused).
 
@@ -215,7 +200,7 @@ def _stack_envs(
     numpy promotes them (Python ints next to floats in one Box), ints as ints
     (:func:`~episodes.connectors.joining.lossless_ints`).
     """
-    check_alike_envs(per_env, field, labels, spaces)
+    check_alike_envs(per_env, field, labels, spaces, match)
     try:
         return map_alike(lambda leaves: np.stack(lossless_ints(leaves), axis=1), list(per_env))
     except ValueError as err:
@@ -310,24 +295,27 @@ def time_major(
         )
     horizon = max(lengths)
     extra_keys = extra_keys_for(keys, training_type)
+    match = SpaceMatch()  # each pair of space objects compared once in this call
     columns = [
-        _env_column(n, group, extra_keys, horizon if pad else None, keys.bootstrap_value)
+        _env_column(n, group, extra_keys, horizon if pad else None, keys.bootstrap_value, match)
         for n, group in enumerate(groups)
     ]
     labels = [env_label(n, group, pad) for n, group in enumerate(groups)]
-    spaces = {a: [env_space(g, f"{a}_space") for g in groups] for a in ("observation", "action")}
+    spaces = {
+        a: [env_space(g, f"{a}_space", match) for g in groups] for a in ("observation", "action")
+    }
     observations = _stack_envs(
-        [c.observations for c in columns], "observations", labels, spaces["observation"]
+        [c.observations for c in columns], "observations", labels, spaces["observation"], match
     )
-    observations = nest_as_space(observations, agreed_space(spaces["observation"]))
+    observations = nest_as_space(observations, agreed_space(spaces["observation"], match))
     if obs_fn is not None:
         lead = (horizon, len(columns))
         observations = checked_obs_fn_output(obs_fn(observations), lead)
     return TimeMajorColumns(
         observations=observations,
         actions=nest_as_space(
-            _stack_envs([c.actions for c in columns], "actions", labels, spaces["action"]),
-            agreed_space(spaces["action"]),
+            _stack_envs([c.actions for c in columns], "actions", labels, spaces["action"], match),
+            agreed_space(spaces["action"], match),
         ),
         rewards=np.stack([c.rewards for c in columns], axis=1),
         dones=np.stack([c.dones for c in columns], axis=1),
@@ -392,6 +380,7 @@ def _env_column(
     extra_keys: list[str],
     horizon: int | None,
     bootstrap_key: str,
+    match: SpaceMatch,
 ) -> TimeMajorColumns:
     """Column ``n``: its chunks end to end along T, zero-padded to ``horizon`` if given.
 
@@ -414,8 +403,10 @@ def _env_column(
             truncated_steps.append((offset - 1, n, prev.chunk))
         length = len(chunk)
         obs, act = rows(chunk, "observations"), rows(chunk, "actions")
-        parts["obs"].append(_alike(n, seen, "observations", chunk, obs, "observation_space"))
-        parts["act"].append(_alike(n, seen, "actions", chunk, act, "action_space"))
+        parts["obs"].append(
+            alike_chunk(n, seen, "observations", chunk, obs, "observation_space", match)
+        )
+        parts["act"].append(alike_chunk(n, seen, "actions", chunk, act, "action_space", match))
         parts["rew"].append(step_rewards(chunk, rows))  # one real number a step, or refused
         done = np.zeros(length, bool)
         trunc = np.zeros(length, bool)
@@ -436,7 +427,8 @@ def _env_column(
                 ) from None
             # One [T, ...] array (a list per step is one array); a dict or strings refused.
             extra = storable_extra(key, extra)
-            extra_parts[key].append(_alike(n, seen, f"extra output {key!r}", chunk, extra, None))
+            extra = alike_chunk(n, seen, f"extra output {key!r}", chunk, extra, None, match)
+            extra_parts[key].append(extra)
         offset += length
         if bootstrapped:
             truncated_steps.append((offset - 1, n, piece.final))
@@ -472,35 +464,6 @@ def _env_column(
         truncated_steps=truncated_steps,
         ongoing=[ongoing],
     )
-
-
-def _alike(
-    n: int,
-    seen: dict[str, tuple[SingleAgentEpisode, Any]],
-    field: str,
-    chunk: SingleAgentEpisode,
-    value: Any,
-    space: str | None,
-) -> Any:
-    """``value``, ``chunk``'s rows of ``field``, once its steps are like env ``n``'s first chunk's.
-
-    Once per chunk, not per step; ``seen`` keeps each field's first chunk and rows. Kinds
-    (int vs float) are compared unless both chunks declare one equal ``space`` (the name of
-    the field's space attribute; None, for extra outputs: never compared).
-    """
-    first, first_value = seen.setdefault(field, (chunk, value))
-    if first is chunk:
-        return value
-    spaces = None if space is None else (getattr(first, space), getattr(chunk, space))
-    reason = unlike(spaces, first_value, value)
-    if reason is not None:
-        raise ValueError(
-            f"{field}: env {n}'s chunk of episode {first.id_!r} (t={first.t_started}) has "
-            f"steps of {describe_steps(first_value)}, its chunk of episode {chunk.id_!r} "
-            f"(t={chunk.t_started}) of {describe_steps(value)}; "
-            f"{reason}; an env's chunks need alike steps"
-        )
-    return value
 
 
 def check_time_order(n: int, chunks: Sequence[SingleAgentEpisode]) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from episodes.converter.columns import ObsFn, agreed_space, layout_batch
+from episodes.converter.alike import SpaceMatch, agreed_space
+from episodes.converter.columns import ObsFn, layout_batch
 from episodes.converter.refusals import checked_obs_fn_output, obs_fn_input
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import nest_as_space
@@ -38,11 +39,14 @@ def last_observations(chunks: Sequence[SingleAgentEpisode], obs_fn: ObsFn | None
         )
     items = [chunk.get_observations(-1) for chunk in chunks]
     spaces = [chunk.observations.space for chunk in chunks]
-    # One space for all, or none: chunks of other spaces are batched as they come.
-    space = spaces[0] if all(s is spaces[0] or s == spaces[0] for s in spaces) else None
+    # One space for all, or none: chunks of other spaces are batched as they come. Each
+    # distinct space object is compared once (chunks unpickled apart carry equal copies).
+    match = SpaceMatch()
+    space = spaces[0] if all(match(s, spaces[0]) for s in spaces) else None
     batched = layout_batch(items, space, "observations")
     # Nested as the columns are (agreed_space).
-    return transform_batch(nest_as_space(batched, agreed_space(spaces)), obs_fn, rows=len(chunks))
+    nested = nest_as_space(batched, agreed_space(spaces, match))
+    return transform_batch(nested, obs_fn, rows=len(chunks))
 
 
 def transform_batch(observations: Any, obs_fn: ObsFn | None, *, rows: int) -> Any:

@@ -8,7 +8,7 @@ array), and says which sources a sharing write may take.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate, chain
 from typing import Any
@@ -97,7 +97,8 @@ def unalias(
     if share:
         replaced = {n for n, src in puts if src is not tensors[n]}
         spans = {n: _span(tensors[n]) for n in shared - replaced}
-    out = []
+    out: list[tuple[str, Any, bool]] = []
+    wanted: list[int] = []  # the puts that may take their source, if its bytes are free
     for n, src in puts:
         if src is tensors[n]:
             out.append((n, src, share and n in shared))
@@ -107,12 +108,66 @@ def unalias(
             src = src.clone()
         take = share and where not in own and can_take(tensors[n], src)
         if take:
-            span = _span(src)
-            take = not any(_overlap(span, other) for m, other in spans.items() if m != n)
-            if take:
-                spans[n] = span
+            wanted.append(len(out))
         out.append((n, src, take))
+    for i in _refused(spans, [(out[i][0], _span(out[i][1])) for i in wanted]):
+        n, src, _ = out[wanted[i]]
+        out[wanted[i]] = (n, src, False)
     return copies, out
+
+
+def _refused(
+    held: dict[str, tuple[int, int]], wanted: list[tuple[str, tuple[int, int]]]
+) -> list[int]:
+    """Which of the ``wanted`` ``(field, span)`` takes, in order, overlap a span held before.
+
+    Held: ``held`` (the fields' spans kept) and each span taken earlier in ``wanted``; a
+    field's own earlier span does not count, and its new one replaces it. A span overlaps
+    ``[a, b)`` when it starts before ``b`` and stops after ``a``: the furthest stop among the
+    spans starting before ``b``, kept per start address in a Fenwick tree of maxima, so the
+    check is O(K log K) for K leaves, not every pair.
+    """
+    names = [n for n, _ in wanted]
+    if len(set(names)) < len(names) or not held.keys().isdisjoint(names):
+        return _refused_pairwise(held, wanted)  # a field's earlier span gives way (rare)
+    starts = sorted({start for start, _ in chain(held.values(), (s for _, s in wanted))})
+    reach = [0] * (len(starts) + 1)  # 0: no span (a stop of 0 reaches no address)
+
+    def hold(span: tuple[int, int]) -> None:
+        i = bisect_left(starts, span[0]) + 1
+        while i < len(reach):
+            reach[i] = max(reach[i], span[1])
+            i += i & -i
+
+    def overlapped(span: tuple[int, int]) -> bool:
+        i, furthest = bisect_left(starts, span[1]), 0  # the spans starting before its stop
+        while i:
+            furthest = max(furthest, reach[i])
+            i -= i & -i
+        return furthest > span[0]
+
+    for span in held.values():
+        hold(span)
+    refused = []
+    for k, (_, span) in enumerate(wanted):
+        if overlapped(span):
+            refused.append(k)
+        else:
+            hold(span)
+    return refused
+
+
+def _refused_pairwise(
+    held: dict[str, tuple[int, int]], wanted: list[tuple[str, tuple[int, int]]]
+) -> list[int]:
+    """:func:`_refused` by comparing every pair (the rule itself; for a field put twice)."""
+    spans, refused = dict(held), []
+    for k, (n, span) in enumerate(wanted):
+        if any(_overlap(span, other) for m, other in spans.items() if m != n):
+            refused.append(k)
+        else:
+            spans[n] = span
+    return refused
 
 
 class _Allocations:
