@@ -6,7 +6,11 @@ memory: each worker opens its own memory maps (nothing large is pickled to the w
 compressed shard's record batches are decompressed memory, not a map: the plans a dataset
 keeps hold at most ``max_cached_bytes`` of them alive. Every piece that gives items must
 record the same extra model outputs (checked as pieces are read: a ``DatasetError`` naming
-two that differ), or a batch holding two of them could not be collated.
+two that differ), or a batch holding two of them could not be collated. Each column is
+given in one dtype and shape over the whole dataset, joined when the dataset is made from
+each shard's index (:mod:`episodes.io.item_types`): int32 actions beside int64 ones come
+out int64, float32 observations beside float64 ones float64 (values kept); a mix no dtype
+holds with its values (other kinds, shapes or nestings) is a ``DatasetError`` then.
 Importing this module imports torch; ``episodes.io`` does not import it.
 
 Only columns stored as arrays can be sampled (numpy episodes, and list episodes whose items
@@ -44,6 +48,14 @@ from episodes.buffer.plain_arrays import native_leaves
 from episodes.indexing import discount_factor, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import CorruptDatasetError, DatasetError
+from episodes.io.item_types import (
+    CastColumn,
+    ItemTypes,
+    column_types,
+    dataset_item_types,
+    joined_types,
+    types_differ,
+)
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
 from episodes.io.pinned import pinned_bytes
 from episodes.io.shard_codec import EXTRAS, column_of
@@ -87,6 +99,9 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         self.flags = piece_ends(reader.summaries)
         counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
         self._ends = np.cumsum(counts)
+        # One dtype and shape per column over the pieces that give items, from the shards'
+        # indexes (no data read): a batch never holds items of two types.
+        self._types = dataset_item_types(reader, counts > 0, self._rewards_as)
         self._extras: tuple[int, list[str]] | None = None  # the first piece read: its keys
         # The shards these counts come from: a reader opened later must find them first.
         self._shards = (len(reader.shards), _shards_digest(reader))
@@ -99,6 +114,10 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
 
     def _count(self, length: int) -> int:
         raise NotImplementedError
+
+    def _rewards_as(self, types: ItemTypes) -> ItemTypes:
+        """The types of the rewards an item holds, from the stored rewards' types."""
+        return types
 
     def __len__(self) -> int:
         return int(self._ends[-1]) if len(self._ends) else 0
@@ -116,6 +135,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             "max_cached_bytes": MAX_CACHED_BYTES,
             "_pinned": 0,
             "_extras": None,
+            "_types": None,
         }
         self.__dict__.update({**defaults, **state, "_plans": OrderedDict()})
 
@@ -181,6 +201,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         pinned = pinned_bytes(shard, [view for column in kept for view in column.views])
         plan = {name: _native(columns[name]) for name in ("observations", "actions", "rewards")}
         plan[EXTRAS] = {key: _native(column) for key, column in columns[EXTRAS].items()}
+        self._cast(i, plan, columns, reader)
         self._plans[i] = (shard, plan, pinned)
         self._pinned += pinned
         while len(self._plans) > 1 and (
@@ -188,6 +209,21 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         ):  # the least recently used go; the plan just made stays
             self._pinned -= self._plans.popitem(last=False)[1][2]
         return plan
+
+    def _cast(self, i: int, plan: dict[str, Any], columns: dict[str, Any], reader: Dataset) -> None:
+        """Makes ``plan``'s columns give the dataset's joined types (a DatasetError if not)."""
+        places = [(plan, columns, name, name) for name in ("observations", "actions", "rewards")]
+        places += [(plan[EXTRAS], columns[EXTRAS], k, f"{EXTRAS}/{k}") for k in plan[EXTRAS]]
+        for holder, stored, key, name in places:
+            want = (self._types or {}).get(name)
+            if want is None:  # no piece read when the dataset was made has the column
+                continue
+            have = column_types(stored[key])
+            have = self._rewards_as(have) if name == "rewards" else have
+            if have != want[0]:
+                if joined_types(want[0], have) != want[0]:
+                    raise types_differ(reader, name, (want[1], want[0]), (i, have))
+                holder[key] = CastColumn(holder[key], want[0], have)
 
     def _open_reader(self) -> Dataset:
         """This process's reader, of the dataset counted (or one it was appended to)."""
@@ -307,6 +343,13 @@ class TransitionDataset(_EpisodeData):
 
     def _count(self, length: int) -> int:
         return length
+
+    def _rewards_as(self, types: ItemTypes) -> ItemTypes:
+        if self.n_step == 1:  # the stored reward
+            return types
+        # n-step sums are float64 (summable_rewards); complex ones are refused when read
+        leaves = tuple((np.dtype(np.float64) if d.kind in "biuf" else d, s) for d, s in types[1])
+        return types[0], leaves
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         i, t = self._locate(index)

@@ -208,8 +208,12 @@ def test_pieces_with_the_same_extras_in_any_order_are_taken(tmp_path):
 def test_a_piece_giving_no_items_is_not_compared(tmp_path):
     with DatasetWriter(tmp_path / "d") as w:
         w.write(_piece("long", ["x"]))
-        short = SingleAgentEpisode(
-            "short", observations=[0.0, 1.0], actions=[0], rewards=[1.0], len_lookback_buffer=0
+        short = SingleAgentEpisode(  # the same column types but for its extras
+            "short",
+            observations=[np.zeros(2, np.float32)] * 2,
+            actions=[0],
+            rewards=[1.0],
+            len_lookback_buffer=0,
         )
         w.write(short)
     data = SequenceDataset(tmp_path / "d", length=3)  # "short" has 1 step: no window

@@ -407,8 +407,19 @@ def test_malformed_leaves_with_matching_checksum_on_every_read_path(ds, change):
             pass  # any DatasetError subclass is the promise; no other exception may escape
 
 
-def test_torch_datasets_refuse_an_episode_without_a_rewards_column(ds):
+@pytest.fixture
+def alike_ds(tmp_path):
+    # Two shards of one column type each: a torch dataset joins them when it is made.
+    path = tmp_path / "alike"
+    with DatasetWriter(path, shard_bytes=1) as w:
+        w.write_many([make_episode(k, obs_space="box_u8", numpy=True) for k in (1, 2)])
+    return path
+
+
+def test_torch_datasets_refuse_an_episode_without_a_rewards_column(alike_ds):
     from episodes.io.torch_data import TransitionDataset
+
+    ds = alike_ds
 
     reseal_index(ds, 0, lambda ix: ix["episodes"][0]["meta"]["columns"].pop("rewards"))
     with pytest.raises(CorruptDatasetError):
@@ -424,9 +435,10 @@ def _fewer_actions(index):
 
 
 @pytest.mark.parametrize("read", ["steps", "episode", "transitions"])
-def test_column_sizes_that_disagree_with_the_steps_are_corrupt_on_every_read(ds, read):
+def test_column_sizes_that_disagree_with_the_steps_are_corrupt_on_every_read(alike_ds, read):
     # Each leaf matched its column's size, but the size was not checked against the steps:
     # steps() and the torch datasets raised a bare IndexError.
+    ds = alike_ds
     reseal_index(ds, 0, _fewer_actions)
     data = Dataset(ds)
     with pytest.raises(CorruptDatasetError, match="disagree"):
