@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = ["INSTALL_HINT", "require_ray"]
@@ -22,7 +23,8 @@ def require_ray() -> Any:
 
     Raises:
         ImportError: Ray, Ray Data or ``pyarrow`` is not installed; the message says how to
-            install them.
+            install them. Also where they are installed but their import fails (Ray 2.60
+            under ``python -OO``), naming the error.
 
     Example:
         >>> ray = require_ray()
@@ -36,4 +38,9 @@ def require_ray() -> Any:
         import ray.exceptions  # noqa: F401
     except ImportError as err:
         raise ImportError(f"{INSTALL_HINT} ({err})") from err
+    except Exception as err:  # installed, but its import fails (Ray 2.60 under python -OO)
+        why = " under python -OO, which strips the docstrings Ray reads" * (sys.flags.optimize > 1)
+        raise ImportError(
+            f"Ray is installed but cannot be imported{why}: {type(err).__name__}: {err}"
+        ) from err
     return ray
