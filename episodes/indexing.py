@@ -353,7 +353,7 @@ def _filled_backwards(start: int, stop: int, stride: int, total: int) -> np.ndar
     """
     count = max(0, -((stop - start) // stride))
     _check_count(count)
-    if -(2**62) < stop < 2**62 and start < 2**62:  # int64 holds them: fillers stay put
+    if -(2**62) < stop < 2**62 and -(2**62) < start < 2**62:  # fillers stay put in int64
         return _positions(start, stop, -stride, count)
     positions = _positions(0, count, 1, count)
     positions[:] = -1  # below 0: fillers on the left

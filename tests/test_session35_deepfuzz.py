@@ -59,6 +59,8 @@ EMPTY_BACKWARD = {
     "start-far-left-stop-far-right": slice(-(10**30), 10**30 + 5, -1),
     "start-inside-stop-far-right": slice(2, 10**30, -1),
     "both-far-right-equal": slice(10**30, 10**30, -1),
+    "start-far-left-stop-inside": slice(-(2**70), 1, -1),
+    "start-far-left-stop-on-zero": slice(-(2**70), 0, -1),
 }
 
 

@@ -108,8 +108,9 @@ def _stacked_items(items: list[Any]) -> Any:
     """A flat column's items as one array where that array holds them exactly, else ``items``.
 
     Only items all of one kind qualify: Python floats, Python ints that int64 holds, or arrays
-    of one dtype and shape. Their array judges and writes as the items would one by one, so
-    a list costs what an array does; any other list keeps the item-by-item path.
+    of one dtype and shape (not 0-d: a space judges those otherwise, item by item). Their
+    array judges and writes as the items would one by one, so a list costs what an array
+    does; any other list keeps the item-by-item path.
     """
     kinds = set(map(type, items))
     if len(kinds) != 1:
@@ -118,7 +119,7 @@ def _stacked_items(items: list[Any]) -> Any:
     if kind is float or kind is int:
         batch = np.asarray(items)  # ints beyond int64 make it uint64 or object: not taken
         return batch if batch.dtype == (np.float64 if kind is float else np.int64) else items
-    if kind is np.ndarray:
+    if kind is np.ndarray and items[0].ndim:  # a 0-d array is judged as the number it holds
         first = items[0]
         if all(item.dtype == first.dtype and item.shape == first.shape for item in items):
             return np.stack(items)

@@ -127,10 +127,10 @@ def lossless_ints(leaves: list[Any]) -> list[Any]:
         Traceback (most recent call last):
         ValueError: uint64 values up to 9223372036854775808 beside signed ints: ...
     """
-    first = getattr(leaves[0], "dtype", None) if leaves else None
-    if first is None or first.kind not in "iub":  # floats join ints as floats, by design
-        return leaves
-    dtypes = [getattr(leaf, "dtype", None) for leaf in leaves]
+    first = leaves[0] if leaves else None
+    if not isinstance(first, np.ndarray) or first.dtype.kind not in "iub":
+        return leaves  # floats join ints as floats, by design; tensors, lists: as numpy does
+    dtypes = [leaf.dtype if isinstance(leaf, np.ndarray) else None for leaf in leaves]
     if _UINT64 not in dtypes or not any(d is not None and d.kind == "i" for d in dtypes):
         return leaves
     if any(d is None or d.kind not in "iub" for d in dtypes):

@@ -132,8 +132,8 @@ def side_by_side_columns(
     if len({cols.rewards.shape[0] for cols, _, _ in laid}) != 1:
         return None  # the general path refuses envs of other lengths
     _check_alike_parts(parts, keys, training_type)  # as the general path: before any value
-    if len({_layout(cols.observations) for cols, _, _ in laid}) != 1:
-        return None  # alike, but of other dtypes: the general path joins them as numpy does
+    if len({_layouts(cols) for cols, _, _ in laid}) != 1:
+        return None  # alike, but of other dtypes: the general path joins (or refuses) them
     for cols, _, _ in laid:
         flat_observations(cols.observations)  # a Tuple space's reach no value_fn
     pieces = [
@@ -260,6 +260,12 @@ def _layout(observations: Any) -> str:
     leaves, _ = flatten(observations)
     skeleton = map_leaves(lambda _: None, observations)
     return repr((skeleton, [(np.asarray(x).dtype.str, np.shape(x)[2:]) for x in leaves]))
+
+
+def _layouts(cols: TimeMajorColumns) -> tuple[str, ...]:
+    """:func:`_layout` of every field joined along the env axis, extra outputs by key."""
+    extras = [f"{key}={_layout(cols.extras[key])}" for key in sorted(cols.extras)]
+    return (_layout(cols.observations), _layout(cols.actions), *extras)
 
 
 def _joined_mask(columns: list[TimeMajorColumns]) -> Any:

@@ -119,3 +119,23 @@ def test_episode_setter_takes_a_list_as_a_batch():
     episode.set_observations(new_data=[np.ones(2, np.float32)] * 3, at_indices=slice(1, 4))
     assert episode.get_rewards().tolist() == [1.0, 2.0, 3.0]
     assert episode.get_observations().tolist() == [[0.0, 0.0]] + [[1.0, 1.0]] * 3
+
+
+ZERO_D = {
+    "float64-into-float32-scalar-box": (np.float32, [np.array(0.5)] * 4),
+    "uint64-into-uint8-scalar-box": (np.uint8, [np.array(3, np.uint64)] * 4),
+    "same-dtype": (np.float32, [np.array(0.5, np.float32)] * 4),
+}
+
+
+@pytest.mark.parametrize("dtype,rows", ZERO_D.values(), ids=ZERO_D.keys())
+def test_list_of_zero_d_arrays_is_judged_as_item_by_item(dtype, rows, monkeypatch):
+    def make():
+        low = 0 if np.dtype(dtype).kind == "u" else -1
+        space = gym.spaces.Box(low, 100, (), dtype)
+        buffer = InfiniteLookbackBuffer(np.zeros(6, dtype), lookback=1, space=space)
+        buffer.finalize()
+        return buffer
+
+    fast, slow = _both_paths(make, rows, slice(0, 4), monkeypatch)
+    assert fast == slow
