@@ -344,6 +344,9 @@ class EnvRunner:
         """Begins the call's recording; the first call resets the env (and picks the recorder)."""
         recorder = self._recorder
         if self._obs is not None:
+            # Kept from a call made under torch.inference_mode: a policy run with grad now
+            # could not use them (inference tensors cannot be saved for backward).
+            self._obs, self.state = _out_of_inference(self._obs), _out_of_inference(self.state)
             with allocating(num_steps):  # a num_steps no memory holds: named, not numpy's words
                 recorder.begin(num_steps, self._obs, None)
             return recorder
@@ -483,6 +486,29 @@ def _detached(state: Any) -> Any:
         return state
     return tree.map_structure(
         lambda leaf: leaf.detach() if getattr(leaf, "requires_grad", False) else leaf, state
+    )
+
+
+def _out_of_inference(value: Any) -> Any:
+    """``value`` with its inference tensors copied into normal ones, outside inference mode.
+
+    As it is inside inference mode, and where no leaf is an inference tensor (the usual case:
+    checked without importing torch).
+    """
+    leaves = [] if value is None else flatten(value)[0]
+    if not any(type(leaf).__module__.startswith("torch") for leaf in leaves):
+        return value
+    import torch
+
+    if torch.is_inference_mode_enabled() or not any(
+        isinstance(leaf, torch.Tensor) and leaf.is_inference() for leaf in leaves
+    ):
+        return value
+    return tree.map_structure(
+        lambda leaf: (
+            leaf.clone() if isinstance(leaf, torch.Tensor) and leaf.is_inference() else leaf
+        ),
+        value,
     )
 
 
