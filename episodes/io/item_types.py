@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -35,7 +36,7 @@ import numpy as np
 import tree
 
 from episodes.io.arrow_leaves import check_leaf_info
-from episodes.io.errors import DatasetError
+from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.format import check_inside
 from episodes.io.shard_codec import EXTRAS, skeleton_of, skeleton_paths
 from episodes.io.shards import INDEX_SUFFIX, ShardEntry, shard_file
@@ -61,6 +62,7 @@ _MAX_INDEX_BYTES = 1 << 30  # Shard's bound
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _DECODE = json.JSONDecoder().raw_decode
 _WS = re.compile(r"[ \t\n\r]*")
+_OTHER_LAYOUT: Any = object()  # _first_entries: "parse the whole index instead"
 
 
 def item_types(item: Any) -> ItemTypes:
@@ -191,6 +193,7 @@ def dataset_item_types(
         ((((),), ((dtype('int64'), ()),)), 1)
     """
     joined: Joined = {}
+    shard_of: dict[int, ShardEntry] = {}  # the pieces that decided a type: their shards
     try:  # the shards' directory inside the dataset (a symlink out of it is refused when read)
         check_inside(reader.root, reader.root / "shards")
     except DatasetError:
@@ -200,6 +203,7 @@ def dataset_item_types(
         picks = np.flatnonzero(gives[first : first + len(shard.episodes)])
         if len(picks):
             i = first + int(picks[0])
+            shard_of[i] = shard
             for name, types in _piece_types(reader.root, shard, int(picks[0])).items():
                 types = rewards_as(types) if name == "rewards" else types
                 have = joined.get(name)
@@ -207,12 +211,36 @@ def dataset_item_types(
                     joined[name] = (types, i)
                     continue
                 both = joined_types(have[0], types)
-                if both is None:
+                if both is None:  # unless an index read unchecked was damaged: corrupt
+                    for k in (have[1], i):
+                        _check_intact(reader.root, shard_of[k])
                     raise types_differ(reader, name, (have[1], have[0]), (i, types))
                 if both != have[0]:
                     joined[name] = (both, i)
         first += len(shard.episodes)
     return joined
+
+
+def _check_intact(root: Path, shard: ShardEntry) -> None:
+    """A ``CorruptDatasetError`` where the shard's index does not match its manifest checksum.
+
+    The types were read from the index's head alone, unchecked: a refusal built on them must
+    not blame the data for a damaged index.
+    """
+    path = shard_file(root, shard.name, INDEX_SUFFIX)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+        try:
+            text = os.pread(fd, shard.index_size + 1, 0)
+        finally:
+            os.close(fd)
+    except OSError:
+        return  # unreadable: reading the shard reports it
+    if hashlib.sha256(text).hexdigest() != shard.index_sha256:
+        raise CorruptDatasetError(
+            f"shard {shard.name}: index does not match its manifest checksum (modified or "
+            "corrupted)"
+        )
 
 
 def _piece_types(root: Path, shard: ShardEntry, j: int) -> dict[str, ItemTypes]:
@@ -247,44 +275,52 @@ def _index_head(path: Path, size: int, j: int) -> tuple[Any, Any] | None:
         while True:  # a longer head until it holds entry ``j``
             head = os.pread(fd, want, 0)
             try:  # a head cut inside a character loses it, as it is cut inside the JSON
-                return _first_entries(head.decode("utf-8", "ignore"), j)
+                found = _first_entries(head.decode("utf-8", "ignore"), j)
+                break
             except (ValueError, IndexError, RecursionError):
                 if len(head) >= size:
                     return None
             want *= 8
+        if found is _OTHER_LAYOUT:  # keys in another order (a tool's sort_keys): read it all
+            whole = json.loads(os.pread(fd, size, 0))
+            found = whole["spaces"], whole["episodes"][j]
+        return found
     finally:
         os.close(fd)
 
 
-def _first_entries(text: str, j: int) -> tuple[Any, Any] | None:
+def _first_entries(text: str, j: int) -> Any:
     """The index's ``spaces`` and entry ``j``, the text parsed up to that entry alone.
 
-    None for a layout other than the writer's (``spaces`` before ``episodes``); a ValueError
-    or IndexError for a text that ends before.
+    ``_OTHER_LAYOUT`` for a layout other than the writer's (``spaces`` before ``episodes``,
+    each once), which the whole text is parsed for; a ValueError or IndexError for a text that
+    ends before.
     """
     i = _skip(text, 0)
     if text[i] != "{":
-        return None
+        return _OTHER_LAYOUT
     top: dict[str, Any] = {}
     while True:
         key, i = _DECODE(text, _skip(text, i + 1))
         i = _skip(text, i)
         if text[i] != ":":
-            return None
+            return _OTHER_LAYOUT
         i = _skip(text, i + 1)
+        if key in top:  # a key twice: the reader keeps the last, this would the first
+            return _OTHER_LAYOUT
         if key == "episodes":
             if "spaces" not in top or text[i] != "[":
-                return None
+                return _OTHER_LAYOUT
             for k in range(j + 1):
                 if k and text[i] != ",":
-                    return None
+                    return _OTHER_LAYOUT
                 entry, i = _DECODE(text, _skip(text, i + 1))
                 i = _skip(text, i)
             return top["spaces"], entry
         top[key], i = _DECODE(text, i)
         i = _skip(text, i)
         if text[i] != ",":
-            return None
+            return _OTHER_LAYOUT
 
 
 def _skip(text: str, i: int) -> int:
