@@ -20,6 +20,7 @@ __all__ = ["TextJoinError", "join_leaves", "lossless_ints", "text_join_pair"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 _UINT64 = np.dtype(np.uint64)
+_NUMPY = (np.ndarray, np.generic)  # arrays and numpy scalars: their dtype is numpy's
 
 
 class TextJoinError(ValueError):
@@ -128,9 +129,9 @@ def lossless_ints(leaves: list[Any]) -> list[Any]:
         ValueError: uint64 values up to 9223372036854775808 beside signed ints: ...
     """
     first = leaves[0] if leaves else None
-    if not isinstance(first, np.ndarray) or first.dtype.kind not in "iub":
+    if not isinstance(first, _NUMPY) or first.dtype.kind not in "iub":
         return leaves  # floats join ints as floats, by design; tensors, lists: as numpy does
-    dtypes = [leaf.dtype if isinstance(leaf, np.ndarray) else None for leaf in leaves]
+    dtypes = [leaf.dtype if isinstance(leaf, _NUMPY) else None for leaf in leaves]
     if _UINT64 not in dtypes or not any(d is not None and d.kind == "i" for d in dtypes):
         return leaves
     if any(d is None or d.kind not in "iub" for d in dtypes):

@@ -259,7 +259,15 @@ def _piece_types(root: Path, shard: ShardEntry, j: int) -> dict[str, ItemTypes]:
         columns += [(f"{EXTRAS}/{key}", column) for key, column in meta[EXTRAS]]
         where = f"shard {shard.name} episode {j}"
         types = {n: _stored(c, leaves, spaces, where) for n, c in columns}
-    except (DatasetError, OSError, LookupError, TypeError, ValueError, AttributeError):
+    except (
+        DatasetError,
+        OSError,
+        LookupError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        RecursionError,
+    ):
         return {}  # reading the piece raises as before
     return {name: found for name, found in types.items() if found is not None}
 

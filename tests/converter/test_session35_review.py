@@ -86,3 +86,21 @@ def test_small_uint64_actions_beside_signed_ones_join_alike_on_both_paths():
     general = episodes_to_rollout([c for p in parts for c in p], gamma=0.9, value_fn=zeros)
     assert side.dtype == general.storage.actions.dtype == torch.int64
     assert torch.equal(side, general.storage.actions)
+
+
+SCALARS = {
+    "small-uint64-scalar": ([np.uint64(5), np.int64(-1)], np.int64),
+    "array-beside-scalar": ([np.array([5], np.uint64), np.int64(-1)], np.int64),
+    "big-uint64-scalar": ([np.uint64(2**63), np.int64(-1)], None),
+}
+
+
+@pytest.mark.parametrize("leaves,dtype", SCALARS.values(), ids=SCALARS.keys())
+def test_lossless_ints_takes_numpy_scalars_as_arrays(leaves, dtype):
+    from episodes.connectors.joining import lossless_ints
+
+    if dtype is None:
+        with pytest.raises(ValueError, match="uint64 values up to"):
+            lossless_ints(leaves)
+        return
+    assert [leaf.dtype for leaf in lossless_ints(leaves)] == [np.dtype(dtype)] * 2

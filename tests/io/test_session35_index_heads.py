@@ -89,3 +89,13 @@ def test_a_damaged_index_is_corrupt_not_data_of_other_types(tmp_path):
     _rewrite(path, 1, lambda o: json.dumps(o).replace('"<i8"', '"<f8"'), reseal=False)
     with pytest.raises(CorruptDatasetError, match="manifest checksum"):
         TransitionDataset(path)
+
+
+def test_an_index_too_deep_to_parse_is_left_to_the_reader(tmp_path):
+    path = _dataset(tmp_path / "d")
+    index = _index(path, 1)
+    size = index.stat().st_size
+    index.write_text("[" * (size // 2) + "]" * (size - size // 2))  # same size, not resealed
+    data = TransitionDataset(path)  # made: the shard is reported when it is read
+    with pytest.raises(CorruptDatasetError):
+        [data[i] for i in range(len(data))]
