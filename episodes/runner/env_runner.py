@@ -500,16 +500,12 @@ def _out_of_inference(value: Any) -> Any:
         return value
     import torch
 
-    if torch.is_inference_mode_enabled() or not any(
-        isinstance(leaf, torch.Tensor) and leaf.is_inference() for leaf in leaves
-    ):
+    def made_inside(leaf: Any) -> bool:
+        return isinstance(leaf, torch.Tensor) and leaf.is_inference()
+
+    if torch.is_inference_mode_enabled() or not any(map(made_inside, leaves)):
         return value
-    return tree.map_structure(
-        lambda leaf: (
-            leaf.clone() if isinstance(leaf, torch.Tensor) and leaf.is_inference() else leaf
-        ),
-        value,
-    )
+    return tree.map_structure(lambda leaf: leaf.clone() if made_inside(leaf) else leaf, value)
 
 
 def _holds_tensors(batch: Any) -> bool:
