@@ -56,19 +56,23 @@ def chunk_label(position: int, id_: Any = ...) -> str:
 def named_refusal(error: BaseException, position: int, id_: Any = ...) -> BaseException:
     """``error``, a refusal of one chunk of an ``add``, with words naming it (:func:`chunk_label`).
 
-    A plain ``TypeError`` or ``ValueError`` comes back as a new one of its class; any other
-    error (a subclass, with its own words and attributes) as it is.
+    A plain ``TypeError`` or ``ValueError`` comes back as a new one of its class (its episode
+    left out where its words name it already); any other error (a subclass, with its own words
+    and attributes) as it is.
 
     Example:
         >>> named_refusal(ValueError("rewards must be scalars"), 3, "b")
         ValueError("chunk 3 (episode 'b'): rewards must be scalars")
+        >>> named_refusal(ValueError("chunk of episode 'b': a gap"), 3, "b")
+        ValueError("chunk 3: chunk of episode 'b': a gap")
         >>> error = KeyError("k")
         >>> named_refusal(error, 3, "b") is error
         True
     """
     if type(error) is not TypeError and type(error) is not ValueError:
         return error
-    return type(error)(f"{chunk_label(position, id_)}: {error}")
+    named = id_ is not ... and f"episode {short_repr(id_)}" in str(error)  # said once
+    return type(error)(f"{chunk_label(position, ... if named else id_)}: {error}")
 
 
 def copied_space(space: Any) -> Any:

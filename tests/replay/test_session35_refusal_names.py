@@ -9,6 +9,7 @@ Rewards that are not one number per step are a ``ValueError``, as rows of anothe
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import gymnasium as gym
@@ -173,3 +174,33 @@ def test_from_dataset_names_the_dataset_and_the_episode(tmp_path: Any, case: str
 @pytest.mark.parametrize("case", [c for c in ODD if c not in UNNAMED_FROM_DATASET])
 def test_from_dataset_still_names_a_piece_once(tmp_path: Any, case: str) -> None:
     _refused_from_dataset(tmp_path, case)
+
+
+NAMED_ALREADY = {
+    "times-beyond-int64": lambda: SingleAgentEpisode(
+        "a",
+        observations=[0.0, 1.0],
+        actions=[0],
+        rewards=[1.0],
+        t_started=2**63,
+        len_lookback_buffer=0,
+    ),
+    "info-that-does-not-copy": lambda: SingleAgentEpisode(
+        "a",
+        observations=[0.0, 1.0],
+        actions=[0],
+        rewards=[1.0],
+        infos=[{}, {"lock": threading.Lock()}],
+        len_lookback_buffer=0,
+    ),
+}
+
+
+@pytest.mark.parametrize("make", NAMED_ALREADY.values(), ids=NAMED_ALREADY.keys())
+def test_a_refusal_naming_its_episode_names_it_once(make):
+    buffer = EpisodeReplayBuffer(100)
+    with pytest.raises((TypeError, ValueError)) as caught:
+        buffer.add(make())
+    message = str(caught.value)
+    assert message.startswith("chunk 0: ")
+    assert message.count("episode 'a'") == 1
