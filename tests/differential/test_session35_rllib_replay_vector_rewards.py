@@ -20,6 +20,7 @@ REWARDS = {
 }
 
 
+# "vector-rewards"
 @pytest.mark.parametrize("rewards", REWARDS.values(), ids=REWARDS.keys())
 def test_rllib_stores_them_and_fails_in_sample_we_refuse_the_add(rewards):
     fields = dict(observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0], len_lookback_buffer=0)
