@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from episodes.io.nstep import discount_weights
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 
@@ -66,6 +67,10 @@ def n_step_returns(
     steps = np.ones(len(slots), np.int64)
     width = int(n.max(initial=1))
     same_n = width == int(n.min(initial=1))
+    # numpy's powers, not Python's (they differ in the last bit): the sums equal the datasets'.
+    # Made as far as the windows reach (doubling), as n may be a Monte-Carlo horizon.
+    asked = min(width, 64)
+    weights = discount_weights(gamma, asked)
     for k in range(1, width):
         nxt = store.nxt[last]
         go = nxt >= 0  # once a window stops at its episode's stored end it stays stopped
@@ -74,7 +79,10 @@ def n_step_returns(
         if k % 8 == 0 and not go.any():
             break  # every window stopped: a huge n (Monte-Carlo returns) costs episode lengths
         last = np.where(go, nxt, last)
-        weight = gamma**k
+        if k == asked == len(weights):  # not cut by a weight of 0: make more
+            asked = min(width, 2 * asked)
+            weights = discount_weights(gamma, asked)
+        weight = weights[k] if k < len(weights) else 0.0
         if weight:  # a stopped window adds 0, not 0 * its last reward (NaN for an inf reward)
             # In float64: a weight below float32's range would be 0 there (0 * inf is NaN).
             # Sums past float64's range are inf, inf - inf NaN, as a sum in Python gives:
