@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.spaces import exact_key
 from episodes.structs import map_leaves
 
 
@@ -60,7 +61,8 @@ class SpaceMatch:
 
     One conversion's memo: chunks unpickled one by one, or from several workers, carry
     equal but distinct space objects, and gymnasium's ``==`` compares every leaf with
-    ``np.allclose`` (tens of microseconds a Box). Keyed by the objects' ids, and holding them,
+    ``np.allclose`` (tens of microseconds a Box); copies equal bit for bit are known equal by
+    their :func:`~episodes.spaces.exact_key` alone. Keyed by the objects' ids, and holding them,
     so an id is never reused while the memo lives; a space must not change meanwhile. The
     order is kept (``allclose`` is not symmetric): ``(a, b)`` and ``(b, a)`` are two pairs.
 
@@ -73,16 +75,29 @@ class SpaceMatch:
 
     def __init__(self) -> None:
         self.pairs: dict[tuple[int, int], tuple[Any, Any, bool]] = {}
+        self.keys: dict[int, tuple[Any, Any]] = {}
 
     def __call__(self, a: Any, b: Any) -> bool:
-        """``a is b or bool(a == b)``, ``==`` asked once for each ordered pair of objects."""
+        """``a is b or bool(a == b)``, ``==`` asked once for each ordered pair of objects.
+
+        Copies whose contents are the same bit for bit (:func:`~episodes.spaces.exact_key`)
+        are equal without asking ``==``: one key per object instead of one ``==`` per copy.
+        """
         if a is b:
             return True
         key = (id(a), id(b))
         known = self.pairs.get(key)
         if known is None:
-            known = self.pairs[key] = (a, b, bool(a == b))
+            exact = self._exact_key(a)
+            same = exact is not None and exact == self._exact_key(b)
+            known = self.pairs[key] = (a, b, same or bool(a == b))
         return known[2]
+
+    def _exact_key(self, space: Any) -> Any:
+        known = self.keys.get(id(space))
+        if known is None:
+            known = self.keys[id(space)] = (space, exact_key(space))
+        return known[1]
 
 
 def same_space(a: Any, b: Any, match: SpaceMatch | None = None) -> bool:

@@ -1,6 +1,7 @@
 """Gymnasium space helpers: serialization, one-hot encoding, filler items and batching."""
 
 from episodes.spaces.batching import batch, is_flat, map_leaves, map_leaves_with_space, unbatch
+from episodes.spaces.exact_keys import exact_key
 from episodes.spaces.filler import filler_batch, filler_item
 from episodes.spaces.one_hot import one_hot, one_hot_size
 from episodes.spaces.serialization import space_from_dict, space_to_dict
@@ -20,6 +21,7 @@ __all__ = [
     "batch_in_space",
     "batch_with_layout",
     "equal_in_space",
+    "exact_key",
     "filler_batch",
     "filler_item",
     "find_space_kind",
