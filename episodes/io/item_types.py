@@ -49,6 +49,7 @@ __all__ = [
     "column_types",
     "dataset_item_types",
     "item_types",
+    "joined_rewards",
     "joined_types",
     "types_differ",
 ]
@@ -121,6 +122,29 @@ def joined_types(a: ItemTypes, b: ItemTypes) -> ItemTypes | None:
             return None
         leaves.append((dtype, sa))
     return a[0], tuple(leaves)
+
+
+def joined_rewards(a: ItemTypes, b: ItemTypes) -> ItemTypes | None:
+    """:func:`joined_types`, but real numbers of other kinds join as float64 (rewards only).
+
+    Rewards are numbers a loss reads as floats: an env giving ``0`` a step and ``1.0`` at its
+    goal records int64 rewards in the episodes that miss it and float64 in the others. They
+    join as n-step sums are made, in float64 (ints beyond 2**53 round there too).
+
+    Example:
+        >>> joined_rewards(item_types(np.int64(0)), item_types(np.float32(1)))[1]
+        ((dtype('float64'), ()),)
+        >>> joined_rewards(item_types(np.int64(0)), item_types(np.zeros(2))) is None
+        True
+    """
+    both = joined_types(a, b)
+    if both is not None or a[0] != b[0]:
+        return both
+    if any(
+        sa != sb or not {da.kind, db.kind} <= set("biuf") for (da, sa), (db, sb) in zip(a[1], b[1])
+    ):
+        return None
+    return a[0], tuple((np.dtype(np.float64), shape) for _, shape in a[1])
 
 
 def _joined_dtype(a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any] | None:
@@ -210,7 +234,8 @@ def dataset_item_types(
                 if have is None:
                     joined[name] = (types, i)
                     continue
-                both = joined_types(have[0], types)
+                join = joined_rewards if name == "rewards" else joined_types
+                both = join(have[0], types)
                 if both is None:  # unless an index read unchecked was damaged: corrupt
                     for k in (have[1], i):
                         _check_intact(reader.root, shard_of[k])

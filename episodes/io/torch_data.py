@@ -10,7 +10,8 @@ two that differ), or a batch holding two of them could not be collated. Each col
 given in one dtype and shape over the whole dataset, joined when the dataset is made from
 each shard's index (:mod:`episodes.io.item_types`): int32 actions beside int64 ones come
 out int64, float32 observations beside float64 ones float64 (values kept); a mix no dtype
-holds with its values (other kinds, shapes or nestings) is a ``DatasetError`` then.
+holds with its values (other kinds, shapes or nestings) is a ``DatasetError`` then, but for
+rewards: bools, ints and floats together come out float64, as n-step sums do.
 Importing this module imports torch; ``episodes.io`` does not import it.
 
 Only columns stored as arrays can be sampled (numpy episodes, and list episodes whose items
@@ -53,6 +54,7 @@ from episodes.io.item_types import (
     ItemTypes,
     column_types,
     dataset_item_types,
+    joined_rewards,
     joined_types,
     types_differ,
 )
@@ -221,7 +223,8 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             have = column_types(stored[key])
             have = self._rewards_as(have) if name == "rewards" else have
             if have != want[0]:
-                if joined_types(want[0], have) != want[0]:
+                join = joined_rewards if name == "rewards" else joined_types
+                if join(want[0], have) != want[0]:
                     raise types_differ(reader, name, (want[1], want[0]), (i, have))
                 holder[key] = CastColumn(holder[key], want[0], have)
 

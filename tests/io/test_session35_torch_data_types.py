@@ -224,7 +224,6 @@ def _refused(kind):
 REFUSED = [
     "extras of shape (2,) beside (3,)",
     "scalar rewards beside shape (1,)",
-    "int rewards beside float",
     "int64 actions beside uint64",
     "bool actions beside int",
     "float obs beside int obs",
