@@ -410,7 +410,9 @@ def _(space: gs.Dict, items: SequenceABC[Any]) -> Any:
 @_batch.register
 def _(space: gs.Tuple, items: SequenceABC[Any]) -> Any:
     size = len(space.spaces)
-    kinds = {type(item) for item in items}
+    # A namedtuple is a tuple here (Tuple.contains takes it): the column nests as a tuple, as
+    # a column numpy'd before its steps makes it.
+    kinds = {tuple if isinstance(item, tuple) else type(item) for item in items}
     if np.ndarray in kinds and kinds <= _TUPLE_FORMS:
         # Tuple.contains takes an array of the parts' items too (np.array([1, 0]) for two
         # Discretes): its rows are the parts, as a tuple's are, and the column the space's.
