@@ -409,7 +409,7 @@ class EnvRunner:
         self._recorder.put_outputs(actions, extras)
         self._stepped = True  # from here a failure leaves the env past what was recorded
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
-        check_batched_infos(infos, "the env's step infos")
+        check_batched_infos(infos, "the env's step infos", self.autoreset_mode)
         self._obs, started = self._recorder.env_step(
             obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
         )

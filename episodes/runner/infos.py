@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 __all__ = [
     "check_batched_infos",
@@ -20,15 +21,19 @@ __all__ = [
 FINAL_KEYS = ("final_obs", "final_info", "_final_obs", "_final_info")
 
 
-def check_batched_infos(infos: Any, what: str) -> None:
+def check_batched_infos(infos: Any, what: str, mode: Any = None) -> None:
     """Refuses infos that are not gymnasium's batched dict (None, no infos, passes).
 
     Checked as the env returns them, before anything is recorded: a numpy array of per-env
     dicts (gymnasium 0.29's ``final_info``) would otherwise fail in numpy's words about the
-    truth value of an array.
+    truth value of an array. With ``mode`` next-step, infos holding a final observation are
+    refused: only a same-step env reports one, so the env's declared mode is wrong (a
+    wrapper's class-level ``metadata`` hides the env's), and recording it as next-step would
+    drop every next episode's first transition and bootstrap from the wrong observation.
 
     Raises:
         TypeError: ``infos``, or its ``final_info``, is not a dict, naming ``what``.
+        ValueError: A final observation in a next-step env's step infos.
 
     Example:
         >>> check_batched_infos({"final_info": {}}, "the env's step infos")
@@ -42,6 +47,14 @@ def check_batched_infos(infos: Any, what: str) -> None:
         raise TypeError(
             f"{what} came as a {type(infos).__name__}: the runner reads gymnasium's batched "
             "dict of infos (no DictInfoToList wrapper)"
+        )
+    if mode is AutoresetMode.NEXT_STEP and ("final_obs" in infos or "final_observation" in infos):
+        key = "final_obs" if "final_obs" in infos else "final_observation"
+        raise ValueError(
+            f"{what} hold {key!r}, which only a same-step env reports, but the env is read as "
+            "next-step (its metadata['autoreset_mode'] says so, or is unset: a wrapper's "
+            "class-level metadata hides the env's); set env.metadata['autoreset_mode'] = "
+            "gymnasium.vector.AutoresetMode.SAME_STEP before making the runner"
         )
     final = infos.get("final_info")
     if final is not None and not isinstance(final, dict):
