@@ -54,18 +54,25 @@ def fillers(space: gym.Space[Any] | None, fill: Any, count: int, one_hot_discret
 def join(parts: list[Any]) -> Any:
     """Concatenates batches along time; ValueError if their leaves do not stack.
 
-    The result nests as :func:`common_nesting` of the parts.
+    The result nests as :func:`common_nesting` of the parts. Leaves of no common dtype (records
+    beside numbers, whose promotion numpy refuses with a ``TypeError``) do not stack either.
 
     Example:
         >>> join([{"x": np.zeros(1)}, {"x": np.ones(2)}])["x"].tolist()
         [0.0, 1.0, 1.0]
+        >>> join([np.zeros(1, [("x", "f4")]), np.zeros(1)])
+        Traceback (most recent call last):
+        ValueError: the batches' leaves have no common dtype: ...
     """
     if len(parts) == 1:
         return parts[0]
     if not all(same_nesting(parts[0], part) for part in parts[1:]):
         # Checked whatever the first part is: a flat one beside nested ones is no join either.
         raise ValueError("the batches do not nest alike")
-    return map_alike(np.concatenate, parts)
+    try:
+        return map_alike(np.concatenate, parts)
+    except TypeError as error:  # numpy's DTypePromotionError
+        raise ValueError(f"the batches' leaves have no common dtype: {error}") from error
 
 
 def stride(window: Any, step: int) -> Any:

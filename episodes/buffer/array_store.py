@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from episodes.buffer import array_batches, row_drops
-from episodes.buffer.array_copies import field_copy, own_leaves, shallow_copy
+from episodes.buffer.array_copies import field_copy, shallow_copy
 from episodes.buffer.plain_arrays import plain_leaves
 from episodes.buffer.slots import slot_values
 from episodes.buffer.value_fit import (
@@ -498,10 +498,8 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> store.data
             array([5, 0, 7])
         """
-        leaves = self.leaves
-        staged = [staged_rows(leaves, item, self.structure) for item in items]
-        if self._shared:
-            leaves = own_leaves(self)
+        staged = [staged_rows(self.leaves, item, self.structure) for item in items]
+        leaves = row_drops.writeable_leaves(self)  # copied first where shared or read-only
         for position, rows in zip(positions, staged):
             for leaf, row in zip(leaves, rows):
                 leaf[position] = row
@@ -518,7 +516,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
         """
         p = positions  # a range is written as the slice it is: no index array
         where = slice(p.start, p.stop, p.step) if isinstance(p, range) else p
-        for leaf, values in zip(own_leaves(self) if self._shared else self.leaves, rows):
+        for leaf, values in zip(row_drops.writeable_leaves(self), rows):
             write_rows(leaf, where, values)
 
     def pop(self, position: int) -> Any:

@@ -8,6 +8,11 @@ dropped rows. A leaf that owns its memory and that nothing else references (nump
 reference to the array they view; ``ndarray.resize``'s reference check relies on that too) is
 changed in place, so joining chunks (a pop, then appends) stays amortised O(1).
 
+A read-only leaf (``flags.writeable`` False: a frozen array, ``np.broadcast_to`` or
+``np.frombuffer`` views, arrays unpickled from read-only out-of-band buffers) counts as shared
+whatever its references: it is never written into, and the first write into stored rows
+(``set``) copies it first (:func:`writeable_leaves`), as a store ``copy.copy`` shares is.
+
 Example:
     >>> leaves = [np.arange(8)]; view = leaves[0][:4]
     >>> deleted(leaves, 4, 0)[0].tolist(), view.tolist()  # a view: new arrays
@@ -20,9 +25,14 @@ Example:
 from __future__ import annotations
 
 import sys
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+from episodes.buffer.array_copies import own_leaves
+
+if TYPE_CHECKING:
+    from episodes.buffer.array_store import ArrayStore
 
 _getrefcount = getattr(sys, "getrefcount", None)
 
@@ -33,7 +43,7 @@ def _most_refs(leaves: list[np.ndarray]) -> int:
 
 
 def unshared(leaves: list[np.ndarray]) -> bool:
-    """True if nothing but ``leaves`` references a leaf or the memory it views.
+    """True if nothing but ``leaves`` references a leaf or the memory it views, all writeable.
 
     The count is compared with a fresh array's in a fresh list, measured the same way (once):
     interpreters count the references of locals differently. Without reference counts
@@ -46,8 +56,10 @@ def unshared(leaves: list[np.ndarray]) -> bool:
         False
         >>> unshared([np.zeros(3)[1:]])  # a view of an array nothing else holds
         True
+        >>> unshared([np.broadcast_to(np.zeros(1), (3,))])  # read-only
+        False
     """
-    if _getrefcount is None:
+    if _getrefcount is None or not writeable(leaves):
         return False
     if _most_refs(leaves) > _probe_refs()[0]:
         return False
@@ -59,6 +71,45 @@ def unshared(leaves: list[np.ndarray]) -> bool:
     if not all(isinstance(base, np.ndarray) and base.base is None for base in viewing):
         return False
     return _most_refs(viewing) <= _probe_refs()[1]
+
+
+def writeable(leaves: list[np.ndarray]) -> bool:
+    """True if every leaf may be written in place (numpy's ``flags.writeable``).
+
+    Example:
+        >>> frozen = np.zeros(2); frozen.flags.writeable = False
+        >>> writeable([np.zeros(2)]), writeable([np.zeros(2), frozen])
+        (True, False)
+    """
+    for leaf in leaves:
+        if not leaf.flags.writeable:
+            return False
+    return True
+
+
+def writeable_leaves(store: ArrayStore) -> list[np.ndarray]:
+    """``store``'s leaves to write stored rows into, made its own first where they must be.
+
+    A shared store copies every leaf (:func:`~episodes.buffer.array_copies.own_leaves`);
+    otherwise only the read-only leaves are copied (whole, so that all keep one capacity), and
+    a writeable leaf, a given array too, is written in place as ever.
+
+    Example:
+        >>> from episodes.buffer.array_store import ArrayStore
+        >>> frozen = np.zeros(2); frozen.flags.writeable = False; given = np.zeros(2)
+        >>> store = ArrayStore.from_batch({"a": frozen, "b": given})
+        >>> [(np.shares_memory(a, frozen), np.shares_memory(a, given))
+        ...  for a in writeable_leaves(store)]
+        [(False, False), (False, True)]
+    """
+    leaves = store.leaves
+    if store._shared:
+        return own_leaves(store)
+    for leaf in leaves:  # writeable() inlined: set and set_rows run it every call
+        if not leaf.flags.writeable:
+            store._leaves = leaves = [a if a.flags.writeable else a.copy() for a in leaves]
+            break
+    return leaves
 
 
 def _probe_refs() -> tuple[int, int]:
