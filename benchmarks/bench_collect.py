@@ -59,11 +59,11 @@ from gymnasium.vector.utils import batch_space
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import interleaved, positive_int  # noqa: E402
+from _timing import interleaved, non_negative_int, positive_int  # noqa: E402
 
 import episodes  # noqa: E402
 from episodes.converter import ColumnKeys, episodes_to_rollout  # noqa: E402
-from episodes.runner import EnvRunner  # noqa: E402
+from episodes.runner import WINDOWS, EnvRunner  # noqa: E402
 
 try:
     from rsl_rl.algorithms.ppo import PPO
@@ -446,7 +446,7 @@ def call_growth(
 
 
 # ------------------------------------------------------------------------------------ report
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     global HIDDEN
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1 warm-up, 2 repeats, 1 memory probe")
@@ -455,15 +455,17 @@ def main() -> None:
         "--growth", action="store_true", help="only: cost of a call over 400 calls (48-dim env)"
     )
     ap.add_argument("--calls", type=positive_int, default=400, help="calls of --growth")
-    ap.add_argument("--window", default="transitions", help="the runner's window for --growth")
+    ap.add_argument(
+        "--window", choices=WINDOWS, default="transitions", help="the runner's window for --growth"
+    )
     ap.add_argument(
         "--hidden",
-        type=int,
+        type=non_negative_int,
         default=HIDDEN,
         help=f"width of the policy's two hidden layers (default {HIDDEN}); 0: linear heads only,"
         " a near-free policy that leaves the recording's own cost exposed",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     HIDDEN = args.hidden
     if args.growth:
         medians, rows = call_growth(args.calls, window=args.window)

@@ -47,7 +47,7 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import positive_int  # noqa: E402
+from _timing import json_path, positive_int  # noqa: E402
 
 from episodes import SingleAgentEpisode as Ours  # noqa: E402
 from episodes.connectors import (  # noqa: E402
@@ -427,7 +427,7 @@ def fmt_ratio(ours: float, theirs: float | None) -> str:
     return f"{ours / theirs:6.2f}x" if theirs else f"{'-':>7s}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (7 instead of 31)")
     parser.add_argument(
@@ -439,8 +439,10 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help=f"also cProfile ours at N={PROFILE_N}"
     )
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--json", metavar="PATH", type=json_path, help="also write the results as JSON"
+    )
+    args = parser.parse_args(argv)
     repeats = args.repeats or (7 if args.quick else 31)
 
     cases = make_cases()

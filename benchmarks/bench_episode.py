@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import interleaved  # noqa: E402
+from _timing import interleaved, json_path  # noqa: E402
 
 from episodes import SingleAgentEpisode as Ours  # noqa: E402
 
@@ -204,14 +204,16 @@ def fmt(seconds: float) -> str:
     return f"{seconds * 1e6:8.1f} µs"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller scaling")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--json", metavar="PATH", type=json_path, help="also write the results as JSON"
+    )
     parser.add_argument(
         "--only", metavar="TEXT", help="run only the operations whose name contains TEXT"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     reps = 7 if args.quick else 31
 
     # name, target ratio, factory(cls) -> callable, per-call divisor (for per-step numbers)

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _timing import interleaved, positive_int  # noqa: E402
+from _timing import interleaved, positive_int, writable_dir  # noqa: E402
 
 from episodes import SingleAgentEpisode  # noqa: E402
 from episodes.io import Dataset, DatasetWriter, EpisodeWriter, read_episodes  # noqa: E402
@@ -382,7 +382,7 @@ def bench_v2_cartpole(total: int, tmp: Path) -> None:
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--steps",
@@ -401,10 +401,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--dir",
+        type=writable_dir,
         default="/tmp",
         help="where to write; a tmpfs such as /dev/shm takes the disk out of the comparison",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     total = args.steps or (10_000 if args.quick else 100_000)
     tmp = Path(tempfile.mkdtemp(prefix="episodes-bench-", dir=args.dir))
     try:

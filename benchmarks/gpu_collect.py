@@ -31,7 +31,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import positive_int  # noqa: E402
+from _timing import device_name, positive_int  # noqa: E402
 
 from episodes.converter import ColumnKeys, episodes_to_rollout  # noqa: E402
 from episodes.envs.torch_cartpole import TorchCartPole  # noqa: E402
@@ -168,7 +168,12 @@ def interleaved(fns: dict[str, Callable[[], None]], device: torch.device, repeat
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--device",
+        type=device_name,
+        default="cuda" if torch.cuda.is_available() else "cpu",
+        help="torch device: cpu, cuda[:i] or mps (default: cuda where there is one)",
+    )
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[4096, 16384, 65536])
     parser.add_argument("--repeats", type=positive_int, default=10)
     args = parser.parse_args(argv)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from pathlib import Path
 from typing import Any
 
 from episodes.cli.errors import CliError, progress, say
-from episodes.io import DatasetError, EpisodeWriter
+from episodes.io import DatasetError, EpisodeWriter, NotADatasetError, UnsupportedVersionError
 from episodes.io.tools import other_env_problem, removed_if_failed
 
 __all__ = ["MAX_NUM_ENVS", "MAX_SHARD_MB", "record", "shard_bytes"]
@@ -146,17 +147,23 @@ def _record_into(
     ids: set[str] = set()
     done = 0
     writer: Any
-    if args.format == 1:
-        writer = EpisodeWriter(args.out)
-    else:
-        metadata = DatasetMetadata.from_env(
-            env,
-            seeds=None if args.seed is None else [args.seed],
-            policy="random",
-            user={"num_envs": args.num_envs, "command": "episodes record"},
-        )
-        metadata.env_id = env_id
-        writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_size)
+    try:
+        if args.format == 1:
+            writer = EpisodeWriter(args.out)
+        else:
+            metadata = DatasetMetadata.from_env(
+                env,
+                seeds=None if args.seed is None else [args.seed],
+                policy="random",
+                user={"num_envs": args.num_envs, "command": "episodes record"},
+            )
+            metadata.env_id = env_id
+            writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_size)
+    except (NotADatasetError, UnsupportedVersionError) as err:  # the other format's dataset?
+        other = _other_format(args.out, args.format)
+        if other:
+            raise CliError(other) from err
+        raise
     try:
         with writer, progress(per_env * args.num_envs, "record") as bar:
             other = other_env_problem(
@@ -193,6 +200,27 @@ def _record_into(
         note = _failure_note(args.out, stored=kept)
         raise CliError(f"writing {args.out} failed ({err}); {note}") from err
     say(f"recorded {per_env * args.num_envs} steps in {len(ids)} episodes to {args.out}")
+    return ""
+
+
+def _other_format(out: str, given: int) -> str:
+    """Why ``--format given`` cannot append to ``out``: a dataset of the other format ("" if not).
+
+    The writers' own words name their classes; a command-line user picks the format by flag.
+
+    Example:
+        >>> _other_format("/nonexistent", 1)
+        ''
+    """
+    from episodes.io.shards import is_v2
+
+    if given == 1 and is_v2(Path(out)):
+        return f"{out} is a format v2 dataset; pass --format 2 to append to it"
+    if given != 1 and (Path(out) / "format.json").is_file():
+        return (
+            f"{out} is a format v1 dataset; pass --format 1 to append to it "
+            "(or convert it to v2 with `episodes migrate`)"
+        )
     return ""
 
 
