@@ -21,11 +21,11 @@ import gymnasium as gym
 import numpy as np
 import tree
 
-from episodes.buffer.reading import filler_mismatch
 from episodes.connectors.joining import TextJoinError, join_leaves
+from episodes.connectors.list_rows import batched_items
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag, as_int
-from episodes.spaces import batch_with_layout, filler_batch, nest_as_space, unstackable_space
+from episodes.spaces import filler_batch, nest_as_space, unstackable_space
 from episodes.spaces.batching import check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
 from episodes.structs import map_alike, short_repr
@@ -301,7 +301,8 @@ def as_arrays(
             column per position, NaN-padded nodes or bare errors); the message names
             ``name`` (the connector and column) and the space kind. Or ``space`` holds a Dict
             whose keys do not sort (int and str keys together: dm-tree sorts a dict's leaves
-            by key), naming ``name`` and the keys. Or the items do not stack.
+            by key), naming ``name`` and the keys. Or the items do not stack, or one holds a
+            masked array with masked entries (its mask would be lost): see ``batched_items``.
 
     Example:
         >>> as_arrays([np.zeros(2), np.ones(2)]).shape
@@ -335,18 +336,7 @@ def as_arrays(
             raise ValueError(f"{name or 'a column'}: the space {space}: {err}") from None
     if finalized or not isinstance(value, list):
         return nest_as_space(value, space)
-    try:
-        rows = batch_with_layout(value, space)
-    except ValueError as err:
-        # Without a space a read pads with ``fill`` itself: only then can the filler be to blame.
-        padded = fill is not None and any(item is fill for item in value)
-        why = (
-            filler_mismatch(fill) if padded else "the episode's items differ in shape or structure"
-        )
-        raise ValueError(
-            f"{name or 'a column'}: the rows read do not stack ({err}); {why}"
-        ) from err
-    return nest_as_space(rows, space)
+    return nest_as_space(batched_items(value, space, fill, name), space)
 
 
 def id_rows(parts: list[Any]) -> list[Any]:

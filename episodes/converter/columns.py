@@ -16,6 +16,7 @@ import numpy as np
 
 from episodes.connectors.joining import lossless_ints
 from episodes.connectors.learner import check_end_joins
+from episodes.connectors.list_rows import layout_rows
 from episodes.converter.alike import (
     SpaceMatch,
     agreed_space,
@@ -31,7 +32,7 @@ from episodes.converter.refusals import (
 from episodes.converter.reward_steps import step_rewards
 from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
-from episodes.spaces import batch_with_layout, nest_as_space, unstackable_space
+from episodes.spaces import nest_as_space, unstackable_space
 from episodes.structs import id_key, map_alike, map_leaves, short_repr
 
 ObsFn = Callable[[Any], Any]
@@ -164,7 +165,9 @@ def layout_batch(items: Any, space: Any, what: str) -> Any:
     """List-mode ``items`` batched with their space's layout, or a ``ValueError`` naming ``what``.
 
     Items of a Sequence, Graph or OneOf space have no fixed layout: batched as they come, equal
-    lengths would give one column per position and ragged ones numpy's own error.
+    lengths would give one column per position and ragged ones numpy's own error. A masked
+    array with masked entries among them is refused too, as ``to_numpy`` refuses it: batched,
+    its mask would be lost and its masked values read as data.
 
     Example:
         >>> import gymnasium as gym
@@ -172,13 +175,17 @@ def layout_batch(items: Any, space: Any, what: str) -> Any:
         Traceback (most recent call last):
         ...
         ValueError: obs: a Sequence space's items have no fixed layout ...
+        >>> layout_batch([np.ma.masked_array([1.0, 2.0], mask=[0, 1])], None, "obs")
+        Traceback (most recent call last):
+        ...
+        ValueError: obs: item 0 of 1: a numpy masked array with masked entries cannot be ...
     """
     kind = None if space is None else unstackable_space(space)
     if kind is not None:
         raise ValueError(
             f"{what}: a {kind} space's items have no fixed layout and cannot form a training column"
         )
-    return batch_with_layout(items, space)
+    return layout_rows(items, space, what)  # batch_with_layout, masked entries refused
 
 
 def _concat(parts: list[Any]) -> Any:

@@ -148,7 +148,9 @@ def as_tensors(
     where they are writable, else copied (torch cannot mark a tensor read-only, and the
     storage may take it as its own); leaves holding no numbers (a Text space's strings,
     objects) are a ``TypeError`` naming the column ``name``
-    (:func:`~episodes.converter.refusals.numeric_column`). The views, and the tensors a move
+    (:func:`~episodes.converter.refusals.numeric_column`), and so are numbers of a dtype no
+    tensor holds (``np.longdouble``, ``np.clongdouble``), unless a float ``dtype`` is given:
+    they are then rounded into it on the host, as any float is. The views, and the tensors a move
     or a cast makes, are normal tensors inside ``torch.inference_mode`` too, and an inference
     tensor (columns gathered in inference mode) is copied into one: a storage takes them, and
     a loss outside inference mode can use them.
@@ -160,6 +162,12 @@ def as_tensors(
         Traceback (most recent call last):
         ...
         TypeError: RolloutStorage holds numbers, but these chunks' actions hold <U1 values: ...
+        >>> as_tensors(np.ones(2, np.longdouble), torch.device("cpu"), torch.float32).dtype
+        torch.float32
+        >>> as_tensors(np.ones(2, np.longdouble), torch.device("cpu"), name="actions")
+        Traceback (most recent call last):
+        ...
+        TypeError: RolloutStorage holds numbers, but these chunks' actions hold ...: cast them ...
     """
 
     def convert(leaf: Any) -> torch.Tensor:
@@ -168,11 +176,29 @@ def as_tensors(
             # Gathered in inference mode: copied once, into a tensor the storage may take.
             return moved.clone() if moved.is_inference() else moved
         leaf = numeric_column(np.ascontiguousarray(leaf), name)  # strings: named, not torch's
+        if leaf.dtype.type in _NO_TENSOR:
+            leaf = _into_float(leaf, dtype, name)
         t = torch.from_numpy(leaf if leaf.flags.writeable else leaf.copy())
         return t.to(device=device, dtype=dtype or t.dtype)
 
     with normal_tensors():  # from_numpy in inference mode would make inference views
         return map_leaves(convert, array)
+
+
+# numpy number types no tensor holds, and the numpy type of each float field's dtype.
+_NO_TENSOR = (np.longdouble, np.clongdouble)
+_HOST_FLOATS = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
+
+
+def _into_float(leaf: np.ndarray, dtype: torch.dtype | None, name: str) -> np.ndarray:
+    """A longdouble ``leaf`` rounded into the float field's ``dtype``, else the ``TypeError``."""
+    if dtype is None or leaf.dtype.kind != "f":  # the field would keep the column's dtype
+        raise TypeError(
+            f"RolloutStorage holds numbers, but these chunks' {name} hold {leaf.dtype} values, "
+            "which no tensor holds: cast them to float64 (complex128) first"
+        )
+    with np.errstate(over="ignore"):  # beyond the field's range: inf, as torch's cast gives
+        return leaf.astype(_HOST_FLOATS.get(dtype, np.float64))
 
 
 def ready_storage(

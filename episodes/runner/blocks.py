@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from episodes.buffer.plain_arrays import check_unmasked
 from episodes.runner.nesting import inner_containers, nesting_changed, nests_within
 from episodes.runner.timing import new_times, resized_times, shifted_times
 from episodes.runner.widening import new_leaf, widened_dtype
@@ -75,7 +76,8 @@ class Column:
     def put(self, row: int, batch: Any, name: str = "a batch") -> None:
         """Writes a batched struct (``[num_envs, ...]`` leaves) into row ``row``.
 
-        Checked and widened as :meth:`leaves_of` and :meth:`widened` say (errors name ``name``).
+        Checked and widened as :meth:`leaves_of` and :meth:`widened` say (errors name ``name``):
+        a masked array with masked entries is refused, as a row write would drop its mask.
 
         Example:
             >>> col = Column.for_batch({"a": np.zeros(2), "b": np.zeros(2)}, rows=3)
@@ -86,6 +88,8 @@ class Column:
         if self.structure is None:  # the usual single leaf: no list, no call per row
             if getattr(batch, "shape", None) == self.shapes[0]:
                 leaf = self.leaves[0]
+                if batch.__class__ is not _NDARRAY:  # a masked array's mask would be dropped
+                    check_unmasked(batch, name)
                 if batch.dtype is not leaf.dtype:
                     leaf = self.widened(0, batch, name)
                 leaf[row] = batch
@@ -95,12 +99,14 @@ class Column:
     def leaves_of(self, batch: Any, name: str = "a batch") -> list[Any]:
         """The leaves of a batched struct, each checked against its ``[num_envs, ...]`` shape.
 
-        A row write would broadcast a leaf that lost an axis over the row, and file a batch of
-        other dict keys under the column's: refused instead, before anything is written.
+        A row write would broadcast a leaf that lost an axis over the row, file a batch of
+        other dict keys under the column's, and drop a masked array's mask: refused instead,
+        before anything is written.
 
         Raises:
             ValueError: A leaf's shape, the number of leaves or their nesting (``nests_within``)
-                is not the column's; the message names ``name``.
+                is not the column's, or a leaf is a masked array with masked entries
+                (``check_unmasked``); the message names ``name``.
 
         Example:
             >>> col = Column.for_batch(np.zeros((2, 3)), rows=2)
@@ -126,6 +132,9 @@ class Column:
                     f"{name}{where}: got a batch of shape {tuple(np.shape(value))}, expected "
                     f"{tuple(want)} (one item of shape {tuple(want[1:])} per sub-env)"
                 )
+            if value.__class__ is not _NDARRAY and isinstance(value, np.ma.MaskedArray):
+                where = "" if self.structure is None else f" (leaf {j})"
+                check_unmasked(value, f"{name}{where}")  # a row write would drop its mask
         return values
 
     def put_leaves(self, row: int, values: list[Any], name: str = "a batch") -> None:
@@ -286,6 +295,7 @@ class Column:
 
 
 BlocksT = TypeVar("BlocksT", bound="Blocks")
+_NDARRAY = np.ndarray
 
 
 @dataclass
@@ -316,14 +326,21 @@ class Blocks:
 
     @classmethod
     def allocate(cls, obs: Any, rows: int) -> Blocks:
-        """Blocks of ``rows`` step rows, shaped like the batched ``obs``.
+        """Blocks of ``rows`` step rows, shaped like the batched ``obs`` (a reset's).
+
+        Raises:
+            ValueError: A leaf of ``obs`` is a masked array with masked entries (a row write
+                would drop its mask), naming the env's reset observations.
 
         Example:
             >>> blocks = Blocks.allocate({"pos": np.zeros((3, 2), np.float32)}, rows=2)
             >>> blocks.obs.leaves[0].shape, blocks.dead.shape, blocks.rewards.dtype.name
             ((3, 3, 2), (2, 3), 'float64')
         """
-        num_envs = len(np.asarray(flatten(obs)[0][0]))
+        leaves = flatten(obs)[0]
+        for leaf in leaves:
+            check_unmasked(leaf, "the env's reset observations")
+        num_envs = len(np.asarray(leaves[0]))
         return cls(
             obs=Column.for_batch(obs, rows + 1),
             rewards=np.zeros((rows, num_envs), np.float64),
