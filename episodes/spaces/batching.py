@@ -278,6 +278,8 @@ def _stack(*leaves: Any) -> np.ndarray:
 
 def _exact_int_rows(joined: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
     """:func:`_exact_ints` for rows: int arrays of both int64 and uint64 joined as floats."""
+    if not joined.size:  # no value, none rounded (and no first item to look at)
+        return joined
     if joined.dtype.kind != "f" or not all(
         item.__class__ is np.ndarray and item.dtype.kind in "iu" for item in items
     ):
