@@ -129,7 +129,8 @@ def joined_rewards(a: ItemTypes, b: ItemTypes) -> ItemTypes | None:
 
     Rewards are numbers a loss reads as floats: an env giving ``0`` a step and ``1.0`` at its
     goal records int64 rewards in the episodes that miss it and float64 in the others. They
-    join as n-step sums are made, in float64 (ints beyond 2**53 round there too).
+    join as n-step sums are made, in float64 (ints beyond 2**53 round there too), and so do
+    uint64 rewards beside signed ones, which no int dtype holds together.
 
     Example:
         >>> joined_rewards(item_types(np.int64(0)), item_types(np.float32(1)))[1]

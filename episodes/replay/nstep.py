@@ -68,9 +68,9 @@ def n_step_returns(
     width = int(n.max(initial=1))
     same_n = width == int(n.min(initial=1))
     # numpy's powers, not Python's (they differ in the last bit): the sums equal the datasets'.
-    # Made as far as the windows reach (doubling), as n may be a Monte-Carlo horizon.
-    asked = min(width, 64)
-    weights = discount_weights(gamma, asked)
+    # Made as far as the windows reach (doubling), as n may be a Monte-Carlo horizon; none
+    # for 1-step windows.
+    asked, weights = 0, np.empty(0)
     for k in range(1, width):
         nxt = store.nxt[last]
         go = nxt >= 0  # once a window stops at its episode's stored end it stays stopped
@@ -79,8 +79,8 @@ def n_step_returns(
         if k % 8 == 0 and not go.any():
             break  # every window stopped: a huge n (Monte-Carlo returns) costs episode lengths
         last = np.where(go, nxt, last)
-        if k == asked == len(weights):  # not cut by a weight of 0: make more
-            asked = min(width, 2 * asked)
+        if k >= asked == len(weights):  # not cut by a weight of 0: make more
+            asked = min(width, max(64, 2 * asked))
             weights = discount_weights(gamma, asked)
         weight = weights[k] if k < len(weights) else 0.0
         if weight:  # a stopped window adds 0, not 0 * its last reward (NaN for an inf reward)

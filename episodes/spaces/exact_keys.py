@@ -70,7 +70,10 @@ def _(space: gs.MultiDiscrete) -> Hashable | None:
 
 @_key.register
 def _(space: gs.MultiBinary) -> Hashable | None:
-    return ("MultiBinary", tuple(np.atleast_1d(space.n).tolist()))
+    n = space.n  # an int, or a tuple of ints: gymnasium's == tells 3 from (3,)
+    if isinstance(n, tuple):
+        return ("MultiBinary", tuple(int(side) for side in n))
+    return ("MultiBinary", "int", int(n)) if isinstance(n, (int, np.integer)) else None
 
 
 @_key.register

@@ -23,6 +23,7 @@ MIXES = {
     "float32 beside int64": (np.array([0.25, 0.5, 1.0], np.float32), [3, -2, 7]),
     "bool beside float64": (np.array([False, True, False]), [0.5, -0.5, 2.0]),
     "uint8 beside float32": (np.array([0, 255, 3], np.uint8), np.ones(3, np.float32)),
+    "uint64 beside int64": (np.array([0, 2**40, 3], np.uint64), np.array([-1, 0, 1])),
 }
 
 
@@ -85,6 +86,7 @@ JOINS = {
     "bool beside int": (np.bool_(True), np.int8(1), np.float64),
     "one kind keeps its join": (np.float32(1), np.float64(1), np.float64),
     "complex beside float": (np.complex64(1), np.float32(1), None),
+    "uint64 beside int64": (np.uint64(1), np.int64(1), np.float64),
     "other shapes": (np.int64(1), np.zeros(2), None),
 }
 

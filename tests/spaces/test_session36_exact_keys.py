@@ -53,6 +53,8 @@ CASES = {
     "multidiscrete copy": (gs.MultiDiscrete([2, 3]), gs.MultiDiscrete([2, 3]), True),
     "multidiscrete other": (gs.MultiDiscrete([2, 3]), gs.MultiDiscrete([3, 2]), False),
     "multibinary copy": (gs.MultiBinary([2, 2]), gs.MultiBinary([2, 2]), True),
+    "multibinary int copy": (gs.MultiBinary(3), gs.MultiBinary(3), True),
+    "multibinary 3 vs (3,)": (gs.MultiBinary(3), gs.MultiBinary((3,)), False),
     "text copy": (gs.Text(5), gs.Text(5), True),
     "text other length": (gs.Text(5), gs.Text(6), False),
     "dict copy": (
@@ -73,6 +75,7 @@ def test_named_cases(name):
     assert (exact_key(a) == exact_key(b)) is equal
     if equal:
         assert a == b and hash(exact_key(a)) == hash(exact_key(b))
+    assert SpaceMatch()(a, b) is bool(a == b)
 
 
 NO_KEY = {
