@@ -29,6 +29,7 @@ from episodes.structs import (
     flatten,
     is_nested,
     leaves_up_to,
+    map_alike,
     same_nesting,
     unflatten,
 )
@@ -39,6 +40,9 @@ _NUMBERS = "biufc"
 _SHORT = 32
 # The classes a fill may nest in (subclasses, e.g. namedtuples, are left as they are).
 _NESTED = (dict, tuple, list)
+# A padded read of this many stored items or more, at positions that run on by one, reads them
+# as views rather than a gathered copy (fewer are gathered: checking costs more than copying).
+_VIEWS = 256
 
 
 def read_plan(
@@ -218,23 +222,24 @@ def _filled_gather(
     fill: Any,
     one_hot_discrete: bool,
 ) -> Any:
-    """A numpy store's read of stored items and fillers mixed, in one gather and one join.
+    """A numpy store's read of stored items and fillers mixed, each leaf built once.
 
     The result is what stacking the items one by one (``from_items``) gives: the stored rows
     and the fillers joined (the first position's part first: its dict keys order the result),
     then put in the positions' order (the fillers alone where no position holds an item). None
     where that could differ, for the item-by-item path: leaves other than numbers and bools
     (object leaves, strings), a filler leaf whose batch has another dtype or shape than the
-    item's own, a filler that nests otherwise.
+    item's own, a filler that nests otherwise. Each leaf is allocated once, in the dtype the
+    join gives, and takes the stored rows (views where the positions run on by one) and one
+    filler row in place: no joined copy to reorder.
     """
     taken = np.flatnonzero(valid)
-    missing = np.flatnonzero(~valid)
-    try:
-        fillers = _fillers(store, space, fill, len(missing), one_hot_discrete)
+    try:  # one filler row stands for all of them, unless the fillers are the whole read
+        fillers = _fillers(store, space, fill, 1 if len(taken) else len(valid), one_hot_discrete)
     except (ValueError, TypeError):  # a ragged fill: the item-by-item path names it
         return None
     # With no stored item the fillers alone are the read: checked as a stored part would be.
-    gathered = store.gather(positions[taken]) if len(taken) else fillers
+    gathered = _stored(store, positions[taken]) if len(taken) else fillers
     if one_hot_discrete and len(taken):
         gathered = store.encode_one_hot(gathered, space)
     # The items stack leaf by leaf only where a filler nests like a stored item, in plain dicts,
@@ -258,22 +263,62 @@ def _filled_gather(
         return fillers
     first_stored = bool(valid[0])
     parts = [gathered, fillers] if first_stored else [fillers, gathered]
+    if not same_nesting(parts[0], parts[1]):
+        return None  # as the join refuses them
+    stored_at, fillers_at = _places(taken, valid)
+
+    def placed(leaves: list[np.ndarray]) -> np.ndarray:
+        stored, padded = leaves if first_stored else leaves[::-1]
+        dtype, shape = stored.dtype, stored.shape[1:]
+        if (
+            dtype is not padded.dtype
+            or not dtype.isnative
+            or dtype.metadata
+            or shape != padded.shape[1:]
+        ):
+            # The join of the empty parts says the dtype (or refuses the shapes) as theirs would:
+            # native byte order, no metadata.
+            like = np.concatenate([leaf[:0] for leaf in leaves])
+            dtype, shape = like.dtype, like.shape[1:]
+        out = np.empty((len(positions), *shape), dtype)
+        out[stored_at] = stored
+        for rows in fillers_at:
+            out[rows] = padded  # the one filler row, broadcast
+        return out
+
     try:
-        joined = store.join(parts)
+        return map_alike(placed, parts)
     except (ValueError, TypeError):  # they do not stack: the item-by-item path says how
         return None
-    if taken[-1] == len(taken) - 1 if first_stored else missing[-1] == len(missing) - 1:
-        return joined  # fillers only on one side (a padded window): already in order
-    # order[k]: the row of the joined batch that result row k takes.
-    order = np.empty(len(positions), np.intp)
-    stored_rows = np.arange(len(taken))
-    filler_rows = np.arange(len(missing))
-    if first_stored:
-        order[taken], order[missing] = stored_rows, filler_rows + len(taken)
-    else:
-        order[missing], order[taken] = filler_rows, stored_rows + len(missing)
-    leaves, structure = flatten(joined)
-    return unflatten(structure, [leaf[order] for leaf in leaves])
+
+
+def _stored(store: Store, positions: np.ndarray) -> Any:
+    """The stored items at in-range ``positions``: a window of views where many run on by one."""
+    first, count = int(positions[0]), len(positions)
+    if count >= _VIEWS and int(positions[-1]) - first == count - 1:
+        if bool((positions[1:] - positions[:-1] == 1).all()):
+            return store.window(first, first + count)
+    return store.gather(positions)
+
+
+def _places(taken: np.ndarray, valid: np.ndarray) -> tuple[Any, list[Any]]:
+    """Where a read puts its stored rows (at ``taken``) and its fillers (where not ``valid``).
+
+    Slices where the rows run on, else indices.
+
+    Example:
+        >>> _places(np.array([1, 2]), np.array([False, True, True, False, False]))
+        (slice(1, 3, None), [slice(0, 1, None), slice(3, 5, None)])
+        >>> _places(np.array([0, 2]), np.array([True, False, True]))
+        (array([0, 2]), [slice(1, 2, None)])
+    """
+    first, last = int(taken[0]), int(taken[-1])
+    if last - first == len(taken) - 1:  # the stored rows in one run, fillers either side
+        sides = [slice(0, first), slice(last + 1, len(valid))]
+        return slice(first, last + 1), [side for side in sides if side.stop > side.start]
+    missing = np.flatnonzero(~valid)
+    start, stop = int(missing[0]), int(missing[-1]) + 1
+    return taken, [slice(start, stop) if stop - start == len(missing) else missing]
 
 
 def filler_at(store: Store, space: gym.Space[Any] | None, fill: Any, one_hot_discrete: bool) -> Any:
