@@ -32,6 +32,14 @@ from episodes.structs import map_leaves
 __all__ = ["as_tensors", "default_device", "ready_storage"]
 
 
+#: The fields a conversion writes whole into the storage it makes (every element, or the
+#: tensor taken): allocated, not zeroed. The returns and advantages stay zeros.
+_WRITTEN = frozenset(
+    ("observations", "actions", "rewards", "dones", "values", "actions_log_prob")
+    + ("distribution_params", "privileged_actions", "hidden_states")
+)
+
+
 def _new_storage(
     cols: TimeMajorColumns,
     obs: Any,
@@ -60,7 +68,8 @@ def _new_storage(
                 )
         return specs[0] if len(specs) == 1 else specs
 
-    return RolloutStorage(
+    return RolloutStorage._unzeroed(
+        _WRITTEN,
         training_type,
         num_envs,
         horizon,
@@ -213,6 +222,9 @@ def ready_storage(
     teacher: torch.Tensor | None = None,
 ) -> RolloutStorage:
     """A new storage for the columns, or the given one, cleared once it is known to take them.
+
+    A new one's fields that the conversion writes whole are not zeroed (``_WRITTEN``): the
+    caller writes every element of them (``write_block``, a gather) before they are read.
 
     Everything that could refuse the columns is checked here, before a storage is touched:
     the layout, and the values of the ``obs``, ``actions`` and ``teacher`` (privileged

@@ -314,7 +314,8 @@ def episodes_to_rollout(
 def _teacher_actions(cols: TimeMajorColumns, keys: ColumnKeys, actions: Any) -> torch.Tensor:
     """The privileged actions in the actions' dtype, checked before the storage is touched."""
     values = cols.extras[str(keys.privileged_actions)]
-    return teacher_in_dtype(values, as_tensors(values, actions.device), actions.dtype)
+    teacher = as_tensors(values, actions.device, name=f"{keys.privileged_actions!r} outputs")
+    return teacher_in_dtype(values, teacher, actions.dtype)
 
 
 def _valid_cells(
@@ -347,7 +348,7 @@ def _write_columns(
 
     With ``share`` the columns that fit are taken rather than copied (``write_block``).
     """
-    obs = flat_observations(as_tensors(cols.observations, device))
+    obs = flat_observations(as_tensors(cols.observations, device, name="observations"))
     actions = flat_actions(as_tensors(cols.actions, device, name="actions"))
     if actions.dim() == 2:
         actions = actions.unsqueeze(-1)

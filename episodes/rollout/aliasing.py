@@ -36,7 +36,9 @@ def unalias(
     :func:`put_leaf`; ``shared`` tensors are never written (a write copies them first). A
     source that views rows of the storage (``write_block(1, rewards=st.rewards[0:3])``) would
     otherwise be read after earlier copies changed it, or be refused by torch part-way
-    through a write. A source that is its own destination is left as it is.
+    through a write. A source that is its own destination is left as it is, and a copy
+    whose source is its destination's very view (gathered into the storage in place) is
+    dropped: there is nothing to copy.
 
     Each put comes back with whether :func:`put_leaf` may take its source (``share``): not
     when the source lies in the storage's own memory (a tensor of ``tensors`` not in
@@ -73,6 +75,7 @@ def unalias(
     if one_step and _all_fresh(chain(copies, puts), chain(tensors.values(), also_own)):
         return copies, [(n, src, share) for n, src in puts]
     memory = _Allocations(chain(tensors.values(), also_own)).memory
+    copies = [(dst, src) for dst, src in copies if not _same_view(dst, src)]  # nothing to copy
 
     known: dict[str, int] = {}  # each storage tensor's allocation, looked up once
 
@@ -213,6 +216,18 @@ def _all_fresh(pairs: Iterable[tuple[Any, torch.Tensor]], own: Iterable[torch.Te
         if resizable is None or not resizable() or memory.data_ptr() in starts:
             return False
     return True
+
+
+def _same_view(dst: torch.Tensor, src: torch.Tensor) -> bool:
+    """Whether ``src`` reads exactly the elements ``dst`` holds, as they are (a copy is a no-op)."""
+    return (
+        src.data_ptr() == dst.data_ptr()
+        and src.shape == dst.shape
+        and src.stride() == dst.stride()
+        and src.dtype == dst.dtype
+        and src.device == dst.device
+        and not (src.is_conj() or src.is_neg())
+    )
 
 
 def _allocation(tensor: torch.Tensor) -> tuple[int, int]:

@@ -333,8 +333,11 @@ def hidden_tensors(
     dtype: torch.dtype,
     device: torch.device,
     label: str,
+    zeroed: bool = True,
 ) -> list[torch.Tensor] | None:
     """Zeroed ``[T, num_layers, N, hidden]`` tensors for ``spec`` (see :func:`parse_hidden`).
+
+    ``zeroed=False`` leaves their memory unfilled, for a caller that writes every element.
 
     Example:
         >>> [t.shape for t in hidden_tensors((1, 8), (3, 4), torch.float32, "cpu", "h")]
@@ -344,9 +347,10 @@ def hidden_tensors(
     leaves = parse_hidden(spec, num_envs, dtype, label)
     if leaves is None:
         return None
+    make = torch.zeros if zeroed else torch.empty
     with normal_tensors():  # kept by the storage: normal tensors, inside inference mode too
         return [
-            torch.zeros(num_steps, layers, num_envs, hidden, dtype=leaf.dtype, device=device)
+            make(num_steps, layers, num_envs, hidden, dtype=leaf.dtype, device=device)
             for leaf in leaves
             for layers, hidden in [leaf.shape]
         ]

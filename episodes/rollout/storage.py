@@ -10,7 +10,7 @@ each tensor with one ``index_select`` (:meth:`RolloutStorage.gather`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
 from typing import Any, ClassVar, SupportsIndex
@@ -136,11 +136,13 @@ class RolloutStorage:
             dtype,
             actions_dtype,
         )
-        self._allocate(specs)
+        unfilled = self.__dict__.pop("_unfilled", frozenset())  # set by _unzeroed alone
+        self._allocate(specs, unfilled)
         self._bind_fields()
+        hidden = partial(self._alloc_hidden, dtype=dtype, zeroed="hidden_states" not in unfilled)
         #: Per state component ``[T, num_layers, N, hidden]`` (GRU: 1, LSTM: 2), shapes in dtype.
-        self.saved_hidden_states_actor = self._alloc_hidden(actor_hidden_state, dtype, "actor")
-        self.saved_hidden_states_critic = self._alloc_hidden(critic_hidden_state, dtype, "critic")
+        self.saved_hidden_states_actor = hidden(actor_hidden_state, label="actor")
+        self.saved_hidden_states_critic = hidden(critic_hidden_state, label="critic")
         #: ``[T, N]`` bool, False on cells that hold no transition (padding, a next-step
         #: reset step); None when every cell holds one. The generators hand out only valid
         #: cells (flat) or the mask with the batch (recurrent, distillation), and the
@@ -148,8 +150,19 @@ class RolloutStorage:
         self.valid: torch.Tensor | None = None
         self._shared: set[str] = set()  # tensors taken from a caller: never written here
 
+    @classmethod
+    def _unzeroed(cls, written: Collection[str], *args: Any, **kwargs: Any) -> RolloutStorage:
+        """``cls(*args, **kwargs)``, but the fields ``written`` are allocated, not zeroed.
+
+        For a caller that writes all of them (or has them taken) before anything reads them.
+        """
+        storage = cls.__new__(cls)
+        storage.__dict__["_unfilled"] = frozenset(written)
+        cls.__init__(storage, *args, **kwargs)
+        return storage
+
     # ------------------------------------------------------------------ layout
-    def _allocate(self, specs: dict[str, Any]) -> None:
+    def _allocate(self, specs: dict[str, Any], unfilled: Collection[str] = ()) -> None:
         leaves: dict[str, Leaf] = {}
         #: Public field -> the name (or dict / tuple of names) of its tensors in :attr:`tensors`.
         self.field_names: Mapping[str, Any] = MappingProxyType(
@@ -157,8 +170,10 @@ class RolloutStorage:
         )
         t, n = self.num_transitions_per_env, self.num_envs
         with normal_tensors():  # kept across rollouts: normal tensors, inside inference mode too
-            self._tensors = {
-                name: torch.zeros(t, n, *leaf.shape, dtype=leaf.dtype, device=self.device)
+            self._tensors = {  # the fields ``unfilled`` are left as allocated (_unzeroed)
+                name: (torch.empty if name.split("/")[0] in unfilled else torch.zeros)(
+                    t, n, *leaf.shape, dtype=leaf.dtype, device=self.device
+                )
                 for name, leaf in leaves.items()
             }
         #: Name -> contiguous ``[T, N, ...]`` tensor; read-only (write into the tensors).
@@ -184,10 +199,10 @@ class RolloutStorage:
         )
 
     def _alloc_hidden(
-        self, spec: HiddenSpec, dtype: torch.dtype, label: str
+        self, spec: HiddenSpec, dtype: torch.dtype, label: str, zeroed: bool = True
     ) -> list[torch.Tensor] | None:
         size = (self.num_transitions_per_env, self.num_envs)
-        return hidden_tensors(spec, size, dtype, self.device, f"{label}_hidden_state")
+        return hidden_tensors(spec, size, dtype, self.device, f"{label}_hidden_state", zeroed)
 
     # ------------------------------------------------------------------ flat access
     def _names(self, names: str | Iterable[str] | None) -> list[str]:
