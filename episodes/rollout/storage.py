@@ -20,6 +20,7 @@ import torch
 from episodes.indexing import as_flag
 
 from .aliasing import unalias
+from .fields import FIELDS, adopted, bind_fields
 from .gae import compute_gae
 from .generators import (
     DistillationBatch,
@@ -31,7 +32,6 @@ from .generators import (
 )
 from .held import clear_unheld_values
 from .leaves import block_rows, checked_rows, copy_rows, hidden_writes, paired, put_leaf
-from .nested import map_tree
 from .select import select_rows
 from .specs import (
     HiddenSpec,
@@ -98,6 +98,19 @@ class RolloutStorage:
     """
 
     Transition: ClassVar[type[_Transition]] = _Transition
+    # The public fields: the tensors of :attr:`tensors` (``episodes.rollout.fields``); an
+    # assigned tensor becomes the field's tensor there.
+    observations: Any
+    privileged_observations: Any
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    dones: torch.Tensor
+    values: torch.Tensor | None
+    actions_log_prob: torch.Tensor | None
+    returns: torch.Tensor | None
+    advantages: torch.Tensor | None
+    privileged_actions: torch.Tensor | None
+    distribution_params: tuple[torch.Tensor, ...] | None
 
     def __init__(
         self,
@@ -180,23 +193,13 @@ class RolloutStorage:
         self.tensors: Mapping[str, torch.Tensor] = MappingProxyType(self._tensors)
 
     def _bind_fields(self) -> None:
-        def field(name: str) -> Any:
-            return map_tree(self._tensors.__getitem__, self.field_names.get(name))
+        bind_fields(self)
 
-        self.observations: Any = field("observations")
-        self.privileged_observations: Any = field("privileged_observations")
-        self.actions: torch.Tensor = field("actions")
-        self.rewards: torch.Tensor = field("rewards")
-        self.dones: torch.Tensor = field("dones")
-        self.values: torch.Tensor | None = field("values")
-        self.actions_log_prob: torch.Tensor | None = field("actions_log_prob")
-        self.returns: torch.Tensor | None = field("returns")
-        self.advantages: torch.Tensor | None = field("advantages")
-        self.privileged_actions: torch.Tensor | None = field("privileged_actions")
-        dist = self.field_names.get("distribution_params")
-        self.distribution_params: tuple[torch.Tensor, ...] | None = (
-            None if dist is None else tuple(self._tensors[name] for name in dist)
-        )
+    def __setattr__(self, name: str, value: Any) -> None:
+        # An assigned field becomes its tensor in ``tensors``, read by every generator.
+        if name in FIELDS and "_tensors" in self.__dict__:
+            value = adopted(self, name, value)
+        object.__setattr__(self, name, value)
 
     def _alloc_hidden(
         self, spec: HiddenSpec, dtype: torch.dtype, label: str, zeroed: bool = True

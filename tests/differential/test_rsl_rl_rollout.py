@@ -247,3 +247,21 @@ def test_flat_generator_multiset_over_epochs():
         vo = torch.cat([b.values.view(-1) for b in bo]).sort().values
         vt = torch.cat([b.values.view(-1) for b in bt]).sort().values
         assert torch.equal(vo, vt)
+
+
+@pytest.mark.parametrize("per_mb", [False, True])
+@pytest.mark.parametrize("hidden", [None, "gru"])
+def test_rsl_rl_compute_returns_into_our_storage_reaches_every_generator(per_mb, hidden):
+    # rsl_rl's PPO.compute_returns assigns storage.advantages (twice with whole-batch
+    # normalisation): the assigned tensor must be what our generators hand out.
+    ours, theirs, last = build_pair(6, 4, 7, 0.3, hidden=hidden)
+    rsl_compute_returns(ours, last, 0.99, 0.95, per_mb)
+    rsl_compute_returns(theirs, last, 0.99, 0.95, per_mb)
+    close(ours.tensors["advantages"], theirs.advantages)
+    torch.manual_seed(0)
+    flat = torch.cat([b.advantages for b in ours.mini_batch_generator(2, 1)])
+    close(torch.sort(flat.flatten()).values, torch.sort(theirs.advantages.flatten()).values)
+    if hidden is not None:
+        ours_rec = next(ours.recurrent_mini_batch_generator(1, 1)).advantages
+        theirs_rec = next(theirs.recurrent_mini_batch_generator(1, 1)).advantages
+        close(ours_rec, theirs_rec)

@@ -1,0 +1,115 @@
+"""A storage's public fields, bound to its tensors, and what assigning one does.
+
+The generators read :attr:`RolloutStorage.tensors`; code written for rsl_rl's storage assigns
+fields (its ``PPO.compute_returns`` ends with ``storage.advantages = storage.returns -
+storage.values``, then normalises by assigning again). An assigned tensor therefore becomes
+the field's tensor in ``tensors`` too, so every reader sees it: without that the flat
+generator handed out the old advantages while the recurrent one read the new.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .nested import map_tree
+from .specs import normal_tensors
+
+if TYPE_CHECKING:
+    from .storage import RolloutStorage
+
+__all__ = ["FIELDS", "adopted", "bind_fields"]
+
+#: The public fields backed by :attr:`RolloutStorage.tensors`.
+FIELDS = frozenset(
+    (
+        "observations",
+        "privileged_observations",
+        "actions",
+        "rewards",
+        "dones",
+        "values",
+        "actions_log_prob",
+        "returns",
+        "advantages",
+        "privileged_actions",
+        "distribution_params",
+    )
+)
+
+
+def bind_fields(storage: RolloutStorage) -> None:
+    """Sets every public field to its tensors (nested as ``field_names`` says), or None.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 2, 3, (1,), (1,))
+        >>> bind_fields(st)
+        >>> st.advantages is st.tensors["advantages"], st.privileged_actions
+        (True, None)
+    """
+    tensors = storage._tensors
+    for name in FIELDS:
+        names = storage.field_names.get(name)
+        if name == "distribution_params":  # a tuple of names, not nested as a tree
+            value = None if names is None else tuple(tensors[n] for n in names)
+        else:
+            value = map_tree(tensors.__getitem__, names)
+        object.__setattr__(storage, name, value)
+
+
+def adopted(storage: RolloutStorage, name: str, value: Any) -> Any:
+    """The value ``storage.<name> = value`` binds: a one-tensor field's tensor is replaced.
+
+    A tensor of the field's shape, dtype and device becomes the field's tensor in ``tensors``
+    (the storage holds it from then on, and later writes, such as ``compute_returns``, go
+    into it, as rsl_rl's storage writes into an assigned tensor; an inference tensor, as
+    ``PPO.compute_returns`` under ``torch.inference_mode`` assigns, is copied into a normal
+    one). Fields of several tensors
+    (dict observations, distribution parameters) are written into, not assigned; a field the
+    storage does not hold is a plain attribute, as before.
+
+    Raises:
+        ValueError: Another value for a field of one tensor, or any value for a field of
+            several; nothing changes.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 2, 3, (1,), (1,))
+        >>> st.advantages = torch.ones(3, 2, 1)
+        >>> st.tensors["advantages"].sum().item()
+        6.0
+    """
+    names = storage.field_names.get(name)
+    if names is None:
+        return value
+    if not isinstance(names, str):
+        raise ValueError(
+            f"RolloutStorage.{name} holds several tensors and is not assigned: write into "
+            f"them (storage.{name}[...].copy_(...))"
+        )
+    old = storage._tensors[names]
+    if not (
+        isinstance(value, torch.Tensor)
+        and value.shape == old.shape
+        and value.dtype == old.dtype
+        and value.device == old.device
+    ):
+        got = (
+            f"{tuple(value.shape)} {value.dtype} on {value.device}"
+            if isinstance(value, torch.Tensor)
+            else type(value).__name__
+        )
+        raise ValueError(
+            f"RolloutStorage.{name} takes a tensor of shape {tuple(old.shape)}, {old.dtype} on "
+            f"{old.device}, got {got}: cast it, or write into the field "
+            f"(storage.{name}.copy_(...))"
+        )
+    if value.is_inference():  # assigned in inference mode: later writes outside would fail
+        with normal_tensors():
+            value = value.clone(memory_format=torch.contiguous_format)
+    value = value.contiguous()
+    storage._tensors[names] = value
+    storage._shared.discard(names)  # the caller handed this one over
+    return value
