@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from episodes.buffer.plain_arrays import holds_masked
 from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
@@ -233,13 +234,16 @@ def _last_box_rows(episodes: Sequence[SingleAgentEpisode], name: str) -> np.ndar
 
     The inference read of the common case in one stack: a step's observations of thousands of
     episodes cost a getter call each, not a read, batch and flatten each. Anything else (other
-    spaces, items that do not stack, no observation yet) is left to the general path, which
-    reads the same rows and raises its errors.
+    spaces, items that do not stack, no observation yet, a masked array with masked entries)
+    is left to the general path, which reads the same rows and raises its errors.
     """
     if not episodes or not _all_boxes(episodes):
         return None
     try:
-        items = [np.asarray(ep.get_observations(-1)) for ep in episodes]
+        raw = [ep.get_observations(-1) for ep in episodes]
+        if holds_masked(raw):  # np.asarray would drop the mask: the general path refuses it
+            return None
+        items = [np.asarray(item) for item in raw]
         if len({item.dtype for item in items}) != 1:
             return None  # joined they would round twice (int64 -> float64 -> float32)
         stacked = np.stack(items)
@@ -268,17 +272,19 @@ def _box_rows(
 
     The learner read of the common case: each episode's rows are read as the general path
     reads them, and joined and flattened once (None for anything else, which the general path
-    reads and refuses as before).
+    reads and refuses as before, a masked array with masked entries among the items too).
     """
     if not _all_boxes(episodes):
         return None
-    parts = []
+    reads: list[Any] = []
     try:
         for ep in episodes:
             start, stop = rows_of(ep)
             if stop > start:
-                obs = ep.get_observations(slice(start, stop), neg_index_as_lookback=True)
-                parts.append(np.asarray(obs))
+                reads.append(ep.get_observations(slice(start, stop), neg_index_as_lookback=True))
+        if holds_masked(reads):  # np.asarray would drop the mask: the general path refuses it
+            return None
+        parts = [np.asarray(obs) for obs in reads]
         if not parts or len({(part.shape[1:], part.dtype) for part in parts}) != 1:
             return None  # other shapes flatten alone; other dtypes joined would round twice
         joined = np.concatenate(parts)
@@ -295,7 +301,7 @@ def _last_box_frames(
     The inference read of the common case in one stack (None for any other). Each window is read
     as the general path reads it (padded with the fill before the lookback) and the stack takes
     the dtype the filler gives it; anything else (other or differing spaces, items that do not
-    stack) is left to the general path and its errors.
+    stack, a masked array with masked entries) is left to the general path and its errors.
     """
     space = episodes[0].observation_space if episodes else None
     if type(space) is not gym.spaces.Box or any(
@@ -305,16 +311,15 @@ def _last_box_frames(
     fill = fillers.fill
     try:
         filler = fillers.get(space)
-        stacked = np.stack(
-            [
-                np.asarray(
-                    ep.get_observations(
-                        slice(len(ep) - n + 1, len(ep) + 1), neg_index_as_lookback=True, fill=fill
-                    )
-                )
-                for ep in episodes
-            ]
-        )
+        windows = [
+            ep.get_observations(
+                slice(len(ep) - n + 1, len(ep) + 1), neg_index_as_lookback=True, fill=fill
+            )
+            for ep in episodes
+        ]
+        if holds_masked(windows):  # np.asarray would drop the mask: the general path refuses it
+            return None
+        stacked = np.stack([np.asarray(window) for window in windows])
     except (ValueError, TypeError, IndexError):
         return None
     if stacked.dtype.kind not in "biuf" or stacked.shape[1] != n or not stacked.size:

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from episodes.buffer.plain_arrays import check_items_unmasked
 from episodes.spaces import batch as stack_items
 from episodes.spaces import batch_with_layout
 from episodes.structs import flatten, leaves_up_to
@@ -321,6 +322,13 @@ def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:
 def episode_batch(episode: SingleAgentEpisode) -> SampleBatch:
     """``get_sample_batch``: :func:`data_dict` with the numpy'd columns taken as they are.
 
+    A list-mode column holding a numpy masked array with masked entries is refused, as
+    ``to_numpy`` refuses it: stacked, its mask would be lost and the masked values read as
+    data (one with none masked is the plain array it holds).
+
+    Raises:
+        ValueError: Such a column, naming it and the item; or as :class:`SampleBatch` raises.
+
     Example:
         >>> from episodes import SingleAgentEpisode
         >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0],
@@ -335,10 +343,17 @@ def episode_batch(episode: SingleAgentEpisode) -> SampleBatch:
         **episode.extra_model_outputs,
     }
     batched = {name for name, buffer in buffers.items() if buffer.finalized}
+    columns = data_dict(episode)
+    for name, buffer in buffers.items():  # the flags, t and ids data_dict builds hold no mask
+        if not buffer.finalized:  # one scan of the items' classes, where none is a container
+            try:
+                check_items_unmasked(columns[name])  # stacked, a mask would be lost
+            except ValueError as err:
+                raise ValueError(f"SampleBatch column {name!r}: {err}") from None
     if episode.is_numpy:  # the flags, t and eps_id are arrays made by numpy then
         batched |= {"terminateds", "truncateds", "t", "eps_id"}
     spaces = {name: buffer.space for name, buffer in buffers.items() if buffer.space is not None}
-    return SampleBatch.from_columns(data_dict(episode), frozenset(batched), spaces)
+    return SampleBatch.from_columns(columns, frozenset(batched), spaces)
 
 
 def _ragged(key: str, error: Exception) -> ValueError:

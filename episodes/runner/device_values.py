@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from episodes.buffer.plain_arrays import native_array, native_dtype
+from episodes.buffer.plain_arrays import holds_masked, masked_words, native_array, native_dtype
 from episodes.structs import map_batch
 
 __all__ = ["as_device_batch", "as_host_typed", "check_env_flags", "tensor_dtype"]
@@ -34,7 +34,9 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
     """A struct with every leaf a tensor on ``device`` (no copy for tensors already there).
 
     Raises:
-        ValueError: A leaf of values a tensor cannot hold (strings, objects, None), naming
+        ValueError: A leaf of values a tensor cannot hold (strings, objects, None), or a numpy
+            masked array with masked entries (its mask would be lost and the masked values
+            recorded as data; one with none masked is the plain array it holds), naming
             ``name``.
 
     Example:
@@ -47,11 +49,18 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
         >>> as_device_batch(np.array(["a"]), torch.device("cpu"), "vf")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: vf: got <U1 values, which a torch device's blocks cannot hold: ...
+        >>> as_device_batch(np.ma.masked_array([1.0], mask=[1]), torch.device("cpu"), "obs")
+        Traceback (most recent call last):
+        ...
+        ValueError: obs: a numpy masked array with masked entries cannot be stored in a numpy ...
     """
 
     def tensor(leaf: Any) -> Any:
+        host = not isinstance(leaf, torch.Tensor)  # the usual leaf (a tensor): no conversion
+        if host and leaf.__class__ is not np.ndarray and holds_masked([leaf]):
+            raise ValueError(masked_words(name))  # np.asarray would drop its mask
         try:
-            if not isinstance(leaf, torch.Tensor):  # the usual leaf: no conversion
+            if host:
                 leaf = as_host_typed(leaf)
             return torch.as_tensor(leaf, device=device)
         except NotImplementedError:  # a meta tensor (a RuntimeError): the caller names it

@@ -11,6 +11,7 @@ as it was. Later calls find the blocks allocated (they are resized with the othe
 same refusal).
 
 Example:
+    >>> import numpy as np
     >>> from gymnasium.vector import AutoresetMode
     >>> from episodes.runner.metrics import RunnerMetrics
     >>> from episodes.runner.recorder import BatchedRecorder
@@ -25,12 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from episodes.runner.host_values import host_array
+from episodes.runner.host_values import host_outputs
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sizing import allocating
-from episodes.structs import map_batch
 
 __all__ = ["allocate_outputs"]
 
@@ -47,6 +45,7 @@ def allocate_outputs(recorder: BatchedRecorder, actions: Any, extras: dict[str, 
             names the call's ``num_steps``.
 
     Example:
+        >>> import numpy as np
         >>> from gymnasium.vector import AutoresetMode
         >>> from episodes.runner.metrics import RunnerMetrics
         >>> rec = BatchedRecorder(1, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
@@ -74,11 +73,6 @@ def allocate_outputs(recorder: BatchedRecorder, actions: Any, extras: dict[str, 
         assert blocks is not None, "begin() first"
         if blocks.actions is not None:
             return
-        if type(actions) is not np.ndarray:
-            actions = map_batch(host_array, actions)
-        extras = {
-            key: value if type(value) is np.ndarray else map_batch(host_array, value)
-            for key, value in extras.items()
-        }
+        actions, extras = host_outputs(actions, extras)  # masked entries refused, named
     with allocating(recorder.num_steps):
         blocks.ensure_outputs(actions, extras)

@@ -6,23 +6,35 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.plain_arrays import holds_masked, masked_words
 from episodes.runner.policy import check_numpy_dtype
+from episodes.structs import map_batch
 
-__all__ = ["host_array"]
+__all__ = ["host_array", "host_outputs"]
 
 
-def host_array(value: Any) -> np.ndarray:
+def host_array(value: Any, what: str = "a policy output") -> np.ndarray:
     """A numpy array of ``value``; a torch tensor is detached and moved to the host first.
 
     A policy's outputs may carry its autograd graph: recorded, they are data. A float dtype
     numpy lacks comes as float32, which holds each of its values (a later step's bfloat16,
     the first step's being refused before ``env.step``), rounded into its column as a torch
-    env's blocks round it; complex32 comes as complex64.
+    env's blocks round it; complex32 comes as complex64. A numpy masked array with masked
+    entries (or a list holding one) is refused: the array would drop its mask, and the masked
+    values would be recorded as data (one with none masked is the plain array it holds).
+
+    Raises:
+        ValueError: ``value`` holds a masked array with masked entries, naming ``what``.
 
     Example:
         >>> import torch
         >>> host_array([1, 2]).tolist(), host_array(torch.tensor([0.5], dtype=torch.bfloat16))
         ([1, 2], array([0.5], dtype=float32))
+        >>> try:
+        ...     host_array(np.ma.masked_array([0, 1], mask=[0, 1]), "the policy's actions")
+        ... except ValueError as err:
+        ...     print(str(err)[:62])
+        the policy's actions: a numpy masked array with masked entries
     """
     detach = getattr(value, "detach", None)
     if detach is not None and hasattr(value, "cpu"):  # a torch tensor, without importing torch
@@ -36,4 +48,57 @@ def host_array(value: Any) -> np.ndarray:
                 return np.asarray(value.cfloat())
             check_numpy_dtype(value)  # bit-packed or sub-byte dtypes: no numpy dtype holds them
             raise
+    if value.__class__ is not np.ndarray and _may_hold_masked(value) and holds_masked([value]):
+        raise _MaskedOutput(masked_words(what))  # np.asarray would drop its mask
     return np.asarray(value)
+
+
+# Classes that are or may hold a masked array.
+_SUSPECT = (np.ma.MaskedArray, dict, list, tuple)
+
+
+def _may_hold_masked(value: Any) -> bool:
+    """False for a list of items none of which is or holds a masked array (the usual list)."""
+    if value.__class__ is not list:
+        return True
+    for kind in set(map(type, value)):  # a list of ints: one class, at C speed
+        if issubclass(kind, _SUSPECT):
+            return True
+    return False
+
+
+def host_outputs(actions: Any, extras: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A policy's actions and extra outputs with every leaf a host array (:func:`host_array`).
+
+    Outputs that are numpy arrays already are taken as they are, at no cost; a refusal names
+    the output (``the policy's actions``, ``the policy's extra output 'logp'``).
+
+    Raises:
+        ValueError: A leaf holds a masked array with masked entries, naming the output.
+
+    Example:
+        >>> actions, extras = host_outputs([1, 0], {"logp": np.zeros(2)})
+        >>> actions.tolist(), extras["logp"].tolist()
+        ([1, 0], [0.0, 0.0])
+        >>> host_outputs(np.zeros(2), {"vf": np.ma.masked_array([1.0, 2.0], mask=[1, 0])})
+        Traceback (most recent call last):
+        ...
+        ValueError: the policy's extra output 'vf': a numpy masked array with masked entries ...
+    """
+    try:  # the outputs' names are made only for a refusal: a step's torch outputs pay nothing
+        if type(actions) is not np.ndarray:
+            actions = map_batch(host_array, actions)
+        extras = {
+            key: value if type(value) is np.ndarray else map_batch(host_array, value)
+            for key, value in extras.items()
+        }
+    except _MaskedOutput:
+        named = [("the policy's actions", actions)]
+        named += [(f"the policy's extra output {key!r}", value) for key, value in extras.items()]
+        what = next((what for what, value in named if holds_masked([value])), "a policy output")
+        raise ValueError(masked_words(what)) from None
+    return actions, extras
+
+
+class _MaskedOutput(ValueError):
+    """:func:`host_array`'s refusal, named by :func:`host_outputs` for the output holding it."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.plain_arrays import holds_masked, masked_words
 from episodes.structs import NESTED_TYPES, flatten, map_leaves, unflatten
 
 __all__ = [
@@ -211,7 +212,9 @@ def stacked_finals(
 
     Raises:
         ValueError: The infos hold no ``final_obs``, or an item nests otherwise, or the
-            items' shapes differ; the message names ``infos['final_obs']``.
+            items' shapes differ, or an ended sub-env's item (or row of a batched leaf) holds
+            a numpy masked array with masked entries (stacked, its mask would be lost); the
+            message names ``infos['final_obs']``.
 
     Example:
         >>> finals = np.array([None, {"a": np.ones(2)}], dtype=object)
@@ -233,7 +236,8 @@ def stacked_finals(
         )
     if structure is not None and nests_as(items, structure):
         # One [N, ...] array per leaf, as a batched simulator gives it (the torch path's form).
-        batches = [np.asarray(batch) for batch in flatten(items)[0]]
+        leaves = flatten(items)[0]
+        batches = [np.asarray(batch) for batch in leaves]
         for j, (batch, shape) in enumerate(zip(batches, shapes)):
             if batch.shape != tuple(shape):
                 raise ValueError(
@@ -241,8 +245,11 @@ def stacked_finals(
                     f"of shape {batch.shape}, expected {tuple(shape)} (one row per sub-env), or "
                     "give one item per sub-env"
                 )
+            if leaves[j].__class__ is not np.ndarray:  # np.asarray dropped a mask, if any
+                _check_items_unmasked(leaves[j], ended, f", leaf {j}")
         return [batch[ended] for batch in batches]
     flat = []
+    _check_items_unmasked(items, ended, "")
     for i in ended.tolist():
         # gymnasium batches a sub-env's observations into the space's arrays, but passes its
         # final one on as the sub-env gave it: a Box row may come as a list or tuple.
@@ -268,6 +275,21 @@ def stacked_finals(
                 f"{tuple(shapes[j][1:])} each (one per sub-env, as the observations)"
             ) from None
     return out
+
+
+_FINALS = "(infos['final_obs'])"
+
+
+def _check_items_unmasked(items: Any, ended: np.ndarray, leaf: str) -> None:
+    """Refuses the ended sub-envs' final observations (items or rows) holding masked entries.
+
+    Only the rows taken are looked at: the others (masked where no episode ended) are no data.
+    """
+    chosen = [items[i] for i in ended.tolist()]
+    if holds_masked(chosen):  # np.asarray and np.stack would drop the mask
+        at = next(i for i, item in zip(ended.tolist(), chosen) if holds_masked([item]))
+        where = f"the env's final observation {_FINALS}{leaf} of sub-env {at}"
+        raise ValueError(masked_words(where))
 
 
 def _shape(leaf: Any) -> tuple[Any, ...]:

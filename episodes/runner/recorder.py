@@ -44,7 +44,7 @@ from gymnasium.vector import AutoresetMode
 
 from episodes.runner.blocks import Blocks
 from episodes.runner.finals import Finals
-from episodes.runner.host_values import host_array
+from episodes.runner.host_values import host_outputs
 from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of
@@ -57,7 +57,6 @@ from episodes.runner.rewards import REAL_KINDS, refused_rewards
 from episodes.runner.row_infos import RowInfos
 from episodes.runner.table import Recording, chunk_table, vector_chunk_table
 from episodes.runner.timing import now
-from episodes.structs import map_batch
 
 __all__ = ["BatchedRecorder", "autoreset_mode_of", "reported"]
 
@@ -270,13 +269,8 @@ class BatchedRecorder:
             [1.0, 1.0]
         """
         assert self.blocks is not None, "begin() first"
-        try:
-            if type(actions) is not np.ndarray:
-                actions = map_batch(host_array, actions)
-            extras = {
-                key: value if type(value) is np.ndarray else map_batch(host_array, value)
-                for key, value in extras.items()
-            }
+        try:  # a masked array with masked entries is refused, naming the output
+            actions, extras = host_outputs(actions, extras)
         except NotImplementedError:
             # A meta tensor (no data), in torch's words: named here, before env.step.
             check_outputs_hold_data(actions, extras)
