@@ -88,6 +88,7 @@ JOINS = {
     "complex beside float": (np.complex64(1), np.float32(1), None),
     "uint64 beside int64": (np.uint64(1), np.int64(1), np.float64),
     "other shapes": (np.int64(1), np.zeros(2), None),
+    "other nestings": ({"a": np.int64(0)}, {"b": np.float64(0)}, None),
 }
 
 

@@ -54,3 +54,16 @@ def test_named_discounts_equal_the_datasets(gamma, n_step):
     weights = discount_weights(gamma, min(n_step, 300))
     want = [float(discounted_sum(rewards[k : k + n_step], weights)) for k in range(300)]
     assert got.tolist() == want
+
+
+def test_monte_carlo_weights_grow_by_doubling(monkeypatch):
+    # Weights made one more at a time would cost quadratic time in the episode's length.
+    from episodes.replay import nstep
+
+    calls = []
+    real = nstep.discount_weights
+    monkeypatch.setattr(nstep, "discount_weights", lambda g, c: calls.append(c) or real(g, c))
+    rewards = np.ones(5000)
+    store, table = _stored(rewards)
+    n_step_returns(store, table, np.array([0]), np.array([2**62]), 0.9999)
+    assert len(calls) <= 10 and calls == sorted(calls)

@@ -39,6 +39,12 @@ def nan_box(shape=(2,)):
     return box
 
 
+def nan_high_box():
+    box = gs.Box(0.0, 1.0, (2,))
+    box.high[1] = np.nan
+    return box
+
+
 BOX = gs.Box(-1.0, 1.0, (3,), np.float32)
 CASES = {
     # name: (a, b, keys equal)
@@ -65,6 +71,18 @@ CASES = {
     "dict other part": (gs.Dict({"a": BOX}), gs.Dict({"a": gs.Discrete(2)}), False),
     "tuple copy": (gs.Tuple([BOX, gs.Discrete(2)]), gs.Tuple([BOX, gs.Discrete(2)]), True),
     "tuple other order": (gs.Tuple([BOX, gs.Discrete(2)]), gs.Tuple([gs.Discrete(2), BOX]), False),
+    "box transposed shape": (gs.Box(0, 1, (2, 3)), gs.Box(0, 1, (3, 2)), False),
+    "discrete other dtype": (gs.Discrete(3), gs.Discrete(3, dtype=np.int32), False),
+    "multidiscrete other start": (
+        gs.MultiDiscrete([2, 3]),
+        gs.MultiDiscrete([2, 3], start=[1, 1]),
+        False,
+    ),
+    "multidiscrete other shape": (gs.MultiDiscrete([[2, 2]]), gs.MultiDiscrete([2, 2]), False),
+    "text other charset": (gs.Text(5), gs.Text(5, charset="ab"), False),
+    "text other min_length": (gs.Text(5), gs.Text(5, min_length=2), False),
+    "dict other key": (gs.Dict({"a": gs.Discrete(2)}), gs.Dict({"b": gs.Discrete(2)}), False),
+    "dict vs tuple": (gs.Dict({"a": gs.Discrete(2)}), gs.Tuple([gs.Discrete(2)]), False),
 }
 
 
@@ -80,6 +98,7 @@ def test_named_cases(name):
 
 NO_KEY = {
     "nan bound": nan_box(),
+    "nan high bound only": nan_high_box(),
     "subclass": LooseBox(0.0, 1.0, (2,)),
     "dict holding a nan bound": gs.Dict({"a": nan_box((1,))}),
     "tuple holding a subclass": gs.Tuple([LooseBox(0.0, 1.0, (1,))]),
