@@ -64,9 +64,11 @@ def adopted(storage: RolloutStorage, name: str, value: Any) -> Any:
 
     A tensor of the field's shape, dtype and device becomes the field's tensor in ``tensors``
     (the storage holds it from then on, and later writes, such as ``compute_returns``, go
-    into it, as rsl_rl's storage writes into an assigned tensor; an inference tensor, as
-    ``PPO.compute_returns`` under ``torch.inference_mode`` assigns, is copied into a normal
-    one). Fields of several tensors
+    into it, as rsl_rl's storage writes into an assigned tensor). It is held detached, as
+    ``write_block`` holds values; a copy is held instead of an inference tensor (as
+    ``PPO.compute_returns`` under ``torch.inference_mode`` assigns), of a tensor in the memory
+    of another field or hidden state (``storage.advantages = storage.returns``: no two fields
+    share memory), and of a tensor that is not contiguous. Fields of several tensors
     (dict observations, distribution parameters) are written into, not assigned; a field the
     storage does not hold is a plain attribute, as before.
 
@@ -106,10 +108,24 @@ def adopted(storage: RolloutStorage, name: str, value: Any) -> Any:
             f"{old.device}, got {got}: cast it, or write into the field "
             f"(storage.{name}.copy_(...))"
         )
-    if value.is_inference():  # assigned in inference mode: later writes outside would fail
+    value = value.detach()  # as write_block stores values: no graph kept across calls
+    if value.is_inference() or _in_other_field(storage, names, value):
+        # An inference tensor would refuse later writes outside inference mode; memory of
+        # another field would be overwritten by writes into this one (compute_returns).
         with normal_tensors():
             value = value.clone(memory_format=torch.contiguous_format)
     value = value.contiguous()
     storage._tensors[names] = value
     storage._shared.discard(names)  # the caller handed this one over
     return value
+
+
+def _in_other_field(storage: RolloutStorage, names: str, value: torch.Tensor) -> bool:
+    """Whether ``value`` lies in the allocation of another field's or a hidden state's tensor."""
+    if value.device.type == "meta":
+        return False
+    memory = value.untyped_storage().data_ptr()
+    others = [t for name, t in storage._tensors.items() if name != names]
+    for side in ("actor", "critic"):
+        others += getattr(storage, f"saved_hidden_states_{side}", None) or []
+    return any(t.untyped_storage().data_ptr() == memory for t in others)

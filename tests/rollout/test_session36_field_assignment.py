@@ -106,3 +106,22 @@ def test_an_assigned_tensor_replaces_a_shared_one():
     st.values = torch.ones(T, N, 1)
     assert "values" not in st.shared and st.tensors["values"].sum() == T * N
     assert taken.sum() == 0
+
+
+def test_another_fields_tensor_is_assigned_as_a_copy():
+    # Shared memory: compute_returns writing the advantages would overwrite the returns.
+    st = _filled()
+    want = _filled()
+    st.advantages = st.returns
+    assert st.tensors["advantages"].untyped_storage().data_ptr() != st.returns.data_ptr()
+    st.compute_returns(torch.zeros(N), 0.9, 0.95)
+    want.compute_returns(torch.zeros(N), 0.9, 0.95)
+    assert torch.equal(st.returns, want.returns) and torch.equal(st.advantages, want.advantages)
+
+
+def test_an_assigned_tensor_requiring_grad_is_held_detached():
+    st = _filled()
+    weight = torch.ones(1, requires_grad=True)
+    st.values = st.values * weight
+    assert not st.values.requires_grad
+    st.compute_returns(torch.zeros(N), 0.9, 0.95)  # an out= write refuses grad tensors
