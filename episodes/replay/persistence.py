@@ -8,7 +8,9 @@ so a crash never leaves a half-written buffer under the final name. ``replay.jso
 CRC-32 of its own content and of ``priorities.npy`` (version 2, see
 :mod:`episodes.replay.saved_files`); a version 1 save, written before, loads without them. Its
 ``episodes`` field binds ``episodes/`` to it (episodes, steps and the dataset manifest's
-CRC-32); a save written before that field loads without the check.
+CRC-32); a save written before that field loads without the check. The episodes are written
+and read with their columns batched where they hold no infos or ``custom_data``
+(:mod:`episodes.replay.saved_shards`, :mod:`episodes.replay.loaded_shards`), else one by one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import stat
 import zlib
 from collections import Counter
@@ -104,8 +107,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     try:
         # One v2 dataset: its shards are fsynced as a whole, where the chunk format fsyncs
         # one directory per episode (5-11 s for 500 episodes on a disk, now a fraction).
-        with DatasetWriter(tmp / "episodes") as writer:
-            _write_episodes(writer, buffer.get_episodes())
+        _save_episodes(buffer, tmp / "episodes", ids)
         meta: dict[str, Any] = {
             "version": _VERSION,
             "kind": "prioritized"
@@ -147,6 +149,50 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
         remove_empty(staged.made)
         raise
     staged.close()
+
+
+def _save_episodes(buffer: EpisodeReplayBuffer, path: Path, ids: list[Any]) -> None:
+    """The stored episodes as a dataset: columns batched, else episode by episode."""
+    from episodes.replay.saved_shards import BatchMismatch, write_stored
+
+    try:
+        return write_stored(buffer, path, ids)
+    except BatchMismatch:  # the writer's encoding is not what the batched path writes
+        if os.path.lexists(path):
+            shutil.rmtree(path)
+    with DatasetWriter(path) as writer:
+        _write_episodes(writer, buffer.get_episodes())
+
+
+def _load_episodes(buffer: EpisodeReplayBuffer, root: Path) -> tuple[list[Any], int]:
+    """Adds the saved episodes to ``buffer`` (new); returns their ids and their steps.
+
+    Read as one state where every piece is plain (:mod:`episodes.replay.loaded_shards`),
+    else episode by episode: ``add`` then judges them, its refusal the one raised.
+    """
+    from episodes.replay.buffer import EpisodeReplayBuffer
+    from episodes.replay.loaded_shards import read_stored
+    from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
+
+    prioritized = isinstance(buffer, PrioritizedEpisodeReplayBuffer)
+    base = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
+    hooks = ("add", "set_state", "_check_fit", "_prepare", "_write", "_on_append", "_on_reserve")
+    if all(getattr(type(buffer), h) is getattr(base, h) for h in hooks):  # yours: its add
+        loaded = read_stored(root / "episodes")
+        if loaded is not None and (loaded.steps <= buffer.capacity or len(loaded.ids) < 2):
+            try:
+                loaded.restore(buffer)
+                return loaded.ids, loaded.steps
+            except (TypeError, ValueError):
+                pass  # a state set_state refuses: add gives its own refusal
+    episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))
+    try:
+        buffer.add(episodes)
+    except (TypeError, ValueError) as err:  # e.g. a nested space, which replay cannot store
+        raise ValueError(
+            f"{root}: damaged replay buffer (its episodes cannot be stored: {err})"
+        ) from err
+    return [ep.id_ for ep in episodes], sum(len(ep) for ep in episodes)
 
 
 def _write_episodes(writer: DatasetWriter, episodes: list[Any]) -> None:
@@ -260,19 +306,12 @@ def load_buffer(
             raise TypeError(f"{name}.load calls {name}(capacity, {given}): {err}") from err
         raise ValueError(f"{root}: damaged replay buffer (settings: {err})") from None
     # verify: the episodes were written with checksums; a damaged file is refused, not read.
-    episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))
-    try:
-        buffer.add(episodes)
-    except (TypeError, ValueError) as err:  # e.g. a nested space, which replay cannot store
-        raise ValueError(
-            f"{root}: damaged replay buffer (its episodes cannot be stored: {err})"
-        ) from err
-    steps = sum(len(ep) for ep in episodes)
+    read, steps = _load_episodes(buffer, root)
     if buffer.get_num_timesteps() != steps:
         raise ValueError(f"{root}: damaged replay buffer (its episodes exceed its capacity)")
     if EPISODES in meta:  # absent from saves written before it
         try:
-            ids = _encoded_ids([ep.id_ for ep in episodes], "episode {i} of {n} read")
+            ids = _encoded_ids(read, "episode {i} of {n} read")
             check_episodes_record(meta[EPISODES], root / "episodes", ids, steps)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{root}: damaged replay buffer ({err})") from None
