@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def n_step_returns(
         last = np.where(go, nxt, last)
         if k >= asked == len(weights):  # not cut by a weight of 0: make more
             asked = min(width, max(64, 2 * asked))
-            weights = discount_weights(gamma, asked)
+            weights = _few_weights(gamma, asked) if asked <= 64 else discount_weights(gamma, asked)
         weight = weights[k] if k < len(weights) else 0.0
         if weight:  # a stopped window adds 0, not 0 * its last reward (NaN for an inf reward)
             # In float64: a weight below float32's range would be 0 there (0 * inf is NaN).
@@ -164,3 +165,11 @@ def walk(
     if backward:
         out = out[:, ::-1]
     return out
+
+
+@lru_cache(maxsize=256)
+def _few_weights(gamma: float, count: int) -> np.ndarray:
+    """``discount_weights`` of a usual horizon, made once per ``(gamma, count)``: read-only."""
+    weights = discount_weights(gamma, count)
+    weights.flags.writeable = False
+    return weights
