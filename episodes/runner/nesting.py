@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.buffer.plain_arrays import holds_masked, masked_words
+from episodes.buffer.plain_arrays import check_unmasked, holds_masked, masked_words
 from episodes.structs import NESTED_TYPES, flatten, map_leaves, unflatten
 
 __all__ = [
@@ -317,6 +317,8 @@ def env_flags(value: Any, name: str) -> np.ndarray:
         ...
         ValueError: the env's terminated: got <U5 values; flags are bools (or numbers)...
     """
+    if value.__class__ is not np.ndarray:  # a masked array's mask would be dropped
+        check_unmasked(value, f"the env's {name}")
     flags = np.asarray(value)
     if flags.dtype.kind not in "biuf":
         raise ValueError(

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from episodes.buffer.plain_arrays import check_unmasked
 from episodes.runner.blocks import Blocks
 from episodes.runner.finals import Finals
 from episodes.runner.host_values import host_outputs
@@ -303,6 +304,8 @@ class BatchedRecorder:
         # Not cast to float64 here: the block row and the running returns are float64, and
         # numpy widens each value exactly on the way in (a float32 copy per step saved).
         try:
+            if rewards.__class__ is not np.ndarray:  # a masked array's mask would be dropped
+                check_unmasked(rewards, "the env's rewards")
             rewards = np.asarray(rewards)
             if rewards.dtype.kind not in REAL_KINDS:  # before anything is written (complex)
                 raise refused_rewards(rewards.dtype)
