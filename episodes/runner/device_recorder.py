@@ -48,6 +48,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+from episodes.buffer.plain_arrays import check_unmasked
 from episodes.runner.blocks import Blocks
 from episodes.runner.device_blocks import DeviceBlocks, _normal_tensors
 from episodes.runner.device_values import as_device_batch, as_host_typed, check_env_flags
@@ -287,6 +288,13 @@ class DeviceRecorder(BatchedRecorder):
         assert blocks is not None, "begin() first"
         device = blocks.device
         r = self.row
+        for value, name in (
+            (rewards, "rewards"),
+            (terminateds, "terminated"),
+            (truncateds, "truncated"),
+        ):
+            if value.__class__ is not torch.Tensor:  # a masked array's mask would be dropped
+                check_unmasked(value, f"the env's {name}")
         try:  # free while they convert; else a ValueError naming the field, not torch's
             # Not a tensor (a list of Python floats): typed as numpy types it, float64; a
             # read-only array copied (torch would warn).
