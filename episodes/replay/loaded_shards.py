@@ -52,7 +52,7 @@ from episodes.io.values import decode_value
 from episodes.replay.adding import copied_space
 from episodes.replay.ingest import prepare
 from episodes.replay.metadata import EpisodeMeta
-from episodes.replay.saved_shards import _Template
+from episodes.replay.saved_shards import _IDS, _Template
 from episodes.spaces import space_from_dict
 
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Loaded", "read_stored"]
 
-_IDS = ("agent_id", "module_id", "multi_agent_episode_id")
 _FIELDS = ("id", *_IDS, "is_terminated", "is_truncated", "t_started", "t")
 _CLOCKS = ("start_time", "last_step_time")
 _OWN = (*_FIELDS, *_CLOCKS)
