@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import chain
 from typing import Any
 
@@ -197,7 +198,8 @@ def plain_leaves(batch: Any, what: str = "the batch") -> tuple[list[np.ndarray],
     """A struct's leaves as arrays (``np.asarray``) and its structure, masked ones refused.
 
     Raises:
-        ValueError: A leaf is a masked array with masked entries (:func:`check_unmasked`).
+        ValueError: A leaf is a masked array with masked entries (:func:`check_unmasked`), or
+            a ``Mapping`` that is no dict (a ``MappingProxyType``): items nest dicts only.
 
     Example:
         >>> arrays, structure = plain_leaves({"a": np.arange(2), "b": [0.5, 1.5]})
@@ -209,6 +211,11 @@ def plain_leaves(batch: Any, what: str = "the batch") -> tuple[list[np.ndarray],
     leaves, structure = flatten(batch)
     for leaf in leaves:
         check_unmasked(leaf, what)  # np.asarray would drop its mask
+        if isinstance(leaf, Mapping):  # batched as a mapping, then no array: name it
+            raise ValueError(
+                f"{what} holds a {type(leaf).__name__}, a Mapping that is no dict: items nest "
+                "dicts, tuples and lists (as a Dict space's items are dicts); give dict(item)"
+            )
     return [np.asarray(leaf) for leaf in leaves], structure
 
 
