@@ -177,9 +177,28 @@ def read_positions(
         for p, ok in zip(positions.tolist() if listed is None else listed, flags)
     ]
     try:
-        return store.from_items(items)
+        batch = store.from_items(items)
     except ValueError as error:
         raise filler_mismatch(fill, space) from error
+    if store.is_numpy and _gained_objects(store, batch):
+        raise filler_mismatch(fill, space)  # as a slice's read refuses the same fill
+    return batch
+
+
+def _gained_objects(store: Store, batch: Any) -> bool:
+    """Whether a padded read of a numpy column came out as objects where it holds none.
+
+    numpy joins a record (structured) item and a number fill as an object array: the fill
+    does not stack with the items, as the join of a slice's read says.
+    """
+    template = store.window(0, 0) if getattr(store, "typed", True) else None
+    if template is None:
+        return False
+    columns, got = flatten(template)[0], flatten(batch)[0]
+    return len(columns) == len(got) and any(
+        isinstance(leaf, np.ndarray) and leaf.dtype.hasobject and not column.dtype.hasobject
+        for column, leaf in zip(columns, got)
+    )
 
 
 def read_backwards(
