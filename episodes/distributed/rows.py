@@ -182,9 +182,12 @@ def nstep_columns(
     # The terms are added in step order, as TransitionDataset adds them (discounted_sum).
     weights = discount_weights(gamma, min(n_step, n))
     total = rewards.copy()  # weight 1 for each step's own reward
-    for j in range(1, len(weights)):  # one pass per horizon step, all rows at once
-        live = k + j < n
-        total[live] += weights[j] * rewards[k[live] + j]
+    # A sum past float max is inf, inf beside -inf NaN: results, as the other readers give
+    # them, not RuntimeWarnings (an error under -W error).
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(1, len(weights)):  # one pass per horizon step, all rows at once
+            live = k + j < n
+            total[live] += weights[j] * rewards[k[live] + j]
     out["reward"] = total
     out["discount"] = np.power(float(gamma), m)
     out["n_steps"] = m.astype(np.int64)
