@@ -61,6 +61,8 @@ def _bytes_model(columns: dict[str, pa.Array]) -> tuple[int, list[int]]:
         elif pa.types.is_struct(kind):
             for field in kind:
                 walk(field.type, buffers, width)
+        elif pa.types.is_null(kind):  # a zero-size leaf's column: no buffer, no bytes
+            pass
         elif pa.types.is_boolean(kind):
             buffers.pop(0)
             bitmaps.append(width)
