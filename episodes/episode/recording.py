@@ -234,14 +234,17 @@ class StepRecorder:
             if extra_model_outputs is not None and len(extra_model_outputs) == len(recorded):
                 # Optimistic: one dict lookup per key instead of comparing key sets every
                 # step; a new key undoes this step's extra writes and takes the checked path.
-                try:
-                    for key, value in extra_model_outputs.items():
-                        store = recorded[key].store
-                        items = store.pylist
-                        (store if items is None else items).append(value)
-                except KeyError as unknown:
-                    self._undo_extras(extra_model_outputs, unknown.args[0])
-                    self._add_new_extras(extra_model_outputs)
+                # Only the lookup tells a new key: a KeyError a value raises as it converts
+                # (a user's ``__array__``) is that value's refusal, as any other error is.
+                for key, value in extra_model_outputs.items():
+                    column = recorded.get(key)
+                    if column is None:
+                        self._undo_extras(extra_model_outputs, key)
+                        self._add_new_extras(extra_model_outputs)
+                        break
+                    store = column.store
+                    items = store.pylist
+                    (store if items is None else items).append(value)
             elif extra_model_outputs is not None or recorded:
                 self._add_new_extras(extra_model_outputs or {})
             info_store = self.infos.store
