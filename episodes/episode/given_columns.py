@@ -4,7 +4,7 @@ A column may be given as a list of items, any other sequence of items (a tuple, 
 rows), a dict that is a batched struct (a numpy'd column's form: leaves sharing their leading
 axis), or a ready :class:`~episodes.buffer.InfiniteLookbackBuffer`. Everything but a buffer
 becomes a list of items first, so the lookback and the default infos count items, never a
-dict's keys.
+dict's keys, nor a DataFrame's column labels (its rows are the items, as a buffer reads it).
 
 Example:
     >>> column_items({"x": np.arange(2)})
@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -39,12 +39,15 @@ def column_items(data: Any, name: str = "a column") -> Any:
     A list is taken as it is (not copied), any other sequence as the list of its items (an
     array's rows), and a dict as a batched struct: its items are one dict per index along the
     leaves' shared leading axis (``{"x": array of shape (3, 2)}`` holds three items), as a
-    setter takes such a dict for ``new_data``. An empty dict is no column given (None).
+    setter takes such a dict for ``new_data``. An empty dict is no column given (None). An
+    array-like (``__array__``) whose iteration gives no rows of it (a pandas DataFrame's gives
+    its column labels) holds the rows numpy reads from it, as a buffer given it holds.
 
     Raises:
         TypeError: A dict that is no batched struct (a leaf without a leading axis, leaves of
-            different lengths), or data that is no sequence (``1.5``); the message names the
-            column (``name``, the constructor's argument).
+            different lengths), data that is no sequence (``1.5``), or an array-like iterating
+            no rows that numpy reads no rows from; the message names the column (``name``, the
+            constructor's argument).
 
     Example:
         >>> column_items((1, 2)), [row.tolist() for row in column_items(np.eye(2))]
@@ -67,11 +70,60 @@ def column_items(data: Any, name: str = "a column") -> Any:
                 f"the same leading length, one entry per item): {error}"
             ) from error
     try:
-        return list(data)
+        items = list(data)
     except TypeError as error:  # a number, say: no items to take
         raise TypeError(
             f"{name} must be a list or another sequence of items, a batched dict or an "
             f"InfiniteLookbackBuffer, got {type(data).__name__} ({data!r})"
+        ) from error
+    if isinstance(data, (np.ndarray, tuple)) or not hasattr(data, "__array__"):
+        return items
+    return items if isinstance(data, Sequence) or _iterates_rows(data, items) else _rows(data, name)
+
+
+def _iterates_rows(data: Any, items: list[Any]) -> bool:
+    """Whether iterating an array-like gave its rows: one per row, as a tensor's are.
+
+    Each row is of its type, or it is of theirs (a torch ``Parameter``'s rows are tensors). A
+    DataFrame's iteration gives its column labels instead, a polars frame's its columns.
+
+    Example:
+        >>> table = np.zeros((2, 3))
+        >>> _iterates_rows(table, list(table)), _iterates_rows(table, ["x", "y"])
+        (True, False)
+    """
+    shape = getattr(data, "shape", None)
+    try:
+        shape = tuple(shape) if isinstance(shape, tuple) else np.shape(data)
+    except Exception:  # noqa: BLE001 - no shape numpy can read: iterating is all there is
+        return True
+    return len(shape) < 2 or (
+        len(items) == shape[0]
+        and all(isinstance(item, type(data)) or isinstance(data, type(item)) for item in items)
+    )
+
+
+def _rows(data: Any, name: str) -> list[Any]:
+    """An array-like's rows, as a buffer holding it reads them (``np.asarray``'s rows).
+
+    Raises:
+        TypeError: numpy reads no rows from it; the message names the column ``name``.
+
+    Example:
+        >>> class Table:  # iterates its column labels, as a DataFrame does
+        ...     def __array__(self, dtype=None, copy=None):
+        ...         return np.array([[0.0, 1.0], [2.0, 3.0]])
+        ...     def __iter__(self):
+        ...         return iter(["x", "y"])
+        >>> [row.tolist() for row in _rows(Table(), "observations")]
+        [[0.0, 1.0], [2.0, 3.0]]
+    """
+    try:
+        return ArrayStore.from_batch(data).items(0)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"{name} given as a {type(data).__name__} iterates no rows (its column labels, "
+            f"say) and numpy reads no rows from it either: {error}"
         ) from error
 
 
