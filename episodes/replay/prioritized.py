@@ -11,6 +11,7 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
 from episodes.replay.buffer import EpisodeReplayBuffer
+from episodes.replay.integers import holds_bool
 from episodes.replay.state import parsed_state
 from episodes.replay.store import StepStore
 from episodes.replay.sum_tree import SumTree
@@ -321,8 +322,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             )
         idx = _host(indices, name="indices")
         prio = _host(priorities, name="priorities")
-        if prio.size and prio.dtype.kind not in "iuf":  # no strings, bools or complex numbers
-            raise ValueError(f"priorities must be real numbers, got dtype {prio.dtype}")
+        if prio.size and (prio.dtype.kind not in "iuf" or holds_bool(priorities)):  # [1.0, False]
+            kind = "bool" if prio.dtype.kind in "iuf" else prio.dtype  # no strings, bools, complex
+            raise ValueError(f"priorities must be real numbers, got dtype {kind}")
         prio = prio.astype(np.float64, copy=False)
         if idx.ndim != 1 or prio.ndim != 1 or len(idx) != len(prio):
             raise ValueError(

@@ -9,6 +9,7 @@ import numpy as np
 
 from episodes.indexing import discount_factor, whole_number
 from episodes.replay.errors import DeviceError
+from episodes.replay.integers import int_array  # here too: its callers import it from here
 from episodes.replay.sizes import as_count
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
@@ -35,11 +36,6 @@ __all__ = [
 _ROUNDS = 4  # rounds drawn before listing the acceptable positions may be cheaper
 _MAX_ROUNDS = 32  # a rate of 0.25 ** 32 of the first: far below one slot in any store
 _LIST_AT = 1 << 16  # draws in one round beyond which a shorter range is listed instead
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def check_positive(value: Any, name: str) -> int:
@@ -78,43 +74,6 @@ def check_non_negative(value: Any, name: str) -> int:
         0
     """
     return whole_number(value, name, 0)
-
-
-def int_array(values: Any, what: str, beyond: type[Exception] = ValueError) -> np.ndarray:
-    """``values`` as an int64 array, or ``ValueError`` unless they are integers.
-
-    Floats, bools and numeric strings are refused rather than truncated (``1.7`` is no index).
-    Integers beyond int64 (uint64 ones above ``2**63 - 1``, Python ints numpy keeps as
-    objects) raise ``beyond`` rather than wrap around: a caller for which such a value is
-    merely one it does not hold (a ``KeyError`` for ``locate``) passes that error.
-
-    Example:
-        >>> int_array([3, 1], "indices").tolist(), int_array([], "indices").dtype
-        ([3, 1], dtype('int64'))
-        >>> int_array([1.7], "indices")
-        Traceback (most recent call last):
-        ...
-        ValueError: indices must be integers, got dtype float64
-        >>> int_array([2**64 - 3], "times", KeyError)
-        Traceback (most recent call last):
-        ...
-        KeyError: 'times [18446744073709551613] lie beyond int64'
-    """
-    array = np.asarray(values)
-    big: list[int] = []
-    if array.size and array.dtype.kind not in "iu":  # [] is a float64 array: nothing to refuse
-        # Python ints beyond int64 are objects to numpy, or floats beside negative ints
-        # ([-1, 2**63]): only the items themselves tell them from floats.
-        items = np.asarray(values, dtype=object) if array.dtype.kind in "fO" else array
-        if items.dtype != object or not all(map(_is_int, items.flat)):
-            raise ValueError(f"{what} must be integers, got dtype {array.dtype}")
-        big = [v for v in map(int, items.flat) if not _INT64_MIN <= v <= _INT64_MAX]
-        array = items
-    elif array.dtype.kind == "u":
-        big = array[array > _INT64_MAX].tolist()
-    if big:
-        raise beyond(f"{what} {big[:5]} lie beyond int64")
-    return array.astype(np.int64, copy=False)
 
 
 # The discount of ``sample``'s transitions when no ``gamma`` is given (RLlib's default).
