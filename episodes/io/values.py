@@ -57,11 +57,17 @@ def check_array_dtype(dtype: np.dtype[Any], where: str) -> None:
     """Refuses dtypes that are not plain numbers, strings, bytes or datetimes.
 
     Raises:
-        UnstorableValueError: ``dtype`` is an object, void/structured or otherwise unsafe dtype.
+        UnstorableValueError: ``dtype`` is an object, void/structured or otherwise unsafe dtype,
+            or numpy 2's variable-width ``StringDType`` (the message says to convert it).
 
     Example:
         >>> check_array_dtype(np.dtype("float32"), "obs")
     """
+    if dtype.kind == "T":  # numpy 2's StringDType (numpy 1 has no kind "T")
+        raise UnstorableValueError(
+            f"{where}: numpy's variable-width StringDType is not stored: convert it to a "
+            "fixed-width '<U' array, which is, with np.array(values.tolist(), dtype=str)"
+        )
     if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
         raise UnstorableValueError(
             f"{where}: numpy dtype {dtype} cannot be stored safely (only bool, int, uint, "
