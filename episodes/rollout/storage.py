@@ -19,8 +19,9 @@ import torch
 
 from episodes.indexing import as_flag
 
+from ._fast_rows import bind_fields, write_row
 from .aliasing import unalias
-from .fields import FIELDS, adopted, bind_fields
+from .fields import FIELDS, adopted
 from .gae import compute_gae
 from .generators import (
     DistillationBatch,
@@ -354,7 +355,7 @@ class RolloutStorage:
                 f"rollout storage is full ({self.num_transitions_per_env} steps); "
                 "call clear() first"
             )
-        self._write(self.step, self._fields_of(transition))
+        write_row(self, self.step, self._fields_of(transition))  # plain tensors: copied at once
         self.step += 1
 
     def write_block(self, start: SupportsIndex, *, share: bool = False, **fields: Any) -> int:

@@ -1,0 +1,251 @@
+"""The common one-step write of :meth:`RolloutStorage.add_transition`, without detours.
+
+A step of a PPO rollout is a handful of fresh policy and environment outputs, each a plain
+tensor of its row's shape. For those, :meth:`RolloutStorage._write`'s checks
+(:func:`~episodes.rollout.leaves.checked_rows`), its aliasing rules
+(:func:`~episodes.rollout.aliasing.unalias`) and its copies come down to one copy per leaf, in
+the same order. :func:`write_row` makes just those copies when every field is such a tensor,
+and hands anything else to ``_write`` as it came: nothing is written before every field is
+known to qualify, so what ``_write`` refuses it refuses with its own message.
+
+The row views it copies into are kept per storage tensor (:class:`_Rows`), and each is used
+only while the storage still holds that very tensor, at the same address, shape, dtype and
+layout: a tensor rebound (``write_block(share=True)``, ``own``, an assigned field) or changed
+in place (``set_``, ``.data =``) gets new views. :func:`bind_fields` forgets a storage's views
+whenever its fields are bound anew, and so does a step that ``_write`` takes, so views of a
+tensor the storage let go are not kept past its next step.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import fields as _fields
+from .leaves import _may_wrap
+
+if TYPE_CHECKING:
+    from .storage import RolloutStorage
+
+__all__ = ["bind_fields", "write_row"]
+
+_Tensor, _STRIDED = torch.Tensor, torch.strided
+# torch 2.2's storages cannot tell whether they are torch's own (resizable): no fast path.
+_RESIZABLE = hasattr(torch.UntypedStorage, "resizable")
+_QUANTIZED = {
+    getattr(torch, n, None) for n in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4")
+}
+_FULL, _FLAT = 1, 2  # a source of its row's shape; [N] for an [N, 1] row
+
+
+class _Rows:
+    """The row views of one storage tensor, each made the first time a step writes that row.
+
+    Kept with what the views depend on (the tensor, its address, shape, dtype), and whether
+    a copy into them is one into ``tensor[step]``: a plain, normal, contiguous tensor.
+    """
+
+    __slots__ = ("tensor", "ptr", "shape", "dtype", "plain", "row", "n", "full", "flat")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor, self.ptr = tensor, tensor.data_ptr()
+        self.shape, self.dtype = tensor.shape, tensor.dtype
+        self.plain = (
+            type(tensor) is _Tensor and not tensor.is_inference() and tensor.is_contiguous()
+        )
+        self.row = tensor.shape[1:]
+        # N for [T, N, 1] tensors, whose rows take [N] sources (-1: no [N] source fits).
+        self.n = tensor.shape[1] if tensor.dim() == 3 and tensor.shape[2] == 1 else -1
+        self.full: list[torch.Tensor | None] = [None] * tensor.shape[0]
+        self.flat: list[torch.Tensor | None] = [None] * tensor.shape[0]
+
+    def make(self, step: int, kind: int) -> torch.Tensor:
+        # Made as outside inference mode, whatever mode this step runs in: a view made in it
+        # carries that mark into later steps' writes (autograd checks it when grad is on).
+        with torch.inference_mode(False):
+            view = self.tensor[step] if kind == _FULL else self.tensor[step, :, 0]
+        (self.full if kind == _FULL else self.flat)[step] = view
+        return view
+
+
+#: Storage -> tensor name -> its row views; a storage's entry goes with the storage.
+_VIEWS: weakref.WeakKeyDictionary[Any, dict[str, _Rows]] = weakref.WeakKeyDictionary()
+
+
+def _views_of(storage: RolloutStorage) -> dict[str, _Rows]:
+    try:
+        views = _VIEWS.get(storage)
+        if views is None:
+            views = _VIEWS[storage] = {}
+        return views
+    except TypeError:  # a subclass that cannot be a key (no __hash__): views for this step
+        return {}
+
+
+def _forget(storage: RolloutStorage) -> None:
+    try:
+        _VIEWS.pop(storage, None)
+    except TypeError:
+        pass
+
+
+def bind_fields(storage: RolloutStorage) -> None:
+    """:func:`.fields.bind_fields`, and the storage's row views are forgotten.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 2, 3, (1,), (1,))
+        >>> bind_fields(st)
+        >>> st.rewards is st.tensors["rewards"]
+        True
+    """
+    _fields.bind_fields(storage)
+    _forget(storage)
+
+
+def write_row(storage: RolloutStorage, step: Any, fields: dict[str, Any]) -> None:
+    """Writes ``fields`` (as :meth:`RolloutStorage._fields_of` lists them) into row ``step``.
+
+    The same as ``storage._write(step, fields)``: the same values, errors and aliasing rules.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 2, 3, (1,), (1,))
+        >>> write_row(st, 1, {"rewards": torch.tensor([1.0, 2.0]), "values": None})
+        >>> st.rewards[:, :, 0].tolist()
+        [[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]
+    """
+    pairs = _plain_pairs(storage, step, fields)
+    if pairs is None:
+        _forget(storage)
+        storage._write(step, fields)
+        return
+    # One copy_ each, as _write makes them (torch._foreach_copy_ would be one call, but it
+    # reads a negated view otherwise: it copies one into bool dones that copy_ refuses).
+    for row, src in zip(*pairs):
+        row.copy_(src)
+
+
+def _plain_pairs(
+    storage: RolloutStorage, step: Any, fields: dict[str, Any]
+) -> tuple[list[torch.Tensor], list[torch.Tensor]] | None:
+    """The rows ``_write`` would copy into and their sources, in its order; None: leave it to it.
+
+    Not None only when: ``step`` is an int, no tensor is shared (``write_block(share=True)``:
+    a write replaces it first), no hidden state is given, every other field is a plain tensor
+    (a tuple of them for a field of several tensors, such as the distribution parameters)
+    that fits its row as it is (:func:`_row`), and no source can lie in the storage's memory
+    (the test of ``aliasing._all_fresh``, which ``_write`` passes then too: it copies every
+    source as it is). Reads no data; fields are checked as ``_write`` reads them, by name.
+    """
+    if not _RESIZABLE or type(step) is not int or step < 0 or storage._shared:
+        return None
+    tensors, views = storage._tensors, _views_of(storage)
+    rows: list[torch.Tensor] = []
+    sources: list[torch.Tensor] = []
+    put_rows: list[torch.Tensor] = []  # written after the others, as _write's puts
+    put_sources: list[torch.Tensor] = []
+    for name, value in fields.items():
+        if value is None:
+            continue
+        dst = tensors.get(name)
+        if dst is not None:
+            row = _row(views, name, dst, value, step)
+            if row is None:
+                return None
+            rows.append(row)
+            sources.append(value)
+        elif name == "hidden_states":  # (None, None): nothing to write, nothing to check
+            if type(value) is not tuple or len(value) != 2 or value[0] is not None:
+                return None
+            if value[1] is not None:
+                return None
+        else:
+            names = storage.field_names.get(name)
+            if type(names) is not tuple or type(value) is not tuple or len(value) != len(names):
+                return None  # dict observations, a stacked tensor, a field not stored
+            for tensor_name, leaf in zip(names, value):
+                dst = tensors.get(tensor_name)
+                row = None if dst is None else _row(views, tensor_name, dst, leaf, step)
+                if row is None:
+                    return None
+                put_rows.append(row)
+                put_sources.append(leaf)
+    rows += put_rows
+    sources += put_sources
+    # aliasing._all_fresh: torch's own (resizable) memory that starts no storage tensor's.
+    starts = {t.untyped_storage().data_ptr() for t in tensors.values()}
+    for saved in (storage.saved_hidden_states_actor, storage.saved_hidden_states_critic):
+        starts.update(t.untyped_storage().data_ptr() for t in saved or ())
+    for src in sources:
+        memory = src.untyped_storage()
+        if not memory.resizable() or memory.data_ptr() in starts:
+            return None
+    return rows, [src.detach() if src.requires_grad else src for src in sources]
+
+
+def _row(
+    views: dict[str, _Rows], name: str, dst: torch.Tensor, src: Any, step: int
+) -> torch.Tensor | None:
+    """The view of ``dst[step]`` that ``src`` is copied into as it is, else None.
+
+    ``src`` fits as ``checked_rows`` takes it without reading its values: a plain dense tensor
+    with data, of its row's dtype or one :func:`_plain_cast` allows, of its row's shape
+    (or ``[N]`` for ``[N, 1]`` rows: then the view is ``dst[step, :, 0]``). ``dst`` a plain
+    tensor that autograd and inference mode let be written in place, as every storage tensor
+    is: then a copy into a view made before is ``dst[step].copy_(src)``.
+    """
+    entry = views.get(name)
+    if (  # views of another tensor, or of this one before it moved or changed its layout
+        entry is None
+        or entry.tensor is not dst
+        or dst.data_ptr() != entry.ptr
+        or dst.shape != entry.shape
+        or dst.dtype is not entry.dtype
+        or not dst.is_contiguous()
+    ):
+        entry = views[name] = _Rows(dst)
+    dtype = entry.dtype
+    if (
+        type(src) is not _Tensor
+        or (src.dtype is not dtype and not _plain_cast(src.dtype, dtype))
+        or src.layout is not _STRIDED
+        or src.is_meta
+        or src.is_nested
+        or not entry.plain
+        or dst.requires_grad
+    ):
+        return None  # checked_rows casts, refuses or names what is wrong
+    shape = src.shape
+    if shape == entry.row:
+        made = entry.full
+        kind = _FULL
+    elif len(shape) == 1 and shape[0] == entry.n:
+        made = entry.flat
+        kind = _FLAT
+    else:
+        return None
+    if step >= len(made):
+        return None  # beyond the rows: _write says so
+    view = made[step]
+    return entry.make(step, kind) if view is None else view
+
+
+@functools.cache
+def _plain_cast(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether :func:`checked_rows` takes ``src`` values into ``dst`` with nothing left to read.
+
+    Flags into bool (dones as floats or ints), a wider or narrower float, a wider int; not a
+    narrower int, whose range it reads (:func:`check_int_range`), nor what it refuses.
+    """
+    if src in _QUANTIZED:
+        return False
+    if dst == torch.bool:
+        return not src.is_complex
+    try:
+        return torch.can_cast(src, dst) and not _may_wrap(src, dst)
+    except Exception:  # a dtype torch cannot compare: checked_rows says what is wrong
+        return False
