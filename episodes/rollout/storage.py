@@ -19,8 +19,8 @@ import torch
 
 from episodes.indexing import as_flag
 
-from ._fast_rows import bind_fields, write_row
 from .aliasing import unalias
+from .fast_rows import bind_fields, write_row
 from .fields import FIELDS, adopted
 from .gae import compute_gae
 from .generators import (

@@ -2,7 +2,7 @@
 
 ``add_transition`` hands a step of plain tensors (each of its row's shape, a dtype the row
 takes as it is, none in the storage's memory, nothing shared, no hidden state) to
-``episodes.rollout._fast_rows``, which copies them at once; anything else goes to
+``episodes.rollout.fast_rows``, which copies them at once; anything else goes to
 ``RolloutStorage._write`` as before. The general path is forced here by calling ``_write``
 the way ``add_transition`` did before the fast path: the two must leave bit-identical
 storages (tensors, dtypes, shared set, hidden states, field bindings, step) and raise the same
@@ -25,8 +25,8 @@ import torch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from episodes.rollout import RolloutStorage, _fast_rows
-from episodes.rollout._fast_rows import _plain_pairs
+from episodes.rollout import RolloutStorage, fast_rows
+from episodes.rollout.fast_rows import _plain_pairs
 
 Transition = RolloutStorage.Transition
 
@@ -968,10 +968,10 @@ def test_tensors_let_go_are_not_kept():
     _filled(storage)
     gc.collect()
     assert old() is None  # assigned: its views made anew at the next step
-    held, gone = len(_fast_rows._VIEWS), weakref.ref(storage)
+    held, gone = len(fast_rows._VIEWS), weakref.ref(storage)
     del storage
     gc.collect()
-    assert gone() is None and len(_fast_rows._VIEWS) < held  # its views go with it
+    assert gone() is None and len(fast_rows._VIEWS) < held  # its views go with it
 
 
 def test_a_tensor_changed_in_place_gets_new_views():
