@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.plain_arrays import check_items_unmasked
+from episodes.buffer.stack_errors import unstackable
 from episodes.connectors.joining import lossless_ints
 from episodes.connectors.learner import check_end_joins
 from episodes.connectors.list_rows import layout_rows
@@ -33,6 +35,7 @@ from episodes.converter.reward_steps import step_rewards
 from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import nest_as_space, unstackable_space
+from episodes.spaces.batching import check_sortable_keys
 from episodes.structs import id_key, map_alike, map_leaves, short_repr
 
 ObsFn = Callable[[Any], Any]
@@ -158,7 +161,7 @@ def rows(chunk: SingleAgentEpisode, column: str, key: str | None = None) -> Any:
     # By the column's mode, not the type read: a numpy'd column of list-structured items
     # (an observation [x, y]) reads a list of leaves, already batched.
     what = f"extra_model_outputs[{key!r}]" if column == "extra" else column
-    return data if buffer.finalized else layout_batch(data, buffer.space, what)
+    return data if buffer.finalized else _laid_out(data, buffer.space, what, chunk)
 
 
 def layout_batch(items: Any, space: Any, what: str) -> Any:
@@ -167,7 +170,8 @@ def layout_batch(items: Any, space: Any, what: str) -> Any:
     Items of a Sequence, Graph or OneOf space have no fixed layout: batched as they come, equal
     lengths would give one column per position and ragged ones numpy's own error. A masked
     array with masked entries among them is refused too, as ``to_numpy`` refuses it: batched,
-    its mask would be lost and its masked values read as data.
+    its mask would be lost and its masked values read as data. Items that differ in shape or
+    nesting are named (the first and one unlike it), as ``to_numpy`` names them.
 
     Example:
         >>> import gymnasium as gym
@@ -179,13 +183,35 @@ def layout_batch(items: Any, space: Any, what: str) -> Any:
         Traceback (most recent call last):
         ...
         ValueError: obs: item 0 of 1: a numpy masked array with masked entries cannot be ...
+        >>> layout_batch([np.zeros(2), np.zeros(3)], None, "obs")
+        Traceback (most recent call last):
+        ...
+        ValueError: obs: the items do not stack: item 0 has shape (2,), item 1 has shape (3,)
     """
+    return _laid_out(items, space, what, None)
+
+
+def _laid_out(items: Any, space: Any, what: str, chunk: SingleAgentEpisode | None) -> Any:
+    """:func:`layout_batch`, naming ``chunk`` too (if given) where its items differ."""
     kind = None if space is None else unstackable_space(space)
     if kind is not None:
         raise ValueError(
             f"{what}: a {kind} space's items have no fixed layout and cannot form a training column"
         )
-    return layout_rows(items, space, what)  # batch_with_layout, masked entries refused
+    try:
+        return layout_rows(items, space, what)  # batch_with_layout, masked entries refused
+    except ValueError as err:  # numpy's or dm-tree's words: name the items that differ
+        try:  # unless a refusal of ours came first (a masked entry, keys that do not sort)
+            check_items_unmasked(items)
+            check_sortable_keys(space)
+            named = unstackable(items)
+        except ValueError:
+            named = None
+        if named is None:
+            raise
+        if chunk is not None:
+            what += f" of the chunk of episode {chunk.id_!r} starting at t={chunk.t_started}"
+        raise ValueError(f"{what}: {named}") from err
 
 
 def _concat(parts: list[Any]) -> Any:
