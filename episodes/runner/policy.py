@@ -414,14 +414,42 @@ def _leaves(batch: Any) -> list[Any]:
 
 
 def _list_shape(leaf: Any, name: str) -> tuple[int, ...]:
-    """The shape of a leaf without one (a list), or the ``ValueError`` naming a ragged one."""
+    """The shape of a leaf without one (a list), or a ``ValueError`` naming the output.
+
+    A list numpy cannot shape is ragged, unless an object in it (or the leaf itself) raised
+    its own error (its ``__array__``, say): that error is quoted and chained.
+    """
     try:
         return tuple(np.shape(leaf))
-    except ValueError:
+    except ValueError as err:
+        try:
+            own = _own_error(leaf) if isinstance(leaf, (list, tuple)) else (leaf, err)
+        except RecursionError:  # a list holding itself
+            own = None
+        if own is not None:
+            raise ValueError(
+                f"the policy's {name} cannot be read as an array (numpy reading a "
+                f"{type(own[0]).__name__} in it raised: {own[1]})"
+            ) from own[1]
         raise ValueError(
             f"the policy's {name} is a list whose items differ in shape (a ragged list): a "
             "batch holds one entry of one shape per sub-env"
         ) from None
+
+
+def _own_error(items: list[Any] | tuple[Any, ...]) -> tuple[Any, ValueError] | None:
+    """The first object in nested ``items`` (no list) whose shape numpy cannot read, and why."""
+    for item in items:
+        if isinstance(item, (list, tuple)):
+            found = _own_error(item)
+            if found is not None:
+                return found
+            continue
+        try:
+            np.shape(item)
+        except ValueError as err:
+            return item, err
+    return None
 
 
 def _shape_changed(name: str, before: Any, value: Any) -> None:
