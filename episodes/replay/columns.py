@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words, native_dtype
+from episodes.buffer.stack_errors import layout, unstackable
 
 __all__ = ["Column", "as_rows", "float32_rewards", "move_back", "move_to_front"]
 
@@ -18,12 +19,18 @@ def as_rows(values: Any, what: str) -> np.ndarray:
     """Stacks a sequence of per-step values into one numeric array of rows.
 
     Raises:
-        TypeError: The values do not stack into a numeric array (nested or ragged items), or
+        TypeError: The values do not stack into a numeric array (nested items, objects), or
             hold a numpy masked array with masked entries (stacking would drop its mask).
+        ValueError: Items that differ in shape (rows of two shapes, a scalar reward beside a
+            vector one), naming the first and one unlike it.
 
     Example:
         >>> as_rows([[0.0, 1.0], [2.0, 3.0]], "obs").shape
         (2, 2)
+        >>> as_rows([1.0, np.zeros(2)], "rewards")
+        Traceback (most recent call last):
+        ...
+        ValueError: rewards: the items do not stack: item 0 has shape (), item 1 has shape (2,)
     """
     # A list of items (list mode) is scanned by type; an array is looked at once.
     if isinstance(values, np.ndarray):  # a numpy'd chunk's column: the usual case
@@ -33,7 +40,10 @@ def as_rows(values: Any, what: str) -> np.ndarray:
         raise TypeError(masked_words(what))
     try:
         rows = np.asarray(values)
-    except ValueError as err:  # ragged items
+    except ValueError as err:
+        named = unstackable(values) if _all_shaped(values) else None
+        if named is not None:  # rows that differ in shape: refused as the stored columns do
+            raise ValueError(f"{what}: {named}") from None
         raise TypeError(f"{what}: the items do not stack into one array ({err})") from None
     if rows.dtype.kind not in "biufc" or rows.ndim == 0:
         raise TypeError(
@@ -41,6 +51,20 @@ def as_rows(values: Any, what: str) -> np.ndarray:
             "spaces are not supported, flatten them with a connector first"
         )
     return rows
+
+
+def _all_shaped(values: Any) -> bool:
+    """Whether ``values`` is a list of arrays and numbers (rows, whatever their shapes).
+
+    Not a list nested or holding itself, a dict or an object: those are no numeric rows.
+    """
+    if not isinstance(values, list):
+        return False
+    try:
+        kinds = [layout(value) for value in values]
+    except RecursionError:  # a dict holding itself
+        return False
+    return all(isinstance(kind, str) and kind.startswith("shape ") for kind in kinds)
 
 
 def float32_rewards(rewards: np.ndarray) -> np.ndarray:
