@@ -22,6 +22,7 @@ import numpy as np
 
 from episodes.buffer import array_batches, row_drops
 from episodes.buffer.array_copies import field_copy, shallow_copy
+from episodes.buffer.nesting_errors import nesting_mismatch
 from episodes.buffer.plain_arrays import plain_leaves
 from episodes.buffer.slots import slot_values
 from episodes.buffer.value_fit import (
@@ -437,10 +438,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
         if not self.typed:  # each leaf's dtype is the array's: a[0] of ["a", "abcd"] is <U1
             self._adopt_layout([(a.shape[1:], a.dtype) for a in arrays], structure)
         elif len(arrays) != len(self.leaves) or not same_nesting(self.structure, batch):
-            raise ValueError(
-                f"batch has {len(arrays)} leaves but the column stores {len(self.leaves)} "
-                f"(or they nest otherwise): structure mismatch"
-            )
+            raise nesting_mismatch(self.structure, self.leaves, structure, arrays)
         for column, leaf in zip(self.leaves, arrays):
             error = batch_misfit(column, leaf, n)
             if error is not None:
