@@ -12,8 +12,11 @@ The row views it copies into are kept per storage tensor (:class:`_Rows`), and e
 only while the storage still holds that very tensor, at the same address, shape, dtype and
 layout: a tensor rebound (``write_block(share=True)``, ``own``, an assigned field) or changed
 in place (``set_``, ``.data =``) gets new views. :func:`bind_fields` forgets a storage's views
-whenever its fields are bound anew, and so does a step that ``_write`` takes, so views of a
-tensor the storage let go are not kept past its next step.
+whenever its fields are bound anew (a ``_write`` that takes or replaces a tensor binds them);
+a field assigned a new tensor (``storage.values = t``) keeps the old tensor's views, and so the
+old tensor, until a step writes that field again or the storage goes. Views are made as steps
+write rows, so a step that falls back to ``_write`` (hidden states, numpy-backed sources, a
+forward-mode AD level) costs no more than ``_write`` itself, whatever ``T``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from . import fields as _fields
 from .leaves import _may_wrap
@@ -38,6 +42,9 @@ _RESIZABLE = hasattr(torch.UntypedStorage, "resizable")
 _QUANTIZED = {
     getattr(torch, n, None) for n in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4")
 }
+# Row views are kept for rollouts of up to this many steps (rsl_rl's are 24-100): at most a
+# few hundred kB a field; longer ones make a step's views as it writes them.
+_KEPT_STEPS = 256
 _FULL, _FLAT = 1, 2  # a source of its row's shape; [N] for an [N, 1] row
 
 
@@ -48,7 +55,7 @@ class _Rows:
     a copy into them is one into ``tensor[step]``: a plain, normal, contiguous tensor.
     """
 
-    __slots__ = ("tensor", "ptr", "shape", "dtype", "plain", "row", "n", "full", "flat")
+    __slots__ = ("tensor", "ptr", "shape", "dtype", "plain", "row", "n", "steps", "full", "flat")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.tensor, self.ptr = tensor, tensor.data_ptr()
@@ -59,15 +66,17 @@ class _Rows:
         self.row = tensor.shape[1:]
         # N for [T, N, 1] tensors, whose rows take [N] sources (-1: no [N] source fits).
         self.n = tensor.shape[1] if tensor.dim() == 3 and tensor.shape[2] == 1 else -1
-        self.full: list[torch.Tensor | None] = [None] * tensor.shape[0]
-        self.flat: list[torch.Tensor | None] = [None] * tensor.shape[0]
+        self.steps = tensor.shape[0]
+        self.full: dict[int, torch.Tensor] = {}  # made as steps write them: no O(T) setup
+        self.flat: dict[int, torch.Tensor] = {}
 
     def make(self, step: int, kind: int) -> torch.Tensor:
         # Made as outside inference mode, whatever mode this step runs in: a view made in it
         # carries that mark into later steps' writes (autograd checks it when grad is on).
         with torch.inference_mode(False):
             view = self.tensor[step] if kind == _FULL else self.tensor[step, :, 0]
-        (self.full if kind == _FULL else self.flat)[step] = view
+        if self.steps <= _KEPT_STEPS:  # a view costs about 0.6 kB: not kept for long rollouts
+            (self.full if kind == _FULL else self.flat)[step] = view
         return view
 
 
@@ -119,8 +128,7 @@ def write_row(storage: RolloutStorage, step: Any, fields: dict[str, Any]) -> Non
         [[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]
     """
     pairs = _plain_pairs(storage, step, fields)
-    if pairs is None:
-        _forget(storage)
+    if pairs is None:  # a tensor _write rebinds makes it bind the fields: views forgotten then
         storage._write(step, fields)
         return
     # One copy_ each, as _write makes them (torch._foreach_copy_ would be one call, but it
@@ -143,48 +151,74 @@ def _plain_pairs(
     """
     if not _RESIZABLE or type(step) is not int or step < 0 or storage._shared:
         return None
-    tensors, views = storage._tensors, _views_of(storage)
-    rows: list[torch.Tensor] = []
-    sources: list[torch.Tensor] = []
-    put_rows: list[torch.Tensor] = []  # written after the others, as _write's puts
-    put_sources: list[torch.Tensor] = []
+    # The cheap refusals first, before any view is made: a recurrent step's hidden states,
+    # and forward-mode AD (a dual source has no requires_grad, yet copy_ would carry its
+    # tangent into the storage, where _write's detach drops it).
+    hidden = fields.get("hidden_states")
+    if hidden is not None and (
+        type(hidden) is not tuple
+        or len(hidden) != 2
+        or hidden[0] is not None
+        or hidden[1] is not None
+    ):
+        return None
+    if getattr(_forward_ad, "_current_level", 0) >= 0:
+        return None
+    tensors = storage._tensors
+    pairs: list[tuple[str, torch.Tensor, Any]] = []  # (tensor name, tensor, source)
+    puts: list[tuple[str, torch.Tensor, Any]] = []  # written after the others, as _write's
     for name, value in fields.items():
-        if value is None:
+        if value is None or name == "hidden_states":  # (None, None), checked above
             continue
         dst = tensors.get(name)
         if dst is not None:
-            row = _row(views, name, dst, value, step)
-            if row is None:
+            pairs.append((name, dst, value))
+            continue
+        names = storage.field_names.get(name)
+        if type(names) is not tuple or type(value) is not tuple or len(value) != len(names):
+            return None  # dict observations, a stacked tensor, a field not stored
+        for tensor_name, leaf in zip(names, value):
+            dst = tensors.get(tensor_name)
+            if dst is None:
                 return None
-            rows.append(row)
-            sources.append(value)
-        elif name == "hidden_states":  # (None, None): nothing to write, nothing to check
-            if type(value) is not tuple or len(value) != 2 or value[0] is not None:
-                return None
-            if value[1] is not None:
-                return None
-        else:
-            names = storage.field_names.get(name)
-            if type(names) is not tuple or type(value) is not tuple or len(value) != len(names):
-                return None  # dict observations, a stacked tensor, a field not stored
-            for tensor_name, leaf in zip(names, value):
-                dst = tensors.get(tensor_name)
-                row = None if dst is None else _row(views, tensor_name, dst, leaf, step)
-                if row is None:
-                    return None
-                put_rows.append(row)
-                put_sources.append(leaf)
-    rows += put_rows
-    sources += put_sources
-    # aliasing._all_fresh: torch's own (resizable) memory that starts no storage tensor's.
+            puts.append((tensor_name, dst, leaf))
+    pairs += puts
+    # aliasing._all_fresh: torch's own (resizable) memory that starts no storage tensor's;
+    # judged before any view is made, so that numpy-backed sources cost no views.
     starts = {t.untyped_storage().data_ptr() for t in tensors.values()}
     for saved in (storage.saved_hidden_states_actor, storage.saved_hidden_states_critic):
         starts.update(t.untyped_storage().data_ptr() for t in saved or ())
-    for src in sources:
+    spans: list[tuple[int, int]] | None = None
+    for _, _, src in pairs:
+        if type(src) is not _Tensor or src.layout is not _STRIDED or src.is_meta or src.is_nested:
+            return None  # checked_rows names what is wrong
         memory = src.untyped_storage()
-        if not memory.resizable() or memory.data_ptr() in starts:
+        start = memory.data_ptr()
+        if start in starts:
             return None
-    return rows, [src.detach() if src.requires_grad else src for src in sources]
+        if not memory.resizable():  # numpy's memory (from_numpy): it may lie inside ours
+            if spans is None:
+                spans = _spans(storage)
+            stop = start + memory.nbytes()
+            if any(start < end and begin < stop for begin, end in spans):
+                return None
+    views = _views_of(storage)
+    rows = []
+    for name, dst, src in pairs:
+        row = _row(views, name, dst, src, step)
+        if row is None:
+            return None
+        rows.append(row)
+    return rows, [src.detach() if src.requires_grad else src for _, _, src in pairs]
+
+
+def _spans(storage: RolloutStorage) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` addresses of every allocation the storage's tensors lie in."""
+    held = [*storage._tensors.values()]
+    for saved in (storage.saved_hidden_states_actor, storage.saved_hidden_states_critic):
+        held.extend(saved or ())
+    memories = [t.untyped_storage() for t in held]
+    return [(m.data_ptr(), m.data_ptr() + m.nbytes()) for m in memories]
 
 
 def _row(
@@ -228,9 +262,9 @@ def _row(
         kind = _FLAT
     else:
         return None
-    if step >= len(made):
+    if step >= entry.steps:
         return None  # beyond the rows: _write says so
-    view = made[step]
+    view = made.get(step)
     return entry.make(step, kind) if view is None else view
 
 

@@ -648,12 +648,12 @@ CASES: dict[str, tuple[dict, list, Callable, str, bool, type | None]] = {
         None,
     ),
     "inside inference mode": (_rl(), [], _with(), "inference", True, None),
-    "numpy-backed source: to _write": (
+    "numpy-backed source outside the storage: copied at once": (
         _rl(),
         [],
         _with(actions=_r("numpy", field="actions")),
         "grad",
-        False,
+        True,
         None,
     ),
     "a row of the storage itself": (
