@@ -84,8 +84,9 @@ def column_items(data: Any, name: str = "a column") -> Any:
 def _iterates_rows(data: Any, items: list[Any]) -> bool:
     """Whether iterating an array-like gave its rows: one per row, as a tensor's are.
 
-    Each row is of its type, or it is of theirs (a torch ``Parameter``'s rows are tensors). A
-    DataFrame's iteration gives its column labels instead, a polars frame's its columns.
+    Each row is of its type, or it is of theirs (a torch ``Parameter``'s rows are tensors), or
+    has a row's shape (an h5py-like table iterating numpy rows). A DataFrame's iteration gives
+    its column labels instead, a polars frame's its columns.
 
     Example:
         >>> table = np.zeros((2, 3))
@@ -99,8 +100,19 @@ def _iterates_rows(data: Any, items: list[Any]) -> bool:
         return True
     return len(shape) < 2 or (
         len(items) == shape[0]
-        and all(isinstance(item, type(data)) or isinstance(data, type(item)) for item in items)
+        and all(
+            isinstance(item, type(data)) or isinstance(data, type(item)) or _row_of(item, shape)
+            for item in items
+        )
     )
+
+
+def _row_of(item: Any, shape: tuple[int, ...]) -> bool:
+    """Whether ``item`` has the shape of one row of an array-like of ``shape`` (a numpy row)."""
+    try:
+        return tuple(np.shape(item)) == tuple(shape[1:])
+    except Exception:  # noqa: BLE001 - no shape numpy can read: no row
+        return False
 
 
 def _rows(data: Any, name: str) -> list[Any]:
@@ -120,7 +132,7 @@ def _rows(data: Any, name: str) -> list[Any]:
     """
     try:
         return ArrayStore.from_batch(data).items(0)
-    except (TypeError, ValueError) as error:
+    except Exception as error:  # whatever its __array__ raised, named with the column
         raise TypeError(
             f"{name} given as a {type(data).__name__} iterates no rows (its column labels, "
             f"say) and numpy reads no rows from it either: {error}"
