@@ -107,7 +107,13 @@ def _select(source: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None)
         if picked.dtype != source.dtype:  # a dtype view, even to the same dtype, has no grad
             picked = picked.view(source.dtype)
         return picked.view(len(index), *source.shape[1:])
-    target = _one_per_row(out)
+    # Rows moved as wide items only between tensors of one dtype and row shape, as index_select
+    # would check (else its own error, or the resize it makes).
+    target = (
+        _one_per_row(out)
+        if out.dtype == source.dtype and out.shape[1:] == source.shape[1:]
+        else None
+    )
     if flat is None or target is None or target.dtype != flat.dtype:
         return torch.index_select(source, 0, index, out=out)
     torch.index_select(flat, 0, index, out=target)
