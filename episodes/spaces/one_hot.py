@@ -111,7 +111,9 @@ def _as_indices(value: Any, start: Any, stop: Any, space: gs.Space[Any]) -> np.n
         # Ints no int64 or uint64 holds: beyond every space's range, not "no integers".
         raise ValueError(f"one_hot: value out of range for {space}: {arr!r}")
     if arr.dtype.kind not in "iub":
-        if arr.dtype.kind != "f" or not np.all(np.mod(arr, 1) == 0):
+        with np.errstate(invalid="ignore"):  # inf % 1 is NaN: refused below, not warned of
+            whole = arr.dtype.kind == "f" and bool(np.all(np.mod(arr, 1) == 0))
+        if not whole:
             raise ValueError(f"one_hot: {space} needs integer values, got {arr!r}")
     if arr.size:
         # Python ints compare uint64, int64 and integral floats exactly.
