@@ -348,6 +348,10 @@ class StepRecorder:
                 columns[name].pop()
         if not isinstance(error, (ValueError, TypeError)):
             return None
+        if given is not None and given.keys() != self.extra_model_outputs.keys():
+            # Keys that do not match the recorded ones are refused first, whichever value the
+            # optimistic loop met first, as the checked path refuses them.
+            self._check_new_keys(given, before)
         # A given key equal to a recorded one (np.str_("vf") and "vf", 1.0 and 1) is named as
         # the column names it.
         recorded = {key: key for key in self.extra_model_outputs}

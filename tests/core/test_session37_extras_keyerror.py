@@ -42,3 +42,16 @@ def test_a_new_key_still_takes_the_checked_path():
         episode.add_env_step(9.0, 9, 9.0, extra_model_outputs={"a": 0.5, "c": 0.5})
     episode.validate()
     assert episode.t == 3 and episode.get_extra_model_outputs("a") == [0.5] * 3
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"a": "x", "c": 1}, {"c": 1, "a": "x"}, {"a": "x"}],
+    ids=["bad value, then a new key", "a new key, then a bad value", "bad value, a key missing"],
+)
+def test_keys_that_do_not_match_are_refused_first_whatever_their_order(given):
+    episode = _episode(numpy=True)
+    with pytest.raises(AssertionError, match="missing keys \\['b'\\]"):
+        episode.add_env_step(9.0, 9, 9.0, extra_model_outputs=given)
+    episode.validate()
+    assert episode.t == 3
