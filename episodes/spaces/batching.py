@@ -114,7 +114,7 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         # reverse order is refused (checked only for object results, so at no other cost).
         if stacked.dtype == object and not all(is_flat(item) for item in items):
             raise ValueError("Cannot batch items of differing structure: flat and nested items")
-        return _typed_empty_lists(_exact_ints(stacked, items), items)
+        return _typed_empty_lists(_exact(stacked, items), items)
     try:
         return tree.map_structure(_stack, *items)
     except RecursionError:  # dm-tree's walk ran out of stack: deep nesting, or an endless one
@@ -229,7 +229,7 @@ def _join_arrays(items: SequenceABC[Any]) -> np.ndarray | None:
         return None
     try:
         joined = np.concatenate(items)
-    except ValueError:
+    except (ValueError, TypeError):  # a TypeError: no common dtype (asarray makes objects)
         return None
     return joined.reshape(len(items), length, *joined.shape[1:])
 
@@ -273,7 +273,15 @@ def batch_one_class(items: SequenceABC[Any], item_class: type) -> np.ndarray:
 
 
 def _stack(*leaves: Any) -> np.ndarray:
-    return _exact_ints(np.asarray(leaves), leaves)
+    return _exact(np.asarray(leaves), leaves)
+
+
+def _exact(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
+    # Array rows by _exact_int_rows, as the flat path joins them; other leaves by _exact_ints.
+    first = items[0]
+    if first.__class__ is np.ndarray and first.ndim:
+        return _exact_int_rows(stacked, items)
+    return _exact_ints(stacked, items)
 
 
 def _exact_int_rows(joined: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
@@ -335,7 +343,10 @@ def _big_int(item: Any) -> bool:
     if isinstance(item, (int, np.integer)):
         return abs(int(item)) >= _EXACT_FLOAT_INTS
     if isinstance(item, np.ndarray) and item.dtype.kind in "iu" and item.size:
-        return max(-int(item.min()), int(item.max())) >= _EXACT_FLOAT_INTS
+        if not item.ndim:  # one value (a filler): no min and max passes
+            return abs(int(item)) >= _EXACT_FLOAT_INTS
+        low = 0 if item.dtype.kind == "u" else -int(item.min())  # no pass for unsigned ones
+        return max(low, int(item.max())) >= _EXACT_FLOAT_INTS
     return False
 
 
