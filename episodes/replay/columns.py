@@ -8,6 +8,7 @@ import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words, native_dtype
 from episodes.buffer.stack_errors import layout, unstackable
+from episodes.spaces.batching import batch, rounded_ints
 
 __all__ = ["Column", "as_rows", "float32_rewards", "move_back", "move_to_front"]
 
@@ -45,12 +46,28 @@ def as_rows(values: Any, what: str) -> np.ndarray:
         if named is not None:  # rows that differ in shape: refused as the stored columns do
             raise ValueError(f"{what}: {named}") from None
         raise TypeError(f"{what}: the items do not stack into one array ({err})") from None
+    if rows.dtype == np.float64 and _rounded_ints(values):  # numpy makes no other of ints
+        rows = batch(values)  # exact as to_numpy stacks them: uint64 (objects are refused)
     if rows.dtype.kind not in "biufc" or rows.ndim == 0:
         raise TypeError(
             f"{what}: replay stores numeric arrays only (got dtype {rows.dtype}); nested "
             "spaces are not supported, flatten them with a connector first"
         )
     return rows
+
+
+def _rounded_ints(values: Any) -> bool:
+    """Whether list-mode ``values`` are ints that ``batch`` stacks exactly where numpy rounds.
+
+    Only items all ints (or int arrays) change (``batch``'s rule): one look at the first item
+    leaves floats, the usual case, at that.
+    """
+    if values.__class__ not in (list, tuple) or not values:
+        return False
+    first = values[0]
+    if not isinstance(first, (int, np.integer, np.ndarray)):
+        return False
+    return (not isinstance(first, np.ndarray) or first.dtype.kind in "iu") and rounded_ints(values)
 
 
 def _all_shaped(values: Any) -> bool:
