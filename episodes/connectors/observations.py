@@ -25,6 +25,7 @@ from episodes.connectors.float32 import as_float32
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 from episodes.spaces import find_space_kind
+from episodes.spaces.batching import rounded_ints
 from episodes.spaces.per_space_cache import PerSpaceCache
 
 __all__ = ["FlattenObservations", "FrameStack", "flatten_rows"]
@@ -252,6 +253,33 @@ def _last_box_rows(episodes: Sequence[SingleAgentEpisode], name: str) -> np.ndar
     return _float_rows(stacked, name)
 
 
+def _past_exact(rows: np.ndarray) -> bool:
+    """Whether float64 ``rows`` hold a NaN or a value of ``2**53`` or more in magnitude.
+
+    Only then can ints among the items stacked into them have been rounded (see
+    :func:`_rounded`): two passes over the rows rather than a look at every item.
+    """
+    if rows.dtype != np.float64 or not rows.size:
+        return False
+    low, high = rows.min(), rows.max()
+    return not (-(2.0**53) < low and high < 2.0**53)
+
+
+def _rounded(read: Any, rows: np.ndarray) -> bool:
+    """Whether ``rows``, ``np.asarray`` of a list-mode read, rounded ints ``batch`` keeps exact.
+
+    ``2**63 + 1`` beside ``1`` stacks as float64 (rounded); the general path's batching keeps
+    such ints uint64. Only float64 reads all of ints or int arrays can: one look at the first
+    item leaves floats, the usual case, at that; such reads are left to the general path.
+    """
+    if rows.dtype != np.float64 or read.__class__ is not list or not read:
+        return False
+    first = read[0]
+    if isinstance(first, np.ndarray):
+        return first.dtype.kind in "iu" and rounded_ints(read)
+    return isinstance(first, (int, np.integer)) and rounded_ints(read)
+
+
 def _all_boxes(episodes: Sequence[SingleAgentEpisode]) -> bool:
     return all(type(ep.observation_space) is gym.spaces.Box for ep in episodes)
 
@@ -290,6 +318,8 @@ def _box_rows(
         joined = np.concatenate(parts)
     except (ValueError, TypeError, IndexError):
         return None
+    if _past_exact(joined) and any(map(_rounded, reads, parts)):
+        return None
     return _float_rows(joined, name)
 
 
@@ -319,11 +349,14 @@ def _last_box_frames(
         ]
         if holds_masked(windows):  # np.asarray would drop the mask: the general path refuses it
             return None
-        stacked = np.stack([np.asarray(window) for window in windows])
+        arrays = [np.asarray(window) for window in windows]
+        stacked = np.stack(arrays)
     except (ValueError, TypeError, IndexError):
         return None
     if stacked.dtype.kind not in "biuf" or stacked.shape[1] != n or not stacked.size:
         return None  # zero-size items: typed as the general path types them (batching.batch)
+    if _past_exact(stacked) and any(map(_rounded, windows, arrays)):
+        return None
     return stacked.astype(np.result_type(stacked.dtype, np.asarray(filler).dtype), copy=False)
 
 
