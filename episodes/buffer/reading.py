@@ -23,6 +23,7 @@ from episodes.buffer.column_fillers import column_typed
 from episodes.buffer.discrete_window import window_one_hot
 from episodes.buffer.store import Store
 from episodes.spaces import filler_item, one_hot
+from episodes.spaces.batching import rounded_ints
 from episodes.spaces.filler import refuse_cut_fill
 from episodes.structs import (
     common_nesting,
@@ -82,7 +83,11 @@ def read_plan(
         if one_hot_discrete:
             window = store.encode_one_hot(window, space)
         if strided.fill_left or strided.fill_right:
-            window = _padded(store, space, strided, window, fill, one_hot_discrete)
+            padded = _padded(store, space, strided, window, fill, one_hot_discrete)
+            if padded is None:  # joined, ints would round: read as the item-by-item path does
+                return read_positions(store, space, _positions(strided, len(store)), fill,
+                                      one_hot_discrete, 0)  # fmt: skip
+            window = padded
     except MemoryError as error:  # fillers no array (or list) holds: the slice is too long
         count = plan.fill_left + plan.stored + plan.fill_right
         raise MemoryError(
@@ -99,13 +104,20 @@ def _padded(
     fill: Any,
     one_hot_discrete: bool,
 ) -> Any:
-    """The stored ``window`` with the plan's fillers on either side."""
+    """The stored ``window`` with the plan's fillers on either side.
+
+    None where joining them makes floats of ints that float64 may round (int64 beside uint64):
+    the item-by-item read keeps those exact (``batch``), or refuses the fill.
+    """
     item = column_fill(store, fill) if space is None and store.is_numpy else fill
     parts = [window] if plan.stored else []
     if plan.fill_left:
         parts.insert(0, _fillers(store, space, item, plan.fill_left, one_hot_discrete))
     if plan.fill_right:
         parts.append(_fillers(store, space, item, plan.fill_right, one_hot_discrete))
+    fillers = parts[0] if plan.fill_left else parts[-1]
+    if store.is_numpy and plan.stored and _joins_rounded(window, fillers):
+        return None
     try:
         return store.join(parts)
     except ValueError as error:
@@ -278,6 +290,8 @@ def _filled_gather(
         # string read, not the column.
         if stored.dtype.kind not in _NUMBERS or own.dtype.kind not in _NUMBERS:
             return None
+        if _ints_round(stored, padded):
+            return None  # the items stack exactly (batch), where the join would round
     if not len(taken):
         return fillers
     first_stored = bool(valid[0])
@@ -309,6 +323,51 @@ def _filled_gather(
         return map_alike(placed, parts)
     except (ValueError, TypeError):  # they do not stack: the item-by-item path says how
         return None
+
+
+def _positions(plan: indexing.SlicePlan, total: int) -> np.ndarray:
+    """The storage positions a step-first plan reads, fillers at out-of-range ones.
+
+    Example:
+        >>> _positions(indexing.SlicePlan(2, 0, 3, 1, 2), 5).tolist()
+        [-1, -1, 0, 2, 5]
+    """
+    return np.concatenate(
+        [
+            np.full(plan.fill_left, -1),
+            np.arange(plan.start, plan.stop, plan.step),
+            np.full(plan.fill_right, total),
+        ]
+    )
+
+
+def _joins_rounded(window: Any, fillers: Any) -> bool:
+    """Whether a numpy store's stored window and fillers join a leaf of ints as rounded floats."""
+    if window.__class__ is np.ndarray and fillers.__class__ is np.ndarray:  # no walk: flat
+        return window.dtype.kind != fillers.dtype.kind and _ints_round(window, fillers)
+    left, right = flatten(window)[0], flatten(fillers)[0]
+    return len(left) == len(right) and any(map(_ints_round, left, right))
+
+
+def _ints_round(stored: Any, fillers: Any) -> bool:
+    """Whether int leaves join as floats (int64 beside uint64) that may round.
+
+    ``batch``, which the item-by-item read stacks with, keeps such ints exact. ``fillers`` are
+    copies of one row: the first stands for all.
+
+    Example:
+        >>> big, small = np.array([2**63 + 1, 1], np.uint64), np.ones(2, np.uint64)
+        >>> zeros = np.zeros(3, np.int64)
+        >>> _ints_round(big, zeros), _ints_round(small, zeros), _ints_round(zeros, big)
+        (True, False, True)
+    """
+    if not (isinstance(stored, np.ndarray) and isinstance(fillers, np.ndarray)):
+        return False
+    kinds = stored.dtype.kind + fillers.dtype.kind
+    if kinds not in ("iu", "ui") or max(stored.itemsize, fillers.itemsize) < 8 or not len(fillers):
+        return False  # ints narrower than uint64 join an int64 exactly
+    unsigned = stored if kinds[0] == "u" else fillers
+    return unsigned.itemsize == 8 and rounded_ints([fillers[0], stored])
 
 
 def _stored(store: Store, positions: np.ndarray) -> Any:
