@@ -55,3 +55,14 @@ def test_keys_that_do_not_match_are_refused_first_whatever_their_order(given):
         episode.add_env_step(9.0, 9, 9.0, extra_model_outputs=given)
     episode.validate()
     assert episode.t == 3
+
+
+def test_a_new_key_before_a_known_one_leaves_earlier_steps_whole():
+    episode = SingleAgentEpisode("a")
+    episode.add_env_reset(0)
+    episode.add_env_step(1, 0, 1.0, extra_model_outputs={"a": 10, "b": 20})
+    with pytest.raises(AssertionError):
+        episode.add_env_step(2, 0, 1.0, extra_model_outputs={"c": 0, "a": 11})
+    assert episode.get_extra_model_outputs("a") == [10]
+    assert episode.get_extra_model_outputs("b") == [20]
+    episode.validate()
