@@ -249,6 +249,7 @@ def _row(
         or src.layout is not _STRIDED
         or src.is_meta
         or src.is_nested
+        or src.is_neg()  # a lazily negated view: copy_rows resolves it for bool fields
         or not entry.plain
         or dst.requires_grad
     ):

@@ -273,6 +273,8 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor) -> None:
                 f"a block of shape {tuple(src.shape)} does not fit rows of shape {tuple(dst.shape)}"
             )
         src = src.reshape(dst.shape)
+    if dst.dtype == torch.bool and src.is_neg():  # torch negates as it copies: no bool kernel
+        src = src.resolve_neg()
     # A storage holds data, not graphs: a copy of a tensor that requires grad would tie every
     # later read (returns, mini-batches) to the policy's old graph.
     dst.copy_(src.detach())

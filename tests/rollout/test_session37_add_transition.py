@@ -983,14 +983,18 @@ def test_a_tensor_changed_in_place_gets_new_views():
     assert torch.equal(moved, torch.stack([s.rewards for s in step]))
 
 
-def test_a_copy_torch_refuses_part_way_leaves_the_same_rows_written():
-    # A negated view (neg bit) of floats into bool dones: torch refuses that copy only when it
-    # is made, after the fields before it. Both paths copy in the same order, with copy_.
+def test_a_negated_view_into_bool_dones_is_written_as_flags():
+    # A negated view (neg bit) of floats into bool dones: torch has no bool kernel for the
+    # negation its copy makes, and refused it part-way (after the fields before it); the
+    # general write resolves the negation first, and the fast path leaves such a view to it.
     def make(storage: RolloutStorage, g: torch.Generator) -> Any:
         transition = _plain_transition(storage, g)
-        transition.dones = torch._neg_view(torch.ones(storage.num_envs))
+        transition.dones = torch._neg_view(torch.tensor([1.0, 0.0, 2.0])[: storage.num_envs])
         return transition
 
     fast, general, taken = _both(_rl(), [("add", 0)], make, "grad", unchanged=False)
-    assert taken and fast == general
-    assert fast[0] is not None and fast[0][0] is NotImplementedError
+    assert not taken and fast == general
+    assert fast[0] is None
+    storage = _storage(_rl())
+    storage.add_transition(make(storage, torch.Generator().manual_seed(0)))
+    assert storage.dones[0, :, 0].tolist() == [True, False, True][: storage.num_envs]
