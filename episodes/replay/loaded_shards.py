@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -232,7 +233,7 @@ def _fields(entry: Any) -> dict[str, Any] | None:
     return fields
 
 
-def _shard(shard: Shard, summaries: list[Any], loaded: Loaded) -> dict[str, Any] | None:
+def _shard(shard: Shard, summaries: Sequence[Any], loaded: Loaded) -> dict[str, Any] | None:
     entries = shard.index["episodes"]
     found = [_fields(e) for e in entries]
     fields = [f for f in found if f is not None]

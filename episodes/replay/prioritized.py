@@ -424,7 +424,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             >>> buf.get_priorities([0, 1]).tolist(), buf.get_num_timesteps()
             ([1.0, 1.0], 2)
         """
-        parts = parsed_state(state)  # checked before anything of this buffer changes
+        parts = parsed_state(state, self._store.next_uid)  # checked before this buffer changes
         store: StepStore = parts["_store"]
         leaves = np.zeros(store.end)
         raw = np.zeros(max(store.size, 1))

@@ -123,12 +123,17 @@ def restore_buffer(buffer: EpisodeReplayBuffer, state: dict[str, Any]) -> None:
         ...
         ValueError: not a replay buffer state of version 1
     """
-    for name, value in parsed_state(state).items():
+    issued = getattr(getattr(buffer, "_store", None), "next_uid", 0)
+    for name, value in parsed_state(state, issued).items():
         setattr(buffer, name, value)
 
 
-def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
+def parsed_state(state: dict[str, Any], issued: int = 0) -> dict[str, Any]:
     """The buffer attributes :func:`buffer_state`'s output stands for, checked, not yet set.
+
+    New steps are numbered from the state's ``next_uid`` or ``issued`` (the ids the receiving
+    buffer has handed out), whichever is larger: one buffer never issues an id twice, so a
+    batch sampled before a rollback never names the steps of a later add.
 
     Raises:
         ValueError: Not a state of this version, or a broken one (missing keys, columns of
@@ -147,10 +152,12 @@ def parsed_state(state: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(state, dict) or state.get("version") != _VERSION:
         raise ValueError("not a replay buffer state of version 1")
     try:
-        return _parsed(state)
+        parsed = _parsed(state)
     except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError) as err:
         # OverflowError: a generator state out of its integers' range.
         raise ValueError(f"a broken replay buffer state: {type(err).__name__}: {err}") from err
+    parsed["_store"].next_uid = max(parsed["_store"].next_uid, issued)
+    return parsed
 
 
 def _parsed(state: dict[str, Any]) -> dict[str, Any]:
