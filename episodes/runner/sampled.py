@@ -198,7 +198,7 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
             >>> chunks.env_indices.tolist(), chunks.built()
             ([0, 0, 1], [])
         """
-        return self.recording.table.env
+        return self.recording.table.env.copy()  # the table's own array places every chunk
 
     def lengths(self) -> np.ndarray:
         """The number of steps of every chunk, without building any.
