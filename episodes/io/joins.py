@@ -58,7 +58,7 @@ def manifest_pieces(path: PathLike) -> list[Piece]:
     if is_v2(root):
         ds = Dataset(root, max_open_shards=1)
         ids = [decode_value(s.id_, blob=None, where="manifest id") for s in ds.summaries]
-        rows: list[Any] = ds.summaries
+        rows: Sequence[Any] = ds.summaries
     else:
         rows = iter_chunks(root)[1]
         ids = [decode_value(e.id_, blob=None, where=f"manifest id of {e.chunk}") for e in rows]

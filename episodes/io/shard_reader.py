@@ -377,7 +377,7 @@ class Dataset:
             )
         if not is_v2(self.root):  # the other readers' rule, and then their error
             raise NotADatasetError(not_a_dataset(self.root))
-        self.header, self.shards, _, self.torn_manifest = read_v2_manifest(self.root)
+        self.header, shards, _, self.torn_manifest = read_v2_manifest(self.root)
         self.metadata = DatasetMetadata.from_json(self.header["metadata"], "manifest header")
         self._verify = verify
         # Set while iter_episodes goes through every episode: shards opened then keep their
@@ -390,7 +390,9 @@ class Dataset:
         self._ends: list[tuple[bool, bool]] | None = None  # piece_ends, on first use
         #: Shards closed to stay within ``max_open_shards`` (views into them keep them mapped).
         self.evictions = 0
-        self.summaries: list[EpisodeRow] = [e for s in self.shards for e in s.episodes]
+        # Tuples: the reads below index them, so an edit in place would misplace every read.
+        self.shards: tuple[ShardEntry, ...] = tuple(shards)
+        self.summaries: tuple[EpisodeRow, ...] = tuple(e for s in self.shards for e in s.episodes)
         # Where each shard's pieces start in manifest order (bisected, not a pair per piece).
         self._firsts = list(accumulate((len(s.episodes) for s in self.shards[:-1]), initial=0))
 

@@ -28,6 +28,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -456,7 +457,7 @@ def remove_leftovers(path: Path, *, sync: bool = True) -> None:
             child.unlink()
 
 
-def piece_ends(rows: list[EpisodeRow]) -> list[tuple[bool, bool]]:
+def piece_ends(rows: Sequence[EpisodeRow]) -> list[tuple[bool, bool]]:
     """Per piece, ``(terminated, truncated)``: how the episode ends where the piece's steps end.
 
     A piece's own flags, except where a piece that is not done is followed by a piece of the
