@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ def _layout(path: str, parallelism: int) -> tuple[list[tuple[int, int]], np.ndar
             bounds.append((start, start + len(shard.episodes)))
             start += len(shard.episodes)
         ranges = [b for b in bounds if b[1] > b[0]]
-        rows = ds.summaries
+        rows: Sequence[EpisodeRow] = ds.summaries
     else:
         rows = [  # a v1 manifest line holds the same summary
             EpisodeRow(e.id_, e.t_started, e.t, e.ret, e.terminated, e.truncated)
