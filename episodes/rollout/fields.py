@@ -9,6 +9,7 @@ generator handed out the old advantages while the recurrent one read the new.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -19,7 +20,7 @@ from .specs import normal_tensors
 if TYPE_CHECKING:
     from .storage import RolloutStorage
 
-__all__ = ["FIELDS", "adopted", "bind_fields"]
+__all__ = ["FIELDS", "REFILLS", "adopted", "bind_fields"]
 
 #: The public fields backed by :attr:`RolloutStorage.tensors`.
 FIELDS = frozenset(
@@ -36,6 +37,16 @@ FIELDS = frozenset(
         "privileged_actions",
         "distribution_params",
     )
+)
+
+#: The attributes whose assignment refills a storage (``clear``, ``add_transition`` and
+#: ``write_block`` set ``step``; the converter sets ``valid``): a generator made before one
+#: refuses its next batch. Not ``returns`` and ``advantages``, which ``compute_returns`` (or
+#: rsl_rl's ``PPO.compute_returns``, by assigning them) may redo between epochs: every
+#: generator reads them at each batch.
+REFILLS = frozenset(
+    FIELDS - {"returns", "advantages"}
+    | {"step", "valid", "saved_hidden_states_actor", "saved_hidden_states_critic"}
 )
 
 
@@ -57,6 +68,38 @@ def bind_fields(storage: RolloutStorage) -> None:
         else:
             value = map_tree(tensors.__getitem__, names)
         object.__setattr__(storage, name, value)
+
+
+def _pickled_state(storage: RolloutStorage) -> dict[str, Any]:
+    """``storage.__getstate__()``: copies of shared tensors (one may view a bigger block).
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 2, 3, (1,), (1,))
+        >>> state = _pickled_state(st)
+        >>> state["tensors"], "rewards" in state, sorted(state["_tensors"])[:2]
+        (None, False, ['actions', 'actions_log_prob'])
+    """
+    state = {k: v for k, v in storage.__dict__.items() if k not in storage.field_names}
+    own = {k: t.clone() if k in storage._shared else t for k, t in storage._tensors.items()}
+    state.update(_tensors=own, _shared=set(), field_names=dict(storage.field_names), tensors=None)
+    return state
+
+
+def _restore_state(storage: RolloutStorage, state: dict[str, Any]) -> None:
+    """``storage.__setstate__(state)``: the state of :func:`_pickled_state`, fields bound.
+
+    Example:
+        >>> import pickle
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = pickle.loads(pickle.dumps(RolloutStorage("rl", 2, 3, (1,), (1,))))
+        >>> st.rewards is st.tensors["rewards"]
+        True
+    """
+    storage.__dict__.update(state)
+    storage.field_names = MappingProxyType(storage.field_names)
+    storage.tensors = MappingProxyType(storage._tensors)
+    storage._bind_fields()
 
 
 def adopted(storage: RolloutStorage, name: str, value: Any) -> Any:

@@ -1,8 +1,11 @@
 """Mini-batch generators over a :class:`RolloutStorage`.
 
-They read the storage through its public fields, ``field_names`` and ``gather`` only.
-Their arguments and the storage's ``valid`` are checked at the call (a bad one raises there,
-not at the first batch); the batches are made lazily. None of the loops below copies data to
+They read the storage through its public fields, ``field_names`` and ``gather`` only, and
+its count of refills: a generator made before a refill (``clear``, ``add_transition``,
+``write_block``, an assigned ``valid`` or field other than returns and advantages:
+``fields.REFILLS``) refuses its next batch, one int compared per batch. Their arguments and
+the storage's ``valid`` are checked at the call (a bad one raises there, not at the first
+batch); the batches are made lazily. None of the loops below copies data to
 the host: every host synchronisation (learning the number of valid cells, of trajectories and
 where each mini-batch's end) happens once per call, before the first batch.
 """
@@ -239,6 +242,14 @@ def _require(storage: RolloutStorage, training_type: str, what: str) -> torch.Te
     return valid
 
 
+def _changed(what: str) -> RuntimeError:
+    """The error of a generator whose storage was refilled since it was made."""
+    return RuntimeError(
+        f"the storage changed (clear, add_transition, write_block, or an assigned valid or "
+        f"field) while its {what} was in use; make a new generator"
+    )
+
+
 def _counts(num_mini_batches: Any, num_epochs: Any) -> tuple[int, int]:
     """The generators' counts as ints (``2.0`` and ``True`` refused), checked at the call."""
     return (
@@ -278,6 +289,11 @@ def mini_batch_generator(
             or a storage ``valid`` that is not ``[T, N]``.
         TypeError: at the call: ``storage`` is no storage, or ``generator`` no
             ``torch.Generator``.
+        RuntimeError: when a batch is asked for after the storage was refilled (``clear``,
+            ``add_transition``, ``write_block``, an assigned ``valid`` or field) since the
+            call: its cells were chosen on the storage as it was then; make a new generator.
+            ``compute_returns`` is no refill: the advantages and returns are read at each
+            batch.
 
     Example:
         >>> from episodes.rollout import RolloutStorage
@@ -285,7 +301,7 @@ def mini_batch_generator(
         >>> [b.actions.shape[0] for b in st.mini_batch_generator(3, num_epochs=1)]
         [4, 3, 3]
     """
-    valid = _require(storage, "rl", "mini_batch_generator")
+    valid, made = _require(storage, "rl", "mini_batch_generator"), storage._refills
     num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
     if generator is not None and not isinstance(generator, torch.Generator):
         # Else torch.randperm refuses it at the first batch, not at the call.
@@ -295,7 +311,7 @@ def mini_batch_generator(
     split_sizes(total, num_mini_batches, "transitions")  # validates
     normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
     # Checked above, at the call; the batches are gathered lazily.
-    return _flat_batches(storage, num_mini_batches, num_epochs, generator, normalize, cells)
+    return _flat_batches(storage, num_mini_batches, num_epochs, generator, normalize, cells, made)
 
 
 def _flat_batches(
@@ -305,16 +321,21 @@ def _flat_batches(
     generator: torch.Generator | None,
     normalize: bool,
     cells: torch.Tensor | None,
+    made: int,  # the storage's refills at the call
 ) -> Iterator[RLBatch]:
     total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
     names = storage.field_names
     # Rewards and dones are not part of a batch: gather everything else.
     wanted = [name for name in storage.tensors if name not in ("rewards", "dones")]
     for _ in range(num_epochs):
+        if storage._refills != made:  # before the draw: a refused batch draws nothing
+            raise _changed("mini_batch_generator")
         perm = torch.randperm(total, device=storage.device, generator=generator)
         if cells is not None:
             perm = cells[perm]
         for index in perm.tensor_split(num_mini_batches):
+            if storage._refills != made:
+                raise _changed("mini_batch_generator")
             rows = storage.gather(index, wanted)
             pick = rows.__getitem__
             adv = rows["advantages"]
@@ -377,18 +398,22 @@ def recurrent_mini_batch_generator(
     whether ``dones`` is set (the converter's are) or not) and the per-batch advantage
     normalisation uses valid cells only and gives the others advantage 0.
 
+    A batch asked for after the storage was refilled since the call is a ``RuntimeError``,
+    as :func:`mini_batch_generator`'s (its trajectories and observations were laid out on
+    the storage as it was); ``compute_returns`` in between is no refill.
+
     Example:
         >>> from episodes.rollout import RolloutStorage
         >>> st = RolloutStorage("rl", 4, 3, (2,), (1,))
         >>> [b.masks.shape for b in st.recurrent_mini_batch_generator(2, num_epochs=1)]
         [torch.Size([3, 2]), torch.Size([3, 2])]
     """
-    valid = _require(storage, "rl", "recurrent_mini_batch_generator")
+    valid, made = _require(storage, "rl", "recurrent_mini_batch_generator"), storage._refills
     num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
     normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
     sizes = split_sizes(storage.num_envs, num_mini_batches, "envs")
     # Checked above, at the call; the layout (its host syncs) waits for the first batch.
-    return _recurrent_batches(storage, sizes, num_epochs, normalize, valid)
+    return _recurrent_batches(storage, sizes, num_epochs, normalize, valid, made)
 
 
 def _per_mini_batch(storage: RolloutStorage, given: Any) -> bool:
@@ -403,7 +428,11 @@ def _recurrent_batches(
     num_epochs: int,
     normalize: bool,
     valid_cells: torch.Tensor | None,
+    made: int,  # the storage's refills at the call
 ) -> Iterator[RLBatch]:
+    what = "recurrent_mini_batch_generator"
+    if num_epochs and storage._refills != made:  # before the layout's host syncs
+        raise _changed(what)
     num_mini_batches = len(sizes)
     env_bounds = [0]
     for s in sizes:
@@ -435,6 +464,8 @@ def _recurrent_batches(
     dist = storage.distribution_params or ()
     for _ in range(num_epochs):
         for i in range(num_mini_batches):
+            if storage._refills != made:
+                raise _changed(what)
             e0, e1 = env_bounds[i], env_bounds[i + 1]
             j0, j1 = traj_bounds[i], traj_bounds[i + 1]
             adv = storage.advantages[:, e0:e1]
@@ -458,19 +489,26 @@ def _recurrent_batches(
 def distillation_generator(storage: RolloutStorage) -> Iterator[DistillationBatch]:
     """Yield one :class:`DistillationBatch` per time step, in time order.
 
+    A batch asked for after the storage was refilled since the call is a ``RuntimeError``,
+    as :func:`mini_batch_generator`'s (its ``valid`` was read then).
+
     Example:
         >>> from episodes.rollout import RolloutStorage
         >>> st = RolloutStorage("distillation", 2, 3, (4,), (1,))
         >>> [b.privileged_actions.shape for b in st.generator()][0]
         torch.Size([2, 1])
     """
-    valid = _require(storage, "distillation", "generator")
-    return _steps(storage, valid)
+    valid, made = _require(storage, "distillation", "generator"), storage._refills
+    return _steps(storage, valid, made)
 
 
-def _steps(storage: RolloutStorage, valid: torch.Tensor | None) -> Iterator[DistillationBatch]:
+def _steps(
+    storage: RolloutStorage, valid: torch.Tensor | None, made: int
+) -> Iterator[DistillationBatch]:
     assert storage.privileged_actions is not None
     for t in range(storage.num_transitions_per_env):
+        if storage._refills != made:  # the storage's refills at the call
+            raise _changed("generator")
         step = itemgetter(t)
         yield DistillationBatch(
             observations=map_tree(step, storage.observations),

@@ -21,7 +21,7 @@ from episodes.indexing import as_flag
 
 from .aliasing import unalias
 from .fast_rows import bind_fields, write_row
-from .fields import FIELDS, adopted
+from .fields import FIELDS, REFILLS, _pickled_state, _restore_state, adopted
 from .gae import compute_gae
 from .generators import (
     DistillationBatch,
@@ -112,6 +112,8 @@ class RolloutStorage:
     advantages: torch.Tensor | None
     privileged_actions: torch.Tensor | None
     distribution_params: tuple[torch.Tensor, ...] | None
+    # Refills so far (``fields.REFILLS``): a generator made before one refuses its next batch.
+    _refills = 0
 
     def __init__(
         self,
@@ -200,6 +202,8 @@ class RolloutStorage:
         # An assigned field becomes its tensor in ``tensors``, read by every generator.
         if name in FIELDS and "_tensors" in self.__dict__:
             value = adopted(self, name, value)
+        if name in REFILLS:  # counted once accepted: a refused field changes nothing
+            object.__setattr__(self, "_refills", self._refills + 1)
         object.__setattr__(self, name, value)
 
     def _alloc_hidden(
@@ -441,17 +445,10 @@ class RolloutStorage:
         self._bind_fields()
 
     def __getstate__(self) -> dict[str, Any]:
-        # Pickles copies of shared tensors: one may view a bigger block, which it would write whole.
-        state = {k: v for k, v in self.__dict__.items() if k not in self.field_names}
-        own = {k: t.clone() if k in self._shared else t for k, t in self._tensors.items()}
-        state.update(_tensors=own, _shared=set(), field_names=dict(self.field_names), tensors=None)
-        return state
+        return _pickled_state(self)  # copies of shared tensors, which may view a bigger block
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.field_names = MappingProxyType(self.field_names)
-        self.tensors = MappingProxyType(self._tensors)
-        self._bind_fields()
+        _restore_state(self, state)
 
     def clear(self) -> None:
         """Reset the write cursor; the next rollout overwrites the old data.
