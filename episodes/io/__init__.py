@@ -17,6 +17,14 @@ Example:
 
 from typing import TYPE_CHECKING, Any
 
+try:  # the format needs POSIX: flock, fsync of directories, hard links (not on Windows)
+    import fcntl  # noqa: F401
+except ImportError as _err:
+    raise ImportError(
+        "episodes.io needs a POSIX system (Linux or macOS): its writers rely on file locks "
+        "(flock), fsync of directories and hard links, which Windows does not provide"
+    ) from _err
+
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from episodes.io.errors import CorruptDatasetError
+from episodes.io.errors import CorruptDatasetError, UnsupportedVersionError
 from episodes.io.values import SAFE_KINDS, check_code_points
 
 __all__ = [
@@ -45,12 +45,17 @@ __all__ = [
 ]
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
+_ENDIAN = {"<": "little", ">": "big"}
 
 
-def _storage(dtype: np.dtype[Any], shape: tuple[int, ...]) -> str:
+def _storage(dtype: np.dtype[Any], shape: tuple[int, ...], order: str = "") -> str:
+    """A leaf's storage on a machine of byte ``order`` (``"<"`` or ``">"``; default: this one).
+
+    ``"arrow"`` holds numbers in the byte order of the machine that wrote them.
+    """
     if dtype.itemsize * math.prod(shape) == 0:
         return "empty"
-    native = dtype.byteorder in ("=", "|") or dtype.byteorder == _NATIVE
+    native = dtype.str[0] in ("|", order or _NATIVE)  # "<" or ">", never "=", in ``str``
     # Arrow has no float128 (nor longdouble of any size): such leaves go as raw bytes.
     arrow_type = dtype.kind in "biu" or (dtype.kind == "f" and dtype.itemsize in (2, 4, 8))
     return "arrow" if arrow_type and native else "raw"
@@ -75,6 +80,12 @@ def leaf_info(array: np.ndarray, path: list[str]) -> dict[str, Any]:
 
 def check_leaf_info(info: Any, where: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
     """Checks an index leaf entry read from disk; returns ``(dtype, item shape)``.
+
+    Raises:
+        CorruptDatasetError: The entry is malformed, or its storage disagrees with its dtype.
+        UnsupportedVersionError: Its storage is what a machine of the other byte order gives
+            its dtype: the dataset was written there, and the Arrow-stored numbers are in that
+            byte order, which this machine does not read.
 
     Example:
         >>> check_leaf_info({"path": ["x"], "dtype": "<f4", "shape": [2], "storage": "arrow",
@@ -101,7 +112,15 @@ def check_leaf_info(info: Any, where: str) -> tuple[np.dtype[Any], tuple[int, ..
     if dtype.hasobject or dtype.kind not in SAFE_KINDS or dtype.fields is not None:
         raise CorruptDatasetError(f"{where}: dtype {dtype} is not a plain dtype")
     shape = tuple(info["shape"])
-    if math.prod(shape) > 1 << 40 or info.get("storage") != _storage(dtype, shape):
+    storage, big = info.get("storage"), math.prod(shape) > 1 << 40
+    if big or storage != _storage(dtype, shape):
+        other = ">" if _NATIVE == "<" else "<"
+        if not big and storage == _storage(dtype, shape, other):  # no place: one per dataset
+            raise UnsupportedVersionError(
+                f"this dataset was written on a {_ENDIAN[other]}-endian machine, and this one "
+                f"is {_ENDIAN[_NATIVE]}-endian: reading a format v2 dataset across byte orders "
+                "is not supported (read it on a machine of its byte order)"
+            )
         raise CorruptDatasetError(f"{where}: leaf storage disagrees with its dtype and shape")
     return dtype, shape
 

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 from pathlib import Path
@@ -24,14 +25,18 @@ __all__ = [
     "DatasetIOError",
     "DatasetLockedError",
     "EpisodeNotFoundError",
+    "LOCK_HELD",
+    "NO_LINKS",
     "NotADatasetError",
     "UnsafeDataError",
     "UnstorableValueError",
     "UnsupportedVersionError",
+    "links_unsupported",
     "read_failure",
     "reraisable",
     "stat_listed_file",
     "stat_or_none",
+    "try_flock",
     "without_frames",
 ]
 
@@ -67,6 +72,9 @@ class NotADatasetError(DatasetError):
 
 class UnsupportedVersionError(DatasetError):
     """The dataset (or one of its files) declares a format version this library cannot read.
+
+    Also a v2 dataset whose Arrow-stored arrays were written on a machine of the other byte
+    order: reading across byte orders is not supported.
 
     Example:
         >>> import tempfile
@@ -117,6 +125,8 @@ class DatasetIOError(DatasetError, OSError):
 
     Nothing is known to be wrong with the dataset: the same read may succeed later, so such a
     failure is never remembered as damage. Also an ``OSError`` (its ``errno`` is the system's).
+    A writer raises it too where the filesystem lacks what it needs: file locks
+    (:func:`try_flock`), or hard links for a new v2 dataset (:func:`links_unsupported`).
 
     Example:
         >>> import errno
@@ -148,6 +158,69 @@ def read_failure(err: OSError, what: str) -> DatasetError:
     if err.errno is None:
         return CorruptDatasetError(f"cannot read {what}: {err}")
     return DatasetIOError(err.errno, f"cannot read {what}: {err.strerror or err}")
+
+
+#: The errnos of a failed ``flock`` that mean another process holds the lock (``EACCES``:
+#: where ``flock`` is emulated with ``fcntl`` locks). Any other means no file locks there.
+LOCK_HELD = frozenset({errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES})
+
+#: The errnos of a failed ``link`` of a file just made (one link, ours) that mean the
+#: filesystem makes no hard links: ``EPERM`` (Linux's FAT and exFAT), ``ENOTSUP`` (macOS),
+#: ``ENOSYS`` (FUSE), ``EMLINK`` (at most one link per file). ``EEXIST`` is not among them.
+NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK})
+
+
+def try_flock(fd: int, operation: int, path: str | os.PathLike[str]) -> OSError | None:
+    """``fcntl.flock(fd, operation)``: None once taken, the ``OSError`` if another holds it.
+
+    A lock held elsewhere is only returned for a non-blocking ``operation`` (``LOCK_NB``), and
+    raised otherwise. Any other failure means ``path``'s filesystem has no file locks (Lustre
+    mounted ``noflock``: ``ENOSYS``; NFS without a lock manager: ``ENOLCK``).
+
+    Raises:
+        DatasetIOError: The filesystem has no file locks, which the writers need to stay
+            crash-safe; the ``OSError`` chained, its ``errno`` kept.
+
+    Example:
+        >>> import tempfile
+        >>> path = tempfile.mkdtemp()
+        >>> fd, other = os.open(path, os.O_RDONLY), os.open(path, os.O_RDONLY)
+        >>> try_flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path) is None
+        True
+        >>> type(try_flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB, path)).__name__
+        'BlockingIOError'
+        >>> os.close(fd); os.close(other)
+    """
+    try:
+        fcntl.flock(fd, operation)
+    except OSError as err:
+        if err.errno in LOCK_HELD:
+            if operation & fcntl.LOCK_NB:
+                return err
+            raise
+        raise DatasetIOError(
+            err.errno,
+            f"cannot lock {path} ({err.strerror or err}): its filesystem does not support "
+            "file locks (flock), which the dataset writers need to stay crash-safe; write "
+            "the dataset on another filesystem",
+        ) from err
+    return None
+
+
+def links_unsupported(err: OSError, path: str | os.PathLike[str]) -> DatasetIOError:
+    """The error to raise where linking a file into ``path`` failed with an errno of NO_LINKS.
+
+    Example:
+        >>> str(links_unsupported(PermissionError(errno.EPERM, "Not permitted"), "/mnt/ds"))
+        ... # doctest: +ELLIPSIS
+        '[Errno 1] /mnt/ds: its filesystem does not support hard links (Not permitted), ...'
+    """
+    return DatasetIOError(
+        err.errno,
+        f"{path}: its filesystem does not support hard links ({err.strerror or err}), which "
+        "a new format v2 dataset needs to appear atomically; write format v1 there "
+        "(EpisodeWriter, `episodes record --format 1`) or use another filesystem",
+    )
 
 
 def without_frames(err: _E) -> _E:

@@ -45,6 +45,7 @@ from episodes.io.errors import (
     DatasetIOError,
     NotADatasetError,
     UnsupportedVersionError,
+    try_flock,
 )
 from episodes.io.format import (
     FORMAT_NAME,
@@ -211,7 +212,7 @@ class DatasetWriter(NotCopyable):
             if self._clean:
                 self._recover_if_alone()
             else:  # held all the same: a writer that opens alone must leave our files alone
-                fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
+                try_flock(self._dir_fd, fcntl.LOCK_SH, self.path)
             fd = os.open(manifest, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
             self._manifest_fd = self._held.add(fd)
         except FileNotFoundError as error:  # taken back by a failed record's writer meanwhile
@@ -228,10 +229,8 @@ class DatasetWriter(NotCopyable):
         is alone, so unlisted shard files can only be leftovers.
         """
         assert self._dir_fd is not None
-        try:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_SH)
+        if try_flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, self.path) is not None:
+            fcntl.flock(self._dir_fd, fcntl.LOCK_SH)  # another writer holds it: not alone
             return
         try:
             remove_leftovers(self.path, sync=self._sync)

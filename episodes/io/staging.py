@@ -37,7 +37,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from episodes.io.errors import DatasetError
+from episodes.io.errors import NO_LINKS, DatasetError, links_unsupported, try_flock
 from episodes.io.format import MANIFEST_FILE
 
 __all__ = [
@@ -145,8 +145,10 @@ def stage(final: Path) -> Staged:
                 continue
             staged = home / name
             fd = os.open(staged, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            try:  # no file locks on that filesystem: DatasetIOError
+                held = try_flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, home)
+                if held is not None:
+                    raise held
             except BaseException:
                 os.close(fd)
                 raise
@@ -171,6 +173,7 @@ def place(staged: Path, final: Path) -> Callable[[], None]:
 
     Raises:
         DatasetError: ``final`` is a directory that is not empty (any more).
+        DatasetIOError: Its filesystem has no file locks or hard links.
         OSError: The system failed a rename; what was moved in went back to ``staged``.
 
     Example:
@@ -196,12 +199,17 @@ def place(staged: Path, final: Path) -> Callable[[], None]:
         moved.clear()
 
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try_flock(fd, fcntl.LOCK_EX, final)  # no file locks there: DatasetIOError
         if not all(map(is_staged, os.listdir(fd))):  # ``staged`` may be in it
             raise DatasetError(f"{final} exists and is not empty; choose a new directory")
         for name in sorted(os.listdir(staged), key=lambda name: name == MANIFEST_FILE):
             if name == MANIFEST_FILE:  # a link: never over a manifest a writer made meanwhile
-                os.link(staged / name, final / name, follow_symlinks=False)
+                try:
+                    os.link(staged / name, final / name, follow_symlinks=False)
+                except OSError as err:  # FAT, exFAT: no hard links
+                    if err.errno not in NO_LINKS:
+                        raise
+                    raise links_unsupported(err, final) from err
                 moved.append(name)
                 os.unlink(staged / name)
             else:

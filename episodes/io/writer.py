@@ -48,7 +48,7 @@ from episodes.io.checksums import PARALLEL_BYTES, crc_pool
 from episodes.io.clock_meta import check_clocks
 from episodes.io.dataset_dir import make_dataset_dir
 from episodes.io.encoding import encode_episode
-from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError
+from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError, try_flock
 from episodes.io.format import (
     CHUNKS_DIR,
     FORMAT_FILE,
@@ -123,6 +123,7 @@ class EpisodeWriter(NotCopyable):
         NotADatasetError: ``path`` exists, is not empty, and is not a dataset, or is a file
             or lies under one.
         DatasetLockedError: Another writer holds the dataset.
+        DatasetIOError: The filesystem has no file locks (``flock``), which the writer needs.
         DatasetError: The existing dataset is of an unsupported version or corrupt.
 
     Example:
@@ -170,6 +171,7 @@ class EpisodeWriter(NotCopyable):
 
     # --------------------------------------------------------------------------- lifecycle
     def _lock(self) -> None:
+        made = not os.path.lexists(self.path / LOCK_FILE)
         try:
             fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
         except OSError as err:
@@ -177,10 +179,16 @@ class EpisodeWriter(NotCopyable):
                 raise
             raise NotADatasetError(f"{self.path / LOCK_FILE} is a symlink (refused)") from err
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
+            held = try_flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, self.path)
+        except BaseException:  # no file locks there (DatasetIOError): the lock file we made goes
             os.close(fd)
-            raise DatasetLockedError(f"{self.path} is being written by another writer") from err
+            if made:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path / LOCK_FILE)
+            raise
+        if held is not None:
+            os.close(fd)
+            raise DatasetLockedError(f"{self.path} is being written by another writer") from held
         self._lock_fd = self._held.add(fd)
 
     def _create(self) -> None:
