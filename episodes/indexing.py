@@ -57,6 +57,11 @@ def as_int(index: object, *, what: str = "index") -> int:
     return operator.index(index)
 
 
+def _zero_d_int(value: Any) -> bool:  # operator.index takes any one-element torch tensor
+    dtype = str(getattr(value, "dtype", "bool"))
+    return getattr(value, "shape", None) == () and "int" in dtype and "bool" not in dtype
+
+
 def sequence_position(index: Any, length: int, what: str = "chunk") -> int:
     """``index`` into a sequence of ``length`` items as ``0 <= k < length``, as a list reads it.
 
@@ -73,7 +78,7 @@ def sequence_position(index: Any, length: int, what: str = "chunk") -> int:
         Traceback (most recent call last):
         IndexError: chunk index 4 out of range for 4 chunks
     """
-    if isinstance(index, (bool, np.bool_)):
+    if isinstance(index, (bool, np.bool_)) or (hasattr(index, "shape") and not _zero_d_int(index)):
         raise TypeError(f"{what} indices must be integers or slices, not {type(index).__name__}")
     k = operator.index(index)
     k += length if k < 0 else 0
@@ -162,19 +167,16 @@ def index_list(indices: list[Any] | tuple[Any, ...] | np.ndarray) -> list[Any]:
         TypeError: an index array must be 1-d (a list of indices), got shape (); pass an int
     """
     if isinstance(indices, np.ndarray) and indices.ndim != 1:
-        hint = "; pass an int" if indices.ndim == 0 else ""
-        raise TypeError(
-            f"an index array must be 1-d (a list of indices), got shape {indices.shape}{hint}"
-        )
+        hint, shape = "; pass an int" if indices.ndim == 0 else "", indices.shape
+        raise TypeError(f"an index array must be 1-d (a list of indices), got shape {shape}{hint}")
     return list(indices)
 
 
 def resolve_int(index: int, *, lookback: int, total: int, neg_index_as_lookback: bool) -> int:
     """Maps a user's int index to a storage position (may fall outside ``[0, total)``).
 
-    Non-negative indices count from ``ts=0`` (the position ``lookback``). Negative ones count from
-    the end of the stored data, or, with ``neg_index_as_lookback``, leftwards from ``ts=0`` into
-    the lookback.
+    Non-negative indices count from ``ts=0`` (position ``lookback``); negative ones from the end
+    of the stored data, or with ``neg_index_as_lookback`` leftwards from ``ts=0`` into the lookback.
 
     Example:
         >>> resolve_int(0, lookback=3, total=6, neg_index_as_lookback=False)
@@ -200,8 +202,7 @@ def in_range(position: int, total: int) -> bool:
 class SlicePlan(NamedTuple):
     """How a slice read is assembled: ``fill_left`` fillers, ``data[start:stop]``, ``fill_right``.
 
-    ``step`` is applied to the assembled sequence afterwards (``result[::step]``). A named
-    tuple rather than a dataclass: it is built on every slice read.
+    ``step`` is applied to the assembled result afterwards (``result[::step]``); built per read.
 
     Example:
         >>> plan = plan_slice(slice(-1, 2), lookback=0, total=3, neg_index_as_lookback=True,
@@ -289,8 +290,7 @@ def plan_slice(
         stop = lookback + stop if (stop >= 0 or neg_index_as_lookback) else total + stop
     stored_start = 0 if start < 0 else (total if start > total else start)
     stored_stop = 0 if stop < 0 else (total if stop > total else stop)
-    if stored_stop < stored_start:
-        stored_stop = stored_start
+    stored_stop = max(stored_stop, stored_start)
     if not fill:
         return SlicePlan(0, stored_start, stored_stop, 0, step)
     length = stop - start

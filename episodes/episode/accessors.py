@@ -32,6 +32,7 @@ class ColumnAccessors:
     # given one episode, ``list(ep)``) would fail on ``ep[0]`` with words about slices. None:
     # "object is not iterable", and ``isinstance(ep, Iterable)`` is False.
     __iter__ = None
+    __reversed__ = None  # else reversed() walks ep[len - 1] .. ep[0], which refuse ints
 
     # Provided by the episode class.
     observations: InfiniteLookbackBuffer

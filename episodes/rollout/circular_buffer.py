@@ -253,6 +253,10 @@ class CircularBuffer:
         # reading this buffer goes on).
         self._changes += 1
 
+    # No sequence of lags: ``b[k]`` clamps ``k`` into each env's history, so Python's old
+    # iteration through ``__getitem__`` would give ``max_len`` items, repeating the oldest.
+    __iter__ = None
+
     def __getitem__(self, key: int | torch.Tensor) -> torch.Tensor:
         """Item ``key`` steps back for every env (``0`` is the newest).
 
