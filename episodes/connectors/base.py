@@ -24,7 +24,7 @@ import tree
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.list_rows import batched_items
 from episodes.episode import SingleAgentEpisode
-from episodes.indexing import as_flag, as_int
+from episodes.indexing import as_flag, as_int, sequence_position
 from episodes.spaces import filler_batch, nest_as_space, unstackable_space
 from episodes.spaces.batching import check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
@@ -182,7 +182,14 @@ class ConnectorPipeline:
         return iter(self.connectors)
 
     def __getitem__(self, index: int) -> Connector:
-        return self.connectors[index]
+        if isinstance(index, slice):  # a list of them, as a list's slice
+            return self.connectors[index]
+        return self.connectors[sequence_position(index, len(self), "connector")]  # no bool
+
+    def __copy__(self) -> ConnectorPipeline:  # a list's copy: its own list of the connectors
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__, connectors=list(self.connectors))
+        return new
 
     def __repr__(self) -> str:
         names = ", ".join(type(c).__name__ for c in self.connectors)

@@ -36,13 +36,14 @@ from episodes.converter.columns import (
     extra_keys_for,
 )
 from episodes.converter.inputs import real_values
+from episodes.converter.lazy_groups import LazyGroups as LazyGroups  # where importers look
+from episodes.converter.lazy_groups import env_bounds as env_bounds
 from episodes.converter.observation_batch import transform_batch
 from episodes.converter.refusals import (
     check_storable_extra,
     checked_obs_fn_output,
     obs_fn_input,
 )
-from episodes.episode import SingleAgentEpisode
 from episodes.runner import SampledChunks
 
 ValueFn = Callable[[Any], Any]
@@ -589,51 +590,3 @@ class LazyExtras(Mapping[str, Any]):
             (2,)
         """
         return self._chunks.item_shape("extra:" + key)
-
-
-class LazyGroups(Sequence[list[SingleAgentEpisode]]):
-    """The per-env chunk lists of a :class:`SampledChunks`, built when a group is read.
-
-    ``bounds`` (optional) gives env ``n``'s chunks as ``chunks[bounds[n]:bounds[n + 1]]`` of
-    any sequence (chunks laid out env by env); by default they come from ``env_indices``.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> from episodes.runner import EnvRunner, RandomPolicy
-        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
-        >>> groups = LazyGroups(EnvRunner(env, RandomPolicy(env.action_space), seed=0).sample(3))
-        >>> len(groups), sum(len(c) for c in groups[1])
-        (2, 3)
-    """
-
-    def __init__(self, chunks: Sequence[SingleAgentEpisode], bounds: np.ndarray | None = None):
-        self._chunks = chunks
-        if bounds is None:
-            assert isinstance(chunks, SampledChunks)
-            bounds = env_bounds(chunks)
-        self._bounds = bounds
-
-    def __len__(self) -> int:
-        return len(self._bounds) - 1
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[k] for k in range(*index.indices(len(self)))]
-        n = int(index) + (len(self) if int(index) < 0 else 0)
-        if not 0 <= n < len(self):
-            raise IndexError(f"group {index} out of range for {len(self)} envs")
-        return list(self._chunks[int(self._bounds[n]) : int(self._bounds[n + 1])])
-
-
-def env_bounds(chunks: SampledChunks) -> np.ndarray:
-    """``[N + 1]``: env ``n``'s chunks are ``chunks[bounds[n]:bounds[n + 1]]`` (none built).
-
-    Example:
-        >>> import gymnasium as gym
-        >>> from episodes.runner import EnvRunner, RandomPolicy
-        >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
-        >>> chunks = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0).sample(20)
-        >>> chunks.env_indices.tolist(), env_bounds(chunks).tolist()  # env 0's episode ended
-        ([0, 0, 1], [0, 2, 3])
-    """
-    return np.searchsorted(chunks.env_indices, np.arange(chunks.num_envs + 1))

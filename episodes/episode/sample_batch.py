@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from numbers import Number
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import gymnasium as gym
 import numpy as np
 import tree
 
 from episodes.buffer.plain_arrays import check_items_unmasked
+from episodes.episode.batch_rows import sliced_columns
 from episodes.spaces import batch as stack_items
 from episodes.spaces import batch_with_layout
 from episodes.structs import flatten, leaves_up_to
@@ -128,6 +129,29 @@ class SampleBatch(dict[str, Any]):
 
     def __bool__(self) -> bool:  # as RLlib's: by rows, not keys
         return self.count > 0
+
+    @overload
+    def __getitem__(self, key: slice) -> SampleBatch: ...
+
+    @overload
+    def __getitem__(self, key: str) -> Any: ...
+
+    def __getitem__(self, key: str | slice) -> Any:
+        """A column, or with a slice the batch of those rows (as RLlib's: arrays as views).
+
+        Rows are read as :func:`~episodes.episode.batch_rows.sliced_columns` reads them.
+
+        Example:
+            >>> batch = SampleBatch({"obs": [1, 2, 3], "infos": [{}, {}, {"a": 1}]})
+            >>> part = batch[1:]
+            >>> part, part["obs"], part["infos"]
+            (SampleBatch(count=2, keys=['obs', 'infos']), array([2, 3]), [{}, {'a': 1}])
+        """
+        if isinstance(key, slice):
+            return type(self).from_columns(
+                sliced_columns(self, key, self.count), frozenset(self.keys())
+            )
+        return dict.__getitem__(self, key)
 
     def copy(self, shallow: bool = False) -> SampleBatch:
         """A new batch of the same columns, their arrays copied unless ``shallow`` (as RLlib's).
