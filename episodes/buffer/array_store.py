@@ -37,6 +37,7 @@ from episodes.buffer.value_fit import (
     fit_of,
     misfit,
     staged_batch,
+    staged_leaves,
     staged_rows,
     write_rows,
 )
@@ -439,14 +440,17 @@ class ArrayStore(array_batches.ArrayBatchOps):
             self._adopt_layout([(a.shape[1:], a.dtype) for a in arrays], structure)
         elif len(arrays) != len(self.leaves) or not same_nesting(self.structure, batch):
             raise nesting_mismatch(self.structure, self.leaves, structure, arrays)
-        for column, leaf in zip(self.leaves, arrays):
-            error = batch_misfit(column, leaf, n)
-            if error is not None:
+        self._write_batch(arrays, n)
+
+    def _write_batch(self, arrays: list[np.ndarray], n: int) -> None:  # leaves of n rows
+        for column, leaf in zip(self.leaves, arrays):  # a leaf of the column's layout fits
+            same = leaf.dtype == column.dtype and leaf.shape[1:] == column.shape[1:]
+            if not (same and len(leaf) == n) and (error := batch_misfit(column, leaf, n)):
                 self._forget_adopted_layout()
                 raise error
         try:  # an interrupt or MemoryError too leaves the column as it was (its first layout)
             self._reserve(self.size + n)
-            for column, leaf in zip(self.leaves, arrays):
+            for column, leaf in zip(self._leaves, arrays):
                 try:
                     write_rows(column, slice(self.size, self.size + n), leaf)
                 except MISFIT_ERRORS as error:
@@ -464,12 +468,14 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> [leaf.tolist() for leaf in store.leaf_views()]
             [[1, 2], [0.5, 1.5]]
         """
-        if items:  # each item is read as append reads it (a list at a leaf is a row)
-            if self.typed:
-                batch = staged_batch(self.leaves, self.structure, items)
-            else:  # in the layout the space left, as the first appended item is
-                batch = first_batch(self.structure, self._leaves[0].ndim, items, self._leaves)
-            self.extend_batch(batch, count=len(items))
+        n = len(items)  # each item is read as append reads it (a list at a leaf is a row)
+        if n and not self.typed:  # in the layout the space left, as the first appended item is
+            first = first_batch(self.structure, self._leaves[0].ndim, items, self._leaves)
+            self.extend_batch(first, count=n)
+        elif n and type(self).extend_batch is ArrayStore.extend_batch:  # its other checks pass
+            self._write_batch(staged_leaves(self.leaves, self.structure, items), n)
+        elif n:  # a subclass's extend_batch (a view store's copies its leaves first)
+            self.extend_batch(staged_batch(self.leaves, self.structure, items), count=n)
 
     def extend_from(self, other: Any, start: int) -> None:
         """Appends the items of store ``other`` from position ``start`` on.

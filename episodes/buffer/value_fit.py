@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer.batch_stacks import _PLAIN_NUMBER_KINDS, _stacked, _stacked_exactly
 from episodes.buffer.plain_arrays import (
     check_items_unmasked,
     check_unmasked,
@@ -39,6 +40,7 @@ __all__ = [
     "fit_of",
     "misfit",
     "staged_batch",
+    "staged_leaves",
     "staged_rows",
     "values_at",
     "write_rows",
@@ -61,7 +63,6 @@ _FIT_BY_DTYPE: dict[np.dtype[Any], tuple[frozenset[type], frozenset[type], float
 # Dtype kinds of numbers and bools. Such a column takes only values numpy reads as one of
 # them: numpy would parse "2.5" into 2.5, turn None into NaN and any string or dict into True.
 _NUMBER_KINDS = "biufc"
-_PLAIN_NUMBER_KINDS = "biuf"  # no complex: its casts differ per item and per batch
 _MAY_OVERFLOW: dict[tuple[np.dtype[Any], np.dtype[Any]], bool] = {}
 
 _NUL_DROPPED = "numpy's fixed-width strings drop trailing NUL characters"
@@ -458,8 +459,19 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
         >>> staged_batch([np.zeros((3, 2))], None, [[1, 2], [3, 4]]).tolist()
         [[1.0, 2.0], [3.0, 4.0]]
     """
+    return unflatten(structure, staged_leaves(leaves, structure, items))
+
+
+def staged_leaves(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> list[np.ndarray]:
+    """:func:`staged_batch`'s leaves: one array per column leaf, of its dtype and item shape.
+
+    Example:
+        >>> [leaf.tolist() for leaf in staged_leaves([np.zeros(3, np.int8)], None, [1, 2])]
+        [[1, 2]]
+    """
     check_items_unmasked(items)  # stacking would drop their masks
-    if structure is None and leaves[0].dtype.kind in _PLAIN_NUMBER_KINDS:
+    column = leaves[0]
+    if structure is None and column.dtype.kind in _PLAIN_NUMBER_KINDS:
         # Numbers into a flat number column: one stack and one batch check (as strict as the
         # per-item one) instead of a cast per item; any doubt takes the per-item path, which
         # also gives its error.
@@ -467,40 +479,18 @@ def staged_batch(leaves: list[np.ndarray], structure: Any, items: list[Any]) -> 
             batch = np.asarray(items)
         except (ValueError, TypeError, OverflowError):
             batch = None
-        if (
+        if batch is not None and batch.dtype == column.dtype:  # nothing to cast or check
+            if batch.shape[1:] == column.shape[1:] and len(batch) == len(items):
+                return [batch]
+        elif (
             batch is not None
-            and _stacked_exactly(batch, leaves[0].dtype)
-            and batch_misfit(leaves[0], batch, len(items)) is None
+            and _stacked_exactly(batch, column.dtype)
+            and batch_misfit(column, batch, len(items)) is None
         ):
             with np.errstate(under="ignore"):  # a tiny float rounds to 0, as numpy's default
-                return batch.astype(leaves[0].dtype, copy=False)
+                return [batch.astype(column.dtype, copy=False)]
     staged = [staged_rows(leaves, item, structure) for item in items]
-    return unflatten(structure, [_stacked(leaf, rows) for leaf, rows in zip(leaves, zip(*staged))])
-
-
-def _stacked(leaf: np.ndarray, rows: tuple[Any, ...]) -> np.ndarray:
-    """Rows for ``leaf`` stacked; a flat object column's values each stay one value."""
-    if leaf.ndim == 1 and leaf.dtype.kind == "O":  # np.stack would turn a list into a row
-        return np.fromiter(rows, dtype=object, count=len(rows))
-    return np.stack(rows)
-
-
-def _stacked_exactly(batch: np.ndarray, column: np.dtype[Any]) -> bool:
-    """Whether stacking items into ``batch`` cast each as the column's own cast would.
-
-    numpy stacks ints mixed with floats (or uint64 with signed ints) as float64, which rounds
-    ints beyond 2**53: an int column must get ints, and a column of a narrower float must not
-    get such an int rounded twice (to float64, then to its dtype).
-    """
-    kind = batch.dtype.kind
-    if kind not in _PLAIN_NUMBER_KINDS:
-        return False
-    if column.kind in "iub":
-        return kind in "iub"
-    if kind == "f" and batch.dtype.itemsize > column.itemsize:  # float64 from mixed items
-        with np.errstate(invalid="ignore"):
-            return not bool((np.abs(batch) >= 2.0**53).any())
-    return True
+    return [_stacked(leaf, rows) for leaf, rows in zip(leaves, zip(*staged))]
 
 
 def batch_leaves(batch: Any) -> tuple[list[np.ndarray], Any]:

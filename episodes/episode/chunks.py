@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.subclasses import subclass_attributes
 from episodes.episode.custom_copy import copied_custom
@@ -259,13 +261,14 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
             f"{sorted_keys(other.extra_model_outputs)}"
         )
     # Storage positions rather than getters: both chunks were just validated as non-empty.
-    first_of_other = other.observations.get(0)
-    last_of_mine = episode.observations.get(-1)
+    first_of_other = other.observations.store.get(other.observations.lookback)
+    last_of_mine = episode.observations.store.get(episode.observations.len_incl_lookback() - 1)
     # ``is None``, not truth: an empty Dict is a space, and a 2-D MultiDiscrete warns on len().
     space = episode.observation_space
     if space is None:
         space = other.observation_space
-    if not equal_in_space(first_of_other, last_of_mine, space):
+    same = _same_bytes(first_of_other, last_of_mine)  # equal in any space: no walk
+    if not same and not equal_in_space(first_of_other, last_of_mine, space):
         raise AssertionError(
             "cannot concat: other's first observation differs from self's last observation"
         )
@@ -290,6 +293,19 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
             episode._start_time = other._start_time
 
 
+def _same_bytes(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are arrays of one number dtype and shape with the same bytes.
+
+    Such arrays are ``data_equal`` (NaNs at the same places), which ``equal_in_space`` asks
+    first; anything else (-0.0 against 0.0 too) is left to it.
+    """
+    if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
+        return False
+    if a.dtype != b.dtype or a.shape != b.shape or a.dtype.kind not in "biuf":
+        return False
+    return a.tobytes() == b.tobytes()
+
+
 def _check_in_spaces(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     """A numpy'd ``episode`` takes a list-mode ``other``'s steps only in its spaces (§3.7).
 
@@ -305,9 +321,11 @@ def _check_in_spaces(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> 
     for mine, theirs, skip, what, check in columns:
         if check is None or not mine.store.is_numpy or theirs.store.is_numpy:
             continue
-        space = getattr(episode, f"{what}_space")
-        for item in theirs.get(slice(skip, None)):
+        items = theirs.store.pylist  # a list store's list: no read to build
+        items = theirs.get(slice(skip, None)) if items is None else items[theirs.lookback + skip :]
+        for item in items:
             if not check(item):
+                space = getattr(episode, f"{what}_space")
                 raise ValueError(
                     f"cannot concat: other's {what} {item!r} is not in this episode's {what} "
                     f"space {space}; nothing was changed"
