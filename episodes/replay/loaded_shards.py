@@ -1,20 +1,22 @@
 """A saved buffer's episodes read into one buffer state, columns batched.
 
-``load`` used to read every saved episode as a ``SingleAgentEpisode`` and add them. Where
-every piece of the save's v2 dataset is *plain* (as ``save`` writes a stored episode without
-infos or ``custom_data``, its other ids None or str: see
-:mod:`episodes.replay.saved_shards`), :func:`read_stored` reads each shard's columns at once
-instead, and :meth:`Loaded.restore` gives the buffer the state adding them would leave
-(through ``set_state``: the same columns, links, table, sizes and counters). Saves written
-episode by episode, one record batch each (every save before 2026-12-05), read the same way.
-The dataset is opened and checked by ``episodes.io`` as ``read_episodes(verify=True)`` opens
-it (manifest, index checksums, every data file's CRC-32, every record batch validated); a
-piece is plain where its index entry is the shard's first entry with the piece's own fields
-(id, ids, flags, times, clocks, sizes) put in, and the first piece of each shard is also read
-as an episode and prepared as ``add`` prepares it, which must give the same rows, flags,
-times, metadata and spaces. Anything else (a chunk dataset, a piece that is not plain,
-nulls or texts where the rows must hold data, damage) gives None: the caller reads episode
-by episode, which raises what it always raised.
+``load`` used to read every saved episode as a ``SingleAgentEpisode`` and add them.
+:func:`read_stored` reads each shard's columns at once instead, and :meth:`Loaded.restore` gives
+the buffer the state adding them would leave (through ``set_state``: the same columns, links,
+table, sizes and counters). The dataset is opened and checked once, as
+``read_episodes(verify=True)`` opens it (manifest, index checksums, every data file's CRC-32,
+every record batch). A piece is *plain* (as ``save`` writes an episode without infos or
+``custom_data``, its other ids None or str: :mod:`episodes.replay.saved_shards`) where its index
+entry is the shard's first plain piece's (the model, also read as an episode and prepared as
+``add`` prepares it, which must give the same rows, flags, times, metadata and spaces) with its
+own fields (id, ids, flags, times, clocks, sizes) put in, its infos rows are ``{}`` and its rows
+lie in one record batch, free of nulls: its rows are gathered. Any other piece is read as
+``read_episodes`` reads it and prepared as ``add`` does, in its place (a save holding a few
+episodes with infos loads batched but for them). Saves written episode by episode (every save
+before 2026-12-05) read the same way. Where the result could differ from adding the pieces
+(no v2 dataset, pieces of other dtypes, shapes or outputs, ids that repeat or hold a NaN, a
+piece without steps, damage) it gives None: the caller reads episode by episode, which raises
+what it always raised.
 
 Example:
     >>> import tempfile
@@ -36,7 +38,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +53,7 @@ from episodes.io.shards import is_v2
 from episodes.io.tool_args import holds_nan
 from episodes.io.values import decode_value
 from episodes.replay.adding import copied_space
-from episodes.replay.ingest import prepare
+from episodes.replay.ingest import Chunk, prepare
 from episodes.replay.metadata import EpisodeMeta
 from episodes.replay.saved_shards import _IDS, _Template
 from episodes.spaces import space_from_dict
@@ -61,7 +63,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Loaded", "read_stored"]
 
-_FIELDS = ("id", *_IDS, "is_terminated", "is_truncated", "t_started", "t")
+_FLAGS = ("is_terminated", "is_truncated")
+_FIELDS = ("id", *_IDS, *_FLAGS, "t_started", "t")
 _CLOCKS = ("start_time", "last_step_time")
 _OWN = (*_FIELDS, *_CLOCKS)
 _MAX_T = 2**63 - 1
@@ -82,6 +85,7 @@ class Loaded:
         self.steps = 0
         self._parts: list[dict[str, Any]] = []
         self._spaces: list[Any] = [None, None]
+        self._kinds: list[Any] | None = None  # each step column's path, dtype and item shape
 
     def restore(self, buffer: EpisodeReplayBuffer) -> None:
         """Gives ``buffer`` (new, empty) the episodes, as ``buffer.add`` of them would.
@@ -97,22 +101,24 @@ class Loaded:
         if not self._parts:  # an add of no episodes changes only this
             buffer._store.capacity = int(buffer.capacity)
             return
+        assert self._kinds is not None
         n = np.concatenate([p["n"] for p in self._parts])
         count, rows = len(n), int(n.sum())
         first = np.cumsum(n) - n
-        place = np.arange(rows) - np.repeat(first, n)
+        place = _places(n)
         t0 = self._cat("t0")
         last = place == np.repeat(n, n) - 1
         zeros = {
-            path: np.broadcast_to(np.zeros(1, v.dtype), (rows, *v.shape[1:]))
-            for path, v in self._parts[0]["views"].items()
+            path: np.broadcast_to(np.zeros(1, dtype), (rows, *shape))
+            for path, dtype, shape in self._kinds
+            if path != ("rewards",)
         }
         steps = {
             "obs": zeros.pop(("observations",)),
             "actions": zeros.pop(("actions",)),
             "rewards": self._cat("rewards"),
             "extras": {path[1]: v for path, v in zeros.items()},
-            "infos": [None] * rows,
+            "infos": [None] * rows,  # the pieces read as episodes: theirs written below
             "ep": np.repeat(np.arange(count), n),
             "t": np.repeat(t0, n) + place,
             "nxt": np.where(last, -1, np.arange(rows) + 1),
@@ -130,7 +136,7 @@ class Loaded:
             "t_end": t0 + n,
             "first_slot": first,
             "last_slot": first + n - 1,
-            "custom_data": [{}] * count,
+            "custom_data": [m.custom if m.custom else {} for m in metas],
             **{key: [getattr(m, key) for m in metas] for key in (*_IDS, *_CLOCKS)},
         }
         state = {
@@ -153,15 +159,34 @@ class Loaded:
         store = buffer._store
         store.capacity = int(buffer.capacity)  # as an add leaves it
         assert store.obs is not None and store.actions is not None
-        columns: dict[tuple[str, ...], Any] = {("observations",): store.obs}
-        columns.update({("actions",): store.actions})
-        columns.update({(EXTRAS, key): column for key, column in store.extras.items()})
-        at = 0
-        for part in self._parts:  # a shard's rows at a time: at most its size beside them
-            steps_of = part["steps"]
+        columns: dict[tuple[str, ...], Any] = {("observations",): store.obs.data}
+        columns.update({("actions",): store.actions.data})
+        columns.update({(EXTRAS, key): column.data for key, column in store.extras.items()})
+        for part, at, k in self._placed():  # a shard's rows at a time: at most its size beside
+            steps_of, dest = part["steps"], part["dest"]
             for path, view in part["views"].items():
-                columns[path].data[at : at + len(steps_of)] = view[steps_of]
-            at += len(steps_of)
+                if dest is None:  # every piece of the shard plain: its rows in a run
+                    columns[path][at : at + len(steps_of)] = view[steps_of]
+                else:
+                    columns[path][at + dest] = view[steps_of]
+            for off, j, chunk in part["chunks"]:
+                rows_of = slice(at + off, at + off + chunk.n)
+                columns[("observations",)][rows_of] = chunk.obs[:-1]
+                columns[("actions",)][rows_of] = chunk.actions
+                for key, values in chunk.extras.items():
+                    columns[EXTRAS, key][rows_of] = values
+                # The infos prepare copied, as add stores them (a state's would be copied again).
+                for i, info in enumerate(chunk.infos[:-1], at + off):
+                    store.infos[i] = info
+                buffer._table.final_info[k + j] = chunk.infos[-1]
+
+    def _placed(self) -> Iterator[tuple[dict[str, Any], int, int]]:
+        """Each part with the state's step row and episode where its own begin."""
+        at = k = 0
+        for part in self._parts:
+            yield part, at, k
+            at += int(part["n"].sum())
+            k += len(part["n"])
 
     def _cat(self, key: str) -> Any:
         parts = [p[key] for p in self._parts]
@@ -169,10 +194,11 @@ class Loaded:
 
 
 def read_stored(path: Path) -> Loaded | None:
-    """The pieces of the v2 dataset at ``path`` as one state's columns, if all are plain.
+    """The pieces of the v2 dataset at ``path`` as one state's columns, where they can be.
 
-    None where the dataset is no v2 one, a piece is not plain, the pieces' ids are not
-    unique, or anything is damaged: read it episode by episode then.
+    None where the dataset is no v2 one, pieces are of other dtypes, shapes or extra
+    outputs, the pieces' ids are not unique, or anything is damaged: read it episode by
+    episode then.
 
     Example:
         >>> import tempfile
@@ -202,12 +228,6 @@ def _read(ds: Dataset) -> Loaded | None:
     ids = loaded.ids
     if len(set(ids)) != len(ids):  # a buffer keys episodes by Python equality
         return None
-    kinds = [[(k, v.dtype, v.shape[1:]) for k, v in p["views"].items()] for p in loaded._parts]
-    if (
-        any(kind != kinds[0] for kind in kinds)
-        or len({p["rewards"].dtype for p in loaded._parts}) > 1
-    ):
-        return None  # shards of other dtypes: add casts or refuses them
     return loaded
 
 
@@ -215,100 +235,195 @@ def _fields(entry: Any) -> dict[str, Any] | None:
     """A plain entry's own fields (checked as the episode decoder checks them), else None."""
     if type(entry) is not dict or len(entry) != len(_ENTRY_KEYS) or entry.keys() != _ENTRY_KEYS:
         return None
-    meta = entry["meta"]
-    if type(meta) is not dict:
+    meta, rows = entry["meta"], entry["rows"]
+    if type(meta) is not dict or type(rows) is not list or len(rows) != 2:
         return None
     fields = {key: meta.get(key) for key in _OWN}
     t0, t = fields["t_started"], fields["t"]
     if type(t0) is not int or type(t) is not int or not 0 <= t0 < t <= _MAX_T:
         return None
-    if type(fields["is_terminated"]) is not bool or type(fields["is_truncated"]) is not bool:
+    if not (type(rows[0]) is type(rows[1]) is int and 0 <= rows[0] < _MAX_T - t):
+        return None  # [first row, rows]: within the table is checked with it
+    if rows[1] != t - t0 + 1 or {type(fields[k]) for k in _FLAGS} != {bool}:
         return None
-    for key in _IDS:  # ids other than None or str take the decoder's own checks
-        if fields[key] is not None and type(fields[key]) is not str:
-            return None
-    for key in _CLOCKS:
-        if fields[key] is not None and type(fields[key]) is not float:
-            return None
+    if any(fields[k] is not None and type(fields[k]) is not str for k in _IDS):
+        return None  # ids other than None or str take the decoder's own checks
+    if any(fields[k] is not None and type(fields[k]) is not float for k in _CLOCKS):
+        return None
     return fields
 
 
 def _shard(shard: Shard, summaries: Sequence[Any], loaded: Loaded) -> dict[str, Any] | None:
+    """The shard's part of the state (or None): which pieces are plain, their columns."""
     entries = shard.index["episodes"]
-    found = [_fields(e) for e in entries]
-    fields = [f for f in found if f is not None]
-    if len(fields) != len(found):
-        return None
-    head = entries[0]
-    meta0 = head["meta"]
-    columns = _plain_columns(meta0, head["leaves"])  # the template's parts checked first
-    if columns is None or meta0.get("blob") != [] or meta0.get("custom_data") != {}:
-        return None
-    n = np.array([f["t"] - f["t_started"] for f in fields], np.int64)
-    template = _Template(head, int(n[0]), int(n[0]) + 1, {})
-    rows = np.empty(len(entries), np.int64)
-    for j, (entry, own) in enumerate(zip(entries, fields, strict=True)):
-        meta, leaves = template.parts(int(n[j]), own)
-        got = entry["rows"]
-        if entry["meta"] != meta or entry["leaves"] != leaves or got[1:] != [int(n[j]) + 1]:
-            return None
-        rows[j] = got[0]
-        row = summaries[j]
-        if (row.t_started, row.t) != (own["t_started"], own["t"]):
-            return None  # the reader's refusal
+    fields = [_fields(e) for e in entries]
     table, ends = _table(shard)
-    if np.any(np.searchsorted(ends, rows, "right") != np.searchsorted(ends, rows + n, "right")):
-        return None  # a piece straddling record batches: the reader refuses it
-    if not _empty_infos(column_of(table, ["infos"], shard.where), int(ends[-1])):
-        return None
-    steps = np.repeat(rows, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-    part: dict[str, Any] = {"views": {}, "steps": steps}
+    total = int(ends[-1])
+    plain = np.array([f is not None for f in fields])
+    n = np.array([f["t"] - f["t_started"] if f else 1 for f in fields], np.int64)
+    rows = np.array([e["rows"][0] if f else 0 for e, f in zip(entries, fields)], np.int64)
+    plain &= rows + n < total  # the rows within the table (the next observation too)
+    infos = column_of(table, ["infos"], shard.where)
+    plain = _all_in(plain, _empty_infos(infos, total), rows, n + 1)
+    head, columns = -1, None  # the first plain piece, which models the others
+    for head in np.flatnonzero(plain).tolist():  # (one with custom_data cannot)
+        columns = _plain_columns(entries[head]["meta"], entries[head]["leaves"])
+        if columns is not None:
+            break
+    if columns is None:  # no plain piece: each is read as an episode
+        plain[:] = False
+        columns = []
+    else:
+        template = _Template(entries[head], int(n[head]), int(n[head]) + 1, {})
+        for j in np.flatnonzero(plain).tolist():
+            own, row = fields[j], summaries[j]
+            assert own is not None
+            meta, leaves = template.parts(int(n[j]), own)
+            plain[j] = (
+                entries[j]["meta"] == meta
+                and entries[j]["leaves"] == leaves
+                and (row.t_started, row.t) == (own["t_started"], own["t"])
+            )
+        # A piece straddling record batches is read (the reader refuses it).
+        plain &= np.searchsorted(ends, rows, "right") == np.searchsorted(ends, rows + n, "right")
+    views = {}
     for path, info in columns:
         column = column_of(table, path, shard.where)
-        view = leaf_from_arrow(
+        views[tuple(path)] = leaf_from_arrow(
             column, {**info, "count": len(column)}, 0, len(column), nulls_ok=True,
             where=shard.where,
         )  # fmt: skip
-        needed = np.concatenate([steps, rows + n]) if path == ["observations"] else steps
         valid = _valid(column)
-        if valid is not None and not valid[needed].all():
-            return None  # a null where the rows hold data (or in their items): the reader's
-        if path == ["rewards"]:
-            part["rewards"] = view[steps]
-        else:  # read into the store once it is made (Loaded.restore)
-            part["views"][tuple(path)] = view
-        if path == ["observations"]:
-            part["finals"] = view[rows + n]
-    ids = [decode_value(f["id"], blob=None, where="id") for f in fields]
-    spaces = [space_from_dict(shard.spaces[meta0[k]["space_ref"]]) for k in _SPACE_KEYS]
-    metas = [EpisodeMeta(None, *(f[k] for k in _IDS), *(f[k] for k in _CLOCKS)) for f in fields]
-    part.update(
-        n=n,
-        t0=np.array([f["t_started"] for f in fields], np.int64),
-        terminated=np.array([f["is_terminated"] for f in fields], np.bool_),
-        truncated=np.array([f["is_truncated"] for f in fields], np.bool_),
-        metas=metas,
-    )
-    if any(holds_nan(i) for i in ids) or not _same_as_read(shard, part, ids, spaces):
+        if valid is not None:  # a null where the rows hold data (or in their items): read
+            plain = _all_in(plain, valid, rows, n + (path == ["observations"]))
+    if columns and not plain[head]:
+        return None  # the model is no plain piece (the reader refuses it)
+    return _part(shard, summaries, loaded, (fields, plain, views, rows, n, head))
+
+
+def _part(
+    shard: Shard, summaries: Sequence[Any], loaded: Loaded, found: tuple[Any, ...]
+) -> dict[str, Any] | None:
+    """The shard's pieces as state columns: plain ones gathered, the others read, or None."""
+    fields, plain, views, rows, n, head = found
+    chunks: dict[int, Chunk] = {}
+    for j in np.flatnonzero(~plain).tolist():
+        chunk = _read_piece(shard, j, summaries[j])
+        if chunk is None:
+            return None
+        chunks[j], n[j] = chunk, chunk.n
+    own = [_own(f) if j not in chunks else _own_of(chunks[j]) for j, f in enumerate(fields)]
+    ids, t0, terminated, truncated, metas = (list(column) for column in zip(*own))
+    kinds = [(path, v.dtype, v.shape[1:]) for path, v in views.items()]
+    model: list[Any] = []
+    if views:  # the model piece, read and prepared as add does, must be what is gathered
+        meta0 = shard.index["episodes"][head]["meta"]
+        model = [space_from_dict(shard.spaces[meta0[k]["space_ref"]]) for k in _SPACE_KEYS]
+        r, m = int(rows[head]), int(n[head])
+        mine = {path: v[r : r + m + (path == ("observations",))] for path, v in views.items()}
+        if not _same_as_read(_read_piece(shard, head, summaries[head]), mine, own[head], model):
+            return None
+    for chunk in chunks.values():
+        own_kinds = [(path, v.dtype, v.shape[1:]) for path, v in _arrays(chunk).items()]
+        kinds = kinds or own_kinds
+        if own_kinds != kinds:
+            return None  # other dtypes, shapes or outputs: add casts or refuses them
+    loaded._kinds = kinds if loaded._kinds is None else loaded._kinds
+    if kinds != loaded._kinds or any(holds_nan(i) for i in ids):
         return None
+    starts, sizes = np.cumsum(n) - n, n[plain]
+    steps = np.repeat(rows[plain], sizes) + _places(sizes)
+    rewards = views.pop(("rewards",), None)
+    part: dict[str, Any] = {
+        "views": views, "steps": steps, "dest": None, "n": n, "metas": metas,
+        "t0": np.array(t0, np.int64), "terminated": np.array(terminated, np.bool_),
+        "truncated": np.array(truncated, np.bool_),
+        "chunks": [(int(starts[j]), j, chunk) for j, chunk in chunks.items()],
+    }  # fmt: skip
+    if not chunks:
+        part["rewards"], part["finals"] = rewards[steps], views[("observations",)][rows + n]
+    else:
+        kind = {path: (dtype, shape) for path, dtype, shape in kinds}
+        part["dest"] = dest = np.repeat(starts[plain], sizes) + _places(sizes)
+        part["rewards"] = out = np.empty(int(n.sum()), kind[("rewards",)][0])
+        obs_dtype, obs_shape = kind[("observations",)]
+        part["finals"] = finals = np.empty((len(n), *obs_shape), obs_dtype)
+        if views:
+            out[dest] = rewards[steps]
+            finals[plain] = views[("observations",)][rows[plain] + sizes]
+        for off, j, chunk in part["chunks"]:
+            out[off : off + chunk.n] = chunk.rewards
+            finals[j] = chunk.obs[-1]
     loaded.ids.extend(ids)
     loaded.steps += int(n.sum())
-    for i, space in enumerate(spaces):  # add adopts the first of each stored
-        if loaded._spaces[i] is None:
-            loaded._spaces[i] = space
+    at = int(np.argmax(plain)) if views else -1  # add adopts the first space of each kind
+    pieces = [c.spaces for j, c in chunks.items() if j < at] + ([model] if views else [])
+    for spaces in pieces + [c.spaces for j, c in chunks.items() if j > at]:
+        loaded._spaces = [s if s is not None else new for s, new in zip(loaded._spaces, spaces)]
     return part
 
 
 _SPACE_KEYS = ("observation_space", "action_space")
 
 
+def _own(fields: dict[str, Any]) -> tuple[Any, ...]:
+    """A plain piece's id, start, flags and metadata, from its index entry."""
+    return (
+        decode_value(fields["id"], blob=None, where="id"),
+        fields["t_started"],
+        fields["is_terminated"],
+        fields["is_truncated"],
+        EpisodeMeta(None, *(fields[k] for k in _IDS), *(fields[k] for k in _CLOCKS)),
+    )
+
+
+def _own_of(chunk: Chunk) -> tuple[Any, ...]:
+    return chunk.id_, chunk.t0, chunk.terminated, chunk.truncated, chunk.meta
+
+
+def _arrays(chunk: Chunk) -> dict[tuple[str, ...], np.ndarray]:
+    """A chunk's step columns by their paths, in a shard's column order."""
+    out: dict[tuple[str, ...], np.ndarray] = {("observations",): chunk.obs}
+    out.update({("actions",): chunk.actions, ("rewards",): chunk.rewards})
+    return {**out, **{(EXTRAS, key): values for key, values in chunk.extras.items()}}
+
+
+def _read_piece(shard: Shard, j: int, summary: Any) -> Chunk | None:
+    """The shard's piece ``j`` as ``read_episodes`` reads it and ``add`` prepares it.
+
+    None where the reader refuses it (its times disagree with the manifest) or ``add``
+    stores nothing of it (no steps).
+    """
+    k, first = shard.part_of(j)
+    episode = decode_rows(
+        shard.entry_of(j), shard.parts[k], first, spaces=shard.spaces,
+        where=f"{shard.where} episode {j}", numpy=True, table_where=shard.where,
+    )  # fmt: skip
+    if (episode.t_started, episode.t) != (summary.t_started, summary.t):
+        return None
+    return prepare(episode)
+
+
+def _places(n: np.ndarray) -> np.ndarray:
+    """Each row's place in its piece, for pieces of ``n`` rows in a run."""
+    return np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+
+
+def _all_in(plain: np.ndarray, mask: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> Any:
+    """``plain`` without the pieces whose rows (``sizes`` from ``starts``) are not all ``mask``."""
+    at = np.flatnonzero(plain)
+    bad = np.concatenate([[0], np.cumsum(~mask)])
+    out = plain.copy()
+    out[at] = bad[starts[at] + sizes[at]] == bad[starts[at]]
+    return out
+
+
 def _plain_columns(meta: dict[str, Any], leaves: dict[str, Any]) -> list[Any] | None:
     """The leaf paths and entries of a plain entry's columns (observations first), or None."""
-    columns = meta.get("columns")
-    extras = meta.get(EXTRAS)
+    columns, extras = meta.get("columns"), meta.get(EXTRAS)
     if not isinstance(columns, dict) or sorted(columns) != sorted([*_ARRAYS, "infos"]):
         return None
-    if not isinstance(leaves, dict):
+    if not isinstance(leaves, dict) or meta.get("blob") != [] or meta.get("custom_data") != {}:
         return None
     if not isinstance(extras, list) or not all(isinstance(p, list) and len(p) == 2 for p in extras):
         return None
@@ -360,50 +475,40 @@ def _valid(column: pa.Array) -> np.ndarray | None:
     return valid
 
 
-def _empty_infos(column: pa.Array, rows: int) -> bool:
-    """Whether the infos column holds ``{}`` in each of its ``rows`` rows (no null)."""
-    if column.type != pa.large_string() or column.null_count or len(column) != rows:
-        return False
+def _empty_infos(column: pa.Array, rows: int) -> np.ndarray:
+    """Which of the infos column's ``rows`` rows hold ``{}``, no null (none: no such column)."""
+    if column.type != pa.large_string() or len(column) != rows:
+        return np.zeros(rows, np.bool_)
     offsets = np.frombuffer(column.buffers()[1], np.int64, column.offset + rows + 1)
     offsets = offsets[column.offset :]
-    if not np.all(np.diff(offsets) == 2):
-        return False
+    empty = np.diff(offsets) == 2
     data = column.buffers()[2]
-    return rows == 0 or data.slice(int(offsets[0]), 2 * rows).to_pybytes() == b"{}" * rows
+    text = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    at = offsets[:-1][empty]
+    if len(at) and (at.min() < 0 or at.max() + 2 > len(text)):
+        return np.zeros(rows, np.bool_)
+    empty[empty] = (text[at] == ord("{")) & (text[at + 1] == ord("}"))
+    valid = _valid(column)
+    return empty if valid is None else empty & valid
 
 
-def _same_as_read(shard: Shard, part: dict[str, Any], ids: list[Any], spaces: list[Any]) -> bool:
-    """Whether the shard's first piece, read and prepared as ``add`` does, is ``part``'s."""
-    k, first = shard.part_of(0)
-    episode = decode_rows(
-        shard.entry_of(0), shard.parts[k], first, spaces=shard.spaces,
-        where=f"{shard.where} episode 0", numpy=True, table_where=shard.where,
-    )  # fmt: skip
-    chunk = prepare(episode)
-    n = int(part["n"][0])
-    if chunk is None or chunk.n != n or not chunk.empty_infos:
+def _same_as_read(chunk: Chunk | None, mine: dict[Any, Any], own: Any, spaces: Any) -> bool:
+    """Whether the model piece read and prepared as ``add`` does (``chunk``) is what is gathered.
+
+    ``mine`` holds its gathered rows (observations, the next one too), ``own`` its id, start,
+    flags and metadata, ``spaces`` its spaces.
+    """
+    if chunk is None or not chunk.empty_infos:
         return False
-    views, steps = dict(part["views"]), part["steps"][:n]
-    mine = {
-        "obs": np.concatenate([views.pop(("observations",))[steps], part["finals"][:1]]),
-        "actions": views.pop(("actions",))[steps],
-        "rewards": part["rewards"][:n],
-        **{f"extra {path[1]}": v[steps] for path, v in views.items()},
-    }
-    read = {
-        "obs": chunk.obs,
-        "actions": chunk.actions,
-        "rewards": chunk.rewards,
-        **{f"extra {key}": v for key, v in chunk.extras.items()},
-    }
+    read = _arrays(chunk)
     if list(mine) != list(read) or not all(_same_array(mine[k], read[k]) for k in mine):
         return False
+    id_ = own[0]
     return (
-        type(chunk.id_) is type(ids[0])
-        and chunk.id_ == ids[0]
-        and (chunk.t0, chunk.terminated, chunk.truncated)
-        == (int(part["t0"][0]), bool(part["terminated"][0]), bool(part["truncated"][0]))
-        and chunk.meta == part["metas"][0]
+        type(chunk.id_) is type(id_)
+        and chunk.id_ == id_
+        and (chunk.t0, chunk.terminated, chunk.truncated) == tuple(own[1:4])
+        and chunk.meta == own[4]
         and list(chunk.spaces) == spaces
     )
 

@@ -10,7 +10,8 @@ CRC-32 of its own content and of ``priorities.npy`` (version 2, see
 ``episodes`` field binds ``episodes/`` to it (episodes, steps and the dataset manifest's
 CRC-32); a save written before that field loads without the check. The episodes are written
 and read with their columns batched where they hold no infos or ``custom_data``
-(:mod:`episodes.replay.saved_shards`, :mod:`episodes.replay.loaded_shards`), else one by one.
+(:mod:`episodes.replay.saved_shards`, :mod:`episodes.replay.loaded_shards`), the others one by
+one in their place.
 """
 
 from __future__ import annotations
@@ -167,8 +168,9 @@ def _save_episodes(buffer: EpisodeReplayBuffer, path: Path, ids: list[Any]) -> N
 def _load_episodes(buffer: EpisodeReplayBuffer, root: Path) -> tuple[list[Any], int]:
     """Adds the saved episodes to ``buffer`` (new); returns their ids and their steps.
 
-    Read as one state where every piece is plain (:mod:`episodes.replay.loaded_shards`),
-    else episode by episode: ``add`` then judges them, its refusal the one raised.
+    Read as one state (:mod:`episodes.replay.loaded_shards`: plain pieces gathered, the others
+    read one by one), else, where that state could differ from adding them, episode by
+    episode: ``add`` then judges them, its refusal the one raised.
     """
     from episodes.replay.buffer import EpisodeReplayBuffer
     from episodes.replay.loaded_shards import read_stored
