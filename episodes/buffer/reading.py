@@ -259,8 +259,9 @@ def _filled_gather(
     and the fillers joined (the first position's part first: its dict keys order the result),
     then put in the positions' order (the fillers alone where no position holds an item). None
     where that could differ, for the item-by-item path: leaves other than numbers and bools
-    (object leaves, strings), a filler leaf whose batch has another dtype or shape than the
-    item's own, a filler that nests otherwise. Each leaf is allocated once, in the dtype the
+    (strings; objects, but for an object column's filler, placed whole as a slice's read
+    places it), a filler leaf whose batch has another dtype or shape than the item's own, a
+    filler that nests otherwise. Each leaf is allocated once, in the dtype the
     join gives, and takes the stored rows (views where the positions run on by one) and one
     filler row in place: no joined copy to reorder.
     """
@@ -286,9 +287,11 @@ def _filled_gather(
         own = np.asarray(item)
         if padded.dtype != own.dtype or padded.shape[1:] != own.shape:
             return None
-        # Numbers (and bools) stack as they concatenate; strings read as wide as the widest
-        # string read, not the column.
-        if stored.dtype.kind not in _NUMBERS or own.dtype.kind not in _NUMBERS:
+        # Numbers (and bools) stack as they concatenate, an object column's filler (one object,
+        # column_fill's) is placed whole as a slice's join places it; strings read as wide as
+        # the widest string read, not the column.
+        kinds = stored.dtype.kind + own.dtype.kind
+        if kinds != "OO" and (kinds[0] not in _NUMBERS or kinds[1] not in _NUMBERS):
             return None
         if _ints_round(stored, padded):
             return None  # the items stack exactly (batch), where the join would round

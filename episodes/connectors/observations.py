@@ -22,6 +22,7 @@ from episodes.connectors.base import (
     with_fill_dtype,
 )
 from episodes.connectors.float32 import as_float32
+from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 from episodes.spaces import find_space_kind
@@ -127,6 +128,8 @@ def _read_obs(
     # the filler gives them, so a column's dtype does not depend on the cut either.
     fill = None if fillers is None else fillers.fill
     filler = None if fillers is None else fillers.get(space, one_hot_discrete=one_hot)
+    if space is None:  # fill itself pads: a string one would turn numbers into strings
+        refuse_text_fill(episode.observations, fill)
     value = episode.get_observations(
         slice(start, stop), neg_index_as_lookback=True, fill=fill, one_hot_discrete=one_hot
     )

@@ -20,6 +20,7 @@ from episodes.connectors.base import (
 )
 from episodes.connectors.learner import float32_rewards
 from episodes.connectors.observations import _whole_count
+from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 
@@ -126,6 +127,8 @@ class PrevActionsPrevRewards(EpisodeConnector):
         # needs padding; the rows then take the dtype the filler gives them (with a space,
         # the space's), so neither depends on where a chunk was cut.
         filler = fillers.get(space, one_hot_discrete=one_hot)
+        if space is None:  # fill itself pads: a string one would turn numbers into strings
+            refuse_text_fill(episode.actions, self.fill)
         value = episode.get_actions(
             slice(start - self.n_actions, stop - 1),
             neg_index_as_lookback=True,

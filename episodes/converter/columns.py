@@ -459,7 +459,7 @@ def _env_column(
                     f"one array ({err})"
                 ) from None
             # One [T, ...] array (a list per step is one array); a dict or strings refused.
-            extra = storable_extra(key, extra)
+            extra = storable_extra(key, extra, length)
             extra = alike_chunk(n, seen, f"extra output {key!r}", chunk, extra, None, match)
             extra_parts[key].append(extra)
         offset += length

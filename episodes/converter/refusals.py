@@ -397,27 +397,40 @@ def check_storable_extra(key: str, rows: Any) -> None:
     )
 
 
-def storable_extra(key: str, rows: Any) -> np.ndarray:
+def storable_extra(key: str, rows: Any, steps: int | None = None) -> np.ndarray:
     """A chunk's ``rows`` of extra output ``key`` as one ``[T, ...]`` array, or refused.
 
     A step recorded as a Python list is one array, as the runner takes it (``[0.1, 0.9]``
     per step gives ``[T, 2]``, as ``np.array([0.1, 0.9])`` per step does). Batched, such
     steps come as a list of per-position columns (one ``[T, ...]`` array per list entry, in
     list mode and numpy'd alike): they are stacked back along axis 1, once per position,
-    never per step. Anything else is refused as :func:`check_storable_extra` refuses it.
+    never per step. Steps of empty lists only (``[[], []]``) batch to no column at all:
+    given the chunk's ``steps``, they are float64 zeros ``[T, 2, 0]``, as ``np.array`` types
+    them per step (and as ``[]`` per step gives ``[T, 0]``). Anything else is refused as
+    :func:`check_storable_extra` refuses it.
 
     Raises:
-        ValueError: Naming ``key``: what :func:`check_storable_extra` refuses, and lists
-            whose entries differ in shape from step to step or entry to entry.
+        ValueError: Naming ``key``: what :func:`check_storable_extra` refuses, lists whose
+            entries differ in shape from step to step or entry to entry, and steps of empty
+            lists only where ``steps`` is None.
 
     Example:
         >>> storable_extra("logits", [np.array([0.1, 0.2]), np.array([0.9, 0.8])]).tolist()
         [[0.1, 0.9], [0.2, 0.8]]
+        >>> storable_extra("logits", [[], []], steps=3).shape
+        (3, 2, 0)
     """
     if isinstance(rows, list):
+        if steps is not None and rows and _no_leaves(rows):  # np.array's shape, T steps
+            return np.zeros((steps, *np.shape(rows)))
         rows = _positions_joined(key, rows)
     check_storable_extra(key, rows)
     return np.asarray(rows)
+
+
+def _no_leaves(value: Any) -> bool:
+    """Whether ``value`` is a list of lists, nested to any depth, holding nothing else."""
+    return value.__class__ is list and all(map(_no_leaves, value))
 
 
 def _positions_joined(key: str, positions: list[Any]) -> Any:

@@ -84,15 +84,7 @@ def _sum(rewards: Any) -> float:
             return float(values.sum(dtype=np.float64))
         if kind in "iu" and np.abs(values.astype(np.float64)).sum() >= _INT64_SAFE:
             return exact_sum(values.tolist())
-        try:
-            total = values.sum()
-        except TypeError:  # real numbers that do not add (a Decimal and a float): exactly
-            if kind != "O":
-                raise
-            return exact_sum(values.tolist())
-        if isinstance(total, complex | np.complexfloating):  # complex among other objects
-            raise _complex_rewards(values)
-        return float(total)
+        return float(values.sum())  # bools, ints and floats: objects returned above
     except OverflowError:  # Python ints beyond float range (an object array's sum)
         return exact_sum(rewards)
 

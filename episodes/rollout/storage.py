@@ -295,12 +295,8 @@ class RolloutStorage:
                             for d, c in zip(saved, comps)
                         )
                 continue
-            names = self.field_names.get(name)
-            if names is None:
-                if name in ("observations", "privileged_observations"):
-                    raise ValueError(f"this storage was built without {name}")
-                raise ValueError(f"{name} is not stored for training_type {self.training_type!r}")
-            for tensor_name, leaf in paired(names, value, name):
+            # Every name is the storage's: write_block and add_transition pass only those.
+            for tensor_name, leaf in paired(self.field_names[name], value, name):
                 checked_rows(self._tensors[tensor_name][rows], leaf, tensor_name)
                 puts.append((tensor_name, leaf))
         # With share, a source in the hidden states is the storage's too: copied, not taken.
