@@ -107,6 +107,13 @@ def _diff_direct(a: Any, b: Any, check_dtype: bool, path: str) -> str | None:
         return f"{path}: dtypes differ: {aa.dtype} vs {bb.dtype}"
     if _rounded(a, aa) or _rounded(b, bb):  # Python ints made float64 inexactly: one by one
         return _diff_items(list(a), list(b), check_dtype, path)
+    if aa.dtype.names is not None and aa.dtype.names == bb.dtype.names:
+        # Field by field, each with the NaN rule of its kind: == on the records calls NaN unequal.
+        for name in aa.dtype.names:
+            found = _diff(aa[name], bb[name], check_dtype, f"{path}[{name!r}]")
+            if found:
+                return found
+        return None
     if aa.dtype.kind in "fc" and bb.dtype.kind in "fc":
         same = arrays_equal(aa, bb)  # NaNs equal; complex values part by part
     else:

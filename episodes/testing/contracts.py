@@ -32,10 +32,11 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.connectors.base import check_episodes
+from episodes.connectors.float32 import Float32RangeError
 from episodes.episode import SingleAgentEpisode
 from episodes.testing.compare import _diff, _episode_diff, _rows, outputs_equal
 from episodes.testing.reset_items import reset_item
-from episodes.testing.snapshot import deep_copy, take_snapshot
+from episodes.testing.snapshot import Snapshot, _space_diff, deep_copy, take_snapshot
 from episodes.testing.strategies.episodes import stacks
 
 if TYPE_CHECKING:  # served lazily by __getattr__ below (suite imports this module)
@@ -98,6 +99,11 @@ def _call(connector: Connector, episodes_: list[SingleAgentEpisode], batch: Any 
     return out
 
 
+def _output(connector: Connector, episodes_: list[SingleAgentEpisode], batch: Any = None) -> Any:
+    """The connector's output on a copy of ``batch``, copied itself before any later call."""
+    return deep_copy(_call(connector, episodes_, deep_copy(batch, what="batch")), what="output")
+
+
 def check_does_not_mutate(
     connector: Connector, episodes_: list[SingleAgentEpisode], batch: dict[str, Any] | None = None
 ) -> None:
@@ -109,12 +115,15 @@ def check_does_not_mutate(
     the same objects in both copies, so replacing one is a change; one changed in place is
     found by pickling it before and after the call (objects that do not pickle, and those the
     spaces hold, are not checked in place). Objects that cannot be deep-copied (a lock) are
-    handed to the connector as they are, shared with the caller's episodes.
+    handed to the connector as they are, shared with the caller's episodes. Spaces are
+    compared exactly (``==`` of a Box allows ``np.allclose`` bounds). A connector refusing
+    with :class:`~episodes.connectors.Float32RangeError` must leave the episodes unchanged
+    too: its refusal is raised again if it did.
 
     Raises:
-        ConnectorContractError: An episode changed; the message names the first changed field
-            with its value before and after the call, or the type of the object changed in
-            place.
+        ConnectorContractError: An episode changed (before a refusal as well); the message
+            names the first changed field with its value before and after the call, or the
+            type of the object changed in place.
         TypeError: ``episodes_`` is not a list of episodes (the message names the odd item).
 
     Example:
@@ -123,32 +132,46 @@ def check_does_not_mutate(
     """
     check_episodes(episodes_, "check_does_not_mutate")
     snapshot = take_snapshot(episodes_)
+    objects = list(snapshot.given)
+    try:
+        _call(connector, snapshot.given, deep_copy(batch, what="batch"))
+    except Float32RangeError as refusal:  # a refusal too must leave its inputs unchanged
+        _check_unchanged(snapshot, objects, refusal)
+        raise
+    _check_unchanged(snapshot, objects)
+
+
+def _check_unchanged(
+    snapshot: Snapshot, objects: list[SingleAgentEpisode], refusal: Exception | None = None
+) -> None:
+    """Raises if the call changed ``snapshot.given`` (``objects``: its episodes before it)."""
     before, given_ = snapshot.before, snapshot.given
-    objects = list(given_)
-    _call(connector, given_, deep_copy(batch, what="batch"))
+    after = "" if refusal is None else f" (before refusing: {type(refusal).__name__})"
     if len(given_) != len(before) or any(a is not b for a, b in zip(objects, given_)):
         raise ConnectorContractError(
-            f"the connector changed the list of input episodes ({len(before)} episodes before, "
-            f"{len(given_)} after, or others in their places)"
-        )
+            f"the connector changed the list of input episodes{after} ({len(before)} episodes "
+            f"before, {len(given_)} after, or others in their places)"
+        ) from refusal
     for i, (old, new) in enumerate(zip(before, given_)):
         try:
             same = old == new
         except Exception:  # an episode left inconsistent may fail to compare
             same = False
-        if not same:
+        # ``==`` compares Box bounds with np.allclose: spaces are compared exactly too.
+        space = None if not same else _space_diff(old, new)
+        if not same or space is not None:
             raise ConnectorContractError(
-                f"the connector mutated input episode {i} (id {old.id_!r}); the first change, "
-                f"before vs after: {_episode_diff(old, new)}"
-            )
+                f"the connector mutated input episode {i} (id {old.id_!r}){after}; the first "
+                f"change, before vs after: {space or _episode_diff(old, new)}"
+            ) from refusal
     changed = snapshot.changed_in_place()
     if changed is not None:
         i, kinds = changed
         raise ConnectorContractError(
             f"the connector changed in place objects compared by identity that input episode "
-            f"{i} (id {before[i].id_!r}) holds: {', '.join(kinds)} (their pickled state differs "
-            "after the call)"
-        )
+            f"{i} (id {before[i].id_!r}) holds{after}: {', '.join(kinds)} (their pickled state "
+            "differs after the call)"
+        ) from refusal
 
 
 def _just_reset(
@@ -291,8 +314,9 @@ def check_lookback_across_cuts(
     chunk = deep_copy(episode, what="episode").slice(
         slice(start, stop), len_lookback_buffer=lookback
     )
-    full = _call(connector, [deep_copy(episode, what="episode")])
-    part = _call(connector, [chunk])
+    # Each output copied before the next call: a connector may hand out a buffer it reuses.
+    full = _output(connector, [deep_copy(episode, what="episode")])
+    part = _output(connector, [chunk])
     if row_keys is not None:
         absent = [k for k in row_keys if k not in full and len(episode)]
         if absent:
@@ -327,10 +351,9 @@ def check_deterministic(
         >>> check_deterministic(lambda eps, batch: {"n": len(eps)}, [ep])
     """
     check_episodes(episodes_, "check_deterministic")
-    first = _call(connector, deep_copy(episodes_, what="episodes_"), deep_copy(batch, what="batch"))
-    second = _call(
-        connector, deep_copy(episodes_, what="episodes_"), deep_copy(batch, what="batch")
-    )
+    # Copied before the next call: state the connector keeps changing would equal itself.
+    first = _output(connector, deep_copy(episodes_, what="episodes_"), batch)
+    second = _output(connector, deep_copy(episodes_, what="episodes_"), batch)
     _assert_same(first, second, "the connector is not deterministic", check_dtype=True)
 
 
@@ -362,10 +385,8 @@ def check_list_numpy_agree(
         numpied = [deep_copy(ep, what="episodes_").to_numpy() for ep in episodes_]
     except ValueError:
         return  # items that do not stack (extra outputs, observations without a space)
-    as_list = _call(
-        connector, deep_copy(episodes_, what="episodes_"), deep_copy(batch, what="batch")
-    )
-    as_numpy = _call(connector, numpied, deep_copy(batch, what="batch"))
+    as_list = _output(connector, deep_copy(episodes_, what="episodes_"), batch)
+    as_numpy = _output(connector, numpied, batch)
     _assert_same(as_list, as_numpy, "list and numpy episodes give different outputs")
 
 

@@ -35,6 +35,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from episodes.episode import FIELDS, SingleAgentEpisode
@@ -260,3 +261,61 @@ def take_snapshot(episodes_: list[SingleAgentEpisode]) -> Snapshot:
     before = copy.deepcopy(given, keep)
     watched = tuple((i, v, p) for i, v in shared if (p := _pickled(v)) is not None)
     return Snapshot(given, before, watched)
+
+
+def _space_exact(a: Any, b: Any) -> bool:
+    """Whether two spaces are equal with their Box bounds equal bit for bit, not allclose."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, gym.spaces.Box):
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and np.array_equal(a.low, b.low, equal_nan=True)
+            and np.array_equal(a.high, b.high, equal_nan=True)
+        )
+    if isinstance(a, (gym.spaces.Dict, gym.spaces.Tuple)):
+        subs: Any = a.spaces, b.spaces  # a dict (keys in order) or a tuple of spaces
+        if isinstance(a, gym.spaces.Dict):
+            return list(subs[0]) == list(subs[1]) and all(
+                _space_exact(subs[0][k], subs[1][k]) for k in subs[0]
+            )
+        return len(subs[0]) == len(subs[1]) and all(map(_space_exact, subs[0], subs[1]))
+    if isinstance(a, (gym.spaces.Sequence, gym.spaces.Graph)):
+        seq = isinstance(a, gym.spaces.Sequence)
+        inner = ("feature_space",) if seq else ("node_space", "edge_space")
+        return bool(a == b) and all(
+            (getattr(a, n) is None) == (getattr(b, n) is None)
+            and (getattr(a, n) is None or _space_exact(getattr(a, n), getattr(b, n)))
+            for n in inner
+        )
+    return bool(a == b)
+
+
+def _space_diff(old: SingleAgentEpisode, new: SingleAgentEpisode) -> str | None:
+    """The first space of ``old`` that differs from ``new``'s exactly, as ``before vs after``.
+
+    Episode ``==`` compares spaces with gymnasium's ``==``, which takes a Box's bounds equal
+    when ``np.allclose``: a bound moved by a few units in a million passes it.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> ep = SingleAgentEpisode(
+        ...     observations=[0, 1], actions=[0], rewards=[1.0],
+        ...     observation_space=gym.spaces.Box(0, 1_000_000, (1,), np.int64),
+        ... )
+        >>> changed = copy.deepcopy(ep)
+        >>> changed.observation_space.high[0] = 1_000_009
+        >>> ep == changed, _space_diff(ep, changed) is not None
+        (True, True)
+    """
+    olds, news = _spaces(old), _spaces(new)
+    if len(olds) != len(news):
+        return f"spaces: {olds!r} vs {news!r}"
+    for a, b in zip(olds, news):
+        if not _space_exact(a, b):
+            bounds = ""
+            if isinstance(a, gym.spaces.Box) and isinstance(b, gym.spaces.Box):
+                bounds = f" (low {a.low!r} vs {b.low!r}, high {a.high!r} vs {b.high!r})"
+            return f"space {a!r} vs {b!r}{bounds}"
+    return None

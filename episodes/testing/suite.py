@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from hypothesis import given, settings
@@ -102,6 +102,7 @@ def check_connector(
     max_len: int = 6,
     max_examples: int = 25,
     row_keys: Collection[str] | None = None,
+    extra_model_outputs: Mapping[str, Any] | None = None,
 ) -> None:
     """Runs every contract on episodes drawn by hypothesis (spaces, strategies or None).
 
@@ -113,6 +114,10 @@ def check_connector(
         max_len: Longest drawn episode.
         max_examples: Hypothesis examples per contract.
         row_keys: See :func:`check_lookback_across_cuts`.
+        extra_model_outputs: Dict of key -> space of one value that every drawn episode
+            records (as a runner's episodes all record the same ones, e.g. ``vf_preds``), as
+            :func:`~episodes.testing.strategies.episodes` takes it; None draws a subset of
+            its defaults per episode, ``{}`` none.
 
     Episodes are drawn on deep copies of the spaces: the connector never gets your space
     objects, so no contract can change them. A connector raising
@@ -138,7 +143,10 @@ def check_connector(
     _check_settings(observation_space, action_space, lookback, max_len)
     if not (whole(max_examples) and max_examples >= 1):
         raise ValueError(f"max_examples must be an int >= 1, got {max_examples!r}")
-    kwargs = _episode_kwargs(observation_space, action_space, max_len)
+    kwargs = _episode_kwargs(
+        observation_space, action_space, max_len, extra_model_outputs=extra_model_outputs
+    )
+    episodes(**kwargs)  # built once: it refuses bad extra_model_outputs here, not mid-run
     # int(): hypothesis refuses numpy integers, which the check above accepts. One failure,
     # not a group of all it found: callers catch ConnectorContractError, as documented.
     run = settings(
@@ -215,7 +223,8 @@ class ConnectorContract:
     Subclass it in a ``Test*`` class and implement :meth:`make_connector`; optionally set
     ``observation_space``, ``action_space`` (spaces or strategies; None draws any small
     space), ``lookback`` (steps the connector reads into the past), ``row_keys`` (see
-    :func:`check_lookback_across_cuts`) and ``max_len``.
+    :func:`check_lookback_across_cuts`), ``max_len`` and ``extra_model_outputs`` (see
+    :func:`check_connector`).
     Hypothesis settings come from your active profile. A ``test_<contract>`` the subclass (or
     a class between it and the mixin) sets itself wins, as in any subclass: a method replaces
     the mixin's test, and ``None`` drops it (pytest's way to leave an inherited test out).
@@ -238,6 +247,7 @@ class ConnectorContract:
     lookback: int = 3
     max_len: int = 6
     row_keys: Collection[str] | None = None
+    extra_model_outputs: Mapping[str, Any] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -263,9 +273,8 @@ class ConnectorContract:
 
     def _kwargs(self, **extra: Any) -> dict[str, Any]:
         _check_settings(self.observation_space, self.action_space, self.lookback, self.max_len)
-        return _episode_kwargs(
-            self.observation_space, self.action_space, **{"max_len": self.max_len, **extra}
-        )
+        extra = {"max_len": self.max_len, "extra_model_outputs": self.extra_model_outputs, **extra}
+        return _episode_kwargs(self.observation_space, self.action_space, **extra)
 
     def test_does_not_mutate(self, data: st.DataObject) -> None:
         """The connector leaves its input episodes unchanged."""
