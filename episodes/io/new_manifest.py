@@ -29,7 +29,7 @@ def create_manifest(root: Path, header: dict[str, Any], *, sync: bool) -> None:
 
     Raises:
         DatasetIOError: ``root``'s filesystem has no file locks (checked first) or makes no
-            hard links; nothing is left behind.
+            hard links; nothing is written into ``root``.
 
     Example:
         >>> import tempfile
