@@ -78,15 +78,19 @@ def column_items(data: Any, name: str = "a column") -> Any:
         ) from error
     if isinstance(data, (np.ndarray, tuple)) or not hasattr(data, "__array__"):
         return items
-    return items if isinstance(data, Sequence) or _iterates_rows(data, items) else _rows(data, name)
+    if isinstance(data, Sequence) or _iterates_rows(data, items):
+        return items
+    return _rows(data, name, items)
 
 
 def _iterates_rows(data: Any, items: list[Any]) -> bool:
     """Whether iterating an array-like gave its rows: one per row, as a tensor's are.
 
-    Each row is of its type, or it is of theirs (a torch ``Parameter``'s rows are tensors), or
-    has a row's shape (an h5py-like table iterating numpy rows). A DataFrame's iteration gives
-    its column labels instead, a polars frame's its columns.
+    Rows are of its type, or it is of theirs (a torch ``Parameter``'s rows are tensors). Any
+    other iteration is read through numpy instead: a DataFrame iterates its column labels (a
+    2 x 2 frame's MultiIndex labels even have a row's shape), a polars frame its columns, and
+    numpy's rows of an h5py-like table are the rows it iterates (:func:`_rows` keeps those
+    where numpy cannot read the table, as a device array's ``__array__`` may refuse).
 
     Example:
         >>> table = np.zeros((2, 3))
@@ -100,26 +104,19 @@ def _iterates_rows(data: Any, items: list[Any]) -> bool:
         return True
     return len(shape) < 2 or (
         len(items) == shape[0]
-        and all(
-            isinstance(item, type(data)) or isinstance(data, type(item)) or _row_of(item, shape)
-            for item in items
-        )
+        and all(isinstance(item, type(data)) or isinstance(data, type(item)) for item in items)
     )
 
 
-def _row_of(item: Any, shape: tuple[int, ...]) -> bool:
-    """Whether ``item`` has the shape of one row of an array-like of ``shape`` (a numpy row)."""
-    try:
-        return tuple(np.shape(item)) == tuple(shape[1:])
-    except Exception:  # noqa: BLE001 - no shape numpy can read: no row
-        return False
-
-
-def _rows(data: Any, name: str) -> list[Any]:
+def _rows(data: Any, name: str, items: list[Any]) -> list[Any]:
     """An array-like's rows, as a buffer holding it reads them (``np.asarray``'s rows).
 
+    Where numpy reads none, the ``items`` its iteration gave are its rows if each has a row's
+    shape (a table whose ``__array__`` refuses host copies, iterating numpy rows).
+
     Raises:
-        TypeError: numpy reads no rows from it; the message names the column ``name``.
+        TypeError: numpy reads no rows from it and its items are no rows; the message names
+            the column ``name``.
 
     Example:
         >>> class Table:  # iterates its column labels, as a DataFrame does
@@ -127,16 +124,30 @@ def _rows(data: Any, name: str) -> list[Any]:
         ...         return np.array([[0.0, 1.0], [2.0, 3.0]])
         ...     def __iter__(self):
         ...         return iter(["x", "y"])
-        >>> [row.tolist() for row in _rows(Table(), "observations")]
+        >>> [row.tolist() for row in _rows(Table(), "observations", ["x", "y"])]
         [[0.0, 1.0], [2.0, 3.0]]
     """
     try:
         return ArrayStore.from_batch(data).items(0)
     except Exception as error:  # whatever its __array__ raised, named with the column
+        if _shaped_rows(items, tuple(getattr(data, "shape", ()))):
+            return items
         raise TypeError(
             f"{name} given as a {type(data).__name__} iterates no rows (its column labels, "
             f"say) and numpy reads no rows from it either: {error}"
         ) from error
+
+
+def _shaped_rows(items: list[Any], shape: tuple[int, ...]) -> bool:
+    """Whether ``items`` are rows of an array of ``shape``: one per row, each of a row's shape."""
+    try:
+        return (
+            len(shape) > 1
+            and len(items) == shape[0]
+            and all(np.shape(item) == shape[1:] for item in items)
+        )
+    except Exception:  # noqa: BLE001 - an item numpy reads no shape from is no row
+        return False
 
 
 def extra_columns(extra_model_outputs: Any) -> dict[Any, Any]:

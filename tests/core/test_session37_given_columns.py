@@ -119,3 +119,47 @@ def test_row_iterating_columns_are_unchanged() -> None:
     assert all(np.shares_memory(row, array) for row in rows)
     assert column_items((1, 2)) == [1, 2] and column_items(range(2)) == [0, 1]
     assert column_items(np.arange(2.0)) == [0.0, 1.0]
+
+
+class ColumnFrame:
+    """A stand-in for a polars frame: numpy reads its rows, iterating it gives its columns."""
+
+    def __init__(self, rows: np.ndarray):
+        self.rows, self.shape = rows, rows.shape
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.rows, dtype=dtype)
+
+    def __iter__(self) -> Any:
+        return iter(list(self.rows.T.copy()))  # columns, each of a row's shape when square
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+class RowTable(ColumnFrame):
+    """A stand-in for an h5py table: iterating it gives numpy rows."""
+
+    def __iter__(self) -> Any:
+        return iter(list(self.rows.copy()))
+
+
+SQUARE = np.array([[0.0, 1.0], [2.0, 3.0]])
+
+
+def _square_tables() -> dict[str, Any]:
+    tables: dict[str, Any] = {"columns": ColumnFrame(SQUARE), "rows": RowTable(SQUARE)}
+    if _has_pandas():  # a 2 x 2 frame's MultiIndex labels are pairs: a row's shape
+        import pandas as pd
+
+        columns = pd.MultiIndex.from_tuples([("a", "x"), ("a", "y")])
+        tables["multiindex"] = pd.DataFrame(SQUARE, columns=columns)
+    return tables
+
+
+@pytest.mark.parametrize("name", list(_square_tables()))
+def test_square_tables_are_read_by_rows_not_transposed(name: str) -> None:
+    table = _square_tables()[name]
+    assert _rows(column_items(table)) == SQUARE.tolist()
+    ep = SingleAgentEpisode(observations=table, actions=[0], rewards=[1.0], len_lookback_buffer=0)
+    assert _rows(ep.get_observations()) == SQUARE.tolist()
