@@ -280,6 +280,33 @@ class BufferAccess:
         """
         return sampling.locate(self._store, self._table, episode_id, t)
 
+    def episode_steps(self, indices: _Integers) -> tuple[np.ndarray, np.ndarray]:
+        """The episode ids and env times of item indices: :meth:`locate` inverted.
+
+        A batch's ``indices`` name steps, not episodes; this names them back, for work that
+        needs a sampled step's episode (hindsight relabelling picks a future step of it).
+
+        Returns:
+            ``(episode_ids, t)``: an object array of episode ids and an int64 array of env
+            times, one of each per index, in the order given.
+
+        Raises:
+            KeyError: Indices not stored (evicted or never issued). ``ValueError``: indices
+                that are not integers, or not one index or a 1-d sequence.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
+            ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
+            ...                            t_started=4, len_lookback_buffer=0))
+            >>> batch = buf.sample(2)
+            >>> ids, t = buf.episode_steps(batch["indices"])
+            >>> ids.tolist(), (t - 4 == batch["indices"]).all()
+            (['a', 'a'], np.True_)
+        """
+        return sampling.episode_steps(self._store, self._table, indices)
+
     def get_transitions(
         self,
         indices: _Integers,

@@ -26,6 +26,7 @@ __all__ = [
     "draw_flagged",
     "draw_live",
     "episode_slots",
+    "episode_steps",
     "int_array",
     "locate",
     "n_steps",
@@ -480,6 +481,28 @@ def locate(store: StepStore, table: EpisodeTable, episode_id: str, t: Any) -> np
         )
     slots = episode_slots(store, table, row)
     return store.uid[slots[t - table.t_begin[row]]]
+
+
+def episode_steps(
+    store: StepStore, table: EpisodeTable, indices: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """The episode ids and env times of stable item indices: :func:`locate` inverted.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                            rewards=[1.0, 1.0], t_started=5, len_lookback_buffer=0))
+        >>> ids, t = episode_steps(buf._store, buf._table, [1, 0])
+        >>> ids.tolist(), t.tolist()
+        (['a', 'a'], [6, 5])
+    """
+    items = np.atleast_1d(int_array(indices, "indices", KeyError))
+    if items.ndim != 1:
+        raise ValueError(f"indices must be one index or a 1-d sequence, got shape {items.shape}")
+    slots = slots_of(store, items)
+    return table.ids[store.ep[slots]], store.t[slots].copy()
 
 
 def check_device(device: Any) -> Any:
