@@ -24,6 +24,7 @@ from episodes.connectors.base import (
     concat_rows,
     sliding_rows,
 )
+from episodes.connectors.flat_episodes import flatten_episode_observations
 from episodes.connectors.float32 import Float32RangeError
 from episodes.connectors.learner import AddLearnerColumns
 from episodes.connectors.observations import FlattenObservations, FrameStack, flatten_rows
@@ -40,6 +41,7 @@ __all__ = [
     "PrevActionsPrevRewards",
     "check_episodes",
     "concat_rows",
+    "flatten_episode_observations",
     "flatten_rows",
     "sliding_rows",
 ]

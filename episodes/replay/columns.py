@@ -51,7 +51,8 @@ def as_rows(values: Any, what: str) -> np.ndarray:
     if rows.dtype.kind not in "biufc" or rows.ndim == 0:
         raise TypeError(
             f"{what}: replay stores numeric arrays only (got dtype {rows.dtype}); nested "
-            "spaces are not supported, flatten them with a connector first"
+            "spaces are not supported: flatten them first (episodes.connectors."
+            "flatten_episode_observations(chunk) for observations)"
         )
     return rows
 

@@ -295,8 +295,8 @@ def _rows(
 
 
 _NESTED = (
-    "{what}: replay stores numeric arrays only; nested spaces are not supported, "
-    "flatten them with a connector first"
+    "{what}: replay stores numeric arrays only; nested spaces are not supported: flatten "
+    "them first (episodes.connectors.flatten_episode_observations(chunk) for observations)"
 )
 
 
