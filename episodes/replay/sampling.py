@@ -551,6 +551,9 @@ _WORKING_DEVICES: set[Any] = set()  # torch devices a tensor was put on in this 
 def to_device(batch: Any, device: Any) -> Any:
     """Numeric numpy arrays of a batch dict as torch tensors on ``device`` (lazy torch import).
 
+    On the CPU the tensors share the arrays' memory (``torch.from_numpy``, no copy): a sample
+    passes arrays it gathered itself, owned by nobody else. Other devices get copies.
+
     Raises:
         TypeError, DeviceError: As :func:`check_device`.
 
@@ -563,10 +566,13 @@ def to_device(batch: Any, device: Any) -> Any:
     import torch
 
     device = check_device(device)  # a torch.device too: "cuda" where there is none
+    tensor, contiguous = torch.from_numpy, np.ascontiguousarray
+    move = device.type != "cpu"  # on the CPU .to() is a no-op, or a copy nobody needs
     out = {}
     for key, value in batch.items():
-        if isinstance(value, np.ndarray) and value.dtype != object:
-            out[key] = torch.from_numpy(np.ascontiguousarray(value)).to(device)
-        else:
-            out[key] = value
+        if isinstance(value, np.ndarray) and value.dtype.kind != "O":  # not object arrays
+            value = tensor(contiguous(value))
+            if move:
+                value = value.to(device)
+        out[key] = value
     return out
