@@ -20,6 +20,9 @@ _INT64_SAFE = 2.0**62
 _FLOAT64 = np.dtype(np.float64)
 # From here on a float64 no longer holds every int.
 _FLOAT_EXACT = 2.0**53
+# Up to this many floats are added in Python (in numpy's order), where numpy's fixed costs
+# would outweigh its speed.
+_FEW = 48
 
 
 def reward_sum(rewards: Any) -> float:
@@ -44,6 +47,11 @@ def reward_sum(rewards: Any) -> float:
     """
     if not len(rewards):
         return 0.0
+    few = _few_floats(rewards)
+    if few is not None:  # numpy's sum of them without numpy's fixed costs: the same float
+        total = _pairwise_sum(few)
+        if total == total:  # a NaN's sign goes by operand order, which compilers may swap
+            return total
     # A float sum past float max is inf (inf beside -inf NaN), as the dataset writers give it:
     # quietly, so no RuntimeWarning escapes where warnings are errors.
     with np.errstate(over="ignore", invalid="ignore"):
@@ -92,10 +100,70 @@ def _sum(rewards: Any) -> float:
 def _rounded_ints(values: np.ndarray, rewards: Any) -> bool:
     # Python ints spanning int64 and uint64 (2**63 beside a negative one) become float64, which
     # rounds them; to_numpy keeps them as objects, so the list's sum must be exact too.
+    # Ints first: a float among the rewards (the first, as a rule) ends it without the max.
+    if not all(isinstance(v, numbers.Integral) for v in rewards):
+        return False
     with np.errstate(invalid="ignore"):
-        if not np.abs(values).max() >= _FLOAT_EXACT:
-            return False
-    return all(isinstance(v, numbers.Integral) for v in rewards)
+        return bool(np.abs(values).max() >= _FLOAT_EXACT)
+
+
+def _few_floats(rewards: Any) -> list[float] | None:
+    """Up to ``_FEW`` rewards as Python floats, where numpy's sum of them is a float64 sum.
+
+    That is a list of floats (exactly: no numpy float64, whose sums would go by numpy's error
+    state) or a 1-d float64 array; anything else is None, for ``_sum``.
+    """
+    if len(rewards) > _FEW or not _SAME_ORDER:
+        return None
+    kind = type(rewards)
+    if kind is list:
+        return rewards if list(map(type, rewards)).count(float) == len(rewards) else None
+    if kind is np.ndarray and rewards.dtype is _FLOAT64 and rewards.ndim == 1:
+        return rewards.tolist()
+    return None
+
+
+def _pairwise_sum(values: list[float]) -> float:
+    """``float(np.add.reduce(np.array(values)))`` for up to 128 floats, added in numpy's order.
+
+    Its pairwise summation adds fewer than 8 values one by one, more into eight running sums
+    that it joins pairwise before adding the rest, then all that to the reduction's start
+    (0.0, which turns a -0.0 into 0.0). Python's float additions round as numpy's do and
+    give inf and NaN silently, as numpy's under ``reward_sum``'s error state.
+    """
+    n = len(values)
+    if n < 8:
+        total = -0.0
+        for value in values:
+            total += value
+        return 0.0 + total
+    r0, r1, r2, r3, r4, r5, r6, r7 = values[:8]
+    stop = n - n % 8
+    for i in range(8, stop, 8):
+        r0 += values[i]
+        r1 += values[i + 1]
+        r2 += values[i + 2]
+        r3 += values[i + 3]
+        r4 += values[i + 4]
+        r5 += values[i + 5]
+        r6 += values[i + 6]
+        r7 += values[i + 7]
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(stop, n):
+        total += values[i]
+    return 0.0 + total
+
+
+def _sums_in_numpy_order() -> bool:
+    """Whether ``_pairwise_sum`` gives numpy's sums here, tried on floats whose order shows."""
+    probe = [(1e16, 1.0, -3e15, 0.1, 7e-3)[i % 5] * (1 + i / 3) for i in range(_FEW)]
+    return all(
+        _pairwise_sum(probe[:n]) == float(np.add.reduce(np.array(probe[:n])))
+        for n in (*range(1, 21), _FEW)  # one by one, each branch, and eight sums run on
+    )
+
+
+_SAME_ORDER = _sums_in_numpy_order()
 
 
 def _not_scalar_rewards(got: str) -> ValueError:
