@@ -81,15 +81,19 @@ def _checker(space: gs.Space[Any]) -> Checker:
 def _(space: gs.Box) -> Checker:
     shape, dtype = space.shape, space.dtype
     low, high = space.low, space.high
-    check_low = bool(np.any(space.bounded_below))
-    check_high = bool(np.any(space.bounded_above))
-    if dtype.kind in "iu":
+    small = low.size <= _SMALL
+    # A small box compares Python numbers, a big one arrays: each keeps only what it uses (an
+    # image's bounds as lists would be 2 x 21k floats, built on every unpickling, and kept).
+    low_list = low.ravel().tolist() if small else []
+    high_list = high.ravel().tolist() if small else []
+    check_low = not small and bool(np.any(space.bounded_below))
+    check_high = not small and bool(np.any(space.bounded_above))
+    if dtype.kind in "iu" and not small:
         # Bounds at the dtype's own limits (uint8 images in [0, 255]) can never be violated.
         info = np.iinfo(dtype)  # type: ignore[type-var]
-        check_low = check_low and bool(np.any(low > info.min))
-        check_high = check_high and bool(np.any(high < info.max))
-    small = space.low.size <= _SMALL
-    low_list, high_list = low.ravel().tolist(), high.ravel().tolist()
+        # Not empty (a big box): ``max > min`` is ``any(low > min)`` without a bool temporary.
+        check_low = check_low and bool(low.max() > info.min)
+        check_high = check_high and bool(high.min() < info.max)
     fallback = _fallback(space)
 
     ndarray, can_cast = np.ndarray, np.can_cast
@@ -167,7 +171,7 @@ def _(space: gs.Box) -> Checker:
 
     one_dim = len(shape) == 1
     # Most boxes share one bound across elements (Box(-1, 1, (4,))): compare against scalars.
-    uniform = len(set(low_list)) <= 1 and len(set(high_list)) <= 1
+    uniform = small and len(set(low_list)) <= 1 and len(set(high_list)) <= 1
     uniform_low = low_list[0] if low_list else 0.0
     uniform_high = high_list[0] if high_list else 0.0
     if shape == ():
