@@ -6,7 +6,10 @@ tensor of its row's shape. For those, :meth:`RolloutStorage._write`'s checks
 (:func:`~episodes.rollout.aliasing.unalias`) and its copies come down to one copy per leaf, in
 the same order. :func:`write_row` makes just those copies when every field is such a tensor,
 and hands anything else to ``_write`` as it came: nothing is written before every field is
-known to qualify, so what ``_write`` refuses it refuses with its own message.
+known to qualify, so what ``_write`` refuses it refuses with its own message. A recurrent
+step's hidden states are such fields too, once the storage holds its hidden-state tensors
+(the first state is left to ``_write``, which allocates them): each component is copied into
+``saved[step]`` as ``_write`` copies it, and the saved lists are assigned again as it does.
 
 The row views it copies into are kept per storage tensor (:class:`_Rows`), and each is used
 only while the storage still holds that very tensor, at the same address, shape, dtype and
@@ -15,8 +18,8 @@ in place (``set_``, ``.data =``) gets new views. :func:`bind_fields` forgets a s
 whenever its fields are bound anew (a ``_write`` that takes or replaces a tensor binds them);
 a field assigned a new tensor (``storage.values = t``) keeps the old tensor's views, and so the
 old tensor, until a step writes that field again or the storage goes. Views are made as steps
-write rows, so a step that falls back to ``_write`` (hidden states, numpy-backed sources, a
-forward-mode AD level) costs no more than ``_write`` itself, whatever ``T``.
+write rows, so a step that falls back to ``_write`` (a first hidden state, numpy-backed
+sources, a forward-mode AD level) costs no more than ``_write`` itself, whatever ``T``.
 """
 
 from __future__ import annotations
@@ -131,44 +134,46 @@ def write_row(storage: RolloutStorage, step: Any, fields: dict[str, Any]) -> Non
     if pairs is None:  # a tensor _write rebinds makes it bind the fields: views forgotten then
         storage._write(step, fields)
         return
+    rows, sources, kept = pairs
+    for name in kept:  # _write assigns the saved hidden states it wrote: a refill, counted
+        setattr(storage, name, getattr(storage, name))
     # One copy_ each, as _write makes them (torch._foreach_copy_ would be one call, but it
     # reads a negated view otherwise: it copies one into bool dones that copy_ refuses).
-    for row, src in zip(*pairs):
+    for row, src in zip(rows, sources):
         row.copy_(src)
 
 
 def _plain_pairs(
     storage: RolloutStorage, step: Any, fields: dict[str, Any]
-) -> tuple[list[torch.Tensor], list[torch.Tensor]] | None:
-    """The rows ``_write`` would copy into and their sources, in its order; None: leave it to it.
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[str]] | None:
+    """The rows ``_write`` would copy into, their sources and the attributes it reassigns.
 
+    In ``_write``'s order; the attributes are the saved hidden states it assigns again.
+    None: leave the step to ``_write``.
     Not None only when: ``step`` is an int, no tensor is shared (``write_block(share=True)``:
-    a write replaces it first), no hidden state is given, every other field is a plain tensor
-    (a tuple of them for a field of several tensors, such as the distribution parameters)
-    that fits its row as it is (:func:`_row`), and no source can lie in the storage's memory
-    (the test of ``aliasing._all_fresh``, which ``_write`` passes then too: it copies every
-    source as it is). Reads no data; fields are checked as ``_write`` reads them, by name.
+    a write replaces it first), any hidden state meets saved tensors already made
+    (:func:`_hidden_pairs`), every field is a plain tensor (a tuple of them for a field of
+    several tensors, such as the distribution parameters or an LSTM's state) that fits its
+    row as it is (:func:`_row`), and no source can lie in the storage's memory (the test of
+    ``aliasing._all_fresh``, which ``_write`` passes then too: it copies every source as it
+    is). Reads no data; fields are checked as ``_write`` reads them, by name.
     """
     if not _RESIZABLE or type(step) is not int or step < 0 or storage._shared:
         return None
-    # The cheap refusals first, before any view is made: a recurrent step's hidden states,
-    # and forward-mode AD (a dual source has no requires_grad, yet copy_ would carry its
-    # tangent into the storage, where _write's detach drops it).
-    hidden = fields.get("hidden_states")
-    if hidden is not None and (
-        type(hidden) is not tuple
-        or len(hidden) != 2
-        or hidden[0] is not None
-        or hidden[1] is not None
-    ):
-        return None
+    # Forward-mode AD first, before any view is made: a dual source has no requires_grad,
+    # yet copy_ would carry its tangent into the storage, where _write's detach drops it.
     if getattr(_forward_ad, "_current_level", 0) >= 0:
         return None
     tensors = storage._tensors
     pairs: list[tuple[str, torch.Tensor, Any]] = []  # (tensor name, tensor, source)
     puts: list[tuple[str, torch.Tensor, Any]] = []  # written after the others, as _write's
+    kept: list[str] = []
     for name, value in fields.items():
-        if value is None or name == "hidden_states":  # (None, None), checked above
+        if value is None:
+            continue
+        if name == "hidden_states":  # copied in its place among the fields, as _write's
+            if not _hidden_pairs(storage, value, pairs, kept):
+                return None
             continue
         dst = tensors.get(name)
         if dst is not None:
@@ -209,7 +214,43 @@ def _plain_pairs(
         if row is None:
             return None
         rows.append(row)
-    return rows, [src.detach() if src.requires_grad else src for _, _, src in pairs]
+    return rows, [src.detach() if src.requires_grad else src for _, _, src in pairs], kept
+
+
+def _hidden_pairs(
+    storage: RolloutStorage, value: Any, pairs: list[tuple[str, Any, Any]], kept: list[str]
+) -> bool:
+    """Adds a step's hidden states to ``pairs`` and ``kept``; False: leave it to ``_write``.
+
+    Each component goes to ``pairs`` with its saved tensor, as ``_write`` pairs them
+    (``hidden_pair``, then ``hidden_writes``); ``kept`` gets the attributes it assigns again.
+
+    Taken: an ``(actor, critic)`` tuple of states that are None, a plain tensor (a GRU's)
+    or a tuple of them (an LSTM's ``(h, c)``), each meeting a list (or tuple) of as many
+    saved plain tensors. Not: a state the storage has no tensors for yet (``_write``
+    allocates them), lists (rsl_rl's states are tuples), nor anything ``_write`` refuses.
+    """
+    if type(value) is not tuple or len(value) != 2:
+        return False
+    for which, state in zip(("actor", "critic"), value):
+        if state is None:
+            continue
+        attr = f"saved_hidden_states_{which}"
+        saved = getattr(storage, attr)
+        if type(state) is _Tensor:
+            comps: Any = (state,)
+        elif type(state) is tuple:
+            comps = state
+        else:
+            return False
+        if (type(saved) is not list and type(saved) is not tuple) or len(saved) != len(comps):
+            return False  # None: the first state, allocated by _write; or it names what's wrong
+        for i, (dst, src) in enumerate(zip(saved, comps)):
+            if type(dst) is not _Tensor:
+                return False
+            pairs.append((f"hidden_states/{which}/{i}", dst, src))
+        kept.append(attr)
+    return True
 
 
 def _spans(storage: RolloutStorage) -> list[tuple[int, int]]:

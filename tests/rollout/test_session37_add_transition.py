@@ -49,7 +49,9 @@ def _fast_taken(storage: RolloutStorage, transition: Any) -> bool:
 
 
 def _bytes(t: torch.Tensor) -> bytes:
-    return bytes(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+    # A clone: .numpy() of the storage's own tensor would pin its memory, which changes how
+    # a source lying in the storage is recognised.
+    return bytes(t.detach().cpu().clone().reshape(-1).view(torch.uint8).numpy())
 
 
 def _state(storage: RolloutStorage, before: dict[str, torch.Tensor]) -> Any:

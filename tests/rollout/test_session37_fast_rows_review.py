@@ -20,12 +20,12 @@ def _steps(storage, transition, count):
         storage.add_transition(transition)
 
 
-def test_a_recurrent_step_makes_no_views():
+def test_a_recurrent_step_the_fast_path_does_not_take_makes_no_views():
     storage = RolloutStorage("rl", 2, 8, (3,), (1,), actor_hidden_state=torch.zeros(1, 2, 4))
-    step = Transition(
+    step = Transition(  # a list pair: the general path's (a tuple pair takes the fast path)
         observations=torch.zeros(2, 3),
         rewards=torch.ones(2),
-        hidden_states=(torch.zeros(1, 2, 4), None),
+        hidden_states=[torch.zeros(1, 2, 4), None],
     )
     _steps(storage, step, 8)
     assert _kept_views(storage) == 0
