@@ -282,6 +282,8 @@ def check_episodes(episodes: Any, who: str) -> None:
         raise TypeError(f"{what} one episode ({episodes.id_!r}); wrap it in a list: [episode]")
     if isinstance(episodes, (str, bytes)) or not isinstance(episodes, Sequence):
         raise TypeError(f"{what} {reprlib.repr(episodes)} ({type(episodes).__name__})")
+    if all(issubclass(kind, SingleAgentEpisode) for kind in set(map(type, episodes))):
+        return  # the types in one C-level pass: thousands of episodes pass each connector
     for i, episode in enumerate(episodes):
         if not isinstance(episode, SingleAgentEpisode):
             raise TypeError(f"{what} item {i}: {reprlib.repr(episode)} ({type(episode).__name__})")
