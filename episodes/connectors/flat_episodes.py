@@ -29,8 +29,8 @@ def flat_space(space: gym.Space[Any] | None) -> gym.spaces.Box | None:
     gymnasium's ``flatten_space`` bounds (a Discrete leaf's one-hot in ``[0, 1]``), as float32.
 
     Raises:
-        ValueError: A space whose items flatten to rows of different sizes (one holding a
-            Graph, Sequence or OneOf space).
+        ValueError: A space holding a leaf other than Box, Discrete, MultiDiscrete or
+            MultiBinary (Text, Sequence, Graph, OneOf), naming it.
 
     Example:
         >>> space = gym.spaces.Dict({"goal": gym.spaces.Box(-1, 1, (2,)),
@@ -40,19 +40,54 @@ def flat_space(space: gym.Space[Any] | None) -> gym.spaces.Box | None:
     """
     if space is None:
         return None
-    flat = gym.spaces.flatten_space(space)
-    if not isinstance(flat, gym.spaces.Box):  # Graph, Sequence, OneOf: rows of no fixed size
-        raise ValueError(f"{space} does not flatten to rows of one size (gymnasium gives {flat})")
-    return gym.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32))
+    leaves = _leaves_in_order(space, space)
+    odd = next((leaf for leaf in leaves if not isinstance(leaf, _FLAT_LEAVES)), None)
+    if odd is not None:  # gymnasium flattens some of them (OneOf, Text) to rows of no use here
+        raise ValueError(
+            f"{space} does not flatten to float32 rows of one size: it holds {odd} (only Box, "
+            "Discrete, MultiDiscrete and MultiBinary leaves do; a Text leaf's strings are no "
+            "numbers, a Sequence, Graph or OneOf has items of many sizes)"
+        )
+    bounds: list[Any] = [gym.spaces.flatten_space(leaf) for leaf in leaves]  # Boxes, each
+    with np.errstate(over="ignore"):  # float64 bounds beyond float32's range: +-inf, quietly
+        low = [part.low.astype(np.float32) for part in bounds]
+        high = [part.high.astype(np.float32) for part in bounds]
+    empty = np.zeros(0, np.float32)  # a space without leaves (an empty Dict): rows of width 0
+    return gym.spaces.Box(np.concatenate([empty, *low]), np.concatenate([empty, *high]))
+
+
+_FLAT_LEAVES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+)
+
+
+def _leaves_in_order(space: gym.Space[Any], value: Any) -> list[Any]:
+    """The leaves of a value nested as ``space``, in the space's order (gymnasium's flatten's).
+
+    A Dict's keys come in the order the space holds them, which is not always sorted (an
+    ``OrderedDict``, ``sort_keys=False``), where dm-tree would sort them.
+    """
+    if isinstance(space, gym.spaces.Dict):
+        return [
+            leaf for key, sub in space.spaces.items() for leaf in _leaves_in_order(sub, value[key])
+        ]
+    if isinstance(space, gym.spaces.Tuple):
+        return [
+            leaf for sub, part in zip(space.spaces, value) for leaf in _leaves_in_order(sub, part)
+        ]
+    return [value]
 
 
 def flatten_episode_observations(episode: SingleAgentEpisode) -> SingleAgentEpisode:
     """A copy of ``episode`` whose observations are flat float32 rows; the original unchanged.
 
     Each observation, lookback ones included, becomes the row gymnasium's
-    ``flatten(observation_space, observation)`` gives (leaves in the space's order, dict keys
-    sorted, Discrete and MultiDiscrete leaves one-hot), as float32, and the copy's
-    observation space is :func:`flat_space` of the episode's. An episode without a space
+    ``flatten(observation_space, observation)`` gives (leaves in the space's order, a Dict's
+    keys as the space holds them, Discrete and MultiDiscrete leaves one-hot), as float32, and
+    the copy's observation space is :func:`flat_space` of the episode's. An episode without a space
     flattens its leaves as recorded (no one-hot, dict keys sorted), as
     :class:`~episodes.connectors.FlattenObservations` does. Everything else (id, times,
     actions, rewards, infos, extra model outputs, flags, ``custom_data``) is copied as is,
@@ -60,7 +95,7 @@ def flatten_episode_observations(episode: SingleAgentEpisode) -> SingleAgentEpis
 
     Raises:
         ValueError: Observations that do not flatten to numbers (a Text leaf) or to rows of
-            one size (a Graph, Sequence or OneOf space, see :func:`flat_space`); a finite value
+            one size (a Sequence, Graph or OneOf leaf, see :func:`flat_space`); a finite value
             float32 cannot hold (:class:`~episodes.connectors.Float32RangeError`). The episode
             is unchanged.
 
@@ -90,7 +125,10 @@ def flatten_episode_observations(episode: SingleAgentEpisode) -> SingleAgentEpis
         items = column.get(
             slice(-lookback, None), neg_index_as_lookback=True, one_hot_discrete=space is not None
         )
-        rows = flatten_rows(items if column.finalized else batch(items), count, name=name)
+        batched = items if column.finalized else batch(items)
+        if space is not None:  # leaves in the space's order, as its flat_space bounds
+            batched = _leaves_in_order(space, batched)
+        rows = flatten_rows(batched, count, name=name)
     flat = InfiniteLookbackBuffer(rows if column.finalized else list(rows), lookback=lookback)
     shallow = copy.copy(episode)  # shares every column with the episode until the deep copy
     shallow.observations = flat

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import warnings
+from collections import OrderedDict
 from typing import Any
 
 import gymnasium as gym
@@ -171,3 +173,66 @@ def test_no_observations_and_no_space() -> None:
     )
     flat = flatten_episode_observations(spaceless)  # leaves as recorded, keys sorted
     assert flat.get_observations(0).tolist() == [3.0, 1.0, 1.0] and flat.observation_space is None
+
+
+UNSORTED = gym.spaces.Dict(
+    OrderedDict(
+        [
+            ("b", gym.spaces.Box(5.0, 6.0, (1,), np.float32)),
+            ("a", gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Box(0.0, 1.0, (1,))))),
+        ]
+    )
+)
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_rows_follow_the_spaces_own_key_order(numpy: bool) -> None:
+    UNSORTED.seed(3)
+    items = [UNSORTED.sample() for _ in range(3)]
+    episode = SingleAgentEpisode(
+        observations=items,
+        actions=[0, 1],
+        rewards=[0.0, 0.0],
+        observation_space=UNSORTED,
+        len_lookback_buffer=1,
+    )
+    if numpy:
+        episode.to_numpy()
+    flat = flatten_episode_observations(episode)
+    for t, item in zip(range(-1, 2), items):
+        row = flat.get_observations(t, neg_index_as_lookback=True)
+        np.testing.assert_array_equal(row, gym.spaces.flatten(UNSORTED, item).astype(np.float32))
+        assert flat.observation_space.contains(row)
+
+
+def test_bounds_beyond_float32_become_infinite_without_a_warning() -> None:
+    space = gym.spaces.Dict({"a": gym.spaces.Box(-1e300, 1e300, (2,), np.float64)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert flat_space(space) == gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+
+@pytest.mark.parametrize("space", [gym.spaces.Dict({}), gym.spaces.Tuple(())], ids=str)
+def test_a_space_without_leaves_gives_rows_of_width_zero(space: gym.Space) -> None:
+    episode = SingleAgentEpisode(
+        observations=[space.sample()] * 2,
+        actions=[0],
+        rewards=[0.0],
+        observation_space=space,
+        len_lookback_buffer=0,
+    )
+    flat = flatten_episode_observations(episode)
+    assert flat.observation_space.shape == (0,) and flat.get_observations(0).shape == (0,)
+
+
+def test_a_one_of_leaf_is_refused_before_anything_is_read() -> None:
+    space = gym.spaces.OneOf([gym.spaces.Discrete(2), gym.spaces.Box(0.0, 1.0, (2,))])
+    episode = SingleAgentEpisode(
+        observations=[space.sample() for _ in range(2)],
+        actions=[0],
+        rewards=[0.0],
+        observation_space=space,
+        len_lookback_buffer=0,
+    )
+    with pytest.raises(ValueError, match="OneOf"):
+        flatten_episode_observations(episode)
