@@ -94,9 +94,11 @@ class SampleBatch(dict[str, Any]):
     def count(self) -> int:
         """Rows: the sum of ``seq_lens`` if given, else the first column's with rows.
 
-        ``t`` and ``rewards`` are looked at first, then the other columns in order, as RLlib
-        counts: ``infos`` and ``state_in_*``/``state_out_*`` are skipped, a nested column
-        counts by its first leaf (an empty dict or tuple part holds none), a list of leaf
+        ``t`` and ``rewards`` are looked at first, then the other columns in order (RLlib 2.60
+        takes the first column given, which differs only for a batch whose columns disagree in
+        length: ``{"rewards": 2 rows, "t": 5 rows}`` counts 5 here, 2 there); as RLlib:
+        ``infos`` and ``state_in_*``/``state_out_*`` are skipped, a nested column counts by its
+        first leaf (an empty dict or tuple part holds none), a list of leaf
         arrays (a numpy'd Tuple column recorded from lists) by its first leaf's rows, and a
         number column counts no rows; a batch without another column has 0.
 
