@@ -11,9 +11,9 @@ from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, 
 from episodes.connectors.float32 import as_float32
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
-from episodes.episode.sample_batch import exact_steps, id_column
+from episodes.episode.sample_batch import exact_steps, id_column, time_steps
 from episodes.indexing import as_flag
-from episodes.spaces import equal_in_space, unstackable_space
+from episodes.spaces import equal_in_space, nest_as_space, unstackable_space
 from episodes.structs import deep_copied, id_key
 
 __all__ = ["AddLearnerColumns", "check_end_joins", "check_end_observation", "float32_rewards"]
@@ -81,7 +81,6 @@ class AddLearnerColumns:
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
         check_episodes(episodes, "AddLearnerColumns")
-        parts: dict[str, list[object]] = {}
         with_steps = [episode for episode in episodes if len(episode)]
         shared: list[str] = []
         if self.extra_model_outputs and with_steps:
@@ -91,46 +90,14 @@ class AddLearnerColumns:
         keys = [key for key in dict.fromkeys([*self.columns, *shared]) if key not in batch]
         listed = {"infos", *_list_columns(with_steps, keys)}
         ends = stepless_ends(episodes)
-        for episode in with_steps:
-            data = episode.get_data_dict()
-            end = stepless_end(ends, episode) if ends and not episode.is_done else None
-            for key in keys:  # a key listed in both columns and shared: once
-                value = data[key]
-                if key in listed:  # copies: changing a batch never reaches the episodes
-                    parts.setdefault(key, []).append(
-                        deep_copied(list(value), key, f" of episode {episode.id_!r}")
-                    )
-                elif key == "rewards":
-                    rewards = float32_rewards(value, episode.id_, "AddLearnerColumns")
-                    parts.setdefault(key, []).append(rewards)
-                elif key == "eps_id":  # a tuple id is one value per row, not a struct
-                    parts.setdefault(key, []).append(id_column(episode.id_, len(value)))
-                elif key in ("terminateds", "truncateds") and end is not None:
-                    flags = np.zeros(len(episode), dtype=bool)
-                    flags[-1] = end.is_terminated if key == "terminateds" else end.is_truncated
-                    parts.setdefault(key, []).append(flags)
-                else:
-                    column = _COLUMNS.get(key)
-                    buffer = (
-                        getattr(episode, column) if column else episode.extra_model_outputs.get(key)
-                    )
-                    finalized = buffer is not None and buffer.finalized
-                    space = None if buffer is None else buffer.space
-                    name = f"AddLearnerColumns' {key!r} column"
-                    rows = as_arrays(value, finalized=finalized, space=space, name=name)
-                    parts.setdefault(key, []).append(rows)
-        # Every column is joined before the batch changes: a refusal leaves it as it was.
-        joined: dict[str, Any] = {}
-        for key, values in parts.items():
-            if key in listed:
-                joined[key] = [item for part in values for item in part]  # type: ignore[attr-defined]
-                continue
-            if key == "eps_id":
-                values = id_rows(values)
-            elif key == "t":  # steps on either side of int64's top join exactly
-                values = exact_steps(values)
-            # Every episode with steps gave a part (a key already in the batch is read by none).
-            joined[key] = join_rows(values, key, [ep.id_ for ep in with_steps])
+        # Column by column where every episode reads plainly; anything odd (a refusal among
+        # them) is left to the general path, episode by episode, which says what it says.
+        try:
+            joined = _quick_columns(with_steps, keys, listed, ends)
+        except Exception:  # the general path raises the refusal, in the order it meets it
+            joined = None
+        if joined is None:
+            joined = _general_columns(with_steps, keys, listed, ends)
         batch.update(joined)
         return batch
 
@@ -138,6 +105,138 @@ class AddLearnerColumns:
         extra = self.extra_model_outputs
         shown = "" if extra is True else f", extra_model_outputs={extra!r}"
         return f"AddLearnerColumns(columns={self.columns!r}{shown})"
+
+
+def _general_columns(
+    with_steps: list[SingleAgentEpisode],
+    keys: list[str],
+    listed: set[str],
+    ends: dict[Any, list[SingleAgentEpisode]],
+) -> dict[str, Any]:
+    # The columns read episode by episode from get_data_dict: what _quick_columns must equal.
+    parts: dict[str, list[object]] = {}
+    for episode in with_steps:
+        data = episode.get_data_dict()
+        end = stepless_end(ends, episode) if ends and not episode.is_done else None
+        for key in keys:  # a key listed in both columns and shared: once
+            value = data[key]
+            if key in listed:  # copies: changing a batch never reaches the episodes
+                parts.setdefault(key, []).append(
+                    deep_copied(list(value), key, f" of episode {episode.id_!r}")
+                )
+            elif key == "rewards":
+                rewards = float32_rewards(value, episode.id_, "AddLearnerColumns")
+                parts.setdefault(key, []).append(rewards)
+            elif key == "eps_id":  # a tuple id is one value per row, not a struct
+                parts.setdefault(key, []).append(id_column(episode.id_, len(value)))
+            elif key in ("terminateds", "truncateds") and end is not None:
+                flags = np.zeros(len(episode), dtype=bool)
+                flags[-1] = end.is_terminated if key == "terminateds" else end.is_truncated
+                parts.setdefault(key, []).append(flags)
+            else:
+                column = _COLUMNS.get(key)
+                buffer = (
+                    getattr(episode, column) if column else episode.extra_model_outputs.get(key)
+                )
+                finalized = buffer is not None and buffer.finalized
+                space = None if buffer is None else buffer.space
+                name = f"AddLearnerColumns' {key!r} column"
+                rows = as_arrays(value, finalized=finalized, space=space, name=name)
+                parts.setdefault(key, []).append(rows)
+    # Every column is joined before the batch changes: a refusal leaves it as it was.
+    joined: dict[str, Any] = {}
+    for key, values in parts.items():
+        if key in listed:
+            joined[key] = [item for part in values for item in part]  # type: ignore[attr-defined]
+            continue
+        if key == "eps_id":
+            values = id_rows(values)
+        elif key == "t":  # steps on either side of int64's top join exactly
+            values = exact_steps(values)
+        # Every episode with steps gave a part (a key already in the batch is read by none).
+        joined[key] = join_rows(values, key, [ep.id_ for ep in with_steps])
+    return joined
+
+
+def _quick_columns(
+    with_steps: list[SingleAgentEpisode],
+    keys: list[str],
+    listed: set[str],
+    ends: dict[Any, list[SingleAgentEpisode]],
+) -> dict[str, Any] | None:
+    # _general_columns read column by column: only the asked-for columns, each straight from
+    # its getter (no get_data_dict), rewards cast once and the flags set in one array. Any
+    # exception is the caller's cue to take the general path, which raises in its own order.
+    if not with_steps:  # no rows, no column (and no end to look up)
+        return {}
+    if listed.intersection(keys):  # lists of copied items: the general path's business
+        return None
+    # Each episode's end is looked up as the general path does (a refusal stops it there),
+    # whichever columns are asked for.
+    found = [stepless_end(ends, ep) if ends and not ep.is_done else None for ep in with_steps]
+    flags = [ep if end is None else end for ep, end in zip(with_steps, found)]  # not `or`
+    ids = [ep.id_ for ep in with_steps]
+    joined: dict[str, Any] = {}
+    for key in keys:
+        if key in ("terminateds", "truncateds"):
+            column = np.zeros(sum(map(len, with_steps)), dtype=bool)
+            last = np.cumsum([len(ep) for ep in with_steps]) - 1
+            column[last] = [
+                end.is_terminated if key == "terminateds" else end.is_truncated for end in flags
+            ]
+            joined[key] = column
+        elif key == "rewards":
+            joined[key] = _joined_rewards(with_steps)
+        elif key == "eps_id":  # a tuple id is one value per row, not a struct
+            rows = [id_column(id_, len(ep)) for id_, ep in zip(ids, with_steps)]
+            joined[key] = join_rows(id_rows(rows), key, ids)
+        elif key == "t":  # steps on either side of int64's top join exactly
+            joined[key] = join_rows(exact_steps([_steps(ep) for ep in with_steps]), key, ids)
+        else:
+            joined[key] = join_rows(_column_rows(with_steps, key), key, ids)
+    return joined
+
+
+def _steps(episode: SingleAgentEpisode) -> Any:
+    if episode.is_numpy:  # as get_data_dict builds them
+        return time_steps(episode.t_started, episode.t)
+    return as_arrays(list(range(episode.t_started, episode.t)), name=_name("t"))
+
+
+def _name(key: str) -> str:
+    return f"AddLearnerColumns' {key!r} column"
+
+
+def _joined_rewards(episodes: list[SingleAgentEpisode]) -> np.ndarray:
+    # Cast once where every episode's rewards share a real dtype (a cast of the joined rows is
+    # the join of the cast ones); else each episode's own cast, as the general path does.
+    rows = [np.asarray(ep.rewards.get()) for ep in episodes]
+    kinds = {row.dtype for row in rows}
+    if len(kinds) == 1 and next(iter(kinds)).kind in "biuf":
+        return as_float32(np.concatenate(rows), "AddLearnerColumns' rewards")
+    parts = [float32_rewards(r, ep.id_, "AddLearnerColumns") for r, ep in zip(rows, episodes)]
+    return join_rows(parts, "rewards", [ep.id_ for ep in episodes])
+
+
+def _column_rows(episodes: list[SingleAgentEpisode], key: str) -> list[Any]:
+    # Each episode's rows of an observation, action or extra-output column, as as_arrays
+    # gives them; its checks of a numpy'd column's space are made once per space object.
+    checked: dict[int, Any] = {}
+    parts = []
+    for ep in episodes:
+        buffer = _column_buffer(ep, key)
+        if key == "obs":
+            value = buffer.get(slice(None, buffer.len_incl_lookback() - 1 - buffer.lookback))
+        else:
+            value = buffer.get()
+        space = buffer.space
+        if buffer.finalized and (space is None or id(space) in checked):
+            parts.append(nest_as_space(value, space))
+            continue
+        parts.append(as_arrays(value, finalized=buffer.finalized, space=space, name=_name(key)))
+        if buffer.finalized:
+            checked[id(space)] = space  # held: its id stays its own during the call
+    return parts
 
 
 def float32_rewards(value: Any, id_: Any, who: str, column: str = "rewards") -> np.ndarray:
@@ -306,11 +405,18 @@ def _list_columns(episodes: list[SingleAgentEpisode], keys: list[str]) -> set[st
     # column per position, NaN-padded nodes or bare errors. Such a column is a list of items,
     # as get_data_dict gives it; an episode without a space for it follows the others.
     found = set()
+    seen: dict[int, tuple[Any, str | None]] = {}  # by space object: episodes share one
+
+    def kind_of(space: Any) -> str | None:
+        if id(space) not in seen:
+            seen[id(space)] = (space, unstackable_space(space))  # held: its id stays its own
+        return seen[id(space)][1]
+
     for key in keys:
         if key in _STANDARD and key not in _COLUMNS:
             continue
         buffers = [(ep, b) for ep in episodes if (b := _column_buffer(ep, key)) is not None]
-        kinds = [(ep, unstackable_space(b.space)) for ep, b in buffers if b.space is not None]
+        kinds = [(ep, kind_of(b.space)) for ep, b in buffers if b.space is not None]
         listed = next(((ep, kind) for ep, kind in kinds if kind is not None), None)
         if listed is None:
             continue
