@@ -22,6 +22,7 @@ from episodes.connectors.base import (
     with_fill_dtype,
 )
 from episodes.connectors.float32 import as_float32
+from episodes.connectors.last_rows import last_flat_rows
 from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
@@ -213,6 +214,8 @@ class FlattenObservations(EpisodeConnector):
         name = f"FlattenObservations' {self.out_key!r} column"
         if self.inference:
             rows = _last_box_rows(episodes, name)
+            if rows is None:  # other spaces shared by all: one encoding, not one per episode
+                rows = last_flat_rows(episodes, self.one_hot_discrete, name)
         else:
             rows = _box_rows(episodes, self.rows, name)
         if rows is not None:

@@ -18,6 +18,7 @@ from episodes.connectors.base import (
     sliding_rows,
     with_fill_dtype,
 )
+from episodes.connectors.last_rows import last_prev_actions, last_prev_rewards
 from episodes.connectors.learner import float32_rewards
 from episodes.connectors.observations import _whole_count
 from episodes.connectors.text_fill import refuse_text_fill
@@ -99,8 +100,13 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     f"space, but episode {spaceless.id_!r} has none; pass "
                     "one_hot_discrete=False for the raw actions"
                 )
-        actions, rewards, ids = [], [], []
         fillers = FillerMemo(self.fill)
+        if self.inference:  # the latest rows of all episodes at once, where they are plain
+            fast = self._last_rows(episodes, fillers)
+            if fast is not None:
+                batch.update(fast)
+                return batch
+        actions, rewards, ids = [], [], []
         for episode in episodes:
             start, stop = self.rows(episode)
             if stop <= start:
@@ -118,6 +124,32 @@ class PrevActionsPrevRewards(EpisodeConnector):
         }
         batch.update(joined)
         return batch
+
+    def _last_rows(
+        self, episodes: Sequence[SingleAgentEpisode], fillers: FillerMemo
+    ) -> dict[str, np.ndarray] | None:
+        # None where the general path has to read (and maybe refuse) the episodes one by one.
+        if not episodes or not all(ep.is_reset for ep in episodes):
+            return None
+        out: dict[str, np.ndarray] = {}
+        try:  # a fill the columns refuse: the general path's error
+            if self.n_actions:
+                fillers.get(episodes[0].action_space, one_hot_discrete=self.one_hot_discrete)
+                actions = last_prev_actions(
+                    episodes, self.n_actions, self.fill, self.one_hot_discrete
+                )
+                if actions is None:
+                    return None
+                out["prev_n_actions"] = actions
+            if self.n_rewards:
+                fillers.get(_REWARDS)
+                rewards = last_prev_rewards(episodes, self.n_rewards, self.fill)
+                if rewards is None:
+                    return None
+                out["prev_n_rewards"] = rewards
+        except Exception:  # noqa: BLE001 - the general path raises its own error for it
+            return None
+        return out
 
     def _actions(
         self, episode: SingleAgentEpisode, start: int, stop: int, fillers: FillerMemo

@@ -105,19 +105,18 @@ def test_box_episodes_take_one_frame_stack(monkeypatch):
     assert out["obs"][2, :, 0].tolist() == [-7.0, 1.0, 2.0]
 
 
-def test_other_spaces_take_the_general_path(monkeypatch):
+def test_episodes_no_fast_path_covers_take_the_general_path(monkeypatch):
     calls = []
     real = observations._read_obs
     monkeypatch.setattr(observations, "_read_obs", lambda *a: calls.append(1) or real(*a))
-    ep = SingleAgentEpisode(
-        observations=[0, 2],
+    ep = SingleAgentEpisode(  # no space: leaves as recorded, which only the general path reads
+        observations=[{"a": 0.0, "b": np.zeros(2)}, {"a": 2.0, "b": np.ones(2)}],
         actions=[1],
         rewards=[0.0],
-        observation_space=gym.spaces.Discrete(3),
         len_lookback_buffer=0,
     )
     out = FlattenObservations(inference=True)([ep], {})
-    assert calls == [1] and out["obs"].tolist() == [[0.0, 0.0, 1.0]]
+    assert calls == [1] and out["obs"].tolist() == [[2.0, 1.0, 1.0]]
 
 
 def _box_episode(i: int, numpy: bool, space: gym.Space | None = None) -> SingleAgentEpisode:
