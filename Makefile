@@ -40,6 +40,7 @@ bench: $(VENV)/.installed .venv-ref/.installed
 	$(REF_PY) benchmarks/bench_episode.py
 	$(REF_PY) benchmarks/bench_rollout.py
 	$(REF_PY) benchmarks/bench_collect.py
+	$(REF_PY) benchmarks/bench_runner.py
 	$(REF_PY) benchmarks/bench_connectors.py --quick
 	$(PY) benchmarks/bench_io.py --quick
 	$(REF_PY) benchmarks/bench_replay.py

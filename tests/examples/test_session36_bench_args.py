@@ -133,6 +133,18 @@ def test_bench_collect_refuses_a_bad_window_or_width(
 
 
 @pytest.mark.parametrize(
+    "argv", [["--repeats", "0"], ["--quick", "--repeats", "-2"], ["--repeats", "x"]]
+)
+def test_bench_runner_refuses_a_bad_repeat_count(
+    argv: list[str], load: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load("bench_runner")
+    monkeypatch.setattr(module, "interleaved", lambda *a, **k: pytest.fail("the benchmark ran"))
+    line = usage_error(module, argv, monkeypatch, capsys)
+    assert "argument --repeats" in line
+
+
+@pytest.mark.parametrize(
     ("where", "said"),
     [
         ("missing", "does not exist"),
