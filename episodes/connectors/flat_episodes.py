@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
+from episodes.connectors.last_rows import FLAT_LEAVES
 from episodes.connectors.observations import flatten_rows
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces.batching import batch
@@ -41,7 +42,7 @@ def flat_space(space: gym.Space[Any] | None) -> gym.spaces.Box | None:
     if space is None:
         return None
     leaves = _leaves_in_order(space, space)
-    odd = next((leaf for leaf in leaves if not isinstance(leaf, _FLAT_LEAVES)), None)
+    odd = next((leaf for leaf in leaves if not isinstance(leaf, FLAT_LEAVES)), None)
     if odd is not None:  # gymnasium flattens some of them (OneOf, Text) to rows of no use here
         raise ValueError(
             f"{space} does not flatten to float32 rows of one size: it holds {odd} (only Box, "
@@ -54,14 +55,6 @@ def flat_space(space: gym.Space[Any] | None) -> gym.spaces.Box | None:
         high = [part.high.astype(np.float32) for part in bounds]
     empty = np.zeros(0, np.float32)  # a space without leaves (an empty Dict): rows of width 0
     return gym.spaces.Box(np.concatenate([empty, *low]), np.concatenate([empty, *high]))
-
-
-_FLAT_LEAVES = (
-    gym.spaces.Box,
-    gym.spaces.Discrete,
-    gym.spaces.MultiDiscrete,
-    gym.spaces.MultiBinary,
-)
 
 
 def _leaves_in_order(space: gym.Space[Any], value: Any) -> list[Any]:

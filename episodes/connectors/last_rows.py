@@ -20,9 +20,15 @@ from episodes.connectors.float32 import as_float32
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces import filler_item
 
-__all__: list[str] = []
+__all__ = ["FLAT_LEAVES", "last_flat_rows", "last_prev_actions", "last_prev_rewards"]
 
-_ARRAY_LEAVES = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)
+# The leaf spaces whose items flatten to rows of one size (Discrete and MultiDiscrete one-hot).
+FLAT_LEAVES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiBinary,
+    gym.spaces.MultiDiscrete,
+)
 
 
 def _layout(space: Any) -> Any:
@@ -42,7 +48,7 @@ def _layout(space: Any) -> Any:
     if kind is gym.spaces.Tuple:
         parts = [_layout(part) for part in space.spaces]
         return None if not parts or None in parts else ("tuple", parts)
-    if kind is gym.spaces.Discrete or kind in _ARRAY_LEAVES:
+    if kind in FLAT_LEAVES:
         return space
     return None
 
@@ -127,6 +133,16 @@ def last_flat_rows(
     MultiBinary parts in Dict and Tuple nests, whose items are of the space's structure with
     ints at Discrete parts and arrays of one dtype and shape per part. None for anything else
     (and where encoding or flattening fails): the general path reads and refuses it.
+
+    Example:
+        >>> space = gym.spaces.Dict({"a": gym.spaces.Discrete(3), "b": gym.spaces.Box(0, 1, (1,))})
+        >>> eps = [SingleAgentEpisode(observations=[{"a": i, "b": np.full(1, 0.5, np.float32)}],
+        ...                           observation_space=space, len_lookback_buffer=0)
+        ...        for i in (0, 2)]
+        >>> last_flat_rows(eps, True, "obs").tolist()
+        [[1.0, 0.0, 0.0, 0.5], [0.0, 0.0, 1.0, 0.5]]
+        >>> last_flat_rows(eps[:1] + [SingleAgentEpisode()], True, "obs") is None
+        True
     """
     space = episodes[0].observation_space if episodes else None
     if space is None or any(
@@ -136,17 +152,17 @@ def last_flat_rows(
     layout = _layout(space)
     if layout is None:
         return None
+    leaf_spaces = _leaf_spaces(layout, [])
     try:
-        items = [ep.get_observations(-1) for ep in episodes]
-        columns: list[list[Any]] = [[] for _ in _leaf_spaces(layout, [])]
-        for item in items:
+        columns: list[list[Any]] = [[] for _ in leaf_spaces]
+        for ep in episodes:
             leaves: list[Any] = []
-            _leaves(item, layout, leaves)
+            _leaves(ep.get_observations(-1), layout, leaves)
             for column, leaf in zip(columns, leaves):
                 column.append(leaf)
         mats = [
             _leaf_rows(column, leaf_space, one_hot_discrete, name)
-            for column, leaf_space in zip(columns, _leaf_spaces(layout, []))
+            for column, leaf_space in zip(columns, leaf_spaces)
         ]
     except Exception:  # noqa: BLE001 - the general path raises its own error for it
         return None
@@ -169,6 +185,14 @@ def last_prev_rewards(
     As ``PrevActionsPrevRewards(inference=True)`` reads them, for rewards of Python or numpy
     floats, and ints float64 holds exactly (so no value is rounded twice), and a number
     ``fill`` alike; None for anything else, which the general path reads and refuses.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[0.5, 2.0],
+        ...                         len_lookback_buffer=0)
+        >>> last_prev_rewards([ep], 3, 0.0).tolist()
+        [[0.0, 0.5, 2.0]]
+        >>> last_prev_rewards([ep], 3, "x") is None  # the general path refuses such a fill
+        True
     """
     if not (fill.__class__ is float or (fill.__class__ is int and abs(fill) < 2**53)):
         return None
@@ -179,12 +203,12 @@ def last_prev_rewards(
             if values.__class__ is np.ndarray:
                 if values.ndim != 1 or values.dtype.kind not in "fiu" or values.itemsize > 8:
                     raise TypeError("not one number per step")
+                if values.dtype.kind in "iu" and values.size and np.abs(values).max() >= 2**53:
+                    return None  # numpy'd ints float64 would round, then float32 again
             elif not all(map(_plain_number, values)):
                 raise TypeError("not plain numbers")
             if len(values):
                 row[n - len(values) :] = values
-        if _big_ints(episodes, n):
-            return None
         return as_float32(rows, "")
     except Exception:  # noqa: BLE001 - the general path raises its own error for it
         return None
@@ -200,16 +224,6 @@ def _plain_number(value: Any) -> bool:
     return (value.__class__ is int or isinstance(value, np.integer)) and abs(value) < 2**53
 
 
-def _big_ints(episodes: Sequence[SingleAgentEpisode], n: int) -> bool:
-    # Numpy'd int rewards of 2**53 or more would be rounded twice through float64.
-    for ep in episodes:
-        values = _last_items(ep.rewards, len(ep), n)
-        if values.__class__ is np.ndarray and values.dtype.kind in "iu" and values.size:
-            if int(np.abs(values).max()) >= 2**53:
-                return True
-    return False
-
-
 def last_prev_actions(
     episodes: Sequence[SingleAgentEpisode], n: int, fill: Any, one_hot_discrete: bool
 ) -> np.ndarray | None:
@@ -218,6 +232,12 @@ def last_prev_actions(
     As ``PrevActionsPrevRewards(inference=True)`` reads them, for episodes sharing one
     ``Discrete`` action space (one-hot: fill-ed positions all zero) or ``Box`` one (items
     arrays of one dtype and shape); None for anything else.
+
+    Example:
+        >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[2], rewards=[0.0],
+        ...                         action_space=gym.spaces.Discrete(3), len_lookback_buffer=0)
+        >>> last_prev_actions([ep], 2, 0, True).tolist()
+        [[[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]
     """
     space = episodes[0].action_space if episodes else None
     kind = type(space)
