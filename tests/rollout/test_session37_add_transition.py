@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from episodes.rollout import RolloutStorage, fast_rows
 from episodes.rollout.fast_rows import _plain_pairs
+from tests.rollout._grad_modes import run_in_mode
 
 Transition = RolloutStorage.Transition
 
@@ -95,14 +96,7 @@ def _outcome(
     snapshot = _state(storage, before)
     error = None
     try:
-        if mode == "inference":
-            with torch.inference_mode():
-                write(storage, transition)
-        elif mode == "no_grad":
-            with torch.no_grad():
-                write(storage, transition)
-        else:
-            write(storage, transition)
+        run_in_mode(mode, write, storage, transition)
     except Exception as e:  # noqa: BLE001 - compared by type and message
         error = (type(e), str(e))
     after = _state(storage, before)
