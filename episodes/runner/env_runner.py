@@ -421,10 +421,10 @@ class EnvRunner:
 
         Leaf by leaf, in the structure the policy returned (``initial_state`` may give a
         namedtuple where the policy returns a tuple: ``StateLayout`` checked that the leaves
-        pair up). Tensor leaves under a device mask are picked on the device (no sync);
-        other leaves by the mask's rows on the host (one copy of a device mask per step, which
-        only a policy keeping numpy state on a tensor env pays). Fresh entries are cast to
-        the dtype of the state the policy returned, on every path.
+        pair up). Tensor leaves are picked by ``where`` (torch has no row write for uint16/32/64;
+        under a device mask, on the device: no sync); numpy leaves by the mask's rows on the
+        host (one copy of a device mask per step, which only a policy keeping numpy state on a
+        tensor env pays). Fresh entries are cast to the dtype of the state the policy returned.
         """
         assert self._initial_state is not None and self._state_layout is not None
         # Called for every reset step (on a torch env, every step: which sub-envs started
@@ -440,7 +440,7 @@ class EnvRunner:
         rows: list[int] | None = None
         out = []
         for old, new in zip(olds, news):
-            if on_device and _is_tensor(old):
+            if _is_tensor(old):
                 out.append(_where_started(old, new, mask, axis))
                 continue
             if rows is None:
@@ -461,17 +461,12 @@ def _is_tensor(value: Any) -> bool:
 
 
 def _with_rows(old: Any, new: Any, rows: list[int], axis: int) -> Any:
-    """A copy of ``old`` with entries ``rows`` along ``axis`` taken from ``new`` (on the host)."""
+    """A copy of numpy ``old`` with entries ``rows`` along ``axis`` taken from ``new``."""
     # Copied first: the policy may still hold (or have logged) the state it returned.
-    tensor = _is_tensor(old)
-    out = old.clone() if tensor else np.array(old, copy=True)
+    out = np.array(old, copy=True)
     if not rows:
         return out
-    if tensor and not _is_tensor(new):
-        new = old.new_tensor(np.asarray(new))  # old's dtype and device
-    elif tensor and (new.dtype != old.dtype or new.device != old.device):
-        new = new.to(device=old.device, dtype=old.dtype)  # as a numpy row write casts
-    elif not tensor and _is_tensor(new):
+    if _is_tensor(new):
         new = new.detach().cpu().numpy()
     where = (slice(None),) * (axis % out.ndim) + (rows,)  # -1 too
     out[where] = new[where]
@@ -524,9 +519,13 @@ def _device_recorder(
 
 
 def _where_started(old: Any, new: Any, mask: Any, axis: int) -> Any:
-    """A state leaf with the started envs' entries taken from ``new``, on the device (no sync)."""
+    """A new state tensor with the started envs' entries (a bool tensor or array) from ``new``."""
     # In old's dtype, as the host's row writes cast: where would promote (a float16 state
     # would come back float32), so the policy gets the state dtype it returned on every env.
+    if not _is_tensor(mask):
+        import torch  # loaded already: old is a tensor
+
+        mask = torch.as_tensor(mask, dtype=torch.bool)
     if not _is_tensor(new):
         new = old.new_tensor(np.asarray(new))
     elif new.device != old.device or new.dtype != old.dtype:
