@@ -10,6 +10,7 @@ import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
+from episodes.replay.counters import remember_evicted
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.metadata import with_clocks
 from episodes.replay.sequences import build_episode
@@ -89,11 +90,16 @@ class BufferAccess:
             for row in table.order.values()
         ]
 
+    def _note_evicted(self, id_: Any) -> None:
+        remember_evicted(self._evicted, id_)
+        self._num_episodes_evicted += 1
+
     def get_evicted_ids(self) -> list[Any]:
         """Ids of the evicted episodes, in eviction order (chunks continuing them are refused).
 
         The ids are not sorted: ids of different types (``7``, ``"a"``, ``("t", 1)``) do not
-        compare.
+        compare. Only the latest 65,536 are kept
+        (:data:`episodes.replay.counters.EVICTED_IDS_KEPT`): a long run evicts without end.
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer

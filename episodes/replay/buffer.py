@@ -56,6 +56,8 @@ class EpisodeReplayBuffer(BufferAccess):
         (2, [1.0, 1.5])
     """
 
+    _joined: dict[str, Any] | None = None  # while from_dataset fills it: dataset_pieces.widen
+
     def __copy__(self) -> Any:
         # A shallow copy would share the columns but not the counters: adding to it would
         # change this buffer's episodes behind its bookkeeping. A copy owns its data.
@@ -185,6 +187,10 @@ class EpisodeReplayBuffer(BufferAccess):
         store = self._store
         first = next((chunk for chunk in chunks if chunk.n), None)
         if store.obs is None and first is not None:
+            if self._joined:
+                from episodes.replay.dataset_pieces import widen
+
+                widen(first, self._joined)
             # No columns yet: the first chunk with steps fixes them; the others must match it.
             probe = StepStore()
             probe.reserve(first.n)
@@ -256,8 +262,7 @@ class EpisodeReplayBuffer(BufferAccess):
         self._store.kill(slots)
         self._on_kill(slots)
         self._table.close(id_)
-        self._evicted[id_] = None
-        self._num_episodes_evicted += 1
+        self._note_evicted(id_)
 
     def _compact(self) -> None:
         # All or nothing: what holds slots is remapped aside, the store compacts all or nothing,

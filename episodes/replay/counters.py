@@ -7,10 +7,28 @@ from typing import Any
 
 from episodes.replay.sampling import check_non_negative
 
-__all__ = ["COUNTERS", "checked_counts"]
+__all__ = ["COUNTERS", "EVICTED_IDS_KEPT", "checked_counts", "remember_evicted"]
 
 #: The keys of ``get_counters()`` / ``set_counters``, in their order.
 COUNTERS = ("added_timesteps", "sampled_timesteps", "episodes_evicted")
+
+#: How many of the latest evicted episodes' ids a buffer keeps (about 100 bytes each): a
+#: long run evicts without end, and a chunk continuing an episode comes soon after its eviction.
+EVICTED_IDS_KEPT = 65_536
+
+
+def remember_evicted(evicted: dict[Any, None], id_: Any) -> None:
+    """Adds ``id_`` as the latest evicted id, forgetting the oldest beyond :data:`EVICTED_IDS_KEPT`.
+
+    Example:
+        >>> evicted = dict.fromkeys(range(EVICTED_IDS_KEPT))
+        >>> remember_evicted(evicted, "new")
+        >>> len(evicted) == EVICTED_IDS_KEPT, next(iter(evicted)), list(evicted)[-1]
+        (True, 1, 'new')
+    """
+    evicted[id_] = None
+    while len(evicted) > EVICTED_IDS_KEPT:
+        del evicted[next(iter(evicted))]
 
 
 def checked_counts(
@@ -20,7 +38,8 @@ def checked_counts(
 
     Returns:
         Added steps, sampled items, evicted episodes, and the evicted ids in their order (as
-        the insertion-ordered dict the buffers keep).
+        the insertion-ordered dict the buffers keep), the latest :data:`EVICTED_IDS_KEPT` of
+        them.
 
     Raises:
         ValueError: A counter missing or not an int >= 0 (a bool is no count), fewer added
@@ -78,6 +97,8 @@ def checked_counts(
             f"counters['episodes_evicted'] is {num_evicted}, below the {len(ordered)} evicted "
             "ids: each evicted id is an eviction"
         )
+    while len(ordered) > EVICTED_IDS_KEPT:  # a state from before the ids were bounded
+        del ordered[next(iter(ordered))]
     return added, sampled, num_evicted, ordered
 
 

@@ -7,13 +7,73 @@ from typing import Any
 
 import numpy as np
 
+from episodes.io.errors import DatasetError
+from episodes.io.item_types import dataset_item_types
 from episodes.io.joins import manifest_pieces
+from episodes.io.shard_codec import EXTRAS
+from episodes.io.shard_reader import Dataset
 from episodes.io.values import id_key
 from episodes.replay.adding import chunk_label
 from episodes.replay.errors import EvictedEpisodeError
-from episodes.replay.ingest import plan_add, prepare_all
+from episodes.replay.ingest import Chunk, plan_add, prepare_all
 
-__all__: list[str] = []  # helpers of episodes.replay.persistence
+__all__ = ["joined_columns", "widen"]  # helpers of episodes.replay.persistence and .buffer
+
+
+def joined_columns(path: str | os.PathLike[str]) -> dict[str, tuple[np.dtype[Any], Any]]:
+    """Per column held as one array, the dtype and row shape the dataset's pieces join in.
+
+    The join of the torch datasets (``episodes.io.item_types``), over the pieces with steps:
+    int8 beside uint8 gives int16, float16 beside float32 float32. Empty where it does not
+    apply (no join, another format, damage): each piece is then added, or refused, as read.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     for obs in (np.zeros((2, 1), np.uint8), np.zeros((2, 1), np.int8)):
+        ...         w.write(SingleAgentEpisode(observations=obs, actions=[0], rewards=[1.0],
+        ...                                    len_lookback_buffer=0).to_numpy())
+        >>> joined_columns(path)["observations"]
+        (dtype('int16'), (1,))
+    """
+    try:
+        reader = Dataset(path, max_open_shards=1)
+        gives = np.array([row.length > 0 for row in reader.summaries], bool)
+        joined = dataset_item_types(reader, gives, lambda types: types)
+    except (DatasetError, OSError, ValueError):  # read as before: reading reports it
+        return {}
+    return {name: types[1][0] for name, (types, _) in joined.items() if types[0] == ((),)}
+
+
+def widen(chunk: Chunk, joined: dict[str, tuple[np.dtype[Any], Any]]) -> None:
+    """Casts a chunk's rows up to the dataset's joined dtypes (values kept), where they join.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> chunk = SimpleNamespace(obs=np.array([[255]], np.uint8), actions=np.zeros(0),
+        ...                         extras={})
+        >>> widen(chunk, {"observations": (np.dtype(np.int16), (1,))})
+        >>> chunk.obs.dtype, chunk.obs.tolist()
+        (dtype('int16'), [[255]])
+    """
+    chunk.obs = _widened(chunk.obs, joined.get("observations"))
+    chunk.actions = _widened(chunk.actions, joined.get("actions"))
+    chunk.extras = {
+        key: _widened(rows, joined.get(f"{EXTRAS}/{key}")) for key, rows in chunk.extras.items()
+    }
+
+
+def _widened(rows: np.ndarray, want: tuple[np.dtype[Any], Any] | None) -> np.ndarray:
+    if want is None or rows.dtype == want[0] or rows.shape[1:] != tuple(want[1]):
+        return rows
+    dtype = want[0]
+    kinds = {"i" if d.kind == "u" else d.kind for d in (rows.dtype, dtype)}
+    if len(kinds) != 1 or np.result_type(rows.dtype, dtype) != dtype:
+        return rows  # not of the join (another kind, a narrower dtype): add decides
+    return rows.astype(dtype)
 
 
 def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None, path: Any) -> None:

@@ -40,7 +40,7 @@ from episodes.io.staging import remove_empty, stage
 from episodes.io.tool_args import holds_nan
 from episodes.io.values import decode_value, encode_value
 from episodes.replay import saved_files
-from episodes.replay.dataset_pieces import _add, _stopped, _time_ranks
+from episodes.replay.dataset_pieces import _add, _stopped, _time_ranks, joined_columns
 from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
 from episodes.replay.saved_files import (
     EPISODES,
@@ -435,7 +435,9 @@ def buffer_from_dataset(
     ``add`` that continues an episode the same add evicted: it is checked as joining where the
     episode's pieces stopped, and its steps count as added. So the counters do not depend on
     how the dataset split its episodes into pieces: ``get_added_timesteps()`` counts every step
-    of the dataset, and the buffer holds the episodes adding them joined would leave.
+    of the dataset, and the buffer holds the episodes adding them joined would leave. Columns
+    take the dtypes the pieces join in, as the torch datasets give them (int8 beside uint8:
+    int16), whichever piece comes first (:func:`~episodes.replay.dataset_pieces.joined_columns`).
 
     A buffer finds episodes by Python equality, a dataset by value and type: ids that are
     different episodes in a dataset but equal in Python (``1``, ``1.0`` and ``True``) are
@@ -486,6 +488,9 @@ def buffer_from_dataset(
         make = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
     guess = max(1, dataset_info(path).num_steps) if capacity is None else capacity
     buffer = make(guess, seed=seed, **kwargs)
+    # Columns in the dtypes the pieces join in (as the torch datasets give them), whichever
+    # piece comes first: not the first piece's, which a later one may not fit.
+    buffer._joined = joined_columns(path)
     # Writers store pieces as given, so an episode's pieces may come out of time order: a
     # piece is held until the ones before it (by t_started, t) were added.
     rank_of, waiting = _time_ranks(path), {}
@@ -513,4 +518,5 @@ def buffer_from_dataset(
                 ends[key] = stopped
     if default:
         buffer.capacity = max(1, read)
+    buffer._joined = None  # later adds: the first chunk's dtypes, as documented
     return buffer

@@ -152,6 +152,13 @@ def test_a_single_chunk_is_named_as_chunk_0() -> None:
 # The refusals from_dataset left unnamed (a TypeError, or the rewards' shape, a TypeError
 # then); the others were named already and must stay named once (add names them too now).
 UNNAMED_FROM_DATASET = ["rewards of shape (1,)", "complex rewards", "nested observations"]
+# from_dataset joins the dataset's dtypes before it fills the buffer (as TransitionDataset
+# does), so these pieces load in the wider dtype there (tests/replay/
+# test_session40_from_dataset_dtypes.py); add() still refuses them.
+JOINED_BY_FROM_DATASET = [
+    "actions beyond the int32 column",
+    "float64 observations overflowing float32",
+]
 
 
 def _refused_from_dataset(tmp_path: Any, case: str) -> None:
@@ -171,7 +178,9 @@ def test_from_dataset_names_the_dataset_and_the_episode(tmp_path: Any, case: str
     _refused_from_dataset(tmp_path, case)
 
 
-@pytest.mark.parametrize("case", [c for c in ODD if c not in UNNAMED_FROM_DATASET])
+@pytest.mark.parametrize(
+    "case", [c for c in ODD if c not in UNNAMED_FROM_DATASET + JOINED_BY_FROM_DATASET]
+)
 def test_from_dataset_still_names_a_piece_once(tmp_path: Any, case: str) -> None:
     _refused_from_dataset(tmp_path, case)
 
