@@ -47,6 +47,17 @@ class BufferAccess:
     _num_added: int
     _num_sampled: int
     _num_episodes_evicted: int
+    capacity: int
+
+    def __repr__(self) -> str:
+        # Counts only: a long-lived buffer's contents would flood a log or a debugger.
+        try:
+            counts = f"episodes={len(self._table.order)}, timesteps={self._store.num_live}"
+            alpha = getattr(self, "alpha", None)  # a prioritized buffer's
+            more = "" if alpha is None else f", alpha={alpha}"
+            return f"{type(self).__name__}(capacity={self.capacity}, {counts}{more})"
+        except AttributeError:  # not set up (a subclass's __init__ failed before ours ran)
+            return object.__repr__(self)
 
     def get_episode_indices(self, episode_id: Any) -> np.ndarray:
         """Stable item indices of every stored step of one episode, in time order.

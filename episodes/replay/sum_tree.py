@@ -77,6 +77,9 @@ class SumTree:
         """
         return len(self._sums) - 1
 
+    def __repr__(self) -> str:
+        return f"SumTree(capacity={self.capacity}, total={self.total})"
+
     @property
     def total(self) -> float:
         """Sum of all leaves.

@@ -188,6 +188,10 @@ class EnvRunner:
             vector_steps=window == "vector_steps",
         )
 
+    def __repr__(self) -> str:
+        mode = getattr(self.autoreset_mode, "name", self.autoreset_mode)
+        return f"EnvRunner(num_envs={self.num_envs}, autoreset_mode={mode}, window={self.window!r})"
+
     @property
     def len_lookback_buffer(self) -> int:
         """Lookback of the continuing chunks; read-only: the recorder was made with it."""

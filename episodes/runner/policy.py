@@ -109,6 +109,9 @@ class RandomPolicy:
         if seed is not None:
             self.action_space.seed(seed)
 
+    def __repr__(self) -> str:
+        return f"RandomPolicy({self.action_space})"
+
     def __call__(self, obs: Any) -> tuple[Any, dict[str, np.ndarray]]:
         """One random action per sub-env (``obs`` is ignored) and no extra outputs."""
         return self.action_space.sample(), {}
