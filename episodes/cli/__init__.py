@@ -95,6 +95,9 @@ def _info(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------- validate
+_NOTES = 20  # unlisted files named one per line; the rest counted
+
+
 def _validate(args: argparse.Namespace) -> int:
     from episodes.io import validate_dataset
 
@@ -104,6 +107,10 @@ def _validate(args: argparse.Namespace) -> int:
         say(f"BAD {message}", err=True)
     if report.torn_manifest:
         say("note: an incomplete last manifest line (a killed writer) was ignored")
+    for message in report.notes[:_NOTES]:  # no problem, but globs of shards/ read them
+        say(f"note: {message}")
+    if len(report.notes) > _NOTES:
+        say(f"note: and {len(report.notes) - _NOTES} more files no manifest line lists")
     count = report.pieces
     if not report.ok:
         problems = len(report.problems)
@@ -137,7 +144,7 @@ def _merge(args: argparse.Namespace) -> int:
     from episodes.io import merge
 
     with copying_into(args.out):
-        n = merge(args.sources, args.out)
+        n = merge(args.sources, args.out, **_storage(args))
     say(f"merged {n} episode pieces from {len(args.sources)} datasets into {args.out}")
     return 0
 
@@ -151,7 +158,7 @@ def _split(args: argparse.Namespace) -> int:
         raise CliError("--seed must be >= 0")
     with copying_into(f"{args.train} and {args.val}"):
         n_train, n_val = split(
-            args.src, args.train, args.val, fraction=args.fraction, seed=args.seed
+            args.src, args.train, args.val, fraction=args.fraction, seed=args.seed, **_storage(args)
         )
     say(f"split: {n_train} pieces to {args.train}, {n_val} to {args.val}")
     return 0
@@ -174,7 +181,7 @@ def _filter(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(_BOUND.sub(r"--\1-\2", str(err))) from err
     with copying_into(args.out):  # its errors quote paths as given
-        n = filter_dataset(args.src, args.out, **bounds, **tests)
+        n = filter_dataset(args.src, args.out, **bounds, **tests, **_storage(args))
     say(f"kept {n} episode pieces in {args.out}")
     return 0
 
@@ -243,6 +250,7 @@ def _add_tools(sub: Any) -> None:
     mer = sub.add_parser("merge", help="concatenate datasets", description="Merge datasets.")
     mer.add_argument("sources", nargs="+", metavar="SRC")
     mer.add_argument("--out", required=True, metavar="DIR")
+    _add_storage(mer)
     mer.set_defaults(func=_merge)
     spl = sub.add_parser(
         "split",
@@ -254,6 +262,7 @@ def _add_tools(sub: Any) -> None:
     spl.add_argument("--val", required=True, metavar="DIR")
     spl.add_argument("--fraction", type=float, default=0.1, help="share of episodes to --val")
     spl.add_argument("--seed", type=int, default=0)
+    _add_storage(spl)
     spl.set_defaults(func=_split)
     fil = sub.add_parser(
         "filter",
@@ -274,7 +283,24 @@ def _add_tools(sub: Any) -> None:
         metavar="KEY=VALUE",
         help="only episodes whose custom_data has KEY equal to VALUE (JSON or text); repeatable",
     )
+    _add_storage(fil)
     fil.set_defaults(func=_filter)
+
+
+def _add_storage(parser: Any) -> None:
+    """``--data-format`` and ``--compression`` of a copy: by default the sources' own."""
+    same = "default: the sources' where all their shards agree, else "
+    parser.add_argument("--data-format", choices=["arrow", "parquet"], help=same + "arrow")
+    parser.add_argument("--compression", choices=["none", "zstd"], help=same + "none")
+
+
+def _storage(args: argparse.Namespace) -> dict[str, Any]:
+    """The library's ``data_format`` and ``compression`` for a copy's flags ("same" if none)."""
+    comp = args.compression
+    return {
+        "data_format": args.data_format or "same",
+        "compression": "same" if comp is None else (None if comp == "none" else comp),
+    }
 
 
 # ----------------------------------------------------------------------------------- main
@@ -302,6 +328,8 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--seed", type=int, default=None, help="seed for envs and actions")
     rec.add_argument("--format", type=int, choices=[1, 2], default=2, help="dataset format")
     rec.add_argument("--shard-mb", type=float, default=64.0, help="target shard size (MiB, v2)")
+    rec.add_argument("--data-format", choices=["arrow", "parquet"], help="v2 shards' (arrow)")
+    rec.add_argument("--compression", choices=["none", "zstd"], help="v2 shards' (none)")
     rec.set_defaults(func=record)
     inf = sub.add_parser(
         "info",

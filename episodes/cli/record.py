@@ -52,6 +52,7 @@ def record(args: argparse.Namespace) -> int:
     if args.seed is not None and args.seed < 0:
         raise CliError("--seed must be >= 0")
     shard_size = shard_bytes(args.shard_mb)
+    _storage(args)  # checked before the env is made
     if os.path.lexists(args.out) and not os.path.isdir(args.out):
         raise CliError(f"--out {args.out} exists and is not a directory; give a directory")
     try:
@@ -127,6 +128,17 @@ def _interrupted_note(out: str, *, stored: bool) -> str:
     return f"nothing was recorded into {out} before the interrupt"
 
 
+def _storage(args: argparse.Namespace) -> dict[str, Any]:
+    """``DatasetWriter``'s ``data_format`` and ``compression``, from the flags.
+
+    ``--data-format`` and ``--compression`` are for format 2 only: a v1 chunk holds .npy files.
+    """
+    fmt, comp = getattr(args, "data_format", None), getattr(args, "compression", None)
+    if args.format == 1 and (fmt, comp) != (None, None):
+        raise CliError("--data-format and --compression apply to --format 2 only")
+    return {"data_format": fmt or "arrow", "compression": None if comp in (None, "none") else comp}
+
+
 def _record_into(
     args: argparse.Namespace, env: Any, env_id: str, shard_size: int, stored: list[bool]
 ) -> str:
@@ -158,7 +170,9 @@ def _record_into(
                 user={"num_envs": args.num_envs, "command": "episodes record"},
             )
             metadata.env_id = env_id
-            writer = DatasetWriter(args.out, metadata=metadata, shard_bytes=shard_size)
+            writer = DatasetWriter(
+                args.out, metadata=metadata, shard_bytes=shard_size, **_storage(args)
+            )
     except (NotADatasetError, UnsupportedVersionError) as err:  # the other format's dataset?
         other = _other_format(args.out, args.format)
         if other:

@@ -49,6 +49,7 @@ from episodes.io.writer import EpisodeWriter
 
 if TYPE_CHECKING:  # the lazy names below, typed for checkers without importing pyarrow
     from episodes.io.joins import PieceJoins, piece_problems
+    from episodes.io.listed_files import data_files
     from episodes.io.minari_io import export_minari, import_minari
     from episodes.io.shard_reader import Dataset
     from episodes.io.shard_writer import DatasetWriter
@@ -64,6 +65,7 @@ _LAZY = {
     "split": "episodes.io.tools",
     "filter_dataset": "episodes.io.tools",
     "piece_problems": "episodes.io.joins",
+    "data_files": "episodes.io.listed_files",
     "PieceJoins": "episodes.io.joins",
     "validate_dataset": "episodes.io.validation",
     "ValidationReport": "episodes.io.validation",
@@ -101,6 +103,7 @@ __all__ = [
     "UnsafeDataError",
     "UnstorableValueError",
     "UnsupportedVersionError",
+    "data_files",
     "dataset_info",
     "export_minari",
     "filter_dataset",

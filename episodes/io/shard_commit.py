@@ -11,9 +11,10 @@ Example:
     >>> from episodes import SingleAgentEpisode
     >>> from episodes.io.shard_codec import encode_rows
     >>> from episodes.io.shard_stream import write_episodes
+    >>> from episodes.io.shards import temp_data_file
     >>> shards = Path(tempfile.mkdtemp())
     >>> enc = encode_rows(SingleAgentEpisode("a", observations=[0, 1], actions=[1], rewards=[1.0]))
-    >>> data = write_episodes(shards / ".tmp-s.arrow", [enc.columns], "arrow",
+    >>> data = write_episodes(temp_data_file(shards, "0" * 16, "arrow"), [enc.columns], "arrow",
     ...                       compression=None, sync=False)
     >>> entry = publish_shard(shards, "0" * 16, data, [enc], [], "arrow", None, sync=False)
     >>> entry.name, [row.id_ for row in entry.episodes], sorted(p.name for p in shards.iterdir())

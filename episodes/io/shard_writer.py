@@ -71,6 +71,7 @@ from episodes.io.shards import (
     mend_tail,
     read_v2_manifest,
     remove_leftovers,
+    temp_data_file,
 )
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter"]
@@ -391,7 +392,7 @@ class DatasetWriter(NotCopyable):
         batch = pa.RecordBatch.from_arrays([encoded.columns[k] for k in names], names=names)
         if self._stream is None:
             name = secrets.token_hex(8)
-            path = self.path / SHARDS_DIR / f"{TMP_PREFIX}{name}{DATA_SUFFIX[self._format]}"
+            path = temp_data_file(self.path / SHARDS_DIR, name, self._format)
             stream = ShardStream(path, schema, compression=self._compression, sync=self._sync)
             self._stream, self._stream_name = stream, name
         try:
@@ -502,7 +503,7 @@ class DatasetWriter(NotCopyable):
 
     def _write_memory(self, name: str, pending: list[EncodedEpisode]) -> ShardStream | WrittenFile:
         """Writes buffered episodes as the data file (an Arrow one still to be finished)."""
-        path = self.path / SHARDS_DIR / f"{TMP_PREFIX}{name}{DATA_SUFFIX[self._format]}"
+        path = temp_data_file(self.path / SHARDS_DIR, name, self._format)
         columns, compression = [e.columns for e in pending], self._compression
         return write_episodes(path, columns, self._format, compression=compression, sync=self._sync)
 

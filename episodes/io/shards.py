@@ -8,7 +8,8 @@ A v2 dataset is a directory::
       shards/
         NAME.arrow         the shard's rows (Arrow IPC file; or NAME.parquet)
         NAME.json          the shard's index: one entry per episode (rows, fields, spaces)
-        .tmp-...           being written (invisible to readers)
+        .tmp-NAME.arrow.part  being written (invisible to readers; no ``*.arrow`` glob
+                              matches it)
 
 Every manifest line ends with ``"crc32":"xxxxxxxx"}``: the CRC-32 of the line's bytes before
 ``,"crc32"``. This module imports no pyarrow. See ``docs/format.md``.
@@ -66,6 +67,7 @@ __all__ = [
     "remove_leftovers",
     "seal_line",
     "shard_file",
+    "temp_data_file",
     "summarises",
     "unseal_line",
 ]
@@ -75,6 +77,10 @@ SHARDS_DIR = "shards"
 SHARD_NAME = re.compile(r"^[0-9a-f]{16}$")
 DATA_SUFFIX = {"arrow": ".arrow", "parquet": ".parquet"}
 INDEX_SUFFIX = ".json"
+#: Ends a data file being written: ``.tmp-NAME.arrow.part``, which no glob of committed data
+#: files (``*.arrow``, ``*.parquet``) matches. Earlier versions wrote ``.tmp-NAME.arrow``: the
+#: clean-up recognises both by :data:`~episodes.io.format.TMP_PREFIX`.
+TEMP_DATA_SUFFIX = ".part"
 MAX_MANIFEST_BYTES = 1 << 30
 _HEADER_START = b'{"format": '
 
@@ -429,7 +435,7 @@ def remove_leftovers(path: Path, *, sync: bool = True) -> None:
         >>> import tempfile
         >>> from episodes.io import DatasetWriter
         >>> path = Path(tempfile.mkdtemp()); DatasetWriter(path).close()
-        >>> _ = (path / "shards" / ".tmp-left.arrow").write_bytes(b"x")
+        >>> _ = (path / "shards" / ".tmp-left.arrow.part").write_bytes(b"x")
         >>> remove_leftovers(path); sorted(p.name for p in (path / "shards").iterdir())
         []
     """
@@ -455,6 +461,16 @@ def remove_leftovers(path: Path, *, sync: bool = True) -> None:
     for child in path.iterdir():
         if child.name.startswith(TMP_PREFIX) and child.is_file():
             child.unlink()
+
+
+def temp_data_file(shards: Path, name: str, data_format: str) -> Path:
+    """Where shard ``name``'s data file is written before it is renamed into place.
+
+    Example:
+        >>> temp_data_file(Path("ds/shards"), "0123456789abcdef", "parquet").name
+        '.tmp-0123456789abcdef.parquet.part'
+    """
+    return shards / f"{TMP_PREFIX}{name}{DATA_SUFFIX[data_format]}{TEMP_DATA_SUFFIX}"
 
 
 def piece_ends(rows: Sequence[EpisodeRow]) -> list[tuple[bool, bool]]:

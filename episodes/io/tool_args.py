@@ -21,10 +21,11 @@ Example:
 from __future__ import annotations
 
 import errno
+import json
 import math
 import numbers
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = [
     "filter_args",
     "holds_nan",
     "merge_sources",
+    "parse_custom_data",
     "real_number",
     "resolved",
     "same_json_value",
@@ -284,3 +286,38 @@ def same_json_value(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):  # objects whose == is not a yes or no
         return False
+
+
+def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
+    """:func:`filter_dataset`'s ``custom_data`` from ``KEY=VALUE`` texts (``filter --custom``).
+
+    ``VALUE`` is JSON (``0`` an int, ``true`` a bool, ``"a"`` a string), or else text.
+
+    Raises:
+        ValueError: An item is not ``KEY=VALUE``, holds a NaN (which equals nothing: the filter
+            would keep nothing), repeats a key (a dict would keep the last test only), or
+            nests too deep for the JSON parser.
+
+    Example:
+        >>> parse_custom_data(["env_index=0", "tag=fast", "ok=true", "pair=[1, 2]"])
+        {'env_index': 0, 'tag': 'fast', 'ok': True, 'pair': [1, 2]}
+    """
+    tests: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--custom takes KEY=VALUE, got {item!r}")
+        if key in tests:
+            raise ValueError(f"--custom {key}= is given twice; an episode's {key} is one value")
+        try:  # 0 -> int, "a" -> str, true -> bool; Infinity and -Infinity are values too
+            tests[key] = json.loads(text)
+        except ValueError:
+            tests[key] = text
+        except RecursionError:  # no stored custom data nests that deep
+            raise ValueError(f"--custom {key}: the value nests too deep to parse") from None
+        if holds_nan(tests[key]):
+            raise ValueError(
+                f"--custom {key}: NaN equals no value, so the filter would keep nothing "
+                '(for the text, write "NaN" with the quotes)'
+            )
+    return tests

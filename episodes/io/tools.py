@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, SupportsFloat, SupportsIndex
 
 from episodes.episode import SingleAgentEpisode
+from episodes.io.copy_storage import SAME, copy_storage
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata
@@ -44,8 +45,8 @@ from episodes.io.shards import is_v2
 from episodes.io.staging import Staged, is_staged, place, remove_empty, stage
 from episodes.io.tool_args import (
     filter_args,
-    holds_nan,
     merge_sources,
+    parse_custom_data,
     resolved,
     same_json_value,
     split_args,
@@ -206,12 +207,16 @@ def merge(
     *,
     metadata: DatasetMetadata | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
+    data_format: str = SAME,
+    compression: str | None = SAME,
 ) -> int:
     """Concatenates datasets into a new v2 dataset; returns the episode pieces copied.
 
     The metadata defaults to the first source's, with the sources listed in ``user`` under
     ``merged_from`` (or, where that key is taken, ``merged_from_2``, ...; see
-    :func:`~episodes.io.tool_args.with_provenance`).
+    :func:`~episodes.io.tool_args.with_provenance`). ``data_format`` and ``compression`` are
+    :class:`DatasetWriter`'s, or ``"same"`` (the default): what every shard of the sources
+    has, else ``"arrow"`` and ``None`` (see :mod:`episodes.io.copy_storage`).
 
     Raises:
         DatasetError: ``dst`` is not empty, two sources hold the same steps of an episode
@@ -220,6 +225,7 @@ def merge(
             given, so the first source's would describe them all) other metadata env ids.
         TypeError: ``sources`` is one path (a str or ``os.PathLike``: pass ``[path]``), or
             holds something that is no path.
+        ValueError: ``data_format`` or ``compression`` is none of the values above.
 
     Example:
         >>> import tempfile
@@ -234,12 +240,14 @@ def merge(
     """
     sources = merge_sources(sources)  # one path alone would be iterated as characters
     given = _given_metadata(metadata)
+    copy_storage([], data_format, compression)  # checked before anything is read
     stops = _refuse_overlaps(sources)
     _refuse_other_envs(sources, by_id=given is None)
     meta = given if given is not None else _metadata_of(sources[0])
     if given is None:
         meta.user = with_provenance(meta.user, "merged_from", [str(s) for s in sources])
-    return _copy(sources, dst, meta, lambda _: True, {"shard_bytes": shard_bytes}, stops)
+    kwargs = {"shard_bytes": shard_bytes, **copy_storage(sources, data_format, compression)}
+    return _copy(sources, dst, meta, lambda _: True, kwargs, stops)
 
 
 def _refuse_overlaps(sources: Sequence[PathLike], how: str = "once {} are merged") -> list[int]:
@@ -304,19 +312,23 @@ def split(
     *,
     fraction: SupportsFloat = 0.1,
     seed: SupportsIndex = 0,
+    data_format: str = SAME,
+    compression: str | None = SAME,
 ) -> tuple[int, int]:
     """Splits a dataset by episode id; returns the pieces written to each side.
 
     An id goes to ``validation`` when a hash of ``(seed, id)`` falls below ``fraction``, so
     the split is deterministic, and all pieces of one episode land on the same side. Both
     halves keep the source's metadata, the split recorded in its ``user`` under ``split`` (or
-    ``split_2``, ... where that key is taken: no key of the source's is replaced).
+    ``split_2``, ... where that key is taken: no key of the source's is replaced), and its
+    data format and compression unless given (as :func:`merge` keeps them).
 
     Raises:
         TypeError: ``fraction`` is no real number (a str or a bool; numpy floats are taken).
         ValueError: ``fraction`` is outside ``[0, 1]``, or ``seed`` is not an int >= 0 (the
             package's seed rule, :func:`episodes.seeds.check_seed`; numpy ints are taken and
-            stored in the metadata as ``int``), all before anything is written.
+            stored in the metadata as ``int``), or ``data_format`` or ``compression`` is
+            none of :func:`merge`'s, all before anything is written.
         DatasetError: ``src``'s pieces would not join (steps stored twice, or after an end),
             found from its manifest before anything is written, as :func:`merge` refuses them.
 
@@ -331,10 +343,12 @@ def split(
         50
     """
     fraction, seed = split_args(fraction, seed)  # plain Python: they go into the metadata
+    copy_storage([], data_format, compression)  # checked before anything is read
     meta = _metadata_of(src)
     # Both halves from the pieces committed now: one snapshot of a source still written to.
     stop = [dataset_info(src).num_chunks]
     _refuse_overlaps([src], "in {}")
+    kwargs = copy_storage([src], data_format, compression)
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
     record = {"from": str(src), "fraction": fraction, "seed": seed}
     meta.user = with_provenance(meta.user, "split", record)
@@ -351,8 +365,8 @@ def split(
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:
             staged.append(stage(final))
-        n_train = _fill([src], staged[0].path, meta, lambda ep: not in_val(ep.id_), {}, stop)
-        n_val = _fill([src], staged[1].path, meta, lambda ep: in_val(ep.id_), {}, stop)
+        n_train = _fill([src], staged[0].path, meta, lambda ep: not in_val(ep.id_), kwargs, stop)
+        n_val = _fill([src], staged[1].path, meta, lambda ep: in_val(ep.id_), kwargs, stop)
         for part, final in zip(staged, finals):
             undos.append(place(part.path, final))
     except BaseException:
@@ -379,6 +393,8 @@ def filter_dataset(
     done_only: bool = False,
     custom_data: dict[str, Any] | None = None,
     predicate: Callable[[EpisodeSummary], bool] | None = None,
+    data_format: str = SAME,
+    compression: str | None = SAME,
 ) -> int:
     """Copies the episodes whose whole-episode summary passes every given test.
 
@@ -388,7 +404,8 @@ def filter_dataset(
     are kept or dropped together.
     ``predicate`` receives the :class:`~episodes.io.EpisodeSummary` (id, pieces, length,
     return, flags). The copy keeps the source's metadata, the source recorded in its ``user``
-    under ``filtered_from`` (or ``filtered_from_2``, ... where that key is taken).
+    under ``filtered_from`` (or ``filtered_from_2``, ... where that key is taken), and its
+    data format and compression unless given (as :func:`merge` keeps them).
 
     Values compare as JSON values do: ``True`` equals no number (nor ``1`` ``True``), ``1``
     equals ``1.0``, ``"1"`` no number; lists and tuples compare item by item.
@@ -399,7 +416,8 @@ def filter_dataset(
         TypeError: A bound that is no real number (``"1"``; numpy numbers are taken), a
             length bound that is no int (``2.5``), a ``done_only`` that is no bool (``"no"``),
             a ``custom_data`` that is no mapping, or a ``predicate`` that cannot be called,
-            all before anything is written.
+            all before anything is written (a bad ``data_format`` or ``compression`` too:
+            ``ValueError``).
         DatasetError: ``src``'s pieces would not join, as :func:`split` refuses them.
 
     Example:
@@ -418,7 +436,7 @@ def filter_dataset(
     low_ret, high_ret, low_len, high_len, done_only, wanted_data, predicate = filter_args(
         min_return, max_return, min_length, max_length, done_only, custom_data, predicate
     )  # plain Python numbers (numpy's taken), or None
-
+    copy_storage([], data_format, compression)  # checked before anything is read
     info = dataset_info(src)
     _refuse_overlaps([src], "in {}")  # its summaries would count steps twice
     # The manifest holds no inf (JSON), nor a sum of ints beyond float range: such returns read
@@ -455,42 +473,8 @@ def filter_dataset(
 
     keep = lambda episode: id_key(episode.id_) in wanted  # noqa: E731
     # The pieces judged above only: a piece committed since may change a summary's length.
-    return _copy([src], dst, meta, keep, {}, [info.num_chunks])
-
-
-def parse_custom_data(items: Iterable[str]) -> dict[str, Any]:
-    """:func:`filter_dataset`'s ``custom_data`` from ``KEY=VALUE`` texts (``filter --custom``).
-
-    ``VALUE`` is JSON (``0`` an int, ``true`` a bool, ``"a"`` a string), or else text.
-
-    Raises:
-        ValueError: An item is not ``KEY=VALUE``, holds a NaN (which equals nothing: the filter
-            would keep nothing), repeats a key (a dict would keep the last test only), or
-            nests too deep for the JSON parser.
-
-    Example:
-        >>> parse_custom_data(["env_index=0", "tag=fast", "ok=true", "pair=[1, 2]"])
-        {'env_index': 0, 'tag': 'fast', 'ok': True, 'pair': [1, 2]}
-    """
-    tests: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--custom takes KEY=VALUE, got {item!r}")
-        if key in tests:
-            raise ValueError(f"--custom {key}= is given twice; an episode's {key} is one value")
-        try:  # 0 -> int, "a" -> str, true -> bool; Infinity and -Infinity are values too
-            tests[key] = json.loads(text)
-        except ValueError:
-            tests[key] = text
-        except RecursionError:  # no stored custom data nests that deep
-            raise ValueError(f"--custom {key}: the value nests too deep to parse") from None
-        if holds_nan(tests[key]):
-            raise ValueError(
-                f"--custom {key}: NaN equals no value, so the filter would keep nothing "
-                '(for the text, write "NaN" with the quotes)'
-            )
-    return tests
+    kwargs = copy_storage([src], data_format, compression)
+    return _copy([src], dst, meta, keep, kwargs, [info.num_chunks])
 
 
 def _merged_custom_data(src: PathLike, ids: set[Any], stop: int) -> dict[Any, dict[Any, Any]]:

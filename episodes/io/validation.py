@@ -29,6 +29,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.io.errors import CorruptDatasetError, DatasetError, DatasetIOError
 from episodes.io.format import piece_return
 from episodes.io.joins import PieceJoins, piece_problems
+from episodes.io.listed_files import describe_unlisted, unlisted_files
 from episodes.io.reader import chunk_nbytes, iter_chunks, load_chunk
 from episodes.io.shards import is_v2
 
@@ -44,6 +45,10 @@ class ValidationReport:
         pieces: The episode pieces (chunks) read.
         shards: The v2 dataset's shards (None for v1).
         torn_manifest: An incomplete last manifest line (a killed writer) was ignored.
+        notes: Warnings, no problems (``ok`` stays True): one line per file in a v2
+            dataset's ``shards/`` that no manifest line lists (a shard being written, a
+            killed writer's leftover, an interrupted commit's shard). Readers of the
+            manifest ignore them; a glob of ``shards/*.arrow`` would read them.
 
     Example:
         >>> report = ValidationReport(pieces=2, shards=1)
@@ -58,6 +63,7 @@ class ValidationReport:
     pieces: int = 0
     shards: int | None = None
     torn_manifest: bool = False
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -92,6 +98,7 @@ def validate_dataset(
         ds = Dataset(path, verify=True, max_open_shards=1)
         report.pieces, report.shards = len(ds), len(ds.shards)
         report.torn_manifest = ds.torn_manifest
+        report.notes = [describe_unlisted(name) for name in unlisted_files(path)]
         read: Callable[[int], SingleAgentEpisode] = ds.episode
         listed = [
             (f"shard {s.name} episode {j}", row.ret)

@@ -32,13 +32,13 @@ import numpy as np
 import pyarrow as pa
 
 from episodes.io import DatasetWriter, UnstorableValueError
-from episodes.io.format import MANIFEST_FILE, TMP_PREFIX, append_line, piece_return
+from episodes.io.format import MANIFEST_FILE, append_line, piece_return
 from episodes.io.manifest_lines import chained_line
 from episodes.io.shard_codec import EXTRAS, EncodedEpisode, encode_rows
 from episodes.io.shard_commit import publish_shard
 from episodes.io.shard_stream import ShardStream
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES
-from episodes.io.shards import DATA_SUFFIX, SHARDS_DIR
+from episodes.io.shards import SHARDS_DIR, temp_data_file
 from episodes.io.values import encode_value
 from episodes.replay.metadata import with_clocks
 from episodes.replay.saved_budget import _bytes_model, _row_bytes
@@ -225,7 +225,7 @@ class _Shards:
         names = list(columns)
         batch = pa.RecordBatch.from_arrays([columns[k] for k in names], names=names)
         if self.stream is None:
-            path = self.root / SHARDS_DIR / f"{TMP_PREFIX}{self.name}{DATA_SUFFIX['arrow']}"
+            path = temp_data_file(self.root / SHARDS_DIR, self.name, "arrow")  # no glob's match
             self.stream = ShardStream(path, batch.schema, sync=True)
             self.schema = batch.schema
         self.stream.append(batch)
