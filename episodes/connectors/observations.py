@@ -29,6 +29,7 @@ from episodes.indexing import as_flag
 from episodes.spaces import find_space_kind
 from episodes.spaces.batching import rounded_ints
 from episodes.spaces.per_space_cache import PerSpaceCache
+from episodes.structs import short_repr
 
 __all__ = ["FlattenObservations", "FrameStack", "flatten_rows"]
 
@@ -112,6 +113,15 @@ def _whole_count(value: Any, name: str, minimum: int) -> int:
     return count
 
 
+def _column_name(value: Any, name: str) -> str:
+    # A batch is keyed by column names (AddLearnerColumns refuses other ones too): None or 3
+    # would become a key no learner reads.
+    if not isinstance(value, str):
+        kind = type(value).__name__
+        raise TypeError(f"{name} must be a str (a batch column), got {kind} ({short_repr(value)})")
+    return value
+
+
 def _read_obs(
     episode: SingleAgentEpisode,
     start: int,
@@ -187,7 +197,7 @@ class FlattenObservations(EpisodeConnector):
             space: an episode without one flattens its leaves as recorded (no one-hot), so a
             space-less float episode works with the default; next to one-hot rows of another
             width its rows are refused as above.
-        out_key: The batch column to write.
+        out_key: The batch column to write (a str, else a ``TypeError``).
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
 
     Example:
@@ -204,6 +214,7 @@ class FlattenObservations(EpisodeConnector):
     def __init__(
         self, *, one_hot_discrete: bool = True, out_key: str = "obs", inference: bool = False
     ):
+        out_key = _column_name(out_key, "FlattenObservations' out_key")
         super().__init__(inference=inference)
         self.one_hot_discrete = as_flag(one_hot_discrete, "one_hot_discrete")  # as reads take it
         self.out_key = out_key
@@ -379,7 +390,7 @@ class FrameStack(EpisodeConnector):
         flatten: Flatten (and one-hot) every frame and concatenate: ``[rows, n * D]`` float32,
             as :class:`FlattenObservations` flattens (an episode without an observation space
             is not one-hot; one whose space holds a Text space is refused).
-        out_key: The batch column to write.
+        out_key: The batch column to write (a str, else a ``TypeError``).
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
 
     Example:
@@ -401,6 +412,7 @@ class FrameStack(EpisodeConnector):
         inference: bool = False,
     ):
         count = _whole_count(n, "FrameStack's n", 1)
+        out_key = _column_name(out_key, "FrameStack's out_key")
         if fill is None:  # the getter would clip the window: fewer rows than steps
             raise ValueError("FrameStack needs a fill value for frames before the episode")
         super().__init__(inference=inference)

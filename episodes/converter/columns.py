@@ -34,6 +34,7 @@ from episodes.converter.refusals import (
 from episodes.converter.reward_steps import step_rewards
 from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import as_flag
 from episodes.spaces import nest_as_space, unstackable_space
 from episodes.spaces.batching import check_sortable_keys
 from episodes.structs import id_key, map_alike, map_leaves, short_repr
@@ -104,7 +105,7 @@ class ColumnKeys:
             object.__setattr__(self, name, tuple(value))  # a list, kept hashable
 
 
-@dataclass
+@dataclass(eq=False)
 class TimeMajorColumns:
     """The columns of ``N`` envs over ``T`` steps, plus what still needs a bootstrap value.
 
@@ -294,7 +295,8 @@ def time_major(
             number a step (:func:`~episodes.converter.reward_steps.step_rewards`); or a
             stepless end filed under another env that ends none of its episode's chunks
             (:func:`~episodes.converter.stray_ends.place_stray_ends`, which moves the others).
-        TypeError: Rewards that are not real numbers (complex, strings, objects).
+        TypeError: Rewards that are not real numbers (complex, strings, objects); a ``pad``
+            that is no bool.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -305,6 +307,7 @@ def time_major(
         >>> cols.rewards.shape, cols.dones[:, 0].tolist()
         ((2, 1), [False, True])
     """
+    pad = as_flag(pad, "pad")  # "no" would pad
     # Listed once (a generator of groups would be used up by the first pass).
     listed = [groups] if isinstance(groups, SingleAgentEpisode) else list(groups)
     if any(isinstance(group, SingleAgentEpisode) for group in listed):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from episodes.rollout.devices import checked_device
 from episodes.rollout.leaves import same_but_trailing_ones
 from episodes.runner import SampledChunks
 from episodes.structs import flatten, map_leaves
@@ -91,6 +92,10 @@ def float_dtype(dtype: Any, storage: Any) -> torch.dtype:
 def storage_device(device: Any, storage: Any) -> torch.device | None:
     """``device`` as a ``torch.device`` (None stays None), refused if a given storage is elsewhere.
 
+    Without a storage it must be a device this process can fill
+    (:func:`~episodes.rollout.devices.checked_device`: ``"cuda"`` without one and ``"meta"``
+    are a ``DeviceError``, a ``ValueError`` and ``RuntimeError`` both, naming ``device``).
+
     A given storage is filled where it is: ``device`` may only name its device (``"cuda"`` is
     the current CUDA device, ``"cpu:0"`` the CPU), and then the storage's own spelling is
     returned.
@@ -107,9 +112,13 @@ def storage_device(device: Any, storage: Any) -> torch.device | None:
     """
     if device is None:
         return None
-    device = torch.device(device)
-    if storage is None:
-        return device
+    if storage is None:  # a device this process can fill (no meta): named where refused
+        return checked_device(device)
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        checked_device(device)  # refuses what torch cannot read, naming ``device``
+        raise
     held = torch.device(storage.device)
     # Types first: resolving "cuda" asks CUDA for its current device, which may not exist.
     if device.type != held.type or _resolved(device) != _resolved(held):
@@ -221,13 +230,13 @@ def check_storage_layout(storage: Any, wanted: Any) -> None:
     Example:
         >>> from episodes.rollout import RolloutStorage
         >>> storage = RolloutStorage("rl", 2, 5, [3], [1])
-        >>> check_storage_layout(storage, RolloutStorage("rl", 2, 5, [3], [1], device="meta"))
-        >>> check_storage_layout(storage, RolloutStorage("rl", 2, 5, [4], [1], device="meta"))
+        >>> check_storage_layout(storage, RolloutStorage("rl", 2, 5, [3], [1]))
+        >>> check_storage_layout(storage, RolloutStorage("rl", 2, 5, [4], [1]))
         Traceback (most recent call last):
         ...
         ValueError: the given storage's observations hold steps of shape (3,), these chunks' ...
         >>> extra = RolloutStorage("rl", 2, 5, [3], [1], privileged_observations=[2])
-        >>> check_storage_layout(extra, RolloutStorage("rl", 2, 5, [3], [1], device="meta"))
+        >>> check_storage_layout(extra, RolloutStorage("rl", 2, 5, [3], [1]))
         Traceback (most recent call last):
         ...
         ValueError: the given storage holds privileged_observations, which these chunks do not ...

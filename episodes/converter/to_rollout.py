@@ -55,7 +55,7 @@ from episodes.runner import SampledChunks
 ValueFn = Callable[[Any], Any]
 
 
-@dataclass
+@dataclass(eq=False)
 class Rollout:
     """A filled storage plus what ``compute_returns`` and the learner need next.
 
@@ -186,7 +186,8 @@ def episodes_to_rollout(
         training_type: ``"rl"`` or ``"distillation"``.
         device: Where the storage lives; None: the given ``storage``'s device (another is
             refused), else the device the runner recorded on (a torch-tensor env's), else the
-            CPU.
+            CPU. One not usable here (``"cuda"`` without one, ``"meta"``) is a ``DeviceError``
+            (:func:`~episodes.rollout.devices.checked_device`), before anything is read.
         obs_fn: Transforms the ``[T, N, ...]`` observation columns row by row (flatten,
             one-hot, ...): the result for a row may not depend on the other rows.
         layout: ``"per_env"`` or ``"per_chunk"``.
@@ -214,10 +215,9 @@ def episodes_to_rollout(
         TypeError: Rewards that are not real numbers (complex, strings, objects: refused, as
             the above, before a given storage is cleared); observations that are neither an
             array nor a dict of arrays (a Tuple space's), which the storage cannot hold (before
-            ``value_fn`` sees them); and,
-            before anything is read, ``keys`` that are not a :class:`ColumnKeys`, a
-            ``storage`` that is not a :class:`RolloutStorage`, a ``copy`` that is not a
-            bool, a ``value_fn`` or ``obs_fn`` that is not callable.
+            ``value_fn`` sees them); and, before anything is read, ``keys`` that are not a
+            :class:`ColumnKeys`, a ``storage`` that is not a :class:`RolloutStorage`, a
+            ``copy`` that is not a bool, a ``value_fn`` or ``obs_fn`` that is not callable.
 
     Example:
         >>> ep = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from episodes.errors import DeviceError  # one class for every package's device checks
+
 __all__ = ["DeviceError", "EmptyBufferError", "EvictedEpisodeError"]
 
 
@@ -44,12 +46,3 @@ class EvictedEpisodeError(ValueError):
     def __init__(self, message: str, episode_id: Any = None) -> None:
         super().__init__(message)
         self.episode_id = episode_id
-
-
-class DeviceError(ValueError, RuntimeError):
-    """A ``sample(device=...)`` torch does not know (a ``RuntimeError`` too, as torch's was).
-
-    Example:
-        >>> issubclass(DeviceError, ValueError), issubclass(DeviceError, RuntimeError)
-        (True, True)
-    """

@@ -524,7 +524,7 @@ def check_device(device: Any) -> Any:
         >>> check_device("abc")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        episodes.replay.errors.DeviceError: device must be a torch device (or its name), got 'abc'
+        episodes.errors.DeviceError: device must be a torch device (or its name), got 'abc'
     """
     import torch
 

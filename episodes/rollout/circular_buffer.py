@@ -10,6 +10,7 @@ import torch
 
 from episodes.indexing import as_int, whole_number
 
+from .devices import checked_device
 from .leaves import check_int_range, data_tensor
 from .select import signed_view
 from .specs import normal_tensors
@@ -51,10 +52,12 @@ class CircularBuffer:
     Args:
         max_len: number of items kept per env (an int >= 1).
         batch_size: number of envs (an int >= 1).
-        device: where the history lives.
+        device: where the history lives (a ``torch.device``, name or index; None: the CPU).
 
     Raises:
         ValueError: a ``max_len`` or ``batch_size`` that is not an int >= 1 (``2.5`` too).
+        TypeError, DeviceError: a ``device`` that is none, one torch does not know, one not
+            available here, or ``"meta"`` (:func:`~episodes.rollout.devices.checked_device`).
 
     Example:
         >>> buf = CircularBuffer(max_len=2, batch_size=1, device="cpu")
@@ -69,16 +72,35 @@ class CircularBuffer:
         # would overwrite this buffer's items. A copy owns its tensors.
         return copy.deepcopy(self)
 
-    def __init__(self, max_len: int, batch_size: int, device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self, max_len: int, batch_size: int, device: str | int | torch.device | None = "cpu"
+    ) -> None:
         self._max_len = whole_number(max_len, "max_len", 1)
         self._batch_size = whole_number(batch_size, "batch_size", 1)
-        self.device = torch.device(device)
+        self.device = checked_device(device)
         self._buffer: torch.Tensor | None = None
         self._pointer = -1  # slot of the newest item, shared by all envs
         self._changes = 0  # appends and resets: a generator in use must not see them
         with normal_tensors():  # written by later calls, in inference mode or not
             self._length = torch.zeros(batch_size, dtype=torch.long, device=self.device)
             self._envs = torch.arange(batch_size, device=self.device)
+
+    def __repr__(self) -> str:
+        # Sizes, lengths and the item type, never items (the lengths: one read of 2 numbers).
+        state = vars(self)
+        buffer, length = state.get("_buffer"), state.get("_length")
+        low, high = ("?", "?") if length is None else (int(length.min()), int(length.max()))
+        item = (
+            ""
+            if buffer is None
+            else f", item_shape={tuple(buffer.shape[2:])}, dtype={buffer.dtype}"
+        )
+        return (
+            f"CircularBuffer(max_len={state.get('_max_len', '?')}, "
+            f"batch_size={state.get('_batch_size', '?')}, "
+            f"length={low if low == high else f'{low}..{high}'}{item}, "
+            f"device={state.get('device', '?')})"
+        )
 
     @property
     def max_length(self) -> int:

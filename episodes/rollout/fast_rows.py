@@ -36,8 +36,9 @@ from .leaves import _may_wrap
 
 if TYPE_CHECKING:
     from .storage import RolloutStorage
+    from .transition import Transition
 
-__all__ = ["bind_fields", "write_row"]
+__all__ = ["bind_fields", "step_fields", "write_row"]
 
 _Tensor, _STRIDED = torch.Tensor, torch.strided
 # torch 2.2's storages cannot tell whether they are torch's own (resizable): no fast path.
@@ -118,8 +119,38 @@ def bind_fields(storage: RolloutStorage) -> None:
     _forget(storage)
 
 
+def step_fields(storage: RolloutStorage, t: Transition) -> dict[str, Any]:
+    """The fields of ``t`` that ``add_transition`` writes into ``storage`` (None: skipped).
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage, Transition
+        >>> sorted(step_fields(RolloutStorage("distillation", 2, 3, (1,), (1,)), Transition()))
+        ['actions', 'dones', 'hidden_states', 'observations', 'privileged_actions', 'rewards']
+    """
+    fields: dict[str, Any] = {
+        "observations": t.observations,
+        "actions": t.actions,
+        "rewards": t.rewards,
+        "dones": t.dones,
+        "hidden_states": t.hidden_states,
+    }
+    # Skipped by a storage built without them, as rsl_rl's add_transition does (its PPO
+    # sets them on every transition); write_block refuses them by name.
+    if storage.privileged_observations is not None:
+        fields["privileged_observations"] = t.privileged_observations
+    if storage.training_type == "rl":
+        fields.update(
+            values=t.values,
+            actions_log_prob=t.actions_log_prob,
+            distribution_params=t.distribution_params,
+        )
+    else:
+        fields["privileged_actions"] = t.privileged_actions
+    return fields
+
+
 def write_row(storage: RolloutStorage, step: Any, fields: dict[str, Any]) -> None:
-    """Writes ``fields`` (as :meth:`RolloutStorage._fields_of` lists them) into row ``step``.
+    """Writes ``fields`` (as :func:`step_fields` lists them) into row ``step``.
 
     The same as ``storage._write(step, fields)``: the same values, errors and aliasing rules.
 

@@ -20,7 +20,7 @@ from .specs import normal_tensors
 if TYPE_CHECKING:
     from .storage import RolloutStorage
 
-__all__ = ["FIELDS", "REFILLS", "adopted", "bind_fields"]
+__all__ = ["FIELDS", "REFILLS", "adopted", "bind_fields", "storage_repr"]
 
 #: The public fields backed by :attr:`RolloutStorage.tensors`.
 FIELDS = frozenset(
@@ -68,6 +68,33 @@ def bind_fields(storage: RolloutStorage) -> None:
         else:
             value = map_tree(tensors.__getitem__, names)
         object.__setattr__(storage, name, value)
+
+
+def storage_repr(storage: RolloutStorage) -> str:
+    """``repr(storage)``: its type, sizes, write cursor, device and dtype, never its tensors.
+
+    Read from the attributes alone (no device is asked anything), so it works in any state:
+    cleared, shared, even half-built by a constructor that raised.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> storage_repr(RolloutStorage("rl", 2, 3, (4,), (1,)))
+        "RolloutStorage(training_type='rl', T=3, N=2, step=0, device=cpu, dtype=torch.float32)"
+    """
+    state = vars(storage)
+    rewards = state.get("_tensors", {}).get("rewards")
+    shared = sorted(state.get("_shared", ()))
+    parts = [
+        f"training_type={state.get('training_type', '?')!r}",
+        f"T={state.get('num_transitions_per_env', '?')}",
+        f"N={state.get('num_envs', '?')}",
+        f"step={state.get('step', '?')}",
+        f"device={state.get('device', '?')}",
+        f"dtype={'?' if rewards is None else rewards.dtype}",
+        *([f"shared={shared}"] if shared else []),
+        *(["masked=True"] if state.get("valid") is not None else []),
+    ]
+    return f"{type(storage).__name__}({', '.join(parts)})"
 
 
 def _pickled_state(storage: RolloutStorage) -> dict[str, Any]:

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(eq=False)
 class RLBatch:
     """A mini-batch for PPO-style updates.
 
@@ -75,7 +75,7 @@ class RLBatch:
     valid: torch.Tensor | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class DistillationBatch:
     """One time step of a distillation rollout: ``[N, ...]`` tensors.
 

@@ -20,8 +20,9 @@ import torch
 from episodes.indexing import as_flag
 
 from .aliasing import unalias
-from .fast_rows import bind_fields, write_row
-from .fields import FIELDS, REFILLS, _pickled_state, _restore_state, adopted
+from .devices import checked_device
+from .fast_rows import bind_fields, step_fields, write_row
+from .fields import FIELDS, REFILLS, _pickled_state, _restore_state, adopted, storage_repr
 from .gae import compute_gae
 from .generators import (
     DistillationBatch,
@@ -69,7 +70,7 @@ class RolloutStorage:
         observations: an observation shape, ``(shape, dtype)``, an example ``[N, ...]`` tensor,
             or a (nested) mapping of those.
         actions_shape: shape of one env's action.
-        device: where every tensor lives.
+        device: where every tensor lives (a ``torch.device``, name or index; None: the CPU).
         privileged_observations: optional spec (like ``observations``) of extra observations.
         distribution_params: shapes of the action-distribution parameters (RL); default
             ``(actions_shape, actions_shape)`` for a Gaussian's mean and std.
@@ -87,7 +88,9 @@ class RolloutStorage:
         ValueError: an unknown ``training_type``, non-positive sizes, a non-float ``dtype``,
             an example tensor of the wrong size, or two observation leaves whose names collide.
         TypeError: a spec that is neither a shape, ``(shape, dtype)``, tensor nor mapping
-            with str keys, or ``distribution_params`` that are no shapes.
+            with str keys, ``distribution_params`` that are no shapes, or no ``device``.
+        DeviceError: a ``device`` torch does not know, not available here (``"cuda"`` without
+            one) or ``"meta"`` (:func:`~episodes.rollout.devices.checked_device`).
 
     Example:
         >>> st = RolloutStorage("rl", num_envs=2, num_transitions_per_env=3,
@@ -122,7 +125,7 @@ class RolloutStorage:
         num_transitions_per_env: int,
         observations: ObsSpec,
         actions_shape: Shape,
-        device: str | torch.device = "cpu",
+        device: str | int | torch.device | None = "cpu",
         *,
         privileged_observations: ObsSpec | None = None,
         distribution_params: Sequence[Shape] | None = None,
@@ -136,7 +139,9 @@ class RolloutStorage:
         check_dtypes(dtype, actions_dtype)
         self.training_type = training_type
         self.num_envs, self.num_transitions_per_env = num_envs, num_transitions_per_env
-        self.device = torch.device(device)
+        unfilled = self.__dict__.pop("_unfilled", None)  # set by _unzeroed alone
+        # The meta device only for _unzeroed: the converter's storages of shapes alone.
+        self.device = checked_device(device, meta=unfilled is not None)
         self.actions_shape = shape_of(actions_shape)
         self.normalize_advantage_per_mini_batch = as_flag(
             normalize_advantage_per_mini_batch, "normalize_advantage_per_mini_batch"
@@ -152,7 +157,7 @@ class RolloutStorage:
             dtype,
             actions_dtype,
         )
-        unfilled = self.__dict__.pop("_unfilled", frozenset())  # set by _unzeroed alone
+        unfilled = unfilled or frozenset()
         self._allocate(specs, unfilled)
         self._bind_fields()
         hidden = partial(self._alloc_hidden, dtype=dtype, zeroed="hidden_states" not in unfilled)
@@ -314,26 +319,7 @@ class RolloutStorage:
             self._bind_fields()
 
     def _fields_of(self, t: _Transition) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "observations": t.observations,
-            "actions": t.actions,
-            "rewards": t.rewards,
-            "dones": t.dones,
-            "hidden_states": t.hidden_states,
-        }
-        # Skipped by a storage built without them, as rsl_rl's add_transition does (its PPO
-        # sets them on every transition); write_block refuses them by name.
-        if self.privileged_observations is not None:
-            fields["privileged_observations"] = t.privileged_observations
-        if self.training_type == "rl":
-            fields.update(
-                values=t.values,
-                actions_log_prob=t.actions_log_prob,
-                distribution_params=t.distribution_params,
-            )
-        else:
-            fields["privileged_actions"] = t.privileged_actions
-        return fields
+        return step_fields(self, t)
 
     def add_transition(self, transition: _Transition) -> None:
         """Copy one step into slot ``step`` and advance it.
@@ -355,7 +341,7 @@ class RolloutStorage:
                 f"rollout storage is full ({self.num_transitions_per_env} steps); "
                 "call clear() first"
             )
-        write_row(self, self.step, self._fields_of(transition))  # plain tensors: copied at once
+        write_row(self, self.step, step_fields(self, transition))  # plain tensors: copied at once
         self.step += 1
 
     def write_block(self, start: SupportsIndex, *, share: bool = False, **fields: Any) -> int:
@@ -382,7 +368,8 @@ class RolloutStorage:
 
         Raises:
             OverflowError: if ``start + k > T``.
-            TypeError: a block that is not a tensor, or a ``start`` that is no int (a bool).
+            TypeError: a block that is not a tensor, a ``start`` that is no int (a bool), or
+                a ``share`` that is no bool.
             ValueError: on a negative ``start``, unknown field names, mismatched ``k`` or a
                 block whose shape or dtype does not fit its field (floats into int actions);
                 every field is checked before any is written, so a refused call leaves the
@@ -401,7 +388,8 @@ class RolloutStorage:
             >>> st.rewards.is_inference(), sorted(st.shared)  # copied into its own tensor
             (False, ['values'])
         """
-        allowed = set(self._fields_of(_Transition()))
+        share = as_flag(share, "share")  # "False" would share
+        allowed = set(step_fields(self, _Transition()))
         rows = block_rows(start, fields, allowed, self.num_transitions_per_env)
         self._write(rows, fields, share)
         self.step = max(self.step, rows.stop)
@@ -439,6 +427,9 @@ class RolloutStorage:
             self._tensors.update({name: self._tensors[name].clone() for name in self._shared})
         self._shared.clear()
         self._bind_fields()
+
+    def __repr__(self) -> str:
+        return storage_repr(self)
 
     def __getstate__(self) -> dict[str, Any]:
         return _pickled_state(self)  # copies of shared tensors, which may view a bigger block

@@ -17,7 +17,7 @@ HiddenState: TypeAlias = torch.Tensor | tuple[torch.Tensor, ...] | None
 Observation: TypeAlias = torch.Tensor | Mapping[str, Any]
 
 
-@dataclass
+@dataclass(eq=False)
 class Transition:
     """One environment step for all ``N`` envs.
 
