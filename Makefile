@@ -38,6 +38,7 @@ test: lint test-fast differential
 
 bench: $(VENV)/.installed .venv-ref/.installed
 	$(REF_PY) benchmarks/bench_episode.py
+	$(REF_PY) benchmarks/bench_micro.py --quick
 	$(REF_PY) benchmarks/bench_rollout.py
 	$(REF_PY) benchmarks/bench_collect.py
 	$(REF_PY) benchmarks/bench_runner.py

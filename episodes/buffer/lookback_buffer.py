@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from episodes import indexing
-from episodes.buffer import array_protocol, reading
+from episodes.buffer import reading
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.batch_writes import list_batch, write_batch
+from episodes.buffer.buffer_operators import BufferOperators
 from episodes.buffer.list_store import ListStore, respaced
 from episodes.buffer.set_items import extend_items, item_list
 from episodes.buffer.space_checks import check_in_space
@@ -29,11 +29,8 @@ from episodes.spaces import one_hot, space_from_dict, space_to_dict
 from episodes.spaces.contains import checker_for
 from episodes.structs import data_equal, short_repr
 
-# What ``buf + number`` adds (and adds to): Python and numpy numbers.
-_NUMBERS = (int, float, complex, np.number)
 
-
-class InfiniteLookbackBuffer:
+class InfiniteLookbackBuffer(BufferOperators):
     """A column of items indexed by time step, with ``lookback`` items before ``ts=0``.
 
     The items live in a store (see :mod:`episodes.buffer.store`): a Python list until
@@ -61,11 +58,17 @@ class InfiniteLookbackBuffer:
     store: Store
 
     def __init__(self, data: Any = None, lookback: int = 0, space: gym.Space[Any] | None = None):
-        lookback = indexing.as_int(lookback, what="lookback")
+        if lookback.__class__ is not int:
+            lookback = indexing.as_int(lookback, what="lookback")
         if lookback < 0:
             raise ValueError(f"lookback must be >= 0, got {lookback}")
         if space is not None and not isinstance(space, gym.Space):
             raise TypeError(f"space must be a gymnasium Space or None, got {type(space).__name__}")
+        if data.__class__ is list:  # the usual case first (no store is a list)
+            self.store = ListStore(data)
+            self._space = space
+            self.lookback = lookback if lookback < len(data) else len(data)
+            return
         if data is None:
             self.store = ListStore()
         elif isinstance(data, (ListStore, ArrayStore)):
@@ -75,7 +78,8 @@ class InfiniteLookbackBuffer:
         else:
             self.store = ArrayStore.from_batch(data)
         self._space = space
-        self.lookback = min(lookback, len(self.store))
+        size = len(self.store)
+        self.lookback = lookback if lookback < size else size
 
     # ----------------------------------------------------------------------------- properties
     @property
@@ -105,7 +109,8 @@ class InfiniteLookbackBuffer:
     def space(self, value: gym.Space[Any] | None) -> None:
         if value is not None and not isinstance(value, gym.Space):
             raise TypeError(f"space must be a gymnasium Space or None, got {type(value).__name__}")
-        self._space, self.store = value, respaced(self.store, value)
+        store = self.store  # respaced keeps every list store
+        self._space, self.store = value, respaced(store, value) if store.is_numpy else store
 
     @property
     def data(self) -> Any:
@@ -150,6 +155,9 @@ class InfiniteLookbackBuffer:
             >>> buf = InfiniteLookbackBuffer([1]); buf.extend([2, 3]); buf.get()
             [1, 2, 3]
         """
+        if items.__class__ is np.ndarray and items.ndim and self.store.is_numpy:
+            self.store.extend_batch(items)  # what extend_items leaves an array's rows as
+            return
         items = extend_items(self.store, self._space, items)  # read whole before any change
         if isinstance(items, list) or not self.store.is_numpy:
             self.store.extend(items)
@@ -200,23 +208,6 @@ class InfiniteLookbackBuffer:
         if position < self.lookback:
             self.lookback -= 1
         return item
-
-    def __add__(self, other: Any) -> InfiniteLookbackBuffer:
-        """List-mode convenience: add a number to every item, or append a list/buffer's items."""
-        if self.finalized:
-            raise RuntimeError("cannot use `+` on a finalized InfiniteLookbackBuffer")
-        items = self.store.items(0)
-        if isinstance(other, _NUMBERS) and not isinstance(other, (bool, np.bool_)):
-            # numpy numbers too: a Discrete space's samples are np.int64, and "every item" is
-            # what the contract says (RLlib skips them).
-            data = [d + other if isinstance(d, _NUMBERS) else d for d in items]
-        elif isinstance(other, InfiniteLookbackBuffer):
-            data = items + owned_items(other.store, other.lookback)
-        elif isinstance(other, list):
-            data = items + other
-        else:
-            raise TypeError(f"cannot add {type(other).__name__} to an InfiniteLookbackBuffer")
-        return InfiniteLookbackBuffer(data, lookback=self.lookback, space=self._space)
 
     def finalize(self) -> None:
         """Switches to the numpy store (idempotent).
@@ -297,12 +288,24 @@ class InfiniteLookbackBuffer:
             neg_index_as_lookback = indexing.as_flag(neg_index_as_lookback, "neg_index_as_lookback")
         if one_hot_discrete.__class__ is not bool:
             one_hot_discrete = indexing.as_flag(one_hot_discrete, "one_hot_discrete")
+        if indices.__class__ is int and fill is None and not one_hot_discrete:
+            store = self.store  # one item, the hot path: resolve_int and in_range inlined
+            items = store.pylist
+            total = len(items) if items is not None else len(store)
+            position = indices + (self.lookback if indices >= 0 or neg_index_as_lookback else total)
+            if 0 <= position < total:
+                return items[position] if items is not None else store.get(position)
         if one_hot_discrete and self._space is None:
             raise ValueError("one_hot_discrete=True needs the buffer's space, but none was set")
-        total = len(self.store)
-        if indices is None:
-            plan = indexing.SlicePlan(0, self.lookback, total, 0, 1)
+        if indices is None:  # read_plan's window, no fillers to add (read_plan words an OOM)
+            if not one_hot_discrete:
+                try:
+                    return self.store.window(self.lookback, len(self.store))
+                except MemoryError:
+                    pass
+            plan = indexing.SlicePlan(0, self.lookback, len(self.store), 0, 1)
             return reading.read_plan(self.store, self._space, plan, fill, one_hot_discrete)
+        total = len(self.store)
         if isinstance(indices, slice):
             if indices.step is not None and indexing.as_int(indices.step, what="slice step") < 0:
                 positions = indexing.slice_positions(
@@ -352,20 +355,6 @@ class InfiniteLookbackBuffer:
 
     def __getitem__(self, indices: Indices) -> Any:
         return self.get(indices)
-
-    def __iter__(self) -> Iterator[Any]:
-        store = self.store
-        for position in range(self.lookback, len(store)):
-            yield store.get(position)
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        """The visible items: ``np.array(buf)`` copies, ``np.asarray(buf)`` may view (§7.4)."""
-        data = self.get()
-        if self.store.is_numpy and not isinstance(data, np.ndarray):
-            # A struct of leaves (Dict or Tuple items): the items, as list mode's array holds
-            # them, not numpy's reading of the struct (a Tuple's leaves as rows, a dict 0-d).
-            data = list(self)
-        return array_protocol.as_array(data, dtype, copy)
 
     def copy_range(self, start: int, stop: int, lookback: int) -> InfiniteLookbackBuffer:
         """A new buffer owning a copy of storage positions ``start:stop`` (lookback included).
@@ -443,6 +432,13 @@ class InfiniteLookbackBuffer:
         """
         if neg_index_as_lookback.__class__ is not bool:
             neg_index_as_lookback = indexing.as_flag(neg_index_as_lookback, "neg_index_as_lookback")
+        items = self.store.pylist
+        if items is not None and at_indices.__class__ is int:  # one list item: no space check
+            total = len(items)  # set_positions and ListStore.set inlined; else their refusal
+            shift = self.lookback if at_indices >= 0 or neg_index_as_lookback else total
+            if 0 <= (position := at_indices + shift) < total:
+                items[position] = new_data
+                return
         targets = indexing.set_positions(
             at_indices,
             lookback=self.lookback,

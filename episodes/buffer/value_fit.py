@@ -505,6 +505,8 @@ def batch_leaves(batch: Any) -> tuple[list[np.ndarray], Any]:
         Traceback (most recent call last):
         ValueError: extend takes a list of items or a batch whose leaves share ... [(), ()]
     """
+    if batch.__class__ is np.ndarray and batch.ndim:  # a flat column's: one leaf, with rows
+        return [batch], None
     arrays, structure = plain_leaves(batch)  # masked arrays refused
     if any(a.ndim == 0 for a in arrays) or len({len(a) for a in arrays}) > 1:
         raise ValueError(

@@ -207,7 +207,7 @@ def given_column(
             f"column lengths disagree: {name} holds {len(data)} items, fewer than the "
             f"lookback of {lookback} steps (len_lookback_buffer, at most the rewards given)"
         )
-    return InfiniteLookbackBuffer(data, lookback=lookback, space=space)
+    return InfiniteLookbackBuffer(data, lookback, space)
 
 
 def given_extras(extras: dict[Any, Any], lookback: int) -> dict[Any, InfiniteLookbackBuffer]:

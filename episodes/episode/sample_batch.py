@@ -86,7 +86,9 @@ class SampleBatch(dict[str, Any]):
         converted = {
             key: _as_column(key, value, count, batched, spaces.get(key))
             for key, value in self.items()
-            if key != "infos" and key not in batched_keys and isinstance(value, (Number, list))
+            if key != "infos"
+            and key not in batched_keys
+            and (value.__class__ is list or isinstance(value, (Number, list)))
         }
         self.update(converted)
 
@@ -198,10 +200,18 @@ def _cut_text(ids: np.ndarray, value: list[Any]) -> bool:
     return any(isinstance(i, (str, bytes)) and i[-1:] in ("\0", b"\0") for i in distinct)
 
 
+_BUILTIN_KINDS = frozenset((str, bytes, bool, int, float))
+_FLAT = frozenset((gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete))
+_NESTED_SPACES = (gym.spaces.Dict, gym.spaces.Tuple)
+
+
 def _one_kind(ids: list[Any]) -> bool:
     """Whether the ids are all text, all bytes, all ints or all floats (numpy's types too)."""
+    types = set(map(type, ids))  # a few types, found at C speed
+    if len(types) == 1 and types <= _BUILTIN_KINDS:  # one exact type: one kind (the usual)
+        return True
     kinds = set()
-    for kind in set(map(type, ids)):  # a few types, found at C speed
+    for kind in types:
         for family in (str, bytes, bool, np.bool_, int, np.integer, float, np.floating):
             if issubclass(kind, family):
                 kinds.add({np.bool_: bool, np.integer: int, np.floating: float}.get(family, family))
@@ -239,7 +249,9 @@ def _leaf(part: Any) -> bool:
 def _as_column(key: str, value: Any, rows: int | None, batched: bool, space: Any = None) -> Any:
     column = _stacked_column(key, value, rows, batched, space)
     if isinstance(value, list) and key != "eps_id":
-        _check_no_text_from_numbers(key, value, column)
+        # A flat array of no text has no text leaf: nothing for the check to look at.
+        if column.__class__ is not np.ndarray or column.dtype.kind in "US":
+            _check_no_text_from_numbers(key, value, column)
     return column
 
 
@@ -262,8 +274,8 @@ def _stacked_column(key: str, value: Any, rows: int | None, batched: bool, space
     # A space says whether the rows nest (a Tuple item recorded as a list or a tuple); without
     # one, the first row does, as numpy reads a list (a dict after numbers makes an object
     # array, refused below).
-    if space is not None:
-        nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+    if space is not None:  # (Dict and Tuple are ABCs, slow to test: flat classes first)
+        nested = space.__class__ not in _FLAT and isinstance(space, _NESTED_SPACES)
     else:
         nested = bool(value) and isinstance(value[0], (dict, tuple))
     if nested:

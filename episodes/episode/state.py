@@ -291,13 +291,16 @@ def episodes_equal(a: SingleAgentEpisode, b: SingleAgentEpisode) -> bool:
     return True
 
 
-def _fields_assigner() -> Any:
+def _fields_assigner(plain: bool) -> Any:
     """Generates ``assign(episode, values)``: :func:`field_value` of each field, set in order.
 
     Generated once from the field table (as ``cut``'s successor builder is): every constructor
     runs it, and a loop calling ``field_value`` and ``setattr`` per field costs several times
     the straight-line code. Ids and spaces are taken as they are (``field_value`` returns
-    them unchecked), flags, times and clocks go to their checks directly.
+    them unchecked); a value of exactly the class its check returns unchanged (a bool flag, an
+    int time, a None clock, a list-mode buffer, a dict) skips the call, any other goes to it.
+    ``plain`` assigns with ``episode.slot = value``, for classes that keep ``object``'s
+    ``__setattr__`` (the same assignment, a tenth of the cost); else ``object.__setattr__``.
     """
     lines = ["def assign(episode, values):", "    get = values.get"]
     namespace: dict[str, Any] = {
@@ -305,24 +308,36 @@ def _fields_assigner() -> Any:
         "as_flag": as_flag,
         "scalar_value": scalar_value,
         "field_value": field_value,
+        "Buffer": InfiniteLookbackBuffer,
+    }
+    unchanged = {
+        "flag": "v.__class__ is bool",
+        "time": "v.__class__ is int",
+        "clock": "v is None",
+        "column": "v.__class__ is Buffer",
+        "columns": "v.__class__ is dict and not v",
+        "custom": "v.__class__ is dict",
     }
     for number, field in enumerate(FIELDS):
         namespace[f"field_{number}"] = field
-        given = f"get({field.name!r}, field_{number}.default)"
-        if field.kind in ("id", "space"):
-            value = given
-        elif field.kind == "flag":
-            value = f"as_flag({given}, {field.name!r})"
-        elif field.kind in ("time", "clock"):
-            value = f"scalar_value(field_{number}, {given})"
-        else:
-            value = f"field_value(field_{number}, {given})"
-        lines.append(f"    set_(episode, {field.slot!r}, {value})")
+        kind, name = field.kind, field.name
+        lines.append(f"    v = get({name!r}, field_{number}.default)")
+        if kind in unchanged:
+            test = unchanged[kind]
+            if name == "infos":  # field_value refuses a numpy'd infos column
+                test += " and not v.store.is_numpy"
+            call = f"as_flag(v, {name!r})" if kind == "flag" else f"field_value(field_{number}, v)"
+            lines.append(f"    if not ({test}):\n        v = {call}")
+        elif kind not in ("id", "space"):
+            lines.append(f"    v = field_value(field_{number}, v)")
+        slot = field.slot
+        lines.append(f"    episode.{slot} = v" if plain else f"    set_(episode, {slot!r}, v)")
     exec("\n".join(lines), namespace)  # noqa: S102 - our own field names, not input
     return namespace["assign"]
 
 
-_assign_fields = _fields_assigner()
+_assign_fields = _fields_assigner(plain=False)
+_assign_plain = _fields_assigner(plain=True)
 
 
 def assign_fields(episode: SingleAgentEpisode, values: dict[str, Any]) -> None:
@@ -339,4 +354,7 @@ def assign_fields(episode: SingleAgentEpisode, values: dict[str, Any]) -> None:
         >>> assign_fields(ep, {"id_": "a", "t": 3}); ep.id_, ep.t, ep.get_rewards()
         ('a', 3, [])
     """
-    _assign_fields(episode, values)
+    if type(episode).__setattr__ is object.__setattr__:
+        _assign_plain(episode, values)
+    else:  # a subclass's own __setattr__ is bypassed, as it always was here
+        _assign_fields(episode, values)
