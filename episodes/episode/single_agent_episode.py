@@ -535,6 +535,31 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The episode as one object, so numpy holds episodes as items of object arrays.
+
+        Having ``len`` and ``[...]``, an episode would pass for a sequence of its steps, and
+        numpy's ``Could not convert object to sequence`` ended ``rng.choice(episodes, 2)``,
+        ``rng.permutation(episodes)`` or ``np.array(episodes, dtype=object)``.
+
+        Raises:
+            TypeError: A ``dtype`` other than ``object``: an episode is no array of numbers
+                (read its columns with the getters).
+
+        Example:
+            >>> eps = [SingleAgentEpisode(i, observations=[0]) for i in "abc"]
+            >>> picked = np.random.default_rng(0).choice(eps, 2, replace=False)
+            >>> picked.shape, [ep.id_ for ep in picked]
+            ((2,), ['b', 'c'])
+        """
+        if dtype is not None and np.dtype(dtype) != object:
+            raise TypeError(
+                f"an episode is no array of {np.dtype(dtype)}: read its columns with the getters"
+            )
+        item = np.empty((), object)
+        item[()] = self
+        return item
+
     def __repr__(self) -> str:
         try:  # a list-mode episode may hold rewards that do not sum (None, a tensor)
             ret = f"{self.get_return():.4g}"
