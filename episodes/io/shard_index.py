@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -46,15 +47,34 @@ from episodes.io.shards import (
     summarises,
 )
 
-__all__ = ["MAX_CHECKED_BYTES", "IndexEntries", "checked_indexes", "forget_checked", "read_index"]
+__all__ = [
+    "MAX_CHECKED_BYTES",
+    "MAX_CHECKED_MEMORY",
+    "IndexEntries",
+    "checked_indexes",
+    "checked_memory",
+    "forget_checked",
+    "read_index",
+]
 
 _WS = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, as the json module skips it
 _WS_CHARS = (" ", "\t", "\n", "\r")
 # json.loads's defaults (NaN and Infinity read as floats); raw_decode(text, i) parses one value.
 _SCAN = json.JSONDecoder().raw_decode
 _CACHED = 16  # entries kept parsed per shard: a read parses its episode's entry once
-#: Bytes of shard indexes whose checked scans a process keeps (the most recently read).
+#: Bytes of shard indexes (their text) whose checked scans a process keeps (the most recent).
 MAX_CHECKED_BYTES = 64 << 20
+#: Bytes of memory the kept scans may hold, estimated (``checked_memory``): the index text, the
+#: row arrays and the manifest entry each keeps alive (its rows and ids), 1.2x to 1.8x the text
+#: alone. This is the bound on the cache's memory; the least recently read scans go first.
+MAX_CHECKED_MEMORY = 64 << 20
+# What a kept scan holds beyond its index text, its row arrays' items and its pieces' ids
+# (counted with sys.getsizeof), measured with tracemalloc as what forget_checked() frees
+# (CPython 3.11, 1 to 1,024 pieces a shard): about 1,050 bytes a scan (the _Checked, the
+# arrays' headers, the manifest entry's name and checksum) and 230 a piece (its EpisodeRow,
+# return and times); rounded up, so the estimate is a bound.
+_SCAN_BYTES = 1200
+_ROW_BYTES = 240
 
 
 class IndexEntries(Sequence[Any]):
@@ -330,6 +350,7 @@ class _Checked:
     firsts: array[int]
     counts: array[int]
     rows: int
+    memory: int  # estimated bytes it holds (what _memory counts)
 
     def entries(self, text: str, check: _PieceCheck) -> tuple[IndexEntries, int]:
         """The array as scanning gave it, ``check`` left as scanning left it.
@@ -344,6 +365,7 @@ class _Checked:
 
 _checked: OrderedDict[int, _Checked] = OrderedDict()
 _held = 0  # bytes of the kept scans' indexes
+_held_memory = 0  # what they hold, estimated
 _checked_lock = ForkLock()  # a forked child gets a fresh one
 
 
@@ -367,25 +389,37 @@ def _remember(raw: bytes, entry: ShardEntry, entries: IndexEntries, check: _Piec
     # An id that is a list could be changed between reads, and the checks with it.
     if len(raw) > MAX_CHECKED_BYTES or not holds_immutable_ids(entry):
         return
+    # Copies: the first caller holds the originals.
+    rows = [array("q", entries.starts), array("q", check.firsts), array("q", check.counts)]
+    memory = _memory(raw, entry, rows)
+    if memory > MAX_CHECKED_MEMORY:
+        return
+    starts, firsts, counts = rows
     known = _Checked(
-        entry,
-        raw,
-        check.opens,
-        check.closes,
-        array("q", entries.starts),  # copies: the first caller holds the originals
-        array("q", check.firsts),
-        array("q", check.counts),
-        check.start,
+        entry, raw, check.opens, check.closes, starts, firsts, counts, check.start, memory
     )
-    global _held
+    global _held, _held_memory
     with _checked_lock:
         replaced = _checked.pop(id(entry), None)
-        _held -= 0 if replaced is None else len(replaced.raw)
+        if replaced is not None:
+            _held -= len(replaced.raw)
+            _held_memory -= replaced.memory
         _checked[id(entry)] = known
         _held += len(raw)
-        while _held > MAX_CHECKED_BYTES:  # a running total: a miss costs no walk of the rest
+        _held_memory += memory
+        # Running totals: a miss costs no walk of the rest.
+        while _held > MAX_CHECKED_BYTES or _held_memory > MAX_CHECKED_MEMORY:
             _, oldest = _checked.popitem(last=False)
             _held -= len(oldest.raw)
+            _held_memory -= oldest.memory
+
+
+def _memory(raw: bytes, entry: ShardEntry, rows: list[array[int]]) -> int:
+    """The bytes a kept scan of ``raw`` against ``entry`` holds, estimated (an upper bound)."""
+    pieces = entry.episodes
+    ids = sum(map(sys.getsizeof, [row.id_ for row in pieces]))  # str, int, float, bool, None
+    items = sum(a.itemsize * len(a) for a in rows)
+    return len(raw) + _SCAN_BYTES + items + len(pieces) * _ROW_BYTES + ids
 
 
 def checked_indexes() -> int:
@@ -399,6 +433,17 @@ def checked_indexes() -> int:
         return len(_checked)
 
 
+def checked_memory() -> int:
+    """The bytes of memory the kept scans hold, estimated; at most ``MAX_CHECKED_MEMORY``.
+
+    Example:
+        >>> forget_checked(); checked_memory()
+        0
+    """
+    with _checked_lock:
+        return _held_memory
+
+
 def forget_checked() -> None:
     """Drops every kept scan: the next open of each shard checks its whole index again.
 
@@ -406,7 +451,7 @@ def forget_checked() -> None:
         >>> forget_checked(); checked_indexes()
         0
     """
-    global _held
+    global _held, _held_memory
     with _checked_lock:
         _checked.clear()
-        _held = 0
+        _held = _held_memory = 0

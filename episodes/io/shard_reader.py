@@ -41,15 +41,13 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_int, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
-from episodes.io.checksums import crc_of_file
+from episodes.io.data_file import check_data_file, open_data
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
     DatasetIOError,
     NotADatasetError,
-    UnsafeDataError,
     UnsupportedVersionError,
-    read_failure,
     reraisable,
     stat_or_none,
     without_frames,
@@ -82,8 +80,6 @@ MMAP_THRESHOLD = 1 << 20  # leaves of at least 1 MiB stay memory-mapped (copy-on
 # call instead of one page fault per 4 KiB (or per fault-around batch) when they are touched.
 _POPULATE_READ = 22
 _CAN_POPULATE = sys.platform.startswith("linux") and hasattr(mmap.mmap, "madvise")
-# A FIFO swapped in for the data file opens at once (and is then refused) instead of blocking.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 # Column plans (about 1.7 KB each for CartPole pieces) and leaf views kept per open shard.
 # Random reads come back to the pieces they planned (256 made a warm random pass over a
 # 1000-piece shard 17x slower); a pass in order never does, and caching all of its plans made
@@ -136,7 +132,8 @@ class Shard:
         self.spaces: list[Any] = self.index["spaces"]
         data_path = shard_file(root, entry.name, DATA_SUFFIX[entry.data_format])
         check_inside(root, data_path)
-        self._check_data_file(data_path, verify)
+        crc = self.index["data"]["crc32"] if verify else None
+        check_data_file(data_path, entry.data_size, self.where, crc)
         self.path = data_path
         #: The data file's record batches, each read and checked when first used.
         self.parts = ShardTable(
@@ -155,52 +152,23 @@ class Shard:
         self._plans = BoundedCache(_CACHED_PLANS, budget)
         self._last_planned = -1  # the piece planned last: reads in order skip the cache
 
-    def _check_data_file(self, path: Path, verify: bool) -> None:
-        try:
-            st = os.lstat(path)
-        except OSError as err:
-            raise read_failure(err, f"{self.where}: data file {path.name}") from err
-        self._check_stat(st, path)
-        if verify:
-            fd = self._open_data(path)
-            try:
-                crc = crc_of_file(fd)
-            except OSError as err:
-                raise read_failure(err, f"{self.where}: {path.name}") from err
-            finally:
-                os.close(fd)
-            if crc != self.index["data"]["crc32"]:
-                raise CorruptDatasetError(f"{self.where}: CRC-32 mismatch (the data is corrupted)")
+    def close(self) -> None:
+        """Drops the caches and closes the data file (see ``ShardTable.close``); idempotent.
 
-    def _check_stat(self, st: os.stat_result, path: Path) -> None:
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeDataError(f"{self.where}: {path.name} is not a regular file (refused)")
-        if st.st_size != self.entry.data_size:
-            raise CorruptDatasetError(
-                f"{self.where}: {path.name} is {st.st_size} bytes, expected "
-                f"{self.entry.data_size} (truncated or altered)"
-            )
-
-    def _open_data(self, path: Path) -> int:
-        """The data file opened without following links, checked again through the descriptor.
-
-        The path was checked before; checking the opened file too means a file swapped in
-        since (a symlink, a FIFO, one of another size) is refused, not read or mapped.
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode("a", observations=[0, 1], actions=[3],
+            ...                                rewards=[1.0], len_lookback_buffer=0))
+            >>> shard, _ = Dataset(path).locate(0)
+            >>> shard.close(); shard.close(); shard.parts.closed
+            True
         """
-        try:
-            fd = os.open(path, _OPEN_FLAGS)
-        except OSError as err:  # EMFILE is no damage: DatasetIOError, which is not cached
-            raise read_failure(err, f"{self.where}: {path.name}") from err
-        try:
-            try:
-                st = os.fstat(fd)
-            except OSError as err:
-                raise read_failure(err, f"{self.where}: {path.name}") from err
-            self._check_stat(st, path)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        self._views.clear()
+        self._plans.clear()
+        self.parts.close()
 
     def part_of(self, j: int) -> tuple[int, int]:
         """``(record batch number, first row in it)`` of the shard's episode ``j``.
@@ -248,7 +216,7 @@ class Shard:
             return np.array(view)
         start = offset - offset % mmap.ALLOCATIONGRANULARITY
         try:
-            fd = self._open_data(self.path)
+            fd = open_data(self.path, self.entry.data_size, self.where)
         except DatasetIOError:  # out of descriptors: read instead, as above
             return np.array(view)
         try:
@@ -359,6 +327,8 @@ class Dataset:
         (2, 1, ['a', 'b'])
     """
 
+    _closed = False  # set by close() (a class default: a pickle of an older build lacks it)
+
     def __init__(
         self, path: str | os.PathLike[str], *, verify: bool = False, max_open_shards: int = 64
     ):
@@ -399,6 +369,43 @@ class Dataset:
     def __len__(self) -> int:
         return len(self.summaries)
 
+    def close(self) -> None:
+        """Closes the open shards' data files and memory maps; later reads raise.
+
+        Idempotent (``with`` closes it too); ``steps``'s views stay valid, keeping their map
+        alive. A read afterwards is a ``DatasetError``; ``len`` and ``summaries`` stay.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode("a", observations=[0, 1], actions=[3],
+            ...                                rewards=[1.0], len_lookback_buffer=0))
+            >>> with Dataset(path) as ds:
+            ...     actions = ds.steps(0, 0, 1)["actions"]
+            >>> actions.tolist(), len(ds), ds.open_shards()
+            ([3], 1, [])
+            >>> ds.episode(0)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.DatasetError: the Dataset of ... is closed: open a new Dataset
+        """
+        self._closed = True
+        for s in list(self._open):
+            self._close(s, release=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DatasetError(f"the Dataset of {self.root} is closed: open a new Dataset")
+
+    def __enter__(self) -> Dataset:
+        self._check_open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_open"] = OrderedDict()  # memory maps stay in the process that made them
@@ -407,6 +414,7 @@ class Dataset:
 
     def _index(self, i: int) -> int:
         """``i`` as a position in ``0..len(self)-1`` (negative from the end), or an error."""
+        self._check_open()  # every read comes here first
         i = as_int(i, what="episode index")  # True is no episode 1, nor 1.0
         if not -len(self) <= i < len(self):
             raise IndexError(f"episode index {i} out of range for {len(self)} episodes")
@@ -455,11 +463,13 @@ class Dataset:
             self._open.move_to_end(s)
         return shard, j
 
-    def _close(self, s: int) -> None:
+    def _close(self, s: int, *, release: bool = False) -> None:
         shard = self._open.pop(s, None)
         if shard is not None:  # what its caches pin no read can reach again: out of the budget
             shard._views.clear()
             shard._plans.clear()
+            if release:  # close(): its file too (an evicted one may still serve a plan held)
+                shard.close()
 
     def open_shards(self) -> list[Shard]:
         """The shards open now (at most ``max_open_shards``, the most recently used last).
@@ -573,8 +583,12 @@ class Dataset:
     def __iter__(self) -> Iterator[SingleAgentEpisode]:
         return self.iter_episodes()
 
-    def steps(self, i: int, start: int, stop: int) -> dict[str, Any]:
+    def steps(self, i: int, start: int | None, stop: int | None) -> dict[str, Any]:
         """Steps ``[start, stop)`` of episode ``i`` (lookback not counted), read directly.
+
+        Bounds read as in ``episode[a:b]`` (None: the start or end; negative: from the end),
+        but a range not within the episode is an ``IndexError``, not cut to fit; ``True`` or
+        ``1.0`` is a ``TypeError``.
 
         Returns a dict: ``observations`` (``stop - start + 1`` items: the one each step starts
         from plus the last next observation), ``actions``, ``rewards`` and
@@ -599,11 +613,12 @@ class Dataset:
             ([0, 1, 2], [1.0, 2.0], True)
         """
         i = self._index(i)  # out of range: the same IndexError as episode()
+        length = self.summaries[i].length
+        first, last = _step(start, "start", length, 0), _step(stop, "stop", length, length)
+        if not 0 <= first <= last <= length:
+            raise IndexError(f"step range [{start}, {stop}) outside the episode's [0, {length}]")
+        start, stop = first, last
         summary = self.summaries[i]
-        # True is no step 1, nor 1.0: the same rule as the episode index.
-        start, stop = as_int(start, what="start step"), as_int(stop, what="stop step")
-        if not 0 <= start <= stop <= summary.length:
-            raise IndexError(f"step range [{start}, {stop}) outside [0, {summary.length}]")
         shard, j = self.locate(i)  # opened (and another shard maybe evicted) once all is checked
         plans = shard.columns(j)
         out: dict[str, Any] = {}
@@ -619,3 +634,11 @@ class Dataset:
         out["terminated"] = ends and self._ends[i][0]
         out["truncated"] = ends and self._ends[i][1]
         return out
+
+
+def _step(bound: int | None, what: str, length: int, default: int) -> int:
+    """A step bound as an int in the episode's steps (negative: from the end), None ``default``."""
+    if bound is None:
+        return default
+    value = as_int(bound, what=f"{what} step")  # True is no step 1, nor 1.0: as for episodes
+    return value + length if value < 0 else value

@@ -124,6 +124,8 @@ class ShardTable:
         self._fetched = 0
         self._damage: dict[int, CorruptDatasetError] = {}
         self._offsets: list[int] | None = None  # first row of every batch, on first use
+        self._source: Any = None  # Arrow: the memory-mapped file, closed by close()
+        self.closed = False
         mapped = None
         # The path as the system names it: a directory named in no valid UTF-8 (b"runs-\xff",
         # which the writer writes to) would fail pyarrow's UTF-8 encoding of a str, not a read.
@@ -144,6 +146,7 @@ class ShardTable:
                     # a zstd batch cost more than it saved (a full pass 1.35x slower with it).
                     options = pa.ipc.IpcReadOptions(use_threads=False)
                     self._reader = pa.ipc.open_file(mapped, options=options)
+                    self._source = mapped
                     # Plain types only, before any batch is read (every batch has this schema).
                     check_plain_schema(self._reader.schema, where)
                     self._count = self._reader.num_record_batches
@@ -178,6 +181,32 @@ class ShardTable:
     def __len__(self) -> int:
         return self._count
 
+    def close(self) -> None:
+        """Closes the data file and drops the batches kept; a later read is a ``DatasetError``.
+
+        Arrays already read from the file's memory map stay valid: each keeps the map alive
+        (pyarrow unmaps it when the last buffer viewing it goes). Closing twice does nothing.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import Dataset, DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode("a", observations=[0, 1], actions=[3],
+            ...                                rewards=[1.0], len_lookback_buffer=0))
+            >>> table = Dataset(path).locate(0)[0].parts
+            >>> column = table[0].column("observations"); table.close(); table.close()
+            >>> column.to_pylist(), table.closed  # read from the map, which it keeps alive
+            ([0, 1], True)
+        """
+        source, self.closed = self._source, True
+        self._reader = self._bytes = self._table = self._source = None
+        self._batches.clear()
+        self._pending.clear()
+        if source is not None:
+            source.close()
+
     @property
     def fetched(self) -> int:
         """Batches read and checked so far (each once; only the last few stay in memory).
@@ -206,6 +235,8 @@ class ShardTable:
         batch = self._pending.pop(k, None)
         if batch is not None:
             return self._cache(k, batch)
+        if self.closed:
+            raise DatasetError(f"{self.where}: {self.path.name} is closed (its dataset was)")
         if not 0 <= k < self._count:
             raise IndexError(f"record batch {k} out of range for {self._count}")
         damage = self._damage.get(k)
@@ -253,6 +284,8 @@ class ShardTable:
         """
         start, count = self._firsts[j], self._counts[j]
         if self._offsets is None:
+            if self.closed:
+                raise DatasetError(f"{self.where}: {self.path.name} is closed (its dataset was)")
             assert self._bytes is not None  # a Parquet table has its offsets from the start
             lengths = batch_rows(self._bytes, self._count)
             if lengths is None:  # not laid out as Arrow writes: read every batch instead

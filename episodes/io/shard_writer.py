@@ -58,7 +58,7 @@ from episodes.io.held_fds import HeldFds
 from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.new_manifest import create_manifest
-from episodes.io.not_copyable import NotCopyable
+from episodes.io.not_copyable import WriterFiles
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
 from episodes.io.shard_commit import publish_shard
 from episodes.io.shard_stream import ShardStream, WrittenFile, write_episodes
@@ -84,7 +84,7 @@ def _written_before_return(rows: np.ndarray) -> np.ndarray:
     return rows
 
 
-class DatasetWriter(NotCopyable):
+class DatasetWriter(WriterFiles):
     """Writes episodes into a v2 dataset (created if needed, appended to otherwise).
 
     Several writers, in one or several processes, may append to one dataset at the same
@@ -305,9 +305,6 @@ class DatasetWriter(NotCopyable):
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
-    def __enter__(self) -> DatasetWriter:
-        return self
-
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -380,9 +377,8 @@ class DatasetWriter(NotCopyable):
                 raise
 
     def _refuse(self) -> None:
-        if self._manifest_fd is None:
-            raise DatasetError(f"the writer for {self.path} is closed")
-        raise DatasetError(  # a commit from both processes would store episodes twice
+        closed = self._closed_error()
+        raise closed or DatasetError(  # a commit from both processes would store episodes twice
             f"a forked child cannot use the DatasetWriter for {self.path} of process "
             f"{self._opener} (its episodes, files and lock): open a new DatasetWriter there"
         )

@@ -40,7 +40,7 @@ import hashlib
 import operator
 import os
 from collections import OrderedDict
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch.utils.data
@@ -79,9 +79,13 @@ _PLAN_CACHE = 16384
 # piece it drew decompressed, in every worker (855 MB for a 4 MB dataset of Atari frames).
 MAX_CACHED_BYTES = 256 << 20
 
+_Data = TypeVar("_Data", bound="_EpisodeData")
+
 
 class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     """Shared machinery: a reader opened lazily per process and an index of sample counts."""
+
+    _closed = False  # set by close() (a class default: a pickle of an older build lacks it)
 
     def __init__(
         self,
@@ -123,6 +127,49 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
 
     def __len__(self) -> int:
         return int(self._ends[-1]) if len(self._ends) else 0
+
+    def close(self) -> None:
+        """Closes this process's reader (its shards' files and maps); later items raise.
+
+        Idempotent; a ``with`` block closes it too. Items already read are copies and stay;
+        reading one afterwards, here or in a ``DataLoader`` worker started later, is a
+        ``DatasetError`` (make a new dataset to read again).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0],
+            ...                                len_lookback_buffer=0))
+            >>> with TransitionDataset(path) as data:
+            ...     item = data[0]
+            >>> item["obs"].tolist(), len(data)
+            (0, 1)
+            >>> data[0]  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            episodes.io.errors.DatasetError: this TransitionDataset of ... is closed: make a new one
+        """
+        self._closed = True
+        reader, self._reader = self._reader, None
+        self._plans.clear()
+        self._pinned = 0
+        if reader is not None:
+            reader.close()
+
+    def __enter__(self: _Data) -> _Data:
+        self._check_open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            name = type(self).__name__
+            raise DatasetError(f"this {name} of {self._path} is closed: make a new one")
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -170,6 +217,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             self._plans.move_to_end(i)
             return cached[1]
         if self._reader is None:
+            self._check_open()  # close() dropped the plans: every read after it comes here
             self._reader = self._open_reader()
         reader = self._reader
         shard, j = reader.locate(i)

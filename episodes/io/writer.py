@@ -66,7 +66,7 @@ from episodes.io.format import (
     write_json_atomic,
 )
 from episodes.io.held_fds import HeldFds
-from episodes.io.not_copyable import NotCopyable
+from episodes.io.not_copyable import WriterFiles
 from episodes.io.reader import dataset_info
 from episodes.io.shards import SHARDS_DIR
 from episodes.io.v1_manifest import listed_chunks
@@ -106,7 +106,7 @@ def _refuse_symlinks(path: Path) -> None:
             )
 
 
-class EpisodeWriter(NotCopyable):
+class EpisodeWriter(WriterFiles):
     """Writes episodes into a dataset directory (created if needed, appended to otherwise).
 
     One writer at a time holds a dataset (an ``flock`` on ``DATASET/.lock``). Use it as a
@@ -254,9 +254,6 @@ class EpisodeWriter(NotCopyable):
                 finally:
                     os.close(lock_fd)
 
-    def __enter__(self) -> EpisodeWriter:
-        return self
-
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -281,7 +278,7 @@ class EpisodeWriter(NotCopyable):
             ...     w.write(SingleAgentEpisode(observations=[0])).startswith("chunks/")
             True
         """
-        if self._manifest_fd is None:
+        if self._manifest_fd is None:  # what _closed_error gives (a `with` block raises it too)
             raise DatasetError(f"the writer for {self.path} is closed")
         if os.getpid() != self._opener:  # its lock is the parent's: a second, unlocked writer
             raise DatasetError(
