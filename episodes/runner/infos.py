@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ __all__ = [
     "chunk_infos",
     "env_info",
     "FINAL_KEYS",
+    "is_step_value",
     "reported",
     "same_infos",
 ]
@@ -80,7 +82,10 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
 
     Gymnasium batches infos key by key: ``infos[key][i]`` is sub-env ``i``'s value and the
     boolean ``infos[f"_{key}"][i]`` says whether sub-env ``i`` reported the key at all (a key
-    of any type: ``_1`` is the mask of ``1``). Nested dicts are batched the same way.
+    of any type: ``_1`` is the mask of ``1``). Nested dicts are batched the same way. A value
+    with no item per sub-env (:func:`is_step_value`: a number, a string, None, a 0-d array or
+    tensor, such as Isaac Lab's ``extras["log"]`` metrics) is the whole step's: every sub-env
+    that reported the key gets that same object.
 
     Args:
         infos: The batched infos from ``VectorEnv.reset`` or ``VectorEnv.step``.
@@ -93,12 +98,13 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         when the sub-env reported none of its inner keys).
 
     Raises:
-        ValueError: A value holds no item per sub-env (a number or a string).
+        ValueError: A value that is neither per sub-env nor the whole step's (an array whose
+            first dimension is too short for ``index``), naming its key and shape.
 
     Example:
-        >>> infos = {"x": np.array([1, 2]), "_x": np.array([False, True])}
+        >>> infos = {"x": np.array([1, 2]), "_x": np.array([False, True]), "log": {"r": 0.5}}
         >>> env_info(infos, 0), env_info(infos, 1)
-        ({}, {'x': np.int64(2)})
+        ({'log': {'r': 0.5}}, {'x': np.int64(2), 'log': {'r': 0.5}})
     """
     if not infos:
         return {}
@@ -112,11 +118,15 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
         if isinstance(value, dict):
             out[key] = env_info(value, index)
             continue
-        try:  # a string would give its index-th character, silently
-            if isinstance(value, (str, bytes)):
-                raise TypeError("a string")
+        if isinstance(value, (str, bytes)):  # the whole step's, not one character per sub-env
+            out[key] = value
+            continue
+        try:
             item = value[index]
         except (TypeError, IndexError, KeyError) as err:
+            if is_step_value(value):  # shared: the same object in every sub-env's info
+                out[key] = value
+                continue
             raise not_per_env(key, value) from err
         # A row of a batched array is a view: an env may write its next infos into the same
         # array, which would change the recorded ones.
@@ -124,16 +134,35 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
     return out
 
 
-def not_per_env(key: Any, value: Any) -> ValueError:
-    """The error for ``infos[key]``, a value without one item per sub-env (see :func:`env_info`).
+def is_step_value(value: Any) -> bool:
+    """Whether an info value holds no item per sub-env: a value of the whole vector step.
+
+    A Python or numpy number, a string or bytes, None, or anything with an empty shape (a
+    0-d numpy array or torch tensor). Every sub-env that reported its key shares it.
 
     Example:
-        >>> print(not_per_env("x", 0.5))  # doctest: +ELLIPSIS
-        the env's infos['x'] must hold one value per sub-env (...), got float 0.5
+        >>> [is_step_value(v) for v in (0.5, "a", None, np.array(1.0), np.array([1.0]), [1])]
+        [True, True, True, True, False, False]
     """
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return isinstance(shape, tuple) and not shape  # torch.Size is a tuple
+    return value is None or isinstance(value, (str, bytes, numbers.Number))
+
+
+def not_per_env(key: Any, value: Any) -> ValueError:
+    """The error for ``infos[key]``, neither per sub-env nor the whole step's (:func:`env_info`).
+
+    Example:
+        >>> print(not_per_env("x", np.array([0.5])))  # doctest: +ELLIPSIS
+        the env's infos['x'] must hold one value per sub-env (...), got ndarray of shape (1,): ...
+    """
+    shape = getattr(value, "shape", None)
+    of = f" of shape {tuple(shape)}" if isinstance(shape, tuple) else ""
     return ValueError(
         f"the env's infos[{key!r}] must hold one value per sub-env (gymnasium batches "
-        f"infos key by key), got {type(value).__name__} {value!r:.60}"
+        "infos key by key) or one value of the whole step (a number, a string, None, a 0-d "
+        f"array or tensor), got {type(value).__name__}{of}: {value!r:.60}"
     )
 
 

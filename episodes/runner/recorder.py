@@ -370,11 +370,12 @@ class BatchedRecorder:
                 self._store_infos(infos, None, r + 1)
             self.awaiting = done
         elif self.mode is AutoresetMode.SAME_STEP:
-            self._store_infos(infos, ~done, r + 1, drop=FINAL_KEYS)  # final keys: ended envs'
+            # Every sub-env's step infos in one store (a shared value is one object); the
+            # final keys are the ended envs': their final infos.
+            self._store_infos(infos, None, r + 1, drop=FINAL_KEYS)
             if ended.size:
                 self._add_finals(r, ended, self._final_leaves(infos, ended))
                 self._store_infos(infos.get("final_info", {}), done, r, self.final_infos)
-                self._store_infos(infos, done, r + 1, drop=FINAL_KEYS)
                 started = done
         else:
             self._store_infos(infos, ~done, r + 1)

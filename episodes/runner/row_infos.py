@@ -10,8 +10,11 @@ and kept: the same ``(row, env)`` gives the same dict every time (``same_infos``
 identity), in every :class:`RowInfos` moved or copied from this one. A step unpickled in
 another process (over a shared-memory segment, from Ray's object store) may hold read-only
 views of that buffer: its splits copy every array out, inside lists, tuples and dicts too. What
-:func:`~episodes.runner.infos.env_info` refuses (a value without one item per sub-env) is
-refused when the step is stored, in its words.
+:func:`~episodes.runner.infos.env_info` refuses (a value neither per sub-env nor the whole
+step's) is refused when the step is stored, in its words. A value of the whole step
+(:func:`~episodes.runner.infos.is_step_value`: a number, a string, None, a 0-d array or tensor)
+is not split: every sub-env's dict of that step holds the stored object (a 0-d numpy array
+copied once, as the step's other arrays).
 
 Example:
     >>> infos = RowInfos()
@@ -32,13 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.infos import mask_key, not_per_env
+from episodes.runner.infos import is_step_value, mask_key, not_per_env
 
 __all__ = ["RowInfos"]
 
 Info = dict[str, Any]
 Plan = list[tuple[Any, Any, "list[bool] | None", "Plan | None"]]
 _UNREAD = object()
+_WHOLE: Plan = []  # a plan's "nested plan" of a value of the whole step: not split, shared
 
 
 class _Step:
@@ -72,10 +76,12 @@ class _Step:
         # at any depth, and so are the arrays of the infos split before the step travelled
         # (in place: a chunk's infos are these dicts).
         self.unpickled = True
+        memo: dict[int, tuple[Any, Any]] = {}  # a shared value, copied once: still shared
+        _own_whole(self.infos, memo)
         for info in self.split.values():
             if info:
                 for key, value in info.items():
-                    info[key] = _owned(value)
+                    info[key] = _owned(value, memo)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Step:
         # A deep copy owns every array already: its splits need not copy them again.
@@ -106,8 +112,9 @@ class RowInfos(Mapping[tuple[int, int], Info]):
         must differ (the last store's non-empty info is read).
 
         Raises:
-            ValueError: A value some sub-env of ``envs`` reported holds no item per sub-env
-                (``env_info``'s error, for the first sub-env it fails); nothing is stored.
+            ValueError: A value some sub-env of ``envs`` reported holds no item for it and is
+                not the whole step's (``env_info``'s error, for the first sub-env it fails,
+                naming the key and shape); nothing is stored.
         """
         if not envs.any():
             return
@@ -240,9 +247,12 @@ def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, An
             out[key] = _snapshot(value)
         elif isinstance(value, np.ndarray):
             out[key] = owned = value.copy()
-            if value.dtype == object and value.ndim == 1:  # per-env Python, as gymnasium's own
-                for i, item in enumerate(value):
-                    owned[i] = _owned(item)
+            if value.dtype == object:
+                if value.ndim == 1:  # per-env Python, as gymnasium's own
+                    for i, item in enumerate(value):
+                        owned[i] = _owned(item)
+                elif not value.ndim:  # the whole step's Python value
+                    out[key] = _owned(value)
         elif isinstance(value, (list, tuple)):  # kept as a list: a split only indexes it
             out[key] = [_owned(item) for item in value]
         else:
@@ -252,12 +262,17 @@ def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, An
     return out
 
 
-def _owned(item: Any) -> Any:
+def _owned(item: Any, memo: dict[int, tuple[Any, Any]] | None = None) -> Any:
     """An object array's or list's item, its arrays copied: the env may write into them later.
 
     A sub-env's info value that is a list, tuple or dict reaches the batched infos as one
-    item: the arrays inside it are copied too.
+    item: the arrays inside it are copied too. ``memo``: ``id(original) -> (original, copy)``
+    of values already copied (a value of the whole step, shared by the sub-envs' dicts).
     """
+    if memo:
+        hit = memo.get(id(item))
+        if hit is not None:
+            return hit[1]
     if isinstance(item, np.ndarray):
         owned = item.copy()
         if item.dtype == object:  # its items, arrays among them, are shared by a copy
@@ -267,9 +282,9 @@ def _owned(item: Any) -> Any:
         return owned
     kind = type(item)
     if kind is list or kind is tuple:
-        return kind(_owned(inner) for inner in item)
+        return kind(_owned(inner, memo) for inner in item)
     if kind is dict:
-        return {key: _owned(inner) for key, inner in item.items()}
+        return {key: _owned(inner, memo) for key, inner in item.items()}
     if isinstance(item, (list, tuple, dict)):  # a namedtuple, a list subclass: as they are
         try:
             return copy.deepcopy(item)
@@ -278,12 +293,26 @@ def _owned(item: Any) -> Any:
     return item
 
 
+def _own_whole(snapshot: dict[Any, Any], memo: dict[int, tuple[Any, Any]]) -> None:
+    """Copies an unpickled snapshot's shared numpy values in place, noting each in ``memo``."""
+    for key, value, _ in _masked(snapshot, ()):
+        if isinstance(value, dict):
+            _own_whole(value, memo)
+        elif isinstance(value, np.ndarray) and not value.ndim:
+            snapshot[key] = owned = _owned(value)
+            memo[id(value)] = (value, owned)  # the original kept: its id stays its own
+
+
 def _plan(snapshot: dict[Any, Any]) -> Plan:
-    """``(key, value, mask as a list or None, nested plan or None)`` per key."""
+    """``(key, value, mask as a list or None, nested plan or _WHOLE or None)`` per key."""
     plan: Plan = []
     for key, value, mask in _masked(snapshot, ()):
         flags = None if mask is None else mask.tolist()
-        plan.append((key, value, flags, _plan(value) if isinstance(value, dict) else None))
+        if isinstance(value, dict):
+            inner: Plan | None = _plan(value)
+        else:
+            inner = _WHOLE if is_step_value(value) else None
+        plan.append((key, value, flags, inner))
     return plan
 
 
@@ -297,8 +326,8 @@ def _split(plan: Plan, index: int, unpickled: bool = False) -> Info:
     for key, value, flags, inner in plan:
         if flags is not None and not flags[index]:
             continue
-        if inner is not None:
-            out[key] = _split(inner, index, unpickled)
+        if inner is not None:  # a nested dict, each sub-env's own; or the step's shared value
+            out[key] = value if inner is _WHOLE else _split(inner, index, unpickled)
             continue
         item = value[index]
         # A numeric row is copied out of the step's batched copy: held on its own (by a
@@ -320,7 +349,8 @@ def _first_refused(
     """``(env, key, value, error)`` where ``env_info`` would first fail over ``envs``, or None.
 
     ``env_info`` goes sub-env by sub-env, key by key: the lowest failing sub-env, then its
-    first failing key. One index per key (the highest of its sub-envs) when nothing fails.
+    first failing key. One index per key (the highest of its sub-envs) when nothing fails; a
+    value of the whole step (``is_step_value``) fails for none.
     """
     first: Refused | None = None
     for key, value, mask in _masked(infos, drop):
@@ -344,10 +374,10 @@ def _refused_item(key: Any, value: Any, indices: np.ndarray) -> Refused | None:
             return None
         except (TypeError, IndexError, KeyError):
             pass
+    if is_step_value(value):  # the whole step's: shared, not split
+        return None
     for i in indices.tolist():  # only when one fails (or for a mapping)
         try:
-            if isinstance(value, (str, bytes)):
-                raise TypeError("a string")
             value[i]
         except (TypeError, IndexError, KeyError) as err:
             return i, key, value, err
