@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DeviceError"]
+__all__ = ["DeviceError", "IntegerTypeError"]
 
 
 class DeviceError(ValueError, RuntimeError):
@@ -16,4 +16,23 @@ class DeviceError(ValueError, RuntimeError):
     Example:
         >>> issubclass(DeviceError, ValueError), issubclass(DeviceError, RuntimeError)
         (True, True)
+    """
+
+
+class IntegerTypeError(TypeError, ValueError):
+    """An argument that must be an integer got something else.
+
+    Such as a float (a whole one too), a bool, a string, None or an array. A ``TypeError``, as
+    Python's own integer arguments raise, and a ``ValueError``, as some of the library's count
+    checks raised before: ``except`` of either kind catches it, whichever function raised it
+    (counts, sizes, lookbacks, times). A count of the right type but out of range (0, -1) is a
+    plain ``ValueError``.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> try:
+        ...     SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[1.0]).cut(2.0)
+        ... except ValueError as error:
+        ...     print(type(error).__name__, isinstance(error, TypeError))
+        IntegerTypeError True
     """

@@ -25,6 +25,7 @@ from episodes.connectors.float32 import as_float32
 from episodes.connectors.last_rows import last_flat_rows
 from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
+from episodes.errors import IntegerTypeError
 from episodes.indexing import as_flag
 from episodes.spaces import find_space_kind
 from episodes.spaces.batching import rounded_ints
@@ -101,11 +102,13 @@ def _refuse_rows(value: Any, counts: list[int], rows: int | None, name: str) -> 
 def _whole_count(value: Any, name: str, minimum: int) -> int:
     # int() would truncate 2.7 to 2 and take True as 1: a window size must be a real integer.
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got the bool {value!r}")
+        raise IntegerTypeError(f"{name} must be an integer, got the bool {value!r}")
+    if getattr(value, "shape", ()) != ():  # operator.index takes a one-element tensor
+        raise IntegerTypeError(f"{name} must be an integer, got {short_repr(value)}")
     try:
         count = operator.index(value)
     except TypeError:
-        raise TypeError(
+        raise IntegerTypeError(
             f"{name} must be an integer, got {value!r} ({type(value).__name__})"
         ) from None
     if count < minimum:

@@ -21,6 +21,7 @@ import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.array_store import ArrayStore
+from episodes.errors import IntegerTypeError
 
 __all__ = [
     "column_items",
@@ -272,7 +273,7 @@ def lookback_of(len_lookback_buffer: Any, len_rewards: int) -> int:
         if len_lookback_buffer < 0:
             raise ValueError(f"len_lookback_buffer must be >= 0, got {len_lookback_buffer}")
         return min(int(len_lookback_buffer), len_rewards)
-    # A TypeError, as cut() and slice() give for the same value (contract section 8.2).
-    raise TypeError(
+    # A TypeError (and a ValueError), as cut() and slice() give for the same value.
+    raise IntegerTypeError(
         f"len_lookback_buffer must be 'auto' or an int >= 0, got {len_lookback_buffer!r}"
     )

@@ -14,6 +14,7 @@ import numpy as np
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode.custom_copy import copied_custom
 from episodes.episode.fields import FIELDS, Field
+from episodes.errors import IntegerTypeError
 from episodes.indexing import as_flag
 from episodes.spaces import space_from_dict, space_to_dict
 from episodes.structs import data_equal
@@ -107,7 +108,7 @@ def scalar_value(field: Field, value: Any) -> Any:
     kind = field.kind
     if kind == "time":  # 0.5 is no time step, and None no integer
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{field.name} must be an integer, got {value!r}")
+            raise IntegerTypeError(f"{field.name} must be an integer, got {value!r}")
         return int(value)
     if kind == "clock":  # a wall-clock reading, or None before the first step
         if value is None:
