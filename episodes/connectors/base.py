@@ -281,7 +281,8 @@ def check_episodes(episodes: Any, who: str) -> None:
     if isinstance(episodes, SingleAgentEpisode):
         raise TypeError(f"{what} one episode ({episodes.id_!r}); wrap it in a list: [episode]")
     if isinstance(episodes, (str, bytes)) or not isinstance(episodes, Sequence):
-        raise TypeError(f"{what} {reprlib.repr(episodes)} ({type(episodes).__name__})")
+        hint = ": pass .tolist()" if isinstance(episodes, np.ndarray) else ""  # rng.choice's
+        raise TypeError(f"{what} {reprlib.repr(episodes)} ({type(episodes).__name__}){hint}")
     if all(issubclass(kind, SingleAgentEpisode) for kind in set(map(type, episodes))):
         return  # the types in one C-level pass: thousands of episodes pass each connector
     for i, episode in enumerate(episodes):

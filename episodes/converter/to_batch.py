@@ -120,6 +120,8 @@ def episodes_to_batch(
     column_keys(keys)  # reserved: the flat batch keeps every extra column under its own name
     extra_model_outputs = as_flag(extra_model_outputs, "extra_model_outputs")
     callable_or_none(obs_fn, "obs_fn")
+    if isinstance(episodes, np.ndarray) and episodes.ndim == 1:  # rng.choice(episodes, k)'s
+        episodes = episodes.tolist()
     _check_chunks(episodes)
     indices = [i for i, c in enumerate(episodes) if len(c)]  # "chunk" numbers all episodes
     chunks = [episodes[i] for i in indices]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,7 +72,7 @@ class EpisodeReplayBuffer(BufferAccess):
         self.rng = sampling_generator(seed)
         self._store = StepStore()
         self._table = EpisodeTable()
-        self._evicted: dict[Any, None] = {}  # insertion-ordered: the eviction order
+        self._evicted: dict[Any, None] = OrderedDict()  # the eviction order, oldest first
         self._spaces: tuple[Any, Any] = (None, None)
         self._num_added = 0
         self._num_sampled = 0

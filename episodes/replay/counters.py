@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection, Mapping
+from itertools import islice
 from typing import Any
 
 from episodes.replay.sampling import check_non_negative
@@ -20,15 +22,26 @@ EVICTED_IDS_KEPT = 65_536
 def remember_evicted(evicted: dict[Any, None], id_: Any) -> None:
     """Adds ``id_`` as the latest evicted id, forgetting the oldest beyond :data:`EVICTED_IDS_KEPT`.
 
+    Buffers keep an ``OrderedDict``, whose oldest entry goes in O(1) (a plain dict's
+    ``next(iter(...))`` rescans the entries deleted before it: quadratic). A plain dict (a
+    buffer pickled before the ids were bounded) is cut back in one pass once it holds an
+    eighth more.
+
     Example:
-        >>> evicted = dict.fromkeys(range(EVICTED_IDS_KEPT))
+        >>> evicted = OrderedDict.fromkeys(range(EVICTED_IDS_KEPT))
         >>> remember_evicted(evicted, "new")
         >>> len(evicted) == EVICTED_IDS_KEPT, next(iter(evicted)), list(evicted)[-1]
         (True, 1, 'new')
     """
     evicted[id_] = None
-    while len(evicted) > EVICTED_IDS_KEPT:
-        del evicted[next(iter(evicted))]
+    if len(evicted) <= EVICTED_IDS_KEPT:
+        return
+    if isinstance(evicted, OrderedDict):
+        evicted.popitem(last=False)
+    elif len(evicted) > EVICTED_IDS_KEPT + EVICTED_IDS_KEPT // 8:
+        kept = list(islice(evicted, len(evicted) - EVICTED_IDS_KEPT, None))
+        evicted.clear()
+        evicted.update(dict.fromkeys(kept))
 
 
 def checked_counts(
@@ -49,8 +62,9 @@ def checked_counts(
 
     Example:
         >>> counts = {"added_timesteps": 9, "sampled_timesteps": 0, "episodes_evicted": 2}
-        >>> checked_counts(counts, [7, "a"], {"b"}, 4)
-        (9, 0, 2, {7: None, 'a': None})
+        >>> added, sampled, evictions, ids = checked_counts(counts, [7, "a"], {"b"}, 4)
+        >>> added, sampled, evictions, list(ids)
+        (9, 0, 2, [7, 'a'])
         >>> checked_counts(counts, ["b"], {"b"}, 4)
         Traceback (most recent call last):
         ...
@@ -97,9 +111,9 @@ def checked_counts(
             f"counters['episodes_evicted'] is {num_evicted}, below the {len(ordered)} evicted "
             "ids: each evicted id is an eviction"
         )
-    while len(ordered) > EVICTED_IDS_KEPT:  # a state from before the ids were bounded
-        del ordered[next(iter(ordered))]
-    return added, sampled, num_evicted, ordered
+    if len(ordered) > EVICTED_IDS_KEPT:  # a state from before the ids were bounded: one pass
+        ordered = dict.fromkeys(islice(ordered, len(ordered) - EVICTED_IDS_KEPT, None))
+    return added, sampled, num_evicted, OrderedDict(ordered)
 
 
 def _hashable(value: Any) -> bool:

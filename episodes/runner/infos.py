@@ -15,6 +15,7 @@ __all__ = [
     "env_info",
     "FINAL_KEYS",
     "is_step_value",
+    "step_item",
     "reported",
     "same_infos",
 ]
@@ -125,7 +126,7 @@ def env_info(infos: dict[str, Any], index: int, *, drop: tuple[str, ...] = ()) -
             item = value[index]
         except (TypeError, IndexError, KeyError) as err:
             if is_step_value(value):  # shared: the same object in every sub-env's info
-                out[key] = value
+                out[key] = step_item(value)
                 continue
             raise not_per_env(key, value) from err
         # A row of a batched array is a view: an env may write its next infos into the same
@@ -148,6 +149,20 @@ def is_step_value(value: Any) -> bool:
     if shape is not None:
         return isinstance(shape, tuple) and not shape  # torch.Size is a tuple
     return value is None or isinstance(value, (str, bytes, numbers.Number))
+
+
+def step_item(value: Any) -> Any:
+    """What a sub-env's info holds of a value of the whole step: a 0-d numpy array's scalar.
+
+    A numpy scalar is what a row of a per-env array reads as, and it cannot be written in
+    place: a shared 0-d array would let one sub-env's consumer (``info["m"] += 1``) change
+    every other sub-env's info. Other values are shared as they are.
+
+    Example:
+        >>> step_item(np.array(1.5)), step_item("a"), type(step_item(np.array(2))).__name__
+        (np.float64(1.5), 'a', 'int64')
+    """
+    return value[()] if value.__class__ is np.ndarray else value
 
 
 def not_per_env(key: Any, value: Any) -> ValueError:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.infos import is_step_value, mask_key, not_per_env
+from episodes.runner.infos import is_step_value, mask_key, not_per_env, step_item
 
 __all__ = ["RowInfos"]
 
@@ -327,7 +327,7 @@ def _split(plan: Plan, index: int, unpickled: bool = False) -> Info:
         if flags is not None and not flags[index]:
             continue
         if inner is not None:  # a nested dict, each sub-env's own; or the step's shared value
-            out[key] = value if inner is _WHOLE else _split(inner, index, unpickled)
+            out[key] = step_item(value) if inner is _WHOLE else _split(inner, index, unpickled)
             continue
         item = value[index]
         # A numeric row is copied out of the step's batched copy: held on its own (by a

@@ -67,3 +67,25 @@ def test_an_episode_is_no_array_of_numbers(dtype: Any) -> None:
 
 def test_comparing_with_an_array_gives_falses() -> None:
     assert (_episodes()[0] == np.array([1, 2])).tolist() == [False, False]
+
+
+def test_a_random_pick_converts_and_a_connector_names_tolist() -> None:
+    from episodes.connectors import FlattenObservations
+    from episodes.converter import episodes_to_batch
+
+    eps = [
+        SingleAgentEpisode(
+            i,
+            observations=[0.0, 1.0, 2.0],
+            actions=[0, 1],
+            rewards=[1.0, 2.0],
+            len_lookback_buffer=0,
+        )
+        for i in "abc"
+    ]
+    picked = np.random.default_rng(0).choice(eps, 2, replace=False)
+    batch, listed = episodes_to_batch(picked), episodes_to_batch(picked.tolist())
+    assert batch.keys() == listed.keys()
+    assert all(np.array_equal(batch[k], listed[k]) for k in batch)
+    with pytest.raises(TypeError, match=r"pass \.tolist\(\)"):
+        FlattenObservations()(picked, {})

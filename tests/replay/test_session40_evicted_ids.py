@@ -100,3 +100,35 @@ def test_saved_and_loaded_keeps_the_kept_ids(tmp_path: Any, small_cap: int) -> N
     loaded = EpisodeReplayBuffer.load(tmp_path / "buf")
     assert loaded.get_evicted_ids() == buf.get_evicted_ids() == ["e1", "e2", "e3"]
     assert loaded.get_num_episodes_evicted() == 4
+
+
+def test_a_long_list_of_evicted_ids_in_a_state_is_cut_in_one_pass() -> None:
+    # 300,000 ids: cutting them one by one from the front of a dict rescans the deleted
+    # entries each time (minutes at this size); the cut keeps the latest, in order.
+    n = 300_000
+    buf = EpisodeReplayBuffer(100, seed=0)
+    state = buf.get_state()
+    state["evicted"] = [f"old-{i}" for i in range(n)]
+    state["num_episodes_evicted"] = n
+    buf.set_state(state)
+    kept = buf.get_evicted_ids()
+    assert len(kept) == counters.EVICTED_IDS_KEPT
+    assert kept[0] == f"old-{n - counters.EVICTED_IDS_KEPT}" and kept[-1] == f"old-{n - 1}"
+
+
+def test_an_evicted_dict_pickled_before_the_bound_is_cut_back_in_passes(small_cap: int) -> None:
+    # A plain dict, as buffers pickled before the bound hold: cut back to the bound once it
+    # holds an eighth more (3 + 0 here), never left to grow.
+    evicted: dict[Any, None] = dict.fromkeys(["a", "b", "c"])
+    for new in "defg":
+        counters.remember_evicted(evicted, new)
+        assert len(evicted) <= small_cap + max(small_cap // 8, 1)
+    assert list(evicted)[-1] == "g" and len(evicted) == small_cap
+
+
+def test_a_buffer_keeps_its_evicted_ids_in_eviction_order_exactly(small_cap: int) -> None:
+    buf = EpisodeReplayBuffer(1, seed=0)
+    for i in range(10):
+        buf.add(_chunk(f"e{i}"))
+        assert len(buf.get_evicted_ids()) == min(i, small_cap)
+    assert buf.get_evicted_ids() == ["e6", "e7", "e8"]

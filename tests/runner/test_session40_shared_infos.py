@@ -2,10 +2,11 @@
 
 Isaac-Lab-style envs report metrics over all sub-envs every step (``extras["log"] =
 {"Episode_Reward/x": tensor(0.3)}``); a number, a string, None, a 0-d array or tensor holds no
-item per sub-env: every sub-env that reported infos at that step gets that same object (0-d
-numpy arrays are copied once per stored step, as the step's other arrays; a torch env's 0-d
-tensors come to the host, as its other tensor infos, as 0-d numpy arrays). Arrays with a first
-dimension too short for the sub-envs stay refused, naming the key and shape.
+item per sub-env: every sub-env that reported infos at that step gets that same object, but
+for a 0-d numpy array, handed out as its numpy scalar (what a per-env row reads as, and one no
+consumer can change in place for the others; a torch env's 0-d tensors come to the host, as
+its other tensor infos, and so read as numpy scalars too). Arrays with a first dimension too
+short for the sub-envs stay refused, naming the key and shape.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def _torch_policy(obs):
 def _same(a: Any, b: Any, copied: bool) -> bool:
     if a is b:
         return True
-    if isinstance(a, (np.ndarray, torch.Tensor)):  # a host copy
+    if isinstance(a, (np.ndarray, np.generic, torch.Tensor)):  # a host copy, or its scalar
         return float(a) == float(b)
     return copied and type(a) is type(b) and a == b
 
@@ -138,9 +139,11 @@ def _check_chunks(chunks: Any, env: _StepValues, *, torch_env: bool, copied: boo
                 assert _same(info[key], given[key], copied), (key, info[key], given[key])
             for key in ("rate", "np_rate", "name", "nothing"):  # kept as the env gave them
                 assert copied or info[key] is given[key]
-            if torch_env:  # tensor infos come to the host: a 0-d numpy array
-                assert type(info["zero_d"]) is np.ndarray and info["zero_d"].shape == ()
-                assert type(info["log"]["Episode_Reward/x"]) is np.ndarray
+            # A 0-d numpy array reads as its scalar (a torch env's 0-d tensors come to the
+            # host as 0-d arrays): immutable, so no sub-env's consumer changes another's.
+            assert isinstance(info["zero_d"], np.generic)
+            if torch_env:
+                assert isinstance(info["log"]["Episode_Reward/x"], np.generic)
             elif not copied:  # a numpy env's tensors are kept as it gave them
                 assert info["log"]["Episode_Reward/x"] is given["log"]["Episode_Reward/x"]
             assert float(info["log"]["Episode_Reward/x"]) == pytest.approx(0.3 * k)
@@ -150,9 +153,11 @@ def _check_chunks(chunks: Any, env: _StepValues, *, torch_env: bool, copied: boo
                 assert int(info["t"]) >= 0  # the per-env value
     for infos in by_step.values():  # one object per step, whichever sub-env's info holds it
         # pickle makes a new float per reference (it memoizes no numbers): equal ones, then
-        for key in ("zero_d", "name") if copied else ("zero_d", "rate", "name"):
+        for key in ("name",) if copied else ("rate", "name"):
             assert len({id(info[key]) for info in infos}) == 1, key
-        assert len({id(info["log"]["Episode_Reward/x"]) for info in infos}) == 1
+        assert len({float(info["zero_d"]) for info in infos}) == 1
+        if not torch_env:
+            assert len({id(info["log"]["Episode_Reward/x"]) for info in infos}) == 1
         assert len({id(info["log"]) for info in infos}) == len(infos)  # each dict its own
     return seen
 
@@ -202,7 +207,18 @@ def test_env_info_shares_a_value_of_the_whole_step(value) -> None:
     infos = {"x": value, "n": {"y": value}, "p": np.array([1, 2])}
     for i in range(2):
         out = env_info(infos, i)
-        assert out["x"] is value and out["n"]["y"] is value and out["p"] == i + 1
+        if type(value) is np.ndarray:  # a 0-d array: its scalar, immutable
+            assert type(out["x"]) is np.float64 and out["x"] == value and out["n"]["y"] == value
+        else:
+            assert out["x"] is value and out["n"]["y"] is value
+        assert out["p"] == i + 1
+
+
+def test_a_consumer_changing_one_sub_envs_value_leaves_the_others() -> None:
+    infos = {"log": {"m": np.array(1.0)}, "p": np.array([1, 2])}
+    first, second = env_info(infos, 0), env_info(infos, 1)
+    first["log"]["m"] += 1  # a numpy scalar: rebinds the key of this sub-env's dict only
+    assert second["log"]["m"] == 1.0 and infos["log"]["m"] == 1.0
 
 
 class _Infos(gym.vector.VectorWrapper):
