@@ -57,7 +57,7 @@ class GroupMetrics:
         >>> m.max_listed = 2.5
         Traceback (most recent call last):
         ...
-        ValueError: max_listed must be an int >= 0, got 2.5
+        episodes.errors.IntegerTypeError: max_listed must be an int >= 0, got 2.5
         >>> m.max_listed
         100000
     """

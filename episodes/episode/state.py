@@ -103,7 +103,7 @@ def scalar_value(field: Field, value: Any) -> Any:
         >>> scalar_value(FIELDS_BY_NAME["t"], 1.5)
         Traceback (most recent call last):
         ...
-        TypeError: t must be an integer, got 1.5
+        episodes.errors.IntegerTypeError: t must be an integer, got 1.5
     """
     kind = field.kind
     if kind == "time":  # 0.5 is no time step, and None no integer
