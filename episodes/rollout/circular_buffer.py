@@ -13,7 +13,7 @@ from episodes.indexing import as_int, whole_number
 from .devices import checked_device
 from .leaves import check_int_range, data_tensor
 from .select import signed_view
-from .specs import normal_tensors
+from .specs import allocation_of, normal_tensors
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
@@ -196,8 +196,8 @@ class CircularBuffer:
             check_int_range(data, self._buffer.dtype, "data")
         data = data.to(self.device)
         if self._buffer is None:
-            with normal_tensors():  # written by later appends, in inference mode or not
-                self._buffer = torch.zeros(
+            with normal_tensors(), allocation_of(f"max_len={self._max_len}"):  # later appends
+                self._buffer = torch.zeros(  # write it, in inference mode or not
                     self._max_len, *data.shape, dtype=data.dtype, device=self.device
                 )
         elif data.shape != self._buffer.shape[1:]:

@@ -25,6 +25,7 @@ __all__ = [
     "check_dtypes",
     "check_sizes",
     "distribution_leaves",
+    "allocation_of",
     "name_leaves",
     "normal_tensors",
     "hidden_tensors",
@@ -386,3 +387,33 @@ def name_leaves(prefix: str, tree: Any, out: dict[str, Leaf]) -> Any:
         raise ValueError(f"two stored fields would share the name {prefix!r}; rename a key")
     out[prefix] = tree
     return prefix
+
+
+# torch's words for sizes it cannot describe or memory cannot hold (other errors pass through).
+_TOO_BIG = ("overflow", "allocate", "out of memory")
+
+
+@contextmanager
+def allocation_of(sizes: str) -> Iterator[None]:
+    """Turns torch's errors for tensors too big to make into a ``ValueError`` naming ``sizes``.
+
+    torch reports them as a ``TypeError`` (a size beyond int64), a ``RuntimeError`` (a total
+    that overflows, or memory that cannot be had), naming no argument.
+
+    Example:
+        >>> with allocation_of("num_envs=2**70"):
+        ...     torch.zeros(2**70)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: num_envs=2**70: too large to allocate (TypeError: ...
+    """
+    try:
+        yield
+    except (MemoryError, OverflowError, RuntimeError, TypeError) as err:
+        text = str(err)
+        if not isinstance(err, (MemoryError, OverflowError)) and not any(
+            words in text.lower() for words in _TOO_BIG
+        ):
+            raise
+        first = text.splitlines()[0] if text else ""
+        raise ValueError(f"{sizes}: too large to allocate ({type(err).__name__}: {first})") from err

@@ -41,6 +41,7 @@ from .specs import (
     ObsSpec,
     Shape,
     _field_specs,
+    allocation_of,
     check_dtypes,
     check_sizes,
     hidden_pair,
@@ -158,12 +159,14 @@ class RolloutStorage:
             actions_dtype,
         )
         unfilled = unfilled or frozenset()
-        self._allocate(specs, unfilled)
-        self._bind_fields()
         hidden = partial(self._alloc_hidden, dtype=dtype, zeroed="hidden_states" not in unfilled)
-        #: Per state component ``[T, num_layers, N, hidden]`` (GRU: 1, LSTM: 2), shapes in dtype.
-        self.saved_hidden_states_actor = hidden(actor_hidden_state, label="actor")
-        self.saved_hidden_states_critic = hidden(critic_hidden_state, label="critic")
+        sizes = f"num_envs={num_envs}, num_transitions_per_env={num_transitions_per_env}"
+        with allocation_of(sizes):  # named, where torch's errors name no argument
+            self._allocate(specs, unfilled)
+            self._bind_fields()
+            #: Per state component ``[T, num_layers, N, hidden]`` (GRU: 1, LSTM: 2), in dtype.
+            self.saved_hidden_states_actor = hidden(actor_hidden_state, label="actor")
+            self.saved_hidden_states_critic = hidden(critic_hidden_state, label="critic")
         #: ``[T, N]`` bool, False on cells that hold no transition (padding, a next-step
         #: reset step); None when every cell holds one. The generators hand out only valid
         #: cells (flat) or the mask with the batch (recurrent, distillation), and the
