@@ -468,16 +468,23 @@ class DeviceBlocks(Blocks):
             [4.0, 101.0, 6.0]
         """
         index = self.index
+        # Each position array goes to the device once per call, not once per leaf.
+        at_stop, at_env, at_last, at_ongoing = map(index, (stop, env, last_rows, ongoing))
+        any_apart = bool(apart.any())
+        if any_apart:
+            assert self.finals is not None
+            kept_rows, kept_env = index(final_rows[apart]), index(env[apart])
+            kept_at = index(np.flatnonzero(apart))
         leaves = []
         for j, leaf in enumerate(self.obs.leaves):
-            finals = leaf[index(stop), index(env)]
-            if apart.any():
+            finals = leaf[at_stop, at_env]
+            if any_apart:
                 assert self.finals is not None
-                kept = self.finals.leaves[j][index(final_rows[apart]), index(env[apart])]
+                kept = self.finals.leaves[j][kept_rows, kept_env]
                 # index_put has no uint16/32/64 kernel either: the same bits as signed ints.
                 signed = _SIGNED_BITS.get(finals.dtype, finals.dtype)
-                finals.view(signed)[index(np.flatnonzero(apart))] = kept.view(signed)
-            leaves.append(torch.cat([finals, leaf[index(last_rows), index(ongoing)]]))
+                finals.view(signed)[kept_at] = kept.view(signed)
+            leaves.append(torch.cat([finals, leaf[at_last, at_ongoing]]))
         return unflatten(self.obs.structure, leaves)
 
     def host(self) -> Blocks:

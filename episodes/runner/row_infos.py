@@ -360,15 +360,25 @@ def _first_refused(
         if isinstance(value, dict):
             bad = _first_refused(value, need, ())
         else:
-            bad = _refused_item(key, value, np.flatnonzero(need))
+            bad = _refused_item(key, value, np.flatnonzero(need), len(envs))
         if bad is not None and (first is None or bad[0] < first[0]):
             first = bad
     return first
 
 
-def _refused_item(key: Any, value: Any, indices: np.ndarray) -> Refused | None:
-    """The first of ``indices`` whose item of ``value`` ``env_info`` cannot take, or None."""
+def _refused_item(key: Any, value: Any, indices: np.ndarray, num_envs: int) -> Refused | None:
+    """The first of ``indices`` whose item of ``value`` ``env_info`` cannot take, or None.
+
+    A value with more rows than sub-envs is refused at its first reported sub-env: its rows
+    are not the sub-envs' (an env's bug), and reading the first ones would hide it.
+    """
     if not isinstance(value, (str, bytes, Mapping)):
+        shape = getattr(value, "shape", None)
+        rows = shape[0] if isinstance(shape, tuple) and shape else None
+        if rows is None and isinstance(value, (list, tuple)):
+            rows = len(value)
+        if rows is not None and rows > num_envs:
+            return int(indices[0]), key, value, IndexError(f"{rows} rows for {num_envs} sub-envs")
         try:  # a sequence whose last item is there has the others
             value[int(indices[-1])]
             return None

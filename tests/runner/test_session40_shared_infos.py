@@ -237,6 +237,10 @@ REFUSED = {
     "a short array": ({"x": np.arange(2)}, r"infos\['x'\] .* got ndarray of shape \(2,\)"),
     "a short tensor": ({"x": torch.arange(1)}, r"infos\['x'\] .* got Tensor of shape \(1,\)"),
     "nested": ({"log": {"y": np.zeros((1, 4))}}, r"infos\['y'\] .* of shape \(1, 4\)"),
+    # More rows than sub-envs: not the sub-envs' rows (reading the first N would hide it).
+    "a long array": ({"x": np.arange(N + 2)}, rf"infos\['x'\] .* of shape \({N + 2},\)"),
+    "a long list": ({"x": list(range(N + 1))}, r"infos\['x'\] .* got list"),
+    "a long nested array": ({"log": {"y": np.zeros(N + 1)}}, r"infos\['y'\] .* shape"),
 }
 
 
