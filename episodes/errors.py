@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DeviceError", "IntegerTypeError"]
+__all__ = ["DeviceError", "IntegerTypeError", "too_big_to_allocate"]
 
 
 class DeviceError(ValueError, RuntimeError):
@@ -36,3 +36,36 @@ class IntegerTypeError(TypeError, ValueError):
         ...     print(type(error).__name__, isinstance(error, TypeError))
         IntegerTypeError True
     """
+
+
+# numpy's and torch's words for a size beyond what they can describe or the memory holds.
+_TOO_BIG = (
+    "maximum allowed dimension",
+    "array is too big",
+    "overflow",
+    "allocate",
+    "out of memory",
+)
+
+
+def too_big_to_allocate(error: BaseException) -> bool:
+    """Whether ``error`` is numpy's or torch's way of saying an array is too large to make.
+
+    A ``MemoryError`` or ``OverflowError``; or a ``ValueError``, ``RuntimeError`` or
+    ``TypeError`` in the words they use for it (torch: a size beyond int64 is a
+    ``TypeError``, an overflowing total or memory that cannot be had a ``RuntimeError``).
+    Other errors of those types are not: the runner and the rollout storage name the sizes
+    for these and let the others pass.
+
+    Example:
+        >>> too_big_to_allocate(MemoryError()), too_big_to_allocate(TypeError("bad shape"))
+        (True, False)
+        >>> too_big_to_allocate(RuntimeError("DefaultCPUAllocator: can't allocate memory"))
+        True
+    """
+    if isinstance(error, (MemoryError, OverflowError)):
+        return True
+    if not isinstance(error, (ValueError, RuntimeError, TypeError)):
+        return False
+    text = str(error).lower()
+    return any(words in text for words in _TOO_BIG)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeAlias
 import numpy as np
 import torch
 
+from episodes.errors import too_big_to_allocate
 from episodes.indexing import whole_number
 
 __all__ = [
@@ -389,10 +390,6 @@ def name_leaves(prefix: str, tree: Any, out: dict[str, Leaf]) -> Any:
     return prefix
 
 
-# torch's words for sizes it cannot describe or memory cannot hold (other errors pass through).
-_TOO_BIG = ("overflow", "allocate", "out of memory")
-
-
 @contextmanager
 def allocation_of(sizes: str) -> Iterator[None]:
     """Turns torch's errors for tensors too big to make into a ``ValueError`` naming ``sizes``.
@@ -410,10 +407,7 @@ def allocation_of(sizes: str) -> Iterator[None]:
     try:
         yield
     except (MemoryError, OverflowError, RuntimeError, TypeError) as err:
-        text = str(err)
-        if not isinstance(err, (MemoryError, OverflowError)) and not any(
-            words in text.lower() for words in _TOO_BIG
-        ):
+        if not too_big_to_allocate(err):
             raise
-        first = text.splitlines()[0] if text else ""
+        first = str(err).splitlines()[0] if str(err) else ""
         raise ValueError(f"{sizes}: too large to allocate ({type(err).__name__}: {first})") from err

@@ -19,17 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["allocating"]
+from episodes.errors import too_big_to_allocate
 
-# numpy's and torch's words for an allocation beyond what they can describe or the memory holds
-# (other errors of the same types pass through as they are).
-_TOO_BIG = (
-    "maximum allowed dimension",
-    "array is too big",
-    "overflow",
-    "allocate",
-    "out of memory",
-)
+__all__ = ["allocating"]
 
 
 @contextmanager
@@ -49,10 +41,7 @@ def allocating(num_steps: int) -> Iterator[None]:
     try:
         yield
     except (MemoryError, OverflowError, ValueError, RuntimeError, TypeError) as err:
-        text = str(err).lower()
-        if not isinstance(err, (MemoryError, OverflowError)) and not any(
-            words in text for words in _TOO_BIG
-        ):
+        if not too_big_to_allocate(err):
             raise
         raise ValueError(
             f"num_steps={num_steps}: too many steps for one call, whose blocks (every field, "
