@@ -14,6 +14,7 @@ from .devices import checked_device
 from .leaves import check_int_range, data_tensor
 from .select import signed_view
 from .specs import allocation_of, normal_tensors
+from .trajectories import _other_items, _same_items
 
 __all__ = ["CircularBuffer", "HistoryWindows"]
 
@@ -25,6 +26,12 @@ class HistoryWindows(NamedTuple):
         data: ``[seq_len, batch_size, ...]``, oldest item first.
         env_ids: ``[batch_size]`` env of each window.
         lags: ``[batch_size]`` how many steps before the newest item each window ends.
+
+    The windows are a tuple (``data, env_ids, lags = w`` and ``w[0]`` work) whose ``==``
+    compares the tensors by identity, never their values (as ``Rollout`` does): windows
+    holding the very same tensors, or a plain tuple of them, are equal, others are not
+    (``False``, where a tuple's ``==`` would raise torch's "ambiguous" error); the hash
+    follows that. Compare ``w.data`` and the rest with ``torch.equal`` to compare values.
 
     Example:
         >>> buf = CircularBuffer(3, 2)
@@ -39,6 +46,12 @@ class HistoryWindows(NamedTuple):
     data: torch.Tensor
     env_ids: torch.Tensor
     lags: torch.Tensor
+
+    def __eq__(self, other: object) -> bool:
+        return _same_items(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return _other_items(self, other)
 
 
 class CircularBuffer:

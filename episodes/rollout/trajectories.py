@@ -13,7 +13,7 @@ tensor, no per-trajectory Python loop.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 
@@ -31,6 +31,28 @@ __all__ = [
 _T = TypeVar("_T", torch.Tensor, Mapping)
 
 
+def _same_items(items: tuple[Any, ...], other: object) -> bool:
+    """``==`` of the rollout's named tuples of tensors: a tensor equals only itself.
+
+    A tuple's own ``==`` asks each pair of items for one bool, which torch refuses for
+    tensors of more than one value. Here tensors compare by identity (as ``Rollout`` and
+    rsl_rl's plain classes do: their values are never compared) and other items (ints) by
+    value, so a tuple of the very same items is equal, as tuples are, and the tuple's hash
+    (a tensor's is its identity's) stays consistent with it.
+    """
+    if not isinstance(other, tuple):
+        return NotImplemented
+    return len(items) == len(other) and all(
+        a is b or not (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)) and a == b
+        for a, b in zip(items, other)
+    )
+
+
+def _other_items(items: tuple[Any, ...], other: object) -> bool:
+    same = _same_items(items, other)
+    return same if same is NotImplemented else not same
+
+
 class TrajectoryLayout(NamedTuple):
     """Where each step of a ``[T, N]`` rollout goes in the padded ``[T, num_traj]`` layout.
 
@@ -46,10 +68,20 @@ class TrajectoryLayout(NamedTuple):
         traj_offsets: ``[N + 1]`` long, trajectories of env ``n`` are
             ``traj_offsets[n]:traj_offsets[n + 1]``.
 
+    A layout is a tuple (it unpacks and indexes as one) whose ``==`` compares the tensors it
+    holds by identity, never their values: one from the same dones again is another layout
+    (``False``), one holding the very same tensors, a ``_replace()`` copy or a plain tuple
+    of its items, is equal, and the hash follows that. A tuple's own ``==`` would raise
+    torch's "Boolean value of Tensor ... is ambiguous". Compare the fields themselves (with
+    ``torch.equal``) to compare values.
+
     Example:
         >>> lay = trajectory_layout(torch.tensor([[0, 0], [1, 0], [0, 0]]))  # env 0 done at t=1
         >>> lay.num_traj, lay.traj_offsets.tolist(), lay.masks.tolist()
         (3, [0, 2, 3], [[True, True, True], [True, False, True], [False, False, True]])
+        >>> again = trajectory_layout(torch.tensor([[0, 0], [1, 0], [0, 0]]))
+        >>> lay == again, lay == lay._replace(), torch.equal(lay.dest, again.dest)
+        (False, True, True)
     """
 
     num_steps: int
@@ -60,6 +92,12 @@ class TrajectoryLayout(NamedTuple):
     start_time: torch.Tensor
     start_env: torch.Tensor
     traj_offsets: torch.Tensor
+
+    def __eq__(self, other: object) -> bool:
+        return _same_items(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return _other_items(self, other)
 
 
 def trajectory_layout(dones: torch.Tensor) -> TrajectoryLayout:
