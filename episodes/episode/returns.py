@@ -23,6 +23,15 @@ _FLOAT_EXACT = 2.0**53
 # Up to this many floats are added in Python (in numpy's order), where numpy's fixed costs
 # would outweigh its speed.
 _FEW = 48
+_INTS = (int, bool)
+
+
+def _rounded(exact: int) -> float:
+    """An int as the nearest float; beyond float range ``inf`` or ``-inf``, as ``exact_sum``."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def reward_sum(rewards: Any) -> float:
@@ -53,9 +62,31 @@ def reward_sum(rewards: Any) -> float:
         if total == total:  # a NaN's sign goes by operand order, which compilers may swap
             return total
     # A float sum past float max is inf (inf beside -inf NaN), as the dataset writers give it:
-    # quietly, so no RuntimeWarning escapes where warnings are errors.
+    # quietly, so no RuntimeWarning escapes where warnings are errors (numpy scalars among
+    # int rewards included, which _int_sum adds as they come).
     with np.errstate(over="ignore", invalid="ignore"):
+        # Past _FEW items: shorter int lists cost little on the paths below either way.
+        if len(rewards) > _FEW and type(rewards) is list and type(rewards[0]) in _INTS:
+            exact = _int_sum(rewards)
+            if exact is not None:
+                return _rounded(exact)
         return _sum(rewards)
+
+
+def _int_sum(rewards: list[Any]) -> int | None:
+    """The exact sum of a list of Python ints (and bools), else None.
+
+    What every path of ``_sum`` gives int rewards is their exact sum rounded once (int64 sums
+    where they cannot wrap, ``exact_sum`` beyond), and Python's sum of them is exact, in one
+    C pass. It stays an int only while every item is one: a float, a Fraction or a numpy
+    scalar among them makes it another type, and None, a string or a list fails it; those
+    take ``_sum``'s paths.
+    """
+    try:
+        exact = builtins.sum(rewards)
+    except Exception:  # noqa: BLE001 - whatever an odd item's __radd__ raises: _sum names it
+        return None
+    return exact if type(exact) is int else None
 
 
 def _sum(rewards: Any) -> float:
@@ -65,7 +96,12 @@ def _sum(rewards: Any) -> float:
         except ValueError as error:  # ragged: arrays of different shapes among the rewards
             raise _not_scalar_rewards(f"ragged rewards ({error})") from error
         if values.dtype is _FLOAT64 and values.ndim == 1:  # the usual rewards: what sum() does
-            if values is not rewards and _rounded_ints(values, rewards):
+            # A float first (as a rule) rules the ints' check out without a pass over them.
+            if (
+                values is not rewards
+                and type(rewards[0]) is not float
+                and _rounded_ints(values, rewards)
+            ):
                 return exact_sum(list(rewards))
             return float(np.add.reduce(values))
         if values.ndim != 1:
