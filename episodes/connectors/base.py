@@ -13,7 +13,6 @@ are the episodes' rows concatenated in order. Rows are, per episode:
 from __future__ import annotations
 
 import numbers
-import reprlib
 from collections.abc import Iterator, MutableMapping, Sequence, Set
 from typing import Any, Protocol, cast
 
@@ -21,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from episodes.connectors.given_episodes import check_episodes
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.list_rows import batched_items
 from episodes.episode import SingleAgentEpisode
@@ -124,13 +124,13 @@ class ConnectorPipeline:
             >>> batch  # the first connector's column is not left behind
             {'given': 1}
         """
-        check_episodes(episodes, "ConnectorPipeline")  # every connector reads them again
+        # Every connector reads them again; an array's episodes as a list, which each takes.
+        given = cast("list[SingleAgentEpisode]", check_episodes(episodes, "ConnectorPipeline"))
         out: Batch = {} if batch is None else batch
         # The caller's top-level keys, put back if a connector refuses part way (the earlier
         # ones' columns, added in place, would stay behind); one shallow copy a call.
         before = dict(batch) if isinstance(batch, MutableMapping) else None
         try:
-            given = cast("list[SingleAgentEpisode]", episodes)  # any Sequence, as checked
             for i, connector in enumerate(self.connectors):
                 out = connector(given, out)
                 if out is None:  # the next would fail on None, naming no connector
@@ -257,37 +257,6 @@ class EpisodeConnector:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={short_repr(v)}" for k, v in vars(self).items())
         return f"{type(self).__name__}({fields})"
-
-
-def check_episodes(episodes: Any, who: str) -> None:
-    """Refuses anything but a sequence of :class:`SingleAgentEpisode`, naming ``who``.
-
-    One episode in place of a list, or a list holding something else, would otherwise fail
-    deep inside a connector with an error naming neither. ``who`` is the connector (or the
-    check) the episodes were given to. A list, tuple or other ``Sequence`` is taken.
-
-    Raises:
-        TypeError: ``episodes`` is not a sequence of episodes; the message names the first
-            item that is not one, with its position and type.
-
-    Example:
-        >>> ep = SingleAgentEpisode(observations=[0], len_lookback_buffer=0)
-        >>> check_episodes([ep, ep], "FrameStack")
-        >>> check_episodes([ep, 3], "FrameStack")
-        Traceback (most recent call last):
-        TypeError: FrameStack: connectors take a list of SingleAgentEpisode, got item 1: 3 (int)
-    """
-    what = f"{who}: connectors take a list of SingleAgentEpisode, got"
-    if isinstance(episodes, SingleAgentEpisode):
-        raise TypeError(f"{what} one episode ({episodes.id_!r}); wrap it in a list: [episode]")
-    if isinstance(episodes, (str, bytes)) or not isinstance(episodes, Sequence):
-        hint = ": pass .tolist()" if isinstance(episodes, np.ndarray) else ""  # rng.choice's
-        raise TypeError(f"{what} {reprlib.repr(episodes)} ({type(episodes).__name__}){hint}")
-    if all(issubclass(kind, SingleAgentEpisode) for kind in set(map(type, episodes))):
-        return  # the types in one C-level pass: thousands of episodes pass each connector
-    for i, episode in enumerate(episodes):
-        if not isinstance(episode, SingleAgentEpisode):
-            raise TypeError(f"{what} item {i}: {reprlib.repr(episode)} ({type(episode).__name__})")
 
 
 def as_arrays(

@@ -80,7 +80,7 @@ class AddLearnerColumns:
 
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
-        check_episodes(episodes, "AddLearnerColumns")
+        episodes = check_episodes(episodes, "AddLearnerColumns")  # an array's as a list
         with_steps = [episode for episode in episodes if len(episode)]
         shared: list[str] = []
         if self.extra_model_outputs and with_steps:

@@ -23,6 +23,7 @@ from episodes.connectors.base import (
 )
 from episodes.connectors.float32 import as_float32
 from episodes.connectors.last_rows import last_flat_rows
+from episodes.connectors.lookback_reach import warn_short_lookback
 from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
 from episodes.errors import IntegerTypeError
@@ -224,7 +225,7 @@ class FlattenObservations(EpisodeConnector):
 
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
-        check_episodes(episodes, "FlattenObservations")
+        episodes = check_episodes(episodes, "FlattenObservations")  # an array's as a list
         name = f"FlattenObservations' {self.out_key!r} column"
         if self.inference:
             rows = _last_box_rows(episodes, name)
@@ -384,7 +385,10 @@ class FrameStack(EpisodeConnector):
     """Writes the last ``n`` observations of each row: ``[rows, n, *obs_shape]``, oldest first.
 
     Row ``ts`` holds observations ``ts-n+1 .. ts``; before the episode's first observation (and
-    beyond the lookback) frames are ``fill``-ed. Each episode's whole window range is read once.
+    beyond the lookback) frames are ``fill``-ed. Frames beyond a chunk's lookback that its
+    episode had (a chunk starting at ``t_started`` past its lookback) are filled too, with a
+    :class:`~episodes.connectors.lookback_reach.ShortLookbackWarning`: keep ``n - 1`` steps of
+    lookback. Each episode's whole window range is read once.
     Episodes whose rows do not join are refused as by :class:`FlattenObservations`.
 
     Args:
@@ -424,9 +428,17 @@ class FrameStack(EpisodeConnector):
         self.flatten = as_flag(flatten, "flatten")
         self.out_key = out_key
 
+    def _reach(self, episode: SingleAgentEpisode) -> int:
+        # Observations before ts = 0 that the first row reads (none for an empty episode).
+        start, stop = self.rows(episode)
+        return self.n - 1 - start if stop > start else 0
+
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the stacked frames of every row of ``episodes`` into ``batch``."""
-        check_episodes(episodes, "FrameStack")
+        episodes = check_episodes(episodes, "FrameStack")  # an array's as a list
+        warn_short_lookback(
+            episodes, self._reach, "observations", f"FrameStack({self.n})", self.fill
+        )
         fillers = FillerMemo(self.fill)
         if self.inference and not self.flatten:
             frames = _last_box_frames(episodes, self.n, fillers)

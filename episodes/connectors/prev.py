@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -20,6 +20,7 @@ from episodes.connectors.base import (
 )
 from episodes.connectors.last_rows import last_prev_actions, last_prev_rewards
 from episodes.connectors.learner import float32_rewards
+from episodes.connectors.lookback_reach import warn_short_lookback
 from episodes.connectors.observations import _whole_count
 from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
@@ -37,7 +38,9 @@ class PrevActionsPrevRewards(EpisodeConnector):
     Row ``ts`` gets actions/rewards ``ts-n .. ts-1`` (oldest first), the values of
     ``ep.get_actions(slice(ts - n, ts), neg_index_as_lookback=True, fill=fill,
     one_hot_discrete=...)``, but each episode's whole window range is read once and cut into
-    windows with numpy. Positions before the episode (or beyond the lookback) are ``fill``-ed;
+    windows with numpy. Positions before the episode (or beyond the lookback) are ``fill``-ed
+    (those beyond a chunk's lookback that its episode had with a ``ShortLookbackWarning`` of
+    :mod:`episodes.connectors.lookback_reach`: keep ``n`` steps of lookback);
     with one-hot, discrete actions fill as all-zero vectors. ``n_actions=0``/``n_rewards=0``
     leaves the column out. Episodes whose rows do not join (action spaces of other sizes) are a
     ``ValueError`` naming the column and two such episodes, and rewards that are not real
@@ -87,9 +90,17 @@ class PrevActionsPrevRewards(EpisodeConnector):
         self.fill = fill
         self.one_hot_discrete = as_flag(one_hot_discrete, "one_hot_discrete")  # as reads take it
 
+    def _reach(self, n: int) -> Callable[[SingleAgentEpisode], int]:
+        # Items before ts = 0 that an episode's first row reads (none for an empty episode).
+        def reach(episode: SingleAgentEpisode) -> int:
+            start, stop = self.rows(episode)
+            return n - start if stop > start else 0
+
+        return reach
+
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds ``prev_n_actions``/``prev_n_rewards`` for ``episodes`` to ``batch``."""
-        check_episodes(episodes, "PrevActionsPrevRewards")
+        episodes = check_episodes(episodes, "PrevActionsPrevRewards")  # an array's as a list
         if self.n_actions and self.one_hot_discrete:
             # Without a space the actions cannot be one-hot: skipping it gave [rows, n] for
             # such an episode next to [rows, n, A] for the others (as the getter, refuse).
@@ -100,6 +111,10 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     f"space, but episode {spaceless.id_!r} has none; pass "
                     "one_hot_discrete=False for the raw actions"
                 )
+        who = f"PrevActionsPrevRewards({self.n_actions}, {self.n_rewards})"
+        for column, n in (("actions", self.n_actions), ("rewards", self.n_rewards)):
+            if n:
+                warn_short_lookback(episodes, self._reach(n), column, who, self.fill)
         fillers = FillerMemo(self.fill)
         if self.inference:  # the latest rows of all episodes at once, where they are plain
             fast = self._last_rows(episodes, fillers)

@@ -87,8 +87,8 @@ class EnvRunner:
         env: The vector env.
         policy: ``policy(obs) -> (actions, extras)``, or with a state
             ``policy(obs, state) -> (actions, extras, state)``.
-        len_lookback_buffer: Lookback of the continuing chunks (RLlib's default is 1); at most
-            its episode's age, so one beyond ``2**63 - 1`` (every earlier step) is taken as that.
+        len_lookback_buffer: Lookback of the continuing chunks (RLlib's default 1; a
+            ``FrameStack(n)`` reads ``n - 1``), at most the episode's age (``2**63 - 1``: all).
         initial_state: ``initial_state(num_envs) -> state`` for a recurrent policy; taken from
             ``policy.initial_state`` when the policy has one. None: feed-forward.
         state_batch_axis: The env axis of every state leaf (0 for ``[N, H]``; 1 for torch RNN

@@ -12,6 +12,7 @@ from episodes.connectors import (
     FlattenObservations,
     FrameStack,
     PrevActionsPrevRewards,
+    ShortLookbackWarning,
 )
 
 OBS_SPACE = gym.spaces.Box(-100, 100, (2,), np.float32)
@@ -105,7 +106,9 @@ def test_rows_across_a_cut_equal_uncut(numpy, cut_at):
 @pytest.mark.parametrize("numpy", [False, True])
 def test_short_lookback_fills_beyond_it(numpy):
     _, second = record(5, cut_at=3, lookback=1, numpy=numpy)
-    out = ConnectorPipeline([FrameStack(3), PrevActionsPrevRewards(2, 2)])([second], {})
+    # The chunk starts at t=3 with one step of lookback: the filled items existed.
+    with pytest.warns(ShortLookbackWarning, match=r"keeps 1 step of \w+ lookback"):
+        out = ConnectorPipeline([FrameStack(3), PrevActionsPrevRewards(2, 2)])([second], {})
     z = np.zeros(2, np.float32)
     np.testing.assert_array_equal(out["obs"][0], [z, obs(2), obs(3)])
     np.testing.assert_array_equal(out["prev_n_actions"][0], [ZERO, one_hot(act(2))])

@@ -69,9 +69,10 @@ def test_comparing_with_an_array_gives_falses() -> None:
     assert (_episodes()[0] == np.array([1, 2])).tolist() == [False, False]
 
 
-def test_a_random_pick_converts_and_a_connector_names_tolist() -> None:
+def test_a_random_pick_converts_and_a_connector_takes_it() -> None:
     from episodes.connectors import FlattenObservations
     from episodes.converter import episodes_to_batch
+    from episodes.testing.compare import outputs_equal
 
     eps = [
         SingleAgentEpisode(
@@ -87,5 +88,8 @@ def test_a_random_pick_converts_and_a_connector_names_tolist() -> None:
     batch, listed = episodes_to_batch(picked), episodes_to_batch(picked.tolist())
     assert batch.keys() == listed.keys()
     assert all(np.array_equal(batch[k], listed[k]) for k in batch)
-    with pytest.raises(TypeError, match=r"pass \.tolist\(\)"):
-        FlattenObservations()(picked, {})
+    flat, flat_listed = (
+        FlattenObservations()(picked, {}),
+        FlattenObservations()(picked.tolist(), {}),
+    )
+    assert outputs_equal(flat, flat_listed)
