@@ -197,6 +197,13 @@ class BufferAccess:
         kind: a prioritized save loaded by a uniform subclass, or the other way round, is a
         ``ValueError``. The class is never read from the save.
 
+        ``seed`` picks the loaded buffer's sampling generator: None (the default) restores the
+        generator's state as saved (its next draws are the saved buffer's next draws; the rows
+        are laid out again, episode by episode, so the transitions they pick need not be the
+        ones the saved buffer would have picked); anything else replaces it, as the
+        constructor's ``seed`` does (an int, a ``np.random.Generator`` used itself, ...:
+        ``np.random.default_rng(seed)``), the saved state then unused.
+
         Example:
             >>> import tempfile
             >>> from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
@@ -206,8 +213,12 @@ class BufferAccess:
             >>> with tempfile.TemporaryDirectory() as tmp:
             ...     buf.save(tmp + "/buf")
             ...     back = EpisodeReplayBuffer.load(tmp + "/buf", seed=1)
+            ...     same = EpisodeReplayBuffer.load(tmp + "/buf")  # seed=None: the saved state
             >>> type(back).__name__, back.get_episode_ids()
             ('PrioritizedEpisodeReplayBuffer', ['a'])
+            >>> nxt = buf.rng.random()  # the saved buffer's next draw
+            >>> same.rng.random() == nxt, back.rng.random() == np.random.default_rng(1).random()
+            (True, True)
         """
         from episodes.replay.persistence import load_buffer
 

@@ -260,9 +260,8 @@ def _rows(
     values: Any, what: str, count: int, finalized: bool = False, space: Any = None
 ) -> np.ndarray:
     # A numpy'd episode returns a nested column as a tuple or dict of per-leaf columns, which
-    # np.asarray would stack leaf-major ([leaves, steps, ...]) and the store then broadcast.
-    # A list-mode one holds tuples or dicts per step: stacking equal-shaped tuple members
-    # would store them as one array, no longer in their space.
+    # np.asarray would stack leaf-major ([leaves, steps, ...]); a list-mode one holds tuples
+    # or dicts per step: stacking equal-shaped tuple members loses their space.
     # A numpy'd column of list-structured items ([x, y] observations) reads a list of leaves.
     # A declared Dict or Tuple space decides, whatever form its items came in (a Tuple's
     # items may be lists, which would otherwise stack as rows in list mode only).
@@ -296,7 +295,8 @@ def _rows(
 
 _NESTED = (
     "{what}: replay stores numeric arrays only; nested spaces are not supported: flatten "
-    "them first (episodes.connectors.flatten_episode_observations(chunk) for observations)"
+    "them first (observations: episodes.connectors.flatten_episode_observations(chunk); an "
+    "extra model output: record each leaf under its own str key, e.g. 'state_h', 'state_c')"
 )
 
 

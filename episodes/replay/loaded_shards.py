@@ -5,15 +5,16 @@
 the buffer the state adding them would leave (through ``set_state``: the same columns, links,
 table, sizes and counters). The dataset is opened and checked once, as
 ``read_episodes(verify=True)`` opens it (manifest, index checksums, every data file's CRC-32,
-every record batch). A piece is *plain* (as ``save`` writes an episode without infos or
-``custom_data``, its other ids None or str: :mod:`episodes.replay.saved_shards`) where its index
-entry is the shard's first plain piece's (the model, also read as an episode and prepared as
-``add`` prepares it, which must give the same rows, flags, times, metadata and spaces) with its
-own fields (id, ids, flags, times, clocks, sizes) put in, its infos rows are ``{}`` and its rows
-lie in one record batch, free of nulls: its rows are gathered. Any other piece is read as
-``read_episodes`` reads it and prepared as ``add`` does, in its place (a save holding a few
-episodes with infos loads batched but for them). Saves written episode by episode (every save
-before 2026-12-05) read the same way. Where the result could differ from adding the pieces
+every record batch). A piece is *plain* (as ``save`` writes an episode without infos, its
+``custom_data`` one the reader decodes as a dict, its other ids None or str:
+:mod:`episodes.replay.saved_shards`, :mod:`episodes.replay.saved_meta`) where its index entry is
+the shard's first plain piece's (the model, also read as an episode and prepared as ``add``
+prepares it, which must give the same rows, flags, times, metadata and spaces) with its own
+fields (id, ids, flags, times, clocks, ``custom_data``, sizes) put in, its infos rows are ``{}``
+and its rows lie in one record batch, free of nulls: its rows are gathered. Any other piece is
+read as ``read_episodes`` reads it and prepared as ``add`` does, in its place (a save holding a
+few episodes with infos loads batched but for them). Saves written episode by episode (every
+save before 2026-12-05) read the same way. Where the result could differ from adding the pieces
 (no v2 dataset, pieces of other dtypes, shapes or outputs, ids that repeat or hold a NaN, a
 piece without steps, damage) it gives None: the caller reads episode by episode, which raises
 what it always raised.
@@ -55,7 +56,8 @@ from episodes.io.values import decode_value
 from episodes.replay.adding import copied_space
 from episodes.replay.ingest import Chunk, prepare
 from episodes.replay.metadata import EpisodeMeta
-from episodes.replay.saved_shards import _IDS, _Template
+from episodes.replay.saved_meta import _CLOCKS, _IDS, _entry_fields, _loaded_custom
+from episodes.replay.saved_shards import _Template
 from episodes.spaces import space_from_dict
 
 if TYPE_CHECKING:
@@ -63,12 +65,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Loaded", "read_stored"]
 
-_FLAGS = ("is_terminated", "is_truncated")
-_FIELDS = ("id", *_IDS, *_FLAGS, "t_started", "t")
-_CLOCKS = ("start_time", "last_step_time")
-_OWN = (*_FIELDS, *_CLOCKS)
-_MAX_T = 2**63 - 1
-_ENTRY_KEYS = {"rows", "meta", "leaves", "wall_start", "wall_end"}
 _ARRAYS = ("observations", "actions", "rewards")
 
 
@@ -231,32 +227,10 @@ def _read(ds: Dataset) -> Loaded | None:
     return loaded
 
 
-def _fields(entry: Any) -> dict[str, Any] | None:
-    """A plain entry's own fields (checked as the episode decoder checks them), else None."""
-    if type(entry) is not dict or len(entry) != len(_ENTRY_KEYS) or entry.keys() != _ENTRY_KEYS:
-        return None
-    meta, rows = entry["meta"], entry["rows"]
-    if type(meta) is not dict or type(rows) is not list or len(rows) != 2:
-        return None
-    fields = {key: meta.get(key) for key in _OWN}
-    t0, t = fields["t_started"], fields["t"]
-    if type(t0) is not int or type(t) is not int or not 0 <= t0 < t <= _MAX_T:
-        return None
-    if not (type(rows[0]) is type(rows[1]) is int and 0 <= rows[0] < _MAX_T - t):
-        return None  # [first row, rows]: within the table is checked with it
-    if rows[1] != t - t0 + 1 or {type(fields[k]) for k in _FLAGS} != {bool}:
-        return None
-    if any(fields[k] is not None and type(fields[k]) is not str for k in _IDS):
-        return None  # ids other than None or str take the decoder's own checks
-    if any(fields[k] is not None and type(fields[k]) is not float for k in _CLOCKS):
-        return None
-    return fields
-
-
 def _shard(shard: Shard, summaries: Sequence[Any], loaded: Loaded) -> dict[str, Any] | None:
     """The shard's part of the state (or None): which pieces are plain, their columns."""
     entries = shard.index["episodes"]
-    fields = [_fields(e) for e in entries]
+    fields = [_entry_fields(e) for e in entries]
     table, ends = _table(shard)
     total = int(ends[-1])
     plain = np.array([f is not None for f in fields])
@@ -266,7 +240,7 @@ def _shard(shard: Shard, summaries: Sequence[Any], loaded: Loaded) -> dict[str, 
     infos = column_of(table, ["infos"], shard.where)
     plain = _all_in(plain, _empty_infos(infos, total), rows, n + 1)
     head, columns = -1, None  # the first plain piece, which models the others
-    for head in np.flatnonzero(plain).tolist():  # (one with custom_data cannot)
+    for head in np.flatnonzero(plain).tolist():
         columns = _plain_columns(entries[head]["meta"], entries[head]["leaves"])
         if columns is not None:
             break
@@ -373,7 +347,11 @@ def _own(fields: dict[str, Any]) -> tuple[Any, ...]:
         fields["t_started"],
         fields["is_terminated"],
         fields["is_truncated"],
-        EpisodeMeta(None, *(fields[k] for k in _IDS), *(fields[k] for k in _CLOCKS)),
+        EpisodeMeta(
+            _loaded_custom(fields["custom_data"]),
+            *(fields[k] for k in _IDS),
+            *(fields[k] for k in _CLOCKS),
+        ),
     )
 
 
@@ -423,7 +401,7 @@ def _plain_columns(meta: dict[str, Any], leaves: dict[str, Any]) -> list[Any] | 
     columns, extras = meta.get("columns"), meta.get(EXTRAS)
     if not isinstance(columns, dict) or sorted(columns) != sorted([*_ARRAYS, "infos"]):
         return None
-    if not isinstance(leaves, dict) or meta.get("blob") != [] or meta.get("custom_data") != {}:
+    if not isinstance(leaves, dict) or meta.get("blob") != []:
         return None
     if not isinstance(extras, list) or not all(isinstance(p, list) and len(p) == 2 for p in extras):
         return None

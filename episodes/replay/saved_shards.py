@@ -1,25 +1,24 @@
 """A buffer's stored episodes written as an ``episodes.io`` v2 dataset, columns batched.
 
 ``save`` writes the dataset ``DatasetWriter`` writes for ``buffer.get_episodes()``: the same
-index entries, manifest lines and column values, shards cut at the writer's budget, every
-file fsynced. It builds no episode for a *plain* stored episode (no infos, no
-``custom_data``, agent, module and multi-agent episode ids that are None or str, times the
-dataset's int64 ``t`` column holds from 0): a run of them becomes one record batch gathered
-from the buffer's columns in a few numpy calls, and their index entries are the writer's
-entry for one of them with each episode's own fields (id, ids, flags, times, clocks, sizes)
-put in. Other episodes go through the writer's own encoding (``encode_rows``), one record
-batch each, in their place, with its errors. Each shard's first plain episode and its first
-of another length are encoded both ways and compared (entries, columns bit for bit,
-returns): a difference raises :class:`BatchMismatch`, and ``save`` writes episode by episode
-instead, so a change of the writer's encoding cannot make this path write anything else.
-What is left per episode is mostly the writer's JSON index entry (``publish_shard`` dumps
-about 1.4 KB an episode).
+index entries, manifest lines and column values, shards cut at the writer's budget, every file
+fsynced. It builds no episode for a *plain* stored episode (no infos, a simple ``custom_data``
+such as the runner's ``{"env_index": i}`` or none, agent, module and multi-agent episode ids
+that are None or str, times the dataset's int64 ``t`` column holds from 0:
+:mod:`episodes.replay.saved_meta`): a run of them becomes one record batch gathered from the
+buffer's columns in a few numpy calls, and their index entries are the writer's entry for one of
+them with each episode's own fields (id, ids, flags, times, clocks, ``custom_data``, sizes) put
+in. Other episodes go through the writer's own encoding (``encode_rows``), one record batch
+each, in their place, with its errors. Each shard's first plain episode and its first of another
+length are encoded both ways and compared (entries, columns bit for bit, returns): a difference
+raises :class:`BatchMismatch`, and ``save`` writes episode by episode instead, so a change of
+the writer's encoding cannot make this path write anything else. What is left per episode is
+mostly the writer's JSON index entry (``publish_shard`` dumps about 1.4 KB an episode).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 import time
@@ -39,9 +38,9 @@ from episodes.io.shard_commit import publish_shard
 from episodes.io.shard_stream import ShardStream
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES
 from episodes.io.shards import SHARDS_DIR, temp_data_file
-from episodes.io.values import encode_value
 from episodes.replay.metadata import with_clocks
 from episodes.replay.saved_budget import _bytes_model, _row_bytes
+from episodes.replay.saved_meta import _meta_fields
 from episodes.replay.sequences import build_episode
 
 if TYPE_CHECKING:
@@ -50,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["BatchMismatch", "write_stored"]
 
 _CHECKED_LENGTHS = 2  # episode lengths per shard whose batched encoding is compared
-_IDS = ("agent_id", "module_id", "multi_agent_episode_id")
 
 
 class BatchMismatch(Exception):
@@ -104,9 +102,9 @@ class _Stored:
             table.truncated[rows].tolist(),
             strict=True,
         ):
-            # The writer refuses negative times; custom_data and other ids go its way.
+            # The writer refuses negative times; other custom_data and ids go its way.
             fields = None
-            if 0 <= t0 <= t0 + n <= 2**63 - 1 and (meta is None or not meta.custom):
+            if 0 <= t0 <= t0 + n <= 2**63 - 1:
                 fields = _meta_fields(meta)
             if fields is not None:
                 fields.update(id=id_, is_terminated=term, is_truncated=trunc, t_started=t0)
@@ -135,29 +133,6 @@ class _Stored:
             ) from err
         encoded.ret = piece_return(episode)
         return encoded
-
-
-def _meta_fields(meta: Any) -> dict[str, Any] | None:
-    """The ids and clocks of an episode's index entry, as the writer encodes them (or None)."""
-    if meta is None:
-        return dict.fromkeys((*_IDS, "start_time", "last_step_time"))
-    fields: dict[str, Any] = {}
-    for name in _IDS:
-        value = getattr(meta, name)
-        if value is not None and type(value) is not str:
-            return None
-        try:
-            fields[name] = encode_value(value, blob=None, where=name)
-        except UnstorableValueError:
-            return None  # the writer's own refusal, from its encoding
-    for name, clock in (("start_time", meta.start_time), ("last_step_time", meta.last_step_time)):
-        try:
-            fields[name] = None if clock is None else float(clock)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        if clock is not None and not math.isfinite(fields[name]):
-            return None  # the writer's refusal (check_clocks), naming the stored episode
-    return fields
 
 
 def _with_infos(infos: np.ndarray, owners: np.ndarray) -> set[int]:

@@ -1,8 +1,9 @@
-"""``load`` reads a save holding episodes with infos or ``custom_data`` batched but for them.
+"""``load`` reads a save holding episodes with infos batched but for them.
 
 Before, one such episode made ``read_stored`` give up after opening and verifying the whole
 dataset, and ``load`` read it again, every episode one by one (about 0.4 ms each, against
-about 33 us batched). Now the plain pieces are gathered from the shard's columns and only the
+about 33 us batched). Simple ``custom_data`` (a runner's ``{"env_index": i}``) is batched
+too since 2026-12-06: such pieces are read with the plain ones. Now the plain pieces are gathered from the shard's columns and only the
 others are read as episodes and prepared as ``add`` prepares them, in their place. These tests
 pin that the loaded buffer is the one the episode by episode path gives (``get_state``:
 columns, infos, ids, order, counters, priorities, generator state), for random buffers of
@@ -159,7 +160,10 @@ def test_mixed_saves_load_as_the_episodes_added(
 
 # --------------------------------------------------------------- the odd pieces only read
 def plain_buffer(kind: type, count: int, odd_at: list[int], what: str = "infos") -> Any:
-    """Episodes without infos or custom_data, but those at ``odd_at`` (``what`` they hold)."""
+    """Episodes without infos or custom_data, but those at ``odd_at`` (``what`` they hold).
+
+    Simple ``custom_data`` is batched as plain since 2026-12-06; infos make an episode odd.
+    """
     episodes = [
         SingleAgentEpisode(
             f"e{i}", observations=np.arange(5, dtype=np.float32) + i, actions=[0, 1, 0, 1],
@@ -199,8 +203,8 @@ def test_an_episode_with_infos_is_the_only_one_read(kind, what, odd_at, tmp_path
         m.setattr(loaded_shards, "decode_rows", counted)
         m.setattr(persistence, "read_episodes", no_episode)
         back = kind.load(tmp_path / "b")
-    odd = [f"e{i}" for i in odd_at]
-    model = [] if len(odd_at) == 40 else [next(f"e{i}" for i in range(40) if i not in odd_at)]
+    odd = [] if what == "custom_data" else [f"e{i}" for i in odd_at]  # custom_data: plain
+    model = [] if len(odd) == 40 else [next(f"e{i}" for i in range(40) if f"e{i}" not in odd)]
     assert sorted(decoded) == sorted(odd + model)  # the odd ones, and the model piece
     assert back.get_episodes() == buf.get_episodes()
     compare_states(back.get_state(), slow_load(monkeypatch, tmp_path / "b", kind).get_state())
