@@ -29,6 +29,7 @@ from episodes.cli.errors import (
 )
 from episodes.cli.plotting import plot
 from episodes.cli.record import record, shard_bytes
+from episodes.cli.space_text import space_text
 from episodes.io import DatasetError, dataset_info
 
 __all__ = ["main"]
@@ -87,8 +88,8 @@ def _info(args: argparse.Namespace) -> int:
     say(f"steps:    {info.num_steps}")
     say(f"return:   {_stats(returns)}")
     say(f"length:   {_stats([float(x) for x in lengths])}")
-    say(f"observation space: {info.observation_space}")
-    say(f"action space:      {info.action_space}")
+    say(f"observation space: {space_text(info.observation_space)}")
+    say(f"action space:      {space_text(info.action_space)}")
     if info.torn_manifest:
         say("note: an incomplete last manifest line (a killed writer) was ignored")
     return 0
