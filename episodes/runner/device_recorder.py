@@ -58,6 +58,7 @@ from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.policy import check_env_holds_data, check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.rewards import refused_rewards
+from episodes.runner.row_infos import owned_copy
 from episodes.runner.table import Recording
 from episodes.runner.timing import now
 from episodes.structs import flatten, map_batch
@@ -345,7 +346,9 @@ class DeviceRecorder(BatchedRecorder):
             started = done
         rest = {key: value for key, value in infos.items() if key not in _FINAL_OBS}
         if rest:
-            self._pending[r] = rest
+            # Copied now (tensors cloned on the device, no wait): a simulator writes its info
+            # buffers in place every step, and the host reads them once the call is done.
+            self._pending[r] = owned_copy(rest)
         self.row = r + 1
         return obs, started
 

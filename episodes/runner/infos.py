@@ -16,6 +16,7 @@ __all__ = [
     "FINAL_KEYS",
     "is_step_value",
     "step_item",
+    "is_tensor",
     "reported",
     "same_infos",
 ]
@@ -152,17 +153,36 @@ def is_step_value(value: Any) -> bool:
 
 
 def step_item(value: Any) -> Any:
-    """What a sub-env's info holds of a value of the whole step: a 0-d numpy array's scalar.
+    """What a sub-env's info holds of a value of the whole step: a 0-d array's scalar.
 
     A numpy scalar is what a row of a per-env array reads as, and it cannot be written in
     place: a shared 0-d array would let one sub-env's consumer (``info["m"] += 1``) change
-    every other sub-env's info. Other values are shared as they are.
+    every other sub-env's info. A 0-d torch tensor is cloned for each sub-env instead (its
+    scalar would make a device wait). Other values are shared as they are.
 
     Example:
         >>> step_item(np.array(1.5)), step_item("a"), type(step_item(np.array(2))).__name__
         (np.float64(1.5), 'a', 'int64')
     """
-    return value[()] if value.__class__ is np.ndarray else value
+    if value.__class__ is np.ndarray:
+        return value[()]
+    if is_tensor(value):
+        try:
+            return value.detach().clone()
+        except (NotImplementedError, RuntimeError):  # a dtype torch cannot copy: as given
+            return value
+    return value
+
+
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor (told without importing torch).
+
+    Example:
+        >>> is_tensor(np.zeros(2)), is_tensor(0.5)
+        (False, False)
+    """
+    kind = type(value)
+    return kind.__module__.startswith("torch") and hasattr(kind, "detach")
 
 
 def not_per_env(key: Any, value: Any) -> ValueError:

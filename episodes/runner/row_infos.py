@@ -1,20 +1,22 @@
 """A recording's infos by ``(row, env)``, kept as each vector step's batched dict until read.
 
-Recording a vector step stores its batched infos once: a snapshot (numpy arrays copied, lists,
-tuples and object arrays copied with the arrays among their items, nested dicts walked; torch
-tensors and other values kept as the env gave them, as the device path keeps them) and the mask
-of the sub-envs it is the info of. That is a few numpy calls per key and step, whatever the
-number of sub-envs (an object array's or list's items cost Python per sub-env, as gymnasium's
-own batching of them does). A sub-env's own dict is split out only when ``(row, env)`` is read,
-and kept: the same ``(row, env)`` gives the same dict every time (``same_infos`` compares by
-identity), in every :class:`RowInfos` moved or copied from this one. A step unpickled in
-another process (over a shared-memory segment, from Ray's object store) may hold read-only
-views of that buffer: its splits copy every array out, inside lists, tuples and dicts too. What
-:func:`~episodes.runner.infos.env_info` refuses (a value neither per sub-env nor the whole
-step's) is refused when the step is stored, in its words. A value of the whole step
-(:func:`~episodes.runner.infos.is_step_value`: a number, a string, None, a 0-d array or tensor)
-is not split: every sub-env's dict of that step holds the stored object (a 0-d numpy array
-copied once, as the step's other arrays).
+Recording a vector step stores its batched infos once: a snapshot (numpy arrays copied, torch
+tensors cloned on their device, lists, tuples and object arrays copied with the arrays and
+tensors among their items, nested dicts walked; other values kept as the env gave them) and the
+mask of the sub-envs it is the info of: a simulator that updates an info buffer in place every
+step (Isaac Lab's ``extras["time_outs"]``) leaves each recorded step its own values. That is a
+few numpy calls per key and step, whatever the number of sub-envs (an object array's or list's
+items cost Python per sub-env, as gymnasium's own batching of them does). A sub-env's own dict
+is split out only when ``(row, env)`` is read, and kept: the same ``(row, env)`` gives the same
+dict every time (``same_infos`` compares by identity), in every :class:`RowInfos` moved or
+copied from this one. A step unpickled in another process (over a shared-memory segment, from
+Ray's object store) may hold read-only views of that buffer: its splits copy every array out,
+inside lists, tuples and dicts too. What :func:`~episodes.runner.infos.env_info` refuses (a
+value neither per sub-env nor the whole step's) is refused when the step is stored, in its
+words. A value of the whole step (:func:`~episodes.runner.infos.is_step_value`: a number, a
+string, None, a 0-d array or tensor) is not split: every sub-env's dict of that step holds the
+stored object (a 0-d numpy array copied once, as the step's other arrays, and read as its
+scalar; a 0-d tensor cloned for each sub-env).
 
 Example:
     >>> infos = RowInfos()
@@ -35,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.infos import is_step_value, mask_key, not_per_env, step_item
+from episodes.runner.infos import is_step_value, is_tensor, mask_key, not_per_env, step_item
 
-__all__ = ["RowInfos"]
+__all__ = ["RowInfos", "owned_copy"]
 
 Info = dict[str, Any]
 Plan = list[tuple[Any, Any, "list[bool] | None", "Plan | None"]]
@@ -256,7 +258,7 @@ def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, An
         elif isinstance(value, (list, tuple)):  # kept as a list: a split only indexes it
             out[key] = [_owned(item) for item in value]
         else:
-            out[key] = value
+            out[key] = _cloned(value) if is_tensor(value) else value
         if mask is not None:
             out[mask_key(key)] = np.array(mask, dtype=bool)  # checked by ``reported``
     return out
@@ -273,6 +275,8 @@ def _owned(item: Any, memo: dict[int, tuple[Any, Any]] | None = None) -> Any:
         hit = memo.get(id(item))
         if hit is not None:
             return hit[1]
+    if is_tensor(item):
+        return _cloned(item)
     if isinstance(item, np.ndarray):
         owned = item.copy()
         if item.dtype == object:  # its items, arrays among them, are shared by a copy
@@ -336,6 +340,8 @@ def _split(plan: Plan, index: int, unpickled: bool = False) -> Info:
             item = _owned(item)
         elif type(item) is np.ndarray and item.base is not None:
             item = item.copy()
+        elif is_tensor(item):  # a view of the step's clone, as a numpy row is
+            item = _cloned(item)
         out[key] = item
     return out
 
@@ -392,3 +398,31 @@ def _refused_item(key: Any, value: Any, indices: np.ndarray, num_envs: int) -> R
         except (TypeError, IndexError, KeyError) as err:
             return i, key, value, err
     return None
+
+
+def owned_copy(item: Any) -> Any:
+    """An info value the env can no longer change: what a stored vector step holds of it.
+
+    Numpy arrays are copied and torch tensors cloned (detached, on their device: no wait for
+    it), inside lists, tuples and dicts too; other values are kept as given. The device path
+    takes this copy of a step's infos when the env returns them, and brings them to the host
+    once per call.
+
+    Example:
+        >>> import torch
+        >>> buffer = torch.zeros(2, dtype=torch.bool)  # a simulator's in-place time-outs
+        >>> kept = owned_copy({"time_outs": buffer, "log": {"n": np.array(3)}})
+        >>> buffer[0] = True
+        >>> kept["time_outs"].tolist(), kept["log"]["n"].item()
+        ([False, False], 3)
+    """
+    return _owned(item)
+
+
+def _cloned(tensor: Any) -> Any:
+    try:
+        return tensor.detach().clone()
+    except (NotImplementedError, RuntimeError):
+        # A dtype torch cannot copy (uint4): kept as given, and refused naming its key where
+        # it is brought to the host.
+        return tensor

@@ -5,7 +5,8 @@ Isaac-Lab-style envs report metrics over all sub-envs every step (``extras["log"
 item per sub-env: every sub-env that reported infos at that step gets that same object, but
 for a 0-d numpy array, handed out as its numpy scalar (what a per-env row reads as, and one no
 consumer can change in place for the others; a torch env's 0-d tensors come to the host, as
-its other tensor infos, and so read as numpy scalars too). Arrays with a first dimension too
+its other tensor infos, and so read as numpy scalars too; a numpy env's 0-d tensor is cloned
+for each sub-env). Arrays with a first dimension too
 short for the sub-envs stay refused, naming the key and shape.
 """
 
@@ -144,8 +145,9 @@ def _check_chunks(chunks: Any, env: _StepValues, *, torch_env: bool, copied: boo
             assert isinstance(info["zero_d"], np.generic)
             if torch_env:
                 assert isinstance(info["log"]["Episode_Reward/x"], np.generic)
-            elif not copied:  # a numpy env's tensors are kept as it gave them
-                assert info["log"]["Episode_Reward/x"] is given["log"]["Episode_Reward/x"]
+            else:  # a numpy env's 0-d tensor: a clone (the env may add to it in place)
+                assert isinstance(info["log"]["Episode_Reward/x"], torch.Tensor)
+                assert info["log"]["Episode_Reward/x"] is not given["log"]["Episode_Reward/x"]
             assert float(info["log"]["Episode_Reward/x"]) == pytest.approx(0.3 * k)
             assert info["log"]["count"] == given["log"]["count"]
             assert ("masked" in info) == (i == 1)
@@ -156,8 +158,9 @@ def _check_chunks(chunks: Any, env: _StepValues, *, torch_env: bool, copied: boo
         for key in ("name",) if copied else ("rate", "name"):
             assert len({id(info[key]) for info in infos}) == 1, key
         assert len({float(info["zero_d"]) for info in infos}) == 1
-        if not torch_env:
-            assert len({id(info["log"]["Episode_Reward/x"]) for info in infos}) == 1
+        if not torch_env:  # each sub-env its own clone: a consumer's += changes no other's
+            tensors = [info["log"]["Episode_Reward/x"] for info in infos]
+            assert len({id(t) for t in tensors}) == len(tensors)
         assert len({id(info["log"]) for info in infos}) == len(infos)  # each dict its own
     return seen
 
@@ -209,6 +212,9 @@ def test_env_info_shares_a_value_of_the_whole_step(value) -> None:
         out = env_info(infos, i)
         if type(value) is np.ndarray:  # a 0-d array: its scalar, immutable
             assert type(out["x"]) is np.float64 and out["x"] == value and out["n"]["y"] == value
+        elif isinstance(value, torch.Tensor):  # a 0-d tensor: each sub-env's own clone
+            assert out["x"] is not value and out["n"]["y"] is not value
+            assert out["x"] == value and out["n"]["y"] == value
         else:
             assert out["x"] is value and out["n"]["y"] is value
         assert out["p"] == i + 1
