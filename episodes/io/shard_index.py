@@ -63,6 +63,8 @@ _WS_CHARS = (" ", "\t", "\n", "\r")
 _SCAN = json.JSONDecoder().raw_decode
 _CACHED = 16  # entries kept parsed per shard: a read parses its episode's entry once
 #: Bytes of shard indexes (their text) whose checked scans a process keeps (the most recent).
+#: A second bound, on the text alone: the memory a scan is counted at (MAX_CHECKED_MEMORY's)
+#: is its text and more, so at equal values this one never binds; lower it to keep less text.
 MAX_CHECKED_BYTES = 64 << 20
 #: Bytes of memory the kept scans may hold, estimated (``checked_memory``): the index text, the
 #: row arrays and the manifest entry each keeps alive (its rows and ids), 1.2x to 1.8x the text
