@@ -72,11 +72,12 @@ FLATTEN_REFUSED = {
     "leaves of different row counts": ({"a": np.zeros((2, 1)), "b": np.zeros((3, 1))}, None),
     "rows that disagree with the leaves": (np.zeros((2, 1)), 3),
     "a leaf of strings": (np.array(["a", "b"]), None),
+    "no leaves and no rows": ({}, None),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(FLATTEN_REFUSED))
-def test_flatten_rows_name_leads_the_leaf_errors(case: str) -> None:
+def test_flatten_rows_name_leads_its_errors(case: str) -> None:
     value, rows = FLATTEN_REFUSED[case]
     with pytest.raises(ValueError, match=r"^MyConnector 'obs': "):
         flatten_rows(value, rows, name="MyConnector 'obs'")

@@ -69,7 +69,7 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
     if not leaves:
         if rows is None:
             raise ValueError(
-                f"flatten_rows: {value!r} has no leaves to count its rows by; pass rows="
+                f"{name}: {value!r} has no leaves to count its rows by; pass rows="
             )
         return np.zeros((rows, 0), np.float32)
     for leaf in leaves:
