@@ -14,6 +14,16 @@ holds with its values (other kinds, shapes or nestings) is a ``DatasetError`` th
 rewards: bools, ints and floats together come out float64, as n-step sums do.
 Importing this module imports torch; ``episodes.io`` does not import it.
 
+Items go over an episode's pieces (a runner's episode is written one chunk, one piece, at a
+time): the pieces of one id that continue one another, each starting at the ``t`` where the
+one before it (in time order) stopped, without that one having ended the episode, are one run
+of steps, read as the episode written whole would be (:mod:`episodes.io.piece_windows`; the
+manifest decides, no data is read). Pieces of an id that do not continue one another (steps
+left out, a piece or steps stored twice, steps after the episode's end) are separate runs: no
+window or n-step horizon crosses them, and each gives the items it holds (``episodes
+validate`` reports them). Runs come in the order their first piece was written, each run's
+items in time order, so a dataset of whole episodes counts as before.
+
 Only columns stored as arrays can be sampled (numpy episodes, and list episodes whose items
 share one structure); a JSON-stored column raises :class:`~episodes.io.DatasetError`. Items
 are in native byte order: a leaf stored big-endian (``>f4``, which torch and the
@@ -59,11 +69,11 @@ from episodes.io.item_types import (
     types_differ,
 )
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
+from episodes.io.piece_windows import PieceRuns, joined_steps, piece_runs
 from episodes.io.pinned import pinned_bytes
 from episodes.io.shard_codec import EXTRAS, column_of
 from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
-from episodes.io.shards import piece_ends
 from episodes.io.values import decode_value
 
 __all__ = ["SequenceDataset", "TransitionDataset"]
@@ -99,15 +109,15 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         reader = Dataset(path, max_open_shards=max_open_shards)
         # Absolute (the reader's root): items are read lazily, in workers and after a chdir.
         self._path = str(reader.root)
-        self.lengths = np.array([s.length for s in reader.summaries], dtype=np.int64)
-        # How the episode ends after each piece's last step (a later piece without steps may
-        # have ended it).
-        self.flags = piece_ends(reader.summaries)
-        counts = np.array([self._count(int(n)) for n in self.lengths], dtype=np.int64)
+        # The runs of steps items lie in: an episode's pieces that continue one another.
+        self._runs = piece_runs(reader.summaries)
+        counts = self._counts(self._runs.lengths)
         self._ends = np.cumsum(counts)
         # One dtype and shape per column over the pieces that give items, from the shards'
         # indexes (no data read): a batch never holds items of two types.
-        self._types = dataset_item_types(reader, counts > 0, self._rewards_as)
+        gives = np.zeros(len(reader.summaries), bool)
+        gives[self._runs.pieces] = np.repeat(counts > 0, np.diff(self._runs.bounds))
+        self._types = dataset_item_types(reader, gives, self._rewards_as)
         self._extras: tuple[int, list[str]] | None = None  # the first piece read: its keys
         # The shards these counts come from: a reader opened later must find them first.
         self._shards = (len(reader.shards), _shards_digest(reader))
@@ -118,7 +128,8 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         self._plans: OrderedDict[int, tuple[Any, dict[str, Any], int]] = OrderedDict()
         self._evictions = self._pinned = 0
 
-    def _count(self, length: int) -> int:
+    def _counts(self, lengths: np.ndarray) -> np.ndarray:
+        """Items per run of ``lengths`` steps."""
         raise NotImplementedError
 
     def _rewards_as(self, types: ItemTypes) -> ItemTypes:
@@ -186,6 +197,8 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             "_extras": None,
             "_types": None,
         }
+        if "_runs" not in state:  # a build before runs: items inside each piece, as counted
+            state = {**state, "_runs": PieceRuns.separate(state["lengths"], state["flags"])}
         self.__dict__.update({**defaults, **state, "_plans": OrderedDict()})
 
     def _locate(self, index: int) -> tuple[int, int]:
@@ -207,9 +220,9 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(f"index {given} out of range for {len(self)} items")
-        episode = int(np.searchsorted(self._ends, index, side="right"))
-        start = int(self._ends[episode - 1]) if episode else 0
-        return episode, index - start
+        run = int(np.searchsorted(self._ends, index, side="right"))
+        start = int(self._ends[run - 1]) if run else 0
+        return run, index - start
 
     def _plan(self, i: int) -> dict[str, Any]:
         cached = self._plans.get(i)
@@ -353,7 +366,8 @@ class TransitionDataset(_EpisodeData):
     With ``n_step > 1``, ``rewards`` is the discounted sum (float64) of up to ``n_step`` rewards
     (per component for vector rewards: shape ``(c,)`` rewards give shape ``(c,)``; complex
     rewards are a ``TypeError``, as for ``get_return``), ``next_obs`` the observation after
-    them, and ``n`` how many were summed (fewer at the end of an episode piece).
+    them, and ``n`` how many were summed (fewer only where the episode's stored steps end: an
+    episode written in pieces that continue one another sums across them, see the module).
     ``terminated``/``truncated`` say whether that ``next_obs`` ends the episode that way.
 
     Args:
@@ -392,8 +406,8 @@ class TransitionDataset(_EpisodeData):
         self.gamma = discount_factor(gamma)
         super().__init__(path, max_open_shards=max_open_shards, max_cached_bytes=max_cached_bytes)
 
-    def _count(self, length: int) -> int:
-        return length
+    def _counts(self, lengths: np.ndarray) -> np.ndarray:
+        return lengths
 
     def _rewards_as(self, types: ItemTypes) -> ItemTypes:
         if self.n_step == 1:  # the stored reward
@@ -403,38 +417,43 @@ class TransitionDataset(_EpisodeData):
         return types[0], leaves
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        i, t = self._locate(index)
-        plan = self._plan(i)
-        length = int(self.lengths[i])
+        run, t = self._locate(index)
+        runs = self._runs
+        length = int(runs.lengths[run])
         k = min(self.n_step, length - t)
-        rewards = plan["rewards"]
+        spans = runs.spans(run, t, t + k)
+        first = self._plan(spans[0][0])
+        last = first if len(spans) == 1 else self._plan(spans[-1][0])
+        start = spans[0][1]
         if self.n_step == 1:  # the stored reward; n-step sums are float64 at every t
-            reward = rewards.take(t, copy=True)
+            reward = first["rewards"].take(start, copy=True)
         else:  # per component for vector rewards; terms of weight 0 are left out
-            chunk = summable_rewards(rewards.take(t, t + k))
+            plans = [first] if len(spans) == 1 else [self._plan(i) for i, _, _ in spans]
+            parts = [p["rewards"].take(a, b) for p, (_, a, b) in zip(plans, spans, strict=True)]
+            chunk = joined_steps([summable_rewards(part) for part in parts])
             reward = discounted_sum(chunk, discount_weights(self.gamma, k))
         ends = t + k == length
-        terminated, truncated = self.flags[i]
         return {
-            "obs": plan["observations"].take(t, copy=True),
-            "actions": plan["actions"].take(t, copy=True),
+            "obs": first["observations"].take(start, copy=True),
+            "actions": first["actions"].take(start, copy=True),
             "rewards": reward,
-            "next_obs": plan["observations"].take(t + k, copy=True),
-            "terminated": bool(ends and terminated),
-            "truncated": bool(ends and truncated),
+            "next_obs": last["observations"].take(spans[-1][2], copy=True),
+            "terminated": bool(ends and runs.terminated[run]),
+            "truncated": bool(ends and runs.truncated[run]),
             "n": k,
-            EXTRAS: {key: col.take(t, copy=True) for key, col in plan[EXTRAS].items()},
+            EXTRAS: {key: col.take(start, copy=True) for key, col in first[EXTRAS].items()},
         }
 
 
 class SequenceDataset(_EpisodeData):
-    """One item per window of ``length`` consecutive steps inside an episode piece.
+    """One item per window of ``length`` consecutive steps of an episode.
 
-    Items hold ``obs`` (``length + 1`` observations: each step's and the last next one),
-    ``actions``, ``rewards``, extras (``length`` each), and ``terminated``/``truncated``
-    (bool arrays, true at a window's last step if it ends the episode that way). Pieces
-    shorter than ``length`` give no items. ``max_open_shards`` and ``max_cached_bytes`` are
-    :class:`TransitionDataset`'s.
+    A window may span pieces of the episode that continue one another, never pieces that do
+    not (see the module); an episode (run) shorter than ``length`` gives no items. Items hold
+    ``obs`` (``length + 1`` observations: each step's and the last next one), ``actions``,
+    ``rewards``, extras (``length`` each), and ``terminated``/``truncated`` (bool arrays, true
+    at a window's last step if it ends the episode that way). ``max_open_shards`` and
+    ``max_cached_bytes`` are :class:`TransitionDataset`'s.
 
     Example:
         >>> import tempfile
@@ -460,21 +479,41 @@ class SequenceDataset(_EpisodeData):
         self.length = whole_number(length, "length", 1)
         super().__init__(path, max_open_shards=max_open_shards, max_cached_bytes=max_cached_bytes)
 
-    def _count(self, length: int) -> int:
-        return max(0, length - self.length + 1)
+    def _counts(self, lengths: np.ndarray) -> np.ndarray:
+        return np.maximum(lengths - self.length + 1, 0)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        i, t = self._locate(index)
-        plan = self._plan(i)
-        stop = t + self.length
-        terminated, truncated = self.flags[i]
+        run, t = self._locate(index)
+        runs = self._runs
         ends = np.zeros(self.length, dtype=bool)
-        ends[-1] = stop == int(self.lengths[i])
-        return {
-            "obs": plan["observations"].take(t, stop + 1, copy=True),
-            "actions": plan["actions"].take(t, stop, copy=True),
-            "rewards": plan["rewards"].take(t, stop, copy=True),
-            "terminated": ends & terminated,
-            "truncated": ends & truncated,
-            EXTRAS: {key: col.take(t, stop, copy=True) for key, col in plan[EXTRAS].items()},
+        ends[-1] = t + self.length == int(runs.lengths[run])
+        spans = runs.spans(run, t, t + self.length)
+        if len(spans) == 1:  # inside one piece: views copied once
+            ((i, a, b),) = spans
+            plan = self._plan(i)
+            return {
+                "obs": plan["observations"].take(a, b + 1, copy=True),
+                "actions": plan["actions"].take(a, b, copy=True),
+                "rewards": plan["rewards"].take(a, b, copy=True),
+                "terminated": ends & runs.terminated[run],
+                "truncated": ends & runs.truncated[run],
+                EXTRAS: {key: col.take(a, b, copy=True) for key, col in plan[EXTRAS].items()},
+            }
+        plans = [self._plan(i) for i, _, _ in spans]
+
+        def window(name: str, key: str | None = None, more: int = 0) -> Any:
+            """Each piece's items of its own steps (``more``: past the window's last), joined."""
+            parts = []
+            for k, (plan, (_, a, b)) in enumerate(zip(plans, spans, strict=True)):
+                column = plan[name] if key is None else plan[name][key]
+                parts.append(column.take(a, b + (more if k == len(spans) - 1 else 0)))
+            return joined_steps(parts)  # a copy of the views taken
+
+        return {  # the observations: each step's and the window's last next one
+            "obs": window("observations", more=1),
+            "actions": window("actions"),
+            "rewards": window("rewards"),
+            "terminated": ends & runs.terminated[run],
+            "truncated": ends & runs.truncated[run],
+            EXTRAS: {key: window(EXTRAS, key) for key in plans[0][EXTRAS]},
         }
