@@ -3,8 +3,9 @@
 Before, one such episode made ``read_stored`` give up after opening and verifying the whole
 dataset, and ``load`` read it again, every episode one by one (about 0.4 ms each, against
 about 33 us batched). Simple ``custom_data`` (a runner's ``{"env_index": i}``) is batched
-too since 2026-12-06: such pieces are read with the plain ones. Now the plain pieces are gathered from the shard's columns and only the
-others are read as episodes and prepared as ``add`` prepares them, in their place. These tests
+too since 2026-12-06: such pieces are read with the plain ones. Now the plain pieces are
+gathered from the shard's columns and only the others are read as episodes and prepared as
+``add`` prepares them, in their place. These tests
 pin that the loaded buffer is the one the episode by episode path gives (``get_state``:
 columns, infos, ids, order, counters, priorities, generator state), for random buffers of
 both kinds with odd episodes anywhere, in one or many shards, saved batched or (as before
