@@ -68,9 +68,7 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
     leaves = [np.asarray(leaf) for leaf in tree.flatten(value)]
     if not leaves:
         if rows is None:
-            raise ValueError(
-                f"{name}: {value!r} has no leaves to count its rows by; pass rows="
-            )
+            raise ValueError(f"{name}: {value!r} has no leaves to count its rows by; pass rows=")
         return np.zeros((rows, 0), np.float32)
     for leaf in leaves:
         if leaf.dtype.kind in "US":  # numpy's own error names neither the leaf nor why
