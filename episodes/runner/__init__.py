@@ -12,12 +12,14 @@ Example:
 from episodes.runner.env_runner import WINDOWS, EnvRunner, autoreset_mode_of
 from episodes.runner.infos import env_info
 from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.modes import AutoresetModeWarning
 from episodes.runner.policy import Policy, RandomPolicy, RecurrentPolicy
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.sampled import SampledChunks
 
 __all__ = [
     "WINDOWS",
+    "AutoresetModeWarning",
     "EnvRunner",
     "Policy",
     "RandomPolicy",

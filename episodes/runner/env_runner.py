@@ -15,7 +15,7 @@ from episodes.runner.backlog import backlog_due, warn_backlog
 from episodes.runner.first_outputs import allocate_outputs
 from episodes.runner.infos import check_batched_infos
 from episodes.runner.metrics import MetricsSlot, RunnerMetrics
-from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.modes import autoreset_mode_of, warn_doubt
 from episodes.runner.nesting import check_env_rows
 from episodes.runner.policy import (
     check_holds_data,
@@ -323,8 +323,9 @@ class EnvRunner:
             self._obs, self.state, self._state_layout, self._output_keys = saved[:4]
             self._output_key_set = saved[4]
             raise
+        # Last, the call complete: a filter raising a warning leaves the runner usable.
+        warn_doubt(recorder, self.env)  # an env read as next-step that looks same-step
         if not self._backlog_warned and backlog_due(recorder.waiting, num_steps):
-            # Last, the call complete: a filter raising the warning leaves the runner usable.
             self._backlog_warned = True  # first: such a filter raises it once
             warn_backlog(carried=recorder.waiting, num_steps=num_steps, warned=False)
         return chunks
@@ -393,8 +394,7 @@ class EnvRunner:
         return actions, extras
 
     def _step(self) -> None:
-        # The env's observation goes to the policy as is: the blocks keep their own copy, and
-        # the policy's outputs are copied into the blocks before env.step could reuse it.
+        # The env's observation goes to the policy as is: the blocks keep their own copy.
         actions, extras = self._act()
         keys = self._output_keys
         # Checked before the env steps; a set comparison per step (a renamed key as well).

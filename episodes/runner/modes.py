@@ -1,11 +1,39 @@
-"""Reading a vector env's autoreset mode."""
+"""Reading a vector env's autoreset mode, and the evidence of a mode read wrongly.
+
+A vector env says its mode in ``metadata["autoreset_mode"]``; the runner reads next-step where
+it says none. A same-step env that says none (Isaac Lab's, custom batched envs) and reports no
+``infos["final_obs"]`` is then recorded as next-step without an error: every step after an
+ending is taken for a reset step, so each next episode loses its first transition and each
+truncation bootstraps from the next episode's first observation. A true next-step env's reset
+step returns reward 0 and neither flag (gymnasium's convention); :func:`doubt_next_step` finds
+reset steps that did not, which a same-step env's real transitions at those steps give.
+"""
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import gymnasium as gym
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["autoreset_mode_of"]
+__all__ = [
+    "AutoresetModeWarning",
+    "autoreset_mode_of",
+    "declares_mode",
+    "doubt_next_step",
+    "warn_doubt",
+]
+
+
+class AutoresetModeWarning(RuntimeWarning):
+    """The env looks like a same-step env, while the runner reads it as next-step.
+
+    Example:
+        >>> issubclass(AutoresetModeWarning, RuntimeWarning)
+        True
+    """
 
 
 def autoreset_mode_of(env: gym.vector.VectorEnv) -> AutoresetMode:
@@ -25,3 +53,79 @@ def autoreset_mode_of(env: gym.vector.VectorEnv) -> AutoresetMode:
         return AutoresetMode.NEXT_STEP
     mode = metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
     return mode if isinstance(mode, AutoresetMode) else AutoresetMode(mode)
+
+
+def doubt_next_step(blocks: Any, first: int, stop: int) -> str | None:
+    """Why rows ``first:stop`` of next-step ``blocks`` look same-step (None: they do not).
+
+    A reset step (a dead row) that returned a reward other than 0, or ``terminated`` or
+    ``truncated``, is no next-step reset step: the message names the first such sub-env and
+    what it returned. One vectorized pass over the call's rows (on the host copies).
+
+    Example:
+        >>> from episodes.runner.blocks import Blocks
+        >>> blocks = Blocks.allocate(np.zeros(2), rows=2)
+        >>> blocks.dead[:] = [[False, False], [True, False]]
+        >>> blocks.rewards[:], blocks.terminated[:], blocks.truncated[:] = 1.0, False, False
+        >>> print(doubt_next_step(blocks, 0, 2))  # doctest: +ELLIPSIS
+        sub-env 0's step after its episode ended returned reward 1.0, ...
+        >>> blocks.rewards[1, 0] = 0.0
+        >>> doubt_next_step(blocks, 0, 2) is None
+        True
+    """
+    dead = blocks.dead[first:stop]
+    if not dead.any():
+        return None
+    rewards = blocks.rewards[first:stop]
+    odd = dead & ((rewards != 0) | blocks.terminated[first:stop] | blocks.truncated[first:stop])
+    if not odd.any():
+        return None
+    row, env = (int(i[0]) for i in np.nonzero(odd))
+    r = first + row
+    return (
+        f"sub-env {env}'s step after its episode ended returned reward "
+        f"{rewards[row, env].item()!r}, "
+        f"terminated={bool(blocks.terminated[r, env])}, "
+        f"truncated={bool(blocks.truncated[r, env])}, where a next-step env's reset step returns "
+        "0 and neither flag: the env looks same-step (as Isaac Lab's), which, read as "
+        "next-step, loses each next episode's first transition and bootstraps truncations from "
+        "the next episode's first observation. Set env.metadata['autoreset_mode'] = "
+        "gymnasium.vector.AutoresetMode.SAME_STEP and report infos['final_obs'], or declare "
+        "NEXT_STEP if it is one (the runner reads next-step where the metadata says no mode)"
+    )
+
+
+def warn_doubt(recorder: Any, env: Any, stacklevel: int = 2) -> None:
+    """Warns once (:class:`AutoresetModeWarning`) of the doubt a recorder found, then forgets it.
+
+    Only where ``env`` declares no mode (:func:`declares_mode`): the runner guessed next-step,
+    and the env's reset steps say otherwise. An env declaring next-step may pay a reward at
+    its reset steps (the runner records it in no episode). Called by ``EnvRunner.sample`` as
+    the call's last step, so a filter raising the warning leaves the runner usable;
+    ``stacklevel`` as ``warnings.warn``'s, seen from the caller (2: the line that called it).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> recorder = SimpleNamespace(doubt=None)
+        >>> warn_doubt(recorder, SimpleNamespace(metadata={}))  # nothing found: nothing said
+    """
+    doubt = recorder.doubt
+    if doubt is not None:
+        recorder.doubt = None  # first: a filter raising it raises it once
+        if not declares_mode(env):
+            warnings.warn(AutoresetModeWarning(doubt), stacklevel=stacklevel + 1)
+
+
+def declares_mode(env: Any) -> bool:
+    """Whether ``env.metadata`` names an autoreset mode (gymnasium's vector envs all do).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> declares_mode(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
+        True
+        >>> from types import SimpleNamespace
+        >>> declares_mode(SimpleNamespace(metadata=None)), declares_mode(object())
+        (False, False)
+    """
+    metadata = getattr(env, "metadata", None)
+    return isinstance(metadata, dict) and "autoreset_mode" in metadata

@@ -48,7 +48,7 @@ from episodes.runner.finals import Finals
 from episodes.runner.host_values import host_outputs
 from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
-from episodes.runner.modes import autoreset_mode_of
+from episodes.runner.modes import autoreset_mode_of, doubt_next_step
 from episodes.runner.nesting import check_env_rows, env_flags, stacked_finals
 from episodes.runner.policy import (
     check_env_holds_data,
@@ -86,6 +86,9 @@ class BatchedRecorder:
     BEGUN: tuple[str, ...] = (
         "blocks", "_next", "finals", "num_steps", "recorded", "_begin_row", "_have", "_least",
     )  # fmt: skip
+    #: Evidence that a next-step env is same-step (modes.doubt_next_step) for sample's warning.
+    doubt: str | None = None
+    doubted = False
 
     def __init__(
         self,
@@ -120,11 +123,9 @@ class BatchedRecorder:
         # The rows the next call continues from (copied by finish()).
         self._next: Blocks | None = None
         self.row = 0
-        self.num_steps = 0
-        self.recorded = 0
+        self.num_steps = self.recorded = 0
         self._have = np.zeros(n, np.int64)
-        self._least = 0
-        self._begin_row = 0
+        self._least = self._begin_row = 0
 
     # ------------------------------------------------------------------------------ a call
     def saved(self) -> dict[str, Any]:
@@ -301,8 +302,7 @@ class BatchedRecorder:
             [[1.0, 1.0]]
         """
         assert self.blocks is not None, "begin() first"
-        # Not cast to float64 here: the block row and the running returns are float64, and
-        # numpy widens each value exactly on the way in (a float32 copy per step saved).
+        # Not cast to float64: the block row and running returns are (numpy widens exactly).
         try:
             if rewards.__class__ is not np.ndarray:  # a masked array's mask would be dropped
                 check_unmasked(rewards, "the env's rewards")
@@ -473,6 +473,9 @@ class BatchedRecorder:
         assert blocks is not None and finals is not None
         self._number_endings()
         finals.freeze()
+        if self.mode is AutoresetMode.NEXT_STEP and not self.doubted:
+            self.doubt = doubt_next_step(blocks, self._begin_row, self.row)
+            self.doubted = self.doubt is not None
         events = np.concatenate(self.events, axis=1) if self.events else np.zeros((3, 0), int)
         state = (self.start, self.episode_start, self.episode_number)
         apart = finals if self.mode is not AutoresetMode.NEXT_STEP else None
