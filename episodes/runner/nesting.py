@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -136,6 +137,8 @@ def nesting_changed(name: str, structure: Any, shapes: list[Any], batch: Any) ->
 def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
     """Raises a ``ValueError`` unless every leaf of ``batch`` holds one row per sub-env.
 
+    A mapping other than a dict (a TensorDict) at a leaf is a ``TypeError`` naming it.
+
     Example:
         >>> check_env_rows({"a": np.zeros((3, 2))}, 3, "the env's reset observations")
         >>> check_env_rows(np.zeros((2, 2)), 3, "the reset observations")  # doctest: +ELLIPSIS
@@ -154,6 +157,13 @@ def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
             "sub-env of at least one leaf"
         )
     for j, leaf in enumerate(leaves):
+        if isinstance(leaf, Mapping) or hasattr(leaf, "batch_size") and hasattr(leaf, "keys"):
+            # Walked as one leaf (only dicts are containers here), it would fail in numpy's words.
+            raise TypeError(
+                f"{name}: got a {type(leaf).__name__}, a mapping the runner does not walk (only "
+                "dicts nest): return a plain dict of arrays or tensors (a TensorDict's "
+                "to_dict(), rsl_rl's observations)"
+            )
         shape = _shape(leaf)
         if shape[:1] != (num_envs,):
             where = "" if len(leaves) == 1 else f" (leaf {j})"
