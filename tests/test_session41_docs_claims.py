@@ -32,7 +32,7 @@ SIGNATURES = {
         "flatten_rows",
     ),
     "step_columns(episode, *, ends=None)": ("episodes.distributed", "step_columns"),
-    "nstep_columns(episode, n_step, gamma, *, ends=None)": (
+    "nstep_columns(episode, n_step, gamma, *, ends=None, after=None)": (
         "episodes.distributed",
         "nstep_columns",
     ),

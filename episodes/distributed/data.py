@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,11 @@ import numpy as np
 import pyarrow as pa
 
 from episodes.buffer.plain_arrays import native_array
+from episodes.distributed.continuations import (
+    Continuation,
+    manifest_layout,
+    read_continuations,
+)
 from episodes.distributed.require import require_ray
 from episodes.distributed.rows import (
     episode_from_row,
@@ -54,38 +59,7 @@ KINDS = ("steps", "transitions", "episodes")
 
 def _ranges(path: str, parallelism: int) -> list[tuple[int, int]]:
     """``[start, stop)`` chunk ranges: one per v2 shard, or ``parallelism`` even v1 ranges."""
-    return _layout(path, parallelism)[0]
-
-
-def _layout(path: str, parallelism: int) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """:func:`_ranges`, and per chunk ``(terminated, truncated)`` after its last step.
-
-    Both from one read of the manifest, so they agree while writers append. A chunk's flags are
-    its own, unless a later chunk of its episode without steps, starting where it ends, ended
-    the episode (as ``load_episode`` joins them; see ``episodes.io.shards.piece_ends``).
-    """
-    from episodes import io
-    from episodes.io.reader import iter_chunks
-    from episodes.io.shards import EpisodeRow, is_v2, piece_ends
-
-    if is_v2(Path(path)):
-        ds = io.Dataset(path, max_open_shards=1)
-        bounds, start = [], 0
-        for shard in ds.shards:
-            bounds.append((start, start + len(shard.episodes)))
-            start += len(shard.episodes)
-        ranges = [b for b in bounds if b[1] > b[0]]
-        rows: Sequence[EpisodeRow] = ds.summaries
-    else:
-        rows = [  # a v1 manifest line holds the same summary
-            EpisodeRow(e.id_, e.t_started, e.t, e.ret, e.terminated, e.truncated)
-            for e in iter_chunks(path)[1]
-        ]
-        count = len(rows)
-        parts = max(1, min(int(parallelism), count))
-        edges = np.linspace(0, count, parts + 1).round().astype(int).tolist()
-        ranges = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-    return ranges, np.array(piece_ends(rows), dtype=bool).reshape(-1, 2)
+    return manifest_layout(path, parallelism)[0]
 
 
 def _read_block(
@@ -97,8 +71,12 @@ def _read_block(
     gamma: float = 0.99,
     ends: np.ndarray | None = None,
     types: dict[str, np.dtype[Any]] | None = None,
+    follows: dict[int, Continuation] | None = None,
 ) -> Iterator[Any]:
-    """One block of chunks ``[start, stop)``; ``ends`` holds their rows of :func:`_layout`.
+    """One block of chunks ``[start, stop)``.
+
+    ``ends`` (per chunk) and ``follows`` (the chunks' continuations): what
+    :func:`~episodes.distributed.continuations.manifest_layout` gives for them.
 
     ``types`` (of :func:`~episodes.distributed.step_types.dataset_step_types`): the dtypes
     every block of the dataset gives its step columns, so that Ray Data can gather them.
@@ -115,14 +93,16 @@ def _read_block(
         yield BlockAccessor.batch_to_block(batch)
         return
     if ends is None:
-        ends = _layout(path, 1)[1][start:stop]
+        _, every, follows = manifest_layout(path, 1, n_step if kind == "transitions" else 1)
+        ends = every[start:stop]
     # A chunk followed by a chunk without steps that ended the episode ends with its last step.
     flags = [(bool(a), bool(b)) for a, b in ends]
-    pieces = [(ep, end) for ep, end in zip(episodes, flags, strict=True) if len(ep)]
-    if kind == "transitions":
-        parts = [nstep_columns(ep, n_step, gamma, ends=end) for ep, end in pieces]
+    if kind == "transitions":  # horizons reach into the pieces continuing a chunk
+        afters = read_continuations(path, start, episodes, follows or {})
+        pieces = zip(episodes, flags, afters, strict=True)
+        parts = [nstep_columns(e, n_step, gamma, ends=f, after=a) for e, f, a in pieces if len(e)]
     else:
-        parts = [step_columns(ep, ends=end) for ep, end in pieces]
+        parts = [step_columns(ep, ends=end) for ep, end in zip(episodes, flags) if len(ep)]
     if not parts:
         return
     check_same_columns(parts, f"chunks {start}-{stop} of {path}")
@@ -263,7 +243,8 @@ class EpisodeDatasource(Datasource):
             [[2], [2]]
         """
         # The chunks' end flags are read here once, not by every task from the whole manifest.
-        ranges, ends = _layout(self.path, parallelism)
+        n_step = self.n_step if self.kind == "transitions" else 1
+        ranges, ends, follows = manifest_layout(self.path, parallelism, n_step)
         types = None
         if self.kind != "episodes":  # one type per step column in every block, or a refusal
             types = dataset_step_types(self.path, f"chunks 0-{len(ends)} of {self.path}")
@@ -288,6 +269,7 @@ class EpisodeDatasource(Datasource):
                 self.gamma,
                 None if self.kind == "episodes" else ends[start:stop].copy(),
                 types,
+                {i: follows[i] for i in range(start, stop) if i in follows},
             )
             tasks.append(ReadTask(read, metadata, per_task_row_limit=per_task_row_limit))
         return tasks
@@ -366,8 +348,9 @@ def read_transitions(
 
     Columns: those of :func:`read_steps`, with ``reward`` the discounted n-step sum,
     ``next_obs`` the observation ``n_steps`` later, plus ``discount`` (``gamma**n_steps``) and
-    ``n_steps`` (shorter at the end of a chunk; see
-    :func:`~episodes.distributed.rows.nstep_columns`).
+    ``n_steps`` (see :func:`~episodes.distributed.rows.nstep_columns`; shorter only where the
+    episode's stored steps end: horizons reach across the pieces that continue one another,
+    as in ``TransitionDataset``; see :mod:`~episodes.distributed.continuations`).
 
     Raises:
         TypeError: A name in ``read_args`` that ``ray.data.read_datasource`` does not take

@@ -20,9 +20,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import tree
 
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import discount_factor, whole_number
@@ -143,22 +145,41 @@ def nstep_columns(
     gamma: float,
     *,
     ends: tuple[bool, bool] | None = None,
+    after: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The chunk's steps as ``n_step``-step transitions, one per step.
 
-    Step ``k`` sums ``m = min(n_step, len - k)`` rewards: ``reward`` is
+    Step ``k`` sums ``m = min(n_step, len - k)`` rewards (``len``: the chunk's steps and those
+    of ``after`` it uses): ``reward`` is
     ``sum_{j<m} gamma**j * r_{k+j}`` in float64 (per component for vector rewards: shape
     ``(c,)`` rewards sum to shape ``(c,)``, as in ``TransitionDataset``), ``next_obs`` is
     ``o_{k+m}``, ``discount`` is ``gamma**m``
     and ``n_steps`` is ``m``; ``terminated``/``truncated`` say whether ``o_{k+m}`` ends the
     episode that way. So ``reward + discount * (1 - terminated) * V(next_obs)`` is a valid
-    target for every step; near the end of a chunk that continues elsewhere the horizon is just
-    shorter. The other columns are those of :func:`step_columns`, as is ``ends`` (how the
-    episode ends after the chunk's last step, where not by the chunk's own flags).
+    target for every step. Near the end of a chunk that continues elsewhere the horizon is
+    shorter, unless ``after`` gives the steps that continue it: then the horizons of the
+    chunk's last ``n_step - 1`` steps reach into them, as in the episode written whole. The
+    other columns are those of :func:`step_columns`, as is ``ends`` (how the episode ends after
+    the chunk's last step, where not by the chunk's own flags).
+
+    Args:
+        episode: A numpy'd chunk.
+        n_step: Steps per transition.
+        gamma: The discount.
+        ends: See :func:`step_columns`.
+        after: The steps after the chunk's last, as ``episodes.io.Dataset.steps`` gives them
+            (``episodes.distributed.continuations.read_continuations`` too): ``observations``
+            (a batch, as the chunk's: an array, or a struct of arrays; one more than the
+            rewards, the first the chunk's last next observation),
+            ``rewards``, and ``terminated``/``truncated`` (default False): whether the episode
+            ends that way after them. Only the first ``n_step - 1`` are used; None: nothing
+            continues the chunk.
 
     Raises:
         ValueError: ``n_step < 1``, ``gamma`` outside ``[0, 1]``, the chunk is in list mode,
-            two extra model outputs would fill one column, or ``ends`` is no pair of bools.
+            two extra model outputs would fill one column, ``ends`` is no pair of bools, or
+            ``after`` is no such dict, does not fit the chunk (rewards or observation leaves
+            of other shapes) or follows a chunk that ended the episode.
         TypeError: Complex rewards or rewards that are no numbers (``get_return`` refuses
             those too); an ``UnstorableValueError`` for steps whose ``t`` int64 cannot hold.
 
@@ -170,36 +191,106 @@ def nstep_columns(
         >>> cols = nstep_columns(ep, 2, 0.5)
         >>> cols["reward"].tolist(), cols["next_obs"].tolist(), cols["terminated"].tolist()
         ([1.5, 1.5, 1.0], [2.0, 3.0, 3.0], [False, True, True])
+        >>> head = SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 0],
+        ...                           rewards=[1.0, 1.0], len_lookback_buffer=0).to_numpy()
+        >>> after = {"observations": np.array([2.0, 3.0]), "rewards": np.array([1.0]),
+        ...          "terminated": True}  # the steps of the next piece
+        >>> cols = nstep_columns(head, 2, 0.5, after=after)
+        >>> cols["reward"].tolist(), cols["next_obs"].tolist(), cols["terminated"].tolist()
+        ([1.5, 1.5], [2.0, 3.0], [False, True])
     """
     n_step = whole_number(n_step, "n_step", 1)  # 2.5 is no step count
     gamma = discount_factor(gamma)
     out = step_columns(episode, ends=ends)
     n = len(episode)
     rewards = summable_rewards(out["reward"])  # float64; vector rewards sum per component
+    observations = episode.get_observations(slice(0, n + 1))
+    terminated, truncated = _flags(episode, ends)  # checked by step_columns
+    if after is not None:  # the steps continuing the chunk, as far as its horizons reach
+        rewards, observations, terminated, truncated = _continued(
+            episode, rewards, observations, after, n_step - 1, terminated or truncated
+        )
+    size = len(rewards)  # the chunk's steps and those continuing it
     k = np.arange(n)
-    m = np.minimum(n_step, n - k)
+    m = np.minimum(n_step, size - k)
     # No step has more than n rewards left (Monte-Carlo n); terms of weight 0 are left out.
     # The terms are added in step order, as TransitionDataset adds them (discounted_sum).
-    weights = discount_weights(gamma, min(n_step, n))
-    total = rewards.copy()  # weight 1 for each step's own reward
+    weights = discount_weights(gamma, min(n_step, size))
+    total = rewards[:n].copy()  # weight 1 for each step's own reward
     # A sum past float max is inf, inf beside -inf NaN: results, as the other readers give
     # them, not RuntimeWarnings (an error under -W error).
     with np.errstate(over="ignore", invalid="ignore"):
         for j in range(1, len(weights)):  # one pass per horizon step, all rows at once
-            live = k + j < n
+            live = k + j < size
             total[live] += weights[j] * rewards[k[live] + j]
     out["reward"] = total
     out["discount"] = np.power(float(gamma), m)
     out["n_steps"] = m.astype(np.int64)
-    terminated, truncated = _flags(episode, ends)  # checked by step_columns
-    last = k + m == n
+    last = k + m == size
     out["terminated"] = last & terminated
     out["truncated"] = last & truncated
-    observations = episode.get_observations(slice(0, n + 1))
     for key in [key for key in out if key == "next_obs" or key.startswith("next_obs.")]:
         del out[key]
     _leaf_columns("next_obs", _take(observations, k + m), out)
     return out
+
+
+def _continued(
+    episode: SingleAgentEpisode,
+    rewards: np.ndarray,
+    observations: Any,
+    after: Any,
+    want: int,
+    ended: bool,
+) -> tuple[np.ndarray, Any, bool, bool]:
+    """The chunk's rewards and observations joined with ``after``'s first ``want`` steps.
+
+    Returns them with how the episode ends after the last step joined.
+    """
+    where = f"episode {episode.id_!r}: after"
+    if not isinstance(after, Mapping) or not {"observations", "rewards"} <= set(after):
+        raise ValueError(f"{where} must be a dict with 'observations' and 'rewards'")
+    flags = (after.get("terminated", False), after.get("truncated", False))
+    if not all(isinstance(flag, (bool, np.bool_)) for flag in flags):
+        raise ValueError(f"{where}'s terminated/truncated must be bools, got {flags!r}")
+    if ended:
+        raise ValueError(f"{where}: the chunk ended the episode, so no steps continue it")
+    if is_nested(after["observations"]) != is_nested(observations):
+        raise ValueError(f"{where}'s observations do not fit the chunk's")
+    more = summable_rewards(np.asarray(after["rewards"]))
+    try:
+        counts = {len(leaf) for leaf in flatten(after["observations"])[0]}
+    except TypeError:  # a leaf without rows
+        counts = set()
+    if more.ndim == 0 or counts != {len(more) + 1}:
+        raise ValueError(
+            f"{where} holds {sorted(counts)} observations for its rewards of shape "
+            f"{more.shape}: one more observation than rewards, please"
+        )
+    used = min(want, len(more))
+    if used == 0:  # no step joined: after's end flags are the chunk's where after has none
+        return (
+            rewards,
+            observations,
+            *((bool(flags[0]), bool(flags[1])) if not len(more) else (False, False)),
+        )
+    if more.shape[1:] != rewards.shape[1:]:
+        raise ValueError(f"{where}'s rewards of shape {more.shape[1:]} differ from the chunk's")
+    # The episode ends after the last step joined only if that is the last of after's.
+    ends = used == len(more)
+    joined = np.concatenate([rewards, more[:used]])
+    try:
+        if is_nested(observations):
+            tree.assert_same_structure(observations, after["observations"], check_types=False)
+            mine, structure = flatten(observations)
+            theirs = flatten(after["observations"])[0]
+            parts = [np.concatenate([a, np.asarray(b)[1 : used + 1]]) for a, b in zip(mine, theirs)]
+            obs = unflatten(structure, parts)
+        else:
+            obs = np.concatenate([observations, np.asarray(after["observations"])[1 : used + 1]])
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}'s observations do not fit the chunk's") from None
+    return joined, obs, bool(flags[0]) and ends, bool(flags[1]) and ends
 
 
 def _id_rows(id_: str, n: int) -> np.ndarray:

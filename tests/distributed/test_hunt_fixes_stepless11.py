@@ -74,25 +74,20 @@ def _write(root: Path, version: int, end: str) -> Path:
 def _expected(path: Path, n_step: int, gamma: float) -> dict[tuple[str, int], tuple]:
     """Per (id, t): (reward, n_steps, terminated, truncated) from the in-process readers.
 
-    Each stored piece on its own (the n-step horizon ends with the piece), ending the episode
-    where the episode ``load_episode`` joins ends with it.
+    The episode ``load_episode`` joins, as one chunk: its n-step horizons reach across its
+    stored pieces (b's two), and it ends where its stepless last piece ended it.
     """
     from episodes.io import read_episodes
 
     out = {}
-    for piece in read_episodes(path, numpy=True):
-        if not len(piece):
-            continue
-        whole = load_episode(path, piece.id_)
-        cols = nstep_columns(piece, n_step, gamma)  # rewards and horizons: the piece's own
+    for id_ in dict.fromkeys(str(piece.id_) for piece in read_episodes(path)):
+        cols = nstep_columns(load_episode(path, id_).to_numpy(), n_step, gamma)
         for k, t in enumerate(cols["t"]):
-            # Ends the episode: the horizon reaches the last step of the joined episode.
-            last = int(t) + int(cols["n_steps"][k]) == whole.t
-            out[str(piece.id_), int(t)] = (
+            out[id_, int(t)] = (
                 float(cols["reward"][k]),
                 int(cols["n_steps"][k]),
-                last and whole.is_terminated,
-                last and whole.is_truncated,
+                bool(cols["terminated"][k]),
+                bool(cols["truncated"][k]),
             )
     return out
 
@@ -127,9 +122,9 @@ def test_read_tasks_end_the_piece_a_stepless_piece_ended(tmp_path, version, end,
     got = {_key(r): (r["reward"], r["n_steps"], r["terminated"], r["truncated"]) for r in rows}
     assert got == expected
     flagged = sorted(k for k, v in got.items() if v[2] or v[3])
-    # The last step (n-step: the last n) of a and of b's second piece; c and b's first: none.
+    # The last step (n-step: the last n) of a and of b (across its pieces); c: none.
     assert flagged == sorted(
-        [("a", t) for t in range(3 - n_step, 3)] + [("b", t) for t in range(3 - 1, 3)]
+        [("a", t) for t in range(3 - n_step, 3)] + [("b", t) for t in range(3 - n_step, 3)]
     )
     assert all(got[k][2 if end == "terminated" else 3] for k in flagged)
     steps = {_key(r): (r["terminated"], r["truncated"]) for r in _local_rows(path, "steps")}
@@ -157,16 +152,12 @@ def test_read_tasks_agree_with_the_torch_transitions(tmp_path, n_step):
         float(r["obs"]): (r["reward"], r["next_obs"], r["n_steps"], r["terminated"], r["truncated"])
         for r in _local_rows(path, "transitions", n_step=n_step)
     }
-    assert got.keys() == want.keys()
-    # A read task's horizon ends with its piece; TransitionDataset joins b's two pieces, so
-    # b's last step of its first piece (observation 11) reaches one step further there (both
-    # valid targets).
-    crossing = {11.0} if n_step > 1 else set()
-    assert {k: v for k, v in got.items() if k not in crossing} == {
-        k: v for k, v in want.items() if k not in crossing
-    }
-    for key in crossing:
-        assert got[key][2] == 1 and want[key][2] == n_step
+    # Both join b's two pieces: the last step of its first (observation 11) reaches into the
+    # second (n_step 2: reward 5 + 0.5 * 6, next_obs 13, terminated by the stepless piece).
+    assert got == want
+    assert got[11.0] == (
+        (8.0, 13.0, 2, True, False) if n_step == 2 else (5.0, 12.0, 1, False, False)
+    )
 
 
 def test_ray_reads_end_the_episode_at_the_stepless_end(ray_local, tmp_path):
