@@ -15,6 +15,7 @@ Example:
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     warn_short_lookback([chunk], lambda ep: 3, "observations", "FrameStack(4)", 0.0)
+    True
     >>> print(caught[0].message)  # doctest: +ELLIPSIS
     FrameStack(4): episode ... keeps 1 step of observations lookback before t=5, but its ...
 """
@@ -49,7 +50,7 @@ def warn_short_lookback(
     column: str,
     who: str,
     fill: Any,
-) -> None:
+) -> bool:
     """Warns (:class:`ShortLookbackWarning`) at the first episode whose rows read lost items.
 
     ``reach(episode)`` is how many items before the chunk's ``ts = 0`` its first row reads
@@ -57,12 +58,13 @@ def warn_short_lookback(
     connector and ``fill`` what it fills with. An episode that keeps that many items of
     lookback, or whose chunk starts no later than its lookback reaches (its episode had no
     more steps before), reads nothing lost. One warning per call at most: the first such
-    episode is named.
+    episode is named. Returns whether it warned.
 
     Example:
         >>> from episodes import SingleAgentEpisode
         >>> fresh = SingleAgentEpisode(observations=[0.0], len_lookback_buffer=0)
         >>> warn_short_lookback([fresh], lambda ep: 3, "observations", "FrameStack(4)", 0.0)
+        False
     """
     for episode in episodes:
         needed = reach(episode)
@@ -85,4 +87,5 @@ def warn_short_lookback(
                 ),
                 stacklevel=3,
             )
-            return
+            return True
+    return False

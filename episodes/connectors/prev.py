@@ -113,8 +113,8 @@ class PrevActionsPrevRewards(EpisodeConnector):
                 )
         who = f"PrevActionsPrevRewards({self.n_actions}, {self.n_rewards})"
         for column, n in (("actions", self.n_actions), ("rewards", self.n_rewards)):
-            if n:
-                warn_short_lookback(episodes, self._reach(n), column, who, self.fill)
+            if n and warn_short_lookback(episodes, self._reach(n), column, who, self.fill):
+                break  # one warning per call
         fillers = FillerMemo(self.fill)
         if self.inference:  # the latest rows of all episodes at once, where they are plain
             fast = self._last_rows(episodes, fillers)

@@ -13,7 +13,7 @@ import tree
 from episodes.indexing import as_flag, as_int, whole_number
 from episodes.runner.backlog import backlog_due, warn_backlog
 from episodes.runner.first_outputs import allocate_outputs
-from episodes.runner.infos import check_batched_infos
+from episodes.runner.infos import check_batched_infos, is_tensor
 from episodes.runner.metrics import MetricsSlot, RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of, warn_doubt
 from episodes.runner.nesting import check_env_rows
@@ -440,11 +440,11 @@ class EnvRunner:
         olds, structure = flatten(state)
         news = flatten(fresh)[0]
         axis = self.state_batch_axis
-        on_device = _is_tensor(mask)
+        on_device = is_tensor(mask)
         rows: list[int] | None = None
         out = []
         for old, new in zip(olds, news):
-            if _is_tensor(old):
+            if is_tensor(old):
                 out.append(_where_started(old, new, mask, axis))
                 continue
             if rows is None:
@@ -460,17 +460,13 @@ def _axis(value: Any) -> int:
     return int(value)
 
 
-def _is_tensor(value: Any) -> bool:
-    return type(value).__module__.startswith("torch")
-
-
 def _with_rows(old: Any, new: Any, rows: list[int], axis: int) -> Any:
     """A copy of numpy ``old`` with entries ``rows`` along ``axis`` taken from ``new``."""
     # Copied first: the policy may still hold (or have logged) the state it returned.
     out = np.array(old, copy=True)
     if not rows:
         return out
-    if _is_tensor(new):
+    if is_tensor(new):
         new = new.detach().cpu().numpy()
     where = (slice(None),) * (axis % out.ndim) + (rows,)  # -1 too
     out[where] = new[where]
@@ -495,7 +491,7 @@ def _out_of_inference(value: Any) -> Any:
     checked without importing torch).
     """
     leaves = [] if value is None else flatten(value)[0]
-    if not any(type(leaf).__module__.startswith("torch") for leaf in leaves):
+    if not any(map(is_tensor, leaves)):
         return value
     import torch
 
@@ -509,8 +505,7 @@ def _out_of_inference(value: Any) -> Any:
 
 def _holds_tensors(batch: Any) -> bool:
     """True when the first leaf of a batch is a torch tensor (checked without importing torch)."""
-    leaf = flatten(batch)[0][0]
-    return type(leaf).__module__.startswith("torch")
+    return is_tensor(flatten(batch)[0][0])
 
 
 def _device_recorder(
@@ -526,11 +521,11 @@ def _where_started(old: Any, new: Any, mask: Any, axis: int) -> Any:
     """A new state tensor with the started envs' entries (a bool tensor or array) from ``new``."""
     # In old's dtype, as the host's row writes cast: where would promote (a float16 state
     # would come back float32), so the policy gets the state dtype it returned on every env.
-    if not _is_tensor(mask):
+    if not is_tensor(mask):
         import torch  # loaded already: old is a tensor
 
         mask = torch.as_tensor(mask, dtype=torch.bool)
-    if not _is_tensor(new):
+    if not is_tensor(new):
         new = old.new_tensor(np.asarray(new))
     elif new.device != old.device or new.dtype != old.dtype:
         new = new.to(device=old.device, dtype=old.dtype)

@@ -17,6 +17,7 @@ __all__ = [
     "is_step_value",
     "step_item",
     "is_tensor",
+    "cloned_tensor",
     "reported",
     "same_infos",
 ]
@@ -166,12 +167,26 @@ def step_item(value: Any) -> Any:
     """
     if value.__class__ is np.ndarray:
         return value[()]
-    if is_tensor(value):
-        try:
-            return value.detach().clone()
-        except (NotImplementedError, RuntimeError):  # a dtype torch cannot copy: as given
-            return value
-    return value
+    return cloned_tensor(value) if is_tensor(value) else value
+
+
+def cloned_tensor(tensor: Any) -> Any:
+    """A detached copy of a torch tensor on its device (no wait for it).
+
+    As given where torch cannot copy its dtype (uint4: refused naming its key where it is
+    brought to the host).
+
+    Example:
+        >>> import torch
+        >>> t = torch.zeros(2)
+        >>> copy = cloned_tensor(t)
+        >>> copy is not t, copy.tolist()
+        (True, [0.0, 0.0])
+    """
+    try:
+        return tensor.detach().clone()
+    except (NotImplementedError, RuntimeError):
+        return tensor
 
 
 def is_tensor(value: Any) -> bool:

@@ -12,6 +12,7 @@ reset steps that did not, which a same-step env's real transitions at those step
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -117,7 +118,7 @@ def warn_doubt(recorder: Any, env: Any, stacklevel: int = 2) -> None:
 
 
 def declares_mode(env: Any) -> bool:
-    """Whether ``env.metadata`` names an autoreset mode (gymnasium's vector envs all do).
+    """Whether ``env.metadata`` (a mapping) names an autoreset mode (gymnasium's vector envs do).
 
     Example:
         >>> import gymnasium as gym
@@ -128,4 +129,4 @@ def declares_mode(env: Any) -> bool:
         (False, False)
     """
     metadata = getattr(env, "metadata", None)
-    return isinstance(metadata, dict) and "autoreset_mode" in metadata
+    return isinstance(metadata, Mapping) and "autoreset_mode" in metadata

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
+from episodes.runner.infos import is_tensor
 from episodes.seeds import check_space_seed
 from episodes.structs import map_batch
 
@@ -333,7 +334,7 @@ def check_numpy_dtype(value: Any) -> None:
         Traceback (most recent call last):
         ValueError: a torch env or policy gave torch.bfloat16 values, which have no numpy ...
     """
-    if not type(value).__module__.startswith("torch"):  # without importing torch
+    if not is_tensor(value):  # told without importing torch
         return
     import torch  # already imported by whoever made the tensor
 

@@ -37,7 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from episodes.runner.infos import is_step_value, is_tensor, mask_key, not_per_env, step_item
+from episodes.runner.infos import (
+    cloned_tensor,
+    is_step_value,
+    is_tensor,
+    mask_key,
+    not_per_env,
+    step_item,
+)
 
 __all__ = ["RowInfos", "owned_copy"]
 
@@ -258,7 +265,7 @@ def _snapshot(infos: dict[Any, Any], drop: tuple[str, ...] = ()) -> dict[Any, An
         elif isinstance(value, (list, tuple)):  # kept as a list: a split only indexes it
             out[key] = [_owned(item) for item in value]
         else:
-            out[key] = _cloned(value) if is_tensor(value) else value
+            out[key] = cloned_tensor(value) if is_tensor(value) else value
         if mask is not None:
             out[mask_key(key)] = np.array(mask, dtype=bool)  # checked by ``reported``
     return out
@@ -276,7 +283,7 @@ def _owned(item: Any, memo: dict[int, tuple[Any, Any]] | None = None) -> Any:
         if hit is not None:
             return hit[1]
     if is_tensor(item):
-        return _cloned(item)
+        return cloned_tensor(item)
     if isinstance(item, np.ndarray):
         owned = item.copy()
         if item.dtype == object:  # its items, arrays among them, are shared by a copy
@@ -339,9 +346,7 @@ def _split(plan: Plan, index: int, unpickled: bool = False) -> Info:
         if unpickled and isinstance(item, (list, tuple, dict, np.ndarray)):
             item = _owned(item)
         elif type(item) is np.ndarray and item.base is not None:
-            item = item.copy()
-        elif is_tensor(item):  # a view of the step's clone, as a numpy row is
-            item = _cloned(item)
+            item = item.copy()  # (a tensor's row stays a view of the step's own clone)
         out[key] = item
     return out
 
@@ -417,12 +422,3 @@ def owned_copy(item: Any) -> Any:
         ([False, False], 3)
     """
     return _owned(item)
-
-
-def _cloned(tensor: Any) -> Any:
-    try:
-        return tensor.detach().clone()
-    except (NotImplementedError, RuntimeError):
-        # A dtype torch cannot copy (uint4): kept as given, and refused naming its key where
-        # it is brought to the host.
-        return tensor

@@ -47,6 +47,7 @@ CASES: dict[str, tuple[Any, int, int, int, bool]] = {
     "previous rewards past the lookback": (PrevActionsPrevRewards(0, 2), 5, 1, 4, True),
     "previous rewards within the lookback": (PrevActionsPrevRewards(0, 2), 5, 2, 4, False),
     "no previous items": (PrevActionsPrevRewards(0, 0), 5, 0, 4, False),
+    "previous actions and rewards: one warning": (PrevActionsPrevRewards(3, 3), 5, 1, 4, True),
 }
 
 

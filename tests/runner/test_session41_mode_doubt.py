@@ -10,6 +10,7 @@ neither flag; a reset step that returned something else, from an env declaring n
 from __future__ import annotations
 
 import warnings
+from types import MappingProxyType
 from typing import Any
 
 import gymnasium as gym
@@ -29,7 +30,9 @@ class _Env(VectorEnv):  # type: ignore[type-arg]
 
     def __init__(self, declared: Any, after_end: str, tensors: bool = False):
         self.num_envs = N
-        self.metadata = {} if declared is None else {"autoreset_mode": declared}
+        self.metadata: Any = {} if declared is None else {"autoreset_mode": declared}
+        if isinstance(declared, MappingProxyType):  # a read-only mapping declaring it
+            self.metadata = declared
         self.single_observation_space = gym.spaces.Box(-10, 10, (2,), np.float32)
         self.single_action_space = gym.spaces.Discrete(2)
         self.after_end, self.tensors, self.t = after_end, tensors, 0
@@ -70,6 +73,11 @@ CASES: dict[str, tuple[Any, str, bool]] = {
     "undeclared, reward 0 and no flag (next-step)": (None, "zero", False),
     "declared next-step, paying at reset steps": (AutoresetMode.NEXT_STEP, "reward", False),
     "declared next-step as a string": ("NextStep", "reward", False),
+    "declared in a read-only mapping": (
+        MappingProxyType({"autoreset_mode": AutoresetMode.NEXT_STEP}),
+        "reward",
+        False,
+    ),
 }
 
 
