@@ -427,16 +427,21 @@ class FrameStack(EpisodeConnector):
         self.out_key = out_key
 
     def _reach(self, episode: SingleAgentEpisode) -> int:
-        # Observations before ts = 0 that the first row reads (none for an empty episode).
-        start, stop = self.rows(episode)
-        return self.n - 1 - start if stop > start else 0
+        # Observations before ts = 0 that the first row reads: learner rows start at 0 (an
+        # empty episode has none), an inference row at len(episode), read without rows() where
+        # it reaches nothing (rows() refuses an episode without an observation).
+        size = len(episode)
+        if not self.inference:
+            return self.n - 1 if size else 0
+        return self.n - 1 - (size if size >= self.n - 1 else self.rows(episode)[0])
 
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the stacked frames of every row of ``episodes`` into ``batch``."""
         episodes = check_episodes(episodes, "FrameStack")  # an array's as a list
-        warn_short_lookback(
-            episodes, self._reach, "observations", f"FrameStack({self.n})", self.fill
-        )
+        # Inference rows of episodes at least n - 1 steps long reach before none: no walk.
+        if not self.inference or min(map(len, episodes), default=self.n) < self.n - 1:
+            who = f"FrameStack({self.n})"
+            warn_short_lookback(episodes, self._reach, "observations", who, self.fill)
         fillers = FillerMemo(self.fill)
         if self.inference and not self.flatten:
             frames = _last_box_frames(episodes, self.n, fillers)

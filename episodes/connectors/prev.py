@@ -91,10 +91,12 @@ class PrevActionsPrevRewards(EpisodeConnector):
         self.one_hot_discrete = as_flag(one_hot_discrete, "one_hot_discrete")  # as reads take it
 
     def _reach(self, n: int) -> Callable[[SingleAgentEpisode], int]:
-        # Items before ts = 0 that an episode's first row reads (none for an empty episode).
+        # Items before ts = 0 that an episode's first row reads, as FrameStack._reach.
         def reach(episode: SingleAgentEpisode) -> int:
-            start, stop = self.rows(episode)
-            return n - start if stop > start else 0
+            size = len(episode)
+            if not self.inference:
+                return n if size else 0
+            return n - (size if size >= n else self.rows(episode)[0])
 
         return reach
 
@@ -112,9 +114,12 @@ class PrevActionsPrevRewards(EpisodeConnector):
                     "one_hot_discrete=False for the raw actions"
                 )
         who = f"PrevActionsPrevRewards({self.n_actions}, {self.n_rewards})"
-        for column, n in (("actions", self.n_actions), ("rewards", self.n_rewards)):
-            if n and warn_short_lookback(episodes, self._reach(n), column, who, self.fill):
-                break  # one warning per call
+        reach = max(self.n_actions, self.n_rewards)
+        # Inference rows of episodes at least that many steps long reach before none.
+        if not self.inference or min(map(len, episodes), default=reach) < reach:
+            for column, n in (("actions", self.n_actions), ("rewards", self.n_rewards)):
+                if n and warn_short_lookback(episodes, self._reach(n), column, who, self.fill):
+                    break  # one warning per call
         fillers = FillerMemo(self.fill)
         if self.inference:  # the latest rows of all episodes at once, where they are plain
             fast = self._last_rows(episodes, fillers)
