@@ -228,7 +228,7 @@ class DeviceRecorder(BatchedRecorder):
         return self.env_step(obs, rewards, terminateds, truncateds, infos, reset=reset)
 
     @torch.no_grad()
-    def put_outputs(self, actions: Any, extras: dict[str, Any]) -> None:
+    def put_outputs(self, actions: Any, extras: dict[str, Any]) -> Any:
         """Queues the policy's outputs for the next vector step, before the env steps.
 
         As ``BatchedRecorder.put_outputs``: outputs that are views of the observations an env
@@ -238,7 +238,8 @@ class DeviceRecorder(BatchedRecorder):
             >>> rec = DeviceRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
             >>> rec.begin(2, torch.zeros(2, 3))
             >>> obs = torch.ones(2, 3)
-            >>> rec.put_outputs(torch.zeros(2), {"first": obs[:, 0]})
+            >>> rec.put_outputs(torch.zeros(2), {"first": obs[:, 0]})  # handed to the env as is
+            tensor([0., 0.])
             >>> _ = obs.fill_(7.0)  # the env reuses its buffer
             >>> no = torch.tensor([False, False])
             >>> _ = rec.env_step(obs, torch.ones(2), no, no, {}, reset=None)
@@ -262,6 +263,7 @@ class DeviceRecorder(BatchedRecorder):
             check_outputs_hold_data(actions, extras)
             raise
         blocks.put_outputs(self.row, device_actions, device_extras)
+        return actions  # a torch env takes them as the policy gave them
 
     @torch.no_grad()
     def env_step(
@@ -279,7 +281,7 @@ class DeviceRecorder(BatchedRecorder):
         Example:
             >>> rec = DeviceRecorder(1, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
             >>> rec.begin(1, torch.zeros(1, 2))
-            >>> rec.put_outputs(torch.zeros(1), {})
+            >>> _ = rec.put_outputs(torch.zeros(1), {})
             >>> no = torch.tensor([False])
             >>> rec.env_step(torch.ones(1, 2), torch.ones(1), no, no, {}, reset=None)[1].tolist()
             [False]

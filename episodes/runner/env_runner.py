@@ -410,7 +410,7 @@ class EnvRunner:
         # Written before the env steps: outputs that are views of the observations (an action
         # mask passed through) would change under an env that reuses its observation buffer,
         # and actions under an env that clips them in place. Not recorded until env_step.
-        self._recorder.put_outputs(actions, extras)
+        actions = self._recorder.put_outputs(actions, extras)  # a numpy env's: host arrays
         self._stepped = True  # from here a failure leaves the env past what was recorded
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
         check_batched_infos(infos, "the env's step infos", self.autoreset_mode)

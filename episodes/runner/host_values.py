@@ -8,9 +8,9 @@ import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words
 from episodes.runner.policy import check_numpy_dtype
-from episodes.structs import map_batch
+from episodes.structs import flatten, map_batch
 
-__all__ = ["host_array", "host_outputs"]
+__all__ = ["env_actions", "host_array", "host_outputs"]
 
 
 def host_array(value: Any, what: str = "a policy output") -> np.ndarray:
@@ -98,6 +98,31 @@ def host_outputs(actions: Any, extras: dict[str, Any]) -> tuple[Any, dict[str, A
         what = next((what for what, value in named if holds_masked([value])), "a policy output")
         raise ValueError(masked_words(what)) from None
     return actions, extras
+
+
+def env_actions(given: Any, host: Any) -> Any:
+    """The actions a numpy env is handed: ``host`` where ``given`` holds a torch tensor.
+
+    A torch policy's actions reach a numpy env as the host arrays that were recorded
+    (detached, on the CPU, bfloat16 as float32), as RLlib's connectors hand them: a tensor
+    that requires grad cannot be read by numpy, and gymnasium's spaces refuse tensors (a
+    Discrete's ``contains``) or pass them on into rewards. Anything else (numpy arrays, lists
+    of numbers) goes to the env as the policy gave it.
+
+    Example:
+        >>> import torch
+        >>> given = torch.tensor([0.5, 1.0], requires_grad=True)
+        >>> env_actions(given, host_array(given)).tolist()
+        [0.5, 1.0]
+        >>> given = [0, 1]
+        >>> env_actions(given, host_array(given)) is given
+        True
+    """
+    if given.__class__ is np.ndarray:
+        return given
+    if any(hasattr(leaf, "detach") for leaf in flatten(given)[0]):
+        return host
+    return given
 
 
 class _MaskedOutput(ValueError):

@@ -45,7 +45,7 @@ from gymnasium.vector import AutoresetMode
 from episodes.buffer.plain_arrays import check_unmasked
 from episodes.runner.blocks import Blocks
 from episodes.runner.finals import Finals
-from episodes.runner.host_values import host_outputs
+from episodes.runner.host_values import env_actions, host_outputs
 from episodes.runner.infos import FINAL_KEYS, reported
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of, doubt_next_step
@@ -253,17 +253,20 @@ class BatchedRecorder:
         self.put_outputs(actions, extras)
         return self.env_step(obs, rewards, terminateds, truncateds, infos, reset=reset)
 
-    def put_outputs(self, actions: Any, extras: dict[str, np.ndarray]) -> None:
-        """Writes the policy's outputs for the next vector step, before the env steps.
+    def put_outputs(self, actions: Any, extras: dict[str, np.ndarray]) -> Any:
+        """Writes the policy's outputs for the next vector step; returns the env's actions.
 
         Outputs viewing a buffer the env writes in place (its observations, the actions it
-        clips) are copied first (``Blocks.put_outputs``); recorded at :meth:`env_step`.
+        clips) are copied first (``Blocks.put_outputs``); recorded at :meth:`env_step`. Torch
+        actions go to the env as their host arrays (``host_values.env_actions``).
 
         Example:
             >>> rec = BatchedRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
             >>> rec.begin(1, np.zeros((2, 3)))
             >>> obs = np.ones((2, 3))
-            >>> rec.put_outputs(np.zeros(2), {"first": obs[:, 0]})
+            >>> import torch
+            >>> rec.put_outputs(torch.zeros(2), {"first": obs[:, 0]})  # to hand the env
+            array([0., 0.], dtype=float32)
             >>> obs[:] = 7.0  # the env reuses its buffer
             >>> no = np.zeros(2, bool)
             >>> _ = rec.env_step(obs, np.ones(2), no, no, {}, reset=None)
@@ -272,14 +275,15 @@ class BatchedRecorder:
         """
         assert self.blocks is not None, "begin() first"
         try:  # a masked array with masked entries is refused, naming the output
-            actions, extras = host_outputs(actions, extras)
+            host, extras = host_outputs(actions, extras)
         except NotImplementedError:
             # A meta tensor (no data), in torch's words: named here, before env.step.
             check_outputs_hold_data(actions, extras)
             raise
         if self.row >= self.blocks.step_rows:
             self.blocks = self.blocks.resized(2 * self.blocks.step_rows)
-        self.blocks.put_outputs(self.row, actions, extras)
+        self.blocks.put_outputs(self.row, host, extras)
+        return env_actions(actions, host)
 
     def env_step(
         self,
@@ -296,7 +300,7 @@ class BatchedRecorder:
         Example:
             >>> rec = BatchedRecorder(1, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
             >>> rec.begin(1, np.zeros((1, 2)))
-            >>> rec.put_outputs(np.zeros(1), {})
+            >>> _ = rec.put_outputs(np.zeros(1), {})
             >>> no = np.zeros(1, bool)
             >>> rec.env_step(np.ones((1, 2)), np.ones(1), no, no, {}, reset=None)[0].tolist()
             [[1.0, 1.0]]
@@ -420,9 +424,7 @@ class BatchedRecorder:
         if not self._endings:
             return
         endings, self._endings = self._endings, []
-        rows = np.repeat(
-            np.array([r for r, _, _, _ in endings], np.int64), [len(e) for _, e, _, _ in endings]
-        )
+        rows = np.repeat([r for r, _, _, _ in endings], [len(e) for _, e, _, _ in endings])
         envs = np.concatenate([e for _, e, _, _ in endings]).astype(np.int64)
         self.metrics.add_episodes(
             np.concatenate([x for _, _, x, _ in endings]),
