@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import json
@@ -57,6 +58,7 @@ from episodes.io.errors import (
 from episodes.io.format import read_regular_file
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.minari_arrow import minari_episode_data, one_batch_per_episode, reading
+from episodes.io.minari_pieces import whole_episodes
 from episodes.io.minari_spaces import check_minari_space
 from episodes.io.minari_values import (
     EpisodeBuffers,
@@ -65,9 +67,8 @@ from episodes.io.minari_values import (
     split_steps,
     text_ends_in_nul,
 )
-from episodes.io.reader import dataset_info, read_episodes
+from episodes.io.reader import dataset_info
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
-from episodes.io.values import concat_piece, id_key
 from episodes.io.writer import take_back
 
 __all__ = ["export_minari", "import_minari"]
@@ -151,27 +152,6 @@ def _refusals(src: PathLike) -> Iterator[None]:
 _DATASET_ID = re.compile(r"(?:[-\w][-\w/]*[-\w]/)?[-\w]+-v\d+")
 
 
-def _whole_episodes(src: PathLike) -> Iterator[SingleAgentEpisode]:
-    """Streams the dataset's episodes with their pieces joined (pieces held until complete)."""
-    pieces_of = {id_key(e.id_): e.num_chunks for e in dataset_info(src).episodes}
-    pending: dict[str, list[SingleAgentEpisode]] = {}
-    for piece in read_episodes(src, verify=True):  # no damaged data into another format
-        key = id_key(piece.id_)
-        pending.setdefault(key, []).append(piece)
-        if len(pending[key]) == pieces_of.get(key, 1):
-            # (t_started, t), as load_episode: a piece without steps goes first where it is.
-            parts = sorted(pending.pop(key), key=lambda p: (p.t_started, p.t))
-            episode = parts[0]
-            for part in parts[1:]:
-                try:  # one id_key, not always an equal id (NaN): concat_piece
-                    concat_piece(episode, part)
-                except (AssertionError, ValueError) as err:
-                    raise CorruptDatasetError(
-                        f"pieces of episode {piece.id_!r} do not join at t={part.t_started}: {err}"
-                    ) from err
-            yield episode
-
-
 def _env_spec_json(meta: DatasetMetadata) -> str | None:
     """The env spec Minari records: ours as stored, else the registry's for the env id.
 
@@ -201,7 +181,8 @@ def export_minari(
     """Writes the episodes of ``src`` (v1 or v2) as Minari dataset ``dataset_id``.
 
     Every space is checked, and every value cast to its space's dtype, before anything is
-    written; no env is made (the env spec recorded is the one our metadata stores).
+    written; no env is made (the env spec recorded is the one our metadata stores). Episodes
+    are numbered in the order ``dataset_info`` lists them (:mod:`episodes.io.minari_pieces`).
 
     Args:
         src: Our dataset.
@@ -273,10 +254,15 @@ def export_minari(
         check_minari_space(spaces[0], "the observation space")
         check_minari_space(spaces[1], "the action space")
     buffers = EpisodeBuffers(spaces, infos=infos)
-    for episode in _whole_episodes(src):
+    ranks = []
+    for r, episode in whole_episodes(src):
         if len(episode) > 0:
             with _refusals(src):
                 buffers.add(episode)
+            ranks.append(r)
+    # Numbered in the order the dataset lists its episodes (first pieces), not completion's.
+    held, order = buffers.buffers, np.argsort(ranks, kind="stable")
+    buffers.buffers = [dataclasses.replace(held[k], id=n) for n, k in enumerate(order)]
     if not buffers.buffers:
         raise DatasetError(f"{src} holds no episode with steps to export")
     env_spec = _env_spec_json(meta)

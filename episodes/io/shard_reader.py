@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.indexing import as_int, whole_number
+from episodes.indexing import as_int
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.data_file import check_data_file, open_data
 from episodes.io.errors import (
@@ -55,6 +55,7 @@ from episodes.io.errors import (
 from episodes.io.format import check_inside, not_a_dataset, read_regular_file
 from episodes.io.leaf_maps import map_copy_on_write, may_map
 from episodes.io.metadata import DatasetMetadata
+from episodes.io.open_shards import AUTO, MaxOpen, OpenLimits, check_max_open
 from episodes.io.pinned import BoundedCache, ByteBudget, pinned_arrays, plan_views
 from episodes.io.reader import read_flags
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
@@ -305,15 +306,12 @@ class Dataset:
     Args:
         path: The dataset directory.
         verify: Check every shard data file's CRC-32 when it is opened.
-        max_open_shards: Shards kept open at once (each an index in memory, its last few
-            record batches and bounded caches of column plans, plus its data: an Arrow
-            shard's a memory map, address space rather than resident memory; a Parquet
-            shard's decoded in memory, its whole size, so lower this for Parquet datasets
-            read from many shards); an int >= 1.
+        max_open_shards: Shards kept open at once: ``"auto"``, as many as are cheap to keep
+            (:mod:`episodes.io.open_shards`), or an int >= 1.
 
     Raises:
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
-        ValueError: ``max_open_shards`` is no int >= 1 (0, a float, a bool, a string).
+        ValueError: ``max_open_shards`` is not ``"auto"`` nor an int >= 1 (0, a float, None).
 
     Example:
         >>> import tempfile
@@ -330,9 +328,9 @@ class Dataset:
     _closed = False  # set by close() (a class default: a pickle of an older build lacks it)
 
     def __init__(
-        self, path: str | os.PathLike[str], *, verify: bool = False, max_open_shards: int = 64
+        self, path: str | os.PathLike[str], *, verify: bool = False, max_open_shards: MaxOpen = AUTO
     ):
-        whole_number(max_open_shards, "max_open_shards", 1)  # before any file is read
+        check_max_open(max_open_shards)  # before any file is read
         _, verify = read_flags(None, verify)
         # Absolute: shards open lazily, maybe after the caller changed directory.
         self.root = Path(path).absolute()
@@ -353,7 +351,7 @@ class Dataset:
         # Set while iter_episodes goes through every episode: shards opened then keep their
         # index parsed (a random read keeps it as text and parses the entry it reads).
         self._passing = False
-        self._max_open = whole_number(max_open_shards, "max_open_shards", 1)
+        self._limits = OpenLimits(max_open_shards)
         self._open: OrderedDict[int, Shard] = OrderedDict()
         self._budget = ByteBudget(_CACHED_BYTES)  # shared by the open shards' caches
         self._failed: dict[int, DatasetError] = {}
@@ -408,7 +406,7 @@ class Dataset:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_open"] = OrderedDict()  # memory maps stay in the process that made them
+        state["_open"], state["_limits"] = OrderedDict(), self._limits.fresh()  # maps stay here
         state["_budget"] = ByteBudget(_CACHED_BYTES)
         return state
 
@@ -456,8 +454,9 @@ class Dataset:
                 self._failed[s] = without_frames(reraisable(err))
                 raise
             self._open[s] = shard
-            while len(self._open) > self._max_open:
-                self._close(next(iter(self._open)))
+            self._limits.opened(shard)
+            while (victim := self._limits.victim(self._open)) is not None:
+                self._close(victim)
                 self.evictions += 1
         else:
             self._open.move_to_end(s)
@@ -466,6 +465,7 @@ class Dataset:
     def _close(self, s: int, *, release: bool = False) -> None:
         shard = self._open.pop(s, None)
         if shard is not None:  # what its caches pin no read can reach again: out of the budget
+            self._limits.closed(shard)
             shard._views.clear()
             shard._plans.clear()
             if release:  # close(): its file too (an evicted one may still serve a plan held)

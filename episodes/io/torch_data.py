@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import os
+import warnings
 from collections import OrderedDict
 from typing import Any, TypeVar
 
@@ -69,6 +70,7 @@ from episodes.io.item_types import (
     types_differ,
 )
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
+from episodes.io.open_shards import AUTO, MaxOpen
 from episodes.io.piece_windows import PieceRuns, joined_steps, piece_runs
 from episodes.io.pinned import pinned_bytes
 from episodes.io.shard_codec import EXTRAS, column_of
@@ -76,7 +78,7 @@ from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
 from episodes.io.values import decode_value
 
-__all__ = ["SequenceDataset", "TransitionDataset"]
+__all__ = ["NoWindowsWarning", "SequenceDataset", "TransitionDataset"]
 
 # Column plans kept per process (about 1.7 KB each for CartPole pieces). A shuffled pass
 # draws every piece again and again, so the cache must hold the pieces it cycles through:
@@ -92,6 +94,25 @@ MAX_CACHED_BYTES = 256 << 20
 _Data = TypeVar("_Data", bound="_EpisodeData")
 
 
+class NoWindowsWarning(UserWarning):
+    """A :class:`SequenceDataset` holds steps but no item: ``length`` exceeds every run.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 0],
+        ...                                rewards=[1.0, 1.0], len_lookback_buffer=0))
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     data = SequenceDataset(path, length=3)
+        >>> len(data), caught[0].category.__name__, "is 2" in str(caught[0].message)
+        (0, 'NoWindowsWarning', True)
+    """
+
+
 class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     """Shared machinery: a reader opened lazily per process and an index of sample counts."""
 
@@ -101,7 +122,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         self,
         path: str | os.PathLike[str],
         *,
-        max_open_shards: int = 64,
+        max_open_shards: MaxOpen = AUTO,
         max_cached_bytes: int = MAX_CACHED_BYTES,
     ):
         self._max_open = max_open_shards
@@ -374,7 +395,9 @@ class TransitionDataset(_EpisodeData):
         path: A v2 dataset.
         n_step: Steps per transition.
         gamma: Discount for n-step returns.
-        max_open_shards: Shards memory-mapped at once per process.
+        max_open_shards: Shards open at once per process: ``"auto"``, as many as are cheap to
+            keep (:mod:`episodes.io.open_shards`: every shard of a dataset of many small
+            uncompressed ones), or an int >= 1, as for :class:`~episodes.io.Dataset`.
         max_cached_bytes: Bytes of decompressed data (a compressed shard's batches) that the
             cached column plans may keep alive per process; the least recently used go first.
             Uncompressed shards' plans view their memory map and do not count.
@@ -398,7 +421,7 @@ class TransitionDataset(_EpisodeData):
         *,
         n_step: int = 1,
         gamma: float = 0.99,
-        max_open_shards: int = 64,
+        max_open_shards: MaxOpen = AUTO,
         max_cached_bytes: int = MAX_CACHED_BYTES,
     ):
         # Checked here, not at the first item inside a DataLoader worker.
@@ -449,7 +472,8 @@ class SequenceDataset(_EpisodeData):
     """One item per window of ``length`` consecutive steps of an episode.
 
     A window may span pieces of the episode that continue one another, never pieces that do
-    not (see the module); an episode (run) shorter than ``length`` gives no items. Items hold
+    not (see the module); an episode (run) shorter than ``length`` gives no items (none giving
+    one, steps held: a :class:`NoWindowsWarning` naming the longest run). Items hold
     ``obs`` (``length + 1`` observations: each step's and the last next one), ``actions``,
     ``rewards``, extras (``length`` each), and ``terminated``/``truncated`` (bool arrays, true
     at a window's last step if it ends the episode that way). ``max_open_shards`` and
@@ -473,11 +497,20 @@ class SequenceDataset(_EpisodeData):
         path: str | os.PathLike[str],
         *,
         length: int,
-        max_open_shards: int = 64,
+        max_open_shards: MaxOpen = AUTO,
         max_cached_bytes: int = MAX_CACHED_BYTES,
     ):
         self.length = whole_number(length, "length", 1)
         super().__init__(path, max_open_shards=max_open_shards, max_cached_bytes=max_cached_bytes)
+        longest = int(self._runs.lengths.max()) if len(self._runs.lengths) else 0
+        if len(self) == 0 and longest > 0:  # else the first sign is DataLoader's num_samples=0
+            warnings.warn(
+                f"SequenceDataset of {self._path} holds no window of length={self.length}: its "
+                f"longest run of steps is {longest} (an episode, or its pieces that continue "
+                "one another)",
+                NoWindowsWarning,
+                stacklevel=2,
+            )
 
     def _counts(self, lengths: np.ndarray) -> np.ndarray:
         return np.maximum(lengths - self.length + 1, 0)

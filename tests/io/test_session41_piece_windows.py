@@ -268,6 +268,7 @@ def _count(spec: tuple[Any, ...]) -> int:
     return len(cuts) + 1 + (stepless and end != "none")
 
 
+@pytest.mark.filterwarnings("ignore::episodes.io.torch_data.NoWindowsWarning")  # short runs
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
