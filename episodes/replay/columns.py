@@ -8,6 +8,7 @@ import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words, native_dtype
 from episodes.buffer.stack_errors import layout, unstackable
+from episodes.replay.nested import check_records, describe, fit_records, raw_rows
 from episodes.spaces.batching import batch, rounded_ints
 
 __all__ = ["Column", "as_rows", "float32_rewards", "move_back", "move_to_front"]
@@ -34,6 +35,8 @@ def as_rows(values: Any, what: str) -> np.ndarray:
         ValueError: rewards: the items do not stack: item 0 has shape (), item 1 has shape (2,)
     """
     # A list of items (list mode) is scanned by type; an array is looked at once.
+    if isinstance(values, np.ndarray) and values.dtype.names is not None:
+        return check_records(values, what)  # nested observations' records
     if isinstance(values, np.ndarray):  # a numpy'd chunk's column: the usual case
         if isinstance(values, np.ma.MaskedArray) and np.ma.count_masked(values):
             raise TypeError(masked_words(what))
@@ -50,9 +53,8 @@ def as_rows(values: Any, what: str) -> np.ndarray:
         rows = batch(values)  # exact as to_numpy stacks them: uint64 (objects are refused)
     if rows.dtype.kind not in "biufc" or rows.ndim == 0:
         raise TypeError(
-            f"{what}: replay stores numeric arrays only (got dtype {rows.dtype}); nested "
-            "spaces are not supported: flatten them first (episodes.connectors."
-            "flatten_episode_observations(chunk) for observations)"
+            f"{what}: replay stores numeric arrays only (got dtype {rows.dtype}); observations "
+            "may nest them in dicts and tuples (a Dict or Tuple space), other columns not"
         )
     return rows
 
@@ -174,6 +176,8 @@ class Column:
             ...
             ValueError: observations of dtype int8 hold values the buffer's uint8 column cannot
         """
+        if self.data.dtype.names is not None or rows.dtype.names is not None:
+            return fit_records(self, rows, what)  # nested: leaf by leaf
         if not self.accepts(rows):
             raise ValueError(
                 f"{what} of shape {rows.shape[1:]} dtype {rows.dtype} do not fit the buffer's "
@@ -202,6 +206,8 @@ class Column:
             >>> Column(4, np.zeros((1, 2, 3), np.float32)).describe()
             'shape (2, 3) dtype float32'
         """
+        if self.data.dtype.names is not None:
+            return f"nested observations {describe(self.data.dtype)}"
         return f"shape {self.data.shape[1:]} dtype {self.data.dtype}"
 
     def resize(self, size: int) -> None:
@@ -216,7 +222,7 @@ class Column:
         """
         new = np.zeros((size, *self.data.shape[1:]), self.data.dtype)
         keep = min(size, len(self.data))
-        new[:keep] = self.data[:keep]
+        raw_rows(new)[:keep] = raw_rows(self.data)[:keep]  # records: as bytes, not by field
         self.data = new
 
     def keep(self, rows: np.ndarray) -> None:

@@ -67,7 +67,9 @@ def widen(chunk: Chunk, joined: dict[str, tuple[np.dtype[Any], Any]]) -> None:
 
 
 def _widened(rows: np.ndarray, want: tuple[np.dtype[Any], Any] | None) -> np.ndarray:
-    if want is None or rows.dtype == want[0] or rows.shape[1:] != tuple(want[1]):
+    if want is None or rows.dtype.names is not None:  # nested observations: as they come
+        return rows
+    if rows.dtype == want[0] or rows.shape[1:] != tuple(want[1]):
         return rows
     dtype = want[0]
     kinds = {"i" if d.kind == "u" else d.kind for d in (rows.dtype, dtype)}

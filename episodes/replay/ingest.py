@@ -24,6 +24,7 @@ from episodes.replay.adding import named_refusal
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
+from episodes.replay.nested import NESTED_REFUSAL, list_rows, nested_rows, records_equal, unpack
 from episodes.replay.store import all_empty_infos
 from episodes.spaces import UNSTACKABLE_SPACES, equal_in_space, find_space_kind
 from episodes.structs import arrays_equal, deep_copied, short_repr
@@ -189,7 +190,8 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
 
     Raises:
         TypeError: Not a ``SingleAgentEpisode``, an unhashable id (the buffer finds episodes
-            by id), values that are not numeric arrays, rewards that are not real numbers, or
+            by id), values that are not numeric arrays (observations may nest them in dicts and
+            tuples: :mod:`episodes.replay.nested`), rewards that are not real numbers, or
             an extra-model-output key that is not a str (``0`` and ``"0"`` would be one column).
         ValueError: Times (``t_started`` to ``t_started + len``) beyond int64, or rewards not
             one scalar per step or that a float32 cannot hold.
@@ -284,37 +286,15 @@ def _rows(
         # List-structured items ([x, y] observations without a Box space) are rows in list
         # mode; numpy'd (or read from a dataset) they are a list of per-leaf columns, which
         # stack back into the same rows.
-        values = _list_rows(values, what)
+        values = list_rows(values, what)
     if nested or isinstance(values, (tuple, dict)):
-        raise TypeError(_NESTED.format(what=what))
+        if what != "observations":  # nested observations are records (episodes.replay.nested)
+            raise TypeError(NESTED_REFUSAL.format(what=what))
+        return nested_rows(values, what, count, finalized, space)
     rows = as_rows(values, what)
     if len(rows) != count:
         raise TypeError(f"{what}: {len(rows)} rows, expected {count} (nested items?)")
     return rows
-
-
-_NESTED = (
-    "{what}: replay stores numeric arrays only; nested spaces are not supported: flatten "
-    "them first (observations: episodes.connectors.flatten_episode_observations(chunk); an "
-    "extra model output: record each leaf under its own str key, e.g. 'state_h', 'state_c')"
-)
-
-
-def _list_rows(columns: list[Any], what: str) -> np.ndarray:
-    """The rows a numpy'd column of list-structured items holds: ``np.asarray`` of each item.
-
-    Example:
-        >>> _list_rows([np.array([0, 1]), np.array([0.5, 2.5])], "observations").tolist()
-        [[0.0, 0.5], [1.0, 2.5]]
-    """
-    if not columns or not all(isinstance(c, (list, tuple, np.ndarray)) for c in columns):
-        raise TypeError(_NESTED.format(what=what))
-    # Tuples inside a list item are rows too, as np.asarray stacks them in list mode.
-    leaves = [_list_rows(list(c), what) if isinstance(c, (list, tuple)) else c for c in columns]
-    try:
-        return np.stack(leaves, axis=1)
-    except ValueError as error:  # leaves of different shapes: list mode cannot stack them either
-        raise TypeError(f"{what}: list-structured items do not stack into rows: {error}") from None
 
 
 def _rewards(values: Any, n: int) -> np.ndarray:
@@ -409,14 +389,17 @@ def _same_border(chunk: Chunk, stored: np.ndarray) -> bool:
     the float64 value it was given. Where the chunk has a space, in the space's dtypes too, as
     ``concat_episode`` compares (a float32 tail of a float64 head in a float32 Box joins).
     """
-    fitted = chunk.obs[0]
+    fitted, space = chunk.obs[0], chunk.spaces[0]
+    if fitted.dtype.names is not None:  # nested: leaf by leaf (episodes.replay.nested)
+        return records_equal(fitted, stored) or (
+            space is not None and equal_in_space(unpack(chunk.border), unpack(stored), space)
+        )
     if fitted.shape == stored.shape:
         if fitted.dtype.kind in "fc" and stored.dtype.kind in "fc":  # a complex one's parts
             if arrays_equal(fitted, stored):
                 return True
         elif np.array_equal(fitted, stored):
             return True
-    space = chunk.spaces[0]
     return space is not None and equal_in_space(chunk.border, stored, space)
 
 

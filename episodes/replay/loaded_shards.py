@@ -298,6 +298,8 @@ def _part(
         if not _same_as_read(_read_piece(shard, head, summaries[head]), mine, own[head], model):
             return None
     for chunk in chunks.values():
+        if chunk.obs.dtype.names is not None:
+            return None  # nested observations: added episode by episode
         own_kinds = [(path, v.dtype, v.shape[1:]) for path, v in _arrays(chunk).items()]
         kinds = kinds or own_kinds
         if own_kinds != kinds:

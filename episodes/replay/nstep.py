@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from episodes.io.nstep import discount_weights
+from episodes.replay.nested import put_rows, take_rows
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
 
@@ -116,10 +117,10 @@ def next_observations(store: StepStore, table: EpisodeTable, slots: np.ndarray) 
     """
     assert store.obs is not None and table.final_obs is not None
     nxt = store.nxt[slots]
-    out = store.obs.data[np.maximum(nxt, 0)]
+    out = take_rows(store.obs.data, np.maximum(nxt, 0))
     ends = nxt < 0
     if ends.any():
-        out[ends] = table.final_obs.data[store.ep[slots[ends]]]
+        put_rows(out, ends, take_rows(table.final_obs.data, store.ep[slots[ends]]))
     return out
 
 

@@ -568,11 +568,23 @@ def to_device(batch: Any, device: Any) -> Any:
     device = check_device(device)  # a torch.device too: "cuda" where there is none
     tensor, contiguous = torch.from_numpy, np.ascontiguousarray
     move = device.type != "cpu"  # on the CPU .to() is a no-op, or a copy nobody needs
+
     out = {}
     for key, value in batch.items():
         if isinstance(value, np.ndarray) and value.dtype.kind != "O":  # not object arrays
             value = tensor(contiguous(value))
             if move:
                 value = value.to(device)
+        elif isinstance(value, (dict, tuple)):  # nested observations: each leaf a tensor
+            value = _nested_tensors(value, device)
         out[key] = value
     return out
+
+
+def _nested_tensors(value: Any, device: Any) -> Any:
+    """:func:`to_device` of a nested observation column (dicts and tuples of arrays)."""
+    if isinstance(value, dict):
+        return {key: _nested_tensors(part, device) for key, part in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_nested_tensors(part, device) for part in value)
+    return to_device({"leaf": value}, device)["leaf"]

@@ -253,6 +253,9 @@ def write_stored(buffer: EpisodeReplayBuffer, path: Path, ids: list[Any]) -> Non
         >>> [(e.id_, e.get_rewards().tolist()) for e in read_episodes(path, verify=True)]
         [('a', [1.0, 2.0]), ('b', [1.0, 2.0])]
     """
+    obs = buffer._store.obs
+    if obs is not None and obs.data.dtype.names is not None:  # nested: the writer's encoding
+        raise BatchMismatch("nested observations are written episode by episode")
     stored = _Stored(buffer, ids)
     DatasetWriter(path).close()  # the manifest and shards/ of an empty dataset
     shards = _Shards(path)

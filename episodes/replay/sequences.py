@@ -10,6 +10,7 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.metadata import with_clocks, with_meta
+from episodes.replay.nested import take_rows, unpack, unpack_batch, zero_rows
 from episodes.replay.nstep import next_observations, walk
 from episodes.replay.sampling import add_extras, check_positive, draw_live, episode_slots
 from episodes.replay.store import StepStore, fresh_info_list, fresh_infos
@@ -80,8 +81,8 @@ def _reach(store: StepStore, table: EpisodeTable, starts: np.ndarray, lookback: 
 
 
 def _gather(column: np.ndarray, pos: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    out = column[np.maximum(pos, 0)]
-    out[~mask] = 0
+    out = take_rows(column, np.maximum(pos, 0))
+    zero_rows(out, ~mask)
     return out
 
 
@@ -128,8 +129,9 @@ def sequence_batch(
     flat = np.maximum(pos, 0)
     at_end = (store.nxt[flat] < 0) & mask
     rows = store.ep[flat]
-    next_obs = next_observations(store, table, flat.ravel()).reshape(store.obs.data[flat].shape)
-    next_obs[~mask] = 0
+    next_obs = next_observations(store, table, flat.ravel())
+    next_obs = next_obs.reshape(flat.shape + next_obs.shape[1:])
+    zero_rows(next_obs, ~mask)
     is_lookback = np.zeros(pos.shape, bool)
     is_lookback[:, :lookback] = True
     batch = {
@@ -150,6 +152,8 @@ def sequence_batch(
     if include_extra_model_outputs:
         extras = {key: _gather(column.data, pos, mask) for key, column in store.extras.items()}
         add_extras(batch, extras)
+    if store.obs.data.dtype.names is not None:  # nested observations: given back nested
+        unpack_batch(batch)
     return batch
 
 
@@ -284,8 +288,10 @@ def build_episode(
     raw_infos[:-1] = store.read_infos(slots)
     raw_infos[-1] = final_info
     observations = np.concatenate(
-        [store.obs.data[slots], next_observations(store, table, slots[-1:])]
+        [take_rows(store.obs.data, slots), next_observations(store, table, slots[-1:])]
     )
+    if observations.dtype.names is not None:  # nested: a numpy'd nested column
+        observations = unpack(observations)
     # The gathers are new arrays (fancy indexing copies): they become the numpy'd columns
     # as they are, holding what ``to_numpy`` would stack from their rows; infos stay a list,
     # as ``to_numpy`` leaves them.

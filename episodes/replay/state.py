@@ -21,6 +21,7 @@ import numpy as np
 from episodes.replay.columns import Column, as_rows, float32_rewards
 from episodes.replay.counters import COUNTERS, checked_counts
 from episodes.replay.metadata import meta_from_state, meta_state
+from episodes.replay.nested import put_rows, take_rows
 from episodes.replay.rng import checked_generator, generator_from_state
 from episodes.replay.sampling import check_non_negative, check_positive, int_array
 from episodes.replay.store import StepStore
@@ -71,7 +72,7 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         "spaces": [_space_entry(space) for space in buffer._spaces],
         "next_uid": store.next_uid,
         "steps": {
-            "obs": store.obs.data[keep] if store.obs is not None else None,
+            "obs": take_rows(store.obs.data, keep) if store.obs is not None else None,
             "actions": store.actions.data[keep] if store.actions is not None else None,
             "rewards": store.rewards[keep],
             "extras": {k: c.data[keep] for k, c in store.extras.items()},
@@ -84,7 +85,9 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         },
         "episodes": {
             "ids": list(table.order),
-            "final_obs": table.final_obs.data[rows] if table.final_obs is not None else None,
+            "final_obs": take_rows(table.final_obs.data, rows)
+            if table.final_obs is not None
+            else None,
             "final_info": copy.deepcopy(list(table.final_info[rows])),
             "terminated": table.terminated[rows],
             "truncated": table.truncated[rows],
@@ -444,7 +447,7 @@ def _restore_store(
     if steps["obs"] is not None:
         store.obs = Column(store.size, steps["obs"])
         store.actions = Column(store.size, steps["actions"])
-        store.obs.data[at] = steps["obs"]
+        put_rows(store.obs.data, at, np.asarray(steps["obs"]))
         store.actions.data[at] = steps["actions"]
         for key, values in steps["extras"].items():
             store.extras[key] = Column(store.size, values)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from episodes.replay.columns import Column, move_back, move_to_front
+from episodes.replay.nested import raw_rows
 
 __all__ = ["StepStore", "all_empty_infos", "fresh_info_list", "fresh_infos"]
 
@@ -176,8 +177,13 @@ class StepStore:
         self.init_columns(parts[0][0]["obs"], parts[0][0]["actions"], parts[0][1])
         assert self.obs is not None and self.actions is not None
         starts = self.end + np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        column = self.obs.data
+        records = column.dtype.names is not None  # nested observations: written as bytes
         for (rows, extras, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
-            self.obs.data[a : a + n] = rows["obs"]
+            if records and rows["obs"].dtype == column.dtype:
+                raw_rows(column)[a : a + n] = raw_rows(rows["obs"])
+            else:
+                column[a : a + n] = rows["obs"]
             self.actions.data[a : a + n] = rows["actions"]
             self.rewards[a : a + n] = rows["rewards"]
             for key, values in extras.items():
@@ -297,7 +303,8 @@ class StepStore:
         live = np.zeros(len(self.live), bool)
         live[:count] = True
         columns = (self.obs, self.actions, *self.extras.values())
-        arrays = [column.data for column in columns if column is not None]
+        # Records (nested observations) move as raw bytes: numpy moves them field by field.
+        arrays = [raw_rows(column.data) for column in columns if column is not None]
         arrays += [self.rewards, self.infos]
         done = [[0] for _ in arrays]
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from episodes.replay.nested import take_rows, unpack_batch
 from episodes.replay.nstep import n_step_returns, next_observations
 from episodes.replay.sampling import add_extras
 from episodes.replay.store import StepStore, fresh_infos
@@ -50,7 +51,7 @@ def transition_batch(
         rewards = res.rewards.astype(np.float32)
         discounts = np.power(gamma, res.steps).astype(np.float32)  # below float32's range: 0
     batch: dict[str, np.ndarray] = {
-        "obs": store.obs.data[slots],
+        "obs": take_rows(store.obs.data, slots),
         "actions": store.actions.data[slots],
         "rewards": rewards,
         "next_obs": next_observations(store, table, res.last),
@@ -69,4 +70,6 @@ def transition_batch(
     if include_extra_model_outputs:
         extras = {key: column.data[slots] for key, column in store.extras.items()}
         add_extras(batch, extras, reserved=("weights",))
+    if store.obs.data.dtype.names is not None:  # nested observations: given back nested
+        unpack_batch(batch)
     return batch

@@ -114,8 +114,6 @@ def test_the_copy_owns_its_columns() -> None:
 def test_a_flattened_goal_episode_goes_into_a_replay_buffer() -> None:
     episode = _nested_episode(5, 0)
     buf = EpisodeReplayBuffer(100, seed=0)
-    with pytest.raises(TypeError, match="nested spaces"):
-        buf.add(episode)
     flat = flatten_episode_observations(episode)
     buf.add(flat)
     batch = buf.get_transitions(buf.locate("g", [7, 11]))

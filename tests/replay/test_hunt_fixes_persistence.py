@@ -275,12 +275,12 @@ def test_keys_a_save_does_not_write_are_refused(tmp_path, change, match):
 def test_episodes_the_buffer_cannot_store_are_a_value_error_naming_the_save(tmp_path):
     path = _saved(tmp_path, prioritized=False)
     shutil.rmtree(path / "episodes")
-    with EpisodeWriter(path / "episodes") as writer:  # a nested space: replay refuses it
+    with EpisodeWriter(path / "episodes") as writer:  # nested actions: replay refuses them
         writer.write(
             SingleAgentEpisode(
                 "a",
-                observations=[{"x": 0.0}, {"x": 1.0}],
-                actions=[0],
+                observations=[0.0, 1.0],
+                actions=[{"x": 0}],
                 rewards=[1.0],
                 len_lookback_buffer=0,
             )

@@ -35,10 +35,10 @@ def _ep(id_: Any, **changes: Any) -> SingleAgentEpisode:
     return SingleAgentEpisode(id_, len_lookback_buffer=0, **data).to_numpy()
 
 
-def _dict_obs() -> dict[str, Any]:
+def _dict_actions() -> dict[str, Any]:
     space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,))})
-    obs = [{"a": np.zeros(2, np.float32)} for _ in range(3)]
-    return {"observations": obs, "observation_space": space}
+    actions = [{"a": np.zeros(2, np.float32)} for _ in range(2)]
+    return {"actions": actions, "action_space": space}
 
 
 # Each: the odd chunk's changes, the error class, words of the refusal.
@@ -88,7 +88,7 @@ ODD = {
         TypeError,
         "rewards must be real numbers",
     ),
-    "nested observations": (_dict_obs(), TypeError, "observations: replay stores numeric"),
+    "nested actions": (_dict_actions(), TypeError, "actions: replay stores numeric"),
 }
 
 
@@ -151,7 +151,7 @@ def test_a_single_chunk_is_named_as_chunk_0() -> None:
 
 # The refusals from_dataset left unnamed (a TypeError, or the rewards' shape, a TypeError
 # then); the others were named already and must stay named once (add names them too now).
-UNNAMED_FROM_DATASET = ["rewards of shape (1,)", "complex rewards", "nested observations"]
+UNNAMED_FROM_DATASET = ["rewards of shape (1,)", "complex rewards", "nested actions"]
 # from_dataset joins the dataset's dtypes before it fills the buffer (as TransitionDataset
 # does), so these pieces load in the wider dtype there (tests/replay/
 # test_session40_from_dataset_dtypes.py); add() still refuses them.

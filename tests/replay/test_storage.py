@@ -257,11 +257,11 @@ def _bad_cases():
         ("continues a done episode", [chunk("d", data, 3, 4)], ValueError),
         ("continues an evicted episode", [chunk("old", data, 2, 3)], EvictedEpisodeError),
         ("observation shape differs", [wide], ValueError),
-        ("nested observations", [nested], TypeError),
-        # Equal-shaped members stacked into one array (list mode), or numpy'd members
-        # stacked leaf-major and broadcast over the steps: stored, wrong.
-        ("tuple observations", [tuple_obs(numpy=False)], TypeError),
-        ("numpy'd tuple observations", [tuple_obs(numpy=True)], TypeError),
+        # Nested observations are stored, but not into a buffer of flat ones (a layout
+        # mismatch); equal-shaped Tuple members were once stacked into one flat row.
+        ("nested observations into flat ones", [nested], ValueError),
+        ("tuple observations into flat ones", [tuple_obs(numpy=False)], ValueError),
+        ("numpy'd tuple observations into flat ones", [tuple_obs(numpy=True)], ValueError),
         ("numpy'd tuple actions", [numpy_tuple_actions], TypeError),
         ("extra-model-output keys differ", [other_keys], ValueError),
         ("not an episode", ["x"], TypeError),
