@@ -131,14 +131,37 @@ def check_does_not_mutate(
         >>> check_does_not_mutate(lambda eps, batch: {"n": len(eps)}, [ep])
     """
     check_episodes(episodes_, "check_does_not_mutate")
+    _unchanged_output(connector, episodes_, batch)
+
+
+def _unchanged_output(
+    connector: Connector, episodes_: list[SingleAgentEpisode], batch: Any = None
+) -> Any:
+    """The connector's output on copies of ``episodes_``, the call checked for changes."""
     snapshot = take_snapshot(episodes_)
     objects = list(snapshot.given)
     try:
-        _call(connector, snapshot.given, deep_copy(batch, what="batch"))
+        out = _call(connector, snapshot.given, deep_copy(batch, what="batch"))
     except Float32RangeError as refusal:  # a refusal too must leave its inputs unchanged
         _check_unchanged(snapshot, objects, refusal)
         raise
     _check_unchanged(snapshot, objects)
+    return out
+
+
+def _check_unchanged_and_deterministic(
+    connector: Connector, episodes_: list[SingleAgentEpisode]
+) -> None:
+    """:func:`check_does_not_mutate` and :func:`check_deterministic` on one first call.
+
+    The call checked for changes is the first of the two compared: a connector acting
+    differently on its first sight of an episode id (writing into it, or answering otherwise)
+    shows it on that call alone, which both contracts then judge.
+    """
+    check_episodes(episodes_, "check_does_not_mutate")
+    first = deep_copy(_unchanged_output(connector, episodes_), what="output")
+    second = _output(connector, deep_copy(episodes_, what="episodes_"))
+    _assert_same(first, second, "the connector is not deterministic", check_dtype=True)
 
 
 def _check_unchanged(

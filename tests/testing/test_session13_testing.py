@@ -253,7 +253,7 @@ def test_replay_in_chunks_keeps_the_end_of_a_zero_step_episode(flag, numpy):
             "extra_model_outputs",
         ),
         (lambda: episodes(D, D, extra_model_outputs={1: D}), TypeError, "extra_model_outputs"),
-        (lambda: episodes(D, D, id_=7), TypeError, "id_"),
+        (lambda: episodes(D, D, id_=1.5), TypeError, "id_"),  # an int id is taken
         (
             lambda: episodes(gym.spaces.Sequence(D), D, numpy=True),
             ValueError,

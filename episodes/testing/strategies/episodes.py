@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from typing import Any, Union
@@ -44,7 +45,9 @@ DEFAULT_EXTRA_MODEL_OUTPUTS: dict[str, gym.Space[Any]] = {
 }
 
 _REWARDS = st.floats(-10.0, 10.0, allow_nan=False, width=32)
-_DONE_OPTIONS = (False, "terminated", "truncated")
+#: The end states drawn; "both" is terminated and truncated at once (gymnasium reports both
+#: when a time limit coincides with a terminal state). Sampled uniformly; shrinks to False.
+_DONE_OPTIONS = (False, "terminated", "truncated", "both")
 
 
 def infos() -> st.SearchStrategy[dict[str, Any]]:
@@ -55,8 +58,44 @@ def infos() -> st.SearchStrategy[dict[str, Any]]:
         >>> find(infos(), lambda info: True)
         {}
     """
-    # builds(dict), not just({}): every info must be its own object.
-    return st.builds(dict) | st.fixed_dictionaries({"step": st.integers(0, 3)})
+    return _default_infos()
+
+
+# builds(dict), not just({}): every info must be its own object. Built once: a strategy built
+# anew for every draw costs hypothesis's validation each time.
+_INFOS: st.SearchStrategy[dict[str, Any]] = st.builds(dict) | st.fixed_dictionaries(
+    {"step": st.integers(0, 3)}
+)
+
+
+def _default_infos() -> st.SearchStrategy[dict[str, Any]]:
+    return _INFOS
+
+
+def _check_id(id_: Any) -> None:
+    """Refuses an ``id_`` that is neither None, a str, an int nor a strategy (bools too)."""
+    if id_ is None or isinstance(id_, (str, st.SearchStrategy)):
+        return
+    if isinstance(id_, (bool, np.bool_)) or not whole(id_):
+        raise TypeError(
+            f"id_ must be a str, an int, a strategy drawing ids or None, got {type(id_).__name__}"
+        )
+
+
+def _own_infos(draw: st.DrawFn, strategy: st.SearchStrategy[Any] | None, count: int) -> list[Any]:
+    """``count`` info dicts drawn from ``strategy`` (None: :func:`infos`), each its own object.
+
+    A strategy's draws are deep-copied: ``st.just({"a": 1})`` (alone or inside
+    ``fixed_dictionaries``) draws one object every time, and the steps would share it, so
+    writing one step's info would change the others'.
+    """
+    if strategy is None:  # infos() builds a new dict for every draw
+        return draw(st.lists(_default_infos(), min_size=count, max_size=count))
+    drawn = draw(st.lists(strategy, min_size=count, max_size=count))
+    for info in drawn:
+        if not isinstance(info, dict):
+            raise TypeError(f"the infos strategy must draw dicts, got {type(info).__name__}")
+    return [copy.deepcopy(info) for info in drawn]
 
 
 def resolve_space(draw: st.DrawFn, space: SpaceLike) -> gym.Space[Any]:
@@ -144,6 +183,7 @@ def episodes(
     numpy: bool | None = None,
     t_started: int | tuple[int, int] | None = None,
     id_: Any = None,
+    infos: st.SearchStrategy[dict[str, Any]] | None = None,
 ) -> st.SearchStrategy[SingleAgentEpisode]:
     """Draws a valid, reset :class:`~episodes.SingleAgentEpisode` chunk.
 
@@ -156,22 +196,30 @@ def episodes(
         min_len: Fewest steps after the lookback.
         max_len: Most steps after the lookback.
         lookback: Steps of lookback, an int or an inclusive ``(low, high)`` range.
-        done: ``False``, ``True`` (terminated or truncated), ``"terminated"``, ``"truncated"``,
-            or None for any; an episode of length 0 is never done, so a required end draws
+        done: ``False``, ``True`` (any end), ``"terminated"``, ``"truncated"``, ``"both"``
+            (terminated and truncated at once, as gymnasium reports a time limit hit on a
+            terminal step), or None for any. None draws each of not done, terminated only,
+            truncated only and both with probability 1/4, ``True`` each end with 1/3 (for
+            lengths >= 1). An episode of length 0 is never done, so a required end draws
             lengths from ``max(min_len, 1)`` (and ``max_len=0`` is a ``ValueError``).
         extra_model_outputs: Dict of key -> space of one value; None draws a subset of
             :data:`DEFAULT_EXTRA_MODEL_OUTPUTS`; ``{}`` for none.
         numpy: Whether the episode is numpy'd (``to_numpy()``); None for either.
         t_started: The step of ``ts=0``; an int, a range, or None (= the lookback length, as
             for a chunk cut from a fresh episode).
-        id_: The episode id; None draws one of a few fixed ids (kept deterministic).
+        id_: The episode id: a str or an int, a strategy drawing ids, or None for one of a
+            few fixed ids (``"ep-0"``, ``"ep-1"``; kept deterministic).
+        infos: A strategy drawing one step's info dict (each step draws its own and holds
+            a deep copy of it); None draws :func:`infos` (``{}`` or ``{"step": int}``).
 
     Raises:
         ValueError: A length, range, ``done`` or ``numpy`` value out of its domain, or
             ``numpy=True`` with spaces (given as spaces) whose items do not stack.
         TypeError: A space that is neither a space, a strategy nor None, or a space (or part
             of one) :func:`items` cannot draw (a gymnasium space class of your own);
-            ``extra_model_outputs`` not a mapping of str -> gymnasium space; ``id_`` not a str.
+            ``extra_model_outputs`` not a mapping of str -> gymnasium space; ``id_`` neither a
+            str, an int (a bool is refused), a strategy nor None; ``infos`` not a strategy (and,
+            when it draws, an info that is not a dict).
 
     Example:
         >>> from hypothesis import given
@@ -191,9 +239,11 @@ def episodes(
         done is None
         or done is True
         or done is False
-        or (isinstance(done, str) and done in ("terminated", "truncated"))
+        or (isinstance(done, str) and done in _DONE_OPTIONS[1:])
     ):
-        raise ValueError(f"done must be None, a bool, 'terminated' or 'truncated', got {done!r}")
+        raise ValueError(
+            f"done must be None, a bool, 'terminated', 'truncated' or 'both', got {done!r}"
+        )
     if done not in (None, False) and max_len == 0:
         raise ValueError(f"done={done!r} needs max_len >= 1: an episode of length 0 is never done")
     if not (numpy is None or isinstance(numpy, (bool, np.bool_))):
@@ -203,8 +253,11 @@ def episodes(
         _check_int_range(t_started, "t_started")
     _check_extra_model_outputs(extra_model_outputs)
     _check_drawable(observation_space, action_space, extra_model_outputs or {})
-    if not (id_ is None or isinstance(id_, str)):
-        raise TypeError(f"id_ must be a str or None, got {type(id_).__name__}")
+    _check_id(id_)
+    if not (infos is None or isinstance(infos, st.SearchStrategy)):
+        raise TypeError(
+            f"infos must be a hypothesis strategy of info dicts or None, got {type(infos).__name__}"
+        )
     emo_spaces = None if extra_model_outputs is None else dict(extra_model_outputs)
     if numpy:  # the spaces given as spaces now; those given as strategies on each draw
         _refuse_numpy(observation_space, action_space, emo_spaces or {})
@@ -220,6 +273,7 @@ def episodes(
         numpy=None if numpy is None else bool(numpy),
         t_started=t_started,
         id_=id_,
+        info_strategy=infos,
     )
 
 
@@ -253,6 +307,7 @@ def _episodes(
     numpy: bool | None,
     t_started: int | tuple[int, int] | None,
     id_: Any,
+    info_strategy: st.SearchStrategy[dict[str, Any]] | None,
 ) -> SingleAgentEpisode:
     """What :func:`episodes` returns, its arguments checked."""
     obs_space = resolve_space(draw, observation_space)
@@ -271,7 +326,7 @@ def _episodes(
     observations = draw(st.lists(items(obs_space), min_size=steps + 1, max_size=steps + 1))
     actions = draw(st.lists(items(act_space), min_size=steps, max_size=steps))
     rewards = draw(st.lists(_REWARDS, min_size=steps, max_size=steps))
-    info_list = draw(st.lists(infos(), min_size=steps + 1, max_size=steps + 1))
+    info_list = _own_infos(draw, info_strategy, steps + 1)
     emos = {
         key: draw(st.lists(items(space), min_size=steps, max_size=steps))
         for key, space in emo_spaces.items()
@@ -285,16 +340,20 @@ def _episodes(
     else:
         flag = bool(done) and str(done)
     start = n_lookback if t_started is None else _int_range(draw, t_started, "t_started")
+    if id_ is None:
+        id_ = draw(st.sampled_from(("ep-0", "ep-1")))
+    elif isinstance(id_, st.SearchStrategy):
+        id_ = draw(id_)
     episode = SingleAgentEpisode(
-        id_ if id_ is not None else draw(st.sampled_from(("ep-0", "ep-1"))),
+        id_,
         observations=observations,
         observation_space=obs_space,
         infos=info_list,
         actions=actions,
         action_space=act_space,
         rewards=rewards,
-        terminated=flag == "terminated",
-        truncated=flag == "truncated",
+        terminated=flag in ("terminated", "both"),
+        truncated=flag in ("truncated", "both"),
         extra_model_outputs=emos,
         t_started=start,
         len_lookback_buffer=n_lookback,
