@@ -21,7 +21,8 @@ Example:
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -100,7 +101,12 @@ def raw_rows(array: np.ndarray) -> np.ndarray:
     dtype = array.dtype
     if dtype.names is None or not dtype.itemsize:
         return array
-    return array.view(np.dtype((np.void, dtype.itemsize)))
+    return array.view(_void(dtype.itemsize))
+
+
+@functools.lru_cache(maxsize=64)
+def _void(itemsize: int) -> np.dtype[Any]:
+    return np.dtype((np.void, itemsize))
 
 
 def take_rows(data: np.ndarray, index: Any) -> np.ndarray:
@@ -127,7 +133,8 @@ def zero_rows(out: np.ndarray, where: Any) -> None:
     if out.dtype.names is None:
         out[where] = 0
     else:
-        raw_rows(out)[where] = np.zeros((), raw_rows(out).dtype)
+        raw = raw_rows(out)
+        raw[where] = np.zeros((), raw.dtype)
 
 
 def put_rows(out: np.ndarray, where: Any, values: np.ndarray) -> None:
@@ -173,10 +180,10 @@ def nested_rows(
             values = list(values)
         dtype = _walk_items(values, space, what, (), leaves)
     rows = np.empty(count, dtype)
-    for path, leaf in leaves:
+    for (path, leaf), (_, offset, field) in zip(leaves, _offsets(dtype)):
         if len(leaf) != count:
             raise TypeError(f"{what}{_where(path)}: {len(leaf)} rows, expected {count}")
-        _field(rows, path)[...] = leaf
+        rows.getfield(field, offset)[...] = leaf
     return rows
 
 
@@ -203,32 +210,56 @@ def _kind(node: Any, space: Any) -> str | None:
     return "tuple" if isinstance(node, tuple) else None
 
 
-def _names(kind: str, keys: list[Any], what: str, path: tuple[str, ...]) -> list[str]:
+def _names(kind: str, keys: list[Any], what: str, path: tuple[str, ...]) -> Sequence[str]:
     if not keys:
         raise TypeError(f"{what}{_where(path)}: an empty {kind.title()} holds no value to store")
     if kind == "tuple":
         return [str(i) for i in range(len(keys))]
+    if all(type(key) is str for key in keys):
+        return _key_names(tuple(keys))
     bad = next((key for key in keys if not isinstance(key, str)), None)
     if bad is not None:
         raise TypeError(f"{what}{_where(path)}: Dict key {bad!r} must be a str to be stored")
     return [repr(str(key)) for key in keys]
 
 
+@functools.lru_cache(maxsize=256)
+def _key_names(keys: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(repr(key) for key in keys)
+
+
 def _sub_spaces(space: Any, kind: str, keys: list[Any]) -> list[Any]:
     if space is None:
         return [None] * len(keys)
-    return [space[key] for key in keys] if kind == "dict" else list(space.spaces)
+    return [space.spaces[key] for key in keys] if kind == "dict" else list(space.spaces)
+
+
+@functools.lru_cache(maxsize=256)
+def _leaf_dtype(dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.dtype[Any]:
+    return np.dtype((native_dtype(dtype), shape))
+
+
+@functools.lru_cache(maxsize=256)
+def _struct(fields: tuple[tuple[str, np.dtype[Any]], ...]) -> np.dtype[Any]:
+    return np.dtype(list(fields))
 
 
 def _leaf(values: Any, what: str, path: tuple[str, ...], finalized: bool) -> np.ndarray:
-    from episodes.replay.columns import as_rows
-
+    if type(values) is np.ndarray and values.ndim and values.dtype.kind in "biufc":
+        return values  # a numpy'd leaf column, the usual case: as as_rows gives it back
     name = f"{what}{_where(path)}"
     if isinstance(values, Mapping) or (isinstance(values, tuple) and finalized):
         raise TypeError(f"{name}: items nested unlike the observation space")
     if finalized and isinstance(values, list):  # a numpy'd column of list-structured items
         values = list_rows(values, name)
-    return as_rows(values, name)
+    return _as_rows()(values, name)
+
+
+@functools.cache
+def _as_rows() -> Any:
+    from episodes.replay.columns import as_rows  # columns imports this module
+
+    return as_rows
 
 
 def _walk_columns(
@@ -239,10 +270,11 @@ def _walk_columns(
     if kind is None:
         rows = _leaf(node, what, path, True)
         leaves.append((path, rows))
-        return np.dtype((native_dtype(rows.dtype), rows.shape[1:]))
+        return _leaf_dtype(rows.dtype, rows.shape[1:])
     if kind == "dict":
-        keys = list(space.keys()) if space is not None else list(node.keys())
-        if not isinstance(node, Mapping) or set(node.keys()) != set(keys):
+        keys = list(space.spaces) if space is not None else list(node.keys())
+        mapping = type(node) is dict or isinstance(node, Mapping)
+        if not mapping or set(node.keys()) != set(keys):
             raise TypeError(f"{what}{_where(path)}: values nested unlike the Dict space")
         parts = [node[key] for key in keys]
     else:
@@ -252,11 +284,11 @@ def _walk_columns(
         parts = list(node)
     names = _names(kind, keys, what, path)
     subs = _sub_spaces(space, kind, keys)
-    return np.dtype(
-        [
+    return _struct(
+        tuple(
             (name, _walk_columns(part, sub, what, (*path, name), leaves))
             for name, part, sub in zip(names, parts, subs)
-        ]
+        )
     )
 
 
@@ -268,12 +300,12 @@ def _walk_items(
     if kind is None:
         rows = _leaf(items, what, path, False)
         leaves.append((path, rows))
-        return np.dtype((native_dtype(rows.dtype), rows.shape[1:]))
+        return _leaf_dtype(rows.dtype, rows.shape[1:])
     first = items[0]
     if kind == "dict":
-        keys = list(space.keys()) if space is not None else list(first.keys())
+        keys = list(space.spaces) if space is not None else list(first.keys())
         wanted = set(keys)
-        if not all(isinstance(i, Mapping) and set(i.keys()) == wanted for i in items):
+        if not all(_has_keys(item, wanted) for item in items):
             raise TypeError(f"{what}{_where(path)}: the items differ in structure (Dict keys)")
         parts = [[item[key] for item in items] for key in keys]
     else:
@@ -283,12 +315,19 @@ def _walk_items(
         parts = [[item[i] for item in items] for i in keys]
     names = _names(kind, keys, what, path)
     subs = _sub_spaces(space, kind, keys)
-    return np.dtype(
-        [
+    return _struct(
+        tuple(
             (name, _walk_items(part, sub, what, (*path, name), leaves))
             for name, part, sub in zip(names, parts, subs)
-        ]
+        )
     )
+
+
+def _has_keys(item: Any, keys: set[Any]) -> bool:
+    """Whether ``item`` is a Mapping of exactly ``keys`` (a dict's keys compare as a set)."""
+    if type(item) is dict:
+        return item.keys() == keys
+    return isinstance(item, Mapping) and set(item.keys()) == keys
 
 
 def _is_dict(dtype: np.dtype[Any]) -> bool:
@@ -310,10 +349,49 @@ def unpack(records: np.ndarray) -> Any:
     dtype = records.dtype
     if dtype.names is None:
         return np.array(records, order="C")  # a copy: no view into the buffer
-    parts = [unpack(records[name]) for name in dtype.names]
-    if _is_dict(dtype):
-        return {ast.literal_eval(name): part for name, part in zip(dtype.names, parts)}
-    return tuple(parts)
+    records = np.asarray(records)  # a record (np.void) as a 0-d array
+    # One view per leaf at its offset (any depth), copied once into a contiguous array.
+    leaves = [records.getfield(leaf, offset).copy() for _, offset, leaf in _offsets(dtype)]
+    return _nest(_nesting(dtype), leaves)
+
+
+@functools.lru_cache(maxsize=256)
+def _offsets(dtype: np.dtype[Any]) -> tuple[tuple[tuple[str, ...], int, np.dtype[Any]], ...]:
+    """``(path, offset, leaf dtype)`` of every leaf of a record dtype, in field order."""
+    out: list[tuple[tuple[str, ...], int, np.dtype[Any]]] = []
+
+    def walk(level: np.dtype[Any], path: tuple[str, ...], offset: int) -> None:
+        if level.names is None:
+            out.append((path, offset, level))
+        for name in level.names or ():
+            sub, at = level.fields[name][:2]  # type: ignore[index]
+            walk(sub, (*path, name), offset + at)
+
+    walk(dtype, (), 0)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _nesting(dtype: np.dtype[Any]) -> Any:
+    """A leaf's index (in :func:`_offsets` order), or (Dict keys or None, sub-nestings)."""
+    count = iter(range(len(_offsets(dtype))))
+
+    def walk(level: np.dtype[Any]) -> Any:
+        if level.names is None:
+            return next(count)
+        subs = tuple(walk(level.fields[name][0]) for name in level.names)  # type: ignore[index]
+        keys = tuple(ast.literal_eval(name) for name in level.names) if _is_dict(level) else None
+        return (keys, subs)
+
+    return walk(dtype)
+
+
+def _nest(node: Any, leaves: list[np.ndarray]) -> Any:
+    if type(node) is int:
+        return leaves[node]
+    keys, subs = node
+    parts = [_nest(sub, leaves) for sub in subs]
+    return tuple(parts) if keys is None else dict(zip(keys, parts))
 
 
 def unpack_batch(batch: dict[str, Any]) -> dict[str, Any]:
@@ -331,14 +409,9 @@ def unpack_batch(batch: dict[str, Any]) -> dict[str, Any]:
     return batch
 
 
-def _leaves(dtype: np.dtype[Any], path: tuple[str, ...] = ()) -> list[Any]:
+def _leaves(dtype: np.dtype[Any]) -> list[Any]:
     """``(path, leaf dtype)`` of every leaf of a record dtype, in field order."""
-    if dtype.names is None:
-        return [(path, dtype)]
-    out = []
-    for name in dtype.names:
-        out += _leaves(dtype.fields[name][0], (*path, name))  # type: ignore[index]
-    return out
+    return [(path, leaf) for path, _, leaf in _offsets(dtype)]
 
 
 def describe(dtype: np.dtype[Any]) -> str:
@@ -453,8 +526,9 @@ def records_equal(a: Any, b: Any) -> bool:
     """
     if a.dtype != b.dtype:
         return False
-    for path, leaf in _leaves(a.dtype):
-        x, y = np.asarray(_field(a, path)), np.asarray(_field(b, path))
+    a, b = np.asarray(a), np.asarray(b)
+    for _, offset, leaf in _offsets(a.dtype):
+        x, y = a.getfield(leaf, offset), b.getfield(leaf, offset)
         same = arrays_equal(x, y) if leaf.base.kind in "fc" else np.array_equal(x, y)
         if not same:
             return False
