@@ -120,8 +120,9 @@ def float32_rewards(rewards: np.ndarray) -> np.ndarray:
 class Column:
     """A numpy array of rows whose row dtype and shape are fixed by the first write.
 
-    The dtype is the example's in native byte order (``>f4`` rows make a float32 column):
-    samples go to torch, which takes no other (see ``episodes.buffer.plain_arrays``).
+    The dtype is the example's in native byte order (``>f4`` rows make a float32 column, and
+    records' leaves too): samples go to torch, which takes no other (see
+    ``episodes.buffer.plain_arrays``).
 
     Args:
         size: Rows to allocate.
@@ -136,7 +137,11 @@ class Column:
     __slots__ = ("data",)
 
     def __init__(self, size: int, example: np.ndarray):
-        self.data = np.zeros((size, *example.shape[1:]), native_dtype(example.dtype))
+        dtype = example.dtype
+        # Records made native whole: numpy calls one native whose only foreign leaves have a
+        # shape (('>f4', (2,))), which native_dtype then keeps.
+        dtype = native_dtype(dtype) if dtype.names is None else dtype.newbyteorder("=")
+        self.data = np.zeros((size, *example.shape[1:]), dtype)
 
     def accepts(self, rows: np.ndarray) -> bool:
         """Whether ``rows`` can be written without changing the row shape or kind.

@@ -20,12 +20,14 @@ from episodes.replay.ingest import Chunk, plan_add, prepare_all
 __all__ = ["joined_columns", "widen"]  # helpers of episodes.replay.persistence and .buffer
 
 
-def joined_columns(path: str | os.PathLike[str]) -> dict[str, tuple[np.dtype[Any], Any]]:
-    """Per column held as one array, the dtype and row shape the dataset's pieces join in.
+def joined_columns(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Per column, the dtype and row shape the dataset's pieces join in (of each leaf if nested).
 
     The join of the torch datasets (``episodes.io.item_types``), over the pieces with steps:
-    int8 beside uint8 gives int16, float16 beside float32 float32. Empty where it does not
-    apply (no join, another format, damage): each piece is then added, or refused, as read.
+    int8 beside uint8 gives int16, float16 beside float32 float32. A nested column's entry maps
+    each leaf's record path (:mod:`episodes.replay.nested` field names) to its joined dtype and
+    shape. Empty where it does not apply (no join, another format, damage): each piece is then
+    added, or refused, as read.
 
     Example:
         >>> import tempfile
@@ -45,11 +47,21 @@ def joined_columns(path: str | os.PathLike[str]) -> dict[str, tuple[np.dtype[Any
         joined = dataset_item_types(reader, gives, lambda types: types)
     except (DatasetError, OSError, ValueError):  # read as before: reading reports it
         return {}
-    return {name: types[1][0] for name, (types, _) in joined.items() if types[0] == ((),)}
+    return {
+        name: types[1][0] if types[0] == ((),) else dict(zip(map(_record_path, types[0]), types[1]))
+        for name, (types, _) in joined.items()
+    }
 
 
-def widen(chunk: Chunk, joined: dict[str, tuple[np.dtype[Any], Any]]) -> None:
+def _record_path(path: tuple[Any, ...]) -> tuple[str, ...]:
+    # A leaf's tree path as record field names: a Dict key's repr, a Tuple place's number.
+    return tuple(str(part) if type(part) is int else repr(part) for part in path)
+
+
+def widen(chunk: Chunk, joined: dict[str, Any]) -> None:
     """Casts a chunk's rows up to the dataset's joined dtypes (values kept), where they join.
+
+    Nested observations leaf by leaf, by the same rule, into records of the widened leaves.
 
     Example:
         >>> from types import SimpleNamespace
@@ -58,6 +70,11 @@ def widen(chunk: Chunk, joined: dict[str, tuple[np.dtype[Any], Any]]) -> None:
         >>> widen(chunk, {"observations": (np.dtype(np.int16), (1,))})
         >>> chunk.obs.dtype, chunk.obs.tolist()
         (dtype('int16'), [[255]])
+        >>> from episodes.replay.nested import nested_rows, unpack
+        >>> chunk.obs = nested_rows({"a": np.array([0.1], np.float32)}, "obs", 1, True)
+        >>> widen(chunk, {"observations": {("'a'",): (np.dtype(np.float64), ())}})
+        >>> unpack(chunk.obs)["a"].dtype
+        dtype('float64')
     """
     chunk.obs = _widened(chunk.obs, joined.get("observations"))
     chunk.actions = _widened(chunk.actions, joined.get("actions"))
@@ -66,16 +83,51 @@ def widen(chunk: Chunk, joined: dict[str, tuple[np.dtype[Any], Any]]) -> None:
     }
 
 
-def _widened(rows: np.ndarray, want: tuple[np.dtype[Any], Any] | None) -> np.ndarray:
-    if want is None or rows.dtype.names is not None:  # nested observations: as they come
-        return rows
-    if rows.dtype == want[0] or rows.shape[1:] != tuple(want[1]):
-        return rows
-    dtype = want[0]
-    kinds = {"i" if d.kind == "u" else d.kind for d in (rows.dtype, dtype)}
-    if len(kinds) != 1 or np.result_type(rows.dtype, dtype) != dtype:
-        return rows  # not of the join (another kind, a narrower dtype): add decides
-    return rows.astype(dtype)
+def _widened(rows: np.ndarray, want: Any) -> np.ndarray:
+    if want is None or (rows.dtype.names is None) != (type(want) is tuple):
+        return rows  # no join, or nested against flat: add decides
+    if rows.dtype.names is not None:
+        paths = _leaf_paths(rows.dtype, ())
+        dtype = _widened_records(rows.dtype, (), want)
+        if set(paths) != want.keys() or dtype == rows.dtype:
+            return rows  # another structure: add refuses it
+        out = np.empty(len(rows), dtype)
+        for path in paths:
+            _field(out, path)[...] = _field(rows, path)
+        return out
+    dtype = _widened_dtype(rows.dtype, rows.shape[1:], want)
+    return rows if dtype == rows.dtype else rows.astype(dtype)
+
+
+def _widened_dtype(dtype: np.dtype[Any], shape: tuple[int, ...], want: Any) -> np.dtype[Any]:
+    """``dtype`` or the joined dtype of ``want``, if that holds every value of one as shaped."""
+    if want is None or dtype == want[0] or shape != tuple(want[1]):
+        return dtype
+    kinds = {"i" if d.kind == "u" else d.kind for d in (dtype, want[0])}
+    if len(kinds) != 1 or np.result_type(dtype, want[0]) != want[0]:
+        return dtype  # not of the join (another kind, a narrower dtype): add decides
+    return np.dtype(want[0])
+
+
+def _widened_records(dtype: np.dtype[Any], path: tuple[str, ...], want: dict[Any, Any]) -> Any:
+    """A record dtype with each leaf widened, in its own structure and field order."""
+    if dtype.names is None:
+        return np.dtype((_widened_dtype(dtype.base, dtype.shape, want.get(path)), dtype.shape))
+    fields = [(name, dtype.fields[name][0]) for name in dtype.names]  # type: ignore[index]
+    return np.dtype([(n, _widened_records(d, (*path, n), want)) for n, d in fields])
+
+
+def _leaf_paths(dtype: np.dtype[Any], path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    if dtype.names is None:
+        return [path]
+    subs = [(dtype.fields[n][0], (*path, n)) for n in dtype.names]  # type: ignore[index]
+    return [leaf for sub, at in subs for leaf in _leaf_paths(sub, at)]
+
+
+def _field(rows: np.ndarray, path: tuple[str, ...]) -> np.ndarray:
+    for name in path:
+        rows = rows[name]
+    return rows
 
 
 def _add(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None, path: Any) -> None:

@@ -10,8 +10,15 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import SingleAgentEpisode
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.metadata import with_clocks, with_meta
-from episodes.replay.nested import take_rows, unpack, unpack_batch, zero_rows
-from episodes.replay.nstep import next_observations, walk
+from episodes.replay.nested import is_records, take_rows, unpack, unpack_batch, zero_rows
+from episodes.replay.nstep import (
+    gathers_leaves,
+    nest,
+    next_leaves,
+    next_observations,
+    take_leaves,
+    walk,
+)
 from episodes.replay.sampling import add_extras, check_positive, draw_live, episode_slots
 from episodes.replay.store import StepStore, fresh_info_list, fresh_infos
 from episodes.replay.table import EpisodeTable
@@ -86,6 +93,21 @@ def _gather(column: np.ndarray, pos: np.ndarray, mask: np.ndarray) -> np.ndarray
     return out
 
 
+def _nested_obs(
+    store: StepStore, table: EpisodeTable, flat: np.ndarray, mask: np.ndarray
+) -> tuple[Any, Any]:
+    # obs and next_obs of big records (gathers_leaves): each leaf gathered once, then padded.
+    assert store.obs is not None
+    obs = take_leaves(store.obs.data, flat)
+    nxt = [
+        leaf.reshape(flat.shape + leaf.shape[1:])
+        for leaf in next_leaves(store, table, flat.ravel())
+    ]
+    for leaf in (*obs, *nxt):
+        leaf[~mask] = 0
+    return nest(store.obs.data.dtype, obs), nest(store.obs.data.dtype, nxt)
+
+
 def sequence_batch(
     store: StepStore,
     table: EpisodeTable,
@@ -129,13 +151,17 @@ def sequence_batch(
     flat = np.maximum(pos, 0)
     at_end = (store.nxt[flat] < 0) & mask
     rows = store.ep[flat]
-    next_obs = next_observations(store, table, flat.ravel())
-    next_obs = next_obs.reshape(flat.shape + next_obs.shape[1:])
-    zero_rows(next_obs, ~mask)
+    if gathers_leaves(store, table):  # big records (images): each leaf gathered once
+        obs, next_obs = _nested_obs(store, table, flat, mask)
+    else:
+        obs = _gather(store.obs.data, pos, mask)
+        next_obs = next_observations(store, table, flat.ravel())
+        next_obs = next_obs.reshape(flat.shape + next_obs.shape[1:])
+        zero_rows(next_obs, ~mask)
     is_lookback = np.zeros(pos.shape, bool)
     is_lookback[:, :lookback] = True
     batch = {
-        "obs": _gather(store.obs.data, pos, mask),
+        "obs": obs,
         "actions": _gather(store.actions.data, pos, mask),
         "rewards": _gather(store.rewards, pos, mask),
         "next_obs": next_obs,
@@ -287,10 +313,18 @@ def build_episode(
     raw_infos = np.empty(len(slots) + 1, object)
     raw_infos[:-1] = store.read_infos(slots)
     raw_infos[-1] = final_info
-    observations = np.concatenate(
-        [take_rows(store.obs.data, slots), next_observations(store, table, slots[-1:])]
-    )
-    if observations.dtype.names is not None:  # nested: a numpy'd nested column
+    if gathers_leaves(store, table):  # big records (images): each leaf gathered once
+        leaves = take_leaves(store.obs.data, np.append(slots, max(nxt, 0)))
+        if at_end:  # the episode's latest observation, as next_observations takes it
+            assert table.final_obs is not None
+            for leaf, final in zip(leaves, take_leaves(table.final_obs.data, [row])):
+                leaf[-1] = final[0]
+        observations = nest(store.obs.data.dtype, leaves)
+    else:
+        observations = np.concatenate(
+            [take_rows(store.obs.data, slots), next_observations(store, table, slots[-1:])]
+        )
+    if is_records(observations):  # nested: a numpy'd nested column
         observations = unpack(observations)
     # The gathers are new arrays (fancy indexing copies): they become the numpy'd columns
     # as they are, holding what ``to_numpy`` would stack from their rows; infos stay a list,

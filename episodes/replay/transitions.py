@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from episodes.replay.nested import take_rows, unpack_batch
-from episodes.replay.nstep import n_step_returns, next_observations
+from episodes.replay.nstep import (
+    gathers_leaves,
+    n_step_returns,
+    nest,
+    next_leaves,
+    next_observations,
+    take_leaves,
+)
 from episodes.replay.sampling import add_extras
 from episodes.replay.store import StepStore, fresh_infos
 from episodes.replay.table import EpisodeTable
@@ -50,11 +57,17 @@ def transition_batch(
     with np.errstate(over="ignore", under="ignore"):  # past float32 max: inf, quietly
         rewards = res.rewards.astype(np.float32)
         discounts = np.power(gamma, res.steps).astype(np.float32)  # below float32's range: 0
+    dtype = store.obs.data.dtype
+    if gathers_leaves(store, table):  # big records (images): each leaf gathered once
+        obs = nest(dtype, take_leaves(store.obs.data, slots))
+        next_obs = nest(dtype, next_leaves(store, table, res.last))
+    else:
+        obs, next_obs = take_rows(store.obs.data, slots), next_observations(store, table, res.last)
     batch: dict[str, np.ndarray] = {
-        "obs": take_rows(store.obs.data, slots),
+        "obs": obs,
         "actions": store.actions.data[slots],
         "rewards": rewards,
-        "next_obs": next_observations(store, table, res.last),
+        "next_obs": next_obs,
         "terminateds": res.terminated,
         "truncateds": res.truncated,
         "n_step": res.steps,
@@ -70,6 +83,6 @@ def transition_batch(
     if include_extra_model_outputs:
         extras = {key: column.data[slots] for key, column in store.extras.items()}
         add_extras(batch, extras, reserved=("weights",))
-    if store.obs.data.dtype.names is not None:  # nested observations: given back nested
+    if dtype.names is not None:  # nested observations: given back nested (unpacked if not yet)
         unpack_batch(batch)
     return batch
