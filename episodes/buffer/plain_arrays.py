@@ -31,6 +31,7 @@ __all__ = [
     "check_items_unmasked",
     "check_unmasked",
     "holds_masked",
+    "is_native",
     "masked_words",
     "native_array",
     "native_dtype",
@@ -44,14 +45,32 @@ _SUSPECT = (np.ma.MaskedArray, dict, list, tuple)
 _SEQUENCES, _DICTS = frozenset((list, tuple)), frozenset((dict,))
 
 
+def is_native(dtype: np.dtype[Any]) -> bool:
+    """Whether every value of ``dtype`` is in the native byte order, fields at any depth too.
+
+    numpy's ``isnative`` says True for a subarray (``('>f4', (2,))``), and so for a structured
+    dtype whose fields are subarrays of big-endian floats: those are looked into here.
+
+    Example:
+        >>> big_rows = np.dtype([("a", ">f4", (2,))])
+        >>> big_rows.isnative, is_native(big_rows), is_native(np.dtype([("a", "f4", (2,))]))
+        (True, False, True)
+    """
+    if dtype.names is not None:
+        return all(is_native(dtype.fields[name][0]) for name in dtype.names)  # type: ignore[index]
+    return dtype.base.isnative if dtype.subdtype is not None else dtype.isnative
+
+
 def native_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """``dtype`` in the native byte order (the fields of a structured dtype too).
 
     Example:
         >>> native_dtype(np.dtype([("a", ">f4"), ("b", ">i2")]))
         dtype([('a', '<f4'), ('b', '<i2')])
+        >>> native_dtype(np.dtype([("a", ">f4", (2,))]))
+        dtype([('a', '<f4', (2,))])
     """
-    return dtype if dtype.isnative else dtype.newbyteorder("=")
+    return dtype if is_native(dtype) else dtype.newbyteorder("=")
 
 
 def native_array(array: np.ndarray) -> np.ndarray:
@@ -62,7 +81,7 @@ def native_array(array: np.ndarray) -> np.ndarray:
         ([1.5], dtype('float64'))
     """
     dtype = array.dtype
-    return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
+    return array if is_native(dtype) else array.astype(dtype.newbyteorder("="))
 
 
 def native_leaves(batch: Any) -> Any:
