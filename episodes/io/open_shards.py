@@ -11,7 +11,10 @@ item 45x slower. ``"auto"`` (the default) keeps open what is cheap to keep:
   allows leaf maps; at least :data:`HELD_SHARDS`), and beyond the :data:`HELD_SHARDS` most
   recently used only while those open are estimated to hold at most :data:`MAX_OPEN_BYTES`:
   each its index (as the manifest lists its size; its cached plans grow with it) and
-  :data:`SHARD_OVERHEAD` (pyarrow's reader and schema, the last batches fetched);
+  :data:`SHARD_OVERHEAD` (pyarrow's reader and schema, the last batches fetched), and while
+  the shards every ``"auto"`` dataset of the process holds open stay within that quarter
+  (:func:`open_in_process`): several datasets read at once share it, each keeping its
+  :data:`HELD_SHARDS` most recently used whatever the others hold;
 * a Parquet shard is held decoded in memory, its whole size, and a compressed Arrow shard
   keeps its last batches decompressed: at most :data:`HELD_SHARDS` of these are open.
 
@@ -25,9 +28,11 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from typing import Any, Union
 
+from episodes.errors import IntegerTypeError
 from episodes.indexing import whole_number
 from episodes.io.leaf_maps import map_limit
 
@@ -40,6 +45,7 @@ __all__ = [
     "SHARD_OVERHEAD",
     "check_max_open",
     "holds_data",
+    "open_in_process",
 ]
 
 AUTO = "auto"
@@ -52,6 +58,24 @@ MAX_OPEN_BYTES = 128 << 20
 #: An open shard's memory besides its index: 29 KB resident for an Arrow shard of two pieces
 #: just opened, 44 KB once reads of both cached their views and plans.
 SHARD_OVERHEAD = 48 << 10
+# Shards open under "auto" in this process, all datasets together: one cell, shared.
+_OPEN_AUTO = [0]
+
+
+def open_in_process() -> int:
+    """Shards the ``"auto"`` datasets of this process hold open now, all of them together.
+
+    Example:
+        >>> open_in_process() >= 0
+        True
+    """
+    return _OPEN_AUTO[0]
+
+
+def _forget(own: list[int], process: list[int]) -> None:
+    # A dataset dropped with shards open (no close()): its maps go with it, and its count.
+    process[0] -= own[0]
+    own[0] = 0
 
 
 def check_max_open(value: Any) -> MaxOpen:
@@ -61,8 +85,11 @@ def check_max_open(value: Any) -> MaxOpen:
         >>> check_max_open("auto"), check_max_open(3)
         ('auto', 3)
     """
-    if isinstance(value, str) and value == AUTO:
-        return AUTO
+    if isinstance(value, str):
+        if value == AUTO:
+            return AUTO
+        # Both a TypeError and a ValueError, as whole_number refuses other types.
+        raise IntegerTypeError(f"max_open_shards must be 'auto' or an int >= 1, got {value!r}")
     return whole_number(value, "max_open_shards", 1)
 
 
@@ -101,6 +128,10 @@ class OpenLimits:
             self.bytes_max = MAX_OPEN_BYTES
         self.held = 0
         self.bytes = 0  # estimated, of the shards open
+        # This dataset's part of open_in_process(), given back if it is dropped unclosed.
+        self._own, self._process = [0], _OPEN_AUTO
+        if self.setting == AUTO:
+            weakref.finalize(self, _forget, self._own, self._process)
 
     def fresh(self) -> OpenLimits:
         """The same bounds with nothing open (for a pickled dataset, whose shards are not).
@@ -115,11 +146,17 @@ class OpenLimits:
         """Counts ``shard`` as open."""
         self.held += holds_data(shard)
         self.bytes += shard.entry.index_size + SHARD_OVERHEAD
+        if self.setting == AUTO:
+            self._own[0] += 1
+            self._process[0] += 1
 
     def closed(self, shard: Any) -> None:
         """Counts ``shard`` as closed."""
         self.held -= holds_data(shard)
         self.bytes -= shard.entry.index_size + SHARD_OVERHEAD
+        if self.setting == AUTO:
+            self._own[0] -= 1
+            self._process[0] -= 1
 
     def victim(self, open_shards: OrderedDict[int, Any]) -> int | None:
         """The shard to close next (the least recently used one over a bound), or None.
@@ -141,6 +178,8 @@ class OpenLimits:
             return next(iter(open_shards))
         if self.held > self.held_max:
             return next(s for s, shard in open_shards.items() if holds_data(shard))
-        if len(open_shards) > HELD_SHARDS and self.bytes > self.bytes_max:
+        if len(open_shards) > HELD_SHARDS and (
+            self.bytes > self.bytes_max or self._process[0] > self.count
+        ):
             return next(iter(open_shards))
         return None

@@ -29,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.buffer.plain_arrays import native_dtype
+from episodes.spaces.batching import tuple_parts
 from episodes.structs import arrays_equal
 
 __all__ = [
@@ -68,6 +69,11 @@ def list_rows(columns: list[Any], what: str) -> np.ndarray:
         [[0.0, 0.5], [1.0, 2.5]]
     """
     if not columns or not all(isinstance(c, (list, tuple, np.ndarray)) for c in columns):
+        if what.startswith("observations"):  # these do nest, but as Dict or Tuple items
+            raise TypeError(
+                f"{what}: a list item holding a dict (or another non-numeric part) is no row "
+                "of numbers; nested observations are Dict or Tuple items"
+            )
         raise TypeError(NESTED_REFUSAL.format(what=what))
     # Tuples inside a list item are rows too, as np.asarray stacks them in list mode.
     leaves = [list_rows(list(c), what) if isinstance(c, (list, tuple)) else c for c in columns]
@@ -310,9 +316,12 @@ def _walk_items(
         parts = [[item[key] for item in items] for key in keys]
     else:
         keys = list(range(len(space.spaces) if space is not None else len(first)))
-        if not all(isinstance(i, (tuple, list)) and len(i) == len(keys) for i in items):
+        # A Tuple space also holds an item given as one array of its parts' rows
+        # (np.array([1, 0]) for two Discretes), as the episode's own batching reads it.
+        split = [_tuple_parts(item, space, len(keys)) for item in items]
+        if any(parts is None for parts in split):
             raise TypeError(f"{what}{_where(path)}: the items differ in structure (Tuple size)")
-        parts = [[item[i] for item in items] for i in keys]
+        parts = [[item[i] for item in split] for i in keys]
     names = _names(kind, keys, what, path)
     subs = _sub_spaces(space, kind, keys)
     return _struct(
@@ -321,6 +330,12 @@ def _walk_items(
             for name, part, sub in zip(names, parts, subs)
         )
     )
+
+
+def _tuple_parts(item: Any, space: Any, size: int) -> Any:
+    if space is not None:
+        return tuple_parts(item, space)
+    return item if isinstance(item, (tuple, list)) and len(item) == size else None
 
 
 def _has_keys(item: Any, keys: set[Any]) -> bool:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words
 from episodes.runner.policy import check_numpy_dtype
-from episodes.structs import flatten, map_batch
+from episodes.structs import map_batch
 
 __all__ = ["env_actions", "host_array", "host_outputs"]
 
@@ -118,11 +119,24 @@ def env_actions(given: Any, host: Any) -> Any:
         >>> env_actions(given, host_array(given)) is given
         True
     """
-    if given.__class__ is np.ndarray:
-        return given
-    if any(hasattr(leaf, "detach") for leaf in flatten(given)[0]):
-        return host
-    return given
+    return host if _holds_tensor(given) else given
+
+
+def _holds_tensor(value: Any) -> bool:
+    """Whether ``value`` is or holds a torch tensor; a list is judged by its first item.
+
+    A policy's list of per-env actions holds one kind of item: reading them all would cost a
+    call per sub-env and step (96 us for 1,024 ints).
+    """
+    if value.__class__ is np.ndarray:
+        return False
+    if hasattr(value, "detach"):  # a torch tensor, without importing torch
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_tensor(item) for item in value.values())
+    if isinstance(value, tuple):
+        return any(_holds_tensor(item) for item in value)
+    return isinstance(value, list) and bool(value) and _holds_tensor(value[0])
 
 
 class _MaskedOutput(ValueError):
