@@ -11,7 +11,8 @@ every record batch). A piece is *plain* (as ``save`` writes an episode without i
 the shard's first plain piece's (the model, also read as an episode and prepared as ``add``
 prepares it, which must give the same rows, flags, times, metadata and spaces) with its own
 fields (id, ids, flags, times, clocks, ``custom_data``, sizes) put in, its infos rows are ``{}``
-and its rows lie in one record batch, free of nulls: its rows are gathered. Any other piece is
+and its rows lie in one record batch, free of nulls: its rows are gathered (a nested
+observation's leaf columns into records of the model piece's dtype). Any other piece is
 read as ``read_episodes`` reads it and prepared as ``add`` does, in its place (a save holding a
 few episodes with infos loads batched but for them). Saves written episode by episode (every
 save before 2026-12-05) read the same way. Where the result could differ from adding the pieces
@@ -56,6 +57,7 @@ from episodes.io.values import decode_value
 from episodes.replay.adding import copied_space
 from episodes.replay.ingest import Chunk, prepare
 from episodes.replay.metadata import EpisodeMeta
+from episodes.replay.nested_saved import gathered_records, struct_leaves
 from episodes.replay.saved_meta import _CLOCKS, _IDS, _entry_fields, _loaded_custom
 from episodes.replay.saved_shards import _Template
 from episodes.spaces import space_from_dict
@@ -269,7 +271,7 @@ def _shard(shard: Shard, summaries: Sequence[Any], loaded: Loaded) -> dict[str, 
         )  # fmt: skip
         valid = _valid(column)
         if valid is not None:  # a null where the rows hold data (or in their items): read
-            plain = _all_in(plain, valid, rows, n + (path == ["observations"]))
+            plain = _all_in(plain, valid, rows, n + (path[0] == "observations"))
     if columns and not plain[head]:
         return None  # the model is no plain piece (the reader refuses it)
     return _part(shard, summaries, loaded, (fields, plain, views, rows, n, head))
@@ -288,18 +290,20 @@ def _part(
         chunks[j], n[j] = chunk, chunk.n
     own = [_own(f) if j not in chunks else _own_of(chunks[j]) for j, f in enumerate(fields)]
     ids, t0, terminated, truncated, metas = (list(column) for column in zip(*own))
-    kinds = [(path, v.dtype, v.shape[1:]) for path, v in views.items()]
     model: list[Any] = []
     if views:  # the model piece, read and prepared as add does, must be what is gathered
         meta0 = shard.index["episodes"][head]["meta"]
         model = [space_from_dict(shard.spaces[meta0[k]["space_ref"]]) for k in _SPACE_KEYS]
         r, m = int(rows[head]), int(n[head])
-        mine = {path: v[r : r + m + (path == ("observations",))] for path, v in views.items()}
-        if not _same_as_read(_read_piece(shard, head, summaries[head]), mine, own[head], model):
+        read = _read_piece(shard, head, summaries[head])
+        if read is None:
             return None
+        views = gathered_records(views, read.obs.dtype)  # nested leaves: the model's records
+        mine = {path: v[r : r + m + (path == ("observations",))] for path, v in views.items()}
+        if not _same_as_read(read, mine, own[head], model):
+            return None
+    kinds = [(path, v.dtype, v.shape[1:]) for path, v in views.items()]
     for chunk in chunks.values():
-        if chunk.obs.dtype.names is not None:
-            return None  # nested observations: added episode by episode
         own_kinds = [(path, v.dtype, v.shape[1:]) for path, v in _arrays(chunk).items()]
         kinds = kinds or own_kinds
         if own_kinds != kinds:
@@ -416,6 +420,12 @@ def _plain_columns(meta: dict[str, Any], leaves: dict[str, Any]) -> list[Any] | 
     ]:
         if not isinstance(column, dict) or column.get("layout") != "arrays":
             return None
+        if path == ["observations"] and column.get("structure") != "*":  # records: a struct
+            nested = struct_leaves(column, leaves)
+            if nested is None:
+                return None
+            out.extend(nested)
+            continue
         if column.get("lookback") != 0 or column.get("structure") != "*":
             return None
         names = column.get("leaves")

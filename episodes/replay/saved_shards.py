@@ -8,12 +8,14 @@ that are None or str, times the dataset's int64 ``t`` column holds from 0:
 :mod:`episodes.replay.saved_meta`): a run of them becomes one record batch gathered from the
 buffer's columns in a few numpy calls, and their index entries are the writer's entry for one of
 them with each episode's own fields (id, ids, flags, times, clocks, ``custom_data``, sizes) put
-in. Other episodes go through the writer's own encoding (``encode_rows``), one record batch
-each, in their place, with its errors. Each shard's first plain episode and its first of another
-length are encoded both ways and compared (entries, columns bit for bit, returns): a difference
-raises :class:`BatchMismatch`, and ``save`` writes episode by episode instead, so a change of
-the writer's encoding cannot make this path write anything else. What is left per episode is
-mostly the writer's JSON index entry (``publish_shard`` dumps about 1.4 KB an episode).
+in (nested observations, records, gathered into the writer's ``struct`` column:
+:mod:`episodes.replay.nested_saved`). Other episodes go through the writer's own encoding
+(``encode_rows``), one record batch each, in their place, with its errors. Each shard's first
+plain episode and its first of another length are encoded both ways and compared (entries,
+columns bit for bit, returns): a difference raises :class:`BatchMismatch`, and ``save`` writes
+episode by episode instead, so a change of the writer's encoding cannot make this path write
+anything else. What is left per episode is mostly the writer's JSON index entry
+(``publish_shard`` dumps about 1.4 KB an episode).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from episodes.io.shard_stream import ShardStream
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES
 from episodes.io.shards import SHARDS_DIR, temp_data_file
 from episodes.replay.metadata import with_clocks
+from episodes.replay.nested_saved import struct_column
 from episodes.replay.saved_budget import _bytes_model, _row_bytes
 from episodes.replay.saved_meta import _meta_fields
 from episodes.replay.sequences import build_episode
@@ -253,9 +256,6 @@ def write_stored(buffer: EpisodeReplayBuffer, path: Path, ids: list[Any]) -> Non
         >>> [(e.id_, e.get_rewards().tolist()) for e in read_episodes(path, verify=True)]
         [('a', [1.0, 2.0]), ('b', [1.0, 2.0])]
     """
-    obs = buffer._store.obs
-    if obs is not None and obs.data.dtype.names is not None:  # nested: the writer's encoding
-        raise BatchMismatch("nested observations are written episode by episode")
     stored = _Stored(buffer, ids)
     DatasetWriter(path).close()  # the manifest and shards/ of an empty dataset
     shards = _Shards(path)
@@ -394,7 +394,7 @@ def _columns(
         for i, e in zip(table.ids[stored.rows[k:end]], stored.ids[k:end], strict=True)
     ]
     found = {
-        "observations": lambda kind: _leaf(obs, None, kind),
+        "observations": lambda kind: struct_column(obs, kind, _leaf),  # records: a struct
         "infos": lambda kind: _texts([b"{}"], np.full(1, total), kind),
         "actions": lambda kind: _leaf(rows(store.actions.data), valid, kind),
         "rewards": lambda kind: _leaf(rewards, valid, kind),
