@@ -109,7 +109,7 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         if joined is not None:
             return _exact_int_rows(joined, items)
     if is_flat(first):
-        stacked = np.asarray(items)
+        stacked = _asarray(items)
         # An object array may hide a dict or list among flat items: refuse it as the
         # reverse order is refused (checked only for object results, so at no other cost).
         if stacked.dtype == object and not all(is_flat(item) for item in items):
@@ -272,8 +272,16 @@ def batch_one_class(items: SequenceABC[Any], item_class: type) -> np.ndarray:
     return batch(items)
 
 
+def _asarray(items: SequenceABC[Any], what: str = "Cannot batch items of differing shapes") -> Any:
+    try:
+        return np.asarray(items)
+    except ValueError as error:  # numpy's words (an inhomogeneous shape) name no shape
+        shapes = dict.fromkeys(str(np.shape(i)) if is_flat(i) else type(i).__name__ for i in items)
+        raise ValueError(f"{what}: {', '.join(list(shapes)[:4])}") from error
+
+
 def _stack(*leaves: Any) -> np.ndarray:
-    return _exact(np.asarray(leaves), leaves)
+    return _exact(_asarray(leaves, "a leaf's shapes differ"), leaves)
 
 
 def _exact(stacked: np.ndarray, items: SequenceABC[Any]) -> np.ndarray:
@@ -380,8 +388,7 @@ def unbatch(struct: Any) -> list[Any]:
     lengths = {len(leaf) for leaf in leaves}
     if len(lengths) != 1:
         raise ValueError(f"Cannot unbatch: leaves have different lengths {sorted(lengths)}")
-    # Split every leaf once (C speed), then regroup row by row.
-    columns = [list(leaf) for leaf in leaves]
+    columns = [list(leaf) for leaf in leaves]  # each leaf split once (C speed), then regrouped
     return [tree.unflatten_as(struct, list(row)) for row in zip(*columns, strict=True)]
 
 
