@@ -8,11 +8,11 @@ from typing import Any, SupportsIndex
 
 import gymnasium as gym
 import numpy as np
-import tree
 
 from episodes.indexing import as_flag, as_int, whole_number
 from episodes.runner.backlog import backlog_due, warn_backlog
 from episodes.runner.first_outputs import allocate_outputs
+from episodes.runner.fixed_attributes import Fixed
 from episodes.runner.infos import check_batched_infos, is_tensor
 from episodes.runner.metrics import MetricsSlot, RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of, warn_doubt
@@ -30,8 +30,9 @@ from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.runner.sizing import allocating
 from episodes.runner.state_layout import StateLayout
+from episodes.runner.state_rows import detached, out_of_inference, with_fresh_rows
 from episodes.seeds import check_env_seed
-from episodes.structs import flatten, unflatten
+from episodes.structs import flatten
 
 __all__ = ["WINDOWS", "EnvRunner", "autoreset_mode_of"]
 
@@ -130,6 +131,11 @@ class EnvRunner:
 
     #: Where the runner counts (:class:`RunnerMetrics`); a new one set here takes effect at once.
     metrics = MetricsSlot("_recorder")
+    #: What the recorder and the checks were made with: read-only (:class:`Fixed`).
+    env = Fixed("the runner steps the env it was made with: create a new EnvRunner")
+    num_envs = Fixed("it is the env's: create a new EnvRunner for another env")
+    autoreset_mode = Fixed("the recorder was made for it: create a new EnvRunner")
+    window = Fixed("the recorder was made for it: create a new EnvRunner")
 
     def __init__(
         self,
@@ -158,17 +164,17 @@ class EnvRunner:
                     f"EnvRunner cannot record {kind} {name}s: their items have no fixed shape "
                     "to batch (Box, Discrete, MultiBinary, MultiDiscrete, in Dict/Tuple, can)"
                 )
-        self.window = window
-        self.env = env
+        self._window = window
+        self._env = env
         self.policy = policy
-        self.num_envs = int(env.num_envs)
-        self.autoreset_mode = autoreset_mode_of(env)
+        self._num_envs = int(env.num_envs)
+        self._autoreset_mode = autoreset_mode_of(env)
         self._lookback = lookback
         if initial_state is None:
             initial_state = getattr(policy, "initial_state", None)
         self._initial_state = initial_state
         self.state_batch_axis = _axis(state_batch_axis)
-        self.seed = seed
+        self.seed = seed  # the first reset's (until reset() gives another)
         self.numpy_episodes = numpy_episodes  # checked by the property
         self.metrics = RunnerMetrics()
         self._obs: Any = None
@@ -181,16 +187,18 @@ class EnvRunner:
         self._stepped = False  # whether the current sample() has stepped the env
         self._backlog_warned = False  # whether sample() warned of next-step carry-over
         self._recorder = BatchedRecorder(
-            self.num_envs,
-            self.autoreset_mode,
+            self._num_envs,
+            self._autoreset_mode,
             self._lookback,
             self.metrics,
             vector_steps=window == "vector_steps",
         )
 
     def __repr__(self) -> str:
-        mode = getattr(self.autoreset_mode, "name", self.autoreset_mode)
-        return f"EnvRunner(num_envs={self.num_envs}, autoreset_mode={mode}, window={self.window!r})"
+        mode = getattr(self._autoreset_mode, "name", self._autoreset_mode)
+        return (
+            f"EnvRunner(num_envs={self._num_envs}, autoreset_mode={mode}, window={self._window!r})"
+        )
 
     @property
     def len_lookback_buffer(self) -> int:
@@ -235,8 +243,8 @@ class EnvRunner:
             2
         """
         # One vector step of a next-step env could be every sub-env's reset step.
-        resets = self.autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP
-        return 2 if self.window == "vector_steps" and resets else 1
+        resets = self._autoreset_mode is gym.vector.AutoresetMode.NEXT_STEP
+        return 2 if self._window == "vector_steps" and resets else 1
 
     # --------------------------------------------------------------------------------- public
     def sample(self, num_steps: int) -> SampledChunks:
@@ -267,7 +275,7 @@ class EnvRunner:
                 not a string; refused before the env steps, as above.
             RuntimeError: An earlier call failed after the env stepped (whatever raised:
                 the env, the policy, an interrupt): the env had stepped past what was
-                recorded, so this runner cannot go on; create a new one.
+                recorded, so its episodes cannot go on; :meth:`reset` starts new ones.
 
         Warns:
             RuntimeWarning: Once per runner, as the call's last act, where next-step carry-over
@@ -288,8 +296,8 @@ class EnvRunner:
         if self._failure is not None:
             raise RuntimeError(
                 f"an earlier sample() of this runner failed part-way ({self._failure}): the "
-                "env had stepped and its episodes cannot continue consistently; create a new "
-                "EnvRunner"
+                "env had stepped and its episodes cannot continue consistently; call reset() "
+                "to start new episodes, or create a new EnvRunner"
             )
         start = time.perf_counter()
         # A call that raises before the env steps (a refused output at its first step, the
@@ -309,8 +317,8 @@ class EnvRunner:
             chunks = SampledChunks(
                 recording,
                 # Read as the constructor reads them: a VectorEnv need not have them.
-                getattr(self.env, "single_observation_space", None),
-                getattr(self.env, "single_action_space", None),
+                getattr(self._env, "single_observation_space", None),
+                getattr(self._env, "single_action_space", None),
                 numpy_episodes=self.numpy_episodes,
             )
             self.metrics.add_time(recorded, vector_steps, time.perf_counter() - start)
@@ -324,7 +332,7 @@ class EnvRunner:
             self._output_key_set = saved[4]
             raise
         # Last, the call complete: a filter raising a warning leaves the runner usable.
-        warn_doubt(recorder, self.env)  # an env read as next-step that looks same-step
+        warn_doubt(recorder, self._env)  # an env read as next-step that looks same-step
         if not self._backlog_warned and backlog_due(recorder.waiting, num_steps):
             self._backlog_warned = True  # first: such a filter raises it once
             warn_backlog(carried=recorder.waiting, num_steps=num_steps, warned=False)
@@ -344,6 +352,55 @@ class EnvRunner:
         """
         return self.metrics.reduce(reset=reset)
 
+    def reset(self, seed: SupportsIndex | Sequence[SupportsIndex | None] | None = None) -> None:
+        """Starts over: the next :meth:`sample` resets the env (with ``seed``) and new episodes.
+
+        For a re-seed, or after the env was reset or stepped outside the runner (which it
+        cannot see: its next call would continue each episode from the observation it kept).
+        The episodes running now are abandoned: chunks handed out keep what they hold (neither
+        terminated nor truncated), transitions recorded but not handed out yet (next-step
+        carry-over) are dropped, and new episodes get new ids. A recurrent state starts from
+        ``initial_state`` again. A runner whose ``sample`` failed part-way is usable again.
+        Metrics are kept.
+
+        Args:
+            seed: Seed of that reset, in the forms the constructor's ``seed`` takes; None
+                resets without one (the env's generators go on). It becomes ``runner.seed``.
+
+        Raises:
+            ValueError: A ``seed`` of none of those forms; the runner is unchanged.
+
+        Example:
+            >>> from episodes.runner import RandomPolicy
+            >>> env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+            >>> runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+            >>> first = runner.sample(3)
+            >>> runner.reset(seed=0)
+            >>> again = runner.sample(3)
+            >>> again[0].id_ == first[0].id_, again[0].t_started
+            (False, 0)
+            >>> bool((again[0].get_observations(0) == first[0].get_observations(0)).all())
+            True
+        """
+        seed = check_env_seed(seed, self._num_envs)
+        self._recorder = BatchedRecorder(
+            self._num_envs,
+            self._autoreset_mode,
+            self._lookback,
+            self.metrics,
+            vector_steps=self._window == "vector_steps",
+        )
+        self._obs = self.state = self._state_layout = self._output_keys = None
+        self._output_key_set, self._output_shapes = frozenset(), {}
+        self._failure, self.seed = None, seed
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A runner pickled by an earlier build holds its fixed attributes under their names.
+        for name in ("env", "num_envs", "autoreset_mode", "window"):
+            if name in state:
+                state["_" + name] = state.pop(name)
+        self.__dict__.update(state)
+
     # ------------------------------------------------------------------------------- internal
     def _begin(self, num_steps: int) -> BatchedRecorder:
         """Begins the call's recording; the first call resets the env (and picks the recorder)."""
@@ -351,26 +408,26 @@ class EnvRunner:
         if self._obs is not None:
             # Kept from a call made under torch.inference_mode: a policy run with grad now
             # could not use them (inference tensors cannot be saved for backward).
-            self._obs, self.state = _out_of_inference(self._obs), _out_of_inference(self.state)
+            self._obs, self.state = out_of_inference(self._obs), out_of_inference(self.state)
             with allocating(num_steps):  # a num_steps no memory holds: named, not numpy's words
                 recorder.begin(num_steps, self._obs, None)
             return recorder
-        state = None if self._initial_state is None else self._initial_state(self.num_envs)
+        state = None if self._initial_state is None else self._initial_state(self._num_envs)
         if self._initial_state is not None:
-            self._state_layout = StateLayout.of(state, self.num_envs, self.state_batch_axis)
+            self._state_layout = StateLayout.of(state, self._num_envs, self.state_batch_axis)
         # Sync and async vector envs take a list of seeds too; VectorEnv's signature says int
-        obs, reset_infos = self.env.reset(seed=self.seed)  # type: ignore[arg-type]
+        obs, reset_infos = self._env.reset(seed=self.seed)  # type: ignore[arg-type]
         check_batched_infos(reset_infos, "the env's reset infos")
         # Before the device recorder is picked by its first leaf (either recorder's begin
         # would fail in numpy's or torch's words); the runner stays unstarted.
-        check_env_rows(obs, self.num_envs, "the env's reset observations")
+        check_env_rows(obs, self._num_envs, "the env's reset observations")
         if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
             recorder = _device_recorder(
-                self.num_envs,
-                self.autoreset_mode,
+                self._num_envs,
+                self._autoreset_mode,
                 self._lookback,
                 self.metrics,
-                vector_steps=self.window == "vector_steps",
+                vector_steps=self._window == "vector_steps",
             )
         with allocating(num_steps):
             recorder.begin(num_steps, obs, reset_infos)
@@ -390,7 +447,7 @@ class EnvRunner:
                     check_holds_data(leaf, "the policy's state")
             # Kept as data: a state that carries the policy's autograd graph would chain every
             # step's graph (and observations) to the next, across calls, without bound.
-            self.state = _detached(state)
+            self.state = detached(state)
         return actions, extras
 
     def _step(self) -> None:
@@ -399,7 +456,7 @@ class EnvRunner:
         keys = self._output_keys
         # Checked before the env steps; a set comparison per step (a renamed key as well).
         if keys is None or extras.keys() != self._output_key_set:
-            self._output_keys = check_outputs(actions, extras, self.num_envs, keys)
+            self._output_keys = check_outputs(actions, extras, self._num_envs, keys)
             self._output_key_set = frozenset(self._output_keys)
             if keys is None:  # the runner's first step: its output blocks, before env.step
                 self._output_shapes = output_shapes(actions, extras)
@@ -412,10 +469,10 @@ class EnvRunner:
         # and actions under an env that clips them in place. Not recorded until env_step.
         actions = self._recorder.put_outputs(actions, extras)  # a numpy env's: host arrays
         self._stepped = True  # from here a failure leaves the env past what was recorded
-        obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
-        check_batched_infos(infos, "the env's step infos", self.autoreset_mode)
+        obs, rewards, terminateds, truncateds, infos = self._env.step(actions)
+        check_batched_infos(infos, "the env's step infos", self._autoreset_mode)
         self._obs, started = self._recorder.env_step(
-            obs, rewards, terminateds, truncateds, infos, reset=self.env.reset
+            obs, rewards, terminateds, truncateds, infos, reset=self._env.reset
         )
         if self._initial_state is not None and started is not None:
             self.state = self._reset_state(self.state, started)
@@ -433,25 +490,11 @@ class EnvRunner:
         assert self._initial_state is not None and self._state_layout is not None
         # Called for every reset step (on a torch env, every step: which sub-envs started
         # stays on the device), as a random fresh state is drawn anew for each reset.
-        fresh = self._initial_state(self.num_envs)
+        fresh = self._initial_state(self._num_envs)
         # The policy's state matched the layout; a fresh one of other leaves would fail in
         # numpy's words, or be broadcast into the state's leaves without an error.
         self._state_layout.check(fresh, "initial_state returned (at a sub-env's reset)")
-        olds, structure = flatten(state)
-        news = flatten(fresh)[0]
-        axis = self.state_batch_axis
-        on_device = is_tensor(mask)
-        rows: list[int] | None = None
-        out = []
-        for old, new in zip(olds, news):
-            if is_tensor(old):
-                out.append(_where_started(old, new, mask, axis))
-                continue
-            if rows is None:
-                host = mask.detach().cpu().numpy() if on_device else mask
-                rows = [int(i) for i in np.flatnonzero(host)]
-            out.append(_with_rows(old, new, rows, axis))
-        return unflatten(structure, out)
+        return with_fresh_rows(state, fresh, mask, self.state_batch_axis)
 
 
 def _axis(value: Any) -> int:
@@ -460,52 +503,13 @@ def _axis(value: Any) -> int:
     return int(value)
 
 
-def _with_rows(old: Any, new: Any, rows: list[int], axis: int) -> Any:
-    """A copy of numpy ``old`` with entries ``rows`` along ``axis`` taken from ``new``."""
-    # Copied first: the policy may still hold (or have logged) the state it returned.
-    out = np.array(old, copy=True)
-    if not rows:
-        return out
-    if is_tensor(new):
-        new = new.detach().cpu().numpy()
-    where = (slice(None),) * (axis % out.ndim) + (rows,)  # -1 too
-    out[where] = new[where]
-    return out
-
-
-def _detached(state: Any) -> Any:
-    """The state with every torch tensor leaf detached (numpy leaves as they are)."""
-    if getattr(state, "requires_grad", False):  # the usual single tensor, no tree walk
-        return state.detach()
-    if hasattr(state, "detach") or isinstance(state, np.ndarray):
-        return state
-    return tree.map_structure(
-        lambda leaf: leaf.detach() if getattr(leaf, "requires_grad", False) else leaf, state
-    )
-
-
-def _out_of_inference(value: Any) -> Any:
-    """``value`` with its inference tensors copied into normal ones, outside inference mode.
-
-    As it is inside inference mode, and where no leaf is an inference tensor (the usual case:
-    checked without importing torch).
-    """
-    leaves = [] if value is None else flatten(value)[0]
-    if not any(map(is_tensor, leaves)):
-        return value
-    import torch
-
-    def made_inside(leaf: Any) -> bool:
-        return isinstance(leaf, torch.Tensor) and leaf.is_inference()
-
-    if torch.is_inference_mode_enabled() or not any(map(made_inside, leaves)):
-        return value
-    return tree.map_structure(lambda leaf: leaf.clone() if made_inside(leaf) else leaf, value)
-
-
 def _holds_tensors(batch: Any) -> bool:
-    """True when the first leaf of a batch is a torch tensor (checked without importing torch)."""
-    return is_tensor(flatten(batch)[0][0])
+    """True when every leaf of a batch is a torch tensor (checked without importing torch).
+
+    Observations mixing tensors and arrays are recorded on the host, whichever leaf comes first.
+    """
+    leaves = flatten(batch)[0]
+    return bool(leaves) and all(map(is_tensor, leaves))
 
 
 def _device_recorder(
@@ -515,22 +519,3 @@ def _device_recorder(
     from episodes.runner.device_recorder import DeviceRecorder
 
     return DeviceRecorder(num_envs, mode, lookback, metrics, vector_steps=vector_steps)
-
-
-def _where_started(old: Any, new: Any, mask: Any, axis: int) -> Any:
-    """A new state tensor with the started envs' entries (a bool tensor or array) from ``new``."""
-    # In old's dtype, as the host's row writes cast: where would promote (a float16 state
-    # would come back float32), so the policy gets the state dtype it returned on every env.
-    if not is_tensor(mask):
-        import torch  # loaded already: old is a tensor
-
-        mask = torch.as_tensor(mask, dtype=torch.bool)
-    if not is_tensor(new):
-        new = old.new_tensor(np.asarray(new))
-    elif new.device != old.device or new.dtype != old.dtype:
-        new = new.to(device=old.device, dtype=old.dtype)
-    if mask.device != old.device:
-        mask = mask.to(old.device)
-    shape = [1] * old.dim()
-    shape[axis] = -1
-    return new.where(mask.reshape(shape), old)
