@@ -36,7 +36,7 @@ def as_rows(values: Any, what: str) -> np.ndarray:
     """
     # A list of items (list mode) is scanned by type; an array is looked at once.
     if isinstance(values, np.ndarray) and values.dtype.names is not None:
-        return check_records(values, what)  # nested observations' records
+        return check_records(values, what)  # nested values' records
     if isinstance(values, np.ndarray):  # a numpy'd chunk's column: the usual case
         if isinstance(values, np.ma.MaskedArray) and np.ma.count_masked(values):
             raise TypeError(masked_words(what))
@@ -53,8 +53,8 @@ def as_rows(values: Any, what: str) -> np.ndarray:
         rows = batch(values)  # exact as to_numpy stacks them: uint64 (objects are refused)
     if rows.dtype.kind not in "biufc" or rows.ndim == 0:
         raise TypeError(
-            f"{what}: replay stores numeric arrays only (got dtype {rows.dtype}); observations "
-            "may nest them in dicts and tuples (a Dict or Tuple space), other columns not"
+            f"{what}: replay stores numeric arrays only (got dtype {rows.dtype}); observations, "
+            "actions and extra model outputs may nest them in dicts and tuples, rewards not"
         )
     return rows
 
@@ -212,7 +212,7 @@ class Column:
             'shape (2, 3) dtype float32'
         """
         if self.data.dtype.names is not None:
-            return f"nested observations {describe(self.data.dtype)}"
+            return f"nested values {describe(self.data.dtype)}"
         return f"shape {self.data.shape[1:]} dtype {self.data.dtype}"
 
     def resize(self, size: int) -> None:

@@ -24,7 +24,14 @@ from episodes.replay.adding import named_refusal
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
-from episodes.replay.nested import NESTED_REFUSAL, list_rows, nested_rows, records_equal, unpack
+from episodes.replay.nested import (
+    NESTED_COLUMNS,
+    NESTED_REFUSAL,
+    list_rows,
+    nested_rows,
+    records_equal,
+    unpack,
+)
 from episodes.replay.store import all_empty_infos
 from episodes.spaces import UNSTACKABLE_SPACES, equal_in_space, find_space_kind
 from episodes.structs import arrays_equal, deep_copied, short_repr
@@ -190,9 +197,10 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
 
     Raises:
         TypeError: Not a ``SingleAgentEpisode``, an unhashable id (the buffer finds episodes
-            by id), values that are not numeric arrays (observations may nest them in dicts and
-            tuples: :mod:`episodes.replay.nested`), rewards that are not real numbers, or
-            an extra-model-output key that is not a str (``0`` and ``"0"`` would be one column).
+            by id), values that are not numeric arrays (observations, actions and extras may
+            nest them in dicts and tuples: :mod:`episodes.replay.nested`), rewards that are
+            not real numbers, or an extra-model-output key that is not a str (``0`` and
+            ``"0"`` would be one column).
         ValueError: Times (``t_started`` to ``t_started + len``) beyond int64, or rewards not
             one scalar per step or that a float32 cannot hold.
 
@@ -288,7 +296,7 @@ def _rows(
         # stack back into the same rows.
         values = list_rows(values, what)
     if nested or isinstance(values, (tuple, dict)):
-        if what != "observations":  # nested observations are records (episodes.replay.nested)
+        if not what.startswith(NESTED_COLUMNS):  # observations, actions, extras: records
             raise TypeError(NESTED_REFUSAL.format(what=what))
         return nested_rows(values, what, count, finalized, space)
     rows = as_rows(values, what)

@@ -299,6 +299,7 @@ def _part(
         if read is None:
             return None
         views = gathered_records(views, read.obs.dtype)  # nested leaves: the model's records
+        views = gathered_records(views, read.actions.dtype, "actions")
         mine = {path: v[r : r + m + (path == ("observations",))] for path, v in views.items()}
         if not _same_as_read(read, mine, own[head], model):
             return None
@@ -420,8 +421,8 @@ def _plain_columns(meta: dict[str, Any], leaves: dict[str, Any]) -> list[Any] | 
     ]:
         if not isinstance(column, dict) or column.get("layout") != "arrays":
             return None
-        if path == ["observations"] and column.get("structure") != "*":  # records: a struct
-            nested = struct_leaves(column, leaves)
+        if path in (["observations"], ["actions"]) and column.get("structure") != "*":
+            nested = struct_leaves(column, leaves, path[0])  # records: a struct
             if nested is None:
                 return None
             out.extend(nested)

@@ -1,12 +1,13 @@
-"""Nested (Dict / Tuple) observations: stored as one column of records, given back nested.
+"""Nested (Dict / Tuple) observations, actions, extras: a column of records, given back nested.
 
-A Dict or Tuple observation becomes one row of a numpy structured dtype whose fields mirror
-its structure: a Dict's fields are named by the ``repr`` of its str keys (``"'pos'"``), a
-Tuple's by the places ``"0"``, ``"1"`` ..., nested to any depth, each leaf a numeric field of
-its own dtype and shape. The row moves as one through everything that moves rows (appends,
-compaction, growth, eviction, ``get_state``); readers take it apart at the edges
-(:func:`unpack`): a sample's ``obs``/``next_obs`` are the same nested structure of arrays,
-an episode's observations a numpy'd nested column. Flat observations never come here.
+A Dict or Tuple observation (or action, or extra model output) becomes one row of a numpy
+structured dtype whose fields mirror its structure: a Dict's fields are named by the ``repr``
+of its str keys (``"'pos'"``), a Tuple's by the places ``"0"``, ``"1"`` ..., nested to any
+depth, each leaf a numeric field of its own dtype and shape. The row moves as one through
+everything that moves rows (appends, compaction, growth, eviction, ``get_state``); readers
+take it apart at the edges (:func:`unpack`): a sample's ``obs``/``next_obs``/``actions`` (and
+extras) are the same nested structure of arrays, an episode's column a numpy'd nested column.
+Flat ones never come here.
 
 Example:
     >>> rows = nested_rows({"pos": np.zeros((3, 2), np.float32), "id": np.arange(3)},
@@ -50,14 +51,12 @@ __all__ = [
     "zero_rows",
 ]
 
-# The batch columns that hold observations: the ones a nested store gives back nested.
-NESTED_KEYS = ("obs", "next_obs")
-
-# Actions, rewards and extra model outputs stay flat.
+# The batch columns that may hold records (and extra model outputs, under their own keys), and
+# the columns that nest as ``ingest`` names them: rewards stay scalars.
+NESTED_KEYS, NESTED_COLUMNS = ("obs", "next_obs", "actions"), ("observations", "actions", "extra")
 NESTED_REFUSAL = (
-    "{what}: replay stores numeric arrays only; nested spaces are not supported but for "
-    "observations: flatten them first (an extra model output: record each leaf under its own "
-    "str key, e.g. 'state_h', 'state_c')"
+    "{what}: replay stores numeric arrays only; nested values (dicts, tuples) are stored for "
+    "observations, actions and extra model outputs, rewards are real scalars"
 )
 
 
@@ -69,10 +68,10 @@ def list_rows(columns: list[Any], what: str) -> np.ndarray:
         [[0.0, 0.5], [1.0, 2.5]]
     """
     if not columns or not all(isinstance(c, (list, tuple, np.ndarray)) for c in columns):
-        if what.startswith("observations"):  # these do nest, but as Dict or Tuple items
+        if what.startswith(NESTED_COLUMNS):  # these do nest, but as Dict or Tuple items
             raise TypeError(
                 f"{what}: a list item holding a dict (or another non-numeric part) is no row "
-                "of numbers; nested observations are Dict or Tuple items"
+                f"of numbers; nested {what.split('[')[0]} are Dict or Tuple items"
             )
         raise TypeError(NESTED_REFUSAL.format(what=what))
     # Tuples inside a list item are rows too, as np.asarray stacks them in list mode.
@@ -84,7 +83,7 @@ def list_rows(columns: list[Any], what: str) -> np.ndarray:
 
 
 def is_records(array: Any) -> bool:
-    """Whether ``array`` (an array or a numpy scalar) holds nested observations as records.
+    """Whether ``array`` (an array or a numpy scalar) holds nested values as records.
 
     Example:
         >>> is_records(np.zeros(2)), is_records(np.zeros(2, [("0", "f4")]))
@@ -161,7 +160,7 @@ def put_rows(out: np.ndarray, where: Any, values: np.ndarray) -> None:
 def nested_rows(
     values: Any, what: str, count: int, finalized: bool, space: Any = None
 ) -> np.ndarray:
-    """``count`` nested observations (a Dict or Tuple) as one record row each.
+    """``count`` nested items (observations, actions, extras) as one record row each.
 
     ``values`` is what the episode's getter returned: for a numpy'd episode the nested
     structure of per-leaf columns, in list mode a list of nested items. A declared Dict or
@@ -255,7 +254,7 @@ def _leaf(values: Any, what: str, path: tuple[str, ...], finalized: bool) -> np.
         return values  # a numpy'd leaf column, the usual case: as as_rows gives it back
     name = f"{what}{_where(path)}"
     if isinstance(values, Mapping) or (isinstance(values, tuple) and finalized):
-        raise TypeError(f"{name}: items nested unlike the observation space")
+        raise TypeError(f"{name}: items nested unlike the declared space")
     if finalized and isinstance(values, list):  # a numpy'd column of list-structured items
         values = list_rows(values, name)
     return _as_rows()(values, name)
@@ -410,16 +409,15 @@ def _nest(node: Any, leaves: list[np.ndarray]) -> Any:
 
 
 def unpack_batch(batch: dict[str, Any]) -> dict[str, Any]:
-    """``batch`` with its record columns (:data:`NESTED_KEYS`) unpacked; others as they are.
+    """``batch`` with its record columns (any key: :data:`NESTED_KEYS`, extras) unpacked.
 
     Example:
         >>> rows = nested_rows({"a": np.arange(2)}, "obs", 2, True)
         >>> unpack_batch({"obs": rows, "rewards": np.ones(2)})["obs"]
         {'a': array([0, 1])}
     """
-    for key in NESTED_KEYS:
-        value = batch.get(key)
-        if value is not None and is_records(value):
+    for key, value in batch.items():  # values replaced in place: the dict keeps its size
+        if is_records(value):
             batch[key] = unpack(value)
     return batch
 
@@ -446,7 +444,7 @@ def describe(dtype: np.dtype[Any]) -> str:
 
 
 def check_records(rows: np.ndarray, what: str) -> np.ndarray:
-    """``rows`` if they are nested observations as :func:`nested_rows` makes them.
+    """``rows`` if they are nested values as :func:`nested_rows` makes them.
 
     For records that come from elsewhere (a state given to ``set_state``).
 
@@ -461,7 +459,7 @@ def check_records(rows: np.ndarray, what: str) -> np.ndarray:
         TypeError: steps['obs']: record fields ['x'] are no Dict keys or Tuple places
     """
     if rows.ndim != 1:
-        raise TypeError(f"{what}: nested observations must be a 1-d array of records")
+        raise TypeError(f"{what}: nested values must be a 1-d array of records")
     _check_level(rows.dtype, what)
     return rows
 
@@ -521,7 +519,8 @@ def fit_records(column: Any, rows: np.ndarray, what: str) -> np.ndarray:
     theirs = dict(_leaves(rows.dtype)) if is_records(rows) else {}
     if dtype.names is None or mine.keys() != theirs.keys():
         given = f"nested as {describe(rows.dtype)}" if theirs else f"of shape {rows.shape[1:]}"
-        raise ValueError(f"{what} {given} do not fit the buffer's {column.describe()}")
+        held = f"nested {what} {describe(dtype)}" if dtype.names else column.describe()
+        raise ValueError(f"{what} {given} do not fit the buffer's {held}")
     out = np.empty(len(rows), dtype)
     for path, leaf in mine.items():
         fitted = Column(0, np.empty((0, *leaf.shape), leaf.base))
@@ -530,7 +529,7 @@ def fit_records(column: Any, rows: np.ndarray, what: str) -> np.ndarray:
 
 
 def records_equal(a: Any, b: Any) -> bool:
-    """Whether two records (one observation each, same dtype) are equal leaf by leaf.
+    """Whether two records (one item each, same dtype) are equal leaf by leaf.
 
     NaNs are equal where both hold them, as a flat observation's join compares them.
 

@@ -1,4 +1,4 @@
-"""Nested observation records as a saved shard's ``struct`` column, and back, in batches.
+"""Nested observation (action, extra) records as a saved shard's ``struct`` column, and back.
 
 A record dtype (:mod:`episodes.replay.nested`) names a Dict's fields by the ``repr`` of their
 keys (``"'pos'"``) and a Tuple's by their places (``"0"``); the dataset writer stores a nested
@@ -58,10 +58,13 @@ def struct_column(
     records: np.ndarray,
     kind: pa.DataType,
     leaf: Callable[[np.ndarray, Any, pa.DataType], pa.Array],
+    valid: np.ndarray | None = None,
 ) -> pa.Array:
-    """``records`` (one a row) as an Arrow column of the writer's ``kind``, free of nulls.
+    """``records`` (one a row) as an Arrow column of the writer's ``kind``.
 
     ``leaf`` makes a leaf's column from its rows (as ``saved_shards`` makes flat ones).
+    ``valid`` (None: every row) says which rows hold an item: the others are null in the
+    struct and in each of its leaves, as the writer writes an actions column's last row.
 
     Raises:
         TypeError: The records' fields are not the struct's (names, count or nesting).
@@ -74,14 +77,15 @@ def struct_column(
     if records.dtype.names is None:
         if pa.types.is_struct(kind):
             raise TypeError(f"a leaf of dtype {records.dtype} for an Arrow {kind} column")
-        return leaf(np.ascontiguousarray(records), None, kind)
+        return leaf(np.ascontiguousarray(records), valid, kind)
     if not pa.types.is_struct(kind):
         raise TypeError(f"records for an Arrow {kind} column")
     names = _by_key(records.dtype)
     if sorted(names) != sorted(f.name for f in kind) or len(names) != kind.num_fields:
         raise TypeError(f"record fields {list(names)} for an Arrow {kind} column")
-    children = [struct_column(records[names[f.name]], f.type, leaf) for f in kind]
-    return pa.StructArray.from_arrays(children, fields=list(kind))
+    children = [struct_column(records[names[f.name]], f.type, leaf, valid) for f in kind]
+    mask = None if valid is None else pa.array(~valid)
+    return pa.StructArray.from_arrays(children, fields=list(kind), mask=mask)
 
 
 def leaf_paths(dtype: np.dtype[Any]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -132,8 +136,10 @@ def records_of(leaves: dict[tuple[str, ...], np.ndarray], dtype: np.dtype[Any]) 
     return out
 
 
-def struct_leaves(column: dict[str, Any], leaves: dict[str, Any]) -> list[Any] | None:
-    """A saved nested observations column's leaves: ``(path, leaf entry)`` each, or None.
+def struct_leaves(
+    column: dict[str, Any], leaves: dict[str, Any], name: str = "observations"
+) -> list[Any] | None:
+    """A saved nested column's leaves (``name``'s): ``(path, leaf entry)`` each, or None.
 
     None where the index entry is not the writer's for such a column, no lookback.
 
@@ -147,35 +153,45 @@ def struct_leaves(column: dict[str, Any], leaves: dict[str, Any]) -> list[Any] |
     if column.get("layout") != "arrays" or column.get("lookback") != 0:
         return None
     try:
-        subs = skeleton_paths(column.get("structure"), "observations")
+        subs = skeleton_paths(column.get("structure"), name)
     except DatasetError:  # a malformed structure: read as the reader reads it
         return None
     if not isinstance(names, list) or len(names) != len(subs) or subs == [()]:
         return None
     out = []
-    for sub, name in zip(subs, names, strict=True):
-        info = leaves.get(str(name.get("file"))) if isinstance(name, dict) else None
-        path = ["observations", *sub]
+    for sub, file in zip(subs, names, strict=True):
+        info = leaves.get(str(file.get("file"))) if isinstance(file, dict) else None
+        path = [name, *sub]
         if not isinstance(info, dict) or info.get("path") != path or info.get("storage") != "arrow":
             return None
         out.append((path, info))
     return out
 
 
-def gathered_records(views: dict[Any, np.ndarray], dtype: np.dtype[Any]) -> dict[Any, Any]:
-    """``views`` (leaf columns by path) with the observations' leaves as records of ``dtype``.
+def gathered_records(
+    views: dict[Any, np.ndarray], dtype: np.dtype[Any], name: str = "observations"
+) -> dict[Any, Any]:
+    """``views`` (leaf columns by path) with ``name``'s leaves as records of ``dtype``.
+
+    The records take the place of the first leaf; the other columns keep their order.
 
     Example:
-        >>> views = {("observations", "0"): np.arange(2), ("rewards",): np.zeros(2)}
-        >>> out = gathered_records(views, np.dtype([("0", "i8")]))
-        >>> list(out), out[("observations",)]["0"].tolist()
-        ([('observations',), ('rewards',)], [0, 1])
+        >>> views = {("observations",): np.zeros(2), ("actions", "0"): np.arange(2),
+        ...          ("rewards",): np.zeros(2)}
+        >>> out = gathered_records(views, np.dtype([("0", "i8")]), "actions")
+        >>> list(out), out[("actions",)]["0"].tolist()
+        ([('observations',), ('actions',), ('rewards',)], [0, 1])
     """
-    leaves = {p[1:]: v for p, v in views.items() if p[0] == "observations" and len(p) > 1}
+    leaves = {p[1:]: v for p, v in views.items() if p[0] == name and len(p) > 1}
     if not leaves:
         return views
-    others = {p: v for p, v in views.items() if p[0] != "observations"}
-    return {("observations",): records_of(leaves, dtype), **others}
+    out: dict[Any, Any] = {}
+    for path, view in views.items():
+        if path[0] != name:
+            out[path] = view
+        elif (name,) not in out:
+            out[(name,)] = records_of(leaves, dtype)
+    return out
 
 
 def _leaf(values: np.ndarray, valid: Any, kind: pa.DataType) -> pa.Array:

@@ -190,7 +190,7 @@ def _load_episodes(buffer: EpisodeReplayBuffer, root: Path) -> tuple[list[Any], 
     episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))
     try:
         buffer.add(episodes)
-    except (TypeError, ValueError) as err:  # e.g. a nested space, which replay cannot store
+    except (TypeError, ValueError) as err:  # e.g. text observations, not numeric arrays
         raise ValueError(
             f"{root}: damaged replay buffer (its episodes cannot be stored: {err})"
         ) from err

@@ -8,7 +8,7 @@ that are None or str, times the dataset's int64 ``t`` column holds from 0:
 :mod:`episodes.replay.saved_meta`): a run of them becomes one record batch gathered from the
 buffer's columns in a few numpy calls, and their index entries are the writer's entry for one of
 them with each episode's own fields (id, ids, flags, times, clocks, ``custom_data``, sizes) put
-in (nested observations, records, gathered into the writer's ``struct`` column:
+in (nested observations, actions and extras, records, gathered into the writer's ``struct`` column:
 :mod:`episodes.replay.nested_saved`). Other episodes go through the writer's own encoding
 (``encode_rows``), one record batch each, in their place, with its errors. Each shard's first
 plain episode and its first of another length are encoded both ways and compared (entries,
@@ -396,10 +396,10 @@ def _columns(
     found = {
         "observations": lambda kind: struct_column(obs, kind, _leaf),  # records: a struct
         "infos": lambda kind: _texts([b"{}"], np.full(1, total), kind),
-        "actions": lambda kind: _leaf(rows(store.actions.data), valid, kind),
+        "actions": lambda kind: struct_column(rows(store.actions.data), kind, _leaf, valid),
         "rewards": lambda kind: _leaf(rewards, valid, kind),
         EXTRAS: lambda kind: pa.StructArray.from_arrays(
-            [_leaf(rows(store.extras[f.name].data), valid, f.type) for f in kind],
+            [struct_column(rows(store.extras[f.name].data), f.type, _leaf, valid) for f in kind],
             fields=list(kind),
             mask=_bits(~valid, pa.bool_()),
         ),

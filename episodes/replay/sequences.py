@@ -175,10 +175,12 @@ def sequence_batch(
     }
     if include_infos:
         batch["infos"] = _next_infos(store, table, flat, mask)
+    nested = store.obs.data.dtype.names is not None or store.actions.data.dtype.names is not None
     if include_extra_model_outputs:
         extras = {key: _gather(column.data, pos, mask) for key, column in store.extras.items()}
         add_extras(batch, extras)
-    if store.obs.data.dtype.names is not None:  # nested observations: given back nested
+        nested = nested or any(is_records(values) for values in extras.values())
+    if nested:  # nested observations, actions or extras: given back nested
         unpack_batch(batch)
     return batch
 
@@ -335,12 +337,15 @@ def build_episode(
         observations=_column(observations, lookback, spaces[0]),
         observation_space=spaces[0],
         infos=_column(fresh_info_list(raw_infos), lookback),
-        actions=_column(store.actions.data[slots], lookback, spaces[1]),
+        actions=_column(_unpacked(take_rows(store.actions.data, slots)), lookback, spaces[1]),
         action_space=spaces[1],
         rewards=_column(store.rewards[slots], lookback),
         terminated=bool(at_end and table.terminated[row]),
         truncated=bool(at_end and table.truncated[row]),
-        extra_model_outputs={k: _column(c.data[slots], lookback) for k, c in store.extras.items()},
+        extra_model_outputs={
+            k: _column(_unpacked(take_rows(c.data, slots)), lookback)
+            for k, c in store.extras.items()
+        },
         t_started=int(store.t[slots[lookback]])
         if lookback < len(slots)
         else int(store.t[last]) + 1,
@@ -350,6 +355,11 @@ def build_episode(
         multi_agent_episode_id=None if meta is None else meta.multi_agent_episode_id,
     )
     return with_meta(episode, id_, meta)
+
+
+def _unpacked(rows: np.ndarray) -> Any:
+    # Records (nested actions, extras) as the numpy'd nested column they stand for.
+    return unpack(rows) if is_records(rows) else rows
 
 
 def _column(data: Any, lookback: int, space: Any = None) -> InfiniteLookbackBuffer:

@@ -73,9 +73,9 @@ def buffer_state(buffer: EpisodeReplayBuffer) -> dict[str, Any]:
         "next_uid": store.next_uid,
         "steps": {
             "obs": take_rows(store.obs.data, keep) if store.obs is not None else None,
-            "actions": store.actions.data[keep] if store.actions is not None else None,
+            "actions": take_rows(store.actions.data, keep) if store.actions is not None else None,
             "rewards": store.rewards[keep],
-            "extras": {k: c.data[keep] for k, c in store.extras.items()},
+            "extras": {k: take_rows(c.data, keep) for k, c in store.extras.items()},
             "infos": list(copied_infos(store.infos[keep])),
             "ep": row_of[store.ep[keep]],
             "t": store.t[keep],
@@ -448,10 +448,10 @@ def _restore_store(
         store.obs = Column(store.size, steps["obs"])
         store.actions = Column(store.size, steps["actions"])
         put_rows(store.obs.data, at, np.asarray(steps["obs"]))
-        store.actions.data[at] = steps["actions"]
+        put_rows(store.actions.data, at, np.asarray(steps["actions"]))
         for key, values in steps["extras"].items():
             store.extras[key] = Column(store.size, values)
-            store.extras[key].data[at] = values
+            put_rows(store.extras[key].data, at, np.asarray(values))
     store.rewards[at] = steps["rewards"]
     store.infos[at] = copied_infos(steps["infos"])
     for name in ("ep", "t", "uid"):

@@ -177,14 +177,18 @@ class StepStore:
         self.init_columns(parts[0][0]["obs"], parts[0][0]["actions"], parts[0][1])
         assert self.obs is not None and self.actions is not None
         starts = self.end + np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        column = self.obs.data
+        column, acts = self.obs.data, self.actions.data
         records = column.dtype.names is not None  # nested observations: written as bytes
+        nested_actions = acts.dtype.names is not None  # and nested actions
         for (rows, extras, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
             if records and rows["obs"].dtype == column.dtype:
                 raw_rows(column)[a : a + n] = raw_rows(rows["obs"])
             else:
                 column[a : a + n] = rows["obs"]
-            self.actions.data[a : a + n] = rows["actions"]
+            if nested_actions and rows["actions"].dtype == acts.dtype:
+                raw_rows(acts)[a : a + n] = raw_rows(rows["actions"])
+            else:
+                acts[a : a + n] = rows["actions"]
             self.rewards[a : a + n] = rows["rewards"]
             for key, values in extras.items():
                 self.extras[key].data[a : a + n] = values
@@ -303,7 +307,7 @@ class StepStore:
         live = np.zeros(len(self.live), bool)
         live[:count] = True
         columns = (self.obs, self.actions, *self.extras.values())
-        # Records (nested observations) move as raw bytes: numpy moves them field by field.
+        # Records (nested observations, actions) move as raw bytes, not field by field.
         arrays = [raw_rows(column.data) for column in columns if column is not None]
         arrays += [self.rewards, self.infos]
         done = [[0] for _ in arrays]

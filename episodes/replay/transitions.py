@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from episodes.replay.nested import take_rows, unpack_batch
+from episodes.replay.nested import is_records, take_rows, unpack_batch
 from episodes.replay.nstep import (
     gathers_leaves,
     n_step_returns,
@@ -65,7 +65,7 @@ def transition_batch(
         obs, next_obs = take_rows(store.obs.data, slots), next_observations(store, table, res.last)
     batch: dict[str, np.ndarray] = {
         "obs": obs,
-        "actions": store.actions.data[slots],
+        "actions": take_rows(store.actions.data, slots),
         "rewards": rewards,
         "next_obs": next_obs,
         "terminateds": res.terminated,
@@ -80,9 +80,11 @@ def transition_batch(
         ends = nxt < 0
         infos[ends] = table.final_info[store.ep[res.last[ends]]]
         batch["infos"] = fresh_infos(infos)
+    nested = dtype.names is not None or store.actions.data.dtype.names is not None
     if include_extra_model_outputs:
-        extras = {key: column.data[slots] for key, column in store.extras.items()}
+        extras = {key: take_rows(column.data, slots) for key, column in store.extras.items()}
         add_extras(batch, extras, reserved=("weights",))
-    if dtype.names is not None:  # nested observations: given back nested (unpacked if not yet)
+        nested = nested or any(is_records(values) for values in extras.values())
+    if nested:  # nested observations, actions or extras: given back nested
         unpack_batch(batch)
     return batch

@@ -88,7 +88,12 @@ ODD = {
         TypeError,
         "rewards must be real numbers",
     ),
-    "nested actions": (_dict_actions(), TypeError, "actions: replay stores numeric"),
+    # Stored since session 43 where the buffer's actions nest; here they are flat int32.
+    "nested actions": (
+        _dict_actions(),
+        ValueError,
+        r"actions nested as \{'a': float32 \(2,\)\} do not fit the buffer's shape \(\)",
+    ),
 }
 
 

@@ -228,24 +228,26 @@ NESTED = [
 
 
 @pytest.mark.parametrize(("name", "state", "numpy"), NESTED, ids=[c[0] for c in NESTED])
-def test_a_nested_extra_output_refusal_says_what_works(name, state, numpy):
+def test_a_nested_extra_output_is_stored_as_its_leaves_would_be(name, state, numpy):
+    # Refused before session 43 (its words said to record each leaf under its own key): now
+    # stored nested, each leaf what that flat column holds.
     ep = SingleAgentEpisode(
         "a", observations=[0.0, 1.0, 2.0], actions=[0, 1], rewards=[1.0, 1.0],
         extra_model_outputs={"state": state}, len_lookback_buffer=0,
     )  # fmt: skip
-    buf = EpisodeReplayBuffer(10)
-    with pytest.raises(TypeError) as err:
-        buf.add(ep.to_numpy() if numpy else ep)
-    message = str(err.value)
-    assert "extra_model_outputs['state']" in message
-    assert "own str key" in message and "'state_h'" in message
-    assert buf.get_num_timesteps() == 0
-    # What the message says works: each leaf under its own key.
-    leaves = {"state_h": [np.zeros(2)] * 2, "state_c": [np.zeros(3)] * 2}
+    buf = EpisodeReplayBuffer(10, seed=0)
+    buf.add(ep.to_numpy() if numpy else ep)
+    keys = ["h", "c"] if isinstance(state[0], dict) else [0, 1]
+    leaves = {f"state_{k}": [item[k] for item in state] for k in keys}
     flat = SingleAgentEpisode(
         "a", observations=[0.0, 1.0, 2.0], actions=[0, 1], rewards=[1.0, 1.0],
         extra_model_outputs=leaves, len_lookback_buffer=0,
     )  # fmt: skip
-    buf.add(flat)
-    batch = buf.sample(1, n_step=1, include_extra_model_outputs=True)
-    assert batch["state_h"].shape == (1, 2) and batch["state_c"].shape == (1, 3)
+    other = EpisodeReplayBuffer(10, seed=0)
+    other.add(flat)
+    batch = buf.sample(4, n_step=1, include_extra_model_outputs=True)
+    want = other.sample(4, n_step=1, include_extra_model_outputs=True)
+    assert type(batch["state"]) is (dict if keys == ["h", "c"] else tuple)
+    for k in keys:
+        np.testing.assert_array_equal(batch["state"][k], want[f"state_{k}"])
+    assert buf.get_num_timesteps() == 2

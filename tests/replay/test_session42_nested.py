@@ -486,26 +486,29 @@ def test_unstorable_nested_items_are_type_errors(case):
     assert buf.get_num_timesteps() == 0
 
 
-def test_nested_actions_and_extra_model_outputs_stay_refused():
+def test_nested_actions_and_extras_are_stored_nested_rewards_refused():
+    # Nested actions and extra model outputs are stored since session 43
+    # (tests/replay/test_session43_nested_actions.py); rewards stay scalars.
     obs = [{"a": np.zeros(2)}] * 2
     buf = EpisodeReplayBuffer(100)
-    with pytest.raises(TypeError, match=r"actions: .*nested spaces are not supported"):
+    buf.add(
+        SingleAgentEpisode(
+            observations=obs,
+            actions=[{"u": 1}],
+            rewards=[1.0],
+            extra_model_outputs={"h": [(np.zeros(2), np.ones(2))]},
+            len_lookback_buffer=0,
+        )
+    )
+    batch = buf.sample(1, include_extra_model_outputs=True)
+    assert batch["actions"]["u"].tolist() == [1] and batch["h"][1].tolist() == [[1.0, 1.0]]
+    with pytest.raises(TypeError, match=r"rewards: .*rewards are real scalars"):
         buf.add(
             SingleAgentEpisode(
-                observations=obs, actions=[{"u": 1}], rewards=[1.0], len_lookback_buffer=0
+                observations=obs, actions=[{"u": 1}], rewards=[{"r": 1.0}], len_lookback_buffer=0
             )
         )
-    with pytest.raises(TypeError, match=r"extra_model_outputs\['h'\].*state_h"):
-        buf.add(
-            SingleAgentEpisode(
-                observations=obs,
-                actions=[1],
-                rewards=[1.0],
-                extra_model_outputs={"h": [(np.zeros(2), np.zeros(2))]},
-                len_lookback_buffer=0,
-            )
-        )
-    assert buf.get_num_timesteps() == 0
+    assert buf.get_num_timesteps() == 1
 
 
 def test_set_state_refuses_records_that_name_no_structure():
