@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from episodes.converter.bootstrap import bootstrap_truncated_rewards
 from episodes.converter.columns import (
     ColumnKeys,
     ObsFn,
@@ -44,6 +43,7 @@ from episodes.converter.refusals import (
     checked_obs_fn_output,
     obs_fn_input,
 )
+from episodes.indexing import discount_factor
 from episodes.runner import SampledChunks
 
 ValueFn = Callable[[Any], Any]
@@ -299,10 +299,41 @@ def block_bootstrap(
     values = real_values(values, count, "value_fn returned")
     last_values[ongoing, 0] = values[len(steps) :]
     if len(steps):
-        final_values = np.zeros_like(rewards)
-        final_values[steps, envs] = values[: len(steps)]
-        rewards = bootstrap_truncated_rewards(rewards, cols.truncated, final_values, gamma)
+        rewards = _bootstrapped_cells(
+            rewards, cols.truncated, steps, envs, values[: len(steps)], gamma
+        )
     return rewards, last_values
+
+
+def _bootstrapped_cells(
+    rewards: np.ndarray,
+    truncated: np.ndarray,
+    steps: np.ndarray,
+    envs: np.ndarray,
+    values: np.ndarray,
+    gamma: float,
+) -> np.ndarray:
+    """``bootstrap_truncated_rewards`` with final values ``values`` at ``(steps, envs)`` only.
+
+    For float64 ``[T, N]`` rewards, final values 0 elsewhere, without its ``[T, N]`` temporaries.
+
+    The same numbers bit for bit (``r + 0.0`` everywhere, ``-0.0`` rewards included, then
+    ``r + gamma * v`` at the truncated cells among those given) in one new array: the final
+    values, the bonus and the sum were three ``[T, N]`` float64 arrays at once.
+
+    Example:
+        >>> rewards = np.array([[1.0, -0.0], [2.0, 3.0]])
+        >>> truncated = np.array([[False, False], [True, False]])
+        >>> _bootstrapped_cells(rewards, truncated, np.array([1]), np.array([0]),
+        ...                    np.array([10.0]), 0.5).tolist()
+        [[1.0, 0.0], [7.0, 3.0]]
+    """
+    gamma = discount_factor(gamma)  # the check bootstrap_truncated_rewards makes
+    out = np.add(rewards, 0.0, dtype=np.float64)
+    hit = np.asarray(truncated)[steps, envs]
+    steps, envs = steps[hit], envs[hit]
+    out[steps, envs] = rewards[steps, envs] + gamma * np.asarray(values, np.float64)[hit]
+    return out
 
 
 def bootstrap_chunks(chunks: SampledChunks) -> np.ndarray:

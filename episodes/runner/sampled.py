@@ -475,9 +475,14 @@ class SampledChunks(Sequence[SingleAgentEpisode]):
 
         ``window`` is ``[N, T]``; arithmetic on its transpose would keep the transposed memory
         order, and every gather (and every array gathered with it) would then pay a reorder.
+        Computed in one new array: a transposed copy, its product and their sum were three
+        ``[T, N]`` int64 arrays at once (the converter's peak at 4096 sub-envs of CartPole).
         """
-        rows = np.ascontiguousarray(self.recording.window.T)  # may be the window itself
-        return rows * self.num_envs + np.arange(self.num_envs)
+        window = self.recording.window
+        positions = np.empty(window.shape[::-1], np.promote_types(window.dtype, np.int64))
+        np.multiply(window.T, self.num_envs, out=positions)
+        positions += np.arange(self.num_envs)
+        return positions
 
     def example(self, name: str) -> Any:
         """A ``[1, N, ...]`` struct of views of a field (its layout, for allocating outputs).

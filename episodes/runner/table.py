@@ -287,12 +287,11 @@ def chunk_table(
         # Row of every in-window cell, env by env (a flat nonzero of the transposed copy is
         # about twice as fast as a 2-D nonzero here).
         flat = np.flatnonzero(np.ascontiguousarray(in_window.T)).reshape(num_envs, num_steps)
-        # Env-major positions: a subtraction finds the row (cheaper than a modulo), and the
-        # done flags are read at the same positions of their transposed copy.
-        window = flat - (columns * span - lo)[:, None]
+        # Env-major positions: the done flags are read at them in their transposed copy, then
+        # a subtraction in place finds the row (cheaper than a modulo; no second [N, T] array).
         done_em = np.take(np.ascontiguousarray(done_local.T).reshape(-1), flat)
-    numbers_local = np.zeros((rows - lo, num_envs), np.int64)
-    numbers_local[events[0] - lo, events[1]] = events[2]
+        window = flat
+        window -= (columns * span - lo)[:, None]
 
     ends = done_em.copy()
     ends[:, -1] = True
@@ -309,7 +308,12 @@ def chunk_table(
     first = cells[first_cell]
     stop = cells[end_cell] + 1
     previous_end = cells[np.maximum(first_cell - 1, 0)]
-    number = np.where(is_first, episode_number[env], numbers_local[previous_end - lo, env])
+    # The numbers of the episodes that endings start, looked up among the endings (a dense
+    # [rows, N] int64 array of them was the table's largest temporary).
+    number = episode_number[env]
+    later = np.flatnonzero(~is_first)
+    if len(later):
+        number[later] = _numbers_after(events, previous_end[later], env[later], num_envs)
     started = np.where(is_first, episode_start[env], first)
     table = _table(blocks, finals, rows + 1, lookback, env, first, stop, started, number, t_end)
     last = np.flatnonzero(t_end == num_steps - 1)  # every env's last chunk, env by env
@@ -317,12 +321,35 @@ def chunk_table(
     last_done = done_em[:, -1]
     gap = 2 if finals is None else 1  # next-step: the reset step's dead row comes first
     next_start = np.where(last_done, last_row + gap, last_row + 1)
-    next_state = (
-        next_start,
-        np.where(last_done, next_start, started[last]),
-        np.where(last_done, numbers_local[last_row - lo, columns], number[last]),
-    )
+    numbers = number[last]
+    ending = np.flatnonzero(last_done)
+    if len(ending):
+        numbers[ending] = _numbers_after(events, last_row[ending], ending, num_envs)
+    next_state = (next_start, np.where(last_done, next_start, started[last]), numbers)
     return table, window, next_state
+
+
+def _numbers_after(
+    events: np.ndarray, rows: np.ndarray, envs: np.ndarray, num_envs: int
+) -> np.ndarray:
+    """The number of the episode that follows each ending ``(row, env)`` (all recorded).
+
+    As :func:`_event_numbers`, by row-major cells: the events come in row order (the carried
+    ones first), sub-envs in order within a row, so their cells need no sort.
+
+    Example:
+        >>> _numbers_after(np.array([[1, 3, 3], [1, 0, 1], [7, 8, 9]]), np.array([3, 1]),
+        ...                np.array([1, 1]), num_envs=2).tolist()
+        [9, 7]
+    """
+    keys, numbers = events[0] * num_envs + events[1], events[2]
+    if (keys[1:] < keys[:-1]).any():  # not in order after all: sorted first
+        order = np.argsort(keys, kind="stable")
+        keys, numbers = keys[order], numbers[order]
+    wanted = rows * num_envs + envs
+    found = np.searchsorted(keys, wanted)
+    assert (keys[np.minimum(found, len(keys) - 1)] == wanted).all()
+    return numbers[found]
 
 
 def _running_count(flags: np.ndarray) -> np.ndarray:
