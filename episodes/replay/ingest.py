@@ -299,6 +299,8 @@ def _rows(
         if not what.startswith(NESTED_COLUMNS):  # observations, actions, extras: records
             raise TypeError(NESTED_REFUSAL.format(what=what))
         return nested_rows(values, what, count, finalized, space)
+    if not finalized and isinstance(values, list) and values and isinstance(values[0], dict):
+        raise TypeError(f"{what}: items nested unlike the declared space")  # dicts, a flat one
     rows = as_rows(values, what)
     if len(rows) != count:
         raise TypeError(f"{what}: {len(rows)} rows, expected {count} (nested items?)")

@@ -306,12 +306,13 @@ def _walk_items(
         rows = _leaf(items, what, path, False)
         leaves.append((path, rows))
         return _leaf_dtype(rows.dtype, rows.shape[1:])
-    first = items[0]
+    first, unlike = items[0], "" if space is None else " from the declared space"
+    differ = f"{what}{_where(path)}: the items differ in structure{unlike}"
     if kind == "dict":
         keys = list(space.spaces) if space is not None else list(first.keys())
         wanted = set(keys)
         if not all(_has_keys(item, wanted) for item in items):
-            raise TypeError(f"{what}{_where(path)}: the items differ in structure (Dict keys)")
+            raise TypeError(f"{differ} (Dict keys)")
         parts = [[item[key] for item in items] for key in keys]
     else:
         keys = list(range(len(space.spaces) if space is not None else len(first)))
@@ -319,7 +320,7 @@ def _walk_items(
         # (np.array([1, 0]) for two Discretes), as the episode's own batching reads it.
         split = [_tuple_parts(item, space, len(keys)) for item in items]
         if any(parts is None for parts in split):
-            raise TypeError(f"{what}{_where(path)}: the items differ in structure (Tuple size)")
+            raise TypeError(f"{differ} (Tuple size)")
         parts = [[item[i] for item in split] for i in keys]
     names = _names(kind, keys, what, path)
     subs = _sub_spaces(space, kind, keys)
@@ -466,11 +467,11 @@ def check_records(rows: np.ndarray, what: str) -> np.ndarray:
 
 def _check_level(dtype: np.dtype[Any], what: str) -> None:
     if dtype.names is None:
+        if dtype.base.names is not None:  # a sub-array of records: names only on its base
+            raise TypeError(f"{what}: a Dict or Tuple part holds several items ({dtype.shape})")
         if dtype.base.kind not in "biufc":
             raise TypeError(f"{what}: a leaf of dtype {dtype.base} is not numeric")
         return
-    if dtype.shape:
-        raise TypeError(f"{what}: a Dict or Tuple part holds several items ({dtype.shape})")
     names = list(dtype.names)
     tuple_names = names == [str(i) for i in range(len(names))]
     if not names or not (tuple_names or all(_is_key(name) for name in names)):
