@@ -16,6 +16,7 @@ from episodes.runner.modes import AutoresetModeWarning
 from episodes.runner.policy import Policy, RandomPolicy, RecurrentPolicy
 from episodes.runner.recordable import unrecordable_kind
 from episodes.runner.sampled import SampledChunks
+from episodes.runner.space_shapes import SpaceMismatchWarning
 
 __all__ = [
     "WINDOWS",
@@ -26,6 +27,7 @@ __all__ = [
     "RecurrentPolicy",
     "RunnerMetrics",
     "SampledChunks",
+    "SpaceMismatchWarning",
     "autoreset_mode_of",
     "env_info",
     "unrecordable_kind",

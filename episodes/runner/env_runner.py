@@ -29,6 +29,7 @@ from episodes.runner.recordable import check_vector_env, unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.runner.sizing import allocating
+from episodes.runner.space_shapes import warn_space_mismatch
 from episodes.runner.state_layout import StateLayout
 from episodes.runner.state_rows import detached, out_of_inference, with_fresh_rows
 from episodes.seeds import check_env_seed
@@ -421,6 +422,7 @@ class EnvRunner:
         # Before the device recorder is picked by its first leaf (either recorder's begin
         # would fail in numpy's or torch's words); the runner stays unstarted.
         check_env_rows(obs, self._num_envs, "the env's reset observations")
+        warn_space_mismatch(obs, getattr(self._env, "single_observation_space", None))
         if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
             recorder = _device_recorder(
                 self._num_envs,

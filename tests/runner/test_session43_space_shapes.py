@@ -1,0 +1,100 @@
+"""A runner warns when the env's first observations do not fit its declared observation space.
+
+Found by a hunt: gymnasium's vector ``TransformObservation`` without an ``observation_space``
+leaves ``single_observation_space`` as it was, so every chunk carried a space that did not
+describe its observations (``validate`` passed, datasets stored it), silently.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.wrappers.vector import TransformObservation
+
+from episodes.runner import EnvRunner, RandomPolicy, SpaceMismatchWarning
+from episodes.runner.space_shapes import space_mismatch
+
+S = gym.spaces
+
+
+def sample_warnings(env: Any) -> list[str]:
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner.sample(3)
+        runner.sample(3)  # no reset: nothing more to say
+    return [str(w.message) for w in caught if issubclass(w.category, SpaceMismatchWarning)]
+
+
+def test_a_wrapper_that_changes_observations_but_not_the_space_is_warned_of() -> None:
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    halved = TransformObservation(env, lambda obs: obs[:, :2])  # the space says (4,)
+    said = sample_warnings(halved)
+    assert len(said) == 1
+    assert "observations of shape (2,) per sub-env, where the space says (4,)" in said[0]
+
+
+FITTING = [
+    ("CartPole", lambda: gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")),
+    ("FrozenLake (Discrete)", lambda: gym.make_vec("FrozenLake-v1", 2, vectorization_mode="sync")),
+    ("Blackjack (Tuple)", lambda: gym.make_vec("Blackjack-v1", 2, vectorization_mode="sync")),
+]
+
+
+@pytest.mark.parametrize("make", [f[1] for f in FITTING], ids=[f[0] for f in FITTING])
+def test_observations_that_fit_their_space_are_not_warned_of(make: Any) -> None:
+    assert sample_warnings(make()) == []
+
+
+CASES = [
+    ("fits", np.zeros((3, 4)), S.Box(-1, 1, (4,)), None),
+    ("no space", np.zeros((3, 4)), None, None),
+    ("leaf shape", np.zeros((3, 2)), S.Box(-1, 1, (4,)), "of shape (2,) per sub-env"),
+    (
+        "unit axis",
+        np.zeros((3, 1)),
+        S.Box(-1, 1, ()),
+        "of shape (1,) per sub-env, where the space says ()",
+    ),
+    ("Dict key", {"a": np.zeros((3, 2))}, S.Dict({"b": S.Box(0, 1, (2,))}), "nested otherwise"),
+    (
+        "Dict keys in another order",
+        {"b": np.zeros((3, 2)), "a": np.zeros(3, np.int64)},
+        S.Dict({"a": S.Discrete(2), "b": S.Box(0, 1, (2,))}),
+        None,
+    ),
+    (
+        "a Dict leaf's shape",
+        {"a": np.zeros(3, np.int64), "b": np.zeros((3, 5))},
+        S.Dict({"a": S.Discrete(2), "b": S.Box(0, 1, (2,))}),
+        "observations['b'] of shape (5,)",
+    ),
+    ("Tuple size", (np.zeros(3), np.zeros(3)), S.Tuple((S.Discrete(2),)), "nested otherwise"),
+    ("flat for a Dict", np.zeros((3, 2)), S.Dict({"a": S.Box(0, 1, (2,))}), "nested otherwise"),
+]
+
+
+@pytest.mark.parametrize(
+    ("obs", "space", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_space_mismatch_names_what_differs(obs: Any, space: Any, words: str | None) -> None:
+    said = space_mismatch(obs, space)
+    if words is None:
+        assert said is None
+    else:
+        assert said is not None and words in said
+
+
+def test_a_torch_env_that_fits_its_space_is_not_warned_of() -> None:
+    pytest.importorskip("torch")
+    from episodes.envs.torch_cartpole import TorchCartPole
+
+    env = TorchCartPole(4, device="cpu")
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpaceMismatchWarning)
+        runner.sample(2)
