@@ -300,6 +300,8 @@ def _part(
             return None
         views = gathered_records(views, read.obs.dtype)  # nested leaves: the model's records
         views = gathered_records(views, read.actions.dtype, "actions")
+        for key, values in read.extras.items():  # nested extras' leaves too, under their key
+            views = gathered_records(views, values.dtype, (EXTRAS, key))
         mine = {path: v[r : r + m + (path == ("observations",))] for path, v in views.items()}
         if not _same_as_read(read, mine, own[head], model):
             return None
@@ -421,8 +423,8 @@ def _plain_columns(meta: dict[str, Any], leaves: dict[str, Any]) -> list[Any] | 
     ]:
         if not isinstance(column, dict) or column.get("layout") != "arrays":
             return None
-        if path in (["observations"], ["actions"]) and column.get("structure") != "*":
-            nested = struct_leaves(column, leaves, path[0])  # records: a struct
+        if path != ["rewards"] and column.get("structure") != "*":  # nested: leaves as records
+            nested = struct_leaves(column, leaves, tuple(path))
             if nested is None:
                 return None
             out.extend(nested)

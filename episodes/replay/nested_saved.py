@@ -137,9 +137,11 @@ def records_of(leaves: dict[tuple[str, ...], np.ndarray], dtype: np.dtype[Any]) 
 
 
 def struct_leaves(
-    column: dict[str, Any], leaves: dict[str, Any], name: str = "observations"
+    column: dict[str, Any], leaves: dict[str, Any], name: str | tuple[str, ...] = "observations"
 ) -> list[Any] | None:
-    """A saved nested column's leaves (``name``'s): ``(path, leaf entry)`` each, or None.
+    """A saved nested column's leaves: ``(path, leaf entry)`` each, or None.
+
+    ``name`` is the column (``"observations"``) or its path (``("extra_model_outputs", key)``).
 
     None where the index entry is not the writer's for such a column, no lookback.
 
@@ -153,7 +155,7 @@ def struct_leaves(
     if column.get("layout") != "arrays" or column.get("lookback") != 0:
         return None
     try:
-        subs = skeleton_paths(column.get("structure"), name)
+        subs = skeleton_paths(column.get("structure"), "/".join(_prefix(name)))
     except DatasetError:  # a malformed structure: read as the reader reads it
         return None
     if not isinstance(names, list) or len(names) != len(subs) or subs == [()]:
@@ -161,7 +163,7 @@ def struct_leaves(
     out = []
     for sub, file in zip(subs, names, strict=True):
         info = leaves.get(str(file.get("file"))) if isinstance(file, dict) else None
-        path = [name, *sub]
+        path = [*_prefix(name), *sub]
         if not isinstance(info, dict) or info.get("path") != path or info.get("storage") != "arrow":
             return None
         out.append((path, info))
@@ -169,9 +171,11 @@ def struct_leaves(
 
 
 def gathered_records(
-    views: dict[Any, np.ndarray], dtype: np.dtype[Any], name: str = "observations"
+    views: dict[Any, np.ndarray], dtype: np.dtype[Any], name: str | tuple[str, ...] = "observations"
 ) -> dict[Any, Any]:
     """``views`` (leaf columns by path) with ``name``'s leaves as records of ``dtype``.
+
+    ``name`` is a column (``"actions"``) or the path of one (``("extra_model_outputs", key)``).
 
     The records take the place of the first leaf; the other columns keep their order.
 
@@ -182,16 +186,22 @@ def gathered_records(
         >>> list(out), out[("actions",)]["0"].tolist()
         ([('observations',), ('actions',), ('rewards',)], [0, 1])
     """
-    leaves = {p[1:]: v for p, v in views.items() if p[0] == name and len(p) > 1}
+    prefix = _prefix(name)
+    k = len(prefix)
+    leaves = {p[k:]: v for p, v in views.items() if p[:k] == prefix and len(p) > k}
     if not leaves:
         return views
     out: dict[Any, Any] = {}
     for path, view in views.items():
-        if path[0] != name:
+        if path[:k] != prefix or len(path) == k:
             out[path] = view
-        elif (name,) not in out:
-            out[(name,)] = records_of(leaves, dtype)
+        elif prefix not in out:
+            out[prefix] = records_of(leaves, dtype)
     return out
+
+
+def _prefix(name: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (name,) if isinstance(name, str) else tuple(name)
 
 
 def _leaf(values: np.ndarray, valid: Any, kind: pa.DataType) -> pa.Array:
