@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from episodes.replay.columns import Column, move_back, move_to_front
-from episodes.replay.nested import raw_rows
+from episodes.replay.nested import put_rows, raw_rows
 
 __all__ = ["StepStore", "all_empty_infos", "fresh_info_list", "fresh_infos"]
 
@@ -180,6 +180,7 @@ class StepStore:
         column, acts = self.obs.data, self.actions.data
         records = column.dtype.names is not None  # nested observations: written as bytes
         nested_actions = acts.dtype.names is not None  # and nested actions
+        nested_extras = {k for k, c in self.extras.items() if c.data.dtype.names is not None}
         for (rows, extras, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
             if records and rows["obs"].dtype == column.dtype:
                 raw_rows(column)[a : a + n] = raw_rows(rows["obs"])
@@ -191,7 +192,10 @@ class StepStore:
                 acts[a : a + n] = rows["actions"]
             self.rewards[a : a + n] = rows["rewards"]
             for key, values in extras.items():
-                self.extras[key].data[a : a + n] = values
+                if key in nested_extras:  # records as bytes, not field by field
+                    put_rows(self.extras[key].data, slice(a, a + n), values)
+                else:
+                    self.extras[key].data[a : a + n] = values
             # Empty infos (the common case; None: known empty) stay None: no per-step work.
             if infos is not None and not all_empty_infos(infos):
                 self.infos[a : a + n] = _object_rows(infos)
