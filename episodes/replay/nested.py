@@ -34,7 +34,6 @@ from episodes.spaces.batching import tuple_parts
 from episodes.structs import arrays_equal
 
 __all__ = [
-    "NESTED_KEYS",
     "NESTED_REFUSAL",
     "check_records",
     "describe",
@@ -51,9 +50,9 @@ __all__ = [
     "zero_rows",
 ]
 
-# The batch columns that may hold records (and extra model outputs, under their own keys), and
-# the columns that nest as ``ingest`` names them: rewards stay scalars.
-NESTED_KEYS, NESTED_COLUMNS = ("obs", "next_obs", "actions"), ("observations", "actions", "extra")
+# The chunk columns stored as records where they nest, as ``ingest`` names them (an extra as
+# "extra_model_outputs[...]"): rewards stay scalars.
+NESTED_COLUMNS = ("observations", "actions", "extra")
 NESTED_REFUSAL = (
     "{what}: replay stores numeric arrays only; nested values (dicts, tuples) are stored for "
     "observations, actions and extra model outputs, rewards are real scalars"
@@ -410,7 +409,7 @@ def _nest(node: Any, leaves: list[np.ndarray]) -> Any:
 
 
 def unpack_batch(batch: dict[str, Any]) -> dict[str, Any]:
-    """``batch`` with its record columns (any key: :data:`NESTED_KEYS`, extras) unpacked.
+    """``batch`` with its record columns (any key: observations, actions, extras) unpacked.
 
     Example:
         >>> rows = nested_rows({"a": np.arange(2)}, "obs", 2, True)

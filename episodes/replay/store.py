@@ -178,24 +178,13 @@ class StepStore:
         assert self.obs is not None and self.actions is not None
         starts = self.end + np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         column, acts = self.obs.data, self.actions.data
-        records = column.dtype.names is not None  # nested observations: written as bytes
-        nested_actions = acts.dtype.names is not None  # and nested actions
-        nested_extras = {k for k, c in self.extras.items() if c.data.dtype.names is not None}
         for (rows, extras, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
-            if records and rows["obs"].dtype == column.dtype:
-                raw_rows(column)[a : a + n] = raw_rows(rows["obs"])
-            else:
-                column[a : a + n] = rows["obs"]
-            if nested_actions and rows["actions"].dtype == acts.dtype:
-                raw_rows(acts)[a : a + n] = raw_rows(rows["actions"])
-            else:
-                acts[a : a + n] = rows["actions"]
+            # Records (nested values) are written as bytes: numpy moves them field by field.
+            put_rows(column, slice(a, a + n), rows["obs"])
+            put_rows(acts, slice(a, a + n), rows["actions"])
             self.rewards[a : a + n] = rows["rewards"]
             for key, values in extras.items():
-                if key in nested_extras:  # records as bytes, not field by field
-                    put_rows(self.extras[key].data, slice(a, a + n), values)
-                else:
-                    self.extras[key].data[a : a + n] = values
+                put_rows(self.extras[key].data, slice(a, a + n), values)
             # Empty infos (the common case; None: known empty) stay None: no per-step work.
             if infos is not None and not all_empty_infos(infos):
                 self.infos[a : a + n] = _object_rows(infos)

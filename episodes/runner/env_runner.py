@@ -29,7 +29,7 @@ from episodes.runner.recordable import check_vector_env, unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
 from episodes.runner.sampled import SampledChunks
 from episodes.runner.sizing import allocating
-from episodes.runner.space_shapes import warn_space_mismatch
+from episodes.runner.space_shapes import space_mismatch, warn_space_mismatch
 from episodes.runner.state_layout import StateLayout
 from episodes.runner.state_rows import detached, out_of_inference, with_fresh_rows
 from episodes.seeds import check_env_seed
@@ -133,10 +133,25 @@ class EnvRunner:
     #: Where the runner counts (:class:`RunnerMetrics`); a new one set here takes effect at once.
     metrics = MetricsSlot("_recorder")
     #: What the recorder and the checks were made with: read-only (:class:`Fixed`).
-    env = Fixed("the runner steps the env it was made with: create a new EnvRunner")
-    num_envs = Fixed("it is the env's: create a new EnvRunner for another env")
-    autoreset_mode = Fixed("the recorder was made for it: create a new EnvRunner")
-    window = Fixed("the recorder was made for it: create a new EnvRunner")
+    env: Fixed[gym.vector.VectorEnv] = Fixed(
+        "the runner steps the env it was made with: create a new EnvRunner"
+    )
+    num_envs: Fixed[int] = Fixed("it is the env's: create a new EnvRunner for another env")
+    autoreset_mode: Fixed[gym.vector.AutoresetMode] = Fixed(
+        "the recorder was made for it: create a new EnvRunner"
+    )
+    window: Fixed[str] = Fixed("the recorder was made for it: create a new EnvRunner")
+
+    # What a sample continues from, set by _start_over (unstarted) and by each call.
+    _recorder: BatchedRecorder
+    seed: Any
+    _obs: Any
+    state: Any
+    _state_layout: StateLayout | None  # what every state the policy returns must match
+    _output_keys: tuple[str, ...] | None  # the policy's extra outputs
+    _output_key_set: frozenset[str]
+    _output_shapes: dict[str | None, Any]
+    _failure: str | None  # why a sample() stopped part-way, if one did
 
     def __init__(
         self,
@@ -175,25 +190,14 @@ class EnvRunner:
             initial_state = getattr(policy, "initial_state", None)
         self._initial_state = initial_state
         self.state_batch_axis = _axis(state_batch_axis)
-        self.seed = seed  # the first reset's (until reset() gives another)
         self.numpy_episodes = numpy_episodes  # checked by the property
         self.metrics = RunnerMetrics()
-        self._obs: Any = None
-        self.state: Any = None
-        self._state_layout: StateLayout | None = None  # what every returned state must match
-        self._output_keys: tuple[str, ...] | None = None  # the policy's extra outputs
-        self._output_key_set: frozenset[str] = frozenset()
-        self._output_shapes: dict[str | None, Any] = {}
-        self._failure: str | None = None  # why a sample() stopped part-way, if one did
         self._stepped = False  # whether the current sample() has stepped the env
-        self._backlog_warned = False  # whether sample() warned of next-step carry-over
-        self._recorder = BatchedRecorder(
-            self._num_envs,
-            self._autoreset_mode,
-            self._lookback,
-            self.metrics,
-            vector_steps=window == "vector_steps",
-        )
+        # Once per runner, reset() or not: the warnings of next-step carry-over, and of first
+        # observations that do not fit the env's space (the message, until it is given).
+        self._backlog_warned = self._space_warned = False
+        self._space_doubt: str | None = None
+        self._start_over(seed)
 
     def __repr__(self) -> str:
         mode = getattr(self._autoreset_mode, "name", self._autoreset_mode)
@@ -334,6 +338,9 @@ class EnvRunner:
             raise
         # Last, the call complete: a filter raising a warning leaves the runner usable.
         warn_doubt(recorder, self._env)  # an env read as next-step that looks same-step
+        if self._space_doubt is not None:
+            self._space_warned, doubt, self._space_doubt = True, self._space_doubt, None
+            warn_space_mismatch(doubt)
         if not self._backlog_warned and backlog_due(recorder.waiting, num_steps):
             self._backlog_warned = True  # first: such a filter raises it once
             warn_backlog(carried=recorder.waiting, num_steps=num_steps, warned=False)
@@ -383,7 +390,11 @@ class EnvRunner:
             >>> bool((again[0].get_observations(0) == first[0].get_observations(0)).all())
             True
         """
-        seed = check_env_seed(seed, self._num_envs)
+        self._start_over(check_env_seed(seed, self._num_envs))
+
+    def _start_over(self, seed: Any) -> None:
+        """Unstarted: the next call resets the env with ``seed`` and records new episodes."""
+        previous = self.__dict__.get("_recorder")
         self._recorder = BatchedRecorder(
             self._num_envs,
             self._autoreset_mode,
@@ -391,15 +402,19 @@ class EnvRunner:
             self.metrics,
             vector_steps=self._window == "vector_steps",
         )
-        self._obs = self.state = self._state_layout = self._output_keys = None
+        if previous is not None:  # the mode's doubt is said once per runner
+            self._recorder.doubted = previous.doubted
+        self.seed = seed  # the first reset's (until reset() gives another)
+        self._obs = self.state = self._state_layout = self._output_keys = self._failure = None
         self._output_key_set, self._output_shapes = frozenset(), {}
-        self._failure, self.seed = None, seed
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A runner pickled by an earlier build holds its fixed attributes under their names.
         for name in ("env", "num_envs", "autoreset_mode", "window"):
             if name in state:
                 state["_" + name] = state.pop(name)
+        state.setdefault("_space_warned", False)
+        state.setdefault("_space_doubt", None)
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------------------- internal
@@ -417,12 +432,15 @@ class EnvRunner:
         if self._initial_state is not None:
             self._state_layout = StateLayout.of(state, self._num_envs, self.state_batch_axis)
         # Sync and async vector envs take a list of seeds too; VectorEnv's signature says int
-        obs, reset_infos = self._env.reset(seed=self.seed)  # type: ignore[arg-type]
+        obs, reset_infos = self._env.reset(seed=self.seed)
         check_batched_infos(reset_infos, "the env's reset infos")
         # Before the device recorder is picked by its first leaf (either recorder's begin
         # would fail in numpy's or torch's words); the runner stays unstarted.
         check_env_rows(obs, self._num_envs, "the env's reset observations")
-        warn_space_mismatch(obs, getattr(self._env, "single_observation_space", None))
+        if not self._space_warned:  # said as the call's last act (see sample)
+            self._space_doubt = space_mismatch(
+                obs, getattr(self._env, "single_observation_space", None)
+            )
         if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
             recorder = _device_recorder(
                 self._num_envs,

@@ -55,26 +55,27 @@ def space_mismatch(obs: Any, space: Any) -> str | None:
     return None
 
 
-def warn_space_mismatch(obs: Any, space: Any) -> None:
-    """Warns (:class:`SpaceMismatchWarning`) where :func:`space_mismatch` finds a difference.
+def warn_space_mismatch(what: str) -> None:
+    """Warns (:class:`SpaceMismatchWarning`) of what :func:`space_mismatch` found.
+
+    Called by ``EnvRunner.sample`` as the call's last act, once per runner, so that a filter
+    raising the warning leaves the runner usable.
 
     Example:
         >>> import gymnasium as gym, numpy as np
         >>> space = gym.spaces.Dict({"b": gym.spaces.Box(0, 1)})
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
-        ...     warn_space_mismatch({"a": np.zeros((2, 3))}, space)
+        ...     warn_space_mismatch(space_mismatch({"a": np.zeros((2, 3))}, space))
         >>> str(caught[0].message).startswith("the env's reset observations do not fit")
         True
     """
-    what = space_mismatch(obs, space)
-    if what is not None:
-        warnings.warn(
-            f"the env's reset observations do not fit its single_observation_space ({what}): "
-            "the chunks carry that space, which does not describe them (a wrapper that "
-            "changes observations, as gymnasium's vector TransformObservation without an "
-            "observation_space, leaves the space as it was); give the env the space of what it "
-            "returns",
-            SpaceMismatchWarning,
-            stacklevel=4,
-        )
+    warnings.warn(
+        f"the env's reset observations do not fit its single_observation_space ({what}): "
+        "the chunks carry that space, which does not describe them (a wrapper that changes "
+        "observations, as gymnasium's vector TransformObservation without an "
+        "observation_space, leaves the space as it was); give the env the space of what it "
+        "returns",
+        SpaceMismatchWarning,
+        stacklevel=3,
+    )

@@ -334,8 +334,8 @@ def _numbers_after(
 ) -> np.ndarray:
     """The number of the episode that follows each ending ``(row, env)`` (all recorded).
 
-    As :func:`_event_numbers`, by row-major cells: the events come in row order (the carried
-    ones first), sub-envs in order within a row, so their cells need no sort.
+    Looked up by row-major cell: the events come in row order (the carried ones first),
+    sub-envs in order within a row, so their cells need no sort (checked; sorted if not).
 
     Example:
         >>> _numbers_after(np.array([[1, 3, 3], [1, 0, 1], [7, 8, 9]]), np.array([3, 1]),
@@ -415,7 +415,7 @@ def vector_chunk_table(
     later = np.flatnonzero(~is_first)
     if len(later):
         # A later chunk starts the episode that the ending of the chunk before it numbered.
-        number[later] = _event_numbers(events, chunk_stop[later - 1] - 1, env[later])
+        number[later] = _numbers_after(events, chunk_stop[later - 1] - 1, env[later], num_envs)
         started[later] = chunk_first[later]
     table = _table(
         blocks,
@@ -437,7 +437,7 @@ def vector_chunk_table(
     numbers = episode_number.copy()
     ending = np.flatnonzero(any_done)
     if len(ending):
-        numbers[ending] = _event_numbers(events, done_row[ending], ending)
+        numbers[ending] = _numbers_after(events, done_row[ending], ending, num_envs)
     next_state = (
         np.where(any_done, np.maximum(stop_row, done_row + gap), np.maximum(stop_row, start)),
         np.where(any_done, done_row + gap, episode_start),
@@ -485,13 +485,3 @@ def _table(
         start_time=start_time,
         last_step_time=last_step_time,
     )
-
-
-def _event_numbers(events: np.ndarray, rows: np.ndarray, envs: np.ndarray) -> np.ndarray:
-    """The number of the episode that follows each ending ``(row, env)`` (all recorded)."""
-    width = int(max(events[0].max(initial=0), rows.max(initial=0))) + 1
-    keys = events[1] * width + events[0]
-    order = np.argsort(keys, kind="stable")
-    found = np.searchsorted(keys[order], envs * width + rows)
-    assert (keys[order][np.minimum(found, len(keys) - 1)] == envs * width + rows).all()
-    return events[2][order[found]]

@@ -20,7 +20,28 @@ from episodes import SingleAgentEpisode
 from episodes.connectors import flatten_episode_observations
 from episodes.io import DatasetWriter
 from episodes.replay import EpisodeReplayBuffer, EvictedEpisodeError, PrioritizedEpisodeReplayBuffer
-from tests.replay.reference import RefBuffer, assert_states_equal
+from tests.replay._nested import (
+    leaf_equal as _leaf_equal,
+)
+from tests.replay._nested import (
+    nested_spaces,
+)
+from tests.replay._nested import (
+    places as _places,
+)
+from tests.replay._nested import (
+    row as _row,
+)
+from tests.replay._nested import (
+    same_state as _same_state,
+)
+from tests.replay._nested import (
+    samples as _samples,
+)
+from tests.replay._nested import (
+    zeros_like as _zeros_like,
+)
+from tests.replay.reference import RefBuffer
 
 Box, Discrete, Dict, Tuple = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.Dict, gym.spaces.Tuple
 MultiBinary, MultiDiscrete = gym.spaces.MultiBinary, gym.spaces.MultiDiscrete
@@ -68,67 +89,10 @@ def _chunk(space, id_, obs, t0=0, *, term=False, trunc=False, numpy=False, decla
     return ep
 
 
-def _samples(space: gym.Space[Any], count: int, seed: int) -> list[Any]:
-    space.seed(seed)
-    return [space.sample() for _ in range(count)]
-
-
-def _leaf_equal(got: Any, want: Any, where: str = "obs") -> None:
-    """``got`` (a nested structure of arrays) equals ``want`` leaf by leaf, nesting alike."""
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and list(got) == list(want), where
-        for key in want:
-            _leaf_equal(got[key], want[key], f"{where}[{key!r}]")
-    elif isinstance(want, (tuple, list)) and not isinstance(want, np.ndarray):
-        assert isinstance(got, tuple) and len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want)):
-            _leaf_equal(g, w, f"{where}[{i}]")
-    else:
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=where)
-
-
-def _row(batch_obs: Any, *index: int) -> Any:
-    """One item of a nested batch column (a leaf's ``[index]`` everywhere)."""
-    if isinstance(batch_obs, dict):
-        return {k: _row(v, *index) for k, v in batch_obs.items()}
-    if isinstance(batch_obs, tuple):
-        return tuple(_row(v, *index) for v in batch_obs)
-    return batch_obs[index]
-
-
-def _zeros_like(item: Any) -> Any:
-    if isinstance(item, dict):
-        return {k: _zeros_like(v) for k, v in item.items()}
-    if isinstance(item, (tuple, list)):
-        return tuple(_zeros_like(v) for v in item)
-    return np.zeros_like(np.asarray(item))
-
-
-def _same_state(a: dict[str, Any], b: dict[str, Any]) -> None:
-    """``assert_states_equal`` with record columns compared bit for bit (NaNs too)."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [plain(v) for v in value]
-        if isinstance(value, np.ndarray) and value.dtype.names is not None:
-            return (str(value.dtype), np.ascontiguousarray(value).view(np.uint8))
-        return value
-
-    assert_states_equal(plain(a), plain(b))
-
-
 def _stored(buf: Any) -> np.ndarray:
     """Which item indices below ``next_uid`` the buffer holds (oldest first)."""
     held = np.concatenate([buf.get_episode_indices(i) for i in buf.get_episode_ids()])
     return np.isin(np.arange(buf._store.next_uid), held)
-
-
-def _places(buf: Any, ref: RefBuffer, indices: np.ndarray) -> list[Any]:
-    """The reference episode and step of each item index (found through ``episode_steps``)."""
-    ids, times = buf.episode_steps(indices)
-    return [(ref.episodes[i], int(t) - ref.episodes[i].t_begin) for i, t in zip(ids, times)]
 
 
 def _check_all(buf: Any, ref: RefBuffer, seed: int = 0) -> None:
@@ -295,27 +259,7 @@ def test_flattened_then_stored_equals_stored_nested(name):
 
 
 # ------------------------------------------------------------------- property (hypothesis)
-_LEAVES = st.sampled_from(
-    [
-        Box(-2, 2, (), np.float32),
-        Box(-2, 2, (2,), np.float64),
-        Box(0, 9, (2, 2), np.uint8),
-        Discrete(5),
-        Discrete(3, start=-2),
-        MultiDiscrete([3, 2]),
-        MultiBinary(4),
-    ]
-)
-_NESTS = st.recursive(
-    _LEAVES,
-    lambda inner: st.one_of(
-        st.lists(inner, min_size=1, max_size=3).map(lambda s: Tuple(tuple(s))),
-        st.dictionaries(
-            st.sampled_from(["a", "b", "goal", "x y"]), inner, min_size=1, max_size=3
-        ).map(lambda d: Dict(d)),
-    ),
-    max_leaves=5,
-).filter(lambda s: isinstance(s, (Dict, Tuple)))
+_NESTS = nested_spaces(["a", "b", "goal", "x y"])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,6 +9,7 @@ torch leaf and a numpy leaf failed or recorded depending on which key sorted fir
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -239,3 +240,51 @@ def test_tensor_and_array_leaves_are_recorded_on_the_host_whichever_sorts_first(
     assert obs[tensor_key][:, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert obs[array_key][:, 0].tolist() == [0, 1, 0, 1]
     assert runner.sample(2)[0].t_started == 3
+
+
+def test_a_fixed_attribute_not_yet_held_is_a_missing_attribute() -> None:
+    # A subclass reading it before EnvRunner.__init__ ran, hasattr, getattr with a default.
+    bare = EnvRunner.__new__(EnvRunner)
+    for name in ("env", "num_envs", "autoreset_mode", "window"):
+        assert not hasattr(bare, name)
+        assert getattr(bare, name, "default") == "default"
+
+
+class _NoModeEnv(gym.vector.VectorEnv):
+    """A same-step env that declares no mode and reports no final observation (Isaac Lab's way)."""
+
+    def __init__(self, n: int = 2):
+        self.num_envs, self.t = n, 0
+        self.single_observation_space = spaces.Box(-10, 10, (1,))
+        self.single_action_space = spaces.Discrete(2)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, n)
+        self.metadata = {}
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        self.t = 0
+        return np.zeros((self.num_envs, 1)), {}
+
+    def step(self, actions: Any) -> Any:
+        self.t += 1
+        ended = np.full(self.num_envs, self.t % 3 == 0)
+        return (
+            np.full((self.num_envs, 1), float(self.t)),
+            np.ones(self.num_envs),
+            ended,
+            ~ended & False,
+            {},
+        )
+
+
+def test_the_autoreset_doubt_is_said_once_per_runner_across_reset() -> None:
+    from episodes.runner import AutoresetModeWarning
+
+    runner = EnvRunner(_NoModeEnv(), lambda obs: (np.zeros(len(obs), np.int64), {}), seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner.sample(8)
+        runner.reset(seed=0)
+        runner.sample(8)
+    said = [w for w in caught if issubclass(w.category, AutoresetModeWarning)]
+    assert len(said) == 1

@@ -98,3 +98,20 @@ def test_a_torch_env_that_fits_its_space_is_not_warned_of() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", SpaceMismatchWarning)
         runner.sample(2)
+
+
+def test_the_warning_comes_last_once_per_runner_and_an_error_filter_leaves_it_usable() -> None:
+    env = TransformObservation(
+        gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"), lambda obs: obs[:, :2]
+    )
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpaceMismatchWarning)
+        with pytest.raises(SpaceMismatchWarning):
+            runner.sample(3)  # the call completed; only its chunks are not handed out
+        chunks = runner.sample(3)  # said once: the runner goes on
+    assert chunks[0].t_started == 3  # CartPole lasts longer than 3 steps: it went on
+    runner.reset(seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpaceMismatchWarning)
+        runner.sample(3)  # once per runner, reset() or not
