@@ -54,6 +54,7 @@ EXPECTED = {
     "prioritized_seed_generator": 1.0,
     "rollout_shapes_and_keys": (8, 4, 3, 8, 4, 3),
     "policies_without_extras": 4,
+    "runner_attributes": 2 + 11 - 2 + 2,
     "numpy_scalars_where_documented": True,
     "numpy_numbers_in_signatures": [4, 4, [1], [1.0, 5.0], 0, 4],
     "subclass_chunks_keep_their_type": ["mine"] * 5,

@@ -138,6 +138,15 @@ def policies_without_extras() -> int:
     return len(chunks) + len(more)
 
 
+def runner_attributes() -> int:
+    """The attributes a runner is made with read as their types (strict mypy: not Any)."""
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")
+    runner = EnvRunner(env, RandomPolicy(env.action_space, seed=0), seed=0)
+    runner.reset(seed=1)
+    window: str = runner.window
+    return runner.num_envs + len(window) - len(runner.sample(2)) + runner.env.num_envs
+
+
 def numpy_scalars_where_documented(folder: str) -> bool:
     ep = SingleAgentEpisode()
     ep.add_env_reset(0.0)
