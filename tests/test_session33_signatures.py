@@ -153,9 +153,10 @@ def test_sum_tree_value_check_is_finite_and_non_negative(values: list[float]) ->
     indices = np.arange(len(array))
     if bool(np.all(np.isfinite(array) & (array >= 0))):
         # A total within 2**-20 of float64's largest value is refused, as an infinite one.
-        # Quartered: fsum's exact sum overflows where the values' does.
-        total = math.fsum(v / 4 for v in values)
-        limit = np.finfo(np.float64).max * (1 - 2.0**-20) / 4
+        # Divided by 16: fsum's exact sum of up to 12 values near float64's largest overflows
+        # where a quarter of each would still (5 of them, quartered, overflowed).
+        total = math.fsum(v / 16 for v in values)
+        limit = np.finfo(np.float64).max * (1 - 2.0**-20) / 16
         if total > limit * (1 + 1e-9):
             with pytest.raises(ValueError, match="sum of all leaves infinite"):
                 tree.update(indices, array)

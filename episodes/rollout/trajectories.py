@@ -242,5 +242,9 @@ def unpad_trajectories(trajectories: _T, masks: torch.Tensor) -> _T:
         raise ValueError(
             f"masks {tuple(masks.shape)} do not match trajectories {tuple(trajectories.shape)}"
         )
+    if masks.dtype != torch.bool:  # ints would index rows, not select them (wrong at T=1)
+        raise TypeError(
+            f"masks must be bool, as split_and_pad_trajectories returns them, got {masks.dtype}"
+        )
     valid = trajectories.transpose(0, 1)[masks.transpose(0, 1)]  # env-major valid steps
     return valid.view(-1, num_steps, *trajectories.shape[2:]).transpose(0, 1)
