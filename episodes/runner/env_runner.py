@@ -286,6 +286,9 @@ class EnvRunner:
             RuntimeWarning: Once per runner, as the call's last act, where next-step carry-over
                 grows past its bound (:mod:`episodes.runner.backlog`); an error filter raising
                 it leaves the runner usable (only that call's chunks are not handed out).
+                So are, once per runner each, an ``AutoresetModeWarning`` (an env read as
+                next-step whose reset steps look same-step) and a ``SpaceMismatchWarning`` (the
+                first observations do not fit ``single_observation_space``).
 
         Example:
             >>> from episodes.runner import RandomPolicy
@@ -449,6 +452,7 @@ class EnvRunner:
                 self.metrics,
                 vector_steps=self._window == "vector_steps",
             )
+            recorder.doubted = self._recorder.doubted  # said once per runner (see reset)
         with allocating(num_steps):
             recorder.begin(num_steps, obs, reset_infos)
         self._recorder, self._obs, self.state = recorder, obs, state

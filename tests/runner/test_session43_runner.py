@@ -251,40 +251,54 @@ def test_a_fixed_attribute_not_yet_held_is_a_missing_attribute() -> None:
 
 
 class _NoModeEnv(gym.vector.VectorEnv):
-    """A same-step env that declares no mode and reports no final observation (Isaac Lab's way)."""
+    """A same-step env that declares no mode and reports no final observation (Isaac Lab's way).
 
-    def __init__(self, n: int = 2):
-        self.num_envs, self.t = n, 0
+    Its observations are numpy arrays, or torch tensors with ``torch_env`` (a device recorder).
+    """
+
+    def __init__(self, n: int = 2, torch_env: bool = False):
+        self.num_envs, self.t, self.torch_env = n, 0, torch_env
         self.single_observation_space = spaces.Box(-10, 10, (1,))
         self.single_action_space = spaces.Discrete(2)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, n)
         self.metadata = {}
 
+    def _out(self, value: Any) -> Any:
+        return torch.as_tensor(value) if self.torch_env else value
+
     def reset(self, *, seed: Any = None, options: Any = None) -> Any:
         self.t = 0
-        return np.zeros((self.num_envs, 1)), {}
+        return self._out(np.zeros((self.num_envs, 1))), {}
 
     def step(self, actions: Any) -> Any:
         self.t += 1
         ended = np.full(self.num_envs, self.t % 3 == 0)
+        obs = np.full((self.num_envs, 1), float(self.t))
+        n = self.num_envs
         return (
-            np.full((self.num_envs, 1), float(self.t)),
-            np.ones(self.num_envs),
-            ended,
-            ~ended & False,
+            self._out(obs),
+            self._out(np.ones(n)),
+            self._out(ended),
+            self._out(~ended & False),
             {},
         )
 
 
-def test_the_autoreset_doubt_is_said_once_per_runner_across_reset() -> None:
+@pytest.mark.parametrize("torch_env", [False, True], ids=["numpy-env", "torch-env"])
+def test_the_autoreset_doubt_is_said_once_per_runner_across_reset(torch_env: bool) -> None:
     from episodes.runner import AutoresetModeWarning
 
-    runner = EnvRunner(_NoModeEnv(), lambda obs: (np.zeros(len(obs), np.int64), {}), seed=0)
+    def policy(obs: Any) -> Any:
+        return np.zeros(len(obs), np.int64), {}
+
+    runner = EnvRunner(_NoModeEnv(torch_env=torch_env), policy, seed=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         runner.sample(8)
         runner.reset(seed=0)
+        runner.sample(8)
+        runner.reset(seed=1)
         runner.sample(8)
     said = [w for w in caught if issubclass(w.category, AutoresetModeWarning)]
     assert len(said) == 1

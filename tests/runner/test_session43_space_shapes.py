@@ -16,7 +16,7 @@ import pytest
 from gymnasium.wrappers.vector import TransformObservation
 
 from episodes.runner import EnvRunner, RandomPolicy, SpaceMismatchWarning
-from episodes.runner.space_shapes import space_mismatch
+from episodes.runner.space_shapes import fixed_shapes, space_mismatch
 
 S = gym.spaces
 
@@ -115,3 +115,45 @@ def test_the_warning_comes_last_once_per_runner_and_an_error_filter_leaves_it_us
     with warnings.catch_warnings():
         warnings.simplefilter("error", SpaceMismatchWarning)
         runner.sample(3)  # once per runner, reset() or not
+
+
+class _Opaque(gym.Space):  # type: ignore[type-arg]
+    """A user's space stating no shape of its items (gymnasium's base class takes none)."""
+
+    def contains(self, x: Any) -> bool:
+        return True
+
+
+UNJUDGED = [
+    ("a user's space", _Opaque(), np.zeros((2, 3))),
+    ("a user's space in a Dict", S.Dict({"a": _Opaque()}), {"a": np.zeros((2, 3))}),
+    ("Text", S.Text(4), np.array(["ab", "cd"])),
+    ("a Sequence in a Tuple", S.Tuple((S.Sequence(S.Discrete(2)),)), (np.zeros((2, 3)),)),
+]
+
+
+@pytest.mark.parametrize(("space", "obs"), [c[1:] for c in UNJUDGED], ids=[c[0] for c in UNJUDGED])
+def test_spaces_without_fixed_shapes_are_not_judged(space: Any, obs: Any) -> None:
+    assert not fixed_shapes(space)
+    assert space_mismatch(obs, space) is None
+
+
+class _OpaqueEnv(gym.vector.VectorEnv):  # type: ignore[type-arg]
+    """Two sub-envs of 3-float observations under a space of a user's class."""
+
+    def __init__(self) -> None:
+        self.num_envs = 2
+        self.single_observation_space = _Opaque()
+        self.single_action_space = S.Discrete(2)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, 2)
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        return np.zeros((2, 3)), {}
+
+    def step(self, actions: Any) -> Any:
+        return np.ones((2, 3)), np.ones(2), np.zeros(2, bool), np.zeros(2, bool), {}
+
+
+def test_a_users_space_recorded_by_the_runner_is_not_warned_of() -> None:
+    assert sample_warnings(_OpaqueEnv()) == []
