@@ -55,6 +55,8 @@ class PrevActionsPrevRewards(EpisodeConnector):
         one_hot_discrete: One-hot Discrete/MultiDiscrete actions (needs the action space:
             with ``n_actions > 0``, an episode without one is a ``ValueError``).
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
+        n_prev_actions: RLlib's keyword for ``n_actions`` (given both, they must agree).
+        n_prev_rewards: RLlib's keyword for ``n_rewards`` (likewise).
 
     Example:
         >>> import gymnasium as gym
@@ -76,10 +78,12 @@ class PrevActionsPrevRewards(EpisodeConnector):
         fill: Any = 0.0,
         one_hot_discrete: bool = True,
         inference: bool = False,
+        n_prev_actions: int | None = None,
+        n_prev_rewards: int | None = None,
     ):
         counts = (
-            _whole_count(n_actions, "PrevActionsPrevRewards' n_actions", 0),
-            _whole_count(n_rewards, "PrevActionsPrevRewards' n_rewards", 0),
+            _count(n_actions, n_prev_actions, "n_actions", "n_prev_actions"),
+            _count(n_rewards, n_prev_rewards, "n_rewards", "n_prev_rewards"),
         )
         if fill is None:  # the getter would clip the window: fewer rows than steps
             raise ValueError(
@@ -230,3 +234,25 @@ def _refuse_vector_rewards(rewards: Any, id_: Any) -> None:
             f"'prev_n_rewards' column is [rows, n]), got rewards of shape {min(shapes)} in "
             f"episode {id_!r}"
         )
+
+
+def _count(ours: Any, rllib: Any, name: str, rllib_name: str) -> int:
+    """A count given under our name or RLlib's (a port keeps its keywords); both must agree.
+
+    Example:
+        >>> _count(1, 3, "n_actions", "n_prev_actions"), _count(2, None, "n_actions", "x")
+        (3, 2)
+        >>> _count(2, 3, "n_actions", "n_prev_actions")
+        Traceback (most recent call last):
+        ...
+        ValueError: PrevActionsPrevRewards got n_actions=2 and n_prev_actions=3: give one of them
+    """
+    count = _whole_count(ours, f"PrevActionsPrevRewards' {name}", 0)
+    if rllib is None:
+        return count
+    theirs = _whole_count(rllib, f"PrevActionsPrevRewards' {rllib_name}", 0)
+    if count not in (1, theirs):  # 1 is the default: RLlib's keyword alone gives theirs
+        raise ValueError(
+            f"PrevActionsPrevRewards got {name}={count} and {rllib_name}={theirs}: give one of them"
+        )
+    return theirs
