@@ -397,19 +397,30 @@ class EnvRunner:
 
     def _start_over(self, seed: Any) -> None:
         """Unstarted: the next call resets the env with ``seed`` and records new episodes."""
-        previous = self.__dict__.get("_recorder")
-        self._recorder = BatchedRecorder(
+        self._recorder = self._new_recorder()
+        self.seed = seed  # the first reset's (until reset() gives another)
+        self._obs = self.state = self._state_layout = self._output_keys = self._failure = None
+        self._output_key_set, self._output_shapes = frozenset(), {}
+
+    def _new_recorder(self, on_device: bool = False) -> BatchedRecorder:
+        """A recorder for this runner (torch blocks ``on_device``), told what the last one knew.
+
+        The autoreset mode's doubt is said once per runner: a new recorder (``reset``, or the
+        device recorder a torch env's first reset picks) takes the flag of the one it replaces.
+        """
+        make = _device_recorder if on_device else BatchedRecorder
+        vector_steps = self._window == "vector_steps"
+        recorder = make(
             self._num_envs,
             self._autoreset_mode,
             self._lookback,
             self.metrics,
-            vector_steps=self._window == "vector_steps",
+            vector_steps=vector_steps,
         )
-        if previous is not None:  # the mode's doubt is said once per runner
-            self._recorder.doubted = previous.doubted
-        self.seed = seed  # the first reset's (until reset() gives another)
-        self._obs = self.state = self._state_layout = self._output_keys = self._failure = None
-        self._output_key_set, self._output_shapes = frozenset(), {}
+        previous = self.__dict__.get("_recorder")
+        if previous is not None:
+            recorder.doubted = previous.doubted
+        return recorder
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A runner pickled by an earlier build holds its fixed attributes under their names.
@@ -445,14 +456,7 @@ class EnvRunner:
                 obs, getattr(self._env, "single_observation_space", None)
             )
         if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
-            recorder = _device_recorder(
-                self._num_envs,
-                self._autoreset_mode,
-                self._lookback,
-                self.metrics,
-                vector_steps=self._window == "vector_steps",
-            )
-            recorder.doubted = self._recorder.doubted  # said once per runner (see reset)
+            recorder = self._new_recorder(on_device=True)
         with allocating(num_steps):
             recorder.begin(num_steps, obs, reset_infos)
         self._recorder, self._obs, self.state = recorder, obs, state
@@ -537,7 +541,7 @@ def _holds_tensors(batch: Any) -> bool:
 
 
 def _device_recorder(
-    num_envs: int, mode: Any, lookback: int, metrics: RunnerMetrics, *, vector_steps: bool
+    num_envs: int, mode: Any, lookback: int, metrics: RunnerMetrics, *, vector_steps: bool = False
 ) -> BatchedRecorder:
     # Imported here: torch is needed only by envs that yield tensors.
     from episodes.runner.device_recorder import DeviceRecorder
