@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from episodes.buffer import array_batches, row_drops
+from episodes.buffer import array_batches, row_drops, store_bounds
 from episodes.buffer.array_copies import field_copy, shallow_copy
 from episodes.buffer.nesting_errors import nesting_mismatch
 from episodes.buffer.plain_arrays import plain_leaves
@@ -531,7 +531,7 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> store.pop(1).tolist(), store.data.tolist()
             (1, [0, 2, 3])
         """
-        item = self.get(position)
+        item = self.get(store_bounds.checked_position(position, self.size))
         item = np.array(item) if self.structure is None else map_leaves(np.array, item)
         self.delete(position)
         return item
@@ -561,9 +561,8 @@ class ArrayStore(array_batches.ArrayBatchOps):
         """
         if self._pending:
             self._flush()
-        if size < self.size:
-            self._leaves = row_drops.truncated(self._leaves, size)
-        self.size = size
+        self._leaves = row_drops.truncated(self._leaves, self.size, size)
+        self.size = int(size)
         self._forget_adopted_layout()
 
     def _forget_adopted_layout(self) -> None:

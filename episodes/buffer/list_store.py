@@ -21,6 +21,7 @@ import numpy as np
 from episodes.buffer.array_store import ArrayStore
 from episodes.buffer.plain_arrays import check_items_unmasked, native_array, native_leaves
 from episodes.buffer.stack_errors import unstackable
+from episodes.buffer.store_bounds import checked_position, checked_size
 from episodes.spaces import batch as batch_items  # `batch` is extend_batch's argument
 from episodes.spaces import (
     batch_in_space,
@@ -198,7 +199,7 @@ class ListStore:
             >>> store.data
             [1]
         """
-        del self.data[size:]
+        del self.data[checked_size(size, len(self.data)) :]
 
     def pop(self, position: int) -> Any:
         """Removes and returns the item at ``position``.
@@ -208,7 +209,7 @@ class ListStore:
             >>> store.pop(1), store.data
             (2, [1, 3])
         """
-        return self.data.pop(position)
+        return self.data.pop(checked_position(position, len(self.data)))
 
     def copy_range(self, start: int, stop: int) -> ListStore:
         """A new store holding items ``start:stop``.

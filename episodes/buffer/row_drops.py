@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from episodes.buffer.array_copies import own_leaves
+from episodes.buffer.store_bounds import checked_position, checked_size
 
 if TYPE_CHECKING:
     from episodes.buffer.array_store import ArrayStore
@@ -135,6 +136,7 @@ def deleted(leaves: list[np.ndarray], size: int, position: int) -> list[np.ndarr
         >>> deleted(leaves, 4, 1)[0].tolist(), deleted(leaves, 4, 3)[0].tolist()
         ([0, 2, 3], [0, 1, 2])
     """
+    position = checked_position(position, size)
     if unshared(leaves):
         for leaf in leaves:
             leaf[position : size - 1] = leaf[position + 1 : size]
@@ -144,14 +146,16 @@ def deleted(leaves: list[np.ndarray], size: int, position: int) -> list[np.ndarr
     return [np.delete(leaf[:size], position, axis=0) for leaf in leaves]
 
 
-def truncated(leaves: list[np.ndarray], size: int) -> list[np.ndarray]:
-    """``leaves`` keeping their first ``size`` rows; shared ones cut there (no spare room).
+def truncated(leaves: list[np.ndarray], stored: int, size: int) -> list[np.ndarray]:
+    """``leaves`` (``stored`` rows) keeping their first ``size``; shared ones cut there.
+
+    A shared leaf is cut to no spare room; ``size == stored`` leaves every leaf as it is.
 
     Example:
         >>> leaves = [np.arange(4)]; view = leaves[0][:]
-        >>> len(truncated(leaves, 2)[0]), len(truncated([np.arange(4)], 2)[0])
+        >>> len(truncated(leaves, 4, 2)[0]), len(truncated([np.arange(4)], 4, 2)[0])
         (2, 4)
     """
-    if unshared(leaves):
+    if checked_size(size, stored) == stored or unshared(leaves):
         return leaves
     return [leaf[:size] for leaf in leaves]
