@@ -15,7 +15,7 @@ from episodes.io.shard_reader import Dataset
 from episodes.io.values import id_key
 from episodes.replay.adding import chunk_label
 from episodes.replay.errors import EvictedEpisodeError
-from episodes.replay.ingest import Chunk, plan_add, prepare_all
+from episodes.replay.ingest import Chunk, _rows, plan_add, prepare_all
 
 __all__ = ["joined_columns", "widen"]  # helpers of episodes.replay.persistence and .buffer
 
@@ -165,6 +165,10 @@ def _add_piece(buffer: Any, episode: Any, end: tuple[int, bool, int, Any] | None
         # there, its steps counted), so that the counters do not depend on the piecing.
         chunks = prepare_all([episode], {episode.id_}, ())
         if end is not None:
+            columns = buffer._store.obs  # an earlier piece was stored: the columns are made
+            if columns is not None:  # both observations as add compares them: as stored
+                buffer._check_fit(chunks)
+                end = (*end[:3], columns.fit(end[3][None], "observations")[0])
             try:
                 plan_add(chunks, {episode.id_: end}, iter(()), (), 0, 2**62)
             except ValueError as error:  # its words say "the buffer holds": it holds none
@@ -182,8 +186,16 @@ def _stopped(
     done = piece.is_terminated or piece.is_truncated
     if not len(piece) and (not done or before is None):
         return before  # a piece add ignores changes nothing
-    last = np.array(piece.get_observations(-1))  # a copy: not the whole piece kept alive
-    return piece.t_started + len(piece), done, 0, last
+    # The last observation as its chunk's row (a record if nested), which plan_add compares
+    # the next piece's first one with; a copy: not the whole piece kept alive.
+    rows = _rows(
+        piece.get_observations(slice(-1, None)),
+        "observations",
+        1,
+        piece.observations.finalized,
+        piece.observation_space,
+    )
+    return piece.t_started + len(piece), done, 0, np.array(rows[-1])
 
 
 def _time_ranks(path: str | os.PathLike[str]) -> dict[int, tuple[Any, int]]:
