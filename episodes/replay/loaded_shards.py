@@ -85,8 +85,10 @@ class Loaded:
         self._spaces: list[Any] = [None, None]
         self._kinds: list[Any] | None = None  # each step column's path, dtype and item shape
 
-    def restore(self, buffer: EpisodeReplayBuffer) -> None:
+    def restore(self, buffer: EpisodeReplayBuffer, uid0: int = 0) -> None:
         """Gives ``buffer`` (new, empty) the episodes, as ``buffer.add`` of them would.
+
+        Their steps' item ids are ``uid0``, ``uid0 + 1``, ... (a new buffer's next ids).
 
         Its generator (the object itself) and what else a state does not hold stay. The
         state holds zeros for the wide step columns (observations, actions, extra model
@@ -121,7 +123,7 @@ class Loaded:
             "t": np.repeat(t0, n) + place,
             "nxt": np.where(last, -1, np.arange(rows) + 1),
             "prv": np.where(place == 0, -1, np.arange(rows) - 1),
-            "uid": np.arange(rows),
+            "uid": np.arange(uid0, uid0 + rows),
         }
         metas = [m for p in self._parts for m in p["metas"]]
         episodes = {
@@ -147,7 +149,7 @@ class Loaded:
             "evicted": [],
             "rng": buffer.rng.bit_generator.state,
             "spaces": [copied_space(space) for space in self._spaces],
-            "next_uid": rows,
+            "next_uid": uid0 + rows,
             "steps": steps,
             "episodes": episodes,
         }

@@ -44,15 +44,18 @@ from episodes.replay.dataset_pieces import _add, _stopped, _time_ranks, joined_c
 from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
 from episodes.replay.saved_files import (
     EPISODES,
+    ITEM_IDS,
     META_CRC,
     PRIORITIES_CRC,
     check_episodes_record,
     checked_record,
     episodes_record,
+    loaded_uids,
     meta_crc32,
     priorities_file,
     read_priorities,
     seal,
+    uid_fields,
 )
 
 if TYPE_CHECKING:
@@ -120,6 +123,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             "evicted": evicted,
             # JSON-safe: MT19937 and Philox states hold arrays (lists load back the same).
             "rng": _plain(buffer.rng.bit_generator.state),
+            **uid_fields(buffer),  # how load numbers its items
             # What load checks episodes/ against: nothing appended, no other save's.
             EPISODES: episodes_record(tmp / "episodes", ids, buffer.get_num_timesteps()),
         }
@@ -165,8 +169,8 @@ def _save_episodes(buffer: EpisodeReplayBuffer, path: Path, ids: list[Any]) -> N
         _write_episodes(writer, buffer.get_episodes())
 
 
-def _load_episodes(buffer: EpisodeReplayBuffer, root: Path) -> tuple[list[Any], int]:
-    """Adds the saved episodes to ``buffer`` (new); returns their ids and their steps.
+def _load_episodes(buffer: EpisodeReplayBuffer, root: Path, first: int) -> tuple[list[Any], int]:
+    """Adds the saved episodes to ``buffer`` (new), item ids from ``first``; their ids, steps.
 
     Read as one state (:mod:`episodes.replay.loaded_shards`: plain pieces gathered, the others
     read one by one), else, where that state could differ from adding them, episode by
@@ -183,11 +187,12 @@ def _load_episodes(buffer: EpisodeReplayBuffer, root: Path) -> tuple[list[Any], 
         loaded = read_stored(root / "episodes")
         if loaded is not None and (loaded.steps <= buffer.capacity or len(loaded.ids) < 2):
             try:
-                loaded.restore(buffer)
+                loaded.restore(buffer, first)
                 return loaded.ids, loaded.steps
             except (TypeError, ValueError):
                 pass  # a state set_state refuses: add gives its own refusal
     episodes = list(read_episodes(root / "episodes", numpy=True, verify=True))
+    buffer._store.next_uid = first  # a new buffer's, empty
     try:
         buffer.add(episodes)
     except (TypeError, ValueError) as err:  # e.g. text observations, not numeric arrays
@@ -239,7 +244,10 @@ def load_buffer(
 ) -> EpisodeReplayBuffer:
     """Reads a buffer written by :func:`save_buffer` (its class, contents and counters).
 
-    The stable item indices are renumbered (``0..N-1`` in the saved order). ``make``, a
+    The stable item indices are kept where they run on by one in the saved order, else
+    renumbered after every id the saved buffer issued
+    (:func:`~episodes.replay.saved_files.loaded_uids`): a batch's indices sampled before the
+    save name their own step or none. ``make``, a
     subclass of the buffers (not either of them), is the class to build instead of the saved
     kind's (``EpisodeReplayBuffer.load`` passes the class it is called on); it must be of the
     saved kind (uniform or prioritized), or a ``ValueError`` is raised before its episodes are read.
@@ -294,6 +302,7 @@ def load_buffer(
             f"{'Prioritized' if prioritized else ''}EpisodeReplayBuffer.load"
         )
     _check_episodes_dir(root / "episodes")
+    first, issued = loaded_uids(meta)  # checked by _check_meta
     if seed is not None:  # the caller's: refused as it is, not as damage of the save
         sampling_generator(seed)
     settings: dict[str, Any] = {"batch_size_B": meta["batch_size_B"], "seed": seed}
@@ -308,7 +317,8 @@ def load_buffer(
             raise TypeError(f"{name}.load calls {name}(capacity, {given}): {err}") from err
         raise ValueError(f"{root}: damaged replay buffer (settings: {err})") from None
     # verify: the episodes were written with checksums; a damaged file is refused, not read.
-    read, steps = _load_episodes(buffer, root)
+    read, steps = _load_episodes(buffer, root, first)
+    buffer._store.next_uid = max(buffer._store.next_uid, issued)
     if buffer.get_num_timesteps() != steps:
         raise ValueError(f"{root}: damaged replay buffer (its episodes exceed its capacity)")
     if EPISODES in meta:  # absent from saves written before it
@@ -336,7 +346,7 @@ def load_buffer(
         except ValueError as err:
             raise ValueError(f"{root}: damaged replay buffer (generator: {err})") from None
     if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
-        _load_priorities(buffer, root, meta["max_priority"], meta.get(PRIORITIES_CRC))
+        _load_priorities(buffer, root, meta["max_priority"], meta.get(PRIORITIES_CRC), first)
     # Checked last, so that a hand-edited field is refused by the check that names it; the
     # buffer built so far is dropped.
     if META_CRC in meta and meta[META_CRC] != meta_crc32(meta):
@@ -344,13 +354,15 @@ def load_buffer(
     return buffer
 
 
-def _load_priorities(buffer: Any, root: Path, max_priority: float, crc: int | None) -> None:
+def _load_priorities(
+    buffer: Any, root: Path, max_priority: float, crc: int | None, first: int
+) -> None:
     try:
         priorities = read_priorities(root / "priorities.npy", buffer.get_num_timesteps(), crc)
     except ValueError as err:
         raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     try:  # as saved: the 1e-12 floor of update_priorities would hide a 0 and move a 1e-300
-        buffer._set_saved_priorities(priorities)
+        buffer._set_saved_priorities(priorities, first)
         buffer.max_priority = max_priority
     except ValueError as err:
         raise ValueError(f"{root}: damaged replay buffer (priorities: {err})") from None
@@ -385,7 +397,11 @@ def _check_meta(meta: dict[str, Any], root: Path) -> None:
             raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     if meta["kind"] not in ("uniform", "prioritized"):
         raise ValueError(f"{root}: damaged replay buffer (unknown kind {meta['kind']!r})")
-    unknown = set(meta) - set(fields) - {"version"}
+    try:
+        loaded_uids(meta)
+    except ValueError as err:
+        raise ValueError(f"{root}: damaged replay buffer ({err})") from None
+    unknown = set(meta) - set(fields) - {"version", *ITEM_IDS}  # ITEM_IDS: loaded_uids
     if unknown:  # a version 1 save holds no checksums, a uniform one no alpha
         raise ValueError(f"{root}: damaged replay buffer (unknown fields {sorted(unknown)})")
 

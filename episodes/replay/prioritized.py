@@ -21,6 +21,7 @@ __all__ = ["PrioritizedEpisodeReplayBuffer"]
 
 # The least priority stored: RLlib 2.60 raises every priority below 1e-12 to 1e-12 too.
 PRIORITY_FLOOR = 1e-12
+_SAMPLE_KEYWORDS = frozenset(EpisodeReplayBuffer.sample.__kwdefaults__ or ())  # sample()'s
 
 
 class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
@@ -65,8 +66,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         super().__init__(capacity, batch_size_B=batch_size_B, seed=seed)
         self._alpha = float(alpha)
         self._tree = SumTree(64)
-        # The priorities as set, per slot: the tree holds p ** alpha, which alpha = 0 (or a tiny
-        # alpha, through rounding) cannot be turned back into p.
+        # The priorities as set, per slot: the tree's p ** alpha gives no p for alpha ~ 0.
         self._raw = np.zeros(64)
         self._max_priority = 1.0
         self._beta = 0.0
@@ -144,8 +144,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     def _check_fit(self, chunks: list[Any]) -> None:
         super()._check_fit(chunks)
-        # Checked before anything is stored: the new steps get the max priority each (or the
-        # add's weight).
+        # Checked before anything is stored: new steps get max_priority each (or add's weight).
         start = self._max_priority if self._weight is None else self._weight
         leaf = self._leaf_of(start, self.alpha)
         if not math.isfinite(self._tree.total + sum(chunk.n for chunk in chunks) * leaf):
@@ -227,8 +226,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             >>> sorted(set(batch["weights"].tolist()))  # (p_i / p_min) ** -beta
             [0.25, 1.0]
         """
-        # _is_real first: a string, None, a complex number or an array is refused as documented,
-        # not by math.isfinite's TypeError.
+        for key in kwargs.keys() - _SAMPLE_KEYWORDS:  # named as this class's, not the base's
+            raise TypeError(f"{type(self).__name__}.sample() takes no keyword argument {key!r}")
+        # _is_real first: a str, None, complex or array refused as documented, not a TypeError.
         if not _is_real(beta) or not 0 <= float(beta) < math.inf:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
         if beta and (kwargs.get("batch_length_T") is not None or kwargs.get("sample_episodes")):
@@ -447,8 +447,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._last_slots = None
         self._no_last = "none since set_state: a state holds no last sample, RLlib's does"
 
-    def _set_saved_priorities(self, priorities: np.ndarray) -> None:
-        """Sets the priorities of items ``0 .. N-1`` (a loaded save's) exactly as given.
+    def _set_saved_priorities(self, priorities: np.ndarray, first: int = 0) -> None:
+        """Sets the priorities of items ``first .. first + N - 1`` (a loaded save's) as given.
 
         Checked as :meth:`set_state` checks a state's: finite real values above 0 whose power
         ``alpha`` is above 0 and finite, of a finite sum. No floor is applied: a priority
@@ -459,7 +459,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             ValueError: Priorities that are not so; nothing changes then.
         """
         count = len(priorities)
-        slots, found = self._find(np.arange(count))
+        slots, found = self._find(np.arange(first, first + count))
         if not found.all() or count != self.get_num_timesteps():
             raise ValueError(f"{count} priorities for {self.get_num_timesteps()} stored steps")
         prio = np.asarray(priorities, np.float64)
@@ -562,5 +562,7 @@ def _issued(indices: Any, next_uid: int) -> np.ndarray:
     given = host if isinstance(indices, np.ndarray) or hasattr(indices, "detach") else indices
     idx = sampling.int_array(given, "indices")
     if idx.size and (idx.min() < 0 or idx.max() >= next_uid):
-        raise ValueError("indices the buffer never issued (use a batch's 'indices')")
+        pad = "-1 is a sequence batch's padding, where its mask is False: pass indices[mask]"
+        hint = pad if -1 in idx else "use a batch's 'indices'"
+        raise ValueError(f"indices the buffer never issued ({hint})")
     return idx.astype(np.int64)

@@ -11,7 +11,8 @@ of episodes and steps saved, the CRC-32 of their ids in order and that of the da
 data's checksums), so episodes appended to the dataset, or another save's dataset put in its
 place, are refused. The manifest is compared where ``episodes/`` is a v2 dataset, as every save
 that records it writes (a chunk dataset there is compared by the rest). Saves written before
-the field load without that check.
+the field load without that check. ``next_uid`` and ``first_uid`` say how a load numbers the
+saved steps (:func:`uid_fields`, :func:`loaded_uids`); saves written before them lack them.
 ``priorities.npy``'s header is parsed by numpy's literal-only parser and checked against the
 slot count and the file's size before any data is read. Every damage is a ``ValueError``;
 the system failing a read (no permission, out of descriptors) stays the
@@ -40,12 +41,14 @@ from episodes.io.shards import is_v2
 
 __all__ = [
     "EPISODES",
+    "ITEM_IDS",
     "MAX_META_BYTES",
     "META_CRC",
     "PRIORITIES_CRC",
     "check_episodes_record",
     "checked_record",
     "episodes_record",
+    "loaded_uids",
     "meta_crc32",
     "priorities_file",
     "read_priorities",
@@ -53,6 +56,7 @@ __all__ = [
     "read_priorities_bytes",
     "read_save_file",
     "seal",
+    "uid_fields",
 ]
 
 META_CRC = "crc32"
@@ -63,7 +67,71 @@ PRIORITIES_CRC = "priorities_crc32"
 # The evicted ids make replay.json grow with a run (about 40 bytes per uuid id): 4 GiB holds
 # some 100 million of them; more is damage (a sparse or runaway file), refused unread.
 MAX_META_BYTES = 4 << 30
+ITEM_IDS = ("next_uid", "first_uid")  # replay.json's fields of item ids (since 2026-12-06)
+_UIDS = 2**62  # the ids a save may record: a load adds its steps' ids within int64
 _MAX_NPY_HEADER = (1 << 16) + 12  # what np.save writes for any 1-D array, with room to spare
+
+
+def uid_fields(buffer: Any) -> dict[str, int]:
+    """``replay.json``'s item id fields for ``buffer``: its ``next_uid`` and ``first_uid``.
+
+    ``first_uid`` is recorded where the stored steps' ids run on by one in the saved order
+    (oldest episode first, each in time order: the rows as a load lays them out), so that a
+    load can keep them: it is the first of them.
+
+    Example:
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> uid_fields(buf)
+        {'next_uid': 0}
+        >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0], actions=[0], rewards=[1.0],
+        ...                             len_lookback_buffer=0) for i in "ab"])
+        >>> uid_fields(buf)
+        {'next_uid': 2, 'first_uid': 0}
+    """
+    store, table = buffer._store, buffer._table
+    fields = {ITEM_IDS[0]: int(store.next_uid)}
+    live = np.flatnonzero(store.live[: store.end])
+    rows = np.fromiter(table.order.values(), np.int64, len(table.order))  # oldest first
+    rank = np.zeros(max(table.size, 1), np.int64)  # each episode row's place among them
+    rank[rows] = np.arange(len(rows))
+    uids, ranks = store.uid[live], rank[store.ep[live]]
+    # Slot order is each episode's time order and the ids rise along it: one run of ids, the
+    # episodes one after another.
+    if len(live) and uids[-1] - uids[0] == len(live) - 1 and np.all(ranks[1:] >= ranks[:-1]):
+        fields[ITEM_IDS[1]] = int(uids[0])
+    return fields
+
+
+def loaded_uids(meta: dict[str, Any]) -> tuple[int, int]:
+    """The item id a load numbers the saved steps from, and the least id it issues after them.
+
+    The saved ids where ``first_uid`` was recorded (:func:`uid_fields`); otherwise the steps
+    are numbered after every id the saved buffer issued (``next_uid``) and its
+    ``added_timesteps`` (all a save written before ``next_uid`` has), so that a batch's
+    indices sampled before the save name no loaded step.
+
+    Raises:
+        ValueError: A ``next_uid`` or ``first_uid`` that is no int in ``0 .. 2**62 - 1``.
+
+    Example:
+        >>> loaded_uids({"counters": {"added_timesteps": 5}, "next_uid": 7})
+        (7, 7)
+        >>> loaded_uids({"counters": {"added_timesteps": 5}, "next_uid": 7, "first_uid": 3})
+        (3, 7)
+        >>> loaded_uids({"counters": {"added_timesteps": 5}})  # written before next_uid
+        (5, 5)
+    """
+    for key in ITEM_IDS:
+        value = meta.get(key, 0)
+        if type(value) is not int or not 0 <= value < _UIDS:
+            raise ValueError(f"{key}: {value!r} is no item id")
+    added = meta["counters"].get("added_timesteps")  # checked later: a guess until then
+    issued = max(
+        meta.get(ITEM_IDS[0], 0), added if type(added) is int and 0 <= added < _UIDS else 0
+    )
+    return meta.get(ITEM_IDS[1], issued), issued
 
 
 def read_save_file(path: Path, max_bytes: int) -> bytes:

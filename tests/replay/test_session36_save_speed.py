@@ -511,7 +511,10 @@ def test_saves_written_before_load_as_they_did(tmp_path, monkeypatch):
         assert back.get_evicted_ids() == buf.get_evicted_ids()
         buf.save(tmp_path / f"{name}-again")  # saved now, it loads into the same buffer
         again = cls.load(tmp_path / f"{name}-again")
-        assert same(again.get_state(), back.get_state())
+        now, then = again.get_state(), back.get_state()
+        for state in (now, then):  # item ids: kept where a save records them, else renumbered
+            state.pop("next_uid"), state["steps"].pop("uid"), state["layout"].pop("uid")
+        assert same(now, then)
         assert same(again.rng.bit_generator.state, back.rng.bit_generator.state)
         if prioritized:
             assert again.max_priority == back.max_priority
