@@ -432,8 +432,7 @@ def _follow_links(store: StepStore, first: int, length: int) -> np.ndarray:
 def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
     """Slots of stable item indices (a batch's ``indices``); ``KeyError`` for evicted ones.
 
-    Stable indices grow with every added step and compaction keeps slot order, so the
-    ``uid`` column is sorted over ``[0, end)`` and a binary search finds them.
+    Ids rise with every added step and compaction keeps slot order: a binary search finds them.
 
     Example:
         >>> store = StepStore()
@@ -449,7 +448,8 @@ def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
     ok = slots < store.end
     ok[ok] = (store.uid[slots[ok]] == indices[ok]) & store.live[slots[ok]]
     if not ok.all():
-        raise KeyError(f"indices not stored (evicted or never added): {indices[~ok][:5].tolist()}")
+        pad = "; -1: a sequence batch's padding, where its mask is False" * (-1 in indices)
+        raise KeyError(f"indices not stored (evicted or never added{pad}): {indices[~ok][:5]}")
     return slots
 
 

@@ -258,6 +258,16 @@ def test_a_padded_sequence_batchs_indices_are_named_as_padding(call):
         PADDED_CALLS[call](buf, np.array([10**6]))  # no padding: the hint it had
 
 
+def test_get_transitions_names_padded_indices_as_padding():
+    buf, seq = _padded()
+    with pytest.raises(KeyError, match="-1: a sequence batch's padding, where its mask is False"):
+        buf.get_transitions(seq["indices"].ravel())
+    with pytest.raises(KeyError) as refused:  # an evicted or unknown id: no padding named
+        buf.get_transitions(np.array([10**6]))
+    assert "padding" not in str(refused.value)
+    assert len(buf.get_transitions(seq["indices"][seq["mask"]])["obs"]) == seq["mask"].sum()
+
+
 # --------------------------------------------------------------- sample's unknown keywords
 class _Mine(PrioritizedEpisodeReplayBuffer):
     pass
