@@ -2,7 +2,8 @@
 
 The buffer assembles its reads (windows, fillers, one-hot encodings, strided and joined
 windows) from these; :class:`~episodes.buffer.array_store.ArrayStore` offers them as its static
-methods (from :class:`ArrayBatchOps`), the list store has list versions.
+methods (from :class:`ArrayBatchOps`), the list store has list versions. The numpy store
+also grows its leaves (:func:`grown`) and writes batches into them (:func:`write_leaves`) here.
 
 Example:
     >>> join([stride({"x": np.arange(4)}, 2), {"x": np.array([9])}])["x"].tolist()
@@ -16,6 +17,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from episodes.buffer.value_fit import MISFIT_ERRORS, misfit, write_rows
 from episodes.spaces import batch as stack_items
 from episodes.spaces import filler_batch, one_hot
 from episodes.structs import common_nesting, flatten, map_alike, map_leaves, same_nesting, unflatten
@@ -26,8 +28,10 @@ __all__ = [
     "fillers",
     "from_items",
     "from_rows",
+    "grown",
     "join",
     "stride",
+    "write_leaves",
 ]
 
 
@@ -114,6 +118,42 @@ def from_items(items: list[Any]) -> Any:
         nesting = common_nesting(items)
         items = [unflatten(nesting, flatten(item)[0]) for item in items]
     return stack_items(items)
+
+
+def write_leaves(leaves: list[np.ndarray], where: slice, arrays: list[np.ndarray]) -> None:
+    """Writes each array's rows at ``where`` of its leaf: a numpy store's batch write.
+
+    The caller checked the arrays against the leaves; each is written by
+    :func:`~episodes.buffer.value_fit.write_rows`, and a refusal numpy still raises there (a
+    read-only leaf) is the column's :func:`~episodes.buffer.value_fit.misfit` error.
+
+    Example:
+        >>> leaves = [np.zeros(3)]; write_leaves(leaves, slice(1, 3), [np.ones(2)])
+        >>> leaves[0].tolist()
+        [0.0, 1.0, 1.0]
+    """
+    for column, leaf in zip(leaves, arrays):
+        try:
+            write_rows(column, where, leaf)
+        except MISFIT_ERRORS as error:
+            raise misfit(leaf, column, error) from error
+
+
+def grown(leaves: list[np.ndarray], kept: int, capacity: int) -> list[np.ndarray]:
+    """New leaves of ``capacity`` rows holding the first ``kept`` rows of ``leaves``.
+
+    How a numpy store makes room for more items (the rows past ``kept`` are left unset).
+
+    Example:
+        >>> [(leaf.shape, leaf[:2].tolist()) for leaf in grown([np.arange(3)], 2, 8)]
+        [((8,), [0, 1])]
+    """
+    bigger = []
+    for leaf in leaves:
+        new = np.empty((capacity, *leaf.shape[1:]), leaf.dtype)
+        new[:kept] = leaf[:kept]
+        bigger.append(new)
+    return bigger
 
 
 class ArrayBatchOps:

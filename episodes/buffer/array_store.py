@@ -35,7 +35,6 @@ from episodes.buffer.value_fit import (
     first_batch,
     first_leaves,
     fit_of,
-    misfit,
     staged_batch,
     staged_leaves,
     staged_rows,
@@ -320,17 +319,9 @@ class ArrayStore(array_batches.ArrayBatchOps):
         return ArrayStore(leaves, self.structure, self.size, self.typed)
 
     def _reserve(self, needed: int) -> None:
-        capacity = len(self._leaves[0])
-        if needed <= capacity:
-            return
-        new_capacity = max(needed, 2 * capacity, _MIN_CAPACITY)
-        grown = []
-        for leaf in self._leaves:
-            bigger = np.empty((new_capacity, *leaf.shape[1:]), dtype=leaf.dtype)
-            kept = self.size - len(self._pending)
-            bigger[:kept] = leaf[:kept]
-            grown.append(bigger)
-        self._leaves = grown
+        if needed > (capacity := len(self._leaves[0])):  # at least doubled: amortised O(1)
+            new = max(needed, 2 * capacity, _MIN_CAPACITY)
+            self._leaves = array_batches.grown(self._leaves, self.size - len(self._pending), new)
 
     def _adopt_layout(self, layout: Layout, structure: Any) -> None:
         before = self._before_adoption = (self._leaves, self.structure)
@@ -427,6 +418,10 @@ class ArrayStore(array_batches.ArrayBatchOps):
             >>> store.extend_batch({"x": np.array([7, 8, 9])}); store.data["x"].tolist()
             [0, 1, 7, 8, 9]
         """
+        if batch.__class__ is np.ndarray and batch.dtype is self._row_dtype and count is None:
+            n = len(batch) if batch.ndim and self._kind != _NESTED_LAYOUT else 0
+            if n and batch.shape[1:] == self._row_shape:  # rows as stored: nothing to check
+                return self._extend_rows(batch, n)
         arrays, structure = batch_leaves(batch)
         n = len(arrays[0]) if arrays else 0
         if count is not None and n != count:
@@ -450,15 +445,20 @@ class ArrayStore(array_batches.ArrayBatchOps):
                 raise error
         try:  # an interrupt or MemoryError too leaves the column as it was (its first layout)
             self._reserve(self.size + n)
-            for column, leaf in zip(self._leaves, arrays):
-                try:
-                    write_rows(column, slice(self.size, self.size + n), leaf)
-                except MISFIT_ERRORS as error:
-                    raise misfit(leaf, column, error) from error
+            array_batches.write_leaves(self._leaves, slice(self.size, self.size + n), arrays)
         except BaseException:
             self._forget_adopted_layout()
             raise
         self.size += n
+
+    def _extend_rows(self, rows: np.ndarray, n: int) -> None:  # a typed flat column's rows
+        self._reserve(self.size + n)  # (a typed column has no emptied layout to forget)
+        leaf, size = self.leaves[0], self.size  # pending items written in first
+        try:
+            leaf[size : size + n] = rows  # of the column's very dtype and row shape
+        except MISFIT_ERRORS:  # a read-only leaf with room left: the checked write words it
+            return self._write_batch([rows], n)
+        self.size = size + n
 
     def extend(self, items: list[Any]) -> None:
         """Appends a list of items, stacked into one copy per leaf.

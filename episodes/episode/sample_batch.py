@@ -16,6 +16,7 @@ from episodes.spaces import batch_with_layout
 from episodes.structs import flatten, leaves_up_to
 
 if TYPE_CHECKING:
+    from episodes.buffer import InfiniteLookbackBuffer
     from episodes.episode.single_agent_episode import SingleAgentEpisode
 
 
@@ -247,12 +248,33 @@ def _leaf(part: Any) -> bool:
 
 
 def _as_column(key: str, value: Any, rows: int | None, batched: bool, space: Any = None) -> Any:
+    # The usual lists first, where the general path below makes just np.array of them: an id
+    # column of one string (no NUL for numpy to cut; compared only once all ids are strings,
+    # as an array's == is no bool), or a first row that is a number or a plain array beside no
+    # space or a flat one (nothing nests), no leaf arrays, and an array of no text, objects or
+    # floats after a first int (made exact). The general path words numpy's errors.
+    first = value[0].__class__ if value.__class__ is list and value else None
+    if key == "eps_id":
+        if first is str and value[0][-1:] != "\0" and set(map(type, value)) == {str}:
+            if value.count(value[0]) == len(value):
+                return np.array(value)
+    elif first in _PLAIN_ROWS and (space is None or space.__class__ in _FLAT):
+        if first is not np.ndarray or rows is None or not _leaf_arrays(value, rows, batched):
+            try:
+                kind = (array := np.array(value)).dtype.kind
+            except (TypeError, ValueError):
+                kind = "O"
+            if kind in "biuc" or (kind == "f" and first is not int and first is not bool):
+                return array
     column = _stacked_column(key, value, rows, batched, space)
     if isinstance(value, list) and key != "eps_id":
         # A flat array of no text has no text leaf: nothing for the check to look at.
         if column.__class__ is not np.ndarray or column.dtype.kind in "US":
             _check_no_text_from_numbers(key, value, column)
     return column
+
+
+_PLAIN_ROWS = (float, int, bool, np.ndarray)
 
 
 def _stacked_column(key: str, value: Any, rows: int | None, batched: bool, space: Any) -> Any:
@@ -380,17 +402,20 @@ def episode_batch(episode: SingleAgentEpisode) -> SampleBatch:
         "rewards": episode.rewards,
         **episode.extra_model_outputs,
     }
-    batched = {name for name, buffer in buffers.items() if buffer.finalized}
     columns = data_dict(episode)
+    batched, spaces = set(), {}
     for name, buffer in buffers.items():  # the flags, t and ids data_dict builds hold no mask
-        if not buffer.finalized:  # one scan of the items' classes, where none is a container
-            try:
-                check_items_unmasked(columns[name])  # stacked, a mask would be lost
-            except ValueError as err:
-                raise ValueError(f"SampleBatch column {name!r}: {err}") from None
+        if buffer.space is not None:
+            spaces[name] = buffer.space
+        if buffer.store.is_numpy:
+            batched.add(name)
+            continue
+        try:  # one scan of the items' classes, where none is a container
+            check_items_unmasked(columns[name])  # stacked, a mask would be lost
+        except ValueError as err:
+            raise ValueError(f"SampleBatch column {name!r}: {err}") from None
     if episode.is_numpy:  # the flags, t and eps_id are arrays made by numpy then
         batched |= {"terminateds", "truncateds", "t", "eps_id"}
-    spaces = {name: buffer.space for name, buffer in buffers.items() if buffer.space is not None}
     return SampleBatch.from_columns(columns, frozenset(batched), spaces)
 
 
@@ -457,22 +482,31 @@ def data_dict(episode: SingleAgentEpisode) -> dict[str, Any]:
     if rows:
         terminateds[-1] = episode.is_terminated
         truncateds[-1] = episode.is_truncated
-    before_last = slice(
-        None, episode.observations.len_incl_lookback() - 1 - episode.observations.lookback
-    )
+    before_last = len(episode.observations) - 1  # a row per step: an observation, an info
     columns = {
-        "obs": episode.observations.get(before_last),
+        "obs": _read_to(episode.observations, before_last),
         "actions": episode.actions.get(),
         "rewards": episode.rewards.get(),
         "terminateds": terminateds,
         "truncateds": truncateds,
         "t": t,
         "eps_id": eps_id,
-        "infos": episode.infos.get(before_last),
+        "infos": _read_to(episode.infos, before_last),
     }
     for key, column in episode.extra_model_outputs.items():
         columns[key] = column.get()
     return columns
+
+
+def _read_to(buffer: InfiniteLookbackBuffer, stop: int) -> Any:
+    # buffer.get(slice(None, stop)): a list store's list cut directly, without the slice's plan
+    items = buffer.store.pylist
+    if items is not None and stop >= 0:
+        try:
+            return items[buffer.lookback : buffer.lookback + stop]
+        except MemoryError:
+            pass  # the slice read words it
+    return buffer.get(slice(None, stop))
 
 
 _INT64 = np.iinfo(np.int64)
