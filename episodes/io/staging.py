@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 _PID_HEX = r"\.partial-(\d{1,10})-[0-9a-f]{16}"
+_STAGED_SUFFIX = re.compile(_PID_HEX)
 _ANY_STAGED = re.compile(rf"\..+{_PID_HEX}")  # inside DST: whatever DST was called then
 # Room for the name of DST in a staged name: 255 bytes less ``.``, ``.partial-``, a pid of up
 # to 10 digits, ``-`` and 16 hex digits.
@@ -239,16 +240,24 @@ def remove_stale(final: Path) -> list[str]:
         >>> remove_stale(final), live.path.exists()
         ([], True)
     """
-    beside = re.compile(rf"\.{re.escape(staged_stem(final))}{_PID_HEX}")
-    entries: list[tuple[re.Pattern[str], os.DirEntry[str]]] = []
-    for where, pattern in ((final.parent, beside), (final, _ANY_STAGED)):
+    # No pattern compiled per path: re's module cache would keep one per destination saved to.
+    prefix = f".{staged_stem(final)}"
+
+    def beside(name: str) -> re.Match[str] | None:
+        return _STAGED_SUFFIX.fullmatch(name, len(prefix)) if name.startswith(prefix) else None
+
+    def inside(name: str) -> re.Match[str] | None:
+        return _ANY_STAGED.fullmatch(name)
+
+    entries: list[tuple[Callable[[str], re.Match[str] | None], os.DirEntry[str]]] = []
+    for where, matcher in ((final.parent, beside), (final, inside)):
         if where is final and final.is_symlink():
             continue  # never inside a link's target
         with contextlib.suppress(OSError):
-            entries += [(pattern, entry) for entry in os.scandir(where)]
+            entries += [(matcher, entry) for entry in os.scandir(where)]
     removed: list[str] = []
-    for pattern, entry in entries:
-        found = pattern.fullmatch(entry.name)
+    for named_ours, entry in entries:
+        found = named_ours(entry.name)
         if found is None or _alive(int(found[1])):
             continue
         with contextlib.suppress(OSError):  # gone meanwhile, a link, not ours to remove
