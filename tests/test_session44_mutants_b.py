@@ -175,7 +175,7 @@ UNSTORABLE = {
     "tuple": (
         spaces.Tuple((spaces.Box(-1.0, 1.0, (2,), np.float32), spaces.Discrete(3))),
         "observations are a tuple of parts: pass obs_fn to make them one array (or a dict of "
-        "arrays) per step, or record them with a Dict space",
+        "arrays) per step, what a given obs_fn must return, or record them with a Dict space",
     ),
     # Mutant: the advice to record with a Dict space given for dict observations too.
     "dict with a tuple part": (
@@ -183,7 +183,7 @@ UNSTORABLE = {
             {"a": spaces.Box(-1.0, 1.0, (2,), np.float32), "t": spaces.Tuple((spaces.Discrete(2),))}
         ),
         "observations are a dict whose parts are not all arrays ('t' a tuple): pass obs_fn to "
-        "make them one array (or a dict of arrays) per step",
+        "make them one array (or a dict of arrays) per step, what a given obs_fn must return",
     ),
 }
 
@@ -226,7 +226,10 @@ def test_distillation_reads_only_the_teacher_outputs_from_the_blocks():
     assert fast.storage.privileged_actions.unique().tolist() == [1]
 
 
-ADVICE = ": pass obs_fn to make them one array (or a dict of arrays) per step"
+ADVICE = (
+    ": pass obs_fn to make them one array (or a dict of arrays) per step, what a given obs_fn must"
+    " return"
+)
 NOT_ARRAYS = {
     # obs_fn -> the refusal's words, the same on both paths, before the value call.
     # Mutant: the refusal naming only tuple parts, not list ones.

@@ -95,7 +95,8 @@ def flat_observations(observations: Any) -> Any:
         raise TypeError(
             "RolloutStorage holds a tensor or a dict of tensors per observation, but these "
             "chunks' observations hold no array (an empty Dict space's): nothing to store; pass "
-            "obs_fn to make them one array (or a dict of arrays) per step"
+            "obs_fn to make them one array (or a dict of arrays) per step, what a given obs_fn "
+            "must return"
         )
     if holds(observations):
         return observations
@@ -104,7 +105,7 @@ def flat_observations(observations: Any) -> Any:
     raise TypeError(
         "RolloutStorage holds a tensor or a dict of tensors per observation, but these chunks' "
         f"observations are {_parts(observations)}: pass obs_fn to make them one array (or a "
-        f"dict of arrays) per step{advice}"
+        f"dict of arrays) per step, what a given obs_fn must return{advice}"
     )
 
 
