@@ -286,6 +286,6 @@ class SumTree:
         leaves = self._sums[0]
         found = np.searchsorted(np.cumsum(leaves), masses, "right")
         nonzero = np.flatnonzero(leaves > 0)
-        if not len(nonzero):
-            return np.minimum(found, len(leaves) - 1)
+        if not len(nonzero):  # an all-zero tree: a stored leaf, not the padding past them
+            return np.minimum(found, self.capacity - 1)
         return np.clip(found, nonzero[0], nonzero[-1])
