@@ -93,3 +93,29 @@ def places(buf: Any, ref: RefBuffer, indices: np.ndarray) -> list[Any]:
     """The reference episode and step of each item index (found through ``episode_steps``)."""
     ids, times = buf.episode_steps(indices)
     return [(ref.episodes[i], int(t) - ref.episodes[i].t_begin) for i, t in zip(ids, times)]
+
+
+def interleaved_pieces(
+    lengths: list[int], cuts: list[list[int]], modes: list[Any], piece: Any
+) -> list[Any]:
+    """Episodes of ``lengths`` steps cut at ``cuts``, their pieces interleaved round robin.
+
+    ``piece(e, lo, hi, numpy, declare, last)`` makes episode ``e``'s piece of steps ``lo:hi``
+    (``last``: it ends the episode), with the mode (``numpy``, ``declare``) the pieces take in
+    turn from ``modes``.
+    """
+    per_episode = []
+    for e, length in enumerate(lengths):
+        bounds = sorted({0, length, *[c % (length + 1) for c in cuts[e]]})
+        per_episode.append(
+            [
+                piece(e, lo, hi, *modes[(e + j) % len(modes)], hi == length)
+                for j, (lo, hi) in enumerate(zip(bounds, bounds[1:]))
+            ]
+        )
+    out = []
+    while any(per_episode):
+        for pieces in per_episode:
+            if pieces:
+                out.append(pieces.pop(0))
+    return out

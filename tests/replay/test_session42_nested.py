@@ -21,10 +21,11 @@ from episodes.connectors import flatten_episode_observations
 from episodes.io import DatasetWriter
 from episodes.replay import EpisodeReplayBuffer, EvictedEpisodeError, PrioritizedEpisodeReplayBuffer
 from tests.replay._nested import (
-    leaf_equal as _leaf_equal,
+    interleaved_pieces,
+    nested_spaces,
 )
 from tests.replay._nested import (
-    nested_spaces,
+    leaf_equal as _leaf_equal,
 )
 from tests.replay._nested import (
     places as _places,
@@ -157,33 +158,22 @@ def _added(space, chunks_spec, capacity, cls, seed=0):
 
 def _split_episodes(space, lengths, cuts, modes, seed, ends):
     """Chunks of episodes of ``lengths`` steps, cut at ``cuts``, interleaved round robin."""
-    per_episode = []
-    for e, length in enumerate(lengths):
-        obs = _samples(space, length + 1, seed + e)
-        bounds = sorted({0, length, *[c % (length + 1) for c in cuts[e]]})
-        pieces = []
-        for j, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-            numpy, declare = modes[(e + j) % len(modes)]
-            last = hi == length
-            pieces.append(
-                _chunk(
-                    space,
-                    f"e{e}",
-                    obs[lo : hi + 1],
-                    lo,
-                    term=last and ends[e] == "term",
-                    trunc=last and ends[e] == "trunc",
-                    numpy=numpy,
-                    declare=declare,
-                )
-            )
-        per_episode.append(pieces)
-    out = []
-    while any(per_episode):
-        for pieces in per_episode:
-            if pieces:
-                out.append(pieces.pop(0))
-    return out
+    obs = [_samples(space, length + 1, seed + e) for e, length in enumerate(lengths)]
+
+    def piece(e, lo, hi, numpy, declare, last):
+        term, trunc = last and ends[e] == "term", last and ends[e] == "trunc"
+        return _chunk(
+            space,
+            f"e{e}",
+            obs[e][lo : hi + 1],
+            lo,
+            term=term,
+            trunc=trunc,
+            numpy=numpy,
+            declare=declare,
+        )
+
+    return interleaved_pieces(lengths, cuts, modes, piece)
 
 
 MODES = {

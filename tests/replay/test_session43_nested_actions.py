@@ -32,10 +32,11 @@ from episodes.replay import (
 )
 from episodes.replay.nested import is_records
 from tests.replay._nested import (
-    leaf_equal as _leaf_equal,
+    interleaved_pieces,
+    nested_spaces,
 )
 from tests.replay._nested import (
-    nested_spaces,
+    leaf_equal as _leaf_equal,
 )
 from tests.replay._nested import (
     places as _places,
@@ -201,37 +202,27 @@ def _split_episodes(spaces, lengths, cuts, modes, seed, ends, extra=None):
 
     ``extra``: a space whose samples each step records as the extra model output "state".
     """
-    per_episode = []
-    for e, length in enumerate(lengths):
-        obs = _samples(spaces[0], length + 1, seed + e)
-        acts = _samples(spaces[1], length, seed + 100 + e)
-        state = _samples(extra, length, seed + 200 + e) if extra is not None else None
-        bounds = sorted({0, length, *[c % (length + 1) for c in cuts[e]]})
-        pieces = []
-        for j, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-            numpy, declare = modes[(e + j) % len(modes)]
-            last = hi == length
-            pieces.append(
-                _chunk(
-                    spaces,
-                    f"e{e}",
-                    obs[lo : hi + 1],
-                    acts[lo:hi],
-                    lo,
-                    term=last and ends[e] == "term",
-                    trunc=last and ends[e] == "trunc",
-                    numpy=numpy,
-                    declare=declare,
-                    extras=None if state is None else {"state": state[lo:hi]},
-                )
-            )
-        per_episode.append(pieces)
-    out = []
-    while any(per_episode):
-        for pieces in per_episode:
-            if pieces:
-                out.append(pieces.pop(0))
-    return out
+    obs = [_samples(spaces[0], n + 1, seed + e) for e, n in enumerate(lengths)]
+    acts = [_samples(spaces[1], n, seed + 100 + e) for e, n in enumerate(lengths)]
+    states = [
+        None if extra is None else _samples(extra, n, seed + 200 + e) for e, n in enumerate(lengths)
+    ]
+
+    def piece(e, lo, hi, numpy, declare, last):
+        return _chunk(
+            spaces,
+            f"e{e}",
+            obs[e][lo : hi + 1],
+            acts[e][lo:hi],
+            lo,
+            term=last and ends[e] == "term",
+            trunc=last and ends[e] == "trunc",
+            numpy=numpy,
+            declare=declare,
+            extras=None if states[e] is None else {"state": states[e][lo:hi]},
+        )
+
+    return interleaved_pieces(lengths, cuts, modes, piece)
 
 
 MODES = {
