@@ -11,7 +11,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["holds_bool", "int_array"]
+__all__ = ["ITEM_ID_LIMIT", "holds_bool", "int_array"]
+
+#: Item ids stay below this: a state, a save and a load all refuse ids that reach it, so that a
+#: load, which numbers its steps after a saved id, stays within int64.
+ITEM_ID_LIMIT = 2**62
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _BOOLS = frozenset((bool, np.bool_))

@@ -382,8 +382,7 @@ def _follow_runs(store: StepStore, row: int, first: int, length: int) -> np.ndar
     return slots
 
 
-# Runs up to this long are walked link by link (about 150 ns a step), longer ones are probed
-# for their end (about 1.5 us a run).
+# Runs up to this long are walked link by link (~150 ns a step), longer ones probed (~1.5 us).
 _SHORT_RUN = 8
 
 
@@ -448,8 +447,9 @@ def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
     ok = slots < store.end
     ok[ok] = (store.uid[slots[ok]] == indices[ok]) & store.live[slots[ok]]
     if not ok.all():
+        shown = indices[~ok][:5].tolist()  # the first few, as a list
         pad = "; -1: a sequence batch's padding, where its mask is False" * (-1 in indices)
-        raise KeyError(f"indices not stored (evicted or never added{pad}): {indices[~ok][:5]}")
+        raise KeyError(f"indices not stored (evicted or never added{pad}): {shown}")
     return slots
 
 

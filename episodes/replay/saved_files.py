@@ -38,6 +38,7 @@ from episodes.io import DatasetError, DatasetIOError
 from episodes.io.format import MANIFEST_FILE, read_regular_file
 from episodes.io.npy_read import NPY_HEADER_ERRORS, read_npy_header
 from episodes.io.shards import is_v2
+from episodes.replay.integers import ITEM_ID_LIMIT
 
 __all__ = [
     "EPISODES",
@@ -68,7 +69,6 @@ PRIORITIES_CRC = "priorities_crc32"
 # some 100 million of them; more is damage (a sparse or runaway file), refused unread.
 MAX_META_BYTES = 4 << 30
 ITEM_IDS = ("next_uid", "first_uid")  # replay.json's fields of item ids (since 2026-12-06)
-_UIDS = 2**62  # the ids a save may record: a load adds its steps' ids within int64
 _MAX_NPY_HEADER = (1 << 16) + 12  # what np.save writes for any 1-D array, with room to spare
 
 
@@ -125,11 +125,11 @@ def loaded_uids(meta: dict[str, Any]) -> tuple[int, int]:
     """
     for key in ITEM_IDS:
         value = meta.get(key, 0)
-        if type(value) is not int or not 0 <= value < _UIDS:
+        if type(value) is not int or not 0 <= value < ITEM_ID_LIMIT:
             raise ValueError(f"{key}: {value!r} is no item id")
     added = meta["counters"].get("added_timesteps")  # checked later: a guess until then
     issued = max(
-        meta.get(ITEM_IDS[0], 0), added if type(added) is int and 0 <= added < _UIDS else 0
+        meta.get(ITEM_IDS[0], 0), added if type(added) is int and 0 <= added < ITEM_ID_LIMIT else 0
     )
     return meta.get(ITEM_IDS[1], issued), issued
 

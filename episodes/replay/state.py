@@ -20,6 +20,7 @@ import numpy as np
 
 from episodes.replay.columns import Column, as_rows, float32_rewards
 from episodes.replay.counters import COUNTERS, checked_counts
+from episodes.replay.integers import ITEM_ID_LIMIT
 from episodes.replay.metadata import meta_from_state, meta_state
 from episodes.replay.nested import put_rows, take_rows
 from episodes.replay.rng import checked_generator, generator_from_state
@@ -479,6 +480,8 @@ def _checked_next_uid(uids: np.ndarray, next_uid: Any) -> int:
     if len(uids) and (uids[0] < 0 or np.any(uids[1:] <= uids[:-1])):
         raise ValueError("item ids (uid) must be >= 0 and rise from slot to slot")
     least = int(uids[-1]) + 1 if len(uids) else 0
-    if not least <= int(next_uid) < 2**63:
-        raise ValueError(f"next_uid {next_uid} must be at least {least}: the ids it stores")
+    if not least <= int(next_uid) < ITEM_ID_LIMIT:
+        raise ValueError(
+            f"next_uid {next_uid} must be at least {least} (the ids it stores) and below 2**62"
+        )
     return int(next_uid)

@@ -305,3 +305,23 @@ def test_ids_that_run_on_in_the_saved_order_are_kept_others_renumbered(tmp_path,
         assert _all_indices(back).min() >= buf.get_state()["next_uid"]
     back.add(_chunk("z", 0, 2))  # new steps: ids no buffer of the two has issued
     assert back.get_episode_indices("z").min() >= buf.get_state()["next_uid"]
+
+
+@pytest.mark.parametrize("next_uid", [2**62, 2**63 - 1])
+def test_a_state_takes_no_item_id_a_save_could_not_load(tmp_path, next_uid):
+    # The state and the save share one bound: a set_state that took next_uid = 2**62 made a
+    # buffer whose save its own load refused as damaged.
+    buf = EpisodeReplayBuffer(100, seed=0)
+    buf.add(_chunk("a", 0, 3, done=True))
+    state = buf.get_state()
+    state["next_uid"] = next_uid
+    fresh = EpisodeReplayBuffer(100, seed=0)
+    with pytest.raises(ValueError, match=r"below 2\*\*62"):
+        fresh.set_state(state)
+    assert fresh.get_num_timesteps() == 0
+    state["next_uid"] = 2**62 - 1  # the largest taken: saved and loaded back
+    fresh.set_state(state)
+    fresh.save(tmp_path / "saved")
+    back = EpisodeReplayBuffer.load(tmp_path / "saved")
+    assert back.get_state()["next_uid"] == 2**62 - 1
+    assert back.get_num_timesteps() == 3
