@@ -49,6 +49,13 @@ def as_rows(values: Any, what: str) -> np.ndarray:
         if named is not None:  # rows that differ in shape: refused as the stored columns do
             raise ValueError(f"{what}: {named}") from None
         raise TypeError(f"{what}: the items do not stack into one array ({err})") from None
+    except RuntimeError as err:  # torch's, for a tensor that requires grad: named, and a TypeError
+        if "requires grad" not in str(err):
+            raise
+        raise TypeError(
+            f"{what}: holds torch tensors that require grad, which numpy cannot read; record "
+            "them detached (tensor.detach()), as the runner records its policy's outputs"
+        ) from None
     if rows.dtype == np.float64 and _rounded_ints(values):  # numpy makes no other of ints
         rows = batch(values)  # exact as to_numpy stacks them: uint64 (objects are refused)
     if rows.dtype.kind not in "biufc" or rows.ndim == 0:
