@@ -32,3 +32,11 @@ def as_plain(value):
 
 def assert_same(actual, expected):
     assert as_plain(actual) == as_plain(expected), (actual, expected)
+
+
+def outcome(call):
+    """What ``call()`` gives: ("ok", value) or ("error", type, message); two paths compare by it."""
+    try:
+        return ("ok", call())
+    except Exception as error:  # noqa: BLE001 - compared by the caller
+        return ("error", type(error), str(error))

@@ -38,16 +38,9 @@ from episodes.buffer.set_items import extend_items
 from episodes.episode import sample_batch, state
 from episodes.episode.fields import FIELDS
 from episodes.structs import data_equal
+from tests.core._helpers import outcome
 
 BOX = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-
-
-def _outcome(call: Any) -> Any:
-    """What ``call()`` gives: ("ok", value) or ("error", type, message)."""
-    try:
-        return ("ok", call())
-    except Exception as error:  # noqa: BLE001 - compared by the caller
-        return ("error", type(error), str(error))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -93,8 +86,8 @@ def test_an_int_read_equals_the_general_read(
     kind: str, size: int, lookback: int, index: int, neg: Any
 ) -> None:
     buf = _buffer(kind, size, lookback)
-    fast = _outcome(lambda: buf.get(index, neg_index_as_lookback=neg))
-    general = _outcome(lambda: buf.get(np.int64(index), neg_index_as_lookback=neg))
+    fast = outcome(lambda: buf.get(index, neg_index_as_lookback=neg))
+    general = outcome(lambda: buf.get(np.int64(index), neg_index_as_lookback=neg))
     assert _same(fast, general), (fast, general)
 
 
@@ -113,8 +106,8 @@ def test_an_everything_read_equals_the_general_read(
     if kind == "list" and hot:
         buf.space = gym.spaces.Discrete(3)  # items outside it: the one-hot read refuses them
     plan = indexing.SlicePlan(0, buf.lookback, len(buf.store), 0, 1)
-    fast = _outcome(lambda: buf.get(None, fill=fill, one_hot_discrete=hot))
-    general = _outcome(lambda: reading.read_plan(buf.store, buf.space, plan, fill, hot))
+    fast = outcome(lambda: buf.get(None, fill=fill, one_hot_discrete=hot))
+    general = outcome(lambda: reading.read_plan(buf.store, buf.space, plan, fill, hot))
     if hot and buf.space is None:
         general = (
             "error",
@@ -135,8 +128,8 @@ def test_an_everything_read_words_a_memory_error_as_the_general_read(kind: str) 
 
     plan = indexing.SlicePlan(0, buf.lookback, len(buf.store), 0, 1)
     with mock.patch.object(type(buf.store), "window", no_memory):
-        fast = _outcome(buf.get)
-        general = _outcome(lambda: reading.read_plan(buf.store, buf.space, plan, None, False))
+        fast = outcome(buf.get)
+        general = outcome(lambda: reading.read_plan(buf.store, buf.space, plan, None, False))
     assert fast == general and "cannot be read: no room" in fast[2]
 
 
@@ -154,8 +147,8 @@ def test_an_int_write_to_a_list_equals_the_general_write(
 ) -> None:
     fast_buf = InfiniteLookbackBuffer(list(range(size)), lookback=lookback, space=space)
     general_buf = InfiniteLookbackBuffer(list(range(size)), lookback=lookback, space=space)
-    fast = _outcome(lambda: fast_buf.set(value, at_indices=index, neg_index_as_lookback=neg))
-    general = _outcome(
+    fast = outcome(lambda: fast_buf.set(value, at_indices=index, neg_index_as_lookback=neg))
+    general = outcome(
         lambda: general_buf.set(value, at_indices=np.int64(index), neg_index_as_lookback=neg)
     )
     assert fast == general
@@ -198,8 +191,8 @@ def test_an_array_extend_equals_the_general_extend(kind: str, size: int, items: 
     fast_buf, general_buf = _buffer(kind, size, 0), _buffer(kind, size, 0)
     array = ARRAYS[items]
     with np.errstate(all="ignore"):
-        fast = _outcome(lambda: fast_buf.extend(array.copy()))
-        general = _outcome(lambda: _general_extend(general_buf, array.copy()))
+        fast = outcome(lambda: fast_buf.extend(array.copy()))
+        general = outcome(lambda: _general_extend(general_buf, array.copy()))
     assert fast == general
     assert fast_buf == general_buf
 
@@ -212,7 +205,7 @@ def test_batch_leaves_of_an_array_equal_the_general_ones(batch: Any) -> None:
             raise ValueError("refused")
         return arrays, structure
 
-    got, expected = _outcome(lambda: value_fit.batch_leaves(batch)), _outcome(general)
+    got, expected = outcome(lambda: value_fit.batch_leaves(batch)), outcome(general)
     assert got[0] == expected[0]
     if got[0] == "ok":
         assert all(a is b for a, b in zip(got[1][0], expected[1][0]))
@@ -238,8 +231,8 @@ def test_a_list_buffer_equals_the_general_branch(
         buf.space = gym.spaces.Discrete(5)  # a list store is kept as it is
         return buf.get_state(), type(buf.store), buf.store.pylist is items
 
-    fast = _outcome(lambda: state_of(list(data)))
-    general = _outcome(lambda: state_of(ListOfItems(data)))
+    fast = outcome(lambda: state_of(list(data)))
+    general = outcome(lambda: state_of(ListOfItems(data)))
     assert fast == general
 
 
@@ -286,7 +279,7 @@ def _slots(episode: Any, values: dict[str, Any]) -> dict[str, Any]:
 
 def _assigned(assign: Any, values: dict[str, Any]) -> Any:
     episode = SingleAgentEpisode.__new__(SingleAgentEpisode)
-    return _outcome(lambda: assign(episode, values)), _slots(episode, values)
+    return outcome(lambda: assign(episode, values)), _slots(episode, values)
 
 
 @settings(max_examples=500, deadline=None)
@@ -335,8 +328,8 @@ ROW_VALUES = st.one_of(
 def test_a_column_equals_the_general_column(key: str, value: Any, space: Any) -> None:
     rows = len(value) if isinstance(value, list) else None
     with np.errstate(all="ignore"):
-        fast = _outcome(lambda: sample_batch._as_column(key, value, rows, False, space))
-        general = _outcome(lambda: _general_column(key, value, rows, False, space))
+        fast = outcome(lambda: sample_batch._as_column(key, value, rows, False, space))
+        general = outcome(lambda: _general_column(key, value, rows, False, space))
     assert fast[0] == general[0]
     if fast[0] == "error":
         assert fast == general

@@ -33,16 +33,9 @@ from episodes.buffer.nesting_errors import nesting_mismatch
 from episodes.buffer.view_store import ViewStore
 from episodes.episode import sample_batch
 from episodes.structs import data_equal, same_nesting
+from tests.core._helpers import outcome
 
 BOX = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-
-
-def _outcome(call: Any) -> Any:
-    """What ``call()`` gives: ("ok", value) or ("error", type, message)."""
-    try:
-        return ("ok", call())
-    except Exception as error:  # noqa: BLE001 - compared by the caller
-        return ("error", type(error), str(error))
 
 
 def _refuse(*args: Any, **kwargs: Any) -> Any:
@@ -111,8 +104,8 @@ def test_a_plain_list_column_equals_the_general_column(
     value = [first, *([first] * len(later) if same else later)]
     count = {"len": len(value), "len+1": len(value) + 1}.get(rows, rows)
     with np.errstate(all="ignore"):
-        fast = _outcome(lambda: sample_batch._as_column(key, value, count, batched, space))
-        general = _outcome(lambda: _general_column(key, value, count, batched, space))
+        fast = outcome(lambda: sample_batch._as_column(key, value, count, batched, space))
+        general = outcome(lambda: _general_column(key, value, count, batched, space))
     assert fast[0] == general[0], (fast, general)
     if fast[0] == "error":
         assert fast == general
@@ -143,8 +136,8 @@ IDS = [
 
 @pytest.mark.parametrize("ids", IDS, ids=[repr(i) for i in IDS])
 def test_an_id_column_equals_the_general_column(ids: list[Any]) -> None:
-    fast = _outcome(lambda: sample_batch._as_column("eps_id", ids, len(ids), False))
-    general = _outcome(lambda: _general_column("eps_id", ids, len(ids), False, None))
+    fast = outcome(lambda: sample_batch._as_column("eps_id", ids, len(ids), False))
+    general = outcome(lambda: _general_column("eps_id", ids, len(ids), False, None))
     assert fast[0] == general[0] == "ok"
     assert fast[1].dtype == general[1].dtype and repr(fast[1]) == repr(general[1])
 
@@ -194,8 +187,8 @@ def test_a_read_up_to_equals_the_slice_read(size: int, lookback: int, stop: int,
     )
     if kind == "numpy" and size:
         buffer.finalize()
-    fast = _outcome(lambda: sample_batch._read_to(buffer, stop))
-    general = _outcome(lambda: buffer.get(slice(None, stop)))
+    fast = outcome(lambda: sample_batch._read_to(buffer, stop))
+    general = outcome(lambda: buffer.get(slice(None, stop)))
     assert fast[0] == general[0] and type(fast[1]) is type(general[1])
     assert fast == general if fast[0] == "error" else data_equal(fast[1], general[1])
     if isinstance(fast[1], list):
@@ -335,8 +328,8 @@ def test_an_array_extend_batch_equals_the_code_before(
     given = BATCHES[batch]
     rows = len(given) if count == "len" and given.ndim else (None if count == "len" else count)
     with np.errstate(all="ignore"):
-        fast = _outcome(lambda: stores[0].extend_batch(given.copy(), rows))
-        before = _outcome(lambda: _before_extend_batch(stores[1], given.copy(), rows))
+        fast = outcome(lambda: stores[0].extend_batch(given.copy(), rows))
+        before = outcome(lambda: _before_extend_batch(stores[1], given.copy(), rows))
     assert fast == before
     for x, y in [stores, siblings] if siblings[0] is not None else [stores]:
         assert len(x) == len(y) and x.typed == y.typed and repr(x.structure) == repr(y.structure)

@@ -20,27 +20,10 @@ from episodes import SingleAgentEpisode
 from episodes.connectors import flatten_episode_observations
 from episodes.io import DatasetWriter
 from episodes.replay import EpisodeReplayBuffer, EvictedEpisodeError, PrioritizedEpisodeReplayBuffer
+from tests.replay import _nested as nest
 from tests.replay._nested import (
     interleaved_pieces,
     nested_spaces,
-)
-from tests.replay._nested import (
-    leaf_equal as _leaf_equal,
-)
-from tests.replay._nested import (
-    places as _places,
-)
-from tests.replay._nested import (
-    row as _row,
-)
-from tests.replay._nested import (
-    same_state as _same_state,
-)
-from tests.replay._nested import (
-    samples as _samples,
-)
-from tests.replay._nested import (
-    zeros_like as _zeros_like,
 )
 from tests.replay.reference import RefBuffer
 
@@ -105,32 +88,32 @@ def _check_all(buf: Any, ref: RefBuffer, seed: int = 0) -> None:
         assert len(ep) == len(want) and ep.t_started == want.t_begin
         assert (ep.is_terminated, ep.is_truncated) == (want.terminated, want.truncated)
         for i, obs in enumerate(want.obs):
-            _leaf_equal(ep.get_observations(i), obs, f"episode {ep.id_!r} obs {i}")
+            nest.leaf_equal(ep.get_observations(i), obs, f"episode {ep.id_!r} obs {i}")
     for n_step in (1, 3):
         batch = buf.sample(16, n_step=n_step, gamma=0.5)
-        for i, (ep, k) in enumerate(_places(buf, ref, batch["indices"])):
+        for i, (ep, k) in enumerate(nest.places(buf, ref, batch["indices"])):
             m = int(batch["n_step"][i])
             assert m == min(n_step, len(ep) - k)
-            _leaf_equal(_row(batch["obs"], i), ep.obs[k], "transition obs")
-            _leaf_equal(_row(batch["next_obs"], i), ep.obs[k + m], "transition next_obs")
+            nest.leaf_equal(nest.row(batch["obs"], i), ep.obs[k], "transition obs")
+            nest.leaf_equal(nest.row(batch["next_obs"], i), ep.obs[k + m], "transition next_obs")
     seq = buf.sample(8, batch_length_T=3, lookback=1, pad=True)
     mask = seq["mask"]
-    places = iter(_places(buf, ref, seq["indices"][mask]))
+    places = iter(nest.places(buf, ref, seq["indices"][mask]))
     for b in range(8):
         for t in range(4):
             if not mask[b, t]:
                 assert seq["indices"][b, t] == -1
-                zero = _zeros_like(_row(seq["obs"], b, t))
-                _leaf_equal(_row(seq["obs"], b, t), zero, "padded obs")
-                _leaf_equal(_row(seq["next_obs"], b, t), zero, "padded next_obs")
+                zero = nest.zeros_like(nest.row(seq["obs"], b, t))
+                nest.leaf_equal(nest.row(seq["obs"], b, t), zero, "padded obs")
+                nest.leaf_equal(nest.row(seq["next_obs"], b, t), zero, "padded next_obs")
                 continue
             ep, k = next(places)
-            _leaf_equal(_row(seq["obs"], b, t), ep.obs[k], "sequence obs")
-            _leaf_equal(_row(seq["next_obs"], b, t), ep.obs[k + 1], "sequence next_obs")
+            nest.leaf_equal(nest.row(seq["obs"], b, t), ep.obs[k], "sequence obs")
+            nest.leaf_equal(nest.row(seq["next_obs"], b, t), ep.obs[k + 1], "sequence next_obs")
     for whole in buf.sample(3, sample_episodes=True):
         want = ref.episodes[whole.id_]
         assert len(whole) == len(want)
-        _leaf_equal(whole.get_observations(-1), want.obs[-1], "sampled episode obs")
+        nest.leaf_equal(whole.get_observations(-1), want.obs[-1], "sampled episode obs")
     if max(len(ep) for ep in ref.episodes.values()) < 2:
         return
     for chunk in buf.sample(4, sample_episodes=True, batch_length_T=2, lookback=1):
@@ -139,7 +122,7 @@ def _check_all(buf: Any, ref: RefBuffer, seed: int = 0) -> None:
         start = chunk.t_started - want.t_begin - lookback
         for i in range(len(chunk) + 1 + lookback):
             got = chunk.get_observations(i - lookback, neg_index_as_lookback=True)
-            _leaf_equal(got, want.obs[start + i], "sampled chunk obs")
+            nest.leaf_equal(got, want.obs[start + i], "sampled chunk obs")
 
 
 def _added(space, chunks_spec, capacity, cls, seed=0):
@@ -158,7 +141,7 @@ def _added(space, chunks_spec, capacity, cls, seed=0):
 
 def _split_episodes(space, lengths, cuts, modes, seed, ends):
     """Chunks of episodes of ``lengths`` steps, cut at ``cuts``, interleaved round robin."""
-    obs = [_samples(space, length + 1, seed + e) for e, length in enumerate(lengths)]
+    obs = [nest.samples(space, length + 1, seed + e) for e, length in enumerate(lengths)]
 
     def piece(e, lo, hi, numpy, declare, last):
         term, trunc = last and ends[e] == "term", last and ends[e] == "trunc"
@@ -203,7 +186,7 @@ def test_leaves_keep_their_dtypes_and_tensors_nest(name):
     torch = pytest.importorskip("torch")
     space = SPACES[name]
     buf = EpisodeReplayBuffer(100, seed=0)
-    buf.add(_chunk(space, "a", _samples(space, 5, 1), numpy=True))
+    buf.add(_chunk(space, "a", nest.samples(space, 5, 1), numpy=True))
     want = buf.get_episodes()[0].get_observations()
     batch = buf.sample(3, device="cpu")
     seq = buf.sample(2, batch_length_T=2, device="cpu")
@@ -238,13 +221,13 @@ def test_flattened_then_stored_equals_stored_nested(name):
     a, b = nested.sample(20, n_step=2), flat.sample(20, n_step=2)
     assert a["indices"].tolist() == b["indices"].tolist()
     for key in ("obs", "next_obs"):
-        rows = [gym.spaces.flatten(space, _row(a[key], i)) for i in range(20)]
+        rows = [gym.spaces.flatten(space, nest.row(a[key], i)) for i in range(20)]
         np.testing.assert_array_equal(np.asarray(rows, np.float32), b[key])
     s, f = nested.sample(4, batch_length_T=3, pad=True), flat.sample(4, batch_length_T=3, pad=True)
     for i in range(4):
         for t in range(3):
             if s["mask"][i, t]:
-                row = gym.spaces.flatten(space, _row(s["obs"], i, t))
+                row = gym.spaces.flatten(space, nest.row(s["obs"], i, t))
                 np.testing.assert_array_equal(row.astype(np.float32), f["obs"][i, t])
 
 
@@ -279,11 +262,11 @@ def test_property_nested_samples_match_the_reference(
     b = flat.get_transitions(np.flatnonzero(_stored(flat)), n_step=2)
     assert a["indices"].tolist() == b["indices"].tolist()
     for key in ("obs", "next_obs"):
-        rows = [gym.spaces.flatten(space, _row(a[key], i)) for i in range(len(a["indices"]))]
+        rows = [gym.spaces.flatten(space, nest.row(a[key], i)) for i in range(len(a["indices"]))]
         np.testing.assert_array_equal(np.asarray(rows, np.float32).reshape(b[key].shape), b[key])
     restored = cls(capacity, seed=seed)
     restored.set_state(buf.get_state())
-    _same_state(restored.get_state(), buf.get_state())
+    nest.same_state(restored.get_state(), buf.get_state())
     _check_all(restored, ref, seed)
 
 
@@ -298,12 +281,12 @@ def test_state_and_save_load_round_trip(cls, tmp_path):
         buf.update_priorities(np.arange(1.0, 6.0), batch["indices"])
     restored = cls(12)
     restored.set_state(buf.get_state())
-    _same_state(restored.get_state(), buf.get_state())
+    nest.same_state(restored.get_state(), buf.get_state())
     buf.save(tmp_path / "buf")
     loaded = cls.load(tmp_path / "buf")
     assert loaded.get_evicted_ids() == buf.get_evicted_ids()
     for got, want in zip(loaded.get_episodes(), buf.get_episodes()):
-        _leaf_equal(got.get_observations(), want.get_observations(), f"loaded {got.id_!r}")
+        nest.leaf_equal(got.get_observations(), want.get_observations(), f"loaded {got.id_!r}")
     assert loaded.get_state()["steps"]["obs"].dtype == buf.get_state()["steps"]["obs"].dtype
     if cls is PrioritizedEpisodeReplayBuffer:
         idx = np.concatenate([buf.get_episode_indices(i) for i in buf.get_episode_ids()])
@@ -314,7 +297,7 @@ def test_state_and_save_load_round_trip(cls, tmp_path):
 
 def test_from_dataset_with_a_dict_observation_space(tmp_path):
     space = SPACES["her_goal_dict"]
-    obs = _samples(space, 8, 2)
+    obs = nest.samples(space, 8, 2)
     with DatasetWriter(tmp_path / "ds") as writer:  # the later piece first: waits for its turn
         writer.write(_chunk(space, "g", obs[4:], 4, term=True, numpy=True))
         writer.write(_chunk(space, "g", obs[:5], 0, numpy=True))
@@ -322,7 +305,7 @@ def test_from_dataset_with_a_dict_observation_space(tmp_path):
     (ep,) = buf.get_episodes()
     assert (len(ep), ep.is_terminated) == (7, True)
     for i, item in enumerate(obs):
-        _leaf_equal(ep.get_observations(i), item, f"obs {i}")
+        nest.leaf_equal(ep.get_observations(i), item, f"obs {i}")
     batch = buf.sample(4)
     assert set(batch["obs"]) == {"observation", "achieved_goal", "desired_goal"}
 
@@ -340,7 +323,7 @@ def test_continuing_chunks_join_leaf_by_leaf_with_nans_equal(declare):
     other = {"a": np.array([np.nan, 0.25], np.float32), "b": 2}
     with pytest.raises(ValueError, match="observation that differs"):
         buf.add(_chunk(space, "x", [other, other], 3, declare=declare))
-    _same_state(buf.get_state(), before)
+    nest.same_state(buf.get_state(), before)
 
 
 def test_dict_keys_in_another_order_are_the_same_structure():
@@ -353,13 +336,13 @@ def test_dict_keys_in_another_order_are_the_same_structure():
 
 def test_an_ending_chunk_without_steps_ends_a_nested_episode():
     space = SPACES["tuple_of_leaves"]
-    obs = _samples(space, 4, 0)
+    obs = nest.samples(space, 4, 0)
     buf = EpisodeReplayBuffer(100)
     buf.add(_chunk(space, "a", obs))
     buf.add(_chunk(space, "a", obs[-1:], 3, trunc=True, numpy=True))
     (ep,) = buf.get_episodes()
     assert ep.is_truncated and len(ep) == 3
-    _leaf_equal(ep.get_observations(-1), obs[-1])
+    nest.leaf_equal(ep.get_observations(-1), obs[-1])
 
 
 # ------------------------------------------------------------------------------- refusals
@@ -391,7 +374,7 @@ def test_a_chunk_of_another_structure_is_refused_and_changes_nothing(case, cls):
                 _chunk(None, "c", [bad] * 2, declare=False),
             ]
         )
-    _same_state(buf.get_state(), before)
+    nest.same_state(buf.get_state(), before)
 
 
 def test_nested_observations_into_a_flat_buffer_are_refused():

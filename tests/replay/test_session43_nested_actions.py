@@ -31,27 +31,10 @@ from episodes.replay import (
     saved_shards,
 )
 from episodes.replay.nested import is_records
+from tests.replay import _nested as nest
 from tests.replay._nested import (
     interleaved_pieces,
     nested_spaces,
-)
-from tests.replay._nested import (
-    leaf_equal as _leaf_equal,
-)
-from tests.replay._nested import (
-    places as _places,
-)
-from tests.replay._nested import (
-    row as _row,
-)
-from tests.replay._nested import (
-    same_state as _same_state,
-)
-from tests.replay._nested import (
-    samples as _samples,
-)
-from tests.replay._nested import (
-    zeros_like as _zeros_like,
 )
 from tests.replay.reference import RefBuffer
 
@@ -122,30 +105,32 @@ def _check_all(buf: Any, ref: RefBuffer) -> None:
         want = ref.episodes[ep.id_]
         assert len(ep) == len(want) and ep.t_started == want.t_begin
         for i, action in enumerate(want.actions):
-            _leaf_equal(ep.get_actions(i), action, f"episode {ep.id_!r} action {i}")
-        _leaf_equal(ep.get_observations(-1), want.obs[-1], f"episode {ep.id_!r} last obs")
+            nest.leaf_equal(ep.get_actions(i), action, f"episode {ep.id_!r} action {i}")
+        nest.leaf_equal(ep.get_observations(-1), want.obs[-1], f"episode {ep.id_!r} last obs")
     for n_step in (1, 3):
         batch = buf.sample(16, n_step=n_step, gamma=0.5)
-        for i, (ep, k) in enumerate(_places(buf, ref, batch["indices"])):
-            _leaf_equal(_row(batch["actions"], i), ep.actions[k], "transition action")
-            _leaf_equal(_row(batch["obs"], i), ep.obs[k], "transition obs")
-            _leaf_equal(_row(batch["next_obs"], i), ep.obs[k + int(batch["n_step"][i])], "next")
+        for i, (ep, k) in enumerate(nest.places(buf, ref, batch["indices"])):
+            nest.leaf_equal(nest.row(batch["actions"], i), ep.actions[k], "transition action")
+            nest.leaf_equal(nest.row(batch["obs"], i), ep.obs[k], "transition obs")
+            nest.leaf_equal(
+                nest.row(batch["next_obs"], i), ep.obs[k + int(batch["n_step"][i])], "next"
+            )
     seq = buf.sample(8, batch_length_T=3, lookback=1, pad=True)
     mask = seq["mask"]
-    places = iter(_places(buf, ref, seq["indices"][mask]))
+    places = iter(nest.places(buf, ref, seq["indices"][mask]))
     for b in range(8):
         for t in range(4):
-            got = _row(seq["actions"], b, t)
+            got = nest.row(seq["actions"], b, t)
             if not mask[b, t]:
-                _leaf_equal(got, _zeros_like(got), "padded action")
+                nest.leaf_equal(got, nest.zeros_like(got), "padded action")
                 continue
             ep, k = next(places)
-            _leaf_equal(got, ep.actions[k], "sequence action")
-            _leaf_equal(_row(seq["obs"], b, t), ep.obs[k], "sequence obs")
+            nest.leaf_equal(got, ep.actions[k], "sequence action")
+            nest.leaf_equal(nest.row(seq["obs"], b, t), ep.obs[k], "sequence obs")
     for whole in buf.sample(3, sample_episodes=True):
         want = ref.episodes[whole.id_]
         for i, action in enumerate(want.actions):
-            _leaf_equal(whole.get_actions(i), action, "sampled episode action")
+            nest.leaf_equal(whole.get_actions(i), action, "sampled episode action")
     if max(len(ep) for ep in ref.episodes.values()) < 2:
         return
     for chunk in buf.sample(4, sample_episodes=True, batch_length_T=2, lookback=1):
@@ -154,7 +139,7 @@ def _check_all(buf: Any, ref: RefBuffer) -> None:
         start = chunk.t_started - want.t_begin - lookback
         for i in range(len(chunk) + lookback):
             got = chunk.get_actions(i - lookback, neg_index_as_lookback=True)
-            _leaf_equal(got, want.actions[start + i], "sampled chunk action")
+            nest.leaf_equal(got, want.actions[start + i], "sampled chunk action")
 
 
 def _check_extras(buf: Any, chunks: list[Any]) -> None:
@@ -167,20 +152,20 @@ def _check_extras(buf: Any, chunks: list[Any]) -> None:
     batch = buf.sample(16, n_step=2, include_extra_model_outputs=True)
     ids, times = buf.episode_steps(batch["indices"])
     for i, (id_, t) in enumerate(zip(ids, times)):
-        _leaf_equal(_row(batch["state"], i), want[id_, int(t)], "transition extra")
+        nest.leaf_equal(nest.row(batch["state"], i), want[id_, int(t)], "transition extra")
     seq = buf.sample(4, batch_length_T=3, lookback=1, pad=True, include_extra_model_outputs=True)
     for b in range(4):
         for t in range(4):
-            got = _row(seq["state"], b, t)
+            got = nest.row(seq["state"], b, t)
             if not seq["mask"][b, t]:
-                _leaf_equal(got, _zeros_like(got), "padded extra")
+                nest.leaf_equal(got, nest.zeros_like(got), "padded extra")
                 continue
             (id_,), (at,) = buf.episode_steps(seq["indices"][b, t : t + 1])
-            _leaf_equal(got, want[id_, int(at)], "sequence extra")
+            nest.leaf_equal(got, want[id_, int(at)], "sequence extra")
     for ep in buf.get_episodes():
         for i in range(len(ep)):
             got = ep.get_extra_model_outputs("state", i)
-            _leaf_equal(got, want[ep.id_, ep.t_started + i], "episode extra")
+            nest.leaf_equal(got, want[ep.id_, ep.t_started + i], "episode extra")
 
 
 def _added(chunks: list[Any], capacity: int, cls: type, seed: int = 0) -> tuple[Any, RefBuffer]:
@@ -202,10 +187,11 @@ def _split_episodes(spaces, lengths, cuts, modes, seed, ends, extra=None):
 
     ``extra``: a space whose samples each step records as the extra model output "state".
     """
-    obs = [_samples(spaces[0], n + 1, seed + e) for e, n in enumerate(lengths)]
-    acts = [_samples(spaces[1], n, seed + 100 + e) for e, n in enumerate(lengths)]
+    obs = [nest.samples(spaces[0], n + 1, seed + e) for e, n in enumerate(lengths)]
+    acts = [nest.samples(spaces[1], n, seed + 100 + e) for e, n in enumerate(lengths)]
     states = [
-        None if extra is None else _samples(extra, n, seed + 200 + e) for e, n in enumerate(lengths)
+        None if extra is None else nest.samples(extra, n, seed + 200 + e)
+        for e, n in enumerate(lengths)
     ]
 
     def piece(e, lo, hi, numpy, declare, last):
@@ -248,7 +234,9 @@ def _flat_actions(chunk: SingleAgentEpisode, space: gym.Space[Any]) -> SingleAge
 
 
 def _flat_rows(space: gym.Space[Any], column: Any, count: int) -> np.ndarray:
-    return np.array([gym.spaces.flatten(space, _row(column, i)) for i in range(count)], np.float64)
+    return np.array(
+        [gym.spaces.flatten(space, nest.row(column, i)) for i in range(count)], np.float64
+    )
 
 
 # ------------------------------------------------------------------------- table cases
@@ -299,7 +287,7 @@ def test_flattened_then_stored_equals_stored_nested(name):
     for i in range(4):
         for t in range(3):
             if s["mask"][i, t]:
-                row = gym.spaces.flatten(spaces[1], _row(s["actions"], i, t))
+                row = gym.spaces.flatten(spaces[1], nest.row(s["actions"], i, t))
                 np.testing.assert_array_equal(row.astype(np.float64), f["actions"][i, t])
             else:
                 assert not f["mask"][i, t] and not f["actions"][i, t].any()
@@ -309,9 +297,9 @@ def test_flattened_then_stored_equals_stored_nested(name):
 def test_action_leaves_keep_their_dtypes_and_tensors_nest(name):
     torch = pytest.importorskip("torch")
     spaces = (OBS_SPACES["flat_obs"], ACTION_SPACES[name])
-    acts = _samples(spaces[1], 4, 1)
+    acts = nest.samples(spaces[1], 4, 1)
     buf = EpisodeReplayBuffer(100, seed=0)
-    buf.add(_chunk(spaces, "a", _samples(spaces[0], 5, 1), acts, numpy=True))
+    buf.add(_chunk(spaces, "a", nest.samples(spaces[0], 5, 1), acts, numpy=True))
     want = buf.get_episodes()[0].get_actions()
 
     def same(got, ref, lead):
@@ -368,7 +356,7 @@ def test_property_nested_actions_match_the_reference(
     np.testing.assert_array_equal(rows, b["actions"])
     restored = cls(capacity, seed=seed)
     restored.set_state(buf.get_state())
-    _same_state(restored.get_state(), buf.get_state())
+    nest.same_state(restored.get_state(), buf.get_state())
     _check_all(restored, ref)
     if extra is not None:
         _check_extras(restored, chunks)
@@ -401,7 +389,7 @@ def test_state_and_save_load_round_trip(cls, path, extra, tmp_path, monkeypatch)
     buf, ref, chunks = _persisted(cls, extra and EXTRA_SPACES[extra])
     restored = cls(14)
     restored.set_state(buf.get_state())
-    _same_state(restored.get_state(), buf.get_state())
+    nest.same_state(restored.get_state(), buf.get_state())
     _check_all(restored, ref)
     if path == "one_by_one":
         _one_by_one(monkeypatch)
@@ -415,12 +403,12 @@ def test_state_and_save_load_round_trip(cls, path, extra, tmp_path, monkeypatch)
     monkeypatch.undo()
     assert loaded.get_evicted_ids() == buf.get_evicted_ids()
     for got, want in zip(loaded.get_episodes(), buf.get_episodes()):
-        _leaf_equal(got.get_actions(), want.get_actions(), f"loaded {got.id_!r}")
+        nest.leaf_equal(got.get_actions(), want.get_actions(), f"loaded {got.id_!r}")
     mine, theirs = loaded.get_state()["steps"], buf.get_state()["steps"]
     assert mine["actions"].dtype == theirs["actions"].dtype  # the same record dtype
     for id_ in buf.get_episode_ids():  # episode by episode: a load stores them in a run
         a = loaded.get_transitions(loaded.get_episode_indices(id_))["actions"]
-        _leaf_equal(a, buf.get_transitions(buf.get_episode_indices(id_))["actions"], "loaded")
+        nest.leaf_equal(a, buf.get_transitions(buf.get_episode_indices(id_))["actions"], "loaded")
     if cls is PrioritizedEpisodeReplayBuffer:
         idx = _stored(buf)
         np.testing.assert_array_equal(
@@ -450,7 +438,7 @@ def test_batched_and_one_by_one_saves_write_the_same_files(extra, tmp_path, monk
     assert batched.equals(written)
     episodes = read_episodes(tmp_path / "batched" / "episodes", numpy=True, verify=True)
     for got, want in zip(episodes, buf.get_episodes(), strict=True):
-        _leaf_equal(got.get_actions(), want.get_actions(), f"read {got.id_!r}")
+        nest.leaf_equal(got.get_actions(), want.get_actions(), f"read {got.id_!r}")
 
 
 def test_set_state_refuses_action_records_that_name_no_structure():
@@ -466,7 +454,7 @@ def test_set_state_refuses_action_records_that_name_no_structure():
 
 def test_from_dataset_with_a_dict_action_space(tmp_path):
     spaces = (OBS_SPACES["flat_obs"], ACTION_SPACES["pdqn_hybrid"])
-    obs, acts = _samples(spaces[0], 8, 2), _samples(spaces[1], 7, 3)
+    obs, acts = nest.samples(spaces[0], 8, 2), nest.samples(spaces[1], 7, 3)
     with DatasetWriter(tmp_path / "ds") as writer:  # the later piece first: waits for its turn
         writer.write(_chunk(spaces, "g", obs[4:], acts[4:], 4, term=True, numpy=True))
         writer.write(_chunk(spaces, "g", obs[:5], acts[:4], 0, numpy=True))
@@ -474,7 +462,7 @@ def test_from_dataset_with_a_dict_action_space(tmp_path):
     (ep,) = buf.get_episodes()
     assert (len(ep), ep.is_terminated) == (7, True)
     for i, item in enumerate(acts):
-        _leaf_equal(ep.get_actions(i), item, f"action {i}")
+        nest.leaf_equal(ep.get_actions(i), item, f"action {i}")
     batch = buf.sample(4)
     assert set(batch["actions"]) == {"discrete", "params"}
     assert batch["actions"]["params"].shape == (4, 3, 2)
@@ -482,13 +470,13 @@ def test_from_dataset_with_a_dict_action_space(tmp_path):
 
 def test_an_ending_chunk_without_steps_ends_a_nested_action_episode():
     spaces = (OBS_SPACES["flat_obs"], ACTION_SPACES["tuple_hybrid"])
-    obs, acts = _samples(spaces[0], 4, 0), _samples(spaces[1], 3, 0)
+    obs, acts = nest.samples(spaces[0], 4, 0), nest.samples(spaces[1], 3, 0)
     buf = EpisodeReplayBuffer(100)
     buf.add(_chunk(spaces, "a", obs, acts))
     buf.add(_chunk(spaces, "a", obs[-1:], [], 3, trunc=True, numpy=True))
     (ep,) = buf.get_episodes()
     assert ep.is_truncated and len(ep) == 3
-    _leaf_equal(ep.get_actions(-1), acts[-1], "last action")
+    nest.leaf_equal(ep.get_actions(-1), acts[-1], "last action")
 
 
 @pytest.mark.parametrize("numpy", [False, True], ids=["list-mode", "numpy"])
@@ -533,7 +521,7 @@ def test_a_chunk_of_another_action_structure_is_refused_and_changes_nothing(case
                 _chunk((None, None), "c", [0.0] * 3, [bad] * 2, declare=False),
             ]
         )
-    _same_state(buf.get_state(), before)
+    nest.same_state(buf.get_state(), before)
 
 
 def test_a_continuing_chunk_with_other_nested_actions_is_refused():
@@ -542,7 +530,7 @@ def test_a_continuing_chunk_with_other_nested_actions_is_refused():
     before = buf.get_state()
     with pytest.raises(ValueError, match=r"chunk 0 \(episode 'a'\): actions nested as"):
         buf.add(_chunk((None, None), "a", [1.0, 2.0], [(1, _A)], 1, declare=False))
-    _same_state(buf.get_state(), before)
+    nest.same_state(buf.get_state(), before)
 
 
 def test_nested_actions_into_a_flat_buffer_are_refused():
@@ -611,7 +599,7 @@ def test_a_later_chunk_with_another_nested_extra_is_refused_and_changes_nothing(
         buf.add([chunk("b", good), chunk("c", {"h": _A})])
     with pytest.raises(ValueError, match=r"extra_model_outputs\['state'\]\[1\] of shape"):
         buf.add(chunk("c", (np.zeros(2, np.float32), np.zeros(4, np.float32))))
-    _same_state(buf.get_state(), before)
+    nest.same_state(buf.get_state(), before)
 
 
 def test_from_dataset_with_a_nested_extra_model_output(tmp_path):
