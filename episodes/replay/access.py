@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, TypeAlias, TypeVar, cast, 
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.errors import IntegerTypeError
 from episodes.replay import sampling
 from episodes.replay.counters import remember_evicted
 from episodes.replay.errors import EmptyBufferError
@@ -352,7 +353,8 @@ class BufferAccess:
 
         Raises:
             KeyError: Indices not stored (evicted or never issued). ``ValueError``: bad
-                ``n_step`` or ``gamma``, indices that are not integers (as
+                ``n_step`` (one int: an ``(a, b)`` range, which :meth:`sample` takes, is an
+                ``IntegerTypeError`` saying so) or ``gamma``, indices that are not integers (as
                 :meth:`update_priorities` refuses them) or not one index or a 1-d sequence.
             EmptyBufferError: No indices asked of a buffer that has never stored a step (it
                 has no columns to shape even an empty batch by).
@@ -367,6 +369,13 @@ class BufferAccess:
             >>> batch["rewards"].tolist(), batch["terminateds"].tolist()
             ([2.0, 3.0], [False, True])
         """
+        if isinstance(n_step, (tuple, list, range)):
+            # sample() draws one horizon per item from a range; here nothing is drawn.
+            raise IntegerTypeError(
+                f"n_step must be an int >= 1, got {n_step!r:.60}: get_transitions builds every "
+                "item with one horizon (ranges are for sample, which draws one per item; "
+                "rebuild a sampled batch by calling this once per value of its n_step column)"
+            )
         n_step = sampling.check_positive(n_step, "n_step")
         gamma = sampling.check_gamma(gamma)  # None: the default, as in sample
         infos = sampling.check_flag(include_infos, "include_infos")
