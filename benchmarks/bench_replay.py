@@ -6,7 +6,9 @@ Run with the reference venv:
     .venv-ref/bin/python benchmarks/bench_replay.py [--repeats 15] [--quick] [--no-flat]
 
 Prints medians (ms) and the ratios of the issue's targets, then the flatness curve: our
-sampling cost for buffers of 10k, 100k and 1M steps.
+sampling cost for buffers of 10k, 100k and 1M steps. TorchRL's ``PrioritizedSliceSampler``
+needs TorchRL's compiled extension (its segment trees); where that does not load against the
+installed torch, its row is left out and the reason printed.
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ try:
     import torch
     from tensordict import TensorDict
     from torchrl.data import LazyTensorStorage, ReplayBuffer
-    from torchrl.data.replay_buffers.samplers import RandomSampler, SliceSampler
+    from torchrl.data.replay_buffers.samplers import (
+        PrioritizedSliceSampler,
+        RandomSampler,
+        SliceSampler,
+    )
 
     HAVE_TORCHRL = True
 except ImportError:  # pragma: no cover
@@ -108,6 +114,31 @@ def torchrl_buffer(data: list[dict[str, np.ndarray]], sampler: object, batch: in
     return rb
 
 
+def torchrl_prioritized_slices(data: list[dict[str, np.ndarray]]) -> object:
+    """TorchRL's prioritized 32 x 64 slices + an update of the 32 starts, or why there is none.
+
+    The same step as ours: each slice's start drawn by priority (``alpha=1``), weights at
+    ``beta=0.4``, then the starts' priorities set (TorchRL takes item indices, so the first
+    index of each slice).
+    """
+    steps = sum(len(d["rewards"]) for d in data)
+    try:
+        sampler = PrioritizedSliceSampler(
+            steps, alpha=1.0, beta=0.4, slice_len=64, traj_key="episode", cache_values=True
+        )
+    except (RuntimeError, ImportError) as error:  # its C++ segment trees did not load
+        return f"TorchRL PrioritizedSliceSampler unavailable: {error}"
+    rb = torchrl_buffer(data, sampler, 32 * 64)
+    prio = torch.from_numpy(np.random.default_rng(0).uniform(0.1, 2.0, 32))
+
+    def run() -> None:
+        _, info = rb.sample(return_info=True)
+        rb.update_priority(info["index"].reshape(32, 64)[:, 0], prio)
+
+    run()  # a wrong call fails here, before the timings
+    return run
+
+
 def gathers(steps: int, calls: int) -> object:
     """``calls`` random gathers of 256 float64 from arrays of ``steps``: a floor, no logic.
 
@@ -146,6 +177,12 @@ def targets(repeats: int) -> None:
         rl_p.sample(256, n_step=3, beta=0.4)
         rl_p.update_priorities(prio)
 
+    prio_seq = np.random.default_rng(0).uniform(0.1, 2.0, 32)
+
+    def ours_per_seq() -> None:  # R2D2: 32 sequences drawn by their starts' priorities
+        mine_p.sample(32, batch_length_T=64, beta=0.4)
+        mine_p.update_priorities(prio_seq)
+
     fns = {
         "ours add 100k": lambda: EpisodeReplayBuffer(cap).add(our_eps),
         "ours prioritized add 100k": lambda: PrioritizedEpisodeReplayBuffer(cap).add(our_eps),
@@ -162,6 +199,7 @@ def targets(repeats: int) -> None:
         "rllib per sample+update": rl_per,
         "ours seq 32x64": lambda: mine.sample(32, batch_length_T=64),
         "rllib seq 32x64": lambda: rl.sample(batch_size_B=32, batch_length_T=64),
+        "ours per seq 32x64+update": ours_per_seq,
         "numpy floor: 64 gathers of 256": gathers(cap, 64),
     }
     if HAVE_TORCHRL:
@@ -171,6 +209,11 @@ def targets(repeats: int) -> None:
         )
         fns["torchrl sample 256 1-step"] = uniform.sample
         fns["torchrl slice 32x64"] = slices.sample
+        prioritized_slices = torchrl_prioritized_slices(data)
+        if isinstance(prioritized_slices, str):
+            print(prioritized_slices)
+        else:
+            fns["torchrl per slice 32x64+update"] = prioritized_slices
     fast = interleaved(fns, repeats=repeats, number=5)
     print_targets({**slow, **fast})
 
@@ -197,6 +240,11 @@ def print_targets(times: dict[str, float]) -> None:
         ),
         ("seq 32x64 / RLlib", ratio("ours seq 32x64", "rllib seq 32x64"), None),
         (
+            "PER seq 32x64 + update / our uniform seq",
+            ratio("ours per seq 32x64+update", "ours seq 32x64"),
+            None,
+        ),
+        (
             "64 bare gathers / RLlib PER",
             ratio("numpy floor: 64 gathers of 256", "rllib per sample+update"),
             None,
@@ -207,15 +255,27 @@ def print_targets(times: dict[str, float]) -> None:
             ("n3 / TorchRL 1-step", ratio("ours sample 256 n3", "torchrl sample 256 1-step"), 2.0),
             ("seq 32x64 / TorchRL slices", ratio("ours seq 32x64", "torchrl slice 32x64"), 1.0),
         ]
+    if "torchrl per slice 32x64+update" in times:
+        rows.append(
+            (
+                "PER seq 32x64 + update / TorchRL prioritized slices",
+                ratio("ours per seq 32x64+update", "torchrl per slice 32x64+update"),
+                None,
+            )
+        )
     for name, ratio, goal in rows:
         print(f"| {name} | {ratio:.4f}x | {'<= ' + str(goal) + 'x' if goal else '-'} |")
 
 
 def flatness(repeats: int, sizes: tuple[int, ...]) -> None:
     print()
-    print("| buffer steps | uniform 256 n3 (ms) | PER 256 + update (ms) | seq 32x64 (ms) |")
-    print("|---|---|---|---|")
+    print(
+        "| buffer steps | uniform 256 n3 (ms) | PER 256 + update (ms) | seq 32x64 (ms) "
+        "| PER seq 32x64 + update (ms) |"
+    )
+    print("|---|---|---|---|---|")
     prio = np.random.default_rng(0).uniform(0.1, 2.0, 256)
+    prio_seq = prio[:32]
     for steps in sizes:
         eps = ours(make_data(steps // LENGTH, LENGTH, seed=1))
         uni, per = EpisodeReplayBuffer(steps, seed=0), PrioritizedEpisodeReplayBuffer(steps, seed=0)
@@ -227,16 +287,24 @@ def flatness(repeats: int, sizes: tuple[int, ...]) -> None:
             per.sample(256, n_step=3, beta=0.4)
             per.update_priorities(prio)
 
+        def per_seq(per: PrioritizedEpisodeReplayBuffer = per) -> None:
+            per.sample(32, batch_length_T=64, beta=0.4)
+            per.update_priorities(prio_seq)
+
         t = interleaved(
             {
                 "uni": lambda uni=uni: uni.sample(256, n_step=3),
                 "per": per_step,
                 "seq": lambda uni=uni: uni.sample(32, batch_length_T=64),
+                "per_seq": per_seq,
             },
             repeats=repeats,
             number=5,
         )
-        print(f"| {steps:,} | {t['uni'] * 1e3:.3f} | {t['per'] * 1e3:.3f} | {t['seq'] * 1e3:.3f} |")
+        print(
+            f"| {steps:,} | {t['uni'] * 1e3:.3f} | {t['per'] * 1e3:.3f} | {t['seq'] * 1e3:.3f} "
+            f"| {t['per_seq'] * 1e3:.3f} |"
+        )
 
 
 def main() -> None:

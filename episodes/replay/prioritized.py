@@ -12,6 +12,9 @@ from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
 from episodes.replay.buffer import EpisodeReplayBuffer
 from episodes.replay.integers import holds_bool
+from episodes.replay.priority_state import is_real as _is_real
+from episodes.replay.priority_state import leaf_of, parsed_priorities, priority_values
+from episodes.replay.sequence_priorities import importance_weights, prioritized_sequences
 from episodes.replay.state import parsed_state
 from episodes.replay.store import StepStore
 from episodes.replay.sum_tree import SumTree
@@ -25,12 +28,13 @@ _SAMPLE_KEYWORDS = frozenset(EpisodeReplayBuffer.sample.__kwdefaults__ or ())  #
 
 
 class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
-    """Transitions drawn with probability ``p_i^alpha / sum_j p_j^alpha``.
+    """Transitions and sequence starts drawn with probability ``p_i^alpha / sum_j p_j^alpha``.
 
     New steps get the largest priority seen so far. Batches carry ``weights``, the importance
     weights ``(N P(i))^-beta`` divided by their maximum over the whole buffer (the PER paper's
-    normalization), and ``indices`` for :meth:`update_priorities`. Sequences and episode chunks
-    are drawn uniformly, as in :class:`EpisodeReplayBuffer`.
+    normalization), and ``indices`` for :meth:`update_priorities`. A sequence's first
+    (non-lookback) step is drawn so among the steps that may start one (R2D2's prioritized
+    sequences; one weight per sequence); episode chunks are drawn uniformly.
 
     Args:
         capacity: Steps to keep.
@@ -52,6 +56,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
     #: The starting priority of the ``add`` under way (None: ``max_priority``); a class
     #: default, so that a buffer pickled before ``add`` took a weight still adds.
     _weight: float | None = None
+    _sequences = False  # whether the last indices are a sequence sample's starts
 
     def __init__(
         self,
@@ -114,17 +119,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._leaf_of(float(value), self._alpha)  # new steps get it: refused if unusable
         self._max_priority = float(value)
 
-    @staticmethod
-    def _leaf_of(priority: float, alpha: float) -> float:
-        """``priority ** alpha`` as the tree holds it; a ``ValueError`` when that is 0 or inf."""
-        with np.errstate(over="ignore", under="ignore"):
-            leaf = float(np.float64(priority) ** alpha)
-        if not 0 < leaf < math.inf:
-            raise ValueError(
-                f"priority {priority!r} to the power alpha={alpha} is {leaf}: new steps would "
-                "never be drawn (0) or swamp every other step (inf)"
-            )
-        return leaf
+    _leaf_of = staticmethod(leaf_of)  # priority ** alpha, refused when 0 or inf
 
     # ------------------------------------------------------------------------- store hooks
     def _on_reserve(self) -> None:
@@ -209,10 +204,15 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
         Args:
             num_items: Items to draw.
-            beta: Importance-weight exponent (0: all weights 1; 1: full correction).
-                Transitions only: another beta with ``batch_length_T`` or ``sample_episodes``
-                is a ``ValueError`` (those are drawn uniformly, without weights).
-            **kwargs: As :meth:`EpisodeReplayBuffer.sample`.
+            beta: Importance-weight exponent (0: all weights 1; 1: full correction). With
+                ``batch_length_T`` one weight per sequence (``[B]``), that of its first
+                (non-lookback) step; with ``sample_episodes`` (drawn uniformly, without
+                weights) another beta than 0 is a ``ValueError``.
+            **kwargs: As :meth:`EpisodeReplayBuffer.sample`. With ``batch_length_T`` each
+                sequence's first step is drawn by priority among the steps that may start
+                one (``pad=False``: ``batch_length_T`` steps left in its episode), the rest
+                of the batch is the uniform buffer's for those starts, and
+                :meth:`update_priorities` without indices sets the starts' priorities.
 
         Example:
             >>> from episodes import SingleAgentEpisode
@@ -231,67 +231,83 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         # _is_real first: a str, None, complex or array refused as documented, not a TypeError.
         if not _is_real(beta) or not 0 <= float(beta) < math.inf:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
-        if beta and (kwargs.get("batch_length_T") is not None or kwargs.get("sample_episodes")):
-            # Reported, not ignored: only transitions are drawn by priority and weighted.
+        if beta and kwargs.get("sample_episodes"):
+            # Reported, not ignored: episodes are drawn uniformly and carry no weights.
             raise ValueError(
-                "beta applies to transitions (their importance weights); sequences and "
+                "beta applies to transitions and sequences (their importance weights); "
                 "episodes are drawn uniformly and carry no weights: leave beta at 0 there"
             )
         self._beta = float(beta)
-        previous = self._last_indices, self._last_slots, self._no_last
-        # A sequence or episode sample has no items to update: an update_priorities() without
-        # indices after it must not reach back to an older transition batch.
+        previous = self._last_indices, self._last_slots, self._no_last, self._sequences
+        # An episode sample has no items to update: an update_priorities() without indices
+        # after it must not reach back to an older batch.
         self._last_indices = self._last_slots = None
-        self._no_last = "it drew sequences or episodes"
+        self._no_last = "it drew episodes"
         try:
             return super().sample(num_items, **kwargs)
         except BaseException:
             # A refused or interrupted sample changes nothing.
-            self._last_indices, self._last_slots, self._no_last = previous
+            self._last_indices, self._last_slots, self._no_last, self._sequences = previous
             raise
+
+    def _sample(
+        self,
+        size: int,
+        batch_length_T: int | None,
+        n_step: Any,
+        gamma: float,
+        include_infos: bool,
+        include_extra_model_outputs: bool,
+        sample_episodes: bool,
+        lookback: int,
+        pad: bool,
+    ) -> Any:
+        infos, extras = include_infos, include_extra_model_outputs
+        if batch_length_T is None or sample_episodes:  # transitions, or episodes (uniform)
+            args = (n_step, gamma, infos, extras, sample_episodes, lookback, pad)
+            return super()._sample(size, batch_length_T, *args)
+        store, table, tree, rng, beta = self._store, self._table, self._tree, self.rng, self._beta
+        batch, starts = prioritized_sequences(
+            store, table, tree, rng, size, batch_length_T, lookback, pad, beta, infos, extras
+        )
+        self._remember(starts)
+        self._sequences = True
+        return batch
 
     def _draw_transitions(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         tree = self._tree
         masses = self.rng.random(size)
         masses *= tree.total
         slots = tree.find(masses)
-        if self._beta:
-            # (N P(i))^-beta over the largest weight, that of the smallest priority: the N and
-            # the total cancel, leaving (p_i / p_min)^-beta <= 1.
-            leaves = tree.leaves(slots)
-            # A weight below float32's range is 0, also where the user made underflow an error.
-            with np.errstate(over="ignore", under="ignore"):
-                ratio = leaves / tree.min
-                if ratio.max() == np.inf:
-                    # Priorities 1e-300 and 1e10 overflow the ratio in float64, although its
-                    # power (1e-31 for beta=0.1) is an ordinary float32: take it in log space.
-                    ratio = np.log(leaves)
-                    ratio -= math.log(tree.min)
-                    ratio *= -self._beta
-                    weights = np.exp(ratio, out=ratio).astype(np.float32)
-                else:
-                    weights = np.power(ratio, -self._beta, out=ratio).astype(np.float32)
-        else:
-            weights = np.ones(size, np.float32)
+        # (N P(i))^-beta over the largest weight, that of the smallest priority: the N and the
+        # total cancel, leaving (p_i / p_min)^-beta <= 1.
+        weights = importance_weights(tree.leaves(slots), tree.min, self._beta)
+        self._remember(slots)
+        self._sequences = False
+        return slots, weights
+
+    def _remember(self, slots: np.ndarray) -> None:
+        # The drawn items (a sequence's first step) for update_priorities() without indices.
         self._last_indices = self._store.uid[slots]
         self._last_slots = (slots, self._store.moves, self._kills)
-        return slots, weights
 
     # -------------------------------------------------------------------------- priorities
     def update_priorities(
         self, priorities: Any, indices: Any = None, *, module_id: Any = None
     ) -> None:
-        """Sets the priorities of sampled items (the last sample's transitions by default).
+        """Sets the priorities of sampled items (by default the last sample's).
 
-        ``module_id`` (RLlib's, as a keyword) is ignored: the buffer holds one module's steps.
+        The last sample's items are its transitions, or the first (non-lookback) steps of its
+        sequences: one priority per sequence, ``[B]``. ``module_id`` (RLlib's, as a keyword) is
+        ignored: the buffer holds one module's steps.
 
         Items evicted since they were sampled are skipped; a repeated index keeps its last
         priority. A priority below :data:`PRIORITY_FLOOR` (``1e-12``, RLlib's floor), a TD error
         of 0 say, is stored as that floor: the item stays drawable, rarely.
 
         Raises:
-            ValueError: No indices (nothing sampled yet, the last sample drew sequences or
-                episodes, or none since ``set_state``, as a state holds no last sample; a
+            ValueError: No indices (nothing sampled yet, the last sample drew episodes, or
+                none since ``set_state``, as a state holds no last sample; a
                 string there, RLlib's ``module_id``, too; the message says which), lengths differ,
                 priorities that are negative, NaN or infinite, or whose power ``alpha`` is 0 or
                 infinite, or indices this buffer never issued. Nothing changes then.
@@ -311,8 +327,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             indices, cached = self._last_indices, self._last_slots
         if indices is None:
             raise ValueError(
-                f"update_priorities needs indices: the last sample drew no transitions "
-                f"({self._no_last}); pass the batch's 'indices'"
+                "update_priorities needs indices: the last sample drew no transitions or "
+                f"sequences ({self._no_last}); pass the batch's 'indices'"
             )
         if isinstance(indices, (str, bytes)):  # RLlib's second argument is a module id
             raise ValueError(
@@ -327,9 +343,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(f"priorities must be real numbers, got dtype {kind}")
         prio = prio.astype(np.float64, copy=False)
         if idx.ndim != 1 or prio.ndim != 1 or len(idx) != len(prio):
+            per = "; the last sample drew sequences: one priority each" * self._sequences
             raise ValueError(
                 f"priorities (shape {prio.shape}) and indices (shape {idx.shape}) must be 1-d "
-                "and equally long"
+                f"and equally long{per if cached is not None else ''}"
             )
         if not len(idx):
             return
@@ -435,7 +452,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             leaves[live] = raw[live] = 1.0
         else:
             try:
-                alpha, top, leaves[live], raw[live] = _parsed_priorities(extra, len(live))
+                alpha, top, leaves[live], raw[live] = parsed_priorities(extra, len(live))
             except (TypeError, ValueError) as err:
                 raise ValueError(f"a broken replay buffer state: {err}") from None
         tree = SumTree(max(store.size, 1))
@@ -468,78 +485,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             raise ValueError(f"priorities must be finite and above 0, got {bad[:5].tolist()}")
         with np.errstate(over="ignore", under="ignore"):
             leaves = prio**self.alpha if self.alpha != 1.0 else prio
-        _priority_values(leaves, f"priorities to the power alpha={self.alpha}", count, summed=True)
+        priority_values(leaves, f"priorities to the power alpha={self.alpha}", count, summed=True)
         self._tree._write(slots, leaves)
         self._raw[slots] = prio
         self._max_priority = max(self._max_priority, float(prio.max(initial=0.0)))
-
-
-def _parsed_priorities(extra: Any, rows: int) -> tuple[float, float, np.ndarray, np.ndarray]:
-    """``alpha``, ``max_priority``, the tree's leaves and the priorities of a state's rows.
-
-    Raises:
-        ValueError: Values the constructor, the ``max_priority`` setter or
-            ``update_priorities`` would refuse, or leaves that are not the priorities to the
-            power ``alpha`` (up to rounding): the leaves decide the draws, the priorities
-            what ``get_priorities`` reads.
-    """
-    if not isinstance(extra, dict):
-        raise ValueError(f"'prioritized' must be a dict, got {type(extra).__name__}")
-    missing = [key for key in ("alpha", "max_priority", "leaves") if key not in extra]
-    if missing:
-        raise ValueError(f"'prioritized' lacks the keys {missing}")
-    alpha, top = extra["alpha"], extra["max_priority"]
-    if not _is_real(alpha) or not 0 <= float(alpha) < math.inf:
-        raise ValueError(f"alpha must be a finite float >= 0, got {alpha!r}")
-    if not _is_real(top) or not 0 < float(top) < math.inf:
-        raise ValueError(f"max_priority must be finite and > 0, got {top!r}")
-    alpha, top = float(alpha), float(top)
-    PrioritizedEpisodeReplayBuffer._leaf_of(top, alpha)
-    given = _priority_values(extra["leaves"], "leaves", rows, summed=True)
-    if "priorities" not in extra:  # a state from before the priorities were kept as set
-        return alpha, top, given, given ** (1.0 / alpha if alpha else 1.0)
-    kept = _priority_values(extra["priorities"], "priorities", rows, summed=False)
-    with np.errstate(over="ignore", under="ignore"):
-        implied = kept**alpha if alpha != 1.0 else kept
-    # The stored leaves are kept, not recomputed: numpy's scalar and array powers may differ
-    # in the last bit, and the restored buffer draws exactly what the original would have.
-    if not np.allclose(given, implied, rtol=1e-9, atol=0.0):
-        i = int(np.flatnonzero(~np.isclose(given, implied, rtol=1e-9, atol=0.0))[0])
-        raise ValueError(
-            f"leaves[{i}] = {float(given[i])!r} is not priorities[{i}] = {float(kept[i])!r} to "
-            f"the power alpha={alpha}: the draws would not follow the priorities"
-        )
-    return alpha, top, given, kept
-
-
-def _priority_values(values: Any, name: str, rows: int, *, summed: bool) -> np.ndarray:
-    """``values`` as float64, refused unless ``rows`` real numbers > 0 (of a finite sum)."""
-    array = np.asarray(values)
-    if array.size and array.dtype.kind not in "iuf":  # no strings, bools or complex numbers
-        raise ValueError(f"its {name} must be real numbers, got dtype {array.dtype}")
-    array = array.astype(np.float64)
-    if array.shape != (rows,) or not np.all(np.isfinite(array) & (array > 0)):
-        raise ValueError(f"its {name} must be {rows} finite values > 0, one per stored step")
-    with np.errstate(over="ignore"):  # the tree sums leaves; priorities are never summed
-        if summed and not math.isfinite(float(array.sum())):  # the draws would go astray
-            raise ValueError(f"its {name} would make the sum of all priorities infinite")
-    return array
-
-
-def _is_real(value: Any) -> bool:
-    """A real number that is not a bool: Python, numpy (0-d arrays too) or a 0-d tensor."""
-    dtype = str(getattr(value, "dtype", ""))
-    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)) or (
-        dtype in ("bool", "torch.bool") or "complex" in dtype or dtype[:2] in ("<U", "|S")
-    ):
-        return False
-    if getattr(value, "ndim", 0) != 0:  # one number, not an array of them
-        return False
-    try:
-        float(value)
-    except (TypeError, ValueError, OverflowError):  # complex, strings, containers, 10**400
-        return False
-    return True
 
 
 def _host(values: Any, dtype: Any = None, name: str = "values") -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,11 @@ from episodes.replay.table import EpisodeTable
 __all__ = [
     "build_episode",
     "draw_starts",
+    "no_start_error",
     "sample_chunks",
     "sample_sequences",
     "sequence_batch",
+    "start_filter",
 ]
 
 
@@ -63,19 +66,45 @@ def draw_starts(
         ...
         episodes.replay.errors.EmptyBufferError: no stored episode holds 4 steps, ...
     """
+    starts = draw_live(store, rng, size, None if pad else start_filter(store, table, length))
+    if not len(starts):
+        raise no_start_error(length, paddable)
+    return starts
+
+
+def start_filter(
+    store: StepStore, table: EpisodeTable, length: int
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Which of some live slots may start an unpadded sequence: ``length`` steps left.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buf = EpisodeReplayBuffer(10)
+        >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0], actions=[0, 1, 0],
+        ...                            rewards=[1.0, 2.0, 3.0], len_lookback_buffer=0))
+        >>> start_filter(buf._store, buf._table, 2)(np.array([0, 1, 2])).tolist()
+        [True, True, False]
+    """
 
     def fits(slots: np.ndarray) -> np.ndarray:
         return table.t_end[store.ep[slots]] - store.t[slots] >= length
 
-    starts = draw_live(store, rng, size, None if pad else fits)
-    if not len(starts):
-        hint = "add longer episodes or pass pad=True" if paddable else "add longer episodes"
-        what = "sequence" if paddable else "episode chunk (chunks are never padded)"
-        raise EmptyBufferError(
-            f"no stored episode holds {length} steps, so no {what} of batch_length_T="
-            f"{length} fits inside one; {hint}"
-        )
-    return starts
+    return fits
+
+
+def no_start_error(length: int, paddable: bool = True) -> EmptyBufferError:
+    """The error of a sample no stored episode holds ``length`` steps for (see ``draw_starts``).
+
+    Example:
+        >>> no_start_error(4, paddable=False)  # doctest: +ELLIPSIS
+        EmptyBufferError('no stored episode holds 4 steps, so no episode chunk ...')
+    """
+    hint = "add longer episodes or pass pad=True" if paddable else "add longer episodes"
+    what = "sequence" if paddable else "episode chunk (chunks are never padded)"
+    return EmptyBufferError(
+        f"no stored episode holds {length} steps, so no {what} of batch_length_T="
+        f"{length} fits inside one; {hint}"
+    )
 
 
 def _reach(store: StepStore, table: EpisodeTable, starts: np.ndarray, lookback: int) -> int:
@@ -116,6 +145,7 @@ def sequence_batch(
     lookback: int,
     include_infos: bool = False,
     include_extra_model_outputs: bool = False,
+    reserved: tuple[str, ...] = (),
 ) -> dict[str, np.ndarray]:
     """``[B, lookback + length]`` columns of the sequences beginning at ``starts``.
 
@@ -125,6 +155,8 @@ def sequence_batch(
     step, ``is_terminated``/``is_truncated`` a last step that ended the episode; padded steps
     are zeros with ``mask`` False and ``indices`` -1. ``infos`` (on request) are those of
     ``next_obs`` (the episode's final info at its last stored step), ``{}`` where padded.
+    ``reserved`` names columns the caller adds after this call (a prioritized batch's
+    ``weights``): an extra model output of that name is refused.
 
     Example:
         >>> from episodes.replay import EpisodeReplayBuffer
@@ -178,7 +210,7 @@ def sequence_batch(
     nested = store.obs.data.dtype.names is not None or store.actions.data.dtype.names is not None
     if include_extra_model_outputs:
         extras = {key: _gather(column.data, pos, mask) for key, column in store.extras.items()}
-        add_extras(batch, extras)
+        add_extras(batch, extras, reserved)
         nested = nested or any(is_records(values) for values in extras.values())
     if nested:  # nested observations, actions or extras: given back nested
         unpack_batch(batch)

@@ -21,6 +21,10 @@ _TOP = 2048
 # Byte sum of a uint64 holding 0/1 bytes: the product's top byte adds them all up.
 _BYTE_SUM = np.uint64(0x0101010101010101)
 _STRICT = np.triu(np.ones((_FANOUT, _FANOUT)), 1)  # row @ _STRICT: sums before each child
+# Masses searched at once: the ``[n, 8] @ _STRICT`` product goes to the BLAS, whose threads
+# start above some 16,000 rows and made one search of 31,747 masses take 139 ms instead of 5
+# on two busy cores; in pieces the cost stays linear in the masses.
+_FIND_AT_ONCE = 8192
 _ONES = np.ones(_FANOUT)
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 _INF_BITS = np.float64(np.inf).view(np.uint64)  # float64 bits read as uint64: see _checked
@@ -250,7 +254,8 @@ class SumTree:
         interval's edge belongs to the next non-zero leaf. Rounding can leave a mass past the
         last child of a node (and masses outside ``[0, total)`` are past every leaf); those few
         are searched again over all leaves and land on the nearest non-zero leaf, so every
-        returned leaf is non-zero (when any is).
+        returned leaf is non-zero (when any is). Masses are searched ``_FIND_AT_ONCE`` at a
+        time (the same leaves as one search).
 
         Example:
             >>> tree = SumTree(5)
@@ -259,6 +264,12 @@ class SumTree:
             [0, 2, 2, 2, 0]
         """
         given = np.asarray(masses, np.float64)
+        if len(given) <= _FIND_AT_ONCE:
+            return self._find_some(given)
+        pieces = range(0, len(given), _FIND_AT_ONCE)
+        return np.concatenate([self._find_some(given[i : i + _FIND_AT_ONCE]) for i in pieces])
+
+    def _find_some(self, given: np.ndarray) -> np.ndarray:
         starts = self._starts
         nodes = np.searchsorted(starts, given, "right")
         nodes -= 1  # the last top node starting at or before the mass

@@ -188,9 +188,11 @@ def test_prioritized_weights_are_for_transitions_only():  # "episode-n-step-weig
     # RLlib's prioritized buffer returns one-step episodes, with beta's weights as extras.
     rl = theirs.sample(4, beta=0.4, n_step=1)
     assert all(len(ep) == 1 and "weights" in ep.extra_model_outputs for ep in rl)
-    # Ours: a transition batch carries the weights; beta with episodes or sequences is refused.
+    # Ours: a transition batch carries the weights, a sequence batch one per sequence (its
+    # start's); beta with episodes is refused.
     assert ours.sample(4, beta=0.4)["weights"].shape == (4,)
-    for kwargs in (dict(sample_episodes=True), dict(batch_length_T=2)):
+    assert ours.sample(4, beta=0.4, batch_length_T=2)["weights"].shape == (4,)
+    for kwargs in (dict(sample_episodes=True), dict(sample_episodes=True, batch_length_T=2)):
         with pytest.raises(ValueError, match="beta applies to transitions"):
             ours.sample(4, beta=0.4, **kwargs)
 

@@ -102,10 +102,10 @@ def test_update_before_any_sample_is_an_error():
 
 @pytest.mark.parametrize(
     "other_sample",
-    [{"batch_length_T": 2}, {"sample_episodes": True}],
-    ids=["sequences", "episodes"],
+    [{"sample_episodes": True, "batch_length_T": 2}, {"sample_episodes": True}],
+    ids=["chunks", "episodes"],
 )
-def test_update_after_a_sequence_or_episode_sample_does_not_reach_an_older_batch(other_sample):
+def test_update_after_an_episode_sample_does_not_reach_an_older_batch(other_sample):
     buf = PrioritizedEpisodeReplayBuffer(100, seed=0)
     buf.add(episode("a", 0, 6))
     older = buf.sample(4)["indices"]

@@ -9,8 +9,9 @@
 - ``get_transitions`` takes one index or a 1-d sequence, and on a buffer that never stored a
   step it is an ``EmptyBufferError`` (a bare ``assert`` before);
 - integers beyond int64 are not wrapped around (``locate(id, 2**64 - 3)`` found ``t=-3``);
-- ``beta`` with sequences or episodes, and ``include_infos`` / ``include_extra_model_outputs``
-  with ``sample_episodes``, are refused: they had no effect there.
+- ``beta`` with episodes, and ``include_infos`` / ``include_extra_model_outputs`` with
+  ``sample_episodes``, are refused: they had no effect there (``beta`` with sequences weights
+  them since session 45: tests/replay/test_session45_prioritized_sequences.py).
 """
 
 from __future__ import annotations
@@ -266,7 +267,6 @@ def test_priorities_of_indices_beyond_int64_are_refused():
 
 # ------------------------------------------------------------- settings that have no effect
 NO_EFFECT = [
-    ("beta-sequences", dict(beta=0.4, batch_length_T=2), "beta applies to transitions"),
     ("beta-chunks", dict(beta=0.4, batch_length_T=2, sample_episodes=True), "beta applies"),
     ("beta-episodes", dict(beta=1.0, sample_episodes=True), "beta applies to transitions"),
     ("infos-episodes", dict(include_infos=True, sample_episodes=True), "include_infos"),
