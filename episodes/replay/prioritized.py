@@ -231,7 +231,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         # _is_real first: a str, None, complex or array refused as documented, not a TypeError.
         if not _is_real(beta) or not 0 <= float(beta) < math.inf:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")
-        if beta and kwargs.get("sample_episodes"):
+        episodes = kwargs.get("sample_episodes", False)  # its type judged before its meaning
+        if beta and sampling.check_flag(episodes, "sample_episodes"):
             # Reported, not ignored: episodes are drawn uniformly and carry no weights.
             raise ValueError(
                 "beta applies to transitions and sequences (their importance weights); "

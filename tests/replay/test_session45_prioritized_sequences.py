@@ -490,3 +490,12 @@ def test_a_large_transition_sample_draws_what_one_search_draws():
         batch["indices"].tolist()
         == buf._store.uid[buf._tree.find(rng.random(20_000) * buf._tree.total)].tolist()
     )
+
+
+@pytest.mark.parametrize("flag", ["no", 1, None], ids=["str", "int", "None"])
+def test_a_bad_sample_episodes_flag_is_named_before_beta(flag):
+    buf = _prioritized(_filled([10] * 3))
+    state = buf.rng.bit_generator.state
+    with pytest.raises(ValueError, match="sample_episodes must be a bool"):
+        buf.sample(2, sample_episodes=flag, beta=0.5)
+    assert buf.rng.bit_generator.state == state
