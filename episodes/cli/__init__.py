@@ -26,6 +26,7 @@ from episodes.cli.errors import (
     copying_into,
     progress,
     say,
+    warnings_as_lines,
 )
 from episodes.cli.plotting import plot
 from episodes.cli.record import record, shard_bytes
@@ -397,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 2
     try:
         _refuse_empty_paths(args)
-        with _terminate_as_interrupt():
+        with _terminate_as_interrupt(), warnings_as_lines():
             code = int(args.func(args))
         if sys.stdout is not None:  # None: started with stdout closed (>&-), output dropped
             try:

@@ -7,12 +7,13 @@ import contextlib
 import errno
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from episodes.io.reader import printable
 
-__all__ = ["CliError", "Parser", "copying_into", "progress", "say"]
+__all__ = ["CliError", "Parser", "copying_into", "progress", "say", "warnings_as_lines"]
 
 
 class CliError(Exception):
@@ -54,6 +55,34 @@ def copying_into(destinations: str) -> Iterator[None]:
         if err.errno not in _NO_ROOM or err.filename is not None:
             raise
         raise CliError(f"writing {destinations} failed ({err}); nothing was written") from err
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    r"""While a command runs, a warning it gives prints as one ``episodes: warning: ...`` line.
+
+    Python's own text names a file and line of this package and quotes its source line, which
+    say nothing to the user of a command. Only the printed text changes (escaped as
+    :func:`say` escapes): filters (``-W error``) and a caller recording warnings see them as
+    before, and the exit code stays the command's.
+
+    Example:
+        >>> with warnings_as_lines():
+        ...     warnings.formatwarning("infos left out\n", UserWarning, "x.py", 1)
+        'episodes: warning: infos left out\\n\n'
+    """
+    before = warnings.formatwarning
+    warnings.formatwarning = _warning_line
+    try:
+        yield
+    finally:
+        warnings.formatwarning = before
+
+
+def _warning_line(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: Any = None
+) -> str:
+    return printable(f"episodes: warning: {message}") + "\n"
 
 
 def progress(total: int | None, desc: str) -> Any:

@@ -140,6 +140,35 @@ metadata['user']['x'] is nan
             raise error(f"{where}: 'user' must be an object")
 
 
+def given_metadata(value: Any) -> DatasetMetadata | None:
+    """A ``metadata=`` argument, checked: a :class:`DatasetMetadata` or None.
+
+    Raises:
+        TypeError: Anything else (a dict, say), saying how to make one of it.
+
+    Example:
+        >>> given_metadata(None) is None
+        True
+        >>> given_metadata({"run": 3})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        TypeError: metadata must be a DatasetMetadata, not a dict: make one with \
+episodes.io.DatasetMetadata(user={...}) ...
+    """
+    if value is None or isinstance(value, DatasetMetadata):
+        return value
+    names = [f.name for f in fields(DatasetMetadata)]
+    how = f"episodes.io.DatasetMetadata(...) (its fields: {', '.join(names)})"
+    if isinstance(value, dict) and value and all(key in names for key in value):
+        how = "episodes.io.DatasetMetadata(**metadata): its keys are all DatasetMetadata fields"
+    elif isinstance(value, dict):
+        how = (
+            "episodes.io.DatasetMetadata(user={...}) (free-form JSON goes in user=; the other "
+            f"fields are {', '.join(n for n in names if n != 'user')})"
+        )
+    kind = type(value).__name__
+    raise TypeError(f"metadata must be a DatasetMetadata, not a {kind}: make one with {how}")
+
+
 def _json_problem(obj: dict[str, Any]) -> str | None:
     """Why ``obj`` would not be written as it is (None: it would)."""
     try:

@@ -480,8 +480,14 @@ def _stored_episodes(data_dir: Path, data_format: Any) -> int:
         with os.scandir(data_dir) as entries:
             names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
         return sum(1 for name in names if re.fullmatch("[0-9]+", name))
-    import h5py  # Minari's HDF5 storage reads it: the dataset is unreadable without
-
+    try:
+        import h5py  # Minari's HDF5 storage reads it: the dataset is unreadable without
+    except ImportError as err:  # the `minari` extra brings no h5py: say what does
+        raise DatasetError(
+            f"cannot read Minari dataset {data_dir}: it is stored as HDF5 (data_format "
+            f"'hdf5'), which needs h5py: pip install \"minari[hdf5]\" (or pip install h5py); "
+            f"the 'minari' extra of episodes reads Minari's Arrow datasets ({err})"
+        ) from err
     with h5py.File(data_dir / "main_data.hdf5", "r") as file:
         return len(file.keys())
 

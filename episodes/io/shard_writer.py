@@ -56,7 +56,7 @@ from episodes.io.format import (
 )
 from episodes.io.held_fds import HeldFds
 from episodes.io.manifest_lines import chained_line
-from episodes.io.metadata import DatasetMetadata
+from episodes.io.metadata import DatasetMetadata, given_metadata
 from episodes.io.new_manifest import create_manifest
 from episodes.io.not_copyable import WriterFiles
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
@@ -73,6 +73,7 @@ from episodes.io.shards import (
     remove_leftovers,
     temp_data_file,
 )
+from episodes.io.writer import write_each
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter"]
 
@@ -137,8 +138,7 @@ class DatasetWriter(WriterFiles):
         self._clean = as_flag(clean, "clean")
         if shard_bytes < 1:  # an int: a NaN target would never be reached
             raise ValueError("shard_bytes must be >= 1")
-        if metadata is not None and not isinstance(metadata, DatasetMetadata):
-            raise TypeError(f"metadata must be a DatasetMetadata, not a {type(metadata).__name__}")
+        given_metadata(metadata)  # a dict is refused, saying how to make one
         # Absolute now: files are made later, and a chdir in between must not send them to
         # another directory while the manifest held open is this one's.
         self.path = Path(path).absolute()
@@ -431,8 +431,9 @@ class DatasetWriter(WriterFiles):
     def write_many(self, episodes: Iterable[SingleAgentEpisode]) -> None:
         """Writes several episodes in order, as that many :meth:`write` calls.
 
-        Not all-or-nothing: a refused episode raises :meth:`write`'s error, and the episodes
-        before it stay written (committed with the shard as usual), those after it are not.
+        Not all-or-nothing: a refused episode raises :meth:`write`'s error (same type) naming
+        it (:func:`~episodes.io.writer.write_each`), and the episodes before it stay written
+        (committed with the shard as usual), those after it are not.
 
         Example:
             >>> import tempfile
@@ -443,8 +444,7 @@ class DatasetWriter(WriterFiles):
             >>> [e.id_ for e in read_episodes(path)]
             ['0', '1', '2']
         """
-        for episode in episodes:
-            self.write(episode)
+        write_each(self.write, episodes, "written (committed with the shard as usual)")
 
     def flush(self) -> str | None:
         """Commits the buffered episodes as one shard; returns its name (None if empty).

@@ -37,7 +37,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.io.copy_storage import SAME, copy_storage
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
-from episodes.io.metadata import DatasetMetadata
+from episodes.io.metadata import DatasetMetadata, given_metadata
 from episodes.io.reader import EpisodeSummary, dataset_info, printable, read_episodes
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
@@ -76,9 +76,7 @@ def _given_metadata(metadata: Any) -> DatasetMetadata | None:
     An empty dict is no None: it would have been taken as "not given", so a merge skipped its
     env-id check.
     """
-    if metadata is not None and not isinstance(metadata, DatasetMetadata):
-        raise TypeError(f"metadata must be a DatasetMetadata, not a {type(metadata).__name__}")
-    return metadata
+    return given_metadata(metadata)  # a dict refused, saying how to make one
 
 
 def _metadata_of(path: PathLike) -> DatasetMetadata:
@@ -196,9 +194,10 @@ def migrate(
         [True]
     """
     given = _given_metadata(metadata)
+    stops = _refuse_overlaps([src], "in {}")  # as filter, split and merge: no damage copied
     meta = given if given is not None else _metadata_of(src)
     kwargs = {"shard_bytes": shard_bytes, "data_format": data_format, "compression": compression}
-    return _copy([src], dst, meta, lambda _: True, kwargs)  # migrate
+    return _copy([src], dst, meta, lambda _: True, kwargs, stops)  # migrate
 
 
 def merge(

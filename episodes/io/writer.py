@@ -35,10 +35,10 @@ import secrets
 import shutil
 import stat
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -48,7 +48,13 @@ from episodes.io.checksums import PARALLEL_BYTES, crc_pool
 from episodes.io.clock_meta import check_clocks
 from episodes.io.dataset_dir import make_dataset_dir
 from episodes.io.encoding import encode_episode
-from episodes.io.errors import DatasetError, DatasetLockedError, NotADatasetError, try_flock
+from episodes.io.errors import (
+    DatasetError,
+    DatasetLockedError,
+    NotADatasetError,
+    UnstorableValueError,
+    try_flock,
+)
 from episodes.io.format import (
     CHUNKS_DIR,
     FORMAT_FILE,
@@ -70,8 +76,9 @@ from episodes.io.not_copyable import WriterFiles
 from episodes.io.reader import dataset_info
 from episodes.io.shards import SHARDS_DIR
 from episodes.io.v1_manifest import listed_chunks
+from episodes.structs import short_repr
 
-__all__ = ["FRESH_NAMES", "EpisodeWriter", "removed_if_failed", "take_back"]
+__all__ = ["FRESH_NAMES", "EpisodeWriter", "removed_if_failed", "take_back", "write_each"]
 
 #: What a directory may hold for ``EpisodeWriter`` to start (or restart) a dataset in it: the
 #: names its own first steps make, which a writer killed before ``format.json`` leaves.
@@ -327,6 +334,9 @@ class EpisodeWriter(WriterFiles):
     def write_many(self, episodes: Iterable[SingleAgentEpisode]) -> list[str]:
         """Commits several episodes, one chunk each, in order; returns their paths.
 
+        Not all-or-nothing: a refused episode raises :meth:`write`'s error (same type) naming
+        it (:func:`write_each`); the episodes before it stay stored, those after it are not.
+
         Example:
             >>> import tempfile
             >>> from episodes import SingleAgentEpisode
@@ -334,7 +344,7 @@ class EpisodeWriter(WriterFiles):
             ...     len(w.write_many(SingleAgentEpisode(observations=[i]) for i in range(3)))
             3
         """
-        return [self.write(episode) for episode in episodes]
+        return write_each(self.write, episodes, "stored")
 
     def _fsync(self, fd: int) -> None:
         if self._sync:
@@ -366,6 +376,52 @@ class EpisodeWriter(WriterFiles):
         # The header's CRC-32 is recorded even without data checksums: it is tiny, and a
         # flipped bit in the dtype or shape would otherwise reinterpret every byte silently.
         return {"size": size, "crc32": crc, "hcrc32": zlib.crc32(header)}
+
+
+_T = TypeVar("_T")
+
+#: What ``write_many`` names with the episode refused: its writer's refusals of a value.
+_REFUSALS = (UnstorableValueError, TypeError, ValueError)
+
+
+def write_each(write: Callable[[Any], _T], episodes: Iterable[Any], done: str) -> list[_T]:
+    """``write`` of each episode in order (``write_many``); a refusal names the episode refused.
+
+    The refusal (an ``UnstorableValueError``, a plain ``TypeError`` or ``ValueError``) comes
+    back as a new one of its class: the episode's place in the call (from 0) and id, the
+    writer's words, and how many of the call's episodes came before it (``done``: what became
+    of them). Other errors (a full disk) are raised as they are.
+
+    Example:
+        >>> def write(ep):
+        ...     if ep == "b":
+        ...         raise UnstorableValueError("infos[1]: a set cannot be stored")
+        >>> write_each(write, ["a", "b", "c"], "written")
+        Traceback (most recent call last):
+        episodes.io.errors.UnstorableValueError: write_many: episode 1 of the call (no id, \
+counted from 0) was refused: infos[1]: a set cannot be stored; the 1 episode of the call before \
+it was written, those after it were not
+    """
+    results: list[_T] = []
+    for position, episode in enumerate(episodes):
+        try:
+            results.append(write(episode))
+        except _REFUSALS as err:
+            if type(err) not in _REFUSALS:  # a subclass: its own words and attributes
+                raise
+            id_ = getattr(episode, "id_", ...)
+            named = "no id" if id_ is ... else f"id {short_repr(id_)}"
+            before = (
+                f"the {position} episode{'s' if position != 1 else ''} of the call before it "
+                f"{'were' if position != 1 else 'was'} {done}"
+                if position
+                else f"no episode of the call was {done}"
+            )
+            raise type(err)(
+                f"write_many: episode {position} of the call ({named}, counted from 0) was "
+                f"refused: {err}; {before}, those after it were not"
+            ) from err
+    return results
 
 
 def _npy_header(array: np.ndarray) -> bytes:

@@ -16,7 +16,7 @@ from tests.cli._cli import run
 WIDE = gym.spaces.Box(np.zeros(772, np.float32), np.linspace(1, 2, 772).astype(np.float32))
 
 CASES = {
-    "a wide Box with per-element bounds": (WIDE, "Box(0.0, [1.0 .. 2.0], (772,), float32)"),
+    "a wide Box with per-element bounds": (WIDE, "Box(0.0, high in [1.0, 2.0], (772,), float32)"),
     "a Box with one bound": (gym.spaces.Box(-1, 1, (3,)), "Box(-1.0, 1.0, (3,), float32)"),
     "an image Box": (
         gym.spaces.Box(0, 255, (3, 16, 16), np.uint8),
@@ -24,7 +24,7 @@ CASES = {
     ),
     "a Dict holding a wide Box": (
         gym.spaces.Dict({"vec": WIDE, "n": gym.spaces.Discrete(4)}),
-        "Dict('n': Discrete(4), 'vec': Box(0.0, [1.0 .. 2.0], (772,), float32))",
+        "Dict('n': Discrete(4), 'vec': Box(0.0, high in [1.0, 2.0], (772,), float32))",
     ),
     "a Tuple": (
         gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Box(0, 1, (2,))]),
@@ -58,5 +58,5 @@ def test_info_prints_a_wide_space_on_one_short_line(tmp_path: Path) -> None:
         writer.write(episode)
     out = run("info", tmp_path / "d")
     assert out.returncode == 0, out.stderr
-    assert "observation space: Box(0.0, [1.0 .. 2.0], (772,), float32)" in out.stdout
+    assert "observation space: Box(0.0, high in [1.0, 2.0], (772,), float32)" in out.stdout
     assert max(len(line) for line in out.stdout.splitlines()) < 200
