@@ -7,6 +7,7 @@ import contextlib
 import errno
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -71,12 +72,23 @@ def warnings_as_lines() -> Iterator[None]:
         ...     warnings.formatwarning("infos left out\n", UserWarning, "x.py", 1)
         'episodes: warning: infos left out\\n\n'
     """
-    before = warnings.formatwarning
-    warnings.formatwarning = _warning_line
+    with _SWAPPING:  # main() in several threads: swapped by the first in, put back by the last out
+        if not _SWAPPED:
+            _SWAPPED.append(warnings.formatwarning)
+        _SWAPPED.append(_warning_line)
+        warnings.formatwarning = _warning_line
     try:
         yield
     finally:
-        warnings.formatwarning = before
+        with _SWAPPING:
+            _SWAPPED.pop()
+            if len(_SWAPPED) == 1:
+                warnings.formatwarning = _SWAPPED.pop()
+
+
+#: Python's formatter, then one entry per command running now (guarded by ``_SWAPPING``).
+_SWAPPED: list[Any] = []
+_SWAPPING = threading.Lock()
 
 
 def _warning_line(

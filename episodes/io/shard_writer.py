@@ -73,7 +73,7 @@ from episodes.io.shards import (
     remove_leftovers,
     temp_data_file,
 )
-from episodes.io.writer import write_each
+from episodes.io.writer import TAKEN, write_each
 
 __all__ = ["DEFAULT_SHARD_BYTES", "DatasetWriter"]
 
@@ -432,8 +432,8 @@ class DatasetWriter(WriterFiles):
         """Writes several episodes in order, as that many :meth:`write` calls.
 
         Not all-or-nothing: a refused episode raises :meth:`write`'s error (same type) naming
-        it (:func:`~episodes.io.writer.write_each`), and the episodes before it stay written
-        (committed with the shard as usual), those after it are not.
+        it (:func:`~episodes.io.writer.write_each`); those before it were buffered as by
+        :meth:`write` (a ``with`` block this error leaves drops them), those after it not.
 
         Example:
             >>> import tempfile
@@ -444,7 +444,7 @@ class DatasetWriter(WriterFiles):
             >>> [e.id_ for e in read_episodes(path)]
             ['0', '1', '2']
         """
-        write_each(self.write, episodes, "written (committed with the shard as usual)")
+        write_each(self.write, episodes, TAKEN)
 
     def flush(self) -> str | None:
         """Commits the buffered episodes as one shard; returns its name (None if empty).

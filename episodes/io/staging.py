@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from episodes.io.errors import NO_LINKS, DatasetError, links_unsupported, try_flock
+from episodes.io.fork_lock import ForkLock
 from episodes.io.format import MANIFEST_FILE
 
 __all__ = [
@@ -56,6 +57,9 @@ _ANY_STAGED = re.compile(rf"\..+{_PID_HEX}")  # inside DST: whatever DST was cal
 # Room for the name of DST in a staged name: 255 bytes less ``.``, ``.partial-``, a pid of up
 # to 10 digits, ``-`` and 16 hex digits.
 _NAME_BYTES = 255 - 37
+# Held while stage() makes and locks a directory, and while remove_stale() takes a lock to
+# remove one: a directory of this process is never judged between its mkdir and its flock.
+_MAKING = ForkLock()
 
 
 def staged_stem(final: Path) -> str:
@@ -140,20 +144,21 @@ def stage(final: Path) -> Staged:
         remove_stale(final)
         while True:
             name = f".{staged_stem(final)}.partial-{os.getpid()}-{secrets.token_hex(8)}"
-            try:
-                (home / name).mkdir()
-            except FileExistsError:  # pragma: no cover - 64 random bits taken already
-                continue
-            staged = home / name
-            fd = os.open(staged, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            try:  # no file locks on that filesystem: DatasetIOError
-                held = try_flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, home)
-                if held is not None:
-                    raise held
-            except BaseException:
-                os.close(fd)
-                raise
-            return Staged(staged, made, fd)
+            with _MAKING:  # made and locked as one step for this process's remove_stale
+                try:
+                    (home / name).mkdir()
+                except FileExistsError:  # pragma: no cover - 64 random bits taken already
+                    continue
+                staged = home / name
+                fd = os.open(staged, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                try:  # no file locks on that filesystem: DatasetIOError
+                    held = try_flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, home)
+                    if held is not None:
+                        raise held
+                except BaseException:
+                    os.close(fd)
+                    raise
+                return Staged(staged, made, fd)
     except BaseException:
         if staged is not None:
             with contextlib.suppress(OSError):
@@ -225,13 +230,15 @@ def place(staged: Path, final: Path) -> Callable[[], None]:
     return undo
 
 
-def remove_stale(final: Path) -> list[str]:
+def remove_stale(final: str | os.PathLike[str]) -> list[str]:
     """Removes the staged directories of ``final`` whose writer is gone; returns their names.
 
     Those next to ``final`` named for it, and any inside ``final`` (:func:`is_staged`), made
     there by a copy into it as an empty directory. Gone means both: the process id in the
     name is not alive here, and the directory's ``flock`` can be taken (held while it goes,
-    so no other cleaner races this one).
+    so no other cleaner races this one). A name holding this process's own id (a restarted
+    container's training process is often pid 1 again) is judged by the lock alone: a live
+    stage of this process holds it through another descriptor.
 
     Example:
         >>> import tempfile
@@ -240,6 +247,7 @@ def remove_stale(final: Path) -> list[str]:
         >>> remove_stale(final), live.path.exists()
         ([], True)
     """
+    final = Path(final)
     # No pattern compiled per path: re's module cache would keep one per destination saved to.
     prefix = f".{staged_stem(final)}"
 
@@ -258,9 +266,13 @@ def remove_stale(final: Path) -> list[str]:
     removed: list[str] = []
     for named_ours, entry in entries:
         found = named_ours(entry.name)
-        if found is None or _alive(int(found[1])):
+        if found is None:
             continue
-        with contextlib.suppress(OSError):  # gone meanwhile, a link, not ours to remove
+        pid = int(found[1])
+        if pid != os.getpid() and _alive(pid):
+            continue
+        # _MAKING: not between another thread's mkdir and its flock of the same directory.
+        with _MAKING, contextlib.suppress(OSError):  # gone meanwhile, a link, not ours
             fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a writer elsewhere

@@ -179,6 +179,10 @@ def migrate(
 
     Every field of every episode piece is kept (the round trip is exact).
 
+    Raises:
+        DatasetError: ``src``'s pieces would not join (steps stored twice, missing, or after
+            an end), as :func:`filter_dataset` refuses them, before anything is written.
+
     Example:
         >>> import tempfile
         >>> from episodes import SingleAgentEpisode

@@ -78,7 +78,14 @@ from episodes.io.shards import SHARDS_DIR
 from episodes.io.v1_manifest import listed_chunks
 from episodes.structs import short_repr
 
-__all__ = ["FRESH_NAMES", "EpisodeWriter", "removed_if_failed", "take_back", "write_each"]
+__all__ = [
+    "FRESH_NAMES",
+    "TAKEN",
+    "EpisodeWriter",
+    "removed_if_failed",
+    "take_back",
+    "write_each",
+]
 
 #: What a directory may hold for ``EpisodeWriter`` to start (or restart) a dataset in it: the
 #: names its own first steps make, which a writer killed before ``format.json`` leaves.
@@ -379,6 +386,12 @@ class EpisodeWriter(WriterFiles):
 
 
 _T = TypeVar("_T")
+
+#: What ``DatasetWriter.write_many``'s refusal says of the call's episodes before it.
+TAKEN = (
+    "taken (buffered: the next flush or close commits them, a `with` block this error leaves "
+    "drops them; a shard that filled on the way is committed already)"
+)
 
 #: What ``write_many`` names with the episode refused: its writer's refusals of a value.
 _REFUSALS = (UnstorableValueError, TypeError, ValueError)

@@ -212,7 +212,7 @@ def test_a_killed_copy_inside_dst_is_no_data_and_goes_with_the_next_copy(tmp_pat
     src = small(tmp_path / "src")
     dst = tmp_path / "dst"
     template, removed = INSIDE[case]
-    leftover = dst / template.format(dead=dead_pid(), live=os.getpid())
+    leftover = dst / template.format(dead=dead_pid(), live=os.getppid())
     leftover.mkdir(parents=True)
     (leftover / "shards").mkdir()
     (leftover / "shards" / "x.arrow").write_bytes(b"x" * 100)

@@ -196,7 +196,7 @@ LEFTOVERS = {  # name of a directory next to DST -> whether the next copy remove
 def test_only_partials_of_gone_writers_are_removed(tmp_path, case):
     src = small(tmp_path / "src")
     template, removed = LEFTOVERS[case]
-    leftover = tmp_path / template.format(dead=dead_pid(), live=os.getpid())
+    leftover = tmp_path / template.format(dead=dead_pid(), live=os.getppid())
     leftover.mkdir()
     (leftover / "shard").write_bytes(b"x" * 100)
     fd = os.open(leftover, os.O_RDONLY)

@@ -43,7 +43,7 @@ NAMES = [
     ("an upper-case random part", f".dst.partial-{GONE}-0123456789ABCDEF", False),
     ("no leading dot", f"dst.partial-{GONE}-0123456789abcdef", False),
     ("something after the random part", f".dst.partial-{GONE}-0123456789abcdef.x", False),
-    ("a writer alive (this process)", f".dst.partial-{os.getpid()}-0123456789abcdef", False),
+    ("a writer alive (another process)", f".dst.partial-{os.getppid()}-0123456789abcdef", False),
 ]
 
 

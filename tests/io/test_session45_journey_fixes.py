@@ -167,10 +167,10 @@ def _ep(i: int, info: dict[str, Any]) -> SingleAgentEpisode:
 
 
 WRITERS = {
-    "DatasetWriter arrow": (lambda p: DatasetWriter(p), "written (committed with the shard"),
+    "DatasetWriter arrow": (lambda p: DatasetWriter(p), "taken (buffered: the next flush"),
     "DatasetWriter parquet": (
         lambda p: DatasetWriter(p, data_format="parquet"),
-        "written (committed with the shard",
+        "taken (buffered: the next flush",
     ),
     "EpisodeWriter (v1)": (lambda p: EpisodeWriter(p), "stored"),
 }
@@ -202,6 +202,28 @@ def test_a_write_many_refusal_names_the_episode_and_says_what_was_written(
     assert before.format(done=done) in text and text.endswith("those after it were not")
     assert isinstance(err.__cause__, UnstorableValueError)  # the writer's own error
     assert [e.id_ for e in read_episodes(tmp_path / "d")] == [f"ep{i}" for i in range(position)]
+
+
+LEFT_BY_THE_ERROR = {
+    # name: (writer, what the dataset holds once the error left the with block)
+    "DatasetWriter: the buffered episodes dropped": (DatasetWriter, []),
+    "EpisodeWriter (v1): each stored at once": (EpisodeWriter, ["ep0", "ep1"]),
+}
+
+
+@pytest.mark.parametrize(("make", "kept"), LEFT_BY_THE_ERROR.values(), ids=LEFT_BY_THE_ERROR)
+def test_what_a_with_block_left_by_a_write_many_refusal_keeps(
+    tmp_path: Path, make: Any, kept: list[str]
+) -> None:
+    episodes = [_ep(i, {"seen": {1, 2}} if i == 2 else {}) for i in range(4)]
+    with pytest.raises(UnstorableValueError, match="the 2 episodes of the call before it were"):
+        with make(tmp_path / "d") as writer:
+            writer.write_many(episodes)
+    assert [e.id_ for e in read_episodes(tmp_path / "d")] == kept
+    if make is DatasetWriter:  # the message says what a with block does with them
+        with pytest.raises(UnstorableValueError, match="a `with` block this error leaves drops"):
+            with DatasetWriter(tmp_path / "e") as writer:
+                writer.write_many(episodes)
 
 
 @pytest.mark.parametrize(("make", "done"), WRITERS.values(), ids=WRITERS)
