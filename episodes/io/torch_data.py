@@ -47,7 +47,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import operator
 import os
 import warnings
 from collections import OrderedDict
@@ -60,6 +59,7 @@ from episodes.buffer.plain_arrays import native_leaves
 from episodes.indexing import discount_factor, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import CorruptDatasetError, DatasetError
+from episodes.io.item_steps import RunHeads, item_index, item_indices
 from episodes.io.item_types import (
     CastColumn,
     ItemTypes,
@@ -117,6 +117,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     """Shared machinery: a reader opened lazily per process and an index of sample counts."""
 
     _closed = False  # set by close() (a class default: a pickle of an older build lacks it)
+    _heads: RunHeads | None = None  # episode_steps's, made in each process at its first call
 
     def __init__(
         self,
@@ -184,7 +185,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
             ...
             episodes.io.errors.DatasetError: this TransitionDataset of ... is closed: make a new one
         """
-        self._closed = True
+        self._closed, self._heads = True, None
         reader, self._reader = self._reader, None
         self._plans.clear()
         self._pinned = 0
@@ -205,7 +206,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_reader"] = None  # each worker opens its own memory maps
+        state["_reader"] = state["_heads"] = None  # each worker opens its own memory maps
         state["_plans"], state["_evictions"], state["_pinned"] = OrderedDict(), 0, 0
         return state
 
@@ -223,37 +224,50 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         self.__dict__.update({**defaults, **state, "_plans": OrderedDict()})
 
     def _locate(self, index: int) -> tuple[int, int]:
-        given = index
-        # True is no item 1 (nor 1.0): ints, numpy and torch integers only.
-        # A tensor or array has __index__ when it holds one element, of any shape, even a bool.
-        not_scalar = isinstance(index, (torch.Tensor, np.ndarray)) and (
-            index.ndim != 0 or index.dtype in (torch.bool, np.bool_)
-        )
-        try:  # a float tensor or array has __index__ too, which refuses in its own words
-            if isinstance(index, (bool, np.bool_)) or not_scalar:
-                raise TypeError
-            index = operator.index(index)
-        except TypeError:
-            raise TypeError(
-                f"index must be an int, got {type(given).__name__} ({given!r})"
-            ) from None
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"index {given} out of range for {len(self)} items")
+        index = item_index(index, len(self))  # True is no item 1 (nor 1.0)
         run = int(np.searchsorted(self._ends, index, side="right"))
         start = int(self._ends[run - 1]) if run else 0
         return run, index - start
+
+    def episode_steps(self, indices: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The episode ids and env times of item indices, as the replay buffers' method.
+
+        ``(ids, t)``, one each per index in order: decoded ids (an object array) and the int64
+        env times of a transition's ``obs`` or a window's first step. ``indices``: one or a 1-d
+        list, array or tensor, each taken as ``data[i]`` takes one (its ``TypeError`` and
+        ``IndexError``; another shape a ``ValueError``). No shard read (the manifest, once).
+
+        Example:
+            >>> import tempfile
+            >>> from episodes import SingleAgentEpisode
+            >>> from episodes.io import DatasetWriter
+            >>> path = tempfile.mkdtemp()
+            >>> with DatasetWriter(path) as w:
+            ...     w.write(SingleAgentEpisode(("a", 1), observations=[0, 1, 2], actions=[0, 0],
+            ...                                rewards=[1.0, 1.0], t_started=7,
+            ...                                len_lookback_buffer=0))
+            >>> ids, t = TransitionDataset(path).episode_steps([1, -2])
+            >>> ids.tolist(), t.tolist()
+            ([('a', 1), ('a', 1)], [8, 7])
+        """
+        self._check_open()
+        items = item_indices(indices, len(self))
+        if self._heads is None:  # each run's first piece, from this process's manifest read
+            self._heads = RunHeads(self._open().summaries, self._runs)
+        return self._heads.steps(self._ends, items)
+
+    def _open(self) -> Dataset:
+        if self._reader is None:
+            self._check_open()  # close() dropped the plans: every read after it comes here
+            self._reader = self._open_reader()
+        return self._reader
 
     def _plan(self, i: int) -> dict[str, Any]:
         cached = self._plans.get(i)
         if cached is not None:
             self._plans.move_to_end(i)
             return cached[1]
-        if self._reader is None:
-            self._check_open()  # close() dropped the plans: every read after it comes here
-            self._reader = self._open_reader()
-        reader = self._reader
+        reader = self._open()
         shard, j = reader.locate(i)
         if reader.evictions != self._evictions:
             self._evictions = reader.evictions
