@@ -344,18 +344,22 @@ class BufferAccess:
         gamma: float = 0.99,
         include_infos: bool = False,
         include_extra_model_outputs: bool = False,
-    ) -> dict[str, np.ndarray]:
+        device: Any = None,
+    ) -> dict[str, Any]:
         """The transition batch of the given item indices (deterministic; no sampling).
 
         The columns of a :meth:`sample` batch, ``infos`` and the extra model outputs on
         request as there; its ``weights`` are 1 (nothing was drawn, so nothing to correct),
-        so that a loss written for sampled batches takes it.
+        so that a loss written for sampled batches takes it. With ``device``, numeric
+        columns are torch tensors there, as :meth:`sample` gives them.
 
         Raises:
             KeyError: Indices not stored (evicted or never issued). ``ValueError``: bad
                 ``n_step`` (one int: an ``(a, b)`` range, which :meth:`sample` takes, is an
                 ``IntegerTypeError`` saying so) or ``gamma``, indices that are not integers (as
                 :meth:`update_priorities` refuses them) or not one index or a 1-d sequence.
+            TypeError, DeviceError: A ``device`` that is no device, or that torch cannot use
+                here, as :meth:`sample` refuses it (before the buffer is read).
             EmptyBufferError: No indices asked of a buffer that has never stored a step (it
                 has no columns to shape even an empty batch by).
 
@@ -381,6 +385,8 @@ class BufferAccess:
         infos = sampling.check_flag(include_infos, "include_infos")
         extras = sampling.check_flag(include_extra_model_outputs, "include_extra_model_outputs")
         items = np.atleast_1d(sampling.int_array(indices, "indices", KeyError))
+        if device is not None:
+            device = sampling.check_device(device)
         if items.ndim != 1:
             raise ValueError(
                 f"indices must be one index or a 1-d sequence, got shape {items.shape}"
@@ -391,6 +397,6 @@ class BufferAccess:
         n = np.full(len(items), n_step)
         out = transition_batch(self._store, self._table, slots, n, float(gamma), infos, extras)
         out["weights"] = np.ones(len(items), np.float32)
-        return out
+        return out if device is None else sampling.to_device(out, device)
 
     # ------------------------------------------------------------------------------- state
