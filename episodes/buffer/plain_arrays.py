@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.spaces.item_walks import mapping_words
 from episodes.structs import flatten, unflatten
 
 __all__ = [
@@ -231,10 +232,7 @@ def plain_leaves(batch: Any, what: str = "the batch") -> tuple[list[np.ndarray],
     for leaf in leaves:
         check_unmasked(leaf, what)  # np.asarray would drop its mask
         if isinstance(leaf, Mapping):  # batched as a mapping, then no array: name it
-            raise ValueError(
-                f"{what} holds a {type(leaf).__name__}, a Mapping that is no dict: items nest "
-                "dicts, tuples and lists (as a Dict space's items are dicts); give dict(item)"
-            )
+            raise ValueError(mapping_words(what, leaf))
     return [np.asarray(leaf) for leaf in leaves], structure
 
 

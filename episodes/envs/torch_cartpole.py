@@ -29,6 +29,7 @@ import torch
 from gymnasium.envs.classic_control.utils import maybe_parse_reset_bounds
 from gymnasium.vector import AutoresetMode
 
+from episodes.errors import DeviceError
 from episodes.seeds import check_env_seed
 
 __all__ = ["TorchCartPole"]
@@ -55,6 +56,9 @@ class TorchCartPole(gym.vector.VectorEnv):
         ValueError: ``num_envs`` or ``max_episode_steps`` is not an int >= 1 (2.7 and True
             are refused, not rounded), ``max_episode_steps`` is beyond int64, or
             ``autoreset_mode`` is ``"Disabled"``.
+        DeviceError: ``device`` is not available here (``"cuda"`` on a machine or torch build
+            without one), unknown to torch (``"abc"``), or the meta device, which holds no
+            data; as the converter and the replay buffers refuse such a device.
 
     Example:
         >>> env = TorchCartPole(3, max_episode_steps=2)
@@ -74,7 +78,7 @@ class TorchCartPole(gym.vector.VectorEnv):
         max_episode_steps: int = 500,
     ):
         self.num_envs = _count(num_envs, "num_envs")
-        self.device = torch.device(device)
+        self.device = _device(device)
         mode = AutoresetMode(autoreset_mode)
         if mode is AutoresetMode.DISABLED:
             raise ValueError("TorchCartPole resets its sub-envs itself: NextStep or SameStep")
@@ -214,6 +218,30 @@ class TorchCartPole(gym.vector.VectorEnv):
             steps = torch.where(done, 0, steps)
         self._state, self._steps = obs, steps
         return obs.clone(), rewards, terminated, truncated, infos
+
+
+def _device(device: Any) -> torch.device:
+    """``device`` as a ``torch.device`` the env's tensors can live on, else named.
+
+    Torch's own errors for a device that is not there (a ``RuntimeError`` about its CUDA
+    library, or an ``AssertionError``) name no argument; the converter and the replay buffers
+    raise ``DeviceError`` for it (``episodes.rollout.devices.checked_device``, a layer above).
+    """
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as error:  # "abc", 3.5, an index: none here
+        if isinstance(error, RuntimeError) and isinstance(device, int):
+            raise DeviceError(f"device={device!r} is not available here: {error}") from error
+        kind = TypeError if isinstance(error, TypeError) else DeviceError
+        raise kind(f"device must be a torch device, its name or index, got {device!r}") from error
+    if parsed.type == "meta":  # its tensors hold shapes only: no state to step
+        raise DeviceError(f"device={device!r}: a meta device holds no data, so no env state")
+    try:
+        torch.empty(0, device=parsed)  # nothing to copy: only whether the device works here
+    except (AssertionError, RuntimeError, NotImplementedError) as error:  # "cuda", "mps"
+        why = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise DeviceError(f"device={device!r} is not available here: {why}") from error
+    return parsed
 
 
 def _count(value: Any, name: str, most: int | None = None) -> int:

@@ -34,6 +34,7 @@ from episodes.replay.nested import (
 )
 from episodes.replay.store import all_empty_infos
 from episodes.spaces import UNSTACKABLE_SPACES, equal_in_space, find_space_kind
+from episodes.spaces.item_walks import mapping_words, other_mapping
 from episodes.structs import arrays_equal, deep_copied, short_repr
 
 __all__ = ["Chunk", "Plan", "plan_add", "prepare", "prepare_all"]
@@ -282,6 +283,8 @@ def _rows(
             f"{what}: replay stores numeric arrays only; the items of a {unstackable} space "
             "have no fixed layout"
         )
+    if values.__class__ is list and values and (mapping := other_mapping(values[0])) is not None:
+        raise TypeError(mapping_words(what, mapping))  # read as its keys, or not at all
     nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
     nested = nested or bool(
         # A list-mode column's items: tuples or dicts are Tuple or Dict items, unless a space

@@ -507,6 +507,9 @@ def _host(values: Any, dtype: Any = None, name: str = "values") -> np.ndarray:
 
 def _issued(indices: Any, next_uid: int) -> np.ndarray:
     """Item indices as int64, refused unless integers this buffer may have issued."""
+    if hasattr(indices, "detach") and hasattr(indices, "dtype") and indices.is_floating_point():
+        # _host reads a float tensor as float64: its own dtype is named (torch.float32)
+        raise ValueError(f"indices must be integers, got dtype {indices.dtype}")
     host = _host(indices, name="indices")  # a tensor's values; a ragged list refused by name
     # A list's items decide, as in get_transitions: numpy makes int64 and uint64 ones floats.
     given = host if isinstance(indices, np.ndarray) or hasattr(indices, "detach") else indices

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words
-from episodes.runner.policy import check_numpy_dtype
+from episodes.runner.policy import check_no_mapping, check_numpy_dtype
 from episodes.structs import map_batch
 
 __all__ = ["env_actions", "host_array", "host_outputs"]
@@ -24,8 +26,13 @@ def host_array(value: Any, what: str = "a policy output") -> np.ndarray:
     entries (or a list holding one) is refused: the array would drop its mask, and the masked
     values would be recorded as data (one with none masked is the plain array it holds).
 
+    A torch tensor is told by its class (torch being imported already), not by its ``detach``
+    and ``cpu``: a TensorDict has both, and a mapping that is no dict is refused
+    (:func:`~episodes.runner.policy.check_no_mapping`), as an output's leaf.
+
     Raises:
         ValueError: ``value`` holds a masked array with masked entries, naming ``what``.
+        TypeError: ``value`` is a mapping that is no dict (a TensorDict), naming ``what``.
 
     Example:
         >>> import torch
@@ -38,7 +45,7 @@ def host_array(value: Any, what: str = "a policy output") -> np.ndarray:
         the policy's actions: a numpy masked array with masked entries
     """
     detach = getattr(value, "detach", None)
-    if detach is not None and hasattr(value, "cpu"):  # a torch tensor, without importing torch
+    if detach is not None and hasattr(value, "cpu") and _is_torch_tensor(value):
         value = detach().cpu()
         try:
             return np.asarray(value)
@@ -49,9 +56,18 @@ def host_array(value: Any, what: str = "a policy output") -> np.ndarray:
                 return np.asarray(value.cfloat())
             check_numpy_dtype(value)  # bit-packed or sub-byte dtypes: no numpy dtype holds them
             raise
-    if value.__class__ is not np.ndarray and _may_hold_masked(value) and holds_masked([value]):
-        raise _MaskedOutput(masked_words(what))  # np.asarray would drop its mask
+    if value.__class__ is not np.ndarray:
+        if detach is not None or isinstance(value, Mapping):  # numpy would read its keys, or
+            check_no_mapping(value, what)  # a TensorDict as rows of nothing: refused
+        if _may_hold_masked(value) and holds_masked([value]):
+            raise _MaskedOutput(masked_words(what))  # np.asarray would drop its mask
     return np.asarray(value)
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor (a subclass too), without importing torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 # Classes that are or may hold a masked array.
@@ -76,6 +92,7 @@ def host_outputs(actions: Any, extras: dict[str, Any]) -> tuple[Any, dict[str, A
 
     Raises:
         ValueError: A leaf holds a masked array with masked entries, naming the output.
+        TypeError: A leaf is a mapping that is no dict (a TensorDict), naming the output.
 
     Example:
         >>> actions, extras = host_outputs([1, 0], {"logp": np.zeros(2)})
@@ -93,9 +110,13 @@ def host_outputs(actions: Any, extras: dict[str, Any]) -> tuple[Any, dict[str, A
             key: value if type(value) is np.ndarray else map_batch(host_array, value)
             for key, value in extras.items()
         }
-    except _MaskedOutput:
+    except (_MaskedOutput, TypeError) as error:
         named = [("the policy's actions", actions)]
         named += [(f"the policy's extra output {key!r}", value) for key, value in extras.items()]
+        if isinstance(error, TypeError):  # a mapping that is no dict, named; or torch's error
+            for what, value in named:
+                map_batch(functools.partial(check_no_mapping, who=what), value)
+            raise
         what = next((what for what, value in named if holds_masked([value])), "a policy output")
         raise ValueError(masked_words(what)) from None
     return actions, extras

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -18,6 +19,7 @@ __all__ = [
     "RecurrentPolicy",
     "check_env_holds_data",
     "check_holds_data",
+    "check_no_mapping",
     "check_numpy_dtype",
     "check_outputs",
     "check_outputs_hold_data",
@@ -142,7 +144,8 @@ def check_outputs(
         ValueError: A batch of the wrong length, without a numpy dtype or without data, a
             ragged list, an output without any batch (an empty dict or tuple), or keys that
             changed; nothing is recorded.
-        TypeError: A key that is not a string.
+        TypeError: A key that is not a string, or a leaf that is a mapping but no dict (a
+            TensorDict: :func:`check_no_mapping`).
 
     Example:
         >>> check_outputs(np.zeros(2), {"vf_preds": np.zeros(2)}, 2, None)
@@ -176,6 +179,7 @@ def check_outputs(
                 "output is an array, or a dict / tuple holding at least one"
             )
         for leaf in leaves:
+            check_no_mapping(leaf, f"the policy's {name}")
             shape = getattr(leaf, "shape", None)
             shape = tuple(shape) if shape is not None else _list_shape(leaf, name)
             if not shape or shape[0] != num_envs:
@@ -251,7 +255,8 @@ def check_outputs_hold_data(actions: Any, extras: dict[str, Any]) -> None:
     """Raises ``check_holds_data``'s ``ValueError`` for the first output leaf without data.
 
     ``check_outputs`` checks this at the policy's first step; the runner checks it again at
-    each later call's first step, where a refusal still leaves the env unstepped.
+    each later call's first step, where a refusal still leaves the env unstepped, and with it
+    :func:`check_no_mapping`'s ``TypeError`` for a leaf that is a mapping but no dict.
 
     Example:
         >>> import torch
@@ -263,7 +268,33 @@ def check_outputs_hold_data(actions: Any, extras: dict[str, Any]) -> None:
     """
     named = [("actions", actions), *((f"extra output {k!r}", v) for k, v in extras.items())]
     for name, batch in named:
+        map_batch(functools.partial(check_no_mapping, who=f"the policy's {name}"), batch)
         map_batch(functools.partial(check_holds_data, who=f"the policy's {name}"), batch)
+
+
+def check_no_mapping(value: Any, who: str) -> None:
+    """Raises a ``TypeError`` for a mapping that is no dict (a TensorDict) as an output leaf.
+
+    Only dicts (and tuples) nest a policy's outputs: any other mapping was one leaf, recorded
+    as numpy reads it (a TensorDict as an empty ``(rows, 0)`` float32 column, a ``Mapping`` as
+    an object) or failing in numpy's words after the env stepped. A TensorDict counts whether
+    or not it registers as a ``Mapping`` (it has a ``batch_size`` and ``keys``).
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> check_no_mapping({"loc": np.zeros(2)}, "the policy's extra output 'dist'")
+        >>> check_no_mapping(MappingProxyType({}), "the policy's actions")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        TypeError: the policy's actions: got a mappingproxy, a mapping the runner does not ...
+    """
+    if value.__class__ is dict or value.__class__ is np.ndarray:
+        return
+    if isinstance(value, Mapping) or hasattr(value, "batch_size") and hasattr(value, "keys"):
+        raise TypeError(
+            f"{who}: got a {type(value).__name__}, a mapping the runner does not walk (only "
+            "dicts nest outputs): return a plain dict of arrays or tensors, dict(...) of it "
+            "(a TensorDict's to_dict())"
+        )
 
 
 def check_env_holds_data(

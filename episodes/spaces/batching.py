@@ -6,7 +6,7 @@ else is a leaf. Flat items skip dm-tree entirely because that is the common, hot
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Sequence as SequenceABC
 from functools import singledispatch
 from typing import Any
@@ -16,6 +16,7 @@ import tree
 from gymnasium import spaces as gs
 
 from episodes.spaces.filler import filler_batch
+from episodes.spaces.item_walks import holds_itself, mapping_words, other_mapping
 from episodes.structs import map_alike, map_leaves
 
 __all__ = [
@@ -81,8 +82,9 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         The batched structure; ``np.asarray([])`` for no items and no space.
 
     Raises:
-        ValueError: If the items differ in structure or a leaf's shapes differ, or an item
-            holds itself (a list inside itself: its nesting has no end).
+        ValueError: If the items differ in structure or a leaf's shapes differ, an item
+            holds itself (a list inside itself: its nesting has no end), or an item holds a
+            ``Mapping`` that is no dict (a TensorDict, which dm-tree cannot walk).
 
     Example:
         >>> b = batch([{"a": 1, "b": (0.5, 2)}, {"a": 3, "b": (1.5, 4)}])
@@ -115,16 +117,23 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
         if stacked.dtype == object and not all(is_flat(item) for item in items):
             raise ValueError("Cannot batch items of differing structure: flat and nested items")
         return _typed_empty_lists(_exact(stacked, items), items)
+    mapping = other_mapping(first)  # dm-tree would walk it by its len and iter: a TensorDict
+    if mapping is not None:  # crashes the process there (its iter raises, its len is its rows)
+        raise ValueError(mapping_words("item 0", mapping))
     try:
         return tree.map_structure(_stack, *items)
     except RecursionError:  # dm-tree's walk ran out of stack: deep nesting, or an endless one
-        if _holds_itself(items):
+        if holds_itself(items):
             raise ValueError(
                 "Cannot batch an item that holds itself (a dict, list or tuple inside itself): "
                 "it nests without end"
             ) from None
         raise
     except (TypeError, ValueError) as e:
+        if (
+            mapping := other_mapping(list(items))
+        ) is not None:  # beside item 0's dict (a TypeError)
+            raise ValueError(mapping_words("an item", mapping)) from e
         rows = _as_rows(items)
         if rows is not None:
             return rows
@@ -134,43 +143,6 @@ def batch(items: SequenceABC[Any], *, space: gs.Space[Any] | None = None) -> Any
             pass  # other nestings, or a leaf's shapes differ: the error below
         check_sortable_keys(first)
         raise ValueError(f"Cannot batch items of differing structure or shape: {e}") from e
-
-
-def _holds_itself(items: SequenceABC[Any]) -> bool:
-    """Whether a dict, list or tuple among ``items`` holds itself, at any depth.
-
-    A walk without recursion that enters each container once and tracks those on the current
-    path: only one met again inside itself is a loop (one held twice side by side is none).
-
-    Example:
-        >>> loop: list = [1.0]
-        >>> loop.append({"a": loop})
-        >>> shared = [1.0]
-        >>> _holds_itself([[loop]]), _holds_itself([[shared, shared], {"a": (shared,)}])
-        (True, False)
-    """
-    path: set[int] = set()  # ids of the containers being walked (the current path)
-    seen: set[int] = set()  # ids of the containers entered so far
-    walks: list[Iterator[Any]] = [iter(items)]
-    owners: list[int] = []  # the id of each walk's container but the first (``items``)
-    while walks:
-        for child in walks[-1]:
-            if is_flat(child):
-                continue
-            key = id(child)
-            if key in path:
-                return True
-            if key not in seen:
-                seen.add(key)
-                path.add(key)
-                owners.append(key)
-                walks.append(iter(child.values() if isinstance(child, Mapping) else child))
-                break
-        else:
-            walks.pop()
-            if owners:
-                path.discard(owners.pop())
-    return False
 
 
 def _as_rows(items: SequenceABC[Any]) -> np.ndarray | None:
