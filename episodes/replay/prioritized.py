@@ -12,6 +12,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
 from episodes.replay.buffer import EpisodeReplayBuffer
 from episodes.replay.integers import holds_bool
+from episodes.replay.item_slots import find_slots
 from episodes.replay.priority_state import is_real as _is_real
 from episodes.replay.priority_state import leaf_of, parsed_priorities, priority_values
 from episodes.replay.sequence_priorities import importance_weights, prioritized_sequences
@@ -400,10 +401,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
     def _find(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         store = self._store
-        slots = np.searchsorted(store.uid[: store.end], idx)
-        found = slots < store.end
-        found[found] = (store.uid[slots[found]] == idx[found]) & store.live[slots[found]]
-        return slots, found
+        return find_slots(store.uid[: store.end], store.live[: store.end], idx)
 
     # ------------------------------------------------------------------------------- state
     def get_state(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import numpy as np
 from episodes.indexing import discount_factor, whole_number
 from episodes.replay.errors import DeviceError
 from episodes.replay.integers import int_array  # here too: its callers import it from here
+from episodes.replay.item_slots import find_slots
 from episodes.replay.sizes import as_count
 from episodes.replay.store import StepStore
 from episodes.replay.table import EpisodeTable
@@ -431,7 +432,7 @@ def _follow_links(store: StepStore, first: int, length: int) -> np.ndarray:
 def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
     """Slots of stable item indices (a batch's ``indices``); ``KeyError`` for evicted ones.
 
-    Ids rise with every added step and compaction keeps slot order: a binary search finds them.
+    Ids rise with every added step and compaction keeps slot order (:func:`find_slots`).
 
     Example:
         >>> store = StepStore()
@@ -443,9 +444,7 @@ def slots_of(store: StepStore, indices: np.ndarray) -> np.ndarray:
         >>> slots_of(store, np.array([3, 2])).tolist()
         [1, 0]
     """
-    slots = np.searchsorted(store.uid[: store.end], indices)
-    ok = slots < store.end
-    ok[ok] = (store.uid[slots[ok]] == indices[ok]) & store.live[slots[ok]]
+    slots, ok = find_slots(store.uid[: store.end], store.live[: store.end], indices)
     if not ok.all():
         shown = indices[~ok][:5].tolist()  # the first few, as a list
         pad = "; -1: a sequence batch's padding, where its mask is False" * (-1 in indices)
