@@ -189,20 +189,48 @@ def test_such_an_output_at_a_later_calls_first_step_leaves_the_runner_usable(
     assert _observations(runner.sample(2)) == _observations(fresh.sample(2))
 
 
-def test_a_tensordict_like_output_later_in_a_call_is_named_not_recorded_as_no_values() -> None:
-    # A numpy env's outputs go through host_array, which took anything with .detach and .cpu
-    # for a torch tensor: a TensorDict whose batch size matches passed the shape check.
+LATER_OUTPUTS = {
+    "TensorDict-like extra output": (
+        "extra output 'logp'",
+        lambda logp: _TensorDictLike({"x": logp}, (N,)),
+    ),
+    "TensorDict-like of another shape": (
+        "extra output 'logp'",
+        lambda logp: _TensorDictLike({"x": logp}, ()),
+    ),
+    "MappingProxyType extra output": (
+        "extra output 'logp'",
+        lambda logp: types.MappingProxyType({"x": logp}),
+    ),
+    "TensorDict-like actions": ("actions", None),
+}
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+@pytest.mark.parametrize("case", LATER_OUTPUTS)
+def test_a_mapping_output_later_in_a_call_is_named_not_recorded_as_no_values(
+    case: str, env_name: str
+) -> None:
+    # A numpy env's outputs went through host_array, which took anything with .detach and .cpu
+    # for a torch tensor (a TensorDict whose batch size matches passed the shape check); a torch
+    # env's through torch.as_tensor, which makes a TensorDict a (rows, 0) tensor.
+    where, make = LATER_OUTPUTS[case]
+    torch_env = env_name == "torch env"
     state = {"step": 0}
 
     def policy(obs: Any) -> Any:
         state["step"] += 1
-        logp = np.full(N, -0.5, np.float32)
-        return np.zeros(N, np.int64), {
-            "logp": logp if state["step"] < 2 else _TensorDictLike({"x": logp}, (N,))
-        }
+        logp = torch.full((N,), -0.5) if torch_env else np.full(N, -0.5, np.float32)
+        actions = torch.zeros(N, dtype=torch.long) if torch_env else np.zeros(N, np.int64)
+        if state["step"] < 2:
+            return actions, {"logp": logp}
+        if make is None:
+            return _TensorDictLike({"action": actions}, (N,)), {"logp": logp}
+        return actions, {"logp": make(logp)}
 
-    runner = EnvRunner(_numpy_env(), policy, seed=0)
-    with pytest.raises(TypeError, match=r"the policy's extra output 'logp': got a _TensorDictLike"):
+    runner = EnvRunner(ENVS[env_name](), policy, seed=0)
+    shown = "mappingproxy" if "MappingProxy" in case else "_TensorDictLike"
+    with pytest.raises(TypeError, match=rf"the policy's {where}: got a {shown}"):
         runner.sample(3)
 
 

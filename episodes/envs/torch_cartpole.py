@@ -230,7 +230,7 @@ def _device(device: Any) -> torch.device:
     try:
         parsed = torch.device(device)
     except (RuntimeError, TypeError, ValueError) as error:  # "abc", 3.5, an index: none here
-        if isinstance(error, RuntimeError) and isinstance(device, int):
+        if isinstance(error, RuntimeError) and isinstance(device, (int, np.integer)):
             raise DeviceError(f"device={device!r} is not available here: {error}") from error
         kind = TypeError if isinstance(error, TypeError) else DeviceError
         raise kind(f"device must be a torch device, its name or index, got {device!r}") from error

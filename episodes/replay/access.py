@@ -385,12 +385,12 @@ class BufferAccess:
         infos = sampling.check_flag(include_infos, "include_infos")
         extras = sampling.check_flag(include_extra_model_outputs, "include_extra_model_outputs")
         items = np.atleast_1d(sampling.int_array(indices, "indices", KeyError))
-        if device is not None:
-            device = sampling.check_device(device)
         if items.ndim != 1:
             raise ValueError(
                 f"indices must be one index or a 1-d sequence, got shape {items.shape}"
             )
+        if device is not None:
+            device = sampling.check_device(device)
         slots = sampling.slots_of(self._store, items)  # any index of an empty buffer: KeyError
         if self._store.obs is None:
             raise EmptyBufferError("the buffer has never stored a step: no batch to build")

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from episodes.buffer.plain_arrays import holds_masked, masked_words, native_array, native_dtype
+from episodes.runner.policy import check_no_mapping
 from episodes.structs import map_batch
 
 __all__ = ["as_device_batch", "as_host_typed", "check_env_flags", "tensor_dtype"]
@@ -38,6 +39,7 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
             masked array with masked entries (its mask would be lost and the masked values
             recorded as data; one with none masked is the plain array it holds), naming
             ``name``.
+        TypeError: A leaf that is a mapping but no dict (a TensorDict), naming ``name``.
 
     Example:
         >>> as_device_batch(np.zeros(2), torch.device("cpu")).dtype
@@ -57,8 +59,10 @@ def as_device_batch(batch: Any, device: torch.device, name: str = "a batch") -> 
 
     def tensor(leaf: Any) -> Any:
         host = not isinstance(leaf, torch.Tensor)  # the usual leaf (a tensor): no conversion
-        if host and leaf.__class__ is not np.ndarray and holds_masked([leaf]):
-            raise ValueError(masked_words(name))  # np.asarray would drop its mask
+        if host and leaf.__class__ is not np.ndarray:
+            check_no_mapping(leaf, name)  # torch would make a TensorDict a (rows, 0) tensor
+            if holds_masked([leaf]):
+                raise ValueError(masked_words(name))  # np.asarray would drop its mask
         try:
             if host:
                 leaf = as_host_typed(leaf)

@@ -488,6 +488,8 @@ def _own_error(items: list[Any] | tuple[Any, ...]) -> tuple[Any, ValueError] | N
 
 
 def _shape_changed(name: str, before: Any, value: Any) -> None:
+    # A mapping that is no dict (a TensorDict) has a shape of its own: name it instead.
+    map_batch(functools.partial(check_no_mapping, who=f"the policy's {name}"), value)
     after = _shape_of(value)
     flat_before, flat_after = _leaf_shapes(before), _leaf_shapes(after)
     if flat_before == flat_after:  # the same leaves under other keys or containers
