@@ -162,6 +162,9 @@ def item_indices(indices: Any, count: int) -> np.ndarray:
 class RunHeads:
     """Each run's first piece (a run: :func:`~episodes.io.piece_windows.piece_runs`).
 
+    The runs' ids are decoded once, at the first :meth:`ids` call, and gathered after that
+    (the same id objects at every call, as the replay buffers give theirs).
+
     Args:
         rows: The dataset's manifest rows (``Dataset.summaries``).
         runs: The runs the torch dataset's items lie in, of ``rows``.
@@ -180,6 +183,7 @@ class RunHeads:
         self.t_started = np.fromiter(
             (rows[k].t_started for k in self._first.tolist()), np.int64, len(self._first)
         )
+        self._ids: np.ndarray | None = None  # every run's id, decoded at the first ids() call
 
     def ids(self, runs: np.ndarray) -> np.ndarray:
         """An object array of the ids of ``runs``, decoded as the readers decode them.
@@ -190,13 +194,15 @@ class RunHeads:
             >>> RunHeads(rows, piece_runs(rows)).ids(np.array([0])).tolist()
             ['a']
         """
-        unique, inverse = np.unique(runs, return_inverse=True)
-        ids = np.empty(len(unique), dtype=object)
-        for j, run in enumerate(unique.tolist()):  # one by one: a tuple id is one item
-            ids[j] = decode_value(
-                self._rows[int(self._first[run])].id_, blob=None, where="manifest id"
-            )
-        return ids[inverse.reshape(-1)]
+        if self._ids is None:  # once per process (not pickled: see TransitionDataset)
+            ids = np.empty(len(self._first), dtype=object)
+            for j, k in enumerate(self._first.tolist()):  # one by one: a tuple id is one item
+                raw = self._rows[k].id_  # a str is stored as itself
+                if raw.__class__ is not str:
+                    raw = decode_value(raw, blob=None, where="manifest id")
+                ids[j] = raw
+            self._ids = ids
+        return self._ids[np.asarray(runs, dtype=np.intp).reshape(-1)]
 
     def steps(self, ends: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, t)`` of item indices ``items`` (checked), ``ends`` the runs' cumulative items.

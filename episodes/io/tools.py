@@ -38,7 +38,7 @@ from episodes.io.copy_storage import SAME, copy_storage
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata, given_metadata
-from episodes.io.reader import EpisodeSummary, dataset_info, printable, read_episodes
+from episodes.io.reader import DatasetInfo, EpisodeSummary, dataset_info, printable, read_episodes
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
@@ -79,8 +79,8 @@ def _given_metadata(metadata: Any) -> DatasetMetadata | None:
     return given_metadata(metadata)  # a dict refused, saying how to make one
 
 
-def _metadata_of(path: PathLike) -> DatasetMetadata:
-    info = dataset_info(path)
+def _metadata_of(path: PathLike, info: DatasetInfo | None = None) -> DatasetMetadata:
+    info = dataset_info(path) if info is None else info  # ``info``: path's, read already
     if info.metadata is None:
         return DatasetMetadata()
     return DatasetMetadata.from_json(info.metadata, f"{path} metadata")
@@ -102,33 +102,45 @@ def _check_new(dst: PathLike) -> Path:
 
 def _fill(
     sources: Iterable[PathLike],
-    into: Path,
+    intos: Sequence[Path],
     metadata: DatasetMetadata,
-    keep: Callable[[SingleAgentEpisode], bool],
     writer_kwargs: dict[str, Any],
     stops: Sequence[int | None] = (),
-) -> int:
-    count = 0
-    with DatasetWriter(into, metadata=metadata, **writer_kwargs) as writer:
+    ids: Sequence[Any] | None = None,
+    side: Callable[[SingleAgentEpisode], int] | None = None,
+) -> list[int]:
+    """Copies the pieces (of ``ids``: all if None) to ``intos``; the pieces written to each.
+
+    One pass: each piece goes to ``intos[side(piece)]`` (the first where ``side`` is None).
+    """
+    counts = [0] * len(intos)
+    with contextlib.ExitStack() as stack:
+        writers = [
+            stack.enter_context(DatasetWriter(into, metadata=metadata, **writer_kwargs))
+            for into in intos
+        ]
         for src, stop in itertools.zip_longest(sources, stops):
             # Checksums verified: a copy must not give damaged data fresh ones. ``stop``: the
             # pieces a decision was made on, not those a writer committed since (a snapshot).
-            for episode, wall in _pieces(src, stop):
-                if keep(episode):
-                    writer._write(episode, wall)  # the source's wall times, not this clock's
-                    count += 1
-    return count
+            for episode, wall in _pieces(src, stop, ids):
+                k = 0 if side is None else side(episode)
+                writers[k]._write(episode, wall)  # the source's wall times, not this clock's
+                counts[k] += 1
+    return counts
 
 
-def _pieces(src: PathLike, stop: int | None) -> Iterator[tuple[SingleAgentEpisode, Walls]]:
+def _pieces(
+    src: PathLike, stop: int | None, ids: Any
+) -> Iterator[tuple[SingleAgentEpisode, Walls]]:
     """A source's pieces (checksums verified), each with the wall times its copy keeps.
 
-    A v2 source's are its index entries'; a v1 source stores none, so its copies hold None
-    (no wall time is made up from the copying process's clock).
+    Only those of ``ids`` (if given), found from the manifest: no other piece is decoded. A
+    v2 source's walls are its index entries'; a v1 source stores none, so its copies hold
+    None (no wall time is made up from the copying process's clock).
     """
     if is_v2(Path(src)):
-        return pieces_with_walls(src, stop=stop, verify=True)
-    return ((episode, (None, None)) for episode in read_episodes(src, verify=True, stop=stop))
+        return pieces_with_walls(src, stop=stop, verify=True, ids=ids)
+    return ((ep, (None, None)) for ep in read_episodes(src, verify=True, stop=stop, ids=ids))
 
 
 def _check_apart(dst: PathLike, final: Path, sources: Iterable[PathLike]) -> None:
@@ -143,11 +155,11 @@ def _copy(
     sources: Iterable[PathLike],
     dst: PathLike,
     metadata: DatasetMetadata,
-    keep: Callable[[SingleAgentEpisode], bool],
     writer_kwargs: dict[str, Any],
     stops: Sequence[int | None] = (),
+    ids: Sequence[Any] | None = None,
 ) -> int:
-    """Writes the kept episodes into a staged directory, renamed to ``dst`` once complete.
+    """Writes the pieces (of ``ids``: all if None) into a staged directory, then ``dst``.
 
     A copy that fails part-way leaves no ``dst`` behind (a retry is not refused).
     """
@@ -156,7 +168,7 @@ def _copy(
     _check_apart(dst, final, sources)
     staged = stage(final)
     try:
-        count = _fill(sources, staged.path, metadata, keep, writer_kwargs, stops)
+        (count,) = _fill(sources, [staged.path], metadata, writer_kwargs, stops, ids)
         place(staged.path, final)  # an empty directory is filled in place
     except BaseException:
         staged.drop()
@@ -201,7 +213,7 @@ def migrate(
     stops = _refuse_overlaps([src], "in {}")  # as filter, split and merge: no damage copied
     meta = given if given is not None else _metadata_of(src)
     kwargs = {"shard_bytes": shard_bytes, "data_format": data_format, "compression": compression}
-    return _copy([src], dst, meta, lambda _: True, kwargs, stops)  # migrate
+    return _copy([src], dst, meta, kwargs, stops)  # migrate
 
 
 def merge(
@@ -250,7 +262,7 @@ def merge(
     if given is None:
         meta.user = with_provenance(meta.user, "merged_from", [str(s) for s in sources])
     kwargs = {"shard_bytes": shard_bytes, **copy_storage(sources, data_format, compression)}
-    return _copy(sources, dst, meta, lambda _: True, kwargs, stops)
+    return _copy(sources, dst, meta, kwargs, stops)
 
 
 def _refuse_overlaps(sources: Sequence[PathLike], how: str = "once {} are merged") -> list[int]:
@@ -347,9 +359,10 @@ def split(
     """
     fraction, seed = split_args(fraction, seed)  # plain Python: they go into the metadata
     copy_storage([], data_format, compression)  # checked before anything is read
-    meta = _metadata_of(src)
+    info = dataset_info(src)
+    meta = _metadata_of(src, info)
     # Both halves from the pieces committed now: one snapshot of a source still written to.
-    stop = [dataset_info(src).num_chunks]
+    stop = [info.num_chunks]
     _refuse_overlaps([src], "in {}")
     kwargs = copy_storage([src], data_format, compression)
     in_val = lambda id_: _fraction(id_, seed) < fraction  # noqa: E731
@@ -368,8 +381,8 @@ def split(
     try:  # both or neither: a failure part-way leaves neither directory behind
         for final in finals:
             staged.append(stage(final))
-        n_train = _fill([src], staged[0].path, meta, lambda ep: not in_val(ep.id_), kwargs, stop)
-        n_val = _fill([src], staged[1].path, meta, lambda ep: in_val(ep.id_), kwargs, stop)
+        into = [part.path for part in staged]  # one pass: each piece read once, to its side
+        n_train, n_val = _fill([src], into, meta, kwargs, stop, None, lambda ep: in_val(ep.id_))
         for part, final in zip(staged, finals):
             undos.append(place(part.path, final))
     except BaseException:
@@ -460,35 +473,38 @@ def filter_dataset(
             and (predicate is None or predicate(s))
         )
 
-    kept = [id_key(s.id_) for s in info.episodes if passes(s)]
-    wanted = set(kept)
-    meta = _metadata_of(src)
+    kept = [s.id_ for s in info.episodes if passes(s)]
+    wanted = {id_key(x) for x in kept}
+    meta = _metadata_of(src, info)
     meta.user = with_provenance(meta.user, "filtered_from", str(src))
     if wanted_data:
         # Decided per episode, on the custom_data load_episode gives it (its pieces' merged in
         # time order, the later winning), so all pieces of an id stay together.
-        merged = _merged_custom_data(src, wanted, info.num_chunks)
+        merged = _merged_custom_data(src, kept, info.num_chunks)
         wanted = {
             key
             for key, data in merged.items()
             if all(k in data and same_json_value(data[k], v) for k, v in wanted_data.items())
         }
 
-    keep = lambda episode: id_key(episode.id_) in wanted  # noqa: E731
-    # The pieces judged above only: a piece committed since may change a summary's length.
+    # Only the kept ids' pieces are read (the others are neither decoded nor verified: none
+    # is copied). The pieces judged above only: one committed since may change a length.
+    ids = [s.id_ for s in info.episodes if id_key(s.id_) in wanted]
     kwargs = copy_storage([src], data_format, compression)
-    return _copy([src], dst, meta, keep, kwargs, [info.num_chunks])
+    return _copy([src], dst, meta, kwargs, [info.num_chunks], ids)
 
 
-def _merged_custom_data(src: PathLike, ids: set[Any], stop: int) -> dict[Any, dict[Any, Any]]:
-    """Per id key in ``ids``: its pieces' ``custom_data`` merged in time order (later wins).
+def _merged_custom_data(src: PathLike, ids: list[Any], stop: int) -> dict[Any, dict[Any, Any]]:
+    """Per id key of ``ids``: its pieces' ``custom_data`` merged in time order (later wins).
 
-    Only the pieces before ``stop`` (manifest order): those the filter judged.
+    Only the pieces before ``stop`` (manifest order): those the filter judged; only those of
+    ``ids`` are read.
     """
+    keys = {id_key(x) for x in ids}
     pieces: dict[Any, list[tuple[tuple[int, int, int], dict[Any, Any]]]] = {}
-    for i, piece in enumerate(read_episodes(src, stop=stop)):
+    for i, piece in enumerate(read_episodes(src, stop=stop, ids=ids)):
         key = id_key(piece.id_)
-        if key in ids:
+        if key in keys:
             # load_episode's order: (t_started, t), so a piece without steps comes before the
             # one starting where it is; the later piece on a tie.
             order = (piece.t_started, piece.t, i)

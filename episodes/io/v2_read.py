@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +109,16 @@ def read_episodes_v2(
 
 
 def pieces_with_walls(
-    path: str | os.PathLike[str], *, stop: int | None, verify: bool
+    path: str | os.PathLike[str],
+    *,
+    stop: int | None,
+    verify: bool,
+    ids: Iterable[Any] | None = None,
 ) -> Iterator[tuple[SingleAgentEpisode, tuple[float | None, float | None]]]:
-    """The pieces ``read_episodes(path, stop=stop, verify=verify)`` gives, with their walls.
+    """The pieces ``read_episodes(path, ids=ids, stop=stop, verify=verify)`` gives, with walls.
+
+    With ``ids``, the pieces are picked from the manifest: no other piece is decoded, and a
+    shard holding none of them is not opened (nor, with ``verify``, checked).
 
     Each piece comes with the ``wall_start``/``wall_end`` its index entry stores (None where
     it stores none, or no finite number), so that a copy keeps them rather than computing
@@ -125,12 +132,16 @@ def pieces_with_walls(
         ...     w.write_many([SingleAgentEpisode(x, observations=[0]) for x in "abc"])
         >>> [(e.id_, walls) for e, walls in pieces_with_walls(path, stop=2, verify=True)]
         [('a', (None, None)), ('b', (None, None))]
+        >>> [e.id_ for e, _ in pieces_with_walls(path, stop=None, verify=True, ids=["c"])]
+        ['c']
     """
     ds = Dataset(path, verify=verify, max_open_shards=1)
-    count = len(range(len(ds))[slice(None, stop)])
+    selected: Sequence[int] = range(len(range(len(ds))[slice(None, stop)]))
+    if ids is not None:
+        selected = _with_ids(ds, selected, ids)  # manifest rows, as read_episodes_v2 picks
     same_ids = SameIds()  # as read_episodes_v2
-    every = None if count == len(ds) else range(count)
-    for i, episode in enumerate(ds.iter_episodes(every)):
+    every = None if len(selected) == len(ds) else selected
+    for i, episode in zip(selected, ds.iter_episodes(every)):
         shard, j = ds.locate(i)  # still open: the piece was just read from it
         entry = shard.entry_of(j)
         walls = tuple(_wall(entry.get(key)) for key in ("wall_start", "wall_end"))
