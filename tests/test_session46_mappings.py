@@ -18,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 import types
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -36,24 +36,12 @@ torch = pytest.importorskip("torch")
 from episodes.envs.torch_cartpole import TorchCartPole  # noqa: E402
 from episodes.errors import DeviceError  # noqa: E402
 from episodes.replay import PrioritizedEpisodeReplayBuffer  # noqa: E402
+from tests._mapping_kinds import ReadOnlyMapping  # noqa: E402
 
 N = 3
 
 
-class _Groups(Mapping):  # type: ignore[type-arg]
-    """A read-only mapping, nothing more."""
-
-    def __init__(self, **groups: Any):
-        self._groups = groups
-
-    def __getitem__(self, key: str) -> Any:
-        return self._groups[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._groups)
-
-    def __len__(self) -> int:
-        return len(self._groups)
+_Groups = ReadOnlyMapping
 
 
 class _TensorDictLike(MutableMapping):  # type: ignore[type-arg]

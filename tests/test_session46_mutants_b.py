@@ -27,23 +27,14 @@ from episodes.io import (  # noqa: E402
     read_episodes,
 )
 from episodes.io.torch_data import SequenceDataset, TransitionDataset  # noqa: E402
+from tests.io._pieces import numbered_piece  # noqa: E402
 
 # A piece: (id, t_started, t_end, end), end "" (not done), "terminated" or "truncated".
 # Observations are [episode number, t]: an item's obs says where it comes from.
 Piece = tuple[Any, int, int, str]
 
 
-def _piece(id_: Any, t0: int, t1: int, end: str = "", number: int = 0) -> SingleAgentEpisode:
-    return SingleAgentEpisode(
-        id_,
-        observations=[np.array([number, t], np.int64) for t in range(t0, t1 + 1)],
-        actions=[t % 3 for t in range(t0, t1)],
-        rewards=[float(t) for t in range(t0, t1)],
-        t_started=t0,
-        terminated=end == "terminated",
-        truncated=end == "truncated",
-        len_lookback_buffer=0,
-    ).to_numpy()
+_piece = numbered_piece
 
 
 def _v2(path: Path, episodes: list[SingleAgentEpisode], **kwargs: Any) -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import types
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -21,24 +20,12 @@ import numpy as np  # noqa: E402
 from ray.rllib.utils.spaces.space_utils import batch as rllib_batch  # noqa: E402
 
 from episodes.spaces import batch  # noqa: E402
+from tests._mapping_kinds import ReadOnlyMapping  # noqa: E402
 
 pytestmark = pytest.mark.differential
 
 
-class _Groups(Mapping):  # type: ignore[type-arg]
-    """A read-only mapping of the user's own, nothing more."""
-
-    def __init__(self, **groups: Any):
-        self._groups = groups
-
-    def __getitem__(self, key: str) -> Any:
-        return self._groups[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._groups)
-
-    def __len__(self) -> int:
-        return len(self._groups)
+_Groups = ReadOnlyMapping
 
 
 MAKERS = {

@@ -29,6 +29,7 @@ from episodes.io.torch_data import (  # noqa: E402
     SequenceDataset,
     TransitionDataset,
 )
+from tests.io._pieces import numbered_piece  # noqa: E402
 
 # A piece: (episode number, id, t_started, t_end, end): end "" (not done), "terminated" or
 # "truncated". Observations are [episode number, t]: an item's obs says where it comes from.
@@ -36,16 +37,7 @@ Piece = tuple[int, Any, int, int, str]
 
 
 def _piece(number: int, id_: Any, t0: int, t1: int, end: str) -> SingleAgentEpisode:
-    return SingleAgentEpisode(
-        id_,
-        observations=[np.array([number, t], np.int64) for t in range(t0, t1 + 1)],
-        actions=[t % 3 for t in range(t0, t1)],
-        rewards=[float(t) for t in range(t0, t1)],
-        t_started=t0,
-        terminated=end == "terminated",
-        truncated=end == "truncated",
-        len_lookback_buffer=0,
-    ).to_numpy()
+    return numbered_piece(id_, t0, t1, end, number)
 
 
 def _write(path: Path, pieces: list[Piece]) -> Path:
