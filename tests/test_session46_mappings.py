@@ -269,6 +269,7 @@ _CRASH_CHECK = textwrap.dedent(
     import numpy as np
     from test_session46_mappings import _TensorDictLike
     from episodes import SingleAgentEpisode
+    from episodes.converter import episodes_to_batch
     from episodes.replay import EpisodeReplayBuffer
     from episodes.spaces import batch
 
@@ -281,6 +282,7 @@ _CRASH_CHECK = textwrap.dedent(
         "batch": lambda: batch([_TensorDictLike({{"s": np.zeros(2)}}, ()) for _ in range(2)]),
         "to_numpy": lambda: episode().to_numpy(),
         "get_sample_batch": lambda: episode().get_sample_batch(),
+        "episodes_to_batch": lambda: episodes_to_batch([episode()]),
         "add": lambda: EpisodeReplayBuffer(10).add(episode()),
     }}
     for name, call in calls.items():
@@ -307,7 +309,13 @@ def test_items_walked_as_a_tensordict_walks_are_refused_not_a_crash() -> None:
     words = "holds a _TensorDictLike, a Mapping that is no dict"
     assert words in said["batch"] and said["batch"].startswith("ValueError item 0")
     assert words in said["to_numpy"] and "observations" in said["to_numpy"]
-    assert said["get_sample_batch"].startswith("ValueError")
+    # Both name the column, and the mapping rather than numpy's words for it.
+    assert said["get_sample_batch"].startswith("ValueError SampleBatch column 'obs': ")
+    assert f"item 0 {words}" in said["get_sample_batch"]
+    chunk = "observations of the chunk of episode 'x' starting at t=0"
+    assert said["episodes_to_batch"] == f"ValueError {chunk}: item 0 {words}: items nest " + (
+        "dicts, tuples and lists (as a Dict space's items are dicts); give dict(item)"
+    )
     assert said["add"] == f"TypeError chunk 0 (episode 'x'): observations {words}: items nest " + (
         "dicts, tuples and lists (as a Dict space's items are dicts); give dict(item)"
     )

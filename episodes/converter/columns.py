@@ -37,6 +37,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 from episodes.spaces import nest_as_space, unstackable_space
 from episodes.spaces.batching import check_sortable_keys
+from episodes.spaces.item_walks import other_mapping
 from episodes.structs import id_key, map_alike, map_leaves, short_repr
 
 ObsFn = Callable[[Any], Any]
@@ -209,7 +210,9 @@ def _laid_out(items: Any, space: Any, what: str, chunk: SingleAgentEpisode | Non
         except ValueError:
             named = None
         if named is None:
-            raise
+            if other_mapping(items) is None:
+                raise
+            named = str(err)  # batch's refusal of a Mapping that is no dict: name the column
         if chunk is not None:
             what += f" of the chunk of episode {chunk.id_!r} starting at t={chunk.t_started}"
         raise ValueError(f"{what}: {named}") from err

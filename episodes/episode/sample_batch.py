@@ -13,6 +13,7 @@ from episodes.buffer.plain_arrays import check_items_unmasked
 from episodes.episode.batch_rows import sliced_columns
 from episodes.spaces import batch as stack_items
 from episodes.spaces import batch_with_layout
+from episodes.spaces.item_walks import other_mapping
 from episodes.structs import flatten, leaves_up_to
 
 if TYPE_CHECKING:
@@ -312,8 +313,8 @@ def _stacked_column(key: str, value: Any, rows: int | None, batched: bool, space
             raise _ragged(key, error) from error
         try:  # rows nesting arrays in lists (a Tuple's items recorded as lists)
             return stack_items(value)
-        except (TypeError, ValueError):
-            raise _ragged(key, error) from error
+        except (TypeError, ValueError) as stacking:  # batch names a Mapping that is no dict
+            raise _ragged(key, error if other_mapping(value) is None else stacking) from error
     if array.dtype == object and (nested or any(isinstance(r, (dict, tuple)) for r in value)):
         # Dicts (or tuples) numpy kept whole, wherever the first lies: no rows.
         raise _ragged(key, ValueError("the rows nest in different ways"))
@@ -371,9 +372,8 @@ def _text(value: Any) -> bool:
 def _leaf_arrays(value: list[Any], rows: int, batched: bool) -> bool:
     # The leaves of a numpy'd Tuple column recorded from lists: arrays of a row per step, or
     # (a Tuple part in a Tuple, a Dict part) lists, tuples and dicts of them. Beside an array
-    # `t` every column is batched already: a list there is such leaves, never rows.
-    # A list of rows (one item a row) is no such leaves: it is made an array as RLlib makes it.
-    # (An episode's numpy'd columns, nested leaves too, skip this guess: from_columns.)
+    # `t` every column is batched already: a list there is such leaves, never rows; a list of
+    # rows (one item a row) is made an array as RLlib makes it (numpy'd columns: from_columns).
     if not value or (len(value) == rows and not batched):
         return False
     return all(leaf.__class__ is np.ndarray and leaf.ndim and len(leaf) == rows for leaf in value)
