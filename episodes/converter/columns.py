@@ -212,7 +212,7 @@ def _laid_out(items: Any, space: Any, what: str, chunk: SingleAgentEpisode | Non
         if named is None:
             if other_mapping(items) is None:
                 raise
-            named = str(err)  # batch's refusal of a Mapping that is no dict: name the column
+            named = err  # batch's refusal of a Mapping that is no dict: name the column
         if chunk is not None:
             what += f" of the chunk of episode {chunk.id_!r} starting at t={chunk.t_started}"
         raise ValueError(f"{what}: {named}") from err
