@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Collection
 from fractions import Fraction
 from typing import Any
 
@@ -74,12 +75,13 @@ def exact_return(episode: Any, plus: Fraction | float = 0) -> Fraction | float:
 
 
 def exact_returns(
-    path: str | os.PathLike[str], keys: set[str], stop: int | None = None
+    path: str | os.PathLike[str], ids: Collection[Any], stop: int | None = None
 ) -> dict[str, Fraction | float]:
-    """Per id key (``values.id_key``) in ``keys``: its episode's :func:`exact_return`.
+    """Per id key (``values.id_key``) of ``ids``: that episode's :func:`exact_return`.
 
-    Streams the pieces: an episode's return is summed over its pieces (disjoint steps). With
-    ``stop``, only the pieces before it (manifest order): those a caller judged.
+    Streams the pieces of ``ids`` only (the others are not read): an episode's return is
+    summed over its pieces (disjoint steps). With ``stop``, only the pieces before it
+    (manifest order): those a caller judged.
 
     Example:
         >>> import tempfile
@@ -89,12 +91,11 @@ def exact_returns(
         >>> with DatasetWriter(path) as w:
         ...     w.write(SingleAgentEpisode("a", observations=[0, 1], actions=[0],
         ...                                rewards=[2**1100], len_lookback_buffer=0))
-        >>> exact_returns(path, {id_key("a")}) == {id_key("a"): 2**1100}
+        >>> exact_returns(path, ["a"]) == {id_key("a"): 2**1100}
         True
     """
     returns: dict[str, Fraction | float] = {}
-    for piece in read_episodes(path, stop=stop):  # stop: the pieces a caller judged
+    for piece in read_episodes(path, ids=ids, stop=stop):  # stop: the pieces a caller judged
         key = id_key(piece.id_)
-        if key in keys:
-            returns[key] = exact_return(piece, plus=returns.get(key, 0))
+        returns[key] = exact_return(piece, plus=returns.get(key, 0))
     return returns

@@ -459,7 +459,7 @@ def filter_dataset(
     # back as NaN and are summed exactly from the rewards here (inf passes min_return).
     exact: dict[Any, Fraction | float] = {}
     if low_ret is not None or high_ret is not None:
-        unknown = {id_key(s.id_) for s in info.episodes if math.isnan(s.ret)}
+        unknown = [s.id_ for s in info.episodes if math.isnan(s.ret)]  # their pieces alone
         exact = exact_returns(src, unknown, info.num_chunks) if unknown else {}
 
     def passes(s: EpisodeSummary) -> bool:
