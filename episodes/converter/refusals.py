@@ -189,6 +189,21 @@ def refuse_masked_windows(samples: Sequence[Any], wanted: list[str]) -> None:
         raise ValueError(message)
 
 
+def missing_bootstrap(ids: Sequence[Any], key: str) -> ValueError:
+    """The refusal of chunks without a bootstrap value: the remedy, the count, three ids.
+
+    Example:
+        >>> print(missing_bootstrap(["a", "b", "c", "d"], "v"))  # doctest: +ELLIPSIS
+        pass value_fn, or store custom_data['v'] ...: 4 of them (episode ids 'a', ... and 1 more)
+    """
+    more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""  # not all: 4096 envs, 300 kB
+    return ValueError(
+        f"pass value_fn, or store custom_data[{key!r}] in every chunk that ends truncated or "
+        f"still runs: these chunks need a bootstrap value and hold none: {len(ids)} of them "
+        f"(episode ids {', '.join(map(repr, ids[:3]))}{more})"
+    )
+
+
 def check_storage_size(storage: Any, num_steps: int, num_envs: int) -> None:
     """Refuses a given storage that is not ``num_steps`` x ``num_envs`` transitions.
 

@@ -30,6 +30,7 @@ from episodes.converter.observation_batch import last_observations
 from episodes.converter.refusals import (
     flat_actions,
     float_dtype,
+    missing_bootstrap,
     refuse_masked_windows,
     storage_device,
     teacher_in_dtype,
@@ -124,9 +125,7 @@ def bootstrap_values(
     key = keys.bootstrap_value
     missing = [c.id_ for c in chunks if key not in c.custom_data]
     if missing:
-        raise ValueError(
-            f"chunks {missing} need a bootstrap value: pass value_fn, or store custom_data[{key!r}]"
-        )
+        raise missing_bootstrap(missing, key)
     where = "the chunk of episode {!r} starting at t={} holds custom_data[{!r}] ="
     return np.concatenate(
         [real_values(c.custom_data[key], 1, where.format(c.id_, c.t_started, key)) for c in chunks]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from episodes.buffer.plain_arrays import check_unmasked, holds_masked, masked_words
+from episodes.spaces.item_walks import other_mapping
 from episodes.structs import NESTED_TYPES, flatten, map_leaves, unflatten
 
 __all__ = [
@@ -159,11 +160,7 @@ def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
     for j, leaf in enumerate(leaves):
         if isinstance(leaf, Mapping) or hasattr(leaf, "batch_size") and hasattr(leaf, "keys"):
             # Walked as one leaf (only dicts are containers here), it would fail in numpy's words.
-            raise TypeError(
-                f"{name}: got a {type(leaf).__name__}, a mapping the runner does not walk (only "
-                "dicts nest): return a plain dict of arrays or tensors (a TensorDict's "
-                "to_dict(), rsl_rl's observations)"
-            )
+            raise _mapping_refused(name, leaf)
         shape = _shape(leaf)
         if shape[:1] != (num_envs,):
             where = "" if len(leaves) == 1 else f" (leaf {j})"
@@ -171,6 +168,27 @@ def check_env_rows(batch: Any, num_envs: int, name: str) -> None:
                 f"{name}{where}: got a batch of shape {shape}, expected "
                 f"{(num_envs, *shape[1:])} (one item per sub-env)"
             )
+
+
+def _mapping_refused(name: str, mapping: Any) -> TypeError:
+    """The ``TypeError`` for a mapping other than a dict (a TensorDict) where batches nest."""
+    return TypeError(
+        f"{name}: got a {type(mapping).__name__}, a mapping the runner does not walk (only "
+        "dicts nest): return a plain dict of arrays or tensors (a TensorDict's "
+        "to_dict(), rsl_rl's observations)"
+    )
+
+
+def _refuse_mappings(item: Any, name: str) -> None:
+    """Refuses ``item`` holding (or being) a mapping other than a dict, a TensorDict's hint.
+
+    Taken for a batch or an item of another nesting, it would be refused as a changed nesting
+    (or a ``KeyError 0``), in words that never say what to give instead.
+    """
+    found = item if hasattr(item, "batch_size") and hasattr(item, "keys") else None
+    found = found if found is not None else other_mapping(item)
+    if found is not None:
+        raise _mapping_refused(name, found)
 
 
 def _holds_list(batch: Any) -> bool:
@@ -225,6 +243,8 @@ def stacked_finals(
             items' shapes differ, or an ended sub-env's item (or row of a batched leaf) holds
             a numpy masked array with masked entries (stacked, its mask would be lost); the
             message names ``infos['final_obs']``.
+        TypeError: The batch, or an ended sub-env's item, is or holds a mapping other than a
+            dict (a TensorDict, a ``UserDict``): the message says to give a plain dict.
 
     Example:
         >>> finals = np.array([None, {"a": np.ones(2)}], dtype=object)
@@ -244,6 +264,7 @@ def stacked_finals(
             "'final_obs': a same-step env reports the final observation of every sub-env that "
             "finished in infos['final_obs']"
         )
+    _refuse_mappings(items, "the env's final observations (infos['final_obs'])")
     if structure is not None and nests_as(items, structure):
         # One [N, ...] array per leaf, as a batched simulator gives it (the torch path's form).
         leaves = flatten(items)[0]
@@ -263,6 +284,9 @@ def stacked_finals(
     for i in ended.tolist():
         # gymnasium batches a sub-env's observations into the space's arrays, but passes its
         # final one on as the sub-env gave it: a Box row may come as a list or tuple.
+        _refuse_mappings(
+            items[i], f"the env's final observation (infos['final_obs']) of sub-env {i}"
+        )
         item = arrays_at_leaves(items[i], structure)
         if not nests_as(item, structure):
             raise nesting_changed(
