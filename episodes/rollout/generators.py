@@ -242,6 +242,17 @@ def _require(storage: RolloutStorage, training_type: str, what: str) -> torch.Te
     return valid
 
 
+def _check_filled(storage: RolloutStorage, what: str) -> None:
+    """Refuses a storage written part-way (``0 < step < T``) that has no ``valid`` mask."""
+    step, steps = storage.step, storage.num_transitions_per_env
+    if 0 < step < steps and storage.valid is None:
+        raise ValueError(
+            f"{what}: the storage holds {step} of its T={steps} steps (step={step}); the "
+            "others would be read as transitions: write them (add_transition, write_block), "
+            "call clear() first if you filled the tensors directly, or set storage.valid"
+        )
+
+
 def _changed(what: str) -> RuntimeError:
     """The error of a generator whose storage was refilled since it was made."""
     return RuntimeError(
@@ -310,6 +321,7 @@ def mini_batch_generator(
     total = storage.num_transitions_per_env * storage.num_envs if cells is None else len(cells)
     split_sizes(total, num_mini_batches, "transitions")  # validates
     normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
+    _check_filled(storage, "mini_batch_generator")
     # Checked above, at the call; the batches are gathered lazily.
     return _flat_batches(storage, num_mini_batches, num_epochs, generator, normalize, cells, made)
 
@@ -412,6 +424,7 @@ def recurrent_mini_batch_generator(
     num_mini_batches, num_epochs = _counts(num_mini_batches, num_epochs)
     normalize = _per_mini_batch(storage, normalize_advantage_per_mini_batch)
     sizes = split_sizes(storage.num_envs, num_mini_batches, "envs")
+    _check_filled(storage, "recurrent_mini_batch_generator")
     # Checked above, at the call; the layout (its host syncs) waits for the first batch.
     return _recurrent_batches(storage, sizes, num_epochs, normalize, valid, made)
 
@@ -499,6 +512,7 @@ def distillation_generator(storage: RolloutStorage) -> Iterator[DistillationBatc
         torch.Size([2, 1])
     """
     valid, made = _require(storage, "distillation", "generator"), storage._refills
+    _check_filled(storage, "generator")
     return _steps(storage, valid, made)
 
 

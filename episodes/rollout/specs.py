@@ -26,6 +26,7 @@ __all__ = [
     "check_dtypes",
     "check_sizes",
     "distribution_leaves",
+    "distribution_remedy",
     "allocation_of",
     "name_leaves",
     "normal_tensors",
@@ -170,6 +171,58 @@ def distribution_leaves(
     )
 
 
+@contextmanager
+def distribution_remedy(storage: Any, name: str, value: Any, one_step: bool) -> Iterator[None]:
+    """Says how to make ``storage`` when a write of its default distribution parameters fails.
+
+    A storage made without ``distribution_params`` holds ``(actions_shape, actions_shape)``
+    (a Gaussian's mean and std), where rsl_rl allocates them from the first transition. A
+    ``ValueError`` raised inside for ``name == "distribution_params"`` whose count or per-env
+    shapes (of ``[N, ...]`` tensors; ``[k, N, ...]`` blocks when not ``one_step``) differ from
+    the stored ones is raised again with the ``distribution_params=`` that fits them. Any
+    other error, and any error of a storage given its shapes, passes as it is.
+
+    Example:
+        >>> from episodes.rollout import RolloutStorage
+        >>> st = RolloutStorage("rl", 2, 3, (4,), (1,))
+        >>> with distribution_remedy(st, "distribution_params", (torch.zeros(2, 5),), True):
+        ...     raise ValueError("expected 2 tensors, got 1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: expected 2 tensors, got 1. ... RolloutStorage(..., distribution_params=[(5,)])
+    """
+    try:
+        yield
+    except ValueError as err:
+        if name != "distribution_params" or not getattr(storage, "_default_params", False):
+            raise
+        tensors = [storage.tensors[n] for n in storage.field_names[name]]
+        held = [tuple(t.shape[2:]) for t in tensors]
+        skip, envs = (1 if one_step else 2), storage.num_envs
+        many = isinstance(value, (tuple, list))
+        shapes = [getattr(v, "shape", None) for v in value] if many else [None]
+        if any(s is None or len(s) < skip or s[skip - 1] != envs for s in shapes):
+            raise  # not tensors of N envs: nothing to say about the storage
+        given = [tuple(s[skip:]) for s in shapes]  # type: ignore[index]
+        if len(given) == len(held) and all(map(_same_but_ones, given, held)):
+            raise  # they fit: refused for another reason
+        raise ValueError(
+            f"{err}. The storage was made with the default distribution_params, "
+            f"(actions_shape, actions_shape) = {held} (a Gaussian's mean and std; rsl_rl "
+            "allocates them from the first transition): for these, make it with "
+            f"RolloutStorage(..., distribution_params={given})"
+        ) from None
+
+
+def _same_but_ones(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether two per-env shapes differ at most in trailing 1s, as a write takes them."""
+    while a and a[-1] == 1:
+        a = a[:-1]
+    while b and b[-1] == 1:
+        b = b[:-1]
+    return a == b
+
+
 def check_sizes(training_type: str, num_envs: int, num_transitions_per_env: int) -> None:
     """``ValueError`` for an unknown training type or a non-positive size.
 
@@ -283,15 +336,20 @@ def parse_hidden(
     num_envs: int,
     dtype: torch.dtype = torch.float32,
     label: str = "hidden state",
+    *,
+    written: bool = False,
 ) -> list[Leaf] | None:
     """One ``Leaf((num_layers, hidden), dtype)`` per recurrent state component.
 
     A tensor gives its own dtype; a ``(num_layers, hidden)`` shape (ints, numpy's too, or a
     1-D array) takes ``dtype``; a tuple or list of those is one component each (an LSTM's
-    ``(h, c)``).
+    ``(h, c)``). ``written``: the components of a state being written (a transition's), which
+    must be tensors: a numpy array or a shape there is refused as a write refuses it.
 
     Raises:
-        TypeError: A component that is neither; the message names ``label``.
+        TypeError: A component that is neither (with ``written``, that is no tensor); the
+            message names ``label`` and the component's type (an array's shape, never its
+            contents).
         ValueError: A negative size, or a tensor that is not ``[num_layers, num_envs, hidden]``.
 
     Example:
@@ -299,17 +357,21 @@ def parse_hidden(
         [Leaf(shape=(1, 8), dtype=torch.float32)]
         >>> parse_hidden(((1, 8), (1, 8)), 4)  # an LSTM's h and c
         [Leaf(shape=(1, 8), dtype=torch.float32), Leaf(shape=(1, 8), dtype=torch.float32)]
+        >>> parse_hidden((np.zeros((1, 4, 8)),), 4, label="actor hidden state", written=True)
+        Traceback (most recent call last):
+        ...
+        TypeError: actor hidden state: expected a torch.Tensor, got ndarray
     """
     if spec is None:
         return None
-    if isinstance(spec, torch.Tensor) or _is_pair(spec):
+    if isinstance(spec, torch.Tensor) or (not written and _is_pair(spec)):
         comps = [spec]
     elif isinstance(spec, (tuple, list, np.ndarray)):
         comps = list(spec)
     else:
         raise TypeError(
             f"{label}: expected a (num_layers, hidden) shape, a [num_layers, num_envs, hidden] "
-            f"tensor or a tuple of those, got {spec!r}"
+            f"tensor or a tuple of those, got {_described(spec)}"
         )
     out = []
     for c in comps:
@@ -319,14 +381,23 @@ def parse_hidden(
                     f"hidden states must be [num_layers, {num_envs}, hidden], got {tuple(c.shape)}"
                 )
             out.append(Leaf((c.shape[0], c.shape[2]), c.dtype))
+        elif written:  # the words of a write into a storage that holds its states already
+            raise TypeError(f"{label}: expected a torch.Tensor, got {type(c).__name__}")
         elif _is_pair(c):
             out.append(Leaf(_sizes_checked(_as_shape(c) or (), label), dtype))
         else:
             raise TypeError(
-                f"{label}: cannot interpret hidden-state spec {c!r}: expected a "
+                f"{label}: cannot interpret hidden-state spec {_described(c)}: expected a "
                 "(num_layers, hidden) shape or a [num_layers, num_envs, hidden] tensor"
             )
     return out
+
+
+def _described(value: Any) -> str:
+    """``repr(value)``, but an array's type and shape only: its contents may be huge."""
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        return f"a numpy array of shape {value.shape}"
+    return repr(value)
 
 
 def hidden_tensors(
@@ -336,17 +407,20 @@ def hidden_tensors(
     device: torch.device,
     label: str,
     zeroed: bool = True,
+    *,
+    written: bool = False,
 ) -> list[torch.Tensor] | None:
     """Zeroed ``[T, num_layers, N, hidden]`` tensors for ``spec`` (see :func:`parse_hidden`).
 
-    ``zeroed=False`` leaves their memory unfilled, for a caller that writes every element.
+    ``zeroed=False`` leaves their memory unfilled, for a caller that writes every element;
+    ``written``: ``spec`` is a state being written (:func:`parse_hidden`).
 
     Example:
         >>> [t.shape for t in hidden_tensors((1, 8), (3, 4), torch.float32, "cpu", "h")]
         [torch.Size([3, 1, 4, 8])]
     """
     num_steps, num_envs = size
-    leaves = parse_hidden(spec, num_envs, dtype, label)
+    leaves = parse_hidden(spec, num_envs, dtype, label, written=written)
     if leaves is None:
         return None
     make = torch.zeros if zeroed else torch.empty

@@ -27,6 +27,7 @@ from .gae import compute_gae
 from .generators import (
     DistillationBatch,
     RLBatch,
+    _check_filled,
     distillation_generator,
     mini_batch_generator,
     normalize_into,
@@ -44,6 +45,7 @@ from .specs import (
     allocation_of,
     check_dtypes,
     check_sizes,
+    distribution_remedy,
     hidden_pair,
     hidden_tensors,
     name_leaves,
@@ -118,6 +120,7 @@ class RolloutStorage:
     distribution_params: tuple[torch.Tensor, ...] | None
     # Refills so far (``fields.REFILLS``): a generator made before one refuses its next batch.
     _refills = 0
+    _default_params = False  # made without distribution_params (a storage pickled before)
 
     def __init__(
         self,
@@ -148,6 +151,7 @@ class RolloutStorage:
             normalize_advantage_per_mini_batch, "normalize_advantage_per_mini_batch"
         )
         self.step = 0
+        self._default_params = distribution_params is None  # its errors say so (specs)
         specs = _field_specs(
             training_type,
             num_envs,
@@ -215,10 +219,12 @@ class RolloutStorage:
         object.__setattr__(self, name, value)
 
     def _alloc_hidden(
-        self, spec: HiddenSpec, dtype: torch.dtype, label: str, zeroed: bool = True
+        self, spec: HiddenSpec, label: str, dtype: torch.dtype = torch.float32, **how: bool
     ) -> list[torch.Tensor] | None:
-        size = (self.num_transitions_per_env, self.num_envs)
-        return hidden_tensors(spec, size, dtype, self.device, f"{label}_hidden_state", zeroed)
+        size, name = (self.num_transitions_per_env, self.num_envs), f"{label}_hidden_state"
+        if how.get("written"):  # named as the writes into allocated states name it
+            name = f"{label} hidden state"
+        return hidden_tensors(spec, size, dtype, self.device, name, **how)
 
     # ------------------------------------------------------------------ flat access
     def _names(self, names: str | Iterable[str] | None) -> list[str]:
@@ -293,7 +299,7 @@ class RolloutStorage:
                         saved, comps = hidden_writes(
                             getattr(self, f"saved_hidden_states_{which}"),
                             state,
-                            partial(self._alloc_hidden, dtype=torch.float32, label=which),
+                            partial(self._alloc_hidden, label=which, written=True),
                             which,
                             isinstance(rows, int),
                         )
@@ -304,9 +310,10 @@ class RolloutStorage:
                         )
                 continue
             # Every name is the storage's: write_block and add_transition pass only those.
-            for tensor_name, leaf in paired(self.field_names[name], value, name):
-                checked_rows(self._tensors[tensor_name][rows], leaf, tensor_name)
-                puts.append((tensor_name, leaf))
+            with distribution_remedy(self, name, value, isinstance(rows, int)):
+                for tensor_name, leaf in paired(self.field_names[name], value, name):
+                    checked_rows(self._tensors[tensor_name][rows], leaf, tensor_name)
+                    puts.append((tensor_name, leaf))
         # With share, a source in the hidden states is the storage's too: copied, not taken.
         own = [*(self.saved_hidden_states_actor or ()), *(self.saved_hidden_states_critic or ())]
         one = isinstance(rows, int)
@@ -463,7 +470,8 @@ class RolloutStorage:
     ) -> None:
         """Fill ``advantages`` (GAE over all ``T`` steps) and ``returns = advantages + values``.
 
-        With :attr:`valid` set, cells outside it get value, advantage and return 0.
+        With :attr:`valid` set, cells outside it get value, advantage and return 0. Without,
+        a storage written part-way (``0 < step < T``) is a ``ValueError``, nothing written.
 
         Args:
             last_values: ``[N]`` or ``[N, 1]`` values of the states after the last step.
@@ -484,6 +492,10 @@ class RolloutStorage:
             raise ValueError("compute_returns is only available for training_type 'rl'")
         normalize = as_flag(normalize_advantage, "normalize_advantage")  # before any write
         values, valid, adv = self.values, self.valid, self.advantages
+        if 0 < self.step < self.num_transitions_per_env and valid is None:
+            # The arguments' own refusals first (GAE into a new tensor), then this one.
+            compute_gae(self.rewards, values, self.dones, last_values, gamma, lam)
+            _check_filled(self, "compute_returns")
         compute_gae(self.rewards, values, self.dones, last_values, gamma, lam, out=adv, valid=valid)
         with normal_tensors():  # a shared values tensor it replaces: by a normal tensor
             clear_unheld_values(self)  # with ``valid``: values 0 where no transition is

@@ -48,7 +48,7 @@ def test_share_of_own_memory_copies_it(device, field, source):
     assert torch.equal(stored.reshape(before.shape), before)
     # Writing the source's field (or recomputing the advantages) leaves the copy as it was.
     st.clear()
-    st.add_transition(Transition(rewards=torch.full((N,), 100.0, device=device)))
+    st.write_block(0, rewards=torch.full((T, N), 100.0, device=device))
     st.saved_hidden_states_actor[0].fill_(-1.0)
     st.compute_returns(torch.zeros(N, device=device), 0.9, 0.9, normalize_advantage=True)
     assert torch.equal(getattr(st, field).reshape(before.shape), before)

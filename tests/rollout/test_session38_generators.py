@@ -30,9 +30,12 @@ REFUSED = "the storage changed .* while its {} was in use; make a new generator"
 
 
 def _storage(training_type: str = "rl") -> RolloutStorage:
-    """A ``T x N`` storage with a GRU actor state, its first ``T - 1`` steps written."""
+    """A ``T x N`` storage with a GRU actor state, its first ``T - 1`` steps written.
+
+    ``valid`` marks them: a storage written part-way without a mask is refused.
+    """
     st = RolloutStorage(training_type, N, T, (1,), (1,), actor_hidden_state=(1, 3))
-    _fill(st, 0.0, steps=T - 1)
+    _fill(st, 0.0, steps=T - 1, valid=torch.arange(T).view(T, 1).expand(T, N) < T - 1)
     return st
 
 
@@ -124,7 +127,10 @@ def test_a_refill_refuses_the_next_batch(
     refill(st)
     with pytest.raises(RuntimeError, match=REFUSED.format(what)):
         next(gen)
-    # One made after the refill works, to its last batch.
+    # One made after the refill works, to its last batch (once the storage is read whole:
+    # part-way written without a mask, as ``valid = None`` leaves it, it is refused).
+    if 0 < st.step < T and st.valid is None:
+        st.write_block(st.step, rewards=torch.ones(T - st.step, N))
     assert list(make())
 
 
