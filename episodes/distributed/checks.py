@@ -9,16 +9,18 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "check_mapping",
     "check_picklable",
     "check_runner_kwargs",
     "check_timeout",
+    "raise_dead_runners",
     "readable_error",
 ]
 
@@ -149,3 +151,42 @@ def readable_error(text: str) -> str:
         'ray::f() (pid=1)'
     """
     return _ANSI.sub("", text)
+
+
+def raise_dead_runners(ray: Any, slots: Sequence[Any], err: Exception) -> NoReturn:
+    """Raises what ``foreach_runner`` raises when a runner actor died: which, and what next.
+
+    Only called after such a failure: every slot's actor is asked for its ``info`` (a dead
+    one answers at once with Ray's ``RayActorError``). Raised: a copy of ``err`` (of its
+    type: an ``ActorDiedError`` stays one, for callers that catch it) whose text names the
+    dead runners and what the group does about them; ``err`` itself if none is found dead
+    (Ray's error was of an actor only unreachable for a moment).
+
+    Example:
+        >>> raise_dead_runners(None, [], ValueError("no runner"))
+        Traceback (most recent call last):
+        ...
+        ValueError: no runner
+    """
+    if not slots:
+        raise err
+    refs = [slot.handle.info.remote() for slot in slots]
+    done, _ = ray.wait(refs, num_returns=len(refs), timeout=30)
+    dead = []
+    for slot, ref in zip(slots, refs):
+        if ref in done:
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError:
+                dead.append(slot)
+    if not dead:
+        raise err
+    names = ", ".join(f"{slot.index} (generation {slot.generation})" for slot in dead)
+    named = copy.copy(err)
+    named.error_msg = (  # type: ignore[attr-defined]
+        f"foreach_runner: runner{'s' * (len(dead) > 1)} {names} died "
+        f"({readable_error(str(err)).strip().splitlines()[0]}); the group replaces a dead "
+        "runner at its next sample() or sample_async() (that request counts as lost), or "
+        f"now with restart_runner({dead[0].index})"
+    )
+    raise named from err

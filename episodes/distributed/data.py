@@ -9,7 +9,8 @@ Writing: every write task of an :class:`EpisodeDatasink` first turns every row o
 into its episode, then appends them with its own ``episodes.io.DatasetWriter`` (the format's
 concurrent writers: the first to write creates the dataset, atomically), committing them when
 the task ends. So a bad row keeps its whole task's rows out (tasks that ran before it keep
-theirs), and rows without an ``episode`` column are refused before the target is touched.
+theirs), and rows without an ``episode`` column (or a target of episodes, without
+``append``) are refused before the target is touched.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from episodes.distributed.rows import (
 )
 from episodes.distributed.step_blocks import check_same_columns
 from episodes.distributed.step_types import dataset_step_types
+from episodes.distributed.targets import refuse_write_target
 from episodes.indexing import as_flag, discount_factor, whole_number
 
 ray = require_ray()
@@ -256,7 +258,7 @@ class EpisodeDatasource(Datasource):
             metadata = BlockMetadata(
                 num_rows=rows,
                 size_bytes=int(self.info.nbytes * share),
-                input_files=None,
+                input_files=(self.path,),  # the dataset read: a write back into it is refused
                 exec_stats=None,
             )
             read = functools.partial(
@@ -414,9 +416,11 @@ class EpisodeDatasink(Datasink[int]):
     """Writes a Ray dataset of episode rows into one format v2 dataset.
 
     Args:
-        path: The dataset directory (created by the first task that writes, else appended to;
-            a write of no rows leaves an empty dataset).
+        path: The dataset directory (created by the first task that writes; a write of no
+            rows leaves an empty dataset). Refused as ``write_episodes`` refuses it.
         metadata: An ``episodes.io.DatasetMetadata`` used when the dataset is created.
+        append: Add to a dataset that holds episodes.
+        sources: The datasets the written rows are read from (refused as ``path``).
         **writer_options: Further ``episodes.io.DatasetWriter`` arguments.
 
     Example:
@@ -437,9 +441,19 @@ class EpisodeDatasink(Datasink[int]):
         (3, 3)
     """
 
-    def __init__(self, path: str | os.PathLike[str], metadata: Any = None, **writer_options: Any):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        metadata: Any = None,
+        *,
+        append: bool = False,
+        sources: Iterable[str] = (),
+        **writer_options: Any,
+    ):
         self.path = os.fspath(Path(path).resolve())
         self.metadata = metadata
+        self.append = as_flag(append, "append")
+        self.sources = tuple(sources)
         self.writer_options = writer_options
         self.num_written = 0
 
@@ -454,6 +468,7 @@ class EpisodeDatasink(Datasink[int]):
 
         Raises:
             TypeError: ``schema`` names no ``episode`` column.
+            episodes.io.DatasetError: A target that ``write_episodes`` refuses.
 
         Example:
             >>> import os, tempfile
@@ -468,11 +483,11 @@ class EpisodeDatasink(Datasink[int]):
             TypeError: write_episodes needs rows of episodes (an 'episode' column, ...['obs']
         """
         _check_schema(schema)
+        refuse_write_target(self.path, self.metadata, append=self.append, sources=self.sources)
         from episodes.io import DatasetWriter
         from episodes.io.format import MANIFEST_FILE
 
-        # Checked as the writer checks it: the tasks' writers are opened with clean=False.
-        clean = as_flag(self.writer_options.get("clean", True), "clean")
+        clean = as_flag(self.writer_options.get("clean", True), "clean")  # as the writer does
         exists = os.path.exists(os.path.join(self.path, MANIFEST_FILE))
         if exists and clean:
             DatasetWriter(self.path, metadata=self.metadata, **self.writer_options).close()
@@ -543,15 +558,23 @@ class EpisodeDatasink(Datasink[int]):
 
 
 def write_episodes(
-    dataset: Any, path: str | os.PathLike[str], *, metadata: Any = None, **writer_options: Any
+    dataset: Any,
+    path: str | os.PathLike[str],
+    *,
+    metadata: Any = None,
+    append: bool = False,
+    **writer_options: Any,
 ) -> int:
     """Writes a Ray dataset of episode rows (an ``episode`` column) as one format v2 dataset.
 
     Args:
         dataset: A ``ray.data.Dataset`` whose rows carry ``SingleAgentEpisode`` objects in an
             ``episode`` column (what :func:`read_episodes` gives, or ``episode_row`` makes).
-        path: The target directory.
-        metadata: The new dataset's ``episodes.io.DatasetMetadata``.
+        path: The target directory: new or an empty dataset (one holding episodes only with
+            ``append``; never one ``dataset`` reads).
+        metadata: The new dataset's ``episodes.io.DatasetMetadata`` (into an existing dataset:
+            None, or the metadata it stores).
+        append: Add to a dataset that holds episodes (comparing no env ids or spaces).
         **writer_options: Further ``episodes.io.DatasetWriter`` arguments.
 
     Returns:
@@ -564,6 +587,9 @@ def write_episodes(
             ``TypeError``): nothing of that task's rows is written, but write tasks that
             finished before it keep what they appended (with one task, as for a dataset of
             one block, the target is left untouched: not even created).
+        episodes.io.DatasetError: Before anything is written: ``path`` holds episodes and not
+            ``append``, ``dataset`` reads it (each piece would be stored twice), or it stores
+            other metadata than ``metadata``. Write to a new directory (``episodes merge``).
         ray.exceptions.RayError: A write task's process died (out of memory, a lost node).
             Such a task is not retried, as a retry would append again the chunks it had
             committed: the target keeps what every task committed before, the dead one's
@@ -593,7 +619,9 @@ def write_episodes(
             f"gives), got {type(dataset).__name__}"
         )
     _check_schema(dataset.schema(fetch_if_missing=False))  # None: not known without reading
-    sink = EpisodeDatasink(path, metadata, **writer_options)
+    sources = dataset.input_files()  # the datasets it reads (through maps and filters too)
+    sink = EpisodeDatasink(path, metadata, append=append, sources=sources, **writer_options)
+    refuse_write_target(path, metadata, append=append, sources=sources)  # and as it starts
     # Ray retries a task whose process died from its start, and a retry would append again
     # what the first attempt had committed: such a write fails instead.
     dataset.write_datasink(sink, ray_remote_args={"max_retries": 0})

@@ -23,16 +23,16 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from episodes.distributed import slots as slot_ops
-from episodes.distributed.actor import RunnerActor, WriterSpec
+from episodes.distributed.actor import RunnerActor
 from episodes.distributed.checks import (
     check_mapping,
     check_picklable,
     check_runner_kwargs,
     check_timeout,
+    raise_dead_runners,
     readable_error,
 )
 from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext, check_seed
@@ -42,6 +42,7 @@ from episodes.distributed.sample import GroupSample, LostSample, RunnerSample, e
 from episodes.distributed.shared_memory import SHM_DIR, Reply, SlotSegments
 from episodes.distributed.slots import Slot, apply_on_all, start_actors
 from episodes.distributed.steps import num_steps_check
+from episodes.distributed.targets import group_writer, refuse_other_spaces
 from episodes.indexing import as_flag, whole_number
 
 __all__ = ["RunnerGroup"]
@@ -64,7 +65,7 @@ class RunnerGroup:
         runner_kwargs: Further ``EnvRunner`` arguments.
         config: Free-form settings handed to the factories in ``context.config``.
         write_to: A format v2 dataset every runner writes its samples into (None: none).
-        write_metadata: The dataset's ``episodes.io.DatasetMetadata`` when it is created.
+        write_metadata: The ``episodes.io.DatasetMetadata`` stored if the group makes the dataset.
         write_options: Further ``episodes.io.DatasetWriter`` arguments.
         num_cpus_per_runner: Ray CPUs each actor reserves.
         actor_options: Further ``ray.remote`` options of the actors.
@@ -82,10 +83,10 @@ class RunnerGroup:
         TypeError: ``shared_memory`` not a bool (``"no"`` would mean yes); ``runner_kwargs``,
             ``config``, ``write_options`` or ``actor_options`` neither None nor a mapping.
         ValueError: ``num_runners`` or ``max_consecutive_failures`` not an int >= 1 (floats
-            refused, not truncated), ``seed`` neither None nor an int >= 0,
-            ``start_timeout_s`` not None or seconds >= 0, ``write_metadata`` or
-            ``write_options`` without ``write_to`` (they would do nothing), actor options Ray
-            refuses (before ``write_to`` is created).
+            refused), ``seed`` neither None nor an int >= 0, ``start_timeout_s`` not None or
+            seconds >= 0, ``write_metadata``/``write_options`` without ``write_to``, actor
+            options Ray refuses (before ``write_to`` is created), a ``write_to`` dataset of
+            another env id than ``write_metadata``'s or other spaces than the runners'.
         RuntimeError: An actor failed to start (the factories raised).
 
     Example:
@@ -144,12 +145,7 @@ class RunnerGroup:
         options.update(check_mapping(actor_options, "actor_options"))
         # Ray checks the options here: a refused one must not leave write_to created.
         self._actor_cls = self._ray.remote(RunnerActor).options(**options)
-        self._writer = None
-        if write_to is not None:
-            # Resolved here: the actors' working directory need not be the driver's.
-            path = os.fspath(Path(write_to).resolve())
-            self._writer = WriterSpec(path, write_metadata, write_options)
-            self._writer.create_dataset()
+        self._writer = group_writer(write_to, write_metadata, write_options)  # made
         self.metrics = GroupMetrics()
         self.weights_version = -1
         self._weights_ref: Any = None
@@ -158,6 +154,7 @@ class RunnerGroup:
         handles = [self._spawn(i, 0) for i in range(self.num_runners)]
         cpus = f"{self.num_runners} x {num_cpus_per_runner}"
         infos = start_actors(self._ray, handles, start_timeout_s, cpus)
+        refuse_other_spaces(self._ray, handles, self._writer, infos[0])  # before any sample
         self._slots = [
             Slot(i, 0, handle, int(info["num_envs"]), segments=SlotSegments(self._shm_dir))
             for i, (handle, info) in enumerate(zip(handles, infos))
@@ -548,8 +545,8 @@ class RunnerGroup:
 
         Results travel as samples do (through shared memory on this node; one holding a Ray
         ``ObjectRef`` or actor handle through Ray, which keeps what it names alive). When ``fn``
-        raises, the first error is raised once every other runner's result was taken (and
-        dropped).
+        raises, the first error is raised once every other runner's result was taken (and dropped).
+        A dead runner's Ray error is raised naming it (replaced at the next :meth:`sample`).
 
         Example:
             >>> import gymnasium as gym, ray
@@ -564,7 +561,10 @@ class RunnerGroup:
             [(0, 10, 2), (1, 1048586, 2)]
         """
         self._check_running()
-        return apply_on_all(self._ray, self._slots, fn)
+        try:
+            return apply_on_all(self._ray, self._slots, fn)
+        except self._ray.exceptions.RayActorError as err:
+            raise_dead_runners(self._ray, self._slots, err)
 
     def get_metrics(self, *, reset: bool = True) -> dict[str, Any]:
         """The group's counters and the runners' merged metrics (see :class:`GroupMetrics`).

@@ -334,7 +334,7 @@ def test_write_episodes_with_a_bad_row_leaves_the_target_as_it_was(quiet_data, t
     rows.append({**rows[0], "episode": "not an episode"})
     one_block = ray.data.from_pandas(pd.DataFrame(rows))
     with pytest.raises(TypeError, match="SingleAgentEpisode"):
-        write_episodes(one_block, target, shard_bytes=1)  # a shard per good row, were they
+        write_episodes(one_block, target, append=True, shard_bytes=1)  # a shard per good row
     assert [str(e.id_) for e in dataset_info(target).episodes] == ["old"]
     with pytest.raises(TypeError, match="SingleAgentEpisode"):
         write_episodes(one_block, tmp_path / "fresh")

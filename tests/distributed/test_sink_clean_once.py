@@ -50,7 +50,7 @@ def test_an_existing_dataset_is_cleaned_at_the_start_and_not_by_each_task(
     leftover = tmp_path / "shards" / ".tmp-dead.arrow"
     leftover.write_bytes(b"left by a writer that died")
     cleanings.clear()
-    sink = EpisodeDatasink(tmp_path, sync=False)
+    sink = EpisodeDatasink(tmp_path, sync=False, append=True)
     sink.on_write_start(None)
     assert not leftover.exists() and len(cleanings) == 1
     for task in range(5):
