@@ -42,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ from episodes.runner.device_values import as_device_batch, as_host_typed, check_
 from episodes.runner.finals import Finals
 from episodes.runner.host_copies import to_host, to_host_all
 from episodes.runner.metrics import RunnerMetrics
+from episodes.runner.nesting import _mapping_refused
 from episodes.runner.policy import check_env_holds_data, check_outputs_hold_data
 from episodes.runner.recorder import BatchedRecorder, Reset
 from episodes.runner.rewards import refused_rewards
@@ -441,6 +443,8 @@ def _device_final_obs(final_obs: Any, device: torch.device, name: str) -> Any:
             return value
         if isinstance(value, np.ndarray) and value.dtype != object:
             return as_device_batch(value, device, name)
+        if isinstance(value, Mapping) or hasattr(value, "batch_size") and hasattr(value, "keys"):
+            raise _mapping_refused(name, value)  # a TensorDict: its to_dict() is the batch
         what = f"a {type(value).__name__}"
         if isinstance(value, np.ndarray):
             what = f"an array of {value.dtype}"

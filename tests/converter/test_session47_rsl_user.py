@@ -233,3 +233,27 @@ def test_final_obs_as_plain_dicts_is_still_taken(batched: bool, nested: bool) ->
     last = ended[0].get_observations(-1)
     leaf = last["a"]["x"] if nested else last["a"]
     assert leaf.tolist() == [1.0, 1.0]
+
+
+class _TorchFinalsEnv(_FinalsEnv):
+    """``_FinalsEnv`` yielding torch tensors, as a GPU simulator does (batched finals only)."""
+
+    def _obs(self, rows: int | None, value: float, wrap: Any = dict) -> Any:
+        leaf = torch.full((2,) if rows is None else (rows, 2), value)
+        return {"a": wrap({"x": leaf})} if self.nested else wrap({"a": leaf})
+
+    def step(self, actions: Any) -> Any:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        flags = (torch.as_tensor(terminated), torch.as_tensor(truncated))
+        return obs, torch.as_tensor(rewards), *flags, infos
+
+
+@pytest.mark.parametrize("wrap", [UserDict, MappingProxyType], ids=["UserDict", "mappingproxy"])
+@pytest.mark.parametrize("nested", [False, True], ids=["flat", "nested"])
+def test_a_torch_envs_final_obs_mapping_gets_the_same_hint(wrap: Any, nested: bool) -> None:
+    # The device path refused it too, but as a leaf that is no batched tensor, with no hint.
+    runner = EnvRunner(_TorchFinalsEnv(wrap, True, nested), _no_outputs, seed=0)
+    with pytest.raises(TypeError, match=rf"got a {wrap.__name__}, a mapping .*to_dict\(\)"):
+        runner.sample(4)
+    ended = EnvRunner(_TorchFinalsEnv(dict, True, nested), _no_outputs, seed=0).sample(4)
+    assert sum(ep.is_done for ep in ended) == 2  # plain dicts still taken
