@@ -210,20 +210,27 @@ def test_split_assigns_ids_as_it_always_has(tmp_path, kind, seed, val):
     assert record == {"from": str(src), "fraction": 0.5, "seed": seed}
 
 
-# mutants: a tuple id holding a dict hashed by its repr (key order), as if it held none
+# mutants: a tuple id holding a dict hashed by its repr (key order), as if it held none; a
+# float id hashed with its zero's sign (0.0 and -0.0 name one episode)
+ONE_ID_TWICE = {
+    "tuple id holding a dict, keys in two orders": (
+        ["a", {"x": 1, "y": 2}],
+        ["a", {"y": 2, "x": 1}],
+    ),
+    "0.0 and -0.0": (0.0, -0.0),
+}
+
+
 @pytest.mark.parametrize("seed", range(8))
-def test_split_keeps_the_pieces_of_a_tuple_id_holding_a_dict_together(tmp_path, seed):
+@pytest.mark.parametrize("ids", ONE_ID_TWICE.values(), ids=ONE_ID_TWICE.keys())
+def test_split_keeps_the_pieces_of_one_id_together(tmp_path, ids, seed):
     from episodes.io import split
 
     head = SingleAgentEpisode(
-        ["a", {"x": 1, "y": 2}],
-        observations=[0, 1],
-        actions=[0],
-        rewards=[1.0],
-        len_lookback_buffer=0,
+        ids[0], observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=0
     )
     tail = SingleAgentEpisode(
-        ["a", {"y": 2, "x": 1}],
+        ids[1],
         observations=[1, 2],
         actions=[1],
         rewards=[2.0],
@@ -364,28 +371,6 @@ def test_validate_reports_steps_stored_twice(tmp_path, capsys):
         assert (code, out) == (1, "")
         assert "BAD episode 'x': steps [0, 1) are stored twice" in err.splitlines()
         assert err.splitlines()[-1].endswith(" in 2 episode pieces")
-
-
-# mutant: a float id hashed with its zero's sign (0.0 and -0.0 name one episode)
-@pytest.mark.parametrize("seed", range(8))
-def test_split_keeps_the_pieces_of_a_signed_zero_id_together(tmp_path, seed):
-    from episodes.io import split
-
-    head = SingleAgentEpisode(
-        0.0, observations=[0, 1], actions=[0], rewards=[1.0], len_lookback_buffer=0
-    )
-    tail = SingleAgentEpisode(
-        -0.0,
-        observations=[1, 2],
-        actions=[1],
-        rewards=[2.0],
-        len_lookback_buffer=1,
-        t_started=1,
-        terminated=True,
-    )
-    src = _write(tmp_path / "src", [head, tail])
-    counts = split(src, tmp_path / "t", tmp_path / "v", fraction=0.5, seed=seed)
-    assert sorted(counts) == [0, 2]
 
 
 def _set_v1_return(path: Path, ret: float | None) -> None:
