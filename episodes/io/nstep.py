@@ -54,7 +54,11 @@ def summable_rewards(rewards: Any) -> np.ndarray[Any, Any]:
                 "n-step rewards are summed in float64, and a reward is an int beyond float range"
             ) from None
     complex_ = kind == "c" or (
-        kind == "O" and any(isinstance(v, numbers.Complex) for v in values.flat)
+        # Every real number is a Complex too: only one that is not Real has imaginary parts.
+        kind == "O"
+        and any(
+            isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real) for v in values.flat
+        )
     )
     if complex_:
         raise TypeError(
