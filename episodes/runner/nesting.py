@@ -284,9 +284,10 @@ def stacked_finals(
     for i in ended.tolist():
         # gymnasium batches a sub-env's observations into the space's arrays, but passes its
         # final one on as the sub-env gave it: a Box row may come as a list or tuple.
-        _refuse_mappings(
-            items[i], f"the env's final observation (infos['final_obs']) of sub-env {i}"
-        )
+        if items[i].__class__ is not np.ndarray:  # an array holds no mapping: no walk
+            _refuse_mappings(
+                items[i], f"the env's final observation (infos['final_obs']) of sub-env {i}"
+            )
         item = arrays_at_leaves(items[i], structure)
         if not nests_as(item, structure):
             raise nesting_changed(
