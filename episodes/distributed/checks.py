@@ -157,10 +157,11 @@ def raise_dead_runners(ray: Any, slots: Sequence[Any], err: Exception) -> NoRetu
     """Raises what ``foreach_runner`` raises when a runner actor died: which, and what next.
 
     Only called after such a failure: every slot's actor is asked for its ``info`` (a dead
-    one answers at once with Ray's ``RayActorError``). Raised: a copy of ``err`` (of its
+    one answers at once with Ray's ``ActorDiedError``). Raised: a copy of ``err`` (of its
     type: an ``ActorDiedError`` stays one, for callers that catch it) whose text names the
     dead runners and what the group does about them; ``err`` itself if none is found dead
-    (Ray's error was of an actor only unreachable for a moment).
+    (Ray's error was of an actor only unreachable for a moment: ``ActorUnavailableError``,
+    another ``RayActorError``, names no runner dead).
 
     Example:
         >>> raise_dead_runners(None, [], ValueError("no runner"))
@@ -177,8 +178,10 @@ def raise_dead_runners(ray: Any, slots: Sequence[Any], err: Exception) -> NoRetu
         if ref in done:
             try:
                 ray.get(ref)
-            except ray.exceptions.RayActorError:
+            except ray.exceptions.ActorDiedError:  # not ActorUnavailableError: it may recover
                 dead.append(slot)
+            except Exception:  # noqa: BLE001 (unreachable for now, or alive: no runner named)
+                pass
     if not dead:
         raise err
     names = ", ".join(f"{slot.index} (generation {slot.generation})" for slot in dead)

@@ -571,7 +571,7 @@ def write_episodes(
         dataset: A ``ray.data.Dataset`` whose rows carry ``SingleAgentEpisode`` objects in an
             ``episode`` column (what :func:`read_episodes` gives, or ``episode_row`` makes).
         path: The target directory: new or an empty dataset (one holding episodes only with
-            ``append``; never one ``dataset`` reads).
+            ``append``; not one ``dataset`` reads: unseen through a union or ``materialize``).
         metadata: The new dataset's ``episodes.io.DatasetMetadata`` (into an existing dataset:
             None, or the metadata it stores).
         append: Add to a dataset that holds episodes (comparing no env ids or spaces).
@@ -588,7 +588,7 @@ def write_episodes(
             finished before it keep what they appended (with one task, as for a dataset of
             one block, the target is left untouched: not even created).
         episodes.io.DatasetError: Before anything is written: ``path`` holds episodes and not
-            ``append``, ``dataset`` reads it (each piece would be stored twice), or it stores
+            ``append``, ``dataset`` reads it (``input_files()`` says so), or it stores
             other metadata than ``metadata``. Write to a new directory (``episodes merge``).
         ray.exceptions.RayError: A write task's process died (out of memory, a lost node).
             Such a task is not retried, as a retry would append again the chunks it had

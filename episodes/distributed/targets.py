@@ -102,9 +102,11 @@ def write_target_problem(
     if info is None:
         return ""
     if info.num_chunks and not append:
+        # A v1 dataset takes no appended shards: migrate it first (append would be refused).
+        add = "or pass append=True to add to it" if info.version != 1 else "or migrate it first"
         return (
             f"write_episodes: {path} already holds a dataset of {info.num_chunks} chunks; write "
-            f"to a new directory ({COMPACT}), or pass append=True to add to it"
+            f"to a new directory ({COMPACT}), {add}"
         )
     if isinstance(metadata, DatasetMetadata):
         stored = _stored_metadata(info, path)

@@ -200,7 +200,10 @@ def distribution_remedy(storage: Any, name: str, value: Any, one_step: bool) -> 
         held = [tuple(t.shape[2:]) for t in tensors]
         skip, envs = (1 if one_step else 2), storage.num_envs
         many = isinstance(value, (tuple, list))
-        shapes = [getattr(v, "shape", None) for v in value] if many else [None]
+        # Tensors only: the remedy would not fit numpy arrays, which the storage refuses.
+        shapes = (
+            [v.shape if isinstance(v, torch.Tensor) else None for v in value] if many else [None]
+        )
         if any(s is None or len(s) < skip or s[skip - 1] != envs for s in shapes):
             raise  # not tensors of N envs: nothing to say about the storage
         given = [tuple(s[skip:]) for s in shapes]  # type: ignore[index]

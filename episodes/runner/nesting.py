@@ -264,7 +264,8 @@ def stacked_finals(
             "'final_obs': a same-step env reports the final observation of every sub-env that "
             "finished in infos['final_obs']"
         )
-    _refuse_mappings(items, "the env's final observations (infos['final_obs'])")
+    if not isinstance(items, (list, np.ndarray)):  # per-sub-env items: each ended one below
+        _refuse_mappings(items, "the env's final observations (infos['final_obs'])")
     if structure is not None and nests_as(items, structure):
         # One [N, ...] array per leaf, as a batched simulator gives it (the torch path's form).
         leaves = flatten(items)[0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+import types
+from typing import Any
 
 import gymnasium as gym
 import pytest
@@ -23,6 +25,7 @@ from episodes.io import (  # noqa: E402
     DatasetError,
     DatasetMetadata,
     DatasetWriter,
+    EpisodeWriter,
     dataset_info,
     validate_dataset,
 )
@@ -36,6 +39,16 @@ def _episode(name: str) -> SingleAgentEpisode:
         name, observations=[0, 1, 2], actions=[1, 0], rewards=[1.0, 2.0], terminated=True,
         len_lookback_buffer=0,
     )  # fmt: skip
+
+
+def _v1_dataset_at_d(parent):
+    return _v1_dataset(parent / "d")
+
+
+def _v1_dataset(path):
+    with EpisodeWriter(path, sync=False) as w:
+        w.write(_episode("a"))
+    return path
 
 
 def _dataset(path, names="a", metadata=CARTPOLE):
@@ -80,6 +93,8 @@ TARGETS = {
         lambda p: _dataset(p / "d", names=""), DatasetMetadata(user={"run": 2}), False, False,
         "other metadata"),
     "its own source": (lambda p: _dataset(p / "d"), None, True, True, "stored twice"),
+    # append=True is no remedy there: a v1 dataset takes no appended shards.
+    "format v1 dataset of episodes": (_v1_dataset_at_d, None, False, False, "migrate it first"),
     "its own empty source, append": (
         lambda p: _dataset(p / "d", names=""), None, True, True, "stored twice"),
 }  # fmt: skip
@@ -175,3 +190,33 @@ def test_a_group_refuses_another_envs_dataset_and_names_a_dead_runner(ray_local,
         assert [lost.runner_index for lost in sample.lost] == [1] and g.generations == [0, 1]
         assert len(g.foreach_runner(_pid)) == 2
     assert dataset_info(path).num_chunks > chunks
+
+
+def _fake_ray(answer: Exception) -> Any:
+    """A stand-in for ray whose every ``get`` raises ``answer`` (no Ray started)."""
+    import ray.exceptions
+
+    def get(ref: Any) -> Any:
+        raise answer
+
+    return types.SimpleNamespace(
+        exceptions=ray.exceptions, wait=lambda refs, num_returns, timeout: (refs, []), get=get
+    )
+
+
+def test_only_a_runner_that_died_is_named_dead() -> None:
+    import ray.exceptions
+
+    from episodes.distributed.checks import raise_dead_runners
+
+    handle = types.SimpleNamespace(info=types.SimpleNamespace(remote=object))
+    slot = types.SimpleNamespace(handle=handle, index=1, generation=0)
+    err = ray.exceptions.ActorUnavailableError("connection reset", None)
+    # Unreachable for a moment (restarting, a lost connection): Ray's own error, as it was.
+    unavailable = _fake_ray(ray.exceptions.ActorUnavailableError("restarting", None))
+    with pytest.raises(ray.exceptions.ActorUnavailableError) as info:
+        raise_dead_runners(unavailable, [slot], err)
+    assert info.value is err
+    died = _fake_ray(ray.exceptions.ActorDiedError())
+    with pytest.raises(ray.exceptions.ActorUnavailableError, match="runner 1 .generation 0. died"):
+        raise_dead_runners(died, [slot], err)

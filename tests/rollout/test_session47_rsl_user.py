@@ -271,6 +271,8 @@ NO_REMEDY = {
     "other N": ((torch.zeros(N + 1, 1),) * 2, "does not fit rows"),
     "no tensors": ((1.0, 2.0), "expected a torch.Tensor"),
     "meta": ((torch.zeros(N, 1, device="meta"),) * 2, "distribution_params/0"),
+    # numpy arrays of other shapes: a storage made as the remedy said would refuse them too
+    "numpy logits": ((np.zeros((N, 5), np.float32),), "expected 2 tensors, got 1"),
 }
 
 
