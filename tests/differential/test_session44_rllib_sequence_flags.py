@@ -67,3 +67,19 @@ def test_sequence_batches_carry_the_recorded_outputs():  # "seq-extras"
     # Ours: the state recorded at obs[b, j], for every cell.
     assert mine["h"].shape == (8, 4, 3)
     np.testing.assert_array_equal(mine["h"][:, :, 0], mine["obs"][:, :, 0])
+
+
+def test_is_last_marks_the_episodes_last_step_only():  # "seq-is-last"
+    ours, theirs = _twins()
+    rl = theirs.sample(batch_size_B=64, batch_length_T=4)
+    rl_obs, rl_last = np.asarray(rl["obs"])[:, :, 0], np.asarray(rl["is_last"])
+    mid = (rl_obs < LENGTH).all(axis=1)  # rows that do not reach the final observation
+    assert mid.any()
+    # RLlib: every row's last column is "last", wherever in the episode the row stops.
+    assert rl_last[:, -1].all()
+    assert not rl_last[mid, :-1].any()
+    mine = ours.sample(64, batch_length_T=4)
+    obs = mine["obs"][:, :, 0]
+    assert (obs[:, -1] < LENGTH - 1).any() and (obs[:, -1] == LENGTH - 1).any()
+    # Ours: only the transition from the episode's last stored step, in whichever column.
+    assert mine["is_last"].tolist() == (obs == LENGTH - 1).tolist()
