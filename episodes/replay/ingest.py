@@ -288,8 +288,7 @@ def _rows(
     nested = isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
     nested = nested or bool(
         # A list-mode column's items: tuples or dicts are Tuple or Dict items, unless a space
-        # says they are rows (a Box item given as a tuple). (A numpy'd column's list holds
-        # the columns of its items' parts, looked at below.)
+        # says they are rows (a Box item given as a tuple; numpy'd lists are looked at below).
         space is None and not finalized and isinstance(values, list) and values
         and isinstance(values[0], (tuple, dict))
     )  # fmt: skip
@@ -393,6 +392,7 @@ class _Known:
     done: bool
     length: int
     last_obs: np.ndarray
+    added: bool = True  # begun or continued by a chunk of this add, else as stored before it
 
 
 def _same_border(chunk: Chunk, stored: np.ndarray) -> bool:
@@ -466,7 +466,7 @@ def plan_add(
     for chunk in chunks:
         entry = state.get(chunk.id_)
         if entry is None and chunk.id_ in known and chunk.id_ not in gone:
-            entry = state[chunk.id_] = _Known(*known[chunk.id_])
+            entry = state[chunk.id_] = _Known(*known[chunk.id_], False)
         if chunk.id_ in evicted and entry is None and chunk.id_ not in gone:
             if on_evicted == "raise":
                 raise EvictedEpisodeError(_EVICTED.format(chunk.id_), chunk.id_)
@@ -518,9 +518,10 @@ def _continue(entry: _Known, chunk: Chunk) -> None:
     if entry.done:
         raise ValueError(f"episode {short_repr(chunk.id_)} is already done; cannot append a chunk")
     if chunk.t0 != entry.t_end:
+        held = "an earlier chunk of this add takes it" if entry.added else "the buffer holds it"
         raise ValueError(
-            f"chunk of episode {short_repr(chunk.id_)} starts at t={chunk.t0}, but the buffer "
-            f"holds it up to t={entry.t_end}"
+            f"chunk of episode {short_repr(chunk.id_)} starts at t={chunk.t0}, but {held} up to "
+            f"t={entry.t_end}"
         )
     if not _same_border(chunk, entry.last_obs):
         # RLlib's concat_episode refuses this too: the stored step before the border would
@@ -533,6 +534,7 @@ def _continue(entry: _Known, chunk: Chunk) -> None:
     entry.done = chunk.terminated or chunk.truncated
     entry.length += chunk.n
     entry.last_obs = chunk.obs[-1]
+    entry.added = True
 
 
 def _next_victim(
