@@ -37,10 +37,26 @@ class AutoresetModeWarning(RuntimeWarning):
     """
 
 
+_UNSET = object()  # no mode named
+
+
 def autoreset_mode_of(env: gym.vector.VectorEnv) -> AutoresetMode:
     """The env's autoreset mode from ``env.metadata["autoreset_mode"]`` (next-step if unset).
 
-    Unset covers an env without ``metadata``, or with ``metadata`` None, too.
+    Unset covers an env without ``metadata``, or with ``metadata`` None, too. The value is an
+    ``AutoresetMode`` or its value, as gymnasium's vector envs take it (``"NextStep"``,
+    ``"SameStep"``, ``"Disabled"``); anything else is a ``ValueError`` naming the key, the value
+    and those. Where ``env.metadata`` names no mode but ``env.unwrapped.metadata`` names
+    disabled (a wrapper's class-level ``metadata`` hides the wrapped env's), the guess of
+    next-step is refused naming both, before any step: the runner would never reset the ended
+    sub-envs, and gymnasium's bare ``AssertionError`` would come at the step after an ending,
+    the env stepped past what was recorded. The unwrapped env's mode is not taken instead: it
+    holds for the wrapper only where the wrapper passes steps and resets on unchanged, which
+    the runner cannot see (a wrapper may reset the sub-envs itself); a mode the wrapper names
+    is its own, and taken.
+
+    Raises:
+        ValueError: A mode that is none, or a disabled mode the wrapper hides.
 
     Example:
         >>> import gymnasium as gym
@@ -48,12 +64,43 @@ def autoreset_mode_of(env: gym.vector.VectorEnv) -> AutoresetMode:
         ...                    vector_kwargs={"autoreset_mode": "SameStep"})
         >>> autoreset_mode_of(env)
         <AutoresetMode.SAME_STEP: 'SameStep'>
+        >>> env.metadata = {"autoreset_mode": "same_step"}
+        >>> autoreset_mode_of(env)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: env.metadata['autoreset_mode'] is 'same_step', no autoreset mode: ...
     """
     metadata = getattr(env, "metadata", None)
-    if metadata is None:
-        return AutoresetMode.NEXT_STEP
-    mode = metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-    return mode if isinstance(mode, AutoresetMode) else AutoresetMode(mode)
+    if metadata is not None and (mode := metadata.get("autoreset_mode", _UNSET)) is not _UNSET:
+        return _mode(mode, "env.metadata")
+    inner = getattr(env, "unwrapped", env)
+    if inner is not env and declares_mode(inner):
+        hidden = _mode(inner.metadata["autoreset_mode"], "env.unwrapped.metadata")
+        if hidden is AutoresetMode.DISABLED:
+            raise ValueError(
+                "env.metadata names no 'autoreset_mode' (the runner would read next-step), "
+                "but env.unwrapped.metadata['autoreset_mode'] is AutoresetMode.DISABLED: a "
+                "wrapper's class-level metadata hides the wrapped env's, and read as next-step "
+                "the ended sub-envs are never reset (gymnasium asserts at the step after an "
+                "ending). Set env.metadata = {**env.metadata, 'autoreset_mode': "
+                "gymnasium.vector.AutoresetMode.DISABLED} (or the mode the wrapper steps in, "
+                "if it resets sub-envs itself) before making the runner"
+            )
+    return AutoresetMode.NEXT_STEP
+
+
+def _mode(value: Any, where: str) -> AutoresetMode:
+    """``value`` as an ``AutoresetMode`` (a member or its value), else the ``ValueError``."""
+    if isinstance(value, AutoresetMode):
+        return value
+    try:
+        return AutoresetMode(value)
+    except (ValueError, TypeError):
+        pass
+    members = ", ".join(f"{m.name} ({m.value!r})" for m in AutoresetMode)
+    raise ValueError(
+        f"{where}['autoreset_mode'] is {value!r}, no autoreset mode: give a "
+        f"gymnasium.vector.AutoresetMode or its value: {members}"
+    )
 
 
 def doubt_next_step(blocks: Any, first: int, stop: int) -> str | None:
