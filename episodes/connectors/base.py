@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator, MutableMapping, Sequence, Set
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -67,7 +67,9 @@ class ConnectorPipeline:
 
     A call returns what the last connector returned: each returns the batch (the one given,
     updated in place, or a new one; None is a ``TypeError`` naming it). A call a connector
-    refuses puts the caller's ``batch`` back to the keys and values it held (contract §8.1).
+    refuses puts the caller's ``batch`` back to its top-level keys and the values they held
+    (contract §8.1; a value changed in place stays changed). Each connector gets its own copy
+    of the episode list (sorting or dropping episodes would misalign the others' columns).
 
     Args:
         connectors: The connectors (callables), in order.
@@ -124,15 +126,14 @@ class ConnectorPipeline:
             >>> batch  # the first connector's column is not left behind
             {'given': 1}
         """
-        # Every connector reads them again; an array's episodes as a list, which each takes.
-        given = cast("list[SingleAgentEpisode]", check_episodes(episodes, "ConnectorPipeline"))
+        given = check_episodes(episodes, "ConnectorPipeline")  # an array's as a list
         out: Batch = {} if batch is None else batch
         # The caller's top-level keys, put back if a connector refuses part way (the earlier
         # ones' columns, added in place, would stay behind); one shallow copy a call.
         before = dict(batch) if isinstance(batch, MutableMapping) else None
         try:
             for i, connector in enumerate(self.connectors):
-                out = connector(given, out)
+                out = connector(list(given), out)  # each its own list (not the episodes)
                 if out is None:  # the next would fail on None, naming no connector
                     name = getattr(connector, "__qualname__", "") or short_repr(connector)
                     raise TypeError(
@@ -476,22 +477,43 @@ def _text_only(space: Any) -> bool:
     return bool(parts) and all(_text_only(part) for part in parts)
 
 
+def _refuse_lists(who: str, *values: Any) -> None:
+    """A ``TypeError`` where a value holds a list: per-step items or per-leaf columns?"""
+    for value in values:  # read as the other, a list's values would come out wrong, silently
+        if isinstance(value, list):
+            raise TypeError(
+                f"{who}: got a list: per-step items (a list-mode read) or per-leaf columns? Stack"
+                " items first (np.stack, episodes.spaces.batch); pass per-leaf columns as a tuple"
+            )
+        if isinstance(value, (dict, tuple)):
+            _refuse_lists(who, *(value.values() if isinstance(value, dict) else value))
+
+
 def sliding_rows(value: Any, window: int) -> Any:
     """``[L + window - 1, ...]`` leaves -> ``[L, window, ...]`` windows (row ``r``: ``r..r+w-1``).
+
+    ``L = 0`` gives ``[0, window, ...]``; a list (a list-mode read?) is a ``TypeError``.
 
     Example:
         >>> sliding_rows(np.arange(4), 2)
         array([[0, 1],
                [1, 2],
                [2, 3]])
+        >>> sliding_rows(np.zeros((2, 5)), 3).shape
+        (0, 3, 5)
     """
+    _refuse_lists("sliding_rows", value)
+    return _window_leaves(value, window)
+
+
+def _window_leaves(value: Any, window: int) -> Any:  # sliding_rows; lists: leaves' containers
     if isinstance(window, bool) or not isinstance(window, numbers.Integral):
         raise TypeError(f"sliding_rows: window must be an int, got {window!r}")
 
     def leaf(x: Any) -> np.ndarray:
         x = np.asarray(x)
         rows = len(x) - window + 1 if x.ndim else 0
-        if rows >= 1 and window >= 1:
+        if rows >= 0 and window >= 1 and x.ndim:  # L = 0 too, which numpy's view refuses
             # One gather: sliding_window_view + moveaxis + a copy cost ~10x more per episode.
             return x[np.arange(rows)[:, None] + np.arange(window)]
         windows = np.lib.stride_tricks.sliding_window_view(x, window, axis=0)  # its errors
@@ -523,7 +545,7 @@ def join_rows(parts: list[Any], key: str, ids: Sequence[Any]) -> Any:
     dtypes join as numpy promotes them (ints beside floats: floats).
     """
     try:
-        return concat_rows(parts)
+        return _joined(parts)
     except TextJoinError as err:
         if len(ids) != len(parts):
             raise ValueError(f"the episodes' {key!r} rows do not join: {err}") from err
@@ -560,11 +582,17 @@ def concat_rows(parts: list[Any]) -> Any:
     Raises:
         ValueError: ``parts`` is empty: with no episode there is no structure to join, so a
             connector given no episodes returns its batch as it is (as the shipped ones do).
+        TypeError: a part holds a list (a list-mode read?): stack its items first.
 
     Example:
         >>> concat_rows([np.zeros((1, 2)), np.ones((2, 2))]).shape
         (3, 2)
     """
+    _refuse_lists("concat_rows", *parts)
+    return _joined(parts)
+
+
+def _joined(parts: list[Any]) -> Any:  # concat_rows, lists as containers (connectors' reads)
     if not len(parts):
         raise ValueError("concat_rows needs a part: given no episodes, return the batch as it is")
     if len(parts) == 1:  # a copy still: the batch owns its rows, as with several episodes

@@ -17,7 +17,7 @@ import numpy as np
 
 from episodes.buffer import InfiniteLookbackBuffer
 from episodes.connectors.last_rows import FLAT_LEAVES
-from episodes.connectors.observations import flatten_rows
+from episodes.connectors.observations import _flat_leaves
 from episodes.episode import SingleAgentEpisode
 from episodes.spaces.batching import batch
 
@@ -121,7 +121,7 @@ def flatten_episode_observations(episode: SingleAgentEpisode) -> SingleAgentEpis
         batched = items if column.finalized else batch(items)
         if space is not None:  # leaves in the space's order, as its flat_space bounds
             batched = _leaves_in_order(space, batched)
-        rows = flatten_rows(batched, count, name=name)
+        rows = _flat_leaves(batched, count, name)
     flat = InfiniteLookbackBuffer(rows if column.finalized else list(rows), lookback=lookback)
     shallow = copy.copy(episode)  # shares every column with the episode until the deep copy
     shallow.observations = flat

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -15,10 +16,11 @@ from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
     FillerMemo,
+    _refuse_lists,
+    _window_leaves,
     as_arrays,
     check_episodes,
     join_rows,
-    sliding_rows,
     with_fill_dtype,
 )
 from episodes.connectors.float32 import as_float32
@@ -52,6 +54,10 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
             count, one row would hold parts of several. The message names the leaf. A
             finite value float32 would make inf (1e300) is a
             :class:`~episodes.connectors.float32.Float32RangeError` naming ``name``.
+        TypeError: ``value`` holds a list: a list-mode getter's read is a list of per-step
+            items, a numpy'd column of ``[x, y]`` items a list of per-leaf columns, and one
+            read as the other flattens to transposed rows. Stack per-step items first
+            (``np.stack``, ``episodes.spaces.batch``); pass per-leaf columns as a tuple.
 
     Example:
         >>> flatten_rows({"a": np.zeros((2, 2)), "b": np.ones(2)})
@@ -64,7 +70,15 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
         ... except ValueError as err:
         ...     print(str(err).split(": ")[1])
         leaf ['b'] has 4 rows, leaf ['a'] 2
+        >>> flatten_rows({"a": np.zeros((0, 2)), "b": np.zeros((0, 2, 3))}).shape  # no rows
+        (0, 8)
     """
+    _refuse_lists(name, value)
+    return _flat_leaves(value, rows, name)
+
+
+def _flat_leaves(value: Any, rows: int | None, name: str) -> np.ndarray:
+    # flatten_rows, where a list is a container of leaves (the connectors' reads).
     leaves = [np.asarray(leaf) for leaf in tree.flatten(value)]
     if not leaves:
         if rows is None:
@@ -78,7 +92,8 @@ def flatten_rows(value: Any, rows: int | None = None, *, name: str = "flatten_ro
     counts = [leaf.shape[0] if leaf.ndim else -1 for leaf in leaves]  # -1: a 0-d leaf
     if -1 in counts or counts.count(counts[0]) != len(counts) or rows not in (None, counts[0]):
         _refuse_rows(value, counts, rows, name)
-    mats = [as_float32(leaf.reshape(counts[0], -1), name) for leaf in leaves]
+    # An explicit width: with no rows, -1 cannot be inferred from a size-0 leaf.
+    mats = [as_float32(leaf.reshape(counts[0], math.prod(leaf.shape[1:])), name) for leaf in leaves]
     return mats[0] if len(mats) == 1 else np.concatenate(mats, axis=1)
 
 
@@ -240,7 +255,7 @@ class FlattenObservations(EpisodeConnector):
             if stop > start:
                 _check_flattenable(episode, name, "read them with the getters or AddLearnerColumns")
                 value = _read_obs(episode, start, stop, None, self.one_hot_discrete, name)
-                parts.append(flatten_rows(value, stop - start, name=name))
+                parts.append(_flat_leaves(value, stop - start, name))
                 used.append(episode)
         if parts:
             batch[self.out_key] = _join(
@@ -459,12 +474,12 @@ class FrameStack(EpisodeConnector):
                 _check_flattenable(episode, name, "pass flatten=False to stack them unflattened")
             value = _read_obs(episode, first, stop, fillers, self.flatten, name)
             if self.flatten:  # the fill keeps the window whole: n - 1 rows before the first
-                flat = flatten_rows(value, stop - start + self.n - 1, name=name)
-                windows = sliding_rows(flat, self.n)
+                flat = _flat_leaves(value, stop - start + self.n - 1, name)
+                windows = _window_leaves(flat, self.n)
                 # An explicit width: with D = 0, -1 cannot be inferred from a size-0 array.
                 parts.append(windows.reshape(windows.shape[0], self.n * windows.shape[2]))
             else:
-                parts.append(sliding_rows(value, self.n))
+                parts.append(_window_leaves(value, self.n))
             used.append(episode)
         if parts:
             batch[self.out_key] = _join(

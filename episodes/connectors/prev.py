@@ -12,10 +12,10 @@ from episodes.connectors.base import (
     Batch,
     EpisodeConnector,
     FillerMemo,
+    _window_leaves,
     as_arrays,
     check_episodes,
     join_rows,
-    sliding_rows,
     with_fill_dtype,
 )
 from episodes.connectors.last_rows import last_prev_actions, last_prev_rewards
@@ -194,7 +194,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
         finalized = episode.actions.finalized
         name = "PrevActionsPrevRewards' 'prev_n_actions' column"
         rows = as_arrays(value, self.fill, finalized=finalized, space=space, name=name)
-        return sliding_rows(with_fill_dtype(rows, filler), self.n_actions)
+        return _window_leaves(with_fill_dtype(rows, filler), self.n_actions)
 
     def _rewards(
         self, episode: SingleAgentEpisode, start: int, stop: int, fillers: FillerMemo
@@ -212,7 +212,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
         rewards = float32_rewards(rows, episode.id_, "PrevActionsPrevRewards", "prev_n_rewards")
         if rewards.ndim != 1:
             _refuse_vector_rewards(rewards, episode.id_)
-        return sliding_rows(rewards, self.n_rewards)
+        return _window_leaves(rewards, self.n_rewards)
 
 
 def _refuse_vector_rewards(rewards: Any, id_: Any) -> None:
