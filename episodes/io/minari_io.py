@@ -58,6 +58,7 @@ from episodes.io.errors import (
 from episodes.io.format import read_regular_file
 from episodes.io.metadata import DatasetMetadata
 from episodes.io.minari_arrow import minari_episode_data, one_batch_per_episode, reading
+from episodes.io.minari_metadata import minari_user
 from episodes.io.minari_pieces import whole_episodes
 from episodes.io.minari_spaces import check_minari_space
 from episodes.io.minari_values import (
@@ -326,8 +327,9 @@ def import_minari(
     """Copies a local Minari dataset (an id, or the path of its directory) into a new v2 dataset.
 
     Episodes get ids ``"<minari id>/<episode number>"`` and Minari's per-step infos; the env
-    spec and algorithm name become the dataset metadata. Returns the number of episodes
-    imported.
+    spec and algorithm name become the dataset metadata, and Minari's other metadata
+    (reference scores, description, author, ...) its ``user`` entry
+    (:mod:`episodes.io.minari_metadata`). Returns the number of episodes imported.
 
     The Minari metadata must store both spaces: Minari makes a missing one by making the env
     its ``env_spec`` names, which runs code the dataset chose, so such a dataset is refused.
@@ -371,7 +373,7 @@ def import_minari(
             env_id=getattr(spec, "id", None),
             env_spec=_spec_json(spec, data_dir),
             algorithm=_algorithm(source),
-            user={"minari_dataset_id": source.id, "minari_version": str(source.minari_version)},
+            user=minari_user(checked, source.id, str(source.minari_version), data_dir),
         )
     if out.exists() and any(out.iterdir()):
         raise DatasetError(f"{dst} exists and is not empty; choose a new directory")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, SupportsFloat, SupportsIndex
 
 from episodes.episode import SingleAgentEpisode
+from episodes.io.copy_checks import MERGE_REMEDY, refuse_other_envs
 from episodes.io.copy_storage import SAME, copy_storage
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
@@ -257,7 +258,7 @@ def merge(
     given = _given_metadata(metadata)
     copy_storage([], data_format, compression)  # checked before anything is read
     stops = _refuse_overlaps(sources)
-    _refuse_other_envs(sources, by_id=given is None)
+    refuse_other_envs(sources, by_id=given is None)
     meta = given if given is not None else _metadata_of(sources[0])
     if given is None:
         meta.user = with_provenance(meta.user, "merged_from", [str(s) for s in sources])
@@ -268,41 +269,17 @@ def merge(
 def _refuse_overlaps(sources: Sequence[PathLike], how: str = "once {} are merged") -> list[int]:
     """Refuses sources whose pieces would not join once merged; the pieces judged, per source.
 
-    The same steps twice, or steps after an episode's end: merging a dataset with itself, or
-    with a copy of it. The counts bound the copy to the pieces judged here.
+    The same steps twice, steps after an episode's end or left out: merging a dataset with
+    itself or a copy of it, or two whose episodes share ids (a merge's refusal says what to
+    do: ``MERGE_REMEDY``). The counts bound the copy to the pieces judged here.
     """
     pieces = [manifest_pieces(src) for src in sources]
     problems = join_problems(piece for found in pieces for piece in found)
     if problems:
         names = ", ".join(str(src) for src in sources)
-        raise DatasetError(f"{problems[0]} {how.format(names)}; nothing was written")
+        remedy = MERGE_REMEDY if len(sources) > 1 else ""
+        raise DatasetError(f"{problems[0]} {how.format(names)}; nothing was written{remedy}")
     return [len(found) for found in pieces]
-
-
-def _refuse_other_envs(sources: Sequence[PathLike], *, by_id: bool) -> None:
-    """Refuses sources of different envs: other spaces, or other env ids (when ``by_id``).
-
-    What a source does not say (no env id in its metadata, no episodes, episodes stored
-    without spaces) is not compared.
-    """
-    first: dict[str, tuple[PathLike, Any]] = {}
-    for src in sources:
-        info = dataset_info(src)
-        facts: dict[str, Any] = {"env id": (info.metadata or {}).get("env_id") if by_id else None}
-        if info.num_episodes:
-            facts["observation space"] = info.observation_space
-            facts["action space"] = info.action_space
-        for name, value in facts.items():
-            if value is None:
-                continue
-            seen, known = first.setdefault(name, (src, value))
-            if known != value:
-                ids = f"env ids {printable(known)} and {printable(value)}"
-                what = ids if name == "env id" else f"other {name}s"
-                raise DatasetError(
-                    f"{seen} and {src} hold episodes of different envs ({what}); "
-                    "nothing was written"
-                )
 
 
 def _fraction(id_: Any, seed: int) -> float:

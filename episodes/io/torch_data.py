@@ -76,6 +76,7 @@ from episodes.io.pinned import pinned_bytes
 from episodes.io.shard_codec import EXTRAS, column_of
 from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
+from episodes.io.v2_read import v2_dataset
 from episodes.io.values import decode_value
 
 __all__ = ["NoWindowsWarning", "SequenceDataset", "TransitionDataset"]
@@ -128,7 +129,7 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
     ):
         self._max_open = max_open_shards
         self.max_cached_bytes = whole_number(max_cached_bytes, "max_cached_bytes", 0)
-        reader = Dataset(path, max_open_shards=max_open_shards)
+        reader = v2_dataset(path, type(self).__name__, max_open_shards=max_open_shards)
         # Absolute (the reader's root): items are read lazily, in workers and after a chdir.
         self._path = str(reader.root)
         # The runs of steps items lie in: an episode's pieces that continue one another.

@@ -31,15 +31,24 @@ from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
     EpisodeNotFoundError,
+    UnsupportedVersionError,
     stat_listed_file,
+    stat_or_none,
 )
+from episodes.io.open_shards import AUTO, MaxOpen
 from episodes.io.reader import DatasetInfo, read_flags, summaries_of
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
 from episodes.io.values import SameIds, concat_piece, decode_value, id_key
 from episodes.spaces import space_from_dict
 
-__all__ = ["dataset_info_v2", "load_episode_v2", "pieces_with_walls", "read_episodes_v2"]
+__all__ = [
+    "dataset_info_v2",
+    "load_episode_v2",
+    "pieces_with_walls",
+    "read_episodes_v2",
+    "v2_dataset",
+]
 
 
 def _ids(ds: Dataset) -> list[Any]:
@@ -231,6 +240,38 @@ def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:
     if len(ds):
         info.observation_space, info.action_space = _first_spaces(ds)
     return info
+
+
+def v2_dataset(
+    path: str | os.PathLike[str], reader: str, *, max_open_shards: MaxOpen = AUTO
+) -> Dataset:
+    """``Dataset(path)`` for a reader made on it; a v1 dataset is refused naming ``reader``.
+
+    Raises:
+        UnsupportedVersionError: ``path`` is a format v1 dataset (or of another version).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> EpisodeWriter(path).close()
+        >>> try:
+        ...     v2_dataset(path, "TransitionDataset")
+        ... except UnsupportedVersionError as err:
+        ...     print(str(err).split("; ")[1].split(" (")[0])
+        TransitionDataset reads v2
+    """
+    try:
+        return Dataset(path, max_open_shards=max_open_shards)
+    except UnsupportedVersionError:
+        root = Path(path).absolute()
+        if stat_or_none(root / "format.json") is None:
+            raise  # another version's: the reader's own words
+        raise UnsupportedVersionError(
+            f"{root} is a format v1 dataset; {reader} reads v2 (convert it with `episodes "
+            "migrate`, episodes.io.migrate; EpisodeReplayBuffer.from_dataset, read_episodes "
+            "and load_episode read v1 as it is)"
+        ) from None
 
 
 def _first_spaces(ds: Dataset) -> list[Any]:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
+from episodes.io.dataset_spaces import DatasetSpaces
 from episodes.io.errors import CorruptDatasetError, DatasetError, DatasetIOError
 from episodes.io.format import piece_return
 from episodes.io.joins import PieceJoins, piece_problems
@@ -45,7 +46,10 @@ class ValidationReport:
         pieces: The episode pieces (chunks) read.
         shards: The v2 dataset's shards (None for v1).
         torn_manifest: An incomplete last manifest line (a killed writer) was ignored.
-        notes: Warnings, no problems (``ok`` stays True): one line per file in a v2
+        notes: Warnings, no problems (``ok`` stays True): first one line on the pieces
+            whose observation or action space is not the dataset's, if any (they load, but
+            the replay buffer and the torch datasets stack every piece's steps in one shape
+            and nesting: see :mod:`episodes.io.dataset_spaces`); then one line per file in a v2
             dataset's ``shards/`` that no manifest line lists (a shard being written, a
             killed writer's leftover, an interrupted commit's shard). Readers of the
             manifest ignore them; a glob of ``shards/*.arrow`` would read them.
@@ -74,7 +78,11 @@ class ValidationReport:
 def validate_dataset(
     path: str | os.PathLike[str], *, on_piece: Callable[[], None] | None = None
 ) -> ValidationReport:
-    """Reads every piece of a dataset with its checksums and checks every join.
+    """Reads every piece of a dataset with its checksums and checks every join and space.
+
+    Pieces whose observation or action space is not the dataset's (that of the first piece
+    that has one: :class:`~episodes.io.dataset_spaces.DatasetSpaces`) are a note, no problem:
+    ``load_episode`` loads them, but the batch readers stack all steps in one shape.
 
     Args:
         path: A v1 or v2 dataset.
@@ -117,12 +125,13 @@ def validate_dataset(
             return episode
 
     report.problems = piece_problems(path)
-    joins = PieceJoins.of(path)
+    joins, spaces = PieceJoins.of(path), DatasetSpaces()
     for i in range(report.pieces):
         try:
             episode = read(i)
             report.problems += joins.check(i, episode)
             report.problems += _return_problems(episode, *listed[i])
+            spaces.add(episode, listed[i][0])
         except DatasetIOError:
             raise  # the system failed the read: nothing is known about the piece
         except DatasetError as err:
@@ -130,6 +139,8 @@ def validate_dataset(
                 report.problems.append(str(err))
         if on_piece is not None:
             on_piece()
+    other_spaces = spaces.note()  # first: the CLI counts the notes after 20 as unlisted files
+    report.notes[:0] = [other_spaces] if other_spaces else []
     return report
 
 
