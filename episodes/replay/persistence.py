@@ -22,7 +22,6 @@ import os
 import shutil
 import stat
 import zlib
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +39,8 @@ from episodes.io.staging import remove_empty, stage
 from episodes.io.tool_args import holds_nan
 from episodes.io.values import decode_value, encode_value
 from episodes.replay import saved_files
-from episodes.replay.dataset_pieces import _add, _stopped, _time_ranks, joined_columns
+from episodes.replay.dataset_fill import fill_from_dataset
+from episodes.replay.dataset_pieces import joined_columns
 from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
 from episodes.replay.saved_files import (
     EPISODES,
@@ -444,8 +444,10 @@ def buffer_from_dataset(
 ) -> EpisodeReplayBuffer:
     """A buffer filled with every chunk of an ``episodes.io`` dataset (offline RL).
 
-    Chunks are added in time order per episode (a piece waits for the one before it), so
-    continuing chunks join their episode. With a
+    Episodes come in ``dataset_info``'s order (where each one's first piece was written), each
+    one's pieces in time order (a piece waits for the one before it, an episode's first piece
+    for every episode written before it to begin), so continuing chunks join their episode;
+    the pieces go to ``add`` in batches (:mod:`episodes.replay.dataset_fill`). With a
     capacity below the dataset's size the oldest whole episodes give way, as in training. A
     later piece of an episode evicted while loading goes with its episode, as a chunk of one
     ``add`` that continues an episode the same add evicted: it is checked as joining where the
@@ -499,7 +501,7 @@ def buffer_from_dataset(
 
     # The default is the steps read (the manifest's count, a first guess, is raised as pieces
     # committed since come): a concurrent writer's piece evicts nothing.
-    default, read = capacity is None, 0
+    default = capacity is None
     if make is None:
         make = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
     guess = max(1, dataset_info(path).num_steps) if capacity is None else capacity
@@ -507,31 +509,9 @@ def buffer_from_dataset(
     # Columns in the dtypes the pieces join in (as the torch datasets give them), whichever
     # piece comes first: not the first piece's, which a later one may not fit.
     buffer._joined = joined_columns(path)
-    # Writers store pieces as given, so an episode's pieces may come out of time order: a
-    # piece is held until the ones before it (by t_started, t) were added.
-    rank_of, waiting = _time_ranks(path), {}
-    expected: dict[Any, int] = {}
-    left = Counter(key for key, _ in rank_of.values())  # pieces of each episode to come
-    ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
-    for index, episode in enumerate(read_episodes(path, numpy=True)):
-        read += len(episode)
-        if default and read > buffer.capacity:
-            buffer.capacity = read
-        key, rank = rank_of.get(index, (None, 0))
-        if key is None:  # committed after the manifest was read: as it comes
-            _add(buffer, episode, None, path)
-            continue
-        waiting[key, rank] = episode
-        while (key, expected.get(key, 0)) in waiting:
-            piece = waiting.pop((key, expected.get(key, 0)))
-            _add(buffer, piece, ends.get(key), path)
-            expected[key] = expected.get(key, 0) + 1
-            left[key] -= 1
-            stopped = _stopped(piece, ends.get(key)) if left[key] else None
-            if stopped is None:  # the episode's last piece: nothing left to check against it
-                ends.pop(key, None)
-            else:
-                ends[key] = stopped
+    # In dataset_info's order (where each episode's first piece was written), each episode's
+    # pieces in time order, whatever order they were written in (dataset_fill).
+    read = fill_from_dataset(buffer, path, default)
     if default:
         buffer.capacity = max(1, read)
     buffer._joined = None  # later adds: the first chunk's dtypes, as documented

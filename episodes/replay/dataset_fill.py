@@ -1,0 +1,138 @@
+"""The order in which ``from_dataset`` adds a dataset's pieces, and their adds in batches.
+
+Episodes come in the order ``dataset_info`` lists them, where each one's first piece was
+*written* (as ``TransitionDataset``, ``SequenceDataset`` and ``export_minari`` give them); an
+episode's pieces in time order (``t_started``, ``t``). A piece waits for the piece before it in
+its episode's time order, and an episode's first piece waits until every episode written before
+it has begun (stored a step, or had all its pieces added): a dataset written in time order is
+added in the order it was written, chunk by chunk, as a runner's vector env added it.
+
+The pieces go to ``add`` in batches of consecutive pieces (one ``add`` of many chunks leaves
+what adding them one by one leaves: its evictions are decided after each chunk, and a chunk of
+an episode an earlier chunk of the same add evicted goes with it); a piece of an episode an
+earlier add evicted is added alone (:func:`episodes.replay.dataset_pieces._add`), and a batch
+``add`` refuses is added again piece by piece (``add`` changed nothing), so that a refusal names
+the piece, the dataset and the episode as before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+from episodes.io import read_episodes
+from episodes.replay.dataset_pieces import _add, _stopped, _time_ranks
+
+__all__ = ["fill_from_dataset"]
+
+_BATCH_PIECES = 512  # pieces an add takes at most (held in memory till then)
+_BATCH_STEPS = 4_096  # steps an add takes at most (an extra copy of them: 115 MB of Atari frames)
+
+
+def fill_from_dataset(buffer: Any, path: str | os.PathLike[str], default: bool) -> int:
+    """Adds every piece of the dataset at ``path`` to ``buffer``; the steps read.
+
+    ``default``: the capacity is the steps read, raised as pieces come (pieces another writer
+    commits while it reads too), so that loading evicts nothing.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import EpisodeWriter
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> path = tempfile.mkdtemp()
+        >>> def piece(id_, a, b):
+        ...     return SingleAgentEpisode(id_, observations=list(range(a, b + 1)),
+        ...         actions=[0] * (b - a), rewards=[1.0] * (b - a), t_started=a,
+        ...         terminated=id_ == "B" or a > 0, len_lookback_buffer=0)
+        >>> with EpisodeWriter(path) as writer:
+        ...     for p in (piece("A", 3, 6), piece("B", 0, 4), piece("A", 0, 3)):
+        ...         _ = writer.write(p)
+        >>> buffer = EpisodeReplayBuffer(100)
+        >>> fill_from_dataset(buffer, path, False), buffer.get_episode_ids()
+        (10, ['A', 'B'])
+    """
+    adder = _Adder(buffer, path)
+    ranks = _time_ranks(path)
+    keys = list(dict.fromkeys(key for key, _ in ranks.values()))  # as first written
+    place = {key: i for i, key in enumerate(keys)}
+    gate = 0  # the episodes before it have begun: the one there may begin
+    begun: set[Any] = set()
+    waiting: dict[tuple[Any, int], Any] = {}
+    expected: Counter[Any] = Counter()
+    left = Counter(key for key, _ in ranks.values())  # pieces of each episode to come
+    ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
+    read = 0
+    for index, episode in enumerate(read_episodes(path, numpy=True)):
+        read += len(episode)
+        if default and read > buffer.capacity:
+            buffer.capacity = read
+        key, rank = ranks.get(index, (None, 0))
+        if key is None:  # committed after the manifest was read: as it comes
+            adder.add(episode, None)
+            continue
+        waiting[key, rank] = episode
+        todo = [key]
+        while todo:
+            key = todo.pop()
+            while place[key] <= gate and (key, expected[key]) in waiting:
+                piece = waiting.pop((key, expected[key]))
+                adder.add(piece, ends.get(key))
+                expected[key] += 1
+                left[key] -= 1
+                stopped = _stopped(piece, ends.get(key)) if left[key] else None
+                if stopped is None:  # the episode's last piece: nothing left to check against it
+                    ends.pop(key, None)
+                else:
+                    ends[key] = stopped
+                if len(piece) or not left[key]:
+                    begun.add(key)
+            while gate < len(keys) and keys[gate] in begun:
+                gate += 1
+                if gate < len(keys):
+                    todo.append(keys[gate])
+    adder.flush()
+    return read
+
+
+class _Adder:
+    """Pieces added in batches, as adding them one by one would (see the module)."""
+
+    def __init__(self, buffer: Any, path: Any) -> None:
+        from episodes.replay.buffer import EpisodeReplayBuffer
+        from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
+
+        self.buffer, self.path = buffer, path
+        self.batch: list[tuple[Any, Any]] = []
+        self.steps = 0
+        # A subclass's own add (or the hooks it calls) is called once a piece, as before.
+        prioritized = isinstance(buffer, PrioritizedEpisodeReplayBuffer)
+        base = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
+        hooks = ("add", "_check_fit", "_prepare", "_write", "_on_append", "_on_reserve", "_evict")
+        self.batched = all(getattr(type(buffer), h) is getattr(base, h) for h in hooks)
+
+    def add(self, piece: Any, end: Any) -> None:
+        try:
+            evicted = piece.id_ in self.buffer._evicted
+        except TypeError:  # unhashable: add refuses it, naming it
+            evicted = True
+        if not self.batched or evicted:
+            self.flush()  # in its place: after the pieces before it
+            _add(self.buffer, piece, end, self.path)
+            return
+        self.batch.append((piece, end))
+        self.steps += len(piece)
+        if len(self.batch) >= _BATCH_PIECES or self.steps >= _BATCH_STEPS:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.batch, self.steps = self.batch, [], 0
+        if len(batch) > 1:
+            try:
+                self.buffer.add([piece for piece, _ in batch])
+                return
+            except (TypeError, ValueError):
+                pass  # nothing changed: one by one, the refusal naming its piece
+        for piece, end in batch:
+            _add(self.buffer, piece, end, self.path)
