@@ -12,6 +12,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.errors import IntegerTypeError
 from episodes.replay import sampling
 from episodes.replay.counters import remember_evicted
+from episodes.replay.episode_lookup import episode_bounds, items_at, stored_row
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.metadata import with_clocks
 from episodes.replay.sequences import build_episode
@@ -64,7 +65,10 @@ class BufferAccess:
         """Stable item indices of every stored step of one episode, in time order.
 
         Raises:
-            KeyError: The episode is not stored.
+            KeyError: The episode is not stored (the words say so, and "evicted" where the
+                buffer remembers evicting it). ``TypeError``: not one hashable id (an array
+                or list of ids: :meth:`episode_bounds` and :meth:`items_at` take the items of
+                many episodes at once).
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
@@ -74,8 +78,12 @@ class BufferAccess:
             ...                            terminated=True, len_lookback_buffer=0))
             >>> buf.get_episode_indices("a").tolist()
             [0, 1, 2]
+            >>> buf.get_episode_indices("zz")
+            Traceback (most recent call last):
+            ...
+            KeyError: "episode 'zz' is not stored"
         """
-        row = self._table.order[episode_id]
+        row = stored_row(self._table, self._evicted, episode_id, "episode_bounds and items_at")
         return self._store.uid[sampling.episode_slots(self._store, self._table, row)]
 
     def get_episodes(self) -> list[SingleAgentEpisode]:
@@ -290,9 +298,13 @@ class BufferAccess:
         """Stable item indices (as in a batch's ``indices``) of an episode's steps at times ``t``.
 
         Raises:
-            KeyError: The episode is not stored, or a time is outside its stored steps.
+            KeyError: The episode is not stored (evicted, where the buffer remembers it), or a
+                time is outside its stored steps.
             ValueError: Times that are not integers (floats, bools or strings are not
                 truncated).
+            TypeError: ``episode_id`` is not one hashable id (the id array
+                :meth:`episode_steps` returns, say): :meth:`items_at` locates the steps of
+                many episodes at once, named by their items.
 
         Example:
             >>> from episodes.replay import EpisodeReplayBuffer
@@ -307,6 +319,7 @@ class BufferAccess:
             ...
             ValueError: times must be integers, got dtype float64
         """
+        stored_row(self._table, self._evicted, episode_id, "items_at")
         return sampling.locate(self._store, self._table, episode_id, t)
 
     def episode_steps(self, indices: _Integers) -> tuple[np.ndarray, np.ndarray]:
@@ -335,6 +348,73 @@ class BufferAccess:
             (['a', 'a'], np.True_)
         """
         return sampling.episode_steps(self._store, self._table, indices)
+
+    def episode_bounds(self, indices: _Integers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The stored time range of each item's episode, and whether that episode has ended.
+
+        With :meth:`episode_steps` (an item's own time ``t``) and :meth:`items_at`, what
+        hindsight relabelling draws its goal steps from: a later step of the item's episode
+        is one of ``range(t, t_end)``, its last one ``t_end - 1``, any of its stored ones one of
+        ``range(t_begin, t_end)``. A running episode's ``t_end`` is the time of its newest
+        stored observation (the ``next_obs`` of its last stored step).
+
+        Returns:
+            ``(t_begin, t_end, done)``, one of each per index, in the order given: the env
+            time of the episode's first stored step and one past its last (int64; an item's
+            episode holds ``t_end - t_begin`` steps), and whether it has ended, terminated or
+            truncated (bool).
+
+        Raises:
+            KeyError: Indices not stored (evicted, never issued, or a sequence batch's -1
+                padding). ``ValueError``: indices that are not integers, or not one index or a
+                1-d sequence (as :meth:`episode_steps` refuses them).
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add([SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                             rewards=[1.0, 1.0], t_started=4, terminated=True,
+            ...                             len_lookback_buffer=0),
+            ...          SingleAgentEpisode("b", observations=[0.0, 1.0], actions=[0],
+            ...                             rewards=[1.0], len_lookback_buffer=0)])
+            >>> t_begin, t_end, done = buf.episode_bounds([1, 2])
+            >>> t_begin.tolist(), t_end.tolist(), done.tolist()
+            ([4, 0], [6, 1], [True, False])
+        """
+        return episode_bounds(self._store, self._table, indices)
+
+    def items_at(self, indices: _Integers, t: _Integers) -> np.ndarray:
+        """The items of the episodes of ``indices`` at env times ``t``: a batched :meth:`locate`.
+
+        ``items_at(indices, t)[i]`` is ``locate(episode_id, t[i])`` of the episode of
+        ``indices[i]``, for the items of many episodes at once (one per item, in a few numpy
+        passes), named by a batch's ``indices`` rather than by episode ids.
+
+        Args:
+            indices: Item indices (one or a 1-d sequence; numpy, a list or a CPU tensor).
+            t: One env time for every item, or one per item.
+
+        Raises:
+            KeyError: Indices not stored (as :meth:`episode_bounds`), or a time outside the
+                stored steps of its item's episode (as :meth:`locate`).
+            ValueError: Indices or times that are not integers, indices not one index or a
+                1-d sequence, or times neither one time nor as many as the indices.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add([SingleAgentEpisode(i, observations=[0.0, 1.0, 2.0, 3.0],
+            ...                             actions=[0, 1, 0], rewards=[1.0, 1.0, 1.0],
+            ...                             len_lookback_buffer=0) for i in "ab"])
+            >>> _, t_end, _ = buf.episode_bounds([0, 4])
+            >>> buf.items_at([0, 4], t_end - 1).tolist()  # each item's episode's last step
+            [2, 5]
+            >>> buf.items_at([0], [3])
+            Traceback (most recent call last):
+            ...
+            KeyError: "times [3] outside the stored steps of their items' episodes: item 0 of ..."
+        """
+        return items_at(self._store, self._table, indices, t)
 
     def get_transitions(
         self,
