@@ -416,13 +416,16 @@ def respaced(store: Any, space: gym.Space[Any] | None) -> Any:
     """The store a column keeps when its space is set.
 
     An empty numpy column whose layout no item chose yet takes the new space's, as one
-    numpy'd with that space would; any other store is kept.
+    numpy'd with that space would, and so does an empty numpy column given a Text space (a
+    Text column is as wide as its space, whatever chose its width before); any other store is
+    kept.
 
     Example:
         >>> empty = ListStore().stacked(None)
         >>> respaced(empty, gym.spaces.Box(0, 1, (2,))).data.shape
         (0, 2)
     """
-    if store.is_numpy and len(store) == 0 and not getattr(store, "typed", True):
+    empty = store.is_numpy and len(store) == 0
+    if empty and (not getattr(store, "typed", True) or isinstance(space, gym.spaces.Text)):
         return ListStore().stacked(space)
     return store
