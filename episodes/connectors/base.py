@@ -13,7 +13,7 @@ are the episodes' rows concatenated in order. Rows are, per episode:
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, MutableMapping, Sequence, Set
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence, Set
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -485,8 +485,8 @@ def _refuse_lists(who: str, *values: Any) -> None:
                 f"{who}: got a list: per-step items (a list-mode read) or per-leaf columns? Stack"
                 " items first (np.stack, episodes.spaces.batch); pass per-leaf columns as a tuple"
             )
-        if isinstance(value, (dict, tuple)):
-            _refuse_lists(who, *(value.values() if isinstance(value, dict) else value))
+        if isinstance(value, (Mapping, tuple)):
+            _refuse_lists(who, *(value.values() if isinstance(value, Mapping) else value))
 
 
 def sliding_rows(value: Any, window: int) -> Any:

@@ -123,7 +123,11 @@ class _Adder:
             return
         self.batch.append((piece, end))
         self.steps += len(piece)
-        if len(self.batch) >= _BATCH_PIECES or self.steps >= _BATCH_STEPS:
+        # No more steps than the capacity: an add reserves rows for all of its steps, and the
+        # store keeps them (a 500-step buffer would hold 4,096 rows for good).
+        if len(self.batch) >= _BATCH_PIECES or self.steps >= min(
+            _BATCH_STEPS, self.buffer.capacity
+        ):
             self.flush()
 
     def flush(self) -> None:

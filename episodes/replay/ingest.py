@@ -498,7 +498,7 @@ def plan_add(
                 existing_left -= 1
             else:
                 newer.popleft()
-            vic = state.get(victim) or _Known(*known[victim])
+            vic = state.get(victim) or _Known(*known[victim], False)
             num_timesteps -= vic.length
             gone[victim] = vic
             plan.steps.append(("evict", victim))

@@ -17,6 +17,8 @@
 from __future__ import annotations
 
 import copy
+from collections import UserDict
+from types import MappingProxyType
 
 import gymnasium as gym
 import numpy as np
@@ -80,6 +82,10 @@ LIST_CASES = [
         "MyConnector 'obs'",
         id="flatten-named",
     ),
+    pytest.param(
+        lambda: flatten_rows(MappingProxyType({"a": [A0, A1]})), "flatten_rows", id="in-mapping"
+    ),
+    pytest.param(lambda: sliding_rows(UserDict(a=[A0, A1]), 1), "sliding_rows", id="in-userdict"),
     pytest.param(lambda: concat_rows([[A0, A1], [A2]]), "concat_rows", id="concat-of-steps"),
     pytest.param(
         lambda: concat_rows([np.zeros((1, 2)), {"a": [A0]}]), "concat_rows", id="concat-second"

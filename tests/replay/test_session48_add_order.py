@@ -47,6 +47,12 @@ CASES = {
         [_chunk("b", 0, 2), _chunk("a", 2, 2)],
         "starts at t=2, but the buffer holds it up to t=3",
     ),
+    # "b" evicts "a", which no chunk of this add touched before: its steps were the buffer's
+    "gap after the stored steps of an episode this add evicts": (
+        [_chunk("a", 0, 3)],
+        [_chunk("b", 0, 5), _chunk("a", 4, 1)],
+        "starts at t=4, but the buffer holds it up to t=3",
+    ),
 }
 
 
@@ -54,7 +60,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_the_refusal_says_whose_steps_the_chunk_clashes_with(kind: type, case: str) -> None:
     stored, added, words = CASES[case]
-    buffer = kind(100, seed=0)
+    buffer = kind(6, seed=0)
     if stored:
         buffer.add(stored)
     before = (buffer.get_num_timesteps(), buffer.get_episode_ids(), buffer.get_added_timesteps())
