@@ -262,27 +262,38 @@ def _decode(
     columns = _get(meta, "columns", dict, where)
     as_list = numpy is False
     values: dict[str, Any] = {}
-    for field in FIELDS:
-        if field.kind == "column":
-            if field.name not in columns:
-                raise CorruptDatasetError(f"{where}: column {field.name!r} is missing")
-            values[field.name] = decode_column(
-                columns[field.name], load, blob, f"{where}/{field.name}", as_list=as_list
+    for field, name, kind, key in _PLAN:
+        if kind == "column":
+            if name not in columns:
+                raise CorruptDatasetError(f"{where}: column {name!r} is missing")
+            values[name] = decode_column(
+                columns[name], load, blob, f"{where}/{name}", as_list=as_list
             )
-        elif field.kind == "columns":
-            values[field.name] = _decode_extras(
-                _get(meta, field.name, list, where), load, blob, where, as_list
-            )
-        elif field.kind in ("id", "custom") and _meta_key(field) not in meta:
-            values[field.name] = _missing(field, where)
+        elif kind == "columns":
+            values[name] = _decode_extras(_get(meta, name, list, where), load, blob, where, as_list)
+        elif key not in meta and kind in ("id", "custom"):
+            values[name] = _missing(field, where)
         else:
-            values[field.name] = _decode_scalar(field, meta, where)
+            # The values most pieces hold, as _decode_scalar reads them, without its checks.
+            value = meta.get(key)
+            if type(value) is _FAST.get(kind) or (value is None and kind in _NONE_OK):
+                values[name] = value
+            else:
+                values[name] = _decode_scalar(field, meta, where)
     if values["t_started"] < 0:
         raise CorruptDatasetError(f"{where}: t_started must be >= 0")
     try:
         return SingleAgentEpisode.from_fields(values)
     except ValueError as err:
         raise CorruptDatasetError(f"{where}: {err}") from err
+
+
+#: Each field with its name, kind and meta key, in table order: worked out once.
+_PLAN = tuple((field, field.name, field.kind, _meta_key(field)) for field in FIELDS)
+#: The type of a value that ``_decode_scalar`` returns as it is, by kind (a ``clock`` float;
+#: an ``id`` str, plain JSON ``decode_value`` keeps), and the kinds where None is kept.
+_FAST: dict[str, type] = {"flag": bool, "time": int, "clock": float, "id": str}
+_NONE_OK = ("clock", "id")
 
 
 def _missing(field: Field, where: str) -> Any:

@@ -45,6 +45,7 @@ from episodes.io.arrow_types import check_column_type
 from episodes.io.clock_meta import check_clocks
 from episodes.io.encoding import decode_episode, encode_episode
 from episodes.io.errors import CorruptDatasetError, DatasetError, UnstorableValueError
+from episodes.io.plain_rows import plain_rows
 
 __all__ = [
     "EncodedEpisode",
@@ -410,6 +411,21 @@ def _column_metas(meta: dict[str, Any], where: str) -> list[tuple[list[str], Any
     return out
 
 
+def _own_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with its own top level, column dicts and extras pairs (what is filled in)."""
+    out = dict(meta)
+    columns, extras = out.get("columns"), out.get(EXTRAS)
+    if isinstance(columns, dict):
+        out["columns"] = {k: dict(c) if isinstance(c, dict) else c for k, c in columns.items()}
+    if isinstance(extras, list):
+        out[EXTRAS] = [
+            [p[0], dict(p[1])] if isinstance(p, list) and len(p) == 2 and isinstance(p[1], dict)
+            else p
+            for p in extras
+        ]  # fmt: skip
+    return out
+
+
 def prepare_meta(
     entry: Any,
     table: Any,
@@ -420,7 +436,9 @@ def prepare_meta(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Rebuilds an episode's v1-style meta from its index entry (spaces, JSON items).
 
-    Returns ``(meta, leaves)``; the caller's ``entry`` is not modified. ``where`` names the
+    Returns ``(meta, leaves)``; the caller's ``entry`` is not modified: ``meta`` is a copy
+    whose top level, column metadata and extras list are its own (what is filled in), the rest
+    (structures, leaf lists, custom data) the entry's, read only. ``where`` names the
     episode in errors, ``table_where`` the table (default ``where``) for a missing column.
 
     Example:
@@ -433,7 +451,7 @@ def prepare_meta(
     """
     if not isinstance(entry, dict) or not isinstance(entry.get("meta"), dict):
         raise CorruptDatasetError(f"{where}: malformed index entry")
-    meta = json.loads(json.dumps(entry["meta"]))  # a private copy to fill in
+    meta = _own_meta(entry["meta"])  # a copy to fill in (no JSON round trip: ~20 us)
     leaves = entry.get("leaves")
     if not isinstance(leaves, dict):
         raise CorruptDatasetError(f"{where}: index entry has no leaf table")
@@ -489,6 +507,10 @@ def decode_rows(
         ('a', True, [0, 1])
     """
     table_where = table_where or where
+    # Most pieces are laid out plainly: decoded directly, the same episode (plain_rows).
+    plain = plain_rows(entry, table, start, spaces=spaces, where=where, numpy=numpy, copy=copy)
+    if plain is not None:
+        return plain
     meta, leaves = prepare_meta(entry, table, start, spaces, where, table_where)
     # Writers give every leaf a column of its own: an index mapping many leaves to one column
     # would have each copy it (a small file asking for gigabytes).

@@ -32,10 +32,9 @@ from __future__ import annotations
 import bisect
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -326,26 +325,43 @@ class ShardTable:
         """
         assert self.base is not None
         low, high = self.base, self.base + self._size
-        for column in batch.columns:
-            for buffer in column.buffers():
-                if (
-                    buffer is not None
-                    and buffer.size
-                    and buffer.parent is not None
-                    and not (low <= buffer.address and buffer.address + buffer.size <= high)
-                ):
-                    raise CorruptDatasetError(
-                        f"{self.where}: {self.path.name} points outside itself (damaged)"
-                    )
+        try:  # every column's buffers in one call, without boxing each column (~7 us a batch)
+            buffers = batch.to_struct_array().buffers()
+        except (pa.ArrowException, ValueError):  # columns of other lengths: validate says so
+            buffers = [buffer for column in batch.columns for buffer in column.buffers()]
+        for buffer in buffers:
+            if (
+                buffer is not None
+                and buffer.size
+                and buffer.parent is not None
+                and not (low <= buffer.address and buffer.address + buffer.size <= high)
+            ):
+                raise CorruptDatasetError(
+                    f"{self.where}: {self.path.name} points outside itself (damaged)"
+                )
 
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
+    def _reading(self) -> _Reading:
         """Turns what pyarrow raises while reading into the library's errors."""
-        try:
-            yield
-        except DatasetError:
-            raise
-        except OSError as err:  # with an errno: the system's (EMFILE...); without: pyarrow's
-            raise read_failure(err, f"{self.where}: {self.path.name}") from err
-        except (pa.ArrowException, ValueError) as err:
-            raise CorruptDatasetError(f"{self.where}: cannot read {self.path.name}: {err}") from err
+        return _Reading(self)
+
+
+class _Reading:
+    """``ShardTable._reading``'s context (a class: ``contextmanager``'s cost 2 us a batch)."""
+
+    def __init__(self, table: ShardTable):
+        self.table = table
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, err: BaseException | None, traceback: Any) -> Literal[False]:
+        if err is None or isinstance(err, DatasetError):
+            return False
+        table = self.table
+        if isinstance(err, OSError):  # with an errno: the system's (EMFILE...); without: pyarrow's
+            raise read_failure(err, f"{table.where}: {table.path.name}") from err
+        if isinstance(err, (pa.ArrowException, ValueError)):
+            raise CorruptDatasetError(
+                f"{table.where}: cannot read {table.path.name}: {err}"
+            ) from err
+        return False
