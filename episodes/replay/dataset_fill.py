@@ -5,7 +5,10 @@ Episodes come in the order ``dataset_info`` lists them, where each one's first p
 episode's pieces in time order (``t_started``, ``t``). A piece waits for the piece before it in
 its episode's time order, and an episode's first piece waits until every episode written before
 it has begun (stored a step, or had all its pieces added): a dataset written in time order is
-added in the order it was written, chunk by chunk, as a runner's vector env added it.
+added in the order it was written, chunk by chunk, as a runner's vector env added it. The order
+is worked out from the manifest first (each piece's step count), and the pieces are then read
+in it, one at a time (by index): a piece never waits in memory for another one to be read, only
+for its add batch.
 
 The pieces go to ``add`` in batches of consecutive pieces (one ``add`` of many chunks leaves
 what adding them one by one leaves: its evictions are decided after each chunk, and a chunk of
@@ -19,9 +22,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from episodes.io import read_episodes
+from episodes.io.reader import iter_chunks, load_chunk
+from episodes.io.shard_reader import Dataset
+from episodes.io.shards import is_v2
+from episodes.io.values import SameIds
 from episodes.replay.dataset_pieces import _add, _stopped, _time_ranks
 
 __all__ = ["fill_from_dataset"]
@@ -55,45 +63,118 @@ def fill_from_dataset(buffer: Any, path: str | os.PathLike[str], default: bool) 
     """
     adder = _Adder(buffer, path)
     ranks = _time_ranks(path)
+    with _Pieces(path) as pieces:
+        order, added = _add_order(ranks, pieces.lengths)
+        left = Counter(key for key, _ in ranks.values())  # pieces of each episode to come
+        ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
+        read = 0
+        for position, (index, piece) in enumerate(zip(order, pieces.read(order), strict=True)):
+            read += len(piece)
+            if default and read > buffer.capacity:
+                buffer.capacity = read
+            if position >= added:
+                continue  # read, as before, but not added: an earlier piece never came
+            key = ranks.get(index, (None, 0))[0]
+            if key is None:  # committed after the manifest was read: as it comes
+                adder.add(piece, None)
+                continue
+            adder.add(piece, ends.get(key))
+            left[key] -= 1
+            stopped = _stopped(piece, ends.get(key)) if left[key] else None
+            if stopped is None:  # the episode's last piece: nothing left to check against it
+                ends.pop(key, None)
+            else:
+                ends[key] = stopped
+        adder.flush()
+    return read
+
+
+def _add_order(ranks: dict[int, tuple[Any, int]], lengths: list[int]) -> tuple[list[int], int]:
+    """The manifest indices in the order their pieces are added, and how many are added.
+
+    Worked out from the pieces' step counts (``lengths``, of the manifest the pieces are read
+    from) as the module says. Indices beyond ``ranks`` (committed after it was read) come after
+    the others, in order. A piece whose episode's earlier piece that manifest does not list
+    (``ranks`` read from a longer one) comes last and is not added: it is read, as before.
+
+    Example:
+        >>> ranks = {0: ("A", 1), 1: ("B", 0), 2: ("A", 0)}
+        >>> _add_order(ranks, [3, 4, 3]), _add_order(ranks, [3, 4, 3, 2])
+        (([2, 0, 1], 3), ([2, 0, 1, 3], 4))
+    """
     keys = list(dict.fromkeys(key for key, _ in ranks.values()))  # as first written
     place = {key: i for i, key in enumerate(keys)}
     gate = 0  # the episodes before it have begun: the one there may begin
     begun: set[Any] = set()
-    waiting: dict[tuple[Any, int], Any] = {}
+    waiting: dict[tuple[Any, int], int] = {}
     expected: Counter[Any] = Counter()
-    left = Counter(key for key, _ in ranks.values())  # pieces of each episode to come
-    ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
-    read = 0
-    for index, episode in enumerate(read_episodes(path, numpy=True)):
-        read += len(episode)
-        if default and read > buffer.capacity:
-            buffer.capacity = read
+    left = Counter(key for key, _ in ranks.values())
+    order: list[int] = []
+    for index in range(len(lengths)):
         key, rank = ranks.get(index, (None, 0))
-        if key is None:  # committed after the manifest was read: as it comes
-            adder.add(episode, None)
+        if key is None:
+            order.append(index)
             continue
-        waiting[key, rank] = episode
+        waiting[key, rank] = index
         todo = [key]
         while todo:
             key = todo.pop()
             while place[key] <= gate and (key, expected[key]) in waiting:
-                piece = waiting.pop((key, expected[key]))
-                adder.add(piece, ends.get(key))
+                added = waiting.pop((key, expected[key]))
+                order.append(added)
                 expected[key] += 1
                 left[key] -= 1
-                stopped = _stopped(piece, ends.get(key)) if left[key] else None
-                if stopped is None:  # the episode's last piece: nothing left to check against it
-                    ends.pop(key, None)
-                else:
-                    ends[key] = stopped
-                if len(piece) or not left[key]:
+                if lengths[added] or not left[key]:  # stored a step, or all its pieces added
                     begun.add(key)
             while gate < len(keys) and keys[gate] in begun:
                 gate += 1
                 if gate < len(keys):
                     todo.append(keys[gate])
-    adder.flush()
-    return read
+    return order + sorted(waiting.values()), len(order)
+
+
+class _Pieces:
+    """The dataset's pieces by manifest index (either format), from one manifest read.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([SingleAgentEpisode(x, observations=[0, 1], actions=[0],
+        ...         rewards=[1.0], len_lookback_buffer=0) for x in "ab"])
+        >>> with _Pieces(path) as pieces:
+        ...     pieces.lengths, [p.id_ for p in pieces.read([1, 0])]
+        ([1, 1], ['b', 'a'])
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.dataset: Dataset | None = None
+        if is_v2(Path(path)):  # as read_episodes tells the formats apart
+            self.dataset = Dataset(path)
+            rows: Any = self.dataset.summaries
+        else:
+            self.root, self.entries, _ = iter_chunks(path)
+            rows = self.entries
+        #: Each piece's steps, as the manifest says (a piece read is checked against it).
+        self.lengths = [row.t - row.t_started for row in rows]
+
+    def read(self, order: list[int]) -> Iterator[Any]:
+        """The pieces at ``order``, numpy'd, each read when the one before it is done with."""
+        same_ids = SameIds()  # as read_episodes: one id object for a NaN-holding id's pieces
+        if self.dataset is not None:
+            pieces: Any = self.dataset.iter_episodes(order, numpy=True)
+        else:
+            pieces = (load_chunk(self.root, self.entries[i], numpy=True) for i in order)
+        return (same_ids.of(piece) for piece in pieces)
+
+    def __enter__(self) -> _Pieces:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.dataset is not None:
+            self.dataset.close()
 
 
 class _Adder:
