@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.converter.agent_ids import check_agent_ids
 from episodes.converter.columns import check_time_order
 from episodes.converter.inputs import chunk_sequence
 from episodes.converter.stray_ends import place_stray_ends
@@ -126,6 +127,7 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         [[1]]
     """
     groups = place_stray_ends(group_by_env(episodes))
+    check_agent_ids(episodes, "episodes_to_rollout")  # ids join chunks: one agent an id
     if layout == "per_env":
         if any(isinstance(group, (list, tuple)) for group in episodes) or (
             episodes and all("env_index" in ep.custom_data for ep in episodes)

@@ -10,6 +10,7 @@ import numpy as np
 from episodes.connectors.base import id_rows
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.learner import stepless_end, stepless_ends
+from episodes.converter.agent_ids import check_agent_ids
 from episodes.converter.alike import agreed_space
 from episodes.converter.columns import ColumnKeys, ObsFn, layout_batch, rows
 from episodes.converter.inputs import callable_or_none, column_keys, refuse_one_episode
@@ -83,6 +84,7 @@ def _check_chunks(episodes: Sequence[Any]) -> None:
                 "episodes_to_batch takes a flat sequence of SingleAgentEpisode chunks: "
                 f"episodes[{i}] has type {type(chunk).__name__}{hint}"
             )
+    check_agent_ids(episodes, "episodes_to_batch")  # ids join a stepless end to its chunk
 
 
 def episodes_to_batch(

@@ -213,11 +213,12 @@ def slice_episode(
 def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     """Appends the successor chunk ``other`` to ``episode`` in place.
 
-    Requires the same id (NaNs at the same places equal, as ``state.same_id`` compares),
-    ``episode.t == other.t_started``, ``episode`` not done, the same extra-model-output keys,
-    and ``other``'s first observation equal (leaf-wise) to ``episode``'s last. Afterwards
-    ``episode.t == other.t``, the flags are ``other``'s, ``custom_data`` is merged with
-    ``other`` winning. Everything is checked before anything changes.
+    Requires the same id (NaNs at the same places equal, as ``state.same_id`` compares), the
+    same ``agent_id`` where both name one, ``episode.t == other.t_started``, ``episode`` not
+    done, the same extra-model-output keys, and ``other``'s first observation equal
+    (leaf-wise) to ``episode``'s last. Afterwards ``episode.t == other.t``, the flags are
+    ``other``'s, ``custom_data`` is merged with ``other`` winning. Everything is checked
+    before anything changes.
 
     Raises:
         AssertionError: A requirement above does not hold (the message says which).
@@ -239,6 +240,14 @@ def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     if not same_id(other.id_, episode.id_):
         raise AssertionError(
             f"cannot concat episodes with different ids: {episode.id_!r} vs {other.id_!r}"
+        )
+    # One id may be shared by two agents' chunks by mistake (the game's id given to both);
+    # joined, one agent's steps would continue the other's. None says nothing of the agent.
+    agents = (episode.agent_id, other.agent_id)
+    if agents[0] is not None and agents[1] is not None and not same_id(*agents):
+        raise AssertionError(
+            f"cannot concat chunks of different agents: {agents[0]!r} vs {agents[1]!r} "
+            f"(both under the id {episode.id_!r}: give each agent's episode its own id)"
         )
     if episode.is_done:
         raise AssertionError("cannot concat onto a done episode")
