@@ -219,7 +219,10 @@ class ColumnAccessors:
         if column is None:
             raise AssertionError(
                 f"cannot set unknown extra-model-output {key!r}; known keys: "
-                f"{sorted_keys(self.extra_model_outputs)}"
+                f"{sorted_keys(self.extra_model_outputs)} (a setter overwrites a column the "
+                f"episode has: to add one, assign extra_model_outputs[{key!r}] = "
+                "InfiniteLookbackBuffer(values, lookback=episode.actions.lookback), one value "
+                "per stored action, lookback included)"
             )
         _set_naming(
             column, f"extra-model-output {key!r}", new_data, at_indices, neg_index_as_lookback

@@ -55,8 +55,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch.utils.data
 
-from episodes.buffer.plain_arrays import native_leaves
-from episodes.indexing import discount_factor, whole_number
+from episodes.indexing import as_flag, discount_factor, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
 from episodes.io.errors import CorruptDatasetError, DatasetError
 from episodes.io.item_steps import RunHeads, item_index, item_indices
@@ -69,6 +68,7 @@ from episodes.io.item_types import (
     joined_types,
     types_differ,
 )
+from episodes.io.native_columns import _native
 from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
 from episodes.io.open_shards import AUTO, MaxOpen
 from episodes.io.piece_windows import PieceRuns, joined_steps, piece_runs
@@ -78,6 +78,7 @@ from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
 from episodes.io.v2_read import v2_dataset
 from episodes.io.values import decode_value
+from episodes.io.window_padding import padded_window
 
 __all__ = ["NoWindowsWarning", "SequenceDataset", "TransitionDataset"]
 
@@ -377,25 +378,6 @@ class _UncachedViews:
         return leaf_from_arrow(column, full, 0, len(column), nulls_ok=True, where=shard.where)
 
 
-class _NativeColumn:
-    """A column plan whose items come out in native byte order (torch takes no other)."""
-
-    __slots__ = ("_column",)
-
-    def __init__(self, column: Any):
-        self._column = column
-
-    def take(self, start: int, stop: int | None = None, *, copy: bool = False) -> Any:
-        return native_leaves(self._column.take(start, stop, copy=copy))
-
-
-def _native(column: Any) -> Any:
-    """``column`` itself where every stored leaf is native (one dtype check per leaf)."""
-    if all(view.dtype.isnative for view in column.views):
-        return column
-    return _NativeColumn(column)
-
-
 class TransitionDataset(_EpisodeData):
     """One item per step: ``obs``, ``actions``, ``rewards``, ``next_obs``, flags, extras.
 
@@ -491,8 +473,11 @@ class SequenceDataset(_EpisodeData):
     one, steps held: a :class:`NoWindowsWarning` naming the longest run). Items hold
     ``obs`` (``length + 1`` observations: each step's and the last next one), ``actions``,
     ``rewards``, extras (``length`` each), and ``terminated``/``truncated`` (bool arrays, true
-    at a window's last step if it ends the episode that way). ``max_open_shards`` and
-    ``max_cached_bytes`` are :class:`TransitionDataset`'s.
+    at a window's last step if it ends the episode that way). With ``pad=True`` (a recurrent
+    or transformer policy's windows, as the replay buffers' ``pad=True``) every step starts a
+    window, one past its run's end or a short run's is filled up with zeros, and items add
+    ``mask`` (True at the real steps; :func:`~episodes.io.window_padding.padded_window`).
+    ``max_open_shards`` and ``max_cached_bytes`` are :class:`TransitionDataset`'s.
 
     Example:
         >>> import tempfile
@@ -505,17 +490,23 @@ class SequenceDataset(_EpisodeData):
         >>> data = SequenceDataset(path, length=2)
         >>> len(data), data[1]["obs"].tolist(), data[1]["terminated"].tolist()
         (2, [1, 2, 3], [False, True])
+        >>> item = SequenceDataset(path, length=2, pad=True)[2]
+        >>> item["obs"].tolist(), item["mask"].tolist(), item["terminated"].tolist()
+        ([2, 3, 0], [True, False], [True, False])
     """
+
+    pad = False  # a class default: a pickle of a build before ``pad`` lacks it
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
         length: int,
+        pad: bool = False,
         max_open_shards: MaxOpen = AUTO,
         max_cached_bytes: int = MAX_CACHED_BYTES,
     ):
-        self.length = whole_number(length, "length", 1)
+        self.length, self.pad = whole_number(length, "length", 1), as_flag(pad, "pad")
         super().__init__(path, max_open_shards=max_open_shards, max_cached_bytes=max_cached_bytes)
         longest = int(self._runs.lengths.max()) if len(self._runs.lengths) else 0
         if len(self) == 0 and longest > 0:  # else the first sign is DataLoader's num_samples=0
@@ -528,14 +519,20 @@ class SequenceDataset(_EpisodeData):
             )
 
     def _counts(self, lengths: np.ndarray) -> np.ndarray:
-        return np.maximum(lengths - self.length + 1, 0)
+        return lengths if self.pad else np.maximum(lengths - self.length + 1, 0)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         run, t = self._locate(index)
+        item, steps = self._window(run, t)
+        return padded_window(item, self.length, steps) if self.pad else item
+
+    def _window(self, run: int, t: int) -> tuple[dict[str, Any], int]:
+        """Run ``run``'s steps from ``t``: ``length`` of them, or (``pad``) those left."""
         runs = self._runs
-        ends = np.zeros(self.length, dtype=bool)
-        ends[-1] = t + self.length == int(runs.lengths[run])
-        spans = runs.spans(run, t, t + self.length)
+        steps = min(self.length, int(runs.lengths[run]) - t)
+        ends = np.zeros(steps, dtype=bool)
+        ends[-1] = t + steps == int(runs.lengths[run])
+        spans = runs.spans(run, t, t + steps)
         if len(spans) == 1:  # inside one piece: views copied once
             ((i, a, b),) = spans
             plan = self._plan(i)
@@ -546,7 +543,7 @@ class SequenceDataset(_EpisodeData):
                 "terminated": ends & runs.terminated[run],
                 "truncated": ends & runs.truncated[run],
                 EXTRAS: {key: col.take(a, b, copy=True) for key, col in plan[EXTRAS].items()},
-            }
+            }, steps
         plans = [self._plan(i) for i, _, _ in spans]
 
         def window(name: str, key: str | None = None, more: int = 0) -> Any:
@@ -564,4 +561,4 @@ class SequenceDataset(_EpisodeData):
             "terminated": ends & runs.terminated[run],
             "truncated": ends & runs.truncated[run],
             EXTRAS: {key: window(EXTRAS, key) for key in plans[0][EXTRAS]},
-        }
+        }, steps
