@@ -10,6 +10,7 @@ import numpy as np
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
 from episodes.connectors.float32 import as_float32
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.agent_ids import check_agent_ids
 from episodes.episode.reward_values import REAL_TYPES
 from episodes.episode.sample_batch import exact_steps, id_column, time_steps
 from episodes.indexing import as_flag
@@ -42,7 +43,10 @@ class AddLearnerColumns:
     A chunk without steps that ended its episode (a valid way to store an end, as
     ``io.shards.piece_ends`` reads it) ends the chunk of that episode whose steps stop where
     it starts: that chunk's last row gets its flags, as in the joined episode and as
-    :func:`episodes.converter.episodes_to_batch` gives them.
+    :func:`episodes.converter.episodes_to_batch` gives them. So, as there, chunks of two agents
+    (``agent_id``) under one episode id are refused: one agent's end would close the other's
+    chunk. Give each agent's episode its own id (a game's agents share
+    ``multi_agent_episode_id``); chunks whose ``agent_id`` is None are not judged.
 
     Args:
         columns: Which of the standard columns to add (default all but ``infos``), or
@@ -55,7 +59,8 @@ class AddLearnerColumns:
             every episode with steps.
         ValueError: (at call time) an extra output to be written is named like a standard
             column (``get_data_dict`` would give one in place of the other), or list and array
-            rows would share a column (see above).
+            rows would share a column (see above), or two chunks share an episode id but
+            name different agents (the message names both chunks and agents).
         TypeError: (at call time) ``episodes`` is not a list of episodes, or an episode's
             rewards are not real numbers (:func:`float32_rewards`).
 
@@ -81,6 +86,7 @@ class AddLearnerColumns:
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
         episodes = check_episodes(episodes, "AddLearnerColumns")  # an array's as a list
+        check_agent_ids(episodes, "AddLearnerColumns")  # ids join a stepless end to its chunk
         with_steps = [episode for episode in episodes if len(episode)]
         shared: list[str] = []
         if self.extra_model_outputs and with_steps:

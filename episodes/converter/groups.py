@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from episodes.converter.agent_ids import check_agent_ids
 from episodes.converter.columns import check_time_order
 from episodes.converter.inputs import chunk_sequence
 from episodes.converter.stray_ends import place_stray_ends
 from episodes.episode import SingleAgentEpisode
+from episodes.episode.agent_ids import check_agent_ids
 from episodes.structs import id_key
 
 __all__ = ["column_groups", "group_by_env"]

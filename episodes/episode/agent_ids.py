@@ -1,22 +1,25 @@
 """One episode id per agent: chunks of two agents that share an episode id are refused.
 
-The converter finds an episode's chunks by id: a chunk without steps that ended its episode
-ends the chunk of its id whose steps stop where it starts, and each id's chunks are checked
-for time order. Agents of one game recorded under the game's id (rather than one id per
-agent's episode, the game's kept in ``multi_agent_episode_id``) would have their chunks taken
-for one episode's: one agent's end could close another agent's chunk, a wrong ``done`` with
-no error. So chunks whose ``agent_id`` differ under one id are refused before anything is read.
-Chunks without an ``agent_id`` (None) are not judged: nothing tells their agents apart.
+Readers of many chunks find an episode's chunks by id: a chunk without steps that ended its
+episode ends the chunk of its id whose steps stop where it starts (the converter and
+``AddLearnerColumns``), and the converter checks each id's chunks for time order. Agents of
+one game recorded under the game's id (rather than one id per agent's episode, the game's kept
+in ``multi_agent_episode_id``) would have their chunks taken for one episode's: one agent's end
+could close another agent's chunk, a wrong ``done`` with no error. So chunks whose
+``agent_id`` differ under one id are refused before anything is read. Chunks without an
+``agent_id`` (None) are not judged: nothing tells their agents apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from episodes.episode import SingleAgentEpisode
 from episodes.episode.state import same_id
 from episodes.structs import id_key
+
+if TYPE_CHECKING:
+    from episodes.episode.single_agent_episode import SingleAgentEpisode
 
 __all__ = ["check_agent_ids"]
 
@@ -27,7 +30,7 @@ def check_agent_ids(chunks: Iterable[Any], who: str) -> None:
     Args:
         chunks: The chunks as given: flat (named by index) or per-env lists of them (named
             by env and index).
-        who: The function refusing them, for the message.
+        who: The function or connector refusing them, for the message.
 
     Raises:
         ValueError: Two chunks share an id but name different agents; the message names the
