@@ -312,7 +312,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 none since ``set_state``, as a state holds no last sample; a
                 string there, RLlib's ``module_id``, too; the message says which), lengths differ,
                 priorities that are negative, NaN or infinite, or whose power ``alpha`` is 0 or
-                infinite, or indices this buffer never issued. Nothing changes then.
+                infinite, or indices this buffer never issued (float indices beside integer
+                priorities: TorchRL's ``update_priority(index, priority)`` order, said so).
+                Nothing changes then.
 
         Example:
             >>> from episodes import SingleAgentEpisode
@@ -340,6 +342,18 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             )
         idx = _host(indices, name="indices")
         prio = _host(priorities, name="priorities")
+        if (
+            idx.size
+            and idx.dtype.kind == "f"
+            and prio.dtype.kind in "iu"
+            and not holds_bool(priorities)
+        ):
+            # TorchRL's update_priority(index, priority) is the other way round: say so
+            raise ValueError(
+                f"indices must be integers, got dtype {getattr(indices, 'dtype', idx.dtype)}: "
+                "update_priorities takes the priorities first, then the indices (TorchRL's "
+                "update_priority(index, priority) takes the index first)"
+            )
         if prio.size and (prio.dtype.kind not in "iuf" or holds_bool(priorities)):  # [1.0, False]
             kind = "bool" if prio.dtype.kind in "iuf" else prio.dtype  # no strings, bools, complex
             raise ValueError(f"priorities must be real numbers, got dtype {kind}")
