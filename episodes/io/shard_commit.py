@@ -34,7 +34,7 @@ from episodes.io.shard_codec import EncodedEpisode
 from episodes.io.shard_stream import ShardStream, WrittenFile
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, EpisodeRow, ShardEntry
 
-__all__ = ["publish_shard"]
+__all__ = ["cut_back", "publish_shard", "unpublish_shard"]
 
 
 def publish_shard(
@@ -110,6 +110,43 @@ def publish_shard(
         for e in pending
     )
     return ShardEntry(name, data_format, hashlib.sha256(raw).hexdigest(), len(raw), size, rows)
+
+
+def cut_back(fd: int, end: int) -> bool:
+    """Whether the manifest open at ``fd`` ends at ``end`` again after a failed append.
+
+    ``append_line`` cuts the file back to where it ended when a write or fsync fails; where it
+    did, the shard's line is not in, and nothing lists the shard's files. Unknown (a failed
+    ``fstat``) counts as False: the line may be in.
+
+    Example:
+        >>> import tempfile
+        >>> fd, name = tempfile.mkstemp(); _ = os.write(fd, b"abc")
+        >>> cut_back(fd, 3), cut_back(fd, 0); os.close(fd)
+        (True, False)
+    """
+    try:
+        return os.fstat(fd).st_size == end
+    except OSError:
+        return False
+
+
+def unpublish_shard(shards: Path, name: str, data_format: str) -> None:
+    """Removes shard ``name``'s files, published by a commit whose manifest line is not in.
+
+    Only while this writer holds ``shards/`` (shared): no writer cleans up meanwhile, so the
+    files under the shard's random name are the ones this commit renamed there.
+
+    Example:
+        >>> import tempfile
+        >>> shards = Path(tempfile.mkdtemp())
+        >>> for suffix in (".arrow", ".json"):
+        ...     _ = (shards / f"{'0' * 16}{suffix}").write_bytes(b"x")
+        >>> unpublish_shard(shards, "0" * 16, "arrow"); list(shards.iterdir())
+        []
+    """
+    for suffix in (DATA_SUFFIX[data_format], INDEX_SUFFIX):
+        (shards / f"{name}{suffix}").unlink(missing_ok=True)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

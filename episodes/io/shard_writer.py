@@ -47,20 +47,14 @@ from episodes.io.errors import (
     UnsupportedVersionError,
     try_flock,
 )
-from episodes.io.format import (
-    FORMAT_NAME,
-    MANIFEST_FILE,
-    TMP_PREFIX,
-    append_line,
-    piece_return,
-)
+from episodes.io.format import FORMAT_NAME, MANIFEST_FILE, TMP_PREFIX, append_line, piece_return
 from episodes.io.held_fds import HeldFds
 from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata, given_metadata
 from episodes.io.new_manifest import create_manifest
 from episodes.io.not_copyable import WriterFiles
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
-from episodes.io.shard_commit import publish_shard
+from episodes.io.shard_commit import cut_back, publish_shard, unpublish_shard
 from episodes.io.shard_stream import ShardStream, WrittenFile, write_episodes
 from episodes.io.shards import (
     DATA_SUFFIX,
@@ -154,6 +148,7 @@ class DatasetWriter(WriterFiles):
         self._schema: pa.Schema | None = None
         self.committed: list[str] = []
         self._line_in = False  # the shard being committed is in the manifest
+        self._line_out = False  # ...or surely not: its failed append was cut back
         self._dir_fd: int | None = None
         self._manifest_fd: int | None = None
         self._held = HeldFds(self, f"DatasetWriter({str(self.path)!r})")
@@ -471,7 +466,7 @@ class DatasetWriter(WriterFiles):
         self._pending, self._spaces, self._lookup, self._schema = [], [], {}, None
         self._pending_bytes, self._stream = 0, None
         data: ShardStream | WrittenFile | None = streamed
-        published = self._line_in = False
+        published = self._line_in = self._line_out = False
         try:
             if data is None:
                 data = self._write_memory(name, saved[0])
@@ -492,6 +487,8 @@ class DatasetWriter(WriterFiles):
             if streamed is None and data is not None and not published:
                 data.discard()  # written from memory, where the episodes still are
             self._unstream(published)
+            if self._line_out:  # no line lists them: on a full disk, they would fill it more
+                unpublish_shard(self.path / SHARDS_DIR, name, self._format)
             raise
         self.committed.append(name)
         self._arena.release()  # the shard is written: its copies are no longer read
@@ -522,8 +519,12 @@ class DatasetWriter(WriterFiles):
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             mend_tail(fd, sync=False)  # a killed writer's torn line goes; append_line syncs
-            # Under the lock: the line another writer appended last is the one this follows.
-            append_line(fd, chained_line(fd, obj), sync=self._sync)
+            end = os.lseek(fd, 0, os.SEEK_END)
+            try:  # under the lock: the line another writer appended last is the one it follows
+                append_line(fd, chained_line(fd, obj), sync=self._sync)
+            except OSError:  # a full disk: append_line cut the manifest back, if it could
+                self._line_out = cut_back(fd, end)
+                raise
             self._line_in = True  # committed, whatever is raised from here on
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
