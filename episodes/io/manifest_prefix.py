@@ -96,7 +96,11 @@ def parse_manifest(
     header_where = f"{MANIFEST_FILE} line 1"
     if known is None:
         if not complete:
-            raise CorruptDatasetError(f"{label or MANIFEST_FILE} has no header line")
+            raise CorruptDatasetError(
+                f"{label or MANIFEST_FILE} has no header line (empty, or cut inside its first "
+                "line): the shards are intact, but nothing reads them without it; put the "
+                "manifest back from a copy of the dataset (docs: format.md, after a failure)"
+            )
         # Checked before its CRC is taken for the next line's ``prev``: a damaged seal is
         # the CorruptDatasetError of unseal_line.
         header = parse_header(unseal_line(complete[0], header_where), MANIFEST_FILE)
