@@ -17,6 +17,7 @@ __all__ = [
     "check_on_evicted",
     "chunk_label",
     "copied_space",
+    "done_refusal",
     "named_refusal",
 ]
 
@@ -51,6 +52,24 @@ def chunk_label(position: int, id_: Any = ...) -> str:
         ("chunk 2 (episode 'b')", 'chunk 1')
     """
     return f"chunk {position}" if id_ is ... else f"chunk {position} (episode {short_repr(id_)})"
+
+
+def done_refusal(id_: Any) -> str:
+    """The refusal of a chunk continuing a finished episode: it says an id names one episode.
+
+    The buffer joins chunks by id, so a new episode under a finished one's id (an env's index
+    used as the id, reused at every reset) is taken for more steps of the finished one.
+
+    Example:
+        >>> print(done_refusal(0))  # doctest: +ELLIPSIS
+        episode 0 is already done; cannot append a chunk (the buffer joins chunks by episode id: ...
+    """
+    return (
+        f"episode {short_repr(id_)} is already done; cannot append a chunk (the buffer joins "
+        "chunks by episode id: if this chunk starts a new episode, give it an id of its own, "
+        "a new one per episode such as SingleAgentEpisode's default uuid4 hex, not an env "
+        "index reused after each reset)"
+    )
 
 
 def named_refusal(error: BaseException, position: int, id_: Any = ...) -> BaseException:

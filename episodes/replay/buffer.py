@@ -15,6 +15,7 @@ from episodes.indexing import whole_number
 from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
 from episodes.replay.adding import adopted_spaces, check_on_evicted, copied_space, named_refusal
+from episodes.replay.agents import agents_checked
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
 from episodes.replay.rng import sampling_generator
@@ -102,11 +103,11 @@ class EpisodeReplayBuffer(BufferAccess):
         Raises:
             TypeError: Not episodes, or values that are not numeric arrays.
             ValueError: Rows that do not fit the stored columns (rewards: one number a step,
-                which float32 holds); a chunk continuing a done episode, leaving a gap in time
-                or starting with another observation than the stored one;
-                ``EvictedEpisodeError`` (a ``ValueError``) for a chunk continuing an evicted
-                episode (``on_evicted="raise"``), or another ``on_evicted``. The buffer is then
-                unchanged.
+                which float32 holds); a chunk continuing a done episode, of another agent
+                (``agent_id``), leaving a gap in time or starting with another observation
+                than the stored one; ``EvictedEpisodeError`` (a ``ValueError``) for a chunk
+                continuing an evicted episode (``on_evicted="raise"``), or another
+                ``on_evicted``. The buffer is then unchanged.
             MemoryError: Columns, table or priorities that do not fit; unchanged, as after a
                 ``KeyboardInterrupt``. A Ctrl-C while the steps are written waits till they are.
 
@@ -129,7 +130,7 @@ class EpisodeReplayBuffer(BufferAccess):
             given = list(episodes)  # a list, or any sequence such as the runner's chunks
         else:
             raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episodes).__name__}")
-        chunks = prepare_all(given, self._table.order, self._evicted)
+        chunks = agents_checked(prepare_all(given, self._table.order, self._evicted), self._table)
         self._check_fit(chunks)
         plan = plan_add(
             chunks,

@@ -20,7 +20,7 @@ import numpy as np
 from episodes.connectors.learner import check_end_observation
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
-from episodes.replay.adding import named_refusal
+from episodes.replay.adding import done_refusal, named_refusal
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
@@ -452,9 +452,10 @@ def plan_add(
         >>> plan.steps[0][0]
         'chunk'
         >>> plan_add([prepare(ep)], {"b": (2, True, 2, last)}, iter(["b"]), set(), 2, 10)
+        ... # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: episode 'b' is already done; cannot append a chunk
+        ValueError: episode 'b' is already done; cannot append a chunk (the buffer joins ...
     """
     plan = Plan()
     state: dict[str, _Known] = {}
@@ -516,7 +517,7 @@ _EVICTED = (
 def _continue(entry: _Known, chunk: Chunk) -> None:
     """Checks that ``chunk`` continues the episode ``entry`` describes, then extends it."""
     if entry.done:
-        raise ValueError(f"episode {short_repr(chunk.id_)} is already done; cannot append a chunk")
+        raise ValueError(done_refusal(chunk.id_))
     if chunk.t0 != entry.t_end:
         held = "an earlier chunk of this add takes it" if entry.added else "the buffer holds it"
         raise ValueError(

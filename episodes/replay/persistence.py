@@ -41,6 +41,7 @@ from episodes.io.values import decode_value, encode_value
 from episodes.replay import saved_files
 from episodes.replay.dataset_fill import fill_from_dataset
 from episodes.replay.dataset_pieces import joined_columns
+from episodes.replay.kinds import prioritized_class
 from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
 from episodes.replay.saved_files import (
     EPISODES,
@@ -93,8 +94,6 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
         >>> load_buffer(path).get_episode_ids()
         ['a']
     """
-    from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
-
     final = Path(path)
     if os.path.lexists(final):  # a dangling link too: the rename would fail on it
         raise FileExistsError(f"{final} exists; save a buffer to a new directory")
@@ -114,9 +113,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
         _save_episodes(buffer, tmp / "episodes", ids)
         meta: dict[str, Any] = {
             "version": _VERSION,
-            "kind": "prioritized"
-            if isinstance(buffer, PrioritizedEpisodeReplayBuffer)
-            else "uniform",
+            "kind": "prioritized" if prioritized_class(type(buffer)) else "uniform",
             "capacity": buffer.capacity,
             "batch_size_B": buffer.batch_size_B,
             "counters": buffer.get_counters(),
@@ -127,14 +124,15 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             # What load checks episodes/ against: nothing appended, no other save's.
             EPISODES: episodes_record(tmp / "episodes", ids, buffer.get_num_timesteps()),
         }
-        if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
-            meta["alpha"] = buffer.alpha
-            meta["max_priority"] = buffer.max_priority
+        if meta["kind"] == "prioritized":
+            held: Any = buffer  # a PrioritizedEpisodeReplayBuffer, maybe of another import
+            meta["alpha"] = held.alpha
+            meta["max_priority"] = held.max_priority
             order = np.concatenate(
-                [buffer.get_episode_indices(i) for i in buffer.get_episode_ids()]
+                [held.get_episode_indices(i) for i in held.get_episode_ids()]
                 or [np.zeros(0, np.int64)]
             )
-            data = priorities_file(buffer.get_priorities(order))
+            data = priorities_file(held.get_priorities(order))
             _write_synced(tmp / "priorities.npy", data)
             meta[PRIORITIES_CRC] = zlib.crc32(data)
         _write_synced(tmp / _META, json.dumps(seal(meta)).encode())
@@ -180,7 +178,7 @@ def _load_episodes(buffer: EpisodeReplayBuffer, root: Path, first: int) -> tuple
     from episodes.replay.loaded_shards import read_stored
     from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
 
-    prioritized = isinstance(buffer, PrioritizedEpisodeReplayBuffer)
+    prioritized = prioritized_class(type(buffer))
     base = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
     hooks = ("add", "set_state", "_check_fit", "_prepare", "_write", "_on_append", "_on_reserve")
     if all(getattr(type(buffer), h) is getattr(base, h) for h in hooks):  # yours: its add
@@ -294,7 +292,7 @@ def load_buffer(
     subclass = make not in (None, EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer)
     if make is None or not subclass:  # the saved kind
         make = PrioritizedEpisodeReplayBuffer if prioritized else EpisodeReplayBuffer
-    elif issubclass(make, PrioritizedEpisodeReplayBuffer) != prioritized:
+    elif prioritized_class(make) != prioritized:
         name, is_ = make.__name__, "is not" if prioritized else "is"
         raise ValueError(
             f"{root} holds a {meta['kind']} replay buffer: {name} {is_} a "
@@ -345,7 +343,7 @@ def load_buffer(
             buffer.rng = generator_from_state(meta["rng"])
         except ValueError as err:
             raise ValueError(f"{root}: damaged replay buffer (generator: {err})") from None
-    if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
+    if prioritized:  # the kind built: make is of the saved kind (checked above)
         _load_priorities(buffer, root, meta["max_priority"], meta.get(PRIORITIES_CRC), first)
     # Checked last, so that a hand-edited field is refused by the check that names it; the
     # buffer built so far is dropped.
