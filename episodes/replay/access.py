@@ -416,6 +416,70 @@ class BufferAccess:
         """
         return items_at(self._store, self._table, indices, t)
 
+    def get_extra_model_outputs(self, key: str, indices: _Integers) -> Any:
+        """The stored extra model output ``key`` of the items ``indices``, one row each.
+
+        One column without building a transition batch: a MuZero value target bootstraps
+        from the root value stored ``n`` steps later (``items_at(indices, t + n)``, then
+        this). A nested column comes back as the dict or tuple of leaf arrays a sample gives.
+
+        Raises:
+            KeyError: ``key`` is no stored extra-output column (the message lists them), or
+                indices not stored (evicted or never issued), as :meth:`get_transitions`.
+            ValueError: Indices that are not integers, or not one index or a 1-d sequence.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0,
+            ...                            extra_model_outputs={"root_value": [0.5, 0.7]}))
+            >>> buf.get_extra_model_outputs("root_value", buf.items_at([0], 1)).tolist()
+            [0.7]
+        """
+        from episodes.replay.extra_writes import read_extras
+
+        return read_extras(self._store, key, indices)
+
+    def set_extra_model_outputs(self, key: str, values: Any, indices: _Integers) -> int:
+        """Rewrites the stored extra model output ``key`` of the items ``indices``.
+
+        For a reanalyse pass (EfficientZero's): re-run the search on sampled positions, then
+        write the new search policies or root values back, so that later samples,
+        :meth:`get_transitions`, episodes, ``get_state`` and ``save`` give them. ``values``
+        hold one row per index in the column's row shape (nested columns: the dict or tuple
+        of per-leaf rows an episode's getter gives); numpy, lists or torch tensors (detached,
+        from any device); cast into the column's dtype where every value survives (float64
+        into a float32 column), as ``add`` casts a chunk's. Items evicted since they were
+        sampled are skipped, as :meth:`update_priorities` skips them; a repeated index keeps
+        its last value. Every check comes before the write: a refusal changes nothing.
+
+        Returns:
+            The number of items written (those of ``indices`` still stored).
+
+        Raises:
+            KeyError: ``key`` is no stored extra-output column (the message lists them).
+            ValueError: Indices that are not integers, not 1-d, or that this buffer never
+                issued (a sequence batch's -1 padding too: pass ``indices[mask]``); values
+                not one per index, or whose row shape or dtype kind differ from the
+                column's (ints into a float column too), or that its dtype cannot hold.
+            TypeError: Values that are not numeric.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0,
+            ...                            extra_model_outputs={"root_value": [0.5, 0.5]}))
+            >>> buf.set_extra_model_outputs("root_value", [2.0], buf.locate("a", [1]))
+            1
+            >>> buf.get_transitions([0, 1], include_extra_model_outputs=True)["root_value"]
+            array([0.5, 2. ])
+        """
+        from episodes.replay.extra_writes import write_extras
+
+        return write_extras(self._store, key, values, indices)
+
     def get_transitions(
         self,
         indices: _Integers,

@@ -1,0 +1,154 @@
+"""Rewriting stored extra model outputs by item index (a reanalyse pass, as EfficientZero's).
+
+A learner that re-runs its search on old positions replaces their stored search policies and
+root values. The new values are checked whole (key, indices, row shape and dtype kind, values
+the column's dtype holds) before one scatter writes them, so a refusal changes nothing. Items
+evicted since they were sampled are skipped, as ``update_priorities`` skips them: their rows
+are gone, and a learner running behind its actors meets them routinely.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from episodes.replay.columns import as_rows
+from episodes.replay.integers import int_array
+from episodes.replay.item_slots import find_slots
+from episodes.replay.nested import nested_rows, put_rows, take_rows, unpack
+from episodes.replay.sampling import slots_of
+from episodes.replay.store import StepStore
+
+__all__ = ["host_values", "read_extras", "write_extras"]
+
+
+def host_values(values: Any) -> Any:
+    """``values`` with every torch tensor (leaves of dicts and tuples too) as a numpy array.
+
+    Tensors are detached and moved to the CPU; bfloat16 ones, which numpy lacks, become
+    float32, which holds each of their values.
+
+    Example:
+        >>> host_values({"v": [1.0, 2.0], "p": (np.zeros(2),)})["p"][0].shape
+        (2,)
+    """
+    if isinstance(values, dict):
+        return {key: host_values(value) for key, value in values.items()}
+    if isinstance(values, tuple):
+        return tuple(host_values(value) for value in values)
+    if hasattr(values, "detach") and hasattr(values, "cpu"):  # a torch tensor (no import)
+        values = values.detach().cpu()
+        if str(values.dtype) == "torch.bfloat16":
+            values = values.float()
+        return values.numpy()
+    return values
+
+
+def _leaf_rows(values: Any, what: str) -> Any:
+    # A leaf given as a list is its rows here (a numpy'd episode's list would be list items).
+    if isinstance(values, dict):
+        return {key: _leaf_rows(value, f"{what}[{key!r}]") for key, value in values.items()}
+    if isinstance(values, tuple):
+        return tuple(_leaf_rows(value, f"{what}[{i}]") for i, value in enumerate(values))
+    return as_rows(values, what)
+
+
+def _rows(values: Any, what: str, count: int) -> np.ndarray:
+    values = host_values(values)
+    if isinstance(values, (dict, tuple)):  # a nested column's per-leaf rows
+        leaves = _leaf_rows(values, what)
+        first = leaves
+        while isinstance(first, (dict, tuple)) and first:
+            first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+        # the first leaf's rows count: a count unlike the indices' is refused by the caller
+        count = len(first) if isinstance(first, np.ndarray) and first.ndim else count
+        return nested_rows(leaves, what, count, finalized=True)
+    if isinstance(values, list) and values and isinstance(values[0], (dict, tuple)):
+        return nested_rows(values, what, len(values), finalized=False)  # one item a row
+    return as_rows(values, what)
+
+
+def _column(store: StepStore, key: Any) -> Any:
+    column = store.extras.get(key) if isinstance(key, str) else None
+    if column is None:
+        raise KeyError(
+            f"{key!r} is no stored extra model output; the buffer's are {sorted(store.extras)}"
+        )
+    return column
+
+
+def read_extras(store: StepStore, key: Any, indices: Any) -> Any:
+    """The stored extra-output column ``key`` at the items ``indices`` (a copy).
+
+    Raises:
+        KeyError: ``key`` is no stored extra-output column, or indices not stored (evicted or
+            never issued), as ``get_transitions`` refuses them.
+        ValueError: Indices that are not integers, or not one index or a 1-d sequence.
+
+    Example:
+        >>> store = StepStore()
+        >>> rows = {"obs": np.zeros((3, 1)), "actions": np.zeros(3), "rewards": np.ones(3)}
+        >>> store.reserve(3)
+        >>> _ = store.append(rows, {"v": np.arange(3.0)}, [{}] * 3, ep_row=0, t0=0,
+        ...                  prev_slot=-1)
+        >>> read_extras(store, "v", [2, 0]).tolist()
+        [2.0, 0.0]
+    """
+    column = _column(store, key)
+    idx = np.atleast_1d(int_array(host_values(indices), "indices", KeyError))
+    if idx.ndim != 1:
+        raise ValueError(f"indices must be one index or a 1-d sequence, got shape {idx.shape}")
+    return unpack(take_rows(column.data, slots_of(store, idx)))
+
+
+def write_extras(store: StepStore, key: Any, values: Any, indices: Any) -> int:
+    """Writes ``values`` into extra-output column ``key`` at the items ``indices``.
+
+    Returns:
+        The number of items written (evicted ones are skipped).
+
+    Raises:
+        KeyError: ``key`` is no stored extra-output column (the message lists them).
+        ValueError: Indices that are not integers, not 1-d, or never issued by the buffer
+            (-1, a sequence batch's padding, too); values whose count differs from the
+            indices', whose row shape or dtype kind differ from the column's, or that its
+            dtype cannot hold. Nothing is written then.
+        TypeError: Values that are not numeric.
+
+    Example:
+        >>> store = StepStore()
+        >>> rows = {"obs": np.zeros((3, 1)), "actions": np.zeros(3), "rewards": np.ones(3)}
+        >>> store.reserve(3)
+        >>> _ = store.append(rows, {"v": np.zeros(3, np.float32)}, [{}] * 3, ep_row=0, t0=0,
+        ...                  prev_slot=-1)
+        >>> write_extras(store, "v", [5.0, 7.0], [2, 0])
+        2
+        >>> store.extras["v"].data[:3].tolist()
+        [7.0, 0.0, 5.0]
+    """
+    column = _column(store, key)
+    what = f"extra_model_outputs[{key!r}]"
+    given = host_values(indices)
+    idx = int_array(given, "indices")
+    if idx.ndim != 1:
+        one = " (one item: indices [i], values one row in a list)" * (idx.ndim == 0)
+        raise ValueError(f"indices must be a 1-d sequence, got shape {idx.shape}{one}")
+    if idx.size and (idx.min() < 0 or idx.max() >= store.next_uid):
+        pad = "-1 is a sequence batch's padding, where its mask is False: pass indices[mask]"
+        hint = pad if -1 in idx else "use a batch's 'indices'"
+        raise ValueError(f"indices the buffer never issued ({hint}): {idx[:5].tolist()}")
+    rows = _rows(values, what, len(idx))
+    if len(rows) != len(idx):
+        raise ValueError(
+            f"{what}: {len(rows)} values for {len(idx)} indices (one row per index, each of "
+            f"the column's {column.describe()})"
+        )
+    if not len(idx) and not len(rows):  # nothing to write: [] has no row shape to check
+        return 0
+    rows = column.fit(rows, what)
+    slots, found = find_slots(store.uid[: store.end], store.live[: store.end], idx)
+    if not found.all():  # evicted since they were sampled: nothing of theirs is stored
+        slots, rows = slots[found], rows[found]
+    put_rows(column.data, slots, rows)  # one scatter; a repeated index keeps its last value
+    return len(slots)
