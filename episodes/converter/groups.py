@@ -126,8 +126,11 @@ def column_groups(episodes: Sequence[Any], layout: str) -> list[list[SingleAgent
         >>> [[len(c) for c in env] for env in column_groups([steps, steps.cut()], "per_env")]
         [[1]]
     """
-    groups = place_stray_ends(group_by_env(episodes))
+    groups = group_by_env(episodes)  # chunks checked for type first
+    # Before the stray ends are placed: two agents' chunks under one id fail there otherwise,
+    # in words of time order that hide the cause.
     check_agent_ids(episodes, "episodes_to_rollout")  # ids join chunks: one agent an id
+    groups = place_stray_ends(groups)
     if layout == "per_env":
         if any(isinstance(group, (list, tuple)) for group in episodes) or (
             episodes and all("env_index" in ep.custom_data for ep in episodes)

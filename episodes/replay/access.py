@@ -448,11 +448,12 @@ class BufferAccess:
         write the new search policies or root values back, so that later samples,
         :meth:`get_transitions`, episodes, ``get_state`` and ``save`` give them. ``values``
         hold one row per index in the column's row shape (nested columns: the dict or tuple
-        of per-leaf rows an episode's getter gives); numpy, lists or torch tensors (detached,
-        from any device); cast into the column's dtype where every value survives (float64
-        into a float32 column), as ``add`` casts a chunk's. Items evicted since they were
-        sampled are skipped, as :meth:`update_priorities` skips them; a repeated index keeps
-        its last value. Every check comes before the write: a refusal changes nothing.
+        of per-leaf rows an episode's getter gives); numpy, lists, tuples (a flat column's
+        rows, as numpy reads them) or torch tensors (detached, from any device); cast into the
+        column's dtype where every value survives (float64 into a float32 column), as ``add``
+        casts a chunk's. Items evicted since they were sampled are skipped, as
+        :meth:`update_priorities` skips them; a repeated index keeps its last value. Every
+        check comes before the write: a refusal changes nothing.
 
         Returns:
             The number of items written (those of ``indices`` still stored).
@@ -461,8 +462,9 @@ class BufferAccess:
             KeyError: ``key`` is no stored extra-output column (the message lists them).
             ValueError: Indices that are not integers, not 1-d, or that this buffer never
                 issued (a sequence batch's -1 padding too: pass ``indices[mask]``); values
-                not one per index, or whose row shape or dtype kind differ from the
-                column's (ints into a float column too), or that its dtype cannot hold.
+                not one per index (a nested column's leaf of another count is named), or
+                whose row shape or dtype kind differ from the column's (ints into a float
+                column too), or that its dtype cannot hold.
             TypeError: Values that are not numeric.
 
         Example:

@@ -9,6 +9,7 @@ are gone, and a learner running behind its actors meets them routinely.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -54,18 +55,36 @@ def _leaf_rows(values: Any, what: str) -> Any:
     return as_rows(values, what)
 
 
-def _rows(values: Any, what: str, count: int) -> np.ndarray:
+def _leaf_counts(leaves: Any, what: str) -> Iterator[tuple[str, int]]:
+    """Each leaf's name (as ``_leaf_rows`` names it) and rows; 0-d leaves are left out."""
+    if isinstance(leaves, dict):
+        for key, leaf in leaves.items():
+            yield from _leaf_counts(leaf, f"{what}[{key!r}]")
+    elif isinstance(leaves, tuple):
+        for i, leaf in enumerate(leaves):
+            yield from _leaf_counts(leaf, f"{what}[{i}]")
+    elif leaves.ndim:
+        yield what, len(leaves)
+
+
+def _rows(values: Any, what: str, count: int, nested: bool) -> np.ndarray:
     values = host_values(values)
-    if isinstance(values, (dict, tuple)):  # a nested column's per-leaf rows
+    # A flat column's rows as a tuple, or a list of tuples, are rows as numpy reads them: only
+    # a nested column has Tuple leaves to read them as.
+    if isinstance(values, dict) or (nested and isinstance(values, tuple)):  # per-leaf rows
         leaves = _leaf_rows(values, what)
-        first = leaves
-        while isinstance(first, (dict, tuple)) and first:
-            first = next(iter(first.values())) if isinstance(first, dict) else first[0]
-        # the first leaf's rows count: a count unlike the indices' is refused by the caller
-        count = len(first) if isinstance(first, np.ndarray) and first.ndim else count
+        counts = dict(_leaf_counts(leaves, what))
+        if len(set(counts.values())) > 1:  # leaves disagree: name one unlike the indices
+            name, rows = next((k, n) for k, n in counts.items() if n != count)
+            raise ValueError(
+                f"{name}: {rows} rows for {count} indices (one row per index in every leaf)"
+            )
+        # every leaf alike: a count unlike the indices' is refused by the caller
+        count = next(iter(counts.values()), count)
         return nested_rows(leaves, what, count, finalized=True)
-    if isinstance(values, list) and values and isinstance(values[0], (dict, tuple)):
-        return nested_rows(values, what, len(values), finalized=False)  # one item a row
+    if isinstance(values, list) and values:
+        if isinstance(values[0], dict) or (nested and isinstance(values[0], tuple)):
+            return nested_rows(values, what, len(values), finalized=False)  # one item a row
     return as_rows(values, what)
 
 
@@ -138,7 +157,7 @@ def write_extras(store: StepStore, key: Any, values: Any, indices: Any) -> int:
         pad = "-1 is a sequence batch's padding, where its mask is False: pass indices[mask]"
         hint = pad if -1 in idx else "use a batch's 'indices'"
         raise ValueError(f"indices the buffer never issued ({hint}): {idx[:5].tolist()}")
-    rows = _rows(values, what, len(idx))
+    rows = _rows(values, what, len(idx), column.data.dtype.names is not None)
     if len(rows) != len(idx):
         raise ValueError(
             f"{what}: {len(rows)} values for {len(idx)} indices (one row per index, each of "
