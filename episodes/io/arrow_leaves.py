@@ -23,6 +23,9 @@ Example:
 
 from __future__ import annotations
 
+import array
+import functools
+import itertools
 import math
 import sys
 from collections.abc import Callable
@@ -156,12 +159,19 @@ def leaf_type(dtype: np.dtype[Any], shape: tuple[int, ...]) -> pa.DataType:
         >>> leaf_type(np.dtype("<U2"), ())
         FixedSizeBinaryType(fixed_size_binary[8])
     """
+    return _leaf_type(dtype, tuple(shape))
+
+
+@functools.lru_cache(maxsize=1024)
+def _leaf_type(dtype: np.dtype[Any], shape: tuple[int, ...]) -> pa.DataType:
+    # Worked out once per dtype and item shape: a writer of many short episodes asks for the
+    # same few types again and again (Arrow types are immutable, so sharing them is safe).
     storage = _storage(dtype, shape)
     if storage == "empty":
         return pa.null()
     if storage == "raw":
         return pa.binary(dtype.itemsize * math.prod(shape))
-    base = pa.from_numpy_dtype(dtype)
+    base = _arrow_dtype(dtype)
     return base if not shape else pa.list_(base, math.prod(shape))
 
 
@@ -199,8 +209,15 @@ def leaf_to_arrow(
     else:
         data = pa.FixedSizeListArray.from_arrays(numeric_array(flat), math.prod(shape))
     if n < rows:  # the shorter columns of an episode end in null rows (one copy, small ones)
-        data = pa.concat_arrays([data, pa.nulls(rows - n, kind)])
+        pad = rows - n  # kept only when short: a long null padding would be held in the cache
+        data = pa.concat_arrays([data, _nulls(pad, kind) if pad <= 4 else pa.nulls(pad, kind)])
     return data
+
+
+@functools.lru_cache(maxsize=256)
+def _nulls(count: int, kind: pa.DataType) -> pa.Array:
+    """``pa.nulls`` kept: most episodes pad their actions and rewards by one null row."""
+    return pa.nulls(count, kind)
 
 
 def numeric_array(flat: np.ndarray) -> pa.Array:
@@ -215,9 +232,14 @@ def numeric_array(flat: np.ndarray) -> pa.Array:
         [1.5, 2.0]
     """
     if flat.dtype.kind in "iuf" and flat.dtype.isnative:
-        kind = pa.from_numpy_dtype(flat.dtype)
+        kind = _arrow_dtype(flat.dtype)
         return pa.Array.from_buffers(kind, len(flat), [None, pa.py_buffer(flat)])
     return pa.array(flat)
+
+
+@functools.lru_cache(maxsize=64)
+def _arrow_dtype(dtype: np.dtype[Any]) -> pa.DataType:
+    return pa.from_numpy_dtype(dtype)  # once per dtype: a few us a column otherwise
 
 
 def text_array(items: list[bytes], rows: int, kind: pa.DataType) -> pa.Array:
@@ -231,16 +253,33 @@ def text_array(items: list[bytes], rows: int, kind: pa.DataType) -> pa.Array:
         ['{}', '{"a": 1}', None]
     """
     n = len(items)
-    wide = kind in (pa.large_string(), pa.large_binary())
-    offsets = np.empty(rows + 1, np.int64 if wide else np.int32)
-    offsets[0] = 0
-    np.cumsum(np.fromiter(map(len, items), np.int64, n), out=offsets[1 : n + 1])
-    offsets[n + 1 :] = offsets[n]
-    validity = None
-    if rows > n:  # Arrow's validity bitmap: one bit per row, least significant first
-        validity = pa.py_buffer(np.packbits(np.arange(rows) < n, bitorder="little"))
-    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(items))]
+    # Offsets built by the array module: numpy's fixed cost per call is most of a short
+    # episode's column (an id on 3 rows), and the values are the same.
+    if n and items.count(items[0]) == n:  # an id on every row, empty infos: no per-item pass
+        width = len(items[0])
+        ends: Any = range(0, width * n + 1, width) if width else itertools.repeat(0, n + 1)
+        data = items[0] * n
+    else:
+        ends = itertools.accumulate(map(len, items), initial=0)
+        data = b"".join(items)
+    offsets = array.array("q" if kind in _WIDE else "i", ends)
+    if rows > n:
+        offsets.extend(itertools.repeat(offsets[-1], rows - n))
+    validity = None if rows <= n else _validity(rows, n)
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
     return pa.Array.from_buffers(kind, rows, buffers, null_count=rows - n)
+
+
+_WIDE = (pa.large_string(), pa.large_binary())
+
+
+@functools.lru_cache(maxsize=256)
+def _validity(rows: int, n: int) -> pa.Buffer:
+    """Arrow's validity bitmap of ``rows`` rows, the first ``n`` valid (low bit first).
+
+    Kept: buffers are immutable, and short episodes repeat a few shapes.
+    """
+    return pa.py_buffer(np.packbits(np.arange(rows) < n, bitorder="little"))
 
 
 def _numeric_view(values: pa.Array, dtype: np.dtype[Any]) -> np.ndarray | None:

@@ -83,6 +83,17 @@ class EncodedEpisode:
     nbytes: int
     ret: float = 0.0
 
+    def batch(self) -> pa.RecordBatch:
+        """The columns as one record batch (the shard's file holds one per episode).
+
+        Example:
+            >>> from episodes import SingleAgentEpisode
+            >>> ep = SingleAgentEpisode(observations=[0, 1], actions=[1], rewards=[1.0])
+            >>> encode_rows(ep).batch().num_rows
+            2
+        """
+        return pa.RecordBatch.from_arrays(list(self.columns.values()), names=list(self.columns))
+
 
 _ENTRY_ALLOWANCE = 8 << 10  # bytes of index entry and Python objects per buffered episode
 
@@ -239,7 +250,8 @@ def _encode_column(
             )
         parts.append((sub, leaf_to_arrow(array, rows, info, copy)))
     column = _null_past(_nest(parts, "/".join(path)), meta["size"])
-    if _type_depth(column.type) > _ARROW_MAX_DEPTH:  # Arrow's IPC writer would fail part-way
+    # Arrow's IPC writer would fail part-way (a flat column has no depth to walk)
+    if column.type.num_fields and _type_depth(column.type) > _ARROW_MAX_DEPTH:
         raise UnstorableValueError(
             f"{'/'.join(path)}: nested too deeply for an Arrow column (more than "
             f"{_ARROW_MAX_DEPTH} levels of structs and lists); the v1 format stores it"
@@ -366,7 +378,9 @@ def encode_rows(
     # What buffering the episode holds: every column (ids, infos and t repeat per row), plus
     # an allowance for its index entry and Python objects, so that a writer of many short
     # episodes flushes at about shard_bytes of memory, not at 7-145x that.
-    nbytes = sum(column.nbytes for column in columns.values()) + _ENTRY_ALLOWANCE
+    # The columns' buffers (built here, none sliced): Arrow's nbytes walks each column, 3 us.
+    nbytes = sum(column.get_total_buffer_size() for column in columns.values())
+    nbytes += _ENTRY_ALLOWANCE
     return EncodedEpisode(columns, entry, spaces, rows, nbytes)
 
 

@@ -347,16 +347,18 @@ class DatasetWriter(WriterFiles):
         streaming = self._format == "arrow" and (self._stream is not None or not self._pending)
         copy = _written_before_return if streaming else self._arena.copy
         encoded = encode_rows(episode, spaces, lookup, copy=copy, wall=wall)
-        schema = pa.schema([(k, v.type) for k, v in encoded.columns.items()])
+        batch = encoded.batch()  # its schema is the episode's (building one more cost as much)
+        schema = batch.schema
         if self._pending and self._schema is not None and not schema.equals(self._schema):
             self.flush()  # a shard holds one schema; changed column types start a new one
             spaces, lookup = [], {}
             streaming = self._format == "arrow"
             copy = _written_before_return if streaming else self._arena.copy
             encoded = encode_rows(episode, spaces, lookup, copy=copy, wall=wall)
+            batch = encoded.batch()
         encoded.ret = piece_return(episode)
         if streaming:
-            self._stream_episode(encoded, schema)
+            self._stream_episode(encoded, batch)
         self._spaces, self._lookup, self._schema = spaces, lookup, schema
         self._pending.append(encoded)
         self._pending_bytes += encoded.nbytes
@@ -378,9 +380,8 @@ class DatasetWriter(WriterFiles):
             f"{self._opener} (its episodes, files and lock): open a new DatasetWriter there"
         )
 
-    def _stream_episode(self, encoded: EncodedEpisode, schema: pa.Schema) -> None:
-        names = list(encoded.columns)
-        batch = pa.RecordBatch.from_arrays([encoded.columns[k] for k in names], names=names)
+    def _stream_episode(self, encoded: EncodedEpisode, batch: pa.RecordBatch) -> None:
+        schema = batch.schema
         if self._stream is None:
             name = secrets.token_hex(8)
             path = temp_data_file(self.path / SHARDS_DIR, name, self._format)
