@@ -112,12 +112,14 @@ def publish_shard(
     return ShardEntry(name, data_format, hashlib.sha256(raw).hexdigest(), len(raw), size, rows)
 
 
-def cut_back(fd: int, end: int) -> bool:
-    """Whether the manifest open at ``fd`` ends at ``end`` again after a failed append.
+def cut_back(fd: int, end: int, *, sync: bool = True) -> bool:
+    """Whether the manifest open at ``fd`` surely ends at ``end`` again after a failed append.
 
     ``append_line`` cuts the file back to where it ended when a write or fsync fails; where it
-    did, the shard's line is not in, and nothing lists the shard's files. Unknown (a failed
-    ``fstat``) counts as False: the line may be in.
+    did, the shard's line is not in, and nothing lists the shard's files. With ``sync`` the cut
+    is fsynced first: a line whose own fsync failed may have reached the disk, and a crash
+    before the cut does would bring it back, listing files removed meanwhile. Unknown (a
+    failed ``fstat`` or fsync) counts as False: the line may be in.
 
     Example:
         >>> import tempfile
@@ -126,9 +128,13 @@ def cut_back(fd: int, end: int) -> bool:
         (True, False)
     """
     try:
-        return os.fstat(fd).st_size == end
+        if os.fstat(fd).st_size != end:
+            return False
+        if sync:
+            os.fsync(fd)
     except OSError:
         return False
+    return True
 
 
 def unpublish_shard(shards: Path, name: str, data_format: str) -> None:

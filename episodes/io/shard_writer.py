@@ -524,7 +524,7 @@ class DatasetWriter(WriterFiles):
             try:  # under the lock: the line another writer appended last is the one it follows
                 append_line(fd, chained_line(fd, obj), sync=self._sync)
             except OSError:  # a full disk: append_line cut the manifest back, if it could
-                self._line_out = cut_back(fd, end)
+                self._line_out = cut_back(fd, end, sync=self._sync)
                 raise
             self._line_in = True  # committed, whatever is raised from here on
         finally:
