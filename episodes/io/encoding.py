@@ -315,6 +315,8 @@ def _decode_extras(
     for pair in pairs:
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
             raise CorruptDatasetError(f"{where}: malformed extra_model_outputs entry")
+        if pair[0] in extras:  # a writer lists each key once: two columns, which one holds it?
+            raise CorruptDatasetError(f"{where}: extra_model_outputs lists {pair[0]!r} twice")
         extras[pair[0]] = decode_column(
             pair[1], load, blob, f"{where}/extra[{pair[0]!r}]", as_list=as_list
         )

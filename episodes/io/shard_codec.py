@@ -421,6 +421,8 @@ def _column_metas(meta: dict[str, Any], where: str) -> list[tuple[list[str], Any
     for pair in extras:
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
             raise CorruptDatasetError(f"{where}: malformed extra_model_outputs entry")
+        if pair[0] in (path[1] for path, _ in out[len(columns) :]):  # a few keys at most
+            raise CorruptDatasetError(f"{where}: extra_model_outputs lists {pair[0]!r} twice")
         out.append(([EXTRAS, pair[0]], pair[1]))
     return out
 
