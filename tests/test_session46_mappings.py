@@ -391,7 +391,10 @@ def test_swapped_update_priorities_names_the_tensors_own_dtype(dtype: Any) -> No
     buffer.add(episode)
     sampled = buffer.sample(4, device="cpu")
     before = buffer.get_priorities(np.arange(5))
-    with pytest.raises(ValueError, match=rf"indices must be integers, got dtype {dtype}$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"indices must be integers, got dtype {dtype}: update_priorities takes the priorities first",
+    ):
         buffer.update_priorities(sampled["indices"], torch.rand(4).to(dtype))
     np.testing.assert_array_equal(buffer.get_priorities(np.arange(5)), before)
 
