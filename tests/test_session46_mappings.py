@@ -393,7 +393,8 @@ def test_swapped_update_priorities_names_the_tensors_own_dtype(dtype: Any) -> No
     before = buffer.get_priorities(np.arange(5))
     with pytest.raises(
         ValueError,
-        match=rf"indices must be integers, got dtype {dtype}: update_priorities takes the priorities first",
+        match=rf"indices must be integers, got dtype {dtype}: update_priorities takes the "
+        "priorities first",
     ):
         buffer.update_priorities(sampled["indices"], torch.rand(4).to(dtype))
     np.testing.assert_array_equal(buffer.get_priorities(np.arange(5)), before)
