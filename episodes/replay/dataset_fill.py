@@ -65,6 +65,7 @@ def fill_from_dataset(buffer: Any, path: str | os.PathLike[str], default: bool) 
     ranks = _time_ranks(path)
     with _Pieces(path) as pieces:
         order, added = _add_order(ranks, pieces.lengths)
+        _presize(buffer, sum(pieces.lengths[i] for i in order[:added]), default)
         left = Counter(key for key, _ in ranks.values())  # pieces of each episode to come
         ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
         read = 0
@@ -87,6 +88,27 @@ def fill_from_dataset(buffer: Any, path: str | os.PathLike[str], default: bool) 
                 ends[key] = stopped
         adder.flush()
     return read
+
+
+def _presize(buffer: Any, steps: int, default: bool) -> None:
+    """Sizes an empty buffer's columns for ``steps`` rows where they will all be kept.
+
+    The manifest gives the step count up front; growing the columns as batches come would hold
+    an old and a new copy of a column at each growth (a peak of about twice the frames of an
+    Atari dataset). Where the capacity is smaller, evictions come and the columns grow and
+    compact as ``add`` sizes them.
+
+    Example:
+        >>> from episodes.replay import EpisodeReplayBuffer
+        >>> buffer = EpisodeReplayBuffer(10_000)
+        >>> _presize(buffer, 5_000, False); buffer._store.size
+        5000
+    """
+    store = buffer._store
+    if store.end or store.obs is not None or not (default or steps <= buffer.capacity):
+        return
+    store.capacity = int(buffer.capacity)
+    store.reserve(steps)
 
 
 def _add_order(ranks: dict[int, tuple[Any, int]], lengths: list[int]) -> tuple[list[int], int]:
