@@ -378,9 +378,8 @@ def encode_rows(
     # What buffering the episode holds: every column (ids, infos and t repeat per row), plus
     # an allowance for its index entry and Python objects, so that a writer of many short
     # episodes flushes at about shard_bytes of memory, not at 7-145x that.
-    # The columns' buffers (built here, none sliced): Arrow's nbytes walks each column, 3 us.
-    nbytes = sum(column.get_total_buffer_size() for column in columns.values())
-    nbytes += _ENTRY_ALLOWANCE
+    # Arrow's nbytes, which replay's save budget (saved_shards) models byte for byte.
+    nbytes = sum(column.nbytes for column in columns.values()) + _ENTRY_ALLOWANCE
     return EncodedEpisode(columns, entry, spaces, rows, nbytes)
 
 

@@ -101,7 +101,7 @@ def test_encoded_bytes_count_every_column():
     ep = SingleAgentEpisode("a", observations=np.zeros((3, 4), np.float32), actions=[0, 1],
                             rewards=[1.0, 2.0], len_lookback_buffer=0)  # fmt: skip
     enc = encode_rows(ep)
-    data = sum(c.get_total_buffer_size() for c in enc.columns.values())
+    data = sum(c.nbytes for c in enc.columns.values())  # what replay's save budget models
     assert data >= 3 * 4 * 4 + 2 * 8 + 2 * 8  # observations, actions, rewards at least
     assert enc.nbytes - data == 8 << 10  # the index entry's allowance
 
