@@ -18,6 +18,7 @@ __all__ = [
     "chunk_label",
     "copied_space",
     "done_refusal",
+    "gap_refusal",
     "named_refusal",
 ]
 
@@ -69,6 +70,30 @@ def done_refusal(id_: Any) -> str:
         "chunks by episode id: if this chunk starts a new episode, give it an id of its own, "
         "a new one per episode such as SingleAgentEpisode's default uuid4 hex, not an env "
         "index reused after each reset)"
+    )
+
+
+def gap_refusal(id_: Any, t0: int, held: str, t_end: int) -> str:
+    """The refusal of a chunk that does not start where its stored episode ends.
+
+    ``held`` says who holds the episode up to ``t_end`` (the buffer, or an earlier chunk of the
+    add). A chunk starting before that time repeats stored steps: most often it is a new
+    episode under a running one's id (a dataset's ``0, 1, ...`` met again by online episodes
+    numbered the same way), so the words say what an id names, as :func:`done_refusal` does.
+
+    Example:
+        >>> print(gap_refusal("b", 7, "the buffer holds it", 5))
+        chunk of episode 'b' starts at t=7, but the buffer holds it up to t=5
+        >>> print(gap_refusal(3, 0, "the buffer holds it", 4))  # doctest: +ELLIPSIS
+        chunk of episode 3 starts at t=0, but the buffer holds it up to t=4 (an overlap: if ...
+    """
+    words = f"chunk of episode {short_repr(id_)} starts at t={t0}, but {held} up to t={t_end}"
+    if t0 >= t_end:
+        return words
+    return (
+        f"{words} (an overlap: if this chunk starts a new episode, give it an id "
+        "of its own, a new one per episode such as SingleAgentEpisode's default uuid4 hex; "
+        "episodes read from a dataset keep their ids, so number new ones apart from them)"
     )
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from episodes.connectors.learner import check_end_observation
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
-from episodes.replay.adding import done_refusal, named_refusal
+from episodes.replay.adding import done_refusal, gap_refusal, named_refusal
 from episodes.replay.columns import as_rows, float32_rewards
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
@@ -520,10 +520,7 @@ def _continue(entry: _Known, chunk: Chunk) -> None:
         raise ValueError(done_refusal(chunk.id_))
     if chunk.t0 != entry.t_end:
         held = "an earlier chunk of this add takes it" if entry.added else "the buffer holds it"
-        raise ValueError(
-            f"chunk of episode {short_repr(chunk.id_)} starts at t={chunk.t0}, but {held} up to "
-            f"t={entry.t_end}"
-        )
+        raise ValueError(gap_refusal(chunk.id_, chunk.t0, held, entry.t_end))
     if not _same_border(chunk, entry.last_obs):
         # RLlib's concat_episode refuses this too: the stored step before the border would
         # otherwise get a next observation its chunk never saw.

@@ -30,6 +30,7 @@ import numpy as np
 from episodes.io import (
     DatasetError,
     DatasetWriter,
+    NotADatasetError,
     UnstorableValueError,
     dataset_info,
     read_episodes,
@@ -497,6 +498,7 @@ def buffer_from_dataset(
     from episodes.replay.buffer import EpisodeReplayBuffer
     from episodes.replay.prioritized import PrioritizedEpisodeReplayBuffer
 
+    _refuse_save(Path(path))
     # The default is the steps read (the manifest's count, a first guess, is raised as pieces
     # committed since come): a concurrent writer's piece evicts nothing.
     default = capacity is None
@@ -514,3 +516,15 @@ def buffer_from_dataset(
         buffer.capacity = max(1, read)
     buffer._joined = None  # later adds: the first chunk's dtypes, as documented
     return buffer
+
+
+def _refuse_save(root: Path) -> None:
+    """A buffer's save is no dataset (its episodes are one, under ``episodes/``): say so."""
+    if (root / _META).is_file() and not any(
+        (root / marker).exists() for marker in ("manifest.jsonl", "format.json")
+    ):
+        raise NotADatasetError(
+            f"{root} is a saved replay buffer, not an episodes dataset: "
+            f"EpisodeReplayBuffer.load({os.fspath(root)!r}) restores it, and "
+            f"from_dataset({os.fspath(root / 'episodes')!r}) reads the episodes it holds"
+        )
