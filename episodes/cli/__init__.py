@@ -1,4 +1,4 @@
-"""The ``episodes`` command line: record, inspect, validate, plot, migrate, merge, split, filter.
+"""The ``episodes`` command line: record, info, validate, relist, plot and the copy tools.
 
 Example:
     >>> main(["info", "/nonexistent"])  # the error goes to stderr
@@ -30,6 +30,7 @@ from episodes.cli.errors import (
 )
 from episodes.cli.plotting import plot
 from episodes.cli.record import record, shard_bytes
+from episodes.cli.relist import add_relist
 from episodes.cli.space_text import space_text
 from episodes.io import DatasetError, dataset_info
 
@@ -348,6 +349,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     val.add_argument("dir", metavar="DIR")
     val.set_defaults(func=_validate)
+    add_relist(sub)
     plo = sub.add_parser(
         "plot",
         help="plot returns and lengths (needs matplotlib)",

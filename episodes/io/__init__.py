@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # the lazy names below, typed for checkers without importing 
     from episodes.io.shard_reader import Dataset
     from episodes.io.shard_writer import DatasetWriter
     from episodes.io.tools import filter_dataset, merge, migrate, split
+    from episodes.io.unlisted import UnlistedShard, discard_unlisted, relist_shards
     from episodes.io.validation import ValidationReport, validate_dataset
 
 # Format v2 needs pyarrow: its names load on first use, so `import episodes.io` stays light.
@@ -71,6 +72,9 @@ _LAZY = {
     "ValidationReport": "episodes.io.validation",
     "export_minari": "episodes.io.minari_io",
     "import_minari": "episodes.io.minari_io",
+    "relist_shards": "episodes.io.unlisted",
+    "discard_unlisted": "episodes.io.unlisted",
+    "UnlistedShard": "episodes.io.unlisted",
 }
 
 
@@ -98,6 +102,7 @@ __all__ = [
     "EpisodeWriter",
     "NotADatasetError",
     "PieceJoins",
+    "UnlistedShard",
     "ValidationReport",
     "validate_dataset",
     "UnsafeDataError",
@@ -105,6 +110,7 @@ __all__ = [
     "UnsupportedVersionError",
     "data_files",
     "dataset_info",
+    "discard_unlisted",
     "export_minari",
     "filter_dataset",
     "import_minari",
@@ -113,5 +119,6 @@ __all__ = [
     "migrate",
     "piece_problems",
     "read_episodes",
+    "relist_shards",
     "split",
 ]

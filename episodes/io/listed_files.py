@@ -87,9 +87,10 @@ def unlisted_files(path: str | os.PathLike[str]) -> list[str]:
 
     Temporary files (``.tmp-...``: a shard being written, or one a killed writer left) and
     shard files whose manifest line was never written (a commit interrupted after the
-    rename, a writer killed there). Readers of the manifest ignore them; a writer that opens
-    the dataset alone removes the temporary and shard-named ones. Anything else a user put
-    there is named too: a glob of ``shards/`` would read it.
+    rename, a writer killed there, or a manifest line lost since). Readers of the manifest
+    ignore them; a writer that opens the dataset alone removes the temporary ones and moves
+    the shard-named ones to ``unlisted/shards/``. Anything else a user put there is named
+    too: a glob of ``shards/`` would read it.
 
     Raises:
         NotADatasetError: ``path`` is not a dataset.

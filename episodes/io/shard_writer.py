@@ -53,6 +53,7 @@ from episodes.io.manifest_lines import chained_line
 from episodes.io.metadata import DatasetMetadata, given_metadata
 from episodes.io.new_manifest import create_manifest
 from episodes.io.not_copyable import WriterFiles
+from episodes.io.quarantine import remove_leftovers
 from episodes.io.shard_codec import EncodedEpisode, encode_rows
 from episodes.io.shard_commit import cut_back, publish_shard, unpublish_shard
 from episodes.io.shard_stream import ShardStream, WrittenFile, write_episodes
@@ -64,7 +65,6 @@ from episodes.io.shards import (
     is_v2,
     mend_tail,
     read_v2_manifest,
-    remove_leftovers,
     temp_data_file,
 )
 from episodes.io.writer import TAKEN, write_each
@@ -98,11 +98,13 @@ class DatasetWriter(WriterFiles):
             or ``"parquet"``.
         compression: ``None`` or ``"zstd"`` (compressed Arrow shards are no longer zero-copy).
         sync: fsync files and directories.
-        clean: A writer that opens alone (no other writer holds the dataset) removes what dead
-            writers left: unlisted shard files, temporary files, a torn manifest line. That
-            lists ``shards/``, so each open costs time linear in the shards. False skips it
-            (a Ray sink cleans once before its write tasks, which then open with False);
-            leftovers only take space, as readers and commits ignore them.
+        clean: A writer that opens alone (no other writer holds the dataset) cleans what dead
+            writers left: temporary files and a torn manifest line go; shard files no manifest
+            line lists are moved to ``unlisted/shards/`` (lost lines leave committed shards
+            unlisted: ``episodes relist`` lists them again). That lists ``shards/``, so each
+            open costs time linear in the shards. False skips it (a Ray sink cleans once
+            before its write tasks, which then open with False); leftovers only take space,
+            as readers and commits ignore them.
 
     Example:
         >>> import tempfile
@@ -219,10 +221,10 @@ class DatasetWriter(WriterFiles):
             raise
 
     def _recover_if_alone(self) -> None:
-        """Removes files of writers that died, if no other writer is active.
+        """Cleans up after writers that died, if no other writer is active.
 
         Every open writer holds a shared flock on ``shards/``; whoever gets it exclusively
-        is alone, so unlisted shard files can only be leftovers.
+        is alone, so no unlisted shard file is being committed: each is quarantined.
         """
         assert self._dir_fd is not None
         if try_flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, self.path) is not None:
@@ -482,7 +484,7 @@ class DatasetWriter(WriterFiles):
                 self._arena.release()
                 raise
             # Nothing was committed: the episodes stay buffered for a retry (a shard left
-            # behind is unlisted, and removed by the next writer that opens alone).
+            # behind is unlisted, and quarantined by the next writer that opens alone).
             self._pending, self._spaces, self._lookup, self._schema = saved[:4]
             self._pending_bytes, self._stream = saved[4], streamed
             if streamed is None and data is not None and not published:

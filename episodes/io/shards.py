@@ -64,7 +64,6 @@ __all__ = [
     "mend_tail",
     "piece_ends",
     "read_v2_manifest",
-    "remove_leftovers",
     "seal_line",
     "shard_file",
     "temp_data_file",
@@ -424,43 +423,6 @@ def holds_immutable_ids(entry: ShardEntry) -> bool:
         True
     """
     return all(type(row.id_) in _IMMUTABLE_IDS for row in entry.episodes)
-
-
-def remove_leftovers(path: Path, *, sync: bool = True) -> None:
-    """Removes what dead writers left in a v2 dataset: a torn manifest line, unlisted files.
-
-    Only safe while no other writer is active (the caller holds ``shards/`` exclusively).
-
-    Example:
-        >>> import tempfile
-        >>> from episodes.io import DatasetWriter
-        >>> path = Path(tempfile.mkdtemp()); DatasetWriter(path).close()
-        >>> _ = (path / "shards" / ".tmp-left.arrow.part").write_bytes(b"x")
-        >>> remove_leftovers(path); sorted(p.name for p in (path / "shards").iterdir())
-        []
-    """
-    _, entries, _, _ = read_v2_manifest(path)  # refuses a damaged manifest: nothing removed
-    fd = os.open(path / MANIFEST_FILE, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
-    try:
-        mend_tail(fd, sync=sync)
-    finally:
-        os.close(fd)
-    listed = {e.name for e in entries}
-    # Every writer that opens alone looks: a set difference leaves out the listed shards'
-    # files, so only the others are looked at one by one (no path object per listed file).
-    expected = {
-        e.name + suffix for e in entries for suffix in (DATA_SUFFIX[e.data_format], INDEX_SUFFIX)
-    }
-    shards = path / SHARDS_DIR
-    for name in set(os.listdir(shards)) - expected:
-        stem = name.split(".", 1)[0]
-        orphan = name.startswith(TMP_PREFIX) or (SHARD_NAME.match(stem) and stem not in listed)
-        child = shards / name
-        if orphan and child.is_file() and not child.is_symlink():
-            child.unlink()
-    for child in path.iterdir():
-        if child.name.startswith(TMP_PREFIX) and child.is_file():
-            child.unlink()
 
 
 def temp_data_file(shards: Path, name: str, data_format: str) -> Path:

@@ -28,11 +28,12 @@ import numpy as np
 from episodes.episode import SingleAgentEpisode
 from episodes.io.dataset_spaces import DatasetSpaces
 from episodes.io.errors import CorruptDatasetError, DatasetError, DatasetIOError
-from episodes.io.format import piece_return
+from episodes.io.format import TMP_PREFIX, piece_return
 from episodes.io.joins import PieceJoins, piece_problems
 from episodes.io.listed_files import describe_unlisted, unlisted_files
+from episodes.io.quarantine import quarantine_notes
 from episodes.io.reader import chunk_nbytes, iter_chunks, load_chunk
-from episodes.io.shards import is_v2
+from episodes.io.shards import SHARD_NAME, is_v2
 
 __all__ = ["ValidationReport", "validate_dataset"]
 
@@ -49,10 +50,12 @@ class ValidationReport:
         notes: Warnings, no problems (``ok`` stays True): first one line on the pieces
             whose observation or action space is not the dataset's, if any (they load, but
             the replay buffer and the torch datasets stack every piece's steps in one shape
-            and nesting: see :mod:`episodes.io.dataset_spaces`); then one line per file in a v2
-            dataset's ``shards/`` that no manifest line lists (a shard being written, a
-            killed writer's leftover, an interrupted commit's shard). Readers of the
-            manifest ignore them; a glob of ``shards/*.arrow`` would read them.
+            and nesting: see :mod:`episodes.io.dataset_spaces`); then one line on the files
+            a writer that opened alone moved to ``unlisted/shards/`` (``episodes relist``
+            lists the good ones again), if any; then one line per file in a v2 dataset's
+            ``shards/`` that no manifest line lists (a shard being written, a killed
+            writer's leftover, an interrupted commit's shard, a lost line's). Readers of
+            the manifest ignore them; a glob of ``shards/*.arrow`` would read them.
 
     Example:
         >>> report = ValidationReport(pieces=2, shards=1)
@@ -106,7 +109,7 @@ def validate_dataset(
         ds = Dataset(path, verify=True, max_open_shards=1)
         report.pieces, report.shards = len(ds), len(ds.shards)
         report.torn_manifest = ds.torn_manifest
-        report.notes = [describe_unlisted(name) for name in unlisted_files(path)]
+        report.notes = quarantine_notes(path) + [_unlisted_note(n) for n in unlisted_files(path)]
         read: Callable[[int], SingleAgentEpisode] = ds.episode
         listed = [
             (f"shard {s.name} episode {j}", row.ret)
@@ -142,6 +145,13 @@ def validate_dataset(
     other_spaces = spaces.note()  # first: the CLI counts the notes after 20 as unlisted files
     report.notes[:0] = [other_spaces] if other_spaces else []
     return report
+
+
+def _unlisted_note(name: str) -> str:
+    note = describe_unlisted(name)
+    if SHARD_NAME.match(name.split(".", 1)[0]) and not name.startswith(TMP_PREFIX):
+        note += " (if its line was lost, `episodes relist DIR` lists it again)"
+    return note
 
 
 def _return_problems(episode: SingleAgentEpisode, where: str, listed: float) -> list[str]:
