@@ -9,6 +9,7 @@ import numpy as np
 
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
 from episodes.connectors.float32 import as_float32
+from episodes.connectors.given_batch import check_batch
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.agent_ids import check_agent_ids
 from episodes.episode.reward_values import REAL_TYPES
@@ -86,6 +87,7 @@ class AddLearnerColumns:
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds the missing learner columns for ``episodes`` to ``batch``; returns it."""
         episodes = check_episodes(episodes, "AddLearnerColumns")  # an array's as a list
+        batch = check_batch(batch, "AddLearnerColumns")
         check_agent_ids(episodes, "AddLearnerColumns")  # ids join a stepless end to its chunk
         with_steps = [episode for episode in episodes if len(episode)]
         shared: list[str] = []

@@ -24,6 +24,7 @@ from episodes.connectors.base import (
     with_fill_dtype,
 )
 from episodes.connectors.float32 import as_float32
+from episodes.connectors.given_batch import check_batch
 from episodes.connectors.last_rows import last_flat_rows
 from episodes.connectors.lookback_reach import warn_short_lookback
 from episodes.connectors.text_fill import refuse_text_fill
@@ -239,6 +240,7 @@ class FlattenObservations(EpisodeConnector):
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the flattened observation rows of ``episodes`` into ``batch``."""
         episodes = check_episodes(episodes, "FlattenObservations")  # an array's as a list
+        batch = check_batch(batch, "FlattenObservations")
         name = f"FlattenObservations' {self.out_key!r} column"
         if self.inference:
             rows = _last_box_rows(episodes, name)
@@ -453,6 +455,7 @@ class FrameStack(EpisodeConnector):
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Writes the stacked frames of every row of ``episodes`` into ``batch``."""
         episodes = check_episodes(episodes, "FrameStack")  # an array's as a list
+        batch = check_batch(batch, "FrameStack")
         # Inference rows of episodes at least n - 1 steps long reach before none: no walk.
         if not self.inference or min(map(len, episodes), default=self.n) < self.n - 1:
             who = f"FrameStack({self.n})"

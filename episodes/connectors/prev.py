@@ -18,6 +18,7 @@ from episodes.connectors.base import (
     join_rows,
     with_fill_dtype,
 )
+from episodes.connectors.given_batch import check_batch
 from episodes.connectors.last_rows import last_prev_actions, last_prev_rewards
 from episodes.connectors.learner import float32_rewards
 from episodes.connectors.lookback_reach import warn_short_lookback
@@ -107,6 +108,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:
         """Adds ``prev_n_actions``/``prev_n_rewards`` for ``episodes`` to ``batch``."""
         episodes = check_episodes(episodes, "PrevActionsPrevRewards")  # an array's as a list
+        batch = check_batch(batch, "PrevActionsPrevRewards")
         if self.n_actions and self.one_hot_discrete:
             # Without a space the actions cannot be one-hot: skipping it gave [rows, n] for
             # such an episode next to [rows, n, A] for the others (as the getter, refuse).
