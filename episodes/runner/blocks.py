@@ -440,9 +440,12 @@ class Blocks:
         if rewards.shape != width or terminateds.shape != width or truncateds.shape != width:
             named = zip(("rewards", "terminated", "truncated"), (rewards, terminateds, truncateds))
             name, value = next((n, v) for n, v in named if v.shape != width)
+            # A trailing axis of one is the usual slip (a [N, 1] reward tensor of a torch
+            # simulator): say how to drop it rather than only that the shape is wrong.
+            hint = "; squeeze its last axis" if tuple(value.shape) == (*width, 1) else ""
             raise ValueError(
                 f"the env's {name}: got shape {tuple(value.shape)}, expected {tuple(width)} "
-                "(one per sub-env)"
+                f"(one per sub-env){hint}"
             )
         self.rewards[row] = rewards
         self.terminated[row] = terminateds

@@ -548,7 +548,9 @@ def test_reward_or_flags_of_shape_n_by_1_are_a_clear_error(column: str, field: s
 
     env = ColumnFlags(8) if column == "column_flags" else PointMass(8, column_rewards=True)
     with pytest.raises(
-        ValueError, match=rf"the env's {field}: got shape \(8, 1\), expected \(8,\)"
+        ValueError,
+        match=rf"the env's {field}: got shape \(8, 1\), expected \(8,\) "
+        r"\(one per sub-env\); squeeze its last axis",
     ):
         EnvRunner(env, Sampler(Model()), seed=0).sample(2)
 
