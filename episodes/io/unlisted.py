@@ -34,7 +34,6 @@ import fcntl
 import hashlib
 import math
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +57,7 @@ from episodes.io.format import (
 from episodes.io.listed_files import _v2_root
 from episodes.io.manifest_lines import chained_line, mend_tail
 from episodes.io.quarantine import QUARANTINE_DIR, open_quarantine
+from episodes.io.relist_mend import SPLIT, join_split, plain, restore_listed
 from episodes.io.shards import (
     DATA_SUFFIX,
     INDEX_SUFFIX,
@@ -87,7 +87,8 @@ class UnlistedShard:
         pieces: Episode pieces its index holds (0 where it could not be read).
         steps: Their steps.
         problem: Why it is not (or would not be) listed again; None for a good shard.
-        relisted: Its manifest line was appended (False for every shard of a dry run).
+        relisted: Its manifest line was appended, or, for a shard a line lists already, its
+            files were moved back (False for every shard of a dry run).
 
     Example:
         >>> shard = UnlistedShard("0123456789abcdef", "shards", (), 0, 0, "no index file", False)
@@ -122,6 +123,12 @@ def relist_shards(
     then its line is appended to the manifest as a writer appends one (a torn last line is
     cut first). Refused shards stay where they are.
 
+    Two states a failure can leave are mended first. A shard whose files lie partly in each
+    place (a move of its files killed midway) is joined in ``shards/``, then checked. Files a
+    manifest line lists already while ``shards/`` lacks them (a manifest put back whole after
+    a lone writer moved its lost lines' shards out) move back where their sizes and index
+    SHA-256 are the line's; such a shard is reported first, ``relisted`` with no line appended.
+
     Args:
         path: A v2 dataset.
         dry_run: Check and report only: nothing is moved, appended or cut.
@@ -148,6 +155,16 @@ def relist_shards(
     found: list[UnlistedShard] = []
     with _alone(root, "relist shards", create=not dry_run) as shards_fd:
         _, entries, _, _ = read_v2_manifest(root)
+        for restored, files, problem in restore_listed(
+            root, entries, shards_fd, dry_run=dry_run, sync=sync
+        ):
+            steps = sum(row.length for row in restored.episodes)
+            relisted = problem is None and not dry_run
+            count = len(restored.episodes)
+            found.append(
+                UnlistedShard(restored.name, _QUARANTINE, files, count, steps, problem, relisted)
+            )
+        split = join_split(root, entries, shards_fd, dry_run=dry_run, sync=sync)
         listed = {e.name for e in entries}
         pieces = _Pieces()
         for listed_entry in entries:
@@ -156,6 +173,10 @@ def relist_shards(
         manifest: int | None = None
         try:
             for place, stem, names in candidates:
+                if stem in split:  # a dry run: the files of a stopped move are not joined
+                    if place == SHARDS_DIR:
+                        found.append(UnlistedShard(stem, place, (), 0, 0, SPLIT, False))
+                    continue
                 shard, entry = _check(root, place, stem, names, listed, pieces)
                 if entry is not None and not dry_run:
                     if manifest is None:
@@ -183,6 +204,8 @@ def discard_unlisted(
     What :func:`relist_shards` refused or was not asked to list (a commit killed before its
     line leaves a shard there too) only takes space. Files left unlisted in ``shards/`` are
     not touched: the next writer that opens the dataset alone moves them to the quarantine.
+    Nor is a file a manifest line lists while ``shards/`` lacks it (a manifest put back whole
+    after its lost lines' shards were moved out): :func:`relist_shards` moves it back.
 
     Args:
         path: A v2 dataset.
@@ -208,11 +231,18 @@ def discard_unlisted(
     dry_run, sync = as_flag(dry_run, "dry_run"), as_flag(sync, "sync")
     root = _v2_root(path, "unlisted shards").absolute()
     with _alone(root, "discard unlisted shards", create=False):
+        _, entries, _, _ = read_v2_manifest(root)
+        listed = {e.name + s for e in entries for s in (DATA_SUFFIX[e.data_format], INDEX_SUFFIX)}
         fd = open_quarantine(root, create=False)
         if fd is None:
             return []
         try:
-            names = sorted(n for n in os.listdir(fd) if _plain(fd, n))
+            # A listed shard's file that shards/ lacks is no leftover: relist moves it back.
+            names = sorted(
+                n
+                for n in os.listdir(fd)
+                if plain(fd, n) and not (n in listed and not os.path.lexists(root / SHARDS_DIR / n))
+            )
             if dry_run:
                 return names
             for name in names:
@@ -253,10 +283,6 @@ def _alone(root: Path, what: str, *, create: bool) -> Iterator[int | None]:
         os.close(fd)  # the lock goes with it
 
 
-def _plain(dir_fd: int, name: str) -> bool:
-    return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-
-
 def _candidates(root: Path, entries: list[ShardEntry]) -> list[tuple[str, str, list[str]]]:
     """``(place, stem, file names)`` of each unlisted shard, its index's oldest first."""
     listed = {e.name + s for e in entries for s in (DATA_SUFFIX[e.data_format], INDEX_SUFFIX)}
@@ -272,7 +298,7 @@ def _candidates(root: Path, entries: list[ShardEntry]) -> list[tuple[str, str, l
             stems: dict[str, list[str]] = {}
             for name in set(os.listdir(dir_fd)) - listed:
                 stem, _, rest = name.partition(".")
-                if SHARD_NAME.match(stem) and f".{rest}" in suffixes and _plain(dir_fd, name):
+                if SHARD_NAME.match(stem) and f".{rest}" in suffixes and plain(dir_fd, name):
                     stems.setdefault(stem, []).append(name)
             for stem, names in stems.items():
                 found.append((_mtime(dir_fd, stem), stem, place, sorted(names)))
