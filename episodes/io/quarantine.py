@@ -26,11 +26,13 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
-from episodes.io.errors import UnsafeDataError
+from episodes.io.errors import DatasetError, DatasetIOError, UnsafeDataError
 from episodes.io.format import MANIFEST_FILE, TMP_PREFIX
 from episodes.io.manifest_lines import mend_tail
 from episodes.io.shards import (
@@ -38,6 +40,7 @@ from episodes.io.shards import (
     INDEX_SUFFIX,
     SHARD_NAME,
     SHARDS_DIR,
+    ShardEntry,
     read_v2_manifest,
 )
 
@@ -63,6 +66,7 @@ def open_quarantine(root: Path, *, create: bool) -> int | None:
 
     Raises:
         UnsafeDataError: ``unlisted`` or ``unlisted/shards`` is a symlink or no directory.
+        DatasetIOError: The system refused to make or open one (no permission, an I/O error).
 
     Example:
         >>> import tempfile
@@ -73,26 +77,41 @@ def open_quarantine(root: Path, *, create: bool) -> int | None:
         ['shards']
     """
     fd = os.open(root, _DIR_FLAGS)
+    here = root
     try:
         for name in (QUARANTINE_DIR, SHARDS_DIR):
+            here /= name
             if create:
                 try:
                     os.mkdir(name, dir_fd=fd)
                 except FileExistsError:
                     pass  # made before, or no directory: the open below tells
+                except OSError as err:
+                    raise _open_failure(here, err, "make") from err
                 else:
                     os.fsync(fd)  # the new name outlives a crash before the moves into it
             try:
                 inner = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
                 return None
-            except OSError as err:  # ELOOP (a link), ENOTDIR (a file)
-                raise UnsafeDataError(_unsafe(root)) from err
+            except OSError as err:
+                if err.errno in _NOT_PLAIN:
+                    raise UnsafeDataError(_unsafe(root)) from err
+                raise _open_failure(here, err, "open") from err
             os.close(fd)
             fd = inner
         return os.dup(fd)
     finally:
         os.close(fd)
+
+
+#: What opening a directory without following a link fails with at a link (or a file).
+_NOT_PLAIN = (errno.ELOOP, errno.ENOTDIR)
+
+
+def _open_failure(path: Path, err: OSError, verb: str) -> DatasetIOError:
+    """The system, not the layout, refused a directory: say what failed, not "a symlink"."""
+    return DatasetIOError(err.errno, f"cannot {verb} the directory {path}: {err.strerror or err}")
 
 
 def _unsafe(root: Path) -> str:
@@ -113,7 +132,7 @@ def quarantine_problem(root: Path) -> str | None:
     """
     try:
         fd = open_quarantine(root, create=False)
-    except UnsafeDataError as err:
+    except (UnsafeDataError, DatasetIOError) as err:
         return str(err)
     if fd is not None:
         os.close(fd)
@@ -139,8 +158,12 @@ def quarantined(root: str | os.PathLike[str]) -> list[str]:
         os.close(fd)
 
 
-def quarantine_notes(root: str | os.PathLike[str]) -> list[str]:
+def quarantine_notes(root: str | os.PathLike[str], shards: Iterable[ShardEntry] = ()) -> list[str]:
     """What ``episodes validate`` notes of the quarantine: its files, or why it is unsafe.
+
+    ``shards`` are the manifest's: a quarantined file that one of them lists while ``shards/``
+    lacks it (a manifest put back whole after a lone writer ran) is named first, as a file
+    the readers miss, which ``episodes relist`` moves back (``--discard`` never removes it).
 
     Example:
         >>> import tempfile
@@ -155,14 +178,34 @@ def quarantine_notes(root: str | os.PathLike[str]) -> list[str]:
     names = quarantined(root)
     if not names:
         return []
-    shards = len({name.split(".", 1)[0] for name in names})
-    files = f"{len(names)} file{'s' * (len(names) != 1)} ({shards} shard{'s' * (shards != 1)})"
-    return [
-        f"{QUARANTINE_DIR}/{SHARDS_DIR}/ holds {files} that no manifest line lists, moved "
-        "there by a writer that opened the dataset alone (lost manifest lines, or commits "
-        "killed before their line): `episodes relist DIR` lists the good ones again, "
+    listed = {e.name + s for e in shards for s in (DATA_SUFFIX[e.data_format], INDEX_SUFFIX)}
+    missing = {n for n in names if n in listed and not os.path.lexists(Path(root) / SHARDS_DIR / n)}
+    others = [n for n in names if n not in missing]
+    lost = (
+        "moved there by a writer that opened the dataset alone (lost manifest lines, or "
+        "commits killed before their line): `episodes relist DIR` lists the good ones again, "
         "`episodes relist --discard DIR` removes them"
-    ]
+    )
+    if not missing:
+        return [
+            f"{QUARANTINE_DIR}/{SHARDS_DIR}/ holds {_count(others)} that no manifest line "
+            f"lists, {lost}"
+        ]
+    note = (
+        f"{QUARANTINE_DIR}/{SHARDS_DIR}/ holds {_count(missing)} that manifest lines list while "
+        "shards/ lacks them (a manifest put back whole after a writer that opened the dataset "
+        "alone moved them there): readers fail on their shards until `episodes relist DIR` "
+        "moves them back"
+    )
+    if others:  # one note: the CLI counts the notes after 20 as files in shards/
+        note += f"; and {_count(others)} that no manifest line lists, {lost} (never the former)"
+    return [note]
+
+
+def _count(names: Iterable[str]) -> str:
+    names = list(names)
+    shards = len({name.split(".", 1)[0] for name in names})
+    return f"{len(names)} file{'s' * (len(names) != 1)} ({shards} shard{'s' * (shards != 1)})"
 
 
 def remove_leftovers(path: Path, *, sync: bool = True) -> None:
@@ -225,7 +268,7 @@ def _quarantine(root: Path, stems: dict[str, list[str]], *, sync: bool) -> None:
     """Moves each stem's files into the quarantine: all of them, or none where one is taken."""
     try:
         into = open_quarantine(root, create=True)
-    except UnsafeDataError:
+    except DatasetError:  # unsafe, or the system refused it (no permission, an I/O error)
         return  # left in shards/, unlisted: readers ignore them, `validate` names them
     assert into is not None
     source = os.open(root / SHARDS_DIR, _DIR_FLAGS)

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import fcntl
@@ -56,7 +57,7 @@ from episodes.io.format import (
 )
 from episodes.io.listed_files import _v2_root
 from episodes.io.manifest_lines import chained_line, mend_tail
-from episodes.io.quarantine import QUARANTINE_DIR, open_quarantine
+from episodes.io.quarantine import _NOT_PLAIN, QUARANTINE_DIR, open_quarantine
 from episodes.io.relist_mend import SPLIT, join_split, plain, restore_listed
 from episodes.io.shards import (
     DATA_SUFFIX,
@@ -140,6 +141,8 @@ def relist_shards(
     Raises:
         DatasetLockedError: A writer has the dataset open: nothing was changed.
         UnsafeDataError: ``unlisted`` or ``unlisted/shards`` is a symlink or no directory.
+        DatasetIOError: The system refused to open ``shards/`` or the quarantine (no
+            permission, an I/O error): its ``strerror`` and the path are named.
         NotADatasetError: ``path`` is no v2 dataset.
         CorruptDatasetError: The manifest is damaged.
 
@@ -218,6 +221,7 @@ def discard_unlisted(
     Raises:
         DatasetLockedError: A writer has the dataset open: nothing was removed.
         UnsafeDataError: ``unlisted`` or ``unlisted/shards`` is a symlink or no directory.
+        DatasetIOError: The system refused to open one of them (no permission, an I/O error).
 
     Example:
         >>> import tempfile
@@ -269,14 +273,19 @@ def _alone(root: Path, what: str, *, create: bool) -> Iterator[int | None]:
         yield None  # no shards/: no writer ever opened it (one opening now waits for none)
         return
     except OSError as err:
+        if err.errno not in _NOT_PLAIN:  # no permission, an I/O error: not the layout
+            raise DatasetIOError(
+                err.errno,
+                f"cannot open {shards} to {what}: {err.strerror or err} (nothing changed)",
+            ) from err
         raise NotADatasetError(
             f"{shards} is not a plain directory (a symlink?): refusing to {what} through it"
         ) from err
     try:
         if try_flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, root) is not None:
             raise DatasetLockedError(
-                f"{root}: a writer has the dataset open; close every writer of it, then "
-                f"{what} again (nothing was changed)"
+                f"{root}: a writer has the dataset open (or another relist or discard runs on "
+                f"it); close every writer of it, then {what} again (nothing was changed)"
             )
         yield fd
     finally:
@@ -317,25 +326,63 @@ def _mtime(dir_fd: int, stem: str) -> int:
 
 
 class _Pieces:
-    """The listed pieces' ``(t_started, t)`` by id: a piece that repeats one is refused."""
+    """The listed pieces' ``(t_started, t)`` by id: a piece that repeats one is refused.
+
+    Looked up by bisection, so that relisting the pieces of one long episode (thousands of
+    shards) stays linear. By id: the set of pieces; the pieces with steps, sorted, and the union
+    of their step ranges, as sorted disjoint open intervals (touching ones stay apart: a piece
+    may start where one ends); the steps of those without steps (one strictly inside clashes).
+    """
 
     def __init__(self) -> None:
-        self._by_id: dict[str, list[tuple[int, int]]] = {}
+        self._same: set[tuple[str, int, int]] = set()
+        self._sorted: dict[str, list[tuple[int, int]]] = {}  # read to name a clashing piece
+        self._spans: dict[str, tuple[list[int], list[int]]] = {}
+        self._points: dict[str, list[int]] = {}
 
     def add(self, rows: tuple[EpisodeRow, ...]) -> None:
         for row in rows:
-            self._by_id.setdefault(_key(row), []).append((row.t_started, row.t))
+            key, t0, t1 = _key(row), row.t_started, row.t
+            self._same.add((key, t0, t1))
+            if t0 == t1:
+                bisect.insort(self._points.setdefault(key, []), t0)
+                continue
+            bisect.insort(self._sorted.setdefault(key, []), (t0, t1))
+            starts, ends = self._spans.setdefault(key, ([], []))
+            lo, hi = bisect.bisect_right(ends, t0), bisect.bisect_left(starts, t1)
+            if lo < hi:  # merged with the ranges it overlaps
+                t0, t1 = min(t0, starts[lo]), max(t1, ends[hi - 1])
+            starts[lo:hi], ends[lo:hi] = [t0], [t1]
 
     def clash(self, rows: tuple[EpisodeRow, ...]) -> str | None:
         for row in rows:
-            for t0, t1 in self._by_id.get(_key(row), ()):
-                same = (t0, t1) == (row.t_started, row.t)
-                if same or (t0 < row.t and row.t_started < t1):
-                    how = "the same steps as" if same else "steps overlapping"
-                    return (
-                        f"its piece of episode {row.id_!r} (steps {row.t_started} to {row.t}) "
-                        f"has {how} a listed piece ({t0} to {t1})"
-                    )
+            other = self._clashing(_key(row), row.t_started, row.t)
+            if other is not None:
+                how = (
+                    "the same steps as" if other == (row.t_started, row.t) else "steps overlapping"
+                )
+                return (
+                    f"its piece of episode {row.id_!r} (steps {row.t_started} to {row.t}) "
+                    f"has {how} a listed piece ({other[0]} to {other[1]})"
+                )
+        return None
+
+    def _clashing(self, key: str, a: int, b: int) -> tuple[int, int] | None:
+        """A listed piece of ``key`` with steps ``[a, b)``, or overlapping them, or None."""
+        if (key, a, b) in self._same:
+            return a, b
+        points = self._points.get(key, [])
+        j = bisect.bisect_right(points, a)
+        if j < len(points) and points[j] < b:
+            return points[j], points[j]
+        starts, ends = self._spans.get(key, ((), ()))
+        i = bisect.bisect_left(starts, b)  # the ranges that start before the piece ends
+        if not (i and ends[i - 1] > a):
+            return None
+        pieces = self._sorted[key]
+        for k in range(bisect.bisect_left(pieces, (b,)) - 1, -1, -1):  # one overlaps: found
+            if pieces[k][1] > a:
+                return pieces[k]
         return None
 
 

@@ -109,7 +109,9 @@ def validate_dataset(
         ds = Dataset(path, verify=True, max_open_shards=1)
         report.pieces, report.shards = len(ds), len(ds.shards)
         report.torn_manifest = ds.torn_manifest
-        report.notes = quarantine_notes(path) + [_unlisted_note(n) for n in unlisted_files(path)]
+        report.notes = quarantine_notes(path, ds.shards) + [
+            _unlisted_note(n) for n in unlisted_files(path)
+        ]
         read: Callable[[int], SingleAgentEpisode] = ds.episode
         listed = [
             (f"shard {s.name} episode {j}", row.ret)
