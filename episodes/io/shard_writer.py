@@ -39,7 +39,7 @@ import pyarrow as pa
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag, as_int
 from episodes.io.copy_arena import CopyArena
-from episodes.io.dataset_dir import make_dataset_dir
+from episodes.io.dataset_dir import make_dataset_dir, open_shards_dir
 from episodes.io.errors import (
     DatasetError,
     DatasetIOError,
@@ -197,15 +197,7 @@ class DatasetWriter(WriterFiles):
         read_v2_manifest(self.path)  # refuses a corrupt or unsupported dataset early
         shards = self.path / SHARDS_DIR
         shards.mkdir(exist_ok=True)
-        try:
-            # Not through a symlink: leftovers are removed here, which must never reach
-            # another directory's files.
-            fd = os.open(shards, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            self._dir_fd = self._held.add(fd)
-        except OSError as error:
-            raise NotADatasetError(
-                f"{shards} is not a plain directory (a symlink?): refusing to write through it"
-            ) from error
+        self._dir_fd = self._held.add(open_shards_dir(shards))
         try:
             if self._clean:
                 self._recover_if_alone()
