@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -51,6 +52,7 @@ __all__ = [
     "quarantine_problem",
     "quarantined",
     "remove_leftovers",
+    "warn_quarantined",
 ]
 
 #: The quarantine's top directory in a v2 dataset; its files lie in ``QUARANTINE_DIR/shards``.
@@ -287,3 +289,29 @@ def _quarantine(root: Path, stems: dict[str, list[str]], *, sync: bool) -> None:
     finally:
         os.close(source)
         os.close(into)
+
+
+def warn_quarantined(source: str | os.PathLike[str]) -> None:
+    """Warns that a copy leaves out the files of ``source``'s quarantine, if it has any.
+
+    The copy tools read the pieces the manifest lists; shards a lone writer quarantined (lost
+    manifest lines among them) would be gone from a copy that replaces its source.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); os.makedirs(root / "unlisted" / "shards")
+        >>> _ = (root / "unlisted" / "shards" / "0123456789abcdef.arrow").write_bytes(b"x")
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always"); warn_quarantined(root)
+        >>> "not copied" in str(caught[0].message)
+        True
+    """
+    names = quarantined(source)
+    if names:
+        warnings.warn(
+            f"{source} holds {len(names)} file{'s' * (len(names) != 1)} in "
+            f"{QUARANTINE_DIR}/{SHARDS_DIR}/ that no manifest line lists: they are not copied "
+            f"(`episodes relist {source}` lists the good ones first)",
+            UserWarning,
+            stacklevel=3,
+        )

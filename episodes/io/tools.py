@@ -39,6 +39,7 @@ from episodes.io.copy_storage import SAME, copy_storage
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata, given_metadata
+from episodes.io.quarantine import warn_quarantined
 from episodes.io.reader import DatasetInfo, EpisodeSummary, dataset_info, printable, read_episodes
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
@@ -140,6 +141,7 @@ def _pieces(
     None (no wall time is made up from the copying process's clock).
     """
     if is_v2(Path(src)):
+        warn_quarantined(src)  # the copy of a dataset with lost lines would lose their shards
         return pieces_with_walls(src, stop=stop, verify=True, ids=ids)
     return ((ep, (None, None)) for ep in read_episodes(src, verify=True, stop=stop, ids=ids))
 

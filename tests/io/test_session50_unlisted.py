@@ -481,9 +481,14 @@ def test_readers_and_copies_read_only_what_the_manifest_lists(tmp_path: Path) ->
     assert [row.id_ for row in Dataset(path).summaries] == ["a", "b"]
     assert dataset_info(path).num_episodes == 2 and len(data_files(path)) == 2
     assert EpisodeReplayBuffer.from_dataset(path).get_num_episodes() == 2
-    merge([path], tmp_path / "m")
-    split(path, tmp_path / "t", tmp_path / "v", fraction=0.5)
-    filter_dataset(path, tmp_path / "f")
+    # A copy that replaces its source would lose the quarantined shards: each tool says so.
+    words = rf"{path} holds 2 files in unlisted/shards/ .*: they are not copied .*episodes relist"
+    with pytest.warns(UserWarning, match=words):
+        merge([path], tmp_path / "m")
+    with pytest.warns(UserWarning, match=words):
+        split(path, tmp_path / "t", tmp_path / "v", fraction=0.5)
+    with pytest.warns(UserWarning, match=words):
+        filter_dataset(path, tmp_path / "f")
     for copy in ("m", "f"):
         assert sorted(e.id_ for e in read_episodes(tmp_path / copy)) == ["a", "b"]
         assert not (tmp_path / copy / "unlisted").exists()
@@ -515,3 +520,17 @@ def test_minari_export_ignores_the_quarantine(tmp_path: Path) -> None:
     _cut_manifest(path, 3)
     DatasetWriter(path, sync=False).close()
     assert export_minari(path, "toy/quarantine-v0", root=tmp_path / "minari") == 2
+
+
+def test_a_copy_of_a_dataset_without_a_quarantine_warns_of_nothing(tmp_path: Path) -> None:
+    import warnings
+
+    from episodes.io import merge
+
+    path = tmp_path / "d"
+    _write(path, ["a", "b"])
+    DatasetWriter(path, sync=False).close()  # alone, nothing unlisted: no quarantine made
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        merge([path], tmp_path / "m")
+    assert sorted(e.id_ for e in read_episodes(tmp_path / "m")) == ["a", "b"]
