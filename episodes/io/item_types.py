@@ -13,6 +13,9 @@ as float64 would round), other kinds, row shapes or nestings are refused.
 Each shard's types are read from its index (each shard holds one column layout), from its
 first piece that gives items, without reading data; a piece read later whose items do not fit
 the joined types (a list-mode piece of the same shard with another space) is refused then.
+Observations or actions of a Sequence, Graph or OneOf space are refused when the dataset is
+made, as ``to_numpy`` refuses them: items that happen to agree (sequences of one length) would
+otherwise be batched position by position, until a piece that differs.
 
 Example:
     >>> a = item_types(np.zeros(2, np.float32))
@@ -42,7 +45,7 @@ from episodes.io.shard_codec import EXTRAS, skeleton_of, skeleton_paths
 from episodes.io.shards import INDEX_SUFFIX, ShardEntry, shard_file
 from episodes.io.space_rows import row_plan
 from episodes.io.values import decode_value
-from episodes.spaces import space_from_dict
+from episodes.spaces import space_from_dict, unstackable_space
 
 __all__ = [
     "CastColumn",
@@ -202,7 +205,9 @@ def dataset_item_types(
     column that is not stored as arrays, are left out: reading them raises as before.
 
     Raises:
-        DatasetError: Two shards' pieces hold items of a column that do not join.
+        DatasetError: Two shards' pieces hold items of a column that do not join, or a
+            shard's first such piece declares a Sequence, Graph or OneOf space for its
+            observations or actions (items without a fixed layout, whatever they hold).
 
     Example:
         >>> import tempfile
@@ -285,6 +290,7 @@ def _piece_types(root: Path, shard: ShardEntry, j: int) -> dict[str, ItemTypes]:
         columns += [(f"{EXTRAS}/{key}", column) for key, column in meta[EXTRAS]]
         where = f"shard {shard.name} episode {j}"
         types = {n: _stored(c, leaves, spaces, where) for n, c in columns}
+        unlaid = next(filter(None, (_unlaid(n, c, spaces) for n, c in columns)), None)
     except (
         DatasetError,
         OSError,
@@ -295,7 +301,25 @@ def _piece_types(root: Path, shard: ShardEntry, j: int) -> dict[str, ItemTypes]:
         RecursionError,
     ):
         return {}  # reading the piece raises as before
+    if unlaid is not None:
+        # Batched only while the pieces' items happen to agree (one length, one OneOf
+        # branch), and then position by position: refused whatever the items, as to_numpy is.
+        raise DatasetError(
+            f"{where}: its {unlaid[0]} are the items of a {unlaid[1]} space, which have no "
+            "fixed layout to batch (to_numpy refuses them too): a torch dataset cannot give "
+            "them; read the episodes (read_episodes, Dataset.episode) or Dataset.steps"
+        )
     return {name: found for name, found in types.items() if found is not None}
+
+
+def _unlaid(name: str, column: Any, spaces: Any) -> tuple[str, str] | None:
+    """``(name, kind)`` where the column's declared space holds a Sequence, Graph or OneOf."""
+    given = column.get("space") if isinstance(column, dict) else None
+    ref = given.get("space_ref") if isinstance(given, dict) and len(given) == 1 else None
+    if not isinstance(ref, int) or isinstance(ref, bool) or not 0 <= ref < len(spaces):
+        return None
+    kind = unstackable_space(space_from_dict(spaces[ref])) if spaces[ref] is not None else None
+    return None if kind is None else (name, kind)
 
 
 def _index_head(path: Path, size: int, j: int) -> tuple[Any, Any] | None:
