@@ -96,7 +96,7 @@ def native_leaves(batch: Any) -> Any:
     if batch.__class__ is np.ndarray:  # a flat column's batch
         return native_array(batch)
     leaves, structure = flatten(batch)
-    if all(not isinstance(leaf, np.ndarray) or leaf.dtype.isnative for leaf in leaves):
+    if all(not isinstance(leaf, np.ndarray) or is_native(leaf.dtype) for leaf in leaves):
         return batch
     return unflatten(
         structure, [native_array(x) if isinstance(x, np.ndarray) else x for x in leaves]
