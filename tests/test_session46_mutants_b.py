@@ -212,21 +212,23 @@ def test_episode_steps_takes_a_string_or_bytes_as_one_bad_index(tmp_path: Path, 
 
 JSON_COLUMNS = {
     # mutant: only observations, actions and rewards are checked for JSON storage, not extras
-    "mixed extra": {"extra_model_outputs": {"k": [1, "x"]}},
-    "mixed actions": {"actions": [0, "left"]},
+    "mixed extra": ({"extra_model_outputs": {"k": [1, "x"]}}, "extra_model_outputs/k"),
+    "mixed actions": ({"actions": [0, "left"]}, "actions"),
 }
 
 
 @pytest.mark.parametrize("kind", ["transitions", "sequences"])
 @pytest.mark.parametrize("case", sorted(JSON_COLUMNS))
 def test_a_column_stored_as_json_is_refused_for_items(tmp_path: Path, kind: str, case: str) -> None:
-    columns = {"actions": [0, 1], "rewards": [1.0, 1.0], **JSON_COLUMNS[case]}
+    given, name = JSON_COLUMNS[case]
+    columns = {"actions": [0, 1], "rewards": [1.0, 1.0], **given}
     episode = SingleAgentEpisode(
         "a", observations=[0.0, 1.0, 2.0], len_lookback_buffer=0, **columns
     )
     path = _v2(tmp_path / "d", [episode])
     data = TransitionDataset(path) if kind == "transitions" else SequenceDataset(path, length=2)
-    with pytest.raises(DatasetError, match="a column is stored as JSON"):
+    # the column is named (the message once said only "a column")
+    with pytest.raises(DatasetError, match=rf"episode 0: {name} stored as JSON \(mixed"):
         data[0]
 
 

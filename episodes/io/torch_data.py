@@ -291,10 +291,13 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
                 f"{shard.where} episode {j}: columns {missing or [EXTRAS]} are missing"
             )
         needed = [columns[name] for name in ("observations", "actions", "rewards")]
-        if not all(c.stored for c in [*needed, *columns[EXTRAS].values()]):
+        pairs = [*zip(("observations", "actions", "rewards"), needed, strict=True)]
+        pairs += [(f"{EXTRAS}/{key}", column) for key, column in columns[EXTRAS].items()]
+        as_json = [name for name, column in pairs if not column.stored]
+        if as_json:
             raise DatasetError(
-                f"{shard.where} episode {j}: a column is stored as JSON (mixed or unstructured "
-                "items), which a torch dataset cannot batch; store numpy episodes "
+                f"{shard.where} episode {j}: {', '.join(as_json)} stored as JSON (mixed or "
+                "unstructured items), which a torch dataset cannot batch; store numpy episodes "
                 "(episode.to_numpy())"
             )
         kept = [*needed, *columns[EXTRAS].values()]
