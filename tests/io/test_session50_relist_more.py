@@ -32,23 +32,9 @@ from episodes.io import (
     validate_dataset,
 )
 from episodes.io.shards import EpisodeRow
-
-QUARANTINE = Path("unlisted") / "shards"
-IDS = ["a", "b", "c", "d"]
-
-
-def _episode(id_: str) -> SingleAgentEpisode:
-    return SingleAgentEpisode(
-        id_, observations=[0.0, 1.0, 2.0], actions=[0, 1], rewards=[0.5, 1.0], len_lookback_buffer=0
-    )
-
-
-def _dataset(path: Path) -> bytes:
-    """Four one-piece shards; returns the whole manifest."""
-    with DatasetWriter(path, shard_bytes=1, sync=False) as w:
-        for id_ in IDS:
-            w.write(_episode(id_))
-    return (path / "manifest.jsonl").read_bytes()
+from tests._unlisted_datasets import IDS, QUARANTINE
+from tests._unlisted_datasets import four_shards as _dataset
+from tests._unlisted_datasets import one_episode as _episode
 
 
 def _cut(path: Path, keep: int) -> None:
