@@ -33,6 +33,14 @@ __all__ = ["PrevActionsPrevRewards"]
 _REWARDS = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
 
 
+class _DefaultCount(int):
+    """The counts' default, 1, told apart from a 1 given beside RLlib's keyword by identity."""
+
+
+# A 1 given as n_actions beside n_prev_actions=3 disagrees; the default gives way.
+_DEFAULT_COUNT = _DefaultCount(1)
+
+
 class PrevActionsPrevRewards(EpisodeConnector):
     """Adds ``prev_n_actions`` ``[rows, n_actions, *A]`` and ``prev_n_rewards`` ``[rows, n]``.
 
@@ -73,8 +81,8 @@ class PrevActionsPrevRewards(EpisodeConnector):
 
     def __init__(
         self,
-        n_actions: int = 1,
-        n_rewards: int = 1,
+        n_actions: int = _DEFAULT_COUNT,
+        n_rewards: int = _DEFAULT_COUNT,
         *,
         fill: Any = 0.0,
         one_hot_discrete: bool = True,
@@ -242,18 +250,18 @@ def _count(ours: Any, rllib: Any, name: str, rllib_name: str) -> int:
     """A count given under our name or RLlib's (a port keeps its keywords); both must agree.
 
     Example:
-        >>> _count(1, 3, "n_actions", "n_prev_actions"), _count(2, None, "n_actions", "x")
+        >>> _count(_DEFAULT_COUNT, 3, "n_actions", "n_prev_actions"), _count(2, None, "n", "x")
         (3, 2)
-        >>> _count(2, 3, "n_actions", "n_prev_actions")
+        >>> _count(1, 3, "n_actions", "n_prev_actions")  # a 1 given, not the default
         Traceback (most recent call last):
         ...
-        ValueError: PrevActionsPrevRewards got n_actions=2 and n_prev_actions=3: give one of them
+        ValueError: PrevActionsPrevRewards got n_actions=1 and n_prev_actions=3: give one of them
     """
     count = _whole_count(ours, f"PrevActionsPrevRewards' {name}", 0)
     if rllib is None:
         return count
     theirs = _whole_count(rllib, f"PrevActionsPrevRewards' {rllib_name}", 0)
-    if count not in (1, theirs):  # 1 is the default: RLlib's keyword alone gives theirs
+    if ours is not _DEFAULT_COUNT and count != theirs:  # RLlib's keyword alone gives theirs
         raise ValueError(
             f"PrevActionsPrevRewards got {name}={count} and {rllib_name}={theirs}: give one of them"
         )

@@ -19,7 +19,7 @@ _FLAGS = ("mask", "is_lookback")
 
 
 def dreamer_steps(batch: dict[str, Any]) -> dict[str, Any]:
-    """A ``lookback=1`` sequence batch as ``[B, 1 + T]`` world-model steps.
+    """A ``lookback=1`` sequence batch of ``[B, T]`` columns as ``[B, T]`` world-model steps.
 
     Sample ``buf.sample(B, batch_length_T=T - 1, lookback=1)`` (``pad`` either way) for
     ``T`` steps a row. Step ``k`` of a row is the observation its column ``k`` transition

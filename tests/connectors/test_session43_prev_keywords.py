@@ -51,6 +51,9 @@ def test_rllib_keyword_zero_leaves_the_column_out() -> None:
 
 REFUSED = [
     ("disagreeing counts", {"n_actions": 2, "n_prev_actions": 3}, ValueError, "give one of them"),
+    # a 1 given is a count like any other: only the default gives way to RLlib's keyword
+    ("a given 1 against RLlib's 3", {"n_actions": 1, "n_prev_actions": 3}, ValueError, "=1 and"),
+    ("a given reward 1 against 3", {"n_rewards": 1, "n_prev_rewards": 3}, ValueError, "=1 and"),
     ("a negative RLlib count", {"n_prev_rewards": -1}, ValueError, "n_prev_rewards"),
     ("a float RLlib count", {"n_prev_actions": 1.5}, TypeError, "n_prev_actions"),
 ]
