@@ -124,6 +124,12 @@ def _encode_scalar(field: Field, value: Any) -> Any:
         return space_dict(value, field.name)
     if kind == "clock":
         return None if value is None else float(value)
+    if kind == "id" and isinstance(value, np.generic):
+        # An id taken from an array (np.str_, np.int64) is stored as the Python value it
+        # equals (and hashes as), so it reads back equal; others stay refused below.
+        item = value.item()
+        if type(item) in (str, int, float, bool):
+            value = item
     return encode_value(value, blob=None, where=field.name)
 
 

@@ -57,6 +57,7 @@ from episodes.io.format import (
     read_regular_file,
 )
 from episodes.io.npy_read import load_array
+from episodes.io.relist_hint import hinted_reads, raise_hinted
 from episodes.io.shards import is_v2
 from episodes.io.v1_manifest import read_manifest
 from episodes.io.values import (
@@ -184,7 +185,14 @@ def read_episodes(
     if is_v2(Path(path)):
         from episodes.io.v2_read import read_episodes_v2
 
-        return read_episodes_v2(path, ids=ids, start=start, stop=stop, numpy=numpy, verify=verify)
+        try:
+            episodes = read_episodes_v2(
+                path, ids=ids, start=start, stop=stop, numpy=numpy, verify=verify
+            )
+        except (CorruptDatasetError, EpisodeNotFoundError) as err:
+            raise_hinted(err, path)
+            raise
+        return hinted_reads(episodes, path)
     root, entries, _ = iter_chunks(path)
     selected = entries[slice(start, stop)]
     if ids is not None:
@@ -227,7 +235,11 @@ def load_episode(
     if is_v2(Path(path)):
         from episodes.io.v2_read import load_episode_v2
 
-        return load_episode_v2(path, id_, numpy=numpy, verify=verify)
+        try:
+            return load_episode_v2(path, id_, numpy=numpy, verify=verify)
+        except (CorruptDatasetError, EpisodeNotFoundError) as err:
+            raise_hinted(err, path)
+            raise
     root, entries, _ = iter_chunks(path)
     # (t_started, t): a piece without steps goes before the one that starts where it is.
     key = id_key(id_)
@@ -535,7 +547,11 @@ def dataset_info(path: PathLike) -> DatasetInfo:
     if is_v2(Path(path)):
         from episodes.io.v2_read import dataset_info_v2
 
-        return dataset_info_v2(path)
+        try:
+            return dataset_info_v2(path)
+        except CorruptDatasetError as err:
+            raise_hinted(err, path)
+            raise
     root, entries, torn = iter_chunks(path)
     info = DatasetInfo(
         path=str(Path(path)),  # as given (root is absolute)

@@ -58,6 +58,7 @@ from episodes.io.metadata import DatasetMetadata
 from episodes.io.open_shards import AUTO, MaxOpen, OpenLimits, check_max_open
 from episodes.io.pinned import BoundedCache, ByteBudget, pinned_arrays, plan_views
 from episodes.io.reader import read_flags
+from episodes.io.relist_hint import with_relist_hint
 from episodes.io.shard_codec import EXTRAS, column_of, decode_rows
 from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_index import read_index
@@ -450,8 +451,11 @@ class Dataset:
                     budget=self._budget,
                 )
             except CorruptDatasetError as err:  # damage stays; a DatasetIOError may pass
+                hinted = with_relist_hint(err, self.root)  # a moved shard is "missing" here
                 # Kept without frames: they hold the refused shard (its map, its descriptor).
-                self._failed[s] = without_frames(reraisable(err))
+                self._failed[s] = without_frames(reraisable(hinted))
+                if hinted is not err:
+                    raise hinted from err
                 raise
             self._open[s] = shard
             self._limits.opened(shard)
