@@ -35,7 +35,8 @@ def transition_batch(
     taken), ``next_obs`` (the observation after them), ``terminateds``, ``truncateds``,
     ``n_step`` (steps taken: fewer than asked where the stored episode ends first),
     ``discounts`` (``gamma ** n_step``; the bootstrap target is
-    ``rewards + discounts * (1 - terminateds) * V(next_obs)``) and ``indices`` (stable item
+    ``rewards + discounts * ~terminateds * V(next_obs)``: ``1 - terminateds`` fails on a torch
+    bool tensor and is float64 in numpy) and ``indices`` (stable item
     ids for ``update_priorities``); ``infos`` (of ``next_obs``) and every extra-model-output
     (at ``o_t``) on request.
 
