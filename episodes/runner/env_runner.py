@@ -300,7 +300,17 @@ class EnvRunner:
             >>> second[0].id_ == first[0].id_, second[0].t_started
             (True, 3)
         """
-        num_steps = whole_number(num_steps, "num_steps", self.least_num_steps)
+        least = self.least_num_steps
+        try:
+            num_steps = whole_number(num_steps, "num_steps", least)
+        except ValueError as err:
+            if least == 1:
+                raise
+            raise ValueError(
+                f"{err}: with window='vector_steps' a next-step autoreset env takes 2 or more "
+                "(one vector step could be every sub-env's reset step, a window without a "
+                "transition); the default window takes 1"
+            ) from None
         if self._failure is not None:
             raise RuntimeError(
                 f"an earlier sample() of this runner failed part-way ({self._failure}): the "
