@@ -73,6 +73,7 @@ from episodes.io.shards import (
     read_v2_manifest,
     shard_file,
 )
+from episodes.io.step_bounds import step_bound
 
 __all__ = ["Dataset", "Shard"]
 
@@ -618,7 +619,10 @@ class Dataset:
         """
         i = self._index(i)  # out of range: the same IndexError as episode()
         length = self.summaries[i].length
-        first, last = _step(start, "start", length, 0), _step(stop, "stop", length, length)
+        first, last = (
+            step_bound(start, "start", length, 0),
+            step_bound(stop, "stop", length, length),
+        )
         if not 0 <= first <= last <= length:
             raise IndexError(f"step range [{start}, {stop}) outside the episode's [0, {length}]")
         start, stop = first, last
@@ -638,11 +642,3 @@ class Dataset:
         out["terminated"] = ends and self._ends[i][0]
         out["truncated"] = ends and self._ends[i][1]
         return out
-
-
-def _step(bound: int | None, what: str, length: int, default: int) -> int:
-    """A step bound as an int in the episode's steps (negative: from the end), None ``default``."""
-    if bound is None:
-        return default
-    value = as_int(bound, what=f"{what} step")  # True is no step 1, nor 1.0: as for episodes
-    return value + length if value < 0 else value

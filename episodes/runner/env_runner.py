@@ -32,6 +32,7 @@ from episodes.runner.sizing import allocating
 from episodes.runner.space_shapes import space_mismatch, warn_space_mismatch
 from episodes.runner.state_layout import StateLayout
 from episodes.runner.state_rows import detached, out_of_inference, with_fresh_rows
+from episodes.runner.step_count import checked_num_steps
 from episodes.seeds import check_env_seed
 from episodes.structs import flatten
 
@@ -300,17 +301,7 @@ class EnvRunner:
             >>> second[0].id_ == first[0].id_, second[0].t_started
             (True, 3)
         """
-        least = self.least_num_steps
-        try:
-            num_steps = whole_number(num_steps, "num_steps", least)
-        except ValueError as err:
-            if least == 1:
-                raise
-            raise ValueError(
-                f"{err}: with window='vector_steps' a next-step autoreset env takes 2 or more "
-                "(one vector step could be every sub-env's reset step, a window without a "
-                "transition); the default window takes 1"
-            ) from None
+        num_steps = checked_num_steps(num_steps, self.least_num_steps)
         if self._failure is not None:
             raise RuntimeError(
                 f"an earlier sample() of this runner failed part-way ({self._failure}): the "
