@@ -294,6 +294,34 @@ class BufferAccess:
             path, capacity=capacity, prioritized=prioritized, seed=seed, make=make, **kwargs
         )
 
+    def add_dataset(self, path: str | os.PathLike[str]) -> int:
+        """Adds an ``episodes.io`` dataset's episodes to this buffer, as ``add`` of its pieces.
+
+        The pieces come as :meth:`from_dataset` adds them, into this buffer's capacity (the
+        oldest episodes give way); a piece whose id is stored continues that episode. A refusal
+        (or an episode an earlier add evicted) leaves the buffer as it was
+        (:mod:`episodes.replay.dataset_add`). Returns the steps read.
+
+        Example:
+            >>> import tempfile
+            >>> from episodes.io import EpisodeWriter
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(100)
+            >>> buf.add(SingleAgentEpisode("online", observations=[0.0, 1.0], actions=[0],
+            ...                            rewards=[1.0], len_lookback_buffer=0))
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     with EpisodeWriter(tmp) as writer:
+            ...         _ = writer.write(SingleAgentEpisode("offline", observations=[0.0, 1.0, 2.0],
+            ...                          actions=[0, 1], rewards=[1.0, 1.0], len_lookback_buffer=0))
+            ...     buf.add_dataset(tmp)
+            2
+            >>> buf.get_episode_ids(), buf.get_num_timesteps()
+            (['online', 'offline'], 3)
+        """
+        from episodes.replay.dataset_add import add_dataset
+
+        return add_dataset(self, path)
+
     def locate(self, episode_id: Any, t: _Integers) -> np.ndarray:
         """Stable item indices (as in a batch's ``indices``) of an episode's steps at times ``t``.
 

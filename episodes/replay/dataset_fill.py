@@ -38,11 +38,18 @@ _BATCH_PIECES = 512  # pieces an add takes at most (held in memory till then)
 _BATCH_STEPS = 4_096  # steps an add takes at most (an extra copy of them: 115 MB of Atari frames)
 
 
-def fill_from_dataset(buffer: Any, path: str | os.PathLike[str], default: bool) -> int:
+def fill_from_dataset(
+    buffer: Any,
+    path: str | os.PathLike[str],
+    default: bool,
+    stored: dict[str, tuple[int, bool, int, Any]] | None = None,
+) -> int:
     """Adds every piece of the dataset at ``path`` to ``buffer``; the steps read.
 
     ``default``: the capacity is the steps read, raised as pieces come (pieces another writer
-    commits while it reads too), so that loading evicts nothing.
+    commits while it reads too), so that loading evicts nothing. ``stored``: where the
+    episodes the buffer held before stop (by ``id_key``, as ``_stopped`` gives it), so that a
+    piece of one evicted while loading is checked against it as one ``add`` would check it.
 
     Example:
         >>> import tempfile
@@ -67,7 +74,7 @@ def fill_from_dataset(buffer: Any, path: str | os.PathLike[str], default: bool) 
         order, added = _add_order(ranks, pieces.lengths)
         _presize(buffer, sum(pieces.lengths[i] for i in order[:added]), default)
         left = Counter(key for key, _ in ranks.values())  # pieces of each episode to come
-        ends: dict[Any, tuple[int, bool, int, Any]] = {}  # where those episodes' pieces stopped
+        ends: dict[Any, tuple[int, bool, int, Any]] = dict(stored or {})  # where they stopped
         read = 0
         for position, (index, piece) in enumerate(zip(order, pieces.read(order), strict=True)):
             read += len(piece)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.replay import sampling
+from episodes.replay.batch_source import batch_items, forget_token, tagged
 from episodes.replay.buffer import EpisodeReplayBuffer
 from episodes.replay.integers import holds_bool
 from episodes.replay.item_slots import find_slots
@@ -246,11 +247,12 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._last_indices = self._last_slots = None
         self._no_last = "it drew episodes"
         try:
-            return super().sample(num_items, **kwargs)
+            batch = super().sample(num_items, **kwargs)
         except BaseException:
             # A refused or interrupted sample changes nothing.
             self._last_indices, self._last_slots, self._no_last, self._sequences = previous
             raise
+        return tagged(batch, self, self._last_indices)  # a dict that knows its buffer
 
     def _sample(
         self,
@@ -301,7 +303,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
 
         The last sample's items are its transitions, or the first (non-lookback) steps of its
         sequences: one priority per sequence, ``[B]``. ``module_id`` (RLlib's, as a keyword) is
-        ignored: the buffer holds one module's steps.
+        ignored: the buffer holds one module's steps. ``indices`` may be the batch itself
+        (``update_priorities(td, batch)``): its items, refused unless this buffer drew it.
 
         Items evicted since they were sampled are skipped; a repeated index keeps its last
         priority. A priority below :data:`PRIORITY_FLOOR` (``1e-12``, RLlib's floor), a TD error
@@ -314,7 +317,8 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
                 priorities that are negative, NaN or infinite, or whose power ``alpha`` is 0 or
                 infinite, or indices this buffer never issued (float indices beside integer
                 priorities: TorchRL's ``update_priority(index, priority)`` order, said so).
-                Nothing changes then.
+                A batch of another buffer or drawn before ``set_state`` (or ``load``) is
+                refused too (:mod:`episodes.replay.batch_source`). Nothing changes then.
 
         Example:
             >>> from episodes import SingleAgentEpisode
@@ -327,6 +331,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             ([5.0], 5.0)
         """
         cached = None
+        if isinstance(indices, Mapping):  # a sampled batch: refused unless this buffer drew it
+            indices = batch_items(indices, self)
+            cached = self._last_slots if indices is self._last_indices else None
         if indices is None:
             indices, cached = self._last_indices, self._last_slots
         if indices is None:
@@ -476,6 +483,7 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         self._last_indices = None
         self._last_slots = None
         self._no_last = "none since set_state: a state holds no last sample, RLlib's does"
+        forget_token(self)  # the batches drawn before may name other steps now
 
     def _set_saved_priorities(self, priorities: np.ndarray, first: int = 0) -> None:
         """Sets the priorities of items ``first .. first + N - 1`` (a loaded save's) as given.

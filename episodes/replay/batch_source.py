@@ -1,0 +1,127 @@
+"""Which buffer a prioritized batch came from: ``update_priorities(priorities, batch)`` checks.
+
+Item indices number one buffer's steps from 0, so two buffers' indices overlap, and a state
+restored by ``set_state`` (another buffer's, say) may give an older batch's indices to other
+steps: plain indices handed to the wrong buffer change the wrong items, and nothing can tell.
+A batch a prioritized buffer samples is therefore a :class:`ReplayBatch`, the dict it always
+was (same keys, same values) that also carries a token of the buffer that drew it and the items
+its priorities go to. Given the batch itself, ``update_priorities`` compares one integer with
+its own token and refuses a batch of another buffer, or one drawn before ``set_state`` or
+``load``: no work per item. A token is random (63 bits), made when the buffer first samples,
+and made anew by ``set_state``; a copy of a buffer (``copy.deepcopy``, pickling) keeps it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ReplayBatch", "batch_items", "forget_token", "tagged"]
+
+
+class ReplayBatch(dict[str, Any]):
+    """A prioritized buffer's sampled batch: a ``dict`` that knows the buffer it came from.
+
+    Its keys and values are the batch's, as ever (``dict(batch)`` is the plain dict, and drops
+    the tag). ``source`` is the drawing buffer's token; ``priority_items`` the item ids that
+    ``update_priorities(priorities, batch)`` sets: the transitions, or each sequence's first
+    (non-lookback) step, one per row.
+
+    Example:
+        >>> import numpy as np
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.replay import PrioritizedEpisodeReplayBuffer
+        >>> def filled(seed):
+        ...     buf = PrioritizedEpisodeReplayBuffer(10, seed=seed)
+        ...     buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+        ...                                rewards=[1.0, 1.0], len_lookback_buffer=0))
+        ...     return buf
+        >>> mine, other = filled(0), filled(1)
+        >>> batch = mine.sample(2)
+        >>> isinstance(batch, dict), batch.priority_items.tolist() == batch["indices"].tolist()
+        (True, True)
+        >>> mine.update_priorities(np.array([3.0, 3.0]), batch)
+        >>> other.update_priorities(np.array([3.0, 3.0]), batch)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: this batch was sampled from another buffer...
+    """
+
+    source: int | None = None
+    priority_items: np.ndarray | None = None
+
+
+def _token(buffer: Any) -> int:
+    # Made on first use: buffers pickled before tokens existed get one too.
+    token = vars(buffer).get("_batch_token")
+    if token is None:
+        token = buffer._batch_token = secrets.randbits(63)
+    return int(token)
+
+
+def forget_token(buffer: Any) -> None:
+    """Gives ``buffer`` a new token: batches drawn before (``set_state``) are refused.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> buf = SimpleNamespace()
+        >>> first = _token(buf); forget_token(buf); _token(buf) != first
+        True
+    """
+    vars(buffer).pop("_batch_token", None)
+
+
+def tagged(batch: Any, buffer: Any, items: np.ndarray | None) -> Any:
+    """``batch`` as a :class:`ReplayBatch` of ``buffer`` whose priorities go to ``items``.
+
+    Anything but a plain dict (a list of episodes) is returned as it is.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> batch = tagged({"indices": np.array([4])}, SimpleNamespace(), np.array([4]))
+        >>> type(batch).__name__, list(batch), batch.priority_items.tolist()
+        ('ReplayBatch', ['indices'], [4])
+    """
+    if type(batch) is not dict or items is None:
+        return batch
+    out = ReplayBatch(batch)
+    out.source = _token(buffer)
+    out.priority_items = items
+    return out
+
+
+def batch_items(batch: Mapping[Any, Any], buffer: Any) -> np.ndarray:
+    """The items a batch's priorities go to, refused unless ``buffer`` drew the batch.
+
+    Raises:
+        ValueError: A mapping that is no sampled batch (a dict built or joined by hand), or
+            a batch of another buffer or of this one before ``set_state``/``load``.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> buf = SimpleNamespace()
+        >>> batch_items(tagged({}, buf, np.array([1, 2])), buf).tolist()
+        [1, 2]
+        >>> batch_items({"indices": [0]}, buf)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: update_priorities takes a batch as this buffer's sample() returned it ...
+    """
+    source = getattr(batch, "source", None)
+    items = getattr(batch, "priority_items", None)
+    if source is None or items is None:
+        raise ValueError(
+            "update_priorities takes a batch as this buffer's sample() returned it (a "
+            f"ReplayBatch), got a {type(batch).__name__} that carries no source: pass the "
+            "item indices themselves (batch['indices'], or the rows you chose of them)"
+        )
+    if source != _token(buffer):
+        raise ValueError(
+            "this batch was sampled from another buffer, or from this one before a set_state "
+            "or load (its indices may name other steps here): send its priorities to the "
+            "buffer that drew it; after a load that kept item ids, pass batch['indices']"
+        )
+    return items
