@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from episodes.connectors import pipeline_state, rllib_keywords
 from episodes.connectors.given_episodes import check_episodes
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.list_rows import batched_items
@@ -62,7 +63,7 @@ class Connector(Protocol):
     def __call__(self, episodes: list[SingleAgentEpisode], batch: Batch) -> Batch: ...  # noqa: D102
 
 
-class ConnectorPipeline:
+class ConnectorPipeline(pipeline_state.PipelineState):
     """Runs connectors in order, each getting the batch the previous one returned.
 
     A call returns what the last connector returned: each returns the batch (the one given,
@@ -88,8 +89,11 @@ class ConnectorPipeline:
         >>> pipe.append(None)
         Traceback (most recent call last):
         TypeError: a connector must be callable as connector(episodes, batch), got None (NoneType)
+        >>> pipe.get_state()  # its stateful connectors' get_state(): see PipelineState
+        {}
     """
 
+    @rllib_keywords.explains_rllib_keywords
     def __init__(self, connectors: Sequence[Connector] = ()):
         if isinstance(connectors, (str, bytes)):  # would be read letter by letter
             raise TypeError(
@@ -128,8 +132,7 @@ class ConnectorPipeline:
         """
         given = check_episodes(episodes, "ConnectorPipeline")  # an array's as a list
         out: Batch = {} if batch is None else batch
-        # The caller's top-level keys, put back if a connector refuses part way (the earlier
-        # ones' columns, added in place, would stay behind); one shallow copy a call.
+        # The caller's keys, put back where a connector refuses (earlier columns would stay).
         before = dict(batch) if isinstance(batch, MutableMapping) else None
         try:
             for i, connector in enumerate(self.connectors):
@@ -198,8 +201,7 @@ class ConnectorPipeline:
 
 
 def _check_connector(item: Any) -> None:
-    # Checked when added: found only when the pipeline runs, a wrong item would fail far from
-    # where it came in, and after the connectors before it had run.
+    # Checked when added: at run time a wrong item would fail far from where it came in.
     if not callable(item):
         raise TypeError(
             "a connector must be callable as connector(episodes, batch), got "

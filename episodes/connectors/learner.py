@@ -10,6 +10,7 @@ import numpy as np
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
 from episodes.connectors.float32 import as_float32
 from episodes.connectors.given_batch import check_batch
+from episodes.connectors.rllib_keywords import explains_rllib_keywords
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.agent_ids import check_agent_ids
 from episodes.episode.reward_values import REAL_TYPES
@@ -74,6 +75,7 @@ class AddLearnerColumns:
         ('kept', array([0, 1]), array([False,  True]))
     """
 
+    @explains_rllib_keywords
     def __init__(self, columns: Sequence[str] = _DEFAULT, *, extra_model_outputs: bool = True):
         if isinstance(columns, str):  # would be read letter by letter
             raise TypeError(f"columns must be a sequence of names, got the string {columns!r}")

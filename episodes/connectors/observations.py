@@ -27,6 +27,7 @@ from episodes.connectors.float32 import as_float32
 from episodes.connectors.given_batch import check_batch
 from episodes.connectors.last_rows import last_flat_rows
 from episodes.connectors.lookback_reach import warn_short_lookback
+from episodes.connectors.rllib_keywords import explains_rllib_keywords
 from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
 from episodes.errors import IntegerTypeError
@@ -229,6 +230,7 @@ class FlattenObservations(EpisodeConnector):
                [0., 0., 1.]], dtype=float32)
     """
 
+    @explains_rllib_keywords
     def __init__(
         self, *, one_hot_discrete: bool = True, out_key: str = "obs", inference: bool = False
     ):
@@ -424,6 +426,7 @@ class FrameStack(EpisodeConnector):
                [1., 2.]])
     """
 
+    @explains_rllib_keywords
     def __init__(
         self,
         n: int,

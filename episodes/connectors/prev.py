@@ -23,6 +23,7 @@ from episodes.connectors.last_rows import last_prev_actions, last_prev_rewards
 from episodes.connectors.learner import float32_rewards
 from episodes.connectors.lookback_reach import warn_short_lookback
 from episodes.connectors.observations import _whole_count
+from episodes.connectors.rllib_keywords import explains_rllib_keywords
 from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
@@ -79,6 +80,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
                [0., 1.]], dtype=float32))
     """
 
+    @explains_rllib_keywords
     def __init__(
         self,
         n_actions: int = _DEFAULT_COUNT,

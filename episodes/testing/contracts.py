@@ -389,7 +389,12 @@ def check_list_numpy_agree(
     or Graph, ragged extra model outputs or space-less observations) are not compared.
 
     Raises:
-        ConnectorContractError: The outputs differ.
+        ConnectorContractError: The outputs differ, or the connector raised (its error
+            chained; the message says in which modes, and names an episode without steps:
+            a list-mode read of no items is ``[]``, which ``np.stack`` refuses, so a
+            connector that does not skip episodes without rows fails on just-reset ones).
+        Float32RangeError: The connector refused the episodes so in both modes (its
+            documented answer to values float32 cannot hold, raised as it is).
         TypeError: ``episodes_`` is not a list of episodes (the message names the odd item).
         ValueError: An episode is numpy'd already (the runner's default chunks are): the
             check needs the list-mode episodes it turns into numpy copies (record with
@@ -408,9 +413,42 @@ def check_list_numpy_agree(
         numpied = [deep_copy(ep, what="episodes_").to_numpy() for ep in episodes_]
     except ValueError:
         return  # items that do not stack (extra outputs, observations without a space)
-    as_list = _output(connector, deep_copy(episodes_, what="episodes_"), batch)
-    as_numpy = _output(connector, numpied, batch)
-    _assert_same(as_list, as_numpy, "list and numpy episodes give different outputs")
+    outputs: dict[str, Any] = {}
+    errors: dict[str, Exception] = {}
+    copies = deep_copy(episodes_, what="episodes_")
+    for mode, given in (("list-mode", copies), ("numpy'd", numpied)):
+        try:
+            outputs[mode] = _output(connector, given, batch)
+        except Exception as err:  # judged once both modes have run
+            errors[mode] = err
+    if errors:
+        _raise_failure(errors, episodes_)
+    _assert_same(
+        outputs["list-mode"], outputs["numpy'd"], "list and numpy episodes give different outputs"
+    )
+
+
+def _raise_failure(errors: dict[str, Exception], episodes_: list[SingleAgentEpisode]) -> None:
+    """A connector's error in one mode or both, as :func:`check_list_numpy_agree` reports it."""
+    mode, err = next(iter(errors.items()))  # the list-mode error, where both modes failed
+    if len(errors) == 2 and isinstance(err, Float32RangeError):
+        raise err  # its documented refusal of these episodes, in both modes alike
+    other = "numpy'd" if mode == "list-mode" else "list-mode"
+    which = f"{mode} episodes, not on the {other} ones"
+    if len(errors) == 2:
+        which = "list-mode and numpy'd episodes alike"
+    stepless = next((ep.id_ for ep in episodes_ if not len(ep)), None)
+    hint = "" if stepless is None or mode != "list-mode" else _no_rows(stepless)
+    raise ConnectorContractError(f"the connector failed on the {which}: {err!r}{hint}") from err
+
+
+def _no_rows(episode_id: Any) -> str:
+    # The usual cause of a failure on episodes without steps: np.stack([]) and the like.
+    return (
+        f" (episode {episode_id!r} has no steps: a read of no items gives no rows, in list mode"
+        " [], which has lost the items' shape; skip episodes that give no rows, as the shipped"
+        " connectors do)"
+    )
 
 
 def _all_stack(eps: list[SingleAgentEpisode]) -> bool:
