@@ -67,7 +67,10 @@ class RunnerSample:
         runner_index: The runner's slot in the group.
         generation: The slot's restart generation that recorded it.
         request: The group's sequence number of the request.
-        weights_version: The weights version the policy acted with (-1: never set).
+        weights_version: The weights version the policy held when the request started
+            (-1: never set). In next-step mode with the default window, the rows a sub-env
+            recorded in an earlier call and hands out first here acted with that call's
+            version (``window="vector_steps"`` carries no rows over).
         num_envs: Sub-envs of the runner's vector env.
         episodes: The chunks ``EnvRunner.sample()`` returned, env by env, in time order.
         metrics: The runner's metrics of this sample (``EnvRunner.get_metrics()``).
