@@ -11,6 +11,7 @@ import numpy as np
 
 from episodes.indexing import as_flag, as_int, whole_number
 from episodes.runner.backlog import backlog_due, warn_backlog
+from episodes.runner.dead_workers import refuse_dead_workers
 from episodes.runner.first_outputs import allocate_outputs
 from episodes.runner.fixed_attributes import Fixed
 from episodes.runner.infos import check_batched_infos, is_tensor
@@ -302,6 +303,7 @@ class EnvRunner:
             (True, 3)
         """
         num_steps = checked_num_steps(num_steps, self.least_num_steps)
+        refuse_dead_workers(self._env)  # before the failure's advice to reset()
         if self._failure is not None:
             raise RuntimeError(
                 f"an earlier sample() of this runner failed part-way ({self._failure}): the "
@@ -309,9 +311,8 @@ class EnvRunner:
                 "to start new episodes, or create a new EnvRunner"
             )
         start = time.perf_counter()
-        # A call that raises before the env steps (a refused output at its first step, the
-        # policy's or initial_state's error, an interrupt) puts all this back: the runner is
-        # as it was, and a first call leaves it unstarted (the next resets the env again).
+        # A call that raises before the env steps (a refused first output, the policy's error,
+        # an interrupt) puts this back: a first call leaves the runner unstarted.
         recorder_before, recorder_saved = self._recorder, self._recorder.saved()
         saved = (self._obs, self.state, self._state_layout, self._output_keys, self._output_key_set)
         self._stepped = False
