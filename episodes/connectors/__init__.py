@@ -28,6 +28,7 @@ from episodes.connectors.flat_episodes import flatten_episode_observations
 from episodes.connectors.float32 import Float32RangeError
 from episodes.connectors.learner import AddLearnerColumns
 from episodes.connectors.lookback_reach import ShortLookbackWarning
+from episodes.connectors.mean_std import MeanStdFilter
 from episodes.connectors.observations import FlattenObservations, FrameStack, flatten_rows
 from episodes.connectors.prev import PrevActionsPrevRewards
 
@@ -39,6 +40,7 @@ __all__ = [
     "FlattenObservations",
     "Float32RangeError",
     "FrameStack",
+    "MeanStdFilter",
     "PrevActionsPrevRewards",
     "ShortLookbackWarning",
     "check_episodes",
