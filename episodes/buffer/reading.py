@@ -89,9 +89,11 @@ def read_plan(
                                       one_hot_discrete, 0)  # fmt: skip
             window = padded
     except MemoryError as error:  # fillers no array (or list) holds: the slice is too long
-        count = plan.fill_left + plan.stored + plan.fill_right
+        kept = -(-(strided.stop - strided.start) // plan.step)  # items the step keeps
+        count = strided.fill_left + kept + strided.fill_right
+        why = f": {error}" if str(error) else ""
         raise MemoryError(
-            f"a slice of {count} items (fillers included) cannot be read: {error}"
+            f"a slice of {count} items (fillers included) cannot be read{why}"
         ) from error
     return window
 
