@@ -73,6 +73,7 @@ from episodes.io.nstep import discount_weights, discounted_sum, summable_rewards
 from episodes.io.open_shards import AUTO, MaxOpen
 from episodes.io.piece_windows import PieceRuns, joined_steps, piece_runs
 from episodes.io.pinned import pinned_bytes
+from episodes.io.returns_to_go import RunReturns, run_returns
 from episodes.io.shard_codec import EXTRAS, column_of
 from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
@@ -480,6 +481,7 @@ class SequenceDataset(_EpisodeData):
     or transformer policy's windows, as the replay buffers' ``pad=True``) every step starts a
     window, one past its run's end or a short run's is filled up with zeros, and items add
     ``mask`` (True at the real steps; :func:`~episodes.io.window_padding.padded_window`).
+    ``returns_to_go=gamma`` adds ``returns_to_go``, ``timesteps``: :mod:`episodes.io.returns_to_go`.
     ``max_open_shards`` and ``max_cached_bytes`` are :class:`TransitionDataset`'s.
 
     Example:
@@ -499,6 +501,7 @@ class SequenceDataset(_EpisodeData):
     """
 
     pad = False  # a class default: a pickle of a build before ``pad`` lacks it
+    _to_go: RunReturns | None = None  # likewise
 
     def __init__(
         self,
@@ -506,11 +509,13 @@ class SequenceDataset(_EpisodeData):
         *,
         length: int,
         pad: bool = False,
+        returns_to_go: float | None = None,
         max_open_shards: MaxOpen = AUTO,
         max_cached_bytes: int = MAX_CACHED_BYTES,
     ):
         self.length, self.pad = whole_number(length, "length", 1), as_flag(pad, "pad")
         super().__init__(path, max_open_shards=max_open_shards, max_cached_bytes=max_cached_bytes)
+        self._to_go = run_returns(returns_to_go, self._types)
         longest = int(self._runs.lengths.max()) if len(self._runs.lengths) else 0
         if len(self) == 0 and longest > 0:  # else the first sign is DataLoader's num_samples=0
             warnings.warn(
@@ -527,6 +532,7 @@ class SequenceDataset(_EpisodeData):
     def __getitem__(self, index: int) -> dict[str, Any]:
         run, t = self._locate(index)
         item, steps = self._window(run, t)
+        item |= self._to_go.window(self, run, t, steps) if self._to_go else {}  # padded too
         return padded_window(item, self.length, steps) if self.pad else item
 
     def _window(self, run: int, t: int) -> tuple[dict[str, Any], int]:
