@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import reprlib
 from collections.abc import Mapping
 from typing import Any
@@ -131,13 +132,21 @@ class PipelineState:
                     "set_state, so its state cannot be restored; no connector was changed"
                 )
         before: list[tuple[Any, Any]] = []
+        key = ""
         try:
             for key, connector in stateful:
-                before.append((connector, connector.get_state()))
+                # Copied: a connector may hand out its own arrays and later set them in place.
+                before.append((connector, copy.deepcopy(connector.get_state())))
                 connector.set_state(state[key])
-        except BaseException:
+        except BaseException as err:
             for connector, previous in reversed(before):  # the refusing one too: it may be
-                connector.set_state(previous)  # half set
+                try:  # half set; a failing restore must not stop the others'
+                    connector.set_state(previous)
+                except Exception:  # the first error is the one to report
+                    continue
+            nested = isinstance(dict(stateful).get(key), PipelineState)
+            if nested and isinstance(err, ValueError):  # say which pipeline's state it was
+                raise ValueError(f"in connector {key}: {err}") from err
             raise
 
 

@@ -60,13 +60,15 @@ RLLIB_KEYWORDS: dict[str, str] = {
 }
 
 P = ParamSpec("P")
+_BY_POSITION, _EITHER = inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 def explains_rllib_keywords(init: Callable[P, None]) -> Callable[P, None]:
     """``init`` (a connector's ``__init__``), refusing RLlib's keywords with our names for them.
 
     A keyword ``init`` does not take that :data:`RLLIB_KEYWORDS` lists, or a gymnasium space
-    given by position (RLlib's ``input_observation_space``, ``input_action_space``), is a
+    given by position (RLlib's ``input_observation_space``, ``input_action_space``) where
+    ``init``'s parameter there is not named for a space (``space``, ``observation_space``), is a
     ``TypeError`` naming the connector and saying what to write instead, before ``init`` runs.
     Everything else goes to ``init`` as it came, Python's errors included; ``inspect`` and
     type checkers see ``init``'s own signature.
@@ -89,12 +91,20 @@ def explains_rllib_keywords(init: Callable[P, None]) -> Callable[P, None]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return init  # takes every keyword: nothing to explain
     taken = {p.name for p in parameters if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    # Positions where a space is the init's own argument (a parameter named for one, or *args).
+    ordered = [p for p in parameters if p.kind in (_BY_POSITION, _EITHER)]
+    spread = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
     owner = init.__qualname__.split(".")[0]  # a subclass's connector keeps its class's hints
 
     @functools.wraps(init)
     def checked(*args: P.args, **kwargs: P.kwargs) -> None:
         odd = [key for key in kwargs if key not in taken]
-        spaces = [i for i, arg in enumerate(args[1:], 1) if isinstance(arg, gym.Space)]
+        spaces = [
+            i
+            for i, arg in enumerate(args[1:], 1)
+            if isinstance(arg, gym.Space)
+            and not (spread or (i < len(ordered) and "space" in ordered[i].name))
+        ]
         if spaces or any(key in RLLIB_KEYWORDS for key in odd):
             _refuse(type(args[0]).__name__, owner, odd, spaces)
         init(*args, **kwargs)

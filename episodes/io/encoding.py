@@ -124,13 +124,20 @@ def _encode_scalar(field: Field, value: Any) -> Any:
         return space_dict(value, field.name)
     if kind == "clock":
         return None if value is None else float(value)
-    if kind == "id" and isinstance(value, np.generic):
-        # An id taken from an array (np.str_, np.int64) is stored as the Python value it
-        # equals (and hashes as), so it reads back equal; others stay refused below.
-        item = value.item()
-        if type(item) in (str, int, float, bool):
-            value = item
+    if kind == "id":
+        value = _plain_id(value)
     return encode_value(value, blob=None, where=field.name)
+
+
+def _plain_id(value: Any) -> Any:
+    # An id taken from an array (np.str_, np.int64), or a tuple id holding one, is stored as
+    # the Python value it equals (and hashes as), so it reads back equal; others stay refused.
+    if isinstance(value, np.generic):
+        item = value.item()
+        return item if type(item) in (str, int, float, bool) else value
+    if type(value) is tuple:
+        return tuple(_plain_id(part) for part in value)
+    return value
 
 
 def _get(meta: dict[str, Any], key: str, types: Any, where: str) -> Any:

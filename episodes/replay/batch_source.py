@@ -5,10 +5,13 @@ restored by ``set_state`` (another buffer's, say) may give an older batch's indi
 steps: plain indices handed to the wrong buffer change the wrong items, and nothing can tell.
 A batch a prioritized buffer samples is therefore a :class:`ReplayBatch`, the dict it always
 was (same keys, same values) that also carries a token of the buffer that drew it and the items
-its priorities go to. Given the batch itself, ``update_priorities`` compares one integer with
-its own token and refuses a batch of another buffer, or one drawn before ``set_state`` or
-``load``: no work per item. A token is random (63 bits), made when the buffer first samples,
-and made anew by ``set_state``; a copy of a buffer (``copy.deepcopy``, pickling) keeps it.
+its priorities go to. Given the batch itself, ``update_priorities`` compares its token with
+its own and refuses a batch of another buffer, or one drawn before ``set_state`` or ``load``:
+no work per item. The items are read from the batch's ``indices`` as the batch is then (its
+column of first steps for sequences), so rows reordered or filtered after sampling take their
+own priorities. A token is random (63 bits), made when the buffer first samples, and made anew
+by ``set_state``; a copy of a buffer (``copy.copy``, ``copy.deepcopy``, pickling) gets a token
+of its own, as the two number their next items alike and would name other steps by them.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ class ReplayBatch(dict[str, Any]):
 
     Its keys and values are the batch's, as ever (``dict(batch)`` is the plain dict, and drops
     the tag). ``source`` is the drawing buffer's token; ``priority_items`` the item ids that
-    ``update_priorities(priorities, batch)`` sets: the transitions, or each sequence's first
-    (non-lookback) step, one per row.
+    ``update_priorities(priorities, batch)`` sets, read from its ``indices`` as they are now:
+    the transitions, or each sequence's first (non-lookback) step (column
+    ``priority_column``), one per row.
 
     Example:
         >>> import numpy as np
@@ -51,15 +55,36 @@ class ReplayBatch(dict[str, Any]):
     """
 
     source: int | None = None
-    priority_items: np.ndarray | None = None
+    priority_column: int | None = None  # None: transitions, whose indices are one per row
+
+    @property
+    def priority_items(self) -> np.ndarray:
+        """The item ids ``update_priorities(priorities, batch)`` sets, one per row now."""
+        indices = self.get("indices")
+        if indices is None:
+            raise ValueError("this batch has no 'indices' column any more: nothing names its items")
+        if not isinstance(indices, np.ndarray) and hasattr(indices, "detach"):  # torch
+            indices = indices.detach().cpu().numpy()
+        indices = np.asarray(indices)
+        column = self.priority_column
+        if column is None:
+            return indices
+        if indices.ndim != 2 or not 0 <= column < indices.shape[1]:
+            raise ValueError(
+                f"this batch's 'indices' (shape {indices.shape}) lost the column {column} of "
+                "its sequences' first steps since sample(): nothing names its items"
+            )
+        return indices[:, column]
 
 
 def _token(buffer: Any) -> int:
-    # Made on first use: buffers pickled before tokens existed get one too.
+    # Made on first use (buffers pickled before tokens existed get one too) and tied to the
+    # buffer's identity: a copy, which numbers its next items as the original does, makes
+    # its own.
     token = vars(buffer).get("_batch_token")
-    if token is None:
-        token = buffer._batch_token = secrets.randbits(63)
-    return int(token)
+    if token is None or token[0] != id(buffer):
+        token = buffer._batch_token = (id(buffer), secrets.randbits(63))
+    return int(token[1])
 
 
 def forget_token(buffer: Any) -> None:
@@ -74,22 +99,22 @@ def forget_token(buffer: Any) -> None:
     vars(buffer).pop("_batch_token", None)
 
 
-def tagged(batch: Any, buffer: Any, items: np.ndarray | None) -> Any:
-    """``batch`` as a :class:`ReplayBatch` of ``buffer`` whose priorities go to ``items``.
+def tagged(batch: Any, buffer: Any, column: int | None) -> Any:
+    """``batch`` as a :class:`ReplayBatch` of ``buffer``; ``column``: its sequences' first steps.
 
     Anything but a plain dict (a list of episodes) is returned as it is.
 
     Example:
         >>> from types import SimpleNamespace
-        >>> batch = tagged({"indices": np.array([4])}, SimpleNamespace(), np.array([4]))
+        >>> batch = tagged({"indices": np.array([4])}, SimpleNamespace(), None)
         >>> type(batch).__name__, list(batch), batch.priority_items.tolist()
         ('ReplayBatch', ['indices'], [4])
     """
-    if type(batch) is not dict or items is None:
+    if type(batch) is not dict:
         return batch
     out = ReplayBatch(batch)
     out.source = _token(buffer)
-    out.priority_items = items
+    out.priority_column = column
     return out
 
 
@@ -103,7 +128,7 @@ def batch_items(batch: Mapping[Any, Any], buffer: Any) -> np.ndarray:
     Example:
         >>> from types import SimpleNamespace
         >>> buf = SimpleNamespace()
-        >>> batch_items(tagged({}, buf, np.array([1, 2])), buf).tolist()
+        >>> batch_items(tagged({"indices": np.array([1, 2])}, buf, None), buf).tolist()
         [1, 2]
         >>> batch_items({"indices": [0]}, buf)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
@@ -111,8 +136,7 @@ def batch_items(batch: Mapping[Any, Any], buffer: Any) -> np.ndarray:
         ValueError: update_priorities takes a batch as this buffer's sample() returned it ...
     """
     source = getattr(batch, "source", None)
-    items = getattr(batch, "priority_items", None)
-    if source is None or items is None:
+    if source is None:
         raise ValueError(
             "update_priorities takes a batch as this buffer's sample() returned it (a "
             f"ReplayBatch), got a {type(batch).__name__} that carries no source: pass the "
@@ -124,4 +148,4 @@ def batch_items(batch: Mapping[Any, Any], buffer: Any) -> np.ndarray:
             "or load (its indices may name other steps here): send its priorities to the "
             "buffer that drew it; after a load that kept item ids, pass batch['indices']"
         )
-    return items
+    return batch.priority_items  # type: ignore[attr-defined, no-any-return]

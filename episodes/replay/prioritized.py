@@ -252,7 +252,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             # A refused or interrupted sample changes nothing.
             self._last_indices, self._last_slots, self._no_last, self._sequences = previous
             raise
-        return tagged(batch, self, self._last_indices)  # a dict that knows its buffer
+        if self._last_indices is None:  # episodes: no items to update
+            return batch
+        column = int(kwargs.get("lookback", 0)) if self._sequences else None  # first steps
+        return tagged(batch, self, column)  # a dict that knows its buffer
 
     def _sample(
         self,
@@ -332,8 +335,9 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         """
         cached = None
         if isinstance(indices, Mapping):  # a sampled batch: refused unless this buffer drew it
-            indices = batch_items(indices, self)
-            cached = self._last_slots if indices is self._last_indices else None
+            indices, last = batch_items(indices, self), self._last_indices
+            if last is not None and indices.shape == last.shape and (indices == last).all():
+                indices, cached = last, self._last_slots  # the last sample, rows as drawn
         if indices is None:
             indices, cached = self._last_indices, self._last_slots
         if indices is None:

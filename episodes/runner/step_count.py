@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from episodes.arguments import whole_number
@@ -27,8 +28,8 @@ def checked_num_steps(num_steps: Any, least: int) -> int:
     try:
         return whole_number(num_steps, "num_steps", least)
     except ValueError as err:
-        if least == 1:
-            raise
+        if least == 1 or isinstance(num_steps, bool) or not isinstance(num_steps, numbers.Integral):
+            raise  # a value of another type: its type is the reason, not the window
         raise ValueError(
             f"{err}: with window='vector_steps' a next-step autoreset env takes 2 or more "
             "(one vector step could be every sub-env's reset step, a window without a "

@@ -137,7 +137,7 @@ REFUSED = {
     "complex": np.complex128(1j),
     "datetime64": np.datetime64("2020-01-01"),
     "array": np.array(["ag"]),
-    "in_a_tuple": ("ag", np.int64(1)),
+    "in_a_tuple": ("ag", np.complex128(1j)),
 }
 
 
