@@ -36,6 +36,8 @@ from episodes.distributed.checks import (
     readable_error,
 )
 from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContext, check_seed
+from episodes.distributed.deadline import Deadline, stuck_before
+from episodes.distributed.dropped import drop
 from episodes.distributed.metrics import GroupMetrics
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample, env_offsets
@@ -295,23 +297,29 @@ class RunnerGroup:
 
     def _push_weights(self, slot: Slot) -> None:
         if self._weights_ref is not None:
+            drop(slot.weights_ack)  # overwritten: only the latest broadcast's is checked
             slot.weights_ack = slot.handle.set_weights.remote(
                 self._weights_ref, self.weights_version
             )
 
     # ----------------------------------------------------------------------------- sampling
-    def sample(self, num_steps: int, *, weights: Any = None) -> GroupSample:
+    def sample(
+        self, num_steps: int, *, weights: Any = None, timeout_s: float | None = None
+    ) -> GroupSample:
         """Every runner samples ``num_steps`` per sub-env in parallel; waits for all of them.
 
         Args:
             num_steps: Transitions per sub-env (>= 1).
             weights: Broadcast these first (see :meth:`set_weights`); None: keep the current.
+            timeout_s: The longest wait from this call on (None: as long as it takes); a request
+                not done by then (a hung env or policy) is lost as a crashed runner's is.
 
         Returns:
-            The runners that answered, side by side; the requests lost to dead runners are in
-            ``.lost`` (their slots already hold fresh actors).
+            The runners that answered, side by side; the requests lost to dead (or, past
+            ``timeout_s``, slow) runners are in ``.lost`` (their slots hold fresh actors).
 
         Raises:
+            ValueError: A ``timeout_s`` not None or seconds >= 0 (before anything is sent).
             RuntimeError: Asynchronous requests are still in flight, or a slot kept failing
                 (raised once every other request was collected, as any error while
                 collecting). An interrupt (``KeyboardInterrupt``) while waiting leaves the
@@ -333,6 +341,7 @@ class RunnerGroup:
         """
         self._check_running()
         num_steps = self._check_steps(num_steps)
+        deadline = Deadline(check_timeout(timeout_s, "timeout_s"))
         if self.num_in_flight:
             raise RuntimeError(
                 f"{self.num_in_flight} asynchronous requests are in flight: collect them with "
@@ -342,7 +351,7 @@ class RunnerGroup:
             self.set_weights(weights)
         for slot in self._slots:
             self._launch(slot, int(num_steps))
-        return self._collect(list(self._slots))
+        return self._collect(list(self._slots), deadline)
 
     def sample_async(
         self,
@@ -397,7 +406,7 @@ class RunnerGroup:
                 if slot.ref is None and slot.held is None:
                     self._launch(slot, int(num_steps))
         finished = slot_ops.finished_slots(self._ray, self._slots, timeout_s)
-        return self._collect(finished) if finished else GroupSample([])
+        return self._collect(finished, Deadline(None)) if finished else GroupSample([])
 
     def _launch(self, slot: Slot, num_steps: int) -> None:
         slot.request = self._next_request
@@ -411,8 +420,8 @@ class RunnerGroup:
         if self._stopped:
             raise RuntimeError("this RunnerGroup was stopped; create a new one")
 
-    def _collect(self, slots: Sequence[Slot]) -> GroupSample:
-        stuck = slot_ops.stuck_replacements(self._ray, slots, self._start_timeout_s)
+    def _collect(self, slots: Sequence[Slot], deadline: Deadline) -> GroupSample:
+        stuck = stuck_before(self._ray, slots, self._start_timeout_s, deadline)
         failed: Exception | None = None
         if stuck:  # their requests stay in flight, for a later collection
             failed = slot_ops.not_started(stuck, self._start_timeout_s, self._cpus)
@@ -422,7 +431,7 @@ class RunnerGroup:
                 # All are collected after one gave up too; an interrupt leaves the rest in flight.
                 outcome, slot.held = slot.held, None
                 try:
-                    taken.append((slot, self._take(slot) if outcome is None else outcome))
+                    taken.append((slot, self._take(slot, deadline) if outcome is None else outcome))
                 except Exception as err:
                     failed = failed or err
         except BaseException:
@@ -435,14 +444,15 @@ class RunnerGroup:
         samples = [outcome for outcome in outcomes if isinstance(outcome, RunnerSample)]
         return GroupSample(samples, [o for o in outcomes if isinstance(o, LostSample)])
 
-    def _take(self, slot: Slot) -> RunnerSample | LostSample:
+    def _take(self, slot: Slot, deadline: Deadline) -> RunnerSample | LostSample:
         lease = slot.lease
         try:
             if slot.weights_ack is not None:
-                self._ray.get(slot.weights_ack)
+                deadline.get(self._ray, slot.weights_ack)
                 slot.weights_ack = None
-            reply = self._ray.get(slot.ref)
+            reply = deadline.get(self._ray, slot.ref)
         except Exception as err:
+            drop(slot.ref)  # unread when the weights acknowledgement failed first
             slot.ref = slot.lease = None
             slot.segments.discard(lease)  # never mapped, maybe: its name must not stay
             return self._lose(slot, err)
@@ -499,12 +509,11 @@ class RunnerGroup:
     def _restart(self, slot: Slot) -> None:
         self._ray.kill(slot.handle, no_restart=True)
         # The old actor may still be writing: its segments are never leased again.
-        self._drop_segments(slot)
+        slot_ops.let_go(slot)
         slot.segments = SlotSegments(self._shm_dir, hints=dict(slot.segments.hints))
         slot.generation += 1
         slot.handle = self._spawn(slot.index, slot.generation)
         slot.started = slot.handle.info.remote()  # awaited, with a limit, before its reply
-        slot.weights_ack = None
         self._push_weights(slot)
         self.metrics.num_restarts += 1
 
@@ -532,8 +541,7 @@ class RunnerGroup:
         if isinstance(index, bool) or not 0 <= operator.index(index) < len(self._slots):
             raise IndexError(f"runner index {index!r} is not in [0, {len(self._slots)})")
         slot = self._slots[index]
-        if slot.ref is not None:
-            slot.ref = None
+        if slot.ref is not None:  # the restart lets go of it
             self.metrics.add_lost(
                 num_env_steps=slot.num_steps * slot.num_envs, error=f"runner {index} restarted"
             )
@@ -628,15 +636,7 @@ class RunnerGroup:
                 pass  # a dead runner has nothing left to close; a failed close is no reason
         for slot in self._slots:
             self._ray.kill(slot.handle, no_restart=True)
-            slot.ref = None
-            self._drop_segments(slot)
-
-    @staticmethod
-    def _drop_segments(slot: Slot) -> None:
-        """Frees the slot's lease and closes its segments (for a dead or stopped actor)."""
-        slot.segments.abandon(slot.lease)
-        slot.lease = None
-        slot.segments.close()
+            slot_ops.let_go(slot)
 
     def __reduce__(self, *_: Any) -> Any:  # pickle, copy.copy and deepcopy(memo): refused
         raise TypeError("a RunnerGroup owns its actors: it cannot be pickled or copied")

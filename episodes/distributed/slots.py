@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodes.distributed.checks import readable_error
+from episodes.distributed.dropped import drop
 from episodes.distributed.sample import RunnerSample
 from episodes.distributed.shared_memory import Segment, SlotSegments
 
@@ -25,6 +26,7 @@ __all__ = [
     "abandon",
     "apply_on_all",
     "finished_slots",
+    "let_go",
     "not_started",
     "start_actors",
     "stuck_replacements",
@@ -218,6 +220,26 @@ def finished_slots(ray: Any, slots: Sequence[Slot], timeout_s: float | None) -> 
         ready = ray.wait(busy, num_returns=len(busy), timeout=0)[0]
     done = set(ready)
     return [slot for slot in slots if slot.held is not None or slot.ref in done]
+
+
+def let_go(slot: Slot) -> None:
+    """The slot's actor was killed (replaced or stopped): what the slot held of it is let go.
+
+    Its references (request, weights acknowledgement, start) are dropped unread, their
+    results read when they arrive, never waited for (:func:`~episodes.distributed.dropped.drop`);
+    its lease is freed and its segments closed (leased ones once their reply is gone).
+
+    Example:
+        >>> slot = Slot(index=0, generation=0, handle=None, num_envs=1)
+        >>> let_go(slot); slot.ref, slot.weights_ack, slot.started, slot.lease
+        (None, None, None, None)
+    """
+    for ref in (slot.ref, slot.weights_ack, slot.started):
+        drop(ref)
+    slot.ref = slot.weights_ack = slot.started = None
+    slot.segments.abandon(slot.lease)
+    slot.lease = None
+    slot.segments.close()
 
 
 def abandon(slot: Slot, metrics: Any) -> None:
