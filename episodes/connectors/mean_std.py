@@ -34,12 +34,14 @@ from episodes.connectors.base import Batch, EpisodeConnector, check_episodes
 from episodes.connectors.float32 import as_float32
 from episodes.connectors.given_batch import check_batch
 from episodes.connectors.mean_std_stats import (
+    _arrays,
     _chan,
     _checked_state,
     _Layout,
     _moments,
     _same_structure,
     _sample_var,
+    _sized,
     _Stats,
 )
 from episodes.connectors.observations import _column_name, _read_obs
@@ -192,8 +194,10 @@ class MeanStdFilter(EpisodeConnector):
         Raises:
             TypeError: ``state`` is not a mapping with ``count``, ``mean`` and ``m2``.
             ValueError: a count that is not an int >= 0, ``mean``/``m2`` not shaped as the
-                observations this filter has seen (or as each other), not finite, or a
-                negative ``m2``. The filter is left as it was.
+                observations this filter has seen (or as each other), not finite, a
+                negative ``m2``, or a non-zero ``m2`` with a count below 2 (no stream gives
+                it). The filter is left as it was. Lists (a state read back from JSON) are
+                taken as arrays.
 
         Example:
             >>> import numpy as np
@@ -208,6 +212,8 @@ class MeanStdFilter(EpisodeConnector):
             MeanStdFilter.set_state: 'mean' is shaped [(3,)], the filter's
         """
         count, layout, mean, m2 = _checked_state(state, self._s.layout, "MeanStdFilter.set_state")
+        if state["mean"] is None:  # get_state of a filter that saw no observation: none here
+            layout, mean, m2 = None, np.zeros(0), np.zeros(0)
         self._s.count, self._s.layout, self._s.mean, self._s.m2 = count, layout, mean, m2
 
     def merge(self, *others: MeanStdFilter | Mapping[str, Any]) -> None:
@@ -242,6 +248,7 @@ class MeanStdFilter(EpisodeConnector):
                 count, layout, mean, m2 = got
                 continue
             count, mean, m2 = _chan(count, mean, m2, got[0], got[2], got[3])
+        mean, m2 = _sized(layout, mean, m2)
         self._s.count, self._s.layout, self._s.mean, self._s.m2 = count, layout, mean, m2
 
     def reset(self) -> None:
@@ -283,6 +290,7 @@ class MeanStdFilter(EpisodeConnector):
         layout = self._s.layout
         if layout is None:
             raise ValueError("MeanStdFilter.normalize: no statistics yet (nothing counted or set)")
+        obs = _arrays(obs)  # a list is one observation's (or a batch's) array
         leaves = [np.asarray(leaf) for leaf in tree.flatten(obs)]
         skeleton = tree.map_structure(lambda _: None, obs)
         fits = len(leaves) == len(layout.shapes) and _same_structure(skeleton, layout.skeleton)
@@ -302,6 +310,9 @@ class MeanStdFilter(EpisodeConnector):
         std = np.sqrt(_variance(self)) if counted else np.zeros(layout.size)
         out, start = [], 0
         for leaf, size in zip(leaves, layout.sizes):
+            if not size:  # a leaf of no elements: nothing to normalize (reshape(-1, 0) fails)
+                out.append(np.zeros(leaf.shape, np.float32))
+                continue
             part = slice(start, start + size)
             flat = (leaf.reshape(-1, size).astype(np.float64) - mean[part]) / (std[part] + self.eps)
             if self.clip is not None:
@@ -368,6 +379,7 @@ class MeanStdFilter(EpisodeConnector):
             if self.clip is not None:
                 flat = np.clip(flat, -self.clip, self.clip)
             out = layout.unflat(as_float32(flat, name), rows=len(flat))
+        mean, m2 = _sized(layout, mean, m2)
         # Committed only now: a refusal above leaves the filter (and the batch) as it was.
         self._s.layout, self._s.count, self._s.mean, self._s.m2 = layout, count, mean, m2
         for key, mark in marks.items():

@@ -98,9 +98,10 @@ def _checked_state(
         return 0, layout, np.zeros(size), np.zeros(size)
     parts = {}
     for key in ("mean", "m2"):
-        leaves = [np.asarray(leaf, np.float64) for leaf in tree.flatten(state[key])]
+        given = _arrays(state[key])  # lists (a state read back from JSON) as arrays
+        leaves = [np.asarray(leaf, np.float64) for leaf in tree.flatten(given)]
         shapes = [leaf.shape for leaf in leaves]
-        skeleton = tree.map_structure(lambda _: None, state[key])
+        skeleton = tree.map_structure(lambda _: None, given)
         if layout is None:
             layout = _Layout(skeleton, shapes)
         elif shapes != layout.shapes or not _same_structure(skeleton, layout.skeleton):
@@ -113,5 +114,33 @@ def _checked_state(
         parts[key] = flat
     if (parts["m2"] < 0).any():
         raise ValueError(f"{who}: 'm2' (sums of squared deviations) holds a negative value")
+    if count <= 1 and parts["m2"].any():  # no stream gives it; a merge would add it in
+        raise ValueError(f"{who}: 'm2' must be 0 where 'count' is {count} (no deviations yet)")
     assert layout is not None
     return int(count), layout, parts["mean"], parts["m2"]
+
+
+def _arrays(value: Any) -> Any:
+    """``value`` with its lists as arrays: a list is one leaf, as an observation's array is.
+
+    Observations nest in dicts and tuples only; a list comes from a state saved as JSON (where
+    a tuple becomes a list too: a list whose items are not one array is taken as a tuple).
+    """
+    if isinstance(value, Mapping):
+        return {key: _arrays(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_arrays(item) for item in value)
+    if isinstance(value, list):
+        try:
+            array = np.asarray(value, np.float64)
+        except (TypeError, ValueError):  # ragged or nested dicts: a Tuple space's leaves
+            return tuple(_arrays(item) for item in value)
+        return array
+    return value
+
+
+def _sized(layout: _Layout | None, mean: np.ndarray, m2: np.ndarray) -> tuple[Any, Any]:
+    """``mean`` and ``m2``, or zeros of the layout's size where nothing was counted yet."""
+    if layout is not None and len(mean) != layout.size:
+        return np.zeros(layout.size), np.zeros(layout.size)
+    return mean, m2

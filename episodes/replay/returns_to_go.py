@@ -126,7 +126,9 @@ def sequence_returns_to_go(
     ahead = np.zeros(len(rows), np.float64)
     for j in range(width - 1, -1, -1):
         here = real[rows, j]
-        ahead = np.where(last == j, tail, rewards[rows, j] + gamma * ahead)
+        # gamma 0 leaves what follows out (0 * inf is NaN), as discount_weights' sums do.
+        after = gamma * ahead if gamma else 0.0
+        ahead = np.where(last == j, tail, rewards[rows, j] + after)
         returns_to_go[rows, j] = np.where(here, ahead, 0.0)
     return returns_to_go, timesteps
 
