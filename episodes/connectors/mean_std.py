@@ -45,6 +45,7 @@ from episodes.connectors.mean_std_stats import (
     _Stats,
 )
 from episodes.connectors.observations import _column_name, _read_obs
+from episodes.connectors.rllib_keywords import explains_rllib_keywords
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag
 
@@ -105,6 +106,7 @@ class MeanStdFilter(EpisodeConnector):
         (True, 2)
     """
 
+    @explains_rllib_keywords
     def __init__(
         self,
         *,

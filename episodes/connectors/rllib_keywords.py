@@ -56,6 +56,10 @@ RLLIB_KEYWORDS: dict[str, str] = {
         "read the leaves you want and flatten them with flatten_rows"
     ),
     "n_prev_actions": "previous actions are PrevActionsPrevRewards(n_prev_actions=...)",
+    "clip_by_value": "MeanStdFilter's clip is clip= (None: no clipping)",
+    "update_stats": "MeanStdFilter counts new observations with update=True (the default)",
+    "de_mean_to_zero": "MeanStdFilter always subtracts the mean and divides by std + eps",
+    "de_std_to_one": "MeanStdFilter always subtracts the mean and divides by std + eps",
     "n_prev_rewards": "previous rewards are PrevActionsPrevRewards(n_prev_rewards=...)",
 }
 

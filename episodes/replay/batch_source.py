@@ -148,4 +148,4 @@ def batch_items(batch: Mapping[Any, Any], buffer: Any) -> np.ndarray:
             "or load (its indices may name other steps here): send its priorities to the "
             "buffer that drew it; after a load that kept item ids, pass batch['indices']"
         )
-    return batch.priority_items  # type: ignore[attr-defined, no-any-return]
+    return batch.priority_items  # type: ignore[attr-defined]
