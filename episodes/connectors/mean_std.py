@@ -37,6 +37,7 @@ from episodes.connectors.mean_std_stats import (
     _arrays,
     _chan,
     _checked_state,
+    _fitted,
     _Layout,
     _moments,
     _same_structure,
@@ -435,14 +436,14 @@ def _flat_obs(
                 f"{name}: episode {ep.id_!r} holds {leaf.dtype} observations, not numbers"
             )
     shapes = [leaf.shape[1:] for leaf in leaves]
-    skeleton = tree.map_structure(lambda _: None, value)
-    if layout is None:
-        layout = _Layout(skeleton, shapes)
-    elif shapes != layout.shapes or not _same_structure(skeleton, layout.skeleton):
+    fitted = _fitted(layout, tree.map_structure(lambda _: None, value), shapes)
+    if fitted is None:
+        assert layout is not None
         raise ValueError(
             f"{name}: episode {ep.id_!r} has observations of leaf shapes {shapes}, the filter "
             f"counted ones of {layout.shapes} (one filter per observation space)"
         )
+    layout = fitted
     rows = stop - start
     flat = [leaf.reshape(rows, size).astype(np.float64) for leaf, size in zip(leaves, layout.sizes)]
     return layout, flat[0] if len(flat) == 1 else np.concatenate(flat, axis=1)

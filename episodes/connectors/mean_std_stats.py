@@ -51,6 +51,15 @@ class _Layout:
         return tree.unflatten_as(self.skeleton, leaves)
 
 
+def _fitted(layout: _Layout | None, skeleton: Any, shapes: list[tuple[int, ...]]) -> Any:
+    """``layout``, a new one where none is known yet, or None where these leaves do not fit it."""
+    if layout is None:
+        return _Layout(skeleton, shapes)
+    if shapes != layout.shapes or not _same_structure(skeleton, layout.skeleton):
+        return None
+    return layout
+
+
 def _same_structure(a: Any, b: Any) -> bool:
     try:
         tree.assert_same_structure(a, b)
@@ -101,13 +110,13 @@ def _checked_state(
         given = _arrays(state[key])  # lists (a state read back from JSON) as arrays
         leaves = [np.asarray(leaf, np.float64) for leaf in tree.flatten(given)]
         shapes = [leaf.shape for leaf in leaves]
-        skeleton = tree.map_structure(lambda _: None, given)
-        if layout is None:
-            layout = _Layout(skeleton, shapes)
-        elif shapes != layout.shapes or not _same_structure(skeleton, layout.skeleton):
+        fitted = _fitted(layout, tree.map_structure(lambda _: None, given), shapes)
+        if fitted is None:
+            assert layout is not None
             raise ValueError(
                 f"{who}: {key!r} is shaped {shapes}, the filter's observations {layout.shapes}"
             )
+        layout = fitted
         flat = np.concatenate([leaf.ravel() for leaf in leaves]) if leaves else np.zeros(0)
         if not np.isfinite(flat).all():
             raise ValueError(f"{who}: {key!r} holds a NaN or inf")
