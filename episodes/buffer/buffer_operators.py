@@ -64,7 +64,9 @@ class BufferOperators:
             # numpy numbers too: a Discrete space's samples are np.int64, and "every item" is
             # what the contract says (RLlib skips them).
             data = [d + other if isinstance(d, _NUMBERS) else d for d in items]
-        elif isinstance(other, InfiniteLookbackBuffer):
+        elif isinstance(other, BufferOperators):
+            # The mixin, not the buffer class imported above: a second import of the buffer's
+            # module (pytest's importlib mode runs its doctests so) makes a second class.
             data = items + owned_items(other.store, other.lookback)
         elif isinstance(other, list):
             data = items + other
