@@ -325,6 +325,12 @@ class BufferAccess:
     def locate(self, episode_id: Any, t: _Integers) -> np.ndarray:
         """Stable item indices (as in a batch's ``indices``) of an episode's steps at times ``t``.
 
+        Returns:
+            A 1-d int64 array, one item per time, for one time too (``locate(id, 3)`` is
+            ``array([i])``, not numpy's scalar: :meth:`episode_steps` and :meth:`items_at`
+            answer one index alike, and :meth:`get_transitions` takes the array as it is);
+            ``int(buf.locate(id, t)[0])`` is the one item.
+
         Raises:
             KeyError: The episode is not stored (evicted, where the buffer remembers it), or a
                 time is outside its stored steps.
@@ -340,8 +346,8 @@ class BufferAccess:
             >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0, 3.0],
             ...                            actions=[0, 1, 0], rewards=[1.0, 2.0, 3.0],
             ...                            terminated=True, len_lookback_buffer=0))
-            >>> buf.locate("a", [2, 0]).tolist()
-            [2, 0]
+            >>> buf.locate("a", [2, 0]).tolist(), buf.locate("a", 1)
+            ([2, 0], array([1]))
             >>> buf.locate("a", 1.5)
             Traceback (most recent call last):
             ...

@@ -137,10 +137,21 @@ def batch_items(batch: Mapping[Any, Any], buffer: Any) -> np.ndarray:
     """
     source = getattr(batch, "source", None)
     if source is None:
+        # dm-tree rebuilds a dict subclass from its values alone: a ReplayBatch with no source
+        what = (
+            "a ReplayBatch rebuilt from a batch's values (as tree.map_structure rebuilds one)"
+            if isinstance(batch, ReplayBatch)
+            else f"a {type(batch).__name__}"
+        )
         raise ValueError(
             "update_priorities takes a batch as this buffer's sample() returned it (a "
-            f"ReplayBatch), got a {type(batch).__name__} that carries no source: pass the "
-            "item indices themselves (batch['indices'], or the rows you chose of them)"
+            f"ReplayBatch, which carries the buffer's token), got {what} that carries no "
+            "source: pass the item indices themselves (batch['indices'], numpy or torch, or "
+            "the rows you chose of them; a sequence batch's batch['indices'][:, lookback]), "
+            "the original batch, or none (update_priorities(priorities) sets the last "
+            "sample's items). A dict made from a batch (dict(batch), a dict comprehension or "
+            "tree.map_structure making torch tensors) or joined from two buffers' parts has "
+            "no source"
         )
     if source != _token(buffer):
         raise ValueError(
