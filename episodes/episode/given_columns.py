@@ -40,7 +40,8 @@ def column_items(data: Any, name: str = "a column") -> Any:
     A list is taken as it is (not copied), any other sequence as the list of its items (an
     array's rows), and a dict as a batched struct: its items are one dict per index along the
     leaves' shared leading axis (``{"x": array of shape (3, 2)}`` holds three items), as a
-    setter takes such a dict for ``new_data``. An empty dict is no column given (None). An
+    setter takes such a dict for ``new_data``; a list under a key is stacked into that key's
+    array of items first. An empty dict is no column given (None). An
     array-like (``__array__``) whose iteration gives no rows of it (a pandas DataFrame's gives
     its column labels) holds the rows numpy reads from it, as a buffer given it holds.
 
