@@ -33,6 +33,7 @@ from episodes.cli.record import record, shard_bytes
 from episodes.cli.relist import add_relist
 from episodes.cli.space_text import space_text
 from episodes.io import DatasetError, dataset_info
+from episodes.io.values import encode_value
 
 __all__ = ["main"]
 
@@ -68,6 +69,10 @@ def _info(args: argparse.Namespace) -> int:
             "bytes": info.nbytes,
             "returns": [r if math.isfinite(r) else None for r in returns],
             "lengths": lengths,
+            # one entry per episode, as returns and lengths, so a table can be made of them
+            "ids": [encode_value(e.id_, blob=None, where="id") for e in info.episodes],
+            "terminated": [e.terminated for e in info.episodes],
+            "truncated": [e.truncated for e in info.episodes],
             "observation_space": None if obs is None else str(obs),  # null, not "None"
             "action_space": None if act is None else str(act),
             "torn_manifest": info.torn_manifest,
