@@ -53,6 +53,7 @@ from episodes import SingleAgentEpisode as Ours  # noqa: E402
 from episodes.connectors import (  # noqa: E402
     FlattenObservations,
     FrameStack,
+    MeanStdFilter,
     PrevActionsPrevRewards,
 )
 
@@ -71,6 +72,9 @@ try:
         PrevActionsPrevRewards as RLlibPrevActionsPrevRewards,
     )
     from ray.rllib.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
+    from ray.rllib.connectors.env_to_module.mean_std_filter import (
+        MeanStdFilter as RLlibMeanStdFilter,
+    )
     from ray.rllib.connectors.learner.frame_stacking import FrameStackingLearner
     from ray.rllib.core.columns import Columns
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode as Theirs
@@ -427,6 +431,221 @@ def fmt_ratio(ours: float, theirs: float | None) -> str:
     return f"{ours / theirs:6.2f}x" if theirs else f"{'-':>7s}"
 
 
+# ------------------------------------------------------------------------- MeanStdFilter
+MSF_STEPS = 200  # an env runner's episode length: new episodes (new ids) start after it
+# (episodes per call, observation size): how the cost grows with each
+MSF_GRID = ((1, 48), (8, 48), (64, 48), (512, 48), (64, 4), (64, 512))
+MSF_LEARNER_SIZES = (8, 64, 512)
+MSF_D = 48
+MSF_OPS = (
+    "MeanStdFilter inference",
+    "MeanStdFilter learner, counting",
+    "MeanStdFilter learner, counted",
+)
+_MSF_OBS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def msf_obs(n: int, d: int) -> np.ndarray:
+    """Pre-drawn float32 observations ``[n, MSF_STEPS + 1, d]``, far from standardized."""
+    if (n, d) not in _MSF_OBS:
+        rng = np.random.default_rng(1)
+        _MSF_OBS[n, d] = rng.normal(3.0, 2.0, (n, MSF_STEPS + 1, d)).astype(np.float32)
+    return _MSF_OBS[n, d]
+
+
+def msf_space(d: int) -> gym.spaces.Box:
+    return gym.spaces.Box(-np.inf, np.inf, (d,), np.float32)
+
+
+class Stepper:
+    """An env runner's ``n`` episodes: one new step each before every call, as sampling does.
+
+    The first call after a reset sees the reset observations alone; after ``MSF_STEPS``
+    steps the episodes end and new ones (new ids) start. Both libraries' steppers walk the
+    same pre-drawn observations; RLlib's filter rewrites each latest observation in place,
+    which the next step leaves behind, as in its env runners.
+    """
+
+    def __init__(self, cls: type, n: int, d: int):
+        self.cls, self.obs, self.space = cls, msf_obs(n, d), msf_space(d)
+        self.generation, self.t, self.started = 0, 0, False
+        self.eps = self.new_episodes()
+
+    def new_episodes(self) -> list[Any]:
+        return [
+            self.cls(
+                id_=f"ep_{self.generation}_{i}",
+                observations=[self.obs[i, 0].copy()],
+                observation_space=self.space,
+                action_space=ACT_SPACE,
+                len_lookback_buffer=0,
+            )
+            for i in range(len(self.obs))
+        ]
+
+    def advance(self) -> None:
+        if self.t == MSF_STEPS:
+            self.generation, self.t = self.generation + 1, 0
+            self.eps = self.new_episodes()
+        elif self.started:
+            self.t += 1
+            for i, ep in enumerate(self.eps):
+                ep.add_env_step(self.obs[i, self.t].copy(), 0, 0.0)
+        self.started = True
+
+
+def msf_piece(d: int) -> Any:
+    return rllib_piece(RLlibMeanStdFilter, msf_space(d))
+
+
+def msf_stepping(call: Callable[[list[Any]], Any], stepper: Stepper) -> Callable[[], float]:
+    """One step of every episode (not timed), then one timed call."""
+
+    def run() -> float:
+        stepper.advance()
+        t0 = time.perf_counter()
+        call(stepper.eps)
+        return time.perf_counter() - t0
+
+    return run
+
+
+def msf_agreement(n: int, d: int) -> str:
+    """Ours and RLlib's filter on the same steps: their statistics, and how the rows differ.
+
+    Not ``compare``: the libraries do not give equal rows. RLlib counts and normalizes each
+    episode's latest observation in turn (an episode's row leaves out the episodes after it
+    in the call); ours counts a call's new observations in one merge, then normalizes every
+    row with them. RLlib's std is also taken from a float32 variance. So the statistics are
+    compared after one episode length and a step (each observation counted once by both),
+    and the rows' largest difference is shown: small with N = 1 only.
+    """
+    ours, piece = MeanStdFilter(inference=True), msf_piece(d)
+    mine_s, theirs_s = Stepper(Ours, n, d), Stepper(Theirs, n, d)
+    worst = last = 0.0
+    for _ in range(MSF_STEPS + 2):
+        mine_s.advance()
+        theirs_s.advance()
+        mine = ours(mine_s.eps, {})["obs"]
+        run_pieces([piece], theirs_s.eps)
+        other = np.stack([ep.get_observations(-1) for ep in theirs_s.eps])
+        last = float(np.abs(mine.astype(np.float64) - other).max())
+        worst = max(worst, last)
+    stats = piece._filters[None].running_stats
+    if stats.n != ours.count:
+        return f"DIFFER: counted ours {ours.count}, RLlib {stats.n}"
+
+    def rel(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
+
+    rows = f"rows max|diff| {worst:.1g}" if n == 1 else f"rows differ by design ({last:.1g})"
+    return (
+        f"stats agree (n {ours.count}, rel mean {rel(ours.mean, stats.mean):.0e}, "
+        f"var {rel(ours.var, stats.var.astype(np.float64)):.0e}); {rows}"
+    )
+
+
+def msf_learner_episodes(cls: type, n: int) -> list[Any]:
+    """``n`` whole ``MSF_STEPS``-step episodes, numpy'd, as a learner receives them."""
+    obs = msf_obs(n, MSF_D)
+    return [
+        cls(
+            id_=f"ep_{i}",
+            observations=list(obs[i]),
+            actions=[0] * MSF_STEPS,
+            rewards=[0.0] * MSF_STEPS,
+            observation_space=msf_space(MSF_D),
+            action_space=ACT_SPACE,
+            len_lookback_buffer=0,
+        ).to_numpy()
+        for i in range(n)
+    ]
+
+
+def msf_learner(op: str, n: int) -> tuple[dict[str, Callable[[], float]], str]:
+    """Ours over whole episodes, counting them (a fresh filter) or counted already (shared
+    with the env-to-module filter); RLlib has no learner-side filter: its learner gathers
+    the observations its env-to-module filter normalized in place, timed as ``RLlib``.
+    """
+    conn = MeanStdFilter()
+    eps = msf_learner_episodes(Ours, n)
+    obs = msf_obs(n, MSF_D)[:, :, :].reshape(-1, MSF_D).astype(np.float64)
+    conn(eps, {})
+    rel = np.abs(conn.var - obs.var(0, ddof=1)).max() / obs.var(0, ddof=1).max()
+    counting = op.endswith("counting")
+
+    def ours() -> float:
+        if counting:
+            conn.reset()
+        t0 = time.perf_counter()
+        conn(eps, {})
+        return time.perf_counter() - t0
+
+    gather = RLlibSide(
+        [AddObservationsFromEpisodesToBatch(as_learner_connector=True)], batched(None)
+    )
+    gather.pieces.append(BatchIndividualItems())
+    fns = {
+        "ours": ours,
+        "rllib": rllib_runner(gather, msf_learner_episodes(Theirs, n), msf_space(MSF_D)),
+    }
+    return fns, f"RLlib: gather only (no learner filter); ours' var = numpy's (rel {rel:.0e})"
+
+
+def msf_rows(ops: list[str], repeats: int) -> list[dict[str, Any]]:
+    header = (
+        f"{'operation':32s} {'N':>4s} {'D':>4s} {'ours ms':>9s} {'RLlib ms':>9s} {'ratio':>7s} "
+        f"{'piece ms':>9s} {'ratio':>7s}  outputs"
+    )
+    print(
+        "\nMeanStdFilter vs RLlib's MeanStdFilter connector. inference: an env runner's call, "
+        "one new step per episode (N episodes, Box(D) float32); RLlib: its filter, then "
+        "AddObservationsFromEpisodesToBatch and BatchIndividualItems; piece: its filter alone. "
+        f"learner: N whole {MSF_STEPS}-step episodes, Box({MSF_D})\n"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for op in ops:
+        grid = MSF_GRID if op == MSF_OPS[0] else [(n, MSF_D) for n in MSF_LEARNER_SIZES]
+        for n, d in grid:
+            if op == MSF_OPS[0]:
+                agree = msf_agreement(n, d)
+                conn, full, piece = MeanStdFilter(inference=True), msf_piece(d), msf_piece(d)
+                pieces = [full, AddObservationsFromEpisodesToBatch(), BatchIndividualItems()]
+                fns = {
+                    "ours": msf_stepping(lambda eps, c=conn: c(eps, {}), Stepper(Ours, n, d)),
+                    "rllib": msf_stepping(
+                        lambda eps, p=pieces: run_pieces(p, eps), Stepper(Theirs, n, d)
+                    ),
+                    "piece": msf_stepping(
+                        lambda eps, p=piece: run_pieces([p], eps), Stepper(Theirs, n, d)
+                    ),
+                }
+                number = 20 if n <= 8 else 5 if n <= 64 else 1
+            else:
+                fns, agree = msf_learner(op, n)
+                number = 3 if n <= 64 else 1
+            res = timed(fns, repeats, number)
+            print(
+                f"{op:32s} {n:4d} {d:4d} {fmt_ms(res['ours'])} {fmt_ms(res.get('rllib'))} "
+                f"{fmt_ratio(res['ours'], res.get('rllib'))} {fmt_ms(res.get('piece'))} "
+                f"{fmt_ratio(res['ours'], res.get('piece'))}  {agree}"
+            )
+            rows.append(
+                dict(
+                    operation=op,
+                    n=n,
+                    obs_size=d,
+                    ours_s=res["ours"],
+                    rllib_s=res.get("rllib"),
+                    rllib_piece_s=res.get("piece"),
+                    outputs=agree,
+                )
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (7 instead of 31)")
@@ -446,10 +665,12 @@ def main(argv: list[str] | None = None) -> None:
     repeats = args.repeats or (7 if args.quick else 31)
 
     cases = make_cases()
+    msf_ops = list(MSF_OPS)
     if args.only:
-        names = sorted({f"{c.name} {c.kind}" for c in cases})
+        names = sorted({f"{c.name} {c.kind}" for c in cases} | set(MSF_OPS))
         cases = [c for c in cases if args.only in f"{c.name} {c.kind}"]
-        if not cases:
+        msf_ops = [op for op in MSF_OPS if args.only in op]
+        if not cases and not msf_ops:
             parser.error(
                 f"--only {args.only!r} matches no operation; the operations are:\n  "
                 + "\n  ".join(names)
@@ -465,8 +686,9 @@ def main(argv: list[str] | None = None) -> None:
         "then AddObservationsFromEpisodesToBatch / BatchIndividualItems, to the batched arrays "
         "ours returns; piece: the RLlib piece alone\n"
     )
-    print(header)
-    print("-" * len(header))
+    if cases:
+        print(header)
+        print("-" * len(header))
     for case in cases:
         for mode in MODES:
             for n in SIZES:
@@ -506,10 +728,13 @@ def main(argv: list[str] | None = None) -> None:
                         outputs=agree,
                     )
                 )
+    if msf_ops:
+        results += msf_rows(msf_ops, repeats)
     notes = [f"{c.name} {c.kind}: {c.note}" for c in cases if c.note]
     if any(c.name == "FlattenObservations" and c.kind == "learner" for c in cases):
         notes.append(flatten_learner_failure())
-    print("\nnotes:\n  " + "\n  ".join(notes))
+    if notes:
+        print("\nnotes:\n  " + "\n  ".join(notes))
 
     profiles = profile_ours(cases) if args.profile else []
     if args.json:

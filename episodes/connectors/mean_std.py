@@ -68,11 +68,13 @@ class MeanStdFilter(EpisodeConnector):
     column is float32 ``[rows, *shape]`` (a dict/tuple of such for Dict/Tuple spaces of
     Boxes), clipped to ``[-clip, clip]``; the episodes are not changed.
 
-    A filter remembers the last :data:`TRACKED_EPISODES` episode ids it counted: give an
-    episode's chunks in time order (a chunk before one already counted adds nothing). The
-    env-to-module and learner pipelines share the statistics through :meth:`shared`; runners
-    acting on a learner's statistics take them with ``set_state`` into ``update=False``
-    filters, and filters that counted disjoint streams combine with :meth:`merge`.
+    A filter remembers the last :data:`TRACKED_EPISODES` episode ids it was given (an id
+    given again, even with nothing new, is recent again, so a long episode among many short
+    ones is not forgotten): give an episode's chunks in time order (a chunk before one
+    already counted adds nothing). The env-to-module and learner pipelines share the
+    statistics through :meth:`shared`; runners acting on a learner's statistics take them
+    with ``set_state`` into ``update=False`` filters, and filters that counted disjoint
+    streams combine with :meth:`merge`.
     :meth:`normalize` applies the statistics to arrays not read from episodes (a replay
     batch's ``obs`` and ``next_obs``, a policy's env observations).
 
@@ -200,7 +202,9 @@ class MeanStdFilter(EpisodeConnector):
                 observations this filter has seen (or as each other), not finite, a
                 negative ``m2``, or a non-zero ``m2`` with a count below 2 (no stream gives
                 it). The filter is left as it was. Lists (a state read back from JSON) are
-                taken as arrays.
+                taken as arrays, or as the tuples they were where the filter knows its
+                observations' layout; one that saw none reads a list of equally shaped
+                leaves as one array (give a Tuple space's leaves back as a tuple then).
 
         Example:
             >>> import numpy as np
@@ -347,6 +351,9 @@ class MeanStdFilter(EpisodeConnector):
                 done_up_to = marks.get(ep.id_, self._s.counted.get(ep.id_, ep.t_started))
                 first = max(done_up_to, ep.t_started) - ep.t_started
                 new = first if first <= len(ep) else None
+                # Seen again with nothing new, it is still in use: kept among the recent ids,
+                # else short episodes pushing it out would let its old steps count again.
+                marks[ep.id_] = done_up_to
             if new is None and b <= a:
                 continue
             # One read per episode covers both: its rows and its new observations.
@@ -378,9 +385,12 @@ class MeanStdFilter(EpisodeConnector):
             if len(mean) != layout.size:  # frozen before any observation: no statistics
                 mean, m2 = np.zeros(layout.size), np.zeros(layout.size)
             std = np.sqrt(_sample_var(count, m2))
-            flat = (np.concatenate(parts) - mean) / (std + self.eps)
-            if self.clip is not None:
-                flat = np.clip(flat, -self.clip, self.clip)
+            flat = np.concatenate(parts)  # a new array: normalized in place (no temporaries)
+            flat -= mean
+            flat /= std + self.eps
+            if self.clip is not None:  # np.clip's Python wrapper costs more at one row
+                np.minimum(flat, self.clip, out=flat)
+                np.maximum(flat, -self.clip, out=flat)
             out = layout.unflat(as_float32(flat, name), rows=len(flat))
         mean, m2 = _sized(layout, mean, m2)
         # Committed only now: a refusal above leaves the filter (and the batch) as it was.

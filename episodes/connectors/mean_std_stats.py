@@ -45,6 +45,8 @@ class _Layout:
     def unflat(self, flat: np.ndarray, rows: int | None = None) -> Any:
         """A flat ``[D]`` (or ``[rows, D]``) array split into leaves shaped as observations."""
         lead = () if rows is None else (rows,)
+        if self.skeleton is None:  # a Box: one leaf (the call path of every step, kept short)
+            return flat.reshape(lead + self.shapes[0])
         ends = np.cumsum(self.sizes)[:-1]
         pieces = np.split(flat, ends, axis=-1) if len(self.shapes) > 1 else [flat]
         leaves = [piece.reshape(lead + shape) for piece, shape in zip(pieces, self.shapes)]
@@ -69,6 +71,8 @@ def _same_structure(a: Any, b: Any) -> bool:
 
 
 def _moments(rows: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    if len(rows) == 1:  # an env runner's step: the same figures without numpy's mean wrapper
+        return 1, rows[0].copy(), np.zeros(rows.shape[1])
     mean = rows.mean(axis=0)
     return len(rows), mean, ((rows - mean) ** 2).sum(axis=0)
 
@@ -107,7 +111,8 @@ def _checked_state(
         return 0, layout, np.zeros(size), np.zeros(size)
     parts = {}
     for key in ("mean", "m2"):
-        given = _arrays(state[key])  # lists (a state read back from JSON) as arrays
+        # Lists (a state read back from JSON) as arrays, or as the tuples JSON made lists of.
+        given = _arrays(state[key]) if layout is None else _laid_out(state[key], layout.skeleton)
         leaves = [np.asarray(leaf, np.float64) for leaf in tree.flatten(given)]
         shapes = [leaf.shape for leaf in leaves]
         fitted = _fitted(layout, tree.map_structure(lambda _: None, given), shapes)
@@ -146,6 +151,24 @@ def _arrays(value: Any) -> Any:
             return tuple(_arrays(item) for item in value)
         return array
     return value
+
+
+def _laid_out(value: Any, skeleton: Any) -> Any:
+    """``value`` read as :func:`_arrays` does, but a list where ``skeleton`` has a tuple is one.
+
+    JSON turns a Tuple space's leaves into a list, which :func:`_arrays` takes for one array
+    where the leaves are equally shaped; a known layout says which it was.
+
+    Example:
+        >>> _laid_out({"a": [[0.0], [1.0]]}, {"a": (None, None)})
+        {'a': (array([0.]), array([1.]))}
+    """
+    fits = isinstance(value, (list, tuple)) and len(value) == len(skeleton or ())
+    if isinstance(skeleton, tuple) and fits:
+        return tuple(_laid_out(item, part) for item, part in zip(value, skeleton))
+    if isinstance(skeleton, dict) and isinstance(value, Mapping):
+        return {key: _laid_out(item, skeleton.get(key)) for key, item in value.items()}
+    return _arrays(value)  # anything else: as without a layout (and refused by its shapes)
 
 
 def _sized(layout: _Layout | None, mean: np.ndarray, m2: np.ndarray) -> tuple[Any, Any]:
