@@ -39,6 +39,7 @@ from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContex
 from episodes.distributed.deadline import Deadline, stuck_before
 from episodes.distributed.dropped import drop
 from episodes.distributed.metrics import GroupMetrics
+from episodes.distributed.refused_weights import WeightsRefused, read_weights_ack
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample, env_offsets
 from episodes.distributed.shared_memory import SHM_DIR, Reply, SlotSegments
@@ -256,6 +257,8 @@ class RunnerGroup:
 
         Each actor applies them (``policy.set_weights``) before its next sample; a request
         already in flight keeps the weights it started with (its sample says which version).
+        A policy that refuses them (raises) makes the collection of that sample raise a
+        ``ValueError`` (:mod:`~episodes.distributed.refused_weights`), its actor kept.
 
         Returns:
             The new weights version (0, 1, 2, ...).
@@ -319,7 +322,8 @@ class RunnerGroup:
             ``timeout_s``, slow) runners are in ``.lost`` (their slots hold fresh actors).
 
         Raises:
-            ValueError: A ``timeout_s`` not None or seconds >= 0 (before anything is sent).
+            ValueError: A ``timeout_s`` not None or seconds >= 0 (before anything is sent);
+                weights a runner's policy refused (``WeightsRefused``, raised as below).
             RuntimeError: Asynchronous requests are still in flight, or a slot kept failing
                 (raised once every other request was collected, as any error while
                 collecting). An interrupt (``KeyboardInterrupt``) while waiting leaves the
@@ -378,7 +382,8 @@ class RunnerGroup:
 
         Raises:
             ValueError: A ``num_steps`` the runners would refuse, a ``timeout_s`` not None
-                or seconds >= 0 (checked before a broadcast or a launch).
+                or seconds >= 0 (checked before a broadcast or a launch); weights a finished
+                runner's policy refused (``WeightsRefused``, once the others are collected).
             TypeError: ``launch`` not a bool (checked as early).
 
         Example:
@@ -447,9 +452,7 @@ class RunnerGroup:
     def _take(self, slot: Slot, deadline: Deadline) -> RunnerSample | LostSample:
         lease = slot.lease
         try:
-            if slot.weights_ack is not None:
-                deadline.get(self._ray, slot.weights_ack)
-                slot.weights_ack = None
+            read_weights_ack(self._ray, deadline, slot, self.weights_version)
             reply = deadline.get(self._ray, slot.ref)
         except Exception as err:
             drop(slot.ref)  # unread when the weights acknowledgement failed first
@@ -485,6 +488,9 @@ class RunnerGroup:
             slot.index, slot.generation, slot.request, slot.num_steps * slot.num_envs, text
         )
         self.metrics.add_lost(num_env_steps=lost.num_env_steps, error=text)
+        if isinstance(err, WeightsRefused):  # a fresh actor would refuse them too: no restart
+            self._push_weights(slot)  # tried again before its next request
+            raise err
         slot.failures += 1
         if slot.failures >= self._max_failures:
             raise RuntimeError(
@@ -626,14 +632,7 @@ class RunnerGroup:
         self._stopped = True
         for slot in self._slots:
             slot_ops.abandon(slot, self.metrics)
-        closing = [slot.handle.close.remote() for slot in self._slots]
-        # All closes are waited for, failed ones too: the kills would cut a live one's commit.
-        done, _ = self._ray.wait(closing, num_returns=len(closing), timeout=60)
-        for ref in done:
-            try:
-                self._ray.get(ref)
-            except self._ray.exceptions.RayError:
-                pass  # a dead runner has nothing left to close; a failed close is no reason
+        slot_ops.close_all(self._ray, self._slots, 60)  # before the kills: they cut a commit
         for slot in self._slots:
             self._ray.kill(slot.handle, no_restart=True)
             slot_ops.let_go(slot)

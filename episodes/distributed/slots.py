@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodes.distributed.checks import readable_error
-from episodes.distributed.dropped import drop
+from episodes.distributed.dropped import drop, get_all
 from episodes.distributed.sample import RunnerSample
 from episodes.distributed.shared_memory import Segment, SlotSegments
 
@@ -25,6 +25,7 @@ __all__ = [
     "Slot",
     "abandon",
     "apply_on_all",
+    "close_all",
     "finished_slots",
     "let_go",
     "not_started",
@@ -105,7 +106,7 @@ def start_actors(
         True False
     """
     try:
-        return ray.get([h.info.remote() for h in handles], timeout=timeout_s)
+        return get_all(ray, [h.info.remote() for h in handles], timeout_s)
     except ray.exceptions.GetTimeoutError as err:
         for handle in handles:
             ray.kill(handle)
@@ -151,8 +152,9 @@ def apply_on_all(ray: Any, slots: Sequence[Slot], fn: Callable[..., Any]) -> lis
             slot.segments.discard(lease)
             failed = failed or err
         except BaseException:  # interrupted: the leases not taken yet are given up
-            for later, (_, left) in zip(slots[i:], leases[i:]):
+            for later, (_, left), unread in zip(slots[i:], leases[i:], refs[i:]):
                 later.segments.discard(left)
+                drop(unread)  # fn may raise there too: read when it arrives
             raise
     if failed is not None:
         del results  # the traceback keeps this frame: they would keep their segments leased
@@ -266,3 +268,32 @@ def abandon(slot: Slot, metrics: Any) -> None:
             error=f"runner {slot.index}: stopped with a sample an interrupt kept back",
         )
     slot.held = None
+
+
+def close_all(ray: Any, slots: Sequence[Slot], timeout_s: float) -> None:
+    """Closes every slot's actor (``RunnerActor.close``), waiting up to ``timeout_s`` in all.
+
+    All closes are waited for, failed ones too (a dead runner has nothing left to close; a
+    failed close is no reason to stop waiting for the others' commits); their errors are read
+    and dropped, and so are those of closes not done in time.
+
+    Example:
+        >>> import ray
+        >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+        ...              configure_logging=False, ignore_reinit_error=True)
+        >>> @ray.remote(num_cpus=0)
+        ... class Leaky:
+        ...     def close(self):
+        ...         raise OSError("env close failed")
+        >>> close_all(ray, [Slot(0, 0, Leaky.remote(), 1)], 60)  # no error, none unhandled
+    """
+    closing = [slot.handle.close.remote() for slot in slots]
+    done = set(ray.wait(closing, num_returns=len(closing), timeout=timeout_s)[0])
+    for ref in closing:
+        if ref not in done:
+            drop(ref)
+            continue
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayError:
+            pass

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.distributed.dropped import get_all
 from episodes.indexing import whole_number
 
 __all__ = [
@@ -104,7 +105,7 @@ def runner_memory(ray: Any, handles: list[Any]) -> int | None:
     if not handles:
         return None
     try:
-        sizes = ray.get([handle.apply.remote(node_memory) for handle in handles])
+        sizes = get_all(ray, [handle.apply.remote(node_memory) for handle in handles])
     except Exception:
         return None  # no bound: a dead actor is the next request's lost sample
     return None if any(size is None for size in sizes) else max(int(s) for s in sizes)

@@ -176,10 +176,10 @@ def test_a_replacement_not_started_by_the_deadline_loses_its_request(ray_local, 
 
 
 def test_acknowledgements_the_group_lets_go_of_are_not_reported_unhandled(group, reported) -> None:
-    # Weights the policies cannot load: the round is lost, the replacements get them too.
-    batch = group.sample(T, weights={"p": 1.0})
-    assert batch.samples == [] and len(batch.lost) == 2
-    # A good broadcast overwrites the replacements' failed acknowledgements.
+    # Weights the policies cannot load: the round raises, the runners are handed them again.
+    with pytest.raises(ValueError, match="refused weights version"):
+        group.sample(T, weights={"p": 1.0})
+    # A good broadcast overwrites the failed acknowledgements sent again.
     batch = group.sample(T, weights={"p_right": 1.0})
     assert len(batch.samples) == 2 and not batch.lost
     # A bad broadcast overwritten by a good one before any request.
