@@ -28,6 +28,7 @@ from episodes.cli.errors import (
     say,
     warnings_as_lines,
 )
+from episodes.cli.npz_export import add_npz_options, check_export_usage, export_npz
 from episodes.cli.plotting import plot
 from episodes.cli.record import record, shard_bytes
 from episodes.cli.relist import add_relist
@@ -208,6 +209,8 @@ def _minari_module() -> Any:
 
 
 def _export(args: argparse.Namespace) -> int:
+    if args.to == "npz":
+        return export_npz(args)
     n = _minari_module().export_minari(
         args.src, args.dataset_id, root=args.root, infos=False if args.no_infos else None
     )
@@ -224,15 +227,17 @@ def _import(args: argparse.Namespace) -> int:
 def _add_minari(sub: Any) -> None:
     exp = sub.add_parser(
         "export",
-        help="export a dataset to Minari (needs minari)",
-        description="Write the episodes of SRC as a Minari dataset on local disk.",
+        help="export a dataset to Minari (needs minari) or D4RL-style flat arrays (.npz)",
+        description="Write the episodes of SRC as a Minari dataset on local disk, or their "
+        "transitions as D4RL-style flat arrays in one .npz file (infos left out).",
     )
     exp.add_argument("src", metavar="SRC")
-    exp.add_argument("--to", choices=["minari"], required=True, help="target format")
-    exp.add_argument("--dataset-id", required=True, help="Minari id, e.g. me/cartpole-random-v0")
+    exp.add_argument("--to", choices=["minari", "npz"], required=True, help="target format")
+    exp.add_argument("--dataset-id", help="--to minari: Minari id, e.g. me/cartpole-random-v0")
     exp.add_argument("--root", default=None, help="Minari datasets directory")
     exp.add_argument("--no-infos", action="store_true", help="leave the per-step infos out")
-    exp.set_defaults(func=_export)
+    add_npz_options(exp)
+    exp.set_defaults(func=_export, usage_check=lambda args: check_export_usage(exp, args))
     imp = sub.add_parser(
         "import",
         help="import a Minari dataset (needs minari)",
@@ -401,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         args = _parser().parse_args(_attach_numbers(sys.argv[1:] if argv is None else argv))
+        if hasattr(args, "usage_check"):  # a subcommand's options that depend on one another
+            args.usage_check(args)
     except SystemExit as done:  # --help (0) or a usage error (2): returned, as documented
         return done.code if isinstance(done.code, int) else 2
     try:

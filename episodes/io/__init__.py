@@ -48,6 +48,7 @@ from episodes.io.reader import (
 from episodes.io.writer import EpisodeWriter
 
 if TYPE_CHECKING:  # the lazy names below, typed for checkers without importing pyarrow
+    from episodes.io.flat_arrays import flat_transitions
     from episodes.io.joins import PieceJoins, piece_problems
     from episodes.io.listed_files import data_files
     from episodes.io.minari_io import export_minari, import_minari
@@ -65,6 +66,7 @@ _LAZY = {
     "merge": "episodes.io.tools",
     "split": "episodes.io.tools",
     "filter_dataset": "episodes.io.tools",
+    "flat_transitions": "episodes.io.flat_arrays",
     "piece_problems": "episodes.io.joins",
     "data_files": "episodes.io.listed_files",
     "PieceJoins": "episodes.io.joins",
@@ -113,6 +115,7 @@ __all__ = [
     "discard_unlisted",
     "export_minari",
     "filter_dataset",
+    "flat_transitions",
     "import_minari",
     "load_episode",
     "merge",

@@ -146,7 +146,7 @@ def joined(parts: list) -> Any:
 
 
 def d4rl_arrays(path: Path, *, episode_order: bool = True) -> dict[str, Any]:
-    """The recipe of format.md ("Analysing a dataset with other tools"): D4RL's flat layout,
+    """A hand-built reference (format.md built it so before `flat_transitions`): D4RL's flat layout,
     one row per transition, from ``Dataset.steps`` per piece. With ``episode_order`` the pieces
     of each episode come together in time order and an episode that ends neither way (the
     recording stopped) gets ``timeouts`` at its last step; without it, manifest order."""
