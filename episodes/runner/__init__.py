@@ -10,6 +10,7 @@ Example:
 """
 
 from episodes.runner.env_runner import WINDOWS, EnvRunner, autoreset_mode_of
+from episodes.runner.episode_tally import EpisodeTally, FinishedEpisode
 from episodes.runner.infos import env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import AutoresetModeWarning
@@ -22,6 +23,8 @@ __all__ = [
     "WINDOWS",
     "AutoresetModeWarning",
     "EnvRunner",
+    "EpisodeTally",
+    "FinishedEpisode",
     "Policy",
     "RandomPolicy",
     "RecurrentPolicy",

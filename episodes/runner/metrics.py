@@ -20,7 +20,11 @@ class RunnerMetrics:
     ``episode_returns``/``episode_lengths`` list the episodes that finished since the last
     :meth:`reduce` (full-episode figures, summed over all chunks), the latest ``max_listed`` of
     them: a loop that never reads its metrics keeps a bounded list, while the counts and means
-    :meth:`reduce` reports cover every episode since the reset. ``env_steps`` counts recorded
+    :meth:`reduce` reports cover every episode since the reset. An episode is counted by the
+    call whose env step ended it: in next-step mode, where a sub-env's transitions are carried
+    over, that can be a call before its last chunk is handed out
+    (:class:`~episodes.runner.episode_tally.EpisodeTally` follows the chunks, with their infos,
+    for per-task figures). ``env_steps`` counts recorded
     transitions (a next-step reset step is not one), ``vector_steps`` calls of ``env.step``.
     ``max_listed`` must be an int >= 0 (0: list none), else a ``ValueError``: checked whenever
     it is set, in the constructor or later (``runner.metrics.max_listed = 2.5``), the old value
