@@ -427,6 +427,14 @@ def _space_skeleton(space: Any) -> Any:
     )
 
 
+_FROM_LISTS = (
+    "; its statistics came from a state given as lists to a filter that had seen no "
+    "observation, which reads a list of equally shaped leaves as one array: a Tuple space's "
+    "leaves read back from JSON are such a list, so give them back as a tuple "
+    "(tuple(state['mean']), and so for 'm2'), or set_state on a filter that has seen one"
+)
+
+
 def _flat_obs(
     ep: SingleAgentEpisode, start: int, stop: int, layout: _Layout | None, name: str
 ) -> tuple[_Layout, np.ndarray]:
@@ -452,6 +460,7 @@ def _flat_obs(
         raise ValueError(
             f"{name}: episode {ep.id_!r} has observations of leaf shapes {shapes}, the filter "
             f"counted ones of {layout.shapes} (one filter per observation space)"
+            + (_FROM_LISTS if layout.from_lists else "")
         )
     layout = fitted
     rows = stop - start

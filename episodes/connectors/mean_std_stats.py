@@ -41,6 +41,7 @@ class _Layout:
         self.shapes = shapes
         self.sizes = [math.prod(shape) for shape in shapes]
         self.size = sum(self.sizes)
+        self.from_lists = False  # read from a JSON state's lists, with no layout known before
 
     def unflat(self, flat: np.ndarray, rows: int | None = None) -> Any:
         """A flat ``[D]`` (or ``[rows, D]``) array split into leaves shaped as observations."""
@@ -96,6 +97,7 @@ def _checked_state(
     state: Any, layout: _Layout | None, who: str
 ) -> tuple[int, _Layout | None, np.ndarray, np.ndarray]:
     """``state``'s count, layout and flat mean and m2, checked against ``layout``."""
+    given_layout = layout
     if not isinstance(state, Mapping) or not {"count", "mean", "m2"} <= set(state):
         raise TypeError(
             f"{who} takes a dict with 'count', 'mean' and 'm2' (what get_state gives), got "
@@ -131,7 +133,17 @@ def _checked_state(
     if count <= 1 and parts["m2"].any():  # no stream gives it; a merge would add it in
         raise ValueError(f"{who}: 'm2' must be 0 where 'count' is {count} (no deviations yet)")
     assert layout is not None
+    if given_layout is None and _holds_list(state["mean"]):
+        layout.from_lists = True  # a Tuple's leaves may have been read as one array
     return int(count), layout, parts["mean"], parts["m2"]
+
+
+def _holds_list(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(_holds_list(item) for item in value.values())
+    if isinstance(value, tuple):
+        return any(_holds_list(item) for item in value)
+    return isinstance(value, list)
 
 
 def _arrays(value: Any) -> Any:

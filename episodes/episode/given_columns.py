@@ -40,8 +40,7 @@ def column_items(data: Any, name: str = "a column") -> Any:
     A list is taken as it is (not copied), any other sequence as the list of its items (an
     array's rows), and a dict as a batched struct: its items are one dict per index along the
     leaves' shared leading axis (``{"x": array of shape (3, 2)}`` holds three items), as a
-    setter takes such a dict for ``new_data``; a list under a key is stacked into that key's
-    array of items first. An empty dict is no column given (None). An
+    setter takes such a dict for ``new_data``. An empty dict is no column given (None). An
     array-like (``__array__``) whose iteration gives no rows of it (a pandas DataFrame's gives
     its column labels) holds the rows numpy reads from it, as a buffer given it holds.
 
@@ -65,7 +64,7 @@ def column_items(data: Any, name: str = "a column") -> Any:
         return None  # nothing given, as RLlib reads it (``infos or [...]``): the default
     if isinstance(data, Mapping):
         try:
-            return ArrayStore.from_batch(_lists_stacked(data, name)).items(0)
+            return ArrayStore.from_batch(dict(data)).items(0)
         except ValueError as error:
             raise TypeError(
                 f"{name} given as a dict must be a batched struct (every leaf an array with "
@@ -83,33 +82,6 @@ def column_items(data: Any, name: str = "a column") -> Any:
     if isinstance(data, Sequence) or _iterates_rows(data, items):
         return items
     return _rows(data, name, items)
-
-
-def _lists_stacked(struct: Mapping[Any, Any], name: str) -> dict[Any, Any]:
-    """A batched dict with each list of per-item values stacked into one array.
-
-    No gymnasium space nests a list (a Tuple space's items are tuples), so a list in a dict
-    column can only be one key's items (``{"goal": [g0, g1, g2]}``, as hand-written episodes
-    give them); a tree walk would read it as structure and count its values' rows instead.
-
-    Example:
-        >>> _lists_stacked({"g": [np.zeros(2), np.ones(2)], "h": {"i": [1, 2]}}, "obs")["g"].shape
-        (2, 2)
-    """
-    stacked: dict[Any, Any] = {}
-    for key, value in struct.items():
-        if isinstance(value, Mapping):
-            value = _lists_stacked(value, name)
-        elif isinstance(value, list):
-            try:
-                value = np.stack(value) if value else np.asarray(value)
-            except ValueError as error:
-                raise TypeError(
-                    f"{name} given as a dict: key {key!r} holds a list whose items do not stack "
-                    f"into one array (one item per step, all of one shape): {error}"
-                ) from error
-        stacked[key] = value
-    return stacked
 
 
 def _iterates_rows(data: Any, items: list[Any]) -> bool:

@@ -343,18 +343,20 @@ def test_relabelling_a_batch_in_place_changes_nothing_stored(kind: Any) -> None:
 
 
 def test_dict_observations_given_as_lists_per_key() -> None:
-    # How a HER user writes an episode by hand: one list of per-step arrays per goal key.
+    # How a HER user writes an episode by hand: each goal key's items as one array. A list under
+    # a key is structure (a numpy'd column lays out list-holding items so), not the key's items:
+    # here it reads as 2 observations (the rows' length), which the constructor refuses.
     steps = [np.array([t, 0.0], np.float32) for t in range(4)]
     episode = SingleAgentEpisode(
-        observations={"achieved_goal": steps, "desired_goal": {"xy": steps}},
+        observations={"achieved_goal": np.stack(steps), "desired_goal": {"xy": np.stack(steps)}},
         actions=np.zeros((3, 2), np.float32), rewards=[0.0] * 3, len_lookback_buffer=0,
     )  # fmt: skip
     assert len(episode) == 3
     last = episode.get_observations(3)
     assert last["achieved_goal"].tolist() == last["desired_goal"]["xy"].tolist() == [3.0, 0.0]
     assert last["achieved_goal"].dtype == np.float32
-    with pytest.raises(TypeError, match="observations given as a dict: key 'achieved_goal'"):
+    with pytest.raises(AssertionError, match="column lengths disagree with 2 observations"):
         SingleAgentEpisode(
-            observations={"achieved_goal": [np.zeros(2), np.zeros(3)]}, actions=[0],
-            rewards=[0.0], len_lookback_buffer=0,
+            observations={"achieved_goal": steps, "desired_goal": steps},
+            actions=np.zeros((3, 2), np.float32), rewards=[0.0] * 3, len_lookback_buffer=0,
         )  # fmt: skip
