@@ -39,7 +39,7 @@ from episodes.distributed.context import EnvFactory, PolicyFactory, RunnerContex
 from episodes.distributed.deadline import Deadline, stuck_before
 from episodes.distributed.dropped import drop
 from episodes.distributed.metrics import GroupMetrics
-from episodes.distributed.refused_weights import WeightsRefused, read_weights_ack
+from episodes.distributed.refused_weights import WeightsRefused, raise_refusal, read_weights_ack
 from episodes.distributed.require import require_ray
 from episodes.distributed.sample import GroupSample, LostSample, RunnerSample, env_offsets
 from episodes.distributed.shared_memory import SHM_DIR, Reply, SlotSegments
@@ -170,7 +170,6 @@ class RunnerGroup:
         self.observation_space = infos[0]["observation_space"]
         self.action_space = infos[0]["action_space"]
 
-    # --------------------------------------------------------------------------- properties
     @property
     def actors(self) -> list[Any]:
         """The current actor handles, slot by slot (a replaced actor's handle changes).
@@ -251,7 +250,6 @@ class RunnerGroup:
         """
         return sum(slot.ref is not None or slot.held is not None for slot in self._slots)
 
-    # ------------------------------------------------------------------------------ weights
     def set_weights(self, weights: Any) -> int:
         """Broadcasts ``weights``: one ``ray.put``, its reference passed to every actor.
 
@@ -305,7 +303,6 @@ class RunnerGroup:
                 self._weights_ref, self.weights_version
             )
 
-    # ----------------------------------------------------------------------------- sampling
     def sample(
         self, num_steps: int, *, weights: Any = None, timeout_s: float | None = None
     ) -> GroupSample:
@@ -426,6 +423,7 @@ class RunnerGroup:
             raise RuntimeError("this RunnerGroup was stopped; create a new one")
 
     def _collect(self, slots: Sequence[Slot], deadline: Deadline) -> GroupSample:
+        self._refusals: list[WeightsRefused] = []  # this round's, raised with its sample
         stuck = stuck_before(self._ray, slots, self._start_timeout_s, deadline)
         failed: Exception | None = None
         if stuck:  # their requests stay in flight, for a later collection
@@ -447,12 +445,18 @@ class RunnerGroup:
             raise failed
         outcomes = [outcome for _, outcome in taken]
         samples = [outcome for outcome in outcomes if isinstance(outcome, RunnerSample)]
-        return GroupSample(samples, [o for o in outcomes if isinstance(o, LostSample)])
+        done = GroupSample(samples, [o for o in outcomes if isinstance(o, LostSample)])
+        raise_refusal(self._refusals, done)  # the round handed out with the error
+        return done
 
     def _take(self, slot: Slot, deadline: Deadline) -> RunnerSample | LostSample:
         lease = slot.lease
         try:
-            read_weights_ack(self._ray, deadline, slot, self.weights_version)
+            try:
+                read_weights_ack(self._ray, deadline, slot, self.weights_version)
+            except WeightsRefused as refused:  # its request ran on the weights it had: taken
+                self._refusals.append(refused)
+                self._push_weights(slot)  # tried again before its next request
             reply = deadline.get(self._ray, slot.ref)
         except Exception as err:
             drop(slot.ref)  # unread when the weights acknowledgement failed first
@@ -488,9 +492,6 @@ class RunnerGroup:
             slot.index, slot.generation, slot.request, slot.num_steps * slot.num_envs, text
         )
         self.metrics.add_lost(num_env_steps=lost.num_env_steps, error=text)
-        if isinstance(err, WeightsRefused):  # a fresh actor would refuse them too: no restart
-            self._push_weights(slot)  # tried again before its next request
-            raise err
         slot.failures += 1
         if slot.failures >= self._max_failures:
             raise RuntimeError(
@@ -499,7 +500,6 @@ class RunnerGroup:
         self._restart(slot)
         return lost
 
-    # ----------------------------------------------------------------------------- actors
     def _spawn(self, index: int, generation: int) -> Any:
         context = RunnerContext.create(
             seed=self.seed,

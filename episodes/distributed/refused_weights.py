@@ -19,11 +19,16 @@ from typing import Any
 from episodes.distributed.checks import readable_error
 from episodes.distributed.slots import Slot
 
-__all__ = ["WeightsRefused", "read_weights_ack"]
+__all__ = ["WeightsRefused", "raise_refusal", "read_weights_ack"]
 
 
 class WeightsRefused(ValueError):
     """A runner's policy raised while loading broadcast weights (its ``set_weights``).
+
+    The round's samples are not lost with it: ``sample`` is the :class:`GroupSample` the
+    collection would have returned (None until the round is collected), the refusing
+    runners' samples included, since their requests ran with the weights they had. Adding
+    them keeps every episode's chunks contiguous.
 
     Example:
         >>> raise WeightsRefused("runner 1 (generation 0) refused weights version 2")
@@ -32,6 +37,8 @@ class WeightsRefused(ValueError):
         episodes.distributed.refused_weights.WeightsRefused: runner 1 (generation 0) refused \
 weights version 2
     """
+
+    sample: Any = None
 
 
 def read_weights_ack(ray: Any, deadline: Any, slot: Slot, version: int) -> None:
@@ -59,6 +66,8 @@ def read_weights_ack(ray: Any, deadline: Any, slot: Slot, version: int) -> None:
     except ray.exceptions.RayTaskError as err:  # not RayActorError: the actor is alive
         cause = getattr(err, "cause", None) or err
         reason = readable_error(f"{type(cause).__name__}: {cause}").strip().splitlines()
+        if isinstance(cause, ray.exceptions.TaskCancelledError):  # how Ray returns an interrupt
+            reason = [f"KeyboardInterrupt (or was cancelled: {reason[0] if reason else ''})"]
         raise WeightsRefused(
             f"runner {slot.index} (generation {slot.generation}) refused weights version "
             f"{version}: its policy's set_weights raised {reason[0] if reason else ''}; it "
@@ -66,3 +75,24 @@ def read_weights_ack(ray: Any, deadline: Any, slot: Slot, version: int) -> None:
             "this until set_weights broadcasts weights it can load"
         ) from err
     slot.weights_ack = None
+
+
+def raise_refusal(refusals: list[WeightsRefused], sample: Any) -> None:
+    """Raises the round's first refusal with the round's ``sample`` attached (none: returns).
+
+    ``refusals`` is emptied: the next round starts without them.
+
+    Example:
+        >>> raise_refusal([], None)  # no runner refused
+        >>> try:
+        ...     raise_refusal([WeightsRefused("runner 0 refused")], "the round's sample")
+        ... except WeightsRefused as err:
+        ...     print(err.sample)
+        the round's sample
+    """
+    if not refusals:
+        return
+    first = refusals[0]
+    refusals.clear()
+    first.sample = sample
+    raise first

@@ -184,7 +184,11 @@ def test_weights_every_policy_refuses_raise_once_per_round_without_restarts(grou
     assert group.generations == [0, 0] and group.num_in_flight == 0
     metrics = group.get_metrics()
     counts = [metrics[k] for k in ("num_restarts", "num_lost_samples", "num_samples")]
-    assert counts == [0, 2, 0]  # both requests lost, no actor replaced
+    assert counts == [0, 0, 2]  # no actor replaced, no request lost
+    # The round's samples come with the error: they acted with the weights the runners kept.
+    round_ = raised.value.sample
+    assert [s.weights_version for s in round_.samples] == [good] * 2 and not round_.lost
+    assert _actions(round_) == {0}
     # Each runner keeps the weights it had; the group keeps offering the refused ones.
     assert group.foreach_runner(lambda runner, ctx: runner.policy.p_right) == [0.0, 0.0]
     with pytest.raises(ValueError, match=f"refused weights version {good + 1}"):
