@@ -4,8 +4,10 @@ The issue's workload: 500 episodes x 200 steps, 4-dim float32 observations, disc
 Run with the reference venv:
 
     .venv-ref/bin/python benchmarks/bench_replay.py [--repeats 15] [--quick] [--no-flat]
+        [--only targets|rollouts]
 
-Prints medians (ms) and the ratios of the issue's targets, then the flatness curve: our
+Prints medians (ms) and the ratios of the issue's targets, the add of 10k 5-step rollouts
+(MBPO/Dyna) into an empty and a full buffer, then the flatness curve: our
 sampling cost for buffers of 10k, 100k and 1M steps. TorchRL's ``PrioritizedSliceSampler``
 needs TorchRL's compiled extension (its segment trees); where that does not load against the
 installed torch, its row is left out and the reason printed.
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -307,6 +311,67 @@ def flatness(repeats: int, sizes: tuple[int, ...]) -> None:
         )
 
 
+ROLLOUTS, ROLLOUT_LEN = 10_000, 5
+
+
+def rollouts(num: int, tag: str, seed: int) -> tuple[list[SingleAgentEpisode], list[RLlibEpisode]]:
+    """``num`` imagined rollouts (MBPO/Dyna): 5 steps, Box(4) obs, Box(1) actions, half done."""
+    rng = np.random.default_rng(seed)
+    ours_eps, rl_eps = [], []
+    for i in range(num):
+        obs = list(rng.normal(size=(ROLLOUT_LEN + 1, OBS)).astype(np.float32))
+        acts = list(rng.uniform(-1, 1, (ROLLOUT_LEN, 1)).astype(np.float32))
+        rews = list(rng.normal(size=ROLLOUT_LEN).astype(np.float32))
+        kw = {"terminated": bool(i % 2), "len_lookback_buffer": 0}
+        ep = SingleAgentEpisode(f"{tag}{i}", observations=obs, actions=acts, rewards=rews, **kw)
+        ours_eps.append(ep.to_numpy())
+        rl = RLlibEpisode(id_=f"{tag}{i}", observations=obs, actions=acts, rewards=rews, **kw)
+        rl_eps.append(rl.to_numpy())
+    return ours_eps, rl_eps
+
+
+def add_rollouts(repeats: int) -> None:
+    """``add`` of 10k 5-step rollouts into an empty buffer and into a full one (50k steps).
+
+    Full: the buffer holds 10k other rollouts, so the add evicts as many episodes as it
+    brings. Episodes are built, and buffers made and filled, outside the timed part; the four
+    contenders are interleaved per repeat.
+    """
+    cap = ROLLOUTS * ROLLOUT_LEN
+    new_ours, new_rl = rollouts(ROLLOUTS, "r", 1)
+    old_ours, old_rl = rollouts(ROLLOUTS, "f", 2)
+    cases = {  # name: (make the buffer, untimed; the timed add)
+        "ours add 10k rollouts, empty": (lambda: EpisodeReplayBuffer(cap), new_ours),
+        "rllib add 10k rollouts, empty": (lambda: RLlibBuffer(cap), new_rl),
+        "ours add 10k rollouts, full": (
+            lambda: _filled(EpisodeReplayBuffer(cap), old_ours),
+            new_ours,
+        ),
+        "rllib add 10k rollouts, full": (lambda: _filled(RLlibBuffer(cap), old_rl), new_rl),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats + 1):  # the first round warms up
+        for name, (make, eps) in cases.items():
+            buf = make()
+            t0 = time.perf_counter()
+            buf.add(eps)
+            samples[name].append(time.perf_counter() - t0)
+    times = {name: statistics.median(s[1:]) for name, s in samples.items()}
+    for name, sec in times.items():
+        print(f"{name:32s} {sec * 1e3:9.1f} ms")
+    for case in ("empty", "full"):
+        ours_s, rl_s = (
+            times[f"ours add 10k rollouts, {case}"],
+            times[f"rllib add 10k rollouts, {case}"],
+        )
+        print(f"add 10k rollouts, {case}: ours / rllib = {ours_s / rl_s:.3f}x")
+
+
+def _filled(buf: object, eps: list[object]) -> object:
+    buf.add(eps)  # type: ignore[attr-defined]
+    return buf
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -319,12 +384,23 @@ def main() -> None:
         "--quick", action="store_true", help="5 repeats (unless --repeats), flatness to 100k"
     )
     parser.add_argument("--no-flat", action="store_true", help="skip the flatness curve")
+    parser.add_argument(
+        "--only",
+        choices=("targets", "rollouts"),
+        default=None,
+        help="run one case only: the targets, or the add of 10k 5-step rollouts (MBPO)",
+    )
     args = parser.parse_args()
     repeats = args.repeats or (5 if args.quick else 15)
     torch.set_num_threads(1) if HAVE_TORCHRL else None
+    if args.only == "rollouts":
+        add_rollouts(repeats)
+        return
     print(f"TorchRL: {'yes' if HAVE_TORCHRL else 'not installed (RLlib only)'}")
     targets(repeats)
-    if not args.no_flat:
+    if args.only is None:
+        add_rollouts(repeats)
+    if not args.no_flat and args.only is None:
         flatness(repeats, (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000))
 
 

@@ -16,6 +16,7 @@ from episodes.replay import sampling
 from episodes.replay.access import BufferAccess
 from episodes.replay.adding import adopted_spaces, check_on_evicted, copied_space, named_refusal
 from episodes.replay.agents import agents_checked
+from episodes.replay.applying import apply_one_by_one, apply_plan, evict_one, write_chunks
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
 from episodes.replay.rng import sampling_generator
@@ -151,20 +152,17 @@ class EpisodeReplayBuffer(BufferAccess):
         if self._store.compacts_for(n):
             self._compact()
         self._store.reserve(n)  # grows if need be (compacted already)
-        pending: list[Chunk] = []
         with deferred_interrupts():  # a Ctrl-C waits for the end (_prepare fixes a first layout)
             self._prepare([item for kind, item in plan.steps if kind == "chunk" and item.n])
             self._spaces = spaces
-            for kind, item in plan.steps:
-                if kind == "chunk":
-                    pending.append(item)
-                elif kind == "drop":
-                    self._num_added += item.n  # added and evicted with its episode in this call
-                else:
-                    self._write(pending)  # an eviction reads the rows written before it
-                    pending = []
-                    self._evict(item)
-            self._write(pending)
+            cls = type(self)
+            if (
+                cls._write is EpisodeReplayBuffer._write
+                and cls._evict is EpisodeReplayBuffer._evict
+            ):
+                apply_plan(self, plan.steps)  # the table in plan order, rows and kills batched
+            else:  # a subclass's own hooks: called as they always were
+                apply_one_by_one(self, plan.steps)
         if self._store.needs_compaction():
             with contextlib.suppress(MemoryError):  # housekeeping, all or nothing: the next add
                 self._compact()
@@ -213,58 +211,10 @@ class EpisodeReplayBuffer(BufferAccess):
                 raise named_refusal(error, chunk.position, chunk.id_) from None
 
     def _write(self, chunks: list[Chunk]) -> None:
-        if not chunks:
-            return
-        table, store = self._table, self._store
-        steps = [chunk for chunk in chunks if chunk.n]
-        rows = np.empty(len(steps), np.int64)
-        prev = np.empty(len(steps), np.int64)
-        start = store.end
-        i = 0
-        for chunk in chunks:
-            row = table.order.get(chunk.id_)
-            if not chunk.n:  # the end of an episode written before it: flags and final info
-                assert row is not None  # plan_add keeps such an end only for a begun episode
-                table.terminated[row] = chunk.terminated
-                table.truncated[row] = chunk.truncated
-                table.set_final(row, chunk.obs[-1:], chunk.infos[-1])
-                table.join_meta(row, chunk.meta)
-                continue
-            if row is None:
-                row = table.open(
-                    chunk.id_,
-                    t_begin=chunk.t0,
-                    final_obs=chunk.obs[-1:],
-                    final_info=chunk.infos[-1],
-                    meta=chunk.meta,
-                )
-                self._evicted.pop(chunk.id_, None)  # on_evicted="restart": stored again
-            else:  # a continuing chunk: its metadata joins the episode's, as concat_episode
-                table.join_meta(row, chunk.meta)
-            rows[i], prev[i] = row, table.last_slot[row]
-            if prev[i] < 0:
-                table.first_slot[row] = start
-            start += chunk.n
-            table.last_slot[row] = start - 1
-            table.t_end[row] = chunk.t0 + chunk.n
-            table.terminated[row] = chunk.terminated
-            table.truncated[row] = chunk.truncated
-            table.set_final(row, chunk.obs[-1:], chunk.infos[-1])
-            i += 1
-        if not steps:
-            return
-        parts = [(chunk.rows(), chunk.extras, chunk.step_infos()) for chunk in steps]
-        slots = store.append_many(parts, rows, np.array([c.t0 for c in steps]), prev)
-        self._num_added += len(slots)
-        self._on_append(slots)
+        write_chunks(self, chunks)
 
     def _evict(self, id_: str) -> None:
-        row = self._table.order[id_]
-        slots = sampling.episode_slots(self._store, self._table, row)
-        self._store.kill(slots)
-        self._on_kill(slots)
-        self._table.close(id_)
-        self._note_evicted(id_)
+        evict_one(self, id_)
 
     def _compact(self) -> None:
         # All or nothing: what holds slots is remapped aside, the store compacts all or nothing,

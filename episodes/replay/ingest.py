@@ -21,7 +21,7 @@ from episodes.connectors.learner import check_end_observation
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
 from episodes.replay.adding import done_refusal, gap_refusal, named_refusal
-from episodes.replay.columns import as_rows, float32_rewards
+from episodes.replay.columns import as_rows
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
 from episodes.replay.nested import (
@@ -32,6 +32,7 @@ from episodes.replay.nested import (
     records_equal,
     unpack,
 )
+from episodes.replay.quick_rows import quick_rows, rewards_as_float32
 from episodes.replay.store import all_empty_infos
 from episodes.spaces import UNSTACKABLE_SPACES, equal_in_space, find_space_kind
 from episodes.spaces.item_walks import mapping_words, other_mapping
@@ -276,6 +277,8 @@ def _rows(
     # A numpy'd column of list-structured items ([x, y] observations) reads a list of leaves.
     # A declared Dict or Tuple space decides, whatever form its items came in (a Tuple's
     # items may be lists, which would otherwise stack as rows in list mode only).
+    if (quick := quick_rows(values, count, space)) is not None:
+        return quick  # numpy'd plain rows: nothing below would refuse or change them
     unstackable = None if space is None else find_space_kind(space, UNSTACKABLE_SPACES)
     if unstackable is not None:
         # Equal-length Sequence items would stack, and a later, longer valid one be refused.
@@ -327,7 +330,7 @@ def _rewards(values: Any, n: int) -> np.ndarray:
         if scalars is None:  # nested or ragged: the column's own refusal says so
             raise
         rows = scalars
-    return float32_rewards(rows)
+    return rewards_as_float32(rows)
 
 
 def _scalar_rewards(values: Any, n: int) -> np.ndarray | None:

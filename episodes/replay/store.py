@@ -178,18 +178,22 @@ class StepStore:
         assert self.obs is not None and self.actions is not None
         starts = self.end + np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         column, acts = self.obs.data, self.actions.data
-        for (rows, extras, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
-            # Records (nested values) are written as bytes: numpy moves them field by field.
-            put_rows(column, slice(a, a + n), rows["obs"])
-            put_rows(acts, slice(a, a + n), rows["actions"])
-            self.rewards[a : a + n] = rows["rewards"]
-            for key, values in extras.items():
-                put_rows(self.extras[key].data, slice(a, a + n), values)
+        window = slice(self.end, self.end + total)
+        if len(parts) > 1 and _put_joined(self, parts, window):
+            pass  # many chunks of plain rows (tiny rollouts): one copy a column
+        else:
+            for (rows, extras, _), a, n in zip(parts, starts.tolist(), lengths.tolist()):
+                # Records (nested values) are written as bytes: numpy moves them field by field.
+                put_rows(column, slice(a, a + n), rows["obs"])
+                put_rows(acts, slice(a, a + n), rows["actions"])
+                self.rewards[a : a + n] = rows["rewards"]
+                for key, values in extras.items():
+                    put_rows(self.extras[key].data, slice(a, a + n), values)
+        for (_, _, infos), a, n in zip(parts, starts.tolist(), lengths.tolist()):
             # Empty infos (the common case; None: known empty) stay None: no per-step work.
             if infos is not None and not all_empty_infos(infos):
                 self.infos[a : a + n] = _object_rows(infos)
         slots = np.arange(self.end, self.end + total)
-        window = slice(self.end, self.end + total)
         self.live[window] = True
         self.ep[window] = np.repeat(ep_rows, lengths)
         self.t[window] = np.repeat(np.asarray(t0s) - starts, lengths) + slots
@@ -522,6 +526,33 @@ def fresh_info_list(infos: np.ndarray) -> list[Any]:
     # found first would save nothing; deepcopy runs only for those.
     deepcopy = copy.deepcopy
     return [{} if info is None else deepcopy(info) for info in infos.ravel().tolist()]
+
+
+def _put_joined(store: StepStore, parts: list[Any], window: slice) -> bool:
+    """Writes the rows of ``parts`` with one concatenation per column, straight into it.
+
+    Only where every part's rows have their column's dtype and row shape, and no column holds
+    records (those move as raw bytes: ``put_rows``); else nothing is written and it says False.
+    A copy of rows of the column's own dtype is the bytes a slice assignment writes.
+    """
+    assert store.obs is not None and store.actions is not None
+    columns = [
+        (store.obs.data, [rows["obs"] for rows, _, _ in parts]),
+        (store.actions.data, [rows["actions"] for rows, _, _ in parts]),
+        (store.rewards, [rows["rewards"] for rows, _, _ in parts]),
+    ]
+    for key, column in store.extras.items():
+        columns.append((column.data, [extras.get(key) for _, extras, _ in parts]))
+    for out, pieces in columns:
+        dtype, shape = out.dtype, out.shape[1:]
+        if dtype.names is not None:
+            return False
+        for piece in pieces:
+            if piece is None or piece.dtype != dtype or piece.shape[1:] != shape:
+                return False
+    for out, pieces in columns:
+        np.concatenate(pieces, out=out[window])
+    return True
 
 
 def _object_rows(items: list[Any]) -> np.ndarray:
