@@ -17,3 +17,14 @@ def ray_local():
     )  # the docstring examples may have started it
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def reported(monkeypatch) -> list[str]:
+    """What Ray reports as unhandled errors (the "Unhandled error" lines of stderr)."""
+    ray = pytest.importorskip("ray")
+    texts: list[str] = []
+    monkeypatch.setattr(
+        ray._private.worker, "_unhandled_error_handler", lambda err: texts.append(str(err))
+    )
+    return texts

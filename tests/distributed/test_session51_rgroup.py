@@ -9,7 +9,6 @@ so Ray reports none of their errors as unhandled on the driver's stderr.
 
 from __future__ import annotations
 
-import gc
 import time
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from episodes.distributed import RunnerContext, RunnerGroup  # noqa: E402
+from tests.distributed._unhandled import reported_besides_a_canary  # noqa: E402
 
 T = 4
 HANG_S = 600.0  # far beyond any timeout here: the request is killed, never finished
@@ -120,45 +120,6 @@ def test_a_hung_runner_is_lost_at_the_deadline_and_twice_in_a_row_raises(group) 
     assert {int(a) for chunk in batch for a in np.asarray(chunk.get_actions())} == {1}
 
 
-@pytest.fixture
-def reported(monkeypatch) -> list[str]:
-    """What Ray reports as unhandled errors (the "Unhandled error" lines of stderr)."""
-    texts: list[str] = []
-    monkeypatch.setattr(
-        ray._private.worker, "_unhandled_error_handler", lambda err: texts.append(str(err))
-    )
-    return texts
-
-
-@ray.remote(num_cpus=0)
-class Canary:
-    def fail(self) -> None:
-        raise ValueError("canary")
-
-    def ping(self) -> None:
-        pass
-
-
-def _reported_besides_a_canary(reported: list[str]) -> list[str]:
-    """Ray's reports once a canary dropped unread after everything before was reported.
-
-    (Waiting on a reference counts as reading it: the actor's next call tells the canary's is
-    done.)
-    """
-    gc.collect()
-    canary = Canary.remote()
-    for _ in range(60):
-        ref = canary.fail.remote()
-        ray.get(canary.ping.remote())
-        del ref
-        time.sleep(0.5)
-        if any("canary" in text for text in reported):
-            break
-    ray.kill(canary)
-    assert any("canary" in text for text in reported)  # the reports were captured
-    return [text for text in reported if "canary" not in text]
-
-
 def test_a_replacement_not_started_by_the_deadline_loses_its_request(ray_local, reported) -> None:
     # start_timeout_s (300 s) is far beyond the deadline: the deadline decides.
     with RunnerGroup(
@@ -172,7 +133,7 @@ def test_a_replacement_not_started_by_the_deadline_loses_its_request(ray_local, 
         batch = group.sample(T, timeout_s=600)  # generation 2 starts as usual
         assert [s.generation for s in batch.samples] == [2] and not batch.lost
         group.set_weights({"p": 0.0})  # its failed acknowledgement is pending at the stop
-    assert _reported_besides_a_canary(reported) == []
+    assert reported_besides_a_canary(reported) == []
 
 
 def test_acknowledgements_the_group_lets_go_of_are_not_reported_unhandled(group, reported) -> None:
@@ -191,4 +152,4 @@ def test_acknowledgements_the_group_lets_go_of_are_not_reported_unhandled(group,
     group.set_weights({"p": 0.0})
     assert group.foreach_runner(lambda runner, ctx: runner.policy.p_right) == [0.0, 0.0]
     group.restart_runner(0)
-    assert _reported_besides_a_canary(reported) == []
+    assert reported_besides_a_canary(reported) == []

@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import gc
-import time
 from typing import Any
 
 import gymnasium as gym
@@ -26,46 +24,14 @@ from episodes.distributed import RunnerContext, RunnerGroup  # noqa: E402
 from episodes.distributed.shared_memory import SlotSegments  # noqa: E402
 from episodes.distributed.slots import Slot, apply_on_all, start_actors  # noqa: E402
 from episodes.distributed.steps import runner_memory  # noqa: E402
+from tests.distributed._unhandled import Canary, reported_besides_a_canary  # noqa: E402
 
 T = 4
-
-
-@pytest.fixture
-def reported(ray_local, monkeypatch) -> list[str]:
-    """What Ray reports as unhandled errors (the "Unhandled error" lines of stderr)."""
-    texts: list[str] = []
-    monkeypatch.setattr(
-        ray._private.worker, "_unhandled_error_handler", lambda err: texts.append(str(err))
-    )
-    return texts
-
-
-@ray.remote(num_cpus=0)
-class Canary:
-    def fail(self) -> None:
-        raise ValueError("canary")
-
-    def ping(self) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
 def canary(ray_local) -> Any:
     return Canary.remote()
-
-
-def _reported_besides_a_canary(reported: list[str], canary: Any) -> list[str]:
-    """Ray's reports once a canary dropped unread after everything before was reported."""
-    gc.collect()
-    ref = canary.fail.remote()
-    ray.get(canary.ping.remote())  # not a wait on ``ref``: that would read it
-    del ref
-    for _ in range(300):
-        if any("canary" in text for text in reported):
-            break
-        time.sleep(0.1)
-    assert any("canary" in text for text in reported)  # the reports were captured
-    return [text for text in reported if "canary" not in text]
 
 
 @ray.remote(num_cpus=0)
@@ -107,7 +73,7 @@ def faulty(ray_local) -> list[Any]:
 def test_runner_memory_reads_every_failed_reply(reported, canary, faulty) -> None:
     assert runner_memory(ray, faulty) is None  # actors 1 and 2 fail: no bound
     _finished(faulty)
-    assert _reported_besides_a_canary(reported, canary) == []
+    assert reported_besides_a_canary(reported, canary) == []
 
 
 class InterruptedSegments(SlotSegments):
@@ -125,14 +91,14 @@ def test_an_interrupted_foreach_runner_reads_the_results_it_gives_up(
     with pytest.raises(KeyboardInterrupt):
         apply_on_all(ray, slots, lambda runner, ctx: runner)
     _finished(faulty)
-    assert _reported_besides_a_canary(reported, canary) == []
+    assert reported_besides_a_canary(reported, canary) == []
 
 
 def test_start_actors_reads_every_failed_reply(reported, canary, faulty) -> None:
     with pytest.raises(RuntimeError, match="(?s)a runner actor failed to start.*info of actor"):
         start_actors(ray, faulty, 60, "3 x 0")  # kills them
     _finished(faulty)
-    assert _reported_besides_a_canary(reported, canary) == []
+    assert reported_besides_a_canary(reported, canary) == []
 
 
 # ---------------------------------------------------------------------- refused weights
@@ -212,4 +178,4 @@ def test_a_refused_broadcast_overwritten_before_any_request_changes_nothing(
         group.sample(T, weights={"p": 0.0})
     group.set_weights({"p_right": 1.0})  # lets go of the refused, re-sent acknowledgements
     assert _actions(group.sample(T)) == {1}
-    assert _reported_besides_a_canary(reported, canary) == []
+    assert reported_besides_a_canary(reported, canary) == []
