@@ -10,11 +10,12 @@ import gymnasium as gym
 import numpy as np
 
 from episodes.indexing import as_flag, as_int, whole_number
+from episodes.runner import reset_options as resets
 from episodes.runner.backlog import backlog_due, warn_backlog
 from episodes.runner.dead_workers import refuse_dead_workers
 from episodes.runner.first_outputs import allocate_outputs
 from episodes.runner.fixed_attributes import Fixed
-from episodes.runner.infos import check_batched_infos, is_tensor
+from episodes.runner.infos import check_batched_infos
 from episodes.runner.metrics import MetricsSlot, RunnerMetrics
 from episodes.runner.modes import autoreset_mode_of, warn_doubt
 from episodes.runner.nesting import check_env_rows
@@ -28,6 +29,7 @@ from episodes.runner.policy import (
 )
 from episodes.runner.recordable import check_vector_env, unrecordable_kind
 from episodes.runner.recorder import BatchedRecorder
+from episodes.runner.recorder_choice import device_recorder, holds_tensors
 from episodes.runner.sampled import SampledChunks
 from episodes.runner.sizing import allocating
 from episodes.runner.space_shapes import space_mismatch, warn_space_mismatch
@@ -109,13 +111,16 @@ class EnvRunner:
             transition (its chunks sum to ``num_steps`` less its reset steps), nothing is
             carried over, and the converter masks those cells (``Rollout.mask``,
             ``RolloutStorage.valid``). Same-step and disabled modes record the same either way.
+        reset_options: Disabled mode only: options beside ``reset_mask`` at the runner's resets,
+            a dict or ``reset_options(mask) -> dict`` (:mod:`episodes.runner.reset_options`).
 
     Raises:
         ValueError: A negative ``len_lookback_buffer``, a ``seed`` of none of those forms (a
-            float, a bool, a negative int, a list of another length) or an unknown ``window``.
+            float, a bool, a negative int, a list of another length), an unknown ``window``, or
+            ``reset_options`` outside disabled mode or holding ``reset_mask``.
         TypeError: ``len_lookback_buffer`` or ``state_batch_axis`` is not an int (a bool, a
-            float, a string), as the episode's ``len_lookback_buffer``, or ``numpy_episodes``
-            is not a bool.
+            float, a string), as the episode's ``len_lookback_buffer``, ``numpy_episodes``
+            is not a bool, or ``reset_options`` neither None, a dict nor a callable.
 
     Example:
         >>> import gymnasium as gym
@@ -154,6 +159,8 @@ class EnvRunner:
     _output_key_set: frozenset[str]
     _output_shapes: dict[str | None, Any]
     _failure: str | None  # why a sample() stopped part-way, if one did
+    _options: dict[str, Any] | None = None  # the next full reset's (reset(options=))
+    _reset_options: Any = None  # disabled mode's, beside reset_mask (None: reset_mask alone)
 
     def __init__(
         self,
@@ -166,6 +173,7 @@ class EnvRunner:
         seed: SupportsIndex | Sequence[SupportsIndex | None] | None = None,
         numpy_episodes: bool = True,
         window: str = "transitions",
+        reset_options: resets.ResetOptions | None = None,
     ):
         as_int(len_lookback_buffer, what="len_lookback_buffer")  # a TypeError, as the episode's
         # Beyond int64 the blocks' index arithmetic would overflow (an age never gets there).
@@ -187,6 +195,7 @@ class EnvRunner:
         self.policy = policy
         self._num_envs = int(env.num_envs)
         self._autoreset_mode = autoreset_mode_of(env)
+        self._reset_options = resets.check_reset_options(reset_options, self._autoreset_mode)
         self._lookback = lookback
         if initial_state is None:
             initial_state = getattr(policy, "initial_state", None)
@@ -365,8 +374,8 @@ class EnvRunner:
         """
         return self.metrics.reduce(reset=reset)
 
-    def reset(self, seed: SupportsIndex | Sequence[SupportsIndex | None] | None = None) -> None:
-        """Starts over: the next :meth:`sample` resets the env (with ``seed``) and new episodes.
+    def reset(self, seed: resets.Seed = None, options: dict[str, Any] | None = None) -> None:
+        """Starts over: the next :meth:`sample` resets the env (with ``seed``, ``options``).
 
         For a re-seed, or after the env was reset or stepped outside the runner (which it
         cannot see: its next call would continue each episode from the observation it kept).
@@ -379,9 +388,12 @@ class EnvRunner:
         Args:
             seed: Seed of that reset, in the forms the constructor's ``seed`` takes; None
                 resets without one (the env's generators go on). It becomes ``runner.seed``.
+            options: That reset's ``options`` (a dict, passed once to ``env.reset``; no
+                ``reset_mask``); None passes none. Only that reset's: the next reset() has its own.
 
         Raises:
-            ValueError: A ``seed`` of none of those forms; the runner is unchanged.
+            ValueError: A ``seed`` of none of those forms, or ``options`` holding ``reset_mask``.
+            TypeError: ``options`` neither None nor a dict. Either way the runner is unchanged.
 
         Example:
             >>> from episodes.runner import RandomPolicy
@@ -395,12 +407,12 @@ class EnvRunner:
             >>> bool((again[0].get_observations(0) == first[0].get_observations(0)).all())
             True
         """
-        self._start_over(check_env_seed(seed, self._num_envs))
+        self._start_over(check_env_seed(seed, self._num_envs), resets.check_options(options))
 
-    def _start_over(self, seed: Any) -> None:
+    def _start_over(self, seed: Any, options: dict[str, Any] | None = None) -> None:
         """Unstarted: the next call resets the env with ``seed`` and records new episodes."""
         self._recorder = self._new_recorder()
-        self.seed = seed  # the first reset's (until reset() gives another)
+        self.seed, self._options = seed, options  # the first reset's (until reset() gives more)
         self._obs = self.state = self._state_layout = self._output_keys = self._failure = None
         self._output_key_set, self._output_shapes = frozenset(), {}
 
@@ -410,7 +422,7 @@ class EnvRunner:
         The autoreset mode's doubt is said once per runner: a new recorder (``reset``, or the
         device recorder a torch env's first reset picks) takes the flag of the one it replaces.
         """
-        make = _device_recorder if on_device else BatchedRecorder
+        make = device_recorder if on_device else BatchedRecorder
         vector_steps = self._window == "vector_steps"
         recorder = make(
             self._num_envs,
@@ -448,7 +460,8 @@ class EnvRunner:
         if self._initial_state is not None:
             self._state_layout = StateLayout.of(state, self._num_envs, self.state_batch_axis)
         # Sync and async vector envs take a list of seeds too; VectorEnv's signature says int
-        obs, reset_infos = self._env.reset(seed=self.seed)
+        options = {} if self._options is None else {"options": dict(self._options)}
+        obs, reset_infos = self._env.reset(seed=self.seed, **options)  # unused: as before
         check_batched_infos(reset_infos, "the env's reset infos")
         # Before the device recorder is picked by its first leaf (either recorder's begin
         # would fail in numpy's or torch's words); the runner stays unstarted.
@@ -457,7 +470,7 @@ class EnvRunner:
             self._space_doubt = space_mismatch(
                 obs, getattr(self._env, "single_observation_space", None)
             )
-        if _holds_tensors(obs):  # chosen at the first reset, before anything was recorded
+        if holds_tensors(obs):  # chosen at the first reset, before anything was recorded
             recorder = self._new_recorder(on_device=True)
         with allocating(num_steps):
             recorder.begin(num_steps, obs, reset_infos)
@@ -501,8 +514,10 @@ class EnvRunner:
         self._stepped = True  # from here a failure leaves the env past what was recorded
         obs, rewards, terminateds, truncateds, infos = self._env.step(actions)
         check_batched_infos(infos, "the env's step infos", self._autoreset_mode)
+        opts, reset = self._reset_options, self._env.reset  # disabled mode's (else unused)
+        reset = reset if opts is None else resets.masked_reset(reset, opts)
         self._obs, started = self._recorder.env_step(
-            obs, rewards, terminateds, truncateds, infos, reset=self._env.reset
+            obs, rewards, terminateds, truncateds, infos, reset=reset
         )
         if self._initial_state is not None and started is not None:
             self.state = self._reset_state(self.state, started)
@@ -531,21 +546,3 @@ def _axis(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"state_batch_axis must be an int, got {value!r}")
     return int(value)
-
-
-def _holds_tensors(batch: Any) -> bool:
-    """True when every leaf of a batch is a torch tensor (checked without importing torch).
-
-    Observations mixing tensors and arrays are recorded on the host, whichever leaf comes first.
-    """
-    leaves = flatten(batch)[0]
-    return bool(leaves) and all(map(is_tensor, leaves))
-
-
-def _device_recorder(
-    num_envs: int, mode: Any, lookback: int, metrics: RunnerMetrics, *, vector_steps: bool = False
-) -> BatchedRecorder:
-    # Imported here: torch is needed only by envs that yield tensors.
-    from episodes.runner.device_recorder import DeviceRecorder
-
-    return DeviceRecorder(num_envs, mode, lookback, metrics, vector_steps=vector_steps)
