@@ -4,10 +4,13 @@ A chunk whose id is stored continues that episode; so does a later chunk of the 
 two agents of one game are recorded under the game's id (rather than one id per agent's
 episode, the game's kept in ``multi_agent_episode_id``), the second agent's steps would be
 joined onto the first's episode: its observations may even match at the border, so no other
-check sees it. The buffer keeps each stored episode's ``agent_id`` in its table's ``meta``
-entry (the first chunk's, as ``concat_episode`` keeps it), which is what a chunk is compared
-with. A chunk or stored episode without an ``agent_id`` (None) is not judged: nothing tells
-its agent apart, so it joins as before.
+check sees it. A chunk is compared with the first agent any chunk of its episode named: the
+stored episode's ``first_agent`` (its table ``meta`` entry's; the first chunk's ``agent_id``,
+or a later chunk's where the first named none, while the episode's own ``agent_id`` stays the
+first chunk's, as ``concat_episode`` keeps it), else the first chunk of the same add under its
+id that names one. So a refusal depends on the sequence of chunks only, not on how they were
+split into adds. A chunk without an ``agent_id`` (None), or one of an episode no chunk named an
+agent for yet, is not judged: nothing tells its agent apart, so it joins as before.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ def agents_checked(chunks: list[Chunk], table: EpisodeTable) -> list[Chunk]:
     chunk); chunks without an ``agent_id`` are passed over.
 
     Raises:
-        ValueError: A chunk names another agent than the stored episode of its id, or than an
-            earlier chunk of the same add under its id; the message names the id and both
-            agents, and the chunks by their place in the list given to ``add``.
+        ValueError: A chunk names another agent than the first any chunk of the stored
+            episode of its id named, or than an earlier chunk of the same add under its id;
+            the message names the id and both agents, and the chunks by their place in the
+            list given to ``add``.
 
     Example:
         >>> from episodes import SingleAgentEpisode
@@ -68,8 +72,8 @@ give each agent's episode its own id_ (a game's agents share multi_agent_episode
         if seen is None:
             row = table.order.get(chunk.id_)
             stored = None if row is None else table.meta[row]
-            if stored is not None and stored.agent_id is not None:
-                seen = (None, stored.agent_id)
+            if stored is not None and stored.first_agent is not None:
+                seen = (None, stored.first_agent)
             else:
                 seen = (chunk.position, agent)
             first[chunk.id_] = seen

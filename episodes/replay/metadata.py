@@ -6,9 +6,13 @@ One entry per stored episode (never per step), in the episode table's ``meta`` c
 ``concat_episode`` joins them, so adding ``[head, end]`` keeps what adding the joined episode
 keeps: the ids are the first chunk's, ``custom_data`` is merged with a later chunk's keys
 winning (a shallow merge), and a chunk that recorded a step brings its ``last_step_time`` (and
-its ``start_time`` where none was recorded before). Episodes built from the buffer carry the
-entry: whole stored episodes their clocks, chunks of them none (as ``SingleAgentEpisode.slice``
-resets them), each a copy of ``custom_data`` (as ``cut`` and ``slice`` copy it).
+its ``start_time`` where none was recorded before). The entry also remembers the first agent any
+chunk of the episode named (``first_agent``: the first chunk's ``agent_id``, or a later chunk's
+where the first chunk named none), which ``add`` compares a continuing chunk's agent with, so
+that its refusal does not depend on how the chunks were split into adds. Episodes built from
+the buffer carry the entry: whole stored episodes their clocks, chunks of them none (as
+``SingleAgentEpisode.slice`` resets them), each a copy of ``custom_data`` (as ``cut`` and
+``slice`` copy it).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from typing import Any
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.custom_copy import copied_custom
 from episodes.episode.fields import FIELDS_BY_NAME
-from episodes.episode.state import scalar_value
+from episodes.episode.state import same_id, scalar_value
+from episodes.structs import short_repr
 
 __all__ = [
     "EpisodeMeta",
     "chunk_meta",
+    "later_agent",
     "meta_from_state",
     "meta_state",
     "with_clocks",
@@ -40,12 +46,16 @@ STATE_KEYS = (
     "multi_agent_episode_id",
     "start_time",
     "last_step_time",
+    "first_agent",
 )
 
 
 @dataclass(slots=True)
 class EpisodeMeta:
     """A stored episode's ``custom_data`` (None: empty), ids and clocks (None: none recorded).
+
+    ``later_agent`` is the first agent a later chunk named where the first chunk named none
+    (its ``agent_id`` None), else None; :attr:`first_agent` reads the two together.
 
     Example:
         >>> meta = EpisodeMeta({"seed": 1}, "agent", None, None, 2.0, 3.0)
@@ -60,6 +70,19 @@ class EpisodeMeta:
     multi_agent_episode_id: Any
     start_time: float | None
     last_step_time: float | None
+    later_agent: Any = None
+
+    @property
+    def first_agent(self) -> Any:
+        """The first agent any chunk of the episode named (None: none did).
+
+        Example:
+            >>> meta = EpisodeMeta(None, None, None, None, None, None)
+            >>> meta.join(EpisodeMeta(None, "red", None, None, None, None))
+            >>> meta.agent_id, meta.first_agent
+            (None, 'red')
+        """
+        return self.agent_id if self.agent_id is not None else self.later_agent
 
     def join(self, later: EpisodeMeta) -> None:
         """Takes in the entry of a chunk continuing the episode, as ``concat_episode`` does.
@@ -67,9 +90,13 @@ class EpisodeMeta:
         Example:
             >>> meta = EpisodeMeta(None, None, None, None, None, None)
             >>> meta.join(EpisodeMeta({"k": 1}, "other", None, None, 4.0, 6.0))
-            >>> meta.custom, meta.agent_id, meta.start_time, meta.last_step_time
-            ({'k': 1}, None, 4.0, 6.0)
+            >>> meta.custom, meta.agent_id, meta.first_agent, meta.start_time, meta.last_step_time
+            ({'k': 1}, None, 'other', 4.0, 6.0)
         """
+        if self.agent_id is None and self.later_agent is None:
+            # The episode keeps its first chunk's agent_id (None, as concat_episode keeps
+            # it); which agent it belongs to is still told by the first chunk that names one.
+            self.later_agent = later.first_agent
         if later.custom:
             if self.custom is None:
                 self.custom = later.custom  # the chunk's own copy (chunk_meta made it)
@@ -149,11 +176,13 @@ def meta_state(metas: list[EpisodeMeta | None]) -> dict[str, list[Any]]:
     """The entries as a buffer state holds them: one list per key of :data:`STATE_KEYS`.
 
     ``custom_data`` is copied (a state shares nothing with the buffer); None: an empty one.
+    ``first_agent`` holds :attr:`EpisodeMeta.first_agent`.
 
     Example:
         >>> meta_state([EpisodeMeta({"k": 1}, "ag", None, None, 2.0, 3.0), None])
         {'custom_data': [{'k': 1}, {}], 'agent_id': ['ag', None], 'module_id': [None, None], \
-'multi_agent_episode_id': [None, None], 'start_time': [2.0, None], 'last_step_time': [3.0, None]}
+'multi_agent_episode_id': [None, None], 'start_time': [2.0, None], 'last_step_time': [3.0, None], \
+'first_agent': ['ag', None]}
     """
     empty = EpisodeMeta(None, None, None, None, None, None)
     rows = [empty if meta is None else meta for meta in metas]
@@ -164,6 +193,7 @@ def meta_state(metas: list[EpisodeMeta | None]) -> dict[str, list[Any]]:
         "multi_agent_episode_id": [m.multi_agent_episode_id for m in rows],
         "start_time": [m.start_time for m in rows],
         "last_step_time": [m.last_step_time for m in rows],
+        "first_agent": [m.first_agent for m in rows],
     }
 
 
@@ -171,11 +201,13 @@ def meta_from_state(episodes: dict[str, Any], n: int) -> list[EpisodeMeta]:
     """The ``n`` entries a state's ``episodes`` holds, checked and copied.
 
     A key a state lacks (one made before the entries were kept) gives every episode the
-    default: no ``custom_data``, ids or clocks.
+    default: no ``custom_data``, ids or clocks; a state without ``first_agent`` (made before
+    it was kept), or a None in it, gives each episode its ``agent_id`` as its first agent.
 
     Raises:
-        ValueError: A list of another length than ``n``, or a clock that is a number but not
-            finite (the message names the key).
+        ValueError: A list of another length than ``n``, a clock that is a number but not
+            finite (the message names the key), or a ``first_agent`` other than the
+            episode's ``agent_id`` where that is not None (the first chunk named it).
         TypeError: A ``custom_data`` that is no dict (None is an empty one), a clock that is
             no number and no None.
 
@@ -196,17 +228,47 @@ def meta_from_state(episodes: dict[str, Any], n: int) -> list[EpisodeMeta]:
             raise ValueError(f"episodes[{key!r}] holds {len(values)} rows for {n} ids")
         columns[key] = values
     customs = [_custom(c) for c in columns["custom_data"]]
+    agents, firsts = columns["agent_id"], columns["first_agent"]
     return [
         EpisodeMeta(
             customs[i],
-            columns["agent_id"][i],
+            agents[i],
             columns["module_id"][i],
             columns["multi_agent_episode_id"][i],
             scalar_value(_START, columns["start_time"][i]),
             scalar_value(_LAST, columns["last_step_time"][i]),
+            later_agent(agents[i], firsts[i], f"episodes['first_agent'][{i}]"),
         )
         for i in range(n)
     ]
+
+
+def later_agent(agent_id: Any, first: Any, where: str) -> Any:
+    """An entry's ``later_agent`` for its ``agent_id`` and a restored ``first`` agent.
+
+    None for ``first`` is "not recorded": the entry's ``agent_id``.
+
+    Raises:
+        ValueError: ``first`` names another agent than a ``agent_id`` that is not None.
+
+    Example:
+        >>> later_agent(None, "red", "first"), later_agent("red", "red", "first")
+        ('red', None)
+        >>> later_agent("red", "blue", "first")
+        Traceback (most recent call last):
+        ...
+        ValueError: first is 'blue' for an episode of agent_id 'red': an episode's first agent \
+is its agent_id where that is not None (its first chunk named it)
+    """
+    if agent_id is None:
+        return first
+    if first is not None and not same_id(first, agent_id):
+        raise ValueError(
+            f"{where} is {short_repr(first)} for an episode of agent_id {short_repr(agent_id)}: "
+            "an episode's first agent is its agent_id where that is not None (its first chunk "
+            "named it)"
+        )
+    return None
 
 
 def _custom(value: Any) -> dict[Any, Any] | None:

@@ -44,6 +44,7 @@ from episodes.replay.dataset_fill import fill_from_dataset
 from episodes.replay.dataset_pieces import joined_columns
 from episodes.replay.kinds import prioritized_class
 from episodes.replay.rng import checked_generator, generator_from_state, sampling_generator
+from episodes.replay.saved_agents import FIRST_AGENTS, load_first_agents, saved_first_agents
 from episodes.replay.saved_files import (
     EPISODES,
     ITEM_IDS,
@@ -79,7 +80,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             the disk format cannot hold: ids are JSON values, so a numpy scalar or bytes id
             that ``add`` took is refused here, and so is an id holding a NaN (the buffer
             tells two NaN ids apart by object; a dataset makes every NaN one id), the message
-            naming the id and its place (nothing is written).
+            naming the id and its place (nothing is written); so is an episode's first agent.
         TypeError: A generator (``buffer.rng`` assigned after construction) over a bit
             generator that is not one of numpy's own, which ``load`` could not restore.
 
@@ -104,6 +105,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
     ids = _encoded_ids(  # checked before anything is written
         buffer.get_episode_ids(), "stored episode {i} of {n}, oldest first"
     )
+    first_agents = saved_first_agents(buffer._table)  # {} where each is an agent_id
     # As the dataset copies stage theirs: any name that fits, the mode of any new directory
     # (mkdtemp's 0o700 would keep other users from loading it), parents made taken back.
     staged = stage(final)
@@ -124,6 +126,7 @@ def save_buffer(buffer: EpisodeReplayBuffer, path: str | os.PathLike[str]) -> No
             **uid_fields(buffer),  # how load numbers its items
             # What load checks episodes/ against: nothing appended, no other save's.
             EPISODES: episodes_record(tmp / "episodes", ids, buffer.get_num_timesteps()),
+            **first_agents,  # the agents add compares chunks with, where not the agent_id
         }
         if meta["kind"] == "prioritized":
             held: Any = buffer  # a PrioritizedEpisodeReplayBuffer, maybe of another import
@@ -326,6 +329,10 @@ def load_buffer(
             check_episodes_record(meta[EPISODES], root / "episodes", ids, steps)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{root}: damaged replay buffer ({err})") from None
+    try:  # absent from saves written before it: each episode's agent_id is its first agent
+        load_first_agents(buffer._table, meta.get(FIRST_AGENTS, []))
+    except ValueError as err:
+        raise ValueError(f"{root}: damaged replay buffer ({err})") from None
     try:
         evicted = [decode_value(i, blob=None, where="evicted id") for i in meta["evicted"]]
         if version == 1:  # raw JSON then: a tuple id was written as a list, which no id is
@@ -379,6 +386,8 @@ def _check_meta(meta: dict[str, Any], root: Path) -> None:
     }
     if meta.get("kind") == "prioritized":
         fields.update(alpha=(int, float), max_priority=(int, float))
+    if FIRST_AGENTS in meta:  # optional: written where an episode's first agent is a later one's
+        fields[FIRST_AGENTS] = list
     checksums = [META_CRC, PRIORITIES_CRC] if meta.get("kind") == "prioritized" else [META_CRC]
     if meta["version"] > 1:
         fields.update(dict.fromkeys(checksums, int))
