@@ -24,8 +24,9 @@ class RunnerMetrics:
     call whose env step ended it: in next-step mode, where a sub-env's transitions are carried
     over, that can be a call before its last chunk is handed out
     (:class:`~episodes.runner.episode_tally.EpisodeTally` follows the chunks, with their infos,
-    for per-task figures). ``env_steps`` counts recorded
-    transitions (a next-step reset step is not one), ``vector_steps`` calls of ``env.step``.
+    for per-task figures), or never, where ``runner.reset()`` drops those transitions first.
+    ``env_steps`` counts recorded transitions (a next-step reset step is not one),
+    ``vector_steps`` calls of ``env.step``.
     ``max_listed`` must be an int >= 0 (0: list none), else a ``ValueError``: checked whenever
     it is set, in the constructor or later (``runner.metrics.max_listed = 2.5``), the old value
     kept.
