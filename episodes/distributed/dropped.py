@@ -23,7 +23,8 @@ def drop(ref: Any) -> None:
     """Lets go of ``ref`` (a Ray ``ObjectRef`` or None); its result is read when it arrives.
 
     Never waits: Ray reads the result in its own thread and drops it (an error included,
-    which Ray then does not report as unhandled).
+    which Ray then does not report as unhandled). Anything else (None, or a stand-in without
+    ``future``, as tests' fake Rays hand out) is left alone.
 
     Example:
         >>> import ray
@@ -34,8 +35,9 @@ def drop(ref: Any) -> None:
         ...     raise ValueError("not read")
         >>> drop(fails.remote())  # no "Unhandled error" on stderr
     """
-    if ref is not None:
-        ref.future()  # a callback reads the result; nobody keeps the future
+    future = getattr(ref, "future", None)
+    if future is not None:
+        future()  # a callback reads the result; nobody keeps the future
 
 
 def get_all(ray: Any, refs: list[Any], timeout: float | None = None) -> list[Any]:
