@@ -450,12 +450,12 @@ class RunnerGroup:
         return done
 
     def _take(self, slot: Slot, deadline: Deadline) -> RunnerSample | LostSample:
-        lease = slot.lease
+        lease, refusal = slot.lease, None
         try:
             try:
                 read_weights_ack(self._ray, deadline, slot, self.weights_version)
             except WeightsRefused as refused:  # its request ran on the weights it had: taken
-                self._refusals.append(refused)
+                refusal = refused
                 self._push_weights(slot)  # tried again before its next request
             reply = deadline.get(self._ray, slot.ref)
         except Exception as err:
@@ -479,6 +479,7 @@ class RunnerGroup:
                 error=f"runner {slot.index}: interrupted while its sample was received",
             )
             raise
+        self._refusals.extend([refusal] if refusal else [])  # a lost one's new actor says it
         slot.failures = 0
         slot.num_envs = sample.num_envs  # a replacement's env_factory may have made another
         self.metrics.add_sample(sample.without_totals(), shared_memory=shared)

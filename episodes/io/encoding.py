@@ -39,7 +39,7 @@ from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
 from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value, plain_keys
 from episodes.spaces import find_space_kind, space_from_dict
 
-__all__ = ["BLOB_FILE", "decode_episode", "encode_episode", "numpy_episode"]
+__all__ = ["BLOB_FILE", "decode_episode", "encode_episode", "numpy_episode", "plain_id"]
 
 BLOB_FILE = "blob.npy"
 # Where the format's names differ from the fields' (kept so old chunks stay readable).
@@ -125,18 +125,26 @@ def _encode_scalar(field: Field, value: Any) -> Any:
     if kind == "clock":
         return None if value is None else float(value)
     if kind == "id":
-        value = _plain_id(value)
+        value = plain_id(value)
     return encode_value(value, blob=None, where=field.name)
 
 
-def _plain_id(value: Any) -> Any:
-    # An id taken from an array (np.str_, np.int64), or a tuple id holding one, is stored as
-    # the Python value it equals (and hashes as), so it reads back equal; others stay refused.
+def plain_id(value: Any) -> Any:
+    """An id as it is stored: a numpy scalar (also inside a tuple id) as the Python value.
+
+    An id taken from an array (``np.str_``, ``np.int64``) equals and hashes as its Python
+    value, so it is stored as that and reads back equal; any other value is returned as given
+    (the encoder accepts or refuses it).
+
+    Example:
+        >>> plain_id((np.str_("red"), np.int64(3)))
+        ('red', 3)
+    """
     if isinstance(value, np.generic):
         item = value.item()
         return item if type(item) in (str, int, float, bool) else value
     if type(value) is tuple:
-        return tuple(_plain_id(part) for part in value)
+        return tuple(plain_id(part) for part in value)
     return value
 
 

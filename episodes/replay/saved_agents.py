@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from episodes.io import DatasetError, UnstorableValueError
+from episodes.io.encoding import plain_id
 from episodes.io.values import decode_value, encode_value
 from episodes.replay.metadata import EpisodeMeta
 
@@ -64,7 +65,8 @@ def saved_first_agents(table: EpisodeTable) -> dict[str, list[list[Any]]]:
         if meta is None or meta.later_agent is None:
             continue
         try:
-            agent = encode_value(meta.later_agent, blob=None, where="agent_id")
+            # As the index entry stores an agent_id: one taken from an array as its value.
+            agent = encode_value(plain_id(meta.later_agent), blob=None, where="agent_id")
         except UnstorableValueError as err:
             raise UnstorableValueError(
                 f"agent {meta.later_agent!r}, the first any chunk of stored episode {id_!r} "

@@ -29,8 +29,9 @@ from gymnasium.vector import AutoresetMode
 
 __all__ = ["ResetOptions", "Seed", "check_options", "check_reset_options", "masked_reset"]
 
-#: What ``EnvRunner``'s ``reset_options`` takes: a dict, or ``f(mask) -> dict``.
-ResetOptions: TypeAlias = Mapping[str, Any] | Callable[[np.ndarray], Mapping[str, Any]]
+#: What ``EnvRunner``'s ``reset_options`` takes: a dict, or ``f(mask) -> dict`` (a dict, as
+#: gymnasium's ``reset(options=)`` is typed: a read-only mapping is refused, not copied).
+ResetOptions: TypeAlias = dict[str, Any] | Callable[[np.ndarray], dict[str, Any]]
 #: An env seed as ``EnvRunner`` takes it (see :func:`episodes.seeds.check_env_seed`).
 Seed: TypeAlias = SupportsIndex | Sequence[SupportsIndex | None] | None
 
