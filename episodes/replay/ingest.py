@@ -22,6 +22,7 @@ from episodes.episode import SingleAgentEpisode
 from episodes.episode.reward_values import REAL_TYPES
 from episodes.replay.adding import done_refusal, gap_refusal, named_refusal
 from episodes.replay.columns import as_rows
+from episodes.replay.episode_ids import check_episode_id
 from episodes.replay.errors import EvictedEpisodeError
 from episodes.replay.metadata import EpisodeMeta, chunk_meta
 from episodes.replay.nested import (
@@ -198,10 +199,10 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     """Reads a chunk through the public getters; None for a chunk with no steps.
 
     Raises:
-        TypeError: Not a ``SingleAgentEpisode``, an unhashable id (the buffer finds episodes
-            by id), values that are not numeric arrays (observations, actions and extras may
-            nest them in dicts and tuples: :mod:`episodes.replay.nested`), rewards that are
-            not real numbers, or an extra-model-output key that is not a str (``0`` and
+        TypeError: Not a ``SingleAgentEpisode``, an unhashable or array id (the buffer finds
+            episodes by id), values that are not numeric arrays (observations, actions and
+            extras may nest them in dicts and tuples: :mod:`episodes.replay.nested`), rewards
+            that are not real numbers, or an extra-model-output key that is not a str (``0`` and
             ``"0"`` would be one column).
         ValueError: Times (``t_started`` to ``t_started + len``) beyond int64, or rewards not
             one scalar per step or that a float32 cannot hold.
@@ -215,13 +216,7 @@ def prepare(episode: SingleAgentEpisode) -> Chunk | None:
     """
     if not isinstance(episode, SingleAgentEpisode):
         raise TypeError(f"add() takes SingleAgentEpisode chunks, got {type(episode).__name__}")
-    try:
-        hash(episode.id_)
-    except TypeError:
-        raise TypeError(
-            f"episode id {episode.id_!r} is unhashable ({type(episode.id_).__name__}): the "
-            "replay buffer finds episodes by id; use a str, int or tuple id"
-        ) from None
+    check_episode_id(episode.id_)
     if len(episode) == 0:
         return None
     n = len(episode)
