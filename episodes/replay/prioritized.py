@@ -371,9 +371,11 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
         prio = prio.astype(np.float64, copy=False)
         if idx.ndim != 1 or prio.ndim != 1 or len(idx) != len(prio):
             per = "; the last sample drew sequences: one priority each" * self._sequences
+            if idx.ndim == 2 and prio.shape == idx.shape:  # TorchRL's per-step slice habit
+                per = "; per step of [B, T] sequences: priorities[m], indices[m], m = batch['mask']"
             raise ValueError(
                 f"priorities (shape {prio.shape}) and indices (shape {idx.shape}) must be 1-d "
-                f"and equally long{per if cached is not None else ''}"
+                f"and equally long{per if cached is not None or idx.ndim == 2 else ''}"
             )
         if not len(idx):
             return

@@ -286,7 +286,9 @@ def test_per_step_priorities_of_a_sequence_batch_go_through_the_mask():
     buf.add(log.chunk("x", 0, 0, 20, 20, True, False, np.ones(20, np.float32)))
     b = buf.sample(4, batch_length_T=5, lookback=2, beta=0.5)
     td = np.abs(np.random.default_rng(0).normal(size=b["mask"].shape)) + 0.1
-    with pytest.raises(ValueError, match=r"shape \(4, 7\).*must be 1-d"):
+    with pytest.raises(
+        ValueError, match=r"shape \(4, 7\).*must be 1-d.*priorities\[m\], indices\[m\]"
+    ):
         buf.update_priorities(td, b["indices"])
     buf.update_priorities(td[b["mask"]], b["indices"][b["mask"]])
     got = dict(zip(b["indices"][b["mask"]].tolist(), buf.get_priorities(b["indices"][b["mask"]])))
