@@ -167,6 +167,50 @@ class EpisodeReplayBuffer(BufferAccess):
             with contextlib.suppress(MemoryError):  # housekeeping, all or nothing: the next add
                 self._compact()
 
+    def add_rollouts(
+        self,
+        observations: Any,
+        actions: Any,
+        rewards: Any,
+        *,
+        terminated: Any = None,
+        truncated: Any = None,
+        lengths: Any = None,
+        extra_model_outputs: Mapping[str, Any] | None = None,
+        ids: Any = None,
+    ) -> list[Any]:
+        """Adds ``B`` rollouts given as arrays, each a new episode; returns their ids.
+
+        As :meth:`add` of one ``SingleAgentEpisode`` per rollout (same state, samples and
+        evictions), without building them. See ``episodes.replay.array_rollouts``.
+
+        Args:
+            observations: ``[B, H + 1, ...]`` (or dicts / tuples of such arrays).
+            actions: ``[B, H, ...]`` (or nested as observations).
+            rewards: ``[B, H]`` real numbers.
+            terminated: ``[B, H]`` bools (None: none); a rollout keeps its steps up to its
+                first terminated or truncated one and ends as that step says.
+            truncated: ``[B, H]`` bools, likewise.
+            lengths: ``[B]`` ints in ``1 .. H``: steps kept at most (None: ``H``).
+            extra_model_outputs: str -> ``[B, H, ...]`` arrays.
+            ids: ``B`` new episode ids (None: fresh uuid4 hex ones).
+
+        Raises:
+            TypeError, ValueError: Bad input, naming the argument; the buffer is unchanged.
+
+        Example:
+            >>> buf = EpisodeReplayBuffer(100)
+            >>> ids = buf.add_rollouts(np.zeros((2, 4, 3)), np.zeros((2, 3)), np.ones((2, 3)),
+            ...                        terminated=np.eye(2, 3, dtype=bool), ids=["a", "b"])
+            >>> ids, buf.get_num_timesteps(), buf.get_episodes()[1].is_terminated
+            (['a', 'b'], 3, True)
+        """
+        from episodes.replay.array_rollouts import add_rollouts
+
+        named = {"terminated": terminated, "truncated": truncated, "lengths": lengths, "ids": ids}
+        named["extra_model_outputs"] = extra_model_outputs
+        return add_rollouts(self, observations, actions, rewards, **named)
+
     def _prepare(self, written: list[Chunk]) -> None:
         """Allocates what writing ``written`` needs: the table's rows, the columns last."""
         self._on_reserve()
