@@ -7,7 +7,8 @@ Run with the reference venv:
         [--only targets|rollouts]
 
 Prints medians (ms) and the ratios of the issue's targets, the add of 10k 5-step rollouts
-(MBPO/Dyna) into an empty and a full buffer, then the flatness curve: our
+(MBPO/Dyna) into an empty and a full buffer (as episodes, and as arrays through
+``add_rollouts``), then the flatness curve: our
 sampling cost for buffers of 10k, 100k and 1M steps. TorchRL's ``PrioritizedSliceSampler``
 needs TorchRL's compiled extension (its segment trees); where that does not load against the
 installed torch, its row is left out and the reason printed.
@@ -20,6 +21,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -314,20 +316,30 @@ def flatness(repeats: int, sizes: tuple[int, ...]) -> None:
 ROLLOUTS, ROLLOUT_LEN = 10_000, 5
 
 
-def rollouts(num: int, tag: str, seed: int) -> tuple[list[SingleAgentEpisode], list[RLlibEpisode]]:
-    """``num`` imagined rollouts (MBPO/Dyna): 5 steps, Box(4) obs, Box(1) actions, half done."""
+def rollouts(
+    num: int, tag: str, seed: int
+) -> tuple[list[SingleAgentEpisode], list[RLlibEpisode], dict[str, Any]]:
+    """``num`` imagined rollouts (MBPO/Dyna): 5 steps, Box(4) obs, Box(1) actions, half done.
+
+    As episodes (ours and RLlib's) and as the model's arrays ``add_rollouts`` takes.
+    """
     rng = np.random.default_rng(seed)
+    all_obs = rng.normal(size=(num, ROLLOUT_LEN + 1, OBS)).astype(np.float32)
+    all_acts = rng.uniform(-1, 1, (num, ROLLOUT_LEN, 1)).astype(np.float32)
+    all_rews = rng.normal(size=(num, ROLLOUT_LEN)).astype(np.float32)
+    done = np.zeros((num, ROLLOUT_LEN), bool)
+    done[1::2, -1] = True  # every second rollout terminates on its last step
     ours_eps, rl_eps = [], []
     for i in range(num):
-        obs = list(rng.normal(size=(ROLLOUT_LEN + 1, OBS)).astype(np.float32))
-        acts = list(rng.uniform(-1, 1, (ROLLOUT_LEN, 1)).astype(np.float32))
-        rews = list(rng.normal(size=ROLLOUT_LEN).astype(np.float32))
+        obs, acts, rews = list(all_obs[i]), list(all_acts[i]), list(all_rews[i])
         kw = {"terminated": bool(i % 2), "len_lookback_buffer": 0}
         ep = SingleAgentEpisode(f"{tag}{i}", observations=obs, actions=acts, rewards=rews, **kw)
         ours_eps.append(ep.to_numpy())
         rl = RLlibEpisode(id_=f"{tag}{i}", observations=obs, actions=acts, rewards=rews, **kw)
         rl_eps.append(rl.to_numpy())
-    return ours_eps, rl_eps
+    arrays = {"observations": all_obs, "actions": all_acts, "rewards": all_rews}
+    arrays.update(terminated=done, ids=[f"{tag}{i}" for i in range(num)])
+    return ours_eps, rl_eps, arrays
 
 
 def add_rollouts(repeats: int) -> None:
@@ -338,33 +350,45 @@ def add_rollouts(repeats: int) -> None:
     contenders are interleaved per repeat.
     """
     cap = ROLLOUTS * ROLLOUT_LEN
-    new_ours, new_rl = rollouts(ROLLOUTS, "r", 1)
-    old_ours, old_rl = rollouts(ROLLOUTS, "f", 2)
+    new_ours, new_rl, new_arrays = rollouts(ROLLOUTS, "r", 1)
+    old_ours, old_rl, _ = rollouts(ROLLOUTS, "f", 2)
     cases = {  # name: (make the buffer, untimed; the timed add)
         "ours add 10k rollouts, empty": (lambda: EpisodeReplayBuffer(cap), new_ours),
+        "ours add_rollouts 10k, empty": (lambda: EpisodeReplayBuffer(cap), new_arrays),
         "rllib add 10k rollouts, empty": (lambda: RLlibBuffer(cap), new_rl),
         "ours add 10k rollouts, full": (
             lambda: _filled(EpisodeReplayBuffer(cap), old_ours),
             new_ours,
         ),
+        "ours add_rollouts 10k, full": (
+            lambda: _filled(EpisodeReplayBuffer(cap), old_ours),
+            new_arrays,
+        ),
         "rllib add 10k rollouts, full": (lambda: _filled(RLlibBuffer(cap), old_rl), new_rl),
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeats + 1):  # the first round warms up
-        for name, (make, eps) in cases.items():
+        for name, (make, given) in cases.items():
             buf = make()
             t0 = time.perf_counter()
-            buf.add(eps)
+            if isinstance(given, dict):  # the model's arrays, no episode built
+                buf.add_rollouts(**given)
+            else:
+                buf.add(given)
             samples[name].append(time.perf_counter() - t0)
     times = {name: statistics.median(s[1:]) for name, s in samples.items()}
     for name, sec in times.items():
         print(f"{name:32s} {sec * 1e3:9.1f} ms")
     for case in ("empty", "full"):
-        ours_s, rl_s = (
+        rl_s = times[f"rllib add 10k rollouts, {case}"]
+        ours_s, arrays_s = (
             times[f"ours add 10k rollouts, {case}"],
-            times[f"rllib add 10k rollouts, {case}"],
+            times[f"ours add_rollouts 10k, {case}"],
         )
-        print(f"add 10k rollouts, {case}: ours / rllib = {ours_s / rl_s:.3f}x")
+        print(
+            f"add 10k rollouts, {case}: ours / rllib = {ours_s / rl_s:.3f}x; "
+            f"add_rollouts / rllib = {arrays_s / rl_s:.4f}x"
+        )
 
 
 def _filled(buf: object, eps: list[object]) -> object:
