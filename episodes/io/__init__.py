@@ -25,6 +25,7 @@ except ImportError as _err:
         "(flock), fsync of directories and hard links, which Windows does not provide"
     ) from _err
 
+from episodes.io.episode_loads import load_episodes
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -118,6 +119,7 @@ __all__ = [
     "flat_transitions",
     "import_minari",
     "load_episode",
+    "load_episodes",
     "merge",
     "migrate",
     "piece_problems",

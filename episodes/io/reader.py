@@ -36,7 +36,7 @@ import numpy as np
 
 from episodes.episode import SingleAgentEpisode
 from episodes.indexing import as_flag, as_int
-from episodes.io.encoding import decode_episode, numpy_episode
+from episodes.io.encoding import decode_episode
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
@@ -62,7 +62,6 @@ from episodes.io.shards import is_v2
 from episodes.io.v1_manifest import read_manifest
 from episodes.io.values import (
     SameIds,
-    concat_piece,
     decode_value,
     id_key,
 )
@@ -232,36 +231,10 @@ def load_episode(
         2
     """
     numpy, verify = read_flags(numpy, verify)
-    if is_v2(Path(path)):
-        from episodes.io.v2_read import load_episode_v2
+    # One code path with load_episodes: the same pieces, joins and errors for one id or many.
+    from episodes.io.episode_loads import load_episodes
 
-        try:
-            return load_episode_v2(path, id_, numpy=numpy, verify=verify)
-        except (CorruptDatasetError, EpisodeNotFoundError) as err:
-            raise_hinted(err, path)
-            raise
-    root, entries, _ = iter_chunks(path)
-    # (t_started, t): a piece without steps goes before the one that starts where it is.
-    key = id_key(id_)
-    mine = sorted(
-        (e for e in entries if id_key(_entry_id(e)) == key), key=lambda e: (e.t_started, e.t)
-    )
-    if not mine:
-        raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
-    # numpy=True numpys the joined episode, not each piece: a piece's own dtypes (int rewards
-    # before a piece of float ones) would refuse steps the whole episode's column takes.
-    as_stored = None if numpy else numpy
-    episode = load_chunk(root, mine[0], numpy=as_stored, verify=verify)
-    for entry in mine[1:]:
-        chunk = load_chunk(root, entry, numpy=as_stored, verify=verify)
-        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
-            concat_piece(episode, chunk)
-        except (AssertionError, ValueError) as err:
-            raise CorruptDatasetError(
-                f"chunks of episode {id_!r} do not join at t={entry.t_started} "
-                f"({entry.chunk}): {err}"
-            ) from err
-    return numpy_episode(episode, f"{root}: episode {id_!r}") if numpy else episode
+    return load_episodes(path, [id_], numpy=numpy, verify=verify)[0]
 
 
 def _entry_id(entry: ManifestEntry) -> Any:

@@ -26,11 +26,9 @@ from typing import Any
 import numpy as np
 
 from episodes.episode import SingleAgentEpisode
-from episodes.io.encoding import numpy_episode
 from episodes.io.errors import (
     CorruptDatasetError,
     DatasetError,
-    EpisodeNotFoundError,
     UnsupportedVersionError,
     stat_listed_file,
     stat_or_none,
@@ -39,7 +37,7 @@ from episodes.io.open_shards import AUTO, MaxOpen
 from episodes.io.reader import DatasetInfo, read_flags, summaries_of
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import DATA_SUFFIX, INDEX_SUFFIX, V2, shard_file
-from episodes.io.values import SameIds, concat_piece, decode_value, id_key
+from episodes.io.values import SameIds, decode_value, id_key
 from episodes.spaces import space_from_dict
 
 __all__ = [
@@ -185,24 +183,9 @@ def load_episode_v2(
         [0, 1, 2]
     """
     numpy, verify = read_flags(numpy, verify)
-    ds = Dataset(path, verify=verify)
-    mine = _with_ids(ds, range(len(ds)), [id_])
-    if not mine:
-        raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
-    # (t_started, t): a piece without steps goes before the one that starts where it is.
-    mine.sort(key=lambda i: (ds.summaries[i].t_started, ds.summaries[i].t))
-    # numpy=True numpys the joined episode, not each piece: a piece's own dtypes (int rewards
-    # before a piece of float ones) would refuse steps the whole episode's column takes.
-    as_stored = None if numpy else numpy
-    episode = ds.episode(mine[0], numpy=as_stored)
-    for i in mine[1:]:
-        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
-            concat_piece(episode, ds.episode(i, numpy=as_stored))
-        except (AssertionError, ValueError) as err:
-            raise CorruptDatasetError(
-                f"pieces of episode {id_!r} do not join at t={ds.summaries[i].t_started}: {err}"
-            ) from err
-    return numpy_episode(episode, f"{ds.root}: episode {id_!r}") if numpy else episode
+    from episodes.io.episode_loads import v2_episodes  # it imports this module
+
+    return v2_episodes(path, [id_], numpy=numpy, verify=verify)[0]
 
 
 def dataset_info_v2(path: str | os.PathLike[str]) -> DatasetInfo:

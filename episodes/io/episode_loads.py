@@ -1,0 +1,212 @@
+"""Loading many episodes by id at once: the dataset's own work done once, not once per id.
+
+:func:`load_episodes` gives what ``[load_episode(path, i) for i in ids]`` gives, episode for
+episode, but reads the manifest once, matches every id in one pass over it, and (format v2)
+opens each shard once, reading the pieces in the order they are stored. ``load_episode`` is
+``load_episodes`` of one id, so the two share their rules: pieces joined in ``(t_started, t)``
+order, ids compared by :func:`~episodes.io.values.id_key`, the same errors.
+
+Example:
+    >>> import tempfile
+    >>> from episodes import SingleAgentEpisode
+    >>> from episodes.io import DatasetWriter
+    >>> path = tempfile.mkdtemp()
+    >>> with DatasetWriter(path) as w:
+    ...     w.write_many([SingleAgentEpisode(x, observations=[0]) for x in "abc"])
+    >>> [ep.id_ for ep in load_episodes(path, ["c", "a", "c"])]
+    ['c', 'a', 'c']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from episodes.episode import SingleAgentEpisode
+from episodes.io.encoding import numpy_episode
+from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError
+from episodes.io.format import ManifestEntry
+from episodes.io.reader import _entry_id, iter_chunks, load_chunk, read_flags
+from episodes.io.relist_hint import raise_hinted
+from episodes.io.shards import is_v2
+from episodes.io.values import concat_piece, decode_value, id_key
+
+if TYPE_CHECKING:  # format v2 needs pyarrow: imported where a v2 dataset is read
+    from episodes.io.shard_reader import Dataset
+
+__all__ = ["load_episodes", "v1_episodes", "v2_episodes"]
+
+
+def load_episodes(
+    path: str | os.PathLike[str],
+    ids: Iterable[Any],
+    *,
+    numpy: bool | None = None,
+    verify: bool = False,
+) -> list[SingleAgentEpisode]:
+    """Loads the episodes ``ids`` (v1 or v2), each joined as ``load_episode`` joins it.
+
+    Returns one episode per id, in the order of ``ids``: the same as
+    ``[load_episode(path, i, numpy=numpy, verify=verify) for i in ids]``, but the manifest is
+    read once and, in format v2, each shard opened once (the pieces are read in the order they
+    are stored, whatever the order of ``ids``). An id given twice gives two episodes that
+    share nothing, as two ``load_episode`` calls do. Every id is looked up before any piece
+    is read, so an unknown one raises before anything is loaded. Time grows with the
+    manifest (read once) and the pieces of the ids asked for, not with their product.
+
+    Args:
+        path: The dataset directory.
+        ids: The episode ids (a list, tuple or other iterable of ids; read once). Matched
+            as ``load_episode`` matches one: by value and type, a numpy scalar as the Python
+            value it holds, an id holding a NaN found.
+        numpy: ``None`` joins the pieces as stored; ``True`` numpys each joined episode;
+            ``False`` list mode.
+        verify: Also check the CRC-32 of every file read.
+
+    Raises:
+        EpisodeNotFoundError: An id has no committed piece (the first such id in ``ids``).
+        CorruptDatasetError: The pieces of an id do not join, or a piece is damaged (of
+            several such ids, the one whose first piece is stored first raises in v2).
+        DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
+        TypeError: ``ids`` is one string or not iterable (pass ``[id_]``), ``numpy`` is not
+            None, True or False, or ``verify`` is no bool.
+
+    Example:
+        >>> import tempfile
+        >>> from episodes import SingleAgentEpisode
+        >>> from episodes.io import DatasetWriter, load_episode
+        >>> ep = SingleAgentEpisode("a", observations=[0, 1], actions=[0], rewards=[1.0],
+        ...                         len_lookback_buffer=0)
+        >>> nxt = ep.cut(); nxt.add_env_step(2, 1, 2.0, terminated=True)
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([nxt, SingleAgentEpisode("b", observations=[5]), ep])
+        >>> eps = load_episodes(path, ["a", "b"])
+        >>> [len(e) for e in eps], eps[0].get_observations(), eps[0] == load_episode(path, "a")
+        ([2, 0], [0, 1, 2], True)
+        >>> load_episodes(path, "a")
+        Traceback (most recent call last):
+        ...
+        TypeError: ids must be a collection of ids, got the single id 'a': pass ['a']
+    """
+    # Iterated, "e1" would ask for ids "e" and "1"; an int id is not iterable at all.
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise TypeError(
+            f"ids must be a collection of ids, got the single id {ids!r}: pass [{ids!r}]"
+        )
+    numpy, verify = read_flags(numpy, verify)
+    wanted = list(ids)
+    if is_v2(Path(path)):
+        try:
+            return v2_episodes(path, wanted, numpy=numpy, verify=verify)
+        except (CorruptDatasetError, EpisodeNotFoundError) as err:
+            raise_hinted(err, path)
+            raise
+    return v1_episodes(path, wanted, numpy=numpy, verify=verify)
+
+
+def _grouped(ids: list[Any], matched: Iterable[tuple[Any, Any]]) -> dict[str, list[Any]]:
+    """The matched pieces (``(decoded id, piece)``, in manifest order) by the ``id_key``."""
+    groups: dict[str, list[Any]] = {id_key(x): [] for x in ids}
+    for id_, piece in matched:
+        groups[id_key(id_)].append(piece)
+    return groups
+
+
+def v1_episodes(
+    path: str | os.PathLike[str], ids: list[Any], *, numpy: bool | None, verify: bool
+) -> list[SingleAgentEpisode]:
+    """:func:`load_episodes` for a format v1 dataset (no hint about ``unlisted/``).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import EpisodeWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with EpisodeWriter(path) as w:
+        ...     _ = w.write_many([SingleAgentEpisode(x, observations=[0]) for x in "ab"])
+        >>> [e.id_ for e in v1_episodes(path, ["b", "a"], numpy=None, verify=False)]
+        ['b', 'a']
+    """
+    root, entries, _ = iter_chunks(path)
+    keys = {id_key(x) for x in ids}
+    decoded = ((_entry_id(e), e) for e in entries)
+    groups = _grouped(ids, ((i, e) for i, e in decoded if id_key(i) in keys))
+    for id_ in ids:
+        if not groups[id_key(id_)]:
+            raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
+    return [_v1_joined(root, id_, groups[id_key(id_)], numpy, verify) for id_ in ids]
+
+
+def _v1_joined(
+    root: Path, id_: Any, entries: list[ManifestEntry], numpy: bool | None, verify: bool
+) -> SingleAgentEpisode:
+    # (t_started, t): a piece without steps goes before the one that starts where it is.
+    mine = sorted(entries, key=lambda e: (e.t_started, e.t))
+    # numpy=True numpys the joined episode, not each piece: a piece's own dtypes (int rewards
+    # before a piece of float ones) would refuse steps the whole episode's column takes.
+    as_stored = None if numpy else numpy
+    episode = load_chunk(root, mine[0], numpy=as_stored, verify=verify)
+    for entry in mine[1:]:
+        chunk = load_chunk(root, entry, numpy=as_stored, verify=verify)
+        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+            concat_piece(episode, chunk)
+        except (AssertionError, ValueError) as err:
+            raise CorruptDatasetError(
+                f"chunks of episode {id_!r} do not join at t={entry.t_started} "
+                f"({entry.chunk}): {err}"
+            ) from err
+    return numpy_episode(episode, f"{root}: episode {id_!r}") if numpy else episode
+
+
+def v2_episodes(
+    path: str | os.PathLike[str], ids: list[Any], *, numpy: bool | None, verify: bool
+) -> list[SingleAgentEpisode]:
+    """:func:`load_episodes` for a format v2 dataset (no hint about ``unlisted/``).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write_many([SingleAgentEpisode(x, observations=[0]) for x in "ab"])
+        >>> [e.id_ for e in v2_episodes(path, ["b", "a"], numpy=None, verify=False)]
+        ['b', 'a']
+    """
+    from episodes.io.shard_reader import Dataset
+    from episodes.io.v2_read import _with_ids
+
+    with Dataset(path, verify=verify) as ds:
+        rows = ds.summaries
+        matched = _with_ids(ds, range(len(ds)), ids)
+        groups = _grouped(
+            ids, ((decode_value(rows[i].id_, blob=None, where="manifest id"), i) for i in matched)
+        )
+        for id_ in ids:
+            if not groups[id_key(id_)]:
+                raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
+        out: list[SingleAgentEpisode | None] = [None] * len(ids)
+        # In storage order (of each episode's first piece): a shard is opened once, however
+        # many shards there are and in whatever order the ids come.
+        firsts = [groups[id_key(id_)][0] for id_ in ids]
+        for k in sorted(range(len(ids)), key=firsts.__getitem__):
+            out[k] = _v2_joined(ds, ids[k], groups[id_key(ids[k])], numpy)
+    return [episode for episode in out if episode is not None]
+
+
+def _v2_joined(ds: Dataset, id_: Any, pieces: list[int], numpy: bool | None) -> SingleAgentEpisode:
+    rows = ds.summaries
+    # (t_started, t): a piece without steps goes before the one that starts where it is.
+    mine = sorted(pieces, key=lambda i: (rows[i].t_started, rows[i].t))
+    # numpy=True numpys the joined episode, not each piece (see _v1_joined).
+    as_stored = None if numpy else numpy
+    episode = ds.episode(mine[0], numpy=as_stored)
+    for i in mine[1:]:
+        try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
+            concat_piece(episode, ds.episode(i, numpy=as_stored))
+        except (AssertionError, ValueError) as err:
+            raise CorruptDatasetError(
+                f"pieces of episode {id_!r} do not join at t={rows[i].t_started}: {err}"
+            ) from err
+    return numpy_episode(episode, f"{ds.root}: episode {id_!r}") if numpy else episode
