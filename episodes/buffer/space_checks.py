@@ -57,7 +57,7 @@ def unbounded_scalar(space: gym.Space[Any] | None) -> bool:
         and type(space).contains is gym.spaces.Box.contains
         and space.shape == ()
         and space.dtype is not None
-        and space.dtype.kind == "f"
+        and np.dtype(space.dtype).kind == "f"  # a retyped space may hold a scalar type
         and not bool(np.any(space.bounded_below))
         and not bool(np.any(space.bounded_above))
     )

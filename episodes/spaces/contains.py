@@ -79,7 +79,9 @@ def _checker(space: gs.Space[Any]) -> Checker:
 
 @_checker.register
 def _(space: gs.Box) -> Checker:
-    shape, dtype = space.shape, space.dtype
+    # np.dtype(): scripts that retype a space (CleanRL's ``space.dtype = np.float32``) leave
+    # a scalar type there, which has no ``kind``.
+    shape, dtype = space.shape, np.dtype(space.dtype)
     low, high = space.low, space.high
     small = low.size <= _SMALL
     # A small box compares Python numbers, a big one arrays: each keeps only what it uses (an
