@@ -80,6 +80,11 @@ def read_rollouts(
         )
     b, h = obs.shape[0], obs.shape[1] - 1
     acts = _shaped(_block(actions, "actions"), "actions", b, h)
+    if extra_model_outputs is not None and not isinstance(extra_model_outputs, Mapping):
+        raise TypeError(
+            "extra_model_outputs: expected a dict of str -> [B, H, ...] arrays, got "
+            f"{short_repr(extra_model_outputs)}"
+        )
     extras = {}
     for key, values in (extra_model_outputs or {}).items():
         if not isinstance(key, str):  # one column per key, named by it

@@ -54,8 +54,10 @@ def space_to_dict(space: gs.Space[Any] | None) -> dict[str, Any] | None:
     return marshal.loads(_ENCODED.get(space))
 
 
-def _dtype_text(dtype: np.dtype[Any]) -> str:
-    # The name drops a non-native byte order ('>f4' would come back as native float32).
+def _dtype_text(dtype: Any) -> str:
+    # np.dtype(): a script may have retyped a space with a scalar type (space.dtype =
+    # np.float32). The name drops a non-native byte order ('>f4' would come back as float32).
+    dtype = np.dtype(dtype)
     return dtype.name if dtype.isnative else dtype.str
 
 
