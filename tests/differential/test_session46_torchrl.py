@@ -44,6 +44,7 @@ from episodes import SingleAgentEpisode  # noqa: E402
 from episodes.converter import episodes_to_rollout  # noqa: E402
 from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer  # noqa: E402
 from episodes.runner import EnvRunner  # noqa: E402
+from tests.differential._torchrl_trees import patch_trees  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -532,45 +533,11 @@ def test_batches_go_into_a_tensordict_as_documented():
 # ------------------------------------------------------------------------------- PER
 
 
-class _Tree:
-    """Stand-in for TorchRL's C++ segment trees (whose extension does not load against the
-    torch here): TorchRL's own ``PrioritizedSampler`` code computes the priorities, the
-    draws and the weights; only the storage of ``(p + eps) ** alpha`` is this numpy array."""
-
-    neutral = 0.0
-
-    def __init__(self, size: int):
-        self.v = np.full(size, self.neutral)
-
-    def __getitem__(self, i: Any) -> torch.Tensor:
-        return torch.as_tensor(self.v[np.asarray(i)])
-
-    def __setitem__(self, i: Any, x: Any) -> None:
-        self.v[np.asarray(i)] = np.asarray(x, np.float64)
-
-
-class _SumTree(_Tree):
-    def query(self, lo: int, hi: int) -> float:
-        return float(self.v[lo:hi].sum())
-
-    def scan_lower_bound(self, mass: Any) -> np.ndarray:
-        return np.searchsorted(np.cumsum(self.v), np.asarray(mass), side="right")
-
-
-class _MinTree(_Tree):
-    neutral = np.inf
-
-    def query(self, lo: int, hi: int) -> float:
-        return float(self.v[lo:hi].min())
-
-
 def test_prioritized_weights_are_torchrl_weights(monkeypatch):
     from torchrl.data.replay_buffers.samplers import PrioritizedSampler
     from torchrl.data.replay_buffers.samplers import prioritized as torchrl_prioritized
 
-    for bits in ("32", "64"):
-        monkeypatch.setattr(torchrl_prioritized, f"SumSegmentTreeFp{bits}", _SumTree)
-        monkeypatch.setattr(torchrl_prioritized, f"MinSegmentTreeFp{bits}", _MinTree)
+    patch_trees(monkeypatch, torchrl_prioritized)
     alpha, beta = 0.6, 0.4
     # A small minimum (0.05) that is still drawn now and then, so that every item's weight
     # is seen on both sides.

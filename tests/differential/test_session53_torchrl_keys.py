@@ -36,6 +36,7 @@ with warnings.catch_warnings():  # TorchRL's import-time deprecation warnings, h
 
 from episodes import SingleAgentEpisode  # noqa: E402
 from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer  # noqa: E402
+from tests.differential._torchrl_trees import patch_trees  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"
@@ -141,38 +142,8 @@ def test_burn_in_slices_leave_out_episode_starts_ours_keep_them():
     assert set(b["obs"][whole, L, 0].astype(int).tolist()) == theirs
 
 
-class _Tree:  # TorchRL's C++ segment trees do not load against torch 2.13 here
-    neutral = 0.0
-
-    def __init__(self, size: int):
-        self.v = np.full(size, self.neutral)
-
-    def __getitem__(self, i: Any) -> torch.Tensor:
-        return torch.as_tensor(self.v[np.asarray(i)])
-
-    def __setitem__(self, i: Any, x: Any) -> None:
-        self.v[np.asarray(i)] = np.asarray(x, np.float64)
-
-
-class _SumTree(_Tree):
-    def query(self, lo: int, hi: int) -> float:
-        return float(self.v[lo:hi].sum())
-
-    def scan_lower_bound(self, mass: Any) -> np.ndarray:
-        return np.searchsorted(np.cumsum(self.v), np.asarray(mass), side="right")
-
-
-class _MinTree(_Tree):
-    neutral = np.inf
-
-    def query(self, lo: int, hi: int) -> float:
-        return float(self.v[lo:hi].min())
-
-
 def test_a_zero_td_error_sets_every_weight_torchrl_by_its_eps(monkeypatch):
-    for bits in ("32", "64"):
-        monkeypatch.setattr(torchrl_prioritized, f"SumSegmentTreeFp{bits}", _SumTree)
-        monkeypatch.setattr(torchrl_prioritized, f"MinSegmentTreeFp{bits}", _MinTree)
+    patch_trees(monkeypatch, torchrl_prioritized)
     alpha, beta = 0.6, 0.4
     priorities = np.r_[0.0, np.ones(9)]
     rb = ReplayBuffer(
