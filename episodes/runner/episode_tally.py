@@ -12,9 +12,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from episodes.episode import SingleAgentEpisode
 
 __all__ = ["EpisodeTally", "FinishedEpisode"]
+
+
+def _running_sum(ret: float, chunk: SingleAgentEpisode) -> float:
+    """``ret`` plus the chunk's rewards, added one at a time in float64 in step order.
+
+    That is how the runner's metrics and a plain ``ret += reward`` loop add them, so an
+    episode's return comes out the same to the last bit however ``sample`` cut it into
+    chunks (summing each chunk with numpy's pairwise sum would make it depend on the cuts).
+    Anything but one float per step is left to ``get_return`` (exact int sums, its checks).
+    """
+    rewards = np.asarray(chunk.get_rewards())
+    if rewards.dtype.kind != "f" or rewards.size != len(rewards):
+        return ret + chunk.get_return()
+    steps = np.concatenate(([ret], rewards.reshape(-1).astype(np.float64)))
+    return float(np.cumsum(steps)[-1])
 
 
 class FinishedEpisode(NamedTuple):
@@ -23,7 +40,9 @@ class FinishedEpisode(NamedTuple):
     ``ret`` and ``length`` cover the steps from ``t_started`` (0 unless the tally began
     after the episode did) to its end; ``first_info`` is the info at ``t_started`` (the reset's
     info where ``t_started`` is 0), ``last_info`` the ended step's; ``env_index`` is
-    ``custom_data["env_index"]`` of the last chunk (None where it has none).
+    ``custom_data["env_index"]`` of the last chunk (None where it has none). Float rewards
+    are added one at a time in float64, as ``runner.get_metrics()`` adds them, so ``ret``
+    is the same to the last bit however the episode was cut into chunks.
 
     Example:
         >>> e = FinishedEpisode("a", 0, 3.0, 3, True, 0, {"task": 1}, {"task": 1})
@@ -107,7 +126,7 @@ class EpisodeTally:
                 )
             if first is None:
                 first = chunk.get_infos(0)
-            ret, t = ret + chunk.get_return(), chunk.t
+            ret, t = _running_sum(ret, chunk), chunk.t
             if not chunk.is_done:
                 opened[chunk.id_] = (ret, t, t0, first)
                 continue
