@@ -222,21 +222,15 @@ def _closed_oldest(buffer: EpisodeReplayBuffer, ids: list[Any]) -> np.ndarray:
     store, table = buffer._store, buffer._table
     if len(ids) < _FEW:  # a few: found by their own slot ranges, as add finds them
         each = [sampling.episode_slots(store, table, table.order[id_]) for id_ in ids]
-        for id_ in ids:
-            table.close(id_)
+        table.close_oldest(len(ids))
         _noted(buffer, ids)
         return each[0] if len(each) == 1 else np.concatenate(each)
-    rows = table.rows_by_age()[: len(ids)].copy()
+    rows = table.close_oldest(len(ids))
     doomed = np.zeros(table.size, bool)
     doomed[rows] = True
     ep = store.ep[: store.end]
     # A row held by a stored episode is its alone: its live slots are the episode's.
     slots = np.flatnonzero(store.live[: store.end] & doomed[np.maximum(ep, 0)] & (ep >= 0))
-    for id_ in ids:  # the oldest first: each is the front entry
-        del table.order[id_]
-    table._head += len(ids)
-    table.ids[rows] = table.meta[rows] = table.final_info[rows] = None
-    table.free.extend(rows.tolist())
     _noted(buffer, ids)
     return slots
 
@@ -263,14 +257,7 @@ def _opened(table: Any, got: Rollouts, names: list[Any], end: int, skip: int) ->
     k = len(names)
     if not k:
         return np.zeros(0, np.int64)
-    rows = np.array(table.free[-k:][::-1], np.int64)  # as k pops would take them
-    del table.free[-k:]
-    at = table._head + len(table.order)
-    table._by_age[at : at + k] = rows
-    table.order.update(zip(names, rows.tolist()))
-    table.ids[rows] = np.fromiter(names, object, k)
-    table.meta[rows] = None
-    table.final_info[rows] = None
+    rows = table.open_reserved(names)
     n = got.n[skip:]
     starts = end + np.concatenate([[0], np.cumsum(got.n)])[skip:-1]
     table.t_begin[rows] = 0

@@ -20,6 +20,7 @@ from episodes.replay.applying import apply_one_by_one, apply_plan, evict_one, wr
 from episodes.replay.errors import EmptyBufferError
 from episodes.replay.ingest import Chunk, plan_add, prepare_all
 from episodes.replay.rng import sampling_generator
+from episodes.replay.sample_keywords import explains_sample_keywords
 from episodes.replay.sequences import sample_chunks, sample_sequences
 from episodes.replay.sizes import check_batch_room, out_of_memory
 from episodes.replay.store import StepStore, deferred_interrupts
@@ -284,6 +285,7 @@ class EpisodeReplayBuffer(BufferAccess):
         return {}  # the attributes holding slots, remapped aside (the table: _compact's own)
 
     # ------------------------------------------------------------------------------ sample
+    @explains_sample_keywords
     def sample(
         self,
         num_items: int | None = None,

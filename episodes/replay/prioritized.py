@@ -16,6 +16,7 @@ from episodes.replay.integers import holds_bool
 from episodes.replay.item_slots import find_slots
 from episodes.replay.priority_state import is_real as _is_real
 from episodes.replay.priority_state import leaf_of, parsed_priorities, priority_values
+from episodes.replay.sample_keywords import refuse_sample_keywords, taken_by
 from episodes.replay.sequence_priorities import importance_weights, prioritized_sequences
 from episodes.replay.state import parsed_state
 from episodes.replay.store import StepStore
@@ -26,7 +27,8 @@ __all__ = ["PrioritizedEpisodeReplayBuffer"]
 
 # The least priority stored: RLlib 2.60 raises every priority below 1e-12 to 1e-12 too.
 PRIORITY_FLOOR = 1e-12
-_SAMPLE_KEYWORDS = frozenset(EpisodeReplayBuffer.sample.__kwdefaults__ or ())  # sample()'s
+# sample()'s own keywords, then those it passes on, as the refusals list them.
+_SAMPLE_KEYWORDS = ["num_items", "beta"] + taken_by(EpisodeReplayBuffer.sample)[1:]
 
 
 class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
@@ -228,8 +230,10 @@ class PrioritizedEpisodeReplayBuffer(EpisodeReplayBuffer):
             >>> sorted(set(batch["weights"].tolist()))  # (p_i / p_min) ** -beta
             [0.25, 1.0]
         """
-        for key in kwargs.keys() - _SAMPLE_KEYWORDS:  # named as this class's, not the base's
-            raise TypeError(f"{type(self).__name__}.sample() takes no keyword argument {key!r}")
+        # Named as this class's, not the base's; beta is taken here, not refused as there.
+        refuse_sample_keywords(
+            type(self).__name__, [k for k in kwargs if k not in _SAMPLE_KEYWORDS], _SAMPLE_KEYWORDS
+        )
         # _is_real first: a str, None, complex or array refused as documented, not a TypeError.
         if not _is_real(beta) or not 0 <= float(beta) < math.inf:
             raise ValueError(f"beta must be a finite float >= 0, got {beta!r}")

@@ -120,6 +120,31 @@ class EpisodeTable:
         self.set_final(row, final_obs, final_info)
         return row
 
+    def open_reserved(self, ids: list[Any]) -> np.ndarray:
+        """Registers new episodes, the youngest last, in rows :meth:`reserve` made room for.
+
+        Returns their rows, the ones ``len(ids)`` calls of :meth:`open` would take. Only the
+        ids, their order and the rows are set (``meta`` and ``final_info`` None): the time and
+        slot ranges, flags and latest observations are the caller's to fill, in bulk.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> table.reserve(2, np.zeros((1, 1)))
+            >>> table.open_reserved(["a", "b"]).tolist(), list(table.order.values())
+            ([0, 1], [0, 1])
+        """
+        k, held = len(ids), len(self.order)
+        if k > len(self.free) or self._head + held + k > len(self._by_age):
+            raise ValueError(f"no room reserved for {k} more episodes: call reserve({k}) first")
+        rows = np.array(self.free[len(self.free) - k :][::-1], np.int64)  # as k pops take them
+        del self.free[len(self.free) - k :]
+        self._by_age[self._head + held : self._head + held + k] = rows
+        self.order.update(zip(ids, rows.tolist()))
+        self.ids[rows] = np.fromiter(ids, object, k)
+        self.meta[rows] = None
+        self.final_info[rows] = None
+        return rows
+
     def set_final(self, row: int, final_obs: np.ndarray, final_info: Any) -> None:
         """Stores the latest observation (``final_obs`` has one row) and its info.
 
@@ -175,6 +200,29 @@ class EpisodeTable:
         self.final_info[row] = None
         self.free.append(row)
         return row
+
+    def close_oldest(self, count: int) -> np.ndarray:
+        """Forgets the ``count`` oldest episodes at once; returns their rows, oldest first.
+
+        The same as :meth:`close` of each, oldest first (the rows are freed in that order),
+        without a search per episode: how ``add_rollouts`` evicts many.
+
+        Example:
+            >>> table = EpisodeTable()
+            >>> for id_ in "abc":
+            ...     _ = table.open(id_, t_begin=0, final_obs=np.zeros((1, 1)), final_info={})
+            >>> table.close_oldest(2).tolist(), list(table.order), table.free[-2:]
+            ([0, 1], ['c'], [0, 1])
+        """
+        if not 0 <= count <= len(self.order):
+            raise ValueError(f"count must be from 0 to {len(self.order)} (stored), got {count}")
+        rows = self._by_age[self._head : self._head + count].copy()
+        for _ in range(count):
+            self.order.popitem(last=False)
+        self._head += count
+        self.ids[rows] = self.meta[rows] = self.final_info[rows] = None
+        self.free.extend(rows.tolist())
+        return rows
 
     def remapped_slots(self, remap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """New ``first_slot`` and ``last_slot`` arrays after a compaction's old -> new slot map.
