@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 from episodes.episode import SingleAgentEpisode
 from episodes.io.encoding import numpy_episode
 from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError
-from episodes.io.format import ManifestEntry
-from episodes.io.reader import _entry_id, iter_chunks, load_chunk, read_flags
+from episodes.io.format import ManifestEntry, check_format
+from episodes.io.index_cache import LentDataset, lent_dataset, v1_pieces
+from episodes.io.reader import load_chunk, read_flags
 from episodes.io.relist_hint import raise_hinted
 from episodes.io.shards import is_v2
-from episodes.io.values import concat_piece, decode_value, id_key
+from episodes.io.values import concat_piece, id_key
 
 if TYPE_CHECKING:  # format v2 needs pyarrow: imported where a v2 dataset is read
     from episodes.io.shard_reader import Dataset
@@ -107,14 +108,6 @@ def load_episodes(
     return v1_episodes(path, wanted, numpy=numpy, verify=verify)
 
 
-def _grouped(ids: list[Any], matched: Iterable[tuple[Any, Any]]) -> dict[str, list[Any]]:
-    """The matched pieces (``(decoded id, piece)``, in manifest order) by the ``id_key``."""
-    groups: dict[str, list[Any]] = {id_key(x): [] for x in ids}
-    for id_, piece in matched:
-        groups[id_key(id_)].append(piece)
-    return groups
-
-
 def v1_episodes(
     path: str | os.PathLike[str], ids: list[Any], *, numpy: bool | None, verify: bool
 ) -> list[SingleAgentEpisode]:
@@ -129,14 +122,15 @@ def v1_episodes(
         >>> [e.id_ for e in v1_episodes(path, ["b", "a"], numpy=None, verify=False)]
         ['b', 'a']
     """
-    root, entries, _ = iter_chunks(path)
-    keys = {id_key(x) for x in ids}
-    decoded = ((_entry_id(e), e) for e in entries)
-    groups = _grouped(ids, ((i, e) for i, e in decoded if id_key(i) in keys))
+    # Absolute: chunks are read lazily, after the caller may have changed directory.
+    root = Path(path).absolute()
+    check_format(root)
+    # Parsed once while the manifest's bytes stay the same (episodes.io.index_cache).
+    by_id = v1_pieces(root)
     for id_ in ids:
-        if not groups[id_key(id_)]:
+        if not by_id.get(id_key(id_)):
             raise EpisodeNotFoundError(f"{root} holds no episode with id {id_!r}")
-    return [_v1_joined(root, id_, groups[id_key(id_)], numpy, verify) for id_ in ids]
+    return [_v1_joined(root, id_, list(by_id[id_key(id_)]), numpy, verify) for id_ in ids]
 
 
 def _v1_joined(
@@ -175,23 +169,31 @@ def v2_episodes(
         ['b', 'a']
     """
     from episodes.io.shard_reader import Dataset
-    from episodes.io.v2_read import _with_ids
 
-    with Dataset(path, verify=verify) as ds:
-        rows = ds.summaries
-        matched = _with_ids(ds, range(len(ds)), ids)
-        groups = _grouped(
-            ids, ((decode_value(rows[i].id_, blob=None, where="manifest id"), i) for i in matched)
-        )
-        for id_ in ids:
-            if not groups[id_key(id_)]:
-                raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
-        out: list[SingleAgentEpisode | None] = [None] * len(ids)
-        # In storage order (of each episode's first piece): a shard is opened once, however
-        # many shards there are and in whatever order the ids come.
-        firsts = [groups[id_key(id_)][0] for id_ in ids]
-        for k in sorted(range(len(ids)), key=firsts.__getitem__):
-            out[k] = _v2_joined(ds, ids[k], groups[id_key(ids[k])], numpy)
+    if verify:  # every byte is checked anyway: nothing to keep
+        with Dataset(path, verify=True) as ds:
+            return _v2_read(path, LentDataset(ds), ids, numpy)
+    # The same Dataset, its shards open, while nothing changed (episodes.io.index_cache).
+    with lent_dataset(path) as lent:
+        return _v2_read(path, lent, ids, numpy)
+
+
+def _v2_read(
+    path: str | os.PathLike[str], lent: LentDataset, ids: list[Any], numpy: bool | None
+) -> list[SingleAgentEpisode]:
+    ds = lent.ds
+    groups = lent.pieces(ids)
+    for id_ in ids:
+        if not groups[id_key(id_)]:
+            raise EpisodeNotFoundError(f"{path} holds no episode with id {id_!r}")
+    out: list[SingleAgentEpisode | None] = [None] * len(ids)
+    lent.before_reading(i for id_ in ids for i in groups[id_key(id_)])
+    # In storage order (of each episode's first piece): a shard is opened once, however
+    # many shards there are and in whatever order the ids come.
+    firsts = [groups[id_key(id_)][0] for id_ in ids]
+    for k in sorted(range(len(ids)), key=firsts.__getitem__):
+        out[k] = _v2_joined(ds, ids[k], groups[id_key(ids[k])], numpy)
+    lent.after_reading()
     return [episode for episode in out if episode is not None]
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "forget",
     "known_lines",
     "listed_chunks",
+    "manifest_entries",
     "read_manifest",
 ]
 
@@ -82,7 +83,16 @@ def read_manifest(root: Path) -> tuple[list[ManifestEntry], int, bool]:
         >>> read_manifest(d)
         ([], 0, False)
     """
-    raw = read_regular_file(root / MANIFEST_FILE, MANIFEST_FILE, MAX_JSON_BYTES)
+    return manifest_entries(read_regular_file(root / MANIFEST_FILE, MANIFEST_FILE, MAX_JSON_BYTES))
+
+
+def manifest_entries(raw: bytes) -> tuple[list[ManifestEntry], int, bool]:
+    """:func:`read_manifest` of the manifest's bytes ``raw``, already read.
+
+    Example:
+        >>> manifest_entries(b'{"v": 1, "chu')  # a torn first line
+        ([], 0, True)
+    """
     entries, good, torn = _parse(raw, 0, 1)
     seen: set[str] = set()
     for entry in entries:
