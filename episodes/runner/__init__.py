@@ -11,6 +11,7 @@ Example:
 
 from episodes.runner.env_runner import WINDOWS, EnvRunner, autoreset_mode_of
 from episodes.runner.episode_tally import EpisodeTally, FinishedEpisode
+from episodes.runner.evaluation import Evaluated, evaluate
 from episodes.runner.infos import env_info
 from episodes.runner.metrics import RunnerMetrics
 from episodes.runner.modes import AutoresetModeWarning
@@ -24,6 +25,7 @@ __all__ = [
     "AutoresetModeWarning",
     "EnvRunner",
     "EpisodeTally",
+    "Evaluated",
     "FinishedEpisode",
     "Policy",
     "RandomPolicy",
@@ -33,5 +35,6 @@ __all__ = [
     "SpaceMismatchWarning",
     "autoreset_mode_of",
     "env_info",
+    "evaluate",
     "unrecordable_kind",
 ]

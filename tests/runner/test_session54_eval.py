@@ -2,8 +2,9 @@
 
 Every K training iterations a user evaluates the policy on a separate vector env: exactly M
 whole episodes, episode j started from ``reset(seed=seeds[j])``, deterministic actions, the
-figures taken from an ``EpisodeTally``, the episodes kept on disk. These tests pin what that
-recipe (docs/evaluation.md) relies on: each figure equals a plain one-env gymnasium loop's on
+figures taken from an ``EpisodeTally``, the episodes kept on disk. These tests pin what such a
+recipe built from the public pieces relies on (``episodes.runner.evaluate`` is that recipe in
+the library; docs/evaluation.md): each figure equals a plain one-env gymnasium loop's on
 the same seeds, in every autoreset mode and for any number of sub-envs against M; two
 evaluations give the same episodes; evaluating between training calls changes nothing the
 training runner produces; and the saved episodes read back with their checkpoint step.
