@@ -432,6 +432,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError as err:  # numpy's words, or none: one line all the same
         say(f"episodes: error: out of memory ({str(err) or 'MemoryError'})", err=True)
         return 1
+    except ModuleNotFoundError as err:  # a dependency a command loads on first use (pyarrow)
+        package = (err.name or "episodes").partition(".")[0]
+        if package == "episodes":  # a module of ours missing is a bug, not an install to do
+            raise
+        say(f"episodes: error: this command needs {package}: pip install {package}", err=True)
+        return 1
     except _Terminated:
         print("episodes: terminated", file=sys.stderr)
         return 143  # what a shell reports for a command killed by SIGTERM

@@ -10,7 +10,6 @@ from typing import Any
 
 from episodes.cli.errors import CliError, progress, say
 from episodes.io import DatasetError, EpisodeWriter, NotADatasetError, UnsupportedVersionError
-from episodes.io.tools import other_env_problem, removed_if_failed
 
 __all__ = ["MAX_NUM_ENVS", "MAX_SHARD_MB", "record", "shard_bytes"]
 
@@ -43,6 +42,7 @@ def record(args: argparse.Namespace) -> int:
     """
     import gymnasium as gym
 
+    from episodes.io.tools import other_env_problem, removed_if_failed  # pyarrow, on first use
     from episodes.runner import unrecordable_kind
 
     if args.steps < 1 or args.num_envs < 1:
@@ -150,6 +150,7 @@ def _record_into(
     writer (the others read it) and never changes; a v1 writer holds the dataset's lock.
     """
     from episodes.io import DatasetMetadata, DatasetWriter
+    from episodes.io.tools import other_env_problem
     from episodes.runner import EnvRunner, RandomPolicy
 
     # The runner records the same number of steps in every env: round up to a multiple.

@@ -27,7 +27,7 @@ from episodes.converter.alike import (
     env_label,
     env_space,
 )
-from episodes.converter.refusals import (
+from episodes.converter.column_refusals import (
     checked_obs_fn_output,
     storable_extra,
 )
@@ -293,7 +293,7 @@ def time_major(
             or chunks (or envs) whose observations, actions or extra outputs differ in
             nesting, per-step shape or kind, named with the field (envs of other spaces);
             or an extra output that is not one array of real numbers per step
-            (:func:`~episodes.converter.refusals.storable_extra`: a step recorded as a
+            (:func:`~episodes.converter.column_refusals.storable_extra`: a step recorded as a
             Python list is one array, as the runner takes it); or rewards that are not one
             number a step (:func:`~episodes.converter.reward_steps.step_rewards`); or a
             stepless end filed under another env that ends none of its episode's chunks

@@ -11,9 +11,9 @@ from episodes.connectors.base import id_rows
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.learner import stepless_end, stepless_ends
 from episodes.converter.alike import agreed_space
+from episodes.converter.column_refusals import checked_obs_fn_output
 from episodes.converter.columns import ColumnKeys, ObsFn, layout_batch, rows
 from episodes.converter.inputs import callable_or_none, column_keys, refuse_one_episode
-from episodes.converter.refusals import checked_obs_fn_output
 from episodes.episode import SingleAgentEpisode
 from episodes.episode.agent_ids import check_agent_ids
 from episodes.episode.sample_batch import exact_steps, id_column, time_steps

@@ -3,6 +3,17 @@
 This subpackage needs torch; ``import episodes`` does not import it.
 """
 
+try:
+    import torch as _torch  # noqa: F401 - only checks that torch is installed
+except ModuleNotFoundError as _missing:
+    if _missing.name != "torch":
+        raise
+    raise ImportError(
+        "episodes.rollout needs torch, which is not installed here: install it (pip install "
+        "torch); episodes, its replay buffers, runner, connectors, episodes.io and "
+        "episodes_to_batch work without it"
+    ) from _missing
+
 from .circular_buffer import CircularBuffer, HistoryWindows
 from .gae import bootstrap_time_outs, compute_gae
 from .generators import (
