@@ -363,13 +363,6 @@ def test_a_capacity_past_int64_is_not_refused_by_arrays(cls: Any) -> None:
     assert by_episodes.get_num_episodes() == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="_victims computes `steps[-1] - buffer.capacity` on an int64 array: a capacity of "
-    "2**63 or more (which the constructor accepts and add handles) raises OverflowError "
-    "('Python int too large to convert to C long') from add_rollouts",
-)
 @pytest.mark.parametrize("cls", CLASSES, ids=CLASS_IDS)
 def test_add_rollouts_into_a_buffer_of_capacity_past_int64(cls: Any) -> None:
     rng = np.random.default_rng(0)
@@ -439,13 +432,6 @@ def test_more_bad_input_is_refused_by_name_and_changes_nothing(
     assert buf.get_evicted_ids() == ["gone"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ids given as a set are taken in the set's iteration order (hash order, which for "
-    "str ids changes from process to process), so which rollout gets which id is arbitrary; "
-    "_ids' own refusal says 'expected a sequence', but only a str, bytes, Mapping or object "
-    "without __len__ is refused",
-)
 def test_ids_given_as_a_set_are_refused() -> None:
     buf = EpisodeReplayBuffer(10, seed=0)
     with pytest.raises(TypeError, match="^ids: "):
@@ -453,12 +439,6 @@ def test_ids_given_as_a_set_are_refused() -> None:
     assert len(buf) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a 0-d observations array is refused with 'replay stores numeric arrays only (got "
-    "dtype float32)': float32 is numeric; the shape [B, H + 1, ...] is what is wrong (a 1-d "
-    "array gets the shape message)",
-)
 def test_a_scalar_observation_is_refused_for_its_shape() -> None:
     buf = EpisodeReplayBuffer(10, seed=0)
     with pytest.raises(ValueError, match=r"observations: expected shape \[B, H \+ 1"):
@@ -647,12 +627,6 @@ def test_a_dataset_being_appended_to(fmt: str, tmp_path: Path) -> None:
             w.write_many([ep])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a 0-d numpy array as ids passes the `hasattr(ids, '__iter__')` check and fails "
-    "in list(ids) with numpy's bare 'iteration over a 0-d array', naming neither ids nor the "
-    "fix that one str id gets ('pass [...]')",
-)
 def test_a_zero_d_array_of_ids_is_refused_by_name(tmp_path: Path) -> None:
     _write(tmp_path / "d", "v1", [SingleAgentEpisode("a", observations=[0])])
     with pytest.raises(TypeError, match="ids must be a collection of ids"):

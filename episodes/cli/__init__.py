@@ -198,13 +198,14 @@ def _filter(args: argparse.Namespace) -> int:
 def _minari_module() -> Any:
     try:
         import minari  # noqa: F401 - only checks that the extra is installed
-
-        from episodes.io import minari_io
     except ImportError as err:
         raise CliError(
             "Minari interop needs minari: pip install 'episodes[minari]' (or pip install minari)"
             f" ({err})"  # an installed one that fails to import says why
         ) from err
+    # Ours needs pyarrow: a missing one is named by main, not blamed on minari.
+    from episodes.io import minari_io
+
     return minari_io
 
 

@@ -42,7 +42,8 @@ def record(args: argparse.Namespace) -> int:
     """
     import gymnasium as gym
 
-    from episodes.io.tools import other_env_problem, removed_if_failed  # pyarrow, on first use
+    from episodes.io.other_env import other_env_problem  # no pyarrow: --format 1 needs none
+    from episodes.io.writer import removed_if_failed
     from episodes.runner import unrecordable_kind
 
     if args.steps < 1 or args.num_envs < 1:
@@ -149,8 +150,8 @@ def _record_into(
     holds until this writer closes: a v2 header, naming the env, is made whole by the first
     writer (the others read it) and never changes; a v1 writer holds the dataset's lock.
     """
-    from episodes.io import DatasetMetadata, DatasetWriter
-    from episodes.io.tools import other_env_problem
+    from episodes.io import DatasetMetadata
+    from episodes.io.other_env import other_env_problem
     from episodes.runner import EnvRunner, RandomPolicy
 
     # The runner records the same number of steps in every env: round up to a multiple.
@@ -164,6 +165,8 @@ def _record_into(
         if args.format == 1:
             writer = EpisodeWriter(args.out)
         else:
+            from episodes.io import DatasetWriter  # pyarrow, loaded for format 2 only
+
             metadata = DatasetMetadata.from_env(
                 env,
                 seeds=None if args.seed is None else [args.seed],

@@ -26,7 +26,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import tree
 
+from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import FIELDS, Field, SingleAgentEpisode
 from episodes.io.column_codec import decode_column, encode_column, space_dict
 from episodes.io.errors import (
@@ -38,6 +40,7 @@ from episodes.io.errors import (
 from episodes.io.format import FORMAT_NAME, FORMAT_VERSION, check_version
 from episodes.io.values import BlobReader, BlobWriter, decode_value, encode_value, plain_keys
 from episodes.spaces import find_space_kind, space_from_dict
+from episodes.structs import NESTED_TYPES
 
 __all__ = ["BLOB_FILE", "decode_episode", "encode_episode", "numpy_episode", "plain_id"]
 
@@ -87,6 +90,8 @@ def encode_episode(episode: SingleAgentEpisode) -> tuple[dict[str, Any], dict[st
         value = values[field.name]
         if field.kind == "column":
             prefix = _FILE_PREFIX.get(field.name, field.name)
+            if field.name != "infos":  # to_numpy() leaves infos as given too
+                value = _arrays_read(value, field.name)
             meta["columns"][field.name] = encode_column(value, prefix, arrays, blob, field.name)
         elif field.kind == "columns":
             meta[field.name] = _encode_extras(field.name, value, arrays, blob)
@@ -110,8 +115,63 @@ def _encode_extras(
     keys = plain_keys(columns, name)
     for i, (key, buf) in enumerate(zip(keys, columns.values())):
         where = f"{name}[{key!r}]"
+        buf = _arrays_read(buf, where)
         pairs.append([key, encode_column(buf, f"{_EXTRAS_PREFIX}{i}", arrays, blob, where)])
     return pairs
+
+
+def _arrays_read(column: InfiniteLookbackBuffer, where: str) -> InfiniteLookbackBuffer:
+    """``column``, or a copy whose array-likes are read as ``np.asarray`` reads them.
+
+    A list-mode column may hold array-likes that are no numpy values (a JAX array, a torch
+    tensor on the CPU: anything with ``__array__``), as leaves of its items too. The replay
+    buffers and :meth:`~episodes.SingleAgentEpisode.to_numpy` read them through
+    ``__array__``; so the writers do, and store the arrays numpy gives (one holding objects
+    is refused when it is encoded, as a numpy array of objects is). ``column`` itself is
+    left unchanged; one with no array-like (and a numpy column) is returned as it is.
+
+    Raises:
+        UnstorableValueError: numpy cannot read an array-like (a tensor that requires
+            grad), naming ``where``, the item and the value's type.
+
+    Example:
+        >>> import torch
+        >>> column = InfiniteLookbackBuffer([{"a": torch.tensor([1.0])}, {"a": np.zeros(1)}])
+        >>> _arrays_read(column, "observations").data
+        [{'a': array([1.], dtype=float32)}, {'a': array([0.])}]
+        >>> plain = InfiniteLookbackBuffer([1, 2])
+        >>> _arrays_read(plain, "actions") is plain
+        True
+    """
+    if column.finalized:
+        return column
+    items = column.data
+    kinds = set(map(type, items))  # a column of numbers or arrays: one pass in C
+    if any(issubclass(kind, NESTED_TYPES) for kind in kinds):
+        try:
+            kinds = set(map(type, tree.flatten(items)))
+        except (TypeError, RecursionError):  # unsortable keys, deep nesting: encoding names them
+            return column
+    if not any(_array_like(kind) for kind in kinds):
+        return column
+    read = []
+    for i, item in enumerate(items):
+        try:
+            read.append(tree.map_structure(_as_array, item))
+        except Exception as err:  # the array-like's own __array__ failed
+            raise UnstorableValueError(
+                f"{where}[{i}]: numpy cannot read this array-like: {type(err).__name__}: {err}"
+            ) from err
+    return InfiniteLookbackBuffer(read, column.lookback, column.space)
+
+
+def _array_like(kind: type) -> bool:
+    """Whether values of ``kind`` are array-likes numpy reads (``__array__``), no numpy value."""
+    return hasattr(kind, "__array__") and not issubclass(kind, (np.ndarray, np.generic))
+
+
+def _as_array(leaf: Any) -> Any:
+    return np.asarray(leaf) if _array_like(type(leaf)) else leaf
 
 
 def _encode_scalar(field: Field, value: Any) -> Any:

@@ -71,8 +71,8 @@ def load_episodes(
         CorruptDatasetError: The pieces of an id do not join, or a piece is damaged (of
             several such ids, the one whose first piece is stored first raises in v2).
         DatasetError: (a subclass) for a missing, corrupt, unsafe or unsupported dataset.
-        TypeError: ``ids`` is one string or not iterable (pass ``[id_]``), ``numpy`` is not
-            None, True or False, or ``verify`` is no bool.
+        TypeError: ``ids`` is one string, a 0-d array or not iterable (pass ``[id_]``),
+            ``numpy`` is not None, True or False, or ``verify`` is no bool.
 
     Example:
         >>> import tempfile
@@ -96,6 +96,12 @@ def load_episodes(
     if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
         raise TypeError(
             f"ids must be a collection of ids, got the single id {ids!r}: pass [{ids!r}]"
+        )
+    if getattr(ids, "ndim", None) == 0:  # a 0-d array or tensor: __iter__ that raises
+        one = ids.item() if hasattr(ids, "item") else ids
+        raise TypeError(
+            f"ids must be a collection of ids, got a 0-d array holding the single id {one!r}: "
+            f"pass [{one!r}]"
         )
     numpy, verify = read_flags(numpy, verify)
     wanted = list(ids)

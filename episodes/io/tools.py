@@ -39,8 +39,9 @@ from episodes.io.copy_storage import SAME, copy_storage
 from episodes.io.errors import DatasetError
 from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata, given_metadata
+from episodes.io.other_env import other_env_problem
 from episodes.io.quarantine import warn_quarantined
-from episodes.io.reader import DatasetInfo, EpisodeSummary, dataset_info, printable, read_episodes
+from episodes.io.reader import DatasetInfo, EpisodeSummary, dataset_info, read_episodes
 from episodes.io.returns import exact_returns
 from episodes.io.shard_writer import DEFAULT_SHARD_BYTES, DatasetWriter
 from episodes.io.shards import is_v2
@@ -56,7 +57,7 @@ from episodes.io.tool_args import (
 )
 from episodes.io.v2_read import pieces_with_walls
 from episodes.io.values import id_key, signless_zeros
-from episodes.io.writer import FRESH_NAMES, removed_if_failed
+from episodes.io.writer import removed_if_failed
 
 __all__ = [
     "filter_dataset",
@@ -494,46 +495,3 @@ def _merged_custom_data(src: PathLike, ids: list[Any], stop: int) -> dict[Any, d
         for _, data in sorted(parts, key=lambda part: part[0]):
             merged[key].update(data)
     return merged
-
-
-def other_env_problem(
-    path: PathLike, env_id: str, observation_space: Any, action_space: Any
-) -> str:
-    """Why episodes of ``env_id`` may not be appended to the dataset at ``path`` ("" if they may).
-
-    A v2 dataset's metadata names its env (``env_id`` is compared with it: pass the id the
-    env's spec holds, which a ``module:`` prefix does not reach), also where it holds no
-    episodes yet; where it holds episodes, the spaces of its first episode are compared too
-    (a wrapper that changes the spaces keeps the env id). A directory that holds no dataset
-    yet (nothing, or only what a v1 writer killed before its ``format.json`` left, which
-    ``EpisodeWriter`` restarts), or a dataset of no episodes whose metadata names no env,
-    takes any env. ``episodes record`` asks again once its writer has the dataset open.
-
-    Example:
-        >>> import tempfile
-        >>> import gymnasium as gym
-        >>> from episodes import SingleAgentEpisode
-        >>> path = tempfile.mkdtemp()
-        >>> with DatasetWriter(path, metadata=DatasetMetadata(env_id="CartPole-v1")) as w:
-        ...     w.write(SingleAgentEpisode("a", observations=[0]))
-        >>> other_env_problem(path, "Pendulum-v1", None, None).split("; ")[1]
-        'record Pendulum-v1 into a new directory'
-    """
-    root = Path(path)
-    if not is_v2(root) and not (root / "format.json").exists():
-        manifest = root / "manifest.jsonl"  # none, or what a killed v1 writer left: new
-        if not manifest.exists() or (
-            manifest.stat().st_size == 0 and {p.name for p in root.iterdir()} <= FRESH_NAMES
-        ):
-            return ""
-    info = dataset_info(root)
-    recorded = (info.metadata or {}).get("env_id")
-    if recorded is not None and recorded != env_id:  # with no episodes too: its header says
-        return f"{path} is a dataset of {printable(recorded)}; record {env_id} into a new directory"
-    if not info.num_episodes or info.observation_space is None:  # a wrapper keeps the env id
-        return ""
-    if (info.observation_space, info.action_space) != (observation_space, action_space):
-        return (
-            f"{path} holds episodes of other spaces than {env_id}'s; record it into a new directory"
-        )
-    return ""

@@ -53,7 +53,6 @@ from collections import OrderedDict
 from typing import Any, TypeVar
 
 import numpy as np
-import torch.utils.data
 
 from episodes.indexing import as_flag, discount_factor, whole_number
 from episodes.io.arrow_leaves import leaf_from_arrow
@@ -77,11 +76,13 @@ from episodes.io.returns_to_go import RunReturns, run_returns
 from episodes.io.shard_codec import EXTRAS, column_of
 from episodes.io.shard_columns import plan_columns
 from episodes.io.shard_reader import Dataset
+from episodes.io.torch_needed import needed_torch
 from episodes.io.v2_read import v2_dataset
 from episodes.io.values import decode_value
 from episodes.io.window_padding import padded_window
 
 __all__ = ["NoWindowsWarning", "SequenceDataset", "TransitionDataset"]
+_torch: Any = needed_torch("episodes.io.torch_data", "read datasets with load_episodes or Dataset")
 
 # Column plans kept per process (about 1.7 KB each for CartPole pieces). A shuffled pass
 # draws every piece again and again, so the cache must hold the pieces it cycles through:
@@ -116,7 +117,7 @@ class NoWindowsWarning(UserWarning):
     """
 
 
-class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
+class _EpisodeData(_torch.utils.data.Dataset[dict[str, Any]]):
     """Shared machinery: a reader opened lazily per process and an index of sample counts."""
 
     _closed = False  # set by close() (a class default: a pickle of an older build lacks it)
@@ -147,9 +148,8 @@ class _EpisodeData(torch.utils.data.Dataset[dict[str, Any]]):
         # The shards these counts come from: a reader opened later must find them first.
         self._shards = (len(reader.shards), _shards_digest(reader))
         self._reader: Dataset | None = None
-        # Per episode: its shard and column plans. Plans view their shard's memory map, so
-        # those of closed shards go (or max_open_shards would not bound the maps).
-        # Each with the bytes it pins outside the shard's map, ``_pinned`` in all.
+        # Per episode: its shard, column plans, and bytes pinned outside the shard's map (sum:
+        # _pinned). Plans view the map: a closed shard's go, or max_open_shards bounds nothing.
         self._plans: OrderedDict[int, tuple[Any, dict[str, Any], int]] = OrderedDict()
         self._evictions = self._pinned = 0
 

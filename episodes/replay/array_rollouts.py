@@ -103,8 +103,15 @@ def add_rollouts(
 def _ids(buffer: EpisodeReplayBuffer, ids: Any, b: int) -> list[Any]:
     if ids is None:
         return fresh_ids(b)
-    if isinstance(ids, (str, bytes, Mapping)) or not hasattr(ids, "__len__"):
-        raise TypeError(f"ids: expected a sequence of B = {b} episode ids, got {short_repr(ids)}")
+    scalar = isinstance(ids, np.ndarray) and ids.ndim == 0  # its tolist() is one id
+    unordered = isinstance(ids, (set, frozenset))
+    if scalar or unordered or isinstance(ids, (str, bytes, Mapping)) or not hasattr(ids, "__len__"):
+        # A set's order is its hash order (a str's changes between processes): which rollout
+        # would get which id is chance.
+        why = " (a set has no order: give a list)" if unordered else ""
+        raise TypeError(
+            f"ids: expected a sequence of B = {b} episode ids, got {short_repr(ids)}{why}"
+        )
     names = list(ids.tolist() if isinstance(ids, np.ndarray) else ids)
     if len(names) != b:
         raise ValueError(f"ids: expected B = {b} episode ids, got {len(names)}")
@@ -171,8 +178,10 @@ def _victims(buffer: EpisodeReplayBuffer, n: np.ndarray) -> int:
     held = table.lengths(table.rows_by_age())
     steps = np.concatenate([[0], np.cumsum(np.concatenate([held, n]))])
     last = len(held) + len(n) - 1
-    first = int(np.searchsorted(steps, steps[-1] - buffer.capacity, "left"))
-    return min(first, last)
+    over = int(steps[-1]) - buffer.capacity  # in Python: a capacity may pass int64
+    if over <= 0:
+        return 0
+    return min(int(np.searchsorted(steps, over, "left")), last)
 
 
 def _store_all(buffer: EpisodeReplayBuffer, got: Rollouts, names: list[Any]) -> None:

@@ -62,9 +62,9 @@ def read_rollouts(
         TypeError: Values that are not numeric arrays (observations, actions and extras may
             nest them in dicts and tuples), flags that are not bools, lengths not ints, an
             extra key that is not a str.
-        ValueError: Shapes that do not match (``[B, H + 1, ...]`` observations and
-            ``[B, H, ...]`` for the rest, ``H >= 1``), lengths outside ``1 .. H``, rewards
-            that float32 cannot hold.
+        ValueError: Shapes that do not match (``[B, H + 1, ...]`` observations, ``[B, H]``
+            rewards and flags, ``[B, H, ...]`` for the rest, ``H >= 1``; a scalar has no
+            shape to match), lengths outside ``1 .. H``, rewards that float32 cannot hold.
 
     Example:
         >>> read_rollouts(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 2)))
@@ -91,9 +91,12 @@ def read_rollouts(
             raise TypeError(f"extra_model_outputs key {key!r} must be a str")
         what = f"extra_model_outputs[{key!r}]"
         extras[key] = _shaped(_block(values, what), what, b, h)
-    rew = _shaped(_plain(rewards, "rewards"), "rewards", b, h)
-    if rew.ndim != 2:
-        raise ValueError(f"rewards: expected shape [B, H] = [{b}, {h}], got {rew.shape}")
+    rew = _plain(rewards, "rewards")
+    if rew.shape != (b, h):  # one float per step: no trailing axes, unlike the others
+        raise ValueError(
+            f"rewards: expected shape [B, H] = [{b}, {h}] (B from observations "
+            f"[B, H + 1, ...]), got {rew.shape}"
+        )
     term, trunc = _flags(terminated, "terminated", b, h), _flags(truncated, "truncated", b, h)
     n = _lengths(lengths, b, h)
     stop = term | trunc
@@ -118,8 +121,19 @@ def _plain(values: Any, what: str) -> np.ndarray:
     try:
         return as_rows(values, what)
     except (TypeError, ValueError) as error:
+        if _numeric_scalar(values):  # numeric, but no rows: the caller's shape check says so
+            return np.asarray(values)
         message = str(error)
         raise type(error)(message if message.startswith(what) else f"{what}: {message}") from None
+
+
+def _numeric_scalar(values: Any) -> bool:
+    if getattr(values, "ndim", None) != 0 and not isinstance(values, (int, float, complex)):
+        return False
+    try:
+        return np.asarray(values).dtype.kind in "biufc"
+    except (TypeError, ValueError, RuntimeError):  # torch's, for a tensor that requires grad
+        return False
 
 
 def _block(values: Any, what: str) -> np.ndarray:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.indexing import discount_factor, whole_number
+from episodes.io.torch_needed import needed_torch
 from episodes.replay.errors import DeviceError
 from episodes.replay.integers import int_array  # here too: its callers import it from here
 from episodes.replay.item_slots import find_slots
@@ -511,6 +512,7 @@ def check_device(device: Any) -> Any:
     whatever the buffer holds (an empty one too), not after a whole batch was gathered.
 
     Raises:
+        ImportError: torch is not installed (numpy batches need no ``device``).
         TypeError: ``device`` is no device or device name (``3.5``).
         DeviceError: torch does not know it (``"abc"``), or it is not available here
             (``"cuda"`` on a build or machine without one), where torch raised a bare
@@ -525,7 +527,7 @@ def check_device(device: Any) -> Any:
         ...
         episodes.errors.DeviceError: device must be a torch device (or its name), got 'abc'
     """
-    import torch
+    torch = needed_torch(f"device={device!r}", "leave device out for numpy batches")
 
     try:
         parsed = torch.device(device)
@@ -554,7 +556,7 @@ def to_device(batch: Any, device: Any) -> Any:
     passes arrays it gathered itself, owned by nobody else. Other devices get copies.
 
     Raises:
-        TypeError, DeviceError: As :func:`check_device`.
+        ImportError, TypeError, DeviceError: As :func:`check_device`.
 
     Example:
         >>> batch = {"obs": np.zeros((2, 3), np.float32), "infos": np.array([{}, {}])}
@@ -562,8 +564,7 @@ def to_device(batch: Any, device: Any) -> Any:
         >>> type(out["obs"]).__name__, tuple(out["obs"].shape), type(out["infos"]).__name__
         ('Tensor', (2, 3), 'ndarray')
     """
-    import torch
-
+    torch = needed_torch(f"device={device!r}", "leave device out for numpy batches")
     device = check_device(device)  # a torch.device too: "cuda" where there is none
     tensor, contiguous = torch.from_numpy, np.ascontiguousarray
     move = device.type != "cpu"  # on the CPU .to() is a no-op, or a copy nobody needs

@@ -123,13 +123,15 @@ def host_outputs(actions: Any, extras: dict[str, Any]) -> tuple[Any, dict[str, A
 
 
 def env_actions(given: Any, host: Any) -> Any:
-    """The actions a numpy env is handed: ``host`` where ``given`` holds a torch tensor.
+    """The actions a numpy env is handed: ``host`` where ``given`` holds a non-numpy array.
 
     A torch policy's actions reach a numpy env as the host arrays that were recorded
     (detached, on the CPU, bfloat16 as float32), as RLlib's connectors hand them: a tensor
     that requires grad cannot be read by numpy, and gymnasium's spaces refuse tensors (a
-    Discrete's ``contains``) or pass them on into rewards. Anything else (numpy arrays, lists
-    of numbers) goes to the env as the policy gave it.
+    Discrete's ``contains``) or pass them on into rewards. Other array-likes (a JAX array:
+    anything with ``__array__`` that is no numpy value) go as the recorded arrays too, which
+    are ``np.asarray`` of them: gymnasium's spaces refuse them as well. Anything else (numpy
+    arrays, lists of numbers) goes to the env as the policy gave it.
 
     Example:
         >>> import torch
@@ -140,24 +142,27 @@ def env_actions(given: Any, host: Any) -> Any:
         >>> env_actions(given, host_array(given)) is given
         True
     """
-    return host if _holds_tensor(given) else given
+    return host if _holds_array_like(given) else given
 
 
-def _holds_tensor(value: Any) -> bool:
-    """Whether ``value`` is or holds a torch tensor; a list is judged by its first item.
+def _holds_array_like(value: Any) -> bool:
+    """Whether ``value`` is or holds a tensor or other non-numpy array-like (``__array__``).
 
-    A policy's list of per-env actions holds one kind of item: reading them all would cost a
-    call per sub-env and step (96 us for 1,024 ints).
+    A list is judged by its first item: a policy's list of per-env actions holds one kind of
+    item, and reading them all would cost a call per sub-env and step (96 us for 1,024 ints).
     """
     if value.__class__ is np.ndarray:
         return False
     if hasattr(value, "detach"):  # a torch tensor, without importing torch
         return True
     if isinstance(value, Mapping):
-        return any(_holds_tensor(item) for item in value.values())
+        return any(_holds_array_like(item) for item in value.values())
     if isinstance(value, tuple):
-        return any(_holds_tensor(item) for item in value)
-    return isinstance(value, list) and bool(value) and _holds_tensor(value[0])
+        return any(_holds_array_like(item) for item in value)
+    if isinstance(value, list):
+        return bool(value) and _holds_array_like(value[0])
+    # A JAX array: numpy reads it, gymnasium's spaces do not (a Discrete's ``contains``).
+    return hasattr(value, "__array__") and not isinstance(value, (np.ndarray, np.generic))
 
 
 class _MaskedOutput(ValueError):

@@ -258,7 +258,7 @@ class BatchedRecorder:
 
         Outputs viewing a buffer the env writes in place (its observations, the actions it
         clips) are copied first (``Blocks.put_outputs``); recorded at :meth:`env_step`. Torch
-        actions go to the env as their host arrays (``host_values.env_actions``).
+        and JAX actions go to the env as their host arrays (``host_values.env_actions``).
 
         Example:
             >>> rec = BatchedRecorder(2, AutoresetMode.SAME_STEP, 0, RunnerMetrics())
