@@ -17,78 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from episodes.runner import EnvRunner, EpisodeTally, Evaluated, RandomPolicy, evaluate
-
-MODES = {
-    "next_step": gym.vector.AutoresetMode.NEXT_STEP,
-    "same_step": gym.vector.AutoresetMode.SAME_STEP,
-    "disabled": gym.vector.AutoresetMode.DISABLED,
-}
-
-
-class Success(gym.Wrapper):
-    """Sets ``info["is_success"]`` at the last step (a truncation counts as a success)."""
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        if terminated or truncated:
-            info = {**info, "is_success": bool(truncated)}
-        return obs, reward, terminated, truncated, info
-
-
-def cartpole_policy(obs):
-    """Deterministic; on the seeds below some episodes end terminated, some truncated at 40."""
-    return (np.asarray(obs)[:, 2] > 0).astype(np.int64), {}
-
-
-def pendulum_policy(obs):
-    """A deterministic torque in [-2, 2] (a Gaussian policy's mean)."""
-    obs = np.asarray(obs)
-    return np.clip(-1.5 * obs[:, 2:3] - 0.7 * obs[:, 0:1], -2.0, 2.0).astype(np.float32), {}
-
-
-ENVS = {
-    "cartpole": ("CartPole-v1", 40, cartpole_policy),
-    "pendulum": ("Pendulum-v1", 25, pendulum_policy),
-}
-
-
-def vector_env(name, num_envs, mode, limit=None):
-    env_id, default_limit, _ = ENVS[name]
-    return gym.make_vec(
-        env_id,
-        num_envs,
-        vectorization_mode="sync",
-        wrappers=[Success],
-        vector_kwargs={"autoreset_mode": MODES[mode]},
-        max_episode_steps=default_limit if limit is None else limit,
-    )
-
-
-def recipe(runner, seeds, num_steps=16):
-    """docs/evaluation.md's hand-written recipe before ``evaluate`` existed (a copy)."""
-    n = runner.num_envs
-    finished, episodes = [], []
-    for start in range(0, len(seeds), n):
-        batch = list(seeds[start : start + n])
-        runner.reset(seed=batch + [None] * (n - len(batch)))
-        tally, first, pieces = EpisodeTally(), {}, {}
-        while len(first) < len(batch):
-            chunks = runner.sample(num_steps)
-            for chunk in chunks:
-                pieces.setdefault(chunk.id_, []).append(chunk)
-            for e in tally.add(chunks):
-                if e.env_index < len(batch) and e.env_index not in first:
-                    first[e.env_index] = e
-        for i, seed in enumerate(batch):
-            e = first[i]
-            whole, *rest = pieces[e.id_]
-            for piece in rest:
-                whole.concat_episode(piece)
-            whole.custom_data["seed"] = seed
-            finished.append(e)
-            episodes.append(whole)
-    return finished, episodes
+from episodes.runner import EnvRunner, Evaluated, RandomPolicy, evaluate
+from tests.runner._eval_envs import (
+    ENVS,
+    MODES,
+    Success,
+    cartpole_policy,
+    pendulum_policy,
+    recipe,
+    vector_env,
+)
 
 
 @functools.cache
