@@ -50,7 +50,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from episodes.io.fork_lock import ForkLock
-from episodes.io.format import MANIFEST_FILE, MAX_JSON_BYTES, ManifestEntry, read_regular_file
+from episodes.io.format import (
+    MANIFEST_FILE,
+    MAX_JSON_BYTES,
+    ManifestEntry,
+    check_inside,
+    read_regular_file,
+)
 from episodes.io.kept_manifests import KeptManifests
 from episodes.io.open_shards import holds_data
 from episodes.io.v1_manifest import manifest_entries
@@ -126,6 +132,19 @@ def v1_pieces(root: Path) -> dict[str, tuple[ManifestEntry, ...]]:
 
 
 # ------------------------------------------------------------------------------------- v2
+def _same(new: Any, kept: Any) -> bool:
+    """Whether a manifest's parse is the kept one: the same objects when no line changed.
+
+    Otherwise equal and of equal ``repr``: ``==`` alone takes ``1``, ``1.0`` and ``True`` for
+    one another, and a row or header re-sealed so must be read (and refused) as a fresh read
+    reads it.
+    """
+    if isinstance(new, tuple) and isinstance(kept, tuple) and len(new) == len(kept):
+        if all(a is b for a, b in zip(new, kept)):
+            return True
+    return bool(new is kept or (new == kept and repr(new) == repr(kept)))
+
+
 def _signature(path: Path) -> tuple[int, ...] | None:
     try:
         st = os.lstat(path)
@@ -234,10 +253,13 @@ class LentDataset:
 
         entry = self.ds.shards[s]
         root = self.ds.root
-        return tuple(
-            _signature(shard_file(root, entry.name, suffix))
+        paths = [
+            shard_file(root, entry.name, suffix)
             for suffix in (INDEX_SUFFIX, DATA_SUFFIX[entry.data_format])
-        )
+        ]
+        for path in paths:  # as an open checks them: a directory moved out and linked back
+            check_inside(root, path)  # leaves its files' lstat as it was
+        return tuple(_signature(path) for path in paths)
 
 
 _v2: OrderedDict[str, LentDataset] = OrderedDict()
@@ -301,8 +323,7 @@ def lent_dataset(path: str | os.PathLike[str]) -> Iterator[LentDataset]:
         except BaseException:
             lent.ds.close()
             raise
-        # The same shards (the same objects, when no line changed: compared at once).
-        if tuple(shards) != lent.ds.shards or header != lent.ds.header:
+        if not (_same(tuple(shards), lent.ds.shards) and _same(header, lent.ds.header)):
             lent.ds.close()
             lent = None
         else:
