@@ -25,7 +25,7 @@ MAX_LINES_WITH_EXAMPLES = 700
 
 # Each group may import itself and every group before it.
 LAYERS: list[set[str]] = [
-    {"spaces", "indexing", "arguments", "structs", "envs", "seeds", "errors"},
+    {"spaces", "indexing", "arguments", "structs", "shapes", "envs", "seeds", "errors"},
     {"buffer"},
     {"episode"},
     {"connectors"},
@@ -39,7 +39,7 @@ LAYERS: list[set[str]] = [
     {"cli", "__main__", "__init__"},
 ]
 # rollout works on tensors only: it may use the pure helpers and nothing that knows episodes.
-ONLY = {"rollout": {"rollout", "spaces", "indexing", "arguments", "structs", "errors"}}
+ONLY = {"rollout": {"rollout", "spaces", "indexing", "arguments", "structs", "shapes", "errors"}}
 
 
 def _modules() -> list[Path]:

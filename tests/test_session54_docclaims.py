@@ -13,8 +13,6 @@ import importlib
 import inspect
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -39,33 +37,12 @@ from episodes.io.errors import EpisodeNotFoundError, UnstorableValueError
 from episodes.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 from episodes.runner import EnvRunner, EpisodeTally, Evaluated, FinishedEpisode, evaluate
 from episodes.runner.host_values import env_actions
-
-ROOT = Path(__file__).resolve().parents[1]
-
-# The subprocess prelude of tests/test_session54_notorch.py: torch is refused as an
-# uninstalled package would be.
-REFUSE = """
-import sys
-class _Refuse:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {missing!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-sys.meta_path.insert(0, _Refuse())
-"""
+from tests._torch_blocker import run_refusing
 
 
 def run_script(code: str, missing: tuple[str, ...] = ("torch",)) -> str:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    script = REFUSE.format(missing=set(missing)) + textwrap.dedent(code)
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    """The output of ``code`` run where ``missing`` cannot be imported (torch, by default)."""
+    done = run_refusing(textwrap.dedent(code), missing)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

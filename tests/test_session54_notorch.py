@@ -8,26 +8,17 @@ scalar conversions, no numpy class.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._torch_blocker import run_refusing
 
-REFUSE = """
-import sys
-class _Refuse:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {missing!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-sys.meta_path.insert(0, _Refuse())
-"""
+ROOT = Path(__file__).resolve().parents[1]
 
 ARRAY_LIKE = '''
 import numpy as np
@@ -60,17 +51,7 @@ def run_without(code: str, missing: tuple[str, ...] = ("torch",), cwd: Path | No
     prelude = ""
     if code.startswith(ARRAY_LIKE):
         prelude, code = ARRAY_LIKE, code[len(ARRAY_LIKE) :]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    script = REFUSE.format(missing=set(missing)) + prelude + textwrap.dedent(code)
-    return subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env=env,
-        timeout=60,
-    )
+    return run_refusing(prelude + textwrap.dedent(code), missing, cwd)
 
 
 def ok(done: subprocess.CompletedProcess) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from episodes.indexing import discount_factor
+from episodes.shapes import same_but_trailing_ones
 
 
 def bootstrap_truncated_rewards(
@@ -77,15 +78,7 @@ def _shaped_like(x: np.ndarray, name: str, like: tuple[int, ...]) -> np.ndarray:
     # Only a trailing unit dimension may differ: broadcasting a [T] mask against [T, 1]
     # rewards would give [T, T], and a [1] mask would bootstrap every step.
     if x.shape != like:
-        if _without_trailing_ones(x.shape) != _without_trailing_ones(like):
+        if not same_but_trailing_ones(x.shape, like):
             raise ValueError(f"{name} has shape {x.shape}, expected {like}")
         x = x.reshape(like)
     return x
-
-
-def _without_trailing_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
-    # rollout.leaves has the same rule, but importing it needs torch, which this path does not.
-    shape = tuple(shape)
-    while shape and shape[-1] == 1:
-        shape = shape[:-1]
-    return shape

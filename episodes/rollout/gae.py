@@ -22,6 +22,7 @@ import math
 import torch
 
 from episodes.indexing import discount_factor
+from episodes.shapes import same_but_trailing_ones
 
 from .leaves import data_tensor
 
@@ -32,18 +33,11 @@ __all__ = ["bootstrap_time_outs", "compute_gae"]
 _ELEMENTS_PER_DISPATCH = 512
 
 
-def _without_trailing_ones(shape: torch.Size) -> tuple[int, ...]:
-    dims = list(shape)
-    while dims and dims[-1] == 1:
-        dims.pop()
-    return tuple(dims)
-
-
 def _as_time_major(x: torch.Tensor, name: str, like: torch.Size) -> torch.Tensor:
     # Only a trailing unit dimension may differ ([T, N] against [T, N, 1]): reshaping any
     # tensor with the right count would take a [N, T] tensor as [T, N] and mix envs and steps.
     if x.shape != like:
-        if _without_trailing_ones(x.shape) != _without_trailing_ones(like):
+        if not same_but_trailing_ones(x.shape, like):
             raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {tuple(like)}")
         x = x.reshape(like)
     return x

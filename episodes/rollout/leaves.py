@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
 from episodes.indexing import whole_number
+
+# Kept importable from here, where it began; the converter's torch-free path shares it.
+from episodes.shapes import same_but_trailing_ones as same_but_trailing_ones
 
 from .specs import normal_tensors
 
@@ -99,21 +102,6 @@ def can_take(dst: torch.Tensor, src: Any) -> bool:
         and src.is_contiguous()
         and not src.is_inference()
     )
-
-
-def same_but_trailing_ones(a: Sequence[int], b: Sequence[int]) -> bool:
-    """Whether two shapes differ at most in trailing 1s (``[T, N]`` serves ``[T, N, 1]``).
-
-    Example:
-        >>> same_but_trailing_ones((3, 2), (3, 2, 1)), same_but_trailing_ones((3, 2), (2, 3))
-        (True, False)
-    """
-    a, b = list(a), list(b)
-    while a and a[-1] == 1:
-        a.pop()
-    while b and b[-1] == 1:
-        b.pop()
-    return a == b
 
 
 def data_tensor(value: Any, label: str, *, real: bool = False) -> torch.Tensor:

@@ -38,7 +38,6 @@ from episodes.io import (
     DatasetMetadata,
     DatasetWriter,
     EpisodeNotFoundError,
-    EpisodeWriter,
     UnsafeDataError,
     episode_loads,
     index_cache,
@@ -47,22 +46,9 @@ from episodes.io import (
 )
 from episodes.io.manifest_lines import seal_lines, unseal_line
 from episodes.io.values import id_key
-
-
-def _episode(id_: Any, n: int = 2, start: float = 0.0) -> SingleAgentEpisode:
-    obs = [np.full(3, start + i, np.float32) for i in range(n + 1)]
-    return SingleAgentEpisode(
-        id_, observations=obs, actions=list(range(n)), rewards=[1.0] * n, len_lookback_buffer=0
-    )
-
-
-def _write(path: Path, fmt: str, episodes: list[SingleAgentEpisode], **kw: Any) -> None:
-    if fmt == "v1":
-        with EpisodeWriter(path, sync=False) as w:
-            w.write_many(episodes)
-    else:
-        with DatasetWriter(path, sync=False, **kw) as w:
-            w.write_many(episodes)
+from tests.io import _cache_datasets
+from tests.io._cache_datasets import episode as _episode
+from tests.io._cache_datasets import write_dataset as _write
 
 
 def _outcome(call: Any) -> Any:
@@ -123,18 +109,9 @@ def _fds(root: Path) -> int:
     return held
 
 
-@pytest.fixture(autouse=True)
-def _clean() -> Any:
-    index_cache.forget_datasets()
-    yield
-    index_cache.forget_datasets()
-
-
-@pytest.fixture
-def settled_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files count as settled at once: a shard opened once is reused by the next call."""
-    monkeypatch.setattr(index_cache, "SETTLED_NS", 0)
-    time.sleep(0.02)  # past the timestamp granularity of the files just written
+# Fixtures from the shared module: each test starts with nothing kept; files settle at once.
+_clean = _cache_datasets.nothing_kept
+settled_now = _cache_datasets.settled_now
 
 
 @pytest.fixture(scope="module")

@@ -25,32 +25,20 @@ from episodes import SingleAgentEpisode
 from episodes.io import (
     CorruptDatasetError,
     DatasetError,
-    DatasetWriter,
     EpisodeNotFoundError,
-    EpisodeWriter,
     index_cache,
     load_episode,
     load_episodes,
     shard_reader,
 )
+from tests.io import _cache_datasets
+from tests.io._cache_datasets import episode as _episode
+from tests.io._cache_datasets import write_dataset as _write
 
 FORMATS = ["v1", "v2"]
-
-
-def _episode(id_: Any, n: int = 2, start: int = 0) -> SingleAgentEpisode:
-    obs = [np.full(3, start + i, np.float32) for i in range(n + 1)]
-    return SingleAgentEpisode(
-        id_, observations=obs, actions=list(range(n)), rewards=[1.0] * n, len_lookback_buffer=0
-    )
-
-
-def _write(path: Path, fmt: str, episodes: list[SingleAgentEpisode]) -> None:
-    if fmt == "v1":
-        with EpisodeWriter(path, sync=False) as w:
-            w.write_many(episodes)
-    else:
-        with DatasetWriter(path, sync=False) as w:
-            w.write_many(episodes)
+# Fixtures from the shared module: each test starts with nothing kept; files settle at once.
+_clean = _cache_datasets.nothing_kept
+settled_now = _cache_datasets.settled_now
 
 
 def _fresh(path: Path, id_: Any, **kw: Any) -> SingleAgentEpisode:
@@ -60,19 +48,6 @@ def _fresh(path: Path, id_: Any, **kw: Any) -> SingleAgentEpisode:
 
 def _shard_files(path: Path) -> list[Path]:
     return sorted((path / "shards").glob("*.json"))
-
-
-@pytest.fixture(autouse=True)
-def _clean() -> Any:
-    index_cache.forget_datasets()
-    yield
-    index_cache.forget_datasets()
-
-
-@pytest.fixture
-def settled_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files count as settled at once: a shard opened once is reused by the next call."""
-    monkeypatch.setattr(index_cache, "SETTLED_NS", 0)
 
 
 @pytest.fixture
@@ -333,8 +308,13 @@ def test_only_settled_memory_mapped_shards_stay_open_between_calls(
 ) -> None:
     if settle == "at once":
         monkeypatch.setattr(index_cache, "SETTLED_NS", 0)
-    with DatasetWriter(tmp_path, sync=False, data_format=data_format, compression=compression) as w:
-        w.write_many([_episode("a"), _episode("b", n=3)])
+    _write(
+        tmp_path,
+        "v2",
+        [_episode("a"), _episode("b", n=3)],
+        data_format=data_format,
+        compression=compression,
+    )
     want = _fresh(tmp_path, "b")
     for _ in range(3):
         assert load_episode(tmp_path, "b") == want
