@@ -82,7 +82,8 @@ class MeanStdFilter(EpisodeConnector):
         clip: Clip the output to ``[-clip, clip]`` (a number > 0), or None for no clipping.
         eps: Added to the std before dividing (a number > 0; RLlib's 1e-6 by default).
         update: Count new observations in calls; False freezes the statistics (evaluation,
-            or runners acting on a learner's synced statistics).
+            or runners acting on a learner's synced statistics). The settings may be
+            assigned later (``filt.update = False``), checked as here.
         out_key: The batch column to write (a str).
         inference: Rows per episode (see :mod:`episodes.connectors.base`).
 
@@ -129,6 +130,21 @@ class MeanStdFilter(EpisodeConnector):
         self.update = as_flag(update, "update")
         self.out_key = out_key
         self._s = _Stats()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Checked on every assignment, not only by the constructor: ``filt.update = False``
+        # is how a loop freezes the filter for evaluation (VecNormalize's ``training``), and a
+        # bad value set later (``clip = -1``, ``update = "no"``) would clip, count or divide
+        # wrongly without a word. A refused value leaves the old one.
+        if name in ("update", "inference"):
+            value = as_flag(value, name)
+        elif name == "clip" and value is not None:
+            value = _positive(value, "clip")
+        elif name == "eps":
+            value = _positive(value, "eps")
+        elif name == "out_key":
+            value = _column_name(value, "MeanStdFilter's out_key")
+        super().__setattr__(name, value)
 
     def shared(self, *, inference: bool | None = None, update: bool | None = None) -> MeanStdFilter:
         """A filter on the same statistics (and counted episodes), with its own row choice.
