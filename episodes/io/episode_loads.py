@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from episodes.io.encoding import numpy_episode
 from episodes.io.errors import CorruptDatasetError, EpisodeNotFoundError
 from episodes.io.format import ManifestEntry, check_format
 from episodes.io.index_cache import LentDataset, lent_dataset, v1_pieces
+from episodes.io.piece_dtypes import widen_pieces
 from episodes.io.reader import load_chunk, read_flags
 from episodes.io.relist_hint import raise_hinted
 from episodes.io.shards import is_v2
@@ -147,9 +148,13 @@ def _v1_joined(
     # numpy=True numpys the joined episode, not each piece: a piece's own dtypes (int rewards
     # before a piece of float ones) would refuse steps the whole episode's column takes.
     as_stored = None if numpy else numpy
-    episode = load_chunk(root, mine[0], numpy=as_stored, verify=verify)
-    for entry in mine[1:]:
-        chunk = load_chunk(root, entry, numpy=as_stored, verify=verify)
+    pieces: Iterator[SingleAgentEpisode] = (
+        load_chunk(root, entry, numpy=as_stored, verify=verify) for entry in mine
+    )
+    if numpy:  # each column in the dtype the whole episode's values take: all read first
+        pieces = iter(widen_pieces(list(pieces)))
+    episode = next(pieces)
+    for entry, chunk in zip(mine[1:], pieces, strict=True):
         try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
             concat_piece(episode, chunk)
         except (AssertionError, ValueError) as err:
@@ -209,10 +214,13 @@ def _v2_joined(ds: Dataset, id_: Any, pieces: list[int], numpy: bool | None) -> 
     mine = sorted(pieces, key=lambda i: (rows[i].t_started, rows[i].t))
     # numpy=True numpys the joined episode, not each piece (see _v1_joined).
     as_stored = None if numpy else numpy
-    episode = ds.episode(mine[0], numpy=as_stored)
-    for i in mine[1:]:
+    read: Iterator[SingleAgentEpisode] = (ds.episode(i, numpy=as_stored) for i in mine)
+    if numpy:  # each column in the dtype the whole episode's values take: all read first
+        read = iter(widen_pieces(list(read)))
+    episode = next(read)
+    for i, piece in zip(mine[1:], read, strict=True):
         try:  # the pieces share an id_key, not always an equal id (NaN): concat_piece
-            concat_piece(episode, ds.episode(i, numpy=as_stored))
+            concat_piece(episode, piece)
         except (AssertionError, ValueError) as err:
             raise CorruptDatasetError(
                 f"pieces of episode {id_!r} do not join at t={rows[i].t_started}: {err}"

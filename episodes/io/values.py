@@ -353,10 +353,12 @@ def encode_value(value: Any, *, blob: BlobWriter | None, where: str, _depth: int
             # Reading an item back strips trailing NULs; this tag says the width is the value.
             return {f"{_TAG}npstr__": blob.add(np.asarray(value), where)}
         return {f"{_TAG}np__": blob.add(np.asarray(value), where)}
+    readable = blob is not None and hasattr(kind, "__array__")  # in infos: name the way out
     raise UnstorableValueError(
         f"{where}: a value of type {kind.__module__}.{kind.__qualname__} cannot be stored safely "
         "(allowed: dict, list, tuple, str, int, float, bool, None"
         + (", numpy arrays and numpy scalars of plain dtypes)" if blob is not None else ")")
+        + ("; an array-like: store np.asarray(value)" if readable else "")
     )
 
 

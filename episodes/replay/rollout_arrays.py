@@ -118,6 +118,18 @@ def read_rollouts(
 
 
 def _plain(values: Any, what: str) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype.names is not None:
+        # as_rows takes records for the buffer's own nested rows; given here, they are no
+        # rollout's layout, and as_rows would word its refusal for those rows.
+        valid = "a numeric [B, H] array, one reward per step"
+        if what != "rewards":
+            valid = "a numeric array, or a dict or tuple of them nested as the space (give a "
+            valid += "record array's fields as a dict, {name: values[name] for name in "
+            valid += "values.dtype.names})"
+        raise TypeError(
+            f"{what}: expected {valid}, got a record array of shape {values.shape} and dtype "
+            f"{values.dtype}"
+        )
     try:
         return as_rows(values, what)
     except (TypeError, ValueError) as error:
