@@ -365,6 +365,22 @@ class StepRecorder:
             f"numpy column ({error}); nothing was recorded"
         )
 
+    def _extra_buffers(self) -> list[InfiniteLookbackBuffer]:
+        """The extra-model-output columns; an ``AssertionError`` naming one that is no buffer.
+
+        ``extra_model_outputs`` is a plain dict, so a column added by assignment can be an
+        array, which every later read would fail on with an error naming no key.
+        """
+        for key, column in self.extra_model_outputs.items():
+            if not isinstance(column, InfiniteLookbackBuffer):
+                raise AssertionError(
+                    f"extra_model_outputs[{key!r}] is a {type(column).__name__}, not an "
+                    f"InfiniteLookbackBuffer: assign extra_model_outputs[{key!r}] = "
+                    "InfiniteLookbackBuffer(values, lookback=episode.actions.lookback), one "
+                    "value per stored action, lookback included"
+                )
+        return list(self.extra_model_outputs.values())
+
     def named_columns(self) -> dict[str, InfiniteLookbackBuffer]:
         """Every column under the name errors use, in the order ``add_env_step`` writes them.
 

@@ -337,7 +337,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
         """Checks the length invariants between columns.
 
         Raises:
-            AssertionError: A column has the wrong number of items (the message says which).
+            AssertionError: A column has the wrong length or is no buffer (the message says which).
 
         Example:
             >>> SingleAgentEpisode(observations=[0, 1], actions=[0], rewards=[0.0]).validate()
@@ -349,7 +349,7 @@ class SingleAgentEpisode(StepRecorder, ColumnAccessors):
             len(self.infos) == n_obs
             and len(self.actions) == expected
             and n_rewards == expected
-            and all(len(column) == expected for column in self.extra_model_outputs.values())
+            and all(len(column) == expected for column in self._extra_buffers())
         )
         if not consistent:
             self._raise_inconsistent(n_obs)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from episodes.buffer import InfiniteLookbackBuffer
 from episodes.buffer.list_store import ListStore
 from episodes.buffer.view_store import ViewStore
 from episodes.episode import SingleAgentEpisode
@@ -30,8 +31,13 @@ def chunk_signature(episode: SingleAgentEpisode) -> tuple[Any, ...]:
         >>> chunk_signature(ep) == before
         False
     """
-    columns = [episode.observations, episode.actions, episode.rewards]
-    columns += list(episode.extra_model_outputs.values())
+    extras = list(episode.extra_model_outputs.values())
+    if not all(isinstance(c, InfiniteLookbackBuffer) for c in extras):
+        # A column assigned as a plain array (``extra_model_outputs["rnd"] = values``): the
+        # chunk changed, and the general path's validate() names the key, where reading
+        # ``.store`` here would fail naming none. Equal to no signature, itself included.
+        return (object(),)
+    columns = [episode.observations, episode.actions, episode.rewards, *extras]
     infos = episode.infos
     return (
         tuple(columns),
