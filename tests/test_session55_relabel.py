@@ -546,15 +546,9 @@ def test_relabelled_rewards_of_a_vector_steps_window_convert_per_env():
     assert rollout.mask is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="replay: stored extra outputs can be rewritten (set_extra_model_outputs), stored "
-    "rewards cannot: a reward model relabelling a buffer has to rebuild it",
-)
 def test_a_replay_buffer_rewrites_stored_rewards():
     buf = EpisodeReplayBuffer(1000, seed=0)
     buf.add(list(runner().sample(4)))
     batch = buf.sample(8)
-    buf.set_rewards(np.zeros(8), batch["indices"])  # type: ignore[attr-defined]
+    buf.set_rewards(np.zeros(8), batch["indices"])
     assert not buf.get_transitions(batch["indices"])["rewards"].any()

@@ -516,6 +516,54 @@ class BufferAccess:
 
         return write_extras(self._store, key, values, indices)
 
+    def get_rewards(self, indices: _Integers) -> np.ndarray:
+        """The stored rewards of the items ``indices`` (a float32 copy).
+
+        Read as :meth:`get_extra_model_outputs` reads an extra column (the same errors).
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 2.0], len_lookback_buffer=0))
+            >>> buf.get_rewards(buf.locate("a", [1, 0])).tolist()
+            [2.0, 1.0]
+        """
+        from episodes.replay.reward_writes import read_rewards
+
+        return read_rewards(self._store, indices)
+
+    def set_rewards(self, values: Any, indices: _Integers) -> int:
+        """Rewrites the stored rewards of the items ``indices`` (relabelling, a reward model).
+
+        As :meth:`set_extra_model_outputs` (one value per index, numpy, lists or torch
+        tensors; evicted items skipped; a repeated index keeps its last value; every check
+        before the write), with the values taken as :meth:`add` takes rewards: real scalars
+        (ints too) cast to float32 unless one would overflow. Later samples (their n-step
+        returns), episodes, ``get_state`` and ``save`` give the new rewards.
+
+        Returns:
+            The number of items written (those of ``indices`` still stored).
+
+        Raises:
+            ValueError: Indices as :meth:`set_extra_model_outputs` refuses them; values not
+                one per index, not scalars, or beyond float32.
+            TypeError: Values that are not real numbers.
+
+        Example:
+            >>> from episodes.replay import EpisodeReplayBuffer
+            >>> buf = EpisodeReplayBuffer(10, seed=0)
+            >>> buf.add(SingleAgentEpisode("a", observations=[0.0, 1.0, 2.0], actions=[0, 1],
+            ...                            rewards=[1.0, 1.0], len_lookback_buffer=0))
+            >>> buf.set_rewards([0.5], buf.locate("a", [1]))
+            1
+            >>> buf.get_transitions([0], n_step=2, gamma=0.5)["rewards"].tolist()
+            [1.25]
+        """
+        from episodes.replay.reward_writes import write_rewards
+
+        return write_rewards(self._store, values, indices)
+
     def get_transitions(
         self,
         indices: _Integers,

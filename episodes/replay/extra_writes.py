@@ -9,7 +9,8 @@ are gone, and a learner running behind its actors meets them routinely.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,14 @@ from episodes.replay.nested import nested_rows, put_rows, take_rows, unpack
 from episodes.replay.sampling import slots_of
 from episodes.replay.store import StepStore
 
-__all__ = ["host_values", "read_extras", "write_extras"]
+__all__ = [
+    "host_values",
+    "issued_indices",
+    "read_extras",
+    "read_rows",
+    "write_extras",
+    "write_rows",
+]
 
 
 def host_values(values: Any) -> Any:
@@ -114,11 +122,28 @@ def read_extras(store: StepStore, key: Any, indices: Any) -> Any:
         >>> read_extras(store, "v", [2, 0]).tolist()
         [2.0, 0.0]
     """
-    column = _column(store, key)
+    return read_rows(store, _column(store, key).data, indices)
+
+
+def read_rows(store: StepStore, data: np.ndarray, indices: Any) -> Any:
+    """Rows of the step column ``data`` (extras, rewards) at the items ``indices`` (a copy).
+
+    Raises:
+        KeyError: Indices not stored (evicted or never issued).
+        ValueError: Indices that are not integers, or not one index or a 1-d sequence.
+
+    Example:
+        >>> store = StepStore()
+        >>> rows = {"obs": np.zeros((2, 1)), "actions": np.zeros(2), "rewards": np.ones(2)}
+        >>> store.reserve(2)
+        >>> _ = store.append(rows, {}, [{}] * 2, ep_row=0, t0=0, prev_slot=-1)
+        >>> read_rows(store, store.rewards, 1).tolist()
+        [1.0]
+    """
     idx = np.atleast_1d(int_array(host_values(indices), "indices", KeyError))
     if idx.ndim != 1:
         raise ValueError(f"indices must be one index or a 1-d sequence, got shape {idx.shape}")
-    return unpack(take_rows(column.data, slots_of(store, idx)))
+    return unpack(take_rows(data, slots_of(store, idx)))
 
 
 def write_extras(store: StepStore, key: Any, values: Any, indices: Any) -> int:
@@ -148,8 +173,28 @@ def write_extras(store: StepStore, key: Any, values: Any, indices: Any) -> int:
     """
     column = _column(store, key)
     what = f"extra_model_outputs[{key!r}]"
-    given = host_values(indices)
-    idx = int_array(given, "indices")
+    idx = issued_indices(store, indices)
+    rows = _rows(values, what, len(idx), column.data.dtype.names is not None)
+    fit = functools.partial(column.fit, what=what)
+    return write_rows(store, column.data, rows, idx, what, column.describe(), fit)
+
+
+def issued_indices(store: StepStore, indices: Any) -> np.ndarray:
+    """``indices`` as a 1-d int64 array of item indices the buffer issued (live or evicted).
+
+    Raises:
+        ValueError: Indices that are not integers, not 1-d, or never issued (-1, a sequence
+            batch's padding, too).
+
+    Example:
+        >>> issued_indices(StepStore(), [])
+        array([], dtype=int64)
+        >>> issued_indices(StepStore(), [0])
+        Traceback (most recent call last):
+        ...
+        ValueError: indices the buffer never issued (use a batch's 'indices'): [0]
+    """
+    idx = int_array(host_values(indices), "indices")
     if idx.ndim != 1:
         one = " (one item: indices [i], values one row in a list)" * (idx.ndim == 0)
         raise ValueError(f"indices must be a 1-d sequence, got shape {idx.shape}{one}")
@@ -157,17 +202,50 @@ def write_extras(store: StepStore, key: Any, values: Any, indices: Any) -> int:
         pad = "-1 is a sequence batch's padding, where its mask is False: pass indices[mask]"
         hint = pad if -1 in idx else "use a batch's 'indices'"
         raise ValueError(f"indices the buffer never issued ({hint}): {idx[:5].tolist()}")
-    rows = _rows(values, what, len(idx), column.data.dtype.names is not None)
+    return idx
+
+
+def write_rows(
+    store: StepStore,
+    data: np.ndarray,
+    rows: np.ndarray,
+    idx: np.ndarray,
+    what: str,
+    layout: str,
+    fit: Callable[[np.ndarray], np.ndarray],
+) -> int:
+    """Writes ``rows``, one per index, into the step column ``data`` at the items ``idx``.
+
+    The one write path of :func:`write_extras` and the rewards' (``reward_writes``): the rows
+    are counted against the indices and ``fit`` into the column (it raises for rows it
+    refuses) before one scatter writes them, so a refusal changes nothing. Items evicted
+    since they were issued are skipped; a repeated index keeps its last row. ``idx`` comes
+    from :func:`issued_indices`; ``layout`` describes the column's rows for the count error.
+
+    Returns:
+        The number of items written.
+
+    Example:
+        >>> store = StepStore()
+        >>> rows = {"obs": np.zeros((2, 1)), "actions": np.zeros(2), "rewards": np.ones(2)}
+        >>> store.reserve(2)
+        >>> _ = store.append(rows, {}, [{}] * 2, ep_row=0, t0=0, prev_slot=-1)
+        >>> write_rows(store, store.rewards, np.array([3.0, 4.0]), np.array([1, 1]),
+        ...            "rewards", "float32 scalars", lambda r: r.astype(np.float32))
+        2
+        >>> store.rewards[:2].tolist()
+        [1.0, 4.0]
+    """
     if len(rows) != len(idx):
         raise ValueError(
             f"{what}: {len(rows)} values for {len(idx)} indices (one row per index, each of "
-            f"the column's {column.describe()})"
+            f"the column's {layout})"
         )
-    if not len(idx) and not len(rows):  # nothing to write: [] has no row shape to check
+    if not len(idx):  # nothing to write: [] has no row shape to check
         return 0
-    rows = column.fit(rows, what)
+    rows = fit(rows)
     slots, found = find_slots(store.uid[: store.end], store.live[: store.end], idx)
     if not found.all():  # evicted since they were sampled: nothing of theirs is stored
         slots, rows = slots[found], rows[found]
-    put_rows(column.data, slots, rows)  # one scatter; a repeated index keeps its last value
+    put_rows(data, slots, rows)  # one scatter; a repeated index keeps its last value
     return len(slots)
