@@ -20,12 +20,12 @@ import gymnasium as gym
 import numpy as np
 import tree
 
-from episodes.connectors import pipeline_state, rllib_keywords
+from episodes.connectors import checked_settings, pipeline_state, rllib_keywords
 from episodes.connectors.given_episodes import check_episodes
 from episodes.connectors.joining import TextJoinError, join_leaves
 from episodes.connectors.list_rows import batched_items
 from episodes.episode import SingleAgentEpisode
-from episodes.indexing import as_flag, as_int, sequence_position
+from episodes.indexing import as_int, sequence_position
 from episodes.spaces import filler_batch, nest_as_space, unstackable_space
 from episodes.spaces.batching import check_sortable_keys
 from episodes.spaces.per_space_cache import PerSpaceCache
@@ -209,11 +209,11 @@ def _check_connector(item: Any) -> None:
         )
 
 
-class EpisodeConnector:
+class EpisodeConnector(checked_settings.CheckedSettings, inference=checked_settings.INFERENCE):
     """Base of the shipped connectors: knows which rows an episode contributes.
 
     Args:
-        inference: One row per episode at ``ts = len(ep)`` instead of one per step.
+        inference: One row per episode at ``ts = len(ep)``, not one per step (checked if set later).
 
     Example:
         >>> class Obs(EpisodeConnector):
@@ -228,7 +228,7 @@ class EpisodeConnector:
     """
 
     def __init__(self, *, inference: bool = False):
-        self.inference = as_flag(inference, "inference")
+        self.inference = inference  # checked by the setting's check
 
     def rows(self, episode: SingleAgentEpisode) -> tuple[int, int]:
         """The row time steps ``[a, b)`` of ``episode`` (relative to its ``ts=0``).

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from episodes.connectors.base import Batch, as_arrays, check_episodes, id_rows, join_rows
+from episodes.connectors.checked_settings import CheckedSettings, flag
 from episodes.connectors.float32 import as_float32
 from episodes.connectors.given_batch import check_batch
 from episodes.connectors.rllib_keywords import explains_rllib_keywords
@@ -28,7 +29,19 @@ _DEFAULT = ("obs", "actions", "rewards", "terminateds", "truncateds", "t", "eps_
 _STANDARD = (*_DEFAULT, "infos")
 
 
-class AddLearnerColumns:
+def _column_names(columns: Any) -> tuple[str, ...]:
+    if isinstance(columns, str):  # would be read letter by letter
+        raise TypeError(f"columns must be a sequence of names, got the string {columns!r}")
+    columns = tuple(columns)
+    odd = [column for column in columns if not isinstance(column, str)]
+    if odd:
+        raise TypeError(f"columns must be strings, got {odd!r}")
+    return columns
+
+
+class AddLearnerColumns(
+    CheckedSettings, columns=_column_names, extra_model_outputs=flag("extra_model_outputs")
+):
     """Adds the learner columns, one row per step (the rows of ``ep.get_data_dict()``).
 
     Columns: ``obs`` (the observation each action was taken in), ``actions``, ``rewards``
@@ -77,13 +90,7 @@ class AddLearnerColumns:
 
     @explains_rllib_keywords
     def __init__(self, columns: Sequence[str] = _DEFAULT, *, extra_model_outputs: bool = True):
-        if isinstance(columns, str):  # would be read letter by letter
-            raise TypeError(f"columns must be a sequence of names, got the string {columns!r}")
-        columns = tuple(columns)
-        odd = [column for column in columns if not isinstance(column, str)]
-        if odd:
-            raise TypeError(f"columns must be strings, got {odd!r}")
-        self.columns = columns
+        self.columns = _column_names(columns)
         self.extra_model_outputs = as_flag(extra_model_outputs, "extra_model_outputs")
 
     def __call__(self, episodes: Sequence[SingleAgentEpisode], batch: Batch) -> Batch:

@@ -31,6 +31,7 @@ import tree
 
 from episodes.buffer.plain_arrays import holds_masked
 from episodes.connectors.base import Batch, EpisodeConnector, check_episodes
+from episodes.connectors.checked_settings import flag
 from episodes.connectors.float32 import as_float32
 from episodes.connectors.given_batch import check_batch
 from episodes.connectors.mean_std_stats import (
@@ -56,7 +57,16 @@ __all__ = ["MeanStdFilter", "TRACKED_EPISODES"]
 TRACKED_EPISODES = 65_536
 
 
-class MeanStdFilter(EpisodeConnector):
+class MeanStdFilter(
+    EpisodeConnector,
+    # Checked on every assignment (checked_settings): ``filt.update = False`` is how a loop
+    # freezes the filter for evaluation (VecNormalize's ``training``), and a bad value set
+    # later (``clip = -1``) would clip, count or divide wrongly without a word.
+    update=flag("update"),
+    clip=lambda value: None if value is None else _positive(value, "clip"),
+    eps=lambda value: _positive(value, "eps"),
+    out_key=lambda value: _column_name(value, "MeanStdFilter's out_key"),
+):
     """Normalizes observations by running per-element statistics: ``(obs - mean) / (std + eps)``.
 
     With ``update=True`` a call first counts the observations of ``episodes`` it has not
@@ -130,21 +140,6 @@ class MeanStdFilter(EpisodeConnector):
         self.update = as_flag(update, "update")
         self.out_key = out_key
         self._s = _Stats()
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Checked on every assignment, not only by the constructor: ``filt.update = False``
-        # is how a loop freezes the filter for evaluation (VecNormalize's ``training``), and a
-        # bad value set later (``clip = -1``, ``update = "no"``) would clip, count or divide
-        # wrongly without a word. A refused value leaves the old one.
-        if name in ("update", "inference"):
-            value = as_flag(value, name)
-        elif name == "clip" and value is not None:
-            value = _positive(value, "clip")
-        elif name == "eps":
-            value = _positive(value, "eps")
-        elif name == "out_key":
-            value = _column_name(value, "MeanStdFilter's out_key")
-        super().__setattr__(name, value)
 
     def shared(self, *, inference: bool | None = None, update: bool | None = None) -> MeanStdFilter:
         """A filter on the same statistics (and counted episodes), with its own row choice.

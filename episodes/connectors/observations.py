@@ -23,6 +23,7 @@ from episodes.connectors.base import (
     join_rows,
     with_fill_dtype,
 )
+from episodes.connectors.checked_settings import flag
 from episodes.connectors.float32 import as_float32
 from episodes.connectors.given_batch import check_batch
 from episodes.connectors.last_rows import last_flat_rows
@@ -141,6 +142,12 @@ def _column_name(value: Any, name: str) -> str:
     return value
 
 
+def _needed_fill(value: Any, who: str, what: str) -> Any:
+    if value is None:  # the getter would clip the window: fewer rows than steps
+        raise ValueError(f"{who} needs a fill value for {what} before the episode")
+    return value
+
+
 def _read_obs(
     episode: SingleAgentEpisode,
     start: int,
@@ -201,7 +208,11 @@ def _join(parts: list[Any], key: str, episodes: list[SingleAgentEpisode], plain:
         ) from err
 
 
-class FlattenObservations(EpisodeConnector):
+class FlattenObservations(
+    EpisodeConnector,
+    one_hot_discrete=flag("one_hot_discrete"),
+    out_key=lambda value: _column_name(value, "FlattenObservations' out_key"),
+):
     """Writes each row's observation, flattened to float32 ``[rows, D]`` (discrete one-hot).
 
     An empty ``Dict``/``Tuple`` observation gives ``D = 0`` columns, as gymnasium's ``flatdim``.
@@ -398,7 +409,13 @@ def _last_box_frames(
     return stacked.astype(np.result_type(stacked.dtype, np.asarray(filler).dtype), copy=False)
 
 
-class FrameStack(EpisodeConnector):
+class FrameStack(
+    EpisodeConnector,
+    n=lambda value: _whole_count(value, "FrameStack's n", 1),
+    fill=lambda value: _needed_fill(value, "FrameStack", "frames"),
+    flatten=flag("flatten"),
+    out_key=lambda value: _column_name(value, "FrameStack's out_key"),
+):
     """Writes the last ``n`` observations of each row: ``[rows, n, *obs_shape]``, oldest first.
 
     Row ``ts`` holds observations ``ts-n+1 .. ts``; before the episode's first observation (and
@@ -438,8 +455,7 @@ class FrameStack(EpisodeConnector):
     ):
         count = _whole_count(n, "FrameStack's n", 1)
         out_key = _column_name(out_key, "FrameStack's out_key")
-        if fill is None:  # the getter would clip the window: fewer rows than steps
-            raise ValueError("FrameStack needs a fill value for frames before the episode")
+        _needed_fill(fill, "FrameStack", "frames")
         super().__init__(inference=inference)
         self.n = count
         self.fill = fill

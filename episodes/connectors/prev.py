@@ -18,11 +18,12 @@ from episodes.connectors.base import (
     join_rows,
     with_fill_dtype,
 )
+from episodes.connectors.checked_settings import flag
 from episodes.connectors.given_batch import check_batch
 from episodes.connectors.last_rows import last_prev_actions, last_prev_rewards
 from episodes.connectors.learner import float32_rewards
 from episodes.connectors.lookback_reach import warn_short_lookback
-from episodes.connectors.observations import _whole_count
+from episodes.connectors.observations import _needed_fill, _whole_count
 from episodes.connectors.rllib_keywords import explains_rllib_keywords
 from episodes.connectors.text_fill import refuse_text_fill
 from episodes.episode import SingleAgentEpisode
@@ -42,7 +43,13 @@ class _DefaultCount(int):
 _DEFAULT_COUNT = _DefaultCount(1)
 
 
-class PrevActionsPrevRewards(EpisodeConnector):
+class PrevActionsPrevRewards(
+    EpisodeConnector,
+    n_actions=lambda value: _whole_count(value, "PrevActionsPrevRewards' n_actions", 0),
+    n_rewards=lambda value: _whole_count(value, "PrevActionsPrevRewards' n_rewards", 0),
+    fill=lambda value: _needed_fill(value, "PrevActionsPrevRewards", "steps"),
+    one_hot_discrete=flag("one_hot_discrete"),
+):
     """Adds ``prev_n_actions`` ``[rows, n_actions, *A]`` and ``prev_n_rewards`` ``[rows, n]``.
 
     Row ``ts`` gets actions/rewards ``ts-n .. ts-1`` (oldest first), the values of
@@ -96,10 +103,7 @@ class PrevActionsPrevRewards(EpisodeConnector):
             _count(n_actions, n_prev_actions, "n_actions", "n_prev_actions"),
             _count(n_rewards, n_prev_rewards, "n_rewards", "n_prev_rewards"),
         )
-        if fill is None:  # the getter would clip the window: fewer rows than steps
-            raise ValueError(
-                "PrevActionsPrevRewards needs a fill value for steps before the episode"
-            )
+        _needed_fill(fill, "PrevActionsPrevRewards", "steps")
         super().__init__(inference=inference)
         self.n_actions, self.n_rewards = counts
         self.fill = fill

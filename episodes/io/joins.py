@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from episodes.episode import SingleAgentEpisode
+from episodes.io.errors import DatasetError
+from episodes.io.piece_dtypes import widen_pieces
 from episodes.io.reader import iter_chunks
 from episodes.io.shard_reader import Dataset
 from episodes.io.shards import is_v2
@@ -35,10 +37,13 @@ from episodes.io.values import concat_piece, decode_value, id_key
 from episodes.spaces import equal_in_space
 from episodes.structs import flatten
 
-__all__ = ["PieceJoins", "manifest_pieces", "piece_problems"]
+__all__ = ["NUMPY_ONLY", "PieceJoins", "manifest_pieces", "piece_problems"]
 
 PathLike = str | os.PathLike[str]
 Piece = tuple[Any, int, int, bool]
+
+#: How :class:`PieceJoins` ends the problem of a join that ``load_episode(..., numpy=True)`` makes.
+NUMPY_ONLY = "load_episode(..., numpy=True) joins it"
 
 
 def manifest_pieces(path: PathLike) -> list[Piece]:
@@ -166,7 +171,11 @@ class PieceJoins:
     its first observation must equal the last one (leaf-wise, NaNs equal), its
     extra-model-output keys must be the episode's (new ones only while it has no steps), and
     the episode's columns (its first piece's layouts) must take every one of its items; where
-    the layouts differ, the join is tried on a one-step copy. Pieces may be checked in any
+    the layouts differ, the join is tried on a one-step copy. A join that fails so but that
+    ``load_episode(..., numpy=True)`` makes (pieces stored in other dtypes, joined in numpy's
+    ``result_type``: :mod:`episodes.io.piece_dtypes`) is still a problem, the default
+    ``numpy=None`` refusing the id, ending with :data:`NUMPY_ONLY`; later pieces then join
+    onto the widened columns. Pieces may be checked in any
     order: a piece read before its predecessor waits for it, and a joined episode is kept
     (as its last piece) only until its successor is checked, so reading a dataset in time
     order holds one piece per running episode.
@@ -303,6 +312,31 @@ class PieceJoins:
         try:  # one id_key, not always an equal id (NaN): concat_piece, as load_episode
             concat_piece(trial, piece)
         except (AssertionError, ValueError, TypeError) as err:
-            problems.append(f"episode {id_!r}: piece at t={t} does not join its predecessor: {err}")
-            return own
+            problem = f"episode {id_!r}: piece at t={t} does not join its predecessor: {err}"
+            wide = _wide_join(shell, piece, joined.spaces)
+            if wide is None:
+                problems.append(problem)
+                return own
+            # load_episode(numpy=True) joins it (each leaf in the pieces' result_type), but the
+            # default numpy=None refuses the id: still a problem, saying so. Later pieces join
+            # onto the widened columns, as numpy=True joins them.
+            problems.append(f"{problem} ({NUMPY_ONLY})")
+            trial = wide
         return _Joined(_last_step(trial), _columns_of(trial), joined.spaces)
+
+
+def _wide_join(
+    shell: SingleAgentEpisode, piece: SingleAgentEpisode, spaces: tuple[Any, Any]
+) -> SingleAgentEpisode | None:
+    """``shell``'s last step joined with ``piece`` as ``load_episode(numpy=True)`` joins them.
+
+    None where that join fails too. ``piece`` is left as read (the casts are on a copy).
+    """
+    trial, later = _last_step(shell), copy.deepcopy(piece)
+    trial.observation_space, trial.action_space = spaces
+    try:
+        widen_pieces([trial, later])
+        concat_piece(trial, later)
+    except (AssertionError, ValueError, TypeError, DatasetError):
+        return None
+    return trial

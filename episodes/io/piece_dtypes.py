@@ -28,6 +28,7 @@ from episodes.buffer import InfiniteLookbackBuffer
 from episodes.episode import SingleAgentEpisode
 from episodes.io.encoding import numpy_episode
 from episodes.io.errors import DatasetError, DatasetIOError
+from episodes.spaces.contains import checker_for
 from episodes.structs import flatten, skeleton, unflatten
 
 __all__ = ["joined_dtype", "widen_pieces"]
@@ -71,7 +72,7 @@ def widen_pieces(pieces: list[SingleAgentEpisode]) -> list[SingleAgentEpisode]:
     """
     if pieces[0].is_numpy:  # a list-mode piece's items would be cast into its columns
         for k, piece in enumerate(pieces[1:], 1):
-            if not piece.is_numpy:
+            if not piece.is_numpy and _in_spaces_of(pieces[0], piece):
                 try:
                     numpy_episode(piece, f"piece {k} of episode {piece.id_!r}")
                 except DatasetIOError:
@@ -90,6 +91,25 @@ def widen_pieces(pieces: list[SingleAgentEpisode]) -> list[SingleAgentEpisode]:
         if len(held) > 1:
             _widen(held)
     return pieces
+
+
+def _in_spaces_of(first: SingleAgentEpisode, piece: SingleAgentEpisode) -> bool:
+    """Whether a list-mode ``piece``'s steps lie in the numpy'd ``first`` piece's spaces.
+
+    ``concat_episode`` checks a list-mode piece's observations (after its first) and actions
+    against a numpy'd episode's spaces, and a numpy'd piece's not: numpying one that fails
+    would let the join take an action the episode's space refuses. Such a piece stays in list
+    mode, for the join to refuse as it refuses it with ``numpy=None``.
+    """
+    for space, column, skip in (
+        (first.observation_space, piece.observations, 1),
+        (first.action_space, piece.actions, 0),
+    ):
+        if space is not None:
+            check = checker_for(space)
+            if not all(check(item) for item in column.get(slice(skip, None))):
+                return False
+    return True
 
 
 def _widen(columns: list[InfiniteLookbackBuffer]) -> None:

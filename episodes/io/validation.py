@@ -43,7 +43,9 @@ class ValidationReport:
     """What :func:`validate_dataset` found.
 
     Attributes:
-        problems: One line per problem (a damaged piece, or pieces that do not join).
+        problems: One line per problem (a damaged piece, or pieces that do not join; a join
+            that only ``load_episode(..., numpy=True)`` makes says so:
+            :data:`~episodes.io.joins.NUMPY_ONLY`).
         pieces: The episode pieces (chunks) read.
         shards: The v2 dataset's shards (None for v1).
         torn_manifest: An incomplete last manifest line (a killed writer) was ignored.

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -307,3 +308,30 @@ def test_relist_lists_lost_shards_oldest_index_first_then_by_name(
     listed = manifest.read_bytes().splitlines()[2:]
     assert [json.loads(line)["shard"] for line in listed] == want
     _check_whole(tmp_path)
+
+
+@pytest.mark.parametrize("numpy", [None, True], ids=["as_stored", "numpy"])
+def test_a_list_mode_piece_outside_the_first_pieces_space_is_refused_either_way(tmp_path, numpy):
+    # numpy=True numpys a list-mode piece before the join to widen its dtypes, and a numpy'd
+    # piece's steps are not checked against the episode's spaces: one outside them (action 3
+    # after a Discrete(2) piece) must stay refused, as numpy=None refuses it.
+    first = SingleAgentEpisode(
+        "e",
+        observations=[[0.0], [0.0]],
+        actions=[1],
+        rewards=[1.0],
+        action_space=gym.spaces.Discrete(2),
+        len_lookback_buffer=0,
+    ).to_numpy()
+    later = SingleAgentEpisode(
+        "e",
+        observations=[[0.0], [0.0]],
+        actions=[3],
+        rewards=[1.0],
+        t_started=1,
+        len_lookback_buffer=0,
+    )
+    with DatasetWriter(tmp_path / "d") as writer:
+        writer.write_many([first, later])
+    with pytest.raises(CorruptDatasetError, match="action 3 is not in this episode's action"):
+        load_episode(tmp_path / "d", "e", numpy=numpy)
