@@ -262,12 +262,6 @@ def test_disk_pieces_of_one_running_episode_join_and_read_by_range(tmp_path):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="missing piece: no tool joins the pieces of one id (merge keeps every piece), and "
-    "load_episode costs about 1 ms per piece (2.5 s for 2,000 pieces of 8 steps), so a "
-    "continuing run written for hours loads ever slower",
-)
 def test_merge_joins_the_pieces_of_a_running_episode(tmp_path):
     pytest.importorskip("pyarrow")
     from episodes.io import DatasetWriter, merge, read_episodes
@@ -276,7 +270,7 @@ def test_merge_joins_the_pieces_of_a_running_episode(tmp_path):
     with DatasetWriter(tmp_path / "run", sync=False) as writer:
         for _ in range(10):
             writer.write_many(list(runner.sample(4)))
-    merge([tmp_path / "run"], tmp_path / "merged")
+    merge([tmp_path / "run"], tmp_path / "merged", join_pieces=True)
     assert len(list(read_episodes(tmp_path / "merged"))) == 1
 
 

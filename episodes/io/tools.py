@@ -34,9 +34,11 @@ from pathlib import Path
 from typing import Any, SupportsFloat, SupportsIndex
 
 from episodes.episode import SingleAgentEpisode
+from episodes.indexing import as_flag
 from episodes.io.copy_checks import MERGE_REMEDY, refuse_other_envs
 from episodes.io.copy_storage import SAME, copy_storage
 from episodes.io.errors import DatasetError
+from episodes.io.joined_pieces import joined_pieces
 from episodes.io.joins import join_problems, manifest_pieces
 from episodes.io.metadata import DatasetMetadata, given_metadata
 from episodes.io.other_env import other_env_problem
@@ -111,10 +113,12 @@ def _fill(
     stops: Sequence[int | None] = (),
     ids: Sequence[Any] | None = None,
     side: Callable[[SingleAgentEpisode], int] | None = None,
+    join: bool = False,
 ) -> list[int]:
     """Copies the pieces (of ``ids``: all if None) to ``intos``; the pieces written to each.
 
     One pass: each piece goes to ``intos[side(piece)]`` (the first where ``side`` is None).
+    ``join``: each id's pieces (of all sources) go as one piece, joined.
     """
     counts = [0] * len(intos)
     with contextlib.ExitStack() as stack:
@@ -122,13 +126,18 @@ def _fill(
             stack.enter_context(DatasetWriter(into, metadata=metadata, **writer_kwargs))
             for into in intos
         ]
-        for src, stop in itertools.zip_longest(sources, stops):
-            # Checksums verified: a copy must not give damaged data fresh ones. ``stop``: the
-            # pieces a decision was made on, not those a writer committed since (a snapshot).
-            for episode, wall in _pieces(src, stop, ids):
-                k = 0 if side is None else side(episode)
-                writers[k]._write(episode, wall)  # the source's wall times, not this clock's
-                counts[k] += 1
+        # Checksums verified: a copy must not give damaged data fresh ones. ``stop``: the
+        # pieces a decision was made on, not those a writer committed since (a snapshot).
+        pairs = list(itertools.zip_longest(sources, stops))
+        pieces: Iterator[tuple[SingleAgentEpisode, Walls]] = itertools.chain.from_iterable(
+            _pieces(src, stop, ids) for src, stop in pairs
+        )
+        if join:
+            pieces = joined_pieces([src for src, _ in pairs], [stop for _, stop in pairs])
+        for episode, wall in pieces:
+            k = 0 if side is None else side(episode)
+            writers[k]._write(episode, wall)  # the source's wall times, not this clock's
+            counts[k] += 1
     return counts
 
 
@@ -162,6 +171,7 @@ def _copy(
     writer_kwargs: dict[str, Any],
     stops: Sequence[int | None] = (),
     ids: Sequence[Any] | None = None,
+    join: bool = False,
 ) -> int:
     """Writes the pieces (of ``ids``: all if None) into a staged directory, then ``dst``.
 
@@ -172,7 +182,7 @@ def _copy(
     _check_apart(dst, final, sources)
     staged = stage(final)
     try:
-        (count,) = _fill(sources, [staged.path], metadata, writer_kwargs, stops, ids)
+        (count,) = _fill(sources, [staged.path], metadata, writer_kwargs, stops, ids, join=join)
         place(staged.path, final)  # an empty directory is filled in place
     except BaseException:
         staged.drop()
@@ -228,8 +238,15 @@ def merge(
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     data_format: str = SAME,
     compression: str | None = SAME,
+    join_pieces: bool = False,
 ) -> int:
-    """Concatenates datasets into a new v2 dataset; returns the episode pieces copied.
+    """Concatenates datasets into a new v2 dataset; returns the episode pieces written.
+
+    ``join_pieces=True`` writes each id as one piece: its pieces of every source joined as
+    :func:`load_episode` joins them (so each id loads back equal, and reads one piece instead
+    of thousands: a continuing task's run), one id held in memory at a time; it keeps each
+    id's earliest ``wall_start`` and latest ``wall_end``. ``merge([src], dst,
+    join_pieces=True)`` compacts one dataset.
 
     The metadata defaults to the first source's, with the sources listed in ``user`` under
     ``merged_from`` (or, where that key is taken, ``merged_from_2``, ...; see
@@ -243,8 +260,10 @@ def merge(
             different envs: other observation or action spaces, or (when ``metadata`` is not
             given, so the first source's would describe them all) other metadata env ids.
         TypeError: ``sources`` is one path (a str or ``os.PathLike``: pass ``[path]``), or
-            holds something that is no path.
+            holds something that is no path, or ``join_pieces`` is no bool.
         ValueError: ``data_format`` or ``compression`` is none of the values above.
+        CorruptDatasetError: (``join_pieces``) an id's pieces do not join as
+            ``load_episode`` would refuse them (nothing is left at ``dst``).
 
     Example:
         >>> import tempfile
@@ -256,8 +275,15 @@ def merge(
         ...         w.write(SingleAgentEpisode(name, observations=[0]))
         >>> merge([f"{root}/a", f"{root}/b"], f"{root}/ab")
         2
+        >>> run = SingleAgentEpisode("r", observations=[0, 1, 2], actions=[0, 0],
+        ...                          rewards=[1.0, 1.0], len_lookback_buffer=0)
+        >>> with DatasetWriter(f"{root}/run") as w:
+        ...     w.write_many([run[0:1], run[1:2]])
+        >>> merge([f"{root}/run"], f"{root}/joined", join_pieces=True)
+        1
     """
     sources = merge_sources(sources)  # one path alone would be iterated as characters
+    join = as_flag(join_pieces, "join_pieces")
     given = _given_metadata(metadata)
     copy_storage([], data_format, compression)  # checked before anything is read
     stops = _refuse_overlaps(sources)
@@ -266,7 +292,7 @@ def merge(
     if given is None:
         meta.user = with_provenance(meta.user, "merged_from", [str(s) for s in sources])
     kwargs = {"shard_bytes": shard_bytes, **copy_storage(sources, data_format, compression)}
-    return _copy(sources, dst, meta, kwargs, stops)
+    return _copy(sources, dst, meta, kwargs, stops, join=join)
 
 
 def _refuse_overlaps(sources: Sequence[PathLike], how: str = "once {} are merged") -> list[int]:

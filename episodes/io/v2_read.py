@@ -43,6 +43,7 @@ from episodes.spaces import space_from_dict
 __all__ = [
     "dataset_info_v2",
     "load_episode_v2",
+    "piece_walls",
     "pieces_with_walls",
     "read_episodes_v2",
     "v2_dataset",
@@ -149,10 +150,24 @@ def pieces_with_walls(
     same_ids = SameIds()  # as read_episodes_v2
     every = None if len(selected) == len(ds) else selected
     for i, episode in zip(selected, ds.iter_episodes(every)):
-        shard, j = ds.locate(i)  # still open: the piece was just read from it
-        entry = shard.entry_of(j)
-        walls = tuple(_wall(entry.get(key)) for key in ("wall_start", "wall_end"))
-        yield same_ids.of(episode), (walls[0], walls[1])
+        yield same_ids.of(episode), piece_walls(ds, i)  # its shard still open: just read
+
+
+def piece_walls(ds: Dataset, i: int) -> tuple[float | None, float | None]:
+    """``wall_start``/``wall_end`` of piece ``i``'s index entry (None: none, or not finite).
+
+    Example:
+        >>> import tempfile
+        >>> from episodes.io import DatasetWriter
+        >>> path = tempfile.mkdtemp()
+        >>> with DatasetWriter(path) as w:
+        ...     w.write(SingleAgentEpisode("a", observations=[0]))
+        >>> piece_walls(Dataset(path), 0)
+        (None, None)
+    """
+    shard, j = ds.locate(i)
+    entry = shard.entry_of(j)
+    return _wall(entry.get("wall_start")), _wall(entry.get("wall_end"))
 
 
 def _wall(value: Any) -> float | None:
