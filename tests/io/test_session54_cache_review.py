@@ -92,21 +92,7 @@ def _edited(raw: bytes) -> bytes:
     return raw.replace(np.float32(1.25).tobytes(), np.float32(42.0).tobytes())
 
 
-def _fds(root: Path) -> int:
-    """Descriptors this process holds open on files under ``root``.
-
-    Only those: in a whole-suite run other libraries' threads (Ray's, a collector's) open and
-    close descriptors of their own at any time, so a count of all of them is not this test's.
-    """
-    prefix = os.path.realpath(root) + os.sep
-    held = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # closed since listed
-            continue
-        held += target.startswith(prefix)
-    return held
+_fds = _cache_datasets.fds_under
 
 
 # Fixtures from the shared module: each test starts with nothing kept; files settle at once.

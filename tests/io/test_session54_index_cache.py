@@ -29,7 +29,6 @@ from episodes.io import (
     index_cache,
     load_episode,
     load_episodes,
-    shard_reader,
 )
 from tests.io import _cache_datasets
 from tests.io._cache_datasets import episode as _episode
@@ -50,18 +49,7 @@ def _shard_files(path: Path) -> list[Path]:
     return sorted((path / "shards").glob("*.json"))
 
 
-@pytest.fixture
-def index_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The shard indexes the v2 reader parses (a reused shard parses none)."""
-    seen: list[str] = []
-    real = shard_reader.read_index
-
-    def counted(raw: bytes, entry: Any, where: str, **kw: Any) -> Any:
-        seen.append(entry.name)
-        return real(raw, entry, where, **kw)
-
-    monkeypatch.setattr(shard_reader, "read_index", counted)
-    return seen
+index_reads = _cache_datasets.index_reads
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -23,36 +23,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from episodes import SingleAgentEpisode
 from episodes.io import (
     DatasetError,
-    DatasetWriter,
     EpisodeNotFoundError,
-    EpisodeWriter,
     episode_loads,
     index_cache,
     load_episode,
-    shard_reader,
 )
+from tests.io import _cache_datasets
+from tests.io._cache_datasets import episode as _episode
+from tests.io._cache_datasets import write_dataset as _write
 
+_clean = _cache_datasets.nothing_kept
+index_reads = _cache_datasets.index_reads
 DOCUMENTED_MAX_DATASETS = 8  # docs/format.md: "the 8 v2 datasets they read last"
 SECOND = 1_000_000_000
-
-
-def _episode(id_: Any, n: int = 2, start: float = 0.0) -> SingleAgentEpisode:
-    obs = [np.full(3, start + i, np.float32) for i in range(n + 1)]
-    return SingleAgentEpisode(
-        id_, observations=obs, actions=list(range(n)), rewards=[1.0] * n, len_lookback_buffer=0
-    )
-
-
-def _write(path: Path, fmt: str, episodes: list[SingleAgentEpisode]) -> None:
-    if fmt == "v1":
-        with EpisodeWriter(path, sync=False) as w:
-            w.write_many(episodes)
-    else:
-        with DatasetWriter(path, sync=False) as w:
-            w.write_many(episodes)
 
 
 def _obs(path: Path, id_: Any) -> list[Any]:
@@ -63,16 +48,7 @@ def _lent(path: Path) -> index_cache.LentDataset:
     return index_cache._v2[str(path.absolute())]
 
 
-def _fds(root: Path) -> int:
-    """Descriptors this process holds open on files under ``root``."""
-    prefix = os.path.realpath(root) + os.sep
-    held = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            held += os.readlink(f"/proc/self/fd/{fd}").startswith(prefix)
-        except OSError:
-            continue
-    return held
+_fds = _cache_datasets.fds_under
 
 
 class _Clock:
@@ -85,32 +61,11 @@ class _Clock:
         return time.time_ns() if self.now is None else self.now
 
 
-@pytest.fixture(autouse=True)
-def _clean() -> Any:
-    index_cache.forget_datasets()
-    yield
-    index_cache.forget_datasets()
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
     fake = _Clock()
     monkeypatch.setattr(index_cache, "time", fake)
     return fake
-
-
-@pytest.fixture
-def index_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The shard indexes the v2 reader parses (a reused shard parses none)."""
-    seen: list[str] = []
-    real = shard_reader.read_index
-
-    def counted(raw: bytes, entry: Any, where: str, **kw: Any) -> Any:
-        seen.append(entry.name)
-        return real(raw, entry, where, **kw)
-
-    monkeypatch.setattr(shard_reader, "read_index", counted)
-    return seen
 
 
 def _shard_files(path: Path) -> list[Path]:
