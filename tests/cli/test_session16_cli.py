@@ -133,8 +133,8 @@ STOPPED = textwrap.dedent(
     import episodes.io.tools as tools
     from episodes.cli import main
     real = tools._fill
-    def fill(sources, into, *args):
-        count = real(sources, into, *args)
+    def fill(sources, into, *args, **kwargs):
+        count = real(sources, into, *args, **kwargs)
         os.kill(os.getpid(), getattr(signal, sys.argv[1]))
         signal.pause()  # pragma: no cover - the signal ends this
     tools._fill = fill
